@@ -1,0 +1,98 @@
+"""Helpers shared by the workload modules: CLI parsing, result line, Ray init, filesystems.
+
+Only the standard library is imported at module level; pyarrow/ray are imported lazily.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from workloads.registry import RESULT_PREFIX, get_workload
+
+
+def _coerce(value: str) -> Any:
+    """Parse a ``--key value`` flag value as JSON when possible, else keep the string."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def parse_config(workload: str, argv: list[str] | None = None) -> dict[str, Any]:
+    """Build a workload config from ``--config-json JSON`` plus optional ``--key value`` flags.
+
+    Flags override the JSON, which overrides the registry's ``default_args``. Flag names use
+    ``-`` or ``_`` interchangeably; values are parsed as JSON when they parse (``--steps 10``).
+    """
+    parser = argparse.ArgumentParser(prog=f"python -m workloads.{workload}")
+    parser.add_argument("--config-json", default="{}", help="JSON object with the config")
+    ns, rest = parser.parse_known_args(argv)
+    config = json.loads(ns.config_json)
+    if not isinstance(config, dict):
+        raise SystemExit("--config-json must be a JSON object")
+    i = 0
+    while i < len(rest):
+        flag = rest[i]
+        if not flag.startswith("--"):
+            raise SystemExit(f"unexpected argument {flag!r}")
+        key = flag[2:].replace("-", "_")
+        if "=" in key:
+            key, value = key.split("=", 1)
+            i += 1
+        elif i + 1 < len(rest):
+            value = rest[i + 1]
+            i += 2
+        else:
+            raise SystemExit(f"flag {flag} needs a value")
+        config[key] = _coerce(value)
+    return get_workload(workload).config(config)
+
+
+def emit_result(result: Mapping[str, Any]) -> None:
+    """Print the result dict as the LAST stdout line: ``RAYGKE_RESULT {json}``."""
+    sys.stdout.flush()
+    print(RESULT_PREFIX + json.dumps(dict(result), sort_keys=True, default=str), flush=True)
+
+
+def run_cli(workload: str, main: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Entry point used by ``python -m workloads.<name>``."""
+    config = parse_config(workload, sys.argv[1:])
+    result = main(config)
+    emit_result(result)
+
+
+def ensure_ray() -> None:
+    """``ray.init()`` unless Ray is already initialised in this process (tests, notebooks).
+
+    The address comes from ``RAY_ADDRESS`` when set (a Ray job), else a local instance starts.
+    """
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS") or None, log_to_driver=True)
+
+
+def resolve_fs(uri: str):
+    """Return ``(pyarrow.fs.FileSystem, path)`` for a local path or URI such as ``gs://b/p``."""
+    import pyarrow.fs as pafs
+
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
+    return pafs.FileSystem.from_uri(uri)
+
+
+def join(uri: str, *parts: str) -> str:
+    """Join path parts onto a local path or URI with ``/``."""
+    if "://" not in uri:
+        return os.path.join(uri, *parts)
+    return "/".join([uri.rstrip("/"), *parts])
+
+
+def is_local(uri: str) -> bool:
+    """True for plain local paths (and ``file://`` URIs)."""
+    return "://" not in uri or uri.startswith("file://")

@@ -1,0 +1,325 @@
+"""Prepare a byte-level LM dataset with Ray Data.
+
+Pipeline: list the corpus by URI -> ``ray.data.read_binary_files`` -> classify each file
+(text check, deterministic split and shard from the sha256 of its relative path) ->
+``groupby(shard).map_groups`` writes one Parquet file per shard -> ``_manifest.json``.
+
+Output layout under ``dataset`` (local path or ``gs://``)::
+
+    train/part-00000.parquet ... validation/part-00003.parquet   (only non-empty shards)
+    _manifest.json   {"rows", "val_rows", "files", "bytes", "shards", "skipped", ...}
+
+Row schema: one column ``tokens``: ``fixed_size_list<uint8>[context_length + 1]``. A shard is
+the concatenation of its documents sorted by relative path, each followed by the separator byte
+``0``, cut into windows of ``context_length + 1`` bytes with stride ``context_length`` (so
+``x = tokens[:-1]``, ``y = tokens[1:]`` cover every byte once as a target); the last
+partial window of a shard (< context_length bytes) is dropped.
+
+Text policy: a file that contains a NUL byte or is not valid UTF-8 is "not text"; an empty
+file is "empty". When the corpus is a folder or glob such files are skipped with a warning
+naming each one (listed in the manifest under ``skipped``). An explicitly named single file
+that is not text fails with :class:`CorpusError` naming it, and so does a corpus where no
+usable file remains.
+
+Idempotent: shard names depend only on the content's relative paths, and a local output is
+built in ``<dataset>.tmp`` and swapped into place at the end, so a re-run after a crash neither
+duplicates nor loses rows. Remote outputs are overwritten shard by shard (same names), stale
+shards are deleted, and the manifest is written last.
+
+Config keys: ``data`` (folder, glob, single file, or gs:// URI; None = the standard library
+source folder), ``dataset`` (output), ``include`` (glob on relative paths, default ``*.py``),
+``exclude`` (list of globs, default ``["site-packages/*"]``), ``context_length`` (256),
+``val_fraction`` (0.05), ``num_shards`` (8 per split).
+Result: ``{"rows", "val_rows", "files", "bytes", "dataset", "skipped"}`` (skipped = count).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sysconfig
+from collections.abc import Iterable
+from typing import Any
+
+from workloads.common import ensure_ray, is_local, resolve_fs, run_cli
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = 0
+SPLITS = ("train", "validation")
+MANIFEST = "_manifest.json"
+
+
+class CorpusError(ValueError):
+    """The corpus is empty, unreadable or not text. The message names the file(s)."""
+
+
+def default_corpus() -> str:
+    """The Python standard library source folder of this interpreter."""
+    return sysconfig.get_paths()["stdlib"]
+
+
+def _has_glob(s: str) -> bool:
+    return any(c in s for c in "*?[")
+
+
+def list_corpus(
+    data: str | None, include: str = "*.py", exclude: Iterable[str] = ("site-packages/*",)
+) -> tuple[Any, str, list[str], bool]:
+    """Resolve the corpus into ``(filesystem, base_dir, sorted relative paths, explicit_file)``.
+
+    ``data`` may be a folder (recursive, filtered by ``include``/``exclude`` on the relative
+    path), a glob (``/x/**/*.txt``; the non-glob prefix is the base), a single file, or a
+    ``gs://`` URI of any of those.
+
+    Raises:
+        CorpusError: nothing matches.
+    """
+    import pyarrow.fs as pafs
+
+    data = data or default_corpus()
+    exclude = tuple(exclude or ())
+    if _has_glob(data):
+        head, pattern = [], []
+        for part in data.split("/"):
+            (pattern if pattern or _has_glob(part) else head).append(part)
+        base_uri, include = "/".join(head) or "/", "/".join(pattern)
+    else:
+        base_uri = data
+    fs, base = resolve_fs(base_uri)
+    info = fs.get_file_info(base)
+    if info.type == pafs.FileType.File:
+        return fs, os.path.dirname(base), [os.path.basename(base)], True
+    if info.type != pafs.FileType.Directory:
+        raise CorpusError(f"corpus {data!r} not found")
+    rels = []
+    for fi in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
+        if fi.type != pafs.FileType.File:
+            continue
+        rel = fi.path[len(base.rstrip("/")) + 1 :]
+        name_ok = fnmatch.fnmatch(rel, include) or (
+            "/" not in include and fnmatch.fnmatch(os.path.basename(rel), include)
+        )
+        if "**/" in include:
+            name_ok = name_ok or fnmatch.fnmatch(rel, include.replace("**/", ""))
+        if name_ok and not any(fnmatch.fnmatch(rel, x) for x in exclude):
+            rels.append(rel)
+    if not rels:
+        raise CorpusError(f"corpus {data!r}: no files match include={include!r} exclude={exclude}")
+    return fs, base, sorted(rels), False
+
+
+def _digest(rel: str) -> int:
+    return int.from_bytes(hashlib.sha256(rel.encode("utf-8")).digest()[:8], "big")
+
+
+def classify(rel: str, data: bytes, val_fraction: float, num_shards: int) -> tuple[str, str]:
+    """Return ``(group, reason)``: group like ``"train/part-00003"`` or ``""`` if skipped.
+
+    The split uses the top bits of sha256(rel) (validation when below ``val_fraction``), the
+    shard the low bits, so both are stable across runs and machines.
+    """
+    if not data:
+        return "", "empty"
+    if b"\x00" in data:
+        return "", "not text (contains NUL bytes)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return "", f"not UTF-8 ({e.reason} at byte {e.start})"
+    h = _digest(rel)
+    split = "validation" if (h >> 32) / 2**32 < val_fraction else "train"
+    return f"{split}/part-{(h & 0xFFFFFFFF) % num_shards:05d}", ""
+
+
+def windows(docs: list[bytes], context_length: int):
+    """Cut ``doc + SEP`` concatenated into ``[n, context_length + 1]`` uint8 rows, stride L."""
+    import numpy as np
+
+    stream = np.frombuffer(b"".join(d + bytes([SEPARATOR]) for d in docs), dtype=np.uint8)
+    n = max(0, (len(stream) - 1) // context_length)
+    if n == 0:
+        return np.zeros((0, context_length + 1), dtype=np.uint8)
+    idx = np.arange(n)[:, None] * context_length + np.arange(context_length + 1)[None, :]
+    return stream[idx]
+
+
+def write_shard(fs: Any, path: str, rows) -> None:
+    """Write a ``[n, L+1]`` uint8 array as Parquet (column ``tokens``), via a temp name."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flat = pa.array(rows.reshape(-1), type=pa.uint8())
+    col = pa.FixedSizeListArray.from_arrays(flat, rows.shape[1])
+    table = pa.table({"tokens": col})
+    fs.create_dir(os.path.dirname(path), recursive=True)
+    tmp = path + ".inprogress"
+    with fs.open_output_stream(tmp) as out:
+        pq.write_table(table, out, compression="zstd")
+    fs.move(tmp, path)
+
+
+def build_group(fs: Any, out_dir: str, group: str, rels: list[str], docs: list[bytes], L: int):
+    """Sort a shard's documents by relative path, window them and write the shard.
+
+    Returns ``(rows, files, bytes)`` for the shard.
+    """
+    order = sorted(range(len(rels)), key=lambda i: rels[i])
+    sorted_docs = [docs[i] for i in order]
+    rows = windows(sorted_docs, L)
+    if len(rows):
+        write_shard(fs, f"{out_dir}/{group}.parquet", rows)
+    return len(rows), len(docs), sum(len(d) for d in docs)
+
+
+def _finalize(dataset: str, tmp_dir: str, summary: dict[str, Any]) -> None:
+    """Write the manifest last and move the finished tree into place."""
+    fs, out = resolve_fs(dataset)
+    if is_local(dataset):
+        with open(os.path.join(tmp_dir, MANIFEST), "w") as f:
+            json.dump(summary, f, indent=1, sort_keys=True)
+        old = out + ".old"
+        shutil.rmtree(old, ignore_errors=True)
+        if os.path.exists(out):
+            os.rename(out, old)
+        os.rename(tmp_dir, out)
+        shutil.rmtree(old, ignore_errors=True)
+        return
+    import pyarrow.fs as pafs
+
+    keep = {f"{g}.parquet" for g in summary["shards"]}
+    for fi in fs.get_file_info(pafs.FileSelector(out, recursive=True, allow_not_found=True)):
+        rel = fi.path[len(out.rstrip("/")) + 1 :]
+        if fi.type == pafs.FileType.File and rel.endswith(".parquet") and rel not in keep:
+            fs.delete_file(fi.path)
+    with fs.open_output_stream(f"{out}/{MANIFEST}") as f:
+        f.write(json.dumps(summary, indent=1, sort_keys=True).encode())
+
+
+def _summarize(results: list[dict[str, Any]], dataset: str, config: dict[str, Any]):
+    shards, skipped = {}, []
+    for r in results:
+        if r["group"] == "":
+            skipped.extend(json.loads(r["skipped"]))
+        elif r["rows"]:
+            shards[r["group"]] = int(r["rows"])
+    files = sum(int(r["files"]) for r in results if r["group"])
+    return {
+        "rows": sum(v for g, v in shards.items() if g.startswith("train/")),
+        "val_rows": sum(v for g, v in shards.items() if g.startswith("validation/")),
+        "files": files,
+        "bytes": sum(int(r["bytes"]) for r in results if r["group"]),
+        "shards": dict(sorted(shards.items())),
+        "skipped": sorted(skipped),
+        "context_length": int(config["context_length"]),
+        "val_fraction": float(config["val_fraction"]),
+        "dataset": dataset,
+    }
+
+
+def _check(summary: dict[str, Any], explicit: bool, data: str) -> None:
+    for rel, reason in summary["skipped"]:
+        if explicit:
+            raise CorpusError(f"corpus file {rel!r} ({data}): {reason}")
+        if reason != "empty":
+            log.warning("prepare: skipping %s: %s", rel, reason)
+    if summary["files"] == 0:
+        names = ", ".join(f"{r} ({why})" for r, why in summary["skipped"][:10])
+        raise CorpusError(f"corpus {data!r} has no usable text files; skipped: {names}")
+    if summary["rows"] == 0:
+        raise CorpusError(
+            f"corpus {data!r}: {summary['bytes']} bytes give no training window of "
+            f"{summary['context_length'] + 1} bytes"
+        )
+
+
+def main(config: dict[str, Any]) -> dict[str, Any]:
+    """Run the preparation with Ray Data; see the module docstring for keys and results."""
+    import pyarrow as pa
+    import ray
+
+    ensure_ray()
+    data = config.get("data") or default_corpus()
+    dataset = str(config["dataset"])
+    L = int(config.get("context_length", 256))
+    val_fraction = float(config.get("val_fraction", 0.05))
+    num_shards = int(config.get("num_shards", 8))
+    fs, base, rels, explicit = list_corpus(
+        data, config.get("include") or "*.py", config.get("exclude", ["site-packages/*"])
+    )
+    if is_local(dataset):
+        _, out_abs = resolve_fs(dataset)
+        tmp_dir = out_abs + ".tmp"
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        os.makedirs(tmp_dir)
+        write_uri = tmp_dir
+    else:
+        tmp_dir = write_uri = dataset
+    paths = [f"{base.rstrip('/')}/{r}" for r in rels]
+    strip = len(base.rstrip("/")) + 1
+
+    def tag(batch: pa.Table) -> pa.Table:
+        rel_col, group_col, reason_col = [], [], []
+        for p, d in zip(
+            batch.column("path").to_pylist(), batch.column("bytes").to_pylist(), strict=True
+        ):
+            rel = p.split("://", 1)[-1][strip:]
+            g, why = classify(rel, d, val_fraction, num_shards)
+            rel_col.append(rel)
+            group_col.append(g)
+            reason_col.append(why)
+        return pa.table(
+            {
+                "relpath": rel_col,
+                "group": group_col,
+                "reason": reason_col,
+                "bytes": batch.column("bytes"),
+            }
+        )
+
+    def write(batch: pa.Table) -> pa.Table:
+        group = batch.column("group")[0].as_py()
+        rels_ = batch.column("relpath").to_pylist()
+        if group == "":
+            skipped = json.dumps(
+                [[r, w] for r, w in zip(rels_, batch.column("reason").to_pylist(), strict=True)]
+            )
+            n_rows, n_files, n_bytes = 0, 0, 0
+        else:
+            wfs, wdir = resolve_fs(write_uri)
+            n_rows, n_files, n_bytes = build_group(
+                wfs, wdir, group, rels_, batch.column("bytes").to_pylist(), L
+            )
+            skipped = "[]"
+        return pa.table(
+            {
+                "group": [group],
+                "rows": [n_rows],
+                "files": [n_files],
+                "bytes": [n_bytes],
+                "skipped": [skipped],
+            }
+        )
+
+    ds = ray.data.read_binary_files(paths, include_paths=True, filesystem=fs)
+    ds = ds.map_batches(tag, batch_format="pyarrow")
+    results = ds.groupby("group").map_groups(write, batch_format="pyarrow").take_all()
+    summary = _summarize(results, dataset, config)
+    try:
+        _check(summary, explicit, data)
+    except CorpusError:
+        if is_local(dataset):
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    _finalize(dataset, tmp_dir, summary)
+    result = {k: summary[k] for k in ("rows", "val_rows", "files", "bytes", "dataset")}
+    result["skipped"] = len(summary["skipped"])
+    return result
+
+
+if __name__ == "__main__":
+    run_cli("prepare", main)

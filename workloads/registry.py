@@ -1,0 +1,133 @@
+"""The one place that names each Ray workload.
+
+Standard library only: the Pulumi side imports this module to build RayJob entrypoints, and it
+must not pull in ray/torch/jax. Each workload is a module runnable as
+``python -m workloads.<name> --config-json '<json>'`` whose last stdout line is
+``RAYGKE_RESULT {json}``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+RESULT_PREFIX = "RAYGKE_RESULT "
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A Ray program that can be submitted as a job.
+
+    Attributes:
+        name: registry key ("prepare", "train_lm", "evaluate", ...).
+        module: importable module path run with ``python -m``.
+        description: one line for humans.
+        default_args: defaults for the JSON config (merged under any explicit args).
+        num_cpus: CPUs the driver / each Train worker asks for.
+        accelerators: subset of ("cpu", "gpu", "tpu") the workload can use.
+    """
+
+    name: str
+    module: str
+    description: str
+    default_args: Mapping[str, Any] = field(default_factory=dict)
+    num_cpus: float = 1.0
+    accelerators: tuple[str, ...] = ("cpu",)
+
+    def config(self, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Return ``default_args`` updated with ``args`` (a new dict)."""
+        merged = dict(self.default_args)
+        merged.update(args or {})
+        return merged
+
+    def entrypoint(self, args: Mapping[str, Any] | None = None) -> str:
+        """Shell command running the workload.
+
+        ``python -m <module> --config-json '<json of default_args | args>'``, the JSON with
+        sorted keys and shlex-quoted.
+        """
+        payload = json.dumps(self.config(args), sort_keys=True, separators=(",", ":"))
+        return f"python -m {self.module} --config-json {shlex.quote(payload)}"
+
+
+def _frozen(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d))
+
+
+_ALL: tuple[Workload, ...] = (
+    Workload(
+        name="prepare",
+        module="workloads.prepare",
+        description="Ray Data: read a corpus by URI, byte-tokenize, split, write Parquet shards",
+        default_args=_frozen(
+            {
+                "data": None,  # None -> the Python standard library source folder
+                "dataset": "/tmp/raygke/dataset",
+                "context_length": 256,
+                "val_fraction": 0.05,
+                "num_shards": 8,
+            }
+        ),
+        num_cpus=1.0,
+        accelerators=("cpu",),
+    ),
+    Workload(
+        name="train_lm",
+        module="workloads.train_lm",
+        description="Ray Train TorchTrainer: byte-level decoder-only transformer LM, DDP",
+        default_args=_frozen(
+            {
+                "dataset": "/tmp/raygke/dataset",
+                "storage_path": "/tmp/raygke/runs",
+                "name": "train_lm",
+                "num_workers": 1,
+                "use_gpu": False,
+                "steps": 600,
+                "batch_size": 32,
+                "lr": 3e-3,
+                "checkpoint_every": 200,
+                "max_failures": 2,
+                "seed": 0,
+            }
+        ),
+        num_cpus=1.0,
+        accelerators=("cpu", "gpu"),
+    ),
+    Workload(
+        name="evaluate",
+        module="workloads.evaluate",
+        description="Validation loss (nats/byte) and a sample from the newest valid checkpoint",
+        default_args=_frozen(
+            {
+                "dataset": "/tmp/raygke/dataset",
+                "storage_path": "/tmp/raygke/runs",
+                "name": "train_lm",
+                "checkpoint": None,
+                "prompt": "def ",
+            }
+        ),
+        num_cpus=1.0,
+        accelerators=("cpu", "gpu"),
+    ),
+)
+
+WORKLOADS: Mapping[str, Workload] = MappingProxyType({w.name: w for w in _ALL})
+
+DEFAULT_PIPELINE: tuple[str, ...] = ("prepare", "train_lm", "evaluate")
+
+
+def get_workload(name: str) -> Workload:
+    """Return the workload called ``name``.
+
+    Raises:
+        KeyError: unknown name; the message lists the valid names.
+    """
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        valid = ", ".join(sorted(WORKLOADS))
+        raise KeyError(f"unknown workload {name!r}; valid names: {valid}") from None
