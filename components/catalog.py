@@ -1,0 +1,501 @@
+"""Accelerator catalog: the facts about TPU slices and GPUs that everything else derives from.
+
+Pure data and functions (no Pulumi resources, no Ray import). One declared slice
+(``generation`` + ``topology``) or GPU shape (``type`` + ``count``) produces the node pool's
+machine type, node labels and taint, the KubeRay worker group's ``numOfHosts`` and resource
+requests, and the Ray Train ``ScalingConfig`` arguments, so the three can never disagree.
+
+Sources (each fact below cites one of these):
+
+* [TPU-V5E]  Cloud TPU v5e: https://cloud.google.com/tpu/docs/v5e  (machine types ct5lp-hightpu-1t/4t/8t,
+  topologies, 16 GB HBM2 per chip, 197 TFLOP/s peak bf16 per chip).
+* [TPU-V6E]  Cloud TPU v6e (Trillium): https://cloud.google.com/tpu/docs/v6e  (ct6e-standard-1t/4t/8t,
+  topologies, 32 GB HBM per chip, 918 TFLOP/s peak bf16 per chip).
+* [TPU-ZONES] TPU regions and zones: https://cloud.google.com/tpu/docs/regions-zones
+* [GKE-TPU]  TPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/concepts/tpus and
+  https://cloud.google.com/kubernetes-engine/docs/how-to/tpus  (node labels
+  ``cloud.google.com/gke-tpu-accelerator`` / ``cloud.google.com/gke-tpu-topology``, taint
+  ``google.com/tpu=present:NoSchedule``, single-host vs multi-host slices, COMPACT placement,
+  minimum GKE versions: v5e 1.27.2-gke.2100, v6e 1.31.2-gke.1115000).
+* [KUBERAY-TPU] KubeRay TPU guide: https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html
+  (``numOfHosts``, ``google.com/tpu`` requests, the ``TPU`` and ``TPU-<pod type>-head`` Ray resources).
+* [RAY-TPU]  Ray Train on TPUs: https://docs.ray.io/en/latest/train/getting-started-jax.html
+  (``ScalingConfig(use_tpu=True, topology=..., accelerator_type="TPU-V6E")``) and
+  ``ray/_private/accelerators/tpu.py`` (accelerator types ``TPU-V5LITEPOD``, ``TPU-V6E``, pod types
+  ``v5litepod-N``, ``v6e-N``).
+* [GCE-GPU]  GPU machine types: https://cloud.google.com/compute/docs/gpus and
+  https://cloud.google.com/compute/docs/accelerator-optimized-machines  (G2, A2, A3 shapes).
+* [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
+* [NAP]      Node auto-provisioning: https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
+  (resource-limit types ``tpu-v5-lite-podslice``, ``tpu-v6e-slice``, ``nvidia-l4``, ...).
+* [GKE-GPU]  GPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
+  (label ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu=present:NoSchedule``,
+  ``gpu_driver_version`` DEFAULT / LATEST / INSTALLATION_DISABLED).
+* [NVIDIA]   Peak dense bf16 tensor throughput from NVIDIA's data sheets: L4 121 TFLOP/s,
+  A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, H200 989 TFLOP/s.
+
+The zone lists are not complete (Google adds zones); pools can override the zone check with
+``allow_unlisted_zone`` in the stack config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+TPU_RESOURCE = "google.com/tpu"
+GPU_RESOURCE = "nvidia.com/gpu"
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+SPOT_LABEL = "cloud.google.com/gke-spot"
+
+
+class CatalogError(ValueError):
+    """An accelerator shape the catalog does not know; the message lists what is allowed."""
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A Kubernetes node taint (``key=value:effect``)."""
+
+    key: str
+    value: str
+    effect: str = "NoSchedule"
+
+    def toleration(self) -> dict[str, str]:
+        """The pod toleration that matches this taint (KubeRay/Kubernetes ``tolerations`` item)."""
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+    def gke(self) -> dict[str, str]:
+        """The taint as GKE's node config wants it (effect in SCREAMING_CASE) [GKE-TPU]."""
+        effects = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+        return {
+            "key": self.key,
+            "value": self.value,
+            "effect": effects.get(self.effect, "NO_EXECUTE"),
+        }
+
+
+TPU_TAINT = Taint(TPU_RESOURCE, "present")  # [GKE-TPU]
+GPU_TAINT = Taint(GPU_RESOURCE, "present")  # [GKE-GPU]
+
+
+@dataclass(frozen=True)
+class TpuGeneration:
+    """One TPU generation as GKE and Ray name it.
+
+    Attributes:
+        name: the short name used in stack config (``v5e``, ``v6e``).
+        gke_accelerator: value of ``cloud.google.com/gke-tpu-accelerator`` and the NAP resource type
+            [GKE-TPU], [NAP].
+        ray_accelerator_type: Ray's accelerator type for ``ScalingConfig(accelerator_type=...)`` [RAY-TPU].
+        pod_type_prefix: prefix of the TPU pod type (``v6e`` -> ``v6e-16``) [RAY-TPU].
+        machine_types: chips per host -> Compute Engine machine type [TPU-V5E], [TPU-V6E].
+        hbm_gb: high-bandwidth memory per chip, GB.
+        peak_bf16_tflops: peak dense bf16 throughput per chip, TFLOP/s.
+        min_gke_version: oldest GKE version with node pools of this generation [GKE-TPU].
+        zones: zones offering this generation [TPU-ZONES] (not complete).
+        vcpus_per_chip / memory_gb_per_chip: host CPU and memory per chip of the 4-chip machine type
+            (allocatable is lower; used for request sanity checks).
+    """
+
+    name: str
+    gke_accelerator: str
+    ray_accelerator_type: str
+    pod_type_prefix: str
+    machine_types: Mapping[int, str]
+    hbm_gb: int
+    peak_bf16_tflops: float
+    min_gke_version: str
+    zones: tuple[str, ...]
+    host_vcpus: Mapping[int, int]
+    host_memory_gb: Mapping[int, int]
+
+
+# Topology -> chips in the slice. Single-host topologies map to 1-, 4- and 8-chip machine types;
+# multi-host topologies use the 4-chip machine type, hosts = chips / 4 [TPU-V5E], [TPU-V6E], [GKE-TPU].
+TPU_TOPOLOGIES: Mapping[str, int] = {
+    "1x1": 1,
+    "2x2": 4,
+    "2x4": 8,
+    "4x4": 16,
+    "4x8": 32,
+    "8x8": 64,
+    "8x16": 128,
+    "16x16": 256,
+}
+MULTI_HOST_CHIPS_PER_HOST = 4
+
+TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
+    "v5e": TpuGeneration(
+        name="v5e",
+        gke_accelerator="tpu-v5-lite-podslice",
+        ray_accelerator_type="TPU-V5LITEPOD",
+        pod_type_prefix="v5litepod",
+        machine_types={1: "ct5lp-hightpu-1t", 4: "ct5lp-hightpu-4t", 8: "ct5lp-hightpu-8t"},
+        hbm_gb=16,
+        peak_bf16_tflops=197.0,
+        min_gke_version="1.27.2-gke.2100",
+        zones=(
+            "us-central1-a",
+            "us-south1-a",
+            "us-west1-c",
+            "us-west4-a",
+            "us-east1-c",
+            "us-east5-b",
+            "europe-west4-b",
+            "asia-southeast1-b",
+        ),
+        host_vcpus={1: 24, 4: 112, 8: 224},
+        host_memory_gb={1: 48, 4: 192, 8: 400},
+    ),
+    "v6e": TpuGeneration(
+        name="v6e",
+        gke_accelerator="tpu-v6e-slice",
+        ray_accelerator_type="TPU-V6E",
+        pod_type_prefix="v6e",
+        machine_types={1: "ct6e-standard-1t", 4: "ct6e-standard-4t", 8: "ct6e-standard-8t"},
+        hbm_gb=32,
+        peak_bf16_tflops=918.0,
+        min_gke_version="1.31.2-gke.1115000",
+        zones=(
+            "us-central1-b",
+            "us-east1-d",
+            "us-east5-a",
+            "us-east5-b",
+            "europe-west4-a",
+            "asia-northeast1-b",
+            "us-south1-a",
+        ),
+        host_vcpus={1: 44, 4: 180, 8: 180},
+        host_memory_gb={1: 448, 4: 720, 8: 1440},
+    ),
+}
+
+
+def tpu_generation(name: str) -> TpuGeneration:
+    """The catalog entry for a TPU generation.
+
+    Raises:
+        CatalogError: unknown generation; the message lists the known ones.
+    """
+    try:
+        return TPU_GENERATIONS[name]
+    except KeyError:
+        raise CatalogError(
+            f"TPU generation {name!r} is not in the catalog; valid: {', '.join(TPU_GENERATIONS)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class TpuSlice:
+    """One TPU slice (``generation`` x ``topology``) and everything derived from it.
+
+    All derived values are properties so there is exactly one place each is computed.
+    """
+
+    generation: TpuGeneration
+    topology: str
+
+    @property
+    def chips(self) -> int:
+        """Chips in the slice (product of the topology's dimensions)."""
+        return TPU_TOPOLOGIES[self.topology]
+
+    @property
+    def hosts(self) -> int:
+        """TPU VM hosts (= Kubernetes nodes = KubeRay ``numOfHosts``) in one slice."""
+        return 1 if self.chips <= max(self.generation.machine_types) else self.chips // 4
+
+    @property
+    def chips_per_host(self) -> int:
+        """Chips attached to each host; the ``google.com/tpu`` request per Ray worker pod."""
+        return self.chips // self.hosts
+
+    @property
+    def multi_host(self) -> bool:
+        """True when the slice spans several hosts (needs COMPACT placement and ``tpu_topology``)."""
+        return self.hosts > 1
+
+    @property
+    def machine_type(self) -> str:
+        """Compute Engine machine type of every host [TPU-V5E], [TPU-V6E]."""
+        return self.generation.machine_types[self.chips_per_host]
+
+    @property
+    def pod_type(self) -> str:
+        """TPU pod type as Ray names it (``v6e-16``, ``v5litepod-4``) [RAY-TPU]."""
+        return f"{self.generation.pod_type_prefix}-{self.chips}"
+
+    @property
+    def head_resource(self) -> str:
+        """Ray resource that worker 0 of a slice advertises (``TPU-v6e-16-head``) [KUBERAY-TPU]."""
+        return f"TPU-{self.pod_type}-head"
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Labels GKE puts on every node of the slice; the worker group's nodeSelector [GKE-TPU]."""
+        return {
+            TPU_ACCELERATOR_LABEL: self.generation.gke_accelerator,
+            TPU_TOPOLOGY_LABEL: self.topology,
+        }
+
+    @property
+    def taint(self) -> Taint:
+        """The taint GKE puts on TPU nodes [GKE-TPU]."""
+        return TPU_TAINT
+
+    @property
+    def peak_bf16_tflops(self) -> float:
+        """Peak dense bf16 throughput of the whole slice, TFLOP/s."""
+        return self.chips * self.generation.peak_bf16_tflops
+
+    def scaling_config(self, slices: int = 1) -> dict[str, Any]:
+        """Keyword arguments for ``ray.train.ScalingConfig`` training on ``slices`` slices.
+
+        One Ray Train worker per host, each holding all of its host's chips [RAY-TPU].
+        """
+        return {
+            "use_tpu": True,
+            "topology": self.topology,
+            "accelerator_type": self.generation.ray_accelerator_type,
+            "num_workers": self.hosts * slices,
+            "resources_per_worker": {"TPU": self.chips_per_host},
+        }
+
+
+def tpu_slice(generation: str, topology: str) -> TpuSlice:
+    """Look up a slice.
+
+    Raises:
+        CatalogError: unknown generation, or a topology that is not one of the generation's; the
+            message names the value and lists the valid ones.
+    """
+    gen = tpu_generation(generation)
+    if topology not in TPU_TOPOLOGIES:
+        raise CatalogError(
+            f"topology {topology} is not a {gen.name} topology; valid: {', '.join(TPU_TOPOLOGIES)}"
+        )
+    return TpuSlice(gen, topology)
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """A GPU type as GKE and Compute Engine name it.
+
+    Attributes:
+        name: GKE accelerator type (``nvidia-l4``): node label value and NAP resource type [GKE-GPU], [NAP].
+        machine_types: GPUs per VM -> the default (smallest) machine type with that many [GCE-GPU].
+        memory_gb: memory per GPU, GB.
+        peak_bf16_tflops: peak dense bf16 throughput per GPU, TFLOP/s [NVIDIA].
+        zones: zones offering it [GPU-ZONES] (not complete).
+        vcpus / memory per default machine type, for request sanity checks.
+    """
+
+    name: str
+    display: str
+    machine_types: Mapping[int, str]
+    memory_gb: int
+    peak_bf16_tflops: float
+    zones: tuple[str, ...]
+    host_vcpus: Mapping[int, int]
+    host_memory_gb: Mapping[int, int]
+
+    def machine_type(self, count: int) -> str:
+        """Default machine type for ``count`` GPUs per node.
+
+        Raises:
+            CatalogError: no machine type offers ``count`` of this GPU; lists the counts that exist.
+        """
+        try:
+            return self.machine_types[count]
+        except KeyError:
+            raise CatalogError(
+                f"no machine type offers {count} x {self.name}; valid counts: "
+                f"{', '.join(str(c) for c in self.machine_types)}"
+            ) from None
+
+    def scaling_config(self, count: int, nodes: int) -> dict[str, Any]:
+        """``ray.train.ScalingConfig`` kwargs: one Ray Train worker per GPU on ``nodes`` nodes."""
+        self.machine_type(count)
+        return {
+            "use_gpu": True,
+            "num_workers": count * nodes,
+            "resources_per_worker": {"GPU": 1},
+        }
+
+
+_COMMON_GPU_ZONES = (
+    "us-central1-a",
+    "us-central1-b",
+    "us-central1-c",
+    "us-east1-b",
+    "us-east1-c",
+    "us-east1-d",
+    "us-east4-a",
+    "us-east4-b",
+    "us-east4-c",
+    "us-east5-a",
+    "us-east5-b",
+    "us-west1-a",
+    "us-west1-b",
+    "us-west4-a",
+    "europe-west4-a",
+    "europe-west4-b",
+    "europe-west4-c",
+    "asia-southeast1-b",
+    "asia-southeast1-c",
+)
+
+GPU_TYPES: Mapping[str, GpuType] = {
+    "nvidia-l4": GpuType(
+        name="nvidia-l4",
+        display="NVIDIA L4",
+        machine_types={
+            1: "g2-standard-4",
+            2: "g2-standard-24",
+            4: "g2-standard-48",
+            8: "g2-standard-96",
+        },
+        memory_gb=24,
+        peak_bf16_tflops=121.0,
+        zones=_COMMON_GPU_ZONES,
+        host_vcpus={1: 4, 2: 24, 4: 48, 8: 96},
+        host_memory_gb={1: 16, 2: 96, 4: 192, 8: 384},
+    ),
+    "nvidia-tesla-a100": GpuType(
+        name="nvidia-tesla-a100",
+        display="NVIDIA A100 40GB",
+        machine_types={
+            1: "a2-highgpu-1g",
+            2: "a2-highgpu-2g",
+            4: "a2-highgpu-4g",
+            8: "a2-highgpu-8g",
+            16: "a2-megagpu-16g",
+        },
+        memory_gb=40,
+        peak_bf16_tflops=312.0,
+        zones=(
+            "us-central1-a",
+            "us-central1-b",
+            "us-central1-c",
+            "us-central1-f",
+            "us-east1-b",
+            "us-west1-b",
+            "us-west4-b",
+            "europe-west4-a",
+            "europe-west4-b",
+            "asia-southeast1-b",
+            "asia-southeast1-c",
+        ),
+        host_vcpus={1: 12, 2: 24, 4: 48, 8: 96, 16: 96},
+        host_memory_gb={1: 85, 2: 170, 4: 340, 8: 680, 16: 1360},
+    ),
+    "nvidia-a100-80gb": GpuType(
+        name="nvidia-a100-80gb",
+        display="NVIDIA A100 80GB",
+        machine_types={
+            1: "a2-ultragpu-1g",
+            2: "a2-ultragpu-2g",
+            4: "a2-ultragpu-4g",
+            8: "a2-ultragpu-8g",
+        },
+        memory_gb=80,
+        peak_bf16_tflops=312.0,
+        zones=(
+            "us-central1-a",
+            "us-central1-c",
+            "us-east4-c",
+            "us-east5-b",
+            "europe-west4-a",
+            "asia-southeast1-c",
+        ),
+        host_vcpus={1: 12, 2: 24, 4: 48, 8: 96},
+        host_memory_gb={1: 170, 2: 340, 4: 680, 8: 1360},
+    ),
+    "nvidia-h100-80gb": GpuType(
+        name="nvidia-h100-80gb",
+        display="NVIDIA H100 80GB",
+        machine_types={
+            1: "a3-highgpu-1g",
+            2: "a3-highgpu-2g",
+            4: "a3-highgpu-4g",
+            8: "a3-highgpu-8g",
+        },
+        memory_gb=80,
+        peak_bf16_tflops=989.0,
+        zones=(
+            "us-central1-a",
+            "us-central1-c",
+            "us-east4-a",
+            "us-east4-b",
+            "us-east5-a",
+            "us-west1-a",
+            "us-west4-a",
+            "europe-west4-b",
+            "asia-southeast1-c",
+        ),
+        host_vcpus={1: 26, 2: 52, 4: 104, 8: 208},
+        host_memory_gb={1: 234, 2: 468, 4: 936, 8: 1872},
+    ),
+    "nvidia-h200-141gb": GpuType(
+        name="nvidia-h200-141gb",
+        display="NVIDIA H200 141GB",
+        machine_types={8: "a3-ultragpu-8g"},
+        memory_gb=141,
+        peak_bf16_tflops=989.0,
+        zones=(
+            "us-central1-b",
+            "us-east4-b",
+            "us-east5-a",
+            "us-west1-c",
+            "europe-west1-b",
+            "asia-south1-b",
+        ),
+        host_vcpus={8: 224},
+        host_memory_gb={8: 2952},
+    ),
+}
+
+
+def gpu_type(name: str) -> GpuType:
+    """The catalog entry for a GPU type.
+
+    Raises:
+        CatalogError: unknown type; the message lists the known ones.
+    """
+    try:
+        return GPU_TYPES[name]
+    except KeyError:
+        raise CatalogError(
+            f"GPU type {name!r} is not in the catalog; valid: {', '.join(GPU_TYPES)}"
+        ) from None
+
+
+GPU_DRIVER_VERSIONS = ("DEFAULT", "LATEST", "INSTALLATION_DISABLED")  # [GKE-GPU]
+
+# Resource types Node Auto Provisioning accepts in resource limits [NAP].
+NAP_RESOURCE_TYPES: tuple[str, ...] = (
+    "cpu",
+    "memory",
+    *(g.gke_accelerator for g in TPU_GENERATIONS.values()),
+    *GPU_TYPES,
+)
+
+
+def parse_gke_version(version: str) -> tuple[int, ...]:
+    """``"1.31.2-gke.1115000"`` -> ``(1, 31, 2, 1115000)`` for ordering; a prefix such as ``"1.31"``
+    compares as its padded form.
+
+    Raises:
+        ValueError: not a GKE version string.
+    """
+    import re
+
+    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?", version)
+    if not m:
+        raise ValueError(f"{version!r} is not a GKE version (e.g. 1.31.2-gke.1115000)")
+    return tuple(int(g) if g is not None else 0 for g in m.groups())
