@@ -1,0 +1,220 @@
+"""A small byte-level decoder-only transformer LM in PyTorch, and its training step.
+
+Shapes: tokens are int64 byte values in [0, 256). ``GPT.forward(x[B, T]) -> logits[B, T, 256]``.
+Pre-LayerNorm blocks, causal self-attention through
+``torch.nn.functional.scaled_dot_product_attention``, learned positions, tied input/output
+embeddings. ``train_step`` is the one step function used by Ray Train and by the bare baseline
+in ``bench/train_overhead.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from workloads.checkpoint import verify_checkpoint, write_checkpoint
+
+VOCAB = 256
+WEIGHTS = "model.pt"
+OPTIMIZER = "optimizer.pt"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Model dimensions. ``context_length`` is the maximum sequence length T."""
+
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    context_length: int = 256
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ModelConfig:
+        """Pick the model keys out of a workload config (missing keys take defaults)."""
+        names = cls.__dataclass_fields__
+        return cls(**{k: config[k] for k in names if k in config and config[k] is not None})
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: x + attn(ln(x)); x + mlp(ln(x))."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model),
+            nn.GELU(),
+            nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model),
+        )
+        self.dropout = cfg.dropout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_heads, c // self.n_heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+        )
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    """Decoder-only LM over bytes. ``forward(idx[B, T]) -> logits[B, T, 256]``, T <= context."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        if cfg.d_model % cfg.n_heads:
+            raise ValueError(f"d_model={cfg.d_model} not divisible by n_heads={cfg.n_heads}")
+        self.cfg = cfg
+        self.tok = nn.Embedding(VOCAB, cfg.d_model)
+        self.pos = nn.Embedding(cfg.context_length, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.apply(self._init)
+        for name, p in self.named_parameters():
+            if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layers))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, std=0.02)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, std=0.02)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        t = idx.shape[1]
+        if t > self.cfg.context_length:
+            raise ValueError(f"sequence length {t} > context_length {self.cfg.context_length}")
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.ln_f(x) @ self.tok.weight.T  # tied embeddings
+
+
+def loss_fn(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean next-byte cross-entropy in nats/byte over ``tokens[B, T+1]`` (x=[:, :-1], y=[:, 1:])."""
+    logits = model(tokens[:, :-1])
+    return F.cross_entropy(logits.float().reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
+
+
+def autocast_for(device: torch.device):
+    """bf16 autocast on CUDA only; a no-op context on CPU."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    tokens: torch.Tensor,
+    scheduler: Any | None = None,
+    grad_clip: float = 1.0,
+) -> float:
+    """One optimisation step on ``tokens[B, T+1]`` (int64, on the model's device).
+
+    Returns the loss (nats/byte) as a Python float.
+    """
+    model.train()
+    with autocast_for(tokens.device):
+        loss = loss_fn(model, tokens)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return float(loss.detach())
+
+
+def arrow_to_tokens(batch: Any, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Convert a pyarrow table/record batch with column ``tokens`` (fixed_size_list<uint8>)
+    into an int64 tensor ``[B, L+1]``."""
+    col = batch.column("tokens")
+    if hasattr(col, "combine_chunks"):
+        col = col.combine_chunks()
+    width = col.type.list_size
+    arr = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    return torch.from_numpy(arr.reshape(-1, width).astype(np.int64)).to(device)
+
+
+def make_optimizer(model: nn.Module, lr: float, steps: int, warmup: int = 50):
+    """AdamW + linear warmup and cosine decay to 10% over ``steps``."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+
+    def factor(s: int) -> float:
+        if s < warmup:
+            return (s + 1) / warmup
+        frac = min(1.0, (s - warmup) / max(1, steps - warmup))
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
+
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def _unwrap(model: nn.Module) -> nn.Module:
+    return model.module if hasattr(model, "module") else model
+
+
+def save_checkpoint(
+    target_dir: str | os.PathLike[str],
+    model: nn.Module,
+    step: int,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write weights (+ optimizer/scheduler state) in the :mod:`workloads.checkpoint` format."""
+    m = _unwrap(model)
+    files: dict[str, bytes] = {}
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)
+    files[WEIGHTS] = buf.getvalue()
+    if optimizer is not None:
+        buf = io.BytesIO()
+        state = {"optimizer": optimizer.state_dict()}
+        if scheduler is not None:
+            state["scheduler"] = scheduler.state_dict()
+        torch.save(state, buf)
+        files[OPTIMIZER] = buf.getvalue()
+    metadata = {"step": int(step), "framework": "torch", "model": asdict(m.cfg), **(extra or {})}
+    return write_checkpoint(target_dir, files, metadata)
+
+
+def load_checkpoint(
+    path: str | os.PathLike[str], device: torch.device | str = "cpu"
+) -> tuple[GPT, dict[str, Any], dict[str, Any] | None]:
+    """Verify then load a checkpoint: ``(model, metadata, optimizer_state_or_None)``.
+
+    Raises:
+        workloads.checkpoint.CheckpointError: the manifest does not verify.
+    """
+    metadata = verify_checkpoint(path)
+    model = GPT(ModelConfig(**metadata["model"]))
+    state = torch.load(Path(path) / WEIGHTS, map_location=device, weights_only=True)
+    model.load_state_dict(state)
+    opt_path = Path(path) / OPTIMIZER
+    opt_state = (
+        torch.load(opt_path, map_location=device, weights_only=True) if opt_path.exists() else None
+    )
+    return model.to(device), metadata, opt_state
