@@ -1,0 +1,91 @@
+"""Checkpoint format: atomic write, manifest verification, newest-valid scan (no Ray)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from workloads.checkpoint import (
+    MANIFEST,
+    CheckpointError,
+    latest_valid_checkpoint,
+    verify_checkpoint,
+    write_checkpoint,
+)
+
+
+def _flip_byte(path: Path, offset: int = 0) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_roundtrip_and_no_temp_left(tmp_path: Path) -> None:
+    p = write_checkpoint(tmp_path / "checkpoint_1", {"a.bin": b"abc", "d/b.txt": b"x"}, {"step": 1})
+    assert verify_checkpoint(p) == {"step": 1}
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["checkpoint_1"]
+    assert (p / "d/b.txt").read_bytes() == b"x"
+
+
+def test_writer_callback(tmp_path: Path) -> None:
+    p = write_checkpoint(tmp_path / "c", lambda d: (d / "w").write_bytes(b"1"), {"step": 3})
+    assert verify_checkpoint(p)["step"] == 3
+
+
+def test_flipped_byte_is_refused_naming_the_file(tmp_path: Path) -> None:
+    p = write_checkpoint(tmp_path / "c", {"model.pt": b"0123456789"}, {"step": 1})
+    _flip_byte(p / "model.pt", 4)
+    with pytest.raises(CheckpointError, match=r"model\.pt.*sha256"):
+        verify_checkpoint(p)
+
+
+def test_missing_manifest_or_file_is_refused(tmp_path: Path) -> None:
+    p = write_checkpoint(tmp_path / "c", {"model.pt": b"x", "opt.pt": b"y"}, {"step": 1})
+    (p / "opt.pt").unlink()
+    with pytest.raises(CheckpointError, match=r"opt\.pt.*missing"):
+        verify_checkpoint(p)
+    (p / MANIFEST).unlink()
+    with pytest.raises(CheckpointError, match="manifest"):
+        verify_checkpoint(p)
+
+
+def test_latest_valid_skips_damaged_newest(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    for step in (5, 10, 15):
+        write_checkpoint(
+            tmp_path / f"checkpoint_{step:08d}", {"m": bytes([step]) * 8}, {"step": step}
+        )
+    (tmp_path / "not_a_checkpoint").mkdir()
+    _flip_byte(tmp_path / "checkpoint_00000015" / "m")
+    with caplog.at_level(logging.WARNING):
+        found = latest_valid_checkpoint(tmp_path)
+    assert found is not None
+    assert found[0].name == "checkpoint_00000010"
+    assert found[1]["step"] == 10
+    assert "checkpoint_00000015" in caplog.text
+
+
+def test_latest_valid_none_when_empty(tmp_path: Path) -> None:
+    assert latest_valid_checkpoint(tmp_path / "missing") is None
+
+
+def test_torch_weights_roundtrip(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from workloads.model_torch import GPT, ModelConfig, load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=16))
+    p = save_checkpoint(tmp_path / "checkpoint_00000007", model, 7)
+    loaded, meta, opt_state = load_checkpoint(p)
+    assert meta["step"] == 7
+    assert meta["framework"] == "torch"
+    assert opt_state is None
+    assert loaded.cfg == model.cfg
+    for (k1, v1), (k2, v2) in zip(
+        model.state_dict().items(), loaded.state_dict().items(), strict=True
+    ):
+        assert k1 == k2
+        assert torch.equal(v1, v2)
+    x = torch.randint(0, 256, (2, 16))
+    assert torch.equal(model(x), loaded(x))
