@@ -71,6 +71,10 @@ class ConfigError(ValueError):
         super().__init__(head + f"{len(problems)} problem(s):\n" + "\n".join(problems))
 
 
+class StackFileError(ConfigError):
+    """The file is not a readable Pulumi stack file (not YAML, or no ``config:`` mapping)."""
+
+
 def _gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
     if len(value) > max_len or not _GKE_NAME.match(value):
         raise ValueError(
@@ -902,7 +906,7 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
             node = item
             skip_tag = True
         else:
-            parts.append(str(p))
+            parts.append(str(p) if re.fullmatch(r"[\w-]+", str(p)) else repr(p))
             node = node.get(p) if isinstance(node, Mapping) else None
     return ".".join(parts)
 
@@ -923,6 +927,7 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
         elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
             msg = f"{msg}; got {e.get('input')!r}"
         for part in msg.split("\n"):
+            part = part.replace("\r", " ")
             lines.append(f"{loc}: {part}" if loc else part)
     return lines
 
@@ -953,14 +958,14 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
     ``gcp:region`` fill ``project`` and ``region`` when the project's own keys are absent.
 
     Raises:
-        ConfigError: not YAML, or not a ``config:`` mapping.
+        StackFileError: not YAML, or not a ``config:`` mapping.
     """
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError([f"not valid YAML: {e}"], source) from None
+        raise StackFileError([f"not valid YAML: {e}"], source) from None
     if not isinstance(doc, Mapping) or not isinstance(doc.get("config"), Mapping):
-        raise ConfigError(["expected a top-level 'config:' mapping (Pulumi stack file)"], source)
+        raise StackFileError(["expected a top-level 'config:' mapping (Pulumi stack file)"], source)
     data: dict[str, Any] = {}
     fallbacks: dict[str, Any] = {}
     prefix = PROJECT_NAMESPACE + ":"

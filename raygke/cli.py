@@ -13,7 +13,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from components.config import ConfigError, GpuPool, StackConfig, TpuPool, load_stack_file
+from components.config import (
+    ConfigError,
+    GpuPool,
+    StackConfig,
+    StackFileError,
+    TpuPool,
+    load_stack_file,
+)
 
 app = typer.Typer(
     name="raygke",
@@ -49,6 +56,11 @@ def load_or_exit(path: Path) -> StackConfig:
     """Load and validate a stack file; print every problem and exit 1 when invalid, 2 if unreadable."""
     try:
         return load_stack_file(path)
+    except StackFileError as e:
+        err.print(
+            f"error: cannot read {path} as a stack file: {'; '.join(e.problems)}", markup=False
+        )
+        raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
         err.print(f"[bold red]{path}: invalid stack config[/] ({len(e.problems)} problem(s))")
         for line in e.problems:
