@@ -143,6 +143,24 @@ def check(
     console.print(f"[green]ok[/] {path}: {summary_line(cfg)}")
 
 
+@app.command()
+def synth(
+    stack: str | None = typer.Option(
+        None, "--stack", "-s", help="Stack name: reads Pulumi.NAME.yaml"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (resources.json, manifests/)"),
+) -> None:
+    """Run the real Pulumi program under mocks (no CLI, no cloud) and write what it declares."""
+    path = stack_path(stack, config)
+    load_or_exit(path)
+    from components.synth import print_summary
+    from components.synth import synth as run_synth
+
+    result = run_synth(path, out, stack)
+    print_summary(result, out, console)
+
+
 def _register_subcommands() -> None:
     from raygke.local import app as local_app
 

@@ -1,0 +1,107 @@
+"""The ray-gke Pulumi program: one validated stack config -> the GKE Ray platform.
+
+Order: network and security (KMS, service accounts) -> cluster -> node pools and buckets ->
+workload access (Workload Identity, bucket roles, secrets) -> KubeRay (provider, namespace, KSAs,
+operator) -> Ray resources (RayClusters, RayJobs) when :mod:`components.rayresources` exists.
+Stack outputs are documented in ``docs/outputs.md``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pulumi
+
+from components import naming
+from components.cluster import Cluster, ClusterArgs
+from components.config import ConfigError, load_pulumi_config
+from components.kuberay import KubeRay, KubeRayArgs
+from components.network import Network, NetworkArgs
+from components.nodepool import NodePool, NodePoolArgs
+from components.nodepools import node_pool_specs
+from components.outputs import accelerator_summary, ray_cluster_addresses
+from components.security import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
+from components.storage import Storage, StorageArgs
+
+try:
+    cfg = load_pulumi_config()
+except ConfigError as e:
+    pulumi.log.error(str(e))
+    raise pulumi.RunError(
+        f"invalid stack config: {len(e.problems)} problem(s), listed above"
+    ) from None
+
+network = Network("network", NetworkArgs(cfg=cfg))
+security = Security("security", SecurityArgs(cfg=cfg))
+cluster = Cluster(
+    "cluster",
+    ClusterArgs(
+        cfg=cfg,
+        network=network.network_self_link,
+        subnetwork=network.subnetwork_self_link,
+        pods_range_name=network.pods_range_name,
+        services_range_name=network.services_range_name,
+        kms_key_id=security.gke_key.id,
+        node_service_account=security.node_sa.email,
+    ),
+    opts=pulumi.ResourceOptions(depends_on=[security.gke_key_grant, network.nat]),
+)
+pools = [
+    NodePool(
+        f"pool-{spec.name}",
+        NodePoolArgs(
+            cfg=cfg,
+            spec=spec,
+            cluster=cluster.cluster.id,
+            node_service_account=security.node_sa.email,
+        ),
+        opts=pulumi.ResourceOptions(depends_on=security.node_sa_roles),
+    )
+    for spec in node_pool_specs(cfg)
+]
+storage = Storage(
+    "storage",
+    StorageArgs(cfg=cfg, kms_key_id=security.bucket_key.id, depends_on=[security.gcs_key_grant]),
+)
+access = WorkloadAccess(
+    "access",
+    WorkloadAccessArgs(
+        cfg=cfg, gsas=security.gsas, buckets=storage.buckets, secrets=security.secrets
+    ),
+    opts=pulumi.ResourceOptions(depends_on=[cluster]),
+)
+kuberay = KubeRay(
+    "kuberay",
+    KubeRayArgs(
+        cfg=cfg,
+        cluster_name=cluster.name,
+        endpoint=cluster.endpoint,
+        ca_certificate=cluster.ca_certificate,
+        gsa_emails={k: v.email for k, v in security.gsas.items()},
+        depends_on=[pools[0].node_pool, access],  # the system pool runs the operator
+    ),
+)
+
+if importlib.util.find_spec("components.rayresources") is not None:
+    from components.rayresources import RayResources
+
+    RayResources(
+        "ray",
+        cfg,
+        provider=kuberay.provider,
+        artifacts_bucket=storage.buckets["artifacts"],
+        depends_on=[*kuberay.ready, cluster],
+    )
+
+pulumi.export("cluster_name", cluster.name)
+pulumi.export("cluster_location", cluster.location)
+pulumi.export("cluster_endpoint", cluster.endpoint)
+pulumi.export("kubeconfig", kuberay.kubeconfig)
+pulumi.export("bucket_urls", {k: b.url for k, b in storage.buckets.items()})
+pulumi.export("bucket_names", {p: naming.bucket_name(cfg, p) for p in naming.BUCKET_PURPOSES})
+pulumi.export("service_accounts", {k: v.email for k, v in security.gsas.items()})
+pulumi.export("node_service_account", security.node_sa.email)
+pulumi.export("namespace", kuberay.namespace.metadata.apply(lambda m: m.name))
+pulumi.export("kuberay_mode", cfg.kuberay.mode)
+pulumi.export("ray_clusters", ray_cluster_addresses(cfg))
+pulumi.export("node_pools", accelerator_summary(cfg))
