@@ -98,6 +98,23 @@ _ALL: tuple[Workload, ...] = (
         accelerators=("cpu", "gpu"),
     ),
     Workload(
+        name="train_lm_jax",
+        module="workloads.train_lm_jax",
+        description="Ray Train JaxTrainer: the byte-level LM in JAX on TPU slices (issue 5)",
+        default_args=_frozen(
+            {
+                "dataset": "/tmp/raygke/dataset",
+                "storage_path": "/tmp/raygke/runs",
+                "name": "train_lm_jax",
+                "scaling": None,  # ray.train.ScalingConfig kwargs, derived from the slice
+                "steps": 600,
+                "max_failures": 2,
+            }
+        ),
+        num_cpus=1.0,
+        accelerators=("tpu",),
+    ),
+    Workload(
         name="evaluate",
         module="workloads.evaluate",
         description="Validation loss (nats/byte) and a sample from the newest valid checkpoint",
