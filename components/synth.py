@@ -10,7 +10,9 @@ numbers) with :func:`pulumi.runtime.set_mocks`, runs the program in this process
 * ``<out>/manifests/``: every Kubernetes object and custom resource as YAML
   (``<kind>-<namespace>-<name>.yaml``) and, per Helm release, ``helm-<release>-values.yaml`` and
   ``helm-<release>-release.yaml`` (chart, version, repository, namespace).
-* ``<out>/outputs.json``: the stack outputs (secret outputs replaced by ``"[secret]"``).
+* ``<out>/outputs.json``: the stack outputs.
+
+Secret values (the kubeconfig) appear as ``"[secret]"`` in both files.
 
 Two runs on the same config write identical bytes. It can run several times in one process.
 """
@@ -31,6 +33,7 @@ from typing import Any
 import pulumi
 import yaml
 from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import rpc
 from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
@@ -160,8 +163,6 @@ class _RecordingMonitor(pmocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:
         resp = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            from pulumi.runtime import rpc
-
             inputs = rpc.deserialize_properties(request.object)
             self.records.append(
                 {
@@ -187,6 +188,8 @@ def _urn_ref(urn: str) -> str | None:
 def _plain(value: Any) -> Any:
     """Engine values -> JSON-able plain data (assets by content hash, resources by URN)."""
     if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return SECRET
         return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
