@@ -34,7 +34,6 @@ NODE_PROJECT_ROLES = (
     "roles/monitoring.metricWriter",
     "roles/monitoring.viewer",
     "roles/stackdriver.resourceMetadata.writer",
-    "roles/autoscaling.metricsWriter",
     "roles/artifactregistry.reader",
 )
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
