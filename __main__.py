@@ -82,16 +82,20 @@ kuberay = KubeRay(
     ),
 )
 
+ray_clusters = ray_cluster_addresses(cfg)
 if importlib.util.find_spec("components.rayresources") is not None:
     from components.rayresources import RayResources
 
-    RayResources(
+    ray = RayResources(
         "ray",
         cfg,
         provider=kuberay.provider,
         artifacts_bucket=storage.buckets["artifacts"],
         depends_on=[*kuberay.ready, cluster],
     )
+    ray_clusters = ray.ray_clusters
+    pulumi.export("ray_jobs", ray.jobs)
+    pulumi.export("workloads_working_dir", ray.working_dir)
 
 pulumi.export("cluster_name", cluster.name)
 pulumi.export("cluster_location", cluster.location)
@@ -103,5 +107,5 @@ pulumi.export("service_accounts", {k: v.email for k, v in security.gsas.items()}
 pulumi.export("node_service_account", security.node_sa.email)
 pulumi.export("namespace", kuberay.namespace.metadata.apply(lambda m: m.name))
 pulumi.export("kuberay_mode", cfg.kuberay.mode)
-pulumi.export("ray_clusters", ray_cluster_addresses(cfg))
+pulumi.export("ray_clusters", ray_clusters)
 pulumi.export("node_pools", accelerator_summary(cfg))

@@ -14,7 +14,8 @@ CLIENT_PORT = 10001
 
 
 def ray_cluster_addresses(cfg: StackConfig) -> dict[str, dict[str, str]]:
-    """RayCluster name -> ``{"head_service", "dashboard", "client"}`` in-cluster addresses.
+    """RayCluster name -> ``{"dashboard", "client"}`` in-cluster addresses (the fallback when
+    :mod:`components.rayresources` is absent; it computes the same).
 
     The head Service is ClusterIP: the addresses resolve inside the cluster only (``kubectl
     port-forward`` from outside).
@@ -24,7 +25,6 @@ def ray_cluster_addresses(cfg: StackConfig) -> dict[str, dict[str, str]]:
     for rc in cfg.ray_clusters:
         host = f"{rc.name}-head-svc.{ns}.svc.cluster.local"
         out[rc.name] = {
-            "head_service": f"{rc.name}-head-svc",
             "dashboard": f"http://{host}:{DASHBOARD_PORT}",
             "client": f"ray://{host}:{CLIENT_PORT}",
         }
