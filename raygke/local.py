@@ -1,5 +1,437 @@
-"""``raygke local``: placeholder, replaced by the local-environment implementation."""
+"""``raygke local``: the local Ray environment — ``up``, ``status``, ``run``, ``down``.
+
+The stack is chosen with ``--stack NAME`` (``Pulumi.NAME.yaml``) or ``--config FILE``; with
+neither (or ``--stack local`` and no ``Pulumi.local.yaml``) the built-in ``local`` environment is
+used: ``LocalConfig`` defaults (1 worker, 1 CPU per node, GCS port 6380, dashboard 8266, root
+``.raygke/local``). ``$RAYGKE_LOCAL_ROOT`` overrides the root.
+
+Exit codes: 0 success; 1 the operation failed (port in use, dead node, missing dependency, a job
+failed), one line on stderr; 2 usage error. Ray is imported only inside these commands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
-app = typer.Typer(no_args_is_help=True)
+from raygke import local_cluster as lc
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="The local Ray environment: a head and worker nodes on this machine, buckets as folders.",
+)
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+StackOpt = typer.Option(
+    None, "--stack", "-s", help="Stack name: Pulumi.NAME.yaml (default: built-in 'local')"
+)
+ConfigOpt = typer.Option(None, "--config", "-c", help="Path to a stack file")
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    err.print(f"error: {message}", markup=False)
+    raise typer.Exit(code)
+
+
+def resolve_target(
+    stack: str | None, config: Path | None, workers: int | None = None
+) -> lc.LocalTarget:
+    """The :class:`~raygke.local_cluster.LocalTarget` named by the options (see module doc).
+
+    Raises:
+        typer.Exit(2): both options, a missing stack file, or ``--workers`` out of 0..16.
+        typer.Exit(1): an invalid stack file (every problem listed).
+    """
+    from components.config import LocalConfig
+
+    if stack is not None and config is not None:
+        _fail("give at most one of --stack NAME or --config FILE", EXIT_USAGE)
+    local: Any = LocalConfig()
+    name = lc.BUILTIN_STACK
+    path: Path | None = config
+    if stack is not None:
+        name = stack
+        path = Path.cwd() / f"Pulumi.{stack}.yaml"
+        if not path.is_file():
+            if stack != lc.BUILTIN_STACK:
+                _fail(f"cannot read {path}: no such file (stack {stack!r})", EXIT_USAGE)
+            path = None
+    if path is not None:
+        if not path.is_file():
+            _fail(f"cannot read {path}: no such file", EXIT_USAGE)
+        from raygke.cli import load_or_exit
+
+        local = load_or_exit(path).local
+        if stack is None:
+            name = (
+                path.name[len("Pulumi.") : -len(".yaml")]
+                if path.name.startswith("Pulumi.") and path.name.endswith(".yaml")
+                else path.stem
+            )
+    try:
+        return lc.make_target(name, local, workers)
+    except lc.LocalError as e:
+        _fail(str(e), EXIT_USAGE)
+
+
+def _nodes_table(state: dict[str, Any]) -> Table:
+    table = Table(title=f"local cluster {state['stack']!r} (recorded processes)")
+    for col in ("node", "role", "pid", "process", "cpus", "resources", "log"):
+        table.add_column(col)
+    for n in lc.nodes_of(state):
+        alive = "[green]alive[/]" if n.alive else "[red]dead[/]"
+        res = ", ".join(f"{k}={v:g}" for k, v in sorted(n.resources.items())) or "-"
+        table.add_row(n.name, n.role, str(n.pid), alive, str(n.num_cpus), res, n.log)
+    return table
+
+
+def _print_endpoints(state: dict[str, Any]) -> None:
+    console.print(f"address    {state['address']}")
+    console.print(f"dashboard  {state['dashboard_url']}  (Jobs API; Ray token auth is on)")
+    for bucket, folder in state["buckets"].items():
+        console.print(f"bucket     {bucket:<12} {folder}")
+    console.print(
+        f"ray CLI    RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={state['token_file']} "
+        f"ray job list --address {state['dashboard_url']}",
+        markup=False,
+    )
+
+
+def _dead(state: dict[str, Any]) -> list[lc.NodeRecord]:
+    return [n for n in lc.nodes_of(state) if not n.alive]
+
+
+def _tpu_nodes(spec: str) -> list[lc.ExtraNode]:
+    try:
+        from raygke.tpu_emulation import emulated_tpu_nodes  # type: ignore[import-not-found]
+    except ImportError:
+        _fail(
+            f"--tpu {spec}: TPU emulation is not available in this checkout "
+            "(raygke/tpu_emulation.py with emulated_tpu_nodes is missing)"
+        )
+    try:
+        launches = emulated_tpu_nodes(spec)
+    except ValueError as e:
+        _fail(f"--tpu {spec!r}: {e}", EXIT_USAGE)
+    return [
+        lc.ExtraNode(
+            name=f"tpu-host-{i}",
+            role="tpu-host",
+            num_cpus=int(nl.num_cpus),
+            resources={k: float(v) for k, v in nl.resources.items()},
+            labels=dict(nl.labels),
+            env=dict(nl.env),
+        )
+        for i, nl in enumerate(launches)
+    ]
+
+
+@app.command()
+def up(
+    stack: str | None = StackOpt,
+    config: Path | None = ConfigOpt,
+    workers: int | None = typer.Option(None, "--workers", "-w", help="CPU worker nodes (0..16)"),
+    tpu: str | None = typer.Option(
+        None, "--tpu", help="Also start hosts emulating a TPU slice, e.g. v5e:2x2"
+    ),
+) -> None:
+    """Start a Ray head and worker nodes on 127.0.0.1 (one `ray start` each); reuse if up."""
+    target = resolve_target(stack, config, workers)
+    try:
+        lc.require_ray()
+        state = lc.read_state(target)
+        if state is not None:
+            nodes = lc.nodes_of(state)
+            dead = _dead(state)
+            if nodes and not dead:
+                lc.wait_ready(target, nodes, timeout_s=30)
+                console.print(
+                    f"[green]reusing[/] local cluster {target.stack!r}: already up with "
+                    f"{len(nodes)} node(s), head pid {nodes[0].pid}"
+                )
+                if workers is not None and workers != sum(n.role == "worker" for n in nodes):
+                    console.print(
+                        f"note: --workers {workers} ignored; run `raygke local down` first "
+                        "to change the shape"
+                    )
+                console.print(_nodes_table(state))
+                _print_endpoints(state)
+                return
+            if len(dead) < len(nodes):
+                d = dead[0]
+                _fail(
+                    f"node {d.name} (pid {d.pid}) of local cluster {target.stack!r} is dead; "
+                    "run `raygke local down` and then `raygke local up`"
+                )
+            lc.stop_nodes(nodes)  # every node is gone: sweep leftovers, start afresh
+            target.state_file.unlink(missing_ok=True)
+            console.print(f"the previous local cluster {target.stack!r} is gone; starting anew")
+        extra = _tpu_nodes(tpu) if tpu else []
+        tpu_state = {"spec": tpu, "hosts": [x.name for x in extra]} if tpu else None
+        t0 = time.monotonic()
+        with console.status("starting the local Ray cluster") as status:
+            state = lc.start_cluster(
+                target, extra, tpu_state, on_progress=lambda m: status.update(m)
+            )
+        console.print(
+            f"[green]up[/] local cluster {target.stack!r}: {len(state['nodes'])} node(s) "
+            f"in {time.monotonic() - t0:.1f} s"
+        )
+        console.print(_nodes_table(state))
+        _print_endpoints(state)
+    except lc.LocalError as e:
+        _fail(str(e))
+
+
+@app.command()
+def status(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> None:
+    """Show the recorded processes (alive/dead), address, dashboard and Ray's nodes."""
+    target = resolve_target(stack, config)
+    try:
+        state = lc.read_state(target)
+    except lc.LocalError as e:
+        _fail(str(e))
+    if state is None:
+        _fail(f"no local cluster is recorded for stack {target.stack!r}; run `raygke local up`")
+    console.print(_nodes_table(state))
+    _print_endpoints(state)
+    dead = _dead(state)
+    head = lc.nodes_of(state)[0] if state["nodes"] else None
+    if head is not None and head.alive:
+        try:
+            ray_nodes = lc.cluster_nodes(target)
+        except Exception as e:
+            _fail(f"the dashboard at {state['dashboard_url']} does not answer: {e}")
+        table = Table(title="Ray nodes")
+        for col in ("name", "state", "ip", "head", "resources", "labels"):
+            table.add_column(col)
+        for s in sorted(ray_nodes, key=lambda s: (not s.is_head_node, s.node_name)):
+            res = ", ".join(
+                f"{k}={v:g}"
+                for k, v in sorted(s.resources_total.items())
+                if not k.startswith("node:") and k not in ("memory", "object_store_memory")
+            )
+            labels = ", ".join(
+                f"{k}={v}"
+                for k, v in sorted((s.labels or {}).items())
+                if not k.startswith("ray.io")
+            )
+            table.add_row(
+                s.node_name, s.state, s.node_ip, "yes" if s.is_head_node else "", res, labels or "-"
+            )
+        console.print(table)
+    if dead:
+        names = ", ".join(f"{n.name} (pid {n.pid})" for n in dead)
+        _fail(f"dead node(s): {names}; run `raygke local down` and then `raygke local up`")
+
+
+@app.command()
+def down(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> None:
+    """Stop exactly the processes `up` started (and their sessions). Idempotent."""
+    target = resolve_target(stack, config)
+    try:
+        state = lc.read_state(target)
+    except lc.LocalError as e:
+        _fail(str(e))
+    if state is None:
+        console.print(f"no local cluster is recorded for stack {target.stack!r}; nothing to stop")
+        return
+    nodes = lc.nodes_of(state)
+    with console.status(f"stopping {len(nodes)} node(s)"):
+        left = lc.stop_nodes(nodes)
+    if left:
+        _fail(f"could not stop pid(s) {', '.join(map(str, left))}; state kept in {target.dir}")
+    target.state_file.unlink(missing_ok=True)
+    pids = ", ".join(str(n.pid) for n in nodes)
+    console.print(f"[green]down[/] local cluster {target.stack!r}: stopped pid(s) {pids}")
+
+
+def _summary_table(summary: dict[str, Any]) -> Table:
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    table = Table(title="summary", show_header=False)
+    table.add_column("what")
+    table.add_column("value", overflow="fold")
+    table.add_row("rows (train windows)", num(summary["rows"], ","))
+    table.add_row("steps", num(summary["steps"], ","))
+    table.add_row(
+        "loss first -> last (nats/byte)",
+        f"{num(summary['first_loss'], '.3f')} -> {num(summary['last_loss'], '.3f')}",
+    )
+    table.add_row("validation loss (nats/byte)", num(summary["val_loss"], ".3f"))
+    table.add_row("tokens/s", num(summary["tokens_per_s"], ",.0f"))
+    table.add_row("checkpoint", summary["checkpoint"] or "-")
+    table.add_row("sample", Text(repr(summary["sample"])) if summary["sample"] else "-")
+    table.add_row("wall time (s)", f"{summary['seconds']:.1f}")
+    return table
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+    except OSError as e:
+        _fail(f"cannot write --summary-json {path}: {e}")
+
+
+@app.command()
+def run(
+    jobs: list[str] | None = typer.Argument(
+        None, help="Jobs to run in order (default: prepare train_lm evaluate)"
+    ),
+    stack: str | None = StackOpt,
+    config: Path | None = ConfigOpt,
+    data: str | None = typer.Option(
+        None, "--data", help="Corpus: folder, glob or gs:// URI (default: Python stdlib sources)"
+    ),
+    summary_json: Path | None = typer.Option(
+        None, "--summary-json", help="Also write the summary as JSON here"
+    ),
+    accelerator: str = typer.Option("cpu", "--accelerator", help="cpu | gpu | tpu"),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", help="Extra job argument JOB.KEY=VALUE (repeatable), e.g. train_lm.steps=50"
+    ),
+) -> None:
+    """Submit jobs through the Ray Jobs API, stream their logs, and print a summary."""
+    from raygke import local_jobs as lj
+    from workloads.registry import DEFAULT_PIPELINE
+
+    try:
+        names = lj.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
+        extra_args = lj.parse_overrides(overrides or [])
+    except lc.LocalError as e:
+        _fail(str(e), EXIT_USAGE)
+    target = resolve_target(stack, config)
+    try:
+        lc.require_ray()
+        state = lc.read_state(target)
+        if state is None or not state.get("nodes"):
+            _fail(f"no local cluster is up for stack {target.stack!r}; run `raygke local up`")
+        dead = _dead(state)
+        if dead:
+            d = dead[0]
+            _fail(
+                f"node {d.name} (pid {d.pid}) is dead; run `raygke local down` and then "
+                "`raygke local up`"
+            )
+        if accelerator == "tpu":
+            lj.tpu_args(state)
+        if accelerator == "gpu":
+            gpus = sum(s.resources_total.get("GPU", 0) for s in lc.cluster_nodes(target))
+            if not gpus:
+                _fail("--accelerator gpu: the local cluster has no GPU (Ray found none)")
+        data_uri = lj.absolute_data(data)
+        ds = lj.dataset_name(data_uri)
+        if any(n in ("train_lm", "train_lm_jax") for n in names):
+            run_name = f"lm-{ds}-{time.strftime('%Y%m%d-%H%M%S')}"
+        else:
+            run_name = state.get("last_run") or f"lm-{ds}"
+        working_dir = lj.stage_working_dir(state["buckets"]["artifacts"])
+        console.print(
+            f"running {' -> '.join(names)} on local cluster {target.stack!r} "
+            f"({state['dashboard_url']}); data: {data_uri or 'Python standard library sources'}"
+        )
+        results: dict[str, dict[str, Any]] = {}
+        outcomes: list[lj.JobOutcome] = []
+        t0 = time.monotonic()
+        for i, name in enumerate(names, 1):
+            args = lj.job_args(name, state, data_uri, run_name, results, accelerator)
+            args.update(extra_args.get(name, {}))
+            if name == "train_lm_jax":
+                args.update(extra_args.get("train_lm", {}))
+            console.rule(f"[bold]{i}/{len(names)} {name}")
+            with console.status(f"{name}: submitting") as spin, _api_errors(state, name):
+                outcome = lj.run_job(
+                    target,
+                    state,
+                    name,
+                    args,
+                    working_dir,
+                    on_log=lambda line: console.print(Text.from_ansi(line)),
+                    on_status=lambda s, n=name, sp=spin: sp.update(
+                        f"{n}: {s} ({time.monotonic() - t0:.0f} s)"
+                    ),
+                )
+            outcomes.append(outcome)
+            if outcome.status != "SUCCEEDED" or outcome.result is None:
+                why = outcome.message or "no RAYGKE_RESULT line in its log"
+                err.print(f"--- last {len(outcome.log_tail)} log lines of {name} ---", markup=False)
+                for line in outcome.log_tail:
+                    err.print(Text.from_ansi(line))
+                if summary_json is not None:
+                    _write_json(
+                        summary_json,
+                        {
+                            "ok": False,
+                            "failed_job": name,
+                            **lj.summarize(results),
+                            "jobs": _jobs_json(outcomes),
+                        },
+                    )
+                _fail(
+                    f"job {name} ({outcome.job_id}) {outcome.status} after "
+                    f"{outcome.seconds:.0f} s: {why.splitlines()[-1] if why else ''}"
+                )
+            results[name] = outcome.result
+            console.print(
+                f"[green]{name} succeeded[/] in {outcome.seconds:.1f} s: "
+                f"{json.dumps(outcome.result, default=str)[:300]}",
+                markup=True,
+                highlight=False,
+            )
+            if name in ("train_lm", "train_lm_jax"):
+                state["last_run"] = run_name
+                lc.write_state(target, state)
+        summary = lj.summarize(results)
+        summary["seconds"] = time.monotonic() - t0
+        console.print(_summary_table(summary))
+        if summary_json is not None:
+            payload = {
+                "ok": True,
+                **summary,
+                "run_name": run_name,
+                "data": data_uri,
+                "jobs": _jobs_json(outcomes),
+            }
+            _write_json(summary_json, payload)
+            console.print(f"summary written to {summary_json}")
+    except lc.LocalError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        err.print("interrupted; the running job was stopped")
+        raise typer.Exit(130) from None
+
+
+@contextlib.contextmanager
+def _api_errors(state: dict[str, Any], name: str) -> Iterator[None]:
+    """Turn a Jobs API failure (connection refused, HTTP error) into a one-line exit 1."""
+    try:
+        yield
+    except (typer.Exit, KeyboardInterrupt, lc.LocalError):
+        raise
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        _fail(f"job {name}: the Jobs API at {state['dashboard_url']} failed: {first}")
+
+
+def _jobs_json(outcomes: list[Any]) -> dict[str, Any]:
+    return {
+        o.name: {"job_id": o.job_id, "status": o.status, "seconds": round(o.seconds, 2)}
+        for o in outcomes
+    }

@@ -1,0 +1,286 @@
+"""``raygke local run``: submit registry workloads to the local cluster through the Ray Jobs API.
+
+Each job's entrypoint comes from :mod:`workloads.registry`; its arguments are wired to the
+stack's bucket folders (:func:`job_args`). The ``workloads/`` package is staged, content
+addressed, under ``<artifacts>/working_dir/<sha>/`` and passed as the job's ``runtime_env``
+``working_dir`` — the same shape as the RayJob on GKE, whose working_dir is the ``workloads/``
+archive in the artifacts bucket. Results come from each job's last log line
+``RAYGKE_RESULT {json}``.
+
+Ray is imported lazily (inside the functions that submit jobs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import workloads
+from raygke.local_cluster import LocalError, LocalTarget, use_cluster_auth
+from workloads.registry import RESULT_PREFIX, WORKLOADS, get_workload
+
+ACCELERATORS = ("cpu", "gpu", "tpu")
+SUMMARY_KEYS = (
+    "rows",
+    "steps",
+    "first_loss",
+    "last_loss",
+    "val_loss",
+    "tokens_per_s",
+    "checkpoint",
+    "sample",
+)
+TPU_HINT = "no emulated TPU hosts; run `raygke local up --tpu v5e:2x2`"
+
+
+def dataset_name(data: str | None) -> str:
+    """Folder name under the datasets bucket for a corpus URI: ``stdlib`` for the default corpus,
+    else ``<basename>-<sha1(uri)[:8]>`` (deterministic, so later jobs find it)."""
+    if not data:
+        return "stdlib"
+    base = re.sub(r"[^A-Za-z0-9]+", "-", os.path.basename(data.rstrip("/")) or "corpus")
+    return f"{base.strip('-')[:40] or 'corpus'}-{hashlib.sha1(data.encode()).hexdigest()[:8]}"
+
+
+def absolute_data(data: str | None) -> str | None:
+    """A local path or glob made absolute (jobs run in their working_dir); URIs unchanged."""
+    if not data or "://" in data:
+        return data
+    return os.path.abspath(os.path.expanduser(data))
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``["train_lm.steps=20", ...]`` -> ``{"train_lm": {"steps": 20}}``; values parsed as JSON
+    when they parse, else kept as strings.
+
+    Raises:
+        LocalError: an item is not ``JOB.KEY=VALUE`` or names an unknown job.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        m = re.fullmatch(r"([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)=(.*)", item, flags=re.S)
+        if not m:
+            raise LocalError(f"--set {item!r} is not JOB.KEY=VALUE (e.g. train_lm.steps=50)")
+        job, key, raw = m.groups()
+        if job not in WORKLOADS:
+            raise LocalError(f"--set {item!r}: unknown job {job!r}; valid: {', '.join(WORKLOADS)}")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(job, {})[key] = value
+    return out
+
+
+def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
+    """Validate job names; with ``tpu`` map ``train_lm`` to ``train_lm_jax``.
+
+    Raises:
+        LocalError: unknown job, unknown accelerator, or ``train_lm_jax`` not registered for tpu.
+    """
+    if accelerator not in ACCELERATORS:
+        raise LocalError(f"--accelerator {accelerator!r} is not one of {', '.join(ACCELERATORS)}")
+    out = []
+    for name in jobs:
+        if name not in WORKLOADS:
+            raise LocalError(f"unknown job {name!r}; valid: {', '.join(sorted(WORKLOADS))}")
+        if accelerator == "tpu" and name == "train_lm":
+            if "train_lm_jax" not in WORKLOADS:
+                raise LocalError(
+                    "--accelerator tpu needs the workload train_lm_jax, which is not registered"
+                )
+            name = "train_lm_jax"
+        out.append(name)
+    return out
+
+
+def tpu_args(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Scaling arguments for a JAX job on the emulated TPU hosts recorded in ``state``.
+
+    Delegates to ``raygke.tpu_emulation.tpu_job_args(state)`` (owned by the TPU emulation).
+
+    Raises:
+        LocalError: that module is absent, or the cluster has no emulated TPU hosts.
+    """
+    if not state.get("tpu"):
+        raise LocalError(TPU_HINT)
+    try:
+        from raygke.tpu_emulation import tpu_job_args  # type: ignore[import-not-found]
+    except ImportError:
+        raise LocalError(f"{TPU_HINT} (raygke.tpu_emulation is not available)") from None
+    return dict(tpu_job_args(state))
+
+
+def job_args(
+    name: str,
+    state: Mapping[str, Any],
+    data: str | None,
+    run_name: str,
+    results: Mapping[str, Mapping[str, Any]],
+    accelerator: str = "cpu",
+) -> dict[str, Any]:
+    """Arguments for job ``name`` wired to the local bucket folders.
+
+    prepare writes ``<datasets>/<dataset_name(data)>``; train_lm (or train_lm_jax) reads it and
+    stores checkpoints under ``<checkpoints>/<run_name>``; evaluate reads the checkpoint that
+    train reported in this run (``results``), else the newest valid one of ``run_name``.
+    """
+    buckets = state["buckets"]
+    dataset = os.path.join(buckets["datasets"], dataset_name(data))
+    if name == "prepare":
+        return {"data": data, "dataset": dataset}
+    if name in ("train_lm", "train_lm_jax"):
+        args: dict[str, Any] = {
+            "dataset": dataset,
+            "storage_path": buckets["checkpoints"],
+            "name": run_name,
+        }
+        if accelerator == "gpu":
+            args["use_gpu"] = True
+        if accelerator == "tpu":
+            args.update(tpu_args(state))
+        return args
+    if name == "evaluate":
+        args = {"dataset": dataset, "storage_path": buckets["checkpoints"], "name": run_name}
+        trained = results.get("train_lm") or results.get("train_lm_jax") or {}
+        if trained.get("checkpoint"):
+            args["checkpoint"] = trained["checkpoint"]
+        return args
+    return {}
+
+
+def parse_result(logs: str) -> dict[str, Any] | None:
+    """The JSON of the last ``RAYGKE_RESULT {json}`` line of a job's logs, or None."""
+    for line in reversed(logs.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            try:
+                value = json.loads(line[len(RESULT_PREFIX) :])
+            except json.JSONDecodeError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The summary dict (keys :data:`SUMMARY_KEYS`, None where no job produced the value)."""
+    prep = results.get("prepare", {})
+    train = results.get("train_lm") or results.get("train_lm_jax") or {}
+    ev = results.get("evaluate", {})
+    return {
+        "rows": prep.get("rows"),
+        "steps": train.get("steps"),
+        "first_loss": train.get("first_loss"),
+        "last_loss": train.get("last_loss"),
+        "val_loss": ev.get("val_loss"),
+        "tokens_per_s": train.get("tokens_per_s"),
+        "checkpoint": ev.get("checkpoint") or train.get("checkpoint"),
+        "sample": ev.get("sample"),
+    }
+
+
+def stage_working_dir(artifacts: str) -> str:
+    """Copy the ``workloads`` package to ``<artifacts>/working_dir/<sha256[:16]>/workloads``.
+
+    The digest covers every file's relative path and bytes (``__pycache__`` excluded), so an
+    unchanged package reuses its folder. Returns the folder to use as ``working_dir``.
+    """
+    src = Path(workloads.__file__).parent
+    files = sorted(p for p in src.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    h = hashlib.sha256()
+    for p in files:
+        h.update(str(p.relative_to(src)).encode() + b"\0" + p.read_bytes() + b"\0")
+    dest = Path(artifacts) / "working_dir" / h.hexdigest()[:16]
+    if not (dest / "workloads").is_dir():
+        tmp = dest.with_name(dest.name + f".tmp-{uuid.uuid4().hex[:6]}")
+        shutil.copytree(src, tmp / "workloads", ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            tmp.rename(dest)
+        except OSError:  # a concurrent run staged it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(dest)
+
+
+@dataclass
+class JobOutcome:
+    """What one submitted job ended with."""
+
+    name: str
+    job_id: str
+    status: str
+    seconds: float
+    result: dict[str, Any] | None = None
+    message: str = ""
+    log_tail: list[str] = field(default_factory=list)
+
+
+def run_job(
+    target: LocalTarget,
+    state: Mapping[str, Any],
+    name: str,
+    args: Mapping[str, Any],
+    working_dir: str,
+    on_log: Callable[[str], None],
+    on_status: Callable[[str], None],
+    poll_s: float = 0.5,
+    tail_lines: int = 40,
+) -> JobOutcome:
+    """Submit one job, stream its logs line by line to ``on_log``, wait for a terminal status.
+
+    Returns:
+        A :class:`JobOutcome`; ``status`` is Ray's (SUCCEEDED, FAILED, STOPPED), ``result`` the
+        parsed ``RAYGKE_RESULT`` (None when missing), ``log_tail`` the last ``tail_lines`` lines.
+    """
+    use_cluster_auth(target)
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    client = JobSubmissionClient(state["dashboard_url"])
+    job_id = f"raygke-{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    started = time.monotonic()
+    client.submit_job(
+        entrypoint=get_workload(name).entrypoint(args),
+        submission_id=job_id,
+        runtime_env={"working_dir": working_dir, "env_vars": {"PYTHONUNBUFFERED": "1"}},
+        metadata={"raygke_stack": target.stack, "raygke_job": name},
+    )
+    printed = 0
+    pending = ""
+    status = JobStatus.PENDING
+    try:
+        while True:
+            status = client.get_job_status(job_id)
+            on_status(str(status.value))
+            logs = client.get_job_logs(job_id)
+            if len(logs) > printed:
+                chunk = pending + logs[printed:]
+                printed = len(logs)
+                *lines, pending = chunk.split("\n")
+                for line in lines:
+                    on_log(line)
+            if status.is_terminal():
+                break
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        client.stop_job(job_id)
+        raise
+    logs = client.get_job_logs(job_id)
+    if pending:
+        on_log(pending)
+    info = client.get_job_info(job_id)
+    return JobOutcome(
+        name=name,
+        job_id=job_id,
+        status=str(status.value),
+        seconds=time.monotonic() - started,
+        result=parse_result(logs),
+        message=(info.message or "").strip(),
+        log_tail=logs.splitlines()[-tail_lines:],
+    )
