@@ -23,6 +23,7 @@ from typing import Any
 
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint
 from workloads.common import join, resolve_fs, run_cli
+from workloads.registry import get_workload
 
 
 def load_validation(dataset: str, max_rows: int = 0):
@@ -93,6 +94,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
 
     from workloads.model_torch import load_checkpoint
 
+    config = get_workload("evaluate").config(config)
     torch.set_num_threads(int(config.get("torch_threads") or os.cpu_count() or 1))
     path = config.get("checkpoint")
     if not path:

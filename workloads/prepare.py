@@ -46,6 +46,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from workloads.common import ensure_ray, is_local, resolve_fs, run_cli
+from workloads.registry import get_workload
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     import pyarrow as pa
     import ray
 
+    config = get_workload("prepare").config(config)
     ensure_ray()
     data = config.get("data") or default_corpus()
     dataset = str(config["dataset"])

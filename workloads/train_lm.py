@@ -40,6 +40,7 @@ from typing import Any
 
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
 from workloads.common import ensure_ray, join, run_cli
+from workloads.registry import get_workload
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +230,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     Raises:
         ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
     """
+    config = get_workload("train_lm").config(config)
     ensure_ray()
     if config.get("storage_path") and "://" not in str(config["storage_path"]):
         config = {**config, "storage_path": os.path.abspath(str(config["storage_path"]))}

@@ -1,0 +1,135 @@
+"""prepare: idempotent, deterministic split, clear errors on bad corpora (real local Ray)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.ray
+
+
+def _corpus(root: Path, n: int = 24) -> Path:
+    root.mkdir(parents=True)
+    for i in range(n):
+        sub = root / f"pkg{i % 3}"
+        sub.mkdir(exist_ok=True)
+        body = "".join(f"def f{i}_{j}(x):\n    return x * {j} + {i}\n\n" for j in range(20))
+        (sub / f"mod{i}.py").write_text(f"# module {i}\n{body}")
+    (root / "notes.txt").write_text("not included by *.py\n" * 50)
+    return root
+
+
+def _files(dataset: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(dataset).as_posix(): p.read_bytes()
+        for p in sorted(dataset.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_prepare_is_idempotent_and_split_is_deterministic(ray_cluster, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from workloads.prepare import classify, main
+
+    data = _corpus(tmp_path / "corpus")
+    cfg = {
+        "data": str(data),
+        "dataset": str(tmp_path / "ds"),
+        "context_length": 32,
+        "val_fraction": 0.25,
+        "num_shards": 2,
+    }
+    first = main(dict(cfg))
+    files1 = _files(tmp_path / "ds")
+    second = main(dict(cfg))
+    files2 = _files(tmp_path / "ds")
+    assert first == second
+    assert files1 == files2  # same names, same bytes: nothing duplicated or lost
+    assert first["files"] == 24
+    assert first["rows"] > 0
+    assert first["val_rows"] > 0
+    assert not (tmp_path / "ds.tmp").exists()
+
+    manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
+    assert manifest["rows"] == first["rows"]
+    assert manifest["val_rows"] == first["val_rows"]
+    parquet = sorted(n for n in files1 if n.endswith(".parquet"))
+    assert parquet == sorted(f"{g}.parquet" for g in manifest["shards"])
+    rows = {s: 0 for s in ("train", "validation")}
+    for name in parquet:
+        t = pq.read_table(tmp_path / "ds" / name)
+        assert t.column("tokens").type.list_size == 33
+        rows[name.split("/")[0]] += t.num_rows
+    assert rows == {"train": first["rows"], "validation": first["val_rows"]}
+
+    # The split of a file depends only on its relative path.
+    a = classify("pkg0/mod0.py", b"x = 1\n", 0.25, 2)
+    assert a == classify("pkg0/mod0.py", b"completely different\n", 0.25, 2)
+
+
+def test_prepare_replaces_a_stale_partial_output(ray_cluster, tmp_path: Path) -> None:
+    from workloads.prepare import main
+
+    data = _corpus(tmp_path / "corpus", n=6)
+    ds = tmp_path / "ds"
+    (ds / "train").mkdir(parents=True)
+    (ds / "train" / "part-99999.parquet").write_bytes(b"junk from a crashed run")
+    (tmp_path / "ds.tmp").mkdir()
+    (tmp_path / "ds.tmp" / "half-written").write_bytes(b"x")
+    main({"data": str(data), "dataset": str(ds), "context_length": 32, "num_shards": 2})
+    assert not (ds / "train" / "part-99999.parquet").exists()
+    assert not (tmp_path / "ds.tmp").exists()
+
+
+def test_empty_corpus_is_a_clear_error(ray_cluster, tmp_path: Path) -> None:
+    from workloads.prepare import CorpusError, main
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CorpusError, match="no files match"):
+        main({"data": str(tmp_path / "empty"), "dataset": str(tmp_path / "ds")})
+    (tmp_path / "empties").mkdir()
+    (tmp_path / "empties" / "a.py").write_text("")
+    with pytest.raises(CorpusError, match=r"no usable text files.*a\.py \(empty\)"):
+        main({"data": str(tmp_path / "empties"), "dataset": str(tmp_path / "ds")})
+    assert not (tmp_path / "ds").exists()
+
+
+def test_explicit_binary_file_fails_naming_it(ray_cluster, tmp_path: Path) -> None:
+    from workloads.prepare import CorpusError, main
+
+    blob = tmp_path / "weights.py"
+    blob.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(CorpusError, match=r"weights\.py.*not text"):
+        main({"data": str(blob), "dataset": str(tmp_path / "ds")})
+    latin = tmp_path / "latin.py"
+    latin.write_bytes("caf\xe9 = 1\n".encode("latin-1"))
+    with pytest.raises(CorpusError, match=r"latin\.py.*not UTF-8"):
+        main({"data": str(latin), "dataset": str(tmp_path / "ds")})
+
+
+def test_binary_file_in_folder_is_skipped_with_warning(
+    ray_cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from workloads.prepare import main
+
+    data = _corpus(tmp_path / "corpus", n=6)
+    (data / "pkg0" / "blob.py").write_bytes(b"\x00\x01\x02" * 100)
+    with caplog.at_level(logging.WARNING, logger="workloads.prepare"):
+        out = main({"data": str(data), "dataset": str(tmp_path / "ds"), "context_length": 32})
+    assert out["files"] == 6
+    assert out["skipped"] == 1
+    assert "pkg0/blob.py" in caplog.text
+    manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
+    assert manifest["skipped"] == [["pkg0/blob.py", "not text (contains NUL bytes)"]]
+
+
+def test_glob_corpus(ray_cluster, tmp_path: Path) -> None:
+    from workloads.prepare import main
+
+    data = _corpus(tmp_path / "corpus", n=6)
+    out = main({"data": f"{data}/**/*.txt", "dataset": str(tmp_path / "ds"), "context_length": 32})
+    assert out["files"] == 1
