@@ -302,25 +302,33 @@ def run_program(
     return records, outputs
 
 
+# libyaml's emitter when present (about 10x faster than the pure-Python one; same YAML).
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_DUMPER, sort_keys=True, default_flow_style=False)
+
+
 def _manifest_files(records: list[dict[str, Any]]) -> dict[str, str]:
     files: dict[str, str] = {}
     for r in records:
         t, i = r["type"], r["inputs"]
         if t == "kubernetes:helm.sh/v3:Release":
             rel = i.get("name", r["name"])
-            files[f"helm-{rel}-values.yaml"] = yaml.safe_dump(i.get("values") or {}, sort_keys=True)
+            files[f"helm-{rel}-values.yaml"] = _yaml(i.get("values") or {})
             meta = {
                 k: i.get(k)
                 for k in ("name", "chart", "version", "namespace", "repositoryOpts")
                 if i.get(k) is not None
             }
-            files[f"helm-{rel}-release.yaml"] = yaml.safe_dump(meta, sort_keys=True)
+            files[f"helm-{rel}-release.yaml"] = _yaml(meta)
         elif t.startswith("kubernetes:") and not t.startswith("pulumi:providers"):
             meta = i.get("metadata") or {}
             kind = str(i.get("kind") or t.rsplit(":", 1)[-1]).lower()
             ns = meta.get("namespace") or "cluster"
             fname = f"{kind}-{ns}-{meta.get('name', r['name'])}.yaml"
-            files[fname] = yaml.safe_dump(i, sort_keys=True)
+            files[fname] = _yaml(i)
     return files
 
 
