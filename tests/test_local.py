@@ -1,0 +1,270 @@
+"""``raygke local``: through the real entry point (the ``raygke`` console script in a subprocess).
+
+The cluster tests start a private cluster (head + 1 worker, 1 CPU each) on kernel-chosen free
+ports under ``tmp_path`` — never Ray's default ports — and check that ``down`` leaves no process of
+its sessions behind. Fast tests (no Ray processes) cover usage errors, the port-in-use message,
+argument wiring and process stopping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from raygke import local_cluster as lc
+from raygke import local_jobs as lj
+from workloads.registry import RESULT_PREFIX
+
+RAYGKE = Path(sys.executable).parent / "raygke"
+pytestmark = pytest.mark.skipif(not RAYGKE.exists(), reason=f"console script {RAYGKE} missing")
+
+
+def _stack_file(
+    folder: Path, root: Path, gcs_port: int, dashboard_port: int, name: str = "t"
+) -> Path:
+    path = folder / f"Pulumi.{name}.yaml"
+    path.write_text(
+        "config:\n"
+        "  ray-gke:project: local-test\n"
+        "  ray-gke:region: us-central1\n"
+        "  ray-gke:zones: [us-central1-a]\n"
+        "  ray-gke:local:\n"
+        "    workers: 1\n"
+        "    cpus_per_node: 1\n"
+        f"    gcs_port: {gcs_port}\n"
+        f"    dashboard_port: {dashboard_port}\n"
+        f"    root: {root}\n"
+    )
+    return path
+
+
+def _raygke(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", lc.ROOT_ENV)}
+    env["COLUMNS"] = "250"  # rich: no wrapping, so lines can be asserted
+    return subprocess.run(
+        [str(RAYGKE), "local", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# ------------------------------------------------------------------------- fast: no Ray processes
+
+
+def test_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cfg = _stack_file(tmp_path, tmp_path / "root", port, lc.free_port())
+        r = _raygke("up", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"port {port} (local.gcs_port) is in use" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "root" / "t" / "state.json").exists()
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
+    r = _raygke("run", "nosuchjob", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2 and "unknown job 'nosuchjob'" in r.stderr
+    r = _raygke("up", "--stack", "t", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2 and "at most one of --stack" in r.stderr
+    r = _raygke("status", "--stack", "missing", cwd=tmp_path)
+    assert r.returncode == 2 and "Pulumi.missing.yaml" in r.stderr
+    r = _raygke("run", "--set", "train_lm.steps", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2 and "JOB.KEY=VALUE" in r.stderr
+
+
+def test_status_down_run_without_a_cluster(tmp_path: Path) -> None:
+    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
+    r = _raygke("down", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 0 and "nothing to stop" in r.stdout
+    r = _raygke("status", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 1 and "run `raygke local up`" in r.stderr
+    r = _raygke("run", "prepare", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 1 and "no local cluster is up for stack 't'" in r.stderr
+
+
+def test_tpu_flag_without_emulation_module(tmp_path: Path) -> None:
+    try:
+        import raygke.tpu_emulation  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("raygke.tpu_emulation exists; its own tests cover --tpu")
+    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
+    r = _raygke("up", "--tpu", "v5e:2x2", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 1 and "TPU emulation is not available" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_job_args_wire_bucket_folders() -> None:
+    state = {"buckets": {b: f"/b/{b}" for b in lc.BUCKETS}, "tpu": None}
+    prep = lj.job_args("prepare", state, "/data/corpus", "run1", {})
+    ds = prep["dataset"]
+    assert ds.startswith("/b/datasets/corpus-") and prep["data"] == "/data/corpus"
+    train = lj.job_args("train_lm", state, "/data/corpus", "run1", {})
+    assert train == {"dataset": ds, "storage_path": "/b/checkpoints", "name": "run1"}
+    ev = lj.job_args("evaluate", state, "/data/corpus", "run1", {"train_lm": {"checkpoint": "/c"}})
+    assert ev["checkpoint"] == "/c" and ev["dataset"] == ds
+    assert lj.job_args("prepare", state, None, "r", {})["dataset"] == "/b/datasets/stdlib"
+    assert lj.dataset_name("/x/a") != lj.dataset_name("/y/a")
+    with pytest.raises(lc.LocalError, match="no emulated TPU hosts"):
+        lj.job_args("train_lm", state, None, "r", {}, accelerator="tpu")
+
+
+def test_parse_result_takes_the_last_result_line() -> None:
+    logs = f'noise\n{RESULT_PREFIX}{{"rows": 1}}\nmore\n{RESULT_PREFIX}{{"rows": 2}}\n'
+    assert lj.parse_result(logs) == {"rows": 2}
+    assert lj.parse_result("no result here\n") is None
+    assert lj.summarize({"prepare": {"rows": 2}})["rows"] == 2
+    assert lj.parse_overrides(["train_lm.steps=5", "evaluate.prompt=x y"]) == {
+        "train_lm": {"steps": 5},
+        "evaluate": {"prompt": "x y"},
+    }
+
+
+def test_stop_nodes_stops_a_whole_session_and_spares_a_reused_pid(tmp_path: Path) -> None:
+    leader = subprocess.Popen(["bash", "-c", "sleep 60 & sleep 60 & wait"], start_new_session=True)
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(lc.session_pids([leader.pid])) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(lc.session_pids([leader.pid])) == 3
+        ours = lc.NodeRecord("n", "head", leader.pid, lc.proc_start_ticks(leader.pid), 1, "", [])
+        ticks = lc.proc_start_ticks(other.pid)
+        assert ticks is not None
+        reused = lc.NodeRecord("m", "worker", other.pid, ticks + 1, 1, "", [])
+        left = lc.stop_nodes([ours, reused], grace_s=5)
+        leader.wait(timeout=5)
+        assert left == [] and lc.session_pids([leader.pid]) == []
+        assert other.poll() is None, "a pid whose start time differs is not ours to stop"
+    finally:
+        for p in (leader, other):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+# ------------------------------------------------------------------- a real cluster, end to end
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    """``raygke local up`` on free ports under a temp root; ``down`` at the end in any case."""
+    pytest.importorskip("ray")
+    base = tmp_path_factory.mktemp("local")
+    dash = lc.free_port()
+    cfg = _stack_file(base, base / "root", lc.free_port(), dash)
+    r = _raygke("up", "--config", str(cfg), cwd=base)
+    state_file = base / "root" / "t" / "state.json"
+    state = json.loads(state_file.read_text()) if state_file.exists() else None
+    try:
+        assert r.returncode == 0, r.stdout + r.stderr
+        yield {"base": base, "cfg": cfg, "state": state, "up": r, "dash": dash}
+    finally:
+        if state_file.exists():
+            _raygke("down", "--config", str(cfg), cwd=base)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_up_records_separate_nodes_on_localhost(cluster) -> None:
+    state = cluster["state"]
+    assert [n["role"] for n in state["nodes"]] == ["head", "worker"]
+    assert state["dashboard_url"] == f"http://127.0.0.1:{cluster['dash']}"
+    assert state["address"] == f"127.0.0.1:{state['gcs_port']}"
+    for n in state["nodes"]:
+        assert lc.is_alive(n["pid"], n["start_ticks"])
+        assert os.getsid(n["pid"]) == n["pid"], "each node is its own session"
+        cmd = n["command"]
+        assert cmd[cmd.index("--node-ip-address") + 1] == "127.0.0.1"
+        assert cmd[cmd.index("--num-cpus") + 1] == "1"
+    head = state["nodes"][0]["command"]
+    assert head[head.index("--dashboard-host") + 1] == "127.0.0.1"
+    assert {6379, 8265, 10001}.isdisjoint(
+        {
+            state["gcs_port"],
+            state["dashboard_port"],
+            int(head[head.index("--ray-client-server-port") + 1]),
+        }
+    )
+    for folder in state["buckets"].values():
+        assert Path(folder).is_dir()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_up_again_reuses_and_status_shows_nodes(cluster) -> None:
+    r = _raygke("up", "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    assert r.returncode == 0 and "reusing" in r.stdout
+    pids = [n["pid"] for n in cluster["state"]["nodes"]]
+    after = json.loads((cluster["base"] / "root" / "t" / "state.json").read_text())
+    assert [n["pid"] for n in after["nodes"]] == pids
+    r = _raygke("status", "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    assert r.returncode == 0, r.stderr
+    for pid in pids:
+        assert str(pid) in r.stdout
+    assert r.stdout.count("ALIVE") == 2
+    assert cluster["state"]["dashboard_url"] in r.stdout
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_run_prepare_writes_summary_json(cluster) -> None:
+    corpus = cluster["base"] / "corpus"
+    corpus.mkdir()
+    for i in range(4):
+        (corpus / f"m{i}.py").write_text(f"def f{i}(x):\n    return x * {i}\n" * 40)
+    out = cluster["base"] / "summary.json"
+    r = _raygke(
+        "run", "prepare", "--data", str(corpus), "--summary-json", str(out),
+        "--set", "prepare.context_length=32", "--config", str(cluster["cfg"]), cwd=cluster["base"],
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    summary = json.loads(out.read_text())
+    assert summary["ok"] is True and summary["rows"] > 0
+    assert summary["jobs"]["prepare"]["status"] == "SUCCEEDED"
+    datasets = Path(cluster["state"]["buckets"]["datasets"])
+    assert (datasets / lj.dataset_name(str(corpus))).is_dir()
+    assert RESULT_PREFIX.strip() in r.stdout, "the job's log is streamed"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_failing_job_stops_with_its_log_tail(cluster) -> None:
+    empty = cluster["base"] / "empty"
+    empty.mkdir()
+    r = _raygke("run", "--data", str(empty), "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    assert r.returncode == 1, r.stdout[-2000:]
+    assert "last" in r.stderr and "log lines of prepare" in r.stderr
+    assert "CorpusError" in r.stderr  # the job's own error, from its log tail
+    assert r.stderr.strip().splitlines()[-1].startswith("error: job prepare")
+    assert "2/3 train_lm" not in r.stdout, "the pipeline stops at the first failure"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_down_leaves_nothing_behind(cluster) -> None:
+    nodes = cluster["state"]["nodes"]
+    r = _raygke("down", "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    assert r.returncode == 0, r.stderr
+    assert lc.session_pids([n["pid"] for n in nodes]) == []
+    assert not any(lc.is_alive(n["pid"], n["start_ticks"]) for n in nodes)
+    assert not (cluster["base"] / "root" / "t" / "state.json").exists()
+    r = _raygke("down", "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    assert r.returncode == 0 and "nothing to stop" in r.stdout
