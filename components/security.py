@@ -34,22 +34,10 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components import naming
+from components import iam, naming
 from components.config import StackConfig
 
 KMS_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
-WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
-SECRET_ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
-# Exactly the roles GKE's hardening guide gives a custom node service account (plus read access to
-# Artifact Registry for images).
-NODE_SA_ROLES: tuple[str, ...] = (
-    "roles/logging.logWriter",
-    "roles/monitoring.metricWriter",
-    "roles/monitoring.viewer",
-    "roles/stackdriver.resourceMetadata.writer",
-    "roles/artifactregistry.reader",
-)
-BUCKET_ROLES = {"read": "roles/storage.objectViewer", "write": "roles/storage.objectUser"}
 KEY_ROTATION_PERIOD = "7776000s"  # 90 days
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -62,19 +50,6 @@ def gke_service_agent(project_number: str) -> str:
 def bucket_location(cfg: StackConfig) -> str:
     """Bucket location: ``buckets.location`` or the stack's region, upper case (``US-EAST5``)."""
     return (cfg.buckets.location or cfg.region).upper()
-
-
-def bucket_role_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
-    """Bucket-level grants as ``(identity name, bucket purpose, role)``, in config order.
-
-    ``read`` -> ``roles/storage.objectViewer``, ``write`` -> ``roles/storage.objectUser``; the
-    grants are on the bucket, never on the project.
-    """
-    return [
-        (wi.name, purpose, BUCKET_ROLES[access])
-        for wi in cfg.workload_identities
-        for purpose, access in wi.buckets.items()
-    ]
 
 
 @dataclass
@@ -167,7 +142,7 @@ class Security(pulumi.ComponentResource):
                 member=self.node_sa.email.apply(lambda e: f"serviceAccount:{e}"),
                 opts=child,
             )
-            for role in NODE_SA_ROLES
+            for role in iam.NODE_PROJECT_ROLES
         ]
 
         self.gsas: dict[str, gcp.serviceaccount.Account] = {}
@@ -233,40 +208,39 @@ class WorkloadAccess(pulumi.ComponentResource):
         super().__init__("ray-gke:security:WorkloadAccess", name, None, opts)
         cfg = args.cfg
         child = pulumi.ResourceOptions(parent=self)
-        members = {
-            k: gsa.email.apply(lambda e: f"serviceAccount:{e}") for k, gsa in args.gsas.items()
-        }
         self.wi_bindings = {
             wi.name: gcp.serviceaccount.IAMMember(
                 f"{name}-wi-{wi.name}",
                 service_account_id=args.gsas[wi.name].name,
-                role=WORKLOAD_IDENTITY_ROLE,
+                role=iam.WORKLOAD_IDENTITY_ROLE,
                 member=naming.workload_identity_member(cfg, wi),
                 opts=child,
             )
             for wi in cfg.workload_identities
         }
+        # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
+        # GSAs' deterministic emails, so the grants wait for the accounts explicitly.
+        after_gsas = pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas.values()))
         self.bucket_grants = [
             gcp.storage.BucketIAMMember(
-                f"{name}-{ident}-{purpose}-{role.split('.')[-1]}",
+                f"{name}-{member.split(':')[1].split('@')[0]}-{purpose}-{role.split('.')[-1]}",
                 bucket=args.buckets[purpose].name,
                 role=role,
-                member=members[ident],
-                opts=child,
+                member=member,
+                opts=after_gsas,
             )
-            for ident, purpose, role in bucket_role_bindings(cfg)
+            for purpose, role, member in iam.bucket_bindings(cfg)
         ]
         self.secret_grants = [
             gcp.secretmanager.SecretIamMember(
-                f"{name}-secret-{secret.name}-{reader}",
+                f"{name}-secret-{secret}-{member.split(':')[1].split('@')[0]}",
                 project=cfg.project,
-                secret_id=args.secrets[secret.name].secret_id,
-                role=SECRET_ACCESSOR_ROLE,
-                member=members[reader],
-                opts=child,
+                secret_id=args.secrets[secret].secret_id,
+                role=role,
+                member=member,
+                opts=after_gsas,
             )
-            for secret in cfg.secrets
-            for reader in secret.readers
+            for secret, role, member in iam.secret_bindings(cfg)
         ]
         self.register_outputs(
             {"workload_identity_members": {k: v.member for k, v in self.wi_bindings.items()}}

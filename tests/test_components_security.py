@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import validate
-from components.security import NODE_SA_ROLES, bucket_role_bindings, gke_service_agent
+from components.iam import NODE_PROJECT_ROLES
+from components.security import gke_service_agent
 from components.synth import project_number
 from tests.synth_helpers import by_name, config, of_type, render
 
@@ -38,7 +38,7 @@ def test_workload_identity_binding_member_is_exact(records):
 
 def test_project_roles_are_only_the_node_sa_least_privilege_set(records):
     project_roles = of_type(records, "gcp:projects/iAMMember:IAMMember")
-    assert sorted(r["inputs"]["role"] for r in project_roles) == sorted(NODE_SA_ROLES)
+    assert sorted(r["inputs"]["role"] for r in project_roles) == sorted(NODE_PROJECT_ROLES)
     assert {r["inputs"]["member"] for r in project_roles} == {
         "serviceAccount:ray-test-nodes@ray-gke-test.iam.gserviceaccount.com"
     }
@@ -99,13 +99,3 @@ def test_secrets_have_no_values_and_only_readers_get_access(records):
             "roles/secretmanager.secretAccessor",
         )
     ]
-
-
-def test_bucket_role_bindings_match_the_pure_iam_plan_when_present():
-    iam = pytest.importorskip("components.iam", reason="components/iam.py not written yet")
-    cfg = validate(config())
-    mine = sorted(
-        (purpose, role, f"serviceAccount:{ident}@ray-gke-test.iam.gserviceaccount.com")
-        for ident, purpose, role in bucket_role_bindings(cfg)
-    )
-    assert mine == sorted(iam.bucket_bindings(cfg))
