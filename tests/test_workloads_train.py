@@ -1,0 +1,155 @@
+"""train_lm + evaluate on a tiny corpus with Ray Train (real local Ray, slow)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+TINY = {
+    "d_model": 32,
+    "n_layers": 1,
+    "n_heads": 2,
+    "batch_size": 8,
+    "lr": 1e-2,
+    "warmup": 5,
+    "log_every": 1,
+    "num_workers": 1,
+    "use_gpu": False,
+    "seed": 0,
+    "max_failures": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_dataset(ray_cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from workloads.prepare import main
+
+    root = tmp_path_factory.mktemp("corpus")
+    for i in range(16):
+        body = "".join(f"def f{j}(x):\n    return x + {j}\n\n" for j in range(40))
+        (root / f"m{i}.py").write_text(body)
+    ds = tmp_path_factory.mktemp("data") / "ds"
+    main(
+        {
+            "data": str(root),
+            "dataset": str(ds),
+            "context_length": 32,
+            "val_fraction": 0.2,
+            "num_shards": 2,
+        }
+    )
+    return ds
+
+
+def _steps(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    from workloads import evaluate, train_lm
+
+    cfg = {
+        **TINY,
+        "dataset": str(tiny_dataset),
+        "storage_path": str(tmp_path / "runs"),
+        "name": "tiny",
+        "steps": 40,
+        "checkpoint_every": 20,
+    }
+    out = train_lm.main(cfg)
+    assert out["steps"] == 40
+    assert out["first_loss"] > 4.5  # about ln(256) = 5.55 untrained
+    assert out["last_loss"] < out["first_loss"] - 1.5
+    assert out["tokens_per_s"] > 0
+    assert Path(out["checkpoint"]).name == "checkpoint_00000040"
+
+    ev = evaluate.main(
+        {
+            "dataset": str(tiny_dataset),
+            "storage_path": str(tmp_path / "runs"),
+            "name": "tiny",
+            "prompt": "def ",
+            "sample_bytes": 20,
+        }
+    )
+    assert ev["checkpoint"] == out["checkpoint"]
+    assert ev["step"] == 40
+    assert ev["val_loss"] < math.log(256) - 1.5
+    assert ev["sample"].startswith("def ")
+    assert len(ev["sample"].encode()) >= 20
+
+
+def test_killed_worker_resumes_and_counts_every_step_once(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    from workloads import train_lm
+    from workloads.checkpoint import verify_checkpoint
+
+    log = tmp_path / "steps.jsonl"
+    cfg = {
+        **TINY,
+        "dataset": str(tiny_dataset),
+        "storage_path": str(tmp_path / "runs"),
+        "name": "crash",
+        "steps": 16,
+        "checkpoint_every": 5,
+        "max_failures": 1,
+        "step_log": str(log),
+        "fail_at_step": 7,
+        "fail_marker": str(tmp_path / "crashed"),
+    }
+    out = train_lm.main(cfg)
+    assert (tmp_path / "crashed").exists()  # the worker really died once
+    entries = _steps(log)
+    attempts = list(dict.fromkeys(e["attempt"] for e in entries))
+    assert len(attempts) == 2
+    first = [e["step"] for e in entries if e["attempt"] == attempts[0]]
+    second = [e["step"] for e in entries if e["attempt"] == attempts[1]]
+    assert first == list(range(1, 8))  # died right after step 7
+    assert second == list(range(6, 17))  # resumed from checkpoint_00000005
+    counted = [s for s in first if s <= 5] + second
+    assert counted == list(range(1, 17))  # every step exactly once
+    assert out["steps"] == 16
+    assert verify_checkpoint(out["checkpoint"])["step"] == 16
+
+
+def test_damaged_newest_checkpoint_is_refused_and_previous_used(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    from workloads import train_lm
+    from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
+
+    runs = tmp_path / "runs"
+    cfg = {
+        **TINY,
+        "dataset": str(tiny_dataset),
+        "storage_path": str(runs),
+        "name": "dmg",
+        "steps": 10,
+        "checkpoint_every": 5,
+    }
+    train_lm.main(cfg)
+    newest = runs / "dmg" / "checkpoint_00000010"
+    weights = newest / "model.pt"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=r"model\.pt"):
+        verify_checkpoint(newest)
+    found = latest_valid_checkpoint(runs / "dmg")
+    assert found is not None
+    assert found[0].name == "checkpoint_00000005"
+
+    log = tmp_path / "steps.jsonl"
+    out = train_lm.main({**cfg, "steps": 12, "step_log": str(log)})
+    assert [e["step"] for e in _steps(log)] == list(range(6, 13))
+    assert out["steps"] == 12
+    assert verify_checkpoint(out["checkpoint"])["step"] == 12
