@@ -60,7 +60,12 @@ from components.config import (
 )
 from components.naming import bucket_name, bucket_url, ksa_name
 from components.nodepools import NodePoolSpec, specs_for_pool
-from components.scaling import group_max_replicas, job_target, scaling_config_for_pool
+from components.scaling import (
+    group_max_replicas,
+    job_target,
+    peak_flops_per_device,
+    scaling_config_for_pool,
+)
 from workloads.registry import get_workload
 
 API_VERSION = "ray.io/v1"
@@ -398,7 +403,8 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
       workload that takes ``num_workers`` / ``use_gpu`` instead, those two from the same kwargs;
     * ``max_failures``: ``job.max_failures``;
     * ``storage_path``: the checkpoints bucket URL;
-    * ``dataset``: ``<datasets bucket URL>/lm-bytes``.
+    * ``dataset``: ``<datasets bucket URL>/lm-bytes``;
+    * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
 
     Raises:
         KeyError: unknown workload. ScalingError: unresolvable target.
@@ -411,6 +417,7 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
         "max_failures": job.max_failures,
         "storage_path": bucket_url(cfg, "checkpoints"),
         "dataset": f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
+        "peak_flops_per_device": peak_flops_per_device(target.pool),
     }
     if "scaling" in accepted:
         derived["scaling"] = scaling

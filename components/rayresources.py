@@ -110,15 +110,19 @@ class RayResources(pulumi.ComponentResource):
 
 
 def _asset(data: bytes) -> pulumi.Asset:
-    """The archive as a file asset under a content-addressed temp path (Pulumi assets are
-    path- or text-based; zip bytes are not text)."""
+    """The archive as a file asset at a content-addressed path inside the project,
+    ``.raygke/build/workloads-<sha256>.zip`` (Pulumi assets are path- or text-based; zip bytes are
+    not text). The path is relative to the project root, where Pulumi runs the program, so the
+    rendered inputs are the same on every machine."""
     import hashlib
-    import tempfile
     from pathlib import Path
 
-    path = Path(tempfile.gettempdir()) / f"raygke-workloads-{hashlib.sha256(data).hexdigest()}.zip"
+    root = Path(__file__).resolve().parents[1]
+    rel = Path(".raygke") / "build" / f"workloads-{hashlib.sha256(data).hexdigest()}.zip"
+    path = root / rel
     if not path.is_file() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
-    return pulumi.FileAsset(str(path))
+    return pulumi.FileAsset(str(rel) if Path.cwd().resolve() == root else str(path))

@@ -125,6 +125,16 @@ def scaling_config_for_pool(pool: CpuPool | TpuPool | GpuPool, replicas: int) ->
     return {"use_gpu": False, "num_workers": replicas}
 
 
+def peak_flops_per_device(pool: CpuPool | TpuPool | GpuPool) -> float | None:
+    """Peak dense bf16 FLOP/s of one accelerator of ``pool`` (a TPU chip or a GPU) from the
+    catalog, for model FLOPs utilisation; None for CPU pools (no catalog peak)."""
+    if isinstance(pool, TpuPool):
+        return pool.slice.generation.peak_bf16_tflops * 1e12
+    if isinstance(pool, GpuPool):
+        return pool.gpu.gpu.peak_bf16_tflops * 1e12
+    return None
+
+
 def scaling_config_for_job(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     """``ray.train.ScalingConfig`` keyword arguments for ``job`` (see the module docstring).
 

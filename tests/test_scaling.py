@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from components import catalog
 from components.config import JobConfig, StackConfig
 from components.scaling import ScalingError, scaling_config_for_job
 from tests._stacks import stack
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # topology -> (hosts, chips per host), independent of the catalog's own arithmetic.
 EXPECTED = {
@@ -111,3 +115,23 @@ def test_prod_jobs_use_the_catalog() -> None:
     assert scaling_config_for_job(cfg, jobs["train-lm-jax-v6e"]) == s.scaling_config(2)
     h100 = scaling_config_for_job(cfg, jobs["train-lm-h100"])
     assert h100["num_workers"] == 16 and h100["use_gpu"] is True
+
+
+def test_peak_flops_per_device_comes_from_the_catalog() -> None:
+    from components.catalog import gpu_type, tpu_slice
+    from components.config import load_stack_file
+    from components.manifests import job_args
+    from components.scaling import peak_flops_per_device
+
+    cfg = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    assert peak_flops_per_device(cfg.pool("tpu-v6e-4x4")) == 918e12
+    assert (
+        peak_flops_per_device(cfg.pool("h100"))
+        == gpu_type("nvidia-h100-80gb").peak_bf16_tflops * 1e12
+    )
+    assert peak_flops_per_device(cfg.pool("cpu")) is None
+    jax_job = next(j for j in cfg.jobs if j.workload == "train_lm_jax")
+    args = job_args(cfg, jax_job)
+    assert (
+        args["peak_flops_per_device"] == tpu_slice("v6e", "4x4").generation.peak_bf16_tflops * 1e12
+    )
