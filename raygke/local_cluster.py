@@ -76,6 +76,15 @@ class LocalTarget:
         return self.dir / "auth_token"
 
     @property
+    def ray_temp_dir(self) -> str:
+        """Ray's ``--temp-dir`` for this cluster: its own, so that a job driver's ``auto`` address
+        resolves to this cluster even when other Ray clusters run on the machine. Short
+        (``/tmp/raygke-<10 hex>``): Ray's Unix socket paths live under it (107-byte limit)."""
+        import hashlib
+
+        return f"/tmp/raygke-{hashlib.sha1(str(self.dir).encode()).hexdigest()[:10]}"
+
+    @property
     def buckets(self) -> dict[str, str]:
         return {b: str(self.dir / "buckets" / b) for b in BUCKETS}
 
@@ -292,7 +301,7 @@ def _launch(
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{name}.log"
     cmd = [*ray_command(), "start", "--block", *args, "--num-cpus", str(num_cpus)]
-    cmd += ["--node-name", name, "--disable-usage-stats"]
+    cmd += ["--node-name", name, "--temp-dir", target.ray_temp_dir, "--disable-usage-stats"]
     if resources:
         cmd += ["--resources", json.dumps(dict(resources), sort_keys=True)]
     if labels:
@@ -412,6 +421,7 @@ def start_cluster(
         "dashboard_port": target.dashboard_port,
         "buckets": target.buckets,
         "token_file": str(target.token_file),
+        "ray_temp_dir": target.ray_temp_dir,
         "tpu": dict(tpu) if tpu else None,
         "started_at": time.time(),
         "status": "starting",

@@ -194,6 +194,7 @@ def test_up_records_separate_nodes_on_localhost(cluster) -> None:
         cmd = n["command"]
         assert cmd[cmd.index("--node-ip-address") + 1] == "127.0.0.1"
         assert cmd[cmd.index("--num-cpus") + 1] == "1"
+        assert cmd[cmd.index("--temp-dir") + 1] == state["ray_temp_dir"], "own Ray temp dir"
     head = state["nodes"][0]["command"]
     assert head[head.index("--dashboard-host") + 1] == "127.0.0.1"
     assert {6379, 8265, 10001}.isdisjoint(
