@@ -130,7 +130,7 @@ def _tpu_nodes(spec: str) -> list[lc.ExtraNode]:
         _fail(f"--tpu {spec!r}: {e}", EXIT_USAGE)
     return [
         lc.ExtraNode(
-            name=f"tpu-host-{i}",
+            name=getattr(nl, "name", None) or f"tpu-host-{i}",
             role="tpu-host",
             num_cpus=int(nl.num_cpus),
             resources={k: float(v) for k, v in nl.resources.items()},

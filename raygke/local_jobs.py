@@ -117,7 +117,10 @@ def tpu_args(state: Mapping[str, Any]) -> dict[str, Any]:
         from raygke.tpu_emulation import tpu_job_args  # type: ignore[import-not-found]
     except ImportError:
         raise LocalError(f"{TPU_HINT} (raygke.tpu_emulation is not available)") from None
-    return dict(tpu_job_args(state))
+    try:
+        return dict(tpu_job_args(state))
+    except ValueError as e:
+        raise LocalError(str(e)) from None
 
 
 def job_args(
