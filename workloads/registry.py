@@ -86,10 +86,10 @@ _ALL: tuple[Workload, ...] = (
                 "name": "train_lm",
                 "num_workers": 1,
                 "use_gpu": False,
-                "steps": 600,
+                "steps": 500,
                 "batch_size": 32,
                 "lr": 3e-3,
-                "checkpoint_every": 200,
+                "checkpoint_every": 100,
                 "max_failures": 2,
                 "seed": 0,
             }
