@@ -115,6 +115,30 @@ _ALL: tuple[Workload, ...] = (
         accelerators=("tpu",),
     ),
     Workload(
+        name="train_lm_jax",
+        module="workloads.train_lm_jax",
+        description="Ray Train JaxTrainer: the same byte-level LM in JAX, data-parallel on TPUs",
+        default_args=_frozen(
+            {
+                "dataset": "/tmp/raygke/dataset",
+                "storage_path": "/tmp/raygke/runs",
+                "name": "train_lm_jax",
+                "num_workers": 1,
+                "scaling": None,  # ScalingConfig kwargs from the catalog slice (TPU jobs)
+                "steps": 600,
+                "batch_size": 32,
+                "lr": 3e-3,
+                "checkpoint_every": 200,
+                "max_failures": 2,
+                "seed": 0,
+                "compute_dtype": "auto",
+                "peak_flops_per_device": None,
+            }
+        ),
+        num_cpus=1.0,
+        accelerators=("tpu", "cpu"),
+    ),
+    Workload(
         name="evaluate",
         module="workloads.evaluate",
         description="Validation loss (nats/byte) and a sample from the newest valid checkpoint",

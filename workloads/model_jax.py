@@ -1,0 +1,370 @@
+"""The byte-level decoder-only transformer of :mod:`workloads.model_torch`, in plain JAX + optax.
+
+Same architecture, config keys, defaults and initialisation as the PyTorch model: pre-LayerNorm
+blocks, fused QKV projection, causal softmax attention (``jax.nn.dot_product_attention``), exact
+(erf) GELU MLP of width ``mlp_ratio * d_model``, learned positions, tied input/output embeddings,
+N(0, 0.02) weights with the residual projections scaled by ``1/sqrt(2 * n_layers)``.
+
+Shapes: tokens are int32 byte values in [0, 256). ``forward(params, idx[B, T]) -> logits[B, T,
+256]`` (float32). ``loss_fn(params, tokens[B, T+1])`` is the mean next-byte cross-entropy in
+nats/byte (x = tokens[:, :-1], y = tokens[:, 1:]).
+
+Precision: parameters and optimizer state are float32. ``compute_dtype`` (``"auto"``: bfloat16
+on TPU/GPU, float32 on CPU — mirroring the PyTorch workload's autocast on CUDA only) is the dtype
+of the activations and of the matmul inputs; LayerNorm statistics, softmax and the loss are
+computed in float32.
+
+Data parallelism (:func:`make_train_step`): a 1-D ``jax.sharding.Mesh`` over *all* devices of
+all processes (axis ``"data"``); the global batch is sharded along it, parameters and optimizer
+state are replicated. The jitted step computes the mean loss over the global batch, so XLA
+inserts the cross-device / cross-process all-reduce of the gradients (ICI/DCN on a TPU slice,
+gloo on CPU processes joined by ``jax.distributed``). See
+https://docs.jax.dev/en/latest/multi_process.html and
+https://docs.jax.dev/en/latest/notebooks/Distributed_arrays_and_automatic_parallelization.html.
+
+Checkpoint files (inside the :mod:`workloads.checkpoint` directory + sha256 manifest):
+``params.npz`` and ``opt_state.npz``: NumPy ``.npz`` archives (``np.savez``, loaded with
+``allow_pickle=False``), one array per pytree leaf, keyed by its pytree path
+(``blocks/0/qkv/w``; optimizer leaves ``0/...`` by position in the optax chain). Metadata:
+``{"step", "framework": "jax", "model": {...}, "first_loss"}``.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from workloads.checkpoint import CheckpointError, verify_checkpoint, write_checkpoint
+from workloads.flops import flops_per_token
+
+VOCAB = 256
+PARAMS = "params.npz"
+OPT_STATE = "opt_state.npz"
+DATA_AXIS = "data"
+
+Params = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Model dimensions (same keys and defaults as ``workloads.model_torch.ModelConfig``)."""
+
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    context_length: int = 256
+    mlp_ratio: int = 4
+    dropout: float = 0.0  # accepted for config parity; the JAX model has no dropout
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ModelConfig:
+        """Pick the model keys out of a workload config (missing keys take defaults)."""
+        names = cls.__dataclass_fields__
+        return cls(**{k: config[k] for k in names if k in config and config[k] is not None})
+
+    def flops_per_token(self) -> float:
+        """Training FLOPs per token at full context (:func:`workloads.flops.flops_per_token`)."""
+        return flops_per_token(self.d_model, self.n_layers, self.context_length, self.mlp_ratio)
+
+
+def init_params(cfg: ModelConfig, seed: int = 0) -> Params:
+    """Float32 parameters as a nested dict (NumPy arrays, identical on every process for a seed).
+
+    Raises:
+        ValueError: ``d_model`` not divisible by ``n_heads``.
+    """
+    if cfg.d_model % cfg.n_heads:
+        raise ValueError(f"d_model={cfg.d_model} not divisible by n_heads={cfg.n_heads}")
+    rng = np.random.default_rng(seed)
+    d, h = cfg.d_model, cfg.mlp_ratio * cfg.d_model
+    resid_std = 0.02 / math.sqrt(2 * cfg.n_layers)
+
+    def normal(shape: tuple[int, ...], std: float = 0.02) -> np.ndarray:
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def ln() -> dict[str, np.ndarray]:
+        return {"scale": np.ones(d, np.float32), "bias": np.zeros(d, np.float32)}
+
+    def dense(n_in: int, n_out: int, std: float = 0.02) -> dict[str, np.ndarray]:
+        return {"w": normal((n_in, n_out), std), "b": np.zeros(n_out, np.float32)}
+
+    blocks = [
+        {
+            "ln1": ln(),
+            "qkv": dense(d, 3 * d),
+            "proj": dense(d, d, resid_std),
+            "ln2": ln(),
+            "mlp1": dense(d, h),
+            "mlp2": dense(h, d, resid_std),
+        }
+        for _ in range(cfg.n_layers)
+    ]
+    return {
+        "tok": normal((VOCAB, d)),
+        "pos": normal((cfg.context_length, d)),
+        "blocks": blocks,
+        "ln_f": ln(),
+    }
+
+
+def count_params(params: Params) -> int:
+    """Total number of parameters."""
+    return int(sum(np.prod(x.shape) for x in jax.tree_util.tree_leaves(params)))
+
+
+def _layer_norm(x: jax.Array, p: Mapping[str, jax.Array], dtype: Any) -> jax.Array:
+    x32 = x.astype(jnp.float32)
+    mean = x32.mean(-1, keepdims=True)
+    var = ((x32 - mean) ** 2).mean(-1, keepdims=True)
+    y = (x32 - mean) * jax.lax.rsqrt(var + 1e-5) * p["scale"] + p["bias"]
+    return y.astype(dtype)
+
+
+def _dense(x: jax.Array, p: Mapping[str, jax.Array], dtype: Any) -> jax.Array:
+    return x @ p["w"].astype(dtype) + p["b"].astype(dtype)
+
+
+def forward(params: Params, idx: jax.Array, cfg: ModelConfig, dtype: Any = jnp.float32):
+    """Logits ``[B, T, 256]`` (float32) for byte ids ``idx[B, T]``, ``T <= context_length``.
+
+    Raises:
+        ValueError: ``T > context_length`` (at trace time).
+    """
+    b, t = idx.shape
+    if t > cfg.context_length:
+        raise ValueError(f"sequence length {t} > context_length {cfg.context_length}")
+    nh, c = cfg.n_heads, cfg.d_model
+    x = (params["tok"][idx] + params["pos"][:t]).astype(dtype)
+    for blk in params["blocks"]:
+        q, k, v = jnp.split(_dense(_layer_norm(x, blk["ln1"], dtype), blk["qkv"], dtype), 3, -1)
+        q, k, v = (z.reshape(b, t, nh, c // nh) for z in (q, k, v))
+        y = jax.nn.dot_product_attention(q, k, v, is_causal=True)  # [B, T, H, D]
+        x = x + _dense(y.reshape(b, t, c), blk["proj"], dtype)
+        m = jax.nn.gelu(_dense(_layer_norm(x, blk["ln2"], dtype), blk["mlp1"], dtype), False)
+        x = x + _dense(m, blk["mlp2"], dtype)
+    h = _layer_norm(x, params["ln_f"], dtype)
+    return (h @ params["tok"].astype(dtype).T).astype(jnp.float32)  # tied embeddings
+
+
+def loss_fn(params: Params, tokens: jax.Array, cfg: ModelConfig, dtype: Any = jnp.float32):
+    """Mean next-byte cross-entropy (nats/byte, float32 scalar) over ``tokens[B, T+1]``."""
+    logits = forward(params, tokens[:, :-1], cfg, dtype)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, tokens[:, 1:]).mean()
+
+
+def lr_schedule(lr: float, steps: int, warmup: int = 50) -> Callable[[Any], Any]:
+    """Linear warmup then cosine decay to 10% over ``steps`` (as ``model_torch.make_optimizer``)."""
+
+    def sched(count):
+        s = jnp.asarray(count, jnp.float32)
+        warm = (s + 1) / warmup
+        frac = jnp.clip((s - warmup) / max(1, steps - warmup), 0.0, 1.0)
+        cos = 0.1 + 0.9 * 0.5 * (1 + jnp.cos(jnp.pi * frac))
+        return lr * jnp.where(s < warmup, warm, cos)
+
+    return sched
+
+
+def make_optimizer(
+    lr: float, steps: int, warmup: int = 50, grad_clip: float = 1.0
+) -> optax.GradientTransformation:
+    """Global-norm clipping + AdamW(b1=0.9, b2=0.95, wd=0.01) on the schedule above."""
+    return optax.chain(
+        optax.clip_by_global_norm(grad_clip),
+        optax.adamw(lr_schedule(lr, steps, warmup), b1=0.9, b2=0.95, weight_decay=0.01),
+    )
+
+
+def resolve_dtype(name: str | None = "auto", platform: str | None = None) -> Any:
+    """``"auto"`` -> bfloat16 on TPU/GPU, float32 on CPU; else ``"bfloat16"``/``"float32"``."""
+    if name in (None, "auto"):
+        platform = platform or jax.default_backend()
+        return jnp.float32 if platform == "cpu" else jnp.bfloat16
+    return {"bfloat16": jnp.bfloat16, "bf16": jnp.bfloat16, "float32": jnp.float32}[name]
+
+
+def data_mesh(devices: list[Any] | None = None) -> Mesh:
+    """1-D mesh (axis ``"data"``) over ``devices`` (default: all devices of all processes)."""
+    return Mesh(np.array(devices if devices is not None else jax.devices()), (DATA_AXIS,))
+
+
+def replicate(tree: Any, mesh: Mesh) -> Any:
+    """Place a pytree of host arrays (identical on every process) replicated on ``mesh``.
+
+    Uses ``jax.make_array_from_callback``, which works for meshes spanning processes.
+    """
+    sharding = NamedSharding(mesh, P())
+
+    def put(x: Any) -> jax.Array:
+        x = np.asarray(x)
+        return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
+
+    return jax.tree_util.tree_map(put, tree)
+
+
+def shard_batch(local_tokens: np.ndarray, mesh: Mesh) -> jax.Array:
+    """Global ``[B * processes, T+1]`` array from this process's rows, split on ``"data"``.
+
+    Raises:
+        ValueError: the local rows do not divide over this process's devices.
+    """
+    n_local = len(mesh.local_devices)
+    if local_tokens.shape[0] % n_local:
+        raise ValueError(
+            f"batch of {local_tokens.shape[0]} rows does not divide over {n_local} local devices"
+        )
+    sharding = NamedSharding(mesh, P(DATA_AXIS))
+    return jax.make_array_from_process_local_data(sharding, local_tokens)
+
+
+def make_train_step(
+    cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh, dtype: Any
+) -> Callable[[Params, Any, jax.Array], tuple[Params, Any, jax.Array]]:
+    """``step(params, opt_state, tokens) -> (params, opt_state, loss)``, jitted over ``mesh``.
+
+    ``tokens`` is sharded along ``"data"`` (see :func:`shard_batch`), params/opt_state are
+    replicated; the loss is the global-batch mean, so gradients are averaged over every device
+    of every process by the all-reduce XLA inserts. Inputs ``params``/``opt_state`` are donated.
+    """
+    repl = NamedSharding(mesh, P())
+    data = NamedSharding(mesh, P(DATA_AXIS))
+
+    def step(params, opt_state, tokens):
+        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, cfg, dtype)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return jax.jit(
+        step,
+        in_shardings=(repl, repl, data),
+        out_shardings=(repl, repl, repl),
+        donate_argnums=(0, 1),
+    )
+
+
+def arrow_to_tokens(batch: Any) -> np.ndarray:
+    """pyarrow table/record batch with column ``tokens`` (fixed_size_list<uint8>) -> int32
+    ``[B, L+1]``."""
+    col = batch.column("tokens")
+    if hasattr(col, "combine_chunks"):
+        col = col.combine_chunks()
+    width = col.type.list_size
+    arr = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    return arr.reshape(-1, width).astype(np.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints
+
+
+def _path_name(path: tuple[Any, ...]) -> str:
+    parts = []
+    for k in path:
+        for attr in ("key", "idx", "name"):
+            if hasattr(k, attr):
+                parts.append(str(getattr(k, attr)))
+                break
+        else:
+            parts.append(str(k))
+    return "/".join(parts)
+
+
+def to_host(tree: Any) -> dict[str, np.ndarray]:
+    """Flatten a pytree of (replicated) arrays to ``{path: np.ndarray}`` on this host."""
+    out = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            leaf = leaf.addressable_data(0)  # replicated: every shard holds the full value
+        out[_path_name(path)] = np.asarray(leaf)
+    return out
+
+
+def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def fill_tree(template: Any, arrays: Mapping[str, np.ndarray], source: str | Path) -> Any:
+    """Rebuild ``template``'s pytree from ``{path: array}``, checking names, shapes and dtypes.
+
+    Raises:
+        CheckpointError: a leaf is missing or has the wrong shape/dtype; names ``source``.
+    """
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
+    new = []
+    for path, leaf in leaves:
+        name = _path_name(path)
+        if name not in arrays:
+            raise CheckpointError(f"{source}: array {name!r} missing")
+        arr = arrays[name]
+        want = np.asarray(leaf)
+        if arr.shape != want.shape or arr.dtype != want.dtype:
+            raise CheckpointError(
+                f"{source}: array {name!r} is {arr.dtype}{list(arr.shape)}, "
+                f"expected {want.dtype}{list(want.shape)}"
+            )
+        new.append(arr)
+    return jax.tree_util.tree_unflatten(treedef, new)
+
+
+def save_checkpoint(
+    target_dir: str | os.PathLike[str],
+    cfg: ModelConfig,
+    params: Params,
+    step: int,
+    opt_state: Any | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``params.npz`` (+ ``opt_state.npz``) atomically with a sha256 manifest."""
+    files = {PARAMS: _npz_bytes(to_host(params))}
+    if opt_state is not None:
+        files[OPT_STATE] = _npz_bytes(to_host(opt_state))
+    metadata = {"step": int(step), "framework": "jax", "model": asdict(cfg), **(extra or {})}
+    return write_checkpoint(target_dir, files, metadata)
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable npz: {e}") from None
+
+
+def load_checkpoint(
+    path: str | os.PathLike[str], optimizer: optax.GradientTransformation | None = None
+) -> tuple[ModelConfig, Params, dict[str, Any], Any | None]:
+    """Verify then load: ``(cfg, params, metadata, opt_state_or_None)`` as host NumPy trees.
+
+    ``opt_state`` is rebuilt against ``optimizer.init(params)`` when ``optimizer`` is given and
+    the checkpoint has ``opt_state.npz``.
+
+    Raises:
+        CheckpointError: the manifest does not verify (names the damaged file), or an array is
+            missing / has the wrong shape (names the file and array), or it is not a JAX one.
+    """
+    root = Path(path)
+    metadata = verify_checkpoint(root)
+    if metadata.get("framework") != "jax":
+        raise CheckpointError(f"{root}: framework {metadata.get('framework')!r}, expected 'jax'")
+    cfg = ModelConfig(**metadata["model"])
+    template = init_params(cfg)
+    params = fill_tree(template, _load_npz(root / PARAMS), root / PARAMS)
+    opt_state = None
+    if optimizer is not None and (root / OPT_STATE).exists():
+        opt_template = jax.tree_util.tree_map(np.asarray, optimizer.init(template))
+        opt_state = fill_tree(opt_template, _load_npz(root / OPT_STATE), root / OPT_STATE)
+    return cfg, params, metadata, opt_state
