@@ -1,8 +1,9 @@
 """Prepare a byte-level LM dataset with Ray Data.
 
-Pipeline: list the corpus by URI -> ``ray.data.read_binary_files`` -> classify each file
-(text check, deterministic split and shard from the sha256 of its relative path) ->
-``groupby(shard).map_groups`` writes one Parquet file per shard -> ``_manifest.json``.
+Pipeline: list the corpus by URI on the driver and assign each file to a shard from the
+sha256 of its relative path (split + shard; no shuffle needed) -> one Ray Data
+``map_batches`` task per shard reads its files by URI (``pyarrow.fs``, so ``gs://`` works),
+drops non-text files, windows the bytes and writes one Parquet file -> ``_manifest.json``.
 
 Output layout under ``dataset`` (local path or ``gs://``)::
 
@@ -118,23 +119,34 @@ def _digest(rel: str) -> int:
     return int.from_bytes(hashlib.sha256(rel.encode("utf-8")).digest()[:8], "big")
 
 
-def classify(rel: str, data: bytes, val_fraction: float, num_shards: int) -> tuple[str, str]:
-    """Return ``(group, reason)``: group like ``"train/part-00003"`` or ``""`` if skipped.
+def group_of(rel: str, val_fraction: float, num_shards: int) -> str:
+    """Shard of a file, e.g. ``"train/part-00003"``, from sha256 of its relative path only.
 
-    The split uses the top bits of sha256(rel) (validation when below ``val_fraction``), the
+    The split uses the top bits of the digest (validation when below ``val_fraction``), the
     shard the low bits, so both are stable across runs and machines.
     """
+    h = _digest(rel)
+    split = "validation" if (h >> 32) / 2**32 < val_fraction else "train"
+    return f"{split}/part-{(h & 0xFFFFFFFF) % num_shards:05d}"
+
+
+def text_problem(data: bytes) -> str:
+    """``""`` for usable text, else why not: empty, contains NUL bytes, or not UTF-8."""
     if not data:
-        return "", "empty"
+        return "empty"
     if b"\x00" in data:
-        return "", "not text (contains NUL bytes)"
+        return "not text (contains NUL bytes)"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
-        return "", f"not UTF-8 ({e.reason} at byte {e.start})"
-    h = _digest(rel)
-    split = "validation" if (h >> 32) / 2**32 < val_fraction else "train"
-    return f"{split}/part-{(h & 0xFFFFFFFF) % num_shards:05d}", ""
+        return f"not UTF-8 ({e.reason} at byte {e.start})"
+    return ""
+
+
+def classify(rel: str, data: bytes, val_fraction: float, num_shards: int) -> tuple[str, str]:
+    """Return ``(group, reason)``: ``(group_of(...), "")`` for text, ``("", reason)`` if not."""
+    why = text_problem(data)
+    return ("", why) if why else (group_of(rel, val_fraction, num_shards), "")
 
 
 def windows(docs: list[bytes], context_length: int):
@@ -204,16 +216,14 @@ def _finalize(dataset: str, tmp_dir: str, summary: dict[str, Any]) -> None:
 def _summarize(results: list[dict[str, Any]], dataset: str, config: dict[str, Any]):
     shards, skipped = {}, []
     for r in results:
-        if r["group"] == "":
-            skipped.extend(json.loads(r["skipped"]))
-        elif r["rows"]:
+        skipped.extend(json.loads(r["skipped"]))
+        if r["rows"]:
             shards[r["group"]] = int(r["rows"])
-    files = sum(int(r["files"]) for r in results if r["group"])
     return {
         "rows": sum(v for g, v in shards.items() if g.startswith("train/")),
         "val_rows": sum(v for g, v in shards.items() if g.startswith("validation/")),
-        "files": files,
-        "bytes": sum(int(r["bytes"]) for r in results if r["group"]),
+        "files": sum(int(r["files"]) for r in results),
+        "bytes": sum(int(r["bytes"]) for r in results),
         "shards": dict(sorted(shards.items())),
         "skipped": sorted(skipped),
         "context_length": int(config["context_length"]),
@@ -240,7 +250,6 @@ def _check(summary: dict[str, Any], explicit: bool, data: str) -> None:
 
 def main(config: dict[str, Any]) -> dict[str, Any]:
     """Run the preparation with Ray Data; see the module docstring for keys and results."""
-    import pyarrow as pa
     import ray
 
     config = get_workload("prepare").config(config)
@@ -250,7 +259,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     L = int(config.get("context_length", 256))
     val_fraction = float(config.get("val_fraction", 0.05))
     num_shards = int(config.get("num_shards", 8))
-    fs, base, rels, explicit = list_corpus(
+    _fs, base, rels, explicit = list_corpus(
         data, config.get("include") or "*.py", config.get("exclude", ["site-packages/*"])
     )
     if is_local(dataset):
@@ -261,55 +270,41 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         write_uri = tmp_dir
     else:
         tmp_dir = write_uri = dataset
-    paths = [f"{base.rstrip('/')}/{r}" for r in rels]
-    strip = len(base.rstrip("/")) + 1
+    scheme = "" if is_local(data) else data.split("://", 1)[0] + "://"
+    base_uri = scheme + base
+    groups: dict[str, list[str]] = {}
+    for rel in rels:
+        groups.setdefault(group_of(rel, val_fraction, num_shards), []).append(rel)
 
-    def tag(batch: pa.Table) -> pa.Table:
-        rel_col, group_col, reason_col = [], [], []
-        for p, d in zip(
-            batch.column("path").to_pylist(), batch.column("bytes").to_pylist(), strict=True
-        ):
-            rel = p.split("://", 1)[-1][strip:]
-            g, why = classify(rel, d, val_fraction, num_shards)
-            rel_col.append(rel)
-            group_col.append(g)
-            reason_col.append(why)
-        return pa.table(
-            {
-                "relpath": rel_col,
-                "group": group_col,
-                "reason": reason_col,
-                "bytes": batch.column("bytes"),
-            }
-        )
+    def work(batch: dict[str, Any]) -> dict[str, Any]:
+        """One shard: read its files by URI, drop non-text ones, window and write."""
+        rfs, rbase = resolve_fs(base_uri)
+        wfs, wdir = resolve_fs(write_uri)
+        out: dict[str, list[Any]] = {k: [] for k in ("group", "rows", "files", "bytes", "skipped")}
+        for group, rels_json in zip(batch["group"], batch["rels"], strict=True):
+            kept, docs, skipped = [], [], []
+            for rel in json.loads(str(rels_json)):
+                try:
+                    with rfs.open_input_stream(f"{rbase.rstrip('/')}/{rel}") as f:
+                        blob = f.read()
+                except OSError as e:
+                    raise CorpusError(f"corpus file {rel!r} under {base_uri}: {e}") from e
+                why = text_problem(blob)
+                if why:
+                    skipped.append([rel, why])
+                else:
+                    kept.append(rel)
+                    docs.append(blob)
+            n_rows, n_files, n_bytes = build_group(wfs, wdir, str(group), kept, docs, L)
+            for k, v in zip(
+                out, (str(group), n_rows, n_files, n_bytes, json.dumps(skipped)), strict=True
+            ):
+                out[k].append(v)
+        return out
 
-    def write(batch: pa.Table) -> pa.Table:
-        group = batch.column("group")[0].as_py()
-        rels_ = batch.column("relpath").to_pylist()
-        if group == "":
-            skipped = json.dumps(
-                [[r, w] for r, w in zip(rels_, batch.column("reason").to_pylist(), strict=True)]
-            )
-            n_rows, n_files, n_bytes = 0, 0, 0
-        else:
-            wfs, wdir = resolve_fs(write_uri)
-            n_rows, n_files, n_bytes = build_group(
-                wfs, wdir, group, rels_, batch.column("bytes").to_pylist(), L
-            )
-            skipped = "[]"
-        return pa.table(
-            {
-                "group": [group],
-                "rows": [n_rows],
-                "files": [n_files],
-                "bytes": [n_bytes],
-                "skipped": [skipped],
-            }
-        )
-
-    ds = ray.data.read_binary_files(paths, include_paths=True, filesystem=fs)
-    ds = ds.map_batches(tag, batch_format="pyarrow")
-    results = ds.groupby("group").map_groups(write, batch_format="pyarrow").take_all()
+    items = [{"group": g, "rels": json.dumps(rs)} for g, rs in sorted(groups.items())]
+    ds = ray.data.from_items(items, override_num_blocks=len(items))
+    results = ds.map_batches(work, batch_size=1, batch_format="numpy").take_all()
     summary = _summarize(results, dataset, config)
     try:
         _check(summary, explicit, data)
