@@ -339,11 +339,16 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     Raises:
         ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
     """
+    import ray
+
+    owns_ray = not ray.is_initialized()
     ensure_ray()
     if config.get("storage_path") and "://" not in str(config["storage_path"]):
         config = {**config, "storage_path": os.path.abspath(str(config["storage_path"]))}
     result = build_trainer(config).fit()
     m = result.metrics or {}
+    if owns_ray:  # stop the worker-log stream so RAYGKE_RESULT really is the last stdout line
+        ray.shutdown()
     return {
         "steps": int(m.get("step", 0)),
         "first_loss": m.get("first_loss"),
