@@ -69,12 +69,19 @@ def run_cli(workload: str, main: Callable[[dict[str, Any]], dict[str, Any]]) -> 
 def ensure_ray() -> None:
     """``ray.init()`` unless Ray is already initialised in this process (tests, notebooks).
 
-    The address comes from ``RAY_ADDRESS`` when set (a Ray job), else a local instance starts.
+    Inside a Ray job (RayJob on GKE, or the Jobs API locally) ``RAY_ADDRESS`` is set and used.
+    Without it a fresh private local instance starts (``address="local"``, no dashboard):
+    never Ray's auto-detection, which can pick up another (possibly dead) cluster on the host.
     """
     import ray
 
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS") or None, log_to_driver=True)
+    if ray.is_initialized():
+        return
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address)
+    else:
+        ray.init(address="local", include_dashboard=False)
 
 
 def resolve_fs(uri: str):
