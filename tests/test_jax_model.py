@@ -119,3 +119,20 @@ def test_flops_formula_counts_matmul_params() -> None:
     assert matmul_params(d, n) == n * 12 * d * d + 256 * d
     assert flops_per_token(d, n, t) == 6 * matmul_params(d, n) + 12 * n * d * t
     assert CFG.flops_per_token() == flops_per_token(d, n, t)
+
+
+def test_evaluate_loads_a_jax_checkpoint_into_the_torch_model(tmp_path) -> None:
+    """A JAX checkpoint (params.npz) loads into the PyTorch model: same logits, so `evaluate`
+    works after `train_lm_jax` as after `train_lm`."""
+    torch = pytest.importorskip("torch")
+    from workloads.model_torch import load_checkpoint as load_torch
+
+    params = M.init_params(CFG, seed=3)
+    path = M.save_checkpoint(tmp_path / "checkpoint_000007", CFG, params, step=7)
+    model, meta, opt = load_torch(path)
+    assert meta["framework"] == "jax" and meta["step"] == 7 and opt is None
+    x = _batch(np.random.default_rng(2), 2)[:, :-1]
+    with torch.no_grad():
+        got = model.eval()(torch.from_numpy(x.astype(np.int64))).numpy()
+    want = np.asarray(M.forward(params, jnp.asarray(x), CFG))
+    np.testing.assert_allclose(got, want, atol=2e-4)

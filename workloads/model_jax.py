@@ -35,7 +35,7 @@ import io
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from workloads.checkpoint import CheckpointError, verify_checkpoint, write_checkpoint
-from workloads.flops import flops_per_token
+from workloads.lm_config import ModelConfig
 
 VOCAB = 256
 PARAMS = "params.npz"
@@ -55,28 +55,6 @@ OPT_STATE = "opt_state.npz"
 DATA_AXIS = "data"
 
 Params = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Model dimensions (same keys and defaults as ``workloads.model_torch.ModelConfig``)."""
-
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 4
-    context_length: int = 256
-    mlp_ratio: int = 4
-    dropout: float = 0.0  # accepted for config parity; the JAX model has no dropout
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> ModelConfig:
-        """Pick the model keys out of a workload config (missing keys take defaults)."""
-        names = cls.__dataclass_fields__
-        return cls(**{k: config[k] for k in names if k in config and config[k] is not None})
-
-    def flops_per_token(self) -> float:
-        """Training FLOPs per token at full context (:func:`workloads.flops.flops_per_token`)."""
-        return flops_per_token(self.d_model, self.n_layers, self.context_length, self.mlp_ratio)
 
 
 def init_params(cfg: ModelConfig, seed: int = 0) -> Params:

@@ -14,7 +14,7 @@ import math
 import os
 from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,29 +23,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from workloads.checkpoint import verify_checkpoint, write_checkpoint
+from workloads.checkpoint import CheckpointError, verify_checkpoint, write_checkpoint
+from workloads.lm_config import ModelConfig
 
 VOCAB = 256
 WEIGHTS = "model.pt"
 OPTIMIZER = "optimizer.pt"
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Model dimensions. ``context_length`` is the maximum sequence length T."""
-
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 4
-    context_length: int = 256
-    mlp_ratio: int = 4
-    dropout: float = 0.0
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> ModelConfig:
-        """Pick the model keys out of a workload config (missing keys take defaults)."""
-        names = cls.__dataclass_fields__
-        return cls(**{k: config[k] for k in names if k in config and config[k] is not None})
 
 
 class Block(nn.Module):
@@ -201,16 +184,67 @@ def save_checkpoint(
     return write_checkpoint(target_dir, files, metadata)
 
 
+JAX_PARAMS = "params.npz"  # workloads/model_jax.py's checkpoint file
+
+
+def state_dict_from_jax(
+    arrays: Mapping[str, np.ndarray], cfg: ModelConfig
+) -> dict[str, torch.Tensor]:
+    """Map the JAX model's flattened parameters (``workloads/model_jax.py``: ``tok``, ``pos``,
+    ``ln_f/scale``, ``blocks/<i>/qkv/w`` ...; dense kernels stored ``[in, out]``) to this model's
+    ``state_dict`` (``nn.Linear`` weights ``[out, in]``). The two models are the same network.
+
+    Raises:
+        KeyError: a parameter is missing.
+    """
+
+    def t(name: str, transpose: bool = False) -> torch.Tensor:
+        a = np.asarray(arrays[name], dtype=np.float32)
+        return torch.from_numpy(np.ascontiguousarray(a.T if transpose else a))
+
+    sd = {"tok.weight": t("tok"), "pos.weight": t("pos")}
+    sd["ln_f.weight"], sd["ln_f.bias"] = t("ln_f/scale"), t("ln_f/bias")
+    names = {
+        "ln1": "ln1",
+        "qkv": "qkv",
+        "proj": "proj",
+        "ln2": "ln2",
+        "mlp1": "mlp.0",
+        "mlp2": "mlp.2",
+    }
+    for i in range(cfg.n_layers):
+        for jax_name, torch_name in names.items():
+            pre, tgt = f"blocks/{i}/{jax_name}", f"blocks.{i}.{torch_name}"
+            if jax_name.startswith("ln"):
+                sd[f"{tgt}.weight"], sd[f"{tgt}.bias"] = t(f"{pre}/scale"), t(f"{pre}/bias")
+            else:
+                sd[f"{tgt}.weight"], sd[f"{tgt}.bias"] = t(f"{pre}/w", True), t(f"{pre}/b")
+    return sd
+
+
 def load_checkpoint(
     path: str | os.PathLike[str], device: torch.device | str = "cpu"
 ) -> tuple[GPT, dict[str, Any], dict[str, Any] | None]:
-    """Verify then load a checkpoint: ``(model, metadata, optimizer_state_or_None)``.
+    """Verify then load a checkpoint of either framework: ``(model, metadata,
+    optimizer_state_or_None)``. A JAX checkpoint (``framework: jax``, ``params.npz``) is loaded
+    into this model through :func:`state_dict_from_jax` (no optimizer state).
 
     Raises:
-        workloads.checkpoint.CheckpointError: the manifest does not verify.
+        workloads.checkpoint.CheckpointError: the manifest does not verify, or the weights do not
+            fit the model.
     """
     metadata = verify_checkpoint(path)
     model = GPT(ModelConfig(**metadata["model"]))
+    if metadata.get("framework") == "jax":
+        try:
+            with np.load(Path(path) / JAX_PARAMS, allow_pickle=False) as z:
+                state = state_dict_from_jax({k: z[k] for k in z.files}, model.cfg)
+            model.load_state_dict(state)
+        except (KeyError, OSError, ValueError, RuntimeError) as e:
+            raise CheckpointError(
+                f"{Path(path) / JAX_PARAMS}: not this model's weights: {e}"
+            ) from None
+        return model.to(device), metadata, None
     state = torch.load(Path(path) / WEIGHTS, map_location=device, weights_only=True)
     model.load_state_dict(state)
     opt_path = Path(path) / OPTIMIZER
