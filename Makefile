@@ -7,6 +7,7 @@ STAMP := $(VENV)/.raygke-installed
 SUMMARY ?= .raygke/local/summary.json
 DATA ?=
 RUN_ARGS ?=
+PYTEST_ARGS ?=
 
 .PHONY: local venv test lint check
 
@@ -28,7 +29,7 @@ local: $(STAMP)
 	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) $(RUN_ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -415,11 +415,19 @@ class NapConfig(_Model):
 
 
 class KubeRayConfig(_Model):
-    """How KubeRay is installed: the ``kuberay-operator`` Helm chart or the GKE Ray add-on."""
+    """How KubeRay is installed: the ``kuberay-operator`` Helm chart or the GKE Ray add-on.
+
+    Multi-host TPU slices need the TPU initialization webhook, which injects each pod's
+    ``TPU_WORKER_ID`` / ``TPU_WORKER_HOSTNAMES``
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html). The GKE Ray add-on
+    installs it; with ``mode: helm`` set ``tpu_webhook: true`` once you have installed it yourself
+    (https://github.com/GoogleCloudPlatform/ai-on-gke/tree/main/ray-on-gke/tpu/kuberay-tpu-webhook).
+    """
 
     mode: Literal["helm", "gke-addon"] = "helm"
     chart_version: str = "1.7.0"
     namespace: str = "ray"
+    tpu_webhook: bool = False
 
     @field_validator("namespace")
     @classmethod
@@ -810,6 +818,21 @@ def _cross_problems(cfg: StackConfig) -> Iterable[str]:
                 )
             if isinstance(pool, TpuPool | GpuPool) and (g.cpu or g.memory) is None:
                 pass
+    if cfg.kuberay.mode == "helm" and not cfg.kuberay.tpu_webhook:
+        users = [
+            (f"ray_clusters[{rc.name}].worker_groups[{g.name}]", g.node_pool)
+            for rc in cfg.ray_clusters
+            for g in rc.worker_groups
+        ] + [(f"jobs[{j.name}].node_pool", j.node_pool) for j in cfg.jobs if j.node_pool]
+        for where, pool_name in users:
+            pool = pool_names.get(pool_name or "")
+            if isinstance(pool, TpuPool) and pool.slice.multi_host:
+                yield (
+                    f"{where}: the multi-host TPU slice {pool.tpu.generation} "
+                    f"{pool.tpu.topology} needs the TPU initialization webhook, which "
+                    "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
+                    "kuberay.tpu_webhook: true once you have installed it"
+                )
     cluster_names = {c.name: c for c in cfg.ray_clusters}
     for job in cfg.jobs:
         where = f"jobs[{job.name}]"

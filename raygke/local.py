@@ -117,13 +117,8 @@ def _dead(state: dict[str, Any]) -> list[lc.NodeRecord]:
 
 
 def _tpu_nodes(spec: str) -> list[lc.ExtraNode]:
-    try:
-        from raygke.tpu_emulation import emulated_tpu_nodes  # type: ignore[import-not-found]
-    except ImportError:
-        _fail(
-            f"--tpu {spec}: TPU emulation is not available in this checkout "
-            "(raygke/tpu_emulation.py with emulated_tpu_nodes is missing)"
-        )
+    from raygke.tpu_emulation import emulated_tpu_nodes
+
     try:
         launches = emulated_tpu_nodes(spec)
     except ValueError as e:

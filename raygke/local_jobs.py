@@ -113,10 +113,8 @@ def tpu_args(state: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not state.get("tpu"):
         raise LocalError(TPU_HINT)
-    try:
-        from raygke.tpu_emulation import tpu_job_args  # type: ignore[import-not-found]
-    except ImportError:
-        raise LocalError(f"{TPU_HINT} (raygke.tpu_emulation is not available)") from None
+    from raygke.tpu_emulation import tpu_job_args
+
     try:
         return dict(tpu_job_args(state))
     except ValueError as e:

@@ -356,3 +356,25 @@ def test_pulumi_loader_reads_same_model(monkeypatch: pytest.MonkeyPatch) -> None
     finally:
         pulumi.runtime.config.CONFIG.reset(token)
     assert cfg == validate(copy.deepcopy(data))
+
+
+def test_multi_host_tpu_needs_the_webhook_in_helm_mode() -> None:
+    d = base()
+    d["zones"] = ["us-central1-b"]
+    d["node_pools"][1] = {
+        "name": "tpu",
+        "tpu": {"generation": "v6e", "topology": "4x4"},
+        "max_slices": 2,
+    }
+    d["node_pools"][2]["allow_unlisted_zone"] = True
+    d["nap"]["resource_limits"].update({"tpu-v6e-slice": 32, "cpu": 2000})
+    one_problem(
+        d,
+        "worker_groups[tpu]: the multi-host TPU slice v6e 4x4 needs the TPU initialization webhook",
+    )
+    d["kuberay"] = {"mode": "gke-addon"}
+    validate(d)
+    d["kuberay"] = {"mode": "helm", "tpu_webhook": True}
+    validate(d)
+    # single-host slices need no webhook
+    validate(base())

@@ -98,19 +98,6 @@ def test_status_down_run_without_a_cluster(tmp_path: Path) -> None:
     assert r.returncode == 1 and "no local cluster is up for stack 't'" in r.stderr
 
 
-def test_tpu_flag_without_emulation_module(tmp_path: Path) -> None:
-    try:
-        import raygke.tpu_emulation  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("raygke.tpu_emulation exists; its own tests cover --tpu")
-    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
-    r = _raygke("up", "--tpu", "v5e:2x2", "--config", str(cfg), cwd=tmp_path)
-    assert r.returncode == 1 and "TPU emulation is not available" in r.stderr
-    assert "Traceback" not in r.stderr
-
-
 def test_job_args_wire_bucket_folders() -> None:
     state = {"buckets": {b: f"/b/{b}" for b in lc.BUCKETS}, "tpu": None}
     prep = lj.job_args("prepare", state, "/data/corpus", "run1", {})
