@@ -64,6 +64,7 @@ def main() -> None:
     import ray
 
     from workloads import train_lm
+    from workloads.common import with_model_defaults
     from workloads.registry import get_workload
 
     cfg = get_workload("train_lm").config(
@@ -77,9 +78,7 @@ def main() -> None:
         }
     )
     cfg.setdefault("warmup", 50)
-    for k, v in train_lm.MODEL_DEFAULTS.items():
-        cfg.setdefault(k, v)
-    cfg["context_length"] = train_lm._dataset_context_length(args.dataset) or 256
+    cfg = with_model_defaults({**cfg, "dataset": args.dataset})
 
     threads = args.num_cpus
     bare_tps = bare(args.dataset, cfg, threads)

@@ -38,6 +38,7 @@ def _cfg(pool: dict, groups: list[dict] | None = None, job: dict | None = None) 
         "zones": [zone],
         "node_pools": [pool],
         "nap": {"enabled": False},
+        "kuberay": {"mode": "gke-addon"},  # brings the TPU webhook multi-host slices need
         "ray_clusters": [{"name": "rc", "worker_groups": groups or []}],
         "jobs": [job] if job else [],
     }

@@ -103,3 +103,62 @@ def join(uri: str, *parts: str) -> str:
 def is_local(uri: str) -> bool:
     """True for plain local paths (and ``file://`` URIs)."""
     return "://" not in uri or uri.startswith("file://")
+
+
+def dataset_context_length(dataset: str) -> int | None:
+    """``context_length`` recorded by ``prepare`` in ``<dataset>/_manifest.json``; None if absent."""
+    import pyarrow.fs as pafs
+
+    fs, path = resolve_fs(join(dataset, "_manifest.json"))
+    try:
+        with fs.open_input_stream(path) as f:
+            return int(json.loads(f.read())["context_length"])
+    except (FileNotFoundError, OSError, KeyError, ValueError, pafs.ArrowException):
+        return None
+
+
+def with_model_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a trainer config with the model dimensions filled in: ``ModelConfig``'s defaults
+    for ``d_model`` / ``n_layers`` / ``n_heads``, and ``context_length`` from the dataset's
+    manifest (256 when it has none)."""
+    from workloads.lm_config import ModelConfig
+
+    out = dict(config)
+    defaults = ModelConfig()
+    for key in ("d_model", "n_layers", "n_heads"):
+        if out.get(key) is None:
+            out[key] = getattr(defaults, key)
+    if not out.get("context_length"):
+        out["context_length"] = dataset_context_length(str(out["dataset"])) or 256
+    return out
+
+
+def restore_checkpoint(storage_path: str, name: str) -> tuple[str, dict[str, Any]] | None:
+    """Inside a Ray Train worker: the local directory and metadata of the checkpoint to resume
+    from, verified against its sha256 manifest; None to start fresh.
+
+    Ray Train's own latest checkpoint (``ray.train.get_checkpoint()``) is used when it verifies;
+    when it is damaged, the newest checkpoint under ``<storage_path>/<name>`` that verifies is
+    used instead (each damaged one skipped with a warning naming it).
+    """
+    import logging
+    import tempfile
+
+    import ray.train
+
+    from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
+
+    log = logging.getLogger(__name__)
+    ckpt = ray.train.get_checkpoint()
+    if ckpt is None:
+        return None
+    local = ckpt.to_directory(tempfile.mkdtemp(prefix="raygke-restore-"))
+    try:
+        return local, verify_checkpoint(local)
+    except CheckpointError as e:
+        log.warning("checkpoint from Ray Train %s is damaged: %s; scanning storage", ckpt.path, e)
+    found = latest_valid_checkpoint(join(storage_path, name))
+    if found is None:
+        log.warning("no valid checkpoint under %s; starting fresh", join(storage_path, name))
+        return None
+    return str(found[0]), found[1]

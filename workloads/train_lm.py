@@ -38,45 +38,16 @@ import time
 import uuid
 from typing import Any
 
-from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
-from workloads.common import ensure_ray, join, run_cli
+from workloads.common import (
+    ensure_ray,
+    join,
+    restore_checkpoint,
+    run_cli,
+    with_model_defaults,
+)
 from workloads.registry import get_workload
 
 log = logging.getLogger(__name__)
-
-MODEL_DEFAULTS = {"d_model": 128, "n_layers": 4, "n_heads": 4}
-
-
-def _dataset_context_length(dataset: str) -> int | None:
-    import pyarrow.fs as pafs
-
-    from workloads.common import resolve_fs
-
-    fs, path = resolve_fs(join(dataset, "_manifest.json"))
-    try:
-        with fs.open_input_stream(path) as f:
-            return int(json.loads(f.read())["context_length"])
-    except (FileNotFoundError, OSError, KeyError, ValueError, pafs.ArrowException):
-        return None
-
-
-def _restore(config: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """Local dir + metadata of the checkpoint to resume from, verified; None to start fresh."""
-    import ray.train
-
-    ckpt = ray.train.get_checkpoint()
-    if ckpt is None:
-        return None
-    local = ckpt.to_directory(tempfile.mkdtemp(prefix="raygke-restore-"))
-    try:
-        return local, verify_checkpoint(local)
-    except CheckpointError as e:
-        log.warning("checkpoint from Ray Train %s is damaged: %s; scanning storage", ckpt.path, e)
-    found = latest_valid_checkpoint(join(config["storage_path"], config["name"]))
-    if found is None:
-        log.warning("no valid checkpoint under %s; starting fresh", config["name"])
-        return None
-    return str(found[0]), found[1]
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
@@ -105,7 +76,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     device = ray.train.torch.get_device()
     steps = int(config["steps"])
 
-    restored = _restore(config)
+    restored = restore_checkpoint(str(config["storage_path"]), str(config["name"]))
     start_step, first_loss, opt_state = 0, None, None
     if restored is not None:
         model, meta, opt_state = load_checkpoint(restored[0])
@@ -196,11 +167,7 @@ def build_trainer(config: dict[str, Any]):
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    config = dict(config)
-    for k, v in MODEL_DEFAULTS.items():
-        config.setdefault(k, v)
-    if not config.get("context_length"):
-        config["context_length"] = _dataset_context_length(config["dataset"]) or 256
+    config = with_model_defaults(config)
     train_ds = ray.data.read_parquet(join(config["dataset"], "train"))
     use_gpu = bool(config.get("use_gpu"))
     resources = {"CPU": float(config.get("cpus_per_worker", 1))}

@@ -61,42 +61,15 @@ import tempfile
 import time
 from typing import Any
 
-from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
-from workloads.common import ensure_ray, join, run_cli
+from workloads.common import (
+    ensure_ray,
+    join,
+    restore_checkpoint,
+    run_cli,
+    with_model_defaults,
+)
 
 log = logging.getLogger(__name__)
-
-MODEL_DEFAULTS = {"d_model": 128, "n_layers": 4, "n_heads": 4}
-
-
-def _dataset_context_length(dataset: str) -> int | None:
-    import pyarrow.fs as pafs
-
-    from workloads.common import resolve_fs
-
-    fs, path = resolve_fs(join(dataset, "_manifest.json"))
-    try:
-        with fs.open_input_stream(path) as f:
-            return int(json.loads(f.read())["context_length"])
-    except (FileNotFoundError, OSError, KeyError, ValueError, pafs.ArrowException):
-        return None
-
-
-def _restore(config: dict[str, Any]) -> str | None:
-    """Local dir of the verified checkpoint to resume from; None to start fresh."""
-    import ray.train
-
-    ckpt = ray.train.get_checkpoint()
-    if ckpt is None:
-        return None
-    local = ckpt.to_directory(tempfile.mkdtemp(prefix="raygke-restore-"))
-    try:
-        verify_checkpoint(local)
-        return local
-    except CheckpointError as e:
-        log.warning("checkpoint from Ray Train %s is damaged: %s; scanning storage", ckpt.path, e)
-    found = latest_valid_checkpoint(join(config["storage_path"], config["name"]))
-    return None if found is None else str(found[0])
 
 
 def _ensure_jax_distributed(world: int, rank: int) -> None:
@@ -203,10 +176,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         int(config.get("warmup", 50)),
         float(config.get("grad_clip", 1.0)),
     )
-    restored = _restore(config)
+    restored = restore_checkpoint(str(config["storage_path"]), str(config["name"]))
     start_step, first_loss = 0, None
     if restored is not None:
-        cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer)
+        cfg, params, meta, opt_state = M.load_checkpoint(restored[0], optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
     else:
         cfg = M.ModelConfig.from_config(config)
@@ -313,11 +286,7 @@ def build_trainer(config: dict[str, Any]):
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
-    config = dict(config)
-    for k, v in MODEL_DEFAULTS.items():
-        config.setdefault(k, v)
-    if not config.get("context_length"):
-        config["context_length"] = _dataset_context_length(config["dataset"]) or 256
+    config = with_model_defaults(config)
     train_ds = ray.data.read_parquet(join(config["dataset"], "train"))
     return JaxTrainer(
         train_loop_per_worker,
