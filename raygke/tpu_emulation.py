@@ -89,8 +89,10 @@ class NodeLaunch:
         ``ports`` maps ``ray start`` port options (``node-manager-port``,
         ``dashboard-agent-listen-port``, ...) to values, to keep off ports in use.
         """
+        from raygke.local_cluster import ray_command
+
         args = [
-            "ray",
+            *ray_command(),
             "start",
             f"--address={address}",
             f"--num-cpus={self.num_cpus}",

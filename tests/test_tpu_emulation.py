@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from components.catalog import CatalogError, tpu_slice
+from raygke.local_cluster import ray_command
 from raygke.tpu_emulation import (
     LABEL_POD_TYPE,
     LABEL_SLICE_NAME,
@@ -159,7 +160,7 @@ def emulated_cluster(tmp_path: Path):
     logs = tmp_path / "ray-logs"
     logs.mkdir()
     head = [
-        "ray", "start", "--head", "--block", f"--port={gcs_port}", "--num-cpus=2", "--num-gpus=0",
+        *ray_command(), "start", "--head", "--block", f"--port={gcs_port}", "--num-cpus=2", "--num-gpus=0",
         "--include-dashboard=false", f"--ray-client-server-port={_free_port()}",
         *(f"--{k}={v}" for k, v in _node_ports().items()),
     ]  # fmt: skip
