@@ -249,7 +249,12 @@ def run_job(
     client.submit_job(
         entrypoint=get_workload(name).entrypoint(args),
         submission_id=job_id,
-        runtime_env={"working_dir": working_dir, "env_vars": {"PYTHONUNBUFFERED": "1"}},
+        # RAY_ADDRESS for every process of the job: Ray Train's own helper actors look the
+        # cluster up "automatically" otherwise, which finds other clusters on a shared machine.
+        runtime_env={
+            "working_dir": working_dir,
+            "env_vars": {"PYTHONUNBUFFERED": "1", "RAY_ADDRESS": state["address"]},
+        },
         metadata={"raygke_stack": target.stack, "raygke_job": name},
     )
     printed = 0
