@@ -162,3 +162,36 @@ def restore_checkpoint(storage_path: str, name: str) -> tuple[str, dict[str, Any
         log.warning("no valid checkpoint under %s; starting fresh", join(storage_path, name))
         return None
     return str(found[0]), found[1]
+
+
+def report_step(
+    metrics: Mapping[str, Any],
+    step: int,
+    *,
+    steps: int,
+    checkpoint_every: int,
+    log_every: int,
+    save: Callable[[str], Any] | None,
+) -> None:
+    """Report one training step to Ray Train on the shared schedule of both trainers.
+
+    Every ``checkpoint_every`` steps and at the last step, ``save(directory)`` (given on rank 0
+    only; it writes the checkpoint with :mod:`workloads.checkpoint` and returns its path) makes
+    the checkpoint reported as ``checkpoint_<step:08d>``; other ranks report the metrics alone.
+    Otherwise every ``log_every`` steps the metrics are reported without a checkpoint.
+    """
+    import tempfile
+
+    import ray.train
+
+    if (checkpoint_every and step % checkpoint_every == 0) or step == steps:
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = None
+            if save is not None:
+                path = save(os.path.join(tmp, "ckpt"))
+                ckpt = ray.train.Checkpoint.from_directory(str(path))
+            ray.train.report(
+                dict(metrics), checkpoint=ckpt, checkpoint_dir_name=f"checkpoint_{step:08d}"
+            )
+    elif log_every and step % log_every == 0:
+        ray.train.report(dict(metrics))

@@ -57,13 +57,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
+from functools import partial
 from typing import Any
 
 from workloads.common import (
     ensure_ray,
     join,
+    report_step,
     restore_checkpoint,
     run_cli,
     with_model_defaults,
@@ -236,24 +237,23 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 "devices": devices,
                 "processes": jax.process_count(),
             }
-            if step % ckpt_every == 0 or step == steps:
-                with tempfile.TemporaryDirectory() as tmp:
-                    ckpt = None
-                    if rank == 0:  # params are replicated: rank 0's local copy is complete
-                        path = M.save_checkpoint(
-                            os.path.join(tmp, "ckpt"),
-                            cfg,
-                            params,
-                            step,
-                            opt_state,
-                            extra={"first_loss": first_loss},
-                        )
-                        ckpt = ray.train.Checkpoint.from_directory(str(path))
-                    ray.train.report(
-                        metrics, checkpoint=ckpt, checkpoint_dir_name=f"checkpoint_{step:08d}"
-                    )
-            elif step % log_every == 0:
-                ray.train.report(metrics)
+            report_step(
+                metrics,
+                step,
+                steps=steps,
+                checkpoint_every=ckpt_every,
+                log_every=log_every,
+                save=partial(
+                    M.save_checkpoint,
+                    cfg=cfg,
+                    params=params,
+                    step=step,
+                    opt_state=opt_state,
+                    extra={"first_loss": first_loss},
+                )
+                if rank == 0
+                else None,
+            )
             if step >= steps:
                 break
         if seen == 0:
