@@ -861,6 +861,26 @@ def _cross_problems(cfg: StackConfig) -> Iterable[str]:
         problem = _workload_problem(job.workload)
         if problem:
             yield f"{where}.workload {problem}"
+            continue
+        workload = _workload(job.workload)
+        for p in workload.arg_problems(job.args):
+            yield f"{where}.args: {p}"
+        # The job's processes run as the RayCluster's service account when it is submitted to a
+        # long-lived cluster, else as its own; that account must be allowed to write what the
+        # workload writes (bucket-level roles, components/iam.py).
+        runs_as = (
+            cluster_names[job.cluster].service_account
+            if job.cluster in cluster_names
+            else job.service_account
+        )
+        identity = next((w for w in cfg.workload_identities if w.name == runs_as), None)
+        for purpose in workload.writes:
+            if identity is not None and identity.buckets.get(purpose) != "write":
+                yield (
+                    f"{where}: workload {job.workload} writes to the {purpose} bucket but runs as "
+                    f"{runs_as!r}, which has {identity.buckets.get(purpose) or 'no'} access there; "
+                    f"set workload_identities[{runs_as}].buckets.{purpose}: write"
+                )
     for secret in cfg.secrets:
         for r in secret.readers:
             if r not in identity_names:
@@ -868,6 +888,12 @@ def _cross_problems(cfg: StackConfig) -> Iterable[str]:
                     f"secrets[{secret.name}].readers: {r!r} is not a declared workload identity; "
                     f"declared: {', '.join(sorted(identity_names))}"
                 )
+
+
+def _workload(name: str) -> Any:
+    from workloads.registry import get_workload
+
+    return get_workload(name)
 
 
 def _workload_problem(name: str) -> str | None:

@@ -45,6 +45,10 @@ def base() -> dict[str, Any]:
         "jobs": [
             {"name": "prep", "workload": "prepare", "cluster": "research", "worker_group": "cpu"}
         ],
+        "workload_identities": [
+            {"name": "ray-train", "buckets": {"datasets": "write", "checkpoints": "write"}},
+            {"name": "ray-serve", "buckets": {"checkpoints": "read"}},
+        ],
     }
 
 
@@ -378,3 +382,26 @@ def test_multi_host_tpu_needs_the_webhook_in_helm_mode() -> None:
     validate(d)
     # single-host slices need no webhook
     validate(base())
+
+
+def test_job_args_are_checked_against_the_workload() -> None:
+    d = base()
+    d["jobs"][0]["args"] = {"context_lenght": 128}
+    one_problem(d, "jobs[prep].args: unknown argument 'context_lenght' for workload prepare")
+    d["jobs"][0]["args"] = {"context_length": "long"}
+    one_problem(d, "argument 'context_length' of workload prepare is 'long'; expected int")
+    d["jobs"][0]["args"] = {"context_length": 128, "include": "*.txt"}
+    validate(d)
+
+
+def test_job_must_be_allowed_to_write_what_its_workload_writes() -> None:
+    d = base()
+    d["workload_identities"] = [
+        {"name": "ray-train", "buckets": {"datasets": "read", "checkpoints": "write"}}
+    ]
+    one_problem(
+        d,
+        "jobs[prep]: workload prepare writes to the datasets bucket but runs as 'ray-train', which has read access",
+    )
+    d["workload_identities"][0]["buckets"]["datasets"] = "write"
+    validate(d)

@@ -29,6 +29,9 @@ class Workload:
         default_args: defaults for the JSON config (merged under any explicit args).
         num_cpus: CPUs the driver / each Train worker asks for.
         accelerators: subset of ("cpu", "gpu", "tpu") the workload can use.
+        optional_args: further config keys the workload accepts (no default in the JSON).
+        writes: the buckets (``datasets``, ``checkpoints``, ``artifacts``) it writes to, so the
+            platform can check that the job's service account may write there.
     """
 
     name: str
@@ -37,6 +40,33 @@ class Workload:
     default_args: Mapping[str, Any] = field(default_factory=dict)
     num_cpus: float = 1.0
     accelerators: tuple[str, ...] = ("cpu",)
+    optional_args: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    def arg_problems(self, args: Mapping[str, Any]) -> list[str]:
+        """Problems with job arguments, one line each: a key the workload does not accept, or a
+        value whose type differs from the default's (int where a float is expected is fine)."""
+        accepted = set(self.default_args) | set(self.optional_args)
+        problems = []
+        for key, value in args.items():
+            if key not in accepted:
+                problems.append(
+                    f"unknown argument {key!r} for workload {self.name}; accepted: "
+                    f"{', '.join(sorted(accepted))}"
+                )
+                continue
+            default = self.default_args.get(key)
+            if default is None or value is None:
+                continue
+            want = type(default)
+            ok = isinstance(value, want) and not (want is not bool and isinstance(value, bool))
+            ok = ok or (want is float and isinstance(value, int) and not isinstance(value, bool))
+            if not ok:
+                problems.append(
+                    f"argument {key!r} of workload {self.name} is {value!r}; expected "
+                    f"{want.__name__} (e.g. {default!r})"
+                )
+        return problems
 
     def config(self, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Return ``default_args`` updated with ``args`` (a new dict)."""
@@ -58,6 +88,16 @@ def _frozen(d: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(d))
 
 
+# Model dimensions every trainer accepts (workloads/lm_config.py's ModelConfig fields).
+MODEL_ARGS: tuple[str, ...] = (
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "context_length",
+    "mlp_ratio",
+    "dropout",
+)
+
 _ALL: tuple[Workload, ...] = (
     Workload(
         name="prepare",
@@ -74,6 +114,8 @@ _ALL: tuple[Workload, ...] = (
         ),
         num_cpus=1.0,
         accelerators=("cpu",),
+        optional_args=("include", "exclude"),
+        writes=("datasets",),
     ),
     Workload(
         name="train_lm",
@@ -96,23 +138,18 @@ _ALL: tuple[Workload, ...] = (
         ),
         num_cpus=1.0,
         accelerators=("cpu", "gpu"),
-    ),
-    Workload(
-        name="train_lm_jax",
-        module="workloads.train_lm_jax",
-        description="Ray Train JaxTrainer: the byte-level LM in JAX on TPU slices (issue 5)",
-        default_args=_frozen(
-            {
-                "dataset": "/tmp/raygke/dataset",
-                "storage_path": "/tmp/raygke/runs",
-                "name": "train_lm_jax",
-                "scaling": None,  # ray.train.ScalingConfig kwargs, derived from the slice
-                "steps": 600,
-                "max_failures": 2,
-            }
+        optional_args=(
+            *MODEL_ARGS,
+            "cpus_per_worker",
+            "torch_threads",
+            "warmup",
+            "keep_checkpoints",
+            "log_every",
+            "step_log",
+            "fail_at_step",
+            "fail_marker",
         ),
-        num_cpus=1.0,
-        accelerators=("tpu",),
+        writes=("checkpoints",),
     ),
     Workload(
         name="train_lm_jax",
@@ -137,6 +174,16 @@ _ALL: tuple[Workload, ...] = (
         ),
         num_cpus=1.0,
         accelerators=("tpu", "cpu"),
+        optional_args=(
+            *MODEL_ARGS,
+            "cpus_per_worker",
+            "warmup",
+            "grad_clip",
+            "keep_checkpoints",
+            "log_every",
+            "placement_log",
+        ),
+        writes=("checkpoints",),
     ),
     Workload(
         name="evaluate",
@@ -153,6 +200,14 @@ _ALL: tuple[Workload, ...] = (
         ),
         num_cpus=1.0,
         accelerators=("cpu", "gpu"),
+        optional_args=(
+            "sample_bytes",
+            "temperature",
+            "seed",
+            "batch_size",
+            "max_val_rows",
+            "torch_threads",
+        ),
     ),
 )
 
