@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,6 +155,13 @@ def up(
             nodes = lc.nodes_of(state)
             dead = _dead(state)
             if nodes and not dead:
+                running_tpu = (state.get("tpu") or {}).get("spec")
+                if tpu is not None and tpu != running_tpu:
+                    _fail(
+                        f"local cluster {target.stack!r} is already up "
+                        f"{'with TPU hosts ' + running_tpu if running_tpu else 'without TPU hosts'}"
+                        f"; run `raygke local down` first to start it with --tpu {tpu}"
+                    )
                 lc.wait_ready(target, nodes, timeout_s=30)
                 console.print(
                     f"[green]reusing[/] local cluster {target.stack!r}: already up with "
@@ -304,7 +312,12 @@ def run(
     ),
 ) -> None:
     """Submit jobs through the Ray Jobs API, stream their logs, and print a summary."""
+    import signal
+
     from raygke import local_jobs as lj
+
+    # SIGTERM (timeout, CI cancellation) stops the running job like Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     from workloads.registry import DEFAULT_PIPELINE
 
     try:

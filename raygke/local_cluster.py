@@ -159,6 +159,9 @@ def port_in_use(port: int) -> bool:
     """True when ``port`` cannot be bound on 127.0.0.1 or on all interfaces (TCP)."""
     for host in (LOCALHOST, "0.0.0.0"):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # Like the servers that will bind it: connections of a stopped cluster lingering in
+            # TIME-WAIT do not make the port "in use".
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind((host, port))
             except OSError:

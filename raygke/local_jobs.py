@@ -63,7 +63,8 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
     when they parse, else kept as strings.
 
     Raises:
-        LocalError: an item is not ``JOB.KEY=VALUE`` or names an unknown job.
+        LocalError: an item is not ``JOB.KEY=VALUE``, names an unknown job, or an argument the
+            workload does not accept (or a value of the wrong type).
     """
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -77,6 +78,9 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
+        problems = WORKLOADS[job].arg_problems({key: value})
+        if problems:
+            raise LocalError(f"--set {item!r}: {problems[0]}")
         out.setdefault(job, {})[key] = value
     return out
 
@@ -274,7 +278,7 @@ def run_job(
             if status.is_terminal():
                 break
             time.sleep(poll_s)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         client.stop_job(job_id)
         raise
     logs = client.get_job_logs(job_id)

@@ -209,6 +209,9 @@ def test_up_again_reuses_and_status_shows_nodes(cluster) -> None:
         assert str(pid) in r.stdout
     assert r.stdout.count("ALIVE") == 2
     assert cluster["state"]["dashboard_url"] in r.stdout
+    # asking a running cluster for another shape is an error, not a silent reuse
+    r = _raygke("up", "--tpu", "v5e:2x2", "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    assert r.returncode == 1 and "already up without TPU hosts" in r.stderr
 
 
 @pytest.mark.ray
@@ -256,3 +259,15 @@ def test_down_leaves_nothing_behind(cluster) -> None:
     assert not (cluster["base"] / "root" / "t" / "state.json").exists()
     r = _raygke("down", "--config", str(cluster["cfg"]), cwd=cluster["base"])
     assert r.returncode == 0 and "nothing to stop" in r.stdout
+    # the ports are free again at once (connections in TIME-WAIT do not count)
+    assert not lc.port_in_use(cluster["state"]["gcs_port"])
+    assert not lc.port_in_use(cluster["dash"])
+
+
+def test_set_rejects_unknown_or_mistyped_arguments_before_submitting(tmp_path: Path) -> None:
+    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
+    r = _raygke("run", "--config", str(cfg), "--set", "train_lm.nosuch=3", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown argument 'nosuch' for workload train_lm" in r.stderr
+    r = _raygke("run", "--config", str(cfg), "--set", "train_lm.steps=abc", cwd=tmp_path)
+    assert r.returncode == 2 and "argument 'steps' of workload train_lm is 'abc'" in r.stderr
+    assert lj.parse_overrides(["train_lm.steps=20"]) == {"train_lm": {"steps": 20}}
