@@ -133,3 +133,24 @@ def test_glob_corpus(ray_cluster, tmp_path: Path) -> None:
     data = _corpus(tmp_path / "corpus", n=6)
     out = main({"data": f"{data}/**/*.txt", "dataset": str(tmp_path / "ds"), "context_length": 32})
     assert out["files"] == 1
+
+
+def test_small_corpus_always_gets_a_validation_split(ray_cluster, tmp_path: Path) -> None:
+    """Three files that all hash into the training split: one (the lowest split score, so the
+    choice is deterministic) is moved to validation, so evaluate has data to score."""
+    from workloads.prepare import assign_groups, group_of, main
+
+    names = [
+        n for n in (f"mod{i}.py" for i in range(200)) if group_of(n, 0.05, 8).startswith("train/")
+    ][:3]
+    groups = assign_groups(names, 0.05, 8)
+    assert sum(len(v) for k, v in groups.items() if k.startswith("validation/")) == 1
+    val = [v for k, v in groups.items() if k.startswith("validation/")]
+    again = assign_groups(list(reversed(names)), 0.05, 8)
+    assert [v for k, v in again.items() if k.startswith("validation/")] == val
+    src = tmp_path / "small"
+    src.mkdir()
+    for n in names:
+        (src / n).write_text("".join(f"def g{j}(x):\n    return x + {j}\n" for j in range(60)))
+    out = main({"data": str(src), "dataset": str(tmp_path / "ds"), "context_length": 64})
+    assert out["files"] == 3 and out["val_rows"] > 0 and out["rows"] > 0

@@ -130,6 +130,23 @@ def group_of(rel: str, val_fraction: float, num_shards: int) -> str:
     return f"{split}/part-{(h & 0xFFFFFFFF) % num_shards:05d}"
 
 
+def assign_groups(rels: list[str], val_fraction: float, num_shards: int) -> dict[str, list[str]]:
+    """Shard -> files, by :func:`group_of`. A small corpus whose hash split leaves the validation
+    split empty gets its file with the lowest split score moved there (deterministically), so
+    that `evaluate` always has validation data when there are at least two files."""
+    groups: dict[str, list[str]] = {}
+    for rel in rels:
+        groups.setdefault(group_of(rel, val_fraction, num_shards), []).append(rel)
+    if val_fraction > 0 and len(rels) >= 2 and not any(g.startswith("validation/") for g in groups):
+        rel = min(rels, key=lambda r: (_digest(r) >> 32, r))
+        old = group_of(rel, val_fraction, num_shards)
+        groups[old].remove(rel)
+        if not groups[old]:
+            del groups[old]
+        groups.setdefault("validation/" + old.split("/", 1)[1], []).append(rel)
+    return groups
+
+
 def text_problem(data: bytes) -> str:
     """``""`` for usable text, else why not: empty, contains NUL bytes, or not UTF-8."""
     if not data:
@@ -241,6 +258,12 @@ def _check(summary: dict[str, Any], explicit: bool, data: str) -> None:
     if summary["files"] == 0:
         names = ", ".join(f"{r} ({why})" for r, why in summary["skipped"][:10])
         raise CorpusError(f"corpus {data!r} has no usable text files; skipped: {names}")
+    if summary["val_rows"] == 0:
+        log.warning(
+            "prepare: corpus %r gives no validation rows (too few or too small files); "
+            "evaluate will have nothing to score",
+            data,
+        )
     if summary["rows"] == 0:
         raise CorpusError(
             f"corpus {data!r}: {summary['bytes']} bytes give no training window of "
@@ -272,9 +295,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         tmp_dir = write_uri = dataset
     scheme = "" if is_local(data) else data.split("://", 1)[0] + "://"
     base_uri = scheme + base
-    groups: dict[str, list[str]] = {}
-    for rel in rels:
-        groups.setdefault(group_of(rel, val_fraction, num_shards), []).append(rel)
+    groups = assign_groups(rels, val_fraction, num_shards)
 
     def work(batch: dict[str, Any]) -> dict[str, Any]:
         """One shard: read its files by URI, drop non-text ones, window and write."""
