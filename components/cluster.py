@@ -98,17 +98,17 @@ class Cluster(pulumi.ComponentResource):
         net = cfg.network
         nap = cfg.nap
         shielded = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
-        authorized = (
-            gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
-                cidr_blocks=[
-                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                        cidr_block=n.cidr, display_name=n.name
-                    )
-                    for n in net.master_authorized_networks
-                ]
-            )
-            if net.master_authorized_networks
-            else None
+        # Master authorized networks are always on: with none listed, no address outside the VPC
+        # (Google Cloud's public ranges included) reaches the control plane
+        # (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks).
+        authorized = gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+            cidr_blocks=[
+                gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                    cidr_block=n.cidr, display_name=n.name
+                )
+                for n in net.master_authorized_networks
+            ],
+            gcp_public_cidrs_access_enabled=False,
         )
         autoscaling = gcp.container.ClusterClusterAutoscalingArgs(
             enabled=nap.enabled,

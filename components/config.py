@@ -43,6 +43,8 @@ from pydantic import (
 from components import catalog
 
 PROJECT_NAMESPACE = "ray-gke"
+# Namespaces of the providers and the engine, which a stack file may also set.
+OTHER_NAMESPACES = frozenset({"gcp", "kubernetes", "pulumi"})
 
 # GKE names: cluster and node pool names are lowercase letters, digits and hyphens, start with a
 # letter, end with a letter or digit, at most 40 characters
@@ -1024,8 +1026,21 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
             data[key[len(prefix) :]] = value
         elif key in ("gcp:project", "gcp:region"):
             fallbacks[key.split(":", 1)[1]] = value
+    problems = [
+        f"{key}: unknown config namespace {key.split(':', 1)[0]!r}; this project's keys are "
+        f"{prefix}<key> (other namespaces read: {', '.join(sorted(OTHER_NAMESPACES))})"
+        for key in map(str, doc["config"])
+        if ":" not in key or key.split(":", 1)[0] not in {PROJECT_NAMESPACE, *OTHER_NAMESPACES}
+    ]
     for k, v in fallbacks.items():
+        if k in data and data[k] != v:
+            problems.append(
+                f"gcp:{k} {v!r} differs from {prefix}{k} {data[k]!r}; the provider would "
+                "create resources elsewhere than the stack says"
+            )
         data.setdefault(k, v)
+    if problems:
+        raise ConfigError(problems, source)
     return data
 
 

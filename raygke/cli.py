@@ -7,6 +7,7 @@ or unreadable file.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -29,7 +30,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(highlight=False)
+# Wide tables in logs (CI, `make local`), where there is no terminal to size them to.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EXIT_INVALID = 1
@@ -47,7 +49,8 @@ def stack_path(stack: str | None, config: Path | None, root: Path | None = None)
         raise typer.Exit(EXIT_USAGE)
     path = config if config is not None else (root or Path.cwd()) / f"Pulumi.{stack}.yaml"
     if not path.is_file():
-        err.print(f"error: cannot read {path}: no such file")
+        why = "is a directory" if path.is_dir() else "no such file"
+        err.print(f"error: cannot read {path}: {why}")
         raise typer.Exit(EXIT_USAGE)
     return path
 

@@ -32,7 +32,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="The local Ray environment: a head and worker nodes on this machine, buckets as folders.",
 )
-console = Console(highlight=False)
+# Wide tables in logs (CI, `make local`), where there is no terminal to size them to.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EXIT_FAILED = 1

@@ -27,6 +27,11 @@ def _cluster(records: list[dict]) -> dict:
 
 def test_cluster_security_and_platform_settings(rendered):
     c = _cluster(rendered[0])
+    # no authorized network listed: the control plane accepts no address outside the VPC
+    assert c["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [],
+        "gcpPublicCidrsAccessEnabled": False,
+    }
     assert c["removeDefaultNodePool"] is True
     assert c["workloadIdentityConfig"] == {"workloadPool": "ray-gke-test.svc.id.goog"}
     assert c["privateClusterConfig"] == {
@@ -113,7 +118,8 @@ def test_prod_like_settings():
     assert c["location"] == "us-east5"
     assert c["minMasterVersion"] == "1.31.2-gke.1115000"
     assert c["masterAuthorizedNetworksConfig"] == {
-        "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "vpn"}]
+        "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "vpn"}],
+        "gcpPublicCidrsAccessEnabled": False,
     }
     keys = by_name(records, "gcp:kms/cryptoKey:CryptoKey")
     assert set(keys) == {"gke-secrets", "buckets"}

@@ -329,7 +329,7 @@ config:
   gcp:project: from-gcp-ns
   gcp:region: us-central1
   ray-gke:zones: [us-central1-a]
-  other:thing: 1
+  pulumi:tags: {team: ml}
 """
     data = stack_data_from_yaml(text)
     assert data == {"zones": ["us-central1-a"], "project": "from-gcp-ns", "region": "us-central1"}
@@ -405,3 +405,15 @@ def test_job_must_be_allowed_to_write_what_its_workload_writes() -> None:
     )
     d["workload_identities"][0]["buckets"]["datasets"] = "write"
     validate(d)
+
+
+def test_yaml_loader_rejects_unknown_namespaces_and_conflicting_gcp_keys() -> None:
+    with pytest.raises(ConfigError) as exc:
+        stack_data_from_yaml("config:\n  rya-gke:labels: {a: b}\n  ray-gke:zones: [x]\n")
+    assert "rya-gke:labels: unknown config namespace 'rya-gke'" in exc.value.problems[0]
+    with pytest.raises(ConfigError) as exc:
+        stack_data_from_yaml("config:\n  gcp:project: other-one\n  ray-gke:project: mine-123\n")
+    assert (
+        "gcp:project 'other-one' differs from ray-gke:project 'mine-123'" in exc.value.problems[0]
+    )
+    assert stack_data_from_yaml("config:\n  pulumi:tags: {a: b}\n  kubernetes:context: x\n") == {}
