@@ -95,6 +95,19 @@ def _k8s_name(value: str, what: str) -> str:
     return value
 
 
+def _min_le_max(model: Any, lo: str, hi: str) -> Any:
+    """``model`` unchanged when ``model.<lo> <= model.<hi>``, else ValueError naming both."""
+    if getattr(model, lo) > getattr(model, hi):
+        raise ValueError(f"{lo} {getattr(model, lo)} > {hi} {getattr(model, hi)}")
+    return model
+
+
+def vcpus_of(machine_type: str) -> int | None:
+    """vCPUs of a machine type whose name ends in the count (``n2-standard-8`` -> 8), else None."""
+    m = re.search(r"-(\d+)$", machine_type)
+    return int(m.group(1)) if m else None
+
+
 def _quantity(value: str, what: str) -> str:
     if not _QUANTITY.match(str(value)):
         raise ValueError(f"{what} {value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
@@ -206,9 +219,7 @@ class SystemPool(_Model):
 
     @model_validator(mode="after")
     def _min_max(self) -> SystemPool:
-        if self.min_nodes > self.max_nodes:
-            raise ValueError(f"min_nodes {self.min_nodes} > max_nodes {self.max_nodes}")
-        return self
+        return _min_le_max(self, "min_nodes", "max_nodes")
 
 
 class ClusterConfig(_Model):
@@ -284,15 +295,12 @@ class CpuPool(_PoolBase):
 
     @model_validator(mode="after")
     def _min_max(self) -> CpuPool:
-        if self.min_nodes > self.max_nodes:
-            raise ValueError(f"min_nodes {self.min_nodes} > max_nodes {self.max_nodes}")
-        return self
+        return _min_le_max(self, "min_nodes", "max_nodes")
 
     @property
     def vcpus(self) -> int | None:
         """vCPUs of the machine type when its name ends in the count (``n2-standard-8`` -> 8)."""
-        m = re.search(r"-(\d+)$", self.machine_type)
-        return int(m.group(1)) if m else None
+        return vcpus_of(self.machine_type)
 
 
 class TpuSpec(_Model):
@@ -322,9 +330,7 @@ class TpuPool(_PoolBase):
 
     @model_validator(mode="after")
     def _min_max(self) -> TpuPool:
-        if self.min_slices > self.max_slices:
-            raise ValueError(f"min_slices {self.min_slices} > max_slices {self.max_slices}")
-        return self
+        return _min_le_max(self, "min_slices", "max_slices")
 
     @property
     def slice(self) -> catalog.TpuSlice:
@@ -365,9 +371,7 @@ class GpuPool(_PoolBase):
 
     @model_validator(mode="after")
     def _min_max(self) -> GpuPool:
-        if self.min_nodes > self.max_nodes:
-            raise ValueError(f"min_nodes {self.min_nodes} > max_nodes {self.max_nodes}")
-        return self
+        return _min_le_max(self, "min_nodes", "max_nodes")
 
     @property
     def machine_type(self) -> str:
@@ -766,8 +770,6 @@ def _cross_problems(cfg: StackConfig) -> Iterable[str]:
                         f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
                         "true if Google offers it there now)"
                     )
-        if isinstance(pool, TpuPool) and pool.slice.multi_host and pool.provisioning == "spot":
-            pass  # multi-host spot slices are allowed; they are preempted as a whole.
         if isinstance(pool, TpuPool) and cfg.cluster.min_master_version:
             need = pool.slice.generation.min_gke_version
             have = cfg.cluster.min_master_version
@@ -818,8 +820,6 @@ def _cross_problems(cfg: StackConfig) -> Iterable[str]:
                     f"{where}.max_replicas {mx} exceeds node pool {pool.name!r} capacity of "
                     f"{limit} {unit}"
                 )
-            if isinstance(pool, TpuPool | GpuPool) and (g.cpu or g.memory) is None:
-                pass
     if cfg.kuberay.mode == "helm" and not cfg.kuberay.tpu_webhook:
         users = [
             (f"ray_clusters[{rc.name}].worker_groups[{g.name}]", g.node_pool)
@@ -932,8 +932,7 @@ def nap_needs(cfg: StackConfig) -> dict[str, int]:
         else:
             needs["cpu"] += (pool.vcpus or 0) * pool.max_nodes
     sp = cfg.cluster.system_pool
-    m = re.search(r"-(\d+)$", sp.machine_type)
-    needs["cpu"] += (int(m.group(1)) if m else 0) * sp.max_nodes
+    needs["cpu"] += (vcpus_of(sp.machine_type) or 0) * sp.max_nodes
     return dict(needs)
 
 
