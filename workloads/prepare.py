@@ -36,11 +36,13 @@ Result: ``{"rows", "val_rows", "files", "bytes", "dataset", "skipped"}`` (skippe
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import sysconfig
 from collections.abc import Iterable
@@ -98,21 +100,51 @@ def list_corpus(
         return fs, os.path.dirname(base), [os.path.basename(base)], True
     if info.type != pafs.FileType.Directory:
         raise CorpusError(f"corpus {data!r} not found")
-    rels = []
-    for fi in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
-        if fi.type != pafs.FileType.File:
-            continue
-        rel = fi.path[len(base.rstrip("/")) + 1 :]
-        name_ok = fnmatch.fnmatch(rel, include) or (
-            "/" not in include and fnmatch.fnmatch(os.path.basename(rel), include)
-        )
-        if "**/" in include:
-            name_ok = name_ok or fnmatch.fnmatch(rel, include.replace("**/", ""))
-        if name_ok and not any(fnmatch.fnmatch(rel, x) for x in exclude):
-            rels.append(rel)
+    wanted = _matcher(include, exclude)
+    rels = [rel for rel in _walk(fs, base, exclude) if wanted(rel)]
     if not rels:
         raise CorpusError(f"corpus {data!r}: no files match include={include!r} exclude={exclude}")
     return fs, base, sorted(rels), False
+
+
+def _matcher(include: str, exclude: tuple[str, ...]):
+    """``rel -> bool``: ``include`` matches the relative path (or, for a pattern without ``/``,
+    its basename; ``**/`` also matches zero folders) and no ``exclude`` pattern matches it.
+    The patterns are :mod:`fnmatch` patterns (``*`` also matches ``/``), compiled once."""
+    inc = [include] + ([include.replace("**/", "")] if "**/" in include else [])
+    inc_re = re.compile("|".join(fnmatch.translate(p) for p in inc))
+    base_re = re.compile(fnmatch.translate(include)) if "/" not in include else None
+    exc_re = re.compile("|".join(fnmatch.translate(x) for x in exclude)) if exclude else None
+
+    def wanted(rel: str) -> bool:
+        ok = bool(inc_re.match(rel)) or bool(base_re and base_re.match(rel.rsplit("/", 1)[-1]))
+        return ok and not (exc_re and exc_re.match(rel))
+
+    return wanted
+
+
+def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
+    """Relative paths (``/``-separated) of every file under ``base``.
+
+    On a local filesystem, folders that an ``exclude`` pattern ending in ``*`` matches as
+    ``"<folder>/"`` are not entered at all (every file below would be excluded anyway), so
+    ``site-packages/*`` costs nothing however large ``site-packages`` is; symlinked folders are
+    not followed. Object stores (``gs://``) are listed recursively in one request stream.
+    """
+    import pyarrow.fs as pafs
+
+    if isinstance(fs, pafs.LocalFileSystem):
+        prune = [re.compile(fnmatch.translate(x)) for x in exclude if x.endswith("*")]
+        for root, dirs, files in os.walk(base):
+            rel_root = os.path.relpath(root, base).replace(os.sep, "/")
+            prefix = "" if rel_root == "." else rel_root + "/"
+            dirs[:] = [d for d in dirs if not any(p.match(f"{prefix}{d}/") for p in prune)]
+            yield from (prefix + f for f in files)
+        return
+    skip = len(base.rstrip("/")) + 1 if base.rstrip("/") else 0
+    for fi in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
+        if fi.type == pafs.FileType.File:
+            yield fi.path[skip:]
 
 
 def _digest(rel: str) -> int:
@@ -170,12 +202,13 @@ def windows(docs: list[bytes], context_length: int):
     """Cut ``doc + SEP`` concatenated into ``[n, context_length + 1]`` uint8 rows, stride L."""
     import numpy as np
 
-    stream = np.frombuffer(b"".join(d + bytes([SEPARATOR]) for d in docs), dtype=np.uint8)
+    sep = bytes([SEPARATOR])
+    stream = np.frombuffer(sep.join(docs) + sep, dtype=np.uint8) if docs else np.zeros(0, np.uint8)
     n = max(0, (len(stream) - 1) // context_length)
     if n == 0:
         return np.zeros((0, context_length + 1), dtype=np.uint8)
-    idx = np.arange(n)[:, None] * context_length + np.arange(context_length + 1)[None, :]
-    return stream[idx]
+    view = np.lib.stride_tricks.sliding_window_view(stream, context_length + 1)
+    return np.ascontiguousarray(view[: n * context_length : context_length])
 
 
 def write_shard(fs: Any, path: str, rows) -> None:
@@ -271,6 +304,28 @@ def _check(summary: dict[str, Any], explicit: bool, data: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def _shard_task_context():
+    """Let every shard task run at once, for the datasets built inside the block.
+
+    Each task writes its Parquet shard itself and returns one small summary row, so Ray Data's
+    object-store based scheduling (operator resource reservation and downstream-capacity
+    backpressure, see ``ray.data.DataContext``) has nothing to protect here; left on, on a
+    small node (2 CPUs) it runs the shard tasks one at a time (measured with Ray 2.60:
+    ``bench/prepare.py``). The previous settings are restored on exit.
+    """
+    import ray
+
+    ctx = ray.data.DataContext.get_current()
+    saved = ctx.op_resource_reservation_enabled, ctx.downstream_capacity_backpressure_ratio
+    ctx.op_resource_reservation_enabled = False
+    ctx.downstream_capacity_backpressure_ratio = None
+    try:
+        yield
+    finally:
+        ctx.op_resource_reservation_enabled, ctx.downstream_capacity_backpressure_ratio = saved
+
+
 def main(config: dict[str, Any]) -> dict[str, Any]:
     """Run the preparation with Ray Data; see the module docstring for keys and results."""
     import ray
@@ -324,8 +379,9 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         return out
 
     items = [{"group": g, "rels": json.dumps(rs)} for g, rs in sorted(groups.items())]
-    ds = ray.data.from_items(items, override_num_blocks=len(items))
-    results = ds.map_batches(work, batch_size=1, batch_format="numpy").take_all()
+    with _shard_task_context():
+        ds = ray.data.from_items(items, override_num_blocks=len(items))
+        results = ds.map_batches(work, batch_size=1, batch_format="numpy").take_all()
     summary = _summarize(results, dataset, config)
     try:
         _check(summary, explicit, data)
