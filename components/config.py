@@ -115,7 +115,7 @@ def _quantity(value: str, what: str) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
 
 # --------------------------------------------------------------------------------------- network
@@ -367,7 +367,7 @@ class GpuPool(_PoolBase):
     min_nodes: int = Field(0, ge=0)
     max_nodes: int = Field(1, ge=1)
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
     @model_validator(mode="after")
     def _min_max(self) -> GpuPool:
@@ -961,6 +961,19 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
     return ".".join(parts)
 
 
+def _type_hint(kind: str, value: Any) -> str:
+    """What to write instead, for the YAML mistakes strict validation rejects."""
+    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        return f" (YAML read a number; quote it: '{value}')"
+    if kind == "string_type" and isinstance(value, bool):
+        return " (YAML read a boolean; quote it)"
+    if kind in ("int_type", "float_type") and isinstance(value, str):
+        return " (write the number without quotes)"
+    if kind == "bool_type":
+        return " (write true or false, without quotes)"
+    return ""
+
+
 def format_validation_error(err: ValidationError, data: Any = None) -> list[str]:
     """One line per problem: ``<field path>: <message>`` (multi-line messages become several)."""
     lines: list[str] = []
@@ -975,7 +988,7 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
         elif e["type"] == "missing":
             msg = "required field is missing"
         elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
-            msg = f"{msg}; got {e.get('input')!r}"
+            msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
         for part in msg.split("\n"):
             part = part.replace("\r", " ")
             lines.append(f"{loc}: {part}" if loc else part)
@@ -1001,6 +1014,23 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
         raise ConfigError([str(e)], source) from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that rejects a key given twice in one mapping (plain YAML keeps the
+    last one silently; Pulumi's own YAML reader refuses such a stack file)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    problem=f"duplicate key {key!r} on line {key_node.start_mark.line + 1} "
+                    f"(first given on line {seen[key].line + 1}); keep one"
+                )
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
 def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]:
     """The project's keys from a ``Pulumi.<stack>.yaml`` text, prefix stripped.
 
@@ -1011,7 +1041,7 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
         StackFileError: not YAML, or not a ``config:`` mapping.
     """
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as e:
         raise StackFileError([f"not valid YAML: {e}"], source) from None
     if not isinstance(doc, Mapping) or not isinstance(doc.get("config"), Mapping):

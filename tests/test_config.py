@@ -315,6 +315,36 @@ def test_wrong_type_names_value() -> None:
     one_problem(d, "node_pools[cpu].max_nodes", "'lots'")
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "hint"),
+    [
+        (("node_pools", 0, "max_nodes"), True, "valid integer; got True"),
+        (("node_pools", 0, "max_nodes"), "4", "got '4' (write the number without quotes)"),
+        (("cluster", "deletion_protection"), "yes", "got 'yes' (write true or false"),
+        (("cluster", "deletion_protection"), 1, "valid boolean; got 1"),
+        (("kuberay", "chart_version"), 1.7, "got 1.7 (YAML read a number; quote it: '1.7')"),
+    ],
+)
+def test_values_of_the_wrong_yaml_type_are_not_coerced(path, value, hint) -> None:
+    d = base()
+    node = d
+    for key in path[:-1]:
+        node = node.setdefault(key, {}) if isinstance(key, str) else node[key]
+    node[path[-1]] = value
+    (msg,) = problems(d)
+    assert hint in msg, msg
+
+
+def test_yaml_loader_rejects_duplicate_keys_naming_both_lines() -> None:
+    text = "config:\n  ray-gke:cluster:\n    regional: true\n    regional: false\n"
+    with pytest.raises(
+        ConfigError, match=r"duplicate key 'regional' on line 4 \(first given on line 3\)"
+    ):
+        stack_data_from_yaml(text)
+    with pytest.raises(ConfigError, match="duplicate key 'ray-gke:zones' on line 3"):
+        stack_data_from_yaml("config:\n  ray-gke:zones: [a]\n  ray-gke:zones: [b]\n")
+
+
 def test_every_problem_listed_not_just_first() -> None:
     d = base()
     d["node_pools"][0]["name"] = "Bad"
