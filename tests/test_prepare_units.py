@@ -139,3 +139,19 @@ def test_shard_tasks_run_at_once_and_settings_are_restored(ray_cluster) -> None:
     assert (ctx.op_resource_reservation_enabled, ctx.downstream_capacity_backpressure_ratio) == (
         before
     )
+
+
+def test_a_folder_that_cannot_be_listed_is_named(tmp_path: Path, monkeypatch) -> None:
+    _tree(tmp_path)
+    real_scandir = os.scandir
+
+    def refuse(path="."):
+        if os.fspath(path).endswith("pkg"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    with pytest.raises(
+        ValueError, match=r"corpus folder '.*pkg' cannot be listed: Permission denied"
+    ):
+        list_corpus(str(tmp_path))

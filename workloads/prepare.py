@@ -130,12 +130,19 @@ def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
     ``"<folder>/"`` are not entered at all (every file below would be excluded anyway), so
     ``site-packages/*`` costs nothing however large ``site-packages`` is; symlinked folders are
     not followed. Object stores (``gs://``) are listed recursively in one request stream.
+
+    Raises:
+        CorpusError: a local folder cannot be listed (named in the message).
     """
     import pyarrow.fs as pafs
 
     if isinstance(fs, pafs.LocalFileSystem):
         prune = [re.compile(fnmatch.translate(x)) for x in exclude if x.endswith("*")]
-        for root, dirs, files in os.walk(base):
+
+        def unreadable(e: OSError) -> None:
+            raise CorpusError(f"corpus folder {e.filename!r} cannot be listed: {e.strerror}")
+
+        for root, dirs, files in os.walk(base, onerror=unreadable):
             rel_root = os.path.relpath(root, base).replace(os.sep, "/")
             prefix = "" if rel_root == "." else rel_root + "/"
             dirs[:] = [d for d in dirs if not any(p.match(f"{prefix}{d}/") for p in prune)]
