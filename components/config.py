@@ -25,10 +25,10 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -963,15 +963,24 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
 
 def _type_hint(kind: str, value: Any) -> str:
     """What to write instead, for the YAML mistakes strict validation rejects."""
-    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
-        return f" (YAML read a number; quote it: '{value}')"
-    if kind == "string_type" and isinstance(value, bool):
-        return " (YAML read a boolean; quote it)"
+    if kind == "string_type" and isinstance(value, int | float | bool | date):
+        what = {bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a date")
+        return f" (YAML read {what}; put the value in quotes as you wrote it)"
     if kind in ("int_type", "float_type") and isinstance(value, str):
         return " (write the number without quotes)"
     if kind == "bool_type":
         return " (write true or false, without quotes)"
     return ""
+
+
+_BOUND_ERRORS = {
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "too_short",
+    "too_long",
+}
 
 
 def format_validation_error(err: ValidationError, data: Any = None) -> list[str]:
@@ -987,6 +996,13 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
             msg = f"unknown key {str(e['loc'][-1])!r} (check its spelling; extra keys are rejected)"
         elif e["type"] == "missing":
             msg = "required field is missing"
+        elif e["type"] == "union_tag_invalid":
+            msg = (
+                f"kind {e.get('ctx', {}).get('tag')!r} is not a node pool kind: leave kind out (or "
+                "write cpu) for a CPU pool, and give a tpu: or gpu: block for an accelerator pool"
+            )
+        elif e["type"] in _BOUND_ERRORS:
+            msg = f"{msg}; got {e.get('input')!r}"
         elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
             msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
         for part in msg.split("\n"):
@@ -1014,21 +1030,34 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
         raise ConfigError([str(e)], source) from None
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that rejects a key given twice in one mapping (plain YAML keeps the
-    last one silently; Pulumi's own YAML reader refuses such a stack file)."""
+def read_stack_yaml(text: str, source: str | None = None) -> Any:
+    """Parse a stack file the way Pulumi does: YAML 1.2 (``yes``/``on`` are strings, ``23:30``
+    is not a number, ``010`` is ten), merge keys (``<<: *anchor``) allowed, and a key given twice
+    in one mapping refused. Uses ``ruamel.yaml`` (YAML 1.2 core schema; PyYAML reads YAML 1.1).
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Mark] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    problem=f"duplicate key {key!r} on line {key_node.start_mark.line + 1} "
-                    f"(first given on line {seen[key].line + 1}); keep one"
-                )
-            seen[key] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
+    Raises:
+        ConfigError: a key is given twice (both places named).
+        StackFileError: the text is not YAML.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except DuplicateKeyError as e:
+        at, first = e.problem_mark, e.context_mark
+        where = f"line {at.line + 1} column {at.column + 1}" if at else "?"
+        was = f" (in the mapping that starts at line {first.line + 1})" if first else ""
+        problem = (e.problem or "duplicate key").split(" with value")[0].replace('"', "'")
+        problem = problem.removeprefix("found ")
+        raise ConfigError([f"{problem} at {where}{was}; keep one"], source) from None
+    except MarkedYAMLError as e:
+        at = f" at line {e.problem_mark.line + 1}" if e.problem_mark else ""
+        problem = " ".join(str(x) for x in (e.context, e.problem) if x)
+        raise StackFileError([f"not valid YAML{at}: {problem}"], source) from None
+    except YAMLError as e:
+        raise StackFileError([f"not valid YAML: {e}"], source) from None
 
 
 def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]:
@@ -1039,11 +1068,9 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
 
     Raises:
         StackFileError: not YAML, or not a ``config:`` mapping.
+        ConfigError: a key given twice (see :func:`read_stack_yaml`).
     """
-    try:
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as e:
-        raise StackFileError([f"not valid YAML: {e}"], source) from None
+    doc = read_stack_yaml(text, source)
     if not isinstance(doc, Mapping) or not isinstance(doc.get("config"), Mapping):
         raise StackFileError(["expected a top-level 'config:' mapping (Pulumi stack file)"], source)
     data: dict[str, Any] = {}

@@ -38,7 +38,7 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.config import PROJECT_NAMESPACE
+from components.config import PROJECT_NAMESPACE, read_stack_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
@@ -231,7 +231,7 @@ def config_entries(data: dict[str, Any], gcp: dict[str, Any] | None = None) -> d
 
 def read_stack_config(path: Path) -> dict[str, str]:
     """All ``config:`` entries of a ``Pulumi.<stack>.yaml`` file, as Pulumi passes them."""
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = read_stack_yaml(path.read_text(), str(path)) or {}
     out: dict[str, str] = {}
     for k, v in (doc.get("config") or {}).items():
         if isinstance(v, dict) and set(v) == {"value"}:

@@ -12,6 +12,7 @@ import pytest
 from components.config import (
     ConfigError,
     GpuPool,
+    StackFileError,
     TpuPool,
     load_stack_file,
     nap_needs,
@@ -322,7 +323,8 @@ def test_wrong_type_names_value() -> None:
         (("node_pools", 0, "max_nodes"), "4", "got '4' (write the number without quotes)"),
         (("cluster", "deletion_protection"), "yes", "got 'yes' (write true or false"),
         (("cluster", "deletion_protection"), 1, "valid boolean; got 1"),
-        (("kuberay", "chart_version"), 1.7, "got 1.7 (YAML read a number; quote it: '1.7')"),
+        (("kuberay", "chart_version"), 1.1, "got 1.1 (YAML read a number; put the value in quotes"),
+        (("labels",), {"team": True}, "got True (YAML read a boolean; put the value in quotes"),
     ],
 )
 def test_values_of_the_wrong_yaml_type_are_not_coerced(path, value, hint) -> None:
@@ -335,14 +337,56 @@ def test_values_of_the_wrong_yaml_type_are_not_coerced(path, value, hint) -> Non
     assert hint in msg, msg
 
 
-def test_yaml_loader_rejects_duplicate_keys_naming_both_lines() -> None:
+def test_yaml_loader_rejects_duplicate_keys_naming_both_places() -> None:
     text = "config:\n  ray-gke:cluster:\n    regional: true\n    regional: false\n"
-    with pytest.raises(
-        ConfigError, match=r"duplicate key 'regional' on line 4 \(first given on line 3\)"
-    ):
+    with pytest.raises(ConfigError) as exc:
         stack_data_from_yaml(text)
-    with pytest.raises(ConfigError, match="duplicate key 'ray-gke:zones' on line 3"):
-        stack_data_from_yaml("config:\n  ray-gke:zones: [a]\n  ray-gke:zones: [b]\n")
+    assert not isinstance(exc.value, StackFileError), "a config mistake (exit 1), not unreadable"
+    (msg,) = exc.value.problems
+    assert (
+        "duplicate key 'regional' at line 4 column 5 (in the mapping that starts at line 3)" in msg
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"1 problem\(s\):\nduplicate key 'a' at line 2 column 26 \(in the mapping that starts at line 2\)",
+    ):
+        stack_data_from_yaml("config:\n  ray-gke:labels: {a: x, a: y}\n")
+
+
+def _stack_yaml(body: str) -> str:
+    return "config:\n" + "".join(f"  {line}\n" for line in body.strip("\n").split("\n"))
+
+
+def test_yaml_is_read_as_pulumi_reads_it_yaml_1_2() -> None:
+    data = stack_data_from_yaml(
+        _stack_yaml(
+            "ray-gke:labels: {a: yes, b: on, c: 23:30}\n"
+            "ray-gke:cluster: {deletion_protection: false}\n"
+            "ray-gke:local: {workers: 010}"
+        )
+    )
+    # YAML 1.1 (PyYAML) would give True, True, 1410 and 8.
+    assert data["labels"] == {"a": "yes", "b": "on", "c": "23:30"}
+    assert data["cluster"] == {"deletion_protection": False}
+    assert data["local"] == {"workers": 10}
+
+
+def test_yaml_merge_keys_and_anchors_are_accepted() -> None:
+    text = _stack_yaml(
+        "ray-gke:node_pools:\n"
+        "  - &cpu {name: cpu-a, machine_type: n2-standard-8, max_nodes: 4}\n"
+        "  - <<: *cpu\n"
+        "    name: cpu-b"
+    )
+    pools = stack_data_from_yaml(text)["node_pools"]
+    assert pools[1] == {"name": "cpu-b", "machine_type": "n2-standard-8", "max_nodes": 4}
+
+
+def test_spot_yes_is_refused_as_pulumi_would_read_it() -> None:
+    d = base()
+    d.update(stack_data_from_yaml(_stack_yaml("ray-gke:cluster: {deletion_protection: yes}")))
+    (msg,) = problems(d)
+    assert "cluster.deletion_protection" in msg and "got 'yes' (write true or false" in msg
 
 
 def test_every_problem_listed_not_just_first() -> None:
@@ -447,3 +491,12 @@ def test_yaml_loader_rejects_unknown_namespaces_and_conflicting_gcp_keys() -> No
         "gcp:project 'other-one' differs from ray-gke:project 'mine-123'" in exc.value.problems[0]
     )
     assert stack_data_from_yaml("config:\n  pulumi:tags: {a: b}\n  kubernetes:context: x\n") == {}
+
+
+def test_bound_errors_name_the_value_and_unknown_pool_kind_says_what_exists() -> None:
+    d = base()
+    d["node_pools"][0]["max_nodes"] = -4
+    one_problem(d, "node_pools[cpu].max_nodes", "greater than or equal to 1; got -4")
+    d = base()
+    d["node_pools"][0]["kind"] = "cpuu"
+    one_problem(d, "node_pools[cpu]: kind 'cpuu' is not a node pool kind", "tpu: or gpu: block")
