@@ -82,12 +82,19 @@ def make_corpus(src: str, copies: int, dst: str) -> str:
     return dst
 
 
+def positive(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return int(text)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=None, help="corpus (default: the stdlib sources)")
-    p.add_argument("--copies", type=int, default=4, help="copies of the corpus to measure on")
-    p.add_argument("--num-cpus", type=int, default=os.cpu_count() or 2)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--copies", type=positive, default=4, help="copies of the corpus to measure on")
+    p.add_argument("--num-cpus", type=positive, default=os.cpu_count() or 2)
+    p.add_argument("--repeats", type=positive, default=5)
     p.add_argument("--context-length", type=int, default=256)
     p.add_argument("--num-shards", type=int, default=8)
     args = p.parse_args()

@@ -155,3 +155,24 @@ def test_a_folder_that_cannot_be_listed_is_named(tmp_path: Path, monkeypatch) ->
         ValueError, match=r"corpus folder '.*pkg' cannot be listed: Permission denied"
     ):
         list_corpus(str(tmp_path))
+
+
+def test_symlinked_folders_are_followed_once_and_non_files_left_out(tmp_path: Path) -> None:
+    root, outside = tmp_path / "c", tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "o.py").write_text("x = 1\n")
+    (root / "sub").mkdir(parents=True)
+    (root / "a.py").write_text("a = 1\n")
+    (root / "linkdir").symlink_to(outside)
+    (root / "sub" / "loop").symlink_to(root)  # a cycle
+    (root / ".#lock.py").symlink_to(tmp_path / "nonexistent")  # an editor's lock: dangling
+    os.mkfifo(root / "fifo.py")
+    _fs, _base, rels, _ = list_corpus(str(root), "*.py", ())
+    assert rels == ["a.py", "linkdir/deep/o.py"]
+
+
+def test_relative_glob_and_single_exclude_string(tmp_path: Path, monkeypatch) -> None:
+    _tree(tmp_path)
+    monkeypatch.chdir(tmp_path / "pkg")
+    _fs, base, rels, _ = list_corpus("*.py", "*.py", "sub/*")
+    assert (base, rels) == (str(tmp_path / "pkg"), ["b.py"])

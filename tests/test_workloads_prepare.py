@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,18 @@ def test_small_corpus_always_gets_a_validation_split(ray_cluster, tmp_path: Path
         (src / n).write_text("".join(f"def g{j}(x):\n    return x + {j}\n" for j in range(60)))
     out = main({"data": str(src), "dataset": str(tmp_path / "ds"), "context_length": 64})
     assert out["files"] == 3 and out["val_rows"] > 0 and out["rows"] > 0
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_naming_it(ray_cluster, tmp_path: Path) -> None:
+    from workloads import prepare
+
+    corpus = _corpus(tmp_path / "c", n=6)
+    bad = os.path.join(os.fsencode(corpus), b"bad-\xff.py")
+    with open(bad, "wb") as f:
+        f.write(b"x = 1\n" * 100)
+    out = prepare.main({"data": str(corpus), "dataset": str(tmp_path / "ds"), "context_length": 32})
+    assert out["files"] == 6 and out["skipped"] == 1
+    manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
+    assert manifest["skipped"] == [
+        ["bad-\\udcff.py", "file name is not UTF-8 (rename it to read it)"]
+    ]

@@ -86,12 +86,14 @@ def list_corpus(
     import pyarrow.fs as pafs
 
     data = data or default_corpus()
-    exclude = tuple(exclude or ())
+    exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude or ())
     if _has_glob(data):
         head, pattern = [], []
         for part in data.split("/"):
             (pattern if pattern or _has_glob(part) else head).append(part)
-        base_uri, include = "/".join(head) or "/", "/".join(pattern)
+        # "/*.txt" -> base "/"; "*.txt" -> the current folder
+        base_uri = "/".join(head) or ("/" if head else ".")
+        include = "/".join(pattern)
     else:
         base_uri = data
     fs, base = resolve_fs(base_uri)
@@ -128,8 +130,10 @@ def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
 
     On a local filesystem, folders that an ``exclude`` pattern ending in ``*`` matches as
     ``"<folder>/"`` are not entered at all (every file below would be excluded anyway), so
-    ``site-packages/*`` costs nothing however large ``site-packages`` is; symlinked folders are
-    not followed. Object stores (``gs://``) are listed recursively in one request stream.
+    ``site-packages/*`` costs nothing however large ``site-packages`` is. Symlinked folders are
+    followed (each real folder once, so a link cycle ends); only regular files are listed, so a
+    dangling symlink (an editor's ``.#lock``) or a FIFO is left out. Object stores (``gs://``)
+    are listed recursively in one request stream.
 
     Raises:
         CorpusError: a local folder cannot be listed (named in the message).
@@ -142,11 +146,28 @@ def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
         def unreadable(e: OSError) -> None:
             raise CorpusError(f"corpus folder {e.filename!r} cannot be listed: {e.strerror}")
 
-        for root, dirs, files in os.walk(base, onerror=unreadable):
+        def first_visit(path: str) -> bool:
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                unreadable(e)
+            if (st.st_dev, st.st_ino) in seen:
+                return False
+            seen.add((st.st_dev, st.st_ino))
+            return True
+
+        seen: set[tuple[int, int]] = set()
+        first_visit(base)
+        for root, dirs, files in os.walk(base, onerror=unreadable, followlinks=True):
             rel_root = os.path.relpath(root, base).replace(os.sep, "/")
             prefix = "" if rel_root == "." else rel_root + "/"
-            dirs[:] = [d for d in dirs if not any(p.match(f"{prefix}{d}/") for p in prune)]
-            yield from (prefix + f for f in files)
+            dirs[:] = [
+                d
+                for d in dirs
+                if not any(p.match(f"{prefix}{d}/") for p in prune)
+                and first_visit(os.path.join(root, d))
+            ]
+            yield from (prefix + f for f in files if os.path.isfile(os.path.join(root, f)))
         return
     skip = len(base.rstrip("/")) + 1 if base.rstrip("/") else 0
     for fi in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
@@ -155,7 +176,10 @@ def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
 
 
 def _digest(rel: str) -> int:
-    return int.from_bytes(hashlib.sha256(rel.encode("utf-8")).digest()[:8], "big")
+    # surrogateescape: a file name that is not UTF-8 hashes as the bytes it has on disk
+    return int.from_bytes(
+        hashlib.sha256(rel.encode("utf-8", "surrogateescape")).digest()[:8], "big"
+    )
 
 
 def group_of(rel: str, val_fraction: float, num_shards: int) -> str:
@@ -370,6 +394,10 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
                 try:
                     with rfs.open_input_stream(f"{rbase.rstrip('/')}/{rel}") as f:
                         blob = f.read()
+                except UnicodeEncodeError:  # pyarrow takes UTF-8 paths only
+                    shown = rel.encode("utf-8", "backslashreplace").decode()
+                    skipped.append([shown, "file name is not UTF-8 (rename it to read it)"])
+                    continue
                 except OSError as e:
                     raise CorpusError(f"corpus file {rel!r} under {base_uri}: {e}") from e
                 why = text_problem(blob)
