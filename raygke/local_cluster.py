@@ -304,7 +304,11 @@ def _launch(
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{name}.log"
     cmd = [*ray_command(), "start", "--block", *args, "--num-cpus", str(num_cpus)]
-    cmd += ["--node-name", name, "--temp-dir", target.ray_temp_dir, "--disable-usage-stats"]
+    # Each node gets its own temp dir: nodes sharing one also share its session log folder,
+    # and every node's log monitor then forwards every worker's log line (each line printed
+    # once per node).
+    temp_dir = target.ray_temp_dir if role == "head" else f"{target.ray_temp_dir}-{name}"
+    cmd += ["--node-name", name, "--temp-dir", temp_dir, "--disable-usage-stats"]
     if resources:
         cmd += ["--resources", json.dumps(dict(resources), sort_keys=True)]
     if labels:

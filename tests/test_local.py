@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -181,7 +182,8 @@ def test_up_records_separate_nodes_on_localhost(cluster) -> None:
         cmd = n["command"]
         assert cmd[cmd.index("--node-ip-address") + 1] == "127.0.0.1"
         assert cmd[cmd.index("--num-cpus") + 1] == "1"
-        assert cmd[cmd.index("--temp-dir") + 1] == state["ray_temp_dir"], "own Ray temp dir"
+        own = state["ray_temp_dir"] + ("" if n["role"] == "head" else f"-{n['name']}")
+        assert cmd[cmd.index("--temp-dir") + 1] == own, "own Ray temp dir per node"
     head = state["nodes"][0]["command"]
     assert head[head.index("--dashboard-host") + 1] == "127.0.0.1"
     assert {6379, 8265, 10001}.isdisjoint(
@@ -233,6 +235,50 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     datasets = Path(cluster["state"]["buckets"]["datasets"])
     assert (datasets / lj.dataset_name(str(corpus))).is_dir()
     assert RESULT_PREFIX.strip() in r.stdout, "the job's log is streamed"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_task_log_line_reaches_the_job_log_once(cluster) -> None:
+    """One line per print on every node (nodes sharing a log folder forwarded each line twice)."""
+    state = cluster["state"]
+    job_code = (
+        "import ray\n"
+        "ray.init()\n"
+        "@ray.remote(num_cpus=1, scheduling_strategy='SPREAD')\n"
+        "def hello(i):\n"
+        "    print(f'hello-from-task-{i}', flush=True)\n"
+        "    return ray.get_runtime_context().get_node_id()\n"
+        "print('nodes', len(set(ray.get([hello.remote(i) for i in range(4)]))))\n"
+    )
+    env_vars = {"RAY_ADDRESS": state["address"], "RAY_DEDUP_LOGS": "0"}
+    submit = (
+        "import time\n"
+        "from ray.job_submission import JobSubmissionClient\n"
+        f"c = JobSubmissionClient({state['dashboard_url']!r})\n"
+        f"job = c.submit_job(entrypoint={f'{sys.executable} -c {shlex.quote(job_code)}'!r}, "
+        f"runtime_env={{'env_vars': {env_vars!r}}})\n"
+        "while not c.get_job_status(job).is_terminal():\n"
+        "    time.sleep(0.5)\n"
+        "# the log monitors forward task output asynchronously: wait for every line, then a\n"
+        "# little longer for any second copy\n"
+        "deadline = time.monotonic() + 60\n"
+        "while time.monotonic() < deadline and not all(\n"
+        "    f'hello-from-task-{i}' in c.get_job_logs(job) for i in range(4)):\n"
+        "    time.sleep(0.5)\n"
+        "time.sleep(3)\n"
+        "print(c.get_job_status(job).value)\n"
+        "print(c.get_job_logs(job))\n"
+    )
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": state["token_file"]}
+    env.pop("RAY_ADDRESS", None)
+    r = subprocess.run(
+        [sys.executable, "-c", submit], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert r.returncode == 0 and r.stdout.startswith("SUCCEEDED"), r.stdout + r.stderr
+    assert "nodes 2" in r.stdout, r.stdout
+    for i in range(4):
+        assert sum(f"hello-from-task-{i}" in ln for ln in r.stdout.splitlines()) == 1, r.stdout
 
 
 @pytest.mark.ray
