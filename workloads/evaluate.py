@@ -4,11 +4,12 @@ Runs driver-side (no Ray Train): the validation split is read from
 ``<dataset>/validation/*.parquet`` in file-name order (deterministic), at most ``max_val_rows``
 rows (0 = all), and scored with the same loss as training (mean next-byte cross-entropy over
 ``[B, context_length]`` targets). The sample continues ``prompt`` for ``sample_bytes`` bytes,
-greedy when ``temperature`` is 0, else sampled with a ``torch.Generator`` seeded by ``seed``.
+sampled at ``temperature`` with a ``torch.Generator`` seeded by ``seed`` (so a run repeats
+exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
 
 Config keys: ``dataset``, ``checkpoint`` (a checkpoint directory; None = newest valid under
 ``<storage_path>/<name>``), ``storage_path``, ``name``, ``prompt`` ("def "), ``sample_bytes``
-(200), ``temperature`` (0.0), ``seed`` (0), ``batch_size`` (32), ``max_val_rows`` (1024).
+(200), ``temperature`` (0.6), ``seed`` (0), ``batch_size`` (32), ``max_val_rows`` (1024).
 Result: ``{"val_loss", "val_bytes", "sample", "checkpoint", "step"}``.
 
 Raises:
@@ -111,7 +112,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         model,
         str(config.get("prompt", "def ")),
         int(config.get("sample_bytes", 200)),
-        float(config.get("temperature", 0.0)),
+        float(config.get("temperature", 0.6)),
         int(config.get("seed", 0)),
     )
     return {
