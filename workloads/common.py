@@ -195,3 +195,38 @@ def report_step(
             )
     elif log_every and step % log_every == 0:
         ray.train.report(dict(metrics))
+
+
+def with_absolute_storage(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a trainer config whose local ``storage_path`` is absolute (Ray Train resolves
+    relative paths against each worker's own working directory)."""
+    path = config.get("storage_path")
+    if path and "://" not in str(path):
+        return {**config, "storage_path": os.path.abspath(str(path))}
+    return dict(config)
+
+
+def run_config(config: Mapping[str, Any]):
+    """``ray.train.RunConfig`` of both trainers: ``name``, ``storage_path``, ``max_failures``
+    (default 0) and ``keep_checkpoints`` (None = keep all) from the config."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig
+
+    return RunConfig(
+        name=str(config["name"]),
+        storage_path=str(config["storage_path"]),
+        failure_config=FailureConfig(max_failures=int(config.get("max_failures", 0))),
+        checkpoint_config=CheckpointConfig(num_to_keep=config.get("keep_checkpoints")),
+    )
+
+
+def fit_summary(result: Any) -> dict[str, Any]:
+    """The result keys both trainers return, from a ``ray.train.Result``: ``steps``,
+    ``first_loss``, ``last_loss``, ``tokens_per_s`` and ``checkpoint`` (path or None)."""
+    m = result.metrics or {}
+    return {
+        "steps": int(m.get("step", 0)),
+        "first_loss": m.get("first_loss"),
+        "last_loss": m.get("loss"),
+        "tokens_per_s": m.get("tokens_per_s"),
+        "checkpoint": result.checkpoint.path if result.checkpoint else None,
+    }

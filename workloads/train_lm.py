@@ -40,10 +40,13 @@ from typing import Any
 
 from workloads.common import (
     ensure_ray,
+    fit_summary,
     join,
     report_step,
     restore_checkpoint,
     run_cli,
+    run_config,
+    with_absolute_storage,
     with_model_defaults,
 )
 from workloads.registry import get_workload
@@ -164,7 +167,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 def build_trainer(config: dict[str, Any]):
     """The configured ``TorchTrainer`` (not yet fitted)."""
     import ray.data
-    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train import ScalingConfig
     from ray.train.torch import TorchTrainer
 
     config = with_model_defaults(config)
@@ -181,12 +184,7 @@ def build_trainer(config: dict[str, Any]):
             use_gpu=use_gpu,
             resources_per_worker=resources,
         ),
-        run_config=RunConfig(
-            name=str(config["name"]),
-            storage_path=str(config["storage_path"]),
-            failure_config=FailureConfig(max_failures=int(config["max_failures"])),
-            checkpoint_config=CheckpointConfig(num_to_keep=config.get("keep_checkpoints")),
-        ),
+        run_config=run_config(config),
         datasets={"train": train_ds},
     )
 
@@ -199,17 +197,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """
     config = get_workload("train_lm").config(config)
     ensure_ray()
-    if config.get("storage_path") and "://" not in str(config["storage_path"]):
-        config = {**config, "storage_path": os.path.abspath(str(config["storage_path"]))}
-    result = build_trainer(config).fit()
-    m = result.metrics or {}
-    return {
-        "steps": int(m.get("step", 0)),
-        "first_loss": m.get("first_loss"),
-        "last_loss": m.get("loss"),
-        "tokens_per_s": m.get("tokens_per_s"),
-        "checkpoint": result.checkpoint.path if result.checkpoint else None,
-    }
+    return fit_summary(build_trainer(with_absolute_storage(config)).fit())
 
 
 if __name__ == "__main__":

@@ -63,10 +63,13 @@ from typing import Any
 
 from workloads.common import (
     ensure_ray,
+    fit_summary,
     join,
     report_step,
     restore_checkpoint,
     run_cli,
+    run_config,
+    with_absolute_storage,
     with_model_defaults,
 )
 
@@ -283,7 +286,7 @@ def scaling_kwargs(config: dict[str, Any]) -> dict[str, Any]:
 def build_trainer(config: dict[str, Any]):
     """The configured ``JaxTrainer`` (not yet fitted)."""
     import ray.data
-    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train import ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
     config = with_model_defaults(config)
@@ -292,12 +295,7 @@ def build_trainer(config: dict[str, Any]):
         train_loop_per_worker,
         train_loop_config=config,
         scaling_config=ScalingConfig(**scaling_kwargs(config)),
-        run_config=RunConfig(
-            name=str(config["name"]),
-            storage_path=str(config["storage_path"]),
-            failure_config=FailureConfig(max_failures=int(config.get("max_failures", 0))),
-            checkpoint_config=CheckpointConfig(num_to_keep=config.get("keep_checkpoints")),
-        ),
+        run_config=run_config(config),
         datasets={"train": train_ds},
     )
 
@@ -312,21 +310,11 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
 
     owns_ray = not ray.is_initialized()
     ensure_ray()
-    if config.get("storage_path") and "://" not in str(config["storage_path"]):
-        config = {**config, "storage_path": os.path.abspath(str(config["storage_path"]))}
-    result = build_trainer(config).fit()
-    m = result.metrics or {}
+    result = build_trainer(with_absolute_storage(config)).fit()
     if owns_ray:  # stop the worker-log stream so RAYGKE_RESULT really is the last stdout line
         ray.shutdown()
-    return {
-        "steps": int(m.get("step", 0)),
-        "first_loss": m.get("first_loss"),
-        "last_loss": m.get("loss"),
-        "tokens_per_s": m.get("tokens_per_s"),
-        "mfu": m.get("mfu"),
-        "devices": m.get("devices"),
-        "checkpoint": result.checkpoint.path if result.checkpoint else None,
-    }
+    m = result.metrics or {}
+    return {**fit_summary(result), "mfu": m.get("mfu"), "devices": m.get("devices")}
 
 
 if __name__ == "__main__":
