@@ -2,13 +2,11 @@
 
 Order: network and security (KMS, service accounts) -> cluster -> node pools and buckets ->
 workload access (Workload Identity, bucket roles, secrets) -> KubeRay (provider, namespace, KSAs,
-operator) -> Ray resources (RayClusters, RayJobs) when :mod:`components.rayresources` exists.
+operator) -> Ray resources (RayClusters, RayJobs).
 Stack outputs are documented in ``docs/outputs.md``.
 """
 
 from __future__ import annotations
-
-import importlib.util
 
 import pulumi
 
@@ -19,7 +17,8 @@ from components.kuberay import KubeRay, KubeRayArgs
 from components.network import Network, NetworkArgs
 from components.nodepool import NodePool, NodePoolArgs
 from components.nodepools import node_pool_specs
-from components.outputs import accelerator_summary, ray_cluster_addresses
+from components.outputs import accelerator_summary
+from components.rayresources import RayResources
 from components.security import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
 from components.storage import Storage, StorageArgs
 
@@ -82,20 +81,15 @@ kuberay = KubeRay(
     ),
 )
 
-ray_clusters = ray_cluster_addresses(cfg)
-if importlib.util.find_spec("components.rayresources") is not None:
-    from components.rayresources import RayResources
-
-    ray = RayResources(
-        "ray",
-        cfg,
-        provider=kuberay.provider,
-        artifacts_bucket=storage.buckets["artifacts"],
-        depends_on=[*kuberay.ready, cluster],
-    )
-    ray_clusters = ray.ray_clusters
-    pulumi.export("ray_jobs", ray.jobs)
-    pulumi.export("workloads_working_dir", ray.working_dir)
+ray = RayResources(
+    "ray",
+    cfg,
+    provider=kuberay.provider,
+    artifacts_bucket=storage.buckets["artifacts"],
+    depends_on=[*kuberay.ready, cluster],
+)
+pulumi.export("ray_jobs", ray.jobs)
+pulumi.export("workloads_working_dir", ray.working_dir)
 
 pulumi.export("cluster_name", cluster.name)
 pulumi.export("cluster_location", cluster.location)
@@ -107,5 +101,5 @@ pulumi.export("service_accounts", {k: v.email for k, v in security.gsas.items()}
 pulumi.export("node_service_account", security.node_sa.email)
 pulumi.export("namespace", kuberay.namespace.metadata.apply(lambda m: m.name))
 pulumi.export("kuberay_mode", cfg.kuberay.mode)
-pulumi.export("ray_clusters", ray_clusters)
+pulumi.export("ray_clusters", ray.ray_clusters)
 pulumi.export("node_pools", accelerator_summary(cfg))

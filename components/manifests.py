@@ -46,7 +46,6 @@ from typing import Any
 import yaml
 
 from components import catalog
-from components.archive import working_dir_uri as _working_dir_uri  # noqa: F401 (re-export)
 from components.config import (
     CpuPool,
     GpuPool,

@@ -7,29 +7,6 @@ from typing import Any
 from components.config import GpuPool, StackConfig, TpuPool
 from components.nodepools import specs_for_pool
 
-# KubeRay names the head Service ``<raycluster>-head-svc``; the dashboard listens on 8265 and the
-# Ray client server on 10001 (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html).
-DASHBOARD_PORT = 8265
-CLIENT_PORT = 10001
-
-
-def ray_cluster_addresses(cfg: StackConfig) -> dict[str, dict[str, str]]:
-    """RayCluster name -> ``{"dashboard", "client"}`` in-cluster addresses (the fallback when
-    :mod:`components.rayresources` is absent; it computes the same).
-
-    The head Service is ClusterIP: the addresses resolve inside the cluster only (``kubectl
-    port-forward`` from outside).
-    """
-    ns = cfg.kuberay.namespace
-    out: dict[str, dict[str, str]] = {}
-    for rc in cfg.ray_clusters:
-        host = f"{rc.name}-head-svc.{ns}.svc.cluster.local"
-        out[rc.name] = {
-            "dashboard": f"http://{host}:{DASHBOARD_PORT}",
-            "client": f"ray://{host}:{CLIENT_PORT}",
-        }
-    return out
-
 
 def accelerator_summary(cfg: StackConfig) -> dict[str, dict[str, Any]]:
     """Config pool name -> accelerator summary.
