@@ -180,19 +180,26 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
     )
 
 
+def _pool_specs(cfg: StackConfig, pool: CpuPool | TpuPool | GpuPool) -> list[NodePoolSpec]:
+    """The GKE node pools made from one config pool (several for multi-host TPU slices)."""
+    if isinstance(pool, TpuPool):
+        return _tpu(cfg, pool)
+    if isinstance(pool, GpuPool):
+        return [_gpu(cfg, pool)]
+    return [_cpu_like(cfg, pool, pool.name, "cpu")]
+
+
 def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
     """Every GKE node pool of the stack, the system pool first, in config order."""
     specs = [_cpu_like(cfg, cfg.cluster.system_pool, "system", "system")]
     for pool in cfg.node_pools:
-        if isinstance(pool, TpuPool):
-            specs.extend(_tpu(cfg, pool))
-        elif isinstance(pool, GpuPool):
-            specs.append(_gpu(cfg, pool))
-        else:
-            specs.append(_cpu_like(cfg, pool, pool.name, "cpu"))
+        specs.extend(_pool_specs(cfg, pool))
     return specs
 
 
 def specs_for_pool(cfg: StackConfig, pool_name: str) -> list[NodePoolSpec]:
-    """The GKE node pools made from one config pool (several for multi-host TPU slices)."""
-    return [s for s in node_pool_specs(cfg) if s.pool == pool_name]
+    """The GKE node pools made from one config pool (several for multi-host TPU slices);
+    ``"system"`` gives the system pool, an unknown name ``[]``."""
+    if pool_name == "system":
+        return [_cpu_like(cfg, cfg.cluster.system_pool, "system", "system")]
+    return [s for p in cfg.node_pools if p.name == pool_name for s in _pool_specs(cfg, p)]
