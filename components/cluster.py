@@ -23,6 +23,7 @@ import pulumi_gcp as gcp
 
 from components import catalog
 from components.config import StackConfig, nap_needs
+from components.naming import workload_pool
 from components.security import CLOUD_PLATFORM_SCOPE
 
 _ACCELERATOR_TYPES = frozenset(catalog.NAP_RESOURCE_TYPES) - {"cpu", "memory"}
@@ -54,11 +55,6 @@ def nap_resource_limits(cfg: StackConfig) -> list[dict[str, object]]:
             }
         )
     return out
-
-
-def workload_pool(cfg: StackConfig) -> str:
-    """The Workload Identity pool ``<project>.svc.id.goog``."""
-    return f"{cfg.project}.svc.id.goog"
 
 
 @dataclass

@@ -811,7 +811,7 @@ def _cross_problems(cfg: StackConfig) -> Iterable[str]:
                 )
                 continue
             limit = pool_capacity(pool)
-            mx = g.max_replicas if g.max_replicas is not None else limit
+            mx = group_max_replicas(pool, g)
             if g.min_replicas > mx:
                 yield f"{where}: min_replicas {g.min_replicas} > max_replicas {mx}"
             if mx > limit:
@@ -911,6 +911,12 @@ def _workload_problem(name: str) -> str | None:
 def pool_capacity(pool: CpuPool | TpuPool | GpuPool) -> int:
     """Most replicas a worker group on ``pool`` can have: slices for TPU pools, nodes otherwise."""
     return pool.max_slices if isinstance(pool, TpuPool) else pool.max_nodes
+
+
+def group_max_replicas(pool: CpuPool | TpuPool | GpuPool, group: WorkerGroupConfig) -> int:
+    """``maxReplicas`` of a worker group: its ``max_replicas``, else the pool's capacity (slices
+    for TPU pools, nodes otherwise)."""
+    return group.max_replicas if group.max_replicas is not None else pool_capacity(pool)
 
 
 def nap_needs(cfg: StackConfig) -> dict[str, int]:

@@ -46,7 +46,7 @@ def service_account_member(cfg: StackConfig, identity: str) -> str:
 
 def node_service_account_email(cfg: StackConfig) -> str:
     """Email of the nodes' service account."""
-    return f"{node_service_account_id(cfg)}@{cfg.project}.iam.gserviceaccount.com"
+    return gsa_email(cfg, node_service_account_id(cfg))
 
 
 def bucket_bindings(cfg: StackConfig) -> list[tuple[BucketPurpose, str, str]]:

@@ -49,11 +49,16 @@ def ksa_name(identity: WorkloadIdentityConfig | str) -> str:
     return identity if isinstance(identity, str) else identity.name
 
 
+def workload_pool(cfg: StackConfig) -> str:
+    """The Workload Identity pool ``<project>.svc.id.goog``."""
+    return f"{cfg.project}.svc.id.goog"
+
+
 def workload_identity_member(cfg: StackConfig, identity: WorkloadIdentityConfig | str) -> str:
     """IAM member that lets the KSA impersonate the GSA through Workload Identity:
     ``serviceAccount:<project>.svc.id.goog[<namespace>/<ksa>]``
     (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
-    return f"serviceAccount:{cfg.project}.svc.id.goog[{cfg.kuberay.namespace}/{ksa_name(identity)}]"
+    return f"serviceAccount:{workload_pool(cfg)}[{cfg.kuberay.namespace}/{ksa_name(identity)}]"
 
 
 def node_service_account_id(cfg: StackConfig) -> str:

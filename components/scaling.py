@@ -29,6 +29,7 @@ from components.config import (
     StackConfig,
     TpuPool,
     WorkerGroupConfig,
+    group_max_replicas,
     pool_capacity,
 )
 
@@ -50,12 +51,6 @@ class JobTarget:
     pool: CpuPool | TpuPool | GpuPool
     replicas: int
     worker_group: WorkerGroupConfig | None = None
-
-
-def group_max_replicas(pool: CpuPool | TpuPool | GpuPool, group: WorkerGroupConfig) -> int:
-    """``maxReplicas`` of a worker group: its ``max_replicas``, else the pool's capacity (slices
-    for TPU pools, nodes otherwise)."""
-    return group.max_replicas if group.max_replicas is not None else pool_capacity(pool)
 
 
 def job_target(cfg: StackConfig, job: JobConfig) -> JobTarget:
