@@ -208,7 +208,11 @@ class TpuSlice:
     @property
     def hosts(self) -> int:
         """TPU VM hosts (= Kubernetes nodes = KubeRay ``numOfHosts``) in one slice."""
-        return 1 if self.chips <= max(self.generation.machine_types) else self.chips // 4
+        return (
+            1
+            if self.chips <= max(self.generation.machine_types)
+            else self.chips // MULTI_HOST_CHIPS_PER_HOST
+        )
 
     @property
     def chips_per_host(self) -> int:

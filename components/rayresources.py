@@ -73,7 +73,7 @@ class RayResources(pulumi.ComponentResource):
             f"{name}-workloads",
             bucket=bucket,
             name=self.archive_object_name,
-            source=_asset(data),
+            source=_asset(data, sha),
             content_type="application/zip",
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -109,16 +109,15 @@ class RayResources(pulumi.ComponentResource):
         )
 
 
-def _asset(data: bytes) -> pulumi.Asset:
+def _asset(data: bytes, sha: str) -> pulumi.Asset:
     """The archive as a file asset at a content-addressed path inside the project,
-    ``.raygke/build/workloads-<sha256>.zip`` (Pulumi assets are path- or text-based; zip bytes are
-    not text). The path is relative to the project root, where Pulumi runs the program, so the
+    ``.raygke/build/workloads-<sha>.zip`` (``sha``: the sha256 hex digest of ``data``; Pulumi
+    assets are path- or text-based, and zip bytes are not text). The path is relative to the project root, where Pulumi runs the program, so the
     rendered inputs are the same on every machine."""
-    import hashlib
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    rel = Path(".raygke") / "build" / f"workloads-{hashlib.sha256(data).hexdigest()}.zip"
+    rel = Path(".raygke") / "build" / f"workloads-{sha}.zip"
     path = root / rel
     if not path.is_file() or path.read_bytes() != data:
         path.parent.mkdir(parents=True, exist_ok=True)
