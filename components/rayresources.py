@@ -112,8 +112,9 @@ class RayResources(pulumi.ComponentResource):
 def _asset(data: bytes, sha: str) -> pulumi.Asset:
     """The archive as a file asset at a content-addressed path inside the project,
     ``.raygke/build/workloads-<sha>.zip`` (``sha``: the sha256 hex digest of ``data``; Pulumi
-    assets are path- or text-based, and zip bytes are not text). The path is relative to the project root, where Pulumi runs the program, so the
-    rendered inputs are the same on every machine."""
+    assets are path- or text-based, and zip bytes are not text). The path is relative to the
+    project root, where Pulumi runs the program, so the rendered inputs are the same on every
+    machine."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
