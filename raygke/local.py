@@ -126,15 +126,8 @@ def _tpu_nodes(spec: str) -> list[lc.ExtraNode]:
     except ValueError as e:
         _fail(f"--tpu {spec!r}: {e}", EXIT_USAGE)
     return [
-        lc.ExtraNode(
-            name=getattr(nl, "name", None) or f"tpu-host-{i}",
-            role="tpu-host",
-            num_cpus=int(nl.num_cpus),
-            resources={k: float(v) for k, v in nl.resources.items()},
-            labels=dict(nl.labels),
-            env=dict(nl.env),
-        )
-        for i, nl in enumerate(launches)
+        lc.ExtraNode(nl.name, "tpu-host", nl.num_cpus, nl.resources, nl.labels, nl.env)
+        for nl in launches
     ]
 
 

@@ -463,12 +463,11 @@ def start_cluster(
         record()
         wait_ready(target, nodes)
         worker_args = ["--address", address, "--node-ip-address", LOCALHOST, "--num-gpus", "0"]
-        for i in range(1, target.workers + 1):
-            on_progress(f"starting worker-{i}")
-            args = [*worker_args, "--dashboard-agent-listen-port", str(free_port())]
-            nodes.append(_launch(target, f"worker-{i}", "worker", args, target.cpus_per_node))
-            record()
-        for x in extra_nodes or []:
+        workers = [
+            ExtraNode(f"worker-{i}", "worker", target.cpus_per_node, {}, {}, {})
+            for i in range(1, target.workers + 1)
+        ]
+        for x in [*workers, *(extra_nodes or [])]:
             on_progress(f"starting {x.name}")
             args = [*worker_args, "--dashboard-agent-listen-port", str(free_port())]
             nodes.append(

@@ -26,6 +26,7 @@ from typing import Any
 
 import workloads
 from raygke.local_cluster import LocalError, LocalTarget, use_cluster_auth
+from workloads.common import json_or_str
 from workloads.registry import RESULT_PREFIX, WORKLOADS, get_workload
 
 ACCELERATORS = ("cpu", "gpu", "tpu")
@@ -74,10 +75,7 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
         job, key, raw = m.groups()
         if job not in WORKLOADS:
             raise LocalError(f"--set {item!r}: unknown job {job!r}; valid: {', '.join(WORKLOADS)}")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
+        value = json_or_str(raw)
         problems = WORKLOADS[job].arg_problems({key: value})
         if problems:
             raise LocalError(f"--set {item!r}: {problems[0]}")

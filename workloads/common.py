@@ -15,8 +15,9 @@ from typing import Any
 from workloads.registry import RESULT_PREFIX, get_workload
 
 
-def _coerce(value: str) -> Any:
-    """Parse a ``--key value`` flag value as JSON when possible, else keep the string."""
+def json_or_str(value: str) -> Any:
+    """Parse a flag value (``--key value``, ``--set job.key=value``) as JSON when possible, else
+    keep the string."""
     try:
         return json.loads(value)
     except json.JSONDecodeError:
@@ -49,7 +50,7 @@ def parse_config(workload: str, argv: list[str] | None = None) -> dict[str, Any]
             i += 2
         else:
             raise SystemExit(f"flag {flag} needs a value")
-        config[key] = _coerce(value)
+        config[key] = json_or_str(value)
     return get_workload(workload).config(config)
 
 
