@@ -4,7 +4,6 @@ naming the field, the value and what is allowed."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,13 +13,11 @@ from components.config import (
     GpuPool,
     StackFileError,
     TpuPool,
-    load_stack_file,
     nap_needs,
     stack_data_from_yaml,
     validate,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests._stacks import STACKS, stack
 
 
 def base() -> dict[str, Any]:
@@ -75,14 +72,14 @@ def test_base_is_valid() -> None:
     assert cfg.location == "us-central1-a"
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_shipped_stacks_are_valid(stack: str) -> None:
-    cfg = load_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+@pytest.mark.parametrize("name", STACKS)
+def test_shipped_stacks_are_valid(name: str) -> None:
+    cfg = stack(name)
     assert cfg.node_pools
 
 
 def test_prod_matches_issue() -> None:
-    cfg = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    cfg = stack("prod")
     assert cfg.cluster.regional and cfg.cluster.deletion_protection
     tpu = next(p for p in cfg.node_pools if isinstance(p, TpuPool))
     assert (tpu.tpu.generation, tpu.tpu.topology, tpu.max_slices) == ("v6e", "4x4", 2)
@@ -90,7 +87,7 @@ def test_prod_matches_issue() -> None:
 
 
 def test_dev_matches_issue() -> None:
-    cfg = load_stack_file(ROOT / "Pulumi.dev.yaml")
+    cfg = stack("dev")
     assert not cfg.cluster.regional and not cfg.cluster.deletion_protection and cfg.nap.enabled
     tpu = next(p for p in cfg.node_pools if isinstance(p, TpuPool))
     assert (tpu.tpu.generation, tpu.tpu.topology, tpu.min_slices) == ("v5e", "2x2", 0)

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from components import catalog
 from components.config import JobConfig, StackConfig
 from components.scaling import ScalingError, scaling_config_for_job
 from tests._stacks import stack
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # topology -> (hosts, chips per host), independent of the catalog's own arithmetic.
 EXPECTED = {
@@ -120,11 +116,10 @@ def test_prod_jobs_use_the_catalog() -> None:
 
 def test_peak_flops_per_device_comes_from_the_catalog() -> None:
     from components.catalog import gpu_type, tpu_slice
-    from components.config import load_stack_file
     from components.manifests import job_args
     from components.scaling import peak_flops_per_device
 
-    cfg = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    cfg = stack("prod")
     assert peak_flops_per_device(cfg.pool("tpu-v6e-4x4")) == 918e12
     assert (
         peak_flops_per_device(cfg.pool("h100"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 
 from components.catalog import CatalogError, tpu_slice
-from raygke.local_cluster import ray_command
+from raygke.local_cluster import free_port, ray_command
 from raygke.tpu_emulation import (
     LABEL_POD_TYPE,
     LABEL_SLICE_NAME,
@@ -104,15 +103,9 @@ def test_local_env_without_tpu_is_a_clear_error() -> None:
 # A private multi-node cluster of real `ray start` processes
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _node_ports() -> dict[str, int]:
     return {
-        k: _free_port()
+        k: free_port()
         for k in (
             "node-manager-port",
             "object-manager-port",
@@ -153,7 +146,7 @@ def emulated_cluster(tmp_path: Path):
     import ray._private.services as services
 
     ip = services.get_node_ip_address()
-    gcs_port = _free_port()
+    gcs_port = free_port()
     address = f"{ip}:{gcs_port}"
     env = _base_env()
     procs: list[subprocess.Popen] = []
@@ -161,7 +154,7 @@ def emulated_cluster(tmp_path: Path):
     logs.mkdir()
     head = [
         *ray_command(), "start", "--head", "--block", f"--port={gcs_port}", "--num-cpus=2", "--num-gpus=0",
-        "--include-dashboard=false", f"--ray-client-server-port={_free_port()}",
+        "--include-dashboard=false", f"--ray-client-server-port={free_port()}",
         *(f"--{k}={v}" for k, v in _node_ports().items()),
     ]  # fmt: skip
     try:
