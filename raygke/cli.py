@@ -7,11 +7,9 @@ or unreadable file.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from components.config import (
@@ -22,6 +20,7 @@ from components.config import (
     TpuPool,
     load_stack_file,
 )
+from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
 
 app = typer.Typer(
     name="raygke",
@@ -30,12 +29,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Wide tables in logs (CI, `make local`), where there is no terminal to size them to.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-EXIT_INVALID = 1
-EXIT_USAGE = 2
 
 
 def stack_path(stack: str | None, config: Path | None, root: Path | None = None) -> Path:
@@ -68,7 +61,7 @@ def load_or_exit(path: Path) -> StackConfig:
         err.print(f"[bold red]{path}: invalid stack config[/] ({len(e.problems)} problem(s))")
         for line in e.problems:
             err.print(f"  - {line}", markup=False)
-        raise typer.Exit(EXIT_INVALID) from None
+        raise typer.Exit(EXIT_FAILED) from None
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}")
         raise typer.Exit(EXIT_USAGE) from None
@@ -141,7 +134,7 @@ def check(
         err.print(f"[bold red]{path}: the rendered stack has {len(problems)} problem(s)[/]")
         for line in problems:
             err.print(f"  - {line}", markup=False)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_FAILED)
     console.print(pools_table(cfg))
     console.print(f"[green]ok[/] {path}: {summary_line(cfg)}")
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from raygke import local_cluster as lc
+from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -32,12 +32,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="The local Ray environment: a head and worker nodes on this machine, buckets as folders.",
 )
-# Wide tables in logs (CI, `make local`), where there is no terminal to size them to.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 StackOpt = typer.Option(
     None, "--stack", "-s", help="Stack name: Pulumi.NAME.yaml (default: built-in 'local')"

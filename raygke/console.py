@@ -1,0 +1,14 @@
+"""The consoles and exit codes every ``raygke`` command shares."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+# Wide tables in logs (CI, `make local`), where there is no terminal to size them to.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+EXIT_FAILED = 1  # a check found problems, or a job failed
+EXIT_USAGE = 2  # a usage error or an unreadable file
