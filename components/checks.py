@@ -30,12 +30,12 @@ import re
 from typing import Any
 
 from components import catalog
-from components.config import GpuPool, StackConfig, TpuPool
+from components.config import StackConfig
 from components.crd import CrdsMissingError, crds_available, missing_crds_message
 from components.crd import validate_manifests as _validate_crds
 from components.iam import bucket_bindings, iam_problems, project_bindings
 from components.manifests import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR, render_manifests
-from components.nodepools import NodePoolSpec, allocatable, node_pool_specs
+from components.nodepools import NodePoolSpec, allocatable, node_pool_specs, tpu_host_capacity
 
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 _DEC = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -99,9 +99,6 @@ def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
             s = catalog.tpu_slice(gen.name, topo)
             if limits.get(gen.gke_accelerator, 0) < s.chips:
                 continue
-            cap = allocatable(
-                gen.host_vcpus[s.chips_per_host], gen.host_memory_gb[s.chips_per_host]
-            )
             shapes.append(
                 NodePoolSpec(
                     name=f"NAP {gen.gke_accelerator} {topo}",
@@ -114,7 +111,7 @@ def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
                     labels=dict(s.node_labels),
                     taints=[s.taint],
                     tpu_topology=topo if s.multi_host else None,
-                    capacity={**cap, catalog.TPU_RESOURCE: float(s.chips_per_host)},
+                    capacity=tpu_host_capacity(s),
                 )
             )
     for g in catalog.GPU_TYPES.values():
@@ -268,13 +265,7 @@ def workload_problems(cfg: StackConfig) -> list[str]:
         except (ScalingError, KeyError) as e:
             problems.append(f"jobs[{job.name}]: {e}")
             continue
-        kind = (
-            "tpu"
-            if isinstance(target.pool, TpuPool)
-            else "gpu"
-            if isinstance(target.pool, GpuPool)
-            else "cpu"
-        )
+        kind = target.pool.kind
         if kind != "cpu" and kind not in workload.accelerators:
             problems.append(
                 f"jobs[{job.name}]: workload {workload.name!r} supports "

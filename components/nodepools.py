@@ -107,13 +107,18 @@ def _cpu_like(cfg: StackConfig, pool: CpuPool | SystemPool, name: str, kind: str
     )
 
 
-def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
-    s = pool.slice
+def tpu_host_capacity(s: catalog.TpuSlice) -> dict[str, float]:
+    """Allocatable ``cpu``/``memory`` and ``google.com/tpu`` chips of one host of slice ``s``."""
     gen = s.generation
-    capacity = {
+    return {
         **allocatable(gen.host_vcpus[s.chips_per_host], gen.host_memory_gb[s.chips_per_host]),
         catalog.TPU_RESOURCE: float(s.chips_per_host),
     }
+
+
+def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
+    s = pool.slice
+    capacity = tpu_host_capacity(s)
     zones = cfg.pool_zones(pool)[:1]  # a slice lives in one zone
     common = {
         "pool": pool.name,
