@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import pulumi
 
-from components import naming
-from components.cluster import Cluster, ClusterArgs
-from components.config import ConfigError, load_pulumi_config
-from components.kuberay import KubeRay, KubeRayArgs
-from components.network import Network, NetworkArgs
-from components.nodepool import NodePool, NodePoolArgs
-from components.nodepools import node_pool_specs
-from components.outputs import accelerator_summary
-from components.rayresources import RayResources
-from components.security import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
-from components.storage import Storage, StorageArgs
+from components.builders import naming
+from components.builders.nodepools import node_pool_specs
+from components.builders.outputs import accelerator_summary
+from components.resources.cluster import Cluster, ClusterArgs
+from components.resources.config import load_pulumi_config
+from components.resources.kuberay import KubeRay, KubeRayArgs
+from components.resources.network import Network, NetworkArgs
+from components.resources.nodepool import NodePool, NodePoolArgs
+from components.resources.rayresources import RayResources
+from components.resources.security import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
+from components.resources.storage import Storage, StorageArgs
+from components.spec import ConfigError
 
 try:
     cfg = load_pulumi_config()

@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components.synth import synth  # noqa: E402
+from raygke.synth import synth  # noqa: E402
 
 
 def generated_stack(pools: int, jobs: int) -> dict:

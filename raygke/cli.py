@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from components.config import (
+from components.spec import (
     ConfigError,
     GpuPool,
     StackConfig,
@@ -127,7 +127,7 @@ def check(
     cfg = load_or_exit(path)
     problems: list[str] = []
     if render:
-        from components.checks import check_stack
+        from components.checks.stack import check_stack
 
         problems = check_stack(cfg)
     if problems:
@@ -150,8 +150,8 @@ def synth(
     """Run the real Pulumi program under mocks (no CLI, no cloud) and write what it declares."""
     path = stack_path(stack, config)
     load_or_exit(path)
-    from components.synth import print_summary
-    from components.synth import synth as run_synth
+    from raygke.synth import print_summary
+    from raygke.synth import synth as run_synth
 
     result = run_synth(path, out, stack)
     print_summary(result, out, console)

@@ -53,7 +53,7 @@ def resolve_target(
         typer.Exit(2): both options, a missing stack file, or ``--workers`` out of 0..16.
         typer.Exit(1): an invalid stack file (every problem listed).
     """
-    from components.config import LocalConfig
+    from components.spec import LocalConfig
 
     if stack is not None and config is not None:
         _fail("give at most one of --stack NAME or --config FILE", EXIT_USAGE)

@@ -1,8 +1,13 @@
-"""The design's two import boundaries, checked on the source (AST), so a violation fails CI:
+"""The design's import boundaries, checked on the source (AST), so a violation fails CI:
 
 1. `workloads/` never imports `pulumi` or `components` (it runs in the Ray image).
 2. `components/` never imports `ray`, `torch`, `jax` or `tensorflow` (it runs where infra is
    provisioned); from `workloads` it may import only the standard-library-only registry.
+3. Inside `components/` the folders are layers and data flows one way:
+   `spec/` -> `builders/` -> `checks/` and `resources/`. spec/builders/checks never import
+   `pulumi`; spec imports no later layer; builders import neither checks nor resources;
+   checks import no resources; resources import no checks. `catalog.py` (sourced facts) imports
+   no layer.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def test_components_do_not_import_ml(path: Path) -> None:
 def test_registry_is_standard_library_only() -> None:
     """Importing the registry (as the Pulumi side does) loads none of the ML frameworks."""
     code = (
-        "import sys, workloads.registry, components.config; "
+        "import sys, workloads.registry, components.spec; "
         "bad = [m for m in ('ray', 'torch', 'jax', 'pulumi') if m in sys.modules]; "
         "print(','.join(bad))"
     )
@@ -61,3 +66,47 @@ def test_registry_is_standard_library_only() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == ""
+
+
+PULUMI = {"pulumi", "pulumi_gcp", "pulumi_kubernetes"}
+# layer -> the components packages it may not import
+FORBIDDEN_LAYERS = {
+    "spec": {"components.builders", "components.checks", "components.resources"},
+    "builders": {"components.checks", "components.resources"},
+    "checks": {"components.resources"},
+    "resources": {"components.checks"},
+}
+
+
+def _layer_files() -> list[tuple[str, Path]]:
+    return [
+        (layer, path)
+        for layer in FORBIDDEN_LAYERS
+        for path in sorted((ROOT / "components" / layer).rglob("*.py"))
+    ]
+
+
+def test_components_top_level_is_layers_and_catalog() -> None:
+    """Only the layer folders and the catalog sit at the top of ``components/``."""
+    modules = {p.name for p in (ROOT / "components").glob("*.py")}
+    folders = {
+        p.name
+        for p in (ROOT / "components").iterdir()
+        if p.is_dir() and (p / "__init__.py").exists()
+    }
+    assert modules == {"__init__.py", "catalog.py"}
+    assert folders == set(FORBIDDEN_LAYERS)
+
+
+@pytest.mark.parametrize(("layer", "path"), _layer_files(), ids=lambda x: str(x))
+def test_layers_import_one_way(layer: str, path: Path) -> None:
+    mods = imported_modules(path)
+    bad = {m for m in mods if any(m == f or m.startswith(f + ".") for f in FORBIDDEN_LAYERS[layer])}
+    if layer != "resources":
+        bad |= {m for m in mods if top(m) in PULUMI}
+    assert not bad, f"{path.relative_to(ROOT)} ({layer}) imports {sorted(bad)}"
+
+
+def test_catalog_imports_no_layer() -> None:
+    mods = imported_modules(ROOT / "components" / "catalog.py")
+    assert not {m for m in mods if top(m) in {"components", *PULUMI}}

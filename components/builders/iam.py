@@ -1,0 +1,116 @@
+"""Pure IAM bindings of the stack (no Pulumi): who gets which role on what.
+
+``components/security.py`` (the Pulumi side) creates exactly these bindings, and
+``raygke check`` verifies them (no public bucket, no project-wide storage role for a workload).
+
+* Workload classes get bucket-level roles only: ``read`` = ``roles/storage.objectViewer``,
+  ``write`` = ``roles/storage.objectUser``
+  (https://cloud.google.com/storage/docs/access-control/iam-roles).
+* The Kubernetes service account impersonates its Google service account through
+  ``roles/iam.workloadIdentityUser`` granted on that Google service account
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity).
+* The nodes' own service account gets the least-privilege project roles GKE documents
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa)
+  plus ``roles/artifactregistry.reader`` to pull images.
+* Secret readers get ``roles/secretmanager.secretAccessor`` on the secret itself
+  (https://cloud.google.com/secret-manager/docs/access-control).
+"""
+
+from __future__ import annotations
+
+from components.builders.naming import (
+    BucketPurpose,
+    gsa_email,
+    node_service_account_id,
+    workload_identity_member,
+)
+from components.spec import StackConfig
+
+BUCKET_ROLES = {"read": "roles/storage.objectViewer", "write": "roles/storage.objectUser"}
+WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
+SECRET_ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
+NODE_PROJECT_ROLES = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+)
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+
+
+def service_account_member(cfg: StackConfig, identity: str) -> str:
+    """``serviceAccount:<gsa email>`` of a workload class."""
+    return f"serviceAccount:{gsa_email(cfg, identity)}"
+
+
+def node_service_account_email(cfg: StackConfig) -> str:
+    """Email of the nodes' service account."""
+    return gsa_email(cfg, node_service_account_id(cfg))
+
+
+def bucket_bindings(cfg: StackConfig) -> list[tuple[BucketPurpose, str, str]]:
+    """``(bucket purpose, role, member)`` for every bucket-level grant, in config order."""
+    out: list[tuple[BucketPurpose, str, str]] = []
+    for w in cfg.workload_identities:
+        for purpose, access in w.buckets.items():
+            out.append((purpose, BUCKET_ROLES[access], service_account_member(cfg, w.name)))
+    return out
+
+
+def project_bindings(cfg: StackConfig) -> list[tuple[str, str]]:
+    """``(role, member)`` for every project-level grant: only the node service account's roles."""
+    member = f"serviceAccount:{node_service_account_email(cfg)}"
+    return [(role, member) for role in NODE_PROJECT_ROLES]
+
+
+def workload_identity_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
+    """``(gsa email, role, member)``: each KSA may impersonate its GSA."""
+    return [
+        (gsa_email(cfg, w), WORKLOAD_IDENTITY_ROLE, workload_identity_member(cfg, w))
+        for w in cfg.workload_identities
+    ]
+
+
+def secret_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
+    """``(secret name, role, member)``: each secret readable only by the workloads naming it."""
+    return [
+        (s.name, SECRET_ACCESSOR_ROLE, service_account_member(cfg, r))
+        for s in cfg.secrets
+        for r in s.readers
+    ]
+
+
+def iam_problems(
+    cfg: StackConfig,
+    buckets: list[tuple[str, str, str]],
+    project: list[tuple[str, str]],
+) -> list[str]:
+    """Problems with a set of bindings, one line each: a public member on a bucket or the project,
+    or any project-level ``roles/storage.*`` / owner / editor grant to a workload identity."""
+    problems = []
+    workload_members = {service_account_member(cfg, w.name) for w in cfg.workload_identities}
+    for purpose, role, member in buckets:
+        if member in PUBLIC_MEMBERS:
+            problems.append(f"bucket {purpose}: {role} granted to {member}: the bucket is public")
+    for role, member in project:
+        if member in PUBLIC_MEMBERS:
+            problems.append(f"project: {role} granted to {member}: the project is public")
+        if member in workload_members and (
+            role.startswith("roles/storage.") or role in ("roles/owner", "roles/editor")
+        ):
+            problems.append(
+                f"project: {role} granted to workload identity {member}: workloads get "
+                "bucket-level roles only (no project-wide storage roles)"
+            )
+    return problems
+
+
+KMS_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+KEY_ROTATION_PERIOD = "7776000s"  # 90 days
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def gke_service_agent(project_number: str) -> str:
+    """IAM member of the GKE service agent of a project number."""
+    return f"serviceAccount:service-{project_number}@container-engine-robot.iam.gserviceaccount.com"

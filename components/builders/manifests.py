@@ -1,0 +1,520 @@
+"""Pure builders of the KubeRay custom resources (RayCluster, RayJob) a stack declares.
+
+Config in, plain ``dict`` out — no Pulumi resources, no Ray import — so the same objects are
+rendered offline (``raygke check``, ``raygke synth``), validated against the KubeRay CRD schemas
+(:mod:`components.checks.crd`) and created by :class:`components.resources.rayresources.RayResources`.
+
+One source of truth (design.md): every worker group is generated from the node pool it references
+through :mod:`components.catalog` and :mod:`components.builders.nodepools`; nothing about a slice or GPU
+shape is typed here.
+
+Facts used (sources):
+
+* RayCluster / RayJob fields (``headGroupSpec``, ``workerGroupSpecs``, ``numOfHosts``,
+  ``enableInTreeAutoscaling``, ``autoscalerOptions.idleTimeoutSeconds``, ``serviceType``,
+  ``clusterSelector``, ``rayClusterSpec``, ``runtimeEnvYAML``, ``submitterPodTemplate``...):
+  the KubeRay v1.7.0 CRDs and https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html,
+  https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html.
+* TPU worker groups: https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html —
+  ``numOfHosts`` = hosts of the slice, ``google.com/tpu`` request = limit = chips per host,
+  nodeSelector ``cloud.google.com/gke-tpu-accelerator`` / ``cloud.google.com/gke-tpu-topology``,
+  replicas count slices. KubeRay turns the ``google.com/tpu`` limit into the Ray ``TPU`` resource,
+  and Ray adds ``TPU-<pod type>-head`` on worker 0 from ``TPU_WORKER_ID``/``TPU_NAME``, which the
+  GKE TPU webhook injects together with ``TPU_WORKER_HOSTNAMES``; so ``rayStartParams`` stay empty.
+  ``TPU_ACCELERATOR_TYPE`` (pod type, e.g. ``v6e-16``) and ``TPU_TOPOLOGY`` are set from the catalog
+  so Ray's detection (``ray/_private/accelerators/tpu.py``) never depends on the node's metadata.
+  Ports: 8471 TPU runtime between the hosts of a slice and 8431 TPU runtime metrics
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, multi-host workload example);
+  8081 the multi-slice (megascale) coordinator, ``DEFAULT_MEGASCALE_PORT`` in
+  ``ray/_private/accelerators/tpu.py``. With more than one slice (maxReplicas > 1) ``MEGASCALE_PORT``
+  is set; ``MEGASCALE_COORDINATOR_ADDRESS`` / ``MEGASCALE_NUM_SLICES`` / ``MEGASCALE_SLICE_ID`` differ
+  per slice and are set at run time by Ray Train's JaxTrainer (``ray/train/v2/jax/config.py`` via
+  ``ray.util.tpu.get_tpu_coordinator_env_vars``), which a pod template cannot do.
+* GPU worker groups: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (label
+  ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu``); a memory-backed ``/dev/shm``
+  for NCCL and PyTorch data loaders (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/gpu.html).
+* GCS FUSE: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-ephemeral
+  (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
+  ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import yaml
+
+from components import catalog
+from components.builders.naming import bucket_name, bucket_url, ksa_name
+from components.builders.nodepools import NodePoolSpec, specs_for_pool
+from components.builders.scaling import (
+    group_max_replicas,
+    job_target,
+    peak_flops_per_device,
+    scaling_config_for_pool,
+)
+from components.spec import (
+    CpuPool,
+    GpuPool,
+    HeadConfig,
+    JobConfig,
+    RayClusterConfig,
+    StackConfig,
+    TpuPool,
+    WorkerGroupConfig,
+    pool_capacity,
+)
+from workloads.registry import get_workload
+
+API_VERSION = "ray.io/v1"
+GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
+GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+# Default resources of the GCS FUSE sidecar GKE injects (see module docstring).
+GCSFUSE_SIDECAR = {"cpu": 0.25, "memory": 0.25}  # cores, GiB
+# Headroom left on a node for GKE's daemonsets (logging, metrics, CSI, networking) and the GCS
+# FUSE sidecar, subtracted from NodePoolSpec.capacity when sizing a worker pod: cores, GiB.
+NODE_HEADROOM = {"cpu": 1.0, "memory": 2.0}
+HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001, "metrics": 8080}
+DASHBOARD_PORT = HEAD_PORTS["dashboard"]
+CLIENT_PORT = HEAD_PORTS["client"]
+TPU_RUNTIME_PORT = 8471
+TPU_METRICS_PORT = 8431
+MEGASCALE_PORT = 8081
+MOUNT_ROOT = "/mnt/gcs"
+DATASET_PATH = "lm-bytes"
+PART_OF = "ray-gke"
+
+
+class ManifestError(ValueError):
+    """A custom resource that cannot be built; the message names the field and value."""
+
+
+# ------------------------------------------------------------------------------ sizing helpers
+
+
+def _cpu_quantity(cores: float) -> str:
+    milli = math.floor(cores * 10) * 100  # floor to 100m
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def _memory_quantity(gib: float) -> str:
+    if gib >= 16:
+        return f"{math.floor(gib)}Gi"  # floor to 1Gi on large nodes
+    mi = math.floor(gib * 1024 / 256) * 256  # floor to 256Mi
+    return f"{mi // 1024}Gi" if mi % 1024 == 0 else f"{mi}Mi"
+
+
+def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) -> tuple[str, str]:
+    """CPU and memory (request = limit) of a worker pod filling one node of ``spec``.
+
+    ``NodePoolSpec.capacity`` minus :data:`NODE_HEADROOM`, floored to 100m and to 256Mi (1Gi from 16Gi up); the worker
+    group's ``cpu`` / ``memory`` override wins where given. Nodes of unknown shape get 1 CPU, 4Gi.
+
+    Returns:
+        ``(cpu, memory)`` as Kubernetes quantities, e.g. ``("6500m", "26Gi")``.
+
+    Raises:
+        ManifestError: the node is too small to leave any room after the headroom.
+    """
+    cpu_cap, mem_cap = spec.capacity.get("cpu"), spec.capacity.get("memory")
+    if cpu_cap is None or mem_cap is None:
+        cpu, mem = "1", "4Gi"
+    else:
+        cpu_left = cpu_cap - NODE_HEADROOM["cpu"]
+        mem_left = mem_cap - NODE_HEADROOM["memory"]
+        if cpu_left < 0.1 or mem_left < 0.25:
+            raise ManifestError(
+                f"node pool {spec.name!r} ({spec.machine_type}) is too small for a Ray worker "
+                f"after {NODE_HEADROOM['cpu']} CPU / {NODE_HEADROOM['memory']} GiB headroom"
+            )
+        cpu, mem = _cpu_quantity(cpu_left), _memory_quantity(mem_left)
+    if group is not None:
+        cpu = group.cpu or cpu
+        mem = group.memory or mem
+    return cpu, mem
+
+
+def _resources(cpu: str, memory: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
+    amounts = {"cpu": cpu, "memory": memory, **(extra or {})}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+# ---------------------------------------------------------------------------- volumes (GCS FUSE)
+
+
+def _identity_buckets(cfg: StackConfig, service_account: str) -> dict[str, str]:
+    for w in cfg.workload_identities:
+        if w.name == service_account:
+            return dict(w.buckets)
+    return {}
+
+
+def gcs_fuse_volumes(
+    cfg: StackConfig, service_account: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """GCS FUSE CSI ephemeral volumes and mounts for the buckets ``service_account`` may use.
+
+    One volume ``gcs-<purpose>`` per bucket the workload identity names, mounted at
+    ``/mnt/gcs/<purpose>``, read-only for ``read`` access.
+
+    Returns:
+        ``(volumes, volumeMounts)``, sorted by purpose.
+    """
+    volumes, mounts = [], []
+    for purpose, access in sorted(_identity_buckets(cfg, service_account).items()):
+        read_only = access == "read"
+        volumes.append(
+            {
+                "name": f"gcs-{purpose}",
+                "csi": {
+                    "driver": GCSFUSE_DRIVER,
+                    "readOnly": read_only,
+                    "volumeAttributes": {
+                        "bucketName": bucket_name(cfg, purpose),
+                        "mountOptions": "implicit-dirs",
+                    },
+                },
+            }
+        )
+        mounts.append(
+            {
+                "name": f"gcs-{purpose}",
+                "mountPath": f"{MOUNT_ROOT}/{purpose}",
+                "readOnly": read_only,
+            }
+        )
+    return volumes, mounts
+
+
+def _pod_template(
+    cfg: StackConfig,
+    service_account: str,
+    container: dict[str, Any],
+    *,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, str]] | None = None,
+    extra_volumes: list[dict[str, Any]] | None = None,
+    extra_mounts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    volumes, mounts = gcs_fuse_volumes(cfg, service_account)
+    volumes = volumes + list(extra_volumes or [])
+    mounts = mounts + list(extra_mounts or [])
+    if mounts:
+        container = {**container, "volumeMounts": mounts}
+    spec: dict[str, Any] = {
+        "serviceAccountName": ksa_name(service_account),
+        "nodeSelector": dict(node_selector),
+        "containers": [container],
+    }
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if volumes:
+        spec["volumes"] = volumes
+    metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF}}
+    if any("csi" in v for v in volumes):
+        metadata["annotations"] = {GCSFUSE_ANNOTATION: "true"}
+    return {"metadata": metadata, "spec": spec}
+
+
+# ------------------------------------------------------------------------------------ head group
+
+
+def head_group_spec(cfg: StackConfig, head: HeadConfig, service_account: str) -> dict[str, Any]:
+    """``headGroupSpec``: the head on the system pool, dashboard/client reachable in-cluster only.
+
+    The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
+    tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it.
+    """
+    container = {
+        "name": "ray-head",
+        "image": cfg.ray.images.cpu,
+        "resources": _resources(head.cpu, head.memory),
+        "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS.items()],
+    }
+    return {
+        "serviceType": "ClusterIP",
+        "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
+        "template": _pod_template(
+            cfg, service_account, container, node_selector={catalog.NODE_POOL_LABEL: "system"}
+        ),
+    }
+
+
+# --------------------------------------------------------------------------------- worker groups
+
+
+def worker_group_spec(
+    cfg: StackConfig,
+    group: WorkerGroupConfig,
+    service_account: str,
+    *,
+    replicas: int | None = None,
+) -> dict[str, Any]:
+    """One ``workerGroupSpecs`` item for ``group``, generated from its node pool.
+
+    ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
+    count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
+    ``replicas`` defaults to ``minReplicas``. See the module docstring for the per-kind settings.
+
+    Raises:
+        ManifestError: the group's node pool is not declared, or has no GKE node pool.
+    """
+    try:
+        pool = cfg.pool(group.node_pool)
+    except KeyError:
+        raise ManifestError(
+            f"worker group {group.name!r}: node_pool {group.node_pool!r} is not a declared node "
+            f"pool; declared: {', '.join(p.name for p in cfg.node_pools) or 'none'}"
+        ) from None
+    specs = specs_for_pool(cfg, pool.name)
+    if not specs:
+        raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
+    spec = specs[0]
+    cpu, memory = worker_pod_size(spec, group)
+    max_replicas = group_max_replicas(pool, group)
+    out: dict[str, Any] = {
+        "groupName": group.name,
+        "replicas": group.min_replicas if replicas is None else replicas,
+        "minReplicas": group.min_replicas,
+        "maxReplicas": max_replicas,
+        "numOfHosts": 1,
+        "rayStartParams": {},
+    }
+    container: dict[str, Any] = {"name": "ray-worker"}
+    extra_volumes: list[dict[str, Any]] = []
+    extra_mounts: list[dict[str, Any]] = []
+    tolerations: list[dict[str, str]] = []
+    if isinstance(pool, TpuPool):
+        s = pool.slice
+        out["numOfHosts"] = s.hosts
+        env = {
+            "JAX_PLATFORMS": "tpu,cpu",
+            "TPU_ACCELERATOR_TYPE": s.pod_type,
+            "TPU_TOPOLOGY": s.topology,
+        }
+        ports = {"tpu-runtime": TPU_RUNTIME_PORT, "tpu-metrics": TPU_METRICS_PORT}
+        if max_replicas > 1:
+            env["MEGASCALE_PORT"] = str(MEGASCALE_PORT)
+            ports["megascale"] = MEGASCALE_PORT
+        container.update(
+            image=cfg.ray.images.tpu,
+            resources=_resources(cpu, memory, {catalog.TPU_RESOURCE: str(s.chips_per_host)}),
+            env=[{"name": k, "value": v} for k, v in env.items()],
+            ports=[{"name": n, "containerPort": p} for n, p in ports.items()],
+        )
+        node_selector = dict(s.node_labels)
+        tolerations = [s.taint.toleration()]
+    elif isinstance(pool, GpuPool):
+        g = pool.gpu
+        env = {
+            "NCCL_DEBUG": "WARN",
+            "NCCL_SOCKET_IFNAME": "eth0",
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+        }
+        container.update(
+            image=cfg.ray.images.gpu,
+            resources=_resources(cpu, memory, {catalog.GPU_RESOURCE: str(g.count)}),
+            env=[{"name": k, "value": v} for k, v in env.items()],
+        )
+        extra_volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+        extra_mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        node_selector = {catalog.GPU_ACCELERATOR_LABEL: g.type}
+        tolerations = [catalog.GPU_TAINT.toleration()]
+    else:
+        assert isinstance(pool, CpuPool)
+        container.update(image=cfg.ray.images.cpu, resources=_resources(cpu, memory))
+        node_selector = {catalog.NODE_POOL_LABEL: pool.name}
+    out["template"] = _pod_template(
+        cfg,
+        service_account,
+        container,
+        node_selector=node_selector,
+        tolerations=tolerations,
+        extra_volumes=extra_volumes,
+        extra_mounts=extra_mounts,
+    )
+    return out
+
+
+def ray_cluster_spec(
+    cfg: StackConfig,
+    *,
+    head: HeadConfig,
+    service_account: str,
+    worker_groups: list[dict[str, Any]],
+    autoscaling: bool,
+    idle_timeout_seconds: int,
+) -> dict[str, Any]:
+    """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec``)."""
+    spec: dict[str, Any] = {
+        "rayVersion": cfg.ray.version,
+        "enableInTreeAutoscaling": autoscaling,
+    }
+    if autoscaling:
+        spec["autoscalerOptions"] = {
+            "idleTimeoutSeconds": idle_timeout_seconds,
+            "upscalingMode": "Default",
+        }
+    spec["headGroupSpec"] = head_group_spec(cfg, head, service_account)
+    spec["workerGroupSpecs"] = worker_groups
+    return spec
+
+
+def _metadata(cfg: StackConfig, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": cfg.kuberay.namespace,
+        "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
+    }
+
+
+def ray_cluster_manifest(cfg: StackConfig, rc: RayClusterConfig) -> dict[str, Any]:
+    """The ``ray.io/v1`` RayCluster for ``rc`` (namespace ``cfg.kuberay.namespace``).
+
+    Raises:
+        ManifestError: a worker group references an undeclared node pool.
+    """
+    groups = [worker_group_spec(cfg, g, rc.service_account) for g in rc.worker_groups]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RayCluster",
+        "metadata": _metadata(cfg, rc.name),
+        "spec": ray_cluster_spec(
+            cfg,
+            head=rc.head,
+            service_account=rc.service_account,
+            worker_groups=groups,
+            autoscaling=rc.autoscaling,
+            idle_timeout_seconds=rc.idle_timeout_seconds,
+        ),
+    }
+
+
+# ----------------------------------------------------------------------------------------- jobs
+
+
+def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
+    """The workload arguments of ``job``: ``job.args`` plus the derived values the workload
+    accepts (a key of its ``default_args``) and the job does not set explicitly:
+
+    * ``scaling``: the ``ray.train.ScalingConfig`` kwargs (:mod:`components.builders.scaling`); for a
+      workload that takes ``num_workers`` / ``use_gpu`` instead, those two from the same kwargs;
+    * ``max_failures``: ``job.max_failures``;
+    * ``storage_path``: the checkpoints bucket URL;
+    * ``dataset``: ``<datasets bucket URL>/lm-bytes``;
+    * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
+
+    Raises:
+        KeyError: unknown workload. ScalingError: unresolvable target.
+    """
+    workload = get_workload(job.workload)
+    target = job_target(cfg, job)
+    scaling = scaling_config_for_pool(target.pool, target.replicas)
+    accepted = set(workload.default_args)
+    derived: dict[str, Any] = {
+        "max_failures": job.max_failures,
+        "storage_path": bucket_url(cfg, "checkpoints"),
+        "dataset": f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
+        "peak_flops_per_device": peak_flops_per_device(target.pool),
+    }
+    if "scaling" in accepted:
+        derived["scaling"] = scaling
+    else:
+        derived["num_workers"] = scaling["num_workers"]
+        derived["use_gpu"] = bool(scaling.get("use_gpu", False))
+    args = {k: v for k, v in derived.items() if k in accepted or k == "scaling"}
+    args.update(job.args)
+    return args
+
+
+def _own_cluster_spec(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
+    assert job.node_pool is not None
+    pool = cfg.pool(job.node_pool)
+    n = pool_capacity(pool)
+    group = WorkerGroupConfig(
+        name=pool.name[:50], node_pool=pool.name, min_replicas=n, max_replicas=n
+    )
+    return ray_cluster_spec(
+        cfg,
+        head=HeadConfig(),
+        service_account=job.service_account,
+        worker_groups=[worker_group_spec(cfg, group, job.service_account, replicas=n)],
+        autoscaling=False,
+        idle_timeout_seconds=0,
+    )
+
+
+def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> dict[str, Any]:
+    """The ``ray.io/v1`` RayJob for ``job``.
+
+    ``entrypoint`` from the workload registry with :func:`job_args`; ``runtimeEnvYAML`` sets
+    ``working_dir`` to ``working_dir_uri`` (the content-addressed workloads archive);
+    ``clusterSelector: {ray.io/cluster: <name>}`` for a job on a long-lived RayCluster (then
+    ``shutdownAfterJobFinishes`` is false: the job does not own that cluster), else an own
+    ``rayClusterSpec`` whose one worker group spans the whole node pool; the submitter pod runs as
+    the job's service account.
+
+    Raises:
+        KeyError: unknown workload. ScalingError / ManifestError: unresolvable target.
+    """
+    workload = get_workload(job.workload)
+    spec: dict[str, Any] = {
+        "entrypoint": workload.entrypoint(job_args(cfg, job)),
+        "runtimeEnvYAML": yaml.safe_dump({"working_dir": working_dir_uri}, sort_keys=True),
+        "backoffLimit": job.backoff_limit,
+        "ttlSecondsAfterFinished": job.ttl_seconds_after_finished,
+    }
+    if job.cluster:
+        spec["clusterSelector"] = {"ray.io/cluster": job.cluster}
+        spec["shutdownAfterJobFinishes"] = False
+    else:
+        spec["rayClusterSpec"] = _own_cluster_spec(cfg, job)
+        spec["shutdownAfterJobFinishes"] = job.shutdown_after_job_finishes
+    if job.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.active_deadline_seconds
+    if job.suspend:
+        spec["suspend"] = True
+    spec["submitterPodTemplate"] = {
+        "metadata": {"labels": {"app.kubernetes.io/part-of": PART_OF}},
+        "spec": {
+            "serviceAccountName": ksa_name(job.service_account),
+            "restartPolicy": "Never",
+            "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
+            "containers": [
+                {
+                    "name": "ray-job-submitter",
+                    "image": cfg.ray.images.cpu,
+                    "resources": _resources("500m", "1Gi"),
+                }
+            ],
+        },
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RayJob",
+        "metadata": _metadata(cfg, job.name),
+        "spec": spec,
+    }
+
+
+def render_manifests(cfg: StackConfig, working_dir_uri: str) -> list[dict[str, Any]]:
+    """Every RayCluster (sorted by name), then every RayJob (sorted by name)."""
+    clusters = [ray_cluster_manifest(cfg, rc) for rc in sorted(cfg.ray_clusters, key=_name)]
+    jobs = [ray_job_manifest(cfg, j, working_dir_uri) for j in sorted(cfg.jobs, key=_name)]
+    return clusters + jobs
+
+
+def _name(x: Any) -> str:
+    return x.name
+
+
+def head_service_host(cfg: StackConfig, cluster_name: str) -> str:
+    """In-cluster DNS name of a RayCluster's head Service (KubeRay names it ``<name>-head-svc``)."""
+    return f"{cluster_name}-head-svc.{cfg.kuberay.namespace}.svc.cluster.local"
+
+
+def cluster_endpoints(cfg: StackConfig, cluster_name: str) -> dict[str, str]:
+    """``{"dashboard": "http://<svc>:8265", "client": "ray://<svc>:10001"}`` (in-cluster only)."""
+    host = head_service_host(cfg, cluster_name)
+    return {"dashboard": f"http://{host}:{DASHBOARD_PORT}", "client": f"ray://{host}:{CLIENT_PORT}"}

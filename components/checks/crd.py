@@ -1,0 +1,193 @@
+"""Validate rendered KubeRay custom resources against the KubeRay v1.7.0 CRD schemas.
+
+The API server validates a custom resource against its CRD's ``openAPIV3Schema`` and then
+*silently prunes* every field the schema does not declare, unless the enclosing object has
+``x-kubernetes-preserve-unknown-fields: true``
+(https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#field-pruning).
+A misspelled field (``numOfHost``) is therefore not an error on the cluster, just a setting that
+never takes effect. Here it is an error, reported with its path::
+
+    RayCluster research: spec.workerGroupSpecs[0].numOfHost: unknown field (the API server would prune it)
+
+``x-kubernetes-int-or-string: true`` accepts an integer or a string (same page, "IntOrString").
+CEL rules (``x-kubernetes-validations``) and ``metadata`` (ObjectMeta, validated by the API server
+itself) are not checked here.
+
+The CRD folder is ``components/checks/crds/kuberay/v1.7.0`` (carried inside the repository, so a
+clone with nothing beside it can run the check) unless the environment variable
+``RAYGKE_CRDS_DIR`` names another; it holds ``ray.io_rayclusters.yaml``, ``ray.io_rayjobs.yaml``,
+``ray.io_rayservices.yaml`` as published with KubeRay v1.7.0
+(https://github.com/ray-project/kuberay/tree/v1.7.0/ray-operator/config/crd/bases).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+CRDS_ENV = "RAYGKE_CRDS_DIR"
+KUBERAY_VERSION = "v1.7.0"
+# The KubeRay CRDs the product carries, one folder per supported version (see its README).
+CARRIED_CRDS = Path(__file__).resolve().parent / "crds" / "kuberay"
+_CRD_FILES = {
+    "RayCluster": "ray.io_rayclusters.yaml",
+    "RayJob": "ray.io_rayjobs.yaml",
+    "RayService": "ray.io_rayservices.yaml",
+}
+
+
+class CrdsMissingError(FileNotFoundError):
+    """The KubeRay CRD folder (or a CRD file in it) is absent; the message says how to fix it."""
+
+
+def crds_dir() -> Path:
+    """The CRD folder: ``$RAYGKE_CRDS_DIR`` if set, else the copy carried in
+    ``components/checks/crds/kuberay/<version>``."""
+    env = os.environ.get(CRDS_ENV)
+    if env:
+        return Path(env)
+    return CARRIED_CRDS / KUBERAY_VERSION
+
+
+def crds_available(directory: Path | None = None) -> bool:
+    """True when the RayCluster and RayJob CRD files are present."""
+    d = directory or crds_dir()
+    return all((d / _CRD_FILES[k]).is_file() for k in ("RayCluster", "RayJob"))
+
+
+def missing_crds_message(directory: Path | None = None) -> str:
+    """One line saying where the CRDs were looked for and how to point at them."""
+    d = directory or crds_dir()
+    return (
+        f"KubeRay {KUBERAY_VERSION} CRDs not found in {d} (need {_CRD_FILES['RayCluster']} and "
+        f"{_CRD_FILES['RayJob']}); set {CRDS_ENV}=<folder with the CRD YAML files> "
+        "(e.g. a checkout of ray-project/kuberay ray-operator/config/crd/bases at v1.7.0)"
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _load_schema(path: str, version: str) -> dict[str, Any]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster on big CRDs
+    doc = yaml.load(Path(path).read_text(), Loader=loader)
+    for v in doc["spec"]["versions"]:
+        if v["name"] == version:
+            return v["schema"]["openAPIV3Schema"]
+    raise ValueError(f"{path}: no version {version!r} in the CRD")
+
+
+def crd_schema(kind: str, api_version: str = "ray.io/v1", directory: Path | None = None) -> dict:
+    """The ``openAPIV3Schema`` of ``kind`` at ``api_version`` from the CRD folder.
+
+    Raises:
+        ValueError: unknown kind or version. CrdsMissingError: the file is absent.
+    """
+    if kind not in _CRD_FILES:
+        raise ValueError(f"kind {kind!r} is not a KubeRay kind; valid: {', '.join(_CRD_FILES)}")
+    d = directory or crds_dir()
+    path = d / _CRD_FILES[kind]
+    if not path.is_file():
+        raise CrdsMissingError(missing_crds_message(d))
+    return _load_schema(str(path), api_version.split("/", 1)[-1])
+
+
+def _fmt(path: Iterable[Any]) -> str:
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out or "<root>"
+
+
+def _json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Structural schema -> plain JSON Schema: int-or-string becomes ``anyOf`` integer|string."""
+    if isinstance(schema, dict):
+        out = {k: _json_schema(v) for k, v in schema.items() if not k.startswith("x-kubernetes")}
+        if schema.get("x-kubernetes-int-or-string"):
+            out.pop("type", None)
+            out.pop("anyOf", None)
+            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        return out
+    if isinstance(schema, list):
+        return [_json_schema(v) for v in schema]
+    return schema
+
+
+@functools.lru_cache(maxsize=16)
+def _validator(path: str, version: str) -> jsonschema.protocols.Validator:
+    schema = _json_schema(copy.deepcopy(_load_schema(path, version)))
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    return cls(schema)
+
+
+def unknown_fields(obj: Any, schema: dict[str, Any], path: tuple = ()) -> list[tuple]:
+    """Paths of the fields in ``obj`` that ``schema`` does not declare (the ones the API server
+    would prune). Objects with ``x-kubernetes-preserve-unknown-fields`` keep everything."""
+    found: list[tuple] = []
+    if isinstance(obj, dict) and isinstance(schema, dict):
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return found
+        props = schema.get("properties")
+        addl = schema.get("additionalProperties")
+        for key, value in obj.items():
+            if props is not None and key in props:
+                found += unknown_fields(value, props[key], (*path, key))
+            elif isinstance(addl, dict):
+                found += unknown_fields(value, addl, (*path, key))
+            elif props is not None or addl is False:
+                found.append((*path, key))
+    elif (
+        isinstance(obj, list) and isinstance(schema, dict) and isinstance(schema.get("items"), dict)
+    ):
+        for i, item in enumerate(obj):
+            found += unknown_fields(item, schema["items"], (*path, i))
+    return found
+
+
+def validate_manifest(manifest: dict[str, Any], directory: Path | None = None) -> list[str]:
+    """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``.
+
+    Checks apiVersion/kind, unknown (pruned) fields, then the schema (types, enums, required,
+    minimum...). ``metadata`` is left to the API server.
+
+    Raises:
+        CrdsMissingError: the CRD folder is absent.
+    """
+    kind = manifest.get("kind", "?")
+    name = (manifest.get("metadata") or {}).get("name", "?")
+    head = f"{kind} {name}"
+    api_version = manifest.get("apiVersion", "")
+    if kind not in _CRD_FILES:
+        return [f"{head}: kind {kind!r} is not a KubeRay kind; valid: {', '.join(_CRD_FILES)}"]
+    if not api_version.startswith("ray.io/"):
+        return [f"{head}: apiVersion {api_version!r} is not ray.io/v1"]
+    schema = crd_schema(kind, api_version, directory)
+    d = directory or crds_dir()
+    body = {k: v for k, v in manifest.items() if k != "metadata"}
+    problems = [
+        f"{head}: {_fmt(p)}: unknown field (the API server would prune it)"
+        for p in unknown_fields(body, schema)
+    ]
+    validator = _validator(str(d / _CRD_FILES[kind]), api_version.split("/", 1)[-1])
+    errors = sorted(validator.iter_errors(body), key=lambda e: (list(map(str, e.path)), e.message))
+    for e in errors:
+        problems.append(f"{head}: {_fmt(e.absolute_path)}: {e.message}")
+    return problems
+
+
+def validate_manifests(
+    manifests: Iterable[dict[str, Any]], directory: Path | None = None
+) -> list[str]:
+    """:func:`validate_manifest` over several objects, problems concatenated in order."""
+    out: list[str] = []
+    for m in manifests:
+        out += validate_manifest(m, directory)
+    return out

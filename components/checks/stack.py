@@ -1,0 +1,295 @@
+"""Checks on the rendered stack (``raygke check``): what the API server, the scheduler and IAM
+would otherwise only tell you after ``pulumi up``.
+
+:func:`check_stack` renders the stack (:func:`components.builders.manifests.render_manifests` and
+:func:`components.builders.nodepools.node_pool_specs`) and reports, one line each:
+
+1. every RayCluster / RayJob validates against the KubeRay v1.7.0 CRD schema, unknown (pruned)
+   fields included (:mod:`components.checks.crd`);
+2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
+   Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
+   NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):
+   nodeSelector labels are a subset of the node's labels, the tolerations cover the node's taints
+   (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/), the pod's
+   requests (plus the GCS FUSE sidecar when injected) fit the node's allocatable, and for TPU
+   groups ``numOfHosts`` equals the slice's hosts and the ``google.com/tpu`` request equals its
+   chips per host (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html);
+3. every job's workload supports the accelerator kind of the pool it runs on;
+4. IAM (:mod:`components.builders.iam`): no bucket is public and no workload identity holds a project-wide
+   storage role.
+
+When the CRD folder is absent, check 1 cannot run; rather than pass silently (a misspelled field
+is exactly what it exists to catch), :func:`check_stack` reports one problem line saying where it
+looked and how to set ``RAYGKE_CRDS_DIR``, and still runs the other checks. ``raygke check
+--no-render`` skips all rendered-stack checks.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from components import catalog
+from components.builders.iam import bucket_bindings, iam_problems, project_bindings
+from components.builders.manifests import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR, render_manifests
+from components.builders.nodepools import (
+    NodePoolSpec,
+    allocatable,
+    node_pool_specs,
+    tpu_host_capacity,
+)
+from components.checks.crd import CrdsMissingError, crds_available, missing_crds_message
+from components.checks.crd import validate_manifests as _validate_crds
+from components.spec import StackConfig
+
+_BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+_DEC = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+def parse_quantity(value: str | int | float) -> float:
+    """A Kubernetes quantity as a number in base units (``"500m"`` -> 0.5, ``"1Gi"`` -> 2**30).
+
+    Raises:
+        ValueError: not a quantity (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+    """
+    if isinstance(value, int | float):
+        return float(value)
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2) not in {**_BIN, **_DEC}:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    number, suffix = float(m.group(1)), m.group(2)
+    return number * (_BIN.get(suffix) or _DEC[suffix])
+
+
+def _pod_requests(template: dict[str, Any]) -> dict[str, float]:
+    """Summed container requests (limits where no request): cpu cores, memory GiB, others count."""
+    total: dict[str, float] = {}
+    spec = template.get("spec") or {}
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for key, q in amounts.items():
+            v = parse_quantity(q)
+            if key == "memory":
+                v /= 2**30
+            total[key] = total.get(key, 0.0) + v
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(GCSFUSE_ANNOTATION) == "true":
+        for key, v in GCSFUSE_SIDECAR.items():
+            total[key] = total.get(key, 0.0) + v
+    return total
+
+
+def _tolerated(taint: catalog.Taint, tolerations: list[dict[str, Any]]) -> bool:
+    for t in tolerations:
+        if t.get("effect") not in (None, "", taint.effect):
+            continue
+        op = t.get("operator", "Equal")
+        if op == "Exists" and t.get("key") in (None, "", taint.key):
+            return True
+        if op == "Equal" and t.get("key") == taint.key and t.get("value", "") == taint.value:
+            return True
+    return False
+
+
+def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
+    """Node shapes NAP may create: every TPU slice (generation x topology) and GPU shape (type x
+    count) whose accelerator type has a NAP resource limit at least one node's worth."""
+    if not cfg.nap.enabled:
+        return []
+    limits = cfg.nap.resource_limits
+    shapes: list[NodePoolSpec] = []
+    for gen in catalog.TPU_GENERATIONS.values():
+        for topo in catalog.TPU_TOPOLOGIES:
+            s = catalog.tpu_slice(gen.name, topo)
+            if limits.get(gen.gke_accelerator, 0) < s.chips:
+                continue
+            shapes.append(
+                NodePoolSpec(
+                    name=f"NAP {gen.gke_accelerator} {topo}",
+                    pool="nap",
+                    kind="tpu",
+                    machine_type=s.machine_type,
+                    zones=[],
+                    min_nodes=0,
+                    max_nodes=s.hosts,
+                    labels=dict(s.node_labels),
+                    taints=[s.taint],
+                    tpu_topology=topo if s.multi_host else None,
+                    capacity=tpu_host_capacity(s),
+                )
+            )
+    for g in catalog.GPU_TYPES.values():
+        for count, machine in g.machine_types.items():
+            if limits.get(g.name, 0) < count:
+                continue
+            cap = allocatable(g.host_vcpus[count], g.host_memory_gb[count])
+            shapes.append(
+                NodePoolSpec(
+                    name=f"NAP {count}x {g.name}",
+                    pool="nap",
+                    kind="gpu",
+                    machine_type=machine,
+                    zones=[],
+                    min_nodes=0,
+                    max_nodes=1,
+                    labels={catalog.GPU_ACCELERATOR_LABEL: g.name},
+                    taints=[catalog.GPU_TAINT],
+                    accelerator_type=g.name,
+                    accelerator_count=count,
+                    capacity={**cap, catalog.GPU_RESOURCE: float(count)},
+                )
+            )
+    return shapes
+
+
+def _slice_of(spec: NodePoolSpec) -> catalog.TpuSlice | None:
+    acc = spec.labels.get(catalog.TPU_ACCELERATOR_LABEL)
+    topo = spec.labels.get(catalog.TPU_TOPOLOGY_LABEL)
+    for gen in catalog.TPU_GENERATIONS.values():
+        if gen.gke_accelerator == acc and topo in catalog.TPU_TOPOLOGIES:
+            return catalog.tpu_slice(gen.name, topo)
+    return None
+
+
+def fit_problems(group: dict[str, Any], spec: NodePoolSpec) -> list[str]:
+    """Why the pods of ``group`` (a head or worker group spec) cannot run on nodes of ``spec``
+    (empty when they can). The nodeSelector is assumed to match already."""
+    template = group.get("template") or {}
+    pod = template.get("spec") or {}
+    why = []
+    for taint in spec.taints:
+        if not _tolerated(taint, pod.get("tolerations") or []):
+            why.append(
+                f"no toleration for taint {taint.key}={taint.value}:{taint.effect} of "
+                f"{spec.name} ({spec.machine_type})"
+            )
+    requests = _pod_requests(template)
+    for key, want in sorted(requests.items()):
+        if key == "ephemeral-storage" or (key in ("cpu", "memory") and key not in spec.capacity):
+            continue  # unknown machine shape: nothing to compare against
+        have = spec.capacity.get(key, 0.0)  # an extended resource the node lacks counts as 0
+        if want > have + 1e-9:
+            unit = {"cpu": " cores", "memory": " GiB"}.get(key, "")
+            why.append(
+                f"requests {key} {want:g}{unit} > {have:g}{unit} allocatable on {spec.name} "
+                f"({spec.machine_type})"
+            )
+    s = _slice_of(spec) if spec.kind == "tpu" else None
+    if s is not None:
+        hosts = group.get("numOfHosts", 1)
+        if hosts != s.hosts:
+            why.append(
+                f"numOfHosts {hosts} != {s.hosts} hosts of a {s.generation.name} {s.topology} "
+                f"slice ({spec.name})"
+            )
+        chips = requests.get(catalog.TPU_RESOURCE, 0.0)
+        if chips != s.chips_per_host:
+            why.append(
+                f"{catalog.TPU_RESOURCE} request {chips:g} != {s.chips_per_host} chips per host "
+                f"of a {s.generation.name} {s.topology} slice ({spec.name})"
+            )
+    return why
+
+
+def schedule_problems(
+    where: str, group: dict[str, Any], candidates: list[NodePoolSpec]
+) -> list[str]:
+    """One line if ``group`` fits no candidate node shape: why it fails on the first shape whose
+    labels match its nodeSelector (declared pools come before NAP shapes), or that none matches."""
+    pod = (group.get("template") or {}).get("spec") or {}
+    selector = pod.get("nodeSelector") or {}
+    matching = [c for c in candidates if selector.items() <= c.labels.items()]
+    if not matching:
+        sel = ", ".join(f"{k}: {v}" for k, v in sorted(selector.items())) or "none"
+        return [
+            f"{where}: nodeSelector {{{sel}}} matches no declared node pool "
+            f"({', '.join(c.name for c in candidates if c.pool != 'nap')}) nor a shape NAP may "
+            "create; the pods would stay Pending"
+        ]
+    failures = []
+    for c in matching:
+        why = fit_problems(group, c)
+        if not why:
+            return []
+        failures.append(why)
+    sel = ", ".join(f"{k}: {v}" for k, v in sorted(selector.items()))
+    more = f" (and {len(failures) - 1} more matching shape(s) fail)" if len(failures) > 1 else ""
+    return [f"{where}: cannot schedule (nodeSelector {{{sel}}}): " + "; ".join(failures[0]) + more]
+
+
+def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    kind = manifest.get("kind")
+    name = (manifest.get("metadata") or {}).get("name", "?")
+    spec = manifest.get("spec") or {}
+    cluster = spec.get("rayClusterSpec") if kind == "RayJob" else spec
+    if not isinstance(cluster, dict):
+        return []
+    out = []
+    if isinstance(cluster.get("headGroupSpec"), dict):
+        out.append((f"{kind} {name}: head group", cluster["headGroupSpec"]))
+    for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
+        if isinstance(g, dict):
+            label = g.get("groupName", f"[{i}]")
+            out.append((f"{kind} {name}: worker group {label}", g))
+    return out
+
+
+def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Problems of rendered (or hand-edited) KubeRay objects against the stack's node pools:
+    CRD schema (unknown fields included) and schedulability of every head/worker group.
+
+    When the CRD folder is absent the schema check contributes one line saying how to set
+    ``RAYGKE_CRDS_DIR``.
+    """
+    problems: list[str] = []
+    if crds_available():
+        try:
+            problems += _validate_crds(manifests)
+        except CrdsMissingError as e:
+            problems.append(str(e))
+    else:
+        problems.append(missing_crds_message())
+    candidates = node_pool_specs(cfg) + nap_shapes(cfg)
+    for m in manifests:
+        for where, group in _groups(m):
+            problems += schedule_problems(where, group, candidates)
+    return problems
+
+
+def workload_problems(cfg: StackConfig) -> list[str]:
+    """A job whose workload does not support the accelerator kind of its node pool."""
+    from components.builders.scaling import ScalingError, job_target
+    from workloads.registry import get_workload
+
+    problems = []
+    for job in cfg.jobs:
+        try:
+            target = job_target(cfg, job)
+            workload = get_workload(job.workload)
+        except (ScalingError, KeyError) as e:
+            problems.append(f"jobs[{job.name}]: {e}")
+            continue
+        kind = target.pool.kind
+        if kind != "cpu" and kind not in workload.accelerators:
+            problems.append(
+                f"jobs[{job.name}]: workload {workload.name!r} supports "
+                f"{', '.join(workload.accelerators)}, not {kind} (node pool {target.pool.name!r})"
+            )
+    return problems
+
+
+def check_stack(cfg: StackConfig) -> list[str]:
+    """Problems found in the rendered stack, one line each (empty when none). See the module
+    docstring for what is checked."""
+    from components.builders.archive import working_dir_uri, workloads_archive
+
+    problems = workload_problems(cfg)
+    try:
+        _, sha = workloads_archive()
+        manifests = render_manifests(cfg, working_dir_uri(cfg, sha))
+    except (ValueError, KeyError) as e:
+        return [*problems, f"rendering the KubeRay objects failed: {e}"]
+    problems += check_manifests(cfg, manifests)
+    problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
+    return problems

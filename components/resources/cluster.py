@@ -1,0 +1,180 @@
+"""The GKE Standard cluster (its node pools are :mod:`components.resources.nodepool`).
+
+Sources (GKE docs):
+
+* Cluster API fields: https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters
+* Private nodes / authorized networks: https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters
+* Workload Identity pool ``<project>.svc.id.goog``: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
+* Dataplane V2 (``ADVANCED_DATAPATH``): https://cloud.google.com/kubernetes-engine/docs/concepts/dataplane-v2
+* Application-layer secrets encryption: https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
+* Managed Prometheus: https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed
+* GCS FUSE CSI driver: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver
+* Ray Operator add-on: https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke
+* Node auto-provisioning (resource limits, defaults, profile):
+  https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.builders.cluster import nap_resource_limits
+from components.builders.iam import CLOUD_PLATFORM_SCOPE
+from components.builders.naming import workload_pool
+from components.spec import StackConfig
+
+
+@dataclass
+class ClusterArgs:
+    """Inputs of :class:`Cluster`.
+
+    Attributes:
+        cfg: the validated stack config.
+        network / subnetwork: VPC and subnet self links.
+        pods_range_name / services_range_name: the subnet's secondary range names.
+        kms_key_id: the GKE secrets key id.
+        node_service_account: email of the nodes' service account (NAP defaults, default pool).
+    """
+
+    cfg: StackConfig
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    pods_range_name: str
+    services_range_name: str
+    kms_key_id: pulumi.Input[str]
+    node_service_account: pulumi.Input[str]
+
+
+class Cluster(pulumi.ComponentResource):
+    """``ray-gke:cluster:Cluster``: the GKE Standard cluster, default node pool removed.
+
+    Attributes: ``cluster`` (``gcp.container.Cluster``), ``name``, ``location``, ``endpoint``,
+    ``ca_certificate`` (base64 PEM).
+    """
+
+    def __init__(
+        self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:cluster:Cluster", name, None, opts)
+        cfg = args.cfg
+        cc = cfg.cluster
+        net = cfg.network
+        nap = cfg.nap
+        shielded = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
+        # Master authorized networks are always on: with none listed, no address outside the VPC
+        # (Google Cloud's public ranges included) reaches the control plane
+        # (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks).
+        authorized = gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+            cidr_blocks=[
+                gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                    cidr_block=n.cidr, display_name=n.name
+                )
+                for n in net.master_authorized_networks
+            ],
+            gcp_public_cidrs_access_enabled=False,
+        )
+        autoscaling = gcp.container.ClusterClusterAutoscalingArgs(
+            enabled=nap.enabled,
+            autoscaling_profile=nap.autoscaling_profile,
+            resource_limits=[
+                gcp.container.ClusterClusterAutoscalingResourceLimitArgs(**lim)
+                for lim in nap_resource_limits(cfg)
+            ]
+            if nap.enabled
+            else None,
+            auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
+                service_account=args.node_service_account,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                shielded_instance_config=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsShieldedInstanceConfigArgs(
+                    **shielded
+                ),
+                management=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsManagementArgs(
+                    auto_repair=True, auto_upgrade=True
+                ),
+            )
+            if nap.enabled
+            else None,
+        )
+        addons = gcp.container.ClusterAddonsConfigArgs(
+            gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                enabled=cc.gcs_fuse_csi
+            ),
+            ray_operator_configs=[
+                gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)
+            ]
+            if cfg.kuberay.mode == "gke-addon"
+            else None,
+        )
+        self.cluster = gcp.container.Cluster(
+            f"{name}-gke",
+            name=cc.name,
+            project=cfg.project,
+            location=cfg.location,
+            node_locations=list(cfg.zones) if cc.regional else None,
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            # Only for the short-lived default pool, which is removed right away.
+            node_config=gcp.container.ClusterNodeConfigArgs(
+                service_account=args.node_service_account,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                    **shielded
+                ),
+            ),
+            network=args.network,
+            subnetwork=args.subnetwork,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=args.pods_range_name,
+                services_secondary_range_name=args.services_range_name,
+            ),
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=net.private_nodes,
+                enable_private_endpoint=net.private_endpoint,
+                master_ipv4_cidr_block=net.master_ipv4_cidr,
+            ),
+            master_authorized_networks_config=authorized,
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=workload_pool(cfg)
+            ),
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cc.release_channel),
+            min_master_version=cc.min_master_version,
+            datapath_provider="ADVANCED_DATAPATH",
+            enable_shielded_nodes=True,
+            database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(
+                state="ENCRYPTED", key_name=args.kms_key_id
+            ),
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS"],
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
+                    enabled=cc.managed_prometheus
+                ),
+            ),
+            addons_config=addons,
+            cluster_autoscaling=autoscaling,
+            maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
+                daily_maintenance_window=gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
+                    start_time=cc.maintenance_window.start_time
+                )
+            ),
+            deletion_protection=cc.deletion_protection,
+            resource_labels={**cfg.labels, **cc.labels},
+            opts=pulumi.ResourceOptions(
+                parent=self, ignore_changes=["nodeConfig", "initialNodeCount"]
+            ),
+        )
+        self.name = self.cluster.name
+        self.location = self.cluster.location
+        self.endpoint = self.cluster.endpoint
+        self.ca_certificate = self.cluster.master_auth.apply(
+            lambda m: m.cluster_ca_certificate if m else None
+        )
+        self.register_outputs(
+            {"name": self.name, "location": self.location, "endpoint": self.endpoint}
+        )

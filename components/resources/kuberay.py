@@ -1,0 +1,117 @@
+"""KubeRay side: the Kubernetes provider, namespace, workload KSAs and the KubeRay operator.
+
+* Kubeconfig: cluster endpoint + CA, user authenticated by the ``gke-gcloud-auth-plugin`` exec
+  plugin (no static credentials) -
+  https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
+* KSA annotation ``iam.gke.io/gcp-service-account`` -
+  https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
+* ``kuberay-operator`` chart from https://ray-project.github.io/kuberay-helm/ (pinned version), via
+  ``helm.v3.Release`` (``helm.v4.Chart`` cannot render while the kubeconfig is unknown in a first
+  preview), only when ``kuberay.mode`` is ``helm``; with ``gke-addon`` GKE runs KubeRay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.builders import naming
+from components.builders.kuberay import (
+    KUBERAY_CHART,
+    KUBERAY_HELM_REPO,
+    WI_ANNOTATION,
+    helm_values,
+    kubeconfig,
+)
+from components.spec import StackConfig
+
+
+@dataclass
+class KubeRayArgs:
+    """Inputs of :class:`KubeRay`.
+
+    Attributes:
+        cfg: the validated stack config.
+        cluster_name / endpoint / ca_certificate: from the cluster.
+        gsa_emails: workload identity name -> GSA email output.
+        depends_on: resources the Kubernetes objects wait for (node pools, WI bindings).
+    """
+
+    cfg: StackConfig
+    cluster_name: pulumi.Input[str]
+    endpoint: pulumi.Input[str]
+    ca_certificate: pulumi.Input[str]
+    gsa_emails: dict[str, pulumi.Input[str]]
+    depends_on: list[pulumi.Resource] | None = None
+
+
+class KubeRay(pulumi.ComponentResource):
+    """``ray-gke:kuberay:KubeRay``.
+
+    Attributes: ``kubeconfig`` (secret Output[str]), ``provider`` (``k8s.Provider``),
+    ``namespace`` (``k8s.core.v1.Namespace``), ``service_accounts`` (name -> KSA), ``operator``
+    (the ``helm.v3.Release`` in helm mode, else None), ``ready`` (resources Ray objects must wait
+    for).
+    """
+
+    def __init__(
+        self, name: str, args: KubeRayArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:kuberay:KubeRay", name, None, opts)
+        cfg = args.cfg
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
+                lambda a: kubeconfig(a[0], a[1], a[2])
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on or [])),
+        )
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        ns = cfg.kuberay.namespace
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=ns, labels={"app.kubernetes.io/part-of": "ray-gke"}
+            ),
+            opts=k8s_opts,
+        )
+        ns_opts = pulumi.ResourceOptions(
+            parent=self, provider=self.provider, depends_on=[self.namespace]
+        )
+        self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
+        for wi in cfg.workload_identities:
+            self.service_accounts[wi.name] = k8s.core.v1.ServiceAccount(
+                f"{name}-ksa-{wi.name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=naming.ksa_name(wi),
+                    namespace=ns,
+                    annotations={WI_ANNOTATION: args.gsa_emails[wi.name]},
+                    labels={"app.kubernetes.io/part-of": "ray-gke"},
+                ),
+                opts=ns_opts,
+            )
+        self.operator: k8s.helm.v3.Release | None = None
+        if cfg.kuberay.mode == "helm":
+            self.operator = k8s.helm.v3.Release(
+                f"{name}-operator",
+                name=KUBERAY_CHART,
+                chart=KUBERAY_CHART,
+                version=cfg.kuberay.chart_version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_HELM_REPO),
+                namespace=ns,
+                values=helm_values(cfg),
+                atomic=True,
+                wait_for_jobs=True,
+                opts=ns_opts,
+            )
+        self.ready: list[pulumi.Resource] = [
+            self.namespace,
+            *self.service_accounts.values(),
+            *([self.operator] if self.operator else []),
+        ]
+        self.register_outputs({"namespace": ns, "kubeconfig": self.kubeconfig})

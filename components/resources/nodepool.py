@@ -1,0 +1,114 @@
+"""GKE node pools from the pure :class:`components.builders.nodepools.NodePoolSpec` (never re-derived).
+
+Sources: node pool API https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
+TPU pools (COMPACT placement + ``tpu_topology`` for multi-host slices only)
+https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, GPU driver installation
+https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers, specific
+reservations https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations,
+``GKE_METADATA`` https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.builders.iam import CLOUD_PLATFORM_SCOPE
+from components.builders.nodepools import (
+    RESERVATION_KEY,
+    NodePoolSpec,
+    autoscaling,
+    config_labels,
+    initial_node_count,
+)
+from components.spec import StackConfig
+
+
+@dataclass
+class NodePoolArgs:
+    """Inputs of :class:`NodePool`.
+
+    Attributes:
+        cfg: the validated stack config (project, location, labels).
+        spec: the pure node pool spec.
+        cluster: the cluster's id (or name).
+        node_service_account: email of the nodes' service account.
+    """
+
+    cfg: StackConfig
+    spec: NodePoolSpec
+    cluster: pulumi.Input[str]
+    node_service_account: pulumi.Input[str]
+
+
+class NodePool(pulumi.ComponentResource):
+    """``ray-gke:nodepool:NodePool``: one ``gcp.container.NodePool`` for one spec."""
+
+    def __init__(
+        self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:nodepool:NodePool", name, None, opts)
+        cfg, spec = args.cfg, args.spec
+        guest = (
+            [
+                gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                    type=spec.accelerator_type,
+                    count=spec.accelerator_count,
+                    gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                        gpu_driver_version=spec.driver_version or "DEFAULT"
+                    ),
+                )
+            ]
+            if spec.accelerator_type
+            else None
+        )
+        reservation = (
+            gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="SPECIFIC_RESERVATION",
+                key=RESERVATION_KEY,
+                values=[spec.reservation],
+            )
+            if spec.reservation
+            else None
+        )
+        placement = (
+            gcp.container.NodePoolPlacementPolicyArgs(
+                type=spec.placement_policy or "COMPACT", tpu_topology=spec.tpu_topology
+            )
+            if spec.tpu_topology
+            else None
+        )
+        self.node_pool = gcp.container.NodePool(
+            f"{name}-pool",
+            name=spec.name,
+            project=cfg.project,
+            location=cfg.location,
+            cluster=args.cluster,
+            node_locations=list(spec.zones),
+            initial_node_count=initial_node_count(spec),
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(**autoscaling(spec)),
+            placement_policy=placement,
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=spec.machine_type,
+                disk_size_gb=spec.disk_size_gb,
+                labels=config_labels(spec),
+                resource_labels=dict(cfg.labels),
+                taints=[gcp.container.NodePoolNodeConfigTaintArgs(**t.gke()) for t in spec.taints],
+                guest_accelerators=guest,
+                spot=spec.spot,
+                reservation_affinity=reservation,
+                service_account=args.node_service_account,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+        )
+        self.register_outputs({"name": self.node_pool.name})

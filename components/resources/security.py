@@ -1,0 +1,239 @@
+"""Security: KMS keys, the nodes' service account, workload identities, Secret Manager secrets.
+
+Two ComponentResources, because of ordering:
+
+* :class:`Security` (before the cluster and the buckets): the KMS key ring(s) and keys with
+  rotation, the GKE and GCS service agents' ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants,
+  the node service account with its five least-privilege project roles, one Google service account
+  (GSA) per workload identity, and the Secret Manager secrets (no versions: values are set out of
+  band).
+* :class:`WorkloadAccess` (after the cluster and the buckets): the Workload Identity bindings
+  (``roles/iam.workloadIdentityUser`` for ``serviceAccount:<project>.svc.id.goog[<ns>/<ksa>]``;
+  the identity pool exists only once a cluster with Workload Identity does), the bucket-level roles
+  and the secret accessor grants. No project-wide storage role is ever granted; no service-account
+  key is ever created.
+
+Sources:
+
+* GKE application-layer secrets encryption and its service agent
+  ``service-<number>@container-engine-robot.iam.gserviceaccount.com``:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
+* CMEK for Cloud Storage and the GCS service agent:
+  https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys
+* Least-privilege node service account roles:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa
+* Workload Identity: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
+* Cloud Storage IAM roles (objectViewer, objectUser): https://cloud.google.com/storage/docs/access-control/iam-roles
+* Secret Manager access: https://cloud.google.com/secret-manager/docs/access-control
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.builders import iam, naming
+from components.builders.iam import (
+    KEY_ROTATION_PERIOD,
+    KMS_ROLE,
+    gke_service_agent,
+)
+from components.builders.storage import bucket_location
+from components.spec import StackConfig
+
+
+@dataclass
+class SecurityArgs:
+    """Inputs of :class:`Security`: the validated stack config."""
+
+    cfg: StackConfig
+
+
+class Security(pulumi.ComponentResource):
+    """``ray-gke:security:Security``: KMS, node SA, workload GSAs, secrets.
+
+    Attributes (for wiring): ``gke_key`` / ``bucket_key`` (``gcp.kms.CryptoKey``),
+    ``gcs_key_grant`` (the GCS agent's grant; buckets depend on it), ``gke_key_grant``,
+    ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (identity name -> Account),
+    ``secrets`` (secret name -> ``gcp.secretmanager.Secret``), ``project_number``.
+    """
+
+    def __init__(
+        self, name: str, args: SecurityArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:security:Security", name, None, opts)
+        cfg = args.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        project = gcp.organizations.get_project_output(
+            project_id=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        self.project_number = project.number
+
+        # Key rings live where the data does: the cluster's region, and the buckets' location.
+        ring_locations = {"gke": cfg.region, "buckets": bucket_location(cfg).lower()}
+        rings: dict[str, gcp.kms.KeyRing] = {}
+        for loc in dict.fromkeys(ring_locations.values()):
+            rings[loc] = gcp.kms.KeyRing(
+                f"{name}-keyring-{loc}",
+                name=f"{cfg.cluster.name}-{loc}",
+                project=cfg.project,
+                location=loc,
+                opts=child,
+            )
+        protect = cfg.cluster.deletion_protection
+        self.gke_key = gcp.kms.CryptoKey(
+            f"{name}-gke-secrets",
+            name="gke-secrets",
+            key_ring=rings[ring_locations["gke"]].id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        self.bucket_key = gcp.kms.CryptoKey(
+            f"{name}-buckets",
+            name="buckets",
+            key_ring=rings[ring_locations["buckets"]].id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        self.gke_key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-gke-agent-kms",
+            crypto_key_id=self.gke_key.id,
+            role=KMS_ROLE,
+            member=project.number.apply(gke_service_agent),
+            opts=child,
+        )
+        gcs_agent = gcp.storage.get_project_service_account_output(
+            project=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        self.gcs_key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-gcs-agent-kms",
+            crypto_key_id=self.bucket_key.id,
+            role=KMS_ROLE,
+            member=gcs_agent.email_address.apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
+
+        self.node_sa = gcp.serviceaccount.Account(
+            f"{name}-node-sa",
+            account_id=naming.node_service_account_id(cfg),
+            display_name=f"GKE nodes of {cfg.cluster.name}",
+            project=cfg.project,
+            opts=child,
+        )
+        self.node_sa_roles = [
+            gcp.projects.IAMMember(
+                f"{name}-node-sa-{role.split('/')[1].replace('.', '-')}",
+                project=cfg.project,
+                role=role,
+                member=self.node_sa.email.apply(lambda e: f"serviceAccount:{e}"),
+                opts=child,
+            )
+            for role in iam.NODE_PROJECT_ROLES
+        ]
+
+        self.gsas: dict[str, gcp.serviceaccount.Account] = {}
+        for wi in cfg.workload_identities:
+            self.gsas[wi.name] = gcp.serviceaccount.Account(
+                f"{name}-gsa-{wi.name}",
+                account_id=naming.gsa_account_id(cfg, wi),
+                display_name=f"Ray workload identity {wi.name} ({cfg.cluster.name})",
+                project=cfg.project,
+                opts=child,
+            )
+
+        self.secrets: dict[str, gcp.secretmanager.Secret] = {}
+        for secret in cfg.secrets:
+            self.secrets[secret.name] = gcp.secretmanager.Secret(
+                f"{name}-secret-{secret.name}",
+                secret_id=secret.name,
+                project=cfg.project,
+                labels=dict(cfg.labels),
+                replication=gcp.secretmanager.SecretReplicationArgs(
+                    auto=gcp.secretmanager.SecretReplicationAutoArgs()
+                ),
+                opts=child,
+            )
+
+        self.register_outputs(
+            {
+                "gke_key": self.gke_key.id,
+                "bucket_key": self.bucket_key.id,
+                "node_service_account": self.node_sa.email,
+                "service_accounts": {k: v.email for k, v in self.gsas.items()},
+                "secrets": {k: v.id for k, v in self.secrets.items()},
+            }
+        )
+
+
+@dataclass
+class WorkloadAccessArgs:
+    """Inputs of :class:`WorkloadAccess`.
+
+    Attributes:
+        cfg: the validated stack config.
+        gsas: identity name -> its Google service account (from :class:`Security`).
+        buckets: purpose (``datasets`` | ``checkpoints`` | ``artifacts``) -> ``gcp.storage.Bucket``.
+        secrets: secret name -> ``gcp.secretmanager.Secret``.
+    """
+
+    cfg: StackConfig
+    gsas: dict[str, gcp.serviceaccount.Account]
+    buckets: dict[str, gcp.storage.Bucket]
+    secrets: dict[str, gcp.secretmanager.Secret] = field(default_factory=dict)
+
+
+class WorkloadAccess(pulumi.ComponentResource):
+    """``ray-gke:security:WorkloadAccess``: WI bindings, bucket-level roles, secret accessors.
+
+    Create it with ``depends_on=[cluster]``: the ``<project>.svc.id.goog`` pool must exist.
+    """
+
+    def __init__(
+        self, name: str, args: WorkloadAccessArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:security:WorkloadAccess", name, None, opts)
+        cfg = args.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        self.wi_bindings = {
+            wi.name: gcp.serviceaccount.IAMMember(
+                f"{name}-wi-{wi.name}",
+                service_account_id=args.gsas[wi.name].name,
+                role=iam.WORKLOAD_IDENTITY_ROLE,
+                member=naming.workload_identity_member(cfg, wi),
+                opts=child,
+            )
+            for wi in cfg.workload_identities
+        }
+        # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
+        # GSAs' deterministic emails, so the grants wait for the accounts explicitly.
+        after_gsas = pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas.values()))
+        self.bucket_grants = [
+            gcp.storage.BucketIAMMember(
+                f"{name}-{member.split(':')[1].split('@')[0]}-{purpose}-{role.split('.')[-1]}",
+                bucket=args.buckets[purpose].name,
+                role=role,
+                member=member,
+                opts=after_gsas,
+            )
+            for purpose, role, member in iam.bucket_bindings(cfg)
+        ]
+        self.secret_grants = [
+            gcp.secretmanager.SecretIamMember(
+                f"{name}-secret-{secret}-{member.split(':')[1].split('@')[0]}",
+                project=cfg.project,
+                secret_id=args.secrets[secret].secret_id,
+                role=role,
+                member=member,
+                opts=after_gsas,
+            )
+            for secret, role, member in iam.secret_bindings(cfg)
+        ]
+        self.register_outputs(
+            {"workload_identity_members": {k: v.member for k, v in self.wi_bindings.items()}}
+        )

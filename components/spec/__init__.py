@@ -1,0 +1,98 @@
+"""The stack file's typed model (layer 1 of ``components/``): pydantic models split by concern, the
+resolver from declared pools to capacity, the cross-field rules and the loader.
+
+Nothing here imports ``pulumi``: the model is what ``raygke check``, the offline render and the
+Pulumi program all start from. Public names are re-exported here, so callers write
+``from components.spec import StackConfig, load_stack_file``.
+"""
+
+from components.spec.base import (
+    GKE_NAME_MAX,
+    K8S_NAME_MAX,
+    OTHER_NAMESPACES,
+    PROJECT_NAMESPACE,
+    ConfigError,
+    StackFileError,
+    vcpus_of,
+)
+from components.spec.cluster import ClusterConfig, MaintenanceWindow, NapConfig, SystemPool
+from components.spec.loader import (
+    format_validation_error,
+    load_stack_file,
+    read_stack_yaml,
+    stack_data_from_yaml,
+    validate,
+)
+from components.spec.network import AuthorizedNetwork, NetworkConfig
+from components.spec.pools import (
+    CpuPool,
+    GpuPool,
+    GpuSpec,
+    NodePool,
+    Provisioning,
+    TpuPool,
+    TpuSpec,
+)
+from components.spec.ray import (
+    HeadConfig,
+    JobConfig,
+    KubeRayConfig,
+    RayClusterConfig,
+    RayConfig,
+    RayImages,
+    WorkerGroupConfig,
+)
+from components.spec.resolve import group_max_replicas, nap_needs, pool_capacity
+from components.spec.stack import LocalConfig, StackConfig
+from components.spec.storage import (
+    BucketConfig,
+    BucketRole,
+    BucketsConfig,
+    SecretConfig,
+    WorkloadIdentityConfig,
+)
+
+__all__ = [
+    "GKE_NAME_MAX",
+    "K8S_NAME_MAX",
+    "OTHER_NAMESPACES",
+    "PROJECT_NAMESPACE",
+    "AuthorizedNetwork",
+    "BucketConfig",
+    "BucketRole",
+    "BucketsConfig",
+    "ClusterConfig",
+    "ConfigError",
+    "CpuPool",
+    "GpuPool",
+    "GpuSpec",
+    "HeadConfig",
+    "JobConfig",
+    "KubeRayConfig",
+    "LocalConfig",
+    "MaintenanceWindow",
+    "NapConfig",
+    "NetworkConfig",
+    "NodePool",
+    "Provisioning",
+    "RayClusterConfig",
+    "RayConfig",
+    "RayImages",
+    "SecretConfig",
+    "StackConfig",
+    "StackFileError",
+    "SystemPool",
+    "TpuPool",
+    "TpuSpec",
+    "WorkerGroupConfig",
+    "WorkloadIdentityConfig",
+    "format_validation_error",
+    "group_max_replicas",
+    "load_stack_file",
+    "nap_needs",
+    "pool_capacity",
+    "read_stack_yaml",
+    "stack_data_from_yaml",
+    "validate",
+    "vcpus_of",
+]

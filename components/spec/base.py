@@ -1,0 +1,88 @@
+"""The stack model's shared pieces: errors, the strict base model, and name/quantity rules
+that several parts of the model apply.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+)
+
+PROJECT_NAMESPACE = "ray-gke"
+# Namespaces of the providers and the engine, which a stack file may also set.
+OTHER_NAMESPACES = frozenset({"gcp", "kubernetes", "pulumi"})
+
+# GKE names: cluster and node pool names are lowercase letters, digits and hyphens, start with a
+# letter, end with a letter or digit, at most 40 characters
+# (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools).
+_GKE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+GKE_NAME_MAX = 40
+# Kubernetes object names (RFC 1123 labels) for RayClusters, RayJobs, worker groups.
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# KubeRay derives Service and Pod names from the RayCluster name; keep headroom under 63.
+K8S_NAME_MAX = 50
+# Google service account ids: 6-30 characters, lowercase letters, digits, hyphens
+# (https://cloud.google.com/iam/docs/service-accounts-create#creating).
+_SA_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])$")
+_ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
+_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
+_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
+
+
+class ConfigError(ValueError):
+    """An invalid stack configuration; ``problems`` holds one readable line per problem."""
+
+    def __init__(self, problems: list[str], source: str | None = None) -> None:
+        self.problems = problems
+        self.source = source
+        head = f"{source}: " if source else ""
+        super().__init__(head + f"{len(problems)} problem(s):\n" + "\n".join(problems))
+
+
+class StackFileError(ConfigError):
+    """The file is not a readable Pulumi stack file (not YAML, or no ``config:`` mapping)."""
+
+
+def _gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
+    if len(value) > max_len or not _GKE_NAME.match(value):
+        raise ValueError(
+            f"{what} {value!r} is not a valid GKE name: use 1-{max_len} lowercase letters, digits "
+            "and hyphens, starting with a letter and not ending with a hyphen"
+        )
+    return value
+
+
+def _k8s_name(value: str, what: str) -> str:
+    if len(value) > K8S_NAME_MAX or not _K8S_NAME.match(value):
+        raise ValueError(
+            f"{what} {value!r} is not a valid Kubernetes name: use 1-{K8S_NAME_MAX} lowercase "
+            "letters, digits and hyphens, starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _min_le_max(model: Any, lo: str, hi: str) -> Any:
+    """``model`` unchanged when ``model.<lo> <= model.<hi>``, else ValueError naming both."""
+    if getattr(model, lo) > getattr(model, hi):
+        raise ValueError(f"{lo} {getattr(model, lo)} > {hi} {getattr(model, hi)}")
+    return model
+
+
+def vcpus_of(machine_type: str) -> int | None:
+    """vCPUs of a machine type whose name ends in the count (``n2-standard-8`` -> 8), else None."""
+    m = re.search(r"-(\d+)$", machine_type)
+    return int(m.group(1)) if m else None
+
+
+def _quantity(value: str, what: str) -> str:
+    if not _QUANTITY.match(str(value)):
+        raise ValueError(f"{what} {value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    return str(value)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)

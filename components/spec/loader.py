@@ -1,0 +1,194 @@
+"""Reading stack files: YAML 1.2 as Pulumi reads it, the project's keys, and validation into
+:class:`StackConfig` with one readable line per problem.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    ValidationError,
+)
+
+from components import catalog
+from components.spec.base import OTHER_NAMESPACES, PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.spec.stack import StackConfig
+
+# --------------------------------------------------------------------------------------- loaders
+
+
+def _loc(loc: tuple[Any, ...], data: Any) -> str:
+    """``('node_pools', 1, 'tpu', 'tpu')`` -> ``node_pools[tpu-v6e].tpu`` (item names where known)."""
+    parts: list[str] = []
+    node: Any = data
+    skip_tag = False
+    for p in loc:
+        if skip_tag:
+            skip_tag = False
+            if p in _TAGS:
+                continue
+        if isinstance(p, int):
+            item = node[p] if isinstance(node, list) and p < len(node) else None
+            name = item.get("name") if isinstance(item, Mapping) else None
+            parts[-1 if parts else 0 :] = [f"{parts[-1] if parts else ''}[{name or p}]"]
+            node = item
+            skip_tag = True
+        else:
+            parts.append(str(p) if re.fullmatch(r"[\w-]+", str(p)) else repr(p))
+            node = node.get(p) if isinstance(node, Mapping) else None
+    return ".".join(parts)
+
+
+def _type_hint(kind: str, value: Any) -> str:
+    """What to write instead, for the YAML mistakes strict validation rejects."""
+    if kind == "string_type" and isinstance(value, int | float | bool | date):
+        what = {bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a date")
+        return f" (YAML read {what}; put the value in quotes as you wrote it)"
+    if kind in ("int_type", "float_type") and isinstance(value, str):
+        return " (write the number without quotes)"
+    if kind == "bool_type":
+        return " (write true or false, without quotes)"
+    return ""
+
+
+_BOUND_ERRORS = {
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "too_short",
+    "too_long",
+}
+
+
+def format_validation_error(err: ValidationError, data: Any = None) -> list[str]:
+    """One line per problem: ``<field path>: <message>`` (multi-line messages become several)."""
+    lines: list[str] = []
+    for e in err.errors():
+        loc = _loc(tuple(e["loc"]), data)
+        msg = e["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            if msg.startswith(prefix):
+                msg = msg[len(prefix) :]
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown key {str(e['loc'][-1])!r} (check its spelling; extra keys are rejected)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        elif e["type"] == "union_tag_invalid":
+            msg = (
+                f"kind {e.get('ctx', {}).get('tag')!r} is not a node pool kind: leave kind out (or "
+                "write cpu) for a CPU pool, and give a tpu: or gpu: block for an accelerator pool"
+            )
+        elif e["type"] in _BOUND_ERRORS:
+            msg = f"{msg}; got {e.get('input')!r}"
+        elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
+            msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
+        for part in msg.split("\n"):
+            part = part.replace("\r", " ")
+            lines.append(f"{loc}: {part}" if loc else part)
+    return lines
+
+
+_TAGS = {"cpu", "tpu", "gpu"}
+
+
+def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
+    """Validate a mapping of top-level keys (without the ``ray-gke:`` prefix).
+
+    Raises:
+        ConfigError: with every problem found, one line each.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError([f"expected a mapping of config keys, got {type(data).__name__}"], source)
+    try:
+        return StackConfig.model_validate(dict(data))
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, data), source) from None
+    except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
+        raise ConfigError([str(e)], source) from None
+
+
+def read_stack_yaml(text: str, source: str | None = None) -> Any:
+    """Parse a stack file the way Pulumi does: YAML 1.2 (``yes``/``on`` are strings, ``23:30``
+    is not a number, ``010`` is ten), merge keys (``<<: *anchor``) allowed, and a key given twice
+    in one mapping refused. Uses ``ruamel.yaml`` (YAML 1.2 core schema; PyYAML reads YAML 1.1).
+
+    Raises:
+        ConfigError: a key is given twice (both places named).
+        StackFileError: the text is not YAML.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except DuplicateKeyError as e:
+        at, first = e.problem_mark, e.context_mark
+        where = f"line {at.line + 1} column {at.column + 1}" if at else "?"
+        was = f" (in the mapping that starts at line {first.line + 1})" if first else ""
+        problem = (e.problem or "duplicate key").split(" with value")[0].replace('"', "'")
+        problem = problem.removeprefix("found ")
+        raise ConfigError([f"{problem} at {where}{was}; keep one"], source) from None
+    except MarkedYAMLError as e:
+        at = f" at line {e.problem_mark.line + 1}" if e.problem_mark else ""
+        problem = " ".join(str(x) for x in (e.context, e.problem) if x)
+        raise StackFileError([f"not valid YAML{at}: {problem}"], source) from None
+    except YAMLError as e:
+        raise StackFileError([f"not valid YAML: {e}"], source) from None
+
+
+def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]:
+    """The project's keys from a ``Pulumi.<stack>.yaml`` text, prefix stripped.
+
+    Keys of other namespaces (``gcp:project``) are ignored, except that ``gcp:project`` and
+    ``gcp:region`` fill ``project`` and ``region`` when the project's own keys are absent.
+
+    Raises:
+        StackFileError: not YAML, or not a ``config:`` mapping.
+        ConfigError: a key given twice (see :func:`read_stack_yaml`).
+    """
+    doc = read_stack_yaml(text, source)
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("config"), Mapping):
+        raise StackFileError(["expected a top-level 'config:' mapping (Pulumi stack file)"], source)
+    data: dict[str, Any] = {}
+    fallbacks: dict[str, Any] = {}
+    prefix = PROJECT_NAMESPACE + ":"
+    for key, value in doc["config"].items():
+        key = str(key)
+        if key.startswith(prefix):
+            data[key[len(prefix) :]] = value
+        elif key in ("gcp:project", "gcp:region"):
+            fallbacks[key.split(":", 1)[1]] = value
+    problems = [
+        f"{key}: unknown config namespace {key.split(':', 1)[0]!r}; this project's keys are "
+        f"{prefix}<key> (other namespaces read: {', '.join(sorted(OTHER_NAMESPACES))})"
+        for key in map(str, doc["config"])
+        if ":" not in key or key.split(":", 1)[0] not in {PROJECT_NAMESPACE, *OTHER_NAMESPACES}
+    ]
+    for k, v in fallbacks.items():
+        if k in data and data[k] != v:
+            problems.append(
+                f"gcp:{k} {v!r} differs from {prefix}{k} {data[k]!r}; the provider would "
+                "create resources elsewhere than the stack says"
+            )
+        data.setdefault(k, v)
+    if problems:
+        raise ConfigError(problems, source)
+    return data
+
+
+def load_stack_file(path: str | Path) -> StackConfig:
+    """Read and validate ``Pulumi.<stack>.yaml`` (plain YAML read, no Pulumi engine).
+
+    Raises:
+        ConfigError: the file is invalid; ``problems`` lists every problem.
+        OSError: the file cannot be read.
+    """
+    path = Path(path)
+    text = path.read_text()
+    return validate(stack_data_from_yaml(text, str(path)), str(path))

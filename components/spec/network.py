@@ -1,0 +1,87 @@
+"""The ``network`` block: VPC, subnet ranges, private nodes, control-plane access."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from components.spec.base import _gke_name, _Model
+
+# --------------------------------------------------------------------------------------- network
+
+
+class AuthorizedNetwork(_Model):
+    """A CIDR allowed to reach the GKE control plane."""
+
+    name: str
+    cidr: str
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        try:
+            ipaddress.ip_network(v)
+        except ValueError:
+            raise ValueError(
+                f"cidr {v!r} is not an IPv4/IPv6 network (e.g. 203.0.113.0/24)"
+            ) from None
+        return v
+
+
+class NetworkConfig(_Model):
+    """VPC, subnet and its secondary ranges, private nodes, control-plane access."""
+
+    name: str = "ray"
+    subnet_cidr: str = "10.10.0.0/20"
+    pods_cidr: str = "10.16.0.0/14"
+    services_cidr: str = "10.20.0.0/20"
+    master_ipv4_cidr: str = "172.16.0.0/28"
+    private_nodes: bool = True
+    private_endpoint: bool = False
+    master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _gke_name(v, "network.name", 63)
+
+    @field_validator("subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr")
+    @classmethod
+    def _cidrs(cls, v: str, info: Any) -> str:
+        try:
+            net = ipaddress.IPv4Network(v)
+        except ValueError:
+            raise ValueError(
+                f"{info.field_name} {v!r} is not an IPv4 CIDR (e.g. 10.10.0.0/20)"
+            ) from None
+        if not net.is_private:
+            raise ValueError(f"{info.field_name} {v!r} is not a private (RFC 1918) range")
+        if info.field_name == "master_ipv4_cidr" and net.prefixlen != 28:
+            raise ValueError(f"master_ipv4_cidr {v!r} must be a /28 (GKE private control plane)")
+        return v
+
+    @model_validator(mode="after")
+    def _no_overlap(self) -> NetworkConfig:
+        ranges = {
+            "subnet_cidr": self.subnet_cidr,
+            "pods_cidr": self.pods_cidr,
+            "services_cidr": self.services_cidr,
+            "master_ipv4_cidr": self.master_ipv4_cidr,
+        }
+        nets = {k: ipaddress.IPv4Network(v) for k, v in ranges.items()}
+        keys = list(nets)
+        problems = [
+            f"{a} {ranges[a]} overlaps {b} {ranges[b]}; the ranges must be disjoint"
+            for i, a in enumerate(keys)
+            for b in keys[i + 1 :]
+            if nets[a].overlaps(nets[b])
+        ]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self

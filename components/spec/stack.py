@@ -1,0 +1,118 @@
+"""The whole stack: :class:`StackConfig`, one field per top-level key of ``Pulumi.<stack>.yaml``."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from components.spec.base import _REGION, _Model
+from components.spec.cluster import ClusterConfig, NapConfig
+from components.spec.network import NetworkConfig
+from components.spec.pools import CpuPool, GpuPool, NodePool, TpuPool
+from components.spec.ray import JobConfig, KubeRayConfig, RayClusterConfig, RayConfig
+from components.spec.rules import _cross_problems
+from components.spec.storage import (
+    BucketsConfig,
+    SecretConfig,
+    WorkloadIdentityConfig,
+    _default_identities,
+)
+
+
+class LocalConfig(_Model):
+    """The local environment (``raygke local``): Ray processes on this machine, buckets as folders."""
+
+    workers: int = Field(1, ge=0, le=16)
+    cpus_per_node: int = Field(1, ge=1)
+    gcs_port: int = Field(6380, ge=1024, le=65535)
+    dashboard_port: int = Field(8266, ge=1024, le=65535)
+    root: str = ".raygke/local"
+
+
+# ----------------------------------------------------------------------------------------- stack
+
+
+class StackConfig(_Model):
+    """Everything one stack (``dev``, ``prod``, ...) declares. See the README for a tour."""
+
+    project: str
+    region: str
+    zones: list[str] = Field(min_length=1)
+    labels: dict[str, str] = Field(default_factory=dict)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    node_pools: list[NodePool] = Field(default_factory=list)
+    nap: NapConfig = Field(default_factory=NapConfig)
+    kuberay: KubeRayConfig = Field(default_factory=KubeRayConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+    ray_clusters: list[RayClusterConfig] = Field(default_factory=list)
+    jobs: list[JobConfig] = Field(default_factory=list)
+    buckets: BucketsConfig = Field(default_factory=BucketsConfig)
+    workload_identities: list[WorkloadIdentityConfig] = Field(default_factory=_default_identities)
+    secrets: list[SecretConfig] = Field(default_factory=list)
+    local: LocalConfig = Field(default_factory=LocalConfig)
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", v):
+            raise ValueError(
+                f"project {v!r} is not a GCP project id: 6-30 lowercase letters, digits and hyphens"
+            )
+        return v
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str) -> str:
+        if not _REGION.match(v):
+            raise ValueError(f"region {v!r} is not a GCP region (e.g. us-central1)")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(
+                r"[a-z0-9_-]{0,63}", str(value)
+            ):
+                raise ValueError(
+                    f"label {key}={value!r}: GCP labels are lowercase letters, digits, '_' and "
+                    "'-', keys start with a letter, at most 63 characters"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> StackConfig:
+        problems = list(_cross_problems(self))
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    # ---- lookups used by the builders
+    def pool(self, name: str) -> CpuPool | TpuPool | GpuPool:
+        """The node pool called ``name`` (KeyError when absent)."""
+        for p in self.node_pools:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def ray_cluster(self, name: str) -> RayClusterConfig:
+        """The RayCluster called ``name`` (KeyError when absent)."""
+        for c in self.ray_clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def pool_zones(self, pool: CpuPool | TpuPool | GpuPool) -> list[str]:
+        """The zones a pool's nodes go to: its own, else the stack's."""
+        return list(pool.zones or self.zones)
+
+    @property
+    def location(self) -> str:
+        """Cluster location: the region for a regional control plane, else the first zone."""
+        return self.region if self.cluster.regional else self.zones[0]

@@ -1,0 +1,156 @@
+"""Rendered RayClusters / RayJobs follow the one-source-of-truth rule."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import yaml
+
+from components import catalog
+from components.builders.manifests import cluster_endpoints, render_manifests
+from components.builders.naming import bucket_name
+from components.builders.nodepools import specs_for_pool
+from components.checks.stack import parse_quantity
+from tests.helpers import WORKING_DIR, stack
+
+
+def _by_name(manifests: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(m["kind"], m["metadata"]["name"]): m for m in manifests}
+
+
+def _group(rc: dict, name: str) -> dict:
+    return next(g for g in rc["spec"]["workerGroupSpecs"] if g["groupName"] == name)
+
+
+def _entry_args(entrypoint: str) -> dict:
+    parts = shlex.split(entrypoint)
+    return json.loads(parts[parts.index("--config-json") + 1])
+
+
+def test_v6e_4x4_worker_group_matches_its_node_pool() -> None:
+    cfg = stack("prod")
+    rc = _by_name(render_manifests(cfg, WORKING_DIR))[("RayCluster", "training")]
+    g = _group(rc, "tpu-v6e")
+    pod = g["template"]["spec"]
+    specs = specs_for_pool(cfg, "tpu-v6e-4x4")
+    assert len(specs) == 2  # one GKE node pool per slice
+    for spec in specs:
+        assert pod["nodeSelector"].items() <= spec.labels.items()
+        assert spec.labels["cloud.google.com/gke-tpu-topology"] == "4x4"
+        for taint in spec.taints:
+            assert {"key": taint.key, "value": taint.value, "effect": taint.effect}.items() <= (
+                pod["tolerations"][0].items()
+            )
+        res = pod["containers"][0]["resources"]
+        assert res["requests"]["google.com/tpu"] == res["limits"]["google.com/tpu"] == "4"
+        assert int(res["limits"]["google.com/tpu"]) == spec.capacity["google.com/tpu"]
+        assert g["numOfHosts"] == 4 == spec.max_nodes
+        assert parse_quantity(res["requests"]["cpu"]) < spec.capacity["cpu"]
+        assert parse_quantity(res["requests"]["memory"]) / 2**30 < spec.capacity["memory"]
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+    }
+    assert (g["minReplicas"], g["maxReplicas"]) == (0, 2)
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["TPU_ACCELERATOR_TYPE"] == "v6e-16" and env["TPU_TOPOLOGY"] == "4x4"
+    assert env["MEGASCALE_PORT"] == "8081"  # two slices
+    ports = {p["containerPort"] for p in pod["containers"][0]["ports"]}
+    assert {8471, 8081} <= ports
+
+
+def test_single_slice_tpu_group_has_no_multislice_settings() -> None:
+    cfg = stack("dev")  # v5e 2x2 worker group with max_replicas 2 -> multi-slice; force 1
+    data = cfg.model_dump(by_alias=True)
+    data["ray_clusters"][0]["worker_groups"][1]["max_replicas"] = 1
+    cfg1 = type(cfg).model_validate(data)
+    rc = render_manifests(cfg1, WORKING_DIR)[0]
+    pod = _group(rc, "tpu-v5e")["template"]["spec"]
+    env = {e["name"] for e in pod["containers"][0]["env"]}
+    assert "MEGASCALE_PORT" not in env
+    assert _group(rc, "tpu-v5e")["numOfHosts"] == 1
+    assert pod["containers"][0]["resources"]["limits"]["google.com/tpu"] == "4"
+
+
+def test_head_is_cluster_internal_on_the_system_pool() -> None:
+    for name in ("dev", "prod"):
+        cfg = stack(name)
+        for m in render_manifests(cfg, WORKING_DIR):
+            spec = m["spec"] if m["kind"] == "RayCluster" else m["spec"].get("rayClusterSpec")
+            if spec is None:
+                continue
+            head = spec["headGroupSpec"]
+            assert head["serviceType"] == "ClusterIP"
+            assert head["template"]["spec"]["nodeSelector"] == {
+                "cloud.google.com/gke-nodepool": "system"
+            }
+            assert m["metadata"]["namespace"] == cfg.kuberay.namespace
+
+
+def test_gpu_and_cpu_groups_and_gcsfuse() -> None:
+    cfg = stack("dev")
+    rc = _by_name(render_manifests(cfg, WORKING_DIR))[("RayCluster", "research")]
+    assert rc["spec"]["enableInTreeAutoscaling"] is True
+    assert rc["spec"]["autoscalerOptions"]["idleTimeoutSeconds"] == 600
+    l4 = _group(rc, "l4")["template"]
+    pod = l4["spec"]
+    assert pod["nodeSelector"] == {catalog.GPU_ACCELERATOR_LABEL: "nvidia-l4"}
+    assert pod["tolerations"] == [catalog.GPU_TAINT.toleration()]
+    res = pod["containers"][0]["resources"]
+    assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == "1"
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in pod["containers"][0]["volumeMounts"]
+    assert pod["containers"][0]["image"] == cfg.ray.images.gpu
+    assert pod["serviceAccountName"] == "ray-train"
+    assert l4["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
+    buckets = {v["csi"]["volumeAttributes"]["bucketName"] for v in pod["volumes"] if "csi" in v}
+    assert bucket_name(cfg, "checkpoints") in buckets
+    cpu = _group(rc, "cpu")["template"]["spec"]
+    assert cpu["nodeSelector"] == {"cloud.google.com/gke-nodepool": "cpu-spot"}
+    assert "tolerations" not in cpu
+
+
+def test_jobs() -> None:
+    cfg = stack("prod")
+    by = _by_name(render_manifests(cfg, WORKING_DIR))
+    jax = by[("RayJob", "train-lm-jax-v6e")]["spec"]
+    assert jax["clusterSelector"] == {"ray.io/cluster": "training"}
+    assert "rayClusterSpec" not in jax
+    assert yaml.safe_load(jax["runtimeEnvYAML"]) == {"working_dir": WORKING_DIR}
+    args = _entry_args(jax["entrypoint"])
+    assert args["scaling"] == catalog.tpu_slice("v6e", "4x4").scaling_config(2)
+    assert args["storage_path"] == f"gs://{bucket_name(cfg, 'checkpoints')}"
+    assert args["dataset"].startswith(f"gs://{bucket_name(cfg, 'datasets')}/")
+    assert args["max_failures"] == 3 and args["steps"] == 20000
+    assert jax["activeDeadlineSeconds"] == 86400
+    assert jax["submitterPodTemplate"]["spec"]["serviceAccountName"] == "ray-train"
+
+    h100 = by[("RayJob", "train-lm-h100")]["spec"]
+    assert h100["shutdownAfterJobFinishes"] is True
+    assert h100["ttlSecondsAfterFinished"] == 3600 and h100["backoffLimit"] == 0
+    (g,) = h100["rayClusterSpec"]["workerGroupSpecs"]
+    assert g["template"]["spec"]["nodeSelector"] == {
+        catalog.GPU_ACCELERATOR_LABEL: "nvidia-h100-80gb"
+    }
+    assert g["replicas"] == g["minReplicas"] == g["maxReplicas"] == 2
+    assert g["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    targs = _entry_args(h100["entrypoint"])
+    assert (targs["num_workers"], targs["use_gpu"]) == (16, True)
+
+
+def test_render_is_deterministic_and_ordered() -> None:
+    cfg = stack("prod")
+    a, b = render_manifests(cfg, WORKING_DIR), render_manifests(cfg, WORKING_DIR)
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    kinds = [m["kind"] for m in a]
+    assert kinds == sorted(kinds, key=lambda k: k != "RayCluster")
+    jobs = [m["metadata"]["name"] for m in a if m["kind"] == "RayJob"]
+    assert jobs == sorted(jobs)
+
+
+def test_endpoints() -> None:
+    assert cluster_endpoints(stack("dev"), "research") == {
+        "dashboard": "http://research-head-svc.ray.svc.cluster.local:8265",
+        "client": "ray://research-head-svc.ray.svc.cluster.local:10001",
+    }

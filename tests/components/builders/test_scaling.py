@@ -1,0 +1,133 @@
+"""ScalingConfig kwargs derived from the catalog for every TPU topology and a set of GPU shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import catalog
+from components.builders.scaling import ScalingError, scaling_config_for_job
+from components.spec import JobConfig, StackConfig
+from tests.helpers import stack
+
+# topology -> (hosts, chips per host), independent of the catalog's own arithmetic.
+EXPECTED = {
+    "1x1": (1, 1),
+    "2x2": (1, 4),
+    "2x4": (1, 8),
+    "4x4": (4, 4),
+    "4x8": (8, 4),
+    "8x8": (16, 4),
+    "8x16": (32, 4),
+    "16x16": (64, 4),
+}
+ZONE = {"v5e": ("us-central1", "us-central1-a"), "v6e": ("us-central1", "us-central1-b")}
+RAY_TYPE = {"v5e": "TPU-V5LITEPOD", "v6e": "TPU-V6E"}
+
+
+def _cfg(pool: dict, groups: list[dict] | None = None, job: dict | None = None) -> StackConfig:
+    region, zone = ZONE.get(pool.get("tpu", {}).get("generation", "v6e"), ZONE["v6e"])
+    if "gpu" in pool:
+        region, zone = "us-central1", "us-central1-a"
+    data = {
+        "project": "ray-gke-test",
+        "region": region,
+        "zones": [zone],
+        "node_pools": [pool],
+        "nap": {"enabled": False},
+        "kuberay": {"mode": "gke-addon"},  # brings the TPU webhook multi-host slices need
+        "ray_clusters": [{"name": "rc", "worker_groups": groups or []}],
+        "jobs": [job] if job else [],
+    }
+    return StackConfig.model_validate(data)
+
+
+@pytest.mark.parametrize("gen", ["v5e", "v6e"])
+@pytest.mark.parametrize("topology", list(EXPECTED))
+@pytest.mark.parametrize("slices", [1, 2])
+def test_tpu_every_topology(gen: str, topology: str, slices: int) -> None:
+    hosts, chips = EXPECTED[topology]
+    pool = {"name": "tpu", "tpu": {"generation": gen, "topology": topology}, "max_slices": slices}
+    cfg = _cfg(pool, [{"name": "tpu", "node_pool": "tpu", "max_replicas": slices}])
+    job = JobConfig(name="j", workload="train_lm_jax", cluster="rc", worker_group="tpu")
+    assert scaling_config_for_job(cfg, job) == {
+        "use_tpu": True,
+        "topology": topology,
+        "accelerator_type": RAY_TYPE[gen],
+        "num_workers": hosts * slices,
+        "resources_per_worker": {"TPU": chips},
+    }
+
+
+@pytest.mark.parametrize(
+    ("gpu", "count", "nodes"),
+    [
+        ("nvidia-l4", 1, 1),
+        ("nvidia-l4", 4, 2),
+        ("nvidia-tesla-a100", 8, 2),
+        ("nvidia-a100-80gb", 2, 3),
+        ("nvidia-h100-80gb", 8, 2),
+        ("nvidia-h200-141gb", 8, 1),
+    ],
+)
+def test_gpu_shapes(gpu: str, count: int, nodes: int) -> None:
+    pool = {
+        "name": "gpu",
+        "gpu": {"type": gpu, "count": count},
+        "max_nodes": nodes,
+        "allow_unlisted_zone": True,
+    }
+    cfg = _cfg(pool)
+    job = JobConfig(name="j", workload="train_lm", node_pool="gpu")
+    assert scaling_config_for_job(cfg, job) == {
+        "use_gpu": True,
+        "num_workers": count * nodes,
+        "resources_per_worker": {"GPU": 1},
+    }
+
+
+def test_cpu_pool_one_worker_per_node() -> None:
+    cfg = _cfg({"name": "cpu", "machine_type": "n2-standard-8", "max_nodes": 3})
+    job = JobConfig(name="j", workload="prepare", node_pool="cpu")
+    assert scaling_config_for_job(cfg, job) == {"use_gpu": False, "num_workers": 3}
+
+
+def test_worker_group_max_replicas_counts_slices() -> None:
+    pool = {"name": "tpu", "tpu": {"generation": "v6e", "topology": "4x4"}, "max_slices": 2}
+    cfg = _cfg(pool, [{"name": "g", "node_pool": "tpu", "max_replicas": 1}])
+    job = JobConfig(name="j", workload="train_lm_jax", cluster="rc", worker_group="g")
+    assert scaling_config_for_job(cfg, job)["num_workers"] == 4
+
+
+def test_ambiguous_cluster_job_is_an_error_naming_the_groups() -> None:
+    cfg = stack("prod")
+    job = JobConfig(name="j", workload="train_lm", cluster="training")
+    with pytest.raises(ScalingError, match=r"jobs\[j\]\.worker_group .*cpu, tpu-v6e, h100"):
+        scaling_config_for_job(cfg, job)
+
+
+def test_prod_jobs_use_the_catalog() -> None:
+    cfg = stack("prod")
+    jobs = {j.name: j for j in cfg.jobs}
+    s = catalog.tpu_slice("v6e", "4x4")
+    assert scaling_config_for_job(cfg, jobs["train-lm-jax-v6e"]) == s.scaling_config(2)
+    h100 = scaling_config_for_job(cfg, jobs["train-lm-h100"])
+    assert h100["num_workers"] == 16 and h100["use_gpu"] is True
+
+
+def test_peak_flops_per_device_comes_from_the_catalog() -> None:
+    from components.builders.manifests import job_args
+    from components.builders.scaling import peak_flops_per_device
+    from components.catalog import gpu_type, tpu_slice
+
+    cfg = stack("prod")
+    assert peak_flops_per_device(cfg.pool("tpu-v6e-4x4")) == 918e12
+    assert (
+        peak_flops_per_device(cfg.pool("h100"))
+        == gpu_type("nvidia-h100-80gb").peak_bf16_tflops * 1e12
+    )
+    assert peak_flops_per_device(cfg.pool("cpu")) is None
+    jax_job = next(j for j in cfg.jobs if j.workload == "train_lm_jax")
+    args = job_args(cfg, jax_job)
+    assert (
+        args["peak_flops_per_device"] == tpu_slice("v6e", "4x4").generation.peak_bf16_tflops * 1e12
+    )

@@ -1,0 +1,150 @@
+"""``raygke check`` on the rendered stack, through the real CLI entry point."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from components.builders.iam import bucket_bindings, iam_problems, project_bindings
+from components.builders.manifests import render_manifests
+from components.checks import stack as checks
+from components.checks.stack import check_manifests, check_stack
+from raygke.cli import app
+from tests.helpers import ROOT, STACKS, WORKING_DIR, needs_crds, stack
+
+runner = CliRunner()
+
+
+def _tpu_group(manifests: list[dict]) -> dict:
+    rc = next(m for m in manifests if m["kind"] == "RayCluster")
+    return next(g for g in rc["spec"]["workerGroupSpecs"] if "tpu" in g["groupName"])
+
+
+def _run_check_with(monkeypatch, name: str, breaker: Callable[[list[dict]], None]):
+    """Run ``raygke check --stack NAME`` with the rendered manifests broken by ``breaker``."""
+    real = checks.render_manifests
+
+    def broken(cfg, uri):
+        manifests = copy.deepcopy(real(cfg, uri))
+        breaker(manifests)
+        return manifests
+
+    monkeypatch.setattr(checks, "render_manifests", broken)
+    monkeypatch.chdir(ROOT)
+    return runner.invoke(app, ["check", "--stack", name])
+
+
+@needs_crds
+@pytest.mark.parametrize("name", STACKS)
+def test_repo_stacks_pass(name: str, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, ["check", "--stack", name])
+    assert result.exit_code == 0, result.output
+    assert check_stack(stack(name)) == []
+
+
+def _set_topology(m: list[dict]) -> None:
+    _tpu_group(m)["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "2x4"
+
+
+def _drop_toleration(m: list[dict]) -> None:
+    del _tpu_group(m)["template"]["spec"]["tolerations"]
+
+
+def _chips(m: list[dict]) -> None:
+    res = _tpu_group(m)["template"]["spec"]["containers"][0]["resources"]
+    res["requests"]["google.com/tpu"] = res["limits"]["google.com/tpu"] = "8"
+
+
+def _misspell(m: list[dict]) -> None:
+    g = _tpu_group(m)
+    g["numOfHost"] = g.pop("numOfHosts")
+
+
+BREAKS = [
+    ("wrong topology label", _set_topology, ["worker group tpu-v5e", "gke-tpu-topology: 2x4"]),
+    ("missing toleration", _drop_toleration, ["worker group tpu-v5e", "no toleration for taint"]),
+    ("chips mismatch", _chips, ["worker group tpu-v5e", "google.com/tpu request 8 != 4 chips"]),
+    (
+        "misspelled field",
+        _misspell,
+        ["RayCluster research: spec.workerGroupSpecs[1].numOfHost: unknown field"],
+    ),
+]
+
+
+@needs_crds
+@pytest.mark.parametrize(("what", "breaker", "expected"), BREAKS, ids=[b[0] for b in BREAKS])
+def test_cli_catches_a_broken_worker_group(monkeypatch, what, breaker, expected) -> None:
+    result = _run_check_with(monkeypatch, "dev", breaker)
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())  # undo terminal wrapping
+    for needle in expected:
+        assert needle in out, f"{what}: {needle!r} not in {out}"
+
+
+@needs_crds
+def test_v6e_numofhosts_mismatch_and_wrong_topology_on_prod() -> None:
+    cfg = stack("prod")
+    m = render_manifests(cfg, WORKING_DIR)
+    _tpu_group(m)["numOfHosts"] = 2
+    (line,) = check_manifests(cfg, m)
+    assert "numOfHosts 2 != 4 hosts of a v6e 4x4 slice" in line
+    m = render_manifests(cfg, WORKING_DIR)
+    _tpu_group(m)["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "3x3"
+    (line,) = check_manifests(cfg, m)
+    assert "matches no declared node pool" in line and "gke-tpu-topology: 3x3" in line
+
+
+@needs_crds
+def test_requests_above_allocatable() -> None:
+    cfg = stack("dev")
+    m = render_manifests(cfg, WORKING_DIR)
+    rc = m[0]
+    cpu = next(g for g in rc["spec"]["workerGroupSpecs"] if g["groupName"] == "cpu")
+    cpu["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64"
+    (line,) = check_manifests(cfg, m)
+    assert "worker group cpu" in line and "requests cpu 64" in line
+
+
+def test_nap_shapes_follow_resource_limits() -> None:
+    cfg = stack("dev")  # NAP limits: tpu-v5-lite-podslice 8, nvidia-l4 4
+    names = {s.name for s in checks.nap_shapes(cfg)}
+    assert "NAP tpu-v5-lite-podslice 2x4" in names
+    assert "NAP tpu-v5-lite-podslice 4x4" not in names  # 16 chips > limit 8
+    assert "NAP 4x nvidia-l4" in names and "NAP 8x nvidia-l4" not in names
+
+
+def test_iam_public_bucket_and_project_storage_role() -> None:
+    cfg = stack("prod")
+    assert iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg)) == []
+    assert all(not role.startswith("roles/storage.") for role, _ in project_bindings(cfg))
+    bad_buckets = [*bucket_bindings(cfg), ("datasets", "roles/storage.objectViewer", "allUsers")]
+    member = "serviceAccount:ray-train@ray-gke-prod.iam.gserviceaccount.com"
+    bad_project = [*project_bindings(cfg), ("roles/storage.admin", member)]
+    problems = iam_problems(cfg, bad_buckets, bad_project)
+    assert any("bucket datasets" in p and "public" in p for p in problems)
+    assert any("roles/storage.admin" in p and "ray-train" in p for p in problems)
+
+
+def test_workload_accelerator_mismatch_is_reported() -> None:
+    cfg = stack("prod")
+    data = cfg.model_dump(by_alias=True)
+    data["jobs"].append(
+        {"name": "torch-on-tpu", "workload": "train_lm", "node_pool": "tpu-v6e-4x4"}
+    )
+    problems = checks.workload_problems(type(cfg).model_validate(data))
+    assert problems == [
+        "jobs[torch-on-tpu]: workload 'train_lm' supports cpu, gpu, not tpu "
+        "(node pool 'tpu-v6e-4x4')"
+    ]
+
+
+def test_missing_crds_is_one_problem_saying_how_to_fix(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RAYGKE_CRDS_DIR", str(tmp_path))
+    problems = check_stack(stack("dev"))
+    assert len(problems) == 1 and "RAYGKE_CRDS_DIR" in problems[0]

@@ -1,0 +1,111 @@
+"""Node pools as the engine receives them (real program under mocks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.builders.nodepools import (
+    autoscaling,
+    config_labels,
+    initial_node_count,
+    node_pool_specs,
+)
+from components.spec import validate
+from tests.helpers import BASE, by_name, config, of_type, render
+
+NP = "gcp:container/nodePool:NodePool"
+
+
+@pytest.fixture(scope="module")
+def rendered() -> tuple[list[dict], dict]:
+    return render(config())
+
+
+def test_v6e_4x4_is_one_compact_pool_per_slice(rendered):
+    pools = by_name(rendered[0], NP)
+    assert "v6e" not in pools
+    for name in ("v6e-0", "v6e-1"):
+        p = pools[name]
+        assert p["nodeConfig"]["machineType"] == "ct6e-standard-4t"
+        assert p["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4"}
+        assert p["autoscaling"]["maxNodeCount"] == 4  # hosts of a 4x4 slice
+        assert p["autoscaling"]["minNodeCount"] in (0, 4)
+        assert p["nodeLocations"] == ["us-east5-b"]
+        assert {"key": "google.com/tpu", "value": "present", "effect": "NO_SCHEDULE"} in p[
+            "nodeConfig"
+        ]["taints"]
+    assert "v6e-2" not in pools
+
+
+def test_v5e_2x2_single_host_has_no_topology(rendered):
+    p = by_name(rendered[0], NP)["v5e"]
+    assert p["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
+    assert "placementPolicy" not in p
+    assert p["autoscaling"]["maxNodeCount"] == 3  # slices = nodes for single-host
+
+
+def test_gpu_pool_has_accelerator_and_driver_and_spot(rendered):
+    p = by_name(rendered[0], NP)["l4"]
+    nc = p["nodeConfig"]
+    assert nc["machineType"] == "g2-standard-4"
+    assert nc["guestAccelerators"] == [
+        {
+            "type": "nvidia-l4",
+            "count": 1,
+            "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
+        }
+    ]
+    assert nc["spot"] is True
+    assert p["autoscaling"]["locationPolicy"] == "ANY"
+    # Only config-given labels; GKE sets cloud.google.com/* itself.
+    assert nc["labels"] == {"team": "vision"}
+
+
+def test_every_pool_is_hardened_and_uses_the_node_sa(rendered):
+    records, _ = rendered
+    pools = of_type(records, NP)
+    assert {p["inputs"]["name"] for p in pools} == {"system", "cpu", "v6e-0", "v6e-1", "v5e", "l4"}
+    for r in pools:
+        nc = r["inputs"]["nodeConfig"]
+        assert nc["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+        assert nc["shieldedInstanceConfig"] == {
+            "enableSecureBoot": True,
+            "enableIntegrityMonitoring": True,
+        }
+        assert nc["serviceAccount"] == "ray-test-nodes@ray-gke-test.iam.gserviceaccount.com"
+        assert r["inputs"]["management"] == {"autoRepair": True, "autoUpgrade": True}
+        assert r["parent"] == f"ray-gke:nodepool:NodePool::pool-{r['inputs']['name']}"
+        assert r["inputs"]["cluster"].endswith("/clusters/ray-test")
+        assert not any(k.startswith("cloud.google.com/") for k in nc.get("labels", {}))
+
+
+def test_reservation_affinity():
+    pools = [
+        {
+            "name": "h100",
+            "gpu": {"type": "nvidia-h100-80gb", "count": 8},
+            "zones": ["us-east5-a"],
+            "provisioning": "reservation",
+            "reservation": "h100-res",
+        }
+    ]
+    records, _ = render(config(node_pools=pools, nap={"resource_limits": {"cpu": 4096}}))
+    nc = by_name(records, NP)["h100"]["nodeConfig"]
+    assert nc["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["h100-res"],
+    }
+    assert nc["spot"] is False
+    assert nc["guestAccelerators"][0]["count"] == 8
+
+
+def test_pure_helpers_follow_the_spec():
+    cfg = validate(config(zones=["us-east5-a", "us-east5-b"]))
+    specs = {s.name: s for s in node_pool_specs(cfg)}
+    cpu = specs["cpu"]
+    assert autoscaling(cpu) == {"total_min_node_count": 0, "total_max_node_count": 2}
+    system = specs["system"]
+    assert initial_node_count(system) == 1  # min 1 over two zones -> 1 per zone at creation
+    assert config_labels(specs["l4"]) == {"team": "vision"}
+    assert BASE["zones"] == ["us-east5-b"]  # the helper config is not mutated

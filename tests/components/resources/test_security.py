@@ -1,0 +1,100 @@
+"""KMS, service accounts, Workload Identity, bucket-level IAM and secrets (real program, mocks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.builders.iam import NODE_PROJECT_ROLES, gke_service_agent
+from raygke.synth import project_number
+from tests.helpers import by_name, config, of_type, render
+
+NUMBER = project_number("ray-gke-test")
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return render(config())[0]
+
+
+def test_workload_identity_binding_member_is_exact(records):
+    wi = of_type(records, "gcp:serviceaccount/iAMMember:IAMMember")
+    got = {
+        (r["inputs"]["serviceAccountId"], r["inputs"]["member"], r["inputs"]["role"]) for r in wi
+    }
+    assert got == {
+        (
+            "projects/ray-gke-test/serviceAccounts/ray-train@ray-gke-test.iam.gserviceaccount.com",
+            "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-train]",
+            "roles/iam.workloadIdentityUser",
+        ),
+        (
+            "projects/ray-gke-test/serviceAccounts/ray-serve@ray-gke-test.iam.gserviceaccount.com",
+            "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-serve]",
+            "roles/iam.workloadIdentityUser",
+        ),
+    }
+
+
+def test_project_roles_are_only_the_node_sa_least_privilege_set(records):
+    project_roles = of_type(records, "gcp:projects/iAMMember:IAMMember")
+    assert sorted(r["inputs"]["role"] for r in project_roles) == sorted(NODE_PROJECT_ROLES)
+    assert {r["inputs"]["member"] for r in project_roles} == {
+        "serviceAccount:ray-test-nodes@ray-gke-test.iam.gserviceaccount.com"
+    }
+    assert not any(r["inputs"]["role"].startswith("roles/storage") for r in project_roles)
+    # No other project-level IAM resource types, and no service-account keys anywhere.
+    types = {r["type"] for r in records}
+    assert not any("projects/iAMBinding" in t or "projects/iAMPolicy" in t for t in types)
+    assert not any(t.startswith("gcp:serviceaccount/key") for t in types)
+
+
+def test_bucket_roles_are_bucket_level_and_follow_config(records):
+    grants = of_type(records, "gcp:storage/bucketIAMMember:BucketIAMMember")
+    got = sorted(
+        (g["inputs"]["bucket"], g["inputs"]["role"], g["inputs"]["member"]) for g in grants
+    )
+    sa = "serviceAccount:{}@ray-gke-test.iam.gserviceaccount.com"
+    b = "ray-gke-test-ray-test-{}"
+    assert got == sorted(
+        [
+            (b.format("datasets"), "roles/storage.objectViewer", sa.format("ray-train")),
+            (b.format("checkpoints"), "roles/storage.objectUser", sa.format("ray-train")),
+            (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-train")),
+            (b.format("checkpoints"), "roles/storage.objectViewer", sa.format("ray-serve")),
+            (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-serve")),
+        ]
+    )
+    assert all(g["parent"] == "ray-gke:security:WorkloadAccess::access" for g in grants)
+
+
+def test_kms_keys_rotate_and_service_agents_are_granted(records):
+    keys = by_name(records, "gcp:kms/cryptoKey:CryptoKey")
+    assert set(keys) == {"gke-secrets", "buckets"}
+    assert all(k["rotationPeriod"] == "7776000s" for k in keys.values())
+    grants = of_type(records, "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
+    got = {(g["inputs"]["cryptoKeyId"].rsplit("/", 1)[1], g["inputs"]["member"]) for g in grants}
+    assert got == {
+        (
+            "gke-secrets",
+            f"serviceAccount:service-{NUMBER}@container-engine-robot.iam.gserviceaccount.com",
+        ),
+        ("buckets", f"serviceAccount:service-{NUMBER}@gs-project-accounts.iam.gserviceaccount.com"),
+    }
+    assert all(g["inputs"]["role"] == "roles/cloudkms.cryptoKeyEncrypterDecrypter" for g in grants)
+    assert (
+        gke_service_agent("1")
+        == "serviceAccount:service-1@container-engine-robot.iam.gserviceaccount.com"
+    )
+
+
+def test_secrets_have_no_values_and_only_readers_get_access(records):
+    secrets = of_type(records, "gcp:secretmanager/secret:Secret")
+    assert [s["inputs"]["secretId"] for s in secrets] == ["wandb-api-key"]
+    assert not any(r["type"].startswith("gcp:secretmanager/secretVersion") for r in records)
+    access = of_type(records, "gcp:secretmanager/secretIamMember:SecretIamMember")
+    assert [(a["inputs"]["member"], a["inputs"]["role"]) for a in access] == [
+        (
+            "serviceAccount:ray-train@ray-gke-test.iam.gserviceaccount.com",
+            "roles/secretmanager.secretAccessor",
+        )
+    ]

@@ -1,0 +1,81 @@
+"""Helpers for the platform tests, one style for all: the repository's stacks (:func:`stack`), the
+CRD folder, and the real Pulumi program run under mocks on an in-memory config (:func:`render`)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.checks.crd import crds_available, missing_crds_message
+from components.spec import StackConfig, load_stack_file, validate
+from raygke.synth import config_entries, run_program
+
+ROOT = Path(__file__).resolve().parent.parent
+STACKS = ("dev", "prod")
+WORKING_DIR = "gs://bucket/workloads/0123456789abcdef.zip"
+
+
+def stack(name: str) -> StackConfig:
+    return load_stack_file(ROOT / f"Pulumi.{name}.yaml")
+
+
+needs_crds = pytest.mark.skipif(not crds_available(), reason=missing_crds_message())
+
+BASE: dict[str, Any] = {
+    "project": "ray-gke-test",
+    "region": "us-east5",
+    "zones": ["us-east5-b"],
+    "labels": {"env": "test"},
+    "cluster": {"name": "ray-test", "deletion_protection": False},
+    "node_pools": [
+        {"name": "cpu", "machine_type": "n2-standard-8", "max_nodes": 2},
+        {
+            "name": "v6e",
+            "tpu": {"generation": "v6e", "topology": "4x4"},
+            "max_slices": 2,
+            "zones": ["us-east5-b"],
+        },
+        {
+            "name": "v5e",
+            "tpu": {"generation": "v5e", "topology": "2x2"},
+            "max_slices": 3,
+            "zones": ["us-east5-b"],
+        },
+        {
+            "name": "l4",
+            "gpu": {"type": "nvidia-l4", "count": 1},
+            "max_nodes": 2,
+            "provisioning": "spot",
+            "labels": {"team": "vision"},
+        },
+    ],
+    "nap": {"resource_limits": {"cpu": 4096, "memory": 8192, "tpu-v6e-slice": 64}},
+    "secrets": [{"name": "wandb-api-key", "readers": ["ray-train"]}],
+}
+
+
+def config(**overrides: Any) -> dict[str, Any]:
+    """A copy of :data:`BASE` with top-level keys replaced."""
+    data = copy.deepcopy(BASE)
+    data.update(overrides)
+    return data
+
+
+def render(data: dict[str, Any], stack: str = "test") -> tuple[list[dict], dict]:
+    """(resource records, outputs) of the program for a config mapping (validated first, so an
+    invalid test config fails with its problem lines)."""
+    validate(data)
+    return run_program(config_entries(data, {"project": data["project"]}), stack)
+
+
+def of_type(records: list[dict], typ: str) -> list[dict]:
+    """Records of one resource type."""
+    return [r for r in records if r["type"] == typ]
+
+
+def by_name(records: list[dict], typ: str) -> dict[str, dict]:
+    """Inputs of the records of one type keyed by their ``name`` input (GCP/GKE name)."""
+    return {r["inputs"].get("name", r["name"]): r["inputs"] for r in of_type(records, typ)}

@@ -1,0 +1,99 @@
+"""`raygke check` through the real entry point: exit codes and messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def raygke(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "raygke", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+    )
+
+
+def write_stack(tmp_path: Path, mutate=None) -> Path:
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    if mutate:
+        mutate(doc["config"])
+    path = tmp_path / "Pulumi.test.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_valid_stack_exit_0_with_summary() -> None:
+    r = raygke("check", "--stack", "dev", "--no-render")
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout
+    assert "3 node pools, 8 TPU chips on 2 hosts, 2 GPUs" in r.stdout
+    assert "ct5lp-hightpu-4t" in r.stdout
+
+
+def test_config_flag(tmp_path: Path) -> None:
+    r = raygke("check", "--config", str(write_stack(tmp_path)), "--no-render")
+    assert r.returncode == 0, r.stderr
+
+
+def test_invalid_stack_lists_every_problem_exit_1(tmp_path: Path) -> None:
+    def mutate(c: dict) -> None:
+        c["ray-gke:node_pools"][1]["tpu"]["topology"] = "3x3"
+        c["ray-gke:node_pools"][2]["gpu"]["count"] = 3
+        c["ray-gke:cluster"]["nmae"] = "x"
+
+    r = raygke("check", "--config", str(write_stack(tmp_path, mutate)))
+    assert r.returncode == 1
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip().startswith("- ")]
+    assert len(lines) == 3, r.stderr
+    assert any("topology 3x3 is not a v5e topology; valid: 1x1, 2x2" in ln for ln in lines)
+    assert any("no machine type offers 3 x nvidia-l4" in ln for ln in lines)
+    assert any("cluster.nmae: unknown key 'nmae'" in ln for ln in lines)
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_cross_field_problem(tmp_path: Path) -> None:
+    def mutate(c: dict) -> None:
+        c["ray-gke:ray_clusters"][0]["worker_groups"][1]["node_pool"] = "tpu-v9"
+
+    r = raygke("check", "--config", str(write_stack(tmp_path, mutate)))
+    assert r.returncode == 1
+    assert "node_pool 'tpu-v9' is not a declared node pool" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_stack_exit_2() -> None:
+    r = raygke("check", "--stack", "does-not-exist")
+    assert r.returncode == 2
+    assert "Pulumi.does-not-exist.yaml" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_unparseable_yaml_exit_2(tmp_path: Path) -> None:
+    p = tmp_path / "broken.yaml"
+    p.write_text("config: [unclosed\n")
+    r = raygke("check", "--config", str(p))
+    assert r.returncode == 2
+    assert "not valid YAML" in r.stderr
+
+
+def test_binary_file_exit_2(tmp_path: Path) -> None:
+    p = tmp_path / "binary.yaml"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    r = raygke("check", "--config", str(p))
+    assert r.returncode == 2
+    assert "cannot read" in r.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    assert raygke("check").returncode == 2
+    assert raygke("check", "--stack", "dev", "--config", "x.yaml").returncode == 2
+    assert raygke("check", "--bogus").returncode == 2

@@ -1,0 +1,128 @@
+"""Whole-program renders of the dev and prod stacks via ``raygke synth`` (in process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from raygke.cli import app
+from raygke.synth import synth
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("prod")
+    return out, synth(ROOT / "Pulumi.prod.yaml", out)
+
+
+def test_prod_whole_program(prod):
+    out, result = prod
+    records = json.loads((out / "resources.json").read_text())
+    assert records == result.resources
+    assert all(set(r) == {"type", "name", "parent", "inputs"} for r in records)
+    types = result.by_type()
+    assert types["gcp:container/cluster:Cluster"] == 1
+    # system + cpu + 2 v6e 4x4 slices (one pool each) + h100
+    assert types["gcp:container/nodePool:NodePool"] == 5
+    # prod runs KubeRay as the GKE Ray add-on (it brings the TPU webhook multi-host slices need)
+    assert "kubernetes:helm.sh/v3:Release" not in types
+    (cluster,) = [r for r in records if r["type"] == "gcp:container/cluster:Cluster"]
+    assert cluster["inputs"]["deletionProtection"] is True
+    assert cluster["inputs"]["addonsConfig"]["rayOperatorConfigs"] == [{"enabled": True}]
+    # every resource except the stack's direct children has a ray-gke component parent
+    for r in records:
+        assert r["parent"] is not None
+        if not r["type"].startswith("ray-gke:"):
+            assert r["parent"].startswith("ray-gke:"), r
+    outputs = json.loads((out / "outputs.json").read_text())
+    assert outputs["cluster_name"] == "ray-prod"
+    assert outputs["cluster_location"] == "us-east5"
+    assert outputs["kubeconfig"] == "[secret]"
+    assert outputs["namespace"] == "ray"
+    assert (
+        outputs["service_accounts"]["ray-train"] == "ray-train@ray-gke-prod.iam.gserviceaccount.com"
+    )
+    assert outputs["ray_clusters"]["training"]["dashboard"] == (
+        "http://training-head-svc.ray.svc.cluster.local:8265"
+    )
+    tpu = outputs["node_pools"]["tpu-v6e-4x4"]
+    assert (tpu["machine_type"], tpu["hosts_per_slice"], tpu["chips_per_host"]) == (
+        "ct6e-standard-4t",
+        4,
+        4,
+    )
+    assert tpu["gke_node_pools"] == ["tpu-v6e-4x4-0", "tpu-v6e-4x4-1"]
+    manifests = out / "manifests"
+    assert not list(manifests.glob("helm-*"))
+    ns = yaml.safe_load((manifests / "namespace-cluster-ray.yaml").read_text())
+    assert (ns["apiVersion"], ns["kind"], ns["metadata"]["name"]) == ("v1", "Namespace", "ray")
+    # every Kubernetes object the program declares is written out
+    k8s = [
+        r
+        for r in records
+        if r["type"].startswith("kubernetes:") and r["type"] != "kubernetes:helm.sh/v3:Release"
+    ]
+    assert len(list(manifests.glob("*.yaml"))) == len(k8s)
+
+
+def test_dev_whole_program_and_determinism(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    ra = synth(ROOT / "Pulumi.dev.yaml", a)
+    synth(ROOT / "Pulumi.dev.yaml", b)
+    fa, fb = _files(a), _files(b)
+    assert fa == fb  # identical bytes, file for file
+    assert "resources.json" in fa and any(k.startswith("manifests/") for k in fa)
+    (cluster,) = [r for r in ra.resources if r["type"] == "gcp:container/cluster:Cluster"]
+    assert cluster["inputs"]["deletionProtection"] is False
+    pools = {
+        r["inputs"]["name"]: r["inputs"]
+        for r in ra.resources
+        if r["type"] == "gcp:container/nodePool:NodePool"
+    }
+    assert "placementPolicy" not in pools["tpu-v5e-2x2"]  # single-host slice
+    assert pools["tpu-v5e-2x2"]["nodeConfig"]["spot"] is True
+
+
+def test_cli_synth_and_invalid_config_exit_like_check(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "out"
+    res = runner.invoke(
+        app, ["synth", "--config", str(ROOT / "Pulumi.dev.yaml"), "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert "gcp:container/nodePool:NodePool" in res.output
+    assert (out / "resources.json").is_file()
+
+    bad = tmp_path / "Pulumi.bad.yaml"
+    text = (ROOT / "Pulumi.dev.yaml").read_text().replace("topology: 2x2", "topology: 3x3")
+    bad.write_text(text)
+    synth_res = runner.invoke(app, ["synth", "--config", str(bad), "--out", str(tmp_path / "x")])
+    check_res = runner.invoke(app, ["check", "--config", str(bad), "--no-render"])
+    assert synth_res.exit_code == 1 and check_res.exit_code == 1
+    lines = [ln for ln in synth_res.output.splitlines() if ln.strip().startswith("- ")]
+    assert lines and "3x3" in "\n".join(lines)
+    assert lines == [ln for ln in check_res.output.splitlines() if ln.strip().startswith("- ")]
+    assert not (tmp_path / "x").exists()
+
+
+def test_program_reports_invalid_config_as_one_clean_error():
+    import pulumi
+
+    from raygke.synth import config_entries, run_program
+
+    data = {"project": "ray-gke-test", "region": "us-east5", "zones": ["us-east5-b"]}
+    data["node_pools"] = [{"name": "t", "tpu": {"generation": "v7x", "topology": "2x2"}}]
+    with pytest.raises(pulumi.RunError, match="invalid stack config: 1 problem"):
+        run_program(config_entries(data), "bad")
