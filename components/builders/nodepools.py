@@ -11,16 +11,11 @@ GKE itself puts on the nodes, so the scheduling check can match worker groups ag
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from components import catalog
 from components.spec import CpuPool, GpuPool, StackConfig, SystemPool, TpuPool
-
-# Memory per vCPU of the Compute Engine machine families' predefined shapes, GB
-# (https://cloud.google.com/compute/docs/general-purpose-machines).
-_MEMORY_PER_VCPU = {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0}
 
 
 @dataclass(frozen=True)
@@ -72,15 +67,6 @@ def allocatable(vcpus: float, memory_gb: float) -> dict[str, float]:
     return {"cpu": round(vcpus * 0.94, 2), "memory": round(memory_gb * 0.88 - 0.1, 2)}
 
 
-def machine_shape(machine_type: str) -> tuple[int, float] | None:
-    """(vCPUs, memory GB) of a predefined general-purpose shape like ``n2-standard-8``, else None."""
-    m = re.fullmatch(r"[a-z0-9]+-(standard|highmem|highcpu)-(\d+)", machine_type)
-    if not m:
-        return None
-    vcpus = int(m.group(2))
-    return vcpus, vcpus * _MEMORY_PER_VCPU[m.group(1)]
-
-
 def _base_labels(cfg: StackConfig, name: str, spot: bool, extra: dict[str, str]) -> dict[str, str]:
     labels = {catalog.NODE_POOL_LABEL: name, **extra}
     if spot:
@@ -89,8 +75,8 @@ def _base_labels(cfg: StackConfig, name: str, spot: bool, extra: dict[str, str])
 
 
 def _cpu_like(cfg: StackConfig, pool: CpuPool | SystemPool, name: str, kind: str) -> NodePoolSpec:
-    shape = machine_shape(pool.machine_type)
-    capacity = allocatable(*shape) if shape else {}
+    shape = catalog.machine_shape(pool.machine_type)
+    capacity = allocatable(shape.vcpus, shape.memory_gb)
     spot = pool.spot
     labels = dict(getattr(pool, "labels", {}))
     return NodePoolSpec(
@@ -162,9 +148,8 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
 
 def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
     g = pool.gpu
-    shape = machine_shape(pool.machine_type)
-    vcpus = g.gpu.host_vcpus.get(g.count) or (shape[0] if shape else 0)
-    mem = g.gpu.host_memory_gb.get(g.count) or (shape[1] if shape else 0)
+    shape = catalog.machine_shape(pool.machine_type)  # the override's shape, when given
+    vcpus, mem = shape.vcpus, shape.memory_gb
     return NodePoolSpec(
         name=pool.name,
         pool=pool.name,

@@ -12,6 +12,8 @@ from pydantic import (
     ConfigDict,
 )
 
+from components import catalog
+
 PROJECT_NAMESPACE = "ray-gke"
 # Namespaces of the providers and the engine, which a stack file may also set.
 OTHER_NAMESPACES = frozenset({"gcp", "kubernetes", "pulumi"})
@@ -72,10 +74,22 @@ def _min_le_max(model: Any, lo: str, hi: str) -> Any:
     return model
 
 
-def vcpus_of(machine_type: str) -> int | None:
-    """vCPUs of a machine type whose name ends in the count (``n2-standard-8`` -> 8), else None."""
-    m = re.search(r"-(\d+)$", machine_type)
-    return int(m.group(1)) if m else None
+def vcpus_of(machine_type: str) -> float | None:
+    """vCPUs of a machine type from the catalog's machine shapes (``n2-standard-8`` -> 8), else
+    None for a type the catalog does not know (the pool validators refuse those)."""
+    try:
+        return catalog.machine_shape(machine_type).vcpus
+    except catalog.CatalogError:
+        return None
+
+
+def _cpu_machine_type(value: str) -> str:
+    """``value`` when it is a CPU machine type (no TPU, no GPU), else ValueError saying what to
+    declare instead (:func:`components.catalog.cpu_machine_problem`)."""
+    problem = catalog.cpu_machine_problem(value)
+    if problem:
+        raise ValueError(f"machine_type: {problem}")
+    return value
 
 
 def _quantity(value: str, what: str) -> str:

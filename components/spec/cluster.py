@@ -12,7 +12,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _gke_name, _min_le_max, _Model
+from components.spec.base import _cpu_machine_type, _gke_name, _min_le_max, _Model
 
 # --------------------------------------------------------------------------------------- cluster
 
@@ -42,6 +42,11 @@ class SystemPool(_Model):
     @model_validator(mode="after")
     def _min_max(self) -> SystemPool:
         return _min_le_max(self, "min_nodes", "max_nodes")
+
+    @field_validator("machine_type")
+    @classmethod
+    def _cpu_shape(cls, v: str) -> str:
+        return _cpu_machine_type(v)
 
 
 class ClusterConfig(_Model):

@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _gke_name, _min_le_max, _Model, vcpus_of
+from components.spec.base import _cpu_machine_type, _gke_name, _min_le_max, _Model, vcpus_of
 
 # ------------------------------------------------------------------------------------ node pools
 
@@ -64,9 +64,14 @@ class CpuPool(_PoolBase):
     def _min_max(self) -> CpuPool:
         return _min_le_max(self, "min_nodes", "max_nodes")
 
+    @field_validator("machine_type")
+    @classmethod
+    def _cpu_shape(cls, v: str) -> str:
+        return _cpu_machine_type(v)
+
     @property
-    def vcpus(self) -> int | None:
-        """vCPUs of the machine type when its name ends in the count (``n2-standard-8`` -> 8)."""
+    def vcpus(self) -> float | None:
+        """vCPUs of the machine type (catalog machine shapes)."""
         return vcpus_of(self.machine_type)
 
 
@@ -139,6 +144,16 @@ class GpuPool(_PoolBase):
     @model_validator(mode="after")
     def _min_max(self) -> GpuPool:
         return _min_le_max(self, "min_nodes", "max_nodes")
+
+    @model_validator(mode="after")
+    def _gpu_shape(self) -> GpuPool:
+        if self.machine_type_override is not None:
+            problem = catalog.gpu_machine_problem(
+                self.machine_type_override, self.gpu.type, self.gpu.count
+            )
+            if problem:
+                raise ValueError(problem)
+        return self
 
     @property
     def machine_type(self) -> str:
