@@ -21,18 +21,18 @@ OTHER_NAMESPACES = frozenset({"gcp", "kubernetes", "pulumi"})
 # GKE names: cluster and node pool names are lowercase letters, digits and hyphens, start with a
 # letter, end with a letter or digit, at most 40 characters
 # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools).
-_GKE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_GKE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 GKE_NAME_MAX = 40
 # Kubernetes object names (RFC 1123 labels) for RayClusters, RayJobs, worker groups.
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 # KubeRay derives Service and Pod names from the RayCluster name; keep headroom under 63.
 K8S_NAME_MAX = 50
 # Google service account ids: 6-30 characters, lowercase letters, digits, hyphens
 # (https://cloud.google.com/iam/docs/service-accounts-create#creating).
-_SA_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])$")
-_ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
-_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
-_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
+_SA_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])\Z")
+_ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]\Z")
+_REGION = re.compile(r"^[a-z]+-[a-z]+\d+\Z")
+_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
 
 
 class ConfigError(ValueError):
