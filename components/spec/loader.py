@@ -117,16 +117,33 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
     is not a number, ``010`` is ten), merge keys (``<<: *anchor``) allowed, and a key given twice
     in one mapping refused. Uses ``ruamel.yaml`` (YAML 1.2 core schema; PyYAML reads YAML 1.1).
 
+    A stack file is small: text over :data:`MAX_STACK_BYTES`, nesting deeper than
+    :data:`MAX_DEPTH`, or a document that expands (aliases counted at every use) to more than
+    :data:`MAX_VALUES` values is refused before anything else reads it, so a few hundred bytes
+    of nested ``[`` or of aliases of aliases cannot exhaust the stack or the memory.
+
     Raises:
         ConfigError: a key is given twice (both places named).
-        StackFileError: the text is not YAML.
+        StackFileError: the text is not YAML, or is too large, too deep or expands too far.
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.constructor import DuplicateKeyError
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    if len(text) > MAX_STACK_BYTES:
+        raise StackFileError(
+            [f"the file has {len(text)} characters; a stack file is at most {MAX_STACK_BYTES}"],
+            source,
+        )
     try:
-        return YAML(typ="safe", pure=True).load(text)
+        doc = YAML(typ="safe", pure=True).load(text)
+    except RecursionError:
+        raise StackFileError(
+            [
+                f"the YAML is nested too deeply to read (a stack file nests at most {MAX_DEPTH} levels)"
+            ],
+            source,
+        ) from None
     except DuplicateKeyError as e:
         at, first = e.problem_mark, e.context_mark
         where = f"line {at.line + 1} column {at.column + 1}" if at else "?"
@@ -140,6 +157,45 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
         raise StackFileError([f"not valid YAML{at}: {problem}"], source) from None
     except YAMLError as e:
         raise StackFileError([f"not valid YAML: {e}"], source) from None
+    except ValueError as e:  # e.g. a timestamp ruamel cannot build (2001-02-30)
+        raise StackFileError([f"not valid YAML: {e}"], source) from None
+    _check_size(doc, source)
+    return doc
+
+
+# Limits of a stack file; the shipped prod stack is ~3 KB, 7 levels deep, ~300 values.
+MAX_STACK_BYTES = 1_000_000
+MAX_DEPTH = 32
+MAX_VALUES = 100_000
+
+
+def _check_size(doc: Any, source: str | None) -> None:
+    """Refuse a document deeper than :data:`MAX_DEPTH` or expanding to more than
+    :data:`MAX_VALUES` values (an alias counts its whole target at every use: that is what the
+    render would write out)."""
+    seen = 0
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise StackFileError(
+                [
+                    f"the YAML expands to more than {MAX_VALUES} values (aliases are counted at "
+                    "every use); a stack file is far smaller: check its anchors and aliases"
+                ],
+                source,
+            )
+        if depth > MAX_DEPTH:
+            raise StackFileError(
+                [f"the YAML nests deeper than {MAX_DEPTH} levels; a stack file is far shallower"],
+                source,
+            )
+        if isinstance(node, Mapping):
+            stack.extend((v, depth + 1) for v in node.values())
+            stack.extend((k, depth + 1) for k in node)
+        elif isinstance(node, list | tuple):
+            stack.extend((v, depth + 1) for v in node)
 
 
 def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]:
@@ -187,8 +243,14 @@ def load_stack_file(path: str | Path) -> StackConfig:
 
     Raises:
         ConfigError: the file is invalid; ``problems`` lists every problem.
+        StackFileError: the file is not UTF-8 text.
         OSError: the file cannot be read.
     """
     path = Path(path)
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise StackFileError(
+            [f"not UTF-8 text (byte {e.start}: {e.object[e.start : e.start + 1]!r})"], str(path)
+        ) from None
     return validate(stack_data_from_yaml(text, str(path)), str(path))
