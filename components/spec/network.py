@@ -67,6 +67,42 @@ class NetworkConfig(_Model):
         return v
 
     @model_validator(mode="after")
+    def _authorized_networks(self) -> NetworkConfig:
+        """Authorized networks GKE accepts and that keep the control plane closed: at most 50
+        CIDR ranges for public clusters and 100 for private ones
+        (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks#limitations);
+        no range that covers the whole internet; with ``private_endpoint`` only internal
+        addresses can reach the endpoint, so public ranges would authorize nothing
+        (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters)."""
+        limit = 100 if self.private_nodes else 50
+        nets = self.master_authorized_networks
+        problems = []
+        if len(nets) > limit:
+            problems.append(
+                f"master_authorized_networks has {len(nets)} ranges; GKE allows at most {limit} "
+                f"for a {'private' if self.private_nodes else 'public'} cluster"
+            )
+        for n in nets:
+            net = ipaddress.ip_network(n.cidr, strict=False)
+            if net.prefixlen < 8:
+                problems.append(
+                    f"master_authorized_networks[{n.name}].cidr {n.cidr} opens the control plane "
+                    "to a large part of the internet; list the ranges you deploy from (/8 or "
+                    "narrower)"
+                )
+            elif self.private_endpoint and not net.is_private:
+                problems.append(
+                    f"master_authorized_networks[{n.name}].cidr {n.cidr} is a public range, but "
+                    "private_endpoint: true lets only internal addresses reach the control "
+                    "plane; list internal ranges (VPC, VPN, interconnect)"
+                )
+        for dup in sorted({n.name for n in nets if [m.name for m in nets].count(n.name) > 1}):
+            problems.append(f"master_authorized_networks: name {dup!r} is used more than once")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @model_validator(mode="after")
     def _no_overlap(self) -> NetworkConfig:
         ranges = {
             "subnet_cidr": self.subnet_cidr,

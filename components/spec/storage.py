@@ -23,6 +23,17 @@ class BucketConfig(_Model):
     delete_after_days: int | None = Field(None, ge=1)
     soft_delete_days: int = Field(7, ge=0, le=90)
 
+    @field_validator("soft_delete_days")
+    @classmethod
+    def _soft_delete(cls, v: int) -> int:
+        """GCS soft delete retention is 0 (off) or 7 to 90 days
+        (https://cloud.google.com/storage/docs/soft-delete#retention-duration)."""
+        if 0 < v < 7:
+            raise ValueError(
+                f"soft_delete_days {v} is not a GCS soft delete retention: use 0 (off) or 7-90 days"
+            )
+        return v
+
 
 class BucketsConfig(_Model):
     """The three buckets; names are ``<project>-<cluster>-<purpose>`` unless ``prefix`` is given."""

@@ -1,0 +1,74 @@
+"""Bounds the GCP APIs enforce, checked before anything is created."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.components.spec.test_model import base, one_problem
+
+
+@pytest.mark.parametrize("days", [1, 3, 6, 91])
+def test_soft_delete_retention_outside_gcs_range_is_refused(days: int) -> None:
+    """GCS soft delete retention: 0 or 7-90 days
+    (https://cloud.google.com/storage/docs/soft-delete#retention-duration)."""
+    data = base()
+    data["buckets"] = {"checkpoints": {"soft_delete_days": days}}
+    one_problem(data, "buckets.checkpoints.soft_delete_days", str(days))
+
+
+@pytest.mark.parametrize("days", [0, 7, 90])
+def test_soft_delete_retention_in_range_is_accepted(days: int) -> None:
+    from components.spec import validate
+
+    data = base()
+    data["buckets"] = {"checkpoints": {"soft_delete_days": days}}
+    assert validate(data).buckets.checkpoints.soft_delete_days == days
+
+
+def _networks(*cidrs: str, **network: object) -> dict:
+    data = base()
+    data["network"] = {
+        **network,
+        "master_authorized_networks": [{"name": f"n{i}", "cidr": c} for i, c in enumerate(cidrs)],
+    }
+    return data
+
+
+def test_whole_internet_is_not_an_authorized_network() -> None:
+    """https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks"""
+    one_problem(_networks("0.0.0.0/0"), "master_authorized_networks[n0].cidr 0.0.0.0/0")
+
+
+def test_private_endpoint_needs_internal_ranges() -> None:
+    """A private endpoint is reachable only from internal addresses
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters)."""
+    one_problem(_networks("35.1.0.0/16", private_endpoint=True), "private_endpoint: true")
+    from components.spec import validate
+
+    assert validate(_networks("10.100.0.0/16", private_endpoint=True))
+
+
+def test_authorized_network_count_limit() -> None:
+    """Public clusters: at most 50 ranges, private: 100
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks#limitations)."""
+    cidrs = [f"198.51.{i}.0/24" for i in range(101)]
+    one_problem(_networks(*cidrs), "has 101 ranges", "at most 100")
+    one_problem(_networks(*cidrs[:51], private_nodes=False), "at most 50")
+    assert not [p for p in _try(_networks(*cidrs[:100])) if "ranges" in p]
+
+
+def _try(data: dict) -> list[str]:
+    from components.spec import ConfigError, validate
+
+    try:
+        validate(data)
+    except ConfigError as e:
+        return e.problems
+    return []
+
+
+def test_duplicate_authorized_network_names() -> None:
+    data = _networks("35.1.0.0/16", "35.2.0.0/16")
+    for n in data["network"]["master_authorized_networks"]:
+        n["name"] = "office"
+    one_problem(data, "name 'office' is used more than once")
