@@ -7,6 +7,7 @@ the rendered Kubernetes objects can refer to buckets and service accounts as pla
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Literal
 
 from components.spec import StackConfig, WorkloadIdentityConfig
@@ -62,5 +63,119 @@ def workload_identity_member(cfg: StackConfig, identity: WorkloadIdentityConfig 
 
 
 def node_service_account_id(cfg: StackConfig) -> str:
-    """Account id of the nodes' own least-privilege service account."""
-    return f"{cfg.cluster.name}-nodes"[:30]
+    """Account id of the nodes' own least-privilege service account: ``<cluster>-nodes``.
+
+    Account ids are 6-30 characters and end with a letter or digit
+    (https://cloud.google.com/iam/docs/service-accounts-create#creating); a cluster name too
+    long for that is shortened with a stable hash, never cut mid-way (``...-`` would be refused).
+    """
+    suffix = "-nodes"
+    name = cfg.cluster.name + suffix
+    if len(name) <= 30:
+        return name
+    digest = hashlib.sha256(cfg.cluster.name.encode()).hexdigest()[:4]
+    head = cfg.cluster.name[: 30 - len(suffix) - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}{suffix}"
+
+
+# ------------------------------------------------------------------ names the resources declare
+
+GKE_KEY_NAME = "gke-secrets"
+BUCKET_KEY_NAME = "buckets"
+
+
+def subnet_name(cfg: StackConfig) -> str:
+    """The subnetwork: ``<network>-<region>``."""
+    return f"{cfg.network.name}-{cfg.region}"
+
+
+def router_name(cfg: StackConfig) -> str:
+    """The Cloud Router: ``<network>-router``."""
+    return f"{cfg.network.name}-router"
+
+
+def nat_name(cfg: StackConfig) -> str:
+    """The Cloud NAT: ``<network>-nat``."""
+    return f"{cfg.network.name}-nat"
+
+
+def key_ring_name(cfg: StackConfig, location: str) -> str:
+    """The KMS key ring of one location: ``<cluster>-<location>``."""
+    return f"{cfg.cluster.name}-{location}"
+
+
+def key_ring_locations(cfg: StackConfig) -> dict[str, str]:
+    """Key purpose -> KMS location: GKE secrets in the cluster's region, bucket keys where the
+    buckets are (``buckets.location`` or the region, lower case)."""
+    from components.builders.storage import bucket_location
+
+    return {"gke": cfg.region, "buckets": bucket_location(cfg).lower()}
+
+
+@dataclass(frozen=True)
+class DerivedName:
+    """One name the stack declares in GCP or Kubernetes.
+
+    Attributes:
+        kind: the naming rule that applies (keys of ``components.checks.names.NAME_RULES``).
+        what: the object, for messages (``node pool``, ``bucket``, ...).
+        name: the name as it will be sent to the API.
+        field: the stack-file field whose value it comes from (what to edit).
+        scope: names must be unique within ``(kind, scope)``.
+    """
+
+    kind: str
+    what: str
+    name: str
+    field: str
+    scope: str = ""
+
+
+def derived_names(cfg: StackConfig) -> list[DerivedName]:
+    """Every GCP and Kubernetes object name the Pulumi program and the manifests declare, each
+    with the stack-file field it derives from. Node pool names come from
+    :func:`components.builders.nodepools.node_pool_specs` (``<pool>-<i>`` per multi-host slice)."""
+    from components.builders.nodepools import node_pool_specs
+
+    out = [
+        DerivedName("gke-cluster", "GKE cluster", cfg.cluster.name, "cluster.name"),
+        DerivedName("compute", "VPC network", cfg.network.name, "network.name", "network"),
+        DerivedName("compute", "subnetwork", subnet_name(cfg), "network.name", "subnet"),
+        DerivedName("compute", "Cloud Router", router_name(cfg), "network.name", "router"),
+        DerivedName("compute", "Cloud NAT", nat_name(cfg), "network.name", "nat"),
+        DerivedName(
+            "service-account", "node service account", node_service_account_id(cfg), "cluster.name"
+        ),
+        DerivedName(
+            "k8s-label", "namespace", cfg.kuberay.namespace, "kuberay.namespace", "namespace"
+        ),
+    ]
+    for loc in dict.fromkeys(key_ring_locations(cfg).values()):
+        out.append(
+            DerivedName(
+                "kms", "KMS key ring", key_ring_name(cfg, loc), "cluster.name", f"keyring {loc}"
+            )
+        )
+    for spec in node_pool_specs(cfg):
+        field = "cluster.system_pool" if spec.kind == "system" else f"node_pools[{spec.pool}].name"
+        out.append(DerivedName("gke-node-pool", "node pool", spec.name, field))
+    for purpose in BUCKET_PURPOSES:
+        field = "buckets.prefix" if cfg.buckets.prefix else "project / cluster.name"
+        out.append(DerivedName("bucket", "bucket", bucket_name(cfg, purpose), field))
+    for wi in cfg.workload_identities:
+        field = f"workload_identities[{wi.name}].name"
+        out.append(
+            DerivedName("service-account", "service account", gsa_account_id(cfg, wi), field)
+        )
+        out.append(
+            DerivedName("k8s-label", "Kubernetes service account", ksa_name(wi), field, "ksa")
+        )
+    for secret in cfg.secrets:
+        out.append(DerivedName("secret", "secret", secret.name, f"secrets[{secret.name}].name"))
+    for rc in cfg.ray_clusters:
+        out.append(
+            DerivedName("k8s-label", "RayCluster", rc.name, f"ray_clusters[{rc.name}].name", "ray")
+        )
+    for job in cfg.jobs:
+        out.append(DerivedName("k8s-label", "RayJob", job.name, f"jobs[{job.name}].name", "job"))
+    return out

@@ -16,7 +16,10 @@ would otherwise only tell you after ``pulumi up``.
    chips per host (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html);
 3. every job's workload supports the accelerator kind of the pool it runs on;
 4. IAM (:mod:`components.builders.iam`): no bucket is public and no workload identity holds a project-wide
-   storage role.
+   storage role;
+5. every GCP and Kubernetes name the stack declares, derived names included, follows that
+   system's rule, no two config entries produce the same name, and labels follow the rules of
+   where they are applied (:mod:`components.checks.names`).
 
 When the CRD folder is absent, check 1 cannot run; rather than pass silently (a misspelled field
 is exactly what it exists to catch), :func:`check_stack` reports one problem line saying where it
@@ -40,6 +43,7 @@ from components.builders.nodepools import (
 )
 from components.checks.crd import CrdsMissingError, crds_available, missing_crds_message
 from components.checks.crd import validate_manifests as _validate_crds
+from components.checks.names import name_problems
 from components.spec import StackConfig
 
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
@@ -284,7 +288,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
     docstring for what is checked."""
     from components.builders.archive import working_dir_uri, workloads_archive
 
-    problems = workload_problems(cfg)
+    problems = workload_problems(cfg) + name_problems(cfg)
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(cfg, sha))

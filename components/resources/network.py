@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.builders import naming
 from components.spec import StackConfig
 
 PODS_RANGE = "pods"
@@ -55,7 +56,7 @@ class Network(pulumi.ComponentResource):
         )
         self.subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
-            name=f"{net.name}-{cfg.region}",
+            name=naming.subnet_name(cfg),
             project=cfg.project,
             region=cfg.region,
             network=self.vpc.id,
@@ -73,7 +74,7 @@ class Network(pulumi.ComponentResource):
         )
         self.router = gcp.compute.Router(
             f"{name}-router",
-            name=f"{net.name}-router",
+            name=naming.router_name(cfg),
             project=cfg.project,
             region=cfg.region,
             network=self.vpc.id,
@@ -81,7 +82,7 @@ class Network(pulumi.ComponentResource):
         )
         self.nat = gcp.compute.RouterNat(
             f"{name}-nat",
-            name=f"{net.name}-nat",
+            name=naming.nat_name(cfg),
             project=cfg.project,
             region=cfg.region,
             router=self.router.name,

@@ -40,7 +40,6 @@ from components.builders.iam import (
     KMS_ROLE,
     gke_service_agent,
 )
-from components.builders.storage import bucket_location
 from components.spec import StackConfig
 
 
@@ -72,12 +71,12 @@ class Security(pulumi.ComponentResource):
         self.project_number = project.number
 
         # Key rings live where the data does: the cluster's region, and the buckets' location.
-        ring_locations = {"gke": cfg.region, "buckets": bucket_location(cfg).lower()}
+        ring_locations = naming.key_ring_locations(cfg)
         rings: dict[str, gcp.kms.KeyRing] = {}
         for loc in dict.fromkeys(ring_locations.values()):
             rings[loc] = gcp.kms.KeyRing(
                 f"{name}-keyring-{loc}",
-                name=f"{cfg.cluster.name}-{loc}",
+                name=naming.key_ring_name(cfg, loc),
                 project=cfg.project,
                 location=loc,
                 opts=child,
@@ -85,7 +84,7 @@ class Security(pulumi.ComponentResource):
         protect = cfg.cluster.deletion_protection
         self.gke_key = gcp.kms.CryptoKey(
             f"{name}-gke-secrets",
-            name="gke-secrets",
+            name=naming.GKE_KEY_NAME,
             key_ring=rings[ring_locations["gke"]].id,
             purpose="ENCRYPT_DECRYPT",
             rotation_period=KEY_ROTATION_PERIOD,
@@ -94,7 +93,7 @@ class Security(pulumi.ComponentResource):
         )
         self.bucket_key = gcp.kms.CryptoKey(
             f"{name}-buckets",
-            name="buckets",
+            name=naming.BUCKET_KEY_NAME,
             key_ring=rings[ring_locations["buckets"]].id,
             purpose="ENCRYPT_DECRYPT",
             rotation_period=KEY_ROTATION_PERIOD,

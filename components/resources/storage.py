@@ -19,8 +19,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.builders import naming
-from components.builders.storage import DAY_SECONDS, lifecycle_rules
-from components.resources.security import bucket_location
+from components.builders.storage import DAY_SECONDS, bucket_location, lifecycle_rules
 from components.spec import BucketConfig, StackConfig
 
 
