@@ -60,6 +60,11 @@ TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+# GKE labels GPU nodes whose driver it installs with the driver version (``default`` /
+# ``latest``); a pod that selects it on a NAP-created node makes NAP install that driver
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers,
+# https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#gpus).
+GPU_DRIVER_LABEL = "cloud.google.com/gke-gpu-driver-version"
 
 
 class CatalogError(ValueError):
@@ -489,6 +494,15 @@ def gpu_type(name: str) -> GpuType:
 
 
 GPU_DRIVER_VERSIONS = ("DEFAULT", "LATEST", "INSTALLATION_DISABLED")  # [GKE-GPU]
+
+
+def gpu_driver_label(driver_version: str | None) -> str | None:
+    """Value of :data:`GPU_DRIVER_LABEL` on nodes whose driver GKE installs (``LATEST`` ->
+    ``latest``), None when GKE installs none (``INSTALLATION_DISABLED``) [GKE-GPU]."""
+    if driver_version in ("DEFAULT", "LATEST"):
+        return driver_version.lower()
+    return None
+
 
 # Resource types Node Auto Provisioning accepts in resource limits [NAP].
 NAP_RESOURCE_TYPES: tuple[str, ...] = (

@@ -36,6 +36,10 @@ class NodePoolSpec:
         capacity: rough allocatable resources per node: ``cpu`` (cores), ``memory`` (GiB),
             ``google.com/tpu``, ``nvidia.com/gpu``.
         spot / reservation: provisioning.
+        gvnic: the Google Virtual NIC; on for GPU pools, whose multi-node NCCL traffic GKE's
+            GPU networking guidance runs over gVNIC
+            (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic,
+            https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx).
     """
 
     name: str
@@ -56,6 +60,7 @@ class NodePoolSpec:
     spot: bool = False
     reservation: str | None = None
     disk_size_gb: int = 100
+    gvnic: bool = False
 
 
 def allocatable(vcpus: float, memory_gb: float) -> dict[str, float]:
@@ -146,6 +151,16 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
     return specs
 
 
+def gpu_node_labels(gpu: str, driver_version: str | None) -> dict[str, str]:
+    """Labels GKE puts on a GPU node: the accelerator type, and the driver version when GKE
+    installs the driver (:func:`components.catalog.gpu_driver_label`)."""
+    labels = {catalog.GPU_ACCELERATOR_LABEL: gpu}
+    driver = catalog.gpu_driver_label(driver_version)
+    if driver:
+        labels[catalog.GPU_DRIVER_LABEL] = driver
+    return labels
+
+
 def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
     g = pool.gpu
     shape = catalog.machine_shape(pool.machine_type)  # the override's shape, when given
@@ -159,7 +174,10 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
         min_nodes=pool.min_nodes,
         max_nodes=pool.max_nodes,
         labels=_base_labels(
-            cfg, pool.name, pool.spot, {**pool.labels, catalog.GPU_ACCELERATOR_LABEL: g.type}
+            cfg,
+            pool.name,
+            pool.spot,
+            {**pool.labels, **gpu_node_labels(g.type, pool.driver_version)},
         ),
         taints=[catalog.GPU_TAINT],
         accelerator_type=g.type,
@@ -169,6 +187,7 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
         spot=pool.spot,
         reservation=pool.reservation,
         disk_size_gb=pool.disk_size_gb,
+        gvnic=True,
     )
 
 

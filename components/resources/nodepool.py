@@ -108,6 +108,9 @@ class NodePool(pulumi.ComponentResource):
                 shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                     enable_secure_boot=True, enable_integrity_monitoring=True
                 ),
+                gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True)
+                if spec.gvnic
+                else None,
             ),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
         )
