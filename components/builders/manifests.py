@@ -48,22 +48,19 @@ import yaml
 from components import catalog
 from components.builders.naming import bucket_name, bucket_url, ksa_name
 from components.builders.nodepools import NodePoolSpec, specs_for_pool
-from components.builders.scaling import (
-    group_max_replicas,
-    job_target,
-    peak_flops_per_device,
-    scaling_config_for_pool,
-)
+from components.builders.scaling import peak_flops_per_device, scaling_config_for_pool
 from components.spec import (
     CpuPool,
     GpuPool,
+    GroupTarget,
     HeadConfig,
     JobConfig,
     RayClusterConfig,
     StackConfig,
     TpuPool,
     WorkerGroupConfig,
-    pool_capacity,
+    resolve_group,
+    resolve_job,
 )
 from workloads.registry import get_workload
 
@@ -246,33 +243,28 @@ def head_group_spec(cfg: StackConfig, head: HeadConfig, service_account: str) ->
 
 def worker_group_spec(
     cfg: StackConfig,
-    group: WorkerGroupConfig,
+    target: GroupTarget,
     service_account: str,
     *,
     replicas: int | None = None,
 ) -> dict[str, Any]:
-    """One ``workerGroupSpecs`` item for ``group``, generated from its node pool.
+    """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
+    (:func:`components.spec.resolve_group`, or :attr:`components.spec.JobTarget.group_target`).
 
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
     ``replicas`` defaults to ``minReplicas``. See the module docstring for the per-kind settings.
 
     Raises:
-        ManifestError: the group's node pool is not declared, or has no GKE node pool.
+        ManifestError: the group's node pool has no GKE node pool.
     """
-    try:
-        pool = cfg.pool(group.node_pool)
-    except KeyError:
-        raise ManifestError(
-            f"worker group {group.name!r}: node_pool {group.node_pool!r} is not a declared node "
-            f"pool; declared: {', '.join(p.name for p in cfg.node_pools) or 'none'}"
-        ) from None
+    group, pool = target.group, target.pool
     specs = specs_for_pool(cfg, pool.name)
     if not specs:
         raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
     spec = specs[0]
     cpu, memory = worker_pod_size(spec, group)
-    max_replicas = group_max_replicas(pool, group)
+    max_replicas = target.max_replicas
     out: dict[str, Any] = {
         "groupName": group.name,
         "replicas": group.min_replicas if replicas is None else replicas,
@@ -373,9 +365,12 @@ def ray_cluster_manifest(cfg: StackConfig, rc: RayClusterConfig) -> dict[str, An
     """The ``ray.io/v1`` RayCluster for ``rc`` (namespace ``cfg.kuberay.namespace``).
 
     Raises:
-        ManifestError: a worker group references an undeclared node pool.
+        ResolveError: a worker group references an undeclared node pool.
     """
-    groups = [worker_group_spec(cfg, g, rc.service_account) for g in rc.worker_groups]
+    groups = [
+        worker_group_spec(cfg, resolve_group(cfg, rc, g), rc.service_account)
+        for g in rc.worker_groups
+    ]
     return {
         "apiVersion": API_VERSION,
         "kind": "RayCluster",
@@ -406,10 +401,10 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
 
     Raises:
-        KeyError: unknown workload. ScalingError: unresolvable target.
+        KeyError: unknown workload. ResolveError: unresolvable target.
     """
     workload = get_workload(job.workload)
-    target = job_target(cfg, job)
+    target = resolve_job(cfg, job)
     scaling = scaling_config_for_pool(target.pool, target.replicas)
     accepted = set(workload.default_args)
     derived: dict[str, Any] = {
@@ -429,17 +424,18 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
 
 
 def _own_cluster_spec(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
-    assert job.node_pool is not None
-    pool = cfg.pool(job.node_pool)
-    n = pool_capacity(pool)
-    group = WorkerGroupConfig(
-        name=pool.name[:50], node_pool=pool.name, min_replicas=n, max_replicas=n
-    )
+    """The ``rayClusterSpec`` of a job bringing its own RayCluster: one fixed-size worker group
+    spanning the whole node pool (:func:`components.spec.own_cluster_group`)."""
+    target = resolve_job(cfg, job)
     return ray_cluster_spec(
         cfg,
         head=HeadConfig(),
         service_account=job.service_account,
-        worker_groups=[worker_group_spec(cfg, group, job.service_account, replicas=n)],
+        worker_groups=[
+            worker_group_spec(
+                cfg, target.group_target, job.service_account, replicas=target.replicas
+            )
+        ],
         autoscaling=False,
         idle_timeout_seconds=0,
     )
@@ -456,7 +452,7 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
     the job's service account.
 
     Raises:
-        KeyError: unknown workload. ScalingError / ManifestError: unresolvable target.
+        KeyError: unknown workload. ResolveError: unresolvable target.
     """
     workload = get_workload(job.workload)
     spec: dict[str, Any] = {

@@ -44,7 +44,7 @@ from components.builders.nodepools import (
 from components.checks.crd import CrdsMissingError, crds_available, missing_crds_message
 from components.checks.crd import validate_manifests as _validate_crds
 from components.checks.names import name_problems
-from components.spec import StackConfig
+from components.spec import ResolveError, StackConfig, resolve_job
 
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 _DEC = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -262,17 +262,21 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
 
 
 def workload_problems(cfg: StackConfig) -> list[str]:
-    """A job whose workload does not support the accelerator kind of its node pool."""
-    from components.builders.scaling import ScalingError, job_target
+    """A job whose workload does not support the accelerator kind of its node pool (resolved by
+    :func:`components.spec.resolve_job`), or whose target or workload cannot be resolved."""
     from workloads.registry import get_workload
 
     problems = []
     for job in cfg.jobs:
         try:
-            target = job_target(cfg, job)
+            target = resolve_job(cfg, job)
+        except ResolveError as e:
+            problems.append(str(e))
+            continue
+        try:
             workload = get_workload(job.workload)
-        except (ScalingError, KeyError) as e:
-            problems.append(f"jobs[{job.name}]: {e}")
+        except KeyError as e:
+            problems.append(f"jobs[{job.name}].workload: {e.args[0] if e.args else e}")
             continue
         kind = target.pool.kind
         if kind != "cpu" and kind not in workload.accelerators:
@@ -292,6 +296,8 @@ def check_stack(cfg: StackConfig) -> list[str]:
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(cfg, sha))
+    except ResolveError as e:  # the same line workload_problems gave: do not say it twice
+        return problems if str(e) in problems else [*problems, str(e)]
     except (ValueError, KeyError) as e:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
     problems += check_manifests(cfg, manifests)

@@ -16,7 +16,8 @@ from pydantic import (
 
 from components import catalog
 from components.spec.base import OTHER_NAMESPACES, PROJECT_NAMESPACE, ConfigError, StackFileError
-from components.spec.stack import StackConfig
+from components.spec.rules import rule_problems
+from components.spec.stack import SKIP_RULES, StackConfig
 
 # --------------------------------------------------------------------------------------- loaders
 
@@ -99,17 +100,61 @@ _TAGS = {"cpu", "tpu", "gpu"}
 def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     """Validate a mapping of top-level keys (without the ``ray-gke:`` prefix).
 
+    Every top-level block is checked on its own (pydantic reports every field error), then every
+    cross-field rule of :mod:`components.spec.rules` runs whose blocks (``Rule.needs``) are
+    valid: a typo in ``labels`` still lets a wrong ``jobs[x].node_pool`` be reported. Field
+    problems come first, then rule problems in :data:`components.spec.rules.RULES` order.
+
     Raises:
         ConfigError: with every problem found, one line each.
     """
     if not isinstance(data, Mapping):
         raise ConfigError([f"expected a mapping of config keys, got {type(data).__name__}"], source)
+    data = dict(data)
     try:
-        return StackConfig.model_validate(dict(data))
+        cfg = StackConfig.model_validate(data, context={SKIP_RULES: True})
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, data), source) from None
+        problems = format_validation_error(e, data)
+        partial = _valid_blocks(data, e)
+        if partial is not None:
+            cfg, valid = partial
+            problems += rule_problems(cfg, valid)
+        raise ConfigError(problems, source) from None
     except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
         raise ConfigError([str(e)], source) from None
+    problems = rule_problems(cfg)
+    if problems:
+        raise ConfigError(problems, source)
+    return cfg
+
+
+# Stand-ins for required blocks that failed validation: they let the valid blocks validate into a
+# model; no rule reads them (a rule runs only when the blocks it needs are valid).
+_STAND_INS: dict[str, Any] = {
+    "project": "invalid-project",
+    "region": "invalid-region1",
+    "zones": ["invalid-region1-a"],
+}
+
+
+def _valid_blocks(
+    data: dict[str, Any], err: ValidationError
+) -> tuple[StackConfig, frozenset[str]] | None:
+    """The stack's valid top-level blocks as a model (invalid ones left unset, or at their
+    defaults) and the names of the valid ones; None when that cannot be built."""
+    fields = set(StackConfig.model_fields)
+    if any(not e["loc"] for e in err.errors()):
+        return None
+    bad = {str(e["loc"][0]) for e in err.errors()} & fields
+    good = {k: v for k, v in data.items() if k in fields and k not in bad}
+    stand_ins = {k: v for k, v in _STAND_INS.items() if k in bad}
+    try:
+        whole = StackConfig.model_validate({**good, **stand_ins}, context={SKIP_RULES: True})
+    except (ValidationError, ValueError):  # pragma: no cover - the blocks validated alone
+        return None
+    valid = frozenset(fields - bad)
+    kept = {k: getattr(whole, k) for k in fields - bad}
+    return StackConfig.model_construct(**kept), valid
 
 
 def read_stack_yaml(text: str, source: str | None = None) -> Any:

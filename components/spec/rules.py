@@ -1,15 +1,34 @@
-"""Cross-field rules of a stack: rules that span several fields, run once every field is valid."""
+"""Cross-field rules of a stack: rules that span several top-level blocks.
+
+Each rule is a named function ``rule(cfg) -> Iterable[str]`` yielding one readable line per
+problem, with a docstring citing where its fact comes from. :data:`RULES` lists them in the order
+they run, each with the top-level keys it reads (``needs``); :func:`rule_problems` runs every rule
+whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
+``jobs[x].node_pool`` (:func:`components.spec.loader.validate`).
+
+References are followed with :mod:`components.spec.resolve`, the one resolver the builders and
+checks use too, so a wrong reference reads the same at every layer.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
 from components.spec.base import _ZONE
 from components.spec.pools import GpuPool, TpuPool
-from components.spec.resolve import group_max_replicas, nap_needs, pool_capacity
+from components.spec.resolve import (
+    ResolveError,
+    job_runs_as,
+    nap_needs,
+    resolve_group,
+    resolve_identity,
+    resolve_job,
+    resolve_pool,
+)
 
 if TYPE_CHECKING:
     from components.spec.stack import StackConfig
@@ -19,12 +38,38 @@ def _duplicates(names: Iterable[str]) -> list[str]:
     return sorted(n for n, c in Counter(names).items() if c > 1)
 
 
-def _cross_problems(cfg: StackConfig) -> Iterable[str]:
-    """Rules that span several fields. Yields one readable line per problem."""
+# ------------------------------------------------------------------------------------- location
+
+
+def zones_in_region(cfg: StackConfig) -> Iterable[str]:
+    """Every stack zone is a zone of the stack's region (``<region>-<letter>``): GKE node
+    locations must be in the cluster's region
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters)."""
     for z in cfg.zones:
         if not _ZONE.match(z) or not z.startswith(cfg.region + "-"):
             yield f"zones: {z!r} is not a zone of region {cfg.region} (e.g. {cfg.region}-a)"
 
+
+def pool_zones_in_region(cfg: StackConfig) -> Iterable[str]:
+    """A node pool's own ``zones`` are zones of the stack's region: a node pool's locations are
+    zones of its cluster's region
+    (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
+    ``locations``)."""
+    for pool in cfg.node_pools:
+        for z in pool.zones or []:
+            if not z.startswith(cfg.region + "-"):
+                yield f"node_pools[{pool.name}].zones: {z!r} is not in region {cfg.region}"
+
+
+def unique_names(cfg: StackConfig) -> Iterable[str]:
+    """Names are unique per list: GKE node pools of a cluster (``system`` is the built-in
+    system pool), Kubernetes objects of a namespace (RayClusters, RayJobs, Secrets), the
+    worker groups of a RayCluster (KubeRay keys pods by ``groupName``), and Google service
+    accounts of a project (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/).
+
+    Reads every list block; in a partial validation an invalid list holds its default, which has
+    no duplicates, so ``needs`` is empty and the valid lists are still checked.
+    """
     for what, names in (
         ("node_pools", [p.name for p in cfg.node_pools] + ["system"]),
         ("ray_clusters", [c.name for c in cfg.ray_clusters]),
@@ -35,143 +80,262 @@ def _cross_problems(cfg: StackConfig) -> Iterable[str]:
         for dup in _duplicates(names):
             note = " ('system' is the built-in system pool)" if dup == "system" else ""
             yield f"{what}: name {dup!r} is used more than once{note}"
-
-    # Zones offered per accelerator.
-    for pool in cfg.node_pools:
-        zones = cfg.pool_zones(pool)
-        for z in zones:
-            if pool.zones and not z.startswith(cfg.region + "-"):
-                yield f"node_pools[{pool.name}].zones: {z!r} is not in region {cfg.region}"
-        if isinstance(pool, TpuPool | GpuPool) and not pool.allow_unlisted_zone:
-            acc = pool.slice.generation if isinstance(pool, TpuPool) else pool.gpu.gpu
-            label = f"TPU {acc.name}" if isinstance(pool, TpuPool) else acc.name
-            for z in zones:
-                if z not in acc.zones:
-                    yield (
-                        f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
-                        f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
-                        "true if Google offers it there now)"
-                    )
-        if isinstance(pool, TpuPool) and cfg.cluster.min_master_version:
-            need = pool.slice.generation.min_gke_version
-            have = cfg.cluster.min_master_version
-            if catalog.parse_gke_version(have) < catalog.parse_gke_version(need):
-                yield (
-                    f"cluster.min_master_version {have} is older than {need}, the oldest GKE "
-                    f"version with TPU {pool.slice.generation.name} node pools "
-                    f"(node_pools[{pool.name}])"
-                )
-
-    # NAP limits must cover what the declared pools can scale to.
-    if cfg.nap.enabled:
-        needed = nap_needs(cfg)
-        for key, have in cfg.nap.resource_limits.items():
-            if key in needed and have < needed[key]:
-                yield (
-                    f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
-                    f"can scale to ({needed[key]}); raise it to at least {needed[key]}"
-                )
-
-    # References.
-    pool_names = {p.name: p for p in cfg.node_pools}
-    identity_names = {w.name for w in cfg.workload_identities}
     for rc in cfg.ray_clusters:
-        if rc.service_account not in identity_names:
-            yield (
-                f"ray_clusters[{rc.name}].service_account {rc.service_account!r} is not a declared "
-                f"workload identity; declared: {', '.join(sorted(identity_names)) or 'none'}"
-            )
         for dup in _duplicates(g.name for g in rc.worker_groups):
             yield f"ray_clusters[{rc.name}].worker_groups: name {dup!r} is used more than once"
+
+
+# ---------------------------------------------------------------------------------- accelerators
+
+
+def accelerator_zones_offered(cfg: StackConfig) -> Iterable[str]:
+    """A TPU or GPU pool's zones offer its accelerator, per :mod:`components.catalog` (sources:
+    https://cloud.google.com/tpu/docs/regions-zones, https://cloud.google.com/compute/docs/gpus/gpu-regions-zones);
+    ``allow_unlisted_zone: true`` waives it when Google offers it there after the catalog's date."""
+    for pool in cfg.node_pools:
+        if not isinstance(pool, TpuPool | GpuPool) or pool.allow_unlisted_zone:
+            continue
+        acc = pool.slice.generation if isinstance(pool, TpuPool) else pool.gpu.gpu
+        label = f"TPU {acc.name}" if isinstance(pool, TpuPool) else acc.name
+        for z in cfg.pool_zones(pool):
+            if z not in acc.zones:
+                yield (
+                    f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
+                    f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
+                    "true if Google offers it there now)"
+                )
+
+
+def tpu_min_gke_version(cfg: StackConfig) -> Iterable[str]:
+    """``cluster.min_master_version`` is at least the oldest GKE version with node pools of each
+    declared TPU generation (``TpuGeneration.min_gke_version`` in :mod:`components.catalog`, from
+    https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#availability)."""
+    have = cfg.cluster.min_master_version
+    if not have:
+        return
+    for pool in cfg.node_pools:
+        if not isinstance(pool, TpuPool):
+            continue
+        need = pool.slice.generation.min_gke_version
+        if catalog.parse_gke_version(have) < catalog.parse_gke_version(need):
+            yield (
+                f"cluster.min_master_version {have} is older than {need}, the oldest GKE "
+                f"version with TPU {pool.slice.generation.name} node pools "
+                f"(node_pools[{pool.name}])"
+            )
+
+
+def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[str]:
+    """With Node Auto Provisioning on, each ``nap.resource_limits`` entry is at least what the
+    declared pools can scale to: the cluster-wide limits count every node, autoscaled pools
+    included, and the autoscaler stops adding nodes at the limit
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits)."""
+    if not cfg.nap.enabled:
+        return
+    needed = nap_needs(cfg)
+    for key, have in cfg.nap.resource_limits.items():
+        if key in needed and have < needed[key]:
+            yield (
+                f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
+                f"can scale to ({needed[key]}); raise it to at least {needed[key]}"
+            )
+
+
+# ------------------------------------------------------------------------------ ray clusters
+
+
+def cluster_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
+    """A RayCluster's ``service_account`` is a declared workload identity: its pods run as that
+    identity's Kubernetes service account, which only exists when declared
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    for rc in cfg.ray_clusters:
+        try:
+            resolve_identity(cfg, rc.service_account, f"ray_clusters[{rc.name}].service_account")
+        except ResolveError as e:
+            yield str(e)
+
+
+def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[str]:
+    """A worker group's ``node_pool`` is declared, ``min_replicas`` <= ``maxReplicas``, and
+    ``maxReplicas`` fits the pool: a replica is one slice on TPU pools, one node otherwise
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html); more would stay
+    Pending."""
+    for rc in cfg.ray_clusters:
         for g in rc.worker_groups:
-            where = f"ray_clusters[{rc.name}].worker_groups[{g.name}]"
-            pool = pool_names.get(g.node_pool)
-            if pool is None:
-                yield (
-                    f"{where}.node_pool {g.node_pool!r} is not a declared node pool; declared: "
-                    f"{', '.join(pool_names) or 'none'}"
-                )
+            try:
+                t = resolve_group(cfg, rc, g)
+            except ResolveError as e:
+                yield str(e)
                 continue
-            limit = pool_capacity(pool)
-            mx = group_max_replicas(pool, g)
-            if g.min_replicas > mx:
-                yield f"{where}: min_replicas {g.min_replicas} > max_replicas {mx}"
-            if mx > limit:
-                unit = "slices" if isinstance(pool, TpuPool) else "nodes"
+            if g.min_replicas > t.max_replicas:
+                yield f"{t.field}: min_replicas {g.min_replicas} > max_replicas {t.max_replicas}"
+            if t.max_replicas > t.capacity:
                 yield (
-                    f"{where}.max_replicas {mx} exceeds node pool {pool.name!r} capacity of "
-                    f"{limit} {unit}"
+                    f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
+                    f"capacity of {t.capacity} {t.unit}"
                 )
-    if cfg.kuberay.mode == "helm" and not cfg.kuberay.tpu_webhook:
-        users = [
-            (f"ray_clusters[{rc.name}].worker_groups[{g.name}]", g.node_pool)
-            for rc in cfg.ray_clusters
-            for g in rc.worker_groups
-        ] + [(f"jobs[{j.name}].node_pool", j.node_pool) for j in cfg.jobs if j.node_pool]
-        for where, pool_name in users:
-            pool = pool_names.get(pool_name or "")
-            if isinstance(pool, TpuPool) and pool.slice.multi_host:
-                yield (
-                    f"{where}: the multi-host TPU slice {pool.tpu.generation} "
-                    f"{pool.tpu.topology} needs the TPU initialization webhook, which "
-                    "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
-                    "kuberay.tpu_webhook: true once you have installed it"
-                )
-    cluster_names = {c.name: c for c in cfg.ray_clusters}
+
+
+def multi_host_tpu_needs_webhook(cfg: StackConfig) -> Iterable[str]:
+    """Multi-host TPU slices need the TPU initialization webhook, which injects each pod's
+    ``TPU_WORKER_ID`` / ``TPU_WORKER_HOSTNAMES``
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html); the GKE Ray add-on
+    installs it, the ``kuberay-operator`` Helm chart does not
+    (https://github.com/GoogleCloudPlatform/ai-on-gke/tree/main/ray-on-gke/tpu/kuberay-tpu-webhook).
+    Unresolvable references are left to the rules that report them."""
+    if cfg.kuberay.mode != "helm" or cfg.kuberay.tpu_webhook:
+        return
+    users: list[tuple[str, str, str]] = [
+        (
+            f"ray_clusters[{rc.name}].worker_groups[{g.name}]",
+            g.node_pool,
+            f"ray_clusters[{rc.name}].worker_groups[{g.name}].node_pool",
+        )
+        for rc in cfg.ray_clusters
+        for g in rc.worker_groups
+    ]
+    users += [
+        (f"jobs[{j.name}].node_pool", j.node_pool, f"jobs[{j.name}].node_pool")
+        for j in cfg.jobs
+        if j.node_pool
+    ]
+    for where, pool_name, field in users:
+        try:
+            pool = resolve_pool(cfg, pool_name, field)
+        except ResolveError:
+            continue
+        if isinstance(pool, TpuPool) and pool.slice.multi_host:
+            yield (
+                f"{where}: the multi-host TPU slice {pool.tpu.generation} "
+                f"{pool.tpu.topology} needs the TPU initialization webhook, which "
+                "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
+                "kuberay.tpu_webhook: true once you have installed it"
+            )
+
+
+# ----------------------------------------------------------------------------------------- jobs
+
+
+def job_targets_exist(cfg: StackConfig) -> Iterable[str]:
+    """A job names a declared ``cluster`` (and one of its worker groups, which may be left out
+    when the cluster has exactly one) or a declared ``node_pool``: the RayJob either selects a
+    RayCluster (``clusterSelector``) or carries its own ``rayClusterSpec``
+    (https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
+    A worker group's own undeclared pool is reported by
+    :func:`worker_group_pools_exist_and_fit`, not again here."""
     for job in cfg.jobs:
-        where = f"jobs[{job.name}]"
-        if job.cluster and job.cluster not in cluster_names:
-            yield (
-                f"{where}.cluster {job.cluster!r} is not a declared ray cluster; declared: "
-                f"{', '.join(cluster_names) or 'none'}"
-            )
-        if job.cluster in cluster_names and job.worker_group:
-            groups = [g.name for g in cluster_names[job.cluster].worker_groups]
-            if job.worker_group not in groups:
-                yield (
-                    f"{where}.worker_group {job.worker_group!r} is not a worker group of "
-                    f"{job.cluster!r}; its groups: {', '.join(groups) or 'none'}"
-                )
-        if job.node_pool and job.node_pool not in pool_names:
-            yield (
-                f"{where}.node_pool {job.node_pool!r} is not a declared node pool; declared: "
-                f"{', '.join(pool_names) or 'none'}"
-            )
-        if job.service_account not in identity_names:
-            yield (
-                f"{where}.service_account {job.service_account!r} is not a declared workload "
-                f"identity; declared: {', '.join(sorted(identity_names))}"
-            )
+        try:
+            resolve_job(cfg, job)
+        except ResolveError as e:
+            if e.field.startswith(f"jobs[{job.name}]"):
+                yield str(e)
+
+
+def job_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
+    """A job's ``service_account`` (its submitter pod's, and its own RayCluster's) is a declared
+    workload identity (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    for job in cfg.jobs:
+        try:
+            resolve_identity(cfg, job.service_account, f"jobs[{job.name}].service_account")
+        except ResolveError as e:
+            yield str(e)
+
+
+def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
+    """A job's ``workload`` is in :data:`workloads.registry.WORKLOADS` and its ``args`` are
+    arguments of that workload with the types of its defaults (``Workload.arg_problems``)."""
+    for job in cfg.jobs:
         problem = _workload_problem(job.workload)
         if problem:
-            yield f"{where}.workload {problem}"
+            yield f"jobs[{job.name}].workload {problem}"
             continue
-        workload = _workload(job.workload)
-        for p in workload.arg_problems(job.args):
-            yield f"{where}.args: {p}"
-        # The job's processes run as the RayCluster's service account when it is submitted to a
-        # long-lived cluster, else as its own; that account must be allowed to write what the
-        # workload writes (bucket-level roles, components/iam.py).
-        runs_as = (
-            cluster_names[job.cluster].service_account
-            if job.cluster in cluster_names
-            else job.service_account
-        )
-        identity = next((w for w in cfg.workload_identities if w.name == runs_as), None)
-        for purpose in workload.writes:
-            if identity is not None and identity.buckets.get(purpose) != "write":
+        for p in _workload(job.workload).arg_problems(job.args):
+            yield f"jobs[{job.name}].args: {p}"
+
+
+def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[str]:
+    """The identity a job's Ray processes run as (:func:`components.spec.resolve.job_runs_as`:
+    the RayCluster's service account on a long-lived cluster, else the job's own) has ``write``
+    on every bucket its workload writes (``Workload.writes``); the bucket-level roles are
+    granted per :mod:`components.builders.iam`
+    (https://cloud.google.com/storage/docs/access-control/iam-roles). Jobs with an unknown
+    workload, cluster or identity are left to the rules that report those."""
+    for job in cfg.jobs:
+        if _workload_problem(job.workload):
+            continue
+        try:
+            runs_as = job_runs_as(cfg, job)
+            identity = resolve_identity(cfg, runs_as, f"jobs[{job.name}]")
+        except ResolveError:
+            continue
+        for purpose in _workload(job.workload).writes:
+            if identity.buckets.get(purpose) != "write":
                 yield (
-                    f"{where}: workload {job.workload} writes to the {purpose} bucket but runs as "
-                    f"{runs_as!r}, which has {identity.buckets.get(purpose) or 'no'} access there; "
+                    f"jobs[{job.name}]: workload {job.workload} writes to the {purpose} bucket "
+                    f"but runs as {runs_as!r}, which has "
+                    f"{identity.buckets.get(purpose) or 'no'} access there; "
                     f"set workload_identities[{runs_as}].buckets.{purpose}: write"
                 )
+
+
+def secret_readers_declared(cfg: StackConfig) -> Iterable[str]:
+    """A secret's ``readers`` are declared workload identities: each is granted
+    ``roles/secretmanager.secretAccessor`` on the secret
+    (https://cloud.google.com/secret-manager/docs/access-control)."""
     for secret in cfg.secrets:
         for r in secret.readers:
-            if r not in identity_names:
-                yield (
-                    f"secrets[{secret.name}].readers: {r!r} is not a declared workload identity; "
-                    f"declared: {', '.join(sorted(identity_names))}"
-                )
+            try:
+                resolve_identity(cfg, r, f"secrets[{secret.name}].readers:")
+            except ResolveError as e:
+                yield str(e)
+
+
+# ------------------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A cross-field rule and the top-level keys it reads (it runs only when they validated)."""
+
+    check: Callable[[StackConfig], Iterable[str]]
+    needs: frozenset[str]
+
+    @property
+    def name(self) -> str:
+        return self.check.__name__
+
+
+def _rule(check: Callable[[StackConfig], Iterable[str]], *needs: str) -> Rule:
+    return Rule(check, frozenset(needs))
+
+
+RULES: tuple[Rule, ...] = (
+    _rule(zones_in_region, "region", "zones"),
+    _rule(pool_zones_in_region, "region", "node_pools"),
+    _rule(unique_names),
+    _rule(accelerator_zones_offered, "zones", "node_pools"),
+    _rule(tpu_min_gke_version, "cluster", "node_pools"),
+    _rule(nap_limits_cover_pools, "nap", "cluster", "node_pools"),
+    _rule(cluster_service_accounts_declared, "ray_clusters", "workload_identities"),
+    _rule(worker_group_pools_exist_and_fit, "ray_clusters", "node_pools"),
+    _rule(multi_host_tpu_needs_webhook, "kuberay", "ray_clusters", "jobs", "node_pools"),
+    _rule(job_targets_exist, "jobs", "ray_clusters", "node_pools"),
+    _rule(job_service_accounts_declared, "jobs", "workload_identities"),
+    _rule(job_workloads_registered, "jobs"),
+    _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
+    _rule(secret_readers_declared, "secrets", "workload_identities"),
+)
+"""Every cross-field rule, in the order they run."""
+
+
+def rule_problems(cfg: StackConfig, valid: Collection[str] | None = None) -> list[str]:
+    """Every problem of every rule whose ``needs`` are all in ``valid`` (the top-level keys that
+    validated; None: all of them), one line each, in :data:`RULES` order."""
+    problems: list[str] = []
+    for r in RULES:
+        if valid is None or r.needs <= set(valid):
+            problems.extend(r.check(cfg))
+    return problems
 
 
 def _workload(name: str) -> Any:

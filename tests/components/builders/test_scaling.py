@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components import catalog
-from components.builders.scaling import ScalingError, scaling_config_for_job
-from components.spec import JobConfig, StackConfig
+from components.builders.scaling import scaling_config_for_job
+from components.spec import JobConfig, ResolveError, StackConfig
 from tests.helpers import stack
 
 # topology -> (hosts, chips per host), independent of the catalog's own arithmetic.
@@ -101,7 +101,7 @@ def test_worker_group_max_replicas_counts_slices() -> None:
 def test_ambiguous_cluster_job_is_an_error_naming_the_groups() -> None:
     cfg = stack("prod")
     job = JobConfig(name="j", workload="train_lm", cluster="training")
-    with pytest.raises(ScalingError, match=r"jobs\[j\]\.worker_group .*cpu, tpu-v6e, h100"):
+    with pytest.raises(ResolveError, match=r"jobs\[j\]\.worker_group .*cpu, tpu-v6e, h100"):
         scaling_config_for_job(cfg, job)
 
 
