@@ -47,7 +47,7 @@ import yaml
 
 from components import catalog
 from components.builders.naming import bucket_name, bucket_url, ksa_name
-from components.builders.nodepools import NodePoolSpec, specs_for_pool
+from components.builders.nodepools import NodePoolSpec, gpu_node_labels, specs_for_pool
 from components.builders.scaling import peak_flops_per_device, scaling_config_for_pool
 from components.spec import (
     CpuPool,
@@ -311,7 +311,9 @@ def worker_group_spec(
         )
         extra_volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
         extra_mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-        node_selector = {catalog.GPU_ACCELERATOR_LABEL: g.type}
+        # The driver-version label too: a pod that selects it gets a driver on a NAP-created node
+        # (NAP installs none otherwise) and matches declared pools whose driver GKE installs.
+        node_selector = gpu_node_labels(g.type, pool.driver_version)
         tolerations = [catalog.GPU_TAINT.toleration()]
     else:
         assert isinstance(pool, CpuPool)

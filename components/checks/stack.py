@@ -29,6 +29,7 @@ looked and how to set ``RAYGKE_CRDS_DIR``, and still runs the other checks. ``ra
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -38,6 +39,7 @@ from components.builders.manifests import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR, r
 from components.builders.nodepools import (
     NodePoolSpec,
     allocatable,
+    gpu_node_labels,
     node_pool_specs,
     tpu_host_capacity,
 )
@@ -123,21 +125,22 @@ def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
                     capacity=tpu_host_capacity(s),
                 )
             )
-    for g in catalog.GPU_TYPES.values():
+    for g, driver in itertools.product(catalog.GPU_TYPES.values(), ("DEFAULT", "LATEST")):
+        # NAP installs the driver version the pod selects (catalog.GPU_DRIVER_LABEL).
         for count, machine in g.machine_types.items():
             if limits.get(g.name, 0) < count:
                 continue
             cap = allocatable(g.host_vcpus[count], g.host_memory_gb[count])
             shapes.append(
                 NodePoolSpec(
-                    name=f"NAP {count}x {g.name}",
+                    name=f"NAP {count}x {g.name} ({driver.lower()} driver)",
                     pool="nap",
                     kind="gpu",
                     machine_type=machine,
                     zones=[],
                     min_nodes=0,
                     max_nodes=1,
-                    labels={catalog.GPU_ACCELERATOR_LABEL: g.name},
+                    labels=gpu_node_labels(g.name, driver),
                     taints=[catalog.GPU_TAINT],
                     accelerator_type=g.name,
                     accelerator_count=count,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
+import pytest
 import yaml
 
 from components import catalog
@@ -12,6 +13,7 @@ from components.builders.manifests import cluster_endpoints, render_manifests
 from components.builders.naming import bucket_name
 from components.builders.nodepools import specs_for_pool
 from components.checks.stack import parse_quantity
+from components.spec import GpuPool
 from tests.helpers import WORKING_DIR, stack
 
 
@@ -95,7 +97,10 @@ def test_gpu_and_cpu_groups_and_gcsfuse() -> None:
     assert rc["spec"]["autoscalerOptions"]["idleTimeoutSeconds"] == 600
     l4 = _group(rc, "l4")["template"]
     pod = l4["spec"]
-    assert pod["nodeSelector"] == {catalog.GPU_ACCELERATOR_LABEL: "nvidia-l4"}
+    assert pod["nodeSelector"] == {
+        catalog.GPU_ACCELERATOR_LABEL: "nvidia-l4",
+        catalog.GPU_DRIVER_LABEL: "latest",
+    }
     assert pod["tolerations"] == [catalog.GPU_TAINT.toleration()]
     res = pod["containers"][0]["resources"]
     assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == "1"
@@ -131,7 +136,8 @@ def test_jobs() -> None:
     assert h100["ttlSecondsAfterFinished"] == 3600 and h100["backoffLimit"] == 0
     (g,) = h100["rayClusterSpec"]["workerGroupSpecs"]
     assert g["template"]["spec"]["nodeSelector"] == {
-        catalog.GPU_ACCELERATOR_LABEL: "nvidia-h100-80gb"
+        catalog.GPU_ACCELERATOR_LABEL: "nvidia-h100-80gb",
+        catalog.GPU_DRIVER_LABEL: "latest",
     }
     assert g["replicas"] == g["minReplicas"] == g["maxReplicas"] == 2
     assert g["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
@@ -154,3 +160,39 @@ def test_endpoints() -> None:
         "dashboard": "http://research-head-svc.ray.svc.cluster.local:8265",
         "client": "ray://research-head-svc.ray.svc.cluster.local:10001",
     }
+
+
+@pytest.mark.parametrize(
+    ("driver", "label"),
+    [("LATEST", "latest"), ("DEFAULT", "default"), ("INSTALLATION_DISABLED", None)],
+)
+def test_gpu_groups_select_the_driver_gke_installs(driver: str, label: str | None) -> None:
+    """A GPU pod that may land on a NAP-created node asks for a driver version through the
+    ``cloud.google.com/gke-gpu-driver-version`` node selector, or NAP installs none
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#gpus); the
+    declared pool's nodes carry the same label when GKE installs their driver
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers),
+    and the pool uses gVNIC (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic)."""
+    from components.builders.nodepools import specs_for_pool
+    from components.checks.stack import check_manifests
+    from components.spec import validate
+
+    data = stack("prod").model_dump(by_alias=True, exclude_none=True)
+    for p in data["node_pools"]:
+        if "gpu" in p:
+            p["driver_version"] = driver
+    cfg = validate(data)
+    pool = next(p for p in cfg.node_pools if isinstance(p, GpuPool))
+    spec = specs_for_pool(cfg, pool.name)[0]
+    assert spec.gvnic
+    assert spec.labels.get(catalog.GPU_DRIVER_LABEL) == label
+    manifests = render_manifests(cfg, WORKING_DIR)
+    selectors = [
+        g["template"]["spec"]["nodeSelector"]
+        for m in manifests
+        if m["kind"] == "RayCluster"
+        for g in m["spec"]["workerGroupSpecs"]
+        if catalog.GPU_ACCELERATOR_LABEL in g["template"]["spec"]["nodeSelector"]
+    ]
+    assert selectors and all(s.get(catalog.GPU_DRIVER_LABEL) == label for s in selectors)
+    assert not [p for p in check_manifests(cfg, manifests) if "schedul" in p or "node" in p]

@@ -116,7 +116,9 @@ def test_nap_shapes_follow_resource_limits() -> None:
     names = {s.name for s in checks.nap_shapes(cfg)}
     assert "NAP tpu-v5-lite-podslice 2x4" in names
     assert "NAP tpu-v5-lite-podslice 4x4" not in names  # 16 chips > limit 8
-    assert "NAP 4x nvidia-l4" in names and "NAP 8x nvidia-l4" not in names
+    assert "NAP 4x nvidia-l4 (latest driver)" in names
+    assert "NAP 4x nvidia-l4 (default driver)" in names
+    assert not any(n.startswith("NAP 8x nvidia-l4") for n in names)
 
 
 def test_iam_public_bucket_and_project_storage_role() -> None:
