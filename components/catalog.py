@@ -39,6 +39,11 @@ Sources (each fact below cites one of these):
   https://cloud.google.com/compute/docs/accelerator-optimized-machines
 * [GCE-CUSTOM] Custom machine types (``<series>-custom-<vCPUs>-<memory MB>``, N1: ``custom-...``):
   https://cloud.google.com/compute/docs/instances/creating-instance-with-custom-machine-type
+* [GKE-VERSIONS] GKE release schedule and version support:
+  https://cloud.google.com/kubernetes-engine/docs/release-schedule and
+  https://cloud.google.com/kubernetes-engine/versioning (a minor version is offered for about
+  14 months of standard support after it reaches the Regular channel, then up to 24 months in
+  total in the Extended channel). Live list: ``gcloud container get-server-config``.
 * [NVIDIA]   Peak dense bf16 tensor throughput from NVIDIA's data sheets: L4 121 TFLOP/s,
   A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, H200 989 TFLOP/s.
 
@@ -769,4 +774,37 @@ def gpu_machine_problem(machine_type: str, gpu: str, count: int) -> str | None:
             else f"no machine type offers {count} x {gpu}"
         )
         + " (or leave machine_type out to use the default)"
+    )
+
+
+# --------------------------------------------------------------------------------- GKE versions
+
+# GKE minor versions offered for new clusters, per release channel, as recorded on the date below
+# [GKE-VERSIONS]. Kubernetes 1.31 left extended support in late 2026; 1.32 and 1.33 remain only
+# in the Extended channel; the GKE Ray TPU sample pins 1.35. Refresh this record (and its date)
+# from `gcloud container get-server-config` when GKE moves on: a pin outside it is refused.
+GKE_VERSIONS_RECORDED = "2026-11-30"
+GKE_OFFERED_MINORS: Mapping[str, tuple[str, str]] = {
+    "RAPID": ("1.34", "1.37"),
+    "REGULAR": ("1.34", "1.36"),
+    "STABLE": ("1.34", "1.35"),
+    "EXTENDED": ("1.32", "1.36"),
+}
+
+
+def gke_version_problem(version: str, channel: str) -> str | None:
+    """Why GKE would not create a cluster pinned to ``version`` in ``channel`` (by the record
+    of :data:`GKE_OFFERED_MINORS`), else None.
+
+    Raises:
+        ValueError: ``version`` is not a GKE version string.
+    """
+    minor = parse_gke_version(version)[:2]
+    oldest, newest = GKE_OFFERED_MINORS[channel]
+    if parse_gke_version(oldest)[:2] <= minor <= parse_gke_version(newest)[:2]:
+        return None
+    return (
+        f"{version} is not offered for new clusters in the {channel} channel: GKE offered "
+        f"{oldest} to {newest} there as recorded on {GKE_VERSIONS_RECORDED} (catalog "
+        "GKE_OFFERED_MINORS; check `gcloud container get-server-config`)"
     )

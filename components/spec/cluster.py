@@ -76,6 +76,16 @@ class ClusterConfig(_Model):
             catalog.parse_gke_version(v)
         return v
 
+    @model_validator(mode="after")
+    def _version_offered(self) -> ClusterConfig:
+        """A pinned version must be one GKE offers for new clusters in the release channel
+        (:func:`components.catalog.gke_version_problem`)."""
+        if self.min_master_version is not None:
+            problem = catalog.gke_version_problem(self.min_master_version, self.release_channel)
+            if problem:
+                raise ValueError(f"min_master_version {problem}")
+        return self
+
 
 class NapConfig(_Model):
     """Node Auto Provisioning (``cluster_autoscaling``)."""

@@ -72,3 +72,26 @@ def test_duplicate_authorized_network_names() -> None:
     for n in data["network"]["master_authorized_networks"]:
         n["name"] = "office"
     one_problem(data, "name 'office' is used more than once")
+
+
+@pytest.mark.parametrize(
+    ("version", "channel", "ok"),
+    [
+        ("1.31.2-gke.1115000", "STABLE", False),  # the old prod pin: no longer offered
+        ("1.35", "STABLE", True),
+        ("1.33", "REGULAR", False),
+        ("1.33", "EXTENDED", True),
+        ("1.40", "RAPID", False),
+    ],
+)
+def test_gke_version_pin_is_offered(version: str, channel: str, ok: bool) -> None:
+    """Pins are checked against the catalog's dated record of the minors GKE offers for new
+    clusters per channel (https://cloud.google.com/kubernetes-engine/docs/release-schedule)."""
+    from components.spec import validate
+
+    data = base()
+    data["cluster"] = {"min_master_version": version, "release_channel": channel}
+    if ok:
+        assert validate(data).cluster.min_master_version == version
+    else:
+        one_problem(data, "cluster", version, "not offered for new clusters", channel)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from components import catalog
 from components.spec import (
     ConfigError,
     GpuPool,
@@ -253,7 +254,10 @@ def test_reservation_needs_name() -> None:
     assert validate(d).pool("tpu").reservation == "tpu-res"
 
 
-def test_min_master_version_too_old_for_v6e() -> None:
+def test_min_master_version_too_old_for_v6e(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.components.spec.test_rules import OFFERED_2024
+
+    monkeypatch.setattr(catalog, "GKE_OFFERED_MINORS", OFFERED_2024)
     d = base()
     d["zones"] = ["us-central1-b"]
     d["node_pools"] = [{"name": "v6", "tpu": {"generation": "v6e", "topology": "2x2"}}]
