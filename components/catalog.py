@@ -276,8 +276,18 @@ class TpuSlice:
         """Peak dense bf16 throughput of the whole slice, TFLOP/s."""
         return self.chips * self.generation.peak_bf16_tflops
 
+    def job_slices(self, slices: int) -> int:
+        """Slices one training job spans when ``slices`` are available: all of them for a
+        multi-host slice (Multislice over DCN), one for a single-host slice. Ray's JaxTrainer
+        turns several slices into a Multislice job (``MEGASCALE_*``), which GKE supports on
+        multi-host slices only
+        (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice); the other
+        single-host slices of the pool serve other jobs."""
+        return slices if self.multi_host else min(slices, 1)
+
     def scaling_config(self, slices: int = 1) -> dict[str, Any]:
-        """Keyword arguments for ``ray.train.ScalingConfig`` training on ``slices`` slices.
+        """Keyword arguments for ``ray.train.ScalingConfig`` training on up to ``slices`` slices
+        (:meth:`job_slices`).
 
         One Ray Train worker per host, each holding all of its host's chips [RAY-TPU].
         """
@@ -285,7 +295,7 @@ class TpuSlice:
             "use_tpu": True,
             "topology": self.topology,
             "accelerator_type": self.generation.ray_accelerator_type,
-            "num_workers": self.hosts * slices,
+            "num_workers": self.hosts * self.job_slices(slices),
             "resources_per_worker": {"TPU": self.chips_per_host},
         }
 

@@ -26,7 +26,9 @@ Facts used (sources):
   Ports: 8471 TPU runtime between the hosts of a slice and 8431 TPU runtime metrics
   (https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, multi-host workload example);
   8081 the multi-slice (megascale) coordinator, ``DEFAULT_MEGASCALE_PORT`` in
-  ``ray/_private/accelerators/tpu.py``. With more than one slice (maxReplicas > 1) ``MEGASCALE_PORT``
+  ``ray/_private/accelerators/tpu.py``. With more than one multi-host slice (maxReplicas > 1;
+  GKE runs Multislice on multi-host slices only, :meth:`components.catalog.TpuSlice.job_slices`)
+  ``MEGASCALE_PORT``
   is set; ``MEGASCALE_COORDINATOR_ADDRESS`` / ``MEGASCALE_NUM_SLICES`` / ``MEGASCALE_SLICE_ID`` differ
   per slice and are set at run time by Ray Train's JaxTrainer (``ray/train/v2/jax/config.py`` via
   ``ray.util.tpu.get_tpu_coordinator_env_vars``), which a pod template cannot do.
@@ -286,7 +288,7 @@ def worker_group_spec(
             "TPU_TOPOLOGY": s.topology,
         }
         ports = {"tpu-runtime": TPU_RUNTIME_PORT, "tpu-metrics": TPU_METRICS_PORT}
-        if max_replicas > 1:
+        if s.multi_host and max_replicas > 1:  # Multislice: multi-host slices only
             env["MEGASCALE_PORT"] = str(MEGASCALE_PORT)
             ports["megascale"] = MEGASCALE_PORT
         container.update(

@@ -36,7 +36,7 @@ def test_single_host_iff_one_host(gt: tuple[str, str]) -> None:
 def test_scaling_config_matches_slice(gt: tuple[str, str], slices: int) -> None:
     s = tpu_slice(*gt)
     sc = s.scaling_config(slices)
-    assert sc["num_workers"] == s.hosts * slices
+    assert sc["num_workers"] == s.hosts * (slices if s.multi_host else 1)
     assert sc["resources_per_worker"] == {"TPU": s.chips_per_host}
     assert sc["topology"] == s.topology
     assert sc["accelerator_type"] == s.generation.ray_accelerator_type

@@ -49,11 +49,14 @@ def test_tpu_every_topology(gen: str, topology: str, slices: int) -> None:
     pool = {"name": "tpu", "tpu": {"generation": gen, "topology": topology}, "max_slices": slices}
     cfg = _cfg(pool, [{"name": "tpu", "node_pool": "tpu", "max_replicas": slices}])
     job = JobConfig(name="j", workload="train_lm_jax", cluster="rc", worker_group="tpu")
+    # A job spans several slices only when they are multi-host (Multislice); on single-host
+    # slices it uses one (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice).
+    job_slices = slices if hosts > 1 else 1
     assert scaling_config_for_job(cfg, job) == {
         "use_tpu": True,
         "topology": topology,
         "accelerator_type": RAY_TYPE[gen],
-        "num_workers": hosts * slices,
+        "num_workers": hosts * job_slices,
         "resources_per_worker": {"TPU": chips},
     }
 
@@ -131,3 +134,31 @@ def test_peak_flops_per_device_comes_from_the_catalog() -> None:
     assert (
         args["peak_flops_per_device"] == tpu_slice("v6e", "4x4").generation.peak_bf16_tflops * 1e12
     )
+
+
+def test_multislice_only_on_multi_host_groups() -> None:
+    """GKE runs Multislice on multi-host slices only
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice): the dev stack's
+    JAX job on two single-host v5e 2x2 slices uses one slice and its group gets no MEGASCALE
+    port; prod's v6e 4x4 x 2 group keeps it."""
+    from components.builders.manifests import MEGASCALE_PORT, render_manifests
+    from tests.helpers import WORKING_DIR, stack
+
+    dev = stack("dev")
+    job = next(j for j in dev.jobs if j.workload == "train_lm_jax")
+    assert scaling_config_for_job(dev, job)["num_workers"] == 1
+
+    def megascale_groups(cfg: StackConfig) -> dict[str, bool]:
+        out = {}
+        for m in render_manifests(cfg, WORKING_DIR):
+            spec = m["spec"].get("rayClusterSpec", m["spec"])
+            for g in spec.get("workerGroupSpecs", []):
+                c = g["template"]["spec"]["containers"][0]
+                ports = {p["containerPort"] for p in c.get("ports", [])}
+                envs = {e["name"] for e in c.get("env", [])}
+                if "TPU_TOPOLOGY" in envs:
+                    out[g["groupName"]] = MEGASCALE_PORT in ports and "MEGASCALE_PORT" in envs
+        return out
+
+    assert megascale_groups(dev) and not any(megascale_groups(dev).values())
+    assert any(megascale_groups(stack("prod")).values())

@@ -109,14 +109,14 @@ def test_prod_like_settings():
         "regional": True,
         "deletion_protection": True,
         "release_channel": "STABLE",
-        "min_master_version": "1.31.2-gke.1115000",
+        "min_master_version": "1.35.1-gke.1000000",
     }
     network = {"master_authorized_networks": [{"name": "vpn", "cidr": "203.0.113.0/24"}]}
     records, _ = render(config(cluster=cluster, network=network))
     c = _cluster(records)
     assert c["deletionProtection"] is True
     assert c["location"] == "us-east5"
-    assert c["minMasterVersion"] == "1.31.2-gke.1115000"
+    assert c["minMasterVersion"] == "1.35.1-gke.1000000"
     assert c["masterAuthorizedNetworksConfig"] == {
         "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "vpn"}],
         "gcpPublicCidrsAccessEnabled": False,
