@@ -9,15 +9,54 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from components import catalog
-from components.spec import StackConfig
+from components.spec import KUBERAY_CHART_VERSIONS, StackConfig
 
 KUBERAY_HELM_REPO = "https://ray-project.github.io/kuberay-helm/"
 KUBERAY_CHART = "kuberay-operator"
 WI_ANNOTATION = "iam.gke.io/gcp-service-account"
+# The KubeRay CRDs the product carries, one folder ``v<version>`` per version of
+# KUBERAY_CHART_VERSIONS (see its README): the kuberay-operator chart's ``crds/`` of that tag.
+CARRIED_CRDS = Path(__file__).resolve().parents[1] / "checks" / "crds" / "kuberay"
+CRD_FILES = {
+    "RayCluster": "ray.io_rayclusters.yaml",
+    "RayJob": "ray.io_rayjobs.yaml",
+    "RayService": "ray.io_rayservices.yaml",
+}
+
+
+def carried_crds_dir(version: str) -> Path:
+    """``components/checks/crds/kuberay/v<version>``.
+
+    Raises:
+        ValueError: ``version`` is not one of ``KUBERAY_CHART_VERSIONS``.
+    """
+    if version not in KUBERAY_CHART_VERSIONS:
+        raise ValueError(
+            f"KubeRay {version!r} CRDs are not carried; valid: {', '.join(KUBERAY_CHART_VERSIONS)}"
+        )
+    return CARRIED_CRDS / f"v{version}"
+
+
+@functools.lru_cache(maxsize=4)
+def crd_documents(version: str) -> tuple[dict[str, Any], ...]:
+    """The carried RayCluster, RayJob and RayService CustomResourceDefinitions of ``version`` as
+    parsed YAML (``apiVersion: apiextensions.k8s.io/v1``), in that order. Callers must not mutate
+    them.
+
+    Raises:
+        ValueError: version not carried. FileNotFoundError: a file is missing from the folder.
+    """
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    d = carried_crds_dir(version)
+    return tuple(yaml.load((d / f).read_text(), Loader=loader) for f in CRD_FILES.values())
 
 
 def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str) -> str:

@@ -401,6 +401,10 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
       workload that takes ``num_workers`` / ``use_gpu`` instead, those two from the same kwargs;
     * ``max_failures``: ``job.max_failures``;
     * ``storage_path``: the checkpoints bucket URL;
+    * ``name`` (workloads that write checkpoints): the job name, the Ray Train experiment name,
+      so each job checkpoints to and resumes from its own folder ``<storage_path>/<job name>``
+      (two jobs running the same trainer never share one). A reader such as ``evaluate`` keeps
+      its default; set its ``args.name`` to the training job's name;
     * ``dataset``: ``<datasets bucket URL>/lm-bytes``;
     * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
 
@@ -417,6 +421,8 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
         "dataset": f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
         "peak_flops_per_device": peak_flops_per_device(target.pool),
     }
+    if "checkpoints" in workload.writes:
+        derived["name"] = job.name
     if "scaling" in accepted:
         derived["scaling"] = scaling
     else:
@@ -450,10 +456,12 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
 
     ``entrypoint`` from the workload registry with :func:`job_args`; ``runtimeEnvYAML`` sets
     ``working_dir`` to ``working_dir_uri`` (the content-addressed workloads archive);
-    ``clusterSelector: {ray.io/cluster: <name>}`` for a job on a long-lived RayCluster (then
-    ``shutdownAfterJobFinishes`` is false: the job does not own that cluster), else an own
+    ``clusterSelector: {ray.io/cluster: <name>}`` for a job on a long-lived RayCluster, else an own
     ``rayClusterSpec`` whose one worker group spans the whole node pool; the submitter pod runs as
-    the job's service account.
+    the job's service account. ``shutdownAfterJobFinishes`` / ``ttlSecondsAfterFinished`` are
+    :attr:`JobConfig.shuts_down` / :attr:`JobConfig.ttl_seconds`: false / 0 on a long-lived
+    cluster (KubeRay v1.7.0 refuses a TTL without shutdown, validation.go
+    ``validateDeletionConfiguration``), true / 60 s by default for a job with its own cluster.
 
     Raises:
         KeyError: unknown workload. ResolveError: unresolvable target.
@@ -463,14 +471,13 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
         "entrypoint": workload.entrypoint(job_args(cfg, job)),
         "runtimeEnvYAML": yaml.safe_dump({"working_dir": working_dir_uri}, sort_keys=True),
         "backoffLimit": job.backoff_limit,
-        "ttlSecondsAfterFinished": job.ttl_seconds_after_finished,
+        "shutdownAfterJobFinishes": job.shuts_down,
+        "ttlSecondsAfterFinished": job.ttl_seconds,
     }
     if job.cluster:
         spec["clusterSelector"] = {"ray.io/cluster": job.cluster}
-        spec["shutdownAfterJobFinishes"] = False
     else:
         spec["rayClusterSpec"] = _own_cluster_spec(cfg, job)
-        spec["shutdownAfterJobFinishes"] = job.shutdown_after_job_finishes
     if job.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.active_deadline_seconds
     if job.suspend:

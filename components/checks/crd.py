@@ -1,4 +1,4 @@
-"""Validate rendered KubeRay custom resources against the KubeRay v1.7.0 CRD schemas.
+"""Validate rendered KubeRay custom resources against the CRD schemas of the stack's KubeRay version.
 
 The API server validates a custom resource against its CRD's ``openAPIV3Schema`` and then
 *silently prunes* every field the schema does not declare, unless the enclosing object has
@@ -13,11 +13,12 @@ never takes effect. Here it is an error, reported with its path::
 CEL rules (``x-kubernetes-validations``) and ``metadata`` (ObjectMeta, validated by the API server
 itself) are not checked here.
 
-The CRD folder is ``components/checks/crds/kuberay/v1.7.0`` (carried inside the repository, so a
-clone with nothing beside it can run the check) unless the environment variable
-``RAYGKE_CRDS_DIR`` names another; it holds ``ray.io_rayclusters.yaml``, ``ray.io_rayjobs.yaml``,
-``ray.io_rayservices.yaml`` as published with KubeRay v1.7.0
-(https://github.com/ray-project/kuberay/tree/v1.7.0/ray-operator/config/crd/bases).
+The CRD folder is ``components/checks/crds/kuberay/v<version>`` for the stack's
+``kuberay.chart_version`` (one of ``components.spec.KUBERAY_CHART_VERSIONS``: 1.7.0, 1.6.2;
+carried inside the repository, so a clone with nothing beside it can run the check) unless the
+environment variable ``RAYGKE_CRDS_DIR`` names another; it holds ``ray.io_rayclusters.yaml``,
+``ray.io_rayjobs.yaml``, ``ray.io_rayservices.yaml`` as published with that KubeRay version
+(https://github.com/ray-project/kuberay/tree/v1.7.0/helm-chart/kuberay-operator/crds).
 """
 
 from __future__ import annotations
@@ -32,43 +33,43 @@ from typing import Any
 import jsonschema
 import yaml
 
+from components.builders.kuberay import CRD_FILES, carried_crds_dir
+
 CRDS_ENV = "RAYGKE_CRDS_DIR"
-KUBERAY_VERSION = "v1.7.0"
-# The KubeRay CRDs the product carries, one folder per supported version (see its README).
-CARRIED_CRDS = Path(__file__).resolve().parent / "crds" / "kuberay"
-_CRD_FILES = {
-    "RayCluster": "ray.io_rayclusters.yaml",
-    "RayJob": "ray.io_rayjobs.yaml",
-    "RayService": "ray.io_rayservices.yaml",
-}
+DEFAULT_VERSION = "1.7.0"
+_CRD_FILES = CRD_FILES
 
 
 class CrdsMissingError(FileNotFoundError):
     """The KubeRay CRD folder (or a CRD file in it) is absent; the message says how to fix it."""
 
 
-def crds_dir() -> Path:
+def crds_dir(version: str = DEFAULT_VERSION) -> Path:
     """The CRD folder: ``$RAYGKE_CRDS_DIR`` if set, else the copy carried in
-    ``components/checks/crds/kuberay/<version>``."""
+    ``components/checks/crds/kuberay/v<version>``.
+
+    Raises:
+        ValueError: ``version`` is not a carried KubeRay version.
+    """
     env = os.environ.get(CRDS_ENV)
     if env:
         return Path(env)
-    return CARRIED_CRDS / KUBERAY_VERSION
+    return carried_crds_dir(version)
 
 
-def crds_available(directory: Path | None = None) -> bool:
+def crds_available(directory: Path | None = None, version: str = DEFAULT_VERSION) -> bool:
     """True when the RayCluster and RayJob CRD files are present."""
-    d = directory or crds_dir()
+    d = directory or crds_dir(version)
     return all((d / _CRD_FILES[k]).is_file() for k in ("RayCluster", "RayJob"))
 
 
-def missing_crds_message(directory: Path | None = None) -> str:
+def missing_crds_message(directory: Path | None = None, version: str = DEFAULT_VERSION) -> str:
     """One line saying where the CRDs were looked for and how to point at them."""
-    d = directory or crds_dir()
+    d = directory or crds_dir(version)
     return (
-        f"KubeRay {KUBERAY_VERSION} CRDs not found in {d} (need {_CRD_FILES['RayCluster']} and "
+        f"KubeRay v{version} CRDs not found in {d} (need {_CRD_FILES['RayCluster']} and "
         f"{_CRD_FILES['RayJob']}); set {CRDS_ENV}=<folder with the CRD YAML files> "
-        "(e.g. a checkout of ray-project/kuberay ray-operator/config/crd/bases at v1.7.0)"
+        f"(e.g. a checkout of ray-project/kuberay helm-chart/kuberay-operator/crds at v{version})"
     )
 
 
@@ -82,7 +83,12 @@ def _load_schema(path: str, version: str) -> dict[str, Any]:
     raise ValueError(f"{path}: no version {version!r} in the CRD")
 
 
-def crd_schema(kind: str, api_version: str = "ray.io/v1", directory: Path | None = None) -> dict:
+def crd_schema(
+    kind: str,
+    api_version: str = "ray.io/v1",
+    directory: Path | None = None,
+    version: str = DEFAULT_VERSION,
+) -> dict:
     """The ``openAPIV3Schema`` of ``kind`` at ``api_version`` from the CRD folder.
 
     Raises:
@@ -90,10 +96,10 @@ def crd_schema(kind: str, api_version: str = "ray.io/v1", directory: Path | None
     """
     if kind not in _CRD_FILES:
         raise ValueError(f"kind {kind!r} is not a KubeRay kind; valid: {', '.join(_CRD_FILES)}")
-    d = directory or crds_dir()
+    d = directory or crds_dir(version)
     path = d / _CRD_FILES[kind]
     if not path.is_file():
-        raise CrdsMissingError(missing_crds_message(d))
+        raise CrdsMissingError(missing_crds_message(d, version))
     return _load_schema(str(path), api_version.split("/", 1)[-1])
 
 
@@ -152,7 +158,9 @@ def unknown_fields(obj: Any, schema: dict[str, Any], path: tuple = ()) -> list[t
     return found
 
 
-def validate_manifest(manifest: dict[str, Any], directory: Path | None = None) -> list[str]:
+def validate_manifest(
+    manifest: dict[str, Any], directory: Path | None = None, version: str = DEFAULT_VERSION
+) -> list[str]:
     """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``.
 
     Checks apiVersion/kind, unknown (pruned) fields, then the schema (types, enums, required,
@@ -169,8 +177,8 @@ def validate_manifest(manifest: dict[str, Any], directory: Path | None = None) -
         return [f"{head}: kind {kind!r} is not a KubeRay kind; valid: {', '.join(_CRD_FILES)}"]
     if not api_version.startswith("ray.io/"):
         return [f"{head}: apiVersion {api_version!r} is not ray.io/v1"]
-    schema = crd_schema(kind, api_version, directory)
-    d = directory or crds_dir()
+    schema = crd_schema(kind, api_version, directory, version)
+    d = directory or crds_dir(version)
     body = {k: v for k, v in manifest.items() if k != "metadata"}
     problems = [
         f"{head}: {_fmt(p)}: unknown field (the API server would prune it)"
@@ -184,10 +192,12 @@ def validate_manifest(manifest: dict[str, Any], directory: Path | None = None) -
 
 
 def validate_manifests(
-    manifests: Iterable[dict[str, Any]], directory: Path | None = None
+    manifests: Iterable[dict[str, Any]],
+    directory: Path | None = None,
+    version: str = DEFAULT_VERSION,
 ) -> list[str]:
     """:func:`validate_manifest` over several objects, problems concatenated in order."""
     out: list[str] = []
     for m in manifests:
-        out += validate_manifest(m, directory)
+        out += validate_manifest(m, directory, version)
     return out

@@ -4,8 +4,10 @@ would otherwise only tell you after ``pulumi up``.
 :func:`check_stack` renders the stack (:func:`components.builders.manifests.render_manifests` and
 :func:`components.builders.nodepools.node_pool_specs`) and reports, one line each:
 
-1. every RayCluster / RayJob validates against the KubeRay v1.7.0 CRD schema, unknown (pruned)
-   fields included (:mod:`components.checks.crd`);
+1. every RayCluster / RayJob validates against the CRD schema of the stack's KubeRay version
+   (``kuberay.chart_version``), unknown (pruned) fields included (:mod:`components.checks.crd`),
+   and passes the rules the KubeRay operator of that version applies when it reconciles
+   (:mod:`components.checks.operator`);
 2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
    Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
    NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):
@@ -46,6 +48,7 @@ from components.builders.nodepools import (
 from components.checks.crd import CrdsMissingError, crds_available, missing_crds_message
 from components.checks.crd import validate_manifests as _validate_crds
 from components.checks.names import name_problems
+from components.checks.operator import operator_problems_all
 from components.spec import ResolveError, StackConfig, resolve_job
 
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
@@ -243,20 +246,23 @@ def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
-    """Problems of rendered (or hand-edited) KubeRay objects against the stack's node pools:
-    CRD schema (unknown fields included) and schedulability of every head/worker group.
+    """Problems of rendered (or hand-edited) KubeRay objects: CRD schema (unknown fields included)
+    and KubeRay operator rules of the stack's ``kuberay.chart_version``, and schedulability of
+    every head/worker group on the stack's node pools.
 
     When the CRD folder is absent the schema check contributes one line saying how to set
     ``RAYGKE_CRDS_DIR``.
     """
     problems: list[str] = []
-    if crds_available():
+    version = cfg.kuberay.chart_version
+    if crds_available(version=version):
         try:
-            problems += _validate_crds(manifests)
+            problems += _validate_crds(manifests, version=version)
         except CrdsMissingError as e:
             problems.append(str(e))
     else:
-        problems.append(missing_crds_message())
+        problems.append(missing_crds_message(version=version))
+    problems += operator_problems_all(manifests, version)
     candidates = node_pool_specs(cfg) + nap_shapes(cfg)
     for m in manifests:
         for where, group in _groups(m):

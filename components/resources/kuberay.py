@@ -8,6 +8,17 @@
 * ``kuberay-operator`` chart from https://ray-project.github.io/kuberay-helm/ (pinned version), via
   ``helm.v3.Release`` (``helm.v4.Chart`` cannot render while the kubeconfig is unknown in a first
   preview), only when ``kuberay.mode`` is ``helm``; with ``gke-addon`` GKE runs KubeRay.
+* In helm mode the KubeRay CRDs (RayCluster, RayJob, RayService of ``kuberay.chart_version``,
+  carried in ``components/checks/crds/kuberay/v<version>``) are resources of the stack
+  (``apiextensions.v1.CustomResourceDefinition``) and the release has ``skip_crds=True``: Helm
+  installs a chart's ``crds/`` only on first install and never upgrades them
+  (https://helm.sh/docs/chart_best_practices/custom_resource_definitions/, kuberay#1552), so a
+  chart upgrade alone would run the new operator against old CRDs. The operator and the Ray
+  custom resources depend on them. The provider applies them server-side (the default of
+  pulumi-kubernetes v4), which upserts a CRD an earlier Helm install created; the annotation
+  ``pulumi.com/patchForce`` takes over the fields Helm's field manager owned
+  (https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/).
+  With ``gke-addon`` GKE manages the CRDs with its operator.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from components.builders.kuberay import (
     KUBERAY_CHART,
     KUBERAY_HELM_REPO,
     WI_ANNOTATION,
+    crd_documents,
     helm_values,
     kubeconfig,
 )
@@ -51,9 +63,10 @@ class KubeRay(pulumi.ComponentResource):
     """``ray-gke:kuberay:KubeRay``.
 
     Attributes: ``kubeconfig`` (secret Output[str]), ``provider`` (``k8s.Provider``),
-    ``namespace`` (``k8s.core.v1.Namespace``), ``service_accounts`` (name -> KSA), ``operator``
-    (the ``helm.v3.Release`` in helm mode, else None), ``ready`` (resources Ray objects must wait
-    for).
+    ``namespace`` (``k8s.core.v1.Namespace``), ``service_accounts`` (name -> KSA), ``crds``
+    (kind -> ``apiextensions.v1.CustomResourceDefinition``, helm mode only), ``operator`` (the
+    ``helm.v3.Release`` in helm mode, else None), ``ready`` (resources Ray objects must wait for:
+    namespace, KSAs, CRDs, operator).
     """
 
     def __init__(
@@ -95,8 +108,26 @@ class KubeRay(pulumi.ComponentResource):
                 ),
                 opts=ns_opts,
             )
+        self.crds: dict[str, k8s.apiextensions.v1.CustomResourceDefinition] = {}
         self.operator: k8s.helm.v3.Release | None = None
         if cfg.kuberay.mode == "helm":
+            for doc in crd_documents(cfg.kuberay.chart_version):
+                meta = doc["metadata"]
+                self.crds[doc["spec"]["names"]["kind"]] = (
+                    k8s.apiextensions.v1.CustomResourceDefinition(
+                        f"{name}-crd-{doc['spec']['names']['plural']}",
+                        metadata=k8s.meta.v1.ObjectMetaArgs(
+                            name=meta["name"],
+                            annotations={
+                                **(meta.get("annotations") or {}),
+                                "pulumi.com/patchForce": "true",
+                            },
+                            labels={"app.kubernetes.io/part-of": "ray-gke"},
+                        ),
+                        spec=doc["spec"],
+                        opts=k8s_opts,
+                    )
+                )
             self.operator = k8s.helm.v3.Release(
                 f"{name}-operator",
                 name=KUBERAY_CHART,
@@ -107,11 +138,17 @@ class KubeRay(pulumi.ComponentResource):
                 values=helm_values(cfg),
                 atomic=True,
                 wait_for_jobs=True,
-                opts=ns_opts,
+                skip_crds=True,  # the CRDs above are the stack's (see the module docstring)
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=self.provider,
+                    depends_on=[self.namespace, *self.crds.values()],
+                ),
             )
         self.ready: list[pulumi.Resource] = [
             self.namespace,
             *self.service_accounts.values(),
+            *self.crds.values(),
             *([self.operator] if self.operator else []),
         ]
         self.register_outputs({"namespace": ns, "kubeconfig": self.kubeconfig})

@@ -9,7 +9,7 @@ Constructor (called by ``__main__.py``)::
         *,
         provider: pulumi_kubernetes.Provider,      # the cluster's Kubernetes provider
         artifacts_bucket: pulumi.Input[str] | gcp.storage.Bucket,  # bucket name (or the Bucket)
-        depends_on: list[pulumi.Resource],          # the KubeRay operator (its CRDs) and cluster
+        depends_on: list[pulumi.Resource],          # KubeRay.ready (CRDs, operator) and cluster
         opts: pulumi.ResourceOptions | None = None,
     )
 

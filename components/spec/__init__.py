@@ -34,6 +34,8 @@ from components.spec.pools import (
     TpuSpec,
 )
 from components.spec.ray import (
+    DEFAULT_JOB_TTL_SECONDS,
+    KUBERAY_CHART_VERSIONS,
     HeadConfig,
     JobConfig,
     KubeRayConfig,
@@ -68,8 +70,10 @@ from components.spec.storage import (
 )
 
 __all__ = [
+    "DEFAULT_JOB_TTL_SECONDS",
     "GKE_NAME_MAX",
     "K8S_NAME_MAX",
+    "KUBERAY_CHART_VERSIONS",
     "OTHER_NAMESPACES",
     "PROJECT_NAMESPACE",
     "RULES",

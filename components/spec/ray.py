@@ -15,6 +15,12 @@ from components.spec.base import _k8s_name, _Model, _quantity
 
 # --------------------------------------------------------------------------------- ray / kuberay
 
+# KubeRay versions whose CRDs the product carries (components/checks/crds/kuberay/v<version>/, from
+# the kuberay-operator chart's ``crds/`` of that tag); ``raygke check`` validates against that
+# version's CRD schema and operator rules, and helm mode installs that version's CRDs.
+# tests/components/spec/test_kuberay_version.py keeps this tuple and the folders in step.
+KUBERAY_CHART_VERSIONS = ("1.7.0", "1.6.2")
+
 
 class KubeRayConfig(_Model):
     """How KubeRay is installed: the ``kuberay-operator`` Helm chart or the GKE Ray add-on.
@@ -30,6 +36,16 @@ class KubeRayConfig(_Model):
     chart_version: str = "1.7.0"
     namespace: str = "ray"
     tpu_webhook: bool = False
+
+    @field_validator("chart_version")
+    @classmethod
+    def _chart_version(cls, v: str) -> str:
+        if v not in KUBERAY_CHART_VERSIONS:
+            raise ValueError(
+                f"{v!r} is not a KubeRay version whose CRDs this product "
+                f"carries; valid: {', '.join(KUBERAY_CHART_VERSIONS)}"
+            )
+        return v
 
     @field_validator("namespace")
     @classmethod
@@ -126,7 +142,27 @@ class RayClusterConfig(_Model):
 
 
 class JobConfig(_Model):
-    """A RayJob running one registered workload."""
+    """A RayJob running one registered workload.
+
+    A job either submits to a long-lived RayCluster (``cluster:``, rendered as ``clusterSelector``)
+    or brings its own RayCluster on ``node_pool:`` (rendered as ``rayClusterSpec``).
+
+    Lifecycle fields and the KubeRay v1.7.0 rules they follow
+    (ray-operator/controllers/ray/utils/validation.go ``ValidateRayJobSpec`` and
+    ``validateDeletionConfiguration``):
+
+    * ``shutdown_after_job_finishes``: delete the job's own RayCluster when the job ends. Default
+      true for a job with its own cluster; with ``cluster:`` the job does not own the cluster, so
+      it is false and ``true`` is refused.
+    * ``ttl_seconds_after_finished``: seconds the finished job (and its own cluster) is kept for
+      inspection. KubeRay refuses a TTL above 0 without shutdown, so it is refused with
+      ``cluster:`` or ``shutdown_after_job_finishes: false``. Default 60 s with shutdown, else 0:
+      the job's GPUs/TPUs are released a minute after the job ends (KubeRay's sample
+      ``ray-job.shutdown.yaml`` uses 10 s, its RayJob docs 0-60 s:
+      https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
+    * ``suspend`` needs shutdown and is not supported with ``clusterSelector``;
+      ``backoff_limit`` above 0 is incompatible with ``clusterSelector`` (same function).
+    """
 
     name: str
     workload: str
@@ -138,8 +174,8 @@ class JobConfig(_Model):
     backoff_limit: int = Field(0, ge=0)
     max_failures: int = Field(2, ge=0)
     active_deadline_seconds: int | None = Field(None, ge=60)
-    ttl_seconds_after_finished: int = Field(3600, ge=0)
-    shutdown_after_job_finishes: bool = True
+    ttl_seconds_after_finished: int | None = Field(None, ge=0, le=2**31 - 1)
+    shutdown_after_job_finishes: bool | None = None
     suspend: bool = False
 
     @field_validator("name")
@@ -159,3 +195,57 @@ class JobConfig(_Model):
                 f"worker_group {self.worker_group!r} needs cluster: <ray cluster name>"
             )
         return self
+
+    @model_validator(mode="after")
+    def _lifecycle(self) -> JobConfig:
+        problems = []
+        on = f"with cluster: {self.cluster} (the job does not own that RayCluster)"
+        if self.cluster and self.shutdown_after_job_finishes:
+            problems.append(
+                f"shutdown_after_job_finishes: true {on}; remove it, or use node_pool: so the "
+                "job brings its own cluster"
+            )
+        if self.cluster and self.suspend:
+            problems.append(
+                f"suspend: true {on}; KubeRay suspends only a RayJob with its own cluster"
+            )
+        if self.cluster and self.backoff_limit > 0:
+            problems.append(
+                f"backoff_limit: {self.backoff_limit} {on}; KubeRay refuses retries of a job on "
+                "an existing cluster (use max_failures for Ray Train retries)"
+            )
+        ttl = self.ttl_seconds_after_finished
+        if ttl and not self.shuts_down:
+            why = on if self.cluster else "with shutdown_after_job_finishes: false"
+            problems.append(
+                f"ttl_seconds_after_finished: {ttl} {why}; KubeRay accepts a TTL only when the "
+                "job shuts its cluster down: remove it or set it to 0"
+            )
+        if self.suspend and not self.cluster and not self.shuts_down:
+            problems.append(
+                "suspend: true with shutdown_after_job_finishes: false; KubeRay suspends only a "
+                "RayJob that shuts its cluster down"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def shuts_down(self) -> bool:
+        """Rendered ``shutdownAfterJobFinishes``: false with ``cluster:``, else the field (default
+        true)."""
+        if self.cluster:
+            return False
+        return self.shutdown_after_job_finishes is not False
+
+    @property
+    def ttl_seconds(self) -> int:
+        """Rendered ``ttlSecondsAfterFinished``: the field, else :data:`DEFAULT_JOB_TTL_SECONDS`
+        when the job shuts its cluster down, else 0."""
+        if self.ttl_seconds_after_finished is not None:
+            return self.ttl_seconds_after_finished
+        return DEFAULT_JOB_TTL_SECONDS if self.shuts_down else 0
+
+
+# Seconds a finished job's own RayCluster is kept (see JobConfig).
+DEFAULT_JOB_TTL_SECONDS = 60

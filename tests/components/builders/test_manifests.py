@@ -129,11 +129,15 @@ def test_jobs() -> None:
     assert args["dataset"].startswith(f"gs://{bucket_name(cfg, 'datasets')}/")
     assert args["max_failures"] == 3 and args["steps"] == 20000
     assert jax["activeDeadlineSeconds"] == 86400
+    # on a long-lived cluster: no shutdown, hence no TTL (KubeRay refuses a TTL without shutdown)
+    assert (jax["shutdownAfterJobFinishes"], jax["ttlSecondsAfterFinished"]) == (False, 0)
+    assert args["name"] == "train-lm-jax-v6e"  # the experiment (checkpoint folder) is the job's
     assert jax["submitterPodTemplate"]["spec"]["serviceAccountName"] == "ray-train"
 
     h100 = by[("RayJob", "train-lm-h100")]["spec"]
     assert h100["shutdownAfterJobFinishes"] is True
-    assert h100["ttlSecondsAfterFinished"] == 3600 and h100["backoffLimit"] == 0
+    # the job's own cluster (16 H100s) is released a minute after the job ends (was 3600 s)
+    assert h100["ttlSecondsAfterFinished"] == 60 and h100["backoffLimit"] == 0
     (g,) = h100["rayClusterSpec"]["workerGroupSpecs"]
     assert g["template"]["spec"]["nodeSelector"] == {
         catalog.GPU_ACCELERATOR_LABEL: "nvidia-h100-80gb",

@@ -1,0 +1,767 @@
+"""KubeRay operator rules (components/checks/operator.py), one case per rule, each citing the
+function of KubeRay v1.7.0 ray-operator/controllers/ray/utils/validation.go it comes from."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.builders.manifests import render_manifests
+from components.checks import operator as op
+from components.checks.stack import check_manifests
+from tests.helpers import STACKS, WORKING_DIR, stack
+
+
+def _dev() -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (m["kind"], m["metadata"]["name"]): m for m in render_manifests(stack("dev"), WORKING_DIR)
+    }
+
+
+DEV = _dev()
+
+
+def cluster() -> dict[str, Any]:
+    """The dev RayCluster (autoscaling on)."""
+    return copy.deepcopy(DEV[("RayCluster", "research")])
+
+
+def own_job() -> dict[str, Any]:
+    """A dev RayJob with its own cluster (autoscaling off)."""
+    return copy.deepcopy(DEV[("RayJob", "train-lm-l4")])
+
+
+def selector_job() -> dict[str, Any]:
+    """A dev RayJob on the long-lived cluster (clusterSelector)."""
+    return copy.deepcopy(DEV[("RayJob", "train-lm-jax-v5e")])
+
+
+def own_job_no_shutdown() -> dict[str, Any]:
+    """:func:`own_job` kept after it finishes (shutdown false, TTL 0)."""
+    m = own_job()
+    m["spec"]["shutdownAfterJobFinishes"] = False
+    m["spec"]["ttlSecondsAfterFinished"] = 0
+    return m
+
+
+def service() -> dict[str, Any]:
+    """A RayService around the dev RayCluster spec."""
+    rc = cluster()
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "serve", "namespace": "ray"},
+        "spec": {"rayClusterConfig": rc["spec"]},
+    }
+
+
+def _set(path: str, value: Any) -> Callable[[dict], None]:
+    """A mutation setting a dotted path (``[i]`` for list items) in the manifest."""
+
+    def mutate(m: dict) -> None:
+        keys: list[Any] = []
+        for part in path.split("."):
+            name, _, rest = part.partition("[")
+            keys.append(name)
+            if rest:
+                keys.append(int(rest.rstrip("]")))
+        node: Any = m
+        for k in keys[:-1]:
+            node = node.setdefault(k, {}) if isinstance(k, str) else node[k]
+        node[keys[-1]] = value
+
+    return mutate
+
+
+def _all(*fs: Callable[[dict], None]) -> Callable[[dict], None]:
+    def mutate(m: dict) -> None:
+        for f in fs:
+            f(m)
+
+    return mutate
+
+
+HEAD = "spec.headGroupSpec.template.spec"
+JHEAD = "spec.rayClusterSpec.headGroupSpec.template.spec"
+W0 = "spec.workerGroupSpecs[0]"
+JW0 = "spec.rayClusterSpec.workerGroupSpecs[0]"
+
+
+def _env(path: str, *pairs: tuple[str, str]) -> Callable[[dict], None]:
+    return _set(f"{path}.containers[0].env", [{"name": n, "value": v} for n, v in pairs])
+
+
+# (rule, base manifest, mutation, expected text in the problem line, validation.go function)
+CASES: list[tuple[Callable, Callable[[], dict], Callable[[dict], None], str, str]] = [
+    (
+        op.raycluster_name,
+        cluster,
+        _set("metadata.name", "r" * 54),
+        "at most 53",
+        "ValidateRayClusterMetadata",
+    ),
+    (
+        op.raycluster_name,
+        cluster,
+        _set("metadata.name", "9research"),
+        "DNS-1035",
+        "ValidateRayClusterMetadata",
+    ),
+    (
+        op.rayjob_name,
+        own_job,
+        _set("metadata.name", "j" * 48),
+        "at most 47",
+        "ValidateRayJobMetadata",
+    ),
+    (op.rayjob_name, own_job, _set("metadata.name", "Train"), "DNS-1035", "ValidateRayJobMetadata"),
+    (
+        op.rayservice_name,
+        service,
+        _set("metadata.name", "s" * 48),
+        "at most 47",
+        "ValidateRayServiceMetadata",
+    ),
+    (
+        op.rayservice_initializing_timeout,
+        service,
+        _set("metadata.annotations", {"ray.io/initializing-timeout": "0s"}),
+        "positive duration",
+        "validateInitializingTimeout",
+    ),
+    (
+        op.rayservice_initializing_timeout,
+        service,
+        _set("metadata.annotations", {"ray.io/initializing-timeout": "soon"}),
+        "neither a Go duration",
+        "validateInitializingTimeout",
+    ),
+    (
+        op.cluster_upgrade_strategy,
+        cluster,
+        _set("spec.upgradeStrategy", {"type": "Rolling"}),
+        "valid: Recreate, None",
+        "ValidateRayClusterUpgradeOptions",
+    ),
+    (
+        op.cluster_upgrade_strategy,
+        cluster,
+        _all(
+            _set("spec.upgradeStrategy", {"type": "Recreate"}),
+            _set("metadata.labels", {"ray.io/originated-from-crd": "RayJob"}),
+        ),
+        "created by RayJob",
+        "ValidateRayClusterUpgradeOptions",
+    ),
+    (
+        op.head_has_container,
+        cluster,
+        _set(f"{HEAD}.containers", []),
+        "the head needs one",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.workers_have_container,
+        cluster,
+        _set(f"{W0}.template.spec.containers", []),
+        "a worker group needs one",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.group_resources_once,
+        cluster,
+        _set("spec.headGroupSpec.resources", {"CPU": "1"}),
+        "both rayStartParams and resources",
+        "validateRayGroupResources",
+    ),
+    (
+        op.group_labels,
+        cluster,
+        _set(f"{W0}.rayStartParams", {"labels": "a=b"}),
+        "rayStartParams.labels is not supported",
+        "validateRayGroupLabels",
+    ),
+    (
+        op.group_labels,
+        cluster,
+        _set(f"{W0}.labels", {"bad key!": "x"}),
+        "not a valid label key",
+        "validateRayGroupLabels",
+    ),
+    (
+        op.group_labels,
+        cluster,
+        _set(f"{W0}.labels", {"zone": "-x-"}),
+        "not a valid label value",
+        "validateRayGroupLabels",
+    ),
+    (
+        op.worker_replicas,
+        own_job,
+        _set(f"{JW0}.minReplicas", None),
+        "must both be set",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.worker_replicas,
+        cluster,
+        _set(f"{W0}.maxReplicas", -1),
+        "is negative",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.worker_replicas,
+        cluster,
+        _all(_set(f"{W0}.minReplicas", 3), _set(f"{W0}.maxReplicas", 2)),
+        "minReplicas 3 > maxReplicas 2",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.worker_idle_timeout,
+        cluster,
+        _set(f"{W0}.idleTimeoutSeconds", 60),
+        "needs autoscaler v2",
+        "validateWorkerGroupIdleTimeout",
+    ),
+    (
+        op.worker_idle_timeout,
+        cluster,
+        _set(f"{W0}.idleTimeoutSeconds", -1),
+        "is negative",
+        "validateWorkerGroupIdleTimeout",
+    ),
+    (
+        op.worker_priority,
+        cluster,
+        _all(_set(f"{W0}.priority", 5), _set("spec.rayVersion", "2.55.0")),
+        "2.56.0 or later",
+        "validateWorkerGroupPriority",
+    ),
+    (
+        op.worker_priority,
+        cluster,
+        _set(f"{W0}.priority", 5),
+        "needs autoscaler v2",
+        "validateWorkerGroupPriority",
+    ),
+    (
+        op.ft_annotation_and_options,
+        cluster,
+        _all(
+            _set("metadata.annotations", {"ray.io/ft-enabled": "true"}),
+            _set("spec.gcsFaultToleranceOptions", {"redisAddress": "r:6379"}),
+        ),
+        "are both set",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.redis_address_needs_ft,
+        cluster,
+        _env(HEAD, ("RAY_REDIS_ADDRESS", "r:6379")),
+        "enables GCS fault tolerance implicitly",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.redis_address_needs_ft,
+        cluster,
+        _all(
+            _set("spec.gcsFaultToleranceOptions", {"redisAddress": "r:6379"}),
+            _env(HEAD, ("REDIS_PASSWORD", "x")),
+        ),
+        "env REDIS_PASSWORD is refused",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.redis_address_needs_ft,
+        cluster,
+        _all(
+            _set("spec.gcsFaultToleranceOptions", {"redisAddress": "r:6379"}),
+            _set("spec.headGroupSpec.rayStartParams.redis-password", "x"),
+        ),
+        "redis-password is refused",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.ft_backend,
+        cluster,
+        _set("spec.gcsFaultToleranceOptions", {"backend": "rocksdb", "redisAddress": "r:6379"}),
+        "redisAddress is refused with backend rocksdb",
+        "validateGcsFaultToleranceBackend",
+    ),
+    (
+        op.ft_backend,
+        cluster,
+        _set(
+            "spec.gcsFaultToleranceOptions", {"redisAddress": "r:6379", "storage": {"size": "1Gi"}}
+        ),
+        "storage applies only to backend rocksdb",
+        "validateGcsFaultToleranceBackend",
+    ),
+    (
+        op.redis_username,
+        cluster,
+        _env(HEAD, ("REDIS_USERNAME", "u")),
+        "redis username",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.autoscaler_v2_env,
+        own_job,
+        _env(JHEAD, ("RAY_enable_autoscaler_v2", "1")),
+        "needs spec.rayClusterSpec.enableInTreeAutoscaling: true",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.autoscaler_v2_env,
+        cluster,
+        _all(
+            _set("spec.autoscalerOptions.version", "v2"),
+            _env(HEAD, ("RAY_enable_autoscaler_v2", "1")),
+        ),
+        "are both set",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.suspended_worker_with_autoscaling,
+        cluster,
+        _set(f"{W0}.suspend", True),
+        "refused with enableInTreeAutoscaling",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.autoscaler_v2_restart_policy,
+        cluster,
+        _all(_set("spec.autoscalerOptions.version", "v2"), _set(f"{HEAD}.restartPolicy", "Always")),
+        "Never or unset with autoscaler v2",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.autoscaler_options,
+        cluster,
+        _set("spec.autoscalerOptions.idleTimeoutSeconds", -5),
+        "is negative",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.autoscaler_start_cmd_env,
+        cluster,
+        _set(
+            "spec.autoscalerOptions.env",
+            [{"name": "KUBERAY_GEN_AUTOSCALER_START_CMD", "value": "x"}],
+        ),
+        "managed by KubeRay",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.history_server,
+        cluster,
+        _set("spec.historyServerOptions", {}),
+        "collectorOptions must be set",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.history_server,
+        cluster,
+        _set(
+            "spec.historyServerOptions",
+            {"collectorOptions": {"env": [{"name": "POD_IP", "value": "x"}]}},
+        ),
+        "env POD_IP is managed by KubeRay",
+        "validateCollectorOptions",
+    ),
+    (
+        op.auth_options,
+        cluster,
+        _all(_set("spec.authOptions", {"mode": "token"}), _set("spec.rayVersion", "2.51.0")),
+        "2.52.0 or later",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.auth_options,
+        cluster,
+        _set("spec.authOptions", {"enableK8sTokenAuth": True}),
+        "needs spec.authOptions.mode: token",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.auth_options,
+        cluster,
+        _set("spec.authOptions", {"mode": "token", "enableK8sTokenAuth": True, "secretName": "s"}),
+        "are both set",
+        "ValidateRayClusterSpec",
+    ),
+    (
+        op.network_policy,
+        cluster,
+        _set("spec.networkPolicy", {"mode": "DenyAllEgress", "head": {"ingressRules": [{}]}}),
+        "ingressRules cannot be set with mode DenyAllEgress",
+        "validateNetworkPolicy",
+    ),
+    (
+        op.network_policy,
+        cluster,
+        _set("spec.networkPolicy", {"workerGroups": [{"groupName": "gpu"}]}),
+        "matches no worker group",
+        "validateNetworkPolicy",
+    ),
+    (
+        op.tls_options,
+        cluster,
+        _all(_set("spec.tlsOptions", {"enabled": True}), _env(HEAD, ("RAY_USE_TLS", "1"))),
+        "env RAY_USE_TLS is managed by KubeRay",
+        "validateTLSOptions",
+    ),
+    (
+        op.rayjob_suspend_needs_shutdown,
+        own_job,
+        _all(
+            _set("spec.suspend", True),
+            _set("spec.shutdownAfterJobFinishes", False),
+            _set("spec.ttlSecondsAfterFinished", 0),
+        ),
+        "needs spec.shutdownAfterJobFinishes true",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_ttl,
+        own_job,
+        _set("spec.ttlSecondsAfterFinished", -1),
+        "is negative",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_ttl,
+        selector_job,
+        _set("spec.ttlSecondsAfterFinished", 3600),
+        "needs spec.shutdownAfterJobFinishes true",
+        "validateDeletionConfiguration",
+    ),
+    (
+        op.rayjob_deletion_strategy,
+        own_job,
+        _set(
+            "spec.deletionStrategy",
+            {
+                "deletionRules": [
+                    {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED"}}
+                ]
+            },
+        ),
+        "are exclusive",
+        "validateDeletionConfiguration",
+    ),
+    (
+        op.rayjob_deletion_strategy,
+        own_job,
+        _set("spec.deletionStrategy", {}),
+        "needs both onSuccess and onFailure, or deletionRules",
+        "validateDeletionConfiguration",
+    ),
+    (
+        op.rayjob_deletion_strategy,
+        own_job,
+        _set(
+            "spec.deletionStrategy",
+            {"onSuccess": {"policy": "DeleteNone"}, "onFailure": {"policy": "DeleteCluster"}},
+        ),
+        "DeleteNone is refused with spec.shutdownAfterJobFinishes true",
+        "validateLegacyDeletionPolicies",
+    ),
+    (
+        op.rayjob_deletion_strategy,
+        selector_job,
+        _set(
+            "spec.deletionStrategy",
+            {"onSuccess": {"policy": "DeleteCluster"}, "onFailure": {"policy": "DeleteNone"}},
+        ),
+        "refused with spec.clusterSelector",
+        "validateLegacyDeletionPolicies",
+    ),
+    (
+        op.rayjob_deletion_rules,
+        selector_job,
+        _set(
+            "spec.deletionStrategy",
+            {
+                "deletionRules": [
+                    {
+                        "policy": "DeleteSelf",
+                        "condition": {"jobStatus": "FAILED", "jobDeploymentStatus": "Failed"},
+                    }
+                ]
+            },
+        ),
+        "set exactly one",
+        "validateDeletionCondition",
+    ),
+    (
+        op.rayjob_deletion_rules,
+        own_job_no_shutdown,
+        _set(
+            "spec.deletionStrategy",
+            {
+                "deletionRules": [
+                    {
+                        "policy": "DeleteSelf",
+                        "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 10},
+                    },
+                    {
+                        "policy": "DeleteCluster",
+                        "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 60},
+                    },
+                ]
+            },
+        ),
+        "DeleteSelf TTL 10 < DeleteCluster TTL 60",
+        "validateTTLConsistency",
+    ),
+    (
+        op.rayjob_deletion_rules,
+        selector_job,
+        _set(
+            "spec.deletionStrategy",
+            {
+                "deletionRules": [
+                    {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED"}}
+                ]
+            },
+        ),
+        "refused with spec.clusterSelector",
+        "validateDeletionRules",
+    ),
+    (
+        op.rayjob_deletion_rules,
+        selector_job,
+        _set(
+            "spec.deletionStrategy",
+            {
+                "deletionRules": [
+                    {"policy": "DeleteSelf", "condition": {"jobStatus": "SUCCEEDED"}},
+                    {"policy": "DeleteSelf", "condition": {"jobStatus": "SUCCEEDED"}},
+                ]
+            },
+        ),
+        "a second rule",
+        "validateDeletionRules",
+    ),
+    (
+        op.rayjob_cluster_source,
+        own_job,
+        _set("spec.rayClusterSpec", None),
+        "one of rayClusterSpec or clusterSelector",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_cluster_source,
+        selector_job,
+        _set("spec.backoffLimit", 2),
+        "refused with spec.clusterSelector",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_cluster_source,
+        selector_job,
+        _set("spec.clusterSelector", {"ray.io/cluster": "", "x": "y"}),
+        "must name a RayCluster",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_cluster_source,
+        selector_job,
+        _set("spec.submissionMode", "SidecarMode"),
+        "SidecarMode is refused with spec.clusterSelector",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_submission_mode,
+        own_job,
+        _all(_set("spec.submissionMode", "InteractiveMode"), _set("spec.backoffLimit", 1)),
+        "refused with InteractiveMode",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_submission_mode,
+        own_job,
+        _set("spec.submissionMode", "SidecarMode"),
+        "submitterPodTemplate is refused with SidecarMode",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.k8s_token_auth_unsupported,
+        own_job,
+        _set("spec.rayClusterSpec.authOptions", {"mode": "token", "enableK8sTokenAuth": True}),
+        "not supported for a RayJob",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.k8s_token_auth_unsupported,
+        service,
+        _set("spec.rayClusterConfig.authOptions", {"mode": "token", "enableK8sTokenAuth": True}),
+        "not supported for a RayService",
+        "ValidateRayServiceSpec",
+    ),
+    (
+        op.rayjob_runtime_env_yaml,
+        own_job,
+        _set("spec.runtimeEnvYAML", "working_dir: [unclosed"),
+        "not valid YAML",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_runtime_env_yaml,
+        own_job,
+        _set("spec.runtimeEnvYAML", "- a\n- b\n"),
+        "not a mapping",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_deadlines_and_backoff,
+        own_job,
+        _set("spec.activeDeadlineSeconds", 0),
+        "must be a positive integer",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_deadlines_and_backoff,
+        own_job,
+        _set("spec.preRunningDeadlineSeconds", -1),
+        "must be a positive integer",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayjob_deadlines_and_backoff,
+        own_job,
+        _set("spec.backoffLimit", -1),
+        "is negative",
+        "ValidateRayJobSpec",
+    ),
+    (
+        op.rayservice_head_service_name,
+        service,
+        _set("spec.rayClusterConfig.headGroupSpec.headService", {"metadata": {"name": "x"}}),
+        "must not be set",
+        "ValidateRayServiceSpec",
+    ),
+    (
+        op.rayservice_upgrade_strategy,
+        service,
+        _set("spec.upgradeStrategy", {"type": "Rolling"}),
+        "valid: NewClusterWithIncrementalUpgrade",
+        "ValidateRayServiceSpec",
+    ),
+    (
+        op.rayservice_upgrade_strategy,
+        service,
+        _set(
+            "spec.upgradeStrategy",
+            {
+                "type": "NewClusterWithIncrementalUpgrade",
+                "clusterUpgradeOptions": {
+                    "maxSurgePercent": 50,
+                    "stepSizePercent": 60,
+                    "intervalSeconds": 0,
+                },
+            },
+        ),
+        "stepSizePercent 60 > maxSurgePercent 50",
+        "ValidateClusterUpgradeOptions",
+    ),
+    (
+        op.rayservice_deletion_delay,
+        service,
+        _set("spec.rayClusterDeletionDelaySeconds", -1),
+        "is negative",
+        "ValidateRayServiceSpec",
+    ),
+]
+
+
+def _id(case: tuple) -> str:
+    return f"{case[0].__name__}-{case[4]}-{case[3][:24]}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+def test_rule_refuses_what_the_operator_refuses(case) -> None:
+    """Each case breaks one rule of KubeRay v1.7.0 validation.go (the function named in the
+    case, e.g. ``ValidateRayJobSpec``): the base manifest passes that rule, the mutated one gets
+    a problem line naming the kind, the object and the Go function, and the line also comes out
+    of :func:`operator_problems`."""
+    rule, base, mutate, expected, go = case
+    m = base()
+    obj = op.Obj.of(m)
+    target = obj.cluster() if any(r.check is rule for r in op.CLUSTER_RULES) else obj
+    assert rule(target) == []
+    mutate(m)
+    obj = op.Obj.of(m)
+    target = obj.cluster() if any(r.check is rule for r in op.CLUSTER_RULES) else obj
+    lines = rule(target)
+    assert any(expected in line and go in line for line in lines), lines
+    every = op.operator_problems(m)
+    head = f"{m['kind']} {m['metadata']['name']}: "
+    assert any(p.startswith(head) and expected in p for p in every), every
+
+
+def test_every_rule_has_a_case_and_cites_validation_go() -> None:
+    """Every rule of the tables is exercised above and its docstring names its validation.go
+    function."""
+    tested = {c[0] for c in CASES}
+    for r in (*op.OBJECT_RULES, *op.CLUSTER_RULES):
+        assert r.check in tested, r.check.__name__
+        assert "validation.go " in (r.check.__doc__ or ""), r.check.__name__
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_shipped_stacks_pass_every_operator_rule(name: str) -> None:
+    """The dev and prod renders pass every rule of validation.go that the tables carry."""
+    manifests = render_manifests(stack(name), WORKING_DIR)
+    assert op.operator_problems_all(manifests) == []
+    assert check_manifests(stack(name), manifests) == []
+
+
+def test_old_rendering_of_a_job_on_a_named_cluster_is_refused() -> None:
+    """Before this check, a job on a named cluster was rendered with shutdownAfterJobFinishes
+    false and ttlSecondsAfterFinished 3600; KubeRay v1.7.0 refuses that (validation.go
+    validateDeletionConfiguration), and so does ``raygke check``."""
+    m = selector_job()
+    assert (m["spec"]["shutdownAfterJobFinishes"], m["spec"]["ttlSecondsAfterFinished"]) == (
+        False,
+        0,
+    )
+    m["spec"]["ttlSecondsAfterFinished"] = 3600
+    line = (
+        "RayJob train-lm-jax-v5e: spec.ttlSecondsAfterFinished 3600 needs "
+        "spec.shutdownAfterJobFinishes true"
+    )
+    assert any(p.startswith(line) for p in op.operator_problems(m))
+    assert any(p.startswith(line) for p in check_manifests(stack("dev"), [m]))
+
+
+def test_rules_of_fields_new_in_1_7_0_are_skipped_for_1_6_2() -> None:
+    """Rules on fields the v1.6.2 CRDs do not have (tlsOptions, networkPolicy, priority...) apply
+    from 1.7.0 only; the rest apply to both carried versions."""
+    m = cluster()
+    m["spec"]["tlsOptions"] = {"enabled": True}
+    m["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "RAY_USE_TLS", "value": "1"}
+    ]
+    m["spec"]["workerGroupSpecs"][0]["maxReplicas"] = -1
+    new = op.operator_problems(m, "1.7.0")
+    old = op.operator_problems(m, "1.6.2")
+    assert any("RAY_USE_TLS" in p for p in new) and not any("RAY_USE_TLS" in p for p in old)
+    assert any("maxReplicas -1 is negative" in p for p in old)
+    names = {r.check.__name__ for r in op.rules_for("RayCluster", "1.6.2")}
+    assert "tls_options" not in names and "worker_replicas" in names
+
+
+def test_helpers_follow_kubernetes_and_go() -> None:
+    """IsDNS1035Label / IsQualifiedName / IsValidLabelValue (k8s.io/apimachinery) and Go's
+    time.ParseDuration, as validation.go uses them."""
+    assert op.is_dns1035_label("a-1") and not op.is_dns1035_label("1a")
+    assert not op.is_dns1035_label("a\n") and not op.is_dns1035_label("a" * 64)
+    assert op.is_qualified_name("example.com/a_b.c") and not op.is_qualified_name("/a")
+    assert op.is_label_value("") and not op.is_label_value("a" * 64)
+    assert op.go_duration_seconds("1h30m") == 5400 and op.go_duration_seconds("-5s") == -5
+    assert op.go_duration_seconds("0") == 0 and op.go_duration_seconds("5") is None
