@@ -17,6 +17,13 @@ from components.spec.base import _gke_name, _min_le_max, _Model
 
 # --------------------------------------------------------------------------------------- cluster
 
+# Keys of ``cluster:`` that were removed, with what to write instead (a stack still using one gets
+# this line instead of "unknown key"; docs/stack-config.md lists them).
+REMOVED_KEYS: dict[str, str] = {
+    "ray_addon": "the GKE Ray add-on follows kuberay.mode; write kuberay: {mode: gke-addon} "
+    "instead (and drop cluster.ray_addon)",
+}
+
 
 class MaintenanceWindow(_Model):
     """Daily maintenance window start (UTC, ``HH:MM``)."""
@@ -129,11 +136,10 @@ class ClusterConfig(_Model):
     @model_validator(mode="before")
     @classmethod
     def _removed_keys(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and "ray_addon" in data:
-            raise ValueError(
-                "ray_addon was removed: the GKE Ray add-on follows kuberay.mode; write "
-                "kuberay: {mode: gke-addon} instead (and drop cluster.ray_addon)"
-            )
+        if isinstance(data, Mapping):
+            for key, hint in REMOVED_KEYS.items():
+                if key in data:
+                    raise ValueError(f"{key} was removed: {hint}")
         return data
 
     @field_validator("name")
