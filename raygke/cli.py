@@ -157,6 +157,31 @@ def synth(
     print_summary(result, out, console)
 
 
+@app.command()
+def docs(
+    out: Path = typer.Option(
+        Path("docs/stack-config.md"), "--out", "-o", help="Where the reference is written"
+    ),
+    check: bool = typer.Option(
+        False, "--check", help="Write nothing; exit 1 when the file differs from the model"
+    ),
+) -> None:
+    """Write the stack file reference, generated from the stack model (or check it is current)."""
+    from components.spec.reference import render_reference
+
+    text = render_reference()
+    if check:
+        current = out.read_text() if out.is_file() else None
+        if current != text:
+            err.print(f"{out} differs from the stack model; regenerate it: raygke docs --out {out}")
+            raise typer.Exit(EXIT_FAILED)
+        console.print(f"[green]ok[/] {out} matches the stack model")
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    console.print(f"wrote {out}")
+
+
 def _register_subcommands() -> None:
     from raygke.local import app as local_app
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import (
     Field,
@@ -16,11 +17,23 @@ from components.spec.base import _cpu_machine_type, _gke_name, _min_le_max, _Mod
 
 # --------------------------------------------------------------------------------------- cluster
 
+# Keys of ``cluster:`` that were removed, with what to write instead (a stack still using one gets
+# this line instead of "unknown key"; docs/stack-config.md lists them).
+REMOVED_KEYS: dict[str, str] = {
+    "ray_addon": "the GKE Ray add-on follows kuberay.mode; write kuberay: {mode: gke-addon} "
+    "instead (and drop cluster.ray_addon)",
+}
+
 
 class MaintenanceWindow(_Model):
     """Daily maintenance window start (UTC, ``HH:MM``)."""
 
-    start_time: str = "03:00"
+    start_time: str = Field(
+        "03:00",
+        description="Start of the daily maintenance window, `HH:MM` in UTC "
+        "(`maintenancePolicy.dailyMaintenanceWindow`, https://cloud.google.com/"
+        "kubernetes-engine/docs/concepts/maintenance-windows-and-exclusions).",
+    )
 
     @field_validator("start_time")
     @classmethod
@@ -33,11 +46,31 @@ class MaintenanceWindow(_Model):
 class SystemPool(_Model):
     """The small CPU pool for system pods and Ray head pods."""
 
-    machine_type: str = "e2-standard-8"
-    min_nodes: int = Field(1, ge=0)
-    max_nodes: int = Field(3, ge=1)
-    disk_size_gb: int = Field(100, ge=20)
-    spot: bool = False
+    machine_type: str = Field(
+        "e2-standard-8",
+        description="Compute Engine machine type of the system pool's nodes "
+        "(https://cloud.google.com/compute/docs/general-purpose-machines).",
+    )
+    min_nodes: int = Field(
+        1,
+        ge=0,
+        description="Autoscaling lower bound, nodes in total over the cluster's zones "
+        "(`totalMinNodeCount`).",
+    )
+    max_nodes: int = Field(
+        3,
+        ge=1,
+        description="Autoscaling upper bound, nodes in total over the cluster's zones "
+        "(`totalMaxNodeCount`); counts towards NAP's `cpu` limit.",
+    )
+    disk_size_gb: int = Field(
+        100, ge=20, description="Boot disk size of each node, GB (at least 20)."
+    )
+    spot: bool = Field(
+        False,
+        description="Run the system pool on Spot VMs (cheaper, can be preempted; the Ray head "
+        "runs here) (https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms).",
+    )
 
     @model_validator(mode="after")
     def _min_max(self) -> SystemPool:
@@ -52,17 +85,67 @@ class SystemPool(_Model):
 class ClusterConfig(_Model):
     """The GKE Standard cluster."""
 
-    name: str = "ray"
-    regional: bool = False
-    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
-    min_master_version: str | None = None
-    deletion_protection: bool = True
-    labels: dict[str, str] = Field(default_factory=dict)
-    maintenance_window: MaintenanceWindow = Field(default_factory=MaintenanceWindow)
-    system_pool: SystemPool = Field(default_factory=SystemPool)
-    ray_addon: bool = False
-    managed_prometheus: bool = True
-    gcs_fuse_csi: bool = True
+    name: str = Field(
+        "ray",
+        description="GKE cluster name; also part of bucket, service account and KMS names. 1-40 "
+        "lowercase letters, digits and hyphens, starting with a letter.",
+    )
+    regional: bool = Field(
+        False,
+        description="`true`: regional control plane (location = `region`, replicated over "
+        "`zones`); `false`: zonal control plane in the first of `zones` "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/types-of-clusters).",
+    )
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
+        "REGULAR",
+        description="GKE release channel (https://cloud.google.com/kubernetes-engine/docs/"
+        "concepts/release-channels).",
+    )
+    min_master_version: str | None = Field(
+        None,
+        description="Minimum control plane version, e.g. `1.31.2-gke.1115000`; unset: the "
+        "channel's default. TPU generations need a minimum GKE version (checked against the "
+        "catalog, https://cloud.google.com/kubernetes-engine/docs/concepts/tpus).",
+    )
+    deletion_protection: bool = Field(
+        True,
+        description="Refuse to delete the cluster (`pulumi destroy` fails until set to false; "
+        "the provider's `deletionProtection`).",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="GCP labels on the cluster only, added to (and overriding) the stack's "
+        "`labels` (`resourceLabels`).",
+    )
+    maintenance_window: MaintenanceWindow = Field(
+        default_factory=MaintenanceWindow,
+        description="When GKE may run automatic upgrades and maintenance.",
+    )
+    system_pool: SystemPool = Field(
+        default_factory=SystemPool,
+        description="The CPU pool for system pods, the KubeRay operator, Ray head pods and "
+        "RayJob submitters (node pool `system`).",
+    )
+    managed_prometheus: bool = Field(
+        True,
+        description="Enable Google Cloud Managed Service for Prometheus "
+        "(https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed).",
+    )
+    gcs_fuse_csi: bool = Field(
+        True,
+        description="Enable the Cloud Storage FUSE CSI driver add-on, which mounts the buckets "
+        "into Ray pods (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "persistent-volumes/cloud-storage-fuse-csi-driver).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_keys(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            for key, hint in REMOVED_KEYS.items():
+                if key in data:
+                    raise ValueError(f"{key} was removed: {hint}")
+        return data
 
     @field_validator("name")
     @classmethod
@@ -90,9 +173,25 @@ class ClusterConfig(_Model):
 class NapConfig(_Model):
     """Node Auto Provisioning (``cluster_autoscaling``)."""
 
-    enabled: bool = True
-    autoscaling_profile: Literal["BALANCED", "OPTIMIZE_UTILIZATION"] = "OPTIMIZE_UTILIZATION"
-    resource_limits: dict[str, int] = Field(default_factory=lambda: {"cpu": 256, "memory": 1024})
+    enabled: bool = Field(
+        True,
+        description="Enable node auto-provisioning: GKE may create node pools for pending pods "
+        "within `resource_limits` (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "node-auto-provisioning).",
+    )
+    autoscaling_profile: Literal["BALANCED", "OPTIMIZE_UTILIZATION"] = Field(
+        "OPTIMIZE_UTILIZATION",
+        description="Cluster autoscaler profile: `OPTIMIZE_UTILIZATION` removes idle nodes "
+        "sooner (https://cloud.google.com/kubernetes-engine/docs/concepts/"
+        "cluster-autoscaler#autoscaling_profiles).",
+    )
+    resource_limits: dict[str, int] = Field(
+        default_factory=lambda: {"cpu": 256, "memory": 1024},
+        description="Cluster-wide maxima by NAP resource type: `cpu` (vCPUs), `memory` (GB), "
+        "TPU/GPU types (chips/GPUs, e.g. `tpu-v6e-slice`, `nvidia-l4`). When NAP is on, each given "
+        "limit must cover what the declared pools scale to; accelerator limits not given are set "
+        "to that (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning).",
+    )
 
     @field_validator("resource_limits")
     @classmethod

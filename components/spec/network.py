@@ -19,8 +19,15 @@ from components.spec.base import _gke_name, _Model
 class AuthorizedNetwork(_Model):
     """A CIDR allowed to reach the GKE control plane."""
 
-    name: str
-    cidr: str
+    name: str = Field(
+        description="Display name of the entry (GKE `masterAuthorizedNetworksConfig.cidrBlocks"
+        "[].displayName`), e.g. `corp-vpn`.",
+    )
+    cidr: str = Field(
+        description="IPv4 or IPv6 network allowed to reach the control plane, e.g. "
+        "`203.0.113.0/24` (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "authorized-networks).",
+    )
 
     @field_validator("cidr")
     @classmethod
@@ -37,14 +44,52 @@ class AuthorizedNetwork(_Model):
 class NetworkConfig(_Model):
     """VPC, subnet and its secondary ranges, private nodes, control-plane access."""
 
-    name: str = "ray"
-    subnet_cidr: str = "10.10.0.0/20"
-    pods_cidr: str = "10.16.0.0/14"
-    services_cidr: str = "10.20.0.0/20"
-    master_ipv4_cidr: str = "172.16.0.0/28"
-    private_nodes: bool = True
-    private_endpoint: bool = False
-    master_authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
+    name: str = Field(
+        "ray",
+        description="Name of the VPC network; the subnet, router and NAT are named after it. "
+        "1-63 lowercase letters, digits and hyphens.",
+    )
+    subnet_cidr: str = Field(
+        "10.10.0.0/20",
+        description="Primary IPv4 range of the subnet (node IPs). Private (RFC 1918), disjoint "
+        "from the other ranges (https://cloud.google.com/kubernetes-engine/docs/concepts/"
+        "alias-ips).",
+    )
+    pods_cidr: str = Field(
+        "10.16.0.0/14",
+        description="Secondary range of the subnet for Pod IPs (VPC-native cluster). A /14 gives "
+        "about 1000 nodes at 110 Pods each (https://cloud.google.com/kubernetes-engine/docs/"
+        "concepts/alias-ips).",
+    )
+    services_cidr: str = Field(
+        "10.20.0.0/20",
+        description="Secondary range of the subnet for Service ClusterIPs "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/alias-ips).",
+    )
+    master_ipv4_cidr: str = Field(
+        "172.16.0.0/28",
+        description="The /28 private range of the control plane (`masterIpv4CidrBlock`), "
+        "disjoint from the subnet ranges (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "private-clusters).",
+    )
+    private_nodes: bool = Field(
+        True,
+        description="Nodes get internal IPs only and reach the internet through Cloud NAT "
+        "(`enablePrivateNodes`, https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "private-clusters).",
+    )
+    private_endpoint: bool = Field(
+        False,
+        description="The control plane has no public endpoint; kubectl and Pulumi must run from "
+        "inside the VPC (`enablePrivateEndpoint`, https://cloud.google.com/kubernetes-engine/docs/"
+        "how-to/private-clusters).",
+    )
+    master_authorized_networks: list[AuthorizedNetwork] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the control plane besides the VPC; empty means none "
+        "from outside the VPC (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "authorized-networks).",
+    )
 
     @field_validator("name")
     @classmethod

@@ -23,13 +23,41 @@ Provisioning = Literal["on-demand", "spot", "reservation"]
 
 
 class _PoolBase(_Model):
-    name: str
-    zones: list[str] | None = None
-    provisioning: Provisioning = "on-demand"
-    reservation: str | None = None
-    allow_unlisted_zone: bool = False
-    labels: dict[str, str] = Field(default_factory=dict)
-    disk_size_gb: int = Field(100, ge=20)
+    name: str = Field(
+        description="Node pool name (GKE node pool, and the `node_pool` that worker groups and "
+        "jobs refer to). 1-40 lowercase letters, digits and hyphens; `system` is reserved.",
+    )
+    zones: list[str] | None = Field(
+        None,
+        description="Zones of the pool's nodes, in the stack's region; unset: the stack's "
+        "`zones`. A TPU slice lives in the first zone only.",
+    )
+    provisioning: Provisioning = Field(
+        "on-demand",
+        description="Capacity type: `on-demand`, `spot` (Spot VMs, preemptible, "
+        "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms) or `reservation` "
+        "(needs `reservation`, https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "consuming-reservations).",
+    )
+    reservation: str | None = Field(
+        None,
+        description="Name of the specific Compute Engine reservation to consume; only with "
+        "`provisioning: reservation`.",
+    )
+    allow_unlisted_zone: bool = Field(
+        False,
+        description="Accept a zone the catalog does not list for this TPU/GPU type (the catalog "
+        "follows https://cloud.google.com/tpu/docs/regions-zones and https://cloud.google.com/"
+        "compute/docs/gpus/gpu-regions-zones). Only steers that check; nothing rendered changes.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra Kubernetes node labels on the pool's nodes (GKE's own labels are "
+        "added and cannot be overridden).",
+    )
+    disk_size_gb: int = Field(
+        100, ge=20, description="Boot disk size of each node, GB (at least 20)."
+    )
 
     @field_validator("name")
     @classmethod
@@ -55,10 +83,26 @@ class _PoolBase(_Model):
 class CpuPool(_PoolBase):
     """A CPU node pool (Ray CPU workers)."""
 
-    kind: Literal["cpu"] = "cpu"
-    machine_type: str = "n2-standard-8"
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int = Field(4, ge=1)
+    kind: Literal["cpu"] = Field(
+        "cpu",
+        description="Pool kind; may be left out for a CPU pool (a `tpu:` or `gpu:` block makes "
+        "a TPU or GPU pool).",
+    )
+    machine_type: str = Field(
+        "n2-standard-8",
+        description="Compute Engine machine type; a name ending in the vCPU count "
+        "(`n2-standard-8`) lets worker sizes and NAP needs be derived "
+        "(https://cloud.google.com/compute/docs/general-purpose-machines).",
+    )
+    min_nodes: int = Field(
+        0, ge=0, description="Autoscaling lower bound, nodes in total over the pool's zones."
+    )
+    max_nodes: int = Field(
+        4,
+        ge=1,
+        description="Autoscaling upper bound, nodes in total over the pool's zones; a worker "
+        "group on this pool has at most this many replicas.",
+    )
 
     @model_validator(mode="after")
     def _min_max(self) -> CpuPool:
@@ -78,8 +122,15 @@ class CpuPool(_PoolBase):
 class TpuSpec(_Model):
     """A TPU slice shape: ``{generation: v6e, topology: 4x4}``."""
 
-    generation: str
-    topology: str
+    generation: str = Field(
+        description="TPU generation from the catalog, e.g. `v5e`, `v6e` "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/tpus).",
+    )
+    topology: str = Field(
+        description="Slice topology, e.g. `2x2` (single host) or `4x4` (multi-host); must be "
+        "offered for the generation (https://cloud.google.com/tpu/docs/v5e, "
+        "https://cloud.google.com/tpu/docs/v6e).",
+    )
 
     @model_validator(mode="after")
     def _known(self) -> TpuSpec:
@@ -95,10 +146,22 @@ class TpuPool(_PoolBase):
     """TPU slices of one shape. One GKE node pool per slice for multi-host slices (they scale
     atomically); one pool autoscaling 0..max_slices nodes for single-host slices."""
 
-    kind: Literal["tpu"] = "tpu"
-    tpu: TpuSpec
-    min_slices: int = Field(0, ge=0)
-    max_slices: int = Field(1, ge=1, le=64)
+    kind: Literal["tpu"] = Field("tpu", description="Pool kind; implied by the `tpu:` block.")
+    tpu: TpuSpec = Field(description="The slice shape: `{generation, topology}`.")
+    min_slices: int = Field(
+        0,
+        ge=0,
+        description="Slices kept at all times (multi-host: that many per-slice GKE node pools "
+        "keep all their hosts; single-host: the pool's minimum node count).",
+    )
+    max_slices: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Most slices (1-64): one GKE node pool per slice for multi-host slices, one "
+        "pool autoscaling 0..max_slices for single-host slices; a worker group on this pool has "
+        "at most this many replicas.",
+    )
 
     @model_validator(mode="after")
     def _min_max(self) -> TpuPool:
@@ -116,8 +179,16 @@ class TpuPool(_PoolBase):
 class GpuSpec(_Model):
     """GPUs per node: ``{type: nvidia-l4, count: 1}``."""
 
-    type: str
-    count: int = Field(1, ge=1)
+    type: str = Field(
+        description="GPU type as GKE names it, e.g. `nvidia-l4`, `nvidia-h100-80gb` "
+        "(https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).",
+    )
+    count: int = Field(
+        1,
+        ge=1,
+        description="GPUs per node; must be a count some machine type offers for the type "
+        "(https://cloud.google.com/compute/docs/accelerator-optimized-machines).",
+    )
 
     @model_validator(mode="after")
     def _known(self) -> GpuSpec:
@@ -132,12 +203,29 @@ class GpuSpec(_Model):
 class GpuPool(_PoolBase):
     """A GPU node pool; machine type derived from ``gpu`` unless given."""
 
-    kind: Literal["gpu"] = "gpu"
-    gpu: GpuSpec
-    machine_type_override: str | None = Field(None, alias="machine_type")
-    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "LATEST"
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int = Field(1, ge=1)
+    kind: Literal["gpu"] = Field("gpu", description="Pool kind; implied by the `gpu:` block.")
+    gpu: GpuSpec = Field(description="GPUs per node: `{type, count}`.")
+    machine_type_override: str | None = Field(
+        None,
+        alias="machine_type",
+        description="Machine type; unset: the catalog's machine type for `gpu.type` x "
+        "`gpu.count` (e.g. `g2-standard-4` for 1 x nvidia-l4, https://cloud.google.com/compute/"
+        "docs/gpus).",
+    )
+    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = Field(
+        "LATEST",
+        description="NVIDIA driver GKE installs (`gpuDriverInstallationConfig`, "
+        "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#installing_drivers).",
+    )
+    min_nodes: int = Field(
+        0, ge=0, description="Autoscaling lower bound, nodes in total over the pool's zones."
+    )
+    max_nodes: int = Field(
+        1,
+        ge=1,
+        description="Autoscaling upper bound, nodes in total over the pool's zones; a worker "
+        "group on this pool has at most this many replicas.",
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 

@@ -32,10 +32,31 @@ class KubeRayConfig(_Model):
     (https://github.com/GoogleCloudPlatform/ai-on-gke/tree/main/ray-on-gke/tpu/kuberay-tpu-webhook).
     """
 
-    mode: Literal["helm", "gke-addon"] = "helm"
-    chart_version: str = "1.7.0"
-    namespace: str = "ray"
-    tpu_webhook: bool = False
+    mode: Literal["helm", "gke-addon"] = Field(
+        "helm",
+        description="`helm`: install the `kuberay-operator` chart (https://ray-project.github.io/"
+        "kuberay-helm/); `gke-addon`: enable GKE's Ray Operator add-on, which runs KubeRay and "
+        "the TPU webhook (https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/"
+        "how-to/enable-ray-on-gke). This is the only switch for the add-on.",
+    )
+    chart_version: str = Field(
+        "1.7.0",
+        description="Version of the `kuberay-operator` Helm chart (KubeRay release): one whose "
+        "CRDs the product carries (1.7.0, 1.6.2); the check uses that version's CRD schemas and "
+        "operator rules. The chart is installed with `mode: helm` only.",
+    )
+    namespace: str = Field(
+        "ray",
+        description="Kubernetes namespace of the RayClusters, RayJobs, service accounts and (with "
+        "`mode: helm`) the operator.",
+    )
+    tpu_webhook: bool = Field(
+        False,
+        description="With `mode: helm`: you have installed the KubeRay TPU webhook yourself "
+        "(https://github.com/GoogleCloudPlatform/ai-on-gke/tree/main/ray-on-gke/tpu/"
+        "kuberay-tpu-webhook), so multi-host TPU worker groups are allowed. Only steers that "
+        "check; nothing rendered changes.",
+    )
 
     @field_validator("chart_version")
     @classmethod
@@ -56,16 +77,33 @@ class KubeRayConfig(_Model):
 class RayImages(_Model):
     """Ray container images per accelerator kind."""
 
-    cpu: str = "rayproject/ray:2.60.0-py311"
-    gpu: str = "rayproject/ray:2.60.0-py311-gpu"
-    tpu: str = "rayproject/ray:2.60.0-py311"
+    cpu: str = Field(
+        "rayproject/ray:2.60.0-py311",
+        description="Image of head pods, CPU workers and job submitters; its tag starts with "
+        "`ray.version` (https://hub.docker.com/r/rayproject/ray).",
+    )
+    gpu: str = Field(
+        "rayproject/ray:2.60.0-py311-gpu",
+        description="Image of GPU workers (CUDA build); its tag starts with `ray.version`.",
+    )
+    tpu: str = Field(
+        "rayproject/ray:2.60.0-py311",
+        description="Image of TPU workers; its tag starts with `ray.version` "
+        "(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html).",
+    )
 
 
 class RayConfig(_Model):
     """Ray version and images; every image's tag must carry the same Ray version."""
 
-    version: str = "2.60.0"
-    images: RayImages = Field(default_factory=RayImages)
+    version: str = Field(
+        "2.60.0",
+        description="Ray version (`rayVersion` of every RayCluster spec); every image tag "
+        "must carry it.",
+    )
+    images: RayImages = Field(
+        default_factory=RayImages, description="Container images per accelerator kind."
+    )
 
     @model_validator(mode="after")
     def _image_versions(self) -> RayConfig:
@@ -91,8 +129,14 @@ class RayConfig(_Model):
 class HeadConfig(_Model):
     """The Ray head pod; it runs on the system pool and is never exposed outside the cluster."""
 
-    cpu: str = "2"
-    memory: str = "8Gi"
+    cpu: str = Field(
+        "2",
+        description="CPU request and limit of the head pod, a Kubernetes quantity (`2`, `1500m`).",
+    )
+    memory: str = Field(
+        "8Gi",
+        description="Memory request and limit of the head pod, a Kubernetes quantity (`8Gi`).",
+    )
 
     @field_validator("cpu", "memory", mode="before")
     @classmethod
@@ -107,12 +151,29 @@ class WorkerGroupConfig(_Model):
     replicas count pods (one per node).
     """
 
-    name: str
-    node_pool: str
-    min_replicas: int = Field(0, ge=0)
-    max_replicas: int | None = Field(None, ge=1)
-    cpu: str | None = None
-    memory: str | None = None
+    name: str = Field(
+        description="Worker group name (`groupName`); jobs refer to it as `worker_group`.",
+    )
+    node_pool: str = Field(description="Name of a declared node pool the workers run on.")
+    min_replicas: int = Field(
+        0, ge=0, description="Replicas kept at all times (slices for TPU pools, pods otherwise)."
+    )
+    max_replicas: int | None = Field(
+        None,
+        ge=1,
+        description="Most replicas (slices for TPU pools, pods otherwise); unset: the pool's "
+        "capacity (`max_slices` or `max_nodes`).",
+    )
+    cpu: str | None = Field(
+        None,
+        description="CPU request/limit of each worker pod; unset: the node's allocatable CPU "
+        "minus headroom for system pods.",
+    )
+    memory: str | None = Field(
+        None,
+        description="Memory request/limit of each worker pod; unset: the node's allocatable "
+        "memory minus headroom for system pods.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -128,12 +189,35 @@ class WorkerGroupConfig(_Model):
 class RayClusterConfig(_Model):
     """A long-lived RayCluster."""
 
-    name: str
-    service_account: str = "ray-train"
-    head: HeadConfig = Field(default_factory=HeadConfig)
-    worker_groups: list[WorkerGroupConfig] = Field(default_factory=list)
-    autoscaling: bool = True
-    idle_timeout_seconds: int = Field(600, ge=0)
+    name: str = Field(
+        description="RayCluster name; jobs refer to it as `cluster`. 1-50 lowercase letters, "
+        "digits and hyphens.",
+    )
+    service_account: str = Field(
+        "ray-train",
+        description="Name of a `workload_identities` entry the pods run as (its Kubernetes "
+        "service account, bound by Workload Identity); its bucket roles decide which buckets "
+        "are mounted.",
+    )
+    head: HeadConfig = Field(
+        default_factory=HeadConfig,
+        description="The head pod's resources; it runs on the system pool.",
+    )
+    worker_groups: list[WorkerGroupConfig] = Field(
+        default_factory=list, description="Worker groups, each bound to one node pool."
+    )
+    autoscaling: bool = Field(
+        True,
+        description="Enable the Ray autoscaler (`enableInTreeAutoscaling`): workers scale "
+        "between `min_replicas` and `max_replicas` (https://docs.ray.io/en/latest/cluster/"
+        "kubernetes/user-guides/configuring-autoscaling.html).",
+    )
+    idle_timeout_seconds: int = Field(
+        600,
+        ge=0,
+        description="Seconds an idle worker is kept before the autoscaler removes it "
+        "(`autoscalerOptions.idleTimeoutSeconds`).",
+    )
 
     @field_validator("name")
     @classmethod
@@ -164,19 +248,73 @@ class JobConfig(_Model):
       ``backoff_limit`` above 0 is incompatible with ``clusterSelector`` (same function).
     """
 
-    name: str
-    workload: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    cluster: str | None = None
-    worker_group: str | None = None
-    node_pool: str | None = None
-    service_account: str = "ray-train"
-    backoff_limit: int = Field(0, ge=0)
-    max_failures: int = Field(2, ge=0)
-    active_deadline_seconds: int | None = Field(None, ge=60)
-    ttl_seconds_after_finished: int | None = Field(None, ge=0, le=2**31 - 1)
-    shutdown_after_job_finishes: bool | None = None
-    suspend: bool = False
+    name: str = Field(description="RayJob name. 1-50 lowercase letters, digits and hyphens.")
+    workload: str = Field(
+        description="Name of a registered workload (`workloads/registry.py`), e.g. `prepare`, "
+        "`train_lm`, `train_lm_jax`.",
+    )
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Arguments of the workload, see workloads; checked against the workload's "
+        "accepted arguments.",
+    )
+    cluster: str | None = Field(
+        None,
+        description="Submit to this long-lived RayCluster (`clusterSelector`); exclusive with "
+        "`node_pool`.",
+    )
+    worker_group: str | None = Field(
+        None,
+        description="Worker group of `cluster` the job's training workers use; needs `cluster`.",
+    )
+    node_pool: str | None = Field(
+        None,
+        description="The job brings its own RayCluster whose one worker group spans this whole "
+        "node pool; exclusive with `cluster`.",
+    )
+    service_account: str = Field(
+        "ray-train",
+        description="Name of a `workload_identities` entry the job's pods run as; it must be "
+        "allowed to write what the workload writes.",
+    )
+    backoff_limit: int = Field(
+        0,
+        ge=0,
+        description="Retries of the whole RayJob after a failure (`backoffLimit`, "
+        "https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/"
+        "rayjob-quick-start.html).",
+    )
+    max_failures: int = Field(
+        2,
+        ge=0,
+        description="Ray Train restarts after worker failures (`FailureConfig.max_failures`, "
+        "https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html), passed to the "
+        "workload.",
+    )
+    active_deadline_seconds: int | None = Field(
+        None,
+        ge=60,
+        description="Seconds the job may run before KubeRay stops it (`activeDeadlineSeconds`, "
+        "at least 60); unset: no deadline.",
+    )
+    ttl_seconds_after_finished: int | None = Field(
+        None,
+        ge=0,
+        le=2**31 - 1,
+        description="Seconds a finished RayJob (and its own RayCluster) is kept before deletion "
+        "(`ttlSecondsAfterFinished`, int32). Unset: 60 with shutdown, else 0. KubeRay refuses a "
+        "TTL above 0 without shutdown (validation.go `validateDeletionConfiguration`).",
+    )
+    shutdown_after_job_finishes: bool | None = Field(
+        None,
+        description="Delete the job's own RayCluster when it finishes "
+        "(`shutdownAfterJobFinishes`). Unset: true with `node_pool`, false with `cluster` (a "
+        "job never shuts down a long-lived cluster; true is refused there).",
+    )
+    suspend: bool = Field(
+        False,
+        description="Create the RayJob suspended (`suspend: true`); resume it by setting false.",
+    )
 
     @field_validator("name")
     @classmethod

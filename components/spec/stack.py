@@ -32,11 +32,30 @@ cross-field rules of :mod:`components.spec.rules`)."""
 class LocalConfig(_Model):
     """The local environment (``raygke local``): Ray processes on this machine, buckets as folders."""
 
-    workers: int = Field(1, ge=0, le=16)
-    cpus_per_node: int = Field(1, ge=1)
-    gcs_port: int = Field(6380, ge=1024, le=65535)
-    dashboard_port: int = Field(8266, ge=1024, le=65535)
-    root: str = ".raygke/local"
+    workers: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Worker nodes started besides the head (0-16); `--workers` overrides it.",
+    )
+    cpus_per_node: int = Field(1, ge=1, description="CPUs each local Ray node advertises.")
+    gcs_port: int = Field(
+        6380,
+        ge=1024,
+        le=65535,
+        description="Port of the local head's GCS (Ray's default 6379 is left to other clusters).",
+    )
+    dashboard_port: int = Field(
+        8266,
+        ge=1024,
+        le=65535,
+        description="Port of the local Ray dashboard and job API (Ray's default is 8265).",
+    )
+    root: str = Field(
+        ".raygke/local",
+        description="Folder of the local state, logs and bucket folders (`<root>/<stack>/`); "
+        "`$RAYGKE_LOCAL_ROOT` overrides it.",
+    )
 
 
 # ----------------------------------------------------------------------------------------- stack
@@ -45,22 +64,67 @@ class LocalConfig(_Model):
 class StackConfig(_Model):
     """Everything one stack (``dev``, ``prod``, ...) declares. See the README for a tour."""
 
-    project: str
-    region: str
-    zones: list[str] = Field(min_length=1)
-    labels: dict[str, str] = Field(default_factory=dict)
-    network: NetworkConfig = Field(default_factory=NetworkConfig)
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
-    node_pools: list[NodePool] = Field(default_factory=list)
-    nap: NapConfig = Field(default_factory=NapConfig)
-    kuberay: KubeRayConfig = Field(default_factory=KubeRayConfig)
-    ray: RayConfig = Field(default_factory=RayConfig)
-    ray_clusters: list[RayClusterConfig] = Field(default_factory=list)
-    jobs: list[JobConfig] = Field(default_factory=list)
-    buckets: BucketsConfig = Field(default_factory=BucketsConfig)
-    workload_identities: list[WorkloadIdentityConfig] = Field(default_factory=_default_identities)
-    secrets: list[SecretConfig] = Field(default_factory=list)
-    local: LocalConfig = Field(default_factory=LocalConfig)
+    project: str = Field(
+        description="GCP project id every resource is created in (6-30 lowercase letters, digits "
+        "and hyphens); `gcp:project` fills it when absent and must not differ.",
+    )
+    region: str = Field(
+        description="GCP region, e.g. `us-central1` (https://cloud.google.com/compute/docs/"
+        "regions-zones); `gcp:region` fills it when absent and must not differ.",
+    )
+    zones: list[str] = Field(
+        min_length=1,
+        description="Zones of the region the nodes run in (at least one); the first is the "
+        "location of a zonal cluster. Node pools may narrow them with their own `zones`.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="GCP labels on every labelled resource (cluster, nodes, buckets, KMS keys, "
+        "secrets) (https://cloud.google.com/resource-manager/docs/creating-managing-labels).",
+    )
+    network: NetworkConfig = Field(
+        default_factory=NetworkConfig,
+        description="VPC, subnet ranges, private nodes, control-plane access.",
+    )
+    cluster: ClusterConfig = Field(
+        default_factory=ClusterConfig, description="The GKE Standard cluster and its system pool."
+    )
+    node_pools: list[NodePool] = Field(
+        default_factory=list,
+        description="Node pools for Ray workers: CPU pools, TPU pools (a `tpu:` block) and GPU "
+        "pools (a `gpu:` block); see the sections per kind.",
+    )
+    nap: NapConfig = Field(default_factory=NapConfig, description="Node auto-provisioning.")
+    kuberay: KubeRayConfig = Field(
+        default_factory=KubeRayConfig,
+        description="How KubeRay is installed (Helm chart or GKE add-on) and its namespace.",
+    )
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray version and images.")
+    ray_clusters: list[RayClusterConfig] = Field(
+        default_factory=list, description="Long-lived RayClusters."
+    )
+    jobs: list[JobConfig] = Field(
+        default_factory=list,
+        description="RayJobs, each running one registered workload on a RayCluster or on its "
+        "own cluster.",
+    )
+    buckets: BucketsConfig = Field(
+        default_factory=BucketsConfig,
+        description="The datasets, checkpoints and artifacts buckets (CMEK, uniform access).",
+    )
+    workload_identities: list[WorkloadIdentityConfig] = Field(
+        default_factory=_default_identities,
+        description="Workload classes: a Google service account bound to a Kubernetes service "
+        "account with bucket roles. Default: `ray-train` (datasets read, checkpoints write, "
+        "artifacts read) and `ray-serve` (checkpoints and artifacts read).",
+    )
+    secrets: list[SecretConfig] = Field(
+        default_factory=list, description="Secret Manager secrets (names and readers only)."
+    )
+    local: LocalConfig = Field(
+        default_factory=LocalConfig,
+        description="The local environment of `raygke local`; nothing in the cloud render changes.",
+    )
 
     @field_validator("project")
     @classmethod

@@ -18,10 +18,31 @@ from components.spec.base import _SA_ID, _Model
 class BucketConfig(_Model):
     """One GCS bucket (uniform access, public access prevention, CMEK are always on)."""
 
-    versioning: bool = False
-    noncurrent_version_days: int | None = Field(None, ge=1)
-    delete_after_days: int | None = Field(None, ge=1)
-    soft_delete_days: int = Field(7, ge=0, le=90)
+    versioning: bool = Field(
+        False,
+        description="Keep noncurrent object versions (https://cloud.google.com/storage/docs/"
+        "object-versioning).",
+    )
+    noncurrent_version_days: int | None = Field(
+        None,
+        ge=1,
+        description="Delete a noncurrent version this many days after it became noncurrent "
+        "(lifecycle `daysSinceNoncurrentTime`, https://cloud.google.com/storage/docs/lifecycle); "
+        "unset: keep them.",
+    )
+    delete_after_days: int | None = Field(
+        None,
+        ge=1,
+        description="Delete live objects this many days after creation (lifecycle `age`, "
+        "https://cloud.google.com/storage/docs/lifecycle); unset: keep them.",
+    )
+    soft_delete_days: int = Field(
+        7,
+        ge=0,
+        le=90,
+        description="Soft delete retention, days: 0 turns it off, else 7-90 "
+        "(https://cloud.google.com/storage/docs/soft-delete).",
+    )
 
     @field_validator("soft_delete_days")
     @classmethod
@@ -38,14 +59,34 @@ class BucketConfig(_Model):
 class BucketsConfig(_Model):
     """The three buckets; names are ``<project>-<cluster>-<purpose>`` unless ``prefix`` is given."""
 
-    location: str | None = None
-    prefix: str | None = None
-    force_destroy: bool = False
-    datasets: BucketConfig = Field(default_factory=BucketConfig)
-    checkpoints: BucketConfig = Field(
-        default_factory=lambda: BucketConfig(versioning=True, noncurrent_version_days=14)
+    location: str | None = Field(
+        None,
+        description="GCS location of the buckets, e.g. `US-EAST5` or `US`; unset: the stack's "
+        "region (https://cloud.google.com/storage/docs/locations).",
     )
-    artifacts: BucketConfig = Field(default_factory=lambda: BucketConfig(versioning=True))
+    prefix: str | None = Field(
+        None,
+        description="Bucket name prefix (names are `<prefix>-<purpose>`); unset: "
+        "`<project>-<cluster.name>`, shortened with a hash past 63 characters "
+        "(https://cloud.google.com/storage/docs/buckets#naming).",
+    )
+    force_destroy: bool = Field(
+        False,
+        description="Let `pulumi destroy` delete buckets that still hold objects (the provider's "
+        "`forceDestroy`).",
+    )
+    datasets: BucketConfig = Field(
+        default_factory=BucketConfig,
+        description="The datasets bucket (`prepare` writes, trainers read).",
+    )
+    checkpoints: BucketConfig = Field(
+        default_factory=lambda: BucketConfig(versioning=True, noncurrent_version_days=14),
+        description="The checkpoints bucket (Ray Train `storage_path`).",
+    )
+    artifacts: BucketConfig = Field(
+        default_factory=lambda: BucketConfig(versioning=True),
+        description="The artifacts bucket (holds the workloads archive that RayJobs run from).",
+    )
 
 
 BucketRole = Literal["read", "write"]
@@ -58,9 +99,17 @@ class WorkloadIdentityConfig(_Model):
     ``write`` = roles/storage.objectUser.
     """
 
-    name: str
+    name: str = Field(
+        description="Google service account id, also the Kubernetes service account name that "
+        "`ray_clusters[].service_account` and `jobs[].service_account` refer to. 6-30 lowercase "
+        "letters, digits and hyphens (https://cloud.google.com/iam/docs/"
+        "service-accounts-create#creating).",
+    )
     buckets: dict[Literal["datasets", "checkpoints", "artifacts"], BucketRole] = Field(
-        default_factory=lambda: {"datasets": "read", "checkpoints": "write", "artifacts": "read"}
+        default_factory=lambda: {"datasets": "read", "checkpoints": "write", "artifacts": "read"},
+        description="Bucket roles by purpose: `read` = roles/storage.objectViewer, `write` = "
+        "roles/storage.objectUser (https://cloud.google.com/storage/docs/access-control/"
+        "iam-roles); a bucket not listed is neither granted nor mounted.",
     )
 
     @field_validator("name")
@@ -86,8 +135,16 @@ def _default_identities() -> list[WorkloadIdentityConfig]:
 class SecretConfig(_Model):
     """A Secret Manager secret: name only; the value is set out of band, never in config."""
 
-    name: str
-    readers: list[str] = Field(default_factory=list)
+    name: str = Field(
+        description="Secret Manager secret id: 1-255 letters, digits, `-` or `_`; the value is "
+        "added out of band (https://cloud.google.com/secret-manager/docs/creating-and-accessing-"
+        "secrets).",
+    )
+    readers: list[str] = Field(
+        default_factory=list,
+        description="Names of `workload_identities` granted roles/secretmanager.secretAccessor "
+        "on this secret (https://cloud.google.com/secret-manager/docs/access-control).",
+    )
 
     @field_validator("name")
     @classmethod
