@@ -18,15 +18,15 @@ def nap_resource_limits(cfg: StackConfig) -> list[dict[str, object]]:
     accelerator named in config or used by a declared pool gets
     ``max(config limit, what the pools can scale to)`` (chips or GPUs; :func:`nap_needs`).
     """
-    limits = cfg.nap.resource_limits
+    limits = cfg.nap.effective_limits
     needs = nap_needs(cfg)
     accelerators = sorted(
         {k for k in limits if k in _ACCELERATOR_TYPES}
         | {k for k in needs if k in _ACCELERATOR_TYPES}
     )
     out: list[dict[str, object]] = [
-        {"resource_type": "cpu", "minimum": 0, "maximum": limits.get("cpu", 256)},
-        {"resource_type": "memory", "minimum": 0, "maximum": limits.get("memory", 1024)},
+        {"resource_type": "cpu", "minimum": 0, "maximum": limits["cpu"]},
+        {"resource_type": "memory", "minimum": 0, "maximum": limits["memory"]},
     ]
     for acc in accelerators:
         out.append(

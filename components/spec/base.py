@@ -23,6 +23,13 @@ OTHER_NAMESPACES = frozenset({"gcp", "kubernetes", "pulumi"})
 # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools).
 _GKE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 GKE_NAME_MAX = 40
+# Kubernetes integer fields of the CRs we render (durations, replicas, limits) are int32
+# (https://kubernetes.io/docs/reference/using-api/api-concepts/, KubeRay's CRD schemas:
+# ``format: int32``); a larger value is refused by the API server.
+INT32_MAX = 2**31 - 1
+# Largest Persistent Disk (boot disk) size, GB: 64 TiB
+# (https://cloud.google.com/compute/docs/disks/persistent-disks#disk_size_limits).
+DISK_SIZE_MAX_GB = 65536
 # Kubernetes object names (RFC 1123 labels) for RayClusters, RayJobs, worker groups.
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 # KubeRay derives Service and Pod names from the RayCluster name; keep headroom under 63.

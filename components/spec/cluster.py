@@ -13,7 +13,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _cpu_machine_type, _gke_name, _min_le_max, _Model
+from components.spec.base import DISK_SIZE_MAX_GB, _cpu_machine_type, _gke_name, _min_le_max, _Model
 
 # --------------------------------------------------------------------------------------- cluster
 
@@ -64,7 +64,10 @@ class SystemPool(_Model):
         "(`totalMaxNodeCount`); counts towards NAP's `cpu` limit.",
     )
     disk_size_gb: int = Field(
-        100, ge=20, description="Boot disk size of each node, GB (at least 20)."
+        100,
+        ge=20,
+        le=DISK_SIZE_MAX_GB,
+        description="Boot disk size of each node, GB (20 to 65536, the largest Persistent Disk).",
     )
     spot: bool = Field(
         False,
@@ -170,6 +173,11 @@ class ClusterConfig(_Model):
         return self
 
 
+# NAP's cpu (vCPUs) and memory (GB) maxima when the stack gives none; GKE requires both once NAP
+# is on (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#enable).
+NAP_DEFAULT_LIMITS: dict[str, int] = {"cpu": 256, "memory": 1024}
+
+
 class NapConfig(_Model):
     """Node Auto Provisioning (``cluster_autoscaling``)."""
 
@@ -186,12 +194,18 @@ class NapConfig(_Model):
         "cluster-autoscaler#autoscaling_profiles).",
     )
     resource_limits: dict[str, int] = Field(
-        default_factory=lambda: {"cpu": 256, "memory": 1024},
+        default_factory=lambda: dict(NAP_DEFAULT_LIMITS),
         description="Cluster-wide maxima by NAP resource type: `cpu` (vCPUs), `memory` (GB), "
         "TPU/GPU types (chips/GPUs, e.g. `tpu-v6e-slice`, `nvidia-l4`). When NAP is on, each given "
         "limit must cover what the declared pools scale to; accelerator limits not given are set "
         "to that (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning).",
     )
+
+    @property
+    def effective_limits(self) -> dict[str, int]:
+        """``resource_limits`` with cpu and memory defaulted (:data:`NAP_DEFAULT_LIMITS`): what
+        the cluster's NAP settings hold for them when the stack names only accelerators."""
+        return {**NAP_DEFAULT_LIMITS, **self.resource_limits}
 
     @field_validator("resource_limits")
     @classmethod

@@ -15,7 +15,14 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _cpu_machine_type, _gke_name, _min_le_max, _Model, vcpus_of
+from components.spec.base import (
+    DISK_SIZE_MAX_GB,
+    _cpu_machine_type,
+    _gke_name,
+    _min_le_max,
+    _Model,
+    vcpus_of,
+)
 
 # ------------------------------------------------------------------------------------ node pools
 
@@ -56,7 +63,10 @@ class _PoolBase(_Model):
         "added and cannot be overridden).",
     )
     disk_size_gb: int = Field(
-        100, ge=20, description="Boot disk size of each node, GB (at least 20)."
+        100,
+        ge=20,
+        le=DISK_SIZE_MAX_GB,
+        description="Boot disk size of each node, GB (20 to 65536, the largest Persistent Disk).",
     )
 
     @field_validator("name")

@@ -11,7 +11,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.spec.base import _k8s_name, _Model, _quantity
+from components.spec.base import INT32_MAX, _k8s_name, _Model, _quantity
 
 # --------------------------------------------------------------------------------- ray / kuberay
 
@@ -156,11 +156,15 @@ class WorkerGroupConfig(_Model):
     )
     node_pool: str = Field(description="Name of a declared node pool the workers run on.")
     min_replicas: int = Field(
-        0, ge=0, description="Replicas kept at all times (slices for TPU pools, pods otherwise)."
+        0,
+        ge=0,
+        le=INT32_MAX,
+        description="Replicas kept at all times (slices for TPU pools, pods otherwise).",
     )
     max_replicas: int | None = Field(
         None,
         ge=1,
+        le=INT32_MAX,
         description="Most replicas (slices for TPU pools, pods otherwise); unset: the pool's "
         "capacity (`max_slices` or `max_nodes`).",
     )
@@ -215,8 +219,9 @@ class RayClusterConfig(_Model):
     idle_timeout_seconds: int = Field(
         600,
         ge=0,
+        le=INT32_MAX,
         description="Seconds an idle worker is kept before the autoscaler removes it "
-        "(`autoscalerOptions.idleTimeoutSeconds`).",
+        "(`autoscalerOptions.idleTimeoutSeconds`, int32).",
     )
 
     @field_validator("name")
@@ -280,6 +285,7 @@ class JobConfig(_Model):
     backoff_limit: int = Field(
         0,
         ge=0,
+        le=INT32_MAX,
         description="Retries of the whole RayJob after a failure (`backoffLimit`, "
         "https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/"
         "rayjob-quick-start.html).",
@@ -287,6 +293,7 @@ class JobConfig(_Model):
     max_failures: int = Field(
         2,
         ge=0,
+        le=INT32_MAX,
         description="Ray Train restarts after worker failures (`FailureConfig.max_failures`, "
         "https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html), passed to the "
         "workload.",
@@ -294,13 +301,14 @@ class JobConfig(_Model):
     active_deadline_seconds: int | None = Field(
         None,
         ge=60,
+        le=INT32_MAX,
         description="Seconds the job may run before KubeRay stops it (`activeDeadlineSeconds`, "
-        "at least 60); unset: no deadline.",
+        "int32, at least 60); unset: no deadline.",
     )
     ttl_seconds_after_finished: int | None = Field(
         None,
         ge=0,
-        le=2**31 - 1,
+        le=INT32_MAX,
         description="Seconds a finished RayJob (and its own RayCluster) is kept before deletion "
         "(`ttlSecondsAfterFinished`, int32). Unset: 60 with shutdown, else 0. KubeRay refuses a "
         "TTL above 0 without shutdown (validation.go `validateDeletionConfiguration`).",

@@ -16,13 +16,13 @@ any other group's replica is one pod on one node
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from components import catalog
-from components.spec.base import vcpus_of
 from components.spec.pools import CpuPool, GpuPool, GpuSpec, TpuPool
 from components.spec.ray import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.spec.storage import WorkloadIdentityConfig
@@ -80,23 +80,33 @@ def group_max_replicas(pool: Pool, group: WorkerGroupConfig) -> int:
 def nap_needs(cfg: StackConfig) -> dict[str, int]:
     """Resources the declared pools can scale to, keyed by NAP resource type.
 
-    TPU and GPU types count chips / GPUs; ``cpu`` counts vCPUs of the pools whose machine type
-    names its vCPU count (``n2-standard-8``), including the system pool.
+    TPU and GPU types count chips / GPUs; ``cpu`` counts vCPUs and ``memory`` GB of every node
+    the pools (the system pool included) can scale to, from the catalog's machine shapes
+    (:func:`components.catalog.machine_shape`; rounded up).
     """
     needs: Counter[str] = Counter()
+    nodes: list[tuple[str, int]] = [
+        (cfg.cluster.system_pool.machine_type, cfg.cluster.system_pool.max_nodes)
+    ]
     for pool in cfg.node_pools:
         if isinstance(pool, TpuPool):
             s = pool.slice
             needs[s.generation.gke_accelerator] += s.chips * pool.max_slices
-            needs["cpu"] += s.generation.host_vcpus[s.chips_per_host] * s.hosts * pool.max_slices
-        elif isinstance(pool, GpuPool):
-            g = pool.gpu
-            needs[g.type] += g.count * pool.max_nodes
-            needs["cpu"] += g.gpu.host_vcpus.get(g.count, 0) * pool.max_nodes
+            nodes.append((pool.machine_type, s.hosts * pool.max_slices))
         else:
-            needs["cpu"] += (pool.vcpus or 0) * pool.max_nodes
-    sp = cfg.cluster.system_pool
-    needs["cpu"] += (vcpus_of(sp.machine_type) or 0) * sp.max_nodes
+            if isinstance(pool, GpuPool):
+                needs[pool.gpu.type] += pool.gpu.count * pool.max_nodes
+            nodes.append((pool.machine_type, pool.max_nodes))
+    cpu = memory = 0.0
+    for machine_type, count in nodes:
+        try:
+            shape = catalog.machine_shape(machine_type)
+        except catalog.CatalogError:  # refused by the pool's own validator
+            continue
+        cpu += shape.vcpus * count
+        memory += shape.memory_gb * count
+    needs["cpu"] += math.ceil(cpu)
+    needs["memory"] += math.ceil(memory)
     return dict(needs)
 
 

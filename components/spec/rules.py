@@ -126,18 +126,40 @@ def tpu_min_gke_version(cfg: StackConfig) -> Iterable[str]:
 
 
 def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[str]:
-    """With Node Auto Provisioning on, each ``nap.resource_limits`` entry is at least what the
-    declared pools can scale to: the cluster-wide limits count every node, autoscaled pools
+    """With Node Auto Provisioning on, each ``nap.resource_limits`` entry (cpu and memory
+    included, defaulted when not given) is at least what the declared pools can scale to: the cluster-wide limits count every node, autoscaled pools
     included, and the autoscaler stops adding nodes at the limit
     (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits)."""
     if not cfg.nap.enabled:
         return
     needed = nap_needs(cfg)
-    for key, have in cfg.nap.resource_limits.items():
+    for key, have in cfg.nap.effective_limits.items():
         if key in needed and have < needed[key]:
             yield (
                 f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
                 f"can scale to ({needed[key]}); raise it to at least {needed[key]}"
+            )
+
+
+# GKE quota: at most 1,000 nodes per node pool in each zone
+# (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster).
+NODES_PER_POOL_ZONE_MAX = 1000
+
+
+def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[str]:
+    """A CPU or GPU pool's ``max_nodes`` (a total over its zones) is at most 1,000 per zone:
+    GKE allows 1,000 nodes per node pool per zone
+    (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster)."""
+    pools = [(f"node_pools[{p.name}]", p, cfg.pool_zones(p)) for p in cfg.node_pools]
+    pools.append(("cluster.system_pool", cfg.cluster.system_pool, list(cfg.zones)))
+    for where, pool, zones in pools:
+        if isinstance(pool, TpuPool):
+            continue  # one GKE node pool per slice of at most 64 hosts (catalog topologies)
+        limit = NODES_PER_POOL_ZONE_MAX * len(zones)
+        if pool.max_nodes > limit:
+            yield (
+                f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
+                f"per zone ({len(zones)} zone(s): at most {limit})"
             )
 
 
@@ -316,6 +338,7 @@ RULES: tuple[Rule, ...] = (
     _rule(accelerator_zones_offered, "zones", "node_pools"),
     _rule(tpu_min_gke_version, "cluster", "node_pools"),
     _rule(nap_limits_cover_pools, "nap", "cluster", "node_pools"),
+    _rule(pool_node_counts_within_gke_limits, "cluster", "zones", "node_pools"),
     _rule(cluster_service_accounts_declared, "ray_clusters", "workload_identities"),
     _rule(worker_group_pools_exist_and_fit, "ray_clusters", "node_pools"),
     _rule(multi_host_tpu_needs_webhook, "kuberay", "ray_clusters", "jobs", "node_pools"),

@@ -78,6 +78,10 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "nap.resource_limits[tpu-v5-lite-podslice] 4 is smaller than the declared node pools "
         "can scale to (8); raise it to at least 8",
     ),
+    "pool_node_counts_within_gke_limits": (
+        lambda d: d["node_pools"][0].update(max_nodes=1001),
+        "node_pools[cpu].max_nodes 1001 exceeds GKE's 1,000 nodes per node pool per zone",
+    ),
     "cluster_service_accounts_declared": (
         lambda d: d["ray_clusters"][0].update(service_account="ray-ghost"),
         "ray_clusters[research].service_account 'ray-ghost' is not a declared workload "
