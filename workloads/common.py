@@ -125,13 +125,13 @@ def is_local(uri: str) -> bool:
 
 def dataset_context_length(dataset: str) -> int | None:
     """``context_length`` recorded by ``prepare`` in ``<dataset>/_manifest.json``; None if absent."""
-    import pyarrow.fs as pafs
+    import pyarrow as pa
 
     fs, path = resolve_fs(join(dataset, "_manifest.json"))
     try:
         with fs.open_input_stream(path) as f:
             return int(json.loads(f.read())["context_length"])
-    except (FileNotFoundError, OSError, KeyError, ValueError, pafs.ArrowException):
+    except (FileNotFoundError, OSError, KeyError, ValueError, pa.ArrowException):
         return None
 
 

@@ -45,7 +45,7 @@ from workloads.common import InputError, dataset_context_length, join, report_st
 
 
 class DatasetTooSmall(InputError):
-    """The training split holds fewer rows than one batch for every worker (or none)."""
+    """The training split is missing, empty, or holds fewer rows than one batch per worker."""
 
 
 class Stepper(Protocol):
@@ -98,12 +98,18 @@ def train_dataset(args: TrainArgs, num_workers: int):
     """``ray.data.read_parquet(<dataset>/train)``, checked to hold one batch per worker.
 
     Raises:
-        DatasetTooSmall: fewer than ``num_workers * batch_size`` rows (the message gives the
+        DatasetTooSmall: no Parquet file under ``<dataset>/train``, or fewer than ``num_workers * batch_size`` rows (the message gives the
             counts and what to change).
     """
     import ray.data
 
-    ds = ray.data.read_parquet(join(args.dataset, "train"))
+    path = join(args.dataset, "train")
+    try:
+        ds = ray.data.read_parquet(path)
+    except (ValueError, OSError) as e:  # Ray: "no files found under [...]"; a missing folder
+        raise DatasetTooSmall(
+            f"dataset {args.dataset} has no training data ({e}); run prepare first"
+        ) from None
     rows = ds.count()
     need = num_workers * args.batch_size
     if rows < need:
