@@ -450,6 +450,20 @@ ARGS: Mapping[str, type[WorkloadArgs]] = types.MappingProxyType(
 )
 
 
+def markdown_table(workload: str) -> str:
+    """The arguments of ``workload`` as a Markdown table (name, type, default, unit, meaning),
+    from :meth:`WorkloadArgs.rows`; ``python -m workloads.args`` prints every workload's.
+
+    Raises:
+        KeyError: unknown workload.
+    """
+    lines = ["| argument | type | default | unit | meaning |", "|---|---|---|---|---|"]
+    for r in ARGS[workload].rows():
+        cells = (f"`{r.name}`", r.type, f"`{r.default}`", r.unit, r.doc)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------- binding
 
 
@@ -506,3 +520,8 @@ def bind_job_args(
     if problems:
         raise ArgError(problems)
     return out
+
+
+if __name__ == "__main__":
+    for _name in ARGS:
+        print(f"### {_name}\n\n{markdown_table(_name)}\n")

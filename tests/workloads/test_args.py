@@ -149,3 +149,11 @@ def test_entrypoint_carries_every_default() -> None:
     w = get_workload("prepare")
     payload = json.loads(shlex.split(w.entrypoint({"num_shards": 2}))[-1])
     assert payload == {**w.args.defaults(), "num_shards": 2}
+
+
+def test_markdown_table_has_a_row_per_argument() -> None:
+    from workloads.args import markdown_table
+
+    table = markdown_table("prepare").splitlines()
+    assert len(table) == 2 + len(ARGS["prepare"].names())
+    assert any(row.startswith("| `context_length` | int | `256` | bytes |") for row in table)
