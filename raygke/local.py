@@ -311,6 +311,7 @@ def run(
     try:
         names = lj.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
         extra_args = lj.parse_overrides(overrides or [])
+        lj.check_overrides(names, extra_args)
     except lc.LocalError as e:
         _fail(str(e), EXIT_USAGE)
     target = resolve_target(stack, config)
@@ -347,10 +348,12 @@ def run(
         outcomes: list[lj.JobOutcome] = []
         t0 = time.monotonic()
         for i, name in enumerate(names, 1):
-            args = lj.job_args(name, state, data_uri, run_name, results, accelerator)
-            args.update(extra_args.get(name, {}))
-            if name == "train_lm_jax":
-                args.update(extra_args.get("train_lm", {}))
+            try:
+                args = lj.job_args(
+                    name, state, data_uri, run_name, results, accelerator, overrides=extra_args
+                )
+            except lc.LocalError as e:
+                _fail(str(e), EXIT_USAGE)
             console.rule(f"[bold]{i}/{len(names)} {name}")
             with console.status(f"{name}: submitting") as spin, _api_errors(state, name):
                 outcome = lj.run_job(

@@ -26,7 +26,7 @@ from typing import Any
 
 import workloads
 from raygke.local_cluster import LocalError, LocalTarget, use_cluster_auth
-from workloads.common import json_or_str
+from workloads.args import ArgError, JobContext, bind_job_args, parse_value
 from workloads.registry import RESULT_PREFIX, WORKLOADS, get_workload
 
 ACCELERATORS = ("cpu", "gpu", "tpu")
@@ -75,12 +75,26 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
         job, key, raw = m.groups()
         if job not in WORKLOADS:
             raise LocalError(f"--set {item!r}: unknown job {job!r}; valid: {', '.join(WORKLOADS)}")
-        value = json_or_str(raw)
+        value = parse_value(raw)
         problems = WORKLOADS[job].arg_problems({key: value})
         if problems:
             raise LocalError(f"--set {item!r}: {problems[0]}")
         out.setdefault(job, {})[key] = value
     return out
+
+
+def check_overrides(names: Sequence[str], overrides: Mapping[str, Mapping[str, Any]]) -> None:
+    """Refuse, before any job runs, an override for ``train_lm`` that ``train_lm_jax`` (which
+    runs instead with ``--accelerator tpu``) does not accept.
+
+    Raises:
+        LocalError: naming the override and the accepted arguments.
+    """
+    if "train_lm_jax" not in names or "train_lm" not in overrides:
+        return
+    problems = WORKLOADS["train_lm_jax"].arg_problems(overrides["train_lm"])
+    if problems:
+        raise LocalError(f"--set train_lm.* applies to train_lm_jax here: {problems[0]}")
 
 
 def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
@@ -130,35 +144,44 @@ def job_args(
     run_name: str,
     results: Mapping[str, Mapping[str, Any]],
     accelerator: str = "cpu",
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Arguments for job ``name`` wired to the local bucket folders.
+    """Arguments for job ``name`` wired to the local bucket folders, bound by
+    :func:`workloads.args.bind_job_args` (the one binding the GKE RayJobs use too).
 
     prepare writes ``<datasets>/<dataset_name(data)>``; train_lm (or train_lm_jax) reads it and
     stores checkpoints under ``<checkpoints>/<run_name>``; evaluate reads the checkpoint that
     train reported in this run (``results``), else the newest valid one of ``run_name``.
+    ``overrides`` (``--set``, :func:`parse_overrides`) go on top; ``train_lm``'s also apply to
+    ``train_lm_jax`` (``--accelerator tpu``).
+
+    Raises:
+        LocalError: no emulated TPU hosts for ``accelerator="tpu"``, or an override the
+            workload does not accept.
     """
     buckets = state["buckets"]
-    dataset = os.path.join(buckets["datasets"], dataset_name(data))
-    if name == "prepare":
-        return {"data": data, "dataset": dataset}
-    if name in ("train_lm", "train_lm_jax"):
-        args: dict[str, Any] = {
-            "dataset": dataset,
-            "storage_path": buckets["checkpoints"],
-            "name": run_name,
-        }
-        if accelerator == "gpu":
-            args["use_gpu"] = True
-        if accelerator == "tpu":
-            args.update(tpu_args(state))
-        return args
-    if name == "evaluate":
-        args = {"dataset": dataset, "storage_path": buckets["checkpoints"], "name": run_name}
-        trained = results.get("train_lm") or results.get("train_lm_jax") or {}
-        if trained.get("checkpoint"):
-            args["checkpoint"] = trained["checkpoint"]
-        return args
-    return {}
+    trained = results.get("train_lm") or results.get("train_lm_jax") or {}
+    trains = name in ("train_lm", "train_lm_jax")
+    scaling = tpu_args(state)["scaling"] if accelerator == "tpu" and trains else None
+    context = JobContext(
+        dataset=os.path.join(buckets["datasets"], dataset_name(data)),
+        storage_path=buckets["checkpoints"],
+        name=run_name,
+        scaling=scaling,
+        data=data,
+        checkpoint=trained.get("checkpoint") if name == "evaluate" else None,
+    )
+    args: dict[str, Any] = {}
+    if accelerator == "gpu" and name == "train_lm":
+        args["use_gpu"] = True
+    overrides = overrides or {}
+    if name == "train_lm_jax":
+        args.update(overrides.get("train_lm", {}))
+    args.update(overrides.get(name, {}))
+    try:
+        return bind_job_args(name, context, args)
+    except ArgError as e:
+        raise LocalError(f"job {name}: {e.problems[0]}") from None
 
 
 def parse_result(logs: str) -> dict[str, Any] | None:

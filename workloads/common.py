@@ -12,16 +12,16 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workloads.args import ArgError, parse_value
 from workloads.registry import RESULT_PREFIX, get_workload
 
+# A flag value (``--key value``, ``--set job.key=value``): JSON when it parses, else the string.
+json_or_str = parse_value
 
-def json_or_str(value: str) -> Any:
-    """Parse a flag value (``--key value``, ``--set job.key=value``) as JSON when possible, else
-    keep the string."""
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
+
+class InputError(ValueError):
+    """Bad input to a workload that is not an argument problem (e.g. a dataset too small for one
+    batch). The message names the input, the value and what is needed."""
 
 
 def parse_config(workload: str, argv: list[str] | None = None) -> dict[str, Any]:
@@ -61,10 +61,27 @@ def emit_result(result: Mapping[str, Any]) -> None:
 
 
 def run_cli(workload: str, main: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-    """Entry point used by ``python -m workloads.<name>``."""
-    config = parse_config(workload, sys.argv[1:])
-    result = main(config)
-    emit_result(result)
+    """Entry point used by ``python -m workloads.<name>``.
+
+    Bad input (:class:`workloads.args.ArgError`, :class:`InputError` and its subclasses, a
+    :class:`workloads.checkpoint.CheckpointError`) ends the process with exit status 2 and one
+    line per problem on stderr (``<workload>: <problem>``), not a traceback.
+    """
+    from workloads.checkpoint import CheckpointError
+
+    try:
+        config = parse_config(workload, sys.argv[1:])
+        result = main(config)
+    except ArgError as e:
+        problems = e.problems
+    except (InputError, CheckpointError) as e:
+        problems = [str(e)]
+    else:
+        emit_result(result)
+        return
+    for p in problems:
+        print(f"{workload}: {p}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
 
 
 def ensure_ray() -> None:
@@ -108,13 +125,13 @@ def is_local(uri: str) -> bool:
 
 def dataset_context_length(dataset: str) -> int | None:
     """``context_length`` recorded by ``prepare`` in ``<dataset>/_manifest.json``; None if absent."""
-    import pyarrow.fs as pafs
+    import pyarrow as pa
 
     fs, path = resolve_fs(join(dataset, "_manifest.json"))
     try:
         with fs.open_input_stream(path) as f:
             return int(json.loads(f.read())["context_length"])
-    except (FileNotFoundError, OSError, KeyError, ValueError, pafs.ArrowException):
+    except (FileNotFoundError, OSError, KeyError, ValueError, pa.ArrowException):
         return None
 
 
@@ -196,38 +213,3 @@ def report_step(
             )
     elif log_every and step % log_every == 0:
         ray.train.report(dict(metrics))
-
-
-def with_absolute_storage(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a trainer config whose local ``storage_path`` is absolute (Ray Train resolves
-    relative paths against each worker's own working directory)."""
-    path = config.get("storage_path")
-    if path and "://" not in str(path):
-        return {**config, "storage_path": os.path.abspath(str(path))}
-    return dict(config)
-
-
-def run_config(config: Mapping[str, Any]):
-    """``ray.train.RunConfig`` of both trainers: ``name``, ``storage_path``, ``max_failures``
-    (default 0) and ``keep_checkpoints`` (None = keep all) from the config."""
-    from ray.train import CheckpointConfig, FailureConfig, RunConfig
-
-    return RunConfig(
-        name=str(config["name"]),
-        storage_path=str(config["storage_path"]),
-        failure_config=FailureConfig(max_failures=int(config.get("max_failures", 0))),
-        checkpoint_config=CheckpointConfig(num_to_keep=config.get("keep_checkpoints")),
-    )
-
-
-def fit_summary(result: Any) -> dict[str, Any]:
-    """The result keys both trainers return, from a ``ray.train.Result``: ``steps``,
-    ``first_loss``, ``last_loss``, ``tokens_per_s`` and ``checkpoint`` (path or None)."""
-    m = result.metrics or {}
-    return {
-        "steps": int(m.get("step", 0)),
-        "first_loss": m.get("first_loss"),
-        "last_loss": m.get("loss"),
-        "tokens_per_s": m.get("tokens_per_s"),
-        "checkpoint": result.checkpoint.path if result.checkpoint else None,
-    }

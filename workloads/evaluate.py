@@ -7,9 +7,7 @@ rows (0 = all), and scored with the same loss as training (mean next-byte cross-
 sampled at ``temperature`` with a ``torch.Generator`` seeded by ``seed`` (so a run repeats
 exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
 
-Config keys: ``dataset``, ``checkpoint`` (a checkpoint directory; None = newest valid under
-``<storage_path>/<name>``), ``storage_path``, ``name``, ``prompt`` ("def "), ``sample_bytes``
-(200), ``temperature`` (0.6), ``seed`` (0), ``batch_size`` (32), ``max_val_rows`` (1024).
+Arguments: :class:`workloads.args.EvaluateArgs` (names, types, defaults, units).
 Result: ``{"val_loss", "val_bytes", "sample", "checkpoint", "step"}``.
 
 Raises:
@@ -22,9 +20,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from workloads.args import EvaluateArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint
 from workloads.common import join, resolve_fs, run_cli
-from workloads.registry import get_workload
 
 
 def load_validation(dataset: str, max_rows: int = 0):
@@ -90,31 +88,30 @@ def generate(model, prompt: str, n_bytes: int, temperature: float = 0.0, seed: i
 
 
 def main(config: dict[str, Any]) -> dict[str, Any]:
-    """Evaluate; see the module docstring for keys and results."""
+    """Evaluate; see the module docstring for arguments and results.
+
+    Raises:
+        workloads.args.ArgError: bad arguments (one line each).
+        workloads.checkpoint.CheckpointError: see the module docstring.
+    """
     import torch
 
     from workloads.model_torch import load_checkpoint
 
-    config = get_workload("evaluate").config(config)
-    torch.set_num_threads(int(config.get("torch_threads") or os.cpu_count() or 1))
-    path = config.get("checkpoint")
+    args = EvaluateArgs.parse(config)
+    torch.set_num_threads(args.torch_threads or os.cpu_count() or 1)
+    path = args.checkpoint
     if not path:
-        exp = join(str(config["storage_path"]), str(config["name"]))
+        exp = join(args.storage_path, args.name)
         found = latest_valid_checkpoint(exp)
         if found is None:
             raise CheckpointError(f"no valid checkpoint under {exp}")
         path = str(found[0])
     model, meta, _ = load_checkpoint(path)
-    rows = load_validation(str(config["dataset"]), int(config.get("max_val_rows", 1024)))
+    rows = load_validation(args.dataset, args.max_val_rows)
     rows = rows[:, : model.cfg.context_length + 1]
-    loss = validation_loss(model, rows, int(config.get("batch_size", 32)))
-    sample = generate(
-        model,
-        str(config.get("prompt", "def ")),
-        int(config.get("sample_bytes", 200)),
-        float(config.get("temperature", 0.6)),
-        int(config.get("seed", 0)),
-    )
+    loss = validation_loss(model, rows, args.batch_size)
+    sample = generate(model, args.prompt, args.sample_bytes, args.temperature, args.seed)
     return {
         "val_loss": loss,
         "val_bytes": int(rows[:, 1:].numel()),

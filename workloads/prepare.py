@@ -27,10 +27,7 @@ built in ``<dataset>.tmp`` and swapped into place at the end, so a re-run after 
 duplicates nor loses rows. Remote outputs are overwritten shard by shard (same names), stale
 shards are deleted, and the manifest is written last.
 
-Config keys: ``data`` (folder, glob, single file, or gs:// URI; None = the standard library
-source folder), ``dataset`` (output), ``include`` (glob on relative paths, default ``*.py``),
-``exclude`` (list of globs, default ``["site-packages/*"]``), ``context_length`` (256),
-``val_fraction`` (0.05), ``num_shards`` (8 per split).
+Arguments: :class:`workloads.args.PrepareArgs` (names, types, defaults, units).
 Result: ``{"rows", "val_rows", "files", "bytes", "dataset", "skipped"}`` (skipped = count).
 """
 
@@ -48,8 +45,8 @@ import sysconfig
 from collections.abc import Iterable
 from typing import Any
 
-from workloads.common import ensure_ray, is_local, resolve_fs, run_cli
-from workloads.registry import get_workload
+from workloads.args import PrepareArgs
+from workloads.common import InputError, ensure_ray, is_local, resolve_fs, run_cli
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +55,7 @@ SPLITS = ("train", "validation")
 MANIFEST = "_manifest.json"
 
 
-class CorpusError(ValueError):
+class CorpusError(InputError):
     """The corpus is empty, unreadable or not text. The message names the file(s)."""
 
 
@@ -294,7 +291,7 @@ def _finalize(dataset: str, tmp_dir: str, summary: dict[str, Any]) -> None:
         f.write(json.dumps(summary, indent=1, sort_keys=True).encode())
 
 
-def _summarize(results: list[dict[str, Any]], dataset: str, config: dict[str, Any]):
+def _summarize(results: list[dict[str, Any]], dataset: str, args: PrepareArgs):
     shards, skipped = {}, []
     for r in results:
         skipped.extend(json.loads(r["skipped"]))
@@ -307,8 +304,8 @@ def _summarize(results: list[dict[str, Any]], dataset: str, config: dict[str, An
         "bytes": sum(int(r["bytes"]) for r in results),
         "shards": dict(sorted(shards.items())),
         "skipped": sorted(skipped),
-        "context_length": int(config["context_length"]),
-        "val_fraction": float(config["val_fraction"]),
+        "context_length": args.context_length,
+        "val_fraction": float(args.val_fraction),
         "dataset": dataset,
     }
 
@@ -361,16 +358,14 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """Run the preparation with Ray Data; see the module docstring for keys and results."""
     import ray
 
-    config = get_workload("prepare").config(config)
+    args = PrepareArgs.parse(config)
     ensure_ray()
-    data = config.get("data") or default_corpus()
-    dataset = str(config["dataset"])
-    L = int(config.get("context_length", 256))
-    val_fraction = float(config.get("val_fraction", 0.05))
-    num_shards = int(config.get("num_shards", 8))
-    _fs, base, rels, explicit = list_corpus(
-        data, config.get("include") or "*.py", config.get("exclude", ["site-packages/*"])
-    )
+    data = args.data or default_corpus()
+    dataset = args.dataset
+    L = args.context_length
+    val_fraction = args.val_fraction
+    num_shards = args.num_shards
+    _fs, base, rels, explicit = list_corpus(data, args.include, args.exclude)
     if is_local(dataset):
         _, out_abs = resolve_fs(dataset)
         tmp_dir = out_abs + ".tmp"
@@ -417,7 +412,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     with _shard_task_context():
         ds = ray.data.from_items(items, override_num_blocks=len(items))
         results = ds.map_batches(work, batch_size=1, batch_format="numpy").take_all()
-    summary = _summarize(results, dataset, config)
+    summary = _summarize(results, dataset, args)
     try:
         _check(summary, explicit, data)
     except CorpusError:

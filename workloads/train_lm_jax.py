@@ -1,12 +1,10 @@
 """Train the byte-level transformer LM in JAX with Ray Train's ``JaxTrainer`` (TPU slices, CPU).
 
-The JAX twin of :mod:`workloads.train_lm`: same model (:mod:`workloads.model_jax`), same
-Parquet input (``ray.data.read_parquet(<dataset>/train)`` as the ``"train"`` dataset, read by
-each worker with ``ray.train.get_dataset_shard("train")`` in batches of ``batch_size`` rows
-``[B, context_length + 1]``), same checkpoint format (:mod:`workloads.checkpoint`, files
-``params.npz`` + ``opt_state.npz``, written by rank 0, reported as ``checkpoint_<step:08d>``),
-same resume rule (verify the manifest of ``ray.train.get_checkpoint()``, else fall back to the
-newest valid checkpoint under ``<storage_path>/<name>``), same metrics.
+The JAX twin of :mod:`workloads.train_lm`: same model (:mod:`workloads.model_jax`), and the
+same loop (:mod:`workloads.train_loop`: Parquet input, seeded shuffle, report/checkpoint
+schedule, resume rule, throughput, the too-small-dataset error); this module brings the JAX
+step and the checkpoint files ``params.npz`` + ``opt_state.npz`` (format of
+:mod:`workloads.checkpoint`, written by rank 0, reported as ``checkpoint_<step:08d>``).
 
 Scheduling. With a ``scaling`` dict in the config (``ray.train.ScalingConfig`` kwargs, as
 ``components.catalog.TpuSlice.scaling_config`` / ``components.builders.scaling.scaling_config_for_job``
@@ -37,14 +35,8 @@ hosts set ``JAX_PLATFORMS=cpu``, so each JAX process has ONE CPU device instead 
 across slices; MEGASCALE variables are set but unused), compute is float32 (``compute_dtype
 "auto"``), and MFU is not reported unless ``peak_flops_per_device`` is given.
 
-Config keys: ``dataset``, ``storage_path``, ``name``, ``scaling`` (ScalingConfig kwargs or
-None), ``num_workers`` (1, without ``scaling``), ``cpus_per_worker`` (1), ``steps``,
-``batch_size`` (rows per worker), ``lr``, ``warmup`` (50), ``grad_clip`` (1.0), ``d_model``,
-``n_layers``, ``n_heads``, ``mlp_ratio``, ``context_length`` (default: the dataset's),
-``compute_dtype`` (``"auto"``|``"bfloat16"``|``"float32"``), ``peak_flops_per_device`` (FLOP/s
-of one chip/GPU, e.g. the catalog's ``197e12`` for v5e; None -> no MFU), ``checkpoint_every``,
-``keep_checkpoints``, ``max_failures``, ``seed``, ``log_every`` (10), ``placement_log``
-(optional local JSONL: one line per worker with where it ran — used by tests).
+Arguments: :class:`workloads.args.TrainLmJaxArgs` (names, types, defaults, units); the same
+``scaling`` shape as :mod:`workloads.train_lm`.
 
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, first compiled step excluded), ``step_time_s``,
@@ -57,21 +49,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
-from functools import partial
 from typing import Any
 
-from workloads.common import (
-    ensure_ray,
-    fit_summary,
-    join,
-    report_step,
-    restore_checkpoint,
-    run_cli,
-    run_config,
-    with_absolute_storage,
-    with_model_defaults,
-)
+from workloads.args import TrainLmJaxArgs
+from workloads.common import restore_checkpoint, run_cli
+from workloads.train_loop import fit, fit_summary, run_loop
 
 log = logging.getLogger(__name__)
 
@@ -156,10 +138,69 @@ def _params_digest(params: Any) -> str:
     return h.hexdigest()
 
 
+class JaxStepper:
+    """The JAX side of :func:`workloads.train_loop.run_loop`."""
+
+    def __init__(self, args: TrainLmJaxArgs, cfg: Any, params: Any, opt_state: Any, optimizer: Any):
+        import jax
+
+        from workloads import model_jax as M
+
+        self.cfg = cfg
+        self.mesh = M.data_mesh()
+        self.params = M.replicate(params, self.mesh)
+        self.opt_state = M.replicate(opt_state, self.mesh)
+        self.train_step = M.make_train_step(
+            cfg, optimizer, self.mesh, M.resolve_dtype(args.compute_dtype)
+        )
+        self.devices = jax.device_count()
+        self.processes = jax.process_count()
+        self.flops_per_token = cfg.flops_per_token()
+        self.peak = args.peak_flops_per_device
+
+    def load(self, batch: Any) -> Any:
+        from workloads.model_jax import arrow_to_tokens
+
+        return arrow_to_tokens(batch)
+
+    def step(self, tokens: Any) -> tuple[float, int]:
+        from workloads.model_jax import shard_batch
+
+        self.params, self.opt_state, loss = self.train_step(
+            self.params, self.opt_state, shard_batch(tokens, self.mesh)
+        )
+        return float(loss), tokens.shape[0] * (tokens.shape[1] - 1)  # float() blocks
+
+    def save(self, directory: str, *, step: int, first_loss: float | None) -> Any:
+        from workloads.model_jax import save_checkpoint
+
+        return save_checkpoint(
+            directory,
+            cfg=self.cfg,
+            params=self.params,
+            step=step,
+            opt_state=self.opt_state,
+            extra={"first_loss": first_loss},
+        )
+
+    def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
+        from workloads.flops import mfu
+
+        return {
+            "mfu": mfu(tokens_per_s, self.flops_per_token, self.peak, self.devices)
+            if tokens_per_s
+            else None,
+            "devices": self.devices,
+            "processes": self.processes,
+        }
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """The Ray Train worker function: one JAX process per worker (= TPU host)."""
+    """The Ray Train worker function: one JAX process per worker (= TPU host); ``config`` is
+    :meth:`TrainLmJaxArgs.to_dict` of the resolved arguments."""
     import ray.train
 
+    args = TrainLmJaxArgs.parse(config)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     _ensure_jax_distributed(world, rank)
@@ -169,150 +210,44 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     from workloads import model_jax as M
 
-    if config.get("placement_log"):
-        with open(config["placement_log"], "a") as f:
+    if args.placement_log:
+        with open(args.placement_log, "a") as f:
             f.write(json.dumps(_placement_record(rank)) + "\n")
 
-    steps = int(config["steps"])
-    optimizer = M.make_optimizer(
-        float(config["lr"]),
-        steps,
-        int(config.get("warmup", 50)),
-        float(config.get("grad_clip", 1.0)),
-    )
-    restored = restore_checkpoint(str(config["storage_path"]), str(config["name"]))
+    optimizer = M.make_optimizer(args.lr, args.steps, args.warmup, args.grad_clip)
+    restored = restore_checkpoint(args.storage_path, args.name)
     start_step, first_loss = 0, None
     if restored is not None:
         cfg, params, meta, opt_state = M.load_checkpoint(restored[0], optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
     else:
-        cfg = M.ModelConfig.from_config(config)
-        params, opt_state = M.init_params(cfg, int(config["seed"])), None
+        cfg = args.model_config()
+        params, opt_state = M.init_params(cfg, args.seed), None
     if opt_state is None:
         opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))
-
-    mesh = M.data_mesh()
-    params, opt_state = M.replicate(params, mesh), M.replicate(opt_state, mesh)
-    dtype = M.resolve_dtype(config.get("compute_dtype", "auto"))
-    train_step = M.make_train_step(cfg, optimizer, mesh, dtype)
-    devices = jax.device_count()
-    fpt = cfg.flops_per_token()
-    peak = config.get("peak_flops_per_device")
-
-    from workloads.flops import mfu
-
-    shard = ray.train.get_dataset_shard("train")
-    batch_size = int(config["batch_size"])
-    ckpt_every = int(config.get("checkpoint_every") or 0) or steps
-    log_every = max(1, int(config.get("log_every", 10)))
-    step, epoch = start_step, 0
-    tok_count, tok_time = 0, 0.0
-    while step < steps:
-        seen = 0
-        for batch in shard.iter_batches(
-            batch_size=batch_size,
-            batch_format="pyarrow",
-            drop_last=True,
-            local_shuffle_buffer_size=8 * batch_size,
-            local_shuffle_seed=int(config["seed"]) + 1000 * epoch + step + rank,
-        ):
-            seen += 1
-            local = M.arrow_to_tokens(batch)
-            t0 = time.perf_counter()
-            params, opt_state, loss_arr = train_step(params, opt_state, M.shard_batch(local, mesh))
-            loss = float(loss_arr)  # blocks until the step is done
-            dt = time.perf_counter() - t0
-            step += 1
-            if first_loss is None:
-                first_loss = loss
-            if step > start_step + 1:  # the first step compiles; keep it out of throughput
-                tok_count += local.shape[0] * (local.shape[1] - 1) * world
-                tok_time += dt
-            tps = tok_count / tok_time if tok_time else 0.0
-            metrics = {
-                "step": step,
-                "loss": loss,
-                "first_loss": first_loss,
-                "tokens_per_s": tps,
-                "step_time_s": dt,
-                "mfu": mfu(tps, fpt, peak, devices) if tps else None,
-                "epoch": epoch,
-                "devices": devices,
-                "processes": jax.process_count(),
-            }
-            report_step(
-                metrics,
-                step,
-                steps=steps,
-                checkpoint_every=ckpt_every,
-                log_every=log_every,
-                save=partial(
-                    M.save_checkpoint,
-                    cfg=cfg,
-                    params=params,
-                    step=step,
-                    opt_state=opt_state,
-                    extra={"first_loss": first_loss},
-                )
-                if rank == 0
-                else None,
-            )
-            if step >= steps:
-                break
-        if seen == 0:
-            raise RuntimeError(
-                f"worker {rank}: dataset shard yields no batch of {batch_size} rows; "
-                "lower batch_size or num_workers"
-            )
-        epoch += 1
-    if config.get("placement_log"):
-        with open(config["placement_log"], "a") as f:
-            f.write(
-                json.dumps({"rank": rank, "step": step, "params_sha256": _params_digest(params)})
-            )
+    stepper = JaxStepper(args, cfg, params, opt_state, optimizer)
+    step = run_loop(
+        args, stepper, rank=rank, world=world, start_step=start_step, first_loss=first_loss
+    )
+    if args.placement_log:
+        with open(args.placement_log, "a") as f:
+            digest = _params_digest(stepper.params)
+            f.write(json.dumps({"rank": rank, "step": step, "params_sha256": digest}))
             f.write("\n")
 
 
-def scaling_kwargs(config: dict[str, Any]) -> dict[str, Any]:
-    """ScalingConfig kwargs: ``config["scaling"]`` when given, else CPU workers from config."""
-    if config.get("scaling"):
-        return dict(config["scaling"])
-    return {
-        "num_workers": int(config.get("num_workers", 1)),
-        "resources_per_worker": {"CPU": float(config.get("cpus_per_worker", 1))},
-    }
-
-
-def build_trainer(config: dict[str, Any]):
-    """The configured ``JaxTrainer`` (not yet fitted)."""
-    import ray.data
-    from ray.train import ScalingConfig
-    from ray.train.v2.jax import JaxTrainer
-
-    config = with_model_defaults(config)
-    train_ds = ray.data.read_parquet(join(config["dataset"], "train"))
-    return JaxTrainer(
-        train_loop_per_worker,
-        train_loop_config=config,
-        scaling_config=ScalingConfig(**scaling_kwargs(config)),
-        run_config=run_config(config),
-        datasets={"train": train_ds},
-    )
-
-
 def main(config: dict[str, Any]) -> dict[str, Any]:
-    """Fit the trainer; see the module docstring for keys and results.
+    """Fit the trainer; see the module docstring for arguments and results.
 
     Raises:
+        workloads.args.ArgError: bad arguments (one line each).
+        workloads.train_loop.DatasetTooSmall: fewer rows than one batch per worker.
         ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
     """
-    import ray
+    from ray.train.v2.jax import JaxTrainer
 
-    owns_ray = not ray.is_initialized()
-    ensure_ray()
-    result = build_trainer(with_absolute_storage(config)).fit()
-    if owns_ray:  # stop the worker-log stream so RAYGKE_RESULT really is the last stdout line
-        ray.shutdown()
+    args = TrainLmJaxArgs.parse(config)
+    result = fit(JaxTrainer, train_loop_per_worker, args)
     m = result.metrics or {}
     return {**fit_summary(result), "mfu": m.get("mfu"), "devices": m.get("devices")}
 

@@ -64,6 +64,7 @@ from components.spec import (
     resolve_group,
     resolve_job,
 )
+from workloads.args import JobContext, bind_job_args
 from workloads.registry import get_workload
 
 API_VERSION = "ray.io/v1"
@@ -394,11 +395,12 @@ def ray_cluster_manifest(cfg: StackConfig, rc: RayClusterConfig) -> dict[str, An
 
 
 def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
-    """The workload arguments of ``job``: ``job.args`` plus the derived values the workload
-    accepts (a key of its ``default_args``) and the job does not set explicitly:
+    """The workload arguments of ``job``, bound by :func:`workloads.args.bind_job_args` (the
+    one binding ``raygke local run`` uses too): ``job.args`` on top of the platform values the
+    workload has an argument for:
 
-    * ``scaling``: the ``ray.train.ScalingConfig`` kwargs (:mod:`components.builders.scaling`); for a
-      workload that takes ``num_workers`` / ``use_gpu`` instead, those two from the same kwargs;
+    * ``scaling``: the ``ray.train.ScalingConfig`` kwargs (:mod:`components.builders.scaling`),
+      the same shape for both trainers;
     * ``max_failures``: ``job.max_failures``;
     * ``storage_path``: the checkpoints bucket URL;
     * ``name`` (workloads that write checkpoints): the job name, the Ray Train experiment name,
@@ -410,27 +412,20 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
 
     Raises:
         KeyError: unknown workload. ResolveError: unresolvable target.
+        workloads.args.ArgError: ``job.args`` do not fit the workload (the stack rules report
+            the same problems first).
     """
     workload = get_workload(job.workload)
     target = resolve_job(cfg, job)
-    scaling = scaling_config_for_pool(target.pool, target.replicas)
-    accepted = set(workload.default_args)
-    derived: dict[str, Any] = {
-        "max_failures": job.max_failures,
-        "storage_path": bucket_url(cfg, "checkpoints"),
-        "dataset": f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
-        "peak_flops_per_device": peak_flops_per_device(target.pool),
-    }
-    if "checkpoints" in workload.writes:
-        derived["name"] = job.name
-    if "scaling" in accepted:
-        derived["scaling"] = scaling
-    else:
-        derived["num_workers"] = scaling["num_workers"]
-        derived["use_gpu"] = bool(scaling.get("use_gpu", False))
-    args = {k: v for k, v in derived.items() if k in accepted or k == "scaling"}
-    args.update(job.args)
-    return args
+    context = JobContext(
+        dataset=f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
+        storage_path=bucket_url(cfg, "checkpoints"),
+        name=job.name if "checkpoints" in workload.writes else None,
+        scaling=scaling_config_for_pool(target.pool, target.replicas),
+        max_failures=job.max_failures,
+        peak_flops_per_device=peak_flops_per_device(target.pool),
+    )
+    return bind_job_args(job.workload, context, job.args)
 
 
 def _own_cluster_spec(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:

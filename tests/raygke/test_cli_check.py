@@ -97,3 +97,29 @@ def test_usage_errors_exit_2() -> None:
     assert raygke("check").returncode == 2
     assert raygke("check", "--stack", "dev", "--config", "x.yaml").returncode == 2
     assert raygke("check", "--bogus").returncode == 2
+
+
+def test_yaml_date_as_job_argument_is_one_problem_line(tmp_path: Path) -> None:
+    """YAML reads ``checkpoint: 2001-12-14`` as a date; `check` names it instead of crashing."""
+    import datetime
+
+    def mutate(c: dict) -> None:
+        c["ray-gke:jobs"].append(
+            {
+                "name": "eval",
+                "workload": "evaluate",
+                "cluster": "research",
+                "worker_group": "cpu",
+                "args": {"checkpoint": datetime.date(2001, 12, 14)},
+            }
+        )
+
+    path = write_stack(tmp_path, mutate)
+    assert "checkpoint: 2001-12-14" in path.read_text()
+    r = raygke("check", "--config", str(path))
+    assert r.returncode == 1
+    assert (
+        "jobs[eval].args: argument 'checkpoint' of workload evaluate is "
+        "datetime.date(2001, 12, 14) (a date); expected str or None" in r.stderr
+    )
+    assert "Traceback" not in r.stderr + r.stdout

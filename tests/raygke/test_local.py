@@ -317,3 +317,19 @@ def test_set_rejects_unknown_or_mistyped_arguments_before_submitting(tmp_path: P
     r = _raygke("run", "--config", str(cfg), "--set", "train_lm.steps=abc", cwd=tmp_path)
     assert r.returncode == 2 and "argument 'steps' of workload train_lm is 'abc'" in r.stderr
     assert lj.parse_overrides(["train_lm.steps=20"]) == {"train_lm": {"steps": 20}}
+
+
+def test_overrides_bind_through_the_workload_and_train_lm_ones_reach_jax() -> None:
+    state = {
+        "buckets": {b: f"/b/{b}" for b in lc.BUCKETS},
+        "tpu": "v5e:2x2",
+    }
+    over = {"train_lm": {"steps": 7}, "evaluate": {"prompt": "x"}}
+    jax = lj.job_args("train_lm_jax", state, None, "r", {}, accelerator="tpu", overrides=over)
+    assert jax["steps"] == 7 and jax["scaling"]["use_tpu"] is True
+    assert lj.job_args("evaluate", state, None, "r", {}, overrides=over)["prompt"] == "x"
+    gpu = lj.job_args("train_lm", state, None, "r", {}, accelerator="gpu")
+    assert gpu["use_gpu"] is True
+    with pytest.raises(lc.LocalError, match="unknown argument 'use_gpu' for workload train_lm_jax"):
+        lj.check_overrides(["prepare", "train_lm_jax"], {"train_lm": {"use_gpu": True}})
+    lj.check_overrides(["prepare", "train_lm"], {"train_lm": {"use_gpu": True}})

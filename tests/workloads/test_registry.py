@@ -62,3 +62,17 @@ def test_result_line_is_last_and_parseable(capsys: pytest.CaptureFixture[str]) -
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith(RESULT_PREFIX)
     assert json.loads(last[len(RESULT_PREFIX) :]) == {"rows": 3, "dataset": "/x"}
+
+
+def test_workload_cli_reports_bad_arguments_in_one_line_each_exit_2() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "workloads.train_lm", "--steps", "abc", "--batch-size", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        "train_lm: argument 'steps' of workload train_lm is 'abc'; expected int (e.g. 500)",
+        "train_lm: argument 'batch_size' of workload train_lm is 0; must be >= 1",
+    ]

@@ -146,7 +146,8 @@ def test_jobs() -> None:
     assert g["replicas"] == g["minReplicas"] == g["maxReplicas"] == 2
     assert g["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
     targs = _entry_args(h100["entrypoint"])
-    assert (targs["num_workers"], targs["use_gpu"]) == (16, True)
+    # both trainers take the pool's ScalingConfig kwargs as `scaling` (workloads/args.py)
+    assert (targs["scaling"]["num_workers"], targs["scaling"]["use_gpu"]) == (16, True)
 
 
 def test_render_is_deterministic_and_ordered() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from components.builders.cluster import nap_resource_limits
 from components.builders.kuberay import KUBERAY_HELM_REPO, kubeconfig
-from components.spec import validate
+from components.spec import ConfigError, validate
 from tests.helpers import by_name, config, of_type, render
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -149,11 +149,14 @@ def test_pure_builders():
     assert kc["clusters"][0]["cluster"]["server"] == "https://1.2.3.4"
     assert kc["clusters"][0]["cluster"]["certificate-authority-data"] == "Q0E="
     assert "token" not in json.dumps(kc) and "password" not in json.dumps(kc)
-    cfg = validate(config(nap={"resource_limits": {"cpu": 2048}}))
+    # memory is not given: NAP's default (1024 GB) is below what the pools scale to -> refused
+    with pytest.raises(ConfigError, match=r"nap.resource_limits\[memory\] 1024"):
+        validate(config(nap={"resource_limits": {"cpu": 2048}}))
+    cfg = validate(config(nap={"resource_limits": {"cpu": 2048, "memory": 8192}}))
     limits = {x["resource_type"]: x["maximum"] for x in nap_resource_limits(cfg)}
     assert limits == {
         "cpu": 2048,
-        "memory": 1024,
+        "memory": 8192,
         "tpu-v6e-slice": 32,
         "tpu-v5-lite-podslice": 12,
         "nvidia-l4": 2,

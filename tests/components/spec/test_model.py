@@ -446,7 +446,7 @@ def test_multi_host_tpu_needs_the_webhook_in_helm_mode() -> None:
         "max_slices": 2,
     }
     d["node_pools"][2]["allow_unlisted_zone"] = True
-    d["nap"]["resource_limits"].update({"tpu-v6e-slice": 32, "cpu": 2000})
+    d["nap"]["resource_limits"].update({"tpu-v6e-slice": 32, "cpu": 2000, "memory": 8000})
     one_problem(
         d,
         "worker_groups[tpu]: the multi-host TPU slice v6e 4x4 needs the TPU initialization webhook",

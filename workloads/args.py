@@ -1,0 +1,527 @@
+"""Typed arguments of every workload: one dataclass each, the one source of their names, types,
+defaults, units and meanings.
+
+Standard library only (the Pulumi side and ``raygke`` import it; it must not load
+ray/torch/jax/pulumi). From each dataclass are derived:
+
+* the defaults merged into a job's JSON config (:meth:`WorkloadArgs.defaults`);
+* the type and range checks, one readable line per problem, optional fields included
+  (:meth:`WorkloadArgs.problems`; :meth:`WorkloadArgs.parse` raises :class:`ArgError`);
+* the ``--set JOB.KEY=VALUE`` value parser (:func:`parse_value`);
+* the job-argument binding used both by the RayJob manifests on GKE
+  (``components/builders/manifests.py`` ``job_args``) and by ``raygke local run``
+  (``raygke/local_jobs.py`` ``job_args``): :func:`bind_job_args`;
+* the documentation rows (:meth:`WorkloadArgs.rows`: name, type, default, unit, meaning).
+
+A workload module reads its typed object (``args.steps``), never ``config.get(key, default)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+
+from workloads.lm_config import ModelConfig
+
+
+class ArgError(ValueError):
+    """Workload arguments that do not fit the workload's dataclass. ``problems`` holds one
+    readable line per problem (field named, value shown, what is allowed); ``str()`` joins
+    them with ``"; "``."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
+def arg(
+    default: Any,
+    doc: str,
+    unit: str = "",
+    *,
+    minimum: float | None = None,
+    check: Callable[[Any], str | None] | None = None,
+) -> Any:
+    """A dataclass field of a workload's arguments.
+
+    Args:
+        default: the default value (a list is copied per instance).
+        doc: the meaning, one sentence.
+        unit: the unit of the value ("steps", "rows", "bytes", "FLOP/s", "path or URI", ...).
+        minimum: smallest allowed number (checked for int/float values).
+        check: extra rule, ``value -> problem text or None`` (e.g. the ``scaling`` shape).
+    """
+    meta = {"doc": doc, "unit": unit, "minimum": minimum, "check": check, "default": default}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: json.loads(json.dumps(default)), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+# ---------------------------------------------------------------------------------- type checks
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if tp is type(None):
+        return "None"
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if origin is list:
+        return f"list of {_type_name(get_args(tp)[0])}"
+    if origin in (dict, Mapping):
+        return "mapping"
+    if tp is Any:
+        return "any"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _accepts(tp: Any, value: Any) -> bool:
+    """Whether ``value`` (as JSON/YAML gives it) fits the annotation ``tp``. An int is a fine
+    float; a bool is never an int or float."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    if origin in (Union, types.UnionType):
+        return any(_accepts(a, value) for a in get_args(tp))
+    if origin is Literal:
+        return any(type(value) is type(a) and value == a for a in get_args(tp))
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    if origin is list:
+        (item,) = get_args(tp)
+        return isinstance(value, (list, tuple)) and all(_accepts(item, v) for v in value)
+    if origin in (dict, Mapping):
+        key_t, val_t = get_args(tp) or (str, Any)
+        return isinstance(value, Mapping) and all(
+            _accepts(key_t, k) and _accepts(val_t, v) for k, v in value.items()
+        )
+    return isinstance(value, tp)
+
+
+def _show(value: Any) -> str:
+    """A value for a problem line: its repr, plus its type when that is not a JSON type (e.g.
+    a YAML date ``2001-12-14`` -> ``datetime.date(2001, 12, 14) (a date)``)."""
+    if isinstance(value, (str, int, float, bool, list, dict, type(None))):
+        return repr(value)
+    return f"{value!r} (a {type(value).__name__})"
+
+
+def parse_value(raw: str) -> Any:
+    """Parse a command-line value (``--set job.key=VALUE``, ``--key VALUE``): JSON when it
+    parses (``10`` -> 10, ``true`` -> True, ``[1,2]`` -> list), else the string itself."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+# ------------------------------------------------------------------------------------ the base
+
+
+@dataclass(frozen=True)
+class ArgRow:
+    """One documented argument: ``type`` as text ("int", "str or None"), ``default`` as JSON
+    text, ``unit`` ("" when unitless), ``doc`` the meaning."""
+
+    name: str
+    type: str
+    default: str
+    unit: str
+    doc: str
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+@dataclass(frozen=True)
+class WorkloadArgs:
+    """Base of every workload's argument dataclass. ``WORKLOAD`` is the registry name."""
+
+    WORKLOAD: ClassVar[str] = ""
+
+    @classmethod
+    def _hints(cls) -> dict[str, Any]:
+        if cls not in _HINTS:
+            _HINTS[cls] = get_type_hints(cls)
+        return _HINTS[cls]
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The argument names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Every argument's default (a new dict, JSON-serialisable)."""
+        return {
+            f.name: json.loads(json.dumps(f.metadata["default"])) for f in dataclasses.fields(cls)
+        }
+
+    @classmethod
+    def problems(cls, values: Mapping[str, Any]) -> list[str]:
+        """Problems with ``values`` (a subset of the arguments), one line each: an unknown name
+        (the accepted ones listed), a value of the wrong type (``None`` only where the type
+        allows it), a number under its minimum, or a field rule's complaint."""
+        hints = cls._hints()
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        out = []
+        for key, value in values.items():
+            f = fields.get(key)
+            if f is None:
+                out.append(
+                    f"unknown argument {key!r} for workload {cls.WORKLOAD}; accepted: "
+                    f"{', '.join(sorted(fields))}"
+                )
+                continue
+            where = f"argument {key!r} of workload {cls.WORKLOAD} is {_show(value)}"
+            tp = hints[key]
+            if not _accepts(tp, value):
+                default = f.metadata["default"]
+                eg = f" (e.g. {default!r})" if default is not None else ""
+                out.append(f"{where}; expected {_type_name(tp)}{eg}")
+                continue
+            minimum = f.metadata["minimum"]
+            if (
+                minimum is not None
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and value < minimum
+            ):
+                out.append(f"{where}; must be >= {minimum:g}")
+                continue
+            check = f.metadata["check"]
+            why = check(value) if check is not None and value is not None else None
+            if why:
+                out.append(f"{where}; {why}")
+        return out
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any] | None = None) -> Any:
+        """The typed arguments: defaults updated with ``values``.
+
+        Raises:
+            ArgError: :meth:`problems` found any (all of them listed).
+        """
+        values = dict(values or {})
+        problems = cls.problems(values)
+        if problems:
+            raise ArgError(problems)
+        return cls(**values)
+
+    @classmethod
+    def rows(cls) -> list[ArgRow]:
+        """One documentation row per argument (for a docs generator or ``--help`` text)."""
+        hints = cls._hints()
+        return [
+            ArgRow(
+                name=f.name,
+                type=_type_name(hints[f.name]),
+                default=json.dumps(f.metadata["default"]),
+                unit=f.metadata["unit"],
+                doc=f.metadata["doc"],
+            )
+            for f in dataclasses.fields(cls)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """All arguments as a plain JSON-able dict (what travels to Ray Train workers)."""
+        return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------------------------ prepare
+
+
+def _fraction(value: float) -> str | None:
+    return None if 0 <= value < 1 else "must be >= 0 and < 1"
+
+
+@dataclass(frozen=True)
+class PrepareArgs(WorkloadArgs):
+    """Arguments of :mod:`workloads.prepare`."""
+
+    WORKLOAD: ClassVar[str] = "prepare"
+
+    data: str | None = arg(
+        None,
+        "corpus: folder, glob, single file or gs:// URI; None = this interpreter's standard "
+        "library source folder",
+        "path or URI",
+    )
+    dataset: str = arg("/tmp/raygke/dataset", "output dataset folder", "path or URI")
+    include: str = arg("*.py", "glob on the corpus files' relative paths (a folder corpus)")
+    exclude: str | list[str] = arg(  # noqa: RUF009 (arg() returns a dataclasses.field)
+        ["site-packages/*"], "glob(s) on relative paths to leave out (a folder corpus)"
+    )
+    context_length: int = arg(256, "window length T of one training row", "bytes", minimum=1)
+    val_fraction: float = arg(
+        0.05, "share of files that go to the validation split", "fraction", check=_fraction
+    )
+    num_shards: int = arg(8, "Parquet shards per split", "files", minimum=1)
+
+
+# ------------------------------------------------------------------------------------ trainers
+
+# ``ray.train.ScalingConfig`` keyword arguments a ``scaling`` mapping may hold
+# (https://docs.ray.io/en/latest/train/api/doc/ray.train.ScalingConfig.html).
+SCALING_KEYS = (
+    "num_workers",
+    "use_gpu",
+    "use_tpu",
+    "topology",
+    "accelerator_type",
+    "resources_per_worker",
+    "placement_strategy",
+)
+
+
+def _scaling_problem(value: Mapping[str, Any]) -> str | None:
+    unknown = sorted(set(value) - set(SCALING_KEYS))
+    if unknown:
+        return (
+            f"unknown ScalingConfig key(s) {', '.join(unknown)}; allowed: {', '.join(SCALING_KEYS)}"
+        )
+    n = value.get("num_workers")
+    if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+        return "needs num_workers, an int >= 1"
+    res = value.get("resources_per_worker", {})
+    if not isinstance(res, Mapping) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in res.values()
+    ):
+        return "resources_per_worker must map resource names to numbers"
+    return None
+
+
+_MODEL = ModelConfig()
+
+
+@dataclass(frozen=True)
+class TrainArgs(WorkloadArgs):
+    """Arguments both trainers take (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`),
+    read by the shared loop :mod:`workloads.train_loop`."""
+
+    dataset: str = arg("/tmp/raygke/dataset", "dataset written by prepare", "path or URI")
+    storage_path: str = arg(
+        "/tmp/raygke/runs",
+        "Ray Train storage root; runs go to <storage_path>/<name>",
+        "path or URI",
+    )
+    name: str = arg("train", "experiment (run) name under storage_path")
+    scaling: dict[str, Any] | None = arg(  # noqa: RUF009 (arg() returns a dataclasses.field)
+        None,
+        "ray.train.ScalingConfig kwargs derived from the node pool / TPU slice "
+        "(components/builders/scaling.py); None = num_workers CPU workers",
+        check=_scaling_problem,
+    )
+    num_workers: int = arg(1, "Ray Train workers when scaling is None", "workers", minimum=1)
+    cpus_per_worker: float = arg(
+        1.0, "CPUs each worker asks for when scaling is None", "CPUs", minimum=0
+    )
+    steps: int = arg(
+        500, "optimisation steps in total (resumed runs continue the count)", "steps", minimum=1
+    )
+    batch_size: int = arg(32, "rows per worker per step", "rows", minimum=1)
+    lr: float = arg(3e-3, "peak learning rate (AdamW)", "1/step", minimum=0)
+    warmup: int = arg(50, "linear warm-up before cosine decay", "steps", minimum=0)
+    checkpoint_every: int = arg(
+        100,
+        "checkpoint period; 0 = only at the end (the last step always checkpoints)",
+        "steps",
+        minimum=0,
+    )
+    keep_checkpoints: int | None = arg(
+        None, "checkpoints Ray Train keeps; None = all", "checkpoints", minimum=1
+    )
+    max_failures: int = arg(
+        2, "worker-group restarts from the last checkpoint", "restarts", minimum=0
+    )
+    seed: int = arg(0, "model init and shuffle seed")
+    log_every: int = arg(10, "metrics report period", "steps", minimum=1)
+    d_model: int = arg(_MODEL.d_model, "model width", "units", minimum=1)
+    n_layers: int = arg(_MODEL.n_layers, "transformer blocks", "layers", minimum=1)
+    n_heads: int = arg(_MODEL.n_heads, "attention heads (must divide d_model)", "heads", minimum=1)
+    context_length: int | None = arg(
+        None,
+        "sequence length T; None = the dataset's (prepare's manifest, else 256)",
+        "bytes",
+        minimum=1,
+    )
+    mlp_ratio: int = arg(_MODEL.mlp_ratio, "MLP width / d_model", minimum=1)
+    dropout: float = arg(_MODEL.dropout, "dropout rate (PyTorch model only)", "fraction", minimum=0)
+    step_log: str | None = arg(
+        None, "local JSONL file: one line per step from rank 0 with its attempt id (tests)", "path"
+    )
+    fail_at_step: int | None = arg(
+        None, "test hook: rank 0 exits once right after this step (with fail_marker)", "steps"
+    )
+    fail_marker: str | None = arg(
+        None,
+        "test hook: file created when the fail_at_step crash happens, so it happens once",
+        "path",
+    )
+
+    def model_config(self) -> ModelConfig:
+        """The model dimensions (``context_length`` must be resolved, else 256)."""
+        return ModelConfig.from_config(self.to_dict())
+
+
+@dataclass(frozen=True)
+class TrainLmArgs(TrainArgs):
+    """Arguments of :mod:`workloads.train_lm` (PyTorch, DDP)."""
+
+    WORKLOAD: ClassVar[str] = "train_lm"
+
+    name: str = arg("train_lm", "experiment (run) name under storage_path")
+    use_gpu: bool = arg(False, "one GPU per worker when scaling is None")
+    torch_threads: int | None = arg(
+        None, "torch intra-op threads; None = node CPUs / workers on the node", "threads", minimum=1
+    )
+
+
+@dataclass(frozen=True)
+class TrainLmJaxArgs(TrainArgs):
+    """Arguments of :mod:`workloads.train_lm_jax` (JAX, data-parallel on TPU slices or CPU)."""
+
+    WORKLOAD: ClassVar[str] = "train_lm_jax"
+
+    name: str = arg("train_lm_jax", "experiment (run) name under storage_path")
+    steps: int = arg(
+        600, "optimisation steps in total (resumed runs continue the count)", "steps", minimum=1
+    )
+    checkpoint_every: int = arg(
+        200,
+        "checkpoint period; 0 = only at the end (the last step always checkpoints)",
+        "steps",
+        minimum=0,
+    )
+    grad_clip: float = arg(1.0, "global gradient-norm clip", "norm", minimum=0)
+    compute_dtype: Literal["auto", "bfloat16", "bf16", "float32"] = arg(
+        "auto", "matmul dtype; auto = bfloat16 on TPU/GPU, float32 on CPU"
+    )
+    peak_flops_per_device: float | None = arg(
+        None, "peak FLOP/s of one chip/GPU (catalog) for MFU; None = no MFU", "FLOP/s", minimum=0
+    )
+    placement_log: str | None = arg(
+        None, "local JSONL file: one line per worker with where it ran (tests)", "path"
+    )
+
+
+# ------------------------------------------------------------------------------------ evaluate
+
+
+@dataclass(frozen=True)
+class EvaluateArgs(WorkloadArgs):
+    """Arguments of :mod:`workloads.evaluate`."""
+
+    WORKLOAD: ClassVar[str] = "evaluate"
+
+    dataset: str = arg("/tmp/raygke/dataset", "dataset written by prepare", "path or URI")
+    storage_path: str = arg("/tmp/raygke/runs", "Ray Train storage root of the run", "path or URI")
+    name: str = arg("train_lm", "run name under storage_path")
+    checkpoint: str | None = arg(
+        None,
+        "checkpoint folder; None = newest valid one under <storage_path>/<name>",
+        "path or URI",
+    )
+    prompt: str = arg("def ", "text the sample continues")
+    sample_bytes: int = arg(200, "length of the sample", "bytes", minimum=0)
+    temperature: float = arg(0.6, "sampling temperature; 0 = greedy", minimum=0)
+    seed: int = arg(0, "sampling seed")
+    batch_size: int = arg(32, "validation rows per forward pass", "rows", minimum=1)
+    max_val_rows: int = arg(1024, "validation rows scored; 0 = all", "rows", minimum=0)
+    torch_threads: int | None = arg(None, "torch threads; None = all CPUs", "threads", minimum=1)
+
+
+ARGS: Mapping[str, type[WorkloadArgs]] = types.MappingProxyType(
+    {c.WORKLOAD: c for c in (PrepareArgs, TrainLmArgs, TrainLmJaxArgs, EvaluateArgs)}
+)
+
+
+def markdown_table(workload: str) -> str:
+    """The arguments of ``workload`` as a Markdown table (name, type, default, unit, meaning),
+    from :meth:`WorkloadArgs.rows`; ``python -m workloads.args`` prints every workload's.
+
+    Raises:
+        KeyError: unknown workload.
+    """
+    lines = ["| argument | type | default | unit | meaning |", "|---|---|---|---|---|"]
+    for r in ARGS[workload].rows():
+        cells = (f"`{r.name}`", r.type, f"`{r.default}`", r.unit, r.doc)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------- binding
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What the platform running a job provides (GKE RayJob or ``raygke local run``); each value
+    reaches the workload only if its arguments have a field of that name, and only where not
+    None.
+
+    Attributes:
+        dataset: the dataset folder (prepare writes it, trainers and evaluate read it).
+        storage_path: the checkpoints root.
+        name: the run name (trainers write, evaluate reads ``<storage_path>/<name>``).
+        scaling: ``ray.train.ScalingConfig`` kwargs of the target node pool / TPU slice.
+        max_failures: the job's restart budget.
+        peak_flops_per_device: the catalog's peak FLOP/s of one accelerator (for MFU).
+        data: the corpus URI (prepare).
+        checkpoint: the checkpoint to evaluate.
+    """
+
+    dataset: str | None = None
+    storage_path: str | None = None
+    name: str | None = None
+    scaling: Mapping[str, Any] | None = None
+    max_failures: int | None = None
+    peak_flops_per_device: float | None = None
+    data: str | None = None
+    checkpoint: str | None = None
+
+
+def bind_job_args(
+    workload: str, context: JobContext, args: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The arguments of one job: the ``context`` values the workload takes, then the job's own
+    ``args`` on top (an explicit argument always wins). Defaults are not filled in (the
+    workload's entrypoint merges them).
+
+    Raises:
+        KeyError: unknown workload (valid names listed).
+        ArgError: the resulting arguments do not fit the workload's dataclass.
+    """
+    try:
+        cls = ARGS[workload]
+    except KeyError:
+        raise KeyError(f"unknown workload {workload!r}; valid names: {', '.join(ARGS)}") from None
+    accepted = set(cls.names())
+    out = {
+        k: (dict(v) if isinstance(v, Mapping) else v)
+        for k, v in ((f.name, getattr(context, f.name)) for f in dataclasses.fields(context))
+        if v is not None and k in accepted
+    }
+    out.update(args or {})
+    problems = cls.problems(out)
+    if problems:
+        raise ArgError(problems)
+    return out
+
+
+if __name__ == "__main__":
+    for _name in ARGS:
+        print(f"### {_name}\n\n{markdown_table(_name)}\n")
