@@ -278,11 +278,19 @@ def run(
     overrides: list[str] | None = typer.Option(
         None, "--set", help="Extra job argument JOB.KEY=VALUE (repeatable), e.g. train_lm.steps=50"
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Stream the jobs' logs (Ray's own lines) here too"
+    ),
 ) -> None:
-    """Submit jobs through the Ray Jobs API, stream their logs, and print a summary."""
+    """Submit jobs through the Ray Jobs API, show a progress line per job, and print a summary.
+
+    The jobs' logs (Ray's own lines included) go to ``<root>/<stack>/runs/<time>/run.log``,
+    whose path is printed; ``--verbose`` also streams them here.
+    """
     import signal
 
     from raygke import local_jobs
+    from raygke.progress import RunLog
 
     # SIGTERM (timeout, CI cancellation) stops the running job like Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -294,6 +302,7 @@ def run(
     except local_cluster.LocalError as e:
         _fail(str(e), EXIT_USAGE)
     target = resolve_target(stack, config)
+    exits = contextlib.ExitStack()  # the run log, and Ray's logger sent into it
     try:
         local_cluster.require_ray()
         state = local_cluster.read_state(target)
@@ -314,8 +323,9 @@ def run(
                 _fail("--accelerator gpu: the local cluster has no GPU (Ray found none)")
         data_uri = local_jobs.absolute_data(data)
         ds = local_jobs.dataset_name(data_uri)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
         if any(n in ("train_lm", "train_lm_jax") for n in names):
-            run_name = f"lm-{ds}-{time.strftime('%Y%m%d-%H%M%S')}"
+            run_name = f"lm-{ds}-{stamp}"
         else:
             run_name = state.get("last_run") or f"lm-{ds}"
         working_dir = local_jobs.stage_working_dir(state["buckets"]["artifacts"])
@@ -323,33 +333,32 @@ def run(
             f"running {' -> '.join(names)} on local cluster {target.stack!r} "
             f"({state['dashboard_url']}); data: {data_uri or 'Python standard library sources'}"
         )
+        run_log = RunLog(target.run_log(stamp))
+        console.print(f"log: {run_log.path}", markup=False)
         results: dict[str, dict[str, Any]] = {}
         outcomes: list[local_jobs.JobOutcome] = []
         t0 = time.monotonic()
+        exits.callback(run_log.close)
+        if not verbose:
+            local_cluster.use_cluster_auth(target)  # before Ray is imported
+            exits.enter_context(run_log.capture_ray_logging())
         for i, name in enumerate(names, 1):
             args = local_jobs.job_args(name, state, data_uri, run_name, results, accelerator)
             args.update(extra_args.get(name, {}))
             if name == "train_lm_jax":
                 args.update(extra_args.get("train_lm", {}))
             console.rule(f"[bold]{i}/{len(names)} {name}")
-            with console.status(f"{name}: submitting") as spin, _api_errors(state, name):
-                outcome = local_jobs.run_job(
-                    target,
-                    state,
-                    name,
-                    args,
-                    working_dir,
-                    on_log=lambda line: console.print(Text.from_ansi(line)),
-                    on_status=lambda s, n=name, sp=spin: sp.update(
-                        f"{n}: {s} ({time.monotonic() - t0:.0f} s)"
-                    ),
-                )
+            run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
+            with _api_errors(state, name):
+                outcome = _run_shown(target, state, name, args, working_dir, run_log, verbose)
+            run_log.write(f"==> {name}: job {outcome.job_id} {outcome.status}")
             outcomes.append(outcome)
             if outcome.status != "SUCCEEDED" or outcome.result is None:
                 why = outcome.message or "no RAYGKE_RESULT line in its log"
                 err.print(f"--- last {len(outcome.log_tail)} log lines of {name} ---", markup=False)
                 for line in outcome.log_tail:
                     err.print(Text.from_ansi(line))
+                err.print(f"full log: {run_log.path}", markup=False)
                 if summary_json is not None:
                     _write_json(
                         summary_json,
@@ -392,6 +401,53 @@ def run(
     except KeyboardInterrupt:
         err.print("interrupted; the running job was stopped")
         raise typer.Exit(130) from None
+    finally:
+        exits.close()
+
+
+def _run_shown(
+    target: local_cluster.LocalTarget,
+    state: dict[str, Any],
+    name: str,
+    args: dict[str, Any],
+    working_dir: str,
+    run_log: Any,
+    verbose: bool,
+) -> Any:
+    """Run one job (``local_jobs.run_job``): every log line into ``run_log``; with ``verbose``
+    also printed here under a status spinner, else shown as a progress bar or plain lines
+    (:func:`raygke.progress.stage_display`)."""
+    from raygke import local_jobs
+    from raygke.progress import parse_progress, stage_display
+
+    if verbose:
+        t0 = time.monotonic()
+
+        def log_and_print(line: str) -> None:
+            run_log.write(line)
+            console.print(Text.from_ansi(line))
+
+        with console.status(f"{name}: submitting") as spin:
+            return local_jobs.run_job(
+                target,
+                state,
+                name,
+                args,
+                working_dir,
+                on_log=log_and_print,
+                on_status=lambda s: spin.update(f"{name}: {s} ({time.monotonic() - t0:.0f} s)"),
+            )
+    with stage_display(console, name) as stage:
+
+        def log_and_show(line: str) -> None:
+            run_log.write(line)
+            event = parse_progress(line)
+            if event is not None:
+                stage.update(event)
+
+        return local_jobs.run_job(
+            target, state, name, args, working_dir, on_log=log_and_show, on_status=stage.status
+        )
 
 
 @contextlib.contextmanager

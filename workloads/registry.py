@@ -16,6 +16,9 @@ from types import MappingProxyType
 from typing import Any
 
 RESULT_PREFIX = "RAYGKE_RESULT "
+# ``RAYGKE_PROGRESS {"stage", "done", "total", ...}``: a stage's progress, printed by
+# ``workloads.common.emit_progress``; ``raygke local run`` draws it as a bar.
+PROGRESS_PREFIX = "RAYGKE_PROGRESS "
 
 
 @dataclass(frozen=True)
