@@ -29,10 +29,10 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.text import Text
 
@@ -134,9 +134,13 @@ class PlainStage:
         if self._first is None:
             self._first = (now, done)
         final = total is not None and done >= total
-        if done < self._next and not (final and self._next <= total):
-            return  # not yet at the next multiple of `every`; or the last line already shown
-        self._next = total + 1 if final else (done // every + 1) * every
+        if done < self._next:
+            return  # not yet at the next multiple of `every` (or the total), or already shown
+        if final:
+            self._next = total + 1
+        else:
+            self._next = (done // every + 1) * every
+            self._next = min(self._next, total) if total else self._next
         line = self.format(event, now)
         self.printed.append(line)
         self.console.print(line, markup=False, highlight=False)
@@ -189,9 +193,22 @@ class LiveStage:
         )
 
 
+class TimesColumn(ProgressColumn):
+    """``<elapsed>  ETA <remaining>`` while running (ETA from rich's speed estimate), ``in
+    <elapsed>`` once finished."""
+
+    def render(self, task: Task) -> Text:
+        if task.finished:
+            return Text(f"in {_duration(task.finished_time or 0)}", style="progress.elapsed")
+        shown = _duration(task.elapsed or 0)
+        if task.time_remaining is not None:
+            shown += f"  ETA {_duration(task.time_remaining)}"
+        return Text(shown, style="progress.remaining")
+
+
 def live_progress(console: Console) -> Progress:
     """The ``rich.progress.Progress`` of one job: spinner, name, bar, done/total unit, figures,
-    elapsed, ETA."""
+    elapsed time and ETA (:class:`TimesColumn`)."""
     return Progress(
         SpinnerColumn(finished_text="[green]✓"),
         TextColumn("[bold]{task.description}"),
@@ -199,9 +216,7 @@ def live_progress(console: Console) -> Progress:
         MofNCompleteColumn(),
         TextColumn("{task.fields[unit]}"),
         TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
+        TimesColumn(),
         console=console,
     )
 

@@ -241,7 +241,16 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     assert summary["jobs"]["prepare"]["status"] == "SUCCEEDED"
     datasets = Path(cluster["state"]["buckets"]["datasets"])
     assert (datasets / local_jobs.dataset_name(str(corpus))).is_dir()
-    assert RESULT_PREFIX.strip() in r.stdout, "the job's log is streamed"
+    # the job's log (Ray's own lines too) goes to the run's log file, not to stdout
+    logs = [ln.split(": ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("log: ")]
+    assert len(logs) == 1, r.stdout
+    log = Path(logs[0])
+    assert log.parent.parent == cluster["base"] / "root" / "t" / "runs"
+    text = log.read_text()
+    assert RESULT_PREFIX.strip() in text and "Running entrypoint for job" in text
+    assert " INFO " in text, "Ray's INFO lines are in the log file"
+    assert RESULT_PREFIX.strip() not in r.stdout and " INFO " not in r.stdout + r.stderr
+    assert "  prepare  " in r.stdout and "shards" in r.stdout, "a plain progress line"
 
 
 @pytest.mark.ray
@@ -293,8 +302,12 @@ def test_a_task_log_line_reaches_the_job_log_once(cluster) -> None:
 def test_failing_job_stops_with_its_log_tail(cluster) -> None:
     empty = cluster["base"] / "empty"
     empty.mkdir()
-    r = _raygke("run", "--data", str(empty), "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    r = _raygke(
+        "run", "--verbose", "--data", str(empty), "--config", str(cluster["cfg"]),
+        cwd=cluster["base"],
+    )  # fmt: skip
     assert r.returncode == 1, r.stdout[-2000:]
+    assert "Running entrypoint for job" in r.stdout, "--verbose streams the job's log"
     assert "last" in r.stderr and "log lines of prepare" in r.stderr
     assert "CorpusError" in r.stderr  # the job's own error, from its log tail
     assert r.stderr.strip().splitlines()[-1].startswith("error: job prepare")

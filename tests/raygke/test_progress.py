@@ -98,6 +98,19 @@ def test_plain_lines_every_fifth_of_the_steps_and_the_last_once() -> None:
     assert "ETA" not in out[-1]
 
 
+def test_plain_last_line_when_the_total_is_no_multiple_of_the_fifth() -> None:
+    stage, _ = _plain()
+    for done in range(32, 1025, 32):
+        stage.update({"stage": "evaluate", "done": done, "total": 1024}, now=float(done))
+    assert [ln.split()[1] for ln in stage.printed] == [
+        "224/1,024",
+        "416/1,024",
+        "640/1,024",
+        "832/1,024",
+        "1,024/1,024",
+    ]
+
+
 def test_plain_lines_with_sparse_events_and_phases() -> None:
     stage, _ = _plain()
     # a job that reports rarely: each event past the next fifth prints one line
@@ -125,6 +138,7 @@ def test_stage_display_live_bar_on_a_terminal() -> None:
             stage.update({"stage": "train", "done": step, "total": 3, "unit": "steps", "loss": 2})
     text = console.export_text()
     assert "train_lm" in text and "3/3" in text and "loss 2.000" in text
+    assert text.rstrip().splitlines()[-1].rstrip().endswith("in 0s"), text
 
 
 def test_run_log_strips_colours_and_captures_rays_logger(tmp_path: Path) -> None:
