@@ -5,6 +5,9 @@ neither (or ``--stack local`` and no ``Pulumi.local.yaml``) the built-in ``local
 used: ``LocalConfig`` defaults (1 worker, 1 CPU per node, GCS port 6380, dashboard 8266, root
 ``.raygke/local``). ``$RAYGKE_LOCAL_ROOT`` overrides the root.
 
+``run`` shows one progress line or bar per job and writes the jobs' logs (Ray's own lines
+included) to ``<root>/<stack>/runs/<YYYYmmdd-HHMMSS>/run.log`` (``--verbose`` also streams them).
+
 Exit codes: 0 success; 1 the operation failed (port in use, dead node, missing dependency, a job
 failed), one line on stderr; 2 usage error. Ray is imported only inside these commands.
 """
@@ -365,6 +368,7 @@ def run(
                         {
                             "ok": False,
                             "failed_job": name,
+                            "log": str(run_log.path),
                             **local_jobs.summarize(results),
                             "jobs": _jobs_json(outcomes),
                         },
@@ -392,6 +396,7 @@ def run(
                 **summary,
                 "run_name": run_name,
                 "data": data_uri,
+                "log": str(run_log.path),
                 "jobs": _jobs_json(outcomes),
             }
             _write_json(summary_json, payload)

@@ -246,6 +246,7 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     assert len(logs) == 1, r.stdout
     log = Path(logs[0])
     assert log.parent.parent == cluster["base"] / "root" / "t" / "runs"
+    assert summary["log"] == str(log)
     text = log.read_text()
     assert RESULT_PREFIX.strip() in text and "Running entrypoint for job" in text
     assert " INFO " in text, "Ray's INFO lines are in the log file"
