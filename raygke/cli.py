@@ -10,17 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from components.spec import (
-    ConfigError,
-    GpuPool,
-    StackConfig,
-    StackFileError,
-    TpuPool,
-    load_stack_file,
-)
-from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
+from components.spec import GpuPool, StackConfig, TpuPool
+from raygke import local
+from raygke.console import EXIT_FAILED, console, err
+from raygke.stacks import choose_or_exit, load_or_exit, pools_table
 
 app = typer.Typer(
     name="raygke",
@@ -29,74 +23,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def stack_path(stack: str | None, config: Path | None, root: Path | None = None) -> Path:
-    """The stack file named by ``--stack NAME`` (``Pulumi.NAME.yaml``) or ``--config FILE``.
-
-    Raises:
-        typer.Exit(2): neither or both given, or the file is missing.
-    """
-    if (stack is None) == (config is None):
-        err.print("error: give exactly one of --stack NAME or --config FILE")
-        raise typer.Exit(EXIT_USAGE)
-    path = config if config is not None else (root or Path.cwd()) / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        why = "is a directory" if path.is_dir() else "no such file"
-        err.print(f"error: cannot read {path}: {why}")
-        raise typer.Exit(EXIT_USAGE)
-    return path
-
-
-def load_or_exit(path: Path) -> StackConfig:
-    """Load and validate a stack file; print every problem and exit 1 when invalid, 2 if unreadable."""
-    try:
-        return load_stack_file(path)
-    except StackFileError as e:
-        err.print(
-            f"error: cannot read {path} as a stack file: {'; '.join(e.problems)}", markup=False
-        )
-        raise typer.Exit(EXIT_USAGE) from None
-    except ConfigError as e:
-        err.print(f"[bold red]{path}: invalid stack config[/] ({len(e.problems)} problem(s))")
-        for line in e.problems:
-            err.print(f"  - {line}", markup=False)
-        raise typer.Exit(EXIT_FAILED) from None
-    except (OSError, UnicodeDecodeError) as e:
-        err.print(f"error: cannot read {path}: {e}")
-        raise typer.Exit(EXIT_USAGE) from None
-
-
-def pools_table(cfg: StackConfig) -> Table:
-    """Rich table: one row per node pool with machine type, accelerators, hosts and chips."""
-    table = Table(title=f"node pools of {cfg.cluster.name} ({cfg.location})")
-    for col in ("pool", "kind", "machine type", "accelerator", "hosts/slice", "chips/host", "max"):
-        table.add_column(col)
-    for p in cfg.node_pools:
-        if isinstance(p, TpuPool):
-            s = p.slice
-            table.add_row(
-                p.name,
-                "tpu",
-                s.machine_type,
-                f"{s.generation.name} {s.topology} ({s.chips} chips)",
-                str(s.hosts),
-                str(s.chips_per_host),
-                f"{p.max_slices} slices",
-            )
-        elif isinstance(p, GpuPool):
-            table.add_row(
-                p.name,
-                "gpu",
-                p.machine_type,
-                f"{p.gpu.count} x {p.gpu.type}",
-                "1",
-                str(p.gpu.count),
-                f"{p.max_nodes} nodes",
-            )
-        else:
-            table.add_row(p.name, "cpu", p.machine_type, "-", "1", "-", f"{p.max_nodes} nodes")
-    return table
 
 
 def summary_line(cfg: StackConfig) -> str:
@@ -123,7 +49,8 @@ def check(
     ),
 ) -> None:
     """Validate a stack offline: config rules, and (with --render) the rendered stack."""
-    path = stack_path(stack, config)
+    path = choose_or_exit(stack, config).path
+    assert path is not None  # no built-in stack: a file is always chosen
     cfg = load_or_exit(path)
     problems: list[str] = []
     if render:
@@ -135,7 +62,11 @@ def check(
         for line in problems:
             err.print(f"  - {line}", markup=False)
         raise typer.Exit(EXIT_FAILED)
-    console.print(pools_table(cfg))
+    from components.builders.outputs import accelerator_summary
+
+    console.print(
+        pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
+    )
     console.print(f"[green]ok[/] {path}: {summary_line(cfg)}")
 
 
@@ -148,13 +79,13 @@ def synth(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (resources.json, manifests/)"),
 ) -> None:
     """Run the real Pulumi program under mocks (no CLI, no cloud) and write what it declares."""
-    path = stack_path(stack, config)
-    load_or_exit(path)
-    from raygke.synth import print_summary
-    from raygke.synth import synth as run_synth
+    choice = choose_or_exit(stack, config)
+    assert choice.path is not None  # no built-in stack: a file is always chosen
+    load_or_exit(choice.path)
+    import raygke.synth  # pulumi is imported only for this command
 
-    result = run_synth(path, out, stack)
-    print_summary(result, out, console)
+    result = raygke.synth.synth(choice.path, out, choice.name)
+    raygke.synth.print_summary(result, out, console)
 
 
 @app.command()
@@ -182,13 +113,7 @@ def docs(
     console.print(f"wrote {out}")
 
 
-def _register_subcommands() -> None:
-    from raygke.local import app as local_app
-
-    app.add_typer(local_app, name="local", help="The local Ray environment (no cloud).")
-
-
-_register_subcommands()
+app.add_typer(local.app, name="local", help="The local Ray environment (no cloud).")
 
 
 def main() -> None:

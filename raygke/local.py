@@ -5,6 +5,9 @@ neither (or ``--stack local`` and no ``Pulumi.local.yaml``) the built-in ``local
 used: ``LocalConfig`` defaults (1 worker, 1 CPU per node, GCS port 6380, dashboard 8266, root
 ``.raygke/local``). ``$RAYGKE_LOCAL_ROOT`` overrides the root.
 
+``run`` shows one progress line or bar per job and writes the jobs' logs (Ray's own lines
+included) to ``<root>/<stack>/runs/<YYYYmmdd-HHMMSS>/run.log`` (``--verbose`` also streams them).
+
 Exit codes: 0 success; 1 the operation failed (port in use, dead node, missing dependency, a job
 failed), one line on stderr; 2 usage error. Ray is imported only inside these commands.
 """
@@ -23,8 +26,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from raygke import local_cluster as lc
+from raygke import local_cluster
 from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
+from raygke.stacks import choose_or_exit, load_or_exit
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -46,8 +50,9 @@ def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
 
 def resolve_target(
     stack: str | None, config: Path | None, workers: int | None = None
-) -> lc.LocalTarget:
-    """The :class:`~raygke.local_cluster.LocalTarget` named by the options (see module doc).
+) -> local_cluster.LocalTarget:
+    """The :class:`~raygke.local_cluster.LocalTarget` named by the options (rules in
+    :mod:`raygke.stacks`; the built-in stack is ``local``).
 
     Raises:
         typer.Exit(2): both options, a missing stack file, or ``--workers`` out of 0..16.
@@ -55,33 +60,11 @@ def resolve_target(
     """
     from components.spec import LocalConfig
 
-    if stack is not None and config is not None:
-        _fail("give at most one of --stack NAME or --config FILE", EXIT_USAGE)
-    local: Any = LocalConfig()
-    name = lc.BUILTIN_STACK
-    path: Path | None = config
-    if stack is not None:
-        name = stack
-        path = Path.cwd() / f"Pulumi.{stack}.yaml"
-        if not path.is_file():
-            if stack != lc.BUILTIN_STACK:
-                _fail(f"cannot read {path}: no such file (stack {stack!r})", EXIT_USAGE)
-            path = None
-    if path is not None:
-        if not path.is_file():
-            _fail(f"cannot read {path}: no such file", EXIT_USAGE)
-        from raygke.cli import load_or_exit
-
-        local = load_or_exit(path).local
-        if stack is None:
-            name = (
-                path.name[len("Pulumi.") : -len(".yaml")]
-                if path.name.startswith("Pulumi.") and path.name.endswith(".yaml")
-                else path.stem
-            )
+    choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
+    local = load_or_exit(choice.path).local if choice.path is not None else LocalConfig()
     try:
-        return lc.make_target(name, local, workers)
-    except lc.LocalError as e:
+        return local_cluster.make_target(choice.name, local, workers)
+    except local_cluster.LocalError as e:
         _fail(str(e), EXIT_USAGE)
 
 
@@ -89,7 +72,7 @@ def _nodes_table(state: dict[str, Any]) -> Table:
     table = Table(title=f"local cluster {state['stack']!r} (recorded processes)")
     for col in ("node", "role", "pid", "process", "cpus", "resources", "log"):
         table.add_column(col)
-    for n in lc.nodes_of(state):
+    for n in local_cluster.nodes_of(state):
         alive = "[green]alive[/]" if n.alive else "[red]dead[/]"
         res = ", ".join(f"{k}={v:g}" for k, v in sorted(n.resources.items())) or "-"
         table.add_row(n.name, n.role, str(n.pid), alive, str(n.num_cpus), res, n.log)
@@ -108,11 +91,11 @@ def _print_endpoints(state: dict[str, Any]) -> None:
     )
 
 
-def _dead(state: dict[str, Any]) -> list[lc.NodeRecord]:
-    return [n for n in lc.nodes_of(state) if not n.alive]
+def _dead(state: dict[str, Any]) -> list[local_cluster.NodeRecord]:
+    return [n for n in local_cluster.nodes_of(state) if not n.alive]
 
 
-def _tpu_nodes(spec: str) -> list[lc.ExtraNode]:
+def _tpu_nodes(spec: str) -> list[local_cluster.ExtraNode]:
     from raygke.tpu_emulation import emulated_tpu_nodes
 
     try:
@@ -120,7 +103,7 @@ def _tpu_nodes(spec: str) -> list[lc.ExtraNode]:
     except ValueError as e:
         _fail(f"--tpu {spec!r}: {e}", EXIT_USAGE)
     return [
-        lc.ExtraNode(nl.name, "tpu-host", nl.num_cpus, nl.resources, nl.labels, nl.env)
+        local_cluster.ExtraNode(nl.name, "tpu-host", nl.num_cpus, nl.resources, nl.labels, nl.env)
         for nl in launches
     ]
 
@@ -137,10 +120,10 @@ def up(
     """Start a Ray head and worker nodes on 127.0.0.1 (one `ray start` each); reuse if up."""
     target = resolve_target(stack, config, workers)
     try:
-        lc.require_ray()
-        state = lc.read_state(target)
+        local_cluster.require_ray()
+        state = local_cluster.read_state(target)
         if state is not None:
-            nodes = lc.nodes_of(state)
+            nodes = local_cluster.nodes_of(state)
             dead = _dead(state)
             if nodes and not dead:
                 running_tpu = (state.get("tpu") or {}).get("spec")
@@ -150,7 +133,7 @@ def up(
                         f"{'with TPU hosts ' + running_tpu if running_tpu else 'without TPU hosts'}"
                         f"; run `raygke local down` first to start it with --tpu {tpu}"
                     )
-                lc.wait_ready(target, nodes, timeout_s=30)
+                local_cluster.wait_ready(target, nodes, timeout_s=30)
                 console.print(
                     f"[green]reusing[/] local cluster {target.stack!r}: already up with "
                     f"{len(nodes)} node(s), head pid {nodes[0].pid}"
@@ -169,14 +152,14 @@ def up(
                     f"node {d.name} (pid {d.pid}) of local cluster {target.stack!r} is dead; "
                     "run `raygke local down` and then `raygke local up`"
                 )
-            lc.stop_nodes(nodes)  # every node is gone: sweep leftovers, start afresh
+            local_cluster.stop_nodes(nodes)  # every node is gone: sweep leftovers, start afresh
             target.state_file.unlink(missing_ok=True)
             console.print(f"the previous local cluster {target.stack!r} is gone; starting anew")
         extra = _tpu_nodes(tpu) if tpu else []
         tpu_state = {"spec": tpu, "hosts": [x.name for x in extra]} if tpu else None
         t0 = time.monotonic()
         with console.status("starting the local Ray cluster") as status:
-            state = lc.start_cluster(
+            state = local_cluster.start_cluster(
                 target, extra, tpu_state, on_progress=lambda m: status.update(m)
             )
         console.print(
@@ -185,7 +168,7 @@ def up(
         )
         console.print(_nodes_table(state))
         _print_endpoints(state)
-    except lc.LocalError as e:
+    except local_cluster.LocalError as e:
         _fail(str(e))
 
 
@@ -194,18 +177,18 @@ def status(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> Non
     """Show the recorded processes (alive/dead), address, dashboard and Ray's nodes."""
     target = resolve_target(stack, config)
     try:
-        state = lc.read_state(target)
-    except lc.LocalError as e:
+        state = local_cluster.read_state(target)
+    except local_cluster.LocalError as e:
         _fail(str(e))
     if state is None:
         _fail(f"no local cluster is recorded for stack {target.stack!r}; run `raygke local up`")
     console.print(_nodes_table(state))
     _print_endpoints(state)
     dead = _dead(state)
-    head = lc.nodes_of(state)[0] if state["nodes"] else None
+    head = local_cluster.nodes_of(state)[0] if state["nodes"] else None
     if head is not None and head.alive:
         try:
-            ray_nodes = lc.cluster_nodes(target)
+            ray_nodes = local_cluster.cluster_nodes(target)
         except Exception as e:
             _fail(f"the dashboard at {state['dashboard_url']} does not answer: {e}")
         table = Table(title="Ray nodes")
@@ -236,15 +219,15 @@ def down(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> None:
     """Stop exactly the processes `up` started (and their sessions). Idempotent."""
     target = resolve_target(stack, config)
     try:
-        state = lc.read_state(target)
-    except lc.LocalError as e:
+        state = local_cluster.read_state(target)
+    except local_cluster.LocalError as e:
         _fail(str(e))
     if state is None:
         console.print(f"no local cluster is recorded for stack {target.stack!r}; nothing to stop")
         return
-    nodes = lc.nodes_of(state)
+    nodes = local_cluster.nodes_of(state)
     with console.status(f"stopping {len(nodes)} node(s)"):
-        left = lc.stop_nodes(nodes)
+        left = local_cluster.stop_nodes(nodes)
     if left:
         _fail(f"could not stop pid(s) {', '.join(map(str, left))}; state kept in {target.dir}")
     target.state_file.unlink(missing_ok=True)
@@ -298,26 +281,35 @@ def run(
     overrides: list[str] | None = typer.Option(
         None, "--set", help="Extra job argument JOB.KEY=VALUE (repeatable), e.g. train_lm.steps=50"
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Stream the jobs' logs (Ray's own lines) here too"
+    ),
 ) -> None:
-    """Submit jobs through the Ray Jobs API, stream their logs, and print a summary."""
+    """Submit jobs through the Ray Jobs API, show a progress line per job, and print a summary.
+
+    The jobs' logs (Ray's own lines included) go to ``<root>/<stack>/runs/<time>/run.log``,
+    whose path is printed; ``--verbose`` also streams them here.
+    """
     import signal
 
-    from raygke import local_jobs as lj
+    from raygke import local_jobs
+    from raygke.progress import RunLog
 
     # SIGTERM (timeout, CI cancellation) stops the running job like Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     from workloads.registry import DEFAULT_PIPELINE
 
     try:
-        names = lj.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
-        extra_args = lj.parse_overrides(overrides or [])
-        lj.check_overrides(names, extra_args)
-    except lc.LocalError as e:
+        names = local_jobs.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
+        extra_args = local_jobs.parse_overrides(overrides or [])
+        local_jobs.check_overrides(names, extra_args)
+    except local_cluster.LocalError as e:
         _fail(str(e), EXIT_USAGE)
     target = resolve_target(stack, config)
+    exits = contextlib.ExitStack()  # the run log, and Ray's logger sent into it
     try:
-        lc.require_ray()
-        state = lc.read_state(target)
+        local_cluster.require_ray()
+        state = local_cluster.read_state(target)
         if state is None or not state.get("nodes"):
             _fail(f"no local cluster is up for stack {target.stack!r}; run `raygke local up`")
         dead = _dead(state)
@@ -328,58 +320,59 @@ def run(
                 "`raygke local up`"
             )
         if accelerator == "tpu":
-            lj.tpu_args(state)
+            local_jobs.tpu_args(state)
         if accelerator == "gpu":
-            gpus = sum(s.resources_total.get("GPU", 0) for s in lc.cluster_nodes(target))
+            gpus = sum(s.resources_total.get("GPU", 0) for s in local_cluster.cluster_nodes(target))
             if not gpus:
                 _fail("--accelerator gpu: the local cluster has no GPU (Ray found none)")
-        data_uri = lj.absolute_data(data)
-        ds = lj.dataset_name(data_uri)
+        data_uri = local_jobs.absolute_data(data)
+        ds = local_jobs.dataset_name(data_uri)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
         if any(n in ("train_lm", "train_lm_jax") for n in names):
-            run_name = f"lm-{ds}-{time.strftime('%Y%m%d-%H%M%S')}"
+            run_name = f"lm-{ds}-{stamp}"
         else:
             run_name = state.get("last_run") or f"lm-{ds}"
-        working_dir = lj.stage_working_dir(state["buckets"]["artifacts"])
+        working_dir = local_jobs.stage_working_dir(state["buckets"]["artifacts"])
         console.print(
             f"running {' -> '.join(names)} on local cluster {target.stack!r} "
             f"({state['dashboard_url']}); data: {data_uri or 'Python standard library sources'}"
         )
+        run_log = RunLog(target.run_log(stamp))
+        console.print(f"log: {run_log.path}", markup=False)
         results: dict[str, dict[str, Any]] = {}
-        outcomes: list[lj.JobOutcome] = []
+        outcomes: list[local_jobs.JobOutcome] = []
         t0 = time.monotonic()
+        exits.callback(run_log.close)
+        if not verbose:
+            local_cluster.use_cluster_auth(target)  # before Ray is imported
+            exits.enter_context(run_log.capture_ray_logging())
         for i, name in enumerate(names, 1):
             try:
-                args = lj.job_args(
+                args = local_jobs.job_args(
                     name, state, data_uri, run_name, results, accelerator, overrides=extra_args
                 )
-            except lc.LocalError as e:
+            except local_cluster.LocalError as e:
                 _fail(str(e), EXIT_USAGE)
             console.rule(f"[bold]{i}/{len(names)} {name}")
-            with console.status(f"{name}: submitting") as spin, _api_errors(state, name):
-                outcome = lj.run_job(
-                    target,
-                    state,
-                    name,
-                    args,
-                    working_dir,
-                    on_log=lambda line: console.print(Text.from_ansi(line)),
-                    on_status=lambda s, n=name, sp=spin: sp.update(
-                        f"{n}: {s} ({time.monotonic() - t0:.0f} s)"
-                    ),
-                )
+            run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
+            with _api_errors(state, name):
+                outcome = _run_shown(target, state, name, args, working_dir, run_log, verbose)
+            run_log.write(f"==> {name}: job {outcome.job_id} {outcome.status}")
             outcomes.append(outcome)
             if outcome.status != "SUCCEEDED" or outcome.result is None:
                 why = outcome.message or "no RAYGKE_RESULT line in its log"
                 err.print(f"--- last {len(outcome.log_tail)} log lines of {name} ---", markup=False)
                 for line in outcome.log_tail:
                     err.print(Text.from_ansi(line))
+                err.print(f"full log: {run_log.path}", markup=False)
                 if summary_json is not None:
                     _write_json(
                         summary_json,
                         {
                             "ok": False,
                             "failed_job": name,
-                            **lj.summarize(results),
+                            "log": str(run_log.path),
+                            **local_jobs.summarize(results),
                             "jobs": _jobs_json(outcomes),
                         },
                     )
@@ -396,8 +389,8 @@ def run(
             )
             if name in ("train_lm", "train_lm_jax"):
                 state["last_run"] = run_name
-                lc.write_state(target, state)
-        summary = lj.summarize(results)
+                local_cluster.write_state(target, state)
+        summary = local_jobs.summarize(results)
         summary["seconds"] = time.monotonic() - t0
         console.print(_summary_table(summary))
         if summary_json is not None:
@@ -406,15 +399,63 @@ def run(
                 **summary,
                 "run_name": run_name,
                 "data": data_uri,
+                "log": str(run_log.path),
                 "jobs": _jobs_json(outcomes),
             }
             _write_json(summary_json, payload)
             console.print(f"summary written to {summary_json}")
-    except lc.LocalError as e:
+    except local_cluster.LocalError as e:
         _fail(str(e))
     except KeyboardInterrupt:
         err.print("interrupted; the running job was stopped")
         raise typer.Exit(130) from None
+    finally:
+        exits.close()
+
+
+def _run_shown(
+    target: local_cluster.LocalTarget,
+    state: dict[str, Any],
+    name: str,
+    args: dict[str, Any],
+    working_dir: str,
+    run_log: Any,
+    verbose: bool,
+) -> Any:
+    """Run one job (``local_jobs.run_job``): every log line into ``run_log``; with ``verbose``
+    also printed here under a status spinner, else shown as a progress bar or plain lines
+    (:func:`raygke.progress.stage_display`)."""
+    from raygke import local_jobs
+    from raygke.progress import parse_progress, stage_display
+
+    if verbose:
+        t0 = time.monotonic()
+
+        def log_and_print(line: str) -> None:
+            run_log.write(line)
+            console.print(Text.from_ansi(line))
+
+        with console.status(f"{name}: submitting") as spin:
+            return local_jobs.run_job(
+                target,
+                state,
+                name,
+                args,
+                working_dir,
+                on_log=log_and_print,
+                on_status=lambda s: spin.update(f"{name}: {s} ({time.monotonic() - t0:.0f} s)"),
+            )
+    with stage_display(console, name) as stage:
+
+        def log_and_show(line: str) -> None:
+            run_log.write(line)
+            event = parse_progress(line)
+            if event is not None:
+                stage.update(event)
+
+        return local_jobs.run_job(
+            target, state, name, args, working_dir, on_log=log_and_show, on_status=stage.status
+        )
 
 
 @contextlib.contextmanager
@@ -422,7 +463,7 @@ def _api_errors(state: dict[str, Any], name: str) -> Iterator[None]:
     """Turn a Jobs API failure (connection refused, HTTP error) into a one-line exit 1."""
     try:
         yield
-    except (typer.Exit, KeyboardInterrupt, lc.LocalError):
+    except (typer.Exit, KeyboardInterrupt, local_cluster.LocalError):
         raise
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -7,6 +7,7 @@ directory)::
     state.json       pids, ports, address, dashboard URL, bucket folders (see :func:`start_cluster`)
     auth_token       the cluster's Ray auth token (mode 0600; Ray token authentication is on)
     logs/<node>.log  stdout/stderr of each ``ray start`` process
+    runs/<YYYYmmdd-HHMMSS>/run.log   the job logs of one ``raygke local run`` (Ray's lines too)
     buckets/{datasets,checkpoints,artifacts}/   the local stand-ins for the GCS buckets
 
 Each node is a separate ``ray start --block`` started with ``start_new_session=True``: its pid is
@@ -83,6 +84,10 @@ class LocalTarget:
         import hashlib
 
         return f"/tmp/raygke-{hashlib.sha1(str(self.dir).encode()).hexdigest()[:10]}"
+
+    def run_log(self, stamp: str) -> Path:
+        """The log file of the ``raygke local run`` started at ``stamp`` (``YYYYmmdd-HHMMSS``)."""
+        return self.dir / "runs" / stamp / "run.log"
 
     @property
     def buckets(self) -> dict[str, str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import runpy
 import shutil
 from collections import Counter
@@ -39,6 +38,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.spec import PROJECT_NAMESPACE, read_stack_yaml
+from raygke.stacks import pools_table, stack_name_for
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
@@ -240,12 +240,6 @@ def read_stack_config(path: Path) -> dict[str, str]:
     return out
 
 
-def stack_name_for(path: Path) -> str:
-    """``Pulumi.prod.yaml`` -> ``prod``; any other file -> its stem."""
-    m = re.fullmatch(r"Pulumi\.(.+)\.ya?ml", path.name)
-    return m.group(1) if m else path.stem
-
-
 @dataclass
 class SynthResult:
     """What :func:`synth` rendered.
@@ -372,23 +366,7 @@ def print_summary(result: SynthResult, out: Path, console: Any) -> None:
     for t, c in result.by_type().items():
         types.add_row(t, str(c))
     console.print(types)
-    pools = Table(title="node pools")
-    for col in ("pool", "kind", "machine type", "accelerator", "chips/host", "hosts", "max"):
-        pools.add_column(col)
-    for name, p in (result.outputs.get("node_pools") or {}).items():
-        if p["kind"] == "tpu":
-            row = (
-                f"{p['accelerator']} {p['topology']}",
-                str(p["chips_per_host"]),
-                str(p["hosts_per_slice"]),
-                f"{p['max_slices']} slices ({len(p['gke_node_pools'])} GKE pools)",
-            )
-        elif p["kind"] == "gpu":
-            row = (p["accelerator"], str(p["gpus_per_node"]), "1", f"{p['max_nodes']} nodes")
-        else:
-            row = ("-", "-", "1", f"{p['max_nodes']} nodes")
-        pools.add_row(name, p["kind"], p["machine_type"], *row)
-    console.print(pools)
+    console.print(pools_table(result.outputs.get("node_pools") or {}))
     for key, value in result.outputs.items():
         if key != "node_pools":
             console.print(f"{key}: {json.dumps(value, sort_keys=True)}", markup=False)

@@ -9,11 +9,12 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from workloads.args import ArgError, parse_value
-from workloads.registry import RESULT_PREFIX, get_workload
+from workloads.registry import PROGRESS_PREFIX, RESULT_PREFIX, get_workload
 
 # A flag value (``--key value``, ``--set job.key=value``): JSON when it parses, else the string.
 json_or_str = parse_value
@@ -58,6 +59,37 @@ def emit_result(result: Mapping[str, Any]) -> None:
     """Print the result dict as the LAST stdout line: ``RAYGKE_RESULT {json}``."""
     sys.stdout.flush()
     print(RESULT_PREFIX + json.dumps(dict(result), sort_keys=True, default=str), flush=True)
+
+
+_last_progress: dict[str, float] = {}
+
+
+def emit_progress(
+    stage: str, done: int, total: int | None, *, min_interval_s: float = 1.0, **fields: Any
+) -> bool:
+    """Print one progress line ``RAYGKE_PROGRESS {"stage", "done", "total", **fields}`` to stdout.
+
+    At most one line per ``min_interval_s`` seconds per stage, but always the first and the last
+    (``done >= total``) one, so that a long loop adds few lines to the job log. ``raygke local
+    run`` reads these lines from the job log (``raygke.progress.parse_progress``) and draws a
+    bar per stage. ``fields`` must be JSON-serialisable (e.g. ``loss``, ``tokens_per_s``,
+    ``rows``, ``unit``).
+
+    Returns:
+        True when a line was printed.
+    """
+    now = time.monotonic()
+    last = _last_progress.get(stage)
+    final = total is not None and done >= total
+    if last is not None and not final and now - last < min_interval_s:
+        return False
+    _last_progress[stage] = now
+    payload = {"stage": stage, "done": int(done), "total": total, **fields}
+    # sys.stdout, not print: Ray Train patches print() in its workers to also log each line
+    # (ray/train/v2/_internal/logging/patch_print.py), which doubles it in the job log.
+    sys.stdout.write(PROGRESS_PREFIX + json.dumps(payload, default=str) + "\n")
+    sys.stdout.flush()
+    return True
 
 
 def run_cli(workload: str, main: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -197,10 +229,22 @@ def report_step(
     only; it writes the checkpoint with :mod:`workloads.checkpoint` and returns its path) makes
     the checkpoint reported as ``checkpoint_<step:08d>``; other ranks report the metrics alone.
     Otherwise every ``log_every`` steps the metrics are reported without a checkpoint.
+    Rank 0 also prints a progress line (:func:`emit_progress`, stage ``train``: ``loss``,
+    ``tokens_per_s``) at most once a second and at the last step.
     """
     import tempfile
 
     import ray.train
+
+    if ray.train.get_context().get_world_rank() == 0:
+        emit_progress(
+            "train",
+            step,
+            steps,
+            unit="steps",
+            loss=metrics.get("loss"),
+            tokens_per_s=metrics.get("tokens_per_s"),
+        )
 
     if (checkpoint_every and step % checkpoint_every == 0) or step == steps:
         with tempfile.TemporaryDirectory() as tmp:

@@ -22,7 +22,7 @@ from typing import Any
 
 from workloads.args import EvaluateArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint
-from workloads.common import join, resolve_fs, run_cli
+from workloads.common import emit_progress, join, resolve_fs, run_cli
 
 
 def load_validation(dataset: str, max_rows: int = 0):
@@ -64,6 +64,7 @@ def validation_loss(model, rows, batch_size: int = 32) -> float:
                 F.cross_entropy(logits.reshape(-1, 256), b[:, 1:].reshape(-1), reduction="sum")
             )
             count += b[:, 1:].numel()
+            emit_progress("evaluate", i + len(b), len(rows), unit="rows", phase="validation")
     return total / count
 
 
@@ -76,7 +77,7 @@ def generate(model, prompt: str, n_bytes: int, temperature: float = 0.0, seed: i
     ctx = model.cfg.context_length
     idx = torch.tensor([list(prompt.encode("utf-8")) or [0]], dtype=torch.long)
     with torch.no_grad():
-        for _ in range(n_bytes):
+        for k in range(n_bytes):
             logits = model(idx[:, -ctx:])[:, -1, :]
             if temperature <= 0:
                 nxt = logits.argmax(-1, keepdim=True)
@@ -84,6 +85,7 @@ def generate(model, prompt: str, n_bytes: int, temperature: float = 0.0, seed: i
                 probs = torch.softmax(logits / temperature, -1)
                 nxt = torch.multinomial(probs, 1, generator=gen)
             idx = torch.cat([idx, nxt], dim=1)
+            emit_progress("evaluate", k + 1, n_bytes, unit="bytes", phase="sample")
     return bytes(idx[0].tolist()).decode("utf-8", errors="replace")
 
 

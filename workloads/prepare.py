@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from workloads.args import PrepareArgs
-from workloads.common import InputError, ensure_ray, is_local, resolve_fs, run_cli
+from workloads.common import InputError, emit_progress, ensure_ray, is_local, resolve_fs, run_cli
 
 log = logging.getLogger(__name__)
 
@@ -409,9 +409,17 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         return out
 
     items = [{"group": g, "rels": json.dumps(rs)} for g, rs in sorted(groups.items())]
+    results: list[dict[str, Any]] = []
+    emit_progress("prepare", 0, len(items), unit="shards", files=0, rows=0)
     with _shard_task_context():
         ds = ray.data.from_items(items, override_num_blocks=len(items))
-        results = ds.map_batches(work, batch_size=1, batch_format="numpy").take_all()
+        for row in ds.map_batches(work, batch_size=1, batch_format="numpy").iter_rows():
+            results.append(row)
+            files = sum(int(r["files"]) for r in results)
+            rows = sum(int(r["rows"]) for r in results if str(r["group"]).startswith("train/"))
+            emit_progress(
+                "prepare", len(results), len(items), unit="shards", files=files, rows=rows
+            )
     summary = _summarize(results, dataset, args)
     try:
         _check(summary, explicit, data)

@@ -25,6 +25,9 @@ from workloads.args import (
 )
 
 RESULT_PREFIX = "RAYGKE_RESULT "
+# ``RAYGKE_PROGRESS {"stage", "done", "total", ...}``: a stage's progress, printed by
+# ``workloads.common.emit_progress``; ``raygke local run`` draws it as a bar.
+PROGRESS_PREFIX = "RAYGKE_PROGRESS "
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from raygke import local_cluster as lc
-from raygke import local_jobs as lj
+from raygke import local_cluster, local_jobs
 from workloads.registry import RESULT_PREFIX
 
 RAYGKE = Path(sys.executable).parent / "raygke"
@@ -48,7 +47,7 @@ def _stack_file(
 
 
 def _raygke(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", lc.ROOT_ENV)}
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
     env["COLUMNS"] = "250"  # rich: no wrapping, so lines can be asserted
     return subprocess.run(
         [str(RAYGKE), "local", *args],
@@ -68,7 +67,7 @@ def test_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        cfg = _stack_file(tmp_path, tmp_path / "root", port, lc.free_port())
+        cfg = _stack_file(tmp_path, tmp_path / "root", port, local_cluster.free_port())
         r = _raygke("up", "--config", str(cfg), cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"port {port} (local.gcs_port) is in use" in r.stderr
@@ -78,7 +77,9 @@ def test_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
     r = _raygke("run", "nosuchjob", "--config", str(cfg), cwd=tmp_path)
     assert r.returncode == 2 and "unknown job 'nosuchjob'" in r.stderr
     r = _raygke("up", "--stack", "t", "--config", str(cfg), cwd=tmp_path)
@@ -90,7 +91,9 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_status_down_run_without_a_cluster(tmp_path: Path) -> None:
-    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
     r = _raygke("down", "--config", str(cfg), cwd=tmp_path)
     assert r.returncode == 0 and "nothing to stop" in r.stdout
     r = _raygke("status", "--config", str(cfg), cwd=tmp_path)
@@ -100,26 +103,28 @@ def test_status_down_run_without_a_cluster(tmp_path: Path) -> None:
 
 
 def test_job_args_wire_bucket_folders() -> None:
-    state = {"buckets": {b: f"/b/{b}" for b in lc.BUCKETS}, "tpu": None}
-    prep = lj.job_args("prepare", state, "/data/corpus", "run1", {})
+    state = {"buckets": {b: f"/b/{b}" for b in local_cluster.BUCKETS}, "tpu": None}
+    prep = local_jobs.job_args("prepare", state, "/data/corpus", "run1", {})
     ds = prep["dataset"]
     assert ds.startswith("/b/datasets/corpus-") and prep["data"] == "/data/corpus"
-    train = lj.job_args("train_lm", state, "/data/corpus", "run1", {})
+    train = local_jobs.job_args("train_lm", state, "/data/corpus", "run1", {})
     assert train == {"dataset": ds, "storage_path": "/b/checkpoints", "name": "run1"}
-    ev = lj.job_args("evaluate", state, "/data/corpus", "run1", {"train_lm": {"checkpoint": "/c"}})
+    ev = local_jobs.job_args(
+        "evaluate", state, "/data/corpus", "run1", {"train_lm": {"checkpoint": "/c"}}
+    )
     assert ev["checkpoint"] == "/c" and ev["dataset"] == ds
-    assert lj.job_args("prepare", state, None, "r", {})["dataset"] == "/b/datasets/stdlib"
-    assert lj.dataset_name("/x/a") != lj.dataset_name("/y/a")
-    with pytest.raises(lc.LocalError, match="no emulated TPU hosts"):
-        lj.job_args("train_lm", state, None, "r", {}, accelerator="tpu")
+    assert local_jobs.job_args("prepare", state, None, "r", {})["dataset"] == "/b/datasets/stdlib"
+    assert local_jobs.dataset_name("/x/a") != local_jobs.dataset_name("/y/a")
+    with pytest.raises(local_cluster.LocalError, match="no emulated TPU hosts"):
+        local_jobs.job_args("train_lm", state, None, "r", {}, accelerator="tpu")
 
 
 def test_parse_result_takes_the_last_result_line() -> None:
     logs = f'noise\n{RESULT_PREFIX}{{"rows": 1}}\nmore\n{RESULT_PREFIX}{{"rows": 2}}\n'
-    assert lj.parse_result(logs) == {"rows": 2}
-    assert lj.parse_result("no result here\n") is None
-    assert lj.summarize({"prepare": {"rows": 2}})["rows"] == 2
-    assert lj.parse_overrides(["train_lm.steps=5", "evaluate.prompt=x y"]) == {
+    assert local_jobs.parse_result(logs) == {"rows": 2}
+    assert local_jobs.parse_result("no result here\n") is None
+    assert local_jobs.summarize({"prepare": {"rows": 2}})["rows"] == 2
+    assert local_jobs.parse_overrides(["train_lm.steps=5", "evaluate.prompt=x y"]) == {
         "train_lm": {"steps": 5},
         "evaluate": {"prompt": "x y"},
     }
@@ -130,16 +135,18 @@ def test_stop_nodes_stops_a_whole_session_and_spares_a_reused_pid(tmp_path: Path
     other = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
         deadline = time.monotonic() + 10
-        while len(lc.session_pids([leader.pid])) < 3 and time.monotonic() < deadline:
+        while len(local_cluster.session_pids([leader.pid])) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(lc.session_pids([leader.pid])) == 3
-        ours = lc.NodeRecord("n", "head", leader.pid, lc.proc_start_ticks(leader.pid), 1, "", [])
-        ticks = lc.proc_start_ticks(other.pid)
+        assert len(local_cluster.session_pids([leader.pid])) == 3
+        ours = local_cluster.NodeRecord(
+            "n", "head", leader.pid, local_cluster.proc_start_ticks(leader.pid), 1, "", []
+        )
+        ticks = local_cluster.proc_start_ticks(other.pid)
         assert ticks is not None
-        reused = lc.NodeRecord("m", "worker", other.pid, ticks + 1, 1, "", [])
-        left = lc.stop_nodes([ours, reused], grace_s=5)
+        reused = local_cluster.NodeRecord("m", "worker", other.pid, ticks + 1, 1, "", [])
+        left = local_cluster.stop_nodes([ours, reused], grace_s=5)
         leader.wait(timeout=5)
-        assert left == [] and lc.session_pids([leader.pid]) == []
+        assert left == [] and local_cluster.session_pids([leader.pid]) == []
         assert other.poll() is None, "a pid whose start time differs is not ours to stop"
     finally:
         for p in (leader, other):
@@ -156,8 +163,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     """``raygke local up`` on free ports under a temp root; ``down`` at the end in any case."""
     pytest.importorskip("ray")
     base = tmp_path_factory.mktemp("local")
-    dash = lc.free_port()
-    cfg = _stack_file(base, base / "root", lc.free_port(), dash)
+    dash = local_cluster.free_port()
+    cfg = _stack_file(base, base / "root", local_cluster.free_port(), dash)
     r = _raygke("up", "--config", str(cfg), cwd=base)
     state_file = base / "root" / "t" / "state.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else None
@@ -177,7 +184,7 @@ def test_up_records_separate_nodes_on_localhost(cluster) -> None:
     assert state["dashboard_url"] == f"http://127.0.0.1:{cluster['dash']}"
     assert state["address"] == f"127.0.0.1:{state['gcs_port']}"
     for n in state["nodes"]:
-        assert lc.is_alive(n["pid"], n["start_ticks"])
+        assert local_cluster.is_alive(n["pid"], n["start_ticks"])
         assert os.getsid(n["pid"]) == n["pid"], "each node is its own session"
         cmd = n["command"]
         assert cmd[cmd.index("--node-ip-address") + 1] == "127.0.0.1"
@@ -233,8 +240,18 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     assert summary["ok"] is True and summary["rows"] > 0
     assert summary["jobs"]["prepare"]["status"] == "SUCCEEDED"
     datasets = Path(cluster["state"]["buckets"]["datasets"])
-    assert (datasets / lj.dataset_name(str(corpus))).is_dir()
-    assert RESULT_PREFIX.strip() in r.stdout, "the job's log is streamed"
+    assert (datasets / local_jobs.dataset_name(str(corpus))).is_dir()
+    # the job's log (Ray's own lines too) goes to the run's log file, not to stdout
+    logs = [ln.split(": ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("log: ")]
+    assert len(logs) == 1, r.stdout
+    log = Path(logs[0])
+    assert log.parent.parent == cluster["base"] / "root" / "t" / "runs"
+    assert summary["log"] == str(log)
+    text = log.read_text()
+    assert RESULT_PREFIX.strip() in text and "Running entrypoint for job" in text
+    assert " INFO " in text, "Ray's INFO lines are in the log file"
+    assert RESULT_PREFIX.strip() not in r.stdout and " INFO " not in r.stdout + r.stderr
+    assert "  prepare  " in r.stdout and "shards" in r.stdout, "a plain progress line"
 
 
 @pytest.mark.ray
@@ -286,8 +303,12 @@ def test_a_task_log_line_reaches_the_job_log_once(cluster) -> None:
 def test_failing_job_stops_with_its_log_tail(cluster) -> None:
     empty = cluster["base"] / "empty"
     empty.mkdir()
-    r = _raygke("run", "--data", str(empty), "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    r = _raygke(
+        "run", "--verbose", "--data", str(empty), "--config", str(cluster["cfg"]),
+        cwd=cluster["base"],
+    )  # fmt: skip
     assert r.returncode == 1, r.stdout[-2000:]
+    assert "Running entrypoint for job" in r.stdout, "--verbose streams the job's log"
     assert "last" in r.stderr and "log lines of prepare" in r.stderr
     assert "CorpusError" in r.stderr  # the job's own error, from its log tail
     assert r.stderr.strip().splitlines()[-1].startswith("error: job prepare")
@@ -300,36 +321,42 @@ def test_down_leaves_nothing_behind(cluster) -> None:
     nodes = cluster["state"]["nodes"]
     r = _raygke("down", "--config", str(cluster["cfg"]), cwd=cluster["base"])
     assert r.returncode == 0, r.stderr
-    assert lc.session_pids([n["pid"] for n in nodes]) == []
-    assert not any(lc.is_alive(n["pid"], n["start_ticks"]) for n in nodes)
+    assert local_cluster.session_pids([n["pid"] for n in nodes]) == []
+    assert not any(local_cluster.is_alive(n["pid"], n["start_ticks"]) for n in nodes)
     assert not (cluster["base"] / "root" / "t" / "state.json").exists()
     r = _raygke("down", "--config", str(cluster["cfg"]), cwd=cluster["base"])
     assert r.returncode == 0 and "nothing to stop" in r.stdout
     # the ports are free again at once (connections in TIME-WAIT do not count)
-    assert not lc.port_in_use(cluster["state"]["gcs_port"])
-    assert not lc.port_in_use(cluster["dash"])
+    assert not local_cluster.port_in_use(cluster["state"]["gcs_port"])
+    assert not local_cluster.port_in_use(cluster["dash"])
 
 
 def test_set_rejects_unknown_or_mistyped_arguments_before_submitting(tmp_path: Path) -> None:
-    cfg = _stack_file(tmp_path, tmp_path / "root", lc.free_port(), lc.free_port())
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
     r = _raygke("run", "--config", str(cfg), "--set", "train_lm.nosuch=3", cwd=tmp_path)
     assert r.returncode == 2 and "unknown argument 'nosuch' for workload train_lm" in r.stderr
     r = _raygke("run", "--config", str(cfg), "--set", "train_lm.steps=abc", cwd=tmp_path)
     assert r.returncode == 2 and "argument 'steps' of workload train_lm is 'abc'" in r.stderr
-    assert lj.parse_overrides(["train_lm.steps=20"]) == {"train_lm": {"steps": 20}}
+    assert local_jobs.parse_overrides(["train_lm.steps=20"]) == {"train_lm": {"steps": 20}}
 
 
 def test_overrides_bind_through_the_workload_and_train_lm_ones_reach_jax() -> None:
     state = {
-        "buckets": {b: f"/b/{b}" for b in lc.BUCKETS},
+        "buckets": {b: f"/b/{b}" for b in local_cluster.BUCKETS},
         "tpu": "v5e:2x2",
     }
     over = {"train_lm": {"steps": 7}, "evaluate": {"prompt": "x"}}
-    jax = lj.job_args("train_lm_jax", state, None, "r", {}, accelerator="tpu", overrides=over)
+    jax = local_jobs.job_args(
+        "train_lm_jax", state, None, "r", {}, accelerator="tpu", overrides=over
+    )
     assert jax["steps"] == 7 and jax["scaling"]["use_tpu"] is True
-    assert lj.job_args("evaluate", state, None, "r", {}, overrides=over)["prompt"] == "x"
-    gpu = lj.job_args("train_lm", state, None, "r", {}, accelerator="gpu")
+    assert local_jobs.job_args("evaluate", state, None, "r", {}, overrides=over)["prompt"] == "x"
+    gpu = local_jobs.job_args("train_lm", state, None, "r", {}, accelerator="gpu")
     assert gpu["use_gpu"] is True
-    with pytest.raises(lc.LocalError, match="unknown argument 'use_gpu' for workload train_lm_jax"):
-        lj.check_overrides(["prepare", "train_lm_jax"], {"train_lm": {"use_gpu": True}})
-    lj.check_overrides(["prepare", "train_lm"], {"train_lm": {"use_gpu": True}})
+    with pytest.raises(
+        local_cluster.LocalError, match="unknown argument 'use_gpu' for workload train_lm_jax"
+    ):
+        local_jobs.check_overrides(["prepare", "train_lm_jax"], {"train_lm": {"use_gpu": True}})
+    local_jobs.check_overrides(["prepare", "train_lm"], {"train_lm": {"use_gpu": True}})

@@ -52,16 +52,19 @@ def test_catalog_multi_host_slice_nodes_match_ray_tpu_conventions() -> None:
 
 def test_labels_and_resources_agree_with_rays_own_detection(monkeypatch) -> None:
     """What Ray's TPUAcceleratorManager derives from the env equals what NodeLaunch declares."""
-    from ray._private.accelerators.tpu import TPUAcceleratorManager as T
+    from ray._private.accelerators.tpu import TPUAcceleratorManager
 
     for node in emulated_tpu_nodes("v5e:4x4@2"):
         for k, v in node.env.items():
             monkeypatch.setenv(k, v)
-        assert T.get_current_node_accelerator_labels() == {
+        assert TPUAcceleratorManager.get_current_node_accelerator_labels() == {
             k: v for k, v in node.labels.items() if k != "ray.io/accelerator-type"
         }
-        assert node.labels["ray.io/accelerator-type"] == T.get_current_node_accelerator_type()
-        extra = T.get_current_node_additional_resources()
+        assert (
+            node.labels["ray.io/accelerator-type"]
+            == TPUAcceleratorManager.get_current_node_accelerator_type()
+        )
+        extra = TPUAcceleratorManager.get_current_node_additional_resources()
         assert {k: v for k, v in node.resources.items() if k in extra} == extra
         assert set(node.resources) - set(extra) == {"TPU", "accelerator_type:TPU-V5LITEPOD"}
 

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from workloads import model_jax as M
+from workloads import model_jax
 from workloads.checkpoint import CheckpointError
 from workloads.flops import flops_per_token, matmul_params
 
-CFG = M.ModelConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)
+CFG = model_jax.ModelConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)
 TEXT = np.frombuffer(b"def train(step):\n    return step + 1\n" * 100, np.uint8)
 
 
@@ -21,15 +21,15 @@ def _batch(rng: np.random.Generator, rows: int = 8) -> np.ndarray:
 
 
 def _train(steps: int):
-    mesh = M.data_mesh()
-    opt = M.make_optimizer(3e-3, steps, warmup=5)
-    host = M.init_params(CFG, 0)
-    params = M.replicate(host, mesh)
-    state = M.replicate(jax.tree_util.tree_map(np.asarray, opt.init(host)), mesh)
-    step = M.make_train_step(CFG, opt, mesh, jnp.float32)
+    mesh = model_jax.data_mesh()
+    opt = model_jax.make_optimizer(3e-3, steps, warmup=5)
+    host = model_jax.init_params(CFG, 0)
+    params = model_jax.replicate(host, mesh)
+    state = model_jax.replicate(jax.tree_util.tree_map(np.asarray, opt.init(host)), mesh)
+    step = model_jax.make_train_step(CFG, opt, mesh, jnp.float32)
     rng, losses = np.random.default_rng(0), []
     for _ in range(steps):
-        params, state, loss = step(params, state, M.shard_batch(_batch(rng), mesh))
+        params, state, loss = step(params, state, model_jax.shard_batch(_batch(rng), mesh))
         losses.append(float(loss))
     return params, state, opt, losses
 
@@ -49,8 +49,8 @@ def test_same_architecture_as_the_torch_model() -> None:
     torch.manual_seed(0)
     tm = GPT(TorchConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)).eval()
     sd = {k: v.detach().numpy() for k, v in tm.state_dict().items()}
-    p = M.init_params(CFG)
-    assert M.count_params(p) == sum(v.size for v in sd.values())
+    p = model_jax.init_params(CFG)
+    assert model_jax.count_params(p) == sum(v.size for v in sd.values())
 
     def lin(prefix: str) -> dict[str, np.ndarray]:
         return {"w": sd[prefix + ".weight"].T, "b": sd[prefix + ".bias"]}
@@ -77,41 +77,45 @@ def test_same_architecture_as_the_torch_model() -> None:
     x = _batch(np.random.default_rng(1), 2)[:, :-1]
     with torch.no_grad():
         want = tm(torch.from_numpy(x.astype(np.int64))).numpy()
-    got = np.asarray(M.forward(p, jnp.asarray(x), CFG))
+    got = np.asarray(model_jax.forward(p, jnp.asarray(x), CFG))
     np.testing.assert_allclose(got, want, atol=2e-4)
 
 
 def test_bf16_compute_is_close_to_fp32() -> None:
-    p = M.init_params(CFG)
+    p = model_jax.init_params(CFG)
     x = jnp.asarray(_batch(np.random.default_rng(2), 2))
-    l32 = float(M.loss_fn(p, x, CFG, jnp.float32))
-    l16 = float(M.loss_fn(p, x, CFG, jnp.bfloat16))
-    assert abs(l16 - l32) < 0.05 and M.resolve_dtype("auto", "tpu") == jnp.bfloat16
+    l32 = float(model_jax.loss_fn(p, x, CFG, jnp.float32))
+    l16 = float(model_jax.loss_fn(p, x, CFG, jnp.bfloat16))
+    assert abs(l16 - l32) < 0.05 and model_jax.resolve_dtype("auto", "tpu") == jnp.bfloat16
 
 
 def test_checkpoint_round_trips_params_and_optimizer_state(tmp_path) -> None:
     params, state, opt, _ = _train(3)
-    path = M.save_checkpoint(tmp_path / "checkpoint_00000003", CFG, params, 3, state, {"x": 1})
-    cfg, p2, meta, s2 = M.load_checkpoint(path, opt)
+    path = model_jax.save_checkpoint(
+        tmp_path / "checkpoint_00000003", CFG, params, 3, state, {"x": 1}
+    )
+    cfg, p2, meta, s2 = model_jax.load_checkpoint(path, opt)
     assert cfg == CFG and meta["step"] == 3 and meta["framework"] == "jax" and meta["x"] == 1
     for a, b in zip(
-        jax.tree_util.tree_leaves(M.to_host(params)), jax.tree_util.tree_leaves(p2), strict=True
+        jax.tree_util.tree_leaves(model_jax.to_host(params)),
+        jax.tree_util.tree_leaves(p2),
+        strict=True,
     ):
         np.testing.assert_array_equal(a, b)
-    assert M.to_host(state).keys() == M.to_host(s2).keys()
-    for k, v in M.to_host(state).items():
-        np.testing.assert_array_equal(v, M.to_host(s2)[k])
+    assert model_jax.to_host(state).keys() == model_jax.to_host(s2).keys()
+    for k, v in model_jax.to_host(state).items():
+        np.testing.assert_array_equal(v, model_jax.to_host(s2)[k])
 
 
 def test_damaged_checkpoint_is_refused_naming_the_file(tmp_path) -> None:
     params, state, opt, _ = _train(1)
-    path = M.save_checkpoint(tmp_path / "ck", CFG, params, 1, state)
-    f = path / M.PARAMS
+    path = model_jax.save_checkpoint(tmp_path / "ck", CFG, params, 1, state)
+    f = path / model_jax.PARAMS
     data = bytearray(f.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, different content
     f.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=r"params\.npz.*sha256"):
-        M.load_checkpoint(path, opt)
+        model_jax.load_checkpoint(path, opt)
 
 
 def test_flops_formula_counts_matmul_params() -> None:
@@ -127,12 +131,12 @@ def test_evaluate_loads_a_jax_checkpoint_into_the_torch_model(tmp_path) -> None:
     torch = pytest.importorskip("torch")
     from workloads.model_torch import load_checkpoint as load_torch
 
-    params = M.init_params(CFG, seed=3)
-    path = M.save_checkpoint(tmp_path / "checkpoint_000007", CFG, params, step=7)
+    params = model_jax.init_params(CFG, seed=3)
+    path = model_jax.save_checkpoint(tmp_path / "checkpoint_000007", CFG, params, step=7)
     model, meta, opt = load_torch(path)
     assert meta["framework"] == "jax" and meta["step"] == 7 and opt is None
     x = _batch(np.random.default_rng(2), 2)[:, :-1]
     with torch.no_grad():
         got = model.eval()(torch.from_numpy(x.astype(np.int64))).numpy()
-    want = np.asarray(M.forward(params, jnp.asarray(x), CFG))
+    want = np.asarray(model_jax.forward(params, jnp.asarray(x), CFG))
     np.testing.assert_allclose(got, want, atol=2e-4)

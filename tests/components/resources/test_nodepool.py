@@ -89,7 +89,9 @@ def test_reservation_affinity():
             "reservation": "h100-res",
         }
     ]
-    records, _ = render(config(node_pools=pools, nap={"resource_limits": {"cpu": 4096, "memory": 8192}}))
+    records, _ = render(
+        config(node_pools=pools, nap={"resource_limits": {"cpu": 4096, "memory": 8192}})
+    )
     nc = by_name(records, NP)["h100"]["nodeConfig"]
     assert nc["reservationAffinity"] == {
         "consumeReservationType": "SPECIFIC_RESERVATION",

@@ -1,0 +1,164 @@
+"""Which stack file a ``raygke`` command reads, loading it, and the node-pool table it prints.
+
+One rule for every command (``check``, ``synth``, ``local ...``):
+
+* ``--stack NAME`` reads ``Pulumi.NAME.yaml`` in the current directory; the stack is ``NAME``.
+* ``--config FILE`` reads ``FILE``; the stack is ``NAME`` when the file is named
+  ``Pulumi.NAME.yaml`` (or ``.yml``), else the file's stem.
+* Both at once is a usage error.
+* Neither: commands without a built-in stack (``check``, ``synth``) refuse; ``raygke local``
+  uses its built-in ``local`` environment. ``--stack local`` without a ``Pulumi.local.yaml``
+  also means the built-in one.
+
+Pulumi's own naming of stack files: https://www.pulumi.com/docs/iac/concepts/projects/project-file/
+("Stack settings files ... ``Pulumi.<stack-name>.yaml``").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from raygke.console import EXIT_FAILED, EXIT_USAGE, err
+
+STACK_FILE = re.compile(r"Pulumi\.(.+)\.ya?ml")
+
+
+class StackChoiceError(ValueError):
+    """The options name no readable stack file; ``str(e)`` is the one-line message."""
+
+
+@dataclass(frozen=True)
+class StackChoice:
+    """The stack a command acts on.
+
+    Attributes:
+        name: the stack name (``Pulumi.<name>.yaml``), or the built-in stack's name.
+        path: the stack file; None for the built-in stack (no file).
+    """
+
+    name: str
+    path: Path | None
+
+
+def stack_name_for(path: Path) -> str:
+    """``Pulumi.prod.yaml`` -> ``prod``; any other file -> its stem."""
+    m = STACK_FILE.fullmatch(path.name)
+    return m.group(1) if m else path.stem
+
+
+def _readable(path: Path, what: str = "") -> Path:
+    if not path.is_file():
+        why = "is a directory" if path.is_dir() else "no such file"
+        raise StackChoiceError(f"cannot read {path}: {why}{what}")
+    return path
+
+
+def choose_stack(
+    stack: str | None,
+    config: Path | None,
+    *,
+    builtin: str | None = None,
+    cwd: Path | None = None,
+) -> StackChoice:
+    """The stack named by ``--stack`` / ``--config`` (rules in the module docstring).
+
+    Args:
+        stack: the ``--stack`` value or None.
+        config: the ``--config`` value or None.
+        builtin: name of the command's built-in stack (``local``), or None when it has none.
+        cwd: folder holding ``Pulumi.<stack>.yaml`` files (default: the current directory).
+
+    Raises:
+        StackChoiceError: both options; neither without a built-in stack; a missing or
+            unreadable (directory) file.
+    """
+    if stack is not None and config is not None:
+        one = "at most one" if builtin else "exactly one"
+        raise StackChoiceError(f"give {one} of --stack NAME or --config FILE")
+    if config is not None:
+        return StackChoice(stack_name_for(config), _readable(config))
+    if stack is None:
+        if builtin is None:
+            raise StackChoiceError("give exactly one of --stack NAME or --config FILE")
+        return StackChoice(builtin, None)
+    path = (cwd or Path.cwd()) / f"Pulumi.{stack}.yaml"
+    if stack == builtin and not path.exists():
+        return StackChoice(builtin, None)
+    return StackChoice(stack, _readable(path, f" (stack {stack!r})"))
+
+
+def choose_or_exit(
+    stack: str | None, config: Path | None, *, builtin: str | None = None
+) -> StackChoice:
+    """:func:`choose_stack`, printing its one-line error and exiting 2 (usage) on failure."""
+    try:
+        return choose_stack(stack, config, builtin=builtin)
+    except StackChoiceError as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def load_or_exit(path: Path) -> Any:
+    """Load and validate a stack file (``components.spec.load_stack_file``) into a
+    ``StackConfig``; print every problem and exit 1 when invalid, 2 when unreadable."""
+    from components.spec import ConfigError, StackFileError, load_stack_file
+
+    try:
+        return load_stack_file(path)
+    except StackFileError as e:
+        err.print(
+            f"error: cannot read {path} as a stack file: {'; '.join(e.problems)}", markup=False
+        )
+        raise typer.Exit(EXIT_USAGE) from None
+    except ConfigError as e:
+        err.print(f"[bold red]{path}: invalid stack config[/] ({len(e.problems)} problem(s))")
+        for line in e.problems:
+            err.print(f"  - {line}", markup=False)
+        raise typer.Exit(EXIT_FAILED) from None
+    except (OSError, UnicodeDecodeError) as e:
+        err.print(f"error: cannot read {path}: {e}")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools") -> Table:
+    """Rich table: one row per node pool (machine type, accelerator, chips per host, hosts per
+    slice, maximum scale).
+
+    Args:
+        pools: config pool name -> the ``node_pools`` stack output's entry, as built by
+            ``components.builders.outputs.accelerator_summary`` (keys ``kind``,
+            ``machine_type``, ``gke_node_pools``; TPU ``accelerator``, ``topology``,
+            ``chips_per_host``, ``hosts_per_slice``, ``chips_per_slice``, ``max_slices``; GPU
+            ``accelerator``, ``gpus_per_node``, ``max_nodes``; CPU ``max_nodes``).
+        title: the table's title.
+    """
+    table = Table(title=title)
+    for col in ("pool", "kind", "machine type", "accelerator", "chips/host", "hosts/slice", "max"):
+        table.add_column(col)
+    for name, p in pools.items():
+        if p["kind"] == "tpu":
+            n = len(p["gke_node_pools"])
+            row = (
+                f"{p['accelerator']} {p['topology']} ({p['chips_per_slice']} chips)",
+                str(p["chips_per_host"]),
+                str(p["hosts_per_slice"]),
+                f"{p['max_slices']} slices ({n} GKE pool{'' if n == 1 else 's'})",
+            )
+        elif p["kind"] == "gpu":
+            row = (
+                f"{p['gpus_per_node']} x {p['accelerator']}",
+                str(p["gpus_per_node"]),
+                "1",
+                f"{p['max_nodes']} nodes",
+            )
+        else:
+            row = ("-", "-", "1", f"{p['max_nodes']} nodes")
+        table.add_row(name, p["kind"], p["machine_type"], *row)
+    return table
