@@ -326,6 +326,27 @@ def _manifest_files(records: list[dict[str, Any]]) -> dict[str, str]:
     return files
 
 
+CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+
+
+def _compact(record: dict[str, Any]) -> dict[str, Any]:
+    """A record as written to ``resources.json``: a CustomResourceDefinition's ``spec`` (the
+    carried KubeRay CRD, ~2 MB of schema each) becomes its group, names, versions and the sha256
+    of the full spec, so a changed CRD still shows in a diff of two renders without burying the
+    rest."""
+    spec = record.get("inputs", {}).get("spec")
+    if record.get("type") != CRD_TYPE or not isinstance(spec, dict):
+        return record
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+    summary = {
+        "group": spec.get("group"),
+        "names": spec.get("names"),
+        "versions": [v.get("name") for v in spec.get("versions", [])],
+        "sha256": digest,
+    }
+    return {**record, "inputs": {**record["inputs"], "spec": summary}}
+
+
 def write(out: Path, records: list[dict[str, Any]], outputs: dict[str, Any]) -> list[str]:
     """Write ``resources.json``, ``outputs.json`` and ``manifests/`` under ``out`` (replacing an
     earlier render); return the manifest file names."""
@@ -334,7 +355,9 @@ def write(out: Path, records: list[dict[str, Any]], outputs: dict[str, Any]) -> 
     if mdir.exists():
         shutil.rmtree(mdir)
     mdir.mkdir()
-    (out / "resources.json").write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    (out / "resources.json").write_text(
+        json.dumps([_compact(r) for r in records], indent=2, sort_keys=True) + "\n"
+    )
     (out / "outputs.json").write_text(json.dumps(outputs, indent=2, sort_keys=True) + "\n")
     files = _manifest_files(records)
     for fname, text in sorted(files.items()):

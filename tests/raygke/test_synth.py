@@ -126,3 +126,23 @@ def test_program_reports_invalid_config_as_one_clean_error():
     data["node_pools"] = [{"name": "t", "tpu": {"generation": "v7x", "topology": "2x2"}}]
     with pytest.raises(pulumi.RunError, match="invalid stack config: 1 problem"):
         run_program(config_entries(data), "bad")
+
+
+def test_crd_schemas_are_summarised_in_resources_json(tmp_path: Path) -> None:
+    """The carried KubeRay CRDs are stack resources in helm mode (dev); resources.json keeps their
+    group, names, versions and a sha256 of the full spec instead of ~6 MB of schema, and a
+    different chart version shows as a different digest."""
+    import hashlib
+
+    from components.builders.kuberay import crd_documents
+    from raygke.synth import CRD_TYPE, synth
+
+    synth(ROOT / "Pulumi.dev.yaml", tmp_path)
+    records = json.loads((tmp_path / "resources.json").read_text())
+    crds = [r for r in records if r["type"] == CRD_TYPE]
+    assert len(crds) == 3
+    assert (tmp_path / "resources.json").stat().st_size < 500_000
+    by_kind = {r["inputs"]["spec"]["names"]["kind"]: r["inputs"]["spec"] for r in crds}
+    for doc in crd_documents("1.7.0"):
+        full = json.dumps(doc["spec"], sort_keys=True).encode()
+        assert by_kind[doc["spec"]["names"]["kind"]]["sha256"] == hashlib.sha256(full).hexdigest()
