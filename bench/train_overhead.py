@@ -107,12 +107,19 @@ def bare(dataset: str, cfg: dict[str, Any], threads: int) -> float:
 
 
 def bare_in_fresh_process(dataset: str, cfg: dict[str, Any], threads: int) -> float:
-    """:func:`bare` in a new (spawned) Python process."""
+    """:func:`bare` in a new (spawned) Python process whose ``OMP_NUM_THREADS`` is what Ray sets
+    in a Train worker: the worker's CPU count (``cpus_per_worker``; Ray sets OMP_NUM_THREADS to an
+    actor's ``num_cpus``, https://docs.ray.io/en/latest/ray-core/configure.html). It changes
+    PyTorch's CPU speed even with ``torch.set_num_threads`` equal (measured here: 1 vs unset,
+    2 threads, +40-90% tokens/s), so both sides must start with the same value."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    omp = {"OMP_NUM_THREADS": str(max(1, int(float(cfg.get("cpus_per_worker", 1)))))}
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(
+        1, mp_context=ctx, initializer=os.environ.update, initargs=(omp,)
+    ) as pool:
         return pool.submit(bare, dataset, cfg, threads).result()
 
 
@@ -193,7 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"model d_model={cfg['d_model']} n_layers={cfg['n_layers']} "
         f"context={cfg['context_length']}; batch {cfg['batch_size']}, {cfg['steps']} steps, "
-        f"{threads} torch threads on both sides"
+        f"{threads} torch threads and OMP_NUM_THREADS={int(float(cfg.get('cpus_per_worker', 1)))} "
+        "on both sides"
     )
     print(f"{'loop':<28}{'tokens/s':>12}   all rounds")
     for side, label in (("bare", "bare (1 process)"), ("ray", "TorchTrainer (1 worker)")):
