@@ -106,6 +106,11 @@ def bare(dataset: str, cfg: dict[str, Any], threads: int) -> float:
     return toks / secs
 
 
+def _set_env(env: dict[str, str]) -> None:
+    """Process-pool initializer: set environment variables (before torch is imported)."""
+    os.environ.update(env)
+
+
 def bare_in_fresh_process(dataset: str, cfg: dict[str, Any], threads: int) -> float:
     """:func:`bare` in a new (spawned) Python process whose ``OMP_NUM_THREADS`` is what Ray sets
     in a Train worker: the worker's CPU count (``cpus_per_worker``; Ray sets OMP_NUM_THREADS to an
@@ -117,9 +122,7 @@ def bare_in_fresh_process(dataset: str, cfg: dict[str, Any], threads: int) -> fl
 
     omp = {"OMP_NUM_THREADS": str(max(1, int(float(cfg.get("cpus_per_worker", 1)))))}
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        1, mp_context=ctx, initializer=os.environ.update, initargs=(omp,)
-    ) as pool:
+    with ProcessPoolExecutor(1, mp_context=ctx, initializer=_set_env, initargs=(omp,)) as pool:
         return pool.submit(bare, dataset, cfg, threads).result()
 
 
