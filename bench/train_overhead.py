@@ -111,16 +111,25 @@ def _set_env(env: dict[str, str]) -> None:
     os.environ.update(env)
 
 
+def omp_num_threads(cfg: dict[str, Any]) -> str:
+    """The OMP_NUM_THREADS Ray sets in the Train worker of ``cfg`` (:func:`bare_in_fresh_process`)."""
+    import math
+
+    return os.environ.get("OMP_NUM_THREADS") or str(
+        max(1, math.floor(float(cfg.get("cpus_per_worker", 1))))
+    )
+
+
 def bare_in_fresh_process(dataset: str, cfg: dict[str, Any], threads: int) -> float:
-    """:func:`bare` in a new (spawned) Python process whose ``OMP_NUM_THREADS`` is what Ray sets
-    in a Train worker: the worker's CPU count (``cpus_per_worker``; Ray sets OMP_NUM_THREADS to an
-    actor's ``num_cpus``, https://docs.ray.io/en/latest/ray-core/configure.html). It changes
-    PyTorch's CPU speed even with ``torch.set_num_threads`` equal (measured here: 1 vs unset,
-    2 threads, +40-90% tokens/s), so both sides must start with the same value."""
+    """:func:`bare` in a new (spawned) Python process with the ``OMP_NUM_THREADS`` that Ray gives
+    a Train worker: the inherited value if set, else the worker's CPUs (``cpus_per_worker``,
+    floored, at least 1; ray/_private/utils.py ``set_omp_num_threads_if_unset``). It changes
+    PyTorch's CPU speed even at equal ``torch.set_num_threads`` (measured on this 2-core box:
+    1 vs unset at 2 threads, +40-90% tokens/s), so both sides must start with the same value."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    omp = {"OMP_NUM_THREADS": str(max(1, int(float(cfg.get("cpus_per_worker", 1)))))}
+    omp = {"OMP_NUM_THREADS": omp_num_threads(cfg)}
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(1, mp_context=ctx, initializer=_set_env, initargs=(omp,)) as pool:
         return pool.submit(bare, dataset, cfg, threads).result()
@@ -203,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"model d_model={cfg['d_model']} n_layers={cfg['n_layers']} "
         f"context={cfg['context_length']}; batch {cfg['batch_size']}, {cfg['steps']} steps, "
-        f"{threads} torch threads and OMP_NUM_THREADS={int(float(cfg.get('cpus_per_worker', 1)))} "
+        f"{threads} torch threads and OMP_NUM_THREADS={omp_num_threads(cfg)} "
         "on both sides"
     )
     print(f"{'loop':<28}{'tokens/s':>12}   all rounds")
