@@ -1,0 +1,82 @@
+"""Every ``bench/*.py`` runs in ``--smoke`` mode (tiny sizes) and prints its ratio line.
+
+Each benchmark runs as a subprocess with this interpreter and ``PYTHONPATH`` = the repo root,
+exactly as a person would run it, so a benchmark that no longer imports, no longer matches the
+workloads' API or generates an invalid stack fails here. Only completion and the shape of the
+summary are asserted (a parsable ``ratio: <name> = <number or n/a>`` line), never a figure or a
+time: the figures depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+RATIO = re.compile(
+    r"^ratio: (?P<name>\S+(?: \S+)*) = (?P<value>n/a|\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?:\s|$)", re.M
+)
+
+# The ones that start Ray are slow (a local Ray instance plus its workers takes tens of seconds).
+CASES = [
+    pytest.param("synth.py", id="synth"),
+    pytest.param("torch_step.py", id="torch_step"),
+    pytest.param("jax_step.py", id="jax_step"),
+    pytest.param("prepare.py", id="prepare", marks=pytest.mark.slow),
+    pytest.param("train_overhead.py", id="train_overhead", marks=pytest.mark.slow),
+]
+
+
+@functools.cache  # one run per script per session, shared by the tests below
+def run_smoke(script: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("RAY_ADDRESS", None)  # never join another Ray instance on this machine
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), "--smoke"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_every_benchmark_is_covered() -> None:
+    covered = {p.values[0] for p in CASES}
+    assert covered == {p.name for p in BENCH.glob("*.py")}
+
+
+@pytest.mark.parametrize("script", CASES)
+def test_smoke_completes_and_prints_a_ratio(script: str) -> None:
+    proc = run_smoke(script)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, tail
+    ratios = RATIO.findall(proc.stdout)
+    assert len(ratios) == 1, f"expected one 'ratio: <name> = <value>' line:\n{proc.stdout}"
+    _name, value = ratios[0]
+    if value != "n/a":
+        assert float(value) > 0, proc.stdout
+
+
+@pytest.mark.parametrize("script", ["torch_step.py", "jax_step.py"])
+def test_step_benchmarks_report_tokens_per_second(script: str) -> None:
+    proc = run_smoke(script)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    summary = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert summary["tokens_per_s"] > 0
+    assert summary["step_time_s"] > 0
+    # MFU only where a peak is known: none on CPU, so the ratio line says n/a there.
+    ratio = RATIO.search(proc.stdout)
+    assert ratio is not None and ratio["name"] == "mfu"
+    if summary["peak_tflops_per_device"] is None:
+        assert summary["mfu"] is None and ratio["value"] == "n/a"
+    else:
+        assert summary["mfu"] == pytest.approx(float(ratio["value"]), rel=1e-3)
