@@ -143,8 +143,24 @@ def resolve_identity(cfg: StackConfig, name: str, field: str) -> WorkloadIdentit
 # ---------------------------------------------------------------------------------- the targets
 
 
+class _OnPool:
+    """What a target knows from its node pool alone (``pool`` is set by the dataclass)."""
+
+    pool: Pool
+
+    @property
+    def slice(self) -> catalog.TpuSlice | None:
+        """The TPU slice of one replica (catalog entry), None for GPU/CPU pools."""
+        return self.pool.slice if isinstance(self.pool, TpuPool) else None
+
+    @property
+    def gpu(self) -> GpuSpec | None:
+        """The GPU shape of one node, None for TPU/CPU pools."""
+        return self.pool.gpu if isinstance(self.pool, GpuPool) else None
+
+
 @dataclass(frozen=True)
-class GroupTarget:
+class GroupTarget(_OnPool):
     """A worker group resolved to its node pool.
 
     Attributes:
@@ -176,23 +192,13 @@ class GroupTarget:
         return "slices" if isinstance(self.pool, TpuPool) else "nodes"
 
     @property
-    def slice(self) -> catalog.TpuSlice | None:
-        """The TPU slice of one replica (catalog entry), None for GPU/CPU pools."""
-        return self.pool.slice if isinstance(self.pool, TpuPool) else None
-
-    @property
-    def gpu(self) -> GpuSpec | None:
-        """The GPU shape of one node, None for TPU/CPU pools."""
-        return self.pool.gpu if isinstance(self.pool, GpuPool) else None
-
-    @property
     def hosts(self) -> int:
         """Pods (= hosts) per replica: the slice's hosts for TPU pools, else 1 (``numOfHosts``)."""
         return self.slice.hosts if self.slice is not None else 1
 
 
 @dataclass(frozen=True)
-class JobTarget:
+class JobTarget(_OnPool):
     """Where a job's Ray Train workers run.
 
     Attributes:
@@ -232,16 +238,6 @@ class JobTarget:
     def worker_group(self) -> WorkerGroupConfig | None:
         """The long-lived cluster's worker group; None for an own RayCluster."""
         return None if self.cluster is None else self.group
-
-    @property
-    def slice(self) -> catalog.TpuSlice | None:
-        """The TPU slice of one replica (catalog entry), None for GPU/CPU pools."""
-        return self.pool.slice if isinstance(self.pool, TpuPool) else None
-
-    @property
-    def gpu(self) -> GpuSpec | None:
-        """The GPU shape of one node, None for TPU/CPU pools."""
-        return self.pool.gpu if isinstance(self.pool, GpuPool) else None
 
 
 def group_field(rc: RayClusterConfig, group: WorkerGroupConfig) -> str:
