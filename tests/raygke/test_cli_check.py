@@ -123,3 +123,28 @@ def test_yaml_date_as_job_argument_is_one_problem_line(tmp_path: Path) -> None:
         "datetime.date(2001, 12, 14) (a date); expected str or None" in r.stderr
     )
     assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_check_passes_in_a_copy_with_nothing_beside_it(tmp_path: Path) -> None:
+    """The product carries what it validates against (the KubeRay CRDs in
+    components/checks/crds/): a copy of the repository's files with no ``../shared`` beside it
+    checks both shipped stacks, the rendered ones included, with exit 0."""
+    import shutil
+
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    copy = tmp_path / "alone" / "ray-gke"
+    for rel in files:
+        if (ROOT / rel).is_file():
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, copy / rel)
+    assert not (copy.parent / "shared").exists()
+    for stack in ("dev", "prod"):
+        r = raygke("check", "--stack", stack, cwd=copy)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "ok" in r.stdout and str(copy) in r.stdout.replace("\n", "")
