@@ -96,3 +96,11 @@ def test_reference_lists_every_hint() -> None:
     assert "## Derived and removed keys" in text
     for hint in KEY_HINTS.values():
         assert f"`{hint.doc.partition(' (')[0]}`" in text
+
+
+def test_ray_version_is_a_release_version() -> None:
+    """rayVersion is a Ray release (https://github.com/ray-project/ray/releases), MAJOR.MINOR.PATCH."""
+    lines = problems(config(ray={"version": "2.60.0\x00"}))
+    assert lines == [
+        "ray.version: '2.60.0\\x00' is not a Ray release version MAJOR.MINOR.PATCH (e.g. 2.60.0)"
+    ]
