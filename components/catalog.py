@@ -310,7 +310,7 @@ def tpu_slice(generation: str, topology: str) -> TpuSlice:
     gen = tpu_generation(generation)
     if topology not in TPU_TOPOLOGIES:
         raise CatalogError(
-            f"topology {topology} is not a {gen.name} topology; valid: {', '.join(TPU_TOPOLOGIES)}"
+            f"topology {topology if str(topology).isprintable() else repr(topology)} is not a {gen.name} topology; valid: {', '.join(TPU_TOPOLOGIES)}"
         )
     return TpuSlice(gen, topology)
 

@@ -1,5 +1,7 @@
 """``python -m raygke`` runs the same CLI as the ``raygke`` console script."""
 
+import sys
+
 from raygke.cli import main
 
-main()
+sys.exit(main())

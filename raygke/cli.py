@@ -1,19 +1,26 @@
 """``raygke``: what Pulumi itself does not do — offline checks and renders of a stack, and the
 local environment.
 
-Exit codes: 0 success; 1 the stack is invalid (every problem listed, one line each); 2 usage error
-or unreadable file.
+Exit codes, for every command: 0 success; 1 the stack is invalid (every problem listed, one line
+each) or a job failed; 2 usage error or unreadable file; 3 internal error (a bug in raygke: one line
+``internal error: <ExceptionType>: <message>; rerun with --debug for the traceback`` on stderr;
+``raygke --debug <command>`` or ``RAYGKE_DEBUG=1`` prints the traceback instead).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from components.spec import GpuPool, StackConfig, TpuPool
 from raygke import local
-from raygke.console import EXIT_FAILED, console, err
+from raygke.console import EXIT_FAILED, EXIT_INTERNAL, console, err
 from raygke.stacks import choose_or_exit, load_or_exit, pools_table
 
 app = typer.Typer(
@@ -23,6 +30,23 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+DEBUG_ENV = "RAYGKE_DEBUG"
+_debug = False  # set by the --debug option; read by main() when a command raises
+
+
+@app.callback()
+def _options(
+    debug: bool = typer.Option(
+        False,
+        "--debug",
+        help=f"Print the traceback of an internal error (exit 3) instead of one line "
+        f"(also: {DEBUG_ENV}=1)",
+    ),
+) -> None:
+    """Offline checks and renders of a ray-gke stack, and the local Ray environment."""
+    global _debug
+    _debug = debug
 
 
 def summary_line(cfg: StackConfig) -> str:
@@ -58,7 +82,9 @@ def check(
 
         problems = check_stack(cfg)
     if problems:
-        err.print(f"[bold red]{path}: the rendered stack has {len(problems)} problem(s)[/]")
+        err.print(
+            f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"
+        )
         for line in problems:
             err.print(f"  - {line}", markup=False)
         raise typer.Exit(EXIT_FAILED)
@@ -67,7 +93,7 @@ def check(
     console.print(
         pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
     )
-    console.print(f"[green]ok[/] {path}: {summary_line(cfg)}")
+    console.print(f"[green]ok[/] {escape(str(path))}: {escape(summary_line(cfg))}")
 
 
 @app.command()
@@ -106,7 +132,7 @@ def docs(
         if current != text:
             err.print(f"{out} differs from the stack model; regenerate it: raygke docs --out {out}")
             raise typer.Exit(EXIT_FAILED)
-        console.print(f"[green]ok[/] {out} matches the stack model")
+        console.print(f"[green]ok[/] {escape(str(out))} matches the stack model")
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
@@ -116,6 +142,44 @@ def docs(
 app.add_typer(local.app, name="local", help="The local Ray environment (no cloud).")
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def _debug_wanted() -> bool:
+    return _debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
+
+    The one place that maps outcomes to exit codes (:mod:`raygke.console`). Typer's standalone
+    mode turns a command's ``typer.Exit``, usage errors (2) and Ctrl-C (130) into ``SystemExit``;
+    any other exception is a bug: exit 3 with one line on stderr, or the traceback when
+    ``--debug`` / ``RAYGKE_DEBUG=1`` asks for it. The console script exits with the returned code.
+    """
+    global _debug
+    _debug = False
+    command = typer.main.get_command(app)
+    try:
+        command.main(
+            args=list(sys.argv[1:] if argv is None else argv),
+            prog_name="raygke",
+            standalone_mode=True,
+        )
+    except SystemExit as e:
+        code = e.code
+        if code is None or isinstance(code, int):
+            return code or 0
+        err.print(str(code), markup=False)  # sys.exit("message") prints and exits 1
+        return EXIT_FAILED
+    except Exception as e:
+        if _debug_wanted():
+            traceback.print_exc()
+        else:
+            message = " ".join(str(e).split())
+            if len(message) > 500:
+                message = message[:500] + "..."
+            err.print(
+                f"internal error: {type(e).__name__}: {message}; "
+                "rerun with --debug for the traceback",
+                markup=False,
+            )
+        return EXIT_INTERNAL
+    return 0

@@ -12,3 +12,4 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EXIT_FAILED = 1  # a check found problems, or a job failed
 EXIT_USAGE = 2  # a usage error or an unreadable file
+EXIT_INTERNAL = 3  # a bug in raygke: one line on stderr (the traceback with --debug)

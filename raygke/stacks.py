@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from raygke.console import EXIT_FAILED, EXIT_USAGE, err
@@ -118,12 +119,14 @@ def load_or_exit(path: Path) -> Any:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        err.print(f"[bold red]{path}: invalid stack config[/] ({len(e.problems)} problem(s))")
+        err.print(
+            f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(e.problems)} problem(s))"
+        )
         for line in e.problems:
             err.print(f"  - {line}", markup=False)
         raise typer.Exit(EXIT_FAILED) from None
     except (OSError, UnicodeDecodeError) as e:
-        err.print(f"error: cannot read {path}: {e}")
+        err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
 
 

@@ -267,7 +267,51 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
     for m in manifests:
         for where, group in _groups(m):
             problems += schedule_problems(where, group, candidates)
-    return problems
+    return [_with_field(line, manifests) for line in problems]
+
+
+_GROUP_INDEX = re.compile(r"workerGroupSpecs\[(\d+)\]")
+
+
+def stack_field(manifest: dict[str, Any], line: str = "") -> str | None:
+    """The stack-file field a problem ``line`` of the rendered ``manifest`` comes from: a
+    RayCluster ``x`` is ``ray_clusters[x]`` (its ``head``, or ``worker_groups[g]`` when the line
+    names a head or worker group), a RayJob ``x`` is ``jobs[x]`` (its own cluster is built from
+    the job's ``node_pool``); None for other kinds. Names follow
+    :func:`components.builders.manifests.render_manifests` (the config name is the object name).
+    """
+    kind = manifest.get("kind")
+    name = (manifest.get("metadata") or {}).get("name")
+    if not isinstance(name, str):
+        return None
+    if kind == "RayJob":
+        return f"jobs[{name}]"
+    if kind != "RayCluster":
+        return None
+    field = f"ray_clusters[{name}]"
+    groups = (manifest.get("spec") or {}).get("workerGroupSpecs") or []
+    m = _GROUP_INDEX.search(line)
+    group = None
+    if m and int(m.group(1)) < len(groups) and isinstance(groups[int(m.group(1))], dict):
+        group = groups[int(m.group(1))].get("groupName")
+    else:
+        named = re.search(r": worker group (\S+?):", line)
+        group = named.group(1) if named else None
+    if group is not None:
+        return f"{field}.worker_groups[{group}]"
+    if "headGroupSpec" in line or ": head group:" in line:
+        return f"{field}.head"
+    return field
+
+
+def _with_field(line: str, manifests: list[dict[str, Any]]) -> str:
+    """``line`` with ``; edit <stack field>`` appended when it is about a rendered object."""
+    for m in manifests:
+        name = (m.get("metadata") or {}).get("name")
+        if isinstance(name, str) and line.startswith(f"{m.get('kind')} {name}: "):
+            field = stack_field(m, line)
+            return f"{line}; edit {field} in the stack file" if field else line
+    return line
 
 
 def workload_problems(cfg: StackConfig) -> list[str]:

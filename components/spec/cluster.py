@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import (
     Field,
@@ -16,13 +15,6 @@ from components import catalog
 from components.spec.base import DISK_SIZE_MAX_GB, _cpu_machine_type, _gke_name, _min_le_max, _Model
 
 # --------------------------------------------------------------------------------------- cluster
-
-# Keys of ``cluster:`` that were removed, with what to write instead (a stack still using one gets
-# this line instead of "unknown key"; docs/stack-config.md lists them).
-REMOVED_KEYS: dict[str, str] = {
-    "ray_addon": "the GKE Ray add-on follows kuberay.mode; write kuberay: {mode: gke-addon} "
-    "instead (and drop cluster.ray_addon)",
-}
 
 
 class MaintenanceWindow(_Model):
@@ -140,15 +132,6 @@ class ClusterConfig(_Model):
         "into Ray pods (https://cloud.google.com/kubernetes-engine/docs/how-to/"
         "persistent-volumes/cloud-storage-fuse-csi-driver).",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _removed_keys(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            for key, hint in REMOVED_KEYS.items():
-                if key in data:
-                    raise ValueError(f"{key} was removed: {hint}")
-        return data
 
     @field_validator("name")
     @classmethod

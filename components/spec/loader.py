@@ -16,6 +16,7 @@ from pydantic import (
 
 from components import catalog
 from components.spec.base import OTHER_NAMESPACES, PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.spec.hints import KEY_HINTS
 from components.spec.rules import rule_problems
 from components.spec.stack import SKIP_RULES, StackConfig
 
@@ -35,13 +36,51 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
         if isinstance(p, int):
             item = node[p] if isinstance(node, list) and p < len(node) else None
             name = item.get("name") if isinstance(item, Mapping) else None
-            parts[-1 if parts else 0 :] = [f"{parts[-1] if parts else ''}[{name or p}]"]
+            if not isinstance(name, str) or not name:
+                name = p  # no usable name: the list index
+            elif not re.fullmatch(r"[\w.-]+", name):
+                name = repr(name)  # quoted, control characters escaped
+            parts[-1 if parts else 0 :] = [f"{parts[-1] if parts else ''}[{name}]"]
             node = item
             skip_tag = True
         else:
             parts.append(str(p) if re.fullmatch(r"[\w-]+", str(p)) else repr(p))
             node = node.get(p) if isinstance(node, Mapping) else None
     return ".".join(parts)
+
+
+def _model_path(loc: tuple[Any, ...]) -> str:
+    """``('node_pools', 1, 'tpu', 'machine_type')`` -> ``node_pools.tpu.machine_type`` (list
+    indices dropped; the pool kind a node pool's validation adds stays)."""
+    return ".".join(str(p) for p in loc if not isinstance(p, int))
+
+
+def _block(loc: tuple[Any, ...], data: Any) -> Any:
+    """The mapping of ``data`` that holds the key at ``loc`` (the tag after an index skipped)."""
+    node, skip_tag = data, False
+    for p in loc[:-1]:
+        if skip_tag:
+            skip_tag = False
+            if p in _TAGS:
+                continue
+        if isinstance(p, int):
+            node = node[p] if isinstance(node, list) and p < len(node) else None
+            skip_tag = True
+        else:
+            node = node.get(p) if isinstance(node, Mapping) else None
+    return node
+
+
+def _extra_key(e: Any, data: Any) -> tuple[str, str] | None:
+    """(field path, message) for a derived or removed key (:mod:`components.spec.hints`)."""
+    loc = tuple(e["loc"])
+    hint = KEY_HINTS.get(_model_path(loc))
+    if hint is None:
+        return None
+    text = hint.message(_block(loc, data))
+    if hint.kind == "removed":
+        return _loc(loc[:-1], data), f"{loc[-1]} was removed: {text}"
+    return _loc(loc, data), text
 
 
 def _type_hint(kind: str, value: Any) -> str:
@@ -75,7 +114,10 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
         for prefix in ("Value error, ", "Assertion failed, "):
             if msg.startswith(prefix):
                 msg = msg[len(prefix) :]
-        if e["type"] == "extra_forbidden":
+        hinted = _extra_key(e, data) if e["type"] == "extra_forbidden" else None
+        if hinted:
+            loc, msg = hinted
+        elif e["type"] == "extra_forbidden":
             msg = f"unknown key {str(e['loc'][-1])!r} (check its spelling; extra keys are rejected)"
         elif e["type"] == "missing":
             msg = "required field is missing"
@@ -243,6 +285,12 @@ def _check_size(doc: Any, source: str | None) -> None:
             stack.extend((v, depth + 1) for v in node)
 
 
+def _plain(key: str) -> str:
+    """A key as written when it is plain (letters, digits, ``_.:/-``), else quoted (repr), so a
+    control character is never printed raw."""
+    return key if re.fullmatch(r"[\w.:/-]+", key) else repr(key)
+
+
 def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]:
     """The project's keys from a ``Pulumi.<stack>.yaml`` text, prefix stripped.
 
@@ -266,7 +314,7 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
         elif key in ("gcp:project", "gcp:region"):
             fallbacks[key.split(":", 1)[1]] = value
     problems = [
-        f"{key}: unknown config namespace {key.split(':', 1)[0]!r}; this project's keys are "
+        f"{_plain(key)}: unknown config namespace {key.split(':', 1)[0]!r}; this project's keys are "
         f"{prefix}<key> (other namespaces read: {', '.join(sorted(OTHER_NAMESPACES))})"
         for key in map(str, doc["config"])
         if ":" not in key or key.split(":", 1)[0] not in {PROJECT_NAMESPACE, *OTHER_NAMESPACES}

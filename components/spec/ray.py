@@ -105,6 +105,13 @@ class RayConfig(_Model):
         default_factory=RayImages, description="Container images per accelerator kind."
     )
 
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", v):
+            raise ValueError(f"{v!r} is not a Ray release version MAJOR.MINOR.PATCH (e.g. 2.60.0)")
+        return v
+
     @model_validator(mode="after")
     def _image_versions(self) -> RayConfig:
         problems = []

@@ -21,7 +21,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from components.spec.base import PROJECT_NAMESPACE
-from components.spec.cluster import REMOVED_KEYS
+from components.spec.hints import KEY_HINTS
 from components.spec.stack import StackConfig
 
 REGENERATE = "raygke docs --out docs/stack-config.md"
@@ -210,9 +210,14 @@ def render_reference() -> str:
         if s.about:
             out.append(s.about + "\n")
         out.append("\n".join(_table(s.rows)) + "\n")
-    out.append("## Removed keys\n")
-    out.append("A stack that still sets one of these is refused with the hint shown.\n")
-    out.append("| key | instead |\n|---|---|")
-    for key, hint in REMOVED_KEYS.items():
-        out.append(f"| `cluster.{key}` | {_cell(hint)} |")
+    out.append("## Derived and removed keys\n")
+    out.append(
+        "A stack that sets one of these is refused with the explanation shown (derived: the "
+        "value comes from other keys; removed: no longer a key).\n"
+    )
+    out.append("| key | kind | why, and what to write instead |\n|---|---|---|")
+    for hint in KEY_HINTS.values():
+        path, _, label = hint.doc.partition(" (")
+        key = f"`{path}`" + (f" ({label}" if label else "")
+        out.append(f"| {key} | {hint.kind} | {_cell(hint.text)} |")
     return "\n".join(out) + "\n"

@@ -59,6 +59,11 @@ def pool_zones_in_region(cfg: StackConfig) -> Iterable[str]:
         for z in pool.zones or []:
             if not z.startswith(cfg.region + "-"):
                 yield f"node_pools[{pool.name}].zones: {z!r} is not in region {cfg.region}"
+            elif not _ZONE.match(z):
+                yield (
+                    f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {cfg.region} "
+                    f"(e.g. {cfg.region}-a)"
+                )
 
 
 def unique_names(cfg: StackConfig) -> Iterable[str]:
@@ -98,7 +103,7 @@ def accelerator_zones_offered(cfg: StackConfig) -> Iterable[str]:
         acc = pool.slice.generation if isinstance(pool, TpuPool) else pool.gpu.gpu
         label = f"TPU {acc.name}" if isinstance(pool, TpuPool) else acc.name
         for z in cfg.pool_zones(pool):
-            if z not in acc.zones:
+            if z not in acc.zones and _ZONE.match(z):  # a malformed zone is reported as such
                 yield (
                     f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
                     f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "

@@ -1,0 +1,76 @@
+"""Exit codes of every ``raygke`` command (raygke/console.py): 0 valid, 1 invalid, 2 usage or
+unreadable file, 3 internal error — one line, the traceback only with ``--debug``."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+import components.spec
+from raygke.cli import main
+from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = str(ROOT / "Pulumi.dev.yaml")
+
+
+def run(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = main(list(args))
+    return rc, out.getvalue()
+
+
+@pytest.fixture
+def broken_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(path: object) -> None:
+        raise RuntimeError("the loader\nbroke")
+
+    monkeypatch.setattr(components.spec, "load_stack_file", boom)
+
+
+def test_codes() -> None:
+    assert run("check", "--config", DEV, "--no-render")[0] == 0
+    assert run("check")[0] == EXIT_USAGE
+    assert run("check", "--bogus")[0] == EXIT_USAGE
+    assert run("check", "--config", "/no/such/file.yaml")[0] == EXIT_USAGE
+    assert run("--help")[0] == 0
+    assert EXIT_FAILED == 1 and EXIT_INTERNAL == 3
+
+
+def test_invalid_stack_exit_1(tmp_path: Path) -> None:
+    p = tmp_path / "Pulumi.x.yaml"
+    p.write_text("config:\n  ray-gke:project: 1\n")
+    rc, out = run("check", "--config", str(p))
+    assert rc == EXIT_FAILED and "Traceback" not in out
+
+
+def test_internal_error_is_one_line_exit_3(
+    broken_loader: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RAYGKE_DEBUG", raising=False)
+    rc, out = run("check", "--config", DEV)
+    assert rc == EXIT_INTERNAL
+    assert out == (
+        "internal error: RuntimeError: the loader broke; rerun with --debug for the traceback\n"
+    )
+
+
+def test_debug_option_prints_the_traceback(broken_loader: None) -> None:
+    rc, out = run("--debug", "check", "--config", DEV)
+    assert rc == EXIT_INTERNAL
+    assert "Traceback (most recent call last)" in out and "RuntimeError: the loader" in out
+    # the option does not stick to the next run
+    rc, out = run("check", "--config", DEV)
+    assert rc == EXIT_INTERNAL and "Traceback" not in out
+
+
+def test_debug_env_prints_the_traceback(
+    broken_loader: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAYGKE_DEBUG", "1")
+    rc, out = run("check", "--config", DEV)
+    assert rc == EXIT_INTERNAL and "Traceback (most recent call last)" in out
