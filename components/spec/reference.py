@@ -23,6 +23,7 @@ from pydantic_core import PydanticUndefined
 from components.spec.base import PROJECT_NAMESPACE
 from components.spec.hints import KEY_HINTS
 from components.spec.stack import StackConfig
+from workloads.args import ARGS, markdown_table
 
 REGENERATE = "raygke docs --out docs/stack-config.md"
 
@@ -220,4 +221,13 @@ def render_reference() -> str:
         path, _, label = hint.doc.partition(" (")
         key = f"`{path}`" + (f" ({label}" if label else "")
         out.append(f"| {key} | {hint.kind} | {_cell(hint.text)} |")
-    return "\n".join(out) + "\n"
+    out.append("\n## Workload arguments (`jobs[].args`)\n")
+    out.append(
+        "Each workload's arguments, from its dataclass in `workloads/args.py` (the one source of "
+        "their types, defaults and checks). `dataset`, `storage_path`, `name` (training jobs: the "
+        "job name), `scaling`, `max_failures` and `peak_flops_per_device` are filled in by the "
+        "platform from the job's target; a value in `args` wins.\n"
+    )
+    for name in ARGS:
+        out.append(f"### `{name}`\n\n{markdown_table(name)}\n")
+    return "\n".join(out).rstrip("\n") + "\n"
