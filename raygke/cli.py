@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from components.spec import GpuPool, StackConfig, TpuPool
 from raygke import local
-from raygke.console import EXIT_FAILED, EXIT_INTERNAL, console, err
+from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
 from raygke.stacks import choose_or_exit, load_or_exit, pools_table
 
 app = typer.Typer(
@@ -108,10 +108,22 @@ def synth(
     choice = choose_or_exit(stack, config)
     assert choice.path is not None  # no built-in stack: a file is always chosen
     load_or_exit(choice.path)
+    _writable_folder_or_exit(out)
     import raygke.synth  # pulumi is imported only for this command
 
     result = raygke.synth.synth(choice.path, out, choice.name)
     raygke.synth.print_summary(result, out, console)
+
+
+def _writable_folder_or_exit(out: Path) -> None:
+    """Create ``out`` (a folder); a path that is a file or cannot be created is a usage error
+    (exit 2), said in one line."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        why = "is a file, not a folder" if out.is_file() else (e.strerror or str(e))
+        err.print(f"error: --out {out}: {why}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 @app.command()
@@ -128,8 +140,10 @@ def docs(
 
     text = render_reference()
     if check:
-        current = out.read_text() if out.is_file() else None
-        if current != text:
+        if not out.is_file():
+            err.print(f"{out} does not exist; write it: raygke docs --out {out}", markup=False)
+            raise typer.Exit(EXIT_FAILED)
+        if out.read_text() != text:
             err.print(f"{out} differs from the stack model; regenerate it: raygke docs --out {out}")
             raise typer.Exit(EXIT_FAILED)
         console.print(f"[green]ok[/] {escape(str(out))} matches the stack model")

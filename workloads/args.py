@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
 from workloads.lm_config import ModelConfig
+
+# Largest integer argument: exact in JSON (IEEE double) and in every framework's int64.
+MAX_INT = 2**53
 
 
 class ArgError(ValueError):
@@ -44,6 +48,7 @@ def arg(
     unit: str = "",
     *,
     minimum: float | None = None,
+    maximum: float | None = None,
     check: Callable[[Any], str | None] | None = None,
 ) -> Any:
     """A dataclass field of a workload's arguments.
@@ -53,9 +58,17 @@ def arg(
         doc: the meaning, one sentence.
         unit: the unit of the value ("steps", "rows", "bytes", "FLOP/s", "path or URI", ...).
         minimum: smallest allowed number (checked for int/float values).
+        maximum: largest allowed number (likewise).
         check: extra rule, ``value -> problem text or None`` (e.g. the ``scaling`` shape).
     """
-    meta = {"doc": doc, "unit": unit, "minimum": minimum, "check": check, "default": default}
+    meta = {
+        "doc": doc,
+        "unit": unit,
+        "minimum": minimum,
+        "maximum": maximum,
+        "check": check,
+        "default": default,
+    }
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: json.loads(json.dumps(default)), metadata=meta)
     return field(default=default, metadata=meta)
@@ -152,6 +165,9 @@ class WorkloadArgs:
     """Base of every workload's argument dataclass. ``WORKLOAD`` is the registry name."""
 
     WORKLOAD: ClassVar[str] = ""
+    # Rules across arguments, over the defaults updated with the given values: each returns a
+    # problem text or None.
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = ()
 
     @classmethod
     def _hints(cls) -> dict[str, Any]:
@@ -194,19 +210,29 @@ class WorkloadArgs:
                 eg = f" (e.g. {default!r})" if default is not None else ""
                 out.append(f"{where}; expected {_type_name(tp)}{eg}")
                 continue
-            minimum = f.metadata["minimum"]
-            if (
-                minimum is not None
-                and isinstance(value, (int, float))
-                and not isinstance(value, bool)
-                and value < minimum
-            ):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if number and isinstance(value, float) and not math.isfinite(value):
+                out.append(f"{where}; must be a finite number")
+                continue
+            if number and isinstance(value, int) and abs(value) > MAX_INT:
+                out.append(f"{where}; must be at most {MAX_INT} in size (an exact JSON integer)")
+                continue
+            minimum, maximum = f.metadata["minimum"], f.metadata["maximum"]
+            if number and minimum is not None and value < minimum:
                 out.append(f"{where}; must be >= {minimum:g}")
+                continue
+            if number and maximum is not None and value > maximum:
+                out.append(f"{where}; must be <= {maximum:g}")
                 continue
             check = f.metadata["check"]
             why = check(value) if check is not None and value is not None else None
             if why:
                 out.append(f"{where}; {why}")
+        if not out:
+            merged = {**cls.defaults(), **values}
+            out += [
+                f"workload {cls.WORKLOAD}: {why}" for rule in cls.RULES if (why := rule(merged))
+            ]
         return out
 
     @classmethod
@@ -308,10 +334,20 @@ def _scaling_problem(value: Mapping[str, Any]) -> str | None:
 _MODEL = ModelConfig()
 
 
+def _heads_divide_width(values: Mapping[str, Any]) -> str | None:
+    """Multi-head attention splits ``d_model`` evenly over the heads."""
+    d, h = values.get("d_model"), values.get("n_heads")
+    if isinstance(d, int) and isinstance(h, int) and h > 0 and d % h:
+        return f"n_heads {h} does not divide d_model {d} (each head gets d_model / n_heads units)"
+    return None
+
+
 @dataclass(frozen=True)
 class TrainArgs(WorkloadArgs):
     """Arguments both trainers take (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`),
     read by the shared loop :mod:`workloads.train_loop`."""
+
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (_heads_divide_width,)
 
     dataset: str = arg("/tmp/raygke/dataset", "dataset written by prepare", "path or URI")
     storage_path: str = arg(
@@ -331,7 +367,11 @@ class TrainArgs(WorkloadArgs):
         1.0, "CPUs each worker asks for when scaling is None", "CPUs", minimum=0
     )
     steps: int = arg(
-        500, "optimisation steps in total (resumed runs continue the count)", "steps", minimum=1
+        500,
+        "optimisation steps in total (resumed runs continue the count)",
+        "steps",
+        minimum=1,
+        maximum=10**9,
     )
     batch_size: int = arg(32, "rows per worker per step", "rows", minimum=1)
     lr: float = arg(3e-3, "peak learning rate (AdamW)", "1/step", minimum=0)
@@ -360,7 +400,9 @@ class TrainArgs(WorkloadArgs):
         minimum=1,
     )
     mlp_ratio: int = arg(_MODEL.mlp_ratio, "MLP width / d_model", minimum=1)
-    dropout: float = arg(_MODEL.dropout, "dropout rate (PyTorch model only)", "fraction", minimum=0)
+    dropout: float = arg(
+        _MODEL.dropout, "dropout rate (PyTorch model only)", "fraction", minimum=0, maximum=1
+    )
     step_log: str | None = arg(
         None, "local JSONL file: one line per step from rank 0 with its attempt id (tests)", "path"
     )
@@ -399,7 +441,11 @@ class TrainLmJaxArgs(TrainArgs):
 
     name: str = arg("train_lm_jax", "experiment (run) name under storage_path")
     steps: int = arg(
-        600, "optimisation steps in total (resumed runs continue the count)", "steps", minimum=1
+        600,
+        "optimisation steps in total (resumed runs continue the count)",
+        "steps",
+        minimum=1,
+        maximum=10**9,
     )
     checkpoint_every: int = arg(
         200,

@@ -65,11 +65,23 @@ def _gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
     return value
 
 
-def _k8s_name(value: str, what: str) -> str:
-    if len(value) > K8S_NAME_MAX or not _K8S_NAME.match(value):
+# KubeRay's name limits (ray-operator/controllers/ray/utils/constant.go MaxRayClusterNameLength,
+# MaxRayJobNameLength; validation.go ValidateRayClusterMetadata / ValidateRayJobMetadata): the
+# names are DNS-1035 labels (start with a letter), RayClusters at most 53 characters (we keep 50,
+# K8S_NAME_MAX, for the Service and Pod names derived from it), RayJobs 47 (KubeRay appends a
+# suffix to name the RayJob's own RayCluster).
+RAYJOB_NAME_MAX = 47
+
+
+def _k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool = False) -> str:
+    """``value`` when it is a Kubernetes name (RFC 1123 label; with ``dns1035`` starting with a
+    letter) of at most ``max_len`` characters, else ValueError saying what is allowed."""
+    ok = _GKE_NAME.match(value) if dns1035 else _K8S_NAME.match(value)
+    if len(value) > max_len or not ok:
+        start = "a letter" if dns1035 else "a letter or digit"
         raise ValueError(
-            f"{what} {value!r} is not a valid Kubernetes name: use 1-{K8S_NAME_MAX} lowercase "
-            "letters, digits and hyphens, starting and ending with a letter or digit"
+            f"{what} {value!r} is not a valid Kubernetes name: use 1-{max_len} lowercase "
+            f"letters, digits and hyphens, starting with {start} and ending with a letter or digit"
         )
     return value
 
@@ -95,7 +107,7 @@ def _cpu_machine_type(value: str) -> str:
     declare instead (:func:`components.catalog.cpu_machine_problem`)."""
     problem = catalog.cpu_machine_problem(value)
     if problem:
-        raise ValueError(f"machine_type: {problem}")
+        raise ValueError(problem)
     return value
 
 

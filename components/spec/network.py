@@ -33,11 +33,13 @@ class AuthorizedNetwork(_Model):
     @classmethod
     def _cidr(cls, v: str) -> str:
         try:
-            ipaddress.ip_network(v)
+            net = ipaddress.ip_network(v)
         except ValueError:
             raise ValueError(
                 f"cidr {v!r} is not an IPv4/IPv6 network (e.g. 203.0.113.0/24)"
             ) from None
+        if "/" not in v:  # GKE takes CIDR blocks (cidrBlock); write the prefix length
+            raise ValueError(f"cidr {v!r} has no prefix length; write {net} for one address")
         return v
 
 
@@ -102,8 +104,14 @@ class NetworkConfig(_Model):
         try:
             net = ipaddress.IPv4Network(v)
         except ValueError:
+            try:
+                loose = ipaddress.IPv4Network(v, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{info.field_name} {v!r} is not an IPv4 CIDR (e.g. 10.10.0.0/20)"
+                ) from None
             raise ValueError(
-                f"{info.field_name} {v!r} is not an IPv4 CIDR (e.g. 10.10.0.0/20)"
+                f"{info.field_name} {v!r} has host bits set; the network is {loose}"
             ) from None
         if not net.is_private:
             raise ValueError(f"{info.field_name} {v!r} is not a private (RFC 1918) range")

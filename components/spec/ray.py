@@ -11,7 +11,13 @@ from pydantic import (
     model_validator,
 )
 
-from components.spec.base import INT32_MAX, _k8s_name, _Model, _quantity
+from components.spec.base import (
+    INT32_MAX,
+    RAYJOB_NAME_MAX,
+    _k8s_name,
+    _Model,
+    _quantity,
+)
 
 # --------------------------------------------------------------------------------- ray / kuberay
 
@@ -202,7 +208,8 @@ class RayClusterConfig(_Model):
 
     name: str = Field(
         description="RayCluster name; jobs refer to it as `cluster`. 1-50 lowercase letters, "
-        "digits and hyphens.",
+        "digits and hyphens, starting with a letter (a DNS-1035 label: validation.go "
+        "ValidateRayClusterMetadata).",
     )
     service_account: str = Field(
         "ray-train",
@@ -234,7 +241,7 @@ class RayClusterConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _k8s_name(v, "ray cluster name")
+        return _k8s_name(v, "ray cluster name", dns1035=True)
 
 
 class JobConfig(_Model):
@@ -260,7 +267,10 @@ class JobConfig(_Model):
       ``backoff_limit`` above 0 is incompatible with ``clusterSelector`` (same function).
     """
 
-    name: str = Field(description="RayJob name. 1-50 lowercase letters, digits and hyphens.")
+    name: str = Field(
+        description="RayJob name: 1-47 lowercase letters, digits and hyphens, starting with a "
+        "letter (KubeRay's MaxRayJobNameLength, validation.go ValidateRayJobMetadata)."
+    )
     workload: str = Field(
         description="Name of a registered workload (`workloads/registry.py`), e.g. `prepare`, "
         "`train_lm`, `train_lm_jax`.",
@@ -334,7 +344,7 @@ class JobConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _k8s_name(v, "job name")
+        return _k8s_name(v, "job name", RAYJOB_NAME_MAX, dns1035=True)
 
     @model_validator(mode="after")
     def _target(self) -> JobConfig:

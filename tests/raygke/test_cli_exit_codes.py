@@ -74,3 +74,11 @@ def test_debug_env_prints_the_traceback(
     monkeypatch.setenv("RAYGKE_DEBUG", "1")
     rc, out = run("check", "--config", DEV)
     assert rc == EXIT_INTERNAL and "Traceback (most recent call last)" in out
+
+
+def test_synth_out_that_is_a_file_or_cannot_be_created_is_a_usage_error(tmp_path: Path) -> None:
+    """A bad --out is the user's mistake (exit 2, one line), not an internal error."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out in (afile, Path("/proc/nope")):
+        assert main(["synth", "--stack", "dev", "--out", str(out)]) == 2

@@ -157,3 +157,22 @@ def test_markdown_table_has_a_row_per_argument() -> None:
     table = markdown_table("prepare").splitlines()
     assert len(table) == 2 + len(ARGS["prepare"].names())
     assert any(row.startswith("| `context_length` | int | `256` | bytes |") for row in table)
+
+
+@pytest.mark.parametrize(
+    ("values", "needle"),
+    [
+        ({"lr": float("nan")}, "must be a finite number"),
+        ({"lr": float("inf")}, "must be a finite number"),
+        ({"dropout": 2.0}, "must be <= 1"),
+        ({"steps": 10**23}, "exact JSON integer"),
+        ({"n_heads": 3}, "n_heads 3 does not divide d_model 128"),
+    ],
+)
+def test_numbers_a_trainer_cannot_use_are_refused(values: dict, needle: str) -> None:
+    """Values that pass a type check but fail at run time, after the cluster is up: NaN/inf
+    learning rates (and NaN is not JSON), dropout above 1 (torch.nn.Dropout needs 0 <= p <= 1),
+    integers past what JSON carries exactly, heads that do not divide the width."""
+    for workload in ("train_lm", "train_lm_jax"):
+        found = ARGS[workload].problems(values)
+        assert len(found) == 1 and needle in found[0], found

@@ -95,3 +95,28 @@ def test_gke_version_pin_is_offered(version: str, channel: str, ok: bool) -> Non
         assert validate(data).cluster.min_master_version == version
     else:
         one_problem(data, "cluster", version, "not offered for new clusters", channel)
+
+
+def test_authorized_network_needs_a_prefix_length_and_pod_ranges_no_host_bits() -> None:
+    """GKE takes CIDR blocks (``cidrBlock``,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks); a range with
+    host bits set is named with the network it means."""
+    data = _networks("203.0.113.7")
+    one_problem(data, "no prefix length", "203.0.113.7/32")
+    data = base()
+    data["network"] = {"pods_cidr": "10.10.0.0/14"}
+    one_problem(data, "network.pods_cidr", "host bits set", "10.8.0.0/14")
+
+
+@pytest.mark.parametrize(("name", "ok"), [("a" * 47, True), ("a" * 48, False), ("1job", False)])
+def test_job_names_follow_kuberay(name: str, ok: bool) -> None:
+    """RayJob names are DNS-1035 labels of at most 47 characters (KubeRay constant.go
+    MaxRayJobNameLength, validation.go ValidateRayJobMetadata)."""
+    from components.spec import validate
+
+    data = base()
+    data["jobs"][0]["name"] = name
+    if ok:
+        assert validate(data).jobs[0].name == name
+    else:
+        one_problem(data, "job name", "1-47", "starting with a letter")
