@@ -174,8 +174,8 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
 # model; no rule reads them (a rule runs only when the blocks it needs are valid).
 _STAND_INS: dict[str, Any] = {
     "project": "invalid-project",
-    "region": "invalid-region1",
-    "zones": ["invalid-region1-a"],
+    "region": "us-central1",
+    "zones": ["us-central1-a"],
 }
 
 

@@ -42,12 +42,15 @@ def _duplicates(names: Iterable[str]) -> list[str]:
 
 
 def zones_in_region(cfg: StackConfig) -> Iterable[str]:
-    """Every stack zone is a zone of the stack's region (``<region>-<letter>``): GKE node
-    locations must be in the cluster's region
-    (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters)."""
+    """Every stack zone is a zone of the stack's region (``<region>-<letter>``, a letter the
+    region has per :data:`components.catalog.GCP_REGIONS`): GKE node locations must be in the
+    cluster's region (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters,
+    https://cloud.google.com/compute/docs/regions-zones)."""
     for z in cfg.zones:
         if not _ZONE.match(z) or not z.startswith(cfg.region + "-"):
             yield f"zones: {z!r} is not a zone of region {cfg.region} (e.g. {cfg.region}-a)"
+        elif problem := catalog.zone_problem(z, cfg.region):
+            yield f"zones: {problem} (catalog GCP_REGIONS, recorded {catalog.REGIONS_RECORDED})"
 
 
 def pool_zones_in_region(cfg: StackConfig) -> Iterable[str]:
@@ -64,6 +67,8 @@ def pool_zones_in_region(cfg: StackConfig) -> Iterable[str]:
                     f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {cfg.region} "
                     f"(e.g. {cfg.region}-a)"
                 )
+            elif problem := catalog.zone_problem(z, cfg.region):
+                yield f"node_pools[{pool.name}].zones: {problem}"
 
 
 def unique_names(cfg: StackConfig) -> Iterable[str]:

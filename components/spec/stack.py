@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from components import catalog
 from components.spec.base import _REGION, _Model
 from components.spec.cluster import ClusterConfig, NapConfig
 from components.spec.network import NetworkConfig
@@ -140,6 +141,9 @@ class StackConfig(_Model):
     def _region(cls, v: str) -> str:
         if not _REGION.match(v):
             raise ValueError(f"region {v!r} is not a GCP region (e.g. us-central1)")
+        problem = catalog.region_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
 
     @field_validator("labels")

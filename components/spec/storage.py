@@ -10,6 +10,7 @@ from pydantic import (
     field_validator,
 )
 
+from components import catalog
 from components.spec.base import _SA_ID, _Model
 
 # --------------------------------------------------------------------------- storage & identity
@@ -87,6 +88,14 @@ class BucketsConfig(_Model):
         default_factory=lambda: BucketConfig(versioning=True),
         description="The artifacts bucket (holds the workloads archive that RayJobs run from).",
     )
+
+    @field_validator("location")
+    @classmethod
+    def _location(cls, v: str | None) -> str | None:
+        problem = None if v is None else catalog.bucket_location_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
 
 BucketRole = Literal["read", "write"]

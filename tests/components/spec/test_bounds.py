@@ -120,3 +120,29 @@ def test_job_names_follow_kuberay(name: str, ok: bool) -> None:
         assert validate(data).jobs[0].name == name
     else:
         one_problem(data, "job name", "1-47", "starting with a letter")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("region", "us-east9", "did you mean us-east5"),
+        ("zones", ["us-central1-z"], "its zones: us-central1-a"),
+        ("buckets", {"location": "us-centrall"}, "not a Cloud Storage location"),
+    ],
+)
+def test_regions_zones_and_bucket_locations_are_real(key: str, value: object, needle: str) -> None:
+    """Regions and zones from the catalog's dated record
+    (https://cloud.google.com/compute/docs/regions-zones); bucket locations are regions,
+    multi-regions or predefined dual-regions (https://cloud.google.com/storage/docs/locations).
+    GCP refuses the others at `pulumi up`."""
+    data = base()
+    data[key] = value
+    one_problem(data, needle)
+
+
+def test_every_catalog_accelerator_zone_is_a_recorded_zone() -> None:
+    from components import catalog
+
+    for acc in [*catalog.TPU_GENERATIONS.values(), *catalog.GPU_TYPES.values()]:
+        for z in acc.zones:
+            assert catalog.zone_problem(z, z.rsplit("-", 1)[0]) is None, z
