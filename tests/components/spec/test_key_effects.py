@@ -158,6 +158,21 @@ def _candidates(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]:
             yield _unlisted_zones_ok(variant)
 
 
+def _own_cluster(data: dict[str, Any], job_path: Path) -> dict[str, Any]:
+    """``data`` with the job at ``job_path`` moved off its RayCluster onto its own, on the node
+    pool of the worker group it used."""
+    job = _get(data, job_path)
+    group = next(
+        wg
+        for rc in data["ray_clusters"]
+        if rc["name"] == job["cluster"]
+        for wg in rc["worker_groups"]
+        if wg["name"] == job.get("worker_group")
+    )
+    moved = {k: v for k, v in job.items() if k not in ("cluster", "worker_group")}
+    return _set(data, job_path, {**moved, "node_pool": group["node_pool"]})
+
+
 def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]:
     """Changed copies of ``data`` where ``path`` holds another value (some also adjust the keys
     that must change with it: references to a renamed object, images with the Ray version)."""
@@ -178,17 +193,8 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
     if schema.startswith("ray.images."):
         yield _set(data, path, str(value).replace("-py311", "-py312"))
         return
-    if schema == "jobs[].cluster" and value is not None:  # give the job its own RayCluster
-        job = _get(data, path[:-1])
-        group = next(
-            wg
-            for rc in data["ray_clusters"]
-            if rc["name"] == job["cluster"]
-            for wg in rc["worker_groups"]
-            if wg["name"] == job.get("worker_group")
-        )
-        moved = {k: v for k, v in job.items() if k not in ("cluster", "worker_group")}
-        yield _set(data, path[:-1], {**moved, "node_pool": group["node_pool"]})
+    if schema == "jobs[].cluster" and value is not None:
+        yield _own_cluster(data, path[:-1])
         return
     if key == "service_account" and value is not None:  # a copy of the identity, named anew
         full = _full(data)
@@ -272,16 +278,8 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
                         moved = {**job, "cluster": rc["name"], "worker_group": wg["name"]}
                         moved.pop("node_pool")
                         yield _set(data, path[:-1], moved)
-        if key == "node_pool" and job.get("cluster"):  # give the job its own RayCluster
-            group = next(
-                wg
-                for rc in data["ray_clusters"]
-                if rc["name"] == job["cluster"]
-                for wg in rc["worker_groups"]
-                if wg["name"] == job.get("worker_group")
-            )
-            moved = {k: v for k, v in job.items() if k not in ("cluster", "worker_group")}
-            yield _set(data, path[:-1], {**moved, "node_pool": group["node_pool"]})
+        if key == "node_pool" and job.get("cluster"):
+            yield _own_cluster(data, path[:-1])
     else:
         value = str(value)
         literals = {
