@@ -219,12 +219,12 @@ def specs_for_pool(cfg: StackConfig, pool_name: str) -> list[NodePoolSpec]:
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 # Labels under these prefixes are set by GKE itself (node pool, spot, accelerator, topology);
 # GKE rejects or overrides them in node_config.labels.
-_GKE_LABEL_PREFIXES = ("cloud.google.com/", "kubernetes.io/", "k8s.io/")
+GKE_LABEL_PREFIXES = ("cloud.google.com/", "kubernetes.io/", "k8s.io/")
 
 
 def config_labels(spec: NodePoolSpec) -> dict[str, str]:
     """The node labels to put in ``node_config.labels``: the spec's labels minus GKE's own."""
-    return {k: v for k, v in sorted(spec.labels.items()) if not k.startswith(_GKE_LABEL_PREFIXES)}
+    return {k: v for k, v in sorted(spec.labels.items()) if not k.startswith(GKE_LABEL_PREFIXES)}
 
 
 def autoscaling(spec: NodePoolSpec) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from components.builders.naming import DerivedName, derived_names
+from components.builders.nodepools import GKE_LABEL_PREFIXES
 from components.spec import StackConfig
 
 
@@ -84,7 +85,6 @@ _GCP_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 _GCP_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
 _K8S_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-GKE_LABEL_PREFIXES = ("cloud.google.com/", "kubernetes.io/", "k8s.io/")
 
 
 def name_problem(n: DerivedName) -> str | None:

@@ -13,7 +13,6 @@ from components.spec.base import (
     PROJECT_NAMESPACE,
     ConfigError,
     StackFileError,
-    vcpus_of,
 )
 from components.spec.cluster import ClusterConfig, MaintenanceWindow, NapConfig, SystemPool
 from components.spec.loader import (
@@ -126,5 +125,4 @@ __all__ = [
     "rule_problems",
     "stack_data_from_yaml",
     "validate",
-    "vcpus_of",
 ]

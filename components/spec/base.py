@@ -93,15 +93,6 @@ def _min_le_max(model: Any, lo: str, hi: str) -> Any:
     return model
 
 
-def vcpus_of(machine_type: str) -> float | None:
-    """vCPUs of a machine type from the catalog's machine shapes (``n2-standard-8`` -> 8), else
-    None for a type the catalog does not know (the pool validators refuse those)."""
-    try:
-        return catalog.machine_shape(machine_type).vcpus
-    except catalog.CatalogError:
-        return None
-
-
 def _cpu_machine_type(value: str) -> str:
     """``value`` when it is a CPU machine type (no TPU, no GPU), else ValueError saying what to
     declare instead (:func:`components.catalog.cpu_machine_problem`)."""

@@ -207,10 +207,3 @@ def _hints() -> list[KeyHint]:
 
 
 KEY_HINTS: dict[str, KeyHint] = {h.where: h for h in _hints()}
-
-# Back-compatible view: the removed keys of ``cluster:`` and what to write instead.
-REMOVED_KEYS: dict[str, str] = {
-    h.where.split(".", 1)[1]: h.text
-    for h in KEY_HINTS.values()
-    if h.kind == "removed" and h.where.startswith("cluster.")
-}

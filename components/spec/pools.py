@@ -21,7 +21,6 @@ from components.spec.base import (
     _gke_name,
     _min_le_max,
     _Model,
-    vcpus_of,
 )
 
 # ------------------------------------------------------------------------------------ node pools
@@ -122,11 +121,6 @@ class CpuPool(_PoolBase):
     @classmethod
     def _cpu_shape(cls, v: str) -> str:
         return _cpu_machine_type(v)
-
-    @property
-    def vcpus(self) -> float | None:
-        """vCPUs of the machine type (catalog machine shapes)."""
-        return vcpus_of(self.machine_type)
 
 
 class TpuSpec(_Model):

@@ -438,15 +438,11 @@ def test_pulumi_loader_reads_same_model(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_multi_host_tpu_needs_the_webhook_in_helm_mode() -> None:
+    from tests.components.spec.test_rules import _webhook
+
     d = base()
-    d["zones"] = ["us-central1-b"]
-    d["node_pools"][1] = {
-        "name": "tpu",
-        "tpu": {"generation": "v6e", "topology": "4x4"},
-        "max_slices": 2,
-    }
-    d["node_pools"][2]["allow_unlisted_zone"] = True
-    d["nap"]["resource_limits"].update({"tpu-v6e-slice": 32, "cpu": 2000, "memory": 8000})
+    _webhook(d)
+    d["nap"]["resource_limits"]["memory"] = 8000
     one_problem(
         d,
         "worker_groups[tpu]: the multi-host TPU slice v6e 4x4 needs the TPU initialization webhook",
