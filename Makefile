@@ -34,6 +34,8 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/hadolint images/*/Dockerfile
+	$(BIN)/raygke images lock --check
 
 check: $(STAMP)
 	$(BIN)/raygke check --stack dev

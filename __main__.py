@@ -1,8 +1,9 @@
 """The ray-gke Pulumi program: one validated stack config -> the GKE Ray platform.
 
 Order: network and security (KMS, service accounts) -> cluster -> node pools and buckets ->
-workload access (Workload Identity, bucket roles, secrets) -> KubeRay (provider, namespace, KSAs,
-operator) -> Ray resources (RayClusters, RayJobs).
+workload access (Workload Identity, bucket roles, secrets) -> image registry and the Ray images
+(built and pushed) -> KubeRay (provider, namespace, KSAs, operator) -> Ray resources (RayClusters,
+RayJobs, referencing the images by digest).
 Stack outputs are documented in ``docs/outputs.md``.
 """
 
@@ -19,6 +20,7 @@ from components.resources.kuberay import KubeRay, KubeRayArgs
 from components.resources.network import Network, NetworkArgs
 from components.resources.nodepool import NodePool, NodePoolArgs
 from components.resources.rayresources import RayResources
+from components.resources.registry import ImageRegistry, ImageRegistryArgs
 from components.resources.security import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
 from components.resources.storage import Storage, StorageArgs
 from components.spec import ConfigError
@@ -70,6 +72,15 @@ access = WorkloadAccess(
     ),
     opts=pulumi.ResourceOptions(depends_on=[cluster]),
 )
+registry = ImageRegistry(
+    "images",
+    ImageRegistryArgs(
+        cfg=cfg,
+        kms_key_id=security.registry_key.id,
+        node_service_account=security.node_sa.email,
+        depends_on=[security.registry_key_grant],
+    ),
+)
 kuberay = KubeRay(
     "kuberay",
     KubeRayArgs(
@@ -87,6 +98,7 @@ ray = RayResources(
     cfg,
     provider=kuberay.provider,
     artifacts_bucket=storage.buckets["artifacts"],
+    images=registry.refs,
     depends_on=[*kuberay.ready, cluster],
 )
 pulumi.export("ray_jobs", ray.jobs)
@@ -104,3 +116,5 @@ pulumi.export("namespace", kuberay.namespace.metadata.apply(lambda m: m.name))
 pulumi.export("kuberay_mode", cfg.kuberay.mode)
 pulumi.export("ray_clusters", ray.ray_clusters)
 pulumi.export("node_pools", accelerator_summary(cfg))
+pulumi.export("image_registry", registry.url)
+pulumi.export("images", registry.refs)

@@ -19,6 +19,7 @@ import typer
 from rich.markup import escape
 
 from components.spec import GpuPool, StackConfig, TpuPool
+from raygke import images as images_cli
 from raygke import local
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
 from raygke.stacks import choose_or_exit, load_or_exit, pools_table
@@ -154,6 +155,9 @@ def docs(
 
 
 app.add_typer(local.app, name="local", help="The local Ray environment (no cloud).")
+app.add_typer(
+    images_cli.app, name="images", help="The requirement files of the project's Ray images."
+)
 
 
 def _debug_wanted() -> bool:

@@ -61,6 +61,18 @@ def _fake_ca(seed: str) -> str:
     return base64.b64encode(pem.encode()).decode()
 
 
+DOCKER_IMAGE_TYPE = "docker-build:index:Image"
+
+
+def fake_digest(inputs: dict[str, Any]) -> str:
+    """``sha256:<64 hex>``: a deterministic stand-in for a pushed image's digest, a hash of the
+    build's inputs (secrets left out), so a changed Dockerfile, requirement set or build argument
+    changes the digest the rendered Ray resources reference, as a real build would."""
+    public = {k: v for k, v in inputs.items() if k != "registries"}
+    text = json.dumps(public, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
 class SynthMocks(pulumi.runtime.Mocks):
     """Deterministic, realistic outputs for the resources and invokes the program uses."""
 
@@ -123,6 +135,15 @@ class SynthMocks(pulumi.runtime.Mocks):
         elif t == "kubernetes:helm.sh/v3:Release":
             rid = f"{i.get('namespace')}/{name}"
             state["status"] = {"status": "deployed", "version": i.get("version"), "revision": 1}
+        elif t == "gcp:artifactregistry/repository:Repository":
+            rid = f"projects/{p}/locations/{i.get('location')}/repositories/{i.get('repositoryId')}"
+            state["name"] = i.get("repositoryId")
+        elif t == DOCKER_IMAGE_TYPE:
+            digest = fake_digest(i)
+            tags = list(i.get("tags") or [])
+            repo = tags[0].rsplit(":", 1)[0] if tags else n
+            rid = digest
+            state.update(digest=digest, ref=f"{repo}@{digest}")
         elif "IAMMember" in t or "IamMember" in t:
             rid = f"{n}/{i.get('role')}/{i.get('member')}"
             state["etag"] = "BwY" + hashlib.sha256(rid.encode()).hexdigest()[:9]

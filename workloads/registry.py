@@ -44,6 +44,10 @@ class Workload:
         accelerators: subset of ("cpu", "gpu", "tpu") the workload can use.
         writes: the buckets (``datasets``, ``checkpoints``, ``artifacts``) it writes to, so the
             platform can check that the job's service account may write there.
+        needs: the Python distributions beyond Ray it imports (PyPI names, as pinned in
+            ``pyproject.toml``), on the driver and on the workers. The version needed is the
+            project's pin, the one the tests ran with; ``raygke check`` refuses a job whose image
+            does not provide each at that version (``components/checks/images.py``).
     """
 
     name: str
@@ -53,6 +57,7 @@ class Workload:
     num_cpus: float = 1.0
     accelerators: tuple[str, ...] = ("cpu",)
     writes: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
 
     @property
     def default_args(self) -> Mapping[str, Any]:
@@ -107,6 +112,7 @@ _ALL: tuple[Workload, ...] = (
         num_cpus=1.0,
         accelerators=("cpu",),
         writes=("datasets",),
+        needs=("pyarrow", "numpy"),
     ),
     Workload(
         name="train_lm",
@@ -116,6 +122,7 @@ _ALL: tuple[Workload, ...] = (
         num_cpus=1.0,
         accelerators=("cpu", "gpu"),
         writes=("checkpoints",),
+        needs=("torch", "numpy", "pyarrow"),
     ),
     Workload(
         name="train_lm_jax",
@@ -125,6 +132,7 @@ _ALL: tuple[Workload, ...] = (
         num_cpus=1.0,
         accelerators=("tpu", "cpu"),
         writes=("checkpoints",),
+        needs=("jax", "jaxlib", "optax", "numpy", "pyarrow"),
     ),
     Workload(
         name="evaluate",
@@ -133,6 +141,7 @@ _ALL: tuple[Workload, ...] = (
         args=EvaluateArgs,
         num_cpus=1.0,
         accelerators=("cpu", "gpu"),
+        needs=("torch", "numpy", "pyarrow"),
     ),
 )
 

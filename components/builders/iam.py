@@ -10,8 +10,10 @@
   ``roles/iam.workloadIdentityUser`` granted on that Google service account
   (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity).
 * The nodes' own service account gets the least-privilege project roles GKE documents
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa)
-  plus ``roles/artifactregistry.reader`` to pull images.
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa);
+  it pulls images through ``roles/artifactregistry.reader`` on the stack's own repository only
+  (:data:`REGISTRY_READER_ROLE`, https://cloud.google.com/artifact-registry/docs/access-control),
+  not project-wide.
 * Secret readers get ``roles/secretmanager.secretAccessor`` on the secret itself
   (https://cloud.google.com/secret-manager/docs/access-control).
 """
@@ -34,8 +36,8 @@ NODE_PROJECT_ROLES = (
     "roles/monitoring.metricWriter",
     "roles/monitoring.viewer",
     "roles/stackdriver.resourceMetadata.writer",
-    "roles/artifactregistry.reader",
 )
+REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 
 
@@ -109,6 +111,14 @@ def iam_problems(
 KMS_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
 KEY_ROTATION_PERIOD = "7776000s"  # 90 days
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def artifact_registry_service_agent(project_number: str) -> str:
+    """IAM member of the Artifact Registry service agent of a project number, which encrypts a
+    CMEK repository's images (https://cloud.google.com/artifact-registry/docs/cmek)."""
+    return (
+        f"serviceAccount:service-{project_number}@gcp-sa-artifactregistry.iam.gserviceaccount.com"
+    )
 
 
 def gke_service_agent(project_number: str) -> str:

@@ -43,11 +43,14 @@ Facts used (sources):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from components import catalog
+from components.builders.images import planned_refs, pool_image_kind
+from components.builders.images import runtime_env_pip as _runtime_env_pip
 from components.builders.naming import bucket_name, bucket_url, ksa_name
 from components.builders.nodepools import NodePoolSpec, gpu_node_labels, specs_for_pool
 from components.builders.scaling import peak_flops_per_device, scaling_config_for_pool
@@ -135,6 +138,12 @@ def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) 
     return cpu, mem
 
 
+def _images(cfg: StackConfig, images: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """Kind -> image reference of the pods: ``images`` (what the Pulumi program passes: the pushed
+    digests, ``pulumi.Output`` values), else :func:`components.builders.images.planned_refs`."""
+    return planned_refs(cfg) if images is None else images
+
+
 def _resources(cpu: str, memory: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
     amounts = {"cpu": cpu, "memory": memory, **(extra or {})}
     return {"requests": dict(amounts), "limits": dict(amounts)}
@@ -220,15 +229,21 @@ def _pod_template(
 # ------------------------------------------------------------------------------------ head group
 
 
-def head_group_spec(cfg: StackConfig, head: HeadConfig, service_account: str) -> dict[str, Any]:
+def head_group_spec(
+    cfg: StackConfig,
+    head: HeadConfig,
+    service_account: str,
+    images: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """``headGroupSpec``: the head on the system pool, dashboard/client reachable in-cluster only.
+    Its image is the ``cpu`` image (``images``: kind -> reference, see :func:`render_manifests`).
 
     The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
     tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it.
     """
     container = {
         "name": "ray-head",
-        "image": cfg.ray.images.cpu,
+        "image": _images(cfg, images)["cpu"],
         "resources": _resources(head.cpu, head.memory),
         "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS.items()],
     }
@@ -250,6 +265,7 @@ def worker_group_spec(
     service_account: str,
     *,
     replicas: int | None = None,
+    images: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
     (:func:`components.spec.resolve_group`, or :attr:`components.spec.JobTarget.group_target`).
@@ -257,6 +273,8 @@ def worker_group_spec(
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
     ``replicas`` defaults to ``minReplicas``. See the module docstring for the per-kind settings.
+    The container image is ``images[kind]`` of the pool's kind
+    (:func:`components.builders.images.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``).
 
     Raises:
         ManifestError: the group's node pool has no GKE node pool.
@@ -276,7 +294,10 @@ def worker_group_spec(
         "numOfHosts": 1,
         "rayStartParams": {},
     }
-    container: dict[str, Any] = {"name": "ray-worker"}
+    container: dict[str, Any] = {
+        "name": "ray-worker",
+        "image": _images(cfg, images)[pool_image_kind(pool)],
+    }
     extra_volumes: list[dict[str, Any]] = []
     extra_mounts: list[dict[str, Any]] = []
     tolerations: list[dict[str, str]] = []
@@ -293,7 +314,6 @@ def worker_group_spec(
             env["MEGASCALE_PORT"] = str(MEGASCALE_PORT)
             ports["megascale"] = MEGASCALE_PORT
         container.update(
-            image=cfg.ray.images.tpu,
             resources=_resources(cpu, memory, {catalog.TPU_RESOURCE: str(s.chips_per_host)}),
             env=[{"name": k, "value": v} for k, v in env.items()],
             ports=[{"name": n, "containerPort": p} for n, p in ports.items()],
@@ -308,7 +328,6 @@ def worker_group_spec(
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
         }
         container.update(
-            image=cfg.ray.images.gpu,
             resources=_resources(cpu, memory, {catalog.GPU_RESOURCE: str(g.count)}),
             env=[{"name": k, "value": v} for k, v in env.items()],
         )
@@ -320,7 +339,7 @@ def worker_group_spec(
         tolerations = [catalog.GPU_TAINT.toleration()]
     else:
         assert isinstance(pool, CpuPool)
-        container.update(image=cfg.ray.images.cpu, resources=_resources(cpu, memory))
+        container.update(resources=_resources(cpu, memory))
         node_selector = {catalog.NODE_POOL_LABEL: pool.name}
     out["template"] = _pod_template(
         cfg,
@@ -342,6 +361,7 @@ def ray_cluster_spec(
     worker_groups: list[dict[str, Any]],
     autoscaling: bool,
     idle_timeout_seconds: int,
+    images: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec``)."""
     spec: dict[str, Any] = {
@@ -353,7 +373,7 @@ def ray_cluster_spec(
             "idleTimeoutSeconds": idle_timeout_seconds,
             "upscalingMode": "Default",
         }
-    spec["headGroupSpec"] = head_group_spec(cfg, head, service_account)
+    spec["headGroupSpec"] = head_group_spec(cfg, head, service_account, images)
     spec["workerGroupSpecs"] = worker_groups
     return spec
 
@@ -366,14 +386,16 @@ def _metadata(cfg: StackConfig, name: str) -> dict[str, Any]:
     }
 
 
-def ray_cluster_manifest(cfg: StackConfig, rc: RayClusterConfig) -> dict[str, Any]:
+def ray_cluster_manifest(
+    cfg: StackConfig, rc: RayClusterConfig, images: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The ``ray.io/v1`` RayCluster for ``rc`` (namespace ``cfg.kuberay.namespace``).
 
     Raises:
         ResolveError: a worker group references an undeclared node pool.
     """
     groups = [
-        worker_group_spec(cfg, resolve_group(cfg, rc, g), rc.service_account)
+        worker_group_spec(cfg, resolve_group(cfg, rc, g), rc.service_account, images=images)
         for g in rc.worker_groups
     ]
     return {
@@ -387,6 +409,7 @@ def ray_cluster_manifest(cfg: StackConfig, rc: RayClusterConfig) -> dict[str, An
             worker_groups=groups,
             autoscaling=rc.autoscaling,
             idle_timeout_seconds=rc.idle_timeout_seconds,
+            images=images,
         ),
     }
 
@@ -428,7 +451,9 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     return bind_job_args(job.workload, context, job.args)
 
 
-def _own_cluster_spec(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
+def _own_cluster_spec(
+    cfg: StackConfig, job: JobConfig, images: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The ``rayClusterSpec`` of a job bringing its own RayCluster: one fixed-size worker group
     spanning the whole node pool (:func:`components.spec.own_cluster_group`)."""
     target = resolve_job(cfg, job)
@@ -438,15 +463,37 @@ def _own_cluster_spec(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
         service_account=job.service_account,
         worker_groups=[
             worker_group_spec(
-                cfg, target.group_target, job.service_account, replicas=target.replicas
+                cfg,
+                target.group_target,
+                job.service_account,
+                replicas=target.replicas,
+                images=images,
             )
         ],
         autoscaling=False,
         idle_timeout_seconds=0,
+        images=images,
     )
 
 
-def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> dict[str, Any]:
+def job_runtime_env(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> dict[str, Any]:
+    """The RayJob's runtime environment: ``working_dir`` (the workloads archive) and, with
+    ``runtime_env_pip: true``, ``pip``: the requirement lines of the image kind of the job's
+    worker pool (:func:`components.builders.images.runtime_env_pip`), installed by Ray for the
+    driver and every worker (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html).
+    """
+    env: dict[str, Any] = {"working_dir": working_dir_uri}
+    if job.runtime_env_pip:
+        env["pip"] = _runtime_env_pip(pool_image_kind(resolve_job(cfg, job).pool))
+    return env
+
+
+def ray_job_manifest(
+    cfg: StackConfig,
+    job: JobConfig,
+    working_dir_uri: str,
+    images: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The ``ray.io/v1`` RayJob for ``job``.
 
     ``entrypoint`` from the workload registry with :func:`job_args`; ``runtimeEnvYAML`` sets
@@ -464,7 +511,9 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
     workload = get_workload(job.workload)
     spec: dict[str, Any] = {
         "entrypoint": workload.entrypoint(job_args(cfg, job)),
-        "runtimeEnvYAML": yaml.safe_dump({"working_dir": working_dir_uri}, sort_keys=True),
+        "runtimeEnvYAML": yaml.safe_dump(
+            job_runtime_env(cfg, job, working_dir_uri), sort_keys=True
+        ),
         "backoffLimit": job.backoff_limit,
         "shutdownAfterJobFinishes": job.shuts_down,
         "ttlSecondsAfterFinished": job.ttl_seconds,
@@ -472,7 +521,7 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
     if job.cluster:
         spec["clusterSelector"] = {"ray.io/cluster": job.cluster}
     else:
-        spec["rayClusterSpec"] = _own_cluster_spec(cfg, job)
+        spec["rayClusterSpec"] = _own_cluster_spec(cfg, job, images)
     if job.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.active_deadline_seconds
     if job.suspend:
@@ -486,7 +535,7 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
             "containers": [
                 {
                     "name": "ray-job-submitter",
-                    "image": cfg.ray.images.cpu,
+                    "image": _images(cfg, images)["cpu"],
                     "resources": _resources("500m", "1Gi"),
                 }
             ],
@@ -500,10 +549,18 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
     }
 
 
-def render_manifests(cfg: StackConfig, working_dir_uri: str) -> list[dict[str, Any]]:
-    """Every RayCluster (sorted by name), then every RayJob (sorted by name)."""
-    clusters = [ray_cluster_manifest(cfg, rc) for rc in sorted(cfg.ray_clusters, key=_name)]
-    jobs = [ray_job_manifest(cfg, j, working_dir_uri) for j in sorted(cfg.jobs, key=_name)]
+def render_manifests(
+    cfg: StackConfig, working_dir_uri: str, images: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Every RayCluster (sorted by name), then every RayJob (sorted by name).
+
+    ``images``: image kind (``cpu``, ``gpu``, ``tpu``) -> the reference every head, worker group
+    and submitter of that kind uses; the Pulumi program passes the pushed digests
+    (``pulumi.Output`` values, resolved by the engine). Unset:
+    :func:`components.builders.images.planned_refs` (the offline render of ``raygke check``).
+    """
+    clusters = [ray_cluster_manifest(cfg, rc, images) for rc in sorted(cfg.ray_clusters, key=_name)]
+    jobs = [ray_job_manifest(cfg, j, working_dir_uri, images) for j in sorted(cfg.jobs, key=_name)]
     return clusters + jobs
 
 

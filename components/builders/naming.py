@@ -82,6 +82,7 @@ def node_service_account_id(cfg: StackConfig) -> str:
 
 GKE_KEY_NAME = "gke-secrets"
 BUCKET_KEY_NAME = "buckets"
+REGISTRY_KEY_NAME = "artifact-registry"
 
 
 def subnet_name(cfg: StackConfig) -> str:

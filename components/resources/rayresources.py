@@ -9,6 +9,7 @@ Constructor (called by ``__main__.py``)::
         *,
         provider: pulumi_kubernetes.Provider,      # the cluster's Kubernetes provider
         artifacts_bucket: pulumi.Input[str] | gcp.storage.Bucket,  # bucket name (or the Bucket)
+        images: Mapping[str, pulumi.Input[str]] | None,  # kind -> image ref (ImageRegistry.refs)
         depends_on: list[pulumi.Resource],          # KubeRay.ready (CRDs, operator) and cluster
         opts: pulumi.ResourceOptions | None = None,
     )
@@ -21,7 +22,9 @@ Children:
   ``runtimeEnvYAML`` ``working_dir`` points at exactly that object.
 * one ``pulumi_kubernetes.apiextensions.CustomResource`` per object from
   :func:`components.builders.manifests.render_manifests` (RayClusters, then RayJobs), depending on
-  ``depends_on`` and on the archive object
+  ``depends_on`` and on the archive object; every head, worker group and submitter container
+  uses ``images[kind]`` (the pushed digests of :class:`components.resources.registry.
+  ImageRegistry`, so a rebuilt image updates the Ray resources that run it)
   (https://www.pulumi.com/registry/packages/kubernetes/api-docs/apiextensions/customresource/).
 
 Outputs (``register_outputs`` and attributes):
@@ -38,6 +41,7 @@ The component only calls the pure builders; everything it creates is in the rend
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -61,6 +65,7 @@ class RayResources(pulumi.ComponentResource):
         *,
         provider: k8s.Provider,
         artifacts_bucket: pulumi.Input[str] | Any,
+        images: Mapping[str, pulumi.Input[str]] | None = None,
         depends_on: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -77,7 +82,7 @@ class RayResources(pulumi.ComponentResource):
             content_type="application/zip",
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.manifests = render_manifests(cfg, self.working_dir)
+        self.manifests = render_manifests(cfg, self.working_dir, images)
         self.custom_resources: dict[str, k8s.apiextensions.CustomResource] = {}
         for m in self.manifests:
             kind, mname = m["kind"], m["metadata"]["name"]

@@ -3,8 +3,9 @@
 Two ComponentResources, because of ordering:
 
 * :class:`Security` (before the cluster and the buckets): the KMS key ring(s) and keys with
-  rotation, the GKE and GCS service agents' ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants,
-  the node service account with its five least-privilege project roles, one Google service account
+  rotation, the GKE, GCS and Artifact Registry service agents'
+  ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants, the node service account with its four
+  least-privilege project roles, one Google service account
   (GSA) per workload identity, and the Secret Manager secrets (no versions: values are set out of
   band).
 * :class:`WorkloadAccess` (after the cluster and the buckets): the Workload Identity bindings
@@ -18,6 +19,9 @@ Sources:
 * GKE application-layer secrets encryption and its service agent
   ``service-<number>@container-engine-robot.iam.gserviceaccount.com``:
   https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
+* CMEK for Artifact Registry and its service agent
+  ``service-<number>@gcp-sa-artifactregistry.iam.gserviceaccount.com`` (the key in the
+  repository's location): https://cloud.google.com/artifact-registry/docs/cmek
 * CMEK for Cloud Storage and the GCS service agent:
   https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys
 * Least-privilege node service account roles:
@@ -38,6 +42,7 @@ from components.builders import iam, naming
 from components.builders.iam import (
     KEY_ROTATION_PERIOD,
     KMS_ROLE,
+    artifact_registry_service_agent,
     gke_service_agent,
 )
 from components.spec import StackConfig
@@ -53,8 +58,10 @@ class SecurityArgs:
 class Security(pulumi.ComponentResource):
     """``ray-gke:security:Security``: KMS, node SA, workload GSAs, secrets.
 
-    Attributes (for wiring): ``gke_key`` / ``bucket_key`` (``gcp.kms.CryptoKey``),
-    ``gcs_key_grant`` (the GCS agent's grant; buckets depend on it), ``gke_key_grant``,
+    Attributes (for wiring): ``gke_key`` / ``bucket_key`` / ``registry_key``
+    (``gcp.kms.CryptoKey``), ``gcs_key_grant`` (the GCS agent's grant; buckets depend on it),
+    ``gke_key_grant``, ``registry_key_grant`` (the Artifact Registry agent's; the repository
+    depends on it),
     ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (identity name -> Account),
     ``secrets`` (secret name -> ``gcp.secretmanager.Secret``), ``project_number``.
     """
@@ -105,6 +112,23 @@ class Security(pulumi.ComponentResource):
             crypto_key_id=self.gke_key.id,
             role=KMS_ROLE,
             member=project.number.apply(gke_service_agent),
+            opts=child,
+        )
+        # The image repository lives in the region, so its key is in the region's ring.
+        self.registry_key = gcp.kms.CryptoKey(
+            f"{name}-registry",
+            name=naming.REGISTRY_KEY_NAME,
+            key_ring=rings[ring_locations["gke"]].id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        self.registry_key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-registry-agent-kms",
+            crypto_key_id=self.registry_key.id,
+            role=KMS_ROLE,
+            member=project.number.apply(artifact_registry_service_agent),
             opts=child,
         )
         gcs_agent = gcp.storage.get_project_service_account_output(
@@ -163,6 +187,7 @@ class Security(pulumi.ComponentResource):
             {
                 "gke_key": self.gke_key.id,
                 "bucket_key": self.bucket_key.id,
+                "registry_key": self.registry_key.id,
                 "node_service_account": self.node_sa.email,
                 "service_accounts": {k: v.email for k, v in self.gsas.items()},
                 "secrets": {k: v.id for k, v in self.secrets.items()},

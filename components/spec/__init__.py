@@ -34,10 +34,12 @@ from components.spec.pools import (
 )
 from components.spec.ray import (
     DEFAULT_JOB_TTL_SECONDS,
+    IMAGE_KINDS,
     KUBERAY_CHART_VERSIONS,
     HeadConfig,
     JobConfig,
     KubeRayConfig,
+    PrebuiltImage,
     RayClusterConfig,
     RayConfig,
     RayImages,
@@ -71,6 +73,7 @@ from components.spec.storage import (
 __all__ = [
     "DEFAULT_JOB_TTL_SECONDS",
     "GKE_NAME_MAX",
+    "IMAGE_KINDS",
     "K8S_NAME_MAX",
     "KUBERAY_CHART_VERSIONS",
     "OTHER_NAMESPACES",
@@ -95,6 +98,7 @@ __all__ = [
     "NapConfig",
     "NetworkConfig",
     "NodePool",
+    "PrebuiltImage",
     "Provisioning",
     "RayClusterConfig",
     "RayConfig",

@@ -80,22 +80,69 @@ class KubeRayConfig(_Model):
         return _k8s_name(v, "kuberay.namespace")
 
 
-class RayImages(_Model):
-    """Ray container images per accelerator kind."""
+# A digest reference: ``<name>@sha256:<64 hex>`` (https://github.com/opencontainers/image-spec/blob/main/descriptor.md#digests).
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+IMAGE_KINDS = ("cpu", "gpu", "tpu")
 
-    cpu: str = Field(
-        "rayproject/ray:2.60.0-py311",
-        description="Image of head pods, CPU workers and job submitters; its tag starts with "
-        "`ray.version` (https://hub.docker.com/r/rayproject/ray).",
+
+class PrebuiltImage(_Model):
+    """An image this project does not build, and what it contains.
+
+    Written as a mapping ``{image: ..., provides: {torch: "2.13.0"}}`` or, for an image that
+    provides no framework beyond Ray, as the reference alone.
+    """
+
+    image: str = Field(
+        description="Image reference, `<name>:<ray version>...[@sha256:<digest>]`; its tag starts "
+        "with `ray.version`. Stacks with `cluster.deletion_protection: true` need the digest "
+        "(`@sha256:`); elsewhere a tag alone is warned about.",
     )
-    gpu: str = Field(
-        "rayproject/ray:2.60.0-py311-gpu",
-        description="Image of GPU workers (CUDA build); its tag starts with `ray.version`.",
+    provides: dict[str, str] = Field(
+        default_factory=dict,
+        description="Python distributions the image contains beyond Ray, name -> exact version "
+        "(e.g. `{torch: 2.13.0, pyarrow: 26.0.1, numpy: 2.4.6}`); `raygke check` refuses a job "
+        "whose workload needs one it lacks or has at another version than the project's pin.",
     )
-    tpu: str = Field(
-        "rayproject/ray:2.60.0-py311",
-        description="Image of TPU workers; its tag starts with `ray.version` "
-        "(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html).",
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"image": v} if isinstance(v, str) else v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        if "@" in v and not _DIGEST.search(v):
+            raise ValueError(
+                f"{v!r} has a malformed digest; write <name>:<tag>@sha256:<64 lowercase hex>"
+            )
+        return v
+
+    @property
+    def pinned(self) -> bool:
+        """The reference carries a ``@sha256:`` digest."""
+        return bool(_DIGEST.search(self.image))
+
+
+class RayImages(_Model):
+    """Prebuilt Ray container images per accelerator kind. A kind left unset runs this project's
+    own image, built from ``images/<kind>/Dockerfile`` and pushed to the stack's Artifact Registry
+    repository during ``pulumi up`` (the pods reference it by digest)."""
+
+    cpu: PrebuiltImage | None = Field(
+        None,
+        description="Image of head pods, CPU workers and job submitters, e.g. "
+        "`rayproject/ray:2.60.0-py311` (https://hub.docker.com/r/rayproject/ray); unset: the "
+        "project's `cpu` image.",
+    )
+    gpu: PrebuiltImage | None = Field(
+        None,
+        description="Image of GPU workers (a CUDA build); unset: the project's `gpu` image.",
+    )
+    tpu: PrebuiltImage | None = Field(
+        None,
+        description="Image of TPU workers (https://docs.ray.io/en/latest/cluster/kubernetes/"
+        "user-guides/tpu.html); unset: the project's `tpu` image (`jax[tpu]`, libtpu).",
     )
 
 
@@ -104,11 +151,21 @@ class RayConfig(_Model):
 
     version: str = Field(
         "2.60.0",
-        description="Ray version (`rayVersion` of every RayCluster spec); every image tag "
-        "must carry it.",
+        description="Ray version (`rayVersion` of every RayCluster spec, and the tag of the base "
+        "image the project's images build on); every prebuilt image tag must carry it.",
     )
     images: RayImages = Field(
-        default_factory=RayImages, description="Container images per accelerator kind."
+        default_factory=RayImages,
+        description="Prebuilt images per accelerator kind; unset kinds use the images this "
+        "project builds and pushes to the stack's Artifact Registry repository.",
+    )
+    delete_untagged_images_after_days: int = Field(
+        14,
+        ge=1,
+        le=3650,
+        description="The Artifact Registry repository's cleanup policy deletes untagged images "
+        "(replaced builds) older than this many days (https://cloud.google.com/artifact-registry/"
+        "docs/repositories/cleanup-policy).",
     )
 
     @field_validator("version")
@@ -121,9 +178,13 @@ class RayConfig(_Model):
     @model_validator(mode="after")
     def _image_versions(self) -> RayConfig:
         problems = []
-        for kind in ("cpu", "gpu", "tpu"):
-            image = getattr(self.images, kind)
-            tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+        for kind in IMAGE_KINDS:
+            prebuilt = getattr(self.images, kind)
+            if prebuilt is None:
+                continue
+            image = prebuilt.image
+            ref = image.split("@", 1)[0]
+            tag = ref.rsplit(":", 1)[1] if ":" in ref.rsplit("/", 1)[-1] else ""
             m = re.match(r"(\d+\.\d+\.\d+)", tag)
             if not m:
                 problems.append(
@@ -339,6 +400,14 @@ class JobConfig(_Model):
     suspend: bool = Field(
         False,
         description="Create the RayJob suspended (`suspend: true`); resume it by setting false.",
+    )
+    runtime_env_pip: bool = Field(
+        False,
+        description="Install the workloads' pinned dependencies (the requirements of the image "
+        "kind the job's workers run on, `images/requirements-<kind>.txt`) at job start through "
+        "`runtimeEnvYAML` `pip` (https://docs.ray.io/en/latest/ray-core/handling-dependencies."
+        "html); for quick experiments on an image that lacks them. Counts as providing them in "
+        "`raygke check`.",
     )
 
     @field_validator("name")

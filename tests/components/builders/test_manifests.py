@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from components import catalog
+from components.builders.images import planned_refs
 from components.builders.manifests import cluster_endpoints, render_manifests
 from components.builders.naming import bucket_name
 from components.builders.nodepools import specs_for_pool
@@ -106,7 +107,7 @@ def test_gpu_and_cpu_groups_and_gcsfuse() -> None:
     assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == "1"
     assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in pod["containers"][0]["volumeMounts"]
-    assert pod["containers"][0]["image"] == cfg.ray.images.gpu
+    assert pod["containers"][0]["image"] == planned_refs(cfg)["gpu"]
     assert pod["serviceAccountName"] == "ray-train"
     assert l4["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
     buckets = {v["csi"]["volumeAttributes"]["bucketName"] for v in pod["volumes"] if "csi" in v}

@@ -122,7 +122,7 @@ def test_prod_like_settings():
         "gcpPublicCidrsAccessEnabled": False,
     }
     keys = by_name(records, "gcp:kms/cryptoKey:CryptoKey")
-    assert set(keys) == {"gke-secrets", "buckets"}
+    assert set(keys) == {"gke-secrets", "buckets", "artifact-registry"}
 
 
 def test_ksa_annotations_and_secret_kubeconfig(rendered):

@@ -69,7 +69,7 @@ def test_bucket_roles_are_bucket_level_and_follow_config(records):
 
 def test_kms_keys_rotate_and_service_agents_are_granted(records):
     keys = by_name(records, "gcp:kms/cryptoKey:CryptoKey")
-    assert set(keys) == {"gke-secrets", "buckets"}
+    assert set(keys) == {"gke-secrets", "buckets", "artifact-registry"}
     assert all(k["rotationPeriod"] == "7776000s" for k in keys.values())
     grants = of_type(records, "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
     got = {(g["inputs"]["cryptoKeyId"].rsplit("/", 1)[1], g["inputs"]["member"]) for g in grants}
@@ -79,6 +79,10 @@ def test_kms_keys_rotate_and_service_agents_are_granted(records):
             f"serviceAccount:service-{NUMBER}@container-engine-robot.iam.gserviceaccount.com",
         ),
         ("buckets", f"serviceAccount:service-{NUMBER}@gs-project-accounts.iam.gserviceaccount.com"),
+        (
+            "artifact-registry",
+            f"serviceAccount:service-{NUMBER}@gcp-sa-artifactregistry.iam.gserviceaccount.com",
+        ),
     }
     assert all(g["inputs"]["role"] == "roles/cloudkms.cryptoKeyEncrypterDecrypter" for g in grants)
     assert (

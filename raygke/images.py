@@ -1,0 +1,31 @@
+"""``raygke images``: the requirement files of the project's Ray images
+(:mod:`components.builders.images`)."""
+
+from __future__ import annotations
+
+import typer
+
+from raygke.console import EXIT_FAILED, console, err
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.command()
+def lock(
+    check: bool = typer.Option(
+        False, "--check", help="Write nothing; exit 1 when a file differs from pyproject.toml"
+    ),
+) -> None:
+    """Generate images/requirements-{cpu,gpu,tpu}.txt from pyproject.toml's extras."""
+    from components.builders.images import ROOT, stale_requirements, write_requirements
+
+    if check:
+        stale = stale_requirements()
+        for line in stale:
+            err.print(line, markup=False)
+        if stale:
+            raise typer.Exit(EXIT_FAILED)
+        console.print("images/requirements-*.txt are current")
+        return
+    for path in write_requirements():
+        console.print(f"wrote {path.relative_to(ROOT)}")
