@@ -78,6 +78,10 @@ def check(
     assert path is not None  # no built-in stack: a file is always chosen
     cfg = load_or_exit(path)
     problems: list[str] = []
+    from components.checks.images import image_warnings
+
+    for line in image_warnings(cfg):
+        err.print(f"[yellow]warning:[/] {escape(line)}")
     if render:
         from components.checks.stack import check_stack
 

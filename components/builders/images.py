@@ -32,9 +32,11 @@ from components.spec import IMAGE_KINDS, GpuPool, StackConfig, TpuPool
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_DIR = "images"
 
-# Image kind -> pyproject extras it installs. Add an extra (e.g. ``tf``) to a kind here.
+# Image kind -> pyproject extras it installs. Add an extra (e.g. ``tf``) to a kind here. The CPU
+# image has JAX's CPU build too: every job's driver runs on the head (a CPU pod), and
+# train_lm_jax also runs on CPU workers.
 IMAGE_EXTRAS: Mapping[str, tuple[str, ...]] = {
-    "cpu": ("workloads",),
+    "cpu": ("workloads", "tpu"),
     "gpu": ("workloads",),
     "tpu": ("workloads", "tpu"),
 }

@@ -19,7 +19,9 @@ would otherwise only tell you after ``pulumi up``.
 3. every job's workload supports the accelerator kind of the pool it runs on;
 4. IAM (:mod:`components.builders.iam`): no bucket is public and no workload identity holds a project-wide
    storage role;
-5. every GCP and Kubernetes name the stack declares, derived names included, follows that
+5. every job's images (head and worker group, or its ``runtime_env_pip``) provide what its
+   workload needs at the project's pinned versions (:mod:`components.checks.images`);
+6. every GCP and Kubernetes name the stack declares, derived names included, follows that
    system's rule, no two config entries produce the same name, and labels follow the rules of
    where they are applied (:mod:`components.checks.names`).
 
@@ -47,6 +49,7 @@ from components.builders.nodepools import (
 )
 from components.checks.crd import CrdsMissingError, crds_available, missing_crds_message
 from components.checks.crd import validate_manifests as _validate_crds
+from components.checks.images import dependency_problems
 from components.checks.names import name_problems
 from components.checks.operator import operator_problems_all
 from components.spec import ResolveError, StackConfig, resolve_job
@@ -345,7 +348,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
     docstring for what is checked."""
     from components.builders.archive import working_dir_uri, workloads_archive
 
-    problems = workload_problems(cfg) + name_problems(cfg)
+    problems = workload_problems(cfg) + dependency_problems(cfg) + name_problems(cfg)
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(cfg, sha))

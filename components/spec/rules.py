@@ -322,6 +322,25 @@ def secret_readers_declared(cfg: StackConfig) -> Iterable[str]:
                 yield str(e)
 
 
+def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
+    """With ``cluster.deletion_protection: true`` (production), a prebuilt image in
+    ``ray.images`` is referenced by digest (``@sha256:``): a tag can be moved to other contents,
+    a digest names exactly one image
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-container-images#image_digests).
+    The project's own images are always referenced by their pushed digest."""
+    if not cfg.cluster.deletion_protection:
+        return
+    for kind in ("cpu", "gpu", "tpu"):
+        prebuilt = getattr(cfg.ray.images, kind)
+        if prebuilt is not None and not prebuilt.pinned:
+            yield (
+                f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "
+                "cluster.deletion_protection: true references prebuilt images by digest: write "
+                f"{prebuilt.image.split('@')[0]}@sha256:<digest>, or unset ray.images.{kind} to "
+                "use the project's image"
+            )
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -357,6 +376,7 @@ RULES: tuple[Rule, ...] = (
     _rule(job_workloads_registered, "jobs"),
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
     _rule(secret_readers_declared, "secrets", "workload_identities"),
+    _rule(prebuilt_images_pinned_when_protected, "cluster", "ray"),
 )
 """Every cross-field rule, in the order they run."""
 

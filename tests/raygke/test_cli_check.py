@@ -148,3 +148,30 @@ def test_check_passes_in_a_copy_with_nothing_beside_it(tmp_path: Path) -> None:
         r = raygke("check", "--stack", stack, cwd=copy)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "ok" in r.stdout and str(copy) in r.stdout.replace("\n", "")
+
+
+def test_train_lm_on_a_foreign_image_without_torch_is_refused(tmp_path: Path) -> None:
+    """The issue's case: train_lm on rayproject/ray:2.60.0-py311, declared as a foreign image
+    that provides no torch; the message names the missing framework and the fix."""
+
+    def mutate(c: dict) -> None:
+        c["ray-gke:ray"]["images"] = {"cpu": "rayproject/ray:2.60.0-py311"}
+        c["ray-gke:jobs"] = [
+            {"name": "train-lm-cpu", "workload": "train_lm", "node_pool": "cpu-spot"}
+        ]
+
+    r = raygke("check", "--config", str(write_stack(tmp_path, mutate)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "warning: ray.images.cpu: rayproject/ray:2.60.0-py311 is a tag" in r.stderr
+    assert (
+        "jobs[train-lm-cpu]: workload train_lm needs torch, worker-group image "
+        "rayproject/ray:2.60.0-py311 does not provide it; use the project's images "
+        "(ray.images.cpu unset)" in " ".join(r.stderr.split())
+    ), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_shipped_stacks_pass_with_the_project_images() -> None:
+    r = raygke("check", "--stack", "prod")
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr

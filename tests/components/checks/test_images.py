@@ -1,0 +1,108 @@
+"""A job's images provide what its workload needs (components/checks/images.py), prebuilt images
+by digest in protected stacks, and ``runtime_env_pip``."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from components.builders.images import runtime_env_pip
+from components.builders.manifests import render_manifests
+from components.checks.images import dependency_problems, image_warnings
+from components.spec import ConfigError, validate
+from tests.helpers import ROOT, WORKING_DIR, stack
+
+DIGEST = "@sha256:" + "ab" * 32
+
+
+def _prod(**ray_images) -> dict:
+    doc = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    data = {k.split(":", 1)[1]: v for k, v in doc.items() if k.startswith("ray-gke:")}
+    data = copy.deepcopy(data)
+    if ray_images:
+        data["ray"]["images"] = ray_images
+    return data
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_shipped_stacks_use_the_project_images(name: str) -> None:
+    cfg = stack(name)
+    assert cfg.ray.images.cpu is cfg.ray.images.gpu is cfg.ray.images.tpu is None
+    assert dependency_problems(cfg) == []
+    assert image_warnings(cfg) == []
+
+
+def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -> None:
+    cfg = validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"}))
+    (line,) = dependency_problems(cfg)
+    assert line == (
+        f"jobs[train-lm-h100]: workload train_lm needs torch, worker-group image "
+        f"rayproject/ray:2.60.0-py311-gpu{DIGEST} does not provide it; use the project's images "
+        "(ray.images.gpu unset), declare ray.images.gpu.provides: {torch: 2.13.0} if the image "
+        "has it, or set jobs[train-lm-h100].runtime_env_pip: true"
+    )
+
+
+def test_declared_provides_at_the_pinned_versions_pass_other_versions_do_not() -> None:
+    good = {"torch": "2.13.0", "numpy": "2.4.6", "pyarrow": "26.0.1"}
+    image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
+    assert dependency_problems(validate(_prod(gpu={"image": image, "provides": good}))) == []
+    old = {**good, "torch": "2.5.1"}
+    (line,) = dependency_problems(validate(_prod(gpu={"image": image, "provides": old})))
+    assert "needs torch==2.13.0 (the project's pin)" in line
+    assert f"image {image} provides torch 2.5.1" in line
+
+
+def test_head_image_runs_the_driver_and_is_checked_too() -> None:
+    cfg = validate(_prod(cpu={"image": f"rayproject/ray:2.60.0-py311{DIGEST}"}))
+    lines = dependency_problems(cfg)
+    assert any(
+        ln.startswith("jobs[train-lm-h100]: workload train_lm needs torch, head (driver) image")
+        for ln in lines
+    ), lines
+    assert any(
+        ln.startswith("jobs[prepare-corpus]: workload prepare needs pyarrow") for ln in lines
+    )
+
+
+def test_runtime_env_pip_provides_the_pins_and_renders_them() -> None:
+    data = _prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"})
+    job = next(j for j in data["jobs"] if j["name"] == "train-lm-h100")
+    job["runtime_env_pip"] = True
+    cfg = validate(data)
+    assert dependency_problems(cfg) == []
+    m = {x["metadata"]["name"]: x for x in render_manifests(cfg, WORKING_DIR)}
+    env = yaml.safe_load(m["train-lm-h100"]["spec"]["runtimeEnvYAML"])
+    assert env == {"working_dir": WORKING_DIR, "pip": runtime_env_pip("gpu")}
+    assert "torch==2.13.0" in env["pip"] and not any(p.startswith("ray") for p in env["pip"])
+    other = yaml.safe_load(m["prepare-corpus"]["spec"]["runtimeEnvYAML"])
+    assert other == {"working_dir": WORKING_DIR}
+
+
+def test_protected_stack_refuses_tags_and_takes_digests() -> None:
+    with pytest.raises(ConfigError) as e:
+        validate(_prod(cpu="rayproject/ray:2.60.0-py311"))
+    assert any(
+        p.startswith(
+            "ray.images.cpu: rayproject/ray:2.60.0-py311 is a tag; a stack with "
+            "cluster.deletion_protection: true references prebuilt images by digest"
+        )
+        for p in e.value.problems
+    ), e.value.problems
+    cfg = validate(_prod(cpu=f"rayproject/ray:2.60.0-py311{DIGEST}"))
+    assert cfg.ray.images.cpu.pinned and image_warnings(cfg) == []
+
+
+def test_unprotected_stack_warns_on_tags() -> None:
+    data = _prod(cpu="rayproject/ray:2.60.0-py311")
+    data["cluster"]["deletion_protection"] = False
+    (warning,) = image_warnings(validate(data))
+    assert warning.startswith("ray.images.cpu: rayproject/ray:2.60.0-py311 is a tag, not a digest")
+
+
+def test_malformed_digest_is_refused() -> None:
+    with pytest.raises(ConfigError) as e:
+        validate(_prod(cpu="rayproject/ray:2.60.0-py311@sha256:abc"))
+    assert any("has a malformed digest" in p for p in e.value.problems), e.value.problems
