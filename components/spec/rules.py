@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from components import catalog
 from components.spec.base import _ZONE
 from components.spec.pools import GpuPool, TpuPool
+from components.spec.ray import IMAGE_KINDS
 from components.spec.resolve import (
     ResolveError,
     job_runs_as,
@@ -330,7 +331,7 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
     The project's own images are always referenced by their pushed digest."""
     if not cfg.cluster.deletion_protection:
         return
-    for kind in ("cpu", "gpu", "tpu"):
+    for kind in IMAGE_KINDS:
         prebuilt = getattr(cfg.ray.images, kind)
         if prebuilt is not None and not prebuilt.pinned:
             yield (

@@ -183,12 +183,17 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         return
     if schema == "ray.version":
         new = "2.61.0"
-        images = {k: f"rayproject/ray:{new}-py311" for k in ("cpu", "tpu")}
-        yield _set(
-            _set(data, path, new),
-            ("ray", "images"),
-            {**images, "gpu": f"rayproject/ray:{new}-py311-gpu"},
-        )
+        out = _set(data, path, new)
+        for kind, image in (data.get("ray", {}).get("images") or {}).items():
+            ref = image if isinstance(image, str) else image["image"]
+            out["ray"]["images"][kind] = {"image": ref.replace(value, new)}
+        yield out
+        return
+    if schema in ("ray.images.cpu", "ray.images.gpu", "ray.images.tpu") and value is None:
+        # a prebuilt image instead of the project's (by digest: prod refuses tags)
+        suffix = "-py311-gpu" if path[-1] == "gpu" else "-py311"
+        version = _get_dumped(data, ("ray", "version"))
+        yield _set(data, path, f"rayproject/ray:{version}{suffix}@sha256:{'0' * 64}")
         return
     if schema.startswith("ray.images."):
         yield _set(data, path, str(value).replace("-py311", "-py312"))
