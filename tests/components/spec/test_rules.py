@@ -119,6 +119,14 @@ CASES: dict[str, tuple[Mutation, str]] = {
         lambda d: d.update(secrets=[{"name": "hf-token", "readers": ["ray-nobody"]}]),
         "secrets[hf-token].readers: 'ray-nobody' is not a declared workload identity",
     ),
+    "prebuilt_images_pinned_when_protected": (
+        lambda d: d.update(
+            cluster={**d.get("cluster", {}), "deletion_protection": True},
+            ray={"images": {"gpu": "rayproject/ray:2.60.0-py311-gpu"}},
+        ),
+        "ray.images.gpu: rayproject/ray:2.60.0-py311-gpu is a tag; a stack with "
+        "cluster.deletion_protection: true references prebuilt images by digest",
+    ),
 }
 
 
