@@ -15,8 +15,9 @@ rendered pods use.
 * ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
   differ from what ``pyproject.toml`` generates.
 * Base images: ``rayproject/ray:<ray.version>-py311`` and ``-py311-gpu``
-  (https://hub.docker.com/r/rayproject/ray, Ray's image tags; they run as the non-root user
-  ``ray``, uid 1000).
+  (https://hub.docker.com/r/rayproject/ray). They are built on ``ubuntu:22.04`` (CPU) and
+  ``nvidia/cuda`` (GPU) and run as the non-root user ``ray``, uid 1000, gid 100 (ray-project/ray
+  ``docker/README.md`` and ``docker/base-deps/Dockerfile``: ``RAY_UID=1000``, ``RAY_GID=100``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from components.spec import IMAGE_KINDS
 
 pytestmark = pytest.mark.slow
 
-# The Ray images are Ubuntu 22.04 (glibc 2.35) on x86_64: every manylinux tag up to 2.35.
+# The Ray images are Ubuntu 22.04 (glibc 2.35) on x86_64 (ray-project/ray docker/README.md):
+# every manylinux tag up to 2.35.
 # ``--platform`` accepts only the tags it is given, so list them all (PEP 600).
 GLIBC_MINORS = range(17, 36)
 PLATFORM_ARGS = [

@@ -147,3 +147,26 @@ def test_manifest_yaml_written_by_synth_shows_digests(tmp_path) -> None:
     text = (tmp_path / "manifests" / "raycluster-ray-research.yaml").read_text()
     images = [c["image"] for c in _containers(yaml.safe_load(text)["spec"])]
     assert images and all(DIGEST_REF.match(i) for i in images)
+
+
+def test_a_changed_image_content_changes_the_digest_the_ray_resources_use(monkeypatch) -> None:
+    """A changed Dockerfile or requirement set changes the build's inputs (its content label),
+    so the image is rebuilt and every Ray resource running it changes with the new digest."""
+    from components.builders import images
+
+    data = config(
+        ray_clusters=[{"name": "rc", "worker_groups": [{"name": "l4", "node_pool": "l4"}]}]
+    )
+    _, before = render(data)
+    real = images.content_hash
+    monkeypatch.setattr(
+        images,
+        "content_hash",
+        lambda cfg, kind, root=images.ROOT: "0" * 12 if kind == "gpu" else real(cfg, kind, root),
+    )
+    records, after = render(data)
+    assert after["images"]["gpu"] != before["images"]["gpu"]
+    assert after["images"]["cpu"] == before["images"]["cpu"]
+    (rc,) = of_type(records, "kubernetes:ray.io/v1:RayCluster")
+    group = rc["inputs"]["spec"]["workerGroupSpecs"][0]
+    assert group["template"]["spec"]["containers"][0]["image"] == after["images"]["gpu"]
