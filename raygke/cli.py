@@ -160,6 +160,37 @@ def diff(
         raise typer.Exit(EXIT_FAILED)
 
 
+@app.command()
+def cost(
+    stack: str | None = typer.Option(
+        None, "--stack", "-s", help="Stack name: reads Pulumi.NAME.yaml"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
+    fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+) -> None:
+    """Hourly and monthly (730 h) list cost per node pool at minimum and maximum scale, plus the
+    cluster fee, from the catalog's dated price table (unknown prices shown as unknown)."""
+    if fmt not in ("text", "json"):
+        err.print(f"error: --format {fmt!r}: expected one of text, json", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    choice = choose_or_exit(stack, config)
+    assert choice.path is not None  # no built-in stack: a file is always chosen
+    load_or_exit(choice.path)
+    import raygke.synth
+    from components.builders.cost import stack_cost
+
+    records, _ = raygke.synth.run_program(raygke.synth.read_stack_config(choice.path), choice.name)
+    result = stack_cost(records)
+    if fmt == "json":
+        import json
+
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+        return
+    from raygke.costs import print_cost
+
+    print_cost(result, choice.name, console)
+
+
 def _writable_folder_or_exit(out: Path) -> None:
     """Create ``out`` (a folder); a path that is a file or cannot be created is a usage error
     (exit 2), said in one line."""

@@ -531,6 +531,11 @@ def render_json(plan: Plan) -> str:
     return json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
 
 
-def cost_delta(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The cost change between two renders (filled in by :mod:`components.builders.cost`)."""
-    return None
+def cost_delta(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cost change between two renders (:mod:`components.builders.cost`): ``{"lines":
+    [str], "base": StackCost json, "head": StackCost json}``; ``lines`` is empty when the cost
+    did not change."""
+    from components.builders.cost import delta_lines, stack_cost
+
+    b, h = stack_cost(base), stack_cost(head)
+    return {"lines": delta_lines(b, h), "base": b.to_json(), "head": h.to_json()}
