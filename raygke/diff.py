@@ -51,7 +51,7 @@ OPTION_KEYS = (
     "retain_on_delete",
     "provider",
 )
-MAX_VALUE = 80
+MAX_VALUE = 200
 
 SYMBOLS = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
 ORDER = ("create", "update", "replace", "delete")

@@ -152,14 +152,14 @@ def test_secrets_and_long_values_are_masked():
         "name": "k8s",
         "urn": "urn:p",
         "parent": None,
-        "inputs": {"kubeconfig": "apiVersion: v1 token=abc", "note": "x" * 200},
+        "inputs": {"kubeconfig": "apiVersion: v1 token=abc", "note": "x" * 400},
         "options": _pool()["options"],
     }
-    new = _edit(prov, inputs__kubeconfig="apiVersion: v1 token=def", inputs__note="y" * 200)
+    new = _edit(prov, inputs__kubeconfig="apiVersion: v1 token=def", inputs__note="y" * 400)
     plan = compare([prov], [new], "prod")
     text = render_json(plan)
     assert "token=abc" not in text and "token=def" not in text
-    assert "x" * 100 not in text
+    assert "x" * 250 not in text
     fields = {f["path"]: f for f in json.loads(text)["changes"][0]["fields"]}
     assert fields["kubeconfig"]["new"] == "[secret]"
 
@@ -209,3 +209,12 @@ def test_kubernetes_objects_replace_on_rename_only():
     assert forcing_fields("kubernetes:core/v1:ServiceAccount", ["metadata.name"])
     assert not forcing_fields("kubernetes:core/v1:ServiceAccount", ["metadata.labels.a"])
     assert rule_for("ray-gke:nodepool:NodePool") is None
+
+
+def test_cli_usage_errors_exit_2(capsys):
+    from raygke.cli import main
+
+    assert main(["diff", "--stack", "prod", "--format", "xml"]) == 2
+    assert "--format 'xml': expected one of text, markdown, json" in capsys.readouterr().err
+    assert main(["cost", "--stack", "prod", "--format", "yaml"]) == 2
+    assert main(["cost"]) == 2  # no stack chosen
