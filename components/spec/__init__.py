@@ -64,6 +64,7 @@ from components.spec.storage import (
     BucketConfig,
     BucketRole,
     BucketsConfig,
+    KmsConfig,
     SecretConfig,
     WorkloadIdentityConfig,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "HeadConfig",
     "JobConfig",
     "JobTarget",
+    "KmsConfig",
     "KubeRayConfig",
     "LocalConfig",
     "MaintenanceWindow",
