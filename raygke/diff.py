@@ -19,7 +19,8 @@ URN and each gets one operation, as ``pulumi preview`` would show it:
 Flags on an operation: a replace/delete of a resource with ``protect`` (the engine refuses it), of a
 cluster with ``deletionProtection`` (the provider refuses it), of a bucket without ``forceDestroy``
 (fails if the bucket holds objects), and a replace of a fixed-name resource without
-``delete_before_replace`` (create-before-delete fails with "already exists").
+``delete_before_replace`` whose name and scope (project, location, key ring, namespace...) stay
+the same (create-before-delete fails with "already exists").
 
 Values shown are masked when the render marked them secret (``"[secret]"``) or the key looks like a
 credential; long values are shortened to their start and a sha256 prefix.
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.builders.replacement import RERUN_TYPES, path_matches, rule_for
+from components.builders.replacement import RERUN_TYPES, SCOPE_INPUTS, path_matches, rule_for
 
 SECRET = "[secret]"
 SECRET_KEYS = ("kubeconfig", "password", "token", "secret_data", "secretData", "privateKey")
@@ -282,7 +283,10 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
         if name_input and not c.delete_before_replace:
             old_name = _flatten(o.get("inputs") or {}).get(name_input)
             new_name = _flatten(n.get("inputs") or {}).get(name_input)
-            if old_name is not None and old_name == new_name:
+            moved = not (rule and rule.global_name) and any(
+                _strip_indexes(p) in SCOPE_INPUTS for p, _, _ in diffs
+            )
+            if old_name is not None and old_name == new_name and not moved:
                 c.flags.append(
                     f"fixed name {new_name!r} without delete_before_replace: the replacement is "
                     "created before the old one is deleted and fails with 'already exists'"

@@ -57,12 +57,33 @@ class TypeRule:
             name also changes or the resource has ``delete_before_replace``.
         deletion_guard: input that, when true in the current state, makes the provider refuse to
             delete the resource (so a replacement or deletion fails until it is turned off).
+        global_name: the name is unique across projects and locations (Cloud Storage buckets:
+            https://cloud.google.com/storage/docs/buckets#naming), so a replacement in another
+            project or location still clashes.
     """
 
     fields: tuple[ForceNew, ...]
     source: str
     name_input: str | None = "name"
     deletion_guard: str | None = None
+    global_name: bool = False
+
+
+# Inputs that scope a name (the same name under another parent is another resource): a
+# replacement that changes one of them does not clash with the old resource's name.
+SCOPE_INPUTS = frozenset(
+    {
+        "project",
+        "location",
+        "region",
+        "keyRing",
+        "cluster",
+        "bucket",
+        "router",
+        "namespace",
+        "metadata.namespace",
+    }
+)
 
 
 def _f(*pairs: str) -> tuple[ForceNew, ...]:
@@ -175,6 +196,7 @@ RULES: dict[str, TypeRule] = {
             "hierarchicalNamespace=hierarchical_namespace",
         ),
         TF + "storage/resource_storage_bucket.go",
+        global_name=True,
     ),
     "gcp:storage/bucketObject:BucketObject": TypeRule(
         _f(

@@ -218,3 +218,26 @@ def test_cli_usage_errors_exit_2(capsys):
     assert "--format 'xml': expected one of text, markdown, json" in capsys.readouterr().err
     assert main(["cost", "--stack", "prod", "--format", "yaml"]) == 2
     assert main(["cost"]) == 2  # no stack chosen
+
+
+def test_replacement_under_a_new_parent_does_not_clash_but_a_bucket_name_does():
+    key = {
+        "type": "gcp:kms/cryptoKey:CryptoKey",
+        "name": "security-buckets",
+        "urn": "urn:k",
+        "parent": None,
+        "inputs": {"name": "buckets", "keyRing": "rings/a"},
+        "options": {**_pool()["options"], "ignore_changes": [], "delete_before_replace": False},
+    }
+    (c,) = compare([key], [_edit(key, inputs__keyRing="rings/a-g2")], "dev").changes
+    assert c.op == "replace" and not any("already exists" in f for f in c.flags)
+    bucket = {
+        "type": "gcp:storage/bucket:Bucket",
+        "name": "storage-datasets",
+        "urn": "urn:b",
+        "parent": None,
+        "inputs": {"name": "p-datasets", "location": "US-EAST5", "forceDestroy": True},
+        "options": key["options"],
+    }
+    (b,) = compare([bucket], [_edit(bucket, inputs__location="US")], "dev").changes
+    assert b.op == "replace" and any("already exists" in f for f in b.flags)
