@@ -89,6 +89,8 @@ class Change:
         delete_before_replace: the replace deletes the old resource first.
         rerun: a RayJob replacement: the job runs again.
         flags: review warnings (protection, name clash).
+        notes: what the operation does not do (a RayCluster template update reaches no running
+            pod).
     """
 
     urn: str
@@ -100,6 +102,14 @@ class Change:
     delete_before_replace: bool = False
     rerun: bool = False
     flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
+TEMPLATE_NOTE = (
+    "running Ray pods keep their old pod template: KubeRay recreates them on a template change "
+    "only with spec.upgradeStrategy.type Recreate (KubeRay ValidateRayClusterUpgradeOptions)"
+)
 
 
 @dataclass
@@ -271,6 +281,12 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
                     reasons.append(why)
     op = "replace" if forcing else "update"
     c = Change(urn, typ, n["name"], op)
+    if (
+        op == "update"
+        and typ == RAYCLUSTER
+        and any(".template." in p or p.startswith("spec.rayVersion") for p, _, _ in diffs)
+    ):
+        c.notes.append(TEMPLATE_NOTE)
     c.fields = [FieldChange(p, _masked(p, a), _masked(p, b), p in forcing) for p, a, b in diffs] + [
         FieldChange(p, a, b) for p, a, b in opt_diffs
     ]
@@ -465,6 +481,8 @@ def render_text(plan: Plan, console: Any) -> None:
             )
         for flag in c.flags:
             console.print(Text(f"        ! {flag}", style="bold red"), soft_wrap=True)
+        for note in c.notes:
+            console.print(Text(f"        note: {note}", style="dim"), soft_wrap=True)
     console.print(Text(plan.summary(), style="bold"), soft_wrap=True)
     for line in cost_lines(plan.cost):
         console.print(Text(line), soft_wrap=True)
@@ -505,6 +523,7 @@ def render_markdown(plan: Plan) -> str:
                 if len(c.fields) > 4:
                     why.append(f"+{len(c.fields) - 4} more")
             why += [f"⚠️ {_md(f)}" for f in c.flags]
+            why += [f"ℹ️ {_md(n)}" for n in c.notes]
             lines.append(
                 f"| {SYMBOLS[c.op]} {op} | `{_md(c.name)}` | `{c.type}` | {_md(', '.join(why))} |"
             )

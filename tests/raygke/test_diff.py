@@ -241,3 +241,22 @@ def test_replacement_under_a_new_parent_does_not_clash_but_a_bucket_name_does():
     }
     (b,) = compare([bucket], [_edit(bucket, inputs__location="US")], "dev").changes
     assert b.op == "replace" and any("already exists" in f for f in b.flags)
+
+
+def test_raycluster_template_update_says_running_pods_keep_the_old_template():
+    rc = {
+        "type": "kubernetes:ray.io/v1:RayCluster",
+        "name": "ray-raycluster-training",
+        "urn": "urn:rc",
+        "parent": None,
+        "inputs": {
+            "metadata": {"name": "training"},
+            "spec": {"headGroupSpec": {"template": {"spec": {"image": "ray:2.59"}}}},
+        },
+        "options": {**_pool()["options"], "ignore_changes": [], "delete_before_replace": False},
+    }
+    new = _edit(rc, inputs__spec={"headGroupSpec": {"template": {"spec": {"image": "ray:2.60"}}}})
+    plan = compare([rc], [new], "prod")
+    (c,) = plan.changes
+    assert c.op == "update" and c.notes and "upgradeStrategy" in c.notes[0]
+    assert "upgradeStrategy" in render_markdown(plan)
