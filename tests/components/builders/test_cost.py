@@ -114,3 +114,15 @@ def test_delta_names_the_pool_and_the_total(prod_records):
     assert lines[0].startswith("pool h100 (on-demand -> spot): $0.00/month at min scale, -$")
     assert lines[-1].startswith("total: $0.00/month at min scale, -$")
     assert delta_lines(stack_cost(prod_records), stack_cost(prod_records)) == []
+
+
+def test_cli_cost_prints_every_pool_with_sources(capsys, monkeypatch):
+    from raygke.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["cost", "--stack", "prod"]) == 0
+    out = capsys.readouterr().out
+    for pool in ("system", "cpu", "h100", "tpu-v6e-4x4-0", "tpu-v6e-4x4-1", "cluster fee"):
+        assert pool in out
+    assert "[1] https://cloud.google.com/kubernetes-engine/pricing" in out
+    assert "skypilot-catalog" in out and "unknown" not in out
