@@ -909,3 +909,97 @@ def bucket_location_problem(location: str) -> str | None:
         f"{location!r} is not a Cloud Storage location: use a region (e.g. US-EAST5) or one of "
         f"{', '.join(BUCKET_MULTI_REGIONS)} (https://cloud.google.com/storage/docs/locations)"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Prices (USD per hour, list prices, no committed-use or sustained-use discounts), for the regions
+# the shipped stacks use. A price that is not here is unknown: ``raygke cost`` shows it as unknown,
+# never as zero.
+#
+# Sources:
+# * [PRICE-GKE] GKE cluster management fee, $0.10 per cluster per hour for every cluster (the
+#   free tier credit of $74.40 a month per billing account, one zonal or Autopilot cluster, is
+#   not subtracted): https://cloud.google.com/kubernetes-engine/pricing
+# * [PRICE-CAT] SkyPilot's GCP catalog, generated from the Google Cloud Billing Catalog API:
+#   https://github.com/skypilot-org/skypilot-catalog/blob/006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv
+#   (columns Price = on-demand, SpotPrice = Spot, per hour; machine rows of A2/A3/G2 types exclude
+#   the GPUs, which have their own rows; TPU rows ``tpu-v5litepod-N`` / ``tpu-v6e-N`` price N
+#   chips). Spot prices change (up to once a day); they are what the catalog recorded.
+# * [PRICE-RES] Reserved capacity is billed at the on-demand rate whether or not nodes use it:
+#   https://cloud.google.com/compute/docs/instances/reservations-overview ("reserved resources are
+#   charged at the same on-demand rates as running VMs").
+
+PRICES_RECORDED = "2026-11-30"
+HOURS_PER_MONTH = 730
+_CAT = (
+    "https://github.com/skypilot-org/skypilot-catalog/blob/"
+    "006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv"
+)
+GKE_PRICING = "https://cloud.google.com/kubernetes-engine/pricing"
+RESERVATION_PRICING = "https://cloud.google.com/compute/docs/instances/reservations-overview"
+
+
+@dataclass(frozen=True)
+class Price:
+    """An hourly list price with its source.
+
+    Attributes:
+        on_demand: USD per hour on demand (also the reservation rate [PRICE-RES]).
+        spot: USD per hour as a Spot VM (None: not recorded).
+        source: URL of the figure.
+        recorded: date the figure was read (ISO).
+        note: how the figure was derived, when it is not a row of the source.
+    """
+
+    on_demand: float | None
+    spot: float | None
+    source: str
+    recorded: str = PRICES_RECORDED
+    note: str = ""
+
+
+def _p(on_demand: float, spot: float, note: str = "") -> Price:
+    return Price(on_demand, spot, _CAT, note=note)
+
+
+_LINEAR = "derived: {base} x{k}; the series is priced per vCPU and GB, linear across sizes in the same file"
+
+CLUSTER_FEE = Price(0.10, 0.10, GKE_PRICING)
+
+# (region, machine type) -> price of the VM without GPUs or TPUs [PRICE-CAT].
+MACHINE_PRICES: Mapping[tuple[str, str], Price] = {
+    ("us-east5", "e2-standard-8"): _p(
+        0.26804, 0.06054, _LINEAR.format(base="e2-standard-4 (0.13402, spot 0.03027)", k=2)
+    ),
+    ("us-central1", "e2-standard-8"): _p(
+        0.26804, 0.11758, _LINEAR.format(base="e2-standard-4 (0.13402, spot 0.05879)", k=2)
+    ),
+    ("us-east5", "n2-standard-8"): _p(0.38847, 0.14912),
+    ("us-central1", "n2-standard-8"): _p(0.38847, 0.12701),
+    ("us-east5", "n2-standard-16"): _p(
+        0.77694, 0.29824, _LINEAR.format(base="n2-standard-8 (0.38847, spot 0.14912)", k=2)
+    ),
+    ("us-central1", "g2-standard-4"): _p(0.14679, 0.05874),
+    ("us-east5", "a3-highgpu-8g"): _p(10.65487, 2.32627),
+}
+
+# (region, GKE GPU type) -> price per GPU [PRICE-CAT].
+GPU_PRICES: Mapping[tuple[str, str], Price] = {
+    ("us-east5", "nvidia-h100-80gb"): _p(11.03385, 2.4081),
+    ("us-central1", "nvidia-l4"): _p(0.56004, 0.2231),
+}
+
+# (region, TPU generation) -> price per chip [PRICE-CAT] (tpu-<gen>-1 rows).
+TPU_CHIP_PRICES: Mapping[tuple[str, str], Price] = {
+    ("us-east5", "v6e"): _p(2.70, 1.215),
+    ("us-central1", "v6e"): _p(2.70, 0.54421),
+    ("us-east5", "v5e"): _p(1.20, 0.60),
+    ("us-central1", "v5e"): _p(1.20, 0.24493),
+}
+
+
+def tpu_machine(machine_type: str) -> tuple[str, int] | None:
+    """``(generation name, chips per host)`` of a TPU machine type (``ct6e-standard-4t`` ->
+    ``("v6e", 4)``), or None for any other machine type [TPU-V5E], [TPU-V6E]."""
+    found = _tpu_machine_types().get(machine_type)
+    return (found[0].name, found[1]) if found else None

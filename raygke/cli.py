@@ -120,6 +120,82 @@ def synth(
     raygke.synth.print_summary(result, out, console)
 
 
+DIFF_FORMATS = ("text", "markdown", "json")
+
+
+@app.command()
+def diff(
+    stack: str = typer.Option(..., "--stack", "-s", help="Stack name: Pulumi.NAME.yaml"),
+    base: str = typer.Option("HEAD", "--base", help="Git revision of the base side"),
+    head: str | None = typer.Option(
+        None, "--head", help="Git revision of the head side (default: the working tree)"
+    ),
+    fmt: str = typer.Option("text", "--format", "-f", help="text | markdown | json"),
+    exit_code: bool = typer.Option(
+        False, "--exit-code", help="Exit 1 when there are changes, 0 when there are none"
+    ),
+) -> None:
+    """The plan between two offline renders (create, update, replace with the field that forces
+    it, delete), with the cost delta at minimum and maximum scale."""
+    if fmt not in DIFF_FORMATS:
+        err.print(
+            f"error: --format {fmt!r}: expected one of {', '.join(DIFF_FORMATS)}", markup=False
+        )
+        raise typer.Exit(EXIT_USAGE)
+    from raygke import diff as rdiff
+
+    try:
+        root = rdiff.repo_root()
+        with rdiff.side(root, stack, base) as b, rdiff.side(root, stack, head) as h:
+            if b.stack_file is None and h.stack_file is None:
+                err.print(f"error: --stack {stack}: no Pulumi.{stack}.yaml on either side")
+                raise typer.Exit(EXIT_USAGE)
+            plan = rdiff.compare(b.records, h.records, stack, b.label, h.label)
+            plan.cost = rdiff.cost_delta(b.records, h.records)
+    except rdiff.DiffError as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(e.code) from None
+    if fmt == "json":
+        sys.stdout.write(rdiff.render_json(plan))
+    elif fmt == "markdown":
+        sys.stdout.write(rdiff.render_markdown(plan))
+    else:
+        rdiff.render_text(plan, console)
+    if exit_code and plan.changes:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def cost(
+    stack: str | None = typer.Option(
+        None, "--stack", "-s", help="Stack name: reads Pulumi.NAME.yaml"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
+    fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+) -> None:
+    """Hourly and monthly (730 h) list cost per node pool at minimum and maximum scale, plus the
+    cluster fee, from the catalog's dated price table (unknown prices shown as unknown)."""
+    if fmt not in ("text", "json"):
+        err.print(f"error: --format {fmt!r}: expected one of text, json", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    choice = choose_or_exit(stack, config)
+    assert choice.path is not None  # no built-in stack: a file is always chosen
+    load_or_exit(choice.path)
+    import raygke.synth
+    from components.builders.cost import stack_cost
+
+    records, _ = raygke.synth.run_program(raygke.synth.read_stack_config(choice.path), choice.name)
+    result = stack_cost(records)
+    if fmt == "json":
+        import json
+
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+        return
+    from raygke.costs import print_cost
+
+    print_cost(result, choice.name, console)
+
+
 def _writable_folder_or_exit(out: Path) -> None:
     """Create ``out`` (a folder); a path that is a file or cannot be created is a usage error
     (exit 2), said in one line."""

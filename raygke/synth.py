@@ -4,9 +4,16 @@ No ``pulumi`` CLI, no credentials, no network: :func:`synth` sets the stack's co
 :class:`SynthMocks` (realistic, deterministic outputs: ids, self links, endpoints, emails, project
 numbers) with :func:`pulumi.runtime.set_mocks`, runs the program in this process and writes
 
-* ``<out>/resources.json``: ``[{"type", "name", "parent", "inputs"}]`` sorted by type and name,
-  ``inputs`` as the engine receives them (camelCase property names); ``parent`` is
-  ``"<type>::<name>"`` of the parent resource (the stack for top-level resources).
+* ``<out>/resources.json``: ``[{"type", "name", "urn", "parent", "inputs", "options"}]`` sorted by
+  type and name, ``inputs`` as the engine receives them (camelCase property names); ``parent`` is
+  ``"<type>::<name>"`` of the parent resource (the stack for top-level resources); ``urn`` the
+  resource's URN (what ``raygke diff`` matches on). ``options`` are the resource options the engine
+  receives with the registration (the gRPC ``RegisterResourceRequest`` that the SDK sends the
+  monitor, ``pulumi/proto/pulumi/resource.proto``), so a render shows what review needs:
+  ``{"protect": bool, "ignore_changes": [str], "replace_on_changes": [str],
+  "delete_before_replace": bool, "retain_on_delete": bool, "depends_on": ["<type>::<name>"],
+  "provider": "<type>::<name>" | None}`` (``depends_on``: every dependency the engine records,
+  explicit ``depends_on`` and the resources whose outputs are inputs, sorted).
 * ``<out>/manifests/``: every Kubernetes object and custom resource as YAML
   (``<kind>-<namespace>-<name>.yaml``) and, per Helm release, ``helm-<release>-values.yaml`` and
   ``helm-<release>-release.yaml`` (chart, version, repository, namespace).
@@ -175,7 +182,9 @@ class SynthMocks(pulumi.runtime.Mocks):
 
 
 class _RecordingMonitor(pmocks.MockMonitor):
-    """A mock monitor that also remembers each resource's parent URN and registration inputs."""
+    """A mock monitor that also remembers each resource's URN, parent, registration inputs and
+    resource options (read from the registration request itself, so every option the SDK sends is
+    seen, for custom and component resources alike)."""
 
     def __init__(self, mocks: SynthMocks) -> None:
         super().__init__(mocks)
@@ -189,11 +198,30 @@ class _RecordingMonitor(pmocks.MockMonitor):
                 {
                     "type": request.type,
                     "name": request.name,
+                    "urn": resp.urn,
                     "parent": _urn_ref(request.parent),
                     "inputs": inputs,
+                    "options": _options(request),
                 }
             )
         return resp
+
+
+def _options(request: Any) -> dict[str, Any]:
+    """The resource options of a ``RegisterResourceRequest`` as plain, sorted data."""
+    provider = request.provider.split("::", 4)
+    provider_ref = _urn_ref("::".join(provider[:4])) if request.provider else None
+    return {
+        "protect": bool(request.protect) if request.HasField("protect") else False,
+        "ignore_changes": sorted(request.ignoreChanges),
+        "replace_on_changes": sorted(request.replaceOnChanges),
+        "delete_before_replace": bool(request.deleteBeforeReplace),
+        "retain_on_delete": bool(request.retainOnDelete)
+        if request.HasField("retainOnDelete")
+        else False,
+        "depends_on": sorted({_urn_ref(u) for u in request.dependencies if u}),
+        "provider": provider_ref,
+    }
 
 
 def _urn_ref(urn: str) -> str | None:
@@ -309,10 +337,7 @@ def run_program(
         return out
 
     outputs = _sync_await(_resolve())
-    records = [
-        {"type": r["type"], "name": r["name"], "parent": r["parent"], "inputs": _plain(r["inputs"])}
-        for r in monitor.records
-    ]
+    records = [{**r, "inputs": _plain(r["inputs"])} for r in monitor.records]
     records.sort(key=lambda r: (r["type"], r["name"]))
     return records, outputs
 

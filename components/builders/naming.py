@@ -101,8 +101,15 @@ def nat_name(cfg: StackConfig) -> str:
 
 
 def key_ring_name(cfg: StackConfig, location: str) -> str:
-    """The KMS key ring of one location: ``<cluster>-<location>``."""
-    return f"{cfg.cluster.name}-{location}"
+    """The KMS key ring of one location: ``<cluster>-<location>``, or
+    ``<cluster>-<location>-g<N>`` for ``kms.key_ring_generation`` N > 1. Key rings and keys
+    cannot be deleted (terraform-provider-google ``website/docs/r/kms_key_ring.html.markdown``:
+    destroying one only removes it from state; https://cloud.google.com/kms/docs/delete-kms-resources:
+    deleted key names cannot be reused), so a destroyed stack is recreated with the next
+    generation: new names that do not clash with the rings left behind."""
+    generation = cfg.kms.key_ring_generation
+    suffix = f"-g{generation}" if generation > 1 else ""
+    return f"{cfg.cluster.name}-{location}{suffix}"
 
 
 def key_ring_locations(cfg: StackConfig) -> dict[str, str]:

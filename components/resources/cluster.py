@@ -165,8 +165,12 @@ class Cluster(pulumi.ComponentResource):
             ),
             deletion_protection=cc.deletion_protection,
             resource_labels={**cfg.labels, **cc.labels},
+            # Fixed name: a replacement (network, location, IP ranges...) must delete first, or
+            # the new cluster fails with "already exists"; deletion_protection still blocks it.
             opts=pulumi.ResourceOptions(
-                parent=self, ignore_changes=["nodeConfig", "initialNodeCount"]
+                parent=self,
+                ignore_changes=["nodeConfig", "initialNodeCount"],
+                delete_before_replace=True,
             ),
         )
         self.name = self.cluster.name

@@ -112,6 +112,13 @@ class NodePool(pulumi.ComponentResource):
                 if spec.gvnic
                 else None,
             ),
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+            # The pool's name is fixed (spec.name: node selectors, NAP limits and outputs refer to
+            # it), so a replacement must delete the old pool first: create-before-delete fails
+            # with "already exists". A name suffix would avoid the gap but would need twice the
+            # accelerator quota or reservation during the swap, which TPU/H100 capacity rarely
+            # has. https://www.pulumi.com/docs/iac/concepts/options/deletebeforereplace/
+            opts=pulumi.ResourceOptions(
+                parent=self, ignore_changes=["initialNodeCount"], delete_before_replace=True
+            ),
         )
         self.register_outputs({"name": self.node_pool.name})

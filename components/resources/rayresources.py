@@ -24,7 +24,8 @@ Children:
   :func:`components.builders.manifests.render_manifests` (RayClusters, then RayJobs), depending on
   ``depends_on`` and on the archive object; every head, worker group and submitter container
   uses ``images[kind]`` (the pushed digests of :class:`components.resources.registry.
-  ImageRegistry`, so a rebuilt image updates the Ray resources that run it)
+  ImageRegistry`, so a rebuilt image updates the Ray resources that run it); a RayJob whose spec
+  changes is replaced (a re-run, :func:`rerun_options`)
   (https://www.pulumi.com/registry/packages/kubernetes/api-docs/apiextensions/customresource/).
 
 Outputs (``register_outputs`` and attributes):
@@ -96,6 +97,7 @@ class RayResources(pulumi.ComponentResource):
                     parent=self,
                     provider=provider,
                     depends_on=[*depends_on, self.archive],
+                    **rerun_options(kind),
                 ),
             )
         self.ray_clusters = {
@@ -112,6 +114,18 @@ class RayResources(pulumi.ComponentResource):
                 "working_dir": self.working_dir,
             }
         )
+
+
+def rerun_options(kind: str) -> dict[str, Any]:
+    """Resource options of a custom resource of ``kind``: a RayJob is replaced when its spec
+    changes (``replace_on_changes=["spec"]``), deleted first because its name is fixed
+    (``delete_before_replace``), so the job runs again. KubeRay does not re-run a submitted RayJob
+    whose spec is updated in place (https://github.com/ray-project/kuberay/issues/1776), so an
+    update would change nothing. RayClusters keep in-place updates (KubeRay reconciles replicas and
+    worker groups of a running cluster)."""
+    if kind == "RayJob":
+        return {"replace_on_changes": ["spec"], "delete_before_replace": True}
+    return {}
 
 
 def _asset(data: bytes, sha: str) -> pulumi.Asset:

@@ -66,6 +66,7 @@ from components.spec.storage import (
     BucketConfig,
     BucketRole,
     BucketsConfig,
+    KmsConfig,
     SecretConfig,
     WorkloadIdentityConfig,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "HeadConfig",
     "JobConfig",
     "JobTarget",
+    "KmsConfig",
     "KubeRayConfig",
     "LocalConfig",
     "MaintenanceWindow",

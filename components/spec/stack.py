@@ -20,6 +20,7 @@ from components.spec.ray import JobConfig, KubeRayConfig, RayClusterConfig, RayC
 from components.spec.rules import rule_problems
 from components.spec.storage import (
     BucketsConfig,
+    KmsConfig,
     SecretConfig,
     WorkloadIdentityConfig,
     _default_identities,
@@ -112,6 +113,10 @@ class StackConfig(_Model):
     buckets: BucketsConfig = Field(
         default_factory=BucketsConfig,
         description="The datasets, checkpoints and artifacts buckets (CMEK, uniform access).",
+    )
+    kms: KmsConfig = Field(
+        default_factory=KmsConfig,
+        description="KMS key ring naming (GKE secrets and bucket CMEK keys).",
     )
     workload_identities: list[WorkloadIdentityConfig] = Field(
         default_factory=_default_identities,

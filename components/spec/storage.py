@@ -101,6 +101,23 @@ class BucketsConfig(_Model):
 BucketRole = Literal["read", "write"]
 
 
+class KmsConfig(_Model):
+    """The KMS key rings (one per location: the cluster's region and the buckets' location)."""
+
+    key_ring_generation: int = Field(
+        1,
+        ge=1,
+        le=999,
+        description="Generation of the key ring names: 1 names them `<cluster.name>-<location>`, "
+        "N > 1 `<cluster.name>-<location>-g<N>`. KMS key rings and keys cannot be deleted "
+        "(the provider only drops them from its state: terraform-provider-google "
+        "`website/docs/r/kms_key_ring.html.markdown`; deleted key names cannot be reused: "
+        "https://cloud.google.com/kms/docs/delete-kms-resources): after `pulumi destroy` the "
+        "names stay taken, so raise this before recreating the stack (new key ring and keys; "
+        "data encrypted with the old keys still needs the old ones).",
+    )
+
+
 class WorkloadIdentityConfig(_Model):
     """One workload class: a Google service account bound to a Kubernetes service account.
 

@@ -31,7 +31,7 @@ def test_prod_whole_program(prod):
     out, result = prod
     records = json.loads((out / "resources.json").read_text())
     assert records == result.resources
-    assert all(set(r) == {"type", "name", "parent", "inputs"} for r in records)
+    assert all(set(r) == {"type", "name", "urn", "parent", "inputs", "options"} for r in records)
     types = result.by_type()
     assert types["gcp:container/cluster:Cluster"] == 1
     # system + cpu + 2 v6e 4x4 slices (one pool each) + h100
@@ -146,3 +146,32 @@ def test_crd_schemas_are_summarised_in_resources_json(tmp_path: Path) -> None:
     for doc in crd_documents("1.7.0"):
         full = json.dumps(doc["spec"], sort_keys=True).encode()
         assert by_kind[doc["spec"]["names"]["kind"]]["sha256"] == hashlib.sha256(full).hexdigest()
+
+
+def test_render_records_resource_options(prod):
+    """The render carries what review needs: URNs, protect, ignore/replace-on changes,
+    delete-before-replace, dependencies and the explicit provider."""
+    _, result = prod
+    by = {(r["type"], r["name"]): r for r in result.resources}
+    pool = by[("gcp:container/nodePool:NodePool", "pool-h100-pool")]
+    assert pool["urn"] == (
+        "urn:pulumi:prod::ray-gke::ray-gke:nodepool:NodePool$gcp:container/nodePool:NodePool"
+        "::pool-h100-pool"
+    )
+    assert pool["options"]["delete_before_replace"] is True
+    assert pool["options"]["ignore_changes"] == ["initialNodeCount"]
+    assert "gcp:container/cluster:Cluster::cluster-gke" in pool["options"]["depends_on"]
+    key = by[("gcp:kms/cryptoKey:CryptoKey", "security-gke-secrets")]
+    assert key["options"]["protect"] is True  # prod: deletion protection on
+    job = by[("kubernetes:ray.io/v1:RayJob", "ray-rayjob-train-lm-h100")]
+    assert job["options"]["replace_on_changes"] == ["spec"]
+    assert job["options"]["delete_before_replace"] is True
+    assert job["options"]["provider"] == "pulumi:providers:kubernetes::kuberay-k8s"
+    cluster = by[("kubernetes:ray.io/v1:RayCluster", "ray-raycluster-training")]
+    assert cluster["options"]["replace_on_changes"] == []
+
+
+def test_dev_keys_are_not_protected(tmp_path: Path) -> None:
+    result = synth(ROOT / "Pulumi.dev.yaml", tmp_path)
+    keys = [r for r in result.resources if r["type"] == "gcp:kms/cryptoKey:CryptoKey"]
+    assert keys and not any(r["options"]["protect"] for r in keys)

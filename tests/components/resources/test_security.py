@@ -102,3 +102,32 @@ def test_secrets_have_no_values_and_only_readers_get_access(records):
             "roles/secretmanager.secretAccessor",
         )
     ]
+
+
+def _kms(records: list[dict]) -> tuple[set[str], set[str]]:
+    """(key ring ids, the key rings the keys live in)."""
+    rings = {
+        f"projects/ray-gke-test/locations/{r['inputs']['location']}/keyRings/{r['inputs']['name']}"
+        for r in of_type(records, "gcp:kms/keyRing:KeyRing")
+    }
+    keys = {r["inputs"]["keyRing"] for r in of_type(records, "gcp:kms/cryptoKey:CryptoKey")}
+    return rings, keys
+
+
+def test_destroy_then_recreate_needs_new_key_ring_names(records):
+    """Destroy leaves the key rings (and keys) in the project: KMS cannot delete them
+    (terraform-provider-google kms_key_ring docs). Rendering the same stack again declares the
+    same names, the clash that fails the second `pulumi up`; the next kms.key_ring_generation
+    declares rings whose names none of the left-behind rings has, and the keys use them."""
+    first, _ = _kms(records)
+    assert first == {"projects/ray-gke-test/locations/us-east5/keyRings/ray-test-us-east5"}
+    again, _ = _kms(render(config())[0])
+    assert again == first  # same generation: the names clash with what destroy left behind
+    second_records = render(config(kms={"key_ring_generation": 2}))[0]
+    second, keys = _kms(second_records)
+    assert second == {"projects/ray-gke-test/locations/us-east5/keyRings/ray-test-us-east5-g2"}
+    assert not second & first
+    assert keys == second
+    # the cluster's secrets key and the buckets' CMEK key follow the new ring
+    (cluster,) = of_type(second_records, "gcp:container/cluster:Cluster")
+    assert cluster["inputs"]["databaseEncryption"]["keyName"].startswith(next(iter(second)))

@@ -1,0 +1,83 @@
+"""Printing ``raygke cost`` (rich table) from :class:`components.builders.cost.StackCost`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.builders.cost import StackCost, money
+from components.catalog import GKE_PRICING, HOURS_PER_MONTH, PRICES_RECORDED
+
+
+def _m(v: float | None) -> str:
+    return money(None if v is None else v * HOURS_PER_MONTH)
+
+
+def print_cost(cost: StackCost, stack: str, console: Any) -> None:
+    """Per-pool table (hourly and monthly at min and max scale), totals, and the sources."""
+    from rich.table import Table
+
+    sources = sorted({s for p in cost.pools for s in p.sources} | {GKE_PRICING})
+    ref = {s: i + 1 for i, s in enumerate(sources)}
+    t = Table(title=f"cost of stack {stack} (USD, list prices recorded {PRICES_RECORDED})")
+    for col in ("pool", "machine", "capacity", "accelerators", "nodes", "src"):
+        t.add_column(col)
+    for col in ("$/h min", "$/h max", "$/month min", "$/month max"):
+        t.add_column(col, justify="right")
+    for p in cost.pools:
+        t.add_row(
+            p.name,
+            p.machine_type,
+            p.provisioning,
+            p.accelerators or "-",
+            f"{p.min_nodes}-{p.max_nodes}",
+            ",".join(f"[{ref[s]}]" for s in p.sources) or "-",
+            money(p.min_hourly),
+            money(p.max_hourly),
+            _m(p.min_hourly),
+            _m(p.max_hourly),
+        )
+    t.add_row(
+        "cluster fee",
+        f"{cost.clusters} cluster(s)",
+        "",
+        "",
+        "",
+        f"[{ref[GKE_PRICING]}]",
+        money(cost.cluster_fee_hourly),
+        money(cost.cluster_fee_hourly),
+        _m(cost.cluster_fee_hourly),
+        _m(cost.cluster_fee_hourly),
+    )
+    t.add_row(
+        "total",
+        "",
+        "",
+        "",
+        "",
+        "",
+        money(cost.min_hourly),
+        money(cost.max_hourly),
+        _m(cost.min_hourly),
+        _m(cost.max_hourly),
+        style="bold",
+    )
+    console.print(t)
+    if cost.min_hourly is None or cost.max_hourly is None:
+        console.print(
+            f"priced part only: {_m(cost.known_min_hourly)}/month at min scale, "
+            f"{_m(cost.known_max_hourly)}/month at max scale",
+            markup=False,
+        )
+    for p in cost.pools:
+        if p.missing:
+            console.print(f"unknown price: {p.name}: {', '.join(p.missing)}", markup=False)
+    console.print("sources:", markup=False)
+    for s in sources:
+        console.print(f"  [{ref[s]}] {s}", markup=False)
+    for note in sorted({n for p in cost.pools for n in p.notes}):
+        console.print(f"  note: {note}", markup=False)
+    console.print(
+        f"{HOURS_PER_MONTH} h/month; not included: disks, egress, storage, NAT, logging, "
+        "NAP-created pools; reservations are billed whether used or not.",
+        markup=False,
+    )

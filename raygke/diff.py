@@ -1,0 +1,564 @@
+"""``raygke diff``: the plan between two offline renders of a stack, in Pulumi's terms.
+
+Both sides are rendered by ``raygke synth`` (the real program under mocks, :mod:`raygke.synth`),
+each by its own tree's code: the base revision is checked out with ``git worktree add --detach``
+into a temporary folder and rendered there by ``python -m raygke synth`` with ``PYTHONPATH`` at that
+tree; the head is the working tree (or a second revision, the same way). Resources are matched by
+URN and each gets one operation, as ``pulumi preview`` would show it:
+
+* ``create`` / ``delete``: the URN exists on one side only.
+* ``replace``: an input changed that the provider cannot update in place
+  (:mod:`components.builders.replacement`, with the field that forces it), or one listed in the
+  resource's ``replace_on_changes`` option. ``delete_before_replace`` is shown; a RayJob replacement
+  is a "job re-run" (KubeRay does not re-run an updated RayJob, kuberay#1776).
+* ``update``: other input changes, or a changed resource option (``protect``, ``ignore_changes``,
+  ``replace_on_changes``, ``delete_before_replace``, ``retain_on_delete``, ``provider``). Paths under
+  the resource's ``ignore_changes`` are left out, as the engine does.
+* ``same``: counted only.
+
+Flags on an operation: a replace/delete of a resource with ``protect`` (the engine refuses it), of a
+cluster with ``deletionProtection`` (the provider refuses it), of a bucket without ``forceDestroy``
+(fails if the bucket holds objects), and a replace of a fixed-name resource without
+``delete_before_replace`` whose name and scope (project, location, key ring, namespace...) stay
+the same (create-before-delete fails with "already exists").
+
+Values shown are masked when the render marked them secret (``"[secret]"``) or the key looks like a
+credential; long values are shortened to their start and a sha256 prefix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.builders.replacement import RERUN_TYPES, SCOPE_INPUTS, path_matches, rule_for
+
+SECRET = "[secret]"
+SECRET_KEYS = ("kubeconfig", "password", "token", "secret_data", "secretData", "privateKey")
+OPTION_KEYS = (
+    "protect",
+    "ignore_changes",
+    "replace_on_changes",
+    "delete_before_replace",
+    "retain_on_delete",
+    "provider",
+)
+MAX_VALUE = 200
+
+SYMBOLS = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
+ORDER = ("create", "update", "replace", "delete")
+
+
+class DiffError(Exception):
+    """A side cannot be rendered; ``str(e)`` is one line, ``code`` the exit code: 2 (usage: not a
+    git work tree, a revision that names no commit), 1 (the stack does not render)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class FieldChange:
+    """One changed input (or ``options.<name>``) path with old and new values (masked)."""
+
+    path: str
+    old: Any
+    new: Any
+    forces_replacement: bool = False
+
+
+@dataclass
+class Change:
+    """The operation on one resource.
+
+    Attributes:
+        urn, type, name: the resource.
+        op: ``create`` | ``update`` | ``replace`` | ``delete``.
+        fields: the changed paths (empty for create/delete).
+        reasons: for a replace, what forces it (``"nodeConfig.spot (node_config.spot, ForceNew)"``).
+        delete_before_replace: the replace deletes the old resource first.
+        rerun: a RayJob replacement: the job runs again.
+        flags: review warnings (protection, name clash).
+        notes: what the operation does not do (a RayCluster template update reaches no running
+            pod).
+    """
+
+    urn: str
+    type: str
+    name: str
+    op: str
+    fields: list[FieldChange] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
+    rerun: bool = False
+    flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
+TEMPLATE_NOTE = (
+    "running Ray pods keep their old pod template: KubeRay recreates them on a template change "
+    "only with spec.upgradeStrategy.type Recreate (KubeRay ValidateRayClusterUpgradeOptions)"
+)
+
+
+@dataclass
+class Plan:
+    """All changes between two renders, plus the unchanged count and the sides' labels."""
+
+    stack: str
+    base: str
+    head: str
+    changes: list[Change]
+    unchanged: int
+    cost: dict[str, Any] | None = None
+
+    def counts(self) -> dict[str, int]:
+        """``{op: count}`` for the four operations (zeros included)."""
+        return {op: sum(c.op == op for c in self.changes) for op in ORDER}
+
+    def summary(self) -> str:
+        """``Resources: + 1 to create, ~ 2 to update, +-1 to replace, - 1 to delete, 3 unchanged``
+        (only the non-zero operations; ``Resources: no changes, N unchanged`` when none)."""
+        counts = self.counts()
+        parts = [
+            f"{SYMBOLS[op]:<2}{n} to {op}" if op == "replace" else f"{SYMBOLS[op]} {n} to {op}"
+            for op, n in counts.items()
+            if n
+        ]
+        if not parts:
+            return f"Resources: no changes, {self.unchanged} unchanged"
+        return f"Resources: {', '.join(parts)}, {self.unchanged} unchanged"
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON-able data (``format json``)."""
+        from dataclasses import asdict
+
+        return {
+            "stack": self.stack,
+            "base": self.base,
+            "head": self.head,
+            "counts": {**self.counts(), "unchanged": self.unchanged},
+            "summary": self.summary(),
+            "changes": [asdict(c) for c in self.changes],
+            "cost": self.cost,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing two renders
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested inputs -> ``{dotted.path: leaf}``; list items get ``[i]`` (stripped for matching)."""
+    out: dict[str, Any] = {}
+    if isinstance(value, dict) and value and value != {}:
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        for i, v in enumerate(value):
+            out.update(_flatten(v, f"{prefix}[{i}]"))
+    else:
+        out[prefix] = value
+    return out
+
+
+def _strip_indexes(path: str) -> str:
+    import re
+
+    return re.sub(r"\[\d+\]", "", path)
+
+
+def _masked(path: str, value: Any) -> Any:
+    if value == SECRET or any(k.lower() in path.lower() for k in SECRET_KEYS):
+        return SECRET if value is not None else None
+    if isinstance(value, str) and len(value) > MAX_VALUE:
+        digest = hashlib.sha256(value.encode()).hexdigest()[:12]
+        return f"{value[:40]}... ({len(value)} chars, sha256 {digest})"
+    return value
+
+
+def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``[(path, old, new)]`` of the leaves that differ between two input dicts (sorted)."""
+    a, b = _flatten(old), _flatten(new)
+    _missing = object()
+    out = []
+    for path in sorted(set(a) | set(b)):
+        va, vb = a.get(path, _missing), b.get(path, _missing)
+        if va != vb:
+            out.append((path, None if va is _missing else va, None if vb is _missing else vb))
+    return out
+
+
+def _options(record: dict[str, Any]) -> dict[str, Any]:
+    opts = record.get("options") or {}
+    return {k: opts.get(k) for k in OPTION_KEYS}
+
+
+def compare(
+    base: list[dict[str, Any]],
+    head: list[dict[str, Any]],
+    stack: str,
+    base_label: str = "base",
+    head_label: str = "head",
+) -> Plan:
+    """The :class:`Plan` from the ``base`` records to the ``head`` records (``resources.json`` of
+    :mod:`raygke.synth`; records without ``urn``/``options``, from older renders, are matched by
+    type and name and taken to have default options)."""
+
+    by_urn = all("urn" in r for r in [*base, *head])
+
+    def key(r: dict[str, Any]) -> str:
+        return r["urn"] if by_urn else f"{r['type']}::{r['name']}"
+
+    olds = {key(r): r for r in base}
+    news = {key(r): r for r in head}
+    changes: list[Change] = []
+    unchanged = 0
+    for urn in sorted(set(olds) | set(news)):
+        o, n = olds.get(urn), news.get(urn)
+        if o is None:
+            assert n is not None
+            changes.append(Change(urn, n["type"], n["name"], "create"))
+            continue
+        if n is None:
+            c = Change(urn, o["type"], o["name"], "delete")
+            c.flags = _guards(o, "delete")
+            changes.append(c)
+            continue
+        c = _compare_one(urn, o, n)
+        if c is None:
+            unchanged += 1
+        else:
+            changes.append(c)
+    changes.sort(key=lambda c: (ORDER.index(c.op), c.type, c.name))
+    return Plan(stack, base_label, head_label, changes, unchanged)
+
+
+def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | None:
+    typ = n["type"]
+    oo, no = _options(o), _options(n)
+    ignored = no.get("ignore_changes") or []
+    diffs = [
+        (p, a, b)
+        for p, a, b in changed_inputs(o.get("inputs") or {}, n.get("inputs") or {})
+        if not any(path_matches(_strip_indexes(p), ig) for ig in ignored)
+    ]
+    # A render from before options were recorded has none: its options are not compared.
+    opt_diffs = (
+        [(f"options.{k}", oo[k], no[k]) for k in OPTION_KEYS if oo[k] != no[k]]
+        if "options" in o and "options" in n
+        else []
+    )
+    if not diffs and not opt_diffs:
+        return None
+    rule = rule_for(typ)
+    reasons: list[str] = []
+    forcing: set[str] = set()
+    for p, _, _ in diffs:
+        bare = _strip_indexes(p)
+        for f in rule.fields if rule else ():
+            if path_matches(bare, f.path):
+                forcing.add(p)
+                why = f"{f.path} ({f.attribute}: ForceNew)"
+                if why not in reasons:
+                    reasons.append(why)
+        for r in no.get("replace_on_changes") or []:
+            if path_matches(bare, r):
+                forcing.add(p)
+                why = f"{r} (replace_on_changes)"
+                if why not in reasons:
+                    reasons.append(why)
+    op = "replace" if forcing else "update"
+    c = Change(urn, typ, n["name"], op)
+    if (
+        op == "update"
+        and typ == RAYCLUSTER
+        and any(".template." in p or p.startswith("spec.rayVersion") for p, _, _ in diffs)
+    ):
+        c.notes.append(TEMPLATE_NOTE)
+    c.fields = [FieldChange(p, _masked(p, a), _masked(p, b), p in forcing) for p, a, b in diffs] + [
+        FieldChange(p, a, b) for p, a, b in opt_diffs
+    ]
+    if op == "replace":
+        c.reasons = reasons
+        c.delete_before_replace = bool(no.get("delete_before_replace"))
+        c.rerun = typ in RERUN_TYPES
+        c.flags = _guards(o, "replace")
+        name_input = rule.name_input if rule else None
+        if name_input and not c.delete_before_replace:
+            old_name = _flatten(o.get("inputs") or {}).get(name_input)
+            new_name = _flatten(n.get("inputs") or {}).get(name_input)
+            moved = not (rule and rule.global_name) and any(
+                _strip_indexes(p) in SCOPE_INPUTS for p, _, _ in diffs
+            )
+            if old_name is not None and old_name == new_name and not moved:
+                c.flags.append(
+                    f"fixed name {new_name!r} without delete_before_replace: the replacement is "
+                    "created before the old one is deleted and fails with 'already exists'"
+                )
+    return c
+
+
+def _guards(o: dict[str, Any], op: str) -> list[str]:
+    """What would refuse deleting the base resource ``o`` (for a delete or replace)."""
+    flags = []
+    if (o.get("options") or {}).get("protect"):
+        flags.append(f"blocked: the resource has `protect`; the {op} fails until it is removed")
+    rule = rule_for(o["type"])
+    inputs = o.get("inputs") or {}
+    if rule and rule.deletion_guard and inputs.get(rule.deletion_guard):
+        flags.append(
+            f"blocked: {rule.deletion_guard} is true; the provider refuses the {op} until a "
+            "`pulumi up` sets it false"
+        )
+    if o["type"] == "gcp:storage/bucket:Bucket" and not inputs.get("forceDestroy"):
+        flags.append(f"the {op} fails if the bucket holds objects (forceDestroy is false)")
+    if o["type"] == "gcp:kms/keyRing:KeyRing":
+        flags.append("KMS key rings cannot be deleted: the ring stays in the project")
+    return flags
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering a side
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The git work tree holding ``start`` (default: the current directory).
+
+    Raises:
+        DiffError: not inside a git work tree.
+    """
+    r = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=start or Path.cwd(),
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise DiffError(f"{start or Path.cwd()} is not inside a git work tree")
+    return Path(r.stdout.strip())
+
+
+def resolve_rev(root: Path, rev: str) -> str:
+    """The commit id of ``rev`` in the repository at ``root``.
+
+    Raises:
+        DiffError: ``rev`` names no commit.
+    """
+    r = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise DiffError(f"{rev!r} is not a commit in {root}")
+    return r.stdout.strip()
+
+
+@contextlib.contextmanager
+def checkout(root: Path, commit: str) -> Iterator[Path]:
+    """A temporary ``git worktree`` of ``commit`` (detached), removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix="raygke-diff-"))
+    tree = tmp / "tree"
+    r = subprocess.run(
+        ["git", "worktree", "add", "--detach", "--quiet", str(tree), commit],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise DiffError(f"git worktree add {commit[:12]} failed: {r.stderr.strip()}")
+    try:
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(tree)],
+            cwd=root,
+            capture_output=True,
+        )
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def render_tree(tree: Path, stack: str, label: str) -> list[dict[str, Any]] | None:
+    """``resources.json`` of ``stack`` rendered by ``tree``'s own ``raygke synth`` in a
+    subprocess; None when ``tree`` has no ``Pulumi.<stack>.yaml`` (every resource is new).
+
+    Raises:
+        DiffError: the render failed (its last stderr line is in the message).
+    """
+    if not (tree / f"Pulumi.{stack}.yaml").is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="raygke-render-") as out:
+        env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
+        r = subprocess.run(
+            [sys.executable, "-m", "raygke", "synth", "--stack", stack, "--out", out],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            lines = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()]
+            last = " | ".join(lines[-3:]) if lines else f"exit {r.returncode}"
+            raise DiffError(f"rendering {label} failed (exit {r.returncode}): {last}", code=1)
+        return json.loads((Path(out) / "resources.json").read_text())
+
+
+@dataclass
+class Side:
+    """One rendered side: its label, records, and the stack file it rendered (None: no file)."""
+
+    label: str
+    records: list[dict[str, Any]]
+    stack_file: Path | None
+    tree: Path
+
+
+@contextlib.contextmanager
+def side(root: Path, stack: str, rev: str | None) -> Iterator[Side]:
+    """Render ``stack`` at ``rev`` (None: the working tree at ``root``)."""
+    if rev is None:
+        records = render_tree(root, stack, "working tree")
+        f = root / f"Pulumi.{stack}.yaml"
+        yield Side("working tree", records or [], f if f.is_file() else None, root)
+        return
+    commit = resolve_rev(root, rev)
+    label = f"{rev} ({commit[:7]})" if not commit.startswith(rev) else commit[:7]
+    with checkout(root, commit) as tree:
+        records = render_tree(tree, stack, label)
+        f = tree / f"Pulumi.{stack}.yaml"
+        yield Side(label, records or [], f if f.is_file() else None, tree)
+
+
+# ---------------------------------------------------------------------------------------------
+# formats
+
+
+def _v(value: Any) -> str:
+    return json.dumps(value, sort_keys=True) if not isinstance(value, str) else json.dumps(value)
+
+
+def _headline(c: Change) -> str:
+    extra = []
+    if c.op == "replace":
+        extra.append("job re-run" if c.rerun else "replace")
+        if c.reasons:
+            extra.append("forced by " + ", ".join(c.reasons))
+        if c.delete_before_replace:
+            extra.append("delete before replace")
+    return f"{c.type} {c.name}" + (f"  ({'; '.join(extra)})" if extra else "")
+
+
+def render_text(plan: Plan, console: Any) -> None:
+    """Print the plan on a rich console (colour when it is a terminal)."""
+    from rich.text import Text
+
+    styles = {"create": "green", "update": "yellow", "replace": "magenta", "delete": "red"}
+    console.print(
+        Text(f"Stack {plan.stack}: {plan.base} -> {plan.head}", style="bold"), soft_wrap=True
+    )
+    for c in plan.changes:
+        sym = SYMBOLS[c.op]
+        console.print(Text(f"  {sym:<2} {_headline(c)}", style=styles[c.op]), soft_wrap=True)
+        for f in c.fields:
+            mark = " (forces replacement)" if f.forces_replacement else ""
+            console.print(
+                Text(f"        {f.path}: {_v(f.old)} => {_v(f.new)}{mark}"), soft_wrap=True
+            )
+        for flag in c.flags:
+            console.print(Text(f"        ! {flag}", style="bold red"), soft_wrap=True)
+        for note in c.notes:
+            console.print(Text(f"        note: {note}", style="dim"), soft_wrap=True)
+    console.print(Text(plan.summary(), style="bold"), soft_wrap=True)
+    for line in cost_lines(plan.cost):
+        console.print(Text(line), soft_wrap=True)
+
+
+def cost_lines(cost: dict[str, Any] | None) -> list[str]:
+    """The cost-delta lines of a plan (empty without cost data)."""
+    if not cost:
+        return []
+    return list(cost.get("lines") or [])
+
+
+def _md(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(plan: Plan) -> str:
+    """One pull-request comment body. The first line is a marker
+    (``<!-- raygke-diff:<stack> -->``) so a workflow can find and update its own comment."""
+    lines = [
+        f"<!-- raygke-diff:{plan.stack} -->",
+        f"### `raygke diff` — stack `{plan.stack}`",
+        "",
+        f"{_md(plan.base)} → {_md(plan.head)}",
+        "",
+    ]
+    if plan.changes:
+        lines += ["| | resource | type | why |", "|---|---|---|---|"]
+        for c in plan.changes:
+            op = "job re-run" if c.rerun else c.op
+            why = []
+            if c.op == "replace":
+                why += [f"`{r}`" for r in c.reasons]
+                if c.delete_before_replace:
+                    why.append("delete before replace")
+            elif c.op == "update":
+                why += [f"`{f.path}`" for f in c.fields[:4]]
+                if len(c.fields) > 4:
+                    why.append(f"+{len(c.fields) - 4} more")
+            why += [f"⚠️ {_md(f)}" for f in c.flags]
+            why += [f"ℹ️ {_md(n)}" for n in c.notes]
+            lines.append(
+                f"| {SYMBOLS[c.op]} {op} | `{_md(c.name)}` | `{c.type}` | {_md(', '.join(why))} |"
+            )
+        detailed = [c for c in plan.changes if c.fields]
+        if detailed:
+            lines += ["", "<details><summary>Changed fields</summary>", "", "```diff"]
+            for c in detailed:
+                lines.append(f"{SYMBOLS[c.op]} {c.type} {c.name}")
+                for f in c.fields:
+                    mark = "  # forces replacement" if f.forces_replacement else ""
+                    lines.append(f"-     {f.path}: {_v(f.old)}")
+                    lines.append(f"+     {f.path}: {_v(f.new)}{mark}")
+            lines += ["```", "", "</details>"]
+        lines.append("")
+    lines.append(f"**{plan.summary()}**")
+    cl = cost_lines(plan.cost)
+    if cl:
+        lines += ["", "**Cost of the change** (USD)", "", *[f"- {_md(x)}" for x in cl]]
+    lines += [
+        "",
+        "_Offline render under mocks (no cloud state); `pulumi preview` shows drift._",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(plan: Plan) -> str:
+    """The plan as JSON text."""
+    return json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
+
+
+def cost_delta(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cost change between two renders (:mod:`components.builders.cost`): ``{"lines":
+    [str], "base": StackCost json, "head": StackCost json}``; ``lines`` is empty when the cost
+    did not change."""
+    from components.builders.cost import delta_lines, stack_cost
+
+    b, h = stack_cost(base), stack_cost(head)
+    return {"lines": delta_lines(b, h), "base": b.to_json(), "head": h.to_json()}
