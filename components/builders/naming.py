@@ -82,6 +82,8 @@ def node_service_account_id(cfg: StackConfig) -> str:
 
 GKE_KEY_NAME = "gke-secrets"
 BUCKET_KEY_NAME = "buckets"
+SECRETS_KEY_NAME = "secret-manager"
+BOOT_DISK_KEY_NAME = "boot-disks"
 
 
 def subnet_name(cfg: StackConfig) -> str:
@@ -105,11 +107,19 @@ def key_ring_name(cfg: StackConfig, location: str) -> str:
 
 
 def key_ring_locations(cfg: StackConfig) -> dict[str, str]:
-    """Key purpose -> KMS location: GKE secrets in the cluster's region, bucket keys where the
-    buckets are (``buckets.location`` or the region, lower case)."""
+    """Key purpose -> KMS location: GKE secrets, Secret Manager secrets (replicated only in the
+    region) and node boot disks in the cluster's region, bucket keys where the buckets are
+    (``buckets.location`` or the region, lower case). A CMEK must be in the location of what it
+    encrypts (https://cloud.google.com/secret-manager/docs/cmek,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek)."""
     from components.builders.storage import bucket_location
 
-    return {"gke": cfg.region, "buckets": bucket_location(cfg).lower()}
+    return {
+        "gke": cfg.region,
+        "secrets": cfg.region,
+        "boot_disks": cfg.region,
+        "buckets": bucket_location(cfg).lower(),
+    }
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,11 @@
 Two ComponentResources, because of ordering:
 
 * :class:`Security` (before the cluster and the buckets): the KMS key ring(s) and keys with
-  rotation, the GKE and GCS service agents' ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants,
-  the node service account with its five least-privilege project roles, one Google service account
-  (GSA) per workload identity, and the Secret Manager secrets (no versions: values are set out of
-  band).
+  rotation (GKE secrets, buckets, Secret Manager, node boot disks), the GKE, GCS, Secret Manager
+  and Compute Engine service agents' ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants on
+  their key, the node service account with its one least-privilege project role, one Google
+  service account (GSA) per workload identity, and the Secret Manager secrets, replicated only in
+  the stack's region under the Secret Manager key (no versions: values are set out of band).
 * :class:`WorkloadAccess` (after the cluster and the buckets): the Workload Identity bindings
   (``roles/iam.workloadIdentityUser`` for ``serviceAccount:<project>.svc.id.goog[<ns>/<ksa>]``;
   the identity pool exists only once a cluster with Workload Identity does), the bucket-level roles
@@ -20,8 +21,14 @@ Sources:
   https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
 * CMEK for Cloud Storage and the GCS service agent:
   https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys
-* Least-privilege node service account roles:
-  https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa
+* Least-privilege node service account role (``roles/container.defaultNodeServiceAccount``):
+  https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts
+* Boot-disk CMEK and the Compute Engine service agent
+  ``service-<number>@compute-system.iam.gserviceaccount.com``:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
+* Secret Manager CMEK with user-managed replication, the key in the replica's location, and the
+  Secret Manager service agent ``service-<number>@gcp-sa-secretmanager.iam.gserviceaccount.com``
+  (created on request: ``gcp.projects.ServiceIdentity``): https://cloud.google.com/secret-manager/docs/cmek
 * Workload Identity: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
 * Cloud Storage IAM roles (objectViewer, objectUser): https://cloud.google.com/storage/docs/access-control/iam-roles
 * Secret Manager access: https://cloud.google.com/secret-manager/docs/access-control
@@ -38,7 +45,9 @@ from components.builders import iam, naming
 from components.builders.iam import (
     KEY_ROTATION_PERIOD,
     KMS_ROLE,
+    compute_service_agent,
     gke_service_agent,
+    secret_manager_service_agent,
 )
 from components.spec import StackConfig
 
@@ -53,8 +62,10 @@ class SecurityArgs:
 class Security(pulumi.ComponentResource):
     """``ray-gke:security:Security``: KMS, node SA, workload GSAs, secrets.
 
-    Attributes (for wiring): ``gke_key`` / ``bucket_key`` (``gcp.kms.CryptoKey``),
-    ``gcs_key_grant`` (the GCS agent's grant; buckets depend on it), ``gke_key_grant``,
+    Attributes (for wiring): ``gke_key`` / ``bucket_key`` / ``secrets_key`` / ``boot_disk_key``
+    (``gcp.kms.CryptoKey``), ``gcs_key_grant`` (the GCS agent's grant; buckets depend on it),
+    ``gke_key_grant``, ``boot_disk_key_grant`` (the Compute Engine agent's; node pools and the
+    cluster depend on it),
     ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (identity name -> Account),
     ``secrets`` (secret name -> ``gcp.secretmanager.Secret``), ``project_number``.
     """
@@ -107,6 +118,46 @@ class Security(pulumi.ComponentResource):
             member=project.number.apply(gke_service_agent),
             opts=child,
         )
+        self.secrets_key = gcp.kms.CryptoKey(
+            f"{name}-secret-manager",
+            name=naming.SECRETS_KEY_NAME,
+            key_ring=rings[ring_locations["secrets"]].id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        self.boot_disk_key = gcp.kms.CryptoKey(
+            f"{name}-boot-disks",
+            name=naming.BOOT_DISK_KEY_NAME,
+            key_ring=rings[ring_locations["boot_disks"]].id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        self.boot_disk_key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-compute-agent-kms",
+            crypto_key_id=self.boot_disk_key.id,
+            role=KMS_ROLE,
+            member=project.number.apply(compute_service_agent),
+            opts=child,
+        )
+        # The Secret Manager agent exists only once requested; the grant names it by its
+        # documented address and waits for it.
+        sm_identity = gcp.projects.ServiceIdentity(
+            f"{name}-secretmanager-agent",
+            project=cfg.project,
+            service="secretmanager.googleapis.com",
+            opts=child,
+        )
+        self.secrets_key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-secretmanager-agent-kms",
+            crypto_key_id=self.secrets_key.id,
+            role=KMS_ROLE,
+            member=project.number.apply(secret_manager_service_agent),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[sm_identity]),
+        )
         gcs_agent = gcp.storage.get_project_service_account_output(
             project=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
         )
@@ -147,6 +198,7 @@ class Security(pulumi.ComponentResource):
             )
 
         self.secrets: dict[str, gcp.secretmanager.Secret] = {}
+        after_key_grant = pulumi.ResourceOptions(parent=self, depends_on=[self.secrets_key_grant])
         for secret in cfg.secrets:
             self.secrets[secret.name] = gcp.secretmanager.Secret(
                 f"{name}-secret-{secret.name}",
@@ -154,15 +206,26 @@ class Security(pulumi.ComponentResource):
                 project=cfg.project,
                 labels=dict(cfg.labels),
                 replication=gcp.secretmanager.SecretReplicationArgs(
-                    auto=gcp.secretmanager.SecretReplicationAutoArgs()
+                    user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
+                        replicas=[
+                            gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(
+                                location=cfg.region,
+                                customer_managed_encryption=gcp.secretmanager.SecretReplicationUserManagedReplicaCustomerManagedEncryptionArgs(
+                                    kms_key_name=self.secrets_key.id
+                                ),
+                            )
+                        ]
+                    )
                 ),
-                opts=child,
+                opts=after_key_grant,
             )
 
         self.register_outputs(
             {
                 "gke_key": self.gke_key.id,
                 "bucket_key": self.bucket_key.id,
+                "secrets_key": self.secrets_key.id,
+                "boot_disk_key": self.boot_disk_key.id,
                 "node_service_account": self.node_sa.email,
                 "service_accounts": {k: v.email for k, v in self.gsas.items()},
                 "secrets": {k: v.id for k, v in self.secrets.items()},

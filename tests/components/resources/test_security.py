@@ -69,7 +69,7 @@ def test_bucket_roles_are_bucket_level_and_follow_config(records):
 
 def test_kms_keys_rotate_and_service_agents_are_granted(records):
     keys = by_name(records, "gcp:kms/cryptoKey:CryptoKey")
-    assert set(keys) == {"gke-secrets", "buckets"}
+    assert set(keys) == {"gke-secrets", "buckets", "secret-manager", "boot-disks"}
     assert all(k["rotationPeriod"] == "7776000s" for k in keys.values())
     grants = of_type(records, "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
     got = {(g["inputs"]["cryptoKeyId"].rsplit("/", 1)[1], g["inputs"]["member"]) for g in grants}
@@ -79,6 +79,14 @@ def test_kms_keys_rotate_and_service_agents_are_granted(records):
             f"serviceAccount:service-{NUMBER}@container-engine-robot.iam.gserviceaccount.com",
         ),
         ("buckets", f"serviceAccount:service-{NUMBER}@gs-project-accounts.iam.gserviceaccount.com"),
+        (
+            "secret-manager",
+            f"serviceAccount:service-{NUMBER}@gcp-sa-secretmanager.iam.gserviceaccount.com",
+        ),
+        (
+            "boot-disks",
+            f"serviceAccount:service-{NUMBER}@compute-system.iam.gserviceaccount.com",
+        ),
     }
     assert all(g["inputs"]["role"] == "roles/cloudkms.cryptoKeyEncrypterDecrypter" for g in grants)
     assert (
@@ -98,3 +106,35 @@ def test_secrets_have_no_values_and_only_readers_get_access(records):
             "roles/secretmanager.secretAccessor",
         )
     ]
+
+
+def test_node_service_account_holds_only_the_documented_minimum_role(records):
+    roles = [r["inputs"]["role"] for r in of_type(records, "gcp:projects/iAMMember:IAMMember")]
+    assert roles == ["roles/container.defaultNodeServiceAccount"]
+    assert "roles/artifactregistry.reader" not in roles
+
+
+def test_secrets_are_replicated_in_the_region_under_the_secret_manager_key(records):
+    (secret,) = of_type(records, "gcp:secretmanager/secret:Secret")
+    replication = secret["inputs"]["replication"]
+    assert "auto" not in replication
+    (replica,) = replication["userManaged"]["replicas"]
+    assert replica["location"] == "us-east5"
+    key = replica["customerManagedEncryption"]["kmsKeyName"]
+    assert (
+        key
+        == "projects/ray-gke-test/locations/us-east5/keyRings/ray-test-us-east5/cryptoKeys/secret-manager"
+    )
+    (agent,) = of_type(records, "gcp:projects/serviceIdentity:ServiceIdentity")
+    assert agent["inputs"]["service"] == "secretmanager.googleapis.com"
+
+
+def test_boot_disks_of_every_pool_and_nap_use_the_boot_disk_key(records):
+    key = (
+        "projects/ray-gke-test/locations/us-east5/keyRings/ray-test-us-east5/cryptoKeys/boot-disks"
+    )
+    pools = of_type(records, "gcp:container/nodePool:NodePool")
+    assert pools and all(p["inputs"]["nodeConfig"]["bootDiskKmsKey"] == key for p in pools)
+    (cluster,) = of_type(records, "gcp:container/cluster:Cluster")
+    nap = cluster["inputs"]["clusterAutoscaling"]["autoProvisioningDefaults"]
+    assert nap["bootDiskKmsKey"] == key
