@@ -61,6 +61,9 @@ def _fake_ca(seed: str) -> str:
     return base64.b64encode(pem.encode()).decode()
 
 
+MOCK_TOKEN = "mock-ray-auth-token-not-a-secret"
+
+
 class SynthMocks(pulumi.runtime.Mocks):
     """Deterministic, realistic outputs for the resources and invokes the program uses."""
 
@@ -123,6 +126,9 @@ class SynthMocks(pulumi.runtime.Mocks):
         elif t == "kubernetes:helm.sh/v3:Release":
             rid = f"{i.get('namespace')}/{name}"
             state["status"] = {"status": "deployed", "version": i.get("version"), "revision": 1}
+        elif t == "random:index/randomPassword:RandomPassword":
+            # a fixed fake: the render never holds a real token
+            state.update(result=MOCK_TOKEN, bcryptHash="mock")
         elif "IAMMember" in t or "IamMember" in t:
             rid = f"{n}/{i.get('role')}/{i.get('member')}"
             state["etag"] = "BwY" + hashlib.sha256(rid.encode()).hexdigest()[:9]

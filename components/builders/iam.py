@@ -28,6 +28,7 @@ from components.builders.naming import (
     BucketPurpose,
     gsa_email,
     node_service_account_id,
+    workload_accounts,
     workload_identity_member,
 )
 from components.spec import StackConfig
@@ -52,9 +53,9 @@ def node_service_account_email(cfg: StackConfig) -> str:
 def bucket_bindings(cfg: StackConfig) -> list[tuple[BucketPurpose, str, str]]:
     """``(bucket purpose, role, member)`` for every bucket-level grant, in config order."""
     out: list[tuple[BucketPurpose, str, str]] = []
-    for w in cfg.workload_identities:
-        for purpose, access in w.buckets.items():
-            out.append((purpose, BUCKET_ROLES[access], service_account_member(cfg, w.name)))
+    for acct in workload_accounts(cfg):
+        for purpose, access in acct.identity.buckets.items():
+            out.append((purpose, BUCKET_ROLES[access], service_account_member(cfg, acct.name)))
     return out
 
 
@@ -65,19 +66,22 @@ def project_bindings(cfg: StackConfig) -> list[tuple[str, str]]:
 
 
 def workload_identity_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
-    """``(gsa email, role, member)``: each KSA may impersonate its GSA."""
+    """``(gsa email, role, member)``: each KSA may impersonate its own GSA only (workers' and
+    heads' accounts: :func:`components.builders.naming.workload_accounts`)."""
     return [
-        (gsa_email(cfg, w), WORKLOAD_IDENTITY_ROLE, workload_identity_member(cfg, w))
-        for w in cfg.workload_identities
+        (gsa_email(cfg, a.name), WORKLOAD_IDENTITY_ROLE, workload_identity_member(cfg, a.name))
+        for a in workload_accounts(cfg)
     ]
 
 
 def secret_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
     """``(secret name, role, member)``: each secret readable only by the workloads naming it."""
     return [
-        (s.name, SECRET_ACCESSOR_ROLE, service_account_member(cfg, r))
+        (s.name, SECRET_ACCESSOR_ROLE, service_account_member(cfg, a.name))
         for s in cfg.secrets
         for r in s.readers
+        for a in workload_accounts(cfg)
+        if a.identity.name == r
     ]
 
 
@@ -89,7 +93,7 @@ def iam_problems(
     """Problems with a set of bindings, one line each: a public member on a bucket or the project,
     or any project-level ``roles/storage.*`` / owner / editor grant to a workload identity."""
     problems = []
-    workload_members = {service_account_member(cfg, w.name) for w in cfg.workload_identities}
+    workload_members = {service_account_member(cfg, a.name) for a in workload_accounts(cfg)}
     for purpose, role, member in buckets:
         if member in PUBLIC_MEMBERS:
             problems.append(f"bucket {purpose}: {role} granted to {member}: the bucket is public")

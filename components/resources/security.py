@@ -66,7 +66,8 @@ class Security(pulumi.ComponentResource):
     (``gcp.kms.CryptoKey``), ``gcs_key_grant`` (the GCS agent's grant; buckets depend on it),
     ``gke_key_grant``, ``boot_disk_key_grant`` (the Compute Engine agent's; node pools and the
     cluster depend on it),
-    ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (identity name -> Account),
+    ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (account name -> Account: each
+    identity's workers' account and its ``-head`` account),
     ``secrets`` (secret name -> ``gcp.secretmanager.Secret``), ``project_number``.
     """
 
@@ -187,12 +188,14 @@ class Security(pulumi.ComponentResource):
             for role in iam.NODE_PROJECT_ROLES
         ]
 
+        # Two GSAs per workload identity: its workers' / submitters' (the entry's name) and its
+        # heads' (<name>-head), so the head's Kubernetes RBAC and identity are its own.
         self.gsas: dict[str, gcp.serviceaccount.Account] = {}
-        for wi in cfg.workload_identities:
-            self.gsas[wi.name] = gcp.serviceaccount.Account(
-                f"{name}-gsa-{wi.name}",
-                account_id=naming.gsa_account_id(cfg, wi),
-                display_name=f"Ray workload identity {wi.name} ({cfg.cluster.name})",
+        for acct in naming.workload_accounts(cfg):
+            self.gsas[acct.name] = gcp.serviceaccount.Account(
+                f"{name}-gsa-{acct.name}",
+                account_id=acct.name,
+                display_name=f"Ray {acct.role} of {acct.identity.name} ({cfg.cluster.name})",
                 project=cfg.project,
                 opts=child,
             )
@@ -239,7 +242,8 @@ class WorkloadAccessArgs:
 
     Attributes:
         cfg: the validated stack config.
-        gsas: identity name -> its Google service account (from :class:`Security`).
+        gsas: account name (:func:`components.builders.naming.workload_accounts`) -> its Google
+            service account (from :class:`Security`).
         buckets: purpose (``datasets`` | ``checkpoints`` | ``artifacts``) -> ``gcp.storage.Bucket``.
         secrets: secret name -> ``gcp.secretmanager.Secret``.
     """
@@ -263,14 +267,14 @@ class WorkloadAccess(pulumi.ComponentResource):
         cfg = args.cfg
         child = pulumi.ResourceOptions(parent=self)
         self.wi_bindings = {
-            wi.name: gcp.serviceaccount.IAMMember(
-                f"{name}-wi-{wi.name}",
-                service_account_id=args.gsas[wi.name].name,
+            acct.name: gcp.serviceaccount.IAMMember(
+                f"{name}-wi-{acct.name}",
+                service_account_id=args.gsas[acct.name].name,
                 role=iam.WORKLOAD_IDENTITY_ROLE,
-                member=naming.workload_identity_member(cfg, wi),
+                member=naming.workload_identity_member(cfg, acct.name),
                 opts=child,
             )
-            for wi in cfg.workload_identities
+            for acct in naming.workload_accounts(cfg)
         }
         # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.

@@ -160,7 +160,15 @@ def test_ksa_annotations_and_secret_kubeconfig(rendered):
         "ray-serve": {
             "iam.gke.io/gcp-service-account": "ray-serve@ray-gke-test.iam.gserviceaccount.com"
         },
+        # issue 12: separate head accounts, each bound to its own GSA
+        "ray-train-head": {
+            "iam.gke.io/gcp-service-account": "ray-train-head@ray-gke-test.iam.gserviceaccount.com"
+        },
+        "ray-serve-head": {
+            "iam.gke.io/gcp-service-account": "ray-serve-head@ray-gke-test.iam.gserviceaccount.com"
+        },
     }
+    assert all(k["inputs"]["automountServiceAccountToken"] is False for k in ksas)
     assert outputs["kubeconfig"] == "[secret]"
     (provider,) = of_type(records, "pulumi:providers:kubernetes")
     assert provider["inputs"]["kubeconfig"] == "[secret]"  # never written in clear

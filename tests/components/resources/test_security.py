@@ -32,6 +32,17 @@ def test_workload_identity_binding_member_is_exact(records):
             "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-serve]",
             "roles/iam.workloadIdentityUser",
         ),
+        # issue 12: each head has its own KSA bound to its own GSA
+        (
+            "projects/ray-gke-test/serviceAccounts/ray-train-head@ray-gke-test.iam.gserviceaccount.com",
+            "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-train-head]",
+            "roles/iam.workloadIdentityUser",
+        ),
+        (
+            "projects/ray-gke-test/serviceAccounts/ray-serve-head@ray-gke-test.iam.gserviceaccount.com",
+            "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-serve-head]",
+            "roles/iam.workloadIdentityUser",
+        ),
     }
 
 
@@ -62,6 +73,12 @@ def test_bucket_roles_are_bucket_level_and_follow_config(records):
             (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-train")),
             (b.format("checkpoints"), "roles/storage.objectViewer", sa.format("ray-serve")),
             (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-serve")),
+            # issue 12: the heads' own GSAs hold their identity's bucket roles (drivers run there)
+            (b.format("datasets"), "roles/storage.objectViewer", sa.format("ray-train-head")),
+            (b.format("checkpoints"), "roles/storage.objectUser", sa.format("ray-train-head")),
+            (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-train-head")),
+            (b.format("checkpoints"), "roles/storage.objectViewer", sa.format("ray-serve-head")),
+            (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-serve-head")),
         ]
     )
     assert all(g["parent"] == "ray-gke:security:WorkloadAccess::access" for g in grants)
@@ -104,7 +121,11 @@ def test_secrets_have_no_values_and_only_readers_get_access(records):
         (
             "serviceAccount:ray-train@ray-gke-test.iam.gserviceaccount.com",
             "roles/secretmanager.secretAccessor",
-        )
+        ),
+        (  # issue 12: and the reader's head account
+            "serviceAccount:ray-train-head@ray-gke-test.iam.gserviceaccount.com",
+            "roles/secretmanager.secretAccessor",
+        ),
     ]
 
 
