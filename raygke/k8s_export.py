@@ -16,7 +16,7 @@ Every ``kubernetes:*`` object of the render (custom resource definitions and Hel
 out: KubeRay's CRDs and chart are not ours) becomes ``<kind>-<namespace>-<name>.yaml``; and since
 a scanner does not know KubeRay's custom resources, every pod a RayCluster / RayJob / RayService
 makes (head and worker groups of each Ray cluster, a RayJob's submitter:
-:func:`components.checks.policy.pod_templates`) is also written as the ``v1`` Pod it becomes,
+:func:`components.checks.security.pod_templates`) is also written as the ``v1`` Pod it becomes,
 ``pod-<namespace>-<cr name>-<group>.yaml``. A head pod with ``enableInTreeAutoscaling`` gets the
 autoscaler sidecar KubeRay adds: the Ray image (or ``autoscalerOptions.image``),
 ``autoscalerOptions.securityContext`` and ``autoscalerOptions.resources``, by default 500m CPU
@@ -38,12 +38,8 @@ from typing import Any
 
 import yaml
 
-from components.checks.policy import (
-    Resource,
-    pod_templates,
-    ray_cluster_specs,
-    resources_from_records,
-)
+from components.checks.policy import Resource, resources_from_records
+from components.checks.security import RAY_KINDS, pod_templates, ray_cluster_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPS_FILE = ROOT / ".ci" / "checkov-skips.yaml"
@@ -60,9 +56,9 @@ def _slug(text: str) -> str:
 
 
 def _group(where: str) -> str:
-    """``spec.rayClusterSpec.workerGroupSpecs[cpu]`` -> ``worker-cpu``; ``...headGroupSpec`` ->
-    ``head``; ``spec.submitterPodTemplate`` -> ``submitter``."""
-    last = where.rsplit(".", 1)[-1]
+    """``spec.rayClusterSpec.workerGroupSpecs[cpu].template`` -> ``worker-cpu``;
+    ``...headGroupSpec.template`` -> ``head``; ``spec.submitterPodTemplate`` -> ``submitter``."""
+    last = where.removesuffix(".template").rsplit(".", 1)[-1]
     if last.startswith("workerGroupSpecs["):
         return "worker-" + _slug(last[len("workerGroupSpecs[") : -1])
     return {"headGroupSpec": "head", "submitterPodTemplate": "submitter"}.get(last, _slug(last))
@@ -85,15 +81,17 @@ def _autoscaler(spec: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
 def pods_of(r: Resource) -> list[dict[str, Any]]:
     """The ``v1`` Pods a Ray custom resource makes (see the module docstring); ``[]`` for any
     other resource."""
+    if r.props.get("kind") not in RAY_KINDS:
+        return []
     meta = r.props.get("metadata") or {}
     name, ns = str(meta.get("name", r.name)), meta.get("namespace")
     autoscaled = {
-        f"{where}.headGroupSpec": spec
-        for where, spec in ray_cluster_specs(r)
+        f"{where}.headGroupSpec.template": spec
+        for where, spec in ray_cluster_specs(r.props)
         if spec.get("enableInTreeAutoscaling") is True
     }
     pods = []
-    for where, tpl in pod_templates(r):
+    for where, _, tpl in pod_templates(r.props):
         tmeta = tpl.get("metadata") or {}
         spec = json.loads(json.dumps(tpl.get("spec") or {}))
         if where in autoscaled:

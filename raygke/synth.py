@@ -402,3 +402,17 @@ def print_summary(result: SynthResult, out: Path, console: Any) -> None:
     console.print(
         f"wrote {out}/resources.json, {out}/outputs.json, {len(result.manifests)} manifests"
     )
+
+
+def policy_problems(path: Path, stack: str | None = None) -> list[str]:
+    """The policy pack's GCP rules (:data:`components.checks.policy.GCP_RULES`) over the program
+    run under mocks on the stack file ``path``, one ``<rule>: <resource>: <message>`` line each.
+    Its Kubernetes rules (:mod:`components.checks.security`) run in
+    :func:`components.checks.stack.check_stack` over the same objects, rendered without Pulumi.
+
+    The config must be valid (checked first); a program error propagates.
+    """
+    from components.checks.policy import GCP_RULES, check_records
+
+    records, _ = run_program(read_stack_config(path), stack or stack_name_for(path))
+    return check_records(records, GCP_RULES)

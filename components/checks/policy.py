@@ -37,18 +37,10 @@ The rules (:data:`RULES`, names as the policy pack reports them):
   and the NAP defaults (https://cloud.google.com/kubernetes-engine/docs/how-to/shielded-gke-nodes).
 * ``private-nodes``: the cluster's nodes have no external IPs, and no node pool opts out
   (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters).
-* ``ray-token-auth``: every Ray cluster the stack creates (a RayCluster, a RayJob's own
-  ``rayClusterSpec``, a RayService's ``rayClusterConfig``) sets ``authOptions.mode: token``
-  (KubeRay v1.7.0 CRD ``authOptions``; Ray token authentication,
-  https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/kuberay-auth.html).
-* ``ray-namespace-network-policy`` (stack-wide): every namespace holding a Ray custom resource has
-  a NetworkPolicy selecting all its pods for ingress (a default deny, to which the per-cluster
-  policies add) (https://kubernetes.io/docs/concepts/services-networking/network-policies/).
-* ``pod-security-context``: every container of every pod template of a Ray custom resource, and
-  the KubeRay autoscaler sidecar (``autoscalerOptions.securityContext``), sets
-  ``allowPrivilegeEscalation: false``, drops ``ALL`` capabilities, and runs non-root with the
-  ``RuntimeDefault`` seccomp profile (container or pod level) — what the Pod Security Standard
-  ``restricted`` requires (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+* ``ray-auth``, ``pod-security``, ``network-policy`` (the last stack-wide): the Kubernetes rules
+  of :mod:`components.checks.security` (Ray token auth on every Ray cluster, the restricted pod
+  security context on every pod template and the autoscaler, Pod Security Admission on the
+  namespace, default-deny and per-head NetworkPolicies), fed the render's Kubernetes objects.
 """
 
 from __future__ import annotations
@@ -58,6 +50,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from components.checks import security
 
 UNKNOWN = "<unknown at preview>"
 """What :func:`plain_props` puts where the engine has no value yet (``pulumi preview``)."""
@@ -86,8 +80,6 @@ SA_KEY = "gcp:serviceaccount/key:Key"
 PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 PROJECT_IAM_BINDING = "gcp:projects/iAMBinding:IAMBinding"
 PROJECT_IAM_POLICY = "gcp:projects/iAMPolicy:IAMPolicy"
-RAY_KINDS = ("RayCluster", "RayJob", "RayService")
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
 
 
@@ -154,12 +146,16 @@ class Rule:
             (``check(list[Resource]) -> list[(display name, message)]``, display name ``""``
             when the message is about the whole stack).
         check: the rule function.
+        scope: ``gcp`` (needs the program's render) or ``kubernetes`` (rules of
+            :mod:`components.checks.security`, which ``check_stack`` also runs over the pure
+            render).
     """
 
     name: str
     description: str
     kind: Literal["resource", "stack"]
     check: Callable[..., Any]
+    scope: Literal["gcp", "kubernetes"] = "gcp"
 
 
 @dataclass(frozen=True)
@@ -171,9 +167,10 @@ class Violation:
     message: str
 
     def line(self) -> str:
-        """``policy <rule>: <resource>: <message>``, the line ``raygke check`` prints."""
+        """``<rule>: <resource>: <message>``, the line ``raygke check`` prints (the shape of
+        :mod:`components.checks.security`'s lines)."""
         where = f"{self.resource}: " if self.resource else ""
-        return f"policy {self.rule}: {where}{self.message}"
+        return f"{self.rule}: {where}{self.message}"
 
 
 def display_name(r: Resource) -> str:
@@ -199,10 +196,6 @@ def _get(data: Any, *path: str) -> Any:
 def _set(value: Any) -> bool:
     """A value that is present: non-empty, or unknown at preview (wired to an output)."""
     return value == UNKNOWN or (value is not None and value != "" and value != [] and value != {})
-
-
-def _is_k8s(r: Resource, kinds: Iterable[str]) -> bool:
-    return r.type.startswith("kubernetes:") and r.props.get("kind") in tuple(kinds)
 
 
 # ------------------------------------------------------------------------------------ GCP rules
@@ -366,125 +359,43 @@ def private_nodes(r: Resource) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- Kubernetes rules
+# One implementation: the rule functions of components/checks/security.py, which `raygke check`
+# runs over the pure render (check_stack). Here they get the objects of the program's render.
 
 
-def ray_cluster_specs(r: Resource) -> list[tuple[str, dict[str, Any]]]:
-    """``(where, RayCluster spec)`` of the Ray clusters a Ray custom resource creates: a
-    RayCluster's ``spec``, a RayJob's ``rayClusterSpec`` (none when it submits to an existing
-    cluster through ``clusterSelector``), a RayService's ``rayClusterConfig``."""
-    kind = r.props.get("kind")
-    spec = r.props.get("spec") or {}
-    if kind == "RayCluster":
-        return [("spec", spec)]
-    if kind == "RayJob" and isinstance(spec.get("rayClusterSpec"), dict):
-        return [("spec.rayClusterSpec", spec["rayClusterSpec"])]
-    if kind == "RayService" and isinstance(spec.get("rayClusterConfig"), dict):
-        return [("spec.rayClusterConfig", spec["rayClusterConfig"])]
-    return []
+def _split(rule: str, line: str) -> tuple[str, str]:
+    """``"<rule>: <object>: <message>"`` (a security.py line) -> ``(object, message)``."""
+    rest = line.removeprefix(f"{rule}: ")
+    obj, sep, message = rest.partition(": ")
+    return (obj, message) if sep else ("", rest)
 
 
-def ray_token_auth(r: Resource) -> list[str]:
-    if not _is_k8s(r, RAY_KINDS):
-        return []
-    return [
-        f"{where}.authOptions.mode is {_get(spec, 'authOptions', 'mode') or 'not set'}; set "
-        "token: without it anyone reaching the dashboard / Jobs API runs code as the cluster"
-        for where, spec in ray_cluster_specs(r)
-        if _get(spec, "authOptions", "mode") != "token"
-    ]
+def _k8s_rule(rule: str) -> Callable[[Resource], list[str]]:
+    fn = security.RULES[rule]
+
+    def check(r: Resource) -> list[str]:
+        if not r.type.startswith("kubernetes:"):
+            return []
+        return [_split(rule, line)[1] for line in fn([r.props])]
+
+    check.__name__ = rule.replace("-", "_")
+    return check
 
 
-def pod_templates(r: Resource) -> list[tuple[str, dict[str, Any]]]:
-    """``(where, pod template)`` of every pod a Ray custom resource makes: head and worker
-    groups of each Ray cluster, and a RayJob's submitter."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    for where, spec in ray_cluster_specs(r):
-        head = _get(spec, "headGroupSpec", "template")
-        if isinstance(head, dict):
-            out.append((f"{where}.headGroupSpec", head))
-        for i, g in enumerate(spec.get("workerGroupSpecs") or []):
-            if isinstance(g, dict) and isinstance(g.get("template"), dict):
-                out.append((f"{where}.workerGroupSpecs[{g.get('groupName', i)}]", g["template"]))
-    submitter = _get(r.props, "spec", "submitterPodTemplate")
-    if r.props.get("kind") == "RayJob" and isinstance(submitter, dict):
-        out.append(("spec.submitterPodTemplate", submitter))
-    return out
+def network_policy(resources: Sequence[Resource]) -> list[tuple[str, str]]:
+    """Rule ``network-policy`` of :mod:`components.checks.security` over the stack's Kubernetes
+    objects (it needs them all: policies and the Ray objects they guard)."""
+    objects = [r.props for r in resources if r.type.startswith("kubernetes:")]
+    return [_split("network-policy", line) for line in security.check_network_policy(objects)]
 
 
-def container_problems(
-    ctx: Mapping[str, Any] | None, pod_ctx: Mapping[str, Any] | None = None
-) -> list[str]:
-    """What a container ``securityContext`` (with its pod's ``securityContext`` as the fallback
-    for ``runAsNonRoot`` and ``seccompProfile``) lacks of the ``restricted`` standard, one short
-    phrase each; empty when it has all of it."""
-    c = dict(ctx or {})
-    p = dict(pod_ctx or {})
-    out = []
-    if c.get("allowPrivilegeEscalation") is not False:
-        out.append("allowPrivilegeEscalation is not false")
-    drop = _get(c, "capabilities", "drop") or []
-    if "ALL" not in drop:
-        out.append("capabilities.drop lacks ALL")
-    if c.get("runAsNonRoot", p.get("runAsNonRoot")) is not True:
-        out.append("runAsNonRoot is not true")
-    seccomp = _get(c, "seccompProfile", "type") or _get(p, "seccompProfile", "type")
-    if seccomp not in ("RuntimeDefault", "Localhost"):
-        out.append("seccompProfile is not RuntimeDefault")
-    return out
-
-
-def pod_security_context(r: Resource) -> list[str]:
-    if not _is_k8s(r, RAY_KINDS):
-        return []
-    out = []
-    for where, tpl in pod_templates(r):
-        pod = tpl.get("spec") or {}
-        for key in ("initContainers", "containers"):
-            for c in pod.get(key) or []:
-                missing = container_problems(c.get("securityContext"), pod.get("securityContext"))
-                if missing:
-                    out.append(f"{where} container {c.get('name')}: {'; '.join(missing)}")
-    for where, spec in ray_cluster_specs(r):
-        if spec.get("enableInTreeAutoscaling") is True:
-            missing = container_problems(_get(spec, "autoscalerOptions", "securityContext"))
-            if missing:
-                out.append(
-                    f"{where}.autoscalerOptions.securityContext (autoscaler sidecar): "
-                    + "; ".join(missing)
-                )
-    return out
-
-
-def ray_namespace_network_policy(resources: Sequence[Resource]) -> list[tuple[str, str]]:
-    ray_ns: dict[str, str] = {}
-    for r in resources:
-        if _is_k8s(r, RAY_KINDS):
-            ns = _get(r.props, "metadata", "namespace") or "default"
-            ray_ns.setdefault(str(ns), display_name(r))
-    covered = set()
-    for r in resources:
-        if r.type != NETWORK_POLICY and not _is_k8s(r, ("NetworkPolicy",)):
-            continue
-        spec = r.props.get("spec") or {}
-        selects_all = spec.get("podSelector") in ({}, None) or spec.get("podSelector") == {
-            "matchLabels": {}
-        }
-        types = spec.get("policyTypes") or ["Ingress"]
-        if selects_all and "Ingress" in types:
-            covered.add(str(_get(r.props, "metadata", "namespace") or "default"))
-    return [
-        (
-            first,
-            f"namespace {ns} holds Ray clusters but no NetworkPolicy selects all its pods for "
-            "ingress (a default deny): any pod in the cluster reaches the Ray head",
-        )
-        for ns, first in sorted(ray_ns.items())
-        if ns not in covered
-    ]
-
-
-def _resource_rule(name: str, description: str, fn: Callable[[Resource], list[str]]) -> Rule:
-    return Rule(name, description, "resource", fn)
+def _resource_rule(
+    name: str,
+    description: str,
+    fn: Callable[[Resource], list[str]],
+    scope: Literal["gcp", "kubernetes"] = "gcp",
+) -> Rule:
+    return Rule(name, description, "resource", fn, scope)
 
 
 RULES: tuple[Rule, ...] = (
@@ -534,23 +445,27 @@ RULES: tuple[Rule, ...] = (
     ),
     _resource_rule("private-nodes", "Cluster nodes have internal IPs only.", private_nodes),
     _resource_rule(
-        "ray-token-auth",
+        "ray-auth",
         "Every Ray cluster (RayCluster, a RayJob's own cluster, RayService) uses token "
         "authentication.",
-        ray_token_auth,
+        _k8s_rule("ray-auth"),
+        "kubernetes",
     ),
     _resource_rule(
-        "pod-security-context",
-        "Every container of a Ray pod template disallows privilege escalation, drops all "
-        "capabilities, runs as non-root with the RuntimeDefault seccomp profile.",
-        pod_security_context,
+        "pod-security",
+        "Every container of every pod template (Ray heads, workers, submitters, the autoscaler) "
+        "runs restricted: no privilege escalation, all capabilities dropped, non-root, "
+        "RuntimeDefault seccomp; the namespace enforces Pod Security.",
+        _k8s_rule("pod-security"),
+        "kubernetes",
     ),
     Rule(
-        "ray-namespace-network-policy",
-        "Every namespace with Ray custom resources has a NetworkPolicy selecting all its pods "
-        "for ingress.",
+        "network-policy",
+        "Every namespace with Ray objects has a default-deny ingress NetworkPolicy and every "
+        "Ray head a NetworkPolicy of its own that does not open its API ports to all.",
         "stack",
-        ray_namespace_network_policy,
+        network_policy,
+        "kubernetes",
     ),
 )
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in RULES)
@@ -581,6 +496,9 @@ def resources_from_records(records: Iterable[Mapping[str, Any]]) -> list[Resourc
     return out
 
 
-def check_records(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """:func:`run_rules` over synth records, one ``policy <rule>: ...`` line per violation."""
-    return [v.line() for v in run_rules(resources_from_records(records))]
+GCP_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.scope == "gcp")
+
+
+def check_records(records: Iterable[Mapping[str, Any]], rules: Sequence[Rule] = RULES) -> list[str]:
+    """:func:`run_rules` over synth records, one ``<rule>: ...`` line per violation."""
+    return [v.line() for v in run_rules(resources_from_records(records), rules)]

@@ -91,5 +91,8 @@ def test_wrappers_report_the_rule_messages(stub):
         props={"kind": "RayCluster", "metadata": {"name": "t", "namespace": "ray"}, "spec": {}},
     )
     stack = types.SimpleNamespace(resources=[ray])
-    policies["ray-namespace-network-policy"].validate(stack, reported.append)
-    assert len(reported) == 1 and "namespace ray holds Ray clusters" in reported[0]
+    policies["network-policy"].validate(stack, reported.append)
+    assert reported[0] == (
+        "no default-deny ingress NetworkPolicy (empty podSelector, policyTypes [Ingress], "
+        "no ingress rule)"
+    )

@@ -59,7 +59,9 @@ def test_autoscaled_head_gets_the_autoscaler_sidecar(prod_files):
     assert names == ["ray-head", "autoscaler"]
     sidecar = head["spec"]["containers"][1]
     assert sidecar["image"] == head["spec"]["containers"][0]["image"]
-    assert sidecar["resources"] == AUTOSCALER_DEFAULT_RESOURCES or sidecar["resources"]
+    # prod sets no autoscalerOptions.resources: KubeRay's defaults apply
+    assert sidecar["resources"] == AUTOSCALER_DEFAULT_RESOURCES
+    assert sidecar["securityContext"]["allowPrivilegeEscalation"] is False
     # the RayJob's own cluster does not autoscale: no sidecar
     job_head = yaml.safe_load((out / "pod-ray-train-lm-h100-head.yaml").read_text())
     assert [c["name"] for c in job_head["spec"]["containers"]] == ["ray-head"]

@@ -17,7 +17,6 @@ from components.checks.policy import (
     Resource,
     boot_disk_cmek,
     check_records,
-    container_problems,
     normalise,
     plain_props,
     resources_from_records,
@@ -121,9 +120,9 @@ WEAKEN: dict[str, tuple[Callable[[Records], None], str]] = {
     "workload-identity": (_node_metadata_exposed, "does not run the GKE metadata server"),
     "secure-boot": (_no_secure_boot, "has no secure boot"),
     "private-nodes": (_public_nodes, "cluster nodes have external IPs"),
-    "ray-token-auth": (_no_ray_auth, "authOptions.mode is not set"),
-    "pod-security-context": (_privileged_head, "allowPrivilegeEscalation is not false"),
-    "ray-namespace-network-policy": (_no_network_policy, "no NetworkPolicy selects all its pods"),
+    "ray-auth": (_no_ray_auth, "authOptions.mode is None, not 'token'"),
+    "pod-security": (_privileged_head, "allowPrivilegeEscalation is not false"),
+    "network-policy": (_no_network_policy, "no default-deny ingress NetworkPolicy"),
 }
 
 
@@ -144,7 +143,7 @@ def test_weakened_render_fails_its_rule_only(rendered, rule):
     violations = run_rules(resources_from_records(records))
     assert {v.rule for v in violations} == {rule}, [v.line() for v in violations]
     assert any(message in v.message for v in violations), [v.line() for v in violations]
-    assert all(v.line().startswith(f"policy {rule}: ") for v in violations)
+    assert all(v.line().startswith(f"{rule}: ") for v in violations)
 
 
 class _DictProxy(dict):
@@ -180,17 +179,15 @@ def test_kubernetes_props_keep_their_keys():
     assert normalise("gcp:container/nodePool:NodePool", {"node_config": {}}) == {"nodeConfig": {}}
 
 
-def test_container_problems_take_pod_level_fallbacks():
-    ctx = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-    pod = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
-    assert container_problems(ctx, pod) == []
-    assert container_problems(ctx) == [
-        "runAsNonRoot is not true",
-        "seccompProfile is not RuntimeDefault",
-    ]
-
-
 def test_rules_are_described_and_kinds_known():
     for rule in RULES:
         assert rule.description.endswith(".")
         assert rule.kind in ("resource", "stack")
+        assert rule.scope in ("gcp", "kubernetes")
+
+
+def test_kubernetes_rules_are_the_security_module_rules():
+    """One implementation: the pack's Kubernetes rules are components/checks/security.py's."""
+    from components.checks import security
+
+    assert {r.name for r in RULES if r.scope == "kubernetes"} == set(security.RULES)
