@@ -284,9 +284,12 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         value = str(value)
         literals = {
             "release_channel": ["STABLE", "REGULAR", "RAPID"],
+            "aggregation_interval": ["INTERVAL_1_MIN", "INTERVAL_5_SEC"],
+            "flow_sampling": [0.25, 1.0],
             "autoscaling_profile": ["BALANCED", "OPTIMIZE_UTILIZATION"],
             "provisioning": ["spot", "on-demand"],
             "mode": ["gke-addon", "helm"],
+            "metadata": ["EXCLUDE_ALL_METADATA", "INCLUDE_ALL_METADATA"],
             "driver_version": ["DEFAULT", "LATEST"],
             "datasets": ["read", "write"],
             "checkpoints": ["read", "write"],
