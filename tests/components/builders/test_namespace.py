@@ -168,3 +168,12 @@ def test_psa_labels_and_head_accounts():
         ("ray-train", "workers"),
         ("ray-train-head", "head"),
     ]
+
+
+def test_in_cluster_client_env_reads_the_cluster_secret():
+    from components.builders.manifests import auth_client_env, auth_options
+
+    env = auth_client_env("rc")
+    assert env[0] == {"name": "RAY_AUTH_MODE", "value": "token"}
+    ref = env[1]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": auth_options("rc")["secretName"], "key": "auth_token"}
