@@ -177,3 +177,14 @@ def test_in_cluster_client_env_reads_the_cluster_secret():
     assert env[0] == {"name": "RAY_AUTH_MODE", "value": "token"}
     ref = env[1]["valueFrom"]["secretKeyRef"]
     assert ref == {"name": auth_options("rc")["secretName"], "key": "auth_token"}
+
+
+def test_pod_security_enforce_level_from_config():
+    from components.builders.namespace import namespace_manifest
+
+    labels = namespace_manifest(_cfg(pod_security="baseline"))["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    with pytest.raises(ConfigError) as e:
+        validate(config(kuberay={"pod_security": "privileged"}))
+    assert any("kuberay.pod_security" in p for p in e.value.problems), e.value.problems

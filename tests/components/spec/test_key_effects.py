@@ -321,6 +321,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "master_ipv4_cidr": ["172.16.0.16/28"],
             "root": ["/tmp/raygke-other"],
             "data": ["gs://other/text/"],
+            "pod_security": ["baseline", "restricted"],  # kuberay.pod_security
             "default_cpu": ["2"],  # kuberay.limit_range.*
             "default_memory": ["2Gi"],
             "default_request_cpu": ["200m"],
