@@ -35,6 +35,12 @@ Facts used (sources):
 * GPU worker groups: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (label
   ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu``); a memory-backed ``/dev/shm``
   for NCCL and PyTorch data loaders (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/gpu.html).
+* Security (issue 12): every Ray cluster spec gets ``authOptions`` token mode with a Secret the
+  stack creates (:func:`auth_options`); every container the Pod Security Standards'
+  ``restricted`` securityContext (:func:`container_security_context`, the Ray image's uid 1000 /
+  gid 100); every Ray pod a size-limited memory ``/dev/shm`` (:func:`shm_size`); heads run as
+  their identity's ``-head`` account (autoscaler RBAC), workers and submitters as the identity's
+  own account without a mounted token.
 * GCS FUSE: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-ephemeral
   (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
   ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
@@ -280,6 +286,24 @@ def auth_options(cluster: str) -> dict[str, Any]:
     preview time. Needs ``rayVersion`` >= 2.52.0 (validation.go ``ValidateRayClusterSpec``).
     """
     return {"mode": AUTH_MODE, "secretName": auth_secret_name(cluster)}
+
+
+def auth_client_env(cluster: str) -> list[dict[str, Any]]:
+    """Container ``env`` for an in-cluster client of Ray cluster ``cluster`` that KubeRay does not
+    inject into (a Serve gateway, a notebook, a CI pod): ``RAY_AUTH_MODE=token`` and
+    ``RAY_AUTH_TOKEN`` from the cluster's Secret (:func:`auth_secret_name`, key ``auth_token``);
+    Ray's clients read both (https://docs.ray.io/en/latest/ray-security/token-auth.html). The
+    client pod must also match the head's NetworkPolicy (label ``ray-gke.io/submits-to:
+    <cluster>``, :mod:`components.builders.namespace`)."""
+    return [
+        {"name": "RAY_AUTH_MODE", "value": AUTH_MODE},
+        {
+            "name": "RAY_AUTH_TOKEN",
+            "valueFrom": {
+                "secretKeyRef": {"name": auth_secret_name(cluster), "key": AUTH_TOKEN_KEY}
+            },
+        },
+    ]
 
 
 def _pod_template(

@@ -31,7 +31,10 @@ the gate cannot be relied on in ``gke-addon`` mode; plain objects work in both m
 RayJob's own cluster and submitters the same way, and validate against the Kubernetes schemas.
 
 Pod Security Admission (https://kubernetes.io/docs/concepts/security/pod-security-admission/):
-``enforce: restricted`` — every pod template we render sets what ``restricted`` requires
+``enforce: restricted`` (``kuberay.pod_security`` may lower it to ``baseline`` if a container
+injected by something we do not render, e.g. a KubeRay init container or a GKE sidecar of a
+future version, lacks the restricted fields; unverified on a live cluster) — every pod template
+we render sets what ``restricted`` requires
 (:func:`components.builders.manifests.container_security_context`, the autoscaler sidecar via
 ``autoscalerOptions.securityContext``; volumes are emptyDir and CSI only), and ``warn`` /
 ``audit: restricted``, each with ``-version:`` :data:`PSA_VERSION` (``latest``: the standard of
@@ -71,11 +74,12 @@ def _meta(cfg: StackConfig, name: str) -> dict[str, Any]:
     }
 
 
-def psa_labels() -> dict[str, str]:
-    """Pod Security Admission labels of the Ray namespace (see the module docstring)."""
+def psa_labels(enforce: str = PSA_LEVEL) -> dict[str, str]:
+    """Pod Security Admission labels of the Ray namespace (see the module docstring): ``enforce``
+    (``kuberay.pod_security``, default ``restricted``), ``warn`` and ``audit`` ``restricted``."""
     out: dict[str, str] = {}
     for mode in ("enforce", "warn", "audit"):
-        out[f"pod-security.kubernetes.io/{mode}"] = PSA_LEVEL
+        out[f"pod-security.kubernetes.io/{mode}"] = enforce if mode == "enforce" else PSA_LEVEL
         out[f"pod-security.kubernetes.io/{mode}-version"] = PSA_VERSION
     return out
 
@@ -87,7 +91,10 @@ def namespace_manifest(cfg: StackConfig) -> dict[str, Any]:
         "kind": "Namespace",
         "metadata": {
             "name": cfg.kuberay.namespace,
-            "labels": {"app.kubernetes.io/part-of": PART_OF, **psa_labels()},
+            "labels": {
+                "app.kubernetes.io/part-of": PART_OF,
+                **psa_labels(cfg.kuberay.pod_security),
+            },
         },
     }
 

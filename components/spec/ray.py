@@ -179,6 +179,14 @@ class KubeRayConfig(_Model):
         "check; nothing rendered changes.",
     )
 
+    pod_security: Literal["restricted", "baseline"] = Field(
+        "restricted",
+        description="Pod Security Admission level the Ray namespace enforces "
+        "(`pod-security.kubernetes.io/enforce`; warn and audit stay `restricted`): every pod "
+        "template the stack renders passes `restricted`; `baseline` is the escape hatch for "
+        "a sidecar or init container injected by something else that does not "
+        "(https://kubernetes.io/docs/concepts/security/pod-security-standards/).",
+    )
     serve_from: ServeIngressConfig = Field(
         default_factory=ServeIngressConfig,
         description="Namespaces and CIDRs allowed to reach Ray Serve's HTTP port 8000 through "
