@@ -45,8 +45,11 @@ cluster = Cluster(
         services_range_name=network.services_range_name,
         kms_key_id=security.gke_key.id,
         node_service_account=security.node_sa.email,
+        boot_disk_kms_key=security.boot_disk_key.id,
     ),
-    opts=pulumi.ResourceOptions(depends_on=[security.gke_key_grant, network.nat]),
+    opts=pulumi.ResourceOptions(
+        depends_on=[security.gke_key_grant, security.boot_disk_key_grant, network.nat]
+    ),
 )
 pools = [
     NodePool(
@@ -56,8 +59,11 @@ pools = [
             spec=spec,
             cluster=cluster.cluster.id,
             node_service_account=security.node_sa.email,
+            boot_disk_kms_key=security.boot_disk_key.id,
         ),
-        opts=pulumi.ResourceOptions(depends_on=security.node_sa_roles),
+        opts=pulumi.ResourceOptions(
+            depends_on=[*security.node_sa_roles, security.boot_disk_key_grant]
+        ),
     )
     for spec in node_pool_specs(cfg)
 ]

@@ -72,9 +72,17 @@ def check(
         "--render/--no-render",
         help="Also render the stack and check the rendered objects (CRD schemas, scheduling, IAM)",
     ),
+    policy: bool = typer.Option(
+        True,
+        "--policy/--no-policy",
+        help="With --render, also run the policy pack's GCP rules over the Pulumi program "
+        "rendered under mocks (as `raygke synth`; adds the program's run time)",
+    ),
 ) -> None:
-    """Validate a stack offline: config rules, and (with --render) the rendered stack."""
-    path = choose_or_exit(stack, config).path
+    """Validate a stack offline: config rules, and (with --render) the rendered stack and the
+    policy pack's secure-default rules (policy/, the same rule functions)."""
+    choice = choose_or_exit(stack, config)
+    path = choice.path
     assert path is not None  # no built-in stack: a file is always chosen
     cfg = load_or_exit(path)
     problems: list[str] = []
@@ -86,6 +94,10 @@ def check(
         from components.checks.stack import check_stack
 
         problems = check_stack(cfg)
+        if policy and not problems:  # the program renders only what the checks above accept
+            import raygke.synth  # pulumi is imported only here
+
+            problems = raygke.synth.policy_problems(path, choice.name)
     if problems:
         err.print(
             f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"

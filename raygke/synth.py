@@ -80,6 +80,9 @@ def fake_digest(inputs: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+MOCK_TOKEN = "mock-ray-auth-token-not-a-secret"
+
+
 class SynthMocks(pulumi.runtime.Mocks):
     """Deterministic, realistic outputs for the resources and invokes the program uses."""
 
@@ -151,6 +154,9 @@ class SynthMocks(pulumi.runtime.Mocks):
             repo = tags[0].rsplit(":", 1)[0] if tags else n
             rid = digest
             state.update(digest=digest, ref=f"{repo}@{digest}")
+        elif t == "random:index/randomPassword:RandomPassword":
+            # a fixed fake: the render never holds a real token
+            state.update(result=MOCK_TOKEN, bcryptHash="mock")
         elif "IAMMember" in t or "IamMember" in t:
             rid = f"{n}/{i.get('role')}/{i.get('member')}"
             state["etag"] = "BwY" + hashlib.sha256(rid.encode()).hexdigest()[:9]
@@ -442,3 +448,17 @@ def print_summary(result: SynthResult, out: Path, console: Any) -> None:
     console.print(
         f"wrote {out}/resources.json, {out}/outputs.json, {len(result.manifests)} manifests"
     )
+
+
+def policy_problems(path: Path, stack: str | None = None) -> list[str]:
+    """The policy pack's GCP rules (:data:`components.checks.policy.GCP_RULES`) over the program
+    run under mocks on the stack file ``path``, one ``<rule>: <resource>: <message>`` line each.
+    Its Kubernetes rules (:mod:`components.checks.security`) run in
+    :func:`components.checks.stack.check_stack` over the same objects, rendered without Pulumi.
+
+    The config must be valid (checked first); a program error propagates.
+    """
+    from components.checks.policy import GCP_RULES, check_records
+
+    records, _ = run_program(read_stack_config(path), stack or stack_name_for(path))
+    return check_records(records, GCP_RULES)

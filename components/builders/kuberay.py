@@ -96,9 +96,20 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str) -> str:
 
 
 def helm_values(cfg: StackConfig) -> dict[str, Any]:
-    """Values for the ``kuberay-operator`` chart: operator pinned to the system pool."""
+    """Values for the ``kuberay-operator`` chart: operator pinned to the system pool, its
+    container ``securityContext`` the Pod Security Standards' ``restricted`` shape (the operator
+    runs in the Ray namespace, which enforces ``restricted``: components/builders/namespace.py;
+    chart value ``securityContext``, as KubeRay's pod-security guide sets it,
+    https://docs.ray.io/en/latest/cluster/kubernetes/k8s-ecosystem/pod-security.html)."""
     return {
         "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         "resources": {
             "requests": {"cpu": "100m", "memory": "512Mi"},
             "limits": {"memory": "512Mi"},

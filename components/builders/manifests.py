@@ -35,6 +35,12 @@ Facts used (sources):
 * GPU worker groups: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (label
   ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu``); a memory-backed ``/dev/shm``
   for NCCL and PyTorch data loaders (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/gpu.html).
+* Security (issue 12): every Ray cluster spec gets ``authOptions`` token mode with a Secret the
+  stack creates (:func:`auth_options`); every container the Pod Security Standards'
+  ``restricted`` securityContext (:func:`container_security_context`, the Ray image's uid 1000 /
+  gid 100); every Ray pod a size-limited memory ``/dev/shm`` (:func:`shm_size`); heads run as
+  their identity's ``-head`` account (autoscaler RBAC), workers and submitters as the identity's
+  own account without a mounted token.
 * GCS FUSE: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-ephemeral
   (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
   ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
@@ -51,7 +57,7 @@ import yaml
 from components import catalog
 from components.builders.images import planned_refs, pool_image_kind
 from components.builders.images import runtime_env_pip as _runtime_env_pip
-from components.builders.naming import bucket_name, bucket_url, ksa_name
+from components.builders.naming import bucket_name, bucket_url, head_account_id, ksa_name
 from components.builders.nodepools import NodePoolSpec, gpu_node_labels, specs_for_pool
 from components.builders.scaling import peak_flops_per_device, scaling_config_for_pool
 from components.spec import (
@@ -84,7 +90,21 @@ CLIENT_PORT = HEAD_PORTS["client"]
 TPU_RUNTIME_PORT = 8471
 TPU_METRICS_PORT = 8431
 MEGASCALE_PORT = 8081
+SERVE_PORT = 8000
 MOUNT_ROOT = "/mnt/gcs"
+# Pod security (see pod_security_context / container_security_context): the Ray image's user.
+RAY_UID = 1000
+RAY_GID = 100
+SHM_FRACTION = 0.5
+# Token authentication (see auth_options).
+AUTH_MODE = "token"
+AUTH_TOKEN_KEY = "auth_token"
+AUTH_MIN_RAY_VERSION = (2, 52, 0)
+# Pod label naming the Ray cluster a pod belongs to (own clusters of RayJobs, whose RayCluster
+# name KubeRay generates) and the one a submitter submits to; NetworkPolicies select on them.
+CLUSTER_LABEL = "ray.io/cluster"
+JOB_CLUSTER_LABEL = "ray-gke.io/job-cluster"
+SUBMITTER_LABEL = "ray-gke.io/submits-to"
 DATASET_PATH = "lm-bytes"
 PART_OF = "ray-gke"
 
@@ -196,6 +216,105 @@ def gcs_fuse_volumes(
     return volumes, mounts
 
 
+# ------------------------------------------------------------------------------- pod security
+
+
+def container_security_context() -> dict[str, Any]:
+    """The ``securityContext`` of every container we render (Ray head, workers, submitters, and
+    the autoscaler sidecar via ``autoscalerOptions.securityContext``): what the Pod Security
+    Standards' ``restricted`` profile requires
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted): no
+    privilege escalation (the Ray image's user has passwordless sudo, so escalation would be
+    root), all capabilities dropped, non-root, ``RuntimeDefault`` seccomp. The uid/gid are the
+    Ray image's ``ray`` user (``useradd ... ray --uid 1000 --gid 100`` in ray-project/ray's
+    docker build files, e.g. ``ci/docker/min.allpython.Dockerfile``)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "runAsUser": RAY_UID,
+        "runAsGroup": RAY_GID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context() -> dict[str, Any]:
+    """The pod-level ``securityContext``: non-root Ray uid/gid, ``fsGroup`` so mounted volumes
+    are writable by the Ray user, ``RuntimeDefault`` seccomp for every container, injected
+    sidecars included (same source as :func:`container_security_context`)."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RAY_UID,
+        "runAsGroup": RAY_GID,
+        "fsGroup": RAY_GID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def shm_size(memory: str) -> str:
+    """``sizeLimit`` of the memory-backed ``/dev/shm`` of a Ray pod with ``memory`` (quantity):
+    :data:`SHM_FRACTION` of it, in Mi (rounded up). Ray puts its object store (default 30 % of
+    the container's memory, ``DEFAULT_OBJECT_STORE_MEMORY_PROPORTION`` in
+    ``ray/_private/ray_constants.py``) in ``/dev/shm`` and refuses to start when a large store
+    does not fit there (``ray/_private/services.py`` ``determine_plasma_store_config``), so the
+    limit leaves room above 30 %; memory-backed emptyDir pages count against the pod's memory
+    limit (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir)."""
+    from components.spec.base import quantity_value
+
+    mib = math.ceil(quantity_value(memory) * SHM_FRACTION / 2**20)
+    return f"{mib}Mi"
+
+
+def _shm(memory: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    volume = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(memory)}}
+    return volume, {"name": "dshm", "mountPath": "/dev/shm"}
+
+
+# ------------------------------------------------------------------------- token authentication
+
+
+def auth_secret_name(cluster: str) -> str:
+    """The Kubernetes Secret holding the Ray auth token of one Ray cluster (a long-lived
+    RayCluster's name, or a RayJob's name for the cluster it brings): ``<name>-ray-auth``. The
+    stack creates it (``pulumi_random.RandomPassword``) with the key ``auth_token``
+    (:data:`AUTH_TOKEN_KEY`, KubeRay's ``RAY_AUTH_TOKEN_SECRET_KEY`` in
+    ``ray-operator/controllers/ray/utils/constant.go``)."""
+    return f"{cluster}-ray-auth"
+
+
+def auth_options(cluster: str) -> dict[str, Any]:
+    """``authOptions`` of a RayCluster spec: ``{mode: token, secretName: <auth_secret_name>}``.
+
+    KubeRay v1.7.0 then sets ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN`` (``secretKeyRef``
+    to that Secret's ``auth_token``) on every Ray container, and on the RayJob submitter
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/kuberay-auth.html; the
+    submitter: ``rayjob_controller`` test "Auth env vars should be injected"), so the pod
+    templates do not repeat them. Without ``secretName`` KubeRay would generate a Secret named
+    after the RayCluster; we name it ourselves because a RayJob's own RayCluster gets a
+    generated name, and in-cluster clients (a Serve gateway, a notebook) need a name known at
+    preview time. Needs ``rayVersion`` >= 2.52.0 (validation.go ``ValidateRayClusterSpec``).
+    """
+    return {"mode": AUTH_MODE, "secretName": auth_secret_name(cluster)}
+
+
+def auth_client_env(cluster: str) -> list[dict[str, Any]]:
+    """Container ``env`` for an in-cluster client of Ray cluster ``cluster`` that KubeRay does not
+    inject into (a Serve gateway, a notebook, a CI pod): ``RAY_AUTH_MODE=token`` and
+    ``RAY_AUTH_TOKEN`` from the cluster's Secret (:func:`auth_secret_name`, key ``auth_token``);
+    Ray's clients read both (https://docs.ray.io/en/latest/ray-security/token-auth.html). The
+    client pod must also match the head's NetworkPolicy (label ``ray-gke.io/submits-to:
+    <cluster>``, :mod:`components.builders.namespace`)."""
+    return [
+        {"name": "RAY_AUTH_MODE", "value": AUTH_MODE},
+        {
+            "name": "RAY_AUTH_TOKEN",
+            "valueFrom": {
+                "secretKeyRef": {"name": auth_secret_name(cluster), "key": AUTH_TOKEN_KEY}
+            },
+        },
+    ]
+
+
 def _pod_template(
     cfg: StackConfig,
     service_account: str,
@@ -205,14 +324,24 @@ def _pod_template(
     tolerations: list[dict[str, str]] | None = None,
     extra_volumes: list[dict[str, Any]] | None = None,
     extra_mounts: list[dict[str, Any]] | None = None,
+    account: str | None = None,
+    automount_token: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """A Ray pod template. ``service_account`` is the workload identity (its buckets are
+    mounted); ``account`` the Kubernetes service account the pod runs as (default: the
+    identity's workers' account). ``automount_token``: mount the KSA token (only the head with
+    the autoscaler calls the Kubernetes API)."""
     volumes, mounts = gcs_fuse_volumes(cfg, service_account)
     volumes = volumes + list(extra_volumes or [])
     mounts = mounts + list(extra_mounts or [])
+    container = {**container, "securityContext": container_security_context()}
     if mounts:
         container = {**container, "volumeMounts": mounts}
     spec: dict[str, Any] = {
-        "serviceAccountName": ksa_name(service_account),
+        "serviceAccountName": account or ksa_name(service_account),
+        "automountServiceAccountToken": automount_token,
+        "securityContext": pod_security_context(),
         "nodeSelector": dict(node_selector),
         "containers": [container],
     }
@@ -220,7 +349,7 @@ def _pod_template(
         spec["tolerations"] = tolerations
     if volumes:
         spec["volumes"] = volumes
-    metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF}}
+    metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF, **(labels or {})}}
     if any("csi" in v for v in volumes):
         metadata["annotations"] = {GCSFUSE_ANNOTATION: "true"}
     return {"metadata": metadata, "spec": spec}
@@ -234,13 +363,20 @@ def head_group_spec(
     head: HeadConfig,
     service_account: str,
     images: Mapping[str, Any] | None = None,
+    *,
+    autoscaling: bool = True,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``headGroupSpec``: the head on the system pool, dashboard/client reachable in-cluster only.
     Its image is the ``cpu`` image (``images``: kind -> reference, see :func:`render_manifests`).
 
     The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
-    tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it.
+    tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it (the
+    NetworkPolicies of :mod:`components.builders.namespace` decide who). The head runs as the
+    identity's own head account (:func:`components.builders.naming.head_account_id`), to which
+    KubeRay binds the autoscaler's RBAC; its token is mounted only when ``autoscaling``.
     """
+    volume, mount = _shm(head.memory)
     container = {
         "name": "ray-head",
         "image": _images(cfg, images)["cpu"],
@@ -251,7 +387,15 @@ def head_group_spec(
         "serviceType": "ClusterIP",
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
         "template": _pod_template(
-            cfg, service_account, container, node_selector={catalog.NODE_POOL_LABEL: "system"}
+            cfg,
+            service_account,
+            container,
+            node_selector={catalog.NODE_POOL_LABEL: "system"},
+            extra_volumes=[volume],
+            extra_mounts=[mount],
+            account=head_account_id(service_account),
+            automount_token=autoscaling,
+            labels=labels,
         ),
     }
 
@@ -266,6 +410,7 @@ def worker_group_spec(
     *,
     replicas: int | None = None,
     images: Mapping[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
     (:func:`components.spec.resolve_group`, or :attr:`components.spec.JobTarget.group_target`).
@@ -331,8 +476,6 @@ def worker_group_spec(
             resources=_resources(cpu, memory, {catalog.GPU_RESOURCE: str(g.count)}),
             env=[{"name": k, "value": v} for k, v in env.items()],
         )
-        extra_volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
-        extra_mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
         # The driver-version label too: a pod that selects it gets a driver on a NAP-created node
         # (NAP installs none otherwise) and matches declared pools whose driver GKE installs.
         node_selector = gpu_node_labels(g.type, pool.driver_version)
@@ -341,14 +484,16 @@ def worker_group_spec(
         assert isinstance(pool, CpuPool)
         container.update(resources=_resources(cpu, memory))
         node_selector = {catalog.NODE_POOL_LABEL: pool.name}
+    volume, mount = _shm(memory)  # every Ray node's object store; NCCL on GPU nodes too
     out["template"] = _pod_template(
         cfg,
         service_account,
         container,
         node_selector=node_selector,
         tolerations=tolerations,
-        extra_volumes=extra_volumes,
-        extra_mounts=extra_mounts,
+        extra_volumes=[*extra_volumes, volume],
+        extra_mounts=[*extra_mounts, mount],
+        labels=labels,
     )
     return out
 
@@ -361,19 +506,30 @@ def ray_cluster_spec(
     worker_groups: list[dict[str, Any]],
     autoscaling: bool,
     idle_timeout_seconds: int,
+    auth_name: str,
     images: Mapping[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec``)."""
+    """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec`` and, later, the RayService
+    ``rayClusterConfig``): every Ray cluster the stack creates gets token authentication
+    (:func:`auth_options` with the Secret of ``auth_name``), the pod security of
+    :func:`container_security_context` on every container, the autoscaler sidecar included
+    (``autoscalerOptions.securityContext``; KubeRay injects that container into the head pod), and
+    ``labels`` on the head's pod template (the worker groups carry their own)."""
     spec: dict[str, Any] = {
         "rayVersion": cfg.ray.version,
         "enableInTreeAutoscaling": autoscaling,
+        "authOptions": auth_options(auth_name),
     }
     if autoscaling:
         spec["autoscalerOptions"] = {
             "idleTimeoutSeconds": idle_timeout_seconds,
             "upscalingMode": "Default",
+            "securityContext": container_security_context(),
         }
-    spec["headGroupSpec"] = head_group_spec(cfg, head, service_account, images)
+    spec["headGroupSpec"] = head_group_spec(
+        cfg, head, service_account, images, autoscaling=autoscaling, labels=labels
+    )
     spec["workerGroupSpecs"] = worker_groups
     return spec
 
@@ -397,7 +553,7 @@ def ray_cluster_manifest(
     groups = [
         worker_group_spec(cfg, resolve_group(cfg, rc, g), rc.service_account, images=images)
         for g in rc.worker_groups
-    ]
+    ]  # KubeRay labels these pods ray.io/cluster=<name> itself
     return {
         "apiVersion": API_VERSION,
         "kind": "RayCluster",
@@ -410,6 +566,7 @@ def ray_cluster_manifest(
             autoscaling=rc.autoscaling,
             idle_timeout_seconds=rc.idle_timeout_seconds,
             images=images,
+            auth_name=rc.name,
         ),
     }
 
@@ -457,6 +614,7 @@ def _own_cluster_spec(
     """The ``rayClusterSpec`` of a job bringing its own RayCluster: one fixed-size worker group
     spanning the whole node pool (:func:`components.spec.own_cluster_group`)."""
     target = resolve_job(cfg, job)
+    labels = {JOB_CLUSTER_LABEL: job.name}
     return ray_cluster_spec(
         cfg,
         head=HeadConfig(),
@@ -468,11 +626,14 @@ def _own_cluster_spec(
                 job.service_account,
                 replicas=target.replicas,
                 images=images,
+                labels=labels,
             )
         ],
         autoscaling=False,
         idle_timeout_seconds=0,
         images=images,
+        auth_name=job.name,
+        labels=labels,
     )
 
 
@@ -527,9 +688,16 @@ def ray_job_manifest(
     if job.suspend:
         spec["suspend"] = True
     spec["submitterPodTemplate"] = {
-        "metadata": {"labels": {"app.kubernetes.io/part-of": PART_OF}},
+        "metadata": {
+            "labels": {
+                "app.kubernetes.io/part-of": PART_OF,
+                SUBMITTER_LABEL: job.cluster or job.name,
+            }
+        },
         "spec": {
             "serviceAccountName": ksa_name(job.service_account),
+            "automountServiceAccountToken": False,
+            "securityContext": pod_security_context(),
             "restartPolicy": "Never",
             "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
             "containers": [
@@ -537,6 +705,7 @@ def ray_job_manifest(
                     "name": "ray-job-submitter",
                     "image": _images(cfg, images)["cpu"],
                     "resources": _resources("500m", "1Gi"),
+                    "securityContext": container_security_context(),
                 }
             ],
         },

@@ -50,6 +50,55 @@ def ksa_name(identity: WorkloadIdentityConfig | str) -> str:
     return identity if isinstance(identity, str) else identity.name
 
 
+HEAD_SUFFIX = "-head"
+
+
+def head_account_id(identity: WorkloadIdentityConfig | str) -> str:
+    """The head pods' own account of a workload class: ``<identity>-head``, used as both the
+    Kubernetes service account name and the Google service account id.
+
+    Separate from the workers' account because KubeRay binds the autoscaler's RBAC (patch pods
+    and RayClusters) to the head pod's service account
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/configuring-autoscaling.html);
+    workers and submitters must not hold it. GSA ids are 6-30 characters
+    (https://cloud.google.com/iam/docs/service-accounts-create#creating): a name too long for the
+    suffix is shortened with a stable hash, never cut mid-way.
+    """
+    name = ksa_name(identity)
+    if len(name) + len(HEAD_SUFFIX) <= 30:
+        return name + HEAD_SUFFIX
+    digest = hashlib.sha256(name.encode()).hexdigest()[:4]
+    head = name[: 30 - len(HEAD_SUFFIX) - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}{HEAD_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class WorkloadAccount:
+    """One Kubernetes service account and the Google service account it is bound to.
+
+    Attributes:
+        identity: the ``workload_identities`` entry whose bucket and secret grants it holds.
+        role: ``workers`` (worker pods and job submitters; the entry's own name) or ``head``
+            (head pods: the autoscaler's RBAC is bound to it; :func:`head_account_id`).
+        name: the KSA name, which is also the GSA account id.
+    """
+
+    identity: WorkloadIdentityConfig
+    role: Literal["workers", "head"]
+    name: str
+
+
+def workload_accounts(cfg: StackConfig) -> list[WorkloadAccount]:
+    """Two accounts per workload identity, in config order: its workers' account (the entry's
+    name, unchanged from earlier versions) then its head's (:func:`head_account_id`). Both get
+    the identity's bucket roles and secret grants (a job's driver runs on the head)."""
+    out = []
+    for wi in cfg.workload_identities:
+        out.append(WorkloadAccount(wi, "workers", ksa_name(wi)))
+        out.append(WorkloadAccount(wi, "head", head_account_id(wi)))
+    return out
+
+
 def workload_pool(cfg: StackConfig) -> str:
     """The Workload Identity pool ``<project>.svc.id.goog``."""
     return f"{cfg.project}.svc.id.goog"
@@ -83,6 +132,8 @@ def node_service_account_id(cfg: StackConfig) -> str:
 GKE_KEY_NAME = "gke-secrets"
 BUCKET_KEY_NAME = "buckets"
 REGISTRY_KEY_NAME = "artifact-registry"
+SECRETS_KEY_NAME = "secret-manager"
+BOOT_DISK_KEY_NAME = "boot-disks"
 
 
 def subnet_name(cfg: StackConfig) -> str:
@@ -113,11 +164,19 @@ def key_ring_name(cfg: StackConfig, location: str) -> str:
 
 
 def key_ring_locations(cfg: StackConfig) -> dict[str, str]:
-    """Key purpose -> KMS location: GKE secrets in the cluster's region, bucket keys where the
-    buckets are (``buckets.location`` or the region, lower case)."""
+    """Key purpose -> KMS location: GKE secrets, Secret Manager secrets (replicated only in the
+    region) and node boot disks in the cluster's region, bucket keys where the buckets are
+    (``buckets.location`` or the region, lower case). A CMEK must be in the location of what it
+    encrypts (https://cloud.google.com/secret-manager/docs/cmek,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek)."""
     from components.builders.storage import bucket_location
 
-    return {"gke": cfg.region, "buckets": bucket_location(cfg).lower()}
+    return {
+        "gke": cfg.region,
+        "secrets": cfg.region,
+        "boot_disks": cfg.region,
+        "buckets": bucket_location(cfg).lower(),
+    }
 
 
 @dataclass(frozen=True)
@@ -170,14 +229,10 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
     for purpose in BUCKET_PURPOSES:
         field = "buckets.prefix" if cfg.buckets.prefix else "project / cluster.name"
         out.append(DerivedName("bucket", "bucket", bucket_name(cfg, purpose), field))
-    for wi in cfg.workload_identities:
-        field = f"workload_identities[{wi.name}].name"
-        out.append(
-            DerivedName("service-account", "service account", gsa_account_id(cfg, wi), field)
-        )
-        out.append(
-            DerivedName("k8s-label", "Kubernetes service account", ksa_name(wi), field, "ksa")
-        )
+    for acct in workload_accounts(cfg):
+        field = f"workload_identities[{acct.identity.name}].name"
+        out.append(DerivedName("service-account", "service account", acct.name, field))
+        out.append(DerivedName("k8s-label", "Kubernetes service account", acct.name, field, "ksa"))
     for secret in cfg.secrets:
         out.append(DerivedName("secret", "secret", secret.name, f"secrets[{secret.name}].name"))
     for rc in cfg.ray_clusters:

@@ -23,7 +23,10 @@ would otherwise only tell you after ``pulumi up``.
    workload needs at the project's pinned versions (:mod:`components.checks.images`);
 6. every GCP and Kubernetes name the stack declares, derived names included, follows that
    system's rule, no two config entries produce the same name, and labels follow the rules of
-   where they are applied (:mod:`components.checks.names`).
+   where they are applied (:mod:`components.checks.names`);
+6. the secure-default rules ``ray-auth``, ``pod-security`` and ``network-policy``
+   (:mod:`components.checks.security`) over the Ray objects, the Namespace and its
+   NetworkPolicies / ResourceQuota / LimitRange (:mod:`components.builders.namespace`).
 
 When the CRD folder is absent, check 1 cannot run; rather than pass silently (a misspelled field
 is exactly what it exists to catch), :func:`check_stack` reports one problem line saying where it
@@ -40,6 +43,7 @@ from typing import Any
 from components import catalog
 from components.builders.iam import bucket_bindings, iam_problems, project_bindings
 from components.builders.manifests import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR, render_manifests
+from components.builders.namespace import namespace_manifest, namespace_objects
 from components.builders.nodepools import (
     NodePoolSpec,
     allocatable,
@@ -52,6 +56,7 @@ from components.checks.crd import validate_manifests as _validate_crds
 from components.checks.images import dependency_problems
 from components.checks.names import name_problems
 from components.checks.operator import operator_problems_all
+from components.checks.security import security_problems
 from components.spec import ResolveError, StackConfig, resolve_job
 
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
@@ -358,4 +363,5 @@ def check_stack(cfg: StackConfig) -> list[str]:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
     problems += check_manifests(cfg, manifests)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
+    problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
     return problems

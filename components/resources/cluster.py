@@ -10,6 +10,7 @@ Sources (GKE docs):
 * Managed Prometheus: https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed
 * GCS FUSE CSI driver: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver
 * Ray Operator add-on: https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke
+* Boot-disk CMEK (node pools and NAP defaults): https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
 * Node auto-provisioning (resource limits, defaults, profile):
   https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
 """
@@ -37,6 +38,8 @@ class ClusterArgs:
         pods_range_name / services_range_name: the subnet's secondary range names.
         kms_key_id: the GKE secrets key id.
         node_service_account: email of the nodes' service account (NAP defaults, default pool).
+        boot_disk_kms_key: id of the KMS key that encrypts node boot disks (NAP defaults, default
+            pool; https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek).
     """
 
     cfg: StackConfig
@@ -46,6 +49,7 @@ class ClusterArgs:
     services_range_name: str
     kms_key_id: pulumi.Input[str]
     node_service_account: pulumi.Input[str]
+    boot_disk_kms_key: pulumi.Input[str]
 
 
 class Cluster(pulumi.ComponentResource):
@@ -88,6 +92,7 @@ class Cluster(pulumi.ComponentResource):
             auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
                 service_account=args.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                boot_disk_kms_key=args.boot_disk_kms_key,
                 shielded_instance_config=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsShieldedInstanceConfigArgs(
                     **shielded
                 ),
@@ -120,6 +125,7 @@ class Cluster(pulumi.ComponentResource):
             node_config=gcp.container.ClusterNodeConfigArgs(
                 service_account=args.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                boot_disk_kms_key=args.boot_disk_kms_key,
                 workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
                     mode="GKE_METADATA"
                 ),

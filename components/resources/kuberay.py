@@ -1,5 +1,10 @@
 """KubeRay side: the Kubernetes provider, namespace, workload KSAs and the KubeRay operator.
 
+* The namespace carries Pod Security Admission labels and holds the NetworkPolicies,
+  ResourceQuota and LimitRange of :mod:`components.builders.namespace`; two KSAs per workload
+  identity (workers/submitters and head, :func:`components.builders.naming.workload_accounts`),
+  none with an automounted token (the head's pod template opts in for the autoscaler).
+
 * Kubeconfig: cluster endpoint + CA, user authenticated by the ``gke-gcloud-auth-plugin`` exec
   plugin (no static credentials) -
   https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
@@ -37,6 +42,7 @@ from components.builders.kuberay import (
     helm_values,
     kubeconfig,
 )
+from components.builders.namespace import namespace_manifest, namespace_objects
 from components.spec import StackConfig
 
 
@@ -86,26 +92,42 @@ class KubeRay(pulumi.ComponentResource):
         )
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)
         ns = cfg.kuberay.namespace
+        ns_doc = namespace_manifest(cfg)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=ns, labels={"app.kubernetes.io/part-of": "ray-gke"}
-            ),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=ns_doc["metadata"]["labels"]),
             opts=k8s_opts,
         )
         ns_opts = pulumi.ResourceOptions(
             parent=self, provider=self.provider, depends_on=[self.namespace]
         )
+        # NetworkPolicies, ResourceQuota, LimitRange (components/builders/namespace.py).
+        self.guards: dict[str, pulumi.CustomResource] = {}
+        kinds = {
+            "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
+            "ResourceQuota": k8s.core.v1.ResourceQuota,
+            "LimitRange": k8s.core.v1.LimitRange,
+        }
+        for doc in namespace_objects(cfg):
+            kind, oname = doc["kind"], doc["metadata"]["name"]
+            self.guards[f"{kind}/{oname}"] = kinds[kind](
+                f"{name}-{kind.lower()}-{oname}",
+                metadata=doc["metadata"],
+                spec=doc["spec"],
+                opts=ns_opts,
+            )
         self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
-        for wi in cfg.workload_identities:
-            self.service_accounts[wi.name] = k8s.core.v1.ServiceAccount(
-                f"{name}-ksa-{wi.name}",
+        for acct in naming.workload_accounts(cfg):
+            self.service_accounts[acct.name] = k8s.core.v1.ServiceAccount(
+                f"{name}-ksa-{acct.name}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=naming.ksa_name(wi),
+                    name=acct.name,
                     namespace=ns,
-                    annotations={WI_ANNOTATION: args.gsa_emails[wi.name]},
+                    annotations={WI_ANNOTATION: args.gsa_emails[acct.name]},
                     labels={"app.kubernetes.io/part-of": "ray-gke"},
                 ),
+                # Pods that call the Kubernetes API (the head's autoscaler) opt in per pod.
+                automount_service_account_token=False,
                 opts=ns_opts,
             )
         self.crds: dict[str, k8s.apiextensions.v1.CustomResourceDefinition] = {}
@@ -147,6 +169,7 @@ class KubeRay(pulumi.ComponentResource):
             )
         self.ready: list[pulumi.Resource] = [
             self.namespace,
+            *self.guards.values(),
             *self.service_accounts.values(),
             *self.crds.values(),
             *([self.operator] if self.operator else []),

@@ -6,6 +6,8 @@ Google (Docker Hub ``rayproject/ray``), and private Google access lets them reac
 (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters,
 https://cloud.google.com/nat/docs/gke-example). The secondary ranges are the VPC-native cluster's
 pod and service ranges (https://cloud.google.com/kubernetes-engine/docs/concepts/alias-ips).
+The subnet records VPC Flow Logs (``log_config``; ``network.flow_logs``,
+https://cloud.google.com/vpc/docs/flow-logs).
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ class Network(pulumi.ComponentResource):
             network=self.vpc.id,
             ip_cidr_range=net.subnet_cidr,
             private_ip_google_access=True,
+            log_config=gcp.compute.SubnetworkLogConfigArgs(
+                aggregation_interval=net.flow_logs.aggregation_interval,
+                flow_sampling=net.flow_logs.flow_sampling,
+                metadata=net.flow_logs.metadata,
+            )
+            if net.flow_logs.enabled
+            else None,
             secondary_ip_ranges=[
                 gcp.compute.SubnetworkSecondaryIpRangeArgs(
                     range_name=PODS_RANGE, ip_cidr_range=net.pods_cidr

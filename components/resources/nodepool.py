@@ -35,12 +35,15 @@ class NodePoolArgs:
         spec: the pure node pool spec.
         cluster: the cluster's id (or name).
         node_service_account: email of the nodes' service account.
+        boot_disk_kms_key: id of the KMS key that encrypts the nodes' boot disks
+            (https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek).
     """
 
     cfg: StackConfig
     spec: NodePoolSpec
     cluster: pulumi.Input[str]
     node_service_account: pulumi.Input[str]
+    boot_disk_kms_key: pulumi.Input[str]
 
 
 class NodePool(pulumi.ComponentResource):
@@ -102,6 +105,7 @@ class NodePool(pulumi.ComponentResource):
                 reservation_affinity=reservation,
                 service_account=args.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                boot_disk_kms_key=args.boot_disk_kms_key,
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
                     mode="GKE_METADATA"
                 ),

@@ -20,6 +20,9 @@ Children:
   deterministic zip of ``workloads/`` (:mod:`components.builders.archive`). The name carries the content
   hash, so a changed workload is a replace in the preview diff, and every RayJob's
   ``runtimeEnvYAML`` ``working_dir`` points at exactly that object.
+* per Ray cluster (RayCluster, or RayJob with its own cluster) a ``random.RandomPassword`` and
+  the ``v1`` Secret ``<name>-ray-auth`` (key ``auth_token``) its ``authOptions.secretName``
+  names (:func:`components.builders.manifests.auth_options`); the Ray objects wait for it.
 * one ``pulumi_kubernetes.apiextensions.CustomResource`` per object from
   :func:`components.builders.manifests.render_manifests` (RayClusters, then RayJobs), depending on
   ``depends_on`` and on the archive object; every head, worker group and submitter container
@@ -48,12 +51,32 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 from components.builders.archive import archive_object_name, working_dir_uri, workloads_archive
-from components.builders.manifests import cluster_endpoints, render_manifests
+from components.builders.manifests import (
+    AUTH_TOKEN_KEY,
+    cluster_endpoints,
+    render_manifests,
+)
 from components.spec import StackConfig
 
 TYPE_TOKEN = "ray-gke:ray:RayResources"
+AUTH_TOKEN_LENGTH = 48  # letters and digits: ~285 bits
+
+
+def auth_secret_names(manifests: list[dict[str, Any]]) -> list[str]:
+    """The ``authOptions.secretName`` of every Ray cluster spec in ``manifests`` (a RayCluster's
+    ``spec``, a RayJob's ``rayClusterSpec``, a RayService's ``rayClusterConfig``), in order: the
+    Secrets the stack creates."""
+    out = []
+    for m in manifests:
+        spec = m.get("spec") or {}
+        cluster = {"RayJob": spec.get("rayClusterSpec"), "RayService": spec.get("rayClusterConfig")}
+        secret = ((cluster.get(m["kind"], spec) or {}).get("authOptions") or {}).get("secretName")
+        if secret and secret not in out:
+            out.append(secret)
+    return out
 
 
 class RayResources(pulumi.ComponentResource):
@@ -84,6 +107,30 @@ class RayResources(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.manifests = render_manifests(cfg, self.working_dir, images)
+        # One Ray auth token per Ray cluster (long-lived RayCluster, or a RayJob's own cluster),
+        # random, in the Secret its authOptions.secretName names; never exported or printed
+        # (RandomPassword.result is a secret output, and so is the Secret's data).
+        self.auth_secrets: dict[str, k8s.core.v1.Secret] = {}
+        for secret in auth_secret_names(self.manifests):
+            token = random.RandomPassword(
+                f"{name}-token-{secret}",
+                length=AUTH_TOKEN_LENGTH,
+                special=False,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.auth_secrets[secret] = k8s.core.v1.Secret(
+                f"{name}-secret-{secret}",
+                metadata={
+                    "name": secret,
+                    "namespace": cfg.kuberay.namespace,
+                    "labels": {"app.kubernetes.io/part-of": "ray-gke"},
+                },
+                type="Opaque",
+                string_data={AUTH_TOKEN_KEY: token.result},
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=provider, depends_on=list(depends_on)
+                ),
+            )
         self.custom_resources: dict[str, k8s.apiextensions.CustomResource] = {}
         for m in self.manifests:
             kind, mname = m["kind"], m["metadata"]["name"]
@@ -96,7 +143,7 @@ class RayResources(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=provider,
-                    depends_on=[*depends_on, self.archive],
+                    depends_on=[*depends_on, self.archive, *self.auth_secrets.values()],
                     **rerun_options(kind),
                 ),
             )

@@ -3,11 +3,12 @@
 Two ComponentResources, because of ordering:
 
 * :class:`Security` (before the cluster and the buckets): the KMS key ring(s) and keys with
-  rotation, the GKE, GCS and Artifact Registry service agents'
-  ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants, the node service account with its four
-  least-privilege project roles, one Google service account
-  (GSA) per workload identity, and the Secret Manager secrets (no versions: values are set out of
-  band).
+  rotation (GKE secrets, buckets, Artifact Registry, Secret Manager, node boot disks), the GKE,
+  GCS, Artifact Registry, Secret Manager and Compute Engine service agents'
+  ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants on their key, the node service account
+  with its one least-privilege project role, one Google service account (GSA) per workload
+  identity, and the Secret Manager secrets, replicated only in the stack's region under the
+  Secret Manager key (no versions: values are set out of band).
 * :class:`WorkloadAccess` (after the cluster and the buckets): the Workload Identity bindings
   (``roles/iam.workloadIdentityUser`` for ``serviceAccount:<project>.svc.id.goog[<ns>/<ksa>]``;
   the identity pool exists only once a cluster with Workload Identity does), the bucket-level roles
@@ -24,8 +25,14 @@ Sources:
   repository's location): https://cloud.google.com/artifact-registry/docs/cmek
 * CMEK for Cloud Storage and the GCS service agent:
   https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys
-* Least-privilege node service account roles:
-  https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa
+* Least-privilege node service account role (``roles/container.defaultNodeServiceAccount``):
+  https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts
+* Boot-disk CMEK and the Compute Engine service agent
+  ``service-<number>@compute-system.iam.gserviceaccount.com``:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
+* Secret Manager CMEK with user-managed replication, the key in the replica's location, and the
+  Secret Manager service agent ``service-<number>@gcp-sa-secretmanager.iam.gserviceaccount.com``
+  (created on request: ``gcp.projects.ServiceIdentity``): https://cloud.google.com/secret-manager/docs/cmek
 * Workload Identity: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
 * Cloud Storage IAM roles (objectViewer, objectUser): https://cloud.google.com/storage/docs/access-control/iam-roles
 * Secret Manager access: https://cloud.google.com/secret-manager/docs/access-control
@@ -43,7 +50,9 @@ from components.builders.iam import (
     KEY_ROTATION_PERIOD,
     KMS_ROLE,
     artifact_registry_service_agent,
+    compute_service_agent,
     gke_service_agent,
+    secret_manager_service_agent,
 )
 from components.spec import StackConfig
 
@@ -58,11 +67,13 @@ class SecurityArgs:
 class Security(pulumi.ComponentResource):
     """``ray-gke:security:Security``: KMS, node SA, workload GSAs, secrets.
 
-    Attributes (for wiring): ``gke_key`` / ``bucket_key`` / ``registry_key``
-    (``gcp.kms.CryptoKey``), ``gcs_key_grant`` (the GCS agent's grant; buckets depend on it),
-    ``gke_key_grant``, ``registry_key_grant`` (the Artifact Registry agent's; the repository
-    depends on it),
-    ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (identity name -> Account),
+    Attributes (for wiring): ``gke_key`` / ``bucket_key`` / ``registry_key`` / ``secrets_key`` /
+    ``boot_disk_key`` (``gcp.kms.CryptoKey``), ``gcs_key_grant`` (the GCS agent's grant; buckets
+    depend on it), ``gke_key_grant``, ``registry_key_grant`` (the Artifact Registry agent's; the
+    repository depends on it), ``boot_disk_key_grant`` (the Compute Engine agent's; node pools and
+    the cluster depend on it),
+    ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (account name -> Account: each
+    identity's workers' account and its ``-head`` account),
     ``secrets`` (secret name -> ``gcp.secretmanager.Secret``), ``project_number``.
     """
 
@@ -131,6 +142,46 @@ class Security(pulumi.ComponentResource):
             member=project.number.apply(artifact_registry_service_agent),
             opts=child,
         )
+        self.secrets_key = gcp.kms.CryptoKey(
+            f"{name}-secret-manager",
+            name=naming.SECRETS_KEY_NAME,
+            key_ring=rings[ring_locations["secrets"]].id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        self.boot_disk_key = gcp.kms.CryptoKey(
+            f"{name}-boot-disks",
+            name=naming.BOOT_DISK_KEY_NAME,
+            key_ring=rings[ring_locations["boot_disks"]].id,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        self.boot_disk_key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-compute-agent-kms",
+            crypto_key_id=self.boot_disk_key.id,
+            role=KMS_ROLE,
+            member=project.number.apply(compute_service_agent),
+            opts=child,
+        )
+        # The Secret Manager agent exists only once requested; the grant names it by its
+        # documented address and waits for it.
+        sm_identity = gcp.projects.ServiceIdentity(
+            f"{name}-secretmanager-agent",
+            project=cfg.project,
+            service="secretmanager.googleapis.com",
+            opts=child,
+        )
+        self.secrets_key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-secretmanager-agent-kms",
+            crypto_key_id=self.secrets_key.id,
+            role=KMS_ROLE,
+            member=project.number.apply(secret_manager_service_agent),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[sm_identity]),
+        )
         gcs_agent = gcp.storage.get_project_service_account_output(
             project=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
         )
@@ -160,17 +211,20 @@ class Security(pulumi.ComponentResource):
             for role in iam.NODE_PROJECT_ROLES
         ]
 
+        # Two GSAs per workload identity: its workers' / submitters' (the entry's name) and its
+        # heads' (<name>-head), so the head's Kubernetes RBAC and identity are its own.
         self.gsas: dict[str, gcp.serviceaccount.Account] = {}
-        for wi in cfg.workload_identities:
-            self.gsas[wi.name] = gcp.serviceaccount.Account(
-                f"{name}-gsa-{wi.name}",
-                account_id=naming.gsa_account_id(cfg, wi),
-                display_name=f"Ray workload identity {wi.name} ({cfg.cluster.name})",
+        for acct in naming.workload_accounts(cfg):
+            self.gsas[acct.name] = gcp.serviceaccount.Account(
+                f"{name}-gsa-{acct.name}",
+                account_id=acct.name,
+                display_name=f"Ray {acct.role} of {acct.identity.name} ({cfg.cluster.name})",
                 project=cfg.project,
                 opts=child,
             )
 
         self.secrets: dict[str, gcp.secretmanager.Secret] = {}
+        after_key_grant = pulumi.ResourceOptions(parent=self, depends_on=[self.secrets_key_grant])
         for secret in cfg.secrets:
             self.secrets[secret.name] = gcp.secretmanager.Secret(
                 f"{name}-secret-{secret.name}",
@@ -178,9 +232,18 @@ class Security(pulumi.ComponentResource):
                 project=cfg.project,
                 labels=dict(cfg.labels),
                 replication=gcp.secretmanager.SecretReplicationArgs(
-                    auto=gcp.secretmanager.SecretReplicationAutoArgs()
+                    user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
+                        replicas=[
+                            gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(
+                                location=cfg.region,
+                                customer_managed_encryption=gcp.secretmanager.SecretReplicationUserManagedReplicaCustomerManagedEncryptionArgs(
+                                    kms_key_name=self.secrets_key.id
+                                ),
+                            )
+                        ]
+                    )
                 ),
-                opts=child,
+                opts=after_key_grant,
             )
 
         self.register_outputs(
@@ -188,6 +251,8 @@ class Security(pulumi.ComponentResource):
                 "gke_key": self.gke_key.id,
                 "bucket_key": self.bucket_key.id,
                 "registry_key": self.registry_key.id,
+                "secrets_key": self.secrets_key.id,
+                "boot_disk_key": self.boot_disk_key.id,
                 "node_service_account": self.node_sa.email,
                 "service_accounts": {k: v.email for k, v in self.gsas.items()},
                 "secrets": {k: v.id for k, v in self.secrets.items()},
@@ -201,7 +266,8 @@ class WorkloadAccessArgs:
 
     Attributes:
         cfg: the validated stack config.
-        gsas: identity name -> its Google service account (from :class:`Security`).
+        gsas: account name (:func:`components.builders.naming.workload_accounts`) -> its Google
+            service account (from :class:`Security`).
         buckets: purpose (``datasets`` | ``checkpoints`` | ``artifacts``) -> ``gcp.storage.Bucket``.
         secrets: secret name -> ``gcp.secretmanager.Secret``.
     """
@@ -225,14 +291,14 @@ class WorkloadAccess(pulumi.ComponentResource):
         cfg = args.cfg
         child = pulumi.ResourceOptions(parent=self)
         self.wi_bindings = {
-            wi.name: gcp.serviceaccount.IAMMember(
-                f"{name}-wi-{wi.name}",
-                service_account_id=args.gsas[wi.name].name,
+            acct.name: gcp.serviceaccount.IAMMember(
+                f"{name}-wi-{acct.name}",
+                service_account_id=args.gsas[acct.name].name,
                 role=iam.WORKLOAD_IDENTITY_ROLE,
-                member=naming.workload_identity_member(cfg, wi),
+                member=naming.workload_identity_member(cfg, acct.name),
                 opts=child,
             )
-            for wi in cfg.workload_identities
+            for acct in naming.workload_accounts(cfg)
         }
         # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.

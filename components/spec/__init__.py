@@ -22,7 +22,7 @@ from components.spec.loader import (
     stack_data_from_yaml,
     validate,
 )
-from components.spec.network import AuthorizedNetwork, NetworkConfig
+from components.spec.network import AuthorizedNetwork, FlowLogsConfig, NetworkConfig
 from components.spec.pools import (
     CpuPool,
     GpuPool,
@@ -87,6 +87,7 @@ __all__ = [
     "ClusterConfig",
     "ConfigError",
     "CpuPool",
+    "FlowLogsConfig",
     "GpuPool",
     "GpuSpec",
     "GroupTarget",

@@ -108,5 +108,18 @@ def _quantity(value: str, what: str) -> str:
     return str(value)
 
 
+_QUANTITY_UNITS = {
+    "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+}  # fmt: skip
+
+
+def quantity_value(value: str) -> float:
+    """A quantity already accepted by ``_quantity`` in base units (``"500m"`` -> 0.5)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([A-Za-z]*)", str(value))
+    assert m, value
+    return float(m.group(1)) * _QUANTITY_UNITS[m.group(2)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)

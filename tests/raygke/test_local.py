@@ -300,6 +300,55 @@ def test_a_task_log_line_reaches_the_job_log_once(cluster) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
+def test_jobs_api_refuses_a_submission_without_the_token(cluster) -> None:
+    """The local cluster runs Ray token authentication (``RAY_AUTH_MODE=token``): the Jobs API
+    refuses a client without the cluster's token and runs a job submitted with it; the token
+    file is private to the user (0600)."""
+    state = cluster["state"]
+    token_file = Path(state["token_file"])
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    submit = (
+        "import time\n"
+        "from ray.job_submission import JobSubmissionClient\n"
+        f"c = JobSubmissionClient({state['dashboard_url']!r})\n"
+        "job = c.submit_job(entrypoint='echo token-ok')\n"
+        "while not c.get_job_status(job).is_terminal():\n"
+        "    time.sleep(0.5)\n"
+        "print(c.get_job_status(job).value)\n"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    without = subprocess.run(
+        [sys.executable, "-c", submit],
+        env={**base, "RAY_AUTH_MODE": "disabled"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert without.returncode != 0, without.stdout
+    assert "SUCCEEDED" not in without.stdout
+    out = without.stdout + without.stderr
+    assert "401" in out or "uthenticat" in out or "token" in out.lower(), out[-2000:]
+    wrong = subprocess.run(
+        [sys.executable, "-c", submit],
+        env={**base, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrong.returncode != 0 and "SUCCEEDED" not in wrong.stdout, wrong.stdout
+    with_token = subprocess.run(
+        [sys.executable, "-c", submit],
+        env={**base, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert with_token.returncode == 0, with_token.stdout + with_token.stderr
+    assert with_token.stdout.strip().splitlines()[-1] == "SUCCEEDED", with_token.stdout
+
+
+@pytest.mark.ray
+@pytest.mark.slow
 def test_failing_job_stops_with_its_log_tail(cluster) -> None:
     empty = cluster["base"] / "empty"
     empty.mkdir()

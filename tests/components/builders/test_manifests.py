@@ -10,7 +10,7 @@ import yaml
 
 from components import catalog
 from components.builders.images import planned_refs
-from components.builders.manifests import cluster_endpoints, render_manifests
+from components.builders.manifests import cluster_endpoints, render_manifests, shm_size
 from components.builders.naming import bucket_name
 from components.builders.nodepools import specs_for_pool
 from components.checks.stack import parse_quantity
@@ -105,7 +105,11 @@ def test_gpu_and_cpu_groups_and_gcsfuse() -> None:
     assert pod["tolerations"] == [catalog.GPU_TAINT.toleration()]
     res = pod["containers"][0]["resources"]
     assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == "1"
-    assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
+    # memory-backed /dev/shm, bounded (issue 12): half the pod's memory
+    mem = res["limits"]["memory"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(mem)}} in pod[
+        "volumes"
+    ]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in pod["containers"][0]["volumeMounts"]
     assert pod["containers"][0]["image"] == planned_refs(cfg)["gpu"]
     assert pod["serviceAccountName"] == "ray-train"

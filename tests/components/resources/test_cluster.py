@@ -87,6 +87,29 @@ def test_network_has_secondary_ranges_private_access_and_nat(rendered):
     assert nat["parent"] == "ray-gke:network:Network::network"
 
 
+def test_subnet_flow_logs_follow_config(rendered):
+    (subnet,) = of_type(rendered[0], "gcp:compute/subnetwork:Subnetwork")
+    assert subnet["inputs"]["logConfig"] == {
+        "aggregationInterval": "INTERVAL_5_SEC",
+        "flowSampling": 0.5,
+        "metadata": "INCLUDE_ALL_METADATA",
+    }
+    flow = {"aggregation_interval": "INTERVAL_1_MIN", "flow_sampling": 0.1}
+    records, _ = render(config(network={"flow_logs": flow}))
+    (subnet,) = of_type(records, "gcp:compute/subnetwork:Subnetwork")
+    assert subnet["inputs"]["logConfig"]["aggregationInterval"] == "INTERVAL_1_MIN"
+    assert subnet["inputs"]["logConfig"]["flowSampling"] == 0.1
+    records, _ = render(config(network={"flow_logs": {"enabled": False}}))
+    (subnet,) = of_type(records, "gcp:compute/subnetwork:Subnetwork")
+    assert "logConfig" not in subnet["inputs"]
+
+
+def test_flow_sampling_out_of_range_is_one_clear_line():
+    with pytest.raises(ConfigError) as e:
+        validate(config(network={"flow_logs": {"flow_sampling": 1.5}}))
+    assert "network.flow_logs.flow_sampling" in str(e.value)
+
+
 def test_helm_mode_has_release_and_no_addon(rendered):
     records = rendered[0]
     assert "rayOperatorConfigs" not in _cluster(records)["addonsConfig"]
@@ -122,7 +145,13 @@ def test_prod_like_settings():
         "gcpPublicCidrsAccessEnabled": False,
     }
     keys = by_name(records, "gcp:kms/cryptoKey:CryptoKey")
-    assert set(keys) == {"gke-secrets", "buckets", "artifact-registry"}
+    assert set(keys) == {
+        "gke-secrets",
+        "buckets",
+        "artifact-registry",
+        "secret-manager",
+        "boot-disks",
+    }
 
 
 def test_ksa_annotations_and_secret_kubeconfig(rendered):
@@ -137,7 +166,15 @@ def test_ksa_annotations_and_secret_kubeconfig(rendered):
         "ray-serve": {
             "iam.gke.io/gcp-service-account": "ray-serve@ray-gke-test.iam.gserviceaccount.com"
         },
+        # issue 12: separate head accounts, each bound to its own GSA
+        "ray-train-head": {
+            "iam.gke.io/gcp-service-account": "ray-train-head@ray-gke-test.iam.gserviceaccount.com"
+        },
+        "ray-serve-head": {
+            "iam.gke.io/gcp-service-account": "ray-serve-head@ray-gke-test.iam.gserviceaccount.com"
+        },
     }
+    assert all(k["inputs"]["automountServiceAccountToken"] is False for k in ksas)
     assert outputs["kubeconfig"] == "[secret]"
     (provider,) = of_type(records, "pulumi:providers:kubernetes")
     assert provider["inputs"]["kubeconfig"] == "[secret]"  # never written in clear

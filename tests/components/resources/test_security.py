@@ -32,6 +32,17 @@ def test_workload_identity_binding_member_is_exact(records):
             "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-serve]",
             "roles/iam.workloadIdentityUser",
         ),
+        # issue 12: each head has its own KSA bound to its own GSA
+        (
+            "projects/ray-gke-test/serviceAccounts/ray-train-head@ray-gke-test.iam.gserviceaccount.com",
+            "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-train-head]",
+            "roles/iam.workloadIdentityUser",
+        ),
+        (
+            "projects/ray-gke-test/serviceAccounts/ray-serve-head@ray-gke-test.iam.gserviceaccount.com",
+            "serviceAccount:ray-gke-test.svc.id.goog[ray/ray-serve-head]",
+            "roles/iam.workloadIdentityUser",
+        ),
     }
 
 
@@ -62,6 +73,12 @@ def test_bucket_roles_are_bucket_level_and_follow_config(records):
             (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-train")),
             (b.format("checkpoints"), "roles/storage.objectViewer", sa.format("ray-serve")),
             (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-serve")),
+            # issue 12: the heads' own GSAs hold their identity's bucket roles (drivers run there)
+            (b.format("datasets"), "roles/storage.objectViewer", sa.format("ray-train-head")),
+            (b.format("checkpoints"), "roles/storage.objectUser", sa.format("ray-train-head")),
+            (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-train-head")),
+            (b.format("checkpoints"), "roles/storage.objectViewer", sa.format("ray-serve-head")),
+            (b.format("artifacts"), "roles/storage.objectViewer", sa.format("ray-serve-head")),
         ]
     )
     assert all(g["parent"] == "ray-gke:security:WorkloadAccess::access" for g in grants)
@@ -69,7 +86,13 @@ def test_bucket_roles_are_bucket_level_and_follow_config(records):
 
 def test_kms_keys_rotate_and_service_agents_are_granted(records):
     keys = by_name(records, "gcp:kms/cryptoKey:CryptoKey")
-    assert set(keys) == {"gke-secrets", "buckets", "artifact-registry"}
+    assert set(keys) == {
+        "gke-secrets",
+        "buckets",
+        "artifact-registry",
+        "secret-manager",
+        "boot-disks",
+    }
     assert all(k["rotationPeriod"] == "7776000s" for k in keys.values())
     grants = of_type(records, "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
     got = {(g["inputs"]["cryptoKeyId"].rsplit("/", 1)[1], g["inputs"]["member"]) for g in grants}
@@ -82,6 +105,14 @@ def test_kms_keys_rotate_and_service_agents_are_granted(records):
         (
             "artifact-registry",
             f"serviceAccount:service-{NUMBER}@gcp-sa-artifactregistry.iam.gserviceaccount.com",
+        ),
+        (
+            "secret-manager",
+            f"serviceAccount:service-{NUMBER}@gcp-sa-secretmanager.iam.gserviceaccount.com",
+        ),
+        (
+            "boot-disks",
+            f"serviceAccount:service-{NUMBER}@compute-system.iam.gserviceaccount.com",
         ),
     }
     assert all(g["inputs"]["role"] == "roles/cloudkms.cryptoKeyEncrypterDecrypter" for g in grants)
@@ -100,7 +131,11 @@ def test_secrets_have_no_values_and_only_readers_get_access(records):
         (
             "serviceAccount:ray-train@ray-gke-test.iam.gserviceaccount.com",
             "roles/secretmanager.secretAccessor",
-        )
+        ),
+        (  # issue 12: and the reader's head account
+            "serviceAccount:ray-train-head@ray-gke-test.iam.gserviceaccount.com",
+            "roles/secretmanager.secretAccessor",
+        ),
     ]
 
 
@@ -131,3 +166,35 @@ def test_destroy_then_recreate_needs_new_key_ring_names(records):
     # the cluster's secrets key and the buckets' CMEK key follow the new ring
     (cluster,) = of_type(second_records, "gcp:container/cluster:Cluster")
     assert cluster["inputs"]["databaseEncryption"]["keyName"].startswith(next(iter(second)))
+
+
+def test_node_service_account_holds_only_the_documented_minimum_role(records):
+    roles = [r["inputs"]["role"] for r in of_type(records, "gcp:projects/iAMMember:IAMMember")]
+    assert roles == ["roles/container.defaultNodeServiceAccount"]
+    assert "roles/artifactregistry.reader" not in roles
+
+
+def test_secrets_are_replicated_in_the_region_under_the_secret_manager_key(records):
+    (secret,) = of_type(records, "gcp:secretmanager/secret:Secret")
+    replication = secret["inputs"]["replication"]
+    assert "auto" not in replication
+    (replica,) = replication["userManaged"]["replicas"]
+    assert replica["location"] == "us-east5"
+    key = replica["customerManagedEncryption"]["kmsKeyName"]
+    assert (
+        key
+        == "projects/ray-gke-test/locations/us-east5/keyRings/ray-test-us-east5/cryptoKeys/secret-manager"
+    )
+    (agent,) = of_type(records, "gcp:projects/serviceIdentity:ServiceIdentity")
+    assert agent["inputs"]["service"] == "secretmanager.googleapis.com"
+
+
+def test_boot_disks_of_every_pool_and_nap_use_the_boot_disk_key(records):
+    key = (
+        "projects/ray-gke-test/locations/us-east5/keyRings/ray-test-us-east5/cryptoKeys/boot-disks"
+    )
+    pools = of_type(records, "gcp:container/nodePool:NodePool")
+    assert pools and all(p["inputs"]["nodeConfig"]["bootDiskKmsKey"] == key for p in pools)
+    (cluster,) = of_type(records, "gcp:container/cluster:Cluster")
+    nap = cluster["inputs"]["clusterAutoscaling"]["autoProvisioningDefaults"]
+    assert nap["bootDiskKmsKey"] == key

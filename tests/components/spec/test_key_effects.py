@@ -244,6 +244,10 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
     elif isinstance(value, list):  # zones, readers, an empty list of authorized networks
         if key == "master_authorized_networks":
             yield _set(data, path, [*value, {"name": "office", "cidr": "198.51.100.0/24"}])
+        elif key == "cidrs":  # kuberay.serve_from.cidrs
+            yield _set(data, path, [*value, "10.128.0.0/16"])
+        elif key == "namespaces":  # kuberay.serve_from.namespaces
+            yield _set(data, path, [*value, "gateway"])
         elif key == "zones" or schema.endswith(".zones"):
             zones = value or data["zones"]
             m = ZONE.match(zones[0])
@@ -272,6 +276,9 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "cpu": ["1"],
             "memory": ["2Gi"],
             "worker_group": [],
+            "gpus": [4],  # kuberay.quota.*
+            "tpus": [8],
+            "pods": [100],
         }
         for new in table.get(key, []):
             yield _set(data, path, new)
@@ -289,9 +296,12 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         value = str(value)
         literals = {
             "release_channel": ["STABLE", "REGULAR", "RAPID"],
+            "aggregation_interval": ["INTERVAL_1_MIN", "INTERVAL_5_SEC"],
+            "flow_sampling": [0.25, 1.0],
             "autoscaling_profile": ["BALANCED", "OPTIMIZE_UTILIZATION"],
             "provisioning": ["spot", "on-demand"],
             "mode": ["gke-addon", "helm"],
+            "metadata": ["EXCLUDE_ALL_METADATA", "INCLUDE_ALL_METADATA"],
             "driver_version": ["DEFAULT", "LATEST"],
             "datasets": ["read", "write"],
             "checkpoints": ["read", "write"],
@@ -319,6 +329,11 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "master_ipv4_cidr": ["172.16.0.16/28"],
             "root": ["/tmp/raygke-other"],
             "data": ["gs://other/text/"],
+            "pod_security": ["baseline", "restricted"],  # kuberay.pod_security
+            "default_cpu": ["2"],  # kuberay.limit_range.*
+            "default_memory": ["2Gi"],
+            "default_request_cpu": ["200m"],
+            "default_request_memory": ["512Mi"],
         }
         for new in literals.get(key, []):
             if new != value:

@@ -1,0 +1,190 @@
+"""The Ray namespace's guard rails (components/builders/namespace.py) and the naming of the
+heads' own accounts."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+
+from components.builders.namespace import (
+    limit_range,
+    network_policies,
+    psa_labels,
+    ray_cluster_selectors,
+    resource_quota,
+)
+from components.builders.naming import head_account_id, workload_accounts
+from components.spec import ConfigError, validate
+from tests.helpers import config, stack
+
+RC = {"name": "rc", "worker_groups": [{"name": "cpu", "node_pool": "cpu"}]}
+JOBS = [
+    {"name": "on-rc", "workload": "train_lm", "cluster": "rc", "worker_group": "cpu"},
+    {"name": "own", "workload": "train_lm", "node_pool": "cpu"},
+]
+
+
+def _cfg(**kuberay):
+    return validate(config(ray_clusters=[RC], jobs=JOBS, kuberay={"mode": "helm", **kuberay}))
+
+
+def _pol(policies, name):
+    return next(p for p in policies if p["metadata"]["name"] == name)
+
+
+def test_policies_per_cluster_and_default_deny():
+    pols = network_policies(_cfg())
+    assert [p["metadata"]["name"] for p in pols] == [
+        "default-deny-ingress",
+        "own-ray",
+        "own-ray-head",
+        "rc-ray",
+        "rc-ray-head",
+    ]
+    deny = pols[0]["spec"]
+    assert deny == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    assert ray_cluster_selectors(_cfg()) == {
+        "rc": {"ray.io/cluster": "rc"},
+        "own": {"ray-gke.io/job-cluster": "own"},
+    }
+    rc = _pol(pols, "rc-ray")["spec"]
+    assert rc["podSelector"] == {"matchLabels": {"ray.io/cluster": "rc"}}
+    own_pods, gmp = rc["ingress"]
+    assert own_pods == {"from": [{"podSelector": {"matchLabels": {"ray.io/cluster": "rc"}}}]}
+    assert gmp["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gmp-system"}}}
+    ]
+    assert gmp["ports"] == [{"protocol": "TCP", "port": 8080}]
+    for p in pols:
+        kubernetes_validate.validate(p, "1.35", strict=True)
+
+
+def test_head_ports_only_from_operator_and_own_submitters():
+    head = _pol(network_policies(_cfg()), "rc-ray-head")["spec"]
+    assert head["podSelector"] == {
+        "matchLabels": {"ray.io/cluster": "rc", "ray.io/node-type": "head"}
+    }
+    (rule,) = head["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [6379, 8265, 10001]
+    assert rule["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}}},
+        {"podSelector": {"matchLabels": {"ray-gke.io/submits-to": "rc"}}},
+    ]
+    # the GKE add-on runs the operator off the cluster's nodes: the control plane's range
+    addon = validate(config(ray_clusters=[RC], kuberay={"mode": "gke-addon"}))
+    (rule,) = _pol(network_policies(addon), "rc-ray-head")["spec"]["ingress"]
+    assert rule["from"][0] == {"ipBlock": {"cidr": addon.network.master_ipv4_cidr}}
+
+
+def test_serve_port_only_from_the_named_namespaces_and_cidrs():
+    assert all(
+        8000 not in [p["port"] for r in pol["spec"].get("ingress", []) for p in r.get("ports", [])]
+        for pol in network_policies(_cfg())
+    )
+    cfg = _cfg(serve_from={"namespaces": ["gateway"], "cidrs": ["10.128.0.0/16"]})
+    rule = _pol(network_policies(cfg), "rc-ray")["spec"]["ingress"][-1]
+    assert rule == {
+        "from": [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateway"}}},
+            {"ipBlock": {"cidr": "10.128.0.0/16"}},
+        ],
+        "ports": [{"protocol": "TCP", "port": 8000}],
+    }
+
+
+def test_submitter_and_own_cluster_pods_carry_the_selected_labels():
+    from components.builders.manifests import render_manifests
+    from tests.helpers import WORKING_DIR
+
+    by = {m["metadata"]["name"]: m for m in render_manifests(_cfg(), WORKING_DIR)}
+    sub = by["on-rc"]["spec"]["submitterPodTemplate"]["metadata"]["labels"]
+    assert sub["ray-gke.io/submits-to"] == "rc"
+    own = by["own"]["spec"]
+    assert own["submitterPodTemplate"]["metadata"]["labels"]["ray-gke.io/submits-to"] == "own"
+    head = own["rayClusterSpec"]["headGroupSpec"]["template"]["metadata"]["labels"]
+    worker = own["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["metadata"]["labels"]
+    assert head["ray-gke.io/job-cluster"] == worker["ray-gke.io/job-cluster"] == "own"
+
+
+def test_quota_follows_nap_limits_unless_set():
+    cfg = stack("prod")
+    assert resource_quota(cfg)["spec"]["hard"] == {
+        "requests.cpu": "2048",
+        "requests.memory": "16384Gi",
+        "limits.memory": "16384Gi",
+        "requests.nvidia.com/gpu": "16",
+        "requests.google.com/tpu": "32",
+    }
+    cfg = _cfg(quota={"cpu": "500", "memory": "2Ti", "gpus": 2, "tpus": 0, "pods": 300})
+    assert resource_quota(cfg)["spec"]["hard"] == {
+        "requests.cpu": "500",
+        "requests.memory": "2Ti",
+        "limits.memory": "2Ti",
+        "requests.nvidia.com/gpu": "2",
+        "requests.google.com/tpu": "0",
+        "pods": "300",
+    }
+    lr = limit_range(_cfg(limit_range={"default_cpu": "2", "default_request_cpu": "250m"}))
+    assert lr["spec"]["limits"][0]["default"] == {"cpu": "2", "memory": "1Gi"}
+    assert lr["spec"]["limits"][0]["defaultRequest"] == {"cpu": "250m", "memory": "256Mi"}
+    kubernetes_validate.validate(resource_quota(cfg), "1.35", strict=True)
+    kubernetes_validate.validate(lr, "1.35", strict=True)
+
+
+@pytest.mark.parametrize(
+    ("kuberay", "line"),
+    [
+        (
+            {"serve_from": {"cidrs": ["10.0.0.1/8"]}},
+            "kuberay.serve_from.cidrs entry '10.0.0.1/8' is not a network in CIDR notation",
+        ),
+        (
+            {"serve_from": {"namespaces": ["Gateway"]}},
+            "kuberay.serve_from.namespaces entry 'Gateway' is not a valid Kubernetes name",
+        ),
+        ({"quota": {"cpu": "lots"}}, "kuberay.quota.cpu 'lots' is not a Kubernetes quantity"),
+        (
+            {"limit_range": {"default_request_memory": "2Gi"}},
+            "kuberay.limit_range.default_request_memory 2Gi is above default_memory 1Gi",
+        ),
+    ],
+)
+def test_bad_guard_config_is_one_clear_line(kuberay, line):
+    with pytest.raises(ConfigError) as e:
+        validate(config(kuberay=kuberay))
+    assert any(line in p for p in e.value.problems), e.value.problems
+    assert "Traceback" not in str(e.value)
+
+
+def test_psa_labels_and_head_accounts():
+    assert psa_labels()["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert psa_labels()["pod-security.kubernetes.io/audit"] == "restricted"
+    assert head_account_id("ray-train") == "ray-train-head"
+    long = "a" * 28
+    short = head_account_id(long)
+    assert len(short) <= 30 and short.endswith("-head") and short != head_account_id("a" * 27)
+    accts = workload_accounts(stack("dev"))
+    assert [(a.name, a.role) for a in accts][:2] == [
+        ("ray-train", "workers"),
+        ("ray-train-head", "head"),
+    ]
+
+
+def test_in_cluster_client_env_reads_the_cluster_secret():
+    from components.builders.manifests import auth_client_env, auth_options
+
+    env = auth_client_env("rc")
+    assert env[0] == {"name": "RAY_AUTH_MODE", "value": "token"}
+    ref = env[1]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": auth_options("rc")["secretName"], "key": "auth_token"}
+
+
+def test_pod_security_enforce_level_from_config():
+    from components.builders.namespace import namespace_manifest
+
+    labels = namespace_manifest(_cfg(pod_security="baseline"))["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    with pytest.raises(ConfigError) as e:
+        validate(config(kuberay={"pod_security": "privileged"}))
+    assert any("kuberay.pod_security" in p for p in e.value.problems), e.value.problems
