@@ -344,7 +344,8 @@ def _heads_divide_width(values: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class TrainArgs(WorkloadArgs):
-    """Arguments both trainers take (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`),
+    """Arguments every trainer takes (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`,
+    :mod:`workloads.train_lm_tf`),
     read by the shared loop :mod:`workloads.train_loop`."""
 
     RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (_heads_divide_width,)
@@ -465,6 +466,29 @@ class TrainLmJaxArgs(TrainArgs):
     )
 
 
+@dataclass(frozen=True)
+class TrainLmTfArgs(TrainArgs):
+    """Arguments of :mod:`workloads.train_lm_tf` (Keras 3 on TensorFlow,
+    MultiWorkerMirroredStrategy under Ray Train's TensorflowTrainer)."""
+
+    WORKLOAD: ClassVar[str] = "train_lm_tf"
+
+    name: str = arg("train_lm_tf", "experiment (run) name under storage_path")
+    use_gpu: bool = arg(False, "one GPU per worker when scaling is None (NCCL collectives)")
+    grad_clip: float = arg(
+        1.0, "global gradient-norm clip (after the all-reduce)", "norm", minimum=0
+    )
+    tf_threads: int | None = arg(
+        None,
+        "TensorFlow intra/inter-op threads; None = node CPUs / workers on the node",
+        "threads",
+        minimum=1,
+    )
+    weights_log: str | None = arg(
+        None, "local JSONL file: one line per worker with its final weights' sha256 (tests)", "path"
+    )
+
+
 # ------------------------------------------------------------------------------------ evaluate
 
 
@@ -492,7 +516,7 @@ class EvaluateArgs(WorkloadArgs):
 
 
 ARGS: Mapping[str, type[WorkloadArgs]] = types.MappingProxyType(
-    {c.WORKLOAD: c for c in (PrepareArgs, TrainLmArgs, TrainLmJaxArgs, EvaluateArgs)}
+    {c.WORKLOAD: c for c in (PrepareArgs, TrainLmArgs, TrainLmJaxArgs, TrainLmTfArgs, EvaluateArgs)}
 )
 
 

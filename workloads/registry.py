@@ -21,6 +21,7 @@ from workloads.args import (
     PrepareArgs,
     TrainLmArgs,
     TrainLmJaxArgs,
+    TrainLmTfArgs,
     WorkloadArgs,
 )
 
@@ -44,6 +45,8 @@ class Workload:
         accelerators: subset of ("cpu", "gpu", "tpu") the workload can use.
         writes: the buckets (``datasets``, ``checkpoints``, ``artifacts``) it writes to, so the
             platform can check that the job's service account may write there.
+        unsupported: ``(accelerator, why)`` pairs: the reason given when a job asks for an
+            accelerator outside :attr:`accelerators` (see :meth:`refusal`).
     """
 
     name: str
@@ -53,6 +56,18 @@ class Workload:
     num_cpus: float = 1.0
     accelerators: tuple[str, ...] = ("cpu",)
     writes: tuple[str, ...] = ()
+    unsupported: tuple[tuple[str, str], ...] = ()
+
+    def refusal(self, accelerator: str) -> str | None:
+        """One line refusing ``accelerator`` (None when the workload supports it): the kinds it
+        supports, and the recorded reason when there is one."""
+        if accelerator in self.accelerators:
+            return None
+        why = dict(self.unsupported).get(accelerator)
+        return (
+            f"workload {self.name!r} supports {', '.join(self.accelerators)}, not {accelerator}"
+            + (f": {why}" if why else "")
+        )
 
     @property
     def default_args(self) -> Mapping[str, Any]:
@@ -127,6 +142,19 @@ _ALL: tuple[Workload, ...] = (
         writes=("checkpoints",),
     ),
     Workload(
+        name="train_lm_tf",
+        module="workloads.train_lm_tf",
+        description="Ray Train TensorflowTrainer: the same byte-level LM in Keras 3, "
+        "MultiWorkerMirroredStrategy (NCCL on GPUs)",
+        args=TrainLmTfArgs,
+        num_cpus=1.0,
+        accelerators=("cpu", "gpu"),
+        writes=("checkpoints",),
+        unsupported=(
+            ("tpu", "TensorFlow on TPU is not part of this product; use train_lm_jax on TPUs"),
+        ),
+    ),
+    Workload(
         name="evaluate",
         module="workloads.evaluate",
         description="Validation loss (nats/byte) and a sample from the newest valid checkpoint",
@@ -139,6 +167,9 @@ _ALL: tuple[Workload, ...] = (
 WORKLOADS: Mapping[str, Workload] = MappingProxyType({w.name: w for w in _ALL})
 
 DEFAULT_PIPELINE: tuple[str, ...] = ("prepare", "train_lm", "evaluate")
+
+# The training workloads (each writes checkpoints that ``evaluate`` scores).
+TRAINERS: tuple[str, ...] = ("train_lm", "train_lm_jax", "train_lm_tf")
 
 
 def get_workload(name: str) -> Workload:

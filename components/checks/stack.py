@@ -332,11 +332,9 @@ def workload_problems(cfg: StackConfig) -> list[str]:
             problems.append(f"jobs[{job.name}].workload: {e.args[0] if e.args else e}")
             continue
         kind = target.pool.kind
-        if kind != "cpu" and kind not in workload.accelerators:
-            problems.append(
-                f"jobs[{job.name}]: workload {workload.name!r} supports "
-                f"{', '.join(workload.accelerators)}, not {kind} (node pool {target.pool.name!r})"
-            )
+        refusal = workload.refusal(kind) if kind != "cpu" else None
+        if refusal:
+            problems.append(f"jobs[{job.name}]: {refusal} (node pool {target.pool.name!r})")
     return problems
 
 
