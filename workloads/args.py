@@ -314,6 +314,11 @@ SCALING_KEYS = (
 )
 
 
+# ``ScalingConfig(placement_strategy=...)`` values (Ray placement group strategies,
+# https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy).
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
 def _scaling_problem(value: Mapping[str, Any]) -> str | None:
     unknown = sorted(set(value) - set(SCALING_KEYS))
     if unknown:
@@ -323,6 +328,9 @@ def _scaling_problem(value: Mapping[str, Any]) -> str | None:
     n = value.get("num_workers")
     if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
         return "needs num_workers, an int >= 1"
+    strategy = value.get("placement_strategy", "PACK")
+    if strategy not in PLACEMENT_STRATEGIES:
+        return f"placement_strategy {strategy!r} is not one of {', '.join(PLACEMENT_STRATEGIES)}"
     res = value.get("resources_per_worker", {})
     if not isinstance(res, Mapping) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in res.values()
