@@ -18,7 +18,7 @@ $(BIN)/python:
 
 # Reinstall when pyproject.toml changes (pins live there; torch==2.13.0 is a locally cached CPU wheel).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[workloads,tpu,dev]'
+	$(BIN)/python -m pip install -e '.[workloads,tpu,tf,dev]'
 	touch $@
 
 # Cluster up -> prepare -> train_lm -> evaluate on the stdlib sources -> summary -> cluster down,

@@ -297,7 +297,7 @@ def run(
 
     # SIGTERM (timeout, CI cancellation) stops the running job like Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    from workloads.registry import DEFAULT_PIPELINE
+    from workloads.registry import DEFAULT_PIPELINE, TRAINERS
 
     try:
         names = local_jobs.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
@@ -328,7 +328,7 @@ def run(
         data_uri = local_jobs.absolute_data(data)
         ds = local_jobs.dataset_name(data_uri)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        if any(n in ("train_lm", "train_lm_jax") for n in names):
+        if any(n in TRAINERS for n in names):
             run_name = f"lm-{ds}-{stamp}"
         else:
             run_name = state.get("last_run") or f"lm-{ds}"
@@ -387,7 +387,7 @@ def run(
                 markup=True,
                 highlight=False,
             )
-            if name in ("train_lm", "train_lm_jax"):
+            if name in TRAINERS:
                 state["last_run"] = run_name
                 local_cluster.write_state(target, state)
         summary = local_jobs.summarize(results)

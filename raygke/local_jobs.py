@@ -27,7 +27,7 @@ from typing import Any
 import workloads
 from raygke.local_cluster import LocalError, LocalTarget, use_cluster_auth
 from workloads.args import ArgError, JobContext, bind_job_args, parse_value
-from workloads.registry import RESULT_PREFIX, WORKLOADS, get_workload
+from workloads.registry import RESULT_PREFIX, TRAINERS, WORKLOADS, get_workload
 
 ACCELERATORS = ("cpu", "gpu", "tpu")
 SUMMARY_KEYS = (
@@ -101,7 +101,9 @@ def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
     """Validate job names; with ``tpu`` map ``train_lm`` to ``train_lm_jax``.
 
     Raises:
-        LocalError: unknown job, unknown accelerator, or ``train_lm_jax`` not registered for tpu.
+        LocalError: unknown job, unknown accelerator, ``train_lm_jax`` not registered for tpu,
+            or another trainer asked to run on an accelerator it does not support
+            (``train_lm_tf`` on ``tpu``).
     """
     if accelerator not in ACCELERATORS:
         raise LocalError(f"--accelerator {accelerator!r} is not one of {', '.join(ACCELERATORS)}")
@@ -115,6 +117,9 @@ def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
                     "--accelerator tpu needs the workload train_lm_jax, which is not registered"
                 )
             name = "train_lm_jax"
+        refusal = get_workload(name).refusal(accelerator) if name in TRAINERS else None
+        if refusal:
+            raise LocalError(f"--accelerator {accelerator}: {refusal}")
         out.append(name)
     return out
 
@@ -149,7 +154,8 @@ def job_args(
     """Arguments for job ``name`` wired to the local bucket folders, bound by
     :func:`workloads.args.bind_job_args` (the one binding the GKE RayJobs use too).
 
-    prepare writes ``<datasets>/<dataset_name(data)>``; train_lm (or train_lm_jax) reads it and
+    prepare writes ``<datasets>/<dataset_name(data)>``; a trainer (train_lm, train_lm_jax,
+    train_lm_tf: :data:`workloads.registry.TRAINERS`) reads it and
     stores checkpoints under ``<checkpoints>/<run_name>``; evaluate reads the checkpoint that
     train reported in this run (``results``), else the newest valid one of ``run_name``.
     ``overrides`` (``--set``, :func:`parse_overrides`) go on top; ``train_lm``'s also apply to
@@ -160,8 +166,8 @@ def job_args(
             workload does not accept.
     """
     buckets = state["buckets"]
-    trained = results.get("train_lm") or results.get("train_lm_jax") or {}
-    trains = name in ("train_lm", "train_lm_jax")
+    trained = trained_result(results)
+    trains = name in TRAINERS
     scaling = tpu_args(state)["scaling"] if accelerator == "tpu" and trains else None
     context = JobContext(
         dataset=os.path.join(buckets["datasets"], dataset_name(data)),
@@ -172,7 +178,7 @@ def job_args(
         checkpoint=trained.get("checkpoint") if name == "evaluate" else None,
     )
     args: dict[str, Any] = {}
-    if accelerator == "gpu" and name == "train_lm":
+    if accelerator == "gpu" and name in ("train_lm", "train_lm_tf"):
         args["use_gpu"] = True
     overrides = overrides or {}
     if name == "train_lm_jax":
@@ -182,6 +188,12 @@ def job_args(
         return bind_job_args(name, context, args)
     except ArgError as e:
         raise LocalError(f"job {name}: {e.problems[0]}") from None
+
+
+def trained_result(results: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The result of this run's trainer (the first of :data:`workloads.registry.TRAINERS` that
+    ran), or an empty mapping."""
+    return next((results[t] for t in TRAINERS if results.get(t)), {})
 
 
 def parse_result(logs: str) -> dict[str, Any] | None:
@@ -199,7 +211,7 @@ def parse_result(logs: str) -> dict[str, Any] | None:
 def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The summary dict (keys :data:`SUMMARY_KEYS`, None where no job produced the value)."""
     prep = results.get("prepare", {})
-    train = results.get("train_lm") or results.get("train_lm_jax") or {}
+    train = trained_result(results)
     ev = results.get("evaluate", {})
     return {
         "rows": prep.get("rows"),

@@ -55,7 +55,11 @@ COMPONENTS_MAY_IMPORT = {"workloads.registry", "workloads.args"}
 @pytest.mark.parametrize("path", sorted((ROOT / "components").rglob("*.py")), ids=str)
 def test_components_do_not_import_ml(path: Path) -> None:
     mods = imported_modules(path)
-    bad = {m for m in mods if top(m) in {"ray", "torch", "jax", "jaxlib", "tensorflow", "optax"}}
+    bad = {
+        m
+        for m in mods
+        if top(m) in {"ray", "torch", "jax", "jaxlib", "tensorflow", "keras", "optax"}
+    }
     bad |= {m for m in mods if top(m) == "workloads" and m not in COMPONENTS_MAY_IMPORT}
     assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 

@@ -314,6 +314,11 @@ SCALING_KEYS = (
 )
 
 
+# ``ScalingConfig(placement_strategy=...)`` values (Ray placement group strategies,
+# https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy).
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
 def _scaling_problem(value: Mapping[str, Any]) -> str | None:
     unknown = sorted(set(value) - set(SCALING_KEYS))
     if unknown:
@@ -323,6 +328,9 @@ def _scaling_problem(value: Mapping[str, Any]) -> str | None:
     n = value.get("num_workers")
     if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
         return "needs num_workers, an int >= 1"
+    strategy = value.get("placement_strategy", "PACK")
+    if strategy not in PLACEMENT_STRATEGIES:
+        return f"placement_strategy {strategy!r} is not one of {', '.join(PLACEMENT_STRATEGIES)}"
     res = value.get("resources_per_worker", {})
     if not isinstance(res, Mapping) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in res.values()
@@ -344,7 +352,8 @@ def _heads_divide_width(values: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class TrainArgs(WorkloadArgs):
-    """Arguments both trainers take (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`),
+    """Arguments every trainer takes (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`,
+    :mod:`workloads.train_lm_tf`),
     read by the shared loop :mod:`workloads.train_loop`."""
 
     RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (_heads_divide_width,)
@@ -465,6 +474,29 @@ class TrainLmJaxArgs(TrainArgs):
     )
 
 
+@dataclass(frozen=True)
+class TrainLmTfArgs(TrainArgs):
+    """Arguments of :mod:`workloads.train_lm_tf` (Keras 3 on TensorFlow,
+    MultiWorkerMirroredStrategy under Ray Train's TensorflowTrainer)."""
+
+    WORKLOAD: ClassVar[str] = "train_lm_tf"
+
+    name: str = arg("train_lm_tf", "experiment (run) name under storage_path")
+    use_gpu: bool = arg(False, "one GPU per worker when scaling is None (NCCL collectives)")
+    grad_clip: float = arg(
+        1.0, "global gradient-norm clip (after the all-reduce)", "norm", minimum=0
+    )
+    tf_threads: int | None = arg(
+        None,
+        "TensorFlow intra/inter-op threads; None = node CPUs / workers on the node",
+        "threads",
+        minimum=1,
+    )
+    weights_log: str | None = arg(
+        None, "local JSONL file: one line per worker with its final weights' sha256 (tests)", "path"
+    )
+
+
 # ------------------------------------------------------------------------------------ evaluate
 
 
@@ -492,7 +524,7 @@ class EvaluateArgs(WorkloadArgs):
 
 
 ARGS: Mapping[str, type[WorkloadArgs]] = types.MappingProxyType(
-    {c.WORKLOAD: c for c in (PrepareArgs, TrainLmArgs, TrainLmJaxArgs, EvaluateArgs)}
+    {c.WORKLOAD: c for c in (PrepareArgs, TrainLmArgs, TrainLmJaxArgs, TrainLmTfArgs, EvaluateArgs)}
 )
 
 

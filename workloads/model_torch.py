@@ -184,7 +184,9 @@ def save_checkpoint(
     return write_checkpoint(target_dir, files, metadata)
 
 
-JAX_PARAMS = "params.npz"  # workloads/model_jax.py's checkpoint file
+JAX_PARAMS = "params.npz"  # workloads/model_jax.py's and workloads/model_tf.py's weights file
+# Checkpoint frameworks whose weights are ``params.npz`` under the JAX model's names and layouts.
+NPZ_FRAMEWORKS = ("jax", "tensorflow")
 
 
 def state_dict_from_jax(
@@ -226,8 +228,9 @@ def load_checkpoint(
     path: str | os.PathLike[str], device: torch.device | str = "cpu"
 ) -> tuple[GPT, dict[str, Any], dict[str, Any] | None]:
     """Verify then load a checkpoint of either framework: ``(model, metadata,
-    optimizer_state_or_None)``. A JAX checkpoint (``framework: jax``, ``params.npz``) is loaded
-    into this model through :func:`state_dict_from_jax` (no optimizer state).
+    optimizer_state_or_None)``. A JAX or TensorFlow checkpoint (``framework: jax`` /
+    ``tensorflow``, ``params.npz`` in the JAX layout) is loaded into this model through
+    :func:`state_dict_from_jax` (no optimizer state).
 
     Raises:
         workloads.checkpoint.CheckpointError: the manifest does not verify, or the weights do not
@@ -235,7 +238,7 @@ def load_checkpoint(
     """
     metadata = verify_checkpoint(path)
     model = GPT(ModelConfig(**metadata["model"]))
-    if metadata.get("framework") == "jax":
+    if metadata.get("framework") in NPZ_FRAMEWORKS:
         try:
             with np.load(Path(path) / JAX_PARAMS, allow_pickle=False) as z:
                 state = state_dict_from_jax({k: z[k] for k in z.files}, model.cfg)

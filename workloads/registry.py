@@ -21,6 +21,7 @@ from workloads.args import (
     PrepareArgs,
     TrainLmArgs,
     TrainLmJaxArgs,
+    TrainLmTfArgs,
     WorkloadArgs,
 )
 
@@ -48,6 +49,8 @@ class Workload:
             ``pyproject.toml``), on the driver and on the workers. The version needed is the
             project's pin, the one the tests ran with; ``raygke check`` refuses a job whose image
             does not provide each at that version (``components/checks/images.py``).
+        unsupported: ``(accelerator, why)`` pairs: the reason given when a job asks for an
+            accelerator outside :attr:`accelerators` (see :meth:`refusal`).
     """
 
     name: str
@@ -58,6 +61,18 @@ class Workload:
     accelerators: tuple[str, ...] = ("cpu",)
     writes: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
+    unsupported: tuple[tuple[str, str], ...] = ()
+
+    def refusal(self, accelerator: str) -> str | None:
+        """One line refusing ``accelerator`` (None when the workload supports it): the kinds it
+        supports, and the recorded reason when there is one."""
+        if accelerator in self.accelerators:
+            return None
+        why = dict(self.unsupported).get(accelerator)
+        return (
+            f"workload {self.name!r} supports {', '.join(self.accelerators)}, not {accelerator}"
+            + (f": {why}" if why else "")
+        )
 
     @property
     def default_args(self) -> Mapping[str, Any]:
@@ -135,6 +150,25 @@ _ALL: tuple[Workload, ...] = (
         needs=("jax", "jaxlib", "optax", "numpy", "pyarrow"),
     ),
     Workload(
+        name="train_lm_tf",
+        module="workloads.train_lm_tf",
+        description="Ray Train TensorflowTrainer: the same byte-level LM in Keras 3, "
+        "MultiWorkerMirroredStrategy (NCCL on GPUs)",
+        args=TrainLmTfArgs,
+        num_cpus=1.0,
+        accelerators=("cpu",),
+        writes=("checkpoints",),
+        needs=("tensorflow-cpu", "keras", "numpy", "pyarrow"),
+        unsupported=(
+            ("tpu", "TensorFlow on TPU is not part of this product; use train_lm_jax on TPUs"),
+            (
+                "gpu",
+                "the project pins TensorFlow's CPU build (pyproject extra tf) and its GPU image "
+                "carries PyTorch's CUDA stack only; use train_lm on GPUs",
+            ),
+        ),
+    ),
+    Workload(
         name="evaluate",
         module="workloads.evaluate",
         description="Validation loss (nats/byte) and a sample from the newest valid checkpoint",
@@ -148,6 +182,9 @@ _ALL: tuple[Workload, ...] = (
 WORKLOADS: Mapping[str, Workload] = MappingProxyType({w.name: w for w in _ALL})
 
 DEFAULT_PIPELINE: tuple[str, ...] = ("prepare", "train_lm", "evaluate")
+
+# The training workloads (each writes checkpoints that ``evaluate`` scores).
+TRAINERS: tuple[str, ...] = ("train_lm", "train_lm_jax", "train_lm_tf")
 
 
 def get_workload(name: str) -> Workload:

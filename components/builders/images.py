@@ -37,7 +37,7 @@ IMAGES_DIR = "images"
 # image has JAX's CPU build too: every job's driver runs on the head (a CPU pod), and
 # train_lm_jax also runs on CPU workers.
 IMAGE_EXTRAS: Mapping[str, tuple[str, ...]] = {
-    "cpu": ("workloads", "tpu"),
+    "cpu": ("workloads", "tpu", "tf"),
     "gpu": ("workloads",),
     "tpu": ("workloads", "tpu"),
 }

@@ -59,7 +59,7 @@ from components.builders.images import planned_refs, pool_image_kind
 from components.builders.images import runtime_env_pip as _runtime_env_pip
 from components.builders.naming import bucket_name, bucket_url, head_account_id, ksa_name
 from components.builders.nodepools import NodePoolSpec, gpu_node_labels, specs_for_pool
-from components.builders.scaling import peak_flops_per_device, scaling_config_for_pool
+from components.builders.scaling import peak_flops_per_device, scaling_config_for_job_target
 from components.spec import (
     CpuPool,
     GpuPool,
@@ -70,6 +70,7 @@ from components.spec import (
     StackConfig,
     TpuPool,
     WorkerGroupConfig,
+    quantity_bytes,
     resolve_group,
     resolve_job,
 )
@@ -403,6 +404,28 @@ def head_group_spec(
 # --------------------------------------------------------------------------------- worker groups
 
 
+SPILL_VOLUME = "ray-spill"
+
+
+def ray_start_params(group: WorkerGroupConfig) -> dict[str, str]:
+    """``rayStartParams`` of a worker group (KubeRay passes each as ``ray start --<key>=<value>``;
+    https://docs.ray.io/en/latest/cluster/cli.html#ray-start):
+
+    * ``object-store-memory``: ``group.object_store_memory`` in bytes (a decimal string);
+    * ``object-spilling-directory``: ``group.spill_dir``
+      (https://docs.ray.io/en/latest/ray-core/objects/object-spilling.html), backed by the
+      ``emptyDir`` volume :data:`SPILL_VOLUME` mounted there (node ephemeral storage).
+
+    Empty when neither is set (Ray's defaults: 30% of the pod's memory, spilling under /tmp).
+    """
+    params: dict[str, str] = {}
+    if group.object_store_memory is not None:
+        params["object-store-memory"] = str(quantity_bytes(group.object_store_memory))
+    if group.spill_dir:
+        params["object-spilling-directory"] = group.spill_dir
+    return params
+
+
 def worker_group_spec(
     cfg: StackConfig,
     target: GroupTarget,
@@ -437,7 +460,7 @@ def worker_group_spec(
         "minReplicas": group.min_replicas,
         "maxReplicas": max_replicas,
         "numOfHosts": 1,
-        "rayStartParams": {},
+        "rayStartParams": ray_start_params(group),
     }
     container: dict[str, Any] = {
         "name": "ray-worker",
@@ -445,6 +468,9 @@ def worker_group_spec(
     }
     extra_volumes: list[dict[str, Any]] = []
     extra_mounts: list[dict[str, Any]] = []
+    if group.spill_dir:
+        extra_volumes.append({"name": SPILL_VOLUME, "emptyDir": {}})
+        extra_mounts.append({"name": SPILL_VOLUME, "mountPath": group.spill_dir})
     tolerations: list[dict[str, str]] = []
     if isinstance(pool, TpuPool):
         s = pool.slice
@@ -580,7 +606,7 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     workload has an argument for:
 
     * ``scaling``: the ``ray.train.ScalingConfig`` kwargs (:mod:`components.builders.scaling`),
-      the same shape for both trainers;
+      the same shape for every trainer, with the job's ``placement_strategy`` when set;
     * ``max_failures``: ``job.max_failures``;
     * ``storage_path``: the checkpoints bucket URL;
     * ``name`` (workloads that write checkpoints): the job name, the Ray Train experiment name,
@@ -601,7 +627,7 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
         dataset=f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
         storage_path=bucket_url(cfg, "checkpoints"),
         name=job.name if "checkpoints" in workload.writes else None,
-        scaling=scaling_config_for_pool(target.pool, target.replicas),
+        scaling=scaling_config_for_job_target(job, target.pool, target.replicas),
         max_failures=job.max_failures,
         peak_flops_per_device=peak_flops_per_device(target.pool),
     )

@@ -16,6 +16,11 @@ that pool's shape — never typed a second time:
   GPUs per node, ``resources_per_worker = {"GPU": 1}``
   (https://docs.ray.io/en/latest/train/api/doc/ray.train.ScalingConfig.html).
 * CPU: ``num_workers`` = nodes, ``use_gpu = False``.
+
+A job's ``placement_strategy`` (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD) is added as
+``ScalingConfig(placement_strategy=...)``: Ray Train reserves the workers' bundles as one
+placement group with that strategy
+(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy).
 """
 
 from __future__ import annotations
@@ -63,6 +68,20 @@ def peak_flops_per_device(pool: CpuPool | TpuPool | GpuPool) -> float | None:
     return None
 
 
+def scaling_config_for_job_target(
+    job: JobConfig, pool: CpuPool | TpuPool | GpuPool, replicas: int
+) -> dict[str, Any]:
+    """:func:`scaling_config_for_pool` plus the job's ``placement_strategy`` when set.
+
+    Raises:
+        ScalingError: ``replicas`` < 1.
+    """
+    out = scaling_config_for_pool(pool, replicas)
+    if job.placement_strategy is not None:
+        out["placement_strategy"] = job.placement_strategy
+    return out
+
+
 def scaling_config_for_job(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     """``ray.train.ScalingConfig`` keyword arguments for ``job`` (see the module docstring).
 
@@ -75,4 +94,4 @@ def scaling_config_for_job(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
         ResolveError: the job's target cannot be resolved (see :func:`components.spec.resolve_job`).
     """
     target = resolve_job(cfg, job)
-    return scaling_config_for_pool(target.pool, target.replicas)
+    return scaling_config_for_job_target(job, target.pool, target.replicas)

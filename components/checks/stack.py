@@ -58,6 +58,7 @@ from components.checks.names import name_problems
 from components.checks.operator import operator_problems_all
 from components.checks.security import security_problems
 from components.spec import ResolveError, StackConfig, resolve_job
+from components.spec.ray import OBJECT_STORE_MAX_FRACTION
 
 _BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 _DEC = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -236,6 +237,33 @@ def schedule_problems(
     return [f"{where}: cannot schedule (nodeSelector {{{sel}}}): " + "; ".join(failures[0]) + more]
 
 
+def object_store_problems(where: str, group: dict[str, Any]) -> list[str]:
+    """One line if the group's ``rayStartParams`` ``object-store-memory`` (bytes) exceeds
+    :data:`components.spec.ray.OBJECT_STORE_MAX_FRACTION` of its Ray container's memory (limit,
+    else request): the object store is shared memory counted against the pod's memory
+    (https://docs.ray.io/en/latest/ray-core/scheduling/memory-management.html), so a larger one
+    leaves the worker processes too little and the pod is OOM-killed. Empty when not set or
+    the memory is unknown."""
+    raw = (group.get("rayStartParams") or {}).get("object-store-memory")
+    containers = ((group.get("template") or {}).get("spec") or {}).get("containers") or []
+    if raw is None or not containers:
+        return []
+    res = containers[0].get("resources") or {}
+    memory = (res.get("limits") or {}).get("memory") or (res.get("requests") or {}).get("memory")
+    try:
+        store, limit = float(raw), parse_quantity(memory) if memory else None
+    except ValueError:
+        return [f"{where}: rayStartParams object-store-memory {raw!r} is not a number of bytes"]
+    if limit is None or store <= OBJECT_STORE_MAX_FRACTION * limit:
+        return []
+    return [
+        f"{where}: object_store_memory {store / 2**30:.2f} GiB is more than "
+        f"{OBJECT_STORE_MAX_FRACTION:.0%} of the worker pod's memory {memory} "
+        f"({OBJECT_STORE_MAX_FRACTION * limit / 2**30:.2f} GiB at most); lower it or raise the "
+        "worker group's memory"
+    ]
+
+
 def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     kind = manifest.get("kind")
     name = (manifest.get("metadata") or {}).get("name", "?")
@@ -275,6 +303,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
     for m in manifests:
         for where, group in _groups(m):
             problems += schedule_problems(where, group, candidates)
+            problems += object_store_problems(where, group)
     return [_with_field(line, manifests) for line in problems]
 
 
@@ -340,11 +369,9 @@ def workload_problems(cfg: StackConfig) -> list[str]:
             problems.append(f"jobs[{job.name}].workload: {e.args[0] if e.args else e}")
             continue
         kind = target.pool.kind
-        if kind != "cpu" and kind not in workload.accelerators:
-            problems.append(
-                f"jobs[{job.name}]: workload {workload.name!r} supports "
-                f"{', '.join(workload.accelerators)}, not {kind} (node pool {target.pool.name!r})"
-            )
+        refusal = workload.refusal(kind) if kind != "cpu" else None
+        if refusal:
+            problems.append(f"jobs[{job.name}]: {refusal} (node pool {target.pool.name!r})")
     return problems
 
 

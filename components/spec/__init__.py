@@ -13,6 +13,7 @@ from components.spec.base import (
     PROJECT_NAMESPACE,
     ConfigError,
     StackFileError,
+    quantity_bytes,
 )
 from components.spec.cluster import ClusterConfig, MaintenanceWindow, NapConfig, SystemPool
 from components.spec.loader import (
@@ -123,6 +124,7 @@ __all__ = [
     "nap_needs",
     "own_cluster_group",
     "pool_capacity",
+    "quantity_bytes",
     "read_stack_yaml",
     "resolve_cluster",
     "resolve_group",

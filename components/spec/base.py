@@ -102,6 +102,35 @@ def _cpu_machine_type(value: str) -> str:
     return value
 
 
+_QUANTITY_FACTOR = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def quantity_bytes(value: str) -> int:
+    """A Kubernetes quantity accepted by :func:`_quantity` as a whole number of base units
+    (bytes for memory): ``"4Gi"`` -> 4294967296, ``"1500M"`` -> 1500000000, rounded down
+    (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+
+    Raises:
+        ValueError: not such a quantity.
+    """
+    m = _QUANTITY.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    number = str(value)[: len(str(value)) - len(m.group(2) or "")]
+    return int(float(number) * _QUANTITY_FACTOR[m.group(2) or ""])
+
+
 def _quantity(value: str, what: str) -> str:
     if not _QUANTITY.match(str(value)):
         raise ValueError(f"{what} {value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")

@@ -17,9 +17,24 @@ from components.spec.base import (
     _k8s_name,
     _Model,
     _quantity,
+    quantity_bytes,
 )
 
 # --------------------------------------------------------------------------------- ray / kuberay
+
+# Ray refuses an object store under 75 MiB (ray/_private/ray_constants.py
+# OBJECT_STORE_MINIMUM_MEMORY_BYTES).
+OBJECT_STORE_MIN_BYTES = 75 * 1024 * 1024
+# Largest share of a worker pod's memory its object store may take: the store is shared memory
+# (/dev/shm, ray/_private/services.py determine_plasma_store_config) counted against the pod's
+# memory limit, and the worker processes (heap, Ray Data blocks, the model) need the rest. Ray's
+# default is 30% (ray_constants.DEFAULT_OBJECT_STORE_MEMORY_PROPORTION); 80% leaves a fifth.
+OBJECT_STORE_MAX_FRACTION = 0.8
+# Paths a spill directory may not be (or be under): memory-backed or system folders.
+SPILL_DIR_RESERVED = ("/dev", "/proc", "/sys", "/etc", "/usr", "/bin", "/lib")
+# ``ray.train.ScalingConfig(placement_strategy=...)`` values
+# (https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy).
+PlacementStrategy = Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]
 
 # KubeRay versions whose CRDs the product carries (components/checks/crds/kuberay/v<version>/, from
 # the kuberay-operator chart's ``crds/`` of that tag); ``raygke check`` validates against that
@@ -391,6 +406,25 @@ class WorkerGroupConfig(_Model):
         "memory minus headroom for system pods.",
     )
 
+    object_store_memory: str | None = Field(
+        None,
+        description="Ray object store size of each worker pod (`rayStartParams` "
+        "`object-store-memory`, rendered in bytes): bytes (`4294967296`) or a Kubernetes "
+        "quantity (`4Gi`). The store lives in the pod's shared memory (`/dev/shm`), so it counts "
+        "against `memory`: at least 75 MiB and at most "
+        f"{int(OBJECT_STORE_MAX_FRACTION * 100)}% of the worker pod's memory. Unset: Ray's "
+        "default, 30% of the pod's memory (https://docs.ray.io/en/latest/ray-core/scheduling/"
+        "memory-management.html).",
+    )
+    spill_dir: str | None = Field(
+        None,
+        description="Absolute path in each worker pod where Ray spills objects when the object "
+        "store is full (`rayStartParams` `object-spilling-directory`, https://docs.ray.io/en/"
+        "latest/ray-core/objects/object-spilling.html); rendered with an `emptyDir` volume "
+        "`ray-spill` mounted there, i.e. the node's ephemeral storage (its boot disk, "
+        "`disk_size_gb` of the pool). Unset: Ray's session folder under /tmp.",
+    )
+
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
@@ -400,6 +434,38 @@ class WorkerGroupConfig(_Model):
     @classmethod
     def _q(cls, v: Any, info: Any) -> str | None:
         return None if v is None else _quantity(str(v), f"worker group {info.field_name}")
+
+    @field_validator("object_store_memory", mode="before")
+    @classmethod
+    def _object_store(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise ValueError(
+                f"object_store_memory {v!r} is neither bytes (an integer) nor a Kubernetes "
+                "quantity (e.g. 4Gi)"
+            )
+        q = _quantity(str(v), "worker group object_store_memory")
+        if quantity_bytes(q) < OBJECT_STORE_MIN_BYTES:
+            raise ValueError(
+                f"object_store_memory {v!r} is below Ray's minimum of 75 MiB "
+                "(ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES)"
+            )
+        return q
+
+    @field_validator("spill_dir")
+    @classmethod
+    def _spill_dir(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        bad = not re.fullmatch(r"/[A-Za-z0-9._/-]*", v) or "/../" in v + "/" or v.rstrip("/") == ""
+        reserved = [p for p in SPILL_DIR_RESERVED if v.rstrip("/") == p or v.startswith(p + "/")]
+        if bad or reserved:
+            raise ValueError(
+                f"spill_dir {v!r} must be an absolute path of letters, digits, '.', '_', '-' "
+                f"and '/', not '/' nor under {', '.join(SPILL_DIR_RESERVED)} (e.g. /mnt/ray-spill)"
+            )
+        return v.rstrip("/")
 
 
 class RayClusterConfig(_Model):
@@ -472,7 +538,7 @@ class JobConfig(_Model):
     )
     workload: str = Field(
         description="Name of a registered workload (`workloads/registry.py`), e.g. `prepare`, "
-        "`train_lm`, `train_lm_jax`.",
+        "`train_lm`, `train_lm_jax`, `train_lm_tf`.",
     )
     args: dict[str, Any] = Field(
         default_factory=dict,
@@ -546,6 +612,15 @@ class JobConfig(_Model):
         "`runtimeEnvYAML` `pip` (https://docs.ray.io/en/latest/ray-core/handling-dependencies."
         "html); for quick experiments on an image that lacks them. Counts as providing them in "
         "`raygke check`.",
+    )
+    placement_strategy: PlacementStrategy | None = Field(
+        None,
+        description="How Ray Train places the job's workers (`ScalingConfig(placement_strategy="
+        "...)`, passed in the job's `scaling` argument): `PACK` (as few nodes as possible, "
+        "best effort), `SPREAD` (as many nodes as possible, best effort), `STRICT_PACK` (one "
+        "node), `STRICT_SPREAD` (one worker per node) (https://docs.ray.io/en/latest/ray-core/"
+        "scheduling/placement-group.html#placement-strategy). Only for workloads that take "
+        "`scaling` (the trainers). Unset: Ray Train's default, PACK.",
     )
 
     @field_validator("name")

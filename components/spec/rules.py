@@ -276,14 +276,22 @@ def job_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
 
 def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
     """A job's ``workload`` is in :data:`workloads.registry.WORKLOADS` and its ``args`` are
-    arguments of that workload with the types of its defaults (``Workload.arg_problems``)."""
+    arguments of that workload with the types of its defaults (``Workload.arg_problems``); a
+    ``placement_strategy`` only on a workload that takes ``scaling`` (a trainer)."""
     for job in cfg.jobs:
         problem = _workload_problem(job.workload)
         if problem:
             yield f"jobs[{job.name}].workload {problem}"
             continue
-        for p in _workload(job.workload).arg_problems(job.args):
+        workload = _workload(job.workload)
+        for p in workload.arg_problems(job.args):
             yield f"jobs[{job.name}].args: {p}"
+        if job.placement_strategy and "scaling" not in workload.args.names():
+            yield (
+                f"jobs[{job.name}].placement_strategy {job.placement_strategy}: workload "
+                f"{job.workload} places no Ray Train workers (it takes no scaling argument); "
+                "remove it"
+            )
 
 
 def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[str]:

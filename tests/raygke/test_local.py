@@ -119,6 +119,27 @@ def test_job_args_wire_bucket_folders() -> None:
         local_jobs.job_args("train_lm", state, None, "r", {}, accelerator="tpu")
 
 
+def test_train_lm_tf_jobs_locally() -> None:
+    state = {"buckets": {b: f"/b/{b}" for b in local_cluster.BUCKETS}, "tpu": None}
+    assert local_jobs.resolve_jobs(["prepare", "train_lm_tf", "evaluate"], "cpu") == [
+        "prepare",
+        "train_lm_tf",
+        "evaluate",
+    ]
+    with pytest.raises(local_cluster.LocalError) as e:
+        local_jobs.resolve_jobs(["train_lm_tf"], "tpu")
+    assert str(e.value) == (
+        "--accelerator tpu: workload 'train_lm_tf' supports cpu, gpu, not tpu: TensorFlow on "
+        "TPU is not part of this product; use train_lm_jax on TPUs"
+    )
+    gpu = local_jobs.job_args("train_lm_tf", state, None, "r", {}, accelerator="gpu")
+    assert gpu["use_gpu"] is True and gpu["name"] == "r"
+    trained = {"train_lm_tf": {"checkpoint": "/c/tf", "steps": 7}}
+    ev = local_jobs.job_args("evaluate", state, None, "r", trained)
+    assert ev["checkpoint"] == "/c/tf"
+    assert local_jobs.summarize(trained)["steps"] == 7
+
+
 def test_parse_result_takes_the_last_result_line() -> None:
     logs = f'noise\n{RESULT_PREFIX}{{"rows": 1}}\nmore\n{RESULT_PREFIX}{{"rows": 2}}\n'
     assert local_jobs.parse_result(logs) == {"rows": 2}

@@ -58,11 +58,12 @@ def test_a_new_extra_is_one_entry_per_image(tmp_path: Path, monkeypatch) -> None
     root = _copy_project(tmp_path)
     py = root / "pyproject.toml"
     py.write_text(
-        py.read_text().replace("tpu = [", 'tf = [\n  "tensorflow-cpu==2.21.0",\n]\ntpu = [')
+        py.read_text().replace("tpu = [", 'newextra = [\n  "tabulate==0.9.0",\n]\ntpu = [')
     )
-    monkeypatch.setitem(IMAGE_EXTRAS, "cpu", (*IMAGE_EXTRAS["cpu"], "tf"))
-    assert "tensorflow-cpu==2.21.0" in requirements("cpu", root)
-    assert "tensorflow-cpu==2.21.0" not in requirements("gpu", root)
+    assert "tabulate==0.9.0" not in requirements("cpu", root)
+    monkeypatch.setitem(IMAGE_EXTRAS, "cpu", (*IMAGE_EXTRAS["cpu"], "newextra"))
+    assert "tabulate==0.9.0" in requirements("cpu", root)
+    assert "tabulate==0.9.0" not in requirements("gpu", root)
 
 
 def test_tpu_image_installs_jax_with_libtpu_and_others_do_not() -> None:

@@ -279,6 +279,9 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "gpus": [4],  # kuberay.quota.*
             "tpus": [8],
             "pods": [100],
+            "object_store_memory": ["1Gi"],
+            "spill_dir": ["/mnt/ray-spill"],
+            "placement_strategy": ["SPREAD", "STRICT_PACK"],
         }
         for new in table.get(key, []):
             yield _set(data, path, new)
@@ -315,7 +318,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "min_master_version": ["1.35.1-gke.1000000", "1.34"],
             "cpu": ["3", "1"],
             "memory": ["12Gi", "4Gi"],
-            "workload": ["train_lm", "evaluate", "prepare", "train_lm_jax"],
+            "workload": ["train_lm", "evaluate", "prepare", "train_lm_jax", "train_lm_tf"],
             "service_account": _names(data, "workload_identities"),
             "node_pool": [p["name"] for p in data.get("node_pools", [])],
             "worker_group": [

@@ -1,0 +1,176 @@
+"""Train the byte-level transformer LM in Keras 3 (TensorFlow backend) with Ray Train's
+``TensorflowTrainer`` and ``tf.distribute.MultiWorkerMirroredStrategy``.
+
+The TensorFlow twin of :mod:`workloads.train_lm` and :mod:`workloads.train_lm_jax`: the same
+network and optimiser (:mod:`workloads.model_tf`), the same loop (:mod:`workloads.train_loop`:
+Ray Data Parquet input through ``ray.train.get_dataset_shard("train")``, seeded local shuffle,
+report/checkpoint schedule, verified resume, throughput, the too-small-dataset error), so losses
+are comparable across the three trainers.
+
+Distribution. Ray Train's TensorFlow backend writes ``TF_CONFIG`` (cluster = every worker's
+``host:port``, task = this worker's rank) on each worker before the loop starts
+(``ray/train/tensorflow/config.py`` ``_setup_tensorflow_environment``). Each worker then builds
+``tf.distribute.MultiWorkerMirroredStrategy`` from it, first thing, before any other TensorFlow
+op (TensorFlow requires the strategy before the runtime starts). Variables created in its scope
+are mirrored and initialised from worker 0's values; every step all-reduces the gradients
+(:func:`workloads.model_tf.make_train_step`), so all workers hold the same weights after each
+step. Collectives (:func:`collective_implementation`): ``NCCL`` when the worker sees a GPU
+(``tf.distribute.experimental.CommunicationOptions(implementation=NCCL)``), else ``AUTO`` (ring
+all-reduce over gRPC on CPU). See https://www.tensorflow.org/api_docs/python/tf/distribute/MultiWorkerMirroredStrategy
+and https://docs.ray.io/en/latest/train/distributed-tensorflow-keras.html.
+
+Input: each worker iterates its Ray Data shard in pyarrow batches of ``batch_size`` rows (the
+shared loop), converted to an int32 tensor ``[B, T+1]``; the shard is the worker's own, so each
+step trains on ``batch_size x workers`` rows, like DDP.
+
+Checkpoints: ``params.npz`` (JAX names/layouts) + ``opt_state.npz``, ``framework:
+"tensorflow"`` (:mod:`workloads.model_tf`), written by rank 0 and reported as
+``checkpoint_<step:08d>``; :mod:`workloads.evaluate` scores them with the PyTorch model (same
+network, same nats/byte). On (re)start every worker restores the verified checkpoint
+(:func:`workloads.common.restore_checkpoint`) into its mirrored variables and the step count
+continues, so with ``FailureConfig(max_failures)`` every step is counted once across a killed
+worker.
+
+ParameterServerStrategy is not offered: see :data:`PARAMETER_SERVER_NOTE`.
+
+Arguments: :class:`workloads.args.TrainLmTfArgs`; the same ``scaling`` shape as
+:mod:`workloads.train_lm` (CPU/GPU pools; TPUs are not supported by this trainer).
+
+Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
+``tokens_per_s`` (global, steady-state mean, the first traced step excluded), ``step_time_s``,
+``epoch``, ``replicas``, ``collective``.
+Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "collective"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from workloads.args import TrainLmTfArgs
+from workloads.common import restore_checkpoint, run_cli
+from workloads.train_loop import fit, fit_summary, run_loop
+
+PARAMETER_SERVER_NOTE = (
+    "tf.distribute.ParameterServerStrategy is not supported under Ray Train: it needs a "
+    "TF_CONFIG cluster with distinct 'chief', 'worker' and 'ps' tasks, where only the chief runs "
+    "the training function and the workers and parameter servers run a blocking "
+    "tf.distribute.Server; Ray Train's TensorflowTrainer starts N identical workers that all run "
+    "the same training function and writes TF_CONFIG with 'worker' tasks only "
+    "(ray/train/tensorflow/config.py). Use MultiWorkerMirroredStrategy (this trainer) for "
+    "synchronous data parallelism; for asynchronous or very large embedding tables, run a "
+    "ParameterServerStrategy cluster outside Ray Train (e.g. Ray actors that each start a "
+    "tf.distribute.Server, with the coordinator in the driver)."
+)
+
+
+def collective_implementation(num_gpus: int) -> str:
+    """The ``tf.distribute.experimental.CommunicationImplementation`` name for a worker that
+    sees ``num_gpus`` GPUs: ``"NCCL"`` with GPUs, else ``"AUTO"`` (ring over gRPC on CPU)."""
+    return "NCCL" if num_gpus > 0 else "AUTO"
+
+
+def make_strategy() -> tuple[Any, str]:
+    """``(MultiWorkerMirroredStrategy from TF_CONFIG, collective name)``; call before any other
+    TensorFlow op in the process."""
+    import tensorflow as tf
+
+    impl = collective_implementation(len(tf.config.list_physical_devices("GPU")))
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=getattr(tf.distribute.experimental.CommunicationImplementation, impl)
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options), impl
+
+
+class TfStepper:
+    """The TensorFlow side of :func:`workloads.train_loop.run_loop`."""
+
+    def __init__(self, model: Any, optimizer: Any, strategy: Any, grad_clip: float, impl: str):
+        from workloads.model_tf import make_train_step
+
+        self.model, self.optimizer, self.collective = model, optimizer, impl
+        self.replicas = strategy.num_replicas_in_sync
+        self.train_step = make_train_step(model, optimizer, strategy, grad_clip)
+
+    def load(self, batch: Any) -> Any:
+        import tensorflow as tf
+
+        from workloads.model_tf import arrow_to_tokens
+
+        return tf.constant(arrow_to_tokens(batch))
+
+    def step(self, tokens: Any) -> tuple[float, int]:
+        loss = float(self.train_step(tokens))  # float() blocks until the step is done
+        return loss, int(tokens.shape[0]) * (int(tokens.shape[1]) - 1)
+
+    def save(self, directory: str, *, step: int, first_loss: float | None) -> Any:
+        from workloads.model_tf import save_checkpoint
+
+        return save_checkpoint(
+            directory,
+            self.model,
+            step=step,
+            optimizer=self.optimizer,
+            extra={"first_loss": first_loss},
+        )
+
+    def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
+        return {"replicas": self.replicas, "collective": self.collective}
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """The Ray Train worker function (one per worker, MultiWorkerMirroredStrategy); ``config``
+    is :meth:`TrainLmTfArgs.to_dict` of the resolved arguments."""
+    os.environ["KERAS_BACKEND"] = "tensorflow"
+    import ray.train
+    import tensorflow as tf
+
+    args = TrainLmTfArgs.parse(config)
+    ctx = ray.train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    threads = args.tf_threads or max(1, (os.cpu_count() or 1) // max(1, ctx.get_local_world_size()))
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    strategy, impl = make_strategy()
+
+    from workloads import model_tf as M
+    from workloads.lm_config import ModelConfig
+
+    restored = restore_checkpoint(args.storage_path, args.name)
+    cfg = ModelConfig(**restored[1]["model"]) if restored else args.model_config()
+    with strategy.scope():
+        model = M.TfGPT(cfg, seed=args.seed)
+        optimizer = M.make_optimizer(args.lr, args.steps, args.warmup)
+        optimizer.build(model.trainable_variables)
+    start_step, first_loss = 0, None
+    if restored is not None:
+        meta = M.restore_into(restored[0], model, optimizer)
+        start_step, first_loss = int(meta["step"]), meta.get("first_loss")
+    stepper = TfStepper(model, optimizer, strategy, args.grad_clip, impl)
+    step = run_loop(
+        args, stepper, rank=rank, world=world, start_step=start_step, first_loss=first_loss
+    )
+    if args.weights_log:
+        record = {"rank": rank, "step": step, "weights_sha256": M.weights_digest(model)}
+        with open(args.weights_log, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def main(config: dict[str, Any]) -> dict[str, Any]:
+    """Fit the trainer; see the module docstring for arguments and results.
+
+    Raises:
+        workloads.args.ArgError: bad arguments (one line each).
+        workloads.train_loop.DatasetTooSmall: fewer rows than one batch per worker.
+        ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
+    """
+    from ray.train.tensorflow import TensorflowTrainer
+
+    args = TrainLmTfArgs.parse(config)
+    result = fit(TensorflowTrainer, train_loop_per_worker, args)
+    return {**fit_summary(result), "collective": (result.metrics or {}).get("collective")}
+
+
+if __name__ == "__main__":
+    run_cli("train_lm_tf", main)
