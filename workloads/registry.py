@@ -19,6 +19,7 @@ from workloads.args import (
     ArgRow,
     EvaluateArgs,
     PrepareArgs,
+    ServeLmArgs,
     TrainLmArgs,
     TrainLmJaxArgs,
     WorkloadArgs,
@@ -44,6 +45,10 @@ class Workload:
         accelerators: subset of ("cpu", "gpu", "tpu") the workload can use.
         writes: the buckets (``datasets``, ``checkpoints``, ``artifacts``) it writes to, so the
             platform can check that the job's service account may write there.
+        serve_app: for a Ray Serve application (a stack ``services:`` entry, ``raygke local
+            serve``), not a job: its application builder ``module:function``, the Serve config's
+            ``import_path`` (https://docs.ray.io/en/latest/serve/advanced-guides/app-builder-guide.html).
+            None for jobs.
     """
 
     name: str
@@ -53,6 +58,12 @@ class Workload:
     num_cpus: float = 1.0
     accelerators: tuple[str, ...] = ("cpu",)
     writes: tuple[str, ...] = ()
+    serve_app: str | None = None
+
+    @property
+    def is_service(self) -> bool:
+        """True for a Ray Serve application (deployed as a RayService, never run as a job)."""
+        return self.serve_app is not None
 
     @property
     def default_args(self) -> Mapping[str, Any]:
@@ -134,9 +145,21 @@ _ALL: tuple[Workload, ...] = (
         num_cpus=1.0,
         accelerators=("cpu", "gpu"),
     ),
+    Workload(
+        name="serve_lm",
+        module="workloads.serve_lm",
+        description="Ray Serve: POST /generate from a verified checkpoint, dynamic batching",
+        args=ServeLmArgs,
+        num_cpus=1.0,
+        accelerators=("cpu", "gpu"),
+        serve_app="workloads.serve_lm:build_app",
+    ),
 )
 
 WORKLOADS: Mapping[str, Workload] = MappingProxyType({w.name: w for w in _ALL})
+# The jobs (``raygke local run``, stack ``jobs:``) and the Serve applications (``services:``).
+JOBS: tuple[str, ...] = tuple(w.name for w in _ALL if not w.is_service)
+SERVE_APPS: tuple[str, ...] = tuple(w.name for w in _ALL if w.is_service)
 
 DEFAULT_PIPELINE: tuple[str, ...] = ("prepare", "train_lm", "evaluate")
 

@@ -377,11 +377,15 @@ def _workload(name: str) -> Any:
     return get_workload(name)
 
 
-def _workload_problem(name: str) -> str | None:
+def _workload_problem(name: str, service: bool = False) -> str | None:
     # workloads.registry is standard-library only (design: components may refer to workloads by
     # module path, never import ray/torch/jax).
-    from workloads.registry import WORKLOADS
+    from workloads.registry import JOBS, SERVE_APPS, WORKLOADS
 
+    valid = SERVE_APPS if service else JOBS
     if name not in WORKLOADS:
-        return f"{name!r} is not a registered workload; registered: {', '.join(WORKLOADS)}"
+        return f"{name!r} is not a registered workload; registered: {', '.join(valid)}"
+    if name not in valid:
+        what = "a job" if service else "a Ray Serve application (a services: entry)"
+        return f"{name!r} is {what}; valid here: {', '.join(valid)}"
     return None
