@@ -495,13 +495,10 @@ class EvaluateArgs(WorkloadArgs):
 
 
 def _upper_bounds(values: Mapping[str, Any]) -> str | None:
-    """``min_replicas`` <= ``max_replicas`` and ``default_new_tokens`` <= ``max_new_tokens``."""
+    """``min_replicas`` <= ``max_replicas``."""
     lo, hi = values.get("min_replicas"), values.get("max_replicas")
     if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
         return f"min_replicas {lo} > max_replicas {hi}"
-    d, m = values.get("default_new_tokens"), values.get("max_new_tokens")
-    if isinstance(d, int) and isinstance(m, int) and d > m:
-        return f"default_new_tokens {d} > max_new_tokens {m}"
     return None
 
 
@@ -526,7 +523,10 @@ class ServeLmArgs(WorkloadArgs):
         256, "most tokens one request may ask for; more: 400", "tokens", minimum=1
     )
     default_new_tokens: int = arg(
-        64, "tokens generated when a request gives no max_new_tokens", "tokens", minimum=1
+        64,
+        "tokens generated when a request gives no max_new_tokens (at most max_new_tokens)",
+        "tokens",
+        minimum=1,
     )
     max_body_bytes: int = arg(
         16384, "largest request body accepted; larger: 413", "bytes", minimum=64

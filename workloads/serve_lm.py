@@ -30,8 +30,8 @@ Arguments: :class:`workloads.args.ServeLmArgs`; the application builder is :func
 (``import_path: workloads.serve_lm:build_app``).
 """
 
-from __future__ import annotations
-
+# No "from __future__ import annotations": FastAPI reads the route signatures (``request:
+# Request``) at definition time, inside _deployment_class.
 import json
 import time
 from collections.abc import Mapping
@@ -92,7 +92,7 @@ def parse_request(body: bytes, args: ServeLmArgs) -> GenerateRequest:
         raise RequestError(
             400, f"prompt: {len(data)} bytes is over the limit of {args.max_prompt_bytes} bytes"
         )
-    n = doc.get("max_new_tokens", args.default_new_tokens)
+    n = doc.get("max_new_tokens", min(args.default_new_tokens, args.max_new_tokens))
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= args.max_new_tokens:
         raise RequestError(
             400, f"max_new_tokens: {json.dumps(n)} is not an integer in 1..{args.max_new_tokens}"

@@ -12,7 +12,7 @@ from workloads.checkpoint import CheckpointError
 from workloads.lm_config import ModelConfig
 from workloads.serve_lm import GenerateRequest, LmGenerator, RequestError, build_app, parse_request
 
-ARGS = ServeLmArgs.parse({"checkpoint": "/x", "max_prompt_bytes": 8, "max_new_tokens": 5, "default_new_tokens": 3})
+ARGS = ServeLmArgs.parse({"checkpoint": "/x", "max_prompt_bytes": 8, "max_new_tokens": 5})
 
 
 def tiny_checkpoint(root: Path, step: int = 3) -> Path:
@@ -50,7 +50,7 @@ def test_bad_requests_are_refused_with_the_field_named(body: bytes, status: int,
 
 def test_a_good_request_takes_the_defaults() -> None:
     req = parse_request(b'{"prompt": "def "}', ARGS)
-    assert req == GenerateRequest(b"def ", ARGS.default_new_tokens, 0.0, 0)
+    assert req == GenerateRequest(b"def ", 5, 0.0, 0)  # the default, capped at the limit
 
 
 def test_args_rules_and_missing_checkpoint() -> None:
