@@ -501,10 +501,13 @@ def ray_job_manifest(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> 
 
 
 def render_manifests(cfg: StackConfig, working_dir_uri: str) -> list[dict[str, Any]]:
-    """Every RayCluster (sorted by name), then every RayJob (sorted by name)."""
+    """Every RayCluster (sorted by name), then every RayJob, then every RayService
+    (:func:`components.builders.serve.render_services`), each sorted by name."""
+    from components.builders.serve import render_services  # it builds on this module
+
     clusters = [ray_cluster_manifest(cfg, rc) for rc in sorted(cfg.ray_clusters, key=_name)]
     jobs = [ray_job_manifest(cfg, j, working_dir_uri) for j in sorted(cfg.jobs, key=_name)]
-    return clusters + jobs
+    return clusters + jobs + render_services(cfg, working_dir_uri)
 
 
 def _name(x: Any) -> str:

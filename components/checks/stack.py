@@ -232,7 +232,8 @@ def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     kind = manifest.get("kind")
     name = (manifest.get("metadata") or {}).get("name", "?")
     spec = manifest.get("spec") or {}
-    cluster = spec.get("rayClusterSpec") if kind == "RayJob" else spec
+    key = {"RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}.get(str(kind))
+    cluster = spec.get(key) if key else spec
     if not isinstance(cluster, dict):
         return []
     out = []
@@ -286,6 +287,8 @@ def stack_field(manifest: dict[str, Any], line: str = "") -> str | None:
         return None
     if kind == "RayJob":
         return f"jobs[{name}]"
+    if kind == "RayService":
+        return f"services[{name}]"
     if kind != "RayCluster":
         return None
     field = f"ray_clusters[{name}]"
@@ -340,6 +343,19 @@ def workload_problems(cfg: StackConfig) -> list[str]:
     return problems
 
 
+def monitoring_problems(cfg: StackConfig) -> list[str]:
+    """The rendered Managed Prometheus PodMonitorings
+    (:func:`components.builders.monitoring.render_monitoring`) against the carried PodMonitoring
+    CRD (:func:`components.checks.crd.validate_other`)."""
+    from components.builders.monitoring import render_monitoring
+    from components.checks.crd import validate_other
+
+    out: list[str] = []
+    for m in render_monitoring(cfg):
+        out += validate_other(m)
+    return out
+
+
 def check_stack(cfg: StackConfig) -> list[str]:
     """Problems found in the rendered stack, one line each (empty when none). See the module
     docstring for what is checked."""
@@ -354,5 +370,6 @@ def check_stack(cfg: StackConfig) -> list[str]:
     except (ValueError, KeyError) as e:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
     problems += check_manifests(cfg, manifests)
+    problems += monitoring_problems(cfg)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     return problems

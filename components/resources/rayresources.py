@@ -31,6 +31,11 @@ Outputs (``register_outputs`` and attributes):
   KubeRay names the head Service ``<name>-head-svc``,
   https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/raycluster-quick-start.html).
 * ``jobs``: the RayJob names.
+* ``services``: ``{name: "http://<name>-serve-svc.<ns>.svc.cluster.local:8000"}``, each
+  RayService's Serve endpoint in the cluster (:func:`components.builders.serve.service_url`).
+* ``pod_monitorings``: the Managed Prometheus PodMonitoring names
+  (:func:`components.builders.monitoring.render_monitoring`; created with the RayClusters and
+  RayServices they scrape).
 * ``archive_object``: the object name; ``working_dir``: its ``gs://`` URI.
 
 The component only calls the pure builders; everything it creates is in the rendered manifests.
@@ -46,6 +51,8 @@ import pulumi_kubernetes as k8s
 
 from components.builders.archive import archive_object_name, working_dir_uri, workloads_archive
 from components.builders.manifests import cluster_endpoints, render_manifests
+from components.builders.monitoring import render_monitoring
+from components.builders.serve import service_url
 from components.spec import StackConfig
 
 TYPE_TOKEN = "ray-gke:ray:RayResources"
@@ -77,7 +84,7 @@ class RayResources(pulumi.ComponentResource):
             content_type="application/zip",
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.manifests = render_manifests(cfg, self.working_dir)
+        self.manifests = render_manifests(cfg, self.working_dir) + render_monitoring(cfg)
         self.custom_resources: dict[str, k8s.apiextensions.CustomResource] = {}
         for m in self.manifests:
             kind, mname = m["kind"], m["metadata"]["name"]
@@ -99,10 +106,20 @@ class RayResources(pulumi.ComponentResource):
             if m["kind"] == "RayCluster"
         }
         self.jobs = [m["metadata"]["name"] for m in self.manifests if m["kind"] == "RayJob"]
+        self.services = {
+            m["metadata"]["name"]: service_url(cfg, m["metadata"]["name"])
+            for m in self.manifests
+            if m["kind"] == "RayService"
+        }
+        self.pod_monitorings = [
+            m["metadata"]["name"] for m in self.manifests if m["kind"] == "PodMonitoring"
+        ]
         self.register_outputs(
             {
                 "ray_clusters": self.ray_clusters,
                 "jobs": self.jobs,
+                "services": self.services,
+                "pod_monitorings": self.pod_monitorings,
                 "archive_object": self.archive_object_name,
                 "working_dir": self.working_dir,
             }

@@ -57,8 +57,10 @@ from components.spec.resolve import (
     resolve_identity,
     resolve_job,
     resolve_pool,
+    resolve_service,
 )
 from components.spec.rules import RULES, Rule, rule_problems
+from components.spec.serve import UPGRADE_TYPES, IncrementalUpgradeConfig, ServiceConfig
 from components.spec.stack import LocalConfig, StackConfig
 from components.spec.storage import (
     BucketConfig,
@@ -76,6 +78,7 @@ __all__ = [
     "OTHER_NAMESPACES",
     "PROJECT_NAMESPACE",
     "RULES",
+    "UPGRADE_TYPES",
     "AuthorizedNetwork",
     "BucketConfig",
     "BucketRole",
@@ -87,6 +90,7 @@ __all__ = [
     "GpuSpec",
     "GroupTarget",
     "HeadConfig",
+    "IncrementalUpgradeConfig",
     "JobConfig",
     "JobTarget",
     "KubeRayConfig",
@@ -102,6 +106,7 @@ __all__ = [
     "ResolveError",
     "Rule",
     "SecretConfig",
+    "ServiceConfig",
     "StackConfig",
     "StackFileError",
     "SystemPool",
@@ -122,6 +127,7 @@ __all__ = [
     "resolve_identity",
     "resolve_job",
     "resolve_pool",
+    "resolve_service",
     "rule_problems",
     "stack_data_from_yaml",
     "validate",
