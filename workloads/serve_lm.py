@@ -165,10 +165,11 @@ class LmGenerator:
                 for length, idx in by_len.items():
                     x = torch.tensor([seqs[i][-length:] for i in idx], device=self.device)
                     logits = self.model(x)[:, -1, :].float().cpu()
+                    greedy = logits.argmax(-1).tolist()
                     for row, i in enumerate(idx):
                         t = requests[i].temperature
                         if t <= 0:
-                            nxt = int(logits[row].argmax())
+                            nxt = greedy[row]
                         else:
                             probs = torch.softmax(logits[row] / t, -1)
                             nxt = int(torch.multinomial(probs, 1, generator=gens[i]))
