@@ -46,24 +46,28 @@ def stage_archive(artifacts: str) -> str:
 
 def default_checkpoint(state: Mapping[str, Any]) -> str:
     """The newest verifying checkpoint of the last local training run
-    (``<checkpoints>/<state.last_run>``).
+    (``<checkpoints>/<state.last_run>``); when no run is recorded (``raygke local down`` forgets
+    it, the bucket folders stay), of the most recently modified run folder under
+    ``<checkpoints>`` that holds one.
 
     Raises:
-        LocalError: no run recorded, or no valid checkpoint under it.
+        LocalError: no valid checkpoint anywhere under the checkpoints folder.
     """
     from workloads.checkpoint import latest_valid_checkpoint
 
-    run = state.get("last_run")
     root = Path(state["buckets"]["checkpoints"])
-    if not run:
-        raise LocalError(
-            "no local training run is recorded; run `raygke local run` first or pass "
-            "--checkpoint PATH"
-        )
-    found = latest_valid_checkpoint(root / run)
-    if found is None:
-        raise LocalError(f"no valid checkpoint under {root / run}; pass --checkpoint PATH")
-    return str(found[0])
+    run = state.get("last_run")
+    runs = [root / run] if run else []
+    if root.is_dir():
+        others = [p for p in root.iterdir() if p.is_dir() and p.name != run]
+        runs += sorted(others, key=lambda p: p.stat().st_mtime, reverse=True)
+    for folder in runs:
+        found = latest_valid_checkpoint(folder)
+        if found is not None:
+            return str(found[0])
+    raise LocalError(
+        f"no valid checkpoint under {root}; run `raygke local run` first or pass --checkpoint PATH"
+    )
 
 
 def serve_config(

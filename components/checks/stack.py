@@ -4,10 +4,12 @@ would otherwise only tell you after ``pulumi up``.
 :func:`check_stack` renders the stack (:func:`components.builders.manifests.render_manifests` and
 :func:`components.builders.nodepools.node_pool_specs`) and reports, one line each:
 
-1. every RayCluster / RayJob validates against the CRD schema of the stack's KubeRay version
+1. every RayCluster / RayJob / RayService validates against the CRD schema of the stack's KubeRay version
    (``kuberay.chart_version``), unknown (pruned) fields included (:mod:`components.checks.crd`),
    and passes the rules the KubeRay operator of that version applies when it reconciles
-   (:mod:`components.checks.operator`);
+   (:mod:`components.checks.operator`); every Managed Prometheus PodMonitoring
+   (:mod:`components.builders.monitoring`) validates against the carried PodMonitoring CRD
+   (:func:`components.checks.crd.validate_other`);
 2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
    Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
    NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):

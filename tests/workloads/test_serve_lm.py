@@ -90,3 +90,16 @@ def test_a_damaged_checkpoint_names_the_file(tmp_path: Path) -> None:
         LmGenerator(str(ckpt))
     manifest = json.loads((ckpt / "manifest.json").read_text())
     assert "model.pt" in manifest["files"]
+
+
+def test_local_default_checkpoint_survives_a_forgotten_run(tmp_path: Path) -> None:
+    from raygke.local_cluster import LocalError
+    from raygke.local_serve import default_checkpoint
+
+    state = {"buckets": {"checkpoints": str(tmp_path)}}
+    with pytest.raises(LocalError, match="no valid checkpoint under"):
+        default_checkpoint(state)
+    ckpt = tiny_checkpoint(tmp_path / "lm-stdlib-20260101-000000")
+    assert default_checkpoint(state) == str(ckpt)  # no last_run (after `down`): newest run
+    other = tiny_checkpoint(tmp_path / "lm-other", step=5)
+    assert default_checkpoint({**state, "last_run": "lm-other"}) == str(other)
