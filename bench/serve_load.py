@@ -15,7 +15,8 @@ Load: ``--clients`` threads, each with one keep-alive connection, send ``POST /g
 ``--prompt-bytes`` prompt, ``--tokens`` new tokens, greedy) back to back for ``--seconds``
 (closed loop: a client sends its next request when the last one is answered). Reported per
 server: requests/s, generated tokens/s, p50/p95/p99 latency (ms), errors (non-200 or connection
-failure). The servers alternate over ``--rounds`` rounds (the order rotates each round, so drift
+failure), and the mean batch a request was decoded in (Serve's ``timings.batch_size``; 1 for
+bare). The servers alternate over ``--rounds`` rounds (the order rotates each round, so drift
 in the machine's load hits all alike); the medians are compared.
 
 Fault case: a 2-replica batched application under the same load; after a third of
@@ -125,6 +126,7 @@ def bare_server(checkpoint: str, port: int, threads: int) -> None:
 def closed_loop(port: int, path: str, clients: int, seconds: float, body: bytes) -> dict[str, Any]:
     """``clients`` threads posting ``body`` back to back for ``seconds``; the figures."""
     lat: list[float] = []
+    batch: list[int] = []
     tokens = [0]
     errors = [0]
     lock = threading.Lock()
@@ -139,15 +141,18 @@ def closed_loop(port: int, path: str, clients: int, seconds: float, body: bytes)
                 r = conn.getresponse()
                 data = r.read()
                 ok = r.status == 200
-                n = len(json.loads(data)["tokens"]) if ok else 0
+                doc = json.loads(data) if ok else {}
+                n = len(doc.get("tokens", []))
+                b = int((doc.get("timings") or {}).get("batch_size", 1))
             except Exception:
-                ok, n = False, 0
+                ok, n, b = False, 0, 0
                 conn.close()
                 conn = http.client.HTTPConnection(HOST, port, timeout=60)
             dt = time.perf_counter() - t0
             with lock:
                 if ok:
                     lat.append(dt)
+                    batch.append(b)
                     tokens[0] += n
                 else:
                     errors[0] += 1
@@ -169,6 +174,7 @@ def closed_loop(port: int, path: str, clients: int, seconds: float, body: bytes)
         "p99_ms": q[98] * 1000,
         "errors": errors[0],
         "requests": len(lat),
+        "mean_batch": statistics.fmean(batch) if batch else 0.0,
     }
 
 
@@ -180,7 +186,7 @@ def _replicas(app: str) -> tuple[str, int]:
         return "MISSING", 0
     (dep,) = st.deployments.values()
     running = dep.replica_states.get("RUNNING", 0)
-    return str(dep.status), running
+    return str(getattr(dep.status, "value", dep.status)), running
 
 
 def fault_case(port: int, clients: int, seconds: float, body: bytes) -> dict[str, Any]:
@@ -314,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
         m = med[n]
         print(
             f"{n:<18}{m['requests_per_s']:>9.1f}{m['tokens_per_s']:>10.0f}{m['p50_ms']:>9.1f}"
-            f"{m['p95_ms']:>9.1f}{m['p99_ms']:>9.1f}{m['errors']:>8.0f}"
+            f"{m['p95_ms']:>9.1f}{m['p99_ms']:>9.1f}{m['errors']:>8.0f}{m['mean_batch']:>7.1f}"
         )
     print(
         f"fault (2 replicas, one killed): {fault['requests_per_s']:.1f} req/s, "
