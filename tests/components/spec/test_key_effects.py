@@ -210,6 +210,11 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             if new != value:
                 yield _set(_set(data, path, new), (*path[:-1], "args"), {})
         return
+    if schema == "services" and value == []:  # a service on a CPU pool from a trainer's checkpoints
+        pool = next(p["name"] for p in data["node_pools"] if "tpu" not in p and "gpu" not in p)
+        job = next(j["name"] for j in data["jobs"] if j["workload"].startswith("train_lm"))
+        yield _set(data, path, [{"name": "lm", "checkpoint": job, "node_pool": pool}])
+        return
     if schema == "services[].incremental_upgrade" and value is None:
         inc = {"gateway_class_name": "gke-l7-rilb", "step_size_percent": 20}
         yield _set(
