@@ -32,6 +32,7 @@ Arguments: :class:`workloads.args.ServeLmArgs`; the application builder is :func
 
 # No "from __future__ import annotations": FastAPI reads the route signatures (``request:
 # Request``) at definition time, inside _deployment_class.
+import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -220,7 +221,9 @@ def _deployment_class() -> Any:
             self, items: list[tuple[GenerateRequest, float]]
         ) -> list[dict[str, Any]]:
             start = time.perf_counter()
-            results = self.lm.generate([req for req, _ in items])
+            # In a thread: the replica's event loop keeps taking requests, which queue for the
+            # next batch while this one decodes (Serve runs one batch at a time by default).
+            results = await asyncio.to_thread(self.lm.generate, [req for req, _ in items])
             for res, (_, t_in) in zip(results, items, strict=True):
                 res["queue_ms"] = round((start - t_in) * 1000, 3)
             return results
