@@ -9,7 +9,7 @@ DATA ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: local venv test lint check policy-venv policy-check scan
+.PHONY: local serve venv test lint check policy-venv policy-check scan
 
 venv: $(STAMP)
 
@@ -27,6 +27,11 @@ local: $(STAMP)
 	@trap '$(BIN)/raygke local down' EXIT; trap 'exit 130' INT TERM; \
 	$(BIN)/raygke local up && \
 	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) $(RUN_ARGS)
+
+# After `make local`: the cluster up again, serving the newest verified checkpoint on 127.0.0.1:8000
+# (POST /generate); stop with `raygke local serve --stop` / `raygke local down`.
+serve: $(STAMP)
+	$(BIN)/raygke local up && $(BIN)/raygke local serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

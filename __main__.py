@@ -108,6 +108,7 @@ ray = RayResources(
     depends_on=[*kuberay.ready, cluster],
 )
 pulumi.export("ray_jobs", ray.jobs)
+pulumi.export("ray_services", ray.services)
 pulumi.export("workloads_working_dir", ray.working_dir)
 
 pulumi.export("cluster_name", cluster.name)

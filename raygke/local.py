@@ -1,4 +1,4 @@
-"""``raygke local``: the local Ray environment — ``up``, ``status``, ``run``, ``down``.
+"""``raygke local``: the local Ray environment — ``up``, ``status``, ``run``, ``serve``, ``down``.
 
 The stack is chosen with ``--stack NAME`` (``Pulumi.NAME.yaml``) or ``--config FILE``; with
 neither (or ``--stack local`` and no ``Pulumi.local.yaml``) the built-in ``local`` environment is
@@ -84,6 +84,8 @@ def _print_endpoints(state: dict[str, Any]) -> None:
     console.print(f"dashboard  {state['dashboard_url']}  (Jobs API; Ray token auth is on)")
     for bucket, folder in state["buckets"].items():
         console.print(f"bucket     {bucket:<12} {folder}")
+    for node, url in sorted((state.get("metrics") or {}).items()):
+        console.print(f"metrics    {node:<12} {url}  (Prometheus; Ray and Serve metrics)")
     console.print(
         f"ray CLI    RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={state['token_file']} "
         f"ray job list --address {state['dashboard_url']}",
@@ -209,9 +211,38 @@ def status(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> Non
                 s.node_name, s.state, s.node_ip, "yes" if s.is_head_node else "", res, labels or "-"
             )
         console.print(table)
+        _print_serve(target)
     if dead:
         names = ", ".join(f"{n.name} (pid {n.pid})" for n in dead)
         _fail(f"dead node(s): {names}; run `raygke local down` and then `raygke local up`")
+
+
+def _print_serve(target: local_cluster.LocalTarget) -> None:
+    """The Serve applications (name, status, URL, replicas per deployment), if any."""
+    from raygke import local_serve
+
+    try:
+        details = local_serve.serve_details(target)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        console.print(f"serve      (not answering: {first})", markup=False)
+        return
+    apps = details.get("applications") or {}
+    if not apps:
+        console.print("serve      no application (`raygke local serve` deploys one)")
+        return
+    port = (details.get("http_options") or {}).get("port", local_serve.DEFAULT_PORT)
+    table = Table(title="Serve applications")
+    for col in ("name", "status", "url", "deployments"):
+        table.add_column(col)
+    for name, app in sorted(apps.items()):
+        deps = ", ".join(
+            f"{d}: {dd.get('status', '?')} ({len(dd.get('replicas') or [])} replica(s))"
+            for d, dd in sorted((app.get("deployments") or {}).items())
+        )
+        route = app.get("route_prefix") or "/"
+        table.add_row(name, app.get("status", "?"), local_serve.url(port) + route, deps or "-")
+    console.print(table)
 
 
 @app.command()
@@ -233,6 +264,77 @@ def down(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> None:
     target.state_file.unlink(missing_ok=True)
     pids = ", ".join(str(n.pid) for n in nodes)
     console.print(f"[green]down[/] local cluster {target.stack!r}: stopped pid(s) {pids}")
+
+
+@app.command()
+def serve(
+    stack: str | None = StackOpt,
+    config: Path | None = ConfigOpt,
+    checkpoint: str | None = typer.Option(
+        None,
+        "--checkpoint",
+        help="Checkpoint folder, or an experiment folder (its newest verifying checkpoint); "
+        "default: the newest verifying checkpoint of the last `raygke local run`",
+    ),
+    port: int = typer.Option(8000, "--port", help="HTTP port of Serve on 127.0.0.1"),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", help="serve_lm argument KEY=VALUE (repeatable), e.g. max_batch_size=16"
+    ),
+    stop: bool = typer.Option(False, "--stop", help="Delete the application and stop Serve"),
+) -> None:
+    """Deploy the LM as a Ray Serve application (POST /generate, GET /healthz) on 127.0.0.1."""
+    from raygke import local_serve
+    from workloads.args import ArgError, ServeLmArgs, parse_value
+
+    if not 1024 <= port <= 65535:
+        _fail(f"--port {port} is out of range; allowed: 1024..65535", EXIT_USAGE)
+    args: dict[str, Any] = {}
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            _fail(f"--set {item!r} is not KEY=VALUE (e.g. max_batch_size=16)", EXIT_USAGE)
+        args[key] = parse_value(raw)
+    problems = ServeLmArgs.problems(args)
+    if problems:
+        _fail(f"--set: {problems[0]}", EXIT_USAGE)
+    target = resolve_target(stack, config)
+    try:
+        local_cluster.require_ray()
+        state = local_cluster.read_state(target)
+        if state is None or not state.get("nodes"):
+            _fail(f"no local cluster is up for stack {target.stack!r}; run `raygke local up`")
+        if stop:
+            with _api_errors(state, "serve"):
+                local_serve.stop(target)
+            console.print(f"[green]stopped[/] Serve on local cluster {target.stack!r}")
+            return
+        if checkpoint is None:
+            path = local_serve.default_checkpoint(state)
+        else:
+            path = (
+                str(Path(checkpoint).expanduser().resolve())
+                if "://" not in checkpoint
+                else checkpoint
+            )
+            if "://" not in path and not Path(path).exists():
+                _fail(f"--checkpoint {checkpoint!r} does not exist", EXIT_USAGE)
+        args["checkpoint"] = path
+        try:
+            ServeLmArgs.parse(args)
+        except ArgError as e:
+            _fail(f"--set: {e.problems[0]}", EXIT_USAGE)
+        working_dir = local_serve.stage_archive(state["buckets"]["artifacts"])
+        cfg = local_serve.serve_config(working_dir, args, port)
+        with console.status("deploying serve_lm") as spin, _api_errors(state, "serve"):
+            local_serve.deploy(target, cfg, on_status=lambda s: spin.update(f"serve_lm: {s}"))
+    except local_cluster.LocalError as e:
+        _fail(str(e))
+    console.print(f"[green]serving[/] {path}", highlight=False)
+    console.print(
+        f"url        {local_serve.url(port)}  (POST /generate, GET /healthz)", markup=False
+    )
+    console.print(f"curl       {local_serve.curl_line(port)}", markup=False)
+    console.print("stop       raygke local serve --stop", markup=False)
 
 
 def _summary_table(summary: dict[str, Any]) -> Table:

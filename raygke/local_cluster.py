@@ -399,7 +399,9 @@ def start_cluster(
     Returns:
         The state dict: ``stack``, ``address`` (``127.0.0.1:<gcs_port>``), ``dashboard_url``,
         ``gcs_port``, ``dashboard_port``, ``buckets`` ({datasets, checkpoints, artifacts} ->
-        folder), ``nodes`` (list of :class:`NodeRecord` dicts), ``tpu`` (spec and hosts or
+        folder), ``metrics`` ({node name -> ``http://127.0.0.1:<port>/metrics``}: each node's
+        Prometheus endpoint, ``ray start --metrics-export-port``, where Ray's and Serve's metrics
+        are exported as on GKE's port 8080), ``nodes`` (list of :class:`NodeRecord` dicts), ``tpu`` (spec and hosts or
         None), ``token_file``, ``started_at`` (unix seconds).
 
     Raises:
@@ -438,6 +440,7 @@ def start_cluster(
         "started_at": time.time(),
         "status": "starting",
         "nodes": [],
+        "metrics": {},
     }
     nodes: list[NodeRecord] = []
 
@@ -463,6 +466,7 @@ def start_cluster(
             str(free_port()),
             "--dashboard-agent-listen-port",
             str(free_port()),
+            *_metrics_args(state, "head"),
         ]
         nodes.append(_launch(target, "head", "head", head_args, target.cpus_per_node))
         record()
@@ -474,7 +478,12 @@ def start_cluster(
         ]
         for x in [*workers, *(extra_nodes or [])]:
             on_progress(f"starting {x.name}")
-            args = [*worker_args, "--dashboard-agent-listen-port", str(free_port())]
+            args = [
+                *worker_args,
+                "--dashboard-agent-listen-port",
+                str(free_port()),
+                *_metrics_args(state, x.name),
+            ]
             nodes.append(
                 _launch(target, x.name, x.role, args, x.num_cpus, x.resources, x.labels, x.env)
             )
@@ -489,6 +498,15 @@ def start_cluster(
     state["status"] = "up"
     record()
     return state
+
+
+def _metrics_args(state: dict[str, Any], node: str) -> list[str]:
+    """``--metrics-export-port <free port>`` for ``node``, its URL recorded in
+    ``state["metrics"]`` (the metrics agent listens on the node's IP, 127.0.0.1 here:
+    https://docs.ray.io/en/latest/cluster/metrics.html)."""
+    port = free_port()
+    state["metrics"][node] = f"http://{LOCALHOST}:{port}/metrics"
+    return ["--metrics-export-port", str(port)]
 
 
 def stop_nodes(nodes: list[NodeRecord], grace_s: float = 15.0) -> list[int]:

@@ -111,6 +111,10 @@ def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
     for name in jobs:
         if name not in WORKLOADS:
             raise LocalError(f"unknown job {name!r}; valid: {', '.join(sorted(WORKLOADS))}")
+        if WORKLOADS[name].is_service:
+            raise LocalError(
+                f"{name} is a Ray Serve application, not a job; deploy it with `raygke local serve`"
+            )
         if accelerator == "tpu" and name == "train_lm":
             if "train_lm_jax" not in WORKLOADS:
                 raise LocalError(

@@ -19,6 +19,7 @@ from workloads.args import (
     ArgRow,
     EvaluateArgs,
     PrepareArgs,
+    ServeLmArgs,
     TrainLmArgs,
     TrainLmJaxArgs,
     TrainLmTfArgs,
@@ -51,6 +52,10 @@ class Workload:
             does not provide each at that version (``components/checks/images.py``).
         unsupported: ``(accelerator, why)`` pairs: the reason given when a job asks for an
             accelerator outside :attr:`accelerators` (see :meth:`refusal`).
+        serve_app: for a Ray Serve application (a stack ``services:`` entry, ``raygke local
+            serve``), not a job: its application builder ``module:function``, the Serve config's
+            ``import_path`` (https://docs.ray.io/en/latest/serve/advanced-guides/app-builder-guide.html).
+            None for jobs.
     """
 
     name: str
@@ -73,6 +78,13 @@ class Workload:
             f"workload {self.name!r} supports {', '.join(self.accelerators)}, not {accelerator}"
             + (f": {why}" if why else "")
         )
+
+    serve_app: str | None = None
+
+    @property
+    def is_service(self) -> bool:
+        """True for a Ray Serve application (deployed as a RayService, never run as a job)."""
+        return self.serve_app is not None
 
     @property
     def default_args(self) -> Mapping[str, Any]:
@@ -177,9 +189,22 @@ _ALL: tuple[Workload, ...] = (
         accelerators=("cpu", "gpu"),
         needs=("torch", "numpy", "pyarrow"),
     ),
+    Workload(
+        name="serve_lm",
+        module="workloads.serve_lm",
+        description="Ray Serve: POST /generate from a verified checkpoint, dynamic batching",
+        args=ServeLmArgs,
+        num_cpus=1.0,
+        accelerators=("cpu", "gpu"),
+        needs=("torch", "numpy"),
+        serve_app="workloads.serve_lm:build_app",
+    ),
 )
 
 WORKLOADS: Mapping[str, Workload] = MappingProxyType({w.name: w for w in _ALL})
+# The jobs (``raygke local run``, stack ``jobs:``) and the Serve applications (``services:``).
+JOBS: tuple[str, ...] = tuple(w.name for w in _ALL if not w.is_service)
+SERVE_APPS: tuple[str, ...] = tuple(w.name for w in _ALL if w.is_service)
 
 DEFAULT_PIPELINE: tuple[str, ...] = ("prepare", "train_lm", "evaluate")
 

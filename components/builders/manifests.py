@@ -747,16 +747,19 @@ def ray_job_manifest(
 def render_manifests(
     cfg: StackConfig, working_dir_uri: str, images: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """Every RayCluster (sorted by name), then every RayJob (sorted by name).
+    """Every RayCluster (sorted by name), then every RayJob, then every RayService
+    (:func:`components.builders.serve.render_services`), each sorted by name.
 
     ``images``: image kind (``cpu``, ``gpu``, ``tpu``) -> the reference every head, worker group
     and submitter of that kind uses; the Pulumi program passes the pushed digests
     (``pulumi.Output`` values, resolved by the engine). Unset:
     :func:`components.builders.images.planned_refs` (the offline render of ``raygke check``).
     """
+    from components.builders.serve import render_services  # it builds on this module
+
     clusters = [ray_cluster_manifest(cfg, rc, images) for rc in sorted(cfg.ray_clusters, key=_name)]
     jobs = [ray_job_manifest(cfg, j, working_dir_uri, images) for j in sorted(cfg.jobs, key=_name)]
-    return clusters + jobs
+    return clusters + jobs + render_services(cfg, working_dir_uri, images)
 
 
 def _name(x: Any) -> str:

@@ -54,6 +54,7 @@ from components.builders.manifests import (
     SERVE_PORT,
     SUBMITTER_LABEL,
 )
+from components.builders.serve import SERVICE_LABEL
 from components.spec import StackConfig
 
 PSA_LEVEL = "restricted"
@@ -102,11 +103,14 @@ def namespace_manifest(cfg: StackConfig) -> dict[str, Any]:
 def ray_cluster_selectors(cfg: StackConfig) -> dict[str, dict[str, str]]:
     """Ray cluster name -> the pod labels selecting all of its pods: ``ray.io/cluster: <name>``
     for each long-lived RayCluster, ``ray-gke.io/job-cluster: <job>`` for each RayJob bringing its
-    own cluster (named after the job)."""
+    own cluster (named after the job), ``ray-gke/service: <name>`` for each RayService
+    (:data:`components.builders.serve.SERVICE_LABEL`)."""
     out = {rc.name: {CLUSTER_LABEL: rc.name} for rc in cfg.ray_clusters}
     for job in cfg.jobs:
         if not job.cluster:
             out[job.name] = {JOB_CLUSTER_LABEL: job.name}
+    for svc in cfg.services:  # a RayService's cluster name is generated and changes on upgrade
+        out[svc.name] = {SERVICE_LABEL: svc.name}
     return out
 
 

@@ -201,3 +201,41 @@ def validate_manifests(
     for m in manifests:
         out += validate_manifest(m, directory, version)
     return out
+
+
+# ---------------------------------------------------------------- other CRDs (Managed Prometheus)
+
+GMP_CRDS_DIR = Path(__file__).resolve().parent / "crds" / "gmp"
+OTHER_CRD_FILES = {
+    ("monitoring.googleapis.com", "PodMonitoring"): GMP_CRDS_DIR
+    / "monitoring.googleapis.com_podmonitorings.yaml"
+}
+
+
+def validate_other(manifest: dict[str, Any]) -> list[str]:
+    """Problems of one rendered non-KubeRay custom resource whose CRD the product carries
+    (:data:`OTHER_CRD_FILES`: Managed Prometheus ``PodMonitoring`` from
+    ``components/checks/crds/gmp``), checked like :func:`validate_manifest`: unknown (pruned)
+    fields, then the schema. One line each: ``<Kind> <name>: <path>: <why>``.
+
+    Raises:
+        ValueError: a kind whose CRD is not carried.
+    """
+    kind = manifest.get("kind", "?")
+    name = (manifest.get("metadata") or {}).get("name", "?")
+    group, _, version = str(manifest.get("apiVersion", "")).rpartition("/")
+    path = OTHER_CRD_FILES.get((group, kind))
+    if path is None:
+        raise ValueError(f"{kind} {name}: no carried CRD for {manifest.get('apiVersion')}")
+    schema = _load_schema(str(path), version)
+    body = {k: v for k, v in manifest.items() if k != "metadata"}
+    problems = [
+        f"{kind} {name}: {_fmt(p)}: unknown field (the API server would prune it)"
+        for p in unknown_fields(body, schema)
+    ]
+    errors = sorted(
+        _validator(str(path), version).iter_errors(body),
+        key=lambda e: (list(map(str, e.path)), e.message),
+    )
+    problems += [f"{kind} {name}: {_fmt(e.absolute_path)}: {e.message}" for e in errors]
+    return problems

@@ -4,10 +4,12 @@ would otherwise only tell you after ``pulumi up``.
 :func:`check_stack` renders the stack (:func:`components.builders.manifests.render_manifests` and
 :func:`components.builders.nodepools.node_pool_specs`) and reports, one line each:
 
-1. every RayCluster / RayJob validates against the CRD schema of the stack's KubeRay version
+1. every RayCluster / RayJob / RayService validates against the CRD schema of the stack's KubeRay version
    (``kuberay.chart_version``), unknown (pruned) fields included (:mod:`components.checks.crd`),
    and passes the rules the KubeRay operator of that version applies when it reconciles
-   (:mod:`components.checks.operator`);
+   (:mod:`components.checks.operator`); every Managed Prometheus PodMonitoring
+   (:mod:`components.builders.monitoring`) validates against the carried PodMonitoring CRD
+   (:func:`components.checks.crd.validate_other`);
 2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
    Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
    NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):
@@ -268,7 +270,8 @@ def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     kind = manifest.get("kind")
     name = (manifest.get("metadata") or {}).get("name", "?")
     spec = manifest.get("spec") or {}
-    cluster = spec.get("rayClusterSpec") if kind == "RayJob" else spec
+    key = {"RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}.get(str(kind))
+    cluster = spec.get(key) if key else spec
     if not isinstance(cluster, dict):
         return []
     out = []
@@ -323,6 +326,8 @@ def stack_field(manifest: dict[str, Any], line: str = "") -> str | None:
         return None
     if kind == "RayJob":
         return f"jobs[{name}]"
+    if kind == "RayService":
+        return f"services[{name}]"
     if kind != "RayCluster":
         return None
     field = f"ray_clusters[{name}]"
@@ -375,6 +380,19 @@ def workload_problems(cfg: StackConfig) -> list[str]:
     return problems
 
 
+def monitoring_problems(cfg: StackConfig) -> list[str]:
+    """The rendered Managed Prometheus PodMonitorings
+    (:func:`components.builders.monitoring.render_monitoring`) against the carried PodMonitoring
+    CRD (:func:`components.checks.crd.validate_other`)."""
+    from components.builders.monitoring import render_monitoring
+    from components.checks.crd import validate_other
+
+    out: list[str] = []
+    for m in render_monitoring(cfg):
+        out += validate_other(m)
+    return out
+
+
 def check_stack(cfg: StackConfig) -> list[str]:
     """Problems found in the rendered stack, one line each (empty when none). See the module
     docstring for what is checked."""
@@ -389,6 +407,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
     except (ValueError, KeyError) as e:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
     problems += check_manifests(cfg, manifests)
+    problems += monitoring_problems(cfg)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
     return problems

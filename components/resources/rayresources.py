@@ -38,6 +38,11 @@ Outputs (``register_outputs`` and attributes):
   KubeRay names the head Service ``<name>-head-svc``,
   https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/raycluster-quick-start.html).
 * ``jobs``: the RayJob names.
+* ``services``: ``{name: "http://<name>-serve-svc.<ns>.svc.cluster.local:8000"}``, each
+  RayService's Serve endpoint in the cluster (:func:`components.builders.serve.service_url`).
+* ``pod_monitorings``: the Managed Prometheus PodMonitoring names
+  (:func:`components.builders.monitoring.render_monitoring`; created with the RayClusters and
+  RayServices they scrape).
 * ``archive_object``: the object name; ``working_dir``: its ``gs://`` URI.
 
 The component only calls the pure builders; everything it creates is in the rendered manifests.
@@ -59,6 +64,8 @@ from components.builders.manifests import (
     cluster_endpoints,
     render_manifests,
 )
+from components.builders.monitoring import render_monitoring
+from components.builders.serve import service_url
 from components.spec import StackConfig
 
 TYPE_TOKEN = "ray-gke:ray:RayResources"
@@ -106,7 +113,7 @@ class RayResources(pulumi.ComponentResource):
             content_type="application/zip",
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.manifests = render_manifests(cfg, self.working_dir, images)
+        self.manifests = render_manifests(cfg, self.working_dir, images) + render_monitoring(cfg)
         # One Ray auth token per Ray cluster (long-lived RayCluster, or a RayJob's own cluster),
         # random, in the Secret its authOptions.secretName names; never exported or printed
         # (RandomPassword.result is a secret output, and so is the Secret's data).
@@ -153,10 +160,20 @@ class RayResources(pulumi.ComponentResource):
             if m["kind"] == "RayCluster"
         }
         self.jobs = [m["metadata"]["name"] for m in self.manifests if m["kind"] == "RayJob"]
+        self.services = {
+            m["metadata"]["name"]: service_url(cfg, m["metadata"]["name"])
+            for m in self.manifests
+            if m["kind"] == "RayService"
+        }
+        self.pod_monitorings = [
+            m["metadata"]["name"] for m in self.manifests if m["kind"] == "PodMonitoring"
+        ]
         self.register_outputs(
             {
                 "ray_clusters": self.ray_clusters,
                 "jobs": self.jobs,
+                "services": self.services,
+                "pod_monitorings": self.pod_monitorings,
                 "archive_object": self.archive_object_name,
                 "working_dir": self.working_dir,
             }

@@ -60,8 +60,10 @@ from components.spec.resolve import (
     resolve_identity,
     resolve_job,
     resolve_pool,
+    resolve_service,
 )
 from components.spec.rules import RULES, Rule, rule_problems
+from components.spec.serve import UPGRADE_TYPES, IncrementalUpgradeConfig, ServiceConfig
 from components.spec.stack import LocalConfig, StackConfig
 from components.spec.storage import (
     BucketConfig,
@@ -81,6 +83,7 @@ __all__ = [
     "OTHER_NAMESPACES",
     "PROJECT_NAMESPACE",
     "RULES",
+    "UPGRADE_TYPES",
     "AuthorizedNetwork",
     "BucketConfig",
     "BucketRole",
@@ -93,6 +96,7 @@ __all__ = [
     "GpuSpec",
     "GroupTarget",
     "HeadConfig",
+    "IncrementalUpgradeConfig",
     "JobConfig",
     "JobTarget",
     "KmsConfig",
@@ -110,6 +114,7 @@ __all__ = [
     "ResolveError",
     "Rule",
     "SecretConfig",
+    "ServiceConfig",
     "StackConfig",
     "StackFileError",
     "SystemPool",
@@ -131,6 +136,7 @@ __all__ = [
     "resolve_identity",
     "resolve_job",
     "resolve_pool",
+    "resolve_service",
     "rule_problems",
     "stack_data_from_yaml",
     "validate",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from components import catalog
 from components.spec.pools import CpuPool, GpuPool, GpuSpec, TpuPool
 from components.spec.ray import JobConfig, RayClusterConfig, WorkerGroupConfig
+from components.spec.serve import ServiceConfig
 from components.spec.storage import WorkloadIdentityConfig
 
 if TYPE_CHECKING:
@@ -318,3 +319,23 @@ def resolve_job(cfg: StackConfig, job: JobConfig) -> JobTarget:
         )
     target = resolve_group(cfg, rc, group)
     return JobTarget(job, rc, group, target.pool, target.max_replicas, rc.service_account)
+
+
+def resolve_service(cfg: StackConfig, svc: ServiceConfig) -> GroupTarget:
+    """The one worker group of a service's RayService cluster, resolved to its node pool: named
+    after the pool (cut to 50 characters), ``min_workers`` .. ``max_workers`` (default the
+    pool's capacity) pods; field ``services[<name>]``.
+
+    Raises:
+        ResolveError: ``services[s].node_pool 'x' is not a declared node pool; declared: ...``.
+    """
+    where = f"services[{svc.name}]"
+    pool = resolve_pool(cfg, svc.node_pool, f"{where}.node_pool")
+    hi = svc.max_workers if svc.max_workers is not None else pool_capacity(pool)
+    group = WorkerGroupConfig(
+        name=pool.name[:50],
+        node_pool=pool.name,
+        min_replicas=min(svc.min_workers, hi),
+        max_replicas=hi,
+    )
+    return GroupTarget(cluster=None, group=group, pool=pool, field=where)

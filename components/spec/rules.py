@@ -87,6 +87,7 @@ def unique_names(cfg: StackConfig) -> Iterable[str]:
         ("jobs", [j.name for j in cfg.jobs]),
         ("workload_identities", [w.name for w in cfg.workload_identities]),
         ("secrets", [s.name for s in cfg.secrets]),
+        ("services", [s.name for s in cfg.services]),
     ):
         for dup in _duplicates(names):
             note = " ('system' is the built-in system pool)" if dup == "system" else ""
@@ -319,6 +320,85 @@ def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[str]:
                 )
 
 
+def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
+    """A service's ``node_pool`` is declared, of a kind its Serve application supports
+    (``Workload.accelerators`` in :mod:`workloads.registry`), and ``min_workers`` <= the pool's
+    capacity (:func:`components.spec.resolve.resolve_service`)."""
+    from components.spec.resolve import resolve_service
+
+    for svc in cfg.services:
+        where = f"services[{svc.name}]"
+        try:
+            t = resolve_service(cfg, svc)
+        except ResolveError as e:
+            yield str(e)
+            continue
+        if svc.min_workers > t.max_replicas:
+            yield (
+                f"{where}.min_workers {svc.min_workers} > {t.max_replicas} (max_workers, else "
+                f"the capacity of node pool {t.pool.name!r})"
+            )
+        if _workload_problem(svc.workload, service=True):
+            continue
+        kinds = _workload(svc.workload).accelerators
+        if t.pool.kind not in kinds:
+            yield (
+                f"{where}.node_pool {t.pool.name!r} is a {t.pool.kind} pool; Serve application "
+                f"{svc.workload} runs on {', '.join(kinds)} pools"
+            )
+
+
+def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
+    """A service's ``workload`` is a registered Serve application (:data:`workloads.registry.SERVE_APPS`)
+    and its ``args`` fit it; a ``checkpoint`` that is not a ``gs://`` path names a declared job
+    whose workload writes checkpoints (its folder ``<checkpoints bucket>/<job name>`` is served)."""
+    jobs = {j.name: j for j in cfg.jobs}
+    for svc in cfg.services:
+        where = f"services[{svc.name}]"
+        problem = _workload_problem(svc.workload, service=True)
+        if problem:
+            yield f"{where}.workload {problem}"
+        else:
+            for p in _workload(svc.workload).arg_problems(svc.args):
+                yield f"{where}.args: {p}"
+        name = svc.checkpoint_job
+        if name is None:
+            continue
+        job = jobs.get(name)
+        if job is None:
+            declared = ", ".join(jobs) or "none"
+            yield (
+                f"{where}.checkpoint {name!r} is neither a gs:// path nor a declared job; "
+                f"declared jobs: {declared}"
+            )
+        elif not _workload_problem(job.workload) and (
+            "checkpoints" not in _workload(job.workload).writes
+        ):
+            yield (
+                f"{where}.checkpoint {name!r}: job {name} runs {job.workload}, which writes no "
+                "checkpoints"
+            )
+
+
+def service_identity_can_read(cfg: StackConfig) -> Iterable[str]:
+    """A service's ``service_account`` is a declared workload identity that may read the
+    checkpoints (the model) and artifacts (the workloads archive, its ``working_dir``) buckets
+    (bucket roles per :mod:`components.builders.iam`; https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    for svc in cfg.services:
+        where = f"services[{svc.name}].service_account"
+        try:
+            identity = resolve_identity(cfg, svc.service_account, where)
+        except ResolveError as e:
+            yield str(e)
+            continue
+        for purpose in ("checkpoints", "artifacts"):
+            if identity.buckets.get(purpose) not in ("read", "write"):
+                yield (
+                    f"{where} {svc.service_account!r} cannot read the {purpose} bucket; set "
+                    f"workload_identities[{svc.service_account}].buckets.{purpose}: read"
+                )
+
+
 def secret_readers_declared(cfg: StackConfig) -> Iterable[str]:
     """A secret's ``readers`` are declared workload identities: each is granted
     ``roles/secretmanager.secretAccessor`` on the secret
@@ -386,6 +466,9 @@ RULES: tuple[Rule, ...] = (
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
     _rule(secret_readers_declared, "secrets", "workload_identities"),
     _rule(prebuilt_images_pinned_when_protected, "cluster", "ray"),
+    _rule(service_targets_fit, "services", "node_pools"),
+    _rule(service_workloads_and_checkpoints, "services", "jobs"),
+    _rule(service_identity_can_read, "services", "workload_identities"),
 )
 """Every cross-field rule, in the order they run."""
 
@@ -406,11 +489,15 @@ def _workload(name: str) -> Any:
     return get_workload(name)
 
 
-def _workload_problem(name: str) -> str | None:
+def _workload_problem(name: str, service: bool = False) -> str | None:
     # workloads.registry is standard-library only (design: components may refer to workloads by
     # module path, never import ray/torch/jax).
-    from workloads.registry import WORKLOADS
+    from workloads.registry import JOBS, SERVE_APPS, WORKLOADS
 
+    valid = SERVE_APPS if service else JOBS
     if name not in WORKLOADS:
-        return f"{name!r} is not a registered workload; registered: {', '.join(WORKLOADS)}"
+        return f"{name!r} is not a registered workload; registered: {', '.join(valid)}"
+    if name not in valid:
+        what = "a job" if service else "a Ray Serve application (a services: entry)"
+        return f"{name!r} is {what}; valid here: {', '.join(valid)}"
     return None

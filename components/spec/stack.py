@@ -18,6 +18,7 @@ from components.spec.network import NetworkConfig
 from components.spec.pools import CpuPool, GpuPool, NodePool, TpuPool
 from components.spec.ray import JobConfig, KubeRayConfig, RayClusterConfig, RayConfig
 from components.spec.rules import rule_problems
+from components.spec.serve import ServiceConfig
 from components.spec.storage import (
     BucketsConfig,
     KmsConfig,
@@ -109,6 +110,11 @@ class StackConfig(_Model):
         default_factory=list,
         description="RayJobs, each running one registered workload on a RayCluster or on its "
         "own cluster.",
+    )
+    services: list[ServiceConfig] = Field(
+        default_factory=list,
+        description="Ray Serve applications, each a KubeRay RayService with its own RayCluster "
+        "(e.g. the LM from a training job's checkpoints).",
     )
     buckets: BucketsConfig = Field(
         default_factory=BucketsConfig,

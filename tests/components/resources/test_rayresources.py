@@ -54,9 +54,21 @@ def test_one_custom_resource_per_manifest_and_hashed_archive():
         assert sha[:16] in obj["name"] and obj["bucket"] == "ray-gke-prod-ray-prod-artifacts"
         crs = [(n, i) for t, n, i in CREATED if t.startswith("kubernetes:ray.io/v1:")]
         expected = render_manifests(cfg, rr.working_dir)
-        assert len(crs) == len(expected) == 4
+        assert len(crs) == len(expected) == 5
         kinds = sorted(t.rsplit(":", 1)[1] for t, _, _ in CREATED if t.startswith("kubernetes:ray"))
-        assert kinds == ["RayCluster", "RayJob", "RayJob", "RayJob"]
+        assert kinds == ["RayCluster", "RayJob", "RayJob", "RayJob", "RayService"]
+        monitors = [
+            i["metadata"]["name"]
+            for t, _, i in CREATED
+            if t == "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
+        ]
+        assert (
+            sorted(monitors)
+            == sorted(rr.pod_monitorings)
+            == ["lm-ray-metrics", "training-ray-metrics"]
+        )
+        # KubeRay's Serve Service of RayService lm: <name>-serve-svc, port 8000
+        assert rr.services == {"lm": "http://lm-serve-svc.ray.svc.cluster.local:8000"}
         by_name = {i["metadata"]["name"]: i for _, i in crs}
         for m in expected:
             assert by_name[m["metadata"]["name"]]["spec"] == m["spec"]

@@ -215,6 +215,19 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             if new != value:
                 yield _set(_set(data, path, new), (*path[:-1], "args"), {})
         return
+    if schema == "services" and value == []:  # a service on a CPU pool from a trainer's checkpoints
+        pool = next(p["name"] for p in data["node_pools"] if "tpu" not in p and "gpu" not in p)
+        job = next(j["name"] for j in data["jobs"] if j["workload"].startswith("train_lm"))
+        yield _set(data, path, [{"name": "lm", "checkpoint": job, "node_pool": pool}])
+        return
+    if schema == "services[].incremental_upgrade" and value is None:
+        inc = {"gateway_class_name": "gke-l7-rilb", "step_size_percent": 20}
+        yield _set(
+            _set(data, path, inc),
+            (*path[:-1], "upgrade_strategy"),
+            "NewClusterWithIncrementalUpgrade",
+        )
+        return
     if schema in ("node_pools[].max_nodes", "node_pools[].max_slices"):
         # one less, with the worker groups on the pool clamped to it (the GKE pools change anyway)
         pool = _get(data, path[:-1])["name"]
@@ -337,6 +350,8 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "default_memory": ["2Gi"],
             "default_request_cpu": ["200m"],
             "default_request_memory": ["512Mi"],
+            "upgrade_strategy": ["None", "NewCluster"],
+            "checkpoint": _names(data, "jobs"),
         }
         for new in literals.get(key, []):
             if new != value:
@@ -426,6 +441,12 @@ def _small_crds(version: str) -> tuple[dict[str, Any], ...]:
     )
 
 
+# Schema paths with one valid value only (nothing to change them to): path -> why.
+ONE_VALID_VALUE = {
+    "services[].workload": "serve_lm is the only registered Serve application",
+}
+
+
 @pytest.mark.slow
 def test_every_key_of_the_shipped_stacks_has_an_effect(monkeypatch: pytest.MonkeyPatch) -> None:
     """A written occurrence with a valid other value must change the render; one whose value
@@ -438,7 +459,7 @@ def test_every_key_of_the_shipped_stacks_has_an_effect(monkeypatch: pytest.Monke
     baselines = {name: _render(_stack_data(name), name) for name in STACKS}
     problems: list[str] = []
     for schema, occurrences in sorted(_occurrences().items()):
-        if schema in STEERS_CHECKS_ONLY:
+        if schema in STEERS_CHECKS_ONLY or schema in ONE_VALID_VALUE:
             continue
         written = [o for o in occurrences if o[2]]
         effects = []

@@ -115,6 +115,19 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "jobs[prep]: workload prepare writes to the datasets bucket but runs as 'ray-train', "
         "which has read access there",
     ),
+    "service_targets_fit": (
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "tpu"}]),
+        "services[lm].node_pool 'tpu' is a tpu pool; Serve application serve_lm runs on cpu, "
+        "gpu pools",
+    ),
+    "service_workloads_and_checkpoints": (
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "prep", "node_pool": "cpu"}]),
+        "services[lm].checkpoint 'prep': job prep runs prepare, which writes no checkpoints",
+    ),
+    "service_identity_can_read": (
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}]),
+        "services[lm].service_account 'ray-serve' cannot read the artifacts bucket",
+    ),
     "secret_readers_declared": (
         lambda d: d.update(secrets=[{"name": "hf-token", "readers": ["ray-nobody"]}]),
         "secrets[hf-token].readers: 'ray-nobody' is not a declared workload identity",
