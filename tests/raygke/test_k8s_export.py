@@ -32,8 +32,10 @@ def test_every_ray_pod_template_is_a_pod(prod_files):
     out, files = prod_files
     pods = {f for f in files if f.startswith("pod-")}
     # prod: RayCluster training (head + 3 worker groups), train-lm-h100's own cluster (head + 1
-    # group), and a submitter for each of the 3 jobs
+    # group), a submitter for each of the 3 jobs, and RayService lm (head + 1 group)
     assert pods == {
+        "pod-ray-lm-head.yaml",
+        "pod-ray-lm-worker-cpu.yaml",
         "pod-ray-training-head.yaml",
         "pod-ray-training-worker-cpu.yaml",
         "pod-ray-training-worker-tpu-v6e.yaml",

@@ -129,11 +129,11 @@ def test_train_lm_tf_jobs_locally() -> None:
     with pytest.raises(local_cluster.LocalError) as e:
         local_jobs.resolve_jobs(["train_lm_tf"], "tpu")
     assert str(e.value) == (
-        "--accelerator tpu: workload 'train_lm_tf' supports cpu, gpu, not tpu: TensorFlow on "
+        "--accelerator tpu: workload 'train_lm_tf' supports cpu, not tpu: TensorFlow on "
         "TPU is not part of this product; use train_lm_jax on TPUs"
     )
-    gpu = local_jobs.job_args("train_lm_tf", state, None, "r", {}, accelerator="gpu")
-    assert gpu["use_gpu"] is True and gpu["name"] == "r"
+    with pytest.raises(local_cluster.LocalError, match="supports cpu, not gpu: .*use train_lm on"):
+        local_jobs.resolve_jobs(["train_lm_tf"], "gpu")
     trained = {"train_lm_tf": {"checkpoint": "/c/tf", "steps": 7}}
     ev = local_jobs.job_args("evaluate", state, None, "r", trained)
     assert ev["checkpoint"] == "/c/tf"

@@ -54,13 +54,16 @@ def test_prod_serves_the_lm_from_the_h100_jobs_checkpoints() -> None:
     assert m["spec"]["upgradeStrategy"] == {"type": "NewCluster"}
     cluster = m["spec"]["rayClusterConfig"]
     groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
-    for g in groups:
+    for g, account in zip(groups, ["ray-serve-head", "ray-serve"], strict=False):
         pod = g["template"]
-        assert pod["spec"]["serviceAccountName"] == "ray-serve"
+        # the head runs as the identity's head account (issue 12), workers as the identity's own
+        assert pod["spec"]["serviceAccountName"] == account
         assert pod["metadata"]["labels"]["ray-gke/service"] == "lm"
         assert {"name": "serve", "containerPort": 8000} in pod["spec"]["containers"][0]["ports"]
-        mounts = pod["spec"]["containers"][0]["volumeMounts"]
-        assert all(v["readOnly"] for v in mounts), "ray-serve only reads"
+        mounts = [
+            v for v in pod["spec"]["containers"][0]["volumeMounts"] if v["mountPath"] != "/dev/shm"
+        ]  # the bucket mounts; /dev/shm is the object store's memory (issue 12)
+        assert mounts and all(v["readOnly"] for v in mounts), "ray-serve only reads"
     assert cluster["enableInTreeAutoscaling"] is True
     assert service_url(cfg, "lm") == "http://lm-serve-svc.ray.svc.cluster.local:8000"
     assert check_stack(cfg) == []

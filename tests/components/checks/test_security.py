@@ -65,8 +65,12 @@ def test_every_ray_cluster_has_token_auth_with_a_stack_secret(rendered) -> None:
     objects = _k8s_objects(records)
     secrets = {s["metadata"]["name"]: s for s in _kind(objects, "Secret")}
     clusters = 0
-    for o in _kind(objects, "RayCluster") + _kind(objects, "RayJob"):
-        spec = o["spec"] if o["kind"] == "RayCluster" else o["spec"].get("rayClusterSpec")
+    for o in _kind(objects, "RayCluster") + _kind(objects, "RayJob") + _kind(objects, "RayService"):
+        spec = {
+            "RayCluster": o["spec"],
+            "RayJob": o["spec"].get("rayClusterSpec"),
+            "RayService": o["spec"].get("rayClusterConfig"),
+        }[o["kind"]]
         if spec is None:
             assert "clusterSelector" in o["spec"]  # runs on a RayCluster checked above
             continue
