@@ -132,7 +132,7 @@ def test_train_lm_tf_jobs_locally() -> None:
         "--accelerator tpu: workload 'train_lm_tf' supports cpu, not tpu: TensorFlow on "
         "TPU is not part of this product; use train_lm_jax on TPUs"
     )
-    with pytest.raises(local_cluster.LocalError, match="supports cpu, not gpu: .*use train_lm on"):
+    with pytest.raises(local_cluster.LocalError, match=r"supports cpu, not gpu: .*use train_lm on"):
         local_jobs.resolve_jobs(["train_lm_tf"], "gpu")
     trained = {"train_lm_tf": {"checkpoint": "/c/tf", "steps": 7}}
     ev = local_jobs.job_args("evaluate", state, None, "r", trained)
