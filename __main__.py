@@ -77,6 +77,7 @@ kuberay = KubeRay(
         cluster_name=cluster.name,
         endpoint=cluster.endpoint,
         ca_certificate=cluster.ca_certificate,
+        dns_endpoint=cluster.dns_endpoint,
         gsa_emails={k: v.email for k, v in security.gsas.items()},
         depends_on=[pools[0].node_pool, access],  # the system pool runs the operator
     ),
@@ -95,6 +96,8 @@ pulumi.export("workloads_working_dir", ray.working_dir)
 pulumi.export("cluster_name", cluster.name)
 pulumi.export("cluster_location", cluster.location)
 pulumi.export("cluster_endpoint", cluster.endpoint)
+if cfg.cluster.dns_endpoint:
+    pulumi.export("cluster_dns_endpoint", cluster.dns_endpoint)
 pulumi.export("kubeconfig", kuberay.kubeconfig)
 pulumi.export("bucket_urls", {k: b.url for k, b in storage.buckets.items()})
 pulumi.export("bucket_names", {p: naming.bucket_name(cfg, p) for p in naming.BUCKET_PURPOSES})

@@ -72,15 +72,18 @@ def check(
         help="Also render the stack and check the rendered objects (CRD schemas, scheduling, IAM)",
     ),
 ) -> None:
-    """Validate a stack offline: config rules, and (with --render) the rendered stack."""
+    """Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and
+    (with --render) the rendered stack."""
     path = choose_or_exit(stack, config).path
     assert path is not None  # no built-in stack: a file is always chosen
     cfg = load_or_exit(path)
-    problems: list[str] = []
+    from components.checks.access import reachability_problems
+
+    problems: list[str] = reachability_problems(cfg)
     if render:
         from components.checks.stack import check_stack
 
-        problems = check_stack(cfg)
+        problems += check_stack(cfg)
     if problems:
         err.print(
             f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"
