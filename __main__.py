@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pulumi
 
-from components.builders import naming
 from components.builders.nodepools import node_pool_specs
-from components.builders.outputs import accelerator_summary
+from components.builders.outputs import config_outputs
 from components.resources.cluster import Cluster, ClusterArgs
 from components.resources.config import load_pulumi_config
 from components.resources.kuberay import KubeRay, KubeRayArgs
@@ -99,11 +98,9 @@ pulumi.export("cluster_endpoint", cluster.endpoint)
 if cfg.cluster.dns_endpoint:
     pulumi.export("cluster_dns_endpoint", cluster.dns_endpoint)
 pulumi.export("kubeconfig", kuberay.kubeconfig)
-pulumi.export("bucket_urls", {k: b.url for k, b in storage.buckets.items()})
-pulumi.export("bucket_names", {p: naming.bucket_name(cfg, p) for p in naming.BUCKET_PURPOSES})
-pulumi.export("service_accounts", {k: v.email for k, v in security.gsas.items()})
-pulumi.export("node_service_account", security.node_sa.email)
 pulumi.export("namespace", kuberay.namespace.metadata.apply(lambda m: m.name))
-pulumi.export("kuberay_mode", cfg.kuberay.mode)
 pulumi.export("ray_clusters", ray.ray_clusters)
-pulumi.export("node_pools", accelerator_summary(cfg))
+# contract_version, bucket_urls/names, service_accounts, node_service_account, kuberay_mode,
+# node_pools: from config, so they are known at the first preview (docs/outputs.md).
+for key, value in config_outputs(cfg).items():
+    pulumi.export(key, value)
