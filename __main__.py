@@ -1,8 +1,9 @@
 """The ray-gke Pulumi program: one validated stack config -> the GKE Ray platform.
 
-Order: network and security (KMS, service accounts) -> cluster -> node pools and buckets ->
-workload access (Workload Identity, bucket roles, secrets) -> KubeRay (provider, namespace, KSAs,
-operator) -> Ray resources (RayClusters, RayJobs).
+Order: the GCP APIs the stack needs (every GCP resource waits for the APIs it calls) -> network
+and security (KMS, service accounts) -> cluster -> node pools and buckets -> workload access
+(Workload Identity, bucket roles, secrets) -> KubeRay (provider, namespace, KSAs, operator) -> Ray
+resources (RayClusters, RayJobs).
 Stack outputs are documented in ``docs/outputs.md``.
 """
 
@@ -12,6 +13,7 @@ import pulumi
 
 from components.builders.nodepools import node_pool_specs
 from components.builders.outputs import config_outputs
+from components.resources.apis import Apis
 from components.resources.cluster import Cluster, ClusterArgs
 from components.resources.config import load_pulumi_config
 from components.resources.kuberay import KubeRay, KubeRayArgs
@@ -29,6 +31,10 @@ except ConfigError as e:
     raise pulumi.RunError(
         f"invalid stack config: {len(e.problems)} problem(s), listed above"
     ) from None
+
+# The APIs first; every GCP resource below waits for the APIs its type calls.
+apis = Apis("apis", cfg)
+apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(cfg=cfg))
 security = Security("security", SecurityArgs(cfg=cfg))

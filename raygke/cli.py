@@ -21,7 +21,7 @@ from rich.markup import escape
 from components.spec import GpuPool, StackConfig, TpuPool
 from raygke import local
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
-from raygke.stacks import choose_or_exit, load_or_exit, pools_table
+from raygke.stacks import choose_or_exit, load_for_check, load_or_exit, pools_table
 
 app = typer.Typer(
     name="raygke",
@@ -71,12 +71,26 @@ def check(
         "--render/--no-render",
         help="Also render the stack and check the rendered objects (CRD schemas, scheduling, IAM)",
     ),
+    sets: list[str] = typer.Option(
+        [],
+        "--set",
+        help="KEY=VALUE: a config value the file does not hold (e.g. one a Pulumi ESC "
+        "environment provides), read as YAML; dotted keys set nested values (cluster.name=ray)",
+    ),
 ) -> None:
     """Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and
     (with --render) the rendered stack."""
     path = choose_or_exit(stack, config).path
     assert path is not None  # no built-in stack: a file is always chosen
-    cfg = load_or_exit(path)
+    loaded = load_for_check(path, sets)
+    cfg = loaded.cfg
+    if loaded.from_environment:
+        err.print(
+            f"note: {path} imports ESC environment(s) {', '.join(loaded.environments)}; expected "
+            f"from them: {', '.join(loaded.from_environment)} (not checked offline: placeholders "
+            f"stand in for them; give the values with --set KEY=VALUE to check them too)",
+            markup=False,
+        )
     from components.checks.access import reachability_problems
 
     problems: list[str] = reachability_problems(cfg)
