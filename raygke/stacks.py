@@ -208,13 +208,14 @@ def load_for_check(path: Path, sets: list[str]) -> CheckedStack:
         err.print(f"error: {'; '.join(e.problems)}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     try:
-        envs = stack_environments(path.read_text(encoding="utf-8"), str(path))
+        text = path.read_text(encoding="utf-8")
+        # the YAML is read a second time only where it can name an environment
+        envs = stack_environments(text, str(path)) if "environment" in text else ()
     except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
         envs = ()  # load_or_exit says what is wrong with the file
     if not envs:
         return CheckedStack(load_or_exit(path, overrides), (), ())
     try:
-        text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
     except StackFileError as e:
         err.print(
