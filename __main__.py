@@ -1,9 +1,10 @@
 """The ray-gke Pulumi program: one validated stack config -> the GKE Ray platform.
 
-Order: network and security (KMS, service accounts) -> cluster -> node pools and buckets ->
-workload access (Workload Identity, bucket roles, secrets) -> image registry and the Ray images
-(built and pushed) -> KubeRay (provider, namespace, KSAs, operator) -> Ray resources (RayClusters,
-RayJobs, referencing the images by digest).
+Order: the GCP APIs the stack needs (every GCP resource waits for the APIs it calls) -> network
+and security (KMS, service accounts) -> cluster -> node pools and buckets -> workload access
+(Workload Identity, bucket roles, secrets) -> image registry and the Ray images (built and pushed)
+-> KubeRay (provider, namespace, KSAs, operator) -> Ray resources (RayClusters, RayJobs,
+RayServices, referencing the images by digest).
 Stack outputs are documented in ``docs/outputs.md``.
 """
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import pulumi
 
-from components.builders import naming
 from components.builders.nodepools import node_pool_specs
-from components.builders.outputs import accelerator_summary
+from components.builders.outputs import config_outputs
+from components.resources.apis import Apis
 from components.resources.cluster import Cluster, ClusterArgs
 from components.resources.config import load_pulumi_config
 from components.resources.kuberay import KubeRay, KubeRayArgs
@@ -32,6 +33,10 @@ except ConfigError as e:
     raise pulumi.RunError(
         f"invalid stack config: {len(e.problems)} problem(s), listed above"
     ) from None
+
+# The APIs first; every GCP resource below waits for the APIs its type calls.
+apis = Apis("apis", cfg)
+apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(cfg=cfg))
 security = Security("security", SecurityArgs(cfg=cfg))
@@ -94,6 +99,7 @@ kuberay = KubeRay(
         cluster_name=cluster.name,
         endpoint=cluster.endpoint,
         ca_certificate=cluster.ca_certificate,
+        dns_endpoint=cluster.dns_endpoint,
         gsa_emails={k: v.email for k, v in security.gsas.items()},
         depends_on=[pools[0].node_pool, access],  # the system pool runs the operator
     ),
@@ -114,14 +120,14 @@ pulumi.export("workloads_working_dir", ray.working_dir)
 pulumi.export("cluster_name", cluster.name)
 pulumi.export("cluster_location", cluster.location)
 pulumi.export("cluster_endpoint", cluster.endpoint)
+if cfg.cluster.dns_endpoint:
+    pulumi.export("cluster_dns_endpoint", cluster.dns_endpoint)
 pulumi.export("kubeconfig", kuberay.kubeconfig)
-pulumi.export("bucket_urls", {k: b.url for k, b in storage.buckets.items()})
-pulumi.export("bucket_names", {p: naming.bucket_name(cfg, p) for p in naming.BUCKET_PURPOSES})
-pulumi.export("service_accounts", {k: v.email for k, v in security.gsas.items()})
-pulumi.export("node_service_account", security.node_sa.email)
 pulumi.export("namespace", kuberay.namespace.metadata.apply(lambda m: m.name))
-pulumi.export("kuberay_mode", cfg.kuberay.mode)
 pulumi.export("ray_clusters", ray.ray_clusters)
-pulumi.export("node_pools", accelerator_summary(cfg))
 pulumi.export("image_registry", registry.url)
 pulumi.export("images", registry.refs)
+# contract_version, bucket_urls/names, service_accounts, node_service_account, kuberay_mode,
+# node_pools: from config, so they are known at the first preview (docs/outputs.md).
+for key, value in config_outputs(cfg).items():
+    pulumi.export(key, value)

@@ -22,7 +22,7 @@ from components.spec import GpuPool, StackConfig, TpuPool
 from raygke import images as images_cli
 from raygke import local
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
-from raygke.stacks import choose_or_exit, load_or_exit, pools_table
+from raygke.stacks import choose_or_exit, load_for_check, load_or_exit, pools_table
 
 app = typer.Typer(
     name="raygke",
@@ -78,26 +78,49 @@ def check(
         help="With --render, also run the policy pack's GCP rules over the Pulumi program "
         "rendered under mocks (as `raygke synth`; adds the program's run time)",
     ),
+    sets: list[str] = typer.Option(
+        [],
+        "--set",
+        help="KEY=VALUE: a config value the file does not hold (e.g. one a Pulumi ESC "
+        "environment provides), read as YAML; dotted keys set nested values (cluster.name=ray)",
+    ),
 ) -> None:
-    """Validate a stack offline: config rules, and (with --render) the rendered stack and the
-    policy pack's secure-default rules (policy/, the same rule functions)."""
+    """Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and
+    (with --render) the rendered stack and the policy pack's secure-default rules (policy/, the
+    same rule functions)."""
     choice = choose_or_exit(stack, config)
     path = choice.path
     assert path is not None  # no built-in stack: a file is always chosen
-    cfg = load_or_exit(path)
-    problems: list[str] = []
+    loaded = load_for_check(path, sets)
+    cfg = loaded.cfg
+    if loaded.from_environment:
+        err.print(
+            f"note: {path} imports ESC environment(s) {', '.join(loaded.environments)}; expected "
+            f"from them: {', '.join(loaded.from_environment)} (not checked offline: placeholders "
+            f"stand in for them; give the values with --set KEY=VALUE to check them too)",
+            markup=False,
+        )
+    from components.checks.access import reachability_problems
     from components.checks.images import image_warnings
 
     for line in image_warnings(cfg):
         err.print(f"[yellow]warning:[/] {escape(line)}")
+    problems: list[str] = reachability_problems(cfg)
     if render:
         from components.checks.stack import check_stack
 
-        problems = check_stack(cfg)
+        problems += check_stack(cfg)
         if policy and not problems:  # the program renders only what the checks above accept
-            import raygke.synth  # pulumi is imported only here
+            if loaded.from_environment or sets:
+                err.print(
+                    "note: policy rules not run: the program renders the stack file as it is, "
+                    "without the ESC or --set values",
+                    markup=False,
+                )
+            else:
+                import raygke.synth  # pulumi is imported only here
 
-            problems = raygke.synth.policy_problems(path, choice.name)
+                problems = raygke.synth.policy_problems(path, choice.name)
     if problems:
         err.print(
             f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"

@@ -106,13 +106,14 @@ def choose_or_exit(
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def load_or_exit(path: Path) -> Any:
-    """Load and validate a stack file (``components.spec.load_stack_file``) into a
-    ``StackConfig``; print every problem and exit 1 when invalid, 2 when unreadable."""
+def load_or_exit(path: Path, overrides: Mapping[str, Any] | None = None) -> Any:
+    """Load and validate a stack file (``components.spec.load_stack_file``, with ``overrides``
+    from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
+    unreadable."""
     from components.spec import ConfigError, StackFileError, load_stack_file
 
     try:
-        return load_stack_file(path)
+        return load_stack_file(path, overrides) if overrides else load_stack_file(path)
     except StackFileError as e:
         err.print(
             f"error: cannot read {path} as a stack file: {'; '.join(e.problems)}", markup=False
@@ -165,3 +166,93 @@ def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools
             row = ("-", "-", "1", f"{p['max_nodes']} nodes")
         table.add_row(name, p["kind"], p["machine_type"], *row)
     return table
+
+
+@dataclass(frozen=True)
+class CheckedStack:
+    """A stack file loaded for ``raygke check``.
+
+    Attributes:
+        cfg: the validated config; keys an ESC environment provides hold stand-ins
+            (:func:`components.spec.esc_stand_ins`).
+        environments: the ESC environments the file imports.
+        from_environment: required keys neither the file nor ``--set`` gives, expected from
+            those environments (not checked offline).
+    """
+
+    cfg: Any
+    environments: tuple[str, ...]
+    from_environment: tuple[str, ...]
+
+
+def load_for_check(path: Path, sets: list[str]) -> CheckedStack:
+    """Load a stack file as :func:`load_or_exit` does, with ``--set KEY=VALUE`` overrides, and
+    tolerate the required keys a Pulumi ESC ``environment:`` provides: they are reported, not
+    refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
+    ``--set`` is a usage error, 2)."""
+    from components.spec import (
+        ConfigError,
+        StackFileError,
+        apply_overrides,
+        esc_stand_ins,
+        parse_set,
+        required_keys,
+        stack_data_from_yaml,
+        stack_environments,
+        validate,
+    )
+
+    try:
+        overrides = parse_set(sets)
+    except ConfigError as e:
+        err.print(f"error: {'; '.join(e.problems)}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    try:
+        text = path.read_text(encoding="utf-8")
+        # the YAML is read a second time only where it can name an environment
+        envs = stack_environments(text, str(path)) if "environment" in text else ()
+    except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
+        envs = ()  # load_or_exit says what is wrong with the file
+    if not envs:
+        return CheckedStack(load_or_exit(path, overrides), (), ())
+    try:
+        data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
+    except StackFileError as e:
+        err.print(
+            f"error: cannot read {path} as a stack file: {'; '.join(e.problems)}", markup=False
+        )
+        raise typer.Exit(EXIT_USAGE) from None
+    except ConfigError as e:
+        _print_invalid(path, e.problems)
+    except (OSError, UnicodeDecodeError) as e:
+        err.print(f"error: cannot read {path}: {e}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    expected = tuple(k for k in required_keys() if k not in data) if envs else ()
+    try:
+        cfg = validate(data, str(path))
+    except ConfigError as e:
+        missing = {f"{k}: required field is missing" for k in expected}
+        problems = [p for p in e.problems if p not in missing]
+        if problems or not expected:
+            _print_invalid(path, problems or e.problems)
+        try:
+            cfg = validate({**data, **esc_stand_ins(data, expected)}, str(path))
+        except ConfigError as e2:  # the stand-ins do not fit the rest: say which keys to --set
+            _print_invalid(
+                path,
+                [
+                    f"{line} (with stand-ins for {', '.join(expected)}, which ESC provides: "
+                    "give them with --set KEY=VALUE to check this)"
+                    for line in e2.problems
+                ],
+            )
+    return CheckedStack(cfg, envs, expected)
+
+
+def _print_invalid(path: Path, problems: list[str]) -> None:
+    err.print(
+        f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
+    )
+    for line in problems:
+        err.print(f"  - {line}", markup=False)
+    raise typer.Exit(EXIT_FAILED)

@@ -122,6 +122,11 @@ class SynthMocks(pulumi.runtime.Mocks):
                 masterVersion=i.get("minMasterVersion") or "1.32.2-gke.1297002",
                 labelFingerprint=hashlib.sha256(rid.encode()).hexdigest()[:8],
             )
+            cpe = dict(i.get("controlPlaneEndpointsConfig") or {})
+            dns = dict(cpe.get("dnsEndpointConfig") or {})
+            uid = hashlib.sha256(rid.encode()).hexdigest()[:24]
+            dns["endpoint"] = f"gke-{uid}.{i.get('location')}.gke.goog"
+            state["controlPlaneEndpointsConfig"] = {**cpe, "dnsEndpointConfig": dns}
         elif t == "gcp:container/nodePool:NodePool":
             rid = f"{i.get('cluster')}/nodePools/{name}"
         elif t == "gcp:storage/bucket:Bucket":

@@ -11,7 +11,7 @@ import pytest
 
 from components.checks.crd import crds_available, missing_crds_message
 from components.spec import StackConfig, load_stack_file, validate
-from raygke.synth import config_entries, run_program
+from raygke.synth import SynthMocks, config_entries, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = ("dev", "prod")
@@ -79,3 +79,51 @@ def of_type(records: list[dict], typ: str) -> list[dict]:
 def by_name(records: list[dict], typ: str) -> dict[str, dict]:
     """Inputs of the records of one type keyed by their ``name`` input (GCP/GKE name)."""
     return {r["inputs"].get("name", r["name"]): r["inputs"] for r in of_type(records, typ)}
+
+
+class _InputsOnlyMocks(SynthMocks):
+    """Mocks that return a resource's inputs and nothing it computes, as a first ``pulumi
+    preview`` knows it: every output the program did not give as an input is unknown."""
+
+    def new_resource(self, args: Any) -> tuple[str, dict]:
+        return f"{args.name}-id", dict(args.inputs)
+
+
+def preview_outputs(data: dict[str, Any], stack: str = "test") -> dict[str, tuple[bool, Any]]:
+    """Stack output name -> (known, value) of the program run in preview mode
+    (``set_mocks(..., preview=True)``) with mocks that compute nothing (see
+    :class:`_InputsOnlyMocks`)."""
+    import runpy
+
+    import pulumi
+    from pulumi.runtime import settings as psettings
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    from components.spec import PROJECT_NAMESPACE
+    from raygke.synth import PROGRAM
+
+    validate(data)
+    pulumi.runtime.set_all_config(config_entries(data, {"project": data["project"]}))
+    psettings.ROOT.set(None)
+    psettings.SETTINGS.rpc_manager.clear()
+    psettings.SETTINGS.outputs.clear()
+    pulumi.runtime.set_mocks(
+        _InputsOnlyMocks(data["project"]), project=PROJECT_NAMESPACE, stack=stack, preview=True
+    )
+    root = psettings.get_root_resource()
+    try:
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+
+        async def _resolve() -> dict[str, tuple[bool, Any]]:
+            out: dict[str, tuple[bool, Any]] = {}
+            for key in sorted(root.outputs):
+                o = pulumi.Output.from_input(root.outputs[key])
+                out[key] = (await o.is_known(), await o.future())
+            return out
+
+        return _sync_await(_resolve())
+    finally:
+        pulumi.runtime.set_mocks(
+            _InputsOnlyMocks(data["project"]), project=PROJECT_NAMESPACE, stack=stack, preview=False
+        )

@@ -59,20 +59,27 @@ def crd_documents(version: str) -> tuple[dict[str, Any], ...]:
     return tuple(yaml.load((d / f).read_text(), Loader=loader) for f in CRD_FILES.values())
 
 
-def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str) -> str:
-    """A kubeconfig (JSON, which is YAML) for ``https://<endpoint>`` with CA data (base64 PEM as
-    GKE returns it) and the ``gke-gcloud-auth-plugin`` exec user."""
+def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str | None) -> str:
+    """A kubeconfig (JSON, which is YAML) for ``https://<endpoint>`` and the
+    ``gke-gcloud-auth-plugin`` exec user.
+
+    ``endpoint`` is the IP endpoint with ``ca_certificate`` (base64 PEM as GKE returns it), or the
+    DNS-based endpoint (``<uid>.<location>.gke.goog``) with ``ca_certificate=None``: that endpoint
+    serves a publicly trusted certificate, and ``gcloud container clusters get-credentials
+    --dns-endpoint`` writes no CA data either
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation).
+    """
     ctx = f"gke_{cluster_name}"
+    server: dict[str, str] = {"server": f"https://{endpoint}"}
+    if ca_certificate:
+        server["certificate-authority-data"] = ca_certificate
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
             {
                 "name": ctx,
-                "cluster": {
-                    "server": f"https://{endpoint}",
-                    "certificate-authority-data": ca_certificate,
-                },
+                "cluster": server,
             }
         ],
         "contexts": [{"name": ctx, "context": {"cluster": ctx, "user": ctx}}],

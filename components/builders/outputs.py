@@ -1,11 +1,45 @@
-"""Pure builders for the stack outputs that come from config alone (see ``docs/outputs.md``)."""
+"""Pure builders for the stack outputs that come from config alone (see ``docs/outputs.md``).
+
+Outputs that follow from config are computed here rather than read from resource outputs, so a
+first ``pulumi preview`` (where a resource's computed outputs are unknown) and a consumer's
+``StackReference`` already see them: bucket URLs (``gs://<name>``, names chosen by
+:func:`components.builders.naming.bucket_name`) and service account emails
+(``<account id>@<project>.iam.gserviceaccount.com``,
+https://cloud.google.com/iam/docs/service-account-overview#identifiers).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from components.builders import naming
 from components.builders.nodepools import specs_for_pool
 from components.spec import GpuPool, StackConfig, TpuPool
+
+# The version of the outputs contract (docs/outputs.md). Adding an output keeps it; renaming or
+# removing one, or changing its type, raises it, so a consumer can refuse a stack it does not know.
+CONTRACT_VERSION = "1"
+
+
+def config_outputs(cfg: StackConfig) -> dict[str, Any]:
+    """The stack outputs that follow from config alone, known at the first preview.
+
+    Keys: ``contract_version`` (:data:`CONTRACT_VERSION`), ``bucket_urls`` and ``bucket_names``
+    (purpose -> ``gs://`` URL / name), ``service_accounts`` (workload identity -> GSA email),
+    ``node_service_account`` (email), ``kuberay_mode``, ``node_pools``
+    (:func:`accelerator_summary`).
+    """
+    return {
+        "contract_version": CONTRACT_VERSION,
+        "bucket_urls": {p: naming.bucket_url(cfg, p) for p in naming.BUCKET_PURPOSES},
+        "bucket_names": {p: naming.bucket_name(cfg, p) for p in naming.BUCKET_PURPOSES},
+        "service_accounts": {wi.name: naming.gsa_email(cfg, wi) for wi in cfg.workload_identities},
+        "node_service_account": (
+            f"{naming.node_service_account_id(cfg)}@{cfg.project}.iam.gserviceaccount.com"
+        ),
+        "kuberay_mode": cfg.kuberay.mode,
+        "node_pools": accelerator_summary(cfg),
+    }
 
 
 def accelerator_summary(cfg: StackConfig) -> dict[str, dict[str, Any]]:

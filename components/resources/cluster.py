@@ -4,6 +4,8 @@ Sources (GKE docs):
 
 * Cluster API fields: https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters
 * Private nodes / authorized networks: https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters
+* DNS-based control-plane endpoint (``controlPlaneEndpointsConfig.dnsEndpointConfig``, IAM-gated,
+  ``<uid>.<location>.gke.goog``): https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation
 * Workload Identity pool ``<project>.svc.id.goog``: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
 * Dataplane V2 (``ADVANCED_DATAPATH``): https://cloud.google.com/kubernetes-engine/docs/concepts/dataplane-v2
 * Application-layer secrets encryption: https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
@@ -55,8 +57,9 @@ class ClusterArgs:
 class Cluster(pulumi.ComponentResource):
     """``ray-gke:cluster:Cluster``: the GKE Standard cluster, default node pool removed.
 
-    Attributes: ``cluster`` (``gcp.container.Cluster``), ``name``, ``location``, ``endpoint``,
-    ``ca_certificate`` (base64 PEM).
+    Attributes: ``cluster`` (``gcp.container.Cluster``), ``name``, ``location``, ``endpoint``
+    (IP endpoint), ``ca_certificate`` (base64 PEM), ``dns_endpoint`` (the DNS-based endpoint's
+    host name, ``<uid>.<location>.gke.goog``).
     """
 
     def __init__(
@@ -146,6 +149,13 @@ class Cluster(pulumi.ComponentResource):
                 master_ipv4_cidr_block=net.master_ipv4_cidr,
             ),
             master_authorized_networks_config=authorized,
+            # The DNS-based endpoint takes user traffic when cluster.dns_endpoint (IAM checks
+            # each request); the authorized networks above keep governing the IP endpoint.
+            control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=cc.dns_endpoint
+                )
+            ),
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=workload_pool(cfg)
             ),
@@ -184,6 +194,9 @@ class Cluster(pulumi.ComponentResource):
         self.endpoint = self.cluster.endpoint
         self.ca_certificate = self.cluster.master_auth.apply(
             lambda m: m.cluster_ca_certificate if m else None
+        )
+        self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(
+            lambda c: c.dns_endpoint_config.endpoint if c and c.dns_endpoint_config else None
         )
         self.register_outputs(
             {"name": self.name, "location": self.location, "endpoint": self.endpoint}

@@ -52,7 +52,9 @@ class KubeRayArgs:
 
     Attributes:
         cfg: the validated stack config.
-        cluster_name / endpoint / ca_certificate: from the cluster.
+        cluster_name / endpoint / ca_certificate: from the cluster (IP endpoint and its CA).
+        dns_endpoint: the cluster's DNS-based endpoint host; the kubeconfig and the provider use
+            it (without CA data) when ``cluster.dns_endpoint`` is on, else the IP endpoint.
         gsa_emails: workload identity name -> GSA email output.
         depends_on: resources the Kubernetes objects wait for (node pools, WI bindings).
     """
@@ -63,6 +65,7 @@ class KubeRayArgs:
     ca_certificate: pulumi.Input[str]
     gsa_emails: dict[str, pulumi.Input[str]]
     depends_on: list[pulumi.Resource] | None = None
+    dns_endpoint: pulumi.Input[str] | None = None
 
 
 class KubeRay(pulumi.ComponentResource):
@@ -80,11 +83,15 @@ class KubeRay(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-gke:kuberay:KubeRay", name, None, opts)
         cfg = args.cfg
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
+        if cfg.cluster.dns_endpoint and args.dns_endpoint is not None:
+            config = pulumi.Output.all(args.cluster_name, args.dns_endpoint).apply(
+                lambda a: kubeconfig(a[0], a[1], None)
+            )
+        else:
+            config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
                 lambda a: kubeconfig(a[0], a[1], a[2])
             )
-        )
+        self.kubeconfig = pulumi.Output.secret(config)
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,

@@ -17,10 +17,15 @@ from components.spec.base import (
 )
 from components.spec.cluster import ClusterConfig, MaintenanceWindow, NapConfig, SystemPool
 from components.spec.loader import (
+    apply_overrides,
+    esc_stand_ins,
     format_validation_error,
     load_stack_file,
+    parse_set,
     read_stack_yaml,
+    required_keys,
     stack_data_from_yaml,
+    stack_environments,
     validate,
 )
 from components.spec.network import AuthorizedNetwork, FlowLogsConfig, NetworkConfig
@@ -122,15 +127,19 @@ __all__ = [
     "TpuSpec",
     "WorkerGroupConfig",
     "WorkloadIdentityConfig",
+    "apply_overrides",
+    "esc_stand_ins",
     "format_validation_error",
     "group_max_replicas",
     "job_runs_as",
     "load_stack_file",
     "nap_needs",
     "own_cluster_group",
+    "parse_set",
     "pool_capacity",
     "quantity_bytes",
     "read_stack_yaml",
+    "required_keys",
     "resolve_cluster",
     "resolve_group",
     "resolve_identity",
@@ -139,5 +148,6 @@ __all__ = [
     "resolve_service",
     "rule_problems",
     "stack_data_from_yaml",
+    "stack_environments",
     "validate",
 ]

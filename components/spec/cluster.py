@@ -121,6 +121,18 @@ class ClusterConfig(_Model):
         description="The CPU pool for system pods, the KubeRay operator, Ray head pods and "
         "RayJob submitters (node pool `system`).",
     )
+    dns_endpoint: bool = Field(
+        True,
+        description="Let Kubernetes API traffic in through the control plane's DNS-based "
+        "endpoint (`controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic`): a "
+        "name under `gke.goog` reachable from any network that reaches Google Cloud APIs, each "
+        "request checked by IAM (`container.clusters.connect`), so `pulumi up`, CI and kubectl "
+        "need no IP allow-list. The `kubeconfig` output and the program's Kubernetes provider "
+        "use it; `network.master_authorized_networks` still govern the IP endpoint "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation). With "
+        "`false` the IP endpoint must be reachable from where you deploy (`raygke check` refuses "
+        "a stack no deployer could reach).",
+    )
     managed_prometheus: bool = Field(
         True,
         description="Enable Google Cloud Managed Service for Prometheus "

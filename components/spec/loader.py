@@ -302,6 +302,8 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
         ConfigError: a key given twice (see :func:`read_stack_yaml`).
     """
     doc = read_stack_yaml(text, source)
+    if isinstance(doc, Mapping) and doc.get("config") is None and "environment" in doc:
+        doc = {**doc, "config": {}}  # every value may come from the ESC environment
     if not isinstance(doc, Mapping) or not isinstance(doc.get("config"), Mapping):
         raise StackFileError(["expected a top-level 'config:' mapping (Pulumi stack file)"], source)
     data: dict[str, Any] = {}
@@ -331,8 +333,18 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
     return data
 
 
-def load_stack_file(path: str | Path) -> StackConfig:
-    """Read and validate ``Pulumi.<stack>.yaml`` (plain YAML read, no Pulumi engine).
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise StackFileError(
+            [f"not UTF-8 text (byte {e.start}: {e.object[e.start : e.start + 1]!r})"], str(path)
+        ) from None
+
+
+def load_stack_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> StackConfig:
+    """Read and validate ``Pulumi.<stack>.yaml`` (plain YAML read, no Pulumi engine), with
+    ``overrides`` (:func:`parse_set`) applied first.
 
     Raises:
         ConfigError: the file is invalid; ``problems`` lists every problem.
@@ -340,10 +352,109 @@ def load_stack_file(path: str | Path) -> StackConfig:
         OSError: the file cannot be read.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
+    data = stack_data_from_yaml(_read_text(path), str(path))
+    return validate(apply_overrides(data, overrides or {}, str(path)), str(path))
+
+
+# ------------------------------------------------------------------------ ESC and --set values
+#
+# A stack file may import Pulumi ESC environments (``environment: [name, ...]`` beside
+# ``config:``); their ``pulumiConfig`` values become config at `pulumi up` time and are not in the
+# file (https://www.pulumi.com/docs/esc/integrations/infrastructure/pulumi-iac/). Offline, such
+# keys are either given with ``--set KEY=VALUE`` or reported as expected from the environment.
+
+
+def stack_environments(text: str, source: str | None = None) -> tuple[str, ...]:
+    """The ESC environments a stack file imports (``environment:`` as a list of names, one name,
+    or ``{imports: [...]}``); ``()`` when none.
+
+    Raises:
+        StackFileError / ConfigError: as :func:`read_stack_yaml`, or ``environment:`` of another
+            shape.
+    """
+    doc = read_stack_yaml(text, source)
+    env = doc.get("environment") if isinstance(doc, Mapping) else None
+    if env is None:
+        return ()
+    if isinstance(env, Mapping):
+        env = env.get("imports", [])
+    if isinstance(env, str):
+        env = [env]
+    if not isinstance(env, list) or not all(isinstance(e, str) and e for e in env):
         raise StackFileError(
-            [f"not UTF-8 text (byte {e.start}: {e.object[e.start : e.start + 1]!r})"], str(path)
-        ) from None
-    return validate(stack_data_from_yaml(text, str(path)), str(path))
+            [f"environment: {env!r} is not a list of ESC environment names"], source
+        )
+    return tuple(env)
+
+
+def required_keys() -> tuple[str, ...]:
+    """Top-level stack keys without a default (``project``, ``region``, ``zones``)."""
+    return tuple(n for n, f in StackConfig.model_fields.items() if f.is_required())
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """``["project=my-proj", "zones=[us-east5-a]", "cluster.name=ray"]`` -> overrides, each
+    value read as YAML 1.2 (as in a stack file). A key may carry the ``ray-gke:`` prefix; a dotted
+    key sets a key inside a mapping.
+
+    Raises:
+        ConfigError: an item has no ``=``, an empty key, or a value that is not YAML.
+    """
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for item in items:
+        key, eq, raw = item.partition("=")
+        key = key.strip().removeprefix(PROJECT_NAMESPACE + ":")
+        if not eq or not key or any(not part for part in key.split(".")):
+            problems.append(f"--set {item!r}: expected KEY=VALUE (e.g. --set project=my-project)")
+            continue
+        try:
+            out[key] = read_stack_yaml(raw) if raw.strip() else ""
+        except (StackFileError, ConfigError) as e:
+            problems.append(f"--set {key}: {'; '.join(e.problems)}")
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+def apply_overrides(
+    data: Mapping[str, Any], overrides: Mapping[str, Any], source: str | None = None
+) -> dict[str, Any]:
+    """A copy of ``data`` with ``overrides`` (dotted key -> value) set.
+
+    Raises:
+        ConfigError: a dotted key goes through a value that is not a mapping.
+    """
+    import copy
+
+    out = copy.deepcopy(dict(data))
+    for key, value in overrides.items():
+        *path, last = key.split(".")
+        node: Any = out
+        for i, part in enumerate(path):
+            node = node.setdefault(part, {}) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                where = ".".join(path[: i + 1])
+                raise ConfigError([f"--set {key}: {where} is not a mapping"], source)
+        node[last] = value
+    return out
+
+
+def esc_stand_ins(data: Mapping[str, Any], keys: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Placeholder values for required ``keys`` an ESC environment provides, consistent with the
+    rest of ``data`` (a region taken from any zone the file names), so the checks of the other
+    keys can run. Never deployed: only ``raygke check`` uses them, and says so."""
+    zones = [z for z in (data.get("zones") or []) if isinstance(z, str)]
+    for pool in data.get("node_pools") or []:
+        if isinstance(pool, Mapping):
+            zones += [z for z in (pool.get("zones") or []) if isinstance(z, str)]
+    region = data.get("region")
+    if not isinstance(region, str):
+        region = zones[0].rpartition("-")[0] if zones else "us-central1"
+    letters = catalog.GCP_REGIONS.get(region) or "a"
+    stand_ins = {
+        "project": "esc-placeholder",
+        "region": region,
+        "zones": sorted(set(zones)) or [f"{region}-{letters[0]}"],
+    }
+    return {k: stand_ins[k] for k in keys if k in stand_ins}

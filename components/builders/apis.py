@@ -1,0 +1,69 @@
+"""The Google Cloud APIs the program needs, and which resource types wait for which API.
+
+A new project has most of them disabled; a resource created before its API is enabled fails
+(``SERVICE_DISABLED``). The program enables each API with ``gcp.projects.Service``
+(``disable_on_destroy: false``: destroying the stack leaves the APIs on, as other workloads of the
+project may use them) and every GCP resource of a listed type depends on the APIs it calls.
+
+Sources: enabling services, https://cloud.google.com/service-usage/docs/enable-disable; GKE's
+required APIs (container, compute; logging and monitoring for its system components),
+https://cloud.google.com/kubernetes-engine/docs/how-to/creating-a-zonal-cluster#before-you-begin
+and https://cloud.google.com/kubernetes-engine/docs/how-to/config-logging-monitoring; Workload
+Identity Federation for GKE needs the IAM Service Account Credentials API,
+https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity#before-you-begin;
+``gcp.projects.Service``, https://www.pulumi.com/registry/packages/gcp/api-docs/projects/service/.
+"""
+
+from __future__ import annotations
+
+# API service name -> why the stack needs it.
+REQUIRED_APIS: dict[str, str] = {
+    "container.googleapis.com": "the GKE cluster and node pools",
+    "compute.googleapis.com": "the VPC, subnet, router, Cloud NAT and the nodes",
+    "iam.googleapis.com": "service accounts and their IAM bindings",
+    "iamcredentials.googleapis.com": "Workload Identity: pods get tokens for their Google "
+    "service account",
+    "cloudresourcemanager.googleapis.com": "project-level IAM bindings (node service account "
+    "roles)",
+    "cloudkms.googleapis.com": "the CMEK key rings and keys (GKE secrets, buckets)",
+    "secretmanager.googleapis.com": "the stack's secrets and their reader bindings",
+    "storage.googleapis.com": "the datasets, checkpoints and artifacts buckets",
+    "artifactregistry.googleapis.com": "nodes pull images from Artifact Registry",
+    "monitoring.googleapis.com": "GKE system metrics and Managed Service for Prometheus",
+    "logging.googleapis.com": "GKE system and workload logs",
+}
+
+# Resource type token prefix -> the APIs a resource of that type calls (first match wins).
+_TYPE_APIS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "gcp:container/",
+        (
+            "container.googleapis.com",
+            "compute.googleapis.com",
+            "iamcredentials.googleapis.com",
+            "monitoring.googleapis.com",
+            "logging.googleapis.com",
+            "artifactregistry.googleapis.com",
+        ),
+    ),
+    ("gcp:compute/", ("compute.googleapis.com",)),
+    ("gcp:kms/", ("cloudkms.googleapis.com",)),
+    ("gcp:serviceaccount/", ("iam.googleapis.com",)),
+    ("gcp:projects/iAM", ("cloudresourcemanager.googleapis.com", "iam.googleapis.com")),
+    ("gcp:secretmanager/", ("secretmanager.googleapis.com",)),
+    ("gcp:storage/", ("storage.googleapis.com",)),
+    ("gcp:artifactregistry/", ("artifactregistry.googleapis.com",)),
+)
+
+SERVICE_TYPE = "gcp:projects/service:Service"
+
+
+def apis_for_type(type_token: str) -> tuple[str, ...]:
+    """The APIs a resource of Pulumi type ``type_token`` (e.g. ``gcp:container/cluster:Cluster``)
+    needs enabled first; ``()`` for the API services themselves and for non-GCP types."""
+    if type_token == SERVICE_TYPE:
+        return ()
+    for prefix, apis in _TYPE_APIS:
+        if type_token.startswith(prefix):
+            return apis
+    return ()

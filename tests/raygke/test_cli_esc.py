@@ -1,0 +1,127 @@
+"""Stack files that take values from a Pulumi ESC ``environment:``, and ``raygke check --set``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.spec import (
+    ConfigError,
+    StackFileError,
+    apply_overrides,
+    esc_stand_ins,
+    parse_set,
+    stack_environments,
+)
+from raygke.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+FROM_ENV = (
+    "  gcp:project: ray-gke-prod\n",
+    "  gcp:region: us-east5\n",
+    "  ray-gke:project: ray-gke-prod\n",
+    "  ray-gke:region: us-east5\n",
+    "  ray-gke:zones: [us-east5-a, us-east5-b]\n",
+)
+
+
+def esc_stack(tmp_path: Path, environment: str = "environment:\n  - acme/ray-gke-prod\n") -> Path:
+    """Pulumi.prod.yaml with project, region and zones moved to an ESC environment."""
+    text = (ROOT / "Pulumi.prod.yaml").read_text()
+    for line in FROM_ENV:
+        assert line in text
+        text = text.replace(line, "")
+    path = tmp_path / "Pulumi.esc.yaml"
+    path.write_text(environment + text)
+    return path
+
+
+def test_check_names_the_keys_expected_from_the_environment(tmp_path, capsys):
+    path = esc_stack(tmp_path)
+    assert main(["check", "--config", str(path), "--no-render"]) == 0
+    out = capsys.readouterr()
+    assert "imports ESC environment(s) acme/ray-gke-prod" in out.err
+    assert "expected from them: project, region, zones" in out.err
+    assert "ok" in out.out
+
+
+def test_check_still_checks_the_other_keys(tmp_path, capsys):
+    path = esc_stack(tmp_path)
+    path.write_text(path.read_text().replace("max_slices: 2", "max_slices: -1"))
+    assert main(["check", "--config", str(path), "--no-render"]) == 1
+    err = capsys.readouterr().err
+    assert "max_slices" in err
+    assert "project: required field is missing" not in err
+
+
+def test_without_environment_missing_keys_are_still_refused(tmp_path, capsys):
+    path = esc_stack(tmp_path, environment="")
+    assert main(["check", "--config", str(path), "--no-render"]) == 1
+    assert "project: required field is missing" in capsys.readouterr().err
+
+
+def test_set_gives_the_values_and_they_are_checked(tmp_path, capsys):
+    path = esc_stack(tmp_path)
+    ok = ["--set", "project=ray-gke-prod", "--set", "region=us-east5"]
+    assert (
+        main(
+            [
+                "check",
+                "--config",
+                str(path),
+                "--no-render",
+                *ok,
+                "--set",
+                "zones=[us-east5-a, us-east5-b]",
+            ]
+        )
+        == 0
+    )
+    assert "ESC" not in capsys.readouterr().err  # nothing left to the environment
+    assert (
+        main(["check", "--config", str(path), "--no-render", *ok, "--set", "zones=[us-east5-x]"])
+        == 1
+    )
+    assert "'us-east5-x' is not a zone of region us-east5" in capsys.readouterr().err
+
+
+def test_set_overrides_a_nested_key_of_a_plain_stack(capsys):
+    assert (
+        main(["check", "--stack", "dev", "--no-render", "--set", "cluster.system_pool.max_nodes=0"])
+        == 1
+    )
+    assert "max_nodes" in capsys.readouterr().err
+
+
+def test_bad_set_is_a_usage_error(capsys):
+    assert main(["check", "--stack", "dev", "--no-render", "--set", "project"]) == 2
+    assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_loader_pieces():
+    assert parse_set(["ray-gke:zones=[a, b]", "cluster.name=ray", "labels={}"]) == {
+        "zones": ["a", "b"],
+        "cluster.name": "ray",
+        "labels": {},
+    }
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        parse_set(["=x"])
+    data = {"cluster": {"name": "a"}, "project": "p"}
+    assert apply_overrides(data, {"cluster.regional": True}) == {
+        "cluster": {"name": "a", "regional": True},
+        "project": "p",
+    }
+    assert data == {"cluster": {"name": "a"}, "project": "p"}  # not mutated
+    with pytest.raises(ConfigError, match="project is not a mapping"):
+        apply_overrides(data, {"project.x": 1})
+    assert stack_environments("environment: [a, b]\nconfig: {}\n") == ("a", "b")
+    assert stack_environments("environment: {imports: [a]}\nconfig: {}\n") == ("a",)
+    assert stack_environments("config: {}\n") == ()
+    with pytest.raises(StackFileError, match="not a list of ESC environment names"):
+        stack_environments("environment: 3\nconfig: {}\n")
+    # region from a zone the file names; zones from those zones
+    assert esc_stand_ins({"node_pools": [{"zones": ["us-east5-b"]}]}, ["region", "zones"]) == {
+        "region": "us-east5",
+        "zones": ["us-east5-b"],
+    }
