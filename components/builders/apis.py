@@ -51,6 +51,10 @@ _TYPE_APIS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gcp:serviceaccount/", ("iam.googleapis.com",)),
     ("gcp:projects/iAM", ("cloudresourcemanager.googleapis.com", "iam.googleapis.com")),
     ("gcp:secretmanager/", ("secretmanager.googleapis.com",)),
+    # The one service identity the stack requests is Secret Manager's (resources/security.py):
+    # generating a service's agent needs that service enabled
+    # (https://cloud.google.com/secret-manager/docs/cmek).
+    ("gcp:projects/serviceIdentity:", ("secretmanager.googleapis.com",)),
     ("gcp:storage/", ("storage.googleapis.com",)),
     ("gcp:artifactregistry/", ("artifactregistry.googleapis.com",)),
 )
