@@ -153,15 +153,18 @@ def job_args(
     stores checkpoints under ``<checkpoints>/<run_name>``; evaluate reads the checkpoint that
     train reported in this run (``results``), else the newest valid one of ``run_name``.
     ``overrides`` (``--set``, :func:`parse_overrides`) go on top; ``train_lm``'s also apply to
-    ``train_lm_jax`` (``--accelerator tpu``).
+    ``train_lm_jax`` (``--accelerator tpu``). ``tune_lm`` writes its experiment to
+    ``<checkpoints>/<run_name>`` (evaluate then scores its best trial's checkpoint); with
+    ``--accelerator tpu`` its trainer is ``jax`` and each trial takes one emulated TPU host, with
+    ``gpu`` one GPU.
 
     Raises:
         LocalError: no emulated TPU hosts for ``accelerator="tpu"``, or an override the
             workload does not accept.
     """
     buckets = state["buckets"]
-    trained = results.get("train_lm") or results.get("train_lm_jax") or {}
-    trains = name in ("train_lm", "train_lm_jax")
+    trained = results.get("train_lm") or results.get("train_lm_jax") or results.get("tune_lm") or {}
+    trains = name in ("train_lm", "train_lm_jax", "tune_lm")
     scaling = tpu_args(state)["scaling"] if accelerator == "tpu" and trains else None
     context = JobContext(
         dataset=os.path.join(buckets["datasets"], dataset_name(data)),
@@ -174,6 +177,10 @@ def job_args(
     args: dict[str, Any] = {}
     if accelerator == "gpu" and name == "train_lm":
         args["use_gpu"] = True
+    if name == "tune_lm" and accelerator == "tpu":
+        args["trainer"] = "jax"
+    if name == "tune_lm" and accelerator == "gpu":
+        args["scaling"] = {"num_workers": 1, "use_gpu": True, "resources_per_worker": {"GPU": 1}}
     overrides = overrides or {}
     if name == "train_lm_jax":
         args.update(overrides.get("train_lm", {}))

@@ -21,6 +21,7 @@ from workloads.args import (
     PrepareArgs,
     TrainLmArgs,
     TrainLmJaxArgs,
+    TuneLmArgs,
     WorkloadArgs,
 )
 
@@ -124,6 +125,15 @@ _ALL: tuple[Workload, ...] = (
         args=TrainLmJaxArgs,
         num_cpus=1.0,
         accelerators=("tpu", "cpu"),
+        writes=("checkpoints",),
+    ),
+    Workload(
+        name="tune_lm",
+        module="workloads.tune_lm",
+        description="Ray Tune ASHA/PBT sweep of lr, warm-up, width, depth, batch over a trainer",
+        args=TuneLmArgs,
+        num_cpus=1.0,
+        accelerators=("cpu", "gpu", "tpu"),
         writes=("checkpoints",),
     ),
     Workload(
