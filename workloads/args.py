@@ -614,7 +614,12 @@ class TuneLmArgs(WorkloadArgs):
     max_failures: int = arg(
         2, "retries of a failed trial from its checkpoint", "retries", minimum=0
     )
-    keep_checkpoints: int = arg(2, "checkpoints kept per trial", "checkpoints", minimum=1)
+    keep_checkpoints: int = arg(
+        2,
+        "checkpoints kept per trial (ASHA; PBT keeps all: a donor's may be restored later)",
+        "checkpoints",
+        minimum=1,
+    )
     resume: bool = arg(
         True, "continue the experiment <storage_path>/<name> when it exists (Tuner.restore)"
     )

@@ -51,6 +51,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -145,7 +146,7 @@ def _restore() -> tuple[str | None, str | None]:
         return None, None
     ctx = tune.get_context()
     own = ctx.get_trial_id()
-    donor = None if own in ckpt.path else os.path.basename(os.path.dirname(ckpt.path))
+    donor = None if own in ckpt.path else trial_id(os.path.dirname(ckpt.path))
     local = ckpt.to_directory(tempfile.mkdtemp(prefix="raygke-tune-restore-"))
     try:
         verify_checkpoint(local)
@@ -239,6 +240,12 @@ class _InterruptAfter:
         return _Cb()
 
 
+def trial_id(path: str) -> str:
+    """The trial id in a trial folder name (``trainable_<id>_<n>_<params>_<date>``)."""
+    m = re.search(r"_([0-9a-f]{5}_\d{5})_", os.path.basename(path))
+    return m.group(1) if m else os.path.basename(path)
+
+
 def _row(result: Any, steps: int) -> dict[str, Any]:
     m = result.metrics or {}
     df = result.metrics_dataframe
@@ -251,7 +258,7 @@ def _row(result: Any, steps: int) -> dict[str, Any]:
     else:
         status = "stopped early"
     return {
-        "trial": m.get("trial_id") or os.path.basename(result.path),
+        "trial": trial_id(result.path),
         **{k: result.config.get(k) for k in SEARCHED},
         "steps": step,
         "val_loss": m.get("val_loss"),
@@ -339,7 +346,11 @@ def main(config: dict[str, Any], *, _interrupt_after: int | None = None) -> dict
                     name=args.name,
                     storage_path=args.storage_path,
                     failure_config=tune.FailureConfig(max_failures=args.max_failures),
-                    checkpoint_config=tune.CheckpointConfig(num_to_keep=args.keep_checkpoints),
+                    # PBT restores a donor trial's checkpoint after the donor has moved on: keep
+                    # them all, or the one it picked may be gone ("does not exist on storage")
+                    checkpoint_config=tune.CheckpointConfig(
+                        num_to_keep=None if args.scheduler == "pbt" else args.keep_checkpoints
+                    ),
                     callbacks=callbacks,
                     verbose=0,
                 ),

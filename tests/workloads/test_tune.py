@@ -99,18 +99,16 @@ def test_interrupted_experiment_resumes_without_rerunning_finished_trials(
 ) -> None:
     from workloads.tune_lm import main
 
-    cfg = _cfg(
-        tiny_dataset, tmp_path, trials=3, steps=6, report_every=3, max_concurrent=1, name="resume"
-    )
+    cfg = _cfg(tiny_dataset, tmp_path, trials=3, steps=6, report_every=3, name="resume")
     first = main(cfg, _interrupt_after=1)
     done_first = {r["trial"]: r for r in first["trials"] if r["status"] == "finished"}
-    assert len(done_first) == 1, first["table"]
+    assert 1 <= len(done_first) < 3, first["table"]
     assert first["steps_run"] < first["budget_steps"], first["table"]
 
     second = main(cfg)
     rows = {r["trial"]: r for r in second["trials"]}
     assert len(rows) == 3 and all(r["status"] == "finished" for r in rows.values()), second["table"]
-    (tid,) = done_first
-    # the finished trial was not run again: same last checkpoint, same validation loss
-    assert rows[tid]["checkpoint"] == done_first[tid]["checkpoint"]
-    assert rows[tid]["val_loss"] == done_first[tid]["val_loss"]
+    for tid, before in done_first.items():
+        # a finished trial is not run again: same last checkpoint, same validation loss
+        assert rows[tid]["checkpoint"] == before["checkpoint"]
+        assert rows[tid]["val_loss"] == before["val_loss"]
