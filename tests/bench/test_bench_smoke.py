@@ -32,6 +32,7 @@ CASES = [
     pytest.param("jax_step.py", id="jax_step"),
     pytest.param("prepare.py", id="prepare", marks=pytest.mark.slow),
     pytest.param("train_overhead.py", id="train_overhead", marks=pytest.mark.slow),
+    pytest.param("scaling.py", id="scaling", marks=pytest.mark.slow),
 ]
 
 
