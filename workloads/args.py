@@ -550,7 +550,7 @@ class TuneLmArgs(WorkloadArgs):
         8, "trials (sampled configurations; PBT: the population)", "trials", minimum=1
     )
     steps: int = arg(
-        300,
+        200,
         "steps of a trial that is never stopped (budget = trials x steps)",
         "steps",
         minimum=1,
@@ -563,29 +563,29 @@ class TuneLmArgs(WorkloadArgs):
         minimum=1,
     )
     grace_period: int = arg(
-        100, "ASHA: steps every trial runs before it may be stopped", "steps", minimum=1
+        50, "ASHA: steps every trial runs before it may be stopped", "steps", minimum=1
     )
     reduction_factor: float = arg(
         3.0, "ASHA: 1 / share of trials promoted at each rung", minimum=1.01
     )
     perturbation_interval: int = arg(
-        100, "PBT: steps between exploit/explore decisions", "steps", minimum=1
+        50, "PBT: steps between exploit/explore decisions", "steps", minimum=1
     )
     lr_min: float = arg(
         1e-3, "smallest peak learning rate sampled (log-uniform)", "1/step", minimum=1e-6
     )
-    lr_max: float = arg(1.5e-2, "largest peak learning rate sampled", "1/step", maximum=1.0)
+    lr_max: float = arg(1e-2, "largest peak learning rate sampled", "1/step", maximum=1.0)
     warmups: list[int] = arg(  # noqa: RUF009 (arg() returns a dataclasses.field)
-        [0, 20, 50, 100], "warm-up lengths sampled", "steps", check=_non_negative_ints
+        [10, 25, 50], "warm-up lengths sampled", "steps", check=_non_negative_ints
     )
     widths: list[int] = arg(  # noqa: RUF009
-        [96, 128, 192], "model widths (d_model) sampled", "units", check=_positive_ints
+        [96, 128], "model widths (d_model) sampled", "units", check=_positive_ints
     )
     depths: list[int] = arg(  # noqa: RUF009
-        [2, 3, 4, 6], "transformer depths (n_layers) sampled", "layers", check=_positive_ints
+        [2, 3, 4], "transformer depths (n_layers) sampled", "layers", check=_positive_ints
     )
     batch_sizes: list[int] = arg(  # noqa: RUF009
-        [16, 32, 64], "batch sizes sampled (rows per step)", "rows", check=_positive_ints
+        [16, 32], "batch sizes sampled (rows per step)", "rows", check=_positive_ints
     )
     n_heads: int = arg(
         4, "attention heads of every trial (must divide each width)", "heads", minimum=1

@@ -251,15 +251,18 @@ def _row(result: Any, steps: int) -> dict[str, Any]:
     df = result.metrics_dataframe
     vals = [] if df is None or "val_loss" not in df else [float(v) for v in df["val_loss"]]
     step = int(m.get("step", 0) or 0)
+    config = result.config or {}  # None for a trial that never started (an interrupted sweep)
     if result.error is not None:
         status = "error"
+    elif not m:
+        status = "not started"
     elif step >= steps:
         status = "finished"
     else:
         status = "stopped early"
     return {
         "trial": trial_id(result.path),
-        **{k: result.config.get(k) for k in SEARCHED},
+        **{k: config.get(k) for k in SEARCHED},
         "steps": step,
         "val_loss": m.get("val_loss"),
         "best_val_loss": min(vals) if vals else None,
@@ -276,8 +279,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     key = lambda r: (r["val_loss"] is None, r["val_loss"] or 0.0)  # noqa: E731
     for r in sorted(rows, key=key):
         v = "-" if r["val_loss"] is None else f"{r['val_loss']:.4f}"
+        lr = "-" if r["lr"] is None else f"{r['lr']:.2e}"
         lines.append(
-            f"| {r['trial']} | {r['lr']:.2e} | {r['warmup']} | {r['d_model']} | {r['n_layers']} "
+            f"| {r['trial']} | {lr} | {r['warmup']} | {r['d_model']} | {r['n_layers']} "
             f"| {r['batch_size']} | {r['steps']} | {v} | {r['status']}"
             f"{' (exploited)' if r['exploited'] else ''} |"
         )
