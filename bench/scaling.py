@@ -93,6 +93,36 @@ def prepare_rows_per_s(data: str, out: str, context_length: int) -> float:
     return float(result["rows"]) / (time.perf_counter() - t0)
 
 
+def _retry(fn: Callable[[], Any], tries: int = 3) -> Any:
+    """``fn()``, retried: Ray waits a fixed 30 s for a new raylet to register
+    (ray/_private/node.py ``raylet_start_wait_time_s``), too short on a busy 2-core machine."""
+    for i in range(tries):
+        try:
+            return fn()
+        except Exception as e:  # Ray raises a bare Exception ("timed out during startup")
+            if i == tries - 1 or "timed out during startup" not in str(e):
+                raise
+            print(f"node start timed out ({e}); retrying", file=sys.stderr)
+    return None
+
+
+def start_cluster(cluster_cls: Any, cpus: int) -> Any:
+    """A head node with ``cpus`` CPUs and no dashboard (port 8265 may belong to another Ray
+    instance on this machine)."""
+    return _retry(
+        lambda: cluster_cls(
+            initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False}
+        )
+    )
+
+
+def add_node(cluster: Any, cpus: int) -> Any:
+    """One more node with ``cpus`` CPUs, once it has registered."""
+    node = _retry(lambda: cluster.add_node(num_cpus=cpus))
+    cluster.wait_for_nodes()
+    return node
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=40)
@@ -125,11 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "1")
     trainers = [t for t in args.trainers.split(",") if TRAINERS.get(t) in WORKLOADS]
     n = args.cpus_per_node
-    # no dashboard: port 8265 may belong to another Ray instance on this machine
-    cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": n, "include_dashboard": False}
-    )
-    worker = cluster.add_node(num_cpus=n)
+    cluster = start_cluster(Cluster, n)
+    worker = add_node(cluster, n)
     ray.init(address=cluster.address, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     train: dict[str, tuple[list[float], list[float]]] = {}
@@ -167,8 +194,7 @@ def main(argv: list[str] | None = None) -> None:
                 cluster.remove_node(state["worker"])
                 state["worker"] = None
             if nodes == 2 and state["worker"] is None:
-                state["worker"] = cluster.add_node(num_cpus=n)
-                cluster.wait_for_nodes()
+                state["worker"] = add_node(cluster, n)
             return prepare_rows_per_s(data, f"{tmp}/prep-{nodes}-{r}", L)
 
         prep_runs = alternate(args.rounds, lambda r: prep(1, r), lambda r: prep(2, r))
