@@ -232,7 +232,14 @@ class _InterruptAfter:
         hook = self
 
         class _Cb(Callback):
+            armed = True
+
+            def __getstate__(self):  # Tuner.restore unpickles the run config: disarmed there
+                return {"armed": False}
+
             def on_trial_complete(self, iteration, trials, trial, **info):
+                if not self.armed:
+                    return
                 hook.done += 1
                 if hook.done == hook.n and threading.current_thread() is threading.main_thread():
                     os.kill(os.getpid(), signal.SIGINT)
