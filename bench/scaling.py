@@ -17,7 +17,12 @@ once; cluster start-up is excluded.
   start-up and checkpointing are outside it. Efficiency = tokens/s(2) / (2 x tokens/s(1)).
 * Preparation: ``workloads.prepare.main`` on the corpus (default: the standard library's
   ``*.py``) into a fresh folder, wall time; the worker node is removed for the 1-node runs and
-  added back for the 2-node runs. Efficiency = rows/s(2) / (2 x rows/s(1)).
+  added back for the 2-node runs, and Ray Data is limited to ``nodes x --cpus-per-node`` CPUs
+  (``DataContext.execution_options.resource_limits``). Efficiency = rows/s(2) / (2 x rows/s(1)).
+
+Each node advertises ``--cpus-per-node`` + 1 logical CPUs: the spare one runs Ray Data's read
+tasks of the training split while every worker holds its CPUs (without it 2 workers on 2
+one-CPU nodes leave the streaming read unschedulable and the run hangs).
 
 The 1- and 2-unit runs alternate over ``--rounds`` rounds (1 first in even rounds, 2 first in
 odd ones, so that drift in the machine's load hits both alike); medians are reported.
@@ -155,8 +160,10 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "1")
     trainers = [t for t in args.trainers.split(",") if TRAINERS.get(t) in WORKLOADS]
     n = args.cpus_per_node
-    cluster = start_cluster(Cluster, n)
-    worker = add_node(cluster, n)
+    # one logical CPU more than the workers take: Ray Data's read tasks need a CPU while every
+    # worker holds its own (2 workers on 2 one-CPU nodes would leave the read unschedulable)
+    cluster = start_cluster(Cluster, n + 1)
+    worker = add_node(cluster, n + 1)
     ray.init(address=cluster.address, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     train: dict[str, tuple[list[float], list[float]]] = {}
@@ -194,7 +201,12 @@ def main(argv: list[str] | None = None) -> None:
                 cluster.remove_node(state["worker"])
                 state["worker"] = None
             if nodes == 2 and state["worker"] is None:
-                state["worker"] = add_node(cluster, n)
+                state["worker"] = add_node(cluster, n + 1)
+            # prepare gets the CPUs of ``nodes`` nodes as the workers would (n each)
+            limits = ray.data.DataContext.get_current().execution_options.resource_limits
+            ray.data.DataContext.get_current().execution_options.resource_limits = limits.copy(
+                cpu=nodes * n
+            )
             return prepare_rows_per_s(data, f"{tmp}/prep-{nodes}-{r}", L)
 
         prep_runs = alternate(args.rounds, lambda r: prep(1, r), lambda r: prep(2, r))
