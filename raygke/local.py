@@ -430,7 +430,7 @@ def run(
         data_uri = local_jobs.absolute_data(data)
         ds = local_jobs.dataset_name(data_uri)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        if any(n in TRAINERS for n in names):
+        if any(n in TRAINERS or n == "tune_lm" for n in names):
             run_name = f"lm-{ds}-{stamp}"
         else:
             run_name = state.get("last_run") or f"lm-{ds}"

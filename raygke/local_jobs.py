@@ -163,7 +163,10 @@ def job_args(
     stores checkpoints under ``<checkpoints>/<run_name>``; evaluate reads the checkpoint that
     train reported in this run (``results``), else the newest valid one of ``run_name``.
     ``overrides`` (``--set``, :func:`parse_overrides`) go on top; ``train_lm``'s also apply to
-    ``train_lm_jax`` (``--accelerator tpu``).
+    ``train_lm_jax`` (``--accelerator tpu``). ``tune_lm`` writes its experiment to
+    ``<checkpoints>/<run_name>`` (evaluate then scores its best trial's checkpoint); with
+    ``--accelerator tpu`` its trainer is ``jax`` and each trial takes one emulated TPU host, with
+    ``gpu`` one GPU.
 
     Raises:
         LocalError: no emulated TPU hosts for ``accelerator="tpu"``, or an override the
@@ -171,7 +174,7 @@ def job_args(
     """
     buckets = state["buckets"]
     trained = trained_result(results)
-    trains = name in TRAINERS
+    trains = name in TRAINERS or name == "tune_lm"
     scaling = tpu_args(state)["scaling"] if accelerator == "tpu" and trains else None
     context = JobContext(
         dataset=os.path.join(buckets["datasets"], dataset_name(data)),
@@ -184,6 +187,10 @@ def job_args(
     args: dict[str, Any] = {}
     if accelerator == "gpu" and name in ("train_lm", "train_lm_tf"):
         args["use_gpu"] = True
+    if name == "tune_lm" and accelerator == "tpu":
+        args["trainer"] = "jax"
+    if name == "tune_lm" and accelerator == "gpu":
+        args["scaling"] = {"num_workers": 1, "use_gpu": True, "resources_per_worker": {"GPU": 1}}
     overrides = overrides or {}
     if name == "train_lm_jax":
         args.update(overrides.get("train_lm", {}))
@@ -195,9 +202,9 @@ def job_args(
 
 
 def trained_result(results: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
-    """The result of this run's trainer (the first of :data:`workloads.registry.TRAINERS` that
-    ran), or an empty mapping."""
-    return next((results[t] for t in TRAINERS if results.get(t)), {})
+    """The result of this run's trainer (the first of :data:`workloads.registry.TRAINERS`, then
+    ``tune_lm`` (its best trial), that ran), or an empty mapping."""
+    return next((results[t] for t in (*TRAINERS, "tune_lm") if results.get(t)), {})
 
 
 def parse_result(logs: str) -> dict[str, Any] | None:

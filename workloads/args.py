@@ -497,6 +497,171 @@ class TrainLmTfArgs(TrainArgs):
     )
 
 
+# ------------------------------------------------------------------------------------- tune_lm
+
+# ``tune_lm``'s ``trainer`` names -> the registry workload whose module brings the trial's
+# stepper (``tune_stepper(args, restored, threads, use_gpu)``); a name is usable once its
+# workload is registered (``ARGS`` below).
+# train_lm_tf is not offered yet: its step runs under MultiWorkerMirroredStrategy and it has no
+# single-process tune_stepper.
+TUNE_TRAINERS: Mapping[str, str] = types.MappingProxyType(
+    {"torch": "train_lm", "jax": "train_lm_jax"}
+)
+
+
+def _tune_trainer_problem(value: str) -> str | None:
+    usable = [k for k, w in TUNE_TRAINERS.items() if w in ARGS]
+    if value in usable:
+        return None
+    if value in TUNE_TRAINERS:
+        return f"its workload {TUNE_TRAINERS[value]} is not registered; usable: {', '.join(usable)}"
+    return f"must be one of {', '.join(usable)}"
+
+
+def _positive_ints(value: list[int]) -> str | None:
+    if not value:
+        return "must list at least one value"
+    return None if all(v >= 1 for v in value) else "every value must be >= 1"
+
+
+def _non_negative_ints(value: list[int]) -> str | None:
+    if not value:
+        return "must list at least one value"
+    return None if all(v >= 0 for v in value) else "every value must be >= 0"
+
+
+def _tune_heads_divide_widths(values: Mapping[str, Any]) -> str | None:
+    h, widths = values.get("n_heads"), values.get("widths") or []
+    bad = [w for w in widths if isinstance(h, int) and h > 0 and w % h]
+    if bad:
+        return f"n_heads {h} does not divide width(s) {', '.join(map(str, bad))} (d_model)"
+    return None
+
+
+def _tune_lr_range(values: Mapping[str, Any]) -> str | None:
+    lo, hi = values.get("lr_min"), values.get("lr_max")
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo > hi:
+        return f"lr_min {lo:g} is above lr_max {hi:g}"
+    return None
+
+
+def _tune_tpu_needs_jax(values: Mapping[str, Any]) -> str | None:
+    scaling = values.get("scaling") or {}
+    if isinstance(scaling, Mapping) and scaling.get("use_tpu") and values.get("trainer") != "jax":
+        return f"a TPU slice needs trainer 'jax', not {values.get('trainer')!r}"
+    return None
+
+
+def _tune_report_fits(values: Mapping[str, Any]) -> str | None:
+    every, steps = values.get("report_every"), values.get("steps")
+    if isinstance(every, int) and isinstance(steps, int) and every > steps:
+        return f"report_every {every} is above steps {steps} (a trial reports at least once)"
+    return None
+
+
+@dataclass(frozen=True)
+class TuneLmArgs(WorkloadArgs):
+    """Arguments of :mod:`workloads.tune_lm` (Ray Tune, ASHA or PBT, over a trainer)."""
+
+    WORKLOAD: ClassVar[str] = "tune_lm"
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (
+        _tune_heads_divide_widths,
+        _tune_lr_range,
+        _tune_tpu_needs_jax,
+        _tune_report_fits,
+    )
+
+    trainer: str = arg(
+        "torch",
+        "trainer whose model and step each trial runs: torch (train_lm) or jax (train_lm_jax)",
+        check=_tune_trainer_problem,
+    )
+    scheduler: Literal["asha", "pbt"] = arg(
+        "asha", "trial scheduler: ASHA (early stopping) or PBT (exploit + explore of lr)"
+    )
+    trials: int = arg(
+        8, "trials (sampled configurations; PBT: the population)", "trials", minimum=1
+    )
+    steps: int = arg(
+        200,
+        "steps of a trial that is never stopped (budget = trials x steps)",
+        "steps",
+        minimum=1,
+        maximum=10**9,
+    )
+    report_every: int = arg(
+        50,
+        "steps between a trial's reports; each report checkpoints and scores validation loss",
+        "steps",
+        minimum=1,
+    )
+    grace_period: int = arg(
+        50, "ASHA: steps every trial runs before it may be stopped", "steps", minimum=1
+    )
+    reduction_factor: float = arg(
+        3.0, "ASHA: 1 / share of trials promoted at each rung", minimum=1.01
+    )
+    perturbation_interval: int = arg(
+        50, "PBT: steps between exploit/explore decisions", "steps", minimum=1
+    )
+    lr_min: float = arg(
+        1e-3, "smallest peak learning rate sampled (log-uniform)", "1/step", minimum=1e-6
+    )
+    lr_max: float = arg(1e-2, "largest peak learning rate sampled", "1/step", maximum=1.0)
+    warmups: list[int] = arg(  # noqa: RUF009 (arg() returns a dataclasses.field)
+        [10, 25, 50], "warm-up lengths sampled", "steps", check=_non_negative_ints
+    )
+    widths: list[int] = arg(  # noqa: RUF009
+        [96, 128], "model widths (d_model) sampled", "units", check=_positive_ints
+    )
+    depths: list[int] = arg(  # noqa: RUF009
+        [2, 3, 4], "transformer depths (n_layers) sampled", "layers", check=_positive_ints
+    )
+    batch_sizes: list[int] = arg(  # noqa: RUF009
+        [16, 32], "batch sizes sampled (rows per step)", "rows", check=_positive_ints
+    )
+    n_heads: int = arg(
+        4, "attention heads of every trial (must divide each width)", "heads", minimum=1
+    )
+    context_length: int | None = arg(
+        None, "sequence length T; None = the dataset's", "bytes", minimum=1
+    )
+    val_rows: int = arg(
+        256, "validation rows scored at each report (first rows of the split)", "rows", minimum=1
+    )
+    cpus_per_trial: float = arg(
+        1.0, "CPUs each trial asks for (also its torch threads)", "CPUs", minimum=0
+    )
+    max_concurrent: int = arg(
+        0,
+        "trials run at once; 0 = as many as the cluster's resources allow",
+        "trials",
+        minimum=0,
+    )
+    scaling: dict[str, Any] | None = arg(  # noqa: RUF009
+        None,
+        "ScalingConfig kwargs of the pool (components/builders/scaling.py); each trial asks for "
+        "ONE worker's resources (one GPU, or one TPU host's chips); None = cpus_per_trial CPUs",
+        check=_scaling_problem,
+    )
+    max_failures: int = arg(
+        2, "retries of a failed trial from its checkpoint", "retries", minimum=0
+    )
+    keep_checkpoints: int = arg(
+        2,
+        "checkpoints kept per trial (ASHA; PBT keeps all: a donor's may be restored later)",
+        "checkpoints",
+        minimum=1,
+    )
+    resume: bool = arg(
+        True, "continue the experiment <storage_path>/<name> when it exists (Tuner.restore)"
+    )
+    dataset: str = arg("/tmp/raygke/dataset", "dataset written by prepare", "path or URI")
+    storage_path: str = arg("/tmp/raygke/runs", "Ray Tune storage root", "path or URI")
+    name: str = arg("tune_lm", "experiment name under storage_path")
+    seed: int = arg(0, "search seed (sampling) and every trial's init seed")
+
+
 # ------------------------------------------------------------------------------------ evaluate
 
 
@@ -600,6 +765,7 @@ ARGS: Mapping[str, type[WorkloadArgs]] = types.MappingProxyType(
             TrainLmTfArgs,
             EvaluateArgs,
             ServeLmArgs,
+            TuneLmArgs,
         )
     }
 )

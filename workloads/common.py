@@ -222,6 +222,8 @@ def report_step(
     checkpoint_every: int,
     log_every: int,
     save: Callable[[str], Any] | None,
+    report: Callable[[dict[str, Any], str | None, str | None], None] | None = None,
+    rank: int | None = None,
 ) -> None:
     """Report one training step to Ray Train on the shared schedule of both trainers.
 
@@ -231,12 +233,20 @@ def report_step(
     Otherwise every ``log_every`` steps the metrics are reported without a checkpoint.
     Rank 0 also prints a progress line (:func:`emit_progress`, stage ``train``: ``loss``,
     ``tokens_per_s``) at most once a second and at the last step.
+
+    ``report(metrics, checkpoint_dir_or_None, checkpoint_dir_name_or_None)`` replaces
+    ``ray.train.report`` (a Ray Tune trial reports with ``ray.tune.report`` instead,
+    :mod:`workloads.tune_lm`); ``rank`` then replaces Ray Train's world rank.
     """
     import tempfile
 
-    import ray.train
+    if report is None:
+        report = _train_report
+    if rank is None:
+        import ray.train
 
-    if ray.train.get_context().get_world_rank() == 0:
+        rank = ray.train.get_context().get_world_rank()
+    if rank == 0:
         emit_progress(
             "train",
             step,
@@ -248,12 +258,18 @@ def report_step(
 
     if (checkpoint_every and step % checkpoint_every == 0) or step == steps:
         with tempfile.TemporaryDirectory() as tmp:
-            ckpt = None
-            if save is not None:
-                path = save(os.path.join(tmp, "ckpt"))
-                ckpt = ray.train.Checkpoint.from_directory(str(path))
-            ray.train.report(
-                dict(metrics), checkpoint=ckpt, checkpoint_dir_name=f"checkpoint_{step:08d}"
-            )
+            path = str(save(os.path.join(tmp, "ckpt"))) if save is not None else None
+            report(dict(metrics), path, f"checkpoint_{step:08d}")
     elif log_every and step % log_every == 0:
-        ray.train.report(dict(metrics))
+        report(dict(metrics), None, None)
+
+
+def _train_report(metrics: dict[str, Any], path: str | None, dir_name: str | None) -> None:
+    """``ray.train.report`` of ``metrics`` with the checkpoint folder ``path`` (if any)."""
+    import ray.train
+
+    if dir_name is None:
+        ray.train.report(metrics)
+        return
+    ckpt = ray.train.Checkpoint.from_directory(path) if path is not None else None
+    ray.train.report(metrics, checkpoint=ckpt, checkpoint_dir_name=dir_name)

@@ -23,6 +23,7 @@ from workloads.args import (
     TrainLmArgs,
     TrainLmJaxArgs,
     TrainLmTfArgs,
+    TuneLmArgs,
     WorkloadArgs,
 )
 
@@ -179,6 +180,17 @@ _ALL: tuple[Workload, ...] = (
                 "carries PyTorch's CUDA stack only; use train_lm on GPUs",
             ),
         ),
+    ),
+    Workload(
+        name="tune_lm",
+        module="workloads.tune_lm",
+        description="Ray Tune ASHA/PBT sweep of lr, warm-up, width, depth, batch over a trainer",
+        args=TuneLmArgs,
+        num_cpus=1.0,
+        accelerators=("cpu", "gpu", "tpu"),
+        writes=("checkpoints",),
+        # the default trainer's; trainer jax runs on TPU slices, whose image carries JAX too
+        needs=("torch", "numpy", "pyarrow"),
     ),
     Workload(
         name="evaluate",

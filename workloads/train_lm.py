@@ -68,14 +68,59 @@ class TorchStepper:
         return {}
 
 
+def build_stepper(
+    args: TrainLmArgs, restored: str | None, device: Any, wrap: Any = None
+) -> tuple[TorchStepper, int, float | None]:
+    """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
+    (model, optimizer and scheduler state; the step counter continues) or fresh from
+    ``args``; ``wrap`` (e.g. ``ray.train.torch.prepare_model``) wraps the model before the
+    optimizer is built."""
+    from workloads.model_torch import GPT, load_checkpoint, make_optimizer
+
+    start_step, first_loss, opt_state = 0, None, None
+    if restored is not None:
+        model, meta, opt_state = load_checkpoint(restored)
+        start_step, first_loss = int(meta["step"]), meta.get("first_loss")
+        model = model.to(device)
+    else:
+        model = GPT(args.model_config()).to(device)
+    if wrap is not None:
+        model = wrap(model)
+    opt, sched = make_optimizer(model, args.lr, args.steps, args.warmup)
+    if opt_state is not None:
+        opt.load_state_dict(opt_state["optimizer"])
+        if "scheduler" in opt_state:
+            sched.load_state_dict(opt_state["scheduler"])
+    return TorchStepper(model, opt, sched, device), start_step, first_loss
+
+
+def tune_stepper(
+    args: TrainLmArgs, restored: str | None, threads: int, use_gpu: bool = False
+) -> tuple[TorchStepper, int, float | None]:
+    """The stepper of one Ray Tune trial (:mod:`workloads.tune_lm`; no Ray Train, no DDP): one
+    process, ``threads`` torch threads, the GPU when ``use_gpu``. From a checkpoint (a resumed
+    trial, or PBT's copy of a better trial) the learning rate is ``args.lr`` (PBT may have
+    changed it), applied on the restored schedule position."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
+    stepper, start_step, first_loss = build_stepper(args, restored, device)
+    sched = stepper.sched
+    sched.base_lrs = [args.lr for _ in sched.base_lrs]
+    for group, factor in zip(stepper.opt.param_groups, sched.lr_lambdas, strict=True):
+        group["initial_lr"] = args.lr
+        group["lr"] = args.lr * factor(sched.last_epoch)
+    return stepper, start_step, first_loss
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """The Ray Train worker function (one per worker, DDP via ``prepare_model``); ``config`` is
     :meth:`TrainLmArgs.to_dict` of the resolved arguments."""
     import ray.train
     import ray.train.torch
     import torch
-
-    from workloads.model_torch import GPT, load_checkpoint, make_optimizer
 
     args = TrainLmArgs.parse(config)
     ctx = ray.train.get_context()
@@ -88,21 +133,15 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     device = ray.train.torch.get_device()
 
     restored = restore_checkpoint(args.storage_path, args.name)
-    start_step, first_loss, opt_state = 0, None, None
-    if restored is not None:
-        model, meta, opt_state = load_checkpoint(restored[0])
-        start_step, first_loss = int(meta["step"]), meta.get("first_loss")
-    else:
-        model = GPT(args.model_config())
-    model = ray.train.torch.prepare_model(model)
-    opt, sched = make_optimizer(model, args.lr, args.steps, args.warmup)
-    if opt_state is not None:
-        opt.load_state_dict(opt_state["optimizer"])
-        if "scheduler" in opt_state:
-            sched.load_state_dict(opt_state["scheduler"])
+    stepper, start_step, first_loss = build_stepper(
+        args,
+        restored[0] if restored is not None else None,
+        device,
+        wrap=ray.train.torch.prepare_model,
+    )
     run_loop(
         args,
-        TorchStepper(model, opt, sched, device),
+        stepper,
         rank=rank,
         world=world,
         start_step=start_step,

@@ -195,6 +195,39 @@ class JaxStepper:
         }
 
 
+def build_stepper(
+    args: TrainLmJaxArgs, restored: str | None
+) -> tuple[JaxStepper, int, float | None]:
+    """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
+    (params and optimizer state; the step counter continues) or fresh from ``args``. The
+    learning-rate schedule is always ``args``' (it is not part of the optimizer state)."""
+    import jax
+    import numpy as np
+
+    from workloads import model_jax as M
+
+    optimizer = M.make_optimizer(args.lr, args.steps, args.warmup, args.grad_clip)
+    start_step, first_loss = 0, None
+    if restored is not None:
+        cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer)
+        start_step, first_loss = int(meta["step"]), meta.get("first_loss")
+    else:
+        cfg = args.model_config()
+        params, opt_state = M.init_params(cfg, args.seed), None
+    if opt_state is None:
+        opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))
+    return JaxStepper(args, cfg, params, opt_state, optimizer), start_step, first_loss
+
+
+def tune_stepper(
+    args: TrainLmJaxArgs, restored: str | None, threads: int, use_gpu: bool = False
+) -> tuple[JaxStepper, int, float | None]:
+    """The stepper of one Ray Tune trial (:mod:`workloads.tune_lm`): one JAX process over this
+    host's devices (the chips of one TPU host, or the CPU); ``threads`` and ``use_gpu`` are
+    not used (JAX picks its platform from the environment)."""
+    return build_stepper(args, restored)
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """The Ray Train worker function: one JAX process per worker (= TPU host); ``config`` is
     :meth:`TrainLmJaxArgs.to_dict` of the resolved arguments."""
@@ -205,27 +238,14 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     _ensure_jax_distributed(world, rank)
 
-    import jax
-    import numpy as np
-
-    from workloads import model_jax as M
-
     if args.placement_log:
         with open(args.placement_log, "a") as f:
             f.write(json.dumps(_placement_record(rank)) + "\n")
 
-    optimizer = M.make_optimizer(args.lr, args.steps, args.warmup, args.grad_clip)
     restored = restore_checkpoint(args.storage_path, args.name)
-    start_step, first_loss = 0, None
-    if restored is not None:
-        cfg, params, meta, opt_state = M.load_checkpoint(restored[0], optimizer)
-        start_step, first_loss = int(meta["step"]), meta.get("first_loss")
-    else:
-        cfg = args.model_config()
-        params, opt_state = M.init_params(cfg, args.seed), None
-    if opt_state is None:
-        opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))
-    stepper = JaxStepper(args, cfg, params, opt_state, optimizer)
+    stepper, start_step, first_loss = build_stepper(
+        args, restored[0] if restored is not None else None
+    )
     step = run_loop(
         args, stepper, rank=rank, world=world, start_step=start_step, first_loss=first_loss
     )

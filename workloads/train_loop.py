@@ -201,16 +201,23 @@ def run_loop(
     world: int,
     start_step: int = 0,
     first_loss: float | None = None,
+    shard: Any = None,
+    report: Callable[[dict[str, Any], str | None, str | None], None] | None = None,
 ) -> int:
     """Train from ``start_step`` to ``args.steps`` inside a Ray Train worker; return the last
     step. See the module docstring for the schedule.
 
+    Outside Ray Train (a Ray Tune trial, :mod:`workloads.tune_lm`) the caller passes ``shard``
+    (anything with Ray Data's ``iter_batches``, e.g. ``Dataset.iterator()``) and ``report``
+    (see :func:`workloads.common.report_step`).
+
     Raises:
         DatasetTooSmall: an epoch of this worker's shard yields no full batch.
     """
-    import ray.train
+    if shard is None:
+        import ray.train
 
-    shard = ray.train.get_dataset_shard("train")
+        shard = ray.train.get_dataset_shard("train")
     steps, batch_size = args.steps, args.batch_size
     ckpt_every = args.checkpoint_every or steps
     attempt = uuid.uuid4().hex[:8]
@@ -258,6 +265,8 @@ def run_loop(
                 checkpoint_every=ckpt_every,
                 log_every=args.log_every,
                 save=partial(stepper.save, step=step, first_loss=first_loss) if rank == 0 else None,
+                report=report,
+                rank=rank if report is not None else None,
             )
             if step >= steps:
                 break

@@ -44,7 +44,12 @@ from typing import Any
 
 from components import catalog
 from components.builders.iam import bucket_bindings, iam_problems, project_bindings
-from components.builders.manifests import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR, render_manifests
+from components.builders.manifests import (
+    GCSFUSE_ANNOTATION,
+    GCSFUSE_SIDECAR,
+    job_args,
+    render_manifests,
+)
 from components.builders.namespace import namespace_manifest, namespace_objects
 from components.builders.nodepools import (
     NodePoolSpec,
@@ -358,7 +363,11 @@ def _with_field(line: str, manifests: list[dict[str, Any]]) -> str:
 
 def workload_problems(cfg: StackConfig) -> list[str]:
     """A job whose workload does not support the accelerator kind of its node pool (resolved by
-    :func:`components.spec.resolve_job`), or whose target or workload cannot be resolved."""
+    :func:`components.spec.resolve_job`), whose target or workload cannot be resolved, or whose
+    arguments, bound with what its pool provides (:func:`components.builders.manifests.job_args`:
+    the pool's ``scaling`` among them), break a rule of the workload (e.g. ``tune_lm`` on a TPU
+    slice with a trainer other than ``jax``)."""
+    from workloads.args import ArgError
     from workloads.registry import get_workload
 
     problems = []
@@ -377,6 +386,11 @@ def workload_problems(cfg: StackConfig) -> list[str]:
         refusal = workload.refusal(kind) if kind != "cpu" else None
         if refusal:
             problems.append(f"jobs[{job.name}]: {refusal} (node pool {target.pool.name!r})")
+            continue
+        try:
+            job_args(cfg, job)
+        except ArgError as e:
+            problems += [f"jobs[{job.name}].args: {p}" for p in e.problems]
     return problems
 
 
@@ -397,6 +411,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
     """Problems found in the rendered stack, one line each (empty when none). See the module
     docstring for what is checked."""
     from components.builders.archive import working_dir_uri, workloads_archive
+    from workloads.args import ArgError
 
     problems = workload_problems(cfg) + dependency_problems(cfg) + name_problems(cfg)
     try:
@@ -404,6 +419,9 @@ def check_stack(cfg: StackConfig) -> list[str]:
         manifests = render_manifests(cfg, working_dir_uri(cfg, sha))
     except ResolveError as e:  # the same line workload_problems gave: do not say it twice
         return problems if str(e) in problems else [*problems, str(e)]
+    except ArgError as e:  # the lines workload_problems gave, or the spec rules'
+        said = [p for p in e.problems if not any(p in q for q in problems)]
+        return [*problems, *(f"rendering the KubeRay objects failed: {p}" for p in said)]
     except (ValueError, KeyError) as e:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
     problems += check_manifests(cfg, manifests)

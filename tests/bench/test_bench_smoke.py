@@ -33,6 +33,7 @@ CASES = [
     pytest.param("prepare.py", id="prepare", marks=pytest.mark.slow),
     pytest.param("train_overhead.py", id="train_overhead", marks=pytest.mark.slow),
     pytest.param("serve_load.py", id="serve_load", marks=pytest.mark.slow),
+    pytest.param("scaling.py", id="scaling", marks=pytest.mark.slow),
 ]
 
 

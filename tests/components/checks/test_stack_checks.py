@@ -146,6 +146,51 @@ def test_workload_accelerator_mismatch_is_reported() -> None:
     ]
 
 
+def test_tune_lm_runs_on_cpu_gpu_pools_and_on_tpu_slices_with_the_jax_trainer() -> None:
+    cfg = stack("dev")
+    data = cfg.model_dump(by_alias=True)
+    data["jobs"] += [
+        {"name": "tune-cpu", "workload": "tune_lm", "cluster": "research", "worker_group": "cpu"},
+        {"name": "tune-l4", "workload": "tune_lm", "node_pool": "l4", "args": {"trials": 4}},
+        {
+            "name": "tune-v5e",
+            "workload": "tune_lm",
+            "cluster": "research",
+            "worker_group": "tpu-v5e",
+            "args": {"trainer": "jax"},
+        },
+        {"name": "tune-v5e-torch", "workload": "tune_lm", "node_pool": "tpu-v5e-2x2"},
+    ]
+    problems = checks.workload_problems(type(cfg).model_validate(data))
+    assert problems == [
+        "jobs[tune-v5e-torch].args: workload tune_lm: a TPU slice needs trainer 'jax', not 'torch'"
+    ]
+
+
+def test_tune_lm_trials_get_one_worker_of_the_pool() -> None:
+    from components.builders.manifests import job_args
+    from workloads.args import TuneLmArgs
+    from workloads.tune_lm import trial_resources
+
+    cfg = stack("dev")
+    data = cfg.model_dump(by_alias=True)
+    data["jobs"] += [
+        {"name": "tune-l4", "workload": "tune_lm", "node_pool": "l4"},
+        {
+            "name": "tune-v5e",
+            "workload": "tune_lm",
+            "node_pool": "tpu-v5e-2x2",
+            "args": {"trainer": "jax"},
+        },
+    ]
+    cfg = type(cfg).model_validate(data)
+    jobs = {j.name: j for j in cfg.jobs}
+    gpu = TuneLmArgs.parse(job_args(cfg, jobs["tune-l4"]))
+    tpu = TuneLmArgs.parse(job_args(cfg, jobs["tune-v5e"]))
+    assert trial_resources(gpu) == {"CPU": 1.0, "GPU": 1.0}
+    assert trial_resources(tpu) == {"CPU": 1.0, "TPU": 4.0}
+
+
 def test_missing_crds_is_one_problem_saying_how_to_fix(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("RAYGKE_CRDS_DIR", str(tmp_path))
     problems = check_stack(stack("dev"))

@@ -1,0 +1,115 @@
+"""tune_lm: tiny ASHA and PBT sweeps and an interrupted experiment resumed (real local Ray, slow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+TINY = {
+    "widths": [16, 32],
+    "depths": [1],
+    "batch_sizes": [8],
+    "warmups": [0, 2],
+    "n_heads": 2,
+    "val_rows": 16,
+    "cpus_per_trial": 1,
+    "max_failures": 0,
+    "seed": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_dataset(ray_cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from workloads.prepare import main
+
+    root = tmp_path_factory.mktemp("corpus")
+    for i in range(8):
+        body = "".join(f"def f{j}(x):\n    return x + {j}\n\n" for j in range(30))
+        (root / f"m{i}.py").write_text(body)
+    ds = tmp_path_factory.mktemp("data") / "ds"
+    main(
+        {
+            "data": str(root),
+            "dataset": str(ds),
+            "context_length": 32,
+            "val_fraction": 0.25,
+            "num_shards": 2,
+        }
+    )
+    return ds
+
+
+def _cfg(ds: Path, tmp: Path, **kw: Any) -> dict[str, Any]:
+    return {**TINY, "dataset": str(ds), "storage_path": str(tmp / "runs"), **kw}
+
+
+def test_asha_stops_some_trials_early(tiny_dataset: Path, tmp_path: Path) -> None:
+    from workloads.tune_lm import main
+
+    out = main(
+        _cfg(
+            tiny_dataset,
+            tmp_path,
+            trials=4,
+            steps=12,
+            report_every=2,
+            grace_period=2,
+            reduction_factor=2,
+            # a learning rate range wide enough that trials differ clearly
+            lr_min=1e-4,
+            lr_max=3e-2,
+        )
+    )
+    statuses = [r["status"] for r in out["trials"]]
+    assert out["errors"] == 0, out["table"]
+    assert "stopped early" in statuses, out["table"]
+    assert "finished" in statuses, out["table"]
+    assert out["steps_run"] < out["budget_steps"]
+    assert out["best"]["val_loss"] == min(r["val_loss"] for r in out["trials"])
+    assert Path(out["checkpoint"], "manifest.json").is_file()
+
+
+@pytest.mark.timeout(1200)  # each exploit restarts a trial actor: slow on a busy 2-core box
+def test_pbt_exploits_a_trial(tiny_dataset: Path, tmp_path: Path) -> None:
+    from workloads.tune_lm import main
+
+    out = main(
+        _cfg(
+            tiny_dataset,
+            tmp_path,
+            scheduler="pbt",
+            trials=4,
+            steps=8,
+            report_every=2,
+            perturbation_interval=4,
+            lr_min=1e-4,
+            lr_max=3e-2,
+        )
+    )
+    assert out["errors"] == 0, out["table"]
+    assert any(r["exploited"] for r in out["trials"]), out["table"]
+    assert all(r["steps"] == 8 for r in out["trials"]), out["table"]
+
+
+def test_interrupted_experiment_resumes_without_rerunning_finished_trials(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    from workloads.tune_lm import main
+
+    cfg = _cfg(tiny_dataset, tmp_path, trials=3, steps=6, report_every=3, name="resume")
+    first = main(cfg, _interrupt_after=1)
+    done_first = {r["trial"]: r for r in first["trials"] if r["status"] == "finished"}
+    assert 1 <= len(done_first) < 3, first["table"]
+    assert first["steps_run"] < first["budget_steps"], first["table"]
+
+    second = main(cfg)
+    rows = {r["trial"]: r for r in second["trials"]}
+    assert len(rows) == 3 and all(r["status"] == "finished" for r in rows.values()), second["table"]
+    for tid, before in done_first.items():
+        # a finished trial is not run again: same last checkpoint, same validation loss
+        assert rows[tid]["checkpoint"] == before["checkpoint"]
+        assert rows[tid]["val_loss"] == before["val_loss"]

@@ -1,0 +1,72 @@
+"""tune_lm without Ray: arguments, search space bounds, per-trial resources, the trials table."""
+
+from __future__ import annotations
+
+import pytest
+
+from workloads.args import ArgError, TuneLmArgs
+from workloads.tune_lm import format_table, trial_id, trial_resources
+
+
+def test_rules_name_the_field_and_the_allowed_values() -> None:
+    with pytest.raises(ArgError) as e:
+        TuneLmArgs.parse({"widths": [96, 130], "n_heads": 4})
+    assert e.value.problems == [
+        "workload tune_lm: n_heads 4 does not divide width(s) 130 (d_model)"
+    ]
+    with pytest.raises(ArgError) as e:
+        TuneLmArgs.parse({"trainer": "mxnet"})
+    assert "must be one of torch, jax" in e.value.problems[0]
+    with pytest.raises(ArgError) as e:
+        TuneLmArgs.parse({"lr_min": 0.02, "lr_max": 0.01})
+    assert "lr_min 0.02 is above lr_max 0.01" in e.value.problems[0]
+    with pytest.raises(ArgError) as e:
+        TuneLmArgs.parse({"scaling": {"num_workers": 1, "use_tpu": True}})
+    assert "needs trainer 'jax'" in e.value.problems[0]
+    with pytest.raises(ArgError):
+        TuneLmArgs.parse({"batch_sizes": []})
+
+
+def test_search_space_stays_within_its_bounds() -> None:
+    pytest.importorskip("ray")
+    from workloads.tune_lm import search_space
+
+    args = TuneLmArgs.parse({"lr_min": 1e-3, "lr_max": 1e-2, "widths": [64], "depths": [2]})
+    space = search_space(args)
+    lrs = [space["lr"].sample() for _ in range(200)]
+    assert all(1e-3 <= x <= 1e-2 for x in lrs)
+    assert {space["d_model"].sample() for _ in range(20)} == {64}
+
+
+def test_each_trial_takes_one_worker_of_the_pool() -> None:
+    assert trial_resources(TuneLmArgs.parse({})) == {"CPU": 1.0}
+    gpu = {"num_workers": 4, "use_gpu": True, "resources_per_worker": {"GPU": 1}}
+    assert trial_resources(TuneLmArgs.parse({"scaling": gpu})) == {"CPU": 1.0, "GPU": 1.0}
+    tpu = {"num_workers": 4, "use_tpu": True, "resources_per_worker": {"TPU": 4}}
+    args = TuneLmArgs.parse({"scaling": tpu, "trainer": "jax", "cpus_per_trial": 2})
+    assert trial_resources(args) == {"CPU": 2.0, "TPU": 4.0}
+
+
+def test_table_sorts_by_validation_loss_and_shows_unstarted_trials() -> None:
+    row = {"lr": 1e-3, "warmup": 10, "d_model": 64, "n_layers": 2, "batch_size": 8, "steps": 4}
+    rows = [
+        {**row, "trial": "a", "val_loss": 2.5, "status": "stopped early", "exploited": False},
+        {**row, "trial": "b", "val_loss": 2.0, "status": "finished", "exploited": True},
+        {
+            **row,
+            "trial": "c",
+            "lr": None,
+            "val_loss": None,
+            "status": "not started",
+            "exploited": False,
+            "steps": 0,
+        },
+    ]
+    lines = format_table(rows).splitlines()
+    assert [ln.split("|")[1].strip() for ln in lines[2:]] == ["b", "a", "c"]
+    assert "finished (exploited)" in lines[2] and "| - |" in lines[4]
+
+
+def test_trial_id_from_folder_name() -> None:
+    name = "trainable_e4ce1_00003_3_batch_size=16,d_model=192_2026-11-30_08-06-11"
+    assert trial_id(f"/x/{name}") == "e4ce1_00003"
