@@ -41,6 +41,7 @@ Sources:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -100,72 +101,47 @@ class Security(pulumi.ComponentResource):
                 opts=child,
             )
         protect = cfg.cluster.deletion_protection
-        self.gke_key = gcp.kms.CryptoKey(
-            f"{name}-gke-secrets",
-            name=naming.GKE_KEY_NAME,
-            key_ring=rings[ring_locations["gke"]].id,
-            purpose="ENCRYPT_DECRYPT",
-            rotation_period=KEY_ROTATION_PERIOD,
-            labels=dict(cfg.labels),
-            opts=pulumi.ResourceOptions(parent=self, protect=protect),
-        )
-        self.bucket_key = gcp.kms.CryptoKey(
-            f"{name}-buckets",
-            name=naming.BUCKET_KEY_NAME,
-            key_ring=rings[ring_locations["buckets"]].id,
-            purpose="ENCRYPT_DECRYPT",
-            rotation_period=KEY_ROTATION_PERIOD,
-            labels=dict(cfg.labels),
-            opts=pulumi.ResourceOptions(parent=self, protect=protect),
-        )
-        self.gke_key_grant = gcp.kms.CryptoKeyIAMMember(
-            f"{name}-gke-agent-kms",
-            crypto_key_id=self.gke_key.id,
-            role=KMS_ROLE,
-            member=project.number.apply(gke_service_agent),
-            opts=child,
+
+        def key(suffix: str, key_name: str, ring: str) -> gcp.kms.CryptoKey:
+            """A rotating CMEK key in the key ring of ``ring`` (a key of ``ring_locations``)."""
+            return gcp.kms.CryptoKey(
+                f"{name}-{suffix}",
+                name=key_name,
+                key_ring=rings[ring_locations[ring]].id,
+                purpose="ENCRYPT_DECRYPT",
+                rotation_period=KEY_ROTATION_PERIOD,
+                labels=dict(cfg.labels),
+                opts=pulumi.ResourceOptions(parent=self, protect=protect),
+            )
+
+        def grant(
+            suffix: str, crypto_key: gcp.kms.CryptoKey, member: pulumi.Input[str], **opts: Any
+        ) -> gcp.kms.CryptoKeyIAMMember:
+            """``roles/cloudkms.cryptoKeyEncrypterDecrypter`` for a service agent on its key."""
+            return gcp.kms.CryptoKeyIAMMember(
+                f"{name}-{suffix}",
+                crypto_key_id=crypto_key.id,
+                role=KMS_ROLE,
+                member=member,
+                opts=pulumi.ResourceOptions(parent=self, **opts),
+            )
+
+        self.gke_key = key("gke-secrets", naming.GKE_KEY_NAME, "gke")
+        self.bucket_key = key("buckets", naming.BUCKET_KEY_NAME, "buckets")
+        self.gke_key_grant = grant(
+            "gke-agent-kms", self.gke_key, project.number.apply(gke_service_agent)
         )
         # The image repository lives in the region, so its key is in the region's ring.
-        self.registry_key = gcp.kms.CryptoKey(
-            f"{name}-registry",
-            name=naming.REGISTRY_KEY_NAME,
-            key_ring=rings[ring_locations["gke"]].id,
-            purpose="ENCRYPT_DECRYPT",
-            rotation_period=KEY_ROTATION_PERIOD,
-            labels=dict(cfg.labels),
-            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        self.registry_key = key("registry", naming.REGISTRY_KEY_NAME, "gke")
+        self.registry_key_grant = grant(
+            "registry-agent-kms",
+            self.registry_key,
+            project.number.apply(artifact_registry_service_agent),
         )
-        self.registry_key_grant = gcp.kms.CryptoKeyIAMMember(
-            f"{name}-registry-agent-kms",
-            crypto_key_id=self.registry_key.id,
-            role=KMS_ROLE,
-            member=project.number.apply(artifact_registry_service_agent),
-            opts=child,
-        )
-        self.secrets_key = gcp.kms.CryptoKey(
-            f"{name}-secret-manager",
-            name=naming.SECRETS_KEY_NAME,
-            key_ring=rings[ring_locations["secrets"]].id,
-            purpose="ENCRYPT_DECRYPT",
-            rotation_period=KEY_ROTATION_PERIOD,
-            labels=dict(cfg.labels),
-            opts=pulumi.ResourceOptions(parent=self, protect=protect),
-        )
-        self.boot_disk_key = gcp.kms.CryptoKey(
-            f"{name}-boot-disks",
-            name=naming.BOOT_DISK_KEY_NAME,
-            key_ring=rings[ring_locations["boot_disks"]].id,
-            purpose="ENCRYPT_DECRYPT",
-            rotation_period=KEY_ROTATION_PERIOD,
-            labels=dict(cfg.labels),
-            opts=pulumi.ResourceOptions(parent=self, protect=protect),
-        )
-        self.boot_disk_key_grant = gcp.kms.CryptoKeyIAMMember(
-            f"{name}-compute-agent-kms",
-            crypto_key_id=self.boot_disk_key.id,
-            role=KMS_ROLE,
-            member=project.number.apply(compute_service_agent),
-            opts=child,
+        self.secrets_key = key("secret-manager", naming.SECRETS_KEY_NAME, "secrets")
+        self.boot_disk_key = key("boot-disks", naming.BOOT_DISK_KEY_NAME, "boot_disks")
+        self.boot_disk_key_grant = grant(
+            "compute-agent-kms", self.boot_disk_key, project.number.apply(compute_service_agent)
         )
         # The Secret Manager agent exists only once requested; the grant names it by its
         # documented address and waits for it.
@@ -175,22 +151,19 @@ class Security(pulumi.ComponentResource):
             service="secretmanager.googleapis.com",
             opts=child,
         )
-        self.secrets_key_grant = gcp.kms.CryptoKeyIAMMember(
-            f"{name}-secretmanager-agent-kms",
-            crypto_key_id=self.secrets_key.id,
-            role=KMS_ROLE,
-            member=project.number.apply(secret_manager_service_agent),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[sm_identity]),
+        self.secrets_key_grant = grant(
+            "secretmanager-agent-kms",
+            self.secrets_key,
+            project.number.apply(secret_manager_service_agent),
+            depends_on=[sm_identity],
         )
         gcs_agent = gcp.storage.get_project_service_account_output(
             project=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
         )
-        self.gcs_key_grant = gcp.kms.CryptoKeyIAMMember(
-            f"{name}-gcs-agent-kms",
-            crypto_key_id=self.bucket_key.id,
-            role=KMS_ROLE,
-            member=gcs_agent.email_address.apply(lambda e: f"serviceAccount:{e}"),
-            opts=child,
+        self.gcs_key_grant = grant(
+            "gcs-agent-kms",
+            self.bucket_key,
+            gcs_agent.email_address.apply(lambda e: f"serviceAccount:{e}"),
         )
 
         self.node_sa = gcp.serviceaccount.Account(
