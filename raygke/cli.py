@@ -81,8 +81,9 @@ def check(
     sets: list[str] = typer.Option(
         [],
         "--set",
-        help="KEY=VALUE: a config value the file does not hold (e.g. one a Pulumi ESC "
-        "environment provides), read as YAML; dotted keys set nested values (cluster.name=ray)",
+        help="KEY=VALUE: set a ray-gke config value, read as YAML; dotted keys set nested values "
+        "(cluster.name=ray). For values a Pulumi ESC environment provides, or to try one in place "
+        "of the file's (gcp:* keys are not changed); the policy rules are not run with --set",
     ),
 ) -> None:
     """Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and

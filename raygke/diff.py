@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from components.builders.replacement import RERUN_TYPES, SCOPE_INPUTS, path_matches, rule_for
 
@@ -188,15 +191,54 @@ def _masked(path: str, value: Any) -> Any:
     return value
 
 
+def _structured(value: Any) -> Any:
+    """A long string that holds a document, parsed so its changed leaves can be named: a YAML or
+    JSON mapping/list (a RayService's ``serveConfigV2``, a RayJob's ``runtimeEnvYAML``), or a
+    command line as ``{"argv[i]": token}`` with JSON-object tokens parsed (a RayJob's
+    ``entrypoint``); None for anything else."""
+    if not isinstance(value, str) or (len(value) <= MAX_VALUE and "\n" not in value):
+        return None
+    try:
+        doc = yaml.safe_load(value)
+    except yaml.YAMLError:
+        doc = None
+    if isinstance(doc, (dict, list)):
+        return doc
+    try:
+        argv = shlex.split(value)
+    except ValueError:
+        return None
+    if len(argv) < 2:
+        return None
+    out: dict[str, Any] = {}
+    for i, token in enumerate(argv):
+        try:
+            out[f"argv[{i}]"] = json.loads(token) if token.startswith("{") else token
+        except ValueError:
+            out[f"argv[{i}]"] = token
+    return out
+
+
 def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """``[(path, old, new)]`` of the leaves that differ between two input dicts (sorted)."""
+    """``[(path, old, new)]`` of the leaves that differ between two input dicts (sorted). A long
+    string holding a document (:func:`_structured`) is compared leaf by leaf under its path, so
+    ``spec.serveConfigV2.applications[0].args.max_batch_size: 16 -> 32`` shows instead of two
+    shortened strings."""
     a, b = _flatten(old), _flatten(new)
     _missing = object()
     out = []
     for path in sorted(set(a) | set(b)):
         va, vb = a.get(path, _missing), b.get(path, _missing)
-        if va != vb:
-            out.append((path, None if va is _missing else va, None if vb is _missing else vb))
+        if va == vb:
+            continue
+        sa, sb = _structured(va), _structured(vb)
+        if sa is not None and sb is not None:
+            out += [
+                (f"{path}.{sub}" if sub else path, x, y)
+                for sub, x, y in changed_inputs({"": sa}, {"": sb})
+            ]
+            continue
+        out.append((path, None if va is _missing else va, None if vb is _missing else vb))
     return out
 
 

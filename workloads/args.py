@@ -552,6 +552,30 @@ def _tune_tpu_needs_jax(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _tune_pool_fits_trainer(values: Mapping[str, Any]) -> str | None:
+    """A trial takes one worker of its pool: on TPU, one host of a single-host slice (one host of
+    a multi-host slice cannot start the slice's runtime alone); trainer jax not on GPU pools (the
+    project's GPU image carries PyTorch's CUDA stack, no JAX)."""
+    scaling = values.get("scaling") or {}
+    if not isinstance(scaling, Mapping):
+        return None
+    if scaling.get("use_gpu") and values.get("trainer") == "jax":
+        return "trainer 'jax' runs on TPU slices and CPUs, not GPU pools; use trainer 'torch'"
+    topology, per_host = scaling.get("topology"), (scaling.get("resources_per_worker") or {})
+    if scaling.get("use_tpu") and isinstance(topology, str) and per_host.get("TPU"):
+        try:
+            chips = math.prod(int(d) for d in topology.split("x"))
+        except ValueError:
+            return None
+        hosts = chips // int(per_host["TPU"])
+        if hosts > 1:
+            return (
+                f"a trial runs on one TPU host, but topology {topology} is a {hosts}-host slice; "
+                "use a single-host slice pool"
+            )
+    return None
+
+
 def _tune_report_fits(values: Mapping[str, Any]) -> str | None:
     every, steps = values.get("report_every"), values.get("steps")
     if isinstance(every, int) and isinstance(steps, int) and every > steps:
@@ -568,6 +592,7 @@ class TuneLmArgs(WorkloadArgs):
         _tune_heads_divide_widths,
         _tune_lr_range,
         _tune_tpu_needs_jax,
+        _tune_pool_fits_trainer,
         _tune_report_fits,
     )
 

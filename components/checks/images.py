@@ -18,6 +18,8 @@ those pins instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 from components.builders.images import (
     normalize,
     pins,
@@ -26,10 +28,16 @@ from components.builders.images import (
     project_pins,
     provides,
 )
-from components.spec import IMAGE_KINDS, ResolveError, StackConfig, resolve_job
+from components.spec import (
+    IMAGE_KINDS,
+    ResolveError,
+    StackConfig,
+    resolve_job,
+    resolve_service,
+)
 
 
-def _fix(cfg: StackConfig, job: str, kind: str, name: str, version: str) -> str:
+def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: bool) -> str:
     if getattr(cfg.ray.images, kind) is None:
         return (
             f"add it to the pyproject.toml extras the {kind} image installs "
@@ -37,57 +45,71 @@ def _fix(cfg: StackConfig, job: str, kind: str, name: str, version: str) -> str:
         )
     return (
         f"use the project's images (ray.images.{kind} unset), declare "
-        f"ray.images.{kind}.provides: {{{name}: {version}}} if the image has it, or set "
-        f"jobs[{job}].runtime_env_pip: true"
+        f"ray.images.{kind}.provides: {{{name}: {version}}} if the image has it"
+        + (f", or set {where}.runtime_env_pip: true" if pip else "")
     )
 
 
-def dependency_problems(cfg: StackConfig) -> list[str]:
-    """One line per job and needed distribution its images lack or hold at another version than
-    the project's pin, naming the job, the workload, the distribution, the image and the fix.
-    Jobs whose target or workload does not resolve are left to the rules that report those."""
-    from workloads.registry import WORKLOADS
-
+def _shortfall(
+    cfg: StackConfig, where: str, workload: Any, worker_kind: str, runtime_env_pip: bool | None
+) -> str | None:
+    """The first need of ``workload`` that the worker-group or head (cpu) image lacks, or holds at
+    another version than the project's pin, as one line; None when both provide everything.
+    ``runtime_env_pip``: None where the entry has no such option (services)."""
     wanted = project_pins()
     refs = planned_refs(cfg)
+    for kind in dict.fromkeys((worker_kind, "cpu")):
+        place = "worker-group" if kind == worker_kind else "head (driver)"
+        if runtime_env_pip:
+            have = pins(worker_kind)
+            image = f"runtime_env_pip (images/requirements-{worker_kind}.txt)"
+        else:
+            have = provides(cfg, kind)
+            image = f"{place} image {refs[kind]}"
+        for need in workload.needs:
+            name = normalize(need)
+            pin = wanted.get(name, "")
+            got = have.get(name)
+            fix = _fix(cfg, where, kind, need, pin, runtime_env_pip is not None)
+            if got is None:
+                return (
+                    f"{where}: workload {workload.name} needs {need}, {image} does not "
+                    f"provide it; {fix}"
+                )
+            if pin and got != pin:
+                return (
+                    f"{where}: workload {workload.name} needs {need}=={pin} (the project's "
+                    f"pin), {image} provides {need} {got}; {fix}"
+                )
+    return None
+
+
+def dependency_problems(cfg: StackConfig) -> list[str]:
+    """One line per job or service whose images lack a distribution its workload needs, or hold
+    it at another version than the project's pin, naming the entry, the workload, the
+    distribution, the image and the fix. Entries whose target or workload does not resolve are
+    left to the rules that report those."""
+    from workloads.registry import WORKLOADS
+
     problems = []
-    for job in cfg.jobs:
-        workload = WORKLOADS.get(job.workload)
+    entries = [
+        (f"jobs[{j.name}]", j.workload, lambda j=j: resolve_job(cfg, j).pool, j.runtime_env_pip)
+        for j in cfg.jobs
+    ] + [
+        (f"services[{s.name}]", s.workload, lambda s=s: resolve_service(cfg, s).pool, None)
+        for s in cfg.services
+    ]
+    for where, name, pool, pip in entries:
+        workload = WORKLOADS.get(name)
         if workload is None:
             continue
         try:
-            worker_kind = pool_image_kind(resolve_job(cfg, job).pool)
+            worker_kind = pool_image_kind(pool())
         except ResolveError:
             continue
-        kinds = list(dict.fromkeys((worker_kind, "cpu")))
-        for kind in kinds:
-            where = "worker-group" if kind == worker_kind else "head (driver)"
-            if job.runtime_env_pip:
-                have = pins(worker_kind)
-                image = f"runtime_env_pip (images/requirements-{worker_kind}.txt)"
-            else:
-                have = provides(cfg, kind)
-                image = f"{where} image {refs[kind]}"
-            for need in workload.needs:
-                name = normalize(need)
-                pin = wanted.get(name, "")
-                got = have.get(name)
-                if got is None:
-                    problems.append(
-                        f"jobs[{job.name}]: workload {workload.name} needs {need}, {image} does "
-                        f"not provide it; {_fix(cfg, job.name, kind, need, pin)}"
-                    )
-                    break
-                if pin and got != pin:
-                    problems.append(
-                        f"jobs[{job.name}]: workload {workload.name} needs {need}=={pin} (the "
-                        f"project's pin), {image} provides {need} {got}; "
-                        f"{_fix(cfg, job.name, kind, need, pin)}"
-                    )
-                    break
-            else:
-                continue
-            break  # one line per job: the first image that falls short
+        line = _shortfall(cfg, where, workload, worker_kind, pip)
+        if line:
+            problems.append(line)
     return problems
 
 

@@ -275,10 +275,25 @@ def job_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
             yield str(e)
 
 
+# Job arguments the platform binds (components.builders.manifests.job_args): a job's args may
+# not set them, or a job would train on CPU on a GPU pool (scaling), checkpoint outside its
+# folder or bucket (name, storage_path), read another dataset (dataset) or lose its restart
+# budget (max_failures). Value: what sets it.
+PLATFORM_BOUND_ARGS: dict[str, str] = {
+    "scaling": "the job's node pool or worker group (and placement_strategy)",
+    "max_failures": "jobs[].max_failures",
+    "storage_path": "the checkpoints bucket",
+    "name": "the job name (its checkpoint folder <checkpoints bucket>/<job name>)",
+    "dataset": "the datasets bucket (<datasets bucket>/lm-bytes)",
+    "peak_flops_per_device": "the catalog's accelerator facts",
+}
+
+
 def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
     """A job's ``workload`` is in :data:`workloads.registry.WORKLOADS` and its ``args`` are
-    arguments of that workload with the types of its defaults (``Workload.arg_problems``); a
-    ``placement_strategy`` only on a workload that takes ``scaling`` (a trainer)."""
+    arguments of that workload with the types of its defaults (``Workload.arg_problems``), none of
+    them one the platform binds (:data:`PLATFORM_BOUND_ARGS`); a ``placement_strategy`` only on a
+    workload that takes ``scaling`` (a trainer)."""
     for job in cfg.jobs:
         problem = _workload_problem(job.workload)
         if problem:
@@ -287,6 +302,13 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
         workload = _workload(job.workload)
         for p in workload.arg_problems(job.args):
             yield f"jobs[{job.name}].args: {p}"
+        for key in sorted(set(job.args) & set(PLATFORM_BOUND_ARGS)):
+            if key == "name" and "checkpoints" not in workload.writes:
+                continue  # a reader (evaluate) names the run it reads
+            yield (
+                f"jobs[{job.name}].args.{key}: the platform sets it from "
+                f"{PLATFORM_BOUND_ARGS[key]}; remove it"
+            )
         if job.placement_strategy and "scaling" not in workload.args.names():
             yield (
                 f"jobs[{job.name}].placement_strategy {job.placement_strategy}: workload "

@@ -260,3 +260,32 @@ def test_raycluster_template_update_says_running_pods_keep_the_old_template():
     (c,) = plan.changes
     assert c.op == "update" and c.notes and "upgradeStrategy" in c.notes[0]
     assert "upgradeStrategy" in render_markdown(plan)
+
+
+def test_a_document_in_a_string_is_compared_leaf_by_leaf() -> None:
+    """A RayService's serveConfigV2 (YAML) and a RayJob's entrypoint (a command line with a JSON
+    argument) show the leaf that changed, not two shortened strings."""
+    import json
+    import shlex
+
+    import yaml
+
+    from raygke.diff import changed_inputs
+
+    def serve(batch: int) -> dict:
+        app = {"name": "lm", "args": {"max_batch_size": batch, "checkpoint": "gs://c/" + "x" * 200}}
+        return {"spec": {"serveConfigV2": yaml.safe_dump({"applications": [app]})}}
+
+    assert changed_inputs(serve(16), serve(32)) == [
+        ("spec.serveConfigV2.applications[0].args.max_batch_size", 16, 32)
+    ]
+
+    def job(steps: int) -> dict:
+        args = json.dumps({"steps": steps, "dataset": "gs://d/" + "x" * 200})
+        return {
+            "spec": {
+                "entrypoint": f"python -m workloads.train_lm --config-json {shlex.quote(args)}"
+            }
+        }
+
+    assert changed_inputs(job(100), job(200)) == [("spec.entrypoint.argv[4].steps", 100, 200)]

@@ -106,3 +106,16 @@ def test_malformed_digest_is_refused() -> None:
     with pytest.raises(ConfigError) as e:
         validate(_prod(cpu="rayproject/ray:2.60.0-py311@sha256:abc"))
     assert any("has a malformed digest" in p for p in e.value.problems), e.value.problems
+
+
+def test_a_service_is_checked_against_its_images_too() -> None:
+    """prod's service lm serves on the cpu pool: a foreign cpu image without torch refuses it
+    (serve_lm needs torch), with no runtime_env_pip hint (services have none)."""
+    image = f"rayproject/ray:2.60.0-py311{DIGEST}"
+    cfg = validate(_prod(cpu={"image": image, "provides": {"numpy": "2.4.6"}}))
+    lines = [p for p in dependency_problems(cfg) if p.startswith("services[")]
+    assert lines == [
+        f"services[lm]: workload serve_lm needs torch, worker-group image {image} does not "
+        "provide it; use the project's images (ray.images.cpu unset), declare "
+        "ray.images.cpu.provides: {torch: 2.13.0} if the image has it"
+    ]

@@ -160,10 +160,37 @@ def test_tune_lm_runs_on_cpu_gpu_pools_and_on_tpu_slices_with_the_jax_trainer() 
             "args": {"trainer": "jax"},
         },
         {"name": "tune-v5e-torch", "workload": "tune_lm", "node_pool": "tpu-v5e-2x2"},
+        {
+            "name": "tune-l4-jax",
+            "workload": "tune_lm",
+            "node_pool": "l4",
+            "args": {"trainer": "jax"},
+        },
     ]
     problems = checks.workload_problems(type(cfg).model_validate(data))
     assert problems == [
-        "jobs[tune-v5e-torch].args: workload tune_lm: a TPU slice needs trainer 'jax', not 'torch'"
+        "jobs[tune-v5e-torch].args: workload tune_lm: a TPU slice needs trainer 'jax', not 'torch'",
+        "jobs[tune-l4-jax].args: workload tune_lm: trainer 'jax' runs on TPU slices and CPUs, not "
+        "GPU pools; use trainer 'torch'",
+    ]
+
+
+def test_tune_lm_refuses_a_multi_host_slice() -> None:
+    """A trial runs on one TPU host; one host of a multi-host slice cannot start alone."""
+    cfg = stack("prod")
+    data = cfg.model_dump(by_alias=True)
+    data["jobs"] += [
+        {
+            "name": "tune-v6e",
+            "workload": "tune_lm",
+            "cluster": "training",
+            "worker_group": "tpu-v6e",
+            "args": {"trainer": "jax"},
+        }
+    ]
+    assert checks.workload_problems(type(cfg).model_validate(data)) == [
+        "jobs[tune-v6e].args: workload tune_lm: a trial runs on one TPU host, but topology 4x4 "
+        "is a 4-host slice; use a single-host slice pool"
     ]
 
 

@@ -28,7 +28,7 @@ from components.spec import (
 )
 from components.spec.stack import SKIP_RULES
 from tests.components.spec.test_model import base, problems
-from tests.helpers import WORKING_DIR
+from tests.helpers import WORKING_DIR, config
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -313,3 +313,28 @@ def test_config_error_lists_field_then_rule_problems() -> None:
     assert exc.value.problems[0].startswith("project:")
     assert exc.value.problems[1].startswith("jobs[prep].cluster 'ghost'")
     assert str(exc.value).startswith("Pulumi.test.yaml: 2 problem(s):")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "what"),
+    [
+        ("scaling", {"num_workers": 3}, "the job's node pool or worker group"),
+        ("storage_path", "gs://elsewhere/x", "the checkpoints bucket"),
+        ("dataset", "gs://foo/bar", "the datasets bucket"),
+        ("max_failures", 0, "jobs[].max_failures"),
+        ("name", "other", "the job name"),
+    ],
+)
+def test_job_args_may_not_set_what_the_platform_binds(key: str, value, what: str) -> None:
+    """A trainer's args cannot replace the pool's ScalingConfig (it would train on CPU on a GPU
+    pool), its checkpoint folder, its dataset or its restart budget."""
+    job = {"name": "t", "workload": "train_lm", "node_pool": "l4", "args": {key: value}}
+    with pytest.raises(ConfigError) as e:
+        validate(config(jobs=[job]))
+    (line,) = [p for p in e.value.problems if p.startswith(f"jobs[t].args.{key}")]
+    assert f"the platform sets it from {what}" in line and line.endswith("remove it")
+
+
+def test_a_reader_may_name_the_run_it_reads() -> None:
+    job = {"name": "ev", "workload": "evaluate", "node_pool": "cpu", "args": {"name": "t"}}
+    assert validate(config(jobs=[job])).jobs[0].args == {"name": "t"}
