@@ -51,13 +51,15 @@ def _options(
 
 
 def summary_line(cfg: StackConfig) -> str:
-    """``3 node pools, 8 TPU chips on 2 hosts, 2 GPUs, 1 ray clusters, 2 jobs`` (at max scale)."""
+    """``3 node pools, 8 TPU chips on 2 hosts, 2 GPUs, 1 ray clusters, 2 jobs, 1 services`` (at
+    max scale)."""
     chips = sum(p.slice.chips * p.max_slices for p in cfg.node_pools if isinstance(p, TpuPool))
     hosts = sum(p.slice.hosts * p.max_slices for p in cfg.node_pools if isinstance(p, TpuPool))
     gpus = sum(p.gpu.count * p.max_nodes for p in cfg.node_pools if isinstance(p, GpuPool))
     return (
         f"{len(cfg.node_pools)} node pools, {chips} TPU chips on {hosts} hosts, {gpus} GPUs "
-        f"(at max scale), {len(cfg.ray_clusters)} ray clusters, {len(cfg.jobs)} jobs"
+        f"(at max scale), {len(cfg.ray_clusters)} ray clusters, {len(cfg.jobs)} jobs, "
+        f"{len(cfg.services)} services"
     )
 
 

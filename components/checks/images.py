@@ -104,9 +104,12 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
         if workload is None:
             continue
         try:
-            worker_kind = pool_image_kind(pool())
+            target_pool = pool()
         except ResolveError:
             continue
+        if target_pool.kind != "cpu" and workload.refusal(target_pool.kind):
+            continue  # refused on that accelerator with its reason (checks/stack.py)
+        worker_kind = pool_image_kind(target_pool)
         line = _shortfall(cfg, where, workload, worker_kind, pip)
         if line:
             problems.append(line)
