@@ -9,6 +9,7 @@ import shlex
 import pytest
 
 from components.builders.manifests import render_manifests
+from components.checks.images import dependency_problems
 from components.checks.stack import workload_problems
 from components.spec import ConfigError, validate
 from tests.helpers import WORKING_DIR, config
@@ -52,3 +53,5 @@ def test_train_lm_tf_on_a_gpu_pool_is_refused_with_the_reason() -> None:
     (problem,) = workload_problems(cfg)
     assert problem.startswith("jobs[tf]: workload 'train_lm_tf' supports cpu, not gpu: ")
     assert "use train_lm on GPUs" in problem
+    # the refusal is the one line: no second line asking for TensorFlow in the GPU image
+    assert dependency_problems(cfg) == []
