@@ -344,8 +344,9 @@ def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[str]:
 
 def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
     """A service's ``node_pool`` is declared, of a kind its Serve application supports
-    (``Workload.accelerators`` in :mod:`workloads.registry`), and ``min_workers`` <= the pool's
-    capacity (:func:`components.spec.resolve.resolve_service`)."""
+    (``Workload.accelerators`` in :mod:`workloads.registry`), ``min_workers`` <= the pool's
+    capacity (:func:`components.spec.resolve.resolve_service`), and a replica's ``args.num_gpus``
+    / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
     from components.spec.resolve import resolve_service
 
     for svc in cfg.services:
@@ -367,6 +368,25 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
             yield (
                 f"{where}.node_pool {t.pool.name!r} is a {t.pool.kind} pool; Serve application "
                 f"{svc.workload} runs on {', '.join(kinds)} pools"
+            )
+        # A replica runs in one worker pod, on one node: it can never ask for more than the node
+        # has (machine shapes from the catalog).
+        gpus = t.pool.gpu.count if isinstance(t.pool, GpuPool) else 0
+        want = svc.args.get("num_gpus")
+        if isinstance(want, (int, float)) and want > gpus:
+            yield (
+                f"{where}.args.num_gpus {want:g}: a replica runs on one node of pool "
+                f"{t.pool.name!r}, which has {gpus} GPU(s); at most {gpus}"
+            )
+        want = svc.args.get("num_cpus")
+        try:
+            vcpus = catalog.machine_shape(t.pool.machine_type).vcpus
+        except catalog.CatalogError:
+            vcpus = None
+        if isinstance(want, (int, float)) and vcpus is not None and want > vcpus:
+            yield (
+                f"{where}.args.num_cpus {want:g}: a replica runs on one node of pool "
+                f"{t.pool.name!r} ({t.pool.machine_type}, {vcpus} vCPUs); at most {vcpus}"
             )
 
 

@@ -124,6 +124,21 @@ def test_incremental_upgrade_renders_its_options_and_the_operator_rule_guards_th
         ({"args": {"max_batch_size": 0}}, "argument 'max_batch_size' of workload serve_lm is 0"),
         ({"args": {"checkpoint": "/x"}}, "args.checkpoint: set the service's checkpoint field"),
         ({"name": "LM"}, "service name"),
+        (
+            {"args": {"num_gpus": 1}},
+            "services[lm].args.num_gpus 1: a replica runs on one node of pool 'cpu', which has "
+            "0 GPU(s); at most 0",
+        ),
+        (
+            {"node_pool": "l4", "args": {"num_gpus": 2}},
+            "services[lm].args.num_gpus 2: a replica runs on one node of pool 'l4', which has "
+            "1 GPU(s); at most 1",
+        ),
+        (
+            {"args": {"num_cpus": 64}},
+            "services[lm].args.num_cpus 64: a replica runs on one node of pool 'cpu' "
+            "(n2-standard-8, 8 vCPUs); at most 8",
+        ),
     ],
 )
 def test_bad_services_are_one_line_each(service: dict[str, Any], says: str) -> None:
