@@ -77,6 +77,17 @@ class FlowLogsConfig(_Model):
         description="Whether entries carry metadata such as the VM and GKE names (`metadata`).",
     )
 
+    @model_validator(mode="after")
+    def _settings_need_logs(self) -> FlowLogsConfig:
+        # every key has an effect or is refused: with logs off the settings would do nothing
+        ignored = sorted(self.model_fields_set - {"enabled"})
+        if not self.enabled and ignored:
+            raise ValueError(
+                f"{', '.join(ignored)} set but enabled is false (no flow logs to configure); "
+                "remove them or set enabled: true"
+            )
+        return self
+
 
 class NetworkConfig(_Model):
     """VPC, subnet and its secondary ranges, private nodes, control-plane access."""

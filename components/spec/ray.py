@@ -232,6 +232,15 @@ class KubeRayConfig(_Model):
     def _ns(cls, v: str) -> str:
         return _k8s_name(v, "kuberay.namespace")
 
+    @model_validator(mode="after")
+    def _webhook_only_with_helm(self) -> KubeRayConfig:
+        if self.tpu_webhook and self.mode == "gke-addon":
+            raise ValueError(
+                "tpu_webhook: true has no effect with mode gke-addon (the add-on installs the "
+                "TPU webhook itself); remove it"
+            )
+        return self
+
 
 # A digest reference: ``<name>@sha256:<64 hex>`` (https://github.com/opencontainers/image-spec/blob/main/descriptor.md#digests).
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")

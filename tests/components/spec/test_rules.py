@@ -338,3 +338,29 @@ def test_job_args_may_not_set_what_the_platform_binds(key: str, value, what: str
 def test_a_reader_may_name_the_run_it_reads() -> None:
     job = {"name": "ev", "workload": "evaluate", "node_pool": "cpu", "args": {"name": "t"}}
     assert validate(config(jobs=[job])).jobs[0].args == {"name": "t"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (
+            {"network": {"flow_logs": {"enabled": False, "flow_sampling": 0.9}}},
+            "network.flow_logs: flow_sampling set but enabled is false (no flow logs to "
+            "configure); remove them or set enabled: true",
+        ),
+        (
+            {"kuberay": {"mode": "gke-addon", "tpu_webhook": True}},
+            "kuberay: tpu_webhook: true has no effect with mode gke-addon (the add-on installs "
+            "the TPU webhook itself); remove it",
+        ),
+    ],
+)
+def test_keys_that_would_do_nothing_are_refused(extra: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        validate(config(**extra))
+    assert says in e.value.problems
+
+
+def test_flow_logs_may_be_turned_off_alone() -> None:
+    cfg = validate(config(network={"flow_logs": {"enabled": False}}))
+    assert cfg.network.flow_logs.enabled is False
