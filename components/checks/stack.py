@@ -38,6 +38,7 @@ looked and how to set ``RAYGKE_CRDS_DIR``, and still runs the other checks. ``ra
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from typing import Any
@@ -50,7 +51,7 @@ from components.builders.manifests import (
     job_args,
     render_manifests,
 )
-from components.builders.namespace import namespace_manifest, namespace_objects
+from components.builders.namespace import namespace_manifest, namespace_objects, resource_quota
 from components.builders.nodepools import (
     NodePoolSpec,
     allocatable,
@@ -289,6 +290,52 @@ def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _requests(template: dict[str, Any]) -> dict[str, float]:
+    """Summed container requests of a pod template (``cpu``, ``memory``, extended resources),
+    limits standing in where a request is unset (Kubernetes defaults the request to the limit)."""
+    total: dict[str, float] = {}
+    for c in (template.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        for name, value in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+            with contextlib.suppress(ValueError, TypeError):
+                total[name] = total.get(name, 0.0) + parse_quantity(value)
+    return total
+
+
+def _amount(resource: str, value: float) -> str:
+    return f"{value / 2**30:.3g}Gi" if resource == "memory" else f"{value:g}"
+
+
+def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Every Ray group fits the namespace's ResourceQuota (:func:`components.builders.namespace.
+    resource_quota`) on its own: one head, one worker pod, and a TPU worker group's whole slice
+    (``numOfHosts`` pods, which only run together). A quota refuses a pod whose requests would
+    exceed it (https://kubernetes.io/docs/concepts/policy/resource-quotas/), so a quota below one
+    group leaves that Ray cluster never running. One line per group and resource."""
+    hard = {
+        k.removeprefix("requests."): parse_quantity(v)
+        for k, v in resource_quota(cfg)["spec"]["hard"].items()
+        if k.startswith("requests.")
+    }
+    out = []
+    for m in manifests:
+        for where, group in _groups(m):
+            template = group.get("template")
+            if not isinstance(template, dict):
+                continue
+            hosts = int(group.get("numOfHosts") or 1)
+            for name, value in sorted(_requests(template).items()):
+                need = value * hosts
+                if name in hard and need > hard[name]:
+                    what = f"{hosts} hosts x {_amount(name, value)}" if hosts > 1 else ""
+                    out.append(
+                        f"{where}: requests {name} {what or _amount(name, value)}, more than "
+                        f"kuberay.quota allows the whole namespace ({_amount(name, hard[name])}); "
+                        "raise kuberay.quota"
+                    )
+    return out
+
+
 def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
     """Problems of rendered (or hand-edited) KubeRay objects: CRD schema (unknown fields included)
     and KubeRay operator rules of the stack's ``kuberay.chart_version``, and schedulability of
@@ -426,6 +473,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
+    problems += quota_problems(cfg, manifests)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
     return problems

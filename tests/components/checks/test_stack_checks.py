@@ -222,3 +222,25 @@ def test_missing_crds_is_one_problem_saying_how_to_fix(monkeypatch, tmp_path: Pa
     monkeypatch.setenv("RAYGKE_CRDS_DIR", str(tmp_path))
     problems = check_stack(stack("dev"))
     assert len(problems) == 1 and "RAYGKE_CRDS_DIR" in problems[0]
+
+
+def test_a_quota_below_one_group_is_refused() -> None:
+    """A ResourceQuota refuses a pod that would exceed it: a quota below one head, or below a
+    whole TPU slice (numOfHosts pods that only run together), leaves that cluster never running."""
+    from components.checks.stack import quota_problems
+
+    cfg = stack("prod")
+    assert quota_problems(cfg, render_manifests(cfg, WORKING_DIR)) == []
+    data = cfg.model_dump(by_alias=True, exclude_none=True)
+    data["kuberay"]["quota"] = {"tpus": 8, "memory": "8Gi"}
+    low = type(cfg).model_validate(data)
+    problems = quota_problems(low, render_manifests(low, WORKING_DIR))
+    assert (
+        "RayCluster training: worker group tpu-v6e: requests google.com/tpu 4 hosts x 4, more "
+        "than kuberay.quota allows the whole namespace (8); raise kuberay.quota"
+    ) in problems
+    assert (
+        "RayCluster training: head group: requests memory 16Gi, more than kuberay.quota allows "
+        "the whole namespace (8Gi); raise kuberay.quota"
+    ) in problems
+    assert not any("RayJob train-lm-h100: head group" in p for p in problems)  # 8Gi fits
