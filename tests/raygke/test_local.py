@@ -280,14 +280,20 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
 def test_a_task_log_line_reaches_the_job_log_once(cluster) -> None:
     """One line per print on every node (nodes sharing a log folder forwarded each line twice)."""
     state = cluster["state"]
+    # Two tasks pinned to each node (SPREAD is best effort: on a loaded machine, with a node's CPU
+    # still held by the previous test's workers, it packed all four onto one node).
     job_code = (
         "import ray\n"
+        "from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On\n"
         "ray.init()\n"
-        "@ray.remote(num_cpus=1, scheduling_strategy='SPREAD')\n"
+        "@ray.remote(num_cpus=1)\n"
         "def hello(i):\n"
         "    print(f'hello-from-task-{i}', flush=True)\n"
         "    return ray.get_runtime_context().get_node_id()\n"
-        "print('nodes', len(set(ray.get([hello.remote(i) for i in range(4)]))))\n"
+        "nodes = sorted(n['NodeID'] for n in ray.nodes() if n['Alive'])\n"
+        "refs = [hello.options(scheduling_strategy=On(nodes[i % len(nodes)], soft=False))"
+        ".remote(i) for i in range(4)]\n"
+        "print('nodes', len(set(ray.get(refs))))\n"
     )
     env_vars = {"RAY_ADDRESS": state["address"], "RAY_DEDUP_LOGS": "0"}
     submit = (
