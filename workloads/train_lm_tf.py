@@ -33,6 +33,9 @@ worker.
 
 ParameterServerStrategy is not offered: see :data:`PARAMETER_SERVER_NOTE`.
 
+Ray Tune (:mod:`workloads.tune_lm`, ``trainer: tf``) runs the same stepper in one process on one
+device (:func:`tune_stepper`: ``OneDeviceStrategy``, no Ray Train worker group).
+
 Arguments: :class:`workloads.args.TrainLmTfArgs`; the same ``scaling`` shape as
 :mod:`workloads.train_lm` (CPU/GPU pools; TPUs are not supported by this trainer).
 
@@ -45,12 +48,15 @@ Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "co
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
 from workloads.args import TrainLmTfArgs
 from workloads.common import restore_checkpoint, run_cli
 from workloads.train_loop import fit, fit_summary, run_loop
+
+log = logging.getLogger(__name__)
 
 PARAMETER_SERVER_NOTE = (
     "tf.distribute.ParameterServerStrategy is not supported under Ray Train: it needs a "
@@ -119,40 +125,119 @@ class TfStepper:
         return {"replicas": self.replicas, "collective": self.collective}
 
 
-def train_loop_per_worker(config: dict[str, Any]) -> None:
-    """The Ray Train worker function (one per worker, MultiWorkerMirroredStrategy); ``config``
-    is :meth:`TrainLmTfArgs.to_dict` of the resolved arguments."""
-    os.environ["KERAS_BACKEND"] = "tensorflow"
-    import ray.train
+def set_threads(threads: int) -> bool:
+    """Give TensorFlow ``threads`` intra-op and ``threads`` inter-op threads; True when they
+    are in effect.
+
+    TensorFlow reads these settings once, when its runtime initialises (the first op, or the
+    first strategy): setting another value afterwards raises ``RuntimeError("Intra op
+    parallelism cannot be modified after initialization.")``, while setting the value already
+    in effect is allowed (checked with TensorFlow 2.21;
+    https://www.tensorflow.org/api_docs/python/tf/config/threading). A process whose runtime
+    already started with other values keeps them: one warning, False. Ray Train workers and
+    Ray Tune trial actors are fresh processes (Tune's ``reuse_actors`` defaults to False,
+    https://docs.ray.io/en/latest/tune/api/doc/ray.tune.TuneConfig.html), so there the
+    settings always apply.
+    """
     import tensorflow as tf
 
-    args = TrainLmTfArgs.parse(config)
-    ctx = ray.train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    threads = args.tf_threads or max(1, (os.cpu_count() or 1) // max(1, ctx.get_local_world_size()))
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(threads)
-    strategy, impl = make_strategy()
+    threading = tf.config.threading
+    try:
+        threading.set_intra_op_parallelism_threads(threads)
+        threading.set_inter_op_parallelism_threads(threads)
+        return True
+    except RuntimeError as e:
+        log.warning(
+            "TensorFlow already initialised with %d intra-op / %d inter-op threads; keeping "
+            "them, not %d (%s)",
+            threading.get_intra_op_parallelism_threads(),
+            threading.get_inter_op_parallelism_threads(),
+            threads,
+            e,
+        )
+        return False
 
+
+def build_stepper(
+    args: TrainLmTfArgs, restored: str | None, strategy: Any, impl: str
+) -> tuple[TfStepper, int, float | None]:
+    """The stepper, start step and first loss under ``strategy``: from the verified checkpoint
+    folder ``restored`` (its model config, weights and optimiser variables, the iteration
+    counter among them; the step counter continues) or fresh from ``args``. The learning-rate
+    schedule is always ``args``' (:func:`workloads.model_tf.make_optimizer`; it is a function
+    of the restored iteration counter, not part of the optimiser state).
+
+    Raises:
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit.
+    """
     from workloads import model_tf as M
     from workloads.lm_config import ModelConfig
 
-    restored = restore_checkpoint(args.storage_path, args.name)
-    cfg = ModelConfig(**restored[1]["model"]) if restored else args.model_config()
+    meta = M.read_checkpoint(restored) if restored is not None else None
+    cfg = ModelConfig(**meta["model"]) if meta is not None else args.model_config()
     with strategy.scope():
         model = M.TfGPT(cfg, seed=args.seed)
         optimizer = M.make_optimizer(args.lr, args.steps, args.warmup)
         optimizer.build(model.trainable_variables)
     start_step, first_loss = 0, None
     if restored is not None:
-        meta = M.restore_into(restored[0], model, optimizer)
+        meta = M.restore_into(restored, model, optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
-    stepper = TfStepper(model, optimizer, strategy, args.grad_clip, impl)
+    return TfStepper(model, optimizer, strategy, args.grad_clip, impl), start_step, first_loss
+
+
+def tune_stepper(
+    args: TrainLmTfArgs, restored: str | None, threads: int, use_gpu: bool = False
+) -> tuple[TfStepper, int, float | None]:
+    """The stepper of one Ray Tune trial (:mod:`workloads.tune_lm`; no Ray Train, no
+    MultiWorkerMirroredStrategy): one process, one device through
+    ``tf.distribute.OneDeviceStrategy`` (``/GPU:0`` when ``use_gpu`` and TensorFlow sees a GPU,
+    else ``/CPU:0``; https://www.tensorflow.org/api_docs/python/tf/distribute/OneDeviceStrategy),
+    the same train step (:func:`workloads.model_tf.make_train_step`, its all-reduce over one
+    replica) and ``threads`` intra/inter-op threads (:func:`set_threads`; call before the
+    process runs any TensorFlow op). The ``collective`` metric is ``"none"``.
+
+    From a checkpoint (a resumed trial, or PBT's copy of a better trial) the learning rate is
+    ``args.lr`` (PBT may have changed it) applied on the restored schedule position: the
+    optimiser's schedule is built from ``args`` and evaluated at the restored iteration counter
+    (= the checkpoint's step), as ``train_lm.tune_stepper`` does for PyTorch.
+
+    Raises:
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit.
+    """
+    os.environ["KERAS_BACKEND"] = "tensorflow"
+    import tensorflow as tf
+
+    set_threads(max(1, threads))
+    gpus = tf.config.list_physical_devices("GPU") if use_gpu else []
+    strategy = tf.distribute.OneDeviceStrategy("/GPU:0" if gpus else "/CPU:0")
+    return build_stepper(args, restored, strategy, "none")
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """The Ray Train worker function (one per worker, MultiWorkerMirroredStrategy); ``config``
+    is :meth:`TrainLmTfArgs.to_dict` of the resolved arguments."""
+    os.environ["KERAS_BACKEND"] = "tensorflow"
+    import ray.train
+
+    args = TrainLmTfArgs.parse(config)
+    ctx = ray.train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    threads = args.tf_threads or max(1, (os.cpu_count() or 1) // max(1, ctx.get_local_world_size()))
+    set_threads(threads)
+    strategy, impl = make_strategy()
+
+    from workloads import model_tf as M
+
+    restored = restore_checkpoint(args.storage_path, args.name)
+    stepper, start_step, first_loss = build_stepper(
+        args, restored[0] if restored is not None else None, strategy, impl
+    )
     step = run_loop(
         args, stepper, rank=rank, world=world, start_step=start_step, first_loss=first_loss
     )
     if args.weights_log:
-        record = {"rank": rank, "step": step, "weights_sha256": M.weights_digest(model)}
+        record = {"rank": rank, "step": step, "weights_sha256": M.weights_digest(stepper.model)}
         with open(args.weights_log, "a") as f:
             f.write(json.dumps(record) + "\n")
 
