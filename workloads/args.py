@@ -502,10 +502,8 @@ class TrainLmTfArgs(TrainArgs):
 # ``tune_lm``'s ``trainer`` names -> the registry workload whose module brings the trial's
 # stepper (``tune_stepper(args, restored, threads, use_gpu)``); a name is usable once its
 # workload is registered (``ARGS`` below).
-# train_lm_tf is not offered yet: its step runs under MultiWorkerMirroredStrategy and it has no
-# single-process tune_stepper.
 TUNE_TRAINERS: Mapping[str, str] = types.MappingProxyType(
-    {"torch": "train_lm", "jax": "train_lm_jax"}
+    {"torch": "train_lm", "jax": "train_lm_jax", "tf": "train_lm_tf"}
 )
 
 
@@ -555,12 +553,22 @@ def _tune_tpu_needs_jax(values: Mapping[str, Any]) -> str | None:
 def _tune_pool_fits_trainer(values: Mapping[str, Any]) -> str | None:
     """A trial takes one worker of its pool: on TPU, one host of a single-host slice (one host of
     a multi-host slice cannot start the slice's runtime alone); trainer jax not on GPU pools (the
-    project's GPU image carries PyTorch's CUDA stack, no JAX)."""
+    project's GPU image carries PyTorch's CUDA stack, no JAX); any other trainer only on the
+    accelerators its workload supports (``Workload.accelerators`` in :mod:`workloads.registry`,
+    e.g. ``train_lm_tf``'s)."""
     scaling = values.get("scaling") or {}
     if not isinstance(scaling, Mapping):
         return None
-    if scaling.get("use_gpu") and values.get("trainer") == "jax":
+    trainer = values.get("trainer")
+    if scaling.get("use_gpu") and trainer == "jax":
         return "trainer 'jax' runs on TPU slices and CPUs, not GPU pools; use trainer 'torch'"
+    if scaling.get("use_gpu") and trainer in TUNE_TRAINERS:
+        from workloads.registry import WORKLOADS  # imports this module: not at the top
+
+        workload = WORKLOADS.get(TUNE_TRAINERS[trainer])
+        refusal = workload.refusal("gpu") if workload is not None else None
+        if refusal:
+            return f"trainer {trainer!r} on a GPU pool: {refusal}"
     topology, per_host = scaling.get("topology"), (scaling.get("resources_per_worker") or {})
     if scaling.get("use_tpu") and isinstance(topology, str) and per_host.get("TPU"):
         try:
@@ -598,7 +606,8 @@ class TuneLmArgs(WorkloadArgs):
 
     trainer: str = arg(
         "torch",
-        "trainer whose model and step each trial runs: torch (train_lm) or jax (train_lm_jax)",
+        "trainer whose model and step each trial runs: torch (train_lm), jax (train_lm_jax) or "
+        "tf (train_lm_tf)",
         check=_tune_trainer_problem,
     )
     scheduler: Literal["asha", "pbt"] = arg(

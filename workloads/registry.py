@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from workloads.args import (
+    TUNE_TRAINERS,
     ArgRow,
     EvaluateArgs,
     PrepareArgs,
@@ -189,7 +190,8 @@ _ALL: tuple[Workload, ...] = (
         num_cpus=1.0,
         accelerators=("cpu", "gpu", "tpu"),
         writes=("checkpoints",),
-        # the default trainer's; trainer jax runs on TPU slices, whose image carries JAX too
+        # torch scores every trial's checkpoint; the chosen trainer's needs come on top
+        # (job_needs)
         needs=("torch", "numpy", "pyarrow"),
     ),
     Workload(
@@ -235,3 +237,23 @@ def get_workload(name: str) -> Workload:
     except KeyError:
         valid = ", ".join(sorted(WORKLOADS))
         raise KeyError(f"unknown workload {name!r}; valid names: {valid}") from None
+
+
+def job_needs(name: str, args: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The distributions a job of workload ``name`` with ``args`` imports: the workload's
+    :attr:`Workload.needs`, and for ``tune_lm`` also those of its trainer's workload
+    (``args["trainer"]``, default ``torch``, through :data:`workloads.args.TUNE_TRAINERS`), e.g.
+    ``tensorflow-cpu`` and ``keras`` for ``trainer: tf``. An unknown trainer adds nothing (the
+    argument check reports it).
+
+    Raises:
+        KeyError: unknown workload name (the message lists the valid names).
+    """
+    needs = list(get_workload(name).needs)
+    if name == "tune_lm":
+        trainer = (args or {}).get("trainer", TuneLmArgs.defaults()["trainer"])
+        workload = (
+            WORKLOADS.get(TUNE_TRAINERS.get(trainer, "")) if isinstance(trainer, str) else None
+        )
+        needs += workload.needs if workload is not None else ()
+    return tuple(dict.fromkeys(needs))

@@ -5,9 +5,9 @@ Each trial is one process (a Tune function trainable) running the SAME loop as t
 (:func:`workloads.train_loop.run_loop`: batches, seeded shuffle, schedule, throughput) with the
 chosen trainer's stepper: ``tune_stepper(args, restored, threads, use_gpu)`` of the trainer's
 module (:data:`workloads.args.TUNE_TRAINERS` -> registry workload -> module; torch =
-:mod:`workloads.train_lm`, jax = :mod:`workloads.train_lm_jax`, tf = ``workloads.train_lm_tf``
-once registered and given a ``tune_stepper``). No Ray Train worker group per trial: on 2 cores
-its start-up would cost more than a short trial.
+:mod:`workloads.train_lm`, jax = :mod:`workloads.train_lm_jax`, tf = :mod:`workloads.train_lm_tf`,
+one device through ``OneDeviceStrategy``). No Ray Train worker group per trial: on 2 cores its
+start-up would cost more than a short trial.
 
 Reports and checkpoints: every ``report_every`` steps (and at the trial's last step) the trial
 writes a checkpoint with the trainer's own ``save`` (:mod:`workloads.checkpoint`: atomic,
@@ -39,6 +39,8 @@ Resources: a trial asks for ``cpus_per_trial`` CPUs, plus ONE worker's accelerat
 ``scaling`` (the pool's ``ScalingConfig`` kwargs, :mod:`components.builders.scaling`): one GPU
 (``use_gpu``) or one TPU host's chips (``resources_per_worker={"TPU": n}``; single-host slices:
 a trial on one host of a multi-host slice cannot start the slice's runtime alone).
+Trainer ``jax`` runs on TPU slices and CPUs; ``tf`` where its workload ``train_lm_tf`` runs
+(``Workload.accelerators`` in :mod:`workloads.registry`; TPU slices take trainer ``jax``).
 
 Result: ``best`` (trial id, config, ``val_loss``, steps, checkpoint), ``trials`` (one row per
 trial: id, config, steps run, ``val_loss`` last and best, status), ``val_loss`` and

@@ -2,7 +2,7 @@
 its workload needs (``raygke check``).
 
 A workload declares the Python distributions it imports beyond Ray (``Workload.needs`` in
-:mod:`workloads.registry`); the version it needs is the project's pin in ``pyproject.toml``, the
+:mod:`workloads.registry`; a ``tune_lm`` job adds its trainer's, ``job_needs``); the version it needs is the project's pin in ``pyproject.toml``, the
 one the tests ran with (:func:`components.builders.images.project_pins`). A job's workers run the
 image of their node pool's kind (:func:`components.builders.images.pool_image_kind`) and its driver
 runs on the head, in the ``cpu`` image (KubeRay runs the entrypoint from the submitter against the
@@ -51,11 +51,17 @@ def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: 
 
 
 def _shortfall(
-    cfg: StackConfig, where: str, workload: Any, worker_kind: str, runtime_env_pip: bool | None
+    cfg: StackConfig,
+    where: str,
+    workload: Any,
+    needs: tuple[str, ...],
+    worker_kind: str,
+    runtime_env_pip: bool | None,
 ) -> str | None:
-    """The first need of ``workload`` that the worker-group or head (cpu) image lacks, or holds at
-    another version than the project's pin, as one line; None when both provide everything.
-    ``runtime_env_pip``: None where the entry has no such option (services)."""
+    """The first of ``needs`` (``workload``'s, :func:`workloads.registry.job_needs`) that the
+    worker-group or head (cpu) image lacks, or holds at another version than the project's pin,
+    as one line; None when both provide everything. ``runtime_env_pip``: None where the entry
+    has no such option (services)."""
     wanted = project_pins()
     refs = planned_refs(cfg)
     for kind in dict.fromkeys((worker_kind, "cpu")):
@@ -66,7 +72,7 @@ def _shortfall(
         else:
             have = provides(cfg, kind)
             image = f"{place} image {refs[kind]}"
-        for need in workload.needs:
+        for need in needs:
             name = normalize(need)
             pin = wanted.get(name, "")
             got = have.get(name)
@@ -89,17 +95,23 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
     it at another version than the project's pin, naming the entry, the workload, the
     distribution, the image and the fix. Entries whose target or workload does not resolve are
     left to the rules that report those."""
-    from workloads.registry import WORKLOADS
+    from workloads.registry import WORKLOADS, job_needs
 
     problems = []
     entries = [
-        (f"jobs[{j.name}]", j.workload, lambda j=j: resolve_job(cfg, j).pool, j.runtime_env_pip)
+        (
+            f"jobs[{j.name}]",
+            j.workload,
+            lambda j=j: resolve_job(cfg, j).pool,
+            j.runtime_env_pip,
+            j.args,
+        )
         for j in cfg.jobs
     ] + [
-        (f"services[{s.name}]", s.workload, lambda s=s: resolve_service(cfg, s).pool, None)
+        (f"services[{s.name}]", s.workload, lambda s=s: resolve_service(cfg, s).pool, None, None)
         for s in cfg.services
     ]
-    for where, name, pool, pip in entries:
+    for where, name, pool, pip, args in entries:
         workload = WORKLOADS.get(name)
         if workload is None:
             continue
@@ -110,7 +122,7 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
         if target_pool.kind != "cpu" and workload.refusal(target_pool.kind):
             continue  # refused on that accelerator with its reason (checks/stack.py)
         worker_kind = pool_image_kind(target_pool)
-        line = _shortfall(cfg, where, workload, worker_kind, pip)
+        line = _shortfall(cfg, where, workload, job_needs(name, args), worker_kind, pip)
         if line:
             problems.append(line)
     return problems

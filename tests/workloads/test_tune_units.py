@@ -16,7 +16,7 @@ def test_rules_name_the_field_and_the_allowed_values() -> None:
     ]
     with pytest.raises(ArgError) as e:
         TuneLmArgs.parse({"trainer": "mxnet"})
-    assert "must be one of torch, jax" in e.value.problems[0]
+    assert "must be one of torch, jax, tf" in e.value.problems[0]
     with pytest.raises(ArgError) as e:
         TuneLmArgs.parse({"lr_min": 0.02, "lr_max": 0.01})
     assert "lr_min 0.02 is above lr_max 0.01" in e.value.problems[0]
@@ -25,6 +25,32 @@ def test_rules_name_the_field_and_the_allowed_values() -> None:
     assert "needs trainer 'jax'" in e.value.problems[0]
     with pytest.raises(ArgError):
         TuneLmArgs.parse({"batch_sizes": []})
+
+
+def test_every_tune_trainer_is_accepted_and_brings_a_tune_stepper() -> None:
+    from workloads.tune_lm import trainer_module
+
+    for name in ("torch", "jax", "tf"):
+        assert TuneLmArgs.parse({"trainer": name}).trainer == name
+        assert callable(trainer_module(name).tune_stepper), name
+
+
+def test_tf_trainer_on_a_gpu_pool_follows_the_registry() -> None:
+    """trainer tf on a GPU pool is refused with train_lm_tf's own reason while the registry
+    keeps train_lm_tf off GPUs, and accepted once it allows them."""
+    from workloads.registry import get_workload
+
+    gpu = {"num_workers": 2, "use_gpu": True, "resources_per_worker": {"GPU": 1}}
+    refusal = get_workload("train_lm_tf").refusal("gpu")
+    if refusal is None:
+        assert TuneLmArgs.parse({"trainer": "tf", "scaling": gpu}).trainer == "tf"
+    else:
+        with pytest.raises(ArgError) as e:
+            TuneLmArgs.parse({"trainer": "tf", "scaling": gpu})
+        assert e.value.problems == [f"workload tune_lm: trainer 'tf' on a GPU pool: {refusal}"]
+    with pytest.raises(ArgError) as e:
+        TuneLmArgs.parse({"trainer": "tf", "scaling": {"num_workers": 1, "use_tpu": True}})
+    assert "needs trainer 'jax', not 'tf'" in e.value.problems[0]
 
 
 def test_search_space_stays_within_its_bounds() -> None:

@@ -175,6 +175,41 @@ def test_tune_lm_runs_on_cpu_gpu_pools_and_on_tpu_slices_with_the_jax_trainer() 
     ]
 
 
+def test_tune_lm_with_the_tf_trainer_runs_where_train_lm_tf_runs() -> None:
+    """A tf trial takes one worker of a CPU pool; on a GPU pool it is accepted exactly when the
+    registry lets train_lm_tf use GPUs; TPU slices take trainer jax."""
+    from workloads.registry import get_workload
+
+    cfg = stack("dev")
+    data = cfg.model_dump(by_alias=True)
+    data["jobs"] += [
+        {
+            "name": "tune-cpu-tf",
+            "workload": "tune_lm",
+            "cluster": "research",
+            "worker_group": "cpu",
+            "args": {"trainer": "tf"},
+        },
+        {"name": "tune-l4-tf", "workload": "tune_lm", "node_pool": "l4", "args": {"trainer": "tf"}},
+        {
+            "name": "tune-v5e-tf",
+            "workload": "tune_lm",
+            "node_pool": "tpu-v5e-2x2",
+            "args": {"trainer": "tf"},
+        },
+    ]
+    problems = checks.workload_problems(type(cfg).model_validate(data))
+    expected = [
+        "jobs[tune-v5e-tf].args: workload tune_lm: a TPU slice needs trainer 'jax', not 'tf'"
+    ]
+    refusal = get_workload("train_lm_tf").refusal("gpu")
+    if refusal:
+        expected.insert(
+            0, f"jobs[tune-l4-tf].args: workload tune_lm: trainer 'tf' on a GPU pool: {refusal}"
+        )
+    assert problems == expected
+
+
 def test_tune_lm_refuses_a_multi_host_slice() -> None:
     """A trial runs on one TPU host; one host of a multi-host slice cannot start alone."""
     cfg = stack("prod")
