@@ -117,3 +117,50 @@ def test_interrupted_experiment_resumes_without_rerunning_finished_trials(
         # a finished trial is not run again: same last checkpoint, same validation loss
         assert rows[tid]["checkpoint"] == before["checkpoint"]
         assert rows[tid]["val_loss"] == before["val_loss"]
+
+
+def test_asha_sweep_over_the_tf_trainer_gives_a_checkpoint_evaluate_scores(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    """trainer tf: each trial runs train_lm_tf's stepper (Keras 3 / TensorFlow, one device);
+    the best trial's TensorFlow checkpoint is scored by evaluate (PyTorch loader, nats/byte)."""
+    pytest.importorskip("tensorflow")
+    import math
+
+    from workloads import evaluate
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.tune_lm import main
+
+    out = main(
+        _cfg(
+            tiny_dataset,
+            tmp_path,
+            trainer="tf",
+            name="tune-tf",
+            widths=[16],
+            trials=2,
+            steps=6,
+            report_every=3,
+            grace_period=3,
+            reduction_factor=2,
+            lr_min=1e-3,
+            lr_max=1e-2,
+            max_concurrent=1,
+        )
+    )
+    assert out["errors"] == 0, out["table"]
+    assert "finished" in [r["status"] for r in out["trials"]], out["table"]
+    best = out["best"]
+    assert best["steps"] == 6 and math.isfinite(best["val_loss"]), out["table"]
+    meta = verify_checkpoint(out["checkpoint"])
+    assert meta["framework"] == "tensorflow" and meta["step"] == 6
+    ev = evaluate.main(
+        {
+            "dataset": str(tiny_dataset),
+            "checkpoint": out["checkpoint"],
+            "sample_bytes": 8,
+            "max_val_rows": 16,
+        }
+    )
+    assert ev["step"] == 6 and math.isfinite(ev["val_loss"])
+    assert ev["val_loss"] == pytest.approx(best["val_loss"], rel=1e-3)
