@@ -362,6 +362,45 @@ class RayConfig(_Model):
         return self
 
 
+def _pod_resource(value: Any, what: str, *, head: bool = False) -> str:
+    """``value`` as a quantity string when it is a Kubernetes quantity above zero: the CPU or
+    memory request and limit of a Ray head or worker pod.
+
+    Zero is refused for both: KubeRay fills ``ray start --num-cpus`` / ``--memory`` from the Ray
+    container's CPU/memory limit (else its request) only when that quantity is not zero
+    (ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``), so a pod asking for
+    0 would have Ray advertise the whole node's cores and memory while the scheduler reserved none
+    of them. The legitimate "no tasks here" is Ray's own ``num-cpus: "0"``, which the rendered
+    head already carries (:func:`components.builders.manifests.head_group_spec`). Negative
+    quantities do not parse.
+
+    Raises:
+        ValueError: one line naming ``what``, the value and what is allowed.
+    """
+    from components.spec.base import quantity_value
+
+    q = _quantity(str(value), what)
+    if quantity_value(q) > 0:
+        return q
+    kind = what.rsplit(".", 1)[-1].rsplit(" ", 1)[-1]
+    flag = "--num-cpus" if kind == "cpu" else "--memory"
+    if head and kind == "cpu":
+        allowed = (
+            "above 0 (e.g. 1, 500m); 0 is never right here: raygke already keeps Ray tasks off "
+            'the head (rayStartParams num-cpus: "0") and its GCS, dashboard and autoscaler need CPU'
+        )
+    elif head:
+        allowed = "above 0 (e.g. 8Gi); the head's GCS, dashboard and object store live in it"
+    else:
+        example = "4, 500m" if kind == "cpu" else "16Gi"
+        allowed = (
+            f"above 0 (e.g. {example}) or unset (the node's allocatable {kind} minus system "
+            f"headroom); with 0, KubeRay passes no ray start {flag} (pod.go "
+            f"generateRayStartCommand) and Ray would count the whole node's {kind}"
+        )
+    raise ValueError(f"{what} {value!r} is zero; allowed: {allowed}")
+
+
 class HeadConfig(_Model):
     """The Ray head pod; it runs on the system pool and is never exposed outside the cluster."""
 
@@ -377,7 +416,7 @@ class HeadConfig(_Model):
     @field_validator("cpu", "memory", mode="before")
     @classmethod
     def _q(cls, v: Any, info: Any) -> str:
-        return _quantity(str(v), f"head.{info.field_name}")
+        return _pod_resource(v, f"head.{info.field_name}", head=True)
 
 
 class WorkerGroupConfig(_Model):
@@ -442,7 +481,7 @@ class WorkerGroupConfig(_Model):
     @field_validator("cpu", "memory", mode="before")
     @classmethod
     def _q(cls, v: Any, info: Any) -> str | None:
-        return None if v is None else _quantity(str(v), f"worker group {info.field_name}")
+        return None if v is None else _pod_resource(v, f"worker group {info.field_name}")
 
     @field_validator("object_store_memory", mode="before")
     @classmethod
