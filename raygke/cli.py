@@ -124,17 +124,25 @@ def check(
     for line in image_warnings(cfg):
         err.print(f"[yellow]warning:[/] {escape(line)}")
     problems: list[str] = reachability_problems(cfg)
+    skipped: list[str] = []  # what this run did not check, said on the ok line
+    if not render:
+        from components.checks.stack import RENDER_CHECKS
+
+        skipped = [*RENDER_CHECKS, "policy rules"]  # the keys: checks in words
     if render:
         from components.checks.stack import check_stack
 
         problems += check_stack(cfg)
-        if policy and not problems:  # the program renders only what the checks above accept
+        if not policy:
+            skipped.append("policy rules")
+        elif not problems:  # the program renders only what the checks above accept
             if loaded.from_environment or sets:
                 err.print(
                     "note: policy rules not run: the program renders the stack file as it is, "
                     "without the ESC or --set values",
                     markup=False,
                 )
+                skipped.append("policy rules")
             else:
                 import raygke.synth  # pulumi is imported only here
 
@@ -151,7 +159,15 @@ def check(
     console.print(
         pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
     )
-    console.print(f"[green]ok[/] {escape(str(path))}: {escape(summary_line(cfg))}")
+    note = ""
+    if not render:
+        note = f" (config only; render checks skipped: {', '.join(skipped)})"
+    elif skipped:
+        note = f" ({', '.join(skipped)} skipped)"
+    console.print(
+        f"[green]ok[/] {escape(str(path))}{escape(note)}: {escape(summary_line(cfg))}",
+        soft_wrap=True,
+    )
 
 
 @app.command()

@@ -560,6 +560,25 @@ def monitoring_problems(cfg: StackConfig) -> list[str]:
     return out
 
 
+# What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
+# --no-render`` to say what it skipped (tests/components/checks/test_stack_checks.py keeps the
+# functions in step with the ones check_stack and check_manifests call).
+RENDER_CHECKS: dict[str, str] = {
+    "workload accelerators and arguments": "workload_problems",
+    "placement strategies": "placement_problems",
+    "image dependencies": "dependency_problems",
+    "names and labels": "name_problems",
+    "CRD schemas": "_validate_crds",
+    "KubeRay operator rules": "operator_problems_all",
+    "scheduling": "schedule_problems",
+    "object store memory": "object_store_problems",
+    "PodMonitorings": "monitoring_problems",
+    "namespace quota": "quota_problems",
+    "IAM": "iam_problems",
+    "security rules": "security_problems",
+}
+
+
 def check_stack(cfg: StackConfig) -> list[str]:
     """Problems found in the rendered stack, one line each (empty when none). See the module
     docstring for what is checked."""

@@ -309,3 +309,18 @@ def test_strict_placement_that_fits_is_accepted() -> None:
     assert checks.placement_problems(cfg) == []
     assert checks.worker_bundle({"use_gpu": True}) == {"GPU": 1.0}
     assert checks.worker_bundle({"resources_per_worker": {"CPU": 2, "GPU": 0}}) == {"CPU": 2.0}
+
+
+def test_render_checks_name_every_check_that_check_stack_runs() -> None:
+    """``raygke check --no-render`` lists :data:`RENDER_CHECKS` as skipped: every problem source
+    check_stack / check_manifests call is named there, and nothing else."""
+    import ast
+    import inspect
+
+    called: set[str] = set()
+    for fn in (check_stack, check_manifests):
+        for node in ast.walk(ast.parse(inspect.getsource(fn))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+    sources = {n for n in called if "_problems" in n or n == "_validate_crds"}
+    assert sources == set(checks.RENDER_CHECKS.values())
