@@ -406,11 +406,13 @@ class HeadConfig(_Model):
 
     cpu: str = Field(
         "2",
-        description="CPU request and limit of the head pod, a Kubernetes quantity (`2`, `1500m`).",
+        description="CPU request and limit of the head pod, a Kubernetes quantity above 0 (`2`, "
+        '`1500m`). Ray tasks never run on the head (it is started with `num-cpus: "0"`).',
     )
     memory: str = Field(
         "8Gi",
-        description="Memory request and limit of the head pod, a Kubernetes quantity (`8Gi`).",
+        description="Memory request and limit of the head pod, a Kubernetes quantity above 0 "
+        "(`8Gi`).",
     )
 
     @field_validator("cpu", "memory", mode="before")
@@ -445,13 +447,13 @@ class WorkerGroupConfig(_Model):
     )
     cpu: str | None = Field(
         None,
-        description="CPU request/limit of each worker pod; unset: the node's allocatable CPU "
-        "minus headroom for system pods.",
+        description="CPU request/limit of each worker pod, a quantity above 0 (Ray's `num-cpus` "
+        "follows it); unset: the node's allocatable CPU minus headroom for system pods.",
     )
     memory: str | None = Field(
         None,
-        description="Memory request/limit of each worker pod; unset: the node's allocatable "
-        "memory minus headroom for system pods.",
+        description="Memory request/limit of each worker pod, a quantity above 0; unset: the "
+        "node's allocatable memory minus headroom for system pods.",
     )
 
     object_store_memory: str | None = Field(
@@ -668,7 +670,9 @@ class JobConfig(_Model):
         "best effort), `SPREAD` (as many nodes as possible, best effort), `STRICT_PACK` (one "
         "node), `STRICT_SPREAD` (one worker per node) (https://docs.ray.io/en/latest/ray-core/"
         "scheduling/placement-group.html#placement-strategy). Only for workloads that take "
-        "`scaling` (the trainers). Unset: Ray Train's default, PACK.",
+        "`scaling` (the trainers). `raygke check` refuses a strict one the job's pool can never "
+        "meet (STRICT_PACK: the workers exceed one node; STRICT_SPREAD: more workers than "
+        "nodes). Unset: Ray Train's default, PACK.",
     )
 
     @field_validator("name")
