@@ -14,6 +14,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -22,7 +23,13 @@ from components.spec import GpuPool, StackConfig, TpuPool
 from raygke import images as images_cli
 from raygke import local
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
-from raygke.stacks import choose_or_exit, load_for_check, load_or_exit, pools_table
+from raygke.stacks import (
+    choose_or_exit,
+    load_for_check,
+    load_for_render,
+    parse_sets_or_exit,
+    pools_table,
+)
 
 app = typer.Typer(
     name="raygke",
@@ -31,6 +38,20 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+# ``--set KEY=VALUE``, one definition for every command that reads a stack file's values
+# (check, synth, diff, cost): components.spec.parse_set / apply_overrides.
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="KEY=VALUE: set a ray-gke config value, read as YAML; dotted keys set nested values "
+        "(cluster.name=ray). For values a Pulumi ESC environment provides, or to try one in place "
+        "of the file's; project= and region= also set gcp:project / gcp:region in the rendered "
+        "program (the two must not differ). Repeatable",
+    ),
+]
 
 DEBUG_ENV = "RAYGKE_DEBUG"
 _debug = False  # set by the --debug option; read by main() when a command raises
@@ -80,13 +101,7 @@ def check(
         help="With --render, also run the policy pack's GCP rules over the Pulumi program "
         "rendered under mocks (as `raygke synth`; adds the program's run time)",
     ),
-    sets: list[str] = typer.Option(
-        [],
-        "--set",
-        help="KEY=VALUE: set a ray-gke config value, read as YAML; dotted keys set nested values "
-        "(cluster.name=ray). For values a Pulumi ESC environment provides, or to try one in place "
-        "of the file's (gcp:* keys are not changed); the policy rules are not run with --set",
-    ),
+    sets: SetOption = None,
 ) -> None:
     """Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and
     (with --render) the rendered stack and the policy pack's secure-default rules (policy/, the
@@ -109,17 +124,25 @@ def check(
     for line in image_warnings(cfg):
         err.print(f"[yellow]warning:[/] {escape(line)}")
     problems: list[str] = reachability_problems(cfg)
+    skipped: list[str] = []  # what this run did not check, said on the ok line
+    if not render:
+        from components.checks.stack import RENDER_CHECKS
+
+        skipped = [*RENDER_CHECKS, "policy rules"]  # the keys: checks in words
     if render:
         from components.checks.stack import check_stack
 
         problems += check_stack(cfg)
-        if policy and not problems:  # the program renders only what the checks above accept
+        if not policy:
+            skipped.append("policy rules")
+        elif not problems:  # the program renders only what the checks above accept
             if loaded.from_environment or sets:
                 err.print(
                     "note: policy rules not run: the program renders the stack file as it is, "
                     "without the ESC or --set values",
                     markup=False,
                 )
+                skipped.append("policy rules")
             else:
                 import raygke.synth  # pulumi is imported only here
 
@@ -136,7 +159,15 @@ def check(
     console.print(
         pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
     )
-    console.print(f"[green]ok[/] {escape(str(path))}: {escape(summary_line(cfg))}")
+    note = ""
+    if not render:
+        note = f" (config only; render checks skipped: {', '.join(skipped)})"
+    elif skipped:
+        note = f" ({', '.join(skipped)} skipped)"
+    console.print(
+        f"[green]ok[/] {escape(str(path))}{escape(note)}: {escape(summary_line(cfg))}",
+        soft_wrap=True,
+    )
 
 
 @app.command()
@@ -146,15 +177,16 @@ def synth(
     ),
     config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (resources.json, manifests/)"),
+    sets: SetOption = None,
 ) -> None:
     """Run the real Pulumi program under mocks (no CLI, no cloud) and write what it declares."""
     choice = choose_or_exit(stack, config)
     assert choice.path is not None  # no built-in stack: a file is always chosen
-    load_or_exit(choice.path)
+    _, overrides = load_for_render(choice.path, sets)
     _writable_folder_or_exit(out)
     import raygke.synth  # pulumi is imported only for this command
 
-    result = raygke.synth.synth(choice.path, out, choice.name)
+    result = raygke.synth.synth(choice.path, out, choice.name, overrides)
     raygke.synth.print_summary(result, out, console)
 
 
@@ -172,6 +204,7 @@ def diff(
     exit_code: bool = typer.Option(
         False, "--exit-code", help="Exit 1 when there are changes, 0 when there are none"
     ),
+    sets: SetOption = None,
 ) -> None:
     """The plan between two offline renders (create, update, replace with the field that forces
     it, delete), with the cost delta at minimum and maximum scale."""
@@ -180,11 +213,13 @@ def diff(
             f"error: --format {fmt!r}: expected one of {', '.join(DIFF_FORMATS)}", markup=False
         )
         raise typer.Exit(EXIT_USAGE)
+    parse_sets_or_exit(sets)  # a bad --set is a usage error before anything renders
     from raygke import diff as rdiff
 
+    sets = list(sets or [])
     try:
         root = rdiff.repo_root()
-        with rdiff.side(root, stack, base) as b, rdiff.side(root, stack, head) as h:
+        with rdiff.side(root, stack, base, sets) as b, rdiff.side(root, stack, head, sets) as h:
             if b.stack_file is None and h.stack_file is None:
                 err.print(f"error: --stack {stack}: no Pulumi.{stack}.yaml on either side")
                 raise typer.Exit(EXIT_USAGE)
@@ -210,6 +245,7 @@ def cost(
     ),
     config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
     fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+    sets: SetOption = None,
 ) -> None:
     """Hourly and monthly (730 h) list cost per node pool at minimum and maximum scale, plus the
     cluster fee, from the catalog's dated price table (unknown prices shown as unknown)."""
@@ -218,11 +254,12 @@ def cost(
         raise typer.Exit(EXIT_USAGE)
     choice = choose_or_exit(stack, config)
     assert choice.path is not None  # no built-in stack: a file is always chosen
-    load_or_exit(choice.path)
+    _, overrides = load_for_render(choice.path, sets)
     import raygke.synth
     from components.builders.cost import stack_cost
 
-    records, _ = raygke.synth.run_program(raygke.synth.read_stack_config(choice.path), choice.name)
+    config = raygke.synth.program_config(choice.path, overrides)
+    records, _ = raygke.synth.run_program(config, choice.name)
     result = stack_cost(records)
     if fmt == "json":
         import json

@@ -435,24 +435,43 @@ def checkout(root: Path, commit: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def render_tree(tree: Path, stack: str, label: str) -> list[dict[str, Any]] | None:
+def synth_command(stack: str, out: str, sets: list[str] | None = None) -> list[str]:
+    """The ``python -m raygke synth`` command line that renders one side, with each ``--set
+    KEY=VALUE`` passed on (the same values on both sides)."""
+    cmd = [sys.executable, "-m", "raygke", "synth", "--stack", stack, "--out", out]
+    for item in sets or []:
+        cmd += ["--set", item]
+    return cmd
+
+
+def render_tree(
+    tree: Path, stack: str, label: str, sets: list[str] | None = None
+) -> list[dict[str, Any]] | None:
     """``resources.json`` of ``stack`` rendered by ``tree``'s own ``raygke synth`` in a
-    subprocess; None when ``tree`` has no ``Pulumi.<stack>.yaml`` (every resource is new).
+    subprocess, with ``sets`` (``--set KEY=VALUE`` items); None when ``tree`` has no
+    ``Pulumi.<stack>.yaml`` (every resource is new).
 
     Raises:
-        DiffError: the render failed (its last stderr line is in the message).
+        DiffError: the render failed (its last stderr line is in the message); code 2 when
+            ``sets`` are given and that tree's ``raygke synth`` has no ``--set`` yet.
     """
     if not (tree / f"Pulumi.{stack}.yaml").is_file():
         return None
     with tempfile.TemporaryDirectory(prefix="raygke-render-") as out:
         env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
         r = subprocess.run(
-            [sys.executable, "-m", "raygke", "synth", "--stack", stack, "--out", out],
+            synth_command(stack, out, sets),
             cwd=tree,
             env=env,
             capture_output=True,
             text=True,
         )
+        if r.returncode != 0 and sets and "No such option: --set" in (r.stderr or ""):
+            raise DiffError(
+                f"{label}'s raygke synth has no --set option (it predates it); diff without "
+                "--set, or choose a newer --base",
+                code=2,
+            )
         if r.returncode != 0:
             lines = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()]
             last = " | ".join(lines[-3:]) if lines else f"exit {r.returncode}"
@@ -471,17 +490,18 @@ class Side:
 
 
 @contextlib.contextmanager
-def side(root: Path, stack: str, rev: str | None) -> Iterator[Side]:
-    """Render ``stack`` at ``rev`` (None: the working tree at ``root``)."""
+def side(root: Path, stack: str, rev: str | None, sets: list[str] | None = None) -> Iterator[Side]:
+    """Render ``stack`` at ``rev`` (None: the working tree at ``root``) with ``sets``
+    (``--set KEY=VALUE`` items, :func:`render_tree`)."""
     if rev is None:
-        records = render_tree(root, stack, "working tree")
+        records = render_tree(root, stack, "working tree", sets)
         f = root / f"Pulumi.{stack}.yaml"
         yield Side("working tree", records or [], f if f.is_file() else None, root)
         return
     commit = resolve_rev(root, rev)
     label = f"{rev} ({commit[:7]})" if not commit.startswith(rev) else commit[:7]
     with checkout(root, commit) as tree:
-        records = render_tree(tree, stack, label)
+        records = render_tree(tree, stack, label, sets)
         f = tree / f"Pulumi.{stack}.yaml"
         yield Side(label, records or [], f if f.is_file() else None, tree)
 

@@ -185,7 +185,58 @@ class CheckedStack:
     from_environment: tuple[str, ...]
 
 
-def load_for_check(path: Path, sets: list[str]) -> CheckedStack:
+def parse_sets_or_exit(sets: list[str] | None) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` items as overrides (:func:`components.spec.parse_set`); a bad item
+    is a usage error: its one line is printed and the command exits 2."""
+    from components.spec import ConfigError, parse_set
+
+    try:
+        return parse_set(list(sets or []))
+    except ConfigError as e:
+        err.print(f"error: {'; '.join(e.problems)}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _environments(path: Path) -> tuple[str, ...]:
+    """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
+    says what is wrong with the file)."""
+    from components.spec import ConfigError, StackFileError, stack_environments
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        # the YAML is read a second time only where it can name an environment
+        return stack_environments(text, str(path)) if "environment" in text else ()
+    except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
+        return ()
+
+
+def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, Any]]:
+    """(validated config, overrides) for the commands that run the program (``synth``, ``cost``):
+    the stack file with ``--set KEY=VALUE`` overrides applied, loaded as :func:`load_or_exit`
+    does. Nothing stands in for values a Pulumi ESC ``environment:`` provides (a render needs
+    real ones): when the file imports one and required keys are missing, a note says to give
+    them with ``--set`` before the problems are printed (exit 1)."""
+    from components.spec import ConfigError, StackFileError, required_keys, stack_data_from_yaml
+
+    overrides = parse_sets_or_exit(sets)
+    envs = _environments(path)
+    if envs:
+        try:
+            data = stack_data_from_yaml(path.read_text(encoding="utf-8"), str(path))
+        except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
+            data = {}  # load_or_exit below says what is wrong with the file
+        top = {k.split(".", 1)[0] for k in overrides}
+        missing = [k for k in required_keys() if k not in data and k not in top]
+        if missing:
+            err.print(
+                f"note: {path} imports ESC environment(s) {', '.join(envs)}; rendering offline "
+                f"needs their values: give {', '.join(missing)} with --set KEY=VALUE",
+                markup=False,
+            )
+    return load_or_exit(path, overrides), overrides
+
+
+def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
     """Load a stack file as :func:`load_or_exit` does, with ``--set KEY=VALUE`` overrides, and
     tolerate the required keys a Pulumi ESC ``environment:`` provides: they are reported, not
     refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
@@ -195,27 +246,17 @@ def load_for_check(path: Path, sets: list[str]) -> CheckedStack:
         StackFileError,
         apply_overrides,
         esc_stand_ins,
-        parse_set,
         required_keys,
         stack_data_from_yaml,
-        stack_environments,
         validate,
     )
 
-    try:
-        overrides = parse_set(sets)
-    except ConfigError as e:
-        err.print(f"error: {'; '.join(e.problems)}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
-    try:
-        text = path.read_text(encoding="utf-8")
-        # the YAML is read a second time only where it can name an environment
-        envs = stack_environments(text, str(path)) if "environment" in text else ()
-    except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
-        envs = ()  # load_or_exit says what is wrong with the file
+    overrides = parse_sets_or_exit(sets)
+    envs = _environments(path)
     if not envs:
         return CheckedStack(load_or_exit(path, overrides), (), ())
     try:
+        text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
     except StackFileError as e:
         err.print(

@@ -32,6 +32,7 @@ import json
 import runpy
 import shutil
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -300,6 +301,36 @@ def read_stack_config(path: Path) -> dict[str, str]:
     return out
 
 
+def program_config(path: Path, overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The config the program runs on: the stack file's entries (:func:`read_stack_config`) with
+    ``--set`` ``overrides`` (:func:`components.spec.parse_set`: dotted key -> value) applied to
+    the project's ``ray-gke:`` keys, as :func:`components.spec.load_stack_file` applies them.
+
+    ``project`` and ``region`` overrides also set ``gcp:project`` / ``gcp:region``: the two
+    must not differ (:class:`components.spec.StackConfig`), and the Google provider creates every
+    resource that names no project in ``gcp:project``
+    (https://www.pulumi.com/registry/packages/gcp/installation-configuration/), so an override of
+    one alone would render (and deploy) into the file's project. Other ``gcp:``, ``kubernetes:``
+    and ``pulumi:`` entries are kept.
+
+    Raises:
+        components.spec.ConfigError / StackFileError: as ``load_stack_file`` (validate first).
+    """
+    entries = read_stack_config(path)
+    if not overrides:
+        return entries
+    from components.spec import apply_overrides, stack_data_from_yaml
+
+    text = path.read_text(encoding="utf-8")
+    data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
+    gcp = {k.split(":", 1)[1]: v for k, v in entries.items() if k.startswith("gcp:")}
+    for key in ("project", "region"):
+        if key in overrides:
+            gcp[key] = data[key]
+    kept = {k: v for k, v in entries.items() if not k.startswith((f"{PROJECT_NAMESPACE}:", "gcp:"))}
+    return {**kept, **config_entries(data, gcp)}
+
+
 @dataclass
 class SynthResult:
     """What :func:`synth` rendered.
@@ -422,16 +453,24 @@ def write(out: Path, records: list[dict[str, Any]], outputs: dict[str, Any]) -> 
     return sorted(files)
 
 
-def synth(path: Path, out: Path, stack: str | None = None) -> SynthResult:
-    """Render the stack file ``path`` into ``out`` (see the module docstring).
+def synth(
+    path: Path,
+    out: Path,
+    stack: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> SynthResult:
+    """Render the stack file ``path``, with ``--set`` ``overrides`` (:func:`program_config`), into
+    ``out`` (see the module docstring).
 
     Raises:
         components.spec.ConfigError: the config is invalid (checked before the program runs).
     """
     from components.spec import load_stack_file
 
-    load_stack_file(path)  # raises ConfigError with the same problem lines as `raygke check`
-    records, outputs = run_program(read_stack_config(path), stack or stack_name_for(path))
+    # raises ConfigError with the same problem lines as `raygke check`
+    load_stack_file(path, overrides)
+    config = program_config(path, overrides)
+    records, outputs = run_program(config, stack or stack_name_for(path))
     manifests = write(out, records, outputs)
     return SynthResult(records, outputs, manifests)
 

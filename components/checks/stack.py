@@ -18,7 +18,9 @@ would otherwise only tell you after ``pulumi up``.
    requests (plus the GCS FUSE sidecar when injected) fit the node's allocatable, and for TPU
    groups ``numOfHosts`` equals the slice's hosts and the ``google.com/tpu`` request equals its
    chips per host (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html);
-3. every job's workload supports the accelerator kind of the pool it runs on;
+3. every job's workload supports the accelerator kind of the pool it runs on, and a
+   ``STRICT_PACK`` / ``STRICT_SPREAD`` placement strategy fits its pool
+   (:func:`placement_problems`);
 4. IAM (:mod:`components.builders.iam`): no bucket is public and no workload identity holds a project-wide
    storage role;
 5. every job's images (head and worker group, or its ``runtime_env_pip``) provide what its
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import re
 from typing import Any
 
@@ -441,6 +444,109 @@ def workload_problems(cfg: StackConfig) -> list[str]:
     return problems
 
 
+# Ray placement-group strategies that are hard constraints: a group they cannot place stays
+# pending (https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy:
+# STRICT_PACK "Packs Bundles into one node. The group is not allowed to span multiple nodes";
+# STRICT_SPREAD "Packs Bundles across distinct nodes").
+PLACEMENT_DOCS = "https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html"
+# Workloads whose ``scaling`` sizes one trial, not a placement group of all workers (the strategy
+# does not reach Ray Tune's trials).
+_PER_TRIAL_SCALING = frozenset({"tune_lm"})
+
+
+def worker_bundle(scaling: dict[str, Any]) -> dict[str, float]:
+    """The placement-group bundle of one Ray Train worker for ``ScalingConfig(**scaling)``:
+    ``resources_per_worker`` without zero entries, else ``{"GPU": 1}`` with ``use_gpu``,
+    ``{"TPU": 1}`` with ``use_tpu``, ``{"CPU": 1}`` otherwise, plus ``GPU: 1`` when ``use_gpu``
+    and it names none (ray/air/config.py and ray/train/v2/api/config.py
+    ``ScalingConfig._resources_per_worker_not_none``, Ray 2.60)."""
+    given = scaling.get("resources_per_worker")
+    if given is not None:
+        bundle = {k: float(v) for k, v in given.items() if v != 0}
+    elif scaling.get("use_gpu"):
+        bundle = {"GPU": 1.0}
+    elif scaling.get("use_tpu"):
+        bundle = {"TPU": 1.0}
+    else:
+        bundle = {"CPU": 1.0}
+    if scaling.get("use_gpu"):
+        bundle.setdefault("GPU", 1.0)
+    return bundle
+
+
+def node_ray_resources(cfg: StackConfig, pool: Any, group: Any) -> dict[str, float]:
+    """Ray resources one worker pod of ``group`` on ``pool`` advertises (one pod per node, or per
+    TPU host): ``CPU`` = the pod's CPU limit rounded up (KubeRay sets ``ray start --num-cpus``
+    from it: ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``,
+    ``Quantity.Value()`` rounds up), ``GPU`` = the node's GPUs, ``TPU`` = the host's chips."""
+    from components.builders.manifests import worker_pod_size
+    from components.builders.nodepools import specs_for_pool
+    from components.spec import GpuPool, TpuPool
+
+    cpu, _ = worker_pod_size(specs_for_pool(cfg, pool.name)[0], group)
+    out = {"CPU": float(math.ceil(parse_quantity(cpu)))}
+    if isinstance(pool, GpuPool):
+        out["GPU"] = float(pool.gpu.count)
+    if isinstance(pool, TpuPool):
+        out["TPU"] = float(pool.slice.chips_per_host)
+    return out
+
+
+def placement_problems(cfg: StackConfig) -> list[str]:
+    """A job whose ``placement_strategy`` is a hard constraint its pool can never meet, so Ray
+    Train's placement group would wait forever (:data:`PLACEMENT_DOCS`):
+
+    * ``STRICT_PACK`` (all workers on one node): the workers' summed bundles
+      (:func:`worker_bundle` x ``num_workers``) exceed one worker pod's Ray resources
+      (:func:`node_ray_resources`), e.g. 2 nodes' worth of GPUs or a multi-host TPU slice;
+    * ``STRICT_SPREAD`` (each worker on its own node): more workers than the nodes the job may
+      use (replicas x hosts per replica), e.g. one worker per GPU on multi-GPU nodes.
+
+    The workers are those of the job's ``ScalingConfig``
+    (:func:`components.builders.scaling.scaling_config_for_job_target`). Jobs whose target does
+    not resolve are left to the rules that report that; ``tune_lm`` (per-trial scaling) is
+    skipped."""
+    from components.builders.manifests import ManifestError
+    from components.builders.scaling import ScalingError, scaling_config_for_job_target
+
+    problems: list[str] = []
+    for job in cfg.jobs:
+        strategy = job.placement_strategy
+        if strategy not in ("STRICT_PACK", "STRICT_SPREAD") or job.workload in _PER_TRIAL_SCALING:
+            continue
+        try:
+            target = resolve_job(cfg, job)
+            scaling = scaling_config_for_job_target(job, target.pool, target.replicas)
+            node = node_ray_resources(cfg, target.pool, target.group)
+        except (ResolveError, ScalingError, ManifestError, IndexError):
+            continue  # reported by the target and scheduling checks
+        workers, bundle = int(scaling["num_workers"]), worker_bundle(scaling)
+        pool = target.pool
+        where = f"jobs[{job.name}].placement_strategy {strategy}"
+        if strategy == "STRICT_SPREAD":
+            nodes = target.replicas * target.group_target.hosts
+            if workers > nodes:
+                problems.append(
+                    f"{where}: Ray Train places {workers} workers, each on a different node, but "
+                    f"node pool {pool.name!r} gives the job {nodes} node(s); Ray never places "
+                    f"this group ({PLACEMENT_DOCS}); use SPREAD (best effort) or PACK"
+                )
+            continue
+        over = [
+            f"{k} {workers * v:g} > {node.get(k, 0.0):g}"
+            for k, v in sorted(bundle.items())
+            if workers * v > node.get(k, 0.0)
+        ]
+        if workers > 1 and over:
+            problems.append(
+                f"{where}: Ray Train's {workers} workers on one node need {', '.join(over)}, "
+                f"what one worker pod of pool {pool.name!r} ({pool.machine_type}) offers Ray; "
+                f"Ray never places this group ({PLACEMENT_DOCS}); use PACK (best effort), or a "
+                "pool whose one node holds all the workers"
+            )
+    return problems
+
+
 def monitoring_problems(cfg: StackConfig) -> list[str]:
     """The rendered Managed Prometheus PodMonitorings
     (:func:`components.builders.monitoring.render_monitoring`) against the carried PodMonitoring
@@ -454,13 +560,33 @@ def monitoring_problems(cfg: StackConfig) -> list[str]:
     return out
 
 
+# What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
+# --no-render`` to say what it skipped (tests/components/checks/test_stack_checks.py keeps the
+# functions in step with the ones check_stack and check_manifests call).
+RENDER_CHECKS: dict[str, str] = {
+    "workload accelerators and arguments": "workload_problems",
+    "placement strategies": "placement_problems",
+    "image dependencies": "dependency_problems",
+    "names and labels": "name_problems",
+    "CRD schemas": "_validate_crds",
+    "KubeRay operator rules": "operator_problems_all",
+    "scheduling": "schedule_problems",
+    "object store memory": "object_store_problems",
+    "PodMonitorings": "monitoring_problems",
+    "namespace quota": "quota_problems",
+    "IAM": "iam_problems",
+    "security rules": "security_problems",
+}
+
+
 def check_stack(cfg: StackConfig) -> list[str]:
     """Problems found in the rendered stack, one line each (empty when none). See the module
     docstring for what is checked."""
     from components.builders.archive import working_dir_uri, workloads_archive
     from workloads.args import ArgError
 
-    problems = workload_problems(cfg) + dependency_problems(cfg) + name_problems(cfg)
+    problems = workload_problems(cfg) + placement_problems(cfg)
+    problems += dependency_problems(cfg) + name_problems(cfg)
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(cfg, sha))

@@ -27,7 +27,7 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
     """``('node_pools', 1, 'tpu', 'tpu')`` -> ``node_pools[tpu-v6e].tpu`` (item names where known)."""
     parts: list[str] = []
     node: Any = data
-    skip_tag = False
+    skip_tag, key = False, None
     for p in loc:
         if skip_tag:
             skip_tag = False
@@ -42,10 +42,11 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
                 name = repr(name)  # quoted, control characters escaped
             parts[-1 if parts else 0 :] = [f"{parts[-1] if parts else ''}[{name}]"]
             node = item
-            skip_tag = True
+            skip_tag = key in _TAGGED_LISTS
         else:
             parts.append(str(p) if re.fullmatch(r"[\w-]+", str(p)) else repr(p))
             node = node.get(p) if isinstance(node, Mapping) else None
+            key = p
     return ".".join(parts)
 
 
@@ -57,7 +58,7 @@ def _model_path(loc: tuple[Any, ...]) -> str:
 
 def _block(loc: tuple[Any, ...], data: Any) -> Any:
     """The mapping of ``data`` that holds the key at ``loc`` (the tag after an index skipped)."""
-    node, skip_tag = data, False
+    node, skip_tag, key = data, False, None
     for p in loc[:-1]:
         if skip_tag:
             skip_tag = False
@@ -65,9 +66,10 @@ def _block(loc: tuple[Any, ...], data: Any) -> Any:
                 continue
         if isinstance(p, int):
             node = node[p] if isinstance(node, list) and p < len(node) else None
-            skip_tag = True
+            skip_tag = key in _TAGGED_LISTS
         else:
             node = node.get(p) if isinstance(node, Mapping) else None
+            key = p
     return node
 
 
@@ -137,6 +139,9 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
 
 
 _TAGS = {"cpu", "tpu", "gpu"}
+# Lists of discriminated unions, whose error locations carry the tag after the index
+# (``('node_pools', 1, 'tpu', ...)``); elsewhere a ``cpu`` after an index is a field name.
+_TAGGED_LISTS = {"node_pools"}
 
 
 def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:

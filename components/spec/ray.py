@@ -362,22 +362,63 @@ class RayConfig(_Model):
         return self
 
 
+def _pod_resource(value: Any, what: str, *, head: bool = False) -> str:
+    """``value`` as a quantity string when it is a Kubernetes quantity above zero: the CPU or
+    memory request and limit of a Ray head or worker pod.
+
+    Zero is refused for both: KubeRay fills ``ray start --num-cpus`` / ``--memory`` from the Ray
+    container's CPU/memory limit (else its request) only when that quantity is not zero
+    (ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``), so a pod asking for
+    0 would have Ray advertise the whole node's cores and memory while the scheduler reserved none
+    of them. The legitimate "no tasks here" is Ray's own ``num-cpus: "0"``, which the rendered
+    head already carries (:func:`components.builders.manifests.head_group_spec`). Negative
+    quantities do not parse.
+
+    Raises:
+        ValueError: one line naming ``what``, the value and what is allowed.
+    """
+    from components.spec.base import quantity_value
+
+    q = _quantity(str(value), what)
+    if quantity_value(q) > 0:
+        return q
+    kind = what.rsplit(".", 1)[-1].rsplit(" ", 1)[-1]
+    flag = "--num-cpus" if kind == "cpu" else "--memory"
+    if head and kind == "cpu":
+        allowed = (
+            "above 0 (e.g. 1, 500m); 0 is never right here: raygke already keeps Ray tasks off "
+            'the head (rayStartParams num-cpus: "0") and its GCS, dashboard and autoscaler need CPU'
+        )
+    elif head:
+        allowed = "above 0 (e.g. 8Gi); the head's GCS, dashboard and object store live in it"
+    else:
+        example = "4, 500m" if kind == "cpu" else "16Gi"
+        allowed = (
+            f"above 0 (e.g. {example}) or unset (the node's allocatable {kind} minus system "
+            f"headroom); with 0, KubeRay passes no ray start {flag} (pod.go "
+            f"generateRayStartCommand) and Ray would count the whole node's {kind}"
+        )
+    raise ValueError(f"{what} {value!r} is zero; allowed: {allowed}")
+
+
 class HeadConfig(_Model):
     """The Ray head pod; it runs on the system pool and is never exposed outside the cluster."""
 
     cpu: str = Field(
         "2",
-        description="CPU request and limit of the head pod, a Kubernetes quantity (`2`, `1500m`).",
+        description="CPU request and limit of the head pod, a Kubernetes quantity above 0 (`2`, "
+        '`1500m`). Ray tasks never run on the head (it is started with `num-cpus: "0"`).',
     )
     memory: str = Field(
         "8Gi",
-        description="Memory request and limit of the head pod, a Kubernetes quantity (`8Gi`).",
+        description="Memory request and limit of the head pod, a Kubernetes quantity above 0 "
+        "(`8Gi`).",
     )
 
     @field_validator("cpu", "memory", mode="before")
     @classmethod
     def _q(cls, v: Any, info: Any) -> str:
-        return _quantity(str(v), f"head.{info.field_name}")
+        return _pod_resource(v, f"head.{info.field_name}", head=True)
 
 
 class WorkerGroupConfig(_Model):
@@ -406,13 +447,13 @@ class WorkerGroupConfig(_Model):
     )
     cpu: str | None = Field(
         None,
-        description="CPU request/limit of each worker pod; unset: the node's allocatable CPU "
-        "minus headroom for system pods.",
+        description="CPU request/limit of each worker pod, a quantity above 0 (Ray's `num-cpus` "
+        "follows it); unset: the node's allocatable CPU minus headroom for system pods.",
     )
     memory: str | None = Field(
         None,
-        description="Memory request/limit of each worker pod; unset: the node's allocatable "
-        "memory minus headroom for system pods.",
+        description="Memory request/limit of each worker pod, a quantity above 0; unset: the "
+        "node's allocatable memory minus headroom for system pods.",
     )
 
     object_store_memory: str | None = Field(
@@ -442,7 +483,7 @@ class WorkerGroupConfig(_Model):
     @field_validator("cpu", "memory", mode="before")
     @classmethod
     def _q(cls, v: Any, info: Any) -> str | None:
-        return None if v is None else _quantity(str(v), f"worker group {info.field_name}")
+        return None if v is None else _pod_resource(v, f"worker group {info.field_name}")
 
     @field_validator("object_store_memory", mode="before")
     @classmethod
@@ -629,7 +670,9 @@ class JobConfig(_Model):
         "best effort), `SPREAD` (as many nodes as possible, best effort), `STRICT_PACK` (one "
         "node), `STRICT_SPREAD` (one worker per node) (https://docs.ray.io/en/latest/ray-core/"
         "scheduling/placement-group.html#placement-strategy). Only for workloads that take "
-        "`scaling` (the trainers). Unset: Ray Train's default, PACK.",
+        "`scaling` (the trainers). `raygke check` refuses a strict one the job's pool can never "
+        "meet (STRICT_PACK: the workers exceed one node; STRICT_SPREAD: more workers than "
+        "nodes). Unset: Ray Train's default, PACK.",
     )
 
     @field_validator("name")

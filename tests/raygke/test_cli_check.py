@@ -175,3 +175,20 @@ def test_shipped_stacks_pass_with_the_project_images() -> None:
     r = raygke("check", "--stack", "prod")
     assert r.returncode == 0, r.stderr
     assert "warning" not in r.stderr
+
+
+def test_no_render_ok_line_says_what_was_not_checked() -> None:
+    r = raygke("check", "--stack", "dev", "--no-render")
+    assert r.returncode == 0, r.stderr
+    ok = next(ln for ln in r.stdout.splitlines() if ln.startswith("ok "))
+    assert "(config only; render checks skipped: " in ok
+    for what in ("image dependencies", "CRD schemas", "object store memory", "policy rules"):
+        assert what in ok, ok
+    assert ok.endswith("1 ray clusters, 3 jobs, 0 services")
+
+
+def test_no_policy_ok_line_says_the_policy_rules_were_skipped() -> None:
+    r = raygke("check", "--stack", "dev", "--no-policy")
+    assert r.returncode == 0, r.stderr
+    ok = next(ln for ln in r.stdout.splitlines() if ln.startswith("ok "))
+    assert "(policy rules skipped)" in ok and "render checks" not in ok

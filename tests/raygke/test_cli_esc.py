@@ -125,3 +125,83 @@ def test_loader_pieces():
         "region": "us-east5",
         "zones": ["us-east5-b"],
     }
+
+
+ESC_SETS = (
+    "--set",
+    "project=acme-ray-prod",
+    "--set",
+    "region=us-east5",
+    "--set",
+    "zones=[us-east5-a, us-east5-b]",
+)
+
+
+def test_synth_and_cost_take_the_esc_values_with_set(tmp_path, capsys):
+    import json
+
+    path = esc_stack(tmp_path)
+    out = tmp_path / "out"
+    assert main(["synth", "--config", str(path), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "imports ESC environment(s) acme/ray-gke-prod" in err
+    assert "give project, region, zones with --set KEY=VALUE" in err
+    assert "project: required field is missing" in err
+
+    assert main(["synth", "--config", str(path), "--out", str(out), *ESC_SETS]) == 0
+    capsys.readouterr()
+    records = json.loads((out / "resources.json").read_text())
+    projects = {r["inputs"]["project"] for r in records if "project" in r["inputs"]}
+    assert projects == {"acme-ray-prod"}
+    outputs = json.loads((out / "outputs.json").read_text())
+    assert outputs["service_accounts"]["ray-train"].endswith(
+        "@acme-ray-prod.iam.gserviceaccount.com"
+    )
+
+    assert main(["cost", "--config", str(path), "--format", "json", *ESC_SETS]) == 0
+    cost = json.loads(capsys.readouterr().out)
+    assert cost  # the same pools as the file's, priced
+    assert main(["cost", "--config", str(path), "--format", "json"]) == 1
+    assert "give project, region, zones with --set" in capsys.readouterr().err
+
+
+def test_set_project_also_sets_the_providers_project():
+    from raygke.synth import program_config, read_stack_config
+
+    path = ROOT / "Pulumi.dev.yaml"
+    assert program_config(path) == read_stack_config(path)
+    entries = program_config(path, {"project": "ray-gke-other", "cluster.name": "ray-x"})
+    assert entries["gcp:project"] == entries["ray-gke:project"] == "ray-gke-other"
+    assert entries["gcp:region"] == read_stack_config(path)["gcp:region"]  # not overridden
+    import json
+
+    cluster = json.loads(entries["ray-gke:cluster"])
+    assert cluster["name"] == "ray-x"
+    assert (
+        cluster["release_channel"]
+        == json.loads(read_stack_config(path)["ray-gke:cluster"])["release_channel"]
+    )
+
+
+@pytest.mark.parametrize("command", [["synth", "--out", "unused"], ["cost"], ["diff"]])
+def test_bad_set_is_a_usage_error_everywhere(command, capsys):
+    argv = [command[0], "--stack", "dev", *command[1:], "--set", "project"]
+    assert main(argv) == 2
+    assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_diff_passes_set_to_both_renders_and_names_an_old_tree(tmp_path):
+    from raygke.diff import DiffError, render_tree, synth_command
+
+    cmd = synth_command("dev", "/o", ["project=x", "zones=[a]"])
+    assert cmd[-4:] == ["--set", "project=x", "--set", "zones=[a]"]
+    # a tree whose raygke predates --set (click's usage error), rendered with --set
+    (tmp_path / "raygke").mkdir()
+    (tmp_path / "raygke" / "__init__.py").write_text("")
+    (tmp_path / "raygke" / "__main__.py").write_text(
+        "import sys\nsys.stderr.write('Error: No such option: --set\\n')\nsys.exit(2)\n"
+    )
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    with pytest.raises(DiffError, match="base's raygke synth has no --set option") as exc:
+        render_tree(tmp_path, "dev", "base", ["project=x"])
+    assert exc.value.code == 2

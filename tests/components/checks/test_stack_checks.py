@@ -279,3 +279,83 @@ def test_a_quota_below_one_group_is_refused() -> None:
         "the whole namespace (8Gi); raise kuberay.quota"
     ) in problems
     assert not any("RayJob train-lm-h100: head group" in p for p in problems)  # 8Gi fits
+
+
+def _with_jobs(name: str, *jobs: dict, groups: dict | None = None):
+    cfg = stack(name)
+    data = cfg.model_dump(by_alias=True)
+    data["jobs"] += list(jobs)
+    for group in data["ray_clusters"][0]["worker_groups"]:
+        group.update((groups or {}).get(group["name"], {}))
+    return type(cfg).model_validate(data)
+
+
+def test_strict_placement_that_the_pool_cannot_hold_is_refused() -> None:
+    cfg = _with_jobs(
+        "prod",
+        # 2 nodes x 8 H100 = 16 one-GPU workers
+        {"name": "pack-h100", "workload": "train_lm", "node_pool": "h100",
+         "placement_strategy": "STRICT_PACK"},
+        {"name": "spread-h100", "workload": "train_lm", "node_pool": "h100",
+         "placement_strategy": "STRICT_SPREAD"},
+        # 2 slices x 4 hosts, one worker per host holding its 4 chips
+        {"name": "pack-v6e", "workload": "train_lm_jax", "cluster": "training",
+         "worker_group": "tpu-v6e", "placement_strategy": "STRICT_PACK"},
+        {"name": "spread-v6e", "workload": "train_lm_jax", "cluster": "training",
+         "worker_group": "tpu-v6e", "placement_strategy": "STRICT_SPREAD"},
+        # 3 one-CPU workers on 2-CPU pods
+        {"name": "pack-cpu", "workload": "train_lm", "cluster": "training",
+         "worker_group": "cpu", "placement_strategy": "STRICT_PACK"},
+        # per-trial scaling: the strategy does not size a group of all workers
+        {"name": "tune-h100", "workload": "tune_lm", "node_pool": "h100",
+         "placement_strategy": "STRICT_SPREAD"},
+        groups={"cpu": {"max_replicas": 3, "cpu": "1500m"}},
+    )  # fmt: skip
+    docs = "(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html)"
+    assert checks.placement_problems(cfg) == [
+        "jobs[pack-h100].placement_strategy STRICT_PACK: Ray Train's 16 workers on one node need "
+        "GPU 16 > 8, what one worker pod of pool 'h100' (a3-highgpu-8g) offers Ray; Ray never "
+        f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
+        "jobs[spread-h100].placement_strategy STRICT_SPREAD: Ray Train places 16 workers, each "
+        "on a different node, but node pool 'h100' gives the job 2 node(s); Ray never places "
+        f"this group {docs}; use SPREAD (best effort) or PACK",
+        "jobs[pack-v6e].placement_strategy STRICT_PACK: Ray Train's 8 workers on one node need "
+        "TPU 32 > 4, what one worker pod of pool 'tpu-v6e-4x4' (ct6e-standard-4t) offers Ray; "
+        f"Ray never places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
+        "jobs[pack-cpu].placement_strategy STRICT_PACK: Ray Train's 3 workers on one node need "
+        "CPU 3 > 2, what one worker pod of pool 'cpu' (n2-standard-16) offers Ray; Ray never "
+        f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
+    ]
+    assert any(p.startswith("jobs[pack-h100].placement_strategy") for p in check_stack(cfg))
+
+
+def test_strict_placement_that_fits_is_accepted() -> None:
+    cfg = _with_jobs(
+        "dev",
+        # 4 one-CPU workers packed onto one 8-vCPU node; 2 L4 nodes, one worker each
+        {"name": "pack-cpu", "workload": "train_lm", "cluster": "research",
+         "worker_group": "cpu", "placement_strategy": "STRICT_PACK"},
+        {"name": "spread-l4", "workload": "train_lm", "node_pool": "l4",
+         "placement_strategy": "STRICT_SPREAD"},
+        # a single-host slice: one worker
+        {"name": "pack-v5e", "workload": "train_lm_jax", "node_pool": "tpu-v5e-2x2",
+         "placement_strategy": "STRICT_PACK"},
+    )  # fmt: skip
+    assert checks.placement_problems(cfg) == []
+    assert checks.worker_bundle({"use_gpu": True}) == {"GPU": 1.0}
+    assert checks.worker_bundle({"resources_per_worker": {"CPU": 2, "GPU": 0}}) == {"CPU": 2.0}
+
+
+def test_render_checks_name_every_check_that_check_stack_runs() -> None:
+    """``raygke check --no-render`` lists :data:`RENDER_CHECKS` as skipped: every problem source
+    check_stack / check_manifests call is named there, and nothing else."""
+    import ast
+    import inspect
+
+    called: set[str] = set()
+    for fn in (check_stack, check_manifests):
+        for node in ast.walk(ast.parse(inspect.getsource(fn))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+    sources = {n for n in called if "_problems" in n or n == "_validate_crds"}
+    assert sources == set(checks.RENDER_CHECKS.values())

@@ -497,3 +497,43 @@ def test_bound_errors_name_the_value_and_unknown_pool_kind_says_what_exists() ->
     d = base()
     d["node_pools"][0]["kind"] = "cpuu"
     one_problem(d, "node_pools[cpu]: kind 'cpuu' is not a node pool kind", "tpu: or gpu: block")
+
+
+@pytest.mark.parametrize(
+    "where, key, value, needles",
+    [
+        ("head", "cpu", "0", ("head.cpu '0' is zero", 'num-cpus: "0"')),
+        ("head", "cpu", 0, ("head.cpu 0 is zero", "above 0")),
+        ("head", "memory", "0Gi", ("head.memory '0Gi' is zero", "above 0 (e.g. 8Gi)")),
+        ("worker", "cpu", "0m", ("worker_groups[tpu].cpu: worker group cpu '0m' is zero",)),
+        ("worker", "memory", "0.0", ("worker group memory '0.0' is zero", "or unset")),
+    ],
+)
+def test_zero_pod_resources_refused(where: str, key: str, value: Any, needles: tuple) -> None:
+    data = base()
+    cluster = data["ray_clusters"][0]
+    if where == "head":
+        cluster["head"] = {key: value}
+    else:
+        cluster["worker_groups"][1][key] = value
+    found = problems(data)
+    assert len(found) == 1, found
+    for n in needles:
+        assert n in found[0], found[0]
+
+
+def test_negative_pod_resource_is_not_a_quantity() -> None:
+    data = base()
+    data["ray_clusters"][0]["head"] = {"cpu": "-1"}
+    assert problems(data) == [
+        "ray_clusters[research].head.cpu: head.cpu '-1' is not a Kubernetes quantity "
+        "(e.g. 4, 500m, 16Gi)"
+    ]
+
+
+def test_small_positive_pod_resources_accepted() -> None:
+    data = base()
+    data["ray_clusters"][0]["head"] = {"cpu": "100m", "memory": "512Mi"}
+    data["ray_clusters"][0]["worker_groups"][0]["cpu"] = "500m"
+    cfg = validate(data)
+    assert cfg.ray_clusters[0].head.cpu == "100m"
