@@ -293,7 +293,8 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
     """A job's ``workload`` is in :data:`workloads.registry.WORKLOADS` and its ``args`` are
     arguments of that workload with the types of its defaults (``Workload.arg_problems``), none of
     them one the platform binds (:data:`PLATFORM_BOUND_ARGS`); a ``placement_strategy`` only on a
-    workload that takes ``scaling`` (a trainer)."""
+    workload that takes ``scaling`` and places a group of Ray Train workers (a trainer, not
+    ``tune_lm``, whose trials take one worker's resources each)."""
     for job in cfg.jobs:
         problem = _workload_problem(job.workload)
         if problem:
@@ -314,6 +315,12 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
                 f"jobs[{job.name}].placement_strategy {job.placement_strategy}: workload "
                 f"{job.workload} places no Ray Train workers (it takes no scaling argument); "
                 "remove it"
+            )
+        elif job.placement_strategy and job.workload == "tune_lm":
+            yield (
+                f"jobs[{job.name}].placement_strategy {job.placement_strategy}: tune_lm runs "
+                "each trial as one Ray Tune actor of one worker's resources, so there is no "
+                "group of workers to place; remove it"
             )
 
 
