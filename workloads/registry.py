@@ -33,6 +33,32 @@ RESULT_PREFIX = "RAYGKE_RESULT "
 PROGRESS_PREFIX = "RAYGKE_PROGRESS "
 
 
+# Why train_lm_tf stays off GPU pools. Evidence: tests/images/test_resolution.py
+# (test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch) resolves the GPU image's
+# requirements plus ``tensorflow[and-cuda]`` with ``pip install --dry-run --report`` against PyPI
+# and lists the wheels' files. PyPI has one torch 2.13.0 wheel for CPython 3.11 Linux x86_64, the
+# CUDA 13 build (its metadata: ``cuda-toolkit==13.0.3``, ``nvidia-cudnn-cu13==9.20.0.48``,
+# ``nvidia-nccl-cu13==2.29.7``); PyTorch's CUDA 12 builds live on download.pytorch.org only.
+# TensorFlow 2.21's ``and-cuda`` extra asks for CUDA 12 wheels (``nvidia-cudnn-cu12>=9.3.0.75,<10``,
+# ``nvidia-nccl-cu12>=2.27.7,<3``). The distribution names differ, so pip resolves both, but the
+# cuDNN and NCCL wheels of both majors install the same files (``nvidia/cudnn/lib/libcudnn*.so.9``,
+# ``nvidia/nccl/lib/libnccl.so.2``): the one installed last overwrites the other's, silently
+# (pip does not check file ownership: https://github.com/pypa/pip/issues/4625). Either torch runs
+# on a CUDA 12 cuDNN/NCCL or TensorFlow on CUDA 13 ones; and the cu12 cuDNN the resolver picks
+# (9.28.0.42 when measured) ships sublibraries the cu13 9.20.0.48 lacks
+# (``libcudnn_engines_tensor_ir.so.9``, ``libcudnn_ext.so.9``), so when cu13 installs last the
+# directory mixes 9.20 and 9.28 files, the state that fails with
+# CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (https://github.com/pytorch/pytorch/issues/187824).
+TF_GPU_CONFLICT = (
+    "TensorFlow's GPU build cannot share the GPU image with PyTorch: tensorflow[and-cuda]==2.21.0 "
+    "takes CUDA 12 wheels (nvidia-cudnn-cu12>=9.3.0.75,<10, nvidia-nccl-cu12>=2.27.7,<3) and "
+    "torch==2.13.0 from PyPI CUDA 13 ones (nvidia-cudnn-cu13==9.20.0.48, "
+    "nvidia-nccl-cu13==2.29.7); pip resolves both, but both majors install "
+    "nvidia/cudnn/lib/libcudnn*.so.9 and nvidia/nccl/lib/libnccl.so.2, so one overwrites the "
+    "other's cuDNN and NCCL; run train_lm_tf on a CPU pool, or use train_lm on GPUs"
+)
+
+
 @dataclass(frozen=True)
 class Workload:
     """A Ray program that can be submitted as a job.
@@ -174,11 +200,7 @@ _ALL: tuple[Workload, ...] = (
         needs=("tensorflow-cpu", "keras", "numpy", "pyarrow"),
         unsupported=(
             ("tpu", "TensorFlow on TPU is not part of this product; use train_lm_jax on TPUs"),
-            (
-                "gpu",
-                "the project pins TensorFlow's CPU build (pyproject extra tf) and its GPU image "
-                "carries PyTorch's CUDA stack only; use train_lm on GPUs",
-            ),
+            ("gpu", TF_GPU_CONFLICT),
         ),
     ),
     Workload(

@@ -8,6 +8,7 @@ import shlex
 
 import pytest
 
+from components.builders.images import project_pins
 from components.builders.manifests import render_manifests
 from components.checks.images import dependency_problems
 from components.checks.stack import workload_problems
@@ -53,5 +54,11 @@ def test_train_lm_tf_on_a_gpu_pool_is_refused_with_the_reason() -> None:
     (problem,) = workload_problems(cfg)
     assert problem.startswith("jobs[tf]: workload 'train_lm_tf' supports cpu, not gpu: ")
     assert "use train_lm on GPUs" in problem
+    # it names the pins it was measured with: a moved pin means measuring again
+    # (tests/images/test_resolution.py::test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch)
+    pins = project_pins()
+    assert f"tensorflow[and-cuda]=={pins['tensorflow-cpu']} " in problem
+    assert f"torch=={pins['torch']} from PyPI" in problem
+    assert "nvidia-cudnn-cu13==" in problem and "nvidia-nccl-cu12>=" in problem
     # the refusal is the one line: no second line asking for TensorFlow in the GPU image
     assert dependency_problems(cfg) == []
