@@ -33,7 +33,8 @@ RESULT_PREFIX = "RAYGKE_RESULT "
 PROGRESS_PREFIX = "RAYGKE_PROGRESS "
 
 
-# Why train_lm_tf stays off GPU pools. Evidence: tests/images/test_resolution.py
+# Why TensorFlow jobs get their own GPU image (``gpu-tf``, without PyTorch: components/builders/
+# images.py). Evidence: tests/images/test_resolution.py
 # (test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch) resolves the GPU image's
 # requirements plus ``tensorflow[and-cuda]`` with ``pip install --dry-run --report`` against PyPI
 # and lists the wheels' files. PyPI has one torch 2.13.0 wheel for CPython 3.11 Linux x86_64, the
@@ -49,13 +50,15 @@ PROGRESS_PREFIX = "RAYGKE_PROGRESS "
 # (``libcudnn_engines_tensor_ir.so.9``, ``libcudnn_ext.so.9``), so when cu13 installs last the
 # directory mixes 9.20 and 9.28 files, the state that fails with
 # CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (https://github.com/pytorch/pytorch/issues/187824).
+# ``raygke check`` gives this line for a GPU job that would need both in one image.
 TF_GPU_CONFLICT = (
-    "TensorFlow's GPU build cannot share the GPU image with PyTorch: tensorflow[and-cuda]==2.21.0 "
+    "TensorFlow's GPU build cannot share a GPU image with PyTorch: tensorflow[and-cuda]==2.21.0 "
     "takes CUDA 12 wheels (nvidia-cudnn-cu12>=9.3.0.75,<10, nvidia-nccl-cu12>=2.27.7,<3) and "
     "torch==2.13.0 from PyPI CUDA 13 ones (nvidia-cudnn-cu13==9.20.0.48, "
     "nvidia-nccl-cu13==2.29.7); pip resolves both, but both majors install "
     "nvidia/cudnn/lib/libcudnn*.so.9 and nvidia/nccl/lib/libnccl.so.2, so one overwrites the "
-    "other's cuDNN and NCCL; run train_lm_tf on a CPU pool, or use train_lm on GPUs"
+    "other's cuDNN and NCCL; TensorFlow jobs on GPUs run in the gpu-tf image, which has no "
+    "PyTorch"
 )
 
 
@@ -107,6 +110,23 @@ class Workload:
         )
 
     serve_app: str | None = None
+
+    def needs_for(self, args: Mapping[str, Any]) -> tuple[str, ...]:
+        """:attr:`needs` with the job arguments ``args``: for a workload with a ``trainer``
+        argument (``tune_lm``), plus the needs of the trainer's workload
+        (:data:`workloads.args.TUNE_TRAINERS`; the default trainer's when unset), in order,
+        without repeats. An unknown trainer adds nothing (the argument check reports it)."""
+        from workloads.args import TUNE_TRAINERS
+
+        out = list(self.needs)
+        if "trainer" in self.default_args:
+            trainer = args.get("trainer", self.default_args["trainer"])
+            other = (
+                WORKLOADS.get(TUNE_TRAINERS.get(trainer, "")) if isinstance(trainer, str) else None
+            )
+            if other is not None:
+                out += other.needs
+        return tuple(dict.fromkeys(out))
 
     @property
     def is_service(self) -> bool:
@@ -195,12 +215,13 @@ _ALL: tuple[Workload, ...] = (
         "MultiWorkerMirroredStrategy (NCCL on GPUs)",
         args=TrainLmTfArgs,
         num_cpus=1.0,
-        accelerators=("cpu",),
+        accelerators=("cpu", "gpu"),
         writes=("checkpoints",),
-        needs=("tensorflow-cpu", "keras", "numpy", "pyarrow"),
+        # tensorflow: the cpu image's tensorflow-cpu or the gpu-tf image's CUDA build; no torch
+        # (GPU workers run the gpu-tf image, which has none: TF_GPU_CONFLICT)
+        needs=("tensorflow", "keras", "numpy", "pyarrow"),
         unsupported=(
             ("tpu", "TensorFlow on TPU is not part of this product; use train_lm_jax on TPUs"),
-            ("gpu", TF_GPU_CONFLICT),
         ),
     ),
     Workload(
