@@ -2,9 +2,10 @@
 manylinux x86_64) against the package index: ``pip install --dry-run`` in a clean target, so
 nothing installed here is reused. Needs the package index (PyPI or its mirror).
 
-Also the evidence that keeps ``train_lm_tf`` off GPU pools (``workloads.registry.TF_GPU_CONFLICT``):
+Also the evidence for the separate ``gpu-tf`` image (``workloads.registry.TF_GPU_CONFLICT``):
 TensorFlow's GPU build beside the GPU image's torch resolves, but installs two CUDA majors whose
-cuDNN and NCCL wheels write the same files."""
+cuDNN and NCCL wheels write the same files; the ``gpu-tf`` requirement set alone resolves to one
+CUDA major (12) and no torch."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pytest
 
 from components.builders.images import PYTHON_VERSION, project_pins, requirements, requirements_path
 from components.spec import IMAGE_KINDS
-from workloads.registry import get_workload
+from workloads.registry import TF_GPU_CONFLICT
 
 pytestmark = pytest.mark.slow
 
@@ -85,6 +86,16 @@ def test_image_requirements_resolve(kind: str, tmp_path) -> None:
     rc, stderr, report = _dry_run(requirements_path(kind), tmp_path)
     assert rc == 0, f"images/requirements-{kind}.txt does not resolve:\n{stderr[-3000:]}"
     got = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in report["install"]}
+    if kind == "gpu-tf":
+        # TensorFlow's CUDA build alone: no torch, and one CUDA major of cuDNN and NCCL
+        pins = project_pins()
+        assert "torch" not in got, sorted(got)
+        assert got.get("tensorflow") == pins["tensorflow"]
+        assert "tensorflow-cpu" not in got
+        for lib in ("cudnn", "nccl"):
+            majors = sorted(n for n in got if n.startswith(f"nvidia-{lib}-cu"))
+            assert majors == [f"nvidia-{lib}-cu12"], majors
+        return
     assert got.get("torch") == "2.13.0"
     if kind == "tpu":
         assert "libtpu" in got, sorted(got)
@@ -116,20 +127,22 @@ def _wheel_files(url: str) -> set[str]:
 
 
 def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(tmp_path) -> None:
-    """The GPU image's requirements plus ``tensorflow[and-cuda]`` at the project's TensorFlow
-    version: pip resolves them, with torch's CUDA 13 cuDNN/NCCL wheels beside TensorFlow's CUDA 12
-    ones, and each pair writes the same library files. When this fails because one CUDA major
-    serves both, train_lm_tf can move onto GPU pools (workloads/registry.py)."""
+    """The GPU image's requirements plus the gpu-tf image's TensorFlow lines (the mixed set a
+    single GPU image would need): pip resolves them, with torch's CUDA 13 cuDNN/NCCL wheels beside
+    TensorFlow's CUDA 12 ones, and each pair writes the same library files. When this fails
+    because one CUDA major serves both, the gpu-tf image can merge back into gpu
+    (components/builders/images.py IMAGE_EXCLUDES, workloads/registry.py TF_GPU_CONFLICT)."""
     pins = project_pins()
-    extra = [f"tensorflow[and-cuda]=={pins['tensorflow-cpu']}", f"keras=={pins['keras']}"]
-    req = tmp_path / "requirements-gpu-tf.txt"
+    extra = [r for r in requirements("gpu-tf") if r not in requirements("gpu")]
+    assert extra == [f"tensorflow[and-cuda]=={pins['tensorflow']}", f"keras=={pins['keras']}"]
+    req = tmp_path / "requirements-gpu-and-tf.txt"
     req.write_text("".join(f"{line}\n" for line in [*requirements("gpu"), *extra]))
     rc, stderr, report = _dry_run(req, tmp_path)
     assert rc == 0, f"TensorFlow's GPU build no longer resolves beside the GPU image:\n{stderr}"
     got = {i["metadata"]["name"].lower(): i for i in report["install"]}
     version = {name: i["metadata"]["version"] for name, i in got.items()}
     assert version["torch"] == pins["torch"]
-    assert version["tensorflow"] == pins["tensorflow-cpu"]
+    assert version["tensorflow"] == pins["tensorflow"]
     pairs = {"cudnn": "nvidia/cudnn/lib/libcudnn.so.9", "nccl": "nvidia/nccl/lib/libnccl.so.2"}
     for lib, path in pairs.items():
         cu12, cu13 = f"nvidia-{lib}-cu12", f"nvidia-{lib}-cu13"
@@ -139,6 +152,8 @@ def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(tmp_path) -> None
         )
         for name in (cu12, cu13):
             assert path in _wheel_files(got[name]["download_info"]["url"]), (name, path)
-    reason = get_workload("train_lm_tf").refusal("gpu") or ""
+    # the check's line names the versions measured here: a moved pin means measuring again
+    assert f"tensorflow[and-cuda]=={version['tensorflow']} " in TF_GPU_CONFLICT
+    assert f"torch=={version['torch']} from PyPI" in TF_GPU_CONFLICT
     for name in ("nvidia-cudnn-cu13", "nvidia-nccl-cu13"):
-        assert f"{name}=={version[name]}" in reason, (name, version[name], reason)
+        assert f"{name}=={version[name]}" in TF_GPU_CONFLICT, (name, version[name])
