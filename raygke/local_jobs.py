@@ -124,8 +124,31 @@ def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
         refusal = get_workload(name).refusal(accelerator) if name in TRAINERS else None
         if refusal:
             raise LocalError(f"--accelerator {accelerator}: {refusal}")
+        if accelerator == "gpu" and "tensorflow" in get_workload(name).needs:
+            tf_gpu_problem = local_tensorflow_gpu_problem()
+            if tf_gpu_problem:
+                raise LocalError(f"--accelerator gpu: {name}: {tf_gpu_problem}")
         out.append(name)
     return out
+
+
+def local_tensorflow_gpu_problem() -> str | None:
+    """Why this environment cannot run TensorFlow on GPUs, or None: it needs TensorFlow's CUDA
+    build (the ``tensorflow`` distribution, pyproject extra ``tf-gpu``), not the CPU build
+    ``tensorflow-cpu`` (extra ``tf``) the dev environment installs beside PyTorch; the two CUDA
+    stacks cannot share an environment (:data:`workloads.registry.TF_GPU_CONFLICT`)."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.version("tensorflow")
+    except importlib.metadata.PackageNotFoundError:
+        return (
+            "this environment has no TensorFlow GPU build (the tensorflow distribution, "
+            "pyproject extra tf-gpu; the dev environment's tf extra is tensorflow-cpu, and the "
+            "GPU build cannot sit beside PyTorch's CUDA wheels); run it with --accelerator cpu "
+            "here, or on a stack's GPU pool (the gpu-tf image)"
+        )
+    return None
 
 
 def tpu_args(state: Mapping[str, Any]) -> dict[str, Any]:

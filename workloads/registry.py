@@ -34,6 +34,35 @@ RESULT_PREFIX = "RAYGKE_RESULT "
 PROGRESS_PREFIX = "RAYGKE_PROGRESS "
 
 
+# Why TensorFlow jobs get their own GPU image (``gpu-tf``, without PyTorch: components/builders/
+# images.py). Evidence: tests/images/test_resolution.py
+# (test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch) resolves the GPU image's
+# requirements plus ``tensorflow[and-cuda]`` with ``pip install --dry-run --report`` against PyPI
+# and lists the wheels' files. PyPI has one torch 2.13.0 wheel for CPython 3.11 Linux x86_64, the
+# CUDA 13 build (its metadata: ``cuda-toolkit==13.0.3``, ``nvidia-cudnn-cu13==9.20.0.48``,
+# ``nvidia-nccl-cu13==2.29.7``); PyTorch's CUDA 12 builds live on download.pytorch.org only.
+# TensorFlow 2.21's ``and-cuda`` extra asks for CUDA 12 wheels (``nvidia-cudnn-cu12>=9.3.0.75,<10``,
+# ``nvidia-nccl-cu12>=2.27.7,<3``). The distribution names differ, so pip resolves both, but the
+# cuDNN and NCCL wheels of both majors install the same files (``nvidia/cudnn/lib/libcudnn*.so.9``,
+# ``nvidia/nccl/lib/libnccl.so.2``): the one installed last overwrites the other's, silently
+# (pip does not check file ownership: https://github.com/pypa/pip/issues/4625). Either torch runs
+# on a CUDA 12 cuDNN/NCCL or TensorFlow on CUDA 13 ones; and the cu12 cuDNN the resolver picks
+# (9.28.0.42 when measured) ships sublibraries the cu13 9.20.0.48 lacks
+# (``libcudnn_engines_tensor_ir.so.9``, ``libcudnn_ext.so.9``), so when cu13 installs last the
+# directory mixes 9.20 and 9.28 files, the state that fails with
+# CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (https://github.com/pytorch/pytorch/issues/187824).
+# ``raygke check`` gives this line for a GPU job that would need both in one image.
+TF_GPU_CONFLICT = (
+    "TensorFlow's GPU build cannot share a GPU image with PyTorch: tensorflow[and-cuda]==2.21.0 "
+    "takes CUDA 12 wheels (nvidia-cudnn-cu12>=9.3.0.75,<10, nvidia-nccl-cu12>=2.27.7,<3) and "
+    "torch==2.13.0 from PyPI CUDA 13 ones (nvidia-cudnn-cu13==9.20.0.48, "
+    "nvidia-nccl-cu13==2.29.7); pip resolves both, but both majors install "
+    "nvidia/cudnn/lib/libcudnn*.so.9 and nvidia/nccl/lib/libnccl.so.2, so one overwrites the "
+    "other's cuDNN and NCCL; TensorFlow jobs on GPUs run in the gpu-tf image, which has no "
+    "PyTorch"
+)
+
+
 @dataclass(frozen=True)
 class Workload:
     """A Ray program that can be submitted as a job.
@@ -82,6 +111,22 @@ class Workload:
         )
 
     serve_app: str | None = None
+
+    def needs_for(self, args: Mapping[str, Any]) -> tuple[str, ...]:
+        """:attr:`needs` with the job arguments ``args``: for a workload with a ``trainer``
+        argument (``tune_lm``), plus the needs of the trainer's workload
+        (:data:`workloads.args.TUNE_TRAINERS`; the default trainer's when unset), in order,
+        without repeats. An unknown trainer adds nothing (the argument check reports it)."""
+
+        out = list(self.needs)
+        if "trainer" in self.default_args:
+            trainer = args.get("trainer", self.default_args["trainer"])
+            other = (
+                WORKLOADS.get(TUNE_TRAINERS.get(trainer, "")) if isinstance(trainer, str) else None
+            )
+            if other is not None:
+                out += other.needs
+        return tuple(dict.fromkeys(out))
 
     @property
     def is_service(self) -> bool:
@@ -170,16 +215,13 @@ _ALL: tuple[Workload, ...] = (
         "MultiWorkerMirroredStrategy (NCCL on GPUs)",
         args=TrainLmTfArgs,
         num_cpus=1.0,
-        accelerators=("cpu",),
+        accelerators=("cpu", "gpu"),
         writes=("checkpoints",),
-        needs=("tensorflow-cpu", "keras", "numpy", "pyarrow"),
+        # tensorflow: the cpu image's tensorflow-cpu or the gpu-tf image's CUDA build; no torch
+        # (GPU workers run the gpu-tf image, which has none: TF_GPU_CONFLICT)
+        needs=("tensorflow", "keras", "numpy", "pyarrow"),
         unsupported=(
             ("tpu", "TensorFlow on TPU is not part of this product; use train_lm_jax on TPUs"),
-            (
-                "gpu",
-                "the project pins TensorFlow's CPU build (pyproject extra tf) and its GPU image "
-                "carries PyTorch's CUDA stack only; use train_lm on GPUs",
-            ),
         ),
     ),
     Workload(
@@ -191,7 +233,7 @@ _ALL: tuple[Workload, ...] = (
         accelerators=("cpu", "gpu", "tpu"),
         writes=("checkpoints",),
         # torch scores every trial's checkpoint; the chosen trainer's needs come on top
-        # (job_needs)
+        # (Workload.needs_for)
         needs=("torch", "numpy", "pyarrow"),
     ),
     Workload(
@@ -237,23 +279,3 @@ def get_workload(name: str) -> Workload:
     except KeyError:
         valid = ", ".join(sorted(WORKLOADS))
         raise KeyError(f"unknown workload {name!r}; valid names: {valid}") from None
-
-
-def job_needs(name: str, args: Mapping[str, Any] | None = None) -> tuple[str, ...]:
-    """The distributions a job of workload ``name`` with ``args`` imports: the workload's
-    :attr:`Workload.needs`, and for ``tune_lm`` also those of its trainer's workload
-    (``args["trainer"]``, default ``torch``, through :data:`workloads.args.TUNE_TRAINERS`), e.g.
-    ``tensorflow-cpu`` and ``keras`` for ``trainer: tf``. An unknown trainer adds nothing (the
-    argument check reports it).
-
-    Raises:
-        KeyError: unknown workload name (the message lists the valid names).
-    """
-    needs = list(get_workload(name).needs)
-    if name == "tune_lm":
-        trainer = (args or {}).get("trainer", TuneLmArgs.defaults()["trainer"])
-        workload = (
-            WORKLOADS.get(TUNE_TRAINERS.get(trainer, "")) if isinstance(trainer, str) else None
-        )
-        needs += workload.needs if workload is not None else ()
-    return tuple(dict.fromkeys(needs))

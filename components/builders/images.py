@@ -12,6 +12,13 @@ rendered pods use.
   which pulls the matching ``libtpu`` from PyPI: https://docs.jax.dev/en/latest/installation.html).
   The GPU image gets PyTorch's default PyPI wheel, which on Linux x86_64 is the CUDA build
   (https://pytorch.org/get-started/locally/), on the CUDA base ``rayproject/ray:<v>-py311-gpu``.
+* The ``gpu-tf`` image runs the GPU workers of TensorFlow jobs (:func:`worker_image_kind`): the
+  ``workloads`` extra without ``torch`` (:data:`IMAGE_EXCLUDES`) plus the ``tf-gpu`` extra
+  (``tensorflow[and-cuda]``, TensorFlow's CUDA 12 wheels:
+  https://www.tensorflow.org/install/pip), on the same CUDA base. PyPI's torch is the CUDA 13
+  build, and both majors' cuDNN/NCCL wheels write the same files, so no image holds both
+  (:data:`workloads.registry.TF_GPU_CONFLICT`; evidence in ``tests/images/test_resolution.py``).
+  A stack builds it only when a job needs it (:func:`kinds_used`).
 * ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
   differ from what ``pyproject.toml`` generates.
 * Base images: ``rayproject/ray:<ray.version>-py311`` and ``-py311-gpu``
@@ -25,10 +32,10 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from components.spec import IMAGE_KINDS, GpuPool, StackConfig, TpuPool
+from components.spec import IMAGE_KINDS, GpuPool, JobConfig, StackConfig, TpuPool
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_DIR = "images"
@@ -36,15 +43,32 @@ IMAGES_DIR = "images"
 # Image kind -> pyproject extras it installs. Add an extra (e.g. ``tf``) to a kind here. The CPU
 # image has JAX's CPU build too: every job's driver runs on the head (a CPU pod), and
 # train_lm_jax also runs on CPU workers.
+# The ``tf-gpu`` extra (TensorFlow's CUDA build) and ``tf`` (its CPU build) exclude each other:
+# both install the ``tensorflow`` package.
 IMAGE_EXTRAS: Mapping[str, tuple[str, ...]] = {
     "cpu": ("workloads", "tpu", "tf"),
     "gpu": ("workloads",),
+    "gpu-tf": ("workloads", "tf-gpu"),
     "tpu": ("workloads", "tpu"),
 }
+# Image kind -> distributions of its extras it leaves out: the gpu-tf image has no PyTorch
+# (its CUDA 13 cuDNN/NCCL wheels overwrite TensorFlow's CUDA 12 ones: TF_GPU_CONFLICT).
+IMAGE_EXCLUDES: Mapping[str, frozenset[str]] = {"gpu-tf": frozenset({"torch"})}
 # Image kind -> {distribution: requirement extra} added to that distribution's line.
 REQUIREMENT_EXTRAS: Mapping[str, Mapping[str, str]] = {"tpu": {"jax": "tpu"}}
 # Image kind -> the Ray image tag suffix of its base (``rayproject/ray:<version><suffix>``).
-BASE_SUFFIX: Mapping[str, str] = {"cpu": "-py311", "gpu": "-py311-gpu", "tpu": "-py311"}
+BASE_SUFFIX: Mapping[str, str] = {
+    "cpu": "-py311",
+    "gpu": "-py311-gpu",
+    "gpu-tf": "-py311-gpu",
+    "tpu": "-py311",
+}
+# Distribution -> the other distribution name it provides at its own version: ``tensorflow-cpu``
+# is TensorFlow's CPU-only build of the same ``tensorflow`` package
+# (https://pypi.org/project/tensorflow-cpu/), so it meets a need of ``tensorflow``.
+ALSO_PROVIDES: Mapping[str, str] = {"tensorflow-cpu": "tensorflow"}
+# The distribution whose need sends a job's GPU workers to the gpu-tf image.
+TENSORFLOW = "tensorflow"
 PYTHON_VERSION = "3.11"
 PLATFORM = "linux/amd64"
 
@@ -75,18 +99,22 @@ def _extras(pyproject: Path) -> dict[str, list[str]]:
 
 
 def requirements(kind: str, root: Path = ROOT) -> list[str]:
-    """The requirement lines of image ``kind`` from ``<root>/pyproject.toml``, in extras order.
+    """The requirement lines of image ``kind`` from ``<root>/pyproject.toml``, in extras order,
+    less the distributions :data:`IMAGE_EXCLUDES` leaves out of the kind.
 
     Raises:
         KeyError: unknown kind, or an extra of :data:`IMAGE_EXTRAS` missing in pyproject.toml.
     """
     extras = _extras(root / "pyproject.toml")
     out: list[str] = []
+    excluded = IMAGE_EXCLUDES.get(kind, frozenset())
     for extra in IMAGE_EXTRAS[kind]:
         if extra not in extras:
             raise KeyError(f"pyproject.toml has no optional-dependencies extra {extra!r}")
         for line in extras[extra]:
             name, req_extras, spec = split_requirement(line)
+            if normalize(name) in excluded:
+                continue
             add = REQUIREMENT_EXTRAS.get(kind, {}).get(normalize(name))
             if add:
                 req_extras = req_extras | {add}
@@ -102,8 +130,10 @@ def requirements_path(kind: str, root: Path = ROOT) -> Path:
 
 def requirements_text(kind: str, root: Path = ROOT) -> str:
     """The generated ``images/requirements-<kind>.txt``: a header, then one requirement a line."""
+    excluded = sorted(IMAGE_EXCLUDES.get(kind, ()))
+    without = f" without {', '.join(excluded)}" if excluded else ""
     header = (
-        f"# Generated from pyproject.toml extras {', '.join(IMAGE_EXTRAS[kind])} by "
+        f"# Generated from pyproject.toml extras {', '.join(IMAGE_EXTRAS[kind])}{without} by "
         "`python -m raygke images lock`; do not edit.\n"
     )
     return header + "".join(f"{r}\n" for r in requirements(kind, root))
@@ -134,14 +164,26 @@ def write_requirements(root: Path = ROOT) -> list[Path]:
     return paths
 
 
+def _with_aliases(found: Mapping[str, str]) -> dict[str, str]:
+    """``found`` plus what its distributions also provide (:data:`ALSO_PROVIDES`)."""
+    out = dict(found)
+    for name, version in found.items():
+        alias = ALSO_PROVIDES.get(name)
+        if alias is not None:
+            out.setdefault(alias, version)
+    return out
+
+
 def pins(kind: str, root: Path = ROOT) -> dict[str, str]:
-    """Normalized name -> version of every exact (``==``) pin of image ``kind``."""
+    """Normalized name -> version of every exact (``==``) pin of image ``kind``, with what a
+    pinned distribution also provides (:data:`ALSO_PROVIDES`: ``tensorflow-cpu`` ->
+    ``tensorflow``)."""
     out = {}
     for line in requirements(kind, root):
         name, _, spec = split_requirement(line)
         if spec.startswith("==") and "," not in spec:
             out[normalize(name)] = spec[2:]
-    return out
+    return _with_aliases(out)
 
 
 def project_pins(root: Path = ROOT) -> dict[str, str]:
@@ -163,10 +205,50 @@ def pool_image_kind(pool: object) -> str:
     return "cpu"
 
 
+def worker_image_kind(kind: str, needs: Iterable[str] = ()) -> str:
+    """The image kind of workers on a pool of image kind ``kind`` (:func:`pool_image_kind`)
+    running a workload that imports ``needs``: ``kind``, except ``gpu-tf`` for ``gpu`` when
+    ``needs`` has ``tensorflow`` and not ``torch`` (the two cannot share a GPU image:
+    :data:`IMAGE_EXCLUDES`)."""
+    wanted = {normalize(n) for n in needs}
+    if kind == "gpu" and TENSORFLOW in wanted and not wanted & IMAGE_EXCLUDES["gpu-tf"]:
+        return "gpu-tf"
+    return kind
+
+
+def job_needs(job: JobConfig) -> tuple[str, ...]:
+    """The distributions ``job``'s workload imports with its arguments
+    (:meth:`workloads.registry.Workload.needs_for`); empty for an unknown workload.
+
+    Raises:
+        nothing: arguments the workload rejects are left to the stack rules.
+    """
+    from workloads.registry import WORKLOADS
+
+    workload = WORKLOADS.get(job.workload)
+    return () if workload is None else workload.needs_for(job.args or {})
+
+
+def job_image_kind(cfg: StackConfig, job: JobConfig) -> str:
+    """The image kind of ``job``'s workers: on a long-lived RayCluster its worker group's
+    (:func:`pool_image_kind`: every job on that cluster shares the group's pods), on its own
+    RayCluster :func:`worker_image_kind` of its pool and :func:`job_needs`.
+
+    Raises:
+        components.spec.ResolveError: unresolvable target.
+    """
+    from components.spec import resolve_job
+
+    pool = resolve_job(cfg, job).pool
+    kind = pool_image_kind(pool)
+    return kind if job.cluster else worker_image_kind(kind, job_needs(job))
+
+
 def kinds_used(cfg: StackConfig) -> list[str]:
-    """Image kinds the stack's pods run: ``cpu`` (heads, submitters) and the kind of every pool a
-    worker group or a job's own cluster uses, in :data:`IMAGE_KINDS` order."""
-    from components.spec import resolve_group, resolve_job
+    """Image kinds the stack's pods run: ``cpu`` (heads, submitters), the kind of every pool a
+    worker group uses, and every job's own-cluster worker kind (:func:`job_image_kind`), in
+    :data:`IMAGE_KINDS` order: ``gpu-tf`` only with a TensorFlow job on a GPU pool."""
+    from components.spec import resolve_group
 
     used = {"cpu"}
     for rc in cfg.ray_clusters:
@@ -177,7 +259,7 @@ def kinds_used(cfg: StackConfig) -> list[str]:
                 continue
     for job in cfg.jobs:
         try:
-            used.add(pool_image_kind(resolve_job(cfg, job).pool))
+            used.add(job_image_kind(cfg, job))
         except ValueError:
             continue
     return [k for k in IMAGE_KINDS if k in used]
@@ -185,7 +267,7 @@ def kinds_used(cfg: StackConfig) -> list[str]:
 
 def kinds_to_build(cfg: StackConfig) -> list[str]:
     """Used kinds without a prebuilt image in ``ray.images``: the images this stack builds."""
-    return [k for k in kinds_used(cfg) if getattr(cfg.ray.images, k) is None]
+    return [k for k in kinds_used(cfg) if cfg.ray.images.get(k) is None]
 
 
 def repository_id(cfg: StackConfig) -> str:
@@ -247,7 +329,7 @@ def planned_refs(cfg: StackConfig) -> dict[str, str]:
     ``<repo>/ray-<kind>@sha256:...``, replaces it)."""
     out = {}
     for kind in IMAGE_KINDS:
-        prebuilt = getattr(cfg.ray.images, kind)
+        prebuilt = cfg.ray.images.get(kind)
         out[kind] = prebuilt.image if prebuilt is not None else image_tag_ref(cfg, kind)
     return out
 
@@ -255,10 +337,10 @@ def planned_refs(cfg: StackConfig) -> dict[str, str]:
 def provides(cfg: StackConfig, kind: str, root: Path = ROOT) -> dict[str, str]:
     """Normalized name -> version of what the ``kind`` image contains beyond Ray: the project's
     pins for a project image, the declared ``provides`` for a prebuilt one."""
-    prebuilt = getattr(cfg.ray.images, kind)
+    prebuilt = cfg.ray.images.get(kind)
     if prebuilt is None:
         return pins(kind, root)
-    return {normalize(k): v for k, v in prebuilt.provides.items()}
+    return _with_aliases({normalize(k): v for k, v in prebuilt.provides.items()})
 
 
 def runtime_env_pip(kind: str, root: Path = ROOT) -> list[str]:

@@ -55,7 +55,7 @@ from typing import Any
 import yaml
 
 from components import catalog
-from components.builders.images import planned_refs, pool_image_kind
+from components.builders.images import job_image_kind, planned_refs, pool_image_kind
 from components.builders.images import runtime_env_pip as _runtime_env_pip
 from components.builders.naming import bucket_name, bucket_url, head_account_id, ksa_name
 from components.builders.nodepools import NodePoolSpec, gpu_node_labels, specs_for_pool
@@ -434,6 +434,7 @@ def worker_group_spec(
     replicas: int | None = None,
     images: Mapping[str, Any] | None = None,
     labels: dict[str, str] | None = None,
+    image_kind: str | None = None,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
     (:func:`components.spec.resolve_group`, or :attr:`components.spec.JobTarget.group_target`).
@@ -441,8 +442,10 @@ def worker_group_spec(
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
     ``replicas`` defaults to ``minReplicas``. See the module docstring for the per-kind settings.
-    The container image is ``images[kind]`` of the pool's kind
-    (:func:`components.builders.images.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``).
+    The container image is ``images[image_kind]``; ``image_kind`` defaults to the pool's kind
+    (:func:`components.builders.images.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``); a
+    job's own cluster passes :func:`components.builders.images.job_image_kind` (``gpu-tf`` for a
+    TensorFlow job on a GPU pool).
 
     Raises:
         ManifestError: the group's node pool has no GKE node pool.
@@ -464,7 +467,7 @@ def worker_group_spec(
     }
     container: dict[str, Any] = {
         "name": "ray-worker",
-        "image": _images(cfg, images)[pool_image_kind(pool)],
+        "image": _images(cfg, images)[image_kind or pool_image_kind(pool)],
     }
     extra_volumes: list[dict[str, Any]] = []
     extra_mounts: list[dict[str, Any]] = []
@@ -653,6 +656,7 @@ def _own_cluster_spec(
                 replicas=target.replicas,
                 images=images,
                 labels=labels,
+                image_kind=job_image_kind(cfg, job),
             )
         ],
         autoscaling=False,
@@ -666,12 +670,13 @@ def _own_cluster_spec(
 def job_runtime_env(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> dict[str, Any]:
     """The RayJob's runtime environment: ``working_dir`` (the workloads archive) and, with
     ``runtime_env_pip: true``, ``pip``: the requirement lines of the image kind of the job's
-    worker pool (:func:`components.builders.images.runtime_env_pip`), installed by Ray for the
+    workers (:func:`components.builders.images.job_image_kind`,
+    :func:`components.builders.images.runtime_env_pip`), installed by Ray for the
     driver and every worker (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html).
     """
     env: dict[str, Any] = {"working_dir": working_dir_uri}
     if job.runtime_env_pip:
-        env["pip"] = _runtime_env_pip(pool_image_kind(resolve_job(cfg, job).pool))
+        env["pip"] = _runtime_env_pip(job_image_kind(cfg, job))
     return env
 
 
@@ -750,7 +755,7 @@ def render_manifests(
     """Every RayCluster (sorted by name), then every RayJob, then every RayService
     (:func:`components.builders.serve.render_services`), each sorted by name.
 
-    ``images``: image kind (``cpu``, ``gpu``, ``tpu``) -> the reference every head, worker group
+    ``images``: image kind (``cpu``, ``gpu``, ``gpu-tf``, ``tpu``) -> the reference every head, worker group
     and submitter of that kind uses; the Pulumi program passes the pushed digests
     (``pulumi.Output`` values, resolved by the engine). Unset:
     :func:`components.builders.images.planned_refs` (the offline render of ``raygke check``).

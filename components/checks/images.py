@@ -2,9 +2,11 @@
 its workload needs (``raygke check``).
 
 A workload declares the Python distributions it imports beyond Ray (``Workload.needs`` in
-:mod:`workloads.registry`; a ``tune_lm`` job adds its trainer's, ``job_needs``); the version it needs is the project's pin in ``pyproject.toml``, the
-one the tests ran with (:func:`components.builders.images.project_pins`). A job's workers run the
-image of their node pool's kind (:func:`components.builders.images.pool_image_kind`) and its driver
+:mod:`workloads.registry`, with a ``tune_lm`` trainer's: ``Workload.needs_for``); the version it
+needs is the project's pin in ``pyproject.toml``, the one the tests ran with
+(:func:`components.builders.images.project_pins`). A job's workers run the image of their node
+pool's kind, ``gpu-tf`` for a TensorFlow job with its own cluster on a GPU pool
+(:func:`components.builders.images.job_image_kind`), and its driver
 runs on the head, in the ``cpu`` image (KubeRay runs the entrypoint from the submitter against the
 head: https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
 
@@ -21,6 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.builders.images import (
+    TENSORFLOW,
+    job_image_kind,
+    job_needs,
     normalize,
     pins,
     planned_refs,
@@ -38,7 +43,13 @@ from components.spec import (
 
 
 def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: bool) -> str:
-    if getattr(cfg.ray.images, kind) is None:
+    if kind == "gpu" and normalize(name) == TENSORFLOW and where.startswith("jobs["):
+        # only a job on a long-lived cluster's GPU group gets here (its own cluster: gpu-tf)
+        return (
+            "TensorFlow on GPUs runs in the gpu-tf image, which a job gets on its own RayCluster: "
+            f"set {where}.node_pool to the GPU pool instead of cluster/worker_group"
+        )
+    if cfg.ray.images.get(kind) is None:
         return (
             f"add it to the pyproject.toml extras the {kind} image installs "
             "(components/builders/images.py IMAGE_EXTRAS) and run `python -m raygke images lock`"
@@ -54,14 +65,14 @@ def _shortfall(
     cfg: StackConfig,
     where: str,
     workload: Any,
-    needs: tuple[str, ...],
     worker_kind: str,
     runtime_env_pip: bool | None,
+    needs: tuple[str, ...] | None = None,
 ) -> str | None:
-    """The first of ``needs`` (``workload``'s, :func:`workloads.registry.job_needs`) that the
-    worker-group or head (cpu) image lacks, or holds at another version than the project's pin,
-    as one line; None when both provide everything. ``runtime_env_pip``: None where the entry
-    has no such option (services)."""
+    """The first need of ``workload`` that the worker-group or head (cpu) image lacks, or holds at
+    another version than the project's pin, as one line; None when both provide everything.
+    ``runtime_env_pip``: None where the entry has no such option (services). ``needs``: the
+    entry's needs, default ``workload.needs``."""
     wanted = project_pins()
     refs = planned_refs(cfg)
     for kind in dict.fromkeys((worker_kind, "cpu")):
@@ -72,7 +83,7 @@ def _shortfall(
         else:
             have = provides(cfg, kind)
             image = f"{place} image {refs[kind]}"
-        for need in needs:
+        for need in workload.needs if needs is None else needs:
             name = normalize(need)
             pin = wanted.get(name, "")
             got = have.get(name)
@@ -95,7 +106,7 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
     it at another version than the project's pin, naming the entry, the workload, the
     distribution, the image and the fix. Entries whose target or workload does not resolve are
     left to the rules that report those."""
-    from workloads.registry import WORKLOADS, job_needs
+    from workloads.registry import TF_GPU_CONFLICT, WORKLOADS
 
     problems = []
     entries = [
@@ -103,15 +114,23 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
             f"jobs[{j.name}]",
             j.workload,
             lambda j=j: resolve_job(cfg, j).pool,
+            lambda j=j: job_image_kind(cfg, j),
             j.runtime_env_pip,
-            j.args,
+            job_needs(j),
         )
         for j in cfg.jobs
     ] + [
-        (f"services[{s.name}]", s.workload, lambda s=s: resolve_service(cfg, s).pool, None, None)
+        (
+            f"services[{s.name}]",
+            s.workload,
+            lambda s=s: resolve_service(cfg, s).pool,
+            lambda s=s: pool_image_kind(resolve_service(cfg, s).pool),
+            None,
+            None,
+        )
         for s in cfg.services
     ]
-    for where, name, pool, pip, args in entries:
+    for where, name, pool, kind_of, pip, needs in entries:
         workload = WORKLOADS.get(name)
         if workload is None:
             continue
@@ -121,8 +140,14 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
             continue
         if target_pool.kind != "cpu" and workload.refusal(target_pool.kind):
             continue  # refused on that accelerator with its reason (checks/stack.py)
-        worker_kind = pool_image_kind(target_pool)
-        line = _shortfall(cfg, where, workload, job_needs(name, args), worker_kind, pip)
+        wanted = {normalize(n) for n in (workload.needs if needs is None else needs)}
+        if target_pool.kind == "gpu" and {TENSORFLOW, "torch"} <= wanted:
+            problems.append(
+                f"{where}: workload {workload.name} imports both tensorflow and torch on GPU "
+                f"pool {target_pool.name!r}; {TF_GPU_CONFLICT}"
+            )
+            continue
+        line = _shortfall(cfg, where, workload, kind_of(), pip, needs)
         if line:
             problems.append(line)
     return problems
@@ -134,7 +159,7 @@ def image_warnings(cfg: StackConfig) -> list[str]:
     them instead (:func:`components.spec.rules.prebuilt_images_pinned_when_protected`)."""
     out = []
     for kind in IMAGE_KINDS:
-        prebuilt = getattr(cfg.ray.images, kind)
+        prebuilt = cfg.ray.images.get(kind)
         if prebuilt is not None and not prebuilt.pinned:
             out.append(
                 f"ray.images.{kind}: {prebuilt.image} is a tag, not a digest; pods may run "

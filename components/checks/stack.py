@@ -449,9 +449,6 @@ def workload_problems(cfg: StackConfig) -> list[str]:
 # STRICT_PACK "Packs Bundles into one node. The group is not allowed to span multiple nodes";
 # STRICT_SPREAD "Packs Bundles across distinct nodes").
 PLACEMENT_DOCS = "https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html"
-# Workloads whose ``scaling`` sizes one trial, not a placement group of all workers (the strategy
-# does not reach Ray Tune's trials).
-_PER_TRIAL_SCALING = frozenset({"tune_lm"})
 
 
 def worker_bundle(scaling: dict[str, Any]) -> dict[str, float]:
@@ -504,15 +501,15 @@ def placement_problems(cfg: StackConfig) -> list[str]:
 
     The workers are those of the job's ``ScalingConfig``
     (:func:`components.builders.scaling.scaling_config_for_job_target`). Jobs whose target does
-    not resolve are left to the rules that report that; ``tune_lm`` (per-trial scaling) is
-    skipped."""
+    not resolve are left to the rules that report that (a strategy on ``tune_lm`` is refused by
+    :func:`components.spec.rules.job_workloads_registered`)."""
     from components.builders.manifests import ManifestError
     from components.builders.scaling import ScalingError, scaling_config_for_job_target
 
     problems: list[str] = []
     for job in cfg.jobs:
         strategy = job.placement_strategy
-        if strategy not in ("STRICT_PACK", "STRICT_SPREAD") or job.workload in _PER_TRIAL_SCALING:
+        if strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
         try:
             target = resolve_job(cfg, job)

@@ -244,7 +244,10 @@ class KubeRayConfig(_Model):
 
 # A digest reference: ``<name>@sha256:<64 hex>`` (https://github.com/opencontainers/image-spec/blob/main/descriptor.md#digests).
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
-IMAGE_KINDS = ("cpu", "gpu", "tpu")
+# ``gpu-tf``: GPU workers of TensorFlow jobs (train_lm_tf), an image without PyTorch: TensorFlow's
+# CUDA 12 wheels and PyPI torch's CUDA 13 wheels write the same cuDNN/NCCL files, so one image
+# cannot hold both (workloads/registry.py TF_GPU_CONFLICT).
+IMAGE_KINDS = ("cpu", "gpu", "gpu-tf", "tpu")
 
 
 class PrebuiltImage(_Model):
@@ -301,11 +304,30 @@ class RayImages(_Model):
         None,
         description="Image of GPU workers (a CUDA build); unset: the project's `gpu` image.",
     )
+    gpu_tf: PrebuiltImage | None = Field(
+        None,
+        alias="gpu-tf",
+        description="Image of the GPU workers of TensorFlow jobs (`train_lm_tf` on a GPU pool): "
+        "TensorFlow's CUDA build without PyTorch (the two CUDA stacks clash in one image); its "
+        "`provides` must list `tensorflow`. Unset: the project's `gpu-tf` image "
+        "(`tensorflow[and-cuda]`).",
+    )
     tpu: PrebuiltImage | None = Field(
         None,
         description="Image of TPU workers (https://docs.ray.io/en/latest/cluster/kubernetes/"
         "user-guides/tpu.html); unset: the project's `tpu` image (`jax[tpu]`, libtpu).",
     )
+
+    def get(self, kind: str) -> PrebuiltImage | None:
+        """The prebuilt image of image kind ``kind`` (one of :data:`IMAGE_KINDS`; ``gpu-tf`` is
+        the field ``gpu_tf``), None when the project builds it.
+
+        Raises:
+            AttributeError: not an image kind.
+        """
+        if kind not in IMAGE_KINDS:
+            raise AttributeError(f"{kind!r} is not an image kind; kinds: {', '.join(IMAGE_KINDS)}")
+        return getattr(self, kind.replace("-", "_"))
 
 
 class RayConfig(_Model):
@@ -341,7 +363,7 @@ class RayConfig(_Model):
     def _image_versions(self) -> RayConfig:
         problems = []
         for kind in IMAGE_KINDS:
-            prebuilt = getattr(self.images, kind)
+            prebuilt = self.images.get(kind)
             if prebuilt is None:
                 continue
             image = prebuilt.image

@@ -469,7 +469,7 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
     if not cfg.cluster.deletion_protection:
         return
     for kind in IMAGE_KINDS:
-        prebuilt = getattr(cfg.ray.images, kind)
+        prebuilt = cfg.ray.images.get(kind)
         if prebuilt is not None and not prebuilt.pinned:
             yield (
                 f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "

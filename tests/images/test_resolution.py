@@ -1,18 +1,29 @@
 """Offline proof that each image's requirement set resolves for the image's Python (3.11,
 manylinux x86_64) against the package index: ``pip install --dry-run`` in a clean target, so
-nothing installed here is reused. Needs the package index (PyPI or its mirror)."""
+nothing installed here is reused. Needs the package index (PyPI or its mirror).
+
+Also the evidence for the separate ``gpu-tf`` image (``workloads.registry.TF_GPU_CONFLICT``):
+TensorFlow's GPU build beside the GPU image's torch resolves, but installs two CUDA majors whose
+cuDNN and NCCL wheels write the same files; the ``gpu-tf`` requirement set alone resolves to one
+CUDA major (12) and no torch."""
 
 from __future__ import annotations
 
 import json
 import os
+import ssl
+import struct
 import subprocess
 import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from components.builders.images import PYTHON_VERSION, requirements_path
+from components.builders.images import PYTHON_VERSION, project_pins, requirements, requirements_path
 from components.spec import IMAGE_KINDS
+from workloads.registry import TF_GPU_CONFLICT
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +38,8 @@ PLATFORM_ARGS = [
 ]
 
 
-@pytest.mark.parametrize("kind", IMAGE_KINDS)
-def test_image_requirements_resolve(kind: str, tmp_path) -> None:
+def _dry_run(requirements_file: Path, tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
+    """``(returncode, stderr, report)`` of a ``pip install --dry-run --report`` of the file."""
     cmd = [
         sys.executable,
         "-m",
@@ -52,7 +63,7 @@ def test_image_requirements_resolve(kind: str, tmp_path) -> None:
         "--report",
         str(tmp_path / "report.json"),
         "-r",
-        str(requirements_path(kind)),
+        str(requirements_file),
     ]
     # Resolve as the image build does: the package index only. This machine's pip settings (a
     # local torch cap in /etc/xdg/pip, local wheels in PIP_FIND_LINKS) are left out.
@@ -65,11 +76,84 @@ def test_image_requirements_resolve(kind: str, tmp_path) -> None:
     }
     env["PIP_CONFIG_FILE"] = os.devnull
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
-    assert r.returncode == 0, (
-        f"images/requirements-{kind}.txt does not resolve:\n{r.stderr[-3000:]}"
-    )
-    report = json.loads((tmp_path / "report.json").read_text())
+    report_path = tmp_path / "report.json"
+    report = json.loads(report_path.read_text()) if r.returncode == 0 else {}
+    return r.returncode, r.stderr, report
+
+
+@pytest.mark.parametrize("kind", IMAGE_KINDS)
+def test_image_requirements_resolve(kind: str, tmp_path) -> None:
+    rc, stderr, report = _dry_run(requirements_path(kind), tmp_path)
+    assert rc == 0, f"images/requirements-{kind}.txt does not resolve:\n{stderr[-3000:]}"
     got = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in report["install"]}
+    if kind == "gpu-tf":
+        # TensorFlow's CUDA build alone: no torch, and one CUDA major of cuDNN and NCCL
+        pins = project_pins()
+        assert "torch" not in got, sorted(got)
+        assert got.get("tensorflow") == pins["tensorflow"]
+        assert "tensorflow-cpu" not in got
+        for lib in ("cudnn", "nccl"):
+            majors = sorted(n for n in got if n.startswith(f"nvidia-{lib}-cu"))
+            assert majors == [f"nvidia-{lib}-cu12"], majors
+        return
     assert got.get("torch") == "2.13.0"
     if kind == "tpu":
         assert "libtpu" in got, sorted(got)
+
+
+def _wheel_files(url: str) -> set[str]:
+    """The member names of the wheel (a zip) at ``url``, read from its central directory with
+    HTTP range requests (a few KiB instead of the whole wheel). Zip layout: PKWARE APPNOTE 4.3.12
+    (central directory header) and 4.3.16 (end of central directory record)."""
+    ctx = ssl.create_default_context(cafile=os.environ.get("PIP_CERT"))
+
+    def get(first: int, last: int | str = "") -> tuple[bytes, str]:
+        req = urllib.request.Request(url, headers={"Range": f"bytes={first}-{last}"})
+        with urllib.request.urlopen(req, context=ctx, timeout=120) as r:
+            return r.read(), r.headers.get("Content-Range", "")
+
+    _, content_range = get(0, 0)
+    size = int(content_range.rsplit("/", 1)[1])
+    tail, _ = get(max(0, size - 65_557))  # the end record with the longest comment
+    end = tail.rfind(b"PK\x05\x06")
+    cd_size, cd_offset = struct.unpack("<II", tail[end + 12 : end + 20])
+    cd, _ = get(cd_offset, cd_offset + cd_size - 1)
+    names, pos = set(), 0
+    while cd[pos : pos + 4] == b"PK\x01\x02":
+        n, extra, comment = struct.unpack("<HHH", cd[pos + 28 : pos + 34])
+        names.add(cd[pos + 46 : pos + 46 + n].decode())
+        pos += 46 + n + extra + comment
+    return names
+
+
+def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(tmp_path) -> None:
+    """The GPU image's requirements plus the gpu-tf image's TensorFlow lines (the mixed set a
+    single GPU image would need): pip resolves them, with torch's CUDA 13 cuDNN/NCCL wheels beside
+    TensorFlow's CUDA 12 ones, and each pair writes the same library files. When this fails
+    because one CUDA major serves both, the gpu-tf image can merge back into gpu
+    (components/builders/images.py IMAGE_EXCLUDES, workloads/registry.py TF_GPU_CONFLICT)."""
+    pins = project_pins()
+    extra = [r for r in requirements("gpu-tf") if r not in requirements("gpu")]
+    assert extra == [f"tensorflow[and-cuda]=={pins['tensorflow']}", f"keras=={pins['keras']}"]
+    req = tmp_path / "requirements-gpu-and-tf.txt"
+    req.write_text("".join(f"{line}\n" for line in [*requirements("gpu"), *extra]))
+    rc, stderr, report = _dry_run(req, tmp_path)
+    assert rc == 0, f"TensorFlow's GPU build no longer resolves beside the GPU image:\n{stderr}"
+    got = {i["metadata"]["name"].lower(): i for i in report["install"]}
+    version = {name: i["metadata"]["version"] for name, i in got.items()}
+    assert version["torch"] == pins["torch"]
+    assert version["tensorflow"] == pins["tensorflow"]
+    pairs = {"cudnn": "nvidia/cudnn/lib/libcudnn.so.9", "nccl": "nvidia/nccl/lib/libnccl.so.2"}
+    for lib, path in pairs.items():
+        cu12, cu13 = f"nvidia-{lib}-cu12", f"nvidia-{lib}-cu13"
+        assert {cu12, cu13} <= set(got), (
+            f"one CUDA major serves torch and TensorFlow now ({sorted(got)}): "
+            "train_lm_tf can move onto GPU pools"
+        )
+        for name in (cu12, cu13):
+            assert path in _wheel_files(got[name]["download_info"]["url"]), (name, path)
+    # the check's line names the versions measured here: a moved pin means measuring again
+    assert f"tensorflow[and-cuda]=={version['tensorflow']} " in TF_GPU_CONFLICT
+    assert f"torch=={version['torch']} from PyPI" in TF_GPU_CONFLICT
+    for name in ("nvidia-cudnn-cu13", "nvidia-nccl-cu13"):
+        assert f"{name}=={version[name]}" in TF_GPU_CONFLICT, (name, version[name])

@@ -129,11 +129,16 @@ def test_train_lm_tf_jobs_locally() -> None:
     with pytest.raises(local_cluster.LocalError) as e:
         local_jobs.resolve_jobs(["train_lm_tf"], "tpu")
     assert str(e.value) == (
-        "--accelerator tpu: workload 'train_lm_tf' supports cpu, not tpu: TensorFlow on "
+        "--accelerator tpu: workload 'train_lm_tf' supports cpu, gpu, not tpu: TensorFlow on "
         "TPU is not part of this product; use train_lm_jax on TPUs"
     )
-    with pytest.raises(local_cluster.LocalError, match=r"supports cpu, not gpu: .*use train_lm on"):
+    # locally TensorFlow on GPUs needs its CUDA build; the dev environment has tensorflow-cpu
+    with pytest.raises(local_cluster.LocalError) as e:
         local_jobs.resolve_jobs(["train_lm_tf"], "gpu")
+    assert str(e.value).startswith(
+        "--accelerator gpu: train_lm_tf: this environment has no TensorFlow GPU build "
+    )
+    assert "(the gpu-tf image)" in str(e.value)
     trained = {"train_lm_tf": {"checkpoint": "/c/tf", "steps": 7}}
     ev = local_jobs.job_args("evaluate", state, None, "r", trained)
     assert ev["checkpoint"] == "/c/tf"

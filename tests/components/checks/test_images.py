@@ -124,12 +124,13 @@ def test_a_service_is_checked_against_its_images_too() -> None:
 def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
     """tune_lm with trainer tf imports TensorFlow in its trials: a prebuilt CPU image that has
     only what the torch trainer needs is refused, naming the TensorFlow distribution."""
-    from workloads.registry import get_workload, job_needs
+    from workloads.registry import get_workload
 
+    tune = get_workload("tune_lm")
     tf_needs = get_workload("train_lm_tf").needs
-    assert set(tf_needs) <= set(job_needs("tune_lm", {"trainer": "tf"}))
-    assert job_needs("tune_lm", {}) == get_workload("tune_lm").needs
-    assert job_needs("tune_lm", {"trainer": "jax"})[-1] in get_workload("train_lm_jax").needs
+    assert set(tf_needs) <= set(tune.needs_for({"trainer": "tf"}))
+    assert tune.needs_for({}) == tune.needs  # torch, the default trainer, is already there
+    assert tune.needs_for({"trainer": "jax"})[-1] in get_workload("train_lm_jax").needs
 
     torch_only = {"torch": "2.13.0", "numpy": "2.4.6", "pyarrow": "26.0.1"}
     data = _prod(cpu={"image": f"rayproject/ray:2.60.0-py311{DIGEST}", "provides": torch_only})

@@ -306,9 +306,6 @@ def test_strict_placement_that_the_pool_cannot_hold_is_refused() -> None:
         # 3 one-CPU workers on 2-CPU pods
         {"name": "pack-cpu", "workload": "train_lm", "cluster": "training",
          "worker_group": "cpu", "placement_strategy": "STRICT_PACK"},
-        # per-trial scaling: the strategy does not size a group of all workers
-        {"name": "tune-h100", "workload": "tune_lm", "node_pool": "h100",
-         "placement_strategy": "STRICT_SPREAD"},
         groups={"cpu": {"max_replicas": 3, "cpu": "1500m"}},
     )  # fmt: skip
     docs = "(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html)"

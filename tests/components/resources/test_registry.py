@@ -16,7 +16,7 @@ IMAGE = "docker-build:index:Image"
 REPO = "gcp:artifactregistry/repository:Repository"
 READER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
 DIGEST_REF = re.compile(
-    r"^[a-z0-9.-]+-docker\.pkg\.dev/[^@:]+/ray-(cpu|gpu|tpu)@sha256:[0-9a-f]{64}$"
+    r"^[a-z0-9.-]+-docker\.pkg\.dev/[^@:]+/ray-(cpu|gpu|gpu-tf|tpu)@sha256:[0-9a-f]{64}$"
 )
 
 
@@ -170,3 +170,23 @@ def test_a_changed_image_content_changes_the_digest_the_ray_resources_use(monkey
     (rc,) = of_type(records, "kubernetes:ray.io/v1:RayCluster")
     group = rc["inputs"]["spec"]["workerGroupSpecs"][0]
     assert group["template"]["spec"]["containers"][0]["image"] == after["images"]["gpu"]
+
+
+def test_a_tensorflow_gpu_job_builds_the_gpu_tf_image_for_its_workers() -> None:
+    """Only a stack with a TensorFlow job on a GPU pool builds gpu-tf (the prod stack above
+    builds cpu, gpu, tpu); the job's workers run its pushed digest, its head the cpu one."""
+    data = config(jobs=[{"name": "tf", "workload": "train_lm_tf", "node_pool": "l4"}])
+    records, outputs = render(data)
+    built = {r["name"]: r["inputs"] for r in of_type(records, IMAGE)}
+    assert sorted(built) == ["images-cpu", "images-gpu-tf"]
+    i = built["images-gpu-tf"]
+    assert i["dockerfile"] == {"location": "images/gpu-tf/Dockerfile"}
+    assert i["tags"] == ["us-east5-docker.pkg.dev/ray-gke-test/ray-test/ray-gpu-tf:2.60.0"]
+    assert set(outputs["images"]) == {"cpu", "gpu-tf"}
+    assert DIGEST_REF.match(outputs["images"]["gpu-tf"])
+    (job,) = of_type(records, "kubernetes:ray.io/v1:RayJob")
+    cluster = job["inputs"]["spec"]["rayClusterSpec"]
+    worker = cluster["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+    assert worker["image"] == outputs["images"]["gpu-tf"]
+    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["image"] == outputs["images"]["cpu"]
