@@ -383,7 +383,19 @@ class TrainArgs(WorkloadArgs):
         maximum=10**9,
     )
     batch_size: int = arg(32, "rows per worker per step", "rows", minimum=1)
-    lr: float = arg(3e-3, "peak learning rate (AdamW)", "1/step", minimum=0)
+    optimizer: Literal["muon", "adamw"] = arg(
+        "muon",
+        "muon: Muon for the 2-D weight matrices inside the transformer blocks and AdamW for the "
+        "rest (embeddings, norms, biases); adamw: AdamW for every parameter",
+    )
+    lr: float = arg(3e-3, "peak learning rate of AdamW", "1/step", minimum=0)
+    muon_lr: float = arg(
+        0.02,
+        "peak learning rate of Muon (optimizer muon; scaled per matrix by "
+        "sqrt(max(1, fan_out / fan_in)))",
+        "1/step",
+        minimum=0,
+    )
     warmup: int = arg(50, "linear warm-up before cosine decay", "steps", minimum=0)
     checkpoint_every: int = arg(
         100,
