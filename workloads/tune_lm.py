@@ -118,10 +118,14 @@ def trainer_module(trainer: str) -> Any:
 
 def trial_args(args: TuneLmArgs, config: Mapping[str, Any], context_length: int) -> TrainArgs:
     """The trainer's typed arguments of one trial: the sampled ``config`` on the sweep's
-    settings (a checkpoint and a report every ``report_every`` steps)."""
+    settings (a checkpoint and a report every ``report_every`` steps). The sampled ``lr`` is
+    AdamW's; Muon's peak lr (the trainers' default optimizer) follows it at the trainers'
+    default ratio ``muon_lr / lr``, so one searched (and PBT-perturbed) value scales both."""
     cls = ARGS[TUNE_TRAINERS[args.trainer]]
+    defaults = cls.defaults()
     return cls.parse(
         {
+            "muon_lr": config["lr"] * defaults["muon_lr"] / defaults["lr"],
             "dataset": args.dataset,
             "storage_path": args.storage_path,
             "name": args.name,
