@@ -70,6 +70,12 @@ def test_search_space_stays_within_its_bounds() -> None:
     lrs = [space["lr"].sample() for _ in range(200)]
     assert all(1e-3 <= x <= 1e-2 for x in lrs)
     assert {space["d_model"].sample() for _ in range(20)} == {64}
+    assert {space["optimizer"].sample() for _ in range(20)} == {"muon"}  # the default list
+    both = search_space(TuneLmArgs.parse({"optimizers": ["muon", "adamw"]}))
+    assert {both["optimizer"].sample() for _ in range(40)} == {"muon", "adamw"}
+    with pytest.raises(ArgError) as e:
+        TuneLmArgs.parse({"optimizers": ["sgd"]})
+    assert "'sgd' is not one of 'muon', 'adamw'" in e.value.problems[0]
 
 
 def test_each_trial_takes_one_worker_of_the_pool() -> None:
