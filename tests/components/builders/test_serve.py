@@ -161,7 +161,11 @@ def test_a_checkpoint_outside_the_checkpoints_bucket_is_refused() -> None:
 
 def test_pod_monitorings_validate_against_the_gmp_crd() -> None:
     monitors = render_monitoring(stack("prod"))
-    assert [m["metadata"]["name"] for m in monitors] == ["training-ray-metrics", "lm-ray-metrics"]
+    assert [m["metadata"]["name"] for m in monitors] == [
+        "training-ray-metrics",
+        "lm-ray-metrics",
+        "train-lm-h100-ray-metrics",  # the RayJob's own cluster (tests/.../test_monitoring.py)
+    ]
     assert monitors[0]["spec"]["selector"] == {"matchLabels": {"ray.io/cluster": "training"}}
     assert monitors[1]["spec"]["selector"] == {"matchLabels": {"ray-gke/service": "lm"}}
     for m in monitors:
