@@ -1,6 +1,7 @@
-"""Pure pieces of the GKE cluster: Node Auto Provisioning resource limits.
+"""Pure pieces of the GKE cluster: Node Auto Provisioning resource limits, the Gateway API channel.
 
-Source: https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
+Sources: https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning;
+https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways (enable the Gateway API).
 """
 
 from __future__ import annotations
@@ -37,3 +38,27 @@ def nap_resource_limits(cfg: StackConfig) -> list[dict[str, object]]:
             }
         )
     return out
+
+
+GATEWAY_API_CHANNEL = "CHANNEL_STANDARD"
+
+
+def gateway_api_channel(cfg: StackConfig) -> str | None:
+    """The cluster's ``gatewayApiConfig.channel``: ``CHANNEL_STANDARD`` when a service uses
+    ``upgrade_strategy: NewClusterWithIncrementalUpgrade``, else None (left as GKE has it).
+
+    KubeRay's incremental upgrade moves traffic through a Gateway and an HTTPRoute it creates
+    (``gateway.networking.k8s.io/v1``), so the cluster needs the Gateway API CRDs and a controller
+    for ``gateway_class_name``
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html,
+    "Prerequisites"). On a GKE Standard cluster the standard channel installs both: the v1 CRDs and
+    the GKE Gateway controller with its GatewayClasses (``gke-l7-rilb``,
+    ``gke-l7-regional-external-managed``, ``gke-l7-global-external-managed``, ...)
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways#enable-gateway,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api). Enabling it is an
+    in-place cluster update.
+    """
+    incremental = any(
+        s.upgrade_strategy == "NewClusterWithIncrementalUpgrade" for s in cfg.services
+    )
+    return GATEWAY_API_CHANNEL if incremental else None

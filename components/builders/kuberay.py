@@ -25,6 +25,30 @@ WI_ANNOTATION = "iam.gke.io/gcp-service-account"
 # The KubeRay CRDs the product carries, one folder ``v<version>`` per version of
 # KUBERAY_CHART_VERSIONS (see its README): the kuberay-operator chart's ``crds/`` of that tag.
 CARRIED_CRDS = Path(__file__).resolve().parents[1] / "checks" / "crds" / "kuberay"
+# The chart's default ``featureGates`` list ({name, enabled}; the chart turns it into the
+# operator's ``--feature-gates=`` flag, ``kuberay.featureGates`` in templates/_helpers.tpl), per
+# chart version: helm-chart/kuberay-operator/values.yaml of the ray-project/kuberay tag.
+CHART_FEATURE_GATES: dict[str, tuple[tuple[str, bool], ...]] = {
+    "1.7.0": (
+        ("RayClusterStatusConditions", True),
+        ("RayJobDeletionPolicy", True),
+        ("RayMultiHostIndexing", True),
+        ("RayServiceIncrementalUpgrade", True),
+        ("RayCronJob", False),
+        ("RayClusterMTLS", False),
+        ("RayClusterNetworkPolicy", False),
+        ("RayClusterHistoryServer", False),
+    ),
+    "1.6.2": (
+        ("RayClusterStatusConditions", True),
+        ("RayJobDeletionPolicy", True),
+        ("RayMultiHostIndexing", True),
+        ("RayServiceIncrementalUpgrade", False),
+        ("RayCronJob", False),
+    ),
+}
+INCREMENTAL_UPGRADE_GATE = "RayServiceIncrementalUpgrade"
+INCREMENTAL_UPGRADE = "NewClusterWithIncrementalUpgrade"
 CRD_FILES = {
     "RayCluster": "ray.io_rayclusters.yaml",
     "RayJob": "ray.io_rayjobs.yaml",
@@ -102,13 +126,43 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str | None) -> 
     return json.dumps(doc, indent=2, sort_keys=True)
 
 
+def incremental_services(cfg: StackConfig) -> list[str]:
+    """Names of the services with ``upgrade_strategy: NewClusterWithIncrementalUpgrade``, sorted."""
+    return sorted(s.name for s in cfg.services if s.upgrade_strategy == INCREMENTAL_UPGRADE)
+
+
+def feature_gates(cfg: StackConfig) -> list[dict[str, Any]] | None:
+    """The chart value ``featureGates`` (``[{"name", "enabled"}]``): None (the chart's default)
+    unless a service uses ``NewClusterWithIncrementalUpgrade``; then the chart's default list of
+    ``kuberay.chart_version`` (:data:`CHART_FEATURE_GATES`) with ``RayServiceIncrementalUpgrade``
+    enabled. The whole list, because Helm replaces a list value rather than merging it.
+
+    Why: KubeRay honours the strategy only with that gate on (``IsIncrementalUpgradeEnabled`` in
+    ray-operator/controllers/ray/utils/util.go; without it ``isZeroDowntimeUpgradeEnabled`` in
+    rayservice_controller.go treats the type as no zero-downtime upgrade, so a cluster change
+    brings up no new cluster, ``shouldPrepareNewCluster``). Its default (ray-operator/pkg/
+    features/features.go ``defaultFeatureGates``): true (beta) in v1.7.0, false (alpha) in
+    v1.6.2; set explicitly so the stack does not depend on the chart's default. The chart's
+    ClusterRole already grants ``gateway.networking.k8s.io`` gateways/httproutes in both
+    versions (templates/_helpers.tpl). The docs' own install line sets the same value
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).
+    """
+    if not incremental_services(cfg):
+        return None
+    return [
+        {"name": name, "enabled": True if name == INCREMENTAL_UPGRADE_GATE else enabled}
+        for name, enabled in CHART_FEATURE_GATES[cfg.kuberay.chart_version]
+    ]
+
+
 def helm_values(cfg: StackConfig) -> dict[str, Any]:
     """Values for the ``kuberay-operator`` chart: operator pinned to the system pool, its
     container ``securityContext`` the Pod Security Standards' ``restricted`` shape (the operator
     runs in the Ray namespace, which enforces ``restricted``: components/builders/namespace.py;
     chart value ``securityContext``, as KubeRay's pod-security guide sets it,
-    https://docs.ray.io/en/latest/cluster/kubernetes/k8s-ecosystem/pod-security.html)."""
-    return {
+    https://docs.ray.io/en/latest/cluster/kubernetes/k8s-ecosystem/pod-security.html), and
+    ``featureGates`` (:func:`feature_gates`) when a service needs the incremental upgrade gate."""
+    values: dict[str, Any] = {
         "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -122,3 +176,7 @@ def helm_values(cfg: StackConfig) -> dict[str, Any]:
             "limits": {"memory": "512Mi"},
         },
     }
+    gates = feature_gates(cfg)
+    if gates is not None:
+        values["featureGates"] = gates
+    return values

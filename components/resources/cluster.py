@@ -15,6 +15,9 @@ Sources (GKE docs):
 * Boot-disk CMEK (node pools and NAP defaults): https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
 * Node auto-provisioning (resource limits, defaults, profile):
   https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
+* Gateway API (``gatewayApiConfig``, only for incremental RayService upgrades,
+  :func:`components.builders.cluster.gateway_api_channel`):
+  https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.builders.cluster import nap_resource_limits
+from components.builders.cluster import gateway_api_channel, nap_resource_limits
 from components.builders.iam import CLOUD_PLATFORM_SCOPE
 from components.builders.naming import workload_pool
 from components.spec import StackConfig
@@ -106,6 +109,7 @@ class Cluster(pulumi.ComponentResource):
             if nap.enabled
             else None,
         )
+        gateway_channel = gateway_api_channel(cfg)
         addons = gcp.container.ClusterAddonsConfigArgs(
             gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                 enabled=cc.gcs_fuse_csi
@@ -173,6 +177,10 @@ class Cluster(pulumi.ComponentResource):
                 ),
             ),
             addons_config=addons,
+            # The Gateway API for KubeRay's incremental RayService upgrades (gateway_api_channel).
+            gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel=gateway_channel)
+            if gateway_channel
+            else None,
             cluster_autoscaling=autoscaling,
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
                 daily_maintenance_window=gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(

@@ -448,6 +448,30 @@ def service_identity_can_read(cfg: StackConfig) -> Iterable[str]:
                 )
 
 
+def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[str]:
+    """``upgrade_strategy: NewClusterWithIncrementalUpgrade`` needs the KubeRay operator's
+    ``RayServiceIncrementalUpgrade`` feature gate (``IsIncrementalUpgradeEnabled`` in
+    ray-operator/controllers/ray/utils/util.go, gate in ray-operator/pkg/features/features.go;
+    https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).
+    With ``kuberay.mode: helm`` the stack turns it on
+    (:func:`components.builders.kuberay.feature_gates`); the GKE Ray add-on runs an operator
+    whose flags GKE sets and the stack cannot
+    (https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke),
+    and without the gate KubeRay silently treats the strategy as no zero-downtime upgrade
+    (``isZeroDowntimeUpgradeEnabled`` in rayservice_controller.go)."""
+    if cfg.kuberay.mode != "gke-addon":
+        return
+    for svc in cfg.services:
+        if svc.upgrade_strategy == "NewClusterWithIncrementalUpgrade":
+            yield (
+                f"services[{svc.name}].upgrade_strategy: NewClusterWithIncrementalUpgrade needs "
+                "the KubeRay operator's RayServiceIncrementalUpgrade feature gate, which "
+                "kuberay.mode 'gke-addon' cannot set (GKE runs that operator; without the gate "
+                "a cluster change is not rolled out); use upgrade_strategy: NewCluster, or "
+                "kuberay.mode: helm"
+            )
+
+
 def secret_readers_declared(cfg: StackConfig) -> Iterable[str]:
     """A secret's ``readers`` are declared workload identities: each is granted
     ``roles/secretmanager.secretAccessor`` on the secret
@@ -518,6 +542,7 @@ RULES: tuple[Rule, ...] = (
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(service_identity_can_read, "services", "workload_identities"),
+    _rule(incremental_upgrade_needs_helm, "kuberay", "services"),
 )
 """Every cross-field rule, in the order they run."""
 

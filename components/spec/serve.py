@@ -13,8 +13,12 @@ Upgrades (KubeRay v1.7.0, ``ray.io_rayservices.yaml`` ``spec.upgradeStrategy`` a
   A change of ``serveConfigV2`` alone (args, checkpoint) is applied in place to the running
   cluster (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice.html).
 * ``NewClusterWithIncrementalUpgrade``: traffic moves in steps through a Gateway API gateway.
-  It needs the operator's ``RayServiceIncrementalUpgrade`` feature gate, the Gateway API CRDs and
-  a controller for ``gateway_class_name``, autoscaling on (``enableInTreeAutoscaling``), and
+  It needs the operator's ``RayServiceIncrementalUpgrade`` feature gate (``kuberay.mode: helm``
+  sets it in the chart values, :func:`components.builders.kuberay.feature_gates`; refused with
+  ``mode: gke-addon``, :func:`components.spec.rules.incremental_upgrade_needs_helm`), the Gateway
+  API CRDs and a controller for ``gateway_class_name`` (the stack enables GKE's Gateway API,
+  :func:`components.builders.cluster.gateway_api_channel`), autoscaling on
+  (``enableInTreeAutoscaling``), and
   ``clusterUpgradeOptions``: ``maxSurgePercent`` 0..100 (default 100), ``stepSizePercent``
   0..100 and <= max surge, ``intervalSeconds`` > 0, ``gatewayClassName`` set
   (``ValidateClusterUpgradeOptions``).
@@ -117,8 +121,9 @@ class ServiceConfig(_Model):
         "NewCluster",
         description="`upgradeStrategy.type`: `NewCluster` (a new RayCluster takes over when "
         "ready), `NewClusterWithIncrementalUpgrade` (traffic moves in steps through a Gateway; "
-        "needs `incremental_upgrade` and the operator's RayServiceIncrementalUpgrade feature "
-        "gate) or `None` (in place).",
+        "needs `incremental_upgrade` and `kuberay.mode: helm`, whose chart values then turn on "
+        "the operator's RayServiceIncrementalUpgrade feature gate; the cluster gets GKE's "
+        "Gateway API) or `None` (in place).",
     )
     incremental_upgrade: IncrementalUpgradeConfig | None = Field(
         None,

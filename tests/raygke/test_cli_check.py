@@ -192,3 +192,21 @@ def test_no_policy_ok_line_says_the_policy_rules_were_skipped() -> None:
     assert r.returncode == 0, r.stderr
     ok = next(ln for ln in r.stdout.splitlines() if ln.startswith("ok "))
     assert "(policy rules skipped)" in ok and "render checks" not in ok
+
+
+def test_incremental_upgrade_with_the_gke_addon_is_one_line(tmp_path: Path) -> None:
+    prod = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    assert prod["config"]["ray-gke:kuberay"]["mode"] == "gke-addon"
+    prod["config"]["ray-gke:services"][0].update(
+        upgrade_strategy="NewClusterWithIncrementalUpgrade",
+        incremental_upgrade={"gateway_class_name": "gke-l7-rilb"},
+    )
+    path = tmp_path / "Pulumi.test.yaml"
+    path.write_text(yaml.safe_dump(prod))
+    r = raygke("check", "--config", str(path), "--no-render")
+    assert r.returncode == 1
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip().startswith("- ")]
+    assert len(lines) == 1, r.stderr
+    assert "services[lm].upgrade_strategy: NewClusterWithIncrementalUpgrade" in lines[0]
+    assert "kuberay.mode: helm" in lines[0]
+    assert "Traceback" not in r.stderr + r.stdout

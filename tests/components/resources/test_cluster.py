@@ -198,3 +198,26 @@ def test_pure_builders():
         "tpu-v5-lite-podslice": 12,
         "nvidia-l4": 2,
     }
+
+
+def test_incremental_service_enables_the_gate_and_the_gateway_api(rendered):
+    # Without one: no featureGates value, Gateway API left as GKE has it.
+    assert "gatewayApiConfig" not in _cluster(rendered[0])
+    (rel,) = of_type(rendered[0], RELEASE)
+    assert "featureGates" not in rel["inputs"]["values"]
+    service = {
+        "name": "lm",
+        "checkpoint": "gs://ray-gke-test-ray-test-checkpoints/train",
+        "node_pool": "cpu",
+        "upgrade_strategy": "NewClusterWithIncrementalUpgrade",
+        "incremental_upgrade": {"gateway_class_name": "gke-l7-rilb"},
+    }
+    identities = [
+        {"name": "ray-train", "buckets": {"checkpoints": "write", "artifacts": "read"}},
+        {"name": "ray-serve", "buckets": {"checkpoints": "read", "artifacts": "read"}},
+    ]
+    records, _ = render(config(services=[service], workload_identities=identities))
+    assert _cluster(records)["gatewayApiConfig"] == {"channel": "CHANNEL_STANDARD"}
+    (rel,) = of_type(records, RELEASE)
+    gates = {g["name"]: g["enabled"] for g in rel["inputs"]["values"]["featureGates"]}
+    assert gates["RayServiceIncrementalUpgrade"] is True

@@ -51,6 +51,19 @@ def _old_gke(d: dict[str, Any]) -> None:
     d["cluster"] = {"min_master_version": "1.30.5-gke.100"}
 
 
+def _incremental_on_addon(d: dict[str, Any]) -> None:
+    d["kuberay"] = {"mode": "gke-addon"}
+    d["services"] = [
+        {
+            "name": "lm",
+            "checkpoint": "gs://x/y",
+            "node_pool": "cpu",
+            "upgrade_strategy": "NewClusterWithIncrementalUpgrade",
+            "incremental_upgrade": {"gateway_class_name": "gke-l7-rilb"},
+        }
+    ]
+
+
 # rule name -> (a mutation of base() that breaks only that rule, a line the rule then yields)
 CASES: dict[str, tuple[Mutation, str]] = {
     "zones_in_region": (
@@ -127,6 +140,12 @@ CASES: dict[str, tuple[Mutation, str]] = {
     "service_identity_can_read": (
         lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}]),
         "services[lm].service_account 'ray-serve' cannot read the artifacts bucket",
+    ),
+    "incremental_upgrade_needs_helm": (
+        _incremental_on_addon,
+        "services[lm].upgrade_strategy: NewClusterWithIncrementalUpgrade needs the KubeRay "
+        "operator's RayServiceIncrementalUpgrade feature gate, which kuberay.mode 'gke-addon' "
+        "cannot set",
     ),
     "secret_readers_declared": (
         lambda d: d.update(secrets=[{"name": "hf-token", "readers": ["ray-nobody"]}]),
