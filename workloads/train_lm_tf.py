@@ -177,7 +177,9 @@ def build_stepper(
     cfg = ModelConfig(**meta["model"]) if meta is not None else args.model_config()
     with strategy.scope():
         model = M.TfGPT(cfg, seed=args.seed)
-        optimizer = M.make_optimizer(args.lr, args.steps, args.warmup)
+        optimizer = M.make_optimizer(
+            args.lr, args.steps, args.warmup, optimizer=args.optimizer, muon_lr=args.muon_lr
+        )
         optimizer.build(model.trainable_variables)
     start_step, first_loss = 0, None
     if restored is not None:
