@@ -215,7 +215,8 @@ class TorchMuon(keras.optimizers.Muon):
         )
         self.muon_learning_rate = muon_learning_rate
 
-    def _muon_rate(self) -> Any:
+    def muon_rate(self) -> Any:
+        """The Muon peak rate on the schedule at the current iteration (float32 scalar)."""
         rate = self.muon_learning_rate
         rate = rate(self.iterations) if callable(rate) else rate
         return tf.cast(rate, tf.float32)
@@ -226,7 +227,7 @@ class TorchMuon(keras.optimizers.Muon):
         if v is not None:
             self._adamw_update_step(gradient, variable, learning_rate, m, v)
         else:
-            self._muon_update_step(gradient, variable, self._muon_rate(), m)
+            self._muon_update_step(gradient, variable, self.muon_rate(), m)
 
     def lr_adjust(self, x: Any) -> Any:
         fan_in, fan_out = int(x.shape[0]), int(x.shape[1])
@@ -241,7 +242,7 @@ class TorchMuon(keras.optimizers.Muon):
 
         def apply(distribution: Any, decayed: Any) -> None:
             adam_rate = tf.cast(self.learning_rate, tf.float32) * self.adam_weight_decay
-            muon_rate = self._muon_rate() * self.weight_decay
+            muon_rate = self.muon_rate() * self.weight_decay
 
             def decay(var: Any, rate: Any) -> None:
                 var.assign_sub(var * tf.cast(rate, var.dtype))

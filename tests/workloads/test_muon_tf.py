@@ -203,3 +203,51 @@ def test_checkpoint_resumes_muon_state_and_refuses_the_other_optimizer(tmp_path:
         M.restore_into(path, other, adamw)
     with pytest.raises(ValueError, match=r"optimizer='sgd': expected 'muon' or 'adamw'"):
         M.make_optimizer(LR, STEPS, WARMUP, optimizer="sgd")
+
+
+def test_decoupled_weight_decay_uses_each_parts_own_rate() -> None:
+    import tensorflow as tf
+
+    from workloads import model_tf as M
+
+    _, model, opt, *_ = _setup()
+    before = M.weights_to_host(model)
+    named = model.named_weights()
+    # a zero gradient moves neither part (Adam: m = 0; Muon: Newton-Schulz of 0 is 0): decay only
+    opt.apply_gradients([(tf.zeros_like(v), v) for v in named.values()])
+    after = M.weights_to_host(model)
+    factor = 1.0 / WARMUP
+    for name in ("tok", "pos", "blocks/0/ln1/scale", "blocks/1/mlp2/b"):
+        want = before[name] * (1 - LR * factor * 0.01)
+        np.testing.assert_allclose(after[name], want, rtol=1e-6, err_msg=name)
+    for name in ("blocks/0/qkv/w", "blocks/1/mlp1/w"):  # torch: the unscaled Muon rate
+        want = before[name] * (1 - MUON_LR * factor * 0.01)
+        np.testing.assert_allclose(after[name], want, rtol=1e-6, err_msg=name)
+
+
+def test_tune_restore_changes_the_adamw_rate_and_keeps_muon_lr(tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    from workloads import model_tf as M
+    from workloads.args import TrainLmTfArgs
+    from workloads.checkpoint import CheckpointError
+    from workloads.train_lm_tf import tune_stepper
+
+    tiny = {"d_model": 16, "n_layers": 1, "n_heads": 2, "context_length": 16, "batch_size": 4}
+    tiny |= {"steps": 20, "warmup": 2, "lr": 1e-2, "muon_lr": 0.03, "seed": 0}
+    args = TrainLmTfArgs.parse(tiny)
+    assert args.optimizer == "muon"  # the default
+    stepper, *_ = tune_stepper(args, None, 1)
+    tokens = tf.constant(np.random.default_rng(0).integers(0, 256, (4, 17)).astype(np.int32))
+    for _ in range(3):
+        stepper.step(tokens)
+    path = stepper.save(str(tmp_path / "ckpt"), step=3, first_loss=None)
+
+    restored, start, _ = tune_stepper(TrainLmTfArgs.parse({**tiny, "lr": 5e-3}), str(path), 1)
+    opt = restored.optimizer
+    assert start == 3 and int(opt.iterations) == 3
+    assert float(opt.learning_rate) == pytest.approx(float(M.WarmupCosine(5e-3, 20, 2)(3)))
+    assert float(opt.muon_rate()) == pytest.approx(float(M.WarmupCosine(0.03, 20, 2)(3)))
+
+    with pytest.raises(CheckpointError, match=r"'muon'.*'adamw'"):
+        tune_stepper(TrainLmTfArgs.parse({**tiny, "optimizer": "adamw"}), str(path), 1)
