@@ -216,7 +216,8 @@ class TorchMuon(keras.optimizers.Muon):
         self.muon_learning_rate = muon_learning_rate
 
     def muon_rate(self) -> Any:
-        """The Muon peak rate on the schedule at the current iteration (float32 scalar)."""
+        """Muon's learning rate now: its schedule at the current iteration, before the
+        per-matrix scale (float32 scalar)."""
         rate = self.muon_learning_rate
         rate = rate(self.iterations) if callable(rate) else rate
         return tf.cast(rate, tf.float32)
