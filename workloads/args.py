@@ -339,6 +339,10 @@ def _scaling_problem(value: Mapping[str, Any]) -> str | None:
     return None
 
 
+# The trainers' optimizers (workloads/model_torch.py, model_jax.py, model_tf.py make_optimizer).
+Optimizer = Literal["muon", "adamw"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+
 _MODEL = ModelConfig()
 
 
@@ -383,7 +387,7 @@ class TrainArgs(WorkloadArgs):
         maximum=10**9,
     )
     batch_size: int = arg(32, "rows per worker per step", "rows", minimum=1)
-    optimizer: Literal["muon", "adamw"] = arg(
+    optimizer: Optimizer = arg(  # noqa: RUF009 (arg() returns a dataclasses.field)
         "muon",
         "muon: Muon for the 2-D weight matrices inside the transformer blocks and AdamW for the "
         "rest (embeddings, norms, biases); adamw: AdamW for every parameter",
@@ -540,6 +544,13 @@ def _non_negative_ints(value: list[int]) -> str | None:
     return None if all(v >= 0 for v in value) else "every value must be >= 0"
 
 
+def _optimizer_names(value: list[str]) -> str | None:
+    if not value:
+        return "must list at least one value"
+    bad = [v for v in value if v not in OPTIMIZERS]
+    return f"{bad[0]!r} is not one of {', '.join(map(repr, OPTIMIZERS))}" if bad else None
+
+
 def _tune_heads_divide_widths(values: Mapping[str, Any]) -> str | None:
     h, widths = values.get("n_heads"), values.get("widths") or []
     bad = [w for w in widths if isinstance(h, int) and h > 0 and w % h]
@@ -665,6 +676,11 @@ class TuneLmArgs(WorkloadArgs):
     )
     batch_sizes: list[int] = arg(  # noqa: RUF009
         [16, 32], "batch sizes sampled (rows per step)", "rows", check=_positive_ints
+    )
+    optimizers: list[str] = arg(  # noqa: RUF009
+        ["muon"],
+        "trainer optimizers sampled (muon, adamw; see the trainers' optimizer argument)",
+        check=_optimizer_names,
     )
     n_heads: int = arg(
         4, "attention heads of every trial (must divide each width)", "heads", minimum=1

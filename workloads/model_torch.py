@@ -142,9 +142,89 @@ def arrow_to_tokens(batch: Any, device: torch.device | str = "cpu") -> torch.Ten
     return torch.from_numpy(arr.reshape(-1, width).astype(np.int64)).to(device)
 
 
-def make_optimizer(model: nn.Module, lr: float, steps: int, warmup: int = 50):
-    """AdamW + linear warmup and cosine decay to 10% over ``steps``."""
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+def muon_matrices(model: nn.Module) -> list[str]:
+    """Names of the parameters Muon updates: the 2-D weight matrices inside the transformer
+    blocks (attention ``qkv`` and ``proj``, the MLP's two layers). The tied token embedding, the
+    position embedding, LayerNorm and biases are AdamW's (Muon is defined for hidden-layer
+    matrices: https://kellerjordan.github.io/posts/muon/ ; torch.optim.Muon accepts 2-D
+    parameters only)."""
+    return [n for n, p in model.named_parameters() if p.ndim == 2 and "blocks." in n]
+
+
+class MuonAdamW(torch.optim.Optimizer):
+    """``torch.optim.Muon`` for :func:`muon_matrices`, ``torch.optim.AdamW`` for the rest, as one
+    optimizer: ``param_groups`` are the two optimizers' groups (Muon's first, each tagged
+    ``"muon": True/False``), so one LR scheduler drives both, each from its own peak lr;
+    ``state_dict`` holds both states under ``"muon"`` and ``"adamw"``.
+
+    Muon: momentum 0.95 with Nesterov, 5 Newton-Schulz iterations (coefficients 3.4445,
+    -4.775, 2.0315), lr scaled per matrix by sqrt(max(1, fan_out / fan_in)) (torch's default
+    "original" ``adjust_lr_fn``), decoupled weight decay ``weight_decay``
+    (https://docs.pytorch.org/docs/stable/generated/torch.optim.Muon.html)."""
+
+    def __init__(
+        self, model: nn.Module, lr: float, muon_lr: float, weight_decay: float = 0.01
+    ) -> None:
+        names = set(muon_matrices(model))
+        matrices = [p for n, p in model.named_parameters() if n in names]
+        rest = [p for n, p in model.named_parameters() if n not in names]
+        self.muon = torch.optim.Muon(matrices, lr=muon_lr, weight_decay=weight_decay)
+        self.adamw = torch.optim.AdamW(rest, lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
+        super().__init__([{"params": matrices + rest}], {})
+        for group in self.muon.param_groups:
+            group["muon"] = True
+        for group in self.adamw.param_groups:
+            group["muon"] = False
+        self.param_groups = self.muon.param_groups + self.adamw.param_groups
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> None:  # type: ignore[override]
+        self.muon.step()
+        self.adamw.step()
+
+    def state_dict(self) -> dict[str, Any]:  # type: ignore[override]
+        return {"muon": self.muon.state_dict(), "adamw": self.adamw.state_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:  # type: ignore[override]
+        """``state_dict``: what :meth:`state_dict` returned (see :func:`optimizer_kind`)."""
+        self.muon.load_state_dict(state_dict["muon"])
+        self.adamw.load_state_dict(state_dict["adamw"])
+        for group in self.muon.param_groups:
+            group["muon"] = True
+        for group in self.adamw.param_groups:
+            group["muon"] = False
+        self.param_groups = self.muon.param_groups + self.adamw.param_groups
+
+
+def optimizer_kind(state_dict: Mapping[str, Any]) -> str:
+    """``"muon"`` for a :class:`MuonAdamW` state dict, else ``"adamw"``."""
+    return "muon" if set(state_dict) == {"muon", "adamw"} else "adamw"
+
+
+def make_optimizer(
+    model: nn.Module,
+    lr: float,
+    steps: int,
+    warmup: int = 50,
+    optimizer: str = "muon",
+    muon_lr: float = 0.02,
+):
+    """The optimizer and its LR scheduler: linear warm-up over ``warmup`` steps, then cosine
+    decay to 10% at ``steps``, applied to each parameter group's own peak lr.
+
+    ``optimizer``: ``"muon"`` (:class:`MuonAdamW`: Muon at ``muon_lr`` for the blocks'
+    matrices, AdamW at ``lr`` for the rest) or ``"adamw"`` (AdamW at ``lr``, betas (0.9, 0.95),
+    weight decay 0.01, for every parameter).
+
+    Raises:
+        ValueError: another ``optimizer`` name.
+    """
+    if optimizer == "muon":
+        opt: torch.optim.Optimizer = MuonAdamW(model, lr, muon_lr)
+    elif optimizer == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+    else:
+        raise ValueError(f"optimizer {optimizer!r} is not one of 'muon', 'adamw'")
 
     def factor(s: int) -> float:
         if s < warmup:

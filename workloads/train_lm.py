@@ -75,7 +75,7 @@ def build_stepper(
     (model, optimizer and scheduler state; the step counter continues) or fresh from
     ``args``; ``wrap`` (e.g. ``ray.train.torch.prepare_model``) wraps the model before the
     optimizer is built."""
-    from workloads.model_torch import GPT, load_checkpoint, make_optimizer
+    from workloads.model_torch import GPT, load_checkpoint, make_optimizer, optimizer_kind
 
     start_step, first_loss, opt_state = 0, None, None
     if restored is not None:
@@ -86,8 +86,17 @@ def build_stepper(
         model = GPT(args.model_config()).to(device)
     if wrap is not None:
         model = wrap(model)
-    opt, sched = make_optimizer(model, args.lr, args.steps, args.warmup)
+    opt, sched = make_optimizer(
+        model, args.lr, args.steps, args.warmup, optimizer=args.optimizer, muon_lr=args.muon_lr
+    )
     if opt_state is not None:
+        saved = optimizer_kind(opt_state["optimizer"])
+        if saved != args.optimizer:
+            raise ValueError(
+                f"checkpoint {restored} was written with optimizer {saved}; this run has "
+                f"optimizer {args.optimizer} (set optimizer={saved} to resume it, or use a new "
+                "run name)"
+            )
         opt.load_state_dict(opt_state["optimizer"])
         if "scheduler" in opt_state:
             sched.load_state_dict(opt_state["scheduler"])
@@ -108,10 +117,11 @@ def tune_stepper(
     device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
     stepper, start_step, first_loss = build_stepper(args, restored, device)
     sched = stepper.sched
-    sched.base_lrs = [args.lr for _ in sched.base_lrs]
-    for group, factor in zip(stepper.opt.param_groups, sched.lr_lambdas, strict=True):
-        group["initial_lr"] = args.lr
-        group["lr"] = args.lr * factor(sched.last_epoch)
+    peaks = [args.muon_lr if g.get("muon") else args.lr for g in stepper.opt.param_groups]
+    sched.base_lrs = peaks
+    for group, peak, factor in zip(stepper.opt.param_groups, peaks, sched.lr_lambdas, strict=True):
+        group["initial_lr"] = peak
+        group["lr"] = peak * factor(sched.last_epoch)
     return stepper, start_step, first_loss
 
 

@@ -65,7 +65,7 @@ from workloads.common import InputError, dataset_context_length, join, run_cli
 
 log = logging.getLogger(__name__)
 
-SEARCHED = ("lr", "warmup", "d_model", "n_layers", "batch_size")
+SEARCHED = ("lr", "warmup", "d_model", "n_layers", "batch_size", "optimizer")
 
 
 class TrainerUnavailable(InputError):
@@ -74,7 +74,7 @@ class TrainerUnavailable(InputError):
 
 def search_space(args: TuneLmArgs) -> dict[str, Any]:
     """The Tune ``param_space``: ``lr`` log-uniform in ``[lr_min, lr_max]``; ``warmup``,
-    ``d_model``, ``n_layers``, ``batch_size`` uniform over the listed values."""
+    ``d_model``, ``n_layers``, ``batch_size`` and ``optimizer`` uniform over the listed values."""
     from ray import tune
 
     return {
@@ -83,6 +83,7 @@ def search_space(args: TuneLmArgs) -> dict[str, Any]:
         "d_model": tune.choice(list(args.widths)),
         "n_layers": tune.choice(list(args.depths)),
         "batch_size": tune.choice(list(args.batch_sizes)),
+        "optimizer": tune.choice(list(args.optimizers)),
     }
 
 
@@ -118,10 +119,14 @@ def trainer_module(trainer: str) -> Any:
 
 def trial_args(args: TuneLmArgs, config: Mapping[str, Any], context_length: int) -> TrainArgs:
     """The trainer's typed arguments of one trial: the sampled ``config`` on the sweep's
-    settings (a checkpoint and a report every ``report_every`` steps)."""
+    settings (a checkpoint and a report every ``report_every`` steps). The sampled ``lr`` is
+    AdamW's; Muon's peak lr (the trainers' default optimizer) follows it at the trainers'
+    default ratio ``muon_lr / lr``, so one searched (and PBT-perturbed) value scales both."""
     cls = ARGS[TUNE_TRAINERS[args.trainer]]
+    defaults = cls.defaults()
     return cls.parse(
         {
+            "muon_lr": config["lr"] * defaults["muon_lr"] / defaults["lr"],
             "dataset": args.dataset,
             "storage_path": args.storage_path,
             "name": args.name,
@@ -131,7 +136,7 @@ def trial_args(args: TuneLmArgs, config: Mapping[str, Any], context_length: int)
             "n_heads": args.n_heads,
             "context_length": context_length,
             "seed": args.seed,
-            **{k: config[k] for k in SEARCHED},
+            **{k: config[k] for k in SEARCHED if k in config},
         }
     )
 
@@ -283,14 +288,17 @@ def _row(result: Any, steps: int) -> dict[str, Any]:
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The trials as a Markdown table, best ``val_loss`` first."""
-    head = "| trial | lr | warmup | d_model | n_layers | batch | steps | val_loss | status |"
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    head = (
+        "| trial | optimizer | lr | warmup | d_model | n_layers | batch | steps | val_loss "
+        "| status |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     key = lambda r: (r["val_loss"] is None, r["val_loss"] or 0.0)  # noqa: E731
     for r in sorted(rows, key=key):
         v = "-" if r["val_loss"] is None else f"{r['val_loss']:.4f}"
         lr = "-" if r["lr"] is None else f"{r['lr']:.2e}"
         lines.append(
-            f"| {r['trial']} | {lr} | {r['warmup']} | {r['d_model']} | {r['n_layers']} "
+            f"| {r['trial']} | {r.get('optimizer') or '-'} | {lr} | {r['warmup']} | {r['d_model']} | {r['n_layers']} "
             f"| {r['batch_size']} | {r['steps']} | {v} | {r['status']}"
             f"{' (exploited)' if r['exploited'] else ''} |"
         )
@@ -387,7 +395,7 @@ def summarize(grid: Any, args: TuneLmArgs) -> dict[str, Any]:
         if best is None
         else {
             "trial": best["trial"],
-            "config": {k: best[k] for k in SEARCHED},
+            "config": {k: best.get(k) for k in SEARCHED},
             "val_loss": best["val_loss"],
             "steps": best["steps"],
             "checkpoint": best["checkpoint"],

@@ -30,6 +30,7 @@ CASES = [
     pytest.param("synth.py", id="synth"),
     pytest.param("torch_step.py", id="torch_step"),
     pytest.param("jax_step.py", id="jax_step"),
+    pytest.param("optimizer_step.py", id="optimizer_step"),
     pytest.param("prepare.py", id="prepare", marks=pytest.mark.slow),
     pytest.param("train_overhead.py", id="train_overhead", marks=pytest.mark.slow),
     pytest.param("serve_load.py", id="serve_load", marks=pytest.mark.slow),

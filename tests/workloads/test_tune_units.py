@@ -35,22 +35,30 @@ def test_every_tune_trainer_is_accepted_and_brings_a_tune_stepper() -> None:
         assert callable(trainer_module(name).tune_stepper), name
 
 
-def test_tf_trainer_on_a_gpu_pool_follows_the_registry() -> None:
-    """trainer tf on a GPU pool is refused with train_lm_tf's own reason while the registry
-    keeps train_lm_tf off GPUs, and accepted once it allows them."""
+def test_tf_trainer_on_a_gpu_pool_is_accepted_by_the_arguments() -> None:
+    """train_lm_tf runs on GPU pools (in the gpu-tf image), so the arguments accept trainer tf
+    with a GPU ScalingConfig (the image check refuses a GPU tune_lm job that needs both
+    TensorFlow and torch: components/checks/images.py); TPU slices need trainer jax."""
     from workloads.registry import get_workload
 
     gpu = {"num_workers": 2, "use_gpu": True, "resources_per_worker": {"GPU": 1}}
-    refusal = get_workload("train_lm_tf").refusal("gpu")
-    if refusal is None:
-        assert TuneLmArgs.parse({"trainer": "tf", "scaling": gpu}).trainer == "tf"
-    else:
-        with pytest.raises(ArgError) as e:
-            TuneLmArgs.parse({"trainer": "tf", "scaling": gpu})
-        assert e.value.problems == [f"workload tune_lm: trainer 'tf' on a GPU pool: {refusal}"]
+    assert get_workload("train_lm_tf").refusal("gpu") is None
+    assert TuneLmArgs.parse({"trainer": "tf", "scaling": gpu}).trainer == "tf"
     with pytest.raises(ArgError) as e:
         TuneLmArgs.parse({"trainer": "tf", "scaling": {"num_workers": 1, "use_tpu": True}})
     assert "needs trainer 'jax', not 'tf'" in e.value.problems[0]
+
+
+def test_a_trial_scales_muons_lr_with_the_sampled_lr() -> None:
+    from workloads.args import TrainLmArgs
+    from workloads.tune_lm import trial_args
+
+    config = {"lr": 1.5e-3, "warmup": 10, "d_model": 64, "n_layers": 2, "batch_size": 8}
+    args = trial_args(TuneLmArgs.parse({}), config, 64)
+    ratio = TrainLmArgs.defaults()["muon_lr"] / TrainLmArgs.defaults()["lr"]
+    assert args.lr == 1.5e-3
+    assert args.muon_lr == pytest.approx(1.5e-3 * ratio)
+    assert args.optimizer == "muon"
 
 
 def test_search_space_stays_within_its_bounds() -> None:
@@ -62,6 +70,12 @@ def test_search_space_stays_within_its_bounds() -> None:
     lrs = [space["lr"].sample() for _ in range(200)]
     assert all(1e-3 <= x <= 1e-2 for x in lrs)
     assert {space["d_model"].sample() for _ in range(20)} == {64}
+    assert {space["optimizer"].sample() for _ in range(20)} == {"muon"}  # the default list
+    both = search_space(TuneLmArgs.parse({"optimizers": ["muon", "adamw"]}))
+    assert {both["optimizer"].sample() for _ in range(40)} == {"muon", "adamw"}
+    with pytest.raises(ArgError) as e:
+        TuneLmArgs.parse({"optimizers": ["sgd"]})
+    assert "'sgd' is not one of 'muon', 'adamw'" in e.value.problems[0]
 
 
 def test_each_trial_takes_one_worker_of_the_pool() -> None:
