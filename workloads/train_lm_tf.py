@@ -163,12 +163,15 @@ def build_stepper(
 ) -> tuple[TfStepper, int, float | None]:
     """The stepper, start step and first loss under ``strategy``: from the verified checkpoint
     folder ``restored`` (its model config, weights and optimiser variables, the iteration
-    counter among them; the step counter continues) or fresh from ``args``. The learning-rate
-    schedule is always ``args``' (:func:`workloads.model_tf.make_optimizer`; it is a function
-    of the restored iteration counter, not part of the optimiser state).
+    counter among them; the step counter continues) or fresh from ``args``. The optimiser is
+    ``args.optimizer`` (``muon``: Muon at ``args.muon_lr`` on the block kernels, AdamW at
+    ``args.lr`` on the rest; ``adamw``: AdamW at ``args.lr``); the learning-rate schedules are
+    always ``args``' (:func:`workloads.model_tf.make_optimizer`; they are functions of the
+    restored iteration counter, not part of the optimiser state).
 
     Raises:
-        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit.
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit, or
+            its optimiser state was written by the other optimiser (the message names both).
     """
     from workloads import model_tf as M
     from workloads.lm_config import ModelConfig
@@ -199,10 +202,11 @@ def tune_stepper(
     replica) and ``threads`` intra/inter-op threads (:func:`set_threads`; call before the
     process runs any TensorFlow op). The ``collective`` metric is ``"none"``.
 
-    From a checkpoint (a resumed trial, or PBT's copy of a better trial) the learning rate is
-    ``args.lr`` (PBT may have changed it) applied on the restored schedule position: the
-    optimiser's schedule is built from ``args`` and evaluated at the restored iteration counter
-    (= the checkpoint's step), as ``train_lm.tune_stepper`` does for PyTorch.
+    From a checkpoint (a resumed trial, or PBT's copy of a better trial) the learning rates are
+    ``args.lr`` and ``args.muon_lr`` (PBT may have changed them) applied on the restored
+    schedule position: the optimiser's schedules are built from ``args`` and evaluated at the
+    restored iteration counter (= the checkpoint's step), as ``train_lm.tune_stepper`` does for
+    PyTorch.
 
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit.

@@ -93,36 +93,19 @@ def test_block_kernels_get_an_orthogonalised_muon_update_and_embeddings_adamw() 
 
 
 def _torch_step(path: Path, tokens: np.ndarray, ns_float32: bool, monkeypatch) -> dict:
-    """One step of the torch model loaded from ``path`` with torch.optim.Muon (2-D block
-    weights) + AdamW (the rest), gradient clipped to norm 1.0, at schedule factor 1/WARMUP."""
-    from workloads.model_torch import load_checkpoint, loss_fn
+    """One step of the torch model loaded from ``path`` with train_lm's optimizer
+    (``model_torch.make_optimizer``, optimizer muon: torch.optim.Muon for the 2-D block weights,
+    AdamW for the rest; schedule factor 1/WARMUP at step 0), gradient clipped to norm 1.0."""
+    from workloads.model_torch import load_checkpoint, loss_fn, make_optimizer
 
     if ns_float32:  # torch's own iteration, minus its cast to bfloat16
         monkeypatch.setattr(torch.Tensor, "bfloat16", lambda t: t.clone())
     model, _, _ = load_checkpoint(path)
-    named = dict(model.named_parameters())
-    muon = [p for n, p in named.items() if n.startswith("blocks.") and p.ndim == 2]
-    rest = [p for n, p in named.items() if not (n.startswith("blocks.") and p.ndim == 2)]
-    factor = 1.0 / WARMUP
-    opts = [
-        torch.optim.Muon(
-            muon,
-            lr=MUON_LR * factor,
-            weight_decay=0.01,
-            momentum=0.95,
-            nesterov=True,
-            ns_coefficients=NS,
-            eps=1e-7,
-            ns_steps=5,
-            adjust_lr_fn="original",
-        ),
-        torch.optim.AdamW(rest, lr=LR * factor, betas=(0.9, 0.95), weight_decay=0.01),
-    ]
+    opt, _ = make_optimizer(model, LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR)
     loss = loss_fn(model, torch.from_numpy(tokens.astype(np.int64)))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    for o in opts:
-        o.step()
+    opt.step()
     monkeypatch.undo()
     return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
