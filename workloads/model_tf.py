@@ -258,8 +258,22 @@ class TorchMuon(keras.optimizers.Muon):
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
-        config["muon_learning_rate"] = keras.optimizers.schedules.serialize(self.muon_learning_rate)
+        for fixed in ("adam_lr_ratio", "rms_rate", "adam_weight_decay"):  # set by __init__
+            config.pop(fixed)
+        rate = self.muon_learning_rate
+        if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+            rate = keras.optimizers.schedules.serialize(rate)
+        config["muon_learning_rate"] = rate
         return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> TorchMuon:
+        config = dict(config)
+        if isinstance(config["muon_learning_rate"], dict):
+            config["muon_learning_rate"] = keras.optimizers.schedules.deserialize(
+                config["muon_learning_rate"], custom_objects=custom_objects
+            )
+        return super().from_config(config, custom_objects=custom_objects)
 
 
 def optimizer_kind(optimizer: keras.optimizers.Optimizer) -> str:

@@ -234,3 +234,16 @@ def test_tune_restore_changes_the_adamw_rate_and_keeps_muon_lr(tmp_path: Path) -
 
     with pytest.raises(CheckpointError, match=r"'muon'.*'adamw'"):
         tune_stepper(TrainLmTfArgs.parse({**tiny, "optimizer": "adamw"}), str(path), 1)
+
+
+def test_config_round_trips() -> None:
+    from workloads import model_tf as M
+
+    opt = M.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR)
+    back = M.TorchMuon.from_config(
+        opt.get_config(), custom_objects={"WarmupCosine": M.WarmupCosine}
+    )
+    assert float(back.muon_rate()) == pytest.approx(MUON_LR / WARMUP)
+    assert float(back.learning_rate) == pytest.approx(LR / WARMUP)
+    assert (back.rms_rate, back.adam_lr_ratio, back.weight_decay) == (None, 1.0, 0.01)
+    assert (back.adam_weight_decay, back.adam_beta_2, back.epsilon) == (0.01, 0.95, 1e-8)
