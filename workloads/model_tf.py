@@ -173,7 +173,7 @@ class TorchMuon(keras.optimizers.Muon):
     Kept from Keras (same as torch): Nesterov momentum 0.95 (Keras keeps ``m = 0.95 m + g``,
     torch ``b = 0.95 b + 0.05 g``: proportional, so the orthogonalised update is the same), 5
     Newton-Schulz iterations with ``MUON_NS_COEFFICIENTS`` after dividing by the Frobenius norm
-    + 1e-7, run on the wide orientation of the matrix (so a Keras ``[in, out]`` kernel and a
+    + 1e-7 (torch: by max(norm, 1e-7)), run on the wide orientation of the matrix (so a Keras ``[in, out]`` kernel and a
     torch ``[out, in]`` weight give transposed, equal updates). Keras' AdamW part: beta_1,
     beta_2, epsilon as given, bias correction in the "epsilon hat" form (as
     ``keras.optimizers.AdamW``).
@@ -182,8 +182,8 @@ class TorchMuon(keras.optimizers.Muon):
 
     * learning rates: Keras has one ``learning_rate`` and gives Adam ``learning_rate *
       adam_lr_ratio``; here ``learning_rate`` is AdamW's schedule and the Muon step uses its
-      own schedule ``muon_learning_rate`` (a ratio would divide by ``lr``, which may be 0, and
-      PBT changes ``lr`` alone) -- :meth:`update_step`.
+      own schedule ``muon_learning_rate`` (a ratio would divide by ``lr``, which may be 0)
+      -- :meth:`update_step`.
     * per-matrix scale: Keras scales by ``0.2 * sqrt(max(n, m))`` (Moonlight, ``rms_rate``);
       torch's default ``adjust_lr_fn="original"`` scales by ``sqrt(max(1, fan_out / fan_in))``
       (torch ``_adjust_lr``: ``A, B = weight.shape`` = ``(out, in)``); a Keras kernel is
@@ -285,7 +285,7 @@ def make_optimizer(
     lr: float,
     steps: int,
     warmup: int = 50,
-    optimizer: str = "adamw",
+    optimizer: str = "muon",
     muon_lr: float = 0.02,
 ) -> keras.optimizers.Optimizer:
     """The optimiser of ``model_torch.make_optimizer``, on :class:`WarmupCosine` schedules.

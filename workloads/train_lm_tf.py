@@ -209,7 +209,8 @@ def tune_stepper(
     PyTorch.
 
     Raises:
-        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit.
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit, or
+            its optimiser state was written by the other optimiser (the message names both).
     """
     os.environ["KERAS_BACKEND"] = "tensorflow"
     import tensorflow as tf
