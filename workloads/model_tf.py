@@ -10,18 +10,20 @@ the residual projections scaled by ``1/sqrt(2 * n_layers)``. Float32 throughout.
 Shapes: tokens are int32 byte values in [0, 256). ``TfGPT(idx[B, T]) -> logits[B, T, 256]``;
 :func:`loss_fn` is the mean next-byte cross-entropy in nats/byte over ``tokens[B, T+1]``.
 
-Optimiser (as ``model_torch.make_optimizer`` / ``model_jax.make_optimizer``): AdamW(b1=0.9,
-b2=0.95, eps=1e-8, weight decay 0.01 on every weight) on linear warm-up then cosine decay to
-10% of ``lr`` over ``steps``; the gradient is averaged over all workers, then clipped to global
-norm 1.0 (torch clips the DDP-averaged gradient too).
+Optimiser (as ``model_torch.make_optimizer`` / ``model_jax.make_optimizer``), on linear
+warm-up then cosine decay to 10% of the peak over ``steps``: ``adamw``: AdamW(b1=0.9,
+b2=0.95, eps=1e-8, weight decay 0.01 on every weight); ``muon``: :class:`TorchMuon`
+(``keras.optimizers.Muon`` adjusted to ``torch.optim.Muon``) on the block kernels, that AdamW
+on the rest. The gradient is averaged over all workers, then clipped to global norm 1.0
+(torch clips the DDP-averaged gradient too).
 
 Checkpoints (:mod:`workloads.checkpoint` directory + sha256 manifest, ``framework:
 "tensorflow"``): ``params.npz`` holds the weights under the JAX model's names and layouts
 (``tok``, ``pos``, ``blocks/<i>/qkv/w`` as ``[in, out]``, ``ln1/scale`` ...), so
 :func:`workloads.model_torch.load_checkpoint` (hence :mod:`workloads.evaluate`) scores it with
 the same code as a JAX one, without TensorFlow; ``opt_state.npz`` holds the optimiser's
-variables by position (``0000``, ``0001``, ...: iteration counter, then Adam moments) for
-resuming.
+variables by position (``0000``, ``0001``, ...: iteration counter, then Adam / Muon moments) for
+resuming; the metadata names the optimiser kind (``optimizer``: ``muon`` | ``adamw``).
 
 Keras 3 with the TensorFlow backend under a ``tf.distribute`` strategy:
 https://keras.io/guides/distributed_training_with_tensorflow/ ; custom loops with
@@ -155,15 +157,174 @@ class WarmupCosine(keras.optimizers.schedules.LearningRateSchedule):
         return {"lr": self.lr, "steps": self.steps, "warmup": self.warmup}
 
 
-def make_optimizer(lr: float, steps: int, warmup: int = 50) -> keras.optimizers.Optimizer:
-    """AdamW(b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.01) on :class:`WarmupCosine`."""
-    return keras.optimizers.AdamW(
-        learning_rate=WarmupCosine(lr, steps, warmup),
-        beta_1=0.9,
-        beta_2=0.95,
-        epsilon=1e-8,
-        weight_decay=0.01,
-    )
+MUON_NS_COEFFICIENTS = (3.4445, -4.775, 2.0315)
+
+
+class TorchMuon(keras.optimizers.Muon):
+    """``keras.optimizers.Muon`` made to follow ``torch.optim.Muon`` (block matrices) + AdamW
+    (everything else), as ``model_torch.make_optimizer`` does with ``optimizer="muon"``.
+
+    Routing (Keras' own rule, ``Muon._should_use_adamw``): a variable that is not 2-D, or whose
+    path contains ``embedding`` (``exclude_embeddings=True``), gets the AdamW step; every other
+    variable gets the Muon step. In :class:`TfGPT` the 2-D non-embedding variables are exactly
+    the block kernels (``qkv``, ``proj``, ``mlp1``, ``mlp2``); the tied token embedding, the
+    position embedding, LayerNorm scales/biases and all biases go to AdamW.
+
+    Kept from Keras (same as torch): Nesterov momentum 0.95 (Keras keeps ``m = 0.95 m + g``,
+    torch ``b = 0.95 b + 0.05 g``: proportional, so the orthogonalised update is the same), 5
+    Newton-Schulz iterations with ``MUON_NS_COEFFICIENTS`` after dividing by the Frobenius norm
+    + 1e-7 (torch: by max(norm, 1e-7)), run on the wide orientation of the matrix (so a Keras ``[in, out]`` kernel and a
+    torch ``[out, in]`` weight give transposed, equal updates). Keras' AdamW part: beta_1,
+    beta_2, epsilon as given, bias correction in the "epsilon hat" form (as
+    ``keras.optimizers.AdamW``).
+
+    Changed (``keras/src/optimizers/muon.py``, Keras 3.15.1), minimally:
+
+    * learning rates: Keras has one ``learning_rate`` and gives Adam ``learning_rate *
+      adam_lr_ratio``; here ``learning_rate`` is AdamW's schedule and the Muon step uses its
+      own schedule ``muon_learning_rate`` (a ratio would divide by ``lr``, which may be 0)
+      -- :meth:`update_step`.
+    * per-matrix scale: Keras scales by ``0.2 * sqrt(max(n, m))`` (Moonlight, ``rms_rate``);
+      torch's default ``adjust_lr_fn="original"`` scales by ``sqrt(max(1, fan_out / fan_in))``
+      (torch ``_adjust_lr``: ``A, B = weight.shape`` = ``(out, in)``); a Keras kernel is
+      ``[in, out]``, so the ratio is ``shape[1] / shape[0]`` -- :meth:`lr_adjust`.
+    * decoupled weight decay ``var -= lr * wd * var`` before the step, with each part's own
+      (unscaled) rate, as torch (``param.mul_(1 - lr * weight_decay)``); Keras' Muon decays
+      AdamW variables with the Muon rate and outside ``tf.distribute``'s update path; this one
+      goes through ``distribution.extended.update`` like ``keras.optimizers.AdamW``'s TensorFlow
+      code (``keras/src/backend/tensorflow/optimizer.py``) -- :meth:`_apply_weight_decay`.
+
+    Not matched: torch runs Newton-Schulz in bfloat16, this in float32 (see the tests for the
+    measured difference).
+    """
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        muon_learning_rate: Any,
+        weight_decay: float = 0.01,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            learning_rate=learning_rate,
+            adam_weight_decay=weight_decay,
+            weight_decay=weight_decay,
+            adam_lr_ratio=1.0,
+            rms_rate=None,
+            **kwargs,
+        )
+        self.muon_learning_rate = muon_learning_rate
+
+    def muon_rate(self) -> Any:
+        """Muon's learning rate now: its schedule at the current iteration, before the
+        per-matrix scale (float32 scalar)."""
+        rate = self.muon_learning_rate
+        rate = rate(self.iterations) if callable(rate) else rate
+        return tf.cast(rate, tf.float32)
+
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
+        i = self._get_variable_index(variable)
+        m, v = self.momentums[i], self.adam_velocities[i]
+        if v is not None:
+            self._adamw_update_step(gradient, variable, learning_rate, m, v)
+        else:
+            self._muon_update_step(gradient, variable, self.muon_rate(), m)
+
+    def lr_adjust(self, x: Any) -> Any:
+        fan_in, fan_out = int(x.shape[0]), int(x.shape[1])
+        return x * math.sqrt(max(1.0, fan_out / fan_in))
+
+    def _apply_weight_decay(self, variables: Any) -> None:
+        decayed = [
+            (v.value if isinstance(v, keras.Variable) else v, self._should_use_adamw(v))
+            for v in variables
+            if self._use_weight_decay(v)
+        ]
+
+        def apply(distribution: Any, decayed: Any) -> None:
+            adam_rate = tf.cast(self.learning_rate, tf.float32) * self.adam_weight_decay
+            muon_rate = self.muon_rate() * self.weight_decay
+
+            def decay(var: Any, rate: Any) -> None:
+                var.assign_sub(var * tf.cast(rate, var.dtype))
+
+            for var, adam in decayed:
+                rate = adam_rate if adam else muon_rate
+                distribution.extended.update(var, decay, args=(rate,), group=False)
+
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            apply, self._distribution_strategy, decayed
+        )
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        for fixed in ("adam_lr_ratio", "rms_rate", "adam_weight_decay"):  # set by __init__
+            config.pop(fixed)
+        rate = self.muon_learning_rate
+        if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+            rate = keras.optimizers.schedules.serialize(rate)
+        config["muon_learning_rate"] = rate
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> TorchMuon:
+        config = dict(config)
+        if isinstance(config["muon_learning_rate"], dict):
+            config["muon_learning_rate"] = keras.optimizers.schedules.deserialize(
+                config["muon_learning_rate"], custom_objects=custom_objects
+            )
+        return super().from_config(config, custom_objects=custom_objects)
+
+
+def optimizer_kind(optimizer: keras.optimizers.Optimizer) -> str:
+    """``"muon"`` or ``"adamw"``: which :func:`make_optimizer` kind ``optimizer`` is."""
+    return "muon" if isinstance(optimizer, keras.optimizers.Muon) else "adamw"
+
+
+def make_optimizer(
+    lr: float,
+    steps: int,
+    warmup: int = 50,
+    optimizer: str = "muon",
+    muon_lr: float = 0.02,
+) -> keras.optimizers.Optimizer:
+    """The optimiser of ``model_torch.make_optimizer``, on :class:`WarmupCosine` schedules.
+
+    ``optimizer="adamw"``: AdamW(b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.01) on every
+    weight, peak ``lr``. ``optimizer="muon"``: :class:`TorchMuon`: Muon (momentum 0.95,
+    Nesterov, 5 Newton-Schulz steps, weight decay 0.01, peak ``muon_lr`` scaled per matrix by
+    ``sqrt(max(1, fan_out / fan_in))``) on the block kernels, and the AdamW above (peak ``lr``)
+    on everything else; both rates follow the same warm-up/cosine factor.
+
+    Raises:
+        ValueError: ``optimizer`` is neither ``"muon"`` nor ``"adamw"``.
+    """
+    if optimizer == "adamw":
+        return keras.optimizers.AdamW(
+            learning_rate=WarmupCosine(lr, steps, warmup),
+            beta_1=0.9,
+            beta_2=0.95,
+            epsilon=1e-8,
+            weight_decay=0.01,
+        )
+    if optimizer == "muon":
+        a, b, c = MUON_NS_COEFFICIENTS
+        return TorchMuon(
+            learning_rate=WarmupCosine(lr, steps, warmup),
+            muon_learning_rate=WarmupCosine(muon_lr, steps, warmup),
+            weight_decay=0.01,
+            adam_beta_1=0.9,
+            adam_beta_2=0.95,
+            epsilon=1e-8,
+            exclude_embeddings=True,
+            muon_a=a,
+            muon_b=b,
+            muon_c=c,
+            momentum=0.95,
+            ns_steps=5,
+            nesterov=True,
+        )
+    raise ValueError(f"optimizer={optimizer!r}: expected 'muon' or 'adamw'")
 
 
 def make_train_step(
@@ -262,6 +423,8 @@ def save_checkpoint(
             {f"{i:04d}": _host(v) for i, v in enumerate(optimizer.variables)}
         )
     metadata = {"step": int(step), "framework": FRAMEWORK, "model": asdict(model.cfg)}
+    if optimizer is not None:
+        metadata["optimizer"] = optimizer_kind(optimizer)
     return write_checkpoint(target_dir, files, {**metadata, **(extra or {})})
 
 
@@ -309,13 +472,21 @@ def restore_into(
     metadata.
 
     Raises:
-        CheckpointError: the manifest does not verify, it is not a TensorFlow checkpoint, or an
-            array is missing / has the wrong shape (names the file and array).
+        CheckpointError: the manifest does not verify, it is not a TensorFlow checkpoint, an
+            array is missing / has the wrong shape (names the file and array), or its optimiser
+            state was written by the other optimiser kind (metadata ``optimizer``, names both).
     """
     root = Path(path)
     metadata = read_checkpoint(root)
     _assign(model.named_weights(), _load_npz(root / PARAMS), root / PARAMS)
     if optimizer is not None and (root / OPT_STATE).exists():
+        # Checkpoints from before the optimizer choice were all AdamW ones.
+        written, wanted = metadata.get("optimizer", "adamw"), optimizer_kind(optimizer)
+        if written != wanted:
+            raise CheckpointError(
+                f"{root}: optimizer state was written by optimizer {written!r}, this run uses "
+                f"optimizer {wanted!r}; resume with optimizer={written!r} (or start a new run)"
+            )
         target = {f"{i:04d}": v for i, v in enumerate(optimizer.variables)}
         _assign(target, _load_npz(root / OPT_STATE), root / OPT_STATE)
     return metadata

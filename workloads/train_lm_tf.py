@@ -163,12 +163,15 @@ def build_stepper(
 ) -> tuple[TfStepper, int, float | None]:
     """The stepper, start step and first loss under ``strategy``: from the verified checkpoint
     folder ``restored`` (its model config, weights and optimiser variables, the iteration
-    counter among them; the step counter continues) or fresh from ``args``. The learning-rate
-    schedule is always ``args``' (:func:`workloads.model_tf.make_optimizer`; it is a function
-    of the restored iteration counter, not part of the optimiser state).
+    counter among them; the step counter continues) or fresh from ``args``. The optimiser is
+    ``args.optimizer`` (``muon``: Muon at ``args.muon_lr`` on the block kernels, AdamW at
+    ``args.lr`` on the rest; ``adamw``: AdamW at ``args.lr``); the learning-rate schedules are
+    always ``args``' (:func:`workloads.model_tf.make_optimizer`; they are functions of the
+    restored iteration counter, not part of the optimiser state).
 
     Raises:
-        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit.
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit, or
+            its optimiser state was written by the other optimiser (the message names both).
     """
     from workloads import model_tf as M
     from workloads.lm_config import ModelConfig
@@ -177,7 +180,9 @@ def build_stepper(
     cfg = ModelConfig(**meta["model"]) if meta is not None else args.model_config()
     with strategy.scope():
         model = M.TfGPT(cfg, seed=args.seed)
-        optimizer = M.make_optimizer(args.lr, args.steps, args.warmup)
+        optimizer = M.make_optimizer(
+            args.lr, args.steps, args.warmup, optimizer=args.optimizer, muon_lr=args.muon_lr
+        )
         optimizer.build(model.trainable_variables)
     start_step, first_loss = 0, None
     if restored is not None:
@@ -197,13 +202,15 @@ def tune_stepper(
     replica) and ``threads`` intra/inter-op threads (:func:`set_threads`; call before the
     process runs any TensorFlow op). The ``collective`` metric is ``"none"``.
 
-    From a checkpoint (a resumed trial, or PBT's copy of a better trial) the learning rate is
-    ``args.lr`` (PBT may have changed it) applied on the restored schedule position: the
-    optimiser's schedule is built from ``args`` and evaluated at the restored iteration counter
-    (= the checkpoint's step), as ``train_lm.tune_stepper`` does for PyTorch.
+    From a checkpoint (a resumed trial, or PBT's copy of a better trial) the learning rates are
+    ``args.lr`` and ``args.muon_lr`` (PBT may have changed them) applied on the restored
+    schedule position: the optimiser's schedules are built from ``args`` and evaluated at the
+    restored iteration counter (= the checkpoint's step), as ``train_lm.tune_stepper`` does for
+    PyTorch.
 
     Raises:
-        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit.
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit, or
+            its optimiser state was written by the other optimiser (the message names both).
     """
     os.environ["KERAS_BACKEND"] = "tensorflow"
     import tensorflow as tf
