@@ -147,6 +147,7 @@ class JaxStepper:
         from workloads import model_jax as M
 
         self.cfg = cfg
+        self.optimizer_name = args.optimizer
         self.mesh = M.data_mesh()
         self.params = M.replicate(params, self.mesh)
         self.opt_state = M.replicate(opt_state, self.mesh)
@@ -181,6 +182,7 @@ class JaxStepper:
             step=step,
             opt_state=self.opt_state,
             extra={"first_loss": first_loss},
+            optimizer_name=self.optimizer_name,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
@@ -200,16 +202,30 @@ def build_stepper(
 ) -> tuple[JaxStepper, int, float | None]:
     """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
     (params and optimizer state; the step counter continues) or fresh from ``args``. The
-    learning-rate schedule is always ``args``' (it is not part of the optimizer state)."""
+    optimizer is ``args.optimizer`` (:func:`workloads.model_jax.make_optimizer`); the
+    learning-rate schedules (AdamW's peak ``lr``, Muon's ``muon_lr``) are always ``args``'
+    (they are not part of the optimizer state), so a PBT trial restored with a new ``lr`` runs
+    on it.
+
+    Raises:
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify, or holds another
+            optimizer's state than ``args.optimizer`` (the message names both)."""
     import jax
     import numpy as np
 
     from workloads import model_jax as M
 
-    optimizer = M.make_optimizer(args.lr, args.steps, args.warmup, args.grad_clip)
+    optimizer = M.make_optimizer(
+        args.lr,
+        args.steps,
+        args.warmup,
+        args.grad_clip,
+        optimizer=args.optimizer,
+        muon_lr=args.muon_lr,
+    )
     start_step, first_loss = 0, None
     if restored is not None:
-        cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer)
+        cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer, args.optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
     else:
         cfg = args.model_config()
