@@ -36,7 +36,11 @@ across slices; MEGASCALE variables are set but unused), compute is float32 (``co
 "auto"``), and MFU is not reported unless ``peak_flops_per_device`` is given.
 
 Arguments: :class:`workloads.args.TrainLmJaxArgs` (names, types, defaults, units); the same
-``scaling`` shape as :mod:`workloads.train_lm`.
+``scaling`` shape as :mod:`workloads.train_lm`. ``optimizer`` (default ``"muon"``: Muon at
+``muon_lr`` for the blocks' matrices, AdamW at ``lr`` for the rest; ``"adamw"``: AdamW for all)
+is :func:`workloads.model_jax.make_optimizer`; its state is replicated like the parameters, and a
+checkpoint records it: resuming with the other optimizer stops with one ``CheckpointError``
+naming both.
 
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, first compiled step excluded), ``step_time_s``,
