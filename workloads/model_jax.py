@@ -25,8 +25,12 @@ https://docs.jax.dev/en/latest/notebooks/Distributed_arrays_and_automatic_parall
 Checkpoint files (inside the :mod:`workloads.checkpoint` directory + sha256 manifest):
 ``params.npz`` and ``opt_state.npz``: NumPy ``.npz`` archives (``np.savez``, loaded with
 ``allow_pickle=False``), one array per pytree leaf, keyed by its pytree path
-(``blocks/0/qkv/w``; optimizer leaves ``0/...`` by position in the optax chain). Metadata:
-``{"step", "framework": "jax", "model": {...}, "first_loss"}``.
+(``blocks/0/qkv/w``; optimizer leaves ``0/...`` by position in the optax chain, see
+:func:`make_optimizer`). Metadata: ``{"step", "framework": "jax", "model": {...}, "first_loss",
+"optimizer": "muon" | "adamw"}``.
+
+Optimizer (:func:`make_optimizer`, the rules of ``model_torch.make_optimizer``): ``"muon"``
+(default) = Muon for the blocks' 2-D matrices + AdamW for the rest, or ``"adamw"`` for all.
 """
 
 from __future__ import annotations
@@ -155,14 +159,127 @@ def lr_schedule(lr: float, steps: int, warmup: int = 50) -> Callable[[Any], Any]
     return sched
 
 
-def make_optimizer(
-    lr: float, steps: int, warmup: int = 50, grad_clip: float = 1.0
-) -> optax.GradientTransformation:
-    """Global-norm clipping + AdamW(b1=0.9, b2=0.95, wd=0.01) on the schedule above."""
-    return optax.chain(
-        optax.clip_by_global_norm(grad_clip),
-        optax.adamw(lr_schedule(lr, steps, warmup), b1=0.9, b2=0.95, weight_decay=0.01),
+OPTIMIZERS = ("muon", "adamw")
+# Muon's settings (torch.optim.Muon's, as workloads/model_torch.py's MuonAdamW uses them:
+# https://docs.pytorch.org/docs/stable/generated/torch.optim.Muon.html).
+MUON_MOMENTUM = 0.95
+MUON_NS_COEFFS = (3.4445, -4.775, 2.0315)
+MUON_NS_STEPS = 5
+MUON_EPS = 1e-7
+WEIGHT_DECAY = 0.01
+
+
+def is_muon_matrix(name: str, leaf: Any) -> bool:
+    """Whether the parameter at path ``name`` (``blocks/0/qkv/w``) is one Muon updates: a 2-D
+    weight matrix inside a transformer block (``qkv``, ``proj``, ``mlp1``, ``mlp2``) — the
+    same set as ``model_torch.muon_matrices``. The tied token embedding ``tok``, the position
+    embedding ``pos``, LayerNorm scales/biases and every bias are AdamW's."""
+    return name.startswith("blocks/") and np.ndim(leaf) == 2
+
+
+def param_labels(params: Any) -> Any:
+    """``params``' pytree with each leaf replaced by ``"muon"`` or ``"adamw"``
+    (:func:`is_muon_matrix`)."""
+    return jax.tree_util.tree_map_with_path(
+        lambda path, leaf: "muon" if is_muon_matrix(_path_name(path), leaf) else "adamw", params
     )
+
+
+def _muon_width_scale(shape: tuple[int, ...]) -> float:
+    """``sqrt(max(1, fan_out / fan_in))`` of a kernel ``[fan_in, fan_out]`` (this model's
+    ``x @ w`` layout; torch's Linear weight is ``[out, in]``, hence its ``A / B`` = out / in in
+    ``torch.optim._muon._adjust_lr`` "original")."""
+    fan_in, fan_out = shape
+    return math.sqrt(max(1.0, fan_out / fan_in))
+
+
+def scale_by_muon_torch(
+    momentum: float = MUON_MOMENTUM,
+    ns_coeffs: tuple[float, float, float] = MUON_NS_COEFFS,
+    ns_steps: int = MUON_NS_STEPS,
+    eps: float = MUON_EPS,
+) -> optax.GradientTransformation:
+    """Muon's direction for 2-D kernels ``[fan_in, fan_out]``, as ``torch.optim.Muon`` computes
+    it (before its learning rate and weight decay):
+
+    1. momentum ``buf = momentum * buf + (1 - momentum) * g`` (torch's ``buf.lerp_(g, 1 -
+       momentum)``; ``optax.scale`` then ``optax.trace``, whose state then *is* torch's
+       ``momentum_buffer``), Nesterov ``u = (1 - momentum) * g + momentum * buf``;
+    2. ``u`` orthogonalised by ``ns_steps`` Newton-Schulz iterations after Frobenius
+       normalisation — optax's own ``optax.contrib._muon.orthogonalize_via_newton_schulz``,
+       the function ``optax.contrib.muon`` uses;
+    3. times ``sqrt(max(1, fan_out / fan_in))``.
+
+    Not ``optax.contrib.scale_by_muon`` itself: it bias-corrects the momentum (Adam-style), so
+    from the second step on its update differs from torch's; and ``optax.contrib.muon``'s
+    built-in fallback for the other parameters is NAdam (``nesterov`` is passed on to its
+    ``adamw``), not the AdamW of ``model_torch``. torch runs the iterations in bfloat16, this in
+    the update's dtype (float32): see the tests for the measured difference.
+    """
+    from optax.contrib._muon import orthogonalize_via_newton_schulz
+
+    coeffs = jnp.asarray(ns_coeffs, jnp.float32)
+
+    def orthogonalize(updates: Any, params: Any = None) -> Any:
+        del params
+        return jax.tree_util.tree_map(
+            lambda u: (
+                _muon_width_scale(u.shape)
+                * orthogonalize_via_newton_schulz(u, coeffs, ns_steps, "frobenius", eps)
+            ),
+            updates,
+        )
+
+    return optax.chain(
+        optax.scale(1.0 - momentum),
+        optax.trace(decay=momentum, nesterov=True),
+        optax.stateless(orthogonalize),
+    )
+
+
+def make_optimizer(
+    lr: float,
+    steps: int,
+    warmup: int = 50,
+    grad_clip: float = 1.0,
+    optimizer: str = "muon",
+    muon_lr: float = 0.02,
+) -> optax.GradientTransformation:
+    """Global-norm clipping over all parameters, then (``model_torch.make_optimizer``'s rules):
+
+    * ``"adamw"``: AdamW(b1=0.9, b2=0.95, weight decay 0.01) at peak ``lr`` for every parameter;
+    * ``"muon"``: ``optax.multi_transform`` by :func:`param_labels`: the blocks' matrices get
+      :func:`scale_by_muon_torch`, decoupled weight decay 0.01 (times the scheduled
+      ``muon_lr``, not the width scale: torch's ``param.mul_(1 - lr * weight_decay)``) and peak
+      ``muon_lr``; everything else gets the AdamW above at peak ``lr``.
+
+    Both follow :func:`lr_schedule` (warm-up, cosine to 10% at ``steps``), each from its own
+    peak. State layout (``opt_state.npz`` names): adamw ``1/0/mu/...``; muon
+    ``1/inner_states/muon/inner_state/0/1/trace/blocks/0/qkv/w`` (torch's momentum buffer) and
+    ``1/inner_states/adamw/inner_state/0/mu/tok``...
+
+    Raises:
+        ValueError: ``optimizer`` is not one of :data:`OPTIMIZERS`.
+    """
+
+    def adamw(peak: float) -> optax.GradientTransformation:
+        sched = lr_schedule(peak, steps, warmup)
+        return optax.adamw(sched, b1=0.9, b2=0.95, weight_decay=WEIGHT_DECAY)
+
+    if optimizer == "adamw":
+        inner = adamw(lr)
+    elif optimizer == "muon":
+        muon = optax.chain(
+            scale_by_muon_torch(),
+            optax.add_decayed_weights(WEIGHT_DECAY),
+            optax.scale_by_learning_rate(lr_schedule(muon_lr, steps, warmup)),
+        )
+        inner = optax.multi_transform({"muon": muon, "adamw": adamw(lr)}, param_labels)
+    else:
+        raise ValueError(
+            f"optimizer {optimizer!r} is not one of {', '.join(map(repr, OPTIMIZERS))}"
+        )
+    return optax.chain(optax.clip_by_global_norm(grad_clip), inner)
 
 
 def resolve_dtype(name: str | None = "auto", platform: str | None = None) -> Any:
@@ -305,13 +422,27 @@ def save_checkpoint(
     step: int,
     opt_state: Any | None = None,
     extra: Mapping[str, Any] | None = None,
+    optimizer_name: str | None = None,
 ) -> Path:
-    """Write ``params.npz`` (+ ``opt_state.npz``) atomically with a sha256 manifest."""
+    """Write ``params.npz`` (+ ``opt_state.npz``) atomically with a sha256 manifest;
+    ``optimizer_name`` (``"muon"``/``"adamw"``, the one ``opt_state`` belongs to) goes into the
+    metadata as ``"optimizer"``."""
     files = {PARAMS: _npz_bytes(to_host(params))}
     if opt_state is not None:
         files[OPT_STATE] = _npz_bytes(to_host(opt_state))
     metadata = {"step": int(step), "framework": "jax", "model": asdict(cfg), **(extra or {})}
+    if optimizer_name is not None:
+        metadata["optimizer"] = optimizer_name
     return write_checkpoint(target_dir, files, metadata)
+
+
+def optimizer_kind(metadata: Mapping[str, Any], opt_names: Any) -> str:
+    """The optimizer a checkpoint's ``opt_state.npz`` belongs to: its metadata ``"optimizer"``,
+    else (checkpoints written before it was recorded) ``"muon"`` when an array name lies under
+    the multi-transform's ``1/inner_states/muon/``, else ``"adamw"``."""
+    if metadata.get("optimizer") in OPTIMIZERS:
+        return str(metadata["optimizer"])
+    return "muon" if any(n.startswith("1/inner_states/muon/") for n in opt_names) else "adamw"
 
 
 def _load_npz(path: Path) -> dict[str, np.ndarray]:
@@ -323,16 +454,20 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
 
 
 def load_checkpoint(
-    path: str | os.PathLike[str], optimizer: optax.GradientTransformation | None = None
+    path: str | os.PathLike[str],
+    optimizer: optax.GradientTransformation | None = None,
+    optimizer_name: str | None = None,
 ) -> tuple[ModelConfig, Params, dict[str, Any], Any | None]:
     """Verify then load: ``(cfg, params, metadata, opt_state_or_None)`` as host NumPy trees.
 
     ``opt_state`` is rebuilt against ``optimizer.init(params)`` when ``optimizer`` is given and
-    the checkpoint has ``opt_state.npz``.
+    the checkpoint has ``opt_state.npz``; ``optimizer_name`` (``"muon"``/``"adamw"``, what
+    ``optimizer`` is) is first compared with the checkpoint's (:func:`optimizer_kind`).
 
     Raises:
         CheckpointError: the manifest does not verify (names the damaged file), or an array is
-            missing / has the wrong shape (names the file and array), or it is not a JAX one.
+            missing / has the wrong shape (names the file and array), or it is not a JAX one, or
+            its optimizer state is another optimizer's than ``optimizer_name`` (names both).
     """
     root = Path(path)
     metadata = verify_checkpoint(root)
@@ -343,6 +478,13 @@ def load_checkpoint(
     params = fill_tree(template, _load_npz(root / PARAMS), root / PARAMS)
     opt_state = None
     if optimizer is not None and (root / OPT_STATE).exists():
+        arrays = _load_npz(root / OPT_STATE)
+        saved = optimizer_kind(metadata, arrays)
+        if optimizer_name is not None and saved != optimizer_name:
+            raise CheckpointError(
+                f"{root}: written with optimizer {saved}; this run has optimizer "
+                f"{optimizer_name} (set optimizer={saved} to resume it, or use a new run name)"
+            )
         opt_template = jax.tree_util.tree_map(np.asarray, optimizer.init(template))
-        opt_state = fill_tree(opt_template, _load_npz(root / OPT_STATE), root / OPT_STATE)
+        opt_state = fill_tree(opt_template, arrays, root / OPT_STATE)
     return cfg, params, metadata, opt_state

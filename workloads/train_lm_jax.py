@@ -36,7 +36,11 @@ across slices; MEGASCALE variables are set but unused), compute is float32 (``co
 "auto"``), and MFU is not reported unless ``peak_flops_per_device`` is given.
 
 Arguments: :class:`workloads.args.TrainLmJaxArgs` (names, types, defaults, units); the same
-``scaling`` shape as :mod:`workloads.train_lm`.
+``scaling`` shape as :mod:`workloads.train_lm`. ``optimizer`` (default ``"muon"``: Muon at
+``muon_lr`` for the blocks' matrices, AdamW at ``lr`` for the rest; ``"adamw"``: AdamW for all)
+is :func:`workloads.model_jax.make_optimizer`; its state is replicated like the parameters, and a
+checkpoint records it: resuming with the other optimizer stops with one ``CheckpointError``
+naming both.
 
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, first compiled step excluded), ``step_time_s``,
@@ -147,6 +151,7 @@ class JaxStepper:
         from workloads import model_jax as M
 
         self.cfg = cfg
+        self.optimizer_name = args.optimizer
         self.mesh = M.data_mesh()
         self.params = M.replicate(params, self.mesh)
         self.opt_state = M.replicate(opt_state, self.mesh)
@@ -181,6 +186,7 @@ class JaxStepper:
             step=step,
             opt_state=self.opt_state,
             extra={"first_loss": first_loss},
+            optimizer_name=self.optimizer_name,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
@@ -200,16 +206,30 @@ def build_stepper(
 ) -> tuple[JaxStepper, int, float | None]:
     """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
     (params and optimizer state; the step counter continues) or fresh from ``args``. The
-    learning-rate schedule is always ``args``' (it is not part of the optimizer state)."""
+    optimizer is ``args.optimizer`` (:func:`workloads.model_jax.make_optimizer`); the
+    learning-rate schedules (AdamW's peak ``lr``, Muon's ``muon_lr``) are always ``args``'
+    (they are not part of the optimizer state), so a PBT trial restored with a new ``lr`` runs
+    on it.
+
+    Raises:
+        workloads.checkpoint.CheckpointError: ``restored`` does not verify, or holds another
+            optimizer's state than ``args.optimizer`` (the message names both)."""
     import jax
     import numpy as np
 
     from workloads import model_jax as M
 
-    optimizer = M.make_optimizer(args.lr, args.steps, args.warmup, args.grad_clip)
+    optimizer = M.make_optimizer(
+        args.lr,
+        args.steps,
+        args.warmup,
+        args.grad_clip,
+        optimizer=args.optimizer,
+        muon_lr=args.muon_lr,
+    )
     start_step, first_loss = 0, None
     if restored is not None:
-        cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer)
+        cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer, args.optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
     else:
         cfg = args.model_config()
