@@ -74,7 +74,13 @@ def build_stepper(
     """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
     (model, optimizer and scheduler state; the step counter continues) or fresh from
     ``args``; ``wrap`` (e.g. ``ray.train.torch.prepare_model``) wraps the model before the
-    optimizer is built."""
+    optimizer is built.
+
+    Raises:
+        workloads.checkpoint.CheckpointError: ``restored`` was written with the other
+            ``optimizer`` (its state cannot drive this one).
+    """
+    from workloads.checkpoint import CheckpointError
     from workloads.model_torch import GPT, load_checkpoint, make_optimizer, optimizer_kind
 
     start_step, first_loss, opt_state = 0, None, None
@@ -92,7 +98,7 @@ def build_stepper(
     if opt_state is not None:
         saved = optimizer_kind(opt_state["optimizer"])
         if saved != args.optimizer:
-            raise ValueError(
+            raise CheckpointError(
                 f"checkpoint {restored} was written with optimizer {saved}; this run has "
                 f"optimizer {args.optimizer} (set optimizer={saved} to resume it, or use a new "
                 "run name)"

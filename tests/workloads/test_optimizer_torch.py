@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from workloads.args import TrainLmArgs  # noqa: E402
+from workloads.checkpoint import CheckpointError  # noqa: E402
 from workloads.lm_config import ModelConfig  # noqa: E402
 from workloads.model_torch import (  # noqa: E402
     GPT,
@@ -104,11 +105,11 @@ def test_resume_restores_both_optimizers_and_refuses_the_other_kind(tmp_path) ->
     assert isinstance(stepper.opt, MuonAdamW)
     assert len(stepper.opt.muon.state) == 8 and len(stepper.opt.adamw.state) > 0
     with pytest.raises(
-        ValueError, match="written with optimizer muon; this run has optimizer adamw"
+        CheckpointError, match="written with optimizer muon; this run has optimizer adamw"
     ):
         build_stepper(_args(optimizer="adamw"), path, torch.device("cpu"))
     with pytest.raises(
-        ValueError, match="written with optimizer adamw; this run has optimizer muon"
+        CheckpointError, match="written with optimizer adamw; this run has optimizer muon"
     ):
         build_stepper(_args(), _checkpoint(tmp_path, "adamw"), torch.device("cpu"))
 
