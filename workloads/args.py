@@ -380,7 +380,7 @@ class TrainArgs(WorkloadArgs):
         1.0, "CPUs each worker asks for when scaling is None", "CPUs", minimum=0
     )
     steps: int = arg(
-        500,
+        450,
         "optimisation steps in total (resumed runs continue the count)",
         "steps",
         minimum=1,
@@ -392,9 +392,9 @@ class TrainArgs(WorkloadArgs):
         "muon: Muon for the 2-D weight matrices inside the transformer blocks and AdamW for the "
         "rest (embeddings, norms, biases); adamw: AdamW for every parameter",
     )
-    lr: float = arg(3e-3, "peak learning rate of AdamW", "1/step", minimum=0)
+    lr: float = arg(4.5e-3, "peak learning rate of AdamW", "1/step", minimum=0)
     muon_lr: float = arg(
-        0.02,
+        0.03,
         "peak learning rate of Muon (optimizer muon; scaled per matrix by "
         "sqrt(max(1, fan_out / fan_in)))",
         "1/step",

@@ -243,7 +243,7 @@ def make_optimizer(
     warmup: int = 50,
     grad_clip: float = 1.0,
     optimizer: str = "muon",
-    muon_lr: float = 0.02,
+    muon_lr: float = 0.03,
 ) -> optax.GradientTransformation:
     """Global-norm clipping over all parameters, then (``model_torch.make_optimizer``'s rules):
 

@@ -286,7 +286,7 @@ def make_optimizer(
     steps: int,
     warmup: int = 50,
     optimizer: str = "muon",
-    muon_lr: float = 0.02,
+    muon_lr: float = 0.03,
 ) -> keras.optimizers.Optimizer:
     """The optimiser of ``model_torch.make_optimizer``, on :class:`WarmupCosine` schedules.
 

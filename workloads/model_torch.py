@@ -207,7 +207,7 @@ def make_optimizer(
     steps: int,
     warmup: int = 50,
     optimizer: str = "muon",
-    muon_lr: float = 0.02,
+    muon_lr: float = 0.03,
 ):
     """The optimizer and its LR scheduler: linear warm-up over ``warmup`` steps, then cosine
     decay to 10% at ``steps``, applied to each parameter group's own peak lr.

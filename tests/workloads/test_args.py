@@ -48,7 +48,7 @@ def test_bools_ints_floats_literals_and_minimums() -> None:
     p = TrainLmArgs.problems
     assert p({"lr": 1, "use_gpu": True, "steps": 3}) == []
     assert p({"steps": True}) == [
-        "argument 'steps' of workload train_lm is True; expected int (e.g. 500)"
+        "argument 'steps' of workload train_lm is True; expected int (e.g. 450)"
     ]
     assert p({"batch_size": 0}) == ["argument 'batch_size' of workload train_lm is 0; must be >= 1"]
     assert TrainLmJaxArgs.problems({"compute_dtype": "fp8"}) == [

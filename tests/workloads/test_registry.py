@@ -73,6 +73,6 @@ def test_workload_cli_reports_bad_arguments_in_one_line_each_exit_2() -> None:
     )
     assert out.returncode == 2
     assert out.stderr.splitlines() == [
-        "train_lm: argument 'steps' of workload train_lm is 'abc'; expected int (e.g. 500)",
+        "train_lm: argument 'steps' of workload train_lm is 'abc'; expected int (e.g. 450)",
         "train_lm: argument 'batch_size' of workload train_lm is 0; must be >= 1",
     ]
