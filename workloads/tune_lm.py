@@ -25,10 +25,9 @@ Schedulers (https://docs.ray.io/en/latest/tune/api/schedulers.html), both on ``v
 
 * ASHA: ``ASHAScheduler(max_t=steps, grace_period, reduction_factor)``: trials below the
   rung's top 1/reduction_factor are stopped early.
-* PBT: ``PopulationBasedTraining(perturbation_interval, hyperparam_mutations={"lr": ...},
-  synch=True)``: once every trial has reached a perturbation point, the bottom quarter copies a
-  top-quarter trial's checkpoint and config (width, depth, batch and optimizer come with the
-  checkpoint), then perturbs ``lr`` (x0.8 / x1.2 or resampled). A trial that
+* PBT: ``PopulationBasedTraining(perturbation_interval, hyperparam_mutations={"lr": ...})``:
+  the bottom quarter copies a top-quarter trial's checkpoint and config (width, depth and batch
+  come with the checkpoint), then perturbs ``lr`` (x0.8 / x1.2 or resampled). A trial that
   resumed from another trial's checkpoint reports that trial's id as ``donor``.
 
 Budget: ``trials`` x ``steps`` (ASHA spends less by stopping trials). Resume: when
@@ -218,11 +217,6 @@ def make_scheduler(args: TuneLmArgs) -> Any:
             hyperparam_mutations={"lr": tune.loguniform(args.lr_min, args.lr_max)},
             quantile_fraction=0.25,
             resample_probability=0.25,
-            # Synchronous: decide when every trial has reached the perturbation point, so which
-            # trials exploit does not depend on which happened to report first (asynchronous
-            # PBT compares whatever scores exist at that moment; with fewer trials running than
-            # sampled it may exploit none).
-            synch=True,
         )
     return ASHAScheduler(
         time_attr="step",

@@ -221,12 +221,13 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         yield _set(data, path, [{"name": "lm", "checkpoint": job, "node_pool": pool}])
         return
     if schema == "services[].incremental_upgrade" and value is None:
+        # needs kuberay.mode helm (the chart's feature gate; refused with the GKE add-on), and
+        # with helm the TPU webhook is the stack's to install
         inc = {"gateway_class_name": "gke-l7-rilb", "step_size_percent": 20}
-        yield _set(
-            _set(data, path, inc),
-            (*path[:-1], "upgrade_strategy"),
-            "NewClusterWithIncrementalUpgrade",
-        )
+        out = _set(data, path, inc)
+        out = _set(out, (*path[:-1], "upgrade_strategy"), "NewClusterWithIncrementalUpgrade")
+        kuberay = {**out.get("kuberay", {}), "mode": "helm", "tpu_webhook": True}
+        yield _set(out, ("kuberay",), kuberay)
         return
     if schema in ("node_pools[].max_nodes", "node_pools[].max_slices"):
         # one less, with the worker groups on the pool clamped to it (the GKE pools change anyway)
