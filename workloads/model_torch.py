@@ -171,6 +171,11 @@ class MuonAdamW(torch.optim.Optimizer):
         self.muon = torch.optim.Muon(matrices, lr=muon_lr, weight_decay=weight_decay)
         self.adamw = torch.optim.AdamW(rest, lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
         super().__init__([{"params": matrices + rest}], {})
+        self._share_groups()
+
+    def _share_groups(self) -> None:
+        """Expose the two optimizers' own groups (tagged ``muon``) as this one's, so a scheduler
+        that sets ``group["lr"]`` sets theirs; again after a load replaced their group dicts."""
         for group in self.muon.param_groups:
             group["muon"] = True
         for group in self.adamw.param_groups:
@@ -189,11 +194,7 @@ class MuonAdamW(torch.optim.Optimizer):
         """``state_dict``: what :meth:`state_dict` returned (see :func:`optimizer_kind`)."""
         self.muon.load_state_dict(state_dict["muon"])
         self.adamw.load_state_dict(state_dict["adamw"])
-        for group in self.muon.param_groups:
-            group["muon"] = True
-        for group in self.adamw.param_groups:
-            group["muon"] = False
-        self.param_groups = self.muon.param_groups + self.adamw.param_groups
+        self._share_groups()
 
 
 def optimizer_kind(state_dict: Mapping[str, Any]) -> str:
