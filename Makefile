@@ -9,7 +9,7 @@ DATA ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: local serve venv test lint check policy-venv policy-check scan
+.PHONY: local serve venv test test-fast lint check policy-venv policy-check scan
 
 venv: $(STAMP)
 
@@ -35,6 +35,10 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Everything but the slow tests (real local Ray clusters, whole pipelines, index resolution).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m 'not slow' $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -25,10 +25,18 @@ Schedulers (https://docs.ray.io/en/latest/tune/api/schedulers.html), both on ``v
 
 * ASHA: ``ASHAScheduler(max_t=steps, grace_period, reduction_factor)``: trials below the
   rung's top 1/reduction_factor are stopped early.
-* PBT: ``PopulationBasedTraining(perturbation_interval, hyperparam_mutations={"lr": ...})``:
-  the bottom quarter copies a top-quarter trial's checkpoint and config (width, depth and batch
-  come with the checkpoint), then perturbs ``lr`` (x0.8 / x1.2 or resampled). A trial that
-  resumed from another trial's checkpoint reports that trial's id as ``donor``.
+* PBT: ``PopulationBasedTraining(perturbation_interval, hyperparam_mutations={"lr": ...},
+  synch=True)``: once every trial has reached a perturbation point, the bottom quarter copies a
+  top-quarter trial's checkpoint and config (width, depth, batch and optimizer come with the
+  checkpoint), then perturbs ``lr`` (x0.8 / x1.2 or resampled). A trial that resumed from
+  another trial's checkpoint reports that trial's id as ``donor``. Synchronous because Ray's
+  asynchronous PBT exploits a trial only from a donor that was in the upper quantile at the
+  donor's own last perturbation point (``pbt.py`` ``_checkpoint_or_exploit``: "no checkpoint for
+  trial ... Skip exploit"), and the first trial to reach a point is alone there: with a handful
+  of trials it often exploits none. Synchronous PBT checkpoints the upper quantile first, so
+  every perturbation point exploits the bottom quarter. A perturbation point on the last step
+  (``steps`` a multiple of ``perturbation_interval``) copies the donor's final state: that
+  trial ends with the donor's ``val_loss``.
 
 Budget: ``trials`` x ``steps`` (ASHA spends less by stopping trials). Resume: when
 ``<storage_path>/<name>`` holds an experiment and ``resume`` is true, ``Tuner.restore`` continues
@@ -217,6 +225,7 @@ def make_scheduler(args: TuneLmArgs) -> Any:
             hyperparam_mutations={"lr": tune.loguniform(args.lr_min, args.lr_max)},
             quantile_fraction=0.25,
             resample_probability=0.25,
+            synch=True,  # see the module docstring: asynchronous PBT skips most exploits here
         )
     return ASHAScheduler(
         time_attr="step",
