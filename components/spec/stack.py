@@ -65,7 +65,7 @@ class LocalConfig(_Model):
 
 
 class StackConfig(_Model):
-    """Everything one stack (``dev``, ``prod``, ...) declares. See the README for a tour."""
+    """Everything one stack (``dev``, ``prod``, ...) declares. See the README and docs/ for a tour."""
 
     project: str = Field(
         description="GCP project id every resource is created in (6-30 lowercase letters, digits "
