@@ -761,13 +761,29 @@ def _upper_bounds(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _batch_fits(values: Mapping[str, Any]) -> str | None:
+    """``max_ongoing_requests`` >= ``max_batch_size``: a replica only ever holds
+    ``max_ongoing_requests`` requests, so a larger batch could never fill (Serve warns of the
+    same in ``ray/serve/batching.py``, ``_warn_if_max_batch_size_exceeds_max_ongoing_requests``)."""
+    batch, ongoing = values.get("max_batch_size"), values.get("max_ongoing_requests")
+    if isinstance(batch, int) and isinstance(ongoing, int) and ongoing < batch:
+        return (
+            f"max_ongoing_requests {ongoing} < max_batch_size {batch}: a batch could never fill; "
+            f"set max_ongoing_requests >= {batch}"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class ServeLmArgs(WorkloadArgs):
     """Arguments of the Ray Serve application :mod:`workloads.serve_lm` (its builder
     ``workloads.serve_lm:build_app`` receives them as the Serve config's ``args``)."""
 
     WORKLOAD: ClassVar[str] = "serve_lm"
-    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (_upper_bounds,)
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (
+        _upper_bounds,
+        _batch_fits,
+    )
 
     checkpoint: str | None = arg(
         None,
@@ -814,7 +830,13 @@ class ServeLmArgs(WorkloadArgs):
     num_gpus: float = arg(
         0.0, "GPUs each replica reserves (the model moves to cuda)", "GPUs", minimum=0
     )
-    torch_threads: int = arg(1, "torch intra-op threads per replica", "threads", minimum=1)
+    torch_threads: int | None = arg(
+        None,
+        "torch intra- and inter-op threads per replica; None = the replica's Ray CPUs (num_cpus, "
+        "at least 1)",
+        "threads",
+        minimum=1,
+    )
 
 
 ARGS: Mapping[str, type[WorkloadArgs]] = types.MappingProxyType(

@@ -336,3 +336,74 @@ def load_checkpoint(
         torch.load(opt_path, map_location=device, weights_only=True) if opt_path.exists() else None
     )
     return model.to(device), metadata, opt_state
+
+
+# ------------------------------------------------------- incremental decoding (serving only)
+# The training forward above (GPT.forward, Block.forward) is untouched; forward_cached is the same
+# network evaluated one chunk at a time against cached keys/values, tested equal to it in
+# tests/workloads/test_model_decode.py.
+
+
+class KVCache:
+    """Keys and values of every block for up to ``rows`` sequences:
+    ``k[layer]``, ``v[layer]``: ``[rows, n_heads, context_length, d_model // n_heads]``, in the
+    model's parameter dtype and device. Position ``p`` of row ``b`` holds that token's key/value
+    once :func:`forward_cached` has run it; later positions hold stale values that the attention
+    mask never reads."""
+
+    def __init__(self, model: GPT, rows: int) -> None:
+        cfg = model.cfg
+        w = model.tok.weight
+        shape = (rows, cfg.n_heads, cfg.context_length, cfg.d_model // cfg.n_heads)
+        self.k = [torch.zeros(shape, dtype=w.dtype, device=w.device) for _ in model.blocks]
+        self.v = [torch.zeros(shape, dtype=w.dtype, device=w.device) for _ in model.blocks]
+
+    @property
+    def rows(self) -> int:
+        return self.k[0].shape[0] if self.k else 0
+
+    def keep(self, rows: list[int]) -> None:
+        """Keep only ``rows`` (in that order) — finished sequences leave the batch."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.k[0].device)
+        self.k = [t.index_select(0, index) for t in self.k]
+        self.v = [t.index_select(0, index) for t in self.v]
+
+
+@torch.no_grad()
+def forward_cached(
+    model: GPT, idx: torch.Tensor, cache: KVCache, start: torch.Tensor
+) -> torch.Tensor:
+    """Logits ``[B, T, 256]`` of ``idx[B, T]`` whose first token sits at position ``start[b]``
+    of row ``b``, attending to the row's cached positions ``< start[b]`` and causally within the
+    chunk; writes the chunk's keys/values into ``cache`` rows ``0..B-1``. A prefill is
+    ``start = 0`` (rows right-padded to one length are fine: a pad's stale key/value is
+    overwritten before any query can see it), a decode step is ``T = 1``,
+    ``start = tokens so far``. Equal to ``model(seq)[:, start:start+T]`` up to float rounding.
+
+    Raises:
+        ValueError: a position reaches ``context_length`` (learned positions end there; the
+            caller falls back to the full forward over the last ``context_length`` tokens).
+    """
+    b, t = idx.shape
+    ctx = model.cfg.context_length
+    pos = start.to(idx.device).view(b, 1) + torch.arange(t, device=idx.device)  # [B, T]
+    end = int(pos.max()) + 1
+    if end > ctx:
+        raise ValueError(f"position {end - 1} >= context_length {ctx}")
+    x = model.tok(idx) + model.pos(pos)
+    mask = (torch.arange(end, device=idx.device).view(1, 1, end) <= pos.view(b, t, 1))[:, None]
+    rows = torch.arange(b, device=idx.device).view(b, 1).expand(b, t)
+    for layer, blk in enumerate(model.blocks):
+        c = x.shape[-1]
+        hd = c // blk.n_heads
+        q, k, v = blk.qkv(blk.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, blk.n_heads, hd) for z in (q, k, v))
+        kc, vc = cache.k[layer], cache.v[layer]
+        kc[rows, :, pos] = k  # advanced indices first: [B, T, H, hd]
+        vc[rows, :, pos] = v
+        y = F.scaled_dot_product_attention(
+            q.transpose(1, 2), kc[:b, :, :end], vc[:b, :, :end], attn_mask=mask
+        )
+        x = x + blk.proj(y.transpose(1, 2).reshape(b, t, c))
+        x = x + blk.mlp(blk.ln2(x))
+    return model.ln_f(x) @ model.tok.weight.T

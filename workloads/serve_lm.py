@@ -33,16 +33,19 @@ Arguments: :class:`workloads.args.ServeLmArgs`; the application builder is :func
 # No "from __future__ import annotations": FastAPI reads the route signatures (``request:
 # Request``) at definition time, inside _deployment_class.
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from workloads.args import ServeLmArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, read_manifest
 
-REQUEST_KEYS = ("prompt", "max_new_tokens", "temperature", "seed")
+REQUEST_KEYS = ("prompt", "max_new_tokens", "temperature", "seed", "stop")
+MAX_STOPS = 4  # stop sequences per request (as OpenAI's ``stop``)
+MAX_STOP_BYTES = 64  # UTF-8 bytes per stop sequence
 
 
 class RequestError(ValueError):
@@ -56,12 +59,14 @@ class RequestError(ValueError):
 @dataclass(frozen=True)
 class GenerateRequest:
     """One parsed ``POST /generate`` body: prompt bytes, tokens to generate, temperature (0 =
-    greedy), seed."""
+    greedy), seed, stop sequences (generation ends when the output ends with one; it is cut
+    from the answer)."""
 
     prompt: bytes
     max_new_tokens: int
     temperature: float
     seed: int
+    stop: tuple[bytes, ...] = ()
 
 
 def parse_request(body: bytes, args: ServeLmArgs) -> GenerateRequest:
@@ -70,7 +75,9 @@ def parse_request(body: bytes, args: ServeLmArgs) -> GenerateRequest:
     Raises:
         RequestError: 413 when ``body`` is longer than ``max_body_bytes``; 400 for anything else
             (not a JSON object, unknown key, wrong type, prompt over ``max_prompt_bytes`` UTF-8
-            bytes, ``max_new_tokens`` outside 1..limit, temperature outside 0..10).
+            bytes, ``max_new_tokens`` outside 1..limit, temperature outside 0..10, ``stop`` not a
+            string or a list of at most ``MAX_STOPS`` non-empty strings of at most
+            ``MAX_STOP_BYTES`` bytes).
     """
     if len(body) > args.max_body_bytes:
         raise RequestError(
@@ -104,7 +111,19 @@ def parse_request(body: bytes, args: ServeLmArgs) -> GenerateRequest:
     seed = doc.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
         raise RequestError(400, f"seed: {json.dumps(seed)} is not an integer in 0..2**63-1")
-    return GenerateRequest(data, n, float(t), seed)
+    stop = doc.get("stop", [])
+    stops = [stop] if isinstance(stop, str) else stop
+    if (
+        not isinstance(stops, list)
+        or len(stops) > MAX_STOPS
+        or not all(isinstance(s, str) and 0 < len(s.encode()) <= MAX_STOP_BYTES for s in stops)
+    ):
+        raise RequestError(
+            400,
+            f"stop: {json.dumps(stop)} is not a string or a list of at most {MAX_STOPS} "
+            f"non-empty strings of at most {MAX_STOP_BYTES} bytes",
+        )
+    return GenerateRequest(data, n, float(t), seed, tuple(s.encode() for s in stops))
 
 
 def resolve_checkpoint(path: str) -> str:
@@ -125,68 +144,214 @@ def resolve_checkpoint(path: str) -> str:
     return str(found[0])
 
 
+def torch_threads_for(torch_threads: int | None, cpus: float) -> int:
+    """Torch intra-/inter-op threads of a replica: ``torch_threads`` when given, else the
+    replica's Ray CPU allocation ``cpus`` rounded down, at least 1 (a replica with
+    ``num_cpus: 0.5`` gets 1 thread, one with 4 gets 4) — never the host's core count, which
+    oversubscribes the CPUs Ray gave the other actors on the node."""
+    return int(torch_threads) if torch_threads else max(1, int(cpus))
+
+
+def ray_cpus(default: float) -> float:
+    """The CPUs Ray assigned to the calling actor
+    (``ray.get_runtime_context().get_assigned_resources()["CPU"]``,
+    https://docs.ray.io/en/latest/ray-core/api/doc/ray.runtime_context.RuntimeContext.get_assigned_resources.html),
+    or ``default`` outside a Ray worker or when it holds no CPU."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+            if cpus:
+                return float(cpus)
+    except Exception:  # no Ray, or not in a worker: the caller's figure
+        pass
+    return default
+
+
+def set_torch_threads(n: int) -> int:
+    """Set torch's intra-op and inter-op thread pools to ``n`` threads; returns ``n``. The
+    inter-op pool can only be sized once per process, before its first use
+    (https://docs.pytorch.org/docs/stable/generated/torch.set_num_interop_threads.html): where
+    it already runs, it keeps its size."""
+    import torch
+
+    torch.set_num_threads(n)
+    if torch.get_num_interop_threads() != n:
+        with contextlib.suppress(RuntimeError):
+            torch.set_num_interop_threads(n)
+    return n
+
+
+class BatchDecode:
+    """The decode of one batch of requests: one forward pass per generated token for all the
+    rows still running, against a :class:`~workloads.model_torch.KVCache`.
+
+    The constructor runs the prefill (the prompts right-padded into one forward). Each
+    :meth:`step` samples one token per running row from its last logits (greedy at temperature
+    0, else ``torch.multinomial`` with the request's own ``torch.Generator(seed)``), finishes
+    the rows that reached ``max_new_tokens`` or ended with one of their ``stop`` sequences
+    (they leave the batch: their cache rows are dropped and later forwards skip them), then
+    runs the next forward for the others. A row whose length passes the context
+    (``context_length``) leaves the cache and is decoded by the full forward over its last
+    ``context_length`` bytes, as the model was trained (learned positions end there); those
+    rows share one forward too. The tokens equal decoding each request alone without a cache
+    (``tests/workloads/test_model_decode.py``).
+
+    ``results[i]`` is ``None`` until request ``i`` finished, then ``{"text", "tokens",
+    "prompt_tokens", "finish_reason": "length" | "stop", "generate_ms", "batch_size"}``.
+    """
+
+    def __init__(self, model: Any, requests: list[GenerateRequest], device: str = "cpu") -> None:
+        import torch
+
+        from workloads.model_torch import KVCache, forward_cached
+
+        self._torch, self._forward_cached = torch, forward_cached
+        self.t0 = time.perf_counter()
+        self.model, self.device = model, device
+        self.ctx = model.cfg.context_length
+        self.requests = list(requests)
+        self.seqs = [list(r.prompt) or [0] for r in self.requests]
+        self.out: list[list[int]] = [[] for _ in self.requests]
+        self.gens = [torch.Generator().manual_seed(r.seed) for r in self.requests]
+        self.results: list[dict[str, Any] | None] = [None] * len(self.requests)
+        self.forwards = 0
+        n = range(len(self.requests))
+        self.cached = [i for i in n if len(self.seqs[i]) <= self.ctx]  # cache row order
+        self.windowed = [i for i in n if len(self.seqs[i]) > self.ctx]
+        self.cache = KVCache(model, len(self.cached))
+        with torch.no_grad():
+            parts = []
+            if self.cached:
+                lens = [len(self.seqs[i]) for i in self.cached]
+                width = max(lens)
+                x = torch.tensor(
+                    [self.seqs[i] + [0] * (width - len(self.seqs[i])) for i in self.cached],
+                    device=device,
+                )
+                logits = forward_cached(
+                    model, x, self.cache, torch.zeros(len(lens), dtype=torch.long)
+                )
+                last = torch.tensor(lens, device=logits.device) - 1
+                parts.append(logits[torch.arange(len(lens), device=logits.device), last])
+                self.forwards += 1
+            parts += self._window_logits()
+        self.logits = torch.cat(parts) if parts else None
+
+    @property
+    def done(self) -> bool:
+        """Every request finished."""
+        return not self.cached and not self.windowed
+
+    def _window_logits(self) -> list[Any]:
+        if not self.windowed:
+            return []
+        x = self._torch.tensor(
+            [self.seqs[i][-self.ctx :] for i in self.windowed], device=self.device
+        )
+        self.forwards += 1
+        return [self.model(x)[:, -1, :]]
+
+    def _stop_reason(self, i: int) -> str | None:
+        r, out = self.requests[i], self.out[i]
+        for s in r.stop:
+            if len(out) >= len(s) and bytes(out[-len(s) :]) == s:
+                del out[-len(s) :]  # the stop sequence is not part of the answer
+                return "stop"
+        return "length" if len(out) >= r.max_new_tokens else None
+
+    def step(self) -> list[int]:
+        """Generate one token for every running request; the indices that finished."""
+        torch = self._torch
+        if self.logits is None:
+            return []
+        logits = self.logits.float().cpu()
+        greedy = logits.argmax(-1).tolist()
+        finished: list[int] = []
+        for row, i in enumerate(self.cached + self.windowed):
+            t = self.requests[i].temperature
+            if t <= 0:
+                nxt = greedy[row]
+            else:
+                probs = torch.softmax(logits[row] / t, -1)
+                nxt = int(torch.multinomial(probs, 1, generator=self.gens[i]))
+            self.seqs[i].append(nxt)
+            self.out[i].append(nxt)
+            reason = self._stop_reason(i)
+            if reason:
+                finished.append(i)
+                self._finish(i, reason)
+        gone = set(finished)
+        # rows whose new token would sit past the context leave the cache for the window path
+        leave = {i for i in self.cached if i not in gone and len(self.seqs[i]) > self.ctx}
+        if gone or leave:
+            keep = [r for r, i in enumerate(self.cached) if i not in gone and i not in leave]
+            if len(keep) < len(self.cached):
+                self.cache.keep(keep)
+            self.windowed = [i for i in self.windowed if i not in gone] + sorted(leave)
+            self.cached = [self.cached[r] for r in keep]
+        with torch.no_grad():
+            parts = []
+            if self.cached:
+                x = torch.tensor([[self.seqs[i][-1]] for i in self.cached], device=self.device)
+                start = torch.tensor([len(self.seqs[i]) - 1 for i in self.cached])
+                parts.append(self._forward_cached(self.model, x, self.cache, start)[:, -1, :])
+                self.forwards += 1
+            parts += self._window_logits()
+        self.logits = torch.cat(parts) if parts else None
+        return finished
+
+    def run_until_finish(self) -> list[int]:
+        """:meth:`step` until at least one request finished (or all did); their indices."""
+        while not self.done:
+            finished = self.step()
+            if finished:
+                return finished
+        return []
+
+    def _finish(self, i: int, reason: str) -> None:
+        toks = self.out[i]
+        self.results[i] = {
+            "text": bytes(toks).decode("utf-8", errors="replace"),
+            "tokens": toks,
+            "prompt_tokens": len(self.requests[i].prompt),
+            "finish_reason": reason,
+            "generate_ms": round((time.perf_counter() - self.t0) * 1000, 3),
+            "batch_size": len(self.requests),
+        }
+
+
 class LmGenerator:
     """The model of one replica (or of the bare server in ``bench/serve_load.py``).
 
-    ``LmGenerator(checkpoint, torch_threads, device)`` verifies then loads the checkpoint.
+    ``LmGenerator(checkpoint, torch_threads, device)`` verifies then loads the checkpoint and
+    sets torch's intra-/inter-op threads to ``torch_threads`` (:func:`set_torch_threads`).
 
     Raises:
         CheckpointError: missing or damaged checkpoint; the message names the file.
     """
 
     def __init__(self, checkpoint: str, torch_threads: int = 1, device: str = "cpu") -> None:
-        import torch
-
         from workloads.model_torch import load_checkpoint
 
-        torch.set_num_threads(torch_threads)
+        self.threads = set_torch_threads(torch_threads)
         self.checkpoint = resolve_checkpoint(checkpoint)
         self.device = device
         self.model, self.metadata, _ = load_checkpoint(self.checkpoint, device=device)
         self.model.eval()
 
-    def generate(self, requests: list[GenerateRequest]) -> list[dict[str, Any]]:
-        """Continue every request's prompt; one dict per request, in order: ``text``,
-        ``tokens`` (generated byte values), ``prompt_tokens``, ``generate_ms``, ``batch_size``."""
-        import torch
+    def start(self, requests: list[GenerateRequest]) -> BatchDecode:
+        """A :class:`BatchDecode` of ``requests`` (prefill done)."""
+        return BatchDecode(self.model, requests, self.device)
 
-        t0 = time.perf_counter()
-        ctx = self.model.cfg.context_length
-        seqs = [list(r.prompt) or [0] for r in requests]
-        gens = [torch.Generator().manual_seed(r.seed) for r in requests]
-        out: list[list[int]] = [[] for _ in requests]
-        with torch.no_grad():
-            while True:
-                live = [i for i, r in enumerate(requests) if len(out[i]) < r.max_new_tokens]
-                if not live:
-                    break
-                by_len: dict[int, list[int]] = {}
-                for i in live:
-                    by_len.setdefault(min(len(seqs[i]), ctx), []).append(i)
-                for length, idx in by_len.items():
-                    x = torch.tensor([seqs[i][-length:] for i in idx], device=self.device)
-                    logits = self.model(x)[:, -1, :].float().cpu()
-                    greedy = logits.argmax(-1).tolist()
-                    for row, i in enumerate(idx):
-                        t = requests[i].temperature
-                        if t <= 0:
-                            nxt = greedy[row]
-                        else:
-                            probs = torch.softmax(logits[row] / t, -1)
-                            nxt = int(torch.multinomial(probs, 1, generator=gens[i]))
-                        seqs[i].append(nxt)
-                        out[i].append(nxt)
-        ms = (time.perf_counter() - t0) * 1000
-        return [
-            {
-                "text": bytes(toks).decode("utf-8", errors="replace"),
-                "tokens": toks,
-                "prompt_tokens": len(r.prompt),
-                "generate_ms": round(ms, 3),
-                "batch_size": len(requests),
-            }
-            for r, toks in zip(requests, out, strict=True)
-        ]
+    def generate(self, requests: list[GenerateRequest]) -> list[dict[str, Any]]:
+        """Decode ``requests`` as one batch to the end; one result per request, in order (see
+        :class:`BatchDecode`)."""
+        dec = self.start(requests)
+        while not dec.done:
+            dec.step()
+        return [r for r in dec.results if r is not None]
 
     def health(self) -> dict[str, Any]:
         """``{"status": "ok", "checkpoint", "step", "framework"}``."""
@@ -196,6 +361,27 @@ class LmGenerator:
             "step": int(self.metadata.get("step", 0)),
             "framework": self.metadata.get("framework", "torch"),
         }
+
+
+async def stream_batch(
+    lm: LmGenerator, requests: list[GenerateRequest]
+) -> AsyncIterator[list[Any]]:
+    """The body of the ``@serve.batch`` generator: decode ``requests`` as one batch and, each
+    time requests finish, yield one list over the batch with the finished requests' results,
+    ``None`` for those still running and ``StopIteration`` for those answered before (Serve's
+    per-request end of stream, ``ray/serve/batching.py`` ``USER_CODE_STREAMING_SENTINELS``). So
+    a request that stops early (``max_new_tokens``, a ``stop`` sequence) is answered then, not
+    when the longest one in its batch ends. The decode runs in a worker thread: the replica's
+    event loop keeps taking requests, which queue for the next batch."""
+    dec = await asyncio.to_thread(lm.start, requests)
+    answered: set[int] = set()
+    while not dec.done:
+        finished = set(await asyncio.to_thread(dec.run_until_finish))
+        yield [
+            dec.results[i] if i in finished else StopIteration if i in answered else None
+            for i in range(len(requests))
+        ]
+        answered |= finished
 
 
 def _deployment_class() -> Any:
@@ -212,21 +398,21 @@ def _deployment_class() -> Any:
         def __init__(self, args: dict[str, Any]) -> None:
             self.args = ServeLmArgs.parse(args)
             device = "cuda" if self.args.num_gpus > 0 else "cpu"
-            self.lm = LmGenerator(str(self.args.checkpoint), self.args.torch_threads, device)
+            threads = torch_threads_for(self.args.torch_threads, ray_cpus(self.args.num_cpus))
+            self.lm = LmGenerator(str(self.args.checkpoint), threads, device)
             self.generate_batch.set_max_batch_size(self.args.max_batch_size)
             self.generate_batch.set_batch_wait_timeout_s(self.args.batch_wait_timeout_s)
 
         @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.01)
         async def generate_batch(
             self, items: list[tuple[GenerateRequest, float]]
-        ) -> list[dict[str, Any]]:
+        ) -> AsyncIterator[list[Any]]:
             start = time.perf_counter()
-            # In a thread: the replica's event loop keeps taking requests, which queue for the
-            # next batch while this one decodes (Serve runs one batch at a time by default).
-            results = await asyncio.to_thread(self.lm.generate, [req for req, _ in items])
-            for res, (_, t_in) in zip(results, items, strict=True):
-                res["queue_ms"] = round((start - t_in) * 1000, 3)
-            return results
+            async for results in stream_batch(self.lm, [req for req, _ in items]):
+                for res, (_, t_in) in zip(results, items, strict=True):
+                    if isinstance(res, dict):
+                        res["queue_ms"] = round((start - t_in) * 1000, 3)
+                yield results
 
         @api.post("/generate")
         async def generate(self, request: Request) -> Any:
@@ -244,12 +430,16 @@ def _deployment_class() -> Any:
                 req = parse_request(await request.body(), self.args)
             except RequestError as e:
                 return JSONResponse({"error": str(e)}, status_code=e.status)
-            res = await self.generate_batch((req, t_in))
+            res: dict[str, Any] = {}
+            async for res in self.generate_batch((req, t_in)):
+                if res is not None:
+                    break  # this request's answer; the rest of its batch may still decode
             meta = self.lm.health()
             return {
                 "text": res["text"],
                 "tokens": res["tokens"],
                 "prompt_tokens": res["prompt_tokens"],
+                "finish_reason": res["finish_reason"],
                 "checkpoint": meta["checkpoint"],
                 "step": meta["step"],
                 "timings": {
