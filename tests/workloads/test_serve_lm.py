@@ -103,3 +103,129 @@ def test_local_default_checkpoint_survives_a_forgotten_run(tmp_path: Path) -> No
     assert default_checkpoint(state) == str(ckpt)  # no last_run (after `down`): newest run
     other = tiny_checkpoint(tmp_path / "lm-other", step=5)
     assert default_checkpoint({**state, "last_run": "lm-other"}) == str(other)
+
+
+def uncached_decode(lm: LmGenerator, req: GenerateRequest) -> list[int]:
+    """The reference: one request alone, a full forward over the last context bytes per token."""
+    import torch
+
+    ctx = lm.model.cfg.context_length
+    seq, out = list(req.prompt) or [0], []
+    gen = torch.Generator().manual_seed(req.seed)
+    with torch.no_grad():
+        while len(out) < req.max_new_tokens:
+            logits = lm.model(torch.tensor([seq[-ctx:]]))[0, -1].float()
+            if req.temperature <= 0:
+                nxt = int(logits.argmax())
+            else:
+                probs = torch.softmax(logits / req.temperature, -1)
+                nxt = int(torch.multinomial(probs, 1, generator=gen))
+            seq.append(nxt)
+            out.append(nxt)
+    return out
+
+
+def test_cached_batched_decode_equals_uncached_one_by_one(tmp_path: Path) -> None:
+    tiny_checkpoint(tmp_path)
+    lm = LmGenerator(str(tmp_path))
+    reqs = [
+        GenerateRequest(b"def ", 6, 0.0, 0),
+        GenerateRequest(b"", 3, 0.0, 0),  # an empty prompt starts from byte 0
+        GenerateRequest(b"x = 1", 20, 0.0, 0),  # runs past the 16-byte context
+        GenerateRequest(b"a" * 18, 4, 0.0, 0),  # a prompt longer than the context
+        GenerateRequest(b"import", 12, 0.8, 7),  # sampled: its own seeded generator
+        GenerateRequest(b"import", 12, 0.8, 8),
+    ]
+    dec = lm.start(reqs)
+    steps = 0
+    while not dec.done:
+        dec.step()
+        steps += 1
+    assert steps == 20  # one step per token of the longest request, for the whole batch
+    assert dec.forwards < sum(r.max_new_tokens for r in reqs)  # batched, not one by one
+    got = [r["tokens"] for r in dec.results if r is not None]
+    assert got == [uncached_decode(lm, r) for r in reqs]
+    assert got[4] != got[5]  # the seeds matter
+
+
+def test_finished_requests_leave_the_batch_and_stop_sequences_end_them(tmp_path: Path) -> None:
+    tiny_checkpoint(tmp_path)
+    lm = LmGenerator(str(tmp_path))
+    free = uncached_decode(lm, GenerateRequest(b"ab", 10, 0.0, 0))
+    stop = bytes(free[3:5])  # the 4th and 5th bytes this prompt generates
+    cut = next(k for k in range(4) if bytes(free[k : k + 2]) == stop)  # its first occurrence
+    reqs = [GenerateRequest(b"ab", 10, 0.0, 0, (stop,)), GenerateRequest(b"ab", 2, 0.0, 0),
+            GenerateRequest(b"ab", 10, 0.0, 0)]  # fmt: skip
+    dec = lm.start(reqs)
+    assert dec.step() == [] and dec.step() == [1]  # max_new_tokens reached: answered now
+    assert dec.results[1] is not None and dec.results[1]["finish_reason"] == "length"
+    assert dec.cache.rows == 2  # its cache row is gone: later forwards skip it
+    finished = dec.run_until_finish()
+    res = dec.results[0]
+    assert finished == [0] and res is not None and res["finish_reason"] == "stop"
+    assert res["tokens"] == free[:cut]  # ended there, the stop sequence cut from the answer
+    assert dec.cache.rows == 1 and not dec.done
+    assert dec.run_until_finish() == [2] and dec.done
+    assert dec.results[2] is not None and dec.results[2]["tokens"] == free
+
+
+def test_the_serve_batch_stream_answers_each_request_when_it_finishes(tmp_path: Path) -> None:
+    import asyncio
+
+    from workloads.serve_lm import stream_batch
+
+    tiny_checkpoint(tmp_path)
+    lm = LmGenerator(str(tmp_path))
+    reqs = [GenerateRequest(b"a", 5, 0.0, 0), GenerateRequest(b"b", 2, 0.0, 0),
+            GenerateRequest(b"c", 5, 0.0, 0)]  # fmt: skip
+
+    async def collect() -> list[list]:
+        return [item async for item in stream_batch(lm, reqs)]
+
+    yields = asyncio.run(collect())
+    assert len(yields) == 2 and all(len(y) == 3 for y in yields)
+    first, last = yields
+    assert (
+        first[0] is None
+        and first[2] is None
+        and first[1]["tokens"] == lm.generate([reqs[1]])[0]["tokens"]
+    )
+    assert last[1] is StopIteration  # Serve's end-of-stream for the request already answered
+    assert [len(last[i]["tokens"]) for i in (0, 2)] == [5, 5]
+
+
+@pytest.mark.parametrize(
+    ("stop", "ok"),
+    [("\n", True), (["a", "bc"], True), ([], True), (5, False), ([""], False),
+     (["a"] * 5, False), ("x" * 65, False)],
+)  # fmt: skip
+def test_stop_sequences_are_parsed_or_refused(stop: object, ok: bool) -> None:
+    body = json.dumps({"prompt": "a", "stop": stop}).encode()
+    if ok:
+        want = [stop] if isinstance(stop, str) else stop
+        assert parse_request(body, ARGS).stop == tuple(s.encode() for s in want)
+    else:
+        with pytest.raises(RequestError, match=r"^stop: .* at most 4 non-empty strings"):
+            parse_request(body, ARGS)
+
+
+def test_batch_concurrency_and_threads_config() -> None:
+    from workloads.serve_lm import set_torch_threads, torch_threads_for
+
+    with pytest.raises(ArgError, match="max_ongoing_requests 4 < max_batch_size 8"):
+        build_app({"checkpoint": "/x", "max_batch_size": 8, "max_ongoing_requests": 4})
+    app = build_app({"checkpoint": "/x", "max_batch_size": 16, "max_ongoing_requests": 16,
+                     "num_cpus": 2})  # fmt: skip
+    dep = app._bound_deployment
+    assert dep.max_ongoing_requests == 16 and dep.ray_actor_options["num_cpus"] == 2
+    assert dep.init_args[0]["max_batch_size"] == 16
+    # threads follow the replica's Ray CPUs, not the host's cores; an explicit value wins
+    assert [torch_threads_for(None, c) for c in (0.5, 1, 2, 3.5)] == [1, 1, 2, 3]
+    assert torch_threads_for(3, 1) == 3
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert set_torch_threads(2) == 2 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
