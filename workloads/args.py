@@ -824,7 +824,11 @@ class ServeLmArgs(WorkloadArgs):
         4.0, "autoscaling: ongoing requests per replica Serve aims at", "requests", minimum=0.1
     )
     max_ongoing_requests: int = arg(
-        32, "requests one replica takes at once (more wait in the proxy)", "requests", minimum=1
+        32,
+        "requests one replica takes at once (more wait in the proxy); at least max_batch_size, "
+        "so a batch can fill",
+        "requests",
+        minimum=1,
     )
     num_cpus: float = arg(1.0, "CPUs each replica reserves", "CPUs", minimum=0)
     num_gpus: float = arg(

@@ -3,20 +3,31 @@
 Routes (FastAPI ingress, https://docs.ray.io/en/latest/serve/http-guide.html):
 
 * ``POST /generate`` — body JSON ``{"prompt": str, "max_new_tokens": int?, "temperature":
-  float?, "seed": int?}`` -> ``{"text", "tokens", "prompt_tokens", "checkpoint", "step",
-  "timings": {"queue_ms", "generate_ms", "total_ms", "batch_size"}}``. ``text`` is the prompt's
-  continuation (UTF-8 with replacement), ``tokens`` its byte values. Bad input answers one JSON
-  line ``{"error": "<field>: <why>"}``: 400 (not JSON, wrong type, prompt longer than
-  ``max_prompt_bytes``, ``max_new_tokens`` above the limit, negative temperature, unknown key) or
-  413 (body longer than ``max_body_bytes``).
+  float?, "seed": int?, "stop": str | [str]?}`` -> ``{"text", "tokens", "prompt_tokens",
+  "finish_reason", "checkpoint", "step", "timings": {"queue_ms", "generate_ms", "total_ms",
+  "batch_size"}}``. ``text`` is the prompt's continuation (UTF-8 with replacement), ``tokens``
+  its byte values; generation ends at ``max_new_tokens`` (``finish_reason: "length"``) or when
+  the output ends with one of the ``stop`` sequences (``"stop"``; the sequence is cut from the
+  answer, as OpenAI's ``stop``). Bad input answers one JSON line ``{"error": "<field>: <why>"}``:
+  400 (not JSON, wrong type, prompt longer than ``max_prompt_bytes``, ``max_new_tokens`` above
+  the limit, negative temperature, bad ``stop``, unknown key) or 413 (body longer than
+  ``max_body_bytes``). The answer depends only on the body (and the checkpoint): the same body
+  with the same ``seed`` gives the same tokens, alone or in any batch, so a request that failed
+  with a 5xx because its replica died is safe to send again (``bench/serve_load.py`` clients do).
 * ``GET /healthz`` — ``{"status": "ok", "checkpoint", "step", "framework"}``.
 
 Dynamic batching: requests are gathered by ``@serve.batch`` (``max_batch_size`` /
 ``batch_wait_timeout_s`` from the arguments, set per replica with ``set_max_batch_size`` /
 ``set_batch_wait_timeout_s``, https://docs.ray.io/en/latest/serve/advanced-guides/dyn-req-batch.html)
-and decoded together: at each step the sequences of equal current length share one forward pass
-(no padding, so a batched answer is the answer the request would get alone, up to float
-rounding); each request samples with its own ``torch.Generator`` seeded by ``seed``.
+and decoded together by :class:`BatchDecode`: one prefill forward for the batch's prompts, then
+one forward per generated token for all its running requests against a KV cache
+(:func:`workloads.model_torch.forward_cached`; a batched answer is the answer the request gets
+alone without a cache, up to float rounding); each request samples with its own
+``torch.Generator`` seeded by ``seed``. The batch method is an async generator, so each request
+is answered the step it finishes and leaves the batch (``stream_batch``). The builder refuses
+``max_ongoing_requests < max_batch_size`` (a batch could never fill). Each replica sets torch's
+intra- and inter-op threads from its Ray CPU allocation (``num_cpus``, at least 1;
+``torch_threads`` overrides), not from the host's cores.
 
 Autoscaling: ``min_replicas`` / ``max_replicas`` / ``target_ongoing_requests``
 (https://docs.ray.io/en/latest/serve/autoscaling-guide.html). The checkpoint is verified before it
