@@ -17,8 +17,8 @@ Servers (all on 127.0.0.1, the same model and checkpoint, ``--threads`` CPUs eac
 Load: ``--clients`` threads, each with one keep-alive connection, send ``POST /generate`` (a
 ``--prompt-bytes`` prompt, ``--tokens`` new tokens, greedy) back to back for ``--seconds``
 (closed loop: a client sends its next request when the last one is answered). Reported per
-server: requests/s, generated tokens/s, p50/p95/p99 latency (ms), errors (non-200 or connection
-failures), and the mean batch a request was decoded in (Serve's ``timings.batch_size``; 1 for
+server: requests/s, generated tokens/s, p50/p95/p99 latency (ms), errors (requests still
+failing, non-200 or no connection, after the retries below), and the mean batch a request was decoded in (Serve's ``timings.batch_size``; 1 for
 bare). The servers alternate over ``--rounds`` rounds (the order rotates each round, so drift
 in the machine's load hits all alike); the medians are compared. The 1-minute load average is
 recorded before every round.
@@ -155,6 +155,7 @@ def closed_loop(
     tokens = [0]
     counts = {"errors": 0, "failed_first": 0, "failed_before_kill": 0, "failed_after_kill": 0,
               "retried_ok": 0}  # fmt: skip
+    failures: list[str] = []
     lock = threading.Lock()
     stop_at = time.perf_counter() + seconds
 
@@ -176,6 +177,8 @@ def closed_loop(
                 if status == 200 or (status and status not in RETRY_STATUS):
                     break
                 with lock:
+                    if len(failures) < 3:  # what a failure said (the summary JSON shows it)
+                        failures.append(f"{status} {data[:300]!r}")
                     if attempt == 0:
                         counts["failed_first"] += 1
                         if kill_time and kill_time[0] and sent >= kill_time[0]:
@@ -210,6 +213,7 @@ def closed_loop(
         "p95_ms": q[94] * 1000,
         "p99_ms": q[98] * 1000,
         **counts,
+        "failures": failures,
         "requests": len(lat),
         "mean_batch": statistics.fmean(batch) if batch else 0.0,
     }
@@ -344,7 +348,11 @@ def main(argv: list[str] | None = None) -> None:
             loads.append(os.getloadavg()[0])
             for n in order:
                 runs[n].append(closed_loop(*targets[n], a.clients, a.seconds, body))
-        med = {n: {k: statistics.median(x[k] for x in runs[n]) for k in runs[n][0]} for n in names}
+        med = {
+            n: {k: statistics.median(x[k] for x in runs[n]) for k, v in runs[n][0].items()
+                if isinstance(v, (int, float))}
+            for n in names
+        }  # fmt: skip
 
         fault_args = {**common, "max_batch_size": a.clients, "min_replicas": 2, "max_replicas": 2,
                       "num_cpus": 0.5, "batch_wait_timeout_s": a.batch_wait}  # fmt: skip
