@@ -156,6 +156,7 @@ def closed_loop(
     counts = {"errors": 0, "failed_first": 0, "failed_before_kill": 0, "failed_after_kill": 0,
               "retried_ok": 0}  # fmt: skip
     failures: list[str] = []
+    inside: list[tuple[float, float, float, float]] = []
     lock = threading.Lock()
     stop_at = time.perf_counter() + seconds
 
@@ -191,7 +192,10 @@ def closed_loop(
             with lock:
                 if ok:
                     lat.append(dt)
-                    batch.append(int((doc.get("timings") or {}).get("batch_size", 1)))
+                    tm = doc.get("timings") or {}
+                    batch.append(int(tm.get("batch_size", 1)))
+                    if "total_ms" in tm:  # where the time went: in the replica vs outside it
+                        inside.append((tm["queue_ms"], tm["generate_ms"], tm["total_ms"], dt))
                     tokens[0] += len(doc.get("tokens", []))
                     counts["retried_ok"] += attempt > 0
                 else:
@@ -214,6 +218,15 @@ def closed_loop(
         "p99_ms": q[98] * 1000,
         **counts,
         "failures": failures,
+        # means over answered requests (Serve only): batch queue wait, decode, the replica's
+        # whole handling, and the client's latency minus that (proxy, routing, HTTP, client)
+        **{
+            k: statistics.fmean(x[i] for x in inside) if inside else 0.0
+            for i, k in enumerate(("replica_queue_ms", "replica_generate_ms", "replica_total_ms"))
+        },
+        "outside_replica_ms": statistics.fmean(x[3] * 1000 - x[2] for x in inside)
+        if inside
+        else 0.0,
         "requests": len(lat),
         "mean_batch": statistics.fmean(batch) if batch else 0.0,
     }
@@ -380,6 +393,13 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"{n:<18}{m['requests_per_s']:>9.1f}{m['tokens_per_s']:>10.0f}{m['p50_ms']:>9.1f}"
             f"{m['p95_ms']:>9.1f}{m['p99_ms']:>9.1f}{m['errors']:>8.0f}{m['mean_batch']:>7.1f}"
+        )
+    for n in names[:2]:
+        m = med[n]
+        print(
+            f"{n}: mean ms in the replica {m['replica_total_ms']:.1f} (batch queue "
+            f"{m['replica_queue_ms']:.1f}, decode {m['replica_generate_ms']:.1f}), outside it "
+            f"{m['outside_replica_ms']:.1f} (proxy, routing, HTTP, client)"
         )
     print(
         f"fault (2 replicas, one killed): {fault['requests_per_s']:.1f} req/s; first attempts "

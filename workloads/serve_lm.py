@@ -195,74 +195,106 @@ def set_torch_threads(n: int) -> int:
 
 
 class BatchDecode:
-    """The decode of one batch of requests: one forward pass per generated token for all the
-    rows still running, against a :class:`~workloads.model_torch.KVCache`.
+    """The decode of a changing set of requests: one forward pass per generated token for all
+    the requests still running, against a :class:`~workloads.model_torch.KVCache`.
 
-    The constructor runs the prefill (the prompts right-padded into one forward). Each
-    :meth:`step` samples one token per running row from its last logits (greedy at temperature
-    0, else ``torch.multinomial`` with the request's own ``torch.Generator(seed)``), finishes
-    the rows that reached ``max_new_tokens`` or ended with one of their ``stop`` sequences
-    (they leave the batch: their cache rows are dropped and later forwards skip them), then
-    runs the next forward for the others. A row whose length passes the context
-    (``context_length``) leaves the cache and is decoded by the full forward over its last
-    ``context_length`` bytes, as the model was trained (learned positions end there); those
-    rows share one forward too. The tokens equal decoding each request alone without a cache
-    (``tests/workloads/test_model_decode.py``).
+    :meth:`add` prefills new requests (their prompts right-padded into one forward) and lets
+    them join the running batch at the next step (continuous batching). Each :meth:`step`
+    samples one token per running request from its last logits (greedy at temperature 0, else
+    ``torch.multinomial`` with the request's own ``torch.Generator(seed)``), finishes the ones
+    that reached ``max_new_tokens`` or ended with one of their ``stop`` sequences (they leave the
+    batch: their cache rows are dropped and later forwards skip them), then runs the next
+    forward for the others. A request whose length passes the context (``context_length``)
+    leaves the cache and is decoded by the full forward over its last ``context_length`` bytes,
+    as the model was trained (learned positions end there); those share one forward too. The
+    tokens equal decoding each request alone without a cache
+    (``tests/workloads/test_serve_lm.py``).
 
-    ``results[i]`` is ``None`` until request ``i`` finished, then ``{"text", "tokens",
-    "prompt_tokens", "finish_reason": "length" | "stop", "generate_ms", "batch_size"}``.
+    Requests are known by the ids :meth:`add` returns. ``results[id]`` appears when the request
+    finished: ``{"text", "tokens", "prompt_tokens", "finish_reason": "length" | "stop",
+    "generate_ms", "batch_size"}`` (``batch_size``: the mean number of requests in the forwards
+    that decoded it); :meth:`pop` takes it out.
     """
 
-    def __init__(self, model: Any, requests: list[GenerateRequest], device: str = "cpu") -> None:
+    def __init__(
+        self,
+        model: Any,
+        requests: list[GenerateRequest] | None = None,
+        device: str = "cpu",
+        capacity: int = 0,
+    ) -> None:
         import torch
 
         from workloads.model_torch import KVCache, forward_cached
 
-        self._torch, self._forward_cached = torch, forward_cached
-        self.t0 = time.perf_counter()
+        self._torch, self._forward_cached, self._kv = torch, forward_cached, KVCache
         self.model, self.device = model, device
         self.ctx = model.cfg.context_length
-        self.requests = list(requests)
-        self.seqs = [list(r.prompt) or [0] for r in self.requests]
-        self.out: list[list[int]] = [[] for _ in self.requests]
-        self.gens = [torch.Generator().manual_seed(r.seed) for r in self.requests]
-        self.results: list[dict[str, Any] | None] = [None] * len(self.requests)
+        self.requests: dict[int, GenerateRequest] = {}
+        self.seqs: dict[int, list[int]] = {}
+        self.out: dict[int, list[int]] = {}
+        self.gens: dict[int, Any] = {}
+        self.t0: dict[int, float] = {}
+        self.rows_seen: dict[int, list[int]] = {}  # [sum of batch sizes, forwards]
+        self.results: dict[int, dict[str, Any]] = {}
         self.forwards = 0
-        n = range(len(self.requests))
-        self.cached = [i for i in n if len(self.seqs[i]) <= self.ctx]  # cache row order
-        self.windowed = [i for i in n if len(self.seqs[i]) > self.ctx]
-        self.cache = KVCache(model, len(self.cached))
-        with torch.no_grad():
-            parts = []
-            if self.cached:
-                lens = [len(self.seqs[i]) for i in self.cached]
-                width = max(lens)
-                x = torch.tensor(
-                    [self.seqs[i] + [0] * (width - len(self.seqs[i])) for i in self.cached],
-                    device=device,
-                )
-                logits = forward_cached(
-                    model, x, self.cache, torch.zeros(len(lens), dtype=torch.long)
-                )
-                last = torch.tensor(lens, device=logits.device) - 1
-                parts.append(logits[torch.arange(len(lens), device=logits.device), last])
-                self.forwards += 1
-            parts += self._window_logits()
-        self.logits = torch.cat(parts) if parts else None
+        self.cached: list[int] = []  # ids in cache row order
+        self.windowed: list[int] = []
+        self.cache = KVCache(model, 0, capacity)
+        self.lc: Any = None  # next-token logits of self.cached, [len(cached), 256]
+        self.lw: Any = None  # of self.windowed
+        self._next_id = 0
+        if requests:
+            self.add(requests)
 
     @property
     def done(self) -> bool:
-        """Every request finished."""
+        """No request is running."""
         return not self.cached and not self.windowed
 
-    def _window_logits(self) -> list[Any]:
-        if not self.windowed:
-            return []
-        x = self._torch.tensor(
-            [self.seqs[i][-self.ctx :] for i in self.windowed], device=self.device
-        )
+    @property
+    def running(self) -> int:
+        return len(self.cached) + len(self.windowed)
+
+    def add(self, requests: list[GenerateRequest]) -> list[int]:
+        """Prefill ``requests``; they join the batch at the next :meth:`step`. Their ids."""
+        torch = self._torch
+        ids = list(range(self._next_id, self._next_id + len(requests)))
+        self._next_id += len(requests)
+        now = time.perf_counter()
+        for i, r in zip(ids, requests, strict=True):
+            self.requests[i], self.seqs[i], self.out[i] = r, list(r.prompt) or [0], []
+            self.gens[i] = torch.Generator().manual_seed(r.seed)
+            self.t0[i], self.rows_seen[i] = now, [0, 0]
+        new_cached = [i for i in ids if len(self.seqs[i]) <= self.ctx]
+        new_windowed = [i for i in ids if len(self.seqs[i]) > self.ctx]
+        with torch.no_grad():
+            if new_cached:
+                lens = [len(self.seqs[i]) for i in new_cached]
+                width = max(lens)
+                x = torch.tensor(
+                    [self.seqs[i] + [0] * (width - len(self.seqs[i])) for i in new_cached],
+                    device=self.device,
+                )
+                fresh = self._kv(self.model, len(lens))
+                zero = torch.zeros(len(lens), dtype=torch.long)
+                logits = self._forward_cached(self.model, x, fresh, zero)
+                last = torch.tensor(lens, device=logits.device) - 1
+                lc = logits[torch.arange(len(lens), device=logits.device), last]
+                self.forwards += 1
+                self.cache.append(fresh)
+                self.cached += new_cached
+                self.lc = lc if self.lc is None else torch.cat([self.lc, lc])
+            if new_windowed:
+                lw = self._window(new_windowed)
+                self.windowed += new_windowed
+                self.lw = lw if self.lw is None else torch.cat([self.lw, lw])
+        return ids
+
+    def _window(self, ids: list[int]) -> Any:
+        x = self._torch.tensor([self.seqs[i][-self.ctx :] for i in ids], device=self.device)
         self.forwards += 1
-        return [self.model(x)[:, -1, :]]
+        return self.model(x)[:, -1, :]
 
     def _stop_reason(self, i: int) -> str | None:
         r, out = self.requests[i], self.out[i]
@@ -273,13 +305,15 @@ class BatchDecode:
         return "length" if len(out) >= r.max_new_tokens else None
 
     def step(self) -> list[int]:
-        """Generate one token for every running request; the indices that finished."""
+        """Generate one token for every running request; the ids that finished."""
         torch = self._torch
-        if self.logits is None:
+        if self.done:
             return []
-        logits = self.logits.float().cpu()
+        parts = [x for x in (self.lc, self.lw) if x is not None and len(x)]
+        logits = torch.cat(parts).float().cpu()
         greedy = logits.argmax(-1).tolist()
         finished: list[int] = []
+        n = self.running
         for row, i in enumerate(self.cached + self.windowed):
             t = self.requests[i].temperature
             if t <= 0:
@@ -289,12 +323,14 @@ class BatchDecode:
                 nxt = int(torch.multinomial(probs, 1, generator=self.gens[i]))
             self.seqs[i].append(nxt)
             self.out[i].append(nxt)
+            seen = self.rows_seen[i]
+            seen[0], seen[1] = seen[0] + n, seen[1] + 1
             reason = self._stop_reason(i)
             if reason:
                 finished.append(i)
                 self._finish(i, reason)
         gone = set(finished)
-        # rows whose new token would sit past the context leave the cache for the window path
+        # requests whose new token would sit past the context leave the cache for the window
         leave = {i for i in self.cached if i not in gone and len(self.seqs[i]) > self.ctx}
         if gone or leave:
             keep = [r for r, i in enumerate(self.cached) if i not in gone and i not in leave]
@@ -303,34 +339,97 @@ class BatchDecode:
             self.windowed = [i for i in self.windowed if i not in gone] + sorted(leave)
             self.cached = [self.cached[r] for r in keep]
         with torch.no_grad():
-            parts = []
+            self.lc = self.lw = None
             if self.cached:
                 x = torch.tensor([[self.seqs[i][-1]] for i in self.cached], device=self.device)
                 start = torch.tensor([len(self.seqs[i]) - 1 for i in self.cached])
-                parts.append(self._forward_cached(self.model, x, self.cache, start)[:, -1, :])
+                self.lc = self._forward_cached(self.model, x, self.cache, start)[:, -1, :]
                 self.forwards += 1
-            parts += self._window_logits()
-        self.logits = torch.cat(parts) if parts else None
+            if self.windowed:
+                self.lw = self._window(self.windowed)
         return finished
 
     def run_until_finish(self) -> list[int]:
-        """:meth:`step` until at least one request finished (or all did); their indices."""
+        """:meth:`step` until at least one request finished (or none runs); their ids."""
         while not self.done:
             finished = self.step()
             if finished:
                 return finished
         return []
 
+    def pop(self, i: int) -> dict[str, Any]:
+        """The result of finished request ``i``, forgotten here."""
+        return self.results.pop(i)
+
     def _finish(self, i: int, reason: str) -> None:
-        toks = self.out[i]
+        toks = self.out.pop(i)
+        req = self.requests.pop(i)
+        del self.seqs[i], self.gens[i]
+        total, forwards = self.rows_seen.pop(i)
         self.results[i] = {
             "text": bytes(toks).decode("utf-8", errors="replace"),
             "tokens": toks,
-            "prompt_tokens": len(self.requests[i].prompt),
+            "prompt_tokens": len(req.prompt),
             "finish_reason": reason,
-            "generate_ms": round((time.perf_counter() - self.t0) * 1000, 3),
-            "batch_size": len(self.requests),
+            "generate_ms": round((time.perf_counter() - self.t0.pop(i)) * 1000, 3),
+            "batch_size": round(total / max(1, forwards), 2),
         }
+
+
+class DecodeEngine:
+    """Continuous batching for one replica: a single decode loop in its own thread runs one
+    :class:`BatchDecode`; requests :meth:`submit` ted while it runs join it at the next step
+    (up to ``max_rows`` running; more wait their turn), each is answered the step it finishes.
+    This is what makes batches fill under Serve: ``@serve.batch`` forms its batches eagerly
+    (``ray/serve/batching.py`` ``_process_batches`` collects the next batch while the last one
+    still runs), so without it the queued requests would wait as many small batches instead of
+    joining the running one.
+
+    ``submit(requests)`` -> one ``concurrent.futures.Future`` per request (its result dict, or
+    the exception the decode raised).
+    """
+
+    def __init__(self, lm: "LmGenerator", max_rows: int) -> None:
+        import threading
+
+        self.lm, self.max_rows = lm, max(1, max_rows)
+        self._cond = threading.Condition()
+        self._pending: list[tuple[GenerateRequest, Any]] = []
+        self._thread: Any = None
+
+    def submit(self, requests: list[GenerateRequest]) -> list[Any]:
+        import threading
+        from concurrent.futures import Future
+
+        futures = [Future() for _ in requests]
+        with self._cond:
+            self._pending += list(zip(requests, futures, strict=True))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="decode", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return futures
+
+    def _loop(self) -> None:
+        dec = self.lm.start([])
+        waiting: dict[int, Any] = {}
+        while True:
+            with self._cond:
+                while not self._pending and dec.done:
+                    self._cond.wait()
+                room = self.max_rows - dec.running
+                take, self._pending = self._pending[:room], self._pending[room:]
+            try:
+                if take:
+                    ids = dec.add([r for r, _ in take])
+                    waiting.update(zip(ids, (f for _, f in take), strict=True))
+                for i in dec.step():
+                    waiting.pop(i).set_result(dec.pop(i))
+            except Exception as e:  # a decode error fails its requests, not the replica
+                for f in waiting.values():
+                    f.set_exception(e)
+                waiting.clear()
+                dec = self.lm.start([])
 
 
 class LmGenerator:
@@ -353,7 +452,7 @@ class LmGenerator:
         self.model.eval()
 
     def start(self, requests: list[GenerateRequest]) -> BatchDecode:
-        """A :class:`BatchDecode` of ``requests`` (prefill done)."""
+        """A :class:`BatchDecode` of ``requests`` (ids 0..n-1, prefill done)."""
         return BatchDecode(self.model, requests, self.device)
 
     def generate(self, requests: list[GenerateRequest]) -> list[dict[str, Any]]:
@@ -362,7 +461,7 @@ class LmGenerator:
         dec = self.start(requests)
         while not dec.done:
             dec.step()
-        return [r for r in dec.results if r is not None]
+        return [dec.pop(i) for i in range(len(requests))]
 
     def health(self) -> dict[str, Any]:
         """``{"status": "ok", "checkpoint", "step", "framework"}``."""
@@ -375,28 +474,37 @@ class LmGenerator:
 
 
 async def stream_batch(
-    lm: LmGenerator, requests: list[GenerateRequest]
+    engine: DecodeEngine, requests: list[GenerateRequest]
 ) -> AsyncIterator[list[Any]]:
-    """The body of the ``@serve.batch`` generator: decode ``requests`` as one batch and, each
-    time requests finish, yield one list over the batch with the finished requests' results,
-    ``None`` for those still running and ``StopIteration`` for those answered before (Serve's
-    per-request end of stream, ``ray/serve/batching.py`` ``USER_CODE_STREAMING_SENTINELS``). So
-    a request that stops early (``max_new_tokens``, a ``stop`` sequence) is answered then, not
-    when the longest one in its batch ends. The decode runs in a worker thread: the replica's
-    event loop keeps taking requests, which queue for the next batch."""
-    dec = await asyncio.to_thread(lm.start, requests)
+    """The body of the ``@serve.batch`` generator: hand ``requests`` to the replica's
+    :class:`DecodeEngine` and, each time some of them finish, yield one list over the batch with
+    the finished requests' results, ``None`` for those still running and ``StopIteration`` for
+    those answered before (Serve's per-request end of stream, ``ray/serve/batching.py``
+    ``USER_CODE_STREAMING_SENTINELS``). So a request that stops early (``max_new_tokens``, a
+    ``stop`` sequence) is answered then, not when the longest one in its batch ends.
+
+    Raises:
+        Exception: what the decode raised, for every request of the batch still running.
+    """
+    futures = [asyncio.wrap_future(f) for f in engine.submit(requests)]
     answered: set[int] = set()
-    while not dec.done:
-        finished = set(await asyncio.to_thread(dec.run_until_finish))
+    while len(answered) < len(futures):
+        pending = [f for i, f in enumerate(futures) if i not in answered]
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        now = {i for i, f in enumerate(futures) if i not in answered and f.done()}
         yield [
-            dec.results[i] if i in finished else StopIteration if i in answered else None
-            for i in range(len(requests))
+            futures[i].result() if i in now else StopIteration if i in answered else None
+            for i in range(len(futures))
         ]
-        answered |= finished
+        answered |= now
 
 
-def _deployment_class() -> Any:
-    """The Serve deployment (defined lazily so that importing this module needs no Ray)."""
+def _deployment_class(max_concurrent_batches: int = 32) -> Any:
+    """The Serve deployment (defined lazily so that importing this module needs no Ray).
+    ``max_concurrent_batches``: ``@serve.batch`` batches in flight at once — every batch only
+    hands its requests to the :class:`DecodeEngine`, so it is the replica's
+    ``max_ongoing_requests`` (each batch holds at least one request: it never binds, and a
+    batch formed while others decode joins them at once)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
     from ray import serve
@@ -411,15 +519,20 @@ def _deployment_class() -> Any:
             device = "cuda" if self.args.num_gpus > 0 else "cpu"
             threads = torch_threads_for(self.args.torch_threads, ray_cpus(self.args.num_cpus))
             self.lm = LmGenerator(str(self.args.checkpoint), threads, device)
+            self.engine = DecodeEngine(self.lm, self.args.max_batch_size)
             self.generate_batch.set_max_batch_size(self.args.max_batch_size)
             self.generate_batch.set_batch_wait_timeout_s(self.args.batch_wait_timeout_s)
 
-        @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.01)
+        @serve.batch(
+            max_batch_size=8,
+            batch_wait_timeout_s=0.01,
+            max_concurrent_batches=max_concurrent_batches,
+        )
         async def generate_batch(
             self, items: list[tuple[GenerateRequest, float]]
         ) -> AsyncIterator[list[Any]]:
             start = time.perf_counter()
-            async for results in stream_batch(self.lm, [req for req, _ in items]):
+            async for results in stream_batch(self.engine, [req for req, _ in items]):
                 for res, (_, t_in) in zip(results, items, strict=True):
                     if isinstance(res, dict):
                         res["queue_ms"] = round((start - t_in) * 1000, 3)
@@ -482,7 +595,7 @@ def build_app(args: Mapping[str, Any]) -> Any:
     if not parsed.checkpoint:
         raise ArgError(["argument 'checkpoint' of workload serve_lm is required (a path or URI)"])
     return (
-        _deployment_class()
+        _deployment_class(parsed.max_ongoing_requests)
         .options(
             autoscaling_config={
                 "min_replicas": parsed.min_replicas,

@@ -66,3 +66,20 @@ def test_dropping_rows_keeps_the_others_exact_and_the_context_is_enforced() -> N
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="position 16 >= context_length 16"):
         forward_cached(m, seqs[:2, :1], cache, torch.tensor([16, 3]))
+
+
+def test_appended_rows_decode_exactly_and_the_cache_grows() -> None:
+    m = model()
+    g = torch.Generator().manual_seed(4)
+    seqs = torch.randint(0, 256, (3, 10), generator=g)
+    cache = KVCache(m, 0, capacity=1)
+    zero = torch.zeros(1, dtype=torch.long)
+    for b in range(3):  # three sequences join one by one, each prefilled on its own
+        fresh = KVCache(m, 1)
+        forward_cached(m, seqs[b : b + 1, :4], fresh, zero)
+        cache.append(fresh)
+    assert cache.rows == 3 and cache.capacity >= 3
+    got = forward_cached(m, seqs[:, 4:5], cache, torch.full((3,), 4))[:, 0]
+    with torch.no_grad():
+        want = m(seqs[:, :5])[:, -1]
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

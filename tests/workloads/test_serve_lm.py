@@ -73,7 +73,9 @@ def test_batched_greedy_decoding_equals_one_by_one(tmp_path: Path) -> None:
     alone = [lm.generate([r])[0] for r in reqs]
     assert [b["tokens"] for b in batched] == [a["tokens"] for a in alone]
     assert [len(b["tokens"]) for b in batched] == [6, 4, 20]
-    assert {b["batch_size"] for b in batched} == {3}
+    # mean requests per forward that decoded it: the 4-token request leaves after 4 steps,
+    # the 6-token one after 6, the 20-token one decodes its last 14 tokens alone
+    assert [b["batch_size"] for b in batched] == [round(16 / 6, 2), 3.0, 1.5]
     # sampling: the same seed repeats, inside a batch or alone
     sampled = GenerateRequest(b"a", 8, 1.0, 7)
     assert lm.generate([sampled, reqs[0]])[0]["tokens"] == lm.generate([sampled])[0]["tokens"]
@@ -143,9 +145,27 @@ def test_cached_batched_decode_equals_uncached_one_by_one(tmp_path: Path) -> Non
         steps += 1
     assert steps == 20  # one step per token of the longest request, for the whole batch
     assert dec.forwards < sum(r.max_new_tokens for r in reqs)  # batched, not one by one
-    got = [r["tokens"] for r in dec.results if r is not None]
+    got = [dec.pop(i)["tokens"] for i in range(len(reqs))]
     assert got == [uncached_decode(lm, r) for r in reqs]
     assert got[4] != got[5]  # the seeds matter
+
+
+def test_requests_join_a_running_batch_and_get_the_same_tokens(tmp_path: Path) -> None:
+    tiny_checkpoint(tmp_path)
+    lm = LmGenerator(str(tmp_path))
+    first, later = GenerateRequest(b"def ", 8, 0.0, 0), GenerateRequest(b"import os", 4, 0.9, 3)
+    dec = lm.start([first])
+    dec.step()
+    dec.step()
+    (j,) = dec.add([later])  # joins at the next step (continuous batching)
+    assert dec.running == 2 and dec.cache.rows == 2
+    while not dec.done:
+        dec.step()
+    a, b = dec.pop(0), dec.pop(j)
+    assert a["tokens"] == uncached_decode(lm, first)
+    assert b["tokens"] == uncached_decode(lm, later)
+    assert b["batch_size"] == 2.0 and 1.0 < a["batch_size"] < 2.0  # mean requests per forward
+    assert not dec.results and not dec.seqs  # nothing kept of finished requests
 
 
 def test_finished_requests_leave_the_batch_and_stop_sequences_end_them(tmp_path: Path) -> None:
@@ -169,29 +189,52 @@ def test_finished_requests_leave_the_batch_and_stop_sequences_end_them(tmp_path:
     assert dec.results[2] is not None and dec.results[2]["tokens"] == free
 
 
-def test_the_serve_batch_stream_answers_each_request_when_it_finishes(tmp_path: Path) -> None:
+def test_the_serve_batch_stream_answers_each_request_when_it_finishes() -> None:
     import asyncio
+    from concurrent.futures import Future
 
     from workloads.serve_lm import stream_batch
 
-    tiny_checkpoint(tmp_path)
-    lm = LmGenerator(str(tmp_path))
-    reqs = [GenerateRequest(b"a", 5, 0.0, 0), GenerateRequest(b"b", 2, 0.0, 0),
-            GenerateRequest(b"c", 5, 0.0, 0)]  # fmt: skip
+    class Engine:  # the futures a DecodeEngine hands out, resolved here in a known order
+        def __init__(self) -> None:
+            self.futures: list[Future] = []
+
+        def submit(self, requests: list[GenerateRequest]) -> list[Future]:
+            self.futures = [Future() for _ in requests]
+            return self.futures
+
+    engine = Engine()
+    reqs = [GenerateRequest(b"a", 5, 0.0, 0)] * 3
 
     async def collect() -> list[list]:
-        return [item async for item in stream_batch(lm, reqs)]
+        out = []
+        stream = stream_batch(engine, reqs)  # type: ignore[arg-type]
+        for k in (1, 0, 2):  # request 1 finishes first, then 0, then 2
+            task = asyncio.ensure_future(stream.__anext__())
+            await asyncio.sleep(0.01)
+            assert not task.done()  # nothing to say until a request finishes
+            engine.futures[k].set_result({"tokens": [k]})
+            out.append(await task)
+        with pytest.raises(StopAsyncIteration):
+            await stream.__anext__()
+        return out
 
     yields = asyncio.run(collect())
-    assert len(yields) == 2 and all(len(y) == 3 for y in yields)
-    first, last = yields
-    assert (
-        first[0] is None
-        and first[2] is None
-        and first[1]["tokens"] == lm.generate([reqs[1]])[0]["tokens"]
-    )
-    assert last[1] is StopIteration  # Serve's end-of-stream for the request already answered
-    assert [len(last[i]["tokens"]) for i in (0, 2)] == [5, 5]
+    assert yields[0] == [None, {"tokens": [1]}, None]
+    assert yields[1] == [{"tokens": [0]}, StopIteration, None]  # Serve's end of stream for 1
+    assert yields[2] == [StopIteration, StopIteration, {"tokens": [2]}]
+
+
+def test_the_engine_caps_running_requests_and_answers_all(tmp_path: Path) -> None:
+    from workloads.serve_lm import DecodeEngine
+
+    tiny_checkpoint(tmp_path)
+    lm = LmGenerator(str(tmp_path))
+    engine = DecodeEngine(lm, max_rows=2)
+    reqs = [GenerateRequest(bytes([97 + k]), 3 + k, 0.0, 0) for k in range(5)]
+    results = [f.result(timeout=60) for f in engine.submit(reqs)]
+    assert [r["tokens"] for r in results] == [uncached_decode(lm, r) for r in reqs]
+    assert max(r["batch_size"] for r in results) <= 2  # never more than max_rows together
 
 
 @pytest.mark.parametrize(
