@@ -18,8 +18,9 @@ Load: ``--clients`` threads, each with one keep-alive connection, send ``POST /g
 ``--prompt-bytes`` prompt, ``--tokens`` new tokens, greedy) back to back for ``--seconds``
 (closed loop: a client sends its next request when the last one is answered). Reported per
 server: requests/s, generated tokens/s, p50/p95/p99 latency (ms), errors (requests still
-failing, non-200 or no connection, after the retries below), and the mean batch a request was decoded in (Serve's ``timings.batch_size``; 1 for
-bare). The servers alternate over ``--rounds`` rounds (the order rotates each round, so drift
+failing, non-200 or no connection, after the retries below), and the mean batch a request was
+decoded in (Serve's ``timings.batch_size``: the mean number of requests in the forwards that
+decoded it, the replica batching continuously; 1 for bare). The servers alternate over ``--rounds`` rounds (the order rotates each round, so drift
 in the machine's load hits all alike); the medians are compared. The 1-minute load average is
 recorded before every round.
 
@@ -151,7 +152,7 @@ def closed_loop(
     a broken connection is retried up to ``RETRIES`` times (same body); ``kill_time[0]``, when
     set by the fault case, splits the failed first attempts into sent before / after it."""
     lat: list[float] = []
-    batch: list[int] = []
+    batch: list[float] = []
     tokens = [0]
     counts = {"errors": 0, "failed_first": 0, "failed_before_kill": 0, "failed_after_kill": 0,
               "retried_ok": 0}  # fmt: skip
@@ -193,7 +194,7 @@ def closed_loop(
                 if ok:
                     lat.append(dt)
                     tm = doc.get("timings") or {}
-                    batch.append(int(tm.get("batch_size", 1)))
+                    batch.append(float(tm.get("batch_size", 1)))
                     if "total_ms" in tm:  # where the time went: in the replica vs outside it
                         inside.append((tm["queue_ms"], tm["generate_ms"], tm["total_ms"], dt))
                     tokens[0] += len(doc.get("tokens", []))
