@@ -808,7 +808,8 @@ class ServeLmArgs(WorkloadArgs):
     )
     max_batch_size: int = arg(
         8,
-        "requests one forward pass serves (@serve.batch max_batch_size); 1 = unbatched",
+        "most requests a replica decodes together, one forward per token for all (also "
+        "@serve.batch max_batch_size); 1 = unbatched",
         "requests",
         minimum=1,
     )
