@@ -531,11 +531,12 @@ def _deployment_class(max_concurrent_batches: int = 32) -> Any:
         async def generate_batch(
             self, items: list[tuple[GenerateRequest, float]]
         ) -> AsyncIterator[list[Any]]:
-            start = time.perf_counter()
             async for results in stream_batch(self.engine, [req for req, _ in items]):
+                now = time.perf_counter()
                 for res, (_, t_in) in zip(results, items, strict=True):
-                    if isinstance(res, dict):
-                        res["queue_ms"] = round((start - t_in) * 1000, 3)
+                    if isinstance(res, dict):  # waited for a batch, then to join the decode
+                        waited = (now - t_in) * 1000 - res["generate_ms"]
+                        res["queue_ms"] = round(max(0.0, waited), 3)
                 yield results
 
         @api.post("/generate")
