@@ -426,8 +426,9 @@ class DecodeEngine:
                 for i in dec.step():
                     waiting.pop(i).set_result(dec.pop(i))
             except Exception as e:  # a decode error fails its requests, not the replica
-                for f in waiting.values():
-                    f.set_exception(e)
+                for f in [*waiting.values(), *(f for _, f in take)]:
+                    if not f.done():
+                        f.set_exception(e)
                 waiting.clear()
                 dec = self.lm.start([])
 

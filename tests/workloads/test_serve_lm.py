@@ -272,3 +272,21 @@ def test_batch_concurrency_and_threads_config() -> None:
         assert set_torch_threads(2) == 2 and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_decode_error_fails_its_requests_and_the_engine_goes_on(tmp_path: Path) -> None:
+    from workloads.serve_lm import DecodeEngine
+
+    tiny_checkpoint(tmp_path)
+    lm = LmGenerator(str(tmp_path))
+    engine = DecodeEngine(lm, max_rows=4)
+    real = lm.model.forward
+    lm.model.forward = None  # the next full forward (a prompt past the context) fails
+    (bad,) = engine.submit([GenerateRequest(b"a" * 20, 2, 0.0, 0)])
+    with pytest.raises(TypeError):
+        bad.result(timeout=60)
+    lm.model.forward = real
+    (good,) = engine.submit([GenerateRequest(b"ok", 3, 0.0, 0)])
+    assert good.result(timeout=60)["tokens"] == uncached_decode(
+        lm, GenerateRequest(b"ok", 3, 0.0, 0)
+    )
