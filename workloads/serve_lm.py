@@ -19,12 +19,17 @@ Routes (FastAPI ingress, https://docs.ray.io/en/latest/serve/http-guide.html):
 Dynamic batching: requests are gathered by ``@serve.batch`` (``max_batch_size`` /
 ``batch_wait_timeout_s`` from the arguments, set per replica with ``set_max_batch_size`` /
 ``set_batch_wait_timeout_s``, https://docs.ray.io/en/latest/serve/advanced-guides/dyn-req-batch.html)
-and decoded together by :class:`BatchDecode`: one prefill forward for the batch's prompts, then
-one forward per generated token for all its running requests against a KV cache
+and handed to the replica's :class:`DecodeEngine`, one decode loop (continuous batching: a batch
+formed while others decode joins them at the next token, up to ``max_batch_size`` requests
+decoding together). Its :class:`BatchDecode` runs one prefill forward for the new prompts, then
+one forward per generated token for all running requests against a KV cache
 (:func:`workloads.model_torch.forward_cached`; a batched answer is the answer the request gets
 alone without a cache, up to float rounding); each request samples with its own
 ``torch.Generator`` seeded by ``seed``. The batch method is an async generator, so each request
-is answered the step it finishes and leaves the batch (``stream_batch``). The builder refuses
+is answered the step it finishes and leaves the batch (:func:`stream_batch`). Serve logs a
+warning that ``max_batch_size * max_concurrent_batches`` exceeds ``max_ongoing_requests``:
+``max_concurrent_batches`` is set to ``max_ongoing_requests`` on purpose (every batch only hands
+its requests to the engine, which caps what decodes together). The builder refuses
 ``max_ongoing_requests < max_batch_size`` (a batch could never fill). Each replica sets torch's
 intra- and inter-op threads from its Ray CPU allocation (``num_cpus``, at least 1;
 ``torch_threads`` overrides), not from the host's cores.
