@@ -168,6 +168,10 @@ def up(
             f"[green]up[/] local cluster {target.stack!r}: {len(state['nodes'])} node(s) "
             f"in {time.monotonic() - t0:.1f} s"
         )
+        outside = [s for s in local_cluster.cluster_sockets(state) if not s.loopback]
+        if outside:  # Ray changed how it binds: say so rather than claim "local"
+            shown = ", ".join(f"{s.ip}:{s.port} (pid {s.pid})" for s in outside[:5])
+            err.print(f"warning: listening on more than 127.0.0.1: {shown}", markup=False)
         console.print(_nodes_table(state))
         _print_endpoints(state)
     except local_cluster.LocalError as e:

@@ -24,6 +24,7 @@ from raygke import local_cluster, local_jobs
 from workloads.registry import RESULT_PREFIX
 
 RAYGKE = Path(sys.executable).parent / "raygke"
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not RAYGKE.exists(), reason=f"console script {RAYGKE} missing")
 
 
@@ -49,6 +50,7 @@ def _stack_file(
 def _raygke(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
     env["COLUMNS"] = "250"  # rich: no wrapping, so lines can be asserted
+    env["PYTHONPATH"] = str(REPO)  # this checkout's code, not the editable install's
     return subprocess.run(
         [str(RAYGKE), "local", *args],
         cwd=cwd,
@@ -395,6 +397,53 @@ def test_failing_job_stops_with_its_log_tail(cluster) -> None:
     assert "no files match include='*.py'" in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("error: job prepare")
     assert "2/3 train_lm" not in r.stdout, "the pipeline stops at the first failure"
+
+
+def test_listening_sockets_names_every_address_of_a_process() -> None:
+    """The /proc reader finds a process's listening TCP and bound UDP sockets with their
+    addresses, and tells loopback from every-interface binds."""
+    socks = [
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM),
+        socket.socket(socket.AF_INET6, socket.SOCK_STREAM),
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM),
+    ]
+    try:
+        socks[0].bind(("127.0.0.1", 0))
+        socks[1].bind(("::", 0))
+        socks[2].bind(("0.0.0.0", 0))
+        socks[3].bind(("127.0.0.1", 0))  # bound, never listening: not a listener
+        socks[0].listen()
+        socks[1].listen()
+        ports = [s.getsockname()[1] for s in socks]
+        found = {s.port: s for s in local_cluster.listening_sockets([os.getpid()])}
+        assert found[ports[0]].ip == "127.0.0.1" and found[ports[0]].loopback
+        assert found[ports[1]].proto == "tcp6" and found[ports[1]].ip == "::"
+        assert not found[ports[1]].loopback
+        assert found[ports[2]].proto == "udp" and not found[ports[2]].loopback
+        assert ports[3] not in found
+    finally:
+        for s in socks:
+            s.close()
+    assert local_cluster.ListeningSocket(1, "tcp6", "::ffff:127.0.0.1", 1).loopback
+    assert not local_cluster.ListeningSocket(1, "tcp6", "::ffff:10.0.0.1", 1).loopback
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_every_listening_socket_is_on_loopback(cluster) -> None:
+    """No process of the local cluster (GCS, raylets, object managers, dashboard and its agents,
+    runtime-env agents, metrics exporters, Ray Client server, job workers left by the earlier
+    tests) accepts connections on another address than 127.0.0.1."""
+    state = cluster["state"]
+    sockets = local_cluster.cluster_sockets(state)
+    ports = {s.port for s in sockets}
+    assert {state["gcs_port"], state["dashboard_port"]} <= ports, sockets
+    metrics = {int(url.rsplit(":", 1)[1].split("/")[0]) for url in state["metrics"].values()}
+    assert metrics <= ports, "each node's metrics port is among those checked"
+    assert len({s.pid for s in sockets}) >= 6, "head and worker processes are both listed"
+    outside = [s for s in sockets if not s.loopback]
+    assert outside == [], outside
 
 
 @pytest.mark.ray
