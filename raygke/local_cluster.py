@@ -30,7 +30,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,9 @@ from typing import Any
 BUILTIN_STACK = "local"
 ROOT_ENV = "RAYGKE_LOCAL_ROOT"
 BUCKETS = ("datasets", "checkpoints", "artifacts")
+# The most CPU worker nodes, and the most emulated TPU hosts, one ``ray start`` process each
+# (each node runs a raylet, agents and workers: about 0.5 GB and a core while starting).
+MAX_NODES = 16
 LOCALHOST = "127.0.0.1"
 # Ray 2.60 turns a loopback ``--node-ip-address`` into the machine's address
 # (``ray/scripts/scripts.py`` ``start``: ``services.resolve_ip_for_localhost``, which calls
@@ -125,8 +128,8 @@ def make_target(stack: str, local: Any, workers: int | None = None) -> LocalTarg
         LocalError: ``workers`` is negative or above 16.
     """
     n = local.workers if workers is None else workers
-    if not 0 <= n <= 16:
-        raise LocalError(f"--workers {n} is out of range; allowed: 0..16")
+    if not 0 <= n <= MAX_NODES:
+        raise LocalError(f"--workers {n} is out of range; allowed: 0..{MAX_NODES}")
     root = Path(os.environ.get(ROOT_ENV) or local.root).expanduser()
     return LocalTarget(
         stack=stack,
@@ -472,6 +475,12 @@ def start_cluster(
         state["nodes"] = [asdict(n) for n in nodes]
         write_state(target, state)
 
+    def launch(*args: Any) -> None:
+        # a node is recorded before an interrupt can unwind: none is ever started unrecorded
+        with _interrupts_deferred():
+            nodes.append(_launch(target, *args))
+            record()
+
     try:
         on_progress("starting head")
         head_args = [
@@ -492,8 +501,7 @@ def start_cluster(
             str(free_port()),
             *_metrics_args(state, "head"),
         ]
-        nodes.append(_launch(target, "head", "head", head_args, target.cpus_per_node))
-        record()
+        launch("head", "head", head_args, target.cpus_per_node)
         wait_ready(target, nodes)
         worker_args = ["--address", address, "--node-ip-address", LOCALHOST, "--num-gpus", "0"]
         workers = [
@@ -508,20 +516,41 @@ def start_cluster(
                 str(free_port()),
                 *_metrics_args(state, x.name),
             ]
-            nodes.append(
-                _launch(target, x.name, x.role, args, x.num_cpus, x.resources, x.labels, x.env)
-            )
-            record()
+            launch(x.name, x.role, args, x.num_cpus, x.resources, x.labels, x.env)
         on_progress("waiting for all nodes")
         wait_ready(target, nodes)
     except BaseException:
-        stop_nodes(nodes)
-        with contextlib.suppress(FileNotFoundError):
-            target.state_file.unlink()
+        on_progress(f"stopping {len(nodes)} node(s)")
+        with _interrupts_deferred():  # a second Ctrl-C must not cut the cleanup short
+            left = stop_nodes(nodes)
+            if not left:  # else state.json stays, so that `down` can finish the job
+                with contextlib.suppress(FileNotFoundError):
+                    target.state_file.unlink()
         raise
     state["status"] = "up"
     record()
     return state
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C), SIGTERM and SIGHUP until the block ends, then act on the first
+    (as KeyboardInterrupt). Main thread only (elsewhere the block just runs)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved = {sig: signal.signal(sig, lambda n, _f: caught.append(n)) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _metrics_args(state: dict[str, Any], node: str) -> list[str]:
