@@ -395,6 +395,12 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_column("what")
     table.add_column("value", overflow="fold")
     table.add_row("rows (train windows)", num(summary["rows"], ","))
+    table.add_row("validation rows", num(summary.get("val_rows"), ","))
+    skipped = summary.get("skipped_by") or {}
+    files = num(summary.get("files"), ",")
+    if skipped:
+        files += " (skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()) + ")"
+    table.add_row("corpus files", Text(files))
     table.add_row("steps", num(summary["steps"], ","))
     table.add_row(
         "loss first -> last (nats/byte)",

@@ -32,6 +32,9 @@ from workloads.registry import RESULT_PREFIX, TRAINERS, WORKLOADS, get_workload
 ACCELERATORS = ("cpu", "gpu", "tpu")
 SUMMARY_KEYS = (
     "rows",
+    "val_rows",
+    "files",
+    "skipped_by",
     "steps",
     "first_loss",
     "last_loss",
@@ -262,6 +265,9 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     ev = results.get("evaluate", {})
     return {
         "rows": prep.get("rows"),
+        "val_rows": prep.get("val_rows"),
+        "files": prep.get("files"),
+        "skipped_by": {k: v for k, v in (prep.get("skipped_by") or {}).items() if v} or None,
         "steps": train.get("steps"),
         "first_loss": train.get("first_loss"),
         "last_loss": train.get("last_loss"),
