@@ -8,6 +8,8 @@ argument wiring and process stopping.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import shlex
@@ -446,6 +448,182 @@ def test_every_listening_socket_is_on_loopback(cluster) -> None:
     assert outside == [], outside
 
 
+def _submit(*args: str, cwd: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env["COLUMNS"] = "250"
+    env["PYTHONPATH"] = str(REPO)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "raygke", "submit", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_submit_local_twin_runs_a_script_on_the_local_cluster(cluster) -> None:
+    """``raygke submit --local``: a researcher's script (its folder as the working dir) runs
+    through the Jobs API with the cluster's token; its output streams back; a failing script
+    exits 1."""
+    work = cluster["base"] / "research"
+    work.mkdir()
+    (work / "helper.py").write_text("ANSWER = 42\n")
+    (work / "train.py").write_text(
+        "import ray\nfrom helper import ANSWER\nray.init()\n"
+        "print('alive nodes', sum(n['Alive'] for n in ray.nodes()), 'answer', ANSWER)\n"
+    )
+    r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "train.py"), cwd=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert "alive nodes 2 answer 42" in r.stdout and "SUCCEEDED" in r.stdout
+    (work / "bad.py").write_text("raise SystemExit(3)\n")
+    r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "bad.py"), cwd=work)
+    assert r.returncode == 1 and "FAILED" in r.stderr, r.stdout[-2000:] + r.stderr
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_submit_gke_path_end_to_end_through_kubectl(cluster) -> None:
+    """The GKE path of ``raygke submit --stack dev`` with a stand-in ``kubectl`` whose Secret holds
+    the local cluster's token and whose port-forward "forwards" to the local cluster's Jobs API:
+    the token read from the Secret authenticates the submission, the job runs, and the
+    port-forward process is stopped afterwards."""
+    state = cluster["state"]
+    token = Path(state["token_file"]).read_text().strip()
+    b64 = base64.b64encode(token.encode()).decode()
+    fake = cluster["base"] / "fakebin"
+    fake.mkdir()
+    calls = cluster["base"] / "kubectl-calls"
+    (fake / "kubectl").write_text(
+        "#!/bin/sh\n"
+        f'echo "$$ $*" >> {calls}\n'
+        'case " $* " in\n'
+        f"  *' get secret '*) printf %s {b64} ;;\n"
+        f"  *' port-forward '*) echo 'Forwarding from 127.0.0.1:{cluster['dash']} -> 8265'; "
+        "exec sleep 600 ;;\n"
+        "  *) exit 9 ;;\n"
+        "esac\n"
+    )
+    (fake / "kubectl").chmod(0o755)
+    work = cluster["base"] / "gke-research"
+    work.mkdir()
+    (work / "job.py").write_text("print('ran on the RayCluster')\n")
+    path = f"{fake}{os.pathsep}{os.environ['PATH']}"
+    r = _submit(
+        "--config", str(REPO / "Pulumi.dev.yaml"), str(work / "job.py"), cwd=work, path=path
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert "ran on the RayCluster" in r.stdout
+    lines = calls.read_text().splitlines()
+    assert any("get secret --namespace ray research-ray-auth" in ln for ln in lines)
+    (forward,) = [ln for ln in lines if " port-forward " in ln]
+    assert "--address 127.0.0.1 svc/research-head-svc :8265" in forward
+    pid = int(forward.split()[0])
+    deadline = time.monotonic() + 10
+    while local_cluster.proc_start_ticks(pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert local_cluster.proc_start_ticks(pid) is None, "the port-forward is stopped"
+    # a wrong token (another cluster's Secret) is refused by the Jobs API
+    (fake / "kubectl").write_text(
+        (fake / "kubectl").read_text().replace(b64, base64.b64encode(b"0" * 64).decode())
+    )
+    r = _submit(
+        "--config", str(REPO / "Pulumi.dev.yaml"), str(work / "job.py"), cwd=work, path=path
+    )
+    assert r.returncode == 1 and "ran on the RayCluster" not in r.stdout
+    assert "the Jobs API at http://127.0.0.1:" in r.stderr, r.stderr
+
+
+TRAIN_SETS = (
+    "--set", "prepare.context_length=32",
+    "--set", "train_lm.d_model=32", "--set", "train_lm.n_layers=1", "--set", "train_lm.n_heads=2",
+    "--set", "train_lm.batch_size=4", "--set", "train_lm.log_every=1",
+    "--set", "train_lm.warmup=0", "--set", "train_lm.checkpoint_every=2",
+)  # fmt: skip
+RESUME_SETS = (
+    "--set", "train_lm.steps=2000", "--set", "train_lm.checkpoint_every=20",
+    "--set", "train_lm.keep_checkpoints=2",
+)  # fmt: skip
+
+
+def _train_corpus(base: Path) -> Path:
+    corpus = base / "train-corpus"
+    if not corpus.exists():
+        corpus.mkdir()
+        for i in range(6):
+            (corpus / f"m{i}.txt").write_text(f"line {i}: the quick brown fox\n" * 120)
+    return corpus
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_worker_retry_is_shown_on_the_console(cluster) -> None:
+    marker = cluster["base"] / "crashed-once"
+    r = _raygke(
+        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
+        "--set", "train_lm.steps=6", "--set", "train_lm.fail_at_step=3",
+        "--set", f"train_lm.fail_marker={marker}", "--set", "train_lm.max_failures=1",
+        "--config", str(cluster["cfg"]), cwd=cluster["base"],
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr
+    assert marker.exists(), "the worker crashed once"
+    shown = [ln for ln in r.stdout.splitlines() if "train_lm: " in ln and "retr" in ln.lower()]
+    shown += [ln for ln in r.stdout.splitlines() if "train_lm: workers restarted at step" in ln]
+    assert shown, r.stdout[-4000:]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_an_interrupted_run_resumes_from_its_checkpoint(cluster) -> None:
+    """Ctrl-C during training, then the same command: the same run continues from its newest
+    checkpoint ("resumed from checkpoint N"; the trainer's first step is N + 1); --fresh starts
+    a new run."""
+    step_log = cluster["base"] / "steps.jsonl"
+    args = (
+        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
+        *RESUME_SETS, "--set", f"train_lm.step_log={step_log}",
+        "--config", str(cluster["cfg"]), "--verbose",
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [str(RAYGKE), "local", *args], cwd=cluster["base"], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    checkpoints = Path(cluster["state"]["buckets"]["checkpoints"])
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if list(checkpoints.glob("lm-*/checkpoint_*")):
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before its second checkpoint"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    (run_dir,) = [p for p in checkpoints.iterdir() if p.name.startswith("lm-")]
+    pending = json.loads((cluster["base"] / "root" / "t" / "runs" / "pending_run.json").read_text())
+    assert pending["run_name"] == run_dir.name
+    step_log.unlink()
+    r = _raygke(*args, cwd=cluster["base"], timeout=600)
+    resumed = [ln for ln in r.stdout.splitlines() if ln.startswith("resumed from checkpoint ")]
+    assert len(resumed) == 1, r.stdout[-3000:]
+    n = int(resumed[0].split()[3])
+    assert n >= 20 and n % 20 == 0 and run_dir.name in resumed[0]
+    first = json.loads(step_log.read_text().splitlines()[0])
+    assert first["step"] == n + 1, "the trainer continued after the checkpoint"
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert not (cluster["base"] / "root" / "t" / "runs" / "pending_run.json").exists()
+    assert [p.name for p in checkpoints.iterdir() if p.name.startswith("lm-")] == [run_dir.name]
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_down_leaves_nothing_behind(cluster) -> None:
@@ -491,3 +669,53 @@ def test_overrides_bind_through_the_workload_and_train_lm_ones_reach_jax() -> No
     ):
         local_jobs.check_overrides(["prepare", "train_lm_jax"], {"train_lm": {"use_gpu": True}})
     local_jobs.check_overrides(["prepare", "train_lm"], {"train_lm": {"use_gpu": True}})
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_up_interrupted_while_starting_leaves_no_ray_process(tmp_path: Path) -> None:
+    """Ctrl-C during `local up` (after some nodes started, before all are ready): every node it
+    started is stopped, every process of their sessions and under the cluster's Ray temp dir is
+    gone, and it exits 130 saying so."""
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
+    cfg.write_text(cfg.read_text().replace("workers: 1", "workers: 3"))
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [str(RAYGKE), "local", "up", "--config", str(cfg)], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    state_file = tmp_path / "root" / "t" / "state.json"
+    seen: dict[int, int | None] = {}
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                for n in json.loads(state_file.read_text())["nodes"]:
+                    seen[n["pid"]] = n["start_ticks"]
+            if len(seen) >= 2:  # the head and a worker are up; two more are to come
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None and len(seen) >= 2, "up finished before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + errs
+    assert "interrupted; every node started was stopped" in errs and "Traceback" not in errs
+    assert local_cluster.session_pids(seen) == []
+    temp = local_cluster.make_target(
+        "t", type("L", (), {"workers": 3, "root": str(tmp_path / "root"), "cpus_per_node": 1,
+                            "gcs_port": 1, "dashboard_port": 1})()
+    ).ray_temp_dir  # fmt: skip
+    left = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if temp.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    left.append(int(entry))
+    assert left == [], f"processes of the cluster still run: {left}"
+    assert not state_file.exists()
