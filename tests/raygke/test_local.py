@@ -719,3 +719,87 @@ def test_up_interrupted_while_starting_leaves_no_ray_process(tmp_path: Path) -> 
                     left.append(int(entry))
     assert left == [], f"processes of the cluster still run: {left}"
     assert not state_file.exists()
+
+
+# ------------------------------------------------------------- fast: caps, --set, resume, retries
+
+
+def test_an_emulated_slice_above_the_host_cap_is_refused_before_starting(tmp_path: Path) -> None:
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
+    r = _raygke("up", "--tpu", "v5e:16x16", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--tpu 'v5e:16x16' emulates 64 TPU hosts" in r.stderr
+    assert f"at most {local_cluster.MAX_NODES} here" in r.stderr and "v5e:16x16@16" in r.stderr
+    assert not (tmp_path / "root" / "t" / "state.json").exists(), "nothing was started"
+
+
+def test_set_values_of_a_job_are_checked_together() -> None:
+    """As a stack file's `args:` are: the cross-argument rules see every --set value of the job."""
+    ok = local_jobs.parse_overrides(["train_lm.n_heads=3", "train_lm.d_model=96"])
+    assert ok == {"train_lm": {"n_heads": 3, "d_model": 96}}
+    assert local_jobs.parse_overrides(["tune_lm.steps=5", "tune_lm.report_every=5"])
+    with pytest.raises(local_cluster.LocalError, match=r"report_every 50 is above steps 5"):
+        local_jobs.parse_overrides(["tune_lm.steps=5"])
+    with pytest.raises(local_cluster.LocalError, match=r"n_heads 5 does not divide d_model 96"):
+        local_jobs.parse_overrides(["train_lm.d_model=96", "train_lm.n_heads=5"])
+
+
+def test_a_bad_combination_is_refused_before_any_job_runs(tmp_path: Path) -> None:
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
+    r = _raygke("run", "--config", str(cfg), "--set", "train_lm.n_heads=5", cwd=tmp_path)
+    assert r.returncode == 2 and "n_heads 5 does not divide d_model" in r.stderr, r.stderr
+
+
+def test_pending_run_record_and_pipeline_key(tmp_path: Path) -> None:
+    target = local_cluster.LocalTarget("t", 1, 1, 1, 1, tmp_path)
+    assert local_jobs.read_pending(target) is None
+    key = local_jobs.pipeline_key(["prepare", "train_lm"], "/c", {"train_lm": {"steps": 5}}, "cpu")
+    assert key == local_jobs.pipeline_key(
+        ["prepare", "train_lm"], "/c", {"train_lm": {"steps": 5}}, "cpu"
+    )
+    for other in (
+        (["train_lm"], "/c", {"train_lm": {"steps": 5}}, "cpu"),
+        (["prepare", "train_lm"], "/d", {"train_lm": {"steps": 5}}, "cpu"),
+        (["prepare", "train_lm"], "/c", {"train_lm": {"steps": 6}}, "cpu"),
+        (["prepare", "train_lm"], "/c", {"train_lm": {"steps": 5}}, "tpu"),
+    ):
+        assert local_jobs.pipeline_key(*other) != key
+    local_jobs.write_pending(target, {"key": key, "run_name": "lm-c-1"})
+    assert local_jobs.read_pending(target) == {"key": key, "run_name": "lm-c-1"}
+    (tmp_path / "runs" / local_jobs.PENDING_FILE).write_text("{broken")
+    assert local_jobs.read_pending(target) is None
+    local_jobs.write_pending(target, None)
+    assert not (tmp_path / "runs" / local_jobs.PENDING_FILE).exists()
+
+
+def test_resume_point_is_the_newest_verifying_checkpoint(tmp_path: Path) -> None:
+    from workloads.checkpoint import write_checkpoint
+
+    run = tmp_path / "lm-x"
+    for step in (20, 40):
+        write_checkpoint(run / f"checkpoint_{step:08d}", {"model.pt": b"w" * step}, {"step": step})
+    (run / "checkpoint_00000040" / "model.pt").write_bytes(b"damaged")
+    assert local_jobs.resume_point(str(tmp_path), "lm-x") == (20, str(run / "checkpoint_00000020"))
+    assert local_jobs.resume_point(str(tmp_path), "nope") is None
+
+
+def test_retry_watch_reads_ray_trains_failure_policy_and_step_restarts() -> None:
+    w = local_jobs.RetryWatch("train_lm")
+    assert w.line("(TrainController pid=1) [FailurePolicy] RETRY") is None
+    assert w.line("  Source: worker group") is None
+    assert w.line("  Error count: 1 (max allowed: 2)") == (
+        "train_lm: a training worker failed; Ray Train retries (1 of 2)"
+    )
+    assert w.line("  Error count: 1 (max allowed: 2)") is None, "only after a decision line"
+    w.line("[FailurePolicy] RAISE")
+    assert "no retry left" in (w.line("Error count: 3 (max allowed: 2)") or "")
+    assert w.progress({"stage": "train", "done": 3, "total": 6}) is None
+    assert w.progress({"stage": "train", "done": 5, "total": 6}) is None
+    assert w.progress({"stage": "train", "done": 3, "total": 6}) == (
+        "train_lm: workers restarted at step 3 (were at step 5)"
+    )
+    assert w.progress({"stage": "prepare", "done": 1, "total": 6}) is None
