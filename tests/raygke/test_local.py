@@ -595,20 +595,21 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(cluster) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     checkpoints = Path(cluster["state"]["buckets"]["checkpoints"])
+    before = set(checkpoints.glob("lm-*")) if checkpoints.exists() else set()
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            if list(checkpoints.glob("lm-*/checkpoint_*")):
-                break
+            if any(p.parent not in before for p in checkpoints.glob("lm-*/checkpoint_*")):
+                break  # the new run wrote its first checkpoint
             time.sleep(0.5)
-        assert proc.poll() is None, "the run ended before its second checkpoint"
+        assert proc.poll() is None, "the run ended before its first checkpoint"
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, out[-3000:]
-    (run_dir,) = [p for p in checkpoints.iterdir() if p.name.startswith("lm-")]
+    (run_dir,) = set(checkpoints.glob("lm-*")) - before
     pending = json.loads((cluster["base"] / "root" / "t" / "runs" / "pending_run.json").read_text())
     assert pending["run_name"] == run_dir.name
     step_log.unlink()
@@ -621,7 +622,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(cluster) -> None:
     assert first["step"] == n + 1, "the trainer continued after the checkpoint"
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert not (cluster["base"] / "root" / "t" / "runs" / "pending_run.json").exists()
-    assert [p.name for p in checkpoints.iterdir() if p.name.startswith("lm-")] == [run_dir.name]
+    assert set(checkpoints.glob("lm-*")) - before == {run_dir}, "no new run was started"
 
 
 @pytest.mark.ray
