@@ -6,7 +6,10 @@ used: ``LocalConfig`` defaults (1 worker, 1 CPU per node, GCS port 6380, dashboa
 ``.raygke/local``). ``$RAYGKE_LOCAL_ROOT`` overrides the root.
 
 ``run`` shows one progress line or bar per job and writes the jobs' logs (Ray's own lines
-included) to ``<root>/<stack>/runs/<YYYYmmdd-HHMMSS>/run.log`` (``--verbose`` also streams them).
+included) to ``<root>/<stack>/runs/<YYYYmmdd-HHMMSS>/run.log`` (``--verbose`` also streams them);
+a worker failure / Ray Train retry is shown on the console. A run that trained and did not
+finish is resumed by the next run of the same pipeline (``runs/pending_run.json``; ``--fresh``
+starts over).
 
 Exit codes: 0 success; 1 the operation failed (port in use, dead node, missing dependency, a job
 failed), one line on stderr; 2 usage error. Ray is imported only inside these commands.

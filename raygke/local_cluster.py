@@ -14,6 +14,12 @@ Each node is a separate ``ray start --block`` started with ``start_new_session=T
 also the session id of every process it spawns (GCS, raylet, dashboard, workers), so
 :func:`stop_nodes` stops exactly those processes and nothing else. Linux only (reads ``/proc``).
 
+Every node's IP is 127.0.0.1, so every server of the cluster (GCS, raylets, object managers,
+dashboard and its agents, runtime-env agents, metrics exporters, Ray Client server, workers)
+listens on 127.0.0.1 only (see :data:`LOOPBACK_RAY_START`); :func:`cluster_sockets` lists them.
+At most :data:`MAX_NODES` CPU workers and as many emulated TPU hosts. An interrupted
+:func:`start_cluster` stops every node it started.
+
 Only the standard library is imported at module level; Ray is imported inside the functions that
 talk to the cluster.
 """
