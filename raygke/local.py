@@ -12,7 +12,8 @@ finish is resumed by the next run of the same pipeline (``runs/pending_run.json`
 starts over).
 
 Exit codes: 0 success; 1 the operation failed (port in use, dead node, missing dependency, a job
-failed), one line on stderr; 2 usage error. Ray is imported only inside these commands.
+failed), one line on stderr; 2 usage error; 130 interrupted (Ctrl-C, SIGTERM). Ray is imported only
+inside these commands.
 """
 
 from __future__ import annotations
