@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from components.spec import GpuPool, StackConfig, TpuPool
 from raygke import images as images_cli
-from raygke import local
+from raygke import local, submit
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
 from raygke.stacks import (
     choose_or_exit,
@@ -309,6 +309,7 @@ def docs(
     console.print(f"wrote {out}")
 
 
+app.command()(submit.submit)
 app.add_typer(local.app, name="local", help="The local Ray environment (no cloud).")
 app.add_typer(
     images_cli.app, name="images", help="The requirement files of the project's Ray images."

@@ -6,10 +6,14 @@ used: ``LocalConfig`` defaults (1 worker, 1 CPU per node, GCS port 6380, dashboa
 ``.raygke/local``). ``$RAYGKE_LOCAL_ROOT`` overrides the root.
 
 ``run`` shows one progress line or bar per job and writes the jobs' logs (Ray's own lines
-included) to ``<root>/<stack>/runs/<YYYYmmdd-HHMMSS>/run.log`` (``--verbose`` also streams them).
+included) to ``<root>/<stack>/runs/<YYYYmmdd-HHMMSS>/run.log`` (``--verbose`` also streams them);
+a worker failure / Ray Train retry is shown on the console. A run that trained and did not
+finish is resumed by the next run of the same pipeline (``runs/pending_run.json``; ``--fresh``
+starts over).
 
 Exit codes: 0 success; 1 the operation failed (port in use, dead node, missing dependency, a job
-failed), one line on stderr; 2 usage error. Ray is imported only inside these commands.
+failed), one line on stderr; 2 usage error; 130 interrupted (Ctrl-C, SIGTERM). Ray is imported only
+inside these commands.
 """
 
 from __future__ import annotations
@@ -104,10 +108,25 @@ def _tpu_nodes(spec: str) -> list[local_cluster.ExtraNode]:
         launches = emulated_tpu_nodes(spec)
     except ValueError as e:
         _fail(f"--tpu {spec!r}: {e}", EXIT_USAGE)
+    cap = local_cluster.MAX_NODES
+    if len(launches) > cap:
+        _fail(
+            f"--tpu {spec!r} emulates {len(launches)} TPU hosts, one `ray start` process each; "
+            f"at most {cap} here (like --workers). Split the slice's chips over fewer emulated "
+            f"hosts with the test-only shape {spec.split('@')[0]}@HOSTS (e.g. "
+            f"{spec.split('@')[0]}@{_fewer_hosts(launches, cap)}), or use a smaller slice",
+            EXIT_USAGE,
+        )
     return [
         local_cluster.ExtraNode(nl.name, "tpu-host", nl.num_cpus, nl.resources, nl.labels, nl.env)
         for nl in launches
     ]
+
+
+def _fewer_hosts(launches: list[Any], cap: int) -> int:
+    """The largest host count <= ``cap`` that divides the slice's chips (for the hint)."""
+    chips = int(sum(n.resources.get("TPU", 0) for n in launches))
+    return max(h for h in range(1, cap + 1) if chips % h == 0)
 
 
 @app.command()
@@ -119,8 +138,16 @@ def up(
         None, "--tpu", help="Also start hosts emulating a TPU slice, e.g. v5e:2x2"
     ),
 ) -> None:
-    """Start a Ray head and worker nodes on 127.0.0.1 (one `ray start` each); reuse if up."""
+    """Start a Ray head and worker nodes on 127.0.0.1 (one `ray start` each); reuse if up.
+
+    Interrupted (Ctrl-C, SIGTERM, SIGHUP) while starting, it stops every node it started and
+    exits 130.
+    """
+    import signal
+
     target = resolve_target(stack, config, workers)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # like Ctrl-C: unwind, so the nodes are stopped
+        signal.signal(sig, _interrupt)
     try:
         local_cluster.require_ray()
         state = local_cluster.read_state(target)
@@ -168,10 +195,37 @@ def up(
             f"[green]up[/] local cluster {target.stack!r}: {len(state['nodes'])} node(s) "
             f"in {time.monotonic() - t0:.1f} s"
         )
+        outside = [s for s in local_cluster.cluster_sockets(state) if not s.loopback]
+        if outside:  # Ray changed how it binds: say so rather than claim "local"
+            shown = ", ".join(f"{s.ip}:{s.port} (pid {s.pid})" for s in outside[:5])
+            err.print(f"warning: listening on more than 127.0.0.1: {shown}", markup=False)
         console.print(_nodes_table(state))
         _print_endpoints(state)
     except local_cluster.LocalError as e:
         _fail(str(e))
+    except KeyboardInterrupt:
+        left = local_cluster.session_pids(
+            n.pid for n in local_cluster.nodes_of(_state_or_none(target))
+        )
+        if left:
+            _fail(
+                f"interrupted; pid(s) {', '.join(map(str, left))} still run: "
+                "`raygke local down` stops them",
+                130,
+            )
+        err.print("interrupted; every node started was stopped", markup=False)
+        raise typer.Exit(130) from None
+
+
+def _interrupt(signum: int, _frame: Any) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def _state_or_none(target: local_cluster.LocalTarget) -> dict[str, Any] | None:
+    try:
+        return local_cluster.read_state(target)
+    except local_cluster.LocalError:
+        return None
 
 
 @app.command()
@@ -345,6 +399,12 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_column("what")
     table.add_column("value", overflow="fold")
     table.add_row("rows (train windows)", num(summary["rows"], ","))
+    table.add_row("validation rows", num(summary.get("val_rows"), ","))
+    skipped = summary.get("skipped_by") or {}
+    files = num(summary.get("files"), ",")
+    if skipped:
+        files += " (skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()) + ")"
+    table.add_row("corpus files", Text(files))
     table.add_row("steps", num(summary["steps"], ","))
     table.add_row(
         "loss first -> last (nats/byte)",
@@ -386,11 +446,20 @@ def run(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Stream the jobs' logs (Ray's own lines) here too"
     ),
+    fresh: bool = typer.Option(
+        False,
+        "--fresh",
+        help="Start over under a new run name instead of resuming an interrupted run of the "
+        "same pipeline",
+    ),
 ) -> None:
     """Submit jobs through the Ray Jobs API, show a progress line per job, and print a summary.
 
     The jobs' logs (Ray's own lines included) go to ``<root>/<stack>/runs/<time>/run.log``,
-    whose path is printed; ``--verbose`` also streams them here.
+    whose path is printed; ``--verbose`` also streams them here. A run that trained and did
+    not finish (failed, interrupted) is resumed by the next run of the same pipeline (same
+    jobs, corpus, ``--set`` values, accelerator): same run name, so the trainer continues from
+    its newest checkpoint ("resumed from checkpoint N"); ``--fresh`` starts over.
     """
     import signal
 
@@ -430,10 +499,25 @@ def run(
         data_uri = local_jobs.absolute_data(data)
         ds = local_jobs.dataset_name(data_uri)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        if any(n in TRAINERS or n == "tune_lm" for n in names):
+        trains = any(n in TRAINERS or n == "tune_lm" for n in names)
+        key = local_jobs.pipeline_key(names, data_uri, extra_args, accelerator)
+        pending = local_jobs.read_pending(target) if trains else None
+        resumed = pending is not None and pending["key"] == key and not fresh
+        if resumed:
+            run_name = str(pending["run_name"])
+        elif trains:
             run_name = f"lm-{ds}-{stamp}"
         else:
             run_name = state.get("last_run") or f"lm-{ds}"
+        for name in names:  # every job's arguments, before the first job runs
+            try:
+                local_jobs.job_args(name, state, data_uri, run_name, {}, accelerator, extra_args)
+            except local_cluster.LocalError as e:
+                _fail(str(e), EXIT_USAGE)
+        if trains:
+            local_jobs.write_pending(
+                target, {"key": key, "run_name": run_name, "jobs": names, "started": stamp}
+            )
         working_dir = local_jobs.stage_working_dir(state["buckets"]["artifacts"])
         console.print(
             f"running {' -> '.join(names)} on local cluster {target.stack!r} "
@@ -456,6 +540,15 @@ def run(
             except local_cluster.LocalError as e:
                 _fail(str(e), EXIT_USAGE)
             console.rule(f"[bold]{i}/{len(names)} {name}")
+            if resumed and (name in TRAINERS or name == "tune_lm"):
+                point = local_jobs.resume_point(state["buckets"]["checkpoints"], run_name)
+                console.print(
+                    f"resumed from checkpoint {point[0]} ({point[1]})"
+                    if point
+                    else f"resuming run {run_name}: it has no checkpoint yet; from step 0",
+                    markup=False,
+                    highlight=False,
+                )
             run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
             with _api_errors(state, name):
                 outcome = _run_shown(target, state, name, args, working_dir, run_log, verbose)
@@ -492,6 +585,8 @@ def run(
             if name in TRAINERS:
                 state["last_run"] = run_name
                 local_cluster.write_state(target, state)
+        if trains:
+            local_jobs.write_pending(target, None)  # finished: the next run starts anew
         summary = local_jobs.summarize(results)
         summary["seconds"] = time.monotonic() - t0
         console.print(_summary_table(summary))
@@ -529,6 +624,17 @@ def _run_shown(
     (:func:`raygke.progress.stage_display`)."""
     from raygke import local_jobs
     from raygke.progress import parse_progress, stage_display
+    from workloads.registry import TRAINERS
+
+    watch = local_jobs.RetryWatch(name)
+
+    def retry_notice(line: str, event: dict[str, Any] | None) -> str | None:
+        notice = watch.line(line)
+        if notice is None and event is not None and name in TRAINERS:
+            notice = watch.progress(event)
+        if notice is not None:
+            run_log.write(f"==> {notice}")
+        return notice
 
     if verbose:
         t0 = time.monotonic()
@@ -536,6 +642,9 @@ def _run_shown(
         def log_and_print(line: str) -> None:
             run_log.write(line)
             console.print(Text.from_ansi(line))
+            notice = retry_notice(line, parse_progress(line))
+            if notice is not None:
+                console.print(f"[yellow]{notice}[/]", highlight=False)
 
         with console.status(f"{name}: submitting") as spin:
             return local_jobs.run_job(
@@ -552,6 +661,9 @@ def _run_shown(
         def log_and_show(line: str) -> None:
             run_log.write(line)
             event = parse_progress(line)
+            notice = retry_notice(line, event)
+            if notice is not None:
+                console.print(f"[yellow]{notice}[/]", highlight=False)
             if event is not None:
                 stage.update(event)
 

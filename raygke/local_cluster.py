@@ -14,6 +14,12 @@ Each node is a separate ``ray start --block`` started with ``start_new_session=T
 also the session id of every process it spawns (GCS, raylet, dashboard, workers), so
 :func:`stop_nodes` stops exactly those processes and nothing else. Linux only (reads ``/proc``).
 
+Every node's IP is 127.0.0.1, so every server of the cluster (GCS, raylets, object managers,
+dashboard and its agents, runtime-env agents, metrics exporters, Ray Client server, workers)
+listens on 127.0.0.1 only (see :data:`LOOPBACK_RAY_START`); :func:`cluster_sockets` lists them.
+At most :data:`MAX_NODES` CPU workers and as many emulated TPU hosts. An interrupted
+:func:`start_cluster` stops every node it started.
+
 Only the standard library is imported at module level; Ray is imported inside the functions that
 talk to the cluster.
 """
@@ -30,7 +36,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +44,32 @@ from typing import Any
 BUILTIN_STACK = "local"
 ROOT_ENV = "RAYGKE_LOCAL_ROOT"
 BUCKETS = ("datasets", "checkpoints", "artifacts")
+# The most CPU worker nodes, and the most emulated TPU hosts, one ``ray start`` process each
+# (each node runs a raylet, agents and workers: about 0.5 GB and a core while starting).
+MAX_NODES = 16
 LOCALHOST = "127.0.0.1"
+# Ray 2.60 turns a loopback ``--node-ip-address`` into the machine's address
+# (``ray/scripts/scripts.py`` ``start``: ``services.resolve_ip_for_localhost``, which calls
+# ``services.get_node_ip_address()``: the address of the interface that routes to 8.8.8.8), and
+# its C++ servers (GCS, raylet: node manager and object manager) listen on 0.0.0.0 unless the node
+# IP is exactly 127.0.0.1 (``listen_to_localhost_only``, ``src/ray/rpc/grpc_server.cc``); the
+# Python agents (dashboard agent, runtime-env agent, Ray Client server) bind the node IP
+# (``ray/dashboard/agent.py``, ``ray/_private/runtime_env/agent/main.py``). So every node is
+# started through LOOPBACK_RAY_START, which makes ``get_node_ip_address`` answer 127.0.0.1 in the
+# ``ray start`` process; the head's processes also get LOOPBACK_HEAD_ENV, Ray's own switch
+# (``ray_constants.ENABLE_RAY_CLUSTER``) for "the node IP is the loopback address", so job drivers
+# on the head resolve the same address. (A worker node cannot take that switch: ``ray start
+# --address`` then refuses to join, "Multi-node Ray clusters are not supported".) The test
+# ``tests/raygke/test_local.py::test_every_listening_socket_is_on_loopback`` lists the sockets.
+LOOPBACK_HEAD_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+LOOPBACK_RAY_START = (
+    "import sys\n"
+    "import ray._private.services as services\n"
+    f"services.get_node_ip_address = lambda address=None: {LOCALHOST!r}\n"
+    "from ray.scripts.scripts import main\n"
+    "sys.argv[0] = 'ray'\n"
+    "sys.exit(main())\n"
+)
 
 
 class LocalError(RuntimeError):
@@ -103,8 +134,8 @@ def make_target(stack: str, local: Any, workers: int | None = None) -> LocalTarg
         LocalError: ``workers`` is negative or above 16.
     """
     n = local.workers if workers is None else workers
-    if not 0 <= n <= 16:
-        raise LocalError(f"--workers {n} is out of range; allowed: 0..16")
+    if not 0 <= n <= MAX_NODES:
+        raise LocalError(f"--workers {n} is out of range; allowed: 0..{MAX_NODES}")
     root = Path(os.environ.get(ROOT_ENV) or local.root).expanduser()
     return LocalTarget(
         stack=stack,
@@ -308,7 +339,9 @@ def _launch(
     logs = target.dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{name}.log"
-    cmd = [*ray_command(), "start", "--block", *args, "--num-cpus", str(num_cpus)]
+    cmd = [sys.executable, "-c", LOOPBACK_RAY_START, "start", "--block", *args]
+    cmd += ["--num-cpus", str(num_cpus)]
+    env = {**(env or {}), **(LOOPBACK_HEAD_ENV if role == "head" else {})}
     # Each node gets its own temp dir: nodes sharing one also share its session log folder,
     # and every node's log monitor then forwards every worker's log line (each line printed
     # once per node).
@@ -448,6 +481,12 @@ def start_cluster(
         state["nodes"] = [asdict(n) for n in nodes]
         write_state(target, state)
 
+    def launch(*args: Any) -> None:
+        # a node is recorded before an interrupt can unwind: none is ever started unrecorded
+        with _interrupts_deferred():
+            nodes.append(_launch(target, *args))
+            record()
+
     try:
         on_progress("starting head")
         head_args = [
@@ -468,8 +507,7 @@ def start_cluster(
             str(free_port()),
             *_metrics_args(state, "head"),
         ]
-        nodes.append(_launch(target, "head", "head", head_args, target.cpus_per_node))
-        record()
+        launch("head", "head", head_args, target.cpus_per_node)
         wait_ready(target, nodes)
         worker_args = ["--address", address, "--node-ip-address", LOCALHOST, "--num-gpus", "0"]
         workers = [
@@ -484,20 +522,41 @@ def start_cluster(
                 str(free_port()),
                 *_metrics_args(state, x.name),
             ]
-            nodes.append(
-                _launch(target, x.name, x.role, args, x.num_cpus, x.resources, x.labels, x.env)
-            )
-            record()
+            launch(x.name, x.role, args, x.num_cpus, x.resources, x.labels, x.env)
         on_progress("waiting for all nodes")
         wait_ready(target, nodes)
     except BaseException:
-        stop_nodes(nodes)
-        with contextlib.suppress(FileNotFoundError):
-            target.state_file.unlink()
+        on_progress(f"stopping {len(nodes)} node(s)")
+        with _interrupts_deferred():  # a second Ctrl-C must not cut the cleanup short
+            left = stop_nodes(nodes)
+            if not left:  # else state.json stays, so that `down` can finish the job
+                with contextlib.suppress(FileNotFoundError):
+                    target.state_file.unlink()
         raise
     state["status"] = "up"
     record()
     return state
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C), SIGTERM and SIGHUP until the block ends, then act on the first
+    (as KeyboardInterrupt). Main thread only (elsewhere the block just runs)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved = {sig: signal.signal(sig, lambda n, _f: caught.append(n)) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _metrics_args(state: dict[str, Any], node: str) -> list[str]:
@@ -540,6 +599,82 @@ def stop_nodes(nodes: list[NodeRecord], grace_s: float = 15.0) -> list[int]:
         while session_pids(sids) and time.monotonic() < deadline:
             time.sleep(0.1)
     return session_pids(sids)
+
+
+@dataclass(frozen=True)
+class ListeningSocket:
+    """A socket that accepts connections (TCP LISTEN) or datagrams (bound UDP).
+
+    Attributes:
+        pid: the process holding it.
+        proto: ``tcp``, ``tcp6``, ``udp`` or ``udp6``.
+        ip: local address as text (``127.0.0.1``, ``::``, ``::ffff:127.0.0.1``).
+        port: local port.
+    """
+
+    pid: int
+    proto: str
+    ip: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        """True for 127.0.0.0/8, ``::1`` and IPv4-mapped loopback (``::ffff:127.x``)."""
+        import ipaddress
+
+        addr = ipaddress.ip_address(self.ip)
+        mapped = getattr(addr, "ipv4_mapped", None)
+        return (mapped or addr).is_loopback
+
+
+def _proc_net_ip(hexaddr: str) -> str:
+    """``/proc/net/tcp{,6}`` address text (32-bit words in host byte order) -> IP text."""
+    import ipaddress
+
+    raw = bytes.fromhex(hexaddr)
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return str(ipaddress.ip_address(words))
+
+
+def listening_sockets(pids: Iterable[int]) -> list[ListeningSocket]:
+    """The listening TCP sockets and bound UDP sockets held by ``pids`` (Linux ``/proc``).
+
+    Reads each process's ``fd`` links (``socket:[inode]``) and the kernel's socket tables
+    ``/proc/<pid>/net/{tcp,tcp6,udp,udp6}`` (format: ``man 5 proc``, ``/proc/net/tcp``; TCP state
+    ``0A`` is LISTEN). A process that exits meanwhile is skipped.
+    """
+    inodes: dict[str, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:["):
+                        inodes[link[8:-1]] = pid
+    found: set[ListeningSocket] = set()
+    for proto in ("tcp", "tcp6", "udp", "udp6"):
+        tables = {f"/proc/{pid}/net/{proto}" for pid in set(inodes.values())}
+        for table in tables:
+            try:
+                lines = Path(table).read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                cols = line.split()
+                if len(cols) < 10 or cols[9] not in inodes:
+                    continue
+                if proto.startswith("tcp") and cols[3] != "0A":
+                    continue
+                hexip, hexport = cols[1].split(":")
+                found.add(
+                    ListeningSocket(inodes[cols[9]], proto, _proc_net_ip(hexip), int(hexport, 16))
+                )
+    return sorted(found, key=lambda s: (s.pid, s.proto, s.port, s.ip))
+
+
+def cluster_sockets(state: Mapping[str, Any] | None) -> list[ListeningSocket]:
+    """:func:`listening_sockets` of every process in the recorded nodes' sessions."""
+    return listening_sockets(session_pids(n.pid for n in nodes_of(state)))
 
 
 def cluster_nodes(target: LocalTarget) -> list[Any]:

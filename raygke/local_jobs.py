@@ -32,6 +32,9 @@ from workloads.registry import RESULT_PREFIX, TRAINERS, WORKLOADS, get_workload
 ACCELERATORS = ("cpu", "gpu", "tpu")
 SUMMARY_KEYS = (
     "rows",
+    "val_rows",
+    "files",
+    "skipped_by",
     "steps",
     "first_loss",
     "last_loss",
@@ -63,9 +66,15 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
     """``["train_lm.steps=20", ...]`` -> ``{"train_lm": {"steps": 20}}``; values parsed as JSON
     when they parse, else kept as strings.
 
+    The values for one job are checked together (``report_every`` against ``steps``,
+    ``n_heads`` against ``d_model``: the workload's cross-argument rules,
+    :attr:`workloads.args.WorkloadArgs.RULES`), as the ``args:`` of a stack file's job are, so
+    ``--set train_lm.d_model=96 --set train_lm.n_heads=3`` is accepted in either order.
+
     Raises:
         LocalError: an item is not ``JOB.KEY=VALUE``, names an unknown job, or an argument the
-            workload does not accept (or a value of the wrong type).
+            workload does not accept (or a value of the wrong type), or the job's values
+            together break one of its rules.
     """
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -76,10 +85,17 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
         if job not in WORKLOADS:
             raise LocalError(f"--set {item!r}: unknown job {job!r}; valid: {', '.join(WORKLOADS)}")
         value = parse_value(raw)
-        problems = WORKLOADS[job].arg_problems({key: value})
+        # each value alone first (names the item), the job's values together below
+        alone = WORKLOADS[job].arg_problems({key: value})
+        problems = [p for p in alone if not p.startswith("workload ")]  # not the cross rules
         if problems:
             raise LocalError(f"--set {item!r}: {problems[0]}")
         out.setdefault(job, {})[key] = value
+    for job, values in out.items():
+        problems = WORKLOADS[job].arg_problems(values)
+        if problems:
+            shown = " ".join(f"{job}.{k}={json.dumps(v)}" for k, v in values.items())
+            raise LocalError(f"--set {shown}: {problems[0]}")
     return out
 
 
@@ -249,6 +265,9 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     ev = results.get("evaluate", {})
     return {
         "rows": prep.get("rows"),
+        "val_rows": prep.get("val_rows"),
+        "files": prep.get("files"),
+        "skipped_by": {k: v for k, v in (prep.get("skipped_by") or {}).items() if v} or None,
         "steps": train.get("steps"),
         "first_loss": train.get("first_loss"),
         "last_loss": train.get("last_loss"),
@@ -361,3 +380,104 @@ def run_job(
         message=(info.message or "").strip(),
         log_tail=logs.splitlines()[-tail_lines:],
     )
+
+
+# ------------------------------------------------------------------------------ resume, retries
+
+PENDING_FILE = "pending_run.json"
+
+
+def pipeline_key(
+    names: Sequence[str],
+    data: str | None,
+    overrides: Mapping[str, Mapping[str, Any]],
+    accelerator: str,
+) -> str:
+    """What makes two ``raygke local run`` calls "the same pipeline": the jobs, the corpus, the
+    ``--set`` values and the accelerator (sha256 of their JSON, 16 hex digits)."""
+    blob = json.dumps([list(names), data, overrides, accelerator], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def read_pending(target: LocalTarget) -> dict[str, Any] | None:
+    """The record of the last run that started training and did not finish
+    (``<root>/<stack>/runs/pending_run.json``: ``key``, ``run_name``, ``jobs``, ``started``), or
+    None. Kept beside the runs, not in state.json, so it survives ``raygke local down``; an
+    unreadable record is ignored (the run then starts fresh)."""
+    try:
+        value = json.loads((target.dir / "runs" / PENDING_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) and {"key", "run_name"} <= set(value) else None
+
+
+def write_pending(target: LocalTarget, record: Mapping[str, Any] | None) -> None:
+    """Record (or with None, forget) the run that is training now; see :func:`read_pending`."""
+    path = target.dir / "runs" / PENDING_FILE
+    if record is None:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(record), indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def resume_point(checkpoints: str, run_name: str) -> tuple[int, str] | None:
+    """``(step, path)`` of the newest verifying checkpoint of ``run_name`` under the checkpoints
+    folder — where a resumed trainer continues (Ray Train restores the latest checkpoint of a
+    run with the same ``RunConfig(name, storage_path)``,
+    https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html; the workloads verify it,
+    :func:`workloads.common.restore_checkpoint`) — or None when it has none."""
+    from workloads.checkpoint import latest_valid_checkpoint
+
+    found = latest_valid_checkpoint(os.path.join(checkpoints, run_name))
+    if found is None:
+        return None
+    return int(found[1].get("step", 0)), str(found[0])
+
+
+_FAILURE_POLICY = re.compile(r"\[FailurePolicy\] (RETRY|RAISE)")
+_ERROR_COUNT = re.compile(r"Error count: (\d+) \(max allowed: ([^)]+)\)")
+
+
+class RetryWatch:
+    """Spots Ray Train's retries in a job's log lines, for the console.
+
+    Ray Train (v2) logs its failure decision as ``[FailurePolicy] RETRY`` followed by
+    ``Error count: N (max allowed: M)`` (``ray/train/v2/_internal/execution/failure_handling/
+    default.py``, Ray 2.60); independently, a trainer's progress step going backwards means its
+    workers restarted from a checkpoint. :meth:`line` and :meth:`progress` return the text to
+    show, or None.
+    """
+
+    def __init__(self, job: str) -> None:
+        self.job = job
+        self.decision: str | None = None
+        self.last_step: int | None = None
+        self.restarts = 0
+
+    def line(self, text: str) -> str | None:
+        m = _FAILURE_POLICY.search(text)
+        if m:
+            self.decision = m.group(1)
+            return None
+        m = _ERROR_COUNT.search(text)
+        if m and self.decision:
+            decision, self.decision = self.decision, None
+            n, limit = m.groups()
+            if decision == "RETRY":
+                return f"{self.job}: a training worker failed; Ray Train retries ({n} of {limit})"
+            return f"{self.job}: a training worker failed {n} time(s); no retry left ({limit})"
+        return None
+
+    def progress(self, event: Mapping[str, Any]) -> str | None:
+        if event.get("stage") != "train":
+            return None
+        step = int(event["done"])
+        back = self.last_step is not None and step < self.last_step
+        previous, self.last_step = self.last_step, step
+        if back:
+            self.restarts += 1
+            return f"{self.job}: workers restarted at step {step} (were at step {previous})"
+        return None

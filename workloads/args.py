@@ -288,9 +288,15 @@ class PrepareArgs(WorkloadArgs):
         "path or URI",
     )
     dataset: str = arg("/tmp/raygke/dataset", "output dataset folder", "path or URI")
-    include: str = arg("*.py", "glob on the corpus files' relative paths (a folder corpus)")
+    include: str | None = arg(
+        None,
+        "glob on the corpus files' relative paths (a folder corpus); None = every file of a "
+        "given corpus (the text policy keeps UTF-8 text without NUL bytes), *.py for the "
+        "default corpus (the standard library's Python sources)",
+    )
     exclude: str | list[str] = arg(  # noqa: RUF009 (arg() returns a dataclasses.field)
-        ["site-packages/*"], "glob(s) on relative paths to leave out (a folder corpus)"
+        ["site-packages/*", "__pycache__/*", "*/__pycache__/*", ".git/*", "*/.git/*"],
+        "glob(s) on relative paths to leave out (a folder corpus)",
     )
     context_length: int = arg(256, "window length T of one training row", "bytes", minimum=1)
     val_fraction: float = arg(

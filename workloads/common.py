@@ -188,8 +188,12 @@ def restore_checkpoint(storage_path: str, name: str) -> tuple[str, dict[str, Any
     from, verified against its sha256 manifest; None to start fresh.
 
     Ray Train's own latest checkpoint (``ray.train.get_checkpoint()``) is used when it verifies;
-    when it is damaged, the newest checkpoint under ``<storage_path>/<name>`` that verifies is
-    used instead (each damaged one skipped with a warning naming it).
+    when it is damaged, or when Ray Train has none because this is a new ``fit()`` of a run
+    whose folder already holds checkpoints (a resubmitted job, ``raygke local run`` resuming an
+    interrupted pipeline: Ray Train 2.60 (v2) starts such a fit without a checkpoint, measured
+    by ``tests/raygke/test_local.py::test_an_interrupted_run_resumes_from_its_checkpoint``), the
+    newest checkpoint under ``<storage_path>/<name>`` that verifies is used instead (each damaged
+    one skipped with a warning naming it).
     """
     import logging
     import tempfile
@@ -200,17 +204,21 @@ def restore_checkpoint(storage_path: str, name: str) -> tuple[str, dict[str, Any
 
     log = logging.getLogger(__name__)
     ckpt = ray.train.get_checkpoint()
-    if ckpt is None:
-        return None
-    local = ckpt.to_directory(tempfile.mkdtemp(prefix="raygke-restore-"))
-    try:
-        return local, verify_checkpoint(local)
-    except CheckpointError as e:
-        log.warning("checkpoint from Ray Train %s is damaged: %s; scanning storage", ckpt.path, e)
+    if ckpt is not None:
+        local = ckpt.to_directory(tempfile.mkdtemp(prefix="raygke-restore-"))
+        try:
+            return local, verify_checkpoint(local)
+        except CheckpointError as e:
+            log.warning(
+                "checkpoint from Ray Train %s is damaged: %s; scanning storage", ckpt.path, e
+            )
     found = latest_valid_checkpoint(join(storage_path, name))
     if found is None:
-        log.warning("no valid checkpoint under %s; starting fresh", join(storage_path, name))
+        if ckpt is not None:
+            log.warning("no valid checkpoint under %s; starting fresh", join(storage_path, name))
         return None
+    if ckpt is None:
+        log.warning("resuming run %s from its checkpoint %s", name, found[0])
     return str(found[0]), found[1]
 
 

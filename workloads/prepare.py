@@ -8,7 +8,8 @@ drops non-text files, windows the bytes and writes one Parquet file -> ``_manife
 Output layout under ``dataset`` (local path or ``gs://``)::
 
     train/part-00000.parquet ... validation/part-00003.parquet   (only non-empty shards)
-    _manifest.json   {"rows", "val_rows", "files", "bytes", "shards", "skipped", ...}
+    _manifest.json   {"rows", "val_rows", "files", "bytes", "shards", "skipped",
+                      "skipped_by", "val_carved", ...}
 
 Row schema: one column ``tokens``: ``fixed_size_list<uint8>[context_length + 1]``. A shard is
 the concatenation of its documents sorted by relative path, each followed by the separator byte
@@ -16,11 +17,21 @@ the concatenation of its documents sorted by relative path, each followed by the
 ``x = tokens[:-1]``, ``y = tokens[1:]`` cover every byte once as a target); the last
 partial window of a shard (< context_length bytes) is dropped.
 
-Text policy: a file that contains a NUL byte or is not valid UTF-8 is "not text"; an empty
-file is "empty". When the corpus is a folder or glob such files are skipped with a warning
-naming each one (listed in the manifest under ``skipped``). An explicitly named single file
-that is not text fails with :class:`CorpusError` naming it, and so does a corpus where no
-usable file remains.
+Filters: a folder corpus takes every file (``include`` None = ``*``) except the default
+corpus, the standard library, whose Python sources (``*.py``) are taken; ``exclude`` leaves out
+``site-packages``, ``__pycache__`` and ``.git`` folders. The text policy then decides: a file
+that contains a NUL byte or is not valid UTF-8 is "not text"; an empty file is "empty". When the
+corpus is a folder or glob such files are skipped with a warning naming each one (the first 10;
+all listed in the manifest under ``skipped``). How many files each filter left out (include,
+each exclude pattern, each text-policy reason) is ``skipped_by`` in the manifest and the result.
+An explicitly named single file that is not text fails with :class:`CorpusError` naming it, and
+so does a corpus where no usable file remains.
+
+Validation: files go to validation by the hash of their path (:func:`group_of`; a corpus of 2+
+files always gets one there, :func:`assign_groups`). When the validation split still has no row
+(a single file; only tiny files went there), :func:`carve_validation` moves the last training
+rows of the largest training shard there, saying so (``val_carved`` in the result); a corpus
+with fewer than 2 windows is refused, before any training job starts.
 
 Idempotent: shard names depend only on the content's relative paths, and a local output is
 built in ``<dataset>.tmp`` and swapped into place at the end, so a re-run after a crash neither
@@ -28,7 +39,9 @@ duplicates nor loses rows. Remote outputs are overwritten shard by shard (same n
 shards are deleted, and the manifest is written last.
 
 Arguments: :class:`workloads.args.PrepareArgs` (names, types, defaults, units).
-Result: ``{"rows", "val_rows", "files", "bytes", "dataset", "skipped"}`` (skipped = count).
+Result: ``{"rows", "val_rows", "files", "bytes", "dataset", "skipped", "skipped_by",
+"val_carved"}`` (skipped = count of text-policy skips; skipped_by = {filter: files};
+val_carved = None or ``{"from": train shard, "rows": n}``).
 """
 
 from __future__ import annotations
@@ -68,20 +81,35 @@ def _has_glob(s: str) -> bool:
     return any(c in s for c in "*?[")
 
 
+DEFAULT_EXCLUDE = ("site-packages/*", "__pycache__/*", "*/__pycache__/*", ".git/*", "*/.git/*")
+
+
 def list_corpus(
-    data: str | None, include: str = "*.py", exclude: Iterable[str] = ("site-packages/*",)
+    data: str | None,
+    include: str | None = None,
+    exclude: Iterable[str] | str = DEFAULT_EXCLUDE,
+    counts: dict[str, int] | None = None,
 ) -> tuple[Any, str, list[str], bool]:
     """Resolve the corpus into ``(filesystem, base_dir, sorted relative paths, explicit_file)``.
 
     ``data`` may be a folder (recursive, filtered by ``include``/``exclude`` on the relative
     path), a glob (``/x/**/*.txt``; the non-glob prefix is the base), a single file, or a
-    ``gs://`` URI of any of those.
+    ``gs://`` URI of any of those; None is :func:`default_corpus`. ``include`` None means every
+    file (``*``; the text policy then keeps the text files), except for the default corpus,
+    whose Python sources (``*.py``) are taken.
+
+    ``counts``, when given, is filled with how many files each filter left out: key
+    ``include '<pattern>'`` (files it does not match) and ``exclude '<pattern>'`` (files the
+    first matching exclude pattern removed; folders it pruned unlisted count as
+    ``exclude '<pattern>' (folders)``).
 
     Raises:
         CorpusError: nothing matches.
     """
     import pyarrow.fs as pafs
 
+    if include is None:
+        include = "*.py" if not data else "*"
     data = data or default_corpus()
     exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude or ())
     if _has_glob(data):
@@ -99,8 +127,25 @@ def list_corpus(
         return fs, os.path.dirname(base), [os.path.basename(base)], True
     if info.type != pafs.FileType.Directory:
         raise CorpusError(f"corpus {data!r} not found")
-    wanted = _matcher(include, exclude)
-    rels = [rel for rel in _walk(fs, base, exclude) if wanted(rel)]
+    wanted = _matcher(include, ())
+    excluded = [(x, re.compile(fnmatch.translate(x))) for x in exclude]
+    tally: dict[str, int] = {} if counts is None else counts
+    tally[f"include {include!r}"] = 0
+    for x in exclude:
+        tally[f"exclude {x!r}"] = 0
+    pruned: dict[str, int] = {}
+    rels = []
+    for rel in _walk(fs, base, exclude, pruned):
+        if not wanted(rel):
+            tally[f"include {include!r}"] += 1
+            continue
+        hit = next((x for x, rx in excluded if rx.match(rel)), None)
+        if hit is not None:
+            tally[f"exclude {hit!r}"] += 1
+            continue
+        rels.append(rel)
+    for x, n in pruned.items():
+        tally[f"exclude {x!r} (folders)"] = n
     if not rels:
         raise CorpusError(f"corpus {data!r}: no files match include={include!r} exclude={exclude}")
     return fs, base, sorted(rels), False
@@ -122,7 +167,9 @@ def _matcher(include: str, exclude: tuple[str, ...]):
     return wanted
 
 
-def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
+def _walk(
+    fs: Any, base: str, exclude: tuple[str, ...], pruned: dict[str, int] | None = None
+) -> Iterable[str]:
     """Relative paths (``/``-separated) of every file under ``base``.
 
     On a local filesystem, folders that an ``exclude`` pattern ending in ``*`` matches as
@@ -130,7 +177,8 @@ def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
     ``site-packages/*`` costs nothing however large ``site-packages`` is. Symlinked folders are
     followed (each real folder once, so a link cycle ends); only regular files are listed, so a
     dangling symlink (an editor's ``.#lock``) or a FIFO is left out. Object stores (``gs://``)
-    are listed recursively in one request stream.
+    are listed recursively in one request stream. ``pruned``, when given, counts the folders
+    each pattern kept out.
 
     Raises:
         CorpusError: a local folder cannot be listed (named in the message).
@@ -138,7 +186,13 @@ def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
     import pyarrow.fs as pafs
 
     if isinstance(fs, pafs.LocalFileSystem):
-        prune = [re.compile(fnmatch.translate(x)) for x in exclude if x.endswith("*")]
+        prune = [(x, re.compile(fnmatch.translate(x))) for x in exclude if x.endswith("*")]
+
+        def kept_out(folder: str) -> bool:
+            hit = next((x for x, p in prune if p.match(folder)), None)
+            if hit is not None and pruned is not None:
+                pruned[hit] = pruned.get(hit, 0) + 1
+            return hit is not None
 
         def unreadable(e: OSError) -> None:
             raise CorpusError(f"corpus folder {e.filename!r} cannot be listed: {e.strerror}")
@@ -161,8 +215,7 @@ def _walk(fs: Any, base: str, exclude: tuple[str, ...]) -> Iterable[str]:
             dirs[:] = [
                 d
                 for d in dirs
-                if not any(p.match(f"{prefix}{d}/") for p in prune)
-                and first_visit(os.path.join(root, d))
+                if not kept_out(f"{prefix}{d}/") and first_visit(os.path.join(root, d))
             ]
             yield from (prefix + f for f in files if os.path.isfile(os.path.join(root, f)))
         return
@@ -242,16 +295,10 @@ def windows(docs: list[bytes], context_length: int):
 def write_shard(fs: Any, path: str, rows) -> None:
     """Write a ``[n, L+1]`` uint8 array as Parquet (column ``tokens``), via a temp name."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     flat = pa.array(rows.reshape(-1), type=pa.uint8())
     col = pa.FixedSizeListArray.from_arrays(flat, rows.shape[1])
-    table = pa.table({"tokens": col})
-    fs.create_dir(os.path.dirname(path), recursive=True)
-    tmp = path + ".inprogress"
-    with fs.open_output_stream(tmp) as out:
-        pq.write_table(table, out, compression="zstd")
-    fs.move(tmp, path)
+    _write_table(fs, path, pa.table({"tokens": col}))
 
 
 def build_group(fs: Any, out_dir: str, group: str, rels: list[str], docs: list[bytes], L: int):
@@ -291,12 +338,24 @@ def _finalize(dataset: str, tmp_dir: str, summary: dict[str, Any]) -> None:
         f.write(json.dumps(summary, indent=1, sort_keys=True).encode())
 
 
-def _summarize(results: list[dict[str, Any]], dataset: str, args: PrepareArgs):
+def _reason_kind(reason: str) -> str:
+    """The filter a text-policy reason belongs to (``not UTF-8 (... at byte 3)`` -> ``not
+    UTF-8``), for the per-filter counts."""
+    return reason.split(" (", 1)[0]
+
+
+def _summarize(
+    results: list[dict[str, Any]], dataset: str, args: PrepareArgs, filtered: dict[str, int]
+):
     shards, skipped = {}, []
     for r in results:
         skipped.extend(json.loads(r["skipped"]))
         if r["rows"]:
             shards[r["group"]] = int(r["rows"])
+    skipped_by = dict(filtered)
+    for _rel, reason in skipped:
+        kind = _reason_kind(reason)
+        skipped_by[kind] = skipped_by.get(kind, 0) + 1
     return {
         "rows": sum(v for g, v in shards.items() if g.startswith("train/")),
         "val_rows": sum(v for g, v in shards.items() if g.startswith("validation/")),
@@ -304,6 +363,8 @@ def _summarize(results: list[dict[str, Any]], dataset: str, args: PrepareArgs):
         "bytes": sum(int(r["bytes"]) for r in results),
         "shards": dict(sorted(shards.items())),
         "skipped": sorted(skipped),
+        "skipped_by": skipped_by,
+        "val_carved": None,
         "context_length": args.context_length,
         "val_fraction": float(args.val_fraction),
         "dataset": dataset,
@@ -311,25 +372,90 @@ def _summarize(results: list[dict[str, Any]], dataset: str, args: PrepareArgs):
 
 
 def _check(summary: dict[str, Any], explicit: bool, data: str) -> None:
+    not_text = [(rel, reason) for rel, reason in summary["skipped"] if reason != "empty"]
     for rel, reason in summary["skipped"]:
         if explicit:
             raise CorpusError(f"corpus file {rel!r} ({data}): {reason}")
-        if reason != "empty":
-            log.warning("prepare: skipping %s: %s", rel, reason)
+    for rel, reason in not_text[:10]:
+        log.warning("prepare: skipping %s: %s", rel, reason)
+    if len(not_text) > 10:
+        log.warning("prepare: skipping %d more files that are not text", len(not_text) - 10)
     if summary["files"] == 0:
         names = ", ".join(f"{r} ({why})" for r, why in summary["skipped"][:10])
         raise CorpusError(f"corpus {data!r} has no usable text files; skipped: {names}")
-    if summary["val_rows"] == 0:
-        log.warning(
-            "prepare: corpus %r gives no validation rows (too few or too small files); "
-            "evaluate will have nothing to score",
-            data,
-        )
     if summary["rows"] == 0:
         raise CorpusError(
             f"corpus {data!r}: {summary['bytes']} bytes give no training window of "
             f"{summary['context_length'] + 1} bytes"
         )
+
+
+def carve_validation(summary: dict[str, Any], fs: Any, out_dir: str, data: str) -> None:
+    """Give a corpus whose validation split came out empty (one file, or only files too small
+    for a window went there) a validation split cut from its training rows, before any
+    training starts: the last ``max(1, round(rows * val_fraction))`` rows of the largest
+    training shard move to ``validation/part-<same number>``; ``summary`` is updated
+    (``rows``, ``val_rows``, ``shards``, ``val_carved = {"from", "rows"}``) and a warning says
+    so. With ``val_fraction`` 0 nothing is carved (validation was declined; a warning says
+    evaluate will have nothing to score).
+
+    Raises:
+        CorpusError: fewer than 2 training rows: none could be spared for validation.
+    """
+    if summary["val_rows"] or summary["val_fraction"] == 0:
+        if summary["val_fraction"] == 0:
+            log.warning("prepare: val_fraction is 0: no validation rows; evaluate cannot score")
+        return
+    rows = summary["rows"]
+    if rows < 2:
+        raise CorpusError(
+            f"corpus {data!r} gives {rows} training window(s) of {summary['context_length'] + 1} "
+            "bytes and no validation rows; at least 2 windows are needed (one to validate): "
+            "add text, or lower context_length"
+        )
+    import pyarrow.parquet as pq
+
+    source = max(
+        (g for g in summary["shards"] if g.startswith("train/")),
+        key=lambda g: (summary["shards"][g], g),
+    )
+    # leave at least one training row, take at most the source shard
+    take = min(max(1, round(rows * summary["val_fraction"])), rows - 1, summary["shards"][source])
+    path = f"{out_dir}/{source}.parquet"
+    with fs.open_input_file(path) as f:
+        table = pq.read_table(f)
+    keep, carved = table.num_rows - take, table.slice(table.num_rows - take)
+    val_group = "validation/" + source.split("/", 1)[1]
+    _write_table(fs, f"{out_dir}/{val_group}.parquet", carved)
+    if keep:
+        _write_table(fs, path, table.slice(0, keep))
+        summary["shards"][source] = keep
+    else:
+        fs.delete_file(path)
+        del summary["shards"][source]
+    summary["shards"][val_group] = take
+    summary["shards"] = dict(sorted(summary["shards"].items()))
+    summary["rows"], summary["val_rows"] = rows - take, take
+    summary["val_carved"] = {"from": source, "rows": take}
+    log.warning(
+        "prepare: no file of corpus %r went to validation (too few or too small files); "
+        "carved the last %d of %d training rows (%s) into %s",
+        data,
+        take,
+        rows,
+        source,
+        val_group,
+    )
+
+
+def _write_table(fs: Any, path: str, table: Any) -> None:
+    import pyarrow.parquet as pq
+
+    fs.create_dir(os.path.dirname(path), recursive=True)
+    tmp = path + ".inprogress"
+    with fs.open_output_stream(tmp) as out:
+        pq.write_table(table, out, compression="zstd")
+    fs.move(tmp, path)
 
 
 @contextlib.contextmanager
@@ -365,7 +491,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     L = args.context_length
     val_fraction = args.val_fraction
     num_shards = args.num_shards
-    _fs, base, rels, explicit = list_corpus(data, args.include, args.exclude)
+    filtered: dict[str, int] = {}
+    _fs, base, rels, explicit = list_corpus(args.data, args.include, args.exclude, filtered)
     if is_local(dataset):
         _, out_abs = resolve_fs(dataset)
         tmp_dir = out_abs + ".tmp"
@@ -420,15 +547,22 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
             emit_progress(
                 "prepare", len(results), len(items), unit="shards", files=files, rows=rows
             )
-    summary = _summarize(results, dataset, args)
+    summary = _summarize(results, dataset, args, filtered)
     try:
         _check(summary, explicit, data)
+        carve_validation(summary, *resolve_fs(write_uri), data)
     except CorpusError:
         if is_local(dataset):
             shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
     _finalize(dataset, tmp_dir, summary)
-    result = {k: summary[k] for k in ("rows", "val_rows", "files", "bytes", "dataset")}
+    log.info(
+        "prepare: %d files kept; skipped by filter: %s",
+        summary["files"],
+        ", ".join(f"{k}: {v}" for k, v in summary["skipped_by"].items()) or "none",
+    )
+    keys = ("rows", "val_rows", "files", "bytes", "dataset", "skipped_by", "val_carved")
+    result = {k: summary[k] for k in keys}
     result["skipped"] = len(summary["skipped"])
     return result
 

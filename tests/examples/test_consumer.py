@@ -4,6 +4,7 @@ with the outputs the real platform program exports for the prod stack)."""
 
 from __future__ import annotations
 
+import copy
 import runpy
 from typing import Any
 
@@ -54,9 +55,20 @@ class ConsumerMocks(pulumi.runtime.Mocks):
         return dict(args.args), []
 
 
+def _prod_master_cidr() -> str:
+    from components.spec import load_stack_file
+
+    return load_stack_file(ROOT / "Pulumi.prod.yaml").network.master_ipv4_cidr
+
+
+PROD_MASTER_CIDR = _prod_master_cidr()
+
+
 def run_consumer(platform: dict[str, Any], **config: str) -> ConsumerMocks:
     mocks = ConsumerMocks(platform)
     entries = {"ray-gke-consumer:platform_stack": PLATFORM_STACK}
+    if platform.get("kuberay_mode") == "gke-addon" and "operator_cidr" not in config:
+        config = {**config, "operator_cidr": PROD_MASTER_CIDR}
     entries.update({f"ray-gke-consumer:{k}": v for k, v in config.items()})
     pulumi.runtime.set_all_config(entries)
     psettings.ROOT.set(None)
@@ -103,3 +115,73 @@ def test_consumer_refuses_an_unknown_contract_version(platform_outputs):
 def test_consumer_refuses_an_identity_the_platform_lacks(platform_outputs):
     with pytest.raises(Exception, match=r"identity 'ray-eval' is not a workload identity"):
         run_consumer(platform_outputs, identity="ray-eval")
+
+
+def _k8s_objects(mocks: ConsumerMocks) -> list[dict]:
+    keep = ("apiVersion", "kind", "metadata", "spec")
+    out = []
+    for typ in ("kubernetes:ray.io/v1:RayJob", "kubernetes:networking.k8s.io/v1:NetworkPolicy"):
+        for inputs in _of(mocks, typ):
+            obj = {k: v for k, v in inputs.items() if k in keep}
+            obj.setdefault("kind", typ.rsplit(":", 1)[1])
+            out.append(obj)
+    return out
+
+
+def _platform_guard_rails(stack: str = "prod") -> list[dict]:
+    """The Namespace (PSA labels) and NetworkPolicies (default-deny first) the platform renders
+    for ``stack``'s Ray namespace: what the consumer's objects land in."""
+    from components.builders.namespace import namespace_manifest, network_policies
+    from components.spec import load_stack_file
+
+    cfg = load_stack_file(ROOT / f"Pulumi.{stack}.yaml")
+    return [namespace_manifest(cfg), *network_policies(cfg)]
+
+
+def test_consumer_rayjob_passes_the_platforms_own_security_checks(platform_outputs):
+    """PSA restricted securityContext on every pod (head and submitter), token auth, and a
+    NetworkPolicy of its own for the job's head inside the platform's default-deny namespace:
+    the rules ``raygke check`` applies to the stack's own RayJobs
+    (components/checks/security.py)."""
+    from components.checks.security import security_problems
+
+    mocks = run_consumer(platform_outputs)
+    objects = _k8s_objects(mocks)
+    assert sorted(o["kind"] for o in objects) == ["NetworkPolicy", "RayJob"]
+    assert security_problems(_platform_guard_rails() + objects) == []
+    (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    (rule,) = policy["spec"]["ingress"]
+    assert {"ipBlock": {"cidr": PROD_MASTER_CIDR}} in rule["from"]  # gke-addon: control plane
+
+    # each rule bites: without the policy, the token auth or the securityContext
+    job = next(o for o in objects if o["kind"] == "RayJob")
+    alone = security_problems([*_platform_guard_rails(), job])
+    assert any(p.startswith("network-policy: RayJob ray/checkpoint-report") for p in alone)
+    no_auth = copy.deepcopy(job)
+    no_auth["spec"]["rayClusterSpec"].pop("authOptions")
+    assert any(
+        p.startswith("ray-auth: RayJob ray/checkpoint-report")
+        for p in security_problems([*_platform_guard_rails(), no_auth, policy])
+    )
+    no_sc = copy.deepcopy(job)
+    no_sc["spec"]["submitterPodTemplate"]["spec"]["containers"][0].pop("securityContext")
+    problems = security_problems([*_platform_guard_rails(), no_sc, policy])
+    assert any("spec.submitterPodTemplate container 'ray-job-submitter'" in p for p in problems)
+
+
+def test_consumer_on_a_helm_platform_admits_the_operator_pods(platform_outputs):
+    from components.checks.security import security_problems
+
+    mocks = run_consumer({**platform_outputs, "kuberay_mode": "helm"})
+    objects = _k8s_objects(mocks)
+    (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    peers = policy["spec"]["ingress"][0]["from"]
+    assert {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}}} in peers
+    assert security_problems(_platform_guard_rails("dev") + objects) == []
+
+
+def test_consumer_on_a_gke_addon_platform_needs_the_operator_range(platform_outputs):
+    mocks = ConsumerMocks(platform_outputs)
+    assert mocks.platform["kuberay_mode"] == "gke-addon"
+    with pytest.raises(Exception, match=r"set operator_cidr to its control plane range"):
+        run_consumer(platform_outputs, operator_cidr="")

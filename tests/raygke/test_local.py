@@ -8,6 +8,8 @@ argument wiring and process stopping.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import shlex
@@ -24,6 +26,7 @@ from raygke import local_cluster, local_jobs
 from workloads.registry import RESULT_PREFIX
 
 RAYGKE = Path(sys.executable).parent / "raygke"
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not RAYGKE.exists(), reason=f"console script {RAYGKE} missing")
 
 
@@ -49,6 +52,7 @@ def _stack_file(
 def _raygke(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
     env["COLUMNS"] = "250"  # rich: no wrapping, so lines can be asserted
+    env["PYTHONPATH"] = str(REPO)  # this checkout's code, not the editable install's
     return subprocess.run(
         [str(RAYGKE), "local", *args],
         cwd=cwd,
@@ -392,9 +396,215 @@ def test_failing_job_stops_with_its_log_tail(cluster) -> None:
     assert "Running entrypoint for job" in r.stdout, "--verbose streams the job's log"
     assert "last" in r.stderr and "log lines of prepare" in r.stderr
     # the job's own one-line error (workloads print bad input without a traceback), from its log tail
-    assert "no files match include='*.py'" in r.stderr and "Traceback" not in r.stderr
+    assert "no files match include='*'" in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("error: job prepare")
     assert "2/3 train_lm" not in r.stdout, "the pipeline stops at the first failure"
+
+
+def test_listening_sockets_names_every_address_of_a_process() -> None:
+    """The /proc reader finds a process's listening TCP and bound UDP sockets with their
+    addresses, and tells loopback from every-interface binds."""
+    socks = [
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM),
+        socket.socket(socket.AF_INET6, socket.SOCK_STREAM),
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM),
+    ]
+    try:
+        socks[0].bind(("127.0.0.1", 0))
+        socks[1].bind(("::", 0))
+        socks[2].bind(("0.0.0.0", 0))
+        socks[3].bind(("127.0.0.1", 0))  # bound, never listening: not a listener
+        socks[0].listen()
+        socks[1].listen()
+        ports = [s.getsockname()[1] for s in socks]
+        found = {s.port: s for s in local_cluster.listening_sockets([os.getpid()])}
+        assert found[ports[0]].ip == "127.0.0.1" and found[ports[0]].loopback
+        assert found[ports[1]].proto == "tcp6" and found[ports[1]].ip == "::"
+        assert not found[ports[1]].loopback
+        assert found[ports[2]].proto == "udp" and not found[ports[2]].loopback
+        assert ports[3] not in found
+    finally:
+        for s in socks:
+            s.close()
+    assert local_cluster.ListeningSocket(1, "tcp6", "::ffff:127.0.0.1", 1).loopback
+    assert not local_cluster.ListeningSocket(1, "tcp6", "::ffff:10.0.0.1", 1).loopback
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_every_listening_socket_is_on_loopback(cluster) -> None:
+    """No process of the local cluster (GCS, raylets, object managers, dashboard and its agents,
+    runtime-env agents, metrics exporters, Ray Client server, job workers left by the earlier
+    tests) accepts connections on another address than 127.0.0.1."""
+    state = cluster["state"]
+    sockets = local_cluster.cluster_sockets(state)
+    ports = {s.port for s in sockets}
+    assert {state["gcs_port"], state["dashboard_port"]} <= ports, sockets
+    metrics = {int(url.rsplit(":", 1)[1].split("/")[0]) for url in state["metrics"].values()}
+    assert metrics <= ports, "each node's metrics port is among those checked"
+    assert len({s.pid for s in sockets}) >= 6, "head and worker processes are both listed"
+    outside = [s for s in sockets if not s.loopback]
+    assert outside == [], outside
+
+
+def _submit(*args: str, cwd: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env["COLUMNS"] = "250"
+    env["PYTHONPATH"] = str(REPO)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "raygke", "submit", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_submit_local_twin_runs_a_script_on_the_local_cluster(cluster) -> None:
+    """``raygke submit --local``: a researcher's script (its folder as the working dir) runs
+    through the Jobs API with the cluster's token; its output streams back; a failing script
+    exits 1."""
+    work = cluster["base"] / "research"
+    work.mkdir()
+    (work / "helper.py").write_text("ANSWER = 42\n")
+    (work / "train.py").write_text(
+        "import ray\nfrom helper import ANSWER\nray.init()\n"
+        "print('alive nodes', sum(n['Alive'] for n in ray.nodes()), 'answer', ANSWER)\n"
+    )
+    r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "train.py"), cwd=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert "alive nodes 2 answer 42" in r.stdout and "SUCCEEDED" in r.stdout
+    (work / "bad.py").write_text("raise SystemExit(3)\n")
+    r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "bad.py"), cwd=work)
+    assert r.returncode == 1 and "FAILED" in r.stderr, r.stdout[-2000:] + r.stderr
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_submit_gke_path_end_to_end_through_kubectl(cluster) -> None:
+    """The GKE path of ``raygke submit --stack dev`` with a stand-in ``kubectl`` whose Secret holds
+    the local cluster's token and whose port-forward "forwards" to the local cluster's Jobs API:
+    the token read from the Secret authenticates the submission, the job runs, and the
+    port-forward process is stopped afterwards."""
+    state = cluster["state"]
+    token = Path(state["token_file"]).read_text().strip()
+    b64 = base64.b64encode(token.encode()).decode()
+    fake = cluster["base"] / "fakebin"
+    fake.mkdir()
+    calls = cluster["base"] / "kubectl-calls"
+    (fake / "kubectl").write_text(
+        "#!/bin/sh\n"
+        f'echo "$$ $*" >> {calls}\n'
+        'case " $* " in\n'
+        f"  *' get secret '*) printf %s {b64} ;;\n"
+        f"  *' port-forward '*) echo 'Forwarding from 127.0.0.1:{cluster['dash']} -> 8265'; "
+        "exec sleep 600 ;;\n"
+        "  *) exit 9 ;;\n"
+        "esac\n"
+    )
+    (fake / "kubectl").chmod(0o755)
+    work = cluster["base"] / "gke-research"
+    work.mkdir()
+    (work / "job.py").write_text("print('ran on the RayCluster')\n")
+    path = f"{fake}{os.pathsep}{os.environ['PATH']}"
+    r = _submit(
+        "--config", str(REPO / "Pulumi.dev.yaml"), str(work / "job.py"), cwd=work, path=path
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert "ran on the RayCluster" in r.stdout
+    lines = calls.read_text().splitlines()
+    assert any("get secret --namespace ray research-ray-auth" in ln for ln in lines)
+    (forward,) = [ln for ln in lines if " port-forward " in ln]
+    assert "--address 127.0.0.1 svc/research-head-svc :8265" in forward
+    pid = int(forward.split()[0])
+    deadline = time.monotonic() + 10
+    while local_cluster.proc_start_ticks(pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert local_cluster.proc_start_ticks(pid) is None, "the port-forward is stopped"
+    # a wrong token (another cluster's Secret) is refused by the Jobs API
+    (fake / "kubectl").write_text(
+        (fake / "kubectl").read_text().replace(b64, base64.b64encode(b"0" * 64).decode())
+    )
+    r = _submit(
+        "--config", str(REPO / "Pulumi.dev.yaml"), str(work / "job.py"), cwd=work, path=path
+    )
+    assert r.returncode == 1 and "ran on the RayCluster" not in r.stdout
+    assert "the Jobs API at http://127.0.0.1:" in r.stderr, r.stderr
+
+
+TRAIN_SETS = (
+    "--set", "prepare.context_length=32",
+    "--set", "train_lm.d_model=32", "--set", "train_lm.n_layers=1", "--set", "train_lm.n_heads=2",
+    "--set", "train_lm.batch_size=4", "--set", "train_lm.log_every=1",
+    "--set", "train_lm.warmup=0", "--set", "train_lm.checkpoint_every=2",
+)  # fmt: skip
+
+
+def _train_corpus(base: Path) -> Path:
+    corpus = base / "train-corpus"
+    if not corpus.exists():
+        corpus.mkdir()
+        for i in range(6):
+            (corpus / f"m{i}.txt").write_text(f"line {i}: the quick brown fox\n" * 120)
+    return corpus
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_worker_retry_is_shown_on_the_console(cluster) -> None:
+    marker = cluster["base"] / "crashed-once"
+    r = _raygke(
+        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
+        "--set", "train_lm.steps=6", "--set", "train_lm.fail_at_step=3",
+        "--set", f"train_lm.fail_marker={marker}", "--set", "train_lm.max_failures=1",
+        "--config", str(cluster["cfg"]), cwd=cluster["base"],
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr
+    assert marker.exists(), "the worker crashed once"
+    shown = [ln for ln in r.stdout.splitlines() if "train_lm: " in ln and "retr" in ln.lower()]
+    shown += [ln for ln in r.stdout.splitlines() if "train_lm: workers restarted at step" in ln]
+    assert shown, r.stdout[-4000:]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_an_unfinished_run_resumes_from_its_checkpoint(cluster) -> None:
+    """A run whose training stopped after a checkpoint (here: its worker dies at step 30 with no
+    retry left, deterministic where a Ctrl-C would race a fast machine), then the same command:
+    the same run continues from its newest checkpoint ("resumed from checkpoint 20"; the
+    trainer's first step is 21) and no new run folder appears."""
+    step_log = cluster["base"] / "steps.jsonl"
+    marker = cluster["base"] / "died-at-30"
+    args = (
+        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
+        "--set", "train_lm.steps=40", "--set", "train_lm.checkpoint_every=20",
+        "--set", "train_lm.fail_at_step=30", "--set", f"train_lm.fail_marker={marker}",
+        "--set", "train_lm.max_failures=0", "--set", f"train_lm.step_log={step_log}",
+        "--config", str(cluster["cfg"]),
+    )  # fmt: skip
+    checkpoints = Path(cluster["state"]["buckets"]["checkpoints"])
+    before = set(checkpoints.glob("lm-*")) if checkpoints.exists() else set()
+    r = _raygke(*args, cwd=cluster["base"], timeout=900)
+    assert r.returncode == 1 and marker.exists(), r.stdout[-3000:] + r.stderr
+    (run_dir,) = set(checkpoints.glob("lm-*")) - before
+    assert (run_dir / "checkpoint_00000020").is_dir()
+    pending = json.loads((cluster["base"] / "root" / "t" / "runs" / "pending_run.json").read_text())
+    assert pending["run_name"] == run_dir.name
+    step_log.unlink()
+    r = _raygke(*args, cwd=cluster["base"], timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    resumed = [ln for ln in r.stdout.splitlines() if ln.startswith("resumed from checkpoint ")]
+    assert resumed == [f"resumed from checkpoint 20 ({run_dir / 'checkpoint_00000020'})"]
+    first = json.loads(step_log.read_text().splitlines()[0])
+    assert first["step"] == 21, "the trainer continued after the checkpoint"
+    assert not (cluster["base"] / "root" / "t" / "runs" / "pending_run.json").exists()
+    assert set(checkpoints.glob("lm-*")) - before == {run_dir}, "no new run was started"
 
 
 @pytest.mark.ray
@@ -442,3 +652,137 @@ def test_overrides_bind_through_the_workload_and_train_lm_ones_reach_jax() -> No
     ):
         local_jobs.check_overrides(["prepare", "train_lm_jax"], {"train_lm": {"use_gpu": True}})
     local_jobs.check_overrides(["prepare", "train_lm"], {"train_lm": {"use_gpu": True}})
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_up_interrupted_while_starting_leaves_no_ray_process(tmp_path: Path) -> None:
+    """Ctrl-C during `local up` (after some nodes started, before all are ready): every node it
+    started is stopped, every process of their sessions and under the cluster's Ray temp dir is
+    gone, and it exits 130 saying so."""
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
+    cfg.write_text(cfg.read_text().replace("workers: 1", "workers: 3"))
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [str(RAYGKE), "local", "up", "--config", str(cfg)], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    state_file = tmp_path / "root" / "t" / "state.json"
+    seen: dict[int, int | None] = {}
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                for n in json.loads(state_file.read_text())["nodes"]:
+                    seen[n["pid"]] = n["start_ticks"]
+            if len(seen) >= 2:  # the head and a worker are up; two more are to come
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None and len(seen) >= 2, "up finished before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + errs
+    assert "interrupted; every node started was stopped" in errs and "Traceback" not in errs
+    assert local_cluster.session_pids(seen) == []
+    temp = local_cluster.make_target(
+        "t", type("L", (), {"workers": 3, "root": str(tmp_path / "root"), "cpus_per_node": 1,
+                            "gcs_port": 1, "dashboard_port": 1})()
+    ).ray_temp_dir  # fmt: skip
+    left = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if temp.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    left.append(int(entry))
+    assert left == [], f"processes of the cluster still run: {left}"
+    assert not state_file.exists()
+
+
+# ------------------------------------------------------------- fast: caps, --set, resume, retries
+
+
+def test_an_emulated_slice_above_the_host_cap_is_refused_before_starting(tmp_path: Path) -> None:
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
+    r = _raygke("up", "--tpu", "v5e:16x16", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--tpu 'v5e:16x16' emulates 64 TPU hosts" in r.stderr
+    assert f"at most {local_cluster.MAX_NODES} here" in r.stderr and "v5e:16x16@16" in r.stderr
+    assert not (tmp_path / "root" / "t" / "state.json").exists(), "nothing was started"
+
+
+def test_set_values_of_a_job_are_checked_together() -> None:
+    """As a stack file's `args:` are: the cross-argument rules see every --set value of the job."""
+    ok = local_jobs.parse_overrides(["train_lm.n_heads=3", "train_lm.d_model=96"])
+    assert ok == {"train_lm": {"n_heads": 3, "d_model": 96}}
+    assert local_jobs.parse_overrides(["tune_lm.steps=5", "tune_lm.report_every=5"])
+    with pytest.raises(local_cluster.LocalError, match=r"report_every 50 is above steps 5"):
+        local_jobs.parse_overrides(["tune_lm.steps=5"])
+    with pytest.raises(local_cluster.LocalError, match=r"n_heads 5 does not divide d_model 96"):
+        local_jobs.parse_overrides(["train_lm.d_model=96", "train_lm.n_heads=5"])
+
+
+def test_a_bad_combination_is_refused_before_any_job_runs(tmp_path: Path) -> None:
+    cfg = _stack_file(
+        tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
+    )
+    r = _raygke("run", "--config", str(cfg), "--set", "train_lm.n_heads=5", cwd=tmp_path)
+    assert r.returncode == 2 and "n_heads 5 does not divide d_model" in r.stderr, r.stderr
+
+
+def test_pending_run_record_and_pipeline_key(tmp_path: Path) -> None:
+    target = local_cluster.LocalTarget("t", 1, 1, 1, 1, tmp_path)
+    assert local_jobs.read_pending(target) is None
+    key = local_jobs.pipeline_key(["prepare", "train_lm"], "/c", {"train_lm": {"steps": 5}}, "cpu")
+    assert key == local_jobs.pipeline_key(
+        ["prepare", "train_lm"], "/c", {"train_lm": {"steps": 5}}, "cpu"
+    )
+    for other in (
+        (["train_lm"], "/c", {"train_lm": {"steps": 5}}, "cpu"),
+        (["prepare", "train_lm"], "/d", {"train_lm": {"steps": 5}}, "cpu"),
+        (["prepare", "train_lm"], "/c", {"train_lm": {"steps": 6}}, "cpu"),
+        (["prepare", "train_lm"], "/c", {"train_lm": {"steps": 5}}, "tpu"),
+    ):
+        assert local_jobs.pipeline_key(*other) != key
+    local_jobs.write_pending(target, {"key": key, "run_name": "lm-c-1"})
+    assert local_jobs.read_pending(target) == {"key": key, "run_name": "lm-c-1"}
+    (tmp_path / "runs" / local_jobs.PENDING_FILE).write_text("{broken")
+    assert local_jobs.read_pending(target) is None
+    local_jobs.write_pending(target, None)
+    assert not (tmp_path / "runs" / local_jobs.PENDING_FILE).exists()
+
+
+def test_resume_point_is_the_newest_verifying_checkpoint(tmp_path: Path) -> None:
+    from workloads.checkpoint import write_checkpoint
+
+    run = tmp_path / "lm-x"
+    for step in (20, 40):
+        write_checkpoint(run / f"checkpoint_{step:08d}", {"model.pt": b"w" * step}, {"step": step})
+    (run / "checkpoint_00000040" / "model.pt").write_bytes(b"damaged")
+    assert local_jobs.resume_point(str(tmp_path), "lm-x") == (20, str(run / "checkpoint_00000020"))
+    assert local_jobs.resume_point(str(tmp_path), "nope") is None
+
+
+def test_retry_watch_reads_ray_trains_failure_policy_and_step_restarts() -> None:
+    w = local_jobs.RetryWatch("train_lm")
+    assert w.line("(TrainController pid=1) [FailurePolicy] RETRY") is None
+    assert w.line("  Source: worker group") is None
+    assert w.line("  Error count: 1 (max allowed: 2)") == (
+        "train_lm: a training worker failed; Ray Train retries (1 of 2)"
+    )
+    assert w.line("  Error count: 1 (max allowed: 2)") is None, "only after a decision line"
+    w.line("[FailurePolicy] RAISE")
+    assert "no retry left" in (w.line("Error count: 3 (max allowed: 2)") or "")
+    assert w.progress({"stage": "train", "done": 3, "total": 6}) is None
+    assert w.progress({"stage": "train", "done": 5, "total": 6}) is None
+    assert w.progress({"stage": "train", "done": 3, "total": 6}) == (
+        "train_lm: workers restarted at step 3 (were at step 5)"
+    )
+    assert w.progress({"stage": "prepare", "done": 1, "total": 6}) is None

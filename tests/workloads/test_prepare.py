@@ -19,7 +19,7 @@ def _corpus(root: Path, n: int = 24) -> Path:
         sub.mkdir(exist_ok=True)
         body = "".join(f"def f{i}_{j}(x):\n    return x * {j} + {i}\n\n" for j in range(20))
         (sub / f"mod{i}.py").write_text(f"# module {i}\n{body}")
-    (root / "notes.txt").write_text("not included by *.py\n" * 50)
+    (root / "notes.txt").write_text("a text file: taken by the default filter\n" * 50)
     return root
 
 
@@ -50,7 +50,7 @@ def test_prepare_is_idempotent_and_split_is_deterministic(ray_cluster, tmp_path:
     files2 = _files(tmp_path / "ds")
     assert first == second
     assert files1 == files2  # same names, same bytes: nothing duplicated or lost
-    assert first["files"] == 24
+    assert first["files"] == 25  # 24 modules and notes.txt
     assert first["rows"] > 0
     assert first["val_rows"] > 0
     assert not (tmp_path / "ds.tmp").exists()
@@ -121,8 +121,9 @@ def test_binary_file_in_folder_is_skipped_with_warning(
     (data / "pkg0" / "blob.py").write_bytes(b"\x00\x01\x02" * 100)
     with caplog.at_level(logging.WARNING, logger="workloads.prepare"):
         out = main({"data": str(data), "dataset": str(tmp_path / "ds"), "context_length": 32})
-    assert out["files"] == 6
+    assert out["files"] == 7
     assert out["skipped"] == 1
+    assert out["skipped_by"]["not text"] == 1
     assert "pkg0/blob.py" in caplog.text
     manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
     assert manifest["skipped"] == [["pkg0/blob.py", "not text (contains NUL bytes)"]]
@@ -165,8 +166,76 @@ def test_a_file_name_that_is_not_utf8_is_skipped_naming_it(ray_cluster, tmp_path
     with open(bad, "wb") as f:
         f.write(b"x = 1\n" * 100)
     out = prepare.main({"data": str(corpus), "dataset": str(tmp_path / "ds"), "context_length": 32})
-    assert out["files"] == 6 and out["skipped"] == 1
+    assert out["files"] == 7 and out["skipped"] == 1
     manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
     assert manifest["skipped"] == [
         ["bad-\\udcff.py", "file name is not UTF-8 (rename it to read it)"]
     ]
+
+
+def test_default_filter_takes_text_files_and_counts_what_each_filter_skipped(
+    ray_cluster, tmp_path: Path
+) -> None:
+    """Every text file of a folder is taken (not only *.py); binary files, caches and
+    site-packages are left out, and the result counts the files each filter skipped."""
+    from workloads.prepare import main
+
+    data = _corpus(tmp_path / "corpus", n=6)
+    (data / "README.md").write_text("# corpus\n" * 40)
+    (data / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" * 50)
+    (data / "empty.txt").write_text("")
+    (data / "__pycache__").mkdir()
+    (data / "__pycache__" / "mod0.cpython-311.pyc").write_bytes(b"\x00" * 64)
+    (data / "site-packages" / "dep").mkdir(parents=True)
+    (data / "site-packages" / "dep" / "x.py").write_text("x = 1\n")
+    out = main({"data": str(data), "dataset": str(tmp_path / "ds"), "context_length": 32})
+    assert out["files"] == 8, out  # 6 modules, notes.txt, README.md
+    by = out["skipped_by"]
+    assert by["include '*'"] == 0
+    assert by["not text"] == 1 and by["empty"] == 1
+    assert by["exclude '__pycache__/*' (folders)"] == 1
+    assert by["exclude 'site-packages/*' (folders)"] == 1
+    manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
+    assert manifest["skipped_by"] == by
+    only_py = main(
+        {"data": str(data), "dataset": str(tmp_path / "ds2"), "context_length": 32,
+         "include": "*.py"}
+    )  # fmt: skip
+    assert only_py["files"] == 6 and only_py["skipped_by"]["include '*.py'"] == 4
+
+
+def test_a_single_file_gets_validation_carved_from_its_training_rows(
+    ray_cluster, tmp_path: Path
+) -> None:
+    """One file hashes into one split; validation is cut from the training rows, before any
+    training, and the rows on disk match the counts."""
+    import pyarrow.parquet as pq
+
+    from workloads.prepare import main
+
+    one = tmp_path / "one.txt"
+    one.write_text("".join(f"line {i}: the quick brown fox\n" for i in range(200)))
+    out = main(
+        {"data": str(one), "dataset": str(tmp_path / "ds"), "context_length": 32,
+         "val_fraction": 0.1}
+    )  # fmt: skip
+    total = (one.stat().st_size + 1 - 1) // 32  # windows of the file plus its separator byte
+    assert out["val_rows"] == round(total * 0.1) and out["rows"] == total - out["val_rows"]
+    assert out["val_carved"]["rows"] == out["val_rows"]
+    assert out["val_carved"]["from"].startswith("train/part-")
+    manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
+    on_disk = {
+        g: pq.read_table(tmp_path / "ds" / f"{g}.parquet").num_rows for g in manifest["shards"]
+    }
+    assert on_disk == manifest["shards"]
+    assert sum(v for g, v in on_disk.items() if g.startswith("validation/")) == out["val_rows"]
+
+
+def test_a_corpus_too_small_for_a_validation_row_is_refused(ray_cluster, tmp_path: Path) -> None:
+    from workloads.prepare import CorpusError, main
+
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("x" * 40)  # one window of 33 bytes: nothing to spare for validation
+    with pytest.raises(CorpusError, match=r"1 training window\(s\).*at least 2 windows"):
+        main({"data": str(tiny), "dataset": str(tmp_path / "ds"), "context_length": 32})
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "ds.tmp").exists()
