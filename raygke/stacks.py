@@ -120,12 +120,7 @@ def load_or_exit(path: Path, overrides: Mapping[str, Any] | None = None) -> Any:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        err.print(
-            f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(e.problems)} problem(s))"
-        )
-        for line in e.problems:
-            err.print(f"  - {line}", markup=False)
-        raise typer.Exit(EXIT_FAILED) from None
+        _print_invalid(path, e.problems, e.notes)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -264,7 +259,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        _print_invalid(path, e.problems)
+        _print_invalid(path, e.problems, e.notes)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -275,7 +270,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         missing = {f"{k}: required field is missing" for k in expected}
         problems = [p for p in e.problems if p not in missing]
         if problems or not expected:
-            _print_invalid(path, problems or e.problems)
+            _print_invalid(path, problems or e.problems, e.notes)
         try:
             cfg = validate({**data, **esc_stand_ins(data, expected)}, str(path))
         except ConfigError as e2:  # the stand-ins do not fit the rest: say which keys to --set
@@ -286,14 +281,26 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
                     "give them with --set KEY=VALUE to check this)"
                     for line in e2.problems
                 ],
+                e2.notes,
             )
     return CheckedStack(cfg, envs, expected)
 
 
-def _print_invalid(path: Path, problems: list[str]) -> None:
+def _print_invalid(path: Path, problems: list[str], notes: list[str] | None = None) -> None:
+    """Print every problem (one ``  - `` line each) and what was not checked because of them
+    (``  note: `` lines: rules reading an invalid key; the render checks), then exit 1."""
     err.print(
         f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
     )
+    from components.spec.base import one_line
+
     for line in problems:
-        err.print(f"  - {line}", markup=False)
+        err.print(f"  - {one_line(line)}", markup=False)
+    for line in notes or []:
+        err.print(f"  note: {one_line(line)}", markup=False)
+    err.print(
+        "  note: the checks of the rendered stack (CRD schemas, scheduling, names, IAM, "
+        "security) run once the config is valid",
+        markup=False,
+    )
     raise typer.Exit(EXIT_FAILED)

@@ -42,14 +42,29 @@ _REGION = re.compile(r"^[a-z]+-[a-z]+\d+\Z")
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control, line-separator and bidirectional-override character written
+    as its escape (``\\n``, ``\\x00``, ``\\u202e``), so a value from a stack file can neither
+    break a problem line in two nor reorder what the terminal shows."""
+    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 class ConfigError(ValueError):
     """An invalid stack configuration; ``problems`` holds one readable line per problem."""
 
-    def __init__(self, problems: list[str], source: str | None = None) -> None:
+    def __init__(
+        self, problems: list[str], source: str | None = None, notes: list[str] | None = None
+    ) -> None:
         self.problems = problems
         self.source = source
+        self.notes = list(notes or [])  # what was not checked because of the problems
         head = f"{source}: " if source else ""
-        super().__init__(head + f"{len(problems)} problem(s):\n" + "\n".join(problems))
+        super().__init__(
+            head + f"{len(problems)} problem(s):\n" + "\n".join([*problems, *self.notes])
+        )
 
 
 class StackFileError(ConfigError):

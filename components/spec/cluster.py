@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import (
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -152,20 +153,21 @@ class ClusterConfig(_Model):
 
     @field_validator("min_master_version")
     @classmethod
-    def _version(cls, v: str | None) -> str | None:
-        if v is not None:
-            catalog.parse_gke_version(v)
+    def _version(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """A pinned version parses and is one GKE offers for new clusters in the release
+        channel (:func:`components.catalog.gke_version_problem`). Checked at the field (the
+        channel is validated before it), so the problem is located at
+        ``cluster.min_master_version`` and the other ``cluster`` keys are still checked."""
+        if v is None:
+            return v
+        catalog.parse_gke_version(v)
+        channel = info.data.get("release_channel")
+        if channel is None:  # the channel is invalid itself: reported there
+            return v
+        problem = catalog.gke_version_problem(v, channel)
+        if problem:
+            raise ValueError(f"min_master_version {problem}")
         return v
-
-    @model_validator(mode="after")
-    def _version_offered(self) -> ClusterConfig:
-        """A pinned version must be one GKE offers for new clusters in the release channel
-        (:func:`components.catalog.gke_version_problem`)."""
-        if self.min_master_version is not None:
-            problem = catalog.gke_version_problem(self.min_master_version, self.release_channel)
-            if problem:
-                raise ValueError(f"min_master_version {problem}")
-        return self
 
 
 # NAP's cpu (vCPUs) and memory (GB) maxima when the stack gives none; GKE requires both once NAP

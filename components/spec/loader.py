@@ -15,9 +15,15 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import OTHER_NAMESPACES, PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.spec.base import (
+    OTHER_NAMESPACES,
+    PROJECT_NAMESPACE,
+    ConfigError,
+    StackFileError,
+    one_line,
+)
 from components.spec.hints import KEY_HINTS
-from components.spec.rules import rule_problems
+from components.spec.rules import rule_problems, skipped_rules
 from components.spec.stack import SKIP_RULES, StackConfig
 
 # --------------------------------------------------------------------------------------- loaders
@@ -132,8 +138,11 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
             msg = f"{msg}; got {e.get('input')!r}"
         elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
             msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
-        for part in msg.split("\n"):
-            part = part.replace("\r", " ")
+        # Only the whole stack's cross-field check joins several problems with newlines (when
+        # validated without the loader); any other control character is a value: escaped.
+        parts = msg.split("\n") if not e["loc"] else [msg]
+        for part in parts:
+            part = one_line(part)
             lines.append(f"{loc}: {part}" if loc else part)
     return lines
 
@@ -147,10 +156,13 @@ _TAGGED_LISTS = {"node_pools"}
 def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     """Validate a mapping of top-level keys (without the ``ray-gke:`` prefix).
 
-    Every top-level block is checked on its own (pydantic reports every field error), then every
-    cross-field rule of :mod:`components.spec.rules` runs whose blocks (``Rule.needs``) are
-    valid: a typo in ``labels`` still lets a wrong ``jobs[x].node_pool`` be reported. Field
-    problems come first, then rule problems in :data:`components.spec.rules.RULES` order.
+    Every top-level block is checked on its own (pydantic reports every field error); a mapping
+    block with invalid keys is validated again without them (their defaults standing in), so
+    its other keys still count as valid. Then every cross-field rule of
+    :mod:`components.spec.rules` runs that reads no invalid key (``Rule.needs``): an unsupported
+    ``cluster.min_master_version`` still lets a NAP limit below the node pools be reported. Field
+    problems come first, then rule problems in :data:`components.spec.rules.RULES` order; the
+    rules that could not run are listed in ``ConfigError.notes``.
 
     Raises:
         ConfigError: with every problem found, one line each.
@@ -162,11 +174,13 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
         cfg = StackConfig.model_validate(data, context={SKIP_RULES: True})
     except ValidationError as e:
         problems = format_validation_error(e, data)
+        notes: list[str] = []
         partial = _valid_blocks(data, e)
         if partial is not None:
-            cfg, valid = partial
-            problems += rule_problems(cfg, valid)
-        raise ConfigError(problems, source) from None
+            cfg, broken = partial
+            problems += rule_problems(cfg, broken=broken)
+            notes = skipped_rules(broken=broken)
+        raise ConfigError(problems, source, notes) from None
     except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
         raise ConfigError([str(e)], source) from None
     problems = rule_problems(cfg)
@@ -184,24 +198,55 @@ _STAND_INS: dict[str, Any] = {
 }
 
 
-def _valid_blocks(
-    data: dict[str, Any], err: ValidationError
-) -> tuple[StackConfig, frozenset[str]] | None:
-    """The stack's valid top-level blocks as a model (invalid ones left unset, or at their
-    defaults) and the names of the valid ones; None when that cannot be built."""
-    fields = set(StackConfig.model_fields)
-    if any(not e["loc"] for e in err.errors()):
+def _partial_block(name: str, value: Any, errors: list[Any]) -> tuple[Any, set[str]] | None:
+    """A mapping block validated without its invalid keys (their defaults stand in), and the
+    dotted paths of those keys; None when the block is not a mapping of a model, an error is
+    about the block as a whole, or it does not validate without them (e.g. a required key)."""
+    from pydantic import BaseModel
+
+    field = StackConfig.model_fields[name]
+    model = field.annotation
+    if not (isinstance(value, Mapping) and isinstance(model, type) and issubclass(model, BaseModel)):
         return None
-    bad = {str(e["loc"][0]) for e in err.errors()} & fields
+    locs = [tuple(e["loc"]) for e in errors if e["loc"] and e["loc"][0] == name]
+    if any(len(loc) < 2 or not isinstance(loc[1], str) for loc in locs):
+        return None
+    bad = {str(loc[1]) for loc in locs}
+    try:
+        block = model.model_validate(
+            {k: v for k, v in value.items() if k not in bad}, context={SKIP_RULES: True}
+        )
+    except (ValidationError, ValueError):
+        return None
+    return block, {f"{name}.{k}" for k in bad}
+
+
+def _valid_blocks(data: dict[str, Any], err: ValidationError) -> tuple[StackConfig, set[str]] | None:
+    """The stack's valid top-level blocks as a model (invalid ones left unset, or at their
+    defaults; a mapping block with invalid keys validated without them) and the paths that are
+    invalid (top-level keys, or ``block.key``); None when that cannot be built."""
+    fields = set(StackConfig.model_fields)
+    errors = err.errors()
+    if any(not e["loc"] for e in errors):
+        return None
+    bad = {str(e["loc"][0]) for e in errors} & fields
+    partial: dict[str, Any] = {}
+    broken: set[str] = set()
+    for name in sorted(bad):
+        found = _partial_block(name, data.get(name), errors) if name in data else None
+        if found is None:
+            broken.add(name)
+        else:
+            partial[name], paths = found
+            broken |= paths
     good = {k: v for k, v in data.items() if k in fields and k not in bad}
-    stand_ins = {k: v for k, v in _STAND_INS.items() if k in bad}
+    stand_ins = {k: v for k, v in _STAND_INS.items() if k in bad and k not in partial}
     try:
         whole = StackConfig.model_validate({**good, **stand_ins}, context={SKIP_RULES: True})
     except (ValidationError, ValueError):  # pragma: no cover - the blocks validated alone
         return None
-    valid = frozenset(fields - bad)
     kept = {k: getattr(whole, k) for k in fields - bad}
-    return StackConfig.model_construct(**kept), valid
+    return StackConfig.model_construct(**kept, **partial), broken
 
 
 def read_stack_yaml(text: str, source: str | None = None) -> Any:

@@ -165,7 +165,7 @@ class StackConfig(_Model):
                 r"[a-z0-9_-]{0,63}", str(value)
             ):
                 raise ValueError(
-                    f"label {key}={value!r}: GCP labels are lowercase letters, digits, '_' and "
+                    f"label {key!r}={value!r}: GCP labels are lowercase letters, digits, '_' and "
                     "'-', keys start with a letter, at most 63 characters"
                 )
         return v

@@ -89,6 +89,24 @@ class BucketsConfig(_Model):
         description="The artifacts bucket (holds the workloads archive that RayJobs run from).",
     )
 
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str | None) -> str | None:
+        """Bucket names are lowercase letters, digits, ``-`` and ``_``, start with a letter or
+        digit, never start with ``goog`` nor contain ``google``
+        (https://cloud.google.com/storage/docs/buckets#naming); the prefix starts every name.
+        Lengths of the derived names are checked by ``raygke check`` (components.checks.names)."""
+        if v is None:
+            return v
+        if not re.fullmatch(r"[a-z0-9][-_a-z0-9]*", v):
+            raise ValueError(
+                f"prefix {v!r} cannot start a bucket name: use lowercase letters, digits, '-' "
+                "and '_', starting with a letter or digit"
+            )
+        if v.startswith("goog") or "google" in v:
+            raise ValueError(f"prefix {v!r}: bucket names may not start with 'goog' or contain 'google'")
+        return v
+
     @field_validator("location")
     @classmethod
     def _location(cls, v: str | None) -> str | None:
