@@ -27,6 +27,18 @@ GKE_NAME_MAX = 40
 # (https://kubernetes.io/docs/reference/using-api/api-concepts/, KubeRay's CRD schemas:
 # ``format: int32``); a larger value is refused by the API server.
 INT32_MAX = 2**31 - 1
+# The largest value of an int64 field: GKE's NAP ``ResourceLimit.maximum`` ("string (int64
+# format)", https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#resourcelimit)
+# and the Kubernetes quantities a ResourceQuota holds (int64 scaled values,
+# https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+INT64_MAX = 2**63 - 1
+# Nodes of one node pool: GKE allows 1,000 per node pool per zone
+# (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster) and a region has at most
+# 4 zones (components.catalog.GCP_REGIONS), so no pool of any stack can have more than 4,000; the
+# zone-aware bound is the rule components.spec.rules.pool_node_counts_within_gke_limits. (The
+# GKE API field ``totalMaxNodeCount`` is int32 and KubeRay's ``maxReplicas`` int32: both looser.)
+NODES_PER_POOL_ZONE_MAX = 1000
+POOL_NODES_MAX = NODES_PER_POOL_ZONE_MAX * 4
 # Largest Persistent Disk (boot disk) size, GB: 64 TiB
 # (https://cloud.google.com/compute/docs/disks/persistent-disks#disk_size_limits).
 DISK_SIZE_MAX_GB = 65536

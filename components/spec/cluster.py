@@ -13,7 +13,15 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import DISK_SIZE_MAX_GB, _cpu_machine_type, _gke_name, _min_le_max, _Model
+from components.spec.base import (
+    DISK_SIZE_MAX_GB,
+    INT64_MAX,
+    POOL_NODES_MAX,
+    _cpu_machine_type,
+    _gke_name,
+    _min_le_max,
+    _Model,
+)
 
 # --------------------------------------------------------------------------------------- cluster
 
@@ -47,12 +55,14 @@ class SystemPool(_Model):
     min_nodes: int = Field(
         1,
         ge=0,
+        le=POOL_NODES_MAX,
         description="Autoscaling lower bound, nodes in total over the cluster's zones "
         "(`totalMinNodeCount`).",
     )
     max_nodes: int = Field(
         3,
         ge=1,
+        le=POOL_NODES_MAX,
         description="Autoscaling upper bound, nodes in total over the cluster's zones "
         "(`totalMaxNodeCount`); counts towards NAP's `cpu` limit.",
     )
@@ -213,6 +223,9 @@ class NapConfig(_Model):
                     f"resource_limits key {key!r} is not a NAP resource type; valid: "
                     f"{', '.join(catalog.NAP_RESOURCE_TYPES)}"
                 )
-            if value < 0:
-                raise ValueError(f"resource_limits[{key}] {value} must be >= 0")
+            if not 0 <= value <= INT64_MAX:
+                raise ValueError(
+                    f"resource_limits[{key}] {value} must be 0 to {INT64_MAX} (GKE's "
+                    "ResourceLimit.maximum is an int64)"
+                )
         return v

@@ -17,6 +17,7 @@ from pydantic import (
 from components import catalog
 from components.spec.base import (
     DISK_SIZE_MAX_GB,
+    POOL_NODES_MAX,
     _cpu_machine_type,
     _gke_name,
     _min_le_max,
@@ -104,12 +105,17 @@ class CpuPool(_PoolBase):
         "(https://cloud.google.com/compute/docs/general-purpose-machines).",
     )
     min_nodes: int = Field(
-        0, ge=0, description="Autoscaling lower bound, nodes in total over the pool's zones."
+        0,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Autoscaling lower bound, nodes in total over the pool's zones.",
     )
     max_nodes: int = Field(
         4,
         ge=1,
-        description="Autoscaling upper bound, nodes in total over the pool's zones; a worker "
+        le=POOL_NODES_MAX,
+        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
+        "1,000 per zone, GKE); a worker "
         "group on this pool has at most this many replicas.",
     )
 
@@ -155,6 +161,7 @@ class TpuPool(_PoolBase):
     min_slices: int = Field(
         0,
         ge=0,
+        le=64,
         description="Slices kept at all times (multi-host: that many per-slice GKE node pools "
         "keep all their hosts; single-host: the pool's minimum node count).",
     )
@@ -190,7 +197,8 @@ class GpuSpec(_Model):
     count: int = Field(
         1,
         ge=1,
-        description="GPUs per node; must be a count some machine type offers for the type "
+        le=16,
+        description="GPUs per node (1-16: no Compute Engine machine has more); must be a count some machine type offers for the type "
         "(https://cloud.google.com/compute/docs/accelerator-optimized-machines).",
     )
 
@@ -222,12 +230,17 @@ class GpuPool(_PoolBase):
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#installing_drivers).",
     )
     min_nodes: int = Field(
-        0, ge=0, description="Autoscaling lower bound, nodes in total over the pool's zones."
+        0,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Autoscaling lower bound, nodes in total over the pool's zones.",
     )
     max_nodes: int = Field(
         1,
         ge=1,
-        description="Autoscaling upper bound, nodes in total over the pool's zones; a worker "
+        le=POOL_NODES_MAX,
+        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
+        "1,000 per zone, GKE); a worker "
         "group on this pool has at most this many replicas.",
     )
 

@@ -13,6 +13,7 @@ from pydantic import (
 
 from components.spec.base import (
     INT32_MAX,
+    INT64_MAX,
     RAYJOB_NAME_MAX,
     _k8s_name,
     _Model,
@@ -104,16 +105,19 @@ class QuotaConfig(_Model):
     gpus: int | None = Field(
         None,
         ge=0,
+        le=INT64_MAX,
         description="Total `nvidia.com/gpu` requests; unset: the sum of the NAP GPU limits.",
     )
     tpus: int | None = Field(
         None,
         ge=0,
+        le=INT64_MAX,
         description="Total `google.com/tpu` chip requests; unset: the sum of the NAP TPU limits.",
     )
     pods: int | None = Field(
         None,
         ge=1,
+        le=INT64_MAX,
         description="Most pods in the namespace; unset: no pod-count limit.",
     )
 

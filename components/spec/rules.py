@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
-from components.spec.base import _ZONE
+from components.spec.base import _ZONE, NODES_PER_POOL_ZONE_MAX
 from components.spec.pools import GpuPool, TpuPool
 from components.spec.ray import IMAGE_KINDS
 from components.spec.resolve import (
@@ -153,9 +153,6 @@ def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[str]:
             )
 
 
-# GKE quota: at most 1,000 nodes per node pool in each zone
-# (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster).
-NODES_PER_POOL_ZONE_MAX = 1000
 
 
 def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[str]:
@@ -599,13 +596,16 @@ def rule_problems(
 def skipped_rules(
     valid: Collection[str] | None = None, *, broken: Collection[str] = ()
 ) -> list[str]:
-    """One line per rule :func:`rule_problems` did not run because it reads an invalid key:
-    ``not checked: <rule> (it reads <key>, which is invalid; fix that first)``."""
+    """What :func:`rule_problems` did not run because a rule reads an invalid key, one line per
+    invalid key: ``not checked because <key> is invalid: <rule>, <rule> (fix it first)``."""
     bad = _blocked(valid, broken)
+    by_key: dict[str, list[str]] = {}
+    for r in RULES:
+        if (b := r.blocked_by(bad)) is not None:
+            by_key.setdefault(b, []).append(r.summary)
     return [
-        f"not checked: {r.summary} (it reads {b}, which is invalid; fix that first)"
-        for r in RULES
-        if (b := r.blocked_by(bad)) is not None
+        f"not checked because {key} is invalid: {', '.join(rules)} (fix it first)"
+        for key, rules in sorted(by_key.items())
     ]
 
 

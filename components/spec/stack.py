@@ -41,7 +41,12 @@ class LocalConfig(_Model):
         le=16,
         description="Worker nodes started besides the head (0-16); `--workers` overrides it.",
     )
-    cpus_per_node: int = Field(1, ge=1, description="CPUs each local Ray node advertises.")
+    cpus_per_node: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="CPUs each local Ray node advertises (1-1024: a local machine).",
+    )
     gcs_port: int = Field(
         6380,
         ge=1024,

@@ -11,7 +11,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _SA_ID, _Model
+from components.spec.base import INT32_MAX, _SA_ID, _Model
 
 # --------------------------------------------------------------------------- storage & identity
 
@@ -27,6 +27,7 @@ class BucketConfig(_Model):
     noncurrent_version_days: int | None = Field(
         None,
         ge=1,
+        le=INT32_MAX,  # GCS lifecycle conditions are int32 (JSON API Buckets resource)
         description="Delete a noncurrent version this many days after it became noncurrent "
         "(lifecycle `daysSinceNoncurrentTime`, https://cloud.google.com/storage/docs/lifecycle); "
         "unset: keep them.",
@@ -34,6 +35,7 @@ class BucketConfig(_Model):
     delete_after_days: int | None = Field(
         None,
         ge=1,
+        le=INT32_MAX,  # GCS lifecycle conditions are int32 (JSON API Buckets resource)
         description="Delete live objects this many days after creation (lifecycle `age`, "
         "https://cloud.google.com/storage/docs/lifecycle); unset: keep them.",
     )
