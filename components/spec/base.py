@@ -113,6 +113,54 @@ def _k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool 
     return value
 
 
+def _unique(values: list[Any], what: str) -> list[Any]:
+    """``values`` unchanged when no entry is given twice, else ValueError naming the repeated
+    entries: each entry becomes a resource, binding or rule of its own (a name, an IAM member, a
+    Pulumi URN), so a repeat would be two resources with one name, which the provider or the
+    engine refuses (duplicate URN), or a silently merged entry."""
+    seen: set[Any] = set()
+    dups: list[Any] = []
+    for v in values:
+        if v in seen and v not in dups:
+            dups.append(v)
+        seen.add(v)
+    if dups:
+        raise ValueError(
+            f"{what}: {', '.join(repr(d) for d in dups)} listed more than once; list each once"
+        )
+    return values
+
+
+# Namespaces a stack may not take as its Ray namespace, nor admit in kuberay.serve_from:
+# Kubernetes' own (``kube-system``, ``kube-public``, ``kube-node-lease``; every ``kube-`` name is
+# reserved for the system, https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces),
+# GKE's (``gke-*``, e.g. ``gke-managed-system``, ``gke-gmp-system``) and Managed Prometheus's
+# (``gmp-system``, ``gmp-public``, https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed),
+# and ``default``. Why, per use:
+# * as ``kuberay.namespace`` the stack labels the namespace Pod Security ``restricted``, puts a
+#   default-deny NetworkPolicy, a ResourceQuota and a LimitRange on it and would delete them on
+#   ``pulumi destroy``: on a system namespace that stops system pods (DNS, metrics agents,
+#   GKE's controllers) and on ``default`` it changes every workload that lands there;
+# * in ``kuberay.serve_from.namespaces`` it admits every pod of that namespace to Serve's port:
+#   ``default`` is where any unnamespaced ``kubectl apply`` lands, and no system component is a
+#   Serve client, so admitting one opens the port to anything that runs (or is compromised) there.
+RESERVED_NAMESPACES = frozenset({"default"})
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
+
+
+def reserved_namespace_problem(name: str) -> str | None:
+    """Why ``name`` is a reserved namespace (:data:`RESERVED_NAMESPACES`, prefixes
+    :data:`RESERVED_NAMESPACE_PREFIXES`), else None."""
+    if name in RESERVED_NAMESPACES:
+        return f"{name!r} is the default namespace, shared by every workload that names none"
+    if name.startswith(RESERVED_NAMESPACE_PREFIXES):
+        return (
+            f"{name!r} is a system namespace ({', '.join(p + '*' for p in RESERVED_NAMESPACE_PREFIXES)}"
+            " belong to Kubernetes, GKE and Managed Prometheus)"
+        )
+    return None
+
+
 def _min_le_max(model: Any, lo: str, hi: str) -> Any:
     """``model`` unchanged when ``model.<lo> <= model.<hi>``, else ValueError naming both."""
     if getattr(model, lo) > getattr(model, hi):

@@ -138,9 +138,9 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
             msg = f"{msg}; got {e.get('input')!r}"
         elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
             msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
-        # Only the whole stack's cross-field check joins several problems with newlines (when
-        # validated without the loader); any other control character is a value: escaped.
-        parts = msg.split("\n") if not e["loc"] else [msg]
+        # The project's validators join several problems with newlines (and quote the values
+        # they show); any other control character is a value's: escaped.
+        parts = msg.split("\n") if e["type"] == "value_error" else [msg]
         for part in parts:
             part = one_line(part)
             lines.append(f"{loc}: {part}" if loc else part)

@@ -19,6 +19,7 @@ from components.spec.base import (
     DISK_SIZE_MAX_GB,
     POOL_NODES_MAX,
     _cpu_machine_type,
+    _unique,
     _gke_name,
     _min_le_max,
     _Model,
@@ -39,6 +40,12 @@ class _PoolBase(_Model):
         description="Zones of the pool's nodes, in the stack's region; unset: the stack's "
         "`zones`. A TPU slice lives in the first zone only.",
     )
+    @field_validator("zones")
+    @classmethod
+    def _zones_once(cls, v: list[str] | None) -> list[str] | None:
+        """Each zone once (GKE node locations are a set)."""
+        return None if v is None else _unique(v, "zones")
+
     provisioning: Provisioning = Field(
         "on-demand",
         description="Capacity type: `on-demand`, `spot` (Spot VMs, preemptible, "

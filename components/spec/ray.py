@@ -15,6 +15,8 @@ from components.spec.base import (
     INT32_MAX,
     INT64_MAX,
     RAYJOB_NAME_MAX,
+    _unique,
+    reserved_namespace_problem,
     _k8s_name,
     _Model,
     _quantity,
@@ -64,7 +66,16 @@ class ServeIngressConfig(_Model):
     @field_validator("namespaces")
     @classmethod
     def _namespaces(cls, v: list[str]) -> list[str]:
-        return [_k8s_name(n, "kuberay.serve_from.namespaces entry") for n in v]
+        """Kubernetes names, each once, none reserved (:data:`RESERVED_NAMESPACES`: admitting
+        one opens Serve's port to every pod there)."""
+        for n in v:
+            _k8s_name(n, "kuberay.serve_from.namespaces entry")
+            if problem := reserved_namespace_problem(n):
+                raise ValueError(
+                    f"kuberay.serve_from.namespaces entry {problem}: admitting it would let every "
+                    "pod there call Serve; name the namespace of your gateway or clients"
+                )
+        return _unique(v, "kuberay.serve_from.namespaces")
 
     @field_validator("cidrs")
     @classmethod
@@ -83,7 +94,7 @@ class ServeIngressConfig(_Model):
                 raise ValueError(
                     f"kuberay.serve_from.cidrs entry {c!r} has no prefix length (e.g. {c}/32)"
                 )
-        return v
+        return _unique(v, "kuberay.serve_from.cidrs")
 
 
 class QuotaConfig(_Model):
@@ -234,7 +245,17 @@ class KubeRayConfig(_Model):
     @field_validator("namespace")
     @classmethod
     def _ns(cls, v: str) -> str:
-        return _k8s_name(v, "kuberay.namespace")
+        """A Kubernetes name that is not reserved (:data:`RESERVED_NAMESPACES`): the stack puts
+        Pod Security ``restricted``, default-deny NetworkPolicies, a quota and a LimitRange on
+        its namespace and owns it."""
+        _k8s_name(v, "kuberay.namespace")
+        if problem := reserved_namespace_problem(v):
+            raise ValueError(
+                f"kuberay.namespace {problem}: the stack would enforce Pod Security restricted, "
+                "default-deny NetworkPolicies and a ResourceQuota on it and manage it as its "
+                "own; use a namespace of its own (e.g. ray)"
+            )
+        return v
 
     @model_validator(mode="after")
     def _webhook_only_with_helm(self) -> KubeRayConfig:

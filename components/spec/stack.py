@@ -12,7 +12,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _REGION, _Model
+from components.spec.base import _REGION, _Model, _unique
 from components.spec.cluster import ClusterConfig, NapConfig
 from components.spec.network import NetworkConfig
 from components.spec.pools import CpuPool, GpuPool, NodePool, TpuPool
@@ -161,6 +161,12 @@ class StackConfig(_Model):
         if problem:
             raise ValueError(problem)
         return v
+
+    @field_validator("zones")
+    @classmethod
+    def _zones(cls, v: list[str]) -> list[str]:
+        """Each zone once (GKE node locations are a set; a repeat would count a zone twice)."""
+        return _unique(v, "zones")
 
     @field_validator("labels")
     @classmethod

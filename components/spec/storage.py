@@ -11,7 +11,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import INT32_MAX, _SA_ID, _Model
+from components.spec.base import INT32_MAX, _SA_ID, _Model, _unique
 
 # --------------------------------------------------------------------------- storage & identity
 
@@ -198,3 +198,9 @@ class SecretConfig(_Model):
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", v):
             raise ValueError(f"secret name {v!r}: use 1-255 letters, digits, '-' or '_'")
         return v
+
+    @field_validator("readers")
+    @classmethod
+    def _readers(cls, v: list[str]) -> list[str]:
+        """Each reader once: a reader is one IAM binding resource (its URN names the reader)."""
+        return _unique(v, "readers")
