@@ -55,8 +55,22 @@ def stack_name_for(path: Path) -> str:
 
 
 def _readable(path: Path, what: str = "") -> Path:
-    if not path.is_file():
-        why = "is a directory" if path.is_dir() else "no such file"
+    """``path`` when it is a regular file (or a link to one); else StackChoiceError saying what
+    it is: a directory, not a regular file (a FIFO, socket or device, which reading could block
+    on or never end), or absent."""
+    try:
+        regular = path.is_file()
+        exists = path.exists()
+    except OSError as e:  # e.g. a name too long, a loop of links
+        raise StackChoiceError(f"cannot read {path}: {e.strerror or e}{what}") from None
+    if not regular:
+        why = (
+            "is a directory"
+            if path.is_dir()
+            else "not a regular file"
+            if exists
+            else "no such file"
+        )
         raise StackChoiceError(f"cannot read {path}: {why}{what}")
     return path
 
@@ -102,7 +116,9 @@ def choose_or_exit(
     try:
         return choose_stack(stack, config, builtin=builtin)
     except StackChoiceError as e:
-        err.print(f"error: {e}", markup=False)
+        from components.spec.base import one_line
+
+        err.print(f"error: {one_line(str(e))}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
 
 

@@ -384,6 +384,9 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
 
 
 def _read_text(path: Path) -> str:
+    if path.exists() and not path.is_file():  # a FIFO or device: reading could block forever
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise StackFileError([f"{what}; a stack file is a regular file"], str(path))
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
