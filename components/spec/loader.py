@@ -257,7 +257,8 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
     A stack file is small: text over :data:`MAX_STACK_BYTES`, nesting deeper than
     :data:`MAX_DEPTH`, or a document that expands (aliases counted at every use) to more than
     :data:`MAX_VALUES` values is refused before anything else reads it, so a few hundred bytes
-    of nested ``[`` or of aliases of aliases cannot exhaust the stack or the memory.
+    of nested ``[`` or of aliases of aliases cannot exhaust the stack or the memory; nor a few
+    long strings aliased many times (:data:`MAX_EXPANDED_CHARS`).
 
     Raises:
         ConfigError: a key is given twice (both places named).
@@ -304,17 +305,34 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
 MAX_STACK_BYTES = 1_000_000
 MAX_DEPTH = 32
 MAX_VALUES = 100_000
+# Characters of all strings (keys included), each alias counted at every use: the stack file's
+# 1,000,000 plus room; what the render writes out grows with it, and a Kubernetes object holds
+# at most 1.5 MiB (components.checks.stack.OBJECT_BYTES_MAX), so this bounds the render's time
+# and memory before it starts.
+MAX_EXPANDED_CHARS = 2_000_000
 
 
 def _check_size(doc: Any, source: str | None) -> None:
     """Refuse a document deeper than :data:`MAX_DEPTH` or expanding to more than
-    :data:`MAX_VALUES` values (an alias counts its whole target at every use: that is what the
-    render would write out)."""
-    seen = 0
+    :data:`MAX_VALUES` values or :data:`MAX_EXPANDED_CHARS` characters of strings (an alias
+    counts its whole target at every use: that is what the render would write out). Time and
+    memory are linear in the expanded size, which these bound."""
+    seen = chars = 0
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
         seen += 1
+        if isinstance(node, str):
+            chars += len(node)
+            if chars > MAX_EXPANDED_CHARS:
+                raise StackFileError(
+                    [
+                        f"the YAML expands to more than {MAX_EXPANDED_CHARS} characters of text "
+                        "(aliases are counted at every use); a stack file is far smaller: check "
+                        "its anchors and aliases"
+                    ],
+                    source,
+                )
         if seen > MAX_VALUES:
             raise StackFileError(
                 [
