@@ -206,7 +206,9 @@ def _partial_block(name: str, value: Any, errors: list[Any]) -> tuple[Any, set[s
 
     field = StackConfig.model_fields[name]
     model = field.annotation
-    if not (isinstance(value, Mapping) and isinstance(model, type) and issubclass(model, BaseModel)):
+    if not (
+        isinstance(value, Mapping) and isinstance(model, type) and issubclass(model, BaseModel)
+    ):
         return None
     locs = [tuple(e["loc"]) for e in errors if e["loc"] and e["loc"][0] == name]
     if any(len(loc) < 2 or not isinstance(loc[1], str) for loc in locs):
@@ -221,7 +223,9 @@ def _partial_block(name: str, value: Any, errors: list[Any]) -> tuple[Any, set[s
     return block, {f"{name}.{k}" for k in bad}
 
 
-def _valid_blocks(data: dict[str, Any], err: ValidationError) -> tuple[StackConfig, set[str]] | None:
+def _valid_blocks(
+    data: dict[str, Any], err: ValidationError
+) -> tuple[StackConfig, set[str]] | None:
     """The stack's valid top-level blocks as a model (invalid ones left unset, or at their
     defaults; a mapping block with invalid keys validated without them) and the paths that are
     invalid (top-level keys, or ``block.key``); None when that cannot be built."""

@@ -11,7 +11,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.spec.base import _gke_name, _Model, _unique, one_line
+from components.spec.base import _gke_name, _Model, one_line
 
 # --------------------------------------------------------------------------------------- network
 

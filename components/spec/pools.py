@@ -19,10 +19,10 @@ from components.spec.base import (
     DISK_SIZE_MAX_GB,
     POOL_NODES_MAX,
     _cpu_machine_type,
-    _unique,
     _gke_name,
     _min_le_max,
     _Model,
+    _unique,
 )
 
 # ------------------------------------------------------------------------------------ node pools
@@ -40,6 +40,7 @@ class _PoolBase(_Model):
         description="Zones of the pool's nodes, in the stack's region; unset: the stack's "
         "`zones`. A TPU slice lives in the first zone only.",
     )
+
     @field_validator("zones")
     @classmethod
     def _zones_once(cls, v: list[str] | None) -> list[str] | None:

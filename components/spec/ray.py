@@ -15,12 +15,12 @@ from components.spec.base import (
     INT32_MAX,
     INT64_MAX,
     RAYJOB_NAME_MAX,
-    _unique,
-    reserved_namespace_problem,
     _k8s_name,
     _Model,
     _quantity,
+    _unique,
     quantity_bytes,
+    reserved_namespace_problem,
 )
 
 # --------------------------------------------------------------------------------- ray / kuberay

@@ -153,8 +153,6 @@ def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[str]:
             )
 
 
-
-
 def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[str]:
     """A CPU or GPU pool's ``max_nodes`` (a total over its zones) is at most 1,000 per zone:
     GKE allows 1,000 nodes per node pool per zone

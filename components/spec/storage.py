@@ -11,7 +11,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import INT32_MAX, _SA_ID, _Model, _unique
+from components.spec.base import _SA_ID, INT32_MAX, _Model, _unique
 
 # --------------------------------------------------------------------------- storage & identity
 
@@ -106,7 +106,9 @@ class BucketsConfig(_Model):
                 "and '_', starting with a letter or digit"
             )
         if v.startswith("goog") or "google" in v:
-            raise ValueError(f"prefix {v!r}: bucket names may not start with 'goog' or contain 'google'")
+            raise ValueError(
+                f"prefix {v!r}: bucket names may not start with 'goog' or contain 'google'"
+            )
         return v
 
     @field_validator("location")
