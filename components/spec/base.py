@@ -161,6 +161,23 @@ def reserved_namespace_problem(name: str) -> str | None:
     return None
 
 
+def gcp_labels(v: dict[str, str]) -> dict[str, str]:
+    """``v`` when every key and value is a GCP label: keys start with a lowercase letter, keys
+    and values are at most 63 lowercase letters, digits, ``_`` or ``-``
+    (https://cloud.google.com/resource-manager/docs/labels-overview#requirements); else
+    ValueError naming every bad label (quoted), one per line."""
+    bad = [
+        f"label {key!r}={value!r}: GCP labels are lowercase letters, digits, '_' and '-', keys "
+        "start with a letter, at most 63 characters"
+        for key, value in v.items()
+        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", str(key))
+        or not re.fullmatch(r"[a-z0-9_-]{0,63}", str(value))
+    ]
+    if bad:
+        raise ValueError("\n".join(bad))
+    return v
+
+
 def _min_le_max(model: Any, lo: str, hi: str) -> Any:
     """``model`` unchanged when ``model.<lo> <= model.<hi>``, else ValueError naming both."""
     if getattr(model, lo) > getattr(model, hi):

@@ -21,6 +21,7 @@ from components.spec.base import (
     _gke_name,
     _min_le_max,
     _Model,
+    gcp_labels,
 )
 
 # --------------------------------------------------------------------------------------- cluster
@@ -160,6 +161,11 @@ class ClusterConfig(_Model):
     @classmethod
     def _name(cls, v: str) -> str:
         return _gke_name(v, "cluster.name")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        return gcp_labels(v)
 
     @field_validator("min_master_version")
     @classmethod

@@ -12,7 +12,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _REGION, _Model, _unique
+from components.spec.base import _REGION, _Model, _unique, gcp_labels
 from components.spec.cluster import ClusterConfig, NapConfig
 from components.spec.network import NetworkConfig
 from components.spec.pools import CpuPool, GpuPool, NodePool, TpuPool
@@ -171,15 +171,7 @@ class StackConfig(_Model):
     @field_validator("labels")
     @classmethod
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
-        for key, value in v.items():
-            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(
-                r"[a-z0-9_-]{0,63}", str(value)
-            ):
-                raise ValueError(
-                    f"label {key!r}={value!r}: GCP labels are lowercase letters, digits, '_' and "
-                    "'-', keys start with a letter, at most 63 characters"
-                )
-        return v
+        return gcp_labels(v)
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo) -> StackConfig:
