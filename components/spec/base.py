@@ -224,8 +224,33 @@ def quantity_bytes(value: str) -> int:
 
 
 def _quantity(value: str, what: str) -> str:
-    if not _QUANTITY.match(str(value)):
+    """``value`` when it is a Kubernetes quantity the API server keeps as written: at most
+    2^63-1 base units and no finer than 1m; a larger or finer one is silently capped or rounded
+    ("no quantity may represent a number greater than 2^63-1 in magnitude, nor may it have more
+    than 3 decimal places", https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+
+    Raises:
+        ValueError: not such a quantity (the field, the value and what is allowed named).
+    """
+    from decimal import Decimal
+
+    m = _QUANTITY.match(str(value))
+    if not m:
         raise ValueError(f"{what} {value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    suffix = m.group(2) or ""
+    number = Decimal(str(value)[: len(str(value)) - len(suffix)])
+    factor = Decimal("0.001") if suffix == "m" else Decimal(int(_QUANTITY_FACTOR[suffix]))
+    base = number * factor
+    if base > INT64_MAX:
+        raise ValueError(
+            f"{what} {value!r} is larger than a Kubernetes quantity holds (2^63-1 base units; "
+            "the API server would cap it)"
+        )
+    if (base * 1000) % 1:
+        raise ValueError(
+            f"{what} {value!r} is finer than a Kubernetes quantity holds (1m, three decimal "
+            "places; the API server would round it up)"
+        )
     return str(value)
 
 

@@ -320,3 +320,31 @@ def test_one_line_escapes_control_and_bidi_characters(text: str) -> None:
     out = one_line(text)
     assert all(c.isprintable() and c not in "\u202e\u2028" for c in out), out
     assert out == text if text.isprintable() else out != text
+
+
+@pytest.mark.parametrize(
+    "quantity, why",
+    [
+        ("1" + "0" * 40, "larger than a Kubernetes quantity holds"),
+        ("9223372036854775808", "larger than a Kubernetes quantity holds"),
+        ("9" * 20 + "Gi", "larger than a Kubernetes quantity holds"),
+        ("0.0001", "finer than a Kubernetes quantity holds"),
+        ("0.5m", "finer than a Kubernetes quantity holds"),
+    ],
+)
+def test_quantities_the_api_server_would_cap_or_round_are_refused(quantity, why) -> None:
+    """Kubernetes caps a quantity at 2^63-1 and rounds below 1m, silently
+    (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/)."""
+    d = base()
+    d["kuberay"] = {"quota": {"cpu": quantity}}
+    _has(_error(d).problems, f"kuberay.quota.cpu: kuberay.quota.cpu {quantity!r} is {why}")
+    d = base()
+    d["ray_clusters"][0]["head"] = {"cpu": quantity}
+    _has(_error(d).problems, "ray_clusters[research].head.cpu:", why)
+
+
+@pytest.mark.parametrize("quantity", ["9223372036854775807", "1.5Gi", "500m", "0.001", "64"])
+def test_quantities_within_the_range_are_kept(quantity) -> None:
+    d = base()
+    d["kuberay"] = {"quota": {"cpu": quantity}}
+    assert validate(d).kuberay.quota.cpu == quantity
