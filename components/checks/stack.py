@@ -626,7 +626,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
         return [*problems, *(f"rendering the KubeRay objects failed: {p}" for p in said)]
     except (ValueError, KeyError) as e:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
-    too_big = object_size_problems(manifests)
+    too_big = object_size_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
     problems += too_big
     if too_big:  # schema and rule checks of a many-MiB object take long and add nothing
         return problems

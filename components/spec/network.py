@@ -153,8 +153,9 @@ class NetworkConfig(_Model):
     master_authorized_networks: list[AuthorizedNetwork] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the control plane besides the VPC; empty means none "
-        "from outside the VPC (https://cloud.google.com/kubernetes-engine/docs/how-to/"
-        "authorized-networks).",
+        "from outside the VPC; each name and range once; with `private_endpoint` only internal "
+        "ranges (RFC 1918, RFC 6598 100.64.0.0/10) (https://cloud.google.com/kubernetes-engine/"
+        "docs/how-to/authorized-networks).",
     )
     flow_logs: FlowLogsConfig = Field(
         default_factory=FlowLogsConfig,

@@ -55,7 +55,8 @@ class ServeIngressConfig(_Model):
     namespaces: list[str] = Field(
         default_factory=list,
         description="Kubernetes namespaces whose pods may call Serve on port 8000 (e.g. your "
-        "gateway's namespace).",
+        "gateway's namespace), each once; not `default` nor a system namespace (`kube-*`, "
+        "`gke-*`, `gmp-*`), whose every pod would be admitted.",
     )
     cidrs: list[str] = Field(
         default_factory=list,
@@ -199,7 +200,9 @@ class KubeRayConfig(_Model):
     namespace: str = Field(
         "ray",
         description="Kubernetes namespace of the RayClusters, RayJobs, service accounts and (with "
-        "`mode: helm`) the operator.",
+        "`mode: helm`) the operator. Not `default` nor a system namespace (`kube-*`, `gke-*`, "
+        "`gmp-*`): the stack enforces Pod Security `restricted`, default-deny NetworkPolicies, a "
+        "ResourceQuota and a LimitRange on it.",
     )
     tpu_webhook: bool = Field(
         False,

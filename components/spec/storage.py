@@ -190,8 +190,8 @@ class SecretConfig(_Model):
     )
     readers: list[str] = Field(
         default_factory=list,
-        description="Names of `workload_identities` granted roles/secretmanager.secretAccessor "
-        "on this secret (https://cloud.google.com/secret-manager/docs/access-control).",
+        description="Names of `workload_identities` (each once) granted "
+        "roles/secretmanager.secretAccessor on this secret (https://cloud.google.com/secret-manager/docs/access-control).",
     )
 
     @field_validator("name")
