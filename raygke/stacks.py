@@ -122,7 +122,9 @@ def choose_or_exit(
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def load_or_exit(path: Path, overrides: Mapping[str, Any] | None = None) -> Any:
+def load_or_exit(
+    path: Path, overrides: Mapping[str, Any] | None = None, *, checking: bool = False
+) -> Any:
     """Load and validate a stack file (``components.spec.load_stack_file``, with ``overrides``
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
@@ -136,7 +138,7 @@ def load_or_exit(path: Path, overrides: Mapping[str, Any] | None = None) -> Any:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        _print_invalid(path, e.problems, e.notes)
+        _print_invalid(path, e.problems, e.notes, checking=checking)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -265,7 +267,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
     overrides = parse_sets_or_exit(sets)
     envs = _environments(path)
     if not envs:
-        return CheckedStack(load_or_exit(path, overrides), (), ())
+        return CheckedStack(load_or_exit(path, overrides, checking=True), (), ())
     try:
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
@@ -275,7 +277,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        _print_invalid(path, e.problems, e.notes)
+        _print_invalid(path, e.problems, e.notes, checking=True)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -286,7 +288,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         missing = {f"{k}: required field is missing" for k in expected}
         problems = [p for p in e.problems if p not in missing]
         if problems or not expected:
-            _print_invalid(path, problems or e.problems, e.notes)
+            _print_invalid(path, problems or e.problems, e.notes, checking=True)
         try:
             cfg = validate({**data, **esc_stand_ins(data, expected)}, str(path))
         except ConfigError as e2:  # the stand-ins do not fit the rest: say which keys to --set
@@ -298,13 +300,17 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
                     for line in e2.problems
                 ],
                 e2.notes,
+                checking=True,
             )
     return CheckedStack(cfg, envs, expected)
 
 
-def _print_invalid(path: Path, problems: list[str], notes: list[str] | None = None) -> None:
+def _print_invalid(
+    path: Path, problems: list[str], notes: list[str] | None = None, *, checking: bool = False
+) -> None:
     """Print every problem (one ``  - `` line each) and what was not checked because of them
-    (``  note: `` lines: rules reading an invalid key; the render checks), then exit 1."""
+    (``  note: `` lines: rules reading an invalid key; with ``checking``, for ``raygke check``,
+    the render checks), then exit 1."""
     err.print(
         f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
     )
@@ -314,9 +320,10 @@ def _print_invalid(path: Path, problems: list[str], notes: list[str] | None = No
         err.print(f"  - {one_line(line)}", markup=False)
     for line in notes or []:
         err.print(f"  note: {one_line(line)}", markup=False)
-    err.print(
-        "  note: the checks of the rendered stack (CRD schemas, scheduling, names, IAM, "
-        "security) run once the config is valid",
-        markup=False,
-    )
+    if checking:
+        err.print(
+            "  note: the checks of the rendered stack (CRD schemas, scheduling, names, IAM, "
+            "security) run once the config is valid",
+            markup=False,
+        )
     raise typer.Exit(EXIT_FAILED)
