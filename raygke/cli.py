@@ -151,8 +151,10 @@ def check(
         err.print(
             f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"
         )
+        from components.spec.base import one_line
+
         for line in problems:
-            err.print(f"  - {line}", markup=False)
+            err.print(f"  - {one_line(line)}", markup=False)
         raise typer.Exit(EXIT_FAILED)
     from components.builders.outputs import accelerator_summary
 

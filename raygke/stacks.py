@@ -55,8 +55,22 @@ def stack_name_for(path: Path) -> str:
 
 
 def _readable(path: Path, what: str = "") -> Path:
-    if not path.is_file():
-        why = "is a directory" if path.is_dir() else "no such file"
+    """``path`` when it is a regular file (or a link to one); else StackChoiceError saying what
+    it is: a directory, not a regular file (a FIFO, socket or device, which reading could block
+    on or never end), or absent."""
+    try:
+        regular = path.is_file()
+        exists = path.exists()
+    except OSError as e:  # e.g. a name too long, a loop of links
+        raise StackChoiceError(f"cannot read {path}: {e.strerror or e}{what}") from None
+    if not regular:
+        why = (
+            "is a directory"
+            if path.is_dir()
+            else "not a regular file"
+            if exists
+            else "no such file"
+        )
         raise StackChoiceError(f"cannot read {path}: {why}{what}")
     return path
 
@@ -102,11 +116,15 @@ def choose_or_exit(
     try:
         return choose_stack(stack, config, builtin=builtin)
     except StackChoiceError as e:
-        err.print(f"error: {e}", markup=False)
+        from components.spec.base import one_line
+
+        err.print(f"error: {one_line(str(e))}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def load_or_exit(path: Path, overrides: Mapping[str, Any] | None = None) -> Any:
+def load_or_exit(
+    path: Path, overrides: Mapping[str, Any] | None = None, *, checking: bool = False
+) -> Any:
     """Load and validate a stack file (``components.spec.load_stack_file``, with ``overrides``
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
@@ -120,12 +138,7 @@ def load_or_exit(path: Path, overrides: Mapping[str, Any] | None = None) -> Any:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        err.print(
-            f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(e.problems)} problem(s))"
-        )
-        for line in e.problems:
-            err.print(f"  - {line}", markup=False)
-        raise typer.Exit(EXIT_FAILED) from None
+        _print_invalid(path, e.problems, e.notes, checking=checking)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -254,7 +267,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
     overrides = parse_sets_or_exit(sets)
     envs = _environments(path)
     if not envs:
-        return CheckedStack(load_or_exit(path, overrides), (), ())
+        return CheckedStack(load_or_exit(path, overrides, checking=True), (), ())
     try:
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
@@ -264,7 +277,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        _print_invalid(path, e.problems)
+        _print_invalid(path, e.problems, e.notes, checking=True)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -275,7 +288,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         missing = {f"{k}: required field is missing" for k in expected}
         problems = [p for p in e.problems if p not in missing]
         if problems or not expected:
-            _print_invalid(path, problems or e.problems)
+            _print_invalid(path, problems or e.problems, e.notes, checking=True)
         try:
             cfg = validate({**data, **esc_stand_ins(data, expected)}, str(path))
         except ConfigError as e2:  # the stand-ins do not fit the rest: say which keys to --set
@@ -286,14 +299,31 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
                     "give them with --set KEY=VALUE to check this)"
                     for line in e2.problems
                 ],
+                e2.notes,
+                checking=True,
             )
     return CheckedStack(cfg, envs, expected)
 
 
-def _print_invalid(path: Path, problems: list[str]) -> None:
+def _print_invalid(
+    path: Path, problems: list[str], notes: list[str] | None = None, *, checking: bool = False
+) -> None:
+    """Print every problem (one ``  - `` line each) and what was not checked because of them
+    (``  note: `` lines: rules reading an invalid key; with ``checking``, for ``raygke check``,
+    the render checks), then exit 1."""
     err.print(
         f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
     )
+    from components.spec.base import one_line
+
     for line in problems:
-        err.print(f"  - {line}", markup=False)
+        err.print(f"  - {one_line(line)}", markup=False)
+    for line in notes or []:
+        err.print(f"  note: {one_line(line)}", markup=False)
+    if checking:
+        err.print(
+            "  note: the checks of the rendered stack (CRD schemas, scheduling, names, IAM, "
+            "security) run once the config is valid",
+            markup=False,
+        )
     raise typer.Exit(EXIT_FAILED)

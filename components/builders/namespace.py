@@ -21,7 +21,11 @@ GKE enforces NetworkPolicy with Dataplane V2, which the cluster runs):
   (pods labelled ``ray-gke.io/submits-to: <name>``). The operator: with ``mode: helm`` the
   chart's pods (``app.kubernetes.io/name: kuberay-operator``) in this namespace; with
   ``mode: gke-addon`` GKE hosts the operator outside the cluster's nodes, so the control plane's
-  range ``network.master_ipv4_cidr``.
+  range ``network.master_ipv4_cidr``. For a RayService's cluster the operator also reaches the
+  head's Serve port 8000: it probes the Serve proxy there (``GET http://<head pod IP>:8000/-/healthz``,
+  ``CheckProxyActorHealth`` in ray-operator/controllers/ray/utils/httpproxy_httpclient.go, called
+  by ``updateHeadPodServeLabel`` in rayservice_controller.go) and labels the head
+  ``ray.io/serve: true`` only when it answers, so without this rule the head never serves traffic.
 
 Why plain ``networking.k8s.io/v1`` objects and not KubeRay's ``spec.networkPolicy``: in KubeRay
 v1.7.0 that field is refused unless the operator runs with the ``RayClusterNetworkPolicy``
@@ -139,6 +143,7 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
     out = [_policy(cfg, "default-deny-ingress", {}, [])]
     out[0]["spec"].pop("ingress")
     serve = cfg.kuberay.serve_from
+    services = {svc.name for svc in cfg.services}
     serve_peers = [
         {"namespaceSelector": {"matchLabels": {NS_NAME_LABEL: ns}}} for ns in serve.namespaces
     ] + [{"ipBlock": {"cidr": c}} for c in serve.cidrs]
@@ -156,21 +161,17 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
         out.append(_policy(cfg, f"{name}-ray", {"matchLabels": dict(labels)}, ingress))
         head = {"matchLabels": {**labels, "ray.io/node-type": "head"}}
         submitters = {"podSelector": {"matchLabels": {SUBMITTER_LABEL: name}}}
-        out.append(
-            _policy(
-                cfg,
-                f"{name}-ray-head",
-                head,
-                [
-                    {
-                        "from": [*_operator_peers(cfg), submitters],
-                        "ports": _ports(
-                            HEAD_PORTS["gcs-server"], HEAD_PORTS["dashboard"], HEAD_PORTS["client"]
-                        ),
-                    }
-                ],
-            )
-        )
+        head_ingress: list[dict[str, Any]] = [
+            {
+                "from": [*_operator_peers(cfg), submitters],
+                "ports": _ports(
+                    HEAD_PORTS["gcs-server"], HEAD_PORTS["dashboard"], HEAD_PORTS["client"]
+                ),
+            }
+        ]
+        if name in services:  # the operator's Serve proxy health probe (module docstring)
+            head_ingress.append({"from": _operator_peers(cfg), "ports": _ports(SERVE_PORT)})
+        out.append(_policy(cfg, f"{name}-ray-head", head, head_ingress))
     return out
 
 

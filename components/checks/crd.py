@@ -73,12 +73,73 @@ def missing_crds_message(directory: Path | None = None, version: str = DEFAULT_V
     )
 
 
+class CarriedFileError(RuntimeError):
+    """A CRD file the check reads is damaged (not the recorded bytes of a carried copy, not
+    YAML, or not a CustomResourceDefinition with schemas): a fault of the installation, not of
+    the stack, so ``raygke`` reports it as an internal error (exit 3) naming the file, never as
+    problems of the user's objects. Not a ValueError, so no caller turns it into a problem line."""
+
+
+SUMS_FILE = "SHA256SUMS"
+"""Beside each carried CRD folder's files (``sha256sum *.yaml`` output): their recorded digests."""
+
+
+def _verify(path: Path) -> None:
+    """Raise :class:`CarriedFileError` when ``path`` is listed in its folder's
+    :data:`SUMS_FILE` with another SHA-256 (a truncated or edited carried copy); a folder without
+    one (``$RAYGKE_CRDS_DIR``) is checked by structure only (:func:`_load_schema`)."""
+    import hashlib
+
+    sums = path.parent / SUMS_FILE
+    if not sums.is_file():
+        return
+    recorded = dict(
+        reversed(line.split(maxsplit=1)) for line in sums.read_text().splitlines() if line.strip()
+    )
+    want = recorded.get(path.name)
+    if want is not None and hashlib.sha256(path.read_bytes()).hexdigest() != want.strip():
+        raise CarriedFileError(
+            f"{path}: the carried CRD file is damaged (its SHA-256 is not the one recorded in "
+            f"{sums}); restore it, e.g. `git checkout -- {path}`"
+        )
+
+
 @functools.lru_cache(maxsize=16)
 def _load_schema(path: str, version: str) -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of ``version`` in the CRD file ``path``.
+
+    Raises:
+        CarriedFileError: the file is damaged (see :class:`CarriedFileError`).
+        ValueError: the CRD has no such version.
+    """
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster on big CRDs
-    doc = yaml.load(Path(path).read_text(), Loader=loader)
-    for v in doc["spec"]["versions"]:
-        if v["name"] == version:
+    _verify(Path(path))
+    try:
+        doc = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader)
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise CarriedFileError(f"{path}: the CRD file is not readable YAML ({e})") from None
+    versions = (doc.get("spec") or {}).get("versions") if isinstance(doc, dict) else None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("kind") != "CustomResourceDefinition"
+        or not isinstance(versions, list)
+        or not versions
+        or not all(
+            isinstance(v, dict)
+            and isinstance((v.get("schema") or {}).get("openAPIV3Schema"), dict)
+            # required by apiextensions.k8s.io/v1 CustomResourceDefinitionVersion, and written
+            # after the schema (keys sorted): a file cut inside a schema lacks them
+            and isinstance(v.get("served"), bool)
+            and isinstance(v.get("storage"), bool)
+            for v in versions
+        )
+    ):
+        raise CarriedFileError(
+            f"{path}: not a complete CustomResourceDefinition (each version needs a schema, "
+            "served and storage; the file is damaged or truncated); restore the file"
+        )
+    for v in versions:
+        if v.get("name") == version:
             return v["schema"]["openAPIV3Schema"]
     raise ValueError(f"{path}: no version {version!r} in the CRD")
 

@@ -557,6 +557,37 @@ def monitoring_problems(cfg: StackConfig) -> list[str]:
     return out
 
 
+# The largest object the API server can store: etcd refuses a request over 1.5 MiB by default
+# (``--max-request-bytes``, https://etcd.io/docs/v3.5/dev-guide/limit/), and Kubernetes objects
+# are written to etcd whole; ConfigMaps and Secrets are limited to 1 MiB of data
+# (https://kubernetes.io/docs/concepts/configuration/configmap/#motivation,
+# https://kubernetes.io/docs/concepts/configuration/secret/#restriction-data-size).
+OBJECT_BYTES_MAX = 1536 * 1024
+DATA_OBJECT_BYTES_MAX = 1024 * 1024
+
+
+def object_size_problems(objects: list[dict[str, Any]]) -> list[str]:
+    """One line per rendered Kubernetes object whose JSON is larger than the API server can
+    store (:data:`OBJECT_BYTES_MAX`, ConfigMaps and Secrets :data:`DATA_OBJECT_BYTES_MAX`),
+    with its size: ``RayJob x: 3.2 MiB rendered; the API server stores at most 1.5 MiB per
+    object``. A job's ``args`` and ``runtime_env`` are the stack keys that grow an object."""
+    import json
+
+    problems = []
+    for obj in objects:
+        size = len(json.dumps(obj, separators=(",", ":"), default=str).encode())
+        kind = str(obj.get("kind", "?"))
+        limit = DATA_OBJECT_BYTES_MAX if kind in ("ConfigMap", "Secret") else OBJECT_BYTES_MAX
+        if size > limit:
+            name = (obj.get("metadata") or {}).get("name", "?")
+            problems.append(
+                f"{kind} {name}: {size / 2**20:.1f} MiB rendered; the API server stores at most "
+                f"{limit / 2**20:g} MiB per object (etcd's request limit): shorten what the "
+                "stack puts in it (a job's args, a runtime_env)"
+            )
+    return problems
+
+
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
 # --no-render`` to say what it skipped (tests/components/checks/test_stack_checks.py keeps the
 # functions in step with the ones check_stack and check_manifests call).
@@ -565,6 +596,7 @@ RENDER_CHECKS: dict[str, str] = {
     "placement strategies": "placement_problems",
     "image dependencies": "dependency_problems",
     "names and labels": "name_problems",
+    "object sizes": "object_size_problems",
     "CRD schemas": "_validate_crds",
     "KubeRay operator rules": "operator_problems_all",
     "scheduling": "schedule_problems",
@@ -594,6 +626,10 @@ def check_stack(cfg: StackConfig) -> list[str]:
         return [*problems, *(f"rendering the KubeRay objects failed: {p}" for p in said)]
     except (ValueError, KeyError) as e:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
+    too_big = object_size_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
+    problems += too_big
+    if too_big:  # schema and rule checks of a many-MiB object take long and add nothing
+        return problems
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
     problems += quota_problems(cfg, manifests)

@@ -7,12 +7,22 @@ from typing import Literal
 
 from pydantic import (
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from components import catalog
-from components.spec.base import DISK_SIZE_MAX_GB, _cpu_machine_type, _gke_name, _min_le_max, _Model
+from components.spec.base import (
+    DISK_SIZE_MAX_GB,
+    INT64_MAX,
+    POOL_NODES_MAX,
+    _cpu_machine_type,
+    _gke_name,
+    _min_le_max,
+    _Model,
+    gcp_labels,
+)
 
 # --------------------------------------------------------------------------------------- cluster
 
@@ -46,12 +56,14 @@ class SystemPool(_Model):
     min_nodes: int = Field(
         1,
         ge=0,
+        le=POOL_NODES_MAX,
         description="Autoscaling lower bound, nodes in total over the cluster's zones "
         "(`totalMinNodeCount`).",
     )
     max_nodes: int = Field(
         3,
         ge=1,
+        le=POOL_NODES_MAX,
         description="Autoscaling upper bound, nodes in total over the cluster's zones "
         "(`totalMaxNodeCount`); counts towards NAP's `cpu` limit.",
     )
@@ -150,22 +162,28 @@ class ClusterConfig(_Model):
     def _name(cls, v: str) -> str:
         return _gke_name(v, "cluster.name")
 
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        return gcp_labels(v)
+
     @field_validator("min_master_version")
     @classmethod
-    def _version(cls, v: str | None) -> str | None:
-        if v is not None:
-            catalog.parse_gke_version(v)
+    def _version(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """A pinned version parses and is one GKE offers for new clusters in the release
+        channel (:func:`components.catalog.gke_version_problem`). Checked at the field (the
+        channel is validated before it), so the problem is located at
+        ``cluster.min_master_version`` and the other ``cluster`` keys are still checked."""
+        if v is None:
+            return v
+        catalog.parse_gke_version(v)
+        channel = info.data.get("release_channel")
+        if channel is None:  # the channel is invalid itself: reported there
+            return v
+        problem = catalog.gke_version_problem(v, channel)
+        if problem:
+            raise ValueError(f"min_master_version {problem}")
         return v
-
-    @model_validator(mode="after")
-    def _version_offered(self) -> ClusterConfig:
-        """A pinned version must be one GKE offers for new clusters in the release channel
-        (:func:`components.catalog.gke_version_problem`)."""
-        if self.min_master_version is not None:
-            problem = catalog.gke_version_problem(self.min_master_version, self.release_channel)
-            if problem:
-                raise ValueError(f"min_master_version {problem}")
-        return self
 
 
 # NAP's cpu (vCPUs) and memory (GB) maxima when the stack gives none; GKE requires both once NAP
@@ -211,6 +229,9 @@ class NapConfig(_Model):
                     f"resource_limits key {key!r} is not a NAP resource type; valid: "
                     f"{', '.join(catalog.NAP_RESOURCE_TYPES)}"
                 )
-            if value < 0:
-                raise ValueError(f"resource_limits[{key}] {value} must be >= 0")
+            if not 0 <= value <= INT64_MAX:
+                raise ValueError(
+                    f"resource_limits[{key}] {value} must be 0 to {INT64_MAX} (GKE's "
+                    "ResourceLimit.maximum is an int64)"
+                )
         return v

@@ -15,9 +15,15 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import OTHER_NAMESPACES, PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.spec.base import (
+    OTHER_NAMESPACES,
+    PROJECT_NAMESPACE,
+    ConfigError,
+    StackFileError,
+    one_line,
+)
 from components.spec.hints import KEY_HINTS
-from components.spec.rules import rule_problems
+from components.spec.rules import rule_problems, skipped_rules
 from components.spec.stack import SKIP_RULES, StackConfig
 
 # --------------------------------------------------------------------------------------- loaders
@@ -132,8 +138,11 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
             msg = f"{msg}; got {e.get('input')!r}"
         elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
             msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
-        for part in msg.split("\n"):
-            part = part.replace("\r", " ")
+        # The project's validators join several problems with newlines (and quote the values
+        # they show); any other control character is a value's: escaped.
+        parts = msg.split("\n") if e["type"] == "value_error" else [msg]
+        for part in parts:
+            part = one_line(part)
             lines.append(f"{loc}: {part}" if loc else part)
     return lines
 
@@ -147,10 +156,13 @@ _TAGGED_LISTS = {"node_pools"}
 def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     """Validate a mapping of top-level keys (without the ``ray-gke:`` prefix).
 
-    Every top-level block is checked on its own (pydantic reports every field error), then every
-    cross-field rule of :mod:`components.spec.rules` runs whose blocks (``Rule.needs``) are
-    valid: a typo in ``labels`` still lets a wrong ``jobs[x].node_pool`` be reported. Field
-    problems come first, then rule problems in :data:`components.spec.rules.RULES` order.
+    Every top-level block is checked on its own (pydantic reports every field error); a mapping
+    block with invalid keys is validated again without them (their defaults standing in), so
+    its other keys still count as valid. Then every cross-field rule of
+    :mod:`components.spec.rules` runs that reads no invalid key (``Rule.needs``): an unsupported
+    ``cluster.min_master_version`` still lets a NAP limit below the node pools be reported. Field
+    problems come first, then rule problems in :data:`components.spec.rules.RULES` order; the
+    rules that could not run are listed in ``ConfigError.notes``.
 
     Raises:
         ConfigError: with every problem found, one line each.
@@ -162,11 +174,13 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
         cfg = StackConfig.model_validate(data, context={SKIP_RULES: True})
     except ValidationError as e:
         problems = format_validation_error(e, data)
+        notes: list[str] = []
         partial = _valid_blocks(data, e)
         if partial is not None:
-            cfg, valid = partial
-            problems += rule_problems(cfg, valid)
-        raise ConfigError(problems, source) from None
+            cfg, broken = partial
+            problems += rule_problems(cfg, broken=broken)
+            notes = skipped_rules(broken=broken)
+        raise ConfigError(problems, source, notes) from None
     except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
         raise ConfigError([str(e)], source) from None
     problems = rule_problems(cfg)
@@ -184,24 +198,59 @@ _STAND_INS: dict[str, Any] = {
 }
 
 
+def _partial_block(name: str, value: Any, errors: list[Any]) -> tuple[Any, set[str]] | None:
+    """A mapping block validated without its invalid keys (their defaults stand in), and the
+    dotted paths of those keys; None when the block is not a mapping of a model, an error is
+    about the block as a whole, or it does not validate without them (e.g. a required key)."""
+    from pydantic import BaseModel
+
+    field = StackConfig.model_fields[name]
+    model = field.annotation
+    if not (
+        isinstance(value, Mapping) and isinstance(model, type) and issubclass(model, BaseModel)
+    ):
+        return None
+    locs = [tuple(e["loc"]) for e in errors if e["loc"] and e["loc"][0] == name]
+    if any(len(loc) < 2 or not isinstance(loc[1], str) for loc in locs):
+        return None
+    bad = {str(loc[1]) for loc in locs}
+    try:
+        block = model.model_validate(
+            {k: v for k, v in value.items() if k not in bad}, context={SKIP_RULES: True}
+        )
+    except (ValidationError, ValueError):
+        return None
+    return block, {f"{name}.{k}" for k in bad}
+
+
 def _valid_blocks(
     data: dict[str, Any], err: ValidationError
-) -> tuple[StackConfig, frozenset[str]] | None:
+) -> tuple[StackConfig, set[str]] | None:
     """The stack's valid top-level blocks as a model (invalid ones left unset, or at their
-    defaults) and the names of the valid ones; None when that cannot be built."""
+    defaults; a mapping block with invalid keys validated without them) and the paths that are
+    invalid (top-level keys, or ``block.key``); None when that cannot be built."""
     fields = set(StackConfig.model_fields)
-    if any(not e["loc"] for e in err.errors()):
+    errors = err.errors()
+    if any(not e["loc"] for e in errors):
         return None
-    bad = {str(e["loc"][0]) for e in err.errors()} & fields
+    bad = {str(e["loc"][0]) for e in errors} & fields
+    partial: dict[str, Any] = {}
+    broken: set[str] = set()
+    for name in sorted(bad):
+        found = _partial_block(name, data.get(name), errors) if name in data else None
+        if found is None:
+            broken.add(name)
+        else:
+            partial[name], paths = found
+            broken |= paths
     good = {k: v for k, v in data.items() if k in fields and k not in bad}
-    stand_ins = {k: v for k, v in _STAND_INS.items() if k in bad}
+    stand_ins = {k: v for k, v in _STAND_INS.items() if k in bad and k not in partial}
     try:
         whole = StackConfig.model_validate({**good, **stand_ins}, context={SKIP_RULES: True})
     except (ValidationError, ValueError):  # pragma: no cover - the blocks validated alone
         return None
-    valid = frozenset(fields - bad)
     kept = {k: getattr(whole, k) for k in fields - bad}
-    return StackConfig.model_construct(**kept), valid
+    return StackConfig.model_construct(**kept, **partial), broken
 
 
 def read_stack_yaml(text: str, source: str | None = None) -> Any:
@@ -212,7 +261,8 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
     A stack file is small: text over :data:`MAX_STACK_BYTES`, nesting deeper than
     :data:`MAX_DEPTH`, or a document that expands (aliases counted at every use) to more than
     :data:`MAX_VALUES` values is refused before anything else reads it, so a few hundred bytes
-    of nested ``[`` or of aliases of aliases cannot exhaust the stack or the memory.
+    of nested ``[`` or of aliases of aliases cannot exhaust the stack or the memory; nor a few
+    long strings aliased many times (:data:`MAX_EXPANDED_CHARS`).
 
     Raises:
         ConfigError: a key is given twice (both places named).
@@ -259,17 +309,34 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
 MAX_STACK_BYTES = 1_000_000
 MAX_DEPTH = 32
 MAX_VALUES = 100_000
+# Characters of all strings (keys included), each alias counted at every use: the stack file's
+# 1,000,000 plus room; what the render writes out grows with it, and a Kubernetes object holds
+# at most 1.5 MiB (components.checks.stack.OBJECT_BYTES_MAX), so this bounds the render's time
+# and memory before it starts.
+MAX_EXPANDED_CHARS = 2_000_000
 
 
 def _check_size(doc: Any, source: str | None) -> None:
     """Refuse a document deeper than :data:`MAX_DEPTH` or expanding to more than
-    :data:`MAX_VALUES` values (an alias counts its whole target at every use: that is what the
-    render would write out)."""
-    seen = 0
+    :data:`MAX_VALUES` values or :data:`MAX_EXPANDED_CHARS` characters of strings (an alias
+    counts its whole target at every use: that is what the render would write out). Time and
+    memory are linear in the expanded size, which these bound."""
+    seen = chars = 0
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
         seen += 1
+        if isinstance(node, str):
+            chars += len(node)
+            if chars > MAX_EXPANDED_CHARS:
+                raise StackFileError(
+                    [
+                        f"the YAML expands to more than {MAX_EXPANDED_CHARS} characters of text "
+                        "(aliases are counted at every use); a stack file is far smaller: check "
+                        "its anchors and aliases"
+                    ],
+                    source,
+                )
         if seen > MAX_VALUES:
             raise StackFileError(
                 [
@@ -339,6 +406,9 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
 
 
 def _read_text(path: Path) -> str:
+    if path.exists() and not path.is_file():  # a FIFO or device: reading could block forever
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise StackFileError([f"{what}; a stack file is a regular file"], str(path))
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:

@@ -11,9 +11,27 @@ from pydantic import (
     model_validator,
 )
 
-from components.spec.base import _gke_name, _Model
+from components.spec.base import _gke_name, _Model, one_line
 
 # --------------------------------------------------------------------------------------- network
+
+
+# Internal address ranges: RFC 1918 private IPv4 (https://www.rfc-editor.org/rfc/rfc1918#section-3),
+# RFC 6598 shared address space 100.64.0.0/10 (https://www.rfc-editor.org/rfc/rfc6598), both
+# valid VPC subnet ranges (https://cloud.google.com/vpc/docs/subnets#valid-ranges), and RFC 4193
+# unique local IPv6 fc00::/7. Not Python's ``ipaddress.is_private``, which also counts the
+# documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24; RFC 5737), loopback
+# (127.0.0.0/8) and link-local (169.254.0.0/16): no client inside a VPC has such an address.
+INTERNAL_RANGES: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = tuple(
+    ipaddress.ip_network(n)
+    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
+)
+_INTERNAL_TEXT = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598)"
+
+
+def is_internal(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> bool:
+    """Whether ``net`` lies inside one of :data:`INTERNAL_RANGES` (RFC 1918, RFC 6598, RFC 4193)."""
+    return any(net.version == r.version and net.subnet_of(r) for r in INTERNAL_RANGES)  # type: ignore[arg-type]
 
 
 class AuthorizedNetwork(_Model):
@@ -135,8 +153,9 @@ class NetworkConfig(_Model):
     master_authorized_networks: list[AuthorizedNetwork] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the control plane besides the VPC; empty means none "
-        "from outside the VPC (https://cloud.google.com/kubernetes-engine/docs/how-to/"
-        "authorized-networks).",
+        "from outside the VPC; each name and range once; with `private_endpoint` only internal "
+        "ranges (RFC 1918, RFC 6598 100.64.0.0/10) (https://cloud.google.com/kubernetes-engine/"
+        "docs/how-to/authorized-networks).",
     )
     flow_logs: FlowLogsConfig = Field(
         default_factory=FlowLogsConfig,
@@ -163,8 +182,10 @@ class NetworkConfig(_Model):
             raise ValueError(
                 f"{info.field_name} {v!r} has host bits set; the network is {loose}"
             ) from None
-        if not net.is_private:
-            raise ValueError(f"{info.field_name} {v!r} is not a private (RFC 1918) range")
+        if not is_internal(net):
+            raise ValueError(
+                f"{info.field_name} {v!r} is not a private range: use one inside {_INTERNAL_TEXT}"
+            )
         if info.field_name == "master_ipv4_cidr" and net.prefixlen != 28:
             raise ValueError(f"master_ipv4_cidr {v!r} must be a /28 (GKE private control plane)")
         return v
@@ -189,18 +210,23 @@ class NetworkConfig(_Model):
             net = ipaddress.ip_network(n.cidr, strict=False)
             if net.prefixlen < 8:
                 problems.append(
-                    f"master_authorized_networks[{n.name}].cidr {n.cidr} opens the control plane "
+                    f"master_authorized_networks[{one_line(n.name)}].cidr {n.cidr} opens the "
+                    "control plane "
                     "to a large part of the internet; list the ranges you deploy from (/8 or "
                     "narrower)"
                 )
-            elif self.private_endpoint and not net.is_private:
+            elif self.private_endpoint and not is_internal(net):
                 problems.append(
-                    f"master_authorized_networks[{n.name}].cidr {n.cidr} is a public range, but "
-                    "private_endpoint: true lets only internal addresses reach the control "
-                    "plane; list internal ranges (VPC, VPN, interconnect)"
+                    f"master_authorized_networks[{one_line(n.name)}].cidr {n.cidr} is not an "
+                    "internal range, but private_endpoint: true lets only internal addresses "
+                    f"reach the control plane; list internal ranges ({_INTERNAL_TEXT}: VPC, VPN, "
+                    "interconnect)"
                 )
         for dup in sorted({n.name for n in nets if [m.name for m in nets].count(n.name) > 1}):
             problems.append(f"master_authorized_networks: name {dup!r} is used more than once")
+        cidrs = [str(ipaddress.ip_network(n.cidr, strict=False)) for n in nets]
+        for dup in sorted({c for c in cidrs if cidrs.count(c) > 1}):
+            problems.append(f"master_authorized_networks: cidr {dup} is listed more than once")
         if problems:
             raise ValueError("\n".join(problems))
         return self

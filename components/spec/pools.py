@@ -17,10 +17,12 @@ from pydantic import (
 from components import catalog
 from components.spec.base import (
     DISK_SIZE_MAX_GB,
+    POOL_NODES_MAX,
     _cpu_machine_type,
     _gke_name,
     _min_le_max,
     _Model,
+    _unique,
 )
 
 # ------------------------------------------------------------------------------------ node pools
@@ -38,6 +40,13 @@ class _PoolBase(_Model):
         description="Zones of the pool's nodes, in the stack's region; unset: the stack's "
         "`zones`. A TPU slice lives in the first zone only.",
     )
+
+    @field_validator("zones")
+    @classmethod
+    def _zones_once(cls, v: list[str] | None) -> list[str] | None:
+        """Each zone once (GKE node locations are a set)."""
+        return None if v is None else _unique(v, "zones")
+
     provisioning: Provisioning = Field(
         "on-demand",
         description="Capacity type: `on-demand`, `spot` (Spot VMs, preemptible, "
@@ -104,12 +113,17 @@ class CpuPool(_PoolBase):
         "(https://cloud.google.com/compute/docs/general-purpose-machines).",
     )
     min_nodes: int = Field(
-        0, ge=0, description="Autoscaling lower bound, nodes in total over the pool's zones."
+        0,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Autoscaling lower bound, nodes in total over the pool's zones.",
     )
     max_nodes: int = Field(
         4,
         ge=1,
-        description="Autoscaling upper bound, nodes in total over the pool's zones; a worker "
+        le=POOL_NODES_MAX,
+        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
+        "1,000 per zone, GKE); a worker "
         "group on this pool has at most this many replicas.",
     )
 
@@ -155,6 +169,7 @@ class TpuPool(_PoolBase):
     min_slices: int = Field(
         0,
         ge=0,
+        le=64,
         description="Slices kept at all times (multi-host: that many per-slice GKE node pools "
         "keep all their hosts; single-host: the pool's minimum node count).",
     )
@@ -190,7 +205,8 @@ class GpuSpec(_Model):
     count: int = Field(
         1,
         ge=1,
-        description="GPUs per node; must be a count some machine type offers for the type "
+        le=16,
+        description="GPUs per node (1-16: no Compute Engine machine has more); must be a count some machine type offers for the type "
         "(https://cloud.google.com/compute/docs/accelerator-optimized-machines).",
     )
 
@@ -222,12 +238,17 @@ class GpuPool(_PoolBase):
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#installing_drivers).",
     )
     min_nodes: int = Field(
-        0, ge=0, description="Autoscaling lower bound, nodes in total over the pool's zones."
+        0,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Autoscaling lower bound, nodes in total over the pool's zones.",
     )
     max_nodes: int = Field(
         1,
         ge=1,
-        description="Autoscaling upper bound, nodes in total over the pool's zones; a worker "
+        le=POOL_NODES_MAX,
+        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
+        "1,000 per zone, GKE); a worker "
         "group on this pool has at most this many replicas.",
     )
 

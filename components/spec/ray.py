@@ -13,11 +13,14 @@ from pydantic import (
 
 from components.spec.base import (
     INT32_MAX,
+    INT64_MAX,
     RAYJOB_NAME_MAX,
     _k8s_name,
     _Model,
     _quantity,
+    _unique,
     quantity_bytes,
+    reserved_namespace_problem,
 )
 
 # --------------------------------------------------------------------------------- ray / kuberay
@@ -52,7 +55,8 @@ class ServeIngressConfig(_Model):
     namespaces: list[str] = Field(
         default_factory=list,
         description="Kubernetes namespaces whose pods may call Serve on port 8000 (e.g. your "
-        "gateway's namespace).",
+        "gateway's namespace), each once; not `default` nor a system namespace (`kube-*`, "
+        "`gke-*`, `gmp-*`), whose every pod would be admitted.",
     )
     cidrs: list[str] = Field(
         default_factory=list,
@@ -63,7 +67,16 @@ class ServeIngressConfig(_Model):
     @field_validator("namespaces")
     @classmethod
     def _namespaces(cls, v: list[str]) -> list[str]:
-        return [_k8s_name(n, "kuberay.serve_from.namespaces entry") for n in v]
+        """Kubernetes names, each once, none reserved (:data:`RESERVED_NAMESPACES`: admitting
+        one opens Serve's port to every pod there)."""
+        for n in v:
+            _k8s_name(n, "kuberay.serve_from.namespaces entry")
+            if problem := reserved_namespace_problem(n):
+                raise ValueError(
+                    f"kuberay.serve_from.namespaces entry {problem}: admitting it would let every "
+                    "pod there call Serve; name the namespace of your gateway or clients"
+                )
+        return _unique(v, "kuberay.serve_from.namespaces")
 
     @field_validator("cidrs")
     @classmethod
@@ -82,7 +95,7 @@ class ServeIngressConfig(_Model):
                 raise ValueError(
                     f"kuberay.serve_from.cidrs entry {c!r} has no prefix length (e.g. {c}/32)"
                 )
-        return v
+        return _unique(v, "kuberay.serve_from.cidrs")
 
 
 class QuotaConfig(_Model):
@@ -104,16 +117,19 @@ class QuotaConfig(_Model):
     gpus: int | None = Field(
         None,
         ge=0,
+        le=INT64_MAX,
         description="Total `nvidia.com/gpu` requests; unset: the sum of the NAP GPU limits.",
     )
     tpus: int | None = Field(
         None,
         ge=0,
+        le=INT64_MAX,
         description="Total `google.com/tpu` chip requests; unset: the sum of the NAP TPU limits.",
     )
     pods: int | None = Field(
         None,
         ge=1,
+        le=INT64_MAX,
         description="Most pods in the namespace; unset: no pod-count limit.",
     )
 
@@ -184,7 +200,9 @@ class KubeRayConfig(_Model):
     namespace: str = Field(
         "ray",
         description="Kubernetes namespace of the RayClusters, RayJobs, service accounts and (with "
-        "`mode: helm`) the operator.",
+        "`mode: helm`) the operator. Not `default` nor a system namespace (`kube-*`, `gke-*`, "
+        "`gmp-*`): the stack enforces Pod Security `restricted`, default-deny NetworkPolicies, a "
+        "ResourceQuota and a LimitRange on it.",
     )
     tpu_webhook: bool = Field(
         False,
@@ -230,7 +248,17 @@ class KubeRayConfig(_Model):
     @field_validator("namespace")
     @classmethod
     def _ns(cls, v: str) -> str:
-        return _k8s_name(v, "kuberay.namespace")
+        """A Kubernetes name that is not reserved (:data:`RESERVED_NAMESPACES`): the stack puts
+        Pod Security ``restricted``, default-deny NetworkPolicies, a quota and a LimitRange on
+        its namespace and owns it."""
+        _k8s_name(v, "kuberay.namespace")
+        if problem := reserved_namespace_problem(v):
+            raise ValueError(
+                f"kuberay.namespace {problem}: the stack would enforce Pod Security restricted, "
+                "default-deny NetworkPolicies and a ResourceQuota on it and manage it as its "
+                "own; use a namespace of its own (e.g. ray)"
+            )
+        return v
 
     @model_validator(mode="after")
     def _webhook_only_with_helm(self) -> KubeRayConfig:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
-from components.spec.base import _ZONE
+from components.spec.base import _ZONE, NODES_PER_POOL_ZONE_MAX
 from components.spec.pools import GpuPool, TpuPool
 from components.spec.ray import IMAGE_KINDS
 from components.spec.resolve import (
@@ -151,11 +151,6 @@ def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[str]:
                 f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
                 f"can scale to ({needed[key]}); raise it to at least {needed[key]}"
             )
-
-
-# GKE quota: at most 1,000 nodes per node pool in each zone
-# (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster).
-NODES_PER_POOL_ZONE_MAX = 1000
 
 
 def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[str]:
@@ -508,7 +503,11 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
 
 @dataclass(frozen=True)
 class Rule:
-    """A cross-field rule and the top-level keys it reads (it runs only when they validated)."""
+    """A cross-field rule and the stack keys it reads (it runs only when they validated).
+
+    ``needs`` holds top-level keys (``node_pools``) or dotted paths into a mapping block
+    (``cluster.min_master_version``): a rule that reads one key of a block still runs when another
+    key of that block is invalid."""
 
     check: Callable[[StackConfig], Iterable[str]]
     needs: frozenset[str]
@@ -516,6 +515,20 @@ class Rule:
     @property
     def name(self) -> str:
         return self.check.__name__
+
+    @property
+    def summary(self) -> str:
+        """The rule in words: its name with spaces (``nap limits cover pools``)."""
+        return self.name.replace("_", " ")
+
+    def blocked_by(self, broken: Collection[str]) -> str | None:
+        """The first invalid path of ``broken`` (dotted, e.g. ``cluster.min_master_version``)
+        that this rule reads (equal to, inside or around one of ``needs``), else None."""
+        for b in sorted(broken):
+            for n in self.needs:
+                if n == b or n.startswith(b + ".") or b.startswith(n + "."):
+                    return b
+        return None
 
 
 def _rule(check: Callable[[StackConfig], Iterable[str]], *needs: str) -> Rule:
@@ -527,34 +540,71 @@ RULES: tuple[Rule, ...] = (
     _rule(pool_zones_in_region, "region", "node_pools"),
     _rule(unique_names),
     _rule(accelerator_zones_offered, "zones", "node_pools"),
-    _rule(tpu_min_gke_version, "cluster", "node_pools"),
-    _rule(nap_limits_cover_pools, "nap", "cluster", "node_pools"),
-    _rule(pool_node_counts_within_gke_limits, "cluster", "zones", "node_pools"),
+    _rule(tpu_min_gke_version, "cluster.min_master_version", "node_pools"),
+    _rule(nap_limits_cover_pools, "nap", "cluster.system_pool", "node_pools"),
+    _rule(pool_node_counts_within_gke_limits, "cluster.system_pool", "zones", "node_pools"),
     _rule(cluster_service_accounts_declared, "ray_clusters", "workload_identities"),
     _rule(worker_group_pools_exist_and_fit, "ray_clusters", "node_pools"),
-    _rule(multi_host_tpu_needs_webhook, "kuberay", "ray_clusters", "jobs", "node_pools"),
+    _rule(
+        multi_host_tpu_needs_webhook,
+        "kuberay.mode",
+        "kuberay.tpu_webhook",
+        "ray_clusters",
+        "jobs",
+        "node_pools",
+    ),
     _rule(job_targets_exist, "jobs", "ray_clusters", "node_pools"),
     _rule(job_service_accounts_declared, "jobs", "workload_identities"),
     _rule(job_workloads_registered, "jobs"),
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
     _rule(secret_readers_declared, "secrets", "workload_identities"),
-    _rule(prebuilt_images_pinned_when_protected, "cluster", "ray"),
+    _rule(prebuilt_images_pinned_when_protected, "cluster.deletion_protection", "ray.images"),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(service_identity_can_read, "services", "workload_identities"),
-    _rule(incremental_upgrade_needs_helm, "kuberay", "services"),
+    _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
 )
 """Every cross-field rule, in the order they run."""
 
 
-def rule_problems(cfg: StackConfig, valid: Collection[str] | None = None) -> list[str]:
-    """Every problem of every rule whose ``needs`` are all in ``valid`` (the top-level keys that
-    validated; None: all of them), one line each, in :data:`RULES` order."""
+def _blocked(valid: Collection[str] | None, broken: Collection[str]) -> set[str]:
+    """The invalid paths: ``broken``, plus every top-level key not in ``valid``."""
+    from components.spec.stack import StackConfig
+
+    out = set(broken)
+    if valid is not None:
+        out |= set(StackConfig.model_fields) - set(valid)
+    return out
+
+
+def rule_problems(
+    cfg: StackConfig, valid: Collection[str] | None = None, *, broken: Collection[str] = ()
+) -> list[str]:
+    """Every problem of every rule that reads no invalid key, one line each, in :data:`RULES`
+    order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
+    paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``)."""
+    bad = _blocked(valid, broken)
     problems: list[str] = []
     for r in RULES:
-        if valid is None or r.needs <= set(valid):
+        if r.blocked_by(bad) is None:
             problems.extend(r.check(cfg))
     return problems
+
+
+def skipped_rules(
+    valid: Collection[str] | None = None, *, broken: Collection[str] = ()
+) -> list[str]:
+    """What :func:`rule_problems` did not run because a rule reads an invalid key, one line per
+    invalid key: ``not checked because <key> is invalid: <rule>, <rule> (fix it first)``."""
+    bad = _blocked(valid, broken)
+    by_key: dict[str, list[str]] = {}
+    for r in RULES:
+        if (b := r.blocked_by(bad)) is not None:
+            by_key.setdefault(b, []).append(r.summary)
+    return [
+        f"not checked because {key} is invalid: {', '.join(rules)} (fix it first)"
+        for key, rules in sorted(by_key.items())
+    ]
 
 
 def _workload(name: str) -> Any:

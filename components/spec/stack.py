@@ -12,7 +12,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _REGION, _Model
+from components.spec.base import _REGION, _Model, _unique, gcp_labels
 from components.spec.cluster import ClusterConfig, NapConfig
 from components.spec.network import NetworkConfig
 from components.spec.pools import CpuPool, GpuPool, NodePool, TpuPool
@@ -41,7 +41,12 @@ class LocalConfig(_Model):
         le=16,
         description="Worker nodes started besides the head (0-16); `--workers` overrides it.",
     )
-    cpus_per_node: int = Field(1, ge=1, description="CPUs each local Ray node advertises.")
+    cpus_per_node: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="CPUs each local Ray node advertises (1-1024: a local machine).",
+    )
     gcs_port: int = Field(
         6380,
         ge=1024,
@@ -157,18 +162,16 @@ class StackConfig(_Model):
             raise ValueError(problem)
         return v
 
+    @field_validator("zones")
+    @classmethod
+    def _zones(cls, v: list[str]) -> list[str]:
+        """Each zone once (GKE node locations are a set; a repeat would count a zone twice)."""
+        return _unique(v, "zones")
+
     @field_validator("labels")
     @classmethod
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
-        for key, value in v.items():
-            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(
-                r"[a-z0-9_-]{0,63}", str(value)
-            ):
-                raise ValueError(
-                    f"label {key}={value!r}: GCP labels are lowercase letters, digits, '_' and "
-                    "'-', keys start with a letter, at most 63 characters"
-                )
-        return v
+        return gcp_labels(v)
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo) -> StackConfig:

@@ -11,7 +11,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.spec.base import _SA_ID, _Model
+from components.spec.base import _SA_ID, INT32_MAX, _Model, _unique
 
 # --------------------------------------------------------------------------- storage & identity
 
@@ -27,6 +27,7 @@ class BucketConfig(_Model):
     noncurrent_version_days: int | None = Field(
         None,
         ge=1,
+        le=INT32_MAX,  # GCS lifecycle conditions are int32 (JSON API Buckets resource)
         description="Delete a noncurrent version this many days after it became noncurrent "
         "(lifecycle `daysSinceNoncurrentTime`, https://cloud.google.com/storage/docs/lifecycle); "
         "unset: keep them.",
@@ -34,6 +35,7 @@ class BucketConfig(_Model):
     delete_after_days: int | None = Field(
         None,
         ge=1,
+        le=INT32_MAX,  # GCS lifecycle conditions are int32 (JSON API Buckets resource)
         description="Delete live objects this many days after creation (lifecycle `age`, "
         "https://cloud.google.com/storage/docs/lifecycle); unset: keep them.",
     )
@@ -88,6 +90,26 @@ class BucketsConfig(_Model):
         default_factory=lambda: BucketConfig(versioning=True),
         description="The artifacts bucket (holds the workloads archive that RayJobs run from).",
     )
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str | None) -> str | None:
+        """Bucket names are lowercase letters, digits, ``-`` and ``_``, start with a letter or
+        digit, never start with ``goog`` nor contain ``google``
+        (https://cloud.google.com/storage/docs/buckets#naming); the prefix starts every name.
+        Lengths of the derived names are checked by ``raygke check`` (components.checks.names)."""
+        if v is None:
+            return v
+        if not re.fullmatch(r"[a-z0-9][-_a-z0-9]*", v):
+            raise ValueError(
+                f"prefix {v!r} cannot start a bucket name: use lowercase letters, digits, '-' "
+                "and '_', starting with a letter or digit"
+            )
+        if v.startswith("goog") or "google" in v:
+            raise ValueError(
+                f"prefix {v!r}: bucket names may not start with 'goog' or contain 'google'"
+            )
+        return v
 
     @field_validator("location")
     @classmethod
@@ -168,8 +190,8 @@ class SecretConfig(_Model):
     )
     readers: list[str] = Field(
         default_factory=list,
-        description="Names of `workload_identities` granted roles/secretmanager.secretAccessor "
-        "on this secret (https://cloud.google.com/secret-manager/docs/access-control).",
+        description="Names of `workload_identities` (each once) granted "
+        "roles/secretmanager.secretAccessor on this secret (https://cloud.google.com/secret-manager/docs/access-control).",
     )
 
     @field_validator("name")
@@ -178,3 +200,9 @@ class SecretConfig(_Model):
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", v):
             raise ValueError(f"secret name {v!r}: use 1-255 letters, digits, '-' or '_'")
         return v
+
+    @field_validator("readers")
+    @classmethod
+    def _readers(cls, v: list[str]) -> list[str]:
+        """Each reader once: a reader is one IAM binding resource (its URN names the reader)."""
+        return _unique(v, "readers")

@@ -188,3 +188,27 @@ def test_pod_security_enforce_level_from_config():
     with pytest.raises(ConfigError) as e:
         validate(config(kuberay={"pod_security": "privileged"}))
     assert any("kuberay.pod_security" in p for p in e.value.problems), e.value.problems
+
+
+@pytest.mark.parametrize("mode", ["helm", "gke-addon"])
+def test_operator_reaches_a_rayservice_heads_serve_port_for_its_health_probe(mode):
+    """KubeRay's RayService controller GETs ``http://<head IP>:8000/-/healthz``
+    (CheckProxyActorHealth, ray-operator/controllers/ray/utils/httpproxy_httpclient.go) and only
+    then labels the head to serve; the head policy admits the operator there, and only there."""
+    svc = {"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}
+    cfg = validate(config(ray_clusters=[RC], services=[svc], kuberay={"mode": mode}))
+    pols = network_policies(cfg)
+    operator = (
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}}}
+        if mode == "helm"
+        else {"ipBlock": {"cidr": cfg.network.master_ipv4_cidr}}
+    )
+    rules = _pol(pols, "lm-ray-head")["spec"]["ingress"]
+    assert {"from": [operator], "ports": [{"protocol": "TCP", "port": 8000}]} in rules
+    # a plain RayCluster's head serves nothing: its port 8000 stays closed to the operator
+    assert all(
+        8000 not in [p["port"] for p in r["ports"]]
+        for r in _pol(pols, "rc-ray-head")["spec"]["ingress"]
+    )
+    for pol in pols:  # still valid NetworkPolicy objects
+        kubernetes_validate.validate(pol, "1.35", strict=True)

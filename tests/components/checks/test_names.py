@@ -91,10 +91,20 @@ def test_key_ring_name_over_63_characters() -> None:
 
 
 def test_bucket_name_with_google_is_refused() -> None:
-    """https://cloud.google.com/storage/docs/buckets#naming"""
+    """https://cloud.google.com/storage/docs/buckets#naming: the prefix is refused by the stack
+    model already (with the config's other problems), and the derived-name check still knows the
+    rule for a name that reaches it."""
+    from components.spec import ConfigError, StackConfig
+
     data = base()
     data["buckets"] = {"prefix": "google-data"}
-    found = _problems(data)
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    assert any(p.startswith("buckets.prefix:") and "google" in p for p in e.value.problems)
+    cfg = validate(base())
+    unchecked = cfg.model_copy(update={"buckets": cfg.buckets.model_copy(update=data["buckets"])})
+    assert isinstance(unchecked, StackConfig)
+    found = name_problems(unchecked)
     assert any(p.startswith("buckets.prefix:") and "google" in p for p in found), found
 
 
@@ -102,11 +112,19 @@ def test_labels_where_applied() -> None:
     """GCP labels (https://cloud.google.com/resource-manager/docs/labels-overview#requirements)
     on cluster.labels; Kubernetes label syntax and GKE's own prefixes on node labels
     (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/)."""
+    from components.spec import ConfigError
+
     data = base()
     data["cluster"] = {"labels": {"Team": "ML"}}
+    with pytest.raises(ConfigError) as e:  # refused by the model already, with the rest
+        validate(data)
+    assert any(p.startswith("cluster.labels: label 'Team'") for p in e.value.problems)
+    cfg = validate(base())
+    unchecked = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update=data["cluster"])})
+    assert any(p.startswith("cluster.labels: label 'Team'") for p in name_problems(unchecked))
+    data = base()
     data["node_pools"][0]["labels"] = {"cloud.google.com/gke-nodepool": "x", "ok/": "v"}
     found = _problems(data)
-    assert any(p.startswith("cluster.labels: label 'Team'") for p in found), found
     assert any("GKE sets on nodes itself" in p for p in found), found
     assert any("'ok/'='v' is not a Kubernetes label" in p for p in found), found
 

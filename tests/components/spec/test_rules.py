@@ -199,7 +199,7 @@ def test_one_invalid_field_does_not_hide_a_broken_reference_elsewhere() -> None:
     d["jobs"][0].update(cluster=None, worker_group=None, node_pool="nope")  # cross reference
     found = problems(d)
     assert len(found) == 2, found
-    assert found[0].startswith("labels: label Team='ml'")
+    assert found[0].startswith("labels: label 'Team'='ml'")
     assert (
         found[1]
         == "jobs[prep].node_pool 'nope' is not a declared node pool; declared: cpu, tpu, l4"

@@ -11,17 +11,22 @@ from hypothesis import strategies as st
 
 from components.spec import ConfigError, StackConfig, stack_data_from_yaml, validate
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = [stack_data_from_yaml((ROOT / f"Pulumi.{s}.yaml").read_text()) for s in ("dev", "prod")]
 
 scalars = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**40), max_value=2**40),
+    # the bounds of the systems rendered into (int32, int64, GKE's node limits; issue 24)
+    st.sampled_from([2**31 - 1, 2**31, 2**63 - 1, 2**63, 4000, 4001, 2**64]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=30),
     st.sampled_from(
-        ["v5e", "v6e", "2x2", "4x4", "3x3", "nvidia-l4", "spot", "reservation", "", "-"]
+        [
+            *("v5e", "v6e", "2x2", "4x4", "3x3", "nvidia-l4", "spot", "reservation", "", "-"),
+            *("kube-system", "default", "gmp-system", "192.0.2.0/24", "203.0.113.0/24", "UPPER"),
+        ]
     ),
 )
 values = st.recursive(

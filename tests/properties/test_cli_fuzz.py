@@ -57,6 +57,12 @@ scalars = st.one_of(
     ),
     st.sampled_from(["ct6e-standard-4t", "ct5lp-hightpu-4t", "a2-highgpu-8g", "n2-standard-8"]),
     st.sampled_from(["cpu", "train_lm", "train_lm_jax", "evaluate", "prepare", "research"]),
+    # issue 24's classes: bounds of the systems rendered into, reserved namespaces, ranges
+    # is_private calls private, upper-case names
+    st.sampled_from([2**31 - 1, 4000, 4001, 2**63 - 1, 16, 17, 65]),
+    st.sampled_from(["kube-system", "kube-public", "gke-managed-system", "gmp-system", "default"]),
+    st.sampled_from(["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "127.0.0.0/8"]),
+    st.sampled_from(["169.254.0.0/16", "100.64.0.0/10", "10.0.0.0/8", "UPPER", "Team"]),
 )
 values = st.recursive(
     scalars,
@@ -135,7 +141,19 @@ def stack_docs(draw: st.DrawFn) -> Any:
         parent = _get(doc, path[:-1])
         action = draw(
             st.sampled_from(
-                ["nudge", "nudge", "replace", "replace", "delete", "add", "deep", "alias", "bomb"]
+                [
+                    "nudge",
+                    "nudge",
+                    "replace",
+                    "replace",
+                    "delete",
+                    "add",
+                    "deep",
+                    "alias",
+                    "bomb",
+                    "duplicate",
+                    "strbomb",
+                ]
             )
         )
         if action == "nudge":  # a value of the same type: reaches the deeper validators
@@ -155,6 +173,14 @@ def stack_docs(draw: st.DrawFn) -> Any:
             target = _get(doc, draw(st.sampled_from(paths)))
             if isinstance(target, dict | list) and not _contains(target, parent):
                 parent[path[-1]] = target
+        elif action == "duplicate":  # an entry listed twice (a secret reader, a zone, a pool)
+            if isinstance(parent, list):
+                parent.append(copy.deepcopy(parent[path[-1]]))
+            elif isinstance(parent[path[-1]], list) and parent[path[-1]]:
+                parent[path[-1]].append(copy.deepcopy(parent[path[-1]][0]))
+        elif action == "strbomb":  # one long string aliased many times: MBs from a small file
+            text = [draw(st.sampled_from(["a", "kube-system", "10.0.0.0/8"])) * 50_000]
+            parent[path[-1]] = [text] * draw(st.integers(2, 60))
         else:
             parent[path[-1]] = _bomb(draw(st.integers(2, 12)), draw(st.integers(2, 8)))
     return doc

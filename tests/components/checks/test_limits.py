@@ -1,0 +1,139 @@
+"""Limits of what the check reads and renders (issue 24): rendered object sizes against the API
+server's limit, the YAML expansion budget, damaged carried CRD files (exit 3 naming the file) and
+stack files that are not regular files."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from components.checks import crd
+from components.checks.stack import OBJECT_BYTES_MAX, check_stack, object_size_problems
+from components.spec import StackFileError, read_stack_yaml, stack_data_from_yaml, validate
+from components.spec.loader import MAX_EXPANDED_CHARS
+from raygke.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+CARRIED = ROOT / "components" / "checks" / "crds"
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = main(list(args))
+    return rc, out.getvalue()
+
+
+# ------------------------------------------------------------------------------- object sizes
+
+
+def test_object_size_limit_is_etcds_request_limit() -> None:
+    small = {"kind": "RayJob", "metadata": {"name": "a"}, "spec": {"entrypoint": "x" * 1000}}
+    big = {
+        "kind": "RayJob",
+        "metadata": {"name": "b"},
+        "spec": {"entrypoint": "x" * OBJECT_BYTES_MAX},
+    }
+    cm = {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "x" * (1024 * 1024 + 1)}}
+    assert OBJECT_BYTES_MAX == 1536 * 1024
+    found = object_size_problems([small, big, cm])
+    assert [p.split(":")[0] for p in found] == ["RayJob b", "ConfigMap c"], found
+    assert "at most 1.5 MiB per object" in found[0] and "at most 1 MiB" in found[1]
+
+
+def test_a_job_whose_rayjob_outgrows_the_api_server_is_reported_with_nothing_else_slow() -> None:
+    data = stack_data_from_yaml((ROOT / "Pulumi.dev.yaml").read_text())
+    data["jobs"][0]["args"] = {"include": "x" * 1_700_000}  # a 1.7 MB RayJob
+    problems = check_stack(validate(data))
+    assert problems == [
+        f"RayJob {data['jobs'][0]['name']}: 1.6 MiB rendered; the API server stores at most "
+        "1.5 MiB per object (etcd's request limit): shorten what the stack puts in it (a job's "
+        "args, a runtime_env)"
+    ], problems
+
+
+def test_aliased_long_strings_are_refused_at_load() -> None:
+    """A small file whose aliases expand into many MB: refused before anything renders."""
+    text = "config:\n  x: &s " + "a" * 400_000 + "\n  y: [" + ", ".join(["*s"] * 10) + "]\n"
+    assert len(text) < 500_000
+    with pytest.raises(StackFileError) as e:
+        read_stack_yaml(text)
+    assert f"more than {MAX_EXPANDED_CHARS} characters" in e.value.problems[0]
+    # the same string used once is fine
+    assert read_stack_yaml("config:\n  x: " + "a" * 400_000 + "\n")
+
+
+# ---------------------------------------------------------------------------- damaged CRDs
+
+
+def test_every_carried_crd_file_matches_its_recorded_digest() -> None:
+    sums = sorted(CARRIED.rglob(crd.SUMS_FILE))
+    assert len(sums) == 3, sums  # kuberay v1.7.0, v1.6.2, gmp
+    for s in sums:
+        listed = {line.split()[1] for line in s.read_text().splitlines()}
+        assert listed == {p.name for p in s.parent.glob("*.yaml")}, s
+        for name in listed:
+            crd._verify(s.parent / name)  # raises when damaged
+
+
+def _copy_crds(tmp_path: Path, with_sums: bool) -> Path:
+    d = tmp_path / "crds"
+    shutil.copytree(CARRIED / "kuberay" / "v1.7.0", d)
+    if not with_sums:
+        (d / crd.SUMS_FILE).unlink()
+    f = d / "ray.io_rayclusters.yaml"
+    f.write_bytes(f.read_bytes()[:400_000])  # truncated inside the schema: still YAML
+    return d
+
+
+@pytest.mark.parametrize("with_sums", [True, False])
+def test_a_truncated_crd_is_an_internal_error_naming_the_file(tmp_path, monkeypatch, with_sums):
+    """Not 20 lines telling the user to edit their RayCluster: exit 3, the file named."""
+    d = _copy_crds(tmp_path, with_sums)
+    crd._load_schema.cache_clear()
+    crd._validator.cache_clear()
+    monkeypatch.setenv(crd.CRDS_ENV, str(d))
+    try:
+        rc, out = _cli("check", "--stack", "dev", "--no-policy")
+    finally:
+        crd._load_schema.cache_clear()
+        crd._validator.cache_clear()
+    assert rc == 3, out
+    assert f"internal error: CarriedFileError: {d / 'ray.io_rayclusters.yaml'}" in out, out
+    assert "edit ray_clusters" not in out
+    why = "SHA-256" if with_sums else "not a complete CustomResourceDefinition"
+    assert why in out, out
+
+
+def test_a_crd_file_that_is_not_yaml_is_an_internal_error(tmp_path) -> None:
+    f = tmp_path / "ray.io_rayjobs.yaml"
+    f.write_text("spec: [unclosed\n")
+    with pytest.raises(crd.CarriedFileError, match="not readable YAML"):
+        crd._load_schema(str(f), "v1")
+    assert not issubclass(crd.CarriedFileError, ValueError)  # never turned into a problem line
+
+
+# ----------------------------------------------------------------------- non-regular files
+
+
+def test_a_fifo_stack_file_is_not_a_regular_file(tmp_path) -> None:
+    fifo = tmp_path / "Pulumi.fifo.yaml"
+    os.mkfifo(fifo)
+    rc, out = _cli("check", "--config", str(fifo))  # would block forever if it were read
+    assert rc == 2 and f"cannot read {fifo}: not a regular file" in out, out
+    with pytest.raises(StackFileError, match="not a regular file"):
+        from components.spec import load_stack_file
+
+        load_stack_file(fifo)
+
+
+def test_a_directory_and_a_missing_file_say_what_they_are(tmp_path) -> None:
+    rc, out = _cli("check", "--config", str(tmp_path))
+    assert rc == 2 and "is a directory" in out, out
+    rc, out = _cli("check", "--config", str(tmp_path / "nope.yaml"))
+    assert rc == 2 and "no such file" in out, out
