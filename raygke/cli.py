@@ -282,31 +282,52 @@ def _writable_folder_or_exit(out: Path) -> None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+DOCS_FILE = Path("docs/stack-config.md")
+
+
 @app.command()
 def docs(
-    out: Path = typer.Option(
-        Path("docs/stack-config.md"), "--out", "-o", help="Where the reference is written"
+    write: bool = typer.Option(
+        False, "--write", help="Write the reference to --out (the tracked file) instead of stdout"
     ),
     check: bool = typer.Option(
-        False, "--check", help="Write nothing; exit 1 when the file differs from the model"
+        False, "--check", help="Write nothing; exit 1 when --out differs from the model (for CI)"
+    ),
+    out: Path = typer.Option(
+        DOCS_FILE, "--out", "-o", help="The file --write writes and --check compares"
     ),
 ) -> None:
-    """Write the stack file reference, generated from the stack model (or check it is current)."""
+    """Print the stack file reference, generated from the stack model (``--write``: write it to
+    the tracked file; ``--check``: exit 1 when that file is stale)."""
     from components.spec.reference import render_reference
 
+    if write and check:
+        err.print("error: --write and --check exclude each other", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     text = render_reference()
     if check:
         if not out.is_file():
-            err.print(f"{out} does not exist; write it: raygke docs --out {out}", markup=False)
+            err.print(
+                f"{out} does not exist; write it: raygke docs --write --out {out}", markup=False
+            )
             raise typer.Exit(EXIT_FAILED)
         if out.read_text() != text:
-            err.print(f"{out} differs from the stack model; regenerate it: raygke docs --out {out}")
+            err.print(
+                f"{out} differs from the stack model; regenerate it: raygke docs --write --out {out}",
+                markup=False,
+            )
             raise typer.Exit(EXIT_FAILED)
         console.print(f"[green]ok[/] {escape(str(out))} matches the stack model")
         return
+    if not write:
+        if out != DOCS_FILE:
+            err.print("error: --out is the file of --write or --check; give one", markup=False)
+            raise typer.Exit(EXIT_USAGE)
+        sys.stdout.write(text)
+        return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    console.print(f"wrote {out}")
+    console.print(f"wrote {escape(str(out))}")
 
 
 app.add_typer(local.app, name="local", help="The local Ray environment (no cloud).")
