@@ -195,8 +195,19 @@ DIFF_FORMATS = ("text", "markdown", "json")
 
 @app.command()
 def diff(
-    stack: str = typer.Option(..., "--stack", "-s", help="Stack name: Pulumi.NAME.yaml"),
-    base: str = typer.Option("HEAD", "--base", help="Git revision of the base side"),
+    stack: str | None = typer.Option(
+        None, "--stack", "-s", help="Stack name: Pulumi.NAME.yaml at both revisions"
+    ),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        help="A stack file in this repository: the working tree's version against its version "
+        "at --base (default: main)",
+    ),
+    base: str | None = typer.Option(
+        None, "--base", help="Git revision of the base side (default: HEAD; main with --config)"
+    ),
     head: str | None = typer.Option(
         None, "--head", help="Git revision of the head side (default: the working tree)"
     ),
@@ -207,24 +218,21 @@ def diff(
     sets: SetOption = None,
 ) -> None:
     """The plan between two offline renders (create, update, replace with the field that forces
-    it, delete), with the cost delta at minimum and maximum scale."""
+    it, delete), with the cost delta at minimum and maximum scale. ``--set`` values apply to the
+    head side only (the change you are trying), never to the base."""
     if fmt not in DIFF_FORMATS:
         err.print(
             f"error: --format {fmt!r}: expected one of {', '.join(DIFF_FORMATS)}", markup=False
         )
         raise typer.Exit(EXIT_USAGE)
+    if (stack is None) == (config is None):
+        err.print("error: give exactly one of --stack NAME or --config FILE", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     parse_sets_or_exit(sets)  # a bad --set is a usage error before anything renders
     from raygke import diff as rdiff
 
-    sets = list(sets or [])
     try:
-        root = rdiff.repo_root()
-        with rdiff.side(root, stack, base, sets) as b, rdiff.side(root, stack, head, sets) as h:
-            if b.stack_file is None and h.stack_file is None:
-                err.print(f"error: --stack {stack}: no Pulumi.{stack}.yaml on either side")
-                raise typer.Exit(EXIT_USAGE)
-            plan = rdiff.compare(b.records, h.records, stack, b.label, h.label)
-            plan.cost = rdiff.cost_delta(b.records, h.records)
+        plan = rdiff.plan_sides(stack, config, base, head, list(sets or []))
     except rdiff.DiffError as e:
         err.print(f"error: {e}", markup=False)
         raise typer.Exit(e.code) from None

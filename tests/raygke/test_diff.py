@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from components.builders.replacement import RULES, forcing_fields, rule_for
+from components.builders.replacement import COMPONENT_RULE, RULES, forcing_fields, rule_for
 from raygke.diff import compare, render_json, render_markdown
 
 POOL = "gcp:container/nodePool:NodePool"
@@ -173,7 +173,7 @@ def test_renders_without_options_are_matched_by_type_and_name():
 @pytest.mark.parametrize("typ", sorted(RULES))
 def test_every_rule_cites_a_source_and_has_fields(typ):
     rule = RULES[typ]
-    assert rule.source.startswith("https://") and rule.fields
+    assert rule.source.startswith("https://") and (rule.fields or rule.in_place)
 
 
 def test_node_pool_table_matches_the_provider_facts():
@@ -208,7 +208,7 @@ def test_kubernetes_objects_replace_on_rename_only():
     assert rule_for("kubernetes:core/v1:Namespace") is not None
     assert forcing_fields("kubernetes:core/v1:ServiceAccount", ["metadata.name"])
     assert not forcing_fields("kubernetes:core/v1:ServiceAccount", ["metadata.labels.a"])
-    assert rule_for("ray-gke:nodepool:NodePool") is None
+    assert rule_for("ray-gke:nodepool:NodePool") is COMPONENT_RULE
 
 
 def test_cli_usage_errors_exit_2(capsys):
