@@ -289,3 +289,36 @@ def test_a_document_in_a_string_is_compared_leaf_by_leaf() -> None:
         }
 
     assert changed_inputs(job(100), job(200)) == [("spec.entrypoint.argv[4].steps", 100, 200)]
+
+
+def test_stack_label_and_default_base(tmp_path) -> None:
+    import subprocess
+    from pathlib import Path
+
+    from raygke.diff import DiffError, default_base, stack_label
+
+    assert stack_label("prod", None) == "prod"
+    assert stack_label(None, Path("stacks/Pulumi.mine.yaml")) == "mine"
+    assert stack_label(None, Path("mine.yaml")) == "mine.yaml"
+    subprocess.run(["git", "init", "-q", "-b", "work", str(tmp_path)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        cwd=tmp_path,
+        check=True,
+    )
+    assert default_base(tmp_path, None) == "HEAD"
+    with pytest.raises(DiffError, match="give --base REV"):
+        default_base(tmp_path, Path("Pulumi.dev.yaml"))
+    subprocess.run(["git", "branch", "main"], cwd=tmp_path, check=True)
+    assert default_base(tmp_path, Path("Pulumi.dev.yaml")) == "main"
