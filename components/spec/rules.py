@@ -473,6 +473,19 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
                 )
 
 
+def ray_version_locked(cfg: StackConfig) -> Iterable[str]:
+    """``ray.version`` has a locked requirement set when the stack builds any of the project's
+    images (:func:`components.builders.images.ray_version_problem`): the base image follows
+    ``ray.version`` and the pins follow the lock, so the two must be the same Ray."""
+    from components.builders.images import kinds_to_build, ray_version_problem
+
+    if not kinds_to_build(cfg):
+        return
+    problem = ray_version_problem(cfg.ray.version)
+    if problem:
+        yield f"ray.version {problem}"
+
+
 def service_identity_can_read(cfg: StackConfig) -> Iterable[str]:
     """A service's ``service_account`` is a declared workload identity that may read the
     checkpoints (the model) and artifacts (the workloads archive, its ``working_dir``) buckets
@@ -586,6 +599,7 @@ RULES: tuple[Rule, ...] = (
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),
+    _rule(ray_version_locked, "ray", "jobs", "node_pools", "ray_clusters", "services"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay", "services"),
 )
