@@ -912,8 +912,8 @@ def bucket_location_problem(location: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Prices (USD per hour, list prices, no committed-use or sustained-use discounts), for the regions
-# the shipped stacks use. A price that is not here is unknown: ``raygke cost`` shows it as unknown,
+# Prices (USD per hour, list prices, no committed-use or sustained-use discounts), from the dated
+# price list components/prices.json (components.prices). A price that is not there is unknown: ``raygke cost`` shows it as unknown,
 # never as zero.
 #
 # Sources:
@@ -929,7 +929,7 @@ def bucket_location_problem(location: str) -> str | None:
 #   https://cloud.google.com/compute/docs/instances/reservations-overview ("reserved resources are
 #   charged at the same on-demand rates as running VMs").
 
-PRICES_RECORDED = "2026-11-30"
+PRICES_RECORDED = "2026-12-01"  # the date of components/prices.json
 HOURS_PER_MONTH = 730
 _CAT = (
     "https://github.com/skypilot-org/skypilot-catalog/blob/"
@@ -958,44 +958,21 @@ class Price:
     note: str = ""
 
 
-def _p(on_demand: float, spot: float, note: str = "") -> Price:
-    return Price(on_demand, spot, _CAT, note=note)
-
-
-_LINEAR = "derived: {base} x{k}; the series is priced per vCPU and GB, linear across sizes in the same file"
 
 CLUSTER_FEE = Price(0.10, 0.10, GKE_PRICING)
 
-# (region, machine type) -> price of the VM without GPUs or TPUs [PRICE-CAT].
-MACHINE_PRICES: Mapping[tuple[str, str], Price] = {
-    ("us-east5", "e2-standard-8"): _p(
-        0.26804, 0.06054, _LINEAR.format(base="e2-standard-4 (0.13402, spot 0.03027)", k=2)
-    ),
-    ("us-central1", "e2-standard-8"): _p(
-        0.26804, 0.11758, _LINEAR.format(base="e2-standard-4 (0.13402, spot 0.05879)", k=2)
-    ),
-    ("us-east5", "n2-standard-8"): _p(0.38847, 0.14912),
-    ("us-central1", "n2-standard-8"): _p(0.38847, 0.12701),
-    ("us-east5", "n2-standard-16"): _p(
-        0.77694, 0.29824, _LINEAR.format(base="n2-standard-8 (0.38847, spot 0.14912)", k=2)
-    ),
-    ("us-central1", "g2-standard-4"): _p(0.14679, 0.05874),
-    ("us-east5", "a3-highgpu-8g"): _p(10.65487, 2.32627),
-}
+# (region, machine type) -> price of the VM without GPUs or TPUs; (region, GKE GPU type) -> price
+# per GPU; (region, TPU generation) -> price per chip: every family, GPU and generation of this
+# catalog in every region the price list has, from components/prices.json [PRICE-CAT]
+# (components.prices: its sources, date and derivation).
+from components.prices import build_tables as _build_price_tables  # noqa: E402
 
-# (region, GKE GPU type) -> price per GPU [PRICE-CAT].
-GPU_PRICES: Mapping[tuple[str, str], Price] = {
-    ("us-east5", "nvidia-h100-80gb"): _p(11.03385, 2.4081),
-    ("us-central1", "nvidia-l4"): _p(0.56004, 0.2231),
-}
-
-# (region, TPU generation) -> price per chip [PRICE-CAT] (tpu-<gen>-1 rows).
-TPU_CHIP_PRICES: Mapping[tuple[str, str], Price] = {
-    ("us-east5", "v6e"): _p(2.70, 1.215),
-    ("us-central1", "v6e"): _p(2.70, 0.54421),
-    ("us-east5", "v5e"): _p(1.20, 0.60),
-    ("us-central1", "v5e"): _p(1.20, 0.24493),
-}
+MACHINE_PRICES: Mapping[tuple[str, str], Price]
+GPU_PRICES: Mapping[tuple[str, str], Price]
+TPU_CHIP_PRICES: Mapping[tuple[str, str], Price]
+MACHINE_PRICES, GPU_PRICES, TPU_CHIP_PRICES = _build_price_tables(
+    MACHINE_SHAPES, GCP_REGIONS, Price
+)
 
 
 def tpu_machine(machine_type: str) -> tuple[str, int] | None:
