@@ -958,7 +958,6 @@ class Price:
     note: str = ""
 
 
-
 CLUSTER_FEE = Price(0.10, 0.10, GKE_PRICING)
 
 # (region, machine type) -> price of the VM without GPUs or TPUs; (region, GKE GPU type) -> price

@@ -143,3 +143,12 @@ def test_cost_of_a_dev_copy_with_l4x4_in_europe_west4_has_no_unknown(tmp_path: P
     assert "unknown" not in r.stdout
     assert "g2-standard-48" in r.stdout and "4 x nvidia-l4" in r.stdout
     assert "europe-west4" in r.stdout
+
+
+def test_shipped_list_is_exactly_its_documented_seed() -> None:
+    """Every number of prices.json comes from a cited source row or the stated derivation
+    (components/prices_seed.py), so the file equals what the seed writes."""
+    from components.prices import PRICES_FILE
+    from components.prices_seed import text
+
+    assert PRICES_FILE.read_text() == text()
