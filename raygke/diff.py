@@ -15,10 +15,18 @@ URN and each gets one operation, as ``pulumi preview`` would show it:
   ``replace_on_changes``, ``delete_before_replace``, ``retain_on_delete``, ``provider``). Paths under
   the resource's ``ignore_changes`` are left out, as the engine does.
 * ``same``: counted only.
+* recreated dependents: a replaced resource replaces what lives inside it
+  (:func:`components.builders.replacement.recreated_by`): a replaced cluster replaces its
+  Kubernetes provider, hence every object that provider manages; node pools, keys, IAM members and
+  bucket objects of a replaced parent. Their reason reads ``recreated: ...``.
+
+``--config FILE`` diffs a stack file in the repository against its version at ``--base`` (default
+``main``); ``--set`` values apply to the head side only (:func:`plan_sides`).
 
 Flags on an operation: a replace/delete of a resource with ``protect`` (the engine refuses it), of a
 cluster with ``deletionProtection`` (the provider refuses it), of a bucket without ``forceDestroy``
-(fails if the bucket holds objects), and a replace of a fixed-name resource without
+(fails if the bucket holds objects) or with it (``data loss``: the bucket and its objects are
+deleted), and a replace of a fixed-name resource without
 ``delete_before_replace`` whose name and scope (project, location, key ring, namespace...) stay
 the same (create-before-delete fails with "already exists").
 
