@@ -430,8 +430,8 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
 
 
 def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
-    """A job that reads a training run (a workload with ``name`` and ``checkpoint`` arguments that
-    writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
+    """A job that reads a training run (a workload of :data:`workloads.registry.WORKLOADS` with
+    ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
     (:func:`components.builders.manifests.job_args`), so ``args.name`` (its default when unset)
     names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
     lies in the checkpoints bucket under that job's folder. Each problem names the field, the
@@ -476,7 +476,9 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
 def ray_version_locked(cfg: StackConfig) -> Iterable[str]:
     """``ray.version`` has a locked requirement set when the stack builds any of the project's
     images (:func:`components.builders.images.ray_version_problem`): the base image follows
-    ``ray.version`` and the pins follow the lock, so the two must be the same Ray."""
+    ``ray.version`` and the pins follow the lock (:mod:`components.builders.images`, the
+    ``images/requirements-*.txt`` files), so the two must be the same Ray. Base image tags:
+    https://hub.docker.com/r/rayproject/ray."""
     from components.builders.images import kinds_to_build, ray_version_problem
 
     if not kinds_to_build(cfg):

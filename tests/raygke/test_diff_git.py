@@ -160,3 +160,34 @@ def test_config_with_base_rev_and_a_file_outside_the_repo(repo: Path, tmp_path: 
     assert "outside the git work tree" in r.stderr
     both = _diff_config(repo, "--config", "Pulumi.dev.yaml", "--stack", "dev")
     assert both.returncode == 2 and "exactly one of --stack NAME or --config FILE" in both.stderr
+
+
+def test_renaming_the_dev_cluster_end_to_end(repo: Path) -> None:
+    """`raygke diff --stack dev --set cluster.name=...`: the registry repository is replaced
+    (repositoryId), the in-cluster objects are recreated with the cluster, and each bucket is a
+    data-loss warning naming it."""
+    r = _diff_config(repo, "--stack", "dev", "--set", "cluster.name=ray-dev2", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    by_type: dict[str, list[dict]] = {}
+    for c in plan["changes"]:
+        by_type.setdefault(c["type"], []).append(c)
+    (repo_change,) = by_type["gcp:artifactregistry/repository:Repository"]
+    assert repo_change["op"] == "replace"
+    assert any(x.startswith("repositoryId") for x in repo_change["reasons"])
+    for kind in (
+        "kubernetes:core/v1:Namespace",
+        "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
+        "kubernetes:helm.sh/v3:Release",
+        "kubernetes:core/v1:Secret",
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+        "kubernetes:ray.io/v1:RayCluster",
+        "kubernetes:ray.io/v1:RayJob",
+    ):
+        assert by_type[kind] and all(c["op"] == "replace" for c in by_type[kind]), kind
+    (ns,) = by_type["kubernetes:core/v1:Namespace"]
+    assert ns["reasons"] == ["recreated: its provider kuberay-k8s is replaced"]
+    buckets = by_type["gcp:storage/bucket:Bucket"]
+    assert len(buckets) == 3
+    for b in buckets:
+        assert any(f.startswith("data loss") and "ray-gke-dev-ray-dev-" in f for f in b["flags"])
