@@ -322,3 +322,49 @@ def test_stack_label_and_default_base(tmp_path) -> None:
         default_base(tmp_path, Path("Pulumi.dev.yaml"))
     subprocess.run(["git", "branch", "main"], cwd=tmp_path, check=True)
     assert default_base(tmp_path, Path("Pulumi.dev.yaml")) == "main"
+
+
+def test_deleting_or_replacing_a_force_destroyed_bucket_is_a_data_loss_warning() -> None:
+    bucket = {
+        "type": "gcp:storage/bucket:Bucket",
+        "name": "storage-checkpoints",
+        "urn": "urn:b",
+        "parent": None,
+        "inputs": {"name": "p-ray-checkpoints", "location": "US", "forceDestroy": True},
+        "options": {**_pool()["options"], "ignore_changes": [], "delete_before_replace": False},
+    }
+    (gone,) = compare([bucket], [], "dev").changes
+    assert gone.op == "delete"
+    assert any(f.startswith("data loss") and "p-ray-checkpoints" in f for f in gone.flags)
+    kept = _edit(bucket, inputs__forceDestroy=False)
+    (guarded,) = compare([kept], [], "dev").changes
+    assert not any(f.startswith("data loss") for f in guarded.flags)
+    assert any("fails if bucket p-ray-checkpoints holds objects" in f for f in guarded.flags)
+
+
+def test_a_replaced_parent_recreates_its_children_and_the_count_moves() -> None:
+    opts = {**_pool()["options"], "ignore_changes": [], "delete_before_replace": False}
+    ring = {
+        "type": "gcp:kms/keyRing:KeyRing",
+        "name": "ring",
+        "urn": "urn:ring",
+        "parent": None,
+        "inputs": {"name": "r1", "location": "us-central1", "project": "p"},
+        "options": opts,
+    }
+    key = {
+        "type": "gcp:kms/cryptoKey:CryptoKey",
+        "name": "key",
+        "urn": "urn:key",
+        "parent": None,
+        "inputs": {"name": "k", "keyRing": "projects/p/locations/us-central1/keyRings/r1"},
+        "options": {**opts, "depends_on": ["gcp:kms/keyRing:KeyRing::ring"]},
+    }
+    other = {**key, "name": "other", "urn": "urn:o", "options": {**opts, "depends_on": []}}
+    moved = _edit(ring, inputs__project="p2")  # the ring is replaced, its name kept
+    plan = compare([ring, key, other], [moved, key, other], "dev")
+    ops = {c.name: c for c in plan.changes}
+    assert ops["ring"].op == "replace"
+    assert ops["key"].op == "replace"
+    assert ops["key"].reasons == ["recreated: keyRing names r1, which is replaced"]
+    assert "other" not in ops and plan.unchanged == 1
