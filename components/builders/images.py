@@ -195,43 +195,10 @@ def project_pins(root: Path = ROOT) -> dict[str, str]:
     return out
 
 
-RAY = "ray"
-
-
-def locked_ray_versions(root: Path = ROOT) -> tuple[str, ...]:
-    """The Ray versions the repository has locked requirement sets for: the ``ray==`` pin of the
-    generated ``images/requirements-<kind>.txt`` (one set, from ``pyproject.toml``; every kind
-    carries the same pin, :func:`requirements`). The project's images build on
-    ``rayproject/ray:<ray.version>...`` and install that set, so only these versions give an
-    image whose Ray agrees with its base (:func:`ray_version_problem`)."""
-    found = {pins(kind, root).get(RAY) for kind in IMAGE_KINDS}
-    return tuple(sorted(v for v in found if v))
-
-
-def ray_version_problem(version: str, root: Path = ROOT) -> str | None:
-    """Why the project cannot build its images for Ray ``version``, else None: the version has
-    no locked requirement set (:func:`locked_ray_versions`), so the image's base would be Ray
-    ``version`` while its pins install another Ray. A version newer than every locked one is
-    also not a release the repository knows (e.g. ``2.99.0``)."""
-    locked = locked_ray_versions(root)
-    if version in locked:
-        return None
-    newest = max(locked, key=lambda v: tuple(int(x) for x in v.split(".")), default=None)
-    newer = newest is not None and tuple(int(x) for x in version.split(".")) > tuple(
-        int(x) for x in newest.split(".")
-    )
-    why = (
-        f"is newer than every Ray release this repository knows (newest locked: {newest})"
-        if newer
-        else "has no locked requirement set in this repository"
-    )
-    return (
-        f"{version!r} {why}; the project's images pin ray=={' / '.join(locked) or 'none'} "
-        f"(images/requirements-*.txt), so they would disagree with a rayproject/ray:{version} "
-        f"base. Versions with locks: {', '.join(locked) or 'none'}. To move Ray: change the ray "
-        "pin in pyproject.toml, run `raygke images lock`, then set ray.version (or give prebuilt "
-        "ray.images for every kind)"
-    )
+# The Ray versions with locked requirement sets, and why another is refused (spec layer: the
+# stack's rules refuse it): re-exported here.
+from components.spec.locks import locked_ray_versions as locked_ray_versions  # noqa: E402
+from components.spec.locks import ray_version_problem as ray_version_problem  # noqa: E402
 
 
 def pool_image_kind(pool: object) -> str:

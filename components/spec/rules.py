@@ -436,7 +436,7 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
     names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
     lies in the checkpoints bucket under that job's folder. Each problem names the field, the
     value and the valid training jobs."""
-    from components.builders.naming import bucket_name
+    from components.spec.names import bucket_name
 
     jobs = {j.name: j for j in cfg.jobs}
     writers = [
@@ -474,16 +474,20 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
 
 
 def ray_version_locked(cfg: StackConfig) -> Iterable[str]:
-    """``ray.version`` has a locked requirement set when the stack builds any of the project's
-    images (:func:`components.builders.images.ray_version_problem`): the base image follows
-    ``ray.version`` and the pins follow the lock (:mod:`components.builders.images`, the
-    ``images/requirements-*.txt`` files), so the two must be the same Ray. Base image tags:
-    https://hub.docker.com/r/rayproject/ray."""
-    from components.builders.images import kinds_to_build, ray_version_problem
+    """``ray.version`` has a locked requirement set (:func:`components.spec.locks.ray_version_problem`)
+    when the stack builds any of the project's images: the base image follows ``ray.version`` and
+    the pins follow the lock (:mod:`components.spec.locks`), so the two must be the same Ray. The
+    stack builds the CPU image unless ``ray.images.cpu`` is given (every head runs it), the GPU
+    and TPU images when it has such pools and no prebuilt image for them."""
+    from components.spec.locks import ray_version_problem
 
-    if not kinds_to_build(cfg):
-        return
-    problem = ray_version_problem(cfg.ray.version)
+    images = cfg.ray.images
+    builds = (
+        images.get("cpu") is None
+        or (any(isinstance(p, GpuPool) for p in cfg.node_pools) and images.get("gpu") is None)
+        or (any(isinstance(p, TpuPool) for p in cfg.node_pools) and images.get("tpu") is None)
+    )
+    problem = ray_version_problem(cfg.ray.version) if builds else None
     if problem:
         yield f"ray.version {problem}"
 
@@ -601,7 +605,7 @@ RULES: tuple[Rule, ...] = (
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),
-    _rule(ray_version_locked, "ray", "jobs", "node_pools", "ray_clusters", "services"),
+    _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay", "services"),
 )

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from components import catalog
 from components.builders.cost import pool_cost
-from components.prices import build_tables, price_list
-from components.prices_refresh import parse_skus, price_document, unit_price
+from components.catalog import build_tables, price_list
+from raygke.prices_refresh import parse_skus, price_document, unit_price
 from tests.helpers import ROOT
 
 FIXTURE = Path(__file__).parent / "fixtures" / "billing_skus.json"
@@ -147,8 +147,8 @@ def test_cost_of_a_dev_copy_with_l4x4_in_europe_west4_has_no_unknown(tmp_path: P
 
 def test_shipped_list_is_exactly_its_documented_seed() -> None:
     """Every number of prices.json comes from a cited source row or the stated derivation
-    (components/prices_seed.py), so the file equals what the seed writes."""
-    from components.prices import PRICES_FILE
-    from components.prices_seed import text
+    (raygke/prices_seed.py), so the file equals what the seed writes."""
+    from components.catalog import PRICES_FILE
+    from raygke.prices_seed import text
 
     assert PRICES_FILE.read_text() == text()

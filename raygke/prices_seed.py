@@ -1,8 +1,8 @@
 """How the shipped ``components/prices.json`` was seeded offline (no Billing API access): from the
 figures of two cited sources, by the rules in the file's ``derivation``. ``python -m
-components.prices_seed`` rewrites the file; a test checks the shipped file equals this output, so
+raygke.prices_seed`` rewrites the file; a test checks the shipped file equals this output, so
 every number in it is traceable to a source row or a stated derivation. With API access,
-:mod:`components.prices_refresh` replaces it with SKU prices.
+:mod:`raygke.prices_refresh` replaces it with SKU prices.
 
 Sources (public files, read 2026-12-01): SKY = SkyPilot's GCP catalog (generated from the Cloud
 Billing Catalog API), CA = Kubernetes cluster-autoscaler's GCE price table (us-central1 list
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("prices.json")
+OUT = Path(__file__).resolve().parents[1] / "components" / "prices.json"
 
 
 def seed() -> dict[str, Any]:
@@ -185,7 +185,7 @@ def seed() -> dict[str, Any]:
         "recorded": "2026-12-01",
         "currency": "USD",
         "unit": "per hour; machine families per vCPU and per GB of memory (GPUs of A2/A3/G2 excluded), GPUs per GPU, TPUs per chip",
-        "generator": "python -m components.prices_refresh (Cloud Billing Catalog API); this file: python -m components.prices_seed (offline, from SKY and CA as described in derivation)",
+        "generator": "python -m raygke.prices_refresh (Cloud Billing Catalog API); this file: python -m raygke.prices_seed (offline, from SKY and CA as described in derivation)",
         "sources": {
             "SKY": SKY,
             "CA": CA,

@@ -2,7 +2,7 @@
 
 Usage (needs network and an API key with the Cloud Billing API enabled; nothing else):
 
-    python -m components.prices_refresh --api-key "$KEY" [--out components/prices.json]
+    python -m raygke.prices_refresh --api-key "$KEY" [--out components/prices.json]
 
 It lists the SKUs of the Compute Engine service (``services/6F81-5844-456A``) with
 ``GET https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus?key=KEY&pageToken=...``
@@ -19,7 +19,7 @@ It lists the SKUs of the Compute Engine service (``services/6F81-5844-456A``) wi
 
 A price is ``units + nanos / 1e9`` of the last tiered rate of the first ``pricingInfo`` entry
 (``pricingExpression.tieredRates``), for each region in the SKU's ``serviceRegions``. The result
-has the shape :mod:`components.prices` reads, dated today, with ``sources`` naming the API.
+has the shape :mod:`components.catalog` reads, dated today, with ``sources`` naming the API.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def price_document(parsed: Mapping[str, Any], today: str) -> dict[str, Any]:
         "currency": "USD",
         "unit": "per hour; machine families per vCPU and per GB (GPUs apart), GPUs per GPU, "
         "TPUs per chip",
-        "generator": "python -m components.prices_refresh (Cloud Billing Catalog API)",
+        "generator": "python -m raygke.prices_refresh (Cloud Billing Catalog API)",
         "sources": {
             "API": f"{API}/{COMPUTE_SERVICE}/skus (and {TPU_SERVICE})",
             "SKY": f"{API}/{COMPUTE_SERVICE}/skus",
@@ -186,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover
     """Fetch, parse and write the price list; 0 on success, 2 on a usage or network error."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--api-key", required=True)
-    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("prices.json"))
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "components" / "prices.json",
+    )
     ap.add_argument("--tpu-service", default=TPU_SERVICE)
     args = ap.parse_args(argv)
     try:
