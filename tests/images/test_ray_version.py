@@ -76,3 +76,14 @@ def test_check_with_an_unreleased_ray_version_exits_1() -> None:
     )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "ray.version '2.99.0'" in r.stderr
+
+
+def test_images_lock_check_names_the_locked_ray_version() -> None:
+    from typer.testing import CliRunner
+
+    from raygke.cli import app
+
+    (version,) = locked_ray_versions()
+    r = CliRunner().invoke(app, ["images", "lock", "--check"])
+    assert r.exit_code == 0, r.output
+    assert f"lock Ray {version}" in r.output
