@@ -45,6 +45,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/hadolint images/*/Dockerfile
 	$(BIN)/raygke images lock --check
+	$(BIN)/raygke docs --check
 
 check: $(STAMP)
 	$(BIN)/raygke check --stack dev

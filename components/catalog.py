@@ -54,9 +54,12 @@ The zone lists are not complete (Google adds zones); pools can override the zone
 from __future__ import annotations
 
 import difflib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 TPU_RESOURCE = "google.com/tpu"
@@ -912,8 +915,8 @@ def bucket_location_problem(location: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Prices (USD per hour, list prices, no committed-use or sustained-use discounts), for the regions
-# the shipped stacks use. A price that is not here is unknown: ``raygke cost`` shows it as unknown,
+# Prices (USD per hour, list prices, no committed-use or sustained-use discounts), from the dated
+# price list components/prices.json. A price that is not there is unknown: ``raygke cost`` shows it as unknown,
 # never as zero.
 #
 # Sources:
@@ -929,7 +932,7 @@ def bucket_location_problem(location: str) -> str | None:
 #   https://cloud.google.com/compute/docs/instances/reservations-overview ("reserved resources are
 #   charged at the same on-demand rates as running VMs").
 
-PRICES_RECORDED = "2026-11-30"
+PRICES_RECORDED = "2026-12-01"  # the date of components/prices.json
 HOURS_PER_MONTH = 730
 _CAT = (
     "https://github.com/skypilot-org/skypilot-catalog/blob/"
@@ -958,44 +961,105 @@ class Price:
     note: str = ""
 
 
-def _p(on_demand: float, spot: float, note: str = "") -> Price:
-    return Price(on_demand, spot, _CAT, note=note)
-
-
-_LINEAR = "derived: {base} x{k}; the series is priced per vCPU and GB, linear across sizes in the same file"
-
 CLUSTER_FEE = Price(0.10, 0.10, GKE_PRICING)
 
-# (region, machine type) -> price of the VM without GPUs or TPUs [PRICE-CAT].
-MACHINE_PRICES: Mapping[tuple[str, str], Price] = {
-    ("us-east5", "e2-standard-8"): _p(
-        0.26804, 0.06054, _LINEAR.format(base="e2-standard-4 (0.13402, spot 0.03027)", k=2)
-    ),
-    ("us-central1", "e2-standard-8"): _p(
-        0.26804, 0.11758, _LINEAR.format(base="e2-standard-4 (0.13402, spot 0.05879)", k=2)
-    ),
-    ("us-east5", "n2-standard-8"): _p(0.38847, 0.14912),
-    ("us-central1", "n2-standard-8"): _p(0.38847, 0.12701),
-    ("us-east5", "n2-standard-16"): _p(
-        0.77694, 0.29824, _LINEAR.format(base="n2-standard-8 (0.38847, spot 0.14912)", k=2)
-    ),
-    ("us-central1", "g2-standard-4"): _p(0.14679, 0.05874),
-    ("us-east5", "a3-highgpu-8g"): _p(10.65487, 2.32627),
-}
+# (region, machine type) -> price of the VM without GPUs or TPUs; (region, GKE GPU type) -> price
+# per GPU; (region, TPU generation) -> price per chip: every family, GPU and generation of this
+# catalog in every region the price list has [PRICE-CAT].
+#
+# The price list ``components/prices.json``: dated, sourced hourly list prices for every machine
+# family, GPU and TPU generation of :mod:`components.catalog`, on-demand and Spot, per region.
+#
+# The file (its ``sources``, ``recorded`` date and ``derivation`` say where each figure comes from)
+# holds:
+#
+# * ``families.<series>.regions.<region>``: ``vcpu``, ``gb``, ``vcpu_spot``, ``gb_spot``: USD per
+#   vCPU-hour and per GB-hour; a machine type costs ``vcpus x vcpu + memory_gb x gb`` (the GPUs of
+#   A2/A3/G2 types are priced apart, as Compute Engine bills them:
+#   https://cloud.google.com/compute/vm-instance-pricing#accelerator-optimized);
+# * ``gpus.<gke gpu type>.regions.<region>``: ``on_demand``, ``spot`` per GPU-hour;
+# * ``tpus.<generation>.regions.<region>``: ``on_demand``, ``spot`` per chip-hour;
+# * ``exact``: ``"<region>/<machine | gpu | generation>": [on_demand, spot]`` rows read as they are
+#   from a source, used instead of a derived figure.
+#
+# ``python -m raygke.prices_refresh`` regenerates the file from the Cloud Billing Catalog API;
+# ``python -m raygke.prices_seed`` wrote the shipped one offline from its two cited sources.
 
-# (region, GKE GPU type) -> price per GPU [PRICE-CAT].
-GPU_PRICES: Mapping[tuple[str, str], Price] = {
-    ("us-east5", "nvidia-h100-80gb"): _p(11.03385, 2.4081),
-    ("us-central1", "nvidia-l4"): _p(0.56004, 0.2231),
-}
+PRICES_FILE = Path(__file__).with_name("prices.json")
 
-# (region, TPU generation) -> price per chip [PRICE-CAT] (tpu-<gen>-1 rows).
-TPU_CHIP_PRICES: Mapping[tuple[str, str], Price] = {
-    ("us-east5", "v6e"): _p(2.70, 1.215),
-    ("us-central1", "v6e"): _p(2.70, 0.54421),
-    ("us-east5", "v5e"): _p(1.20, 0.60),
-    ("us-central1", "v5e"): _p(1.20, 0.24493),
-}
+
+@cache
+def price_list(path: Path = PRICES_FILE) -> dict[str, Any]:
+    """The parsed price list (cached)."""
+    return json.loads(path.read_text())
+
+
+def build_tables(
+    shapes: Mapping[str, Any],
+    regions: Mapping[str, str],
+    make_price: Callable[..., Any],
+    data: Mapping[str, Any] | None = None,
+) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], Any], dict[tuple[str, str], Any]]:
+    """``(machine, gpu, tpu_chip)`` tables keyed ``(region, name)`` for every region of
+    ``regions`` the list prices.
+
+    Args:
+        shapes: machine type -> shape (``series``, ``vcpus``, ``memory_gb``, ``tpu``):
+            :data:`components.catalog.MACHINE_SHAPES`.
+        regions: the catalog's regions (:data:`components.catalog.GCP_REGIONS`).
+        make_price: ``(on_demand, spot, source, recorded=..., note=...)`` -> a price object
+            (:class:`components.catalog.Price`).
+        data: the parsed list (default: :func:`price_list`).
+    """
+    d = data if data is not None else price_list()
+    recorded = d["recorded"]
+    sources = d["sources"]
+    machines: dict[tuple[str, str], Any] = {}
+    for name, shape in shapes.items():
+        if shape.tpu:
+            continue
+        fam = d["families"].get(shape.series)
+        if fam is None:
+            continue
+        src = f"{sources['CA']} (us-central1 rates) x {sources['SKY']} (regional factors)"
+        for region, r in fam["regions"].items():
+            if region not in regions:
+                continue
+            od = shape.vcpus * r["vcpu"] + shape.memory_gb * r["gb"]
+            spot = shape.vcpus * r["vcpu_spot"] + shape.memory_gb * r["gb_spot"]
+            note = (
+                f"derived: {shape.vcpus:g} vCPU x {r['vcpu']} + {shape.memory_gb:g} GB x {r['gb']}"
+                " (components/prices.json derivation)"
+            )
+            machines[(region, name)] = make_price(
+                round(od, 5), round(spot, 5), src, recorded=recorded, note=note
+            )
+
+    def accel(section: str) -> dict[tuple[str, str], Any]:
+        out: dict[tuple[str, str], Any] = {}
+        for name, entry in d[section].items():
+            note = "derived: " + "; ".join(
+                x for x in (entry.get("note"), "x the regional factor of prices.json") if x
+            )
+            for region, r in entry["regions"].items():
+                if region in regions:
+                    out[(region, name)] = make_price(
+                        r["on_demand"], r["spot"], entry["source"], recorded=recorded, note=note
+                    )
+        return out
+
+    gpus, tpus = accel("gpus"), accel("tpus")
+    for section, table in (("machines", machines), ("gpus", gpus), ("tpus", tpus)):
+        for key, (od, spot) in d["exact"][section].items():
+            region, _, name = key.partition("/")
+            table[(region, name)] = make_price(od, spot, sources["SKY"], recorded=recorded)
+    return machines, gpus, tpus
+
+
+MACHINE_PRICES: Mapping[tuple[str, str], Price]
+GPU_PRICES: Mapping[tuple[str, str], Price]
+TPU_CHIP_PRICES: Mapping[tuple[str, str], Price]
+MACHINE_PRICES, GPU_PRICES, TPU_CHIP_PRICES = build_tables(MACHINE_SHAPES, GCP_REGIONS, Price)
 
 
 def tpu_machine(machine_type: str) -> tuple[str, int] | None:

@@ -197,8 +197,19 @@ DIFF_FORMATS = ("text", "markdown", "json")
 
 @app.command()
 def diff(
-    stack: str = typer.Option(..., "--stack", "-s", help="Stack name: Pulumi.NAME.yaml"),
-    base: str = typer.Option("HEAD", "--base", help="Git revision of the base side"),
+    stack: str | None = typer.Option(
+        None, "--stack", "-s", help="Stack name: Pulumi.NAME.yaml at both revisions"
+    ),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        help="A stack file in this repository: the working tree's version against its version "
+        "at --base (default: main)",
+    ),
+    base: str | None = typer.Option(
+        None, "--base", help="Git revision of the base side (default: HEAD; main with --config)"
+    ),
     head: str | None = typer.Option(
         None, "--head", help="Git revision of the head side (default: the working tree)"
     ),
@@ -209,24 +220,21 @@ def diff(
     sets: SetOption = None,
 ) -> None:
     """The plan between two offline renders (create, update, replace with the field that forces
-    it, delete), with the cost delta at minimum and maximum scale."""
+    it, delete), with the cost delta at minimum and maximum scale. ``--set`` values apply to the
+    head side only (the change you are trying), never to the base."""
     if fmt not in DIFF_FORMATS:
         err.print(
             f"error: --format {fmt!r}: expected one of {', '.join(DIFF_FORMATS)}", markup=False
         )
         raise typer.Exit(EXIT_USAGE)
+    if (stack is None) == (config is None):
+        err.print("error: give exactly one of --stack NAME or --config FILE", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     parse_sets_or_exit(sets)  # a bad --set is a usage error before anything renders
     from raygke import diff as rdiff
 
-    sets = list(sets or [])
     try:
-        root = rdiff.repo_root()
-        with rdiff.side(root, stack, base, sets) as b, rdiff.side(root, stack, head, sets) as h:
-            if b.stack_file is None and h.stack_file is None:
-                err.print(f"error: --stack {stack}: no Pulumi.{stack}.yaml on either side")
-                raise typer.Exit(EXIT_USAGE)
-            plan = rdiff.compare(b.records, h.records, stack, b.label, h.label)
-            plan.cost = rdiff.cost_delta(b.records, h.records)
+        plan = rdiff.plan_sides(stack, config, base, head, list(sets or []))
     except rdiff.DiffError as e:
         err.print(f"error: {e}", markup=False)
         raise typer.Exit(e.code) from None
@@ -284,31 +292,52 @@ def _writable_folder_or_exit(out: Path) -> None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+DOCS_FILE = Path("docs/stack-config.md")
+
+
 @app.command()
 def docs(
-    out: Path = typer.Option(
-        Path("docs/stack-config.md"), "--out", "-o", help="Where the reference is written"
+    write: bool = typer.Option(
+        False, "--write", help="Write the reference to --out (the tracked file) instead of stdout"
     ),
     check: bool = typer.Option(
-        False, "--check", help="Write nothing; exit 1 when the file differs from the model"
+        False, "--check", help="Write nothing; exit 1 when --out differs from the model (for CI)"
+    ),
+    out: Path = typer.Option(
+        DOCS_FILE, "--out", "-o", help="The file --write writes and --check compares"
     ),
 ) -> None:
-    """Write the stack file reference, generated from the stack model (or check it is current)."""
+    """Print the stack file reference, generated from the stack model (``--write``: write it to
+    the tracked file; ``--check``: exit 1 when that file is stale)."""
     from components.spec.reference import render_reference
 
+    if write and check:
+        err.print("error: --write and --check exclude each other", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     text = render_reference()
     if check:
         if not out.is_file():
-            err.print(f"{out} does not exist; write it: raygke docs --out {out}", markup=False)
+            err.print(
+                f"{out} does not exist; write it: raygke docs --write --out {out}", markup=False
+            )
             raise typer.Exit(EXIT_FAILED)
         if out.read_text() != text:
-            err.print(f"{out} differs from the stack model; regenerate it: raygke docs --out {out}")
+            err.print(
+                f"{out} differs from the stack model; regenerate it: raygke docs --write --out {out}",
+                markup=False,
+            )
             raise typer.Exit(EXIT_FAILED)
         console.print(f"[green]ok[/] {escape(str(out))} matches the stack model")
         return
+    if not write:
+        if out != DOCS_FILE:
+            err.print("error: --out is the file of --write or --check; give one", markup=False)
+            raise typer.Exit(EXIT_USAGE)
+        sys.stdout.write(text)
+        return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    console.print(f"wrote {out}")
+    console.print(f"wrote {escape(str(out))}")
 
 
 app.command()(submit.submit)

@@ -15,10 +15,18 @@ URN and each gets one operation, as ``pulumi preview`` would show it:
   ``replace_on_changes``, ``delete_before_replace``, ``retain_on_delete``, ``provider``). Paths under
   the resource's ``ignore_changes`` are left out, as the engine does.
 * ``same``: counted only.
+* recreated dependents: a replaced resource replaces what lives inside it
+  (:func:`components.builders.replacement.recreated_by`): a replaced cluster replaces its
+  Kubernetes provider, hence every object that provider manages; node pools, keys, IAM members and
+  bucket objects of a replaced parent. Their reason reads ``recreated: ...``.
+
+``--config FILE`` diffs a stack file in the repository against its version at ``--base`` (default
+``main``); ``--set`` values apply to the head side only (:func:`plan_sides`).
 
 Flags on an operation: a replace/delete of a resource with ``protect`` (the engine refuses it), of a
 cluster with ``deletionProtection`` (the provider refuses it), of a bucket without ``forceDestroy``
-(fails if the bucket holds objects), and a replace of a fixed-name resource without
+(fails if the bucket holds objects) or with it (``data loss``: the bucket and its objects are
+deleted), and a replace of a fixed-name resource without
 ``delete_before_replace`` whose name and scope (project, location, key ring, namespace...) stay
 the same (create-before-delete fails with "already exists").
 
@@ -43,7 +51,14 @@ from typing import Any
 
 import yaml
 
-from components.builders.replacement import RERUN_TYPES, SCOPE_INPUTS, path_matches, rule_for
+from components.builders.replacement import (
+    RERUN_TYPES,
+    SCOPE_INPUTS,
+    path_matches,
+    recreated_by,
+    ref,
+    rule_for,
+)
 
 SECRET = "[secret]"
 SECRET_KEYS = ("kubeconfig", "password", "token", "secret_data", "secretData", "privateKey")
@@ -283,6 +298,7 @@ def compare(
             unchanged += 1
         else:
             changes.append(c)
+    unchanged -= _recreate_dependents(changes, olds, news)
     changes.sort(key=lambda c: (ORDER.index(c.op), c.type, c.name))
     return Plan(stack, base_label, head_label, changes, unchanged)
 
@@ -352,6 +368,48 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
     return c
 
 
+def _recreate_dependents(
+    changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
+) -> int:
+    """Turn into replacements what a replaced resource takes with it
+    (:func:`components.builders.replacement.recreated_by`), to a fixed point (a replaced cluster
+    replaces its Kubernetes provider, which replaces every object it manages). ``changes`` is
+    edited in place (updates become replacements, unchanged resources are added); returns how
+    many unchanged resources became replacements."""
+    by_urn = {c.urn: c for c in changes}
+    children: dict[str, list[str]] = {}
+    for u, r in news.items():
+        opts = r.get("options") or {}
+        for p in {*(opts.get("depends_on") or []), opts.get("provider")} - {None}:
+            children.setdefault(p, []).append(u)
+    queue = [c.urn for c in changes if c.op == "replace" and c.urn in news]
+    added = 0
+    while queue:
+        parent = news[queue.pop(0)]
+        for u in children.get(ref(parent), []):
+            child = news[u]
+            why = recreated_by(parent, child)
+            c = by_urn.get(u)
+            if why is None or (c is not None and c.op in ("replace", "create", "delete")):
+                continue
+            if c is None:
+                if u not in olds:
+                    continue
+                c = Change(u, child["type"], child["name"], "replace")
+                changes.append(c)
+                by_urn[u] = c
+                added += 1
+            c.op = "replace"
+            c.reasons.append(f"recreated: {why}")
+            c.rerun = child["type"] in RERUN_TYPES
+            c.delete_before_replace = bool(
+                (child.get("options") or {}).get("delete_before_replace")
+            )
+            c.flags = _guards(olds[u], "replace")
+            queue.append(u)
+    return added
+
+
 def _guards(o: dict[str, Any], op: str) -> list[str]:
     """What would refuse deleting the base resource ``o`` (for a delete or replace)."""
     flags = []
@@ -364,8 +422,15 @@ def _guards(o: dict[str, Any], op: str) -> list[str]:
             f"blocked: {rule.deletion_guard} is true; the provider refuses the {op} until a "
             "`pulumi up` sets it false"
         )
-    if o["type"] == "gcp:storage/bucket:Bucket" and not inputs.get("forceDestroy"):
-        flags.append(f"the {op} fails if the bucket holds objects (forceDestroy is false)")
+    if o["type"] == "gcp:storage/bucket:Bucket":
+        name = inputs.get("name") or o["name"]
+        if inputs.get("forceDestroy"):
+            flags.append(
+                f"data loss: the {op} deletes bucket {name} with every object in it "
+                "(forceDestroy is true); copy what you need first (gcloud storage cp -r)"
+            )
+        else:
+            flags.append(f"the {op} fails if bucket {name} holds objects (forceDestroy is false)")
     if o["type"] == "gcp:kms/keyRing:KeyRing":
         flags.append("KMS key rings cannot be deleted: the ring stays in the project")
     return flags
@@ -435,32 +500,47 @@ def checkout(root: Path, commit: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def synth_command(stack: str, out: str, sets: list[str] | None = None) -> list[str]:
-    """The ``python -m raygke synth`` command line that renders one side, with each ``--set
-    KEY=VALUE`` passed on (the same values on both sides)."""
-    cmd = [sys.executable, "-m", "raygke", "synth", "--stack", stack, "--out", out]
+def synth_command(
+    stack: str, out: str, sets: list[str] | None = None, config: Path | None = None
+) -> list[str]:
+    """The ``python -m raygke synth`` command line that renders one side: ``--stack stack``, or
+    ``--config config`` (a stack file path) when given, with each ``--set KEY=VALUE`` passed on."""
+    target = ["--config", str(config)] if config is not None else ["--stack", stack]
+    cmd = [sys.executable, "-m", "raygke", "synth", *target, "--out", out]
     for item in sets or []:
         cmd += ["--set", item]
     return cmd
 
 
+def stack_file(tree: Path, stack: str, config: Path | None = None) -> Path:
+    """The stack file a side renders in ``tree``: ``config`` (relative to the repository root)
+    when given, else ``Pulumi.<stack>.yaml``."""
+    return tree / config if config is not None else tree / f"Pulumi.{stack}.yaml"
+
+
 def render_tree(
-    tree: Path, stack: str, label: str, sets: list[str] | None = None
+    tree: Path,
+    stack: str,
+    label: str,
+    sets: list[str] | None = None,
+    config: Path | None = None,
 ) -> list[dict[str, Any]] | None:
-    """``resources.json`` of ``stack`` rendered by ``tree``'s own ``raygke synth`` in a
-    subprocess, with ``sets`` (``--set KEY=VALUE`` items); None when ``tree`` has no
-    ``Pulumi.<stack>.yaml`` (every resource is new).
+    """``resources.json`` of ``stack`` (or of the stack file ``config``, a path relative to the
+    repository root) rendered by ``tree``'s own ``raygke synth`` in a subprocess, with ``sets``
+    (``--set KEY=VALUE`` items); None when ``tree`` has no such stack file (every resource is
+    new).
 
     Raises:
         DiffError: the render failed (its last stderr line is in the message); code 2 when
             ``sets`` are given and that tree's ``raygke synth`` has no ``--set`` yet.
     """
-    if not (tree / f"Pulumi.{stack}.yaml").is_file():
+    path = stack_file(tree, stack, config)
+    if not path.is_file():
         return None
     with tempfile.TemporaryDirectory(prefix="raygke-render-") as out:
         env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
         r = subprocess.run(
-            synth_command(stack, out, sets),
+            synth_command(stack, out, sets, path if config is not None else None),
             cwd=tree,
             env=env,
             capture_output=True,
@@ -490,20 +570,118 @@ class Side:
 
 
 @contextlib.contextmanager
-def side(root: Path, stack: str, rev: str | None, sets: list[str] | None = None) -> Iterator[Side]:
-    """Render ``stack`` at ``rev`` (None: the working tree at ``root``) with ``sets``
-    (``--set KEY=VALUE`` items, :func:`render_tree`)."""
+def side(
+    root: Path,
+    stack: str,
+    rev: str | None,
+    sets: list[str] | None = None,
+    config: Path | None = None,
+) -> Iterator[Side]:
+    """Render ``stack`` (or the stack file ``config``, relative to ``root``) at ``rev`` (None:
+    the working tree at ``root``) with ``sets`` (``--set KEY=VALUE`` items, :func:`render_tree`).
+    """
     if rev is None:
-        records = render_tree(root, stack, "working tree", sets)
-        f = root / f"Pulumi.{stack}.yaml"
+        records = render_tree(root, stack, "working tree", sets, config)
+        f = stack_file(root, stack, config)
         yield Side("working tree", records or [], f if f.is_file() else None, root)
         return
     commit = resolve_rev(root, rev)
     label = f"{rev} ({commit[:7]})" if not commit.startswith(rev) else commit[:7]
     with checkout(root, commit) as tree:
-        records = render_tree(tree, stack, label, sets)
-        f = tree / f"Pulumi.{stack}.yaml"
+        records = render_tree(tree, stack, label, sets, config)
+        f = stack_file(tree, stack, config)
         yield Side(label, records or [], f if f.is_file() else None, tree)
+
+
+DEFAULT_CONFIG_BASES = ("main", "origin/main")
+
+
+def config_in_repo(root: Path, config: Path) -> Path:
+    """``config`` (a stack file path, absolute or relative to the current directory) as a path
+    relative to the repository root ``root``, so the base side finds its version at a revision.
+
+    Raises:
+        DiffError: the file does not exist, or lies outside the repository (code 2).
+    """
+    p = config if config.is_absolute() else Path.cwd() / config
+    if not p.is_file():
+        raise DiffError(f"--config {config}: no such file")
+    try:
+        return p.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise DiffError(
+            f"--config {config}: outside the git work tree {root}; diff compares the file with "
+            "its version at a revision of that repository"
+        ) from None
+
+
+def default_base(root: Path, config: Path | None) -> str:
+    """The base revision when ``--base`` is not given: ``HEAD`` for ``--stack`` (what this
+    branch changes in its working tree); for ``--config``, ``main`` (or ``origin/main``): your
+    file against the version the main branch has.
+
+    Raises:
+        DiffError: ``--config`` and neither ``main`` nor ``origin/main`` exists (give --base).
+    """
+    if config is None:
+        return "HEAD"
+    for rev in DEFAULT_CONFIG_BASES:
+        try:
+            resolve_rev(root, rev)
+        except DiffError:
+            continue
+        return rev
+    raise DiffError(
+        f"--config {config}: no main branch to compare with ({', '.join(DEFAULT_CONFIG_BASES)} "
+        "not found); give --base REV"
+    )
+
+
+def stack_label(stack: str | None, config: Path | None) -> str:
+    """The plan's stack name: ``stack``, or the ``NAME`` of a ``Pulumi.NAME.yaml`` config (its
+    file name otherwise)."""
+    if config is None:
+        return stack or ""
+    name = config.name
+    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
+        return name.split(".", 1)[1].rsplit(".", 1)[0]
+    return name
+
+
+def plan_sides(
+    stack: str | None,
+    config: Path | None,
+    base: str | None,
+    head: str | None,
+    sets: list[str] | None = None,
+    root: Path | None = None,
+) -> Plan:
+    """Render both sides and compare them: ``stack`` (``Pulumi.<stack>.yaml``) or ``config`` (a
+    stack file in the repository) at ``base`` (None: :func:`default_base`) and at ``head`` (None:
+    the working tree). ``sets`` (``--set KEY=VALUE``) apply to the head side only: the base is
+    what is deployed or reviewed, the head what you try.
+
+    Raises:
+        DiffError: not a git work tree, a revision that names no commit, a config outside the
+            repository, no stack file on either side (code 2), or a side that does not render
+            (code 1).
+    """
+    root = root or repo_root()
+    rel = config_in_repo(root, config) if config is not None else None
+    name = stack_label(stack, rel)
+    base_rev = base if base is not None else default_base(root, rel)
+    with (
+        side(root, name, base_rev, None, rel) as b,
+        side(root, name, head, sets, rel) as h,
+    ):
+        if b.stack_file is None and h.stack_file is None:
+            what = str(rel) if rel is not None else f"Pulumi.{name}.yaml"
+            raise DiffError(f"no {what} on either side")
+        plan = compare(b.records, h.records, name, b.label, h.label)
+        if sets:
+            plan.head += " with --set " + " ".join(sets)
+        plan.cost = cost_delta(b.records, h.records)
+    return plan
 
 
 # ---------------------------------------------------------------------------------------------

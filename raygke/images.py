@@ -17,7 +17,12 @@ def lock(
     ),
 ) -> None:
     """Generate images/requirements-{cpu,gpu,gpu-tf,tpu}.txt from pyproject.toml's extras."""
-    from components.builders.images import ROOT, stale_requirements, write_requirements
+    from components.builders.images import (
+        ROOT,
+        locked_ray_versions,
+        stale_requirements,
+        write_requirements,
+    )
 
     if check:
         stale = stale_requirements()
@@ -25,7 +30,14 @@ def lock(
             err.print(line, markup=False)
         if stale:
             raise typer.Exit(EXIT_FAILED)
-        console.print("images/requirements-*.txt are current")
+        console.print(
+            "images/requirements-*.txt are current (they lock Ray "
+            f"{', '.join(locked_ray_versions()) or 'none'}: the one ray.version the project's "
+            "images build for)"
+        )
         return
     for path in write_requirements():
         console.print(f"wrote {path.relative_to(ROOT)}")
+    console.print(
+        f"locked Ray {', '.join(locked_ray_versions()) or 'none'} (set ray.version to it)"
+    )

@@ -1,7 +1,9 @@
 """Hourly and monthly cost of a rendered stack, per node pool, at minimum and maximum scale.
 
 Pure function of the render (``resources.json`` records of :mod:`raygke.synth`, or the same list
-from :func:`raygke.synth.run_program`), priced from :mod:`components.catalog`'s price table, so
+from :func:`raygke.synth.run_program`), priced from :mod:`components.catalog`'s price tables (the dated, sourced list
+``components/prices.json``: every machine family, GPU and TPU generation, on-demand and Spot, per
+region), so
 ``raygke cost`` and the cost delta of ``raygke diff`` read the same figures:
 
 * a node pool's nodes: ``autoscaling.minNodeCount``/``maxNodeCount`` per zone times its zones, or
@@ -68,13 +70,20 @@ class PoolCost:
 
     @property
     def min_hourly(self) -> float | None:
-        """USD per hour at minimum scale (None: unknown)."""
-        return None if self.node_hourly is None else self.node_hourly * self.min_nodes
+        """USD per hour at minimum scale (None: unknown; 0 nodes cost $0 even when the node price
+        is unknown)."""
+        return _times(self.node_hourly, self.min_nodes)
 
     @property
     def max_hourly(self) -> float | None:
-        """USD per hour at maximum scale (None: unknown)."""
-        return None if self.node_hourly is None else self.node_hourly * self.max_nodes
+        """USD per hour at maximum scale (None: unknown; 0 nodes cost $0)."""
+        return _times(self.node_hourly, self.max_nodes)
+
+
+def _times(node_hourly: float | None, nodes: int) -> float | None:
+    if nodes == 0:
+        return 0.0
+    return None if node_hourly is None else node_hourly * nodes
 
 
 @dataclass

@@ -195,6 +195,12 @@ def project_pins(root: Path = ROOT) -> dict[str, str]:
     return out
 
 
+# The Ray versions with locked requirement sets, and why another is refused (spec layer: the
+# stack's rules refuse it): re-exported here.
+from components.spec.locks import locked_ray_versions as locked_ray_versions  # noqa: E402
+from components.spec.locks import ray_version_problem as ray_version_problem  # noqa: E402
+
+
 def pool_image_kind(pool: object) -> str:
     """The image kind of a node pool: ``gpu`` for a GPU pool, ``tpu`` for a TPU pool, else
     ``cpu``."""

@@ -12,22 +12,11 @@ from typing import Literal
 
 from components.spec import StackConfig, WorkloadIdentityConfig
 
-BucketPurpose = Literal["datasets", "checkpoints", "artifacts"]
+# One definition, in the spec layer (its rules name buckets too); re-exported here.
+from components.spec.names import BucketPurpose as BucketPurpose
+from components.spec.names import bucket_name as bucket_name
+
 BUCKET_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
-
-
-def bucket_name(cfg: StackConfig, purpose: BucketPurpose) -> str:
-    """GCS bucket name ``<prefix>-<purpose>``; prefix defaults to ``<project>-<cluster>``.
-
-    Bucket names are 3-63 characters (https://cloud.google.com/storage/docs/buckets#naming); a
-    longer default prefix is shortened with a stable hash suffix.
-    """
-    prefix = cfg.buckets.prefix or f"{cfg.project}-{cfg.cluster.name}"
-    name = f"{prefix}-{purpose}"
-    if len(name) > 63:
-        digest = hashlib.sha256(prefix.encode()).hexdigest()[:8]
-        name = f"{prefix[: 63 - len(purpose) - 10]}-{digest}-{purpose}"
-    return name
 
 
 def bucket_url(cfg: StackConfig, purpose: BucketPurpose) -> str:

@@ -21,12 +21,30 @@ kind, namespace and name); everything else is a server-side update. Helm release
 Release``): a release cannot be renamed or moved to another namespace (``helm upgrade`` keeps both),
 so ``name`` and ``namespace`` replace.
 
+Other providers: ``random`` (``pulumi-random`` wraps ``hashicorp/terraform-provider-random``:
+every argument of ``random_password`` has a ``RequiresReplace`` plan modifier, so any change is a
+new password); ``docker-build`` (``pulumi-docker-build``'s ``Image`` has no replacing input: a
+change rebuilds and pushes in place); the Kubernetes provider resource (``pulumi:providers:
+kubernetes``) is replaced when its kubeconfig points at another cluster (``clusterIdentifier``
+unset: pulumi-kubernetes ``DiffConfig``), and a replaced provider replaces every object it manages.
+
+Recreated dependents (:func:`recreated_by`): a replaced resource takes with it what lives inside
+it, even when Pulumi's own preview cannot see it (the parent keeps its name, so the child's inputs
+do not change): the objects a replaced Kubernetes provider manages (a replaced GKE cluster replaces
+the provider: Namespace, CRDs, the Helm release, Secrets, NetworkPolicies, RayClusters, RayJobs...),
+node pools of a replaced cluster, keys of a replaced key ring, IAM members on a replaced bucket,
+repository, secret, key or service account, objects of a replaced bucket.
+
+Component resources (``ray-gke:*``) have no provider state: :data:`COMPONENT_RULE`.
+
 Resource options recorded by the render (``replace_on_changes``) add to this table.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 TF = "https://github.com/hashicorp/terraform-provider-google/blob/v7.30.0/google/services/"
 
@@ -60,6 +78,7 @@ class TypeRule:
         global_name: the name is unique across projects and locations (Cloud Storage buckets:
             https://cloud.google.com/storage/docs/buckets#naming), so a replacement in another
             project or location still clashes.
+        in_place: the source says no input replaces (``fields`` is empty on purpose).
     """
 
     fields: tuple[ForceNew, ...]
@@ -67,6 +86,7 @@ class TypeRule:
     name_input: str | None = "name"
     deletion_guard: str | None = None
     global_name: bool = False
+    in_place: bool = False
 
 
 # Inputs that scope a name (the same name under another parent is another resource): a
@@ -226,6 +246,63 @@ RULES: dict[str, TypeRule] = {
         IAM_SOURCE,
         None,
     ),
+    "gcp:artifactregistry/repository:Repository": TypeRule(
+        _f(
+            "repositoryId=repository_id",
+            "location",
+            "project",
+            "format",
+            "kmsKeyName=kms_key_name",
+            "mode",
+            "mavenConfig=maven_config (allow_snapshot_overwrites, version_policy)",
+            "remoteRepositoryConfig=remote_repository_config",
+        ),
+        "https://github.com/GoogleCloudPlatform/magic-modules/blob/main/mmv1/products/"
+        "artifactregistry/Repository.yaml (immutable: true; generates "
+        "google/services/artifactregistry/resource_artifact_registry_repository.go)",
+        name_input="repositoryId",
+    ),
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": TypeRule(
+        _IAM_MEMBER, IAM_SOURCE, None
+    ),
+    "gcp:projects/service:Service": TypeRule(
+        _f("service", "project"),
+        TF + "resourcemanager/resource_google_project_service.go (disable_on_destroy and "
+        "disable_dependent_services update in place)",
+        name_input=None,
+    ),
+    "gcp:projects/serviceIdentity:ServiceIdentity": TypeRule(
+        _f("service", "project"),
+        TF + "resourcemanager/resource_google_project_service_identity.go (every argument "
+        "ForceNew)",
+        name_input=None,
+    ),
+    "random:index/randomPassword:RandomPassword": TypeRule(
+        _f(
+            "*=every argument (length, special, upper, lower, numeric, min_*, override_special, "
+            "keepers)"
+        ),
+        "https://github.com/hashicorp/terraform-provider-random/blob/v3.7.2/internal/provider/"
+        "resource_password.go (RequiresReplace on every attribute; wrapped by pulumi-random)",
+        name_input=None,
+    ),
+    "docker-build:index:Image": TypeRule(
+        (),
+        "https://github.com/pulumi/pulumi-docker-build/blob/v0.0.15/provider/internal/image.go"
+        " (no replacing input: a changed input rebuilds and pushes the image in place;"
+        " read from the provider's schema docs, "
+        "https://www.pulumi.com/registry/packages/docker-build/api-docs/image/)",
+        name_input=None,
+        in_place=True,
+    ),
+    "pulumi:providers:kubernetes": TypeRule(
+        _f("clusterIdentifier=clusterIdentifier", "context=context", "cluster=cluster"),
+        "https://github.com/pulumi/pulumi-kubernetes/blob/v4.34.2/provider/pkg/provider/"
+        "provider.go (DiffConfig: without clusterIdentifier, a kubeconfig for another cluster "
+        "replaces the provider and every object it manages; "
+        "https://www.pulumi.com/registry/packages/kubernetes/api-docs/provider/#clusteridentifier)",
+        name_input=None,
+    ),
     "kubernetes:helm.sh/v3:Release": TypeRule(
         _f("name", "namespace"),
         "https://helm.sh/docs/helm/helm_upgrade/ (a release keeps its name and namespace)",
@@ -244,14 +321,25 @@ KUBERNETES_RULE = TypeRule(
 RERUN_TYPES = frozenset({"kubernetes:ray.io/v1:RayJob"})
 
 
+# The project's own component resources: no provider state, nothing to replace.
+COMPONENT_PREFIX = "ray-gke:"
+COMPONENT_RULE = TypeRule(
+    (),
+    "https://www.pulumi.com/docs/iac/concepts/resources/components/ (a component resource has "
+    "no provider state; its children carry the changes)",
+    name_input=None,
+    in_place=True,
+)
+
+
 def rule_for(type_token: str) -> TypeRule | None:
-    """The :class:`TypeRule` of a Pulumi type token, or None for a type with no entry (component
-    resources, providers: they have no cloud inputs of their own)."""
+    """The :class:`TypeRule` of a Pulumi type token, or None for a type with no entry (a test
+    walks the dev and prod renders and fails on any such type)."""
     if type_token in RULES:
         return RULES[type_token]
-    if type_token.startswith("kubernetes:") and not type_token.startswith(
-        ("kubernetes:helm.sh", "pulumi:providers")
-    ):
+    if type_token.startswith(COMPONENT_PREFIX):
+        return COMPONENT_RULE
+    if type_token.startswith("kubernetes:") and not type_token.startswith("kubernetes:helm.sh"):
         return KUBERNETES_RULE
     return None
 
@@ -268,3 +356,82 @@ def forcing_fields(type_token: str, changed: list[str]) -> list[ForceNew]:
     if rule is None:
         return []
     return [f for f in rule.fields if any(path_matches(c, f.path) for c in changed)]
+
+
+# ---------------------------------------------------------------------------------------------
+# dependents a replacement recreates
+
+CLUSTER = "gcp:container/cluster:Cluster"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+
+
+def ref(record: dict[str, Any]) -> str:
+    """``"<type>::<name>"``: how a render's ``depends_on`` / ``provider`` name a resource."""
+    return f"{record['type']}::{record['name']}"
+
+
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _leaves(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def _dig(inputs: dict[str, Any], path: str) -> Any:
+    cur: Any = inputs
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def identity(record: dict[str, Any]) -> str | None:
+    """The cloud name of a resource (its rule's ``name_input`` value), None when it has none."""
+    rule = rule_for(record["type"])
+    if rule is None or rule.name_input is None:
+        return None
+    value = _dig(record.get("inputs") or {}, rule.name_input)
+    return value if isinstance(value, str) and value else None
+
+
+def _names(value: str, name: str) -> bool:
+    """Whether ``value`` names ``name`` as a whole path segment: ``name`` itself,
+    ``projects/p/.../clusters/<name>``, ``serviceAccount:<name>@...``."""
+    return re.search(rf"(^|[/:]){re.escape(name)}($|[/@])", value) is not None
+
+
+def recreated_by(parent: dict[str, Any], child: dict[str, Any]) -> str | None:
+    """Why replacing ``parent`` recreates ``child`` (both render records, the child from the
+    new side), or None when it does not.
+
+    * the child's ``provider`` is the parent (a replaced provider replaces what it manages);
+    * the child is a Kubernetes provider that depends on the parent GKE cluster (its kubeconfig
+      names the cluster's endpoint, which the new cluster does not keep);
+    * the child depends on the parent and one of its replacing (ForceNew) inputs names the
+      parent's cloud name (:func:`identity`): it lives inside the parent (a node pool's
+      ``cluster``, a key's ``keyRing``, an IAM member's ``bucket``/``repository``/``secretId``,
+      a bucket object's ``bucket``), and is gone with it.
+    """
+    pref = ref(parent)
+    opts = child.get("options") or {}
+    if opts.get("provider") == pref:
+        return f"its provider {parent['name']} is replaced"
+    if pref not in (opts.get("depends_on") or []):
+        return None
+    if child["type"] == K8S_PROVIDER and parent["type"] == CLUSTER:
+        return (
+            f"its kubeconfig targets cluster {identity(parent) or parent['name']}, which is "
+            "replaced (a new endpoint and CA)"
+        )
+    name = identity(parent)
+    rule = rule_for(child["type"])
+    if name is None or rule is None:
+        return None
+    inputs = child.get("inputs") or {}
+    for f in rule.fields:
+        values = _leaves(inputs) if f.path == "*" else _leaves(_dig(inputs, f.path))
+        if any(_names(v, name) for v in values):
+            return f"{f.path} names {name}, which is replaced"
+    return None

@@ -25,7 +25,7 @@ from components.spec.hints import KEY_HINTS
 from components.spec.stack import StackConfig
 from workloads.args import ARGS, markdown_table
 
-REGENERATE = "raygke docs --out docs/stack-config.md"
+REGENERATE = "raygke docs --write"
 
 _INTRO = f"""\
 # Stack file reference

@@ -424,6 +424,69 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
             )
 
 
+def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
+    """A job that reads a training run (a workload of :data:`workloads.registry.WORKLOADS` with
+    ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
+    (:func:`components.builders.manifests.job_args`), so ``args.name`` (its default when unset)
+    names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
+    lies in the checkpoints bucket under that job's folder. Each problem names the field, the
+    value and the valid training jobs."""
+    from components.spec.names import bucket_name
+
+    jobs = {j.name: j for j in cfg.jobs}
+    writers = [
+        n
+        for n, j in jobs.items()
+        if not _workload_problem(j.workload) and "checkpoints" in _workload(j.workload).writes
+    ]
+    valid = ", ".join(writers) or "none declared"
+    bucket = bucket_name(cfg, "checkpoints")
+    for job in cfg.jobs:
+        if _workload_problem(job.workload):
+            continue
+        workload = _workload(job.workload)
+        names = set(workload.args.names())
+        if "checkpoints" in workload.writes or not {"name", "checkpoint"} <= names:
+            continue
+        where = f"jobs[{job.name}].args"
+        run = job.args.get("name", workload.args().name)
+        if run not in writers:
+            default = "" if "name" in job.args else " (the default; set args.name)"
+            yield (
+                f"{where}.name {run!r}{default} names no job that writes checkpoints, so "
+                f"{job.name} would read gs://{bucket}/{run}, which nothing writes; valid: {valid}"
+            )
+            continue
+        ckpt = job.args.get("checkpoint")
+        if isinstance(ckpt, str) and ckpt.startswith("gs://"):
+            b, _, rest = ckpt[len("gs://") :].partition("/")
+            folder = rest.split("/", 1)[0]
+            if b != bucket or folder != run:
+                yield (
+                    f"{where}.checkpoint {ckpt!r} is not under gs://{bucket}/{run}/, the folder "
+                    f"of job {run} that args.name names; valid training jobs: {valid}"
+                )
+
+
+def ray_version_locked(cfg: StackConfig) -> Iterable[str]:
+    """``ray.version`` has a locked requirement set (:func:`components.spec.locks.ray_version_problem`)
+    when the stack builds any of the project's images: the base image follows ``ray.version`` and
+    the pins follow the lock (:mod:`components.spec.locks`), so the two must be the same Ray. The
+    stack builds the CPU image unless ``ray.images.cpu`` is given (every head runs it), the GPU
+    and TPU images when it has such pools and no prebuilt image for them."""
+    from components.spec.locks import ray_version_problem
+
+    images = cfg.ray.images
+    builds = (
+        images.get("cpu") is None
+        or (any(isinstance(p, GpuPool) for p in cfg.node_pools) and images.get("gpu") is None)
+        or (any(isinstance(p, TpuPool) for p in cfg.node_pools) and images.get("tpu") is None)
+    )
+    problem = ray_version_problem(cfg.ray.version) if builds else None
+    if problem:
+        yield f"ray.version {problem}"
+
+
 def service_identity_can_read(cfg: StackConfig) -> Iterable[str]:
     """A service's ``service_account`` is a declared workload identity that may read the
     checkpoints (the model) and artifacts (the workloads archive, its ``working_dir``) buckets
@@ -561,6 +624,8 @@ RULES: tuple[Rule, ...] = (
     _rule(prebuilt_images_pinned_when_protected, "cluster.deletion_protection", "ray.images"),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
+    _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),
+    _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
 )

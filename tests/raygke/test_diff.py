@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from components.builders.replacement import RULES, forcing_fields, rule_for
+from components.builders.replacement import COMPONENT_RULE, RULES, forcing_fields, rule_for
 from raygke.diff import compare, render_json, render_markdown
 
 POOL = "gcp:container/nodePool:NodePool"
@@ -173,7 +173,7 @@ def test_renders_without_options_are_matched_by_type_and_name():
 @pytest.mark.parametrize("typ", sorted(RULES))
 def test_every_rule_cites_a_source_and_has_fields(typ):
     rule = RULES[typ]
-    assert rule.source.startswith("https://") and rule.fields
+    assert rule.source.startswith("https://") and (rule.fields or rule.in_place)
 
 
 def test_node_pool_table_matches_the_provider_facts():
@@ -208,7 +208,7 @@ def test_kubernetes_objects_replace_on_rename_only():
     assert rule_for("kubernetes:core/v1:Namespace") is not None
     assert forcing_fields("kubernetes:core/v1:ServiceAccount", ["metadata.name"])
     assert not forcing_fields("kubernetes:core/v1:ServiceAccount", ["metadata.labels.a"])
-    assert rule_for("ray-gke:nodepool:NodePool") is None
+    assert rule_for("ray-gke:nodepool:NodePool") is COMPONENT_RULE
 
 
 def test_cli_usage_errors_exit_2(capsys):
@@ -289,3 +289,82 @@ def test_a_document_in_a_string_is_compared_leaf_by_leaf() -> None:
         }
 
     assert changed_inputs(job(100), job(200)) == [("spec.entrypoint.argv[4].steps", 100, 200)]
+
+
+def test_stack_label_and_default_base(tmp_path) -> None:
+    import subprocess
+    from pathlib import Path
+
+    from raygke.diff import DiffError, default_base, stack_label
+
+    assert stack_label("prod", None) == "prod"
+    assert stack_label(None, Path("stacks/Pulumi.mine.yaml")) == "mine"
+    assert stack_label(None, Path("mine.yaml")) == "mine.yaml"
+    subprocess.run(["git", "init", "-q", "-b", "work", str(tmp_path)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        cwd=tmp_path,
+        check=True,
+    )
+    assert default_base(tmp_path, None) == "HEAD"
+    with pytest.raises(DiffError, match="give --base REV"):
+        default_base(tmp_path, Path("Pulumi.dev.yaml"))
+    subprocess.run(["git", "branch", "main"], cwd=tmp_path, check=True)
+    assert default_base(tmp_path, Path("Pulumi.dev.yaml")) == "main"
+
+
+def test_deleting_or_replacing_a_force_destroyed_bucket_is_a_data_loss_warning() -> None:
+    bucket = {
+        "type": "gcp:storage/bucket:Bucket",
+        "name": "storage-checkpoints",
+        "urn": "urn:b",
+        "parent": None,
+        "inputs": {"name": "p-ray-checkpoints", "location": "US", "forceDestroy": True},
+        "options": {**_pool()["options"], "ignore_changes": [], "delete_before_replace": False},
+    }
+    (gone,) = compare([bucket], [], "dev").changes
+    assert gone.op == "delete"
+    assert any(f.startswith("data loss") and "p-ray-checkpoints" in f for f in gone.flags)
+    kept = _edit(bucket, inputs__forceDestroy=False)
+    (guarded,) = compare([kept], [], "dev").changes
+    assert not any(f.startswith("data loss") for f in guarded.flags)
+    assert any("fails if bucket p-ray-checkpoints holds objects" in f for f in guarded.flags)
+
+
+def test_a_replaced_parent_recreates_its_children_and_the_count_moves() -> None:
+    opts = {**_pool()["options"], "ignore_changes": [], "delete_before_replace": False}
+    ring = {
+        "type": "gcp:kms/keyRing:KeyRing",
+        "name": "ring",
+        "urn": "urn:ring",
+        "parent": None,
+        "inputs": {"name": "r1", "location": "us-central1", "project": "p"},
+        "options": opts,
+    }
+    key = {
+        "type": "gcp:kms/cryptoKey:CryptoKey",
+        "name": "key",
+        "urn": "urn:key",
+        "parent": None,
+        "inputs": {"name": "k", "keyRing": "projects/p/locations/us-central1/keyRings/r1"},
+        "options": {**opts, "depends_on": ["gcp:kms/keyRing:KeyRing::ring"]},
+    }
+    other = {**key, "name": "other", "urn": "urn:o", "options": {**opts, "depends_on": []}}
+    moved = _edit(ring, inputs__project="p2")  # the ring is replaced, its name kept
+    plan = compare([ring, key, other], [moved, key, other], "dev")
+    ops = {c.name: c for c in plan.changes}
+    assert ops["ring"].op == "replace"
+    assert ops["key"].op == "replace"
+    assert ops["key"].reasons == ["recreated: keyRing names r1, which is replaced"]
+    assert "other" not in ops and plan.unchanged == 1

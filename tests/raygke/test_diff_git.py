@@ -37,6 +37,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _git(dst, "init", "-q")
     _git(dst, "add", "-A")
     _git(dst, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base")
+    _git(dst, "branch", "-f", "main")  # `diff --config` compares with main by default
     return dst
 
 
@@ -112,3 +113,81 @@ def test_bad_revision_is_a_usage_error(repo: Path) -> None:
     )
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: 'nope-rev' is not a commit in {repo}"
+
+
+def _diff_config(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(repo), "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "raygke", "diff", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_config_against_main_by_default_and_set_applies_to_the_head_only(repo: Path) -> None:
+    """`--config FILE` with no --base: the working tree's file against main's; a --set value is
+    the change tried (head side only), so it shows, where applying it to both sides hid it."""
+    r = _diff_config(
+        repo,
+        "--config",
+        "Pulumi.prod.yaml",
+        "--set",
+        "cluster.release_channel=REGULAR",
+        "--format",
+        "json",
+    )
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert plan["stack"] == "prod"
+    assert plan["base"].startswith("main") and "with --set cluster.release_channel" in plan["head"]
+    (cluster,) = [c for c in plan["changes"] if c["type"] == "gcp:container/cluster:Cluster"]
+    paths = {f["path"]: f for f in cluster["fields"]}
+    assert paths["releaseChannel.channel"]["old"] == "STABLE"
+    assert paths["releaseChannel.channel"]["new"] == "REGULAR"
+
+
+def test_config_with_base_rev_and_a_file_outside_the_repo(repo: Path, tmp_path: Path) -> None:
+    same = _diff_config(repo, "--config", "Pulumi.dev.yaml", "--base", "HEAD", "--exit-code")
+    assert same.returncode == 0, same.stderr
+    assert "Resources: no changes" in same.stdout
+    outside = tmp_path / "Pulumi.x.yaml"
+    outside.write_text((repo / "Pulumi.dev.yaml").read_text())
+    r = _diff_config(repo, "--config", str(outside))
+    assert r.returncode == 2
+    assert "outside the git work tree" in r.stderr
+    both = _diff_config(repo, "--config", "Pulumi.dev.yaml", "--stack", "dev")
+    assert both.returncode == 2 and "exactly one of --stack NAME or --config FILE" in both.stderr
+
+
+def test_renaming_the_dev_cluster_end_to_end(repo: Path) -> None:
+    """`raygke diff --stack dev --set cluster.name=...`: the registry repository is replaced
+    (repositoryId), the in-cluster objects are recreated with the cluster, and each bucket is a
+    data-loss warning naming it."""
+    r = _diff_config(repo, "--stack", "dev", "--set", "cluster.name=ray-dev2", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    by_type: dict[str, list[dict]] = {}
+    for c in plan["changes"]:
+        by_type.setdefault(c["type"], []).append(c)
+    (repo_change,) = by_type["gcp:artifactregistry/repository:Repository"]
+    assert repo_change["op"] == "replace"
+    assert any(x.startswith("repositoryId") for x in repo_change["reasons"])
+    for kind in (
+        "kubernetes:core/v1:Namespace",
+        "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
+        "kubernetes:helm.sh/v3:Release",
+        "kubernetes:core/v1:Secret",
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+        "kubernetes:ray.io/v1:RayCluster",
+        "kubernetes:ray.io/v1:RayJob",
+    ):
+        assert by_type[kind] and all(c["op"] == "replace" for c in by_type[kind]), kind
+    (ns,) = by_type["kubernetes:core/v1:Namespace"]
+    assert ns["reasons"] == ["recreated: its provider kuberay-k8s is replaced"]
+    buckets = by_type["gcp:storage/bucket:Bucket"]
+    assert len(buckets) == 3
+    for b in buckets:
+        assert any(f.startswith("data loss") and "ray-gke-dev-ray-dev-" in f for f in b["flags"])

@@ -108,7 +108,7 @@ def test_placement_strategy_unset_leaves_ray_default_and_bad_values_are_refused(
     ]
     with pytest.raises(ConfigError) as e:
         validate(_data(job={"name": "ev", "workload": "evaluate", "placement_strategy": "SPREAD"}))
-    (line,) = e.value.problems
+    (line,) = [p for p in e.value.problems if "placement_strategy" in p]
     assert "jobs[ev].placement_strategy SPREAD" in line and "no scaling argument" in line
     with pytest.raises(ConfigError) as e:
         validate(_data(job={"name": "sweep", "workload": "tune_lm", "placement_strategy": "PACK"}))

@@ -187,6 +187,12 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         for kind, image in (data.get("ray", {}).get("images") or {}).items():
             ref = image if isinstance(image, str) else image["image"]
             out["ray"]["images"][kind] = {"image": ref.replace(value, new)}
+        # the repository locks one Ray version for the images it builds (ray_version_locked):
+        # another version comes with prebuilt images for the kinds it would build
+        images = out["ray"].setdefault("images", {})
+        for kind in ("cpu", "gpu", "gpu-tf", "tpu"):
+            suffix = "-py311-gpu" if kind in ("gpu", "gpu-tf") else "-py311"
+            images.setdefault(kind, {"image": f"rayproject/ray:{new}{suffix}@sha256:{'0' * 64}"})
         yield out
         return
     if schema.startswith("ray.images.") and value is None:

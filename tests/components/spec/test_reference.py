@@ -80,7 +80,7 @@ def test_raygke_docs_writes_and_checks(tmp_path: Path) -> None:
     result = runner.invoke(app, ["docs", "--check", "--out", str(out)])
     assert result.exit_code == 1
     assert "raygke docs" in result.output
-    assert runner.invoke(app, ["docs", "--out", str(out)]).exit_code == 0
+    assert runner.invoke(app, ["docs", "--write", "--out", str(out)]).exit_code == 0
     assert out.read_text() == render_reference()
     assert runner.invoke(app, ["docs", "--check", "--out", str(out)]).exit_code == 0
     out.write_text(out.read_text().replace("GKE", "GKEE", 1))

@@ -159,6 +159,22 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "ray.images.gpu: rayproject/ray:2.60.0-py311-gpu is a tag; a stack with "
         "cluster.deletion_protection: true references prebuilt images by digest",
     ),
+    "job_checkpoint_references": (
+        lambda d: d["jobs"].append(
+            {
+                "name": "ev",
+                "workload": "evaluate",
+                "cluster": "research",
+                "worker_group": "cpu",
+                "args": {"name": "nope"},
+            }
+        ),
+        "jobs[ev].args.name 'nope' names no job that writes checkpoints",
+    ),
+    "ray_version_locked": (
+        lambda d: d.update(ray={"version": "2.99.0"}),
+        "ray.version '2.99.0' is newer than every Ray release this repository knows",
+    ),
 }
 
 
@@ -355,8 +371,9 @@ def test_job_args_may_not_set_what_the_platform_binds(key: str, value, what: str
 
 
 def test_a_reader_may_name_the_run_it_reads() -> None:
+    train = {"name": "t", "workload": "train_lm", "node_pool": "cpu"}
     job = {"name": "ev", "workload": "evaluate", "node_pool": "cpu", "args": {"name": "t"}}
-    assert validate(config(jobs=[job])).jobs[0].args == {"name": "t"}
+    assert validate(config(jobs=[train, job])).jobs[1].args == {"name": "t"}
 
 
 @pytest.mark.parametrize(
