@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from components.builders import disruption as dis
 from components.builders.replacement import RERUN_TYPES, SCOPE_INPUTS, path_matches, rule_for
 
 SECRET = "[secret]"
@@ -94,6 +95,9 @@ class Change:
         flags: review warnings (protection, name clash).
         notes: what the operation does not do (a RayCluster template update reaches no running
             pod).
+        disruption: what the change stops or restarts in running work
+            (:class:`components.builders.disruption.Disruption` as ``{"target", "effect",
+            "detail"}``); empty when nothing running is touched.
     """
 
     urn: str
@@ -106,6 +110,7 @@ class Change:
     rerun: bool = False
     flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    disruption: list[dict[str, str]] = field(default_factory=list)
 
 
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
@@ -125,6 +130,10 @@ class Plan:
     changes: list[Change]
     unchanged: int
     cost: dict[str, Any] | None = None
+
+    def disruptive(self) -> bool:
+        """Whether any change stops or restarts running work (a non-empty ``disruption``)."""
+        return any(c.disruption for c in self.changes)
 
     def counts(self) -> dict[str, int]:
         """``{op: count}`` for the four operations (zeros included)."""
@@ -153,6 +162,7 @@ class Plan:
             "head": self.head,
             "counts": {**self.counts(), "unchanged": self.unchanged},
             "summary": self.summary(),
+            "disruptive": self.disruptive(),
             "changes": [asdict(c) for c in self.changes],
             "cost": self.cost,
         }
@@ -283,8 +293,60 @@ def compare(
             unchanged += 1
         else:
             changes.append(c)
+    unchanged -= _provider_cascade(changes, olds, news)
+    _annotate_disruption(changes, olds, news)
     changes.sort(key=lambda c: (ORDER.index(c.op), c.type, c.name))
     return Plan(stack, base_label, head_label, changes, unchanged)
+
+
+def _provider_cascade(
+    changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
+) -> int:
+    """A Kubernetes provider whose identity changes is replaced, and so is every object it
+    manages (:func:`components.builders.disruption.provider_replacement`); returns how many
+    resources counted unchanged are now replaced."""
+    by_urn = {c.urn: c for c in changes}
+    moved = 0
+    for urn, n in list(news.items()):
+        o = olds.get(urn)
+        if n["type"] != dis.K8S_PROVIDER or o is None:
+            continue
+        why = dis.provider_replacement(o, n)
+        if why is None:
+            continue
+        c = by_urn.get(urn)
+        if c is None:
+            continue  # the identity is an input: a change of it is already listed
+        c.op, c.reasons = "replace", [why]
+        ref = f"{n['type']}::{n['name']}"
+        for k, r in news.items():
+            if k not in olds or (r.get("options") or {}).get("provider") != ref:
+                continue
+            reason = f"provider {n['name']} replaced"
+            d = by_urn.get(k)
+            if d is None:
+                d = Change(k, r["type"], r["name"], "replace")
+                changes.append(d)
+                by_urn[k] = d
+                moved += 1
+            d.op = "replace"
+            d.reasons = [*d.reasons, reason]
+            d.rerun = r["type"] in RERUN_TYPES
+    return moved
+
+
+def _annotate_disruption(
+    changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
+) -> None:
+    """Each change's ``disruption`` (:func:`components.builders.disruption.assess`) and the
+    provider-identity flag."""
+    base, head = list(olds.values()), list(news.values())
+    for c in changes:
+        o, n = olds.get(c.urn), news.get(c.urn)
+        paths = [f.path for f in c.fields]
+        c.disruption = [d.to_json() for d in dis.assess(c.op, o, n, paths, base, head, c.reasons)]
+        if n is not None:
+            c.flags += [f for f in dis.provider_flags(n) if f not in c.flags]
 
 
 def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | None:
@@ -545,9 +607,25 @@ def render_text(plan: Plan, console: Any) -> None:
             console.print(Text(f"        ! {flag}", style="bold red"), soft_wrap=True)
         for note in c.notes:
             console.print(Text(f"        note: {note}", style="dim"), soft_wrap=True)
+        for d in c.disruption:
+            console.print(Text(f"        disrupts: {_dline(d)}", style="bold red"), soft_wrap=True)
     console.print(Text(plan.summary(), style="bold"), soft_wrap=True)
+    console.print(Text(disruption_summary(plan), style="bold"), soft_wrap=True)
     for line in cost_lines(plan.cost):
         console.print(Text(line), soft_wrap=True)
+
+
+def _dline(d: dict[str, str]) -> str:
+    return f"{d['target']}: {d['effect']} - {d['detail']}"
+
+
+def disruption_summary(plan: Plan) -> str:
+    """``Disruption: none (no running work stops or restarts)`` or ``Disruption: N change(s)
+    stop or restart running work``."""
+    n = sum(bool(c.disruption) for c in plan.changes)
+    if not n:
+        return "Disruption: none (no running work stops or restarts)"
+    return f"Disruption: {n} change(s) stop or restart running work"
 
 
 def cost_lines(cost: dict[str, Any] | None) -> list[str]:
@@ -586,6 +664,7 @@ def render_markdown(plan: Plan) -> str:
                     why.append(f"+{len(c.fields) - 4} more")
             why += [f"⚠️ {_md(f)}" for f in c.flags]
             why += [f"ℹ️ {_md(n)}" for n in c.notes]
+            why += [f"🛑 {_md(_dline(d))}" for d in c.disruption]
             lines.append(
                 f"| {SYMBOLS[c.op]} {op} | `{_md(c.name)}` | `{c.type}` | {_md(', '.join(why))} |"
             )
@@ -601,6 +680,7 @@ def render_markdown(plan: Plan) -> str:
             lines += ["```", "", "</details>"]
         lines.append("")
     lines.append(f"**{plan.summary()}**")
+    lines += ["", f"**{disruption_summary(plan)}**"]
     cl = cost_lines(plan.cost)
     if cl:
         lines += ["", "**Cost of the change** (USD)", "", *[f"- {_md(x)}" for x in cl]]
