@@ -4,6 +4,7 @@ left to it."""
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
@@ -36,15 +37,8 @@ def test_resources_json_shows_the_provider_identity(base_render, stack, prefix) 
 def test_ca_and_endpoint_rotation_replaces_no_kubernetes_resource(base_render, monkeypatch) -> None:
     """The cloud side changes (new CA, new IP endpoint, new DNS endpoint host): the kubeconfig
     changes, the identity does not, so nothing Kubernetes is replaced and nothing stops."""
-    monkeypatch.setattr(
-        rsynth,
-        "_fake_ca",
-        lambda seed: (
-            rsynth.__dict__["base64"]
-            .b64encode(b"-----BEGIN CERTIFICATE-----\nrotated\n-----END CERTIFICATE-----\n")
-            .decode()
-        ),
-    )
+    rotated = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnew\n-----END CERTIFICATE-----\n")
+    monkeypatch.setattr(rsynth, "_fake_ca", lambda seed: rotated.decode())
     monkeypatch.setattr(rsynth, "_ip", lambda seed: "34.1.2.3")
     head = render("prod", stack_data("prod"))
     base = base_render["prod"]
