@@ -497,11 +497,12 @@ def _nodepool(op, old, new, paths, base, head, reasons) -> list[Disruption]:
     hits = sorted({_bare(p) for p in paths if any(_under(p, f) for f in NODE_RECREATING)})
     if not hits:
         return []
-    how = (
-        "a multi-host TPU slice is recreated as a whole: every pod on it stops"
-        if _is_tpu(rec)
-        else "nodes are drained and recreated by the pool's upgrade strategy (surge by default)"
-    )
+    if _get(rec, "inputs", "placementPolicy", "tpuTopology"):
+        how = "a multi-host TPU slice is recreated as a whole: every pod on it stops"
+    elif _is_tpu(rec):
+        how = "TPU nodes are drained and recreated: the pods on them stop"
+    else:
+        how = "nodes are drained and recreated by the pool's upgrade strategy (surge by default)"
     return [Disruption(target, "drained", f"{', '.join(hits)} changed: {how}{users}")]
 
 
