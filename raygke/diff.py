@@ -338,15 +338,17 @@ def _provider_cascade(
 def _annotate_disruption(
     changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
 ) -> None:
-    """Each change's ``disruption`` (:func:`components.builders.disruption.assess`) and the
-    provider-identity flag."""
+    """Each change's ``disruption`` (:func:`components.builders.disruption.assess`), the
+    provider-identity flag and a RayService upgrade without room for its second cluster."""
     base, head = list(olds.values()), list(news.values())
     for c in changes:
         o, n = olds.get(c.urn), news.get(c.urn)
         paths = [f.path for f in c.fields]
-        c.disruption = [d.to_json() for d in dis.assess(c.op, o, n, paths, base, head, c.reasons)]
+        found = dis.assess(c.op, o, n, paths, base, head, c.reasons)
+        c.disruption = [d.to_json() for d in found]
         if n is not None:
-            c.flags += [f for f in dis.provider_flags(n) if f not in c.flags]
+            extra = dis.provider_flags(n) + dis.upgrade_flags(c.op, o, n, found, head)
+            c.flags += [f for f in extra if f not in c.flags]
 
 
 def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | None:
