@@ -346,6 +346,8 @@ def _annotate_disruption(
         paths = [f.path for f in c.fields]
         found = dis.assess(c.op, o, n, paths, base, head, c.reasons)
         c.disruption = [d.to_json() for d in found]
+        if any(d.effect == "recreated" for d in found):  # Recreate: the template does reach them
+            c.notes = [x for x in c.notes if x != TEMPLATE_NOTE]
         if n is not None:
             extra = dis.provider_flags(n) + dis.upgrade_flags(c.op, o, n, found, head)
             c.flags += [f for f in extra if f not in c.flags]
