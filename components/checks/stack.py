@@ -585,6 +585,7 @@ RENDER_CHECKS: dict[str, str] = {
     "names and labels": "name_problems",
     "CRD schemas": "_validate_crds",
     "KubeRay operator rules": "operator_problems_all",
+    "KubeRay feature gates": "gate_problems_all",
     "scheduling": "schedule_problems",
     "object store memory": "object_store_problems",
     "PodMonitorings": "monitoring_problems",
