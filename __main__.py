@@ -17,6 +17,7 @@ from components.builders.outputs import config_outputs
 from components.resources.apis import Apis
 from components.resources.cluster import Cluster, ClusterArgs
 from components.resources.config import load_pulumi_config
+from components.resources.dashboards import Dashboards
 from components.resources.kuberay import KubeRay, KubeRayArgs
 from components.resources.network import Network, NetworkArgs
 from components.resources.nodepool import NodePool, NodePoolArgs
@@ -113,6 +114,10 @@ ray = RayResources(
     images=registry.refs,
     depends_on=[*kuberay.ready, cluster],
 )
+# Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.
+dashboards = Dashboards("monitoring", cfg)
+if dashboards.urls:
+    pulumi.export("dashboards", dashboards.urls)
 pulumi.export("ray_jobs", ray.jobs)
 pulumi.export("ray_services", ray.services)
 pulumi.export("workloads_working_dir", ray.working_dir)

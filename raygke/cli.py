@@ -215,7 +215,10 @@ def diff(
     ),
     fmt: str = typer.Option("text", "--format", "-f", help="text | markdown | json"),
     exit_code: bool = typer.Option(
-        False, "--exit-code", help="Exit 1 when there are changes, 0 when there are none"
+        False,
+        "--exit-code",
+        help="Exit 0 when there are no changes, 1 when there are changes, 4 when a change "
+        "stops or restarts running work (a non-empty disruption)",
     ),
     sets: SetOption = None,
 ) -> None:
@@ -244,6 +247,10 @@ def diff(
         sys.stdout.write(rdiff.render_markdown(plan))
     else:
         rdiff.render_text(plan, console)
+    if exit_code and plan.disruptive():
+        from components.builders.disruption import EXIT_DISRUPTIVE
+
+        raise typer.Exit(EXIT_DISRUPTIVE)
     if exit_code and plan.changes:
         raise typer.Exit(EXIT_FAILED)
 

@@ -51,6 +51,7 @@ from typing import Any
 
 import yaml
 
+from components.builders import disruption as dis
 from components.builders.replacement import (
     RERUN_TYPES,
     SCOPE_INPUTS,
@@ -109,6 +110,9 @@ class Change:
         flags: review warnings (protection, name clash).
         notes: what the operation does not do (a RayCluster template update reaches no running
             pod).
+        disruption: what the change stops or restarts in running work
+            (:class:`components.builders.disruption.Disruption` as ``{"target", "effect",
+            "detail"}``); empty when nothing running is touched.
     """
 
     urn: str
@@ -121,6 +125,7 @@ class Change:
     rerun: bool = False
     flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    disruption: list[dict[str, str]] = field(default_factory=list)
 
 
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
@@ -140,6 +145,10 @@ class Plan:
     changes: list[Change]
     unchanged: int
     cost: dict[str, Any] | None = None
+
+    def disruptive(self) -> bool:
+        """Whether any change stops or restarts running work (a non-empty ``disruption``)."""
+        return any(c.disruption for c in self.changes)
 
     def counts(self) -> dict[str, int]:
         """``{op: count}`` for the four operations (zeros included)."""
@@ -168,6 +177,7 @@ class Plan:
             "head": self.head,
             "counts": {**self.counts(), "unchanged": self.unchanged},
             "summary": self.summary(),
+            "disruptive": self.disruptive(),
             "changes": [asdict(c) for c in self.changes],
             "cost": self.cost,
         }
@@ -299,8 +309,27 @@ def compare(
         else:
             changes.append(c)
     unchanged -= _recreate_dependents(changes, olds, news)
+    _annotate_disruption(changes, olds, news)
     changes.sort(key=lambda c: (ORDER.index(c.op), c.type, c.name))
     return Plan(stack, base_label, head_label, changes, unchanged)
+
+
+def _annotate_disruption(
+    changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
+) -> None:
+    """Each change's ``disruption`` (:func:`components.builders.disruption.assess`), the
+    provider-identity flag and a RayService upgrade without room for its second cluster."""
+    base, head = list(olds.values()), list(news.values())
+    for c in changes:
+        o, n = olds.get(c.urn), news.get(c.urn)
+        paths = [f.path for f in c.fields]
+        found = dis.assess(c.op, o, n, paths, base, head, c.reasons)
+        c.disruption = [d.to_json() for d in found]
+        if any(d.effect == "recreated" for d in found):  # Recreate: the template does reach them
+            c.notes = [x for x in c.notes if x != TEMPLATE_NOTE]
+        if n is not None:
+            extra = dis.provider_flags(n) + dis.upgrade_flags(c.op, o, n, found, head)
+            c.flags += [f for f in extra if f not in c.flags]
 
 
 def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | None:
@@ -390,7 +419,11 @@ def _recreate_dependents(
             child = news[u]
             why = recreated_by(parent, child)
             c = by_urn.get(u)
-            if why is None or (c is not None and c.op in ("replace", "create", "delete")):
+            if why is None or (c is not None and c.op in ("create", "delete")):
+                continue
+            if c is not None and c.op == "replace":  # replaced anyway: say it is lost with it too
+                if f"recreated: {why}" not in c.reasons:
+                    c.reasons.append(f"recreated: {why}")
                 continue
             if c is None:
                 if u not in olds:
@@ -723,9 +756,25 @@ def render_text(plan: Plan, console: Any) -> None:
             console.print(Text(f"        ! {flag}", style="bold red"), soft_wrap=True)
         for note in c.notes:
             console.print(Text(f"        note: {note}", style="dim"), soft_wrap=True)
+        for d in c.disruption:
+            console.print(Text(f"        disrupts: {_dline(d)}", style="bold red"), soft_wrap=True)
     console.print(Text(plan.summary(), style="bold"), soft_wrap=True)
+    console.print(Text(disruption_summary(plan), style="bold"), soft_wrap=True)
     for line in cost_lines(plan.cost):
         console.print(Text(line), soft_wrap=True)
+
+
+def _dline(d: dict[str, str]) -> str:
+    return f"{d['target']}: {d['effect']} - {d['detail']}"
+
+
+def disruption_summary(plan: Plan) -> str:
+    """``Disruption: none (no running work stops or restarts)`` or ``Disruption: N change(s)
+    stop or restart running work``."""
+    n = sum(bool(c.disruption) for c in plan.changes)
+    if not n:
+        return "Disruption: none (no running work stops or restarts)"
+    return f"Disruption: {n} change(s) stop or restart running work"
 
 
 def cost_lines(cost: dict[str, Any] | None) -> list[str]:
@@ -764,6 +813,7 @@ def render_markdown(plan: Plan) -> str:
                     why.append(f"+{len(c.fields) - 4} more")
             why += [f"⚠️ {_md(f)}" for f in c.flags]
             why += [f"ℹ️ {_md(n)}" for n in c.notes]
+            why += [f"🛑 {_md(_dline(d))}" for d in c.disruption]
             lines.append(
                 f"| {SYMBOLS[c.op]} {op} | `{_md(c.name)}` | `{c.type}` | {_md(', '.join(why))} |"
             )
@@ -779,6 +829,7 @@ def render_markdown(plan: Plan) -> str:
             lines += ["```", "", "</details>"]
         lines.append("")
     lines.append(f"**{plan.summary()}**")
+    lines += ["", f"**{disruption_summary(plan)}**"]
     cl = cost_lines(plan.cost)
     if cl:
         lines += ["", "**Cost of the change** (USD)", "", *[f"- {_md(x)}" for x in cl]]

@@ -154,6 +154,11 @@ class SynthMocks(pulumi.runtime.Mocks):
         elif t == "gcp:artifactregistry/repository:Repository":
             rid = f"projects/{p}/locations/{i.get('location')}/repositories/{i.get('repositoryId')}"
             state["name"] = i.get("repositoryId")
+        elif t == "gcp:monitoring/dashboard:Dashboard":
+            uid = hashlib.sha256(f"{p}/{n}".encode()).hexdigest()
+            rid = (
+                f"projects/{self.number}/dashboards/{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:28]}"
+            )
         elif t == DOCKER_IMAGE_TYPE:
             digest = fake_digest(i)
             tags = list(i.get("tags") or [])

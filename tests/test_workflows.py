@@ -69,7 +69,9 @@ def test_review_runs_check_diff_and_a_guarded_preview_per_stack():
 
 def test_up_deploys_dev_then_prod_behind_its_environment():
     doc = load("up.yml")
-    assert doc["on"] == {"push": {"branches": ["main"]}}
+    assert doc["on"]["push"] == {"branches": ["main"]}
+    # a manual run carries the approval of a disruptive plan (tests/e2e/test_deploy_gate.py)
+    assert set(doc["on"]) == {"push", "workflow_dispatch"}
     dev, prod = doc["jobs"]["dev"], doc["jobs"]["prod"]
     assert prod["needs"] == "dev" and prod["environment"] == "prod"
     for job, stack in ((dev, "dev"), (prod, "prod")):

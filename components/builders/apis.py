@@ -47,6 +47,7 @@ _TYPE_APIS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("gcp:compute/", ("compute.googleapis.com",)),
+    ("gcp:monitoring/", ("monitoring.googleapis.com",)),
     ("gcp:kms/", ("cloudkms.googleapis.com",)),
     ("gcp:serviceaccount/", ("iam.googleapis.com",)),
     ("gcp:projects/iAM", ("cloudresourcemanager.googleapis.com", "iam.googleapis.com")),

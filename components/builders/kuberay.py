@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,39 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str | None) -> 
         ],
     }
     return json.dumps(doc, indent=2, sort_keys=True)
+
+
+def cluster_identifier(cfg: StackConfig) -> str:
+    """The Kubernetes provider's ``clusterIdentifier``: ``gke/<project>/<location>/<name>/<gen>``.
+
+    pulumi-kubernetes replaces its provider - and with it every object the provider manages -
+    when it judges that the kubeconfig points at another cluster; with ``clusterIdentifier`` set
+    it replaces the provider *only* when this value changes and treats every other change of its
+    configuration (kubeconfig: CA rotation, IP/DNS endpoint switch, credentials) as an update
+    (``Provider.cluster_identifier`` in pulumi_kubernetes 4.34.2, ``provider.py``; schema of
+    https://www.pulumi.com/registry/packages/kubernetes/api-docs/provider/#clusteridentifier).
+
+    The value is known at preview (config only, no output) and changes exactly when the GKE
+    cluster itself is replaced, so a new cluster still gets every object recreated in it:
+    ``<gen>`` is the first 12 hex digits of the sha256 of the cluster inputs that force a
+    replacement and come from the config (``name``, ``project``, ``location``, the network's
+    ``name``, ``subnet_cidr``, ``pods_cidr``, ``services_cidr``, ``master_ipv4_cidr``; the
+    ``ForceNew`` attributes of terraform-provider-google v7.30.0
+    ``container/resource_container_cluster.go``, see :mod:`components.builders.replacement`).
+    """
+    net = cfg.network
+    forcing = {
+        "name": cfg.cluster.name,
+        "project": cfg.project,
+        "location": cfg.location,
+        "network": net.name,
+        "subnet": net.subnet_cidr,
+        "pods": net.pods_cidr,
+        "services": net.services_cidr,
+        "master": net.master_ipv4_cidr,
+    }
+    gen = hashlib.sha256(json.dumps(forcing, sort_keys=True).encode()).hexdigest()[:12]
+    return f"gke/{cfg.project}/{cfg.location}/{cfg.cluster.name}/{gen}"
 
 
 def incremental_services(cfg: StackConfig) -> list[str]:

@@ -435,13 +435,26 @@ def worker_group_spec(
     images: Mapping[str, Any] | None = None,
     labels: dict[str, str] | None = None,
     image_kind: str | None = None,
+    autoscaled: bool = False,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
     (:func:`components.spec.resolve_group`, or :attr:`components.spec.JobTarget.group_target`).
 
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
-    ``replicas`` defaults to ``minReplicas``. See the module docstring for the per-kind settings.
+    ``replicas`` defaults to ``minReplicas``; with ``autoscaled`` (the cluster has
+    ``enableInTreeAutoscaling``) it is left out: the Ray autoscaler owns that field
+    (kuberay#4149). Under server-side apply a field the stack does not send is not the stack's:
+    the API server applies the CRD default (``replicas: 0``, KubeRay v1.7.0
+    ``ray.io_rayclusters.yaml``) on create only, the autoscaler's later writes become its own, and
+    a ``pulumi up`` neither conflicts with them nor resets them
+    (https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts,
+    https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/;
+    ``pulumi.com/patchForce`` would take the field from the autoscaler, and ``ignore_changes``
+    under server-side apply still sends the old value, so neither is used). KubeRay clamps an
+    omitted or lower value to ``minReplicas`` (``GetWorkerGroupDesiredReplicas``,
+    ray-operator/controllers/ray/utils/util.go), so the group still starts at its minimum.
+    See the module docstring for the per-kind settings.
     The container image is ``images[image_kind]``; ``image_kind`` defaults to the pool's kind
     (:func:`components.builders.images.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``); a
     job's own cluster passes :func:`components.builders.images.job_image_kind` (``gpu-tf`` for a
@@ -457,14 +470,15 @@ def worker_group_spec(
     spec = specs[0]
     cpu, memory = worker_pod_size(spec, group)
     max_replicas = target.max_replicas
-    out: dict[str, Any] = {
-        "groupName": group.name,
-        "replicas": group.min_replicas if replicas is None else replicas,
-        "minReplicas": group.min_replicas,
-        "maxReplicas": max_replicas,
-        "numOfHosts": 1,
-        "rayStartParams": ray_start_params(group),
-    }
+    out: dict[str, Any] = {"groupName": group.name}
+    if not autoscaled:
+        out["replicas"] = group.min_replicas if replicas is None else replicas
+    out.update(
+        minReplicas=group.min_replicas,
+        maxReplicas=max_replicas,
+        numOfHosts=1,
+        rayStartParams=ray_start_params(group),
+    )
     container: dict[str, Any] = {
         "name": "ray-worker",
         "image": _images(cfg, images)[image_kind or pool_image_kind(pool)],
@@ -580,10 +594,16 @@ def ray_cluster_manifest(
         ResolveError: a worker group references an undeclared node pool.
     """
     groups = [
-        worker_group_spec(cfg, resolve_group(cfg, rc, g), rc.service_account, images=images)
+        worker_group_spec(
+            cfg,
+            resolve_group(cfg, rc, g),
+            rc.service_account,
+            images=images,
+            autoscaled=rc.autoscaling,
+        )
         for g in rc.worker_groups
     ]  # KubeRay labels these pods ray.io/cluster=<name> itself
-    return {
+    manifest: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "RayCluster",
         "metadata": _metadata(cfg, rc.name),
@@ -598,6 +618,9 @@ def ray_cluster_manifest(
             auth_name=rc.name,
         ),
     }
+    if rc.upgrade_strategy is not None:  # KubeRay v1.7.0 RayClusterUpgradeStrategy
+        manifest["spec"]["upgradeStrategy"] = {"type": rc.upgrade_strategy}
+    return manifest
 
 
 # ----------------------------------------------------------------------------------------- jobs

@@ -242,6 +242,29 @@ def autoscaling(spec: NodePoolSpec) -> dict[str, Any]:
     return out
 
 
+def upgrade_settings(spec: NodePoolSpec) -> dict[str, Any] | None:
+    """The pool's node upgrade settings (``upgrade_settings``): for TPU and GPU pools surge
+    upgrades with ``max_surge=0, max_unavailable=1`` - a node (or a whole multi-host slice, which
+    GKE recreates as one unit) is drained before its replacement is created, so an upgrade needs
+    no spare accelerator capacity, which on-demand and reserved TPU/GPU capacity rarely has
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#surge,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/tpus). CPU and system pools keep
+    GKE's default surge (one extra node, none unavailable): None.
+    """
+    if spec.kind not in ("tpu", "gpu"):
+        return None
+    return {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+
+
+def image_streaming(spec: NodePoolSpec) -> bool:
+    """Image streaming (``node_config.gcfs_config.enabled``) on accelerator pools: the large
+    GPU/TPU Ray images start before they are fully pulled (images from Artifact Registry on
+    Container-Optimized OS, the stack's default;
+    https://cloud.google.com/kubernetes-engine/docs/how-to/image-streaming). Turning it on for
+    an existing pool recreates its nodes (``raygke diff`` shows them drained)."""
+    return spec.kind in ("tpu", "gpu")
+
+
 def initial_node_count(spec: NodePoolSpec) -> int:
     """Nodes per zone at creation: enough to reach ``min_nodes`` in total."""
     return math.ceil(spec.min_nodes / max(1, len(spec.zones)))

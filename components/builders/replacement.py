@@ -25,8 +25,10 @@ Other providers: ``random`` (``pulumi-random`` wraps ``hashicorp/terraform-provi
 every argument of ``random_password`` has a ``RequiresReplace`` plan modifier, so any change is a
 new password); ``docker-build`` (``pulumi-docker-build``'s ``Image`` has no replacing input: a
 change rebuilds and pushes in place); the Kubernetes provider resource (``pulumi:providers:
-kubernetes``) is replaced when its kubeconfig points at another cluster (``clusterIdentifier``
-unset: pulumi-kubernetes ``DiffConfig``), and a replaced provider replaces every object it manages.
+kubernetes``) is replaced when its ``clusterIdentifier`` changes (the stack sets it from the
+inputs that force a new GKE cluster, so a CA or endpoint change updates it in place; without it,
+pulumi-kubernetes ``DiffConfig`` replaces it when the kubeconfig points at another cluster), and a
+replaced provider replaces every object it manages.
 
 Recreated dependents (:func:`recreated_by`): a replaced resource takes with it what lives inside
 it, even when Pulumi's own preview cannot see it (the parent keeps its name, so the child's inputs
@@ -244,6 +246,13 @@ RULES: dict[str, TypeRule] = {
     "gcp:secretmanager/secretIamMember:SecretIamMember": TypeRule(
         _IAM_MEMBER,
         IAM_SOURCE,
+        None,
+    ),
+    "gcp:monitoring/dashboard:Dashboard": TypeRule(
+        _f("project"),
+        "https://github.com/hashicorp/terraform-provider-google/blob/main/google/services/"
+        "monitoring/resource_monitoring_dashboard.go (project ForceNew; dashboard_json updates "
+        "in place)",
         None,
     ),
     "gcp:artifactregistry/repository:Repository": TypeRule(

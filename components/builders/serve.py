@@ -124,7 +124,8 @@ def ray_service_manifest(
     """
     target = resolve_service(cfg, svc)
     group = _with_serve_port_and_label(
-        worker_group_spec(cfg, target, svc.service_account, images=images), svc.name
+        worker_group_spec(cfg, target, svc.service_account, images=images, autoscaled=True),
+        svc.name,
     )
     cluster = ray_cluster_spec(
         cfg,

@@ -219,13 +219,69 @@ def unknown_fields(obj: Any, schema: dict[str, Any], path: tuple = ()) -> list[t
     return found
 
 
+GENERATE_NAME_SUFFIX = "xxxxx"  # the API server appends 5 random characters to generateName
+
+
+def apply_defaults(obj: Any, schema: dict[str, Any]) -> Any:
+    """``obj`` as the API server stores it (a new copy): ``null`` values of fields that are not
+    ``nullable`` pruned, then every omitted field whose enclosing object is present given its
+    schema ``default`` (recursively: list items and map values included, and inside a default
+    that is itself an object). Source: "Defaulting" and "Defaulting and Nullable" in
+    https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#defaulting.
+    """
+    if isinstance(obj, dict) and isinstance(schema, dict):
+        if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
+            return copy.deepcopy(obj)
+        props = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            sub = props.get(key, addl if isinstance(addl, dict) else None)
+            if value is None and isinstance(sub, dict) and not sub.get("nullable"):
+                continue  # pruned before defaulting
+            out[key] = apply_defaults(value, sub) if isinstance(sub, dict) else value
+        for key, sub in props.items():
+            if key not in out and isinstance(sub, dict) and "default" in sub:
+                out[key] = apply_defaults(copy.deepcopy(sub["default"]), sub)
+        return out
+    if isinstance(obj, list) and isinstance(schema, dict) and isinstance(schema.get("items"), dict):
+        return [apply_defaults(v, schema["items"]) for v in obj]
+    return copy.deepcopy(obj)
+
+
+def server_view(
+    manifest: dict[str, Any], directory: Path | None = None, version: str = DEFAULT_VERSION
+) -> dict[str, Any]:
+    """What the cluster sees of one KubeRay object: :func:`apply_defaults` with its CRD schema
+    (``metadata`` aside), and ``metadata.name`` from ``generateName`` plus the five characters
+    the API server appends (``"xxxxx"`` here) when only ``generateName`` is set
+    (https://kubernetes.io/docs/reference/using-api/api-concepts/#generated-values). Objects of
+    other kinds come back unchanged (a copy).
+
+    Raises:
+        CrdsMissingError: the CRD folder is absent.
+    """
+    out = copy.deepcopy(manifest)
+    meta = out.get("metadata") or {}
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = f"{meta['generateName']}{GENERATE_NAME_SUFFIX}"
+    kind, api_version = out.get("kind"), str(out.get("apiVersion", ""))
+    if kind not in _CRD_FILES or not api_version.startswith("ray.io/"):
+        return out
+    schema = crd_schema(kind, api_version, directory, version)
+    body = apply_defaults({k: v for k, v in out.items() if k != "metadata"}, schema)
+    return {**body, "metadata": meta} if "metadata" in out else body
+
+
 def validate_manifest(
     manifest: dict[str, Any], directory: Path | None = None, version: str = DEFAULT_VERSION
 ) -> list[str]:
     """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``.
 
     Checks apiVersion/kind, unknown (pruned) fields, then the schema (types, enums, required,
-    minimum...). ``metadata`` is left to the API server.
+    minimum...) of the object as the API server stores it: omitted fields with their CRD
+    defaults, non-nullable nulls pruned (:func:`apply_defaults`). ``metadata`` is left to the API
+    server.
 
     Raises:
         CrdsMissingError: the CRD folder is absent.
@@ -246,7 +302,10 @@ def validate_manifest(
         for p in unknown_fields(body, schema)
     ]
     validator = _validator(str(d / _CRD_FILES[kind]), api_version.split("/", 1)[-1])
-    errors = sorted(validator.iter_errors(body), key=lambda e: (list(map(str, e.path)), e.message))
+    stored = apply_defaults(body, schema)
+    errors = sorted(
+        validator.iter_errors(stored), key=lambda e: (list(map(str, e.path)), e.message)
+    )
     for e in errors:
         problems.append(f"{head}: {_fmt(e.absolute_path)}: {e.message}")
     return problems

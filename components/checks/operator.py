@@ -11,7 +11,8 @@ comes from. Every problem is one line::
 
 Rules that depend on something a manifest does not show are not checked: the operator's feature
 gates (``RayJobDeletionPolicy``, ``RayClusterHistoryServer``, ``RayClusterNetworkPolicy``,
-``RayClusterMTLS``, ``GCSFaultToleranceEmbeddedStorage``, ``RayServiceIncrementalUpgrade``),
+``RayClusterMTLS``, ``GCSFaultToleranceEmbeddedStorage``, ``RayServiceIncrementalUpgrade``;
+:mod:`components.checks.gates` checks those with the installed operator's gates),
 ``status`` (``ValidateRayClusterStatus``, ``ValidateRayJobStatus``) and RayCronJob (not rendered).
 
 Versions: the rules are read from v1.7.0. For v1.6.2 (the other carried version) the v1.6.2

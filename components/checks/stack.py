@@ -62,8 +62,14 @@ from components.builders.nodepools import (
     node_pool_specs,
     tpu_host_capacity,
 )
-from components.checks.crd import CrdsMissingError, crds_available, missing_crds_message
+from components.checks.crd import (
+    CrdsMissingError,
+    crds_available,
+    missing_crds_message,
+    server_view,
+)
 from components.checks.crd import validate_manifests as _validate_crds
+from components.checks.gates import gate_problems_all
 from components.checks.images import dependency_problems
 from components.checks.names import name_problems
 from components.checks.operator import operator_problems_all
@@ -339,6 +345,15 @@ def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[st
     return out
 
 
+def _server_views(manifests: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
+    """Each object as the API server stores it (:func:`components.checks.crd.server_view`), or
+    as rendered when the CRDs are absent."""
+    try:
+        return [server_view(m, version=version) for m in manifests]
+    except CrdsMissingError:
+        return manifests
+
+
 def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
     """Problems of rendered (or hand-edited) KubeRay objects: CRD schema (unknown fields included)
     and KubeRay operator rules of the stack's ``kuberay.chart_version``, and schedulability of
@@ -356,7 +371,10 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
             problems.append(str(e))
     else:
         problems.append(missing_crds_message(version=version))
-    problems += operator_problems_all(manifests, version)
+    # the operator's rules and its feature gates apply to what the cluster stores (CRD defaults)
+    stored = _server_views(manifests, version)
+    problems += operator_problems_all(stored, version)
+    problems += gate_problems_all(stored, cfg)
     candidates = node_pool_specs(cfg) + nap_shapes(cfg)
     for m in manifests:
         for where, group in _groups(m):
@@ -599,6 +617,7 @@ RENDER_CHECKS: dict[str, str] = {
     "object sizes": "object_size_problems",
     "CRD schemas": "_validate_crds",
     "KubeRay operator rules": "operator_problems_all",
+    "KubeRay feature gates": "gate_problems_all",
     "scheduling": "schedule_problems",
     "object store memory": "object_store_problems",
     "PodMonitorings": "monitoring_problems",

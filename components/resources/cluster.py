@@ -114,8 +114,20 @@ class Cluster(pulumi.ComponentResource):
             gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                 enabled=cc.gcs_fuse_csi
             ),
+            # The Ray add-on's own log and metric collection: Ray cluster logs to Cloud Logging,
+            # Ray metrics to Managed Prometheus (needs it on); in helm mode the same comes from
+            # GKE's workload logging and the stack's PodMonitorings
+            # (https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/collect-view-logs-metrics).
             ray_operator_configs=[
-                gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)
+                gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(
+                    enabled=True,
+                    ray_cluster_logging_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterLoggingConfigArgs(
+                        enabled=True
+                    ),
+                    ray_cluster_monitoring_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterMonitoringConfigArgs(
+                        enabled=cc.managed_prometheus
+                    ),
+                )
             ]
             if cfg.kuberay.mode == "gke-addon"
             else None,

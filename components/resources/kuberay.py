@@ -38,6 +38,7 @@ from components.builders.kuberay import (
     KUBERAY_CHART,
     KUBERAY_HELM_REPO,
     WI_ANNOTATION,
+    cluster_identifier,
     crd_documents,
     helm_values,
     kubeconfig,
@@ -71,7 +72,8 @@ class KubeRayArgs:
 class KubeRay(pulumi.ComponentResource):
     """``ray-gke:kuberay:KubeRay``.
 
-    Attributes: ``kubeconfig`` (secret Output[str]), ``provider`` (``k8s.Provider``),
+    Attributes: ``kubeconfig`` (secret Output[str]), ``provider`` (``k8s.Provider``, with
+    ``cluster_identifier``, :func:`components.builders.kuberay.cluster_identifier`),
     ``namespace`` (``k8s.core.v1.Namespace``), ``service_accounts`` (name -> KSA), ``crds``
     (kind -> ``apiextensions.v1.CustomResourceDefinition``, helm mode only), ``operator`` (the
     ``helm.v3.Release`` in helm mode, else None), ``ready`` (resources Ray objects must wait for:
@@ -92,9 +94,13 @@ class KubeRay(pulumi.ComponentResource):
                 lambda a: kubeconfig(a[0], a[1], a[2])
             )
         self.kubeconfig = pulumi.Output.secret(config)
+        # A stable identity: a new CA, endpoint or credential updates the provider in place
+        # instead of replacing it and every object it manages (builders.kuberay.cluster_identifier).
+        self.cluster_identifier = cluster_identifier(cfg)
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
+            cluster_identifier=self.cluster_identifier,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on or [])),
         )
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)

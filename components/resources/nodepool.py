@@ -21,7 +21,9 @@ from components.builders.nodepools import (
     NodePoolSpec,
     autoscaling,
     config_labels,
+    image_streaming,
     initial_node_count,
+    upgrade_settings,
 )
 from components.spec import StackConfig
 
@@ -94,6 +96,9 @@ class NodePool(pulumi.ComponentResource):
             autoscaling=gcp.container.NodePoolAutoscalingArgs(**autoscaling(spec)),
             placement_policy=placement,
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(**upgrades)
+            if (upgrades := upgrade_settings(spec))
+            else None,
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=spec.machine_type,
                 disk_size_gb=spec.disk_size_gb,
@@ -114,6 +119,9 @@ class NodePool(pulumi.ComponentResource):
                 ),
                 gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True)
                 if spec.gvnic
+                else None,
+                gcfs_config=gcp.container.NodePoolNodeConfigGcfsConfigArgs(enabled=True)
+                if image_streaming(spec)
                 else None,
             ),
             # The pool's name is fixed (spec.name: node selectors, NAP limits and outputs refer to

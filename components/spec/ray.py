@@ -602,6 +602,15 @@ class RayClusterConfig(_Model):
         description="Seconds an idle worker is kept before the autoscaler removes it "
         "(`autoscalerOptions.idleTimeoutSeconds`, int32).",
     )
+    upgrade_strategy: Literal["Recreate", "None"] | None = Field(
+        None,
+        description="KubeRay v1.7.0 `spec.upgradeStrategy.type`. `Recreate`: a spec change "
+        "outside the replica counts (Ray version, image, head or worker size) deletes and "
+        "recreates every pod, so running jobs stop (`raygke diff` lists them); `None` or unset: "
+        "running pods keep their old template and only new pods get the new one "
+        "(validation.go ValidateRayClusterUpgradeOptions, raycluster_controller.go "
+        "shouldRecreatePodsForUpgrade).",
+    )
 
     @field_validator("name")
     @classmethod

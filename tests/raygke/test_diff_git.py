@@ -72,7 +72,7 @@ def test_h100_to_spot_is_a_replacement_because_of_spot_with_cost_delta(repo: Pat
         r = _diff(repo, "--format", "json", "--exit-code")
     finally:
         stack.write_text(original)
-    assert r.returncode == 1, r.stderr  # changes
+    assert r.returncode == 4, r.stderr  # disruptive changes: the pool is recreated
     plan = json.loads(r.stdout)
     (pool,) = [c for c in plan["changes"] if c["type"] == "gcp:container/nodePool:NodePool"]
     assert pool["name"] == "pool-h100-pool" and pool["op"] == "replace"

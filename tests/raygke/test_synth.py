@@ -40,7 +40,13 @@ def test_prod_whole_program(prod):
     assert "kubernetes:helm.sh/v3:Release" not in types
     (cluster,) = [r for r in records if r["type"] == "gcp:container/cluster:Cluster"]
     assert cluster["inputs"]["deletionProtection"] is True
-    assert cluster["inputs"]["addonsConfig"]["rayOperatorConfigs"] == [{"enabled": True}]
+    assert cluster["inputs"]["addonsConfig"]["rayOperatorConfigs"] == [
+        {
+            "enabled": True,
+            "rayClusterLoggingConfig": {"enabled": True},
+            "rayClusterMonitoringConfig": {"enabled": True},
+        }
+    ]
     # every resource except the stack's direct children has a ray-gke component parent
     for r in records:
         assert r["parent"] is not None

@@ -121,7 +121,14 @@ def test_helm_mode_has_release_and_no_addon(rendered):
 
 def test_addon_mode_has_addon_and_no_release():
     records, outputs = render(config(kuberay={"mode": "gke-addon"}))
-    assert _cluster(records)["addonsConfig"]["rayOperatorConfigs"] == [{"enabled": True}]
+    # the add-on collects Ray logs and, with Managed Prometheus (the default), Ray metrics
+    assert _cluster(records)["addonsConfig"]["rayOperatorConfigs"] == [
+        {
+            "enabled": True,
+            "rayClusterLoggingConfig": {"enabled": True},
+            "rayClusterMonitoringConfig": {"enabled": True},
+        }
+    ]
     assert of_type(records, RELEASE) == []
     assert outputs["kuberay_mode"] == "gke-addon"
 

@@ -1,0 +1,555 @@
+"""Issue 22 item 5: the day-2 scenario suite. Each scenario is an ordered sequence of the changes a
+platform team makes to a shipped stack; every step is rendered by the real program under mocks
+(no cloud, no Ray) and planned from the step before by ``raygke diff``'s comparison. Each step
+states the exact plan (``{resource: create | update | replace | re-run | delete}``) and the exact
+disruption (``{(target, effect)}``, empty when no running work stops or restarts).
+
+The rules the disruption follows are in :mod:`components.builders.disruption`; prod's long-lived
+RayCluster ``training`` has ``upgrade_strategy: Recreate``, dev's ``research`` has none.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from tests.e2e.day2 import Scenario, Step, plan_disruption, plan_ops, run
+
+TRAINING = "RayCluster ray/training"
+PREPARE = ("RayJob ray/prepare-corpus", "interrupted")
+JAX = ("RayJob ray/train-lm-jax-v6e", "interrupted")
+TRAINING_RECREATED = {(TRAINING, "recreated"), PREPARE, JAX}
+
+PROD_LABELLED = {
+    "images-repository",
+    "cluster-gke",
+    "pool-cpu-pool",
+    "pool-h100-pool",
+    "pool-system-pool",
+    "pool-tpu-v6e-4x4-0-pool",
+    "pool-tpu-v6e-4x4-1-pool",
+    "security-boot-disks",
+    "security-buckets",
+    "security-gke-secrets",
+    "security-registry",
+    "security-secret-manager",
+    "security-secret-wandb-api-key",
+    "storage-artifacts",
+    "storage-checkpoints",
+    "storage-datasets",
+}
+PROTECTED = {
+    "images-repository",
+    "cluster-gke",
+    "security-boot-disks",
+    "security-buckets",
+    "security-gke-secrets",
+    "security-registry",
+    "security-secret-manager",
+}
+BUCKET_ACCESS = [
+    "access-ray-serve-artifacts-objectViewer",
+    "access-ray-serve-checkpoints-objectViewer",
+    "access-ray-serve-head-artifacts-objectViewer",
+    "access-ray-serve-head-checkpoints-objectViewer",
+    "access-ray-train-artifacts-objectViewer",
+    "access-ray-train-checkpoints-objectUser",
+    "access-ray-train-datasets-objectUser",
+    "access-ray-train-head-artifacts-objectViewer",
+    "access-ray-train-head-checkpoints-objectUser",
+    "access-ray-train-head-datasets-objectUser",
+]
+PROD_RERUNS = {
+    "ray-rayjob-prepare-corpus": "re-run",
+    "ray-rayjob-train-lm-h100": "re-run",
+    "ray-rayjob-train-lm-jax-v6e": "re-run",
+}
+RERUN_EFFECTS = {
+    ("RayJob ray/prepare-corpus", "re-run"),
+    ("RayJob ray/train-lm-h100", "re-run"),
+    ("RayJob ray/train-lm-jax-v6e", "re-run"),
+}
+NEW_CLUSTER = ("RayService ray/lm", "upgrade-new-cluster")
+QUOTA = "kuberay-resourcequota-ray-quota"
+
+
+def _updates(names: set[str]) -> dict[str, str]:
+    return dict.fromkeys(names, "update")
+
+
+def _rc(d: dict[str, Any]) -> dict[str, Any]:
+    return d["ray_clusters"][0]
+
+
+def _pool(d: dict[str, Any], name: str) -> dict[str, Any]:
+    (p,) = [p for p in d["node_pools"] if p["name"] == name]
+    return p
+
+
+def _job(d: dict[str, Any], name: str) -> dict[str, Any]:
+    (j,) = [j for j in d["jobs"] if j["name"] == name]
+    return j
+
+
+def _move_to_pool(name: str, pool: str):
+    def mutate(d: dict[str, Any]) -> None:
+        j = _job(d, name)
+        j.pop("cluster")
+        j.pop("worker_group")
+        j["node_pool"] = pool
+
+    return mutate
+
+
+def _own_cluster_objects(job: str) -> dict[str, str]:
+    """What a job moving to its own RayCluster gets: its token and Secret, metrics, policies."""
+    return {
+        f"ray-secret-{job}-ray-auth": "create",
+        f"ray-token-{job}-ray-auth": "create",
+        f"ray-podmonitoring-{job}-ray-metrics": "create",
+        f"kuberay-networkpolicy-{job}-ray": "create",
+        f"kuberay-networkpolicy-{job}-ray-head": "create",
+    }
+
+
+ROTATED_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nrotated\n-----END CERTIFICATE-----\n")
+
+SCENARIOS = [
+    Scenario(
+        "rotate the cluster CA and endpoint",
+        "prod",
+        [
+            Step(
+                "GKE rotates the CA and the IP endpoint changes (kubeconfig only)",
+                None,
+                {},
+                mocks={
+                    "_fake_ca": lambda seed: ROTATED_CA.decode(),
+                    "_ip": lambda seed: "34.9.9.9",
+                },
+            )
+        ],
+    ),
+    Scenario(
+        "grow a pool, then shrink it back",
+        "prod",
+        [
+            Step(
+                "cpu pool max 8 -> 16 nodes (NAP's CPU limit raised to fit)",
+                lambda d: (
+                    _pool(d, "cpu").update(max_nodes=16),
+                    d["nap"]["resource_limits"].update(cpu=4096),
+                ),
+                {"cluster-gke": "update", "pool-cpu-pool": "update", QUOTA: "update"},
+            ),
+            Step(
+                "back to 8 nodes",
+                lambda d: (
+                    _pool(d, "cpu").update(max_nodes=8),
+                    d["nap"]["resource_limits"].update(cpu=2048),
+                ),
+                {"cluster-gke": "update", "pool-cpu-pool": "update", QUOTA: "update"},
+            ),
+        ],
+    ),
+    Scenario(
+        "a bigger head for the long-lived RayCluster",
+        "prod",
+        [
+            Step(
+                "training head 4 -> 8 CPUs (upgradeStrategy Recreate)",
+                lambda d: _rc(d)["head"].update(cpu="8"),
+                {"ray-raycluster-training": "update"},
+                TRAINING_RECREATED,
+            )
+        ],
+    ),
+    Scenario(
+        "a label on every resource (buckets included)",
+        "prod",
+        [
+            Step(
+                "labels.owner: ml-infra",
+                lambda d: d["labels"].update(owner="ml-infra"),
+                _updates(PROD_LABELLED),
+            )
+        ],
+    ),
+    Scenario(
+        "bump Ray",
+        "prod",
+        [
+            Step(
+                "ray.version 2.60.0 -> 2.61.0: images rebuilt, Ray CRs follow",
+                lambda d: d["ray"].update(version="2.61.0"),
+                {
+                    "images-cpu": "update",
+                    "images-gpu": "update",
+                    "images-tpu": "update",
+                    "ray-raycluster-training": "update",
+                    "ray-rayservice-lm": "update",
+                    **PROD_RERUNS,
+                },
+                TRAINING_RECREATED | RERUN_EFFECTS | {NEW_CLUSTER},
+            )
+        ],
+    ),
+    Scenario(
+        "change a job argument, twice",
+        "prod",
+        [
+            Step(
+                "train-lm-jax-v6e steps 20000 -> 30000",
+                lambda d: _job(d, "train-lm-jax-v6e")["args"].update(steps=30000),
+                {"ray-rayjob-train-lm-jax-v6e": "re-run"},
+                {("RayJob ray/train-lm-jax-v6e", "re-run")},
+            ),
+            Step(
+                "then max_failures 3 -> 5",
+                lambda d: _job(d, "train-lm-jax-v6e").update(max_failures=5),
+                {"ray-rayjob-train-lm-jax-v6e": "re-run"},
+                {("RayJob ray/train-lm-jax-v6e", "re-run")},
+            ),
+        ],
+    ),
+    Scenario(
+        "change a Serve argument",
+        "prod",
+        [
+            Step(
+                "lm max_batch_size 16 -> 32 (serveConfigV2 only)",
+                lambda d: d["services"][0]["args"].update(max_batch_size=32),
+                {"ray-rayservice-lm": "update"},
+                {("RayService ray/lm", "rolling-restart")},
+            )
+        ],
+    ),
+    Scenario(
+        "give the RayService more workers",
+        "prod",
+        [
+            Step(
+                "lm max_workers 4 -> 6 (rayClusterConfig, outside the upgrade hash)",
+                lambda d: d["services"][0].update(max_workers=6),
+                {"ray-rayservice-lm": "update"},
+            ),
+            Step(
+                "then a bigger head: a new cluster (NewCluster)",
+                lambda d: d["services"][0].setdefault("head", {}).update(cpu="4", memory="16Gi"),
+                {"ray-rayservice-lm": "update"},
+                {NEW_CLUSTER},
+            ),
+        ],
+    ),
+    Scenario(
+        "H100 capacity to spot",
+        "prod",
+        [
+            Step(
+                "h100 provisioning on-demand -> spot (node_config.spot forces a new pool)",
+                lambda d: _pool(d, "h100").update(provisioning="spot"),
+                {"pool-h100-pool": "replace"},
+                {("node pool h100", "recreated")},
+            )
+        ],
+    ),
+    Scenario(
+        "lower, then raise, a worker group's limits",
+        "prod",
+        [
+            Step(
+                "training cpu group max_replicas 8 -> 4",
+                lambda d: _rc(d)["worker_groups"][0].update(max_replicas=4),
+                {"ray-raycluster-training": "update"},
+                {(f"{TRAINING} group cpu", "scaled-down")},
+            ),
+            Step(
+                "then min_replicas 0 -> 1 (a scale-up; replica counts are outside the hash)",
+                lambda d: _rc(d)["worker_groups"][0].update(min_replicas=1),
+                {"ray-raycluster-training": "update"},
+            ),
+        ],
+    ),
+    Scenario(
+        "rename the bucket prefix",
+        "prod",
+        [
+            Step(
+                "buckets.prefix: mlp-prod (new bucket names: everything that names them follows)",
+                lambda d: d["buckets"].update(prefix="mlp-prod"),
+                {
+                    "storage-artifacts": "replace",
+                    "storage-checkpoints": "replace",
+                    "storage-datasets": "replace",
+                    **dict.fromkeys(BUCKET_ACCESS, "replace"),
+                    "ray-workloads": "replace",
+                    "ray-raycluster-training": "update",
+                    "ray-rayservice-lm": "update",
+                    **PROD_RERUNS,
+                },
+                TRAINING_RECREATED | RERUN_EFFECTS | {NEW_CLUSTER},
+            )
+        ],
+    ),
+    Scenario(
+        "a bigger machine for the CPU pool",
+        "prod",
+        [
+            Step(
+                "cpu n2-standard-16 -> n2-standard-32: nodes recreated, Ray pods resized",
+                lambda d: (
+                    _pool(d, "cpu").update(machine_type="n2-standard-32"),
+                    d["nap"]["resource_limits"].update(cpu=4096, memory=32768),
+                ),
+                {
+                    "cluster-gke": "update",
+                    "pool-cpu-pool": "update",
+                    QUOTA: "update",
+                    "ray-raycluster-training": "update",
+                    "ray-rayservice-lm": "update",
+                },
+                {("node pool cpu", "drained"), *TRAINING_RECREATED, NEW_CLUSTER},
+            )
+        ],
+    ),
+    Scenario(
+        "turn deletion protection off, then on",
+        "prod",
+        [
+            Step(
+                "cluster.deletion_protection false (and `protect` off the stateful resources)",
+                lambda d: d["cluster"].update(deletion_protection=False),
+                _updates(PROTECTED),
+            ),
+            Step(
+                "and on again",
+                lambda d: d["cluster"].update(deletion_protection=True),
+                _updates(PROTECTED),
+            ),
+        ],
+    ),
+    Scenario(
+        "bump KubeRay between the carried versions",
+        "dev",
+        [
+            Step(
+                "chart 1.7.0 -> 1.6.2 (CRDs, then the operator)",
+                lambda d: d["kuberay"].update(chart_version="1.6.2"),
+                {
+                    "kuberay-crd-rayclusters": "update",
+                    "kuberay-crd-rayjobs": "update",
+                    "kuberay-crd-rayservices": "update",
+                    "kuberay-operator": "update",
+                },
+                {("KubeRay operator (kuberay-operator)", "restarted")},
+            ),
+            Step(
+                "and 1.6.2 -> 1.7.0",
+                lambda d: d["kuberay"].update(chart_version="1.7.0"),
+                {
+                    "kuberay-crd-rayclusters": "update",
+                    "kuberay-crd-rayjobs": "update",
+                    "kuberay-crd-rayservices": "update",
+                    "kuberay-operator": "update",
+                },
+                {("KubeRay operator (kuberay-operator)", "restarted")},
+            ),
+        ],
+    ),
+    Scenario(
+        "move to the REGULAR channel, then a GKE minor bump",
+        "prod",
+        [
+            Step(
+                "release_channel STABLE -> REGULAR",
+                lambda d: d["cluster"].update(release_channel="REGULAR"),
+                {"cluster-gke": "update"},
+            ),
+            Step(
+                "min_master_version 1.35 -> 1.36 (node auto-upgrades drain the pools)",
+                lambda d: d["cluster"].update(min_master_version="1.36"),
+                {"cluster-gke": "update"},
+                {("cluster ray-prod", "drained")},
+            ),
+        ],
+    ),
+    Scenario(
+        "add a pool, then move a job onto it",
+        "prod",
+        [
+            Step(
+                "node pool cpu-big (n2-standard-16), NAP limits raised",
+                lambda d: (
+                    d["node_pools"].append(
+                        {
+                            "name": "cpu-big",
+                            "machine_type": "n2-standard-16",
+                            "min_nodes": 0,
+                            "max_nodes": 2,
+                        }
+                    ),
+                    d["nap"]["resource_limits"].update(cpu=4096, memory=32768),
+                ),
+                {
+                    "pool-cpu-big": "create",
+                    "pool-cpu-big-pool": "create",
+                    "cluster-gke": "update",
+                    QUOTA: "update",
+                },
+            ),
+            Step(
+                "prepare-corpus leaves the training cluster for its own cluster on cpu-big",
+                _move_to_pool("prepare-corpus", "cpu-big"),
+                {**_own_cluster_objects("prepare-corpus"), "ray-rayjob-prepare-corpus": "re-run"},
+                {("RayJob ray/prepare-corpus", "re-run")},
+            ),
+        ],
+    ),
+    Scenario(
+        "remove a worker group",
+        "prod",
+        [
+            Step(
+                "training drops its h100 group (the spec hash changes: Recreate)",
+                lambda d: _rc(d)["worker_groups"].pop(2),
+                {"ray-raycluster-training": "update"},
+                TRAINING_RECREATED | {(f"{TRAINING} group h100", "deleted")},
+            )
+        ],
+    ),
+    Scenario(
+        "drop the upgrade strategy, grow the head, restore Recreate",
+        "prod",
+        [
+            Step(
+                "upgrade_strategy Recreate -> None",
+                lambda d: _rc(d).update(upgrade_strategy="None"),
+                {"ray-raycluster-training": "update"},
+            ),
+            Step(
+                "head 4 -> 8 CPUs: running pods keep their template (a note only)",
+                lambda d: _rc(d)["head"].update(cpu="8"),
+                {"ray-raycluster-training": "update"},
+            ),
+            Step(
+                "upgrade_strategy None -> Recreate: the changed spec now recreates every pod",
+                lambda d: _rc(d).update(upgrade_strategy="Recreate"),
+                {"ray-raycluster-training": "update"},
+                TRAINING_RECREATED,
+            ),
+        ],
+    ),
+    Scenario(
+        "move the maintenance window",
+        "prod",
+        [
+            Step(
+                "04:00 -> 02:00",
+                lambda d: d["cluster"].update(maintenance_window={"start_time": "02:00"}),
+                {"cluster-gke": "update"},
+            )
+        ],
+    ),
+    Scenario(
+        "add a job, then remove it",
+        "prod",
+        [
+            Step(
+                "prepare-more on the training cluster",
+                lambda d: d["jobs"].append(
+                    {
+                        "name": "prepare-more",
+                        "workload": "prepare",
+                        "cluster": "training",
+                        "worker_group": "cpu",
+                        "args": {"data": "gs://ray-gke-prod-corpus/more/"},
+                    }
+                ),
+                {"ray-rayjob-prepare-more": "create"},
+            ),
+            Step(
+                "and removed",
+                lambda d: d["jobs"].pop(),
+                {"ray-rayjob-prepare-more": "delete"},
+                {("RayJob ray/prepare-more", "deleted")},
+            ),
+        ],
+    ),
+    Scenario(
+        "add a canary Serve application, then change its argument",
+        "prod",
+        [
+            Step(
+                "RayService lm-canary: lm with max_batch_size 32",
+                lambda d: d["services"].append(
+                    {
+                        **d["services"][0],
+                        "name": "lm-canary",
+                        "args": {**d["services"][0]["args"], "max_batch_size": 32},
+                    }
+                ),
+                {
+                    "ray-rayservice-lm-canary": "create",
+                    "ray-secret-lm-canary-ray-auth": "create",
+                    "ray-token-lm-canary-ray-auth": "create",
+                    "ray-podmonitoring-lm-canary-ray-metrics": "create",
+                    "kuberay-networkpolicy-lm-canary-ray": "create",
+                    "kuberay-networkpolicy-lm-canary-ray-head": "create",
+                },
+            ),
+            Step(
+                "canary max_batch_size 32 -> 64, max_ongoing_requests to 64 (serveConfigV2 only)",
+                lambda d: d["services"][1]["args"].update(
+                    max_batch_size=64, max_ongoing_requests=64
+                ),
+                {"ray-rayservice-lm-canary": "update"},
+                {("RayService ray/lm-canary", "rolling-restart")},
+            ),
+        ],
+    ),
+    Scenario(
+        "a larger TPU topology",
+        "prod",
+        [
+            Step(
+                "tpu-v6e 4x4 -> 4x8 (placement policy forces new pools: the slices are lost)",
+                lambda d: (
+                    _pool(d, "tpu-v6e-4x4")["tpu"].update(topology="4x8"),
+                    d["nap"]["resource_limits"].update(
+                        cpu=8192, memory=65536, **{"tpu-v6e-slice": 64}
+                    ),
+                ),
+                {
+                    "cluster-gke": "update",
+                    QUOTA: "update",
+                    "pool-tpu-v6e-4x4-0-pool": "replace",
+                    "pool-tpu-v6e-4x4-1-pool": "replace",
+                    "ray-raycluster-training": "update",
+                    "ray-rayjob-train-lm-jax-v6e": "re-run",
+                },
+                TRAINING_RECREATED
+                | {
+                    ("node pool tpu-v6e-4x4-0", "recreated"),
+                    ("node pool tpu-v6e-4x4-1", "recreated"),
+                    ("RayJob ray/train-lm-jax-v6e", "re-run"),
+                },
+            )
+        ],
+    ),
+]
+
+
+def test_the_suite_has_at_least_20_sequences() -> None:
+    assert len(SCENARIOS) >= 20
+    assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_scenario(scenario: Scenario, base_render, monkeypatch, ray_261_locked) -> None:
+    plans = run(scenario, monkeypatch, base_render[scenario.stack])
+    for step, plan in zip(scenario.steps, plans, strict=True):
+        assert plan_ops(plan) == step.plan, step.what
+        assert plan_disruption(plan) == step.disruption, step.what
+        assert plan.disruptive() is bool(step.disruption), step.what
