@@ -129,7 +129,7 @@ def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
     limits = cfg.nap.resource_limits
     shapes: list[NodePoolSpec] = []
     for gen in catalog.TPU_GENERATIONS.values():
-        for topo in catalog.TPU_TOPOLOGIES:
+        for topo in gen.topologies:
             s = catalog.tpu_slice(gen.name, topo)
             if limits.get(gen.gke_accelerator, 0) < s.chips:
                 continue
@@ -177,7 +177,7 @@ def _slice_of(spec: NodePoolSpec) -> catalog.TpuSlice | None:
     acc = spec.labels.get(catalog.TPU_ACCELERATOR_LABEL)
     topo = spec.labels.get(catalog.TPU_TOPOLOGY_LABEL)
     for gen in catalog.TPU_GENERATIONS.values():
-        if gen.gke_accelerator == acc and topo in catalog.TPU_TOPOLOGIES:
+        if gen.gke_accelerator == acc and topo in gen.topologies:
             return catalog.tpu_slice(gen.name, topo)
     return None
 
