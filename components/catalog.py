@@ -88,6 +88,9 @@ TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+# Node architecture label; GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).
+ARCH_LABEL = "kubernetes.io/arch"
 # GKE labels GPU nodes whose driver it installs with the driver version (``default`` /
 # ``latest``); a pod that selects it on a NAP-created node makes NAP install that driver
 # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers,

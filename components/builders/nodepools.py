@@ -184,12 +184,19 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
 
 
 def gpu_node_labels(gpu: str, driver_version: str | None) -> dict[str, str]:
-    """Labels GKE puts on a GPU node: the accelerator type, and the driver version when GKE
-    installs the driver (:func:`components.catalog.gpu_driver_label`)."""
+    """Labels GKE puts on a GPU node: the accelerator type, the driver version when GKE
+    installs the driver (:func:`components.catalog.gpu_driver_label`), and ``kubernetes.io/arch``
+    for a GPU type on Arm hosts (``arm64``, A4X): GKE schedules a pod onto Arm nodes only when it
+    selects that label, and then adds the toleration of the ``kubernetes.io/arch=arm64:NoSchedule``
+    taint it puts on every Arm node itself
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment)."""
     labels = {catalog.GPU_ACCELERATOR_LABEL: gpu}
     driver = catalog.gpu_driver_label(driver_version)
     if driver:
         labels[catalog.GPU_DRIVER_LABEL] = driver
+    arch = catalog.GPU_TYPES[gpu].arch if gpu in catalog.GPU_TYPES else "amd64"
+    if arch != "amd64":
+        labels[catalog.ARCH_LABEL] = arch
     return labels
 
 

@@ -268,6 +268,14 @@ class PrebuiltImage(_Model):
         "(e.g. `{torch: 2.13.0, pyarrow: 26.0.1, numpy: 2.4.6}`); `raygke check` refuses a job "
         "whose workload needs one it lacks or has at another version than the project's pin.",
     )
+    architectures: list[Literal["amd64", "arm64"]] = Field(
+        default_factory=lambda: ["amd64"],
+        min_length=1,
+        description="CPU architectures the image is built for (a multi-arch manifest lists "
+        "both). Arm nodes (A4X, `nvidia-gb200`) need `arm64` in the `gpu` image; the project's "
+        "own images are amd64 only "
+        "(https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -503,6 +503,35 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
             )
 
 
+def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[str]:
+    """A GPU pool whose machine type is not amd64 (A4X ``a4x-highgpu-4g``, GB200 on NVIDIA
+    Grace: ``GpuType.arch`` ``arm64`` in :mod:`components.catalog`) runs a ``gpu`` image built for
+    that architecture: ``ray.images.gpu`` with it in ``architectures``. This project's own images
+    (``images/*/Dockerfile``) and Ray's CUDA images are amd64 builds; GKE schedules a pod on an
+    Arm node only when its image is declared to run there
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).
+    An amd64 GPU pool likewise needs ``amd64`` among a prebuilt ``gpu`` image's architectures."""
+    for pool in cfg.node_pools:
+        if not isinstance(pool, GpuPool):
+            continue
+        arch = pool.gpu.gpu.arch
+        image = cfg.ray.images.get("gpu")
+        if image is None and arch != "amd64":
+            yield (
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
+                f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
+                f"architectures: [amd64, {arch}])"
+            )
+        elif image is not None and arch not in image.architectures:
+            yield (
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, but ray.images.gpu {image.image} is built for "
+                f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
+                "image is built for it"
+            )
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -539,6 +568,7 @@ RULES: tuple[Rule, ...] = (
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
     _rule(secret_readers_declared, "secrets", "workload_identities"),
     _rule(prebuilt_images_pinned_when_protected, "cluster", "ray"),
+    _rule(gpu_pool_arch_has_image, "ray", "node_pools"),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(service_identity_can_read, "services", "workload_identities"),
