@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components import catalog
+from components.computeclass.model import COMPUTE_CLASS_LABEL, class_label, class_taint
 from components.spec import CpuPool, GpuPool, StackConfig, SystemPool, TpuPool
 
 
@@ -231,12 +232,26 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
 
 
 def _pool_specs(cfg: StackConfig, pool: CpuPool | TpuPool | GpuPool) -> list[NodePoolSpec]:
-    """The GKE node pools made from one config pool (several for multi-host TPU slices)."""
+    """The GKE node pools made from one config pool (several for multi-host TPU slices); the
+    pools of a ``compute_classes`` entry carry its node label and taint
+    (:mod:`components.computeclass.render`: they are the class's first priority)."""
     if isinstance(pool, TpuPool):
-        return _tpu(cfg, pool)
-    if isinstance(pool, GpuPool):
-        return [_gpu(cfg, pool)]
-    return [_cpu_like(cfg, pool, pool.name, "cpu")]
+        specs = _tpu(cfg, pool)
+    elif isinstance(pool, GpuPool):
+        specs = [_gpu(cfg, pool)]
+    else:
+        specs = [_cpu_like(cfg, pool, pool.name, "cpu")]
+    cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
+    if cc is None:
+        return specs
+    return [
+        replace(
+            s,
+            labels={**s.labels, **class_label(cc.name)},
+            taints=[*s.taints, class_taint(cc.name)],
+        )
+        for s in specs
+    ]
 
 
 def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
@@ -262,8 +277,14 @@ GKE_LABEL_PREFIXES = ("cloud.google.com/", "kubernetes.io/", "k8s.io/")
 
 
 def config_labels(spec: NodePoolSpec) -> dict[str, str]:
-    """The node labels to put in ``node_config.labels``: the spec's labels minus GKE's own."""
-    return {k: v for k, v in sorted(spec.labels.items()) if not k.startswith(GKE_LABEL_PREFIXES)}
+    """The node labels to put in ``node_config.labels``: the spec's labels minus GKE's own,
+    except ``cloud.google.com/compute-class``, which a declared pool of a ComputeClass is given
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes)."""
+    return {
+        k: v
+        for k, v in sorted(spec.labels.items())
+        if k == COMPUTE_CLASS_LABEL or not k.startswith(GKE_LABEL_PREFIXES)
+    }
 
 
 def autoscaling(spec: NodePoolSpec) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from typing import Any
 
 from components import catalog
 from components.builders.iam import bucket_bindings, iam_problems, project_bindings
+from components.computeclass.checks import compute_class_problems
 from components.builders.manifests import (
     GCSFUSE_ANNOTATION,
     GCSFUSE_SIDECAR,
@@ -570,6 +571,7 @@ RENDER_CHECKS: dict[str, str] = {
     "scheduling": "schedule_problems",
     "object store memory": "object_store_problems",
     "PodMonitorings": "monitoring_problems",
+    "ComputeClasses": "compute_class_problems",
     "namespace quota": "quota_problems",
     "IAM": "iam_problems",
     "security rules": "security_problems",
@@ -596,6 +598,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
         return [*problems, f"rendering the KubeRay objects failed: {e}"]
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
+    problems += compute_class_problems(cfg)
     problems += quota_problems(cfg, manifests)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])

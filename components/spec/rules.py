@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.computeclass.rules import compute_class_pools, compute_class_shapes_fit_nap
 from components.spec.base import _ZONE
 from components.spec.pools import GpuPool, TpuPool
 from components.spec.ray import IMAGE_KINDS
@@ -569,6 +570,8 @@ RULES: tuple[Rule, ...] = (
     _rule(secret_readers_declared, "secrets", "workload_identities"),
     _rule(prebuilt_images_pinned_when_protected, "cluster", "ray"),
     _rule(gpu_pool_arch_has_image, "ray", "node_pools"),
+    _rule(compute_class_pools, "compute_classes", "node_pools"),
+    _rule(compute_class_shapes_fit_nap, "compute_classes", "nap", "cluster", "node_pools"),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(service_identity_can_read, "services", "workload_identities"),
