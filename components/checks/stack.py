@@ -48,7 +48,6 @@ from typing import Any
 
 from components import catalog
 from components.builders.iam import bucket_bindings, iam_problems, project_bindings
-from components.computeclass.checks import compute_class_problems
 from components.builders.manifests import (
     GCSFUSE_ANNOTATION,
     GCSFUSE_SIDECAR,
@@ -69,6 +68,7 @@ from components.checks.images import dependency_problems
 from components.checks.names import name_problems
 from components.checks.operator import operator_problems_all
 from components.checks.security import security_problems
+from components.computeclass.checks import compute_class_problems
 from components.spec import ResolveError, StackConfig, resolve_job
 from components.spec.ray import OBJECT_STORE_MAX_FRACTION
 

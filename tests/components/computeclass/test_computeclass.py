@@ -239,7 +239,7 @@ def test_check_stack_passes_with_a_class() -> None:
 
 @pytest.mark.slow
 def test_the_class_is_applied_in_the_cluster_under_mocks() -> None:
-    records, outputs = render(_stack(FULL))
+    records, _ = render(_stack(FULL))
     classes = of_type(records, "kubernetes:cloud.google.com/v1:ComputeClass")
     assert len(classes) == 1
     assert classes[0]["inputs"]["spec"]["priorities"][0] == {"nodepools": ["v6e-0", "v6e-1"]}
