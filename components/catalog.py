@@ -411,17 +411,33 @@ class TpuSlice:
         single-host slices of the pool serve other jobs."""
         return slices if self.multi_host else min(slices, 1)
 
-    def scaling_config(self, slices: int = 1) -> dict[str, Any]:
+    def scaling_config(self, slices: int = 1, min_slices: int | None = None) -> dict[str, Any]:
         """Keyword arguments for ``ray.train.ScalingConfig`` training on up to ``slices`` slices
         (:meth:`job_slices`).
 
-        One Ray Train worker per host, each holding all of its host's chips [RAY-TPU].
+        One Ray Train worker per host, each holding all of its host's chips [RAY-TPU]. With
+        ``min_slices`` below ``slices`` (elastic training), ``num_workers`` is the tuple
+        ``(hosts x min_slices, hosts x slices)``: Ray 2.60's elastic form
+        (``ray/train/v2/api/config.py`` ``ScalingConfig.num_workers: Union[int, Tuple[int,
+        int]]``), whose scaling policy grows and shrinks in whole slices
+        (``ray/train/v2/_internal/execution/scaling_policy/elastic.py``).
+
+        Raises:
+            ValueError: ``min_slices`` is below 1 or above ``slices``.
         """
+        most = self.job_slices(slices)
+        workers: int | tuple[int, int] = self.hosts * most
+        if min_slices is not None and min_slices < most:
+            if min_slices < 1:
+                raise ValueError(f"min_slices {min_slices} must be >= 1")
+            workers = (self.hosts * min_slices, self.hosts * most)
+        elif min_slices is not None and min_slices > most:
+            raise ValueError(f"min_slices {min_slices} is above the {most} slice(s) of the job")
         return {
             "use_tpu": True,
             "topology": self.topology,
             "accelerator_type": self.generation.ray_accelerator_type,
-            "num_workers": self.hosts * self.job_slices(slices),
+            "num_workers": workers,
             "resources_per_worker": {"TPU": self.chips_per_host},
         }
 

@@ -608,6 +608,9 @@ def ray_cluster_manifest(
 # ----------------------------------------------------------------------------------------- jobs
 
 
+ELASTIC_JOB = {"kueue.x-k8s.io/elastic-job": "true"}
+
+
 def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     """The workload arguments of ``job``, bound by :func:`workloads.args.bind_job_args` (the
     one binding ``raygke local run`` uses too): ``job.args`` on top of the platform values the
@@ -746,10 +749,16 @@ def ray_job_manifest(
             ],
         },
     }
+    metadata = _metadata(cfg, job.name)
+    if job.slices is not None and job.slices.elastic:
+        # Kueue's elastic-job marker (kueue pkg/constants/constants.go ElasticJobAnnotation;
+        # RayJob is in supportedElasticJobGVKs, pkg/controller/jobframework/validation.go):
+        # honoured with Kueue's ElasticJobsViaWorkloadSlices gate, inert without Kueue.
+        metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **ELASTIC_JOB}}
     return {
         "apiVersion": API_VERSION,
         "kind": "RayJob",
-        "metadata": _metadata(cfg, job.name),
+        "metadata": metadata,
         "spec": spec,
     }
 

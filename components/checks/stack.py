@@ -518,7 +518,9 @@ def placement_problems(cfg: StackConfig) -> list[str]:
             node = node_ray_resources(cfg, target.pool, target.group)
         except (ResolveError, ScalingError, ManifestError, IndexError):
             continue  # reported by the target and scheduling checks
-        workers, bundle = int(scaling["num_workers"]), worker_bundle(scaling)
+        n = scaling["num_workers"]  # an elastic (min, max) is placed at its max
+        workers = int(n[1]) if isinstance(n, tuple | list) else int(n)
+        bundle = worker_bundle(scaling)
         pool = target.pool
         where = f"jobs[{job.name}].placement_strategy {strategy}"
         if strategy == "STRICT_SPREAD":

@@ -266,6 +266,42 @@ def job_targets_exist(cfg: StackConfig) -> Iterable[str]:
                 yield str(e)
 
 
+def job_slices_fit(cfg: StackConfig) -> Iterable[str]:
+    """A job's ``slices: {min, max}`` range targets a multi-host TPU pool (Ray Train's elastic
+    TPU scaling counts workers in whole slices, ``ray/train/v2/_internal/execution/
+    scaling_policy/elastic.py``; several slices of one job are a Multislice job, which GKE runs
+    on multi-host slices only, https://cloud.google.com/kubernetes-engine/docs/how-to/
+    tpu-multislice) and ``max`` is at most the replicas the job's worker group (or its own
+    cluster's pool) has."""
+    for job in cfg.jobs:
+        if job.slices is None:
+            continue
+        try:
+            target = resolve_job(cfg, job)
+        except ResolveError:  # job_targets_exist reports it
+            continue
+        where = f"jobs[{job.name}].slices"
+        if not isinstance(target.pool, TpuPool):
+            yield (
+                f"{where}: node pool {target.pool.name!r} is not a TPU pool; slices are for "
+                "TPU jobs (for GPU or CPU workers the worker group's replicas set the size)"
+            )
+            continue
+        s = target.pool.slice
+        if not s.multi_host and job.slices.max > 1:
+            yield (
+                f"{where}: max {job.slices.max} slices of the single-host {s.generation.name} "
+                f"{s.topology} pool {target.pool.name!r}; one job spans several slices only on "
+                "multi-host slices (Multislice); use a multi-host topology or max: 1"
+            )
+        if job.slices.max > target.replicas:
+            yield (
+                f"{where}: max {job.slices.max} is above the {target.replicas} slice(s) the job's "
+                f"{'node pool' if target.own_cluster else 'worker group'} has; lower it or raise "
+                "the pool's max_slices / the group's max_replicas"
+            )
+
+
 def job_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
     """A job's ``service_account`` (its submitter pod's, and its own RayCluster's) is a declared
     workload identity (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
@@ -565,6 +601,7 @@ RULES: tuple[Rule, ...] = (
     _rule(multi_host_tpu_needs_webhook, "kuberay", "ray_clusters", "jobs", "node_pools"),
     _rule(job_targets_exist, "jobs", "ray_clusters", "node_pools"),
     _rule(job_service_accounts_declared, "jobs", "workload_identities"),
+    _rule(job_slices_fit, "jobs", "ray_clusters", "node_pools"),
     _rule(job_workloads_registered, "jobs"),
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
     _rule(secret_readers_declared, "secrets", "workload_identities"),
