@@ -68,7 +68,8 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[str]:
     """Each class names a declared TPU or GPU pool (a class is per accelerator shape; a CPU
     pool's worker groups select it by ``cloud.google.com/gke-nodepool``, which no fallback node
     carries), class names are unique, and a pool has at most one class (a pod selects one
-    ``cloud.google.com/compute-class``) [DOCS]."""
+    ``cloud.google.com/compute-class``,
+    https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass)."""
     from components.spec.pools import GpuPool, TpuPool
 
     declared = {p.name: p for p in cfg.node_pools}
