@@ -55,7 +55,8 @@ def class_taint(name: str) -> catalog.Taint:
 
 
 class ComputeClassConfig(BaseModel):
-    """One ``compute_classes`` entry (see the module docstring)."""
+    """A GKE custom ComputeClass for one TPU or GPU pool: the pool's own nodes first, then the
+    ``fallback`` capacity in order, each a ``spec.priorities`` entry with the pool's shape."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
