@@ -32,6 +32,12 @@ STEERS_CHECKS_ONLY = {
     "kuberay.tpu_webhook",
     # the pool kind discriminator: each kind has one value, implied by a tpu:/gpu: block
     "node_pools[].kind",
+    # the CPU architectures a prebuilt image is built for: the arm64 GPU pool rule only
+    # (gpu_pool_arch_has_image in components/spec/rules.py); the pod selects the node's arch
+    "ray.images.gpu.architectures",
+    "ray.images.cpu.architectures",
+    "ray.images.tpu.architectures",
+    "ray.images.gpu-tf.architectures",
 }
 # Keys of the local environment (`raygke local`): they must change the local target instead.
 LOCAL_PREFIX = "local."
@@ -520,3 +526,8 @@ def test_steers_checks_only_keys_change_nothing_rendered() -> None:
     ):
         assert _valid(variant)
         assert _render(variant, "dev") == baseline
+    image = {"image": "rayproject/ray:2.60.0-py311-gpu"}
+    amd = _set(data, ("ray", "images"), {"gpu": image})
+    multi = _set(data, ("ray", "images"), {"gpu": {**image, "architectures": ["amd64", "arm64"]}})
+    assert _valid(amd) and _valid(multi)
+    assert _render(multi, "dev") == _render(amd, "dev")
