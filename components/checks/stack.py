@@ -9,7 +9,9 @@ would otherwise only tell you after ``pulumi up``.
    and passes the rules the KubeRay operator of that version applies when it reconciles
    (:mod:`components.checks.operator`); every Managed Prometheus PodMonitoring
    (:mod:`components.builders.monitoring`) validates against the carried PodMonitoring CRD
-   (:func:`components.checks.crd.validate_other`);
+   (:func:`components.checks.crd.validate_other`), and every GKE ComputeClass
+   (:mod:`components.computeclass.render`) against the schema carried in
+   ``components/checks/crds/gke`` (:func:`components.computeclass.checks.compute_class_problems`);
 2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
    Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
    NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):

@@ -18,7 +18,6 @@ from components import catalog
 if TYPE_CHECKING:
     from components.spec.stack import StackConfig
 
-DOCS = "https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass"
 
 
 @dataclass(frozen=True)
