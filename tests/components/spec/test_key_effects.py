@@ -247,6 +247,31 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
     if schema == "node_pools[].reservation":
         yield _set(_set(data, path, "res-a"), (*path[:-1], "provisioning"), "reservation")
         return
+    if schema == "compute_classes" and value == []:  # a class on the first TPU/GPU pool
+        pool = next(p["name"] for p in data["node_pools"] if "tpu" in p or "gpu" in p)
+        yield _set(data, path, [{"name": "fallback", "node_pool": pool, "fallback": ["spot"]}])
+        return
+    if schema == "compute_classes[].fallback":
+        for new in (["spot"], ["flex-start"], ["on-demand", "flex-start", "spot"]):
+            out = _set(data, path, new)
+            if "flex-start" not in new:
+                out = _set(out, (*path[:-1], "max_run_duration_seconds"), None)
+            yield out
+        return
+    if schema == "compute_classes[].reservation" and value is None:
+        fallback = _get_dumped(data, (*path[:-1], "fallback"))
+        out = _set(data, (*path[:-1], "fallback"), ["reservation", *fallback])
+        yield _set(out, path, "res-a")
+        return
+    if schema == "compute_classes[].node_pool_auto_creation" and value is True:
+        out = _set(data, (*path[:-1], "fallback"), [])
+        out = _set(out, (*path[:-1], "max_run_duration_seconds"), None)
+        yield _set(out, path, False)
+        return
+    if schema == "jobs[].slices" and value is None:  # a TPU job on 1 slice, or elastic 1-2
+        yield _set(data, path, {"min": 1, "max": 1})
+        yield _set(data, path, {"min": 1, "max": 2})
+        return
     if isinstance(value, bool):
         yield _set(data, path, not value)
     elif isinstance(value, int):
@@ -358,6 +383,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "default_request_cpu": ["200m"],
             "default_request_memory": ["512Mi"],
             "upgrade_strategy": ["None", "NewCluster"],
+            "when_unsatisfiable": ["ScaleUpAnyway", "DoNotScaleUp"],  # compute_classes[]
             "checkpoint": _names(data, "jobs"),
         }
         for new in literals.get(key, []):
