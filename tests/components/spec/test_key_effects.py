@@ -492,8 +492,32 @@ def _with_tf_gpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
 # adds it to a stack (None: not possible there); the key is measured on that stack against its
 # render: path -> maker. The gpu-tf image is built and used only for a TensorFlow job on a GPU
 # pool (components/builders/images.py kinds_used), which neither shipped stack runs.
+def _with_multi_host_tpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with its single-host TPU pools made 4x4 (multi-host) slices, the TPU webhook
+    declared and NAP's TPU, cpu and memory limits raised to fit: ``jobs[].slices`` only acts on a multi-host TPU
+    job (components/spec/rules.py job_slices_fit), and dev's TPU job runs on single-host v5e 2x2
+    (prod's v6e job writes the key and is measured through ``jobs[].slices.min`` / ``.max``)."""
+    out = copy.deepcopy(data)
+    changed = False
+    limits = out.setdefault("nap", {}).setdefault("resource_limits", {})
+    for p in out.get("node_pools", []):
+        if "tpu" in p and p["tpu"]["topology"] in ("1x1", "2x2", "2x4"):
+            p["tpu"] = {**p["tpu"], "topology": "4x4"}
+            gen = p["tpu"]["generation"]
+            acc = {"v5e": "tpu-v5-lite-podslice", "v6e": "tpu-v6e-slice"}[gen]
+            limits[acc] = max(limits.get(acc, 0), 16 * p.get("max_slices", 1))
+            changed = True
+    if not changed:
+        return None
+    out["kuberay"] = {**out.get("kuberay", {}), "tpu_webhook": True}
+    for key, floor in (("cpu", 4096), ("memory", 16384)):
+        limits[key] = max(limits.get(key, 0), floor)
+    return out
+
+
 NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "ray.images.gpu-tf": _with_tf_gpu_job,
+    "jobs[].slices": _with_multi_host_tpu_job,
 }
 
 # Schema paths with one valid value only (nothing to change them to): path -> why.
