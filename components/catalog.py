@@ -11,6 +11,21 @@ Sources (each fact below cites one of these):
   topologies, 16 GB HBM2 per chip, 197 TFLOP/s peak bf16 per chip).
 * [TPU-V6E]  Cloud TPU v6e (Trillium): https://cloud.google.com/tpu/docs/v6e  (ct6e-standard-1t/4t/8t,
   topologies, 32 GB HBM per chip, 918 TFLOP/s peak bf16 per chip).
+* [TPU-V5P]  Cloud TPU v5p: https://cloud.google.com/tpu/docs/v5p  (ct5p-hightpu-4t, 4 chips per
+  host, 3-D topologies ``AxBxC``); HBM 95 GiB and 459 TFLOP/s peak bf16 per chip from the
+  comparison table of [TPU-7X]; GKE label ``tpu-v5p-slice`` and the topology list as in
+  xpk ``src/xpk/core/system_characteristics.py`` (AI-Hypercomputer/xpk @367c838) and Ray's
+  ``VALID_TPU_TOPOLOGY["v5p"]`` (``ray/_private/accelerators/tpu.py``, Ray 2.60.0).
+* [TPU-7X]   TPU7x (Ironwood): https://cloud.google.com/tpu/docs/tpu7x  (two TensorCores per chip,
+  192 GiB HBM and 2307 TFLOP/s peak bf16 per chip) and
+  https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood  (GKE Standard
+  1.34.0-gke.2201000 and later; each VM has four chips; multi-host slice node pools use a
+  *workload policy* applied with ``--placement-policy`` in place of ``--tpu-topology``; the High
+  throughput workload policy). Machine type ``tpu7x-standard-4t``, GKE accelerator label
+  ``tpu7x`` and ``gcloud compute resource-policies create workload-policy --type=HIGH_THROUGHPUT
+  --accelerator-topology=<topology>`` as xpk does it (``src/xpk/core/nodepool.py``
+  ``ensure_resource_policy_exists``, AI-Hypercomputer/xpk @367c838); topologies are the ones
+  Ray 2.60 accepts for ``v7x`` (``VALID_TPU_TOPOLOGY``), all in xpk's list.
 * [TPU-ZONES] TPU regions and zones: https://cloud.google.com/tpu/docs/regions-zones
 * [GKE-TPU]  TPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/concepts/tpus and
   https://cloud.google.com/kubernetes-engine/docs/how-to/tpus  (node labels
@@ -24,7 +39,13 @@ Sources (each fact below cites one of these):
   ``ray/_private/accelerators/tpu.py`` (accelerator types ``TPU-V5LITEPOD``, ``TPU-V6E``, pod types
   ``v5litepod-N``, ``v6e-N``).
 * [GCE-GPU]  GPU machine types: https://cloud.google.com/compute/docs/gpus and
-  https://cloud.google.com/compute/docs/accelerator-optimized-machines  (G2, A2, A3 shapes).
+  https://cloud.google.com/compute/docs/accelerator-optimized-machines  (G2, A2, A3 shapes; A4:
+  ``a4-highgpu-8g`` with 8 x B200; A4X: ``a4x-highgpu-4g`` with 4 x GB200 on NVIDIA Grace, Arm,
+  CPUs). The machine-type names and GKE labels ``nvidia-b200`` / ``nvidia-gb200`` as in xpk
+  ``system_characteristics.py`` (``b200-8``, ``gb200-4``, the latter with
+  ``docker_platform=linux/arm64``). NOT confirmed by a search of the Google page in this session:
+  the vCPU / memory of a4-highgpu-8g (224 vCPUs, 3968 GB) and a4x-highgpu-4g (140 vCPUs, 884 GB),
+  the GPU memory (B200 180 GB, GB200 186 GB) and the zones; treat them as recorded, not verified.
 * [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
 * [NAP]      Node auto-provisioning: https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
   (resource-limit types ``tpu-v5-lite-podslice``, ``tpu-v6e-slice``, ``nvidia-l4``, ...).
@@ -45,7 +66,8 @@ Sources (each fact below cites one of these):
   14 months of standard support after it reaches the Regular channel, then up to 24 months in
   total in the Extended channel). Live list: ``gcloud container get-server-config``.
 * [NVIDIA]   Peak dense bf16 tensor throughput from NVIDIA's data sheets: L4 121 TFLOP/s,
-  A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, H200 989 TFLOP/s.
+  A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, H200 989 TFLOP/s, B200 (HGX) 2250 TFLOP/s, GB200
+  2500 TFLOP/s (the Blackwell figures are NOT confirmed by a search in this session).
 
 The zone lists are not complete (Google adds zones); pools can override the zone check with
 ``allow_unlisted_zone`` in the stack config.
@@ -69,6 +91,9 @@ TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+# Node architecture label; GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).
+ARCH_LABEL = "kubernetes.io/arch"
 # GKE labels GPU nodes whose driver it installs with the driver version (``default`` /
 # ``latest``); a pod that selects it on a NAP-created node makes NAP install that driver
 # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers,
@@ -123,6 +148,16 @@ class TpuGeneration:
         zones: zones offering this generation [TPU-ZONES] (not complete).
         vcpus_per_chip / memory_gb_per_chip: host CPU and memory per chip of the 4-chip machine type
             (allocatable is lower; used for request sanity checks).
+        topologies: topology -> chips of the slices GKE offers for this generation (2-D for
+            v5e/v6e, 3-D ``AxBxC`` for v5p/TPU7x) [TPU-V5E], [TPU-V6E], [TPU-V5P], [TPU-7X].
+        tensorcores_per_chip: TensorCores per chip; TPU pod types count TensorCores, so a
+            4-chip v5p slice is ``v5p-8`` (Ray ``SINGLE_CORE_TPU_TYPES`` in
+            ``ray/_private/accelerators/tpu.py``: v5e and v6e have one, v5p and v7x two).
+        workload_policy: multi-host slices are placed by a Compute Engine workload-policy
+            resource policy (``HIGH_THROUGHPUT`` with the slice's ``accelerator_topology``)
+            named by the node pool's ``placement_policy.policy_name``, instead of COMPACT +
+            ``tpu_topology`` [TPU-7X].
+        docs: the generation's documentation page.
     """
 
     name: str
@@ -136,6 +171,36 @@ class TpuGeneration:
     zones: tuple[str, ...]
     host_vcpus: Mapping[int, int]
     host_memory_gb: Mapping[int, int]
+    topologies: Mapping[str, int] = None  # type: ignore[assignment]  # None: TPU_TOPOLOGIES
+    tensorcores_per_chip: int = 1
+    workload_policy: bool = False
+    docs: str = ""
+
+    def __post_init__(self) -> None:
+        if self.topologies is None:
+            object.__setattr__(self, "topologies", TPU_TOPOLOGIES)
+
+
+def _topologies_3d(*names: str) -> dict[str, int]:
+    """``"2x2x1"`` -> 4 chips: the product of the dimensions."""
+    out = {}
+    for name in names:
+        a, b, c = (int(d) for d in name.split("x"))
+        out[name] = a * b * c
+    return out
+
+
+# 3-D topologies of v5p [TPU-V5P] and TPU7x [TPU-7X], each one Ray 2.60 accepts
+# (``VALID_TPU_TOPOLOGY`` in ray/_private/accelerators/tpu.py; tests/components/test_catalog.py
+# checks the catalog against the installed Ray). 2x2x1 is the single-host slice (4 chips, one
+# VM); every larger one is multi-host with 4 chips per host.
+TPU_3D_TOPOLOGIES: Mapping[str, int] = _topologies_3d(
+    "2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x16", "8x16x16"
+)
+V5P_TOPOLOGIES: Mapping[str, int] = {
+    **TPU_3D_TOPOLOGIES,
+    **_topologies_3d("16x16x16", "16x16x24"),
+}
 
 
 # Topology -> chips in the slice. Single-host topologies map to 1-, 4- and 8-chip machine types;
@@ -151,6 +216,8 @@ TPU_TOPOLOGIES: Mapping[str, int] = {
     "16x16": 256,
 }
 MULTI_HOST_CHIPS_PER_HOST = 4
+# Compute Engine resource-policy type of the workload policy TPU7x multi-host pools use [TPU-7X].
+WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"
 
 TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
     "v5e": TpuGeneration(
@@ -174,6 +241,7 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
         ),
         host_vcpus={1: 24, 4: 112, 8: 224},
         host_memory_gb={1: 48, 4: 192, 8: 400},
+        docs="https://cloud.google.com/tpu/docs/v5e",
     ),
     "v6e": TpuGeneration(
         name="v6e",
@@ -195,6 +263,49 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
         ),
         host_vcpus={1: 44, 4: 180, 8: 180},
         host_memory_gb={1: 448, 4: 720, 8: 1440},
+        docs="https://cloud.google.com/tpu/docs/v6e",
+    ),
+    "v5p": TpuGeneration(
+        name="v5p",
+        gke_accelerator="tpu-v5p-slice",
+        ray_accelerator_type="TPU-V5P",  # ray/util/accelerators/accelerators.py GOOGLE_TPU_V5P
+        pod_type_prefix="v5p",
+        machine_types={4: "ct5p-hightpu-4t"},
+        hbm_gb=95,
+        peak_bf16_tflops=459.0,
+        # NOT confirmed by a search in this session (GKE's plan-tpus availability table).
+        min_gke_version="1.28.3-gke.1024000",
+        # us-east5-a is confirmed (https://cloud.google.com/compute/docs/instances/
+        # create-future-reservations-calendar-mode lists it for v5p); the others are not.
+        zones=("us-east5-a", "us-central1-a", "europe-west4-b"),
+        # NOT confirmed by a search in this session: 208 vCPUs, 448 GB per ct5p-hightpu-4t host.
+        host_vcpus={4: 208},
+        host_memory_gb={4: 448},
+        topologies=V5P_TOPOLOGIES,
+        tensorcores_per_chip=2,
+        docs="https://cloud.google.com/tpu/docs/v5p",
+    ),
+    "tpu7x": TpuGeneration(
+        name="tpu7x",
+        gke_accelerator="tpu7x",
+        ray_accelerator_type="TPU-V7X",  # ray/util/accelerators/accelerators.py GOOGLE_TPU_V7X
+        # Ray normalises "tpu7x-8" to "v7x-8" (normalize_tpu_accelerator_type) and keys its
+        # topology tables and head resources by that spelling.
+        pod_type_prefix="v7x",
+        machine_types={4: "tpu7x-standard-4t"},
+        hbm_gb=192,
+        peak_bf16_tflops=2307.0,
+        min_gke_version="1.34.0-gke.2201000",
+        # NOT confirmed by a Google page in this session: us-central1-c is where public TPU7x
+        # clusters and flex-start run per third-party write-ups; allow_unlisted_zone for others.
+        zones=("us-central1-c",),
+        # NOT confirmed by a search in this session: 224 vCPUs, 960 GB per tpu7x-standard-4t host.
+        host_vcpus={4: 224},
+        host_memory_gb={4: 960},
+        topologies=TPU_3D_TOPOLOGIES,
+        tensorcores_per_chip=2,
+        workload_policy=True,
+        docs="https://cloud.google.com/tpu/docs/tpu7x",
     ),
 }
 
@@ -226,7 +337,7 @@ class TpuSlice:
     @property
     def chips(self) -> int:
         """Chips in the slice (product of the topology's dimensions)."""
-        return TPU_TOPOLOGIES[self.topology]
+        return self.generation.topologies[self.topology]
 
     @property
     def hosts(self) -> int:
@@ -244,8 +355,20 @@ class TpuSlice:
 
     @property
     def multi_host(self) -> bool:
-        """True when the slice spans several hosts (needs COMPACT placement and ``tpu_topology``)."""
+        """True when the slice spans several hosts (needs COMPACT placement and ``tpu_topology``,
+        or for TPU7x a workload policy, :attr:`workload_policy`)."""
         return self.hosts > 1
+
+    @property
+    def workload_policy(self) -> dict[str, str] | None:
+        """The Compute Engine workload policy a multi-host slice of a workload-policy generation
+        is placed by: ``{"type": "HIGH_THROUGHPUT", "accelerator_topology": <topology>}`` (the
+        fields of ``gcp.compute.ResourcePolicy(workload_policy=...)``), attached through the node
+        pool's ``placement_policy.policy_name`` instead of ``tpu_topology`` [TPU-7X]; None for
+        single-host slices and other generations."""
+        if not (self.multi_host and self.generation.workload_policy):
+            return None
+        return {"type": WORKLOAD_POLICY_TYPE, "accelerator_topology": self.topology}
 
     @property
     def machine_type(self) -> str:
@@ -254,8 +377,10 @@ class TpuSlice:
 
     @property
     def pod_type(self) -> str:
-        """TPU pod type as Ray names it (``v6e-16``, ``v5litepod-4``) [RAY-TPU]."""
-        return f"{self.generation.pod_type_prefix}-{self.chips}"
+        """TPU pod type as Ray names it (``v6e-16``, ``v5litepod-4``; TensorCores for two-core
+        generations: ``v5p-8`` and ``v7x-8`` are 4-chip slices) [RAY-TPU]."""
+        cores = self.chips * self.generation.tensorcores_per_chip
+        return f"{self.generation.pod_type_prefix}-{cores}"
 
     @property
     def head_resource(self) -> str:
@@ -289,17 +414,33 @@ class TpuSlice:
         single-host slices of the pool serve other jobs."""
         return slices if self.multi_host else min(slices, 1)
 
-    def scaling_config(self, slices: int = 1) -> dict[str, Any]:
+    def scaling_config(self, slices: int = 1, min_slices: int | None = None) -> dict[str, Any]:
         """Keyword arguments for ``ray.train.ScalingConfig`` training on up to ``slices`` slices
         (:meth:`job_slices`).
 
-        One Ray Train worker per host, each holding all of its host's chips [RAY-TPU].
+        One Ray Train worker per host, each holding all of its host's chips [RAY-TPU]. With
+        ``min_slices`` below ``slices`` (elastic training), ``num_workers`` is the tuple
+        ``(hosts x min_slices, hosts x slices)``: Ray 2.60's elastic form
+        (``ray/train/v2/api/config.py`` ``ScalingConfig.num_workers: Union[int, Tuple[int,
+        int]]``), whose scaling policy grows and shrinks in whole slices
+        (``ray/train/v2/_internal/execution/scaling_policy/elastic.py``).
+
+        Raises:
+            ValueError: ``min_slices`` is below 1 or above ``slices``.
         """
+        most = self.job_slices(slices)
+        workers: int | tuple[int, int] = self.hosts * most
+        if min_slices is not None and min_slices < most:
+            if min_slices < 1:
+                raise ValueError(f"min_slices {min_slices} must be >= 1")
+            workers = (self.hosts * min_slices, self.hosts * most)
+        elif min_slices is not None and min_slices > most:
+            raise ValueError(f"min_slices {min_slices} is above the {most} slice(s) of the job")
         return {
             "use_tpu": True,
             "topology": self.topology,
             "accelerator_type": self.generation.ray_accelerator_type,
-            "num_workers": self.hosts * self.job_slices(slices),
+            "num_workers": workers,
             "resources_per_worker": {"TPU": self.chips_per_host},
         }
 
@@ -312,9 +453,11 @@ def tpu_slice(generation: str, topology: str) -> TpuSlice:
             message names the value and lists the valid ones.
     """
     gen = tpu_generation(generation)
-    if topology not in TPU_TOPOLOGIES:
+    if topology not in gen.topologies:
+        shown = topology if str(topology).isprintable() else repr(topology)
         raise CatalogError(
-            f"topology {topology if str(topology).isprintable() else repr(topology)} is not a {gen.name} topology; valid: {', '.join(TPU_TOPOLOGIES)}"
+            f"topology {shown} is not a {gen.name} topology; valid: {', '.join(gen.topologies)}"
+            + (f" ({gen.docs})" if gen.docs else "")
         )
     return TpuSlice(gen, topology)
 
@@ -329,6 +472,10 @@ class GpuType:
         memory_gb: memory per GPU, GB.
         peak_bf16_tflops: peak dense bf16 throughput per GPU, TFLOP/s [NVIDIA].
         zones: zones offering it [GPU-ZONES] (not complete).
+        arch: CPU architecture of the machine types that carry it, as Kubernetes names it
+            (``kubernetes.io/arch``): ``amd64``, or ``arm64`` for GB200 on NVIDIA Grace (A4X)
+            [GCE-GPU]. Ray's and this project's images are amd64 builds, so an arm64 GPU pool
+            needs an image built for arm64 (``ray.images.gpu`` with ``architectures: [arm64]``).
 
     The host vCPUs and memory of each machine type come from :data:`MACHINE_SHAPES` [GCE-AO]
     (:attr:`host_vcpus`, :attr:`host_memory_gb`), so they are written once.
@@ -340,6 +487,7 @@ class GpuType:
     memory_gb: int
     peak_bf16_tflops: float
     zones: tuple[str, ...]
+    arch: str = "amd64"
 
     @property
     def host_vcpus(self) -> dict[int, float]:
@@ -494,6 +642,26 @@ GPU_TYPES: Mapping[str, GpuType] = {
             "europe-west1-b",
             "asia-south1-b",
         ),
+    ),
+    # A4 [GCE-GPU]: 8 x B200 per a4-highgpu-8g. Memory, peak and zones NOT confirmed by a
+    # search in this session (see the module docstring); allow_unlisted_zone for other zones.
+    "nvidia-b200": GpuType(
+        name="nvidia-b200",
+        display="NVIDIA B200",
+        machine_types={8: "a4-highgpu-8g"},
+        memory_gb=180,
+        peak_bf16_tflops=2250.0,
+        zones=("us-central1-b", "us-east4-b", "us-south1-b", "europe-west4-b"),
+    ),
+    # A4X [GCE-GPU]: 4 x GB200 per a4x-highgpu-4g, NVIDIA Grace (Arm) host CPUs: arm64 nodes.
+    "nvidia-gb200": GpuType(
+        name="nvidia-gb200",
+        display="NVIDIA GB200",
+        machine_types={4: "a4x-highgpu-4g"},
+        memory_gb=186,
+        peak_bf16_tflops=2500.0,
+        zones=("us-central1-a", "us-east4-b"),
+        arch="arm64",
     ),
 }
 
@@ -660,6 +828,9 @@ _GPU_MACHINES: dict[str, tuple[int, int, str, int]] = {
     "a3-highgpu-4g": (104, 936, "nvidia-h100-80gb", 4),
     "a3-highgpu-8g": (208, 1872, "nvidia-h100-80gb", 8),
     "a3-ultragpu-8g": (224, 2952, "nvidia-h200-141gb", 8),
+    # vCPUs and memory NOT confirmed by a search in this session (module docstring, [GCE-GPU]).
+    "a4-highgpu-8g": (224, 3968, "nvidia-b200", 8),
+    "a4x-highgpu-4g": (140, 884, "nvidia-gb200", 4),
 }
 
 MACHINE_SHAPES: Mapping[str, MachineShape] = {

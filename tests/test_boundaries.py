@@ -84,6 +84,8 @@ FORBIDDEN_LAYERS = {
     "builders": {"components.checks", "components.resources"},
     "checks": {"components.resources"},
     "resources": {"components.checks"},
+    # concept folder (issue 21): pure like builders; the in-cluster resources apply its objects
+    "computeclass": {"components.resources"},
 }
 
 

@@ -332,8 +332,12 @@ def _scaling_problem(value: Mapping[str, Any]) -> str | None:
             f"unknown ScalingConfig key(s) {', '.join(unknown)}; allowed: {', '.join(SCALING_KEYS)}"
         )
     n = value.get("num_workers")
-    if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
-        return "needs num_workers, an int >= 1"
+    if isinstance(n, (list, tuple)):  # elastic: (min, max), ray/train/v2/api/config.py
+        ok = len(n) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in n)
+        if not (ok and 1 <= n[0] <= n[1]):
+            return f"num_workers {list(n)} must be [min, max] ints with 1 <= min <= max"
+    elif not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+        return "needs num_workers, an int >= 1 (or [min, max] for elastic training)"
     strategy = value.get("placement_strategy", "PACK")
     if strategy not in PLACEMENT_STRATEGIES:
         return f"placement_strategy {strategy!r} is not one of {', '.join(PLACEMENT_STRATEGIES)}"

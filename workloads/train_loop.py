@@ -86,12 +86,22 @@ def scaling_kwargs(args: TrainArgs) -> dict[str, Any]:
     """``ray.train.ScalingConfig`` kwargs: ``args.scaling`` when given, else ``num_workers``
     workers with ``cpus_per_worker`` CPUs each (and one GPU each when ``use_gpu``)."""
     if args.scaling:
-        return json.loads(json.dumps(args.scaling))
+        out = json.loads(json.dumps(args.scaling))
+        if isinstance(out.get("num_workers"), list):  # elastic (min, max): Ray wants a tuple
+            out["num_workers"] = tuple(out["num_workers"])
+        return out
     use_gpu = bool(getattr(args, "use_gpu", False))
     resources = {"CPU": float(args.cpus_per_worker)}
     if use_gpu:
         resources["GPU"] = 1.0
     return {"num_workers": args.num_workers, "use_gpu": use_gpu, "resources_per_worker": resources}
+
+
+def max_workers(scaling: dict[str, Any]) -> int:
+    """Most Ray Train workers of ``ScalingConfig(**scaling)``: ``num_workers``, or the ``max``
+    of an elastic ``(min, max)`` pair (``ray/train/v2/api/config.py`` ``max_workers``)."""
+    n = scaling["num_workers"]
+    return int(n[1]) if isinstance(n, (list, tuple)) else int(n)
 
 
 def train_dataset(args: TrainArgs, num_workers: int):
@@ -160,7 +170,7 @@ def fit(trainer_cls: Any, worker_fn: Callable[[dict[str, Any]], None], args: Tra
             train_loop_config=args.to_dict(),
             scaling_config=ScalingConfig(**scaling),
             run_config=run_config(args),
-            datasets={"train": train_dataset(args, int(scaling["num_workers"]))},
+            datasets={"train": train_dataset(args, max_workers(scaling))},
         )
         return trainer.fit()
     finally:

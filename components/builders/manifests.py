@@ -60,6 +60,7 @@ from components.builders.images import runtime_env_pip as _runtime_env_pip
 from components.builders.naming import bucket_name, bucket_url, head_account_id, ksa_name
 from components.builders.nodepools import NodePoolSpec, gpu_node_labels, specs_for_pool
 from components.builders.scaling import peak_flops_per_device, scaling_config_for_job_target
+from components.computeclass.model import class_label, class_taint
 from components.spec import (
     CpuPool,
     GpuPool,
@@ -527,6 +528,10 @@ def worker_group_spec(
         assert isinstance(pool, CpuPool)
         container.update(resources=_resources(cpu, memory))
         node_selector = {catalog.NODE_POOL_LABEL: pool.name}
+    cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
+    if cc is not None:  # the pool's class: its nodes, then its fallbacks (computeclass/render.py)
+        node_selector = {**node_selector, **class_label(cc.name)}
+        tolerations = [*tolerations, class_taint(cc.name).toleration()]
     volume, mount = _shm(memory)  # every Ray node's object store; NCCL on GPU nodes too
     out["template"] = _pod_template(
         cfg,
@@ -624,6 +629,9 @@ def ray_cluster_manifest(
 
 
 # ----------------------------------------------------------------------------------------- jobs
+
+
+ELASTIC_JOB = {"kueue.x-k8s.io/elastic-job": "true"}
 
 
 def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
@@ -764,10 +772,16 @@ def ray_job_manifest(
             ],
         },
     }
+    metadata = _metadata(cfg, job.name)
+    if job.slices is not None and job.slices.elastic:
+        # Kueue's elastic-job marker (kueue pkg/constants/constants.go ElasticJobAnnotation;
+        # RayJob is in supportedElasticJobGVKs, pkg/controller/jobframework/validation.go):
+        # honoured with Kueue's ElasticJobsViaWorkloadSlices gate, inert without Kueue.
+        metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **ELASTIC_JOB}}
     return {
         "apiVersion": API_VERSION,
         "kind": "RayJob",
-        "metadata": _metadata(cfg, job.name),
+        "metadata": metadata,
         "spec": spec,
     }
 

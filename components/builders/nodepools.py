@@ -4,17 +4,24 @@ One :class:`NodePoolSpec` per GKE node pool. Multi-host TPU slices get one GKE n
 slice (``<pool>-0``, ``<pool>-1``, ...) with ``node count = hosts``, COMPACT placement and
 ``tpu_topology``, scaling atomically between 0 and ``hosts`` nodes; single-host TPU slices get one
 pool of 0..``max_slices`` nodes without ``tpu_topology``
-(https://cloud.google.com/kubernetes-engine/docs/how-to/tpus). The node labels listed are the ones
-GKE itself puts on the nodes, so the scheduling check can match worker groups against them.
+(https://cloud.google.com/kubernetes-engine/docs/how-to/tpus). TPU7x multi-host slices instead
+get a Compute Engine workload-policy resource policy (``HIGH_THROUGHPUT``, the slice topology as
+``accelerator_topology``) named by ``placement_policy.policy_name`` and no ``tpu_topology``
+(https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood: "This policy replaces the
+--tpu-topology flag used by other TPU versions"; :attr:`components.catalog.TpuSlice.workload_policy`).
+The node labels listed are the ones GKE itself puts on the nodes, so the scheduling check can match
+worker groups against them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components import catalog
+from components.computeclass.model import COMPUTE_CLASS_LABEL, class_label, class_taint
 from components.spec import CpuPool, GpuPool, StackConfig, SystemPool, TpuPool
 
 
@@ -31,7 +38,13 @@ class NodePoolSpec:
         min_nodes / max_nodes: autoscaling bounds, total over ``zones``.
         labels: Kubernetes node labels the nodes carry (GKE's own plus the config's).
         taints: node taints.
-        tpu_topology / placement_policy: set for multi-host TPU slices only.
+        tpu_topology / placement_policy: set for multi-host TPU slices only (no
+            ``tpu_topology`` for a workload-policy generation, TPU7x).
+        workload_policy: the workload policy of a TPU7x multi-host slice
+            (``{"type": "HIGH_THROUGHPUT", "accelerator_topology": "4x4x4"}``, the fields of
+            ``gcp.compute.ResourcePolicy(workload_policy=...)``), else None.
+        placement_policy_name: name of that resource policy (:func:`workload_policy_name`),
+            the node pool's ``placement_policy.policy_name``.
         accelerator_type / accelerator_count: GPU ``guest_accelerators`` (GPU pools only).
         capacity: rough allocatable resources per node: ``cpu`` (cores), ``memory`` (GiB),
             ``google.com/tpu``, ``nvidia.com/gpu``.
@@ -53,6 +66,8 @@ class NodePoolSpec:
     taints: list[catalog.Taint] = field(default_factory=list)
     tpu_topology: str | None = None
     placement_policy: str | None = None
+    workload_policy: dict[str, str] | None = None
+    placement_policy_name: str | None = None
     accelerator_type: str | None = None
     accelerator_count: int = 0
     driver_version: str | None = None
@@ -109,6 +124,21 @@ def tpu_host_capacity(s: catalog.TpuSlice) -> dict[str, float]:
     }
 
 
+RESOURCE_POLICY_NAME_MAX = 63  # Compute Engine resource names: RFC 1035, 1-63 characters
+
+
+def workload_policy_name(cfg: StackConfig, gke_pool: str) -> str:
+    """Name of the workload-policy resource policy of GKE node pool ``gke_pool``:
+    ``<cluster>-<pool>-wp``; a longer one is cut with a stable hash so it stays within 63
+    characters (https://cloud.google.com/compute/docs/naming-resources). Resource policies are
+    regional and per project, so the cluster name keeps two stacks in one project apart."""
+    name = f"{cfg.cluster.name}-{gke_pool}-wp"
+    if len(name) > RESOURCE_POLICY_NAME_MAX:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[: RESOURCE_POLICY_NAME_MAX - 12].rstrip('-')}-{digest}-wp"
+    return name
+
+
 def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
     s = pool.slice
     capacity = tpu_host_capacity(s)
@@ -137,14 +167,17 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
     specs = []
     for i in range(pool.max_slices):
         name = f"{pool.name}-{i}"
+        policy = s.workload_policy
         specs.append(
             NodePoolSpec(
                 name=name,
                 min_nodes=s.hosts if i < pool.min_slices else 0,
                 max_nodes=s.hosts,
                 labels=_base_labels(cfg, name, pool.spot, {**pool.labels, **s.node_labels}),
-                tpu_topology=s.topology,
+                tpu_topology=None if policy else s.topology,
                 placement_policy="COMPACT",
+                workload_policy=policy,
+                placement_policy_name=workload_policy_name(cfg, name) if policy else None,
                 **common,
             )
         )
@@ -152,12 +185,19 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
 
 
 def gpu_node_labels(gpu: str, driver_version: str | None) -> dict[str, str]:
-    """Labels GKE puts on a GPU node: the accelerator type, and the driver version when GKE
-    installs the driver (:func:`components.catalog.gpu_driver_label`)."""
+    """Labels GKE puts on a GPU node: the accelerator type, the driver version when GKE
+    installs the driver (:func:`components.catalog.gpu_driver_label`), and ``kubernetes.io/arch``
+    for a GPU type on Arm hosts (``arm64``, A4X): GKE schedules a pod onto Arm nodes only when it
+    selects that label, and then adds the toleration of the ``kubernetes.io/arch=arm64:NoSchedule``
+    taint it puts on every Arm node itself
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment)."""
     labels = {catalog.GPU_ACCELERATOR_LABEL: gpu}
     driver = catalog.gpu_driver_label(driver_version)
     if driver:
         labels[catalog.GPU_DRIVER_LABEL] = driver
+    arch = catalog.GPU_TYPES[gpu].arch if gpu in catalog.GPU_TYPES else "amd64"
+    if arch != "amd64":
+        labels[catalog.ARCH_LABEL] = arch
     return labels
 
 
@@ -192,12 +232,26 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
 
 
 def _pool_specs(cfg: StackConfig, pool: CpuPool | TpuPool | GpuPool) -> list[NodePoolSpec]:
-    """The GKE node pools made from one config pool (several for multi-host TPU slices)."""
+    """The GKE node pools made from one config pool (several for multi-host TPU slices); the
+    pools of a ``compute_classes`` entry carry its node label and taint
+    (:mod:`components.computeclass.render`: they are the class's first priority)."""
     if isinstance(pool, TpuPool):
-        return _tpu(cfg, pool)
-    if isinstance(pool, GpuPool):
-        return [_gpu(cfg, pool)]
-    return [_cpu_like(cfg, pool, pool.name, "cpu")]
+        specs = _tpu(cfg, pool)
+    elif isinstance(pool, GpuPool):
+        specs = [_gpu(cfg, pool)]
+    else:
+        specs = [_cpu_like(cfg, pool, pool.name, "cpu")]
+    cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
+    if cc is None:
+        return specs
+    return [
+        replace(
+            s,
+            labels={**s.labels, **class_label(cc.name)},
+            taints=[*s.taints, class_taint(cc.name)],
+        )
+        for s in specs
+    ]
 
 
 def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
@@ -223,8 +277,14 @@ GKE_LABEL_PREFIXES = ("cloud.google.com/", "kubernetes.io/", "k8s.io/")
 
 
 def config_labels(spec: NodePoolSpec) -> dict[str, str]:
-    """The node labels to put in ``node_config.labels``: the spec's labels minus GKE's own."""
-    return {k: v for k, v in sorted(spec.labels.items()) if not k.startswith(GKE_LABEL_PREFIXES)}
+    """The node labels to put in ``node_config.labels``: the spec's labels minus GKE's own,
+    except ``cloud.google.com/compute-class``, which a declared pool of a ComputeClass is given
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes)."""
+    return {
+        k: v
+        for k, v in sorted(spec.labels.items())
+        if k == COMPUTE_CLASS_LABEL or not k.startswith(GKE_LABEL_PREFIXES)
+    }
 
 
 def autoscaling(spec: NodePoolSpec) -> dict[str, Any]:

@@ -71,12 +71,18 @@ def peak_flops_per_device(pool: CpuPool | TpuPool | GpuPool) -> float | None:
 def scaling_config_for_job_target(
     job: JobConfig, pool: CpuPool | TpuPool | GpuPool, replicas: int
 ) -> dict[str, Any]:
-    """:func:`scaling_config_for_pool` plus the job's ``placement_strategy`` when set.
+    """:func:`scaling_config_for_pool` plus the job's ``placement_strategy`` when set; a TPU
+    job's ``slices: {min, max}`` gives ``max`` slices, elastic down to ``min``
+    (``num_workers`` a ``(min, max)`` tuple, :meth:`components.catalog.TpuSlice.scaling_config`).
 
     Raises:
         ScalingError: ``replicas`` < 1.
     """
-    out = scaling_config_for_pool(pool, replicas)
+    if job.slices is not None and isinstance(pool, TpuPool):
+        # elastic slices: (hosts x min, hosts x max) workers, catalog.TpuSlice.scaling_config
+        out = pool.slice.scaling_config(min(job.slices.max, replicas), job.slices.min)
+    else:
+        out = scaling_config_for_pool(pool, replicas)
     if job.placement_strategy is not None:
         out["placement_strategy"] = job.placement_strategy
     return out

@@ -326,16 +326,19 @@ def validate_manifests(
 # ---------------------------------------------------------------- other CRDs (Managed Prometheus)
 
 GMP_CRDS_DIR = Path(__file__).resolve().parent / "crds" / "gmp"
+GKE_CRDS_DIR = Path(__file__).resolve().parent / "crds" / "gke"
 OTHER_CRD_FILES = {
     ("monitoring.googleapis.com", "PodMonitoring"): GMP_CRDS_DIR
-    / "monitoring.googleapis.com_podmonitorings.yaml"
+    / "monitoring.googleapis.com_podmonitorings.yaml",
+    # written from GKE's reference page, not GKE's own file: crds/gke/README.md
+    ("cloud.google.com", "ComputeClass"): GKE_CRDS_DIR / "cloud.google.com_computeclasses.yaml",
 }
 
 
 def validate_other(manifest: dict[str, Any]) -> list[str]:
     """Problems of one rendered non-KubeRay custom resource whose CRD the product carries
     (:data:`OTHER_CRD_FILES`: Managed Prometheus ``PodMonitoring`` from
-    ``components/checks/crds/gmp``), checked like :func:`validate_manifest`: unknown (pruned)
+    ``components/checks/crds/gmp``, GKE ``ComputeClass`` from ``components/checks/crds/gke``), checked like :func:`validate_manifest`: unknown (pruned)
     fields, then the schema. One line each: ``<Kind> <name>: <path>: <why>``.
 
     Raises:

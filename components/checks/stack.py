@@ -9,7 +9,9 @@ would otherwise only tell you after ``pulumi up``.
    and passes the rules the KubeRay operator of that version applies when it reconciles
    (:mod:`components.checks.operator`); every Managed Prometheus PodMonitoring
    (:mod:`components.builders.monitoring`) validates against the carried PodMonitoring CRD
-   (:func:`components.checks.crd.validate_other`);
+   (:func:`components.checks.crd.validate_other`), and every GKE ComputeClass
+   (:mod:`components.computeclass.render`) against the schema carried in
+   ``components/checks/crds/gke`` (:func:`components.computeclass.checks.compute_class_problems`);
 2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
    Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
    NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):
@@ -74,6 +76,7 @@ from components.checks.images import dependency_problems
 from components.checks.names import name_problems
 from components.checks.operator import operator_problems_all
 from components.checks.security import security_problems
+from components.computeclass.checks import compute_class_problems
 from components.spec import ResolveError, StackConfig, resolve_job
 from components.spec.ray import OBJECT_STORE_MAX_FRACTION
 
@@ -135,7 +138,7 @@ def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
     limits = cfg.nap.resource_limits
     shapes: list[NodePoolSpec] = []
     for gen in catalog.TPU_GENERATIONS.values():
-        for topo in catalog.TPU_TOPOLOGIES:
+        for topo in gen.topologies:
             s = catalog.tpu_slice(gen.name, topo)
             if limits.get(gen.gke_accelerator, 0) < s.chips:
                 continue
@@ -183,7 +186,7 @@ def _slice_of(spec: NodePoolSpec) -> catalog.TpuSlice | None:
     acc = spec.labels.get(catalog.TPU_ACCELERATOR_LABEL)
     topo = spec.labels.get(catalog.TPU_TOPOLOGY_LABEL)
     for gen in catalog.TPU_GENERATIONS.values():
-        if gen.gke_accelerator == acc and topo in catalog.TPU_TOPOLOGIES:
+        if gen.gke_accelerator == acc and topo in gen.topologies:
             return catalog.tpu_slice(gen.name, topo)
     return None
 
@@ -535,7 +538,9 @@ def placement_problems(cfg: StackConfig) -> list[str]:
             node = node_ray_resources(cfg, target.pool, target.group)
         except (ResolveError, ScalingError, ManifestError, IndexError):
             continue  # reported by the target and scheduling checks
-        workers, bundle = int(scaling["num_workers"]), worker_bundle(scaling)
+        n = scaling["num_workers"]  # an elastic (min, max) is placed at its max
+        workers = int(n[1]) if isinstance(n, tuple | list) else int(n)
+        bundle = worker_bundle(scaling)
         pool = target.pool
         where = f"jobs[{job.name}].placement_strategy {strategy}"
         if strategy == "STRICT_SPREAD":
@@ -621,6 +626,7 @@ RENDER_CHECKS: dict[str, str] = {
     "scheduling": "schedule_problems",
     "object store memory": "object_store_problems",
     "PodMonitorings": "monitoring_problems",
+    "ComputeClasses": "compute_class_problems",
     "namespace quota": "quota_problems",
     "IAM": "iam_problems",
     "security rules": "security_problems",
@@ -651,6 +657,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
         return problems
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
+    problems += compute_class_problems(cfg)
     problems += quota_problems(cfg, manifests)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])

@@ -2,7 +2,11 @@
 
 Sources: node pool API https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
 TPU pools (COMPACT placement + ``tpu_topology`` for multi-host slices only)
-https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, GPU driver installation
+https://cloud.google.com/kubernetes-engine/docs/how-to/tpus; a TPU7x multi-host slice's
+workload-policy ``gcp.compute.ResourcePolicy`` (``workload_policy`` {type HIGH_THROUGHPUT,
+accelerator_topology}, pulumi_gcp ``ResourcePolicyWorkloadPolicyArgs``) named by
+``placement_policy.policy_name`` instead of ``tpu_topology``
+https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, GPU driver installation
 https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers, specific
 reservations https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations,
 ``GKE_METADATA`` https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity.
@@ -85,6 +89,25 @@ class NodePool(pulumi.ComponentResource):
             if spec.tpu_topology
             else None
         )
+        self.resource_policy: gcp.compute.ResourcePolicy | None = None
+        if spec.workload_policy and spec.placement_policy_name:
+            # The policy must be in the node pool's project and region (pulumi_gcp
+            # NodePoolPlacementPolicyArgs.policy_name).
+            self.resource_policy = gcp.compute.ResourcePolicy(
+                f"{name}-workload-policy",
+                name=spec.placement_policy_name,
+                project=cfg.project,
+                region=cfg.region,
+                description=f"TPU7x workload policy of GKE node pool {spec.name}",
+                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                    **spec.workload_policy
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            placement = gcp.container.NodePoolPlacementPolicyArgs(
+                type=spec.placement_policy or "COMPACT",
+                policy_name=self.resource_policy.name,
+            )
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
             name=spec.name,

@@ -23,8 +23,10 @@ Children:
 * per Ray cluster (RayCluster, or RayJob with its own cluster) a ``random.RandomPassword`` and
   the ``v1`` Secret ``<name>-ray-auth`` (key ``auth_token``) its ``authOptions.secretName``
   names (:func:`components.builders.manifests.auth_options`); the Ray objects wait for it.
-* one ``pulumi_kubernetes.apiextensions.CustomResource`` per object from
-  :func:`components.builders.manifests.render_manifests` (RayClusters, then RayJobs), depending on
+* one ``pulumi_kubernetes.apiextensions.CustomResource`` per GKE ComputeClass
+  (:func:`components.computeclass.render.render_compute_classes`, cluster-scoped, first) and per
+  object from :func:`components.builders.manifests.render_manifests` (RayClusters, then RayJobs),
+  depending on
   ``depends_on`` and on the archive object; every head, worker group and submitter container
   uses ``images[kind]`` (the pushed digests of :class:`components.resources.registry.
   ImageRegistry`, so a rebuilt image updates the Ray resources that run it); a RayJob whose spec
@@ -40,6 +42,7 @@ Outputs (``register_outputs`` and attributes):
 * ``jobs``: the RayJob names.
 * ``services``: ``{name: "http://<name>-serve-svc.<ns>.svc.cluster.local:8000"}``, each
   RayService's Serve endpoint in the cluster (:func:`components.builders.serve.service_url`).
+* ``compute_classes``: the ComputeClass names.
 * ``pod_monitorings``: the Managed Prometheus PodMonitoring names
   (:func:`components.builders.monitoring.render_monitoring`; created with the RayClusters and
   RayServices they scrape).
@@ -66,6 +69,7 @@ from components.builders.manifests import (
 )
 from components.builders.monitoring import render_monitoring
 from components.builders.serve import service_url
+from components.computeclass.render import render_compute_classes
 from components.spec import StackConfig
 
 TYPE_TOKEN = "ray-gke:ray:RayResources"
@@ -113,7 +117,12 @@ class RayResources(pulumi.ComponentResource):
             content_type="application/zip",
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.manifests = render_manifests(cfg, self.working_dir, images) + render_monitoring(cfg)
+        # ComputeClasses first: the Ray pods that select one are created after it.
+        self.manifests = (
+            render_compute_classes(cfg)
+            + render_manifests(cfg, self.working_dir, images)
+            + render_monitoring(cfg)
+        )
         # One Ray auth token per Ray cluster (long-lived RayCluster, or a RayJob's own cluster),
         # random, in the Secret its authOptions.secretName names; never exported or printed
         # (RandomPassword.result is a secret output, and so is the Secret's data).
@@ -168,12 +177,16 @@ class RayResources(pulumi.ComponentResource):
         self.pod_monitorings = [
             m["metadata"]["name"] for m in self.manifests if m["kind"] == "PodMonitoring"
         ]
+        self.compute_classes = [
+            m["metadata"]["name"] for m in self.manifests if m["kind"] == "ComputeClass"
+        ]
         self.register_outputs(
             {
                 "ray_clusters": self.ray_clusters,
                 "jobs": self.jobs,
                 "services": self.services,
                 "pod_monitorings": self.pod_monitorings,
+                "compute_classes": self.compute_classes,
                 "archive_object": self.archive_object_name,
                 "working_dir": self.working_dir,
             }

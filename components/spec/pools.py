@@ -141,13 +141,17 @@ class TpuSpec(_Model):
     """A TPU slice shape: ``{generation: v6e, topology: 4x4}``."""
 
     generation: str = Field(
-        description="TPU generation from the catalog, e.g. `v5e`, `v6e` "
-        "(https://cloud.google.com/kubernetes-engine/docs/concepts/tpus).",
+        description="TPU generation from the catalog: `v5e`, `v6e`, `v5p`, `tpu7x` (Ironwood) "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/tpus, "
+        "https://cloud.google.com/tpu/docs/tpu7x).",
     )
     topology: str = Field(
-        description="Slice topology, e.g. `2x2` (single host) or `4x4` (multi-host); must be "
+        description="Slice topology, e.g. `2x2` (single host) or `4x4` (multi-host) for v5e/v6e, "
+        "`2x2x1` (single host) or `2x2x2`, `4x4x4`, ... (multi-host) for v5p/tpu7x; must be "
         "offered for the generation (https://cloud.google.com/tpu/docs/v5e, "
-        "https://cloud.google.com/tpu/docs/v6e).",
+        "https://cloud.google.com/tpu/docs/v6e, https://cloud.google.com/tpu/docs/v5p, "
+        "https://cloud.google.com/tpu/docs/tpu7x). A tpu7x multi-host slice is placed by a "
+        "HIGH_THROUGHPUT workload policy instead of `tpu_topology`.",
     )
 
     @model_validator(mode="after")
@@ -199,7 +203,8 @@ class GpuSpec(_Model):
     """GPUs per node: ``{type: nvidia-l4, count: 1}``."""
 
     type: str = Field(
-        description="GPU type as GKE names it, e.g. `nvidia-l4`, `nvidia-h100-80gb` "
+        description="GPU type as GKE names it, e.g. `nvidia-l4`, `nvidia-h100-80gb`, "
+        "`nvidia-b200` (A4), `nvidia-gb200` (A4X, arm64 hosts: needs an arm64 `ray.images.gpu`) "
         "(https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).",
     )
     count: int = Field(

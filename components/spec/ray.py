@@ -296,6 +296,14 @@ class PrebuiltImage(_Model):
         "(e.g. `{torch: 2.13.0, pyarrow: 26.0.1, numpy: 2.4.6}`); `raygke check` refuses a job "
         "whose workload needs one it lacks or has at another version than the project's pin.",
     )
+    architectures: list[Literal["amd64", "arm64"]] = Field(
+        default_factory=lambda: ["amd64"],
+        min_length=1,
+        description="CPU architectures the image is built for (a multi-arch manifest lists "
+        "both). Arm nodes (A4X, `nvidia-gb200`) need `arm64` in the `gpu` image; the project's "
+        "own images are amd64 only "
+        "(https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -618,6 +626,43 @@ class RayClusterConfig(_Model):
         return _k8s_name(v, "ray cluster name", dns1035=True)
 
 
+class SliceRange(_Model):
+    """An elastic range of TPU slices: ``{min: 1, max: 2}``.
+
+    Rendered as Ray Train's elastic ``ScalingConfig(num_workers=(min_workers, max_workers))``
+    with hosts-per-slice x ``min`` / ``max`` workers: Ray 2.60 takes a ``(min, max)`` tuple
+    (``ray/train/v2/api/config.py`` ``ScalingConfig.num_workers``, "To enable elasticity, provide
+    a (min_workers, max_workers) tuple of ints") and its elastic scaling policy counts TPU workers
+    in whole intact slices (``ray/train/v2/_internal/execution/scaling_policy/elastic.py``
+    ``_get_strict_tpu_worker_count``), so the job starts on ``min`` slices and grows to ``max``.
+    The RayJob also gets Kueue's ``kueue.x-k8s.io/elastic-job: "true"`` annotation
+    (kueue ``pkg/constants/constants.go`` ``ElasticJobAnnotation``; RayJob is one of
+    ``supportedElasticJobGVKs``, ``pkg/controller/jobframework/validation.go``), which Kueue
+    honours with its ``ElasticJobsViaWorkloadSlices`` feature gate and which has no effect on a
+    job Kueue does not manage.
+    """
+
+    min: int = Field(
+        ge=1, description="Fewest slices the job trains on (it starts once these are up)."
+    )
+    max: int = Field(
+        ge=1,
+        description="Most slices; at most the replicas of the worker group (or node pool) the "
+        "job runs on.",
+    )
+
+    @model_validator(mode="after")
+    def _order(self) -> SliceRange:
+        if self.min > self.max:
+            raise ValueError(f"slices.min {self.min} is above slices.max {self.max}")
+        return self
+
+    @property
+    def elastic(self) -> bool:
+        """True for a real range (``min < max``)."""
+        return self.min < self.max
+
+
 class JobConfig(_Model):
     """A RayJob running one registered workload.
 
@@ -732,6 +777,14 @@ class JobConfig(_Model):
         "`scaling` (the trainers). `raygke check` refuses a strict one the job's pool can never "
         "meet (STRICT_PACK: the workers exceed one node; STRICT_SPREAD: more workers than "
         "nodes). Unset: Ray Train's default, PACK.",
+    )
+
+    slices: SliceRange | None = Field(
+        None,
+        description="Elastic TPU training: `{min, max}` slices of a multi-host TPU pool, "
+        "rendered as Ray Train's elastic `ScalingConfig(num_workers=(hosts x min, hosts x max))` "
+        "(Ray 2.60 JaxTrainer) and Kueue's `kueue.x-k8s.io/elastic-job` annotation on the "
+        "RayJob. Unset: all the slices of the worker group (or pool) the job runs on.",
     )
 
     @field_validator("name")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.computeclass.rules import compute_class_pools, compute_class_shapes_fit_nap
 from components.spec.base import _ZONE, NODES_PER_POOL_ZONE_MAX
 from components.spec.pools import GpuPool, TpuPool
 from components.spec.ray import IMAGE_KINDS
@@ -258,6 +259,42 @@ def job_targets_exist(cfg: StackConfig) -> Iterable[str]:
         except ResolveError as e:
             if e.field.startswith(f"jobs[{job.name}]"):
                 yield str(e)
+
+
+def job_slices_fit(cfg: StackConfig) -> Iterable[str]:
+    """A job's ``slices: {min, max}`` range targets a multi-host TPU pool (Ray Train's elastic
+    TPU scaling counts workers in whole slices, ``ray/train/v2/_internal/execution/
+    scaling_policy/elastic.py``; several slices of one job are a Multislice job, which GKE runs
+    on multi-host slices only, https://cloud.google.com/kubernetes-engine/docs/how-to/
+    tpu-multislice) and ``max`` is at most the replicas the job's worker group (or its own
+    cluster's pool) has."""
+    for job in cfg.jobs:
+        if job.slices is None:
+            continue
+        try:
+            target = resolve_job(cfg, job)
+        except ResolveError:  # job_targets_exist reports it
+            continue
+        where = f"jobs[{job.name}].slices"
+        if not isinstance(target.pool, TpuPool):
+            yield (
+                f"{where}: node pool {target.pool.name!r} is not a TPU pool; slices are for "
+                "TPU jobs (for GPU or CPU workers the worker group's replicas set the size)"
+            )
+            continue
+        s = target.pool.slice
+        if not s.multi_host and job.slices.max > 1:
+            yield (
+                f"{where}: max {job.slices.max} slices of the single-host {s.generation.name} "
+                f"{s.topology} pool {target.pool.name!r}; one job spans several slices only on "
+                "multi-host slices (Multislice); use a multi-host topology or max: 1"
+            )
+        if job.slices.max > target.replicas:
+            yield (
+                f"{where}: max {job.slices.max} is above the {target.replicas} slice(s) the job's "
+                f"{'node pool' if target.own_cluster else 'worker group'} has; lower it or raise "
+                "the pool's max_slices / the group's max_replicas"
+            )
 
 
 def job_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
@@ -561,6 +598,35 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
             )
 
 
+def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[str]:
+    """A GPU pool whose machine type is not amd64 (A4X ``a4x-highgpu-4g``, GB200 on NVIDIA
+    Grace: ``GpuType.arch`` ``arm64`` in :mod:`components.catalog`) runs a ``gpu`` image built for
+    that architecture: ``ray.images.gpu`` with it in ``architectures``. This project's own images
+    (``images/*/Dockerfile``) and Ray's CUDA images are amd64 builds; GKE schedules a pod on an
+    Arm node only when its image is declared to run there
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).
+    An amd64 GPU pool likewise needs ``amd64`` among a prebuilt ``gpu`` image's architectures."""
+    for pool in cfg.node_pools:
+        if not isinstance(pool, GpuPool):
+            continue
+        arch = pool.gpu.gpu.arch
+        image = cfg.ray.images.get("gpu")
+        if image is None and arch != "amd64":
+            yield (
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
+                f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
+                f"architectures: [amd64, {arch}])"
+            )
+        elif image is not None and arch not in image.architectures:
+            yield (
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, but ray.images.gpu {image.image} is built for "
+                f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
+                "image is built for it"
+            )
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -618,10 +684,14 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(job_targets_exist, "jobs", "ray_clusters", "node_pools"),
     _rule(job_service_accounts_declared, "jobs", "workload_identities"),
+    _rule(job_slices_fit, "jobs", "ray_clusters", "node_pools"),
     _rule(job_workloads_registered, "jobs"),
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
     _rule(secret_readers_declared, "secrets", "workload_identities"),
     _rule(prebuilt_images_pinned_when_protected, "cluster.deletion_protection", "ray.images"),
+    _rule(gpu_pool_arch_has_image, "ray.images", "node_pools"),
+    _rule(compute_class_pools, "compute_classes", "node_pools"),
+    _rule(compute_class_shapes_fit_nap, "compute_classes", "nap", "cluster", "node_pools"),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),

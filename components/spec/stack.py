@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from components import catalog
+from components.computeclass.model import ComputeClassConfig
 from components.spec.base import _REGION, _Model, _unique, gcp_labels
 from components.spec.cluster import ClusterConfig, NapConfig
 from components.spec.network import NetworkConfig
@@ -103,6 +104,13 @@ class StackConfig(_Model):
         "pools (a `gpu:` block); see the sections per kind.",
     )
     nap: NapConfig = Field(default_factory=NapConfig, description="Node auto-provisioning.")
+    compute_classes: list[ComputeClassConfig] = Field(
+        default_factory=list,
+        description="GKE custom ComputeClasses, one per TPU/GPU pool shape: the pool's nodes "
+        "first, then an ordered fallback (specific reservation, on-demand, flex-start, spot); "
+        "worker groups on the pool select the class "
+        "(https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass).",
+    )
     kuberay: KubeRayConfig = Field(
         default_factory=KubeRayConfig,
         description="How KubeRay is installed (Helm chart or GKE add-on) and its namespace.",

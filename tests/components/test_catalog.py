@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from components import catalog
 from components.catalog import CatalogError, tpu_slice
 
-ALL_SLICES = [(gen, topo) for gen in catalog.TPU_GENERATIONS for topo in catalog.TPU_TOPOLOGIES]
+ALL_SLICES = [
+    (name, topo) for name, gen in catalog.TPU_GENERATIONS.items() for topo in gen.topologies
+]
 
 
 @given(st.sampled_from(ALL_SLICES))
@@ -19,6 +21,31 @@ def test_hosts_times_chips_per_host_is_chips(gt: tuple[str, str]) -> None:
     s = tpu_slice(*gt)
     assert s.hosts * s.chips_per_host == s.chips
     assert s.chips == math.prod(int(d) for d in s.topology.split("x"))
+
+
+@pytest.mark.parametrize("gt", ALL_SLICES)
+def test_ray_agrees_on_every_slice(gt: tuple[str, str]) -> None:
+    """Ray 2.60's own TPU tables (ray.util.tpu.get_tpu_worker_resources, which JaxTrainer's
+    ScalingConfig validation calls) accept every catalog slice and give the same workers per
+    slice (hosts) and pod type."""
+    from ray._private.accelerators.tpu import (
+        VALID_TPU_TOPOLOGY,
+        normalize_tpu_accelerator_type,
+    )
+    from ray.util.tpu import get_tpu_worker_resources
+
+    s = tpu_slice(*gt)
+    ray_type = normalize_tpu_accelerator_type(s.generation.ray_accelerator_type)
+    assert s.topology in VALID_TPU_TOPOLOGY[ray_type]
+    workers, resources = get_tpu_worker_resources(
+        topology=s.topology,
+        accelerator_type=s.generation.ray_accelerator_type,
+        resources_per_worker={"TPU": s.chips_per_host},
+        num_slices=1,
+    )
+    assert workers == s.hosts
+    assert resources["TPU"] == s.chips_per_host
+    assert s.pod_type.startswith(ray_type + "-")
 
 
 @given(st.sampled_from(ALL_SLICES))
@@ -75,6 +102,58 @@ def test_pod_type_and_head_resource() -> None:
     assert tpu_slice("v6e", "4x4").pod_type == "v6e-16"
     assert tpu_slice("v6e", "4x4").head_resource == "TPU-v6e-16-head"
     assert tpu_slice("v5e", "2x2").pod_type == "v5litepod-4"
+    # two TensorCores per chip: the pod type counts cores (4 chips -> v5p-8, v7x-8)
+    assert tpu_slice("v5p", "2x2x1").pod_type == "v5p-8"
+    assert tpu_slice("tpu7x", "2x2x2").pod_type == "v7x-16"
+    assert tpu_slice("tpu7x", "4x4x4").head_resource == "TPU-v7x-128-head"
+
+
+@pytest.mark.parametrize(
+    ("gen", "topo", "machine", "hosts", "label", "ray_type"),
+    [
+        ("tpu7x", "2x2x1", "tpu7x-standard-4t", 1, "tpu7x", "TPU-V7X"),
+        ("tpu7x", "4x4x4", "tpu7x-standard-4t", 16, "tpu7x", "TPU-V7X"),
+        ("v5p", "2x2x1", "ct5p-hightpu-4t", 1, "tpu-v5p-slice", "TPU-V5P"),
+        ("v5p", "2x4x4", "ct5p-hightpu-4t", 8, "tpu-v5p-slice", "TPU-V5P"),
+    ],
+)
+def test_2026_tpus(
+    gen: str, topo: str, machine: str, hosts: int, label: str, ray_type: str
+) -> None:
+    s = tpu_slice(gen, topo)
+    assert (s.machine_type, s.hosts, s.chips_per_host) == (machine, hosts, 4)
+    assert s.node_labels[catalog.TPU_ACCELERATOR_LABEL] == label
+    assert s.scaling_config()["accelerator_type"] == ray_type
+    assert label in catalog.NAP_RESOURCE_TYPES
+
+
+def test_tpu7x_facts() -> None:
+    gen = catalog.tpu_generation("tpu7x")
+    assert (gen.hbm_gb, gen.peak_bf16_tflops, gen.min_gke_version) == (
+        192,
+        2307.0,
+        "1.34.0-gke.2201000",
+    )
+    assert tpu_slice("tpu7x", "4x4x4").peak_bf16_tflops == 64 * 2307.0
+
+
+def test_workload_policy_only_for_multi_host_tpu7x() -> None:
+    assert tpu_slice("tpu7x", "2x2x2").workload_policy == {
+        "type": "HIGH_THROUGHPUT",
+        "accelerator_topology": "2x2x2",
+    }
+    assert tpu_slice("tpu7x", "2x2x1").workload_policy is None  # single host: no policy
+    assert tpu_slice("v5p", "2x2x2").workload_policy is None  # v5p: COMPACT + tpu_topology
+    assert tpu_slice("v6e", "4x4").workload_policy is None
+
+
+def test_2d_topology_refused_for_3d_generation() -> None:
+    with pytest.raises(
+        CatalogError, match=r"topology 4x4 is not a tpu7x topology; valid: 2x2x1, 2x2x2.*tpu7x\)"
+    ):
+        tpu_slice("tpu7x", "4x4")
+    with pytest.raises(CatalogError, match=r"topology 2x2x1 is not a v6e topology"):
+        tpu_slice("v6e", "2x2x1")
 
 
 def test_unknown_topology_lists_valid_ones() -> None:
@@ -96,6 +175,8 @@ def test_unknown_generation() -> None:
         ("nvidia-a100-80gb", 4, "a2-ultragpu-4g"),
         ("nvidia-h100-80gb", 8, "a3-highgpu-8g"),
         ("nvidia-h200-141gb", 8, "a3-ultragpu-8g"),
+        ("nvidia-b200", 8, "a4-highgpu-8g"),
+        ("nvidia-gb200", 4, "a4x-highgpu-4g"),
     ],
 )
 def test_gpu_machine_types(gpu: str, count: int, machine: str) -> None:
@@ -103,6 +184,12 @@ def test_gpu_machine_types(gpu: str, count: int, machine: str) -> None:
     assert g.machine_type(count) == machine
     sc = g.scaling_config(count, nodes=3)
     assert sc == {"use_gpu": True, "num_workers": 3 * count, "resources_per_worker": {"GPU": 1}}
+
+
+def test_blackwell_arch() -> None:
+    assert catalog.gpu_type("nvidia-gb200").arch == "arm64"  # A4X: NVIDIA Grace hosts
+    assert catalog.gpu_type("nvidia-b200").arch == "amd64"
+    assert catalog.machine_shape("a4x-highgpu-4g").gpu_type == "nvidia-gb200"
 
 
 def test_gpu_count_no_machine_offers() -> None:

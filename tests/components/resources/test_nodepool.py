@@ -111,3 +111,59 @@ def test_pure_helpers_follow_the_spec():
     assert initial_node_count(system) == 1  # min 1 over two zones -> 1 per zone at creation
     assert config_labels(specs["l4"]) == {"team": "vision"}
     assert BASE["zones"] == ["us-east5-b"]  # the helper config is not mutated
+
+
+RP = "gcp:compute/resourcePolicy:ResourcePolicy"
+
+
+def _tpu7x_config() -> dict:
+    """BASE plus a TPU7x 4x4x4 pool (16 hosts per slice, two slices) in us-central1-c."""
+    data = config(region="us-central1", zones=["us-central1-c"])
+    data["node_pools"] = [
+        {
+            "name": "ironwood",
+            "tpu": {"generation": "tpu7x", "topology": "4x4x4"},
+            "max_slices": 2,
+        },
+        {"name": "ironwood-1host", "tpu": {"generation": "tpu7x", "topology": "2x2x1"}},
+    ]
+    data["cluster"] = {**data["cluster"], "min_master_version": "1.35"}
+    data["nap"] = {"resource_limits": {"cpu": 8192, "memory": 65536, "tpu7x": 132}}
+    return data
+
+
+def test_tpu7x_multi_host_pool_uses_its_workload_policy() -> None:
+    """Under mocks each TPU7x multi-host slice pool gets a HIGH_THROUGHPUT workload policy with
+    the slice topology and names it in placement_policy.policy_name, without tpu_topology
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood)."""
+    records, _ = render(_tpu7x_config())
+    policies = by_name(records, RP)
+    pools = by_name(records, NP)
+    for i in (0, 1):
+        pool = pools[f"ironwood-{i}"]
+        policy_name = f"ray-test-ironwood-{i}-wp"
+        assert policies[policy_name]["workloadPolicy"] == {
+            "type": "HIGH_THROUGHPUT",
+            "acceleratorTopology": "4x4x4",
+        }
+        assert policies[policy_name]["region"] == "us-central1"
+        assert pool["placementPolicy"] == {"type": "COMPACT", "policyName": policy_name}
+        assert pool["nodeConfig"]["machineType"] == "tpu7x-standard-4t"
+        assert pool["autoscaling"]["maxNodeCount"] == 16
+    # the single-host slice needs neither a policy nor a topology
+    assert "placementPolicy" not in pools["ironwood-1host"]
+    assert set(policies) == {"ray-test-ironwood-0-wp", "ray-test-ironwood-1-wp"}
+
+
+def test_no_resource_policy_without_tpu7x(rendered) -> None:
+    assert of_type(rendered[0], RP) == []
+
+
+def test_workload_policy_name_stays_within_63() -> None:
+    from components.builders.nodepools import workload_policy_name
+
+    cfg = validate(config(cluster={"name": "c" * 40, "deletion_protection": False}))
+    long = workload_policy_name(cfg, "p" * 40 + "-12")
+    assert len(long) <= 63 and long.endswith("-wp")
+    assert long == workload_policy_name(cfg, "p" * 40 + "-12")  # stable
+    assert long != workload_policy_name(cfg, "p" * 40 + "-13")

@@ -32,6 +32,12 @@ STEERS_CHECKS_ONLY = {
     "kuberay.tpu_webhook",
     # the pool kind discriminator: each kind has one value, implied by a tpu:/gpu: block
     "node_pools[].kind",
+    # the CPU architectures a prebuilt image is built for: the arm64 GPU pool rule only
+    # (gpu_pool_arch_has_image in components/spec/rules.py); the pod selects the node's arch
+    "ray.images.gpu.architectures",
+    "ray.images.cpu.architectures",
+    "ray.images.tpu.architectures",
+    "ray.images.gpu-tf.architectures",
 }
 # Keys of the local environment (`raygke local`): they must change the local target instead.
 LOCAL_PREFIX = "local."
@@ -247,6 +253,31 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
     if schema == "node_pools[].reservation":
         yield _set(_set(data, path, "res-a"), (*path[:-1], "provisioning"), "reservation")
         return
+    if schema == "compute_classes" and value == []:  # a class on the first TPU/GPU pool
+        pool = next(p["name"] for p in data["node_pools"] if "tpu" in p or "gpu" in p)
+        yield _set(data, path, [{"name": "fallback", "node_pool": pool, "fallback": ["spot"]}])
+        return
+    if schema == "compute_classes[].fallback":
+        for new in (["spot"], ["flex-start"], ["on-demand", "flex-start", "spot"]):
+            out = _set(data, path, new)
+            if "flex-start" not in new:
+                out = _set(out, (*path[:-1], "max_run_duration_seconds"), None)
+            yield out
+        return
+    if schema == "compute_classes[].reservation" and value is None:
+        fallback = _get_dumped(data, (*path[:-1], "fallback"))
+        out = _set(data, (*path[:-1], "fallback"), ["reservation", *fallback])
+        yield _set(out, path, "res-a")
+        return
+    if schema == "compute_classes[].node_pool_auto_creation" and value is True:
+        out = _set(data, (*path[:-1], "fallback"), [])
+        out = _set(out, (*path[:-1], "max_run_duration_seconds"), None)
+        yield _set(out, path, False)
+        return
+    if schema == "jobs[].slices" and value is None:  # a TPU job on 1 slice, or elastic 1-2
+        yield _set(data, path, {"min": 1, "max": 1})
+        yield _set(data, path, {"min": 1, "max": 2})
+        return
     if isinstance(value, bool):
         yield _set(data, path, not value)
     elif isinstance(value, int):
@@ -358,6 +389,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "default_request_cpu": ["200m"],
             "default_request_memory": ["512Mi"],
             "upgrade_strategy": ["None", "NewCluster"],
+            "when_unsatisfiable": ["ScaleUpAnyway", "DoNotScaleUp"],  # compute_classes[]
             "checkpoint": _names(data, "jobs"),
         }
         for new in literals.get(key, []):
@@ -466,8 +498,32 @@ def _with_tf_gpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
 # adds it to a stack (None: not possible there); the key is measured on that stack against its
 # render: path -> maker. The gpu-tf image is built and used only for a TensorFlow job on a GPU
 # pool (components/builders/images.py kinds_used), which neither shipped stack runs.
+def _with_multi_host_tpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with its single-host TPU pools made 4x4 (multi-host) slices, the TPU webhook
+    declared and NAP's TPU, cpu and memory limits raised to fit: ``jobs[].slices`` only acts on a multi-host TPU
+    job (components/spec/rules.py job_slices_fit), and dev's TPU job runs on single-host v5e 2x2
+    (prod's v6e job writes the key and is measured through ``jobs[].slices.min`` / ``.max``)."""
+    out = copy.deepcopy(data)
+    changed = False
+    limits = out.setdefault("nap", {}).setdefault("resource_limits", {})
+    for p in out.get("node_pools", []):
+        if "tpu" in p and p["tpu"]["topology"] in ("1x1", "2x2", "2x4"):
+            p["tpu"] = {**p["tpu"], "topology": "4x4"}
+            gen = p["tpu"]["generation"]
+            acc = {"v5e": "tpu-v5-lite-podslice", "v6e": "tpu-v6e-slice"}[gen]
+            limits[acc] = max(limits.get(acc, 0), 16 * p.get("max_slices", 1))
+            changed = True
+    if not changed:
+        return None
+    out["kuberay"] = {**out.get("kuberay", {}), "tpu_webhook": True}
+    for key, floor in (("cpu", 4096), ("memory", 16384)):
+        limits[key] = max(limits.get(key, 0), floor)
+    return out
+
+
 NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "ray.images.gpu-tf": _with_tf_gpu_job,
+    "jobs[].slices": _with_multi_host_tpu_job,
 }
 
 # Schema paths with one valid value only (nothing to change them to): path -> why.
@@ -526,3 +582,8 @@ def test_steers_checks_only_keys_change_nothing_rendered() -> None:
     ):
         assert _valid(variant)
         assert _render(variant, "dev") == baseline
+    image = {"image": "rayproject/ray:2.60.0-py311-gpu"}
+    amd = _set(data, ("ray", "images"), {"gpu": image})
+    multi = _set(data, ("ray", "images"), {"gpu": {**image, "architectures": ["amd64", "arm64"]}})
+    assert _valid(amd) and _valid(multi)
+    assert _render(multi, "dev") == _render(amd, "dev")

@@ -175,6 +175,31 @@ CASES: dict[str, tuple[Mutation, str]] = {
         lambda d: d.update(ray={"version": "2.99.0"}),
         "ray.version '2.99.0' is newer than every Ray release this repository knows",
     ),
+    "gpu_pool_arch_has_image": (
+        lambda d: d["node_pools"][2].update(
+            gpu={"type": "nvidia-gb200", "count": 4}, allow_unlisted_zone=True
+        ),
+        "node_pools[l4]: nvidia-gb200 nodes (a4x-highgpu-4g) are arm64, and this project's gpu "
+        "image is amd64 only",
+    ),
+    "compute_class_pools": (
+        lambda d: d.update(compute_classes=[{"name": "c", "node_pool": "cpu"}]),
+        "compute_classes[c].node_pool 'cpu' is a CPU pool",
+    ),
+    "compute_class_shapes_fit_nap": (
+        lambda d: (
+            d.update(compute_classes=[{"name": "v5e", "node_pool": "tpu", "fallback": ["spot"]}]),
+            d["nap"]["resource_limits"].update({"tpu-v5-lite-podslice": 2}),
+        ),
+        "compute_classes[v5e]: the spot priority's TPU v5e 2x2 slice (1 x ct5lp-hightpu-4t) "
+        "needs tpu-v5-lite-podslice 4, above nap.resource_limits[tpu-v5-lite-podslice] 2",
+    ),
+    "job_slices_fit": (
+        lambda d: d["jobs"][0].update(
+            cluster=None, worker_group=None, node_pool="l4", slices={"min": 1, "max": 1}
+        ),
+        "jobs[prep].slices: node pool 'l4' is not a TPU pool",
+    ),
 }
 
 

@@ -1,0 +1,125 @@
+"""Cross-field rules of ``compute_classes`` (run with the stack's other rules,
+:data:`components.spec.rules.RULES`), each yielding one readable line per problem.
+
+Pure: no Pulumi. The stack model is only a type here (``TYPE_CHECKING``), so
+:mod:`components.spec` can import this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from components import catalog
+
+if TYPE_CHECKING:
+    from components.spec.stack import StackConfig
+
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one scaling unit of a class's shape takes: a TPU slice (``hosts`` nodes) or one GPU
+    node, in NAP resource-limit terms (https://cloud.google.com/kubernetes-engine/docs/how-to/
+    node-auto-provisioning#resource_limits: ``cpu`` vCPUs, ``memory`` GB, accelerators by type).
+
+    Attributes:
+        label: ``v6e 4x4 slice`` / ``8 x nvidia-h100-80gb (a3-highgpu-8g)``.
+        needs: NAP resource type -> amount one unit takes.
+    """
+
+    label: str
+    needs: dict[str, int]
+
+
+def pool_shape(pool: object) -> Shape | None:
+    """The :class:`Shape` of a TPU or GPU pool of the stack model; None for a CPU pool."""
+    from components.spec.pools import GpuPool, TpuPool
+
+    if isinstance(pool, TpuPool):
+        s = pool.slice
+        m = catalog.machine_shape(s.machine_type)
+        return Shape(
+            f"TPU {s.generation.name} {s.topology} slice ({s.hosts} x {s.machine_type})",
+            {
+                "cpu": math.ceil(m.vcpus * s.hosts),
+                "memory": math.ceil(m.memory_gb * s.hosts),
+                s.generation.gke_accelerator: s.chips,
+            },
+        )
+    if isinstance(pool, GpuPool):
+        m = catalog.machine_shape(pool.machine_type)
+        return Shape(
+            f"{pool.gpu.count} x {pool.gpu.type} ({pool.machine_type})",
+            {
+                "cpu": math.ceil(m.vcpus),
+                "memory": math.ceil(m.memory_gb),
+                pool.gpu.type: pool.gpu.count,
+            },
+        )
+    return None
+
+
+def compute_class_pools(cfg: StackConfig) -> Iterable[str]:
+    """Each class names a declared TPU or GPU pool (a class is per accelerator shape; a CPU
+    pool's worker groups select it by ``cloud.google.com/gke-nodepool``, which no fallback node
+    carries), class names are unique, and a pool has at most one class (a pod selects one
+    ``cloud.google.com/compute-class``,
+    https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass)."""
+    from components.spec.pools import GpuPool, TpuPool
+
+    declared = {p.name: p for p in cfg.node_pools}
+    for name, n in sorted(Counter(c.name for c in cfg.compute_classes).items()):
+        if n > 1:
+            yield f"compute_classes: name {name!r} is used {n} times; names are unique"
+    for pool, n in sorted(Counter(c.node_pool for c in cfg.compute_classes).items()):
+        if n > 1:
+            yield (
+                f"compute_classes: node pool {pool!r} has {n} classes; a worker group selects "
+                "one class, so give a pool at most one"
+            )
+    for c in cfg.compute_classes:
+        pool = declared.get(c.node_pool)
+        if pool is None:
+            yield (
+                f"compute_classes[{c.name}].node_pool {c.node_pool!r} is not a declared node "
+                f"pool; declared: {', '.join(declared) or 'none'}"
+            )
+        elif not isinstance(pool, TpuPool | GpuPool):
+            yield (
+                f"compute_classes[{c.name}].node_pool {c.node_pool!r} is a CPU pool; compute "
+                "classes here are per accelerator shape (a tpu: or gpu: pool)"
+            )
+
+
+def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[str]:
+    """With Node Auto Provisioning on, every fallback priority's shape fits NAP's cluster-wide
+    resource limits: GKE creates the class's fallback node pools within them, so a priority whose
+    one slice (or node) needs more ``cpu``, ``memory`` or chips/GPUs than the limit is never
+    created (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits).
+    ``cpu``/``memory`` use the defaults when not given; an accelerator without a limit is set to
+    what the declared pools need (:func:`components.spec.nap_needs`), which covers the pool's own
+    shape."""
+    if not cfg.nap.enabled:
+        return
+    from components.spec.resolve import nap_needs
+
+    limits = {**nap_needs(cfg), **cfg.nap.effective_limits}
+    declared = {p.name: p for p in cfg.node_pools}
+    for c in cfg.compute_classes:
+        shape = pool_shape(declared.get(c.node_pool))
+        if shape is None:
+            continue
+        for priority in c.fallback:
+            for key, need in shape.needs.items():
+                have = limits.get(key, 0)
+                if need > have:
+                    yield (
+                        f"compute_classes[{c.name}]: the {priority} priority's {shape.label} "
+                        f"needs {key} {need}, above nap.resource_limits[{key}] {have}; GKE "
+                        f"never creates it: raise the limit to at least {need} or drop the "
+                        "priority"
+                    )

@@ -1,0 +1,253 @@
+"""ComputeClasses (issue 21 item 3): the stack key's rules (each with a valid and an invalid case),
+the render against the carried schema, worker groups selecting the class, and the object applied
+under mocks."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from components.builders.manifests import render_manifests
+from components.builders.nodepools import config_labels, node_pool_specs
+from components.checks.crd import validate_other
+from components.checks.stack import check_stack
+from components.computeclass.checks import compute_class_problems
+from components.computeclass.model import ComputeClassConfig
+from components.computeclass.render import render_compute_classes
+from components.spec import validate
+from tests.components.spec.test_model import problems
+from tests.helpers import WORKING_DIR, by_name, config, of_type, render
+
+FULL = {
+    "name": "v6e-4x4",
+    "node_pool": "v6e",
+    "fallback": ["reservation", "on-demand", "flex-start", "spot"],
+    "reservation": "v6e-res",
+    "max_run_duration_seconds": 86400,
+    "active_migration": True,
+}
+
+
+def _stack(*classes: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    data = config(compute_classes=list(classes))
+    data["ray_clusters"] = [
+        {
+            "name": "research",
+            "worker_groups": [
+                {"name": "tpu", "node_pool": "v6e", "max_replicas": 1},
+                {"name": "l4", "node_pool": "l4", "max_replicas": 1},
+            ],
+        }
+    ]
+    data["kuberay"] = {"tpu_webhook": True}  # the multi-host v6e group needs it in helm mode
+    data.update(extra)
+    return data
+
+
+# ------------------------------------------------------------------------------------ the model
+
+
+def test_model_accepts_the_full_fallback() -> None:
+    cc = ComputeClassConfig.model_validate(FULL)
+    assert cc.fallback == ["reservation", "on-demand", "flex-start", "spot"]
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"fallback": ["spot", "spot"]}, "fallback lists spot twice"),
+        ({"reservation": None}, "fallback 'reservation' needs reservation"),
+        ({"fallback": ["spot"]}, "reservation 'v6e-res' is set but fallback has no 'reservation'"),
+        (
+            {"fallback": ["spot"], "reservation": None},
+            "max_run_duration_seconds applies to the flex-start priority",
+        ),
+        ({"node_pool_auto_creation": False}, "needs node_pool_auto_creation: true"),
+        ({"max_run_duration_seconds": 8 * 86400}, "less than or equal to 604800"),
+        ({"fallback": ["preemptible"]}, "'reservation', 'on-demand', 'flex-start' or 'spot'"),
+        ({"name": "V6E"}, "is not a DNS label"),
+        ({"when_unsatisfiable": "Maybe"}, "'DoNotScaleUp' or 'ScaleUpAnyway'"),
+    ],
+)
+def test_model_refuses(change: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ValidationError, match=needle):
+        ComputeClassConfig.model_validate({**FULL, **change})
+
+
+def test_no_fallback_without_auto_creation_is_fine() -> None:
+    cc = ComputeClassConfig.model_validate(
+        {"name": "pinned", "node_pool": "v6e", "fallback": [], "node_pool_auto_creation": False}
+    )
+    assert cc.fallback == []
+
+
+# ------------------------------------------------------------------------------------ the rules
+
+
+def test_rules_accept_a_tpu_and_a_gpu_class() -> None:
+    cfg = validate(_stack(FULL, {"name": "l4-spot", "node_pool": "l4", "fallback": ["spot"]}))
+    assert [c.name for c in cfg.compute_classes] == ["v6e-4x4", "l4-spot"]
+
+
+@pytest.mark.parametrize(
+    ("classes", "needle"),
+    [
+        ([{"name": "c", "node_pool": "cpu"}], "node_pool 'cpu' is a CPU pool"),
+        ([{"name": "c", "node_pool": "nope"}], "node_pool 'nope' is not a declared node pool"),
+        (
+            [{"name": "a", "node_pool": "l4"}, {"name": "b", "node_pool": "l4"}],
+            "node pool 'l4' has 2 classes",
+        ),
+        (
+            [{"name": "a", "node_pool": "l4"}, {"name": "a", "node_pool": "v5e"}],
+            "name 'a' is used 2 times",
+        ),
+    ],
+)
+def test_rules_refuse(classes: list[dict[str, Any]], needle: str) -> None:
+    assert needle in "\n".join(problems(_stack(*classes)))
+
+
+def test_nap_limits_must_fit_every_priority() -> None:
+    """A v6e 4x4 slice is 4 x ct6e-standard-4t (720 vCPUs): with nap.resource_limits.cpu 500 no
+    fallback node pool of the class can ever be created; 4096 fits."""
+    ok = _stack(FULL)
+    validate(ok)
+    small = copy.deepcopy(ok)
+    small["nap"]["resource_limits"]["cpu"] = 500
+    found = "\n".join(problems(small))
+    assert (
+        "compute_classes[v6e-4x4]: the spot priority's TPU v6e 4x4 slice "
+        "(4 x ct6e-standard-4t) needs cpu 720, above nap.resource_limits[cpu] 500"
+    ) in found
+    small["nap"]["resource_limits"]["cpu"] = 4096
+    small["nap"]["resource_limits"]["tpu-v6e-slice"] = 8
+    found = "\n".join(problems(small))
+    assert "needs tpu-v6e-slice 16, above nap.resource_limits[tpu-v6e-slice] 8" in found
+
+
+def test_nap_off_skips_the_limit_rule() -> None:
+    data = _stack(FULL)
+    data["nap"] = {"enabled": False, "resource_limits": {"cpu": 1}}
+    validate(data)
+
+
+# ----------------------------------------------------------------------------------- the render
+
+
+def test_render_follows_the_fallback_order_and_the_schema() -> None:
+    cfg = validate(_stack(FULL))
+    (cc,) = render_compute_classes(cfg)
+    assert cc["apiVersion"] == "cloud.google.com/v1" and cc["kind"] == "ComputeClass"
+    spec = cc["spec"]
+    prios = spec["priorities"]
+    assert prios[0] == {"nodepools": ["v6e-0", "v6e-1"]}
+    tpu = {"type": "tpu-v6e-slice", "count": 4, "topology": "4x4"}
+    assert prios[1] == {
+        "tpu": tpu,
+        "reservations": {"affinity": "Specific", "specific": [{"name": "v6e-res"}]},
+        "spot": False,
+    }
+    assert prios[2] == {"tpu": tpu, "spot": False}
+    assert prios[3] == {"tpu": tpu, "flexStart": {"enabled": True}, "maxRunDurationSeconds": 86400}
+    assert prios[4] == {"tpu": tpu, "spot": True}
+    assert spec["nodePoolAutoCreation"] == {"enabled": True}
+    assert spec["activeMigration"] == {"optimizeRulePriority": True}
+    assert spec["priorityDefaults"] == {"location": {"zones": ["us-east5-b"]}}
+    assert spec["nodePoolConfig"]["serviceAccount"] == (
+        "ray-test-nodes@ray-gke-test.iam.gserviceaccount.com"
+    )
+    assert validate_other(cc) == []
+    assert compute_class_problems(cfg) == []
+
+
+def test_gpu_class_renders_machine_type_and_driver() -> None:
+    cfg = validate(_stack({"name": "l4-spot", "node_pool": "l4", "fallback": ["on-demand"]}))
+    (cc,) = render_compute_classes(cfg)
+    assert cc["spec"]["priorities"][1] == {
+        "machineType": "g2-standard-4",
+        "gpu": {"type": "nvidia-l4", "count": 1, "driverVersion": "latest"},
+        "spot": False,
+    }
+    assert validate_other(cc) == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda s: s["priorities"][1].update(spott=True), "priorities[1].spott: unknown field"),
+        (
+            lambda s: s["priorities"][1]["reservations"].update(affinity="Any"),
+            "priorities[1].reservations.affinity: 'Any' is not one of",
+        ),
+        (lambda s: s.update(whenUnsatisfiable="Never"), "whenUnsatisfiable: 'Never' is not one"),
+        (lambda s: s["priorities"][2]["tpu"].pop("topology"), "'topology' is a required property"),
+        (lambda s: s.update(priorities=[]), "priorities: [] should be non-empty"),
+    ],
+)
+def test_schema_catches_a_wrong_object(mutate: Any, needle: str) -> None:
+    (cc,) = render_compute_classes(validate(_stack(FULL)))
+    mutate(cc["spec"])
+    assert needle in "\n".join(validate_other(cc))
+
+
+def test_tpu7x_multi_host_class_names_the_workload_policy() -> None:
+    data = config(region="us-central1", zones=["us-central1-c"])
+    data["node_pools"] = [
+        {"name": "iw", "tpu": {"generation": "tpu7x", "topology": "2x2x2"}, "max_slices": 2}
+    ]
+    data["nap"] = {"enabled": False}
+    data["compute_classes"] = [{"name": "iw", "node_pool": "iw", "fallback": ["spot"]}]
+    (cc,) = render_compute_classes(validate(data))
+    assert cc["spec"]["priorities"][1]["placement"] == {"policyName": "ray-test-iw-0-wp"}
+    assert cc["spec"]["priorities"][1]["tpu"] == {"type": "tpu7x", "count": 4, "topology": "2x2x2"}
+    assert validate_other(cc) == []
+
+
+# ------------------------------------------------------------------ pools and worker groups
+
+
+def test_declared_pools_join_the_class_and_worker_groups_select_it() -> None:
+    cfg = validate(_stack(FULL))
+    specs = {s.name: s for s in node_pool_specs(cfg)}
+    for name in ("v6e-0", "v6e-1"):
+        assert specs[name].labels["cloud.google.com/compute-class"] == "v6e-4x4"
+        assert config_labels(specs[name])["cloud.google.com/compute-class"] == "v6e-4x4"
+        assert ("cloud.google.com/compute-class", "v6e-4x4") in {
+            (t.key, t.value) for t in specs[name].taints
+        }
+    assert "cloud.google.com/compute-class" not in specs["l4"].labels
+    rc = next(m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayCluster")
+    groups = {g["groupName"]: g["template"]["spec"] for g in rc["spec"]["workerGroupSpecs"]}
+    assert groups["tpu"]["nodeSelector"]["cloud.google.com/compute-class"] == "v6e-4x4"
+    assert {
+        "key": "cloud.google.com/compute-class",
+        "operator": "Equal",
+        "value": "v6e-4x4",
+        "effect": "NoSchedule",
+    } in groups["tpu"]["tolerations"]
+    assert "cloud.google.com/compute-class" not in groups["l4"]["nodeSelector"]
+
+
+@pytest.mark.slow
+def test_check_stack_passes_with_a_class() -> None:
+    assert [p for p in check_stack(validate(_stack(FULL))) if "ComputeClass" in p] == []
+
+
+@pytest.mark.slow
+def test_the_class_is_applied_in_the_cluster_under_mocks() -> None:
+    records, _ = render(_stack(FULL))
+    classes = of_type(records, "kubernetes:cloud.google.com/v1:ComputeClass")
+    assert len(classes) == 1
+    assert classes[0]["inputs"]["spec"]["priorities"][0] == {"nodepools": ["v6e-0", "v6e-1"]}
+    assert "namespace" not in classes[0]["inputs"]["metadata"]  # cluster-scoped
+    pools = by_name(records, "gcp:container/nodePool:NodePool")
+    assert pools["v6e-0"]["nodeConfig"]["labels"]["cloud.google.com/compute-class"] == "v6e-4x4"
+    assert {
+        "key": "cloud.google.com/compute-class",
+        "value": "v6e-4x4",
+        "effect": "NO_SCHEDULE",
+    } in pools["v6e-0"]["nodeConfig"]["taints"]
