@@ -1098,7 +1098,7 @@ def bucket_location_problem(location: str) -> str | None:
 #   https://github.com/skypilot-org/skypilot-catalog/blob/006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv
 #   (columns Price = on-demand, SpotPrice = Spot, per hour; machine rows of A2/A3/G2 types exclude
 #   the GPUs, which have their own rows; TPU rows ``tpu-v5litepod-N`` / ``tpu-v6e-N`` price N
-#   chips). Spot prices change (up to once a day); they are what the catalog recorded.
+#   chips, ``tpu-v5p-N`` N TensorCores = N/2 chips). Spot prices change (up to once a day); they are what the catalog recorded.
 # * [PRICE-RES] Reserved capacity is billed at the on-demand rate whether or not nodes use it:
 #   https://cloud.google.com/compute/docs/instances/reservations-overview ("reserved resources are
 #   charged at the same on-demand rates as running VMs").
@@ -1152,6 +1152,8 @@ CLUSTER_FEE = Price(0.10, 0.10, GKE_PRICING)
 # * ``tpus.<generation>.regions.<region>``: ``on_demand``, ``spot`` per chip-hour;
 # * ``exact``: ``"<region>/<machine | gpu | generation>": [on_demand, spot]`` rows read as they are
 #   from a source, used instead of a derived figure.
+# * ``not_priced``: ``families`` / ``gpus`` / ``tpus`` / ``regions`` -> name -> why no source
+#   prices it (``raygke cost`` shows those as unknown); a family may carry its own ``source``.
 #
 # ``python -m raygke.prices_refresh`` regenerates the file from the Cloud Billing Catalog API;
 # ``python -m raygke.prices_seed`` wrote the shipped one offline from its two cited sources.
@@ -1192,7 +1194,9 @@ def build_tables(
         fam = d["families"].get(shape.series)
         if fam is None:
             continue
-        src = f"{sources['CA']} (us-central1 rates) x {sources['SKY']} (regional factors)"
+        src = fam.get("source") or (
+            f"{sources['CA']} (us-central1 rates) x {sources['SKY']} (regional factors)"
+        )
         for region, r in fam["regions"].items():
             if region not in regions:
                 continue

@@ -163,6 +163,8 @@ def price_document(parsed: Mapping[str, Any], today: str) -> dict[str, Any]:
         "derivation": ["Every figure is a SKU unit price of the Cloud Billing Catalog API."],
         **parsed,
         "exact": {"machines": {}, "gpus": {}, "tpus": {}},
+        # what the API did not list stays missing (a test names it), never silently excused
+        "not_priced": {"families": {}, "gpus": {}, "tpus": {}, "regions": {}, "source": API},
     }
 
 

@@ -72,6 +72,13 @@ def seed() -> dict[str, Any]:
         "us-west3": (0.466608, 0.168448),
         "us-west4": (0.437496, 0.18624),
     }
+    # europe-north2 and northamerica-south1 have no N2 rows in SKY: their regional factor is SKY's
+    # n4-standard-8 price there / its us-central1 price (0.3628, spot 0.1343), on-demand and Spot
+    N4 = {
+        "europe-north2": (0.38094, 0.15922),
+        "northamerica-south1": (0.39545, 0.18814),
+    }
+    N4_REF = (0.3628, 0.1343)
     # us-central1 per-vCPU and per-GB hour rates (CA predefinedCpuPricePerHour / predefinedMemoryPricePerHourPerGb)
     # and the Spot share (CA predefinedPreemptibleDiscount); a3 derived from SKY's a3-highgpu-1g row
     BASE = {
@@ -91,18 +98,80 @@ def seed() -> dict[str, Any]:
     K = 1.18251 / (26 * 0.031611 + 234 * 0.004237)
     BASE["a3"] = (0.031611 * K, 0.004237 * K, 0.36117 / 1.18251)
     ref_od, ref_sp = N2["us-central1"]
+    # regional factor (on-demand, Spot) of every region: N2 rows, or N4 rows where N2 has none
+    factor = {r: (od / ref_od, sp / ref_sp) for r, (od, sp) in N2.items()}
+    factor.update({r: (od / N4_REF[0], sp / N4_REF[1]) for r, (od, sp) in N4.items()})
+    factor = dict(sorted(factor.items()))
+    # C4 [SKY rows c4-highcpu-16 (16 vCPU, 32 GB) and c4-highmem-16 (16 vCPU, 124 GB)]: per region
+    # (hc on-demand, hc Spot, hm on-demand, hm Spot); the two rows give the vCPU and GB rates
+    C4 = {
+        "africa-south1": (0.74921, 0.33562, 1.14813, 0.53507),
+        "asia-east1": (0.78785, 0.3823, 1.20736, 0.58581),
+        "asia-east2": (0.95183, 0.46179, 1.45865, 0.70752),
+        "asia-northeast1": (0.87379, 0.4239, 1.33905, 0.64949),
+        "asia-northeast2": (0.87379, 0.2272, 1.33905, 0.34818),
+        "asia-northeast3": (0.87379, 0.28573, 1.33905, 0.4379),
+        "asia-south1": (0.70763, 0.29414, 1.08442, 0.45073),
+        "asia-south2": (0.70765, 0.32689, 1.08445, 0.50093),
+        "asia-southeast1": (0.83943, 0.33576, 1.28639, 0.51453),
+        "asia-southeast2": (0.91496, 0.23782, 1.40213, 0.36451),
+        "australia-southeast2": (0.88454, 0.28429, 1.35553, 0.43554),
+        "europe-central2": (0.82326, 0.22797, 1.26162, 0.34932),
+        "europe-north1": (0.74921, 0.28028, 1.14813, 0.38405),
+        "europe-north2": (0.71444, 0.35718, 1.09485, 0.54735),
+        "europe-southwest1": (0.80289, 0.29822, 1.2304, 0.40328),
+        "europe-west1": (0.74921, 0.37459, 1.14813, 0.57386),
+        "europe-west2": (0.77567, 0.38784, 1.18869, 0.59438),
+        "europe-west3": (0.80289, 0.32125, 1.2304, 0.49228),
+        "europe-west4": (0.71444, 0.28577, 1.09485, 0.43791),
+        "europe-west6": (0.89139, 0.38371, 1.36603, 0.58804),
+        "europe-west9": (0.78928, 0.21738, 1.20955, 0.33311),
+        "me-central1": (0.82671, 0.21488, 1.2669, 0.32942),
+        "me-central2": (1.08867, 0.28042, 1.66834, 0.42973),
+        "me-west1": (0.74846, 0.13549, 1.14698, 0.22878),
+        "northamerica-northeast2": (0.74921, 0.37466, 1.14813, 0.57411),
+        "northamerica-south1": (0.74165, 0.29665, 1.13656, 0.4546),
+        "southamerica-east1": (1.08043, 0.36739, 1.65572, 0.56298),
+        "southamerica-west1": (0.97299, 0.38919, 1.49108, 0.5964),
+        "us-central1": (0.68042, 0.32397, 1.04271, 0.49638),
+    }
+    c4_rates = {}
+    for region, (hc, hc_s, hm, hm_s) in C4.items():
+        g, g_s = (hm - hc) / 92, (hm_s - hc_s) / 92
+        c4_rates[region] = {
+            "vcpu": round((hc - 32 * g) / 16, 8),
+            "gb": round(g, 9),
+            "vcpu_spot": round((hc_s - 32 * g_s) / 16, 8),
+            "gb_spot": round(g_s, 9),
+        }
+        assert min(c4_rates[region].values()) > 0, region
+    c4_us = c4_rates["us-central1"]
     fams = {}
-    for fam, (v, g, spot_share) in BASE.items():
+    spot_rates = {  # us-central1 Spot (vCPU, GB) rates: the CA Spot share, C4 its own rows
+        fam: (v * share, g * share) for fam, (v, g, share) in BASE.items()
+    }
+    BASE["c4"] = (c4_us["vcpu"], c4_us["gb"], 0.0)
+    spot_rates["c4"] = (c4_us["vcpu_spot"], c4_us["gb_spot"])
+    for fam, (v, g, _) in BASE.items():
+        v_s, g_s = spot_rates[fam]
         regs = {}
-        for region, (od, sp) in N2.items():
-            f, fs = od / ref_od, sp / ref_sp
+        for region, (f, fs) in factor.items():
+            if fam == "c4" and region in c4_rates:
+                regs[region] = c4_rates[region]
+                continue
             regs[region] = {
                 "vcpu": round(v * f, 6),
                 "gb": round(g * f, 7),
-                "vcpu_spot": round(v * spot_share * fs, 6),
-                "gb_spot": round(g * spot_share * fs, 7),
+                "vcpu_spot": round(v_s * fs, 6),
+                "gb_spot": round(g_s * fs, 7),
             }
         fams[fam] = {"regions": regs}
+    fams["c4"]["source"] = f"{SKY} (c4-highcpu-16 and c4-highmem-16 rows)"
+    fams["c4"]["note"] = (
+        "rates of a region from SKY's c4-highcpu-16 and c4-highmem-16 rows there (two shapes, "
+        "two unknowns); regions without both rows derived: the us-central1 rates (on-demand and "
+        "Spot) x the regional factor"
+    )
     fams["a3"]["note"] = (
         "derived: SKY a3-highgpu-1g us-central1 (1.18251, spot 0.36117; 26 vCPU, 234 GB) split "
         "in A2's vCPU:GB rate ratio; every A3 shape is a multiple of it"
@@ -129,26 +198,54 @@ def seed() -> dict[str, Any]:
             SKY,
             "SKY us-east5 row (N2 prices us-east5 as us-central1)",
         ),
+        # A3 Ultra: SKY's H200 x 8 us-central1 row (74.49392, spot 37.2472) / 8
+        "nvidia-h200-141gb": (
+            round(74.49392 / 8, 5),
+            round(37.2472 / 8, 5),
+            SKY,
+            "SKY H200 x 8 us-central1 row / 8 (its asia-south1, asia-south2, europe-west1, "
+            "europe-west4, us-east5 and us-south1 rows, 36.60258 with Spot above it or empty, "
+            "are not used)",
+        ),
+        # A4: SKY's B200 x 8 us-central1 row (90.216, spot 32.6064) / 8
+        "nvidia-b200": (
+            round(90.216 / 8, 5),
+            round(32.6064 / 8, 5),
+            SKY,
+            "SKY B200 x 8 us-central1 row / 8",
+        ),
     }
     gpu_out = {}
     for gpu, (od0, sp0, src, note) in gpus.items():
         regs = {}
-        for region, (od, sp) in N2.items():
-            regs[region] = {
-                "on_demand": round(od0 * od / ref_od, 5),
-                "spot": round(sp0 * sp / ref_sp, 5),
-            }
+        for region, (f, fs) in factor.items():
+            regs[region] = {"on_demand": round(od0 * f, 5), "spot": round(sp0 * fs, 5)}
         gpu_out[gpu] = {"source": src, "note": note, "regions": regs}
-    tpus = {"v5e": (1.20, 0.24493), "v6e": (2.70, 0.54421)}
+    # SKY tpu-v5p-11776 rows (11776 TensorCores = 5888 chips, 2 TensorCores a chip): per region
+    # (on-demand, Spot) of the slice
+    V5P = {
+        "europe-west1": (26257.27104, 10502.90842),
+        "europe-west4": (25038.72, 7939.90912),
+        "us-central1": (24729.6, 4920.60749),
+        "us-east1": (24729.6, 4920.60749),
+        "us-east5": (24729.6, 9891.84),
+        "us-south1": (28138.752, 7749.41466),
+    }
+    v5p = {r: [round(od / 5888, 5), round(sp / 5888, 5)] for r, (od, sp) in V5P.items()}
+    tpus = {"v5e": (1.20, 0.24493), "v6e": (2.70, 0.54421), "v5p": tuple(v5p["us-central1"])}
     tpu_out = {}
     for gen, (od0, sp0) in tpus.items():
         regs = {
-            region: {"on_demand": round(od0 * od / ref_od, 5), "spot": round(sp0 * sp / ref_sp, 5)}
-            for region, (od, sp) in N2.items()
+            region: {"on_demand": round(od0 * f, 5), "spot": round(sp0 * fs, 5)}
+            for region, (f, fs) in factor.items()
         }
         tpu_out[gen] = {
             "source": SKY,
-            "note": f"us-central1 row tpu-{gen}-1 (per chip)",
+            "note": (
+                "us-central1 row tpu-v5p-11776 / 5888 chips (per chip)"
+                if gen == "v5p"
+                else f"us-central1 row tpu-{gen}-1 (per chip)"
+            ),
             "regions": regs,
         }
     exact = {  # rows read as they are from SKY: they take precedence over derived figures
@@ -160,10 +257,46 @@ def seed() -> dict[str, Any]:
             "us-east5/n2-standard-16": [0.77694, 0.29824],
             "us-central1/g2-standard-4": [0.14679, 0.05874],
             "us-east5/a3-highgpu-8g": [10.65487, 2.32627],
+            # SKY a3-ultragpu-8g rows (A3 Ultra host, its 8 H200 apart)
+            "asia-south1/a3-ultragpu-8g": [12.75664, 2.92129],
+            "asia-south2/a3-ultragpu-8g": [14.73269, 3.36872],
+            "europe-west1/a3-ultragpu-8g": [13.50609, 3.08825],
+            "europe-west4/a3-ultragpu-8g": [12.8793, 2.94949],
+            "us-central1/a3-ultragpu-8g": [12.266, 3.74713],
+            "us-east4/a3-ultragpu-8g": [12.266, 2.80034],
+            "us-east5/a3-ultragpu-8g": [13.81519, 3.01627],
+            "us-south1/a3-ultragpu-8g": [14.47387, 3.15354],
+            "us-west1/a3-ultragpu-8g": [12.266, 3.74713],
+            # SKY c4-highmem-16 rows of regions whose c4-highcpu-16 row was not read
+            "australia-southeast1/c4-highmem-16": [1.30339, 0.45568],
+            "europe-west10/c4-highmem-16": [1.23034, 0.64227],
+            "northamerica-northeast1/c4-highmem-16": [1.14813, 0.38405],
+            "us-east1/c4-highmem-16": [1.04271, 0.49638],
+            "us-east4/c4-highmem-16": [1.04271, 0.50592],
+            "us-east5/c4-highmem-16": [1.04271, 0.47506],
+            "us-west1/c4-highmem-16": [1.04271, 0.49638],
+            "us-west2/c4-highmem-16": [1.25344, 0.52892],
+            "us-west3/c4-highmem-16": [1.25344, 0.54272],
+            "us-west4/c4-highmem-16": [1.17441, 0.58707],
         },
         "gpus": {
             "us-east5/nvidia-h100-80gb": [11.03385, 2.4081],
             "us-central1/nvidia-l4": [0.56004, 0.2231],
+            # SKY H200 x 8 rows / 8 where Spot is below on-demand
+            "us-central1/nvidia-h200-141gb": [9.31174, 4.6559],
+            "us-east4/nvidia-h200-141gb": [9.31174, 3.6567],
+            "us-west1/nvidia-h200-141gb": [9.31174, 4.6559],
+            # SKY B200 x 8 rows / 8, as read
+            "asia-northeast1/nvidia-b200": [8.055, 4.891],
+            "asia-southeast1/nvidia-b200": [8.055, 4.4464],
+            "europe-north1/nvidia-b200": [8.055, 4.4834],
+            "europe-west4/nvidia-b200": [11.277, 4.4834],
+            "us-central1/nvidia-b200": [11.277, 4.0758],
+            "us-east1/nvidia-b200": [11.277, 4.0758],
+            "us-east4/nvidia-b200": [8.055, 4.0758],
+            "us-south1/nvidia-b200": [11.277, 4.0758],
+            "us-west2/nvidia-b200": [8.055, 4.0758],
+            "us-west3/nvidia-b200": [8.055, 4.0758],
         },
         "tpus": {
             "us-east5/v6e": [2.70, 1.215],
@@ -179,6 +312,7 @@ def seed() -> dict[str, Any]:
             "us-east4/v6e": [2.7, 0.57766],
             "us-south1/v6e": [2.7, 1.35],
             "us-west1/v6e": [2.7, 0.54421],
+            **{f"{r}/v5p": p for r, p in v5p.items()},
         },
     }
     doc = {
@@ -198,8 +332,25 @@ def seed() -> dict[str, Any]:
             "Machine family rates in a region = the family's us-central1 per-vCPU and per-GB rates (CA predefinedCpuPricePerHour, predefinedMemoryPricePerHourPerGb) x the regional factor; Spot = the family's CA Spot share x the on-demand rate x the regional Spot factor.",
             "GPU and TPU prices in a region = the us-central1 figure x the regional factor (derived; GCP prices accelerators per region on their own, so a refresh from the API replaces these).",
             "exact: rows read as they are from SKY, used instead of derived figures.",
-            "Not priced (no figure in the sources): the C4 family, nvidia-h200-141gb (A3 Ultra), regions europe-north2 and northamerica-south1: raygke cost shows them as unknown.",
+            "Regional factor of europe-north2 and northamerica-south1 (SKY lists no N2 there) = SKY's n4-standard-8 price there / its us-central1 price (derived).",
+            "C4 rates of a region = the vCPU and GB rates that SKY's c4-highcpu-16 (16 vCPU, 32 GB) and c4-highmem-16 (16 vCPU, 124 GB) rows there imply; regions without both rows: the us-central1 rates x the regional factor (derived).",
+            "A3 Ultra (a3-ultragpu-8g): host from SKY's a3-ultragpu-8g rows (exact) or the A3 family rates (derived); nvidia-h200-141gb per GPU = SKY's H200 x 8 us-central1 row / 8 x the regional factor (derived), exact rows where SKY's Spot is below its on-demand.",
+            "nvidia-b200 per GPU = SKY's B200 x 8 rows / 8 (exact where listed, else the us-central1 row x the regional factor, derived). TPU v5p per chip = SKY's tpu-v5p-11776 rows / 5888 chips (exact where listed, else us-central1 x the regional factor, derived).",
+            "not_priced: what no source prices, with the reason; raygke cost shows it as unknown.",
         ],
+        "not_priced": {
+            "families": {
+                "a4": "SKY lists every a4-highgpu-8g row at 0.0 (no host SKU matched) and CA has no A4; the A4 host (vCPU, memory) is not priced, its B200 GPUs are",
+                "a4x": "neither SKY nor CA lists a4x-highgpu-4g (A4X, Grace host)",
+            },
+            "gpus": {
+                "nvidia-gb200": "neither SKY (no GB200 accelerator rows) nor CA lists GB200",
+            },
+            "tpus": {
+                "tpu7x": "SKY's TPU rows end at tpu-v6e; CA has no TPU prices; no TPU7x (Ironwood) figure in either",
+            },
+            "source": SKY,
+        },
         "families": fams,
         "gpus": gpu_out,
         "tpus": tpu_out,
