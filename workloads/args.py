@@ -400,6 +400,11 @@ class TrainArgs(WorkloadArgs):
         "1/step",
         minimum=0,
     )
+    ns_dtype: Literal["auto", "float32", "bfloat16"] = arg(
+        "auto",
+        "dtype of Muon's Newton-Schulz iterations; auto = float32 on CPU, bfloat16 on GPU/TPU "
+        "(decided once per run, kept from the checkpoint on resume)",
+    )
     warmup: int = arg(50, "linear warm-up before cosine decay", "steps", minimum=0)
     checkpoint_every: int = arg(
         100,

@@ -273,3 +273,75 @@ def _train_report(metrics: dict[str, Any], path: str | None, dir_name: str | Non
         return
     ckpt = ray.train.Checkpoint.from_directory(path) if path is not None else None
     ray.train.report(metrics, checkpoint=ckpt, checkpoint_dir_name=dir_name)
+
+
+# ------------------------------------------------------------ Muon's Newton-Schulz dtype
+
+# ``ns_dtype`` values (workloads/args.py TrainArgs.ns_dtype): the dtype Muon's Newton-Schulz
+# iterations run in. ``auto`` resolves once per run (:func:`resolve_ns_dtype`).
+NS_DTYPES = ("float32", "bfloat16")
+
+
+def resolve_ns_dtype(requested: str | None, platform: str) -> str:
+    """The dtype Muon's Newton-Schulz iterations run in on ``platform`` (``"cpu"``, ``"cuda"``
+    / ``"gpu"``, ``"tpu"``): ``requested`` when it is ``"float32"`` or ``"bfloat16"``; for
+    ``"auto"`` (or None) ``"float32"`` on a CPU and ``"bfloat16"`` on a GPU or TPU.
+
+    Why: the five iterations are ten matmuls per matrix per step. A GPU's or TPU's matrix units
+    multiply bfloat16 at several times their float32 rate, so Muon's reference runs them in
+    bfloat16 (``torch.optim.Muon`` casts to bfloat16 unconditionally,
+    https://github.com/pytorch/pytorch/blob/main/torch/optim/_muon.py; Keller Jordan's
+    ``zeropower_via_newtonschulz5``, https://kellerjordan.github.io/posts/muon/). A CPU without
+    AVX-512 BF16 / AMX emulates bfloat16 matmul in software (issue 23 measured Muon's step at
+    2.40x AdamW's on an AMD EPYC), and even with them the few small matrices here gain little
+    (``bench/optimizer_step.py --ns-dtype``), so CPUs take float32 -- where torch, JAX (optax)
+    and TensorFlow (Keras) then agree to float32 rounding.
+
+    Raises:
+        ValueError: ``requested`` is not ``auto``, ``float32`` or ``bfloat16``.
+    """
+    if requested in (None, "auto"):
+        return "float32" if platform == "cpu" else "bfloat16"
+    if requested not in NS_DTYPES:
+        raise ValueError(f"ns_dtype {requested!r} is not one of 'auto', {', '.join(NS_DTYPES)}")
+    return requested
+
+
+def ns_dtype_for_run(
+    requested: str | None, platform: str, metadata: Mapping[str, Any] | None, source: str = ""
+) -> str:
+    """The Newton-Schulz dtype of a run that may resume from a checkpoint with ``metadata``:
+    decided once per run, so a checkpoint's recorded ``ns_dtype`` is kept under ``auto`` (a run
+    started on a GPU in bfloat16 stays bfloat16 when it resumes on a CPU, with a warning that
+    it is slower there); otherwise :func:`resolve_ns_dtype`.
+
+    Raises:
+        workloads.checkpoint.CheckpointError: ``requested`` is explicit and differs from the
+            checkpoint's (``source`` names it), as a resume with the other optimizer is refused.
+        ValueError: ``requested`` is not a known value.
+    """
+    import logging
+
+    from workloads.checkpoint import CheckpointError
+
+    saved = (metadata or {}).get("ns_dtype")
+    if saved is None:  # fresh run, or a checkpoint from before the choice
+        return resolve_ns_dtype(requested, platform)
+    if requested in (None, "auto"):
+        here = resolve_ns_dtype("auto", platform)
+        if saved != here:
+            logging.getLogger(__name__).warning(
+                "checkpoint %s ran Newton-Schulz in %s; keeping it (auto would pick %s on %s)",
+                source,
+                saved,
+                here,
+                platform,
+            )
+        return str(saved)
+    resolved = resolve_ns_dtype(requested, platform)
+    if resolved != saved:
+        raise CheckpointError(
+            f"checkpoint {source} was written with ns_dtype {saved}; this run has ns_dtype "
+            f"{resolved} (set ns_dtype={saved} or auto to resume it, or use a new run name)"
+        )
+    return resolved

@@ -34,8 +34,9 @@ from workloads.train_loop import fit, fit_summary, run_loop
 class TorchStepper:
     """The PyTorch side of :func:`workloads.train_loop.run_loop`."""
 
-    def __init__(self, model: Any, opt: Any, sched: Any, device: Any) -> None:
+    def __init__(self, model: Any, opt: Any, sched: Any, device: Any, ns_dtype: str) -> None:
         self.model, self.opt, self.sched, self.device = model, opt, sched, device
+        self.ns_dtype = ns_dtype  # Muon's Newton-Schulz dtype, recorded in every checkpoint
 
     def load(self, batch: Any) -> Any:
         from workloads.model_torch import arrow_to_tokens
@@ -61,7 +62,7 @@ class TorchStepper:
             step=step,
             optimizer=self.opt,
             scheduler=self.sched,
-            extra={"first_loss": first_loss},
+            extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
@@ -76,14 +77,20 @@ def build_stepper(
     ``args``; ``wrap`` (e.g. ``ray.train.torch.prepare_model``) wraps the model before the
     optimizer is built.
 
+    Muon's Newton-Schulz dtype is ``args.ns_dtype`` resolved for ``device`` once per run
+    (:func:`workloads.common.ns_dtype_for_run`: a checkpoint's recorded one is kept under
+    ``auto``).
+
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` was written with the other
-            ``optimizer`` (its state cannot drive this one).
+            ``optimizer`` (its state cannot drive this one), or with another explicit
+            ``ns_dtype``.
     """
     from workloads.checkpoint import CheckpointError
+    from workloads.common import ns_dtype_for_run
     from workloads.model_torch import GPT, load_checkpoint, make_optimizer, optimizer_kind
 
-    start_step, first_loss, opt_state = 0, None, None
+    start_step, first_loss, opt_state, meta = 0, None, None, None
     if restored is not None:
         model, meta, opt_state = load_checkpoint(restored)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
@@ -92,8 +99,15 @@ def build_stepper(
         model = GPT(args.model_config()).to(device)
     if wrap is not None:
         model = wrap(model)
+    ns_dtype = ns_dtype_for_run(args.ns_dtype, device.type, meta, str(restored))
     opt, sched = make_optimizer(
-        model, args.lr, args.steps, args.warmup, optimizer=args.optimizer, muon_lr=args.muon_lr
+        model,
+        args.lr,
+        args.steps,
+        args.warmup,
+        optimizer=args.optimizer,
+        muon_lr=args.muon_lr,
+        ns_dtype=ns_dtype,
     )
     if opt_state is not None:
         saved = optimizer_kind(opt_state["optimizer"])
@@ -106,7 +120,7 @@ def build_stepper(
         opt.load_state_dict(opt_state["optimizer"])
         if "scheduler" in opt_state:
             sched.load_state_dict(opt_state["scheduler"])
-    return TorchStepper(model, opt, sched, device), start_step, first_loss
+    return TorchStepper(model, opt, sched, device, ns_dtype), start_step, first_loss
 
 
 def tune_stepper(

@@ -145,13 +145,22 @@ def _params_digest(params: Any) -> str:
 class JaxStepper:
     """The JAX side of :func:`workloads.train_loop.run_loop`."""
 
-    def __init__(self, args: TrainLmJaxArgs, cfg: Any, params: Any, opt_state: Any, optimizer: Any):
+    def __init__(
+        self,
+        args: TrainLmJaxArgs,
+        cfg: Any,
+        params: Any,
+        opt_state: Any,
+        optimizer: Any,
+        ns_dtype: str = "float32",
+    ):
         import jax
 
         from workloads import model_jax as M
 
         self.cfg = cfg
         self.optimizer_name = args.optimizer
+        self.ns_dtype = ns_dtype  # Muon's Newton-Schulz dtype, recorded in every checkpoint
         self.mesh = M.data_mesh()
         self.params = M.replicate(params, self.mesh)
         self.opt_state = M.replicate(opt_state, self.mesh)
@@ -185,7 +194,7 @@ class JaxStepper:
             params=self.params,
             step=step,
             opt_state=self.opt_state,
-            extra={"first_loss": first_loss},
+            extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
             optimizer_name=self.optimizer_name,
         )
 
@@ -211,14 +220,22 @@ def build_stepper(
     (they are not part of the optimizer state), so a PBT trial restored with a new ``lr`` runs
     on it.
 
+    Muon's Newton-Schulz dtype: ``args.ns_dtype`` resolved for ``jax.default_backend()`` once
+    per run (:func:`workloads.common.ns_dtype_for_run`).
+
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` does not verify, or holds another
-            optimizer's state than ``args.optimizer`` (the message names both)."""
+            optimizer's state than ``args.optimizer`` (the message names both), or was written
+            with another explicit ``ns_dtype``."""
     import jax
     import numpy as np
 
     from workloads import model_jax as M
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.common import ns_dtype_for_run
 
+    saved = verify_checkpoint(restored) if restored is not None else None
+    ns_dtype = ns_dtype_for_run(args.ns_dtype, jax.default_backend(), saved, str(restored))
     optimizer = M.make_optimizer(
         args.lr,
         args.steps,
@@ -226,6 +243,7 @@ def build_stepper(
         args.grad_clip,
         optimizer=args.optimizer,
         muon_lr=args.muon_lr,
+        ns_dtype=ns_dtype,
     )
     start_step, first_loss = 0, None
     if restored is not None:
@@ -236,7 +254,8 @@ def build_stepper(
         params, opt_state = M.init_params(cfg, args.seed), None
     if opt_state is None:
         opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))
-    return JaxStepper(args, cfg, params, opt_state, optimizer), start_step, first_loss
+    stepper = JaxStepper(args, cfg, params, opt_state, optimizer, ns_dtype)
+    return stepper, start_step, first_loss
 
 
 def tune_stepper(
