@@ -459,7 +459,10 @@ class TrainLmArgs(TrainArgs):
     name: str = arg("train_lm", "experiment (run) name under storage_path")
     use_gpu: bool = arg(False, "one GPU per worker when scaling is None")
     torch_threads: int | None = arg(
-        None, "torch intra-op threads; None = node CPUs / workers on the node", "threads", minimum=1
+        None,
+        "torch intra-/inter-op threads; None = the CPUs Ray gave the worker",
+        "threads",
+        minimum=1,
     )
 
 
@@ -509,7 +512,7 @@ class TrainLmTfArgs(TrainArgs):
     )
     tf_threads: int | None = arg(
         None,
-        "TensorFlow intra/inter-op threads; None = node CPUs / workers on the node",
+        "TensorFlow intra/inter-op threads; None = the CPUs Ray gave the worker",
         "threads",
         minimum=1,
     )
@@ -752,7 +755,12 @@ class EvaluateArgs(WorkloadArgs):
     seed: int = arg(0, "sampling seed")
     batch_size: int = arg(32, "validation rows per forward pass", "rows", minimum=1)
     max_val_rows: int = arg(1024, "validation rows scored; 0 = all", "rows", minimum=0)
-    torch_threads: int | None = arg(None, "torch threads; None = all CPUs", "threads", minimum=1)
+    torch_threads: int | None = arg(
+        None,
+        "torch threads; None = its Ray CPUs in a Ray worker, else all CPUs",
+        "threads",
+        minimum=1,
+    )
 
 
 # ------------------------------------------------------------------------------------ serve_lm

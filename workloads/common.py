@@ -6,6 +6,7 @@ Only the standard library is imported at module level; pyarrow/ray are imported 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -345,3 +346,68 @@ def ns_dtype_for_run(
             f"{resolved} (set ns_dtype={saved} or auto to resume it, or use a new run name)"
         )
     return resolved
+
+
+# ----------------------------------------------------------------- threads from Ray's CPUs
+
+
+def host_cpus() -> int:
+    """CPUs this process may run on (``os.sched_getaffinity``, a container's cpuset included;
+    ``os.cpu_count()`` where that is not available), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def ray_cpus() -> float | None:
+    """CPUs Ray assigned to the calling worker, actor or task (a Ray Train worker's
+    ``resources_per_worker["CPU"]``, a Tune trial's, a task's ``num_cpus``), from
+    ``ray.get_runtime_context().get_assigned_resources()``
+    (https://docs.ray.io/en/latest/ray-core/api/doc/ray.runtime_context.RuntimeContext.get_assigned_resources.html);
+    None outside a Ray worker, or when it was given no CPU."""
+    import sys
+
+    if "ray" not in sys.modules:  # never import (or start) Ray only to ask
+        return None
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    try:
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+    except Exception:  # the driver, or a Ray without the call: no allocation to follow
+        return None
+    return float(cpus) if cpus else None
+
+
+def cpu_threads(explicit: int | None = None, cpus: float | None = None) -> int:
+    """Intra-op (and inter-op) threads for a compute process: ``explicit`` when given; else the
+    CPUs Ray gave this worker (``cpus``, else :func:`ray_cpus`) rounded down, at least 1 and at
+    most :func:`host_cpus`; else (outside Ray) :func:`host_cpus`.
+
+    Why not the host's core count: a worker that asked Ray for 1 CPU of a 2-core node but runs
+    2 threads shares a core with whatever else Ray placed there (or the cluster's own
+    processes); each step then waits on its slowest thread, and losing half a core cost issue
+    23 a 5x slowdown. With threads = its allocation the same loss costs about its share
+    (``bench/contention.py``)."""
+    if explicit:
+        return int(explicit)
+    cpus = cpus if cpus is not None else ray_cpus()
+    if cpus:
+        return max(1, min(host_cpus(), int(cpus)))
+    return host_cpus()
+
+
+def set_torch_threads(threads: int) -> int:
+    """``torch.set_num_threads(threads)`` and, while torch still allows it (before its first
+    inter-op parallel work: https://docs.pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html),
+    ``torch.set_num_interop_threads(threads)``. Returns ``threads``."""
+    import torch
+
+    torch.set_num_threads(threads)
+    if torch.get_num_interop_threads() != threads:
+        # already started: its pool keeps the size it has
+        with contextlib.suppress(RuntimeError):
+            torch.set_num_interop_threads(threads)
+    return threads

@@ -17,12 +17,18 @@ Raises:
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from workloads.args import EvaluateArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint
-from workloads.common import emit_progress, join, resolve_fs, run_cli
+from workloads.common import (
+    cpu_threads,
+    emit_progress,
+    join,
+    resolve_fs,
+    run_cli,
+    set_torch_threads,
+)
 
 
 def load_validation(dataset: str, max_rows: int = 0):
@@ -96,12 +102,11 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         workloads.args.ArgError: bad arguments (one line each).
         workloads.checkpoint.CheckpointError: see the module docstring.
     """
-    import torch
 
     from workloads.model_torch import load_checkpoint
 
     args = EvaluateArgs.parse(config)
-    torch.set_num_threads(args.torch_threads or os.cpu_count() or 1)
+    set_torch_threads(cpu_threads(args.torch_threads))
     path = args.checkpoint
     if not path:
         exp = join(args.storage_path, args.name)

@@ -23,11 +23,10 @@ Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint"}``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from workloads.args import TrainLmArgs
-from workloads.common import restore_checkpoint, run_cli
+from workloads.common import cpu_threads, restore_checkpoint, run_cli, set_torch_threads
 from workloads.train_loop import fit, fit_summary, run_loop
 
 
@@ -132,7 +131,7 @@ def tune_stepper(
     changed it), applied on the restored schedule position."""
     import torch
 
-    torch.set_num_threads(max(1, threads))
+    set_torch_threads(max(1, threads))
     torch.manual_seed(args.seed)
     device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
     stepper, start_step, first_loss = build_stepper(args, restored, device)
@@ -155,10 +154,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     args = TrainLmArgs.parse(config)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    threads = args.torch_threads or max(
-        1, (os.cpu_count() or 1) // max(1, ctx.get_local_world_size())
-    )
-    torch.set_num_threads(threads)
+    set_torch_threads(cpu_threads(args.torch_threads))  # this worker's Ray CPUs
     torch.manual_seed(args.seed)
     device = ray.train.torch.get_device()
 

@@ -56,10 +56,34 @@ import os
 from typing import Any
 
 from workloads.args import TrainLmJaxArgs
-from workloads.common import restore_checkpoint, run_cli
+from workloads.common import cpu_threads, restore_checkpoint, run_cli
 from workloads.train_loop import fit, fit_summary, run_loop
 
 log = logging.getLogger(__name__)
+
+
+XLA_ONE_THREAD = ("--xla_cpu_multi_thread_eigen=false", "intra_op_parallelism_threads=1")
+
+
+def limit_xla_cpu_threads(threads: int, host: int) -> bool:
+    """Make XLA's CPU backend run one thread when this worker has one CPU of a bigger host:
+    the flags ``XLA_ONE_THREAD`` added to ``XLA_FLAGS``, which XLA reads when its backend
+    starts (the documented way to make XLA CPU single-threaded:
+    https://github.com/jax-ml/jax/discussions/22739 ; XLA has no flag for another count: it
+    sizes its pool from the schedulable CPUs). True when set; False when not needed
+    (``threads >= host``), not possible (``threads`` between 1 and ``host``: the pool stays
+    host-sized) or too late (JAX's backend already started, a warning)."""
+    import sys
+
+    if threads != 1 or host <= 1:
+        return False
+    jax = sys.modules.get("jax")
+    if jax is not None and getattr(jax._src.xla_bridge, "_backends", None):
+        log.warning("JAX's backend already started; XLA keeps its %d CPU threads", host)
+        return False
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in XLA_ONE_THREAD if f not in flags)])
+    return True
 
 
 def _ensure_jax_distributed(world: int, rank: int) -> None:
@@ -272,7 +296,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     :meth:`TrainLmJaxArgs.to_dict` of the resolved arguments."""
     import ray.train
 
+    from workloads.common import host_cpus
+
     args = TrainLmJaxArgs.parse(config)
+    limit_xla_cpu_threads(cpu_threads(), host_cpus())  # this worker's Ray CPUs (on a CPU host)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     _ensure_jax_distributed(world, rank)

@@ -53,7 +53,7 @@ import os
 from typing import Any
 
 from workloads.args import TrainLmTfArgs
-from workloads.common import restore_checkpoint, run_cli
+from workloads.common import cpu_threads, restore_checkpoint, run_cli
 from workloads.train_loop import fit, fit_summary, run_loop
 
 log = logging.getLogger(__name__)
@@ -241,8 +241,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     args = TrainLmTfArgs.parse(config)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    threads = args.tf_threads or max(1, (os.cpu_count() or 1) // max(1, ctx.get_local_world_size()))
-    set_threads(threads)
+    set_threads(cpu_threads(args.tf_threads))  # this worker's Ray CPUs
     strategy, impl = make_strategy()
 
     from workloads import model_tf as M

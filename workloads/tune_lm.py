@@ -69,7 +69,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from workloads.args import ARGS, TUNE_TRAINERS, TrainArgs, TuneLmArgs
-from workloads.common import InputError, dataset_context_length, join, run_cli
+from workloads.common import (
+    InputError,
+    cpu_threads,
+    dataset_context_length,
+    join,
+    ray_cpus,
+    run_cli,
+)
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +194,7 @@ def trainable(
     targs = trial_args(args, config, context_length)
     module = trainer_module(args.trainer)
     restored, donor = _restore()
-    threads = max(1, int(args.cpus_per_trial))
+    threads = cpu_threads(cpus=ray_cpus() or max(1.0, args.cpus_per_trial))  # its Ray CPUs
     use_gpu = "GPU" in trial_resources(args)
     stepper, start_step, first_loss = module.tune_stepper(targs, restored, threads, use_gpu)
     rows = load_validation(args.dataset, args.val_rows)[:, : targs.context_length + 1]
