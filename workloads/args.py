@@ -697,7 +697,10 @@ class TuneLmArgs(WorkloadArgs):
         None, "sequence length T; None = the dataset's", "bytes", minimum=1
     )
     val_rows: int = arg(
-        256, "validation rows scored at each report (first rows of the split)", "rows", minimum=1
+        256,
+        "validation rows scored at each report (a seeded sample over all validation files)",
+        "rows",
+        minimum=1,
     )
     cpus_per_trial: float = arg(
         1.0, "CPUs each trial asks for (also its torch threads)", "CPUs", minimum=0
@@ -754,7 +757,13 @@ class EvaluateArgs(WorkloadArgs):
     temperature: float = arg(0.6, "sampling temperature; 0 = greedy", minimum=0)
     seed: int = arg(0, "sampling seed")
     batch_size: int = arg(32, "validation rows per forward pass", "rows", minimum=1)
-    max_val_rows: int = arg(1024, "validation rows scored; 0 = all", "rows", minimum=0)
+    max_val_rows: int = arg(
+        4096,
+        "validation rows scored, drawn over all validation files; 0 = all",
+        "rows",
+        minimum=0,
+    )
+    val_seed: int = arg(0, "seed of the validation sample (the same rows each run)")
     torch_threads: int | None = arg(
         None,
         "torch threads; None = its Ray CPUs in a Ray worker, else all CPUs",

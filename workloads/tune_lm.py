@@ -11,8 +11,8 @@ start-up would cost more than a short trial.
 
 Reports and checkpoints: every ``report_every`` steps (and at the trial's last step) the trial
 writes a checkpoint with the trainer's own ``save`` (:mod:`workloads.checkpoint`: atomic,
-sha256 manifest), scores ``val_loss`` (nats/byte) on the first ``val_rows`` validation rows with
-:func:`workloads.evaluate.validation_loss` (the checkpoint loaded by
+sha256 manifest), scores ``val_loss`` (nats/byte) on ``val_rows`` validation rows (a seeded
+sample over all validation files) with :func:`workloads.evaluate.validation_loss` (the checkpoint loaded by
 :func:`workloads.model_torch.load_checkpoint`, so every trainer's checkpoints are scored the same
 way), and reports both with ``ray.tune.report(metrics, checkpoint=...)``
 (https://docs.ray.io/en/latest/tune/api/doc/ray.tune.report.html). A trial (re)starting from a
