@@ -272,3 +272,20 @@ def test_tune_stepper_gives_lr_to_adamw_and_muon_lr_to_muon(zero: str, tmp_path)
         moved = not np.array_equal(after[k], v)
         is_muon = k.startswith("blocks/") and v.ndim == 2
         assert moved == (is_muon == (zero == "lr")), k
+
+
+def test_ns_dtype_is_recorded_and_kept_for_the_run(tmp_path) -> None:
+    """The JAX trainer resolves ``ns_dtype`` once per run (auto = float32 on CPU), records it in
+    its checkpoint, keeps a recorded bfloat16 under auto and refuses an explicit float32 on it."""
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.train_lm_jax import build_stepper
+
+    auto, _, _ = build_stepper(_args(tmp_path), None)
+    assert auto.ns_dtype == "float32"
+    stepper, _, _ = build_stepper(_args(tmp_path, ns_dtype="bfloat16"), None)
+    stepper.step(_batch(np.random.default_rng(0)))
+    path = stepper.save(str(tmp_path / "checkpoint_00000001"), step=1, first_loss=5.5)
+    assert verify_checkpoint(path)["ns_dtype"] == "bfloat16"
+    assert build_stepper(_args(tmp_path), str(path))[0].ns_dtype == "bfloat16"
+    with pytest.raises(CheckpointError, match="ns_dtype bfloat16; this run has ns_dtype float32"):
+        build_stepper(_args(tmp_path, ns_dtype="float32"), str(path))

@@ -242,3 +242,27 @@ def test_config_round_trips() -> None:
     assert float(back.learning_rate) == pytest.approx(LR / WARMUP)
     assert (back.rms_rate, back.adam_lr_ratio, back.weight_decay) == (None, 1.0, 0.01)
     assert (back.adam_weight_decay, back.adam_beta_2, back.epsilon) == (0.01, 0.95, 1e-8)
+
+
+def test_ns_dtype_auto_is_float32_on_cpu_and_casts_inside_the_iterations() -> None:
+    """On a CPU the TF trainer's Muon iterates in float32 (``ns_dtype`` auto); with bfloat16 the
+    iterations run in bfloat16 and the result comes back in the input's float32, a bfloat16
+    rounding away from the float32 one; the dtype survives get_config/from_config."""
+    import tensorflow as tf
+
+    from workloads import model_tf as M
+
+    opt = M.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR)
+    assert opt.ns_dtype == "float32"
+    bf16 = M.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", ns_dtype="bfloat16")
+    x = tf.random.stateless_normal((16, 48), seed=(1, 2))
+    a, b = opt.zeropower_via_newtonschulz5(x, 5), bf16.zeropower_via_newtonschulz5(x, 5)
+    assert a.dtype == b.dtype == tf.float32
+    rel = float(tf.norm(a - b) / tf.norm(a))
+    assert 1e-4 < rel < 0.1
+    back = M.TorchMuon.from_config(
+        bf16.get_config(), custom_objects={"WarmupCosine": M.WarmupCosine}
+    )
+    assert back.ns_dtype == "bfloat16"
+    with pytest.raises(ValueError, match="ns_dtype 'half'"):
+        M.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", ns_dtype="half")
