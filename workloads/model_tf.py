@@ -210,7 +210,6 @@ class TorchMuon(keras.optimizers.Muon):
     ) -> None:
         if ns_dtype not in ("float32", "bfloat16"):
             raise ValueError(f"ns_dtype {ns_dtype!r} is not one of float32, bfloat16")
-        self.ns_dtype = ns_dtype
         super().__init__(
             learning_rate=learning_rate,
             adam_weight_decay=weight_decay,
@@ -220,6 +219,7 @@ class TorchMuon(keras.optimizers.Muon):
             **kwargs,
         )
         self.muon_learning_rate = muon_learning_rate
+        self.ns_dtype = ns_dtype
 
     def muon_rate(self) -> Any:
         """Muon's learning rate now: its schedule at the current iteration, before the
