@@ -4,9 +4,9 @@ Runs driver-side (no Ray Train): ``max_val_rows`` rows (0 = all) are drawn from 
 ``<dataset>/validation/*.parquet`` file (:func:`load_validation`, seeded by ``val_seed``) and
 scored with the same loss as training (mean next-byte cross-entropy over ``[B, context_length]``
 targets); the same rows, concatenated, are compressed with ``xz -9e``'s preset
-(:func:`xz_nats_per_byte`), the baseline the model should beat. The sample continues ``prompt`` for ``sample_bytes`` bytes,
-sampled at ``temperature`` with a ``torch.Generator`` seeded by ``seed`` (so a run repeats
-exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
+(:func:`xz_nats_per_byte`), the baseline the model should beat. The sample continues
+``prompt`` for ``sample_bytes`` bytes, sampled at ``temperature`` with a ``torch.Generator``
+seeded by ``seed`` (so a run repeats exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
 
 Arguments: :class:`workloads.args.EvaluateArgs` (names, types, defaults, units).
 Result: ``{"val_loss", "val_rows", "val_bytes", "xz_nats_per_byte", "val_vs_xz" (val_loss /
