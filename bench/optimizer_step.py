@@ -2,11 +2,16 @@
 ``workloads.model_torch.MuonAdamW``) against AdamW alone, on the byte LM at ``make local``'s
 shape (d_model 128, 4 layers, 4 heads, context 256, batch 32), CPU float32, all cores.
 
-Usage: ``python bench/optimizer_step.py [--rounds 6 --steps 5]``. Each round times ``--steps``
-training steps (forward, backward, clip, update, schedule) of each optimizer, alternating which
-goes first; the ratio is the median of the per-round ratios, so load that drifts between rounds
-cancels. Prints one JSON line, then ``ratio: muon/adamw step time = <median>``.
-``--smoke``: a tiny model, 2 rounds of 2 steps (seconds; run by the tests).
+Usage: ``python bench/optimizer_step.py [--rounds 6 --steps 5] [--ns-dtype auto|float32|bfloat16]
+[--compare-ns]``. Each round times ``--steps`` training steps (forward, backward, clip, update,
+schedule) of each side, alternating which goes first; the ratio is the median of the per-round
+ratios, so load that drifts between rounds cancels. Prints one JSON line (with the CPU model and
+whether it has AVX-512 BF16 / AMX, from ``/proc/cpuinfo``), then
+``ratio: muon/adamw step time = <median>`` (Muon's Newton-Schulz in ``--ns-dtype``; ``auto`` is
+the trainers' rule, :func:`workloads.common.resolve_ns_dtype`: float32 on a CPU). With
+``--compare-ns`` the two sides are Muon with Newton-Schulz in bfloat16 and in float32:
+``ratio: muon-bf16/muon-fp32 step time = <median>`` (below 1 where the CPU multiplies bfloat16
+fast). ``--smoke``: a tiny model, 2 rounds of 2 steps (seconds; run by the tests).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ def main() -> None:
     for k, v in (("--d-model", 128), ("--layers", 4), ("--heads", 4), ("--context", 256),
                  ("--batch", 32), ("--rounds", 6), ("--steps", 5)):  # fmt: skip
         ap.add_argument(k, type=int, default=v)
+    ap.add_argument("--ns-dtype", default="auto", choices=("auto", "float32", "bfloat16"))
+    ap.add_argument("--compare-ns", action="store_true", help="Muon bf16-NS vs fp32-NS")
     ap.add_argument("--smoke", action="store_true", help="tiny model, 2 rounds of 2 steps")
     a = ap.parse_args()
     if a.smoke:
@@ -41,30 +48,52 @@ def main() -> None:
     cfg = ModelConfig(d_model=a.d_model, n_layers=a.layers, n_heads=a.heads,
                       context_length=a.context)  # fmt: skip
     tokens = torch.randint(0, 256, (a.batch, a.context + 1))
+    if a.compare_ns:
+        sides = {"muon-bf16": ("muon", "bfloat16"), "muon-fp32": ("muon", "float32")}
+    else:
+        sides = {"muon": ("muon", a.ns_dtype), "adamw": ("adamw", "auto")}
     runs = {}
-    for name in ("muon", "adamw"):
+    for name, (optimizer, ns_dtype) in sides.items():
         torch.manual_seed(0)
         model = GPT(cfg)
-        opt, sched = make_optimizer(model, 3e-3, 10_000, 10, optimizer=name)
+        opt, sched = make_optimizer(model, 3e-3, 10_000, 10, optimizer=optimizer,
+                                    ns_dtype=ns_dtype)  # fmt: skip
         train_step(model, opt, tokens, sched)  # first step allocates the optimizer state
         runs[name] = (model, opt, sched)
 
-    times: dict[str, list[float]] = {"muon": [], "adamw": []}
+    first, second = sides
+    times: dict[str, list[float]] = {first: [], second: []}
     for r in range(a.rounds):
-        for name in ("muon", "adamw") if r % 2 == 0 else ("adamw", "muon"):
+        for name in (first, second) if r % 2 == 0 else (second, first):
             model, opt, sched = runs[name]
             t0 = time.perf_counter()
             for _ in range(a.steps):
                 train_step(model, opt, tokens, sched)
             times[name].append((time.perf_counter() - t0) / a.steps)
-    ratio = statistics.median(m / w for m, w in zip(times["muon"], times["adamw"], strict=True))
+    ratio = statistics.median(x / y for x, y in zip(times[first], times[second], strict=True))
+    ns = {n: getattr(runs[n][1], "ns_dtype", None) for n in sides}
     print(json.dumps({
         "shape": {"d_model": a.d_model, "layers": a.layers, "context": a.context, "batch": a.batch},
-        "threads": torch.get_num_threads(),
+        "threads": torch.get_num_threads(), "cpu": cpu_model(), "ns_dtype": ns,
         "step_s_median": {k: statistics.median(v) for k, v in times.items()},
         "rounds": a.rounds, "steps_per_round": a.steps,
     }))  # fmt: skip
-    print(f"ratio: muon/adamw step time = {ratio:.4g}")
+    print(f"ratio: {first}/{second} step time = {ratio:.4g}")
+
+
+def cpu_model() -> dict[str, object]:
+    """This machine's CPU model name and its fast-bf16 flags (``/proc/cpuinfo``; Linux)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return {"model": None}
+    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
+                  if ln.startswith("model name")), None)  # fmt: skip
+    flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines()
+                      if ln.startswith("flags")), []))  # fmt: skip
+    return {"model": model, "avx512f": "avx512f" in flags,
+            "avx512_bf16": "avx512_bf16" in flags, "amx_bf16": "amx_bf16" in flags}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -411,6 +411,8 @@ def _summary_table(summary: dict[str, Any]) -> Table:
         f"{num(summary['first_loss'], '.3f')} -> {num(summary['last_loss'], '.3f')}",
     )
     table.add_row("validation loss (nats/byte)", num(summary["val_loss"], ".3f"))
+    table.add_row("xz -9e, same rows (nats/byte)", num(summary.get("xz_nats_per_byte"), ".3f"))
+    table.add_row("model / xz (< 1 beats xz)", num(summary.get("val_vs_xz"), ".3f"))
     table.add_row("tokens/s", num(summary["tokens_per_s"], ",.0f"))
     table.add_row("checkpoint", summary["checkpoint"] or "-")
     table.add_row("sample", Text(repr(summary["sample"])) if summary["sample"] else "-")

@@ -39,6 +39,8 @@ SUMMARY_KEYS = (
     "first_loss",
     "last_loss",
     "val_loss",
+    "xz_nats_per_byte",
+    "val_vs_xz",
     "tokens_per_s",
     "checkpoint",
     "sample",
@@ -272,6 +274,9 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "first_loss": train.get("first_loss"),
         "last_loss": train.get("last_loss"),
         "val_loss": ev.get("val_loss"),
+        # xz -9e on the same validation rows (workloads/evaluate.py xz_nats_per_byte); < 1 beats it
+        "xz_nats_per_byte": ev.get("xz_nats_per_byte"),
+        "val_vs_xz": ev.get("val_vs_xz"),
         "tokens_per_s": train.get("tokens_per_s"),
         "checkpoint": ev.get("checkpoint") or train.get("checkpoint"),
         "sample": ev.get("sample"),

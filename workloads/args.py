@@ -410,6 +410,11 @@ class TrainArgs(WorkloadArgs):
         "1/step",
         minimum=0,
     )
+    ns_dtype: Literal["auto", "float32", "bfloat16"] = arg(
+        "auto",
+        "dtype of Muon's Newton-Schulz iterations; auto = float32 on CPU, bfloat16 on GPU/TPU "
+        "(decided once per run, kept from the checkpoint on resume)",
+    )
     warmup: int = arg(50, "linear warm-up before cosine decay", "steps", minimum=0)
     checkpoint_every: int = arg(
         100,
@@ -464,7 +469,10 @@ class TrainLmArgs(TrainArgs):
     name: str = arg("train_lm", "experiment (run) name under storage_path")
     use_gpu: bool = arg(False, "one GPU per worker when scaling is None")
     torch_threads: int | None = arg(
-        None, "torch intra-op threads; None = node CPUs / workers on the node", "threads", minimum=1
+        None,
+        "torch intra-/inter-op threads; None = the CPUs Ray gave the worker",
+        "threads",
+        minimum=1,
     )
 
 
@@ -514,7 +522,7 @@ class TrainLmTfArgs(TrainArgs):
     )
     tf_threads: int | None = arg(
         None,
-        "TensorFlow intra/inter-op threads; None = node CPUs / workers on the node",
+        "TensorFlow intra/inter-op threads; None = the CPUs Ray gave the worker",
         "threads",
         minimum=1,
     )
@@ -699,7 +707,10 @@ class TuneLmArgs(WorkloadArgs):
         None, "sequence length T; None = the dataset's", "bytes", minimum=1
     )
     val_rows: int = arg(
-        256, "validation rows scored at each report (first rows of the split)", "rows", minimum=1
+        256,
+        "validation rows scored at each report (a seeded sample over all validation files)",
+        "rows",
+        minimum=1,
     )
     cpus_per_trial: float = arg(
         1.0, "CPUs each trial asks for (also its torch threads)", "CPUs", minimum=0
@@ -756,8 +767,19 @@ class EvaluateArgs(WorkloadArgs):
     temperature: float = arg(0.6, "sampling temperature; 0 = greedy", minimum=0)
     seed: int = arg(0, "sampling seed")
     batch_size: int = arg(32, "validation rows per forward pass", "rows", minimum=1)
-    max_val_rows: int = arg(1024, "validation rows scored; 0 = all", "rows", minimum=0)
-    torch_threads: int | None = arg(None, "torch threads; None = all CPUs", "threads", minimum=1)
+    max_val_rows: int = arg(
+        4096,
+        "validation rows scored, drawn over all validation files; 0 = all",
+        "rows",
+        minimum=0,
+    )
+    val_seed: int = arg(0, "seed of the validation sample (the same rows each run)")
+    torch_threads: int | None = arg(
+        None,
+        "torch threads; None = its Ray CPUs in a Ray worker, else all CPUs",
+        "threads",
+        minimum=1,
+    )
 
 
 # ------------------------------------------------------------------------------------ serve_lm

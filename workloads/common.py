@@ -6,6 +6,7 @@ Only the standard library is imported at module level; pyarrow/ray are imported 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -281,3 +282,140 @@ def _train_report(metrics: dict[str, Any], path: str | None, dir_name: str | Non
         return
     ckpt = ray.train.Checkpoint.from_directory(path) if path is not None else None
     ray.train.report(metrics, checkpoint=ckpt, checkpoint_dir_name=dir_name)
+
+
+# ------------------------------------------------------------ Muon's Newton-Schulz dtype
+
+# ``ns_dtype`` values (workloads/args.py TrainArgs.ns_dtype): the dtype Muon's Newton-Schulz
+# iterations run in. ``auto`` resolves once per run (:func:`resolve_ns_dtype`).
+NS_DTYPES = ("float32", "bfloat16")
+
+
+def resolve_ns_dtype(requested: str | None, platform: str) -> str:
+    """The dtype Muon's Newton-Schulz iterations run in on ``platform`` (``"cpu"``, ``"cuda"``
+    / ``"gpu"``, ``"tpu"``): ``requested`` when it is ``"float32"`` or ``"bfloat16"``; for
+    ``"auto"`` (or None) ``"float32"`` on a CPU and ``"bfloat16"`` on a GPU or TPU.
+
+    Why: the five iterations are ten matmuls per matrix per step. A GPU's or TPU's matrix units
+    multiply bfloat16 at several times their float32 rate, so Muon's reference runs them in
+    bfloat16 (``torch.optim.Muon`` casts to bfloat16 unconditionally,
+    https://github.com/pytorch/pytorch/blob/main/torch/optim/_muon.py; Keller Jordan's
+    ``zeropower_via_newtonschulz5``, https://kellerjordan.github.io/posts/muon/). A CPU without
+    AVX-512 BF16 / AMX emulates bfloat16 matmul in software (issue 23 measured Muon's step at
+    2.40x AdamW's on an AMD EPYC), and even with them the few small matrices here gain little
+    (``bench/optimizer_step.py --ns-dtype``), so CPUs take float32 -- where torch, JAX (optax)
+    and TensorFlow (Keras) then agree to float32 rounding.
+
+    Raises:
+        ValueError: ``requested`` is not ``auto``, ``float32`` or ``bfloat16``.
+    """
+    if requested in (None, "auto"):
+        return "float32" if platform == "cpu" else "bfloat16"
+    if requested not in NS_DTYPES:
+        raise ValueError(f"ns_dtype {requested!r} is not one of 'auto', {', '.join(NS_DTYPES)}")
+    return requested
+
+
+def ns_dtype_for_run(
+    requested: str | None, platform: str, metadata: Mapping[str, Any] | None, source: str = ""
+) -> str:
+    """The Newton-Schulz dtype of a run that may resume from a checkpoint with ``metadata``:
+    decided once per run, so a checkpoint's recorded ``ns_dtype`` is kept under ``auto`` (a run
+    started on a GPU in bfloat16 stays bfloat16 when it resumes on a CPU, with a warning that
+    it is slower there); otherwise :func:`resolve_ns_dtype`.
+
+    Raises:
+        workloads.checkpoint.CheckpointError: ``requested`` is explicit and differs from the
+            checkpoint's (``source`` names it), as a resume with the other optimizer is refused.
+        ValueError: ``requested`` is not a known value.
+    """
+    import logging
+
+    from workloads.checkpoint import CheckpointError
+
+    saved = (metadata or {}).get("ns_dtype")
+    if saved is None:  # fresh run, or a checkpoint from before the choice
+        return resolve_ns_dtype(requested, platform)
+    if requested in (None, "auto"):
+        here = resolve_ns_dtype("auto", platform)
+        if saved != here:
+            logging.getLogger(__name__).warning(
+                "checkpoint %s ran Newton-Schulz in %s; keeping it (auto would pick %s on %s)",
+                source,
+                saved,
+                here,
+                platform,
+            )
+        return str(saved)
+    resolved = resolve_ns_dtype(requested, platform)
+    if resolved != saved:
+        raise CheckpointError(
+            f"checkpoint {source} was written with ns_dtype {saved}; this run has ns_dtype "
+            f"{resolved} (set ns_dtype={saved} or auto to resume it, or use a new run name)"
+        )
+    return resolved
+
+
+# ----------------------------------------------------------------- threads from Ray's CPUs
+
+
+def host_cpus() -> int:
+    """CPUs this process may run on (``os.sched_getaffinity``, a container's cpuset included;
+    ``os.cpu_count()`` where that is not available), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def ray_cpus() -> float | None:
+    """CPUs Ray assigned to the calling worker, actor or task (a Ray Train worker's
+    ``resources_per_worker["CPU"]``, a Tune trial's, a task's ``num_cpus``), from
+    ``ray.get_runtime_context().get_assigned_resources()``
+    (https://docs.ray.io/en/latest/ray-core/api/doc/ray.runtime_context.RuntimeContext.get_assigned_resources.html);
+    None outside a Ray worker, or when it was given no CPU."""
+    import sys
+
+    if "ray" not in sys.modules:  # never import (or start) Ray only to ask
+        return None
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    try:
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+    except Exception:  # the driver, or a Ray without the call: no allocation to follow
+        return None
+    return float(cpus) if cpus else None
+
+
+def cpu_threads(explicit: int | None = None, cpus: float | None = None) -> int:
+    """Intra-op (and inter-op) threads for a compute process: ``explicit`` when given; else the
+    CPUs Ray gave this worker (``cpus``, else :func:`ray_cpus`) rounded down, at least 1 and at
+    most :func:`host_cpus`; else (outside Ray) :func:`host_cpus`.
+
+    Why not the host's core count: a worker that asked Ray for 1 CPU of a 2-core node but runs
+    2 threads shares a core with whatever else Ray placed there (or the cluster's own
+    processes); each step then waits on its slowest thread, and losing half a core cost issue
+    23 a 5x slowdown. With threads = its allocation the same loss costs about its share
+    (``bench/contention.py``)."""
+    if explicit:
+        return int(explicit)
+    cpus = cpus if cpus is not None else ray_cpus()
+    if cpus:
+        return max(1, min(host_cpus(), int(cpus)))
+    return host_cpus()
+
+
+def set_torch_threads(threads: int) -> int:
+    """``torch.set_num_threads(threads)`` and, while torch still allows it (before its first
+    inter-op parallel work: https://docs.pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html),
+    ``torch.set_num_interop_threads(threads)``. Returns ``threads``."""
+    import torch
+
+    torch.set_num_threads(threads)
+    if torch.get_num_interop_threads() != threads:
+        # already started: its pool keeps the size it has
+        with contextlib.suppress(RuntimeError):
+            torch.set_num_interop_threads(threads)
+    return threads

@@ -1,14 +1,16 @@
 """Evaluate a trained checkpoint: validation loss in nats/byte and a short text sample.
 
-Runs driver-side (no Ray Train): the validation split is read from
-``<dataset>/validation/*.parquet`` in file-name order (deterministic), at most ``max_val_rows``
-rows (0 = all), and scored with the same loss as training (mean next-byte cross-entropy over
-``[B, context_length]`` targets). The sample continues ``prompt`` for ``sample_bytes`` bytes,
-sampled at ``temperature`` with a ``torch.Generator`` seeded by ``seed`` (so a run repeats
-exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
+Runs driver-side (no Ray Train): ``max_val_rows`` rows (0 = all) are drawn from every
+``<dataset>/validation/*.parquet`` file (:func:`load_validation`, seeded by ``val_seed``) and
+scored with the same loss as training (mean next-byte cross-entropy over ``[B, context_length]``
+targets); the same rows, concatenated, are compressed with ``xz -9e``'s preset
+(:func:`xz_nats_per_byte`), the baseline the model should beat. The sample continues
+``prompt`` for ``sample_bytes`` bytes, sampled at ``temperature`` with a ``torch.Generator``
+seeded by ``seed`` (so a run repeats exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
 
 Arguments: :class:`workloads.args.EvaluateArgs` (names, types, defaults, units).
-Result: ``{"val_loss", "val_bytes", "sample", "checkpoint", "step"}``.
+Result: ``{"val_loss", "val_rows", "val_bytes", "xz_nats_per_byte", "val_vs_xz" (val_loss /
+xz_nats_per_byte: below 1 beats xz), "sample", "checkpoint", "step"}``.
 
 Raises:
     workloads.checkpoint.CheckpointError: the named checkpoint does not verify, or no valid
@@ -17,16 +19,32 @@ Raises:
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from workloads.args import EvaluateArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint
-from workloads.common import emit_progress, join, resolve_fs, run_cli
+from workloads.common import (
+    cpu_threads,
+    emit_progress,
+    join,
+    resolve_fs,
+    run_cli,
+    set_torch_threads,
+)
 
 
-def load_validation(dataset: str, max_rows: int = 0):
-    """Validation rows as an int64 tensor ``[N, L+1]`` (files in name order, first N rows)."""
+def load_validation(dataset: str, max_rows: int = 0, seed: int = 0):
+    """Validation rows as an int64 tensor ``[N, L+1]``: all of them (``max_rows`` 0, or at
+    least as many as the split has), else ``max_rows`` rows drawn without replacement, uniformly
+    over every row of every ``<dataset>/validation/*.parquet`` file (``numpy`` generator seeded
+    by ``seed``, so the same sample each run), kept in file-name then row order. Not the first
+    rows in path order: those come from a few files (a few source files' bytes) and misstate
+    the split's loss.
+
+    Raises:
+        FileNotFoundError: no validation shard.
+    """
+    import numpy as np
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
     import torch
@@ -38,15 +56,45 @@ def load_validation(dataset: str, max_rows: int = 0):
     files = sorted(i.path for i in infos if i.path.endswith(".parquet"))
     if not files:
         raise FileNotFoundError(f"no validation shards under {join(dataset, 'validation')}")
-    parts, n = [], 0
+    counts = []
     for path in files:
+        with fs.open_input_file(path) as f:
+            counts.append(pq.ParquetFile(f).metadata.num_rows)
+    total = sum(counts)
+    take = None
+    if max_rows and max_rows < total:
+        take = np.sort(np.random.default_rng(seed).choice(total, max_rows, replace=False))
+    parts, offset = [], 0
+    for path, n in zip(files, counts, strict=True):
+        lo, offset = offset, offset + n
+        if take is not None:
+            idx = take[(take >= lo) & (take < offset)] - lo
+            if not len(idx):
+                continue
         t = arrow_to_tokens(pq.read_table(path, filesystem=fs))
-        parts.append(t)
-        n += len(t)
-        if max_rows and n >= max_rows:
-            break
-    rows = torch.cat(parts)
-    return rows[:max_rows] if max_rows else rows
+        parts.append(t if take is None else t[torch.from_numpy(idx)])
+    return torch.cat(parts)
+
+
+def xz_nats_per_byte(rows) -> float:
+    """What ``xz -9e`` needs for ``rows[N, L+1]`` (uint8 values; the rows concatenated in order),
+    in nats per byte: ``8 ln(2) * compressed_bytes / raw_bytes``, compressed by the standard
+    library's ``lzma`` (``.xz`` format, preset ``9 | lzma.PRESET_EXTREME``, the preset of
+    ``xz -9e``: https://docs.python.org/3/library/lzma.html). The baseline a byte-level model
+    should beat on the same rows (its ``val_loss`` is in the same unit).
+
+    Raises:
+        ValueError: no bytes."""
+    import lzma
+    import math
+
+    import numpy as np
+
+    raw = np.asarray(rows, dtype=np.uint8).tobytes()
+    if not raw:
+        raise ValueError("xz_nats_per_byte: no bytes to compress")
+    packed = lzma.compress(raw, format=lzma.FORMAT_XZ, preset=9 | lzma.PRESET_EXTREME)
+    return 8 * math.log(2) * len(packed) / len(raw)
 
 
 def validation_loss(model, rows, batch_size: int = 32) -> float:
@@ -96,12 +144,11 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         workloads.args.ArgError: bad arguments (one line each).
         workloads.checkpoint.CheckpointError: see the module docstring.
     """
-    import torch
 
     from workloads.model_torch import load_checkpoint
 
     args = EvaluateArgs.parse(config)
-    torch.set_num_threads(args.torch_threads or os.cpu_count() or 1)
+    set_torch_threads(cpu_threads(args.torch_threads))
     path = args.checkpoint
     if not path:
         exp = join(args.storage_path, args.name)
@@ -110,13 +157,17 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
             raise CheckpointError(f"no valid checkpoint under {exp}")
         path = str(found[0])
     model, meta, _ = load_checkpoint(path)
-    rows = load_validation(args.dataset, args.max_val_rows)
+    rows = load_validation(args.dataset, args.max_val_rows, args.val_seed)
     rows = rows[:, : model.cfg.context_length + 1]
     loss = validation_loss(model, rows, args.batch_size)
+    xz = xz_nats_per_byte(rows)
     sample = generate(model, args.prompt, args.sample_bytes, args.temperature, args.seed)
     return {
         "val_loss": loss,
+        "val_rows": len(rows),
         "val_bytes": int(rows[:, 1:].numel()),
+        "xz_nats_per_byte": xz,
+        "val_vs_xz": loss / xz,
         "sample": sample,
         "checkpoint": str(path),
         "step": int(meta.get("step", 0)),

@@ -198,6 +198,7 @@ def scale_by_muon_torch(
     ns_coeffs: tuple[float, float, float] = MUON_NS_COEFFS,
     ns_steps: int = MUON_NS_STEPS,
     eps: float = MUON_EPS,
+    ns_dtype: str = "float32",
 ) -> optax.GradientTransformation:
     """Muon's direction for 2-D kernels ``[fan_in, fan_out]``, as ``torch.optim.Muon`` computes
     it (before its learning rate and weight decay):
@@ -213,22 +214,23 @@ def scale_by_muon_torch(
     Not ``optax.contrib.scale_by_muon`` itself: it bias-corrects the momentum (Adam-style), so
     from the second step on its update differs from torch's; and ``optax.contrib.muon``'s
     built-in fallback for the other parameters is NAdam (``nesterov`` is passed on to its
-    ``adamw``), not the AdamW of ``model_torch``. torch runs the iterations in bfloat16, this in
-    the update's dtype (float32): see the tests for the measured difference.
+    ``adamw``), not the AdamW of ``model_torch``. The iterations run in ``ns_dtype``
+    (``"float32"`` or ``"bfloat16"``, :func:`workloads.common.resolve_ns_dtype`; the result is
+    cast back to the update's float32), the rule ``model_torch.DtypeMuon`` and
+    ``model_tf.TorchMuon`` follow: in float32 the three agree to float32 rounding.
     """
     from optax.contrib._muon import orthogonalize_via_newton_schulz
 
+    dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[ns_dtype]
     coeffs = jnp.asarray(ns_coeffs, jnp.float32)
+
+    def one(u: jax.Array) -> jax.Array:
+        o = orthogonalize_via_newton_schulz(u.astype(dtype), coeffs, ns_steps, "frobenius", eps)
+        return _muon_width_scale(u.shape) * o.astype(u.dtype)
 
     def orthogonalize(updates: Any, params: Any = None) -> Any:
         del params
-        return jax.tree_util.tree_map(
-            lambda u: (
-                _muon_width_scale(u.shape)
-                * orthogonalize_via_newton_schulz(u, coeffs, ns_steps, "frobenius", eps)
-            ),
-            updates,
-        )
+        return jax.tree_util.tree_map(one, updates)
 
     return optax.chain(
         optax.scale(1.0 - momentum),
@@ -244,6 +246,7 @@ def make_optimizer(
     grad_clip: float = 1.0,
     optimizer: str = "muon",
     muon_lr: float = 0.03,
+    ns_dtype: str = "auto",
 ) -> optax.GradientTransformation:
     """Global-norm clipping over all parameters, then (``model_torch.make_optimizer``'s rules):
 
@@ -254,13 +257,16 @@ def make_optimizer(
       ``muon_lr``; everything else gets the AdamW above at peak ``lr``.
 
     Both follow :func:`lr_schedule` (warm-up, cosine to 10% at ``steps``), each from its own
-    peak. State layout (``opt_state.npz`` names): adamw ``1/0/mu/...``; muon
+    peak. ``ns_dtype``: Muon's Newton-Schulz dtype (``auto``:
+    :func:`workloads.common.resolve_ns_dtype` for ``jax.default_backend()``). State layout (``opt_state.npz`` names): adamw ``1/0/mu/...``; muon
     ``1/inner_states/muon/inner_state/0/1/trace/blocks/0/qkv/w`` (torch's momentum buffer) and
     ``1/inner_states/adamw/inner_state/0/mu/tok``...
 
     Raises:
-        ValueError: ``optimizer`` is not one of :data:`OPTIMIZERS`.
+        ValueError: ``optimizer`` is not one of :data:`OPTIMIZERS`, or an unknown
+            ``ns_dtype``.
     """
+    from workloads.common import resolve_ns_dtype
 
     def adamw(peak: float) -> optax.GradientTransformation:
         sched = lr_schedule(peak, steps, warmup)
@@ -270,7 +276,7 @@ def make_optimizer(
         inner = adamw(lr)
     elif optimizer == "muon":
         muon = optax.chain(
-            scale_by_muon_torch(),
+            scale_by_muon_torch(ns_dtype=resolve_ns_dtype(ns_dtype, jax.default_backend())),
             optax.add_decayed_weights(WEIGHT_DECAY),
             optax.scale_by_learning_rate(lr_schedule(muon_lr, steps, warmup)),
         )

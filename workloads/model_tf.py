@@ -194,8 +194,10 @@ class TorchMuon(keras.optimizers.Muon):
       goes through ``distribution.extended.update`` like ``keras.optimizers.AdamW``'s TensorFlow
       code (``keras/src/backend/tensorflow/optimizer.py``) -- :meth:`_apply_weight_decay`.
 
-    Not matched: torch runs Newton-Schulz in bfloat16, this in float32 (see the tests for the
-    measured difference).
+    * Newton-Schulz dtype: Keras iterates in the variable's dtype; here in ``ns_dtype``
+      (``"float32"`` or ``"bfloat16"``, :func:`workloads.common.resolve_ns_dtype`, cast back
+      afterwards), the rule of ``model_torch.DtypeMuon`` and ``model_jax.scale_by_muon_torch``
+      -- :meth:`zeropower_via_newtonschulz5`.
     """
 
     def __init__(
@@ -203,8 +205,11 @@ class TorchMuon(keras.optimizers.Muon):
         learning_rate: Any,
         muon_learning_rate: Any,
         weight_decay: float = 0.01,
+        ns_dtype: str = "float32",
         **kwargs: Any,
     ) -> None:
+        if ns_dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"ns_dtype {ns_dtype!r} is not one of float32, bfloat16")
         super().__init__(
             learning_rate=learning_rate,
             adam_weight_decay=weight_decay,
@@ -214,6 +219,7 @@ class TorchMuon(keras.optimizers.Muon):
             **kwargs,
         )
         self.muon_learning_rate = muon_learning_rate
+        self.ns_dtype = ns_dtype
 
     def muon_rate(self) -> Any:
         """Muon's learning rate now: its schedule at the current iteration, before the
@@ -229,6 +235,12 @@ class TorchMuon(keras.optimizers.Muon):
             self._adamw_update_step(gradient, variable, learning_rate, m, v)
         else:
             self._muon_update_step(gradient, variable, self.muon_rate(), m)
+
+    def zeropower_via_newtonschulz5(self, x: Any, steps: int) -> Any:
+        """Keras' iterations on ``x`` cast to ``ns_dtype``; the result in ``x``'s dtype."""
+        dtype = x.dtype
+        out = super().zeropower_via_newtonschulz5(tf.cast(x, self.ns_dtype), steps)
+        return tf.cast(out, dtype)
 
     def lr_adjust(self, x: Any) -> Any:
         fan_in, fan_out = int(x.shape[0]), int(x.shape[1])
@@ -264,6 +276,7 @@ class TorchMuon(keras.optimizers.Muon):
         if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
             rate = keras.optimizers.schedules.serialize(rate)
         config["muon_learning_rate"] = rate
+        config["ns_dtype"] = self.ns_dtype
         return config
 
     @classmethod
@@ -274,6 +287,15 @@ class TorchMuon(keras.optimizers.Muon):
                 config["muon_learning_rate"], custom_objects=custom_objects
             )
         return super().from_config(config, custom_objects=custom_objects)
+
+
+def platform(strategy: Any = None) -> str:
+    """``"gpu"`` when ``strategy`` (default: this process's TensorFlow) places work on a GPU,
+    else ``"cpu"``."""
+    if strategy is not None:
+        devices = strategy.extended.worker_devices
+        return "gpu" if any("GPU" in d.upper() for d in devices) else "cpu"
+    return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
 
 
 def optimizer_kind(optimizer: keras.optimizers.Optimizer) -> str:
@@ -287,6 +309,7 @@ def make_optimizer(
     warmup: int = 50,
     optimizer: str = "muon",
     muon_lr: float = 0.03,
+    ns_dtype: str = "auto",
 ) -> keras.optimizers.Optimizer:
     """The optimiser of ``model_torch.make_optimizer``, on :class:`WarmupCosine` schedules.
 
@@ -294,11 +317,16 @@ def make_optimizer(
     weight, peak ``lr``. ``optimizer="muon"``: :class:`TorchMuon`: Muon (momentum 0.95,
     Nesterov, 5 Newton-Schulz steps, weight decay 0.01, peak ``muon_lr`` scaled per matrix by
     ``sqrt(max(1, fan_out / fan_in))``) on the block kernels, and the AdamW above (peak ``lr``)
-    on everything else; both rates follow the same warm-up/cosine factor.
+    on everything else; both rates follow the same warm-up/cosine factor. ``ns_dtype``: Muon's
+    Newton-Schulz dtype (``auto``: :func:`workloads.common.resolve_ns_dtype` for
+    :func:`platform`).
 
     Raises:
-        ValueError: ``optimizer`` is neither ``"muon"`` nor ``"adamw"``.
+        ValueError: ``optimizer`` is neither ``"muon"`` nor ``"adamw"``, or an unknown
+            ``ns_dtype``.
     """
+    from workloads.common import resolve_ns_dtype
+
     if optimizer == "adamw":
         return keras.optimizers.AdamW(
             learning_rate=WarmupCosine(lr, steps, warmup),
@@ -323,6 +351,7 @@ def make_optimizer(
             momentum=0.95,
             ns_steps=5,
             nesterov=True,
+            ns_dtype=resolve_ns_dtype(ns_dtype, platform()),
         )
     raise ValueError(f"optimizer={optimizer!r}: expected 'muon' or 'adamw'")
 
@@ -425,6 +454,8 @@ def save_checkpoint(
     metadata = {"step": int(step), "framework": FRAMEWORK, "model": asdict(model.cfg)}
     if optimizer is not None:
         metadata["optimizer"] = optimizer_kind(optimizer)
+        if isinstance(optimizer, TorchMuon):
+            metadata["ns_dtype"] = optimizer.ns_dtype
     return write_checkpoint(target_dir, files, {**metadata, **(extra or {})})
 
 

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from workloads.checkpoint import CheckpointError, verify_checkpoint, write_checkpoint
+from workloads.common import resolve_ns_dtype
 from workloads.lm_config import ModelConfig
 
 VOCAB = 256
@@ -151,6 +152,75 @@ def muon_matrices(model: nn.Module) -> list[str]:
     return [n for n, p in model.named_parameters() if p.ndim == 2 and "blocks." in n]
 
 
+NS_TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def newton_schulz(
+    grad: torch.Tensor,
+    dtype: torch.dtype = torch.bfloat16,
+    coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315),
+    steps: int = 5,
+    eps: float = 1e-7,
+) -> torch.Tensor:
+    """``torch.optim._muon._zeropower_via_newtonschulz`` (torch 2.13) with the iterations in
+    ``dtype`` instead of always bfloat16: ``grad[A, B]`` divided by max(its Frobenius norm,
+    ``eps``), then ``steps`` quintic iterations ``X <- a X + (b G + c G^2) X`` with ``G = X X^T``
+    on the wide orientation; returns ``[A, B]`` in ``dtype``. With ``dtype=torch.bfloat16`` it
+    is torch's function, operation for operation (``tests/workloads/test_optimizer_torch.py``)."""
+    a, b, c = coefficients
+    x = grad.to(dtype)
+    tall = grad.size(0) > grad.size(1)
+    if tall:
+        x = x.T
+    x = x.div(x.norm().clamp(min=eps))
+    for _ in range(steps):
+        gram = x @ x.T
+        update = torch.addmm(gram, gram, gram, beta=b, alpha=c)
+        x = torch.addmm(x, update, x, beta=a)
+    return x.T if tall else x
+
+
+class DtypeMuon(torch.optim.Muon):
+    """``torch.optim.Muon`` whose Newton-Schulz iterations run in ``ns_dtype`` (torch's always
+    cast to bfloat16, which a CPU without AVX-512 BF16 emulates slowly:
+    :func:`workloads.common.resolve_ns_dtype`). Same hyper-parameters, state
+    (``momentum_buffer``) and update as torch's ``_single_tensor_muon`` (torch 2.13,
+    https://github.com/pytorch/pytorch/blob/main/torch/optim/_muon.py): ``buf.lerp_(g, 1 -
+    momentum)``, Nesterov ``g.lerp(buf, momentum)``, :func:`newton_schulz`, decoupled weight
+    decay ``p *= 1 - lr * wd``, then ``p -= lr * sqrt(max(1, A / B)) * update``."""
+
+    def __init__(self, params: Any, ns_dtype: str = "bfloat16", **kwargs: Any) -> None:
+        if ns_dtype not in NS_TORCH_DTYPES:
+            raise ValueError(f"ns_dtype {ns_dtype!r} is not one of {', '.join(NS_TORCH_DTYPES)}")
+        super().__init__(params, **kwargs)
+        self.ns_dtype = ns_dtype
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        from torch.optim._muon import _adjust_lr
+
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        dtype = NS_TORCH_DTYPES[self.ns_dtype]
+        for group in self.param_groups:
+            params: list[torch.Tensor] = []
+            grads: list[torch.Tensor] = []
+            bufs: list[torch.Tensor] = []
+            self._init_group(group, params, grads, bufs)
+            lr, wd, momentum = float(group["lr"]), group["weight_decay"], group["momentum"]
+            for param, grad, buf in zip(params, grads, bufs, strict=True):
+                buf.lerp_(grad, 1 - momentum)
+                update = grad.lerp(buf, momentum) if group["nesterov"] else buf
+                update = newton_schulz(
+                    update, dtype, group["ns_coefficients"], group["ns_steps"], group["eps"]
+                )
+                param.mul_(1 - lr * wd)
+                param.add_(update, alpha=-_adjust_lr(lr, group["adjust_lr_fn"], param.shape))
+        return loss
+
+
 class MuonAdamW(torch.optim.Optimizer):
     """``torch.optim.Muon`` for :func:`muon_matrices`, ``torch.optim.AdamW`` for the rest, as one
     optimizer: ``param_groups`` are the two optimizers' groups (Muon's first, each tagged
@@ -160,15 +230,22 @@ class MuonAdamW(torch.optim.Optimizer):
     Muon: momentum 0.95 with Nesterov, 5 Newton-Schulz iterations (coefficients 3.4445,
     -4.775, 2.0315), lr scaled per matrix by sqrt(max(1, fan_out / fan_in)) (torch's default
     "original" ``adjust_lr_fn``), decoupled weight decay ``weight_decay``
-    (https://docs.pytorch.org/docs/stable/generated/torch.optim.Muon.html)."""
+    (https://docs.pytorch.org/docs/stable/generated/torch.optim.Muon.html); Newton-Schulz in
+    ``ns_dtype`` (:class:`DtypeMuon`; ``"bfloat16"`` is torch's own)."""
 
     def __init__(
-        self, model: nn.Module, lr: float, muon_lr: float, weight_decay: float = 0.01
+        self,
+        model: nn.Module,
+        lr: float,
+        muon_lr: float,
+        weight_decay: float = 0.01,
+        ns_dtype: str = "bfloat16",
     ) -> None:
         names = set(muon_matrices(model))
         matrices = [p for n, p in model.named_parameters() if n in names]
         rest = [p for n, p in model.named_parameters() if n not in names]
-        self.muon = torch.optim.Muon(matrices, lr=muon_lr, weight_decay=weight_decay)
+        self.ns_dtype = ns_dtype
+        self.muon = DtypeMuon(matrices, ns_dtype, lr=muon_lr, weight_decay=weight_decay)
         self.adamw = torch.optim.AdamW(rest, lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
         super().__init__([{"params": matrices + rest}], {})
         self._share_groups()
@@ -209,19 +286,23 @@ def make_optimizer(
     warmup: int = 50,
     optimizer: str = "muon",
     muon_lr: float = 0.03,
+    ns_dtype: str = "auto",
 ):
     """The optimizer and its LR scheduler: linear warm-up over ``warmup`` steps, then cosine
     decay to 10% at ``steps``, applied to each parameter group's own peak lr.
 
     ``optimizer``: ``"muon"`` (:class:`MuonAdamW`: Muon at ``muon_lr`` for the blocks'
     matrices, AdamW at ``lr`` for the rest) or ``"adamw"`` (AdamW at ``lr``, betas (0.9, 0.95),
-    weight decay 0.01, for every parameter).
+    weight decay 0.01, for every parameter). ``ns_dtype``: Muon's Newton-Schulz dtype
+    (``auto``: :func:`workloads.common.resolve_ns_dtype` for the model's device).
 
     Raises:
-        ValueError: another ``optimizer`` name.
+        ValueError: another ``optimizer`` name, or an unknown ``ns_dtype``.
     """
     if optimizer == "muon":
-        opt: torch.optim.Optimizer = MuonAdamW(model, lr, muon_lr)
+        device = next(_unwrap(model).parameters()).device.type
+        resolved = resolve_ns_dtype(ns_dtype, device)
+        opt: torch.optim.Optimizer = MuonAdamW(model, lr, muon_lr, ns_dtype=resolved)
     elif optimizer == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
     else:

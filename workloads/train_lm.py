@@ -23,19 +23,19 @@ Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint"}``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from workloads.args import TrainLmArgs
-from workloads.common import restore_checkpoint, run_cli
+from workloads.common import cpu_threads, restore_checkpoint, run_cli, set_torch_threads
 from workloads.train_loop import fit, fit_summary, run_loop
 
 
 class TorchStepper:
     """The PyTorch side of :func:`workloads.train_loop.run_loop`."""
 
-    def __init__(self, model: Any, opt: Any, sched: Any, device: Any) -> None:
+    def __init__(self, model: Any, opt: Any, sched: Any, device: Any, ns_dtype: str) -> None:
         self.model, self.opt, self.sched, self.device = model, opt, sched, device
+        self.ns_dtype = ns_dtype  # Muon's Newton-Schulz dtype, recorded in every checkpoint
 
     def load(self, batch: Any) -> Any:
         from workloads.model_torch import arrow_to_tokens
@@ -61,7 +61,7 @@ class TorchStepper:
             step=step,
             optimizer=self.opt,
             scheduler=self.sched,
-            extra={"first_loss": first_loss},
+            extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
@@ -76,14 +76,20 @@ def build_stepper(
     ``args``; ``wrap`` (e.g. ``ray.train.torch.prepare_model``) wraps the model before the
     optimizer is built.
 
+    Muon's Newton-Schulz dtype is ``args.ns_dtype`` resolved for ``device`` once per run
+    (:func:`workloads.common.ns_dtype_for_run`: a checkpoint's recorded one is kept under
+    ``auto``).
+
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` was written with the other
-            ``optimizer`` (its state cannot drive this one).
+            ``optimizer`` (its state cannot drive this one), or with another explicit
+            ``ns_dtype``.
     """
     from workloads.checkpoint import CheckpointError
+    from workloads.common import ns_dtype_for_run
     from workloads.model_torch import GPT, load_checkpoint, make_optimizer, optimizer_kind
 
-    start_step, first_loss, opt_state = 0, None, None
+    start_step, first_loss, opt_state, meta = 0, None, None, None
     if restored is not None:
         model, meta, opt_state = load_checkpoint(restored)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
@@ -92,8 +98,15 @@ def build_stepper(
         model = GPT(args.model_config()).to(device)
     if wrap is not None:
         model = wrap(model)
+    ns_dtype = ns_dtype_for_run(args.ns_dtype, device.type, meta, str(restored))
     opt, sched = make_optimizer(
-        model, args.lr, args.steps, args.warmup, optimizer=args.optimizer, muon_lr=args.muon_lr
+        model,
+        args.lr,
+        args.steps,
+        args.warmup,
+        optimizer=args.optimizer,
+        muon_lr=args.muon_lr,
+        ns_dtype=ns_dtype,
     )
     if opt_state is not None:
         saved = optimizer_kind(opt_state["optimizer"])
@@ -106,7 +119,7 @@ def build_stepper(
         opt.load_state_dict(opt_state["optimizer"])
         if "scheduler" in opt_state:
             sched.load_state_dict(opt_state["scheduler"])
-    return TorchStepper(model, opt, sched, device), start_step, first_loss
+    return TorchStepper(model, opt, sched, device, ns_dtype), start_step, first_loss
 
 
 def tune_stepper(
@@ -118,7 +131,7 @@ def tune_stepper(
     changed it), applied on the restored schedule position."""
     import torch
 
-    torch.set_num_threads(max(1, threads))
+    set_torch_threads(max(1, threads))
     torch.manual_seed(args.seed)
     device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
     stepper, start_step, first_loss = build_stepper(args, restored, device)
@@ -141,10 +154,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     args = TrainLmArgs.parse(config)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    threads = args.torch_threads or max(
-        1, (os.cpu_count() or 1) // max(1, ctx.get_local_world_size())
-    )
-    torch.set_num_threads(threads)
+    set_torch_threads(cpu_threads(args.torch_threads))  # this worker's Ray CPUs
     torch.manual_seed(args.seed)
     device = ray.train.torch.get_device()
 

@@ -56,10 +56,34 @@ import os
 from typing import Any
 
 from workloads.args import TrainLmJaxArgs
-from workloads.common import restore_checkpoint, run_cli
+from workloads.common import cpu_threads, restore_checkpoint, run_cli
 from workloads.train_loop import fit, fit_summary, run_loop
 
 log = logging.getLogger(__name__)
+
+
+XLA_ONE_THREAD = ("--xla_cpu_multi_thread_eigen=false", "intra_op_parallelism_threads=1")
+
+
+def limit_xla_cpu_threads(threads: int, host: int) -> bool:
+    """Make XLA's CPU backend run one thread when this worker has one CPU of a bigger host:
+    the flags ``XLA_ONE_THREAD`` added to ``XLA_FLAGS``, which XLA reads when its backend
+    starts (the documented way to make XLA CPU single-threaded:
+    https://github.com/jax-ml/jax/discussions/22739 ; XLA has no flag for another count: it
+    sizes its pool from the schedulable CPUs). True when set; False when not needed
+    (``threads >= host``), not possible (``threads`` between 1 and ``host``: the pool stays
+    host-sized) or too late (JAX's backend already started, a warning)."""
+    import sys
+
+    if threads != 1 or host <= 1:
+        return False
+    jax = sys.modules.get("jax")
+    if jax is not None and getattr(jax._src.xla_bridge, "_backends", None):
+        log.warning("JAX's backend already started; XLA keeps its %d CPU threads", host)
+        return False
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in XLA_ONE_THREAD if f not in flags)])
+    return True
 
 
 def _ensure_jax_distributed(world: int, rank: int) -> None:
@@ -145,13 +169,22 @@ def _params_digest(params: Any) -> str:
 class JaxStepper:
     """The JAX side of :func:`workloads.train_loop.run_loop`."""
 
-    def __init__(self, args: TrainLmJaxArgs, cfg: Any, params: Any, opt_state: Any, optimizer: Any):
+    def __init__(
+        self,
+        args: TrainLmJaxArgs,
+        cfg: Any,
+        params: Any,
+        opt_state: Any,
+        optimizer: Any,
+        ns_dtype: str = "float32",
+    ):
         import jax
 
         from workloads import model_jax as M
 
         self.cfg = cfg
         self.optimizer_name = args.optimizer
+        self.ns_dtype = ns_dtype  # Muon's Newton-Schulz dtype, recorded in every checkpoint
         self.mesh = M.data_mesh()
         self.params = M.replicate(params, self.mesh)
         self.opt_state = M.replicate(opt_state, self.mesh)
@@ -185,7 +218,7 @@ class JaxStepper:
             params=self.params,
             step=step,
             opt_state=self.opt_state,
-            extra={"first_loss": first_loss},
+            extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
             optimizer_name=self.optimizer_name,
         )
 
@@ -211,14 +244,22 @@ def build_stepper(
     (they are not part of the optimizer state), so a PBT trial restored with a new ``lr`` runs
     on it.
 
+    Muon's Newton-Schulz dtype: ``args.ns_dtype`` resolved for ``jax.default_backend()`` once
+    per run (:func:`workloads.common.ns_dtype_for_run`).
+
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` does not verify, or holds another
-            optimizer's state than ``args.optimizer`` (the message names both)."""
+            optimizer's state than ``args.optimizer`` (the message names both), or was written
+            with another explicit ``ns_dtype``."""
     import jax
     import numpy as np
 
     from workloads import model_jax as M
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.common import ns_dtype_for_run
 
+    saved = verify_checkpoint(restored) if restored is not None else None
+    ns_dtype = ns_dtype_for_run(args.ns_dtype, jax.default_backend(), saved, str(restored))
     optimizer = M.make_optimizer(
         args.lr,
         args.steps,
@@ -226,6 +267,7 @@ def build_stepper(
         args.grad_clip,
         optimizer=args.optimizer,
         muon_lr=args.muon_lr,
+        ns_dtype=ns_dtype,
     )
     start_step, first_loss = 0, None
     if restored is not None:
@@ -236,7 +278,8 @@ def build_stepper(
         params, opt_state = M.init_params(cfg, args.seed), None
     if opt_state is None:
         opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))
-    return JaxStepper(args, cfg, params, opt_state, optimizer), start_step, first_loss
+    stepper = JaxStepper(args, cfg, params, opt_state, optimizer, ns_dtype)
+    return stepper, start_step, first_loss
 
 
 def tune_stepper(
@@ -253,7 +296,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     :meth:`TrainLmJaxArgs.to_dict` of the resolved arguments."""
     import ray.train
 
+    from workloads.common import host_cpus
+
     args = TrainLmJaxArgs.parse(config)
+    limit_xla_cpu_threads(cpu_threads(), host_cpus())  # this worker's Ray CPUs (on a CPU host)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     _ensure_jax_distributed(world, rank)

@@ -53,7 +53,7 @@ import os
 from typing import Any
 
 from workloads.args import TrainLmTfArgs
-from workloads.common import restore_checkpoint, run_cli
+from workloads.common import cpu_threads, restore_checkpoint, run_cli
 from workloads.train_loop import fit, fit_summary, run_loop
 
 log = logging.getLogger(__name__)
@@ -169,19 +169,30 @@ def build_stepper(
     always ``args``' (:func:`workloads.model_tf.make_optimizer`; they are functions of the
     restored iteration counter, not part of the optimiser state).
 
+    Muon's Newton-Schulz dtype: ``args.ns_dtype`` resolved for the strategy's devices once per
+    run (:func:`workloads.common.ns_dtype_for_run`).
+
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit, or
-            its optimiser state was written by the other optimiser (the message names both).
+            its optimiser state was written by the other optimiser (the message names both), or
+            with another explicit ``ns_dtype``.
     """
     from workloads import model_tf as M
+    from workloads.common import ns_dtype_for_run
     from workloads.lm_config import ModelConfig
 
     meta = M.read_checkpoint(restored) if restored is not None else None
     cfg = ModelConfig(**meta["model"]) if meta is not None else args.model_config()
+    ns_dtype = ns_dtype_for_run(args.ns_dtype, M.platform(strategy), meta, str(restored))
     with strategy.scope():
         model = M.TfGPT(cfg, seed=args.seed)
         optimizer = M.make_optimizer(
-            args.lr, args.steps, args.warmup, optimizer=args.optimizer, muon_lr=args.muon_lr
+            args.lr,
+            args.steps,
+            args.warmup,
+            optimizer=args.optimizer,
+            muon_lr=args.muon_lr,
+            ns_dtype=ns_dtype,
         )
         optimizer.build(model.trainable_variables)
     start_step, first_loss = 0, None
@@ -230,8 +241,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     args = TrainLmTfArgs.parse(config)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    threads = args.tf_threads or max(1, (os.cpu_count() or 1) // max(1, ctx.get_local_world_size()))
-    set_threads(threads)
+    set_threads(cpu_threads(args.tf_threads))  # this worker's Ray CPUs
     strategy, impl = make_strategy()
 
     from workloads import model_tf as M

@@ -11,8 +11,8 @@ start-up would cost more than a short trial.
 
 Reports and checkpoints: every ``report_every`` steps (and at the trial's last step) the trial
 writes a checkpoint with the trainer's own ``save`` (:mod:`workloads.checkpoint`: atomic,
-sha256 manifest), scores ``val_loss`` (nats/byte) on the first ``val_rows`` validation rows with
-:func:`workloads.evaluate.validation_loss` (the checkpoint loaded by
+sha256 manifest), scores ``val_loss`` (nats/byte) on ``val_rows`` validation rows (a seeded
+sample over all validation files) with :func:`workloads.evaluate.validation_loss` (the checkpoint loaded by
 :func:`workloads.model_torch.load_checkpoint`, so every trainer's checkpoints are scored the same
 way), and reports both with ``ray.tune.report(metrics, checkpoint=...)``
 (https://docs.ray.io/en/latest/tune/api/doc/ray.tune.report.html). A trial (re)starting from a
@@ -69,7 +69,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from workloads.args import ARGS, TUNE_TRAINERS, TrainArgs, TuneLmArgs
-from workloads.common import InputError, dataset_context_length, join, run_cli
+from workloads.common import (
+    InputError,
+    cpu_threads,
+    dataset_context_length,
+    join,
+    ray_cpus,
+    run_cli,
+)
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +194,7 @@ def trainable(
     targs = trial_args(args, config, context_length)
     module = trainer_module(args.trainer)
     restored, donor = _restore()
-    threads = max(1, int(args.cpus_per_trial))
+    threads = cpu_threads(cpus=ray_cpus() or max(1.0, args.cpus_per_trial))  # its Ray CPUs
     use_gpu = "GPU" in trial_resources(args)
     stepper, start_step, first_loss = module.tune_stepper(targs, restored, threads, use_gpu)
     rows = load_validation(args.dataset, args.val_rows)[:, : targs.context_length + 1]

@@ -31,6 +31,7 @@ CASES = [
     pytest.param("torch_step.py", id="torch_step"),
     pytest.param("jax_step.py", id="jax_step"),
     pytest.param("optimizer_step.py", id="optimizer_step"),
+    pytest.param("contention.py", id="contention"),
     pytest.param("prepare.py", id="prepare", marks=pytest.mark.slow),
     pytest.param("train_overhead.py", id="train_overhead", marks=pytest.mark.slow),
     pytest.param("serve_load.py", id="serve_load", marks=pytest.mark.slow),
@@ -83,3 +84,14 @@ def test_step_benchmarks_report_tokens_per_second(script: str) -> None:
         assert summary["mfu"] is None and ratio["value"] == "n/a"
     else:
         assert summary["mfu"] == pytest.approx(float(ratio["value"]), rel=1e-3)
+
+
+def test_contention_trains_with_the_threads_of_its_ray_cpus() -> None:
+    """bench/contention.py's trainer follows train_lm's rule: 1 Ray CPU -> 1 intra-op and 1
+    inter-op thread, whatever the host has."""
+    proc = run_smoke("contention.py")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    summary = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert summary["ray_cpus"] == 1.0
+    assert summary["threads"] == 1 and summary["interop_threads"] == 1
+    assert summary["tokens_per_s_median"]["quiet"] > 0

@@ -154,6 +154,10 @@ def test_parse_result_takes_the_last_result_line() -> None:
     assert local_jobs.parse_result(logs) == {"rows": 2}
     assert local_jobs.parse_result("no result here\n") is None
     assert local_jobs.summarize({"prepare": {"rows": 2}})["rows"] == 2
+    ev = {"val_loss": 0.9, "xz_nats_per_byte": 1.0, "val_vs_xz": 0.9}
+    summary = local_jobs.summarize({"evaluate": ev})
+    assert (summary["xz_nats_per_byte"], summary["val_vs_xz"]) == (1.0, 0.9)
+    assert set(summary) == set(local_jobs.SUMMARY_KEYS)
     assert local_jobs.parse_overrides(["train_lm.steps=5", "evaluate.prompt=x y"]) == {
         "train_lm": {"steps": 5},
         "evaluate": {"prompt": "x y"},

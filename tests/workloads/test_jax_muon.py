@@ -100,28 +100,29 @@ def test_unknown_optimizer_is_refused() -> None:
         model_jax.make_optimizer(1e-3, 10, optimizer="sgd")
 
 
-@pytest.mark.parametrize("ns_float32", [True, False], ids=["torch-ns-fp32", "torch-ns-bf16"])
-def test_three_steps_equal_torch_muon(ns_float32: bool, monkeypatch) -> None:
-    """Three steps on the same batches from the same weights, torch.optim.Muon (blocks'
-    matrices) + torch.optim.AdamW (the rest) vs the JAX optimizer. torch runs its Newton-Schulz
-    iterations in bfloat16 (``torch/optim/_muon.py`` ``_zeropower_via_newtonschulz``:
-    ``grad.bfloat16()``), optax in float32: with that cast made float32 the parameter changes
-    agree to ~2e-5 (relative, measured), so momentum, Nesterov, width scale, weight decay,
-    schedule, clipping and AdamW are the same; with torch's bfloat16 the matrices' changes differ
-    by ~3-7% (measured), the rest by <1%."""
+@pytest.mark.parametrize("ns_dtype", ["float32", "bfloat16"])
+def test_three_steps_equal_torch_muon(ns_dtype: str) -> None:
+    """Three steps on the same batches from the same weights, train_lm's torch Muon
+    (``model_torch.DtypeMuon``, the blocks' matrices) + torch.optim.AdamW (the rest) vs the JAX
+    optimizer, both with Newton-Schulz in ``ns_dtype``. In float32 (the CPU default of both,
+    ``workloads.common.resolve_ns_dtype``) the parameter changes agree to float32 rounding
+    (measured 4.4e-5 relative at most), so momentum, Nesterov, width scale, weight decay, schedule,
+    clipping and AdamW are the same; in bfloat16 (8-bit mantissa, the GPU/TPU default) the two
+    libraries round differently inside the iterations: the matrices' changes differ by a few
+    percent, the rest (whose later gradients follow the matrices) by up to 2.4% (measured)."""
     torch = pytest.importorskip("torch")
-    from workloads.model_torch import GPT, state_dict_from_jax
+    from workloads.model_torch import GPT, DtypeMuon, state_dict_from_jax
     from workloads.model_torch import ModelConfig as TorchConfig
     from workloads.model_torch import loss_fn as torch_loss
 
-    if ns_float32:
-        monkeypatch.setattr(torch.Tensor, "bfloat16", lambda self, *a, **k: self.float())
     steps, warmup, lr, muon_lr = 10, 2, 3e-3, 0.02
     rng = np.random.default_rng(0)
     batches = [_batch(rng) for _ in range(3)]
     p0 = model_jax.init_params(CFG, 0)
 
-    opt = model_jax.make_optimizer(lr, steps, warmup, optimizer="muon", muon_lr=muon_lr)
+    opt = model_jax.make_optimizer(
+        lr, steps, warmup, optimizer="muon", muon_lr=muon_lr, ns_dtype=ns_dtype
+    )
     p = jax.tree_util.tree_map(jnp.asarray, p0)
     state = opt.init(p)
     for b in batches:
@@ -134,7 +135,7 @@ def test_three_steps_equal_torch_muon(ns_float32: bool, monkeypatch) -> None:
     tm.load_state_dict(state_dict_from_jax(model_jax.to_host(p0), tcfg))
     named = dict(tm.named_parameters())
     mats = [n for n, t in named.items() if t.ndim == 2 and n.startswith("blocks.")]
-    muon = torch.optim.Muon([named[n] for n in mats], lr=muon_lr, weight_decay=0.01)
+    muon = DtypeMuon([named[n] for n in mats], ns_dtype, lr=muon_lr, weight_decay=0.01)
     adamw = torch.optim.AdamW(
         [t for n, t in named.items() if n not in mats], lr=lr, betas=(0.9, 0.95), weight_decay=0.01
     )
@@ -153,11 +154,14 @@ def test_three_steps_equal_torch_muon(ns_float32: bool, monkeypatch) -> None:
 
     start = {k: v.numpy() for k, v in state_dict_from_jax(model_jax.to_host(p0), tcfg).items()}
     got = {k: v.numpy() for k, v in state_dict_from_jax(model_jax.to_host(p), tcfg).items()}
+    worst = 0.0
     for k, t in tm.state_dict().items():
         want_delta, got_delta = t.numpy() - start[k], got[k] - start[k]
         rel = np.linalg.norm(got_delta - want_delta) / np.linalg.norm(want_delta)
-        limit = 1e-4 if ns_float32 else (0.12 if k in mats else 0.02)
+        limit = 1e-4 if ns_dtype == "float32" else (0.12 if k in mats else 0.05)
+        worst = max(worst, rel)
         assert rel < limit, (k, rel)
+    print(f"ns_dtype {ns_dtype}: worst relative difference {worst:.3g}")
 
 
 @pytest.mark.parametrize("optimizer", ["muon", "adamw"])
@@ -268,3 +272,20 @@ def test_tune_stepper_gives_lr_to_adamw_and_muon_lr_to_muon(zero: str, tmp_path)
         moved = not np.array_equal(after[k], v)
         is_muon = k.startswith("blocks/") and v.ndim == 2
         assert moved == (is_muon == (zero == "lr")), k
+
+
+def test_ns_dtype_is_recorded_and_kept_for_the_run(tmp_path) -> None:
+    """The JAX trainer resolves ``ns_dtype`` once per run (auto = float32 on CPU), records it in
+    its checkpoint, keeps a recorded bfloat16 under auto and refuses an explicit float32 on it."""
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.train_lm_jax import build_stepper
+
+    auto, _, _ = build_stepper(_args(tmp_path), None)
+    assert auto.ns_dtype == "float32"
+    stepper, _, _ = build_stepper(_args(tmp_path, ns_dtype="bfloat16"), None)
+    stepper.step(_batch(np.random.default_rng(0)))
+    path = stepper.save(str(tmp_path / "checkpoint_00000001"), step=1, first_loss=5.5)
+    assert verify_checkpoint(path)["ns_dtype"] == "bfloat16"
+    assert build_stepper(_args(tmp_path), str(path))[0].ns_dtype == "bfloat16"
+    with pytest.raises(CheckpointError, match="ns_dtype bfloat16; this run has ns_dtype float32"):
+        build_stepper(_args(tmp_path, ns_dtype="float32"), str(path))

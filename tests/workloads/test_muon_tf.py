@@ -92,21 +92,21 @@ def test_block_kernels_get_an_orthogonalised_muon_update_and_embeddings_adamw() 
         np.testing.assert_allclose(adam[mask], np.sign(g[mask]), atol=1e-2, err_msg=name)
 
 
-def _torch_step(path: Path, tokens: np.ndarray, ns_float32: bool, monkeypatch) -> dict:
+def _torch_step(path: Path, tokens: np.ndarray, ns_dtype: str) -> dict:
     """One step of the torch model loaded from ``path`` with train_lm's optimizer
-    (``model_torch.make_optimizer``, optimizer muon: torch.optim.Muon for the 2-D block weights,
-    AdamW for the rest; schedule factor 1/WARMUP at step 0), gradient clipped to norm 1.0."""
+    (``model_torch.make_optimizer``, optimizer muon: ``DtypeMuon`` with Newton-Schulz in
+    ``ns_dtype`` for the 2-D block weights, AdamW for the rest; schedule factor 1/WARMUP at step
+    0), gradient clipped to norm 1.0."""
     from workloads.model_torch import load_checkpoint, loss_fn, make_optimizer
 
-    if ns_float32:  # torch's own iteration, minus its cast to bfloat16
-        monkeypatch.setattr(torch.Tensor, "bfloat16", lambda t: t.clone())
     model, _, _ = load_checkpoint(path)
-    opt, _ = make_optimizer(model, LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR)
+    opt, _ = make_optimizer(
+        model, LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR, ns_dtype=ns_dtype
+    )
     loss = loss_fn(model, torch.from_numpy(tokens.astype(np.int64)))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
-    monkeypatch.undo()
     return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
 
@@ -118,7 +118,7 @@ def _relative_update_error(tf_after: dict, torch_after: dict, torch_before: dict
     return out
 
 
-def test_one_step_equals_torch_muon_on_the_converted_weights(tmp_path: Path, monkeypatch) -> None:
+def test_one_step_equals_torch_muon_on_the_converted_weights(tmp_path: Path) -> None:
     from workloads import model_tf as M
     from workloads.model_torch import load_checkpoint
 
@@ -129,22 +129,17 @@ def test_one_step_equals_torch_muon_on_the_converted_weights(tmp_path: Path, mon
     torch_before = {k: v.numpy() for k, v in load_checkpoint(start)[0].state_dict().items()}
     tf_after = {k: v.numpy() for k, v in load_checkpoint(done)[0].state_dict().items()}
 
-    exact = _relative_update_error(
-        tf_after, _torch_step(start, tokens, True, monkeypatch), torch_before
-    )
-    shipped = _relative_update_error(
-        tf_after, _torch_step(start, tokens, False, monkeypatch), torch_before
-    )
+    exact = _relative_update_error(tf_after, _torch_step(start, tokens, "float32"), torch_before)
+    shipped = _relative_update_error(tf_after, _torch_step(start, tokens, "bfloat16"), torch_before)
     matrices = [
         k for k in exact if k.startswith("blocks.") and k.endswith("weight") and "ln" not in k
     ]
     assert len(matrices) == 8
-    # torch's Newton-Schulz in float32: the same update up to float32 rounding
     adam = [k for k in exact if k not in matrices]
-    # torch's Newton-Schulz in float32: the same Muon update up to float32 rounding (measured
-    # 3e-6 .. 5e-6 relative)
-    assert max(exact[k] for k in matrices) < 1e-4, exact
-    # as shipped torch runs Newton-Schulz in bfloat16 (8-bit mantissa): measured 4% .. 6%
+    # Newton-Schulz in float32 on both sides (both trainers' CPU default, ns_dtype auto): the
+    # same Muon update up to float32 rounding (measured 3e-6 .. 5e-6 relative)
+    assert max(exact[k] for k in matrices) < 2e-5, exact
+    # torch with ns_dtype bfloat16 (the GPU default; 8-bit mantissa): measured 4% .. 6%
     assert max(shipped[k] for k in matrices) < 0.1, shipped
     # AdamW's first step is about lr * sign(g): entries whose gradient is rounding noise (the
     # key bias's is exactly 0 in exact arithmetic, softmax ignores it) take either sign in
@@ -247,3 +242,27 @@ def test_config_round_trips() -> None:
     assert float(back.learning_rate) == pytest.approx(LR / WARMUP)
     assert (back.rms_rate, back.adam_lr_ratio, back.weight_decay) == (None, 1.0, 0.01)
     assert (back.adam_weight_decay, back.adam_beta_2, back.epsilon) == (0.01, 0.95, 1e-8)
+
+
+def test_ns_dtype_auto_is_float32_on_cpu_and_casts_inside_the_iterations() -> None:
+    """On a CPU the TF trainer's Muon iterates in float32 (``ns_dtype`` auto); with bfloat16 the
+    iterations run in bfloat16 and the result comes back in the input's float32, a bfloat16
+    rounding away from the float32 one; the dtype survives get_config/from_config."""
+    import tensorflow as tf
+
+    from workloads import model_tf as M
+
+    opt = M.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR)
+    assert opt.ns_dtype == "float32"
+    bf16 = M.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", ns_dtype="bfloat16")
+    x = tf.random.stateless_normal((16, 48), seed=(1, 2))
+    a, b = opt.zeropower_via_newtonschulz5(x, 5), bf16.zeropower_via_newtonschulz5(x, 5)
+    assert a.dtype == b.dtype == tf.float32
+    rel = float(tf.norm(a - b) / tf.norm(a))
+    assert 1e-4 < rel < 0.1
+    back = M.TorchMuon.from_config(
+        bf16.get_config(), custom_objects={"WarmupCosine": M.WarmupCosine}
+    )
+    assert back.ns_dtype == "bfloat16"
+    with pytest.raises(ValueError, match="ns_dtype 'half'"):
+        M.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", ns_dtype="half")

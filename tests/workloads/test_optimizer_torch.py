@@ -124,3 +124,79 @@ def test_tune_stepper_applies_new_peak_lrs_at_the_restored_schedule_position(tmp
     assert start == 1 and stepper.sched.last_epoch == 1 and factor == 1.0
     lrs = {g["muon"]: g["lr"] for g in stepper.opt.param_groups}
     assert lrs == {True: pytest.approx(0.01 * factor), False: pytest.approx(1e-3 * factor)}
+
+
+def test_ns_dtype_rule_float32_on_cpu_bfloat16_on_accelerators() -> None:
+    from workloads.common import resolve_ns_dtype
+
+    assert resolve_ns_dtype("auto", "cpu") == "float32"
+    assert resolve_ns_dtype(None, "cpu") == "float32"
+    for platform in ("cuda", "gpu", "tpu"):
+        assert resolve_ns_dtype("auto", platform) == "bfloat16"
+    assert resolve_ns_dtype("bfloat16", "cpu") == "bfloat16"
+    assert resolve_ns_dtype("float32", "tpu") == "float32"
+    with pytest.raises(ValueError, match="ns_dtype 'fp8' is not one of 'auto', float32, bfloat16"):
+        resolve_ns_dtype("fp8", "cpu")
+
+
+def test_bfloat16_dtype_muon_is_torch_muon_exactly_and_float32_is_not() -> None:
+    """``DtypeMuon(ns_dtype="bfloat16")`` reproduces ``torch.optim.Muon`` bit for bit over three
+    steps; float32 iterations move the same weights differently (by a bfloat16 rounding)."""
+    from workloads.model_torch import DtypeMuon
+
+    torch.manual_seed(0)
+    w0 = torch.randn(48, 16)
+    grads = [torch.randn(48, 16) for _ in range(3)]
+    runs = {}
+    for name in ("torch", "bfloat16", "float32"):
+        w = torch.nn.Parameter(w0.clone())
+        kw = {"lr": 0.02, "weight_decay": 0.01}
+        opt = torch.optim.Muon([w], **kw) if name == "torch" else DtypeMuon([w], name, **kw)
+        for g in grads:
+            w.grad = g.clone()
+            opt.step()
+        runs[name] = w.detach()
+    assert torch.equal(runs["bfloat16"], runs["torch"])
+    rel = float((runs["float32"] - runs["torch"]).norm() / (runs["torch"] - w0).norm())
+    assert 1e-4 < rel < 0.1
+
+
+def test_make_optimizer_resolves_auto_for_the_models_device() -> None:
+    opt, _ = make_optimizer(_model(), 3e-3, 10, 2)
+    assert opt.ns_dtype == "float32" and opt.muon.ns_dtype == "float32"
+    opt, _ = make_optimizer(_model(), 3e-3, 10, 2, ns_dtype="bfloat16")
+    assert opt.muon.ns_dtype == "bfloat16"
+    with pytest.raises(ValueError, match="ns_dtype 'half'"):
+        make_optimizer(_model(), 3e-3, 10, 2, ns_dtype="half")
+
+
+def test_checkpoint_records_ns_dtype_and_resume_keeps_or_refuses_it(tmp_path) -> None:
+    """Decided once per run: the trainer's checkpoint records the resolved dtype; ``auto``
+    resumes with the recorded one (even where auto would pick another), an explicit other one
+    is refused naming both, an explicit equal one resumes."""
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.train_lm import build_stepper
+
+    cpu = torch.device("cpu")
+    fresh, _, _ = build_stepper(_args(ns_dtype="bfloat16"), None, cpu)
+    assert fresh.opt.muon.ns_dtype == "bfloat16"
+    path = str(fresh.save(str(tmp_path / "bf16"), step=1, first_loss=5.5))
+    assert verify_checkpoint(path)["ns_dtype"] == "bfloat16"
+    resumed, start, _ = build_stepper(_args(), path, cpu)  # auto: keeps the run's bfloat16
+    assert start == 1 and resumed.opt.muon.ns_dtype == "bfloat16"
+    assert build_stepper(_args(ns_dtype="bfloat16"), path, cpu)[0].ns_dtype == "bfloat16"
+    with pytest.raises(
+        CheckpointError, match="written with ns_dtype bfloat16; this run has ns_dtype float32"
+    ):
+        build_stepper(_args(ns_dtype="float32"), path, cpu)
+    auto, _, _ = build_stepper(_args(), None, cpu)
+    assert auto.ns_dtype == "float32"
+    path = str(auto.save(str(tmp_path / "auto"), step=1, first_loss=None))
+    assert verify_checkpoint(path)["ns_dtype"] == "float32"
+
+
+def test_ns_dtype_argument_is_validated() -> None:
+    from workloads.args import ArgError
+
+    with pytest.raises(ArgError, match="ns_dtype"):
+        _args(ns_dtype="fp16")

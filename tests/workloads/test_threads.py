@@ -1,0 +1,85 @@
+"""Threads from the CPUs Ray gives (workloads/common.py cpu_threads, ray_cpus,
+set_torch_threads; workloads/train_lm_jax.py limit_xla_cpu_threads): a worker runs as many
+compute threads as its Ray allocation, not the host's core count."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from workloads import common
+
+
+def test_explicit_then_allocation_then_host(monkeypatch) -> None:
+    monkeypatch.setattr(common, "host_cpus", lambda: 8)
+    monkeypatch.setattr(common, "ray_cpus", lambda: None)
+    assert common.cpu_threads() == 8  # outside Ray: the CPUs it may run on
+    assert common.cpu_threads(3) == 3  # an explicit torch_threads / tf_threads wins
+    assert common.cpu_threads(cpus=2.0) == 2
+    assert common.cpu_threads(cpus=1.5) == 1  # rounded down
+    assert common.cpu_threads(cpus=0.5) == 1  # at least one
+    assert common.cpu_threads(cpus=32) == 8  # never more than the host has
+    monkeypatch.setattr(common, "ray_cpus", lambda: 1.0)  # inside a 1-CPU Ray worker
+    assert common.cpu_threads() == 1
+    assert common.cpu_threads(4) == 4
+
+
+def test_host_cpus_follows_the_affinity_mask() -> None:
+    import os
+
+    assert common.host_cpus() == len(os.sched_getaffinity(0))
+
+
+def test_set_torch_threads_sets_intra_op() -> None:
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        assert common.set_torch_threads(1) == 1
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_xla_one_thread_flags_only_for_a_one_cpu_worker(monkeypatch) -> None:
+    from workloads.train_lm_jax import XLA_ONE_THREAD, limit_xla_cpu_threads
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x")
+    monkeypatch.delitem(sys.modules, "jax", raising=False)  # as in a fresh worker
+    assert not limit_xla_cpu_threads(2, 2)
+    assert not limit_xla_cpu_threads(1, 1)
+    assert limit_xla_cpu_threads(1, 2)
+    import os
+
+    flags = os.environ["XLA_FLAGS"].split()
+    assert flags == ["--xla_dump_to=/tmp/x", *XLA_ONE_THREAD]
+    assert limit_xla_cpu_threads(1, 4)  # idempotent
+    assert os.environ["XLA_FLAGS"].split() == flags
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_ray_worker_takes_its_threads_from_its_num_cpus(ray_cluster) -> None:
+    """In a Ray actor that asked for 1 CPU of the 2-CPU test cluster, ray_cpus() is 1 and
+    cpu_threads() is 1, and torch runs 1 thread after set_torch_threads; with 2 CPUs, 2 (capped
+    by the host); the driver has no allocation."""
+    import ray
+
+    @ray.remote
+    class Probe:
+        def threads(self) -> tuple[float | None, int, int]:
+            import torch
+
+            from workloads.common import cpu_threads, ray_cpus, set_torch_threads
+
+            set_torch_threads(cpu_threads())
+            return ray_cpus(), cpu_threads(), torch.get_num_threads()
+
+    one = Probe.options(num_cpus=1).remote()
+    assert ray.get(one.threads.remote()) == (1.0, 1, 1)
+    ray.kill(one)
+    two = Probe.options(num_cpus=2).remote()
+    cpus, threads, torch_threads = ray.get(two.threads.remote())
+    ray.kill(two)
+    assert cpus == 2.0 and threads == torch_threads == min(2, common.host_cpus())
+    assert common.ray_cpus() is None
