@@ -293,9 +293,10 @@ def test_check_never_crashes(data: bytes) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=2000, **_SETTINGS)
+@pytest.mark.timeout(1200)  # about 0.35 s an example on a quiet 2-core machine
+@settings(max_examples=1000, **_SETTINGS)
 @given(stack_files())
-def test_check_never_crashes_2000(data: bytes) -> None:
+def test_check_never_crashes_1000(data: bytes) -> None:
     _property(data, FIGURES.setdefault("slow", Counter()))
 
 
