@@ -741,12 +741,12 @@ def ray_job_manifest(
             ],
         },
     }
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "RayJob",
-        "metadata": _metadata(cfg, job.name),
-        "spec": spec,
-    }
+    metadata = _metadata(cfg, job.name)
+    if job.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
+        from components.capacity.render import queue_labels
+
+        metadata["labels"].update(queue_labels(job))
+    return {"apiVersion": API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}
 
 
 def render_manifests(

@@ -557,6 +557,14 @@ def monitoring_problems(cfg: StackConfig) -> list[str]:
     return out
 
 
+def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Kueue objects against their carried CRDs, Kueue's rules on the queued RayJobs and the
+    admission preview (:func:`components.capacity.rules.render_problems`)."""
+    from components.capacity.rules import render_problems
+
+    return render_problems(cfg, manifests)
+
+
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
 # --no-render`` to say what it skipped (tests/components/checks/test_stack_checks.py keeps the
 # functions in step with the ones check_stack and check_manifests call).
@@ -573,6 +581,7 @@ RENDER_CHECKS: dict[str, str] = {
     "namespace quota": "quota_problems",
     "IAM": "iam_problems",
     "security rules": "security_problems",
+    "Kueue queues and admission": "capacity_problems",
 }
 
 
@@ -597,6 +606,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
     problems += quota_problems(cfg, manifests)
+    problems += capacity_problems(cfg, manifests)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
     return problems

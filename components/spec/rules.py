@@ -503,6 +503,14 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
             )
 
 
+def capacity_rules(cfg: StackConfig) -> Iterable[str]:
+    """Kueue queues and DWS / flex-start pools: :func:`components.capacity.rules.stack_rules`
+    (each rule cites its Kueue source file or GKE doc there)."""
+    from components.capacity.rules import stack_rules
+
+    yield from stack_rules(cfg)
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -543,6 +551,7 @@ RULES: tuple[Rule, ...] = (
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay", "services"),
+    _rule(capacity_rules, "capacity", "jobs", "node_pools", "cluster"),
 )
 """Every cross-field rule, in the order they run."""
 

@@ -1,0 +1,16 @@
+"""Capacity: Kueue queues in front of the Ray objects and GKE's Dynamic Workload Scheduler.
+
+One concept folder (design.md "Capacity"):
+
+* :mod:`components.capacity.model` - the ``capacity:`` block of the stack file (pydantic);
+* :mod:`components.capacity.render` - pure render: ResourceFlavors (derived from the node pool
+  specs of :mod:`components.builders.nodepools`), ClusterQueues, LocalQueues,
+  WorkloadPriorityClasses, AdmissionChecks and ProvisioningRequestConfigs, Kueue's Helm values;
+* :mod:`components.capacity.rules` - Kueue's rules for Ray objects and the DWS / flex-start
+  limits, each citing its source;
+* :mod:`components.capacity.preview` - the offline admission preview (``raygke queue``);
+* :mod:`components.capacity.component` - the Pulumi ComponentResource (the only file here that
+  imports ``pulumi``).
+
+This ``__init__`` imports nothing, so :mod:`components.spec` can import the model without a cycle.
+"""
