@@ -10,6 +10,7 @@ job can never be admitted (``raygke check`` refuses it too).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -80,3 +81,17 @@ def queue(
     if never:
         err.print(f"{len(never)} job(s) can never be admitted", markup=False)
         raise typer.Exit(EXIT_FAILED)
+
+
+def local_queue_note(cfg: Any, workloads: list[str]) -> str | None:
+    """The one line ``raygke local run`` prints when a stack job running one of ``workloads``
+    names a Kueue queue: locally there is no Kueue, jobs start at once (None: no such job)."""
+    queued = sorted(
+        f"{j.name} (queue {j.queue})" for j in cfg.jobs if j.queue and j.workload in workloads
+    )
+    if not queued:
+        return None
+    return (
+        f"note: queues do not apply locally: {', '.join(queued)} would wait in Kueue on GKE; "
+        "here every job starts at once on the local cluster"
+    )
