@@ -12,5 +12,9 @@ One concept folder (design.md "Capacity"):
 * :mod:`components.capacity.component` - the Pulumi ComponentResource (the only file here that
   imports ``pulumi``).
 
-This ``__init__`` imports nothing, so :mod:`components.spec` can import the model without a cycle.
+The stack model (:mod:`components.spec.stack`) holds the ``capacity:`` block, so this package
+imports :mod:`components.spec` first: whichever is imported first, the model module is then
+loaded while ``components.spec.base`` already exists (no import cycle).
 """
+
+import components.spec  # noqa: F401  (import order, see above)

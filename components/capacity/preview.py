@@ -12,9 +12,9 @@ Flavor assignment follows Kueue's flavor assigner
 (``pkg/scheduler/flavorassigner/flavorassigner.go``): flavors in the ClusterQueue's order, a
 flavor matches when the pod tolerates its taints (with the flavor's tolerations) and the pod's
 node selector agrees with the flavor's labels on the flavor's keys; the first matching flavor
-whose quota fits is taken, borrowing only when no flavor fits without (``whenCanBorrow:
-MayStopSearch`` tries the next flavor first only if borrowing would be needed... here: a flavor that
-fits without borrowing is preferred). Borrowable quota is what the other queues of the cohort
+whose nominal quota fits is taken, else the first where borrowing makes it fit (an approximation of
+``flavorFungibility``, which decides whether Kueue looks further for a flavor that fits
+without borrowing first). A pod set is never split over flavors. Borrowable quota is what the other queues of the cohort
 lend (their ``lendingLimit``, else their nominal quota), capped by the queue's
 ``borrowingLimit`` (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#borrowingLimit).
 
@@ -129,7 +129,9 @@ def pod_sets(rayjob: dict[str, Any]) -> list[PodSet]:
         out.append(_pod_set(g["groupName"], count, g["template"], {}))
     if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
         template = spec.get("submitterPodTemplate") or {
-            "spec": {"containers": [{"resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]}
+            "spec": {
+                "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]
+            }
         }
         out.append(_pod_set("submitter", 1, template, {}))
     return out
@@ -218,14 +220,20 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     flavors = {f.pool: resource_flavor(cfg, f.pool) for f in cq.flavors}
     verdict = Verdict(job=name, queue=queue, cluster_queue=cq.name, state="admitted")
     used: dict[tuple[str, str], float] = {}
-    worst: tuple[str, float, float] | None = None
     for ps in pod_sets(rayjob):
+        # (resource, needed, available) where a matching flavor falls short
+        failures: list[tuple[str, float, float]] = []
         uncovered = [r for r, v in ps.per_pod.items() if v and r not in covered]
         if uncovered:
-            verdict.assignments.append(Assignment(ps, None, "never", why=f"requests {uncovered[0]}"))
-            verdict.state, verdict.reason = "never", (
-                f"pod set {ps.name!r} requests {uncovered[0]}, which cluster queue {cq.name} "
-                f"does not cover (covered: {', '.join(covered)})"
+            verdict.assignments.append(
+                Assignment(ps, None, "never", why=f"requests {uncovered[0]}")
+            )
+            verdict.state, verdict.reason = (
+                "never",
+                (
+                    f"pod set {ps.name!r} requests {uncovered[0]}, which cluster queue {cq.name} "
+                    f"does not cover (covered: {', '.join(covered)})"
+                ),
             )
             continue
         chosen: Assignment | None = None
@@ -246,8 +254,7 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                     fits_nominal = False
                 if total > available:
                     fits_borrow = False
-                    if worst is None:
-                        worst = (r, total, available)
+                    failures.append((r, total, available))
             if fits_nominal:
                 chosen = Assignment(ps, f.pool, "nominal", queued_pool(cfg, f.pool))
                 break
@@ -260,7 +267,9 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                 verdict.state = "never"
                 if why:
                     verdict.reason = f"pod set {ps.name!r} matches no flavor ({why})"
-                elif worst:
+                elif failures:
+                    # the most telling shortfall: an accelerator's, on the flavor that has most
+                    worst = max(failures, key=lambda f: (f[0] not in ("cpu", "memory"), f[2]))
                     r, need, avail = worst
                     verdict.shortfall = worst
                     verdict.reason = (
@@ -268,7 +277,6 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                         f"{cq.name} has {fmt_amount(r, avail)} (nominal plus borrowable)"
                     )
             continue
-        worst = None
         for r, need in ps.total.items():
             used[(chosen.flavor, r)] = used.get((chosen.flavor, r), 0.0) + need  # type: ignore[index]
         verdict.assignments.append(chosen)

@@ -102,7 +102,12 @@ def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
         spec["nodeTaints"] = [_taint(t) for t in taints]
     if specs[0].queued:
         spec["tolerations"] = [catalog.QUEUED_TAINT.toleration()]
-    return {"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": _meta(pool), "spec": spec}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": _meta(pool),
+        "spec": spec,
+    }
 
 
 def queued_pool(cfg: StackConfig, pool: str) -> bool:
@@ -157,7 +162,12 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
         spec["admissionChecksStrategy"] = {
             "admissionChecks": [{"name": DWS_CHECK, "onFlavors": dws}]
         }
-    return {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": _meta(cq.name), "spec": spec}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": _meta(cq.name),
+        "spec": spec,
+    }
 
 
 def uses_dws(cfg: StackConfig) -> bool:

@@ -36,7 +36,7 @@ Two layers, each a list of one-line problems:
   - every pod set fits some flavor (resources, node selector, tolerations) and the job's quota
     fits the queue's nominal plus borrowable quota (:mod:`components.capacity.preview`): a job
     that can never be admitted is an error naming the job, the resource and both numbers;
-  - two flavors of one queue that select the same nodes (same labels and taints) are refused:
+  - two flavors of one queue that select the same nodes (same node labels) are refused:
     Kueue could not tell them apart.
 """
 
@@ -276,12 +276,16 @@ def rayjob_problems(rayjob: dict[str, Any]) -> list[str]:
         out.append(f"{where}: spec.clusterSelector on a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})")
     cluster = spec.get("rayClusterSpec")
     if not cluster:
-        out.append(f"{where}: spec.rayClusterSpec is required for a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})")
+        out.append(
+            f"{where}: spec.rayClusterSpec is required for a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})"
+        )
         return out
     if not spec.get("shutdownAfterJobFinishes"):
         out.append(f"{where}: spec.shutdownAfterJobFinishes must be true ({KUEUE_RAYJOB_WEBHOOK})")
     if "suspend" in spec:
-        out.append(f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)")
+        out.append(
+            f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)"
+        )
     if cluster.get("enableInTreeAutoscaling"):
         out.append(
             f"{where}: spec.rayClusterSpec.enableInTreeAutoscaling: a kueue managed job should "
@@ -314,11 +318,11 @@ def flavor_problems(cfg: StackConfig) -> list[str]:
                 spec = resource_flavor(cfg, f.pool)["spec"]
             except KeyError:
                 continue
-            key = repr(sorted(spec.get("nodeLabels", {}).items())) + repr(spec.get("nodeTaints"))
+            key = repr(sorted(spec.get("nodeLabels", {}).items()))
             if key in seen:
                 out.append(
                     f"capacity.cluster_queues[{q.name}]: flavors {seen[key]!r} and {f.pool!r} "
-                    "select the same nodes (same labels and taints); give one pool a "
+                    "select the same nodes (same node labels); give one pool a "
                     "distinguishing labels: entry so Kueue can tell them apart"
                 )
             seen.setdefault(key, f.pool)
