@@ -27,7 +27,7 @@ def test_unknown_kueue_version_is_refused_with_the_carried_ones():
 def test_quota_on_a_resource_no_ray_pod_requests_is_refused():
     cap = copy.deepcopy(CAPACITY)
     cap["cluster_queues"][0]["flavors"][0]["nominal"]["ephemeral-storage"] = "10Gi"
-    with pytest.raises(ConfigError, match="ephemeral-storage.*valid: cpu, memory"):
+    with pytest.raises(ConfigError, match=r"ephemeral-storage.*valid: cpu, memory"):
         cfg(capacity=cap)
 
 
@@ -48,7 +48,7 @@ def test_duplicate_flavor_and_bad_strategy_are_refused():
         cfg(capacity=cap)
     cap = copy.deepcopy(CAPACITY)
     cap["cluster_queues"][0]["queueing_strategy"] = "LIFO"
-    with pytest.raises(ConfigError, match="LIFO.*BestEffortFIFO, StrictFIFO"):
+    with pytest.raises(ConfigError, match=r"LIFO.*BestEffortFIFO, StrictFIFO"):
         cfg(capacity=cap)
 
 
