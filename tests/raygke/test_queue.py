@@ -1,0 +1,41 @@
+"""`raygke queue` (raygke/queue.py) through the real entry point, and the `raygke local` note."""
+
+from __future__ import annotations
+
+from components.spec import load_stack_file
+from raygke.queue import local_queue_note
+from tests.raygke.test_cli_check import ROOT, raygke, write_stack
+
+
+def test_prod_jobs_are_previewed_and_admitted() -> None:
+    r = raygke("queue", "--stack", "prod")
+    assert r.returncode == 0, r.stderr
+    for job in ("prepare-corpus", "train-lm-jax-v6e", "train-lm-h100"):
+        assert f"{job}: admitted at once" in r.stdout
+    assert "ml-batch -> ml-batch" in r.stdout and "system, nominal" in r.stdout
+
+
+def test_a_job_that_can_never_be_admitted_fails_queue_and_check(tmp_path) -> None:
+    def shrink(config):
+        flavors = config["ray-gke:capacity"]["cluster_queues"][0]["flavors"]
+        flavors[1]["nominal"]["nvidia.com/gpu"] = 0  # the l4 flavor: no GPU quota at all
+
+    path = write_stack(tmp_path, shrink)
+    r = raygke("queue", "--config", str(path))
+    assert r.returncode == 1
+    assert "train-lm-l4: can never be admitted" in r.stdout
+    assert "needs nvidia.com/gpu 2; cluster queue dev has 0" in r.stdout
+    r = raygke("check", "--config", str(path), "--no-policy")
+    assert r.returncode == 1
+    assert (
+        "jobs[train-lm-l4]: can never be admitted by queue dev: pod set 'l4' needs nvidia.com/gpu "
+        "2; cluster queue dev has 0 (nominal plus borrowable)"
+    ) in r.stderr
+
+
+def test_local_says_queues_do_not_apply_for_a_queued_job() -> None:
+    cfg = load_stack_file(ROOT / "Pulumi.dev.yaml")
+    note = local_queue_note(cfg, ["prepare", "train_lm", "evaluate"])
+    assert note is not None and "train-lm-l4 (queue dev)" in note
+    assert "queues do not apply locally" in note
+    assert local_queue_note(cfg, ["prepare", "evaluate"]) is None
