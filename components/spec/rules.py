@@ -504,7 +504,7 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
 
 
 def capacity_rules(cfg: StackConfig) -> Iterable[str]:
-    """Kueue queues and DWS / flex-start pools: :func:`components.capacity.rules.stack_rules`
+    """Kueue queues and DWS / flex-start pools (:mod:`components.capacity.rules`, ``stack_rules``)
     (each rule cites its Kueue source file or GKE doc there)."""
     from components.capacity.rules import stack_rules
 

@@ -159,6 +159,11 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "ray.images.gpu: rayproject/ray:2.60.0-py311-gpu is a tag; a stack with "
         "cluster.deletion_protection: true references prebuilt images by digest",
     ),
+    # components/capacity/rules.py has a case per capacity rule (tests/components/capacity)
+    "capacity_rules": (
+        lambda d: d["jobs"][-1].update(queue="nope"),
+        "queue 'nope' is not a capacity.local_queues entry; declared: none",
+    ),
 }
 
 
