@@ -12,10 +12,10 @@ Flavor assignment follows Kueue's flavor assigner
 (``pkg/scheduler/flavorassigner/flavorassigner.go``): flavors in the ClusterQueue's order, a
 flavor matches when the pod tolerates its taints (with the flavor's tolerations) and the pod's
 node selector agrees with the flavor's labels on the flavor's keys; the first matching flavor
-whose nominal quota fits is taken, else the first where borrowing makes it fit (an approximation of
-``flavorFungibility``, which decides whether Kueue looks further for a flavor that fits
-without borrowing first). A pod set is never split over flavors. Borrowable quota is what the other queues of the cohort
-lend (their ``lendingLimit``, else their nominal quota), capped by the queue's
+whose nominal quota fits is taken, else the first where borrowing makes it fit (an
+approximation of ``flavorFungibility``, which decides whether Kueue looks further for a flavor
+that fits without borrowing). A pod set is never split over flavors. Borrowable quota is what
+the other queues of the cohort lend (their ``lendingLimit``, else their nominal quota), capped by the queue's
 ``borrowingLimit`` (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#borrowingLimit).
 
 Verdicts, for the job alone (other workloads take quota too, so "admitted" can still queue):
