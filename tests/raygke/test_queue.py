@@ -39,3 +39,36 @@ def test_local_says_queues_do_not_apply_for_a_queued_job() -> None:
     assert note is not None and "train-lm-l4 (queue dev)" in note
     assert "queues do not apply locally" in note
     assert local_queue_note(cfg, ["prepare", "evaluate"]) is None
+
+
+def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:
+    """The diff compares every record's inputs (raygke/diff.py), so a nominalQuota change is an
+    in-place update of the ClusterQueue naming the quota's path."""
+    import copy
+
+    from components.capacity.render import render_capacity
+    from raygke.diff import compare
+
+    cfg = load_stack_file(ROOT / "Pulumi.prod.yaml")
+
+    def records(objects):
+        return [
+            {
+                "type": f"kubernetes:{o['apiVersion']}:{o['kind']}",
+                "name": f"capacity-{o['kind'].lower()}-{o['metadata']['name']}",
+                "inputs": o,
+            }
+            for o in objects
+        ]
+
+    base = render_capacity(cfg)
+    head = copy.deepcopy(base)
+    (cq,) = [o for o in head if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "ml-batch"]
+    tpu = cq["spec"]["resourceGroups"][0]["flavors"][2]["resources"][2]
+    assert tpu["name"] == "google.com/tpu"
+    tpu["nominalQuota"] = "16"
+    plan = compare(records(base), records(head), "prod")
+    (change,) = plan.changes
+    assert (change.op, change.name) == ("update", "capacity-clusterqueue-ml-batch")
+    (f,) = change.fields
+    assert f.path.endswith("nominalQuota") and (f.old, f.new) == ("32", "16")
