@@ -3,7 +3,8 @@
 Order: the GCP APIs the stack needs (every GCP resource waits for the APIs it calls) -> network
 and security (KMS, service accounts) -> cluster -> node pools and buckets -> workload access
 (Workload Identity, bucket roles, secrets) -> image registry and the Ray images (built and pushed)
--> KubeRay (provider, namespace, KSAs, operator) -> Ray resources (RayClusters, RayJobs,
+-> KubeRay (provider, namespace, KSAs, operator) -> Kueue and its queues (components/capacity)
+-> Ray resources (RayClusters, RayJobs,
 RayServices, referencing the images by digest).
 Stack outputs are documented in ``docs/outputs.md``.
 """
@@ -14,6 +15,7 @@ import pulumi
 
 from components.builders.nodepools import node_pool_specs
 from components.builders.outputs import config_outputs
+from components.capacity.component import Kueue
 from components.resources.apis import Apis
 from components.resources.cluster import Cluster, ClusterArgs
 from components.resources.config import load_pulumi_config
@@ -106,13 +108,21 @@ kuberay = KubeRay(
     ),
 )
 
+# Kueue and its queues before the Ray objects: a queued RayJob must meet Kueue's webhook.
+capacity = Kueue(
+    "capacity",
+    cfg,
+    provider=kuberay.provider,
+    depends_on=[*kuberay.ready, cluster],
+)
+
 ray = RayResources(
     "ray",
     cfg,
     provider=kuberay.provider,
     artifacts_bucket=storage.buckets["artifacts"],
     images=registry.refs,
-    depends_on=[*kuberay.ready, cluster],
+    depends_on=[*kuberay.ready, cluster, *capacity.ready],
 )
 # Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.
 dashboards = Dashboards("monitoring", cfg)

@@ -348,6 +348,9 @@ def docs(
 
 
 app.command()(submit.submit)
+from raygke.queue import queue as _queue  # noqa: E402  (the admission preview, raygke/queue.py)
+
+app.command(name="queue")(_queue)
 app.add_typer(local.app, name="local", help="The local Ray environment (no cloud).")
 app.add_typer(
     images_cli.app, name="images", help="The requirement files of the project's Ray images."

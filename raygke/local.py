@@ -72,6 +72,16 @@ def resolve_target(
         _fail(str(e), EXIT_USAGE)
 
 
+def _queue_note(stack: str | None, config: Path | None, names: list[str]) -> None:
+    """Say once that Kueue queues do not apply locally (raygke.queue.local_queue_note)."""
+    from raygke.queue import local_queue_note
+
+    choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
+    note = local_queue_note(load_or_exit(choice.path), names) if choice.path else None
+    if note:
+        err.print(note, markup=False)
+
+
 def _nodes_table(state: dict[str, Any]) -> Table:
     table = Table(title=f"local cluster {state['stack']!r} (recorded processes)")
     for col in ("node", "role", "pid", "process", "cpus", "resources", "log"):
@@ -479,6 +489,7 @@ def run(
     except local_cluster.LocalError as e:
         _fail(str(e), EXIT_USAGE)
     target = resolve_target(stack, config)
+    _queue_note(stack, config, names)
     exits = contextlib.ExitStack()  # the run log, and Ray's logger sent into it
     try:
         local_cluster.require_ray()

@@ -89,6 +89,11 @@ FORBIDDEN_LAYERS = {
 }
 
 
+# Concept folders (design.md "Layout": model part, pure render, checks, component): only the
+# component file imports pulumi. concept -> its component files.
+CONCEPT_FOLDERS = {"capacity": {"component.py"}}
+
+
 def _layer_files() -> list[tuple[str, Path]]:
     return [
         (layer, path)
@@ -106,7 +111,20 @@ def test_components_top_level_is_layers_and_catalog() -> None:
         if p.is_dir() and (p / "__init__.py").exists()
     }
     assert modules == {"__init__.py", "catalog.py"}
-    assert folders == set(FORBIDDEN_LAYERS)
+    assert folders == set(FORBIDDEN_LAYERS) | set(CONCEPT_FOLDERS)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for c in CONCEPT_FOLDERS for p in sorted((ROOT / "components" / c).rglob("*.py"))],
+    ids=str,
+)
+def test_concept_folders_import_pulumi_only_in_their_component(path: Path) -> None:
+    concept = path.relative_to(ROOT / "components").parts[0]
+    mods = imported_modules(path)
+    if path.name not in CONCEPT_FOLDERS[concept]:
+        assert not {m for m in mods if top(m) in PULUMI}, f"{path} imports pulumi"
+        assert not {m for m in mods if m.startswith("components.resources")}, path
 
 
 @pytest.mark.parametrize(("layer", "path"), _layer_files(), ids=lambda x: str(x))

@@ -778,12 +778,11 @@ def ray_job_manifest(
         # RayJob is in supportedElasticJobGVKs, pkg/controller/jobframework/validation.go):
         # honoured with Kueue's ElasticJobsViaWorkloadSlices gate, inert without Kueue.
         metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **ELASTIC_JOB}}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "RayJob",
-        "metadata": metadata,
-        "spec": spec,
-    }
+    if job.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
+        from components.capacity.render import queue_labels
+
+        metadata["labels"].update(queue_labels(job))
+    return {"apiVersion": API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}
 
 
 def render_manifests(

@@ -76,6 +76,34 @@ class NodePoolSpec:
     reservation: str | None = None
     disk_size_gb: int = 100
     gvnic: bool = False
+    queued: bool = False
+    flex_start: bool = False
+    max_run_duration: str | None = None
+
+    @property
+    def node_taints(self) -> list[catalog.Taint]:
+        """Every taint the nodes carry: :attr:`taints` (set in the node config) plus the
+        ``cloud.google.com/gke-queued`` taint GKE itself puts on queued-provisioning nodes
+        ([GKE-DWS-QUEUED] in :mod:`components.catalog`)."""
+        return [*self.taints, catalog.QUEUED_TAINT] if self.queued else list(self.taints)
+
+
+def dws_fields(pool: Any) -> dict[str, Any]:
+    """The Dynamic Workload Scheduler fields of a spec from the pool's ``provisioning``:
+    ``queued`` (flex-start with queued provisioning), ``flex_start`` (both ``queued`` and
+    ``flex-start``) and ``max_run_duration`` in seconds (``"86400s"``) as GKE's NodeConfig
+    ``maxRunDuration`` wants it ([GKE-DWS-QUEUED], [GKE-FLEX-START] in :mod:`components.catalog`)."""
+    provisioning = getattr(pool, "provisioning", "on-demand")
+    if provisioning not in ("queued", "flex-start"):
+        return {}
+    from components.capacity.model import duration_seconds
+
+    run = getattr(pool, "max_run_duration", None)
+    return {
+        "queued": provisioning == "queued",
+        "flex_start": True,
+        "max_run_duration": f"{duration_seconds(run)}s" if run else None,
+    }
 
 
 def allocatable(vcpus: float, memory_gb: float) -> dict[str, float]:
@@ -112,6 +140,7 @@ def _cpu_like(cfg: StackConfig, pool: CpuPool | SystemPool, name: str, kind: str
         spot=spot,
         reservation=getattr(pool, "reservation", None),
         disk_size_gb=pool.disk_size_gb,
+        **dws_fields(pool),
     )
 
 
@@ -153,6 +182,7 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
         "spot": pool.spot,
         "reservation": pool.reservation,
         "disk_size_gb": pool.disk_size_gb,
+        **dws_fields(pool),
     }
     if not s.multi_host:
         return [
@@ -228,6 +258,7 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
         reservation=pool.reservation,
         disk_size_gb=pool.disk_size_gb,
         gvnic=True,
+        **dws_fields(pool),
     )
 
 
@@ -297,8 +328,8 @@ def autoscaling(spec: NodePoolSpec) -> dict[str, Any]:
         if len(spec.zones) <= 1
         else {"total_min_node_count": spec.min_nodes, "total_max_node_count": spec.max_nodes}
     )
-    if spec.spot and spec.kind != "tpu":
-        out["location_policy"] = "ANY"
+    if (spec.spot and spec.kind != "tpu") or spec.flex_start:
+        out["location_policy"] = "ANY"  # flex-start / queued: [GKE-DWS-QUEUED]
     return out
 
 

@@ -611,6 +611,14 @@ def object_size_problems(objects: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
+def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Kueue objects against their carried CRDs, Kueue's rules on the queued RayJobs and the
+    admission preview (:func:`components.capacity.rules.render_problems`)."""
+    from components.capacity.rules import render_problems
+
+    return render_problems(cfg, manifests)
+
+
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
 # --no-render`` to say what it skipped (tests/components/checks/test_stack_checks.py keeps the
 # functions in step with the ones check_stack and check_manifests call).
@@ -630,6 +638,7 @@ RENDER_CHECKS: dict[str, str] = {
     "namespace quota": "quota_problems",
     "IAM": "iam_problems",
     "security rules": "security_problems",
+    "Kueue queues and admission": "capacity_problems",
 }
 
 
@@ -659,6 +668,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
     problems += monitoring_problems(cfg)
     problems += compute_class_problems(cfg)
     problems += quota_problems(cfg, manifests)
+    problems += capacity_problems(cfg, manifests)
     problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
     return problems

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from components.spec.stack import StackConfig
 
 
-
 @dataclass(frozen=True)
 class Shape:
     """What one scaling unit of a class's shape takes: a TPU slice (``hosts`` nodes) or one GPU

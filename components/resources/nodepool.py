@@ -118,9 +118,16 @@ class NodePool(pulumi.ComponentResource):
             initial_node_count=initial_node_count(spec),
             autoscaling=gcp.container.NodePoolAutoscalingArgs(**autoscaling(spec)),
             placement_policy=placement,
-            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            # Queued provisioning: auto-repair off, no reservation ([GKE-DWS-QUEUED] in
+            # components.catalog); flex-start: queued or not, with its maxRunDuration.
+            management=gcp.container.NodePoolManagementArgs(
+                auto_repair=not spec.queued, auto_upgrade=True
+            ),
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(**upgrades)
             if (upgrades := upgrade_settings(spec))
+            else None,
+            queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if spec.queued
             else None,
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=spec.machine_type,
@@ -130,7 +137,16 @@ class NodePool(pulumi.ComponentResource):
                 taints=[gcp.container.NodePoolNodeConfigTaintArgs(**t.gke()) for t in spec.taints],
                 guest_accelerators=guest,
                 spot=spec.spot,
-                reservation_affinity=reservation,
+                reservation_affinity=reservation
+                or (
+                    gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                        consume_reservation_type="NO_RESERVATION"
+                    )
+                    if spec.queued
+                    else None
+                ),
+                flex_start=True if spec.flex_start else None,
+                max_run_duration=spec.max_run_duration,
                 service_account=args.node_service_account,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
                 boot_disk_kms_key=args.boot_disk_kms_key,

@@ -27,7 +27,7 @@ from components.spec.base import (
 
 # ------------------------------------------------------------------------------------ node pools
 
-Provisioning = Literal["on-demand", "spot", "reservation"]
+Provisioning = Literal["on-demand", "spot", "reservation", "queued", "flex-start"]
 
 
 class _PoolBase(_Model):
@@ -52,7 +52,17 @@ class _PoolBase(_Model):
         description="Capacity type: `on-demand`, `spot` (Spot VMs, preemptible, "
         "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms) or `reservation` "
         "(needs `reservation`, https://cloud.google.com/kubernetes-engine/docs/how-to/"
-        "consuming-reservations).",
+        "consuming-reservations), `queued` (flex-start with queued provisioning: Dynamic "
+        "Workload Scheduler provisions the nodes all at once for a job admitted by a Kueue "
+        "queue, https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest) or "
+        "`flex-start` (flex-start VMs without queueing, single-host TPU slices only, "
+        "https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training).",
+    )
+    max_run_duration: str | None = Field(
+        None,
+        description="Longest a node of a `flex-start` or `queued` pool runs before GKE reclaims "
+        "it (`maxRunDuration`), `<n>s|m|h|d`, at most 7d; unset: 7 days. Refused with other "
+        "provisioning.",
     )
     reservation: str | None = Field(
         None,
@@ -90,6 +100,24 @@ class _PoolBase(_Model):
             raise ValueError(
                 f"reservation {self.reservation!r} is set but provisioning is "
                 f"{self.provisioning!r}; set provisioning: reservation"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _run_duration(self) -> _PoolBase:
+        if self.max_run_duration is None:
+            return self
+        from components.capacity.model import duration_seconds
+
+        if self.provisioning not in ("queued", "flex-start"):
+            raise ValueError(
+                f"max_run_duration {self.max_run_duration!r} needs provisioning: flex-start or "
+                f"queued (it is {self.provisioning!r})"
+            )
+        if not 0 < duration_seconds(self.max_run_duration) <= catalog.FLEX_START_MAX_RUN_SECONDS:
+            raise ValueError(
+                f"max_run_duration {self.max_run_duration!r}: flex-start nodes run at most 7 "
+                f"days ({catalog.DWS_FLEX_DOC}); allowed: 1s to 7d"
             )
         return self
 

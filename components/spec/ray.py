@@ -759,6 +759,18 @@ class JobConfig(_Model):
         False,
         description="Create the RayJob suspended (`suspend: true`); resume it by setting false.",
     )
+    queue: str | None = Field(
+        None,
+        description="Kueue LocalQueue (`capacity.local_queues`) the RayJob waits in "
+        "(`kueue.x-k8s.io/queue-name`); a queued job brings its own cluster (`node_pool`) and "
+        "shuts it down, and Kueue owns `suspend` (https://kueue.sigs.k8s.io/docs/tasks/"
+        "run/rayjobs/). Unset: no queue.",
+    )
+    priority: str | None = Field(
+        None,
+        description="Kueue WorkloadPriorityClass (`capacity.priority_classes`) of the queued job "
+        "(`kueue.x-k8s.io/priority-class`); needs `queue`.",
+    )
     runtime_env_pip: bool = Field(
         False,
         description="Install the workloads' pinned dependencies (the requirements of the image "

@@ -627,6 +627,14 @@ def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[str]:
             )
 
 
+def capacity_rules(cfg: StackConfig) -> Iterable[str]:
+    """Kueue queues and DWS / flex-start pools (:mod:`components.capacity.rules`, ``stack_rules``)
+    (each rule cites its Kueue source file or GKE doc there)."""
+    from components.capacity.rules import stack_rules
+
+    yield from stack_rules(cfg)
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -698,6 +706,7 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
+    _rule(capacity_rules, "capacity", "jobs", "node_pools", "cluster"),
 )
 """Every cross-field rule, in the order they run."""
 

@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from components import catalog
+from components.capacity.model import CapacityConfig
 from components.computeclass.model import ComputeClassConfig
 from components.spec.base import _REGION, _Model, _unique, gcp_labels
 from components.spec.cluster import ClusterConfig, NapConfig
@@ -128,6 +129,11 @@ class StackConfig(_Model):
         default_factory=list,
         description="Ray Serve applications, each a KubeRay RayService with its own RayCluster "
         "(e.g. the LM from a training job's checkpoints).",
+    )
+    capacity: CapacityConfig = Field(
+        default_factory=CapacityConfig,
+        description="Kueue queues, quotas per node-pool flavor, cohorts and priorities "
+        "(docs/capacity.md); empty: Kueue is not installed.",
     )
     buckets: BucketsConfig = Field(
         default_factory=BucketsConfig,

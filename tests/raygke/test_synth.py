@@ -34,10 +34,13 @@ def test_prod_whole_program(prod):
     assert all(set(r) == {"type", "name", "urn", "parent", "inputs", "options"} for r in records)
     types = result.by_type()
     assert types["gcp:container/cluster:Cluster"] == 1
-    # system + cpu + 2 v6e 4x4 slices (one pool each) + h100
-    assert types["gcp:container/nodePool:NodePool"] == 5
-    # prod runs KubeRay as the GKE Ray add-on (it brings the TPU webhook multi-host slices need)
-    assert "kubernetes:helm.sh/v3:Release" not in types
+    # system + cpu + 2 v6e 4x4 slices (one pool each) + h100, and the DWS pools behind them
+    # (2 v6e slices + h100-dws)
+    assert types["gcp:container/nodePool:NodePool"] == 8
+    # prod runs KubeRay as the GKE Ray add-on (it brings the TPU webhook multi-host slices need);
+    # the one Helm release is Kueue's
+    (release,) = [r for r in records if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    assert release["inputs"]["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
     (cluster,) = [r for r in records if r["type"] == "gcp:container/cluster:Cluster"]
     assert cluster["inputs"]["deletionProtection"] is True
     assert cluster["inputs"]["addonsConfig"]["rayOperatorConfigs"] == [
@@ -71,7 +74,27 @@ def test_prod_whole_program(prod):
     )
     assert tpu["gke_node_pools"] == ["tpu-v6e-4x4-0", "tpu-v6e-4x4-1"]
     manifests = out / "manifests"
-    assert not list(manifests.glob("helm-*"))
+    assert sorted(p.name for p in manifests.glob("helm-*")) == [
+        "helm-kueue-release.yaml",
+        "helm-kueue-values.yaml",
+    ]
+    # issue 21's "done when": Kueue's objects, a queued node pool, every RayJob queued with its
+    # own cluster
+    kinds = {yaml.safe_load(p.read_text()).get("kind") for p in manifests.glob("*.yaml")}
+    assert {
+        "ResourceFlavor",
+        "ClusterQueue",
+        "LocalQueue",
+        "AdmissionCheck",
+        "ProvisioningRequestConfig",
+    } <= kinds
+    pools = [r["inputs"] for r in records if r["type"] == "gcp:container/nodePool:NodePool"]
+    assert any(p.get("queuedProvisioning") == {"enabled": True} for p in pools)
+    rayjobs = [yaml.safe_load(p.read_text()) for p in manifests.glob("rayjob-*.yaml")]
+    assert len(rayjobs) == 3
+    for job in rayjobs:
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "ml-batch"
+        assert "rayClusterSpec" in job["spec"] and "clusterSelector" not in job["spec"]
     ns = yaml.safe_load((manifests / "namespace-cluster-ray.yaml").read_text())
     assert (ns["apiVersion"], ns["kind"], ns["metadata"]["name"]) == ("v1", "Namespace", "ray")
     # every Kubernetes object the program declares is written out
@@ -80,7 +103,8 @@ def test_prod_whole_program(prod):
         for r in records
         if r["type"].startswith("kubernetes:") and r["type"] != "kubernetes:helm.sh/v3:Release"
     ]
-    assert len(list(manifests.glob("*.yaml"))) == len(k8s)
+    plain = [p for p in manifests.glob("*.yaml") if not p.name.startswith("helm-")]
+    assert len(plain) == len(k8s)
 
 
 def test_dev_whole_program_and_determinism(tmp_path):

@@ -96,6 +96,9 @@ def test_prod_stack_is_fully_priced(prod_records):
         "h100",
         "tpu-v6e-4x4-0",
         "tpu-v6e-4x4-1",
+        "h100-dws",  # the DWS pools (provisioning: queued), priced as on-demand
+        "tpu-v6e-4x4-dws-0",
+        "tpu-v6e-4x4-dws-1",
     }
     assert all(p.node_hourly is not None for p in cost.pools)
     assert cost.cluster_fee_hourly == CLUSTER_FEE.on_demand

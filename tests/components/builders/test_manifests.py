@@ -125,8 +125,10 @@ def test_jobs() -> None:
     cfg = stack("prod")
     by = _by_name(render_manifests(cfg, WORKING_DIR))
     jax = by[("RayJob", "train-lm-jax-v6e")]["spec"]
-    assert jax["clusterSelector"] == {"ray.io/cluster": "training"}
-    assert "rayClusterSpec" not in jax
+    # queued (Pulumi.prod.yaml capacity:): Kueue admits only a RayJob with its own cluster
+    assert "clusterSelector" not in jax and "rayClusterSpec" in jax
+    labels = by[("RayJob", "train-lm-jax-v6e")]["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "ml-batch"
     assert yaml.safe_load(jax["runtimeEnvYAML"]) == {"working_dir": WORKING_DIR}
     args = _entry_args(jax["entrypoint"])
     assert args["scaling"] == catalog.tpu_slice("v6e", "4x4").scaling_config(2)
@@ -134,8 +136,8 @@ def test_jobs() -> None:
     assert args["dataset"].startswith(f"gs://{bucket_name(cfg, 'datasets')}/")
     assert args["max_failures"] == 3 and args["steps"] == 20000
     assert jax["activeDeadlineSeconds"] == 86400
-    # on a long-lived cluster: no shutdown, hence no TTL (KubeRay refuses a TTL without shutdown)
-    assert (jax["shutdownAfterJobFinishes"], jax["ttlSecondsAfterFinished"]) == (False, 0)
+    # its own cluster, shut down a minute after the job (Kueue requires the shutdown)
+    assert (jax["shutdownAfterJobFinishes"], jax["ttlSecondsAfterFinished"]) == (True, 60)
     assert args["name"] == "train-lm-jax-v6e"  # the experiment (checkpoint folder) is the job's
     assert jax["submitterPodTemplate"]["spec"]["serviceAccountName"] == "ray-train"
 

@@ -63,7 +63,11 @@ def _own_cluster_jobs(cfg: Any) -> list[dict[str, Any]]:
 def test_each_rayjob_cluster_is_scraped_by_its_own_pod_monitoring() -> None:
     cfg = stack("prod")
     jobs = _own_cluster_jobs(cfg)
-    assert [j["metadata"]["name"] for j in jobs] == ["train-lm-h100"]
+    assert [j["metadata"]["name"] for j in jobs] == [
+        "prepare-corpus",
+        "train-lm-h100",
+        "train-lm-jax-v6e",
+    ]  # prod queues every RayJob, each with its own cluster (Kueue needs that)
     monitors = render_monitoring(cfg)
     for job in jobs:
         name = job["metadata"]["name"]
@@ -104,10 +108,10 @@ def test_job_monitors_do_not_select_other_jobs_clusters() -> None:
 
 
 def test_jobs_on_a_long_lived_cluster_get_no_monitor_of_their_own() -> None:
-    names = [m["metadata"]["name"] for m in render_monitoring(stack("prod"))]
-    assert "prepare-corpus-ray-metrics" not in names  # runs on `training`, scraped there
-    assert "train-lm-jax-v6e-ray-metrics" not in names
-    assert "training-ray-metrics" in names
+    names = [m["metadata"]["name"] for m in render_monitoring(stack("dev"))]
+    assert "prepare-stdlib-ray-metrics" not in names  # runs on `research`, scraped there
+    assert "train-lm-jax-v5e-ray-metrics" not in names
+    assert "research-ray-metrics" in names
 
 
 def test_gmp_collectors_may_reach_the_metrics_port_of_job_cluster_pods() -> None:

@@ -109,11 +109,11 @@ def test_submitter_and_own_cluster_pods_carry_the_selected_labels():
 def test_quota_follows_nap_limits_unless_set():
     cfg = stack("prod")
     assert resource_quota(cfg)["spec"]["hard"] == {
-        "requests.cpu": "2048",
-        "requests.memory": "16384Gi",
-        "limits.memory": "16384Gi",
-        "requests.nvidia.com/gpu": "16",
-        "requests.google.com/tpu": "32",
+        "requests.cpu": "4096",
+        "requests.memory": "20480Gi",
+        "limits.memory": "20480Gi",
+        "requests.nvidia.com/gpu": "32",
+        "requests.google.com/tpu": "64",
     }
     cfg = _cfg(quota={"cpu": "500", "memory": "2Ti", "gpus": 2, "tpus": 0, "pods": 300})
     assert resource_quota(cfg)["spec"]["hard"] == {

@@ -164,7 +164,10 @@ def test_pod_monitorings_validate_against_the_gmp_crd() -> None:
     assert [m["metadata"]["name"] for m in monitors] == [
         "training-ray-metrics",
         "lm-ray-metrics",
-        "train-lm-h100-ray-metrics",  # the RayJob's own cluster (tests/.../test_monitoring.py)
+        # the RayJobs' own clusters (tests/.../test_monitoring.py); prod queues them all
+        "prepare-corpus-ray-metrics",
+        "train-lm-h100-ray-metrics",
+        "train-lm-jax-v6e-ray-metrics",
     ]
     assert monitors[0]["spec"]["selector"] == {"matchLabels": {"ray.io/cluster": "training"}}
     assert monitors[1]["spec"]["selector"] == {"matchLabels": {"ray-gke/service": "lm"}}

@@ -65,7 +65,13 @@ def test_one_custom_resource_per_manifest_and_hashed_archive():
         assert (
             sorted(monitors)
             == sorted(rr.pod_monitorings)
-            == ["lm-ray-metrics", "train-lm-h100-ray-metrics", "training-ray-metrics"]
+            == [
+                "lm-ray-metrics",
+                "prepare-corpus-ray-metrics",
+                "train-lm-h100-ray-metrics",
+                "train-lm-jax-v6e-ray-metrics",
+                "training-ray-metrics",
+            ]
         )
         # KubeRay's Serve Service of RayService lm: <name>-serve-svc, port 8000
         assert rr.services == {"lm": "http://lm-serve-svc.ray.svc.cluster.local:8000"}

@@ -104,7 +104,16 @@ def _leaves(value: Any, path: Path, dict_leaf: Callable[[Path], bool]) -> Iterat
         yield path
 
 
-FREE_MAPPINGS = {"labels", "resource_limits", "args", "buckets"}
+FREE_MAPPINGS = {
+    "labels",
+    "resource_limits",
+    "args",
+    "buckets",
+    # capacity.cluster_queues[].flavors[]: quota per resource
+    "nominal",
+    "borrowing_limit",
+    "lending_limit",
+}
 
 
 def _is_free_mapping(path: Path) -> bool:
@@ -250,6 +259,14 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
                 if wg["node_pool"] == pool and wg.get("max_replicas", 0) > value - 1:
                     wg["max_replicas"] = value - 1
         yield out
+    if key in ("nominal", "borrowing_limit", "lending_limit") or (
+        len(path) > 1 and path[-2] in ("nominal", "borrowing_limit", "lending_limit")
+    ):  # a quota: another amount, or one resource given
+        if isinstance(value, dict):
+            yield _set(data, path, {"cpu": "7"})
+        else:
+            yield _set(data, path, "7" if str(value) != "7" else "9")
+        return
     if schema == "node_pools[].reservation":
         yield _set(_set(data, path, "res-a"), (*path[:-1], "provisioning"), "reservation")
         return
@@ -333,7 +350,15 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "object_store_memory": ["1Gi"],
             "spill_dir": ["/mnt/ray-spill"],
             "placement_strategy": ["SPREAD", "STRICT_PACK"],
+            "max_run_duration": ["1d"],
+            "cohort": ["shared"],
         }
+        if key == "queue":
+            for q in (data.get("capacity") or {}).get("local_queues", []):
+                yield _set(data, path, q["name"])
+        if key == "priority":
+            for p in (data.get("capacity") or {}).get("priority_classes", []):
+                yield _set(data, path, p["name"])
         for new in table.get(key, []):
             yield _set(data, path, new)
         job = _get(data, path[:-1])
@@ -353,7 +378,17 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "aggregation_interval": ["INTERVAL_1_MIN", "INTERVAL_5_SEC"],
             "flow_sampling": [0.25, 1.0],
             "autoscaling_profile": ["BALANCED", "OPTIMIZE_UTILIZATION"],
-            "provisioning": ["spot", "on-demand"],
+            "provisioning": ["spot", "on-demand", "queued", "flex-start"],
+            "queueing_strategy": ["StrictFIFO", "BestEffortFIFO"],
+            "max_run_duration": ["1d", "3d"],
+            "pool": ["system", *(p["name"] for p in data.get("node_pools", []))],
+            "queue": [q["name"] for q in (data.get("capacity") or {}).get("local_queues", [])],
+            "priority": [
+                p["name"] for p in (data.get("capacity") or {}).get("priority_classes", [])
+            ],
+            "cluster_queue": [
+                q["name"] for q in (data.get("capacity") or {}).get("cluster_queues", [])
+            ],
             "mode": ["gke-addon", "helm"],
             "metadata": ["EXCLUDE_ALL_METADATA", "INCLUDE_ALL_METADATA"],
             "driver_version": ["DEFAULT", "LATEST"],
@@ -529,6 +564,7 @@ NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
 # Schema paths with one valid value only (nothing to change them to): path -> why.
 ONE_VALID_VALUE = {
     "services[].workload": "serve_lm is the only registered Serve application",
+    "capacity.kueue.version": "0.19.2 is the only Kueue release whose CRDs are carried",
 }
 
 

@@ -200,6 +200,11 @@ CASES: dict[str, tuple[Mutation, str]] = {
         ),
         "jobs[prep].slices: node pool 'l4' is not a TPU pool",
     ),
+    # components/capacity/rules.py has a case per capacity rule (tests/components/capacity)
+    "capacity_rules": (
+        lambda d: d["jobs"][-1].update(queue="nope"),
+        "queue 'nope' is not a capacity.local_queues entry; declared: none",
+    ),
 }
 
 

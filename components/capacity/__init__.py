@@ -1,0 +1,20 @@
+"""Capacity: Kueue queues in front of the Ray objects and GKE's Dynamic Workload Scheduler.
+
+One concept folder (design.md "Capacity"):
+
+* :mod:`components.capacity.model` - the ``capacity:`` block of the stack file (pydantic);
+* :mod:`components.capacity.render` - pure render: ResourceFlavors (derived from the node pool
+  specs of :mod:`components.builders.nodepools`), ClusterQueues, LocalQueues,
+  WorkloadPriorityClasses, AdmissionChecks and ProvisioningRequestConfigs, Kueue's Helm values;
+* :mod:`components.capacity.rules` - Kueue's rules for Ray objects and the DWS / flex-start
+  limits, each citing its source;
+* :mod:`components.capacity.preview` - the offline admission preview (``raygke queue``);
+* :mod:`components.capacity.component` - the Pulumi ComponentResource (the only file here that
+  imports ``pulumi``).
+
+The stack model (:mod:`components.spec.stack`) holds the ``capacity:`` block, so this package
+imports :mod:`components.spec` first: whichever is imported first, the model module is then
+loaded while ``components.spec.base`` already exists (no import cycle).
+"""
+
+import components.spec  # noqa: F401  (import order, see above)

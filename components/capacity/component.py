@@ -1,0 +1,82 @@
+"""``ray-gke:capacity:Kueue``: Kueue's Helm release and the stack's Kueue objects.
+
+* Kueue from its release chart ``oci://registry.k8s.io/kueue/charts/kueue`` at
+  ``capacity.kueue.version`` (kubernetes-sigs/kueue ``charts/kueue/README.md``) via
+  ``helm.v3.Release``, values from :func:`components.capacity.render.helm_values` (the Ray
+  integrations on, the controller on the system pool). The chart installs Kueue's CRDs as
+  templates (``charts/kueue/templates/crd``), so a chart upgrade upgrades them too; the carried
+  copies in ``components/capacity/crds/`` are what ``raygke check`` validates against.
+* Every object of :func:`components.capacity.render.render_capacity` as a
+  ``CustomResource`` depending on the release (its CRDs and webhooks must exist first).
+
+:attr:`Kueue.ready` lists what the Ray objects must wait for: a queued RayJob created before
+Kueue's webhook is up would run at once, outside its queue.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.capacity.model import KUEUE_CHART
+from components.capacity.render import helm_values, render_capacity
+from components.spec import StackConfig
+
+
+class Kueue(pulumi.ComponentResource):
+    """Kueue and its queues. Attributes: ``release`` (``helm.v3.Release`` or None without
+    queues), ``objects`` (``"<Kind>/<name>"`` -> the Kubernetes resource), ``ready``."""
+
+    def __init__(
+        self,
+        name: str,
+        cfg: StackConfig,
+        *,
+        provider: pulumi.ProviderResource,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("ray-gke:capacity:Kueue", name, None, opts)
+        self.release: k8s.helm.v3.Release | None = None
+        self.objects: dict[str, pulumi.CustomResource] = {}
+        self.ready: list[pulumi.Resource] = []
+        if not cfg.capacity.enabled:
+            self.register_outputs({})
+            return
+        kueue = cfg.capacity.kueue
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="kueue",
+            chart=KUEUE_CHART,
+            version=kueue.version,
+            namespace=kueue.namespace,
+            create_namespace=True,
+            values=helm_values(cfg),
+            atomic=True,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on),
+        )
+        for m in render_capacity(cfg):
+            kind, mname = m["kind"], m["metadata"]["name"]
+            obj_opts = pulumi.ResourceOptions(
+                parent=self, provider=provider, depends_on=[self.release]
+            )
+            if "spec" in m:
+                self.objects[f"{kind}/{mname}"] = k8s.apiextensions.CustomResource(
+                    f"{name}-{kind.lower()}-{mname}",
+                    api_version=m["apiVersion"],
+                    kind=kind,
+                    metadata=m["metadata"],
+                    spec=m["spec"],
+                    opts=obj_opts,
+                )
+            else:  # WorkloadPriorityClass: value/description at the top level, no spec
+                self.objects[f"{kind}/{mname}"] = pulumi.CustomResource(
+                    f"kubernetes:{m['apiVersion']}:{kind}",
+                    f"{name}-{kind.lower()}-{mname}",
+                    dict(m),
+                    pulumi.ResourceOptions.merge(
+                        obj_opts, pulumi.ResourceOptions(version=k8s._utilities.get_version())
+                    ),
+                )
+        self.ready = [self.release, *self.objects.values()]
+        self.register_outputs({"queues": sorted(self.objects)})

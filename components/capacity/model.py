@@ -1,0 +1,249 @@
+"""The ``capacity:`` block: Kueue (version, queues, quotas, cohorts, priorities).
+
+Kueue objects (API ``kueue.x-k8s.io/v1beta2``, the storage version of the carried CRDs in
+``components/capacity/crds/kueue-v<version>/``):
+
+* a ResourceFlavor per node pool a cluster queue lists (``flavors[].pool``), derived from the
+  pool's spec (:func:`components.capacity.render.resource_flavor`); ``system`` is the system pool,
+  where every Ray head and job submitter runs;
+* a ClusterQueue per ``cluster_queues`` entry: one resource group covering ``cpu``, ``memory``
+  and the accelerator resources its flavors name, each flavor with ``nominalQuota`` and, in a
+  cohort, ``borrowingLimit`` / ``lendingLimit``
+  (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/, apis/kueue/v1beta2/clusterqueue_types.go);
+* a LocalQueue per ``local_queues`` entry, in the Ray namespace (``kuberay.namespace``);
+* a WorkloadPriorityClass per ``priority_classes`` entry
+  (https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/).
+
+Jobs name their LocalQueue (``jobs[].queue``) and priority (``jobs[].priority``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from components.spec.base import _k8s_name, _Model, _quantity
+
+# Kueue releases whose CRDs the repository carries (components/capacity/crds/kueue-v<version>/,
+# config/components/crd/bases of that tag of kubernetes-sigs/kueue, commit of v0.19.2:
+# 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb, the newest release on 2026-12-01).
+KUEUE_VERSIONS = ("0.19.2",)
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"  # charts/kueue/README.md of v0.19.2
+
+# Resources a quota may name: what the Ray pods of this stack request.
+QUOTA_RESOURCES = ("cpu", "memory", "google.com/tpu", "nvidia.com/gpu")
+
+
+def _quantities(v: Any, what: str) -> dict[str, str]:
+    if not isinstance(v, dict):
+        raise ValueError(f"{what} must be a mapping of resource -> quantity, got {v!r}")
+    out: dict[str, str] = {}
+    for k, q in v.items():
+        if k not in QUOTA_RESOURCES:
+            raise ValueError(
+                f"{what}: resource {k!r} is not one the Ray pods request; valid: "
+                f"{', '.join(QUOTA_RESOURCES)}"
+            )
+        if isinstance(q, bool) or not isinstance(q, (int, str)):
+            raise ValueError(f"{what}.{k}: {q!r} is not a quantity (e.g. 64, 256Gi)")
+        out[k] = _quantity(str(q), f"{what}.{k}")
+    return out
+
+
+class KueueConfig(_Model):
+    """How Kueue is installed: the release's Helm chart, controller on the system pool."""
+
+    version: str = Field(
+        "0.19.2",
+        description="Kueue release (`oci://registry.k8s.io/kueue/charts/kueue` chart version); "
+        "one whose CRDs the repository carries: " + ", ".join(KUEUE_VERSIONS) + ".",
+    )
+    namespace: str = Field("kueue-system", description="Namespace of the Kueue controller.")
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if v not in KUEUE_VERSIONS:
+            raise ValueError(
+                f"kueue.version {v!r} is not a Kueue release whose CRDs are carried "
+                f"(components/capacity/crds/); valid: {', '.join(KUEUE_VERSIONS)}"
+            )
+        return v
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        return _k8s_name(v, "kueue.namespace")
+
+
+class FlavorQuota(_Model):
+    """One flavor (a node pool) of a cluster queue and its quota per resource."""
+
+    pool: str = Field(
+        description="Node pool whose ResourceFlavor this is (`system` for the system pool, "
+        "where Ray heads and job submitters run). Kueue tries flavors in the listed order."
+    )
+    nominal: dict[str, str] = Field(
+        description="`nominalQuota` per resource (`cpu`, `memory`, `google.com/tpu`, "
+        "`nvidia.com/gpu`): what the queue may use at once without borrowing; a covered "
+        "resource left out gets 0."
+    )
+    borrowing_limit: dict[str, str] = Field(
+        default_factory=dict,
+        description="`borrowingLimit` per resource: most it may borrow from its cohort on top "
+        "of `nominal`; unset: unlimited within the cohort. Needs `cohort`.",
+    )
+    lending_limit: dict[str, str] = Field(
+        default_factory=dict,
+        description="`lendingLimit` per resource: most of `nominal` the cohort may borrow from "
+        "this queue; unset: all of it. Needs `cohort`.",
+    )
+
+    @field_validator("nominal", "borrowing_limit", "lending_limit", mode="before")
+    @classmethod
+    def _q(cls, v: Any, info: Any) -> dict[str, str]:
+        return _quantities(v, info.field_name)
+
+
+class ClusterQueueConfig(_Model):
+    """A Kueue ClusterQueue: quotas per flavor, optionally in a cohort with other teams."""
+
+    name: str = Field(description="ClusterQueue name (a DNS-1123 subdomain, 63 characters).")
+    cohort: str | None = Field(
+        None,
+        description="Cohort (`cohortName`) whose queues lend each other unused quota; unset: "
+        "no borrowing (`borrowing_limit` / `lending_limit` then refused, as the CRD does).",
+    )
+    flavors: list[FlavorQuota] = Field(
+        min_length=1,
+        description="Flavors in the order Kueue tries them, each a node pool with its quota.",
+    )
+    queueing_strategy: str = Field(
+        "BestEffortFIFO",
+        description="`BestEffortFIFO` (a job that does not fit lets the next one in) or "
+        "`StrictFIFO` (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#queueing-strategy).",
+    )
+    preemption: bool = Field(
+        True,
+        description="Let a higher-priority job preempt lower-priority ones in this queue and "
+        "reclaim its nominal quota lent to the cohort (`withinClusterQueue: "
+        "LowerPriority`, `reclaimWithinCohort: Any`); false: `Never` for both.",
+    )
+
+    @field_validator("name", "cohort")
+    @classmethod
+    def _name(cls, v: str | None, info: Any) -> str | None:
+        return None if v is None else _k8s_name(v, f"cluster queue {info.field_name}")
+
+    @field_validator("queueing_strategy")
+    @classmethod
+    def _strategy(cls, v: str) -> str:
+        if v not in ("BestEffortFIFO", "StrictFIFO"):
+            raise ValueError(
+                f"queueing_strategy {v!r} is not a Kueue queueing strategy; valid: "
+                "BestEffortFIFO, StrictFIFO"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _cohort_limits(self) -> ClusterQueueConfig:
+        pools = [f.pool for f in self.flavors]
+        dup = sorted({p for p in pools if pools.count(p) > 1})
+        if dup:
+            raise ValueError(f"cluster queue {self.name}: flavor {dup[0]!r} listed twice")
+        if self.cohort is None:
+            for f in self.flavors:
+                for what in ("borrowing_limit", "lending_limit"):
+                    if getattr(f, what):
+                        raise ValueError(
+                            f"cluster queue {self.name}: flavors[{f.pool}].{what} needs a "
+                            "cohort (Kueue's CRD: 'borrowingLimit must be nil when cohort is "
+                            "empty'); set cohort: <name> or remove it"
+                        )
+        return self
+
+
+class LocalQueueConfig(_Model):
+    """A Kueue LocalQueue in the Ray namespace, pointing at one ClusterQueue."""
+
+    name: str = Field(description="LocalQueue name; jobs name it as `queue`.")
+    cluster_queue: str = Field(description="The `cluster_queues` entry it submits to.")
+
+    @field_validator("name", "cluster_queue")
+    @classmethod
+    def _name(cls, v: str, info: Any) -> str:
+        return _k8s_name(v, f"local queue {info.field_name}")
+
+
+class PriorityClassConfig(_Model):
+    """A Kueue WorkloadPriorityClass (``kueue.x-k8s.io/priority-class`` on a job)."""
+
+    name: str = Field(description="WorkloadPriorityClass name; jobs name it as `priority`.")
+    value: int = Field(
+        ge=-(2**31),
+        le=2**31 - 1,
+        description="Priority (int32): higher is admitted first and may preempt lower.",
+    )
+    description: str = Field("", description="Free text shown by kubectl.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _k8s_name(v, "priority class name")
+
+
+class CapacityConfig(_Model):
+    """Kueue queues in front of the stack's RayJobs (empty: Kueue is not installed)."""
+
+    kueue: KueueConfig = Field(
+        default_factory=KueueConfig, description="Kueue's release and namespace."
+    )
+    cluster_queues: list[ClusterQueueConfig] = Field(
+        default_factory=list,
+        description="ClusterQueues (quotas per node-pool flavor, cohorts); none: Kueue is not "
+        "installed and no job may name a queue.",
+    )
+    local_queues: list[LocalQueueConfig] = Field(
+        default_factory=list,
+        description="LocalQueues in the Ray namespace, each submitting to one cluster queue.",
+    )
+    priority_classes: list[PriorityClassConfig] = Field(
+        default_factory=list, description="WorkloadPriorityClasses jobs may name as `priority`."
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Kueue is installed: at least one cluster queue is declared."""
+        return bool(self.cluster_queues)
+
+    def cluster_queue(self, name: str) -> ClusterQueueConfig:
+        """The cluster queue called ``name`` (KeyError when absent)."""
+        for q in self.cluster_queues:
+            if q.name == name:
+                return q
+        raise KeyError(name)
+
+    def local_queue(self, name: str) -> LocalQueueConfig:
+        """The local queue called ``name`` (KeyError when absent)."""
+        for q in self.local_queues:
+            if q.name == name:
+                return q
+        raise KeyError(name)
+
+
+_DURATION = re.compile(r"^(\d+)(s|m|h|d)\Z")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(value: str) -> int:
+    """``"24h"`` -> 86400 (units s, m, h, d).
+
+    Raises:
+        ValueError: not ``<integer><s|m|h|d>``.
+    """
+    m = _DURATION.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a duration: an integer and s, m, h or d (e.g. 24h)")
+    return int(m.group(1)) * _UNIT[m.group(2)]

@@ -1,0 +1,300 @@
+"""Offline admission preview: for each queued job, its pod sets, the flavor each gets and the
+quota it needs against its queue's nominal plus borrowable quota.
+
+Pod sets of a RayJob as Kueue v0.19.2 builds them (``pkg/controller/jobs/raycluster/common.go``
+``BuildPodSets``, ``pkg/controller/jobs/rayjob/rayjob_controller.go`` ``PodSets``): ``head``
+(count 1, the head template; plus the autoscaler sidecar when in-tree autoscaling is on), one per
+worker group (count ``replicas x numOfHosts``), and ``submitter`` (count 1, the submitter pod
+template) in ``K8sJobMode``, KubeRay's default ``submissionMode``. A pod's request per resource is
+the sum of its containers' requests (limits where no request), as Kubernetes and Kueue count it.
+
+Flavor assignment follows Kueue's flavor assigner
+(``pkg/scheduler/flavorassigner/flavorassigner.go``): flavors in the ClusterQueue's order, a
+flavor matches when the pod tolerates its taints (with the flavor's tolerations) and the pod's
+node selector agrees with the flavor's labels on the flavor's keys; the first matching flavor
+whose nominal quota fits is taken, else the first where borrowing makes it fit (an
+approximation of ``flavorFungibility``, which decides whether Kueue looks further for a flavor
+that fits without borrowing). A pod set is never split over flavors. Borrowable quota is what
+the other queues of the cohort lend (their ``lendingLimit``, else their nominal quota), capped by the queue's
+``borrowingLimit`` (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#borrowingLimit).
+
+Verdicts, for the job alone (other workloads take quota too, so "admitted" can still queue):
+
+* ``admitted``: every pod set fits nominal quota at once;
+* ``waits``: it needs quota borrowed from the cohort, admitted when the cohort has it idle;
+* ``never``: some pod set fits no flavor's nominal plus borrowable quota, or matches no flavor.
+
+A pod set on a queued (DWS) flavor is admitted after the ``dws-provisioning`` AdmissionCheck:
+Dynamic Workload Scheduler provisions its nodes first (``provisioning: true``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.capacity.model import ClusterQueueConfig
+from components.capacity.render import cluster_queue, queued_pool, resource_flavor
+from components.spec import StackConfig
+from components.spec.base import quantity_value
+
+BYTES_PER_GIB = 2**30
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """One Kueue pod set: ``name``, ``count`` pods, ``per_pod`` requests (cpu cores, memory
+    bytes, accelerators), the pods' ``node_selector`` and ``tolerations``."""
+
+    name: str
+    count: int
+    per_pod: dict[str, float]
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+
+    @property
+    def total(self) -> dict[str, float]:
+        return {r: v * self.count for r, v in self.per_pod.items()}
+
+
+@dataclass
+class Assignment:
+    """The flavor a pod set gets (None: none) and how (``nominal`` / ``borrow``), or why not."""
+
+    pod_set: PodSet
+    flavor: str | None
+    mode: str  # "nominal" | "borrow" | "never"
+    provisioning: bool = False
+    why: str = ""
+
+
+@dataclass
+class Verdict:
+    """The preview of one queued job: ``state`` is ``admitted`` / ``waits`` / ``never``;
+    ``shortfall`` (never): ``(resource, needed, available)`` in base units."""
+
+    job: str
+    queue: str
+    cluster_queue: str
+    state: str
+    assignments: list[Assignment] = field(default_factory=list)
+    shortfall: tuple[str, float, float] | None = None
+    reason: str = ""
+
+
+def _q(value: Any) -> float:
+    return quantity_value(str(value))
+
+
+def pod_requests(template: dict[str, Any]) -> dict[str, float]:
+    """Summed container requests of a pod template (limits where no request), base units."""
+    total: dict[str, float] = {}
+    for c in (template.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for k, v in amounts.items():
+            total[k] = total.get(k, 0.0) + _q(v)
+    return total
+
+
+def _pod_set(name: str, count: int, template: dict[str, Any], extra: dict[str, float]) -> PodSet:
+    spec = template.get("spec") or {}
+    per_pod = pod_requests(template)
+    for k, v in extra.items():
+        per_pod[k] = per_pod.get(k, 0.0) + v
+    return PodSet(
+        name=name,
+        count=count,
+        per_pod=per_pod,
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        tolerations=list(spec.get("tolerations") or []),
+    )
+
+
+# KubeRay's autoscaler sidecar when no resources are given (Kueue's defaultAutoscalerResources).
+AUTOSCALER = {"cpu": 0.5, "memory": 512 * 2**20}
+
+
+def pod_sets(rayjob: dict[str, Any]) -> list[PodSet]:
+    """The pod sets Kueue builds for a rendered RayJob with its own cluster (see the module
+    docstring); ``[]`` for a job on an existing cluster (Kueue skips it: ``Skip``)."""
+    spec = rayjob.get("spec") or {}
+    cluster = spec.get("rayClusterSpec")
+    if not cluster:
+        return []
+    head_extra = AUTOSCALER if cluster.get("enableInTreeAutoscaling") else {}
+    out = [_pod_set("head", 1, cluster["headGroupSpec"]["template"], head_extra)]
+    for g in cluster.get("workerGroupSpecs") or []:
+        count = int(g.get("replicas", 1)) * max(1, int(g.get("numOfHosts", 1)))
+        out.append(_pod_set(g["groupName"], count, g["template"], {}))
+    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+        template = spec.get("submitterPodTemplate") or {
+            "spec": {
+                "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]
+            }
+        }
+        out.append(_pod_set("submitter", 1, template, {}))
+    return out
+
+
+def _tolerates(taint: dict[str, str], tolerations: list[dict[str, Any]]) -> bool:
+    for t in tolerations:
+        if t.get("effect") not in (None, "", taint["effect"]):
+            continue
+        op = t.get("operator", "Equal")
+        if op == "Exists" and t.get("key") in (None, "", taint["key"]):
+            return True
+        if op == "Equal" and t.get("key") == taint["key"] and t.get("value", "") == taint["value"]:
+            return True
+    return False
+
+
+def flavor_match(ps: PodSet, flavor: dict[str, Any]) -> str | None:
+    """Why pod set ``ps`` cannot use ResourceFlavor ``flavor`` (None: it can): an untolerated
+    NoSchedule/NoExecute taint, or a node selector that disagrees with the flavor's labels on
+    the flavor's own keys (flavorassigner.go ``checkFlavorForPodSets``)."""
+    spec = flavor.get("spec") or {}
+    tolerations = [*ps.tolerations, *(spec.get("tolerations") or [])]
+    for t in spec.get("nodeTaints") or []:
+        if t["effect"] in ("NoSchedule", "NoExecute") and not _tolerates(t, tolerations):
+            return f"untolerated taint {t['key']}={t['value']}:{t['effect']}"
+    labels = spec.get("nodeLabels") or {}
+    for k, v in labels.items():
+        if k in ps.node_selector and ps.node_selector[k] != v:
+            return f"nodeSelector {k}={ps.node_selector[k]} but the flavor has {k}={v}"
+    return None
+
+
+def _quotas(cq: dict[str, Any]) -> dict[str, dict[str, dict[str, float | None]]]:
+    """flavor -> resource -> {nominal, borrowing, lending} from a rendered ClusterQueue."""
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for group in cq["spec"]["resourceGroups"]:
+        for f in group["flavors"]:
+            out[f["name"]] = {
+                r["name"]: {
+                    "nominal": _q(r["nominalQuota"]),
+                    "borrowing": _q(r["borrowingLimit"]) if "borrowingLimit" in r else None,
+                    "lending": _q(r["lendingLimit"]) if "lendingLimit" in r else None,
+                }
+                for r in f["resources"]
+            }
+    return out
+
+
+def borrowable(cfg: StackConfig, cq: ClusterQueueConfig, flavor: str, resource: str) -> float:
+    """Most quota ``cq`` can borrow for ``flavor`` x ``resource``: what the other queues of its
+    cohort lend (lendingLimit, else nominal), capped by its own borrowingLimit; 0 without cohort."""
+    if not cq.cohort:
+        return 0.0
+    lent = 0.0
+    for other in cfg.capacity.cluster_queues:
+        if other.name == cq.name or other.cohort != cq.cohort:
+            continue
+        q = _quotas(cluster_queue(cfg, other)).get(flavor, {}).get(resource)
+        if q:
+            lent += q["lending"] if q["lending"] is not None else float(q["nominal"] or 0)
+    mine = _quotas(cluster_queue(cfg, cq)).get(flavor, {}).get(resource) or {}
+    limit = mine.get("borrowing")
+    return lent if limit is None else min(lent, limit)
+
+
+def fmt_amount(resource: str, value: float) -> str:
+    """``memory`` in GiB, everything else as a number (``cpu`` in cores)."""
+    if resource == "memory":
+        return f"{value / BYTES_PER_GIB:g}Gi"
+    return f"{value:g}"
+
+
+def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict:
+    """The verdict for one rendered RayJob waiting in LocalQueue ``queue``.
+
+    Raises:
+        KeyError: the queue or its cluster queue is not declared (the stack rules say so first).
+    """
+    name = rayjob["metadata"]["name"]
+    lq = cfg.capacity.local_queue(queue)
+    cq = cfg.capacity.cluster_queue(lq.cluster_queue)
+    rendered = cluster_queue(cfg, cq)
+    quotas = _quotas(rendered)
+    covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
+    flavors = {f.pool: resource_flavor(cfg, f.pool) for f in cq.flavors}
+    verdict = Verdict(job=name, queue=queue, cluster_queue=cq.name, state="admitted")
+    used: dict[tuple[str, str], float] = {}
+    for ps in pod_sets(rayjob):
+        # (resource, needed, available) where a matching flavor falls short
+        failures: list[tuple[str, float, float]] = []
+        uncovered = [r for r, v in ps.per_pod.items() if v and r not in covered]
+        if uncovered:
+            verdict.assignments.append(
+                Assignment(ps, None, "never", why=f"requests {uncovered[0]}")
+            )
+            verdict.state, verdict.reason = (
+                "never",
+                (
+                    f"pod set {ps.name!r} requests {uncovered[0]}, which cluster queue {cq.name} "
+                    f"does not cover (covered: {', '.join(covered)})"
+                ),
+            )
+            continue
+        chosen: Assignment | None = None
+        reasons = []
+        for f in cq.flavors:
+            why = flavor_match(ps, flavors[f.pool])
+            if why:
+                reasons.append(f"{f.pool}: {why}")
+                continue
+            fits_nominal, fits_borrow = True, True
+            for r, need in ps.total.items():
+                if not need:
+                    continue
+                total = used.get((f.pool, r), 0.0) + need
+                nominal = float(quotas[f.pool][r]["nominal"] or 0)
+                available = nominal + borrowable(cfg, cq, f.pool, r)
+                if total > nominal:
+                    fits_nominal = False
+                if total > available:
+                    fits_borrow = False
+                    failures.append((r, total, available))
+            if fits_nominal:
+                chosen = Assignment(ps, f.pool, "nominal", queued_pool(cfg, f.pool))
+                break
+            if fits_borrow and chosen is None:
+                chosen = Assignment(ps, f.pool, "borrow", queued_pool(cfg, f.pool))
+        if chosen is None:
+            why = "; ".join(reasons) if reasons and len(reasons) == len(cq.flavors) else ""
+            verdict.assignments.append(Assignment(ps, None, "never", why=why or "quota"))
+            if verdict.state != "never":
+                verdict.state = "never"
+                if why:
+                    verdict.reason = f"pod set {ps.name!r} matches no flavor ({why})"
+                elif failures:
+                    # the most telling shortfall: an accelerator's, on the flavor that has most
+                    worst = max(failures, key=lambda f: (f[0] not in ("cpu", "memory"), f[2]))
+                    r, need, avail = worst
+                    verdict.shortfall = worst
+                    verdict.reason = (
+                        f"pod set {ps.name!r} needs {r} {fmt_amount(r, need)}; cluster queue "
+                        f"{cq.name} has {fmt_amount(r, avail)} (nominal plus borrowable)"
+                    )
+            continue
+        for r, need in ps.total.items():
+            used[(chosen.flavor, r)] = used.get((chosen.flavor, r), 0.0) + need  # type: ignore[index]
+        verdict.assignments.append(chosen)
+        if chosen.mode == "borrow" and verdict.state == "admitted":
+            verdict.state = "waits"
+            verdict.reason = "needs quota borrowed from cohort " + str(cq.cohort)
+    return verdict
+
+
+def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
+    """A verdict per queued RayJob among ``manifests`` (rendered RayJobs with a queue label)."""
+    from components.capacity.render import QUEUE_LABEL
+
+    out = []
+    for m in manifests:
+        if m.get("kind") != "RayJob":
+            continue
+        queue = (m["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+        if queue:
+            out.append(preview_job(cfg, m, queue))
+    return out

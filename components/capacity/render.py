@@ -1,0 +1,278 @@
+"""Pure render of the capacity objects: Kueue's Helm values and its custom resources.
+
+Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v0.19.2 CRDs,
+``components/capacity/crds/kueue-v0.19.2``). Sources:
+
+* ResourceFlavor ``nodeLabels`` / ``nodeTaints`` / ``tolerations``: Kueue admits a pod set on a
+  flavor when the pod's tolerations plus the flavor's tolerate the flavor's NoSchedule/NoExecute
+  taints and the pod's node selector, restricted to the flavor's label keys, matches the
+  flavor's labels (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
+  ``checkFlavorForPodSets``); on admission it adds the flavor's labels and tolerations to the pods.
+  The flavor of a node pool is derived from its :class:`components.builders.nodepools.NodePoolSpec`
+  (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
+  includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
+  (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
+  which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes).
+* ClusterQueue: one resource group covering ``cpu``, ``memory`` and the accelerators of its
+  flavors (every flavor of a group lists every covered resource: the CRD's validation);
+  ``admissionChecksStrategy.admissionChecks[].onFlavors`` runs the DWS check only for pod sets
+  on queued flavors, so the Ray head and the submitter (on the ``system`` flavor) are never in
+  the ProvisioningRequest: GKE accepts one PodSet per request (ray-project/ray#57839), as GKE's
+  sample ``ai-ml/gke-ray/tpu/dws/dws-tpu-queue.yaml`` does.
+* AdmissionCheck ``controllerName: kueue.x-k8s.io/provisioning-request`` with a
+  ProvisioningRequestConfig of class ``queued-provisioning.gke.io``
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest,
+  https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/).
+* RayJob labels ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/priority-class``
+  (kueue ``pkg/constants/constants.go`` ``QueueLabel``, ``WorkloadPriorityClassLabel``).
+* Helm values: chart ``charts/kueue/values.yaml`` of v0.19.2; ``integrations.frameworks``
+  names from ``pkg/controller/jobs/ray*/`` (``ray.io/rayjob``, ``ray.io/raycluster``,
+  ``ray.io/rayservice``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from components import catalog
+from components.builders.nodepools import NodePoolSpec, specs_for_pool
+from components.capacity.model import ClusterQueueConfig
+from components.spec import StackConfig
+
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+DWS_CHECK = "dws-provisioning"
+RAY_FRAMEWORKS = ("ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice")
+# Resources DWS provisions for (the ProvisioningRequestConfig's managedResources): the
+# accelerators; cpu and memory of the same pods come with the nodes.
+DWS_MANAGED_RESOURCES = (catalog.TPU_RESOURCE, catalog.GPU_RESOURCE)
+PART_OF = {"app.kubernetes.io/part-of": "ray-gke", "app.kubernetes.io/managed-by": "pulumi"}
+
+
+def queue_labels(job: Any) -> dict[str, str]:
+    """The RayJob labels of a queued job: its LocalQueue and, when set, its priority class."""
+    labels = {QUEUE_LABEL: job.queue}
+    if job.priority:
+        labels[PRIORITY_LABEL] = job.priority
+    return labels
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(PART_OF)}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def pool_specs(cfg: StackConfig, pool: str) -> list[NodePoolSpec]:
+    """The GKE node pools of config pool ``pool`` (``system``: the system pool)."""
+    return specs_for_pool(cfg, pool)
+
+
+def flavor_labels(specs: list[NodePoolSpec]) -> dict[str, str]:
+    """The node labels every GKE node pool of a config pool carries (their intersection)."""
+    if not specs:
+        return {}
+    common = dict(specs[0].labels)
+    for s in specs[1:]:
+        common = {k: v for k, v in common.items() if s.labels.get(k) == v}
+    return dict(sorted(common.items()))
+
+
+def _taint(t: catalog.Taint) -> dict[str, str]:
+    return {"key": t.key, "value": t.value, "effect": t.effect}
+
+
+def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
+    """The ResourceFlavor of node pool ``pool`` (named after the pool), see the module docstring.
+
+    Raises:
+        KeyError: ``pool`` is not a declared node pool nor ``system``.
+    """
+    specs = pool_specs(cfg, pool)
+    if not specs:
+        raise KeyError(pool)
+    spec: dict[str, Any] = {"nodeLabels": flavor_labels(specs)}
+    taints = specs[0].node_taints
+    if taints:
+        spec["nodeTaints"] = [_taint(t) for t in taints]
+    if specs[0].queued:
+        spec["tolerations"] = [catalog.QUEUED_TAINT.toleration()]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": _meta(pool),
+        "spec": spec,
+    }
+
+
+def queued_pool(cfg: StackConfig, pool: str) -> bool:
+    """True when ``pool`` has ``provisioning: queued``."""
+    specs = pool_specs(cfg, pool)
+    return bool(specs) and specs[0].queued
+
+
+def covered_resources(cfg: StackConfig, cq: ClusterQueueConfig) -> list[str]:
+    """``cpu``, ``memory``, then the accelerator resources the queue's flavors offer or name."""
+    out = ["cpu", "memory"]
+    for f in cq.flavors:
+        names = set(f.nominal)
+        for s in pool_specs(cfg, f.pool)[:1]:
+            names |= set(s.capacity)
+        for r in (catalog.TPU_RESOURCE, catalog.GPU_RESOURCE):
+            if r in names and r not in out:
+                out.append(r)
+    return out
+
+
+def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
+    """The ClusterQueue of ``cq``: one resource group, flavors in order, quotas as declared (0
+    for a covered resource a flavor leaves out); admitted only from the Ray namespace."""
+    covered = covered_resources(cfg, cq)
+    flavors = []
+    for f in cq.flavors:
+        resources = []
+        for r in covered:
+            item: dict[str, Any] = {"name": r, "nominalQuota": f.nominal.get(r, "0")}
+            if r in f.borrowing_limit:
+                item["borrowingLimit"] = f.borrowing_limit[r]
+            if r in f.lending_limit:
+                item["lendingLimit"] = f.lending_limit[r]
+            resources.append(item)
+        flavors.append({"name": f.pool, "resources": resources})
+    spec: dict[str, Any] = {
+        "namespaceSelector": {
+            "matchLabels": {"kubernetes.io/metadata.name": cfg.kuberay.namespace}
+        },
+        "queueingStrategy": cq.queueing_strategy,
+        "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
+        "preemption": {
+            "withinClusterQueue": "LowerPriority" if cq.preemption else "Never",
+            "reclaimWithinCohort": "Any" if cq.preemption and cq.cohort else "Never",
+        },
+    }
+    if cq.cohort:
+        spec["cohortName"] = cq.cohort
+    dws = [f.pool for f in cq.flavors if queued_pool(cfg, f.pool)]
+    if dws:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": DWS_CHECK, "onFlavors": dws}]
+        }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": _meta(cq.name),
+        "spec": spec,
+    }
+
+
+def uses_dws(cfg: StackConfig) -> bool:
+    """Some cluster queue lists a queued node pool as a flavor."""
+    return any(queued_pool(cfg, f.pool) for q in cfg.capacity.cluster_queues for f in q.flavors)
+
+
+def dws_objects() -> list[dict[str, Any]]:
+    """The ProvisioningRequestConfig and the AdmissionCheck that uses it (both ``dws-provisioning``)."""
+    prc = {
+        "apiVersion": API_VERSION,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": _meta(DWS_CHECK),
+        "spec": {
+            "provisioningClassName": catalog.QUEUED_PROVISIONING_CLASS,
+            "managedResources": list(DWS_MANAGED_RESOURCES),
+        },
+    }
+    check = {
+        "apiVersion": API_VERSION,
+        "kind": "AdmissionCheck",
+        "metadata": _meta(DWS_CHECK),
+        "spec": {
+            "controllerName": PROVISIONING_CONTROLLER,
+            "parameters": {
+                "apiGroup": "kueue.x-k8s.io",
+                "kind": "ProvisioningRequestConfig",
+                "name": DWS_CHECK,
+            },
+        },
+    }
+    return [prc, check]
+
+
+def flavor_pools(cfg: StackConfig) -> list[str]:
+    """Every node pool some cluster queue lists, in first-listed order."""
+    out: list[str] = []
+    for q in cfg.capacity.cluster_queues:
+        for f in q.flavors:
+            if f.pool not in out:
+                out.append(f.pool)
+    return out
+
+
+def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
+    """Every Kueue object of the stack, in creation order: WorkloadPriorityClasses,
+    ResourceFlavors, ProvisioningRequestConfig + AdmissionCheck (when a queue uses a queued
+    pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``). Empty without queues.
+
+    Raises:
+        KeyError: a flavor names an undeclared pool (the stack rules report it first).
+    """
+    cap = cfg.capacity
+    if not cap.enabled:
+        return []
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "WorkloadPriorityClass",
+            "metadata": _meta(p.name),
+            "value": p.value,
+            **({"description": p.description} if p.description else {}),
+        }
+        for p in cap.priority_classes
+    ]
+    out += [resource_flavor(cfg, p) for p in flavor_pools(cfg)]
+    if uses_dws(cfg):
+        out += dws_objects()
+    out += [cluster_queue(cfg, q) for q in cap.cluster_queues]
+    out += [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "LocalQueue",
+            "metadata": _meta(lq.name, cfg.kuberay.namespace),
+            "spec": {"clusterQueue": lq.cluster_queue},
+        }
+        for lq in cap.local_queues
+    ]
+    return out
+
+
+def manager_config() -> str:
+    """Kueue's ``controller_manager_config.yaml``: the chart's default (v0.19.2
+    ``charts/kueue/values.yaml``) with the integrations limited to the Ray frameworks, and jobs
+    without a queue label left alone (``manageJobsWithoutQueueName: false``)."""
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "manageJobsWithoutQueueName": False,
+        "integrations": {"frameworks": list(RAY_FRAMEWORKS)},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def helm_values(cfg: StackConfig) -> dict[str, Any]:
+    """Values of the Kueue chart: the controller on the system pool, the Ray integrations on
+    (:func:`manager_config`), the chart's restricted pod security kept."""
+    return {
+        "controllerManager": {
+            "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
+            "podDisruptionBudget": {"enabled": False},
+        },
+        "managerConfig": {"controllerManagerConfigYaml": manager_config()},
+    }

@@ -1,0 +1,97 @@
+"""``raygke queue``: the offline admission preview of a stack's queued RayJobs.
+
+Per job (:func:`components.capacity.preview.preview`): each Kueue pod set (head, worker groups,
+submitter) with its pods and requests, the flavor it would get and whether it fits nominal quota
+or must borrow; the verdict ``admitted`` (fits at once), ``waits`` (needs quota borrowed from the
+cohort) or ``never`` (the resource, what it needs, what the queue can ever have). Exit 1 when some
+job can never be admitted (``raygke check`` refuses it too).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from raygke.console import EXIT_FAILED, console, err
+from raygke.stacks import choose_or_exit, load_for_check
+
+
+def _requests(per_pod: dict[str, float]) -> str:
+    from components.capacity.preview import fmt_amount
+
+    return ", ".join(f"{r} {fmt_amount(r, v)}" for r, v in sorted(per_pod.items()) if v)
+
+
+def queue(
+    stack: str | None = typer.Option(
+        None, "--stack", "-s", help="Stack name: reads Pulumi.NAME.yaml"
+    ),
+    config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
+) -> None:
+    """Preview Kueue admission offline: per queued job its pod sets, flavors and quota verdict."""
+    from components.builders.archive import working_dir_uri, workloads_archive
+    from components.builders.manifests import render_manifests
+    from components.capacity.preview import preview
+
+    choice = choose_or_exit(stack, config)
+    assert choice.path is not None
+    cfg = load_for_check(choice.path, None).cfg
+    if not cfg.capacity.enabled:
+        console.print("no capacity.cluster_queues: Kueue is not installed, no job is queued")
+        return
+    _, sha = workloads_archive()
+    verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(cfg, sha)))
+    table = Table(title=f"Kueue admission preview of {cfg.cluster.name} (each job alone)")
+    for col in ("job", "queue", "pod set", "pods", "per pod", "flavor", "verdict"):
+        table.add_column(col)
+    for v in verdicts:
+        for i, a in enumerate(v.assignments):
+            flavor = a.flavor or "-"
+            if a.provisioning:
+                flavor += " (DWS)"
+            how = {"nominal": "nominal", "borrow": "borrows"}.get(a.mode, "no fit")
+            table.add_row(
+                v.job if i == 0 else "",
+                f"{v.queue} -> {v.cluster_queue}" if i == 0 else "",
+                a.pod_set.name,
+                str(a.pod_set.count),
+                _requests(a.pod_set.per_pod),
+                f"{flavor}, {how}",
+                v.state if i == 0 else "",
+            )
+    console.print(table)
+    never = [v for v in verdicts if v.state == "never"]
+    for v in verdicts:
+        line = {
+            "admitted": "admitted at once",
+            "waits": "waits for quota",
+            "never": "can never be admitted",
+        }[v.state]
+        dws = any(a.provisioning for a in v.assignments)
+        extra = "; then DWS provisions its nodes (AdmissionCheck dws-provisioning)" if dws else ""
+        reason = f": {v.reason}" if v.reason and v.state != "admitted" else ""
+        console.print(f"{escape(v.job)}: {line}{escape(reason)}{extra}", soft_wrap=True)
+    unqueued = [j.name for j in cfg.jobs if not j.queue]
+    if unqueued:
+        console.print(f"not queued (no queue:): {', '.join(unqueued)}")
+    if never:
+        err.print(f"{len(never)} job(s) can never be admitted", markup=False)
+        raise typer.Exit(EXIT_FAILED)
+
+
+def local_queue_note(cfg: Any, workloads: list[str]) -> str | None:
+    """The one line ``raygke local run`` prints when a stack job running one of ``workloads``
+    names a Kueue queue: locally there is no Kueue, jobs start at once (None: no such job)."""
+    queued = sorted(
+        f"{j.name} (queue {j.queue})" for j in cfg.jobs if j.queue and j.workload in workloads
+    )
+    if not queued:
+        return None
+    return (
+        f"note: queues do not apply locally: {', '.join(queued)} would wait in Kueue on GKE; "
+        "here every job starts at once on the local cluster"
+    )

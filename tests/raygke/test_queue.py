@@ -1,0 +1,74 @@
+"""`raygke queue` (raygke/queue.py) through the real entry point, and the `raygke local` note."""
+
+from __future__ import annotations
+
+from components.spec import load_stack_file
+from raygke.queue import local_queue_note
+from tests.raygke.test_cli_check import ROOT, raygke, write_stack
+
+
+def test_prod_jobs_are_previewed_and_admitted() -> None:
+    r = raygke("queue", "--stack", "prod")
+    assert r.returncode == 0, r.stderr
+    for job in ("prepare-corpus", "train-lm-jax-v6e", "train-lm-h100"):
+        assert f"{job}: admitted at once" in r.stdout
+    assert "ml-batch -> ml-batch" in r.stdout and "system, nominal" in r.stdout
+
+
+def test_a_job_that_can_never_be_admitted_fails_queue_and_check(tmp_path) -> None:
+    def shrink(config):
+        flavors = config["ray-gke:capacity"]["cluster_queues"][0]["flavors"]
+        flavors[1]["nominal"]["nvidia.com/gpu"] = 0  # the l4 flavor: no GPU quota at all
+
+    path = write_stack(tmp_path, shrink)
+    r = raygke("queue", "--config", str(path))
+    assert r.returncode == 1
+    assert "train-lm-l4: can never be admitted" in r.stdout
+    assert "needs nvidia.com/gpu 2; cluster queue dev has 0" in r.stdout
+    r = raygke("check", "--config", str(path), "--no-policy")
+    assert r.returncode == 1
+    assert (
+        "jobs[train-lm-l4]: can never be admitted by queue dev: pod set 'l4' needs nvidia.com/gpu "
+        "2; cluster queue dev has 0 (nominal plus borrowable)"
+    ) in r.stderr
+
+
+def test_local_says_queues_do_not_apply_for_a_queued_job() -> None:
+    cfg = load_stack_file(ROOT / "Pulumi.dev.yaml")
+    note = local_queue_note(cfg, ["prepare", "train_lm", "evaluate"])
+    assert note is not None and "train-lm-l4 (queue dev)" in note
+    assert "queues do not apply locally" in note
+    assert local_queue_note(cfg, ["prepare", "evaluate"]) is None
+
+
+def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:
+    """The diff compares every record's inputs (raygke/diff.py), so a nominalQuota change is an
+    in-place update of the ClusterQueue naming the quota's path."""
+    import copy
+
+    from components.capacity.render import render_capacity
+    from raygke.diff import compare
+
+    cfg = load_stack_file(ROOT / "Pulumi.prod.yaml")
+
+    def records(objects):
+        return [
+            {
+                "type": f"kubernetes:{o['apiVersion']}:{o['kind']}",
+                "name": f"capacity-{o['kind'].lower()}-{o['metadata']['name']}",
+                "inputs": o,
+            }
+            for o in objects
+        ]
+
+    base = render_capacity(cfg)
+    head = copy.deepcopy(base)
+    (cq,) = [o for o in head if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "ml-batch"]
+    tpu = cq["spec"]["resourceGroups"][0]["flavors"][2]["resources"][2]
+    assert tpu["name"] == "google.com/tpu"
+    tpu["nominalQuota"] = "16"
+    plan = compare(records(base), records(head), "prod")
+    (change,) = plan.changes
+    assert (change.op, change.name) == ("update", "capacity-clusterqueue-ml-batch")
+    (f,) = change.fields
+    assert f.path.endswith("nominalQuota") and (f.old, f.new) == ("32", "16")
