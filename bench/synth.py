@@ -74,7 +74,9 @@ def generated_stack(pools: int, jobs: int, base: Path = ROOT / "Pulumi.prod.yaml
     cluster = cfg[prefix + "ray_clusters"][0]["name"]
     cfg[prefix + "ray_clusters"][0]["worker_groups"] = groups
     cfg[prefix + "node_pools"] = node_pools
-    cfg.pop(prefix + "services", None)  # they name prod's pools and jobs, replaced here
+    # they name prod's pools and jobs, replaced here
+    for key in ("services", "compute_classes", "capacity"):
+        cfg.pop(prefix + key, None)
     cfg[prefix + "jobs"] = [
         {
             "name": f"job-{j:03d}",

@@ -437,6 +437,7 @@ def worker_group_spec(
     labels: dict[str, str] | None = None,
     image_kind: str | None = None,
     autoscaled: bool = False,
+    compute_class: bool = True,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
     (:func:`components.spec.resolve_group`, or :attr:`components.spec.JobTarget.group_target`).
@@ -459,7 +460,8 @@ def worker_group_spec(
     The container image is ``images[image_kind]``; ``image_kind`` defaults to the pool's kind
     (:func:`components.builders.images.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``); a
     job's own cluster passes :func:`components.builders.images.job_image_kind` (``gpu-tf`` for a
-    TensorFlow job on a GPU pool).
+    TensorFlow job on a GPU pool). ``compute_class`` False leaves out the pool's ComputeClass
+    selector and toleration (a queued job's own cluster: Kueue's flavor places it).
 
     Raises:
         ManifestError: the group's node pool has no GKE node pool.
@@ -528,8 +530,13 @@ def worker_group_spec(
         assert isinstance(pool, CpuPool)
         container.update(resources=_resources(cpu, memory))
         node_selector = {catalog.NODE_POOL_LABEL: pool.name}
+    # A queued job's cluster gets its nodes from the Kueue flavor it is admitted to (Kueue adds
+    # the flavor's nodeLabels to the pods: kueue pkg/podset/podset.go Merge); the pool's
+    # ComputeClass would pin it to the class's nodes and leave a DWS flavor's pods Pending.
     cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
-    if cc is not None:  # the pool's class: its nodes, then its fallbacks (computeclass/render.py)
+    if (
+        cc is not None and compute_class
+    ):  # the pool's class: its nodes, then its fallbacks (computeclass/render.py)
         node_selector = {**node_selector, **class_label(cc.name)}
         tolerations = [*tolerations, class_taint(cc.name).toleration()]
     volume, mount = _shm(memory)  # every Ray node's object store; NCCL on GPU nodes too
@@ -688,6 +695,7 @@ def _own_cluster_spec(
                 images=images,
                 labels=labels,
                 image_kind=job_image_kind(cfg, job),
+                compute_class=not job.queue,
             )
         ],
         autoscaling=False,

@@ -643,11 +643,15 @@ class SliceRange(_Model):
     """
 
     min: int = Field(
-        ge=1, description="Fewest slices the job trains on (it starts once these are up)."
+        ge=1,
+        le=64,
+        description="Fewest slices the job trains on (it starts once these are up; 1-64, the "
+        "bound of a TPU pool's max_slices).",
     )
     max: int = Field(
         ge=1,
-        description="Most slices; at most the replicas of the worker group (or node pool) the "
+        le=64,
+        description="Most slices (1-64); at most the replicas of the worker group (or node pool) the "
         "job runs on.",
     )
 

@@ -31,9 +31,14 @@ def prod_files(tmp_path_factory) -> tuple[Path, list[str]]:
 def test_every_ray_pod_template_is_a_pod(prod_files):
     out, files = prod_files
     pods = {f for f in files if f.startswith("pod-")}
-    # prod: RayCluster training (head + 3 worker groups), train-lm-h100's own cluster (head + 1
-    # group), a submitter for each of the 3 jobs, and RayService lm (head + 1 group)
+    # prod: RayCluster training (head + 3 worker groups), each queued job's own cluster (head + 1
+    # group: prepare-corpus, train-lm-h100, train-lm-jax-v6e), a submitter for each of the 3 jobs,
+    # and RayService lm (head + 1 group)
     assert pods == {
+        "pod-ray-prepare-corpus-head.yaml",
+        "pod-ray-prepare-corpus-worker-cpu.yaml",
+        "pod-ray-train-lm-jax-v6e-head.yaml",
+        "pod-ray-train-lm-jax-v6e-worker-tpu-v6e-4x4.yaml",
         "pod-ray-lm-head.yaml",
         "pod-ray-lm-worker-cpu.yaml",
         "pod-ray-training-head.yaml",

@@ -131,7 +131,11 @@ def test_jobs() -> None:
     assert labels["kueue.x-k8s.io/queue-name"] == "ml-batch"
     assert yaml.safe_load(jax["runtimeEnvYAML"]) == {"working_dir": WORKING_DIR}
     args = _entry_args(jax["entrypoint"])
-    assert args["scaling"] == catalog.tpu_slice("v6e", "4x4").scaling_config(2)
+    # elastic slices {min: 1, max: 2}: the (min, max) workers tuple travels as a JSON list
+    assert args["scaling"] == {
+        **catalog.tpu_slice("v6e", "4x4").scaling_config(2, 1),
+        "num_workers": [4, 8],
+    }
     assert args["storage_path"] == f"gs://{bucket_name(cfg, 'checkpoints')}"
     assert args["dataset"].startswith(f"gs://{bucket_name(cfg, 'datasets')}/")
     assert args["max_failures"] == 3 and args["steps"] == 20000

@@ -112,7 +112,9 @@ def test_prod_jobs_use_the_catalog() -> None:
     cfg = stack("prod")
     jobs = {j.name: j for j in cfg.jobs}
     s = catalog.tpu_slice("v6e", "4x4")
-    assert scaling_config_for_job(cfg, jobs["train-lm-jax-v6e"]) == s.scaling_config(2)
+    # elastic (Pulumi.prod.yaml slices: {min: 1, max: 2}): num_workers (4, 8)
+    assert scaling_config_for_job(cfg, jobs["train-lm-jax-v6e"]) == s.scaling_config(2, 1)
+    assert s.scaling_config(2, 1)["num_workers"] == (4, 8)
     h100 = scaling_config_for_job(cfg, jobs["train-lm-h100"])
     assert h100["num_workers"] == 16 and h100["use_gpu"] is True
 
