@@ -121,6 +121,17 @@ def _move_to_pool(name: str, pool: str):
     return mutate
 
 
+def _own_cluster_objects(job: str) -> dict[str, str]:
+    """What a job with its own RayCluster comes with: its token and Secret, metrics, policies."""
+    return {
+        f"ray-secret-{job}-ray-auth": "create",
+        f"ray-token-{job}-ray-auth": "create",
+        f"ray-podmonitoring-{job}-ray-metrics": "create",
+        f"kuberay-networkpolicy-{job}-ray": "create",
+        f"kuberay-networkpolicy-{job}-ray-head": "create",
+    }
+
+
 def _add_pool_flavor(d: dict[str, Any]) -> None:
     """Node pool cpu-big (4 x n2-standard-64) and its flavor in ml-batch, after cpu."""
     d["node_pools"].append(
@@ -503,23 +514,29 @@ SCENARIOS = [
         "add a job, then remove it",
         "prod",
         [
+            # prod's jobs are queued since issue 21: the new job waits in ml-batch and brings
+            # its own cluster on the cpu pool (before: a job on the training cluster, which
+            # created only the RayJob)
             Step(
-                "prepare-more on the training cluster",
+                "prepare-more, queued in ml-batch, on its own cluster on the cpu pool",
                 lambda d: d["jobs"].append(
                     {
                         "name": "prepare-more",
                         "workload": "prepare",
-                        "cluster": "training",
-                        "worker_group": "cpu",
+                        "node_pool": "cpu",
+                        "queue": "ml-batch",
                         "args": {"data": "gs://ray-gke-prod-corpus/more/"},
                     }
                 ),
-                {"ray-rayjob-prepare-more": "create"},
+                {"ray-rayjob-prepare-more": "create", **_own_cluster_objects("prepare-more")},
             ),
             Step(
                 "and removed",
                 lambda d: d["jobs"].pop(),
-                {"ray-rayjob-prepare-more": "delete"},
+                {
+                    "ray-rayjob-prepare-more": "delete",
+                    **dict.fromkeys(_own_cluster_objects("prepare-more"), "delete"),
+                },
                 {("RayJob ray/prepare-more", "deleted")},
             ),
         ],
