@@ -15,8 +15,9 @@ Rules (each with its source):
   kubeconfig change (CA rotation, endpoint switch) replaces the provider, which an offline render
   cannot see (the kubeconfig is secret): flagged by :func:`provider_flags`.
 * **RayJob**: a replacement deletes the running job and submits it again (``replace_on_changes``
-  on ``spec``; KubeRay does not re-run an updated RayJob, kuberay#1776); a job with its own
-  ``rayClusterSpec`` also loses that cluster. A delete stops it.
+  on ``spec``; KubeRay does not re-run an updated RayJob, kuberay#1776; and on its
+  ``kueue.x-k8s.io/queue-name`` label, which Kueue refuses to change on a running job); a job
+  with its own ``rayClusterSpec`` also loses that cluster. A delete stops it.
 * **RayCluster**: a replace or delete deletes every pod, and the RayJobs that select it
   (``clusterSelector: {ray.io/cluster: <name>}``) lose their cluster. An update recreates every
   pod when ``spec.upgradeStrategy.type`` is ``Recreate`` and the spec changes outside the

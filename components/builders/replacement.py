@@ -354,7 +354,12 @@ def rule_for(type_token: str) -> TypeRule | None:
 
 
 def path_matches(changed: str, prefix: str) -> bool:
-    """Whether the dotted ``changed`` path is ``prefix`` or below it (``"*"`` matches all)."""
+    """Whether the dotted ``changed`` path is ``prefix`` or below it (``"*"`` matches all).
+    ``prefix`` may use Pulumi's property-path quoting for a key with dots or slashes,
+    ``metadata.labels["kueue.x-k8s.io/queue-name"]``
+    (https://www.pulumi.com/docs/iac/concepts/resources/options/replaceonchanges/), read as the
+    dotted ``metadata.labels.kueue.x-k8s.io/queue-name``."""
+    prefix = re.sub(r'\["([^"]+)"\]', r".\1", prefix)
     return prefix == "*" or changed == prefix or changed.startswith(prefix + ".")
 
 

@@ -193,15 +193,22 @@ class RayResources(pulumi.ComponentResource):
         )
 
 
+RAYJOB_REPLACE_ON = ["spec", 'metadata.labels["kueue.x-k8s.io/queue-name"]']
+
+
 def rerun_options(kind: str) -> dict[str, Any]:
     """Resource options of a custom resource of ``kind``: a RayJob is replaced when its spec
     changes (``replace_on_changes=["spec"]``), deleted first because its name is fixed
     (``delete_before_replace``), so the job runs again. KubeRay does not re-run a submitted RayJob
     whose spec is updated in place (https://github.com/ray-project/kuberay/issues/1776), so an
-    update would change nothing. RayClusters keep in-place updates (KubeRay reconciles replicas and
-    worker groups of a running cluster)."""
+    update would change nothing. A change of its Kueue queue (the ``kueue.x-k8s.io/queue-name``
+    label) replaces it too: Kueue's webhook refuses that label's change on a job that is not
+    suspended (``validateUpdateForQueueName``, kubernetes-sigs/kueue
+    ``pkg/controller/jobframework/validation.go``), so an in-place update of an admitted RayJob
+    would fail. RayClusters keep in-place updates (KubeRay reconciles replicas and worker groups
+    of a running cluster)."""
     if kind == "RayJob":
-        return {"replace_on_changes": ["spec"], "delete_before_replace": True}
+        return {"replace_on_changes": list(RAYJOB_REPLACE_ON), "delete_before_replace": True}
     return {}
 
 

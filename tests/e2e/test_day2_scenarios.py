@@ -6,6 +6,13 @@ disruption (``{(target, effect)}``, empty when no running work stops or restarts
 
 The rules the disruption follows are in :mod:`components.builders.disruption`; prod's long-lived
 RayCluster ``training`` has ``upgrade_strategy: Recreate``, dev's ``research`` has none.
+
+Since issue 21 (docs/capacity.md) every prod RayJob waits in the Kueue queue ``ml-batch`` and
+brings its own cluster (``node_pool:``): the ``training`` RayCluster is for interactive work only,
+so recreating it interrupts no RayJob, and a change to the pods of a job's own cluster re-runs
+that job. Prod also has the DWS pools ``tpu-v6e-4x4-dws`` and ``h100-dws`` (labelled like every
+pool), a ResourceFlavor per pool and NAP limits of cpu 4096, memory 20480, 64 v6e chips and 32
+H100s; a scenario step never lowers a limit below what the declared pools can reach.
 """
 
 from __future__ import annotations
@@ -18,18 +25,22 @@ import pytest
 from tests.e2e.day2 import Scenario, Step, plan_disruption, plan_ops, run
 
 TRAINING = "RayCluster ray/training"
-PREPARE = ("RayJob ray/prepare-corpus", "interrupted")
-JAX = ("RayJob ray/train-lm-jax-v6e", "interrupted")
-TRAINING_RECREATED = {(TRAINING, "recreated"), PREPARE, JAX}
+# Recreating ``training`` (upgradeStrategy Recreate) stops its pods; before issue 21
+# prepare-corpus and train-lm-jax-v6e ran on it and were "interrupted" too. Now no prod RayJob
+# names ``cluster: training`` (a queued job brings its own cluster), so only the cluster is hit.
+TRAINING_RECREATED = {(TRAINING, "recreated")}
 
 PROD_LABELLED = {
     "images-repository",
     "cluster-gke",
     "pool-cpu-pool",
     "pool-h100-pool",
+    "pool-h100-dws-pool",  # the DWS pools (issue 21) carry the stack's labels as every pool does
     "pool-system-pool",
     "pool-tpu-v6e-4x4-0-pool",
     "pool-tpu-v6e-4x4-1-pool",
+    "pool-tpu-v6e-4x4-dws-0-pool",
+    "pool-tpu-v6e-4x4-dws-1-pool",
     "security-boot-disks",
     "security-buckets",
     "security-gke-secrets",
@@ -73,6 +84,7 @@ RERUN_EFFECTS = {
 }
 NEW_CLUSTER = ("RayService ray/lm", "upgrade-new-cluster")
 QUOTA = "kuberay-resourcequota-ray-quota"
+GROW_CPU = {"cluster-gke": "update", "pool-cpu-pool": "update", QUOTA: "update"}
 
 
 def _updates(names: set[str]) -> dict[str, str]:
@@ -93,18 +105,24 @@ def _job(d: dict[str, Any], name: str) -> dict[str, Any]:
     return j
 
 
+def _queue(d: dict[str, Any], name: str) -> dict[str, Any]:
+    (q,) = [q for q in d["capacity"]["cluster_queues"] if q["name"] == name]
+    return q
+
+
 def _move_to_pool(name: str, pool: str):
+    """The job's own cluster moves to ``pool`` (prod's jobs are queued: ``node_pool:`` only)."""
+
     def mutate(d: dict[str, Any]) -> None:
         j = _job(d, name)
-        j.pop("cluster")
-        j.pop("worker_group")
+        assert "cluster" not in j and j.get("queue") == "ml-batch", j
         j["node_pool"] = pool
 
     return mutate
 
 
 def _own_cluster_objects(job: str) -> dict[str, str]:
-    """What a job moving to its own RayCluster gets: its token and Secret, metrics, policies."""
+    """What a job with its own RayCluster comes with: its token and Secret, metrics, policies."""
     return {
         f"ray-secret-{job}-ray-auth": "create",
         f"ray-token-{job}-ray-auth": "create",
@@ -112,6 +130,32 @@ def _own_cluster_objects(job: str) -> dict[str, str]:
         f"kuberay-networkpolicy-{job}-ray": "create",
         f"kuberay-networkpolicy-{job}-ray-head": "create",
     }
+
+
+def _add_pool_flavor(d: dict[str, Any]) -> None:
+    """Node pool cpu-big (4 x n2-standard-64) and its flavor in ml-batch, after cpu."""
+    d["node_pools"].append(
+        {"name": "cpu-big", "machine_type": "n2-standard-64", "min_nodes": 0, "max_nodes": 4}
+    )
+    flavors = _queue(d, "ml-batch")["flavors"]
+    at = [f["pool"] for f in flavors].index("cpu") + 1
+    flavors.insert(at, {"pool": "cpu-big", "nominal": {"cpu": 240, "memory": 960}})
+    d["nap"]["resource_limits"].update(cpu=8192, memory=32768)
+
+
+def _add_team_queue(d: dict[str, Any]) -> None:
+    """ClusterQueue vision in the ml cohort (system and cpu flavors) and its LocalQueue."""
+    d["capacity"]["cluster_queues"].append(
+        {
+            "name": "vision",
+            "cohort": "ml",
+            "flavors": [
+                {"pool": "system", "nominal": {"cpu": 4, "memory": "16Gi"}},
+                {"pool": "cpu", "nominal": {"cpu": 60, "memory": "240Gi"}},
+            ],
+        }
+    )
+    d["capacity"]["local_queues"].append({"name": "vision", "cluster_queue": "vision"})
 
 
 ROTATED_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nrotated\n-----END CERTIFICATE-----\n")
@@ -137,20 +181,27 @@ SCENARIOS = [
         "prod",
         [
             Step(
-                "cpu pool max 8 -> 16 nodes (NAP's CPU limit raised to fit)",
+                # prod's NAP limits are cpu 4096, memory 20480 since issue 21 (the pools reach
+                # 3864 and 19616): 8 more n2-standard-16 nodes still fit, 16 more do not
+                "cpu pool max 8 -> 24 nodes (NAP's CPU and memory limits raised to fit)",
                 lambda d: (
-                    _pool(d, "cpu").update(max_nodes=16),
-                    d["nap"]["resource_limits"].update(cpu=4096),
+                    _pool(d, "cpu").update(max_nodes=24),
+                    d["nap"]["resource_limits"].update(cpu=8192, memory=32768),
                 ),
-                {"cluster-gke": "update", "pool-cpu-pool": "update", QUOTA: "update"},
+                # prepare-corpus (queued since issue 21) brings its own cluster on this pool,
+                # sized to it with fixed replicas (Kueue admits no in-tree autoscaling): its
+                # worker group goes 8 -> 24 replicas, so the RayJob re-runs
+                {**GROW_CPU, "ray-rayjob-prepare-corpus": "re-run"},
+                {("RayJob ray/prepare-corpus", "re-run")},
             ),
             Step(
-                "back to 8 nodes",
+                "back to 8 nodes (and prod's limits)",
                 lambda d: (
                     _pool(d, "cpu").update(max_nodes=8),
-                    d["nap"]["resource_limits"].update(cpu=2048),
+                    d["nap"]["resource_limits"].update(cpu=4096, memory=20480),
                 ),
-                {"cluster-gke": "update", "pool-cpu-pool": "update", QUOTA: "update"},
+                {**GROW_CPU, "ray-rayjob-prepare-corpus": "re-run"},
+                {("RayJob ray/prepare-corpus", "re-run")},
             ),
         ],
     ),
@@ -250,7 +301,9 @@ SCENARIOS = [
             Step(
                 "h100 provisioning on-demand -> spot (node_config.spot forces a new pool)",
                 lambda d: _pool(d, "h100").update(provisioning="spot"),
-                {"pool-h100-pool": "replace"},
+                # since issue 21 the pool's Kueue ResourceFlavor follows its spec (the spot
+                # label and taint): an update of the flavor, no running workload stops
+                {"pool-h100-pool": "replace", "capacity-resourceflavor-h100": "update"},
                 {("node pool h100", "recreated")},
             )
         ],
@@ -299,18 +352,27 @@ SCENARIOS = [
         [
             Step(
                 "cpu n2-standard-16 -> n2-standard-32: nodes recreated, Ray pods resized",
+                # prod's cpu limit (4096) already fits 8 x 32 vCPUs; memory 20480 -> 32768
                 lambda d: (
                     _pool(d, "cpu").update(machine_type="n2-standard-32"),
-                    d["nap"]["resource_limits"].update(cpu=4096, memory=32768),
+                    d["nap"]["resource_limits"].update(memory=32768),
                 ),
+                # prepare-corpus now runs on its own cluster on the cpu pool (issue 21): its
+                # pods are resized, so the job re-runs instead of being interrupted on training
                 {
                     "cluster-gke": "update",
                     "pool-cpu-pool": "update",
                     QUOTA: "update",
                     "ray-raycluster-training": "update",
                     "ray-rayservice-lm": "update",
+                    "ray-rayjob-prepare-corpus": "re-run",
                 },
-                {("node pool cpu", "drained"), *TRAINING_RECREATED, NEW_CLUSTER},
+                {
+                    ("node pool cpu", "drained"),
+                    *TRAINING_RECREATED,
+                    NEW_CLUSTER,
+                    ("RayJob ray/prepare-corpus", "re-run"),
+                },
             )
         ],
     ),
@@ -380,29 +442,25 @@ SCENARIOS = [
         "prod",
         [
             Step(
-                "node pool cpu-big (n2-standard-16), NAP limits raised",
-                lambda d: (
-                    d["node_pools"].append(
-                        {
-                            "name": "cpu-big",
-                            "machine_type": "n2-standard-16",
-                            "min_nodes": 0,
-                            "max_nodes": 2,
-                        }
-                    ),
-                    d["nap"]["resource_limits"].update(cpu=4096, memory=32768),
-                ),
+                # a queued job can only land on a pool its ClusterQueue has a flavor for (issue
+                # 21): the pool comes with its ResourceFlavor and a flavor in ml-batch
+                "node pool cpu-big (n2-standard-64) with its flavor in ml-batch, NAP limits raised",
+                _add_pool_flavor,
                 {
                     "pool-cpu-big": "create",
                     "pool-cpu-big-pool": "create",
+                    "capacity-resourceflavor-cpu-big": "create",
+                    "capacity-clusterqueue-ml-batch": "update",
                     "cluster-gke": "update",
                     QUOTA: "update",
                 },
             ),
             Step(
-                "prepare-corpus leaves the training cluster for its own cluster on cpu-big",
+                # before issue 21 the job left the training cluster and got its own cluster's
+                # token, Secret, metrics and policies; now it has them: only its pool changes
+                "prepare-corpus's own cluster moves from the cpu pool to cpu-big",
                 _move_to_pool("prepare-corpus", "cpu-big"),
-                {**_own_cluster_objects("prepare-corpus"), "ray-rayjob-prepare-corpus": "re-run"},
+                {"ray-rayjob-prepare-corpus": "re-run"},
                 {("RayJob ray/prepare-corpus", "re-run")},
             ),
         ],
@@ -456,23 +514,29 @@ SCENARIOS = [
         "add a job, then remove it",
         "prod",
         [
+            # prod's jobs are queued since issue 21: the new job waits in ml-batch and brings
+            # its own cluster on the cpu pool (before: a job on the training cluster, which
+            # created only the RayJob)
             Step(
-                "prepare-more on the training cluster",
+                "prepare-more, queued in ml-batch, on its own cluster on the cpu pool",
                 lambda d: d["jobs"].append(
                     {
                         "name": "prepare-more",
                         "workload": "prepare",
-                        "cluster": "training",
-                        "worker_group": "cpu",
+                        "node_pool": "cpu",
+                        "queue": "ml-batch",
                         "args": {"data": "gs://ray-gke-prod-corpus/more/"},
                     }
                 ),
-                {"ray-rayjob-prepare-more": "create"},
+                {"ray-rayjob-prepare-more": "create", **_own_cluster_objects("prepare-more")},
             ),
             Step(
                 "and removed",
                 lambda d: d["jobs"].pop(),
-                {"ray-rayjob-prepare-more": "delete"},
+                {
+                    "ray-rayjob-prepare-more": "delete",
+                    **dict.fromkeys(_own_cluster_objects("prepare-more"), "delete"),
+                },
                 {("RayJob ray/prepare-more", "deleted")},
             ),
         ],
@@ -517,13 +581,16 @@ SCENARIOS = [
                 "tpu-v6e 4x4 -> 4x8 (placement policy forces new pools: the slices are lost)",
                 lambda d: (
                     _pool(d, "tpu-v6e-4x4")["tpu"].update(topology="4x8"),
+                    # 2 slices of 4x8 (64 chips) plus the DWS pool's 2 of 4x4 (32): 96 chips
                     d["nap"]["resource_limits"].update(
-                        cpu=8192, memory=65536, **{"tpu-v6e-slice": 64}
+                        cpu=8192, memory=65536, **{"tpu-v6e-slice": 128}
                     ),
                 ),
+                # the pool's ResourceFlavor carries its topology label (issue 21): updated too
                 {
                     "cluster-gke": "update",
                     QUOTA: "update",
+                    "capacity-resourceflavor-tpu-v6e-4x4": "update",
                     "pool-tpu-v6e-4x4-0-pool": "replace",
                     "pool-tpu-v6e-4x4-1-pool": "replace",
                     "ray-raycluster-training": "update",
@@ -536,6 +603,26 @@ SCENARIOS = [
                     ("RayJob ray/train-lm-jax-v6e", "re-run"),
                 },
             )
+        ],
+    ),
+    Scenario(
+        "add a team queue, then move a job to it",
+        "prod",
+        [
+            Step(
+                "ClusterQueue vision in the ml cohort and its LocalQueue in the ray namespace",
+                _add_team_queue,
+                {
+                    "capacity-clusterqueue-vision": "create",
+                    "capacity-localqueue-vision": "create",
+                },
+            ),
+            Step(
+                "prepare-corpus queue ml-batch -> vision (its kueue.x-k8s.io/queue-name label)",
+                lambda d: _job(d, "prepare-corpus").update(queue="vision"),
+                {"ray-rayjob-prepare-corpus": "re-run"},
+                {("RayJob ray/prepare-corpus", "re-run")},
+            ),
         ],
     ),
 ]

@@ -138,6 +138,32 @@ def test_rayjob_spec_change_is_a_rerun():
     assert "job re-run" in render_markdown(plan)
 
 
+def test_rayjob_queue_label_change_is_a_rerun_and_other_labels_are_not():
+    """The RayJob's options quote the label key as Pulumi does
+    (``metadata.labels["kueue.x-k8s.io/queue-name"]``); Kueue refuses the label's change on an
+    unsuspended job, so a queue change re-runs it; another label is an in-place update."""
+    from components.resources.rayresources import rerun_options
+
+    labels = {"app.kubernetes.io/part-of": "ray-gke", "kueue.x-k8s.io/queue-name": "ml-batch"}
+    job = {
+        "type": "kubernetes:ray.io/v1:RayJob",
+        "name": "ray-rayjob-train",
+        "urn": "urn:j",
+        "parent": None,
+        "inputs": {"metadata": {"name": "train", "labels": labels}, "spec": {"entrypoint": "a"}},
+        "options": {**_pool()["options"], "ignore_changes": [], **rerun_options("RayJob")},
+    }
+    moved = copy.deepcopy(job)
+    moved["inputs"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "vision"
+    (c,) = compare([job], [moved], "prod").changes
+    assert c.op == "replace" and c.rerun
+    assert c.reasons == ['metadata.labels["kueue.x-k8s.io/queue-name"] (replace_on_changes)']
+    relabelled = copy.deepcopy(job)
+    relabelled["inputs"]["metadata"]["labels"]["app.kubernetes.io/part-of"] = "other"
+    (c,) = compare([job], [relabelled], "prod").changes
+    assert c.op == "update" and not c.rerun
+
+
 def test_create_delete_and_summary_shape():
     a = _pool()
     b = _edit(_pool(), urn="urn:other", name="pool-l4-pool")

@@ -194,7 +194,11 @@ def test_render_records_resource_options(prod):
     key = by[("gcp:kms/cryptoKey:CryptoKey", "security-gke-secrets")]
     assert key["options"]["protect"] is True  # prod: deletion protection on
     job = by[("kubernetes:ray.io/v1:RayJob", "ray-rayjob-train-lm-h100")]
-    assert job["options"]["replace_on_changes"] == ["spec"]
+    # a queue change re-runs the job too (Kueue refuses it on a running job)
+    assert job["options"]["replace_on_changes"] == [
+        'metadata.labels["kueue.x-k8s.io/queue-name"]',
+        "spec",
+    ]
     assert job["options"]["delete_before_replace"] is True
     assert job["options"]["provider"] == "pulumi:providers:kubernetes::kuberay-k8s"
     cluster = by[("kubernetes:ray.io/v1:RayCluster", "ray-raycluster-training")]
