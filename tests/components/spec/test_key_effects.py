@@ -270,6 +270,9 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
     if schema == "node_pools[].reservation":
         yield _set(_set(data, path, "res-a"), (*path[:-1], "provisioning"), "reservation")
         return
+    if schema == "capacity.priority_classes" and value == []:  # dev declares none
+        yield _set(data, path, [{"name": "team", "value": 10}])
+        return
     if schema == "compute_classes" and value == []:  # a class on the first TPU/GPU pool
         pool = next(p["name"] for p in data["node_pools"] if "tpu" in p or "gpu" in p)
         yield _set(data, path, [{"name": "fallback", "node_pool": pool, "fallback": ["spot"]}])
@@ -556,7 +559,20 @@ def _with_multi_host_tpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def _unqueued_jobs(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its jobs out of Kueue: Kueue owns a queued RayJob's ``suspend`` and requires
+    ``shutdownAfterJobFinishes`` (components/capacity/rules.py), so those keys only act on a job
+    no queue admits (every prod job and dev's GPU job are queued)."""
+    out = copy.deepcopy(data)
+    for job in out.get("jobs", []):
+        job.pop("queue", None)
+        job.pop("priority", None)
+    return out
+
+
 NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
+    "jobs[].suspend": _unqueued_jobs,
+    "jobs[].shutdown_after_job_finishes": _unqueued_jobs,
     "ray.images.gpu-tf": _with_tf_gpu_job,
     "jobs[].slices": _with_multi_host_tpu_job,
 }
