@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import pulumi
 
-from components.builders.nodepools import node_pool_specs
-from components.builders.outputs import config_outputs
+from components.apis.component import Apis
 from components.capacity.component import Kueue
-from components.resources.apis import Apis
-from components.resources.cluster import Cluster, ClusterArgs
-from components.resources.config import load_pulumi_config
-from components.resources.dashboards import Dashboards
-from components.resources.kuberay import KubeRay, KubeRayArgs
-from components.resources.network import Network, NetworkArgs
-from components.resources.nodepool import NodePool, NodePoolArgs
-from components.resources.rayresources import RayResources
-from components.resources.registry import ImageRegistry, ImageRegistryArgs
-from components.resources.security import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
-from components.resources.storage import Storage, StorageArgs
-from components.spec import ConfigError
+from components.cluster.component import Cluster, ClusterArgs
+from components.images.component import ImageRegistry, ImageRegistryArgs
+from components.kuberay.component import KubeRay, KubeRayArgs
+from components.monitoring.component import Dashboards
+from components.network.component import Network, NetworkArgs
+from components.nodepools.component import NodePool, NodePoolArgs
+from components.nodepools.render import node_pool_specs
+from components.raycrs.component import RayResources
+from components.security.component import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
+from components.stack import ConfigError
+from components.stack.component import load_pulumi_config
+from components.stack.outputs import config_outputs
+from components.storage.component import Storage, StorageArgs
 
 try:
     cfg = load_pulumi_config()

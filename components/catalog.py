@@ -1087,7 +1087,7 @@ def bucket_location_problem(location: str) -> str | None:
 
 # ---------------------------------------------------------------------------------------------
 # Prices (USD per hour, list prices, no committed-use or sustained-use discounts), from the dated
-# price list components/prices.json. A price that is not there is unknown: ``raygke cost`` shows it as unknown,
+# price list raygke/prices.json. A price that is not there is unknown: ``raygke cost`` shows it as unknown,
 # never as zero.
 #
 # Sources:
@@ -1103,7 +1103,7 @@ def bucket_location_problem(location: str) -> str | None:
 #   https://cloud.google.com/compute/docs/instances/reservations-overview ("reserved resources are
 #   charged at the same on-demand rates as running VMs").
 
-PRICES_RECORDED = "2026-12-01"  # the date of components/prices.json
+PRICES_RECORDED = "2026-12-01"  # the date of raygke/prices.json
 HOURS_PER_MONTH = 730
 _CAT = (
     "https://github.com/skypilot-org/skypilot-catalog/blob/"
@@ -1138,7 +1138,7 @@ CLUSTER_FEE = Price(0.10, 0.10, GKE_PRICING)
 # per GPU; (region, TPU generation) -> price per chip: every family, GPU and generation of this
 # catalog in every region the price list has [PRICE-CAT].
 #
-# The price list ``components/prices.json``: dated, sourced hourly list prices for every machine
+# The price list ``raygke/prices.json``: dated, sourced hourly list prices for every machine
 # family, GPU and TPU generation of :mod:`components.catalog`, on-demand and Spot, per region.
 #
 # The file (its ``sources``, ``recorded`` date and ``derivation`` say where each figure comes from)
@@ -1158,7 +1158,7 @@ CLUSTER_FEE = Price(0.10, 0.10, GKE_PRICING)
 # ``python -m raygke.prices_refresh`` regenerates the file from the Cloud Billing Catalog API;
 # ``python -m raygke.prices_seed`` wrote the shipped one offline from its two cited sources.
 
-PRICES_FILE = Path(__file__).with_name("prices.json")
+PRICES_FILE = Path(__file__).resolve().parents[1] / "raygke" / "prices.json"
 
 
 @cache
@@ -1204,7 +1204,7 @@ def build_tables(
             spot = shape.vcpus * r["vcpu_spot"] + shape.memory_gb * r["gb_spot"]
             note = (
                 f"derived: {shape.vcpus:g} vCPU x {r['vcpu']} + {shape.memory_gb:g} GB x {r['gb']}"
-                " (components/prices.json derivation)"
+                " (raygke/prices.json derivation)"
             )
             machines[(region, name)] = make_price(
                 round(od, 5), round(spot, 5), src, recorded=recorded, note=note

@@ -1,4 +1,4 @@
-"""The ray-gke policy pack: the secure-default rules of :mod:`components.checks.policy`, enforced
+"""The ray-gke policy pack: the secure-default rules of :mod:`components.security.policy`, enforced
 (mandatory) at ``pulumi preview`` / ``pulumi up``::
 
     make policy-venv                              # once: policy/venv with pulumi-policy
@@ -7,7 +7,7 @@
 The rule functions are the ones ``raygke check`` runs offline over the synth render; this file only
 wraps them: each resource rule as a ``ResourceValidationPolicy``, each stack-wide rule as a
 ``StackValidationPolicy``, with the same names. Props reach the rules through
-:func:`components.checks.policy.normalise` (the SDK's unknown-value proxies unwrapped; a value
+:func:`components.security.policy.normalise` (the SDK's unknown-value proxies unwrapped; a value
 unknown at preview counts as set).
 
 Sources: the Python policy SDK (``pulumi_policy``: ``PolicyPack``, ``ResourceValidationPolicy``,
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from components.checks.policy import RULES, Resource, Rule, normalise  # noqa: E402
+from components.security.policy import RULES, Resource, Rule, normalise  # noqa: E402
 
 PACK_NAME = "ray-gke-secure-defaults"
 
@@ -59,7 +59,7 @@ def _stack_policy(rule: Rule) -> StackValidationPolicy:
 
 
 def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
-    """One policy per rule of :data:`components.checks.policy.RULES`, in its order."""
+    """One policy per rule of :data:`components.security.policy.RULES`, in its order."""
     return [_resource_policy(r) if r.kind == "resource" else _stack_policy(r) for r in RULES]
 
 

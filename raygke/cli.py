@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from components.spec import GpuPool, StackConfig, TpuPool
+from components.stack import GpuPool, StackConfig, TpuPool
 from raygke import images as images_cli
 from raygke import local, submit
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
@@ -40,7 +40,7 @@ app = typer.Typer(
 )
 
 # ``--set KEY=VALUE``, one definition for every command that reads a stack file's values
-# (check, synth, diff, cost): components.spec.parse_set / apply_overrides.
+# (check, synth, diff, cost): components.stack.parse_set / apply_overrides.
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -118,19 +118,19 @@ def check(
             f"stand in for them; give the values with --set KEY=VALUE to check them too)",
             markup=False,
         )
-    from components.checks.access import reachability_problems
-    from components.checks.images import image_warnings
+    from components.images.checks import image_warnings
+    from components.network.access import reachability_problems
 
     for line in image_warnings(cfg):
         err.print(f"[yellow]warning:[/] {escape(line)}")
     problems: list[str] = reachability_problems(cfg)
     skipped: list[str] = []  # what this run did not check, said on the ok line
     if not render:
-        from components.checks.stack import RENDER_CHECKS
+        from components.stack.checks import RENDER_CHECKS
 
         skipped = [*RENDER_CHECKS, "policy rules"]  # the keys: checks in words
     if render:
-        from components.checks.stack import check_stack
+        from components.stack.checks import check_stack
 
         problems += check_stack(cfg)
         if not policy:
@@ -151,12 +151,12 @@ def check(
         err.print(
             f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"
         )
-        from components.spec.base import one_line
+        from components.stack.base import one_line
 
         for line in problems:
             err.print(f"  - {one_line(line)}", markup=False)
         raise typer.Exit(EXIT_FAILED)
-    from components.builders.outputs import accelerator_summary
+    from components.stack.outputs import accelerator_summary
 
     console.print(
         pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
@@ -248,7 +248,7 @@ def diff(
     else:
         rdiff.render_text(plan, console)
     if exit_code and plan.disruptive():
-        from components.builders.disruption import EXIT_DISRUPTIVE
+        from raygke.disruption import EXIT_DISRUPTIVE
 
         raise typer.Exit(EXIT_DISRUPTIVE)
     if exit_code and plan.changes:
@@ -273,7 +273,7 @@ def cost(
     assert choice.path is not None  # no built-in stack: a file is always chosen
     _, overrides = load_for_render(choice.path, sets)
     import raygke.synth
-    from components.builders.cost import stack_cost
+    from raygke.cost import stack_cost
 
     config = raygke.synth.program_config(choice.path, overrides)
     records, _ = raygke.synth.run_program(config, choice.name)
@@ -316,7 +316,7 @@ def docs(
 ) -> None:
     """Print the stack file reference, generated from the stack model (``--write``: write it to
     the tracked file; ``--check``: exit 1 when that file is stale)."""
-    from components.spec.reference import render_reference
+    from components.stack.reference import render_reference
 
     if write and check:
         err.print("error: --write and --check exclude each other", markup=False)

@@ -1,11 +1,11 @@
-"""Printing ``raygke cost`` (rich table) from :class:`components.builders.cost.StackCost`."""
+"""Printing ``raygke cost`` (rich table) from :class:`raygke.cost.StackCost`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from components.builders.cost import StackCost, money
 from components.catalog import GKE_PRICING, HOURS_PER_MONTH, PRICES_RECORDED
+from raygke.cost import StackCost, money
 
 
 def _m(v: float | None) -> str:

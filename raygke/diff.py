@@ -8,7 +8,7 @@ URN and each gets one operation, as ``pulumi preview`` would show it:
 
 * ``create`` / ``delete``: the URN exists on one side only.
 * ``replace``: an input changed that the provider cannot update in place
-  (:mod:`components.builders.replacement`, with the field that forces it), or one listed in the
+  (:mod:`raygke.replacement`, with the field that forces it), or one listed in the
   resource's ``replace_on_changes`` option. ``delete_before_replace`` is shown; a RayJob replacement
   is a "job re-run" (KubeRay does not re-run an updated RayJob, kuberay#1776).
 * ``update``: other input changes, or a changed resource option (``protect``, ``ignore_changes``,
@@ -16,7 +16,7 @@ URN and each gets one operation, as ``pulumi preview`` would show it:
   the resource's ``ignore_changes`` are left out, as the engine does.
 * ``same``: counted only.
 * recreated dependents: a replaced resource replaces what lives inside it
-  (:func:`components.builders.replacement.recreated_by`): a replaced cluster replaces its
+  (:func:`raygke.replacement.recreated_by`): a replaced cluster replaces its
   Kubernetes provider, hence every object that provider manages; node pools, keys, IAM members and
   bucket objects of a replaced parent. Their reason reads ``recreated: ...``.
 
@@ -51,8 +51,8 @@ from typing import Any
 
 import yaml
 
-from components.builders import disruption as dis
-from components.builders.replacement import (
+from raygke import disruption as dis
+from raygke.replacement import (
     RERUN_TYPES,
     SCOPE_INPUTS,
     path_matches,
@@ -111,7 +111,7 @@ class Change:
         notes: what the operation does not do (a RayCluster template update reaches no running
             pod).
         disruption: what the change stops or restarts in running work
-            (:class:`components.builders.disruption.Disruption` as ``{"target", "effect",
+            (:class:`raygke.disruption.Disruption` as ``{"target", "effect",
             "detail"}``); empty when nothing running is touched.
     """
 
@@ -317,7 +317,7 @@ def compare(
 def _annotate_disruption(
     changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
 ) -> None:
-    """Each change's ``disruption`` (:func:`components.builders.disruption.assess`), the
+    """Each change's ``disruption`` (:func:`raygke.disruption.assess`), the
     provider-identity flag and a RayService upgrade without room for its second cluster."""
     base, head = list(olds.values()), list(news.values())
     for c in changes:
@@ -401,7 +401,7 @@ def _recreate_dependents(
     changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
 ) -> int:
     """Turn into replacements what a replaced resource takes with it
-    (:func:`components.builders.replacement.recreated_by`), to a fixed point (a replaced cluster
+    (:func:`raygke.replacement.recreated_by`), to a fixed point (a replaced cluster
     replaces its Kubernetes provider, which replaces every object it manages). ``changes`` is
     edited in place (updates become replacements, unchanged resources are added); returns how
     many unchanged resources became replacements."""
@@ -846,10 +846,10 @@ def render_json(plan: Plan) -> str:
 
 
 def cost_delta(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> dict[str, Any]:
-    """The cost change between two renders (:mod:`components.builders.cost`): ``{"lines":
+    """The cost change between two renders (:mod:`raygke.cost`): ``{"lines":
     [str], "base": StackCost json, "head": StackCost json}``; ``lines`` is empty when the cost
     did not change."""
-    from components.builders.cost import delta_lines, stack_cost
+    from raygke.cost import delta_lines, stack_cost
 
     b, h = stack_cost(base), stack_cost(head)
     return {"lines": delta_lines(b, h), "base": b.to_json(), "head": h.to_json()}

@@ -1,5 +1,5 @@
 """``raygke images``: the requirement files of the project's Ray images
-(:mod:`components.builders.images`)."""
+(:mod:`components.images.render`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def lock(
     ),
 ) -> None:
     """Generate images/requirements-{cpu,gpu,gpu-tf,tpu}.txt from pyproject.toml's extras."""
-    from components.builders.images import (
+    from components.images.render import (
         ROOT,
         locked_ray_versions,
         stale_requirements,

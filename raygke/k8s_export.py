@@ -16,7 +16,7 @@ Every ``kubernetes:*`` object of the render (custom resource definitions and Hel
 out: KubeRay's CRDs and chart are not ours) becomes ``<kind>-<namespace>-<name>.yaml``; and since
 a scanner does not know KubeRay's custom resources, every pod a RayCluster / RayJob / RayService
 makes (head and worker groups of each Ray cluster, a RayJob's submitter:
-:func:`components.checks.security.pod_templates`) is also written as the ``v1`` Pod it becomes,
+:func:`components.security.rules.pod_templates`) is also written as the ``v1`` Pod it becomes,
 ``pod-<namespace>-<cr name>-<group>.yaml``. A head pod with ``enableInTreeAutoscaling`` gets the
 autoscaler sidecar KubeRay adds: the Ray image (or ``autoscalerOptions.image``),
 ``autoscalerOptions.securityContext`` and ``autoscalerOptions.resources``, by default 500m CPU
@@ -38,8 +38,8 @@ from typing import Any
 
 import yaml
 
-from components.checks.policy import Resource, resources_from_records
-from components.checks.security import RAY_KINDS, pod_templates, ray_cluster_specs
+from components.security.policy import Resource, resources_from_records
+from components.security.rules import RAY_KINDS, pod_templates, ray_cluster_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPS_FILE = ROOT / ".ci" / "checkov-skips.yaml"

@@ -62,7 +62,7 @@ def resolve_target(
         typer.Exit(2): both options, a missing stack file, or ``--workers`` out of 0..16.
         typer.Exit(1): an invalid stack file (every problem listed).
     """
-    from components.spec import LocalConfig
+    from components.stack import LocalConfig
 
     choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
     local = load_or_exit(choice.path).local if choice.path is not None else LocalConfig()

@@ -126,7 +126,7 @@ class LocalTarget:
 
 
 def make_target(stack: str, local: Any, workers: int | None = None) -> LocalTarget:
-    """Build a :class:`LocalTarget` from a ``LocalConfig`` (``components.spec``).
+    """Build a :class:`LocalTarget` from a ``LocalConfig`` (``components.stack``).
 
     ``workers`` overrides ``local.workers``; ``$RAYGKE_LOCAL_ROOT`` overrides ``local.root``.
 

@@ -5,7 +5,7 @@ config that a RayService's ``serveConfigV2`` holds too;
 https://docs.ray.io/en/latest/serve/api/index.html#serve-rest-api) with
 ``ray.dashboard.modules.serve.sdk.ServeSubmissionClient``, which sends the cluster's auth token.
 The application's ``runtime_env.working_dir`` is the same deterministic ``workloads/`` zip the
-RayJobs and RayServices on GKE run (:func:`components.builders.archive.workloads_archive`), written
+RayJobs and RayServices on GKE run (:func:`components.raycrs.archive.workloads_archive`), written
 to ``<artifacts>/workloads/<sha[:16]>.zip`` and given as a ``file://`` URI (a protocol Ray's
 runtime_env downloads, ``ray/_private/runtime_env/protocol.py``).
 
@@ -32,7 +32,7 @@ WORKLOAD = "serve_lm"
 def stage_archive(artifacts: str) -> str:
     """Write the ``workloads/`` zip to ``<artifacts>/workloads/<sha[:16]>.zip`` (once per
     content) and return its ``file://`` URI."""
-    from components.builders.archive import archive_object_name, workloads_archive
+    from components.raycrs.archive import archive_object_name, workloads_archive
 
     data, sha = workloads_archive()
     path = Path(artifacts) / archive_object_name(sha)

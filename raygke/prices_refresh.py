@@ -1,8 +1,8 @@
-"""Regenerate ``components/prices.json`` from the Cloud Billing Catalog API.
+"""Regenerate ``raygke/prices.json`` from the Cloud Billing Catalog API.
 
 Usage (needs network and an API key with the Cloud Billing API enabled; nothing else):
 
-    python -m raygke.prices_refresh --api-key "$KEY" [--out components/prices.json]
+    python -m raygke.prices_refresh --api-key "$KEY" [--out raygke/prices.json]
 
 It lists the SKUs of the Compute Engine service (``services/6F81-5844-456A``) with
 ``GET https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus?key=KEY&pageToken=...``
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover
     ap.add_argument(
         "--out",
         type=Path,
-        default=Path(__file__).resolve().parents[1] / "components" / "prices.json",
+        default=Path(__file__).resolve().parent / "prices.json",
     )
     ap.add_argument("--tpu-service", default=TPU_SERVICE)
     args = ap.parse_args(argv)

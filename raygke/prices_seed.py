@@ -1,4 +1,4 @@
-"""How the shipped ``components/prices.json`` was seeded offline (no Billing API access): from the
+"""How the shipped ``raygke/prices.json`` was seeded offline (no Billing API access): from the
 figures of two cited sources, by the rules in the file's ``derivation``. ``python -m
 raygke.prices_seed`` rewrites the file; a test checks the shipped file equals this output, so
 every number in it is traceable to a source row or a stated derivation. With API access,
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[1] / "components" / "prices.json"
+OUT = Path(__file__).resolve().parent / "prices.json"
 
 
 def seed() -> dict[str, Any]:

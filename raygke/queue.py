@@ -33,9 +33,9 @@ def queue(
     config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
 ) -> None:
     """Preview Kueue admission offline: per queued job its pod sets, flavors and quota verdict."""
-    from components.builders.archive import working_dir_uri, workloads_archive
-    from components.builders.manifests import render_manifests
     from components.capacity.preview import preview
+    from components.raycrs.archive import working_dir_uri, workloads_archive
+    from components.raycrs.render import render_manifests
 
     choice = choose_or_exit(stack, config)
     assert choice.path is not None

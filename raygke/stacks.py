@@ -116,7 +116,7 @@ def choose_or_exit(
     try:
         return choose_stack(stack, config, builtin=builtin)
     except StackChoiceError as e:
-        from components.spec.base import one_line
+        from components.stack.base import one_line
 
         err.print(f"error: {one_line(str(e))}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -125,10 +125,10 @@ def choose_or_exit(
 def load_or_exit(
     path: Path, overrides: Mapping[str, Any] | None = None, *, checking: bool = False
 ) -> Any:
-    """Load and validate a stack file (``components.spec.load_stack_file``, with ``overrides``
+    """Load and validate a stack file (``components.stack.load_stack_file``, with ``overrides``
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
-    from components.spec import ConfigError, StackFileError, load_stack_file
+    from components.stack import ConfigError, StackFileError, load_stack_file
 
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
@@ -150,7 +150,7 @@ def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools
 
     Args:
         pools: config pool name -> the ``node_pools`` stack output's entry, as built by
-            ``components.builders.outputs.accelerator_summary`` (keys ``kind``,
+            ``components.stack.outputs.accelerator_summary`` (keys ``kind``,
             ``machine_type``, ``gke_node_pools``; TPU ``accelerator``, ``topology``,
             ``chips_per_host``, ``hosts_per_slice``, ``chips_per_slice``, ``max_slices``; GPU
             ``accelerator``, ``gpus_per_node``, ``max_nodes``; CPU ``max_nodes``).
@@ -187,7 +187,7 @@ class CheckedStack:
 
     Attributes:
         cfg: the validated config; keys an ESC environment provides hold stand-ins
-            (:func:`components.spec.esc_stand_ins`).
+            (:func:`components.stack.esc_stand_ins`).
         environments: the ESC environments the file imports.
         from_environment: required keys neither the file nor ``--set`` gives, expected from
             those environments (not checked offline).
@@ -199,9 +199,9 @@ class CheckedStack:
 
 
 def parse_sets_or_exit(sets: list[str] | None) -> dict[str, Any]:
-    """The ``--set KEY=VALUE`` items as overrides (:func:`components.spec.parse_set`); a bad item
+    """The ``--set KEY=VALUE`` items as overrides (:func:`components.stack.parse_set`); a bad item
     is a usage error: its one line is printed and the command exits 2."""
-    from components.spec import ConfigError, parse_set
+    from components.stack import ConfigError, parse_set
 
     try:
         return parse_set(list(sets or []))
@@ -213,7 +213,7 @@ def parse_sets_or_exit(sets: list[str] | None) -> dict[str, Any]:
 def _environments(path: Path) -> tuple[str, ...]:
     """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
     says what is wrong with the file)."""
-    from components.spec import ConfigError, StackFileError, stack_environments
+    from components.stack import ConfigError, StackFileError, stack_environments
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -229,7 +229,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     does. Nothing stands in for values a Pulumi ESC ``environment:`` provides (a render needs
     real ones): when the file imports one and required keys are missing, a note says to give
     them with ``--set`` before the problems are printed (exit 1)."""
-    from components.spec import ConfigError, StackFileError, required_keys, stack_data_from_yaml
+    from components.stack import ConfigError, StackFileError, required_keys, stack_data_from_yaml
 
     overrides = parse_sets_or_exit(sets)
     envs = _environments(path)
@@ -254,7 +254,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
     tolerate the required keys a Pulumi ESC ``environment:`` provides: they are reported, not
     refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
     ``--set`` is a usage error, 2)."""
-    from components.spec import (
+    from components.stack import (
         ConfigError,
         StackFileError,
         apply_overrides,
@@ -314,7 +314,7 @@ def _print_invalid(
     err.print(
         f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
     )
-    from components.spec.base import one_line
+    from components.stack.base import one_line
 
     for line in problems:
         err.print(f"  - {one_line(line)}", markup=False)

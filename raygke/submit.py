@@ -5,9 +5,9 @@ What it does (GKE), with the stack file as the only input besides the script:
 1. picks the stack's long-lived RayCluster (``ray_clusters:``; ``--cluster`` when it has several)
    and resolves what the stack renders for it (:func:`plan_for_stack`): the namespace
    (``kuberay.namespace``), KubeRay's head Service ``<cluster>-head-svc``
-   (:func:`components.builders.manifests.head_service_host`), the dashboard / Jobs API port 8265
+   (:func:`components.raycrs.render.head_service_host`), the dashboard / Jobs API port 8265
    and the token Secret ``<cluster>-ray-auth``, key ``auth_token``
-   (:func:`components.builders.manifests.auth_secret_name`, ``AUTH_TOKEN_KEY``);
+   (:func:`components.raycrs.render.auth_secret_name`, ``AUTH_TOKEN_KEY``);
 2. reads the token with ``kubectl get secret`` (the caller's own Kubernetes RBAC decides: reading
    that Secret is the permission to submit);
 3. opens ``kubectl port-forward svc/<cluster>-head-svc :8265 --address 127.0.0.1`` through the
@@ -127,7 +127,7 @@ def plan_for_stack(
         SubmitError: the stack has no RayCluster, ``cluster`` is not one of them, or it has
             several and none was named.
     """
-    from components.builders import manifests
+    from components.raycrs import render as manifests
 
     names = [rc.name for rc in cfg.ray_clusters]
     if not names:

@@ -45,7 +45,7 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.spec import PROJECT_NAMESPACE, read_stack_yaml
+from components.stack import PROJECT_NAMESPACE, read_stack_yaml
 from raygke.stacks import pools_table, stack_name_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -308,23 +308,23 @@ def read_stack_config(path: Path) -> dict[str, str]:
 
 def program_config(path: Path, overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The config the program runs on: the stack file's entries (:func:`read_stack_config`) with
-    ``--set`` ``overrides`` (:func:`components.spec.parse_set`: dotted key -> value) applied to
-    the project's ``ray-gke:`` keys, as :func:`components.spec.load_stack_file` applies them.
+    ``--set`` ``overrides`` (:func:`components.stack.parse_set`: dotted key -> value) applied to
+    the project's ``ray-gke:`` keys, as :func:`components.stack.load_stack_file` applies them.
 
     ``project`` and ``region`` overrides also set ``gcp:project`` / ``gcp:region``: the two
-    must not differ (:class:`components.spec.StackConfig`), and the Google provider creates every
+    must not differ (:class:`components.stack.StackConfig`), and the Google provider creates every
     resource that names no project in ``gcp:project``
     (https://www.pulumi.com/registry/packages/gcp/installation-configuration/), so an override of
     one alone would render (and deploy) into the file's project. Other ``gcp:``, ``kubernetes:``
     and ``pulumi:`` entries are kept.
 
     Raises:
-        components.spec.ConfigError / StackFileError: as ``load_stack_file`` (validate first).
+        components.stack.ConfigError / StackFileError: as ``load_stack_file`` (validate first).
     """
     entries = read_stack_config(path)
     if not overrides:
         return entries
-    from components.spec import apply_overrides, stack_data_from_yaml
+    from components.stack import apply_overrides, stack_data_from_yaml
 
     text = path.read_text(encoding="utf-8")
     data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
@@ -468,9 +468,9 @@ def synth(
     ``out`` (see the module docstring).
 
     Raises:
-        components.spec.ConfigError: the config is invalid (checked before the program runs).
+        components.stack.ConfigError: the config is invalid (checked before the program runs).
     """
-    from components.spec import load_stack_file
+    from components.stack import load_stack_file
 
     # raises ConfigError with the same problem lines as `raygke check`
     load_stack_file(path, overrides)
@@ -500,14 +500,14 @@ def print_summary(result: SynthResult, out: Path, console: Any) -> None:
 
 
 def policy_problems(path: Path, stack: str | None = None) -> list[str]:
-    """The policy pack's GCP rules (:data:`components.checks.policy.GCP_RULES`) over the program
+    """The policy pack's GCP rules (:data:`components.security.policy.GCP_RULES`) over the program
     run under mocks on the stack file ``path``, one ``<rule>: <resource>: <message>`` line each.
-    Its Kubernetes rules (:mod:`components.checks.security`) run in
-    :func:`components.checks.stack.check_stack` over the same objects, rendered without Pulumi.
+    Its Kubernetes rules (:mod:`components.security.rules`) run in
+    :func:`components.stack.checks.check_stack` over the same objects, rendered without Pulumi.
 
     The config must be valid (checked first); a program error propagates.
     """
-    from components.checks.policy import GCP_RULES, check_records
+    from components.security.policy import GCP_RULES, check_records
 
     records, _ = run_program(read_stack_config(path), stack or stack_name_for(path))
     return check_records(records, GCP_RULES)

@@ -4,11 +4,10 @@
 2. `components/` never imports `ray`, `torch`, `jax` or `tensorflow` (it runs where infra is
    provisioned); from `workloads` it may import only the standard-library-only registry and
    argument dataclasses (`workloads.registry`, `workloads.args`).
-3. Inside `components/` the folders are layers and data flows one way:
-   `spec/` -> `builders/` -> `checks/` and `resources/`. spec/builders/checks never import
-   `pulumi`; spec imports no later layer; builders import neither checks nor resources;
-   checks import no resources; resources import no checks. `catalog.py` (sourced facts) imports
-   no layer.
+3. `components/` is one folder per concept (design.md "Layout"): its part of the stack model, its
+   pure render, its checks and its ComponentResource side by side. Only a concept's
+   `component.py` imports `pulumi`, and no pure file imports a `component` module. `catalog.py`
+   (sourced facts) imports no concept.
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ def test_components_do_not_import_ml(path: Path) -> None:
 def test_registry_is_standard_library_only() -> None:
     """Importing the registry (as the Pulumi side does) loads none of the ML frameworks."""
     code = (
-        "import sys, workloads.registry, workloads.args, components.spec; "
+        "import sys, workloads.registry, workloads.args, components.stack; "
         "bad = [m for m in ('ray', 'torch', 'jax', 'pulumi') if m in sys.modules]; "
         "print(','.join(bad))"
     )
@@ -78,32 +77,27 @@ def test_registry_is_standard_library_only() -> None:
 
 
 PULUMI = {"pulumi", "pulumi_gcp", "pulumi_kubernetes"}
-# layer -> the components packages it may not import
-FORBIDDEN_LAYERS = {
-    "spec": {"components.builders", "components.checks", "components.resources"},
-    "builders": {"components.checks", "components.resources"},
-    "checks": {"components.resources"},
-    "resources": {"components.checks"},
-    # concept folder (issue 21): pure like builders; the in-cluster resources apply its objects
-    "computeclass": {"components.resources"},
+
+# The concept folders of components/ (design.md "Layout").
+CONCEPTS = {
+    "apis",
+    "capacity",
+    "cluster",
+    "computeclass",
+    "images",
+    "kuberay",
+    "monitoring",
+    "network",
+    "nodepools",
+    "raycrs",
+    "security",
+    "stack",
+    "storage",
 }
 
 
-# Concept folders (design.md "Layout": model part, pure render, checks, component): only the
-# component file imports pulumi. concept -> its component files.
-CONCEPT_FOLDERS = {"capacity": {"component.py"}}
-
-
-def _layer_files() -> list[tuple[str, Path]]:
-    return [
-        (layer, path)
-        for layer in FORBIDDEN_LAYERS
-        for path in sorted((ROOT / "components" / layer).rglob("*.py"))
-    ]
-
-
-def test_components_top_level_is_layers_and_catalog() -> None:
-    """Only the layer folders and the catalog sit at the top of ``components/``."""
+def test_components_top_level_is_concepts_and_catalog() -> None:
+    """Only the concept folders and the catalog sit at the top of ``components/``."""
     modules = {p.name for p in (ROOT / "components").glob("*.py")}
     folders = {
         p.name
@@ -111,31 +105,23 @@ def test_components_top_level_is_layers_and_catalog() -> None:
         if p.is_dir() and (p / "__init__.py").exists()
     }
     assert modules == {"__init__.py", "catalog.py"}
-    assert folders == set(FORBIDDEN_LAYERS) | set(CONCEPT_FOLDERS)
+    assert folders == CONCEPTS
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for c in CONCEPT_FOLDERS for p in sorted((ROOT / "components" / c).rglob("*.py"))],
-    ids=str,
-)
-def test_concept_folders_import_pulumi_only_in_their_component(path: Path) -> None:
-    concept = path.relative_to(ROOT / "components").parts[0]
+def _concept_files() -> list[Path]:
+    return [p for c in sorted(CONCEPTS) for p in sorted((ROOT / "components" / c).rglob("*.py"))]
+
+
+@pytest.mark.parametrize("path", _concept_files(), ids=str)
+def test_only_a_concepts_component_file_imports_pulumi(path: Path) -> None:
+    if path.name == "component.py":
+        return
     mods = imported_modules(path)
-    if path.name not in CONCEPT_FOLDERS[concept]:
-        assert not {m for m in mods if top(m) in PULUMI}, f"{path} imports pulumi"
-        assert not {m for m in mods if m.startswith("components.resources")}, path
+    assert not {m for m in mods if top(m) in PULUMI}, f"{path.relative_to(ROOT)} imports pulumi"
+    components = {m for m in mods if m.startswith("components.") and m.endswith(".component")}
+    assert not components, f"{path.relative_to(ROOT)} (pure) imports {sorted(components)}"
 
 
-@pytest.mark.parametrize(("layer", "path"), _layer_files(), ids=lambda x: str(x))
-def test_layers_import_one_way(layer: str, path: Path) -> None:
-    mods = imported_modules(path)
-    bad = {m for m in mods if any(m == f or m.startswith(f + ".") for f in FORBIDDEN_LAYERS[layer])}
-    if layer != "resources":
-        bad |= {m for m in mods if top(m) in PULUMI}
-    assert not bad, f"{path.relative_to(ROOT)} ({layer}) imports {sorted(bad)}"
-
-
-def test_catalog_imports_no_layer() -> None:
+def test_catalog_imports_no_concept() -> None:
     mods = imported_modules(ROOT / "components" / "catalog.py")
     assert not {m for m in mods if top(m) in {"components", *PULUMI}}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.builders.outputs import CONTRACT_VERSION
+from components.stack.outputs import CONTRACT_VERSION
 from raygke.synth import SECRET, read_stack_config, run_program
 from tests.helpers import ROOT, STACKS, config, preview_outputs, render
 

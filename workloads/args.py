@@ -9,7 +9,7 @@ ray/torch/jax/pulumi). From each dataclass are derived:
   (:meth:`WorkloadArgs.problems`; :meth:`WorkloadArgs.parse` raises :class:`ArgError`);
 * the ``--set JOB.KEY=VALUE`` value parser (:func:`parse_value`);
 * the job-argument binding used both by the RayJob manifests on GKE
-  (``components/builders/manifests.py`` ``job_args``) and by ``raygke local run``
+  (``components/raycrs/render.py`` ``job_args``) and by ``raygke local run``
   (``raygke/local_jobs.py`` ``job_args``): :func:`bind_job_args`;
 * the documentation rows (:meth:`WorkloadArgs.rows`: name, type, default, unit, meaning).
 
@@ -382,7 +382,7 @@ class TrainArgs(WorkloadArgs):
     scaling: dict[str, Any] | None = arg(  # noqa: RUF009 (arg() returns a dataclasses.field)
         None,
         "ray.train.ScalingConfig kwargs derived from the node pool / TPU slice "
-        "(components/builders/scaling.py); None = num_workers CPU workers",
+        "(components/raycrs/scaling.py); None = num_workers CPU workers",
         check=_scaling_problem,
     )
     num_workers: int = arg(1, "Ray Train workers when scaling is None", "workers", minimum=1)
@@ -723,7 +723,7 @@ class TuneLmArgs(WorkloadArgs):
     )
     scaling: dict[str, Any] | None = arg(  # noqa: RUF009
         None,
-        "ScalingConfig kwargs of the pool (components/builders/scaling.py); each trial asks for "
+        "ScalingConfig kwargs of the pool (components/raycrs/scaling.py); each trial asks for "
         "ONE worker's resources (one GPU, or one TPU host's chips); None = cpus_per_trial CPUs",
         check=_scaling_problem,
     )

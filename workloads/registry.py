@@ -80,7 +80,7 @@ class Workload:
         needs: the Python distributions beyond Ray it imports (PyPI names, as pinned in
             ``pyproject.toml``), on the driver and on the workers. The version needed is the
             project's pin, the one the tests ran with; ``raygke check`` refuses a job whose image
-            does not provide each at that version (``components/checks/images.py``).
+            does not provide each at that version (``components/images/checks.py``).
         unsupported: ``(accelerator, why)`` pairs: the reason given when a job asks for an
             accelerator outside :attr:`accelerators` (see :meth:`refusal`).
         serve_app: for a Ray Serve application (a stack ``services:`` entry, ``raygke local

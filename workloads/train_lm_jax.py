@@ -7,7 +7,7 @@ step and the checkpoint files ``params.npz`` + ``opt_state.npz`` (format of
 :mod:`workloads.checkpoint`, written by rank 0, reported as ``checkpoint_<step:08d>``).
 
 Scheduling. With a ``scaling`` dict in the config (``ray.train.ScalingConfig`` kwargs, as
-``components.catalog.TpuSlice.scaling_config`` / ``components.builders.scaling.scaling_config_for_job``
+``components.catalog.TpuSlice.scaling_config`` / ``components.raycrs.scaling.scaling_config_for_job``
 produce them: ``use_tpu``, ``topology``, ``accelerator_type``, ``num_workers`` = hosts x slices,
 ``resources_per_worker={"TPU": chips_per_host}``) Ray Train reserves the slice(s) itself:
 ``ray.train.v2._internal.execution.worker_group.WorkerGroup._create_placement_group`` builds a

@@ -19,7 +19,7 @@ Shared here, so the two cannot drift:
 * throughput: global tokens/s = local tokens x world size over step time, the first step of an
   attempt (warm-up / XLA compile) left out;
 * scaling: ``ray.train.ScalingConfig(**scaling_kwargs(args))`` — the ``scaling`` argument
-  (ScalingConfig kwargs of the node pool / slice, ``components/builders/scaling.py``) when set,
+  (ScalingConfig kwargs of the node pool / slice, ``components/raycrs/scaling.py``) when set,
   else ``num_workers`` workers of ``cpus_per_worker`` CPUs (+1 GPU each with ``use_gpu``);
 * run: ``RunConfig(name, storage_path, FailureConfig(max_failures),
   CheckpointConfig(num_to_keep=keep_checkpoints))``; the test hooks ``step_log``,

@@ -44,7 +44,7 @@ it (finished trials are not re-run; unfinished ones resume from their checkpoint
 https://docs.ray.io/en/latest/tune/tutorials/tune-fault-tolerance.html).
 
 Resources: a trial asks for ``cpus_per_trial`` CPUs, plus ONE worker's accelerators from
-``scaling`` (the pool's ``ScalingConfig`` kwargs, :mod:`components.builders.scaling`): one GPU
+``scaling`` (the pool's ``ScalingConfig`` kwargs, :mod:`components.raycrs.scaling`): one GPU
 (``use_gpu``) or one TPU host's chips (``resources_per_worker={"TPU": n}``; single-host slices:
 a trial on one host of a multi-host slice cannot start the slice's runtime alone).
 Trainer ``jax`` runs on TPU slices and CPUs; ``tf`` where its workload ``train_lm_tf`` runs

@@ -4,7 +4,7 @@ One concept folder (design.md "Capacity"):
 
 * :mod:`components.capacity.model` - the ``capacity:`` block of the stack file (pydantic);
 * :mod:`components.capacity.render` - pure render: ResourceFlavors (derived from the node pool
-  specs of :mod:`components.builders.nodepools`), ClusterQueues, LocalQueues,
+  specs of :mod:`components.nodepools.render`), ClusterQueues, LocalQueues,
   WorkloadPriorityClasses, AdmissionChecks and ProvisioningRequestConfigs, Kueue's Helm values;
 * :mod:`components.capacity.rules` - Kueue's rules for Ray objects and the DWS / flex-start
   limits, each citing its source;
@@ -12,9 +12,9 @@ One concept folder (design.md "Capacity"):
 * :mod:`components.capacity.component` - the Pulumi ComponentResource (the only file here that
   imports ``pulumi``).
 
-The stack model (:mod:`components.spec.stack`) holds the ``capacity:`` block, so this package
-imports :mod:`components.spec` first: whichever is imported first, the model module is then
-loaded while ``components.spec.base`` already exists (no import cycle).
+The stack model (:mod:`components.stack.model`) holds the ``capacity:`` block, so this package
+imports :mod:`components.stack` first: whichever is imported first, the model module is then
+loaded while ``components.stack.base`` already exists (no import cycle).
 """
 
-import components.spec  # noqa: F401  (import order, see above)
+import components.stack  # noqa: F401  (import order, see above)

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from components.spec.base import _k8s_name, _Model, _quantity
+from components.stack.base import _k8s_name, _Model, _quantity
 
 # Kueue releases whose CRDs the repository carries (components/capacity/crds/kueue-v<version>/,
 # config/components/crd/bases of that tag of kubernetes-sigs/kueue, commit of v0.19.2:

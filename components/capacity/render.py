@@ -8,7 +8,7 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
   taints and the pod's node selector, restricted to the flavor's label keys, matches the
   flavor's labels (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
   ``checkFlavorForPodSets``); on admission it adds the flavor's labels and tolerations to the pods.
-  The flavor of a node pool is derived from its :class:`components.builders.nodepools.NodePoolSpec`
+  The flavor of a node pool is derived from its :class:`components.nodepools.render.NodePoolSpec`
   (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
   includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
   (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
@@ -37,9 +37,9 @@ from typing import Any
 import yaml
 
 from components import catalog
-from components.builders.nodepools import NodePoolSpec, specs_for_pool
 from components.capacity.model import ClusterQueueConfig
-from components.spec import StackConfig
+from components.nodepools.render import NodePoolSpec, specs_for_pool
+from components.stack import StackConfig
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

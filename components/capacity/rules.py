@@ -2,7 +2,7 @@
 
 Two layers, each a list of one-line problems:
 
-* :func:`stack_rules` - cross-field rules on the stack model (run by :mod:`components.spec.rules`
+* :func:`stack_rules` - cross-field rules on the stack model (run by :mod:`components.stack.rules`
   with the other rules, so ``raygke check`` and ``pulumi up`` both refuse them):
 
   - a job's ``queue`` is a declared LocalQueue, whose ``cluster_queue`` is declared; ``priority``
@@ -24,7 +24,7 @@ Two layers, each a list of one-line problems:
   render checks):
 
   - every Kueue object validates against the carried CRD of ``capacity.kueue.version``
-    (:func:`kueue_schema_problems`, the project's checker :mod:`components.checks.crd`);
+    (:func:`kueue_schema_problems`, the project's checker :mod:`components.raycrs.crd`);
   - a queued RayJob's cluster: no in-tree autoscaling (Kueue: "a kueue managed job should only
     use autoscaling when workload slicing is enabled", ``pkg/controller/jobs/raycluster/common.go``
     ``ValidateCreate``), at most ``MaxPodSets`` pod sets (18 in v0.19.2,
@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from components import catalog
 
 if TYPE_CHECKING:
-    from components.spec.stack import StackConfig
+    from components.stack.model import StackConfig
 
 CRDS_ROOT = Path(__file__).resolve().parent / "crds"
 MAX_POD_SETS = 18  # kueue v0.19.2 pkg/controller/jobframework/constants.go MaxPodSets
@@ -97,7 +97,7 @@ def _python_patterns(schema: Any) -> Any:
 def _kueue_validator(path: str, version: str) -> Any:
     import jsonschema
 
-    from components.checks.crd import _json_schema, _load_schema
+    from components.raycrs.crd import _json_schema, _load_schema
 
     schema = _python_patterns(_json_schema(copy.deepcopy(_load_schema(path, version))))
     return jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)(schema)
@@ -105,9 +105,9 @@ def _kueue_validator(path: str, version: str) -> Any:
 
 def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> list[str]:
     """Each Kueue object against the carried CRD of ``version``: unknown (pruned) fields, then the
-    schema, with the helpers of :mod:`components.checks.crd`. One line each,
+    schema, with the helpers of :mod:`components.raycrs.crd`. One line each,
     ``<Kind> <name>: <path>: <why>``."""
-    from components.checks.crd import _fmt, _load_schema, unknown_fields
+    from components.raycrs.crd import _fmt, _load_schema, unknown_fields
 
     out: list[str] = []
     for m in manifests:
@@ -140,7 +140,7 @@ def _older(have: str | None, need: str) -> bool:
 
 def pool_problems(cfg: StackConfig) -> Iterable[str]:
     """The ``queued`` / ``flex-start`` limits of each pool (sources in the module docstring)."""
-    from components.spec.pools import GpuPool, TpuPool
+    from components.nodepools.model import GpuPool, TpuPool
 
     have = cfg.cluster.min_master_version
     for pool in cfg.node_pools:
@@ -370,7 +370,7 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
 
 def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
     """Every render-level capacity problem (see the module docstring); ``manifests`` are the
-    rendered Ray objects (:func:`components.builders.manifests.render_manifests`)."""
+    rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
     from components.capacity.preview import preview
     from components.capacity.render import QUEUE_LABEL, render_capacity
 

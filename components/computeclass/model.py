@@ -10,8 +10,8 @@ the rendered object: https://cloud.google.com/kubernetes-engine/docs/reference/c
 custom ComputeClasses need GKE Standard 1.30.3-gke.1451000 or later
 (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes).
 
-Pure pydantic: no Pulumi, and no import of :mod:`components.spec` (which imports this module for
-:class:`components.spec.StackConfig`). The cross-field rules are in
+Pure pydantic: no Pulumi, and no import of :mod:`components.stack` (which imports this module for
+:class:`components.stack.StackConfig`). The cross-field rules are in
 :mod:`components.computeclass.rules`, the render in :mod:`components.computeclass.render`.
 """
 

@@ -10,7 +10,7 @@ One object per class (https://cloud.google.com/kubernetes-engine/docs/reference/
 * then one priority per ``fallback`` entry, each with the pool's shape: a TPU slice as
   ``tpu: {type, count (chips per node), topology}`` (TPU7x multi-host slices also
   ``placement.policyName``, the workload policy of the pool's first slice,
-  :func:`components.builders.nodepools.workload_policy_name`), a GPU machine as ``machineType``
+  :func:`components.nodepools.render.workload_policy_name`), a GPU machine as ``machineType``
   plus ``gpu: {type, count, driverVersion}`` — as accelerated-platforms writes them
   (``platforms/gke/base/core/custom_compute_class/templates/manifests/{tpu,gpu}``, commit 9320f3b)
   — and the capacity: ``reservations: {affinity: Specific, specific: [{name}]}``, ``spot: false``
@@ -27,10 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from components import catalog
-from components.builders.naming import node_service_account_id
-from components.builders.nodepools import specs_for_pool, workload_policy_name
 from components.computeclass.model import ComputeClassConfig
-from components.spec import GpuPool, StackConfig, TpuPool
+from components.nodepools.render import specs_for_pool, workload_policy_name
+from components.stack import GpuPool, StackConfig, TpuPool
+from components.stack.naming import node_service_account_id
 
 API_VERSION = "cloud.google.com/v1"
 KIND = "ComputeClass"

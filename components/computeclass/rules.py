@@ -1,8 +1,8 @@
 """Cross-field rules of ``compute_classes`` (run with the stack's other rules,
-:data:`components.spec.rules.RULES`), each yielding one readable line per problem.
+:data:`components.stack.rules.RULES`), each yielding one readable line per problem.
 
 Pure: no Pulumi. The stack model is only a type here (``TYPE_CHECKING``), so
-:mod:`components.spec` can import this module.
+:mod:`components.stack` can import this module.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from components import catalog
 
 if TYPE_CHECKING:
-    from components.spec.stack import StackConfig
+    from components.stack.model import StackConfig
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Shape:
 
 def pool_shape(pool: object) -> Shape | None:
     """The :class:`Shape` of a TPU or GPU pool of the stack model; None for a CPU pool."""
-    from components.spec.pools import GpuPool, TpuPool
+    from components.nodepools.model import GpuPool, TpuPool
 
     if isinstance(pool, TpuPool):
         s = pool.slice
@@ -68,7 +68,7 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[str]:
     carries), class names are unique, and a pool has at most one class (a pod selects one
     ``cloud.google.com/compute-class``,
     https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass)."""
-    from components.spec.pools import GpuPool, TpuPool
+    from components.nodepools.model import GpuPool, TpuPool
 
     declared = {p.name: p for p in cfg.node_pools}
     for name, n in sorted(Counter(c.name for c in cfg.compute_classes).items()):
@@ -100,11 +100,11 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[str]:
     one slice (or node) needs more ``cpu``, ``memory`` or chips/GPUs than the limit is never
     created (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits).
     ``cpu``/``memory`` use the defaults when not given; an accelerator without a limit is set to
-    what the declared pools need (:func:`components.spec.nap_needs`), which covers the pool's own
+    what the declared pools need (:func:`components.stack.nap_needs`), which covers the pool's own
     shape."""
     if not cfg.nap.enabled:
         return
-    from components.spec.resolve import nap_needs
+    from components.stack.resolve import nap_needs
 
     limits = {**nap_needs(cfg), **cfg.nap.effective_limits}
     declared = {p.name: p for p in cfg.node_pools}

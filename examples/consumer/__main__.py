@@ -11,7 +11,7 @@ It reads the platform stack's outputs (docs/outputs.md of ray-gke, contract vers
 * ``kuberay_mode``: where the KubeRay operator connects from, for the head's NetworkPolicy
   (``gke-addon``: the control plane's range, config ``operator_cidr``).
 
-The RayJob passes the platform's own security rules (``components/checks/security.py`` of
+The RayJob passes the platform's own security rules (``components/security/rules.py`` of
 ray-gke, run by its test): restricted Pod Security ``securityContext`` on the head and the
 submitter, Ray token authentication, and a NetworkPolicy for its head in the platform's
 default-deny namespace.
@@ -68,7 +68,7 @@ ENTRYPOINT = "python -c \"import os, ray; ray.init(); print('checkpoints at', os
 JOB = "checkpoint-report"
 
 # The platform's namespace enforces Pod Security "restricted" and denies all ingress by default
-# (ray-gke docs: components/builders/namespace.py); its Ray clusters run token authentication.
+# (ray-gke docs: components/kuberay/namespace.py); its Ray clusters run token authentication.
 # So this job's pods carry the restricted securityContext (the Ray image's user: uid 1000, gid
 # 100; https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted), its
 # cluster runs `authOptions.mode: token` (KubeRay v1.7.0 generates the token Secret and gives it

@@ -1,4 +1,4 @@
-"""The price list (components/prices.json): every machine family, GPU and TPU generation of the
+"""The price list (raygke/prices.json): every machine family, GPU and TPU generation of the
 catalog, on-demand and Spot, in every region the catalog lists, dated and sourced, except what
 its ``not_priced`` names with the reason no source prices it; the refresh
 script parses the Cloud Billing Catalog API's SKU shape; `raygke cost` on a dev copy with an
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from components import catalog
-from components.builders.cost import pool_cost
 from components.catalog import build_tables, price_list
+from raygke.cost import pool_cost
 from raygke.prices_refresh import parse_skus, price_document, unit_price
 from tests.helpers import ROOT
 

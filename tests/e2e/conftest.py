@@ -19,7 +19,7 @@ def base_render() -> dict[str, list[dict[str, Any]]]:
 def ray_261_locked(monkeypatch: pytest.MonkeyPatch) -> None:
     """The repository as it is after moving the pin to Ray 2.61.0 and ``raygke images lock``:
     locks for 2.60.0 and 2.61.0 (a Ray bump is a pin change plus ``ray.version``;
-    :func:`components.spec.locks.ray_version_problem` refuses a version without a lock)."""
-    import components.spec.locks as locks
+    :func:`components.images.locks.ray_version_problem` refuses a version without a lock)."""
+    import components.images.locks as locks
 
     monkeypatch.setattr(locks, "locked_ray_versions", lambda root=locks.ROOT: ("2.60.0", "2.61.0"))

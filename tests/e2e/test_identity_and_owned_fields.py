@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.builders import disruption as dis
+from raygke import disruption as dis
 from raygke import synth as rsynth
 from raygke.diff import compare, disruption_summary
 from tests.e2e.day2 import render, stack_data

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import json
 
-from components.builders.dashboards import CONSOLE
+from components.monitoring.dashboards import CONSOLE
 from raygke import synth as rsynth
 from tests.e2e.day2 import ROOT, stack_data
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 
-from components.builders import disruption as dis
+from raygke import disruption as dis
 from raygke.diff import compare
 from tests.e2e.day2 import plan_disruption, plan_ops, render, stack_data
 

@@ -14,8 +14,8 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.builders.kuberay import kubeconfig
-from components.checks.crd import validate_manifest
+from components.kuberay.render import kubeconfig
+from components.raycrs.crd import validate_manifest
 from raygke.synth import read_stack_config, run_program
 from tests.helpers import ROOT, needs_crds
 
@@ -56,7 +56,7 @@ class ConsumerMocks(pulumi.runtime.Mocks):
 
 
 def _prod_master_cidr() -> str:
-    from components.spec import load_stack_file
+    from components.stack import load_stack_file
 
     return load_stack_file(ROOT / "Pulumi.prod.yaml").network.master_ipv4_cidr
 
@@ -131,8 +131,8 @@ def _k8s_objects(mocks: ConsumerMocks) -> list[dict]:
 def _platform_guard_rails(stack: str = "prod") -> list[dict]:
     """The Namespace (PSA labels) and NetworkPolicies (default-deny first) the platform renders
     for ``stack``'s Ray namespace: what the consumer's objects land in."""
-    from components.builders.namespace import namespace_manifest, network_policies
-    from components.spec import load_stack_file
+    from components.kuberay.namespace import namespace_manifest, network_policies
+    from components.stack import load_stack_file
 
     cfg = load_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     return [namespace_manifest(cfg), *network_policies(cfg)]
@@ -142,8 +142,8 @@ def test_consumer_rayjob_passes_the_platforms_own_security_checks(platform_outpu
     """PSA restricted securityContext on every pod (head and submitter), token auth, and a
     NetworkPolicy of its own for the job's head inside the platform's default-deny namespace:
     the rules ``raygke check`` applies to the stack's own RayJobs
-    (components/checks/security.py)."""
-    from components.checks.security import security_problems
+    (components/security/rules.py)."""
+    from components.security.rules import security_problems
 
     mocks = run_consumer(platform_outputs)
     objects = _k8s_objects(mocks)
@@ -170,7 +170,7 @@ def test_consumer_rayjob_passes_the_platforms_own_security_checks(platform_outpu
 
 
 def test_consumer_on_a_helm_platform_admits_the_operator_pods(platform_outputs):
-    from components.checks.security import security_problems
+    from components.security.rules import security_problems
 
     mocks = run_consumer({**platform_outputs, "kuberay_mode": "helm"})
     objects = _k8s_objects(mocks)

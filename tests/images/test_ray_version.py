@@ -7,13 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from components.builders.images import (
+from components.images.render import (
     locked_ray_versions,
     pins,
     ray_version_problem,
     requirements_path,
 )
-from components.spec import IMAGE_KINDS, ConfigError, validate
+from components.stack import IMAGE_KINDS, ConfigError, validate
 from tests.helpers import ROOT, config
 
 

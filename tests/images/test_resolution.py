@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from components.builders.images import PYTHON_VERSION, project_pins, requirements, requirements_path
-from components.spec import IMAGE_KINDS
+from components.images.render import PYTHON_VERSION, project_pins, requirements, requirements_path
+from components.stack import IMAGE_KINDS
 from workloads.registry import TF_GPU_CONFLICT
 
 pytestmark = pytest.mark.slow
@@ -131,7 +131,7 @@ def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(tmp_path) -> None
     single GPU image would need): pip resolves them, with torch's CUDA 13 cuDNN/NCCL wheels beside
     TensorFlow's CUDA 12 ones, and each pair writes the same library files. When this fails
     because one CUDA major serves both, the gpu-tf image can merge back into gpu
-    (components/builders/images.py IMAGE_EXCLUDES, workloads/registry.py TF_GPU_CONFLICT)."""
+    (components/images/render.py IMAGE_EXCLUDES, workloads/registry.py TF_GPU_CONFLICT)."""
     pins = project_pins()
     extra = [r for r in requirements("gpu-tf") if r not in requirements("gpu")]
     assert extra == [f"tensorflow[and-cuda]=={pins['tensorflow']}", f"keras=={pins['keras']}"]

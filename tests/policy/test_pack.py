@@ -1,4 +1,4 @@
-"""The policy pack (policy/__main__.py) wraps exactly the rules of components/checks/policy.py.
+"""The policy pack (policy/__main__.py) wraps exactly the rules of components/security/policy.py.
 
 pulumi-policy lives in its own virtualenv (policy/venv: it pins protobuf~=5.29), so here the pack
 is loaded against a stub ``pulumi_policy`` module that records what the pack builds; ``make
@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from components.checks.policy import RULE_NAMES, RULES
+from components.security.policy import RULE_NAMES, RULES
 from tests.helpers import ROOT
 
 PACK = ROOT / "policy" / "__main__.py"

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from components.spec import read_stack_yaml
+from components.stack import read_stack_yaml
 from raygke.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,11 +244,11 @@ def check_file(data: bytes) -> tuple[int, str, Path]:
 def assert_renders(path: Path) -> None:
     """What ``pulumi up`` would be given: manifests, node pools and outputs build, and are strict
     JSON (no NaN, no dates)."""
-    from components.builders.archive import working_dir_uri
-    from components.builders.manifests import render_manifests
-    from components.builders.nodepools import node_pool_specs
-    from components.builders.outputs import accelerator_summary
-    from components.spec import load_stack_file
+    from components.nodepools.render import node_pool_specs
+    from components.raycrs.archive import working_dir_uri
+    from components.raycrs.render import render_manifests
+    from components.stack import load_stack_file
+    from components.stack.outputs import accelerator_summary
 
     cfg = load_stack_file(path)
     manifests = render_manifests(cfg, working_dir_uri(cfg, "0123456789abcdef"))

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from components.spec import ConfigError, read_stack_yaml, stack_data_from_yaml, validate
+from components.stack import ConfigError, read_stack_yaml, stack_data_from_yaml, validate
 from raygke.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

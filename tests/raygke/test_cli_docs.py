@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from components.spec.reference import render_reference
+from components.stack.reference import render_reference
 from raygke.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]

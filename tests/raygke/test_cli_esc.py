@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from components.spec import (
+from components.stack import (
     ConfigError,
     StackFileError,
     apply_overrides,

@@ -1,4 +1,4 @@
-"""`raygke check` runs the policy pack's rules (components/checks/policy.py) over the program's
+"""`raygke check` runs the policy pack's rules (components/security/policy.py) over the program's
 render and reports them under the pack's rule names."""
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from components.builders.replacement import COMPONENT_RULE, RULES, forcing_fields, rule_for
 from raygke.diff import compare, render_json, render_markdown
+from raygke.replacement import COMPONENT_RULE, RULES, forcing_fields, rule_for
 
 POOL = "gcp:container/nodePool:NodePool"
 
@@ -142,7 +142,7 @@ def test_rayjob_queue_label_change_is_a_rerun_and_other_labels_are_not():
     """The RayJob's options quote the label key as Pulumi does
     (``metadata.labels["kueue.x-k8s.io/queue-name"]``); Kueue refuses the label's change on an
     unsuspended job, so a queue change re-runs it; another label is an in-place update."""
-    from components.resources.rayresources import rerun_options
+    from components.raycrs.component import rerun_options
 
     labels = {"app.kubernetes.io/part-of": "ray-gke", "kueue.x-k8s.io/queue-name": "ml-batch"}
     job = {

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.builders.replacement import K8S_PROVIDER, recreated_by, ref, rule_for
 from raygke.diff import compare
+from raygke.replacement import K8S_PROVIDER, recreated_by, ref, rule_for
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow

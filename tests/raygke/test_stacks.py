@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from components.builders.outputs import accelerator_summary
+from components.stack.outputs import accelerator_summary
 from raygke.stacks import StackChoice, StackChoiceError, choose_stack, pools_table, stack_name_for
 from tests.helpers import stack
 

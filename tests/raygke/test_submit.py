@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.builders.manifests import cluster_endpoints, ray_cluster_manifest
+from components.raycrs.render import cluster_endpoints, ray_cluster_manifest
 from raygke import submit
 from raygke.cli import main
 from tests.helpers import ROOT, stack

@@ -164,7 +164,7 @@ def test_crd_schemas_are_summarised_in_resources_json(tmp_path: Path) -> None:
     different chart version shows as a different digest."""
     import hashlib
 
-    from components.builders.kuberay import crd_documents
+    from components.kuberay.render import crd_documents
     from raygke.synth import CRD_TYPE, synth
 
     synth(ROOT / "Pulumi.dev.yaml", tmp_path)

@@ -71,9 +71,9 @@ def test_scaling_shape_is_checked_the_same_for_both_trainers() -> None:
 
 
 def test_scaling_of_every_pool_kind_fits_both_trainers() -> None:
-    """components/builders/scaling.py's output (CPU, GPU, TPU pools) is a valid `scaling` for
+    """components/raycrs/scaling.py's output (CPU, GPU, TPU pools) is a valid `scaling` for
     train_lm and train_lm_jax alike."""
-    from components.builders.scaling import scaling_config_for_pool
+    from components.raycrs.scaling import scaling_config_for_pool
 
     cfg = stack("prod")
     kinds = set()
@@ -126,7 +126,7 @@ def test_binding_keeps_what_the_workload_takes_and_explicit_args_win() -> None:
 def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.MonkeyPatch) -> None:
     """components/builders/manifests.job_args and raygke/local_jobs.job_args both call
     workloads.args.bind_job_args."""
-    import components.builders.manifests as manifests
+    import components.raycrs.render as manifests
     import raygke.local_jobs as lj
 
     calls = []

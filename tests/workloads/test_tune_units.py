@@ -38,7 +38,7 @@ def test_every_tune_trainer_is_accepted_and_brings_a_tune_stepper() -> None:
 def test_tf_trainer_on_a_gpu_pool_is_accepted_by_the_arguments() -> None:
     """train_lm_tf runs on GPU pools (in the gpu-tf image), so the arguments accept trainer tf
     with a GPU ScalingConfig (the image check refuses a GPU tune_lm job that needs both
-    TensorFlow and torch: components/checks/images.py); TPU slices need trainer jax."""
+    TensorFlow and torch: components/images/checks.py); TPU slices need trainer jax."""
     from workloads.registry import get_workload
 
     gpu = {"num_workers": 2, "use_gpu": True, "resources_per_worker": {"GPU": 1}}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components.builders.archive import (
+from components.raycrs.archive import (
     archive_object_name,
     working_dir_uri,
     workloads_archive,

@@ -1,11 +1,11 @@
-"""Cost of a render (components.builders.cost) from the catalog's price table."""
+"""Cost of a render (raygke.cost) from the catalog's price table."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.builders.cost import delta_lines, pool_cost, region_of, stack_cost
 from components.catalog import CLUSTER_FEE, GPU_PRICES, MACHINE_PRICES, TPU_CHIP_PRICES
+from raygke.cost import delta_lines, pool_cost, region_of, stack_cost
 from raygke.synth import read_stack_config, run_program
 from tests.helpers import ROOT
 

@@ -1,4 +1,4 @@
-"""components/builders/dashboards.py: every Ray metric a tile queries is one Ray 2.60 exports and
+"""components/monitoring/dashboards.py: every Ray metric a tile queries is one Ray 2.60 exports and
 charts in its own Grafana dashboards (ray/dashboard/modules/metrics/dashboards/*_panels.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.builders.dashboards import cluster_panels, serve_panels
+from components.monitoring.dashboards import cluster_panels, serve_panels
 
 METRIC = re.compile(r"\bray_[a-z_]+[a-z]\b")
 

@@ -1,4 +1,4 @@
-"""The disruption rules (components/builders/disruption.py) on small hand-made records, and how
+"""The disruption rules (raygke/disruption.py) on small hand-made records, and how
 ``raygke diff`` shows them (pure, fast)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import io
 import yaml
 from rich.console import Console
 
-from components.builders import disruption as dis
+from raygke import disruption as dis
 from raygke.diff import compare, render_markdown, render_text
 
 OPTS = {

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from components.builders import images
-from components.builders.images import (
+from components.images import render as images
+from components.images.render import (
     ALSO_PROVIDES,
     IMAGE_EXTRAS,
     content_hash,
@@ -27,7 +27,7 @@ from components.builders.images import (
     worker_image_kind,
     write_requirements,
 )
-from components.spec import IMAGE_KINDS, validate
+from components.stack import IMAGE_KINDS, validate
 from tests.helpers import ROOT, config, stack
 from workloads.registry import WORKLOADS
 

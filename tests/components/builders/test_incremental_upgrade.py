@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from components.builders.cluster import gateway_api_channel
-from components.builders.kuberay import CHART_FEATURE_GATES, feature_gates, helm_values
-from components.spec import KUBERAY_CHART_VERSIONS, ConfigError, validate
+from components.cluster.render import gateway_api_channel
+from components.kuberay.render import CHART_FEATURE_GATES, feature_gates, helm_values
+from components.stack import KUBERAY_CHART_VERSIONS, ConfigError, validate
 from tests.helpers import config
 
 INCREMENTAL = {

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from components import catalog
-from components.builders.images import planned_refs
-from components.builders.manifests import cluster_endpoints, render_manifests, shm_size
-from components.builders.naming import bucket_name
-from components.builders.nodepools import specs_for_pool
-from components.checks.stack import parse_quantity
-from components.spec import GpuPool
+from components.images.render import planned_refs
+from components.nodepools.render import specs_for_pool
+from components.raycrs.render import cluster_endpoints, render_manifests, shm_size
+from components.stack import GpuPool
+from components.stack.checks import parse_quantity
+from components.stack.naming import bucket_name
 from tests.helpers import WORKING_DIR, stack
 
 
@@ -189,9 +189,9 @@ def test_gpu_groups_select_the_driver_gke_installs(driver: str, label: str | Non
     declared pool's nodes carry the same label when GKE installs their driver
     (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers),
     and the pool uses gVNIC (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic)."""
-    from components.builders.nodepools import specs_for_pool
-    from components.checks.stack import check_manifests
-    from components.spec import validate
+    from components.nodepools.render import specs_for_pool
+    from components.stack import validate
+    from components.stack.checks import check_manifests
 
     data = stack("prod").model_dump(by_alias=True, exclude_none=True)
     for p in data["node_pools"]:

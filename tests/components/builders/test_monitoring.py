@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.builders.manifests import render_manifests
-from components.builders.monitoring import METRICS_PORT, render_monitoring
-from components.builders.namespace import GMP_NAMESPACE, NS_NAME_LABEL, network_policies
-from components.checks.crd import validate_other
-from components.spec import validate
+from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL, network_policies
+from components.monitoring.render import METRICS_PORT, render_monitoring
+from components.raycrs.crd import validate_other
+from components.raycrs.render import render_manifests
+from components.stack import validate
 from tests.helpers import WORKING_DIR, config, stack
 
 

@@ -1,4 +1,4 @@
-"""The Ray namespace's guard rails (components/builders/namespace.py) and the naming of the
+"""The Ray namespace's guard rails (components/kuberay/namespace.py) and the naming of the
 heads' own accounts."""
 
 from __future__ import annotations
@@ -6,15 +6,15 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 
-from components.builders.namespace import (
+from components.kuberay.namespace import (
     limit_range,
     network_policies,
     psa_labels,
     ray_cluster_selectors,
     resource_quota,
 )
-from components.builders.naming import head_account_id, workload_accounts
-from components.spec import ConfigError, validate
+from components.stack import ConfigError, validate
+from components.stack.naming import head_account_id, workload_accounts
 from tests.helpers import config, stack
 
 RC = {"name": "rc", "worker_groups": [{"name": "cpu", "node_pool": "cpu"}]}
@@ -93,7 +93,7 @@ def test_serve_port_only_from_the_named_namespaces_and_cidrs():
 
 
 def test_submitter_and_own_cluster_pods_carry_the_selected_labels():
-    from components.builders.manifests import render_manifests
+    from components.raycrs.render import render_manifests
     from tests.helpers import WORKING_DIR
 
     by = {m["metadata"]["name"]: m for m in render_manifests(_cfg(), WORKING_DIR)}
@@ -171,7 +171,7 @@ def test_psa_labels_and_head_accounts():
 
 
 def test_in_cluster_client_env_reads_the_cluster_secret():
-    from components.builders.manifests import auth_client_env, auth_options
+    from components.raycrs.render import auth_client_env, auth_options
 
     env = auth_client_env("rc")
     assert env[0] == {"name": "RAY_AUTH_MODE", "value": "token"}
@@ -180,7 +180,7 @@ def test_in_cluster_client_env_reads_the_cluster_secret():
 
 
 def test_pod_security_enforce_level_from_config():
-    from components.builders.namespace import namespace_manifest
+    from components.kuberay.namespace import namespace_manifest
 
     labels = namespace_manifest(_cfg(pod_security="baseline"))["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"

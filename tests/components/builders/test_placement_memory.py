@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from components.builders.manifests import render_manifests
-from components.checks.stack import check_manifests
-from components.spec import ConfigError, quantity_bytes, validate
-from components.spec.ray import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
+from components.raycrs.model import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
+from components.raycrs.render import render_manifests
+from components.stack import ConfigError, quantity_bytes, validate
+from components.stack.checks import check_manifests
 from tests.helpers import WORKING_DIR, config, of_type, render
 from workloads.args import PLACEMENT_STRATEGIES, TrainLmTfArgs
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from components.builders.manifests import ManifestError, render_manifests
-from components.builders.monitoring import render_monitoring
-from components.builders.serve import ray_service_manifest, service_url
-from components.checks.crd import validate_manifest, validate_other
-from components.checks.operator import operator_problems
-from components.checks.stack import check_stack
-from components.spec import ConfigError, validate
+from components.monitoring.render import render_monitoring
+from components.raycrs.crd import validate_manifest, validate_other
+from components.raycrs.operator import operator_problems
+from components.raycrs.render import ManifestError, render_manifests
+from components.raycrs.serve import ray_service_manifest, service_url
+from components.stack import ConfigError, validate
+from components.stack.checks import check_stack
 from tests.helpers import WORKING_DIR, config, needs_crds, stack
 
 SERVICE = {"name": "lm", "checkpoint": "train", "node_pool": "cpu"}

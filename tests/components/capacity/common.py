@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.spec import StackConfig, validate
+from components.stack import StackConfig, validate
 from tests.helpers import BASE, config
 
 DWS_POOL = {

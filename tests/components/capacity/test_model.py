@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from components.capacity.model import duration_seconds
-from components.spec import ConfigError
+from components.stack import ConfigError
 from tests.components.capacity.common import CAPACITY, cfg
 
 
@@ -67,7 +67,7 @@ def test_max_run_duration_needs_flex_start_and_at_most_seven_days():
 
 
 def validate_ok(d):
-    from components.spec import validate
+    from components.stack import validate
 
     return validate(d)
 

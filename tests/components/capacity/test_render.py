@@ -7,8 +7,6 @@ import hashlib
 import yaml
 
 from components import catalog
-from components.builders.manifests import render_manifests
-from components.builders.nodepools import specs_for_pool
 from components.capacity.render import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
@@ -18,6 +16,8 @@ from components.capacity.render import (
     resource_flavor,
 )
 from components.capacity.rules import kueue_crds_dir, kueue_schema_problems
+from components.nodepools.render import specs_for_pool
+from components.raycrs.render import render_manifests
 from tests.components.capacity.common import cfg
 from tests.helpers import WORKING_DIR
 
@@ -111,7 +111,7 @@ def test_helm_values_turn_on_the_ray_integrations_on_the_system_pool():
 
 
 def test_no_queues_renders_nothing():
-    from components.spec import validate
+    from components.stack import validate
     from tests.helpers import config
 
     assert render_capacity(validate(config())) == []

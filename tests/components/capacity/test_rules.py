@@ -6,10 +6,10 @@ import copy
 
 import pytest
 
-from components.builders.manifests import render_manifests
 from components.capacity.rules import pool_problems, rayjob_problems, render_problems
-from components.checks.stack import check_stack
-from components.spec import ConfigError, validate
+from components.raycrs.render import render_manifests
+from components.stack import ConfigError, validate
+from components.stack.checks import check_stack
 from tests.components.capacity.common import CAPACITY, DWS_POOL, JOB, cfg, data
 from tests.helpers import WORKING_DIR
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from components.builders.manifests import render_manifests
-from components.checks.crd import (
+from components.raycrs.crd import (
     CrdsMissingError,
     crd_schema,
     validate_manifest,
     validate_manifests,
 )
+from components.raycrs.render import render_manifests
 from tests.helpers import STACKS, WORKING_DIR, needs_crds, stack
 
 

@@ -1,4 +1,4 @@
-"""A job's images provide what its workload needs (components/checks/images.py), prebuilt images
+"""A job's images provide what its workload needs (components/images/checks.py), prebuilt images
 by digest in protected stacks, and ``runtime_env_pip``."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import copy
 import pytest
 import yaml
 
-from components.builders.images import runtime_env_pip
-from components.builders.manifests import render_manifests
-from components.checks.images import dependency_problems, image_warnings
-from components.spec import ConfigError, validate
+from components.images.checks import dependency_problems, image_warnings
+from components.images.render import runtime_env_pip
+from components.raycrs.render import render_manifests
+from components.stack import ConfigError, validate
 from tests.helpers import ROOT, WORKING_DIR, stack
 
 DIGEST = "@sha256:" + "ab" * 32

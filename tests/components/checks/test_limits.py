@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from components.checks import crd
-from components.checks.stack import OBJECT_BYTES_MAX, check_stack, object_size_problems
-from components.spec import StackFileError, read_stack_yaml, stack_data_from_yaml, validate
-from components.spec.loader import MAX_EXPANDED_CHARS
+from components.raycrs import crd
+from components.stack import StackFileError, read_stack_yaml, stack_data_from_yaml, validate
+from components.stack.checks import OBJECT_BYTES_MAX, check_stack, object_size_problems
+from components.stack.loader import MAX_EXPANDED_CHARS
 from raygke.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
-CARRIED = ROOT / "components" / "checks" / "crds"
+COMPONENTS = ROOT / "components"
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -72,8 +72,8 @@ def test_aliased_long_strings_are_refused_at_load() -> None:
 
 
 def test_every_carried_crd_file_matches_its_recorded_digest() -> None:
-    sums = sorted(CARRIED.rglob(crd.SUMS_FILE))
-    assert len(sums) == 3, sums  # kuberay v1.7.0, v1.6.2, gmp
+    sums = sorted(COMPONENTS.glob(f"*/crds/**/{crd.SUMS_FILE}"))
+    assert len(sums) == 4, sums  # kuberay v1.7.0, v1.6.2, gmp, kueue v0.19.2
     for s in sums:
         listed = {line.split()[1] for line in s.read_text().splitlines()}
         assert listed == {p.name for p in s.parent.glob("*.yaml")}, s
@@ -83,7 +83,7 @@ def test_every_carried_crd_file_matches_its_recorded_digest() -> None:
 
 def _copy_crds(tmp_path: Path, with_sums: bool) -> Path:
     d = tmp_path / "crds"
-    shutil.copytree(CARRIED / "kuberay" / "v1.7.0", d)
+    shutil.copytree(COMPONENTS / "kuberay" / "crds" / "v1.7.0", d)
     if not with_sums:
         (d / crd.SUMS_FILE).unlink()
     f = d / "ray.io_rayclusters.yaml"
@@ -127,7 +127,7 @@ def test_a_fifo_stack_file_is_not_a_regular_file(tmp_path) -> None:
     rc, out = _cli("check", "--config", str(fifo))  # would block forever if it were read
     assert rc == 2 and f"cannot read {fifo}: not a regular file" in out, out
     with pytest.raises(StackFileError, match="not a regular file"):
-        from components.spec import load_stack_file
+        from components.stack import load_stack_file
 
         load_stack_file(fifo)
 

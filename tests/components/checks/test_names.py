@@ -1,14 +1,13 @@
-"""Derived names against the rules of the systems they reach (components/checks/names.py)."""
+"""Derived names against the rules of the systems they reach (components/stack/name_checks.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.builders import naming
-from components.checks.names import name_problems
-from components.spec import validate
+from components.stack import naming, validate
+from components.stack.name_checks import name_problems
 from raygke.synth import config_entries, run_program
-from tests.components.spec.test_model import base
+from tests.components.stack.test_model import base
 from tests.helpers import STACKS, stack
 
 
@@ -94,7 +93,7 @@ def test_bucket_name_with_google_is_refused() -> None:
     """https://cloud.google.com/storage/docs/buckets#naming: the prefix is refused by the stack
     model already (with the config's other problems), and the derived-name check still knows the
     rule for a name that reaches it."""
-    from components.spec import ConfigError, StackConfig
+    from components.stack import ConfigError, StackConfig
 
     data = base()
     data["buckets"] = {"prefix": "google-data"}
@@ -112,7 +111,7 @@ def test_labels_where_applied() -> None:
     """GCP labels (https://cloud.google.com/resource-manager/docs/labels-overview#requirements)
     on cluster.labels; Kubernetes label syntax and GKE's own prefixes on node labels
     (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/)."""
-    from components.spec import ConfigError
+    from components.stack import ConfigError
 
     data = base()
     data["cluster"] = {"labels": {"Team": "ML"}}
@@ -143,7 +142,7 @@ def test_every_rendered_gcp_name_is_a_derived_name(name: str) -> None:
     from tests.helpers import ROOT
 
     cfg = stack(name)
-    from components.spec import stack_data_from_yaml
+    from components.stack import stack_data_from_yaml
 
     data = stack_data_from_yaml((ROOT / f"Pulumi.{name}.yaml").read_text())
     records, _ = run_program(config_entries(data, {"project": data["project"]}), name)

@@ -1,4 +1,4 @@
-"""KubeRay operator rules (components/checks/operator.py), one case per rule, each citing the
+"""KubeRay operator rules (components/raycrs/operator.py), one case per rule, each citing the
 function of KubeRay v1.7.0 ray-operator/controllers/ray/utils/validation.go it comes from."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from components.builders.manifests import render_manifests
-from components.checks import operator as op
-from components.checks.stack import check_manifests
+from components.raycrs import operator as op
+from components.raycrs.render import render_manifests
+from components.stack.checks import check_manifests
 from tests.helpers import STACKS, WORKING_DIR, stack
 
 

@@ -1,4 +1,4 @@
-"""The secure-default rules (components/checks/policy.py): every rule passes on the shipped
+"""The secure-default rules (components/security/policy.py): every rule passes on the shipped
 stacks' renders (the real program under mocks) and fails, with its message, on a render weakened
 for that rule; props normalisation (policy SDK proxies, unknown values, snake_case)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.checks.policy import (
+from components.security.policy import (
     RULE_NAMES,
     RULES,
     UNKNOWN,
@@ -187,7 +187,7 @@ def test_rules_are_described_and_kinds_known():
 
 
 def test_kubernetes_rules_are_the_security_module_rules():
-    """One implementation: the pack's Kubernetes rules are components/checks/security.py's."""
-    from components.checks import security
+    """One implementation: the pack's Kubernetes rules are components/security/rules.py's."""
+    from components.security import rules as security
 
     assert {r.name for r in RULES if r.scope == "kubernetes"} == set(security.RULES)

@@ -1,5 +1,5 @@
 """Secure by default (issue 12, Kubernetes side): the shipped stacks' renders under Pulumi mocks
-pass the rules of :mod:`components.checks.security`, and each rule fails a render weakened for it
+pass the rules of :mod:`components.security.rules`, and each rule fails a render weakened for it
 with the rule's message."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.builders.manifests import AUTH_TOKEN_KEY
-from components.checks.security import (
+from components.raycrs.render import AUTH_TOKEN_KEY
+from components.security.rules import (
     RULES,
     check_network_policy,
     check_pod_security,
@@ -20,8 +20,8 @@ from components.checks.security import (
     pod_templates,
     security_problems,
 )
-from components.checks.stack import check_stack
-from components.spec import stack_data_from_yaml
+from components.stack import stack_data_from_yaml
+from components.stack.checks import check_stack
 from raygke.synth import MOCK_TOKEN, config_entries, run_program
 from tests.helpers import ROOT, STACKS, of_type, stack
 
@@ -176,8 +176,8 @@ def test_rendered_guard_objects_validate_against_the_kubernetes_schemas(rendered
 
 @pytest.fixture(scope="module")
 def prod_objects() -> list[dict[str, Any]]:
-    from components.builders.manifests import render_manifests
-    from components.builders.namespace import namespace_manifest, namespace_objects
+    from components.kuberay.namespace import namespace_manifest, namespace_objects
+    from components.raycrs.render import render_manifests
     from tests.helpers import WORKING_DIR
 
     cfg = stack("prod")
@@ -294,7 +294,7 @@ def test_network_policy_fails_a_head_open_to_everyone(prod_objects) -> None:
 
 
 def test_raygke_check_reports_the_rule_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    import components.checks.stack as stack_checks
+    import components.stack.checks as stack_checks
 
     cfg = stack("dev")
     assert [p for p in check_stack(cfg) if p.split(":")[0] in RULES] == []

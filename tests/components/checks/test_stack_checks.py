@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.builders.iam import bucket_bindings, iam_problems, project_bindings
-from components.builders.manifests import render_manifests
-from components.checks import stack as checks
-from components.checks.stack import check_manifests, check_stack
+from components.raycrs.render import render_manifests
+from components.security.iam import bucket_bindings, iam_problems, project_bindings
+from components.stack import checks
+from components.stack.checks import check_manifests, check_stack
 from raygke.cli import app
 from tests.helpers import ROOT, STACKS, WORKING_DIR, needs_crds, stack
 
@@ -230,7 +230,7 @@ def test_tune_lm_refuses_a_multi_host_slice() -> None:
 
 
 def test_tune_lm_trials_get_one_worker_of_the_pool() -> None:
-    from components.builders.manifests import job_args
+    from components.raycrs.render import job_args
     from workloads.args import TuneLmArgs
     from workloads.tune_lm import trial_resources
 
@@ -262,7 +262,7 @@ def test_missing_crds_is_one_problem_saying_how_to_fix(monkeypatch, tmp_path: Pa
 def test_a_quota_below_one_group_is_refused() -> None:
     """A ResourceQuota refuses a pod that would exceed it: a quota below one head, or below a
     whole TPU slice (numOfHosts pods that only run together), leaves that cluster never running."""
-    from components.checks.stack import quota_problems
+    from components.stack.checks import quota_problems
 
     cfg = stack("prod")
     assert quota_problems(cfg, render_manifests(cfg, WORKING_DIR)) == []

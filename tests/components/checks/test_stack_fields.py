@@ -1,13 +1,13 @@
 """Problems found in the rendered stack name the stack-file field to edit
-(components/checks/stack.py ``stack_field``); values with control characters print quoted."""
+(components/stack/checks.py ``stack_field``); values with control characters print quoted."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.builders.manifests import render_manifests
-from components.checks.stack import check_manifests, stack_field
-from components.spec import ConfigError, validate
+from components.raycrs.render import render_manifests
+from components.stack import ConfigError, validate
+from components.stack.checks import check_manifests, stack_field
 from tests.helpers import WORKING_DIR, config, needs_crds, stack
 
 

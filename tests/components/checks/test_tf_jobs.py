@@ -10,11 +10,11 @@ import shlex
 import pytest
 import yaml
 
-from components.builders.images import kinds_to_build, kinds_used, planned_refs
-from components.builders.manifests import render_manifests
-from components.checks.images import dependency_problems
-from components.checks.stack import workload_problems
-from components.spec import ConfigError, validate
+from components.images.checks import dependency_problems
+from components.images.render import kinds_to_build, kinds_used, planned_refs
+from components.raycrs.render import render_manifests
+from components.stack import ConfigError, validate
+from components.stack.checks import workload_problems
 from tests.helpers import WORKING_DIR, config
 from workloads.train_lm_tf import collective_implementation
 

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from components.builders.manifests import render_manifests
-from components.builders.nodepools import config_labels, node_pool_specs
-from components.checks.crd import validate_other
-from components.checks.stack import check_stack
 from components.computeclass.checks import compute_class_problems
 from components.computeclass.model import ComputeClassConfig
 from components.computeclass.render import render_compute_classes
-from components.spec import validate
-from tests.components.spec.test_model import problems
+from components.nodepools.render import config_labels, node_pool_specs
+from components.raycrs.crd import validate_other
+from components.raycrs.render import render_manifests
+from components.stack import validate
+from components.stack.checks import check_stack
+from tests.components.stack.test_model import problems
 from tests.helpers import WORKING_DIR, by_name, config, of_type, render
 
 FULL = {

@@ -13,8 +13,8 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.builders.apis import REQUIRED_APIS, SERVICE_TYPE, apis_for_type
-from components.spec import PROJECT_NAMESPACE, validate
+from components.apis.render import REQUIRED_APIS, SERVICE_TYPE, apis_for_type
+from components.stack import PROJECT_NAMESPACE, validate
 from raygke.synth import PROGRAM, SynthMocks, config_entries
 from tests.helpers import config
 
@@ -68,7 +68,7 @@ def test_every_gcp_resource_depends_on_the_apis_it_calls(records):
     for r in records.values():
         needs = apis_for_type(r["type"])
         if r["type"].startswith("gcp:") and r["type"] != SERVICE_TYPE:
-            assert needs, f"{r['type']} has no API listed in components/builders/apis.py"
+            assert needs, f"{r['type']} has no API listed in components/apis/render.py"
         missing = {a for a in needs if urn_of_api[a] not in r["deps"]}
         assert not missing, f"{r['type']} {r['name']} does not wait for {missing}"
         checked.add(r["type"])

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from components.builders.cluster import nap_resource_limits
-from components.builders.kuberay import KUBERAY_HELM_REPO, kubeconfig
-from components.spec import ConfigError, validate
+from components.cluster.render import nap_resource_limits
+from components.kuberay.render import KUBERAY_HELM_REPO, kubeconfig
+from components.stack import ConfigError, validate
 from tests.helpers import by_name, config, of_type, render
 
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-import components.resources.kuberay as kuberay_resource
-from components.builders.kuberay import kubeconfig
-from components.checks.access import is_documentation_range, reachability_problems
-from components.spec import validate
+import components.kuberay.component as kuberay_resource
+from components.kuberay.render import kubeconfig
+from components.network.access import is_documentation_range, reachability_problems
+from components.stack import validate
 from raygke.cli import main
 from tests.helpers import ROOT, config, of_type, render
 

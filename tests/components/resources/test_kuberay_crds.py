@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import raygke.synth as synth
-from components.builders.kuberay import crd_documents
+from components.kuberay.render import crd_documents
 from tests.helpers import config, of_type, render
 
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from components.builders.nodepools import (
+from components.nodepools.render import (
     autoscaling,
     config_labels,
     initial_node_count,
     node_pool_specs,
 )
-from components.spec import validate
+from components.stack import validate
 from tests.helpers import BASE, by_name, config, of_type, render
 
 NP = "gcp:container/nodePool:NodePool"
@@ -160,7 +160,7 @@ def test_no_resource_policy_without_tpu7x(rendered) -> None:
 
 
 def test_workload_policy_name_stays_within_63() -> None:
-    from components.builders.nodepools import workload_policy_name
+    from components.nodepools.render import workload_policy_name
 
     cfg = validate(config(cluster={"name": "c" * 40, "deletion_protection": False}))
     long = workload_policy_name(cfg, "p" * 40 + "-12")

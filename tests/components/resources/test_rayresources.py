@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from components.builders.archive import archive_object_name, workloads_archive
-from components.builders.manifests import render_manifests
+from components.raycrs.archive import archive_object_name, workloads_archive
+from components.raycrs.render import render_manifests
 from tests.helpers import stack
 
 CREATED: list[tuple[str, str, dict]] = []
@@ -32,7 +32,7 @@ def mocks():
 def test_one_custom_resource_per_manifest_and_hashed_archive():
     import pulumi_kubernetes as k8s
 
-    from components.resources.rayresources import TYPE_TOKEN, RayResources
+    from components.raycrs.component import TYPE_TOKEN, RayResources
 
     cfg = stack("prod")
     provider = k8s.Provider("k8s", kubeconfig="{}")

@@ -8,7 +8,7 @@ import re
 import pytest
 import yaml
 
-from components.builders.iam import REGISTRY_READER_ROLE
+from components.security.iam import REGISTRY_READER_ROLE
 from raygke.synth import read_stack_config, run_program
 from tests.helpers import ROOT, by_name, config, of_type, render
 
@@ -152,7 +152,7 @@ def test_manifest_yaml_written_by_synth_shows_digests(tmp_path) -> None:
 def test_a_changed_image_content_changes_the_digest_the_ray_resources_use(monkeypatch) -> None:
     """A changed Dockerfile or requirement set changes the build's inputs (its content label),
     so the image is rebuilt and every Ray resource running it changes with the new digest."""
-    from components.builders import images
+    from components.images import render as images
 
     data = config(
         ray_clusters=[{"name": "rc", "worker_groups": [{"name": "l4", "node_pool": "l4"}]}]

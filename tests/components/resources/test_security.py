@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.builders.iam import NODE_PROJECT_ROLES, gke_service_agent
+from components.security.iam import NODE_PROJECT_ROLES, gke_service_agent
 from raygke.synth import project_number
 from tests.helpers import by_name, config, of_type, render
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from components.builders.storage import lifecycle_rules
-from components.spec import BucketConfig
+from components.stack import BucketConfig
+from components.storage.render import lifecycle_rules
 from tests.helpers import by_name, config, render
 
 BUCKET = "gcp:storage/bucket:Bucket"

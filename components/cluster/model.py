@@ -1,0 +1,237 @@
+"""The ``cluster`` and ``nap`` blocks: the GKE Standard cluster, its system pool, NAP."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import (
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from components import catalog
+from components.stack.base import (
+    DISK_SIZE_MAX_GB,
+    INT64_MAX,
+    POOL_NODES_MAX,
+    _cpu_machine_type,
+    _gke_name,
+    _min_le_max,
+    _Model,
+    gcp_labels,
+)
+
+# --------------------------------------------------------------------------------------- cluster
+
+
+class MaintenanceWindow(_Model):
+    """Daily maintenance window start (UTC, ``HH:MM``)."""
+
+    start_time: str = Field(
+        "03:00",
+        description="Start of the daily maintenance window, `HH:MM` in UTC "
+        "(`maintenancePolicy.dailyMaintenanceWindow`, https://cloud.google.com/"
+        "kubernetes-engine/docs/concepts/maintenance-windows-and-exclusions).",
+    )
+
+    @field_validator("start_time")
+    @classmethod
+    def _hhmm(cls, v: str) -> str:
+        if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v):
+            raise ValueError(f"start_time {v!r} is not HH:MM (UTC, 00:00-23:59)")
+        return v
+
+
+class SystemPool(_Model):
+    """The small CPU pool for system pods and Ray head pods."""
+
+    machine_type: str = Field(
+        "e2-standard-8",
+        description="Compute Engine machine type of the system pool's nodes "
+        "(https://cloud.google.com/compute/docs/general-purpose-machines).",
+    )
+    min_nodes: int = Field(
+        1,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Autoscaling lower bound, nodes in total over the cluster's zones "
+        "(`totalMinNodeCount`).",
+    )
+    max_nodes: int = Field(
+        3,
+        ge=1,
+        le=POOL_NODES_MAX,
+        description="Autoscaling upper bound, nodes in total over the cluster's zones "
+        "(`totalMaxNodeCount`); counts towards NAP's `cpu` limit.",
+    )
+    disk_size_gb: int = Field(
+        100,
+        ge=20,
+        le=DISK_SIZE_MAX_GB,
+        description="Boot disk size of each node, GB (20 to 65536, the largest Persistent Disk).",
+    )
+    spot: bool = Field(
+        False,
+        description="Run the system pool on Spot VMs (cheaper, can be preempted; the Ray head "
+        "runs here) (https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms).",
+    )
+
+    @model_validator(mode="after")
+    def _min_max(self) -> SystemPool:
+        return _min_le_max(self, "min_nodes", "max_nodes")
+
+    @field_validator("machine_type")
+    @classmethod
+    def _cpu_shape(cls, v: str) -> str:
+        return _cpu_machine_type(v)
+
+
+class ClusterConfig(_Model):
+    """The GKE Standard cluster."""
+
+    name: str = Field(
+        "ray",
+        description="GKE cluster name; also part of bucket, service account and KMS names. 1-40 "
+        "lowercase letters, digits and hyphens, starting with a letter.",
+    )
+    regional: bool = Field(
+        False,
+        description="`true`: regional control plane (location = `region`, replicated over "
+        "`zones`); `false`: zonal control plane in the first of `zones` "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/types-of-clusters).",
+    )
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
+        "REGULAR",
+        description="GKE release channel (https://cloud.google.com/kubernetes-engine/docs/"
+        "concepts/release-channels).",
+    )
+    min_master_version: str | None = Field(
+        None,
+        description="Minimum control plane version, e.g. `1.31.2-gke.1115000`; unset: the "
+        "channel's default. TPU generations need a minimum GKE version (checked against the "
+        "catalog, https://cloud.google.com/kubernetes-engine/docs/concepts/tpus).",
+    )
+    deletion_protection: bool = Field(
+        True,
+        description="Refuse to delete the cluster (`pulumi destroy` fails until set to false; "
+        "the provider's `deletionProtection`).",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="GCP labels on the cluster only, added to (and overriding) the stack's "
+        "`labels` (`resourceLabels`).",
+    )
+    maintenance_window: MaintenanceWindow = Field(
+        default_factory=MaintenanceWindow,
+        description="When GKE may run automatic upgrades and maintenance.",
+    )
+    system_pool: SystemPool = Field(
+        default_factory=SystemPool,
+        description="The CPU pool for system pods, the KubeRay operator, Ray head pods and "
+        "RayJob submitters (node pool `system`).",
+    )
+    dns_endpoint: bool = Field(
+        True,
+        description="Let Kubernetes API traffic in through the control plane's DNS-based "
+        "endpoint (`controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic`): a "
+        "name under `gke.goog` reachable from any network that reaches Google Cloud APIs, each "
+        "request checked by IAM (`container.clusters.connect`), so `pulumi up`, CI and kubectl "
+        "need no IP allow-list. The `kubeconfig` output and the program's Kubernetes provider "
+        "use it; `network.master_authorized_networks` still govern the IP endpoint "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation). With "
+        "`false` the IP endpoint must be reachable from where you deploy (`raygke check` refuses "
+        "a stack no deployer could reach).",
+    )
+    managed_prometheus: bool = Field(
+        True,
+        description="Enable Google Cloud Managed Service for Prometheus "
+        "(https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed).",
+    )
+    gcs_fuse_csi: bool = Field(
+        True,
+        description="Enable the Cloud Storage FUSE CSI driver add-on, which mounts the buckets "
+        "into Ray pods (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "persistent-volumes/cloud-storage-fuse-csi-driver).",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _gke_name(v, "cluster.name")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        return gcp_labels(v)
+
+    @field_validator("min_master_version")
+    @classmethod
+    def _version(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """A pinned version parses and is one GKE offers for new clusters in the release
+        channel (:func:`components.catalog.gke_version_problem`). Checked at the field (the
+        channel is validated before it), so the problem is located at
+        ``cluster.min_master_version`` and the other ``cluster`` keys are still checked."""
+        if v is None:
+            return v
+        catalog.parse_gke_version(v)
+        channel = info.data.get("release_channel")
+        if channel is None:  # the channel is invalid itself: reported there
+            return v
+        problem = catalog.gke_version_problem(v, channel)
+        if problem:
+            raise ValueError(f"min_master_version {problem}")
+        return v
+
+
+# NAP's cpu (vCPUs) and memory (GB) maxima when the stack gives none; GKE requires both once NAP
+# is on (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#enable).
+NAP_DEFAULT_LIMITS: dict[str, int] = {"cpu": 256, "memory": 1024}
+
+
+class NapConfig(_Model):
+    """Node Auto Provisioning (``cluster_autoscaling``)."""
+
+    enabled: bool = Field(
+        True,
+        description="Enable node auto-provisioning: GKE may create node pools for pending pods "
+        "within `resource_limits` (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "node-auto-provisioning).",
+    )
+    autoscaling_profile: Literal["BALANCED", "OPTIMIZE_UTILIZATION"] = Field(
+        "OPTIMIZE_UTILIZATION",
+        description="Cluster autoscaler profile: `OPTIMIZE_UTILIZATION` removes idle nodes "
+        "sooner (https://cloud.google.com/kubernetes-engine/docs/concepts/"
+        "cluster-autoscaler#autoscaling_profiles).",
+    )
+    resource_limits: dict[str, int] = Field(
+        default_factory=lambda: dict(NAP_DEFAULT_LIMITS),
+        description="Cluster-wide maxima by NAP resource type: `cpu` (vCPUs), `memory` (GB), "
+        "TPU/GPU types (chips/GPUs, e.g. `tpu-v6e-slice`, `nvidia-l4`). When NAP is on, each given "
+        "limit must cover what the declared pools scale to; accelerator limits not given are set "
+        "to that (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning).",
+    )
+
+    @property
+    def effective_limits(self) -> dict[str, int]:
+        """``resource_limits`` with cpu and memory defaulted (:data:`NAP_DEFAULT_LIMITS`): what
+        the cluster's NAP settings hold for them when the stack names only accelerators."""
+        return {**NAP_DEFAULT_LIMITS, **self.resource_limits}
+
+    @field_validator("resource_limits")
+    @classmethod
+    def _types(cls, v: dict[str, int]) -> dict[str, int]:
+        for key, value in v.items():
+            if key not in catalog.NAP_RESOURCE_TYPES:
+                raise ValueError(
+                    f"resource_limits key {key!r} is not a NAP resource type; valid: "
+                    f"{', '.join(catalog.NAP_RESOURCE_TYPES)}"
+                )
+            if not 0 <= value <= INT64_MAX:
+                raise ValueError(
+                    f"resource_limits[{key}] {value} must be 0 to {INT64_MAX} (GKE's "
+                    "ResourceLimit.maximum is an int64)"
+                )
+        return v

@@ -1,0 +1,64 @@
+"""Pure pieces of the GKE cluster: Node Auto Provisioning resource limits, the Gateway API channel.
+
+Sources: https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning;
+https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways (enable the Gateway API).
+"""
+
+from __future__ import annotations
+
+from components import catalog
+from components.stack import StackConfig, nap_needs
+
+_ACCELERATOR_TYPES = frozenset(catalog.NAP_RESOURCE_TYPES) - {"cpu", "memory"}
+
+
+def nap_resource_limits(cfg: StackConfig) -> list[dict[str, object]]:
+    """NAP resource limits: ``[{"resource_type", "minimum", "maximum"}]``, cpu and memory first.
+
+    cpu (vCPUs) and memory (GB) come from ``nap.resource_limits`` (defaults 256 / 1024). Every
+    accelerator named in config or used by a declared pool gets
+    ``max(config limit, what the pools can scale to)`` (chips or GPUs; :func:`nap_needs`).
+    """
+    limits = cfg.nap.effective_limits
+    needs = nap_needs(cfg)
+    accelerators = sorted(
+        {k for k in limits if k in _ACCELERATOR_TYPES}
+        | {k for k in needs if k in _ACCELERATOR_TYPES}
+    )
+    out: list[dict[str, object]] = [
+        {"resource_type": "cpu", "minimum": 0, "maximum": limits["cpu"]},
+        {"resource_type": "memory", "minimum": 0, "maximum": limits["memory"]},
+    ]
+    for acc in accelerators:
+        out.append(
+            {
+                "resource_type": acc,
+                "minimum": 0,
+                "maximum": max(limits.get(acc, 0), needs.get(acc, 0)),
+            }
+        )
+    return out
+
+
+GATEWAY_API_CHANNEL = "CHANNEL_STANDARD"
+
+
+def gateway_api_channel(cfg: StackConfig) -> str | None:
+    """The cluster's ``gatewayApiConfig.channel``: ``CHANNEL_STANDARD`` when a service uses
+    ``upgrade_strategy: NewClusterWithIncrementalUpgrade``, else None (left as GKE has it).
+
+    KubeRay's incremental upgrade moves traffic through a Gateway and an HTTPRoute it creates
+    (``gateway.networking.k8s.io/v1``), so the cluster needs the Gateway API CRDs and a controller
+    for ``gateway_class_name``
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html,
+    "Prerequisites"). On a GKE Standard cluster the standard channel installs both: the v1 CRDs and
+    the GKE Gateway controller with its GatewayClasses (``gke-l7-rilb``,
+    ``gke-l7-regional-external-managed``, ``gke-l7-global-external-managed``, ...)
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways#enable-gateway,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api). Enabling it is an
+    in-place cluster update.
+    """
+    incremental = any(
+        s.upgrade_strategy == "NewClusterWithIncrementalUpgrade" for s in cfg.services
+    )
+    return GATEWAY_API_CHANNEL if incremental else None

@@ -1,0 +1,168 @@
+"""Each job runs where its dependencies are: the images its driver and workers run provide what
+its workload needs (``raygke check``).
+
+A workload declares the Python distributions it imports beyond Ray (``Workload.needs`` in
+:mod:`workloads.registry`, with a ``tune_lm`` trainer's: ``Workload.needs_for``); the version it
+needs is the project's pin in ``pyproject.toml``, the one the tests ran with
+(:func:`components.images.render.project_pins`). A job's workers run the image of their node
+pool's kind, ``gpu-tf`` for a TensorFlow job with its own cluster on a GPU pool
+(:func:`components.images.render.job_image_kind`), and its driver
+runs on the head, in the ``cpu`` image (KubeRay runs the entrypoint from the submitter against the
+head: https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
+
+What an image provides (:func:`components.images.render.provides`): a project image its
+requirement pins; a prebuilt one what ``ray.images.<kind>.provides`` declares. A job with
+``runtime_env_pip: true`` gets the requirement lines of its workers' kind through
+``runtimeEnvYAML`` ``pip`` for the driver and the workers
+(https://docs.ray.io/en/latest/ray-core/handling-dependencies.html), so it is checked against
+those pins instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.images.render import (
+    TENSORFLOW,
+    job_image_kind,
+    job_needs,
+    normalize,
+    pins,
+    planned_refs,
+    pool_image_kind,
+    project_pins,
+    provides,
+)
+from components.stack import (
+    IMAGE_KINDS,
+    ResolveError,
+    StackConfig,
+    resolve_job,
+    resolve_service,
+)
+
+
+def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: bool) -> str:
+    if kind == "gpu" and normalize(name) == TENSORFLOW and where.startswith("jobs["):
+        # only a job on a long-lived cluster's GPU group gets here (its own cluster: gpu-tf)
+        return (
+            "TensorFlow on GPUs runs in the gpu-tf image, which a job gets on its own RayCluster: "
+            f"set {where}.node_pool to the GPU pool instead of cluster/worker_group"
+        )
+    if cfg.ray.images.get(kind) is None:
+        return (
+            f"add it to the pyproject.toml extras the {kind} image installs "
+            "(components/images/render.py IMAGE_EXTRAS) and run `python -m raygke images lock`"
+        )
+    return (
+        f"use the project's images (ray.images.{kind} unset), declare "
+        f"ray.images.{kind}.provides: {{{name}: {version}}} if the image has it"
+        + (f", or set {where}.runtime_env_pip: true" if pip else "")
+    )
+
+
+def _shortfall(
+    cfg: StackConfig,
+    where: str,
+    workload: Any,
+    worker_kind: str,
+    runtime_env_pip: bool | None,
+    needs: tuple[str, ...] | None = None,
+) -> str | None:
+    """The first need of ``workload`` that the worker-group or head (cpu) image lacks, or holds at
+    another version than the project's pin, as one line; None when both provide everything.
+    ``runtime_env_pip``: None where the entry has no such option (services). ``needs``: the
+    entry's needs, default ``workload.needs``."""
+    wanted = project_pins()
+    refs = planned_refs(cfg)
+    for kind in dict.fromkeys((worker_kind, "cpu")):
+        place = "worker-group" if kind == worker_kind else "head (driver)"
+        if runtime_env_pip:
+            have = pins(worker_kind)
+            image = f"runtime_env_pip (images/requirements-{worker_kind}.txt)"
+        else:
+            have = provides(cfg, kind)
+            image = f"{place} image {refs[kind]}"
+        for need in workload.needs if needs is None else needs:
+            name = normalize(need)
+            pin = wanted.get(name, "")
+            got = have.get(name)
+            fix = _fix(cfg, where, kind, need, pin, runtime_env_pip is not None)
+            if got is None:
+                return (
+                    f"{where}: workload {workload.name} needs {need}, {image} does not "
+                    f"provide it; {fix}"
+                )
+            if pin and got != pin:
+                return (
+                    f"{where}: workload {workload.name} needs {need}=={pin} (the project's "
+                    f"pin), {image} provides {need} {got}; {fix}"
+                )
+    return None
+
+
+def dependency_problems(cfg: StackConfig) -> list[str]:
+    """One line per job or service whose images lack a distribution its workload needs, or hold
+    it at another version than the project's pin, naming the entry, the workload, the
+    distribution, the image and the fix. Entries whose target or workload does not resolve are
+    left to the rules that report those."""
+    from workloads.registry import TF_GPU_CONFLICT, WORKLOADS
+
+    problems = []
+    entries = [
+        (
+            f"jobs[{j.name}]",
+            j.workload,
+            lambda j=j: resolve_job(cfg, j).pool,
+            lambda j=j: job_image_kind(cfg, j),
+            j.runtime_env_pip,
+            job_needs(j),
+        )
+        for j in cfg.jobs
+    ] + [
+        (
+            f"services[{s.name}]",
+            s.workload,
+            lambda s=s: resolve_service(cfg, s).pool,
+            lambda s=s: pool_image_kind(resolve_service(cfg, s).pool),
+            None,
+            None,
+        )
+        for s in cfg.services
+    ]
+    for where, name, pool, kind_of, pip, needs in entries:
+        workload = WORKLOADS.get(name)
+        if workload is None:
+            continue
+        try:
+            target_pool = pool()
+        except ResolveError:
+            continue
+        if target_pool.kind != "cpu" and workload.refusal(target_pool.kind):
+            continue  # refused on that accelerator with its reason (checks/stack.py)
+        wanted = {normalize(n) for n in (workload.needs if needs is None else needs)}
+        if target_pool.kind == "gpu" and {TENSORFLOW, "torch"} <= wanted:
+            problems.append(
+                f"{where}: workload {workload.name} imports both tensorflow and torch on GPU "
+                f"pool {target_pool.name!r}; {TF_GPU_CONFLICT}"
+            )
+            continue
+        line = _shortfall(cfg, where, workload, kind_of(), pip, needs)
+        if line:
+            problems.append(line)
+    return problems
+
+
+def image_warnings(cfg: StackConfig) -> list[str]:
+    """Prebuilt images referenced by tag alone (no ``@sha256:`` digest), one line each: a tag can
+    be moved to other contents between two pod starts. Stacks with deletion protection refuse
+    them instead (:func:`components.stack.rules.prebuilt_images_pinned_when_protected`)."""
+    out = []
+    for kind in IMAGE_KINDS:
+        prebuilt = cfg.ray.images.get(kind)
+        if prebuilt is not None and not prebuilt.pinned:
+            out.append(
+                f"ray.images.{kind}: {prebuilt.image} is a tag, not a digest; pods may run "
+                "other contents after the tag moves (write <image>@sha256:<digest>)"
+            )
+    return out

@@ -1,0 +1,355 @@
+"""The Ray images the jobs run in: one per accelerator kind, built from ``images/<kind>/Dockerfile``
+on the pinned Ray image, with the workloads' dependencies from ONE source of pins,
+``pyproject.toml``.
+
+Pure (no Pulumi): the requirement sets, the generated ``images/requirements-<kind>.txt`` files,
+what each project image provides, which image kind a worker group gets, and the references the
+rendered pods use.
+
+* Requirement set of a kind: the ``[project.optional-dependencies]`` extras named in
+  :data:`IMAGE_EXTRAS` (a new extra for an image is one entry there), with the per-kind
+  requirement extras of :data:`REQUIREMENT_EXTRAS` added (the TPU image installs ``jax[tpu]``,
+  which pulls the matching ``libtpu`` from PyPI: https://docs.jax.dev/en/latest/installation.html).
+  The GPU image gets PyTorch's default PyPI wheel, which on Linux x86_64 is the CUDA build
+  (https://pytorch.org/get-started/locally/), on the CUDA base ``rayproject/ray:<v>-py311-gpu``.
+* The ``gpu-tf`` image runs the GPU workers of TensorFlow jobs (:func:`worker_image_kind`): the
+  ``workloads`` extra without ``torch`` (:data:`IMAGE_EXCLUDES`) plus the ``tf-gpu`` extra
+  (``tensorflow[and-cuda]``, TensorFlow's CUDA 12 wheels:
+  https://www.tensorflow.org/install/pip), on the same CUDA base. PyPI's torch is the CUDA 13
+  build, and both majors' cuDNN/NCCL wheels write the same files, so no image holds both
+  (:data:`workloads.registry.TF_GPU_CONFLICT`; evidence in ``tests/images/test_resolution.py``).
+  A stack builds it only when a job needs it (:func:`kinds_used`).
+* ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
+  differ from what ``pyproject.toml`` generates.
+* Base images: ``rayproject/ray:<ray.version>-py311`` and ``-py311-gpu``
+  (https://hub.docker.com/r/rayproject/ray). They are built on ``ubuntu:22.04`` (CPU) and
+  ``nvidia/cuda`` (GPU) and run as the non-root user ``ray``, uid 1000, gid 100 (ray-project/ray
+  ``docker/README.md`` and ``docker/base-deps/Dockerfile``: ``RAY_UID=1000``, ``RAY_GID=100``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from components.stack import IMAGE_KINDS, GpuPool, JobConfig, StackConfig, TpuPool
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES_DIR = "images"
+
+# Image kind -> pyproject extras it installs. Add an extra (e.g. ``tf``) to a kind here. The CPU
+# image has JAX's CPU build too: every job's driver runs on the head (a CPU pod), and
+# train_lm_jax also runs on CPU workers.
+# The ``tf-gpu`` extra (TensorFlow's CUDA build) and ``tf`` (its CPU build) exclude each other:
+# both install the ``tensorflow`` package.
+IMAGE_EXTRAS: Mapping[str, tuple[str, ...]] = {
+    "cpu": ("workloads", "tpu", "tf"),
+    "gpu": ("workloads",),
+    "gpu-tf": ("workloads", "tf-gpu"),
+    "tpu": ("workloads", "tpu"),
+}
+# Image kind -> distributions of its extras it leaves out: the gpu-tf image has no PyTorch
+# (its CUDA 13 cuDNN/NCCL wheels overwrite TensorFlow's CUDA 12 ones: TF_GPU_CONFLICT).
+IMAGE_EXCLUDES: Mapping[str, frozenset[str]] = {"gpu-tf": frozenset({"torch"})}
+# Image kind -> {distribution: requirement extra} added to that distribution's line.
+REQUIREMENT_EXTRAS: Mapping[str, Mapping[str, str]] = {"tpu": {"jax": "tpu"}}
+# Image kind -> the Ray image tag suffix of its base (``rayproject/ray:<version><suffix>``).
+BASE_SUFFIX: Mapping[str, str] = {
+    "cpu": "-py311",
+    "gpu": "-py311-gpu",
+    "gpu-tf": "-py311-gpu",
+    "tpu": "-py311",
+}
+# Distribution -> the other distribution name it provides at its own version: ``tensorflow-cpu``
+# is TensorFlow's CPU-only build of the same ``tensorflow`` package
+# (https://pypi.org/project/tensorflow-cpu/), so it meets a need of ``tensorflow``.
+ALSO_PROVIDES: Mapping[str, str] = {"tensorflow-cpu": "tensorflow"}
+# The distribution whose need sends a job's GPU workers to the gpu-tf image.
+TENSORFLOW = "tensorflow"
+PYTHON_VERSION = "3.11"
+PLATFORM = "linux/amd64"
+
+_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*?)\s*$")
+
+
+def normalize(name: str) -> str:
+    """PEP 503 normalized distribution name (``Foo_bar`` -> ``foo-bar``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def split_requirement(line: str) -> tuple[str, set[str], str]:
+    """``"ray[data,train]==2.60.0"`` -> ``("ray", {"data", "train"}, "==2.60.0")``.
+
+    Raises:
+        ValueError: not a ``name[extras]specifier`` requirement.
+    """
+    m = _REQ.match(line)
+    if not m:
+        raise ValueError(f"cannot parse requirement {line!r}")
+    extras = {e.strip() for e in (m.group(2) or "[]")[1:-1].split(",") if e.strip()}
+    return m.group(1), extras, m.group(3).replace(" ", "")
+
+
+def _extras(pyproject: Path) -> dict[str, list[str]]:
+    data = tomllib.loads(pyproject.read_text())
+    return data["project"]["optional-dependencies"]
+
+
+def requirements(kind: str, root: Path = ROOT) -> list[str]:
+    """The requirement lines of image ``kind`` from ``<root>/pyproject.toml``, in extras order,
+    less the distributions :data:`IMAGE_EXCLUDES` leaves out of the kind.
+
+    Raises:
+        KeyError: unknown kind, or an extra of :data:`IMAGE_EXTRAS` missing in pyproject.toml.
+    """
+    extras = _extras(root / "pyproject.toml")
+    out: list[str] = []
+    excluded = IMAGE_EXCLUDES.get(kind, frozenset())
+    for extra in IMAGE_EXTRAS[kind]:
+        if extra not in extras:
+            raise KeyError(f"pyproject.toml has no optional-dependencies extra {extra!r}")
+        for line in extras[extra]:
+            name, req_extras, spec = split_requirement(line)
+            if normalize(name) in excluded:
+                continue
+            add = REQUIREMENT_EXTRAS.get(kind, {}).get(normalize(name))
+            if add:
+                req_extras = req_extras | {add}
+            ext = f"[{','.join(sorted(req_extras))}]" if req_extras else ""
+            out.append(f"{name}{ext}{spec}")
+    return out
+
+
+def requirements_path(kind: str, root: Path = ROOT) -> Path:
+    """``<root>/images/requirements-<kind>.txt``."""
+    return root / IMAGES_DIR / f"requirements-{kind}.txt"
+
+
+def requirements_text(kind: str, root: Path = ROOT) -> str:
+    """The generated ``images/requirements-<kind>.txt``: a header, then one requirement a line."""
+    excluded = sorted(IMAGE_EXCLUDES.get(kind, ()))
+    without = f" without {', '.join(excluded)}" if excluded else ""
+    header = (
+        f"# Generated from pyproject.toml extras {', '.join(IMAGE_EXTRAS[kind])}{without} by "
+        "`python -m raygke images lock`; do not edit.\n"
+    )
+    return header + "".join(f"{r}\n" for r in requirements(kind, root))
+
+
+def stale_requirements(root: Path = ROOT) -> list[str]:
+    """One line per ``images/requirements-<kind>.txt`` that is missing or differs from what
+    ``pyproject.toml`` generates (empty when all are current)."""
+    out = []
+    for kind in IMAGE_KINDS:
+        path = requirements_path(kind, root)
+        if not path.is_file() or path.read_text() != requirements_text(kind, root):
+            out.append(
+                f"{path.relative_to(root)} is stale: run `python -m raygke images lock` "
+                "after editing pyproject.toml"
+            )
+    return out
+
+
+def write_requirements(root: Path = ROOT) -> list[Path]:
+    """Write every ``images/requirements-<kind>.txt``; return the paths written."""
+    paths = []
+    for kind in IMAGE_KINDS:
+        path = requirements_path(kind, root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(requirements_text(kind, root))
+        paths.append(path)
+    return paths
+
+
+def _with_aliases(found: Mapping[str, str]) -> dict[str, str]:
+    """``found`` plus what its distributions also provide (:data:`ALSO_PROVIDES`)."""
+    out = dict(found)
+    for name, version in found.items():
+        alias = ALSO_PROVIDES.get(name)
+        if alias is not None:
+            out.setdefault(alias, version)
+    return out
+
+
+def pins(kind: str, root: Path = ROOT) -> dict[str, str]:
+    """Normalized name -> version of every exact (``==``) pin of image ``kind``, with what a
+    pinned distribution also provides (:data:`ALSO_PROVIDES`: ``tensorflow-cpu`` ->
+    ``tensorflow``)."""
+    out = {}
+    for line in requirements(kind, root):
+        name, _, spec = split_requirement(line)
+        if spec.startswith("==") and "," not in spec:
+            out[normalize(name)] = spec[2:]
+    return _with_aliases(out)
+
+
+def project_pins(root: Path = ROOT) -> dict[str, str]:
+    """Normalized name -> version of every exact pin over all image kinds (the versions the
+    tests run with)."""
+    out: dict[str, str] = {}
+    for kind in IMAGE_KINDS:
+        out.update(pins(kind, root))
+    return out
+
+
+# The Ray versions with locked requirement sets, and why another is refused (spec layer: the
+# stack's rules refuse it): re-exported here.
+from components.images.locks import locked_ray_versions as locked_ray_versions  # noqa: E402
+from components.images.locks import ray_version_problem as ray_version_problem  # noqa: E402
+
+
+def pool_image_kind(pool: object) -> str:
+    """The image kind of a node pool: ``gpu`` for a GPU pool, ``tpu`` for a TPU pool, else
+    ``cpu``."""
+    if isinstance(pool, GpuPool):
+        return "gpu"
+    if isinstance(pool, TpuPool):
+        return "tpu"
+    return "cpu"
+
+
+def worker_image_kind(kind: str, needs: Iterable[str] = ()) -> str:
+    """The image kind of workers on a pool of image kind ``kind`` (:func:`pool_image_kind`)
+    running a workload that imports ``needs``: ``kind``, except ``gpu-tf`` for ``gpu`` when
+    ``needs`` has ``tensorflow`` and not ``torch`` (the two cannot share a GPU image:
+    :data:`IMAGE_EXCLUDES`)."""
+    wanted = {normalize(n) for n in needs}
+    if kind == "gpu" and TENSORFLOW in wanted and not wanted & IMAGE_EXCLUDES["gpu-tf"]:
+        return "gpu-tf"
+    return kind
+
+
+def job_needs(job: JobConfig) -> tuple[str, ...]:
+    """The distributions ``job``'s workload imports with its arguments
+    (:meth:`workloads.registry.Workload.needs_for`); empty for an unknown workload.
+
+    Raises:
+        nothing: arguments the workload rejects are left to the stack rules.
+    """
+    from workloads.registry import WORKLOADS
+
+    workload = WORKLOADS.get(job.workload)
+    return () if workload is None else workload.needs_for(job.args or {})
+
+
+def job_image_kind(cfg: StackConfig, job: JobConfig) -> str:
+    """The image kind of ``job``'s workers: on a long-lived RayCluster its worker group's
+    (:func:`pool_image_kind`: every job on that cluster shares the group's pods), on its own
+    RayCluster :func:`worker_image_kind` of its pool and :func:`job_needs`.
+
+    Raises:
+        components.stack.ResolveError: unresolvable target.
+    """
+    from components.stack import resolve_job
+
+    pool = resolve_job(cfg, job).pool
+    kind = pool_image_kind(pool)
+    return kind if job.cluster else worker_image_kind(kind, job_needs(job))
+
+
+def kinds_used(cfg: StackConfig) -> list[str]:
+    """Image kinds the stack's pods run: ``cpu`` (heads, submitters), the kind of every pool a
+    worker group uses, and every job's own-cluster worker kind (:func:`job_image_kind`), in
+    :data:`IMAGE_KINDS` order: ``gpu-tf`` only with a TensorFlow job on a GPU pool."""
+    from components.stack import resolve_group
+
+    used = {"cpu"}
+    for rc in cfg.ray_clusters:
+        for g in rc.worker_groups:
+            try:
+                used.add(pool_image_kind(resolve_group(cfg, rc, g).pool))
+            except ValueError:
+                continue
+    for job in cfg.jobs:
+        try:
+            used.add(job_image_kind(cfg, job))
+        except ValueError:
+            continue
+    return [k for k in IMAGE_KINDS if k in used]
+
+
+def kinds_to_build(cfg: StackConfig) -> list[str]:
+    """Used kinds without a prebuilt image in ``ray.images``: the images this stack builds."""
+    return [k for k in kinds_used(cfg) if cfg.ray.images.get(k) is None]
+
+
+def repository_id(cfg: StackConfig) -> str:
+    """The Artifact Registry repository id: the cluster's name (``ray-dev``)."""
+    return cfg.cluster.name
+
+
+def repository_url(cfg: StackConfig) -> str:
+    """``<region>-docker.pkg.dev/<project>/<repository id>``
+    (https://cloud.google.com/artifact-registry/docs/docker/names)."""
+    return f"{cfg.region}-docker.pkg.dev/{cfg.project}/{repository_id(cfg)}"
+
+
+def registry_host(cfg: StackConfig) -> str:
+    """``<region>-docker.pkg.dev``, the host ``docker login`` / buildx authenticate to."""
+    return f"{cfg.region}-docker.pkg.dev"
+
+
+def base_image(cfg: StackConfig, kind: str) -> str:
+    """``rayproject/ray:<ray.version><suffix>`` the project's ``kind`` image builds on."""
+    return f"rayproject/ray:{cfg.ray.version}{BASE_SUFFIX[kind]}"
+
+
+def dockerfile_path(kind: str) -> str:
+    """``images/<kind>/Dockerfile``, relative to the build context (the repository root)."""
+    return f"{IMAGES_DIR}/{kind}/Dockerfile"
+
+
+def content_hash(cfg: StackConfig, kind: str, root: Path = ROOT) -> str:
+    """12 hex digits of sha256 over the ``kind`` image's Dockerfile, requirements and base image;
+    set as the image's ``ray-gke/content`` label, so a change to either shows in the preview."""
+    h = hashlib.sha256()
+    h.update((root / dockerfile_path(kind)).read_bytes())
+    h.update(requirements_text(kind, root).encode())
+    h.update(base_image(cfg, kind).encode())
+    return h.hexdigest()[:12]
+
+
+def image_repository(cfg: StackConfig, kind: str) -> str:
+    """``<repository url>/ray-<kind>``."""
+    return f"{repository_url(cfg)}/ray-{kind}"
+
+
+def image_tag_ref(cfg: StackConfig, kind: str) -> str:
+    """``<repository url>/ray-<kind>:<ray.version>``: the tag a build pushes. It moves to each new
+    build, so the build it replaces becomes untagged and the repository's cleanup policy deletes
+    it after ``ray.delete_untagged_images_after_days``; pods never use the tag, only the digest."""
+    return f"{image_repository(cfg, kind)}:{cfg.ray.version}"
+
+
+def cache_ref(cfg: StackConfig, kind: str) -> str:
+    """``<repository url>/ray-<kind>:buildcache``: the registry build cache of a kind."""
+    return f"{image_repository(cfg, kind)}:buildcache"
+
+
+def planned_refs(cfg: StackConfig) -> dict[str, str]:
+    """Kind -> the image reference pods use, as known offline: a prebuilt image's reference, or
+    the tag the project's build pushes (under Pulumi the pushed digest,
+    ``<repo>/ray-<kind>@sha256:...``, replaces it)."""
+    out = {}
+    for kind in IMAGE_KINDS:
+        prebuilt = cfg.ray.images.get(kind)
+        out[kind] = prebuilt.image if prebuilt is not None else image_tag_ref(cfg, kind)
+    return out
+
+
+def provides(cfg: StackConfig, kind: str, root: Path = ROOT) -> dict[str, str]:
+    """Normalized name -> version of what the ``kind`` image contains beyond Ray: the project's
+    pins for a project image, the declared ``provides`` for a prebuilt one."""
+    prebuilt = cfg.ray.images.get(kind)
+    if prebuilt is None:
+        return pins(kind, root)
+    return _with_aliases({normalize(k): v for k, v in prebuilt.provides.items()})
+
+
+def runtime_env_pip(kind: str, root: Path = ROOT) -> list[str]:
+    """The ``runtimeEnvYAML`` ``pip`` list of a job with ``runtime_env_pip: true`` whose workers
+    run the ``kind`` image: its requirement lines, Ray itself left out (the image has it)."""
+    return [r for r in requirements(kind, root) if normalize(split_requirement(r)[0]) != "ray"]

@@ -1,0 +1,189 @@
+"""KubeRay side: the Kubernetes provider, namespace, workload KSAs and the KubeRay operator.
+
+* The namespace carries Pod Security Admission labels and holds the NetworkPolicies,
+  ResourceQuota and LimitRange of :mod:`components.kuberay.namespace`; two KSAs per workload
+  identity (workers/submitters and head, :func:`components.stack.naming.workload_accounts`),
+  none with an automounted token (the head's pod template opts in for the autoscaler).
+
+* Kubeconfig: cluster endpoint + CA, user authenticated by the ``gke-gcloud-auth-plugin`` exec
+  plugin (no static credentials) -
+  https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
+* KSA annotation ``iam.gke.io/gcp-service-account`` -
+  https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
+* ``kuberay-operator`` chart from https://ray-project.github.io/kuberay-helm/ (pinned version), via
+  ``helm.v3.Release`` (``helm.v4.Chart`` cannot render while the kubeconfig is unknown in a first
+  preview), only when ``kuberay.mode`` is ``helm``; with ``gke-addon`` GKE runs KubeRay.
+* In helm mode the KubeRay CRDs (RayCluster, RayJob, RayService of ``kuberay.chart_version``,
+  carried in ``components/kuberay/crds/v<version>``) are resources of the stack
+  (``apiextensions.v1.CustomResourceDefinition``) and the release has ``skip_crds=True``: Helm
+  installs a chart's ``crds/`` only on first install and never upgrades them
+  (https://helm.sh/docs/chart_best_practices/custom_resource_definitions/, kuberay#1552), so a
+  chart upgrade alone would run the new operator against old CRDs. The operator and the Ray
+  custom resources depend on them. The provider applies them server-side (the default of
+  pulumi-kubernetes v4), which upserts a CRD an earlier Helm install created; the annotation
+  ``pulumi.com/patchForce`` takes over the fields Helm's field manager owned
+  (https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/).
+  With ``gke-addon`` GKE manages the CRDs with its operator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kuberay.namespace import namespace_manifest, namespace_objects
+from components.kuberay.render import (
+    KUBERAY_CHART,
+    KUBERAY_HELM_REPO,
+    WI_ANNOTATION,
+    cluster_identifier,
+    crd_documents,
+    helm_values,
+    kubeconfig,
+)
+from components.stack import StackConfig, naming
+
+
+@dataclass
+class KubeRayArgs:
+    """Inputs of :class:`KubeRay`.
+
+    Attributes:
+        cfg: the validated stack config.
+        cluster_name / endpoint / ca_certificate: from the cluster (IP endpoint and its CA).
+        dns_endpoint: the cluster's DNS-based endpoint host; the kubeconfig and the provider use
+            it (without CA data) when ``cluster.dns_endpoint`` is on, else the IP endpoint.
+        gsa_emails: workload identity name -> GSA email output.
+        depends_on: resources the Kubernetes objects wait for (node pools, WI bindings).
+    """
+
+    cfg: StackConfig
+    cluster_name: pulumi.Input[str]
+    endpoint: pulumi.Input[str]
+    ca_certificate: pulumi.Input[str]
+    gsa_emails: dict[str, pulumi.Input[str]]
+    depends_on: list[pulumi.Resource] | None = None
+    dns_endpoint: pulumi.Input[str] | None = None
+
+
+class KubeRay(pulumi.ComponentResource):
+    """``ray-gke:kuberay:KubeRay``.
+
+    Attributes: ``kubeconfig`` (secret Output[str]), ``provider`` (``k8s.Provider``, with
+    ``cluster_identifier``, :func:`components.kuberay.render.cluster_identifier`),
+    ``namespace`` (``k8s.core.v1.Namespace``), ``service_accounts`` (name -> KSA), ``crds``
+    (kind -> ``apiextensions.v1.CustomResourceDefinition``, helm mode only), ``operator`` (the
+    ``helm.v3.Release`` in helm mode, else None), ``ready`` (resources Ray objects must wait for:
+    namespace, KSAs, CRDs, operator).
+    """
+
+    def __init__(
+        self, name: str, args: KubeRayArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:kuberay:KubeRay", name, None, opts)
+        cfg = args.cfg
+        if cfg.cluster.dns_endpoint and args.dns_endpoint is not None:
+            config = pulumi.Output.all(args.cluster_name, args.dns_endpoint).apply(
+                lambda a: kubeconfig(a[0], a[1], None)
+            )
+        else:
+            config = pulumi.Output.all(args.cluster_name, args.endpoint, args.ca_certificate).apply(
+                lambda a: kubeconfig(a[0], a[1], a[2])
+            )
+        self.kubeconfig = pulumi.Output.secret(config)
+        # A stable identity: a new CA, endpoint or credential updates the provider in place
+        # instead of replacing it and every object it manages (builders.kuberay.cluster_identifier).
+        self.cluster_identifier = cluster_identifier(cfg)
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            cluster_identifier=self.cluster_identifier,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on or [])),
+        )
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)
+        ns = cfg.kuberay.namespace
+        ns_doc = namespace_manifest(cfg)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=ns_doc["metadata"]["labels"]),
+            opts=k8s_opts,
+        )
+        ns_opts = pulumi.ResourceOptions(
+            parent=self, provider=self.provider, depends_on=[self.namespace]
+        )
+        # NetworkPolicies, ResourceQuota, LimitRange (components/kuberay/namespace.py).
+        self.guards: dict[str, pulumi.CustomResource] = {}
+        kinds = {
+            "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
+            "ResourceQuota": k8s.core.v1.ResourceQuota,
+            "LimitRange": k8s.core.v1.LimitRange,
+        }
+        for doc in namespace_objects(cfg):
+            kind, oname = doc["kind"], doc["metadata"]["name"]
+            self.guards[f"{kind}/{oname}"] = kinds[kind](
+                f"{name}-{kind.lower()}-{oname}",
+                metadata=doc["metadata"],
+                spec=doc["spec"],
+                opts=ns_opts,
+            )
+        self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
+        for acct in naming.workload_accounts(cfg):
+            self.service_accounts[acct.name] = k8s.core.v1.ServiceAccount(
+                f"{name}-ksa-{acct.name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=acct.name,
+                    namespace=ns,
+                    annotations={WI_ANNOTATION: args.gsa_emails[acct.name]},
+                    labels={"app.kubernetes.io/part-of": "ray-gke"},
+                ),
+                # Pods that call the Kubernetes API (the head's autoscaler) opt in per pod.
+                automount_service_account_token=False,
+                opts=ns_opts,
+            )
+        self.crds: dict[str, k8s.apiextensions.v1.CustomResourceDefinition] = {}
+        self.operator: k8s.helm.v3.Release | None = None
+        if cfg.kuberay.mode == "helm":
+            for doc in crd_documents(cfg.kuberay.chart_version):
+                meta = doc["metadata"]
+                self.crds[doc["spec"]["names"]["kind"]] = (
+                    k8s.apiextensions.v1.CustomResourceDefinition(
+                        f"{name}-crd-{doc['spec']['names']['plural']}",
+                        metadata=k8s.meta.v1.ObjectMetaArgs(
+                            name=meta["name"],
+                            annotations={
+                                **(meta.get("annotations") or {}),
+                                "pulumi.com/patchForce": "true",
+                            },
+                            labels={"app.kubernetes.io/part-of": "ray-gke"},
+                        ),
+                        spec=doc["spec"],
+                        opts=k8s_opts,
+                    )
+                )
+            self.operator = k8s.helm.v3.Release(
+                f"{name}-operator",
+                name=KUBERAY_CHART,
+                chart=KUBERAY_CHART,
+                version=cfg.kuberay.chart_version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_HELM_REPO),
+                namespace=ns,
+                values=helm_values(cfg),
+                atomic=True,
+                wait_for_jobs=True,
+                skip_crds=True,  # the CRDs above are the stack's (see the module docstring)
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=self.provider,
+                    depends_on=[self.namespace, *self.crds.values()],
+                ),
+            )
+        self.ready: list[pulumi.Resource] = [
+            self.namespace,
+            *self.guards.values(),
+            *self.service_accounts.values(),
+            *self.crds.values(),
+            *([self.operator] if self.operator else []),
+        ]
+        self.register_outputs({"namespace": ns, "kubeconfig": self.kubeconfig})

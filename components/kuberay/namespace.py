@@ -1,0 +1,245 @@
+"""Pure builders of the Ray namespace's guard rails: the Namespace with Pod Security Admission
+labels, its NetworkPolicies, ResourceQuota and LimitRange. Config in, plain ``dict`` out (the
+Kubernetes objects as ``kubectl`` would read them); :class:`components.kuberay.component.KubeRay`
+creates exactly these, and ``raygke check`` (:mod:`components.security.rules`) checks them.
+
+Network policy, the shape (https://kubernetes.io/docs/concepts/services-networking/network-policies/;
+GKE enforces NetworkPolicy with Dataplane V2, which the cluster runs):
+
+* ``default-deny-ingress``: every pod of the namespace, no ingress rule — nothing reaches a pod
+  unless another policy below allows it (policies are additive).
+* per Ray cluster (a long-lived RayCluster, selected by KubeRay's own pod label
+  ``ray.io/cluster: <name>``; or the cluster a RayJob brings, whose RayCluster name KubeRay
+  generates, selected by our pod label ``ray-gke.io/job-cluster: <job>``), ``<name>-ray``:
+  its pods reach each other on every port (GCS, object manager, raylets, TPU runtime 8471,
+  Multislice 8081 and NCCL pick ports at run time); the gmp-system namespace (Google Cloud
+  Managed Service for Prometheus collectors,
+  https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed) reaches the Ray
+  metrics port 8080; Serve's HTTP port 8000 is reachable from ``kuberay.serve_from`` only.
+* per Ray cluster, ``<name>-ray-head``: the head pod's GCS (6379), dashboard / Jobs API (8265) and
+  Ray client (10001) ports from the KubeRay operator and from that cluster's job submitters
+  (pods labelled ``ray-gke.io/submits-to: <name>``). The operator: with ``mode: helm`` the
+  chart's pods (``app.kubernetes.io/name: kuberay-operator``) in this namespace; with
+  ``mode: gke-addon`` GKE hosts the operator outside the cluster's nodes, so the control plane's
+  range ``network.master_ipv4_cidr``. For a RayService's cluster the operator also reaches the
+  head's Serve port 8000: it probes the Serve proxy there (``GET http://<head pod IP>:8000/-/healthz``,
+  ``CheckProxyActorHealth`` in ray-operator/controllers/ray/utils/httpproxy_httpclient.go, called
+  by ``updateHeadPodServeLabel`` in rayservice_controller.go) and labels the head
+  ``ray.io/serve: true`` only when it answers, so without this rule the head never serves traffic.
+
+Why plain ``networking.k8s.io/v1`` objects and not KubeRay's ``spec.networkPolicy``: in KubeRay
+v1.7.0 that field is refused unless the operator runs with the ``RayClusterNetworkPolicy``
+feature gate (validation.go ``ValidateRayClusterSpec``: "spec.networkPolicy requires the
+RayClusterNetworkPolicy feature gate"). The GKE add-on's operator flags are GKE's, not ours, so
+the gate cannot be relied on in ``gke-addon`` mode; plain objects work in both modes, cover a
+RayJob's own cluster and submitters the same way, and validate against the Kubernetes schemas.
+
+Pod Security Admission (https://kubernetes.io/docs/concepts/security/pod-security-admission/):
+``enforce: restricted`` (``kuberay.pod_security`` may lower it to ``baseline`` if a container
+injected by something we do not render, e.g. a KubeRay init container or a GKE sidecar of a
+future version, lacks the restricted fields; unverified on a live cluster) — every pod template
+we render sets what ``restricted`` requires
+(:func:`components.raycrs.render.container_security_context`, the autoscaler sidecar via
+``autoscalerOptions.securityContext``; volumes are emptyDir and CSI only), and ``warn`` /
+``audit: restricted``, each with ``-version:`` :data:`PSA_VERSION` (``latest``: the standard of
+the cluster's own Kubernetes minor version, which GKE's release channel moves).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.cluster.render import nap_resource_limits
+from components.raycrs.render import (
+    CLUSTER_LABEL,
+    HEAD_PORTS,
+    JOB_CLUSTER_LABEL,
+    PART_OF,
+    SERVE_PORT,
+    SUBMITTER_LABEL,
+)
+from components.raycrs.serve import SERVICE_LABEL
+from components.stack import StackConfig
+
+PSA_LEVEL = "restricted"
+PSA_VERSION = "latest"
+GMP_NAMESPACE = "gmp-system"
+METRICS_PORT = HEAD_PORTS["metrics"]
+OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "kuberay-operator"}
+NS_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
+GPU_RESOURCE = "nvidia.com/gpu"
+TPU_RESOURCE = "google.com/tpu"
+
+
+def _meta(cfg: StackConfig, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": cfg.kuberay.namespace,
+        "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
+    }
+
+
+def psa_labels(enforce: str = PSA_LEVEL) -> dict[str, str]:
+    """Pod Security Admission labels of the Ray namespace (see the module docstring): ``enforce``
+    (``kuberay.pod_security``, default ``restricted``), ``warn`` and ``audit`` ``restricted``."""
+    out: dict[str, str] = {}
+    for mode in ("enforce", "warn", "audit"):
+        out[f"pod-security.kubernetes.io/{mode}"] = enforce if mode == "enforce" else PSA_LEVEL
+        out[f"pod-security.kubernetes.io/{mode}-version"] = PSA_VERSION
+    return out
+
+
+def namespace_manifest(cfg: StackConfig) -> dict[str, Any]:
+    """The ``v1`` Namespace ``kuberay.namespace`` with the PSA labels."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": cfg.kuberay.namespace,
+            "labels": {
+                "app.kubernetes.io/part-of": PART_OF,
+                **psa_labels(cfg.kuberay.pod_security),
+            },
+        },
+    }
+
+
+def ray_cluster_selectors(cfg: StackConfig) -> dict[str, dict[str, str]]:
+    """Ray cluster name -> the pod labels selecting all of its pods: ``ray.io/cluster: <name>``
+    for each long-lived RayCluster, ``ray-gke.io/job-cluster: <job>`` for each RayJob bringing its
+    own cluster (named after the job), ``ray-gke/service: <name>`` for each RayService
+    (:data:`components.raycrs.serve.SERVICE_LABEL`)."""
+    out = {rc.name: {CLUSTER_LABEL: rc.name} for rc in cfg.ray_clusters}
+    for job in cfg.jobs:
+        if not job.cluster:
+            out[job.name] = {JOB_CLUSTER_LABEL: job.name}
+    for svc in cfg.services:  # a RayService's cluster name is generated and changes on upgrade
+        out[svc.name] = {SERVICE_LABEL: svc.name}
+    return out
+
+
+def _ports(*ports: int) -> list[dict[str, Any]]:
+    return [{"protocol": "TCP", "port": p} for p in ports]
+
+
+def _operator_peers(cfg: StackConfig) -> list[dict[str, Any]]:
+    if cfg.kuberay.mode == "helm":
+        return [{"podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)}}]
+    return [{"ipBlock": {"cidr": cfg.network.master_ipv4_cidr}}]
+
+
+def _policy(cfg: StackConfig, name: str, selector: dict[str, Any], ingress: list[dict[str, Any]]):
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(cfg, name),
+        "spec": {"podSelector": selector, "policyTypes": ["Ingress"], "ingress": ingress},
+    }
+
+
+def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
+    """The Ray namespace's NetworkPolicies (module docstring): ``default-deny-ingress``, then per
+    Ray cluster (sorted by name) ``<name>-ray`` and ``<name>-ray-head``."""
+    out = [_policy(cfg, "default-deny-ingress", {}, [])]
+    out[0]["spec"].pop("ingress")
+    serve = cfg.kuberay.serve_from
+    services = {svc.name for svc in cfg.services}
+    serve_peers = [
+        {"namespaceSelector": {"matchLabels": {NS_NAME_LABEL: ns}}} for ns in serve.namespaces
+    ] + [{"ipBlock": {"cidr": c}} for c in serve.cidrs]
+    for name, labels in sorted(ray_cluster_selectors(cfg).items()):
+        own = {"podSelector": {"matchLabels": dict(labels)}}
+        ingress: list[dict[str, Any]] = [
+            {"from": [own]},
+            {
+                "from": [{"namespaceSelector": {"matchLabels": {NS_NAME_LABEL: GMP_NAMESPACE}}}],
+                "ports": _ports(METRICS_PORT),
+            },
+        ]
+        if serve_peers:
+            ingress.append({"from": serve_peers, "ports": _ports(SERVE_PORT)})
+        out.append(_policy(cfg, f"{name}-ray", {"matchLabels": dict(labels)}, ingress))
+        head = {"matchLabels": {**labels, "ray.io/node-type": "head"}}
+        submitters = {"podSelector": {"matchLabels": {SUBMITTER_LABEL: name}}}
+        head_ingress: list[dict[str, Any]] = [
+            {
+                "from": [*_operator_peers(cfg), submitters],
+                "ports": _ports(
+                    HEAD_PORTS["gcs-server"], HEAD_PORTS["dashboard"], HEAD_PORTS["client"]
+                ),
+            }
+        ]
+        if name in services:  # the operator's Serve proxy health probe (module docstring)
+            head_ingress.append({"from": _operator_peers(cfg), "ports": _ports(SERVE_PORT)})
+        out.append(_policy(cfg, f"{name}-ray-head", head, head_ingress))
+    return out
+
+
+def _limits_total(cfg: StackConfig, prefix: str) -> int:
+    return sum(
+        int(limit["maximum"])  # type: ignore[call-overload]
+        for limit in nap_resource_limits(cfg)
+        if str(limit["resource_type"]).startswith(prefix)
+    )
+
+
+def resource_quota(cfg: StackConfig) -> dict[str, Any]:
+    """The ``v1`` ResourceQuota ``ray-quota`` of the Ray namespace: ``requests.cpu``,
+    ``requests.memory`` / ``limits.memory``, ``requests.nvidia.com/gpu``,
+    ``requests.google.com/tpu`` (extended resources are quota'd by request,
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/#resource-quota-for-extended-resources)
+    and ``pods`` when set. Unset ``kuberay.quota`` keys take the NAP limits
+    (:func:`components.cluster.render.nap_resource_limits`: cpu in vCPUs, memory in GB read as
+    GiB, the sums of the ``nvidia-*`` GPU and ``tpu-*`` chip limits), which bound the whole
+    cluster anyway."""
+    q = cfg.kuberay.quota
+    limits = {str(x["resource_type"]): x["maximum"] for x in nap_resource_limits(cfg)}
+    memory = q.memory or f"{limits['memory']}Gi"
+    hard: dict[str, str] = {
+        "requests.cpu": q.cpu or str(limits["cpu"]),
+        "requests.memory": memory,
+        "limits.memory": memory,
+        f"requests.{GPU_RESOURCE}": str(
+            q.gpus if q.gpus is not None else _limits_total(cfg, "nvidia-")
+        ),
+        f"requests.{TPU_RESOURCE}": str(
+            q.tpus if q.tpus is not None else _limits_total(cfg, "tpu-")
+        ),
+    }
+    if q.pods is not None:
+        hard["pods"] = str(q.pods)
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": _meta(cfg, "ray-quota"),
+        "spec": {"hard": hard},
+    }
+
+
+def limit_range(cfg: StackConfig) -> dict[str, Any]:
+    """The ``v1`` LimitRange ``ray-defaults``: ``kuberay.limit_range``'s default requests and
+    limits for a container that sets none (the quota refuses such a pod otherwise)."""
+    lr = cfg.kuberay.limit_range
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": _meta(cfg, "ray-defaults"),
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "default": {"cpu": lr.default_cpu, "memory": lr.default_memory},
+                    "defaultRequest": {
+                        "cpu": lr.default_request_cpu,
+                        "memory": lr.default_request_memory,
+                    },
+                }
+            ]
+        },
+    }
+
+
+def namespace_objects(cfg: StackConfig) -> list[dict[str, Any]]:
+    """Everything of this module inside the namespace: NetworkPolicies, ResourceQuota,
+    LimitRange (the Namespace itself is :func:`namespace_manifest`)."""
+    return [*network_policies(cfg), resource_quota(cfg), limit_range(cfg)]

@@ -1,0 +1,63 @@
+"""Can anyone deploy this stack? The Kubernetes half of the program (namespace, service accounts,
+KubeRay, Ray resources) talks to the cluster's control plane, so ``pulumi up`` must reach it.
+
+GKE's control plane has two endpoints
+(https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation):
+
+* the DNS-based endpoint (``cluster.dns_endpoint``): reachable from any network that reaches
+  Google Cloud APIs, each request authorized by IAM (``container.clusters.connect``);
+* the IP endpoint: with authorized networks always on, only the VPC and
+  ``network.master_authorized_networks`` reach it
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks).
+
+Documentation ranges (RFC 5737 ``192.0.2.0/24``, ``198.51.100.0/24``, ``203.0.113.0/24``; RFC
+3849 ``2001:db8::/32``) are never a real client's address, so listing only those authorizes no
+one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from components.stack import StackConfig
+
+DOCUMENTATION_RANGES = tuple(
+    ipaddress.ip_network(n)
+    for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+)
+
+
+def is_documentation_range(cidr: str) -> bool:
+    """True when ``cidr`` lies inside an RFC 5737 / RFC 3849 documentation range.
+
+    Raises:
+        ValueError: ``cidr`` is not an IP network.
+    """
+    net = ipaddress.ip_network(cidr, strict=False)
+    return any(net.version == d.version and net.subnet_of(d) for d in DOCUMENTATION_RANGES)
+
+
+def reachability_problems(cfg: StackConfig) -> list[str]:
+    """One line when no deployer outside the VPC could reach the Kubernetes API: the DNS-based
+    endpoint is off and every authorized network (if any) is a documentation range. Empty
+    otherwise (the DNS endpoint is on, or a real range is authorized)."""
+    if cfg.cluster.dns_endpoint:
+        return []
+    nets = cfg.network.master_authorized_networks
+    real = [n for n in nets if not is_documentation_range(n.cidr)]
+    if real:
+        return []
+    listed = (
+        "lists only documentation ranges ("
+        + ", ".join(f"{n.name} {n.cidr}" for n in nets)
+        + "), which no client has"
+        if nets
+        else "is empty"
+    )
+    return [
+        "cluster.dns_endpoint: false and network.master_authorized_networks "
+        f"{listed}: no `pulumi up` outside the VPC can reach the Kubernetes API that the "
+        "namespace, service accounts, KubeRay and Ray resources are created through; set "
+        "cluster.dns_endpoint: true (IAM-gated DNS endpoint, no IP allow-list) or list the CIDR "
+        "you deploy from in network.master_authorized_networks"
+    ]

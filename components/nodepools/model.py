@@ -1,0 +1,324 @@
+"""The ``node_pools`` block: CPU, TPU (``tpu:``) and GPU (``gpu:``) node pools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from components import catalog
+from components.stack.base import (
+    DISK_SIZE_MAX_GB,
+    POOL_NODES_MAX,
+    _cpu_machine_type,
+    _gke_name,
+    _min_le_max,
+    _Model,
+    _unique,
+)
+
+# ------------------------------------------------------------------------------------ node pools
+
+Provisioning = Literal["on-demand", "spot", "reservation", "queued", "flex-start"]
+
+
+class _PoolBase(_Model):
+    name: str = Field(
+        description="Node pool name (GKE node pool, and the `node_pool` that worker groups and "
+        "jobs refer to). 1-40 lowercase letters, digits and hyphens; `system` is reserved.",
+    )
+    zones: list[str] | None = Field(
+        None,
+        description="Zones of the pool's nodes, in the stack's region; unset: the stack's "
+        "`zones`. A TPU slice lives in the first zone only.",
+    )
+
+    @field_validator("zones")
+    @classmethod
+    def _zones_once(cls, v: list[str] | None) -> list[str] | None:
+        """Each zone once (GKE node locations are a set)."""
+        return None if v is None else _unique(v, "zones")
+
+    provisioning: Provisioning = Field(
+        "on-demand",
+        description="Capacity type: `on-demand`, `spot` (Spot VMs, preemptible, "
+        "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms) or `reservation` "
+        "(needs `reservation`, https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "consuming-reservations), `queued` (flex-start with queued provisioning: Dynamic "
+        "Workload Scheduler provisions the nodes all at once for a job admitted by a Kueue "
+        "queue, https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest) or "
+        "`flex-start` (flex-start VMs without queueing, single-host TPU slices only, "
+        "https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training).",
+    )
+    max_run_duration: str | None = Field(
+        None,
+        description="Longest a node of a `flex-start` or `queued` pool runs before GKE reclaims "
+        "it (`maxRunDuration`), `<n>s|m|h|d`, at most 7d; unset: 7 days. Refused with other "
+        "provisioning.",
+    )
+    reservation: str | None = Field(
+        None,
+        description="Name of the specific Compute Engine reservation to consume; only with "
+        "`provisioning: reservation`.",
+    )
+    allow_unlisted_zone: bool = Field(
+        False,
+        description="Accept a zone the catalog does not list for this TPU/GPU type (the catalog "
+        "follows https://cloud.google.com/tpu/docs/regions-zones and https://cloud.google.com/"
+        "compute/docs/gpus/gpu-regions-zones). Only steers that check; nothing rendered changes.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra Kubernetes node labels on the pool's nodes (GKE's own labels are "
+        "added and cannot be overridden).",
+    )
+    disk_size_gb: int = Field(
+        100,
+        ge=20,
+        le=DISK_SIZE_MAX_GB,
+        description="Boot disk size of each node, GB (20 to 65536, the largest Persistent Disk).",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _gke_name(v, "node pool name")
+
+    @model_validator(mode="after")
+    def _reservation(self) -> _PoolBase:
+        if self.provisioning == "reservation" and not self.reservation:
+            raise ValueError("provisioning 'reservation' needs reservation: <reservation name>")
+        if self.provisioning != "reservation" and self.reservation:
+            raise ValueError(
+                f"reservation {self.reservation!r} is set but provisioning is "
+                f"{self.provisioning!r}; set provisioning: reservation"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _run_duration(self) -> _PoolBase:
+        if self.max_run_duration is None:
+            return self
+        from components.capacity.model import duration_seconds
+
+        if self.provisioning not in ("queued", "flex-start"):
+            raise ValueError(
+                f"max_run_duration {self.max_run_duration!r} needs provisioning: flex-start or "
+                f"queued (it is {self.provisioning!r})"
+            )
+        if not 0 < duration_seconds(self.max_run_duration) <= catalog.FLEX_START_MAX_RUN_SECONDS:
+            raise ValueError(
+                f"max_run_duration {self.max_run_duration!r}: flex-start nodes run at most 7 "
+                f"days ({catalog.DWS_FLEX_DOC}); allowed: 1s to 7d"
+            )
+        return self
+
+    @property
+    def spot(self) -> bool:
+        return self.provisioning == "spot"
+
+
+class CpuPool(_PoolBase):
+    """A CPU node pool (Ray CPU workers)."""
+
+    kind: Literal["cpu"] = Field(
+        "cpu",
+        description="Pool kind; may be left out for a CPU pool (a `tpu:` or `gpu:` block makes "
+        "a TPU or GPU pool).",
+    )
+    machine_type: str = Field(
+        "n2-standard-8",
+        description="Compute Engine machine type; a name ending in the vCPU count "
+        "(`n2-standard-8`) lets worker sizes and NAP needs be derived "
+        "(https://cloud.google.com/compute/docs/general-purpose-machines).",
+    )
+    min_nodes: int = Field(
+        0,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Autoscaling lower bound, nodes in total over the pool's zones.",
+    )
+    max_nodes: int = Field(
+        4,
+        ge=1,
+        le=POOL_NODES_MAX,
+        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
+        "1,000 per zone, GKE); a worker "
+        "group on this pool has at most this many replicas.",
+    )
+
+    @model_validator(mode="after")
+    def _min_max(self) -> CpuPool:
+        return _min_le_max(self, "min_nodes", "max_nodes")
+
+    @field_validator("machine_type")
+    @classmethod
+    def _cpu_shape(cls, v: str) -> str:
+        return _cpu_machine_type(v)
+
+
+class TpuSpec(_Model):
+    """A TPU slice shape: ``{generation: v6e, topology: 4x4}``."""
+
+    generation: str = Field(
+        description="TPU generation from the catalog: `v5e`, `v6e`, `v5p`, `tpu7x` (Ironwood) "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/tpus, "
+        "https://cloud.google.com/tpu/docs/tpu7x).",
+    )
+    topology: str = Field(
+        description="Slice topology, e.g. `2x2` (single host) or `4x4` (multi-host) for v5e/v6e, "
+        "`2x2x1` (single host) or `2x2x2`, `4x4x4`, ... (multi-host) for v5p/tpu7x; must be "
+        "offered for the generation (https://cloud.google.com/tpu/docs/v5e, "
+        "https://cloud.google.com/tpu/docs/v6e, https://cloud.google.com/tpu/docs/v5p, "
+        "https://cloud.google.com/tpu/docs/tpu7x). A tpu7x multi-host slice is placed by a "
+        "HIGH_THROUGHPUT workload policy instead of `tpu_topology`.",
+    )
+
+    @model_validator(mode="after")
+    def _known(self) -> TpuSpec:
+        catalog.tpu_slice(self.generation, self.topology)  # raises CatalogError (a ValueError)
+        return self
+
+    @property
+    def slice(self) -> catalog.TpuSlice:
+        return catalog.tpu_slice(self.generation, self.topology)
+
+
+class TpuPool(_PoolBase):
+    """TPU slices of one shape. One GKE node pool per slice for multi-host slices (they scale
+    atomically); one pool autoscaling 0..max_slices nodes for single-host slices."""
+
+    kind: Literal["tpu"] = Field("tpu", description="Pool kind; implied by the `tpu:` block.")
+    tpu: TpuSpec = Field(description="The slice shape: `{generation, topology}`.")
+    min_slices: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Slices kept at all times (multi-host: that many per-slice GKE node pools "
+        "keep all their hosts; single-host: the pool's minimum node count).",
+    )
+    max_slices: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Most slices (1-64): one GKE node pool per slice for multi-host slices, one "
+        "pool autoscaling 0..max_slices for single-host slices; a worker group on this pool has "
+        "at most this many replicas.",
+    )
+
+    @model_validator(mode="after")
+    def _min_max(self) -> TpuPool:
+        return _min_le_max(self, "min_slices", "max_slices")
+
+    @property
+    def slice(self) -> catalog.TpuSlice:
+        return self.tpu.slice
+
+    @property
+    def machine_type(self) -> str:
+        return self.slice.machine_type
+
+
+class GpuSpec(_Model):
+    """GPUs per node: ``{type: nvidia-l4, count: 1}``."""
+
+    type: str = Field(
+        description="GPU type as GKE names it, e.g. `nvidia-l4`, `nvidia-h100-80gb`, "
+        "`nvidia-b200` (A4), `nvidia-gb200` (A4X, arm64 hosts: needs an arm64 `ray.images.gpu`) "
+        "(https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).",
+    )
+    count: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="GPUs per node (1-16: no Compute Engine machine has more); must be a count some machine type offers for the type "
+        "(https://cloud.google.com/compute/docs/accelerator-optimized-machines).",
+    )
+
+    @model_validator(mode="after")
+    def _known(self) -> GpuSpec:
+        catalog.gpu_type(self.type).machine_type(self.count)
+        return self
+
+    @property
+    def gpu(self) -> catalog.GpuType:
+        return catalog.gpu_type(self.type)
+
+
+class GpuPool(_PoolBase):
+    """A GPU node pool; machine type derived from ``gpu`` unless given."""
+
+    kind: Literal["gpu"] = Field("gpu", description="Pool kind; implied by the `gpu:` block.")
+    gpu: GpuSpec = Field(description="GPUs per node: `{type, count}`.")
+    machine_type_override: str | None = Field(
+        None,
+        alias="machine_type",
+        description="Machine type; unset: the catalog's machine type for `gpu.type` x "
+        "`gpu.count` (e.g. `g2-standard-4` for 1 x nvidia-l4, https://cloud.google.com/compute/"
+        "docs/gpus).",
+    )
+    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = Field(
+        "LATEST",
+        description="NVIDIA driver GKE installs (`gpuDriverInstallationConfig`, "
+        "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#installing_drivers).",
+    )
+    min_nodes: int = Field(
+        0,
+        ge=0,
+        le=POOL_NODES_MAX,
+        description="Autoscaling lower bound, nodes in total over the pool's zones.",
+    )
+    max_nodes: int = Field(
+        1,
+        ge=1,
+        le=POOL_NODES_MAX,
+        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
+        "1,000 per zone, GKE); a worker "
+        "group on this pool has at most this many replicas.",
+    )
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+
+    @model_validator(mode="after")
+    def _min_max(self) -> GpuPool:
+        return _min_le_max(self, "min_nodes", "max_nodes")
+
+    @model_validator(mode="after")
+    def _gpu_shape(self) -> GpuPool:
+        if self.machine_type_override is not None:
+            problem = catalog.gpu_machine_problem(
+                self.machine_type_override, self.gpu.type, self.gpu.count
+            )
+            if problem:
+                raise ValueError(problem)
+        return self
+
+    @property
+    def machine_type(self) -> str:
+        return self.machine_type_override or self.gpu.gpu.machine_type(self.gpu.count)
+
+
+def _pool_kind(v: Any) -> str:
+    if isinstance(v, Mapping):
+        if "tpu" in v:
+            return "tpu"
+        if "gpu" in v:
+            return "gpu"
+        return str(v.get("kind", "cpu"))
+    return getattr(v, "kind", "cpu")
+
+
+NodePool = Annotated[
+    Annotated[CpuPool, Tag("cpu")]
+    | Annotated[TpuPool, Tag("tpu")]
+    | Annotated[GpuPool, Tag("gpu")],
+    Discriminator(_pool_kind),
+]

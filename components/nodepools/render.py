@@ -1,0 +1,361 @@
+"""Pure node-pool builder: stack config -> the GKE node pools it declares (no Pulumi resources).
+
+One :class:`NodePoolSpec` per GKE node pool. Multi-host TPU slices get one GKE node pool per
+slice (``<pool>-0``, ``<pool>-1``, ...) with ``node count = hosts``, COMPACT placement and
+``tpu_topology``, scaling atomically between 0 and ``hosts`` nodes; single-host TPU slices get one
+pool of 0..``max_slices`` nodes without ``tpu_topology``
+(https://cloud.google.com/kubernetes-engine/docs/how-to/tpus). TPU7x multi-host slices instead
+get a Compute Engine workload-policy resource policy (``HIGH_THROUGHPUT``, the slice topology as
+``accelerator_topology``) named by ``placement_policy.policy_name`` and no ``tpu_topology``
+(https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood: "This policy replaces the
+--tpu-topology flag used by other TPU versions"; :attr:`components.catalog.TpuSlice.workload_policy`).
+The node labels listed are the ones GKE itself puts on the nodes, so the scheduling check can match
+worker groups against them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from components import catalog
+from components.computeclass.model import COMPUTE_CLASS_LABEL, class_label, class_taint
+from components.stack import CpuPool, GpuPool, StackConfig, SystemPool, TpuPool
+
+
+@dataclass(frozen=True)
+class NodePoolSpec:
+    """One GKE node pool as the stack declares it.
+
+    Attributes:
+        name: GKE node pool name.
+        pool: the config pool it comes from (``system`` for the system pool).
+        kind: ``cpu`` | ``tpu`` | ``gpu`` | ``system``.
+        machine_type: Compute Engine machine type.
+        zones: node locations.
+        min_nodes / max_nodes: autoscaling bounds, total over ``zones``.
+        labels: Kubernetes node labels the nodes carry (GKE's own plus the config's).
+        taints: node taints.
+        tpu_topology / placement_policy: set for multi-host TPU slices only (no
+            ``tpu_topology`` for a workload-policy generation, TPU7x).
+        workload_policy: the workload policy of a TPU7x multi-host slice
+            (``{"type": "HIGH_THROUGHPUT", "accelerator_topology": "4x4x4"}``, the fields of
+            ``gcp.compute.ResourcePolicy(workload_policy=...)``), else None.
+        placement_policy_name: name of that resource policy (:func:`workload_policy_name`),
+            the node pool's ``placement_policy.policy_name``.
+        accelerator_type / accelerator_count: GPU ``guest_accelerators`` (GPU pools only).
+        capacity: rough allocatable resources per node: ``cpu`` (cores), ``memory`` (GiB),
+            ``google.com/tpu``, ``nvidia.com/gpu``.
+        spot / reservation: provisioning.
+        gvnic: the Google Virtual NIC; on for GPU pools, whose multi-node NCCL traffic GKE's
+            GPU networking guidance runs over gVNIC
+            (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic,
+            https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx).
+    """
+
+    name: str
+    pool: str
+    kind: str
+    machine_type: str
+    zones: list[str]
+    min_nodes: int
+    max_nodes: int
+    labels: dict[str, str]
+    taints: list[catalog.Taint] = field(default_factory=list)
+    tpu_topology: str | None = None
+    placement_policy: str | None = None
+    workload_policy: dict[str, str] | None = None
+    placement_policy_name: str | None = None
+    accelerator_type: str | None = None
+    accelerator_count: int = 0
+    driver_version: str | None = None
+    capacity: dict[str, float] = field(default_factory=dict)
+    spot: bool = False
+    reservation: str | None = None
+    disk_size_gb: int = 100
+    gvnic: bool = False
+    queued: bool = False
+    flex_start: bool = False
+    max_run_duration: str | None = None
+
+    @property
+    def node_taints(self) -> list[catalog.Taint]:
+        """Every taint the nodes carry: :attr:`taints` (set in the node config) plus the
+        ``cloud.google.com/gke-queued`` taint GKE itself puts on queued-provisioning nodes
+        ([GKE-DWS-QUEUED] in :mod:`components.catalog`)."""
+        return [*self.taints, catalog.QUEUED_TAINT] if self.queued else list(self.taints)
+
+
+def dws_fields(pool: Any) -> dict[str, Any]:
+    """The Dynamic Workload Scheduler fields of a spec from the pool's ``provisioning``:
+    ``queued`` (flex-start with queued provisioning), ``flex_start`` (both ``queued`` and
+    ``flex-start``) and ``max_run_duration`` in seconds (``"86400s"``) as GKE's NodeConfig
+    ``maxRunDuration`` wants it ([GKE-DWS-QUEUED], [GKE-FLEX-START] in :mod:`components.catalog`)."""
+    provisioning = getattr(pool, "provisioning", "on-demand")
+    if provisioning not in ("queued", "flex-start"):
+        return {}
+    from components.capacity.model import duration_seconds
+
+    run = getattr(pool, "max_run_duration", None)
+    return {
+        "queued": provisioning == "queued",
+        "flex_start": True,
+        "max_run_duration": f"{duration_seconds(run)}s" if run else None,
+    }
+
+
+def allocatable(vcpus: float, memory_gb: float) -> dict[str, float]:
+    """Approximate allocatable CPU (cores) and memory (GiB) of a node after GKE's reservations
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes): about 6% of
+    CPU for small nodes falling to ~1%, and roughly 10% of memory plus the eviction threshold; we
+    use a flat 94% CPU / 88% memory - 0.1 GiB, which under-estimates large nodes (safe side).
+    """
+    return {"cpu": round(vcpus * 0.94, 2), "memory": round(memory_gb * 0.88 - 0.1, 2)}
+
+
+def _base_labels(cfg: StackConfig, name: str, spot: bool, extra: dict[str, str]) -> dict[str, str]:
+    labels = {catalog.NODE_POOL_LABEL: name, **extra}
+    if spot:
+        labels[catalog.SPOT_LABEL] = "true"
+    return labels
+
+
+def _cpu_like(cfg: StackConfig, pool: CpuPool | SystemPool, name: str, kind: str) -> NodePoolSpec:
+    shape = catalog.machine_shape(pool.machine_type)
+    capacity = allocatable(shape.vcpus, shape.memory_gb)
+    spot = pool.spot
+    labels = dict(getattr(pool, "labels", {}))
+    return NodePoolSpec(
+        name=name,
+        pool=name,
+        kind=kind,
+        machine_type=pool.machine_type,
+        zones=list(cfg.zones if isinstance(pool, SystemPool) else cfg.pool_zones(pool)),
+        min_nodes=pool.min_nodes,
+        max_nodes=pool.max_nodes,
+        labels=_base_labels(cfg, name, spot, labels),
+        capacity=capacity,
+        spot=spot,
+        reservation=getattr(pool, "reservation", None),
+        disk_size_gb=pool.disk_size_gb,
+        **dws_fields(pool),
+    )
+
+
+def tpu_host_capacity(s: catalog.TpuSlice) -> dict[str, float]:
+    """Allocatable ``cpu``/``memory`` and ``google.com/tpu`` chips of one host of slice ``s``."""
+    gen = s.generation
+    return {
+        **allocatable(gen.host_vcpus[s.chips_per_host], gen.host_memory_gb[s.chips_per_host]),
+        catalog.TPU_RESOURCE: float(s.chips_per_host),
+    }
+
+
+RESOURCE_POLICY_NAME_MAX = 63  # Compute Engine resource names: RFC 1035, 1-63 characters
+
+
+def workload_policy_name(cfg: StackConfig, gke_pool: str) -> str:
+    """Name of the workload-policy resource policy of GKE node pool ``gke_pool``:
+    ``<cluster>-<pool>-wp``; a longer one is cut with a stable hash so it stays within 63
+    characters (https://cloud.google.com/compute/docs/naming-resources). Resource policies are
+    regional and per project, so the cluster name keeps two stacks in one project apart."""
+    name = f"{cfg.cluster.name}-{gke_pool}-wp"
+    if len(name) > RESOURCE_POLICY_NAME_MAX:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[: RESOURCE_POLICY_NAME_MAX - 12].rstrip('-')}-{digest}-wp"
+    return name
+
+
+def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
+    s = pool.slice
+    capacity = tpu_host_capacity(s)
+    zones = cfg.pool_zones(pool)[:1]  # a slice lives in one zone
+    common = {
+        "pool": pool.name,
+        "kind": "tpu",
+        "machine_type": s.machine_type,
+        "zones": zones,
+        "taints": [s.taint],
+        "capacity": capacity,
+        "spot": pool.spot,
+        "reservation": pool.reservation,
+        "disk_size_gb": pool.disk_size_gb,
+        **dws_fields(pool),
+    }
+    if not s.multi_host:
+        return [
+            NodePoolSpec(
+                name=pool.name,
+                min_nodes=pool.min_slices,
+                max_nodes=pool.max_slices,
+                labels=_base_labels(cfg, pool.name, pool.spot, {**pool.labels, **s.node_labels}),
+                **common,
+            )
+        ]
+    specs = []
+    for i in range(pool.max_slices):
+        name = f"{pool.name}-{i}"
+        policy = s.workload_policy
+        specs.append(
+            NodePoolSpec(
+                name=name,
+                min_nodes=s.hosts if i < pool.min_slices else 0,
+                max_nodes=s.hosts,
+                labels=_base_labels(cfg, name, pool.spot, {**pool.labels, **s.node_labels}),
+                tpu_topology=None if policy else s.topology,
+                placement_policy="COMPACT",
+                workload_policy=policy,
+                placement_policy_name=workload_policy_name(cfg, name) if policy else None,
+                **common,
+            )
+        )
+    return specs
+
+
+def gpu_node_labels(gpu: str, driver_version: str | None) -> dict[str, str]:
+    """Labels GKE puts on a GPU node: the accelerator type, the driver version when GKE
+    installs the driver (:func:`components.catalog.gpu_driver_label`), and ``kubernetes.io/arch``
+    for a GPU type on Arm hosts (``arm64``, A4X): GKE schedules a pod onto Arm nodes only when it
+    selects that label, and then adds the toleration of the ``kubernetes.io/arch=arm64:NoSchedule``
+    taint it puts on every Arm node itself
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment)."""
+    labels = {catalog.GPU_ACCELERATOR_LABEL: gpu}
+    driver = catalog.gpu_driver_label(driver_version)
+    if driver:
+        labels[catalog.GPU_DRIVER_LABEL] = driver
+    arch = catalog.GPU_TYPES[gpu].arch if gpu in catalog.GPU_TYPES else "amd64"
+    if arch != "amd64":
+        labels[catalog.ARCH_LABEL] = arch
+    return labels
+
+
+def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
+    g = pool.gpu
+    shape = catalog.machine_shape(pool.machine_type)  # the override's shape, when given
+    vcpus, mem = shape.vcpus, shape.memory_gb
+    return NodePoolSpec(
+        name=pool.name,
+        pool=pool.name,
+        kind="gpu",
+        machine_type=pool.machine_type,
+        zones=cfg.pool_zones(pool),
+        min_nodes=pool.min_nodes,
+        max_nodes=pool.max_nodes,
+        labels=_base_labels(
+            cfg,
+            pool.name,
+            pool.spot,
+            {**pool.labels, **gpu_node_labels(g.type, pool.driver_version)},
+        ),
+        taints=[catalog.GPU_TAINT],
+        accelerator_type=g.type,
+        accelerator_count=g.count,
+        driver_version=pool.driver_version,
+        capacity={**allocatable(vcpus, mem), catalog.GPU_RESOURCE: float(g.count)},
+        spot=pool.spot,
+        reservation=pool.reservation,
+        disk_size_gb=pool.disk_size_gb,
+        gvnic=True,
+        **dws_fields(pool),
+    )
+
+
+def _pool_specs(cfg: StackConfig, pool: CpuPool | TpuPool | GpuPool) -> list[NodePoolSpec]:
+    """The GKE node pools made from one config pool (several for multi-host TPU slices); the
+    pools of a ``compute_classes`` entry carry its node label and taint
+    (:mod:`components.computeclass.render`: they are the class's first priority)."""
+    if isinstance(pool, TpuPool):
+        specs = _tpu(cfg, pool)
+    elif isinstance(pool, GpuPool):
+        specs = [_gpu(cfg, pool)]
+    else:
+        specs = [_cpu_like(cfg, pool, pool.name, "cpu")]
+    cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
+    if cc is None:
+        return specs
+    return [
+        replace(
+            s,
+            labels={**s.labels, **class_label(cc.name)},
+            taints=[*s.taints, class_taint(cc.name)],
+        )
+        for s in specs
+    ]
+
+
+def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
+    """Every GKE node pool of the stack, the system pool first, in config order."""
+    specs = [_cpu_like(cfg, cfg.cluster.system_pool, "system", "system")]
+    for pool in cfg.node_pools:
+        specs.extend(_pool_specs(cfg, pool))
+    return specs
+
+
+def specs_for_pool(cfg: StackConfig, pool_name: str) -> list[NodePoolSpec]:
+    """The GKE node pools made from one config pool (several for multi-host TPU slices);
+    ``"system"`` gives the system pool, an unknown name ``[]``."""
+    if pool_name == "system":
+        return [_cpu_like(cfg, cfg.cluster.system_pool, "system", "system")]
+    return [s for p in cfg.node_pools if p.name == pool_name for s in _pool_specs(cfg, p)]
+
+
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+# Labels under these prefixes are set by GKE itself (node pool, spot, accelerator, topology);
+# GKE rejects or overrides them in node_config.labels.
+GKE_LABEL_PREFIXES = ("cloud.google.com/", "kubernetes.io/", "k8s.io/")
+
+
+def config_labels(spec: NodePoolSpec) -> dict[str, str]:
+    """The node labels to put in ``node_config.labels``: the spec's labels minus GKE's own,
+    except ``cloud.google.com/compute-class``, which a declared pool of a ComputeClass is given
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes)."""
+    return {
+        k: v
+        for k, v in sorted(spec.labels.items())
+        if k == COMPUTE_CLASS_LABEL or not k.startswith(GKE_LABEL_PREFIXES)
+    }
+
+
+def autoscaling(spec: NodePoolSpec) -> dict[str, Any]:
+    """Autoscaling bounds: per-zone ``min/max_node_count`` for one zone, ``total_*`` for several.
+
+    Spot pools use location policy ``ANY`` (take capacity wherever it is).
+    """
+    out: dict[str, Any] = (
+        {"min_node_count": spec.min_nodes, "max_node_count": spec.max_nodes}
+        if len(spec.zones) <= 1
+        else {"total_min_node_count": spec.min_nodes, "total_max_node_count": spec.max_nodes}
+    )
+    if (spec.spot and spec.kind != "tpu") or spec.flex_start:
+        out["location_policy"] = "ANY"  # flex-start / queued: [GKE-DWS-QUEUED]
+    return out
+
+
+def upgrade_settings(spec: NodePoolSpec) -> dict[str, Any] | None:
+    """The pool's node upgrade settings (``upgrade_settings``): for TPU and GPU pools surge
+    upgrades with ``max_surge=0, max_unavailable=1`` - a node (or a whole multi-host slice, which
+    GKE recreates as one unit) is drained before its replacement is created, so an upgrade needs
+    no spare accelerator capacity, which on-demand and reserved TPU/GPU capacity rarely has
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies#surge,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/tpus). CPU and system pools keep
+    GKE's default surge (one extra node, none unavailable): None.
+    """
+    if spec.kind not in ("tpu", "gpu"):
+        return None
+    return {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+
+
+def image_streaming(spec: NodePoolSpec) -> bool:
+    """Image streaming (``node_config.gcfs_config.enabled``) on accelerator pools: the large
+    GPU/TPU Ray images start before they are fully pulled (images from Artifact Registry on
+    Container-Optimized OS, the stack's default;
+    https://cloud.google.com/kubernetes-engine/docs/how-to/image-streaming). Turning it on for
+    an existing pool recreates its nodes (``raygke diff`` shows them drained)."""
+    return spec.kind in ("tpu", "gpu")
+
+
+def initial_node_count(spec: NodePoolSpec) -> int:
+    """Nodes per zone at creation: enough to reach ``min_nodes`` in total."""
+    return math.ceil(spec.min_nodes / max(1, len(spec.zones)))

@@ -1,0 +1,80 @@
+"""Content-addressed archive of the ``workloads/`` folder (pure; no Pulumi resources).
+
+The archive is the RayJob's ``runtimeEnvYAML`` ``working_dir``: Ray downloads a ``.zip`` from a
+``gs://`` URI (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html#remote-uris).
+Ray removes the single top-level directory of a zip and uses its contents as the working
+directory (same page: "the zip file must contain only a single top-level directory";
+``ray/_private/runtime_env/packaging.py`` ``remove_top_level_directory``), so the entries are
+``raygke/workloads/...``: the working directory then contains ``workloads/`` and
+``python -m workloads.<name>`` resolves. Its bytes are deterministic — sorted entries, fixed timestamps (1980-01-01)
+and modes (0644), no ``__pycache__`` or ``*.pyc`` — so the object name, which carries the sha256 of
+the bytes, changes exactly when a workload file changes and shows up in ``pulumi preview``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+from components.stack import StackConfig
+from components.stack.naming import bucket_url
+
+WORKLOADS_DIR = Path(__file__).resolve().parents[2] / "workloads"
+TOP_LEVEL = "raygke"
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+_EXCLUDED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+_EXCLUDED_SUFFIXES = {".pyc", ".pyo"}
+
+
+def _files(root: Path) -> list[Path]:
+    out = []
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if any(part in _EXCLUDED_DIRS or part.startswith(".") for part in rel.parts):
+            continue
+        if p.is_file() and p.suffix not in _EXCLUDED_SUFFIXES:
+            out.append(p)
+    return sorted(out, key=lambda p: p.relative_to(root).as_posix())
+
+
+def workloads_archive(root: Path | None = None) -> tuple[bytes, str]:
+    """Zip ``root`` (default: the repository's ``workloads/``) deterministically.
+
+    Returns:
+        ``(zip bytes, sha256 hex digest of those bytes)``.
+
+    Raises:
+        FileNotFoundError: ``root`` is not a directory.
+    """
+    root = (root or WORKLOADS_DIR).resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"workloads folder {root} does not exist")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in _files(root):
+            arcname = f"{TOP_LEVEL}/{root.name}/{path.relative_to(root).as_posix()}"
+            info = zipfile.ZipInfo(arcname, _FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o100644 & 0xFFFF) << 16
+            info.create_system = 3  # unix, so the mode bits are honoured
+            zf.writestr(info, path.read_bytes(), compresslevel=9)
+    data = buf.getvalue()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def archive_object_name(sha: str) -> str:
+    """Object name in the artifacts bucket: ``workloads/<first 16 hex of sha256>.zip``.
+
+    Raises:
+        ValueError: ``sha`` is not a hex digest of at least 16 characters.
+    """
+    if len(sha) < 16 or any(c not in "0123456789abcdef" for c in sha.lower()):
+        raise ValueError(f"sha {sha!r} is not a sha256 hex digest")
+    return f"workloads/{sha[:16].lower()}.zip"
+
+
+def working_dir_uri(cfg: StackConfig, sha: str) -> str:
+    """``gs://<artifacts bucket>/workloads/<sha[:16]>.zip`` (the RayJob ``working_dir``)."""
+    return f"{bucket_url(cfg, 'artifacts')}/{archive_object_name(sha)}"

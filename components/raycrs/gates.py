@@ -1,0 +1,124 @@
+"""The KubeRay rules that depend on the operator's feature gates, checked with the gates the
+installed operator really has.
+
+KubeRay v1.7.0 refuses some fields unless a feature gate is on (``features.Enabled`` in
+``ray-operator/controllers/ray/utils/validation.go``); :mod:`components.raycrs.operator` leaves
+them out because a manifest does not show the gates. The stack does: :func:`installed_gates`
+reads them from the chart version and the chart values the stack installs (helm mode:
+:data:`components.kuberay.render.CHART_FEATURE_GATES` overlaid with the ``featureGates`` value
+of :func:`components.kuberay.render.helm_values`). With the GKE Ray add-on GKE runs the
+operator and does not publish its flags; the chart defaults of ``kuberay.chart_version`` are
+assumed and every problem says so.
+
+Gated rules (validation.go, v1.7.0):
+
+* ``ValidateRayClusterSpec``: a suspended worker group (``workerGroupSpecs[].suspend: true``)
+  needs ``RayJobDeletionPolicy``; ``historyServerOptions`` needs ``RayClusterHistoryServer``;
+  ``networkPolicy`` needs ``RayClusterNetworkPolicy``; ``tlsOptions`` needs ``RayClusterMTLS``;
+  ``gcsFaultToleranceOptions.backend: rocksdb`` needs ``GCSFaultToleranceEmbeddedStorage``.
+* ``validateDeletionConfiguration``: a RayJob ``deletionStrategy`` needs ``RayJobDeletionPolicy``.
+* ``IsIncrementalUpgradeEnabled`` (utils/util.go): a RayService ``upgradeStrategy.type``
+  ``NewClusterWithIncrementalUpgrade`` takes effect only with ``RayServiceIncrementalUpgrade``
+  (without it KubeRay brings up no new cluster on a change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from components.kuberay.render import CHART_FEATURE_GATES, INCREMENTAL_UPGRADE, helm_values
+from components.stack import StackConfig
+
+Gates = dict[str, bool]
+
+
+def installed_gates(cfg: StackConfig) -> tuple[Gates, str]:
+    """``(gate -> enabled, where the values come from)`` for the operator the stack runs.
+
+    Raises:
+        KeyError: ``kuberay.chart_version`` has no entry in ``CHART_FEATURE_GATES``.
+    """
+    version = cfg.kuberay.chart_version
+    gates = dict(CHART_FEATURE_GATES[version])
+    if cfg.kuberay.mode == "helm":
+        for g in helm_values(cfg).get("featureGates") or []:
+            gates[g["name"]] = bool(g["enabled"])
+        return gates, f"kuberay-operator chart {version} with the stack's values"
+    return gates, (
+        f"GKE Ray add-on: its gates are not published; the kuberay-operator chart {version} "
+        "defaults are assumed"
+    )
+
+
+def _cluster_spec(manifest: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    spec = manifest.get("spec") or {}
+    kind = manifest.get("kind")
+    if kind == "RayCluster":
+        return "spec", spec
+    if kind == "RayJob" and spec.get("rayClusterSpec") is not None:
+        return "spec.rayClusterSpec", spec["rayClusterSpec"]
+    if kind == "RayService" and spec.get("rayClusterConfig") is not None:
+        return "spec.rayClusterConfig", spec["rayClusterConfig"]
+    return None
+
+
+def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> list[str]:
+    """Problems of one rendered KubeRay object under ``gates``, one line each:
+    ``<Kind> <name>: <field> needs the <Gate> feature gate, off in <source> (validation.go
+    <function>)``."""
+    kind = manifest.get("kind", "?")
+    name = (manifest.get("metadata") or {}).get("name", "?")
+    where = f", off in {source}" if source else ""
+    out: list[str] = []
+
+    def need(gate: str, field: str, fn: str) -> None:
+        if not gates.get(gate, False):
+            out.append(
+                f"{kind} {name}: {field} needs the {gate} feature gate{where} (validation.go {fn})"
+            )
+
+    found = _cluster_spec(manifest)
+    if found is not None:
+        base, spec = found
+        for i, g in enumerate(spec.get("workerGroupSpecs") or []):
+            if g.get("suspend") is True:
+                need(
+                    "RayJobDeletionPolicy",
+                    f"{base}.workerGroupSpecs[{i}].suspend",
+                    "ValidateRayClusterSpec",
+                )
+        for key, gate in (
+            ("historyServerOptions", "RayClusterHistoryServer"),
+            ("networkPolicy", "RayClusterNetworkPolicy"),
+            ("tlsOptions", "RayClusterMTLS"),
+        ):
+            if spec.get(key) is not None:
+                need(gate, f"{base}.{key}", "ValidateRayClusterSpec")
+        if (spec.get("gcsFaultToleranceOptions") or {}).get("backend") == "rocksdb":
+            need(
+                "GCSFaultToleranceEmbeddedStorage",
+                f"{base}.gcsFaultToleranceOptions.backend",
+                "validateGcsFaultToleranceBackend",
+            )
+    spec = manifest.get("spec") or {}
+    if kind == "RayJob" and spec.get("deletionStrategy") is not None:
+        need("RayJobDeletionPolicy", "spec.deletionStrategy", "validateDeletionConfiguration")
+    if kind == "RayService" and (spec.get("upgradeStrategy") or {}).get("type") == (
+        INCREMENTAL_UPGRADE
+    ):
+        need(
+            "RayServiceIncrementalUpgrade",
+            "spec.upgradeStrategy.type NewClusterWithIncrementalUpgrade",
+            "ValidateRayServiceSpec; utils/util.go IsIncrementalUpgradeEnabled",
+        )
+    return out
+
+
+def gate_problems_all(manifests: Iterable[dict[str, Any]], cfg: StackConfig) -> list[str]:
+    """:func:`gate_problems` over several objects with the stack's :func:`installed_gates`."""
+    gates, source = installed_gates(cfg)
+    out: list[str] = []
+    for m in manifests:
+        out += gate_problems(m, gates, source)
+    return out

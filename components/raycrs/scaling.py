@@ -1,0 +1,103 @@
+"""Ray Train ``ScalingConfig`` arguments derived from a job's target capacity (pure, no Ray import).
+
+A job runs either on a worker group of a long-lived RayCluster (``cluster`` + ``worker_group``) or
+on its own RayCluster built from a node pool (``node_pool``); :func:`components.stack.resolve_job`
+(the one resolver) says which pool and how many replicas. Either way the node pool it lands on
+is a declared pool, and the ``ScalingConfig`` keyword arguments come from the catalog's entry for
+that pool's shape — never typed a second time:
+
+* TPU: :meth:`components.catalog.TpuSlice.scaling_config` with ``slices`` = the worker group's
+  ``max_replicas`` (each replica is one slice, KubeRay TPU guide
+  https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html) -> ``use_tpu``,
+  ``topology``, ``accelerator_type``, ``num_workers`` = hosts x slices,
+  ``resources_per_worker = {"TPU": chips_per_host}``
+  (https://docs.ray.io/en/latest/train/getting-started-jax.html).
+* GPU: :meth:`components.catalog.GpuType.scaling_config` -> ``use_gpu``, ``num_workers`` = nodes x
+  GPUs per node, ``resources_per_worker = {"GPU": 1}``
+  (https://docs.ray.io/en/latest/train/api/doc/ray.train.ScalingConfig.html).
+* CPU: ``num_workers`` = nodes, ``use_gpu = False``.
+
+A job's ``placement_strategy`` (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD) is added as
+``ScalingConfig(placement_strategy=...)``: Ray Train reserves the workers' bundles as one
+placement group with that strategy
+(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.stack import (
+    CpuPool,
+    GpuPool,
+    JobConfig,
+    StackConfig,
+    TpuPool,
+    resolve_job,
+)
+
+
+class ScalingError(ValueError):
+    """``ScalingConfig`` arguments that cannot be built (fewer than one replica); unresolvable
+    targets raise :class:`components.stack.ResolveError` (see :func:`components.stack.resolve_job`)."""
+
+
+def scaling_config_for_pool(pool: CpuPool | TpuPool | GpuPool, replicas: int) -> dict[str, Any]:
+    """``ray.train.ScalingConfig`` kwargs for ``replicas`` slices (TPU) or nodes (GPU/CPU) of
+    ``pool``.
+
+    Raises:
+        ScalingError: ``replicas`` < 1.
+    """
+    if replicas < 1:
+        raise ScalingError(f"replicas {replicas} must be >= 1 (node pool {pool.name!r})")
+    if isinstance(pool, TpuPool):
+        return pool.slice.scaling_config(replicas)
+    if isinstance(pool, GpuPool):
+        return pool.gpu.gpu.scaling_config(pool.gpu.count, replicas)
+    return {"use_gpu": False, "num_workers": replicas}
+
+
+def peak_flops_per_device(pool: CpuPool | TpuPool | GpuPool) -> float | None:
+    """Peak dense bf16 FLOP/s of one accelerator of ``pool`` (a TPU chip or a GPU) from the
+    catalog, for model FLOPs utilisation; None for CPU pools (no catalog peak)."""
+    if isinstance(pool, TpuPool):
+        return pool.slice.generation.peak_bf16_tflops * 1e12
+    if isinstance(pool, GpuPool):
+        return pool.gpu.gpu.peak_bf16_tflops * 1e12
+    return None
+
+
+def scaling_config_for_job_target(
+    job: JobConfig, pool: CpuPool | TpuPool | GpuPool, replicas: int
+) -> dict[str, Any]:
+    """:func:`scaling_config_for_pool` plus the job's ``placement_strategy`` when set; a TPU
+    job's ``slices: {min, max}`` gives ``max`` slices, elastic down to ``min``
+    (``num_workers`` a ``(min, max)`` tuple, :meth:`components.catalog.TpuSlice.scaling_config`).
+
+    Raises:
+        ScalingError: ``replicas`` < 1.
+    """
+    if job.slices is not None and isinstance(pool, TpuPool):
+        # elastic slices: (hosts x min, hosts x max) workers, catalog.TpuSlice.scaling_config
+        out = pool.slice.scaling_config(min(job.slices.max, replicas), job.slices.min)
+    else:
+        out = scaling_config_for_pool(pool, replicas)
+    if job.placement_strategy is not None:
+        out["placement_strategy"] = job.placement_strategy
+    return out
+
+
+def scaling_config_for_job(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
+    """``ray.train.ScalingConfig`` keyword arguments for ``job`` (see the module docstring).
+
+    Returns e.g. for a v6e 4x4 worker group with ``max_replicas: 2``::
+
+        {"use_tpu": True, "topology": "4x4", "accelerator_type": "TPU-V6E",
+         "num_workers": 8, "resources_per_worker": {"TPU": 4}}
+
+    Raises:
+        ResolveError: the job's target cannot be resolved (see :func:`components.stack.resolve_job`).
+    """
+    target = resolve_job(cfg, job)
+    return scaling_config_for_job_target(job, target.pool, target.replicas)

@@ -1,0 +1,190 @@
+"""Pure builders of the KubeRay RayServices a stack's ``services:`` declare (config in, ``dict`` out).
+
+The RayService's ``rayClusterConfig`` is built by the same RayCluster-spec builder as every
+RayCluster and RayJob (:func:`components.raycrs.render.ray_cluster_spec`, with
+:func:`~components.raycrs.render.head_group_spec` /
+:func:`~components.raycrs.render.worker_group_spec`), so the pod settings they share (GCS
+FUSE mounts of the identity's buckets, security settings, auth) apply to Serve too. Added here:
+the Serve port 8000 (named ``serve``) on the head and worker containers and the pod label
+``ray-gke/service: <name>`` (the PodMonitoring selector: the RayService's cluster name is
+generated and changes on upgrade).
+
+Facts used (sources):
+
+* RayService fields (``serveConfigV2``, ``rayClusterConfig``, ``upgradeStrategy.type`` /
+  ``clusterUpgradeOptions``): KubeRay v1.7.0 ``ray.io_rayservices.yaml``;
+  https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice.html.
+* ``serveConfigV2`` is the Serve declarative config (``ServeDeploySchema``) as a YAML string:
+  ``applications[].import_path`` / ``args`` / ``runtime_env`` / ``route_prefix``
+  (https://docs.ray.io/en/latest/serve/production-guide/config.html); an application builder
+  receives ``args`` (https://docs.ray.io/en/latest/serve/advanced-guides/app-builder-guide.html).
+  ``runtime_env.working_dir`` is the workloads archive in the artifacts bucket, as for the RayJobs.
+* The Serve Service: KubeRay names it ``<rayservice name>-serve-svc`` (constant.go
+  ``MaxRayClusterNameLength`` comment: "-serve-svc" is the longest service suffix; the RayService
+  quick start's ``rayservice-sample-serve-svc``) and serves ``DefaultServingPort`` 8000, port name
+  ``serve`` (constant.go ``ServingPortName``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from components.raycrs.render import (
+    API_VERSION,
+    ManifestError,
+    _metadata,
+    ray_cluster_spec,
+    worker_group_spec,
+)
+from components.stack import GpuPool, ServiceConfig, StackConfig, resolve_service
+from components.stack.naming import bucket_url
+from workloads.registry import get_workload
+
+SERVE_PORT = 8000  # constant.go DefaultServingPort
+SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
+SERVICE_LABEL = "ray-gke/service"
+APP_NAME = "lm"
+
+
+def service_checkpoint(cfg: StackConfig, svc: ServiceConfig) -> str:
+    """The ``checkpoint`` argument of the service: its ``gs://`` path as given, or
+    ``<checkpoints bucket URL>/<job name>`` for a job name (the job's experiment folder, whose
+    newest verifying checkpoint the application serves).
+
+    Raises:
+        ManifestError: a ``gs://`` path outside the checkpoints bucket.
+    """
+    root = bucket_url(cfg, "checkpoints")
+    if svc.checkpoint_job is not None:
+        return f"{root}/{svc.checkpoint_job}"
+    if svc.checkpoint != root and not svc.checkpoint.startswith(root + "/"):
+        raise ManifestError(
+            f"services[{svc.name}].checkpoint {svc.checkpoint!r} is not in the checkpoints "
+            f"bucket {root}/ (the only bucket the serving identity reads checkpoints from)"
+        )
+    return svc.checkpoint.rstrip("/")
+
+
+def service_args(cfg: StackConfig, svc: ServiceConfig) -> dict[str, Any]:
+    """The application's arguments: ``svc.args`` plus ``checkpoint`` (:func:`service_checkpoint`);
+    on a GPU pool ``num_gpus: 1`` unless given (one replica per GPU)."""
+    target = resolve_service(cfg, svc)
+    args = dict(svc.args)
+    if isinstance(target.pool, GpuPool):
+        args.setdefault("num_gpus", 1)
+    args["checkpoint"] = service_checkpoint(cfg, svc)
+    get_workload(svc.workload).parse(args)
+    return args
+
+
+def serve_config(cfg: StackConfig, svc: ServiceConfig, working_dir_uri: str) -> dict[str, Any]:
+    """The Serve declarative config of ``svc``: one application ``lm`` at ``/``, builder
+    ``Workload.serve_app``, ``runtime_env.working_dir`` = ``working_dir_uri``, args from
+    :func:`service_args`."""
+    return {
+        "applications": [
+            {
+                "name": APP_NAME,
+                "route_prefix": "/",
+                "import_path": get_workload(svc.workload).serve_app,
+                "runtime_env": {"working_dir": working_dir_uri},
+                "args": service_args(cfg, svc),
+            }
+        ]
+    }
+
+
+def _with_serve_port_and_label(group: dict[str, Any], service: str) -> dict[str, Any]:
+    template = group["template"]
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    labels[SERVICE_LABEL] = service
+    container = template["spec"]["containers"][0]
+    ports = container.setdefault("ports", [])
+    if all(p.get("containerPort") != SERVE_PORT for p in ports):
+        ports.append({"name": SERVE_PORT_NAME, "containerPort": SERVE_PORT})
+    return group
+
+
+def ray_service_manifest(
+    cfg: StackConfig,
+    svc: ServiceConfig,
+    working_dir_uri: str,
+    images: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``ray.io/v1`` RayService for ``svc`` (namespace ``cfg.kuberay.namespace``):
+    ``serveConfigV2`` (:func:`serve_config` as YAML), ``upgradeStrategy``, and a
+    ``rayClusterConfig`` with autoscaling on and one worker group on ``svc.node_pool``.
+
+    Raises:
+        ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
+        workloads.args.ArgError: args that do not fit the application.
+    """
+    target = resolve_service(cfg, svc)
+    group = _with_serve_port_and_label(
+        worker_group_spec(cfg, target, svc.service_account, images=images, autoscaled=True),
+        svc.name,
+    )
+    cluster = ray_cluster_spec(
+        cfg,
+        head=svc.head,
+        service_account=svc.service_account,
+        worker_groups=[group],
+        autoscaling=True,
+        idle_timeout_seconds=svc.idle_timeout_seconds,
+        auth_name=svc.name,
+        images=images,
+    )
+    _with_serve_port_and_label(cluster["headGroupSpec"], svc.name)
+    strategy: dict[str, Any] = {"type": svc.upgrade_strategy}
+    if svc.incremental_upgrade is not None:
+        inc = svc.incremental_upgrade
+        strategy["clusterUpgradeOptions"] = {
+            "gatewayClassName": inc.gateway_class_name,
+            "stepSizePercent": inc.step_size_percent,
+            "intervalSeconds": inc.interval_seconds,
+            "maxSurgePercent": inc.max_surge_percent,
+        }
+    spec = {
+        "serveConfigV2": yaml.safe_dump(
+            serve_config(cfg, svc, working_dir_uri), sort_keys=True, width=1000
+        ),
+        "upgradeStrategy": strategy,
+        "rayClusterConfig": cluster,
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RayService",
+        "metadata": _metadata(cfg, svc.name),
+        "spec": spec,
+    }
+
+
+def render_services(
+    cfg: StackConfig, working_dir_uri: str, images: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Every service's RayService, sorted by name (``images`` as for
+    :func:`components.raycrs.render.render_manifests`)."""
+    return [
+        ray_service_manifest(cfg, s, working_dir_uri, images)
+        for s in sorted(cfg.services, key=lambda s: s.name)
+    ]
+
+
+def service_url(cfg: StackConfig, name: str) -> str:
+    """In-cluster URL of a service: ``http://<name>-serve-svc.<ns>.svc.cluster.local:8000``."""
+    return f"http://{name}-serve-svc.{cfg.kuberay.namespace}.svc.cluster.local:{SERVE_PORT}"
+
+
+__all__ = [
+    "SERVE_PORT",
+    "SERVICE_LABEL",
+    "ray_service_manifest",
+    "render_services",
+    "serve_config",
+    "service_args",
+    "service_checkpoint",
+    "service_url",
+]

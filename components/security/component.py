@@ -1,0 +1,302 @@
+"""Security: KMS keys, the nodes' service account, workload identities, Secret Manager secrets.
+
+Two ComponentResources, because of ordering:
+
+* :class:`Security` (before the cluster and the buckets): the KMS key ring(s) and keys with
+  rotation (GKE secrets, buckets, Artifact Registry, Secret Manager, node boot disks), the GKE,
+  GCS, Artifact Registry, Secret Manager and Compute Engine service agents'
+  ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants on their key, the node service account
+  with its one least-privilege project role, one Google service account (GSA) per workload
+  identity, and the Secret Manager secrets, replicated only in the stack's region under the
+  Secret Manager key (no versions: values are set out of band).
+* :class:`WorkloadAccess` (after the cluster and the buckets): the Workload Identity bindings
+  (``roles/iam.workloadIdentityUser`` for ``serviceAccount:<project>.svc.id.goog[<ns>/<ksa>]``;
+  the identity pool exists only once a cluster with Workload Identity does), the bucket-level roles
+  and the secret accessor grants. No project-wide storage role is ever granted; no service-account
+  key is ever created.
+
+Sources:
+
+* GKE application-layer secrets encryption and its service agent
+  ``service-<number>@container-engine-robot.iam.gserviceaccount.com``:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
+* CMEK for Artifact Registry and its service agent
+  ``service-<number>@gcp-sa-artifactregistry.iam.gserviceaccount.com`` (the key in the
+  repository's location): https://cloud.google.com/artifact-registry/docs/cmek
+* CMEK for Cloud Storage and the GCS service agent:
+  https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys
+* Least-privilege node service account role (``roles/container.defaultNodeServiceAccount``):
+  https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts
+* Boot-disk CMEK and the Compute Engine service agent
+  ``service-<number>@compute-system.iam.gserviceaccount.com``:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
+* Secret Manager CMEK with user-managed replication, the key in the replica's location, and the
+  Secret Manager service agent ``service-<number>@gcp-sa-secretmanager.iam.gserviceaccount.com``
+  (created on request: ``gcp.projects.ServiceIdentity``): https://cloud.google.com/secret-manager/docs/cmek
+* Workload Identity: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
+* Cloud Storage IAM roles (objectViewer, objectUser): https://cloud.google.com/storage/docs/access-control/iam-roles
+* Secret Manager access: https://cloud.google.com/secret-manager/docs/access-control
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.security import iam
+from components.security.iam import (
+    KEY_ROTATION_PERIOD,
+    KMS_ROLE,
+    artifact_registry_service_agent,
+    compute_service_agent,
+    gke_service_agent,
+    secret_manager_service_agent,
+)
+from components.stack import StackConfig, naming
+
+
+@dataclass
+class SecurityArgs:
+    """Inputs of :class:`Security`: the validated stack config."""
+
+    cfg: StackConfig
+
+
+class Security(pulumi.ComponentResource):
+    """``ray-gke:security:Security``: KMS, node SA, workload GSAs, secrets.
+
+    Attributes (for wiring): ``gke_key`` / ``bucket_key`` / ``registry_key`` / ``secrets_key`` /
+    ``boot_disk_key`` (``gcp.kms.CryptoKey``), ``gcs_key_grant`` (the GCS agent's grant; buckets
+    depend on it), ``gke_key_grant``, ``registry_key_grant`` (the Artifact Registry agent's; the
+    repository depends on it), ``boot_disk_key_grant`` (the Compute Engine agent's; node pools and
+    the cluster depend on it),
+    ``node_sa`` (``gcp.serviceaccount.Account``), ``gsas`` (account name -> Account: each
+    identity's workers' account and its ``-head`` account),
+    ``secrets`` (secret name -> ``gcp.secretmanager.Secret``), ``project_number``.
+    """
+
+    def __init__(
+        self, name: str, args: SecurityArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:security:Security", name, None, opts)
+        cfg = args.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        project = gcp.organizations.get_project_output(
+            project_id=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        self.project_number = project.number
+
+        # Key rings live where the data does: the cluster's region, and the buckets' location.
+        ring_locations = naming.key_ring_locations(cfg)
+        rings: dict[str, gcp.kms.KeyRing] = {}
+        for loc in dict.fromkeys(ring_locations.values()):
+            rings[loc] = gcp.kms.KeyRing(
+                f"{name}-keyring-{loc}",
+                name=naming.key_ring_name(cfg, loc),
+                project=cfg.project,
+                location=loc,
+                opts=child,
+            )
+        protect = cfg.cluster.deletion_protection
+
+        def key(suffix: str, key_name: str, ring: str) -> gcp.kms.CryptoKey:
+            """A rotating CMEK key in the key ring of ``ring`` (a key of ``ring_locations``)."""
+            return gcp.kms.CryptoKey(
+                f"{name}-{suffix}",
+                name=key_name,
+                key_ring=rings[ring_locations[ring]].id,
+                purpose="ENCRYPT_DECRYPT",
+                rotation_period=KEY_ROTATION_PERIOD,
+                labels=dict(cfg.labels),
+                opts=pulumi.ResourceOptions(parent=self, protect=protect),
+            )
+
+        def grant(
+            suffix: str, crypto_key: gcp.kms.CryptoKey, member: pulumi.Input[str], **opts: Any
+        ) -> gcp.kms.CryptoKeyIAMMember:
+            """``roles/cloudkms.cryptoKeyEncrypterDecrypter`` for a service agent on its key."""
+            return gcp.kms.CryptoKeyIAMMember(
+                f"{name}-{suffix}",
+                crypto_key_id=crypto_key.id,
+                role=KMS_ROLE,
+                member=member,
+                opts=pulumi.ResourceOptions(parent=self, **opts),
+            )
+
+        self.gke_key = key("gke-secrets", naming.GKE_KEY_NAME, "gke")
+        self.bucket_key = key("buckets", naming.BUCKET_KEY_NAME, "buckets")
+        self.gke_key_grant = grant(
+            "gke-agent-kms", self.gke_key, project.number.apply(gke_service_agent)
+        )
+        # The image repository lives in the region, so its key is in the region's ring.
+        self.registry_key = key("registry", naming.REGISTRY_KEY_NAME, "gke")
+        self.registry_key_grant = grant(
+            "registry-agent-kms",
+            self.registry_key,
+            project.number.apply(artifact_registry_service_agent),
+        )
+        self.secrets_key = key("secret-manager", naming.SECRETS_KEY_NAME, "secrets")
+        self.boot_disk_key = key("boot-disks", naming.BOOT_DISK_KEY_NAME, "boot_disks")
+        self.boot_disk_key_grant = grant(
+            "compute-agent-kms", self.boot_disk_key, project.number.apply(compute_service_agent)
+        )
+        # The Secret Manager agent exists only once requested; the grant names it by its
+        # documented address and waits for it.
+        sm_identity = gcp.projects.ServiceIdentity(
+            f"{name}-secretmanager-agent",
+            project=cfg.project,
+            service="secretmanager.googleapis.com",
+            opts=child,
+        )
+        self.secrets_key_grant = grant(
+            "secretmanager-agent-kms",
+            self.secrets_key,
+            project.number.apply(secret_manager_service_agent),
+            depends_on=[sm_identity],
+        )
+        gcs_agent = gcp.storage.get_project_service_account_output(
+            project=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        self.gcs_key_grant = grant(
+            "gcs-agent-kms",
+            self.bucket_key,
+            gcs_agent.email_address.apply(lambda e: f"serviceAccount:{e}"),
+        )
+
+        self.node_sa = gcp.serviceaccount.Account(
+            f"{name}-node-sa",
+            account_id=naming.node_service_account_id(cfg),
+            display_name=f"GKE nodes of {cfg.cluster.name}",
+            project=cfg.project,
+            opts=child,
+        )
+        self.node_sa_roles = [
+            gcp.projects.IAMMember(
+                f"{name}-node-sa-{role.split('/')[1].replace('.', '-')}",
+                project=cfg.project,
+                role=role,
+                member=self.node_sa.email.apply(lambda e: f"serviceAccount:{e}"),
+                opts=child,
+            )
+            for role in iam.NODE_PROJECT_ROLES
+        ]
+
+        # Two GSAs per workload identity: its workers' / submitters' (the entry's name) and its
+        # heads' (<name>-head), so the head's Kubernetes RBAC and identity are its own.
+        self.gsas: dict[str, gcp.serviceaccount.Account] = {}
+        for acct in naming.workload_accounts(cfg):
+            self.gsas[acct.name] = gcp.serviceaccount.Account(
+                f"{name}-gsa-{acct.name}",
+                account_id=acct.name,
+                display_name=f"Ray {acct.role} of {acct.identity.name} ({cfg.cluster.name})",
+                project=cfg.project,
+                opts=child,
+            )
+
+        self.secrets: dict[str, gcp.secretmanager.Secret] = {}
+        after_key_grant = pulumi.ResourceOptions(parent=self, depends_on=[self.secrets_key_grant])
+        for secret in cfg.secrets:
+            self.secrets[secret.name] = gcp.secretmanager.Secret(
+                f"{name}-secret-{secret.name}",
+                secret_id=secret.name,
+                project=cfg.project,
+                labels=dict(cfg.labels),
+                replication=gcp.secretmanager.SecretReplicationArgs(
+                    user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
+                        replicas=[
+                            gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(
+                                location=cfg.region,
+                                customer_managed_encryption=gcp.secretmanager.SecretReplicationUserManagedReplicaCustomerManagedEncryptionArgs(
+                                    kms_key_name=self.secrets_key.id
+                                ),
+                            )
+                        ]
+                    )
+                ),
+                opts=after_key_grant,
+            )
+
+        self.register_outputs(
+            {
+                "gke_key": self.gke_key.id,
+                "bucket_key": self.bucket_key.id,
+                "registry_key": self.registry_key.id,
+                "secrets_key": self.secrets_key.id,
+                "boot_disk_key": self.boot_disk_key.id,
+                "node_service_account": self.node_sa.email,
+                "service_accounts": {k: v.email for k, v in self.gsas.items()},
+                "secrets": {k: v.id for k, v in self.secrets.items()},
+            }
+        )
+
+
+@dataclass
+class WorkloadAccessArgs:
+    """Inputs of :class:`WorkloadAccess`.
+
+    Attributes:
+        cfg: the validated stack config.
+        gsas: account name (:func:`components.stack.naming.workload_accounts`) -> its Google
+            service account (from :class:`Security`).
+        buckets: purpose (``datasets`` | ``checkpoints`` | ``artifacts``) -> ``gcp.storage.Bucket``.
+        secrets: secret name -> ``gcp.secretmanager.Secret``.
+    """
+
+    cfg: StackConfig
+    gsas: dict[str, gcp.serviceaccount.Account]
+    buckets: dict[str, gcp.storage.Bucket]
+    secrets: dict[str, gcp.secretmanager.Secret] = field(default_factory=dict)
+
+
+class WorkloadAccess(pulumi.ComponentResource):
+    """``ray-gke:security:WorkloadAccess``: WI bindings, bucket-level roles, secret accessors.
+
+    Create it with ``depends_on=[cluster]``: the ``<project>.svc.id.goog`` pool must exist.
+    """
+
+    def __init__(
+        self, name: str, args: WorkloadAccessArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:security:WorkloadAccess", name, None, opts)
+        cfg = args.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        self.wi_bindings = {
+            acct.name: gcp.serviceaccount.IAMMember(
+                f"{name}-wi-{acct.name}",
+                service_account_id=args.gsas[acct.name].name,
+                role=iam.WORKLOAD_IDENTITY_ROLE,
+                member=naming.workload_identity_member(cfg, acct.name),
+                opts=child,
+            )
+            for acct in naming.workload_accounts(cfg)
+        }
+        # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
+        # GSAs' deterministic emails, so the grants wait for the accounts explicitly.
+        after_gsas = pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas.values()))
+        self.bucket_grants = [
+            gcp.storage.BucketIAMMember(
+                f"{name}-{member.split(':')[1].split('@')[0]}-{purpose}-{role.split('.')[-1]}",
+                bucket=args.buckets[purpose].name,
+                role=role,
+                member=member,
+                opts=after_gsas,
+            )
+            for purpose, role, member in iam.bucket_bindings(cfg)
+        ]
+        self.secret_grants = [
+            gcp.secretmanager.SecretIamMember(
+                f"{name}-secret-{secret}-{member.split(':')[1].split('@')[0]}",
+                project=cfg.project,
+                secret_id=args.secrets[secret].secret_id,
+                role=role,
+                member=member,
+                opts=after_gsas,
+            )
+            for secret, role, member in iam.secret_bindings(cfg)
+        ]
+        self.register_outputs(
+            {"workload_identity_members": {k: v.member for k, v in self.wi_bindings.items()}}
+        )

@@ -1,0 +1,142 @@
+"""Pure IAM bindings of the stack (no Pulumi): who gets which role on what.
+
+``components/security.py`` (the Pulumi side) creates exactly these bindings, and
+``raygke check`` verifies them (no public bucket, no project-wide storage role for a workload).
+
+* Workload classes get bucket-level roles only: ``read`` = ``roles/storage.objectViewer``,
+  ``write`` = ``roles/storage.objectUser``
+  (https://cloud.google.com/storage/docs/access-control/iam-roles).
+* The Kubernetes service account impersonates its Google service account through
+  ``roles/iam.workloadIdentityUser`` granted on that Google service account
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity).
+* The nodes' own service account gets the one project role GKE documents as the minimum for node
+  service accounts, ``roles/container.defaultNodeServiceAccount`` (logging, monitoring, metadata
+  and autoscaling-metrics writes; "Grant the minimum required role for GKE",
+  https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts, linked from
+  https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa;
+  CIS GKE Benchmark v2.0.0 5.2.1 says the same). It replaces the four separate roles
+  (logWriter, metricWriter, monitoring.viewer, resourceMetadata.writer) GKE listed before. Image
+  pulls need no project-wide ``roles/artifactregistry.reader``: the node service account reads
+  the stack's own repository only (:data:`REGISTRY_READER_ROLE`,
+  https://cloud.google.com/artifact-registry/docs/access-control).
+* Secret readers get ``roles/secretmanager.secretAccessor`` on the secret itself
+  (https://cloud.google.com/secret-manager/docs/access-control).
+"""
+
+from __future__ import annotations
+
+from components.stack import StackConfig
+from components.stack.naming import (
+    BucketPurpose,
+    gsa_email,
+    node_service_account_id,
+    workload_accounts,
+    workload_identity_member,
+)
+
+BUCKET_ROLES = {"read": "roles/storage.objectViewer", "write": "roles/storage.objectUser"}
+WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
+SECRET_ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
+NODE_PROJECT_ROLES = ("roles/container.defaultNodeServiceAccount",)
+REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+
+
+def service_account_member(cfg: StackConfig, identity: str) -> str:
+    """``serviceAccount:<gsa email>`` of a workload class."""
+    return f"serviceAccount:{gsa_email(cfg, identity)}"
+
+
+def node_service_account_email(cfg: StackConfig) -> str:
+    """Email of the nodes' service account."""
+    return gsa_email(cfg, node_service_account_id(cfg))
+
+
+def bucket_bindings(cfg: StackConfig) -> list[tuple[BucketPurpose, str, str]]:
+    """``(bucket purpose, role, member)`` for every bucket-level grant, in config order."""
+    out: list[tuple[BucketPurpose, str, str]] = []
+    for acct in workload_accounts(cfg):
+        for purpose, access in acct.identity.buckets.items():
+            out.append((purpose, BUCKET_ROLES[access], service_account_member(cfg, acct.name)))
+    return out
+
+
+def project_bindings(cfg: StackConfig) -> list[tuple[str, str]]:
+    """``(role, member)`` for every project-level grant: only the node service account's roles."""
+    member = f"serviceAccount:{node_service_account_email(cfg)}"
+    return [(role, member) for role in NODE_PROJECT_ROLES]
+
+
+def workload_identity_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
+    """``(gsa email, role, member)``: each KSA may impersonate its own GSA only (workers' and
+    heads' accounts: :func:`components.stack.naming.workload_accounts`)."""
+    return [
+        (gsa_email(cfg, a.name), WORKLOAD_IDENTITY_ROLE, workload_identity_member(cfg, a.name))
+        for a in workload_accounts(cfg)
+    ]
+
+
+def secret_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
+    """``(secret name, role, member)``: each secret readable only by the workloads naming it."""
+    return [
+        (s.name, SECRET_ACCESSOR_ROLE, service_account_member(cfg, a.name))
+        for s in cfg.secrets
+        for r in s.readers
+        for a in workload_accounts(cfg)
+        if a.identity.name == r
+    ]
+
+
+def iam_problems(
+    cfg: StackConfig,
+    buckets: list[tuple[str, str, str]],
+    project: list[tuple[str, str]],
+) -> list[str]:
+    """Problems with a set of bindings, one line each: a public member on a bucket or the project,
+    or any project-level ``roles/storage.*`` / owner / editor grant to a workload identity."""
+    problems = []
+    workload_members = {service_account_member(cfg, a.name) for a in workload_accounts(cfg)}
+    for purpose, role, member in buckets:
+        if member in PUBLIC_MEMBERS:
+            problems.append(f"bucket {purpose}: {role} granted to {member}: the bucket is public")
+    for role, member in project:
+        if member in PUBLIC_MEMBERS:
+            problems.append(f"project: {role} granted to {member}: the project is public")
+        if member in workload_members and (
+            role.startswith("roles/storage.") or role in ("roles/owner", "roles/editor")
+        ):
+            problems.append(
+                f"project: {role} granted to workload identity {member}: workloads get "
+                "bucket-level roles only (no project-wide storage roles)"
+            )
+    return problems
+
+
+KMS_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+KEY_ROTATION_PERIOD = "7776000s"  # 90 days
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def artifact_registry_service_agent(project_number: str) -> str:
+    """IAM member of the Artifact Registry service agent of a project number, which encrypts a
+    CMEK repository's images (https://cloud.google.com/artifact-registry/docs/cmek)."""
+    return (
+        f"serviceAccount:service-{project_number}@gcp-sa-artifactregistry.iam.gserviceaccount.com"
+    )
+
+
+def gke_service_agent(project_number: str) -> str:
+    """IAM member of the GKE service agent of a project number."""
+    return f"serviceAccount:service-{project_number}@container-engine-robot.iam.gserviceaccount.com"
+
+
+def secret_manager_service_agent(project_number: str) -> str:
+    """IAM member of the Secret Manager service agent of a project number; it encrypts and
+    decrypts secret versions with the CMEK (https://cloud.google.com/secret-manager/docs/cmek)."""
+    return f"serviceAccount:service-{project_number}@gcp-sa-secretmanager.iam.gserviceaccount.com"
+
+
+def compute_service_agent(project_number: str) -> str:
+    """IAM member of the Compute Engine service agent of a project number; it uses the CMEK of
+    node boot disks (https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek)."""
+    return f"serviceAccount:service-{project_number}@compute-system.iam.gserviceaccount.com"

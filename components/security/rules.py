@@ -1,0 +1,289 @@
+"""Secure-default rules over rendered Kubernetes objects, one implementation for ``raygke check``
+(:func:`components.stack.checks.check_stack`) and the Pulumi policy pack (which feeds them the
+synth render's Kubernetes resource inputs).
+
+Every function is pure: it takes a list of Kubernetes objects as plain dicts
+(``{"apiVersion", "kind", "metadata", "spec"}``; other kinds are ignored) and returns problem lines,
+each starting with the rule's name (:data:`RULES`): an empty list means the rule passes.
+
+* ``ray-auth`` (:func:`check_ray_auth`): every Ray cluster the objects create (RayCluster, a
+  RayJob's ``rayClusterSpec``, a RayService's ``rayClusterConfig``) has
+  ``authOptions.mode: token`` (KubeRay v1.7.0, https://docs.ray.io/en/latest/cluster/kubernetes/
+  user-guides/kuberay-auth.html): the dashboard / Jobs API otherwise runs any code it is sent
+  (CVE-2023-48022).
+* ``pod-security`` (:func:`check_pod_security`): every container of every pod template (Ray
+  heads, worker groups, submitters, the autoscaler sidecar through
+  ``autoscalerOptions.securityContext``, and Pods / Jobs / Deployments / StatefulSets /
+  DaemonSets) runs with ``allowPrivilegeEscalation: false``, ``capabilities.drop: [ALL]``,
+  ``runAsNonRoot: true`` and a ``RuntimeDefault`` / ``Localhost`` seccomp profile (pod or
+  container level), is not privileged, memory-backed ``emptyDir`` volumes have a ``sizeLimit``,
+  worker and submitter pods do not mount a service account token and run as another account
+  than their cluster's head; a Namespace in the objects carries a Pod Security Admission
+  ``enforce`` label of ``baseline`` or ``restricted``
+  (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+* ``network-policy`` (:func:`check_network_policy`): every namespace holding a Ray object has a
+  default-deny ingress NetworkPolicy (empty ``podSelector``, ``Ingress`` in ``policyTypes``, no
+  rule), every Ray cluster's head is selected by a NetworkPolicy of its own, and no policy opens
+  the head's GCS / dashboard / client ports (6379, 8265, 10001) to every source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+Obj = dict[str, Any]
+RAY_KINDS = ("RayCluster", "RayJob", "RayService")
+WORKLOAD_KINDS = ("Pod", "Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
+HEAD_API_PORTS = (6379, 8265, 10001)
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+
+
+def _name(o: Obj) -> str:
+    meta = o.get("metadata") or {}
+    return f"{o.get('kind')} {meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def ray_cluster_specs(o: Obj) -> Iterator[tuple[str, Obj]]:
+    """``(path, RayCluster spec)`` of the Ray cluster a Ray object creates: a RayCluster's
+    ``spec``, a RayJob's ``spec.rayClusterSpec`` (none with ``clusterSelector``), a RayService's
+    ``spec.rayClusterConfig``."""
+    spec = o.get("spec") or {}
+    kind = o.get("kind")
+    if kind == "RayCluster":
+        yield "spec", spec
+    elif kind == "RayJob" and isinstance(spec.get("rayClusterSpec"), dict):
+        yield "spec.rayClusterSpec", spec["rayClusterSpec"]
+    elif kind == "RayService" and isinstance(spec.get("rayClusterConfig"), dict):
+        yield "spec.rayClusterConfig", spec["rayClusterConfig"]
+
+
+def check_ray_auth(objects: list[Obj]) -> list[str]:
+    """Rule ``ray-auth`` (module docstring)."""
+    out = []
+    for o in objects:
+        if o.get("kind") not in RAY_KINDS:
+            continue
+        for path, cluster in ray_cluster_specs(o):
+            auth = cluster.get("authOptions") or {}
+            if auth.get("mode") != "token":
+                out.append(
+                    f"ray-auth: {_name(o)}: {path}.authOptions.mode is "
+                    f"{auth.get('mode')!r}, not 'token': the Ray dashboard / Jobs API would run "
+                    "code from anyone who reaches it"
+                )
+    return out
+
+
+# ---------------------------------------------------------------------------------- pod security
+
+
+def pod_templates(o: Obj) -> Iterator[tuple[str, str, Obj]]:
+    """``(path, role, pod template)`` of every pod template in an object; role is ``head``,
+    ``worker``, ``submitter`` or ``pod``."""
+    kind = o.get("kind")
+    spec = o.get("spec") or {}
+    if kind in RAY_KINDS:
+        for path, cluster in ray_cluster_specs(o):
+            head = (cluster.get("headGroupSpec") or {}).get("template")
+            if isinstance(head, dict):
+                yield f"{path}.headGroupSpec.template", "head", head
+            for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
+                if isinstance(g.get("template"), dict):
+                    yield (
+                        f"{path}.workerGroupSpecs[{g.get('groupName', i)}].template",
+                        "worker",
+                        g["template"],
+                    )
+        if kind == "RayJob" and isinstance(spec.get("submitterPodTemplate"), dict):
+            yield "spec.submitterPodTemplate", "submitter", spec["submitterPodTemplate"]
+    elif kind == "Pod":
+        yield "spec", "pod", {"metadata": o.get("metadata") or {}, "spec": spec}
+    elif kind in WORKLOAD_KINDS:
+        tmpl = spec.get("template")
+        if (kind == "Job" and isinstance(tmpl, dict)) or isinstance(tmpl, dict):
+            yield "spec.template", "pod", tmpl
+
+
+def container_problems(
+    where: str, sc: dict[str, Any] | None, pod_sc: dict[str, Any] | None
+) -> list[str]:
+    """What a container's ``securityContext`` (with its pod's) lacks of the rule, one line each."""
+    sc, pod_sc = sc or {}, pod_sc or {}
+    out = []
+    if sc.get("privileged") is True:
+        out.append(f"{where}: privileged: true")
+    if sc.get("allowPrivilegeEscalation") is not False:
+        out.append(f"{where}: securityContext.allowPrivilegeEscalation is not false")
+    drop = ((sc.get("capabilities") or {}).get("drop")) or []
+    if "ALL" not in drop:
+        out.append(f"{where}: securityContext.capabilities.drop does not hold ALL")
+    if (sc.get("capabilities") or {}).get("add"):
+        out.append(f"{where}: securityContext.capabilities.add is set")
+    non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
+    if non_root is not True:
+        out.append(f"{where}: runAsNonRoot is not true (container or pod securityContext)")
+    if sc.get("runAsUser", pod_sc.get("runAsUser")) == 0:
+        out.append(f"{where}: runAsUser is 0 (root)")
+    seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        out.append(f"{where}: seccompProfile.type is {seccomp!r}, not RuntimeDefault")
+    return out
+
+
+def _template_problems(name: str, path: str, role: str, tmpl: Obj) -> list[str]:
+    spec = tmpl.get("spec") or {}
+    pod_sc = spec.get("securityContext") or {}
+    out = []
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            where = f"pod-security: {name}: {path} container {c.get('name')!r}"
+            out += container_problems(where, c.get("securityContext"), pod_sc)
+    for v in spec.get("volumes") or []:
+        ed = v.get("emptyDir")
+        if isinstance(ed, dict) and ed.get("medium") == "Memory" and not ed.get("sizeLimit"):
+            out.append(
+                f"pod-security: {name}: {path} volume {v.get('name')!r}: memory-backed emptyDir "
+                "without sizeLimit"
+            )
+        if "hostPath" in v:
+            out.append(f"pod-security: {name}: {path} volume {v.get('name')!r}: hostPath")
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(flag) is True:
+            out.append(f"pod-security: {name}: {path}: {flag}: true")
+    if role in ("worker", "submitter") and spec.get("automountServiceAccountToken") is not False:
+        out.append(
+            f"pod-security: {name}: {path}: automountServiceAccountToken is not false ({role} "
+            "pods do not call the Kubernetes API)"
+        )
+    return out
+
+
+def check_pod_security(objects: list[Obj]) -> list[str]:
+    """Rule ``pod-security`` (module docstring)."""
+    out = []
+    for o in objects:
+        name = _name(o)
+        if o.get("kind") == "Namespace":
+            level = ((o.get("metadata") or {}).get("labels") or {}).get(PSA_ENFORCE)
+            if level not in ("baseline", "restricted"):
+                out.append(
+                    f"pod-security: {name}: label {PSA_ENFORCE} is {level!r}, not restricted "
+                    "or baseline"
+                )
+            continue
+        for path, cluster in ray_cluster_specs(o) if o.get("kind") in RAY_KINDS else ():
+            if cluster.get("enableInTreeAutoscaling") is True:
+                where = f"pod-security: {name}: {path}.autoscalerOptions (autoscaler sidecar)"
+                sc = (cluster.get("autoscalerOptions") or {}).get("securityContext")
+                head = ((cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec")
+                out += container_problems(where, sc, (head or {}).get("securityContext"))
+        head_accounts: set[str] = set()
+        templates = list(pod_templates(o))
+        for path, role, tmpl in templates:
+            out += _template_problems(name, path, role, tmpl)
+            if role == "head":
+                head_accounts.add((tmpl.get("spec") or {}).get("serviceAccountName") or "default")
+        for path, role, tmpl in templates:
+            account = (tmpl.get("spec") or {}).get("serviceAccountName") or "default"
+            if role == "worker" and account in head_accounts:
+                out.append(
+                    f"pod-security: {name}: {path} runs as the head's service account "
+                    f"{account!r}, which holds the autoscaler's RBAC; give workers their own"
+                )
+    return out
+
+
+# -------------------------------------------------------------------------------- network policy
+
+
+def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Whether a ``matchLabels``-only label selector selects pods with ``labels``."""
+    selector = selector or {}
+    if selector.get("matchExpressions"):
+        return False  # not evaluated: such a policy does not count as the cluster's own
+    match = selector.get("matchLabels") or {}
+    return bool(match) and all(labels.get(k) == v for k, v in match.items())
+
+
+def _head_labels(o: Obj, cluster: Obj) -> dict[str, str]:
+    tmpl = (cluster.get("headGroupSpec") or {}).get("template") or {}
+    labels = dict((tmpl.get("metadata") or {}).get("labels") or {})
+    labels["ray.io/node-type"] = "head"
+    if o.get("kind") == "RayCluster":
+        labels["ray.io/cluster"] = (o.get("metadata") or {}).get("name")
+    return labels
+
+
+def _open_to_all(rule: dict[str, Any]) -> bool:
+    peers = rule.get("from")
+    if not peers:
+        return True
+    return any(
+        (p.get("ipBlock") or {}).get("cidr") in ("0.0.0.0/0", "::/0")
+        or (p.get("namespaceSelector") == {} and not p.get("podSelector"))
+        for p in peers
+    )
+
+
+def _covers_head_ports(rule: dict[str, Any]) -> bool:
+    ports = rule.get("ports")
+    if not ports:
+        return True
+    return any(p.get("port") in HEAD_API_PORTS or p.get("port") is None for p in ports)
+
+
+def check_network_policy(objects: list[Obj]) -> list[str]:
+    """Rule ``network-policy`` (module docstring)."""
+    policies: dict[str, list[Obj]] = {}
+    for o in objects:
+        if o.get("kind") == "NetworkPolicy":
+            ns = (o.get("metadata") or {}).get("namespace") or "default"
+            policies.setdefault(ns, []).append(o)
+    out = []
+    seen_ns: set[str] = set()
+    for o in objects:
+        if o.get("kind") not in RAY_KINDS:
+            continue
+        ns = (o.get("metadata") or {}).get("namespace") or "default"
+        pols = policies.get(ns, [])
+        if ns not in seen_ns:
+            seen_ns.add(ns)
+            if not any(
+                (p.get("spec") or {}).get("podSelector") in ({}, None)
+                and "Ingress" in ((p.get("spec") or {}).get("policyTypes") or [])
+                and not (p.get("spec") or {}).get("ingress")
+                for p in pols
+            ):
+                out.append(
+                    f"network-policy: namespace {ns}: no default-deny ingress NetworkPolicy "
+                    "(empty podSelector, policyTypes [Ingress], no ingress rule)"
+                )
+        for path, cluster in ray_cluster_specs(o):
+            labels = _head_labels(o, cluster)
+            own = [p for p in pols if _selects((p.get("spec") or {}).get("podSelector"), labels)]
+            if not own:
+                out.append(
+                    f"network-policy: {_name(o)}: no NetworkPolicy selects the head of "
+                    f"{path} (labels {labels})"
+                )
+            for p in own:
+                for rule in (p.get("spec") or {}).get("ingress") or []:
+                    if _open_to_all(rule) and _covers_head_ports(rule):
+                        out.append(
+                            f"network-policy: {_name(p)} opens the head of {_name(o)} "
+                            f"({path}) on ports {HEAD_API_PORTS} to every source"
+                        )
+    return out
+
+
+RULES: dict[str, Callable[[list[Obj]], list[str]]] = {
+    "ray-auth": check_ray_auth,
+    "pod-security": check_pod_security,
+    "network-policy": check_network_policy,
+}
+
+
+def security_problems(objects: list[Obj]) -> list[str]:
+    """Every rule of :data:`RULES` over ``objects``, in that order."""
+    return [line for rule in RULES.values() for line in rule(objects)]

@@ -1,0 +1,271 @@
+"""The stack model's shared pieces: errors, the strict base model, and name/quantity rules
+that several parts of the model apply.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+)
+
+from components import catalog
+
+PROJECT_NAMESPACE = "ray-gke"
+# Namespaces of the providers and the engine, which a stack file may also set.
+OTHER_NAMESPACES = frozenset({"gcp", "kubernetes", "pulumi"})
+
+# GKE names: cluster and node pool names are lowercase letters, digits and hyphens, start with a
+# letter, end with a letter or digit, at most 40 characters
+# (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools).
+_GKE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+GKE_NAME_MAX = 40
+# Kubernetes integer fields of the CRs we render (durations, replicas, limits) are int32
+# (https://kubernetes.io/docs/reference/using-api/api-concepts/, KubeRay's CRD schemas:
+# ``format: int32``); a larger value is refused by the API server.
+INT32_MAX = 2**31 - 1
+# The largest value of an int64 field: GKE's NAP ``ResourceLimit.maximum`` ("string (int64
+# format)", https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#resourcelimit)
+# and the Kubernetes quantities a ResourceQuota holds (int64 scaled values,
+# https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+INT64_MAX = 2**63 - 1
+# Nodes of one node pool: GKE allows 1,000 per node pool per zone
+# (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster) and a region has at most
+# 4 zones (components.catalog.GCP_REGIONS), so no pool of any stack can have more than 4,000; the
+# zone-aware bound is the rule components.stack.rules.pool_node_counts_within_gke_limits. (The
+# GKE API field ``totalMaxNodeCount`` is int32 and KubeRay's ``maxReplicas`` int32: both looser.)
+NODES_PER_POOL_ZONE_MAX = 1000
+POOL_NODES_MAX = NODES_PER_POOL_ZONE_MAX * 4
+# Largest Persistent Disk (boot disk) size, GB: 64 TiB
+# (https://cloud.google.com/compute/docs/disks/persistent-disks#disk_size_limits).
+DISK_SIZE_MAX_GB = 65536
+# Kubernetes object names (RFC 1123 labels) for RayClusters, RayJobs, worker groups.
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+# KubeRay derives Service and Pod names from the RayCluster name; keep headroom under 63.
+K8S_NAME_MAX = 50
+# Google service account ids: 6-30 characters, lowercase letters, digits, hyphens
+# (https://cloud.google.com/iam/docs/service-accounts-create#creating).
+_SA_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])\Z")
+_ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]\Z")
+_REGION = re.compile(r"^[a-z]+-[a-z]+\d+\Z")
+_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control, line-separator and bidirectional-override character written
+    as its escape (``\\n``, ``\\x00``, ``\\u202e``), so a value from a stack file can neither
+    break a problem line in two nor reorder what the terminal shows."""
+    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+class ConfigError(ValueError):
+    """An invalid stack configuration; ``problems`` holds one readable line per problem."""
+
+    def __init__(
+        self, problems: list[str], source: str | None = None, notes: list[str] | None = None
+    ) -> None:
+        self.problems = problems
+        self.source = source
+        self.notes = list(notes or [])  # what was not checked because of the problems
+        head = f"{source}: " if source else ""
+        super().__init__(
+            head + f"{len(problems)} problem(s):\n" + "\n".join([*problems, *self.notes])
+        )
+
+
+class StackFileError(ConfigError):
+    """The file is not a readable Pulumi stack file (not YAML, or no ``config:`` mapping)."""
+
+
+def _gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
+    if len(value) > max_len or not _GKE_NAME.match(value):
+        raise ValueError(
+            f"{what} {value!r} is not a valid GKE name: use 1-{max_len} lowercase letters, digits "
+            "and hyphens, starting with a letter and not ending with a hyphen"
+        )
+    return value
+
+
+# KubeRay's name limits (ray-operator/controllers/ray/utils/constant.go MaxRayClusterNameLength,
+# MaxRayJobNameLength; validation.go ValidateRayClusterMetadata / ValidateRayJobMetadata): the
+# names are DNS-1035 labels (start with a letter), RayClusters at most 53 characters (we keep 50,
+# K8S_NAME_MAX, for the Service and Pod names derived from it), RayJobs 47 (KubeRay appends a
+# suffix to name the RayJob's own RayCluster).
+RAYJOB_NAME_MAX = 47
+
+
+def _k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool = False) -> str:
+    """``value`` when it is a Kubernetes name (RFC 1123 label; with ``dns1035`` starting with a
+    letter) of at most ``max_len`` characters, else ValueError saying what is allowed."""
+    ok = _GKE_NAME.match(value) if dns1035 else _K8S_NAME.match(value)
+    if len(value) > max_len or not ok:
+        start = "a letter" if dns1035 else "a letter or digit"
+        raise ValueError(
+            f"{what} {value!r} is not a valid Kubernetes name: use 1-{max_len} lowercase "
+            f"letters, digits and hyphens, starting with {start} and ending with a letter or digit"
+        )
+    return value
+
+
+def _unique(values: list[Any], what: str) -> list[Any]:
+    """``values`` unchanged when no entry is given twice, else ValueError naming the repeated
+    entries: each entry becomes a resource, binding or rule of its own (a name, an IAM member, a
+    Pulumi URN), so a repeat would be two resources with one name, which the provider or the
+    engine refuses (duplicate URN), or a silently merged entry."""
+    seen: set[Any] = set()
+    dups: list[Any] = []
+    for v in values:
+        if v in seen and v not in dups:
+            dups.append(v)
+        seen.add(v)
+    if dups:
+        raise ValueError(
+            f"{what}: {', '.join(repr(d) for d in dups)} listed more than once; list each once"
+        )
+    return values
+
+
+# Namespaces a stack may not take as its Ray namespace, nor admit in kuberay.serve_from:
+# Kubernetes' own (``kube-system``, ``kube-public``, ``kube-node-lease``; every ``kube-`` name is
+# reserved for the system, https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces),
+# GKE's (``gke-*``, e.g. ``gke-managed-system``, ``gke-gmp-system``) and Managed Prometheus's
+# (``gmp-system``, ``gmp-public``, https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed),
+# and ``default``. Why, per use:
+# * as ``kuberay.namespace`` the stack labels the namespace Pod Security ``restricted``, puts a
+#   default-deny NetworkPolicy, a ResourceQuota and a LimitRange on it and would delete them on
+#   ``pulumi destroy``: on a system namespace that stops system pods (DNS, metrics agents,
+#   GKE's controllers) and on ``default`` it changes every workload that lands there;
+# * in ``kuberay.serve_from.namespaces`` it admits every pod of that namespace to Serve's port:
+#   ``default`` is where any unnamespaced ``kubectl apply`` lands, and no system component is a
+#   Serve client, so admitting one opens the port to anything that runs (or is compromised) there.
+RESERVED_NAMESPACES = frozenset({"default"})
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
+
+
+def reserved_namespace_problem(name: str) -> str | None:
+    """Why ``name`` is a reserved namespace (:data:`RESERVED_NAMESPACES`, prefixes
+    :data:`RESERVED_NAMESPACE_PREFIXES`), else None."""
+    if name in RESERVED_NAMESPACES:
+        return f"{name!r} is the default namespace, shared by every workload that names none"
+    if name.startswith(RESERVED_NAMESPACE_PREFIXES):
+        return (
+            f"{name!r} is a system namespace ({', '.join(p + '*' for p in RESERVED_NAMESPACE_PREFIXES)}"
+            " belong to Kubernetes, GKE and Managed Prometheus)"
+        )
+    return None
+
+
+def gcp_labels(v: dict[str, str]) -> dict[str, str]:
+    """``v`` when every key and value is a GCP label: keys start with a lowercase letter, keys
+    and values are at most 63 lowercase letters, digits, ``_`` or ``-``
+    (https://cloud.google.com/resource-manager/docs/labels-overview#requirements); else
+    ValueError naming every bad label (quoted), one per line."""
+    bad = [
+        f"label {key!r}={value!r}: GCP labels are lowercase letters, digits, '_' and '-', keys "
+        "start with a letter, at most 63 characters"
+        for key, value in v.items()
+        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", str(key))
+        or not re.fullmatch(r"[a-z0-9_-]{0,63}", str(value))
+    ]
+    if bad:
+        raise ValueError("\n".join(bad))
+    return v
+
+
+def _min_le_max(model: Any, lo: str, hi: str) -> Any:
+    """``model`` unchanged when ``model.<lo> <= model.<hi>``, else ValueError naming both."""
+    if getattr(model, lo) > getattr(model, hi):
+        raise ValueError(f"{lo} {getattr(model, lo)} > {hi} {getattr(model, hi)}")
+    return model
+
+
+def _cpu_machine_type(value: str) -> str:
+    """``value`` when it is a CPU machine type (no TPU, no GPU), else ValueError saying what to
+    declare instead (:func:`components.catalog.cpu_machine_problem`)."""
+    problem = catalog.cpu_machine_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+_QUANTITY_FACTOR = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def quantity_bytes(value: str) -> int:
+    """A Kubernetes quantity accepted by :func:`_quantity` as a whole number of base units
+    (bytes for memory): ``"4Gi"`` -> 4294967296, ``"1500M"`` -> 1500000000, rounded down
+    (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+
+    Raises:
+        ValueError: not such a quantity.
+    """
+    m = _QUANTITY.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    number = str(value)[: len(str(value)) - len(m.group(2) or "")]
+    return int(float(number) * _QUANTITY_FACTOR[m.group(2) or ""])
+
+
+def _quantity(value: str, what: str) -> str:
+    """``value`` when it is a Kubernetes quantity the API server keeps as written: at most
+    2^63-1 base units and no finer than 1m; a larger or finer one is silently capped or rounded
+    ("no quantity may represent a number greater than 2^63-1 in magnitude, nor may it have more
+    than 3 decimal places", https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+
+    Raises:
+        ValueError: not such a quantity (the field, the value and what is allowed named).
+    """
+    from decimal import Decimal
+
+    m = _QUANTITY.match(str(value))
+    if not m:
+        raise ValueError(f"{what} {value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    suffix = m.group(2) or ""
+    number = Decimal(str(value)[: len(str(value)) - len(suffix)])
+    factor = Decimal("0.001") if suffix == "m" else Decimal(int(_QUANTITY_FACTOR[suffix]))
+    base = number * factor
+    if base > INT64_MAX:
+        raise ValueError(
+            f"{what} {value!r} is larger than a Kubernetes quantity holds (2^63-1 base units; "
+            "the API server would cap it)"
+        )
+    if (base * 1000) % 1:
+        raise ValueError(
+            f"{what} {value!r} is finer than a Kubernetes quantity holds (1m, three decimal "
+            "places; the API server would round it up)"
+        )
+    return str(value)
+
+
+_QUANTITY_UNITS = {
+    "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+}  # fmt: skip
+
+
+def quantity_value(value: str) -> float:
+    """A quantity already accepted by ``_quantity`` in base units (``"500m"`` -> 0.5)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([A-Za-z]*)", str(value))
+    assert m, value
+    return float(m.group(1)) * _QUANTITY_UNITS[m.group(2)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)

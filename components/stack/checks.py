@@ -1,0 +1,674 @@
+"""Checks on the rendered stack (``raygke check``): what the API server, the scheduler and IAM
+would otherwise only tell you after ``pulumi up``.
+
+:func:`check_stack` renders the stack (:func:`components.raycrs.render.render_manifests` and
+:func:`components.nodepools.render.node_pool_specs`) and reports, one line each:
+
+1. every RayCluster / RayJob / RayService validates against the CRD schema of the stack's KubeRay version
+   (``kuberay.chart_version``), unknown (pruned) fields included (:mod:`components.raycrs.crd`),
+   and passes the rules the KubeRay operator of that version applies when it reconciles
+   (:mod:`components.raycrs.operator`); every Managed Prometheus PodMonitoring
+   (:mod:`components.monitoring.render`) validates against the carried PodMonitoring CRD
+   (:func:`components.raycrs.crd.validate_other`), and every GKE ComputeClass
+   (:mod:`components.computeclass.render`) against the schema carried in
+   ``components/computeclass/crds`` (:func:`components.computeclass.checks.compute_class_problems`);
+2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
+   Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
+   NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):
+   nodeSelector labels are a subset of the node's labels, the tolerations cover the node's taints
+   (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/), the pod's
+   requests (plus the GCS FUSE sidecar when injected) fit the node's allocatable, and for TPU
+   groups ``numOfHosts`` equals the slice's hosts and the ``google.com/tpu`` request equals its
+   chips per host (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html);
+3. every job's workload supports the accelerator kind of the pool it runs on, and a
+   ``STRICT_PACK`` / ``STRICT_SPREAD`` placement strategy fits its pool
+   (:func:`placement_problems`);
+4. IAM (:mod:`components.security.iam`): no bucket is public and no workload identity holds a project-wide
+   storage role;
+5. every job's images (head and worker group, or its ``runtime_env_pip``) provide what its
+   workload needs at the project's pinned versions (:mod:`components.images.checks`);
+6. every GCP and Kubernetes name the stack declares, derived names included, follows that
+   system's rule, no two config entries produce the same name, and labels follow the rules of
+   where they are applied (:mod:`components.stack.name_checks`);
+6. the secure-default rules ``ray-auth``, ``pod-security`` and ``network-policy``
+   (:mod:`components.security.rules`) over the Ray objects, the Namespace and its
+   NetworkPolicies / ResourceQuota / LimitRange (:mod:`components.kuberay.namespace`).
+
+When the CRD folder is absent, check 1 cannot run; rather than pass silently (a misspelled field
+is exactly what it exists to catch), :func:`check_stack` reports one problem line saying where it
+looked and how to set ``RAYGKE_CRDS_DIR``, and still runs the other checks. ``raygke check
+--no-render`` skips all rendered-stack checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import re
+from typing import Any
+
+from components import catalog
+from components.computeclass.checks import compute_class_problems
+from components.images.checks import dependency_problems
+from components.kuberay.namespace import namespace_manifest, namespace_objects, resource_quota
+from components.nodepools.render import (
+    NodePoolSpec,
+    allocatable,
+    gpu_node_labels,
+    node_pool_specs,
+    tpu_host_capacity,
+)
+from components.raycrs.crd import (
+    CrdsMissingError,
+    crds_available,
+    missing_crds_message,
+    server_view,
+)
+from components.raycrs.crd import validate_manifests as _validate_crds
+from components.raycrs.gates import gate_problems_all
+from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
+from components.raycrs.operator import operator_problems_all
+from components.raycrs.render import (
+    GCSFUSE_ANNOTATION,
+    GCSFUSE_SIDECAR,
+    job_args,
+    render_manifests,
+)
+from components.security.iam import bucket_bindings, iam_problems, project_bindings
+from components.security.rules import security_problems
+from components.stack import ResolveError, StackConfig, resolve_job
+from components.stack.name_checks import name_problems
+
+_BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+_DEC = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+def parse_quantity(value: str | int | float) -> float:
+    """A Kubernetes quantity as a number in base units (``"500m"`` -> 0.5, ``"1Gi"`` -> 2**30).
+
+    Raises:
+        ValueError: not a quantity (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+    """
+    if isinstance(value, int | float):
+        return float(value)
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2) not in {**_BIN, **_DEC}:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    number, suffix = float(m.group(1)), m.group(2)
+    return number * (_BIN.get(suffix) or _DEC[suffix])
+
+
+def _pod_requests(template: dict[str, Any]) -> dict[str, float]:
+    """Summed container requests (limits where no request): cpu cores, memory GiB, others count."""
+    total: dict[str, float] = {}
+    spec = template.get("spec") or {}
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for key, q in amounts.items():
+            v = parse_quantity(q)
+            if key == "memory":
+                v /= 2**30
+            total[key] = total.get(key, 0.0) + v
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(GCSFUSE_ANNOTATION) == "true":
+        for key, v in GCSFUSE_SIDECAR.items():
+            total[key] = total.get(key, 0.0) + v
+    return total
+
+
+def _tolerated(taint: catalog.Taint, tolerations: list[dict[str, Any]]) -> bool:
+    for t in tolerations:
+        if t.get("effect") not in (None, "", taint.effect):
+            continue
+        op = t.get("operator", "Equal")
+        if op == "Exists" and t.get("key") in (None, "", taint.key):
+            return True
+        if op == "Equal" and t.get("key") == taint.key and t.get("value", "") == taint.value:
+            return True
+    return False
+
+
+def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
+    """Node shapes NAP may create: every TPU slice (generation x topology) and GPU shape (type x
+    count) whose accelerator type has a NAP resource limit at least one node's worth."""
+    if not cfg.nap.enabled:
+        return []
+    limits = cfg.nap.resource_limits
+    shapes: list[NodePoolSpec] = []
+    for gen in catalog.TPU_GENERATIONS.values():
+        for topo in gen.topologies:
+            s = catalog.tpu_slice(gen.name, topo)
+            if limits.get(gen.gke_accelerator, 0) < s.chips:
+                continue
+            shapes.append(
+                NodePoolSpec(
+                    name=f"NAP {gen.gke_accelerator} {topo}",
+                    pool="nap",
+                    kind="tpu",
+                    machine_type=s.machine_type,
+                    zones=[],
+                    min_nodes=0,
+                    max_nodes=s.hosts,
+                    labels=dict(s.node_labels),
+                    taints=[s.taint],
+                    tpu_topology=topo if s.multi_host else None,
+                    capacity=tpu_host_capacity(s),
+                )
+            )
+    for g, driver in itertools.product(catalog.GPU_TYPES.values(), ("DEFAULT", "LATEST")):
+        # NAP installs the driver version the pod selects (catalog.GPU_DRIVER_LABEL).
+        for count, machine in g.machine_types.items():
+            if limits.get(g.name, 0) < count:
+                continue
+            cap = allocatable(g.host_vcpus[count], g.host_memory_gb[count])
+            shapes.append(
+                NodePoolSpec(
+                    name=f"NAP {count}x {g.name} ({driver.lower()} driver)",
+                    pool="nap",
+                    kind="gpu",
+                    machine_type=machine,
+                    zones=[],
+                    min_nodes=0,
+                    max_nodes=1,
+                    labels=gpu_node_labels(g.name, driver),
+                    taints=[catalog.GPU_TAINT],
+                    accelerator_type=g.name,
+                    accelerator_count=count,
+                    capacity={**cap, catalog.GPU_RESOURCE: float(count)},
+                )
+            )
+    return shapes
+
+
+def _slice_of(spec: NodePoolSpec) -> catalog.TpuSlice | None:
+    acc = spec.labels.get(catalog.TPU_ACCELERATOR_LABEL)
+    topo = spec.labels.get(catalog.TPU_TOPOLOGY_LABEL)
+    for gen in catalog.TPU_GENERATIONS.values():
+        if gen.gke_accelerator == acc and topo in gen.topologies:
+            return catalog.tpu_slice(gen.name, topo)
+    return None
+
+
+def fit_problems(group: dict[str, Any], spec: NodePoolSpec) -> list[str]:
+    """Why the pods of ``group`` (a head or worker group spec) cannot run on nodes of ``spec``
+    (empty when they can). The nodeSelector is assumed to match already."""
+    template = group.get("template") or {}
+    pod = template.get("spec") or {}
+    why = []
+    for taint in spec.taints:
+        if not _tolerated(taint, pod.get("tolerations") or []):
+            why.append(
+                f"no toleration for taint {taint.key}={taint.value}:{taint.effect} of "
+                f"{spec.name} ({spec.machine_type})"
+            )
+    requests = _pod_requests(template)
+    for key, want in sorted(requests.items()):
+        if key == "ephemeral-storage" or (key in ("cpu", "memory") and key not in spec.capacity):
+            continue  # unknown machine shape: nothing to compare against
+        have = spec.capacity.get(key, 0.0)  # an extended resource the node lacks counts as 0
+        if want > have + 1e-9:
+            unit = {"cpu": " cores", "memory": " GiB"}.get(key, "")
+            why.append(
+                f"requests {key} {want:g}{unit} > {have:g}{unit} allocatable on {spec.name} "
+                f"({spec.machine_type})"
+            )
+    s = _slice_of(spec) if spec.kind == "tpu" else None
+    if s is not None:
+        hosts = group.get("numOfHosts", 1)
+        if hosts != s.hosts:
+            why.append(
+                f"numOfHosts {hosts} != {s.hosts} hosts of a {s.generation.name} {s.topology} "
+                f"slice ({spec.name})"
+            )
+        chips = requests.get(catalog.TPU_RESOURCE, 0.0)
+        if chips != s.chips_per_host:
+            why.append(
+                f"{catalog.TPU_RESOURCE} request {chips:g} != {s.chips_per_host} chips per host "
+                f"of a {s.generation.name} {s.topology} slice ({spec.name})"
+            )
+    return why
+
+
+def schedule_problems(
+    where: str, group: dict[str, Any], candidates: list[NodePoolSpec]
+) -> list[str]:
+    """One line if ``group`` fits no candidate node shape: why it fails on the first shape whose
+    labels match its nodeSelector (declared pools come before NAP shapes), or that none matches."""
+    pod = (group.get("template") or {}).get("spec") or {}
+    selector = pod.get("nodeSelector") or {}
+    matching = [c for c in candidates if selector.items() <= c.labels.items()]
+    if not matching:
+        sel = ", ".join(f"{k}: {v}" for k, v in sorted(selector.items())) or "none"
+        return [
+            f"{where}: nodeSelector {{{sel}}} matches no declared node pool "
+            f"({', '.join(c.name for c in candidates if c.pool != 'nap')}) nor a shape NAP may "
+            "create; the pods would stay Pending"
+        ]
+    failures = []
+    for c in matching:
+        why = fit_problems(group, c)
+        if not why:
+            return []
+        failures.append(why)
+    sel = ", ".join(f"{k}: {v}" for k, v in sorted(selector.items()))
+    more = f" (and {len(failures) - 1} more matching shape(s) fail)" if len(failures) > 1 else ""
+    return [f"{where}: cannot schedule (nodeSelector {{{sel}}}): " + "; ".join(failures[0]) + more]
+
+
+def object_store_problems(where: str, group: dict[str, Any]) -> list[str]:
+    """One line if the group's ``rayStartParams`` ``object-store-memory`` (bytes) exceeds
+    :data:`components.raycrs.model.OBJECT_STORE_MAX_FRACTION` of its Ray container's memory (limit,
+    else request): the object store is shared memory counted against the pod's memory
+    (https://docs.ray.io/en/latest/ray-core/scheduling/memory-management.html), so a larger one
+    leaves the worker processes too little and the pod is OOM-killed. Empty when not set or
+    the memory is unknown."""
+    raw = (group.get("rayStartParams") or {}).get("object-store-memory")
+    containers = ((group.get("template") or {}).get("spec") or {}).get("containers") or []
+    if raw is None or not containers:
+        return []
+    res = containers[0].get("resources") or {}
+    memory = (res.get("limits") or {}).get("memory") or (res.get("requests") or {}).get("memory")
+    try:
+        store, limit = float(raw), parse_quantity(memory) if memory else None
+    except ValueError:
+        return [f"{where}: rayStartParams object-store-memory {raw!r} is not a number of bytes"]
+    if limit is None or store <= OBJECT_STORE_MAX_FRACTION * limit:
+        return []
+    return [
+        f"{where}: object_store_memory {store / 2**30:.2f} GiB is more than "
+        f"{OBJECT_STORE_MAX_FRACTION:.0%} of the worker pod's memory {memory} "
+        f"({OBJECT_STORE_MAX_FRACTION * limit / 2**30:.2f} GiB at most); lower it or raise the "
+        "worker group's memory"
+    ]
+
+
+def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    kind = manifest.get("kind")
+    name = (manifest.get("metadata") or {}).get("name", "?")
+    spec = manifest.get("spec") or {}
+    key = {"RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}.get(str(kind))
+    cluster = spec.get(key) if key else spec
+    if not isinstance(cluster, dict):
+        return []
+    out = []
+    if isinstance(cluster.get("headGroupSpec"), dict):
+        out.append((f"{kind} {name}: head group", cluster["headGroupSpec"]))
+    for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
+        if isinstance(g, dict):
+            label = g.get("groupName", f"[{i}]")
+            out.append((f"{kind} {name}: worker group {label}", g))
+    return out
+
+
+def _requests(template: dict[str, Any]) -> dict[str, float]:
+    """Summed container requests of a pod template (``cpu``, ``memory``, extended resources),
+    limits standing in where a request is unset (Kubernetes defaults the request to the limit)."""
+    total: dict[str, float] = {}
+    for c in (template.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        for name, value in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+            with contextlib.suppress(ValueError, TypeError):
+                total[name] = total.get(name, 0.0) + parse_quantity(value)
+    return total
+
+
+def _amount(resource: str, value: float) -> str:
+    return f"{value / 2**30:.3g}Gi" if resource == "memory" else f"{value:g}"
+
+
+def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Every Ray group fits the namespace's ResourceQuota (:func:`components.kuberay.namespace.
+    resource_quota`) on its own: one head, one worker pod, and a TPU worker group's whole slice
+    (``numOfHosts`` pods, which only run together). A quota refuses a pod whose requests would
+    exceed it (https://kubernetes.io/docs/concepts/policy/resource-quotas/), so a quota below one
+    group leaves that Ray cluster never running. One line per group and resource."""
+    hard = {
+        k.removeprefix("requests."): parse_quantity(v)
+        for k, v in resource_quota(cfg)["spec"]["hard"].items()
+        if k.startswith("requests.")
+    }
+    out = []
+    for m in manifests:
+        for where, group in _groups(m):
+            template = group.get("template")
+            if not isinstance(template, dict):
+                continue
+            hosts = int(group.get("numOfHosts") or 1)
+            for name, value in sorted(_requests(template).items()):
+                need = value * hosts
+                if name in hard and need > hard[name]:
+                    what = f"{hosts} hosts x {_amount(name, value)}" if hosts > 1 else ""
+                    out.append(
+                        f"{where}: requests {name} {what or _amount(name, value)}, more than "
+                        f"kuberay.quota allows the whole namespace ({_amount(name, hard[name])}); "
+                        "raise kuberay.quota"
+                    )
+    return out
+
+
+def _server_views(manifests: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
+    """Each object as the API server stores it (:func:`components.raycrs.crd.server_view`), or
+    as rendered when the CRDs are absent."""
+    try:
+        return [server_view(m, version=version) for m in manifests]
+    except CrdsMissingError:
+        return manifests
+
+
+def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Problems of rendered (or hand-edited) KubeRay objects: CRD schema (unknown fields included)
+    and KubeRay operator rules of the stack's ``kuberay.chart_version``, and schedulability of
+    every head/worker group on the stack's node pools.
+
+    When the CRD folder is absent the schema check contributes one line saying how to set
+    ``RAYGKE_CRDS_DIR``.
+    """
+    problems: list[str] = []
+    version = cfg.kuberay.chart_version
+    if crds_available(version=version):
+        try:
+            problems += _validate_crds(manifests, version=version)
+        except CrdsMissingError as e:
+            problems.append(str(e))
+    else:
+        problems.append(missing_crds_message(version=version))
+    # the operator's rules and its feature gates apply to what the cluster stores (CRD defaults)
+    stored = _server_views(manifests, version)
+    problems += operator_problems_all(stored, version)
+    problems += gate_problems_all(stored, cfg)
+    candidates = node_pool_specs(cfg) + nap_shapes(cfg)
+    for m in manifests:
+        for where, group in _groups(m):
+            problems += schedule_problems(where, group, candidates)
+            problems += object_store_problems(where, group)
+    return [_with_field(line, manifests) for line in problems]
+
+
+_GROUP_INDEX = re.compile(r"workerGroupSpecs\[(\d+)\]")
+
+
+def stack_field(manifest: dict[str, Any], line: str = "") -> str | None:
+    """The stack-file field a problem ``line`` of the rendered ``manifest`` comes from: a
+    RayCluster ``x`` is ``ray_clusters[x]`` (its ``head``, or ``worker_groups[g]`` when the line
+    names a head or worker group), a RayJob ``x`` is ``jobs[x]`` (its own cluster is built from
+    the job's ``node_pool``); None for other kinds. Names follow
+    :func:`components.raycrs.render.render_manifests` (the config name is the object name).
+    """
+    kind = manifest.get("kind")
+    name = (manifest.get("metadata") or {}).get("name")
+    if not isinstance(name, str):
+        return None
+    if kind == "RayJob":
+        return f"jobs[{name}]"
+    if kind == "RayService":
+        return f"services[{name}]"
+    if kind != "RayCluster":
+        return None
+    field = f"ray_clusters[{name}]"
+    groups = (manifest.get("spec") or {}).get("workerGroupSpecs") or []
+    m = _GROUP_INDEX.search(line)
+    group = None
+    if m and int(m.group(1)) < len(groups) and isinstance(groups[int(m.group(1))], dict):
+        group = groups[int(m.group(1))].get("groupName")
+    else:
+        named = re.search(r": worker group (\S+?):", line)
+        group = named.group(1) if named else None
+    if group is not None:
+        return f"{field}.worker_groups[{group}]"
+    if "headGroupSpec" in line or ": head group:" in line:
+        return f"{field}.head"
+    return field
+
+
+def _with_field(line: str, manifests: list[dict[str, Any]]) -> str:
+    """``line`` with ``; edit <stack field>`` appended when it is about a rendered object."""
+    for m in manifests:
+        name = (m.get("metadata") or {}).get("name")
+        if isinstance(name, str) and line.startswith(f"{m.get('kind')} {name}: "):
+            field = stack_field(m, line)
+            return f"{line}; edit {field} in the stack file" if field else line
+    return line
+
+
+def workload_problems(cfg: StackConfig) -> list[str]:
+    """A job whose workload does not support the accelerator kind of its node pool (resolved by
+    :func:`components.stack.resolve_job`), whose target or workload cannot be resolved, or whose
+    arguments, bound with what its pool provides (:func:`components.raycrs.render.job_args`:
+    the pool's ``scaling`` among them), break a rule of the workload (e.g. ``tune_lm`` on a TPU
+    slice with a trainer other than ``jax``)."""
+    from workloads.args import ArgError
+    from workloads.registry import get_workload
+
+    problems = []
+    for job in cfg.jobs:
+        try:
+            target = resolve_job(cfg, job)
+        except ResolveError as e:
+            problems.append(str(e))
+            continue
+        try:
+            workload = get_workload(job.workload)
+        except KeyError as e:
+            problems.append(f"jobs[{job.name}].workload: {e.args[0] if e.args else e}")
+            continue
+        kind = target.pool.kind
+        refusal = workload.refusal(kind) if kind != "cpu" else None
+        if refusal:
+            problems.append(f"jobs[{job.name}]: {refusal} (node pool {target.pool.name!r})")
+            continue
+        try:
+            job_args(cfg, job)
+        except ArgError as e:
+            problems += [f"jobs[{job.name}].args: {p}" for p in e.problems]
+    return problems
+
+
+# Ray placement-group strategies that are hard constraints: a group they cannot place stays
+# pending (https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy:
+# STRICT_PACK "Packs Bundles into one node. The group is not allowed to span multiple nodes";
+# STRICT_SPREAD "Packs Bundles across distinct nodes").
+PLACEMENT_DOCS = "https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html"
+
+
+def worker_bundle(scaling: dict[str, Any]) -> dict[str, float]:
+    """The placement-group bundle of one Ray Train worker for ``ScalingConfig(**scaling)``:
+    ``resources_per_worker`` without zero entries, else ``{"GPU": 1}`` with ``use_gpu``,
+    ``{"TPU": 1}`` with ``use_tpu``, ``{"CPU": 1}`` otherwise, plus ``GPU: 1`` when ``use_gpu``
+    and it names none (ray/air/config.py and ray/train/v2/api/config.py
+    ``ScalingConfig._resources_per_worker_not_none``, Ray 2.60)."""
+    given = scaling.get("resources_per_worker")
+    if given is not None:
+        bundle = {k: float(v) for k, v in given.items() if v != 0}
+    elif scaling.get("use_gpu"):
+        bundle = {"GPU": 1.0}
+    elif scaling.get("use_tpu"):
+        bundle = {"TPU": 1.0}
+    else:
+        bundle = {"CPU": 1.0}
+    if scaling.get("use_gpu"):
+        bundle.setdefault("GPU", 1.0)
+    return bundle
+
+
+def node_ray_resources(cfg: StackConfig, pool: Any, group: Any) -> dict[str, float]:
+    """Ray resources one worker pod of ``group`` on ``pool`` advertises (one pod per node, or per
+    TPU host): ``CPU`` = the pod's CPU limit rounded up (KubeRay sets ``ray start --num-cpus``
+    from it: ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``,
+    ``Quantity.Value()`` rounds up), ``GPU`` = the node's GPUs, ``TPU`` = the host's chips."""
+    from components.nodepools.render import specs_for_pool
+    from components.raycrs.render import worker_pod_size
+    from components.stack import GpuPool, TpuPool
+
+    cpu, _ = worker_pod_size(specs_for_pool(cfg, pool.name)[0], group)
+    out = {"CPU": float(math.ceil(parse_quantity(cpu)))}
+    if isinstance(pool, GpuPool):
+        out["GPU"] = float(pool.gpu.count)
+    if isinstance(pool, TpuPool):
+        out["TPU"] = float(pool.slice.chips_per_host)
+    return out
+
+
+def placement_problems(cfg: StackConfig) -> list[str]:
+    """A job whose ``placement_strategy`` is a hard constraint its pool can never meet, so Ray
+    Train's placement group would wait forever (:data:`PLACEMENT_DOCS`):
+
+    * ``STRICT_PACK`` (all workers on one node): the workers' summed bundles
+      (:func:`worker_bundle` x ``num_workers``) exceed one worker pod's Ray resources
+      (:func:`node_ray_resources`), e.g. 2 nodes' worth of GPUs or a multi-host TPU slice;
+    * ``STRICT_SPREAD`` (each worker on its own node): more workers than the nodes the job may
+      use (replicas x hosts per replica), e.g. one worker per GPU on multi-GPU nodes.
+
+    The workers are those of the job's ``ScalingConfig``
+    (:func:`components.raycrs.scaling.scaling_config_for_job_target`). Jobs whose target does
+    not resolve are left to the rules that report that (a strategy on ``tune_lm`` is refused by
+    :func:`components.stack.rules.job_workloads_registered`)."""
+    from components.raycrs.render import ManifestError
+    from components.raycrs.scaling import ScalingError, scaling_config_for_job_target
+
+    problems: list[str] = []
+    for job in cfg.jobs:
+        strategy = job.placement_strategy
+        if strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
+            continue
+        try:
+            target = resolve_job(cfg, job)
+            scaling = scaling_config_for_job_target(job, target.pool, target.replicas)
+            node = node_ray_resources(cfg, target.pool, target.group)
+        except (ResolveError, ScalingError, ManifestError, IndexError):
+            continue  # reported by the target and scheduling checks
+        n = scaling["num_workers"]  # an elastic (min, max) is placed at its max
+        workers = int(n[1]) if isinstance(n, tuple | list) else int(n)
+        bundle = worker_bundle(scaling)
+        pool = target.pool
+        where = f"jobs[{job.name}].placement_strategy {strategy}"
+        if strategy == "STRICT_SPREAD":
+            nodes = target.replicas * target.group_target.hosts
+            if workers > nodes:
+                problems.append(
+                    f"{where}: Ray Train places {workers} workers, each on a different node, but "
+                    f"node pool {pool.name!r} gives the job {nodes} node(s); Ray never places "
+                    f"this group ({PLACEMENT_DOCS}); use SPREAD (best effort) or PACK"
+                )
+            continue
+        over = [
+            f"{k} {workers * v:g} > {node.get(k, 0.0):g}"
+            for k, v in sorted(bundle.items())
+            if workers * v > node.get(k, 0.0)
+        ]
+        if workers > 1 and over:
+            problems.append(
+                f"{where}: Ray Train's {workers} workers on one node need {', '.join(over)}, "
+                f"what one worker pod of pool {pool.name!r} ({pool.machine_type}) offers Ray; "
+                f"Ray never places this group ({PLACEMENT_DOCS}); use PACK (best effort), or a "
+                "pool whose one node holds all the workers"
+            )
+    return problems
+
+
+def monitoring_problems(cfg: StackConfig) -> list[str]:
+    """The rendered Managed Prometheus PodMonitorings
+    (:func:`components.monitoring.render.render_monitoring`) against the carried PodMonitoring
+    CRD (:func:`components.raycrs.crd.validate_other`)."""
+    from components.monitoring.render import render_monitoring
+    from components.raycrs.crd import validate_other
+
+    out: list[str] = []
+    for m in render_monitoring(cfg):
+        out += validate_other(m)
+    return out
+
+
+# The largest object the API server can store: etcd refuses a request over 1.5 MiB by default
+# (``--max-request-bytes``, https://etcd.io/docs/v3.5/dev-guide/limit/), and Kubernetes objects
+# are written to etcd whole; ConfigMaps and Secrets are limited to 1 MiB of data
+# (https://kubernetes.io/docs/concepts/configuration/configmap/#motivation,
+# https://kubernetes.io/docs/concepts/configuration/secret/#restriction-data-size).
+OBJECT_BYTES_MAX = 1536 * 1024
+DATA_OBJECT_BYTES_MAX = 1024 * 1024
+
+
+def object_size_problems(objects: list[dict[str, Any]]) -> list[str]:
+    """One line per rendered Kubernetes object whose JSON is larger than the API server can
+    store (:data:`OBJECT_BYTES_MAX`, ConfigMaps and Secrets :data:`DATA_OBJECT_BYTES_MAX`),
+    with its size: ``RayJob x: 3.2 MiB rendered; the API server stores at most 1.5 MiB per
+    object``. A job's ``args`` and ``runtime_env`` are the stack keys that grow an object."""
+    import json
+
+    problems = []
+    for obj in objects:
+        size = len(json.dumps(obj, separators=(",", ":"), default=str).encode())
+        kind = str(obj.get("kind", "?"))
+        limit = DATA_OBJECT_BYTES_MAX if kind in ("ConfigMap", "Secret") else OBJECT_BYTES_MAX
+        if size > limit:
+            name = (obj.get("metadata") or {}).get("name", "?")
+            problems.append(
+                f"{kind} {name}: {size / 2**20:.1f} MiB rendered; the API server stores at most "
+                f"{limit / 2**20:g} MiB per object (etcd's request limit): shorten what the "
+                "stack puts in it (a job's args, a runtime_env)"
+            )
+    return problems
+
+
+def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Kueue objects against their carried CRDs, Kueue's rules on the queued RayJobs and the
+    admission preview (:func:`components.capacity.rules.render_problems`)."""
+    from components.capacity.rules import render_problems
+
+    return render_problems(cfg, manifests)
+
+
+# What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
+# --no-render`` to say what it skipped (tests/components/checks/test_stack_checks.py keeps the
+# functions in step with the ones check_stack and check_manifests call).
+RENDER_CHECKS: dict[str, str] = {
+    "workload accelerators and arguments": "workload_problems",
+    "placement strategies": "placement_problems",
+    "image dependencies": "dependency_problems",
+    "names and labels": "name_problems",
+    "object sizes": "object_size_problems",
+    "CRD schemas": "_validate_crds",
+    "KubeRay operator rules": "operator_problems_all",
+    "KubeRay feature gates": "gate_problems_all",
+    "scheduling": "schedule_problems",
+    "object store memory": "object_store_problems",
+    "PodMonitorings": "monitoring_problems",
+    "ComputeClasses": "compute_class_problems",
+    "namespace quota": "quota_problems",
+    "IAM": "iam_problems",
+    "security rules": "security_problems",
+    "Kueue queues and admission": "capacity_problems",
+}
+
+
+def check_stack(cfg: StackConfig) -> list[str]:
+    """Problems found in the rendered stack, one line each (empty when none). See the module
+    docstring for what is checked."""
+    from components.raycrs.archive import working_dir_uri, workloads_archive
+    from workloads.args import ArgError
+
+    problems = workload_problems(cfg) + placement_problems(cfg)
+    problems += dependency_problems(cfg) + name_problems(cfg)
+    try:
+        _, sha = workloads_archive()
+        manifests = render_manifests(cfg, working_dir_uri(cfg, sha))
+    except ResolveError as e:  # the same line workload_problems gave: do not say it twice
+        return problems if str(e) in problems else [*problems, str(e)]
+    except ArgError as e:  # the lines workload_problems gave, or the spec rules'
+        said = [p for p in e.problems if not any(p in q for q in problems)]
+        return [*problems, *(f"rendering the KubeRay objects failed: {p}" for p in said)]
+    except (ValueError, KeyError) as e:
+        return [*problems, f"rendering the KubeRay objects failed: {e}"]
+    too_big = object_size_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
+    problems += too_big
+    if too_big:  # schema and rule checks of a many-MiB object take long and add nothing
+        return problems
+    problems += check_manifests(cfg, manifests)
+    problems += monitoring_problems(cfg)
+    problems += compute_class_problems(cfg)
+    problems += quota_problems(cfg, manifests)
+    problems += capacity_problems(cfg, manifests)
+    problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
+    problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
+    return problems

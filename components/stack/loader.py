@@ -1,0 +1,535 @@
+"""Reading stack files: YAML 1.2 as Pulumi reads it, the project's keys, and validation into
+:class:`StackConfig` with one readable line per problem.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    ValidationError,
+)
+
+from components import catalog
+from components.stack.base import (
+    OTHER_NAMESPACES,
+    PROJECT_NAMESPACE,
+    ConfigError,
+    StackFileError,
+    one_line,
+)
+from components.stack.hints import KEY_HINTS
+from components.stack.model import SKIP_RULES, StackConfig
+from components.stack.rules import rule_problems, skipped_rules
+
+# --------------------------------------------------------------------------------------- loaders
+
+
+def _loc(loc: tuple[Any, ...], data: Any) -> str:
+    """``('node_pools', 1, 'tpu', 'tpu')`` -> ``node_pools[tpu-v6e].tpu`` (item names where known)."""
+    parts: list[str] = []
+    node: Any = data
+    skip_tag, key = False, None
+    for p in loc:
+        if skip_tag:
+            skip_tag = False
+            if p in _TAGS:
+                continue
+        if isinstance(p, int):
+            item = node[p] if isinstance(node, list) and p < len(node) else None
+            name = item.get("name") if isinstance(item, Mapping) else None
+            if not isinstance(name, str) or not name:
+                name = p  # no usable name: the list index
+            elif not re.fullmatch(r"[\w.-]+", name):
+                name = repr(name)  # quoted, control characters escaped
+            parts[-1 if parts else 0 :] = [f"{parts[-1] if parts else ''}[{name}]"]
+            node = item
+            skip_tag = key in _TAGGED_LISTS
+        else:
+            parts.append(str(p) if re.fullmatch(r"[\w-]+", str(p)) else repr(p))
+            node = node.get(p) if isinstance(node, Mapping) else None
+            key = p
+    return ".".join(parts)
+
+
+def _model_path(loc: tuple[Any, ...]) -> str:
+    """``('node_pools', 1, 'tpu', 'machine_type')`` -> ``node_pools.tpu.machine_type`` (list
+    indices dropped; the pool kind a node pool's validation adds stays)."""
+    return ".".join(str(p) for p in loc if not isinstance(p, int))
+
+
+def _block(loc: tuple[Any, ...], data: Any) -> Any:
+    """The mapping of ``data`` that holds the key at ``loc`` (the tag after an index skipped)."""
+    node, skip_tag, key = data, False, None
+    for p in loc[:-1]:
+        if skip_tag:
+            skip_tag = False
+            if p in _TAGS:
+                continue
+        if isinstance(p, int):
+            node = node[p] if isinstance(node, list) and p < len(node) else None
+            skip_tag = key in _TAGGED_LISTS
+        else:
+            node = node.get(p) if isinstance(node, Mapping) else None
+            key = p
+    return node
+
+
+def _extra_key(e: Any, data: Any) -> tuple[str, str] | None:
+    """(field path, message) for a derived or removed key (:mod:`components.stack.hints`)."""
+    loc = tuple(e["loc"])
+    hint = KEY_HINTS.get(_model_path(loc))
+    if hint is None:
+        return None
+    text = hint.message(_block(loc, data))
+    if hint.kind == "removed":
+        return _loc(loc[:-1], data), f"{loc[-1]} was removed: {text}"
+    return _loc(loc, data), text
+
+
+def _type_hint(kind: str, value: Any) -> str:
+    """What to write instead, for the YAML mistakes strict validation rejects."""
+    if kind == "string_type" and isinstance(value, int | float | bool | date):
+        what = {bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a date")
+        return f" (YAML read {what}; put the value in quotes as you wrote it)"
+    if kind in ("int_type", "float_type") and isinstance(value, str):
+        return " (write the number without quotes)"
+    if kind == "bool_type":
+        return " (write true or false, without quotes)"
+    return ""
+
+
+_BOUND_ERRORS = {
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "too_short",
+    "too_long",
+}
+
+
+def format_validation_error(err: ValidationError, data: Any = None) -> list[str]:
+    """One line per problem: ``<field path>: <message>`` (multi-line messages become several)."""
+    lines: list[str] = []
+    for e in err.errors():
+        loc = _loc(tuple(e["loc"]), data)
+        msg = e["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            if msg.startswith(prefix):
+                msg = msg[len(prefix) :]
+        hinted = _extra_key(e, data) if e["type"] == "extra_forbidden" else None
+        if hinted:
+            loc, msg = hinted
+        elif e["type"] == "extra_forbidden":
+            msg = f"unknown key {str(e['loc'][-1])!r} (check its spelling; extra keys are rejected)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        elif e["type"] == "union_tag_invalid":
+            msg = (
+                f"kind {e.get('ctx', {}).get('tag')!r} is not a node pool kind: leave kind out (or "
+                "write cpu) for a CPU pool, and give a tpu: or gpu: block for an accelerator pool"
+            )
+        elif e["type"] in _BOUND_ERRORS:
+            msg = f"{msg}; got {e.get('input')!r}"
+        elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
+            msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
+        # The project's validators join several problems with newlines (and quote the values
+        # they show); any other control character is a value's: escaped.
+        parts = msg.split("\n") if e["type"] == "value_error" else [msg]
+        for part in parts:
+            part = one_line(part)
+            lines.append(f"{loc}: {part}" if loc else part)
+    return lines
+
+
+_TAGS = {"cpu", "tpu", "gpu"}
+# Lists of discriminated unions, whose error locations carry the tag after the index
+# (``('node_pools', 1, 'tpu', ...)``); elsewhere a ``cpu`` after an index is a field name.
+_TAGGED_LISTS = {"node_pools"}
+
+
+def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
+    """Validate a mapping of top-level keys (without the ``ray-gke:`` prefix).
+
+    Every top-level block is checked on its own (pydantic reports every field error); a mapping
+    block with invalid keys is validated again without them (their defaults standing in), so
+    its other keys still count as valid. Then every cross-field rule of
+    :mod:`components.stack.rules` runs that reads no invalid key (``Rule.needs``): an unsupported
+    ``cluster.min_master_version`` still lets a NAP limit below the node pools be reported. Field
+    problems come first, then rule problems in :data:`components.stack.rules.RULES` order; the
+    rules that could not run are listed in ``ConfigError.notes``.
+
+    Raises:
+        ConfigError: with every problem found, one line each.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError([f"expected a mapping of config keys, got {type(data).__name__}"], source)
+    data = dict(data)
+    try:
+        cfg = StackConfig.model_validate(data, context={SKIP_RULES: True})
+    except ValidationError as e:
+        problems = format_validation_error(e, data)
+        notes: list[str] = []
+        partial = _valid_blocks(data, e)
+        if partial is not None:
+            cfg, broken = partial
+            problems += rule_problems(cfg, broken=broken)
+            notes = skipped_rules(broken=broken)
+        raise ConfigError(problems, source, notes) from None
+    except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
+        raise ConfigError([str(e)], source) from None
+    problems = rule_problems(cfg)
+    if problems:
+        raise ConfigError(problems, source)
+    return cfg
+
+
+# Stand-ins for required blocks that failed validation: they let the valid blocks validate into a
+# model; no rule reads them (a rule runs only when the blocks it needs are valid).
+_STAND_INS: dict[str, Any] = {
+    "project": "invalid-project",
+    "region": "us-central1",
+    "zones": ["us-central1-a"],
+}
+
+
+def _partial_block(name: str, value: Any, errors: list[Any]) -> tuple[Any, set[str]] | None:
+    """A mapping block validated without its invalid keys (their defaults stand in), and the
+    dotted paths of those keys; None when the block is not a mapping of a model, an error is
+    about the block as a whole, or it does not validate without them (e.g. a required key)."""
+    from pydantic import BaseModel
+
+    field = StackConfig.model_fields[name]
+    model = field.annotation
+    if not (
+        isinstance(value, Mapping) and isinstance(model, type) and issubclass(model, BaseModel)
+    ):
+        return None
+    locs = [tuple(e["loc"]) for e in errors if e["loc"] and e["loc"][0] == name]
+    if any(len(loc) < 2 or not isinstance(loc[1], str) for loc in locs):
+        return None
+    bad = {str(loc[1]) for loc in locs}
+    try:
+        block = model.model_validate(
+            {k: v for k, v in value.items() if k not in bad}, context={SKIP_RULES: True}
+        )
+    except (ValidationError, ValueError):
+        return None
+    return block, {f"{name}.{k}" for k in bad}
+
+
+def _valid_blocks(
+    data: dict[str, Any], err: ValidationError
+) -> tuple[StackConfig, set[str]] | None:
+    """The stack's valid top-level blocks as a model (invalid ones left unset, or at their
+    defaults; a mapping block with invalid keys validated without them) and the paths that are
+    invalid (top-level keys, or ``block.key``); None when that cannot be built."""
+    fields = set(StackConfig.model_fields)
+    errors = err.errors()
+    if any(not e["loc"] for e in errors):
+        return None
+    bad = {str(e["loc"][0]) for e in errors} & fields
+    partial: dict[str, Any] = {}
+    broken: set[str] = set()
+    for name in sorted(bad):
+        found = _partial_block(name, data.get(name), errors) if name in data else None
+        if found is None:
+            broken.add(name)
+        else:
+            partial[name], paths = found
+            broken |= paths
+    good = {k: v for k, v in data.items() if k in fields and k not in bad}
+    stand_ins = {k: v for k, v in _STAND_INS.items() if k in bad and k not in partial}
+    try:
+        whole = StackConfig.model_validate({**good, **stand_ins}, context={SKIP_RULES: True})
+    except (ValidationError, ValueError):  # pragma: no cover - the blocks validated alone
+        return None
+    kept = {k: getattr(whole, k) for k in fields - bad}
+    return StackConfig.model_construct(**kept, **partial), broken
+
+
+def read_stack_yaml(text: str, source: str | None = None) -> Any:
+    """Parse a stack file the way Pulumi does: YAML 1.2 (``yes``/``on`` are strings, ``23:30``
+    is not a number, ``010`` is ten), merge keys (``<<: *anchor``) allowed, and a key given twice
+    in one mapping refused. Uses ``ruamel.yaml`` (YAML 1.2 core schema; PyYAML reads YAML 1.1).
+
+    A stack file is small: text over :data:`MAX_STACK_BYTES`, nesting deeper than
+    :data:`MAX_DEPTH`, or a document that expands (aliases counted at every use) to more than
+    :data:`MAX_VALUES` values is refused before anything else reads it, so a few hundred bytes
+    of nested ``[`` or of aliases of aliases cannot exhaust the stack or the memory; nor a few
+    long strings aliased many times (:data:`MAX_EXPANDED_CHARS`).
+
+    Raises:
+        ConfigError: a key is given twice (both places named).
+        StackFileError: the text is not YAML, or is too large, too deep or expands too far.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    if len(text) > MAX_STACK_BYTES:
+        raise StackFileError(
+            [f"the file has {len(text)} characters; a stack file is at most {MAX_STACK_BYTES}"],
+            source,
+        )
+    try:
+        doc = YAML(typ="safe", pure=True).load(text)
+    except RecursionError:
+        raise StackFileError(
+            [
+                f"the YAML is nested too deeply to read (a stack file nests at most {MAX_DEPTH} levels)"
+            ],
+            source,
+        ) from None
+    except DuplicateKeyError as e:
+        at, first = e.problem_mark, e.context_mark
+        where = f"line {at.line + 1} column {at.column + 1}" if at else "?"
+        was = f" (in the mapping that starts at line {first.line + 1})" if first else ""
+        problem = (e.problem or "duplicate key").split(" with value")[0].replace('"', "'")
+        problem = problem.removeprefix("found ")
+        raise ConfigError([f"{problem} at {where}{was}; keep one"], source) from None
+    except MarkedYAMLError as e:
+        at = f" at line {e.problem_mark.line + 1}" if e.problem_mark else ""
+        problem = " ".join(str(x) for x in (e.context, e.problem) if x)
+        raise StackFileError([f"not valid YAML{at}: {problem}"], source) from None
+    except YAMLError as e:
+        raise StackFileError([f"not valid YAML: {e}"], source) from None
+    except ValueError as e:  # e.g. a timestamp ruamel cannot build (2001-02-30)
+        raise StackFileError([f"not valid YAML: {e}"], source) from None
+    _check_size(doc, source)
+    return doc
+
+
+# Limits of a stack file; the shipped prod stack is ~3 KB, 7 levels deep, ~300 values.
+MAX_STACK_BYTES = 1_000_000
+MAX_DEPTH = 32
+MAX_VALUES = 100_000
+# Characters of all strings (keys included), each alias counted at every use: the stack file's
+# 1,000,000 plus room; what the render writes out grows with it, and a Kubernetes object holds
+# at most 1.5 MiB (components.stack.checks.OBJECT_BYTES_MAX), so this bounds the render's time
+# and memory before it starts.
+MAX_EXPANDED_CHARS = 2_000_000
+
+
+def _check_size(doc: Any, source: str | None) -> None:
+    """Refuse a document deeper than :data:`MAX_DEPTH` or expanding to more than
+    :data:`MAX_VALUES` values or :data:`MAX_EXPANDED_CHARS` characters of strings (an alias
+    counts its whole target at every use: that is what the render would write out). Time and
+    memory are linear in the expanded size, which these bound."""
+    seen = chars = 0
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if isinstance(node, str):
+            chars += len(node)
+            if chars > MAX_EXPANDED_CHARS:
+                raise StackFileError(
+                    [
+                        f"the YAML expands to more than {MAX_EXPANDED_CHARS} characters of text "
+                        "(aliases are counted at every use); a stack file is far smaller: check "
+                        "its anchors and aliases"
+                    ],
+                    source,
+                )
+        if seen > MAX_VALUES:
+            raise StackFileError(
+                [
+                    f"the YAML expands to more than {MAX_VALUES} values (aliases are counted at "
+                    "every use); a stack file is far smaller: check its anchors and aliases"
+                ],
+                source,
+            )
+        if depth > MAX_DEPTH:
+            raise StackFileError(
+                [f"the YAML nests deeper than {MAX_DEPTH} levels; a stack file is far shallower"],
+                source,
+            )
+        if isinstance(node, Mapping):
+            stack.extend((v, depth + 1) for v in node.values())
+            stack.extend((k, depth + 1) for k in node)
+        elif isinstance(node, list | tuple):
+            stack.extend((v, depth + 1) for v in node)
+
+
+def _plain(key: str) -> str:
+    """A key as written when it is plain (letters, digits, ``_.:/-``), else quoted (repr), so a
+    control character is never printed raw."""
+    return key if re.fullmatch(r"[\w.:/-]+", key) else repr(key)
+
+
+def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]:
+    """The project's keys from a ``Pulumi.<stack>.yaml`` text, prefix stripped.
+
+    Keys of other namespaces (``gcp:project``) are ignored, except that ``gcp:project`` and
+    ``gcp:region`` fill ``project`` and ``region`` when the project's own keys are absent.
+
+    Raises:
+        StackFileError: not YAML, or not a ``config:`` mapping.
+        ConfigError: a key given twice (see :func:`read_stack_yaml`).
+    """
+    doc = read_stack_yaml(text, source)
+    if isinstance(doc, Mapping) and doc.get("config") is None and "environment" in doc:
+        doc = {**doc, "config": {}}  # every value may come from the ESC environment
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("config"), Mapping):
+        raise StackFileError(["expected a top-level 'config:' mapping (Pulumi stack file)"], source)
+    data: dict[str, Any] = {}
+    fallbacks: dict[str, Any] = {}
+    prefix = PROJECT_NAMESPACE + ":"
+    for key, value in doc["config"].items():
+        key = str(key)
+        if key.startswith(prefix):
+            data[key[len(prefix) :]] = value
+        elif key in ("gcp:project", "gcp:region"):
+            fallbacks[key.split(":", 1)[1]] = value
+    problems = [
+        f"{_plain(key)}: unknown config namespace {key.split(':', 1)[0]!r}; this project's keys are "
+        f"{prefix}<key> (other namespaces read: {', '.join(sorted(OTHER_NAMESPACES))})"
+        for key in map(str, doc["config"])
+        if ":" not in key or key.split(":", 1)[0] not in {PROJECT_NAMESPACE, *OTHER_NAMESPACES}
+    ]
+    for k, v in fallbacks.items():
+        if k in data and data[k] != v:
+            problems.append(
+                f"gcp:{k} {v!r} differs from {prefix}{k} {data[k]!r}; the provider would "
+                "create resources elsewhere than the stack says"
+            )
+        data.setdefault(k, v)
+    if problems:
+        raise ConfigError(problems, source)
+    return data
+
+
+def _read_text(path: Path) -> str:
+    if path.exists() and not path.is_file():  # a FIFO or device: reading could block forever
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise StackFileError([f"{what}; a stack file is a regular file"], str(path))
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise StackFileError(
+            [f"not UTF-8 text (byte {e.start}: {e.object[e.start : e.start + 1]!r})"], str(path)
+        ) from None
+
+
+def load_stack_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> StackConfig:
+    """Read and validate ``Pulumi.<stack>.yaml`` (plain YAML read, no Pulumi engine), with
+    ``overrides`` (:func:`parse_set`) applied first.
+
+    Raises:
+        ConfigError: the file is invalid; ``problems`` lists every problem.
+        StackFileError: the file is not UTF-8 text.
+        OSError: the file cannot be read.
+    """
+    path = Path(path)
+    data = stack_data_from_yaml(_read_text(path), str(path))
+    return validate(apply_overrides(data, overrides or {}, str(path)), str(path))
+
+
+# ------------------------------------------------------------------------ ESC and --set values
+#
+# A stack file may import Pulumi ESC environments (``environment: [name, ...]`` beside
+# ``config:``); their ``pulumiConfig`` values become config at `pulumi up` time and are not in the
+# file (https://www.pulumi.com/docs/esc/integrations/infrastructure/pulumi-iac/). Offline, such
+# keys are either given with ``--set KEY=VALUE`` or reported as expected from the environment.
+
+
+def stack_environments(text: str, source: str | None = None) -> tuple[str, ...]:
+    """The ESC environments a stack file imports (``environment:`` as a list of names, one name,
+    or ``{imports: [...]}``); ``()`` when none.
+
+    Raises:
+        StackFileError / ConfigError: as :func:`read_stack_yaml`, or ``environment:`` of another
+            shape.
+    """
+    doc = read_stack_yaml(text, source)
+    env = doc.get("environment") if isinstance(doc, Mapping) else None
+    if env is None:
+        return ()
+    if isinstance(env, Mapping):
+        env = env.get("imports", [])
+    if isinstance(env, str):
+        env = [env]
+    if not isinstance(env, list) or not all(isinstance(e, str) and e for e in env):
+        raise StackFileError(
+            [f"environment: {env!r} is not a list of ESC environment names"], source
+        )
+    return tuple(env)
+
+
+def required_keys() -> tuple[str, ...]:
+    """Top-level stack keys without a default (``project``, ``region``, ``zones``)."""
+    return tuple(n for n, f in StackConfig.model_fields.items() if f.is_required())
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """``["project=my-proj", "zones=[us-east5-a]", "cluster.name=ray"]`` -> overrides, each
+    value read as YAML 1.2 (as in a stack file). A key may carry the ``ray-gke:`` prefix; a dotted
+    key sets a key inside a mapping.
+
+    Raises:
+        ConfigError: an item has no ``=``, an empty key, or a value that is not YAML.
+    """
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for item in items:
+        key, eq, raw = item.partition("=")
+        key = key.strip().removeprefix(PROJECT_NAMESPACE + ":")
+        if not eq or not key or any(not part for part in key.split(".")):
+            problems.append(f"--set {item!r}: expected KEY=VALUE (e.g. --set project=my-project)")
+            continue
+        try:
+            out[key] = read_stack_yaml(raw) if raw.strip() else ""
+        except (StackFileError, ConfigError) as e:
+            problems.append(f"--set {key}: {'; '.join(e.problems)}")
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+def apply_overrides(
+    data: Mapping[str, Any], overrides: Mapping[str, Any], source: str | None = None
+) -> dict[str, Any]:
+    """A copy of ``data`` with ``overrides`` (dotted key -> value) set.
+
+    Raises:
+        ConfigError: a dotted key goes through a value that is not a mapping.
+    """
+    import copy
+
+    out = copy.deepcopy(dict(data))
+    for key, value in overrides.items():
+        *path, last = key.split(".")
+        node: Any = out
+        for i, part in enumerate(path):
+            node = node.setdefault(part, {}) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                where = ".".join(path[: i + 1])
+                raise ConfigError([f"--set {key}: {where} is not a mapping"], source)
+        node[last] = value
+    return out
+
+
+def esc_stand_ins(data: Mapping[str, Any], keys: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Placeholder values for required ``keys`` an ESC environment provides, consistent with the
+    rest of ``data`` (a region taken from any zone the file names), so the checks of the other
+    keys can run. Never deployed: only ``raygke check`` uses them, and says so."""
+    zones = [z for z in (data.get("zones") or []) if isinstance(z, str)]
+    for pool in data.get("node_pools") or []:
+        if isinstance(pool, Mapping):
+            zones += [z for z in (pool.get("zones") or []) if isinstance(z, str)]
+    region = data.get("region")
+    if not isinstance(region, str):
+        region = zones[0].rpartition("-")[0] if zones else "us-central1"
+    letters = catalog.GCP_REGIONS.get(region) or "a"
+    stand_ins = {
+        "project": "esc-placeholder",
+        "region": region,
+        "zones": sorted(set(zones)) or [f"{region}-{letters[0]}"],
+    }
+    return {k: stand_ins[k] for k in keys if k in stand_ins}

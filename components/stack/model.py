@@ -1,0 +1,223 @@
+"""The whole stack: :class:`StackConfig`, one field per top-level key of ``Pulumi.<stack>.yaml``."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import (
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from components import catalog
+from components.capacity.model import CapacityConfig
+from components.cluster.model import ClusterConfig, NapConfig
+from components.computeclass.model import ComputeClassConfig
+from components.network.model import NetworkConfig
+from components.nodepools.model import CpuPool, GpuPool, NodePool, TpuPool
+from components.raycrs.model import JobConfig, KubeRayConfig, RayClusterConfig, RayConfig
+from components.raycrs.serve_model import ServiceConfig
+from components.stack.base import _REGION, _Model, _unique, gcp_labels
+from components.stack.rules import rule_problems
+from components.storage.model import (
+    BucketsConfig,
+    KmsConfig,
+    SecretConfig,
+    WorkloadIdentityConfig,
+    _default_identities,
+)
+
+SKIP_RULES = "raygke_skip_rules"
+"""Validation context key: when true, :class:`StackConfig` checks its fields only (no
+cross-field rules of :mod:`components.stack.rules`)."""
+
+
+class LocalConfig(_Model):
+    """The local environment (``raygke local``): Ray processes on this machine, buckets as folders."""
+
+    workers: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Worker nodes started besides the head (0-16); `--workers` overrides it.",
+    )
+    cpus_per_node: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="CPUs each local Ray node advertises (1-1024: a local machine).",
+    )
+    gcs_port: int = Field(
+        6380,
+        ge=1024,
+        le=65535,
+        description="Port of the local head's GCS (Ray's default 6379 is left to other clusters).",
+    )
+    dashboard_port: int = Field(
+        8266,
+        ge=1024,
+        le=65535,
+        description="Port of the local Ray dashboard and job API (Ray's default is 8265).",
+    )
+    root: str = Field(
+        ".raygke/local",
+        description="Folder of the local state, logs and bucket folders (`<root>/<stack>/`); "
+        "`$RAYGKE_LOCAL_ROOT` overrides it.",
+    )
+
+
+# ----------------------------------------------------------------------------------------- stack
+
+
+class StackConfig(_Model):
+    """Everything one stack (``dev``, ``prod``, ...) declares. See the README and docs/ for a tour."""
+
+    project: str = Field(
+        description="GCP project id every resource is created in (6-30 lowercase letters, digits "
+        "and hyphens); `gcp:project` fills it when absent and must not differ.",
+    )
+    region: str = Field(
+        description="GCP region, e.g. `us-central1` (https://cloud.google.com/compute/docs/"
+        "regions-zones); `gcp:region` fills it when absent and must not differ.",
+    )
+    zones: list[str] = Field(
+        min_length=1,
+        description="Zones of the region the nodes run in (at least one); the first is the "
+        "location of a zonal cluster. Node pools may narrow them with their own `zones`.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="GCP labels on every labelled resource (cluster, nodes, buckets, KMS keys, "
+        "secrets) (https://cloud.google.com/resource-manager/docs/creating-managing-labels).",
+    )
+    network: NetworkConfig = Field(
+        default_factory=NetworkConfig,
+        description="VPC, subnet ranges, private nodes, control-plane access.",
+    )
+    cluster: ClusterConfig = Field(
+        default_factory=ClusterConfig, description="The GKE Standard cluster and its system pool."
+    )
+    node_pools: list[NodePool] = Field(
+        default_factory=list,
+        description="Node pools for Ray workers: CPU pools, TPU pools (a `tpu:` block) and GPU "
+        "pools (a `gpu:` block); see the sections per kind.",
+    )
+    nap: NapConfig = Field(default_factory=NapConfig, description="Node auto-provisioning.")
+    compute_classes: list[ComputeClassConfig] = Field(
+        default_factory=list,
+        description="GKE custom ComputeClasses, one per TPU/GPU pool shape: the pool's nodes "
+        "first, then an ordered fallback (specific reservation, on-demand, flex-start, spot); "
+        "worker groups on the pool select the class "
+        "(https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass).",
+    )
+    kuberay: KubeRayConfig = Field(
+        default_factory=KubeRayConfig,
+        description="How KubeRay is installed (Helm chart or GKE add-on) and its namespace.",
+    )
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray version and images.")
+    ray_clusters: list[RayClusterConfig] = Field(
+        default_factory=list, description="Long-lived RayClusters."
+    )
+    jobs: list[JobConfig] = Field(
+        default_factory=list,
+        description="RayJobs, each running one registered workload on a RayCluster or on its "
+        "own cluster.",
+    )
+    services: list[ServiceConfig] = Field(
+        default_factory=list,
+        description="Ray Serve applications, each a KubeRay RayService with its own RayCluster "
+        "(e.g. the LM from a training job's checkpoints).",
+    )
+    capacity: CapacityConfig = Field(
+        default_factory=CapacityConfig,
+        description="Kueue queues, quotas per node-pool flavor, cohorts and priorities "
+        "(docs/capacity.md); empty: Kueue is not installed.",
+    )
+    buckets: BucketsConfig = Field(
+        default_factory=BucketsConfig,
+        description="The datasets, checkpoints and artifacts buckets (CMEK, uniform access).",
+    )
+    kms: KmsConfig = Field(
+        default_factory=KmsConfig,
+        description="KMS key ring naming (GKE secrets and bucket CMEK keys).",
+    )
+    workload_identities: list[WorkloadIdentityConfig] = Field(
+        default_factory=_default_identities,
+        description="Workload classes: a Google service account bound to a Kubernetes service "
+        "account with bucket roles. Default: `ray-train` (datasets read, checkpoints write, "
+        "artifacts read) and `ray-serve` (checkpoints and artifacts read).",
+    )
+    secrets: list[SecretConfig] = Field(
+        default_factory=list, description="Secret Manager secrets (names and readers only)."
+    )
+    local: LocalConfig = Field(
+        default_factory=LocalConfig,
+        description="The local environment of `raygke local`; nothing in the cloud render changes.",
+    )
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", v):
+            raise ValueError(
+                f"project {v!r} is not a GCP project id: 6-30 lowercase letters, digits and hyphens"
+            )
+        return v
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str) -> str:
+        if not _REGION.match(v):
+            raise ValueError(f"region {v!r} is not a GCP region (e.g. us-central1)")
+        problem = catalog.region_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("zones")
+    @classmethod
+    def _zones(cls, v: list[str]) -> list[str]:
+        """Each zone once (GKE node locations are a set; a repeat would count a zone twice)."""
+        return _unique(v, "zones")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        return gcp_labels(v)
+
+    @model_validator(mode="after")
+    def _cross_checks(self, info: ValidationInfo) -> StackConfig:
+        # The loader (components.stack.loader.validate) runs the rules itself, also when some
+        # blocks are invalid; it validates with this context key set.
+        if (info.context or {}).get(SKIP_RULES):
+            return self
+        problems = rule_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    # ---- lookups used by the builders
+    def pool(self, name: str) -> CpuPool | TpuPool | GpuPool:
+        """The node pool called ``name`` (KeyError when absent)."""
+        for p in self.node_pools:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def ray_cluster(self, name: str) -> RayClusterConfig:
+        """The RayCluster called ``name`` (KeyError when absent)."""
+        for c in self.ray_clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def pool_zones(self, pool: CpuPool | TpuPool | GpuPool) -> list[str]:
+        """The zones a pool's nodes go to: its own, else the stack's."""
+        return list(pool.zones or self.zones)
+
+    @property
+    def location(self) -> str:
+        """Cluster location: the region for a regional control plane, else the first zone."""
+        return self.region if self.cluster.regional else self.zones[0]

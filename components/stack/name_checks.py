@@ -1,0 +1,163 @@
+"""Every name that reaches GCP or Kubernetes, derived names included, against that system's rule.
+
+The names come from :func:`components.stack.naming.derived_names` (the same functions the
+Pulumi resources and the manifests call), so a name that breaks a rule is reported with the
+stack-file field to change. Two config entries that produce the same name are refused too.
+Labels are checked where they are applied: GCP resource labels (stack ``labels`` and
+``cluster.labels``) and Kubernetes node labels (``node_pools[].labels``).
+
+Sources (one per rule in :data:`NAME_RULES`):
+
+* GKE cluster and node pool names: lowercase letters, digits, hyphens, start with a letter, end
+  with a letter or digit, at most 40 characters
+  (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters,
+  ``.../projects.locations.clusters.nodePools``).
+* Compute Engine resource names (network, subnetwork, router, NAT): RFC 1035, 1-63 characters
+  (https://cloud.google.com/compute/docs/naming-resources#resource-name-format).
+* Service account ids: 6-30 characters, lowercase letters, digits, hyphens, start with a letter
+  (https://cloud.google.com/iam/docs/service-accounts-create#creating).
+* Bucket names: 3-63 characters of lowercase letters, digits, ``-``, ``_`` (``.`` not used here),
+  start and end with a letter or digit, not starting with ``goog``, not containing ``google``
+  (https://cloud.google.com/storage/docs/buckets#naming).
+* KMS key ring and key names: letters, digits, ``_`` and ``-``, 1-63 characters
+  (https://cloud.google.com/kms/docs/resource-hierarchy#key_rings, REST ``keyRings.create``).
+* Secret Manager secret ids: letters, digits, ``_`` and ``-``, 1-255 characters
+  (https://cloud.google.com/secret-manager/docs/reference/rest/v1/projects.secrets/create).
+* Kubernetes object names (namespace, service accounts, RayCluster, RayJob): RFC 1123 labels,
+  at most 63 characters
+  (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names).
+* GCP labels: keys 1-63 characters starting with a lowercase letter, values 0-63 characters of
+  lowercase letters, digits, ``_`` and ``-``; at most 64 labels per resource
+  (https://cloud.google.com/resource-manager/docs/labels-overview#requirements).
+* Kubernetes labels: an optional DNS-subdomain prefix (at most 253 characters) and ``/``, a name
+  of at most 63 characters ``[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?``, the same for values
+  (which may be empty)
+  (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
+  GKE sets ``cloud.google.com/``, ``kubernetes.io/`` and ``k8s.io/`` labels itself and refuses
+  or overrides them in ``node_config.labels``
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/creating-managing-labels).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from components.nodepools.render import GKE_LABEL_PREFIXES
+from components.stack import StackConfig
+from components.stack.naming import DerivedName, derived_names
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """A naming rule: ``pattern`` must match the whole name, whose length is within bounds."""
+
+    pattern: re.Pattern[str]
+    min_len: int
+    max_len: int
+    allowed: str
+
+
+_RFC1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+NAME_RULES: dict[str, NameRule] = {
+    "gke-cluster": NameRule(
+        _RFC1035, 1, 40, "lowercase letters, digits, hyphens; start with a letter"
+    ),
+    "gke-node-pool": NameRule(
+        _RFC1035, 1, 40, "lowercase letters, digits, hyphens; start with a letter"
+    ),
+    "compute": NameRule(_RFC1035, 1, 63, "lowercase letters, digits, hyphens; start with a letter"),
+    "service-account": NameRule(
+        re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?"), 6, 30, "lowercase letters, digits, hyphens"
+    ),
+    "bucket": NameRule(
+        re.compile(r"[a-z0-9][-_a-z0-9]*[a-z0-9]"), 3, 63, "lowercase letters, digits, '-', '_'"
+    ),
+    "kms": NameRule(re.compile(r"[A-Za-z0-9_-]+"), 1, 63, "letters, digits, '_', '-'"),
+    "secret": NameRule(re.compile(r"[A-Za-z0-9_-]+"), 1, 255, "letters, digits, '_', '-'"),
+    "k8s-label": NameRule(
+        re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"), 1, 63, "lowercase letters, digits, hyphens"
+    ),
+}
+GCP_LABELS_MAX = 64
+_GCP_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+_GCP_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
+_K8S_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def name_problem(n: DerivedName) -> str | None:
+    """Why ``n.name`` breaks its system's rule (one line naming the field), else None."""
+    rule = NAME_RULES[n.kind]
+    ok = rule.min_len <= len(n.name) <= rule.max_len and rule.pattern.fullmatch(n.name)
+    if n.kind == "bucket" and ok and (n.name.startswith("goog") or "google" in n.name):
+        return (
+            f"{n.field}: the {n.what} name {n.name!r} starts with 'goog' or contains 'google', "
+            "which GCS refuses; change the field"
+        )
+    if ok:
+        return None
+    return (
+        f"{n.field}: the {n.what} name {n.name!r} derived from it is not valid: use "
+        f"{rule.min_len}-{rule.max_len} characters ({rule.allowed}; end with a letter or digit)"
+        f", got {len(n.name)}; shorten or change the field"
+    )
+
+
+def gcp_label_problems(field: str, labels: dict[str, str]) -> list[str]:
+    """GCP resource label rules for one labels mapping."""
+    problems = [
+        f"{field}: label {k!r}={v!r} is not a GCP label: keys start with a lowercase letter, keys "
+        "and values are at most 63 lowercase letters, digits, '_' or '-'"
+        for k, v in labels.items()
+        if not (_GCP_LABEL_KEY.fullmatch(k) and _GCP_LABEL_VALUE.fullmatch(str(v)))
+    ]
+    if len(labels) > GCP_LABELS_MAX:
+        problems.append(f"{field}: {len(labels)} labels; GCP allows at most {GCP_LABELS_MAX}")
+    return problems
+
+
+def k8s_label_problems(field: str, labels: dict[str, str]) -> list[str]:
+    """Kubernetes label rules (and GKE's reserved prefixes) for node labels."""
+    problems = []
+    for k, v in labels.items():
+        prefix, _, name = k.rpartition("/")
+        ok_key = (
+            0 < len(name) <= 63
+            and _K8S_LABEL_NAME.fullmatch(name)
+            and (not prefix or (len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)))
+        )
+        ok_value = len(str(v)) <= 63 and _K8S_LABEL_NAME.fullmatch(str(v))
+        if not (ok_key and ok_value):
+            problems.append(
+                f"{field}: {k!r}={v!r} is not a Kubernetes label: an optional DNS prefix and '/', "
+                "then at most 63 letters, digits, '-', '_' or '.', starting and ending "
+                "alphanumeric (the value likewise, or empty)"
+            )
+        elif k.startswith(GKE_LABEL_PREFIXES):
+            problems.append(
+                f"{field}: {k!r} is a label GKE sets on nodes itself "
+                f"({', '.join(GKE_LABEL_PREFIXES)}); use a label of your own"
+            )
+    return problems
+
+
+def name_problems(cfg: StackConfig) -> list[str]:
+    """Every derived name checked against its rule, collisions, and labels where applied."""
+    names = derived_names(cfg)
+    problems = [p for n in names if (p := name_problem(n))]
+    groups: dict[tuple[str, str, str], list[DerivedName]] = defaultdict(list)
+    for n in names:
+        groups[(n.kind, n.scope, n.name)].append(n)
+    for (_, _, name), same in groups.items():
+        fields = list(dict.fromkeys(n.field for n in same))
+        if len(same) > 1 and len(fields) > 1:
+            problems.append(
+                f"{' and '.join(fields)} both produce the {same[0].what} name {name!r}; "
+                "names must be unique: rename one"
+            )
+    problems += gcp_label_problems("cluster.labels", {**cfg.labels, **cfg.cluster.labels})
+    for pool in cfg.node_pools:
+        problems += k8s_label_problems(f"node_pools[{pool.name}].labels", dict(pool.labels))
+    return problems

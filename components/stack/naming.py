@@ -1,0 +1,233 @@
+"""Deterministic names shared by the Pulumi components and the pure manifest builders.
+
+Everything here is computed from the stack config alone, so a name is known at preview time and
+the rendered Kubernetes objects can refer to buckets and service accounts as plain strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Literal
+
+from components.stack import StackConfig, WorkloadIdentityConfig
+
+# One definition, in the spec layer (its rules name buckets too); re-exported here.
+from components.stack.names import BucketPurpose as BucketPurpose
+from components.stack.names import bucket_name as bucket_name
+
+BUCKET_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
+
+
+def bucket_url(cfg: StackConfig, purpose: BucketPurpose) -> str:
+    """``gs://<bucket name>``."""
+    return f"gs://{bucket_name(cfg, purpose)}"
+
+
+def gsa_account_id(cfg: StackConfig, identity: WorkloadIdentityConfig | str) -> str:
+    """Google service account id of a workload class (the workload identity's name)."""
+    return identity if isinstance(identity, str) else identity.name
+
+
+def gsa_email(cfg: StackConfig, identity: WorkloadIdentityConfig | str) -> str:
+    """``<id>@<project>.iam.gserviceaccount.com``."""
+    return f"{gsa_account_id(cfg, identity)}@{cfg.project}.iam.gserviceaccount.com"
+
+
+def ksa_name(identity: WorkloadIdentityConfig | str) -> str:
+    """Kubernetes service account of a workload class (same name as the workload identity)."""
+    return identity if isinstance(identity, str) else identity.name
+
+
+HEAD_SUFFIX = "-head"
+
+
+def head_account_id(identity: WorkloadIdentityConfig | str) -> str:
+    """The head pods' own account of a workload class: ``<identity>-head``, used as both the
+    Kubernetes service account name and the Google service account id.
+
+    Separate from the workers' account because KubeRay binds the autoscaler's RBAC (patch pods
+    and RayClusters) to the head pod's service account
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/configuring-autoscaling.html);
+    workers and submitters must not hold it. GSA ids are 6-30 characters
+    (https://cloud.google.com/iam/docs/service-accounts-create#creating): a name too long for the
+    suffix is shortened with a stable hash, never cut mid-way.
+    """
+    name = ksa_name(identity)
+    if len(name) + len(HEAD_SUFFIX) <= 30:
+        return name + HEAD_SUFFIX
+    digest = hashlib.sha256(name.encode()).hexdigest()[:4]
+    head = name[: 30 - len(HEAD_SUFFIX) - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}{HEAD_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class WorkloadAccount:
+    """One Kubernetes service account and the Google service account it is bound to.
+
+    Attributes:
+        identity: the ``workload_identities`` entry whose bucket and secret grants it holds.
+        role: ``workers`` (worker pods and job submitters; the entry's own name) or ``head``
+            (head pods: the autoscaler's RBAC is bound to it; :func:`head_account_id`).
+        name: the KSA name, which is also the GSA account id.
+    """
+
+    identity: WorkloadIdentityConfig
+    role: Literal["workers", "head"]
+    name: str
+
+
+def workload_accounts(cfg: StackConfig) -> list[WorkloadAccount]:
+    """Two accounts per workload identity, in config order: its workers' account (the entry's
+    name, unchanged from earlier versions) then its head's (:func:`head_account_id`). Both get
+    the identity's bucket roles and secret grants (a job's driver runs on the head)."""
+    out = []
+    for wi in cfg.workload_identities:
+        out.append(WorkloadAccount(wi, "workers", ksa_name(wi)))
+        out.append(WorkloadAccount(wi, "head", head_account_id(wi)))
+    return out
+
+
+def workload_pool(cfg: StackConfig) -> str:
+    """The Workload Identity pool ``<project>.svc.id.goog``."""
+    return f"{cfg.project}.svc.id.goog"
+
+
+def workload_identity_member(cfg: StackConfig, identity: WorkloadIdentityConfig | str) -> str:
+    """IAM member that lets the KSA impersonate the GSA through Workload Identity:
+    ``serviceAccount:<project>.svc.id.goog[<namespace>/<ksa>]``
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    return f"serviceAccount:{workload_pool(cfg)}[{cfg.kuberay.namespace}/{ksa_name(identity)}]"
+
+
+def node_service_account_id(cfg: StackConfig) -> str:
+    """Account id of the nodes' own least-privilege service account: ``<cluster>-nodes``.
+
+    Account ids are 6-30 characters and end with a letter or digit
+    (https://cloud.google.com/iam/docs/service-accounts-create#creating); a cluster name too
+    long for that is shortened with a stable hash, never cut mid-way (``...-`` would be refused).
+    """
+    suffix = "-nodes"
+    name = cfg.cluster.name + suffix
+    if len(name) <= 30:
+        return name
+    digest = hashlib.sha256(cfg.cluster.name.encode()).hexdigest()[:4]
+    head = cfg.cluster.name[: 30 - len(suffix) - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}{suffix}"
+
+
+# ------------------------------------------------------------------ names the resources declare
+
+GKE_KEY_NAME = "gke-secrets"
+BUCKET_KEY_NAME = "buckets"
+REGISTRY_KEY_NAME = "artifact-registry"
+SECRETS_KEY_NAME = "secret-manager"
+BOOT_DISK_KEY_NAME = "boot-disks"
+
+
+def subnet_name(cfg: StackConfig) -> str:
+    """The subnetwork: ``<network>-<region>``."""
+    return f"{cfg.network.name}-{cfg.region}"
+
+
+def router_name(cfg: StackConfig) -> str:
+    """The Cloud Router: ``<network>-router``."""
+    return f"{cfg.network.name}-router"
+
+
+def nat_name(cfg: StackConfig) -> str:
+    """The Cloud NAT: ``<network>-nat``."""
+    return f"{cfg.network.name}-nat"
+
+
+def key_ring_name(cfg: StackConfig, location: str) -> str:
+    """The KMS key ring of one location: ``<cluster>-<location>``, or
+    ``<cluster>-<location>-g<N>`` for ``kms.key_ring_generation`` N > 1. Key rings and keys
+    cannot be deleted (terraform-provider-google ``website/docs/r/kms_key_ring.html.markdown``:
+    destroying one only removes it from state; https://cloud.google.com/kms/docs/delete-kms-resources:
+    deleted key names cannot be reused), so a destroyed stack is recreated with the next
+    generation: new names that do not clash with the rings left behind."""
+    generation = cfg.kms.key_ring_generation
+    suffix = f"-g{generation}" if generation > 1 else ""
+    return f"{cfg.cluster.name}-{location}{suffix}"
+
+
+def key_ring_locations(cfg: StackConfig) -> dict[str, str]:
+    """Key purpose -> KMS location: GKE secrets, Secret Manager secrets (replicated only in the
+    region) and node boot disks in the cluster's region, bucket keys where the buckets are
+    (``buckets.location`` or the region, lower case). A CMEK must be in the location of what it
+    encrypts (https://cloud.google.com/secret-manager/docs/cmek,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek)."""
+    from components.storage.render import bucket_location
+
+    return {
+        "gke": cfg.region,
+        "secrets": cfg.region,
+        "boot_disks": cfg.region,
+        "buckets": bucket_location(cfg).lower(),
+    }
+
+
+@dataclass(frozen=True)
+class DerivedName:
+    """One name the stack declares in GCP or Kubernetes.
+
+    Attributes:
+        kind: the naming rule that applies (keys of ``components.stack.name_checks.NAME_RULES``).
+        what: the object, for messages (``node pool``, ``bucket``, ...).
+        name: the name as it will be sent to the API.
+        field: the stack-file field whose value it comes from (what to edit).
+        scope: names must be unique within ``(kind, scope)``.
+    """
+
+    kind: str
+    what: str
+    name: str
+    field: str
+    scope: str = ""
+
+
+def derived_names(cfg: StackConfig) -> list[DerivedName]:
+    """Every GCP and Kubernetes object name the Pulumi program and the manifests declare, each
+    with the stack-file field it derives from. Node pool names come from
+    :func:`components.nodepools.render.node_pool_specs` (``<pool>-<i>`` per multi-host slice)."""
+    from components.nodepools.render import node_pool_specs
+
+    out = [
+        DerivedName("gke-cluster", "GKE cluster", cfg.cluster.name, "cluster.name"),
+        DerivedName("compute", "VPC network", cfg.network.name, "network.name", "network"),
+        DerivedName("compute", "subnetwork", subnet_name(cfg), "network.name", "subnet"),
+        DerivedName("compute", "Cloud Router", router_name(cfg), "network.name", "router"),
+        DerivedName("compute", "Cloud NAT", nat_name(cfg), "network.name", "nat"),
+        DerivedName(
+            "service-account", "node service account", node_service_account_id(cfg), "cluster.name"
+        ),
+        DerivedName(
+            "k8s-label", "namespace", cfg.kuberay.namespace, "kuberay.namespace", "namespace"
+        ),
+    ]
+    for loc in dict.fromkeys(key_ring_locations(cfg).values()):
+        out.append(
+            DerivedName(
+                "kms", "KMS key ring", key_ring_name(cfg, loc), "cluster.name", f"keyring {loc}"
+            )
+        )
+    for spec in node_pool_specs(cfg):
+        field = "cluster.system_pool" if spec.kind == "system" else f"node_pools[{spec.pool}].name"
+        out.append(DerivedName("gke-node-pool", "node pool", spec.name, field))
+    for purpose in BUCKET_PURPOSES:
+        field = "buckets.prefix" if cfg.buckets.prefix else "project / cluster.name"
+        out.append(DerivedName("bucket", "bucket", bucket_name(cfg, purpose), field))
+    for acct in workload_accounts(cfg):
+        field = f"workload_identities[{acct.identity.name}].name"
+        out.append(DerivedName("service-account", "service account", acct.name, field))
+        out.append(DerivedName("k8s-label", "Kubernetes service account", acct.name, field, "ksa"))
+    for secret in cfg.secrets:
+        out.append(DerivedName("secret", "secret", secret.name, f"secrets[{secret.name}].name"))
+    for rc in cfg.ray_clusters:
+        out.append(
+            DerivedName("k8s-label", "RayCluster", rc.name, f"ray_clusters[{rc.name}].name", "ray")
+        )
+    for job in cfg.jobs:
+        out.append(DerivedName("k8s-label", "RayJob", job.name, f"jobs[{job.name}].name", "job"))
+    return out

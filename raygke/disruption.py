@@ -1,0 +1,618 @@
+"""What a planned change does to running work: the ``disruption`` of each change in ``raygke diff``.
+
+Pure data in, data out (no Pulumi): the two renders' records (``resources.json`` of
+:mod:`raygke.synth`) and one change's operation and changed input paths give a list of
+:class:`Disruption` - what stops, restarts, is recreated, re-runs or drains - empty when running
+work is untouched. ``raygke diff`` attaches it to each change (``disruption`` in ``--format
+json``) and ``--exit-code`` tells a disruptive plan apart (:data:`EXIT_DISRUPTIVE`).
+
+Rules (each with its source):
+
+* **Kubernetes provider** (``pulumi:providers:kubernetes``): with ``clusterIdentifier`` set the
+  provider is replaced only when that value changes, every other configuration change updates it
+  in place (``Provider.cluster_identifier``, pulumi_kubernetes 4.34.2 ``provider.py``); a replaced
+  provider replaces every object it manages (:func:`raygke.replacement.recreated_by`). Without it, a
+  kubeconfig change (CA rotation, endpoint switch) replaces the provider, which an offline render
+  cannot see (the kubeconfig is secret): flagged by :func:`provider_flags`.
+* **RayJob**: a replacement deletes the running job and submits it again (``replace_on_changes``
+  on ``spec``; KubeRay does not re-run an updated RayJob, kuberay#1776; and on its
+  ``kueue.x-k8s.io/queue-name`` label, which Kueue refuses to change on a running job); a job
+  with its own ``rayClusterSpec`` also loses that cluster. A delete stops it.
+* **RayCluster**: a replace or delete deletes every pod, and the RayJobs that select it
+  (``clusterSelector: {ray.io/cluster: <name>}``) lose their cluster. An update recreates every
+  pod when ``spec.upgradeStrategy.type`` is ``Recreate`` and the spec changes outside the
+  replica counts: KubeRay v1.7.0 compares a hash of the spec without ``replicas``,
+  ``minReplicas``, ``maxReplicas`` and ``workersToDelete`` with the head pod's
+  ``ray.io/upgrade-strategy-recreate-hash`` annotation (``shouldRecreatePodsForUpgrade`` in
+  raycluster_controller.go, ``GenerateHashWithoutReplicasAndWorkersToDelete`` in utils/util.go,
+  ``UpgradeStrategyRecreateHashKey`` in utils/constant.go). Without ``Recreate`` running pods keep
+  their template (a note, not a disruption). A removed worker group loses its pods, a lowered
+  ``maxReplicas`` scales the group down to it (``GetWorkerGroupDesiredReplicas`` clamps to
+  ``[minReplicas, maxReplicas]``), and a ``replicas`` set on an autoscaled group resets the
+  autoscaler's count (kuberay#4149).
+* **RayService**: a change of ``rayClusterConfig`` is upgraded by ``upgradeStrategy.type``
+  (KubeRay v1.7.0 ``ValidateRayServiceSpec``: ``NewCluster`` - the default - brings up a second
+  RayCluster, moves traffic when it is ready and deletes the old one; ``NewClusterWithIncremental
+  Upgrade`` moves traffic step by step through the Gateway; ``None`` applies nothing to the running
+  cluster). A ``serveConfigV2``-only change is applied in place: Serve redeploys the changed
+  applications, their replicas restart one by one
+  (https://docs.ray.io/en/latest/serve/production-guide/kubernetes.html#in-place-update-to-ray-serve-applications).
+  A replace or delete stops the service.
+* **Node pools**: a replacement drains and deletes every node (a TPU pool loses its slice: every
+  pod on it stops). An update of node settings that GKE applies by recreating the nodes with the
+  pool's upgrade strategy (machine type, disk, image type, image streaming ``gcfsConfig``, kubelet
+  and Linux node config, workload metadata, node version) drains the nodes
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/managing-clusters#manual-changes-strategy);
+  labels on the GCE resources, taints-free autoscaling limits and resource labels do not.
+  A multi-host TPU slice is recreated as a whole (surge needs a second slice:
+  https://cloud.google.com/kubernetes-engine/docs/concepts/tpus#node-pool-upgrades).
+* **Cluster**: a replace or delete takes every node and object with it; a control-plane version
+  change is followed by node auto-upgrades that drain every pool in the maintenance window
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-upgrades).
+* **KubeRay operator** (``helm.sh/v3 Release``): an update restarts the operator pod
+  (reconciliation pauses, Ray pods keep running; after its own version changes KubeRay skips one
+  ``Recreate`` round, ``shouldRecreatePodsForUpgrade``); a delete stops reconciling.
+* **CustomResourceDefinition / Namespace**: deleting one deletes every object of that kind / in
+  that namespace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+EXIT_DISRUPTIVE = 4  # ``raygke diff --exit-code``: 0 no change, 1 changes, 4 disruptive changes
+
+RAYJOB = "kubernetes:ray.io/v1:RayJob"
+RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
+RAYSERVICE = "kubernetes:ray.io/v1:RayService"
+NODEPOOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+
+# Worker group fields KubeRay leaves out of the Recreate hash (utils/util.go
+# GenerateHashWithoutReplicasAndWorkersToDelete).
+HASH_EXCLUDED = ("replicas", "minReplicas", "maxReplicas", "scaleStrategy")
+# Node pool inputs GKE applies by recreating the nodes with the pool's upgrade strategy.
+NODE_RECREATING = (
+    "nodeConfig.machineType",
+    "nodeConfig.diskSizeGb",
+    "nodeConfig.diskType",
+    "nodeConfig.imageType",
+    "nodeConfig.gcfsConfig",
+    "nodeConfig.kubeletConfig",
+    "nodeConfig.linuxNodeConfig",
+    "nodeConfig.workloadMetadataConfig",
+    "nodeConfig.gvnic",
+    "version",
+)
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """One effect of a change on running work.
+
+    Attributes:
+        target: what is hit, ``"<Kind> <namespace>/<name>"`` or ``"node pool <name>"``.
+        effect: ``deleted`` | ``recreated`` | ``re-run`` | ``interrupted`` | ``scaled-down`` |
+            ``drained`` | ``restarted`` | ``upgrade-new-cluster`` | ``upgrade-incremental`` |
+            ``rolling-restart``.
+        detail: one sentence: why, with the rule's source.
+    """
+
+    target: str
+    effect: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        """``{"target", "effect", "detail"}``."""
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def _bare(path: str) -> str:
+    return re.sub(r"\[[^\]]*\]", "", path)
+
+
+def _under(path: str, prefix: str) -> bool:
+    b = _bare(path)
+    return b == prefix or b.startswith(prefix + ".")
+
+
+def k8s_target(record: dict[str, Any]) -> str:
+    """``"RayCluster ray/training"`` for a Kubernetes record (kind from the type token)."""
+    kind = record["type"].rsplit(":", 1)[-1]
+    meta = _get(record, "inputs", "metadata") or {}
+    ns = meta.get("namespace")
+    name = meta.get("name") or record.get("name")
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def _pool_target(record: dict[str, Any]) -> str:
+    return f"node pool {_get(record, 'inputs', 'name') or record.get('name')}"
+
+
+def _jobs_on(cluster: dict[str, Any], records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The RayJobs whose ``clusterSelector`` picks the RayCluster record ``cluster``."""
+    name = _get(cluster, "inputs", "metadata", "name")
+    ns = _get(cluster, "inputs", "metadata", "namespace")
+    return sorted(
+        (
+            r
+            for r in records
+            if r["type"] == RAYJOB
+            and _get(r, "inputs", "spec", "clusterSelector", "ray.io/cluster") == name
+            and _get(r, "inputs", "metadata", "namespace") == ns
+        ),
+        key=lambda r: r["name"],
+    )
+
+
+def _interrupted(cluster: dict[str, Any], records: Iterable[dict[str, Any]], why: str) -> list:
+    return [
+        Disruption(k8s_target(j), "interrupted", f"runs on {k8s_target(cluster)}, whose {why}")
+        for j in _jobs_on(cluster, records)
+    ]
+
+
+def _ray_pod_templates(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The worker pod templates of a RayCluster / RayJob (own cluster) / RayService record."""
+    spec = _get(record, "inputs", "spec") or {}
+    cluster = spec.get("rayClusterSpec") or spec.get("rayClusterConfig") or spec
+    return [g.get("template") or {} for g in cluster.get("workerGroupSpecs") or []]
+
+
+def pool_selects(pool: dict[str, Any], selector: dict[str, str]) -> bool:
+    """Whether a pod ``nodeSelector`` lands on the node pool record ``pool``: the pool's node
+    labels (``nodeConfig.labels``) plus those GKE sets itself (``cloud.google.com/gke-nodepool``,
+    ``gke-accelerator`` from the guest accelerator, ``gke-tpu-topology`` from the placement
+    policy; https://cloud.google.com/kubernetes-engine/docs/how-to/tpus)."""
+    inputs = pool.get("inputs") or {}
+    labels = dict(_get(inputs, "nodeConfig", "labels") or {})
+    labels["cloud.google.com/gke-nodepool"] = inputs.get("name")
+    accels = _get(inputs, "nodeConfig", "guestAccelerators") or []
+    if accels:
+        labels["cloud.google.com/gke-accelerator"] = accels[0].get("type")
+    topo = _get(inputs, "placementPolicy", "tpuTopology")
+    if topo:
+        labels["cloud.google.com/gke-tpu-topology"] = topo
+    known = {
+        "cloud.google.com/gke-nodepool",
+        "cloud.google.com/gke-accelerator",
+        "cloud.google.com/gke-tpu-topology",
+    }
+    keys = [k for k in selector if k in labels or k in known]
+    return bool(keys) and all(labels.get(k) == selector[k] for k in keys)
+
+
+def _ray_on_pool(pool: dict[str, Any], records: Iterable[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in records:
+        if r["type"] in (RAYCLUSTER, RAYJOB, RAYSERVICE) and any(
+            pool_selects(pool, _get(t, "spec", "nodeSelector") or {}) for t in _ray_pod_templates(r)
+        ):
+            out.append(k8s_target(r))
+    return sorted(out)
+
+
+def _is_tpu(pool: dict[str, Any]) -> bool:
+    mt = _get(pool, "inputs", "nodeConfig", "machineType") or ""
+    return mt.startswith("ct") or bool(_get(pool, "inputs", "placementPolicy", "tpuTopology"))
+
+
+def autoscaler_owned_paths(record: dict[str, Any]) -> list[str]:
+    """The fields the Ray autoscaler owns that a RayCluster / RayService record sets itself:
+    ``workerGroupSpecs[i].replicas`` of a cluster with ``enableInTreeAutoscaling`` (the
+    autoscaler patches ``replicas`` and ``scaleStrategy.workersToDelete``: ray
+    ``autoscaler/_private/kuberay/node_provider.py``). Non-empty means a ``pulumi up`` resets the
+    autoscaler's count (kuberay#4149) or conflicts with it under server-side apply."""
+    spec = _get(record, "inputs", "spec") or {}
+    base, cluster = "spec", spec
+    if record["type"] == RAYSERVICE:
+        base, cluster = "spec.rayClusterConfig", spec.get("rayClusterConfig") or {}
+    if not cluster.get("enableInTreeAutoscaling"):
+        return []
+    out = []
+    for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
+        for key in ("replicas", "scaleStrategy"):
+            if key in g:
+                out.append(f"{base}.workerGroupSpecs[{i}].{key}")
+    return out
+
+
+# ------------------------------------------------------------------------------------ providers
+
+
+def provider_flags(record: dict[str, Any]) -> list[str]:
+    """Review warnings for a Kubernetes provider record without ``clusterIdentifier``."""
+    if record["type"] != K8S_PROVIDER or _get(record, "inputs", "clusterIdentifier"):
+        return []
+    return [
+        "no clusterIdentifier: any kubeconfig change (CA rotation, endpoint or credentials) "
+        "replaces the provider and every Kubernetes object it manages; the offline render "
+        "cannot see it (the kubeconfig is secret)"
+    ]
+
+
+# ----------------------------------------------------------------------- RayService capacity
+
+
+def pool_max_nodes(pool: dict[str, Any]) -> int:
+    """A node pool record's most nodes: ``totalMaxNodeCount``, else ``maxNodeCount`` per zone
+    times its zones (https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler)."""
+    a = _get(pool, "inputs", "autoscaling") or {}
+    if a.get("totalMaxNodeCount") is not None:
+        return int(a["totalMaxNodeCount"])
+    zones = _get(pool, "inputs", "nodeLocations") or [None]
+    return int(a.get("maxNodeCount") or 0) * len(zones)
+
+
+def upgrade_room(
+    old: dict[str, Any] | None, new: dict[str, Any], head: list[dict[str, Any]]
+) -> list[str]:
+    """Why a RayService's ``NewCluster`` upgrade cannot complete, one line per worker group (empty
+    when it fits). The new cluster must serve before KubeRay moves traffic and deletes the old
+    one (kuberay#4239), so it needs ``minReplicas x numOfHosts`` worker nodes (one worker pod
+    per node: :func:`components.raycrs.render.worker_pod_size`) on the group's pools while
+    the old cluster may hold up to its ``maxReplicas x numOfHosts``; the pools' maximum
+    (:func:`pool_max_nodes`) must leave that room. A group pinned to its pools by
+    ``nodeSelector`` gets no node from NAP."""
+    spec = _get(new, "inputs", "spec", "rayClusterConfig") or {}
+    old_groups = _groups(_get(old, "inputs", "spec", "rayClusterConfig") or {})
+    pools = [r for r in head if r["type"] == NODEPOOL]
+    out = []
+    for g in spec.get("workerGroupSpecs") or []:
+        sel = _get(g, "template", "spec", "nodeSelector") or {}
+        mine = [p for p in pools if pool_selects(p, sel)]
+        if not mine:
+            continue
+        hosts = int(g.get("numOfHosts") or 1)
+        need = max(1, int(g.get("minReplicas") or 0)) * hosts
+        was = old_groups.get(g.get("groupName"), g)
+        held = int(was.get("maxReplicas") or 0) * int(was.get("numOfHosts") or 1)
+        cap = sum(pool_max_nodes(p) for p in mine)
+        if need > cap - held:
+            names = ", ".join(sorted(str(_get(p, "inputs", "name")) for p in mine))
+            out.append(
+                f"blocked: the NewCluster upgrade of {k8s_target(new)} needs {need} more "
+                f"node(s) on pool {names} (group {g.get('groupName')}: minReplicas x hosts) "
+                f"while the old cluster holds up to {held} of its {cap}: the new cluster stays "
+                f"pending and the upgrade never completes; raise the pool's max to at least "
+                f"{held + need} or lower the service's max_workers (kuberay#4239)"
+            )
+    return out
+
+
+def upgrade_flags(
+    op: str,
+    old: dict[str, Any] | None,
+    new: dict[str, Any] | None,
+    disruption: list[Disruption],
+    head: list[dict[str, Any]],
+) -> list[str]:
+    """Review flags of a change's upgrade: a RayService update that brings up a second cluster
+    (:func:`upgrade_room`)."""
+    if op != "update" or new is None or new["type"] != RAYSERVICE:
+        return []
+    if not any(d.effect == "upgrade-new-cluster" for d in disruption):
+        return []
+    return upgrade_room(old, new, head)
+
+
+# --------------------------------------------------------------------------------------- rules
+
+
+def assess(
+    op: str,
+    old: dict[str, Any] | None,
+    new: dict[str, Any] | None,
+    paths: list[str],
+    base: list[dict[str, Any]],
+    head: list[dict[str, Any]],
+    reasons: list[str] | None = None,
+) -> list[Disruption]:
+    """The :class:`Disruption` list of one change.
+
+    Args:
+        op: ``create`` | ``update`` | ``replace`` | ``delete``.
+        old / new: the base and head records (None for a create / delete).
+        paths: the changed input paths (``spec.workerGroupSpecs[0].maxReplicas``).
+        base / head: all records of each side (to find the jobs on a cluster, the Ray objects
+            on a pool, the objects under a provider).
+        reasons: what forces a replacement (shown for a cascade).
+    """
+    if op == "create":
+        return []
+    rec = new if new is not None else old
+    assert rec is not None
+    typ = rec["type"]
+    fn = _RULES.get(typ)
+    if fn is None:
+        if op in ("replace", "delete") and typ == CRD:
+            kind = _get(old, "inputs", "spec", "names", "kind")
+            return [
+                Disruption(
+                    f"every {kind}",
+                    "deleted",
+                    "deleting a CustomResourceDefinition deletes all its objects "
+                    "(https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/"
+                    "custom-resource-definitions/#delete-a-customresourcedefinition)",
+                )
+            ]
+        if op in ("replace", "delete") and typ == NAMESPACE:
+            return [
+                Disruption(
+                    k8s_target(rec), "deleted", "deleting a namespace deletes every object in it"
+                )
+            ]
+        return []
+    return fn(op, old, new, paths, base, head, reasons or [])
+
+
+def _rayjob(op, old, new, paths, base, head, reasons) -> list[Disruption]:
+    rec = old or new
+    if op == "delete":
+        return [Disruption(k8s_target(rec), "deleted", "the RayJob and its run are deleted")]
+    if op != "replace":
+        return []
+    own = _get(old, "inputs", "spec", "rayClusterSpec") is not None
+    detail = (
+        "the RayJob is deleted and submitted again: the job restarts (from its last checkpoint "
+        "where the workload resumes); KubeRay does not re-run an updated RayJob (kuberay#1776)"
+    )
+    if own:
+        detail += "; its own RayCluster is deleted and created again"
+    return [Disruption(k8s_target(rec), "re-run", detail)]
+
+
+def _spec_of(record: dict[str, Any] | None) -> dict[str, Any]:
+    return _get(record, "inputs", "spec") or {}
+
+
+def _groups(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {g.get("groupName"): g for g in spec.get("workerGroupSpecs") or []}
+
+
+def _raycluster(op, old, new, paths, base, head, reasons) -> list[Disruption]:
+    rec = old or new
+    target = k8s_target(rec)
+    if op in ("replace", "delete"):
+        why = "; ".join(reasons) if reasons else op
+        return [
+            Disruption(target, "deleted", f"the RayCluster is {op}d ({why}): every Ray pod stops"),
+            *_interrupted(old, head if op == "replace" else base, f"pods are deleted ({op})"),
+        ]
+    if op != "update":
+        return []
+    out: list[Disruption] = []
+    o, n = _spec_of(old), _spec_of(new)
+    strategy = _get(n, "upgradeStrategy", "type")
+    hashed = [
+        p
+        for p in paths
+        if _under(p, "spec")
+        and not any(
+            re.search(rf"workerGroupSpecs(\[[^\]]*\])?\.{k}(\.|$)", p) for k in HASH_EXCLUDED
+        )
+    ]
+    if strategy == "Recreate" and hashed:
+        out.append(
+            Disruption(
+                target,
+                "recreated",
+                "upgradeStrategy Recreate: KubeRay deletes and recreates every pod when the spec "
+                f"changes ({', '.join(_bare(p) for p in hashed[:3])}"
+                f"{'...' if len(hashed) > 3 else ''}; shouldRecreatePodsForUpgrade)",
+            )
+        )
+        out += _interrupted(new, head, "pods are recreated (upgradeStrategy Recreate)")
+    og, ng = _groups(o), _groups(n)
+    for name in sorted(set(og) - set(ng), key=str):
+        out.append(
+            Disruption(
+                f"{target} group {name}",
+                "deleted",
+                "the worker group is removed: KubeRay deletes its pods",
+            )
+        )
+    for name in sorted(set(og) & set(ng), key=str):
+        a, b = og[name].get("maxReplicas"), ng[name].get("maxReplicas")
+        if isinstance(a, int) and isinstance(b, int) and b < a:
+            out.append(
+                Disruption(
+                    f"{target} group {name}",
+                    "scaled-down",
+                    f"maxReplicas {a} -> {b}: workers above {b} are deleted "
+                    "(GetWorkerGroupDesiredReplicas clamps to maxReplicas)",
+                )
+            )
+    out += _replicas_reset(new, target)
+    return out
+
+
+def _replicas_reset(new: dict[str, Any] | None, target: str) -> list[Disruption]:
+    if new is None:
+        return []
+    owned = [p for p in autoscaler_owned_paths(new) if p.endswith(".replicas")]
+    if not owned:
+        return []
+    return [
+        Disruption(
+            target,
+            "scaled-down",
+            f"sets {', '.join(owned)} on an autoscaled cluster: the apply resets the Ray "
+            "autoscaler's worker count under running work (kuberay#4149)",
+        )
+    ]
+
+
+def _rayservice(op, old, new, paths, base, head, reasons) -> list[Disruption]:
+    rec = old or new
+    target = k8s_target(rec)
+    if op in ("replace", "delete"):
+        return [Disruption(target, "deleted", f"the RayService is {op}d: the service stops")]
+    if op != "update":
+        return []
+    out: list[Disruption] = []
+    cluster_paths = [p for p in paths if _under(p, "spec.rayClusterConfig")]
+    hashed = [
+        p
+        for p in cluster_paths
+        if not any(
+            re.search(rf"workerGroupSpecs(\[[^\]]*\])?\.{k}(\.|$)", p) for k in HASH_EXCLUDED
+        )
+    ]
+    strategy = _get(new, "inputs", "spec", "upgradeStrategy", "type") or "NewCluster"
+    if hashed:
+        if strategy == "NewCluster":
+            out.append(
+                Disruption(
+                    target,
+                    "upgrade-new-cluster",
+                    "rayClusterConfig changed, upgradeStrategy NewCluster: KubeRay brings up a "
+                    "second RayCluster, moves traffic when it serves, then deletes the old one "
+                    "(needs room for both clusters)",
+                )
+            )
+        elif strategy == "NewClusterWithIncrementalUpgrade":
+            out.append(
+                Disruption(
+                    target,
+                    "upgrade-incremental",
+                    "rayClusterConfig changed: a second RayCluster takes traffic step by step "
+                    "through the Gateway (NewClusterWithIncrementalUpgrade)",
+                )
+            )
+    elif any(_under(p, "spec.serveConfigV2") for p in paths):
+        apps = sorted(
+            {
+                m.group(1)
+                for p in paths
+                if (m := re.match(r"spec\.serveConfigV2\.applications\[(\d+)\]", p))
+            }
+        )
+        names = []
+        cfg = _get(new, "inputs", "spec", "serveConfigV2")
+        for i in apps:
+            names.append(_serve_app_name(cfg, int(i)) or f"applications[{i}]")
+        out.append(
+            Disruption(
+                target,
+                "rolling-restart",
+                "serveConfigV2 changed: Serve redeploys "
+                + (f"application(s) {', '.join(names)}" if names else "the applications")
+                + " in place; their replicas restart one by one while requests are served",
+            )
+        )
+    out += _replicas_reset(new, target)
+    return out
+
+
+def _serve_app_name(text: Any, i: int) -> str | None:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text) if isinstance(text, str) else None
+        return str(doc["applications"][i]["name"])
+    except (yaml.YAMLError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _nodepool(op, old, new, paths, base, head, reasons) -> list[Disruption]:
+    rec = old or new
+    target = _pool_target(rec)
+    on = _ray_on_pool(rec, head if op != "delete" else base)
+    users = f" (Ray pods of {', '.join(on)})" if on else ""
+    if op in ("replace", "delete"):
+        tpu = "; the TPU slice is lost: every pod on it stops" if _is_tpu(rec) else ""
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        return [
+            Disruption(
+                target,
+                "recreated" if op == "replace" else "deleted",
+                f"every node is drained and deleted{why}{tpu}{users}",
+            )
+        ]
+    if op != "update":
+        return []
+    hits = sorted({_bare(p) for p in paths if any(_under(p, f) for f in NODE_RECREATING)})
+    if not hits:
+        return []
+    if _get(rec, "inputs", "placementPolicy", "tpuTopology"):
+        how = "a multi-host TPU slice is recreated as a whole: every pod on it stops"
+    elif _is_tpu(rec):
+        how = "TPU nodes are drained and recreated: the pods on them stop"
+    else:
+        how = "nodes are drained and recreated by the pool's upgrade strategy (surge by default)"
+    return [Disruption(target, "drained", f"{', '.join(hits)} changed: {how}{users}")]
+
+
+def _cluster(op, old, new, paths, base, head, reasons) -> list[Disruption]:
+    rec = old or new
+    name = _get(rec, "inputs", "name") or rec["name"]
+    if op in ("replace", "delete"):
+        return [
+            Disruption(
+                f"cluster {name}",
+                "deleted",
+                f"the GKE cluster is {op}d: every node pool, pod and Kubernetes object goes with it",
+            )
+        ]
+    if op == "update" and any(_under(p, "minMasterVersion") for p in paths):
+        return [
+            Disruption(
+                f"cluster {name}",
+                "drained",
+                "control-plane version change: node auto-upgrade then drains every pool in the "
+                "maintenance window (TPU slices are recreated whole)",
+            )
+        ]
+    return []
+
+
+def _release(op, old, new, paths, base, head, reasons) -> list[Disruption]:
+    rec = old or new
+    target = f"KubeRay operator ({_get(rec, 'inputs', 'name') or rec['name']})"
+    if op in ("replace", "delete"):
+        return [
+            Disruption(
+                target,
+                "deleted",
+                f"the operator is {op}d: Ray objects are not reconciled meanwhile",
+            )
+        ]
+    if op == "update" and any(_under(p, "version") or _under(p, "values") for p in paths):
+        return [
+            Disruption(
+                target,
+                "restarted",
+                "the operator pod restarts (Ray pods keep running; reconciliation pauses until "
+                "it is back; after its own version changes KubeRay skips one Recreate round)",
+            )
+        ]
+    return []
+
+
+_RULES = {
+    RAYJOB: _rayjob,
+    RAYCLUSTER: _raycluster,
+    RAYSERVICE: _rayservice,
+    NODEPOOL: _nodepool,
+    CLUSTER: _cluster,
+    RELEASE: _release,
+}

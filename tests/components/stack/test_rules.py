@@ -1,0 +1,432 @@
+"""The cross-field rules one by one, the loader running them where their blocks are valid, and the
+one resolver giving the same line at every layer (rules, ScalingConfig, manifests, checks)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from components import catalog
+from components.raycrs.render import ray_cluster_manifest, ray_job_manifest
+from components.raycrs.scaling import scaling_config_for_job
+from components.stack import (
+    RULES,
+    ConfigError,
+    JobConfig,
+    RayClusterConfig,
+    ResolveError,
+    StackConfig,
+    WorkerGroupConfig,
+    resolve_group,
+    resolve_job,
+    validate,
+)
+from components.stack.checks import workload_problems
+from components.stack.model import SKIP_RULES
+from tests.components.stack.test_model import base, problems
+from tests.helpers import WORKING_DIR, config
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _webhook(d: dict[str, Any]) -> None:
+    d["zones"] = ["us-central1-b"]
+    d["node_pools"][1] = {
+        "name": "tpu",
+        "tpu": {"generation": "v6e", "topology": "4x4"},
+        "max_slices": 2,
+    }
+    d["node_pools"][2]["allow_unlisted_zone"] = True
+    d["nap"]["resource_limits"].update({"tpu-v6e-slice": 32, "cpu": 2000})
+
+
+def _old_gke(d: dict[str, Any]) -> None:
+    d["zones"] = ["us-central1-b"]
+    d["node_pools"] = [{"name": "v6", "tpu": {"generation": "v6e", "topology": "2x2"}}]
+    d["ray_clusters"], d["jobs"] = [], []
+    d["cluster"] = {"min_master_version": "1.30.5-gke.100"}
+
+
+def _incremental_on_addon(d: dict[str, Any]) -> None:
+    d["kuberay"] = {"mode": "gke-addon"}
+    d["services"] = [
+        {
+            "name": "lm",
+            "checkpoint": "gs://x/y",
+            "node_pool": "cpu",
+            "upgrade_strategy": "NewClusterWithIncrementalUpgrade",
+            "incremental_upgrade": {"gateway_class_name": "gke-l7-rilb"},
+        }
+    ]
+
+
+# rule name -> (a mutation of base() that breaks only that rule, a line the rule then yields)
+CASES: dict[str, tuple[Mutation, str]] = {
+    "zones_in_region": (
+        lambda d: d.update(zones=["europe-west4-a"]),
+        "zones: 'europe-west4-a' is not a zone of region us-central1",
+    ),
+    "pool_zones_in_region": (
+        lambda d: d["node_pools"][0].update(zones=["europe-west4-a"]),
+        "node_pools[cpu].zones: 'europe-west4-a' is not in region us-central1",
+    ),
+    "unique_names": (
+        lambda d: d["node_pools"].append({"name": "cpu", "machine_type": "n2-standard-4"}),
+        "node_pools: name 'cpu' is used more than once",
+    ),
+    "accelerator_zones_offered": (
+        lambda d: d.update(zones=["us-central1-f"]),
+        "node_pools[tpu]: TPU v5e is not offered in zone us-central1-f",
+    ),
+    "tpu_min_gke_version": (
+        _old_gke,
+        "cluster.min_master_version 1.30.5-gke.100 is older than 1.31.2-gke.1115000",
+    ),
+    "nap_limits_cover_pools": (
+        lambda d: d["nap"]["resource_limits"].update({"tpu-v5-lite-podslice": 4}),
+        "nap.resource_limits[tpu-v5-lite-podslice] 4 is smaller than the declared node pools "
+        "can scale to (8); raise it to at least 8",
+    ),
+    "pool_node_counts_within_gke_limits": (
+        lambda d: d["node_pools"][0].update(max_nodes=1001),
+        "node_pools[cpu].max_nodes 1001 exceeds GKE's 1,000 nodes per node pool per zone",
+    ),
+    "cluster_service_accounts_declared": (
+        lambda d: d["ray_clusters"][0].update(service_account="ray-ghost"),
+        "ray_clusters[research].service_account 'ray-ghost' is not a declared workload "
+        "identity; declared: ray-train, ray-serve",
+    ),
+    "worker_group_pools_exist_and_fit": (
+        lambda d: d["ray_clusters"][0]["worker_groups"][1].update(max_replicas=3),
+        "ray_clusters[research].worker_groups[tpu].max_replicas 3 exceeds node pool 'tpu' "
+        "capacity of 2 slices",
+    ),
+    "multi_host_tpu_needs_webhook": (
+        _webhook,
+        "ray_clusters[research].worker_groups[tpu]: the multi-host TPU slice v6e 4x4 needs the "
+        "TPU initialization webhook",
+    ),
+    "job_targets_exist": (
+        lambda d: d["jobs"][0].update(cluster=None, worker_group=None, node_pool="nope"),
+        "jobs[prep].node_pool 'nope' is not a declared node pool; declared: cpu, tpu, l4",
+    ),
+    "job_service_accounts_declared": (
+        lambda d: d["jobs"][0].update(service_account="ray-ghost"),
+        "jobs[prep].service_account 'ray-ghost' is not a declared workload identity; "
+        "declared: ray-train, ray-serve",
+    ),
+    "job_workloads_registered": (
+        lambda d: d["jobs"][0].update(workload="train_gpt5"),
+        "jobs[prep].workload 'train_gpt5' is not a registered workload",
+    ),
+    "job_identity_can_write_outputs": (
+        lambda d: d["workload_identities"][0]["buckets"].update(datasets="read"),
+        "jobs[prep]: workload prepare writes to the datasets bucket but runs as 'ray-train', "
+        "which has read access there",
+    ),
+    "service_targets_fit": (
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "tpu"}]),
+        "services[lm].node_pool 'tpu' is a tpu pool; Serve application serve_lm runs on cpu, "
+        "gpu pools",
+    ),
+    "service_workloads_and_checkpoints": (
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "prep", "node_pool": "cpu"}]),
+        "services[lm].checkpoint 'prep': job prep runs prepare, which writes no checkpoints",
+    ),
+    "service_identity_can_read": (
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}]),
+        "services[lm].service_account 'ray-serve' cannot read the artifacts bucket",
+    ),
+    "incremental_upgrade_needs_helm": (
+        _incremental_on_addon,
+        "services[lm].upgrade_strategy: NewClusterWithIncrementalUpgrade needs the KubeRay "
+        "operator's RayServiceIncrementalUpgrade feature gate, which kuberay.mode 'gke-addon' "
+        "cannot set",
+    ),
+    "secret_readers_declared": (
+        lambda d: d.update(secrets=[{"name": "hf-token", "readers": ["ray-nobody"]}]),
+        "secrets[hf-token].readers: 'ray-nobody' is not a declared workload identity",
+    ),
+    "prebuilt_images_pinned_when_protected": (
+        lambda d: d.update(
+            cluster={**d.get("cluster", {}), "deletion_protection": True},
+            ray={"images": {"gpu": "rayproject/ray:2.60.0-py311-gpu"}},
+        ),
+        "ray.images.gpu: rayproject/ray:2.60.0-py311-gpu is a tag; a stack with "
+        "cluster.deletion_protection: true references prebuilt images by digest",
+    ),
+    "job_checkpoint_references": (
+        lambda d: d["jobs"].append(
+            {
+                "name": "ev",
+                "workload": "evaluate",
+                "cluster": "research",
+                "worker_group": "cpu",
+                "args": {"name": "nope"},
+            }
+        ),
+        "jobs[ev].args.name 'nope' names no job that writes checkpoints",
+    ),
+    "ray_version_locked": (
+        lambda d: d.update(ray={"version": "2.99.0"}),
+        "ray.version '2.99.0' is newer than every Ray release this repository knows",
+    ),
+    "gpu_pool_arch_has_image": (
+        lambda d: d["node_pools"][2].update(
+            gpu={"type": "nvidia-gb200", "count": 4}, allow_unlisted_zone=True
+        ),
+        "node_pools[l4]: nvidia-gb200 nodes (a4x-highgpu-4g) are arm64, and this project's gpu "
+        "image is amd64 only",
+    ),
+    "compute_class_pools": (
+        lambda d: d.update(compute_classes=[{"name": "c", "node_pool": "cpu"}]),
+        "compute_classes[c].node_pool 'cpu' is a CPU pool",
+    ),
+    "compute_class_shapes_fit_nap": (
+        lambda d: (
+            d.update(compute_classes=[{"name": "v5e", "node_pool": "tpu", "fallback": ["spot"]}]),
+            d["nap"]["resource_limits"].update({"tpu-v5-lite-podslice": 2}),
+        ),
+        "compute_classes[v5e]: the spot priority's TPU v5e 2x2 slice (1 x ct5lp-hightpu-4t) "
+        "needs tpu-v5-lite-podslice 4, above nap.resource_limits[tpu-v5-lite-podslice] 2",
+    ),
+    "job_slices_fit": (
+        lambda d: d["jobs"][0].update(
+            cluster=None, worker_group=None, node_pool="l4", slices={"min": 1, "max": 1}
+        ),
+        "jobs[prep].slices: node pool 'l4' is not a TPU pool",
+    ),
+    # components/capacity/rules.py has a case per capacity rule (tests/components/capacity)
+    "capacity_rules": (
+        lambda d: d["jobs"][-1].update(queue="nope"),
+        "queue 'nope' is not a capacity.local_queues entry; declared: none",
+    ),
+}
+
+
+def test_every_rule_has_a_case_a_docstring_and_a_source() -> None:
+    names = [r.name for r in RULES]
+    assert sorted(names) == sorted(CASES), "add a case for each rule in RULES"
+    assert len(set(names)) == len(names)
+    for r in RULES:
+        doc = r.check.__doc__ or ""
+        assert "https://" in doc or ":mod:" in doc or ":data:" in doc, r.name
+
+
+# What GKE offered in late 2024 (1.28-1.31 in every channel), for rules about older pins.
+OFFERED_2024 = dict.fromkeys(("RAPID", "REGULAR", "STABLE", "EXTENDED"), ("1.28", "1.31"))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_rule(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GKE no longer offers a version older than v6e's minimum (catalog.GKE_OFFERED_MINORS), so
+    # that rule is exercised against a 2024 record of the offered versions.
+    monkeypatch.setattr(catalog, "GKE_OFFERED_MINORS", OFFERED_2024)
+    rule = next(r for r in RULES if r.name == name)
+    assert list(rule.check(validate(base()))) == [], "the base stack breaks no rule"
+    mutate, line = CASES[name]
+    d = base()
+    mutate(d)
+    # The named rule yields the line on the field-valid model ...
+    cfg = StackConfig.model_validate(d, context={SKIP_RULES: True})
+    own = list(rule.check(cfg))
+    assert any(line in p for p in own), own
+    # ... and the loader reports it.
+    assert any(line in p for p in problems(d)), problems(d)
+
+
+def test_one_invalid_field_does_not_hide_a_broken_reference_elsewhere() -> None:
+    d = base()
+    d["labels"] = {"Team": "ml"}  # invalid label key (field error in one block)
+    d["jobs"][0].update(cluster=None, worker_group=None, node_pool="nope")  # cross reference
+    found = problems(d)
+    assert len(found) == 2, found
+    assert found[0].startswith("labels: label 'Team'='ml'")
+    assert (
+        found[1]
+        == "jobs[prep].node_pool 'nope' is not a declared node pool; declared: cpu, tpu, l4"
+    )
+
+
+def test_rules_whose_blocks_are_invalid_do_not_run() -> None:
+    d = base()
+    d["node_pools"][0]["max_nodes"] = "lots"  # node_pools invalid as a whole
+    d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "nope"
+    d["secrets"] = [{"name": "hf-token", "readers": ["ray-nobody"]}]
+    found = problems(d)
+    # The worker-group rule needs node_pools, so it stays silent rather than call every pool
+    # undeclared; the secrets rule needs no pools, so it still speaks.
+    assert [p.split(":")[0] for p in found] == [
+        "node_pools[cpu].max_nodes",
+        "secrets[hf-token].readers",
+    ]
+
+
+def test_required_block_invalid_still_runs_the_other_rules() -> None:
+    d = base()
+    d["region"] = "moon"
+    d["jobs"][0]["workload"] = "train_gpt5"
+    found = problems(d)
+    assert any("region 'moon' is not a GCP region" in p for p in found)
+    assert any("jobs[prep].workload 'train_gpt5'" in p for p in found)
+    assert not any(p.startswith("zones:") for p in found), "zones_in_region needs region"
+
+
+def test_model_validate_still_refuses_cross_field_problems() -> None:
+    d = base()
+    d["jobs"][0]["cluster"] = "ghost"
+    with pytest.raises(
+        ValidationError, match=re.escape("jobs[prep].cluster 'ghost' is not a declared")
+    ):
+        StackConfig.model_validate(d)
+
+
+def test_job_without_target_or_with_ambiguous_group_is_refused_at_validation() -> None:
+    d = base()
+    d["jobs"][0].update(cluster=None, worker_group=None)
+    assert "jobs[prep] names no target; set cluster (+ worker_group) or node_pool" in "\n".join(
+        problems(d)
+    )
+    d = base()
+    d["jobs"][0]["worker_group"] = None
+    assert (
+        "jobs[prep].worker_group is not set and ray cluster 'research' has 2 worker groups; "
+        "set one of: cpu, tpu"
+    ) in problems(d)
+
+
+def test_a_groups_undeclared_pool_is_reported_once() -> None:
+    d = base()
+    d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "nope"  # the job's group
+    found = problems(d)
+    assert found == [
+        "ray_clusters[research].worker_groups[cpu].node_pool 'nope' is not a declared node "
+        "pool; declared: cpu, tpu, l4"
+    ]
+
+
+# --------------------------------------------------------------------------- one resolver
+
+
+def test_resolve_job_targets() -> None:
+    cfg = validate(base())
+    t = resolve_job(cfg, cfg.jobs[0])
+    assert (t.cluster.name, t.group.name, t.pool.name, t.runs_as) == (
+        "research",
+        "cpu",
+        "cpu",
+        "ray-train",
+    )
+    assert t.replicas == 2 and not t.own_cluster and t.slice is None
+    own = resolve_job(cfg, JobConfig(name="j", workload="prepare", node_pool="tpu"))
+    assert own.own_cluster and own.worker_group is None and own.replicas == 2
+    assert (own.group.min_replicas, own.group.max_replicas) == (2, 2)
+    assert own.slice is not None and own.slice.topology == "2x2"
+    assert own.group_target.field == "jobs[j]" and own.group_target.hosts == 1
+    g = resolve_group(cfg, cfg.ray_clusters[0], cfg.ray_clusters[0].worker_groups[1])
+    assert (g.field, g.unit, g.capacity, g.max_replicas) == (
+        "ray_clusters[research].worker_groups[tpu]",
+        "slices",
+        2,
+        2,
+    )
+
+
+def test_the_same_mistake_reads_the_same_at_every_layer() -> None:
+    """Job pool: rules (validate), ScalingConfig, RayJob manifest and the rendered-stack check."""
+    line = "jobs[prep].node_pool 'x' is not a declared node pool; declared: cpu, tpu, l4"
+    d = base()
+    d["jobs"][0].update(cluster=None, worker_group=None, node_pool="x")
+    assert line in problems(d)
+    cfg = validate(base())
+    job = JobConfig(name="prep", workload="prepare", node_pool="x")
+    with pytest.raises(ResolveError) as scaling:
+        scaling_config_for_job(cfg, job)
+    with pytest.raises(ResolveError) as manifest:
+        ray_job_manifest(cfg, job, WORKING_DIR)
+    assert str(scaling.value) == str(manifest.value) == line
+    assert scaling.value.field == "jobs[prep].node_pool"
+    assert workload_problems(cfg.model_copy(update={"jobs": [job]})) == [line]
+
+
+def test_the_same_group_mistake_reads_the_same_in_rules_and_manifests() -> None:
+    line = (
+        "ray_clusters[research].worker_groups[cpu].node_pool 'x' is not a declared node pool; "
+        "declared: cpu, tpu, l4"
+    )
+    d = base()
+    d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "x"
+    assert problems(d) == [line]
+    cfg = validate(base())
+    rc = RayClusterConfig(
+        name="research", worker_groups=[WorkerGroupConfig(name="cpu", node_pool="x")]
+    )
+    with pytest.raises(ResolveError, match="^" + re.escape(line)):
+        ray_cluster_manifest(cfg, rc)
+
+
+def test_config_error_lists_field_then_rule_problems() -> None:
+    d = base()
+    d["project"] = "X"
+    d["jobs"][0]["cluster"] = "ghost"
+    with pytest.raises(ConfigError) as exc:
+        validate(d, "Pulumi.test.yaml")
+    assert exc.value.problems[0].startswith("project:")
+    assert exc.value.problems[1].startswith("jobs[prep].cluster 'ghost'")
+    assert str(exc.value).startswith("Pulumi.test.yaml: 2 problem(s):")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "what"),
+    [
+        ("scaling", {"num_workers": 3}, "the job's node pool or worker group"),
+        ("storage_path", "gs://elsewhere/x", "the checkpoints bucket"),
+        ("dataset", "gs://foo/bar", "the datasets bucket"),
+        ("max_failures", 0, "jobs[].max_failures"),
+        ("name", "other", "the job name"),
+    ],
+)
+def test_job_args_may_not_set_what_the_platform_binds(key: str, value, what: str) -> None:
+    """A trainer's args cannot replace the pool's ScalingConfig (it would train on CPU on a GPU
+    pool), its checkpoint folder, its dataset or its restart budget."""
+    job = {"name": "t", "workload": "train_lm", "node_pool": "l4", "args": {key: value}}
+    with pytest.raises(ConfigError) as e:
+        validate(config(jobs=[job]))
+    (line,) = [p for p in e.value.problems if p.startswith(f"jobs[t].args.{key}")]
+    assert f"the platform sets it from {what}" in line and line.endswith("remove it")
+
+
+def test_a_reader_may_name_the_run_it_reads() -> None:
+    train = {"name": "t", "workload": "train_lm", "node_pool": "cpu"}
+    job = {"name": "ev", "workload": "evaluate", "node_pool": "cpu", "args": {"name": "t"}}
+    assert validate(config(jobs=[train, job])).jobs[1].args == {"name": "t"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (
+            {"network": {"flow_logs": {"enabled": False, "flow_sampling": 0.9}}},
+            "network.flow_logs: flow_sampling set but enabled is false (no flow logs to "
+            "configure); remove them or set enabled: true",
+        ),
+        (
+            {"kuberay": {"mode": "gke-addon", "tpu_webhook": True}},
+            "kuberay: tpu_webhook: true has no effect with mode gke-addon (the add-on installs "
+            "the TPU webhook itself); remove it",
+        ),
+    ],
+)
+def test_keys_that_would_do_nothing_are_refused(extra: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        validate(config(**extra))
+    assert says in e.value.problems
+
+
+def test_flow_logs_may_be_turned_off_alone() -> None:
+    cfg = validate(config(network={"flow_logs": {"enabled": False}}))
+    assert cfg.network.flow_logs.enabled is False
