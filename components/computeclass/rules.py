@@ -122,3 +122,61 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[str]:
                         f"never creates it: raise the limit to at least {need} or drop the "
                         "priority"
                     )
+
+
+def compute_class_pools_not_kueue_flavors(cfg: StackConfig) -> Iterable[str]:
+    """A ComputeClass's pool is neither a ``provisioning: queued`` (DWS) pool nor a flavor of a
+    Kueue ClusterQueue: the two place the same pods in ways that cannot both hold.
+
+    * A queued pool's nodes come only from a ProvisioningRequest that Kueue creates for an
+      admitted workload ([GKE-DWS-QUEUED], :data:`components.catalog.DWS_QUEUED_DOC`); a class
+      on it makes GKE create other nodes (its fallback priorities) for pods that DWS was to
+      serve, outside the request and outside Kueue's quota.
+    * A pool that is a class's first priority carries the class's node label and taint
+      ``cloud.google.com/compute-class=<class>:NoSchedule`` (:mod:`components.nodepools.render`),
+      so its ResourceFlavor carries them too (:func:`components.capacity.render.resource_flavor`).
+      Kueue admits a pod set on a flavor only when the pods tolerate the flavor's taints
+      (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
+      ``checkFlavorForPodSets``), and on admission it adds the flavor's ``nodeLabels`` to the
+      pods' node selector (``pkg/podset/podset.go`` ``Merge``): the queued pods either never
+      fit the flavor (a queued job's own cluster leaves the class out,
+      :func:`components.raycrs.render.worker_group_spec` ``compute_class=False``), or, selecting
+      the class, are pinned to the declared pool's own labels (``cloud.google.com/gke-nodepool``)
+      and never land on the nodes GKE creates for the fallback priorities - while a pod set
+      that selects the class but is admitted on another flavor (a DWS pool) waits forever for
+      nodes with the class label, which DWS nodes lack
+      (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes:
+      a pod that selects a class runs only on that class's nodes).
+
+    What to do, in the message: queue through a pool without a class (a ``queued`` pool of the
+    same shape), or keep the class for unqueued pods and drop its pool from the queue."""
+    from components.nodepools.model import GpuPool, TpuPool
+
+    declared = {p.name: p for p in cfg.node_pools}
+    flavors: dict[str, list[str]] = {}
+    for q in cfg.capacity.cluster_queues:
+        for f in q.flavors:
+            flavors.setdefault(f.pool, []).append(q.name)
+    for c in cfg.compute_classes:
+        pool = declared.get(c.node_pool)
+        if not isinstance(pool, TpuPool | GpuPool):
+            continue  # compute_class_pools reports it
+        if pool.provisioning == "queued":
+            yield (
+                f"compute_classes[{c.name}]: node pool {pool.name!r} has provisioning: queued; "
+                "its nodes come only from the ProvisioningRequest Kueue creates for an admitted "
+                f"job ({catalog.DWS_QUEUED_DOC}), and class {c.name!r} would make GKE create "
+                f"other nodes for the same pods: put the class on a pool that is not queued, or "
+                "remove it"
+            )
+        for q in flavors.get(pool.name, []):
+            yield (
+                f"capacity.cluster_queues[{q}].flavors: pool {pool.name!r} is the node pool of "
+                f"ComputeClass {c.name!r}; its ResourceFlavor carries the class's taint "
+                f"cloud.google.com/compute-class={c.name}:NoSchedule and the pool's own labels, "
+                "so Kueue either never admits queued pods on it or pins them to the pool, where "
+                f"the class's fallbacks ({', '.join(c.fallback) or 'none'}) never serve them "
+                "(kueue pkg/scheduler/flavorassigner/flavorassigner.go, pkg/podset/podset.go): "
+                f"remove {pool.name!r} from the queue's flavors (queued jobs get this shape "
+                f"through a provisioning: queued pool), or remove class {c.name!r}"
+            )

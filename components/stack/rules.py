@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
-from components.computeclass.rules import compute_class_pools, compute_class_shapes_fit_nap
+from components.computeclass.rules import (
+    compute_class_pools,
+    compute_class_pools_not_kueue_flavors,
+    compute_class_shapes_fit_nap,
+)
 from components.nodepools.model import GpuPool, TpuPool
 from components.raycrs.model import IMAGE_KINDS
 from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX
@@ -700,6 +704,12 @@ RULES: tuple[Rule, ...] = (
     _rule(gpu_pool_arch_has_image, "ray.images", "node_pools"),
     _rule(compute_class_pools, "compute_classes", "node_pools"),
     _rule(compute_class_shapes_fit_nap, "compute_classes", "nap", "cluster", "node_pools"),
+    _rule(
+        compute_class_pools_not_kueue_flavors,
+        "compute_classes",
+        "capacity.cluster_queues",
+        "node_pools",
+    ),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),

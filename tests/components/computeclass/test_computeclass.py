@@ -251,3 +251,77 @@ def test_the_class_is_applied_in_the_cluster_under_mocks() -> None:
         "value": "v6e-4x4",
         "effect": "NO_SCHEDULE",
     } in pools["v6e-0"]["nodeConfig"]["taints"]
+
+
+# ------------------------------------------------------------- classes and Kueue flavors (rule 4)
+
+
+def test_a_class_pool_that_is_a_kueue_flavor_is_refused_naming_pool_class_and_fix() -> None:
+    """team-a lists the v6e pool as a flavor; a class on v6e taints its nodes with the class
+    taint the queued pods never tolerate: refused with the pool, the class and what to do."""
+    from tests.components.capacity.common import data as queued
+
+    ok = queued()
+    validate(ok)  # the queued stack without a class is valid
+    bad = queued(compute_classes=[{"name": "v6e-fallback", "node_pool": "v6e"}])
+    found = "\n".join(problems(bad))
+    assert "capacity.cluster_queues[team-a].flavors: pool 'v6e' is the node pool of " in found
+    assert "ComputeClass 'v6e-fallback'" in found
+    assert "cloud.google.com/compute-class=v6e-fallback:NoSchedule" in found
+    assert "remove 'v6e' from the queue's flavors" in found
+    # team-b does not list v6e: only team-a is named
+    assert "cluster_queues[team-b]" not in found
+
+
+def test_a_class_on_a_queued_pool_is_refused() -> None:
+    from tests.components.capacity.common import data as queued
+
+    bad = queued(compute_classes=[{"name": "dws-fallback", "node_pool": "v6e-dws"}])
+    found = "\n".join(problems(bad))
+    assert "compute_classes[dws-fallback]: node pool 'v6e-dws' has provisioning: queued" in found
+
+
+def test_a_class_on_a_pool_no_queue_lists_is_fine_and_queued_jobs_skip_its_selector() -> None:
+    """The l4 pool is in no queue, its DWS twin l4-dws is: the class is valid next to Kueue. A
+    queued job on l4 is admitted on l4-dws and its workers keep no class selector (the
+    workaround in raycrs/render.py stays: Kueue's flavor places the pods, and DWS nodes have
+    no class label); an unqueued cluster's group on l4 selects the class."""
+    from components.capacity.preview import preview
+    from components.capacity.render import QUEUE_LABEL
+    from tests.components.capacity.common import CAPACITY
+    from tests.components.capacity.common import data as queued
+
+    base = queued()
+    dws = {
+        "name": "l4-dws",
+        "gpu": {"type": "nvidia-l4", "count": 1},
+        "max_nodes": 2,
+        "provisioning": "queued",
+        "labels": {"capacity": "dws"},
+    }
+    capacity = copy.deepcopy(CAPACITY)
+    capacity["cluster_queues"][0]["flavors"].append(
+        {"pool": "l4-dws", "nominal": {"cpu": 16, "memory": "64Gi", "nvidia.com/gpu": 2}}
+    )
+    job = {"name": "tune", "workload": "train_lm", "node_pool": "l4", "queue": "team-a"}
+    rc = [{"name": "vision", "worker_groups": [{"name": "l4", "node_pool": "l4"}]}]
+    cfg = validate(
+        queued(
+            node_pools=[*base["node_pools"], dws],
+            capacity=capacity,
+            jobs=[job],
+            ray_clusters=rc,
+            compute_classes=[{"name": "l4-spot", "node_pool": "l4"}],
+        )
+    )
+    manifests = render_manifests(cfg, WORKING_DIR)
+    rayjob = next(m for m in manifests if m["kind"] == "RayJob")
+    assert rayjob["metadata"]["labels"][QUEUE_LABEL] == "team-a"
+    for g in rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]:
+        assert "cloud.google.com/compute-class" not in g["template"]["spec"]["nodeSelector"]
+    (verdict,) = preview(cfg, [rayjob])
+    assert verdict.state == "admitted"
+    assert {a.pod_set.name: a.flavor for a in verdict.assignments}["l4"] == "l4-dws"
+    cluster = next(m for m in manifests if m["kind"] == "RayCluster")
+    (group,) = cluster["spec"]["workerGroupSpecs"]
+    assert group["template"]["spec"]["nodeSelector"]["cloud.google.com/compute-class"] == "l4-spot"
