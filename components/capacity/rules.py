@@ -254,11 +254,82 @@ def job_problems(cfg: StackConfig) -> Iterable[str]:
             )
 
 
+def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[str]:
+    """Each accelerator flavor's quota against the shape and size of the pool behind it.
+
+    Kueue admits on quota alone: it does not look at nodes (kueue v0.19.2
+    ``pkg/scheduler/flavorassigner/flavorassigner.go`` fits a pod set to a flavor by the
+    ClusterQueue's quota, taints and labels only; https://kueue.sigs.k8s.io/docs/concepts/
+    cluster_queue/: "nominalQuota ... the quantity of this resource that is available for
+    admission"). So a quota out of step with the pool is one of two silent failures:
+
+    * more ``google.com/tpu`` / ``nvidia.com/gpu`` nominal quota, summed over every cluster queue
+      listing the flavor, than the pool can ever hold (``max_slices`` x chips per slice,
+      ``max_nodes`` x GPUs per node): Kueue admits workloads whose pods then stay Pending, the
+      admitted-but-cannot-fit case;
+    * a queue whose nominal plus borrowable quota for the flavor is above 0 but below one
+      scaling unit of the pool's shape (a TPU slice's chips: its hosts are admitted together,
+      GKE creates them atomically; a GPU node's GPUs): no worker pod set of that pool is ever
+      admitted on it, the never-admitted case.
+
+    Every priority of a ComputeClass has its pool's shape (:mod:`components.computeclass.model`),
+    and a class's pool is never a flavor (:func:`components.computeclass.rules.
+    compute_class_pools_not_kueue_flavors`), so this one check per flavor covers every priority
+    a queued pod can be admitted to."""
+    from components.capacity.preview import borrowable
+    from components.nodepools.model import GpuPool, TpuPool
+    from components.stack.base import quantity_value
+
+    declared = {p.name: p for p in cfg.node_pools}
+    total: dict[tuple[str, str], float] = {}
+    owners: dict[tuple[str, str], list[str]] = {}
+    for q in cfg.capacity.cluster_queues:
+        for f in q.flavors:
+            pool = declared.get(f.pool)
+            if isinstance(pool, TpuPool):
+                res, unit = catalog.TPU_RESOURCE, pool.slice.chips
+                shape = f"TPU {pool.slice.generation.name} {pool.slice.topology} slice"
+            elif isinstance(pool, GpuPool):
+                res, unit = catalog.GPU_RESOURCE, pool.gpu.count
+                shape = f"{pool.gpu.count} x {pool.gpu.type} node"
+            else:
+                continue
+            nominal = quantity_value(f.nominal.get(res, "0"))
+            total[(f.pool, res)] = total.get((f.pool, res), 0.0) + nominal
+            owners.setdefault((f.pool, res), []).append(f"{q.name} {nominal:g}")
+            try:
+                available = nominal + borrowable(cfg, q, f.pool, res)
+            except KeyError:  # an undeclared flavor pool elsewhere: queue_reference_problems
+                continue
+            if 0 < available < unit:
+                yield (
+                    f"capacity.cluster_queues[{q.name}].flavors[{f.pool}]: {res} nominal plus "
+                    f"borrowable quota is {available:g}, less than one {shape} ({unit}); Kueue "
+                    "never admits a worker pod set of this pool on it: give it at least "
+                    f"{unit} or 0"
+                )
+    for (pool_name, res), n in total.items():
+        pool = declared[pool_name]
+        if isinstance(pool, TpuPool):
+            unit, cap, what = pool.slice.chips, pool.max_slices, "slices"
+        else:
+            unit, cap, what = pool.gpu.count, pool.max_nodes, "nodes"  # type: ignore[union-attr]
+        if n > unit * cap:
+            yield (
+                f"capacity.cluster_queues: flavor {pool_name!r} has {res} nominal quota "
+                f"{n:g} in all ({', '.join(owners[(pool_name, res)])}), more than node pool "
+                f"{pool_name!r} can ever hold ({cap} {what} x {unit} = {unit * cap}); Kueue "
+                "admits on quota alone, so the jobs admitted beyond it stay Pending: lower "
+                f"the quota or raise the pool's max_{what}"
+            )
+
+
 def stack_rules(cfg: StackConfig) -> Iterable[str]:
     """Every capacity rule on the stack model (see the module docstring)."""
     yield from pool_problems(cfg)
     yield from queue_reference_problems(cfg)
     yield from job_problems(cfg)
+    yield from flavor_quota_shape_problems(cfg)
 
 
 # ------------------------------------------------------------------------------ render checks

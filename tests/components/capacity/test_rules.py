@@ -95,6 +95,7 @@ def test_flex_start_without_queueing_refuses_multi_host_tpu_and_cpu():
     pools[-1] = {
         **DWS_POOL,
         "tpu": {"generation": "v6e", "topology": "2x2"},
+        "max_slices": 8,  # 8 x 4 chips hold the queues' 32 chips of quota on this flavor
         "provisioning": "flex-start",
     }
     validate(data(node_pools=pools, jobs=[]))  # single-host: fine
@@ -125,11 +126,10 @@ def test_rendered_rayjob_rules_autoscaling_suspend_head_name_and_pod_set_limit()
 
 
 def test_job_that_can_never_be_admitted_is_a_check_error_with_both_numbers():
+    """The job needs 2 slices (32 chips); each flavor holds one slice (16) and team-b lends
+    none of its v6e-dws chips, so no flavor ever has 32."""
     cap = copy.deepcopy(CAPACITY)
-    for q in cap["cluster_queues"]:
-        for f in q["flavors"]:
-            if f["pool"] != "system":
-                f["nominal"]["google.com/tpu"] = 8
+    cap["cluster_queues"][1]["flavors"][1]["lending_limit"] = {"google.com/tpu": 0}
     c = cfg(capacity=cap)
     (line,) = [p for p in check_stack(c) if "can never be admitted" in p]
     assert line.startswith("jobs[train]: can never be admitted by queue team-a")
@@ -157,3 +157,40 @@ def test_two_flavors_selecting_the_same_nodes_are_refused():
     c = cfg(node_pools=pools)
     text = "\n".join(render_problems(c, render_manifests(c, WORKING_DIR)))
     assert "flavors 'v6e' and 'v6e-dws' select the same nodes" in text
+
+
+def test_flavor_quota_above_what_the_pool_can_hold_is_refused_with_both_numbers():
+    """v6e-dws holds at most 2 slices x 16 chips = 32; team-a 16 + team-b 16 fit, 24 + 16 do
+    not (Kueue would admit jobs whose slices never come)."""
+    assert check_stack(cfg()) == []
+    capacity = copy.deepcopy(CAPACITY)
+    capacity["cluster_queues"][0]["flavors"][2]["nominal"]["google.com/tpu"] = 24
+    msg = _problems(capacity=capacity)
+    assert (
+        "flavor 'v6e-dws' has google.com/tpu nominal quota 40 in all (team-a 24, team-b 16), "
+        "more than node pool 'v6e-dws' can ever hold (2 slices x 16 = 32)"
+    ) in msg
+
+
+def test_flavor_quota_below_one_slice_is_refused():
+    """8 chips cannot hold one v6e 4x4 slice (16 chips, admitted as one pod set); 0 is fine
+    (the flavor is then for borrowing only)."""
+    capacity = copy.deepcopy(CAPACITY)
+    capacity["cluster_queues"][1]["cohort"] = None
+    capacity["cluster_queues"][0]["cohort"] = None
+    capacity["cluster_queues"][1]["flavors"][1]["nominal"]["google.com/tpu"] = 8
+    msg = _problems(capacity=capacity)
+    assert (
+        "capacity.cluster_queues[team-b].flavors[v6e-dws]: google.com/tpu nominal plus "
+        "borrowable quota is 8, less than one TPU v6e 4x4 slice (16)"
+    ) in msg
+    capacity["cluster_queues"][1]["flavors"][1]["nominal"]["google.com/tpu"] = 0
+    jobs = [dict(JOB, priority="high")]
+    validate(data(capacity=capacity, jobs=jobs))
+
+
+def test_borrowing_counts_toward_one_slice():
+    """team-b has 0 nominal chips on v6e-dws but borrows team-a's 16: one slice, accepted."""
+    capacity = copy.deepcopy(CAPACITY)
+    capacity["cluster_queues"][1]["flavors"][1]["nominal"]["google.com/tpu"] = 0
+    validate(data(capacity=capacity))
