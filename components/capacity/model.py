@@ -61,6 +61,15 @@ class KueueConfig(_Model):
         "one whose CRDs the repository carries: " + ", ".join(KUEUE_VERSIONS) + ".",
     )
     namespace: str = Field("kueue-system", description="Namespace of the Kueue controller.")
+    elastic_jobs: bool = Field(
+        True,
+        description="Kueue's `ElasticJobsViaWorkloadSlices` feature gate, rendered in the chart's "
+        "`controllerManager.featureGates`: a queued job with a `slices` range and a queued "
+        "autoscaling RayCluster are elastic workloads (`kueue.x-k8s.io/elastic-job`), admitted "
+        "slice by slice. Alpha in Kueue 0.13, beta and on by default since 0.18 "
+        "(pkg/features/kube_features.go of v0.19.2). false: the gate is rendered off, and "
+        "queued elastic jobs and autoscaling RayClusters are refused.",
+    )
 
     @field_validator("version")
     @classmethod

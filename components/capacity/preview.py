@@ -80,6 +80,12 @@ class Verdict:
     assignments: list[Assignment] = field(default_factory=list)
     shortfall: tuple[str, float, float] | None = None
     reason: str = ""
+    kind: str = "RayJob"
+
+    @property
+    def where(self) -> str:
+        """The stack path of the object: ``jobs[<name>]`` or ``ray_clusters[<name>]``."""
+        return f"{'ray_clusters' if self.kind == 'RayCluster' else 'jobs'}[{self.job}]"
 
 
 def _q(value: Any) -> float:
@@ -115,18 +121,33 @@ def _pod_set(name: str, count: int, template: dict[str, Any], extra: dict[str, f
 AUTOSCALER = {"cpu": 0.5, "memory": 512 * 2**20}
 
 
-def pod_sets(rayjob: dict[str, Any]) -> list[PodSet]:
-    """The pod sets Kueue builds for a rendered RayJob with its own cluster (see the module
-    docstring); ``[]`` for a job on an existing cluster (Kueue skips it: ``Skip``)."""
-    spec = rayjob.get("spec") or {}
-    cluster = spec.get("rayClusterSpec")
-    if not cluster:
-        return []
+def _cluster_pod_sets(cluster: dict[str, Any]) -> list[PodSet]:
     head_extra = AUTOSCALER if cluster.get("enableInTreeAutoscaling") else {}
     out = [_pod_set("head", 1, cluster["headGroupSpec"]["template"], head_extra)]
     for g in cluster.get("workerGroupSpecs") or []:
-        count = int(g.get("replicas", 1)) * max(1, int(g.get("numOfHosts", 1)))
+        if "replicas" in g:
+            replicas = int(g["replicas"])
+        else:
+            # autoscaled: the stack leaves replicas to the autoscaler; the API server applies
+            # the CRD default 0 and KubeRay starts minReplicas (GetWorkerGroupDesiredReplicas),
+            # the first workload slice; each scale-up is a further slice on the same flavor.
+            replicas = int(g.get("minReplicas", 0))
+        count = replicas * max(1, int(g.get("numOfHosts", 1)))
         out.append(_pod_set(g["groupName"], count, g["template"], {}))
+    return out
+
+
+def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
+    """The pod sets Kueue builds for a rendered RayJob with its own cluster or a RayCluster
+    (see the module docstring; a RayCluster has no submitter); ``[]`` for a job on an existing
+    cluster (Kueue skips it: ``Skip``)."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "RayCluster":
+        return _cluster_pod_sets(spec)
+    cluster = spec.get("rayClusterSpec")
+    if not cluster:
+        return []
+    out = _cluster_pod_sets(cluster)
     if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
         template = spec.get("submitterPodTemplate") or {
             "spec": {
@@ -206,7 +227,7 @@ def fmt_amount(resource: str, value: float) -> str:
 
 
 def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict:
-    """The verdict for one rendered RayJob waiting in LocalQueue ``queue``.
+    """The verdict for one rendered RayJob (or RayCluster) waiting in LocalQueue ``queue``.
 
     Raises:
         KeyError: the queue or its cluster queue is not declared (the stack rules say so first).
@@ -218,7 +239,13 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     quotas = _quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
     flavors = {f.pool: resource_flavor(cfg, f.pool) for f in cq.flavors}
-    verdict = Verdict(job=name, queue=queue, cluster_queue=cq.name, state="admitted")
+    verdict = Verdict(
+        job=name,
+        queue=queue,
+        cluster_queue=cq.name,
+        state="admitted",
+        kind=str(rayjob.get("kind", "RayJob")),
+    )
     used: dict[tuple[str, str], float] = {}
     for ps in pod_sets(rayjob):
         # (resource, needed, available) where a matching flavor falls short
@@ -287,12 +314,14 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
 
 
 def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
-    """A verdict per queued RayJob among ``manifests`` (rendered RayJobs with a queue label)."""
+    """A verdict per queued RayJob and RayCluster among ``manifests`` (rendered objects with a
+    queue label); an autoscaling RayCluster is previewed at its minimum size (its first
+    workload slice)."""
     from components.capacity.render import QUEUE_LABEL
 
     out = []
     for m in manifests:
-        if m.get("kind") != "RayJob":
+        if m.get("kind") not in ("RayJob", "RayCluster"):
             continue
         queue = (m["metadata"].get("labels") or {}).get(QUEUE_LABEL)
         if queue:

@@ -47,6 +47,12 @@ PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 DWS_CHECK = "dws-provisioning"
 RAY_FRAMEWORKS = ("ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice")
+# The feature gate of elastic workloads (workload slices) and the per-object opt-in: Kueue treats
+# an object as elastic only when both are on (kueue v0.19.2 pkg/workloadslicing/workloadslicing.go
+# ``Enabled``; gate alpha in 0.13, beta and default-on since 0.18, pkg/features/kube_features.go;
+# annotation pkg/constants/constants.go ``ElasticJobAnnotation``).
+ELASTIC_GATE = "ElasticJobsViaWorkloadSlices"
+ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 # Resources DWS provisions for (the ProvisioningRequestConfig's managedResources): the
 # accelerators; cpu and memory of the same pods come with the nodes.
 DWS_MANAGED_RESOURCES = (catalog.TPU_RESOURCE, catalog.GPU_RESOURCE)
@@ -268,11 +274,19 @@ def manager_config() -> str:
 
 def helm_values(cfg: StackConfig) -> dict[str, Any]:
     """Values of the Kueue chart: the controller on the system pool, the Ray integrations on
-    (:func:`manager_config`), the chart's restricted pod security kept."""
+    (:func:`manager_config`), the chart's restricted pod security kept, and the
+    ``ElasticJobsViaWorkloadSlices`` gate set explicitly to ``capacity.kueue.elastic_jobs``
+    (``controllerManager.featureGates``, a list of ``{name, enabled}`` the chart turns into the
+    manager's ``--feature-gates``: v0.19.2 ``charts/kueue/values.yaml``,
+    ``templates/_helpers.tpl`` ``kueue.featureGates``), so a chart whose default changes does
+    not silently turn elastic admission off for the stack's elastic jobs and RayClusters."""
     return {
         "controllerManager": {
             "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
             "podDisruptionBudget": {"enabled": False},
+            "featureGates": [
+                {"name": ELASTIC_GATE, "enabled": cfg.capacity.kueue.elastic_jobs},
+            ],
         },
         "managerConfig": {"controllerManagerConfigYaml": manager_config()},
     }

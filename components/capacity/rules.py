@@ -324,19 +324,132 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[str]:
             )
 
 
+def elastic_problems(cfg: StackConfig) -> Iterable[str]:
+    """Queued elastic workloads need Kueue's ``ElasticJobsViaWorkloadSlices`` gate
+    (``capacity.kueue.elastic_jobs``): a queued job with a ``slices`` range carries the
+    elastic-job annotation, and a queued autoscaling RayCluster must be an elastic job (kueue
+    v0.19.2 ``pkg/controller/jobs/raycluster/raycluster_webhook.go`` ``validateCreate``); with
+    the gate off Kueue refuses the RayCluster and admits the job as one fixed workload, never
+    slice by slice (``pkg/workloadslicing/workloadslicing.go`` ``Enabled``)."""
+    if cfg.capacity.kueue.elastic_jobs:
+        return
+    for job in cfg.jobs:
+        if job.queue and job.slices is not None and job.slices.elastic:
+            yield (
+                f"jobs[{job.name}]: slices {{min: {job.slices.min}, max: {job.slices.max}}} "
+                f"with queue {job.queue!r} is an elastic Kueue workload, but "
+                "capacity.kueue.elastic_jobs is false (Kueue's ElasticJobsViaWorkloadSlices "
+                "gate off): set it true, or fixed slices"
+            )
+    for rc in cfg.ray_clusters:
+        if rc.queue and rc.autoscaling:
+            yield (
+                f"ray_clusters[{rc.name}]: queue {rc.queue!r} with autoscaling; Kueue admits an "
+                "autoscaling RayCluster only as an elastic job (kueue pkg/controller/jobs/"
+                "raycluster/raycluster_webhook.go), but capacity.kueue.elastic_jobs is false: "
+                "set it true, or autoscaling: false"
+            )
+
+
+def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[str]:
+    """A queued RayCluster names a declared LocalQueue; its ``priority`` a declared
+    WorkloadPriorityClass, and only with a queue; a cluster with a group on a ``queued`` pool
+    is queued (only Kueue's ProvisioningRequest gets nodes there, [GKE-DWS-QUEUED])."""
+    cap = cfg.capacity
+    local = {q.name for q in cap.local_queues}
+    prios = {p.name for p in cap.priority_classes}
+    queued = {p.name for p in cfg.node_pools if p.provisioning == "queued"}
+    for rc in cfg.ray_clusters:
+        where = f"ray_clusters[{rc.name}]"
+        if rc.priority and not rc.queue:
+            yield f"{where}.priority {rc.priority!r} needs queue: <local queue> (Kueue reads it)"
+        elif rc.priority and rc.priority not in prios:
+            yield (
+                f"{where}.priority {rc.priority!r} is not a capacity.priority_classes entry; "
+                f"declared: {', '.join(sorted(prios)) or 'none'}"
+            )
+        if rc.queue and rc.queue not in local:
+            yield (
+                f"{where}.queue {rc.queue!r} is not a capacity.local_queues entry; declared: "
+                f"{', '.join(sorted(local)) or 'none'}"
+            )
+        if not rc.queue:
+            for g in rc.worker_groups:
+                if g.node_pool in queued:
+                    yield (
+                        f"{where}.worker_groups[{g.name}]: node pool {g.node_pool!r} has "
+                        "provisioning: queued; its nodes come only through a "
+                        "ProvisioningRequest that Kueue creates for an admitted workload "
+                        f"({catalog.DWS_QUEUED_DOC}): set queue: <local queue> on the cluster"
+                    )
+
+
 def stack_rules(cfg: StackConfig) -> Iterable[str]:
     """Every capacity rule on the stack model (see the module docstring)."""
     yield from pool_problems(cfg)
     yield from queue_reference_problems(cfg)
     yield from job_problems(cfg)
+    yield from ray_cluster_queue_problems(cfg)
+    yield from elastic_problems(cfg)
     yield from flavor_quota_shape_problems(cfg)
 
 
 # ------------------------------------------------------------------------------ render checks
 
 
-def rayjob_problems(rayjob: dict[str, Any]) -> list[str]:
-    """Kueue's webhook rules on one rendered queued RayJob (sources in the module docstring)."""
+def _elastic(obj: dict[str, Any], gate: bool) -> bool:
+    """Kueue treats ``obj`` as an elastic workload: the gate is on and the object carries
+    ``kueue.x-k8s.io/elastic-job: "true"`` (kueue v0.19.2 pkg/workloadslicing/workloadslicing.go
+    ``Enabled``)."""
+    from components.capacity.render import ELASTIC_ANNOTATION
+
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return gate and annotations.get(ELASTIC_ANNOTATION) == "true"
+
+
+def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[str]:
+    """Kueue's webhook rules on one rendered queued RayCluster (kueue v0.19.2
+    ``pkg/controller/jobs/raycluster/raycluster_webhook.go`` ``validateCreate``): in-tree
+    autoscaling only as an elastic job ("a kueue-managed RayCluster can use autoscaling only as
+    an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the
+    kueue.x-k8s.io/elastic-job annotation"; the elastic-job scheduling gate the same webhook
+    requires on every pod template is added by its defaulter, ``Default`` ``GateTemplate``, so the
+    stack does not render it), at most ``MaxPodSets`` pod sets (head + worker groups), no worker
+    group called ``head``; Kueue owns ``spec.suspend``."""
+    name = rc["metadata"]["name"]
+    spec = rc.get("spec") or {}
+    where = f"RayCluster {name}"
+    out = []
+    if spec.get("enableInTreeAutoscaling") and not _elastic(rc, elastic_gate):
+        out.append(
+            f"{where}: spec.enableInTreeAutoscaling on a queued RayCluster that is not an "
+            "elastic job; Kueue refuses it ('a kueue-managed RayCluster can use autoscaling only "
+            "as an elastic job', kueue pkg/controller/jobs/raycluster/raycluster_webhook.go): "
+            "the kueue.x-k8s.io/elastic-job annotation and capacity.kueue.elastic_jobs: true"
+        )
+    if "suspend" in spec:
+        out.append(
+            f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)"
+        )
+    groups = spec.get("workerGroupSpecs") or []
+    for i, g in enumerate(groups):
+        if g.get("groupName") == HEAD_POD_SET:
+            out.append(
+                f"{where}: spec.workerGroupSpecs[{i}].groupName 'head' is reserved for the head "
+                f"pod set ({KUEUE_RAYCLUSTER_COMMON})"
+            )
+    if len(groups) + 1 > MAX_POD_SETS:
+        out.append(
+            f"{where}: {len(groups) + 1} pod sets; a Kueue workload has at most {MAX_POD_SETS} "
+            "(MaxPodSets, kueue pkg/controller/jobframework/constants.go)"
+        )
+    return out
+
+
+def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[str]:
+    """Kueue's webhook rules on one rendered queued RayJob (sources in the module docstring);
+    in-tree autoscaling is allowed on an elastic RayJob (gate on and the elastic-job annotation:
+    ``ValidateCreate`` in ``pkg/controller/jobs/raycluster/common.go`` of v0.19.2)."""
     from components.capacity.preview import pod_sets
 
     name = rayjob["metadata"]["name"]
@@ -357,7 +470,7 @@ def rayjob_problems(rayjob: dict[str, Any]) -> list[str]:
         out.append(
             f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)"
         )
-    if cluster.get("enableInTreeAutoscaling"):
+    if cluster.get("enableInTreeAutoscaling") and not _elastic(rayjob, elastic_gate):
         out.append(
             f"{where}: spec.rayClusterSpec.enableInTreeAutoscaling: a kueue managed job should "
             f"only use autoscaling when workload slicing is enabled ({KUEUE_RAYCLUSTER_COMMON})"
@@ -411,14 +524,14 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
         for a in on_dws:
             if a.pod_set.name in (HEAD_POD_SET, "submitter"):
                 out.append(
-                    f"jobs[{v.job}]: the {a.pod_set.name} pod set would be admitted on queued "
+                    f"{v.where}: the {a.pod_set.name} pod set would be admitted on queued "
                     f"flavor {a.flavor!r} and join the ProvisioningRequest; GKE accepts one "
                     "PodSet per request (ray-project/ray#57839)"
                 )
         workers = [a for a in on_dws if a.pod_set.name not in (HEAD_POD_SET, "submitter")]
         if len(workers) > 1:
             out.append(
-                f"jobs[{v.job}]: {len(workers)} pod sets on queued flavors; GKE accepts one "
+                f"{v.where}: {len(workers)} pod sets on queued flavors; GKE accepts one "
                 "PodSet per ProvisioningRequest (ray-project/ray#57839)"
             )
     for cq in cqs:
@@ -439,6 +552,72 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
     return out
 
 
+def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
+    """A queued pod set whose own template selects a ComputeClass
+    (``cloud.google.com/compute-class``) and would be admitted on a flavor whose nodes lack that
+    label: Kueue adds the flavor's labels to the pods (kueue v0.19.2 ``pkg/podset/podset.go``
+    ``Merge``) but keeps theirs, so they wait forever for nodes that are both (a DWS flavor's
+    nodes never carry a class label). The render leaves the class out of every queued object's
+    worker groups (:func:`components.raycrs.render.worker_group_spec` ``compute_class``); this
+    check catches a render where both apply to the same pods."""
+    from components.capacity.render import resource_flavor
+    from components.computeclass.model import COMPUTE_CLASS_LABEL
+
+    out = []
+    for v in verdicts:
+        for a in v.assignments:
+            want = a.pod_set.node_selector.get(COMPUTE_CLASS_LABEL)
+            if not want or not a.flavor:
+                continue
+            labels = resource_flavor(cfg, a.flavor)["spec"].get("nodeLabels") or {}
+            if labels.get(COMPUTE_CLASS_LABEL) != want:
+                out.append(
+                    f"{v.where}: pod set {a.pod_set.name!r} selects ComputeClass {want!r} but "
+                    f"would be admitted on flavor {a.flavor!r}, whose nodes lack "
+                    f"{COMPUTE_CLASS_LABEL}={want}: its pods would stay Pending; queued pods "
+                    "must not select a class (Kueue's flavor places them)"
+                )
+    return out
+
+
+def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
+    """An elastic queued object's worker group that starts at 0 pods is admitted on the first
+    flavor its pods match, since 0 pods fit any quota (kueue v0.19.2
+    ``pkg/scheduler/flavorassigner/flavorassigner.go``: a zero request fits), and Kueue keeps
+    that flavor for every later slice ("When scaling up a previously admitted job the new
+    workload must reuse the originally assigned flavor", site/content/en/docs/concepts/
+    elastic_workload.md, Limitations). A TPU or GPU group whose first match is a flavor without
+    quota for its accelerator (e.g. the ``system`` flavor, whose nodes are untainted and whose
+    only label is ``cloud.google.com/gke-nodepool``, a key accelerator pods do not select)
+    could never scale up. Fix: list the accelerator flavors before the CPU ones in the queue
+    (taints keep CPU pods off them), or a ``min_replicas`` of at least 1."""
+    from components.capacity.preview import _quotas, borrowable
+    from components.capacity.render import cluster_queue
+
+    out = []
+    for v in verdicts:
+        cq = cfg.capacity.cluster_queue(v.cluster_queue)
+        quotas = _quotas(cluster_queue(cfg, cq))
+        for a in v.assignments:
+            if a.pod_set.count or not a.flavor:
+                continue
+            for r in (catalog.TPU_RESOURCE, catalog.GPU_RESOURCE):
+                if not a.pod_set.per_pod.get(r):
+                    continue
+                q = quotas.get(a.flavor, {}).get(r) or {}
+                if float(q.get("nominal") or 0) + borrowable(cfg, cq, a.flavor, r) <= 0:
+                    out.append(
+                        f"{v.where}: worker group {a.pod_set.name!r} starts at 0 pods and would "
+                        f"be admitted on flavor {a.flavor!r} of cluster queue {cq.name}, which "
+                        f"has no {r} quota; Kueue keeps that flavor for every scale-up of an "
+                        "elastic workload (kueue site/content/en/docs/concepts/"
+                        "elastic_workload.md), so the group could never grow: list the "
+                        f"accelerator flavors before {a.flavor!r} in the queue, or set "
+                        "min_replicas: 1"
+                    )
+    return out
+
+
 def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
     """Every render-level capacity problem (see the module docstring); ``manifests`` are the
     rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
@@ -456,16 +635,20 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
     queued = [
         m
         for m in manifests
-        if m.get("kind") == "RayJob" and QUEUE_LABEL in (m["metadata"].get("labels") or {})
+        if m.get("kind") in ("RayJob", "RayCluster")
+        and QUEUE_LABEL in (m["metadata"].get("labels") or {})
     ]
+    gate = cfg.capacity.kueue.elastic_jobs
     for m in queued:
-        out += rayjob_problems(m)
+        out += rayjob_problems(m, gate) if m["kind"] == "RayJob" else raycluster_problems(m, gate)
     try:
         verdicts = preview(cfg, queued)
     except KeyError:  # an undeclared queue: the stack rules said so
         return out
     for v in verdicts:
         if v.state == "never":
-            out.append(f"jobs[{v.job}]: can never be admitted by queue {v.queue}: {v.reason}")
+            out.append(f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}")
+    out += class_selector_problems(cfg, verdicts)
+    out += elastic_flavor_problems(cfg, verdicts)
     out += dws_problems(cfg, verdicts, [o for o in objects if o["kind"] == "ClusterQueue"])
     return out

@@ -620,6 +620,20 @@ class RayClusterConfig(_Model):
         "shouldRecreatePodsForUpgrade).",
     )
 
+    queue: str | None = Field(
+        None,
+        description="Kueue LocalQueue (`capacity.local_queues`) that admits this RayCluster "
+        "(`kueue.x-k8s.io/queue-name`): Kueue admits its head and worker groups against the "
+        "queue's quota, and with `autoscaling` each scale-up as an elastic workload slice "
+        "(`kueue.x-k8s.io/elastic-job`, needs `capacity.kueue.elastic_jobs`; docs/capacity.md). "
+        "Unset: not queued.",
+    )
+    priority: str | None = Field(
+        None,
+        description="Kueue WorkloadPriorityClass (`capacity.priority_classes`) of the queued "
+        "RayCluster (`kueue.x-k8s.io/priority-class`); only with `queue`.",
+    )
+
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:

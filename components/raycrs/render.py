@@ -612,13 +612,21 @@ def ray_cluster_manifest(
             rc.service_account,
             images=images,
             autoscaled=rc.autoscaling,
+            compute_class=not rc.queue,  # queued: Kueue's flavor places the pods
         )
         for g in rc.worker_groups
     ]  # KubeRay labels these pods ray.io/cluster=<name> itself
+    metadata = _metadata(cfg, rc.name)
+    if rc.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
+        from components.capacity.render import queue_labels
+
+        metadata["labels"].update(queue_labels(rc))
+        if rc.autoscaling:  # an autoscaling queued RayCluster is admitted only as an elastic job
+            metadata["annotations"] = {**metadata.get("annotations", {}), **ELASTIC_JOB}
     manifest: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "RayCluster",
-        "metadata": _metadata(cfg, rc.name),
+        "metadata": metadata,
         "spec": ray_cluster_spec(
             cfg,
             head=rc.head,
