@@ -125,13 +125,10 @@ def _cluster_pod_sets(cluster: dict[str, Any]) -> list[PodSet]:
     head_extra = AUTOSCALER if cluster.get("enableInTreeAutoscaling") else {}
     out = [_pod_set("head", 1, cluster["headGroupSpec"]["template"], head_extra)]
     for g in cluster.get("workerGroupSpecs") or []:
-        if "replicas" in g:
-            replicas = int(g["replicas"])
-        else:
-            # autoscaled: the stack leaves replicas to the autoscaler; the API server applies
-            # the CRD default 0 and KubeRay starts minReplicas (GetWorkerGroupDesiredReplicas),
-            # the first workload slice; each scale-up is a further slice on the same flavor.
-            replicas = int(g.get("minReplicas", 0))
+        # autoscaled (no replicas): the API server applies the CRD default 0 and KubeRay starts
+        # minReplicas (GetWorkerGroupDesiredReplicas), the first workload slice; each
+        # scale-up is a further slice on the same flavor.
+        replicas = int(g["replicas"]) if "replicas" in g else int(g.get("minReplicas", 0))
         count = replicas * max(1, int(g.get("numOfHosts", 1)))
         out.append(_pod_set(g["groupName"], count, g["template"], {}))
     return out
