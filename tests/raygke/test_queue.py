@@ -64,7 +64,10 @@ def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:
     base = render_capacity(cfg)
     head = copy.deepcopy(base)
     (cq,) = [o for o in head if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "ml-batch"]
-    tpu = cq["spec"]["resourceGroups"][0]["flavors"][2]["resources"][2]
+    (flavor,) = [
+        f for f in cq["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "tpu-v6e-4x4"
+    ]
+    tpu = flavor["resources"][2]
     assert tpu["name"] == "google.com/tpu"
     tpu["nominalQuota"] = "16"
     plan = compare(records(base), records(head), "prod")

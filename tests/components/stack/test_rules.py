@@ -194,6 +194,17 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "compute_classes[v5e]: the spot priority's TPU v5e 2x2 slice (1 x ct5lp-hightpu-4t) "
         "needs tpu-v5-lite-podslice 4, above nap.resource_limits[tpu-v5-lite-podslice] 2",
     ),
+    "compute_class_pools_not_kueue_flavors": (
+        lambda d: d.update(
+            compute_classes=[{"name": "v5e", "node_pool": "tpu", "fallback": ["spot"]}],
+            capacity={
+                "cluster_queues": [
+                    {"name": "q", "flavors": [{"pool": "tpu", "nominal": {"google.com/tpu": 4}}]}
+                ]
+            },
+        ),
+        "capacity.cluster_queues[q].flavors: pool 'tpu' is the node pool of ComputeClass 'v5e'",
+    ),
     "job_slices_fit": (
         lambda d: d["jobs"][0].update(
             cluster=None, worker_group=None, node_pool="l4", slices={"min": 1, "max": 1}
