@@ -43,9 +43,11 @@ Sources (each fact below cites one of these):
   ``a4-highgpu-8g`` with 8 x B200; A4X: ``a4x-highgpu-4g`` with 4 x GB200 on NVIDIA Grace, Arm,
   CPUs). The machine-type names and GKE labels ``nvidia-b200`` / ``nvidia-gb200`` as in xpk
   ``system_characteristics.py`` (``b200-8``, ``gb200-4``, the latter with
-  ``docker_platform=linux/arm64``). NOT confirmed by a search of the Google page in this session:
-  the vCPU / memory of a4-highgpu-8g (224 vCPUs, 3968 GB) and a4x-highgpu-4g (140 vCPUs, 884 GB),
-  the GPU memory (B200 180 GB, GB200 186 GB) and the zones; treat them as recorded, not verified.
+  ``docker_platform=linux/arm64``). GPU memory confirmed from NVIDIA's GB200 NVL72 / HGX B200
+  specification table (B200 in HGX: 180 GB HBM3E; GB200: 186 GB HBM3E), as reproduced at
+  https://zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html. NOT confirmed by a
+  search of the Google page in this session: the vCPU / memory of a4-highgpu-8g (224 vCPUs,
+  3968 GB) and a4x-highgpu-4g (140 vCPUs, 884 GB) and the zones; treat them as recorded.
 * [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
 * [NAP]      Node auto-provisioning: https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
   (resource-limit types ``tpu-v5-lite-podslice``, ``tpu-v6e-slice``, ``nvidia-l4``, ...).
@@ -67,7 +69,10 @@ Sources (each fact below cites one of these):
   total in the Extended channel). Live list: ``gcloud container get-server-config``.
 * [NVIDIA]   Peak dense bf16 tensor throughput from NVIDIA's data sheets: L4 121 TFLOP/s,
   A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, H200 989 TFLOP/s, B200 (HGX) 2250 TFLOP/s, GB200
-  2500 TFLOP/s (the Blackwell figures are NOT confirmed by a search in this session).
+  2500 TFLOP/s (the Blackwell figures: NVIDIA's GB200 NVL72 / HGX B200 table gives FP16/BF16
+  Tensor Core 5 and 4.5 PFLOPS per GPU with 2:4 sparsity, so 2.5 and 2.25 dense; as reproduced
+  at https://zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html and
+  https://glennklockwood.com/garden/processors/B200, which lists BF16 2500 / 2250 dense).
 
 The zone lists are not complete (Google adds zones); pools can override the zone check with
 ``allow_unlisted_zone`` in the stack config.
@@ -278,7 +283,8 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
         # us-east5-a is confirmed (https://cloud.google.com/compute/docs/instances/
         # create-future-reservations-calendar-mode lists it for v5p); the others are not.
         zones=("us-east5-a", "us-central1-a", "europe-west4-b"),
-        # NOT confirmed by a search in this session: 208 vCPUs, 448 GB per ct5p-hightpu-4t host.
+        # 208 vCPUs, 448 GB RAM per 4-chip VM; 95 GiB HBM and 459 bf16 TFLOP/s per chip:
+        # https://docs.cloud.google.com/tpu/docs/v5p (specifications table).
         host_vcpus={4: 208},
         host_memory_gb={4: 448},
         topologies=V5P_TOPOLOGIES,
@@ -296,10 +302,13 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
         hbm_gb=192,
         peak_bf16_tflops=2307.0,
         min_gke_version="1.34.0-gke.2201000",
-        # NOT confirmed by a Google page in this session: us-central1-c is where public TPU7x
-        # clusters and flex-start run per third-party write-ups; allow_unlisted_zone for others.
+        # min_gke_version (GKE Standard): https://docs.cloud.google.com/kubernetes-engine/docs/
+        # concepts/tpu-ironwood ("Availability"). Zones NOT confirmed by a Google page in this
+        # session (neither the TPU7x nor the GKE Ironwood page lists zones; access is through the
+        # account team): us-central1-c per third-party write-ups; allow_unlisted_zone for others.
         zones=("us-central1-c",),
-        # NOT confirmed by a search in this session: 224 vCPUs, 960 GB per tpu7x-standard-4t host.
+        # 224 vCPUs, 960 GB RAM per 4-chip VM; 192 GiB HBM and 2307 bf16 TFLOP/s per chip:
+        # https://docs.cloud.google.com/tpu/docs/tpu7x (specifications table).
         host_vcpus={4: 224},
         host_memory_gb={4: 960},
         topologies=TPU_3D_TOPOLOGIES,
@@ -643,8 +652,9 @@ GPU_TYPES: Mapping[str, GpuType] = {
             "asia-south1-b",
         ),
     ),
-    # A4 [GCE-GPU]: 8 x B200 per a4-highgpu-8g. Memory, peak and zones NOT confirmed by a
-    # search in this session (see the module docstring); allow_unlisted_zone for other zones.
+    # A4 [GCE-GPU]: 8 x B200 per a4-highgpu-8g. Memory and peak from NVIDIA's HGX B200 table
+    # ([NVIDIA] in the module docstring); zones NOT confirmed by a search in this session;
+    # allow_unlisted_zone for other zones.
     "nvidia-b200": GpuType(
         name="nvidia-b200",
         display="NVIDIA B200",
@@ -1255,11 +1265,15 @@ def tpu_machine(machine_type: str) -> tuple[str, int] | None:
 #   - GKE taints the nodes ``cloud.google.com/gke-queued=true:NoSchedule``; pods tolerate it;
 #   - the ProvisioningRequest class is ``queued-provisioning.gke.io``; GKE accepts one PodSet per
 #     ProvisioningRequest (https://github.com/ray-project/ray/issues/57839);
-#   - GKE 1.28.3-gke.1098000 or later for GPUs, 1.28.7-gke.1020000 or later for TPUs.
+#   - GKE 1.28.3-gke.1098000 or later for GPUs, 1.28.7-gke.1020000 or later for TPUs (NOT
+#     confirmed by a search in this session: the stored copies of the page do not show its
+#     requirements list; kept as recorded).
 # [GKE-FLEX-START] Flex-start VMs without queueing:
 #   https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training and
-#   https://cloud.google.com/kubernetes-engine/docs/concepts/dws (GPUs: GKE 1.32.2-gke.1652000;
-#   TPUs: GKE 1.33.0-gke.1712000 and single-host slices only; a VM runs at most 7 days,
+#   https://cloud.google.com/kubernetes-engine/docs/concepts/dws (GPUs: GKE 1.32.2-gke.1652000,
+#   NOT confirmed in this session; TPUs: GKE 1.33.0-gke.1712000, confirmed by
+#   https://cloud.google.com/kubernetes-engine/docs/concepts/provisioning-model "To run TPUs,
+#   use GKE version 1.33.0-gke.1712000 or later", and single-host slices only; at most 7 days,
 #   ``maxRunDuration`` of the node config,
 #   https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodeConfig).
 
