@@ -128,7 +128,7 @@ def cpu_quantity(cores: float) -> str:
 
 def memory_quantity(gib: float) -> str:
     """``gib`` GiB rounded down to 1Gi from 16 GiB up, else to 256Mi: 30.7 -> ``"30Gi"``,
-    3.3 -> ``"3Gi"``, 1.6 -> ``"1536Mi"``."""
+    3.3 -> ``"3328Mi"``, 1.6 -> ``"1536Mi"``."""
     if gib >= 16:
         return f"{math.floor(gib)}Gi"
     mi = math.floor(gib * 1024 / 256) * 256
