@@ -112,7 +112,7 @@ def _topologies_3d(*names: str) -> dict[str, int]:
 
 
 # 3-D topologies of v5p [TPU-V5P] and TPU7x [TPU-7X], each one Ray 2.60 accepts
-# (``VALID_TPU_TOPOLOGY`` in ray/_private/accelerators/tpu.py; tests/components/test_catalog.py
+# (``VALID_TPU_TOPOLOGY`` in ray/_private/accelerators/tpu.py; tests/components/catalog/test_tpu.py
 # checks the catalog against the installed Ray). 2x2x1 is the single-host slice (4 chips, one
 # VM); every larger one is multi-host with 4 chips per host.
 TPU_3D_TOPOLOGIES: Mapping[str, int] = _topologies_3d(
