@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,10 @@ class GpuFacts:
     device_names: tuple[str, ...] = ()
 
 
-def _by_name(*entries):  # type: ignore[no-untyped-def]
+_Facts = TypeVar("_Facts", TpuFacts, GpuFacts)
+
+
+def _by_name(*entries: _Facts) -> dict[str, _Facts]:
     return {e.name: e for e in entries}
 
 
