@@ -570,7 +570,38 @@ def _unqueued_jobs(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _no_elastic_queued_work(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with no elastic queued work (RayClusters out of Kueue, jobs at fixed slices):
+    ``capacity.kueue.elastic_jobs: false`` is refused while some is queued
+    (components/capacity/rules.py ``elastic_problems``), and renders the gate off otherwise."""
+    out = copy.deepcopy(data)
+    for rc in out.get("ray_clusters", []):
+        rc.pop("queue", None)
+        rc.pop("priority", None)
+    for job in out.get("jobs", []):
+        if job.get("queue"):
+            job.pop("slices", None)
+    return out
+
+
+def _class_pools_free(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with no on-demand/spot TPU or GPU pool listed as a Kueue flavor, so a
+    ComputeClass may move to another pool (a class's pool is never a flavor nor queued:
+    components/computeclass/rules.py ``compute_class_pools_not_kueue_flavors``)."""
+    out = copy.deepcopy(data)
+    accel = {
+        p["name"]
+        for p in out.get("node_pools", [])
+        if ("tpu" in p or "gpu" in p) and p.get("provisioning") != "queued"
+    }
+    for q in (out.get("capacity") or {}).get("cluster_queues", []):
+        q["flavors"] = [f for f in q["flavors"] if f["pool"] not in accel]
+    return out
+
+
 NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
+    "capacity.kueue.elastic_jobs": _no_elastic_queued_work,
+    "compute_classes[].node_pool": _class_pools_free,
     "jobs[].suspend": _unqueued_jobs,
     "jobs[].shutdown_after_job_finishes": _unqueued_jobs,
     "ray.images.gpu-tf": _with_tf_gpu_job,
