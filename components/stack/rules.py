@@ -737,7 +737,7 @@ def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
 
 
 def _rule(check: Callable[[StackConfig], Iterable[Problem]], *needs: str) -> Rule:
-    return Rule(check, frozenset(needs))
+    return Rule(check, needs=frozenset(needs))
 
 
 def _resolved(e: ResolveError) -> Problem:
