@@ -74,7 +74,7 @@ class ConfigError(ValueError):
     Attributes:
         items: every problem (:class:`components.problems.Problem`, with its stack path);
             a plain line given is a Problem without a path.
-        problems: their printed lines, one per problem.
+        problems: the same, as their printed lines (a Problem is its line).
         notes: what was not checked because of them.
     """
 
@@ -87,7 +87,7 @@ class ConfigError(ValueError):
         from components.problems import problems_of
 
         self.items = problems_of(problems)
-        self.problems = [p.message for p in self.items]
+        self.problems: list[str] = list(self.items)  # each a Problem: its line, with .path
         self.source = source
         self.notes = list(notes or [])  # what was not checked because of the problems
         head = f"{source}: " if source else ""
