@@ -133,7 +133,7 @@ def check(
         )
     from components.images.checks import image_warnings
     from components.network.access import reachability_problems
-    from components.problems import Problem, problems_of
+    from components.stack.problems import Problem, problems_of
 
     warnings = problems_of(image_warnings(cfg), "ray.images", "image-pinned")
     for line in warnings if fmt == "text" else ():

@@ -5,7 +5,7 @@ lines). docs/checking.md describes the formats.
 Positions come from the stack file read again with ruamel.yaml's round-trip loader, which keeps
 every mapping key's and list item's line and column (``CommentedMap.lc.key(k)``,
 ``CommentedSeq.lc.item(i)``, 0-based; https://yaml.dev/doc/ruamel.yaml/detail/). A problem's
-``path`` (:class:`components.problems.Problem`) is walked from ``config: ray-gke:<top key>``;
+``path`` (:class:`components.stack.problems.Problem`) is walked from ``config: ray-gke:<top key>``;
 where the path's leaf is absent (a required key left out) the nearest existing ancestor's
 position stands in.
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.problems import Problem, path_parts, problem_of
+from components.stack.problems import Problem, path_parts, problem_of
 
 FORMATS = ("text", "json", "github")
 PREFIX = "ray-gke:"

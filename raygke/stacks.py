@@ -259,7 +259,6 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
     ``--set`` is a usage error, 2); ``fmt``: how problems are printed (``raygke check --format``,
     :mod:`raygke.report`)."""
-    from components.problems import Problem
     from components.stack import (
         ConfigError,
         StackFileError,
@@ -269,6 +268,7 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
         stack_data_from_yaml,
         validate,
     )
+    from components.stack.problems import Problem
 
     overrides = parse_sets_or_exit(sets)
     envs = _environments(path)

@@ -33,7 +33,6 @@ from components.images.render import (
     project_pins,
     provides,
 )
-from components.problems import Problem, at
 from components.stack import (
     IMAGE_KINDS,
     ResolveError,
@@ -41,6 +40,7 @@ from components.stack import (
     resolve_job,
     resolve_service,
 )
+from components.stack.problems import Problem, at
 
 
 def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: bool) -> str:

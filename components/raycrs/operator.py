@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from components.problems import Rule
+from components.stack.problems import Rule
 
 # constant.go
 MAX_RAYCLUSTER_NAME = 53  # MaxRayClusterNameLength
@@ -1047,7 +1047,7 @@ def rayservice_deletion_delay(o: Obj) -> list[str]:
 # --------------------------------------------------------------------------------------- tables
 
 
-# Each operator rule is a components.problems.Rule(check, kinds, since): it applies to ``kinds``;
+# Each operator rule is a components.stack.problems.Rule(check, kinds, since): it applies to ``kinds``;
 # ``since`` is the first carried KubeRay version with it.
 ALL_KINDS = ("RayCluster", "RayJob", "RayService")
 # Object rules: check(Obj). Cluster-spec rules (CLUSTER_RULES): check(ClusterSpec), run on the

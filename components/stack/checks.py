@@ -45,7 +45,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import re
 from typing import Any
 
 from components import catalog
@@ -59,7 +58,6 @@ from components.nodepools.render import (
     node_pool_specs,
     tpu_host_capacity,
 )
-from components.problems import Problem, at, problems_of
 from components.raycrs.crd import (
     CrdsMissingError,
     crds_available,
@@ -80,6 +78,7 @@ from components.security.iam import bucket_bindings, iam_problems, project_bindi
 from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig, resolve_job
 from components.stack.name_checks import name_problems
+from components.stack.problems import Problem, at, problems_of
 from contract.quantity import quantity_float
 
 
@@ -370,7 +369,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     """Problems of rendered (or hand-edited) KubeRay objects: CRD schema (unknown fields included)
     and KubeRay operator rules of the stack's ``kuberay.chart_version``, and schedulability of
     every head/worker group on the stack's node pools. Each problem of an object is a
-    :class:`~components.problems.Problem` of the stack field the object comes from
+    :class:`~components.stack.problems.Problem` of the stack field the object comes from
     (:func:`stack_field`), its line ending ``; edit <field> in the stack file``.
 
     When the CRD folder is absent the schema check contributes one line saying how to set
@@ -697,7 +696,7 @@ RENDER_CHECKS: dict[str, str] = {
 
 def check_stack(cfg: StackConfig) -> list[Problem]:
     """Problems found in the rendered stack (empty when none), each a
-    :class:`~components.problems.Problem` with the stack field it is about (``""`` when none:
+    :class:`~components.stack.problems.Problem` with the stack field it is about (``""`` when none:
     a render that fails) and the id of the check that found it. See the module docstring for
     what is checked."""
     from components.raycrs.archive import working_dir_uri, workloads_archive

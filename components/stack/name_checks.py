@@ -45,9 +45,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from components.nodepools.render import GKE_LABEL_PREFIXES
-from components.problems import Problem, at, problems_of
 from components.stack import StackConfig
 from components.stack.naming import DerivedName, derived_names
+from components.stack.problems import Problem, at, problems_of
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.problems import Problem
 from components.raycrs.render import ray_cluster_manifest, ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
 from components.stack import (
@@ -26,6 +25,7 @@ from components.stack import (
     validate,
 )
 from components.stack.checks import workload_problems
+from components.stack.problems import Problem
 from tests.components.stack.test_model import base, problems
 from tests.helpers import WORKING_DIR, config
 

@@ -1,4 +1,4 @@
-"""components/problems.py: one Problem type that every validator produces, with the stack field
+"""components/stack/problems.py: one Problem type that every validator produces, with the stack field
 it is about (a path, not only a message), and one Rule type for the three rule families."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.problems import Problem, Rule, path_parts, problems_of
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, StackConfig, validate
+from components.stack.problems import Problem, Rule, path_parts, problems_of
 from tests.helpers import WORKING_DIR, stack
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _dev() -> dict:
