@@ -386,16 +386,24 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     stored = _server_views(manifests, version)
     gates, source = installed_gates(cfg)
     candidates = node_pool_specs(cfg) + nap_shapes(cfg)
-    for m, s in zip(manifests, stored, strict=True):
-        found: list[tuple[str, str]] = []
-        if with_crds:
-            try:
-                found += [(line, "crd-schema") for line in _validate_crds([m], version=version)]
-            except CrdsMissingError as e:
-                problems.append(at("kuberay.chart_version", str(e), "crd-schema"))
-        found += [(line, "kuberay-operator") for line in operator_problems(s, version)]
-        found += [(line, "kuberay-feature-gate") for line in gate_problems(s, gates, source)]
-        problems += [_object_problem(m, line, rule) for line, rule in found]
+    # in today's order: every object's schema problems, then operator rules, then feature gates,
+    # then scheduling and object-store memory per group
+    if with_crds:
+        try:
+            for m in manifests:
+                problems += [
+                    _object_problem(m, line, "crd-schema")
+                    for line in _validate_crds([m], version=version)
+                ]
+        except CrdsMissingError as e:
+            problems.append(at("kuberay.chart_version", str(e), "crd-schema"))
+    for m, view in zip(manifests, stored, strict=True):
+        lines = operator_problems(view, version)
+        problems += [_object_problem(m, line, "kuberay-operator") for line in lines]
+    for m, view in zip(manifests, stored, strict=True):
+        lines = gate_problems(view, gates, source)
+        problems += [_object_problem(m, line, "kuberay-feature-gate") for line in lines]
+    for m in manifests:
         for where, group, field in _groups(m):
             for rule, lines in (
                 ("scheduling", schedule_problems(where, group, candidates)),
