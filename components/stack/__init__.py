@@ -7,6 +7,8 @@ Pulumi program all start from. Public names are re-exported here, so callers wri
 """
 
 from components.cluster.model import ClusterConfig, MaintenanceWindow, NapConfig, SystemPool
+from components.images.model import IMAGE_KINDS, PrebuiltImage, RayImages
+from components.kuberay.model import KUBERAY_CHART_VERSIONS, KubeRayConfig
 from components.network.model import AuthorizedNetwork, FlowLogsConfig, NetworkConfig
 from components.nodepools.model import (
     CpuPool,
@@ -19,15 +21,10 @@ from components.nodepools.model import (
 )
 from components.raycrs.model import (
     DEFAULT_JOB_TTL_SECONDS,
-    IMAGE_KINDS,
-    KUBERAY_CHART_VERSIONS,
     HeadConfig,
     JobConfig,
-    KubeRayConfig,
-    PrebuiltImage,
     RayClusterConfig,
     RayConfig,
-    RayImages,
     WorkerGroupConfig,
 )
 from components.raycrs.serve_model import UPGRADE_TYPES, IncrementalUpgradeConfig, ServiceConfig

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from components import catalog
 from components.computeclass.rules import compute_class_pools, compute_class_shapes_fit_nap
+from components.images.model import IMAGE_KINDS
 from components.nodepools.model import GpuPool, TpuPool
-from components.raycrs.model import IMAGE_KINDS
 from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX
 from components.stack.resolve import (
     ResolveError,
