@@ -268,7 +268,7 @@ def upgrade_room(
     """Why a RayService's ``NewCluster`` upgrade cannot complete, one line per worker group (empty
     when it fits). The new cluster must serve before KubeRay moves traffic and deletes the old
     one (kuberay#4239), so it needs ``minReplicas x numOfHosts`` worker nodes (one worker pod
-    per node: :func:`components.raycrs.render.worker_pod_size`) on the group's pools while
+    per node: :func:`components.raycrs.pod.worker_pod_size`) on the group's pools while
     the old cluster may hold up to its ``maxReplicas x numOfHosts``; the pools' maximum
     (:func:`pool_max_nodes`) must leave that room. A group pinned to its pools by
     ``nodeSelector`` gets no node from NAP."""

@@ -102,7 +102,7 @@ def _pod_resource(value: Any, what: str, *, head: bool = False) -> str:
     (ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``), so a pod asking for
     0 would have Ray advertise the whole node's cores and memory while the scheduler reserved none
     of them. The legitimate "no tasks here" is Ray's own ``num-cpus: "0"``, which the rendered
-    head already carries (:func:`components.raycrs.render.head_group_spec`). Negative
+    head already carries (:func:`components.raycrs.raycluster.head_group_spec`). Negative
     quantities do not parse.
 
     Raises:

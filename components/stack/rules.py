@@ -307,7 +307,7 @@ def job_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
             yield str(e)
 
 
-# Job arguments the platform binds (components.raycrs.render.job_args): a job's args may
+# Job arguments the platform binds (components.raycrs.rayjob.job_args): a job's args may
 # not set them, or a job would train on CPU on a GPU pool (scaling), checkpoint outside its
 # folder or bucket (name, storage_path), read another dataset (dataset) or lose its restart
 # budget (max_failures). Value: what sets it.
@@ -464,7 +464,7 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
 def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
     """A job that reads a training run (a workload of :data:`workloads.registry.WORKLOADS` with
     ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
-    (:func:`components.raycrs.render.job_args`), so ``args.name`` (its default when unset)
+    (:func:`components.raycrs.rayjob.job_args`), so ``args.name`` (its default when unset)
     names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
     lies in the checkpoints bucket under that job's folder. Each problem names the field, the
     value and the valid training jobs."""

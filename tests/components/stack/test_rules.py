@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from components import catalog
-from components.raycrs.render import ray_cluster_manifest, ray_job_manifest
+from components.raycrs.raycluster import ray_cluster_manifest
+from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
 from components.stack import (
     RULES,
