@@ -53,9 +53,12 @@ import yaml
 
 from raygke import disruption as dis
 from raygke.replacement import (
+    RAYCLUSTER,
     RERUN_TYPES,
     SCOPE_INPUTS,
+    bare_path,
     path_matches,
+    ray_pod_changes,
     recreated_by,
     ref,
     rule_for,
@@ -128,7 +131,8 @@ class Change:
     disruption: list[dict[str, str]] = field(default_factory=list)
 
 
-RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
+# Shown on a RayCluster update that changes what only recreated pods get
+# (:func:`raygke.replacement.ray_pod_changes`).
 TEMPLATE_NOTE = (
     "running Ray pods keep their old pod template: KubeRay recreates them on a template change "
     "only with spec.upgradeStrategy.type Recreate (KubeRay ValidateRayClusterUpgradeOptions)"
@@ -199,12 +203,6 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     else:
         out[prefix] = value
     return out
-
-
-def _strip_indexes(path: str) -> str:
-    import re
-
-    return re.sub(r"\[\d+\]", "", path)
 
 
 def _masked(path: str, value: Any) -> Any:
@@ -339,7 +337,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
     diffs = [
         (p, a, b)
         for p, a, b in changed_inputs(o.get("inputs") or {}, n.get("inputs") or {})
-        if not any(path_matches(_strip_indexes(p), ig) for ig in ignored)
+        if not any(path_matches(bare_path(p), ig) for ig in ignored)
     ]
     # A render from before options were recorded has none: its options are not compared.
     opt_diffs = (
@@ -353,7 +351,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
     reasons: list[str] = []
     forcing: set[str] = set()
     for p, _, _ in diffs:
-        bare = _strip_indexes(p)
+        bare = bare_path(p)
         for f in rule.fields if rule else ():
             if path_matches(bare, f.path):
                 forcing.add(p)
@@ -368,11 +366,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
                     reasons.append(why)
     op = "replace" if forcing else "update"
     c = Change(urn, typ, n["name"], op)
-    if (
-        op == "update"
-        and typ == RAYCLUSTER
-        and any(".template." in p or p.startswith("spec.rayVersion") for p, _, _ in diffs)
-    ):
+    if op == "update" and typ == RAYCLUSTER and ray_pod_changes([p for p, _, _ in diffs]):
         c.notes.append(TEMPLATE_NOTE)
     c.fields = [FieldChange(p, _masked(p, a), _masked(p, b), p in forcing) for p, a, b in diffs] + [
         FieldChange(p, a, b) for p, a, b in opt_diffs
@@ -387,7 +381,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
             old_name = _flatten(o.get("inputs") or {}).get(name_input)
             new_name = _flatten(n.get("inputs") or {}).get(name_input)
             moved = not (rule and rule.global_name) and any(
-                _strip_indexes(p) in SCOPE_INPUTS for p, _, _ in diffs
+                bare_path(p) in SCOPE_INPUTS for p, _, _ in diffs
             )
             if old_name is not None and old_name == new_name and not moved:
                 c.flags.append(

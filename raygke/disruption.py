@@ -20,17 +20,20 @@ Rules (each with its source):
   with its own ``rayClusterSpec`` also loses that cluster. A delete stops it.
 * **RayCluster**: a replace or delete deletes every pod, and the RayJobs that select it
   (``clusterSelector: {ray.io/cluster: <name>}``) lose their cluster. An update recreates every
-  pod when ``spec.upgradeStrategy.type`` is ``Recreate`` and the spec changes outside the
-  replica counts: KubeRay v1.7.0 compares a hash of the spec without ``replicas``,
-  ``minReplicas``, ``maxReplicas`` and ``workersToDelete`` with the head pod's
+  pod when ``spec.upgradeStrategy.type`` is ``Recreate`` and the spec changes outside what
+  KubeRay v1.7.0 leaves out of the hash it compares with the head pod's
   ``ray.io/upgrade-strategy-recreate-hash`` annotation (``shouldRecreatePodsForUpgrade`` in
   raycluster_controller.go, ``GenerateHashWithoutReplicasAndWorkersToDelete`` in utils/util.go,
-  ``UpgradeStrategyRecreateHashKey`` in utils/constant.go). Without ``Recreate`` running pods keep
+  ``UpgradeStrategyRecreateHashKey`` in utils/constant.go): the replica counts,
+  ``workersToDelete``, the pod templates' tolerations and scheduling gates and
+  ``upgradeStrategy`` (:data:`raygke.replacement.RAY_SPEC_HASH_MUTED`, the one table
+  ``raygke diff`` reads too). Without ``Recreate`` running pods keep
   their template (a note, not a disruption). A removed worker group loses its pods, a lowered
   ``maxReplicas`` scales the group down to it (``GetWorkerGroupDesiredReplicas`` clamps to
   ``[minReplicas, maxReplicas]``), and a ``replicas`` set on an autoscaled group resets the
   autoscaler's count (kuberay#4149).
-* **RayService**: a change of ``rayClusterConfig`` is upgraded by ``upgradeStrategy.type``
+* **RayService**: a change of ``rayClusterConfig`` that changes the same hash (``suspend`` left
+  out as well, :data:`raygke.replacement.RAY_SERVICE_HASH_MUTED`) is upgraded by ``upgradeStrategy.type``
   (KubeRay v1.7.0 ``ValidateRayServiceSpec``: ``NewCluster`` - the default - brings up a second
   RayCluster, moves traffic when it is ready and deletes the old one; ``NewClusterWithIncremental
   Upgrade`` moves traffic step by step through the Gateway; ``None`` applies nothing to the running
@@ -63,21 +66,24 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from raygke.replacement import (
+    CLUSTER,
+    K8S_PROVIDER,
+    RAY_SERVICE_HASH_MUTED,
+    RAYCLUSTER,
+    RAYJOB,
+    RAYSERVICE,
+    bare_path,
+    ray_spec_hashed,
+)
+
 EXIT_DISRUPTIVE = 4  # ``raygke diff --exit-code``: 0 no change, 1 changes, 4 disruptive changes
 
-RAYJOB = "kubernetes:ray.io/v1:RayJob"
-RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
-RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 NODEPOOL = "gcp:container/nodePool:NodePool"
-CLUSTER = "gcp:container/cluster:Cluster"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 NAMESPACE = "kubernetes:core/v1:Namespace"
-K8S_PROVIDER = "pulumi:providers:kubernetes"
 
-# Worker group fields KubeRay leaves out of the Recreate hash (utils/util.go
-# GenerateHashWithoutReplicasAndWorkersToDelete).
-HASH_EXCLUDED = ("replicas", "minReplicas", "maxReplicas", "scaleStrategy")
 # Node pool inputs GKE applies by recreating the nodes with the pool's upgrade strategy.
 NODE_RECREATING = (
     "nodeConfig.machineType",
@@ -125,12 +131,8 @@ def _get(d: Any, *path: str) -> Any:
     return d
 
 
-def _bare(path: str) -> str:
-    return re.sub(r"\[[^\]]*\]", "", path)
-
-
 def _under(path: str, prefix: str) -> bool:
-    b = _bare(path)
+    b = bare_path(path)
     return b == prefix or b.startswith(prefix + ".")
 
 
@@ -402,21 +404,14 @@ def _raycluster(op, old, new, paths, base, head, reasons) -> list[Disruption]:
     out: list[Disruption] = []
     o, n = _spec_of(old), _spec_of(new)
     strategy = _get(n, "upgradeStrategy", "type")
-    hashed = [
-        p
-        for p in paths
-        if _under(p, "spec")
-        and not any(
-            re.search(rf"workerGroupSpecs(\[[^\]]*\])?\.{k}(\.|$)", p) for k in HASH_EXCLUDED
-        )
-    ]
+    hashed = ray_spec_hashed(paths)
     if strategy == "Recreate" and hashed:
         out.append(
             Disruption(
                 target,
                 "recreated",
                 "upgradeStrategy Recreate: KubeRay deletes and recreates every pod when the spec "
-                f"changes ({', '.join(_bare(p) for p in hashed[:3])}"
+                f"changes ({', '.join(bare_path(p) for p in hashed[:3])}"
                 f"{'...' if len(hashed) > 3 else ''}; shouldRecreatePodsForUpgrade)",
             )
         )
@@ -469,14 +464,7 @@ def _rayservice(op, old, new, paths, base, head, reasons) -> list[Disruption]:
     if op != "update":
         return []
     out: list[Disruption] = []
-    cluster_paths = [p for p in paths if _under(p, "spec.rayClusterConfig")]
-    hashed = [
-        p
-        for p in cluster_paths
-        if not any(
-            re.search(rf"workerGroupSpecs(\[[^\]]*\])?\.{k}(\.|$)", p) for k in HASH_EXCLUDED
-        )
-    ]
+    hashed = ray_spec_hashed(paths, "spec.rayClusterConfig", RAY_SERVICE_HASH_MUTED)
     strategy = _get(new, "inputs", "spec", "upgradeStrategy", "type") or "NewCluster"
     if hashed:
         if strategy == "NewCluster":
@@ -550,7 +538,7 @@ def _nodepool(op, old, new, paths, base, head, reasons) -> list[Disruption]:
         ]
     if op != "update":
         return []
-    hits = sorted({_bare(p) for p in paths if any(_under(p, f) for f in NODE_RECREATING)})
+    hits = sorted({bare_path(p) for p in paths if any(_under(p, f) for f in NODE_RECREATING)})
     if not hits:
         return []
     if _get(rec, "inputs", "placementPolicy", "tpuTopology"):
