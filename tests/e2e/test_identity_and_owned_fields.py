@@ -12,7 +12,8 @@ import pytest
 
 from raygke import disruption as dis
 from raygke import synth as rsynth
-from raygke.diff import compare, disruption_summary
+from raygke.diff import compare
+from raygke.diff_formats import disruption_summary
 from tests.e2e.day2 import render, stack_data
 
 K8S = ("kubernetes:", "pulumi:providers:kubernetes")

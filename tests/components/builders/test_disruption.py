@@ -10,7 +10,8 @@ import yaml
 from rich.console import Console
 
 from raygke import disruption as dis
-from raygke.diff import compare, render_markdown, render_text
+from raygke.diff import compare
+from raygke.diff_formats import render_markdown, render_text
 
 OPTS = {
     "protect": False,
