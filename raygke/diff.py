@@ -58,6 +58,7 @@ from raygke.replacement import (
     ref,
     rule_for,
 )
+from raygke.review_flags import provider_flags, upgrade_flags
 
 SECRET = "[secret]"
 SECRET_KEYS = ("kubeconfig", "password", "token", "secret_data", "secretData", "privateKey")
@@ -311,7 +312,8 @@ def _annotate_disruption(
     changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
 ) -> None:
     """Each change's ``disruption`` (:func:`raygke.disruption.assess`), the
-    provider-identity flag and a RayService upgrade without room for its second cluster."""
+    provider-identity flag and a RayService upgrade without room for its second cluster
+    (:mod:`raygke.review_flags`)."""
     base, head = list(olds.values()), list(news.values())
     for c in changes:
         o, n = olds.get(c.urn), news.get(c.urn)
@@ -321,7 +323,7 @@ def _annotate_disruption(
         if any(d.effect == "recreated" for d in found):  # Recreate: the template does reach them
             c.notes = [x for x in c.notes if x != TEMPLATE_NOTE]
         if n is not None:
-            extra = dis.provider_flags(n) + dis.upgrade_flags(c.op, o, n, found, head)
+            extra = provider_flags(n) + upgrade_flags(c.op, o, n, found, head)
             c.flags += [f for f in extra if f not in c.flags]
 
 

@@ -461,13 +461,14 @@ def _leaves(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else []
 
 
-def _dig(inputs: dict[str, Any], path: str) -> Any:
-    cur: Any = inputs
-    for part in path.split("."):
-        if not isinstance(cur, dict):
+def dig(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...``, None where a level is missing or not a mapping (render records:
+    ``dig(record, "inputs", "spec", "upgradeStrategy", "type")``)."""
+    for key in keys:
+        if not isinstance(value, dict):
             return None
-        cur = cur.get(part)
-    return cur
+        value = value.get(key)
+    return value
 
 
 def identity(record: dict[str, Any]) -> str | None:
@@ -475,7 +476,7 @@ def identity(record: dict[str, Any]) -> str | None:
     rule = rule_for(record["type"])
     if rule is None or rule.name_input is None:
         return None
-    value = _dig(record.get("inputs") or {}, rule.name_input)
+    value = dig(record.get("inputs") or {}, *rule.name_input.split("."))
     return value if isinstance(value, str) and value else None
 
 
@@ -514,7 +515,7 @@ def recreated_by(parent: dict[str, Any], child: dict[str, Any]) -> str | None:
         return None
     inputs = child.get("inputs") or {}
     for f in rule.fields:
-        values = _leaves(inputs) if f.path == "*" else _leaves(_dig(inputs, f.path))
+        values = _leaves(inputs) if f.path == "*" else _leaves(dig(inputs, *f.path.split(".")))
         if any(_names(v, name) for v in values):
             return f"{f.path} names {name}, which is replaced"
     return None

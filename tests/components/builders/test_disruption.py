@@ -12,6 +12,7 @@ from rich.console import Console
 from raygke import disruption as dis
 from raygke.diff import compare
 from raygke.diff_formats import render_markdown, render_text
+from raygke.review_flags import pool_max_nodes
 
 OPTS = {
     "protect": False,
@@ -144,7 +145,7 @@ def test_crd_delete_operator_update_and_pools() -> None:
     plan = compare([tpu], [bumped], "prod")
     (d,) = plan.changes[0].disruption
     assert d["effect"] == "drained" and "multi-host TPU slice is recreated" in d["detail"]
-    assert dis.pool_max_nodes(tpu) == 4
+    assert pool_max_nodes(tpu) == 4
 
 
 def test_text_and_markdown_show_the_disruption() -> None:
