@@ -11,8 +11,8 @@ Routes (FastAPI ingress, https://docs.ray.io/en/latest/serve/http-guide.html):
   answer, as OpenAI's ``stop``). Bad input answers one JSON line ``{"error": "<field>: <why>"}``:
   400 (not JSON, wrong type, prompt longer than ``max_prompt_bytes``, ``max_new_tokens`` above
   the limit, negative temperature, bad ``stop``, unknown key) or 413 (body longer than
-  ``max_body_bytes``; :mod:`workloads.serve_request`). The answer depends only on the body (and the checkpoint): the same body
-  with the same ``seed`` gives the same tokens, alone or in any batch, so a request that failed
+  ``max_body_bytes``; :mod:`workloads.serve_request`). The answer depends only on the body (and
+  the checkpoint): the same body with the same ``seed`` gives the same tokens, alone or in any batch, so a request that failed
   with a 5xx because its replica died is safe to send again (``bench/serve_load.py`` clients do).
 * ``GET /healthz`` — ``{"status": "ok", "checkpoint", "step", "framework"}``.
 
