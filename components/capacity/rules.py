@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.problems import Problem, at
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -138,7 +139,7 @@ def _older(have: str | None, need: str) -> bool:
     return bool(have) and catalog.parse_gke_version(have) < catalog.parse_gke_version(need)  # type: ignore[arg-type]
 
 
-def pool_problems(cfg: StackConfig) -> Iterable[str]:
+def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     """The ``queued`` / ``flex-start`` limits of each pool (sources in the module docstring)."""
     from components.nodepools.model import GpuPool, TpuPool
 
@@ -150,8 +151,11 @@ def pool_problems(cfg: StackConfig) -> Iterable[str]:
         kind = "tpu" if isinstance(pool, TpuPool) else "gpu" if isinstance(pool, GpuPool) else None
         if kind is None:
             yield (
-                f"{where}: provisioning {pool.provisioning} is for TPU and GPU pools (Dynamic "
-                f"Workload Scheduler, {catalog.DWS_QUEUED_DOC}); use on-demand or spot for CPUs"
+                at(
+                    f"{where}.provisioning",
+                    f"{where}: provisioning {pool.provisioning} is for TPU and GPU pools (Dynamic "
+                    f"Workload Scheduler, {catalog.DWS_QUEUED_DOC}); use on-demand or spot for CPUs",
+                )
             )
             continue
         if pool.provisioning == "queued":
@@ -159,25 +163,34 @@ def pool_problems(cfg: StackConfig) -> Iterable[str]:
             low = pool.min_slices if isinstance(pool, TpuPool) else pool.min_nodes
             if low:
                 yield (
-                    f"{where}: provisioning queued scales from 0 (DWS creates the nodes for an "
-                    f"admitted job, {doc}); set {'min_slices' if kind == 'tpu' else 'min_nodes'}: 0"
+                    at(
+                        f"{where}.provisioning",
+                        f"{where}: provisioning queued scales from 0 (DWS creates the nodes for an "
+                        f"admitted job, {doc}); set {'min_slices' if kind == 'tpu' else 'min_nodes'}: 0",
+                    )
                 )
         else:
             need, doc = catalog.FLEX_START_MIN_GKE_VERSION[kind], catalog.DWS_FLEX_DOC
             if isinstance(pool, TpuPool) and pool.slice.multi_host:
                 yield (
-                    f"{where}: provisioning flex-start without queueing takes single-host TPU "
-                    f"slices only ({doc}); topology {pool.tpu.topology} is multi-host: use "
-                    "provisioning: queued with a Kueue queue"
+                    at(
+                        f"{where}.provisioning",
+                        f"{where}: provisioning flex-start without queueing takes single-host TPU "
+                        f"slices only ({doc}); topology {pool.tpu.topology} is multi-host: use "
+                        "provisioning: queued with a Kueue queue",
+                    )
                 )
         if _older(have, need):
             yield (
-                f"{where}: provisioning {pool.provisioning} needs GKE {need} or later for "
-                f"{kind.upper()}s ({doc}); cluster.min_master_version is {have}"
+                at(
+                    f"{where}.provisioning",
+                    f"{where}: provisioning {pool.provisioning} needs GKE {need} or later for "
+                    f"{kind.upper()}s ({doc}); cluster.min_master_version is {have}",
+                )
             )
 
 
-def queue_reference_problems(cfg: StackConfig) -> Iterable[str]:
+def queue_reference_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     """Queues, cluster queues, priorities and flavor pools name declared things; names unique."""
     cap = cfg.capacity
     pools = {"system", *(p.name for p in cfg.node_pools)}
@@ -188,25 +201,34 @@ def queue_reference_problems(cfg: StackConfig) -> Iterable[str]:
         ("priority_classes", [p.name for p in cap.priority_classes]),
     ):
         for n in sorted({n for n in names if names.count(n) > 1}):
-            yield f"capacity.{kind}: {n!r} is declared twice"
+            yield at(f"capacity.{kind}", f"capacity.{kind}: {n!r} is declared twice")
     for q in cap.cluster_queues:
         for f in q.flavors:
             if f.pool not in pools:
                 yield (
-                    f"capacity.cluster_queues[{q.name}].flavors: pool {f.pool!r} is not a "
-                    f"declared node pool; valid: {', '.join(sorted(pools))}"
+                    at(
+                        f"capacity.cluster_queues[{q.name}].flavors",
+                        f"capacity.cluster_queues[{q.name}].flavors: pool {f.pool!r} is not a "
+                        f"declared node pool; valid: {', '.join(sorted(pools))}",
+                    )
                 )
     for lq in cap.local_queues:
         if lq.cluster_queue not in cqs:
             yield (
-                f"capacity.local_queues[{lq.name}].cluster_queue {lq.cluster_queue!r} is not "
-                f"declared; declared: {', '.join(cqs) or 'none'}"
+                at(
+                    f"capacity.local_queues[{lq.name}].cluster_queue",
+                    f"capacity.local_queues[{lq.name}].cluster_queue {lq.cluster_queue!r} is not "
+                    f"declared; declared: {', '.join(cqs) or 'none'}",
+                )
             )
     if cap.local_queues and not cap.enabled:
-        yield "capacity.local_queues: declared without cluster_queues (Kueue is not installed)"
+        yield at(
+            "capacity.local_queues",
+            "capacity.local_queues: declared without cluster_queues (Kueue is not installed)",
+        )
 
 
-def job_problems(cfg: StackConfig) -> Iterable[str]:
+def job_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     """Kueue's rules for a queued RayJob and the queue a job on a queued pool needs."""
     cap = cfg.capacity
     local = {q.name for q in cap.local_queues}
@@ -215,46 +237,67 @@ def job_problems(cfg: StackConfig) -> Iterable[str]:
     for job in cfg.jobs:
         where = f"jobs[{job.name}]"
         if job.priority and not job.queue:
-            yield f"{where}.priority {job.priority!r} needs queue: <local queue> (Kueue reads it)"
+            yield at(
+                f"{where}.priority",
+                f"{where}.priority {job.priority!r} needs queue: <local queue> (Kueue reads it)",
+            )
         elif job.priority and job.priority not in prios:
             yield (
-                f"{where}.priority {job.priority!r} is not a capacity.priority_classes entry; "
-                f"declared: {', '.join(sorted(prios)) or 'none'}"
+                at(
+                    f"{where}.priority",
+                    f"{where}.priority {job.priority!r} is not a capacity.priority_classes entry; "
+                    f"declared: {', '.join(sorted(prios)) or 'none'}",
+                )
             )
         if not job.queue:
             if job.node_pool in queued:
                 yield (
-                    f"{where}: node pool {job.node_pool!r} has provisioning: queued; its nodes "
-                    "come only through a ProvisioningRequest that Kueue creates for an admitted "
-                    f"job ({catalog.DWS_QUEUED_DOC}): set queue: <local queue>"
+                    at(
+                        f"{where}.node_pool",
+                        f"{where}: node pool {job.node_pool!r} has provisioning: queued; its nodes "
+                        "come only through a ProvisioningRequest that Kueue creates for an admitted "
+                        f"job ({catalog.DWS_QUEUED_DOC}): set queue: <local queue>",
+                    )
                 )
             continue
         if job.queue not in local:
             yield (
-                f"{where}.queue {job.queue!r} is not a capacity.local_queues entry; declared: "
-                f"{', '.join(sorted(local)) or 'none'}"
+                at(
+                    f"{where}.queue",
+                    f"{where}.queue {job.queue!r} is not a capacity.local_queues entry; declared: "
+                    f"{', '.join(sorted(local)) or 'none'}",
+                )
             )
         if job.cluster:
             yield (
-                f"{where}: queue {job.queue!r} with cluster: {job.cluster}; Kueue refuses a queued "
-                "RayJob on an existing cluster ('a kueue managed job should not use an existing "
-                f"cluster', {KUEUE_RAYJOB_WEBHOOK}): use node_pool: so it brings its own"
+                at(
+                    f"{where}.queue",
+                    f"{where}: queue {job.queue!r} with cluster: {job.cluster}; Kueue refuses a queued "
+                    "RayJob on an existing cluster ('a kueue managed job should not use an existing "
+                    f"cluster', {KUEUE_RAYJOB_WEBHOOK}): use node_pool: so it brings its own",
+                )
             )
         elif not job.shuts_down:
             yield (
-                f"{where}: queue {job.queue!r} with shutdown_after_job_finishes: false; Kueue "
-                "refuses it ('a kueue managed job should delete the cluster after finishing', "
-                f"{KUEUE_RAYJOB_WEBHOOK})"
+                at(
+                    f"{where}.queue",
+                    f"{where}: queue {job.queue!r} with shutdown_after_job_finishes: false; Kueue "
+                    "refuses it ('a kueue managed job should delete the cluster after finishing', "
+                    f"{KUEUE_RAYJOB_WEBHOOK})",
+                )
             )
         if job.suspend:
             yield (
-                f"{where}: suspend: true with queue {job.queue!r}; Kueue owns spec.suspend (it "
-                "suspends the job on create and resumes it on admission, kueue pkg/controller/"
-                "jobframework/defaults.go ApplyDefaultForSuspend): remove suspend"
+                at(
+                    f"{where}.queue",
+                    f"{where}: suspend: true with queue {job.queue!r}; Kueue owns spec.suspend (it "
+                    "suspends the job on create and resumes it on admission, kueue pkg/controller/"
+                    "jobframework/defaults.go ApplyDefaultForSuspend): remove suspend",
+                )
             )
 
 
-def stack_rules(cfg: StackConfig) -> Iterable[str]:
+def stack_rules(cfg: StackConfig) -> Iterable[Problem | str]:
     """Every capacity rule on the stack model (see the module docstring)."""
     yield from pool_problems(cfg)
     yield from queue_reference_problems(cfg)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from components import catalog
+from components.problems import Problem, at
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -62,7 +63,7 @@ def pool_shape(pool: object) -> Shape | None:
     return None
 
 
-def compute_class_pools(cfg: StackConfig) -> Iterable[str]:
+def compute_class_pools(cfg: StackConfig) -> Iterable[Problem]:
     """Each class names a declared TPU or GPU pool (a class is per accelerator shape; a CPU
     pool's worker groups select it by ``cloud.google.com/gke-nodepool``, which no fallback node
     carries), class names are unique, and a pool has at most one class (a pod selects one
@@ -73,28 +74,40 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[str]:
     declared = {p.name: p for p in cfg.node_pools}
     for name, n in sorted(Counter(c.name for c in cfg.compute_classes).items()):
         if n > 1:
-            yield f"compute_classes: name {name!r} is used {n} times; names are unique"
+            yield at(
+                "compute_classes",
+                f"compute_classes: name {name!r} is used {n} times; names are unique",
+            )
     for pool, n in sorted(Counter(c.node_pool for c in cfg.compute_classes).items()):
         if n > 1:
             yield (
-                f"compute_classes: node pool {pool!r} has {n} classes; a worker group selects "
-                "one class, so give a pool at most one"
+                at(
+                    "compute_classes",
+                    f"compute_classes: node pool {pool!r} has {n} classes; a worker group selects "
+                    "one class, so give a pool at most one",
+                )
             )
     for c in cfg.compute_classes:
         pool = declared.get(c.node_pool)
         if pool is None:
             yield (
-                f"compute_classes[{c.name}].node_pool {c.node_pool!r} is not a declared node "
-                f"pool; declared: {', '.join(declared) or 'none'}"
+                at(
+                    f"compute_classes[{c.name}].node_pool",
+                    f"compute_classes[{c.name}].node_pool {c.node_pool!r} is not a declared node "
+                    f"pool; declared: {', '.join(declared) or 'none'}",
+                )
             )
         elif not isinstance(pool, TpuPool | GpuPool):
             yield (
-                f"compute_classes[{c.name}].node_pool {c.node_pool!r} is a CPU pool; compute "
-                "classes here are per accelerator shape (a tpu: or gpu: pool)"
+                at(
+                    f"compute_classes[{c.name}].node_pool",
+                    f"compute_classes[{c.name}].node_pool {c.node_pool!r} is a CPU pool; compute "
+                    "classes here are per accelerator shape (a tpu: or gpu: pool)",
+                )
             )
 
 
-def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[str]:
+def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
     """With Node Auto Provisioning on, every fallback priority's shape fits NAP's cluster-wide
     resource limits: GKE creates the class's fallback node pools within them, so a priority whose
     one slice (or node) needs more ``cpu``, ``memory`` or chips/GPUs than the limit is never
@@ -117,8 +130,11 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[str]:
                 have = limits.get(key, 0)
                 if need > have:
                     yield (
-                        f"compute_classes[{c.name}]: the {priority} priority's {shape.label} "
-                        f"needs {key} {need}, above nap.resource_limits[{key}] {have}; GKE "
-                        f"never creates it: raise the limit to at least {need} or drop the "
-                        "priority"
+                        at(
+                            f"compute_classes[{c.name}]",
+                            f"compute_classes[{c.name}]: the {priority} priority's {shape.label} "
+                            f"needs {key} {need}, above nap.resource_limits[{key}] {have}; GKE "
+                            f"never creates it: raise the limit to at least {need} or drop the "
+                            "priority",
+                        )
                     )

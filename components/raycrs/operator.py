@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from components.problems import Rule
+
 # constant.go
 MAX_RAYCLUSTER_NAME = 53  # MaxRayClusterNameLength
 MAX_RAYJOB_NAME = MAX_RAYCLUSTER_NAME - 6  # MaxRayJobNameLength
@@ -1045,15 +1047,8 @@ def rayservice_deletion_delay(o: Obj) -> list[str]:
 # --------------------------------------------------------------------------------------- tables
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One operator rule: applies to ``kinds``; ``since``: first carried KubeRay version with it."""
-
-    check: Callable[..., list[str]]
-    kinds: tuple[str, ...]
-    since: str = "1.6.2"
-
-
+# Each operator rule is a components.problems.Rule(check, kinds, since): it applies to ``kinds``;
+# ``since`` is the first carried KubeRay version with it.
 ALL_KINDS = ("RayCluster", "RayJob", "RayService")
 # Object rules: check(Obj). Cluster-spec rules (CLUSTER_RULES): check(ClusterSpec), run on the
 # RayCluster spec of every kind (ValidateRayClusterSpec is called by the RayJob and RayService

@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from components.problems import Rule
 from components.security import rules as security
 
 UNKNOWN = "<unknown at preview>"
@@ -135,27 +136,13 @@ class Resource:
     props: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One secure-default rule.
-
-    Attributes:
-        name: the policy name (``bucket-cmek``), the same in the policy pack and ``raygke check``.
-        description: one line, what the rule demands.
-        kind: ``resource`` (``check(Resource) -> list[str]`` messages) or ``stack``
-            (``check(list[Resource]) -> list[(display name, message)]``, display name ``""``
-            when the message is about the whole stack).
-        check: the rule function.
-        scope: ``gcp`` (needs the program's render) or ``kubernetes`` (rules of
-            :mod:`components.security.rules`, which ``check_stack`` also runs over the pure
-            render).
-    """
-
-    name: str
-    description: str
-    kind: Literal["resource", "stack"]
-    check: Callable[..., Any]
-    scope: Literal["gcp", "kubernetes"] = "gcp"
+# Each secure-default rule is a components.problems.Rule: ``name`` (``rule_id``) the policy name
+# (``bucket-cmek``), the same in the policy pack and ``raygke check``; ``description`` one line,
+# what the rule demands; ``kind`` ``resource`` (``check(Resource) -> list[str]`` messages) or
+# ``stack`` (``check(list[Resource]) -> list[(display name, message)]``, display name ``""`` when
+# the message is about the whole stack); ``scope`` ``gcp`` (needs the program's render) or
+# ``kubernetes`` (rules of :mod:`components.security.rules`, which ``check_stack`` also runs over
+# the pure render).
 
 
 @dataclass(frozen=True)
@@ -395,7 +382,7 @@ def _resource_rule(
     fn: Callable[[Resource], list[str]],
     scope: Literal["gcp", "kubernetes"] = "gcp",
 ) -> Rule:
-    return Rule(name, description, "resource", fn, scope)
+    return Rule(fn, rule_id=name, description=description, kind="resource", scope=scope)
 
 
 RULES: tuple[Rule, ...] = (
@@ -460,12 +447,12 @@ RULES: tuple[Rule, ...] = (
         "kubernetes",
     ),
     Rule(
-        "network-policy",
-        "Every namespace with Ray objects has a default-deny ingress NetworkPolicy and every "
-        "Ray head a NetworkPolicy of its own that does not open its API ports to all.",
-        "stack",
         network_policy,
-        "kubernetes",
+        rule_id="network-policy",
+        description="Every namespace with Ray objects has a default-deny ingress NetworkPolicy "
+        "and every Ray head a NetworkPolicy of its own that does not open its API ports to all.",
+        kind="stack",
+        scope="kubernetes",
     ),
 )
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in RULES)

@@ -5,7 +5,8 @@ that several parts of the model apply.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -13,6 +14,9 @@ from pydantic import (
 )
 
 from components import catalog
+
+if TYPE_CHECKING:
+    from components.problems import Problem
 
 PROJECT_NAMESPACE = "ray-gke"
 # Namespaces of the providers and the engine, which a stack file may also set.
@@ -65,17 +69,30 @@ def one_line(text: str) -> str:
 
 
 class ConfigError(ValueError):
-    """An invalid stack configuration; ``problems`` holds one readable line per problem."""
+    """An invalid stack configuration.
+
+    Attributes:
+        items: every problem (:class:`components.problems.Problem`, with its stack path);
+            a plain line given is a Problem without a path.
+        problems: their printed lines, one per problem.
+        notes: what was not checked because of them.
+    """
 
     def __init__(
-        self, problems: list[str], source: str | None = None, notes: list[str] | None = None
+        self,
+        problems: Sequence[Problem | str],
+        source: str | None = None,
+        notes: list[str] | None = None,
     ) -> None:
-        self.problems = problems
+        from components.problems import problems_of
+
+        self.items = problems_of(problems)
+        self.problems = [p.message for p in self.items]
         self.source = source
         self.notes = list(notes or [])  # what was not checked because of the problems
         head = f"{source}: " if source else ""
         super().__init__(
-            head + f"{len(problems)} problem(s):\n" + "\n".join([*problems, *self.notes])
+            head + f"{len(self.problems)} problem(s):\n" + "\n".join([*self.problems, *self.notes])
         )
 
 

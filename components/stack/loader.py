@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from components import catalog
+from components.problems import Problem
 from components.stack.base import (
     OTHER_NAMESPACES,
     PROJECT_NAMESPACE,
@@ -23,7 +24,7 @@ from components.stack.base import (
     one_line,
 )
 from components.stack.hints import KEY_HINTS
-from components.stack.model import SKIP_RULES, StackConfig
+from components.stack.model import StackConfig
 from components.stack.rules import rule_problems, skipped_rules
 
 # --------------------------------------------------------------------------------------- loaders
@@ -113,9 +114,11 @@ _BOUND_ERRORS = {
 }
 
 
-def format_validation_error(err: ValidationError, data: Any = None) -> list[str]:
-    """One line per problem: ``<field path>: <message>`` (multi-line messages become several)."""
-    lines: list[str] = []
+def format_validation_error(err: ValidationError, data: Any = None) -> list[Problem]:
+    """One :class:`~components.problems.Problem` per problem (rule ``field``), path from the
+    error's location (list entries by name where ``data`` names them), printed
+    ``<field path>: <message>`` (multi-line messages become several)."""
+    lines: list[Problem] = []
     for e in err.errors():
         loc = _loc(tuple(e["loc"]), data)
         msg = e["msg"]
@@ -143,7 +146,7 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[str]
         parts = msg.split("\n") if e["type"] == "value_error" else [msg]
         for part in parts:
             part = one_line(part)
-            lines.append(f"{loc}: {part}" if loc else part)
+            lines.append(Problem(loc, f"{loc}: {part}" if loc else part, "field"))
     return lines
 
 
@@ -156,7 +159,9 @@ _TAGGED_LISTS = {"node_pools"}
 def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     """Validate a mapping of top-level keys (without the ``ray-gke:`` prefix).
 
-    Every top-level block is checked on its own (pydantic reports every field error); a mapping
+    Validation is pydantic model validation (:class:`StackConfig` runs no rule itself), then
+    the cross-field rules run once over the validated model. Every top-level block is checked
+    on its own (pydantic reports every field error); a mapping
     block with invalid keys is validated again without them (their defaults standing in), so
     its other keys still count as valid. Then every cross-field rule of
     :mod:`components.stack.rules` runs that reads no invalid key (``Rule.needs``): an unsupported
@@ -165,15 +170,16 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     rules that could not run are listed in ``ConfigError.notes``.
 
     Raises:
-        ConfigError: with every problem found, one line each.
+        ConfigError: with every problem found (``items``: Problems with their stack paths;
+            ``problems``: one line each).
     """
     if not isinstance(data, Mapping):
         raise ConfigError([f"expected a mapping of config keys, got {type(data).__name__}"], source)
     data = dict(data)
     try:
-        cfg = StackConfig.model_validate(data, context={SKIP_RULES: True})
+        cfg = StackConfig.model_validate(data)
     except ValidationError as e:
-        problems = format_validation_error(e, data)
+        problems: list[Problem] = format_validation_error(e, data)
         notes: list[str] = []
         partial = _valid_blocks(data, e)
         if partial is not None:
@@ -183,7 +189,7 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
         raise ConfigError(problems, source, notes) from None
     except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
         raise ConfigError([str(e)], source) from None
-    problems = rule_problems(cfg)
+    problems = rule_problems(cfg)  # the rules run once, over the validated model
     if problems:
         raise ConfigError(problems, source)
     return cfg
@@ -215,9 +221,7 @@ def _partial_block(name: str, value: Any, errors: list[Any]) -> tuple[Any, set[s
         return None
     bad = {str(loc[1]) for loc in locs}
     try:
-        block = model.model_validate(
-            {k: v for k, v in value.items() if k not in bad}, context={SKIP_RULES: True}
-        )
+        block = model.model_validate({k: v for k, v in value.items() if k not in bad})
     except (ValidationError, ValueError):
         return None
     return block, {f"{name}.{k}" for k in bad}
@@ -246,7 +250,7 @@ def _valid_blocks(
     good = {k: v for k, v in data.items() if k in fields and k not in bad}
     stand_ins = {k: v for k, v in _STAND_INS.items() if k in bad and k not in partial}
     try:
-        whole = StackConfig.model_validate({**good, **stand_ins}, context={SKIP_RULES: True})
+        whole = StackConfig.model_validate({**good, **stand_ins})
     except (ValidationError, ValueError):  # pragma: no cover - the blocks validated alone
         return None
     kept = {k: getattr(whole, k) for k in fields - bad}

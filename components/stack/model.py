@@ -1,4 +1,9 @@
-"""The whole stack: :class:`StackConfig`, one field per top-level key of ``Pulumi.<stack>.yaml``."""
+"""The whole stack: :class:`StackConfig`, one field per top-level key of ``Pulumi.<stack>.yaml``.
+
+Validating the model checks each field (pydantic); the cross-field rules
+(:mod:`components.stack.rules`) run once over the validated model, from
+:func:`components.stack.loader.validate`, which every stack file goes through. The model runs no
+rule itself (so this module imports neither the rules nor the resolver)."""
 
 from __future__ import annotations
 
@@ -6,9 +11,7 @@ import re
 
 from pydantic import (
     Field,
-    ValidationInfo,
     field_validator,
-    model_validator,
 )
 
 from components import catalog
@@ -21,7 +24,6 @@ from components.nodepools.model import CpuPool, GpuPool, NodePool, TpuPool
 from components.raycrs.model import JobConfig, RayClusterConfig, RayConfig
 from components.raycrs.serve_model import ServiceConfig
 from components.stack.base import _REGION, _Model, _unique, gcp_labels
-from components.stack.rules import rule_problems
 from components.storage.model import (
     BucketsConfig,
     KmsConfig,
@@ -29,10 +31,6 @@ from components.storage.model import (
     WorkloadIdentityConfig,
     _default_identities,
 )
-
-SKIP_RULES = "raygke_skip_rules"
-"""Validation context key: when true, :class:`StackConfig` checks its fields only (no
-cross-field rules of :mod:`components.stack.rules`)."""
 
 
 class LocalConfig(_Model):
@@ -187,17 +185,6 @@ class StackConfig(_Model):
     @classmethod
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
         return gcp_labels(v)
-
-    @model_validator(mode="after")
-    def _cross_checks(self, info: ValidationInfo) -> StackConfig:
-        # The loader (components.stack.loader.validate) runs the rules itself, also when some
-        # blocks are invalid; it validates with this context key set.
-        if (info.context or {}).get(SKIP_RULES):
-            return self
-        problems = rule_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
 
     # ---- lookups used by the builders
     def pool(self, name: str) -> CpuPool | TpuPool | GpuPool:

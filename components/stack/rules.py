@@ -1,7 +1,8 @@
 """Cross-field rules of a stack: rules that span several top-level blocks.
 
-Each rule is a named function ``rule(cfg) -> Iterable[str]`` yielding one readable line per
-problem, with a docstring citing where its fact comes from. :data:`RULES` lists them in the order
+Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
+:class:`~components.problems.Problem` per problem (the stack field it is about, and the
+readable line), with a docstring citing where its fact comes from. :data:`RULES` lists them in the order
 they run, each with the top-level keys it reads (``needs``); :func:`rule_problems` runs every rule
 whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
 ``jobs[x].node_pool`` (:func:`components.stack.loader.validate`).
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
 from components.computeclass.rules import compute_class_pools, compute_class_shapes_fit_nap
 from components.images.model import IMAGE_KINDS
 from components.nodepools.model import GpuPool, TpuPool
+from components.problems import Problem, Rule, at, problems_of
 from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX
 from components.stack.resolve import (
     ResolveError,
@@ -43,19 +44,24 @@ def _duplicates(names: Iterable[str]) -> list[str]:
 # ------------------------------------------------------------------------------------- location
 
 
-def zones_in_region(cfg: StackConfig) -> Iterable[str]:
+def zones_in_region(cfg: StackConfig) -> Iterable[Problem]:
     """Every stack zone is a zone of the stack's region (``<region>-<letter>``, a letter the
     region has per :data:`components.catalog.GCP_REGIONS`): GKE node locations must be in the
     cluster's region (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters,
     https://cloud.google.com/compute/docs/regions-zones)."""
     for z in cfg.zones:
         if not _ZONE.match(z) or not z.startswith(cfg.region + "-"):
-            yield f"zones: {z!r} is not a zone of region {cfg.region} (e.g. {cfg.region}-a)"
+            yield at(
+                "zones", f"zones: {z!r} is not a zone of region {cfg.region} (e.g. {cfg.region}-a)"
+            )
         elif problem := catalog.zone_problem(z, cfg.region):
-            yield f"zones: {problem} (catalog GCP_REGIONS, recorded {catalog.REGIONS_RECORDED})"
+            yield at(
+                "zones",
+                f"zones: {problem} (catalog GCP_REGIONS, recorded {catalog.REGIONS_RECORDED})",
+            )
 
 
-def pool_zones_in_region(cfg: StackConfig) -> Iterable[str]:
+def pool_zones_in_region(cfg: StackConfig) -> Iterable[Problem]:
     """A node pool's own ``zones`` are zones of the stack's region: a node pool's locations are
     zones of its cluster's region
     (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
@@ -63,17 +69,25 @@ def pool_zones_in_region(cfg: StackConfig) -> Iterable[str]:
     for pool in cfg.node_pools:
         for z in pool.zones or []:
             if not z.startswith(cfg.region + "-"):
-                yield f"node_pools[{pool.name}].zones: {z!r} is not in region {cfg.region}"
+                yield at(
+                    f"node_pools[{pool.name}].zones",
+                    f"node_pools[{pool.name}].zones: {z!r} is not in region {cfg.region}",
+                )
             elif not _ZONE.match(z):
                 yield (
-                    f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {cfg.region} "
-                    f"(e.g. {cfg.region}-a)"
+                    at(
+                        f"node_pools[{pool.name}].zones",
+                        f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {cfg.region} "
+                        f"(e.g. {cfg.region}-a)",
+                    )
                 )
             elif problem := catalog.zone_problem(z, cfg.region):
-                yield f"node_pools[{pool.name}].zones: {problem}"
+                yield at(
+                    f"node_pools[{pool.name}].zones", f"node_pools[{pool.name}].zones: {problem}"
+                )
 
 
-def unique_names(cfg: StackConfig) -> Iterable[str]:
+def unique_names(cfg: StackConfig) -> Iterable[Problem]:
     """Names are unique per list: GKE node pools of a cluster (``system`` is the built-in
     system pool), Kubernetes objects of a namespace (RayClusters, RayJobs, Secrets), the
     worker groups of a RayCluster (KubeRay keys pods by ``groupName``), and Google service
@@ -92,16 +106,19 @@ def unique_names(cfg: StackConfig) -> Iterable[str]:
     ):
         for dup in _duplicates(names):
             note = " ('system' is the built-in system pool)" if dup == "system" else ""
-            yield f"{what}: name {dup!r} is used more than once{note}"
+            yield at(what, f"{what}: name {dup!r} is used more than once{note}")
     for rc in cfg.ray_clusters:
         for dup in _duplicates(g.name for g in rc.worker_groups):
-            yield f"ray_clusters[{rc.name}].worker_groups: name {dup!r} is used more than once"
+            yield at(
+                f"ray_clusters[{rc.name}].worker_groups",
+                f"ray_clusters[{rc.name}].worker_groups: name {dup!r} is used more than once",
+            )
 
 
 # ---------------------------------------------------------------------------------- accelerators
 
 
-def accelerator_zones_offered(cfg: StackConfig) -> Iterable[str]:
+def accelerator_zones_offered(cfg: StackConfig) -> Iterable[Problem]:
     """A TPU or GPU pool's zones offer its accelerator, per :mod:`components.catalog` (sources:
     https://cloud.google.com/tpu/docs/regions-zones, https://cloud.google.com/compute/docs/gpus/gpu-regions-zones);
     ``allow_unlisted_zone: true`` waives it when Google offers it there after the catalog's date."""
@@ -113,13 +130,16 @@ def accelerator_zones_offered(cfg: StackConfig) -> Iterable[str]:
         for z in cfg.pool_zones(pool):
             if z not in acc.zones and _ZONE.match(z):  # a malformed zone is reported as such
                 yield (
-                    f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
-                    f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
-                    "true if Google offers it there now)"
+                    at(
+                        f"node_pools[{pool.name}]",
+                        f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
+                        f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
+                        "true if Google offers it there now)",
+                    )
                 )
 
 
-def tpu_min_gke_version(cfg: StackConfig) -> Iterable[str]:
+def tpu_min_gke_version(cfg: StackConfig) -> Iterable[Problem]:
     """``cluster.min_master_version`` is at least the oldest GKE version with node pools of each
     declared TPU generation (``TpuGeneration.min_gke_version`` in :mod:`components.catalog`, from
     https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#availability)."""
@@ -132,13 +152,16 @@ def tpu_min_gke_version(cfg: StackConfig) -> Iterable[str]:
         need = pool.slice.generation.min_gke_version
         if catalog.parse_gke_version(have) < catalog.parse_gke_version(need):
             yield (
-                f"cluster.min_master_version {have} is older than {need}, the oldest GKE "
-                f"version with TPU {pool.slice.generation.name} node pools "
-                f"(node_pools[{pool.name}])"
+                at(
+                    "cluster.min_master_version",
+                    f"cluster.min_master_version {have} is older than {need}, the oldest GKE "
+                    f"version with TPU {pool.slice.generation.name} node pools "
+                    f"(node_pools[{pool.name}])",
+                )
             )
 
 
-def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[str]:
+def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[Problem]:
     """With Node Auto Provisioning on, each ``nap.resource_limits`` entry (cpu and memory
     included, defaulted when not given) is at least what the declared pools can scale to: the cluster-wide limits count every node, autoscaled pools
     included, and the autoscaler stops adding nodes at the limit
@@ -149,12 +172,15 @@ def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[str]:
     for key, have in cfg.nap.effective_limits.items():
         if key in needed and have < needed[key]:
             yield (
-                f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
-                f"can scale to ({needed[key]}); raise it to at least {needed[key]}"
+                at(
+                    f"nap.resource_limits.{key}",
+                    f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
+                    f"can scale to ({needed[key]}); raise it to at least {needed[key]}",
+                )
             )
 
 
-def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[str]:
+def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[Problem]:
     """A CPU or GPU pool's ``max_nodes`` (a total over its zones) is at most 1,000 per zone:
     GKE allows 1,000 nodes per node pool per zone
     (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster)."""
@@ -166,15 +192,18 @@ def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[str]:
         limit = NODES_PER_POOL_ZONE_MAX * len(zones)
         if pool.max_nodes > limit:
             yield (
-                f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
-                f"per zone ({len(zones)} zone(s): at most {limit})"
+                at(
+                    f"{where}.max_nodes",
+                    f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
+                    f"per zone ({len(zones)} zone(s): at most {limit})",
+                )
             )
 
 
 # ------------------------------------------------------------------------------ ray clusters
 
 
-def cluster_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
+def cluster_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
     """A RayCluster's ``service_account`` is a declared workload identity: its pods run as that
     identity's Kubernetes service account, which only exists when declared
     (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
@@ -182,10 +211,10 @@ def cluster_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
         try:
             resolve_identity(cfg, rc.service_account, f"ray_clusters[{rc.name}].service_account")
         except ResolveError as e:
-            yield str(e)
+            yield _resolved(e)
 
 
-def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[str]:
+def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[Problem]:
     """A worker group's ``node_pool`` is declared, ``min_replicas`` <= ``maxReplicas``, and
     ``maxReplicas`` fits the pool: a replica is one slice on TPU pools, one node otherwise
     (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html); more would stay
@@ -195,18 +224,24 @@ def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[str]:
             try:
                 t = resolve_group(cfg, rc, g)
             except ResolveError as e:
-                yield str(e)
+                yield _resolved(e)
                 continue
             if g.min_replicas > t.max_replicas:
-                yield f"{t.field}: min_replicas {g.min_replicas} > max_replicas {t.max_replicas}"
+                yield at(
+                    f"{t.field}.min_replicas",
+                    f"{t.field}: min_replicas {g.min_replicas} > max_replicas {t.max_replicas}",
+                )
             if t.max_replicas > t.capacity:
                 yield (
-                    f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
-                    f"capacity of {t.capacity} {t.unit}"
+                    at(
+                        f"{t.field}.max_replicas",
+                        f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
+                        f"capacity of {t.capacity} {t.unit}",
+                    )
                 )
 
 
-def multi_host_tpu_needs_webhook(cfg: StackConfig) -> Iterable[str]:
+def multi_host_tpu_needs_webhook(cfg: StackConfig) -> Iterable[Problem]:
     """Multi-host TPU slices need the TPU initialization webhook, which injects each pod's
     ``TPU_WORKER_ID`` / ``TPU_WORKER_HOSTNAMES``
     (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html); the GKE Ray add-on
@@ -236,17 +271,20 @@ def multi_host_tpu_needs_webhook(cfg: StackConfig) -> Iterable[str]:
             continue
         if isinstance(pool, TpuPool) and pool.slice.multi_host:
             yield (
-                f"{where}: the multi-host TPU slice {pool.tpu.generation} "
-                f"{pool.tpu.topology} needs the TPU initialization webhook, which "
-                "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
-                "kuberay.tpu_webhook: true once you have installed it"
+                at(
+                    field,
+                    f"{where}: the multi-host TPU slice {pool.tpu.generation} "
+                    f"{pool.tpu.topology} needs the TPU initialization webhook, which "
+                    "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
+                    "kuberay.tpu_webhook: true once you have installed it",
+                )
             )
 
 
 # ----------------------------------------------------------------------------------------- jobs
 
 
-def job_targets_exist(cfg: StackConfig) -> Iterable[str]:
+def job_targets_exist(cfg: StackConfig) -> Iterable[Problem]:
     """A job names a declared ``cluster`` (and one of its worker groups, which may be left out
     when the cluster has exactly one) or a declared ``node_pool``: the RayJob either selects a
     RayCluster (``clusterSelector``) or carries its own ``rayClusterSpec``
@@ -258,10 +296,10 @@ def job_targets_exist(cfg: StackConfig) -> Iterable[str]:
             resolve_job(cfg, job)
         except ResolveError as e:
             if e.field.startswith(f"jobs[{job.name}]"):
-                yield str(e)
+                yield _resolved(e)
 
 
-def job_slices_fit(cfg: StackConfig) -> Iterable[str]:
+def job_slices_fit(cfg: StackConfig) -> Iterable[Problem]:
     """A job's ``slices: {min, max}`` range targets a multi-host TPU pool (Ray Train's elastic
     TPU scaling counts workers in whole slices, ``ray/train/v2/_internal/execution/
     scaling_policy/elastic.py``; several slices of one job are a Multislice job, which GKE runs
@@ -278,33 +316,42 @@ def job_slices_fit(cfg: StackConfig) -> Iterable[str]:
         where = f"jobs[{job.name}].slices"
         if not isinstance(target.pool, TpuPool):
             yield (
-                f"{where}: node pool {target.pool.name!r} is not a TPU pool; slices are for "
-                "TPU jobs (for GPU or CPU workers the worker group's replicas set the size)"
+                at(
+                    where,
+                    f"{where}: node pool {target.pool.name!r} is not a TPU pool; slices are for "
+                    "TPU jobs (for GPU or CPU workers the worker group's replicas set the size)",
+                )
             )
             continue
         s = target.pool.slice
         if not s.multi_host and job.slices.max > 1:
             yield (
-                f"{where}: max {job.slices.max} slices of the single-host {s.generation.name} "
-                f"{s.topology} pool {target.pool.name!r}; one job spans several slices only on "
-                "multi-host slices (Multislice); use a multi-host topology or max: 1"
+                at(
+                    where,
+                    f"{where}: max {job.slices.max} slices of the single-host {s.generation.name} "
+                    f"{s.topology} pool {target.pool.name!r}; one job spans several slices only on "
+                    "multi-host slices (Multislice); use a multi-host topology or max: 1",
+                )
             )
         if job.slices.max > target.replicas:
             yield (
-                f"{where}: max {job.slices.max} is above the {target.replicas} slice(s) the job's "
-                f"{'node pool' if target.own_cluster else 'worker group'} has; lower it or raise "
-                "the pool's max_slices / the group's max_replicas"
+                at(
+                    where,
+                    f"{where}: max {job.slices.max} is above the {target.replicas} slice(s) the job's "
+                    f"{'node pool' if target.own_cluster else 'worker group'} has; lower it or raise "
+                    "the pool's max_slices / the group's max_replicas",
+                )
             )
 
 
-def job_service_accounts_declared(cfg: StackConfig) -> Iterable[str]:
+def job_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
     """A job's ``service_account`` (its submitter pod's, and its own RayCluster's) is a declared
     workload identity (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
     for job in cfg.jobs:
         try:
             resolve_identity(cfg, job.service_account, f"jobs[{job.name}].service_account")
         except ResolveError as e:
-            yield str(e)
+            yield _resolved(e)
 
 
 # Job arguments the platform binds (components.raycrs.rayjob.job_args): a job's args may
@@ -321,7 +368,7 @@ PLATFORM_BOUND_ARGS: dict[str, str] = {
 }
 
 
-def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
+def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
     """A job's ``workload`` is in :data:`workloads.registry.WORKLOADS` and its ``args`` are
     arguments of that workload with the types of its defaults (``Workload.arg_problems``), none of
     them one the platform binds (:data:`PLATFORM_BOUND_ARGS`); a ``placement_strategy`` only on a
@@ -330,33 +377,42 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[str]:
     for job in cfg.jobs:
         problem = _workload_problem(job.workload)
         if problem:
-            yield f"jobs[{job.name}].workload {problem}"
+            yield at(f"jobs[{job.name}].workload", f"jobs[{job.name}].workload {problem}")
             continue
         workload = _workload(job.workload)
         for p in workload.arg_problems(job.args):
-            yield f"jobs[{job.name}].args: {p}"
+            yield at(f"jobs[{job.name}].args", f"jobs[{job.name}].args: {p}")
         for key in sorted(set(job.args) & set(PLATFORM_BOUND_ARGS)):
             if key == "name" and "checkpoints" not in workload.writes:
                 continue  # a reader (evaluate) names the run it reads
             yield (
-                f"jobs[{job.name}].args.{key}: the platform sets it from "
-                f"{PLATFORM_BOUND_ARGS[key]}; remove it"
+                at(
+                    f"jobs[{job.name}].args.{key}",
+                    f"jobs[{job.name}].args.{key}: the platform sets it from "
+                    f"{PLATFORM_BOUND_ARGS[key]}; remove it",
+                )
             )
         if job.placement_strategy and "scaling" not in workload.args.names():
             yield (
-                f"jobs[{job.name}].placement_strategy {job.placement_strategy}: workload "
-                f"{job.workload} places no Ray Train workers (it takes no scaling argument); "
-                "remove it"
+                at(
+                    f"jobs[{job.name}].placement_strategy",
+                    f"jobs[{job.name}].placement_strategy {job.placement_strategy}: workload "
+                    f"{job.workload} places no Ray Train workers (it takes no scaling argument); "
+                    "remove it",
+                )
             )
         elif job.placement_strategy and job.workload == "tune_lm":
             yield (
-                f"jobs[{job.name}].placement_strategy {job.placement_strategy}: tune_lm runs "
-                "each trial as one Ray Tune actor of one worker's resources, so there is no "
-                "group of workers to place; remove it"
+                at(
+                    f"jobs[{job.name}].placement_strategy",
+                    f"jobs[{job.name}].placement_strategy {job.placement_strategy}: tune_lm runs "
+                    "each trial as one Ray Tune actor of one worker's resources, so there is no "
+                    "group of workers to place; remove it",
+                )
             )
 
 
-def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[str]:
+def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
     """The identity a job's Ray processes run as (:func:`components.stack.resolve.job_runs_as`:
     the RayCluster's service account on a long-lived cluster, else the job's own) has ``write``
     on every bucket its workload writes (``Workload.writes``); the bucket-level roles are
@@ -374,14 +430,17 @@ def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[str]:
         for purpose in _workload(job.workload).writes:
             if identity.buckets.get(purpose) != "write":
                 yield (
-                    f"jobs[{job.name}]: workload {job.workload} writes to the {purpose} bucket "
-                    f"but runs as {runs_as!r}, which has "
-                    f"{identity.buckets.get(purpose) or 'no'} access there; "
-                    f"set workload_identities[{runs_as}].buckets.{purpose}: write"
+                    at(
+                        f"jobs[{job.name}]",
+                        f"jobs[{job.name}]: workload {job.workload} writes to the {purpose} bucket "
+                        f"but runs as {runs_as!r}, which has "
+                        f"{identity.buckets.get(purpose) or 'no'} access there; "
+                        f"set workload_identities[{runs_as}].buckets.{purpose}: write",
+                    )
                 )
 
 
-def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
+def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``node_pool`` is declared, of a kind its Serve application supports
     (``Workload.accelerators`` in :mod:`workloads.registry`), ``min_workers`` <= the pool's
     capacity (:func:`components.stack.resolve.resolve_service`), and a replica's ``args.num_gpus``
@@ -393,20 +452,26 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
         try:
             t = resolve_service(cfg, svc)
         except ResolveError as e:
-            yield str(e)
+            yield _resolved(e)
             continue
         if svc.min_workers > t.max_replicas:
             yield (
-                f"{where}.min_workers {svc.min_workers} > {t.max_replicas} (max_workers, else "
-                f"the capacity of node pool {t.pool.name!r})"
+                at(
+                    f"{where}.min_workers",
+                    f"{where}.min_workers {svc.min_workers} > {t.max_replicas} (max_workers, else "
+                    f"the capacity of node pool {t.pool.name!r})",
+                )
             )
         if _workload_problem(svc.workload, service=True):
             continue
         kinds = _workload(svc.workload).accelerators
         if t.pool.kind not in kinds:
             yield (
-                f"{where}.node_pool {t.pool.name!r} is a {t.pool.kind} pool; Serve application "
-                f"{svc.workload} runs on {', '.join(kinds)} pools"
+                at(
+                    f"{where}.node_pool",
+                    f"{where}.node_pool {t.pool.name!r} is a {t.pool.kind} pool; Serve application "
+                    f"{svc.workload} runs on {', '.join(kinds)} pools",
+                )
             )
         # A replica runs in one worker pod, on one node: it can never ask for more than the node
         # has (machine shapes from the catalog).
@@ -414,8 +479,11 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
         want = svc.args.get("num_gpus")
         if isinstance(want, (int, float)) and want > gpus:
             yield (
-                f"{where}.args.num_gpus {want:g}: a replica runs on one node of pool "
-                f"{t.pool.name!r}, which has {gpus} GPU(s); at most {gpus}"
+                at(
+                    f"{where}.args.num_gpus",
+                    f"{where}.args.num_gpus {want:g}: a replica runs on one node of pool "
+                    f"{t.pool.name!r}, which has {gpus} GPU(s); at most {gpus}",
+                )
             )
         want = svc.args.get("num_cpus")
         try:
@@ -424,12 +492,15 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
             vcpus = None
         if isinstance(want, (int, float)) and vcpus is not None and want > vcpus:
             yield (
-                f"{where}.args.num_cpus {want:g}: a replica runs on one node of pool "
-                f"{t.pool.name!r} ({t.pool.machine_type}, {vcpus} vCPUs); at most {vcpus}"
+                at(
+                    f"{where}.args.num_cpus",
+                    f"{where}.args.num_cpus {want:g}: a replica runs on one node of pool "
+                    f"{t.pool.name!r} ({t.pool.machine_type}, {vcpus} vCPUs); at most {vcpus}",
+                )
             )
 
 
-def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
+def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``workload`` is a registered Serve application (:data:`workloads.registry.SERVE_APPS`)
     and its ``args`` fit it; a ``checkpoint`` that is not a ``gs://`` path names a declared job
     whose workload writes checkpoints (its folder ``<checkpoints bucket>/<job name>`` is served)."""
@@ -438,10 +509,10 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
         where = f"services[{svc.name}]"
         problem = _workload_problem(svc.workload, service=True)
         if problem:
-            yield f"{where}.workload {problem}"
+            yield at(f"{where}.workload", f"{where}.workload {problem}")
         else:
             for p in _workload(svc.workload).arg_problems(svc.args):
-                yield f"{where}.args: {p}"
+                yield at(f"{where}.args", f"{where}.args: {p}")
         name = svc.checkpoint_job
         if name is None:
             continue
@@ -449,19 +520,25 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
         if job is None:
             declared = ", ".join(jobs) or "none"
             yield (
-                f"{where}.checkpoint {name!r} is neither a gs:// path nor a declared job; "
-                f"declared jobs: {declared}"
+                at(
+                    f"{where}.checkpoint",
+                    f"{where}.checkpoint {name!r} is neither a gs:// path nor a declared job; "
+                    f"declared jobs: {declared}",
+                )
             )
         elif not _workload_problem(job.workload) and (
             "checkpoints" not in _workload(job.workload).writes
         ):
             yield (
-                f"{where}.checkpoint {name!r}: job {name} runs {job.workload}, which writes no "
-                "checkpoints"
+                at(
+                    f"{where}.checkpoint",
+                    f"{where}.checkpoint {name!r}: job {name} runs {job.workload}, which writes no "
+                    "checkpoints",
+                )
             )
 
 
-def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
+def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
     """A job that reads a training run (a workload of :data:`workloads.registry.WORKLOADS` with
     ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
     (:func:`components.raycrs.rayjob.job_args`), so ``args.name`` (its default when unset)
@@ -490,8 +567,11 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
         if run not in writers:
             default = "" if "name" in job.args else " (the default; set args.name)"
             yield (
-                f"{where}.name {run!r}{default} names no job that writes checkpoints, so "
-                f"{job.name} would read gs://{bucket}/{run}, which nothing writes; valid: {valid}"
+                at(
+                    f"{where}.name",
+                    f"{where}.name {run!r}{default} names no job that writes checkpoints, so "
+                    f"{job.name} would read gs://{bucket}/{run}, which nothing writes; valid: {valid}",
+                )
             )
             continue
         ckpt = job.args.get("checkpoint")
@@ -500,12 +580,15 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[str]:
             folder = rest.split("/", 1)[0]
             if b != bucket or folder != run:
                 yield (
-                    f"{where}.checkpoint {ckpt!r} is not under gs://{bucket}/{run}/, the folder "
-                    f"of job {run} that args.name names; valid training jobs: {valid}"
+                    at(
+                        f"{where}.checkpoint",
+                        f"{where}.checkpoint {ckpt!r} is not under gs://{bucket}/{run}/, the folder "
+                        f"of job {run} that args.name names; valid training jobs: {valid}",
+                    )
                 )
 
 
-def ray_version_locked(cfg: StackConfig) -> Iterable[str]:
+def ray_version_locked(cfg: StackConfig) -> Iterable[Problem]:
     """``ray.version`` has a locked requirement set (:func:`components.images.locks.ray_version_problem`)
     when the stack builds any of the project's images: the base image follows ``ray.version`` and
     the pins follow the lock (:mod:`components.images.locks`), so the two must be the same Ray. The
@@ -521,10 +604,10 @@ def ray_version_locked(cfg: StackConfig) -> Iterable[str]:
     )
     problem = ray_version_problem(cfg.ray.version) if builds else None
     if problem:
-        yield f"ray.version {problem}"
+        yield at("ray.version", f"ray.version {problem}")
 
 
-def service_identity_can_read(cfg: StackConfig) -> Iterable[str]:
+def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``service_account`` is a declared workload identity that may read the
     checkpoints (the model) and artifacts (the workloads archive, its ``working_dir``) buckets
     (bucket roles per :mod:`components.security.iam`; https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
@@ -533,17 +616,20 @@ def service_identity_can_read(cfg: StackConfig) -> Iterable[str]:
         try:
             identity = resolve_identity(cfg, svc.service_account, where)
         except ResolveError as e:
-            yield str(e)
+            yield _resolved(e)
             continue
         for purpose in ("checkpoints", "artifacts"):
             if identity.buckets.get(purpose) not in ("read", "write"):
                 yield (
-                    f"{where} {svc.service_account!r} cannot read the {purpose} bucket; set "
-                    f"workload_identities[{svc.service_account}].buckets.{purpose}: read"
+                    at(
+                        where,
+                        f"{where} {svc.service_account!r} cannot read the {purpose} bucket; set "
+                        f"workload_identities[{svc.service_account}].buckets.{purpose}: read",
+                    )
                 )
 
 
-def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[str]:
+def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[Problem]:
     """``upgrade_strategy: NewClusterWithIncrementalUpgrade`` needs the KubeRay operator's
     ``RayServiceIncrementalUpgrade`` feature gate (``IsIncrementalUpgradeEnabled`` in
     ray-operator/controllers/ray/utils/util.go, gate in ray-operator/pkg/features/features.go;
@@ -559,15 +645,18 @@ def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[str]:
     for svc in cfg.services:
         if svc.upgrade_strategy == "NewClusterWithIncrementalUpgrade":
             yield (
-                f"services[{svc.name}].upgrade_strategy: NewClusterWithIncrementalUpgrade needs "
-                "the KubeRay operator's RayServiceIncrementalUpgrade feature gate, which "
-                "kuberay.mode 'gke-addon' cannot set (GKE runs that operator; without the gate "
-                "a cluster change is not rolled out); use upgrade_strategy: NewCluster, or "
-                "kuberay.mode: helm"
+                at(
+                    f"services[{svc.name}].upgrade_strategy",
+                    f"services[{svc.name}].upgrade_strategy: NewClusterWithIncrementalUpgrade needs "
+                    "the KubeRay operator's RayServiceIncrementalUpgrade feature gate, which "
+                    "kuberay.mode 'gke-addon' cannot set (GKE runs that operator; without the gate "
+                    "a cluster change is not rolled out); use upgrade_strategy: NewCluster, or "
+                    "kuberay.mode: helm",
+                )
             )
 
 
-def secret_readers_declared(cfg: StackConfig) -> Iterable[str]:
+def secret_readers_declared(cfg: StackConfig) -> Iterable[Problem]:
     """A secret's ``readers`` are declared workload identities: each is granted
     ``roles/secretmanager.secretAccessor`` on the secret
     (https://cloud.google.com/secret-manager/docs/access-control)."""
@@ -576,10 +665,10 @@ def secret_readers_declared(cfg: StackConfig) -> Iterable[str]:
             try:
                 resolve_identity(cfg, r, f"secrets[{secret.name}].readers:")
             except ResolveError as e:
-                yield str(e)
+                yield _resolved(e)
 
 
-def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
+def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[Problem]:
     """With ``cluster.deletion_protection: true`` (production), a prebuilt image in
     ``ray.images`` is referenced by digest (``@sha256:``): a tag can be moved to other contents,
     a digest names exactly one image
@@ -591,14 +680,17 @@ def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[str]:
         prebuilt = cfg.ray.images.get(kind)
         if prebuilt is not None and not prebuilt.pinned:
             yield (
-                f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "
-                "cluster.deletion_protection: true references prebuilt images by digest: write "
-                f"{prebuilt.image.split('@')[0]}@sha256:<digest>, or unset ray.images.{kind} to "
-                "use the project's image"
+                at(
+                    f"ray.images.{kind}",
+                    f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "
+                    "cluster.deletion_protection: true references prebuilt images by digest: write "
+                    f"{prebuilt.image.split('@')[0]}@sha256:<digest>, or unset ray.images.{kind} to "
+                    "use the project's image",
+                )
             )
 
 
-def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[str]:
+def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[Problem]:
     """A GPU pool whose machine type is not amd64 (A4X ``a4x-highgpu-4g``, GB200 on NVIDIA
     Grace: ``GpuType.arch`` ``arm64`` in :mod:`components.catalog`) runs a ``gpu`` image built for
     that architecture: ``ray.images.gpu`` with it in ``architectures``. This project's own images
@@ -613,63 +705,44 @@ def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[str]:
         image = cfg.ray.images.get("gpu")
         if image is None and arch != "amd64":
             yield (
-                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
-                f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
-                f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
-                f"architectures: [amd64, {arch}])"
+                at(
+                    f"node_pools[{pool.name}]",
+                    f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                    f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
+                    f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
+                    f"architectures: [amd64, {arch}])",
+                )
             )
         elif image is not None and arch not in image.architectures:
             yield (
-                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
-                f"{arch}, but ray.images.gpu {image.image} is built for "
-                f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
-                "image is built for it"
+                at(
+                    f"node_pools[{pool.name}]",
+                    f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                    f"{arch}, but ray.images.gpu {image.image} is built for "
+                    f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
+                    "image is built for it",
+                )
             )
 
 
-def capacity_rules(cfg: StackConfig) -> Iterable[str]:
+def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
     """Kueue queues and DWS / flex-start pools (:mod:`components.capacity.rules`, ``stack_rules``)
     (each rule cites its Kueue source file or GKE doc there)."""
     from components.capacity.rules import stack_rules
 
-    yield from stack_rules(cfg)
+    yield from problems_of(stack_rules(cfg), "capacity")
 
 
 # ------------------------------------------------------------------------------------- running
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A cross-field rule and the stack keys it reads (it runs only when they validated).
-
-    ``needs`` holds top-level keys (``node_pools``) or dotted paths into a mapping block
-    (``cluster.min_master_version``): a rule that reads one key of a block still runs when another
-    key of that block is invalid."""
-
-    check: Callable[[StackConfig], Iterable[str]]
-    needs: frozenset[str]
-
-    @property
-    def name(self) -> str:
-        return self.check.__name__
-
-    @property
-    def summary(self) -> str:
-        """The rule in words: its name with spaces (``nap limits cover pools``)."""
-        return self.name.replace("_", " ")
-
-    def blocked_by(self, broken: Collection[str]) -> str | None:
-        """The first invalid path of ``broken`` (dotted, e.g. ``cluster.min_master_version``)
-        that this rule reads (equal to, inside or around one of ``needs``), else None."""
-        for b in sorted(broken):
-            for n in self.needs:
-                if n == b or n.startswith(b + ".") or b.startswith(n + "."):
-                    return b
-        return None
+def _rule(check: Callable[[StackConfig], Iterable[Problem]], *needs: str) -> Rule:
+    return Rule(check, needs=frozenset(needs))
 
 
-def _rule(check: Callable[[StackConfig], Iterable[str]], *needs: str) -> Rule:
-    return Rule(check, frozenset(needs))
+def _resolved(e: ResolveError) -> Problem:
+    """A broken reference as a Problem of the field that names it."""
+    return at(e.field.rstrip(":"), str(e))
 
 
 RULES: tuple[Rule, ...] = (
@@ -723,15 +796,16 @@ def _blocked(valid: Collection[str] | None, broken: Collection[str]) -> set[str]
 
 def rule_problems(
     cfg: StackConfig, valid: Collection[str] | None = None, *, broken: Collection[str] = ()
-) -> list[str]:
-    """Every problem of every rule that reads no invalid key, one line each, in :data:`RULES`
-    order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
+) -> list[Problem]:
+    """Every problem of every rule that reads no invalid key (each a
+    :class:`~components.problems.Problem` with its path and the rule's name), in
+    :data:`RULES` order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
     paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``)."""
     bad = _blocked(valid, broken)
-    problems: list[str] = []
+    problems: list[Problem] = []
     for r in RULES:
         if r.blocked_by(bad) is None:
-            problems.extend(r.check(cfg))
+            problems.extend(r.problems(cfg))
     return problems
 
 

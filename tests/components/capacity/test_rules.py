@@ -82,8 +82,10 @@ def test_queued_pool_scales_from_zero_and_needs_its_gke_version():
     old = c.model_copy(
         update={"cluster": c.cluster.model_copy(update={"min_master_version": "1.28.1-gke.100"})}
     )
-    (line,) = pool_problems(old)
+    (problem,) = pool_problems(old)
+    line = str(problem)
     assert "needs GKE 1.28.7-gke.1020000" in line and "provisioningrequest" in line
+    assert problem.path == "node_pools[v6e-dws].provisioning", problem
     assert list(pool_problems(c)) == []
 
 

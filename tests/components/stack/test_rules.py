@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from components import catalog
+from components.problems import Problem
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
@@ -27,7 +27,6 @@ from components.stack import (
     validate,
 )
 from components.stack.checks import workload_problems
-from components.stack.model import SKIP_RULES
 from tests.components.stack.test_model import base, problems
 from tests.helpers import WORKING_DIR, config
 
@@ -233,9 +232,11 @@ def test_rule(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     d = base()
     mutate(d)
     # The named rule yields the line on the field-valid model ...
-    cfg = StackConfig.model_validate(d, context={SKIP_RULES: True})
+    cfg = StackConfig.model_validate(d)
     own = list(rule.check(cfg))
-    assert any(line in p for p in own), own
+    assert any(line in p.message for p in own), own
+    # ... each a Problem naming the stack field it is about ...
+    assert all(isinstance(p, Problem) and p.path for p in own), own
     # ... and the loader reports it.
     assert any(line in p for p in problems(d)), problems(d)
 
@@ -277,13 +278,18 @@ def test_required_block_invalid_still_runs_the_other_rules() -> None:
     assert not any(p.startswith("zones:") for p in found), "zones_in_region needs region"
 
 
-def test_model_validate_still_refuses_cross_field_problems() -> None:
+def test_model_validation_runs_no_rule_the_loader_runs_them_once() -> None:
+    """The model checks fields only (pydantic); the loader's validate runs the cross-field
+    rules over the validated model (no stack -> rules -> resolve import circle)."""
     d = base()
     d["jobs"][0]["cluster"] = "ghost"
-    with pytest.raises(
-        ValidationError, match=re.escape("jobs[prep].cluster 'ghost' is not a declared")
-    ):
-        StackConfig.model_validate(d)
+    cfg = StackConfig.model_validate(d)  # field-valid: accepted by the model
+    assert cfg.jobs[0].cluster == "ghost"
+    with pytest.raises(ConfigError) as exc:
+        validate(d)
+    (item,) = [p for p in exc.value.items if p.rule == "job_targets_exist"]
+    assert item.path == "jobs[prep].cluster"
+    assert item.message.startswith("jobs[prep].cluster 'ghost' is not a declared")
 
 
 def test_job_without_target_or_with_ambiguous_group_is_refused_at_validation() -> None:

@@ -1,0 +1,212 @@
+"""One problem type for every validator, and one rule type.
+
+A :class:`Problem` is what any check of a stack finds: pydantic field errors (the loader), the
+cross-field rules (:mod:`components.stack.rules`, :mod:`components.capacity.rules`,
+:mod:`components.computeclass.rules`), the KubeRay operator rules and feature gates
+(:mod:`components.raycrs.operator`, :mod:`components.raycrs.gates`), CRD schemas, names, images,
+IAM, policy and workload arguments (:mod:`components.stack.checks`). The producer sets the
+``path`` it checked; nothing recovers a field from a message's words. ``raygke check`` prints
+``message`` (``--format text``), the problems as objects (``--format json``) or GitHub workflow
+annotations at the line of ``path`` in the stack file (``--format github``; docs/checking.md).
+
+The model follows pulumi-eks (validation errors collected with their property path, thrown once:
+https://github.com/pulumi/pulumi-eks, ``nodejs/eks/nodes/``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITIES = ("error", "warning")
+
+
+class Problem(str):
+    """One problem of a stack: the readable line ``raygke check`` prints, carrying the stack
+    field it is about and the rule that found it.
+
+    A Problem *is* its printed line (a ``str`` subclass, immutable like one), so every consumer
+    of problem lines - ``--format text``, the policy pack, ``ConfigError.problems``, tests - reads
+    it unchanged, while ``--format json|github`` read :attr:`path` and :attr:`rule`.
+
+    Attributes:
+        path: the stack field it is about, as ``node_pools[tpu].tpu.topology``: top-level key,
+            then ``.key`` per mapping level and ``[name]`` per list entry (the entry's ``name``
+            where list entries have one, else its index); ``""`` when it is about the file as a
+            whole (a YAML error) or no one field (a render that fails).
+        message: the readable line (it names the field in its words); ``str(problem)``.
+        rule: the id of the rule or validator that found it (a rule function's name, ``field``
+            for a pydantic field error, ``crd-schema``, ``operator``, ``names``, ...).
+        severity: ``error`` (refused) or ``warning``.
+    """
+
+    path: str
+    rule: str
+    severity: str
+
+    def __new__(cls, path: str, message: str, rule: str = "", severity: str = "error") -> Problem:
+        if severity not in SEVERITIES:
+            raise ValueError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+        self = super().__new__(cls, message)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "rule", rule)
+        object.__setattr__(self, "severity", severity)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a Problem is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Problem, (self.path, self.message, self.rule, self.severity))
+
+    def __repr__(self) -> str:
+        return (
+            f"Problem(path={self.path!r}, message={self.message!r}, rule={self.rule!r}, "
+            f"severity={self.severity!r})"
+        )
+
+    @property
+    def message(self) -> str:
+        """The printed line."""
+        return str.__str__(self)
+
+    def with_rule(self, rule: str) -> Problem:
+        """This problem with ``rule`` set when it has none."""
+        return (
+            self if self.rule or not rule else Problem(self.path, self.message, rule, self.severity)
+        )
+
+    def with_path(self, path: str) -> Problem:
+        """This problem with ``path`` set when it has none."""
+        return (
+            self if self.path or not path else Problem(path, self.message, self.rule, self.severity)
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"path", "message", "rule", "severity"}`` (``--format json`` adds the position)."""
+        return {
+            "path": self.path,
+            "message": self.message,
+            "rule": self.rule,
+            "severity": self.severity,
+        }
+
+
+def at(path: str, message: str, rule: str = "") -> Problem:
+    """A problem of ``path`` whose printed line is ``message`` (the rule id set by the runner)."""
+    return Problem(path, message, rule)
+
+
+def field_line(path: str, text: str, rule: str = "") -> Problem:
+    """A problem printed ``<path>: <text>`` (the common line shape)."""
+    return Problem(path, f"{path}: {text}" if path else text, rule)
+
+
+def problem_of(item: Problem | str, path: str = "", rule: str = "") -> Problem:
+    """``item`` as a :class:`Problem`: a Problem keeps its own path (its rule filled when unset);
+    a plain line (a producer not yet giving paths, e.g. a rule added in the old style) gets
+    ``path`` — the block its producer checks — and ``rule``."""
+    if isinstance(item, Problem):
+        return item.with_path(path).with_rule(rule)
+    return Problem(path, str(item), rule)
+
+
+def problems_of(items: Iterable[Problem | str], path: str = "", rule: str = "") -> list[Problem]:
+    """:func:`problem_of` over several."""
+    return [problem_of(i, path, rule) for i in items]
+
+
+def lines(problems: Iterable[Problem | str]) -> list[str]:
+    """The printed lines of ``problems`` (``--format text``)."""
+    return [str.__str__(p) for p in problems]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule: a named check and what it applies to.
+
+    The one rule type of the project, for its three families of rules:
+
+    * the stack's cross-field rules (:data:`components.stack.rules.RULES`): ``needs``, the stack
+      keys the check reads (it runs only when they validated); ``check(StackConfig)`` yields
+      Problems;
+    * the KubeRay operator rules (:mod:`components.raycrs.operator`, built as
+      ``Rule(check, kinds, since)``): ``kinds``, the custom-resource kinds it applies to;
+      ``since``, the first carried KubeRay version with it; ``check(view)`` returns lines;
+    * the policy pack's secure-default rules (:data:`components.security.policy.RULES`):
+      ``rule_id`` (the policy name, ``bucket-cmek``), ``description``, ``kind`` (``resource``:
+      ``check(Resource) -> messages``; ``stack``: ``check(resources) -> (name, message)``) and
+      ``scope`` (``gcp`` or ``kubernetes``).
+
+    Attributes:
+        check: the function.
+        kinds: Kubernetes kinds it applies to (operator rules).
+        since: first KubeRay version carrying it (operator rules).
+        needs: stack keys (top-level, or dotted into a block) the check reads (stack rules).
+        rule_id: the id its problems carry and its name; default the check function's name.
+        description: what it enforces, in words; default the name with spaces.
+        kind: ``resource`` or ``stack`` (policy rules).
+        scope: ``gcp`` or ``kubernetes`` (policy rules).
+        path: the stack field a plain line of the check is about (default: its one ``needs``).
+    """
+
+    check: Callable[..., Any]
+    kinds: tuple[str, ...] = ()
+    since: str = "1.6.2"
+    needs: frozenset[str] = field(default_factory=frozenset)
+    rule_id: str = ""
+    description: str = ""
+    kind: str = ""
+    scope: str = "gcp"
+    path: str = ""
+
+    @property
+    def name(self) -> str:
+        """The rule's id: :attr:`rule_id`, else the check function's name
+        (``nap_limits_cover_pools``)."""
+        return self.rule_id or getattr(self.check, "__name__", "rule")
+
+    @property
+    def id(self) -> str:
+        """The id its problems carry (:attr:`name`)."""
+        return self.name
+
+    @property
+    def summary(self) -> str:
+        """The rule in words: its name with spaces (``nap limits cover pools``)."""
+        return self.name.replace("_", " ")
+
+    def blocked_by(self, broken: Iterable[str]) -> str | None:
+        """The first invalid path of ``broken`` (dotted, e.g. ``cluster.min_master_version``)
+        that this rule reads (equal to, inside or around one of ``needs``), else None."""
+        for b in sorted(broken):
+            for n in self.needs:
+                if n == b or n.startswith(b + ".") or b.startswith(n + "."):
+                    return b
+        return None
+
+    def problems(self, *args: Any) -> list[Problem]:
+        """Run the check on ``args``; every result a :class:`Problem` carrying this rule's id
+        (a plain line gets :attr:`path`, or the one of ``needs`` when there is one)."""
+        default = self.path or (next(iter(self.needs)) if len(self.needs) == 1 else "")
+        return problems_of(self.check(*args) or (), default, self.id)
+
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def path_parts(path: str) -> list[str]:
+    """``node_pools[tpu].tpu.topology`` -> ``["node_pools", "[tpu]", "tpu", "topology"]``: keys
+    plain, list entries in brackets (their name or index; a quoted name unquoted)."""
+    out: list[str] = []
+    for key, item in _SEGMENT.findall(path):
+        if key:
+            out.append(key.strip("'\""))
+        else:
+            name = item
+            if len(name) >= 2 and name[0] == name[-1] and name[0] in "'\"":
+                name = name[1:-1]
+            out.append(f"[{name}]")
+    return out
