@@ -48,7 +48,7 @@ CLIENT_PORT = HEAD_PORTS["client"]
 TPU_RUNTIME_PORT = 8471
 TPU_METRICS_PORT = 8431
 MEGASCALE_PORT = 8081
-SERVE_PORT = 8000
+SERVE_PORT = 8000  # Ray Serve HTTP; KubeRay constant.go DefaultServingPort
 MOUNT_ROOT = "/mnt/gcs"
 # Pod security (see pod_security_context / container_security_context): the Ray image's user.
 RAY_UID = 1000

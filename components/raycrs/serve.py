@@ -32,13 +32,12 @@ from typing import Any
 
 import yaml
 
-from components.raycrs.pod import API_VERSION, ManifestError
+from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.stack import GpuPool, ServiceConfig, StackConfig, resolve_service
 from components.stack.naming import bucket_url
 from workloads.registry import get_workload
 
-SERVE_PORT = 8000  # constant.go DefaultServingPort
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
 SERVICE_LABEL = "ray-gke/service"
 APP_NAME = "lm"
