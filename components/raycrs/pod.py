@@ -33,6 +33,7 @@ from components.stack import (
     WorkerGroupConfig,
 )
 from components.stack.naming import bucket_name, ksa_name
+from contract.quantity import cpu_quantity, memory_quantity
 
 API_VERSION = "ray.io/v1"
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
@@ -74,18 +75,6 @@ class ManifestError(ValueError):
 # ------------------------------------------------------------------------------ sizing helpers
 
 
-def _cpu_quantity(cores: float) -> str:
-    milli = math.floor(cores * 10) * 100  # floor to 100m
-    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
-
-
-def _memory_quantity(gib: float) -> str:
-    if gib >= 16:
-        return f"{math.floor(gib)}Gi"  # floor to 1Gi on large nodes
-    mi = math.floor(gib * 1024 / 256) * 256  # floor to 256Mi
-    return f"{mi // 1024}Gi" if mi % 1024 == 0 else f"{mi}Mi"
-
-
 def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) -> tuple[str, str]:
     """CPU and memory (request = limit) of a worker pod filling one node of ``spec``.
 
@@ -109,7 +98,7 @@ def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) 
                 f"node pool {spec.name!r} ({spec.machine_type}) is too small for a Ray worker "
                 f"after {NODE_HEADROOM['cpu']} CPU / {NODE_HEADROOM['memory']} GiB headroom"
             )
-        cpu, mem = _cpu_quantity(cpu_left), _memory_quantity(mem_left)
+        cpu, mem = cpu_quantity(cpu_left), memory_quantity(mem_left)
     if group is not None:
         cpu = group.cpu or cpu
         mem = group.memory or mem
