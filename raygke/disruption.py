@@ -27,7 +27,9 @@ Rules (each with its source):
   ``UpgradeStrategyRecreateHashKey`` in utils/constant.go): the replica counts,
   ``workersToDelete``, the pod templates' tolerations and scheduling gates and
   ``upgradeStrategy`` (:data:`raygke.replacement.RAY_SPEC_HASH_MUTED`, the one table
-  ``raygke diff`` reads too). Without ``Recreate`` running pods keep
+  ``raygke diff`` reads too). Turning ``Recreate`` on counts as recreating: the head pod keeps
+  the hash of the spec it was created with, so changes made while ``Recreate`` was off recreate
+  every pod then. Without ``Recreate`` running pods keep
   their template (a note, not a disruption). A removed worker group loses its pods, a lowered
   ``maxReplicas`` scales the group down to it (``GetWorkerGroupDesiredReplicas`` clamps to
   ``[minReplicas, maxReplicas]``), and a ``replicas`` set on an autoscaled group resets the
@@ -319,6 +321,11 @@ def _raycluster(op, old, new, paths, base, head, reasons) -> list[Disruption]:
     o, n = _spec_of(old), _spec_of(new)
     strategy = dig(n, "upgradeStrategy", "type")
     hashed = ray_spec_hashed(paths)
+    if strategy == "Recreate" and dig(o, "upgradeStrategy", "type") != "Recreate":
+        # Turning Recreate on: KubeRay mutes upgradeStrategy in its hash, but compares the hash
+        # of the spec now with the one the head pod was created with, so any change made while
+        # Recreate was off (invisible to a diff of two renders) recreates every pod now.
+        hashed = [p for p in paths if _under(p, "spec.upgradeStrategy")] + hashed
     if strategy == "Recreate" and hashed:
         out.append(
             Disruption(

@@ -14,6 +14,7 @@ from raygke import disruption as dis
 from raygke import synth as rsynth
 from raygke.diff import compare
 from raygke.diff_formats import disruption_summary
+from raygke.replacement import K8S_PROVIDER
 from raygke.review_flags import provider_flags
 from tests.e2e.day2 import render, stack_data
 
@@ -22,7 +23,7 @@ RAY_CLUSTERS = (dis.RAYCLUSTER, dis.RAYSERVICE)
 
 
 def _provider(records: list[dict[str, Any]]) -> dict[str, Any]:
-    (p,) = [r for r in records if r["type"] == dis.K8S_PROVIDER]
+    (p,) = [r for r in records if r["type"] == K8S_PROVIDER]
     return p
 
 
@@ -82,7 +83,7 @@ def test_a_new_cluster_identity_replaces_every_kubernetes_object(base_render) ->
 
 
 def test_a_provider_without_identity_is_flagged() -> None:
-    rec = {"type": dis.K8S_PROVIDER, "name": "k8s", "inputs": {"kubeconfig": "[secret]"}}
+    rec = {"type": K8S_PROVIDER, "name": "k8s", "inputs": {"kubeconfig": "[secret]"}}
     (flag,) = provider_flags(rec)
     assert "no clusterIdentifier" in flag and "CA rotation" in flag
 

@@ -176,7 +176,8 @@ def test_recreate_ignores_the_fields_kuberay_leaves_out_of_its_hash() -> None:
     """KubeRay v1.7.0 GenerateHashWithoutReplicasAndWorkersToDelete (utils/util.go) mutes every
     pod template's tolerations and schedulingGates and upgradeStrategy itself: under Recreate a
     change of only those recreates nothing, and the template note stays (running pods keep
-    their tolerations)."""
+    their tolerations); turning Recreate on is the exception (shouldRecreatePodsForUpgrade
+    compares with the head pod's hash from its creation)."""
     rc = _rc("Recreate")
     tol = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
     worker_tol = _with(
@@ -192,8 +193,14 @@ def test_recreate_ignores_the_fields_kuberay_leaves_out_of_its_hash() -> None:
         assert [c.op for c in plan.changes] == ["update"]
         assert plan.changes[0].disruption == []
         assert plan.changes[0].notes and "upgradeStrategy" in plan.changes[0].notes[0]
-    # turning Recreate on is itself outside the hash: the running pods stay
-    assert _effects([_rc(), JOB], [_rc("Recreate"), JOB]) == set()
+    # changing the strategy while it stays Recreate-free, or dropping Recreate, recreates nothing
+    assert _effects([_rc("None"), JOB], [_rc(), JOB]) == set()
+    assert _effects([_rc("Recreate"), JOB], [_rc("None"), JOB]) == set()
+    # turning Recreate on does: the head pod keeps the hash of the spec it was created with, and
+    # a diff of two renders cannot see what changed while Recreate was off
+    assert ("RayCluster ray/training", "recreated") in _effects(
+        [_rc(), JOB], [_rc("Recreate"), JOB]
+    )
     # a toleration change together with a hashed one does recreate
     both = copy.deepcopy(worker_tol)
     both["inputs"]["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"] = {
