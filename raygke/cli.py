@@ -102,16 +102,29 @@ def check(
         "rendered under mocks (as `raygke synth`; adds the program's run time)",
     ),
     sets: SetOption = None,
+    fmt: str = typer.Option(
+        "text",
+        "--format",
+        "-f",
+        help="text | json | github: how problems are printed (json: the problems as objects "
+        "with their stack path, rule, line and column; github: workflow annotations on the "
+        "stack file's lines; docs/checking.md)",
+    ),
 ) -> None:
     """Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and
     (with --render) the rendered stack and the policy pack's secure-default rules (policy/, the
     same rule functions)."""
+    from raygke.report import FORMATS
+
+    if fmt not in FORMATS:
+        err.print(f"error: --format {fmt!r}: expected one of {', '.join(FORMATS)}", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     choice = choose_or_exit(stack, config)
     path = choice.path
     assert path is not None  # no built-in stack: a file is always chosen
-    loaded = load_for_check(path, sets)
+    loaded = load_for_check(path, sets, fmt)
     cfg = loaded.cfg
-    if loaded.from_environment:
+    if loaded.from_environment and fmt == "text":
         err.print(
             f"note: {path} imports ESC environment(s) {', '.join(loaded.environments)}; expected "
             f"from them: {', '.join(loaded.from_environment)} (not checked offline: placeholders "
@@ -120,10 +133,12 @@ def check(
         )
     from components.images.checks import image_warnings
     from components.network.access import reachability_problems
+    from components.stack.problems import Problem, problems_of
 
-    for line in image_warnings(cfg):
+    warnings = problems_of(image_warnings(cfg), "ray.images", "image-pinned")
+    for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
-    problems: list[str] = reachability_problems(cfg)
+    problems: list[Problem] = problems_of(reachability_problems(cfg), "network", "reachability")
     skipped: list[str] = []  # what this run did not check, said on the ok line
     if not render:
         from components.stack.checks import RENDER_CHECKS
@@ -146,7 +161,16 @@ def check(
             else:
                 import raygke.synth  # pulumi is imported only here
 
-                problems = raygke.synth.policy_problems(path, choice.name)
+                problems = problems_of(
+                    raygke.synth.policy_problems(path, choice.name), "", "policy"
+                )
+    if fmt != "text":
+        from raygke.report import render
+
+        print(render(fmt, path, problems, warnings=warnings, summary=summary_line(cfg)))
+        if problems:
+            raise typer.Exit(EXIT_FAILED)
+        return
     if problems:
         err.print(
             f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"

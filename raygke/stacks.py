@@ -123,7 +123,11 @@ def choose_or_exit(
 
 
 def load_or_exit(
-    path: Path, overrides: Mapping[str, Any] | None = None, *, checking: bool = False
+    path: Path,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    checking: bool = False,
+    fmt: str = "text",
 ) -> Any:
     """Load and validate a stack file (``components.stack.load_stack_file``, with ``overrides``
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
@@ -138,7 +142,7 @@ def load_or_exit(
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        _print_invalid(path, e.problems, e.notes, checking=checking)
+        _print_invalid(path, e.problems, e.notes, checking=checking, fmt=fmt)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -249,11 +253,12 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     return load_or_exit(path, overrides), overrides
 
 
-def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
+def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> CheckedStack:
     """Load a stack file as :func:`load_or_exit` does, with ``--set KEY=VALUE`` overrides, and
     tolerate the required keys a Pulumi ESC ``environment:`` provides: they are reported, not
     refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
-    ``--set`` is a usage error, 2)."""
+    ``--set`` is a usage error, 2); ``fmt``: how problems are printed (``raygke check --format``,
+    :mod:`raygke.report`)."""
     from components.stack import (
         ConfigError,
         StackFileError,
@@ -263,11 +268,12 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         stack_data_from_yaml,
         validate,
     )
+    from components.stack.problems import Problem
 
     overrides = parse_sets_or_exit(sets)
     envs = _environments(path)
     if not envs:
-        return CheckedStack(load_or_exit(path, overrides, checking=True), (), ())
+        return CheckedStack(load_or_exit(path, overrides, checking=True, fmt=fmt), (), ())
     try:
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
@@ -277,7 +283,7 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         )
         raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as e:
-        _print_invalid(path, e.problems, e.notes, checking=True)
+        _print_invalid(path, e.problems, e.notes, checking=True, fmt=fmt)
     except (OSError, UnicodeDecodeError) as e:
         err.print(f"error: cannot read {path}: {e}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
@@ -288,29 +294,45 @@ def load_for_check(path: Path, sets: list[str] | None) -> CheckedStack:
         missing = {f"{k}: required field is missing" for k in expected}
         problems = [p for p in e.problems if p not in missing]
         if problems or not expected:
-            _print_invalid(path, problems or e.problems, e.notes, checking=True)
+            _print_invalid(path, problems or e.problems, e.notes, checking=True, fmt=fmt)
         try:
             cfg = validate({**data, **esc_stand_ins(data, expected)}, str(path))
         except ConfigError as e2:  # the stand-ins do not fit the rest: say which keys to --set
             _print_invalid(
                 path,
                 [
-                    f"{line} (with stand-ins for {', '.join(expected)}, which ESC provides: "
-                    "give them with --set KEY=VALUE to check this)"
-                    for line in e2.problems
+                    Problem(
+                        p.path,
+                        f"{p.message} (with stand-ins for {', '.join(expected)}, which ESC "
+                        "provides: give them with --set KEY=VALUE to check this)",
+                        p.rule,
+                    )
+                    for p in e2.items
                 ],
                 e2.notes,
                 checking=True,
+                fmt=fmt,
             )
     return CheckedStack(cfg, envs, expected)
 
 
 def _print_invalid(
-    path: Path, problems: list[str], notes: list[str] | None = None, *, checking: bool = False
+    path: Path,
+    problems: list[str],
+    notes: list[str] | None = None,
+    *,
+    checking: bool = False,
+    fmt: str = "text",
 ) -> None:
     """Print every problem (one ``  - `` line each) and what was not checked because of them
     (``  note: `` lines: rules reading an invalid key; with ``checking``, for ``raygke check``,
-    the render checks), then exit 1."""
+    the render checks), then exit 1. With ``fmt`` ``json`` or ``github`` the problems go to
+    stdout in that format (:func:`raygke.report.render`) instead."""
+    if fmt != "text":
+        from raygke.report import render
+
+        print(render(fmt, path, problems, notes=list(notes or [])))
+        raise typer.Exit(EXIT_FAILED)
     err.print(
         f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
     )

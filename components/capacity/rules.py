@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
-from components.problems import Problem, at
 from components.stack.base import repeated
+from components.stack.problems import Problem, at
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from components import catalog
-from components.problems import Problem, at
+from components.stack.problems import Problem, at
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig

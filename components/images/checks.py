@@ -40,6 +40,7 @@ from components.stack import (
     resolve_job,
     resolve_service,
 )
+from components.stack.problems import Problem, at
 
 
 def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: bool) -> str:
@@ -101,14 +102,14 @@ def _shortfall(
     return None
 
 
-def dependency_problems(cfg: StackConfig) -> list[str]:
+def dependency_problems(cfg: StackConfig) -> list[Problem]:
     """One line per job or service whose images lack a distribution its workload needs, or hold
     it at another version than the project's pin, naming the entry, the workload, the
     distribution, the image and the fix. Entries whose target or workload does not resolve are
     left to the rules that report those."""
     from workloads.registry import TF_GPU_CONFLICT, WORKLOADS
 
-    problems = []
+    problems: list[Problem] = []
     entries = [
         (
             f"jobs[{j.name}]",
@@ -143,13 +144,17 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
         wanted = {normalize(n) for n in (workload.needs if needs is None else needs)}
         if target_pool.kind == "gpu" and {TENSORFLOW, "torch"} <= wanted:
             problems.append(
-                f"{where}: workload {workload.name} imports both tensorflow and torch on GPU "
-                f"pool {target_pool.name!r}; {TF_GPU_CONFLICT}"
+                at(
+                    where,
+                    f"{where}: workload {workload.name} imports both tensorflow and torch on GPU "
+                    f"pool {target_pool.name!r}; {TF_GPU_CONFLICT}",
+                    "image-dependencies",
+                )
             )
             continue
         line = _shortfall(cfg, where, workload, kind_of(), pip, needs)
         if line:
-            problems.append(line)
+            problems.append(at(where, line, "image-dependencies"))
     return problems
 
 

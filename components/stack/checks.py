@@ -45,7 +45,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import re
 from typing import Any
 
 from components import catalog
@@ -66,9 +65,9 @@ from components.raycrs.crd import (
     server_view,
 )
 from components.raycrs.crd import validate_manifests as _validate_crds
-from components.raycrs.gates import gate_problems_all
+from components.raycrs.gates import gate_problems, installed_gates
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
-from components.raycrs.operator import operator_problems_all
+from components.raycrs.operator import operator_problems
 from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
 from components.raycrs.rayjob import job_args
 from components.raycrs.render import render_manifests
@@ -76,6 +75,7 @@ from components.security.iam import bucket_bindings, iam_problems, project_bindi
 from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig, resolve_job
 from components.stack.name_checks import name_problems
+from components.stack.problems import Problem, at, problems_of
 from contract.quantity import quantity_float
 
 
@@ -274,7 +274,16 @@ def object_store_problems(where: str, group: dict[str, Any]) -> list[str]:
     ]
 
 
-def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+_CLUSTER_SPEC = {
+    "RayCluster": "spec",
+    "RayJob": "spec.rayClusterSpec",
+    "RayService": "spec.rayClusterConfig",
+}
+
+
+def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    """(how lines name the group, the group spec, its stack field) for the head and each worker
+    group of a RayCluster / RayJob / RayService (:func:`stack_field`)."""
     kind = manifest.get("kind")
     name = (manifest.get("metadata") or {}).get("name", "?")
     spec = manifest.get("spec") or {}
@@ -284,11 +293,13 @@ def _groups(manifest: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         return []
     out = []
     if isinstance(cluster.get("headGroupSpec"), dict):
-        out.append((f"{kind} {name}: head group", cluster["headGroupSpec"]))
+        field = stack_field(manifest, "head") or ""
+        out.append((f"{kind} {name}: head group", cluster["headGroupSpec"], field))
     for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
         if isinstance(g, dict):
             label = g.get("groupName", f"[{i}]")
-            out.append((f"{kind} {name}: worker group {label}", g))
+            field = stack_field(manifest, i) or ""
+            out.append((f"{kind} {name}: worker group {label}", g, field))
     return out
 
 
@@ -308,7 +319,7 @@ def _amount(resource: str, value: float) -> str:
     return f"{value / 2**30:.3g}Gi" if resource == "memory" else f"{value:g}"
 
 
-def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
     """Every Ray group fits the namespace's ResourceQuota (:func:`components.kuberay.namespace.
     resource_quota`) on its own: one head, one worker pod, and a TPU worker group's whole slice
     (``numOfHosts`` pods, which only run together). A quota refuses a pod whose requests would
@@ -319,9 +330,9 @@ def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[st
         for k, v in resource_quota(cfg)["spec"]["hard"].items()
         if k.startswith("requests.")
     }
-    out = []
+    out: list[Problem] = []
     for m in manifests:
-        for where, group in _groups(m):
+        for where, group, _ in _groups(m):
             template = group.get("template")
             if not isinstance(template, dict):
                 continue
@@ -331,9 +342,13 @@ def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[st
                 if name in hard and need > hard[name]:
                     what = f"{hosts} hosts x {_amount(name, value)}" if hosts > 1 else ""
                     out.append(
-                        f"{where}: requests {name} {what or _amount(name, value)}, more than "
-                        f"kuberay.quota allows the whole namespace ({_amount(name, hard[name])}); "
-                        "raise kuberay.quota"
+                        at(
+                            "kuberay.quota",
+                            f"{where}: requests {name} {what or _amount(name, value)}, more than "
+                            f"kuberay.quota allows the whole namespace ({_amount(name, hard[name])}); "
+                            "raise kuberay.quota",
+                            "namespace-quota",
+                        )
                     )
     return out
 
@@ -347,43 +362,60 @@ def _server_views(manifests: list[dict[str, Any]], version: str) -> list[dict[st
         return manifests
 
 
-def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
     """Problems of rendered (or hand-edited) KubeRay objects: CRD schema (unknown fields included)
     and KubeRay operator rules of the stack's ``kuberay.chart_version``, and schedulability of
-    every head/worker group on the stack's node pools.
+    every head/worker group on the stack's node pools. Each problem of an object is a
+    :class:`~components.stack.problems.Problem` of the stack field the object comes from
+    (:func:`stack_field`), its line ending ``; edit <field> in the stack file``.
 
     When the CRD folder is absent the schema check contributes one line saying how to set
     ``RAYGKE_CRDS_DIR``.
     """
-    problems: list[str] = []
+    problems: list[Problem] = []
     version = cfg.kuberay.chart_version
-    if crds_available(version=version):
-        try:
-            problems += _validate_crds(manifests, version=version)
-        except CrdsMissingError as e:
-            problems.append(str(e))
-    else:
-        problems.append(missing_crds_message(version=version))
+    with_crds = crds_available(version=version)
+    if not with_crds:
+        problems.append(
+            at("kuberay.chart_version", missing_crds_message(version=version), "crd-schema")
+        )
     # the operator's rules and its feature gates apply to what the cluster stores (CRD defaults)
     stored = _server_views(manifests, version)
-    problems += operator_problems_all(stored, version)
-    problems += gate_problems_all(stored, cfg)
+    gates, source = installed_gates(cfg)
     candidates = node_pool_specs(cfg) + nap_shapes(cfg)
+    # in today's order: every object's schema problems, then operator rules, then feature gates,
+    # then scheduling and object-store memory per group
+    if with_crds:
+        try:
+            for m in manifests:
+                problems += [
+                    _object_problem(m, line, "crd-schema")
+                    for line in _validate_crds([m], version=version)
+                ]
+        except CrdsMissingError as e:
+            problems.append(at("kuberay.chart_version", str(e), "crd-schema"))
+    for m, view in zip(manifests, stored, strict=True):
+        lines = operator_problems(view, version)
+        problems += [_object_problem(m, line, "kuberay-operator") for line in lines]
+    for m, view in zip(manifests, stored, strict=True):
+        lines = gate_problems(view, gates, source)
+        problems += [_object_problem(m, line, "kuberay-feature-gate") for line in lines]
     for m in manifests:
-        for where, group in _groups(m):
-            problems += schedule_problems(where, group, candidates)
-            problems += object_store_problems(where, group)
-    return [_with_field(line, manifests) for line in problems]
+        for where, group, field in _groups(m):
+            for rule, lines in (
+                ("scheduling", schedule_problems(where, group, candidates)),
+                ("object-store-memory", object_store_problems(where, group)),
+            ):
+                problems += [_edit(field, line, rule) for line in lines]
+    return problems
 
 
-_GROUP_INDEX = re.compile(r"workerGroupSpecs\[(\d+)\]")
-
-
-def stack_field(manifest: dict[str, Any], line: str = "") -> str | None:
-    """The stack-file field a problem ``line`` of the rendered ``manifest`` comes from: a
-    RayCluster ``x`` is ``ray_clusters[x]`` (its ``head``, or ``worker_groups[g]`` when the line
-    names a head or worker group), a RayJob ``x`` is ``jobs[x]`` (its own cluster is built from
-    the job's ``node_pool``); None for other kinds. Names follow
+def stack_field(manifest: dict[str, Any], group: str | int | None = None) -> str | None:
+    """The stack-file field a rendered ``manifest`` (or one of its groups) comes from: a
+    RayCluster ``x`` is ``ray_clusters[x]``, its ``head`` (``group="head"``) or
+    ``worker_groups[g]`` (``group`` the index of worker group ``g`` in ``workerGroupSpecs``); a
+    RayJob ``x`` is ``jobs[x]`` (its own cluster is built from the job's ``node_pool``), a
+    RayService ``services[x]``; None for other kinds. Names follow
     :func:`components.raycrs.render.render_manifests` (the config name is the object name).
     """
     kind = manifest.get("kind")
@@ -397,32 +429,51 @@ def stack_field(manifest: dict[str, Any], line: str = "") -> str | None:
     if kind != "RayCluster":
         return None
     field = f"ray_clusters[{name}]"
-    groups = (manifest.get("spec") or {}).get("workerGroupSpecs") or []
-    m = _GROUP_INDEX.search(line)
-    group = None
-    if m and int(m.group(1)) < len(groups) and isinstance(groups[int(m.group(1))], dict):
-        group = groups[int(m.group(1))].get("groupName")
-    else:
-        named = re.search(r": worker group (\S+?):", line)
-        group = named.group(1) if named else None
-    if group is not None:
-        return f"{field}.worker_groups[{group}]"
-    if "headGroupSpec" in line or ": head group:" in line:
+    if group == "head":
         return f"{field}.head"
+    groups = (manifest.get("spec") or {}).get("workerGroupSpecs") or []
+    if isinstance(group, int) and 0 <= group < len(groups) and isinstance(groups[group], dict):
+        named = groups[group].get("groupName")
+        return f"{field}.worker_groups[{named}]" if isinstance(named, str) else field
     return field
 
 
-def _with_field(line: str, manifests: list[dict[str, Any]]) -> str:
-    """``line`` with ``; edit <stack field>`` appended when it is about a rendered object."""
-    for m in manifests:
-        name = (m.get("metadata") or {}).get("name")
-        if isinstance(name, str) and line.startswith(f"{m.get('kind')} {name}: "):
-            field = stack_field(m, line)
-            return f"{line}; edit {field} in the stack file" if field else line
-    return line
+def _edit(field: str | None, line: str, rule: str) -> Problem:
+    """``line`` as a Problem of ``field``, with ``; edit <field> in the stack file`` appended."""
+    if not field:
+        return at("", line, rule)
+    return at(field, f"{line}; edit {field} in the stack file", rule)
 
 
-def workload_problems(cfg: StackConfig) -> list[str]:
+def _object_problem(manifest: dict[str, Any], line: str, rule: str) -> Problem:
+    """A CRD / operator / gate line of ``manifest`` as a Problem of its stack field: the group's
+    when the field the line reports (these checkers write ``<Kind> <name>: <field> ...``, the
+    field being a path into the object) lies in a group of the embedded RayCluster spec."""
+    kind = str(manifest.get("kind"))
+    name = (manifest.get("metadata") or {}).get("name")
+    head = f"{kind} {name}: "
+    where = line[len(head) :] if line.startswith(head) else ""
+    group: str | int | None = None
+    spec = _CLUSTER_SPEC.get(kind)
+    if spec and where.startswith(f"{spec}.headGroupSpec"):
+        group = "head"
+    elif spec:
+        cluster = manifest.get("spec") or {}
+        if kind != "RayCluster":
+            cluster = cluster.get(spec.rsplit(".", 1)[-1]) or {}
+        for i in range(len(cluster.get("workerGroupSpecs") or [])):
+            prefix = f"{spec}.workerGroupSpecs[{i}]"
+            if where.startswith(prefix) and where[len(prefix) : len(prefix) + 1] in (
+                ".",
+                ":",
+                " ",
+                "",
+            ):
+                group = i
+    return _edit(stack_field(manifest, group), line, rule)
+
+
+def workload_problems(cfg: StackConfig) -> list[Problem]:
     """A job whose workload does not support the accelerator kind of its node pool (resolved by
     :func:`components.stack.resolve_job`), whose target or workload cannot be resolved, or whose
     arguments, bound with what its pool provides (:func:`components.raycrs.rayjob.job_args`:
@@ -436,22 +487,25 @@ def workload_problems(cfg: StackConfig) -> list[str]:
         try:
             target = resolve_job(cfg, job)
         except ResolveError as e:
-            problems.append(str(e))
+            problems.append(at(e.field, str(e), "workload"))
             continue
         try:
             workload = get_workload(job.workload)
         except KeyError as e:
-            problems.append(f"jobs[{job.name}].workload: {e.args[0] if e.args else e}")
+            where = f"jobs[{job.name}].workload"
+            problems.append(at(where, f"{where}: {e.args[0] if e.args else e}", "workload"))
             continue
         kind = target.pool.kind
         refusal = workload.refusal(kind) if kind != "cpu" else None
         if refusal:
-            problems.append(f"jobs[{job.name}]: {refusal} (node pool {target.pool.name!r})")
+            line = f"jobs[{job.name}]: {refusal} (node pool {target.pool.name!r})"
+            problems.append(at(f"jobs[{job.name}].node_pool", line, "workload-accelerator"))
             continue
         try:
             job_args(cfg, job)
         except ArgError as e:
-            problems += [f"jobs[{job.name}].args: {p}" for p in e.problems]
+            where = f"jobs[{job.name}].args"
+            problems += [at(where, f"{where}: {p}", "workload-args") for p in e.problems]
     return problems
 
 
@@ -500,7 +554,7 @@ def node_ray_resources(cfg: StackConfig, pool: Any, group: Any) -> dict[str, flo
     return out
 
 
-def placement_problems(cfg: StackConfig) -> list[str]:
+def placement_problems(cfg: StackConfig) -> list[Problem]:
     """A job whose ``placement_strategy`` is a hard constraint its pool can never meet, so Ray
     Train's placement group would wait forever (:data:`PLACEMENT_DOCS`):
 
@@ -517,7 +571,7 @@ def placement_problems(cfg: StackConfig) -> list[str]:
     from components.raycrs.pod import ManifestError
     from components.raycrs.scaling import ScalingError, scaling_config_for_job_target
 
-    problems: list[str] = []
+    problems: list[Problem] = []
     for job in cfg.jobs:
         strategy = job.placement_strategy
         if strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
@@ -532,14 +586,19 @@ def placement_problems(cfg: StackConfig) -> list[str]:
         workers = int(n[1]) if isinstance(n, tuple | list) else int(n)
         bundle = worker_bundle(scaling)
         pool = target.pool
-        where = f"jobs[{job.name}].placement_strategy {strategy}"
+        field = f"jobs[{job.name}].placement_strategy"
+        where = f"{field} {strategy}"
         if strategy == "STRICT_SPREAD":
             nodes = target.replicas * target.group_target.hosts
             if workers > nodes:
                 problems.append(
-                    f"{where}: Ray Train places {workers} workers, each on a different node, but "
-                    f"node pool {pool.name!r} gives the job {nodes} node(s); Ray never places "
-                    f"this group ({PLACEMENT_DOCS}); use SPREAD (best effort) or PACK"
+                    at(
+                        field,
+                        f"{where}: Ray Train places {workers} workers, each on a different node, but "
+                        f"node pool {pool.name!r} gives the job {nodes} node(s); Ray never places "
+                        f"this group ({PLACEMENT_DOCS}); use SPREAD (best effort) or PACK",
+                        "placement",
+                    )
                 )
             continue
         over = [
@@ -549,24 +608,28 @@ def placement_problems(cfg: StackConfig) -> list[str]:
         ]
         if workers > 1 and over:
             problems.append(
-                f"{where}: Ray Train's {workers} workers on one node need {', '.join(over)}, "
-                f"what one worker pod of pool {pool.name!r} ({pool.machine_type}) offers Ray; "
-                f"Ray never places this group ({PLACEMENT_DOCS}); use PACK (best effort), or a "
-                "pool whose one node holds all the workers"
+                at(
+                    field,
+                    f"{where}: Ray Train's {workers} workers on one node need {', '.join(over)}, "
+                    f"what one worker pod of pool {pool.name!r} ({pool.machine_type}) offers Ray; "
+                    f"Ray never places this group ({PLACEMENT_DOCS}); use PACK (best effort), or a "
+                    "pool whose one node holds all the workers",
+                    "placement",
+                )
             )
     return problems
 
 
-def monitoring_problems(cfg: StackConfig) -> list[str]:
+def monitoring_problems(cfg: StackConfig) -> list[Problem]:
     """The rendered Managed Prometheus PodMonitorings
     (:func:`components.monitoring.render.render_monitoring`) against the carried PodMonitoring
     CRD (:func:`components.raycrs.crd.validate_other`)."""
     from components.monitoring.render import render_monitoring
     from components.raycrs.crd import validate_other
 
-    out: list[str] = []
+    out: list[Problem] = []
     for m in render_monitoring(cfg):
-        out += validate_other(m)
+        out += problems_of(validate_other(m), "monitoring", "podmonitoring-schema")
     return out
 
 
@@ -579,7 +642,7 @@ OBJECT_BYTES_MAX = 1536 * 1024
 DATA_OBJECT_BYTES_MAX = 1024 * 1024
 
 
-def object_size_problems(objects: list[dict[str, Any]]) -> list[str]:
+def object_size_problems(objects: list[dict[str, Any]]) -> list[Problem]:
     """One line per rendered Kubernetes object whose JSON is larger than the API server can
     store (:data:`OBJECT_BYTES_MAX`, ConfigMaps and Secrets :data:`DATA_OBJECT_BYTES_MAX`),
     with its size: ``RayJob x: 3.2 MiB rendered; the API server stores at most 1.5 MiB per
@@ -594,19 +657,23 @@ def object_size_problems(objects: list[dict[str, Any]]) -> list[str]:
         if size > limit:
             name = (obj.get("metadata") or {}).get("name", "?")
             problems.append(
-                f"{kind} {name}: {size / 2**20:.1f} MiB rendered; the API server stores at most "
-                f"{limit / 2**20:g} MiB per object (etcd's request limit): shorten what the "
-                "stack puts in it (a job's args, a runtime_env)"
+                at(
+                    stack_field(obj) or "",
+                    f"{kind} {name}: {size / 2**20:.1f} MiB rendered; the API server stores at most "
+                    f"{limit / 2**20:g} MiB per object (etcd's request limit): shorten what the "
+                    "stack puts in it (a job's args, a runtime_env)",
+                    "object-size",
+                )
             )
     return problems
 
 
-def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
     """Kueue objects against their carried CRDs, Kueue's rules on the queued RayJobs and the
     admission preview (:func:`components.capacity.rules.render_problems`)."""
     from components.capacity.rules import render_problems
 
-    return render_problems(cfg, manifests)
+    return problems_of(render_problems(cfg, manifests), "capacity", "kueue")
 
 
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
@@ -619,8 +686,8 @@ RENDER_CHECKS: dict[str, str] = {
     "names and labels": "name_problems",
     "object sizes": "object_size_problems",
     "CRD schemas": "_validate_crds",
-    "KubeRay operator rules": "operator_problems_all",
-    "KubeRay feature gates": "gate_problems_all",
+    "KubeRay operator rules": "operator_problems",
+    "KubeRay feature gates": "gate_problems",
     "scheduling": "schedule_problems",
     "object store memory": "object_store_problems",
     "PodMonitorings": "monitoring_problems",
@@ -632,33 +699,42 @@ RENDER_CHECKS: dict[str, str] = {
 }
 
 
-def check_stack(cfg: StackConfig) -> list[str]:
-    """Problems found in the rendered stack, one line each (empty when none). See the module
-    docstring for what is checked."""
+def check_stack(cfg: StackConfig) -> list[Problem]:
+    """Problems found in the rendered stack (empty when none), each a
+    :class:`~components.stack.problems.Problem` with the stack field it is about (``""`` when none:
+    a render that fails) and the id of the check that found it. See the module docstring for
+    what is checked."""
     from components.raycrs.archive import working_dir_uri, workloads_archive
     from workloads.args import ArgError
 
     problems = workload_problems(cfg) + placement_problems(cfg)
-    problems += dependency_problems(cfg) + name_problems(cfg)
+    problems += problems_of(dependency_problems(cfg), "", "image-dependencies")
+    problems += problems_of(name_problems(cfg), "", "names")
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(cfg, sha))
     except ResolveError as e:  # the same line workload_problems gave: do not say it twice
-        return problems if str(e) in problems else [*problems, str(e)]
+        said = str(e) in problems
+        return problems if said else [*problems, at(e.field, str(e), "render")]
     except ArgError as e:  # the lines workload_problems gave, or the spec rules'
         said = [p for p in e.problems if not any(p in q for q in problems)]
-        return [*problems, *(f"rendering the KubeRay objects failed: {p}" for p in said)]
+        return [
+            *problems,
+            *(at("", f"rendering the KubeRay objects failed: {p}", "render") for p in said),
+        ]
     except (ValueError, KeyError) as e:
-        return [*problems, f"rendering the KubeRay objects failed: {e}"]
+        return [*problems, at("", f"rendering the KubeRay objects failed: {e}", "render")]
     too_big = object_size_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
     problems += too_big
     if too_big:  # schema and rule checks of a many-MiB object take long and add nothing
         return problems
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
-    problems += compute_class_problems(cfg)
+    problems += problems_of(compute_class_problems(cfg), "compute_classes", "computeclass-schema")
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
-    problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
-    problems += security_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
+    iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
+    problems += problems_of(iam, "workload_identities", "iam")
+    objects = [namespace_manifest(cfg), *namespace_objects(cfg), *manifests]
+    problems += problems_of(security_problems(objects), "", "security")
     return problems

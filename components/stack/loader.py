@@ -15,7 +15,6 @@ from pydantic import (
 )
 
 from components import catalog
-from components.problems import Problem
 from components.stack.base import (
     OTHER_NAMESPACES,
     PROJECT_NAMESPACE,
@@ -25,6 +24,7 @@ from components.stack.base import (
 )
 from components.stack.hints import KEY_HINTS
 from components.stack.model import StackConfig
+from components.stack.problems import Problem
 from components.stack.rules import rule_problems, skipped_rules
 
 # --------------------------------------------------------------------------------------- loaders
@@ -115,7 +115,7 @@ _BOUND_ERRORS = {
 
 
 def format_validation_error(err: ValidationError, data: Any = None) -> list[Problem]:
-    """One :class:`~components.problems.Problem` per problem (rule ``field``), path from the
+    """One :class:`~components.stack.problems.Problem` per problem (rule ``field``), path from the
     error's location (list entries by name where ``data`` names them), printed
     ``<field path>: <message>`` (multi-line messages become several)."""
     lines: list[Problem] = []

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from components.nodepools.render import GKE_LABEL_PREFIXES
 from components.stack import StackConfig
 from components.stack.naming import DerivedName, derived_names
+from components.stack.problems import Problem, at, problems_of
 
 
 @dataclass(frozen=True)
@@ -143,10 +144,12 @@ def k8s_label_problems(field: str, labels: dict[str, str]) -> list[str]:
     return problems
 
 
-def name_problems(cfg: StackConfig) -> list[str]:
+def name_problems(cfg: StackConfig) -> list[Problem]:
     """Every derived name checked against its rule, collisions, and labels where applied."""
     names = derived_names(cfg)
-    problems = [p for n in names if (p := name_problem(n))]
+    problems: list[Problem | str] = [
+        at(n.field, p, "names") for n in names if (p := name_problem(n))
+    ]
     groups: dict[tuple[str, str, str], list[DerivedName]] = defaultdict(list)
     for n in names:
         groups[(n.kind, n.scope, n.name)].append(n)
@@ -154,10 +157,19 @@ def name_problems(cfg: StackConfig) -> list[str]:
         fields = list(dict.fromkeys(n.field for n in same))
         if len(same) > 1 and len(fields) > 1:
             problems.append(
-                f"{' and '.join(fields)} both produce the {same[0].what} name {name!r}; "
-                "names must be unique: rename one"
+                at(
+                    fields[-1],
+                    f"{' and '.join(fields)} both produce the {same[0].what} name {name!r}; "
+                    "names must be unique: rename one",
+                    "names",
+                )
             )
-    problems += gcp_label_problems("cluster.labels", {**cfg.labels, **cfg.cluster.labels})
+    problems += problems_of(
+        gcp_label_problems("cluster.labels", {**cfg.labels, **cfg.cluster.labels}),
+        "cluster.labels",
+        "labels",
+    )
     for pool in cfg.node_pools:
-        problems += k8s_label_problems(f"node_pools[{pool.name}].labels", dict(pool.labels))
-    return problems
+        field = f"node_pools[{pool.name}].labels"
+        problems += problems_of(k8s_label_problems(field, dict(pool.labels)), field, "labels")
+    return problems_of(problems)

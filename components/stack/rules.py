@@ -1,7 +1,7 @@
 """Cross-field rules of a stack: rules that span several top-level blocks.
 
 Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
-:class:`~components.problems.Problem` per problem (the stack field it is about, and the
+:class:`~components.stack.problems.Problem` per problem (the stack field it is about, and the
 readable line), with a docstring citing where its fact comes from. :data:`RULES` lists them in the order
 they run, each with the top-level keys it reads (``needs``); :func:`rule_problems` runs every rule
 whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
@@ -21,8 +21,8 @@ from components import catalog
 from components.computeclass.rules import compute_class_pools, compute_class_shapes_fit_nap
 from components.images.model import IMAGE_KINDS
 from components.nodepools.model import GpuPool, TpuPool
-from components.problems import Problem, Rule, at, problems_of
 from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX
+from components.stack.problems import Problem, Rule, at, problems_of
 from components.stack.resolve import (
     ResolveError,
     job_runs_as,
@@ -798,7 +798,7 @@ def rule_problems(
     cfg: StackConfig, valid: Collection[str] | None = None, *, broken: Collection[str] = ()
 ) -> list[Problem]:
     """Every problem of every rule that reads no invalid key (each a
-    :class:`~components.problems.Problem` with its path and the rule's name), in
+    :class:`~components.stack.problems.Problem` with its path and the rule's name), in
     :data:`RULES` order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
     paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``)."""
     bad = _blocked(valid, broken)

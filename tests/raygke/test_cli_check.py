@@ -18,7 +18,13 @@ def raygke(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+        # PYTHONPATH: this checkout's code also when run from another folder (cwd=tmp_path)
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(Path.home()),
+            "PYTHONPATH": str(ROOT),
+        },
     )
 
 
@@ -210,3 +216,103 @@ def test_incremental_upgrade_with_the_gke_addon_is_one_line(tmp_path: Path) -> N
     assert "services[lm].upgrade_strategy: NewClusterWithIncrementalUpgrade" in lines[0]
     assert "kuberay.mode: helm" in lines[0]
     assert "Traceback" not in r.stderr + r.stdout
+
+
+# ------------------------------------------------------------- --format json | github (issue 20)
+
+
+def _broken_copy(tmp_path: Path, edits: dict[str, str]) -> tuple[Path, list[str]]:
+    """Pulumi.dev.yaml copied with text edits (old -> new, each once), so its lines stay where
+    they are; returns the copy and its lines."""
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    for old, new in edits.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(text)
+    return path, text.splitlines()
+
+
+def _position(lines: list[str], needle: str, key: str) -> tuple[int, int]:
+    """1-based line of the only line holding ``needle``, and column of ``key`` on it."""
+    (i,) = [n for n, ln in enumerate(lines) if needle in ln]
+    return i + 1, lines[i].index(key) + 1
+
+
+def test_format_json_gives_each_problem_with_path_rule_line_and_column(tmp_path: Path) -> None:
+    import json
+
+    path, lines = _broken_copy(
+        tmp_path,
+        {
+            "node_pool: l4\n      queue: dev": "node_pool: nope\n      queue: dev",  # a job's pool
+            "ray-gke:labels:\n": "ray-gke:labels:\n    Bad Key: x\n",  # a field error elsewhere
+        },
+    )
+    r = raygke("check", "--config", str(path), "--format", "json", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False and doc["file"] == "Pulumi.dev.yaml"
+    by_path = {p["path"]: p for p in doc["problems"]}
+    assert set(by_path) == {"labels", "jobs[train-lm-l4].node_pool"}, doc["problems"]
+    job = by_path["jobs[train-lm-l4].node_pool"]
+    assert job["rule"] == "job_targets_exist" and job["severity"] == "error"
+    assert job["message"].startswith(
+        "jobs[train-lm-l4].node_pool 'nope' is not a declared node pool"
+    )
+    assert (job["line"], job["column"]) == _position(lines, "node_pool: nope", "node_pool")
+    labels = by_path["labels"]
+    assert labels["rule"] == "field"
+    assert (labels["line"], labels["column"]) == _position(
+        lines, "ray-gke:labels:", "ray-gke:labels"
+    )
+
+
+def test_format_github_annotates_the_line_and_column_of_each_problem(tmp_path: Path) -> None:
+    path, lines = _broken_copy(
+        tmp_path, {"tpu: {generation: v5e, topology: 2x2}": "tpu: {generation: v5e, topology: 3x3}"}
+    )
+    r = raygke("check", "--config", str(path), "--format", "github", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    errors = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
+    line, col = _position(lines, "topology: 3x3", "tpu:")
+    assert errors == [
+        f"::error file=Pulumi.dev.yaml,line={line},col={col},"
+        "title=raygke check%3A field (node_pools[tpu-v5e-2x2].tpu)::"
+        "node_pools[tpu-v5e-2x2].tpu: topology 3x3 is not a v5e topology; valid: 1x1, 2x2, 2x4, "
+        "4x4, 4x8, 8x8, 8x16, 16x16 (https://cloud.google.com/tpu/docs/v5e)"
+    ], r.stdout
+    # the rules that could not run are said too, as a notice
+    assert any(
+        ln.startswith("::notice file=Pulumi.dev.yaml::not checked because node_pools")
+        for ln in r.stdout.splitlines()
+    )
+
+
+def test_format_github_places_a_missing_key_on_its_nearest_ancestor(tmp_path: Path) -> None:
+    path, lines = _broken_copy(
+        tmp_path, {"- name: train-lm-l4\n      workload: train_lm\n": "- name: train-lm-l4\n"}
+    )
+    r = raygke("check", "--config", str(path), "--format", "github", "--no-render", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    (ann,) = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
+    assert "(jobs[train-lm-l4].workload)::jobs[train-lm-l4].workload: required field" in ann
+    # the key is absent: the entry jobs[train-lm-l4], the deepest part the file has, stands in
+    line, col = _position(lines, "- name: train-lm-l4", "name:")
+    assert ann.startswith(f"::error file=Pulumi.dev.yaml,line={line},col={col},"), ann
+
+
+def test_format_text_is_todays_output_and_a_bad_format_is_a_usage_error(tmp_path: Path) -> None:
+    path, _ = _broken_copy(
+        tmp_path, {"node_pool: l4\n      queue: dev": "node_pool: nope\n      queue: dev"}
+    )
+    plain = raygke("check", "--config", str(path), cwd=tmp_path)
+    text = raygke("check", "--config", str(path), "--format", "text", cwd=tmp_path)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (
+        text.returncode,
+        text.stdout,
+        text.stderr,
+    )
+    assert "  - jobs[train-lm-l4].node_pool 'nope' is not a declared node pool" in text.stderr
+    bad = raygke("check", "--config", str(path), "--format", "xml", cwd=tmp_path)
+    assert bad.returncode == 2 and "--format 'xml'" in bad.stderr

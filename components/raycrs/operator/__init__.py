@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.problems import Rule
 from components.raycrs.operator.cluster import (
     auth_options,
     autoscaler_options,
@@ -78,11 +77,12 @@ from components.raycrs.operator.service import (
     rayservice_name,
     rayservice_upgrade_strategy,
 )
+from components.stack.problems import Rule
 
 # --------------------------------------------------------------------------------------- tables
 
 
-# Each operator rule is a components.problems.Rule(check, kinds, since): it applies to ``kinds``;
+# Each operator rule is a components.stack.problems.Rule(check, kinds, since): it applies to ``kinds``;
 # ``since`` is the first carried KubeRay version with it.
 ALL_KINDS = ("RayCluster", "RayJob", "RayService")
 # Object rules: check(Obj). Cluster-spec rules (CLUSTER_RULES): check(ClusterSpec), run on the

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.problems import Problem
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
@@ -27,6 +26,7 @@ from components.stack import (
     validate,
 )
 from components.stack.checks import workload_problems
+from components.stack.problems import Problem
 from tests.components.stack.test_model import base, problems
 from tests.helpers import WORKING_DIR, config
 
@@ -225,7 +225,9 @@ OFFERED_2024 = dict.fromkeys(("RAPID", "REGULAR", "STABLE", "EXTENDED"), ("1.28"
 def test_rule(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # GKE no longer offers a version older than v6e's minimum (catalog.GKE_OFFERED_MINORS), so
     # that rule is exercised against a 2024 record of the offered versions.
-    monkeypatch.setattr(catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024)  # where gke_version_problem reads it
+    monkeypatch.setattr(
+        catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024
+    )  # where gke_version_problem reads it
     rule = next(r for r in RULES if r.name == name)
     assert list(rule.check(validate(base()))) == [], "the base stack breaks no rule"
     mutate, line = CASES[name]
