@@ -101,7 +101,8 @@ def bare_server(checkpoint: str, port: int, threads: int) -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from workloads.args import ServeLmArgs
-    from workloads.serve_lm import LmGenerator, RequestError, parse_request
+    from workloads.serve_lm import LmGenerator
+    from workloads.serve_request import RequestError, parse_request
 
     args = ServeLmArgs.parse({"checkpoint": checkpoint, "torch_threads": threads})
     lm = LmGenerator(checkpoint, threads)

@@ -258,19 +258,21 @@ def diff(
         err.print("error: give exactly one of --stack NAME or --config FILE", markup=False)
         raise typer.Exit(EXIT_USAGE)
     parse_sets_or_exit(sets)  # a bad --set is a usage error before anything renders
-    from raygke import diff as rdiff
+    from raygke import diff_formats as formats
+    from raygke.diff import DiffError
+    from raygke.diff_sides import plan_sides
 
     try:
-        plan = rdiff.plan_sides(stack, config, base, head, list(sets or []))
-    except rdiff.DiffError as e:
+        plan = plan_sides(stack, config, base, head, list(sets or []))
+    except DiffError as e:
         err.print(f"error: {e}", markup=False)
         raise typer.Exit(e.code) from None
     if fmt == "json":
-        sys.stdout.write(rdiff.render_json(plan))
+        sys.stdout.write(formats.render_json(plan))
     elif fmt == "markdown":
-        sys.stdout.write(rdiff.render_markdown(plan))
+        sys.stdout.write(formats.render_markdown(plan))
     else:
-        rdiff.render_text(plan, console)
+        formats.render_text(plan, console)
     if exit_code and plan.disruptive():
         from raygke.disruption import EXIT_DISRUPTIVE
 

@@ -21,7 +21,9 @@ URN and each gets one operation, as ``pulumi preview`` would show it:
   bucket objects of a replaced parent. Their reason reads ``recreated: ...``.
 
 ``--config FILE`` diffs a stack file in the repository against its version at ``--base`` (default
-``main``); ``--set`` values apply to the head side only (:func:`plan_sides`).
+``main``); ``--set`` values apply to the head side only (:func:`raygke.diff_sides.plan_sides`).
+This module compares two renders (:func:`compare`); :mod:`raygke.diff_sides` renders the sides and
+:mod:`raygke.diff_formats` prints the plan.
 
 Flags on an operation: a replace/delete of a resource with ``protect`` (the engine refuses it), of a
 cluster with ``deletionProtection`` (the provider refuses it), of a bucket without ``forceDestroy``
@@ -36,30 +38,27 @@ credential; long values are shortened to their start and a sha256 prefix.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import shlex
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from raygke import disruption as dis
 from raygke.replacement import (
+    RAYCLUSTER,
     RERUN_TYPES,
     SCOPE_INPUTS,
+    bare_path,
     path_matches,
+    ray_pod_changes,
     recreated_by,
     ref,
     rule_for,
 )
+from raygke.review_flags import provider_flags, upgrade_flags
 
 SECRET = "[secret]"
 SECRET_KEYS = ("kubeconfig", "password", "token", "secret_data", "secretData", "privateKey")
@@ -128,7 +127,8 @@ class Change:
     disruption: list[dict[str, str]] = field(default_factory=list)
 
 
-RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
+# Shown on a RayCluster update that changes what only recreated pods get
+# (:func:`raygke.replacement.ray_pod_changes`).
 TEMPLATE_NOTE = (
     "running Ray pods keep their old pod template: KubeRay recreates them on a template change "
     "only with spec.upgradeStrategy.type Recreate (KubeRay ValidateRayClusterUpgradeOptions)"
@@ -199,12 +199,6 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     else:
         out[prefix] = value
     return out
-
-
-def _strip_indexes(path: str) -> str:
-    import re
-
-    return re.sub(r"\[\d+\]", "", path)
 
 
 def _masked(path: str, value: Any) -> Any:
@@ -318,7 +312,8 @@ def _annotate_disruption(
     changes: list[Change], olds: dict[str, dict[str, Any]], news: dict[str, dict[str, Any]]
 ) -> None:
     """Each change's ``disruption`` (:func:`raygke.disruption.assess`), the
-    provider-identity flag and a RayService upgrade without room for its second cluster."""
+    provider-identity flag and a RayService upgrade without room for its second cluster
+    (:mod:`raygke.review_flags`)."""
     base, head = list(olds.values()), list(news.values())
     for c in changes:
         o, n = olds.get(c.urn), news.get(c.urn)
@@ -328,7 +323,7 @@ def _annotate_disruption(
         if any(d.effect == "recreated" for d in found):  # Recreate: the template does reach them
             c.notes = [x for x in c.notes if x != TEMPLATE_NOTE]
         if n is not None:
-            extra = dis.provider_flags(n) + dis.upgrade_flags(c.op, o, n, found, head)
+            extra = provider_flags(n) + upgrade_flags(c.op, o, n, found, head)
             c.flags += [f for f in extra if f not in c.flags]
 
 
@@ -339,7 +334,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
     diffs = [
         (p, a, b)
         for p, a, b in changed_inputs(o.get("inputs") or {}, n.get("inputs") or {})
-        if not any(path_matches(_strip_indexes(p), ig) for ig in ignored)
+        if not any(path_matches(bare_path(p), ig) for ig in ignored)
     ]
     # A render from before options were recorded has none: its options are not compared.
     opt_diffs = (
@@ -353,7 +348,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
     reasons: list[str] = []
     forcing: set[str] = set()
     for p, _, _ in diffs:
-        bare = _strip_indexes(p)
+        bare = bare_path(p)
         for f in rule.fields if rule else ():
             if path_matches(bare, f.path):
                 forcing.add(p)
@@ -368,11 +363,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
                     reasons.append(why)
     op = "replace" if forcing else "update"
     c = Change(urn, typ, n["name"], op)
-    if (
-        op == "update"
-        and typ == RAYCLUSTER
-        and any(".template." in p or p.startswith("spec.rayVersion") for p, _, _ in diffs)
-    ):
+    if op == "update" and typ == RAYCLUSTER and ray_pod_changes([p for p, _, _ in diffs]):
         c.notes.append(TEMPLATE_NOTE)
     c.fields = [FieldChange(p, _masked(p, a), _masked(p, b), p in forcing) for p, a, b in diffs] + [
         FieldChange(p, a, b) for p, a, b in opt_diffs
@@ -387,7 +378,7 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
             old_name = _flatten(o.get("inputs") or {}).get(name_input)
             new_name = _flatten(n.get("inputs") or {}).get(name_input)
             moved = not (rule and rule.global_name) and any(
-                _strip_indexes(p) in SCOPE_INPUTS for p, _, _ in diffs
+                bare_path(p) in SCOPE_INPUTS for p, _, _ in diffs
             )
             if old_name is not None and old_name == new_name and not moved:
                 c.flags.append(
@@ -467,389 +458,3 @@ def _guards(o: dict[str, Any], op: str) -> list[str]:
     if o["type"] == "gcp:kms/keyRing:KeyRing":
         flags.append("KMS key rings cannot be deleted: the ring stays in the project")
     return flags
-
-
-# ---------------------------------------------------------------------------------------------
-# rendering a side
-
-
-def repo_root(start: Path | None = None) -> Path:
-    """The git work tree holding ``start`` (default: the current directory).
-
-    Raises:
-        DiffError: not inside a git work tree.
-    """
-    r = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"],
-        cwd=start or Path.cwd(),
-        capture_output=True,
-        text=True,
-    )
-    if r.returncode != 0:
-        raise DiffError(f"{start or Path.cwd()} is not inside a git work tree")
-    return Path(r.stdout.strip())
-
-
-def resolve_rev(root: Path, rev: str) -> str:
-    """The commit id of ``rev`` in the repository at ``root``.
-
-    Raises:
-        DiffError: ``rev`` names no commit.
-    """
-    r = subprocess.run(
-        ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    if r.returncode != 0:
-        raise DiffError(f"{rev!r} is not a commit in {root}")
-    return r.stdout.strip()
-
-
-@contextlib.contextmanager
-def checkout(root: Path, commit: str) -> Iterator[Path]:
-    """A temporary ``git worktree`` of ``commit`` (detached), removed afterwards."""
-    tmp = Path(tempfile.mkdtemp(prefix="raygke-diff-"))
-    tree = tmp / "tree"
-    r = subprocess.run(
-        ["git", "worktree", "add", "--detach", "--quiet", str(tree), commit],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    if r.returncode != 0:
-        raise DiffError(f"git worktree add {commit[:12]} failed: {r.stderr.strip()}")
-    try:
-        yield tree
-    finally:
-        subprocess.run(
-            ["git", "worktree", "remove", "--force", str(tree)],
-            cwd=root,
-            capture_output=True,
-        )
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def synth_command(
-    stack: str, out: str, sets: list[str] | None = None, config: Path | None = None
-) -> list[str]:
-    """The ``python -m raygke synth`` command line that renders one side: ``--stack stack``, or
-    ``--config config`` (a stack file path) when given, with each ``--set KEY=VALUE`` passed on."""
-    target = ["--config", str(config)] if config is not None else ["--stack", stack]
-    cmd = [sys.executable, "-m", "raygke", "synth", *target, "--out", out]
-    for item in sets or []:
-        cmd += ["--set", item]
-    return cmd
-
-
-def stack_file(tree: Path, stack: str, config: Path | None = None) -> Path:
-    """The stack file a side renders in ``tree``: ``config`` (relative to the repository root)
-    when given, else ``Pulumi.<stack>.yaml``."""
-    return tree / config if config is not None else tree / f"Pulumi.{stack}.yaml"
-
-
-def render_tree(
-    tree: Path,
-    stack: str,
-    label: str,
-    sets: list[str] | None = None,
-    config: Path | None = None,
-) -> list[dict[str, Any]] | None:
-    """``resources.json`` of ``stack`` (or of the stack file ``config``, a path relative to the
-    repository root) rendered by ``tree``'s own ``raygke synth`` in a subprocess, with ``sets``
-    (``--set KEY=VALUE`` items); None when ``tree`` has no such stack file (every resource is
-    new).
-
-    Raises:
-        DiffError: the render failed (its last stderr line is in the message); code 2 when
-            ``sets`` are given and that tree's ``raygke synth`` has no ``--set`` yet.
-    """
-    path = stack_file(tree, stack, config)
-    if not path.is_file():
-        return None
-    with tempfile.TemporaryDirectory(prefix="raygke-render-") as out:
-        env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
-        r = subprocess.run(
-            synth_command(stack, out, sets, path if config is not None else None),
-            cwd=tree,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if r.returncode != 0 and sets and "No such option: --set" in (r.stderr or ""):
-            raise DiffError(
-                f"{label}'s raygke synth has no --set option (it predates it); diff without "
-                "--set, or choose a newer --base",
-                code=2,
-            )
-        if r.returncode != 0:
-            lines = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()]
-            last = " | ".join(lines[-3:]) if lines else f"exit {r.returncode}"
-            raise DiffError(f"rendering {label} failed (exit {r.returncode}): {last}", code=1)
-        return json.loads((Path(out) / "resources.json").read_text())
-
-
-@dataclass
-class Side:
-    """One rendered side: its label, records, and the stack file it rendered (None: no file)."""
-
-    label: str
-    records: list[dict[str, Any]]
-    stack_file: Path | None
-    tree: Path
-
-
-@contextlib.contextmanager
-def side(
-    root: Path,
-    stack: str,
-    rev: str | None,
-    sets: list[str] | None = None,
-    config: Path | None = None,
-) -> Iterator[Side]:
-    """Render ``stack`` (or the stack file ``config``, relative to ``root``) at ``rev`` (None:
-    the working tree at ``root``) with ``sets`` (``--set KEY=VALUE`` items, :func:`render_tree`).
-    """
-    if rev is None:
-        records = render_tree(root, stack, "working tree", sets, config)
-        f = stack_file(root, stack, config)
-        yield Side("working tree", records or [], f if f.is_file() else None, root)
-        return
-    commit = resolve_rev(root, rev)
-    label = f"{rev} ({commit[:7]})" if not commit.startswith(rev) else commit[:7]
-    with checkout(root, commit) as tree:
-        records = render_tree(tree, stack, label, sets, config)
-        f = stack_file(tree, stack, config)
-        yield Side(label, records or [], f if f.is_file() else None, tree)
-
-
-DEFAULT_CONFIG_BASES = ("main", "origin/main")
-
-
-def config_in_repo(root: Path, config: Path) -> Path:
-    """``config`` (a stack file path, absolute or relative to the current directory) as a path
-    relative to the repository root ``root``, so the base side finds its version at a revision.
-
-    Raises:
-        DiffError: the file does not exist, or lies outside the repository (code 2).
-    """
-    p = config if config.is_absolute() else Path.cwd() / config
-    if not p.is_file():
-        raise DiffError(f"--config {config}: no such file")
-    try:
-        return p.resolve().relative_to(root.resolve())
-    except ValueError:
-        raise DiffError(
-            f"--config {config}: outside the git work tree {root}; diff compares the file with "
-            "its version at a revision of that repository"
-        ) from None
-
-
-def default_base(root: Path, config: Path | None) -> str:
-    """The base revision when ``--base`` is not given: ``HEAD`` for ``--stack`` (what this
-    branch changes in its working tree); for ``--config``, ``main`` (or ``origin/main``): your
-    file against the version the main branch has.
-
-    Raises:
-        DiffError: ``--config`` and neither ``main`` nor ``origin/main`` exists (give --base).
-    """
-    if config is None:
-        return "HEAD"
-    for rev in DEFAULT_CONFIG_BASES:
-        try:
-            resolve_rev(root, rev)
-        except DiffError:
-            continue
-        return rev
-    raise DiffError(
-        f"--config {config}: no main branch to compare with ({', '.join(DEFAULT_CONFIG_BASES)} "
-        "not found); give --base REV"
-    )
-
-
-def stack_label(stack: str | None, config: Path | None) -> str:
-    """The plan's stack name: ``stack``, or the ``NAME`` of a ``Pulumi.NAME.yaml`` config (its
-    file name otherwise)."""
-    if config is None:
-        return stack or ""
-    name = config.name
-    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
-        return name.split(".", 1)[1].rsplit(".", 1)[0]
-    return name
-
-
-def plan_sides(
-    stack: str | None,
-    config: Path | None,
-    base: str | None,
-    head: str | None,
-    sets: list[str] | None = None,
-    root: Path | None = None,
-) -> Plan:
-    """Render both sides and compare them: ``stack`` (``Pulumi.<stack>.yaml``) or ``config`` (a
-    stack file in the repository) at ``base`` (None: :func:`default_base`) and at ``head`` (None:
-    the working tree). ``sets`` (``--set KEY=VALUE``) apply to the head side only: the base is
-    what is deployed or reviewed, the head what you try.
-
-    Raises:
-        DiffError: not a git work tree, a revision that names no commit, a config outside the
-            repository, no stack file on either side (code 2), or a side that does not render
-            (code 1).
-    """
-    root = root or repo_root()
-    rel = config_in_repo(root, config) if config is not None else None
-    name = stack_label(stack, rel)
-    base_rev = base if base is not None else default_base(root, rel)
-    with (
-        side(root, name, base_rev, None, rel) as b,
-        side(root, name, head, sets, rel) as h,
-    ):
-        if b.stack_file is None and h.stack_file is None:
-            what = str(rel) if rel is not None else f"Pulumi.{name}.yaml"
-            raise DiffError(f"no {what} on either side")
-        plan = compare(b.records, h.records, name, b.label, h.label)
-        if sets:
-            plan.head += " with --set " + " ".join(sets)
-        plan.cost = cost_delta(b.records, h.records)
-    return plan
-
-
-# ---------------------------------------------------------------------------------------------
-# formats
-
-
-def _v(value: Any) -> str:
-    return json.dumps(value, sort_keys=True) if not isinstance(value, str) else json.dumps(value)
-
-
-def _headline(c: Change) -> str:
-    extra = []
-    if c.op == "replace":
-        extra.append("job re-run" if c.rerun else "replace")
-        if c.reasons:
-            extra.append("forced by " + ", ".join(c.reasons))
-        if c.delete_before_replace:
-            extra.append("delete before replace")
-    return f"{c.type} {c.name}" + (f"  ({'; '.join(extra)})" if extra else "")
-
-
-def render_text(plan: Plan, console: Any) -> None:
-    """Print the plan on a rich console (colour when it is a terminal)."""
-    from rich.text import Text
-
-    styles = {"create": "green", "update": "yellow", "replace": "magenta", "delete": "red"}
-    console.print(
-        Text(f"Stack {plan.stack}: {plan.base} -> {plan.head}", style="bold"), soft_wrap=True
-    )
-    for c in plan.changes:
-        sym = SYMBOLS[c.op]
-        console.print(Text(f"  {sym:<2} {_headline(c)}", style=styles[c.op]), soft_wrap=True)
-        for f in c.fields:
-            mark = " (forces replacement)" if f.forces_replacement else ""
-            console.print(
-                Text(f"        {f.path}: {_v(f.old)} => {_v(f.new)}{mark}"), soft_wrap=True
-            )
-        for flag in c.flags:
-            console.print(Text(f"        ! {flag}", style="bold red"), soft_wrap=True)
-        for note in c.notes:
-            console.print(Text(f"        note: {note}", style="dim"), soft_wrap=True)
-        for d in c.disruption:
-            console.print(Text(f"        disrupts: {_dline(d)}", style="bold red"), soft_wrap=True)
-    console.print(Text(plan.summary(), style="bold"), soft_wrap=True)
-    console.print(Text(disruption_summary(plan), style="bold"), soft_wrap=True)
-    for line in cost_lines(plan.cost):
-        console.print(Text(line), soft_wrap=True)
-
-
-def _dline(d: dict[str, str]) -> str:
-    return f"{d['target']}: {d['effect']} - {d['detail']}"
-
-
-def disruption_summary(plan: Plan) -> str:
-    """``Disruption: none (no running work stops or restarts)`` or ``Disruption: N change(s)
-    stop or restart running work``."""
-    n = sum(bool(c.disruption) for c in plan.changes)
-    if not n:
-        return "Disruption: none (no running work stops or restarts)"
-    return f"Disruption: {n} change(s) stop or restart running work"
-
-
-def cost_lines(cost: dict[str, Any] | None) -> list[str]:
-    """The cost-delta lines of a plan (empty without cost data)."""
-    if not cost:
-        return []
-    return list(cost.get("lines") or [])
-
-
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(plan: Plan) -> str:
-    """One pull-request comment body. The first line is a marker
-    (``<!-- raygke-diff:<stack> -->``) so a workflow can find and update its own comment."""
-    lines = [
-        f"<!-- raygke-diff:{plan.stack} -->",
-        f"### `raygke diff` — stack `{plan.stack}`",
-        "",
-        f"{_md(plan.base)} → {_md(plan.head)}",
-        "",
-    ]
-    if plan.changes:
-        lines += ["| | resource | type | why |", "|---|---|---|---|"]
-        for c in plan.changes:
-            op = "job re-run" if c.rerun else c.op
-            why = []
-            if c.op == "replace":
-                why += [f"`{r}`" for r in c.reasons]
-                if c.delete_before_replace:
-                    why.append("delete before replace")
-            elif c.op == "update":
-                why += [f"`{f.path}`" for f in c.fields[:4]]
-                if len(c.fields) > 4:
-                    why.append(f"+{len(c.fields) - 4} more")
-            why += [f"⚠️ {_md(f)}" for f in c.flags]
-            why += [f"ℹ️ {_md(n)}" for n in c.notes]
-            why += [f"🛑 {_md(_dline(d))}" for d in c.disruption]
-            lines.append(
-                f"| {SYMBOLS[c.op]} {op} | `{_md(c.name)}` | `{c.type}` | {_md(', '.join(why))} |"
-            )
-        detailed = [c for c in plan.changes if c.fields]
-        if detailed:
-            lines += ["", "<details><summary>Changed fields</summary>", "", "```diff"]
-            for c in detailed:
-                lines.append(f"{SYMBOLS[c.op]} {c.type} {c.name}")
-                for f in c.fields:
-                    mark = "  # forces replacement" if f.forces_replacement else ""
-                    lines.append(f"-     {f.path}: {_v(f.old)}")
-                    lines.append(f"+     {f.path}: {_v(f.new)}{mark}")
-            lines += ["```", "", "</details>"]
-        lines.append("")
-    lines.append(f"**{plan.summary()}**")
-    lines += ["", f"**{disruption_summary(plan)}**"]
-    cl = cost_lines(plan.cost)
-    if cl:
-        lines += ["", "**Cost of the change** (USD)", "", *[f"- {_md(x)}" for x in cl]]
-    lines += [
-        "",
-        "_Offline render under mocks (no cloud state); `pulumi preview` shows drift._",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def render_json(plan: Plan) -> str:
-    """The plan as JSON text."""
-    return json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
-
-
-def cost_delta(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> dict[str, Any]:
-    """The cost change between two renders (:mod:`raygke.cost`): ``{"lines":
-    [str], "base": StackCost json, "head": StackCost json}``; ``lines`` is empty when the cost
-    did not change."""
-    from raygke.cost import delta_lines, stack_cost
-
-    b, h = stack_cost(base), stack_cost(head)
-    return {"lines": delta_lines(b, h), "base": b.to_json(), "head": h.to_json()}

@@ -13,24 +13,29 @@ Rules (each with its source):
   in place (``Provider.cluster_identifier``, pulumi_kubernetes 4.34.2 ``provider.py``); a replaced
   provider replaces every object it manages (:func:`raygke.replacement.recreated_by`). Without it, a
   kubeconfig change (CA rotation, endpoint switch) replaces the provider, which an offline render
-  cannot see (the kubeconfig is secret): flagged by :func:`provider_flags`.
+  cannot see (the kubeconfig is secret): flagged by :func:`raygke.review_flags.provider_flags`.
 * **RayJob**: a replacement deletes the running job and submits it again (``replace_on_changes``
   on ``spec``; KubeRay does not re-run an updated RayJob, kuberay#1776; and on its
   ``kueue.x-k8s.io/queue-name`` label, which Kueue refuses to change on a running job); a job
   with its own ``rayClusterSpec`` also loses that cluster. A delete stops it.
 * **RayCluster**: a replace or delete deletes every pod, and the RayJobs that select it
   (``clusterSelector: {ray.io/cluster: <name>}``) lose their cluster. An update recreates every
-  pod when ``spec.upgradeStrategy.type`` is ``Recreate`` and the spec changes outside the
-  replica counts: KubeRay v1.7.0 compares a hash of the spec without ``replicas``,
-  ``minReplicas``, ``maxReplicas`` and ``workersToDelete`` with the head pod's
+  pod when ``spec.upgradeStrategy.type`` is ``Recreate`` and the spec changes outside what
+  KubeRay v1.7.0 leaves out of the hash it compares with the head pod's
   ``ray.io/upgrade-strategy-recreate-hash`` annotation (``shouldRecreatePodsForUpgrade`` in
   raycluster_controller.go, ``GenerateHashWithoutReplicasAndWorkersToDelete`` in utils/util.go,
-  ``UpgradeStrategyRecreateHashKey`` in utils/constant.go). Without ``Recreate`` running pods keep
+  ``UpgradeStrategyRecreateHashKey`` in utils/constant.go): the replica counts,
+  ``workersToDelete``, the pod templates' tolerations and scheduling gates and
+  ``upgradeStrategy`` (:data:`raygke.replacement.RAY_SPEC_HASH_MUTED`, the one table
+  ``raygke diff`` reads too). Turning ``Recreate`` on counts as recreating: the head pod keeps
+  the hash of the spec it was created with, so changes made while ``Recreate`` was off recreate
+  every pod then. Without ``Recreate`` running pods keep
   their template (a note, not a disruption). A removed worker group loses its pods, a lowered
   ``maxReplicas`` scales the group down to it (``GetWorkerGroupDesiredReplicas`` clamps to
   ``[minReplicas, maxReplicas]``), and a ``replicas`` set on an autoscaled group resets the
   autoscaler's count (kuberay#4149).
-* **RayService**: a change of ``rayClusterConfig`` is upgraded by ``upgradeStrategy.type``
+* **RayService**: a change of ``rayClusterConfig`` that changes the same hash (``suspend`` left
+  out as well, :data:`raygke.replacement.RAY_SERVICE_HASH_MUTED`) is upgraded by ``upgradeStrategy.type``
   (KubeRay v1.7.0 ``ValidateRayServiceSpec``: ``NewCluster`` - the default - brings up a second
   RayCluster, moves traffic when it is ready and deletes the old one; ``NewClusterWithIncremental
   Upgrade`` moves traffic step by step through the Gateway; ``None`` applies nothing to the running
@@ -63,21 +68,24 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from raygke.replacement import (
+    CLUSTER,
+    RAY_SERVICE_HASH_MUTED,
+    RAYCLUSTER,
+    RAYJOB,
+    RAYSERVICE,
+    bare_path,
+    dig,
+    ray_spec_hashed,
+)
+
 EXIT_DISRUPTIVE = 4  # ``raygke diff --exit-code``: 0 no change, 1 changes, 4 disruptive changes
 
-RAYJOB = "kubernetes:ray.io/v1:RayJob"
-RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
-RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 NODEPOOL = "gcp:container/nodePool:NodePool"
-CLUSTER = "gcp:container/cluster:Cluster"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 NAMESPACE = "kubernetes:core/v1:Namespace"
-K8S_PROVIDER = "pulumi:providers:kubernetes"
 
-# Worker group fields KubeRay leaves out of the Recreate hash (utils/util.go
-# GenerateHashWithoutReplicasAndWorkersToDelete).
-HASH_EXCLUDED = ("replicas", "minReplicas", "maxReplicas", "scaleStrategy")
 # Node pool inputs GKE applies by recreating the nodes with the pool's upgrade strategy.
 NODE_RECREATING = (
     "nodeConfig.machineType",
@@ -117,47 +125,35 @@ class Disruption:
 # ---------------------------------------------------------------------------------------- helpers
 
 
-def _get(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
-
-
-def _bare(path: str) -> str:
-    return re.sub(r"\[[^\]]*\]", "", path)
-
-
 def _under(path: str, prefix: str) -> bool:
-    b = _bare(path)
+    b = bare_path(path)
     return b == prefix or b.startswith(prefix + ".")
 
 
 def k8s_target(record: dict[str, Any]) -> str:
     """``"RayCluster ray/training"`` for a Kubernetes record (kind from the type token)."""
     kind = record["type"].rsplit(":", 1)[-1]
-    meta = _get(record, "inputs", "metadata") or {}
+    meta = dig(record, "inputs", "metadata") or {}
     ns = meta.get("namespace")
     name = meta.get("name") or record.get("name")
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
 def _pool_target(record: dict[str, Any]) -> str:
-    return f"node pool {_get(record, 'inputs', 'name') or record.get('name')}"
+    return f"node pool {dig(record, 'inputs', 'name') or record.get('name')}"
 
 
 def _jobs_on(cluster: dict[str, Any], records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The RayJobs whose ``clusterSelector`` picks the RayCluster record ``cluster``."""
-    name = _get(cluster, "inputs", "metadata", "name")
-    ns = _get(cluster, "inputs", "metadata", "namespace")
+    name = dig(cluster, "inputs", "metadata", "name")
+    ns = dig(cluster, "inputs", "metadata", "namespace")
     return sorted(
         (
             r
             for r in records
             if r["type"] == RAYJOB
-            and _get(r, "inputs", "spec", "clusterSelector", "ray.io/cluster") == name
-            and _get(r, "inputs", "metadata", "namespace") == ns
+            and dig(r, "inputs", "spec", "clusterSelector", "ray.io/cluster") == name
+            and dig(r, "inputs", "metadata", "namespace") == ns
         ),
         key=lambda r: r["name"],
     )
@@ -172,7 +168,7 @@ def _interrupted(cluster: dict[str, Any], records: Iterable[dict[str, Any]], why
 
 def _ray_pod_templates(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The worker pod templates of a RayCluster / RayJob (own cluster) / RayService record."""
-    spec = _get(record, "inputs", "spec") or {}
+    spec = dig(record, "inputs", "spec") or {}
     cluster = spec.get("rayClusterSpec") or spec.get("rayClusterConfig") or spec
     return [g.get("template") or {} for g in cluster.get("workerGroupSpecs") or []]
 
@@ -183,12 +179,12 @@ def pool_selects(pool: dict[str, Any], selector: dict[str, str]) -> bool:
     ``gke-accelerator`` from the guest accelerator, ``gke-tpu-topology`` from the placement
     policy; https://cloud.google.com/kubernetes-engine/docs/how-to/tpus)."""
     inputs = pool.get("inputs") or {}
-    labels = dict(_get(inputs, "nodeConfig", "labels") or {})
+    labels = dict(dig(inputs, "nodeConfig", "labels") or {})
     labels["cloud.google.com/gke-nodepool"] = inputs.get("name")
-    accels = _get(inputs, "nodeConfig", "guestAccelerators") or []
+    accels = dig(inputs, "nodeConfig", "guestAccelerators") or []
     if accels:
         labels["cloud.google.com/gke-accelerator"] = accels[0].get("type")
-    topo = _get(inputs, "placementPolicy", "tpuTopology")
+    topo = dig(inputs, "placementPolicy", "tpuTopology")
     if topo:
         labels["cloud.google.com/gke-tpu-topology"] = topo
     known = {
@@ -204,15 +200,15 @@ def _ray_on_pool(pool: dict[str, Any], records: Iterable[dict[str, Any]]) -> lis
     out = []
     for r in records:
         if r["type"] in (RAYCLUSTER, RAYJOB, RAYSERVICE) and any(
-            pool_selects(pool, _get(t, "spec", "nodeSelector") or {}) for t in _ray_pod_templates(r)
+            pool_selects(pool, dig(t, "spec", "nodeSelector") or {}) for t in _ray_pod_templates(r)
         ):
             out.append(k8s_target(r))
     return sorted(out)
 
 
 def _is_tpu(pool: dict[str, Any]) -> bool:
-    mt = _get(pool, "inputs", "nodeConfig", "machineType") or ""
-    return mt.startswith("ct") or bool(_get(pool, "inputs", "placementPolicy", "tpuTopology"))
+    mt = dig(pool, "inputs", "nodeConfig", "machineType") or ""
+    return mt.startswith("ct") or bool(dig(pool, "inputs", "placementPolicy", "tpuTopology"))
 
 
 def autoscaler_owned_paths(record: dict[str, Any]) -> list[str]:
@@ -221,7 +217,7 @@ def autoscaler_owned_paths(record: dict[str, Any]) -> list[str]:
     autoscaler patches ``replicas`` and ``scaleStrategy.workersToDelete``: ray
     ``autoscaler/_private/kuberay/node_provider.py``). Non-empty means a ``pulumi up`` resets the
     autoscaler's count (kuberay#4149) or conflicts with it under server-side apply."""
-    spec = _get(record, "inputs", "spec") or {}
+    spec = dig(record, "inputs", "spec") or {}
     base, cluster = "spec", spec
     if record["type"] == RAYSERVICE:
         base, cluster = "spec.rayClusterConfig", spec.get("rayClusterConfig") or {}
@@ -233,85 +229,6 @@ def autoscaler_owned_paths(record: dict[str, Any]) -> list[str]:
             if key in g:
                 out.append(f"{base}.workerGroupSpecs[{i}].{key}")
     return out
-
-
-# ------------------------------------------------------------------------------------ providers
-
-
-def provider_flags(record: dict[str, Any]) -> list[str]:
-    """Review warnings for a Kubernetes provider record without ``clusterIdentifier``."""
-    if record["type"] != K8S_PROVIDER or _get(record, "inputs", "clusterIdentifier"):
-        return []
-    return [
-        "no clusterIdentifier: any kubeconfig change (CA rotation, endpoint or credentials) "
-        "replaces the provider and every Kubernetes object it manages; the offline render "
-        "cannot see it (the kubeconfig is secret)"
-    ]
-
-
-# ----------------------------------------------------------------------- RayService capacity
-
-
-def pool_max_nodes(pool: dict[str, Any]) -> int:
-    """A node pool record's most nodes: ``totalMaxNodeCount``, else ``maxNodeCount`` per zone
-    times its zones (https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler)."""
-    a = _get(pool, "inputs", "autoscaling") or {}
-    if a.get("totalMaxNodeCount") is not None:
-        return int(a["totalMaxNodeCount"])
-    zones = _get(pool, "inputs", "nodeLocations") or [None]
-    return int(a.get("maxNodeCount") or 0) * len(zones)
-
-
-def upgrade_room(
-    old: dict[str, Any] | None, new: dict[str, Any], head: list[dict[str, Any]]
-) -> list[str]:
-    """Why a RayService's ``NewCluster`` upgrade cannot complete, one line per worker group (empty
-    when it fits). The new cluster must serve before KubeRay moves traffic and deletes the old
-    one (kuberay#4239), so it needs ``minReplicas x numOfHosts`` worker nodes (one worker pod
-    per node: :func:`components.raycrs.render.worker_pod_size`) on the group's pools while
-    the old cluster may hold up to its ``maxReplicas x numOfHosts``; the pools' maximum
-    (:func:`pool_max_nodes`) must leave that room. A group pinned to its pools by
-    ``nodeSelector`` gets no node from NAP."""
-    spec = _get(new, "inputs", "spec", "rayClusterConfig") or {}
-    old_groups = _groups(_get(old, "inputs", "spec", "rayClusterConfig") or {})
-    pools = [r for r in head if r["type"] == NODEPOOL]
-    out = []
-    for g in spec.get("workerGroupSpecs") or []:
-        sel = _get(g, "template", "spec", "nodeSelector") or {}
-        mine = [p for p in pools if pool_selects(p, sel)]
-        if not mine:
-            continue
-        hosts = int(g.get("numOfHosts") or 1)
-        need = max(1, int(g.get("minReplicas") or 0)) * hosts
-        was = old_groups.get(g.get("groupName"), g)
-        held = int(was.get("maxReplicas") or 0) * int(was.get("numOfHosts") or 1)
-        cap = sum(pool_max_nodes(p) for p in mine)
-        if need > cap - held:
-            names = ", ".join(sorted(str(_get(p, "inputs", "name")) for p in mine))
-            out.append(
-                f"blocked: the NewCluster upgrade of {k8s_target(new)} needs {need} more "
-                f"node(s) on pool {names} (group {g.get('groupName')}: minReplicas x hosts) "
-                f"while the old cluster holds up to {held} of its {cap}: the new cluster stays "
-                f"pending and the upgrade never completes; raise the pool's max to at least "
-                f"{held + need} or lower the service's max_workers (kuberay#4239)"
-            )
-    return out
-
-
-def upgrade_flags(
-    op: str,
-    old: dict[str, Any] | None,
-    new: dict[str, Any] | None,
-    disruption: list[Disruption],
-    head: list[dict[str, Any]],
-) -> list[str]:
-    """Review flags of a change's upgrade: a RayService update that brings up a second cluster
-    (:func:`upgrade_room`)."""
-    if op != "update" or new is None or new["type"] != RAYSERVICE:
-        return []
-    if not any(d.effect == "upgrade-new-cluster" for d in disruption):
-        return []
-    return upgrade_room(old, new, head)
 
 
 # --------------------------------------------------------------------------------------- rules
@@ -344,7 +261,7 @@ def assess(
     fn = _RULES.get(typ)
     if fn is None:
         if op in ("replace", "delete") and typ == CRD:
-            kind = _get(old, "inputs", "spec", "names", "kind")
+            kind = dig(old, "inputs", "spec", "names", "kind")
             return [
                 Disruption(
                     f"every {kind}",
@@ -370,7 +287,7 @@ def _rayjob(op, old, new, paths, base, head, reasons) -> list[Disruption]:
         return [Disruption(k8s_target(rec), "deleted", "the RayJob and its run are deleted")]
     if op != "replace":
         return []
-    own = _get(old, "inputs", "spec", "rayClusterSpec") is not None
+    own = dig(old, "inputs", "spec", "rayClusterSpec") is not None
     detail = (
         "the RayJob is deleted and submitted again: the job restarts (from its last checkpoint "
         "where the workload resumes); KubeRay does not re-run an updated RayJob (kuberay#1776)"
@@ -381,10 +298,11 @@ def _rayjob(op, old, new, paths, base, head, reasons) -> list[Disruption]:
 
 
 def _spec_of(record: dict[str, Any] | None) -> dict[str, Any]:
-    return _get(record, "inputs", "spec") or {}
+    return dig(record, "inputs", "spec") or {}
 
 
-def _groups(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def worker_groups(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``groupName`` -> worker group of a Ray cluster spec."""
     return {g.get("groupName"): g for g in spec.get("workerGroupSpecs") or []}
 
 
@@ -401,27 +319,25 @@ def _raycluster(op, old, new, paths, base, head, reasons) -> list[Disruption]:
         return []
     out: list[Disruption] = []
     o, n = _spec_of(old), _spec_of(new)
-    strategy = _get(n, "upgradeStrategy", "type")
-    hashed = [
-        p
-        for p in paths
-        if _under(p, "spec")
-        and not any(
-            re.search(rf"workerGroupSpecs(\[[^\]]*\])?\.{k}(\.|$)", p) for k in HASH_EXCLUDED
-        )
-    ]
+    strategy = dig(n, "upgradeStrategy", "type")
+    hashed = ray_spec_hashed(paths)
+    if strategy == "Recreate" and dig(o, "upgradeStrategy", "type") != "Recreate":
+        # Turning Recreate on: KubeRay mutes upgradeStrategy in its hash, but compares the hash
+        # of the spec now with the one the head pod was created with, so any change made while
+        # Recreate was off (invisible to a diff of two renders) recreates every pod now.
+        hashed = [p for p in paths if _under(p, "spec.upgradeStrategy")] + hashed
     if strategy == "Recreate" and hashed:
         out.append(
             Disruption(
                 target,
                 "recreated",
                 "upgradeStrategy Recreate: KubeRay deletes and recreates every pod when the spec "
-                f"changes ({', '.join(_bare(p) for p in hashed[:3])}"
+                f"changes ({', '.join(bare_path(p) for p in hashed[:3])}"
                 f"{'...' if len(hashed) > 3 else ''}; shouldRecreatePodsForUpgrade)",
             )
         )
         out += _interrupted(new, head, "pods are recreated (upgradeStrategy Recreate)")
-    og, ng = _groups(o), _groups(n)
+    og, ng = worker_groups(o), worker_groups(n)
     for name in sorted(set(og) - set(ng), key=str):
         out.append(
             Disruption(
@@ -469,15 +385,8 @@ def _rayservice(op, old, new, paths, base, head, reasons) -> list[Disruption]:
     if op != "update":
         return []
     out: list[Disruption] = []
-    cluster_paths = [p for p in paths if _under(p, "spec.rayClusterConfig")]
-    hashed = [
-        p
-        for p in cluster_paths
-        if not any(
-            re.search(rf"workerGroupSpecs(\[[^\]]*\])?\.{k}(\.|$)", p) for k in HASH_EXCLUDED
-        )
-    ]
-    strategy = _get(new, "inputs", "spec", "upgradeStrategy", "type") or "NewCluster"
+    hashed = ray_spec_hashed(paths, "spec.rayClusterConfig", RAY_SERVICE_HASH_MUTED)
+    strategy = dig(new, "inputs", "spec", "upgradeStrategy", "type") or "NewCluster"
     if hashed:
         if strategy == "NewCluster":
             out.append(
@@ -507,7 +416,7 @@ def _rayservice(op, old, new, paths, base, head, reasons) -> list[Disruption]:
             }
         )
         names = []
-        cfg = _get(new, "inputs", "spec", "serveConfigV2")
+        cfg = dig(new, "inputs", "spec", "serveConfigV2")
         for i in apps:
             names.append(_serve_app_name(cfg, int(i)) or f"applications[{i}]")
         out.append(
@@ -550,10 +459,10 @@ def _nodepool(op, old, new, paths, base, head, reasons) -> list[Disruption]:
         ]
     if op != "update":
         return []
-    hits = sorted({_bare(p) for p in paths if any(_under(p, f) for f in NODE_RECREATING)})
+    hits = sorted({bare_path(p) for p in paths if any(_under(p, f) for f in NODE_RECREATING)})
     if not hits:
         return []
-    if _get(rec, "inputs", "placementPolicy", "tpuTopology"):
+    if dig(rec, "inputs", "placementPolicy", "tpuTopology"):
         how = "a multi-host TPU slice is recreated as a whole: every pod on it stops"
     elif _is_tpu(rec):
         how = "TPU nodes are drained and recreated: the pods on them stop"
@@ -564,7 +473,7 @@ def _nodepool(op, old, new, paths, base, head, reasons) -> list[Disruption]:
 
 def _cluster(op, old, new, paths, base, head, reasons) -> list[Disruption]:
     rec = old or new
-    name = _get(rec, "inputs", "name") or rec["name"]
+    name = dig(rec, "inputs", "name") or rec["name"]
     if op in ("replace", "delete"):
         return [
             Disruption(
@@ -587,7 +496,7 @@ def _cluster(op, old, new, paths, base, head, reasons) -> list[Disruption]:
 
 def _release(op, old, new, paths, base, head, reasons) -> list[Disruption]:
     rec = old or new
-    target = f"KubeRay operator ({_get(rec, 'inputs', 'name') or rec['name']})"
+    target = f"KubeRay operator ({dig(rec, 'inputs', 'name') or rec['name']})"
     if op in ("replace", "delete"):
         return [
             Disruption(

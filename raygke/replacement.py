@@ -373,6 +373,75 @@ def forcing_fields(type_token: str, changed: list[str]) -> list[ForceNew]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Ray cluster specs: which changes KubeRay applies by recreating pods
+
+RAYJOB = "kubernetes:ray.io/v1:RayJob"
+RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
+RAYSERVICE = "kubernetes:ray.io/v1:RayService"
+
+KUBERAY_SOURCE = "https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/controllers/ray/"
+# Paths below a Ray cluster spec (a RayCluster's ``spec``, a RayService's
+# ``spec.rayClusterConfig``) that KubeRay mutes before hashing the spec, so a change of them alone
+# neither recreates a RayCluster's pods under ``upgradeStrategy: Recreate``
+# (raycluster_controller.go ``shouldRecreatePodsForUpgrade``) nor brings up a RayService's new
+# cluster (rayservice_controller.go ``isClusterSpecHashEqual``): utils/util.go
+# ``GenerateHashWithoutReplicasAndWorkersToDelete`` clears the worker groups' ``replicas``,
+# ``minReplicas``, ``maxReplicas``, ``scaleStrategy.workersToDelete`` (the autoscaler's) and every
+# pod template's ``tolerations`` and ``schedulingGates`` (Kueue injects those), and
+# ``upgradeStrategy`` itself.
+RAY_SPEC_HASH_MUTED = (
+    "workerGroupSpecs.replicas",
+    "workerGroupSpecs.minReplicas",
+    "workerGroupSpecs.maxReplicas",
+    "workerGroupSpecs.scaleStrategy",  # ScaleStrategy holds workersToDelete only (raycluster_types.go)
+    "workerGroupSpecs.template.spec.tolerations",
+    "workerGroupSpecs.template.spec.schedulingGates",
+    "headGroupSpec.template.spec.tolerations",
+    "headGroupSpec.template.spec.schedulingGates",
+    "upgradeStrategy",
+)
+# A RayService's hash also leaves out ``suspend`` (rayservice_controller.go
+# ``rayClusterSpecForHashing``).
+RAY_SERVICE_HASH_MUTED = (*RAY_SPEC_HASH_MUTED, "suspend")
+# Paths below a Ray cluster spec that running pods carry (their pod template, and the Ray
+# version KubeRay puts in it): a running pod gets a change of them only when it is recreated.
+RAY_POD_FIELDS = ("rayVersion", "headGroupSpec.template", "workerGroupSpecs.template")
+
+
+def bare_path(path: str) -> str:
+    """``path`` without list indexes: ``spec.workerGroupSpecs[0].replicas`` ->
+    ``spec.workerGroupSpecs.replicas``."""
+    return re.sub(r"\[[^\]]*\]", "", path)
+
+
+def _below(paths: list[str], base: str, fields: tuple[str, ...]) -> list[str]:
+    return [
+        p
+        for p in paths
+        if path_matches(bare_path(p), base)
+        and any(path_matches(bare_path(p), f"{base}.{f}") for f in fields)
+    ]
+
+
+def ray_spec_hashed(
+    paths: list[str], base: str = "spec", muted: tuple[str, ...] = RAY_SPEC_HASH_MUTED
+) -> list[str]:
+    """The changed input paths (``spec.workerGroupSpecs[0].template...``, indexes kept, in the
+    given order) below the Ray cluster spec at ``base`` that change KubeRay's spec hash
+    (:data:`RAY_SPEC_HASH_MUTED`; pass :data:`RAY_SERVICE_HASH_MUTED` for a RayService's
+    ``spec.rayClusterConfig``): what ``upgradeStrategy: Recreate`` recreates every pod for and
+    what a RayService upgrades to a new cluster for. Empty when none."""
+    muted_paths = set(_below(paths, base, muted))
+    return [p for p in paths if path_matches(bare_path(p), base) and p not in muted_paths]
+
+
+def ray_pod_changes(paths: list[str], base: str = "spec") -> list[str]:
+    """The changed input paths below the Ray cluster spec at ``base`` that only a recreated pod
+    gets (:data:`RAY_POD_FIELDS`): without ``upgradeStrategy: Recreate`` running pods keep them."""
+    return _below(paths, base, RAY_POD_FIELDS)
+
+
+# ---------------------------------------------------------------------------------------------
 # dependents a replacement recreates
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -392,13 +461,14 @@ def _leaves(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else []
 
 
-def _dig(inputs: dict[str, Any], path: str) -> Any:
-    cur: Any = inputs
-    for part in path.split("."):
-        if not isinstance(cur, dict):
+def dig(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...``, None where a level is missing or not a mapping (render records:
+    ``dig(record, "inputs", "spec", "upgradeStrategy", "type")``)."""
+    for key in keys:
+        if not isinstance(value, dict):
             return None
-        cur = cur.get(part)
-    return cur
+        value = value.get(key)
+    return value
 
 
 def identity(record: dict[str, Any]) -> str | None:
@@ -406,7 +476,7 @@ def identity(record: dict[str, Any]) -> str | None:
     rule = rule_for(record["type"])
     if rule is None or rule.name_input is None:
         return None
-    value = _dig(record.get("inputs") or {}, rule.name_input)
+    value = dig(record.get("inputs") or {}, *rule.name_input.split("."))
     return value if isinstance(value, str) and value else None
 
 
@@ -445,7 +515,7 @@ def recreated_by(parent: dict[str, Any], child: dict[str, Any]) -> str | None:
         return None
     inputs = child.get("inputs") or {}
     for f in rule.fields:
-        values = _leaves(inputs) if f.path == "*" else _leaves(_dig(inputs, f.path))
+        values = _leaves(inputs) if f.path == "*" else _leaves(dig(inputs, *f.path.split(".")))
         if any(_names(v, name) for v in values):
             return f"{f.path} names {name}, which is replaced"
     return None

@@ -7,7 +7,7 @@ What it does (GKE), with the stack file as the only input besides the script:
    (``kuberay.namespace``), KubeRay's head Service ``<cluster>-head-svc``
    (:func:`components.raycrs.render.head_service_host`), the dashboard / Jobs API port 8265
    and the token Secret ``<cluster>-ray-auth``, key ``auth_token``
-   (:func:`components.raycrs.render.auth_secret_name`, ``AUTH_TOKEN_KEY``);
+   (:func:`components.raycrs.pod.auth_secret_name`, ``AUTH_TOKEN_KEY``);
 2. reads the token with ``kubectl get secret`` (the caller's own Kubernetes RBAC decides: reading
    that Secret is the permission to submit);
 3. opens ``kubectl port-forward svc/<cluster>-head-svc :8265 --address 127.0.0.1`` through the
@@ -127,7 +127,8 @@ def plan_for_stack(
         SubmitError: the stack has no RayCluster, ``cluster`` is not one of them, or it has
             several and none was named.
     """
-    from components.raycrs import render as manifests
+    from components.raycrs import pod
+    from components.raycrs.render import head_service_host
 
     names = [rc.name for rc in cfg.ray_clusters]
     if not names:
@@ -147,7 +148,7 @@ def plan_for_stack(
             f"--cluster {cluster!r} is not a RayCluster of stack {stack!r}; it has: "
             f"{', '.join(names)}"
         )
-    host = manifests.head_service_host(cfg, cluster)
+    host = head_service_host(cfg, cluster)
     kubectl = ["kubectl"]
     if kubeconfig:
         kubectl += ["--kubeconfig", kubeconfig]
@@ -158,9 +159,9 @@ def plan_for_stack(
         cluster=cluster,
         namespace=cfg.kuberay.namespace,
         service=host.split(".", 1)[0],
-        port=manifests.DASHBOARD_PORT,
-        secret=manifests.auth_secret_name(cluster),
-        secret_key=manifests.AUTH_TOKEN_KEY,
+        port=pod.DASHBOARD_PORT,
+        secret=pod.auth_secret_name(cluster),
+        secret_key=pod.AUTH_TOKEN_KEY,
         kubectl=tuple(kubectl),
     )
 

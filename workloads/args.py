@@ -9,7 +9,7 @@ ray/torch/jax/pulumi). From each dataclass are derived:
   (:meth:`WorkloadArgs.problems`; :meth:`WorkloadArgs.parse` raises :class:`ArgError`);
 * the ``--set JOB.KEY=VALUE`` value parser (:func:`parse_value`);
 * the job-argument binding used both by the RayJob manifests on GKE
-  (``components/raycrs/render.py`` ``job_args``) and by ``raygke local run``
+  (``components/raycrs/rayjob.py`` ``job_args``) and by ``raygke local run``
   (``raygke/local_jobs.py`` ``job_args``): :func:`bind_job_args`;
 * the documentation rows (:meth:`WorkloadArgs.rows`: name, type, default, unit, meaning).
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from components.stack.base import _k8s_name, _Model, _quantity
+from components.stack.base import _k8s_name, _Model, _quantity, _unique
 
 # Kueue releases whose CRDs the repository carries (components/capacity/crds/kueue-v<version>/,
 # config/components/crd/bases of that tag of kubernetes-sigs/kueue, commit of v0.19.2:
@@ -158,10 +158,7 @@ class ClusterQueueConfig(_Model):
 
     @model_validator(mode="after")
     def _cohort_limits(self) -> ClusterQueueConfig:
-        pools = [f.pool for f in self.flavors]
-        dup = sorted({p for p in pools if pools.count(p) > 1})
-        if dup:
-            raise ValueError(f"cluster queue {self.name}: flavor {dup[0]!r} listed twice")
+        _unique([f.pool for f in self.flavors], f"cluster queue {self.name}: flavors")
         if self.cohort is None:
             for f in self.flavors:
                 for what in ("borrowing_limit", "lending_limit"):

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.stack.base import repeated
 from components.stack.problems import Problem, at
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ def queue_reference_problems(cfg: StackConfig) -> Iterable[Problem | str]:
         ("local_queues", [q.name for q in cap.local_queues]),
         ("priority_classes", [p.name for p in cap.priority_classes]),
     ):
-        for n in sorted({n for n in names if names.count(n) > 1}):
+        for n in sorted(repeated(names)):
             yield at(f"capacity.{kind}", f"capacity.{kind}: {n!r} is declared twice")
     for q in cap.cluster_queues:
         for f in q.flavors:

@@ -39,7 +39,7 @@ Pod Security Admission (https://kubernetes.io/docs/concepts/security/pod-securit
 injected by something we do not render, e.g. a KubeRay init container or a GKE sidecar of a
 future version, lacks the restricted fields; unverified on a live cluster) — every pod template
 we render sets what ``restricted`` requires
-(:func:`components.raycrs.render.container_security_context`, the autoscaler sidecar via
+(:func:`components.raycrs.pod.container_security_context`, the autoscaler sidecar via
 ``autoscalerOptions.securityContext``; volumes are emptyDir and CSI only), and ``warn`` /
 ``audit: restricted``, each with ``-version:`` :data:`PSA_VERSION` (``latest``: the standard of
 the cluster's own Kubernetes minor version, which GKE's release channel moves).
@@ -50,7 +50,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.cluster.render import nap_resource_limits
-from components.raycrs.render import (
+from components.raycrs.pod import (
     CLUSTER_LABEL,
     HEAD_PORTS,
     JOB_CLUSTER_LABEL,

@@ -9,7 +9,7 @@ What is scraped: every Ray pod's metrics agent on port 8080 — KubeRay's ``Defa
 (constant.go), which the operator passes to ``ray start`` as ``--metrics-export-port`` on head and
 workers when rayStartParams do not set it (``setMissingRayStartParams`` in
 ray-operator/controllers/ray/common/pod.go; KubeRay's rayStartParams guide; the head container
-also declares it as port ``metrics``, HEAD_PORTS in :mod:`components.raycrs.render`;
+also declares it as port ``metrics``, HEAD_PORTS in :mod:`components.raycrs.pod`;
 https://docs.ray.io/en/latest/cluster/kubernetes/k8s-ecosystem/prometheus-grafana.html).
 Ray's system metrics and the metrics of
 Ray Serve (``ray_serve_*``: requests, latency, replicas; https://docs.ray.io/en/latest/serve/monitoring.html#built-in-ray-serve-metrics)
@@ -17,7 +17,7 @@ are exported there, by the node a process runs on. Selectors: ``ray.io/cluster: 
 label KubeRay puts on a RayCluster's pods) for a long-lived RayCluster; ``ray-gke/service:
 <name>`` (set by :mod:`components.raycrs.serve` on the pod templates) for a service, whose
 RayCluster name is generated and changes on every upgrade; ``ray-gke.io/job-cluster: <job>``
-(:data:`components.raycrs.render.JOB_CLUSTER_LABEL`, set on the head and worker templates
+(:data:`components.raycrs.pod.JOB_CLUSTER_LABEL`, set on the head and worker templates
 of the job's ``rayClusterSpec``) for the RayCluster a RayJob with ``node_pool:`` brings.
 
 A RayJob's own cluster: KubeRay names it ``<job>-<5 random chars>``
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.raycrs.render import JOB_CLUSTER_LABEL, PART_OF
+from components.raycrs.pod import JOB_CLUSTER_LABEL, PART_OF
 from components.raycrs.serve import SERVICE_LABEL
 from components.stack import StackConfig
 

@@ -22,7 +22,7 @@ Children:
   ``runtimeEnvYAML`` ``working_dir`` points at exactly that object.
 * per Ray cluster (RayCluster, or RayJob with its own cluster) a ``random.RandomPassword`` and
   the ``v1`` Secret ``<name>-ray-auth`` (key ``auth_token``) its ``authOptions.secretName``
-  names (:func:`components.raycrs.render.auth_options`); the Ray objects wait for it.
+  names (:func:`components.raycrs.pod.auth_options`); the Ray objects wait for it.
 * one ``pulumi_kubernetes.apiextensions.CustomResource`` per GKE ComputeClass
   (:func:`components.computeclass.render.render_compute_classes`, cluster-scoped, first) and per
   object from :func:`components.raycrs.render.render_manifests` (RayClusters, then RayJobs),
@@ -64,11 +64,8 @@ import pulumi_random as random
 from components.computeclass.render import render_compute_classes
 from components.monitoring.render import render_monitoring
 from components.raycrs.archive import archive_object_name, working_dir_uri, workloads_archive
-from components.raycrs.render import (
-    AUTH_TOKEN_KEY,
-    cluster_endpoints,
-    render_manifests,
-)
+from components.raycrs.pod import AUTH_TOKEN_KEY
+from components.raycrs.render import cluster_endpoints, render_manifests
 from components.raycrs.serve import service_url
 from components.stack import StackConfig
 

@@ -1,9 +1,9 @@
 """Pure builders of the KubeRay RayServices a stack's ``services:`` declare (config in, ``dict`` out).
 
 The RayService's ``rayClusterConfig`` is built by the same RayCluster-spec builder as every
-RayCluster and RayJob (:func:`components.raycrs.render.ray_cluster_spec`, with
-:func:`~components.raycrs.render.head_group_spec` /
-:func:`~components.raycrs.render.worker_group_spec`), so the pod settings they share (GCS
+RayCluster and RayJob (:func:`components.raycrs.raycluster.ray_cluster_spec`, with
+:func:`~components.raycrs.raycluster.head_group_spec` /
+:func:`~components.raycrs.raycluster.worker_group_spec`), so the pod settings they share (GCS
 FUSE mounts of the identity's buckets, security settings, auth) apply to Serve too. Added here:
 the Serve port 8000 (named ``serve``) on the head and worker containers and the pod label
 ``ray-gke/service: <name>`` (the PodMonitoring selector: the RayService's cluster name is
@@ -32,18 +32,12 @@ from typing import Any
 
 import yaml
 
-from components.raycrs.render import (
-    API_VERSION,
-    ManifestError,
-    _metadata,
-    ray_cluster_spec,
-    worker_group_spec,
-)
+from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError
+from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.stack import GpuPool, ServiceConfig, StackConfig, resolve_service
 from components.stack.naming import bucket_url
 from workloads.registry import get_workload
 
-SERVE_PORT = 8000  # constant.go DefaultServingPort
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
 SERVICE_LABEL = "ray-gke/service"
 APP_NAME = "lm"
@@ -157,7 +151,7 @@ def ray_service_manifest(
     return {
         "apiVersion": API_VERSION,
         "kind": "RayService",
-        "metadata": _metadata(cfg, svc.name),
+        "metadata": object_metadata(cfg, svc.name),
         "spec": spec,
     }
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from components.cluster.model import ClusterConfig, MaintenanceWindow, NapConfig, SystemPool
+    from components.images.model import IMAGE_KINDS, PrebuiltImage, RayImages
+    from components.kuberay.model import KUBERAY_CHART_VERSIONS, KubeRayConfig
     from components.network.model import AuthorizedNetwork, FlowLogsConfig, NetworkConfig
     from components.nodepools.model import (
         CpuPool,
@@ -27,15 +29,10 @@ if TYPE_CHECKING:
     )
     from components.raycrs.model import (
         DEFAULT_JOB_TTL_SECONDS,
-        IMAGE_KINDS,
-        KUBERAY_CHART_VERSIONS,
         HeadConfig,
         JobConfig,
-        KubeRayConfig,
-        PrebuiltImage,
         RayClusterConfig,
         RayConfig,
-        RayImages,
         WorkerGroupConfig,
     )
     from components.raycrs.serve_model import UPGRADE_TYPES, IncrementalUpgradeConfig, ServiceConfig
@@ -103,14 +100,14 @@ _EXPORTS: dict[str, str] = {
     "GpuSpec": "components.nodepools.model",
     "GroupTarget": "components.stack.resolve",
     "HeadConfig": "components.raycrs.model",
-    "IMAGE_KINDS": "components.raycrs.model",
+    "IMAGE_KINDS": "components.images.model",
     "IncrementalUpgradeConfig": "components.raycrs.serve_model",
     "JobConfig": "components.raycrs.model",
     "JobTarget": "components.stack.resolve",
     "K8S_NAME_MAX": "components.stack.base",
-    "KUBERAY_CHART_VERSIONS": "components.raycrs.model",
+    "KUBERAY_CHART_VERSIONS": "components.kuberay.model",
     "KmsConfig": "components.storage.model",
-    "KubeRayConfig": "components.raycrs.model",
+    "KubeRayConfig": "components.kuberay.model",
     "LocalConfig": "components.stack.model",
     "MaintenanceWindow": "components.cluster.model",
     "NapConfig": "components.cluster.model",
@@ -118,12 +115,12 @@ _EXPORTS: dict[str, str] = {
     "NodePool": "components.nodepools.model",
     "OTHER_NAMESPACES": "components.stack.base",
     "PROJECT_NAMESPACE": "components.stack.base",
-    "PrebuiltImage": "components.raycrs.model",
+    "PrebuiltImage": "components.images.model",
     "Provisioning": "components.nodepools.model",
     "RULES": "components.stack.rules",
     "RayClusterConfig": "components.raycrs.model",
     "RayConfig": "components.raycrs.model",
-    "RayImages": "components.raycrs.model",
+    "RayImages": "components.images.model",
     "ResolveError": "components.stack.resolve",
     "Rule": "components.stack.rules",
     "SecretConfig": "components.storage.model",

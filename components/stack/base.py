@@ -5,7 +5,7 @@ that several parts of the model apply.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import (
@@ -130,18 +130,24 @@ def _k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool 
     return value
 
 
-def _unique(values: list[Any], what: str) -> list[Any]:
-    """``values`` unchanged when no entry is given twice, else ValueError naming the repeated
-    entries: each entry becomes a resource, binding or rule of its own (a name, an IAM member, a
-    Pulumi URN), so a repeat would be two resources with one name, which the provider or the
-    engine refuses (duplicate URN), or a silently merged entry."""
+def repeated(values: Iterable[Any]) -> list[Any]:
+    """The entries of ``values`` given more than once, each once, in the order of their second
+    appearance (``repeated(["a", "b", "a", "b", "a"]) == ["a", "b"]``)."""
     seen: set[Any] = set()
     dups: list[Any] = []
     for v in values:
         if v in seen and v not in dups:
             dups.append(v)
         seen.add(v)
-    if dups:
+    return dups
+
+
+def _unique(values: list[Any], what: str) -> list[Any]:
+    """``values`` unchanged when no entry is given twice, else ValueError naming the repeated
+    entries: each entry becomes a resource, binding or rule of its own (a name, an IAM member, a
+    Pulumi URN), so a repeat would be two resources with one name, which the provider or the
+    engine refuses (duplicate URN), or a silently merged entry."""
+    if dups := repeated(values):
         raise ValueError(
             f"{what}: {', '.join(repr(d) for d in dups)} listed more than once; list each once"
         )

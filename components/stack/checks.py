@@ -68,12 +68,9 @@ from components.raycrs.crd import validate_manifests as _validate_crds
 from components.raycrs.gates import gate_problems, installed_gates
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
 from components.raycrs.operator import operator_problems
-from components.raycrs.render import (
-    GCSFUSE_ANNOTATION,
-    GCSFUSE_SIDECAR,
-    job_args,
-    render_manifests,
-)
+from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
+from components.raycrs.rayjob import job_args
+from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig, resolve_job
@@ -479,7 +476,7 @@ def _object_problem(manifest: dict[str, Any], line: str, rule: str) -> Problem:
 def workload_problems(cfg: StackConfig) -> list[Problem]:
     """A job whose workload does not support the accelerator kind of its node pool (resolved by
     :func:`components.stack.resolve_job`), whose target or workload cannot be resolved, or whose
-    arguments, bound with what its pool provides (:func:`components.raycrs.render.job_args`:
+    arguments, bound with what its pool provides (:func:`components.raycrs.rayjob.job_args`:
     the pool's ``scaling`` among them), break a rule of the workload (e.g. ``tune_lm`` on a TPU
     slice with a trainer other than ``jax``)."""
     from workloads.args import ArgError
@@ -545,7 +542,7 @@ def node_ray_resources(cfg: StackConfig, pool: Any, group: Any) -> dict[str, flo
     from it: ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``,
     ``Quantity.Value()`` rounds up), ``GPU`` = the node's GPUs, ``TPU`` = the host's chips."""
     from components.nodepools.render import specs_for_pool
-    from components.raycrs.render import worker_pod_size
+    from components.raycrs.pod import worker_pod_size
     from components.stack import GpuPool, TpuPool
 
     cpu, _ = worker_pod_size(specs_for_pool(cfg, pool.name)[0], group)
@@ -571,7 +568,7 @@ def placement_problems(cfg: StackConfig) -> list[Problem]:
     (:func:`components.raycrs.scaling.scaling_config_for_job_target`). Jobs whose target does
     not resolve are left to the rules that report that (a strategy on ``tune_lm`` is refused by
     :func:`components.stack.rules.job_workloads_registered`)."""
-    from components.raycrs.render import ManifestError
+    from components.raycrs.pod import ManifestError
     from components.raycrs.scaling import ScalingError, scaling_config_for_job_target
 
     problems: list[Problem] = []

@@ -18,9 +18,10 @@ from components import catalog
 from components.capacity.model import CapacityConfig
 from components.cluster.model import ClusterConfig, NapConfig
 from components.computeclass.model import ComputeClassConfig
+from components.kuberay.model import KubeRayConfig
 from components.network.model import NetworkConfig
 from components.nodepools.model import CpuPool, GpuPool, NodePool, TpuPool
-from components.raycrs.model import JobConfig, KubeRayConfig, RayClusterConfig, RayConfig
+from components.raycrs.model import JobConfig, RayClusterConfig, RayConfig
 from components.raycrs.serve_model import ServiceConfig
 from components.stack.base import _REGION, _Model, _unique, gcp_labels
 from components.storage.model import (

@@ -23,8 +23,8 @@ from components.computeclass.rules import (
     compute_class_pools_not_kueue_flavors,
     compute_class_shapes_fit_nap,
 )
+from components.images.model import IMAGE_KINDS
 from components.nodepools.model import GpuPool, TpuPool
-from components.raycrs.model import IMAGE_KINDS
 from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX
 from components.stack.problems import Problem, Rule, at, problems_of
 from components.stack.resolve import (
@@ -358,7 +358,7 @@ def job_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
             yield _resolved(e)
 
 
-# Job arguments the platform binds (components.raycrs.render.job_args): a job's args may
+# Job arguments the platform binds (components.raycrs.rayjob.job_args): a job's args may
 # not set them, or a job would train on CPU on a GPU pool (scaling), checkpoint outside its
 # folder or bucket (name, storage_path), read another dataset (dataset) or lose its restart
 # budget (max_failures). Value: what sets it.
@@ -545,7 +545,7 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
 def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
     """A job that reads a training run (a workload of :data:`workloads.registry.WORKLOADS` with
     ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
-    (:func:`components.raycrs.render.job_args`), so ``args.name`` (its default when unset)
+    (:func:`components.raycrs.rayjob.job_args`), so ``args.name`` (its default when unset)
     names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
     lies in the checkpoints bucket under that job's folder. Each problem names the field, the
     value and the valid training jobs."""

@@ -12,7 +12,10 @@ import pytest
 
 from raygke import disruption as dis
 from raygke import synth as rsynth
-from raygke.diff import compare, disruption_summary
+from raygke.diff import compare
+from raygke.diff_formats import disruption_summary
+from raygke.replacement import K8S_PROVIDER
+from raygke.review_flags import provider_flags
 from tests.e2e.day2 import render, stack_data
 
 K8S = ("kubernetes:", "pulumi:providers:kubernetes")
@@ -20,7 +23,7 @@ RAY_CLUSTERS = (dis.RAYCLUSTER, dis.RAYSERVICE)
 
 
 def _provider(records: list[dict[str, Any]]) -> dict[str, Any]:
-    (p,) = [r for r in records if r["type"] == dis.K8S_PROVIDER]
+    (p,) = [r for r in records if r["type"] == K8S_PROVIDER]
     return p
 
 
@@ -31,7 +34,7 @@ def _provider(records: list[dict[str, Any]]) -> dict[str, Any]:
 def test_resources_json_shows_the_provider_identity(base_render, stack, prefix) -> None:
     ident = _provider(base_render[stack])["inputs"]["clusterIdentifier"]
     assert ident.startswith(prefix) and len(ident.rsplit("/", 1)[1]) == 12
-    assert dis.provider_flags(_provider(base_render[stack])) == []
+    assert provider_flags(_provider(base_render[stack])) == []
 
 
 def test_ca_and_endpoint_rotation_replaces_no_kubernetes_resource(base_render, monkeypatch) -> None:
@@ -80,8 +83,8 @@ def test_a_new_cluster_identity_replaces_every_kubernetes_object(base_render) ->
 
 
 def test_a_provider_without_identity_is_flagged() -> None:
-    rec = {"type": dis.K8S_PROVIDER, "name": "k8s", "inputs": {"kubeconfig": "[secret]"}}
-    (flag,) = dis.provider_flags(rec)
+    rec = {"type": K8S_PROVIDER, "name": "k8s", "inputs": {"kubeconfig": "[secret]"}}
+    (flag,) = provider_flags(rec)
     assert "no clusterIdentifier" in flag and "CA rotation" in flag
 
 

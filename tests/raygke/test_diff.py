@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from raygke.diff import compare, render_json, render_markdown
+from raygke.diff import compare
+from raygke.diff_formats import render_json, render_markdown
 from raygke.replacement import COMPONENT_RULE, RULES, forcing_fields, rule_for
 
 POOL = "gcp:container/nodePool:NodePool"
@@ -321,7 +322,8 @@ def test_stack_label_and_default_base(tmp_path) -> None:
     import subprocess
     from pathlib import Path
 
-    from raygke.diff import DiffError, default_base, stack_label
+    from raygke.diff import DiffError
+    from raygke.diff_sides import default_base, stack_label
 
     assert stack_label("prod", None) == "prod"
     assert stack_label(None, Path("stacks/Pulumi.mine.yaml")) == "mine"

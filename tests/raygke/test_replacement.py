@@ -118,3 +118,45 @@ def test_recreated_by_names_only_real_containment(renders) -> None:
     assert recreated_by(bucket, member) is not None
     assert recreated_by(cluster, member) is None  # no link
     assert recreated_by(bucket, pool) is None
+
+
+def test_ray_spec_hash_paths_follow_kuberay() -> None:
+    """One table (raygke/replacement.py RAY_SPEC_HASH_MUTED) says which Ray cluster spec changes
+    enter KubeRay's spec hash (what Recreate and a RayService upgrade react to) and which reach
+    only recreated pods; raygke/disruption.py and raygke/diff.py both read it."""
+    from raygke.replacement import (
+        RAY_SERVICE_HASH_MUTED,
+        ray_pod_changes,
+        ray_spec_hashed,
+    )
+
+    paths = [
+        "spec.workerGroupSpecs[0].replicas",
+        "spec.workerGroupSpecs[1].maxReplicas",
+        "spec.workerGroupSpecs[0].scaleStrategy.workersToDelete",
+        "spec.workerGroupSpecs[0].template.spec.tolerations[0].key",
+        "spec.headGroupSpec.template.spec.schedulingGates[0].name",
+        "spec.upgradeStrategy.type",
+        "spec.workerGroupSpecs[0].template.spec.containers[0].image",
+        "spec.rayVersion",
+        "spec.headGroupSpec.serviceType",
+        "metadata.labels.team",
+    ]
+    assert ray_spec_hashed(paths) == [
+        "spec.workerGroupSpecs[0].template.spec.containers[0].image",
+        "spec.rayVersion",
+        "spec.headGroupSpec.serviceType",
+    ]
+    assert ray_pod_changes(paths) == [
+        "spec.workerGroupSpecs[0].template.spec.tolerations[0].key",
+        "spec.headGroupSpec.template.spec.schedulingGates[0].name",
+        "spec.workerGroupSpecs[0].template.spec.containers[0].image",
+        "spec.rayVersion",
+    ]
+    svc = [
+        "spec.rayClusterConfig.suspend",
+        "spec.rayClusterConfig.rayVersion",
+        "spec.serveConfigV2",
+    ]
+    assert ray_spec_hashed(svc, "spec.rayClusterConfig") == svc[:2]
+    assert ray_spec_hashed(svc, "spec.rayClusterConfig", RAY_SERVICE_HASH_MUTED) == svc[1:2]

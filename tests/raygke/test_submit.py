@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from components.raycrs.render import cluster_endpoints, ray_cluster_manifest
+from components.raycrs.raycluster import ray_cluster_manifest
+from components.raycrs.render import cluster_endpoints
 from raygke import submit
 from raygke.cli import main
 from tests.helpers import ROOT, stack

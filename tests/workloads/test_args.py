@@ -124,9 +124,9 @@ def test_binding_keeps_what_the_workload_takes_and_explicit_args_win() -> None:
 
 
 def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.MonkeyPatch) -> None:
-    """components/builders/manifests.job_args and raygke/local_jobs.job_args both call
+    """components/raycrs/rayjob.job_args and raygke/local_jobs.job_args both call
     workloads.args.bind_job_args."""
-    import components.raycrs.render as manifests
+    import components.raycrs.rayjob as rayjob
     import raygke.local_jobs as lj
 
     calls = []
@@ -135,11 +135,11 @@ def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.Monkey
         calls.append(workload)
         return {"marker": workload}
 
-    monkeypatch.setattr(manifests, "bind_job_args", spy)
+    monkeypatch.setattr(rayjob, "bind_job_args", spy)
     monkeypatch.setattr(lj, "bind_job_args", spy)
     cfg = stack("prod")
     job = next(j for j in cfg.jobs if j.workload == "train_lm")
-    assert manifests.job_args(cfg, job) == {"marker": "train_lm"}
+    assert rayjob.job_args(cfg, job) == {"marker": "train_lm"}
     state = {"buckets": {b: f"/b/{b}" for b in ("datasets", "checkpoints", "artifacts")}}
     assert lj.job_args("evaluate", state, None, "r", {}) == {"marker": "evaluate"}
     assert calls == ["train_lm", "evaluate"]

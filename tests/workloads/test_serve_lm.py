@@ -10,7 +10,8 @@ import pytest
 from workloads.args import ArgError, ServeLmArgs
 from workloads.checkpoint import CheckpointError
 from workloads.lm_config import ModelConfig
-from workloads.serve_lm import GenerateRequest, LmGenerator, RequestError, build_app, parse_request
+from workloads.serve_lm import LmGenerator, build_app
+from workloads.serve_request import GenerateRequest, RequestError, parse_request
 
 ARGS = ServeLmArgs.parse({"checkpoint": "/x", "max_prompt_bytes": 8, "max_new_tokens": 5})
 

@@ -10,7 +10,9 @@ import yaml
 from rich.console import Console
 
 from raygke import disruption as dis
-from raygke.diff import compare, render_markdown, render_text
+from raygke.diff import compare
+from raygke.diff_formats import render_markdown, render_text
+from raygke.review_flags import pool_max_nodes
 
 OPTS = {
     "protect": False,
@@ -143,7 +145,7 @@ def test_crd_delete_operator_update_and_pools() -> None:
     plan = compare([tpu], [bumped], "prod")
     (d,) = plan.changes[0].disruption
     assert d["effect"] == "drained" and "multi-host TPU slice is recreated" in d["detail"]
-    assert dis.pool_max_nodes(tpu) == 4
+    assert pool_max_nodes(tpu) == 4
 
 
 def test_text_and_markdown_show_the_disruption() -> None:
@@ -158,3 +160,62 @@ def test_text_and_markdown_show_the_disruption() -> None:
     assert "🛑 RayJob ray/train: interrupted" in md
     quiet = compare([_rc()], [_rc(head_cpu="8")], "prod")
     assert "**Disruption: none (no running work stops or restarts)**" in render_markdown(quiet)
+
+
+def _with(record: dict, path: tuple, value: object) -> dict:
+    """A copy of ``record`` with ``inputs.spec.<path>`` set to ``value``."""
+    out = copy.deepcopy(record)
+    cur = out["inputs"]["spec"]
+    for key in path[:-1]:
+        cur = cur[key]
+    cur[path[-1]] = value
+    return out
+
+
+def test_recreate_ignores_the_fields_kuberay_leaves_out_of_its_hash() -> None:
+    """KubeRay v1.7.0 GenerateHashWithoutReplicasAndWorkersToDelete (utils/util.go) mutes every
+    pod template's tolerations and schedulingGates and upgradeStrategy itself: under Recreate a
+    change of only those recreates nothing, and the template note stays (running pods keep
+    their tolerations); turning Recreate on is the exception (shouldRecreatePodsForUpgrade
+    compares with the head pod's hash from its creation)."""
+    rc = _rc("Recreate")
+    tol = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+    worker_tol = _with(
+        rc, ("workerGroupSpecs",), copy.deepcopy(rc["inputs"]["spec"]["workerGroupSpecs"])
+    )
+    worker_tol["inputs"]["spec"]["workerGroupSpecs"][0]["template"]["spec"]["tolerations"] = tol
+    head_gate = copy.deepcopy(rc)
+    head_gate["inputs"]["spec"]["headGroupSpec"]["template"]["spec"]["schedulingGates"] = [
+        {"name": "kueue.x-k8s.io/admission"}
+    ]
+    for head in (worker_tol, head_gate):
+        plan = compare([rc, JOB], [head, JOB], "prod")
+        assert [c.op for c in plan.changes] == ["update"]
+        assert plan.changes[0].disruption == []
+        assert plan.changes[0].notes and "upgradeStrategy" in plan.changes[0].notes[0]
+    # changing the strategy while it stays Recreate-free, or dropping Recreate, recreates nothing
+    assert _effects([_rc("None"), JOB], [_rc(), JOB]) == set()
+    assert _effects([_rc("Recreate"), JOB], [_rc("None"), JOB]) == set()
+    # turning Recreate on does: the head pod keeps the hash of the spec it was created with, and
+    # a diff of two renders cannot see what changed while Recreate was off
+    assert ("RayCluster ray/training", "recreated") in _effects(
+        [_rc(), JOB], [_rc("Recreate"), JOB]
+    )
+    # a toleration change together with a hashed one does recreate
+    both = copy.deepcopy(worker_tol)
+    both["inputs"]["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "cpu": "8"
+    }
+    assert ("RayCluster ray/training", "recreated") in _effects([rc, JOB], [both, JOB])
+
+
+def test_rayservice_suspend_and_tolerations_bring_up_no_new_cluster() -> None:
+    """rayservice_controller.go rayClusterSpecForHashing also mutes ``suspend``."""
+    svc = _svc(None)
+    suspended = _with(svc, ("rayClusterConfig", "suspend"), True)
+    assert _effects([svc], [suspended]) == set()
+    tol = copy.deepcopy(svc)
+    tol["inputs"]["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"][
+        "tolerations"
+    ] = [{"key": "x", "operator": "Exists"}]
+    assert _effects([svc], [tol]) == set()

@@ -121,7 +121,7 @@ def test_prod_jobs_use_the_catalog() -> None:
 
 def test_peak_flops_per_device_comes_from_the_catalog() -> None:
     from components.catalog import gpu_type, tpu_slice
-    from components.raycrs.render import job_args
+    from components.raycrs.rayjob import job_args
     from components.raycrs.scaling import peak_flops_per_device
 
     cfg = stack("prod")
@@ -143,7 +143,8 @@ def test_multislice_only_on_multi_host_groups() -> None:
     (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice): the dev stack's
     JAX job on two single-host v5e 2x2 slices uses one slice and its group gets no MEGASCALE
     port; prod's v6e 4x4 x 2 group keeps it."""
-    from components.raycrs.render import MEGASCALE_PORT, render_manifests
+    from components.raycrs.pod import MEGASCALE_PORT
+    from components.raycrs.render import render_manifests
     from tests.helpers import WORKING_DIR, stack
 
     dev = stack("dev")

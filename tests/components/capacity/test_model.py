@@ -44,7 +44,7 @@ def test_borrowing_limit_without_cohort_is_refused_as_kueue_does():
 def test_duplicate_flavor_and_bad_strategy_are_refused():
     cap = copy.deepcopy(CAPACITY)
     cap["cluster_queues"][0]["flavors"].append(cap["cluster_queues"][0]["flavors"][0])
-    with pytest.raises(ConfigError, match="'system' listed twice"):
+    with pytest.raises(ConfigError, match="flavors: 'system' listed more than once"):
         cfg(capacity=cap)
     cap = copy.deepcopy(CAPACITY)
     cap["cluster_queues"][0]["queueing_strategy"] = "LIFO"

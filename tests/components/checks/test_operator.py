@@ -1,4 +1,4 @@
-"""KubeRay operator rules (components/raycrs/operator.py), one case per rule, each citing the
+"""KubeRay operator rules (components/raycrs/operator/), one case per rule, each citing the
 function of KubeRay v1.7.0 ray-operator/controllers/ray/utils/validation.go it comes from."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from components.raycrs import operator as op
+from components.raycrs.operator import common
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_manifests
 from tests.helpers import STACKS, WORKING_DIR, stack
@@ -759,9 +760,9 @@ def test_rules_of_fields_new_in_1_7_0_are_skipped_for_1_6_2() -> None:
 def test_helpers_follow_kubernetes_and_go() -> None:
     """IsDNS1035Label / IsQualifiedName / IsValidLabelValue (k8s.io/apimachinery) and Go's
     time.ParseDuration, as validation.go uses them."""
-    assert op.is_dns1035_label("a-1") and not op.is_dns1035_label("1a")
-    assert not op.is_dns1035_label("a\n") and not op.is_dns1035_label("a" * 64)
-    assert op.is_qualified_name("example.com/a_b.c") and not op.is_qualified_name("/a")
-    assert op.is_label_value("") and not op.is_label_value("a" * 64)
-    assert op.go_duration_seconds("1h30m") == 5400 and op.go_duration_seconds("-5s") == -5
-    assert op.go_duration_seconds("0") == 0 and op.go_duration_seconds("5") is None
+    assert common.is_dns1035_label("a-1") and not common.is_dns1035_label("1a")
+    assert not common.is_dns1035_label("a\n") and not common.is_dns1035_label("a" * 64)
+    assert common.is_qualified_name("example.com/a_b.c") and not common.is_qualified_name("/a")
+    assert common.is_label_value("") and not common.is_label_value("a" * 64)
+    assert common.go_duration_seconds("1h30m") == 5400 and common.go_duration_seconds("-5s") == -5
+    assert common.go_duration_seconds("0") == 0 and common.go_duration_seconds("5") is None

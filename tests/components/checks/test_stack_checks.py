@@ -230,7 +230,7 @@ def test_tune_lm_refuses_a_multi_host_slice() -> None:
 
 
 def test_tune_lm_trials_get_one_worker_of_the_pool() -> None:
-    from components.raycrs.render import job_args
+    from components.raycrs.rayjob import job_args
     from workloads.args import TuneLmArgs
     from workloads.tune_lm import trial_resources
 

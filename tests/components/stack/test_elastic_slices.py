@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.raycrs.render import job_args, ray_job_manifest
+from components.raycrs.rayjob import job_args, ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
 from components.stack import validate
 from tests.components.stack.test_model import problems

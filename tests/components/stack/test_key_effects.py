@@ -495,7 +495,7 @@ def _changed(
 
 # Written occurrences known to have no effect where they are written: (stack, dotted path) -> why.
 # KNOWN GAP, reported to the lead: `worker_group` of a job on a long-lived RayCluster only feeds
-# the workload's scaling arguments (builders/manifests.job_args); `prepare` takes none, so for it
+# the workload's scaling arguments (components/raycrs/rayjob.job_args); `prepare` takes none, so for it
 # the key changes nothing (the RayJob has clusterSelector only).
 KNOWN_NO_EFFECT = {
     ("dev", "jobs.0.worker_group"): "prepare takes no scaling arguments",

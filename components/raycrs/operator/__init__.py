@@ -1,0 +1,169 @@
+"""The rules the KubeRay operator applies to a RayCluster, RayJob or RayService when it reconciles.
+
+The API server accepts any object its CRD schema allows (:mod:`components.raycrs.crd`); the
+operator then validates it again and, on a problem, records an event and never acts on the object:
+``pulumi up`` succeeds and the cluster or job never runs. This module repeats every rule of KubeRay
+v1.7.0 ``ray-operator/controllers/ray/utils/validation.go`` (constants from ``constant.go``) that
+can be decided from the manifest alone, one function per rule, each citing the Go function it
+comes from. Every problem is one line::
+
+    RayJob train: spec.ttlSecondsAfterFinished 3600 needs spec.shutdownAfterJobFinishes true ...
+
+Rules that depend on something a manifest does not show are not checked: the operator's feature
+gates (``RayJobDeletionPolicy``, ``RayClusterHistoryServer``, ``RayClusterNetworkPolicy``,
+``RayClusterMTLS``, ``GCSFaultToleranceEmbeddedStorage``, ``RayServiceIncrementalUpgrade``;
+:mod:`components.raycrs.gates` checks those with the installed operator's gates),
+``status`` (``ValidateRayClusterStatus``, ``ValidateRayJobStatus``) and RayCronJob (not rendered).
+
+Versions: the rules are read from v1.7.0. For v1.6.2 (the other carried version) the v1.6.2
+``validation.go`` was not available; the rules whose fields first appear in the v1.7.0 CRDs
+(``tlsOptions``, ``networkPolicy``, ``historyServerOptions``, ``workerGroupSpecs[].priority``,
+``gcsFaultToleranceOptions.backend`` / ``.storage``, ``autoscalerOptions.args``) are tagged
+``since="1.7.0"`` and skipped (the v1.6.2 CRD check already refuses those fields as unknown);
+every other rule is applied as in v1.7.0, which is unverified for v1.6.2.
+
+One module per kind: :mod:`~components.raycrs.operator.cluster` (RayCluster and the cluster spec of
+every kind), :mod:`~components.raycrs.operator.job` (RayJob),
+:mod:`~components.raycrs.operator.service` (RayService), on the views of
+:mod:`~components.raycrs.operator.common`; this module holds the rule tables and runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from components.raycrs.operator.cluster import (
+    auth_options,
+    autoscaler_options,
+    autoscaler_start_cmd_env,
+    autoscaler_v2_env,
+    autoscaler_v2_restart_policy,
+    cluster_upgrade_strategy,
+    ft_annotation_and_options,
+    ft_backend,
+    group_labels,
+    group_resources_once,
+    head_has_container,
+    history_server,
+    network_policy,
+    raycluster_name,
+    redis_address_needs_ft,
+    redis_username,
+    suspended_worker_with_autoscaling,
+    tls_options,
+    worker_idle_timeout,
+    worker_priority,
+    worker_replicas,
+    workers_have_container,
+)
+from components.raycrs.operator.common import Obj, version_tuple
+from components.raycrs.operator.job import (
+    k8s_token_auth_unsupported,
+    rayjob_cluster_source,
+    rayjob_deadlines_and_backoff,
+    rayjob_deletion_rules,
+    rayjob_deletion_strategy,
+    rayjob_name,
+    rayjob_runtime_env_yaml,
+    rayjob_submission_mode,
+    rayjob_suspend_needs_shutdown,
+    rayjob_ttl,
+)
+from components.raycrs.operator.service import (
+    rayservice_deletion_delay,
+    rayservice_head_service_name,
+    rayservice_initializing_timeout,
+    rayservice_name,
+    rayservice_upgrade_strategy,
+)
+from components.stack.problems import Rule
+
+# --------------------------------------------------------------------------------------- tables
+
+
+# Each operator rule is a components.stack.problems.Rule(check, kinds, since): it applies to ``kinds``;
+# ``since`` is the first carried KubeRay version with it.
+ALL_KINDS = ("RayCluster", "RayJob", "RayService")
+# Object rules: check(Obj). Cluster-spec rules (CLUSTER_RULES): check(ClusterSpec), run on the
+# RayCluster spec of every kind (ValidateRayClusterSpec is called by the RayJob and RayService
+# validation too).
+OBJECT_RULES: tuple[Rule, ...] = (
+    Rule(raycluster_name, ("RayCluster",)),
+    Rule(cluster_upgrade_strategy, ("RayCluster",)),
+    Rule(rayjob_name, ("RayJob",)),
+    Rule(rayjob_suspend_needs_shutdown, ("RayJob",)),
+    Rule(rayjob_ttl, ("RayJob",)),
+    Rule(rayjob_deletion_strategy, ("RayJob",)),
+    Rule(rayjob_deletion_rules, ("RayJob",)),
+    Rule(rayjob_cluster_source, ("RayJob",)),
+    Rule(rayjob_submission_mode, ("RayJob",)),
+    Rule(rayjob_runtime_env_yaml, ("RayJob",)),
+    Rule(rayjob_deadlines_and_backoff, ("RayJob",)),
+    Rule(k8s_token_auth_unsupported, ("RayJob", "RayService")),
+    Rule(rayservice_name, ("RayService",)),
+    Rule(rayservice_initializing_timeout, ("RayService",)),
+    Rule(rayservice_head_service_name, ("RayService",)),
+    Rule(rayservice_upgrade_strategy, ("RayService",)),
+    Rule(rayservice_deletion_delay, ("RayService",)),
+)
+CLUSTER_RULES: tuple[Rule, ...] = (
+    Rule(head_has_container, ALL_KINDS),
+    Rule(workers_have_container, ALL_KINDS),
+    Rule(group_resources_once, ALL_KINDS),
+    Rule(group_labels, ALL_KINDS),
+    Rule(worker_replicas, ALL_KINDS),
+    Rule(worker_idle_timeout, ALL_KINDS),
+    Rule(worker_priority, ALL_KINDS, since="1.7.0"),
+    Rule(ft_annotation_and_options, ALL_KINDS),
+    Rule(redis_address_needs_ft, ALL_KINDS),
+    Rule(ft_backend, ALL_KINDS, since="1.7.0"),
+    Rule(redis_username, ALL_KINDS),
+    Rule(autoscaler_v2_env, ALL_KINDS),
+    Rule(suspended_worker_with_autoscaling, ALL_KINDS),
+    Rule(autoscaler_v2_restart_policy, ALL_KINDS),
+    Rule(autoscaler_options, ALL_KINDS),
+    Rule(autoscaler_start_cmd_env, ALL_KINDS, since="1.7.0"),
+    Rule(history_server, ALL_KINDS, since="1.7.0"),
+    Rule(auth_options, ALL_KINDS),
+    Rule(network_policy, ALL_KINDS, since="1.7.0"),
+    Rule(tls_options, ALL_KINDS, since="1.7.0"),
+)
+DEFAULT_VERSION = "1.7.0"
+
+
+def _applies(rule: Rule, version: str) -> bool:
+    return (version_tuple(version) or (0,)) >= (version_tuple(rule.since) or (0,))
+
+
+def rules_for(kind: str, version: str = DEFAULT_VERSION) -> list[Rule]:
+    """The object and cluster-spec rules applied to ``kind`` at KubeRay ``version``."""
+    return [r for r in (*OBJECT_RULES, *CLUSTER_RULES) if kind in r.kinds and _applies(r, version)]
+
+
+def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) -> list[str]:
+    """Problems the KubeRay operator at ``version`` would report for one rendered custom resource,
+    one line each: ``<Kind> <name>: <field> <why> (validation.go <function>)``. Kinds other than
+    RayCluster/RayJob/RayService get none (the CRD check reports them)."""
+    o = Obj.of(manifest)
+    if o.kind not in ALL_KINDS:
+        return []
+    c = o.cluster()
+    out: list[str] = []
+    for r in rules_for(o.kind, version):
+        if r in CLUSTER_RULES:
+            if c is not None:
+                out += r.check(c)
+        else:
+            out += r.check(o)
+    return [f"{o.kind} {o.name}: {line}" for line in out]
+
+
+def operator_problems_all(
+    manifests: Iterable[dict[str, Any]], version: str = DEFAULT_VERSION
+) -> list[str]:
+    """:func:`operator_problems` over several objects, in order."""
+    out: list[str] = []
+    for m in manifests:
+        out += operator_problems(m, version)
+    return out

@@ -1,0 +1,302 @@
+"""The pod template every Ray pod of the stack shares: ports, labels, sizing of a worker pod on
+its node, GCS FUSE volumes, the Pod Security ``restricted`` settings, ``/dev/shm`` and token
+authentication. :mod:`components.raycrs.raycluster` builds the head and worker groups on it,
+:mod:`components.raycrs.rayjob` the submitter.
+
+Facts used (sources):
+
+* Security (issue 12): every Ray cluster spec gets ``authOptions`` token mode with a Secret the
+  stack creates (:func:`auth_options`); every container the Pod Security Standards'
+  ``restricted`` securityContext (:func:`container_security_context`, the Ray image's uid 1000 /
+  gid 100); every Ray pod a size-limited memory ``/dev/shm`` (:func:`shm_size`); heads run as
+  their identity's ``-head`` account (autoscaler RBAC), workers and submitters as the identity's
+  own account without a mounted token.
+* GCS FUSE: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-ephemeral
+  (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
+  ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
+* TPU ports: 8471 TPU runtime between the hosts of a slice and 8431 TPU runtime metrics
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, multi-host workload example);
+  8081 the multi-slice (megascale) coordinator, ``DEFAULT_MEGASCALE_PORT`` in
+  ``ray/_private/accelerators/tpu.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from components.images.render import planned_refs
+from components.nodepools.render import NodePoolSpec
+from components.stack import (
+    StackConfig,
+    WorkerGroupConfig,
+)
+from components.stack.naming import bucket_name, ksa_name
+from contract.quantity import cpu_quantity, memory_quantity
+
+API_VERSION = "ray.io/v1"
+GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
+GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+# Default resources of the GCS FUSE sidecar GKE injects (see module docstring).
+GCSFUSE_SIDECAR = {"cpu": 0.25, "memory": 0.25}  # cores, GiB
+# Headroom left on a node for GKE's daemonsets (logging, metrics, CSI, networking) and the GCS
+# FUSE sidecar, subtracted from NodePoolSpec.capacity when sizing a worker pod: cores, GiB.
+NODE_HEADROOM = {"cpu": 1.0, "memory": 2.0}
+HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001, "metrics": 8080}
+DASHBOARD_PORT = HEAD_PORTS["dashboard"]
+CLIENT_PORT = HEAD_PORTS["client"]
+TPU_RUNTIME_PORT = 8471
+TPU_METRICS_PORT = 8431
+MEGASCALE_PORT = 8081
+SERVE_PORT = 8000  # Ray Serve HTTP; KubeRay constant.go DefaultServingPort
+MOUNT_ROOT = "/mnt/gcs"
+# Pod security (see pod_security_context / container_security_context): the Ray image's user.
+RAY_UID = 1000
+RAY_GID = 100
+SHM_FRACTION = 0.5
+# Token authentication (see auth_options).
+AUTH_MODE = "token"
+AUTH_TOKEN_KEY = "auth_token"
+AUTH_MIN_RAY_VERSION = (2, 52, 0)
+# Pod label naming the Ray cluster a pod belongs to (own clusters of RayJobs, whose RayCluster
+# name KubeRay generates) and the one a submitter submits to; NetworkPolicies select on them.
+CLUSTER_LABEL = "ray.io/cluster"
+JOB_CLUSTER_LABEL = "ray-gke.io/job-cluster"
+SUBMITTER_LABEL = "ray-gke.io/submits-to"
+DATASET_PATH = "lm-bytes"
+PART_OF = "ray-gke"
+
+
+class ManifestError(ValueError):
+    """A custom resource that cannot be built; the message names the field and value."""
+
+
+# ------------------------------------------------------------------------------ sizing helpers
+
+
+def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) -> tuple[str, str]:
+    """CPU and memory (request = limit) of a worker pod filling one node of ``spec``.
+
+    ``NodePoolSpec.capacity`` minus :data:`NODE_HEADROOM`, floored to 100m and to 256Mi (1Gi from 16Gi up); the worker
+    group's ``cpu`` / ``memory`` override wins where given. Nodes of unknown shape get 1 CPU, 4Gi.
+
+    Returns:
+        ``(cpu, memory)`` as Kubernetes quantities, e.g. ``("6500m", "26Gi")``.
+
+    Raises:
+        ManifestError: the node is too small to leave any room after the headroom.
+    """
+    cpu_cap, mem_cap = spec.capacity.get("cpu"), spec.capacity.get("memory")
+    if cpu_cap is None or mem_cap is None:
+        cpu, mem = "1", "4Gi"
+    else:
+        cpu_left = cpu_cap - NODE_HEADROOM["cpu"]
+        mem_left = mem_cap - NODE_HEADROOM["memory"]
+        if cpu_left < 0.1 or mem_left < 0.25:
+            raise ManifestError(
+                f"node pool {spec.name!r} ({spec.machine_type}) is too small for a Ray worker "
+                f"after {NODE_HEADROOM['cpu']} CPU / {NODE_HEADROOM['memory']} GiB headroom"
+            )
+        cpu, mem = cpu_quantity(cpu_left), memory_quantity(mem_left)
+    if group is not None:
+        cpu = group.cpu or cpu
+        mem = group.memory or mem
+    return cpu, mem
+
+
+def pod_images(cfg: StackConfig, images: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """Kind -> image reference of the pods: ``images`` (what the Pulumi program passes: the pushed
+    digests, ``pulumi.Output`` values), else :func:`components.images.render.planned_refs`."""
+    return planned_refs(cfg) if images is None else images
+
+
+def pod_resources(cpu: str, memory: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
+    amounts = {"cpu": cpu, "memory": memory, **(extra or {})}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+# ---------------------------------------------------------------------------- volumes (GCS FUSE)
+
+
+def _identity_buckets(cfg: StackConfig, service_account: str) -> dict[str, str]:
+    for w in cfg.workload_identities:
+        if w.name == service_account:
+            return dict(w.buckets)
+    return {}
+
+
+def gcs_fuse_volumes(
+    cfg: StackConfig, service_account: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """GCS FUSE CSI ephemeral volumes and mounts for the buckets ``service_account`` may use.
+
+    One volume ``gcs-<purpose>`` per bucket the workload identity names, mounted at
+    ``/mnt/gcs/<purpose>``, read-only for ``read`` access.
+
+    Returns:
+        ``(volumes, volumeMounts)``, sorted by purpose.
+    """
+    volumes, mounts = [], []
+    for purpose, access in sorted(_identity_buckets(cfg, service_account).items()):
+        read_only = access == "read"
+        volumes.append(
+            {
+                "name": f"gcs-{purpose}",
+                "csi": {
+                    "driver": GCSFUSE_DRIVER,
+                    "readOnly": read_only,
+                    "volumeAttributes": {
+                        "bucketName": bucket_name(cfg, purpose),
+                        "mountOptions": "implicit-dirs",
+                    },
+                },
+            }
+        )
+        mounts.append(
+            {
+                "name": f"gcs-{purpose}",
+                "mountPath": f"{MOUNT_ROOT}/{purpose}",
+                "readOnly": read_only,
+            }
+        )
+    return volumes, mounts
+
+
+# ------------------------------------------------------------------------------- pod security
+
+
+def container_security_context() -> dict[str, Any]:
+    """The ``securityContext`` of every container we render (Ray head, workers, submitters, and
+    the autoscaler sidecar via ``autoscalerOptions.securityContext``): what the Pod Security
+    Standards' ``restricted`` profile requires
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted): no
+    privilege escalation (the Ray image's user has passwordless sudo, so escalation would be
+    root), all capabilities dropped, non-root, ``RuntimeDefault`` seccomp. The uid/gid are the
+    Ray image's ``ray`` user (``useradd ... ray --uid 1000 --gid 100`` in ray-project/ray's
+    docker build files, e.g. ``ci/docker/min.allpython.Dockerfile``)."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "runAsUser": RAY_UID,
+        "runAsGroup": RAY_GID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context() -> dict[str, Any]:
+    """The pod-level ``securityContext``: non-root Ray uid/gid, ``fsGroup`` so mounted volumes
+    are writable by the Ray user, ``RuntimeDefault`` seccomp for every container, injected
+    sidecars included (same source as :func:`container_security_context`)."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RAY_UID,
+        "runAsGroup": RAY_GID,
+        "fsGroup": RAY_GID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def shm_size(memory: str) -> str:
+    """``sizeLimit`` of the memory-backed ``/dev/shm`` of a Ray pod with ``memory`` (quantity):
+    :data:`SHM_FRACTION` of it, in Mi (rounded up). Ray puts its object store (default 30 % of
+    the container's memory, ``DEFAULT_OBJECT_STORE_MEMORY_PROPORTION`` in
+    ``ray/_private/ray_constants.py``) in ``/dev/shm`` and refuses to start when a large store
+    does not fit there (``ray/_private/services.py`` ``determine_plasma_store_config``), so the
+    limit leaves room above 30 %; memory-backed emptyDir pages count against the pod's memory
+    limit (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir)."""
+    from components.stack.base import quantity_value
+
+    mib = math.ceil(quantity_value(memory) * SHM_FRACTION / 2**20)
+    return f"{mib}Mi"
+
+
+def shm_volume(memory: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    volume = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(memory)}}
+    return volume, {"name": "dshm", "mountPath": "/dev/shm"}
+
+
+# ------------------------------------------------------------------------- token authentication
+
+
+def auth_secret_name(cluster: str) -> str:
+    """The Kubernetes Secret holding the Ray auth token of one Ray cluster (a long-lived
+    RayCluster's name, or a RayJob's name for the cluster it brings): ``<name>-ray-auth``. The
+    stack creates it (``pulumi_random.RandomPassword``) with the key ``auth_token``
+    (:data:`AUTH_TOKEN_KEY`, KubeRay's ``RAY_AUTH_TOKEN_SECRET_KEY`` in
+    ``ray-operator/controllers/ray/utils/constant.go``)."""
+    return f"{cluster}-ray-auth"
+
+
+def auth_options(cluster: str) -> dict[str, Any]:
+    """``authOptions`` of a RayCluster spec: ``{mode: token, secretName: <auth_secret_name>}``.
+
+    KubeRay v1.7.0 then sets ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN`` (``secretKeyRef``
+    to that Secret's ``auth_token``) on every Ray container, and on the RayJob submitter
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/kuberay-auth.html; the
+    submitter: ``rayjob_controller`` test "Auth env vars should be injected"), so the pod
+    templates do not repeat them. Without ``secretName`` KubeRay would generate a Secret named
+    after the RayCluster; we name it ourselves because a RayJob's own RayCluster gets a
+    generated name, and in-cluster clients (a Serve gateway, a notebook) need a name known at
+    preview time. Needs ``rayVersion`` >= 2.52.0 (validation.go ``ValidateRayClusterSpec``).
+    """
+    return {"mode": AUTH_MODE, "secretName": auth_secret_name(cluster)}
+
+
+def auth_client_env(cluster: str) -> list[dict[str, Any]]:
+    """Container ``env`` for an in-cluster client of Ray cluster ``cluster`` that KubeRay does not
+    inject into (a Serve gateway, a notebook, a CI pod): ``RAY_AUTH_MODE=token`` and
+    ``RAY_AUTH_TOKEN`` from the cluster's Secret (:func:`auth_secret_name`, key ``auth_token``);
+    Ray's clients read both (https://docs.ray.io/en/latest/ray-security/token-auth.html). The
+    client pod must also match the head's NetworkPolicy (label ``ray-gke.io/submits-to:
+    <cluster>``, :mod:`components.kuberay.namespace`)."""
+    return [
+        {"name": "RAY_AUTH_MODE", "value": AUTH_MODE},
+        {
+            "name": "RAY_AUTH_TOKEN",
+            "valueFrom": {
+                "secretKeyRef": {"name": auth_secret_name(cluster), "key": AUTH_TOKEN_KEY}
+            },
+        },
+    ]
+
+
+def pod_template(
+    cfg: StackConfig,
+    service_account: str,
+    container: dict[str, Any],
+    *,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, str]] | None = None,
+    extra_volumes: list[dict[str, Any]] | None = None,
+    extra_mounts: list[dict[str, Any]] | None = None,
+    account: str | None = None,
+    automount_token: bool = False,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Ray pod template. ``service_account`` is the workload identity (its buckets are
+    mounted); ``account`` the Kubernetes service account the pod runs as (default: the
+    identity's workers' account). ``automount_token``: mount the KSA token (only the head with
+    the autoscaler calls the Kubernetes API)."""
+    volumes, mounts = gcs_fuse_volumes(cfg, service_account)
+    volumes = volumes + list(extra_volumes or [])
+    mounts = mounts + list(extra_mounts or [])
+    container = {**container, "securityContext": container_security_context()}
+    if mounts:
+        container = {**container, "volumeMounts": mounts}
+    spec: dict[str, Any] = {
+        "serviceAccountName": account or ksa_name(service_account),
+        "automountServiceAccountToken": automount_token,
+        "securityContext": pod_security_context(),
+        "nodeSelector": dict(node_selector),
+        "containers": [container],
+    }
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if volumes:
+        spec["volumes"] = volumes
+    metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF, **(labels or {})}}
+    if any("csi" in v for v in volumes):
+        metadata["annotations"] = {GCSFUSE_ANNOTATION: "true"}
+    return {"metadata": metadata, "spec": spec}

@@ -1,0 +1,364 @@
+"""The ``ray.io/v1`` RayCluster: its head group, worker groups and spec (also the RayJob's
+``rayClusterSpec`` and the RayService's ``rayClusterConfig``).
+
+Config in, plain ``dict`` out (:mod:`components.raycrs.render` puts every object in order); the
+pod template shared by every Ray pod is :mod:`components.raycrs.pod`.
+
+One source of truth (design.md): every worker group is generated from the node pool it references
+through :mod:`components.catalog` and :mod:`components.nodepools.render`; nothing about a slice or GPU
+shape is typed here.
+
+Facts used (sources):
+
+* RayCluster fields (``headGroupSpec``, ``workerGroupSpecs``, ``numOfHosts``,
+  ``enableInTreeAutoscaling``, ``autoscalerOptions.idleTimeoutSeconds``, ``serviceType``...):
+  the KubeRay v1.7.0 CRDs and https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html.
+* TPU worker groups: https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html —
+  ``numOfHosts`` = hosts of the slice, ``google.com/tpu`` request = limit = chips per host,
+  nodeSelector ``cloud.google.com/gke-tpu-accelerator`` / ``cloud.google.com/gke-tpu-topology``,
+  replicas count slices. KubeRay turns the ``google.com/tpu`` limit into the Ray ``TPU`` resource,
+  and Ray adds ``TPU-<pod type>-head`` on worker 0 from ``TPU_WORKER_ID``/``TPU_NAME``, which the
+  GKE TPU webhook injects together with ``TPU_WORKER_HOSTNAMES``; so ``rayStartParams`` stay empty.
+  ``TPU_ACCELERATOR_TYPE`` (pod type, e.g. ``v6e-16``) and ``TPU_TOPOLOGY`` are set from the catalog
+  so Ray's detection (``ray/_private/accelerators/tpu.py``) never depends on the node's metadata.
+  Ports: 8471 TPU runtime between the hosts of a slice and 8431 TPU runtime metrics
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, multi-host workload example);
+  8081 the multi-slice (megascale) coordinator, ``DEFAULT_MEGASCALE_PORT`` in
+  ``ray/_private/accelerators/tpu.py``. With more than one multi-host slice (maxReplicas > 1;
+  GKE runs Multislice on multi-host slices only, :meth:`components.catalog.TpuSlice.job_slices`)
+  ``MEGASCALE_PORT``
+  is set; ``MEGASCALE_COORDINATOR_ADDRESS`` / ``MEGASCALE_NUM_SLICES`` / ``MEGASCALE_SLICE_ID`` differ
+  per slice and are set at run time by Ray Train's JaxTrainer (``ray/train/v2/jax/config.py`` via
+  ``ray.util.tpu.get_tpu_coordinator_env_vars``), which a pod template cannot do.
+* GPU worker groups: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (label
+  ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu``); a memory-backed ``/dev/shm``
+  for NCCL and PyTorch data loaders (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/gpu.html).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from components import catalog
+from components.computeclass.model import class_label, class_taint
+from components.images.render import pool_image_kind
+from components.nodepools.render import gpu_node_labels, specs_for_pool
+from components.raycrs.pod import (
+    API_VERSION,
+    HEAD_PORTS,
+    MEGASCALE_PORT,
+    PART_OF,
+    TPU_METRICS_PORT,
+    TPU_RUNTIME_PORT,
+    ManifestError,
+    auth_options,
+    container_security_context,
+    pod_images,
+    pod_resources,
+    pod_template,
+    shm_volume,
+    worker_pod_size,
+)
+from components.stack import (
+    CpuPool,
+    GpuPool,
+    GroupTarget,
+    HeadConfig,
+    RayClusterConfig,
+    StackConfig,
+    TpuPool,
+    WorkerGroupConfig,
+    quantity_bytes,
+    resolve_group,
+)
+from components.stack.naming import head_account_id
+
+# ------------------------------------------------------------------------------------ head group
+
+# Kueue's elastic-job marker (kueue pkg/constants/constants.go ElasticJobAnnotation): the object is
+# admitted as workload slices, so it may scale (gate ElasticJobsViaWorkloadSlices).
+ELASTIC_JOB = {"kueue.x-k8s.io/elastic-job": "true"}
+
+
+def head_group_spec(
+    cfg: StackConfig,
+    head: HeadConfig,
+    service_account: str,
+    images: Mapping[str, Any] | None = None,
+    *,
+    autoscaling: bool = True,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``headGroupSpec``: the head on the system pool, dashboard/client reachable in-cluster only.
+    Its image is the ``cpu`` image (``images``: kind -> reference, see :func:`components.raycrs.render.render_manifests`).
+
+    The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
+    tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it (the
+    NetworkPolicies of :mod:`components.kuberay.namespace` decide who). The head runs as the
+    identity's own head account (:func:`components.stack.naming.head_account_id`), to which
+    KubeRay binds the autoscaler's RBAC; its token is mounted only when ``autoscaling``.
+    """
+    volume, mount = shm_volume(head.memory)
+    container = {
+        "name": "ray-head",
+        "image": pod_images(cfg, images)["cpu"],
+        "resources": pod_resources(head.cpu, head.memory),
+        "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS.items()],
+    }
+    return {
+        "serviceType": "ClusterIP",
+        "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
+        "template": pod_template(
+            cfg,
+            service_account,
+            container,
+            node_selector={catalog.NODE_POOL_LABEL: "system"},
+            extra_volumes=[volume],
+            extra_mounts=[mount],
+            account=head_account_id(service_account),
+            automount_token=autoscaling,
+            labels=labels,
+        ),
+    }
+
+
+# --------------------------------------------------------------------------------- worker groups
+
+
+SPILL_VOLUME = "ray-spill"
+
+
+def ray_start_params(group: WorkerGroupConfig) -> dict[str, str]:
+    """``rayStartParams`` of a worker group (KubeRay passes each as ``ray start --<key>=<value>``;
+    https://docs.ray.io/en/latest/cluster/cli.html#ray-start):
+
+    * ``object-store-memory``: ``group.object_store_memory`` in bytes (a decimal string);
+    * ``object-spilling-directory``: ``group.spill_dir``
+      (https://docs.ray.io/en/latest/ray-core/objects/object-spilling.html), backed by the
+      ``emptyDir`` volume :data:`SPILL_VOLUME` mounted there (node ephemeral storage).
+
+    Empty when neither is set (Ray's defaults: 30% of the pod's memory, spilling under /tmp).
+    """
+    params: dict[str, str] = {}
+    if group.object_store_memory is not None:
+        params["object-store-memory"] = str(quantity_bytes(group.object_store_memory))
+    if group.spill_dir:
+        params["object-spilling-directory"] = group.spill_dir
+    return params
+
+
+def worker_group_spec(
+    cfg: StackConfig,
+    target: GroupTarget,
+    service_account: str,
+    *,
+    replicas: int | None = None,
+    images: Mapping[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    image_kind: str | None = None,
+    autoscaled: bool = False,
+    compute_class: bool = True,
+) -> dict[str, Any]:
+    """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
+    (:func:`components.stack.resolve_group`, or :attr:`components.stack.JobTarget.group_target`).
+
+    ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
+    count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
+    ``replicas`` defaults to ``minReplicas``; with ``autoscaled`` (the cluster has
+    ``enableInTreeAutoscaling``) it is left out: the Ray autoscaler owns that field
+    (kuberay#4149). Under server-side apply a field the stack does not send is not the stack's:
+    the API server applies the CRD default (``replicas: 0``, KubeRay v1.7.0
+    ``ray.io_rayclusters.yaml``) on create only, the autoscaler's later writes become its own, and
+    a ``pulumi up`` neither conflicts with them nor resets them
+    (https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts,
+    https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/;
+    ``pulumi.com/patchForce`` would take the field from the autoscaler, and ``ignore_changes``
+    under server-side apply still sends the old value, so neither is used). KubeRay clamps an
+    omitted or lower value to ``minReplicas`` (``GetWorkerGroupDesiredReplicas``,
+    ray-operator/controllers/ray/utils/util.go), so the group still starts at its minimum.
+    See the module docstring for the per-kind settings.
+    The container image is ``images[image_kind]``; ``image_kind`` defaults to the pool's kind
+    (:func:`components.images.render.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``); a
+    job's own cluster passes :func:`components.images.render.job_image_kind` (``gpu-tf`` for a
+    TensorFlow job on a GPU pool). ``compute_class`` False leaves out the pool's ComputeClass
+    selector and toleration (a queued job's own cluster: Kueue's flavor places it).
+
+    Raises:
+        ManifestError: the group's node pool has no GKE node pool.
+    """
+    group, pool = target.group, target.pool
+    specs = specs_for_pool(cfg, pool.name)
+    if not specs:
+        raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
+    spec = specs[0]
+    cpu, memory = worker_pod_size(spec, group)
+    max_replicas = target.max_replicas
+    out: dict[str, Any] = {"groupName": group.name}
+    if not autoscaled:
+        out["replicas"] = group.min_replicas if replicas is None else replicas
+    out.update(
+        minReplicas=group.min_replicas,
+        maxReplicas=max_replicas,
+        numOfHosts=1,
+        rayStartParams=ray_start_params(group),
+    )
+    container: dict[str, Any] = {
+        "name": "ray-worker",
+        "image": pod_images(cfg, images)[image_kind or pool_image_kind(pool)],
+    }
+    extra_volumes: list[dict[str, Any]] = []
+    extra_mounts: list[dict[str, Any]] = []
+    if group.spill_dir:
+        extra_volumes.append({"name": SPILL_VOLUME, "emptyDir": {}})
+        extra_mounts.append({"name": SPILL_VOLUME, "mountPath": group.spill_dir})
+    tolerations: list[dict[str, str]] = []
+    if isinstance(pool, TpuPool):
+        s = pool.slice
+        out["numOfHosts"] = s.hosts
+        env = {
+            "JAX_PLATFORMS": "tpu,cpu",
+            "TPU_ACCELERATOR_TYPE": s.pod_type,
+            "TPU_TOPOLOGY": s.topology,
+        }
+        ports = {"tpu-runtime": TPU_RUNTIME_PORT, "tpu-metrics": TPU_METRICS_PORT}
+        if s.multi_host and max_replicas > 1:  # Multislice: multi-host slices only
+            env["MEGASCALE_PORT"] = str(MEGASCALE_PORT)
+            ports["megascale"] = MEGASCALE_PORT
+        container.update(
+            resources=pod_resources(cpu, memory, {catalog.TPU_RESOURCE: str(s.chips_per_host)}),
+            env=[{"name": k, "value": v} for k, v in env.items()],
+            ports=[{"name": n, "containerPort": p} for n, p in ports.items()],
+        )
+        node_selector = dict(s.node_labels)
+        tolerations = [s.taint.toleration()]
+    elif isinstance(pool, GpuPool):
+        g = pool.gpu
+        env = {
+            "NCCL_DEBUG": "WARN",
+            "NCCL_SOCKET_IFNAME": "eth0",
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+        }
+        container.update(
+            resources=pod_resources(cpu, memory, {catalog.GPU_RESOURCE: str(g.count)}),
+            env=[{"name": k, "value": v} for k, v in env.items()],
+        )
+        # The driver-version label too: a pod that selects it gets a driver on a NAP-created node
+        # (NAP installs none otherwise) and matches declared pools whose driver GKE installs.
+        node_selector = gpu_node_labels(g.type, pool.driver_version)
+        tolerations = [catalog.GPU_TAINT.toleration()]
+    else:
+        assert isinstance(pool, CpuPool)
+        container.update(resources=pod_resources(cpu, memory))
+        node_selector = {catalog.NODE_POOL_LABEL: pool.name}
+    # A queued job's cluster gets its nodes from the Kueue flavor it is admitted to (Kueue adds
+    # the flavor's nodeLabels to the pods: kueue pkg/podset/podset.go Merge); the pool's
+    # ComputeClass would pin it to the class's nodes and leave a DWS flavor's pods Pending.
+    cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
+    if (
+        cc is not None and compute_class
+    ):  # the pool's class: its nodes, then its fallbacks (computeclass/render.py)
+        node_selector = {**node_selector, **class_label(cc.name)}
+        tolerations = [*tolerations, class_taint(cc.name).toleration()]
+    volume, mount = shm_volume(memory)  # every Ray node's object store; NCCL on GPU nodes too
+    out["template"] = pod_template(
+        cfg,
+        service_account,
+        container,
+        node_selector=node_selector,
+        tolerations=tolerations,
+        extra_volumes=[*extra_volumes, volume],
+        extra_mounts=[*extra_mounts, mount],
+        labels=labels,
+    )
+    return out
+
+
+def ray_cluster_spec(
+    cfg: StackConfig,
+    *,
+    head: HeadConfig,
+    service_account: str,
+    worker_groups: list[dict[str, Any]],
+    autoscaling: bool,
+    idle_timeout_seconds: int,
+    auth_name: str,
+    images: Mapping[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec`` and, later, the RayService
+    ``rayClusterConfig``): every Ray cluster the stack creates gets token authentication
+    (:func:`components.raycrs.pod.auth_options` with the Secret of ``auth_name``), the pod security of
+    :func:`~components.raycrs.pod.container_security_context` on every container, the autoscaler sidecar included
+    (``autoscalerOptions.securityContext``; KubeRay injects that container into the head pod), and
+    ``labels`` on the head's pod template (the worker groups carry their own)."""
+    spec: dict[str, Any] = {
+        "rayVersion": cfg.ray.version,
+        "enableInTreeAutoscaling": autoscaling,
+        "authOptions": auth_options(auth_name),
+    }
+    if autoscaling:
+        spec["autoscalerOptions"] = {
+            "idleTimeoutSeconds": idle_timeout_seconds,
+            "upscalingMode": "Default",
+            "securityContext": container_security_context(),
+        }
+    spec["headGroupSpec"] = head_group_spec(
+        cfg, head, service_account, images, autoscaling=autoscaling, labels=labels
+    )
+    spec["workerGroupSpecs"] = worker_groups
+    return spec
+
+
+def object_metadata(cfg: StackConfig, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": cfg.kuberay.namespace,
+        "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
+    }
+
+
+def ray_cluster_manifest(
+    cfg: StackConfig, rc: RayClusterConfig, images: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``ray.io/v1`` RayCluster for ``rc`` (namespace ``cfg.kuberay.namespace``).
+
+    Raises:
+        ResolveError: a worker group references an undeclared node pool.
+    """
+    groups = [
+        worker_group_spec(
+            cfg,
+            resolve_group(cfg, rc, g),
+            rc.service_account,
+            images=images,
+            autoscaled=rc.autoscaling,
+            compute_class=not rc.queue,  # queued: Kueue's flavor places the pods
+        )
+        for g in rc.worker_groups
+    ]  # KubeRay labels these pods ray.io/cluster=<name> itself
+    metadata = object_metadata(cfg, rc.name)
+    if rc.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
+        from components.capacity.render import queue_labels
+
+        metadata["labels"].update(queue_labels(rc))
+        if rc.autoscaling:  # an autoscaling queued RayCluster is admitted only as an elastic job
+            metadata["annotations"] = {**metadata.get("annotations", {}), **ELASTIC_JOB}
+    manifest: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "RayCluster",
+        "metadata": metadata,
+        "spec": ray_cluster_spec(
+            cfg,
+            head=rc.head,
+            service_account=rc.service_account,
+            worker_groups=groups,
+            autoscaling=rc.autoscaling,
+            idle_timeout_seconds=rc.idle_timeout_seconds,
+            images=images,
+            auth_name=rc.name,
+        ),
+    }
+    if rc.upgrade_strategy is not None:  # KubeRay v1.7.0 RayClusterUpgradeStrategy
+        manifest["spec"]["upgradeStrategy"] = {"type": rc.upgrade_strategy}
+    return manifest

@@ -1,0 +1,200 @@
+"""The ``ray.io/v1`` RayJob: its workload arguments, runtime environment, own cluster (a queued
+job brings its own RayCluster) and submitter pod.
+
+Facts used (sources): RayJob fields (``entrypoint``, ``runtimeEnvYAML``, ``rayClusterSpec``,
+``clusterSelector``, ``submitterPodTemplate``, ``shutdownAfterJobFinishes``,
+``ttlSecondsAfterFinished``...): the KubeRay v1.7.0 CRDs and
+https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from components import catalog
+from components.images.render import job_image_kind
+from components.images.render import runtime_env_pip as _runtime_env_pip
+from components.raycrs.pod import (
+    API_VERSION,
+    DATASET_PATH,
+    JOB_CLUSTER_LABEL,
+    PART_OF,
+    SUBMITTER_LABEL,
+    container_security_context,
+    pod_images,
+    pod_resources,
+    pod_security_context,
+)
+from components.raycrs.raycluster import (
+    ELASTIC_JOB,
+    object_metadata,
+    ray_cluster_spec,
+    worker_group_spec,
+)
+from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
+from components.stack import (
+    HeadConfig,
+    JobConfig,
+    StackConfig,
+    resolve_job,
+)
+from components.stack.naming import bucket_url, ksa_name
+from workloads.args import JobContext, bind_job_args
+from workloads.registry import get_workload
+
+# ----------------------------------------------------------------------------------------- jobs
+
+
+def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
+    """The workload arguments of ``job``, bound by :func:`workloads.args.bind_job_args` (the
+    one binding ``raygke local run`` uses too): ``job.args`` on top of the platform values the
+    workload has an argument for:
+
+    * ``scaling``: the ``ray.train.ScalingConfig`` kwargs (:mod:`components.raycrs.scaling`),
+      the same shape for every trainer, with the job's ``placement_strategy`` when set;
+    * ``max_failures``: ``job.max_failures``;
+    * ``storage_path``: the checkpoints bucket URL;
+    * ``name`` (workloads that write checkpoints): the job name, the Ray Train experiment name,
+      so each job checkpoints to and resumes from its own folder ``<storage_path>/<job name>``
+      (two jobs running the same trainer never share one). A reader such as ``evaluate`` keeps
+      its default; set its ``args.name`` to the training job's name;
+    * ``dataset``: ``<datasets bucket URL>/lm-bytes``;
+    * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
+
+    Raises:
+        KeyError: unknown workload. ResolveError: unresolvable target.
+        workloads.args.ArgError: ``job.args`` do not fit the workload (the stack rules report
+            the same problems first).
+    """
+    workload = get_workload(job.workload)
+    target = resolve_job(cfg, job)
+    context = JobContext(
+        dataset=f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
+        storage_path=bucket_url(cfg, "checkpoints"),
+        name=job.name if "checkpoints" in workload.writes else None,
+        scaling=scaling_config_for_job_target(job, target.pool, target.replicas),
+        max_failures=job.max_failures,
+        peak_flops_per_device=peak_flops_per_device(target.pool),
+    )
+    return bind_job_args(job.workload, context, job.args)
+
+
+def _own_cluster_spec(
+    cfg: StackConfig, job: JobConfig, images: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``rayClusterSpec`` of a job bringing its own RayCluster: one fixed-size worker group
+    spanning the whole node pool (:func:`components.stack.own_cluster_group`)."""
+    target = resolve_job(cfg, job)
+    labels = {JOB_CLUSTER_LABEL: job.name}
+    return ray_cluster_spec(
+        cfg,
+        head=HeadConfig(),
+        service_account=job.service_account,
+        worker_groups=[
+            worker_group_spec(
+                cfg,
+                target.group_target,
+                job.service_account,
+                replicas=target.replicas,
+                images=images,
+                labels=labels,
+                image_kind=job_image_kind(cfg, job),
+                compute_class=not job.queue,
+            )
+        ],
+        autoscaling=False,
+        idle_timeout_seconds=0,
+        images=images,
+        auth_name=job.name,
+        labels=labels,
+    )
+
+
+def job_runtime_env(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> dict[str, Any]:
+    """The RayJob's runtime environment: ``working_dir`` (the workloads archive) and, with
+    ``runtime_env_pip: true``, ``pip``: the requirement lines of the image kind of the job's
+    workers (:func:`components.images.render.job_image_kind`,
+    :func:`components.images.render.runtime_env_pip`), installed by Ray for the
+    driver and every worker (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html).
+    """
+    env: dict[str, Any] = {"working_dir": working_dir_uri}
+    if job.runtime_env_pip:
+        env["pip"] = _runtime_env_pip(job_image_kind(cfg, job))
+    return env
+
+
+def ray_job_manifest(
+    cfg: StackConfig,
+    job: JobConfig,
+    working_dir_uri: str,
+    images: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``ray.io/v1`` RayJob for ``job``.
+
+    ``entrypoint`` from the workload registry with :func:`job_args`; ``runtimeEnvYAML`` sets
+    ``working_dir`` to ``working_dir_uri`` (the content-addressed workloads archive);
+    ``clusterSelector: {ray.io/cluster: <name>}`` for a job on a long-lived RayCluster, else an own
+    ``rayClusterSpec`` whose one worker group spans the whole node pool; the submitter pod runs as
+    the job's service account. ``shutdownAfterJobFinishes`` / ``ttlSecondsAfterFinished`` are
+    :attr:`JobConfig.shuts_down` / :attr:`JobConfig.ttl_seconds`: false / 0 on a long-lived
+    cluster (KubeRay v1.7.0 refuses a TTL without shutdown, validation.go
+    ``validateDeletionConfiguration``), true / 60 s by default for a job with its own cluster.
+
+    Raises:
+        KeyError: unknown workload. ResolveError: unresolvable target.
+    """
+    workload = get_workload(job.workload)
+    spec: dict[str, Any] = {
+        "entrypoint": workload.entrypoint(job_args(cfg, job)),
+        "runtimeEnvYAML": yaml.safe_dump(
+            job_runtime_env(cfg, job, working_dir_uri), sort_keys=True
+        ),
+        "backoffLimit": job.backoff_limit,
+        "shutdownAfterJobFinishes": job.shuts_down,
+        "ttlSecondsAfterFinished": job.ttl_seconds,
+    }
+    if job.cluster:
+        spec["clusterSelector"] = {"ray.io/cluster": job.cluster}
+    else:
+        spec["rayClusterSpec"] = _own_cluster_spec(cfg, job, images)
+    if job.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = job.active_deadline_seconds
+    if job.suspend:
+        spec["suspend"] = True
+    spec["submitterPodTemplate"] = {
+        "metadata": {
+            "labels": {
+                "app.kubernetes.io/part-of": PART_OF,
+                SUBMITTER_LABEL: job.cluster or job.name,
+            }
+        },
+        "spec": {
+            "serviceAccountName": ksa_name(job.service_account),
+            "automountServiceAccountToken": False,
+            "securityContext": pod_security_context(),
+            "restartPolicy": "Never",
+            "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
+            "containers": [
+                {
+                    "name": "ray-job-submitter",
+                    "image": pod_images(cfg, images)["cpu"],
+                    "resources": pod_resources("500m", "1Gi"),
+                    "securityContext": container_security_context(),
+                }
+            ],
+        },
+    }
+    metadata = object_metadata(cfg, job.name)
+    if job.slices is not None and job.slices.elastic:
+        # Kueue's elastic-job marker (kueue pkg/constants/constants.go ElasticJobAnnotation;
+        # RayJob is in supportedElasticJobGVKs, pkg/controller/jobframework/validation.go):
+        # honoured with Kueue's ElasticJobsViaWorkloadSlices gate, inert without Kueue.
+        metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **ELASTIC_JOB}}
+    if job.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
+        from components.capacity.render import queue_labels
+
+        metadata["labels"].update(queue_labels(job))
+    return {"apiVersion": API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}
