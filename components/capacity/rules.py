@@ -298,7 +298,7 @@ def job_problems(cfg: StackConfig) -> Iterable[Problem | str]:
             )
 
 
-def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[str]:
+def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
     """Each accelerator flavor's quota against the shape and size of the pool behind it.
 
     Kueue admits on quota alone: it does not look at nodes (kueue v0.19.2
@@ -346,11 +346,12 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[str]:
             except KeyError:  # an undeclared flavor pool elsewhere: queue_reference_problems
                 continue
             if 0 < available < unit:
-                yield (
+                yield at(
+                    f"capacity.cluster_queues[{q.name}].flavors[{f.pool}]",
                     f"capacity.cluster_queues[{q.name}].flavors[{f.pool}]: {res} nominal plus "
                     f"borrowable quota is {available:g}, less than one {shape} ({unit}); Kueue "
                     "never admits a worker pod set of this pool on it: give it at least "
-                    f"{unit} or 0"
+                    f"{unit} or 0",
                 )
     for (pool_name, res), n in total.items():
         pool = declared[pool_name]
@@ -359,16 +360,17 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[str]:
         else:
             unit, cap, what = pool.gpu.count, pool.max_nodes, "nodes"  # type: ignore[union-attr]
         if n > unit * cap:
-            yield (
+            yield at(
+                "capacity.cluster_queues",
                 f"capacity.cluster_queues: flavor {pool_name!r} has {res} nominal quota "
                 f"{n:g} in all ({', '.join(owners[(pool_name, res)])}), more than node pool "
                 f"{pool_name!r} can ever hold ({cap} {what} x {unit} = {unit * cap}); Kueue "
                 "admits on quota alone, so the jobs admitted beyond it stay Pending: lower "
-                f"the quota or raise the pool's max_{what}"
+                f"the quota or raise the pool's max_{what}",
             )
 
 
-def elastic_problems(cfg: StackConfig) -> Iterable[str]:
+def elastic_problems(cfg: StackConfig) -> Iterable[Problem]:
     """Queued elastic workloads need Kueue's ``ElasticJobsViaWorkloadSlices`` gate
     (``capacity.kueue.elastic_jobs``): a queued job with a ``slices`` range carries the
     elastic-job annotation, and a queued autoscaling RayCluster must be an elastic job (kueue
@@ -379,23 +381,25 @@ def elastic_problems(cfg: StackConfig) -> Iterable[str]:
         return
     for job in cfg.jobs:
         if job.queue and job.slices is not None and job.slices.elastic:
-            yield (
+            yield at(
+                f"jobs[{job.name}].slices",
                 f"jobs[{job.name}]: slices {{min: {job.slices.min}, max: {job.slices.max}}} "
                 f"with queue {job.queue!r} is an elastic Kueue workload, but "
                 "capacity.kueue.elastic_jobs is false (Kueue's ElasticJobsViaWorkloadSlices "
-                "gate off): set it true, or fixed slices"
+                "gate off): set it true, or fixed slices",
             )
     for rc in cfg.ray_clusters:
         if rc.queue and rc.autoscaling:
-            yield (
+            yield at(
+                f"ray_clusters[{rc.name}].queue",
                 f"ray_clusters[{rc.name}]: queue {rc.queue!r} with autoscaling; Kueue admits an "
                 "autoscaling RayCluster only as an elastic job (kueue pkg/controller/jobs/"
                 "raycluster/raycluster_webhook.go), but capacity.kueue.elastic_jobs is false: "
-                "set it true, or autoscaling: false"
+                "set it true, or autoscaling: false",
             )
 
 
-def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[str]:
+def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[Problem]:
     """A queued RayCluster names a declared LocalQueue; its ``priority`` a declared
     WorkloadPriorityClass, and only with a queue; a cluster with a group on a ``queued`` pool
     is queued (only Kueue's ProvisioningRequest gets nodes there, [GKE-DWS-QUEUED])."""
@@ -406,29 +410,35 @@ def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[str]:
     for rc in cfg.ray_clusters:
         where = f"ray_clusters[{rc.name}]"
         if rc.priority and not rc.queue:
-            yield f"{where}.priority {rc.priority!r} needs queue: <local queue> (Kueue reads it)"
+            yield at(
+                f"{where}.priority",
+                f"{where}.priority {rc.priority!r} needs queue: <local queue> (Kueue reads it)",
+            )
         elif rc.priority and rc.priority not in prios:
-            yield (
+            yield at(
+                f"{where}.priority",
                 f"{where}.priority {rc.priority!r} is not a capacity.priority_classes entry; "
-                f"declared: {', '.join(sorted(prios)) or 'none'}"
+                f"declared: {', '.join(sorted(prios)) or 'none'}",
             )
         if rc.queue and rc.queue not in local:
-            yield (
+            yield at(
+                f"{where}.queue",
                 f"{where}.queue {rc.queue!r} is not a capacity.local_queues entry; declared: "
-                f"{', '.join(sorted(local)) or 'none'}"
+                f"{', '.join(sorted(local)) or 'none'}",
             )
         if not rc.queue:
             for g in rc.worker_groups:
                 if g.node_pool in queued:
-                    yield (
+                    yield at(
+                        f"{where}.worker_groups[{g.name}].node_pool",
                         f"{where}.worker_groups[{g.name}]: node pool {g.node_pool!r} has "
                         "provisioning: queued; its nodes come only through a "
                         "ProvisioningRequest that Kueue creates for an admitted workload "
-                        f"({catalog.DWS_QUEUED_DOC}): set queue: <local queue> on the cluster"
+                        f"({catalog.DWS_QUEUED_DOC}): set queue: <local queue> on the cluster",
                     )
 
 
-def stack_rules(cfg: StackConfig) -> Iterable[Problem | str]:
+def stack_rules(cfg: StackConfig) -> Iterable[Problem]:
     """Every capacity rule on the stack model (see the module docstring)."""
     yield from pool_problems(cfg)
     yield from queue_reference_problems(cfg)

@@ -140,7 +140,7 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
                     )
 
 
-def compute_class_pools_not_kueue_flavors(cfg: StackConfig) -> Iterable[str]:
+def compute_class_pools_not_kueue_flavors(cfg: StackConfig) -> Iterable[Problem]:
     """A ComputeClass's pool is neither a ``provisioning: queued`` (DWS) pool nor a flavor of a
     Kueue ClusterQueue: the two place the same pods in ways that cannot both hold.
 
@@ -178,15 +178,17 @@ def compute_class_pools_not_kueue_flavors(cfg: StackConfig) -> Iterable[str]:
         if not isinstance(pool, TpuPool | GpuPool):
             continue  # compute_class_pools reports it
         if pool.provisioning == "queued":
-            yield (
+            yield at(
+                f"compute_classes[{c.name}].node_pool",
                 f"compute_classes[{c.name}]: node pool {pool.name!r} has provisioning: queued; "
                 "its nodes come only from the ProvisioningRequest Kueue creates for an admitted "
                 f"job ({catalog.DWS_QUEUED_DOC}), and class {c.name!r} would make GKE create "
                 f"other nodes for the same pods: put the class on a pool that is not queued, or "
-                "remove it"
+                "remove it",
             )
         for q in flavors.get(pool.name, []):
-            yield (
+            yield at(
+                f"capacity.cluster_queues[{q}].flavors",
                 f"capacity.cluster_queues[{q}].flavors: pool {pool.name!r} is the node pool of "
                 f"ComputeClass {c.name!r}; its ResourceFlavor carries the class's taint "
                 f"cloud.google.com/compute-class={c.name}:NoSchedule and the pool's own labels, "
@@ -194,5 +196,5 @@ def compute_class_pools_not_kueue_flavors(cfg: StackConfig) -> Iterable[str]:
                 f"the class's fallbacks ({', '.join(c.fallback) or 'none'}) never serve them "
                 "(kueue pkg/scheduler/flavorassigner/flavorassigner.go, pkg/podset/podset.go): "
                 f"remove {pool.name!r} from the queue's flavors (queued jobs get this shape "
-                f"through a provisioning: queued pool), or remove class {c.name!r}"
+                f"through a provisioning: queued pool), or remove class {c.name!r}",
             )
