@@ -607,6 +607,9 @@ ONE_VALID_VALUE = {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(
+    1200
+)  # about 4 min on a quiet 2-core machine; beside the Ray tests under xdist
 def test_every_key_of_the_shipped_stacks_has_an_effect(monkeypatch: pytest.MonkeyPatch) -> None:
     """A written occurrence with a valid other value must change the render; one whose value
     other rules pin (no valid other value) is skipped, but every schema path must show an effect
