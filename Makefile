@@ -8,6 +8,10 @@ SUMMARY ?= .raygke/local/summary.json
 DATA ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
+# pytest-xdist: 2 workers (CI's cores); the tests that start Ray share one of them
+# (tests/conftest.py). TEST_WORKERS=0 runs in one process, as plain pytest.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
 .PHONY: local serve venv test test-fast lint check policy-venv policy-check scan
 
@@ -34,11 +38,11 @@ serve: $(STAMP)
 	$(BIN)/raygke local up && $(BIN)/raygke local serve
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Everything but the slow tests (real local Ray clusters, whole pipelines, index resolution).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m 'not slow' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m 'not slow' $(XDIST) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -38,3 +38,29 @@ def ray_cluster() -> Iterator[object]:
         yield ctx
     finally:
         ray.shutdown()
+
+
+# Under pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``) every test that starts Ray
+# processes - the session ``ray_cluster``, `raygke local up`, a benchmark's own instance - runs in
+# one worker, one after another as without xdist: one session cluster, never two Ray instances at
+# once (a later ``ray.init()`` could find another's; 2 cores hold one). Every other test runs with
+# the rest of its file (as ``--dist loadfile``), so the work a module caches (functools.cache,
+# module fixtures) is done once. The workers take groups as they finish the previous one.
+# https://pytest-xdist.readthedocs.io/en/stable/distribution.html (--dist loadgroup)
+RAY_GROUP = "ray"
+
+
+def needs_ray(item: pytest.Item) -> bool:
+    """Whether ``item`` starts Ray: marked ``ray`` or using the ``ray_cluster`` fixture (also
+    through another fixture)."""
+    return item.get_closest_marker("ray") is not None or "ray_cluster" in getattr(
+        item, "fixturenames", ()
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        group = RAY_GROUP if needs_ray(item) else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))

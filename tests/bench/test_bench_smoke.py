@@ -25,17 +25,20 @@ RATIO = re.compile(
     r"^ratio: (?P<name>\S+(?: \S+)*) = (?P<value>n/a|\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?:\s|$)", re.M
 )
 
-# The ones that start Ray are slow (a local Ray instance plus its workers takes tens of seconds).
+# The ones that start Ray are slow (a local Ray instance plus its workers takes tens of seconds)
+# and marked `ray`: under xdist they run in the Ray worker (tests/conftest.py).
 CASES = [
     pytest.param("synth.py", id="synth"),
     pytest.param("torch_step.py", id="torch_step"),
     pytest.param("jax_step.py", id="jax_step"),
     pytest.param("optimizer_step.py", id="optimizer_step"),
     pytest.param("contention.py", id="contention"),
-    pytest.param("prepare.py", id="prepare", marks=pytest.mark.slow),
-    pytest.param("train_overhead.py", id="train_overhead", marks=pytest.mark.slow),
-    pytest.param("serve_load.py", id="serve_load", marks=pytest.mark.slow),
-    pytest.param("scaling.py", id="scaling", marks=pytest.mark.slow),
+    pytest.param("prepare.py", id="prepare", marks=[pytest.mark.slow, pytest.mark.ray]),
+    pytest.param(
+        "train_overhead.py", id="train_overhead", marks=[pytest.mark.slow, pytest.mark.ray]
+    ),
+    pytest.param("serve_load.py", id="serve_load", marks=[pytest.mark.slow, pytest.mark.ray]),
+    pytest.param("scaling.py", id="scaling", marks=[pytest.mark.slow, pytest.mark.ray]),
 ]
 
 
