@@ -80,7 +80,7 @@ def alternate(rounds: int, one: Callable[[int], float], two: Callable[[int], flo
 def train_tps(workload: str, cfg: dict[str, Any], workers: int, name: str) -> float:
     """Tokens/s (global, steady state) that ``workload``'s ``main`` reports for one fresh run
     with ``workers`` workers and ``batch_size // workers`` rows each."""
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     w = get_workload(workload)
     run = {**cfg, "num_workers": workers, "batch_size": cfg["batch_size"] // workers, "name": name}
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     from ray.cluster_utils import Cluster
     from train_overhead import write_random_dataset
 
-    from workloads.registry import WORKLOADS
+    from contract.registry import WORKLOADS
 
     logging.getLogger("ray").setLevel(logging.ERROR)
     os.environ.pop("RAY_ADDRESS", None)

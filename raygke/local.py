@@ -347,8 +347,9 @@ def serve(
     stop: bool = typer.Option(False, "--stop", help="Delete the application and stop Serve"),
 ) -> None:
     """Deploy the LM as a Ray Serve application (POST /generate, GET /healthz) on 127.0.0.1."""
+    from contract.args.base import ArgError, parse_value
+    from contract.args.serve_lm import ServeLmArgs
     from raygke import local_serve
-    from workloads.args import ArgError, ServeLmArgs, parse_value
 
     if not 1024 <= port <= 65535:
         _fail(f"--port {port} is out of range; allowed: 1024..65535", EXIT_USAGE)
@@ -480,7 +481,7 @@ def run(
 
     # SIGTERM (timeout, CI cancellation) stops the running job like Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    from workloads.registry import DEFAULT_PIPELINE, TRAINERS
+    from contract.registry import DEFAULT_PIPELINE
 
     try:
         names = local_jobs.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
@@ -637,7 +638,6 @@ def _run_shown(
     (:func:`raygke.progress.stage_display`)."""
     from raygke import local_jobs
     from raygke.progress import parse_progress, stage_display
-    from workloads.registry import TRAINERS
 
     watch = local_jobs.RetryWatch(name)
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import workloads
+from contract.args.base import ArgError, JobContext, parse_value
+from contract.registry import RESULT_PREFIX, WORKLOADS, bind_job_args, get_workload
 from raygke.local_cluster import LocalError, LocalTarget, use_cluster_auth
-from workloads.args import ArgError, JobContext, bind_job_args, parse_value
-from workloads.registry import RESULT_PREFIX, TRAINERS, WORKLOADS, get_workload
 
 ACCELERATORS = ("cpu", "gpu", "tpu")
 SUMMARY_KEYS = (

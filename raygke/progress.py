@@ -36,7 +36,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from workloads.registry import PROGRESS_PREFIX
+from contract.registry import PROGRESS_PREFIX
 
 PLAIN_LINES = 5  # plain lines per job (and per phase of a job) on a non-terminal
 

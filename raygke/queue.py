@@ -35,7 +35,7 @@ def queue(
     """Preview Kueue admission offline: per queued job its pod sets, flavors and quota verdict."""
     from components.capacity.preview import preview
     from components.raycrs.archive import working_dir_uri, workloads_archive
-    from components.raycrs.render import render_manifests
+    from components.raycrs.manifests import render_manifests
 
     choice = choose_or_exit(stack, config)
     assert choice.path is not None

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from workloads.args import ArgError, parse_value
-from workloads.registry import PROGRESS_PREFIX, RESULT_PREFIX, get_workload
+from contract.args.base import ArgError, parse_value
+from contract.registry import PROGRESS_PREFIX, RESULT_PREFIX, get_workload
 
 # A flag value (``--key value``, ``--set job.key=value``): JSON when it parses, else the string.
 json_or_str = parse_value

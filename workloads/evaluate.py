@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.args import EvaluateArgs
+from contract.args.evaluate import EvaluateArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint
 from workloads.common import (
     cpu_threads,

@@ -58,7 +58,7 @@ import sysconfig
 from collections.abc import Iterable
 from typing import Any
 
-from workloads.args import PrepareArgs
+from contract.args.prepare import PrepareArgs
 from workloads.common import InputError, emit_progress, ensure_ray, is_local, resolve_fs, run_cli
 
 log = logging.getLogger(__name__)

@@ -56,7 +56,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workloads.args import ServeLmArgs
+from contract.args.serve_lm import ServeLmArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, read_manifest
 
 REQUEST_KEYS = ("prompt", "max_new_tokens", "temperature", "seed", "stop")
@@ -596,7 +596,7 @@ def build_app(args: Mapping[str, Any]) -> Any:
         workloads.args.ArgError: ``args`` do not fit :class:`~workloads.args.ServeLmArgs`, or no
             ``checkpoint`` is given (one line per problem).
     """
-    from workloads.args import ArgError
+    from contract.args.base import ArgError
 
     parsed = ServeLmArgs.parse(dict(args))
     if not parsed.checkpoint:

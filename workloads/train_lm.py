@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.args import TrainLmArgs
+from contract.args.train_lm import TrainLmArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli, set_torch_threads
+from workloads.lm_config import ModelConfig
 from workloads.train_loop import fit, fit_summary, run_loop
 
 
@@ -95,7 +96,7 @@ def build_stepper(
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
         model = model.to(device)
     else:
-        model = GPT(args.model_config()).to(device)
+        model = GPT(ModelConfig.from_config(args.to_dict())).to(device)
     if wrap is not None:
         model = wrap(model)
     ns_dtype = ns_dtype_for_run(args.ns_dtype, device.type, meta, str(restored))

@@ -55,8 +55,9 @@ import logging
 import os
 from typing import Any
 
-from workloads.args import TrainLmJaxArgs
+from contract.args.train_lm_jax import TrainLmJaxArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli
+from workloads.lm_config import ModelConfig
 from workloads.train_loop import fit, fit_summary, run_loop
 
 log = logging.getLogger(__name__)
@@ -274,7 +275,7 @@ def build_stepper(
         cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer, args.optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
     else:
-        cfg = args.model_config()
+        cfg = ModelConfig.from_config(args.to_dict())
         params, opt_state = M.init_params(cfg, args.seed), None
     if opt_state is None:
         opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))

@@ -52,7 +52,7 @@ import logging
 import os
 from typing import Any
 
-from workloads.args import TrainLmTfArgs
+from contract.args.train_lm_tf import TrainLmTfArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli
 from workloads.train_loop import fit, fit_summary, run_loop
 
@@ -182,7 +182,11 @@ def build_stepper(
     from workloads.lm_config import ModelConfig
 
     meta = M.read_checkpoint(restored) if restored is not None else None
-    cfg = ModelConfig(**meta["model"]) if meta is not None else args.model_config()
+    cfg = (
+        ModelConfig(**meta["model"])
+        if meta is not None
+        else ModelConfig.from_config(args.to_dict())
+    )
     ns_dtype = ns_dtype_for_run(args.ns_dtype, M.platform(strategy), meta, str(restored))
     with strategy.scope():
         model = M.TfGPT(cfg, seed=args.seed)

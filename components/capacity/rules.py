@@ -370,7 +370,7 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
 
 def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
     """Every render-level capacity problem (see the module docstring); ``manifests`` are the
-    rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
+    rendered Ray objects (:func:`components.raycrs.manifests.render_manifests`)."""
     from components.capacity.preview import preview
     from components.capacity.render import QUEUE_LABEL, render_capacity
 

@@ -106,7 +106,7 @@ def dependency_problems(cfg: StackConfig) -> list[str]:
     it at another version than the project's pin, naming the entry, the workload, the
     distribution, the image and the fix. Entries whose target or workload does not resolve are
     left to the rules that report those."""
-    from workloads.registry import TF_GPU_CONFLICT, WORKLOADS
+    from contract.registry import TF_GPU_CONFLICT, WORKLOADS
 
     problems = []
     entries = [

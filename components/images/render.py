@@ -229,7 +229,7 @@ def job_needs(job: JobConfig) -> tuple[str, ...]:
     Raises:
         nothing: arguments the workload rejects are left to the stack rules.
     """
-    from workloads.registry import WORKLOADS
+    from contract.registry import WORKLOADS
 
     workload = WORKLOADS.get(job.workload)
     return () if workload is None else workload.needs_for(job.args or {})

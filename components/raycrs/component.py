@@ -25,7 +25,7 @@ Children:
   names (:func:`components.raycrs.render.auth_options`); the Ray objects wait for it.
 * one ``pulumi_kubernetes.apiextensions.CustomResource`` per GKE ComputeClass
   (:func:`components.computeclass.render.render_compute_classes`, cluster-scoped, first) and per
-  object from :func:`components.raycrs.render.render_manifests` (RayClusters, then RayJobs),
+  object from :func:`components.raycrs.manifests.render_manifests` (RayClusters, then RayJobs),
   depending on
   ``depends_on`` and on the archive object; every head, worker group and submitter container
   uses ``images[kind]`` (the pushed digests of :class:`components.images.component.

@@ -75,8 +75,8 @@ from components.stack import (
     resolve_job,
 )
 from components.stack.naming import bucket_name, bucket_url, head_account_id, ksa_name
-from workloads.args import JobContext, bind_job_args
-from workloads.registry import get_workload
+from contract.args.base import JobContext
+from contract.registry import bind_job_args, get_workload
 
 API_VERSION = "ray.io/v1"
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
@@ -791,24 +791,6 @@ def ray_job_manifest(
 
         metadata["labels"].update(queue_labels(job))
     return {"apiVersion": API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}
-
-
-def render_manifests(
-    cfg: StackConfig, working_dir_uri: str, images: Mapping[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """Every RayCluster (sorted by name), then every RayJob, then every RayService
-    (:func:`components.raycrs.serve.render_services`), each sorted by name.
-
-    ``images``: image kind (``cpu``, ``gpu``, ``gpu-tf``, ``tpu``) -> the reference every head, worker group
-    and submitter of that kind uses; the Pulumi program passes the pushed digests
-    (``pulumi.Output`` values, resolved by the engine). Unset:
-    :func:`components.images.render.planned_refs` (the offline render of ``raygke check``).
-    """
-    from components.raycrs.serve import render_services  # it builds on this module
-
-    clusters = [ray_cluster_manifest(cfg, rc, images) for rc in sorted(cfg.ray_clusters, key=_name)]
-    jobs = [ray_job_manifest(cfg, j, working_dir_uri, images) for j in sorted(cfg.jobs, key=_name)]
-    return clusters + jobs + render_services(cfg, working_dir_uri, images)
 
 
 def _name(x: Any) -> str:

@@ -41,7 +41,7 @@ from components.raycrs.render import (
 )
 from components.stack import GpuPool, ServiceConfig, StackConfig, resolve_service
 from components.stack.naming import bucket_url
-from workloads.registry import get_workload
+from contract.registry import get_workload
 
 SERVE_PORT = 8000  # constant.go DefaultServingPort
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
@@ -166,7 +166,7 @@ def render_services(
     cfg: StackConfig, working_dir_uri: str, images: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """Every service's RayService, sorted by name (``images`` as for
-    :func:`components.raycrs.render.render_manifests`)."""
+    :func:`components.raycrs.manifests.render_manifests`)."""
     return [
         ray_service_manifest(cfg, s, working_dir_uri, images)
         for s in sorted(cfg.services, key=lambda s: s.name)

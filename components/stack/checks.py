@@ -1,7 +1,7 @@
 """Checks on the rendered stack (``raygke check``): what the API server, the scheduler and IAM
 would otherwise only tell you after ``pulumi up``.
 
-:func:`check_stack` renders the stack (:func:`components.raycrs.render.render_manifests` and
+:func:`check_stack` renders the stack (:func:`components.raycrs.manifests.render_manifests` and
 :func:`components.nodepools.render.node_pool_specs`) and reports, one line each:
 
 1. every RayCluster / RayJob / RayService validates against the CRD schema of the stack's KubeRay version
@@ -394,7 +394,7 @@ def stack_field(manifest: dict[str, Any], line: str = "") -> str | None:
     RayCluster ``x`` is ``ray_clusters[x]`` (its ``head``, or ``worker_groups[g]`` when the line
     names a head or worker group), a RayJob ``x`` is ``jobs[x]`` (its own cluster is built from
     the job's ``node_pool``); None for other kinds. Names follow
-    :func:`components.raycrs.render.render_manifests` (the config name is the object name).
+    :func:`components.raycrs.manifests.render_manifests` (the config name is the object name).
     """
     kind = manifest.get("kind")
     name = (manifest.get("metadata") or {}).get("name")
@@ -438,8 +438,8 @@ def workload_problems(cfg: StackConfig) -> list[str]:
     arguments, bound with what its pool provides (:func:`components.raycrs.render.job_args`:
     the pool's ``scaling`` among them), break a rule of the workload (e.g. ``tune_lm`` on a TPU
     slice with a trainer other than ``jax``)."""
-    from workloads.args import ArgError
-    from workloads.registry import get_workload
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
 
     problems = []
     for job in cfg.jobs:
@@ -646,7 +646,7 @@ def check_stack(cfg: StackConfig) -> list[str]:
     """Problems found in the rendered stack, one line each (empty when none). See the module
     docstring for what is checked."""
     from components.raycrs.archive import working_dir_uri, workloads_archive
-    from workloads.args import ArgError
+    from contract.args.base import ArgError
 
     problems = workload_problems(cfg) + placement_problems(cfg)
     problems += dependency_problems(cfg) + name_problems(cfg)

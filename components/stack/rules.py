@@ -752,17 +752,17 @@ def skipped_rules(
 
 
 def _workload(name: str) -> Any:
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     return get_workload(name)
 
 
 def _workload_problem(name: str, service: bool = False) -> str | None:
-    # workloads.registry is standard-library only (design: components may refer to workloads by
+    # contract.registry is standard-library only (design: components may refer to workloads by
     # module path, never import ray/torch/jax).
-    from workloads.registry import JOBS, SERVE_APPS, WORKLOADS
+    from contract.registry import WORKLOADS, jobs, serve_apps
 
-    valid = SERVE_APPS if service else JOBS
+    valid = serve_apps() if service else jobs()
     if name not in WORKLOADS:
         return f"{name!r} is not a registered workload; registered: {', '.join(valid)}"
     if name not in valid:

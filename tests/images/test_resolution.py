@@ -23,7 +23,7 @@ import pytest
 
 from components.images.render import PYTHON_VERSION, project_pins, requirements, requirements_path
 from components.stack import IMAGE_KINDS
-from workloads.registry import TF_GPU_CONFLICT
+from contract.registry import TF_GPU_CONFLICT
 
 pytestmark = pytest.mark.slow
 

@@ -246,7 +246,7 @@ def assert_renders(path: Path) -> None:
     JSON (no NaN, no dates)."""
     from components.nodepools.render import node_pool_specs
     from components.raycrs.archive import working_dir_uri
-    from components.raycrs.render import render_manifests
+    from components.raycrs.manifests import render_manifests
     from components.stack import load_stack_file
     from components.stack.outputs import accelerator_summary
 

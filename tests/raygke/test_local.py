@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from contract.registry import RESULT_PREFIX
 from raygke import local_cluster, local_jobs
-from workloads.registry import RESULT_PREFIX
 
 RAYGKE = Path(sys.executable).parent / "raygke"
 REPO = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from contract.registry import DEFAULT_PIPELINE, RESULT_PREFIX, WORKLOADS, get_workload
 from workloads.common import emit_result, parse_config
-from workloads.registry import DEFAULT_PIPELINE, RESULT_PREFIX, WORKLOADS, get_workload
 
 
 def test_pipeline_names_are_registered_with_modules() -> None:

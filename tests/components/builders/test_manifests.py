@@ -11,7 +11,8 @@ import yaml
 from components import catalog
 from components.images.render import planned_refs
 from components.nodepools.render import specs_for_pool
-from components.raycrs.render import cluster_endpoints, render_manifests, shm_size
+from components.raycrs.manifests import render_manifests
+from components.raycrs.render import cluster_endpoints, shm_size
 from components.stack import GpuPool
 from components.stack.checks import parse_quantity
 from components.stack.naming import bucket_name

@@ -9,7 +9,7 @@ from typing import Any
 from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL, network_policies
 from components.monitoring.render import METRICS_PORT, render_monitoring
 from components.raycrs.crd import validate_other
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack import validate
 from tests.helpers import WORKING_DIR, config, stack
 

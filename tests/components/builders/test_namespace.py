@@ -93,7 +93,7 @@ def test_serve_port_only_from_the_named_namespaces_and_cidrs():
 
 
 def test_submitter_and_own_cluster_pods_carry_the_selected_labels():
-    from components.raycrs.render import render_manifests
+    from components.raycrs.manifests import render_manifests
     from tests.helpers import WORKING_DIR
 
     by = {m["metadata"]["name"]: m for m in render_manifests(_cfg(), WORKING_DIR)}

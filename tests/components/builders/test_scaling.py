@@ -143,7 +143,8 @@ def test_multislice_only_on_multi_host_groups() -> None:
     (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice): the dev stack's
     JAX job on two single-host v5e 2x2 slices uses one slice and its group gets no MEGASCALE
     port; prod's v6e 4x4 x 2 group keeps it."""
-    from components.raycrs.render import MEGASCALE_PORT, render_manifests
+    from components.raycrs.manifests import render_manifests
+    from components.raycrs.render import MEGASCALE_PORT
     from tests.helpers import WORKING_DIR, stack
 
     dev = stack("dev")

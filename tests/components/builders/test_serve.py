@@ -11,8 +11,9 @@ import yaml
 
 from components.monitoring.render import render_monitoring
 from components.raycrs.crd import validate_manifest, validate_other
+from components.raycrs.manifests import render_manifests
 from components.raycrs.operator import operator_problems
-from components.raycrs.render import ManifestError, render_manifests
+from components.raycrs.render import ManifestError
 from components.raycrs.serve import ray_service_manifest, service_url
 from components.stack import ConfigError, validate
 from components.stack.checks import check_stack

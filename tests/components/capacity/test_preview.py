@@ -6,7 +6,7 @@ import copy
 
 from components.capacity.preview import flavor_match, pod_sets, preview
 from components.capacity.render import resource_flavor
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from tests.components.capacity.common import CAPACITY, JOB, cfg
 from tests.helpers import WORKING_DIR
 

@@ -17,7 +17,7 @@ from components.capacity.render import (
 )
 from components.capacity.rules import kueue_crds_dir, kueue_schema_problems
 from components.nodepools.render import specs_for_pool
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from tests.components.capacity.common import cfg
 from tests.helpers import WORKING_DIR
 

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from components.capacity.rules import pool_problems, rayjob_problems, render_problems
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack import ConfigError, validate
 from components.stack.checks import check_stack
 from tests.components.capacity.common import CAPACITY, DWS_POOL, JOB, cfg, data

@@ -13,7 +13,7 @@ from components.raycrs.crd import (
     validate_manifest,
     validate_manifests,
 )
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from tests.helpers import STACKS, WORKING_DIR, needs_crds, stack
 
 

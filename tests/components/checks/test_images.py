@@ -10,7 +10,7 @@ import yaml
 
 from components.images.checks import dependency_problems, image_warnings
 from components.images.render import runtime_env_pip
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack import ConfigError, validate
 from tests.helpers import ROOT, WORKING_DIR, stack
 
@@ -124,7 +124,7 @@ def test_a_service_is_checked_against_its_images_too() -> None:
 def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
     """tune_lm with trainer tf imports TensorFlow in its trials: a prebuilt CPU image that has
     only what the torch trainer needs is refused, naming the TensorFlow distribution."""
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     tune = get_workload("tune_lm")
     tf_needs = get_workload("train_lm_tf").needs

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.raycrs import operator as op
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack.checks import check_manifests
 from tests.helpers import STACKS, WORKING_DIR, stack
 

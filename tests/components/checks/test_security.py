@@ -177,7 +177,7 @@ def test_rendered_guard_objects_validate_against_the_kubernetes_schemas(rendered
 @pytest.fixture(scope="module")
 def prod_objects() -> list[dict[str, Any]]:
     from components.kuberay.namespace import namespace_manifest, namespace_objects
-    from components.raycrs.render import render_manifests
+    from components.raycrs.manifests import render_manifests
     from tests.helpers import WORKING_DIR
 
     cfg = stack("prod")

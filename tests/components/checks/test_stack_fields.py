@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack import ConfigError, validate
 from components.stack.checks import check_manifests, stack_field
 from tests.helpers import WORKING_DIR, config, needs_crds, stack

@@ -12,7 +12,7 @@ import yaml
 
 from components.images.checks import dependency_problems
 from components.images.render import kinds_to_build, kinds_used, planned_refs
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack import ConfigError, validate
 from components.stack.checks import workload_problems
 from tests.helpers import WORKING_DIR, config

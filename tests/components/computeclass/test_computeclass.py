@@ -15,7 +15,7 @@ from components.computeclass.model import ComputeClassConfig
 from components.computeclass.render import render_compute_classes
 from components.nodepools.render import config_labels, node_pool_specs
 from components.raycrs.crd import validate_other
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack import validate
 from components.stack.checks import check_stack
 from tests.components.stack.test_model import problems

@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from components.raycrs.archive import archive_object_name, workloads_archive
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from tests.helpers import stack
 
 CREATED: list[tuple[str, str, dict]] = []

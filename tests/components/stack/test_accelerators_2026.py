@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.nodepools.render import node_pool_specs
-from components.raycrs.render import render_manifests
+from components.raycrs.manifests import render_manifests
 from components.stack import validate
 from tests.components.stack.test_model import problems
 from tests.helpers import WORKING_DIR, config

@@ -9,7 +9,8 @@ import pytest
 
 from components.kuberay.render import CARRIED_CRDS, carried_crds_dir
 from components.raycrs.crd import crds_dir, validate_manifests
-from components.raycrs.render import job_args, render_manifests
+from components.raycrs.manifests import render_manifests
+from components.raycrs.render import job_args
 from components.stack import (
     DEFAULT_JOB_TTL_SECONDS,
     KUBERAY_CHART_VERSIONS,
