@@ -64,10 +64,10 @@ import pulumi_random as random
 from components.computeclass.render import render_compute_classes
 from components.monitoring.render import render_monitoring
 from components.raycrs.archive import archive_object_name, working_dir_uri, workloads_archive
+from components.raycrs.manifests import render_manifests
 from components.raycrs.render import (
     AUTH_TOKEN_KEY,
     cluster_endpoints,
-    render_manifests,
 )
 from components.raycrs.serve import service_url
 from components.stack import StackConfig

@@ -67,13 +67,13 @@ from components.raycrs.crd import (
 )
 from components.raycrs.crd import validate_manifests as _validate_crds
 from components.raycrs.gates import gate_problems_all
+from components.raycrs.manifests import render_manifests
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
 from components.raycrs.operator import operator_problems_all
 from components.raycrs.render import (
     GCSFUSE_ANNOTATION,
     GCSFUSE_SIDECAR,
     job_args,
-    render_manifests,
 )
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
