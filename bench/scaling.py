@@ -52,7 +52,6 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-TRAINERS = {"torch": "train_lm", "jax": "train_lm_jax", "tf": "train_lm_tf"}
 SMOKE = {
     "steps": 3,
     "rounds": 1,
@@ -134,7 +133,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32, help="global batch (rows per step)")
     p.add_argument("--cpus-per-node", type=int, default=1)
-    p.add_argument("--trainers", default="torch,jax,tf", help="those registered are run")
+    p.add_argument(
+        "--trainers",
+        default="",
+        help="tune names of registered trainers (contract.registry); default: every one",
+    )
     p.add_argument("--data", default=None, help="prepare's corpus (default: stdlib sources)")
     p.add_argument("--d-model", type=int, default=None)
     p.add_argument("--n-layers", type=int, default=None)
@@ -153,12 +156,14 @@ def main(argv: list[str] | None = None) -> None:
     from ray.cluster_utils import Cluster
     from train_overhead import write_random_dataset
 
-    from contract.registry import WORKLOADS
+    from contract.registry import tune_trainers
 
     logging.getLogger("ray").setLevel(logging.ERROR)
     os.environ.pop("RAY_ADDRESS", None)
     os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "1")
-    trainers = [t for t in args.trainers.split(",") if TRAINERS.get(t) in WORKLOADS]
+    # the trainers by their registry tune names (contract.registry: torch, jax, tf, ...)
+    by_name = tune_trainers()
+    trainers = [t for t in (args.trainers or ",".join(by_name)).split(",") if t in by_name]
     n = args.cpus_per_node
     # one logical CPU more than the workers take: Ray Data's read tasks need a CPU while every
     # worker holds its own (2 workers on 2 one-CPU nodes would leave the read unschedulable)
@@ -186,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             if getattr(args, key) is not None:
                 cfg[key] = getattr(args, key)
         for t in trainers:
-            wl = TRAINERS[t]
+            wl = by_name[t]
             train[t] = alternate(
                 args.rounds,
                 lambda r, wl=wl, t=t: train_tps(wl, cfg, 1, f"{t}-1-{r}"),

@@ -481,7 +481,7 @@ def run(
 
     # SIGTERM (timeout, CI cancellation) stops the running job like Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    from contract.registry import DEFAULT_PIPELINE
+    from contract.registry import DEFAULT_PIPELINE, get_workload
 
     try:
         names = local_jobs.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
@@ -513,7 +513,7 @@ def run(
         data_uri = local_jobs.absolute_data(data)
         ds = local_jobs.dataset_name(data_uri)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        trains = any(n in TRAINERS or n == "tune_lm" for n in names)
+        trains = any(get_workload(n).trains for n in names)
         key = local_jobs.pipeline_key(names, data_uri, extra_args, accelerator)
         pending = local_jobs.read_pending(target) if trains else None
         resumed = pending is not None and pending["key"] == key and not fresh
@@ -554,7 +554,7 @@ def run(
             except local_cluster.LocalError as e:
                 _fail(str(e), EXIT_USAGE)
             console.rule(f"[bold]{i}/{len(names)} {name}")
-            if resumed and (name in TRAINERS or name == "tune_lm"):
+            if resumed and get_workload(name).trains:
                 point = local_jobs.resume_point(state["buckets"]["checkpoints"], run_name)
                 console.print(
                     f"resumed from checkpoint {point[0]} ({point[1]})"
@@ -596,7 +596,7 @@ def run(
                 markup=True,
                 highlight=False,
             )
-            if name in TRAINERS:
+            if get_workload(name).role == "trainer":
                 state["last_run"] = run_name
                 local_cluster.write_state(target, state)
         if trains:
@@ -636,6 +636,7 @@ def _run_shown(
     """Run one job (``local_jobs.run_job``): every log line into ``run_log``; with ``verbose``
     also printed here under a status spinner, else shown as a progress bar or plain lines
     (:func:`raygke.progress.stage_display`)."""
+    from contract.registry import get_workload
     from raygke import local_jobs
     from raygke.progress import parse_progress, stage_display
 
@@ -643,7 +644,7 @@ def _run_shown(
 
     def retry_notice(line: str, event: dict[str, Any] | None) -> str | None:
         notice = watch.line(line)
-        if notice is None and event is not None and name in TRAINERS:
+        if notice is None and event is not None and get_workload(name).role == "trainer":
             notice = watch.progress(event)
         if notice is not None:
             run_log.write(f"==> {notice}")
