@@ -11,12 +11,12 @@ import pytest
 from contract.args.base import ArgError, JobContext, parse_value
 from contract.args.train_lm import TrainLmArgs
 from contract.args.train_lm_jax import TrainLmJaxArgs
-from contract.registry import WORKLOADS, bind_job_args, get_workload
+from contract.registry import WORKLOADS, args_classes, bind_job_args, get_workload
 from tests.helpers import stack
 
 
 def test_every_registered_workload_has_its_dataclass() -> None:
-    assert set(ARGS) == set(WORKLOADS)
+    assert set(args_classes()) == set(WORKLOADS)
     for name, w in WORKLOADS.items():
         assert w.args is args_classes()[name] and name == w.args.WORKLOAD
         assert dict(w.default_args) == w.args.defaults() == w.args.parse().to_dict()

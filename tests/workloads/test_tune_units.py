@@ -29,11 +29,11 @@ def test_rules_name_the_field_and_the_allowed_values() -> None:
 
 
 def test_every_tune_trainer_is_accepted_and_brings_a_tune_stepper() -> None:
-    from workloads.tune_lm import trainer_module
+    from workloads.tune_lm import trainer_stepper
 
     for name in ("torch", "jax", "tf"):
         assert TuneLmArgs.parse({"trainer": name}).trainer == name
-        assert callable(trainer_module(name).tune_stepper), name
+        assert callable(trainer_stepper(name)), name
 
 
 def test_tf_trainer_on_a_gpu_pool_is_accepted_by_the_arguments() -> None:

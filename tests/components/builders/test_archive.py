@@ -66,3 +66,17 @@ def test_names_and_uri() -> None:
     )
     with pytest.raises(ValueError, match="not a sha256"):
         archive_object_name("xyz")
+
+
+def test_the_default_archive_ships_the_contract_beside_the_workloads() -> None:
+    """The workloads import ``contract`` (registry, argument classes) in the Ray image, so the
+    RayJob's working_dir holds both packages at the top of the archive."""
+    import io
+    import zipfile
+
+    data, _ = workloads_archive()
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert "raygke/contract/registry.py" in names
+    assert "raygke/contract/args/base.py" in names
+    assert "raygke/workloads/train_lm.py" in names
+    assert {n.split("/")[1] for n in names} == {"workloads", "contract"}

@@ -113,13 +113,9 @@ def test_train_lm_tf_on_a_long_lived_clusters_gpu_group_is_sent_to_its_own_clust
     )
 
 
-def test_a_gpu_job_importing_tensorflow_and_torch_is_refused_with_the_clash(monkeypatch) -> None:
+def test_a_gpu_job_importing_tensorflow_and_torch_is_refused_with_the_clash() -> None:
     """tune_lm trials score with the PyTorch model, so a TensorFlow trainer under tune_lm would
     import both on the GPU workers: no image holds both."""
-    import workloads.args
-
-    trainers = {**workloads.args.TUNE_TRAINERS, "tf": "train_lm_tf"}
-    monkeypatch.setattr(workloads.args, "TUNE_TRAINERS", trainers)
     cfg = validate(
         config(
             jobs=[
