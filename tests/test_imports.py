@@ -164,3 +164,20 @@ def test_infrastructure_and_contract_import_nothing_from_workloads() -> None:
         if w.split(".")[0] == "workloads"
     )
     assert not bad, "\n".join(bad)
+
+
+# The CLI's local environment really runs the workloads (it reads their checkpoints to resume a
+# run or pick one to serve); the rest of raygke is infrastructure and imports none of them.
+RAYGKE_RUNS_WORKLOADS = {"raygke.local_jobs", "raygke.local_serve"}
+
+
+def test_only_the_local_runner_of_raygke_imports_workloads() -> None:
+    g = graph()
+    bad = sorted(
+        f"{m} imports {w}"
+        for m, deps in g.items()
+        if m.split(".")[0] == "raygke" and m not in RAYGKE_RUNS_WORKLOADS
+        for w in deps
+        if w.split(".")[0] == "workloads"
+    )
+    assert not bad, "\n".join(bad)
