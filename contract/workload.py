@@ -107,7 +107,10 @@ class Workload:
         object.__setattr__(
             self,
             "local_args",
-            MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.local_args.items()}),
+            # the arguments as JSON gives them (a copy each entry cannot change under another)
+            MappingProxyType(
+                {k: json.loads(json.dumps(dict(v))) for k, v in self.local_args.items()}
+            ),
         )
 
     def refusal(self, accelerator: str) -> str | None:

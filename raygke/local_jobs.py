@@ -249,7 +249,7 @@ def job_args(
         data=data,
         checkpoint=trained.get("checkpoint") if workload.role == "evaluator" else None,
     )
-    args: dict[str, Any] = json.loads(json.dumps(workload.local_args.get(accelerator, {})))
+    args: dict[str, Any] = json.loads(json.dumps(dict(workload.local_args.get(accelerator, {}))))
     overrides = overrides or {}
     original = variant_of(name)
     if original is not None:

@@ -60,7 +60,7 @@ Optimizer = Literal["muon", "adamw"]
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 
 # The model's default dimensions: ``workloads.lm_config.ModelConfig``'s defaults (the workloads
-# side; tests/contract/test_args.py asserts they agree).
+# side; tests/workloads/test_args.py asserts they agree).
 D_MODEL, N_LAYERS, N_HEADS, MLP_RATIO, DROPOUT = 128, 4, 4, 4, 0.0
 
 

@@ -170,3 +170,23 @@ def test_numbers_a_trainer_cannot_use_are_refused(values: dict, needle: str) -> 
     for workload in ("train_lm", "train_lm_jax"):
         found = args_classes()[workload].problems(values)
         assert len(found) == 1 and needle in found[0], found
+
+
+def test_the_contracts_model_defaults_are_the_models() -> None:
+    """contract/ cannot import workloads.lm_config; its copy of the defaults must agree."""
+    import dataclasses
+
+    from workloads.lm_config import ModelConfig
+
+    model = ModelConfig()
+    defaults = TrainLmArgs.defaults()
+    for f in dataclasses.fields(ModelConfig):
+        if f.name != "context_length":
+            assert defaults[f.name] == getattr(model, f.name), f.name
+
+
+def test_test_hooks_are_not_arguments() -> None:
+    """The fault hooks live in workloads/faults.py (RAYGKE_TEST_FAULTS), not in any
+    workload's arguments, so the job argument reference never shows them."""
+    for w in WORKLOADS.values():
+        assert not {"fail_at_step", "fail_marker"} & set(w.args.names()), w.name
