@@ -5,8 +5,8 @@ Usage: ``python bench/jax_step.py --d-model 128 --layers 4 --heads 4 --context 2
 the mesh spans ``jax.devices()`` and the batch is split over them (bf16 compute off CPU).
 FLOPs per token: :func:`workloads.flops.flops_per_token` (the same as ``bench/torch_step.py``).
 Peak per device: ``--peak-tflops`` if given, else from the device kind (TPU v5e/v6e, NVIDIA
-L4/A100/H100/H200: the figures in ``components/catalog.py``, copied in
-``workloads/device_peaks.py`` because workloads may not import components); on CPU there is
+L4/A100/H100/H200: :func:`contract.accelerators.peak_flops`, the one copy of the figures the
+catalog also reads); on CPU there is
 no catalog peak, so MFU is reported as null (achieved TFLOP/s is always reported).
 Prints one JSON line, then ``ratio: mfu = <MFU or n/a>  (tokens/s N)``.
 ``--smoke``: a tiny model (d_model 32, 1 layer, context 32, batch 4), 2 timed steps.
@@ -43,8 +43,8 @@ def main() -> None:
     import jax
     import numpy as np
 
+    from contract.accelerators import peak_flops
     from workloads import model_jax as M
-    from workloads.device_peaks import peak_flops
     from workloads.flops import mfu
 
     cfg = M.ModelConfig(d_model=a.d_model, n_layers=a.layers, n_heads=a.heads,

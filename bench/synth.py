@@ -31,7 +31,7 @@ from raygke.synth import synth  # noqa: E402
 
 # One pool kind per slot, rotating. The shapes and zones are the shipped prod stack's (region
 # us-east5): v5e and v6e are offered in us-east5-b, H100 in us-east5-a, L4 in both
-# (components/catalog.py); multi-host v6e 4x4 needs the TPU webhook, which prod's
+# (components/catalog/); multi-host v6e 4x4 needs the TPU webhook, which prod's
 # kuberay.mode gke-addon provides.
 _POOL_KINDS: tuple[tuple[dict[str, Any], str], ...] = (
     ({"machine_type": "n2-standard-8", "min_nodes": 0, "max_nodes": 2}, "prepare"),

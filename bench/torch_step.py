@@ -4,7 +4,7 @@ Usage: ``python bench/torch_step.py --d-model 128 --layers 4 --heads 4 --context
 CUDA if available (bf16 autocast, as ``workloads.model_torch.train_step`` does), else CPU
 (float32, all cores). Same FLOPs formula as ``bench/jax_step.py``
 (:func:`workloads.flops.flops_per_token`); peak per device from ``--peak-tflops`` or the GPU name
-(``torch.cuda.get_device_name``) via :mod:`workloads.device_peaks` (catalog figures); CPU -> MFU
+(``torch.cuda.get_device_name``) via :func:`contract.accelerators.peak_flops` (the catalog's figures); CPU -> MFU
 null. Prints one JSON line, then ``ratio: mfu = <MFU or n/a>  (tokens/s N)``.
 ``--smoke``: a tiny model (d_model 32, 1 layer, context 32, batch 4), 2 timed steps.
 """
@@ -38,7 +38,7 @@ def main() -> None:
 
     import torch
 
-    from workloads.device_peaks import peak_flops
+    from contract.accelerators import peak_flops
     from workloads.flops import mfu
     from workloads.model_torch import GPT, ModelConfig, make_optimizer, train_step
 

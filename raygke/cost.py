@@ -1,7 +1,7 @@
 """Hourly and monthly cost of a rendered stack, per node pool, at minimum and maximum scale.
 
 Pure function of the render (``resources.json`` records of :mod:`raygke.synth`, or the same list
-from :func:`raygke.synth.run_program`), priced from :mod:`components.catalog`'s price tables (the dated, sourced list
+from :func:`raygke.synth.run_program`), priced from :mod:`raygke.prices`'s tables (the dated, sourced list
 ``raygke/prices.json``: every machine family, GPU and TPU generation, on-demand and Spot, per
 region), so
 ``raygke cost`` and the cost delta of ``raygke diff`` read the same figures:
@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.catalog import (
+from components.catalog import tpu_machine
+from raygke.prices import (
     CLUSTER_FEE,
     GPU_PRICES,
     HOURS_PER_MONTH,
@@ -33,7 +34,6 @@ from components.catalog import (
     RESERVATION_PRICING,
     TPU_CHIP_PRICES,
     Price,
-    tpu_machine,
 )
 
 NODE_POOL = "gcp:container/nodePool:NodePool"

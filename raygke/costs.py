@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.catalog import GKE_PRICING, HOURS_PER_MONTH, PRICES_RECORDED
 from raygke.cost import StackCost, money
+from raygke.prices import GKE_PRICING, HOURS_PER_MONTH, PRICES_RECORDED
 
 
 def _m(v: float | None) -> str:

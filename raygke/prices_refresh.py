@@ -19,7 +19,7 @@ It lists the SKUs of the Compute Engine service (``services/6F81-5844-456A``) wi
 
 A price is ``units + nanos / 1e9`` of the last tiered rate of the first ``pricingInfo`` entry
 (``pricingExpression.tieredRates``), for each region in the SKU's ``serviceRegions``. The result
-has the shape :mod:`components.catalog` reads, dated today, with ``sources`` naming the API.
+has the shape :mod:`raygke.prices` reads, dated today, with ``sources`` naming the API.
 """
 
 from __future__ import annotations

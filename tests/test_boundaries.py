@@ -6,8 +6,10 @@
    standard library and itself (it ships in the Ray image beside `workloads/`).
 3. `components/` is one folder per concept (design.md "Layout"): its part of the stack model, its
    pure render, its checks and its ComponentResource side by side. Only a concept's
-   `component.py` imports `pulumi`, and no pure file imports a `component` module. `catalog.py`
-   (sourced facts) imports no concept.
+   `component.py` imports `pulumi`, and no pure file imports a `component` module. The
+   `catalog/` package (sourced facts, one module per family) imports no concept, only itself
+   and `contract`.
+4. `contract/` (shared by infrastructure and the Ray image) imports the standard library only.
 """
 
 from __future__ import annotations
@@ -107,15 +109,15 @@ CONCEPTS = {
 
 
 def test_components_top_level_is_concepts_and_catalog() -> None:
-    """Only the concept folders and the catalog sit at the top of ``components/``."""
+    """Only the concept folders and the catalog package sit at the top of ``components/``."""
     modules = {p.name for p in (ROOT / "components").glob("*.py")}
     folders = {
         p.name
         for p in (ROOT / "components").iterdir()
         if p.is_dir() and (p / "__init__.py").exists()
     }
-    assert modules == {"__init__.py", "catalog.py"}
-    assert folders == CONCEPTS
+    assert modules == {"__init__.py"}
+    assert folders == CONCEPTS | {"catalog"}
 
 
 def _concept_files() -> list[Path]:
@@ -132,6 +134,25 @@ def test_only_a_concepts_component_file_imports_pulumi(path: Path) -> None:
     assert not components, f"{path.relative_to(ROOT)} (pure) imports {sorted(components)}"
 
 
-def test_catalog_imports_no_concept() -> None:
-    mods = imported_modules(ROOT / "components" / "catalog.py")
-    assert not {m for m in mods if top(m) in {"components", *PULUMI}}
+CATALOG_FILES = sorted((ROOT / "components" / "catalog").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", CATALOG_FILES, ids=str)
+def test_catalog_imports_no_concept(path: Path) -> None:
+    """A catalog module imports the standard library, ``contract`` and (relatively) its own
+    package: no concept, no Pulumi, no workloads."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert all(n.level == 1 for n in relative), f"{path.name} imports from above its package"
+    bad = {
+        m for m in imported_modules(path) if top(m) not in sys.stdlib_module_names | {"contract"}
+    }
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "contract").rglob("*.py")), ids=str)
+def test_contract_is_standard_library_only(path: Path) -> None:
+    bad = {
+        m for m in imported_modules(path) if top(m) not in sys.stdlib_module_names | {"contract"}
+    }
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"

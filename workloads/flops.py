@@ -18,7 +18,7 @@ https://arxiv.org/abs/2204.02311) and Kaplan et al. 2020 (https://arxiv.org/abs/
   the causal mask is not used to halve it.
 
 MFU = achieved model FLOP/s / peak FLOP/s of the devices used; the peak per device comes from
-``components/catalog.py`` (TPU ``generation.peak_bf16_tflops``, GPU ``peak_bf16_tflops``) and is
+``contract/accelerators.py`` (``peak_flops``; the catalog reads the same figures) and is
 passed in by the caller: this module is standard library only.
 """
 

@@ -220,7 +220,7 @@ def _asset(data: bytes, sha: str) -> pulumi.Asset:
     machine."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # the project root (components/raycrs/ -> .)
     rel = Path(".raygke") / "build" / f"workloads-{sha}.zip"
     path = root / rel
     if not path.is_file() or path.read_bytes() != data:

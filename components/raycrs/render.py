@@ -76,6 +76,7 @@ from components.stack import (
 )
 from components.stack.naming import bucket_name, bucket_url, head_account_id, ksa_name
 from contract.args.base import JobContext
+from contract.quantity import cpu_quantity, memory_quantity
 from contract.registry import bind_job_args, get_workload
 
 API_VERSION = "ray.io/v1"
@@ -118,18 +119,6 @@ class ManifestError(ValueError):
 # ------------------------------------------------------------------------------ sizing helpers
 
 
-def _cpu_quantity(cores: float) -> str:
-    milli = math.floor(cores * 10) * 100  # floor to 100m
-    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
-
-
-def _memory_quantity(gib: float) -> str:
-    if gib >= 16:
-        return f"{math.floor(gib)}Gi"  # floor to 1Gi on large nodes
-    mi = math.floor(gib * 1024 / 256) * 256  # floor to 256Mi
-    return f"{mi // 1024}Gi" if mi % 1024 == 0 else f"{mi}Mi"
-
-
 def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) -> tuple[str, str]:
     """CPU and memory (request = limit) of a worker pod filling one node of ``spec``.
 
@@ -153,7 +142,7 @@ def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) 
                 f"node pool {spec.name!r} ({spec.machine_type}) is too small for a Ray worker "
                 f"after {NODE_HEADROOM['cpu']} CPU / {NODE_HEADROOM['memory']} GiB headroom"
             )
-        cpu, mem = _cpu_quantity(cpu_left), _memory_quantity(mem_left)
+        cpu, mem = cpu_quantity(cpu_left), memory_quantity(mem_left)
     if group is not None:
         cpu = group.cpu or cpu
         mem = group.memory or mem

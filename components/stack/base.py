@@ -13,6 +13,7 @@ from pydantic import (
 )
 
 from components import catalog
+from contract import quantity
 
 PROJECT_NAMESPACE = "ray-gke"
 # Namespaces of the providers and the engine, which a stack file may also set.
@@ -51,7 +52,6 @@ K8S_NAME_MAX = 50
 _SA_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])\Z")
 _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]\Z")
 _REGION = re.compile(r"^[a-z]+-[a-z]+\d+\Z")
-_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
@@ -194,77 +194,36 @@ def _cpu_machine_type(value: str) -> str:
     return value
 
 
-_QUANTITY_FACTOR = {
-    "": 1,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-}
-
-
 def quantity_bytes(value: str) -> int:
     """A Kubernetes quantity accepted by :func:`_quantity` as a whole number of base units
     (bytes for memory): ``"4Gi"`` -> 4294967296, ``"1500M"`` -> 1500000000, rounded down
-    (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+    (:func:`contract.quantity.quantity_int`).
 
     Raises:
         ValueError: not such a quantity.
     """
-    m = _QUANTITY.match(str(value))
-    if not m:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
-    number = str(value)[: len(str(value)) - len(m.group(2) or "")]
-    return int(float(number) * _QUANTITY_FACTOR[m.group(2) or ""])
+    return quantity.quantity_int(str(value))
 
 
 def _quantity(value: str, what: str) -> str:
     """``value`` when it is a Kubernetes quantity the API server keeps as written: at most
-    2^63-1 base units and no finer than 1m; a larger or finer one is silently capped or rounded
-    ("no quantity may represent a number greater than 2^63-1 in magnitude, nor may it have more
-    than 3 decimal places", https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
+    2^63-1 base units and no finer than 1m (:func:`contract.quantity.kept_as_written`).
 
     Raises:
         ValueError: not such a quantity (the field, the value and what is allowed named).
     """
-    from decimal import Decimal
-
-    m = _QUANTITY.match(str(value))
-    if not m:
-        raise ValueError(f"{what} {value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
-    suffix = m.group(2) or ""
-    number = Decimal(str(value)[: len(str(value)) - len(suffix)])
-    factor = Decimal("0.001") if suffix == "m" else Decimal(int(_QUANTITY_FACTOR[suffix]))
-    base = number * factor
-    if base > INT64_MAX:
-        raise ValueError(
-            f"{what} {value!r} is larger than a Kubernetes quantity holds (2^63-1 base units; "
-            "the API server would cap it)"
-        )
-    if (base * 1000) % 1:
-        raise ValueError(
-            f"{what} {value!r} is finer than a Kubernetes quantity holds (1m, three decimal "
-            "places; the API server would round it up)"
-        )
+    try:
+        why = quantity.kept_as_written(str(value))
+    except quantity.QuantityError as e:
+        raise ValueError(f"{what} {e}") from None
+    if why:
+        raise ValueError(f"{what} {str(value)!r} is {why}")
     return str(value)
-
-
-_QUANTITY_UNITS = {
-    "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
-}  # fmt: skip
 
 
 def quantity_value(value: str) -> float:
     """A quantity already accepted by ``_quantity`` in base units (``"500m"`` -> 0.5)."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([A-Za-z]*)", str(value))
-    assert m, value
-    return float(m.group(1)) * _QUANTITY_UNITS[m.group(2)]
+    return quantity.quantity_float(str(value))
 
 
 class _Model(BaseModel):

@@ -79,24 +79,17 @@ from components.security.iam import bucket_bindings, iam_problems, project_bindi
 from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig, resolve_job
 from components.stack.name_checks import name_problems
-
-_BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
-_DEC = {"m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+from contract.quantity import quantity_float
 
 
 def parse_quantity(value: str | int | float) -> float:
-    """A Kubernetes quantity as a number in base units (``"500m"`` -> 0.5, ``"1Gi"`` -> 2**30).
+    """A Kubernetes quantity as a number in base units (``"500m"`` -> 0.5, ``"1Gi"`` -> 2**30;
+    surrounding blanks ignored): :func:`contract.quantity.quantity_float`.
 
     Raises:
         ValueError: not a quantity (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/).
     """
-    if isinstance(value, int | float):
-        return float(value)
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", str(value))
-    if not m or m.group(2) not in {**_BIN, **_DEC}:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
-    number, suffix = float(m.group(1)), m.group(2)
-    return number * (_BIN.get(suffix) or _DEC[suffix])
+    return quantity_float(value.strip() if isinstance(value, str) else value)
 
 
 def _pod_requests(template: dict[str, Any]) -> dict[str, float]:

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 from components import catalog
-from components.catalog import build_tables, price_list
+from raygke import prices
 from raygke.cost import pool_cost
+from raygke.prices import build_tables, price_list
 from raygke.prices_refresh import parse_skus, price_document, unit_price
 from tests.helpers import ROOT
 
@@ -30,7 +31,7 @@ def _not_priced() -> dict[str, dict[str, str]]:
 def test_the_list_is_dated_and_sourced() -> None:
     d = price_list()
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", d["recorded"])
-    assert d["recorded"] == catalog.PRICES_RECORDED
+    assert d["recorded"] == prices.PRICES_RECORDED
     assert all(u.startswith("https://") for u in d["sources"].values())
     assert d["not_priced"]["source"].startswith("https://")
 
@@ -59,7 +60,7 @@ def missing_prices(data: dict | None = None) -> list[str]:
     on-demand for machines) nor names in ``not_priced``."""
     d = data if data is not None else price_list()
     machines, gpus, tpus = build_tables(
-        catalog.MACHINE_SHAPES, catalog.GCP_REGIONS, catalog.Price, d
+        catalog.MACHINE_SHAPES, catalog.GCP_REGIONS, prices.Price, d
     )
     np = d.get("not_priced", {})
     skip_regions = set(np.get("regions", {}))
@@ -112,7 +113,7 @@ def test_a_gap_in_the_list_is_caught() -> None:
 
 def test_new_figures_are_the_source_rows() -> None:
     """C4, A3 Ultra / H200, B200, v5p and the two N4-factor regions, against SKY rows."""
-    m, g, t = catalog.MACHINE_PRICES, catalog.GPU_PRICES, catalog.TPU_CHIP_PRICES
+    m, g, t = prices.MACHINE_PRICES, prices.GPU_PRICES, prices.TPU_CHIP_PRICES
     # SKY c4-highcpu-16 / c4-highmem-16 rows (us-central1, europe-north2, northamerica-south1)
     for region, name, row in [
         ("us-central1", "c4-highcpu-16", (0.68042, 0.32397)),
@@ -151,9 +152,9 @@ def test_new_figures_are_the_source_rows() -> None:
 
 
 def test_exact_rows_win_over_derived_figures() -> None:
-    p = catalog.MACHINE_PRICES[("us-east5", "a3-highgpu-8g")]
+    p = prices.MACHINE_PRICES[("us-east5", "a3-highgpu-8g")]
     assert (p.on_demand, p.spot) == (10.65487, 2.32627) and not p.note
-    derived = catalog.MACHINE_PRICES[("europe-west4", "n2-standard-8")]
+    derived = prices.MACHINE_PRICES[("europe-west4", "n2-standard-8")]
     assert derived.note.startswith("derived:")
     # a machine's price is vCPUs x rate + GB x rate of its family in the region
     rates = price_list()["families"]["n2"]["regions"]["europe-west4"]
@@ -194,7 +195,7 @@ def test_refresh_parses_the_billing_catalog_sku_shape() -> None:
     }
     doc = price_document(parsed, "2026-12-01")
     machines, gpus, _ = build_tables(
-        catalog.MACHINE_SHAPES, catalog.GCP_REGIONS, catalog.Price, doc
+        catalog.MACHINE_SHAPES, catalog.GCP_REGIONS, prices.Price, doc
     )
     assert abs(machines[("europe-west4", "n2-standard-8")].on_demand - 0.42766) < 1e-4
     assert gpus[("europe-west4", "nvidia-l4")].spot == 0.256
@@ -240,7 +241,7 @@ def test_cost_of_a_dev_copy_with_l4x4_in_europe_west4_has_no_unknown(tmp_path: P
 def test_shipped_list_is_exactly_its_documented_seed() -> None:
     """Every number of prices.json comes from a cited source row or the stated derivation
     (raygke/prices_seed.py), so the file equals what the seed writes."""
-    from components.catalog import PRICES_FILE
+    from raygke.prices import PRICES_FILE
     from raygke.prices_seed import text
 
     assert PRICES_FILE.read_text() == text()

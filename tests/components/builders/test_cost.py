@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.catalog import CLUSTER_FEE, GPU_PRICES, MACHINE_PRICES, TPU_CHIP_PRICES
 from raygke.cost import delta_lines, pool_cost, region_of, stack_cost
+from raygke.prices import CLUSTER_FEE, GPU_PRICES, MACHINE_PRICES, TPU_CHIP_PRICES
 from raygke.synth import read_stack_config, run_program
 from tests.helpers import ROOT
 

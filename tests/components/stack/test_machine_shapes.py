@@ -1,5 +1,5 @@
 """Machine shapes: every ``machine_type`` in a stack is checked against the catalog's sourced
-machine table (components/catalog.py ``MACHINE_SHAPES``), and capacity maths uses it."""
+machine table (components/catalog/machines.py ``MACHINE_SHAPES``), and capacity maths uses it."""
 
 from __future__ import annotations
 

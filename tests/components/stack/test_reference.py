@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import components.stack
+import components
 from components.stack import ConfigError, validate
 from components.stack.base import _Model
 from components.stack.reference import REGENERATE, render_reference, sections
@@ -20,14 +20,16 @@ DOC = ROOT / "docs" / "stack-config.md"
 
 
 def _models() -> list[type[_Model]]:
-    """Every model class defined in components/stack/ (reachable from StackConfig or not)."""
-    for mod in pkgutil.iter_modules(components.stack.__path__):
-        importlib.import_module(f"components.stack.{mod.name}")
+    """Every model class defined in components/ (reachable from StackConfig or not): the pure
+    modules of every concept folder (the component files hold no models)."""
+    for mod in pkgutil.walk_packages(components.__path__, "components."):
+        if not mod.ispkg and not mod.name.endswith(".component"):
+            importlib.import_module(mod.name)
     found, todo = [], list(_Model.__subclasses__())
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
-        if cls.__module__.startswith("components.stack."):
+        if cls.__module__.startswith("components."):
             found.append(cls)
     return found
 

@@ -1,4 +1,4 @@
-"""Accelerator catalog: derivations for every topology, and lookups that fail clearly."""
+"""components.catalog.tpu: derivations for every topology, and lookups that fail clearly."""
 
 from __future__ import annotations
 
@@ -166,49 +166,7 @@ def test_unknown_generation() -> None:
         tpu_slice("v9z", "2x2")
 
 
-@pytest.mark.parametrize(
-    ("gpu", "count", "machine"),
-    [
-        ("nvidia-l4", 1, "g2-standard-4"),
-        ("nvidia-l4", 8, "g2-standard-96"),
-        ("nvidia-tesla-a100", 16, "a2-megagpu-16g"),
-        ("nvidia-a100-80gb", 4, "a2-ultragpu-4g"),
-        ("nvidia-h100-80gb", 8, "a3-highgpu-8g"),
-        ("nvidia-h200-141gb", 8, "a3-ultragpu-8g"),
-        ("nvidia-b200", 8, "a4-highgpu-8g"),
-        ("nvidia-gb200", 4, "a4x-highgpu-4g"),
-    ],
-)
-def test_gpu_machine_types(gpu: str, count: int, machine: str) -> None:
-    g = catalog.gpu_type(gpu)
-    assert g.machine_type(count) == machine
-    sc = g.scaling_config(count, nodes=3)
-    assert sc == {"use_gpu": True, "num_workers": 3 * count, "resources_per_worker": {"GPU": 1}}
-
-
-def test_blackwell_arch() -> None:
-    assert catalog.gpu_type("nvidia-gb200").arch == "arm64"  # A4X: NVIDIA Grace hosts
-    assert catalog.gpu_type("nvidia-b200").arch == "amd64"
-    assert catalog.machine_shape("a4x-highgpu-4g").gpu_type == "nvidia-gb200"
-
-
-def test_gpu_count_no_machine_offers() -> None:
-    with pytest.raises(
-        CatalogError, match=r"no machine type offers 3 x nvidia-l4; valid counts: 1, 2, 4, 8"
-    ):
-        catalog.gpu_type("nvidia-l4").machine_type(3)
-
-
-def test_nap_resource_types_cover_catalog() -> None:
-    for gen in catalog.TPU_GENERATIONS.values():
-        assert gen.gke_accelerator in catalog.NAP_RESOURCE_TYPES
-    for name in catalog.GPU_TYPES:
-        assert name in catalog.NAP_RESOURCE_TYPES
-
-
-def test_gke_version_ordering() -> None:
-    v = catalog.parse_gke_version
-    assert v("1.31.2-gke.1115000") > v("1.31.2-gke.1000")
-    assert v("1.30") < v("1.31.2-gke.1115000")
-    with pytest.raises(ValueError, match="not a GKE version"):
-        v("latest")
+def test_tpu_machine() -> None:
+    assert catalog.tpu_machine("ct6e-standard-4t") == ("v6e", 4)
+    assert catalog.tpu_machine("ct5lp-hightpu-1t") == ("v5e", 1)
+    assert catalog.tpu_machine("n2-standard-8") is None

@@ -1,0 +1,257 @@
+"""GPU types as GKE and Compute Engine name them: machine types per GPU count, zones, driver
+versions. Product name, memory and peak come from :mod:`contract.accelerators`.
+
+Sources (each fact below cites one of these):
+
+* [GCE-GPU]  GPU machine types: https://cloud.google.com/compute/docs/gpus and
+  https://cloud.google.com/compute/docs/accelerator-optimized-machines  (G2, A2, A3 shapes; A4:
+  ``a4-highgpu-8g`` with 8 x B200; A4X: ``a4x-highgpu-4g`` with 4 x GB200 on NVIDIA Grace, Arm,
+  CPUs). The machine-type names and GKE labels ``nvidia-b200`` / ``nvidia-gb200`` as in xpk
+  ``system_characteristics.py`` (``b200-8``, ``gb200-4``, the latter with
+  ``docker_platform=linux/arm64``). NOT confirmed by a search of the Google page in this session:
+  the vCPU / memory of a4-highgpu-8g (224 vCPUs, 3968 GB) and a4x-highgpu-4g (140 vCPUs, 884 GB),
+  the GPU memory (B200 180 GB, GB200 186 GB) and the zones; treat them as recorded, not verified.
+* [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
+* [GKE-GPU]  GPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
+  (label ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu=present:NoSchedule``,
+  ``gpu_driver_version`` DEFAULT / LATEST / INSTALLATION_DISABLED).
+* [NVIDIA]   Peak dense bf16 tensor throughput from NVIDIA's data sheets: L4 121 TFLOP/s,
+  A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, H200 989 TFLOP/s, B200 (HGX) 2250 TFLOP/s, GB200
+  2500 TFLOP/s (the Blackwell figures are NOT confirmed by a search in this session).
+
+The zone lists are not complete (Google adds zones); pools can override the zone check with
+``allow_unlisted_zone`` in the stack config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from contract.accelerators import GPUS
+
+from .labels import CatalogError
+from .machines import machine_shape
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """A GPU type as GKE and Compute Engine name it.
+
+    Attributes:
+        name: GKE accelerator type (``nvidia-l4``): node label value and NAP resource type [GKE-GPU], [NAP].
+        machine_types: GPUs per VM -> the default (smallest) machine type with that many [GCE-GPU].
+        memory_gb: memory per GPU, GB.
+        peak_bf16_tflops: peak dense bf16 throughput per GPU, TFLOP/s [NVIDIA].
+        zones: zones offering it [GPU-ZONES] (not complete).
+        arch: CPU architecture of the machine types that carry it, as Kubernetes names it
+            (``kubernetes.io/arch``): ``amd64``, or ``arm64`` for GB200 on NVIDIA Grace (A4X)
+            [GCE-GPU]. Ray's and this project's images are amd64 builds, so an arm64 GPU pool
+            needs an image built for arm64 (``ray.images.gpu`` with ``architectures: [arm64]``).
+
+    The host vCPUs and memory of each machine type come from :data:`MACHINE_SHAPES` [GCE-AO]
+    (:attr:`host_vcpus`, :attr:`host_memory_gb`), so they are written once.
+    """
+
+    name: str
+    display: str
+    machine_types: Mapping[int, str]
+    memory_gb: int
+    peak_bf16_tflops: float
+    zones: tuple[str, ...]
+    arch: str = "amd64"
+
+    @property
+    def host_vcpus(self) -> dict[int, float]:
+        """GPUs per node -> vCPUs of the default machine type."""
+        return {n: machine_shape(m).vcpus for n, m in self.machine_types.items()}
+
+    @property
+    def host_memory_gb(self) -> dict[int, float]:
+        """GPUs per node -> memory (GB) of the default machine type."""
+        return {n: machine_shape(m).memory_gb for n, m in self.machine_types.items()}
+
+    def machine_type(self, count: int) -> str:
+        """Default machine type for ``count`` GPUs per node.
+
+        Raises:
+            CatalogError: no machine type offers ``count`` of this GPU; lists the counts that exist.
+        """
+        try:
+            return self.machine_types[count]
+        except KeyError:
+            raise CatalogError(
+                f"no machine type offers {count} x {self.name}; valid counts: "
+                f"{', '.join(str(c) for c in self.machine_types)}"
+            ) from None
+
+    def scaling_config(self, count: int, nodes: int) -> dict[str, Any]:
+        """``ray.train.ScalingConfig`` kwargs: one Ray Train worker per GPU on ``nodes`` nodes."""
+        self.machine_type(count)
+        return {
+            "use_gpu": True,
+            "num_workers": count * nodes,
+            "resources_per_worker": {"GPU": 1},
+        }
+
+
+_COMMON_GPU_ZONES = (
+    "us-central1-a",
+    "us-central1-b",
+    "us-central1-c",
+    "us-east1-b",
+    "us-east1-c",
+    "us-east1-d",
+    "us-east4-a",
+    "us-east4-b",
+    "us-east4-c",
+    "us-east5-a",
+    "us-east5-b",
+    "us-west1-a",
+    "us-west1-b",
+    "us-west4-a",
+    "europe-west4-a",
+    "europe-west4-b",
+    "europe-west4-c",
+    "asia-southeast1-b",
+    "asia-southeast1-c",
+)
+
+
+def _gpu(name: str, **infra: Any) -> GpuType:
+    """A GPU type: the facts of :data:`contract.accelerators.GPUS` (product name, memory, peak)
+    plus the infrastructure facts given here (machine types, zones, architecture)."""
+    f = GPUS[name]
+    return GpuType(
+        name=name,
+        display=f.display,
+        memory_gb=f.memory_gb,
+        peak_bf16_tflops=f.peak_bf16_tflops,
+        **infra,
+    )
+
+
+GPU_TYPES: Mapping[str, GpuType] = {
+    "nvidia-l4": _gpu(
+        "nvidia-l4",
+        machine_types={
+            1: "g2-standard-4",
+            2: "g2-standard-24",
+            4: "g2-standard-48",
+            8: "g2-standard-96",
+        },
+        zones=_COMMON_GPU_ZONES,
+    ),
+    "nvidia-tesla-a100": _gpu(
+        "nvidia-tesla-a100",
+        machine_types={
+            1: "a2-highgpu-1g",
+            2: "a2-highgpu-2g",
+            4: "a2-highgpu-4g",
+            8: "a2-highgpu-8g",
+            16: "a2-megagpu-16g",
+        },
+        zones=(
+            "us-central1-a",
+            "us-central1-b",
+            "us-central1-c",
+            "us-central1-f",
+            "us-east1-b",
+            "us-west1-b",
+            "us-west4-b",
+            "europe-west4-a",
+            "europe-west4-b",
+            "asia-southeast1-b",
+            "asia-southeast1-c",
+        ),
+    ),
+    "nvidia-a100-80gb": _gpu(
+        "nvidia-a100-80gb",
+        machine_types={
+            1: "a2-ultragpu-1g",
+            2: "a2-ultragpu-2g",
+            4: "a2-ultragpu-4g",
+            8: "a2-ultragpu-8g",
+        },
+        zones=(
+            "us-central1-a",
+            "us-central1-c",
+            "us-east4-c",
+            "us-east5-b",
+            "europe-west4-a",
+            "asia-southeast1-c",
+        ),
+    ),
+    "nvidia-h100-80gb": _gpu(
+        "nvidia-h100-80gb",
+        machine_types={
+            1: "a3-highgpu-1g",
+            2: "a3-highgpu-2g",
+            4: "a3-highgpu-4g",
+            8: "a3-highgpu-8g",
+        },
+        zones=(
+            "us-central1-a",
+            "us-central1-c",
+            "us-east4-a",
+            "us-east4-b",
+            "us-east5-a",
+            "us-west1-a",
+            "us-west4-a",
+            "europe-west4-b",
+            "asia-southeast1-c",
+        ),
+    ),
+    "nvidia-h200-141gb": _gpu(
+        "nvidia-h200-141gb",
+        machine_types={8: "a3-ultragpu-8g"},
+        zones=(
+            "us-central1-b",
+            "us-east4-b",
+            "us-east5-a",
+            "us-west1-c",
+            "europe-west1-b",
+            "asia-south1-b",
+        ),
+    ),
+    # A4 [GCE-GPU]: 8 x B200 per a4-highgpu-8g. Memory, peak and zones NOT confirmed by a
+    # search in this session (see the module docstring); allow_unlisted_zone for other zones.
+    "nvidia-b200": _gpu(
+        "nvidia-b200",
+        machine_types={8: "a4-highgpu-8g"},
+        zones=("us-central1-b", "us-east4-b", "us-south1-b", "europe-west4-b"),
+    ),
+    # A4X [GCE-GPU]: 4 x GB200 per a4x-highgpu-4g, NVIDIA Grace (Arm) host CPUs: arm64 nodes.
+    "nvidia-gb200": _gpu(
+        "nvidia-gb200",
+        machine_types={4: "a4x-highgpu-4g"},
+        zones=("us-central1-a", "us-east4-b"),
+        arch="arm64",
+    ),
+}
+
+
+def gpu_type(name: str) -> GpuType:
+    """The catalog entry for a GPU type.
+
+    Raises:
+        CatalogError: unknown type; the message lists the known ones.
+    """
+    try:
+        return GPU_TYPES[name]
+    except KeyError:
+        raise CatalogError(
+            f"GPU type {name!r} is not in the catalog; valid: {', '.join(GPU_TYPES)}"
+        ) from None
+
+
+GPU_DRIVER_VERSIONS = ("DEFAULT", "LATEST", "INSTALLATION_DISABLED")  # [GKE-GPU]
+
+
+def gpu_driver_label(driver_version: str | None) -> str | None:
+    """Value of :data:`GPU_DRIVER_LABEL` on nodes whose driver GKE installs (``LATEST`` ->
+    ``latest``), None when GKE installs none (``INSTALLATION_DISABLED``) [GKE-GPU]."""
+    if driver_version in ("DEFAULT", "LATEST"):
+        return driver_version.lower()
+    return None
