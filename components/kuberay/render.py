@@ -18,12 +18,8 @@ from typing import Any
 import yaml
 
 from components import catalog
-from components.stack.model import StackConfig
-
-# isort: split
-# after the stack model: importing a concept model first would enter components/stack/__init__.py
-# (through components.stack.base) while that concept model is half initialised
 from components.raycrs.model import KUBERAY_CHART_VERSIONS
+from components.stack.model import StackConfig
 
 KUBERAY_HELM_REPO = "https://ray-project.github.io/kuberay-helm/"
 KUBERAY_CHART = "kuberay-operator"
