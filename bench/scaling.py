@@ -9,7 +9,7 @@ node, ``--cpus-per-node`` CPUs each, the shape of ``raygke local up``'s default)
 once; cluster start-up is excluded.
 
 * Training: for each trainer registered (``train_lm`` = torch, ``train_lm_jax`` = jax,
-  ``train_lm_tf`` = tf when present in :mod:`workloads.registry`), ``main`` is run with
+  ``train_lm_tf`` = tf when present in :mod:`contract.registry`), ``main`` is run with
   ``num_workers`` 1 (``batch_size`` B) and 2 (``batch_size`` B/2 each: the same global batch),
   ``cpus_per_worker`` = ``--cpus-per-node`` (so 2 workers land on the two nodes) and one torch
   thread per CPU. The figure is the trainer's own ``tokens_per_s`` (global tokens over the

@@ -1,7 +1,7 @@
 """``raygke local run``: one progress line or bar per job, its full log in a file.
 
 The workloads print ``RAYGKE_PROGRESS {json}`` lines (``workloads.common.emit_progress``; the
-prefix is ``workloads.registry.PROGRESS_PREFIX``) among Ray's own output in the job log. Every
+prefix is ``contract.registry.PROGRESS_PREFIX``) among Ray's own output in the job log. Every
 log line goes to the run's log file (:class:`RunLog`); progress lines are also parsed
 (:func:`parse_progress`) and shown:
 

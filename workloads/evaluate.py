@@ -8,7 +8,7 @@ targets); the same rows, concatenated, are compressed with ``xz -9e``'s preset
 ``prompt`` for ``sample_bytes`` bytes, sampled at ``temperature`` with a ``torch.Generator``
 seeded by ``seed`` (so a run repeats exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
 
-Arguments: :class:`workloads.args.EvaluateArgs` (names, types, defaults, units).
+Arguments: :class:`contract.args.evaluate.EvaluateArgs` (names, types, defaults, units).
 Result: ``{"val_loss", "val_rows", "val_bytes", "xz_nats_per_byte", "val_vs_xz" (val_loss /
 xz_nats_per_byte: below 1 beats xz), "sample", "checkpoint", "step"}``.
 
@@ -141,7 +141,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """Evaluate; see the module docstring for arguments and results.
 
     Raises:
-        workloads.args.ArgError: bad arguments (one line each).
+        contract.args.base.ArgError: bad arguments (one line each).
         workloads.checkpoint.CheckpointError: see the module docstring.
     """
 

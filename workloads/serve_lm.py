@@ -42,7 +42,7 @@ constructor, so it never becomes healthy and the deploy fails with that line. Ch
 trainers load: PyTorch's ``model.pt`` directly, JAX's ``params.npz`` through
 :func:`workloads.model_torch.state_dict_from_jax` (the same network; conversion at load time).
 
-Arguments: :class:`workloads.args.ServeLmArgs`; the application builder is :func:`build_app`
+Arguments: :class:`contract.args.serve_lm.ServeLmArgs`; the application builder is :func:`build_app`
 (``import_path: workloads.serve_lm:build_app``).
 """
 
@@ -593,7 +593,7 @@ def build_app(args: Mapping[str, Any]) -> Any:
     bound ``LmServer`` deployment with autoscaling, concurrency and resources from ``args``.
 
     Raises:
-        workloads.args.ArgError: ``args`` do not fit :class:`~workloads.args.ServeLmArgs`, or no
+        contract.args.base.ArgError: ``args`` do not fit :class:`~contract.args.serve_lm.ServeLmArgs`, or no
             ``checkpoint`` is given (one line per problem).
     """
     from contract.args.base import ArgError

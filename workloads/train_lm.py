@@ -12,7 +12,7 @@ continues from the checkpoint's step, so with ``FailureConfig(max_failures)`` ev
 counted exactly once across a failure and restore (steps run after the last checkpoint and
 before a crash are redone, and logged again under the new attempt).
 
-Arguments: :class:`workloads.args.TrainLmArgs` (names, types, defaults, units). Scaling: the
+Arguments: :class:`contract.args.train_lm.TrainLmArgs` (names, types, defaults, units). Scaling: the
 ``scaling`` argument (ScalingConfig kwargs of a CPU/GPU node pool) or ``num_workers`` workers
 (one GPU each with ``use_gpu``).
 
@@ -180,7 +180,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """Fit the trainer; see the module docstring for arguments and results.
 
     Raises:
-        workloads.args.ArgError: bad arguments (one line each).
+        contract.args.base.ArgError: bad arguments (one line each).
         workloads.train_loop.DatasetTooSmall: fewer rows than one batch per worker.
         ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
     """

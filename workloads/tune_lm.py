@@ -49,7 +49,7 @@ Resources: a trial asks for ``cpus_per_trial`` CPUs, plus ONE worker's accelerat
 (``use_gpu``) or one TPU host's chips (``resources_per_worker={"TPU": n}``; single-host slices:
 a trial on one host of a multi-host slice cannot start the slice's runtime alone).
 Trainer ``jax`` runs on TPU slices and CPUs; ``tf`` where its workload ``train_lm_tf`` runs
-(``Workload.accelerators`` in :mod:`workloads.registry`; TPU slices take trainer ``jax``).
+(``Workload.accelerators`` in :mod:`contract.registry`; TPU slices take trainer ``jax``).
 
 Result: ``best`` (trial id, config, ``val_loss``, steps, checkpoint), ``trials`` (one row per
 trial: id, config, steps run, ``val_loss`` last and best, status), ``val_loss`` and

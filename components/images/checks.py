@@ -2,7 +2,7 @@
 its workload needs (``raygke check``).
 
 A workload declares the Python distributions it imports beyond Ray (``Workload.needs`` in
-:mod:`workloads.registry`, with a ``tune_lm`` trainer's: ``Workload.needs_for``); the version it
+:mod:`contract.registry`, with a ``tune_lm`` trainer's: ``Workload.needs_for``); the version it
 needs is the project's pin in ``pyproject.toml``, the one the tests ran with
 (:func:`components.images.render.project_pins`). A job's workers run the image of their node
 pool's kind, ``gpu-tf`` for a TensorFlow job with its own cluster on a GPU pool

@@ -274,7 +274,7 @@ class KubeRayConfig(_Model):
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 # ``gpu-tf``: GPU workers of TensorFlow jobs (train_lm_tf), an image without PyTorch: TensorFlow's
 # CUDA 12 wheels and PyPI torch's CUDA 13 wheels write the same cuDNN/NCCL files, so one image
-# cannot hold both (workloads/registry.py TF_GPU_CONFLICT).
+# cannot hold both (contract/registry.py TF_GPU_CONFLICT).
 IMAGE_KINDS = ("cpu", "gpu", "gpu-tf", "tpu")
 
 
@@ -695,7 +695,7 @@ class JobConfig(_Model):
         "letter (KubeRay's MaxRayJobNameLength, validation.go ValidateRayJobMetadata)."
     )
     workload: str = Field(
-        description="Name of a registered workload (`workloads/registry.py`), e.g. `prepare`, "
+        description="Name of a registered workload (`contract/registry.py`), e.g. `prepare`, "
         "`train_lm`, `train_lm_jax`, `train_lm_tf`.",
     )
     args: dict[str, Any] = Field(

@@ -631,7 +631,7 @@ ELASTIC_JOB = {"kueue.x-k8s.io/elastic-job": "true"}
 
 
 def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
-    """The workload arguments of ``job``, bound by :func:`workloads.args.bind_job_args` (the
+    """The workload arguments of ``job``, bound by :func:`contract.registry.bind_job_args` (the
     one binding ``raygke local run`` uses too): ``job.args`` on top of the platform values the
     workload has an argument for:
 
@@ -648,7 +648,7 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
 
     Raises:
         KeyError: unknown workload. ResolveError: unresolvable target.
-        workloads.args.ArgError: ``job.args`` do not fit the workload (the stack rules report
+        contract.args.base.ArgError: ``job.args`` do not fit the workload (the stack rules report
             the same problems first).
     """
     workload = get_workload(job.workload)

@@ -120,7 +120,7 @@ def ray_service_manifest(
 
     Raises:
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
-        workloads.args.ArgError: args that do not fit the application.
+        contract.args.base.ArgError: args that do not fit the application.
     """
     target = resolve_service(cfg, svc)
     group = _with_serve_port_and_label(

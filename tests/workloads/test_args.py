@@ -1,4 +1,4 @@
-"""Typed workload arguments (workloads/args.py): checks, defaults, docs rows, binding. No Ray."""
+"""Typed workload arguments (contract/args/): checks, defaults, docs rows, binding. No Ray."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def test_binding_keeps_what_the_workload_takes_and_explicit_args_win() -> None:
 
 def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.MonkeyPatch) -> None:
     """components/builders/manifests.job_args and raygke/local_jobs.job_args both call
-    workloads.args.bind_job_args."""
+    contract.registry.bind_job_args."""
     import components.raycrs.render as manifests
     import raygke.local_jobs as lj
 

@@ -225,7 +225,9 @@ OFFERED_2024 = dict.fromkeys(("RAPID", "REGULAR", "STABLE", "EXTENDED"), ("1.28"
 def test_rule(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # GKE no longer offers a version older than v6e's minimum (catalog.GKE_OFFERED_MINORS), so
     # that rule is exercised against a 2024 record of the offered versions.
-    monkeypatch.setattr(catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024)  # where gke_version_problem reads it
+    monkeypatch.setattr(
+        catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024
+    )  # where gke_version_problem reads it
     rule = next(r for r in RULES if r.name == name)
     assert list(rule.check(validate(base()))) == [], "the base stack breaks no rule"
     mutate, line = CASES[name]
