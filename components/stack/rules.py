@@ -430,7 +430,7 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[str]:
 
 
 def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[str]:
-    """A service's ``workload`` is a registered Serve application (:func:`contract.registry.serve_apps`)
+    """A service's ``workload`` is a registered Serve application (:mod:`contract.registry`, ``serve_apps()``)
     and its ``args`` fit it; a ``checkpoint`` that is not a ``gs://`` path names a declared job
     whose workload writes checkpoints (its folder ``<checkpoints bucket>/<job name>`` is served)."""
     jobs = {j.name: j for j in cfg.jobs}
