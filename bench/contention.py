@@ -47,7 +47,7 @@ def main() -> None:
 
     import torch
 
-    from workloads.args import TrainLmArgs
+    from contract.args.train_lm import TrainLmArgs
     from workloads.common import cpu_threads, host_cpus, set_torch_threads
     from workloads.train_lm import build_stepper
 

@@ -9,7 +9,7 @@ node, ``--cpus-per-node`` CPUs each, the shape of ``raygke local up``'s default)
 once; cluster start-up is excluded.
 
 * Training: for each trainer registered (``train_lm`` = torch, ``train_lm_jax`` = jax,
-  ``train_lm_tf`` = tf when present in :mod:`workloads.registry`), ``main`` is run with
+  ``train_lm_tf`` = tf when present in :mod:`contract.registry`), ``main`` is run with
   ``num_workers`` 1 (``batch_size`` B) and 2 (``batch_size`` B/2 each: the same global batch),
   ``cpus_per_worker`` = ``--cpus-per-node`` (so 2 workers land on the two nodes) and one torch
   thread per CPU. The figure is the trainer's own ``tokens_per_s`` (global tokens over the
@@ -52,7 +52,6 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-TRAINERS = {"torch": "train_lm", "jax": "train_lm_jax", "tf": "train_lm_tf"}
 SMOKE = {
     "steps": 3,
     "rounds": 1,
@@ -80,7 +79,7 @@ def alternate(rounds: int, one: Callable[[int], float], two: Callable[[int], flo
 def train_tps(workload: str, cfg: dict[str, Any], workers: int, name: str) -> float:
     """Tokens/s (global, steady state) that ``workload``'s ``main`` reports for one fresh run
     with ``workers`` workers and ``batch_size // workers`` rows each."""
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     w = get_workload(workload)
     run = {**cfg, "num_workers": workers, "batch_size": cfg["batch_size"] // workers, "name": name}
@@ -134,7 +133,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32, help="global batch (rows per step)")
     p.add_argument("--cpus-per-node", type=int, default=1)
-    p.add_argument("--trainers", default="torch,jax,tf", help="those registered are run")
+    p.add_argument(
+        "--trainers",
+        default="",
+        help="tune names of registered trainers (contract.registry); default: every one",
+    )
     p.add_argument("--data", default=None, help="prepare's corpus (default: stdlib sources)")
     p.add_argument("--d-model", type=int, default=None)
     p.add_argument("--n-layers", type=int, default=None)
@@ -153,12 +156,14 @@ def main(argv: list[str] | None = None) -> None:
     from ray.cluster_utils import Cluster
     from train_overhead import write_random_dataset
 
-    from workloads.registry import WORKLOADS
+    from contract.registry import tune_trainers
 
     logging.getLogger("ray").setLevel(logging.ERROR)
     os.environ.pop("RAY_ADDRESS", None)
     os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "1")
-    trainers = [t for t in args.trainers.split(",") if TRAINERS.get(t) in WORKLOADS]
+    # the trainers by their registry tune names (contract.registry: torch, jax, tf, ...)
+    by_name = tune_trainers()
+    trainers = [t for t in (args.trainers or ",".join(by_name)).split(",") if t in by_name]
     n = args.cpus_per_node
     # one logical CPU more than the workers take: Ray Data's read tasks need a CPU while every
     # worker holds its own (2 workers on 2 one-CPU nodes would leave the read unschedulable)
@@ -186,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             if getattr(args, key) is not None:
                 cfg[key] = getattr(args, key)
         for t in trainers:
-            wl = TRAINERS[t]
+            wl = by_name[t]
             train[t] = alternate(
                 args.rounds,
                 lambda r, wl=wl, t=t: train_tps(wl, cfg, 1, f"{t}-1-{r}"),

@@ -100,7 +100,7 @@ def bare_server(checkpoint: str, port: int, threads: int) -> None:
     """Serve ``POST /generate`` with the stdlib ThreadingHTTPServer, one request at a time."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from workloads.args import ServeLmArgs
+    from contract.args.serve_lm import ServeLmArgs
     from workloads.serve_lm import LmGenerator
     from workloads.serve_request import RequestError, parse_request
 

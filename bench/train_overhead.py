@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
 
+    from contract.registry import get_workload
     from workloads.common import with_model_defaults
-    from workloads.registry import get_workload
 
     logging.getLogger("ray").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,10 +1,12 @@
 """``raygke local run``: submit registry workloads to the local cluster through the Ray Jobs API.
 
-Each job's entrypoint comes from :mod:`workloads.registry`; its arguments are wired to the
-stack's bucket folders (:func:`job_args`). The ``workloads/`` package is staged, content
-addressed, under ``<artifacts>/working_dir/<sha>/`` and passed as the job's ``runtime_env``
-``working_dir`` — the same shape as the RayJob on GKE, whose working_dir is the ``workloads/``
-archive in the artifacts bucket. Results come from each job's last log line
+Each job's entrypoint comes from :mod:`contract.registry`; its arguments are wired to the
+stack's bucket folders (:func:`job_args`). Nothing here names a workload: roles, local variants
+(``--accelerator tpu`` runs train_lm's JAX variant), per-accelerator arguments and frameworks come
+from the registry entries (:class:`contract.workload.Workload`). The ``workloads/`` and
+``contract/`` packages are staged, content addressed, under ``<artifacts>/working_dir/<sha>/`` and
+passed as the job's ``runtime_env`` ``working_dir`` — the same shape as the RayJob on GKE, whose
+working_dir is the same archive in the artifacts bucket. Results come from each job's last log line
 ``RAYGKE_RESULT {json}``.
 
 Ray is imported lazily (inside the functions that submit jobs).
@@ -24,12 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import workloads
+from contract.args.base import ArgError, JobContext, parse_value
+from contract.registry import (
+    FAULTS_ENV,
+    RESULT_PREFIX,
+    WORKLOADS,
+    bind_job_args,
+    get_workload,
+    with_role,
+)
 from raygke.local_cluster import LocalError, LocalTarget, use_cluster_auth
-from workloads.args import ArgError, JobContext, bind_job_args, parse_value
-from workloads.registry import RESULT_PREFIX, TRAINERS, WORKLOADS, get_workload
 
 ACCELERATORS = ("cpu", "gpu", "tpu")
+# The packages a job's working_dir holds (the repository's folders of these names).
+PACKAGES = ("workloads", "contract")
+ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_KEYS = (
     "rows",
     "val_rows",
@@ -70,7 +81,7 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
 
     The values for one job are checked together (``report_every`` against ``steps``,
     ``n_heads`` against ``d_model``: the workload's cross-argument rules,
-    :attr:`workloads.args.WorkloadArgs.RULES`), as the ``args:`` of a stack file's job are, so
+    :attr:`contract.args.base.WorkloadArgs.RULES`), as the ``args:`` of a stack file's job are, so
     ``--set train_lm.d_model=96 --set train_lm.n_heads=3`` is accepted in either order.
 
     Raises:
@@ -101,27 +112,36 @@ def parse_overrides(items: Sequence[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def variant_of(name: str) -> str | None:
+    """The workload whose local variant ``name`` is (train_lm for train_lm_jax), or None."""
+    return next((w.name for w in WORKLOADS.values() if name in w.local_variants.values()), None)
+
+
 def check_overrides(names: Sequence[str], overrides: Mapping[str, Mapping[str, Any]]) -> None:
-    """Refuse, before any job runs, an override for ``train_lm`` that ``train_lm_jax`` (which
-    runs instead with ``--accelerator tpu``) does not accept.
+    """Refuse, before any job runs, an override for a job that a local variant replaces here
+    (train_lm's, when train_lm_jax runs instead with ``--accelerator tpu``) that the variant
+    does not accept.
 
     Raises:
         LocalError: naming the override and the accepted arguments.
     """
-    if "train_lm_jax" not in names or "train_lm" not in overrides:
-        return
-    problems = WORKLOADS["train_lm_jax"].arg_problems(overrides["train_lm"])
-    if problems:
-        raise LocalError(f"--set train_lm.* applies to train_lm_jax here: {problems[0]}")
+    for name in names:
+        original = variant_of(name)
+        if original is None or original not in overrides:
+            continue
+        problems = WORKLOADS[name].arg_problems(overrides[original])
+        if problems:
+            raise LocalError(f"--set {original}.* applies to {name} here: {problems[0]}")
 
 
 def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
-    """Validate job names; with ``tpu`` map ``train_lm`` to ``train_lm_jax``.
+    """Validate job names; map each to its local variant for ``accelerator``
+    (:attr:`contract.workload.Workload.local_variants`: train_lm -> train_lm_jax on ``tpu``).
 
     Raises:
-        LocalError: unknown job, unknown accelerator, ``train_lm_jax`` not registered for tpu,
-            or another trainer asked to run on an accelerator it does not support
-            (``train_lm_tf`` on ``tpu``).
+        LocalError: unknown job, unknown accelerator, a variant that is not registered, a
+            trainer asked to run on an accelerator it does not support (``train_lm_tf`` on
+            ``tpu``), or a TensorFlow job on ``gpu`` without TensorFlow's CUDA build here.
     """
     if accelerator not in ACCELERATORS:
         raise LocalError(f"--accelerator {accelerator!r} is not one of {', '.join(ACCELERATORS)}")
@@ -133,16 +153,19 @@ def resolve_jobs(jobs: Sequence[str], accelerator: str) -> list[str]:
             raise LocalError(
                 f"{name} is a Ray Serve application, not a job; deploy it with `raygke local serve`"
             )
-        if accelerator == "tpu" and name == "train_lm":
-            if "train_lm_jax" not in WORKLOADS:
+        variant = WORKLOADS[name].local_variants.get(accelerator)
+        if variant is not None:
+            if variant not in WORKLOADS:
                 raise LocalError(
-                    "--accelerator tpu needs the workload train_lm_jax, which is not registered"
+                    f"--accelerator {accelerator} runs {name} as the workload {variant}, which "
+                    "is not registered"
                 )
-            name = "train_lm_jax"
-        refusal = get_workload(name).refusal(accelerator) if name in TRAINERS else None
+            name = variant
+        workload = get_workload(name)
+        refusal = workload.refusal(accelerator) if workload.role == "trainer" else None
         if refusal:
             raise LocalError(f"--accelerator {accelerator}: {refusal}")
-        if accelerator == "gpu" and "tensorflow" in get_workload(name).needs:
+        if accelerator == "gpu" and workload.framework == "tensorflow":
             tf_gpu_problem = local_tensorflow_gpu_problem()
             if tf_gpu_problem:
                 raise LocalError(f"--accelerator gpu: {name}: {tf_gpu_problem}")
@@ -154,7 +177,7 @@ def local_tensorflow_gpu_problem() -> str | None:
     """Why this environment cannot run TensorFlow on GPUs, or None: it needs TensorFlow's CUDA
     build (the ``tensorflow`` distribution, pyproject extra ``tf-gpu``), not the CPU build
     ``tensorflow-cpu`` (extra ``tf``) the dev environment installs beside PyTorch; the two CUDA
-    stacks cannot share an environment (:data:`workloads.registry.TF_GPU_CONFLICT`)."""
+    stacks cannot share an environment (:data:`contract.registry.TF_GPU_CONFLICT`)."""
     import importlib.metadata
 
     try:
@@ -197,17 +220,17 @@ def job_args(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Arguments for job ``name`` wired to the local bucket folders, bound by
-    :func:`workloads.args.bind_job_args` (the one binding the GKE RayJobs use too).
+    :func:`contract.registry.bind_job_args` (the one binding the GKE RayJobs use too).
 
-    prepare writes ``<datasets>/<dataset_name(data)>``; a trainer (train_lm, train_lm_jax,
-    train_lm_tf: :data:`workloads.registry.TRAINERS`) reads it and
-    stores checkpoints under ``<checkpoints>/<run_name>``; evaluate reads the checkpoint that
-    train reported in this run (``results``), else the newest valid one of ``run_name``.
-    ``overrides`` (``--set``, :func:`parse_overrides`) go on top; ``train_lm``'s also apply to
-    ``train_lm_jax`` (``--accelerator tpu``). ``tune_lm`` writes its experiment to
-    ``<checkpoints>/<run_name>`` (evaluate then scores its best trial's checkpoint); with
-    ``--accelerator tpu`` its trainer is ``jax`` and each trial takes one emulated TPU host, with
-    ``gpu`` one GPU.
+    The data job (prepare) writes ``<datasets>/<dataset_name(data)>``; a trainer or tuner reads
+    it and stores checkpoints under ``<checkpoints>/<run_name>``; an evaluator reads the
+    checkpoint the trainer reported in this run (``results``), else the newest valid one of
+    ``run_name``. Each value reaches a job only where its arguments have the field
+    (:func:`contract.registry.bind_job_args`). On ``tpu`` a job taking ``scaling`` gets the
+    emulated TPU hosts'. Then the entry's :attr:`~contract.workload.Workload.local_args` for
+    ``accelerator`` (``use_gpu`` on ``gpu``; tune_lm's ``trainer: jax`` on ``tpu``), then the
+    ``overrides`` (``--set``, :func:`parse_overrides`): those of the job a local variant
+    replaces first (``train_lm``'s apply to ``train_lm_jax``), then the job's own.
 
     Raises:
         LocalError: no emulated TPU hosts for ``accelerator="tpu"``, or an override the
@@ -215,26 +238,22 @@ def job_args(
     """
     buckets = state["buckets"]
     trained = trained_result(results)
-    trains = name in TRAINERS or name == "tune_lm"
-    scaling = tpu_args(state)["scaling"] if accelerator == "tpu" and trains else None
+    workload = get_workload(name)
+    takes_scaling = "scaling" in workload.args.names()
+    scaling = tpu_args(state)["scaling"] if accelerator == "tpu" and takes_scaling else None
     context = JobContext(
         dataset=os.path.join(buckets["datasets"], dataset_name(data)),
         storage_path=buckets["checkpoints"],
         name=run_name,
         scaling=scaling,
         data=data,
-        checkpoint=trained.get("checkpoint") if name == "evaluate" else None,
+        checkpoint=trained.get("checkpoint") if workload.role == "evaluator" else None,
     )
-    args: dict[str, Any] = {}
-    if accelerator == "gpu" and name in ("train_lm", "train_lm_tf"):
-        args["use_gpu"] = True
-    if name == "tune_lm" and accelerator == "tpu":
-        args["trainer"] = "jax"
-    if name == "tune_lm" and accelerator == "gpu":
-        args["scaling"] = {"num_workers": 1, "use_gpu": True, "resources_per_worker": {"GPU": 1}}
+    args: dict[str, Any] = json.loads(json.dumps(dict(workload.local_args.get(accelerator, {}))))
     overrides = overrides or {}
-    if name == "train_lm_jax":
-        args.update(overrides.get("train_lm", {}))
+    original = variant_of(name)
+    if original is not None:
+        args.update(overrides.get(original, {}))
     args.update(overrides.get(name, {}))
     try:
         return bind_job_args(name, context, args)
@@ -243,9 +262,14 @@ def job_args(
 
 
 def trained_result(results: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
-    """The result of this run's trainer (the first of :data:`workloads.registry.TRAINERS`, then
-    ``tune_lm`` (its best trial), that ran), or an empty mapping."""
-    return next((results[t] for t in (*TRAINERS, "tune_lm") if results.get(t)), {})
+    """The result of this run's trainer (the first registered trainer, then tuner (its best
+    trial), that ran), or an empty mapping."""
+    names = (*with_role("trainer"), *with_role("tuner"))
+    return next((results[t] for t in names if results.get(t)), {})
+
+
+def _role_result(results: Mapping[str, Mapping[str, Any]], role: str) -> Mapping[str, Any]:
+    return next((results[n] for n in with_role(role) if results.get(n)), {})
 
 
 def parse_result(logs: str) -> dict[str, Any] | None:
@@ -262,9 +286,9 @@ def parse_result(logs: str) -> dict[str, Any] | None:
 
 def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The summary dict (keys :data:`SUMMARY_KEYS`, None where no job produced the value)."""
-    prep = results.get("prepare", {})
+    prep = _role_result(results, "data")
     train = trained_result(results)
-    ev = results.get("evaluate", {})
+    ev = _role_result(results, "evaluator")
     return {
         "rows": prep.get("rows"),
         "val_rows": prep.get("val_rows"),
@@ -283,24 +307,28 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def stage_working_dir(artifacts: str) -> str:
-    """Copy the ``workloads`` package to ``<artifacts>/working_dir/<sha256[:16]>/workloads``.
+def stage_working_dir(artifacts: str, root: Path = ROOT) -> str:
+    """Copy the :data:`PACKAGES` (``workloads``, ``contract``) of ``root`` to
+    ``<artifacts>/working_dir/<sha256[:16]>/<package>``.
 
-    The digest covers every file's relative path and bytes (``__pycache__`` excluded), so an
-    unchanged package reuses its folder. Returns the folder to use as ``working_dir``.
+    The digest covers every file's package, relative path and bytes (``__pycache__`` excluded),
+    so unchanged packages reuse their folder. Returns the folder to use as ``working_dir``.
     """
-    src = Path(workloads.__file__).parent
-    files = sorted(p for p in src.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     h = hashlib.sha256()
-    for p in files:
-        h.update(str(p.relative_to(src)).encode() + b"\0" + p.read_bytes() + b"\0")
+    for package in PACKAGES:
+        src = root / package
+        files = sorted(p for p in src.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        for p in files:
+            h.update(f"{package}/{p.relative_to(src)}".encode() + b"\0" + p.read_bytes() + b"\0")
     dest = Path(artifacts) / "working_dir" / h.hexdigest()[:16]
-    if not (dest / "workloads").is_dir():
+    if not all((dest / package).is_dir() for package in PACKAGES):
         tmp = dest.with_name(dest.name + f".tmp-{uuid.uuid4().hex[:6]}")
-        shutil.copytree(src, tmp / "workloads", ignore=shutil.ignore_patterns("__pycache__"))
+        for package in PACKAGES:
+            ignore = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(root / package, tmp / package, ignore=ignore)
         try:
             tmp.rename(dest)
-        except OSError:  # a concurrent run staged it first
+        except OSError:  # a concurrent run staged it first (or an older layout is there)
             shutil.rmtree(tmp, ignore_errors=True)
     return str(dest)
 
@@ -348,7 +376,12 @@ def run_job(
         # cluster up "automatically" otherwise, which finds other clusters on a shared machine.
         runtime_env={
             "working_dir": working_dir,
-            "env_vars": {"PYTHONUNBUFFERED": "1", "RAY_ADDRESS": state["address"]},
+            "env_vars": {
+                "PYTHONUNBUFFERED": "1",
+                "RAY_ADDRESS": state["address"],
+                # test-only fault injection (workloads/faults.py), only when this process has it
+                **({FAULTS_ENV: os.environ[FAULTS_ENV]} if os.environ.get(FAULTS_ENV) else {}),
+            },
         },
         metadata={"raygke_stack": target.stack, "raygke_job": name},
     )

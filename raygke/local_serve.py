@@ -75,7 +75,7 @@ def serve_config(
 ) -> dict[str, Any]:
     """The Serve declarative config (``ServeDeploySchema``) of the local application: one
     application ``lm`` at ``/`` whose builder ``workloads.serve_lm:build_app`` gets ``args``."""
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     return {
         "proxy_location": "HeadOnly",

@@ -1,7 +1,7 @@
 """``raygke local run``: one progress line or bar per job, its full log in a file.
 
 The workloads print ``RAYGKE_PROGRESS {json}`` lines (``workloads.common.emit_progress``; the
-prefix is ``workloads.registry.PROGRESS_PREFIX``) among Ray's own output in the job log. Every
+prefix is ``contract.registry.PROGRESS_PREFIX``) among Ray's own output in the job log. Every
 log line goes to the run's log file (:class:`RunLog`); progress lines are also parsed
 (:func:`parse_progress`) and shown:
 
@@ -36,7 +36,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from workloads.registry import PROGRESS_PREFIX
+from contract.registry import PROGRESS_PREFIX
 
 PLAIN_LINES = 5  # plain lines per job (and per phase of a job) on a non-terminal
 

@@ -2,8 +2,8 @@
 
 1. `workloads/` never imports `pulumi` or `components` (it runs in the Ray image).
 2. `components/` never imports `ray`, `torch`, `jax` or `tensorflow` (it runs where infra is
-   provisioned); from `workloads` it may import only the standard-library-only registry and
-   argument dataclasses (`workloads.registry`, `workloads.args`).
+   provisioned), nor `workloads`: what both sides share is in `contract/`, which imports only the
+   standard library and itself (it ships in the Ray image beside `workloads/`).
 3. `components/` is one folder per concept (design.md "Layout"): its part of the stack model, its
    pure render, its checks and its ComponentResource side by side. Only a concept's
    `component.py` imports `pulumi`, and no pure file imports a `component` module. The
@@ -49,8 +49,8 @@ def test_workloads_do_not_import_iac(path: Path) -> None:
     assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
-# The standard-library-only workloads modules components may import.
-COMPONENTS_MAY_IMPORT = {"workloads.registry", "workloads.args"}
+# The workloads modules components may import: none (they import contract/ instead).
+COMPONENTS_MAY_IMPORT: set[str] = set()
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "components").rglob("*.py")), ids=str)
@@ -65,10 +65,20 @@ def test_components_do_not_import_ml(path: Path) -> None:
     assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "contract").rglob("*.py")), ids=str)
+def test_contract_imports_only_the_standard_library(path: Path) -> None:
+    bad = {
+        m
+        for m in imported_modules(path)
+        if top(m) not in sys.stdlib_module_names and top(m) not in {"contract", "__future__"}
+    }
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
 def test_registry_is_standard_library_only() -> None:
     """Importing the registry (as the Pulumi side does) loads none of the ML frameworks."""
     code = (
-        "import sys, workloads.registry, workloads.args, components.stack; "
+        "import sys, contract.registry, components.stack; "
         "bad = [m for m in ('ray', 'torch', 'jax', 'pulumi') if m in sys.modules]; "
         "print(','.join(bad))"
     )

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from workloads.args import ArgError, parse_value
-from workloads.registry import PROGRESS_PREFIX, RESULT_PREFIX, get_workload
+from contract.args.base import ArgError, parse_value
+from contract.registry import PROGRESS_PREFIX, RESULT_PREFIX, get_workload
 
 # A flag value (``--key value``, ``--set job.key=value``): JSON when it parses, else the string.
 json_or_str = parse_value
@@ -96,7 +96,7 @@ def emit_progress(
 def run_cli(workload: str, main: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     """Entry point used by ``python -m workloads.<name>``.
 
-    Bad input (:class:`workloads.args.ArgError`, :class:`InputError` and its subclasses, a
+    Bad input (:class:`contract.args.base.ArgError`, :class:`InputError` and its subclasses, a
     :class:`workloads.checkpoint.CheckpointError`) ends the process with exit status 2 and one
     line per problem on stderr (``<workload>: <problem>``), not a traceback.
     """
@@ -286,7 +286,7 @@ def _train_report(metrics: dict[str, Any], path: str | None, dir_name: str | Non
 
 # ------------------------------------------------------------ Muon's Newton-Schulz dtype
 
-# ``ns_dtype`` values (workloads/args.py TrainArgs.ns_dtype): the dtype Muon's Newton-Schulz
+# ``ns_dtype`` values (contract/args/ TrainArgs.ns_dtype): the dtype Muon's Newton-Schulz
 # iterations run in. ``auto`` resolves once per run (:func:`resolve_ns_dtype`).
 NS_DTYPES = ("float32", "bfloat16")
 

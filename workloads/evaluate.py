@@ -8,7 +8,7 @@ targets); the same rows, concatenated, are compressed with ``xz -9e``'s preset
 ``prompt`` for ``sample_bytes`` bytes, sampled at ``temperature`` with a ``torch.Generator``
 seeded by ``seed`` (so a run repeats exactly); 0 means greedy, which on a small byte-level model soon loops on one word.
 
-Arguments: :class:`workloads.args.EvaluateArgs` (names, types, defaults, units).
+Arguments: :class:`contract.args.evaluate.EvaluateArgs` (names, types, defaults, units).
 Result: ``{"val_loss", "val_rows", "val_bytes", "xz_nats_per_byte", "val_vs_xz" (val_loss /
 xz_nats_per_byte: below 1 beats xz), "sample", "checkpoint", "step"}``.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.args import EvaluateArgs
+from contract.args.evaluate import EvaluateArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint
 from workloads.common import (
     cpu_threads,
@@ -141,7 +141,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """Evaluate; see the module docstring for arguments and results.
 
     Raises:
-        workloads.args.ArgError: bad arguments (one line each).
+        contract.args.base.ArgError: bad arguments (one line each).
         workloads.checkpoint.CheckpointError: see the module docstring.
     """
 

@@ -38,7 +38,7 @@ built in ``<dataset>.tmp`` and swapped into place at the end, so a re-run after 
 duplicates nor loses rows. Remote outputs are overwritten shard by shard (same names), stale
 shards are deleted, and the manifest is written last.
 
-Arguments: :class:`workloads.args.PrepareArgs` (names, types, defaults, units).
+Arguments: :class:`contract.args.prepare.PrepareArgs` (names, types, defaults, units).
 Result: ``{"rows", "val_rows", "files", "bytes", "dataset", "skipped", "skipped_by",
 "val_carved"}`` (skipped = count of text-policy skips; skipped_by = {filter: files};
 val_carved = None or ``{"from": train shard, "rows": n}``).
@@ -58,7 +58,7 @@ import sysconfig
 from collections.abc import Iterable
 from typing import Any
 
-from workloads.args import PrepareArgs
+from contract.args.prepare import PrepareArgs
 from workloads.common import InputError, emit_progress, ensure_ray, is_local, resolve_fs, run_cli
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ constructor, so it never becomes healthy and the deploy fails with that line. Ch
 trainers load: PyTorch's ``model.pt`` directly, JAX's ``params.npz`` through
 :func:`workloads.model_torch.state_dict_from_jax` (the same network; conversion at load time).
 
-Arguments: :class:`workloads.args.ServeLmArgs`; the application builder is :func:`build_app`
+Arguments: :class:`contract.args.serve_lm.ServeLmArgs`; the application builder is :func:`build_app`
 (``import_path: workloads.serve_lm:build_app``).
 """
 
@@ -54,7 +54,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from workloads.args import ServeLmArgs
+from contract.args.serve_lm import ServeLmArgs
 from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, read_manifest
 from workloads.serve_request import GenerateRequest, RequestError, parse_request
 
@@ -510,10 +510,10 @@ def build_app(args: Mapping[str, Any]) -> Any:
     bound ``LmServer`` deployment with autoscaling, concurrency and resources from ``args``.
 
     Raises:
-        workloads.args.ArgError: ``args`` do not fit :class:`~workloads.args.ServeLmArgs`, or no
+        contract.args.base.ArgError: ``args`` do not fit :class:`~contract.args.serve_lm.ServeLmArgs`, or no
             ``checkpoint`` is given (one line per problem).
     """
-    from workloads.args import ArgError
+    from contract.args.base import ArgError
 
     parsed = ServeLmArgs.parse(dict(args))
     if not parsed.checkpoint:

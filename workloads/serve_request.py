@@ -1,5 +1,5 @@
 """The request of the LM application's ``POST /generate`` (:mod:`workloads.serve_lm`): the JSON
-body's keys, their limits from the application's arguments (:class:`workloads.args.ServeLmArgs`)
+body's keys, their limits from the application's arguments (:class:`contract.args.serve_lm.ServeLmArgs`)
 and the one-line error a bad body answers with (``{"error": "<field>: <why>"}``, status 400 or
 413). Standard library only, so a bare server (``bench/serve_load.py``) parses requests the same
 way as the Serve replicas."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from workloads.args import ServeLmArgs
+from contract.args.serve_lm import ServeLmArgs
 
 REQUEST_KEYS = ("prompt", "max_new_tokens", "temperature", "seed", "stop")
 MAX_STOPS = 4  # stop sequences per request (as OpenAI's ``stop``)

@@ -12,7 +12,7 @@ continues from the checkpoint's step, so with ``FailureConfig(max_failures)`` ev
 counted exactly once across a failure and restore (steps run after the last checkpoint and
 before a crash are redone, and logged again under the new attempt).
 
-Arguments: :class:`workloads.args.TrainLmArgs` (names, types, defaults, units). Scaling: the
+Arguments: :class:`contract.args.train_lm.TrainLmArgs` (names, types, defaults, units). Scaling: the
 ``scaling`` argument (ScalingConfig kwargs of a CPU/GPU node pool) or ``num_workers`` workers
 (one GPU each with ``use_gpu``).
 
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.args import TrainLmArgs
+from contract.args.train_lm import TrainLmArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli, set_torch_threads
+from workloads.lm_config import ModelConfig
 from workloads.train_loop import fit, fit_summary, run_loop
 
 
@@ -95,7 +96,7 @@ def build_stepper(
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
         model = model.to(device)
     else:
-        model = GPT(args.model_config()).to(device)
+        model = GPT(ModelConfig.from_config(args.to_dict())).to(device)
     if wrap is not None:
         model = wrap(model)
     ns_dtype = ns_dtype_for_run(args.ns_dtype, device.type, meta, str(restored))
@@ -179,7 +180,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """Fit the trainer; see the module docstring for arguments and results.
 
     Raises:
-        workloads.args.ArgError: bad arguments (one line each).
+        contract.args.base.ArgError: bad arguments (one line each).
         workloads.train_loop.DatasetTooSmall: fewer rows than one batch per worker.
         ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
     """

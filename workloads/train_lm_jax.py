@@ -35,7 +35,7 @@ hosts set ``JAX_PLATFORMS=cpu``, so each JAX process has ONE CPU device instead 
 across slices; MEGASCALE variables are set but unused), compute is float32 (``compute_dtype
 "auto"``), and MFU is not reported unless ``peak_flops_per_device`` is given.
 
-Arguments: :class:`workloads.args.TrainLmJaxArgs` (names, types, defaults, units); the same
+Arguments: :class:`contract.args.train_lm_jax.TrainLmJaxArgs` (names, types, defaults, units); the same
 ``scaling`` shape as :mod:`workloads.train_lm`. ``optimizer`` (default ``"muon"``: Muon at
 ``muon_lr`` for the blocks' matrices, AdamW at ``lr`` for the rest; ``"adamw"``: AdamW for all)
 is :func:`workloads.model_jax.make_optimizer`; its state is replicated like the parameters, and a
@@ -55,8 +55,9 @@ import logging
 import os
 from typing import Any
 
-from workloads.args import TrainLmJaxArgs
+from contract.args.train_lm_jax import TrainLmJaxArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli
+from workloads.lm_config import ModelConfig
 from workloads.train_loop import fit, fit_summary, run_loop
 
 log = logging.getLogger(__name__)
@@ -274,7 +275,7 @@ def build_stepper(
         cfg, params, meta, opt_state = M.load_checkpoint(restored, optimizer, args.optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
     else:
-        cfg = args.model_config()
+        cfg = ModelConfig.from_config(args.to_dict())
         params, opt_state = M.init_params(cfg, args.seed), None
     if opt_state is None:
         opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))
@@ -326,7 +327,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """Fit the trainer; see the module docstring for arguments and results.
 
     Raises:
-        workloads.args.ArgError: bad arguments (one line each).
+        contract.args.base.ArgError: bad arguments (one line each).
         workloads.train_loop.DatasetTooSmall: fewer rows than one batch per worker.
         ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
     """

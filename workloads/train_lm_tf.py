@@ -36,7 +36,7 @@ ParameterServerStrategy is not offered: see :data:`PARAMETER_SERVER_NOTE`.
 Ray Tune (:mod:`workloads.tune_lm`, ``trainer: tf``) runs the same stepper in one process on one
 device (:func:`tune_stepper`: ``OneDeviceStrategy``, no Ray Train worker group).
 
-Arguments: :class:`workloads.args.TrainLmTfArgs`; the same ``scaling`` shape as
+Arguments: :class:`contract.args.train_lm_tf.TrainLmTfArgs`; the same ``scaling`` shape as
 :mod:`workloads.train_lm` (CPU/GPU pools; TPUs are not supported by this trainer).
 
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
@@ -52,7 +52,7 @@ import logging
 import os
 from typing import Any
 
-from workloads.args import TrainLmTfArgs
+from contract.args.train_lm_tf import TrainLmTfArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli
 from workloads.train_loop import fit, fit_summary, run_loop
 
@@ -182,7 +182,11 @@ def build_stepper(
     from workloads.lm_config import ModelConfig
 
     meta = M.read_checkpoint(restored) if restored is not None else None
-    cfg = ModelConfig(**meta["model"]) if meta is not None else args.model_config()
+    cfg = (
+        ModelConfig(**meta["model"])
+        if meta is not None
+        else ModelConfig.from_config(args.to_dict())
+    )
     ns_dtype = ns_dtype_for_run(args.ns_dtype, M.platform(strategy), meta, str(restored))
     with strategy.scope():
         model = M.TfGPT(cfg, seed=args.seed)
@@ -263,7 +267,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     """Fit the trainer; see the module docstring for arguments and results.
 
     Raises:
-        workloads.args.ArgError: bad arguments (one line each).
+        contract.args.base.ArgError: bad arguments (one line each).
         workloads.train_loop.DatasetTooSmall: fewer rows than one batch per worker.
         ray.train.TrainingFailedError: training failed more than ``max_failures`` times.
     """

@@ -22,8 +22,8 @@ Shared here, so the two cannot drift:
   (ScalingConfig kwargs of the node pool / slice, ``components/raycrs/scaling.py``) when set,
   else ``num_workers`` workers of ``cpus_per_worker`` CPUs (+1 GPU each with ``use_gpu``);
 * run: ``RunConfig(name, storage_path, FailureConfig(max_failures),
-  CheckpointConfig(num_to_keep=keep_checkpoints))``; the test hooks ``step_log``,
-  ``fail_at_step`` + ``fail_marker``.
+  CheckpointConfig(num_to_keep=keep_checkpoints))``; the test log ``step_log``; a test's
+  crash after a step comes from :mod:`workloads.faults`, not from the arguments.
 
 Metrics per report: ``step``, ``loss`` (nats/byte), ``first_loss``, ``tokens_per_s``,
 ``step_time_s``, ``epoch`` plus the stepper's extras.
@@ -40,8 +40,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol
 
-from workloads.args import TrainArgs
+from contract.args.train import TrainArgs
 from workloads.common import InputError, dataset_context_length, join, report_step
+from workloads.faults import carry, crash_after_step
 
 
 class DatasetTooSmall(InputError):
@@ -166,7 +167,7 @@ def fit(trainer_cls: Any, worker_fn: Callable[[dict[str, Any]], None], args: Tra
         args = resolve_args(args)
         scaling = scaling_kwargs(args)
         trainer = trainer_cls(
-            worker_fn,
+            carry(worker_fn),
             train_loop_config=args.to_dict(),
             scaling_config=ScalingConfig(**scaling),
             run_config=run_config(args),
@@ -189,18 +190,6 @@ def fit_summary(result: Any) -> dict[str, Any]:
         "tokens_per_s": m.get("tokens_per_s"),
         "checkpoint": result.checkpoint.path if result.checkpoint else None,
     }
-
-
-def _crash_hook(args: TrainArgs, rank: int, step: int) -> None:
-    """Test hook: rank 0 exits right after ``fail_at_step``, once (``fail_marker``)."""
-    if (
-        rank == 0
-        and args.fail_at_step == step
-        and args.fail_marker
-        and not os.path.exists(args.fail_marker)
-    ):
-        open(args.fail_marker, "w").close()
-        os._exit(1)  # simulate a worker crash
 
 
 def run_loop(
@@ -257,7 +246,7 @@ def run_loop(
             if step_log:
                 with open(step_log, "a") as f:
                     f.write(json.dumps({"attempt": attempt, "step": step, "loss": loss}) + "\n")
-            _crash_hook(args, rank, step)
+            crash_after_step(rank, step)
             tps = tok_count / tok_time if tok_time else 0.0
             metrics = {
                 "step": step,

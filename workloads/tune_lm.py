@@ -3,10 +3,11 @@ peak learning rate, warm-up, width, depth and batch size.
 
 Each trial is one process (a Tune function trainable) running the SAME loop as the trainers
 (:func:`workloads.train_loop.run_loop`: batches, seeded shuffle, schedule, throughput) with the
-chosen trainer's stepper: ``tune_stepper(args, restored, threads, use_gpu)`` of the trainer's
-module (:data:`workloads.args.TUNE_TRAINERS` -> registry workload -> module; torch =
+chosen trainer's stepper: the registry entry's ``tune_stepper``
+(``module:function(args, restored, threads, use_gpu)``) of the trainer whose ``tune_name`` the
+``trainer`` argument gives (:func:`contract.workload.tune_trainers`; torch =
 :mod:`workloads.train_lm`, jax = :mod:`workloads.train_lm_jax`, tf = :mod:`workloads.train_lm_tf`,
-one device through ``OneDeviceStrategy``). No Ray Train worker group per trial: on 2 cores its
+one device through ``OneDeviceStrategy``; a trainer registered later is a choice too). No Ray Train worker group per trial: on 2 cores its
 start-up would cost more than a short trial.
 
 Reports and checkpoints: every ``report_every`` steps (and at the trial's last step) the trial
@@ -48,7 +49,7 @@ Resources: a trial asks for ``cpus_per_trial`` CPUs, plus ONE worker's accelerat
 (``use_gpu``) or one TPU host's chips (``resources_per_worker={"TPU": n}``; single-host slices:
 a trial on one host of a multi-host slice cannot start the slice's runtime alone).
 Trainer ``jax`` runs on TPU slices and CPUs; ``tf`` where its workload ``train_lm_tf`` runs
-(``Workload.accelerators`` in :mod:`workloads.registry`; TPU slices take trainer ``jax``).
+(``Workload.accelerators`` in :mod:`contract.registry`; TPU slices take trainer ``jax``).
 
 Result: ``best`` (trial id, config, ``val_loss``, steps, checkpoint), ``trials`` (one row per
 trial: id, config, steps run, ``val_loss`` last and best, status), ``val_loss`` and
@@ -68,7 +69,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from workloads.args import ARGS, TUNE_TRAINERS, TrainArgs, TuneLmArgs
+from contract.args.train import TrainArgs
+from contract.args.tune_lm import TuneLmArgs
+from contract.registry import args_classes, tune_trainers
 from workloads.common import (
     InputError,
     cpu_threads,
@@ -77,6 +80,7 @@ from workloads.common import (
     ray_cpus,
     run_cli,
 )
+from workloads.faults import interrupt_after
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +88,7 @@ SEARCHED = ("lr", "warmup", "d_model", "n_layers", "batch_size", "optimizer")
 
 
 class TrainerUnavailable(InputError):
-    """The trainer's module brings no ``tune_stepper``."""
+    """The trainer's registry entry names a ``tune_stepper`` that does not import."""
 
 
 def search_space(args: TuneLmArgs) -> dict[str, Any]:
@@ -115,21 +119,24 @@ def trial_resources(args: TuneLmArgs) -> dict[str, float]:
     return out
 
 
-def trainer_module(trainer: str) -> Any:
-    """The module of ``trainer`` (through the registry); it must define ``tune_stepper``.
+def trainer_stepper(trainer: str) -> Any:
+    """The ``tune_stepper`` function of ``trainer`` (a tune name): the registry entry's
+    ``module:function`` (:attr:`contract.workload.Workload.tune_stepper`), imported.
 
     Raises:
-        TrainerUnavailable: no ``tune_stepper`` in that module.
+        KeyError: ``trainer`` is no registered trainer's tune name.
+        TrainerUnavailable: the module or the function does not exist.
     """
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
-    module = importlib.import_module(get_workload(TUNE_TRAINERS[trainer]).module)
-    if not hasattr(module, "tune_stepper"):
+    spec = get_workload(tune_trainers()[trainer]).tune_stepper or ""
+    module_name, _, function = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), function)
+    except (ImportError, AttributeError) as e:
         raise TrainerUnavailable(
-            f"trainer {trainer!r} ({module.__name__}) has no tune_stepper(args, restored, "
-            "threads, use_gpu); it cannot run Tune trials yet"
-        )
-    return module
+            f"trainer {trainer!r}: its tune_stepper {spec!r} does not load ({e})"
+        ) from None
 
 
 def trial_args(args: TuneLmArgs, config: Mapping[str, Any], context_length: int) -> TrainArgs:
@@ -137,7 +144,7 @@ def trial_args(args: TuneLmArgs, config: Mapping[str, Any], context_length: int)
     settings (a checkpoint and a report every ``report_every`` steps). The sampled ``lr`` is
     AdamW's; Muon's peak lr (the trainers' default optimizer) follows it at the trainers'
     default ratio ``muon_lr / lr``, so one searched (and PBT-perturbed) value scales both."""
-    cls = ARGS[TUNE_TRAINERS[args.trainer]]
+    cls = args_classes()[tune_trainers()[args.trainer]]
     defaults = cls.defaults()
     return cls.parse(
         {
@@ -192,11 +199,11 @@ def trainable(
 
     args = TuneLmArgs.parse(sweep)
     targs = trial_args(args, config, context_length)
-    module = trainer_module(args.trainer)
+    tune_stepper = trainer_stepper(args.trainer)
     restored, donor = _restore()
     threads = cpu_threads(cpus=ray_cpus() or max(1.0, args.cpus_per_trial))  # its Ray CPUs
     use_gpu = "GPU" in trial_resources(args)
-    stepper, start_step, first_loss = module.tune_stepper(targs, restored, threads, use_gpu)
+    stepper, start_step, first_loss = tune_stepper(targs, restored, threads, use_gpu)
     rows = load_validation(args.dataset, args.val_rows)[:, : targs.context_length + 1]
 
     def report(metrics: dict[str, Any], path: str | None, dir_name: str | None) -> None:
@@ -321,13 +328,12 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(config: dict[str, Any], *, _interrupt_after: int | None = None) -> dict[str, Any]:
-    """Run (or resume) the sweep; see the module docstring for arguments and results.
-
-    ``_interrupt_after`` (tests): interrupt the experiment after that many trials completed.
+def main(config: dict[str, Any]) -> dict[str, Any]:
+    """Run (or resume) the sweep; see the module docstring for arguments and results. A test
+    can interrupt it after some trials completed (:func:`workloads.faults.interrupt_after`).
 
     Raises:
-        workloads.args.ArgError: bad arguments (one line each).
+        contract.args.base.ArgError: bad arguments (one line each).
         TrainerUnavailable: the trainer cannot run Tune trials.
         workloads.train_loop.DatasetTooSmall: the training split is missing or too small.
     """
@@ -338,7 +344,7 @@ def main(config: dict[str, Any], *, _interrupt_after: int | None = None) -> dict
     from workloads.train_loop import train_dataset
 
     args = TuneLmArgs.parse(config)
-    trainer_module(args.trainer)  # fail before Ray starts
+    trainer_stepper(args.trainer)  # fail before Ray starts
     if "://" not in args.storage_path:
         config = {**config, "storage_path": os.path.abspath(args.storage_path)}
         args = TuneLmArgs.parse(config)
@@ -346,7 +352,7 @@ def main(config: dict[str, Any], *, _interrupt_after: int | None = None) -> dict
     ensure_ray()
     try:
         ctx_len = args.context_length or dataset_context_length(args.dataset) or 256
-        probe = ARGS[TUNE_TRAINERS[args.trainer]].parse(
+        probe = args_classes()[tune_trainers()[args.trainer]].parse(
             {"dataset": args.dataset, "batch_size": max(args.batch_sizes)}
         )
         # materialised once: iterating it in a trial needs no Ray Data task (no CPU the
@@ -359,7 +365,8 @@ def main(config: dict[str, Any], *, _interrupt_after: int | None = None) -> dict
             trial_resources(args),
         )
         path = join(args.storage_path, args.name)
-        callbacks = [_InterruptAfter(_interrupt_after)()] if _interrupt_after else []
+        stop_after = interrupt_after()
+        callbacks = [_InterruptAfter(stop_after)()] if stop_after else []
         if args.resume and tune.Tuner.can_restore(path):
             log.warning("resuming the experiment at %s", path)
             tuner = tune.Tuner.restore(path, trainable=fn, resume_errored=True)

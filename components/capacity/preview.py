@@ -35,8 +35,8 @@ from typing import Any
 
 from components.capacity.model import ClusterQueueConfig
 from components.capacity.render import cluster_queue, queued_pool, resource_flavor
-from components.stack import StackConfig
 from components.stack.base import quantity_value
+from components.stack.model import StackConfig
 
 BYTES_PER_GIB = 2**30
 

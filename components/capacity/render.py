@@ -39,7 +39,7 @@ import yaml
 from components import catalog
 from components.capacity.model import ClusterQueueConfig
 from components.nodepools.render import NodePoolSpec, specs_for_pool
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -2,7 +2,7 @@
 its workload needs (``raygke check``).
 
 A workload declares the Python distributions it imports beyond Ray (``Workload.needs`` in
-:mod:`workloads.registry`, with a ``tune_lm`` trainer's: ``Workload.needs_for``); the version it
+:mod:`contract.registry`, with a ``tune_lm`` trainer's: ``Workload.needs_for``); the version it
 needs is the project's pin in ``pyproject.toml``, the one the tests ran with
 (:func:`components.images.render.project_pins`). A job's workers run the image of their node
 pool's kind, ``gpu-tf`` for a TensorFlow job with its own cluster on a GPU pool
@@ -107,7 +107,7 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
     it at another version than the project's pin, naming the entry, the workload, the
     distribution, the image and the fix. Entries whose target or workload does not resolve are
     left to the rules that report those."""
-    from workloads.registry import TF_GPU_CONFLICT, WORKLOADS
+    from contract.registry import TF_GPU_CONFLICT, WORKLOADS
 
     problems: list[Problem] = []
     entries = [

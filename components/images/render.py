@@ -17,7 +17,7 @@ rendered pods use.
   (``tensorflow[and-cuda]``, TensorFlow's CUDA 12 wheels:
   https://www.tensorflow.org/install/pip), on the same CUDA base. PyPI's torch is the CUDA 13
   build, and both majors' cuDNN/NCCL wheels write the same files, so no image holds both
-  (:data:`workloads.registry.TF_GPU_CONFLICT`; evidence in ``tests/images/test_resolution.py``).
+  (:data:`contract.registry.TF_GPU_CONFLICT`; evidence in ``tests/images/test_resolution.py``).
   A stack builds it only when a job needs it (:func:`kinds_used`).
 * ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
   differ from what ``pyproject.toml`` generates.
@@ -224,12 +224,12 @@ def worker_image_kind(kind: str, needs: Iterable[str] = ()) -> str:
 
 def job_needs(job: JobConfig) -> tuple[str, ...]:
     """The distributions ``job``'s workload imports with its arguments
-    (:meth:`workloads.registry.Workload.needs_for`); empty for an unknown workload.
+    (:meth:`contract.registry.Workload.needs_for`); empty for an unknown workload.
 
     Raises:
         nothing: arguments the workload rejects are left to the stack rules.
     """
-    from workloads.registry import WORKLOADS
+    from contract.registry import WORKLOADS
 
     workload = WORKLOADS.get(job.workload)
     return () if workload is None else workload.needs_for(job.args or {})

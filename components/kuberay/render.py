@@ -18,7 +18,8 @@ from typing import Any
 import yaml
 
 from components import catalog
-from components.stack import KUBERAY_CHART_VERSIONS, StackConfig
+from components.kuberay.model import KUBERAY_CHART_VERSIONS
+from components.stack.model import StackConfig
 
 KUBERAY_HELM_REPO = "https://ray-project.github.io/kuberay-helm/"
 KUBERAY_CHART = "kuberay-operator"

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components import catalog
+from components.cluster.model import SystemPool
 from components.computeclass.model import COMPUTE_CLASS_LABEL, class_label, class_taint
-from components.stack import CpuPool, GpuPool, StackConfig, SystemPool, TpuPool
+from components.nodepools.model import CpuPool, GpuPool, TpuPool
+from components.stack.model import StackConfig
 
 
 @dataclass(frozen=True)

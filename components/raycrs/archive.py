@@ -1,12 +1,13 @@
-"""Content-addressed archive of the ``workloads/`` folder (pure; no Pulumi resources).
+"""Content-addressed archive of the ``workloads/`` and ``contract/`` folders (pure; no Pulumi
+resources): the workloads and the standard-library contract they share with the infrastructure.
 
 The archive is the RayJob's ``runtimeEnvYAML`` ``working_dir``: Ray downloads a ``.zip`` from a
 ``gs://`` URI (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html#remote-uris).
 Ray removes the single top-level directory of a zip and uses its contents as the working
 directory (same page: "the zip file must contain only a single top-level directory";
 ``ray/_private/runtime_env/packaging.py`` ``remove_top_level_directory``), so the entries are
-``raygke/workloads/...``: the working directory then contains ``workloads/`` and
-``python -m workloads.<name>`` resolves. Its bytes are deterministic — sorted entries, fixed timestamps (1980-01-01)
+``raygke/workloads/...`` and ``raygke/contract/...``: the working directory then contains both
+packages and ``python -m workloads.<name>`` resolves, its ``contract`` imports too. Its bytes are deterministic — sorted entries, fixed timestamps (1980-01-01)
 and modes (0644), no ``__pycache__`` or ``*.pyc`` — so the object name, which carries the sha256 of
 the bytes, changes exactly when a workload file changes and shows up in ``pulumi preview``.
 """
@@ -22,6 +23,7 @@ from components.stack import StackConfig
 from components.stack.naming import bucket_url
 
 WORKLOADS_DIR = Path(__file__).resolve().parents[2] / "workloads"
+CONTRACT_DIR = Path(__file__).resolve().parents[2] / "contract"
 TOP_LEVEL = "raygke"
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _EXCLUDED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
@@ -39,21 +41,24 @@ def _files(root: Path) -> list[Path]:
     return sorted(out, key=lambda p: p.relative_to(root).as_posix())
 
 
-def workloads_archive(root: Path | None = None) -> tuple[bytes, str]:
-    """Zip ``root`` (default: the repository's ``workloads/``) deterministically.
+def workloads_archive(*roots: Path) -> tuple[bytes, str]:
+    """Zip the folders ``roots`` (default: the repository's ``workloads/`` and ``contract/``)
+    deterministically, each under its own name.
 
     Returns:
         ``(zip bytes, sha256 hex digest of those bytes)``.
 
     Raises:
-        FileNotFoundError: ``root`` is not a directory.
+        FileNotFoundError: a root is not a directory.
     """
-    root = (root or WORKLOADS_DIR).resolve()
-    if not root.is_dir():
-        raise FileNotFoundError(f"workloads folder {root} does not exist")
+    folders = [r.resolve() for r in (roots or (WORKLOADS_DIR, CONTRACT_DIR))]
+    for root in folders:
+        if not root.is_dir():
+            raise FileNotFoundError(f"workloads folder {root} does not exist")
+    entries = [(root, path) for root in folders for path in _files(root)]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for path in _files(root):
+        for root, path in entries:
             arcname = f"{TOP_LEVEL}/{root.name}/{path.relative_to(root).as_posix()}"
             info = zipfile.ZipInfo(arcname, _FIXED_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED

@@ -382,7 +382,7 @@ class JobConfig(_Model):
         "letter (KubeRay's MaxRayJobNameLength, validation.go ValidateRayJobMetadata)."
     )
     workload: str = Field(
-        description="Name of a registered workload (`workloads/registry.py`), e.g. `prepare`, "
+        description="Name of a registered workload (`contract/registry.py`), e.g. `prepare`, "
         "`train_lm`, `train_lm_jax`, `train_lm_tf`.",
     )
     args: dict[str, Any] = Field(

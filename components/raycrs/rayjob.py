@@ -42,14 +42,14 @@ from components.stack import (
     resolve_job,
 )
 from components.stack.naming import bucket_url, ksa_name
-from workloads.args import JobContext, bind_job_args
-from workloads.registry import get_workload
+from contract.args.base import JobContext
+from contract.registry import bind_job_args, get_workload
 
 # ----------------------------------------------------------------------------------------- jobs
 
 
 def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
-    """The workload arguments of ``job``, bound by :func:`workloads.args.bind_job_args` (the
+    """The workload arguments of ``job``, bound by :func:`contract.registry.bind_job_args` (the
     one binding ``raygke local run`` uses too): ``job.args`` on top of the platform values the
     workload has an argument for:
 
@@ -66,7 +66,7 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
 
     Raises:
         KeyError: unknown workload. ResolveError: unresolvable target.
-        workloads.args.ArgError: ``job.args`` do not fit the workload (the stack rules report
+        contract.args.base.ArgError: ``job.args`` do not fit the workload (the stack rules report
             the same problems first).
     """
     workload = get_workload(job.workload)

@@ -36,7 +36,7 @@ from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.stack import GpuPool, ServiceConfig, StackConfig, resolve_service
 from components.stack.naming import bucket_url
-from workloads.registry import get_workload
+from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
 SERVICE_LABEL = "ray-gke/service"
@@ -114,7 +114,7 @@ def ray_service_manifest(
 
     Raises:
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
-        workloads.args.ArgError: args that do not fit the application.
+        contract.args.base.ArgError: args that do not fit the application.
     """
     target = resolve_service(cfg, svc)
     group = _with_serve_port_and_label(

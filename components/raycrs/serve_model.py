@@ -1,6 +1,6 @@
 """The ``services`` block: Ray Serve applications, each rendered as a KubeRay RayService.
 
-A service runs one registered Serve application (``workloads.registry``, e.g. ``serve_lm``) on
+A service runs one registered Serve application (``contract.registry``, e.g. ``serve_lm``) on
 its own RayCluster (the RayService's ``rayClusterConfig``): a head on the system pool and one
 autoscaling worker group on ``node_pool``. Its pods run as ``service_account`` (default the
 read-only ``ray-serve`` identity: checkpoints and artifacts read).
@@ -82,7 +82,7 @@ class ServiceConfig(_Model):
     )
     workload: str = Field(
         "serve_lm",
-        description="A registered Serve application (`workloads/registry.py`), e.g. `serve_lm`.",
+        description="A registered Serve application (`contract/registry.py`), e.g. `serve_lm`.",
     )
     checkpoint: str = Field(
         description="What to serve: a `gs://` path in the checkpoints bucket (a checkpoint "

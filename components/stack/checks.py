@@ -479,8 +479,8 @@ def workload_problems(cfg: StackConfig) -> list[Problem]:
     arguments, bound with what its pool provides (:func:`components.raycrs.rayjob.job_args`:
     the pool's ``scaling`` among them), break a rule of the workload (e.g. ``tune_lm`` on a TPU
     slice with a trainer other than ``jax``)."""
-    from workloads.args import ArgError
-    from workloads.registry import get_workload
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
 
     problems = []
     for job in cfg.jobs:
@@ -705,7 +705,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     a render that fails) and the id of the check that found it. See the module docstring for
     what is checked."""
     from components.raycrs.archive import working_dir_uri, workloads_archive
-    from workloads.args import ArgError
+    from contract.args.base import ArgError
 
     problems = workload_problems(cfg) + placement_problems(cfg)
     problems += problems_of(dependency_problems(cfg), "", "image-dependencies")

@@ -23,7 +23,7 @@ from pydantic_core import PydanticUndefined
 from components.stack.base import PROJECT_NAMESPACE
 from components.stack.hints import KEY_HINTS
 from components.stack.model import StackConfig
-from workloads.args import ARGS, markdown_table
+from contract.registry import args_classes, markdown_table
 
 REGENERATE = "raygke docs --write"
 
@@ -223,11 +223,11 @@ def render_reference() -> str:
         out.append(f"| {key} | {hint.kind} | {_cell(hint.text)} |")
     out.append("\n## Workload arguments (`jobs[].args`)\n")
     out.append(
-        "Each workload's arguments, from its dataclass in `workloads/args.py` (the one source of "
+        "Each registered workload's arguments, from its dataclass in `contract/args/` (the one source of "
         "their types, defaults and checks). `dataset`, `storage_path`, `name` (training jobs: the "
         "job name), `scaling`, `max_failures` and `peak_flops_per_device` are filled in by the "
         "platform from the job's target; a value in `args` wins.\n"
     )
-    for name in ARGS:
+    for name in args_classes():
         out.append(f"### `{name}`\n\n{markdown_table(name)}\n")
     return "\n".join(out).rstrip("\n") + "\n"

@@ -373,7 +373,7 @@ PLATFORM_BOUND_ARGS: dict[str, str] = {
 
 
 def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
-    """A job's ``workload`` is in :data:`workloads.registry.WORKLOADS` and its ``args`` are
+    """A job's ``workload`` is in :data:`contract.registry.WORKLOADS` and its ``args`` are
     arguments of that workload with the types of its defaults (``Workload.arg_problems``), none of
     them one the platform binds (:data:`PLATFORM_BOUND_ARGS`); a ``placement_strategy`` only on a
     workload that takes ``scaling`` and places a group of Ray Train workers (a trainer, not
@@ -446,7 +446,7 @@ def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
 
 def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``node_pool`` is declared, of a kind its Serve application supports
-    (``Workload.accelerators`` in :mod:`workloads.registry`), ``min_workers`` <= the pool's
+    (``Workload.accelerators`` in :mod:`contract.registry`), ``min_workers`` <= the pool's
     capacity (:func:`components.stack.resolve.resolve_service`), and a replica's ``args.num_gpus``
     / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
     from components.stack.resolve import resolve_service
@@ -505,7 +505,7 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
 
 
 def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
-    """A service's ``workload`` is a registered Serve application (:data:`workloads.registry.SERVE_APPS`)
+    """A service's ``workload`` is a registered Serve application (:mod:`contract.registry`, ``serve_apps()``)
     and its ``args`` fit it; a ``checkpoint`` that is not a ``gs://`` path names a declared job
     whose workload writes checkpoints (its folder ``<checkpoints bucket>/<job name>`` is served)."""
     jobs = {j.name: j for j in cfg.jobs}
@@ -543,7 +543,7 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
 
 
 def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
-    """A job that reads a training run (a workload of :data:`workloads.registry.WORKLOADS` with
+    """A job that reads a training run (a workload of :data:`contract.registry.WORKLOADS` with
     ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
     (:func:`components.raycrs.rayjob.job_args`), so ``args.name`` (its default when unset)
     names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
@@ -836,17 +836,17 @@ def skipped_rules(
 
 
 def _workload(name: str) -> Any:
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     return get_workload(name)
 
 
 def _workload_problem(name: str, service: bool = False) -> str | None:
-    # workloads.registry is standard-library only (design: components may refer to workloads by
+    # contract.registry is standard-library only (design: components may refer to workloads by
     # module path, never import ray/torch/jax).
-    from workloads.registry import JOBS, SERVE_APPS, WORKLOADS
+    from contract.registry import WORKLOADS, jobs, serve_apps
 
-    valid = SERVE_APPS if service else JOBS
+    valid = serve_apps() if service else jobs()
     if name not in WORKLOADS:
         return f"{name!r} is not a registered workload; registered: {', '.join(valid)}"
     if name not in valid:

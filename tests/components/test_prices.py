@@ -194,9 +194,7 @@ def test_refresh_parses_the_billing_catalog_sku_shape() -> None:
         "europe-west4": {"on_demand": 0.644046, "spot": 0.256}
     }
     doc = price_document(parsed, "2026-12-01")
-    machines, gpus, _ = build_tables(
-        catalog.MACHINE_SHAPES, catalog.GCP_REGIONS, prices.Price, doc
-    )
+    machines, gpus, _ = build_tables(catalog.MACHINE_SHAPES, catalog.GCP_REGIONS, prices.Price, doc)
     assert abs(machines[("europe-west4", "n2-standard-8")].on_demand - 0.42766) < 1e-4
     assert gpus[("europe-west4", "nvidia-l4")].spot == 0.256
     assert ("us-central1", "n2-standard-8") not in machines  # only what the API listed

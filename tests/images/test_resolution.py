@@ -2,7 +2,7 @@
 manylinux x86_64) against the package index: ``pip install --dry-run`` in a clean target, so
 nothing installed here is reused. Needs the package index (PyPI or its mirror).
 
-Also the evidence for the separate ``gpu-tf`` image (``workloads.registry.TF_GPU_CONFLICT``):
+Also the evidence for the separate ``gpu-tf`` image (``contract.registry.TF_GPU_CONFLICT``):
 TensorFlow's GPU build beside the GPU image's torch resolves, but installs two CUDA majors whose
 cuDNN and NCCL wheels write the same files; the ``gpu-tf`` requirement set alone resolves to one
 CUDA major (12) and no torch."""
@@ -23,7 +23,7 @@ import pytest
 
 from components.images.render import PYTHON_VERSION, project_pins, requirements, requirements_path
 from components.stack import IMAGE_KINDS
-from workloads.registry import TF_GPU_CONFLICT
+from contract.registry import TF_GPU_CONFLICT
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +131,7 @@ def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(tmp_path) -> None
     single GPU image would need): pip resolves them, with torch's CUDA 13 cuDNN/NCCL wheels beside
     TensorFlow's CUDA 12 ones, and each pair writes the same library files. When this fails
     because one CUDA major serves both, the gpu-tf image can merge back into gpu
-    (components/images/render.py IMAGE_EXCLUDES, workloads/registry.py TF_GPU_CONFLICT)."""
+    (components/images/render.py IMAGE_EXCLUDES, contract/registry.py TF_GPU_CONFLICT)."""
     pins = project_pins()
     extra = [r for r in requirements("gpu-tf") if r not in requirements("gpu")]
     assert extra == [f"tensorflow[and-cuda]=={pins['tensorflow']}", f"keras=={pins['keras']}"]

@@ -19,11 +19,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from contract.registry import FAULTS_ENV, RESULT_PREFIX
 from raygke import local_cluster, local_jobs
-from workloads.registry import RESULT_PREFIX
 
 RAYGKE = Path(sys.executable).parent / "raygke"
 REPO = Path(__file__).resolve().parents[2]
@@ -49,8 +50,14 @@ def _stack_file(
     return path
 
 
-def _raygke(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def _raygke(
+    *args: str, cwd: Path, timeout: float = 300, faults: dict[str, Any] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``raygke local ARGS``; ``faults``: the test-only fault plan (workloads/faults.py) in the
+    CLI's environment, which passes it on to the jobs."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    if faults is not None:
+        env[FAULTS_ENV] = json.dumps(faults)
     env["COLUMNS"] = "250"  # rich: no wrapping, so lines can be asserted
     env["PYTHONPATH"] = str(REPO)  # this checkout's code, not the editable install's
     return subprocess.run(
@@ -565,9 +572,9 @@ def test_a_worker_retry_is_shown_on_the_console(cluster) -> None:
     marker = cluster["base"] / "crashed-once"
     r = _raygke(
         "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
-        "--set", "train_lm.steps=6", "--set", "train_lm.fail_at_step=3",
-        "--set", f"train_lm.fail_marker={marker}", "--set", "train_lm.max_failures=1",
+        "--set", "train_lm.steps=6", "--set", "train_lm.max_failures=1",
         "--config", str(cluster["cfg"]), cwd=cluster["base"],
+        faults={"fail_at_step": 3, "fail_marker": str(marker)},
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr
     assert marker.exists(), "the worker crashed once"
@@ -588,13 +595,13 @@ def test_an_unfinished_run_resumes_from_its_checkpoint(cluster) -> None:
     args = (
         "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
         "--set", "train_lm.steps=40", "--set", "train_lm.checkpoint_every=20",
-        "--set", "train_lm.fail_at_step=30", "--set", f"train_lm.fail_marker={marker}",
         "--set", "train_lm.max_failures=0", "--set", f"train_lm.step_log={step_log}",
         "--config", str(cluster["cfg"]),
     )  # fmt: skip
     checkpoints = Path(cluster["state"]["buckets"]["checkpoints"])
     before = set(checkpoints.glob("lm-*")) if checkpoints.exists() else set()
-    r = _raygke(*args, cwd=cluster["base"], timeout=900)
+    crash = {"fail_at_step": 30, "fail_marker": str(marker)}
+    r = _raygke(*args, cwd=cluster["base"], timeout=900, faults=crash)
     assert r.returncode == 1 and marker.exists(), r.stdout[-3000:] + r.stderr
     (run_dir,) = set(checkpoints.glob("lm-*")) - before
     assert (run_dir / "checkpoint_00000020").is_dir()

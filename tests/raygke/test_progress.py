@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from contract.registry import PROGRESS_PREFIX
 from raygke import progress
 from raygke.progress import PlainStage, RunLog, figures, parse_progress
 from workloads import common
-from workloads.registry import PROGRESS_PREFIX
 
 
 def _line(**event) -> str:

@@ -1,4 +1,4 @@
-"""Typed workload arguments (workloads/args.py): checks, defaults, docs rows, binding. No Ray."""
+"""Typed workload arguments (contract/args/): checks, defaults, docs rows, binding. No Ray."""
 
 from __future__ import annotations
 
@@ -8,23 +8,17 @@ import shlex
 
 import pytest
 
+from contract.args.base import ArgError, JobContext, parse_value
+from contract.args.train_lm import TrainLmArgs
+from contract.args.train_lm_jax import TrainLmJaxArgs
+from contract.registry import WORKLOADS, args_classes, bind_job_args, get_workload
 from tests.helpers import stack
-from workloads.args import (
-    ARGS,
-    ArgError,
-    JobContext,
-    TrainLmArgs,
-    TrainLmJaxArgs,
-    bind_job_args,
-    parse_value,
-)
-from workloads.registry import WORKLOADS, get_workload
 
 
 def test_every_registered_workload_has_its_dataclass() -> None:
-    assert set(ARGS) == set(WORKLOADS)
+    assert set(args_classes()) == set(WORKLOADS)
     for name, w in WORKLOADS.items():
-        assert w.args is ARGS[name] and name == w.args.WORKLOAD
+        assert w.args is args_classes()[name] and name == w.args.WORKLOAD
         assert dict(w.default_args) == w.args.defaults() == w.args.parse().to_dict()
 
 
@@ -125,7 +119,7 @@ def test_binding_keeps_what_the_workload_takes_and_explicit_args_win() -> None:
 
 def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.MonkeyPatch) -> None:
     """components/raycrs/rayjob.job_args and raygke/local_jobs.job_args both call
-    workloads.args.bind_job_args."""
+    contract.registry.bind_job_args."""
     import components.raycrs.rayjob as rayjob
     import raygke.local_jobs as lj
 
@@ -152,10 +146,10 @@ def test_entrypoint_carries_every_default() -> None:
 
 
 def test_markdown_table_has_a_row_per_argument() -> None:
-    from workloads.args import markdown_table
+    from contract.registry import markdown_table
 
     table = markdown_table("prepare").splitlines()
-    assert len(table) == 2 + len(ARGS["prepare"].names())
+    assert len(table) == 2 + len(args_classes()["prepare"].names())
     assert any(row.startswith("| `context_length` | int | `256` | bytes |") for row in table)
 
 
@@ -174,5 +168,25 @@ def test_numbers_a_trainer_cannot_use_are_refused(values: dict, needle: str) -> 
     learning rates (and NaN is not JSON), dropout above 1 (torch.nn.Dropout needs 0 <= p <= 1),
     integers past what JSON carries exactly, heads that do not divide the width."""
     for workload in ("train_lm", "train_lm_jax"):
-        found = ARGS[workload].problems(values)
+        found = args_classes()[workload].problems(values)
         assert len(found) == 1 and needle in found[0], found
+
+
+def test_the_contracts_model_defaults_are_the_models() -> None:
+    """contract/ cannot import workloads.lm_config; its copy of the defaults must agree."""
+    import dataclasses
+
+    from workloads.lm_config import ModelConfig
+
+    model = ModelConfig()
+    defaults = TrainLmArgs.defaults()
+    for f in dataclasses.fields(ModelConfig):
+        if f.name != "context_length":
+            assert defaults[f.name] == getattr(model, f.name), f.name
+
+
+def test_test_hooks_are_not_arguments() -> None:
+    """The fault hooks live in workloads/faults.py (RAYGKE_TEST_FAULTS), not in any
+    workload's arguments, so the job argument reference never shows them."""
+    for w in WORKLOADS.values():
+        assert not {"fail_at_step", "fail_marker"} & set(w.args.names()), w.name

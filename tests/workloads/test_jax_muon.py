@@ -13,8 +13,8 @@ import numpy as np
 import optax
 import pytest
 
+from contract.args.train_lm_jax import TrainLmJaxArgs
 from workloads import model_jax
-from workloads.args import TrainLmJaxArgs
 from workloads.checkpoint import CheckpointError
 
 CFG = model_jax.ModelConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)

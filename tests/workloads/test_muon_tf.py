@@ -206,8 +206,8 @@ def test_decoupled_weight_decay_uses_each_parts_own_rate() -> None:
 def test_tune_restore_changes_the_adamw_rate_and_keeps_muon_lr(tmp_path: Path) -> None:
     import tensorflow as tf
 
+    from contract.args.train_lm_tf import TrainLmTfArgs
     from workloads import model_tf as M
-    from workloads.args import TrainLmTfArgs
     from workloads.checkpoint import CheckpointError
     from workloads.train_lm_tf import tune_stepper
 

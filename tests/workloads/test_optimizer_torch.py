@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from workloads.args import TrainLmArgs  # noqa: E402
+from contract.args.train_lm import TrainLmArgs  # noqa: E402
 from workloads.checkpoint import CheckpointError  # noqa: E402
 from workloads.lm_config import ModelConfig  # noqa: E402
 from workloads.model_torch import (  # noqa: E402
@@ -196,7 +196,7 @@ def test_checkpoint_records_ns_dtype_and_resume_keeps_or_refuses_it(tmp_path) ->
 
 
 def test_ns_dtype_argument_is_validated() -> None:
-    from workloads.args import ArgError
+    from contract.args.base import ArgError
 
     with pytest.raises(ArgError, match="ns_dtype"):
         _args(ns_dtype="fp16")

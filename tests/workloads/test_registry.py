@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from contract.registry import DEFAULT_PIPELINE, RESULT_PREFIX, WORKLOADS, get_workload
 from workloads.common import emit_result, parse_config
-from workloads.registry import DEFAULT_PIPELINE, RESULT_PREFIX, WORKLOADS, get_workload
 
 
 def test_pipeline_names_are_registered_with_modules() -> None:
@@ -41,8 +41,8 @@ def test_unknown_workload_lists_valid_names() -> None:
 
 def test_registry_imports_only_the_standard_library() -> None:
     code = (
-        "import sys, workloads.registry;"
-        "bad = [m for m in ('ray', 'torch', 'pulumi', 'components', 'pyarrow', 'jax')"
+        "import sys, contract.registry;"
+        "bad = [m for m in ('ray', 'torch', 'pulumi', 'components', 'workloads', 'pyarrow', 'jax')"
         " if m in sys.modules]; print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workloads.args import ArgError, ServeLmArgs
+from contract.args.base import ArgError
+from contract.args.serve_lm import ServeLmArgs
 from workloads.checkpoint import CheckpointError
 from workloads.lm_config import ModelConfig
 from workloads.serve_lm import LmGenerator, build_app

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workloads.args import TrainLmArgs
+from contract.args.train_lm import TrainLmArgs
 
 TINY = {"d_model": 32, "n_layers": 1, "n_heads": 2, "steps": 3, "max_failures": 0, "seed": 0}
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from contract.registry import FAULTS_ENV
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 TINY = {
@@ -67,7 +69,7 @@ def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
 
 
 def test_killed_worker_resumes_and_counts_every_step_once(
-    tiny_dataset: Path, tmp_path: Path
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from workloads import train_lm
     from workloads.checkpoint import verify_checkpoint
@@ -82,9 +84,10 @@ def test_killed_worker_resumes_and_counts_every_step_once(
         "checkpoint_every": 5,
         "max_failures": 1,
         "step_log": str(log),
-        "fail_at_step": 7,
-        "fail_marker": str(tmp_path / "crashed"),
     }
+    # the test-only fault plan (workloads/faults.py), not a job argument
+    crash = {"fail_at_step": 7, "fail_marker": str(tmp_path / "crashed")}
+    monkeypatch.setenv(FAULTS_ENV, json.dumps(crash))
     out = train_lm.main(cfg)
     assert (tmp_path / "crashed").exists()  # the worker really died once
     entries = _steps(log)

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from contract.registry import FAULTS_ENV
+
 pytest.importorskip("tensorflow")
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -80,10 +82,14 @@ def test_two_workers_stay_in_sync_and_evaluate_scores_the_checkpoint(
 
 
 def test_killed_worker_resumes_and_counts_every_step_once(
-    tiny_dataset: Path, tmp_path: Path
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from workloads import train_lm_tf
     from workloads.checkpoint import verify_checkpoint
+
+    # the test-only fault plan (workloads/faults.py), not a job argument
+    crash = {"fail_at_step": 7, "fail_marker": str(tmp_path / "crashed")}
+    monkeypatch.setenv(FAULTS_ENV, json.dumps(crash))
 
     log, weights = tmp_path / "steps.jsonl", tmp_path / "weights.jsonl"
     out = train_lm_tf.main(
@@ -97,8 +103,6 @@ def test_killed_worker_resumes_and_counts_every_step_once(
             "max_failures": 1,
             "step_log": str(log),
             "weights_log": str(weights),
-            "fail_at_step": 7,
-            "fail_marker": str(tmp_path / "crashed"),
         }
     )
     assert (tmp_path / "crashed").exists()  # rank 0 really died once

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from contract.registry import FAULTS_ENV
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -102,12 +105,14 @@ def test_pbt_exploits_a_trial(tiny_dataset: Path, tmp_path: Path) -> None:
 
 
 def test_interrupted_experiment_resumes_without_rerunning_finished_trials(
-    tiny_dataset: Path, tmp_path: Path
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from workloads.tune_lm import main
 
     cfg = _cfg(tiny_dataset, tmp_path, trials=3, steps=6, report_every=3, name="resume")
-    first = main(cfg, _interrupt_after=1)
+    monkeypatch.setenv(FAULTS_ENV, json.dumps({"interrupt_after": 1}))  # workloads/faults.py
+    first = main(cfg)
+    monkeypatch.delenv(FAULTS_ENV)
     done_first = {r["trial"]: r for r in first["trials"] if r["status"] == "finished"}
     assert 1 <= len(done_first) < 3, first["table"]
     assert first["steps_run"] < first["budget_steps"], first["table"]

@@ -35,8 +35,8 @@ TINY = {
 def test_restore_applies_the_new_lr_on_the_restored_schedule_position(tmp_path: Path) -> None:
     import tensorflow as tf
 
+    from contract.args.train_lm_tf import TrainLmTfArgs
     from workloads import model_tf as M
-    from workloads.args import TrainLmTfArgs
     from workloads.train_lm_tf import tune_stepper
 
     args = TrainLmTfArgs.parse(TINY)

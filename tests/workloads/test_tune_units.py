@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.args import ArgError, TuneLmArgs
+from contract.args.base import ArgError
+from contract.args.tune_lm import TuneLmArgs
 from workloads.tune_lm import format_table, trial_id, trial_resources
 
 
@@ -28,18 +29,18 @@ def test_rules_name_the_field_and_the_allowed_values() -> None:
 
 
 def test_every_tune_trainer_is_accepted_and_brings_a_tune_stepper() -> None:
-    from workloads.tune_lm import trainer_module
+    from workloads.tune_lm import trainer_stepper
 
     for name in ("torch", "jax", "tf"):
         assert TuneLmArgs.parse({"trainer": name}).trainer == name
-        assert callable(trainer_module(name).tune_stepper), name
+        assert callable(trainer_stepper(name)), name
 
 
 def test_tf_trainer_on_a_gpu_pool_is_accepted_by_the_arguments() -> None:
     """train_lm_tf runs on GPU pools (in the gpu-tf image), so the arguments accept trainer tf
     with a GPU ScalingConfig (the image check refuses a GPU tune_lm job that needs both
     TensorFlow and torch: components/images/checks.py); TPU slices need trainer jax."""
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     gpu = {"num_workers": 2, "use_gpu": True, "resources_per_worker": {"GPU": 1}}
     assert get_workload("train_lm_tf").refusal("gpu") is None
@@ -50,7 +51,7 @@ def test_tf_trainer_on_a_gpu_pool_is_accepted_by_the_arguments() -> None:
 
 
 def test_a_trial_scales_muons_lr_with_the_sampled_lr() -> None:
-    from workloads.args import TrainLmArgs
+    from contract.args.train_lm import TrainLmArgs
     from workloads.tune_lm import trial_args
 
     config = {"lr": 1.5e-3, "warmup": 10, "d_model": 64, "n_layers": 2, "batch_size": 8}

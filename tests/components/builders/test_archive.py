@@ -42,7 +42,7 @@ def test_entries_sorted_fixed_and_under_one_top_level_dir(tree: Path) -> None:
     infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
     names = [i.filename for i in infos]
     assert names == sorted(names)
-    assert "raygke/workloads/registry.py" in names
+    assert "raygke/workloads/train_lm.py" in names
     assert all(n.startswith("raygke/workloads/") for n in names)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
@@ -51,7 +51,7 @@ def test_entries_sorted_fixed_and_under_one_top_level_dir(tree: Path) -> None:
 
 def test_changing_a_workload_changes_the_object_name(tree: Path) -> None:
     _, before = workloads_archive(tree)
-    p = tree / "registry.py"
+    p = tree / "train_lm.py"
     p.write_text(p.read_text() + "\n# changed\n")
     _, after = workloads_archive(tree)
     assert archive_object_name(before) != archive_object_name(after)
@@ -66,3 +66,17 @@ def test_names_and_uri() -> None:
     )
     with pytest.raises(ValueError, match="not a sha256"):
         archive_object_name("xyz")
+
+
+def test_the_default_archive_ships_the_contract_beside_the_workloads() -> None:
+    """The workloads import ``contract`` (registry, argument classes) in the Ray image, so the
+    RayJob's working_dir holds both packages at the top of the archive."""
+    import io
+    import zipfile
+
+    data, _ = workloads_archive()
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert "raygke/contract/registry.py" in names
+    assert "raygke/contract/args/base.py" in names
+    assert "raygke/workloads/train_lm.py" in names
+    assert {n.split("/")[1] for n in names} == {"workloads", "contract"}

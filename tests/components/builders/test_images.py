@@ -28,8 +28,8 @@ from components.images.render import (
     write_requirements,
 )
 from components.stack import IMAGE_KINDS, validate
+from contract.registry import WORKLOADS
 from tests.helpers import ROOT, config, stack
-from workloads.registry import WORKLOADS
 
 
 def test_committed_requirement_files_are_current() -> None:

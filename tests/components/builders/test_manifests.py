@@ -158,7 +158,7 @@ def test_jobs() -> None:
     assert g["replicas"] == g["minReplicas"] == g["maxReplicas"] == 2
     assert g["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
     targs = _entry_args(h100["entrypoint"])
-    # both trainers take the pool's ScalingConfig kwargs as `scaling` (workloads/args.py)
+    # both trainers take the pool's ScalingConfig kwargs as `scaling` (contract/args/)
     assert (targs["scaling"]["num_workers"], targs["scaling"]["use_gpu"]) == (16, True)
 
 

@@ -15,8 +15,9 @@ from components.raycrs.model import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, quantity_bytes, validate
 from components.stack.checks import check_manifests
+from contract.args.train import PLACEMENT_STRATEGIES
+from contract.args.train_lm_tf import TrainLmTfArgs
 from tests.helpers import WORKING_DIR, config, of_type, render
-from workloads.args import PLACEMENT_STRATEGIES, TrainLmTfArgs
 
 
 def _data(group: dict[str, Any] | None = None, job: dict[str, Any] | None = None) -> dict:

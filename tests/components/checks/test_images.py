@@ -124,7 +124,7 @@ def test_a_service_is_checked_against_its_images_too() -> None:
 def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
     """tune_lm with trainer tf imports TensorFlow in its trials: a prebuilt CPU image that has
     only what the torch trainer needs is refused, naming the TensorFlow distribution."""
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     tune = get_workload("tune_lm")
     tf_needs = get_workload("train_lm_tf").needs

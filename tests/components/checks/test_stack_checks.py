@@ -178,7 +178,7 @@ def test_tune_lm_runs_on_cpu_gpu_pools_and_on_tpu_slices_with_the_jax_trainer() 
 def test_tune_lm_with_the_tf_trainer_runs_where_train_lm_tf_runs() -> None:
     """A tf trial takes one worker of a CPU pool; on a GPU pool it is accepted exactly when the
     registry lets train_lm_tf use GPUs; TPU slices take trainer jax."""
-    from workloads.registry import get_workload
+    from contract.registry import get_workload
 
     cfg = stack("dev")
     data = cfg.model_dump(by_alias=True)
@@ -231,7 +231,7 @@ def test_tune_lm_refuses_a_multi_host_slice() -> None:
 
 def test_tune_lm_trials_get_one_worker_of_the_pool() -> None:
     from components.raycrs.rayjob import job_args
-    from workloads.args import TuneLmArgs
+    from contract.args.tune_lm import TuneLmArgs
     from workloads.tune_lm import trial_resources
 
     cfg = stack("dev")

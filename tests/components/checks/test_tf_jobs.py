@@ -1,6 +1,6 @@
 """Stacks accept train_lm_tf jobs on CPU pools and on GPU pools (in the gpu-tf image, without
 PyTorch), refuse them on TPU slices with the reason, and check their arguments against
-workloads.args.TrainLmTfArgs."""
+contract.args.train_lm_tf.TrainLmTfArgs."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_train_lm_tf_runs_on_cpu_and_gpu_pools(pool: str, gpu: bool) -> None:
 
 
 def test_train_lm_tf_on_a_gpu_pool_runs_in_the_gpu_tf_image_with_a_cpu_head() -> None:
-    """TensorFlow's GPU build and PyTorch cannot share an image (workloads.registry
+    """TensorFlow's GPU build and PyTorch cannot share an image (contract.registry
     TF_GPU_CONFLICT): the job's GPU workers get the gpu-tf image, its head and submitter the cpu
     image, and the stack builds gpu-tf only because of this job."""
     cfg = validate(_job(node_pool="l4"))
@@ -113,13 +113,9 @@ def test_train_lm_tf_on_a_long_lived_clusters_gpu_group_is_sent_to_its_own_clust
     )
 
 
-def test_a_gpu_job_importing_tensorflow_and_torch_is_refused_with_the_clash(monkeypatch) -> None:
+def test_a_gpu_job_importing_tensorflow_and_torch_is_refused_with_the_clash() -> None:
     """tune_lm trials score with the PyTorch model, so a TensorFlow trainer under tune_lm would
     import both on the GPU workers: no image holds both."""
-    import workloads.args
-
-    trainers = {**workloads.args.TUNE_TRAINERS, "tf": "train_lm_tf"}
-    monkeypatch.setattr(workloads.args, "TUNE_TRAINERS", trainers)
     cfg = validate(
         config(
             jobs=[

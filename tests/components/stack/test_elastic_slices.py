@@ -77,7 +77,7 @@ def test_slices_refused(slices: dict[str, int], pool: str, needle: str) -> None:
 
 
 def test_workload_args_take_the_elastic_pair() -> None:
-    from workloads.args import _scaling_problem
+    from contract.args.train import _scaling_problem
     from workloads.train_loop import max_workers
 
     assert _scaling_problem({"num_workers": [4, 8]}) is None
@@ -90,7 +90,7 @@ def test_workload_args_take_the_elastic_pair() -> None:
 def test_scaling_kwargs_give_ray_a_tuple() -> None:
     """The job's ``scaling`` argument comes back from JSON as a list; the workload hands Ray the
     tuple it requires (ray/train/v2/api/config.py: "an int or a tuple of two ints")."""
-    from workloads.args import TrainArgs
+    from contract.args.train import TrainArgs
     from workloads.train_loop import scaling_kwargs
 
     args = TrainArgs(scaling={"num_workers": [4, 8], "use_tpu": True})

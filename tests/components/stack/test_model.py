@@ -257,7 +257,9 @@ def test_reservation_needs_name() -> None:
 def test_min_master_version_too_old_for_v6e(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.components.stack.test_rules import OFFERED_2024
 
-    monkeypatch.setattr(catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024)  # where gke_version_problem reads it
+    monkeypatch.setattr(
+        catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024
+    )  # where gke_version_problem reads it
     d = base()
     d["zones"] = ["us-central1-b"]
     d["node_pools"] = [{"name": "v6", "tpu": {"generation": "v6e", "topology": "2x2"}}]
