@@ -73,6 +73,8 @@ def generated_stack(pools: int, jobs: int, base: Path = ROOT / "Pulumi.prod.yaml
         workloads.append(workload)
     cluster = cfg[prefix + "ray_clusters"][0]["name"]
     cfg[prefix + "ray_clusters"][0]["worker_groups"] = groups
+    for key in ("queue", "priority"):  # prod's queues are dropped below
+        cfg[prefix + "ray_clusters"][0].pop(key, None)
     cfg[prefix + "node_pools"] = node_pools
     # they name prod's pools and jobs, replaced here
     for key in ("services", "compute_classes", "capacity"):
