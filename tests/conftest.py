@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         group = RAY_GROUP if needs_ray(item) else item.nodeid.split("::", 1)[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+# A small prepared corpus on the session's real local Ray cluster (the training suites).
+@pytest.fixture(scope="session")
+def tiny_dataset(ray_cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from workloads.prepare import main
+
+    root = tmp_path_factory.mktemp("corpus")
+    for i in range(16):
+        body = "".join(f"def f{j}(x):\n    return x + {j}\n\n" for j in range(40))
+        (root / f"m{i}.py").write_text(body)
+    ds = tmp_path_factory.mktemp("data") / "ds"
+    main(
+        {
+            "data": str(root),
+            "dataset": str(ds),
+            "context_length": 32,
+            "val_fraction": 0.2,
+            "num_shards": 2,
+        }
+    )
+    return ds

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from components.stack import load_stack_file
 from raygke.queue import local_queue_note
-from tests.raygke.test_cli_check import ROOT, raygke, write_stack
+from tests.raygke.test_cli import ROOT, raygke, write_stack
 
 
 def test_prod_jobs_are_previewed_and_admitted() -> None:

@@ -108,7 +108,7 @@ def _names() -> list[Problem]:
 
 def _images() -> list[Problem]:
     from components.images.checks import dependency_problems
-    from tests.components.checks.test_images import DIGEST, _prod
+    from tests.components.images.test_checks import DIGEST, _prod
 
     return dependency_problems(
         validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"}))

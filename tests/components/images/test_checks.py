@@ -1,22 +1,156 @@
-"""Stacks accept train_lm_tf jobs on CPU pools and on GPU pools (in the gpu-tf image, without
-PyTorch), refuse them on TPU slices with the reason, and check their arguments against
-contract.args.train_lm_tf.TrainLmTfArgs."""
+"""A job's images provide what its workload needs (components/images/checks.py), prebuilt images
+by digest in protected stacks, and ``runtime_env_pip``."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
 
 import pytest
 import yaml
 
-from components.images.checks import dependency_problems
-from components.images.render import kinds_to_build, kinds_used, planned_refs
+from components.images.checks import dependency_problems, image_warnings
+from components.images.render import kinds_to_build, kinds_used, planned_refs, runtime_env_pip
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, validate
 from components.stack.checks import workload_problems
-from tests.helpers import WORKING_DIR, config
+from tests.helpers import ROOT, WORKING_DIR, config, stack
 from workloads.train_lm_tf import collective_implementation
+
+DIGEST = "@sha256:" + "ab" * 32
+
+
+def _prod(**ray_images) -> dict:
+    doc = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    data = {k.split(":", 1)[1]: v for k, v in doc.items() if k.startswith("ray-gke:")}
+    data = copy.deepcopy(data)
+    if ray_images:
+        data["ray"]["images"] = ray_images
+    return data
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_shipped_stacks_use_the_project_images(name: str) -> None:
+    cfg = stack(name)
+    assert cfg.ray.images.cpu is cfg.ray.images.gpu is cfg.ray.images.tpu is None
+    assert dependency_problems(cfg) == []
+    assert image_warnings(cfg) == []
+
+
+def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -> None:
+    cfg = validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"}))
+    (line,) = dependency_problems(cfg)
+    assert line == (
+        f"jobs[train-lm-h100]: workload train_lm needs torch, worker-group image "
+        f"rayproject/ray:2.60.0-py311-gpu{DIGEST} does not provide it; use the project's images "
+        "(ray.images.gpu unset), declare ray.images.gpu.provides: {torch: 2.13.0} if the image "
+        "has it, or set jobs[train-lm-h100].runtime_env_pip: true"
+    )
+
+
+def test_declared_provides_at_the_pinned_versions_pass_other_versions_do_not() -> None:
+    good = {"torch": "2.13.0", "numpy": "2.4.6", "pyarrow": "26.0.1"}
+    image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
+    assert dependency_problems(validate(_prod(gpu={"image": image, "provides": good}))) == []
+    old = {**good, "torch": "2.5.1"}
+    (line,) = dependency_problems(validate(_prod(gpu={"image": image, "provides": old})))
+    assert "needs torch==2.13.0 (the project's pin)" in line
+    assert f"image {image} provides torch 2.5.1" in line
+
+
+def test_head_image_runs_the_driver_and_is_checked_too() -> None:
+    cfg = validate(_prod(cpu={"image": f"rayproject/ray:2.60.0-py311{DIGEST}"}))
+    lines = dependency_problems(cfg)
+    assert any(
+        ln.startswith("jobs[train-lm-h100]: workload train_lm needs torch, head (driver) image")
+        for ln in lines
+    ), lines
+    assert any(
+        ln.startswith("jobs[prepare-corpus]: workload prepare needs pyarrow") for ln in lines
+    )
+
+
+def test_runtime_env_pip_provides_the_pins_and_renders_them() -> None:
+    data = _prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"})
+    job = next(j for j in data["jobs"] if j["name"] == "train-lm-h100")
+    job["runtime_env_pip"] = True
+    cfg = validate(data)
+    assert dependency_problems(cfg) == []
+    m = {x["metadata"]["name"]: x for x in render_manifests(cfg, WORKING_DIR)}
+    env = yaml.safe_load(m["train-lm-h100"]["spec"]["runtimeEnvYAML"])
+    assert env == {"working_dir": WORKING_DIR, "pip": runtime_env_pip("gpu")}
+    assert "torch==2.13.0" in env["pip"] and not any(p.startswith("ray") for p in env["pip"])
+    other = yaml.safe_load(m["prepare-corpus"]["spec"]["runtimeEnvYAML"])
+    assert other == {"working_dir": WORKING_DIR}
+
+
+def test_protected_stack_refuses_tags_and_takes_digests() -> None:
+    with pytest.raises(ConfigError) as e:
+        validate(_prod(cpu="rayproject/ray:2.60.0-py311"))
+    assert any(
+        p.startswith(
+            "ray.images.cpu: rayproject/ray:2.60.0-py311 is a tag; a stack with "
+            "cluster.deletion_protection: true references prebuilt images by digest"
+        )
+        for p in e.value.problems
+    ), e.value.problems
+    cfg = validate(_prod(cpu=f"rayproject/ray:2.60.0-py311{DIGEST}"))
+    assert cfg.ray.images.cpu.pinned and image_warnings(cfg) == []
+
+
+def test_unprotected_stack_warns_on_tags() -> None:
+    data = _prod(cpu="rayproject/ray:2.60.0-py311")
+    data["cluster"]["deletion_protection"] = False
+    (warning,) = image_warnings(validate(data))
+    assert warning.startswith("ray.images.cpu: rayproject/ray:2.60.0-py311 is a tag, not a digest")
+
+
+def test_malformed_digest_is_refused() -> None:
+    with pytest.raises(ConfigError) as e:
+        validate(_prod(cpu="rayproject/ray:2.60.0-py311@sha256:abc"))
+    assert any("has a malformed digest" in p for p in e.value.problems), e.value.problems
+
+
+def test_a_service_is_checked_against_its_images_too() -> None:
+    """prod's service lm serves on the cpu pool: a foreign cpu image without torch refuses it
+    (serve_lm needs torch), with no runtime_env_pip hint (services have none)."""
+    image = f"rayproject/ray:2.60.0-py311{DIGEST}"
+    cfg = validate(_prod(cpu={"image": image, "provides": {"numpy": "2.4.6"}}))
+    lines = [p for p in dependency_problems(cfg) if p.startswith("services[")]
+    assert lines == [
+        f"services[lm]: workload serve_lm needs torch, worker-group image {image} does not "
+        "provide it; use the project's images (ray.images.cpu unset), declare "
+        "ray.images.cpu.provides: {torch: 2.13.0} if the image has it"
+    ]
+
+
+def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
+    """tune_lm with trainer tf imports TensorFlow in its trials: a prebuilt CPU image that has
+    only what the torch trainer needs is refused, naming the TensorFlow distribution."""
+    from contract.registry import get_workload
+
+    tune = get_workload("tune_lm")
+    tf_needs = get_workload("train_lm_tf").needs
+    assert set(tf_needs) <= set(tune.needs_for({"trainer": "tf"}))
+    assert tune.needs_for({}) == tune.needs  # torch, the default trainer, is already there
+    assert tune.needs_for({"trainer": "jax"})[-1] in get_workload("train_lm_jax").needs
+
+    torch_only = {"torch": "2.13.0", "numpy": "2.4.6", "pyarrow": "26.0.1"}
+    data = _prod(cpu={"image": f"rayproject/ray:2.60.0-py311{DIGEST}", "provides": torch_only})
+    on_cpu = {"workload": "tune_lm", "cluster": "training", "worker_group": "cpu"}
+    data["jobs"] += [
+        {**on_cpu, "name": "tune-tf", "args": {"trainer": "tf"}},
+        {**on_cpu, "name": "tune-torch"},
+    ]
+    lines = [ln for ln in dependency_problems(validate(data)) if "tune-" in ln]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        f"jobs[tune-tf]: workload tune_lm needs {tf_needs[0]}, worker-group image"
+    ), lines
+
+
+# ---------------------------------------------------------------- from test_tf_jobs.py: Stacks accept train_lm_tf jobs on CPU pools and on GPU pools (in the gpu-tf image, without
 
 
 def _job(ray: dict | None = None, **fields) -> dict:

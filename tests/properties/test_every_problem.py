@@ -72,7 +72,7 @@ def test_the_cli_prints_both_mistakes_and_what_it_skipped(tmp_path, capsys) -> N
     from raygke.cli import main
 
     text = (
-        (__import__("pathlib").Path(__file__).parents[3] / "Pulumi.dev.yaml")
+        (__import__("pathlib").Path(__file__).parents[2] / "Pulumi.dev.yaml")
         .read_text()
         .replace(
             "    release_channel: REGULAR\n",
