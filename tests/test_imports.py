@@ -13,12 +13,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "contract", "raygke", "workloads")
 
-# KNOWN EXCEPTION, to be removed at merge: the stack model still runs the rules itself
-# (components/stack/model.py -> rules.py -> resolve.py -> model.py), which another branch of
-# issue 20 ends ("resolve once": the model stops running rules). Its one edge is left out of the
-# graph here; any other circle fails.
-KNOWN_EDGES: set[tuple[str, str]] = {("components.stack.model", "components.stack.rules")}
-
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -59,12 +53,10 @@ def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
 
 
 def graph() -> dict[str, set[str]]:
-    """Module -> the project modules it imports (edges in :data:`KNOWN_EDGES` left out)."""
+    """Module -> the project modules it imports."""
     mods = modules()
     known = set(mods)
     g = {name: imports_of(path, name, known) for name, path in mods.items()}
-    for a, b in KNOWN_EDGES:
-        g.get(a, set()).discard(b)
     return g
 
 
