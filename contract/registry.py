@@ -74,7 +74,7 @@ FAULTS_ENV = "RAYGKE_TEST_FAULTS"
 
 
 # Why TensorFlow jobs get their own GPU image (``gpu-tf``, without PyTorch: components/images/
-# render.py). Evidence: tests/images/test_resolution.py
+# render.py). Evidence: tests/e2e/test_image_resolution.py
 # (test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch) resolves the GPU image's
 # requirements plus ``tensorflow[and-cuda]`` with ``pip install --dry-run --report`` against PyPI
 # and lists the wheels' files. PyPI has one torch 2.13.0 wheel for CPython 3.11 Linux x86_64, the

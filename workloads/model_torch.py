@@ -166,7 +166,7 @@ def newton_schulz(
     ``dtype`` instead of always bfloat16: ``grad[A, B]`` divided by max(its Frobenius norm,
     ``eps``), then ``steps`` quintic iterations ``X <- a X + (b G + c G^2) X`` with ``G = X X^T``
     on the wide orientation; returns ``[A, B]`` in ``dtype``. With ``dtype=torch.bfloat16`` it
-    is torch's function, operation for operation (``tests/workloads/test_optimizer_torch.py``)."""
+    is torch's function, operation for operation (``tests/workloads/test_model_torch.py``)."""
     a, b, c = coefficients
     x = grad.to(dtype)
     tall = grad.size(0) > grad.size(1)
@@ -422,7 +422,7 @@ def load_checkpoint(
 # ------------------------------------------------------- incremental decoding (serving only)
 # The training forward above (GPT.forward, Block.forward) is untouched; forward_cached is the same
 # network evaluated one chunk at a time against cached keys/values, tested equal to it in
-# tests/workloads/test_model_decode.py.
+# tests/workloads/test_model_torch_decode.py.
 
 
 class KVCache:

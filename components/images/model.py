@@ -13,7 +13,7 @@ from components.stack.base import _Model
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 # ``gpu-tf``: GPU workers of TensorFlow jobs (train_lm_tf), an image without PyTorch: TensorFlow's
 # CUDA 12 wheels and PyPI torch's CUDA 13 wheels write the same cuDNN/NCCL files, so one image
-# cannot hold both (workloads/registry.py TF_GPU_CONFLICT).
+# cannot hold both (contract/registry.py TF_GPU_CONFLICT).
 IMAGE_KINDS = ("cpu", "gpu", "gpu-tf", "tpu")
 
 

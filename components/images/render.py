@@ -17,7 +17,7 @@ rendered pods use.
   (``tensorflow[and-cuda]``, TensorFlow's CUDA 12 wheels:
   https://www.tensorflow.org/install/pip), on the same CUDA base. PyPI's torch is the CUDA 13
   build, and both majors' cuDNN/NCCL wheels write the same files, so no image holds both
-  (:data:`contract.registry.TF_GPU_CONFLICT`; evidence in ``tests/images/test_resolution.py``).
+  (:data:`contract.registry.TF_GPU_CONFLICT`; evidence in ``tests/e2e/test_image_resolution.py``).
   A stack builds it only when a job needs it (:func:`kinds_used`).
 * ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
   differ from what ``pyproject.toml`` generates.

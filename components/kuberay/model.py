@@ -19,7 +19,7 @@ from components.stack.base import (
 # KubeRay versions whose CRDs the product carries (components/kuberay/crds/v<version>/, from
 # the kuberay-operator chart's ``crds/`` of that tag); ``raygke check`` validates against that
 # version's CRD schema and operator rules, and helm mode installs that version's CRDs.
-# tests/components/stack/test_kuberay_version.py keeps this tuple and the folders in step.
+# tests/components/raycrs/test_model.py keeps this tuple and the folders in step.
 KUBERAY_CHART_VERSIONS = ("1.7.0", "1.6.2")
 
 

@@ -150,7 +150,7 @@ def test_yaml_date_as_job_argument_is_one_problem_line(tmp_path: Path) -> None:
 
 def test_check_passes_in_a_copy_with_nothing_beside_it(tmp_path: Path) -> None:
     """The product carries what it validates against (the KubeRay CRDs in
-    components/checks/crds/): a copy of the repository's files with no ``../shared`` beside it
+    components/*/crds/): a copy of the repository's files with no ``../shared`` beside it
     checks both shipped stacks, the rendered ones included, with exit 0."""
     import shutil
 
