@@ -567,7 +567,7 @@ def placement_problems(cfg: StackConfig) -> list[Problem]:
     The workers are those of the job's ``ScalingConfig``
     (:func:`components.raycrs.scaling.scaling_config_for_job_target`). Jobs whose target does
     not resolve are left to the rules that report that (a strategy on ``tune_lm`` is refused by
-    :func:`components.stack.rules.job_workloads_registered`)."""
+    :func:`components.raycrs.rules.job_workloads_registered`)."""
     from components.raycrs.pod import ManifestError
     from components.raycrs.scaling import ScalingError, scaling_config_for_job_target
 
