@@ -360,8 +360,8 @@ def object_size_problems(objects: list[dict[str, Any]]) -> list[Problem]:
 
 def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
     """Kueue objects against their carried CRDs, Kueue's rules on the queued RayJobs and the
-    admission preview (:func:`components.capacity.rules.render_problems`)."""
-    from components.capacity.rules import render_problems
+    admission preview (:func:`components.capacity.checks.render_problems`)."""
+    from components.capacity.checks import render_problems
 
     return problems_of(render_problems(cfg, manifests), "capacity", "kueue")
 
