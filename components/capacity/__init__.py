@@ -6,8 +6,10 @@ One concept folder (design.md "Capacity"):
 * :mod:`components.capacity.render` - pure render: ResourceFlavors (derived from the node pool
   specs of :mod:`components.nodepools.render`), ClusterQueues, LocalQueues,
   WorkloadPriorityClasses, AdmissionChecks and ProvisioningRequestConfigs, Kueue's Helm values;
-* :mod:`components.capacity.rules` - Kueue's rules for Ray objects and the DWS / flex-start
-  limits, each citing its source;
+* :mod:`components.capacity.rules` - Kueue's rules for queued Ray jobs and the DWS / flex-start
+  limits on the stack model, each citing its source;
+* :mod:`components.capacity.checks` - the same on the rendered objects: Kueue's webhook rules
+  for RayJobs / RayClusters, the carried Kueue CRDs, admission against the queues' quota;
 * :mod:`components.capacity.preview` - the offline admission preview (``raygke queue``);
 * :mod:`components.capacity.component` - the Pulumi ComponentResource (the only file here that
   imports ``pulumi``).

@@ -1,8 +1,8 @@
 """One problem type for every validator, and one rule type.
 
 A :class:`Problem` is what any check of a stack finds: pydantic field errors (the loader), the
-cross-field rules (:mod:`components.stack.rules`, :mod:`components.capacity.rules`,
-:mod:`components.computeclass.rules`), the KubeRay operator rules and feature gates
+cross-field rules (:mod:`components.stack.rules`, :mod:`components.raycrs.rules`,
+:mod:`components.capacity.rules`, :mod:`components.computeclass.rules`), the KubeRay operator rules and feature gates
 (:mod:`components.raycrs.operator`, :mod:`components.raycrs.gates`), CRD schemas, names, images,
 IAM, policy and workload arguments (:mod:`components.stack.checks`). The producer sets the
 ``path`` it checked; nothing recovers a field from a message's words. ``raygke check`` prints

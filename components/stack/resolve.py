@@ -26,6 +26,7 @@ from components import catalog
 from components.nodepools.model import CpuPool, GpuPool, GpuSpec, TpuPool
 from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.raycrs.serve_model import ServiceConfig
+from components.stack.problems import Problem, at
 from components.storage.model import WorkloadIdentityConfig
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ class ResolveError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(f"{field} {message}")
+
+
+def reference_problem(e: ResolveError) -> Problem:
+    """A broken reference as a :class:`~components.stack.problems.Problem` of the field that
+    names it (the field without a trailing ``:``, the error's line as the message)."""
+    return at(e.field.rstrip(":"), str(e))
 
 
 class _Named(Protocol):

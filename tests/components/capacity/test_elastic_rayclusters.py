@@ -10,6 +10,11 @@ from typing import Any
 
 import pytest
 
+from components.capacity.checks import (
+    class_selector_problems,
+    raycluster_problems,
+    render_problems,
+)
 from components.capacity.preview import preview
 from components.capacity.render import (
     ELASTIC_ANNOTATION,
@@ -17,11 +22,6 @@ from components.capacity.render import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
     helm_values,
-)
-from components.capacity.rules import (
-    class_selector_problems,
-    raycluster_problems,
-    render_problems,
 )
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, validate

@@ -7,6 +7,7 @@ import hashlib
 import yaml
 
 from components import catalog
+from components.capacity.checks import kueue_crds_dir, kueue_schema_problems
 from components.capacity.render import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
@@ -15,7 +16,6 @@ from components.capacity.render import (
     render_capacity,
     resource_flavor,
 )
-from components.capacity.rules import kueue_crds_dir, kueue_schema_problems
 from components.nodepools.render import specs_for_pool
 from components.raycrs.render import render_manifests
 from tests.components.capacity.common import cfg

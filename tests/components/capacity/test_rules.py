@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from components.capacity.rules import pool_problems, rayjob_problems, render_problems
+from components.capacity.checks import rayjob_problems, render_problems
+from components.capacity.rules import pool_problems
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, validate
 from components.stack.checks import check_stack

@@ -13,10 +13,11 @@ from components import catalog
 from components.images.render import planned_refs
 from components.nodepools.render import specs_for_pool
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
+from components.raycrs.placement import parse_quantity
 from components.raycrs.pod import shm_size
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.stack import ConfigError, GpuPool, quantity_bytes, validate
-from components.stack.checks import check_manifests, parse_quantity
+from components.stack.checks import check_manifests
 from components.stack.naming import bucket_name
 from contract.args.train import PLACEMENT_STRATEGIES
 from contract.args.train_lm_tf import TrainLmTfArgs

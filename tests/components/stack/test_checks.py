@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from components.raycrs import placement
 from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.stack import ConfigError, checks, validate
@@ -113,7 +114,7 @@ def test_requests_above_allocatable() -> None:
 
 def test_nap_shapes_follow_resource_limits() -> None:
     cfg = stack("dev")  # NAP limits: tpu-v5-lite-podslice 8, nvidia-l4 4
-    names = {s.name for s in checks.nap_shapes(cfg)}
+    names = {s.name for s in placement.nap_shapes(cfg)}
     assert "NAP tpu-v5-lite-podslice 2x4" in names
     assert "NAP tpu-v5-lite-podslice 4x4" not in names  # 16 chips > limit 8
     assert "NAP 4x nvidia-l4 (latest driver)" in names
@@ -309,7 +310,7 @@ def test_strict_placement_that_the_pool_cannot_hold_is_refused() -> None:
         groups={"cpu": {"max_replicas": 3, "cpu": "1500m"}},
     )  # fmt: skip
     docs = "(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html)"
-    assert checks.placement_problems(cfg) == [
+    assert placement.placement_problems(cfg) == [
         "jobs[pack-h100].placement_strategy STRICT_PACK: Ray Train's 16 workers on one node need "
         "GPU 16 > 8, what one worker pod of pool 'h100' (a3-highgpu-8g) offers Ray; Ray never "
         f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
@@ -338,9 +339,9 @@ def test_strict_placement_that_fits_is_accepted() -> None:
         {"name": "pack-v5e", "workload": "train_lm_jax", "node_pool": "tpu-v5e-2x2",
          "placement_strategy": "STRICT_PACK"},
     )  # fmt: skip
-    assert checks.placement_problems(cfg) == []
-    assert checks.worker_bundle({"use_gpu": True}) == {"GPU": 1.0}
-    assert checks.worker_bundle({"resources_per_worker": {"CPU": 2, "GPU": 0}}) == {"CPU": 2.0}
+    assert placement.placement_problems(cfg) == []
+    assert placement.worker_bundle({"use_gpu": True}) == {"GPU": 1.0}
+    assert placement.worker_bundle({"resources_per_worker": {"CPU": 2, "GPU": 0}}) == {"CPU": 2.0}
 
 
 def test_render_checks_name_every_check_that_check_stack_runs() -> None:

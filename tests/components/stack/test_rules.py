@@ -14,6 +14,7 @@ from components.nodepools.render import node_pool_specs
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.render import render_manifests
+from components.raycrs.rules import job_checkpoint_references
 from components.raycrs.scaling import scaling_config_for_job
 from components.stack import (
     RULES,
@@ -29,7 +30,6 @@ from components.stack import (
 )
 from components.stack.checks import workload_problems
 from components.stack.problems import Problem
-from components.stack.rules import job_checkpoint_references
 from tests.components.stack.test_model import base, problems
 from tests.helpers import WORKING_DIR, config
 

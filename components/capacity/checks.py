@@ -1,0 +1,369 @@
+"""Capacity checks on the rendered objects: Kueue's rules for Ray objects, the DWS / flex-start
+limits, the carried Kueue CRDs (the rules on the stack model are :mod:`components.capacity.rules`).
+
+:func:`render_problems` - on the rendered objects (run by ``raygke check`` with the other render
+checks):
+
+  - every Kueue object validates against the carried CRD of ``capacity.kueue.version``
+    (:func:`kueue_schema_problems`, the project's checker :mod:`components.raycrs.crd`);
+  - a queued RayJob's cluster: no in-tree autoscaling (Kueue: "a kueue managed job should only
+    use autoscaling when workload slicing is enabled", ``pkg/controller/jobs/raycluster/common.go``
+    ``ValidateCreate``), at most ``MaxPodSets`` pod sets (18 in v0.19.2,
+    ``pkg/controller/jobframework/constants.go``), no worker group called ``head`` (same
+    function), no ``spec.suspend`` rendered;
+  - GKE accepts one PodSet per ProvisioningRequest (ray-project/ray#57839): at most one pod set of
+    a job lands on a queued flavor, the head and submitter never, and the ClusterQueue scopes the
+    DWS check with ``onFlavors``;
+  - every pod set fits some flavor (resources, node selector, tolerations) and the job's quota
+    fits the queue's nominal plus borrowable quota (:mod:`components.capacity.preview`): a job
+    that can never be admitted is an error naming the job, the resource and both numbers;
+  - two flavors of one queue that select the same nodes (same node labels) are refused:
+    Kueue could not tell them apart.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from components import catalog
+from components.capacity.rules import KUEUE_RAYJOB_WEBHOOK
+
+if TYPE_CHECKING:
+    from components.stack.model import StackConfig
+
+CRDS_ROOT = Path(__file__).resolve().parent / "crds"
+MAX_POD_SETS = 18  # kueue v0.19.2 pkg/controller/jobframework/constants.go MaxPodSets
+HEAD_POD_SET = "head"  # pkg/controller/jobs/raycluster/common.go headGroupPodSetName
+KUEUE_RAYCLUSTER_COMMON = "kueue pkg/controller/jobs/raycluster/common.go"
+
+
+def kueue_crds_dir(version: str) -> Path:
+    """``components/capacity/crds/kueue-v<version>`` (the release's config/components/crd/bases)."""
+    return CRDS_ROOT / f"kueue-v{version}"
+
+
+def kueue_crd_file(kind: str, version: str) -> Path:
+    """The carried CRD file of Kueue ``kind`` (``ClusterQueue`` -> ``kueue.x-k8s.io_clusterqueues.yaml``).
+
+    Raises:
+        ValueError: a kind whose CRD is not carried.
+    """
+    path = kueue_crds_dir(version) / f"kueue.x-k8s.io_{kind.lower()}s.yaml"
+    if kind == "WorkloadPriorityClass":
+        path = kueue_crds_dir(version) / "kueue.x-k8s.io_workloadpriorityclasses.yaml"
+    if not path.is_file():
+        raise ValueError(f"no carried Kueue v{version} CRD for kind {kind!r} ({path})")
+    return path
+
+
+def _python_patterns(schema: Any) -> Any:
+    """Go's regexp accepts inline flags after ``^`` (``^(?i)[a-z]...`` in the AdmissionCheck CRD);
+    Python's ``re`` wants them first: move them, same meaning."""
+    if isinstance(schema, dict):
+        out = {k: _python_patterns(v) for k, v in schema.items()}
+        p = out.get("pattern")
+        if isinstance(p, str) and p.startswith("^(?i)"):
+            out["pattern"] = "(?i)^" + p[len("^(?i)") :]
+        return out
+    if isinstance(schema, list):
+        return [_python_patterns(v) for v in schema]
+    return schema
+
+
+@functools.lru_cache(maxsize=32)
+def _kueue_validator(path: str, version: str) -> Any:
+    import jsonschema
+
+    from components.raycrs.crd import _json_schema, _load_schema
+
+    schema = _python_patterns(_json_schema(copy.deepcopy(_load_schema(path, version))))
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)(schema)
+
+
+def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> list[str]:
+    """Each Kueue object against the carried CRD of ``version``: unknown (pruned) fields, then the
+    schema, with the helpers of :mod:`components.raycrs.crd`. One line each,
+    ``<Kind> <name>: <path>: <why>``."""
+    from components.raycrs.crd import _fmt, _load_schema, unknown_fields
+
+    out: list[str] = []
+    for m in manifests:
+        kind, name = m.get("kind", "?"), (m.get("metadata") or {}).get("name", "?")
+        api = str(m.get("apiVersion", ""))
+        if not api.startswith("kueue.x-k8s.io/"):
+            out.append(f"{kind} {name}: apiVersion {api!r} is not kueue.x-k8s.io")
+            continue
+        path, ver = str(kueue_crd_file(kind, version)), api.split("/", 1)[1]
+        schema = _load_schema(path, ver)
+        body = {k: v for k, v in m.items() if k != "metadata"}
+        out += [
+            f"{kind} {name}: {_fmt(p)}: unknown field (the API server would prune it)"
+            for p in unknown_fields(body, schema)
+        ]
+        errors = sorted(
+            _kueue_validator(path, ver).iter_errors(body),
+            key=lambda e: (list(map(str, e.path)), e.message),
+        )
+        out += [f"{kind} {name}: {_fmt(e.absolute_path)}: {e.message}" for e in errors]
+    return out
+
+
+def _elastic(obj: dict[str, Any], gate: bool) -> bool:
+    """Kueue treats ``obj`` as an elastic workload: the gate is on and the object carries
+    ``kueue.x-k8s.io/elastic-job: "true"`` (kueue v0.19.2 pkg/workloadslicing/workloadslicing.go
+    ``Enabled``)."""
+    from components.capacity.render import ELASTIC_ANNOTATION
+
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return gate and annotations.get(ELASTIC_ANNOTATION) == "true"
+
+
+def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[str]:
+    """Kueue's webhook rules on one rendered queued RayCluster (kueue v0.19.2
+    ``pkg/controller/jobs/raycluster/raycluster_webhook.go`` ``validateCreate``): in-tree
+    autoscaling only as an elastic job ("a kueue-managed RayCluster can use autoscaling only as
+    an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the
+    kueue.x-k8s.io/elastic-job annotation"; the elastic-job scheduling gate the same webhook
+    requires on every pod template is added by its defaulter, ``Default`` ``GateTemplate``, so the
+    stack does not render it), at most ``MaxPodSets`` pod sets (head + worker groups), no worker
+    group called ``head``; Kueue owns ``spec.suspend``."""
+    name = rc["metadata"]["name"]
+    spec = rc.get("spec") or {}
+    where = f"RayCluster {name}"
+    out = []
+    if spec.get("enableInTreeAutoscaling") and not _elastic(rc, elastic_gate):
+        out.append(
+            f"{where}: spec.enableInTreeAutoscaling on a queued RayCluster that is not an "
+            "elastic job; Kueue refuses it ('a kueue-managed RayCluster can use autoscaling only "
+            "as an elastic job', kueue pkg/controller/jobs/raycluster/raycluster_webhook.go): "
+            "the kueue.x-k8s.io/elastic-job annotation and capacity.kueue.elastic_jobs: true"
+        )
+    if "suspend" in spec:
+        out.append(
+            f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)"
+        )
+    groups = spec.get("workerGroupSpecs") or []
+    for i, g in enumerate(groups):
+        if g.get("groupName") == HEAD_POD_SET:
+            out.append(
+                f"{where}: spec.workerGroupSpecs[{i}].groupName 'head' is reserved for the head "
+                f"pod set ({KUEUE_RAYCLUSTER_COMMON})"
+            )
+    if len(groups) + 1 > MAX_POD_SETS:
+        out.append(
+            f"{where}: {len(groups) + 1} pod sets; a Kueue workload has at most {MAX_POD_SETS} "
+            "(MaxPodSets, kueue pkg/controller/jobframework/constants.go)"
+        )
+    return out
+
+
+def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[str]:
+    """Kueue's webhook rules on one rendered queued RayJob (sources in the module docstring);
+    in-tree autoscaling is allowed on an elastic RayJob (gate on and the elastic-job annotation:
+    ``ValidateCreate`` in ``pkg/controller/jobs/raycluster/common.go`` of v0.19.2)."""
+    from components.capacity.preview import pod_sets
+
+    name = rayjob["metadata"]["name"]
+    spec = rayjob.get("spec") or {}
+    where = f"RayJob {name}"
+    out = []
+    if spec.get("clusterSelector"):
+        out.append(f"{where}: spec.clusterSelector on a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})")
+    cluster = spec.get("rayClusterSpec")
+    if not cluster:
+        out.append(
+            f"{where}: spec.rayClusterSpec is required for a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})"
+        )
+        return out
+    if not spec.get("shutdownAfterJobFinishes"):
+        out.append(f"{where}: spec.shutdownAfterJobFinishes must be true ({KUEUE_RAYJOB_WEBHOOK})")
+    if "suspend" in spec:
+        out.append(
+            f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)"
+        )
+    if cluster.get("enableInTreeAutoscaling") and not _elastic(rayjob, elastic_gate):
+        out.append(
+            f"{where}: spec.rayClusterSpec.enableInTreeAutoscaling: a kueue managed job should "
+            f"only use autoscaling when workload slicing is enabled ({KUEUE_RAYCLUSTER_COMMON})"
+        )
+    for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
+        if g.get("groupName") == HEAD_POD_SET:
+            out.append(
+                f"{where}: spec.rayClusterSpec.workerGroupSpecs[{i}].groupName 'head' is reserved "
+                f"for the head pod set ({KUEUE_RAYCLUSTER_COMMON})"
+            )
+    n = len(pod_sets(rayjob))
+    if n > MAX_POD_SETS:
+        out.append(
+            f"{where}: {n} pod sets; a Kueue workload has at most {MAX_POD_SETS} (MaxPodSets, "
+            "kueue pkg/controller/jobframework/constants.go)"
+        )
+    return out
+
+
+def flavor_problems(cfg: StackConfig) -> list[str]:
+    """Two flavors of one cluster queue that select the same nodes."""
+    from components.capacity.render import resource_flavor
+
+    out = []
+    for q in cfg.capacity.cluster_queues:
+        seen: dict[str, str] = {}
+        for f in q.flavors:
+            try:
+                spec = resource_flavor(cfg, f.pool)["spec"]
+            except KeyError:
+                continue
+            key = repr(sorted(spec.get("nodeLabels", {}).items()))
+            if key in seen:
+                out.append(
+                    f"capacity.cluster_queues[{q.name}]: flavors {seen[key]!r} and {f.pool!r} "
+                    "select the same nodes (same node labels); give one pool a "
+                    "distinguishing labels: entry so Kueue can tell them apart"
+                )
+            seen.setdefault(key, f.pool)
+    return out
+
+
+def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]]) -> list[str]:
+    """One pod set per ProvisioningRequest (ray-project/ray#57839): per job at most one pod set on a
+    queued flavor and never the head or submitter; the DWS check scoped with ``onFlavors``."""
+    from components.capacity.render import DWS_CHECK, queued_pool
+
+    out = []
+    for v in verdicts:
+        on_dws = [a for a in v.assignments if a.flavor and a.provisioning]
+        for a in on_dws:
+            if a.pod_set.name in (HEAD_POD_SET, "submitter"):
+                out.append(
+                    f"{v.where}: the {a.pod_set.name} pod set would be admitted on queued "
+                    f"flavor {a.flavor!r} and join the ProvisioningRequest; GKE accepts one "
+                    "PodSet per request (ray-project/ray#57839)"
+                )
+        workers = [a for a in on_dws if a.pod_set.name not in (HEAD_POD_SET, "submitter")]
+        if len(workers) > 1:
+            out.append(
+                f"{v.where}: {len(workers)} pod sets on queued flavors; GKE accepts one "
+                "PodSet per ProvisioningRequest (ray-project/ray#57839)"
+            )
+    for cq in cqs:
+        spec = cq["spec"]
+        dws = [
+            f["name"]
+            for g in spec["resourceGroups"]
+            for f in g["flavors"]
+            if queued_pool(cfg, f["name"])
+        ]
+        rules = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+        scoped = {f for r in rules if r.get("name") == DWS_CHECK for f in r.get("onFlavors") or []}
+        if dws and (set(dws) - scoped or spec.get("admissionChecks")):
+            out.append(
+                f"ClusterQueue {cq['metadata']['name']}: the {DWS_CHECK} check must be scoped "
+                f"onFlavors {dws} so the head is not in the ProvisioningRequest"
+            )
+    return out
+
+
+def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
+    """A queued pod set whose own template selects a ComputeClass
+    (``cloud.google.com/compute-class``) and would be admitted on a flavor whose nodes lack that
+    label: Kueue adds the flavor's labels to the pods (kueue v0.19.2 ``pkg/podset/podset.go``
+    ``Merge``) but keeps theirs, so they wait forever for nodes that are both (a DWS flavor's
+    nodes never carry a class label). The render leaves the class out of every queued object's
+    worker groups (:func:`components.raycrs.render.worker_group_spec` ``compute_class``); this
+    check catches a render where both apply to the same pods."""
+    from components.capacity.render import resource_flavor
+    from components.computeclass.model import COMPUTE_CLASS_LABEL
+
+    out = []
+    for v in verdicts:
+        for a in v.assignments:
+            want = a.pod_set.node_selector.get(COMPUTE_CLASS_LABEL)
+            if not want or not a.flavor:
+                continue
+            labels = resource_flavor(cfg, a.flavor)["spec"].get("nodeLabels") or {}
+            if labels.get(COMPUTE_CLASS_LABEL) != want:
+                out.append(
+                    f"{v.where}: pod set {a.pod_set.name!r} selects ComputeClass {want!r} but "
+                    f"would be admitted on flavor {a.flavor!r}, whose nodes lack "
+                    f"{COMPUTE_CLASS_LABEL}={want}: its pods would stay Pending; queued pods "
+                    "must not select a class (Kueue's flavor places them)"
+                )
+    return out
+
+
+def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
+    """An elastic queued object's worker group that starts at 0 pods is admitted on the first
+    flavor its pods match, since 0 pods fit any quota (kueue v0.19.2
+    ``pkg/scheduler/flavorassigner/flavorassigner.go``: a zero request fits), and Kueue keeps
+    that flavor for every later slice ("When scaling up a previously admitted job the new
+    workload must reuse the originally assigned flavor", site/content/en/docs/concepts/
+    elastic_workload.md, Limitations). A TPU or GPU group whose first match is a flavor without
+    quota for its accelerator (e.g. the ``system`` flavor, whose nodes are untainted and whose
+    only label is ``cloud.google.com/gke-nodepool``, a key accelerator pods do not select)
+    could never scale up. Fix: list the accelerator flavors before the CPU ones in the queue
+    (taints keep CPU pods off them), or a ``min_replicas`` of at least 1."""
+    from components.capacity.preview import _quotas, borrowable
+    from components.capacity.render import cluster_queue
+
+    out = []
+    for v in verdicts:
+        cq = cfg.capacity.cluster_queue(v.cluster_queue)
+        quotas = _quotas(cluster_queue(cfg, cq))
+        for a in v.assignments:
+            if a.pod_set.count or not a.flavor:
+                continue
+            for r in (catalog.TPU_RESOURCE, catalog.GPU_RESOURCE):
+                if not a.pod_set.per_pod.get(r):
+                    continue
+                q = quotas.get(a.flavor, {}).get(r) or {}
+                if float(q.get("nominal") or 0) + borrowable(cfg, cq, a.flavor, r) <= 0:
+                    out.append(
+                        f"{v.where}: worker group {a.pod_set.name!r} starts at 0 pods and would "
+                        f"be admitted on flavor {a.flavor!r} of cluster queue {cq.name}, which "
+                        f"has no {r} quota; Kueue keeps that flavor for every scale-up of an "
+                        "elastic workload (kueue site/content/en/docs/concepts/"
+                        "elastic_workload.md), so the group could never grow: list the "
+                        f"accelerator flavors before {a.flavor!r} in the queue, or set "
+                        "min_replicas: 1"
+                    )
+    return out
+
+
+def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+    """Every render-level capacity problem (see the module docstring); ``manifests`` are the
+    rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
+    from components.capacity.preview import preview
+    from components.capacity.render import QUEUE_LABEL, render_capacity
+
+    if not cfg.capacity.enabled:
+        return []
+    try:
+        objects = render_capacity(cfg)
+    except KeyError as e:  # an undeclared flavor pool: the stack rules said so
+        return [f"rendering the Kueue objects failed: unknown pool {e}"]
+    out = kueue_schema_problems(objects, cfg.capacity.kueue.version)
+    out += flavor_problems(cfg)
+    queued = [
+        m
+        for m in manifests
+        if m.get("kind") in ("RayJob", "RayCluster")
+        and QUEUE_LABEL in (m["metadata"].get("labels") or {})
+    ]
+    gate = cfg.capacity.kueue.elastic_jobs
+    for m in queued:
+        out += rayjob_problems(m, gate) if m["kind"] == "RayJob" else raycluster_problems(m, gate)
+    try:
+        verdicts = preview(cfg, queued)
+    except KeyError:  # an undeclared queue: the stack rules said so
+        return out
+    for v in verdicts:
+        if v.state == "never":
+            out.append(f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}")
+    out += class_selector_problems(cfg, verdicts)
+    out += elastic_flavor_problems(cfg, verdicts)
+    out += dws_problems(cfg, verdicts, [o for o in objects if o["kind"] == "ClusterQueue"])
+    return out

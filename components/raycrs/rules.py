@@ -1,0 +1,377 @@
+"""Cross-field rules of a stack about its Ray jobs and services (the Ray CRs concept): a job's
+or service's target, slices, workload and arguments, identity and checkpoints.
+
+Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
+:class:`~components.stack.problems.Problem` per problem, with a docstring citing where its fact
+comes from; :data:`components.stack.rules.RULES` lists them with the other cross-field rules,
+each with the top-level keys it reads, and runs them. References are followed with
+:mod:`components.stack.resolve`, so a wrong reference reads the same at every layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from components import catalog
+from components.nodepools.model import GpuPool, TpuPool
+from components.stack.problems import Problem, at
+from components.stack.resolve import (
+    ResolveError,
+    job_runs_as,
+    reference_problem,
+    resolve_identity,
+    resolve_job,
+)
+
+if TYPE_CHECKING:
+    from components.stack.model import StackConfig
+
+
+# ----------------------------------------------------------------------------------------- jobs
+
+
+def job_targets_exist(cfg: StackConfig) -> Iterable[Problem]:
+    """A job names a declared ``cluster`` (and one of its worker groups, which may be left out
+    when the cluster has exactly one) or a declared ``node_pool``: the RayJob either selects a
+    RayCluster (``clusterSelector``) or carries its own ``rayClusterSpec``
+    (https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
+    A worker group's own undeclared pool is reported by
+    :func:`components.stack.rules.worker_group_pools_exist_and_fit`, not again here."""
+    for job in cfg.jobs:
+        try:
+            resolve_job(cfg, job)
+        except ResolveError as e:
+            if e.field.startswith(f"jobs[{job.name}]"):
+                yield reference_problem(e)
+
+
+def job_slices_fit(cfg: StackConfig) -> Iterable[Problem]:
+    """A job's ``slices: {min, max}`` range targets a multi-host TPU pool (Ray Train's elastic
+    TPU scaling counts workers in whole slices, ``ray/train/v2/_internal/execution/
+    scaling_policy/elastic.py``; several slices of one job are a Multislice job, which GKE runs
+    on multi-host slices only, https://cloud.google.com/kubernetes-engine/docs/how-to/
+    tpu-multislice) and ``max`` is at most the replicas the job's worker group (or its own
+    cluster's pool) has."""
+    for job in cfg.jobs:
+        if job.slices is None:
+            continue
+        try:
+            target = resolve_job(cfg, job)
+        except ResolveError:  # job_targets_exist reports it
+            continue
+        where = f"jobs[{job.name}].slices"
+        if not isinstance(target.pool, TpuPool):
+            yield (
+                at(
+                    where,
+                    f"{where}: node pool {target.pool.name!r} is not a TPU pool; slices are for "
+                    "TPU jobs (for GPU or CPU workers the worker group's replicas set the size)",
+                )
+            )
+            continue
+        s = target.pool.slice
+        if not s.multi_host and job.slices.max > 1:
+            yield (
+                at(
+                    where,
+                    f"{where}: max {job.slices.max} slices of the single-host {s.generation.name} "
+                    f"{s.topology} pool {target.pool.name!r}; one job spans several slices only on "
+                    "multi-host slices (Multislice); use a multi-host topology or max: 1",
+                )
+            )
+        if job.slices.max > target.replicas:
+            yield (
+                at(
+                    where,
+                    f"{where}: max {job.slices.max} is above the {target.replicas} slice(s) the job's "
+                    f"{'node pool' if target.own_cluster else 'worker group'} has; lower it or raise "
+                    "the pool's max_slices / the group's max_replicas",
+                )
+            )
+
+
+def job_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
+    """A job's ``service_account`` (its submitter pod's, and its own RayCluster's) is a declared
+    workload identity (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    for job in cfg.jobs:
+        try:
+            resolve_identity(cfg, job.service_account, f"jobs[{job.name}].service_account")
+        except ResolveError as e:
+            yield reference_problem(e)
+
+
+# Job arguments the platform binds (components.raycrs.rayjob.job_args): a job's args may
+# not set them, or a job would train on CPU on a GPU pool (scaling), checkpoint outside its
+# folder or bucket (name, storage_path), read another dataset (dataset) or lose its restart
+# budget (max_failures). Value: what sets it.
+PLATFORM_BOUND_ARGS: dict[str, str] = {
+    "scaling": "the job's node pool or worker group (and placement_strategy)",
+    "max_failures": "jobs[].max_failures",
+    "storage_path": "the checkpoints bucket",
+    "name": "the job name (its checkpoint folder <checkpoints bucket>/<job name>)",
+    "dataset": "the datasets bucket (<datasets bucket>/lm-bytes)",
+    "peak_flops_per_device": "the catalog's accelerator facts",
+}
+
+
+def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
+    """A job's ``workload`` is in :data:`contract.registry.WORKLOADS` and its ``args`` are
+    arguments of that workload with the types of its defaults (``Workload.arg_problems``), none of
+    them one the platform binds (:data:`PLATFORM_BOUND_ARGS`); a ``placement_strategy`` only on a
+    workload that takes ``scaling`` and places a group of Ray Train workers (a trainer, not
+    ``tune_lm``, whose trials take one worker's resources each)."""
+    for job in cfg.jobs:
+        problem = _workload_problem(job.workload)
+        if problem:
+            yield at(f"jobs[{job.name}].workload", f"jobs[{job.name}].workload {problem}")
+            continue
+        workload = _workload(job.workload)
+        for p in workload.arg_problems(job.args):
+            yield at(f"jobs[{job.name}].args", f"jobs[{job.name}].args: {p}")
+        for key in sorted(set(job.args) & set(PLATFORM_BOUND_ARGS)):
+            if key == "name" and "checkpoints" not in workload.writes:
+                continue  # a reader (evaluate) names the run it reads
+            yield (
+                at(
+                    f"jobs[{job.name}].args.{key}",
+                    f"jobs[{job.name}].args.{key}: the platform sets it from "
+                    f"{PLATFORM_BOUND_ARGS[key]}; remove it",
+                )
+            )
+        if job.placement_strategy and "scaling" not in workload.args.names():
+            yield (
+                at(
+                    f"jobs[{job.name}].placement_strategy",
+                    f"jobs[{job.name}].placement_strategy {job.placement_strategy}: workload "
+                    f"{job.workload} places no Ray Train workers (it takes no scaling argument); "
+                    "remove it",
+                )
+            )
+        elif job.placement_strategy and job.workload == "tune_lm":
+            yield (
+                at(
+                    f"jobs[{job.name}].placement_strategy",
+                    f"jobs[{job.name}].placement_strategy {job.placement_strategy}: tune_lm runs "
+                    "each trial as one Ray Tune actor of one worker's resources, so there is no "
+                    "group of workers to place; remove it",
+                )
+            )
+
+
+def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
+    """The identity a job's Ray processes run as (:func:`components.stack.resolve.job_runs_as`:
+    the RayCluster's service account on a long-lived cluster, else the job's own) has ``write``
+    on every bucket its workload writes (``Workload.writes``); the bucket-level roles are
+    granted per :mod:`components.security.iam`
+    (https://cloud.google.com/storage/docs/access-control/iam-roles). Jobs with an unknown
+    workload, cluster or identity are left to the rules that report those."""
+    for job in cfg.jobs:
+        if _workload_problem(job.workload):
+            continue
+        try:
+            runs_as = job_runs_as(cfg, job)
+            identity = resolve_identity(cfg, runs_as, f"jobs[{job.name}]")
+        except ResolveError:
+            continue
+        for purpose in _workload(job.workload).writes:
+            if identity.buckets.get(purpose) != "write":
+                yield (
+                    at(
+                        f"jobs[{job.name}]",
+                        f"jobs[{job.name}]: workload {job.workload} writes to the {purpose} bucket "
+                        f"but runs as {runs_as!r}, which has "
+                        f"{identity.buckets.get(purpose) or 'no'} access there; "
+                        f"set workload_identities[{runs_as}].buckets.{purpose}: write",
+                    )
+                )
+
+
+def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
+    """A service's ``node_pool`` is declared, of a kind its Serve application supports
+    (``Workload.accelerators`` in :mod:`contract.registry`), ``min_workers`` <= the pool's
+    capacity (:func:`components.stack.resolve.resolve_service`), and a replica's ``args.num_gpus``
+    / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
+    from components.stack.resolve import resolve_service
+
+    for svc in cfg.services:
+        where = f"services[{svc.name}]"
+        try:
+            t = resolve_service(cfg, svc)
+        except ResolveError as e:
+            yield reference_problem(e)
+            continue
+        if svc.min_workers > t.max_replicas:
+            yield (
+                at(
+                    f"{where}.min_workers",
+                    f"{where}.min_workers {svc.min_workers} > {t.max_replicas} (max_workers, else "
+                    f"the capacity of node pool {t.pool.name!r})",
+                )
+            )
+        if _workload_problem(svc.workload, service=True):
+            continue
+        kinds = _workload(svc.workload).accelerators
+        if t.pool.kind not in kinds:
+            yield (
+                at(
+                    f"{where}.node_pool",
+                    f"{where}.node_pool {t.pool.name!r} is a {t.pool.kind} pool; Serve application "
+                    f"{svc.workload} runs on {', '.join(kinds)} pools",
+                )
+            )
+        # A replica runs in one worker pod, on one node: it can never ask for more than the node
+        # has (machine shapes from the catalog).
+        gpus = t.pool.gpu.count if isinstance(t.pool, GpuPool) else 0
+        want = svc.args.get("num_gpus")
+        if isinstance(want, (int, float)) and want > gpus:
+            yield (
+                at(
+                    f"{where}.args.num_gpus",
+                    f"{where}.args.num_gpus {want:g}: a replica runs on one node of pool "
+                    f"{t.pool.name!r}, which has {gpus} GPU(s); at most {gpus}",
+                )
+            )
+        want = svc.args.get("num_cpus")
+        try:
+            vcpus = catalog.machine_shape(t.pool.machine_type).vcpus
+        except catalog.CatalogError:
+            vcpus = None
+        if isinstance(want, (int, float)) and vcpus is not None and want > vcpus:
+            yield (
+                at(
+                    f"{where}.args.num_cpus",
+                    f"{where}.args.num_cpus {want:g}: a replica runs on one node of pool "
+                    f"{t.pool.name!r} ({t.pool.machine_type}, {vcpus} vCPUs); at most {vcpus}",
+                )
+            )
+
+
+def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
+    """A service's ``workload`` is a registered Serve application (:mod:`contract.registry`, ``serve_apps()``)
+    and its ``args`` fit it; a ``checkpoint`` that is not a ``gs://`` path names a declared job
+    whose workload writes checkpoints (its folder ``<checkpoints bucket>/<job name>`` is served)."""
+    jobs = {j.name: j for j in cfg.jobs}
+    for svc in cfg.services:
+        where = f"services[{svc.name}]"
+        problem = _workload_problem(svc.workload, service=True)
+        if problem:
+            yield at(f"{where}.workload", f"{where}.workload {problem}")
+        else:
+            for p in _workload(svc.workload).arg_problems(svc.args):
+                yield at(f"{where}.args", f"{where}.args: {p}")
+        name = svc.checkpoint_job
+        if name is None:
+            continue
+        job = jobs.get(name)
+        if job is None:
+            declared = ", ".join(jobs) or "none"
+            yield (
+                at(
+                    f"{where}.checkpoint",
+                    f"{where}.checkpoint {name!r} is neither a gs:// path nor a declared job; "
+                    f"declared jobs: {declared}",
+                )
+            )
+        elif not _workload_problem(job.workload) and (
+            "checkpoints" not in _workload(job.workload).writes
+        ):
+            yield (
+                at(
+                    f"{where}.checkpoint",
+                    f"{where}.checkpoint {name!r}: job {name} runs {job.workload}, which writes no "
+                    "checkpoints",
+                )
+            )
+
+
+def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
+    """A job that reads a training run (a workload of :data:`contract.registry.WORKLOADS` with
+    ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
+    (:func:`components.raycrs.rayjob.job_args`), so ``args.name`` (its default when unset)
+    names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
+    lies in the checkpoints bucket under that job's folder. Each problem names the field, the
+    value and the valid training jobs."""
+    from components.stack.names import bucket_name
+
+    jobs = {j.name: j for j in cfg.jobs}
+    writers = [
+        n
+        for n, j in jobs.items()
+        if not _workload_problem(j.workload) and "checkpoints" in _workload(j.workload).writes
+    ]
+    valid = ", ".join(writers) or "none declared"
+    bucket = bucket_name(cfg, "checkpoints")
+    for job in cfg.jobs:
+        if _workload_problem(job.workload):
+            continue
+        workload = _workload(job.workload)
+        names = set(workload.args.names())
+        if "checkpoints" in workload.writes or not {"name", "checkpoint"} <= names:
+            continue
+        where = f"jobs[{job.name}].args"
+        run = job.args.get("name", workload.args().name)
+        if run not in writers:
+            default = "" if "name" in job.args else " (the default; set args.name)"
+            yield (
+                at(
+                    f"{where}.name",
+                    f"{where}.name {run!r}{default} names no job that writes checkpoints, so "
+                    f"{job.name} would read gs://{bucket}/{run}, which nothing writes; valid: {valid}",
+                )
+            )
+            continue
+        ckpt = job.args.get("checkpoint")
+        if isinstance(ckpt, str) and ckpt.startswith("gs://"):
+            b, _, rest = ckpt[len("gs://") :].partition("/")
+            folder = rest.split("/", 1)[0]
+            if b != bucket or folder != run:
+                yield (
+                    at(
+                        f"{where}.checkpoint",
+                        f"{where}.checkpoint {ckpt!r} is not under gs://{bucket}/{run}/, the folder "
+                        f"of job {run} that args.name names; valid training jobs: {valid}",
+                    )
+                )
+
+
+def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
+    """A service's ``service_account`` is a declared workload identity that may read the
+    checkpoints (the model) and artifacts (the workloads archive, its ``working_dir``) buckets
+    (bucket roles per :mod:`components.security.iam`; https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    for svc in cfg.services:
+        where = f"services[{svc.name}].service_account"
+        try:
+            identity = resolve_identity(cfg, svc.service_account, where)
+        except ResolveError as e:
+            yield reference_problem(e)
+            continue
+        for purpose in ("checkpoints", "artifacts"):
+            if identity.buckets.get(purpose) not in ("read", "write"):
+                yield (
+                    at(
+                        where,
+                        f"{where} {svc.service_account!r} cannot read the {purpose} bucket; set "
+                        f"workload_identities[{svc.service_account}].buckets.{purpose}: read",
+                    )
+                )
+
+
+def _workload(name: str) -> Any:
+    from contract.registry import get_workload
+
+    return get_workload(name)
+
+
+def _workload_problem(name: str, service: bool = False) -> str | None:
+    # contract.registry is standard-library only (design: components may refer to workloads by
+    # module path, never import ray/torch/jax).
+    from contract.registry import WORKLOADS, jobs, serve_apps
+
+    valid = serve_apps() if service else jobs()
+    if name not in WORKLOADS:
+        return f"{name!r} is not a registered workload; registered: {', '.join(valid)}"
+    if name not in valid:
+        what = "a job" if service else "a Ray Serve application (a services: entry)"
+        return f"{name!r} is {what}; valid here: {', '.join(valid)}"
+    return None
