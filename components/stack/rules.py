@@ -471,7 +471,7 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
-    _rule(capacity_rules, "capacity", "jobs", "ray_clusters", "node_pools", "cluster"),
+    _rule(capacity_rules, "capacity", "jobs", "ray_clusters", "node_pools", "cluster", "zones"),
 )
 """Every cross-field rule, in the order they run."""
 

@@ -13,7 +13,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import raygke.synth
 from components.stack import (
     ConfigError,
     StackFileError,
@@ -23,6 +22,7 @@ from components.stack import (
     stack_environments,
 )
 from components.stack.reference import render_reference
+from raygke import synth as synth_module
 from raygke.cli import app, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -589,7 +589,7 @@ def test_check_passes_the_policy_rules_on_dev():
 
 
 def test_check_reports_a_violated_policy_rule_by_its_name(monkeypatch):
-    real = raygke.synth.run_program
+    real = synth_module.run_program
 
     def weakened(config, stack):
         records, outputs = real(config, stack)
@@ -600,7 +600,7 @@ def test_check_reports_a_violated_policy_rule_by_its_name(monkeypatch):
                 r["inputs"]["nodeConfig"]["shieldedInstanceConfig"]["enableSecureBoot"] = False
         return records, outputs
 
-    monkeypatch.setattr(raygke.synth, "run_program", weakened)
+    monkeypatch.setattr(synth_module, "run_program", weakened)
     rc, out = run("check", "--stack", "dev")
     assert rc == 1, out
     assert "- bucket-cmek: Bucket storage-datasets: bucket has no customer-managed key" in out
