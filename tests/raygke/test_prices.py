@@ -207,6 +207,8 @@ def test_cost_of_a_dev_copy_with_l4x4_in_europe_west4_has_no_unknown(tmp_path: P
         .replace("nvidia-l4: 4\n", "nvidia-l4: 16\n")
         .replace("cpu: 320\n", "cpu: 640\n")
         .replace("memory: 1280\n", "memory: 2560\n")
+        # the dev queue's GPU quota covers one 4 x L4 node (a smaller quota is never admitted)
+        .replace("nvidia.com/gpu: 2}", "nvidia.com/gpu: 4}")
     )
     assert edited.count("count: 4}") == 1
     copy = tmp_path / "Pulumi.devcopy.yaml"
