@@ -10,6 +10,7 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -182,10 +183,21 @@ class TpuSpec(_Model):
         "HIGH_THROUGHPUT workload policy instead of `tpu_topology`.",
     )
 
-    @model_validator(mode="after")
-    def _known(self) -> TpuSpec:
-        catalog.tpu_slice(self.generation, self.topology)  # raises CatalogError (a ValueError)
-        return self
+    # Field validators (not one on the model), so an error's path is the field it is about:
+    # ``node_pools[x].tpu.generation`` or ``node_pools[x].tpu.topology``.
+    @field_validator("generation")
+    @classmethod
+    def _generation(cls, v: str) -> str:
+        catalog.tpu_generation(v)  # raises CatalogError (a ValueError) naming the valid ones
+        return v
+
+    @field_validator("topology")
+    @classmethod
+    def _topology(cls, v: str, info: ValidationInfo) -> str:
+        generation = info.data.get("generation")  # absent when it was refused itself
+        if generation is not None:
+            catalog.tpu_slice(generation, v)  # raises CatalogError naming the valid topologies
+        return v
 
     @property
     def slice(self) -> catalog.TpuSlice:

@@ -292,11 +292,11 @@ def test_format_github_annotates_the_line_and_column_of_each_problem(tmp_path: P
     r = raygke("check", "--config", str(path), "--format", "github", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     errors = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
-    line, col = _position(lines, "topology: 3x3", "tpu:")
+    line, col = _position(lines, "topology: 3x3", "topology:")  # the field itself
     assert errors == [
         f"::error file=Pulumi.dev.yaml,line={line},col={col},"
-        "title=raygke check%3A field (node_pools[tpu-v5e-2x2].tpu)::"
-        "node_pools[tpu-v5e-2x2].tpu: topology 3x3 is not a v5e topology; valid: 1x1, 2x2, 2x4, "
+        "title=raygke check%3A field (node_pools[tpu-v5e-2x2].tpu.topology)::"
+        "node_pools[tpu-v5e-2x2].tpu.topology: topology 3x3 is not a v5e topology; valid: 1x1, 2x2, 2x4, "
         "4x4, 4x8, 8x8, 8x16, 16x16 (https://cloud.google.com/tpu/docs/v5e)"
     ], r.stdout
     # the rules that could not run are said too, as a notice

@@ -125,7 +125,7 @@ def _workload_args() -> list[Problem]:
 
 KINDS: dict[str, tuple[Callable[[], list[Problem]], dict[str, str]]] = {
     # kind -> (producer, {expected path: expected rule})
-    "pydantic field": (_field_error, {"node_pools[tpu-v5e-2x2].tpu": "field"}),
+    "pydantic field": (_field_error, {"node_pools[tpu-v5e-2x2].tpu.topology": "field"}),
     "stack rule": (_stack_rule, {"jobs[train-lm-l4].node_pool": "job_targets_exist"}),
     "capacity rule": (_capacity_rule, {"jobs[train-lm-l4].queue": "capacity_rules"}),
     "computeclass rule": (
