@@ -84,14 +84,20 @@ def locate(text: str, path: str) -> tuple[int, int] | None:
     return line + 1, col + 1
 
 
+# The keys that name a list entry in a problem's path, in order: most entries have a ``name``; a
+# Kueue flavor of a cluster queue is named by its ``pool`` (components.capacity.model).
+ENTRY_KEYS = ("name", "pool")
+
+
 def _item(node: Any, name: str) -> int | None:
-    """The index of the entry of list ``node`` whose ``name`` is ``name`` (else, for a number,
-    that index)."""
+    """The index of the entry of list ``node`` whose ``name`` (or, for entries without one, its
+    ``pool``: :data:`ENTRY_KEYS`) is ``name`` (else, for a number, that index)."""
     if not (isinstance(node, list) and hasattr(node, "lc")):
         return None
-    for i, entry in enumerate(node):
-        if hasattr(entry, "get") and str(entry.get("name")) == name:
-            return i
+    for key in ENTRY_KEYS:
+        for i, entry in enumerate(node):
+            if hasattr(entry, "get") and key in entry and str(entry.get(key)) == name:
+                return i
     if name.isdigit() and int(name) < len(node):
         return int(name)
     return None

@@ -245,8 +245,8 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     )
     used: dict[tuple[str, str], float] = {}
     for ps in pod_sets(rayjob):
-        # (resource, needed, available) where a matching flavor falls short
-        failures: list[tuple[str, float, float]] = []
+        # matching flavor -> its (resource, needed, available) shortfalls
+        failures: dict[str, list[tuple[str, float, float]]] = {}
         uncovered = [r for r, v in ps.per_pod.items() if v and r not in covered]
         if uncovered:
             verdict.assignments.append(
@@ -278,7 +278,7 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                     fits_nominal = False
                 if total > available:
                     fits_borrow = False
-                    failures.append((r, total, available))
+                    failures.setdefault(f.pool, []).append((r, total, available))
             if fits_nominal:
                 chosen = Assignment(ps, f.pool, "nominal", queued_pool(cfg, f.pool))
                 break
@@ -292,8 +292,14 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                 if why:
                     verdict.reason = f"pod set {ps.name!r} matches no flavor ({why})"
                 elif failures:
-                    # the most telling shortfall: an accelerator's, on the flavor that has most
-                    worst = max(failures, key=lambda f: (f[0] not in ("cpu", "memory"), f[2]))
+                    # the most telling shortfall: on the matching flavor that comes closest (the
+                    # smallest need/available over its short resources; a resource it has none
+                    # of is infinitely short), that flavor's largest one
+                    def ratio(s: tuple[str, float, float]) -> float:
+                        return s[1] / s[2] if s[2] > 0 else float("inf")
+
+                    closest = min(failures.values(), key=lambda fs: max(map(ratio, fs)))
+                    worst = max(closest, key=ratio)
                     r, need, avail = worst
                     verdict.shortfall = worst
                     verdict.reason = (

@@ -62,6 +62,26 @@ def test_never_fits_names_the_resource_and_both_numbers():
     assert "needs google.com/tpu 32" in v.reason and "has 16" in v.reason
 
 
+def test_never_fits_names_the_shortfall_of_the_flavor_that_comes_closest():
+    """v6e has half the chips; v6e-dws has every chip but is a little short of CPU: the reason is
+    v6e-dws's CPU (raise it to admit the job), not v6e's chips and not the system flavor's."""
+    cap = copy.deepcopy(CAPACITY)
+    del cap["cluster_queues"][1]
+    cap["local_queues"] = cap["local_queues"][:1]
+    (job,) = [m for m in render_manifests(cfg(), WORKING_DIR) if m["kind"] == "RayJob"]
+    workers = [ps for ps in pod_sets(job) if ps.name == "v6e"][0]
+    short = int(workers.total["cpu"] * 0.9)
+    cap["cluster_queues"][0]["flavors"][2]["nominal"] = {
+        "cpu": short,
+        "memory": "5200Gi",
+        "google.com/tpu": 32,
+    }
+    v = _verdict(cfg(capacity=cap))
+    assert v.state == "never"
+    assert v.shortfall == ("cpu", workers.total["cpu"], float(short)), v.reason
+    assert f"has {short}" in v.reason
+
+
 def test_borrowing_limit_caps_what_the_cohort_lends():
     cap = copy.deepcopy(CAPACITY)
     cap["cluster_queues"][0]["flavors"][2]["borrowing_limit"] = {"google.com/tpu": 8}
