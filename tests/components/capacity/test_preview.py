@@ -69,7 +69,7 @@ def test_never_fits_names_the_shortfall_of_the_flavor_that_comes_closest():
     del cap["cluster_queues"][1]
     cap["local_queues"] = cap["local_queues"][:1]
     (job,) = [m for m in render_manifests(cfg(), WORKING_DIR) if m["kind"] == "RayJob"]
-    workers = [ps for ps in pod_sets(job) if ps.name == "v6e"][0]
+    (workers,) = [ps for ps in pod_sets(job) if ps.name == "v6e"]
     short = int(workers.total["cpu"] * 0.9)
     cap["cluster_queues"][0]["flavors"][2]["nominal"] = {
         "cpu": short,
