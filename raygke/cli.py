@@ -119,7 +119,7 @@ def check(
     if fmt not in FORMATS:
         err.print(f"error: --format {fmt!r}: expected one of {', '.join(FORMATS)}", markup=False)
         raise typer.Exit(EXIT_USAGE)
-    choice = choose_or_exit(stack, config)
+    choice = choose_or_exit(stack, config, fmt=fmt)
     path = choice.path
     assert path is not None  # no built-in stack: a file is always chosen
     loaded = load_for_check(path, sets, fmt)

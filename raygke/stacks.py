@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -110,16 +110,17 @@ def choose_stack(
 
 
 def choose_or_exit(
-    stack: str | None, config: Path | None, *, builtin: str | None = None
+    stack: str | None, config: Path | None, *, builtin: str | None = None, fmt: str = "text"
 ) -> StackChoice:
-    """:func:`choose_stack`, printing its one-line error and exiting 2 (usage) on failure."""
+    """:func:`choose_stack`, printing its one-line error and exiting 2 (usage) on failure (with
+    ``fmt`` ``json`` or ``github``, also as that report on stdout: :func:`_unreadable`)."""
     try:
         return choose_stack(stack, config, builtin=builtin)
     except StackChoiceError as e:
         from components.stack.base import one_line
 
-        err.print(f"error: {one_line(str(e))}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
+        named = config if config is not None else Path(f"Pulumi.{stack or builtin}.yaml")
+        _unreadable(named, one_line(str(e)), fmt)
 
 
 def load_or_exit(
@@ -137,15 +138,11 @@ def load_or_exit(
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
     except StackFileError as e:
-        err.print(
-            f"error: cannot read {path} as a stack file: {'; '.join(e.problems)}", markup=False
-        )
-        raise typer.Exit(EXIT_USAGE) from None
+        _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
     except ConfigError as e:
         _print_invalid(path, e.problems, e.notes, checking=checking, fmt=fmt)
     except (OSError, UnicodeDecodeError) as e:
-        err.print(f"error: cannot read {path}: {e}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
+        _unreadable(path, f"cannot read {path}: {e}", fmt)
 
 
 def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools") -> Table:
@@ -278,15 +275,11 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
     except StackFileError as e:
-        err.print(
-            f"error: cannot read {path} as a stack file: {'; '.join(e.problems)}", markup=False
-        )
-        raise typer.Exit(EXIT_USAGE) from None
+        _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
     except ConfigError as e:
         _print_invalid(path, e.problems, e.notes, checking=True, fmt=fmt)
     except (OSError, UnicodeDecodeError) as e:
-        err.print(f"error: cannot read {path}: {e}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
+        _unreadable(path, f"cannot read {path}: {e}", fmt)
     expected = tuple(k for k in required_keys() if k not in data) if envs else ()
     try:
         cfg = validate(data, str(path))
@@ -314,6 +307,19 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
                 fmt=fmt,
             )
     return CheckedStack(cfg, envs, expected)
+
+
+def _unreadable(path: Path, message: str, fmt: str = "text") -> NoReturn:
+    """A stack file that cannot be read (not YAML, not a stack file, absent): ``error: <message>``
+    on stderr and exit 2; with ``fmt`` ``json`` or ``github`` also the one problem on stdout in
+    that format (rule ``read``, no field path), so a pull request's review still shows it."""
+    err.print(f"error: {message}", markup=False)
+    if fmt != "text":
+        from components.stack.problems import Problem
+        from raygke.report import render
+
+        print(render(fmt, path, [Problem("", message, "read")]))
+    raise typer.Exit(EXIT_USAGE)
 
 
 def _print_invalid(

@@ -285,6 +285,28 @@ def test_format_json_gives_each_problem_with_path_rule_line_and_column(tmp_path:
     )
 
 
+def test_an_unreadable_stack_file_is_one_problem_in_json_and_github_with_exit_2(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text("config:\n  ray-gke:project: [\n")  # YAML cut short
+    r = raygke("check", "--config", str(path), "--format", "json", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False
+    ((problem),) = doc["problems"]
+    assert problem["rule"] == "read" and "not valid YAML" in problem["message"]
+    r = raygke("check", "--config", str(path), "--format", "github", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stdout.startswith(
+        "::error file=Pulumi.dev.yaml,title=raygke check%3A read::cannot read"
+    )
+    r = raygke("check", "--config", str(tmp_path / "absent.yaml"), "--format", "json", cwd=tmp_path)
+    assert r.returncode == 2 and json.loads(r.stdout)["problems"][0]["rule"] == "read"
+
+
 def test_format_github_annotates_the_line_and_column_of_each_problem(tmp_path: Path) -> None:
     path, lines = _broken_copy(
         tmp_path, {"tpu: {generation: v5e, topology: 2x2}": "tpu: {generation: v5e, topology: 3x3}"}
