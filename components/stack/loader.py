@@ -31,7 +31,8 @@ from components.stack.rules import rule_problems, skipped_rules
 
 
 def _loc(loc: tuple[Any, ...], data: Any) -> str:
-    """``('node_pools', 1, 'tpu', 'tpu')`` -> ``node_pools[tpu-v6e].tpu`` (item names where known)."""
+    """``('node_pools', 1, 'tpu', 'tpu')`` -> ``node_pools[tpu-v6e].tpu`` (item names where known:
+    ``name``, or a flavor's ``pool``, as :mod:`raygke.report` finds them)."""
     parts: list[str] = []
     node: Any = data
     skip_tag, key = False, None
@@ -42,7 +43,8 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
                 continue
         if isinstance(p, int):
             item = node[p] if isinstance(node, list) and p < len(node) else None
-            name = item.get("name") if isinstance(item, Mapping) else None
+            # an entry's name; a Kueue flavor has none and is named by its pool
+            name = (item.get("name") or item.get("pool")) if isinstance(item, Mapping) else None
             if not isinstance(name, str) or not name:
                 name = p  # no usable name: the list index
             elif not re.fullmatch(r"[\w.-]+", name):

@@ -76,3 +76,13 @@ def test_duration_units():
     assert duration_seconds("90m") == 5400 and duration_seconds("2d") == 172800
     with pytest.raises(ValueError, match="not a duration"):
         duration_seconds("1w")
+
+
+def test_a_flavor_field_error_names_the_flavor_by_its_pool():
+    """Flavors have no ``name``: the path names the entry by its ``pool``, as the rules do."""
+    cap = copy.deepcopy(CAPACITY)
+    cap["cluster_queues"][0]["flavors"][1]["nominal"]["memory"] = "28x00Gi"
+    with pytest.raises(ConfigError) as e:
+        cfg(capacity=cap)
+    (p,) = [p for p in e.value.items if "28x00Gi" in p.message]
+    assert p.path == "capacity.cluster_queues[team-a].flavors[v6e].nominal", p.path
