@@ -123,11 +123,12 @@ def unique_names(cfg: StackConfig) -> Iterable[Problem]:
     ):
         for dup in _duplicates(names):
             note = " ('system' is the built-in system pool)" if dup == "system" else ""
-            yield at(what, f"{what}: name {dup!r} is used more than once{note}")
+            # the path names the entry, so an annotation lands on it, not on the list
+            yield at(f"{what}[{dup}]", f"{what}: name {dup!r} is used more than once{note}")
     for rc in cfg.ray_clusters:
         for dup in _duplicates(g.name for g in rc.worker_groups):
             yield at(
-                f"ray_clusters[{rc.name}].worker_groups",
+                f"ray_clusters[{rc.name}].worker_groups[{dup}]",
                 f"ray_clusters[{rc.name}].worker_groups: name {dup!r} is used more than once",
             )
 
