@@ -183,6 +183,7 @@ def run(
                     else f"resuming run {run_name}: it has no checkpoint yet; from step 0",
                     markup=False,
                     highlight=False,
+                    soft_wrap=True,  # one line, however long the checkpoint's path
                 )
             run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
             with _api_errors(state, name):
