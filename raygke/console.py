@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from rich.console import Console
 
-# Wide tables in logs (CI, `make local`), where there is no terminal to size them to: 160
-# columns, unless COLUMNS says how wide (rich reads it when width is None).
-console = Console(
-    highlight=False, width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-)
+# Wide tables in logs (CI, `make local`), where there is no terminal to size them to.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EXIT_FAILED = 1  # a check found problems, or a job failed
