@@ -134,6 +134,30 @@ def queue_reference_problems(cfg: StackConfig) -> Iterable[Problem | str]:
         )
 
 
+def _queue_references(
+    where: str, queue: str | None, priority: str | None, local: set[str], prios: set[str]
+) -> Iterable[Problem]:
+    """The references of a queued object (a job or RayCluster at ``where``): its ``priority`` a
+    declared WorkloadPriorityClass and only with a queue, its ``queue`` a declared LocalQueue."""
+    if priority and not queue:
+        yield at(
+            f"{where}.priority",
+            f"{where}.priority {priority!r} needs queue: <local queue> (Kueue reads it)",
+        )
+    elif priority and priority not in prios:
+        yield at(
+            f"{where}.priority",
+            f"{where}.priority {priority!r} is not a capacity.priority_classes entry; "
+            f"declared: {', '.join(sorted(prios)) or 'none'}",
+        )
+    if queue and queue not in local:
+        yield at(
+            f"{where}.queue",
+            f"{where}.queue {queue!r} is not a capacity.local_queues entry; declared: "
+            f"{', '.join(sorted(local)) or 'none'}",
+        )
+
+
 def job_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     """Kueue's rules for a queued RayJob and the queue a job on a queued pool needs."""
     cap = cfg.capacity
@@ -142,19 +166,7 @@ def job_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     queued = {p.name for p in cfg.node_pools if p.provisioning == "queued"}
     for job in cfg.jobs:
         where = f"jobs[{job.name}]"
-        if job.priority and not job.queue:
-            yield at(
-                f"{where}.priority",
-                f"{where}.priority {job.priority!r} needs queue: <local queue> (Kueue reads it)",
-            )
-        elif job.priority and job.priority not in prios:
-            yield (
-                at(
-                    f"{where}.priority",
-                    f"{where}.priority {job.priority!r} is not a capacity.priority_classes entry; "
-                    f"declared: {', '.join(sorted(prios)) or 'none'}",
-                )
-            )
+        yield from _queue_references(where, job.queue, job.priority, local, prios)
         if not job.queue:
             if job.node_pool in queued:
                 yield (
@@ -166,14 +178,6 @@ def job_problems(cfg: StackConfig) -> Iterable[Problem | str]:
                     )
                 )
             continue
-        if job.queue not in local:
-            yield (
-                at(
-                    f"{where}.queue",
-                    f"{where}.queue {job.queue!r} is not a capacity.local_queues entry; declared: "
-                    f"{', '.join(sorted(local)) or 'none'}",
-                )
-            )
         if job.cluster:
             yield (
                 at(
@@ -314,23 +318,7 @@ def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[Problem]:
     queued = {p.name for p in cfg.node_pools if p.provisioning == "queued"}
     for rc in cfg.ray_clusters:
         where = f"ray_clusters[{rc.name}]"
-        if rc.priority and not rc.queue:
-            yield at(
-                f"{where}.priority",
-                f"{where}.priority {rc.priority!r} needs queue: <local queue> (Kueue reads it)",
-            )
-        elif rc.priority and rc.priority not in prios:
-            yield at(
-                f"{where}.priority",
-                f"{where}.priority {rc.priority!r} is not a capacity.priority_classes entry; "
-                f"declared: {', '.join(sorted(prios)) or 'none'}",
-            )
-        if rc.queue and rc.queue not in local:
-            yield at(
-                f"{where}.queue",
-                f"{where}.queue {rc.queue!r} is not a capacity.local_queues entry; declared: "
-                f"{', '.join(sorted(local)) or 'none'}",
-            )
+        yield from _queue_references(where, rc.queue, rc.priority, local, prios)
         if not rc.queue:
             for g in rc.worker_groups:
                 if g.node_pool in queued:
