@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.stack.problems import Problem, path_parts, problem_of
+from components.stack.problems import ENTRY_KEYS, Problem, path_parts, problem_of
 
 FORMATS = ("text", "json", "github")
 PREFIX = "ray-gke:"
@@ -84,14 +84,9 @@ def locate(text: str, path: str) -> tuple[int, int] | None:
     return line + 1, col + 1
 
 
-# The keys that name a list entry in a problem's path, in order: most entries have a ``name``; a
-# Kueue flavor of a cluster queue is named by its ``pool`` (components.capacity.model).
-ENTRY_KEYS = ("name", "pool")
-
-
 def _item(node: Any, name: str) -> int | None:
     """The index of the entry of list ``node`` whose ``name`` (or, for entries without one, its
-    ``pool``: :data:`ENTRY_KEYS`) is ``name`` (else, for a number, that index)."""
+    ``pool``: :data:`components.stack.problems.ENTRY_KEYS`) is ``name`` (else, for a number, that index)."""
     if not (isinstance(node, list) and hasattr(node, "lc")):
         return None
     for key in ENTRY_KEYS:

@@ -24,7 +24,7 @@ from components.stack.base import (
 )
 from components.stack.hints import KEY_HINTS
 from components.stack.model import StackConfig
-from components.stack.problems import Problem
+from components.stack.problems import ENTRY_KEYS, Problem
 from components.stack.rules import rule_problems, skipped_rules
 
 # --------------------------------------------------------------------------------------- loaders
@@ -32,7 +32,8 @@ from components.stack.rules import rule_problems, skipped_rules
 
 def _loc(loc: tuple[Any, ...], data: Any) -> str:
     """``('node_pools', 1, 'tpu', 'tpu')`` -> ``node_pools[tpu-v6e].tpu`` (item names where known:
-    ``name``, or a flavor's ``pool``, as :mod:`raygke.report` finds them)."""
+    the first of :data:`components.stack.problems.ENTRY_KEYS` an entry has, as :mod:`raygke.report`
+    finds them)."""
     parts: list[str] = []
     node: Any = data
     skip_tag, key = False, None
@@ -43,8 +44,12 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
                 continue
         if isinstance(p, int):
             item = node[p] if isinstance(node, list) and p < len(node) else None
-            # an entry's name; a Kueue flavor has none and is named by its pool
-            name = (item.get("name") or item.get("pool")) if isinstance(item, Mapping) else None
+            named = (
+                [item.get(k) for k in ENTRY_KEYS if item.get(k)]
+                if isinstance(item, Mapping)
+                else []
+            )
+            name = named[0] if named else None
             if not isinstance(name, str) or not name:
                 name = p  # no usable name: the list index
             elif not re.fullmatch(r"[\w.-]+", name):

@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SEVERITIES = ("error", "warning")
+# The keys that name a list entry in a path (``node_pools[tpu]``), in order: most entries have a
+# ``name``; a Kueue flavor of a cluster queue is named by its ``pool`` (components.capacity.model).
+ENTRY_KEYS = ("name", "pool")
 
 
 class Problem(str):
