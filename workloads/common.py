@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 import time
@@ -273,12 +274,40 @@ def report_step(
         report(dict(metrics), None, None)
 
 
+# A worker's ``ray.train.report`` puts its result on a queue of size 1 that Ray Train's
+# controller empties once per poll, every RAY_TRAIN_HEALTH_CHECK_INTERVAL_S (default 2 s):
+# reports more often than that block the training loop until the next poll (ray 2.60:
+# ray/train/v2/_internal/execution/context.py ``_wait_then_report``, worker.py
+# ``queue.Queue(maxsize=1)``, controller.py ``_poll_workers``). A metrics report that waited longer
+# than this is logged once per worker process, naming ``log_every``.
+REPORT_WAIT_WARN_S = 1.0
+_report_wait_warned = False
+
+
 def _train_report(metrics: dict[str, Any], path: str | None, dir_name: str | None) -> None:
-    """``ray.train.report`` of ``metrics`` with the checkpoint folder ``path`` (if any)."""
+    """``ray.train.report`` of ``metrics`` with the checkpoint folder ``path`` (if any).
+
+    A metrics-only report that blocks for more than :data:`REPORT_WAIT_WARN_S` (the previous one
+    not yet collected by Ray Train's controller) logs one warning per process: steps are then
+    paced by the controller's poll, not by the device; raise ``log_every``.
+    """
+    global _report_wait_warned
     import ray.train
 
     if dir_name is None:
+        t0 = time.monotonic()
         ray.train.report(metrics)
+        waited = time.monotonic() - t0
+        if waited > REPORT_WAIT_WARN_S and not _report_wait_warned:
+            _report_wait_warned = True
+            logging.getLogger(__name__).warning(
+                "ray.train.report waited %.1f s for Ray Train's controller, which collects one "
+                "report per poll (RAY_TRAIN_HEALTH_CHECK_INTERVAL_S, default 2 s): metrics are "
+                "reported faster than that, which paces the training loop; raise log_every "
+                "(now reporting at step %s)",
+                waited,
+                metrics.get("step"),
+            )
         return
     ckpt = ray.train.Checkpoint.from_directory(path) if path is not None else None
     ray.train.report(metrics, checkpoint=ckpt, checkpoint_dir_name=dir_name)

@@ -83,3 +83,27 @@ def test_a_ray_worker_takes_its_threads_from_its_num_cpus(ray_cluster) -> None:
     ray.kill(two)
     assert cpus == 2.0 and threads == torch_threads == min(2, common.host_cpus())
     assert common.ray_cpus() is None
+
+
+def test_a_metrics_report_that_waits_for_the_controller_warns_once(monkeypatch, caplog) -> None:
+    """``ray.train.report`` blocks while the previous report waits for the controller's poll;
+    a wait over REPORT_WAIT_WARN_S logs one warning naming log_every, later ones none, and a
+    report that returns at once none."""
+    import logging
+
+    import ray.train
+
+    calls: list[dict] = []
+    clock = iter([0.0, 0.1, 10.0, 12.5, 20.0, 23.0])
+    monkeypatch.setattr(ray.train, "report", lambda metrics, **kw: calls.append(metrics))
+    monkeypatch.setattr(common.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(common, "_report_wait_warned", False)
+    with caplog.at_level(logging.WARNING, logger="workloads.common"):
+        common._train_report({"step": 1}, None, None)  # 0.1 s: no warning
+        assert not caplog.records
+        common._train_report({"step": 2}, None, None)  # 2.5 s: warns
+        common._train_report({"step": 3}, None, None)  # 3 s: already warned
+    assert [c["step"] for c in calls] == [1, 2, 3]
+    (record,) = caplog.records
+    assert "waited 2.5 s" in record.getMessage() and "log_every" in record.getMessage()
+    assert "step 2" in record.getMessage()
