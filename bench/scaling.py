@@ -111,13 +111,16 @@ def _retry(fn: Callable[[], Any], tries: int = 3) -> Any:
 
 
 def start_cluster(cluster_cls: Any, cpus: int) -> Any:
-    """A head node with ``cpus`` CPUs and no dashboard (port 8265 may belong to another Ray
-    instance on this machine)."""
-    return _retry(
-        lambda: cluster_cls(
-            initialize_head=True, head_node_args={"num_cpus": cpus, "include_dashboard": False}
-        )
-    )
+    """A head node with ``cpus`` CPUs, its dashboard on a free 127.0.0.1 port (8265 may belong to
+    another Ray instance on this machine), found by its processes through a private
+    ``RAY_TMPDIR`` (why: :func:`workloads.common.start_local_ray`)."""
+    from workloads.common import free_port, private_ray_tmpdir, publish_address
+
+    tmp = private_ray_tmpdir()
+    head = {"num_cpus": cpus, "include_dashboard": True, "dashboard_port": free_port()}
+    cluster = _retry(lambda: cluster_cls(initialize_head=True, head_node_args=head))
+    publish_address(tmp, cluster.address)
+    return cluster
 
 
 def add_node(cluster: Any, cpus: int) -> Any:

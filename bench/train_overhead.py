@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     import ray
 
     from contract.registry import get_workload
-    from workloads.common import with_model_defaults
+    from workloads.common import start_local_ray, with_model_defaults
 
     logging.getLogger("ray").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:
@@ -198,9 +198,7 @@ def main(argv: list[str] | None = None) -> None:
             cfg["context_length"] = L
         cfg = with_model_defaults(cfg)
 
-        ray.init(
-            address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False
-        )
+        start_local_ray(num_cpus=args.num_cpus, log_to_driver=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
         sides = {
             "bare": lambda r: bare_in_fresh_process(cfg["dataset"], cfg, threads),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,40 +19,21 @@ def ray_cluster() -> Iterator[object]:
     """A 2-CPU local Ray instance, shut down at the end of the session.
 
     ``ray.init(address="local")`` starts a new head whose GCS/raylet ports are picked at random
-    (not 6379); its dashboard listens on 127.0.0.1 at a free port (not 8265).
-
-    Why a dashboard and a private ``RAY_TMPDIR``: at the end of every ``trainer.fit()`` Ray
-    Train stops its PlacementGroupCleaner actor, whose monitor thread asks the state API (the
-    dashboard) whether the controller lives. The actor finds the cluster as any Ray process
-    does: ``RAY_ADDRESS``, else ``$RAY_TMPDIR/ray/ray_current_cluster`` (a file only ``ray
-    start`` writes, so under ``/tmp/ray`` it can name a long-gone cluster), else a search for
-    GCS processes. A wrong address or no dashboard blocks the thread, and each ``fit()`` then
-    waits the stop timeout (12 s; ray 2.60 ray/train/v2/_internal/callbacks/
-    placement_group_callback.py ``_stop_cleaner``). The fixture writes this cluster's address
-    into the private folder, which the Ray processes it starts inherit.
+    (not 6379); its dashboard listens on 127.0.0.1 at a free port (not 8265), and Ray's
+    processes find it through a private ``RAY_TMPDIR``
+    (:func:`workloads.common.start_local_ray`, which says why: without that each
+    ``trainer.fit()`` waits 12 s at its end).
     """
     ray = pytest.importorskip("ray")
-    from raygke.local_procs import free_port
+    from workloads.common import start_local_ray
 
     os.environ.pop("RAY_ADDRESS", None)
     os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "1")
-    # short: Ray's socket paths under it must stay within the 107-byte AF_UNIX limit
-    ray_tmp = Path(tempfile.mkdtemp(prefix="raygke-t-"))
     saved_tmp = os.environ.get("RAY_TMPDIR")
-    os.environ["RAY_TMPDIR"] = str(ray_tmp)
     if ray.is_initialized():
         ray.shutdown()
-    ctx = ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=True,
-        dashboard_host="127.0.0.1",
-        dashboard_port=free_port(),
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    (ray_tmp / "ray").mkdir(exist_ok=True)
-    (ray_tmp / "ray" / "ray_current_cluster").write_text(ray.get_runtime_context().gcs_address)
+    ctx = start_local_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    ray_tmp = os.environ["RAY_TMPDIR"]
     import ray.data
 
     ray.data.DataContext.get_current().enable_progress_bars = False

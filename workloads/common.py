@@ -118,12 +118,68 @@ def run_cli(workload: str, main: Callable[[dict[str, Any]], dict[str, Any]]) -> 
     raise SystemExit(2)
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the kernel's pick for port 0)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_local_ray(**init_kwargs: Any) -> Any:
+    """``ray.init(address="local", **init_kwargs)``: a new private local Ray instance that the
+    Ray processes it starts can find; returns Ray's context.
+
+    Its dashboard (the state API) listens on 127.0.0.1 at a free port, and its address is
+    written to ``$RAY_TMPDIR/ray/ray_current_cluster`` under a private ``RAY_TMPDIR`` (set in
+    this process's environment, inherited by every Ray process it starts). Why: at the end of
+    each ``trainer.fit()`` Ray Train stops its PlacementGroupCleaner actor, whose thread asks
+    the state API whether the controller lives. That actor finds the cluster as any Ray process
+    does: ``RAY_ADDRESS``, else ``ray_current_cluster`` under ``$RAY_TMPDIR/ray`` (a file only
+    ``ray start`` writes, so in ``/tmp/ray`` it can name a long-gone cluster), else a search for
+    GCS processes. With a wrong address or no dashboard the thread blocks and each ``fit()``
+    waits the stop timeout, 12 s (ray 2.60: ray/train/v2/_internal/callbacks/
+    placement_group_callback.py ``_stop_cleaner``; ray/dashboard/utils.py
+    ``ray_address_to_api_server_url``). The folder is short, as Ray's socket paths under it
+    must fit the 107-byte AF_UNIX limit.
+    """
+    import ray
+
+    tmp = private_ray_tmpdir()
+    kwargs = {"include_dashboard": True, "dashboard_host": "127.0.0.1", **init_kwargs}
+    if kwargs["include_dashboard"]:
+        kwargs.setdefault("dashboard_port", free_port())
+    ctx = ray.init(address="local", **kwargs)
+    publish_address(tmp, ray.get_runtime_context().gcs_address)
+    return ctx
+
+
+def private_ray_tmpdir() -> str:
+    """A new short folder set as ``RAY_TMPDIR`` in this process's environment (see
+    :func:`start_local_ray`); returns its path."""
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="raygke-ray-")
+    os.environ["RAY_TMPDIR"] = tmp
+    return tmp
+
+
+def publish_address(ray_tmpdir: str, gcs_address: str) -> None:
+    """Write ``gcs_address`` (``host:port``) where Ray's auto-detection looks under
+    ``ray_tmpdir``: ``<ray_tmpdir>/ray/ray_current_cluster`` (ray/_private/services.py
+    ``get_ray_address_from_environment``)."""
+    os.makedirs(os.path.join(ray_tmpdir, "ray"), exist_ok=True)
+    with open(os.path.join(ray_tmpdir, "ray", "ray_current_cluster"), "w") as f:
+        f.write(gcs_address)
+
+
 def ensure_ray() -> None:
     """``ray.init()`` unless Ray is already initialised in this process (tests, notebooks).
 
     Inside a Ray job (RayJob on GKE, or the Jobs API locally) ``RAY_ADDRESS`` is set and used.
-    Without it a fresh private local instance starts (``address="local"``, no dashboard):
-    never Ray's auto-detection, which can pick up another (possibly dead) cluster on the host.
+    Without it a fresh private local instance starts (:func:`start_local_ray`): never Ray's
+    auto-detection, which can pick up another (possibly dead) cluster on the host.
     """
     import ray
 
@@ -133,7 +189,7 @@ def ensure_ray() -> None:
     if address:
         ray.init(address=address)
     else:
-        ray.init(address="local", include_dashboard=False)
+        start_local_ray()
 
 
 def resolve_fs(uri: str):
