@@ -22,6 +22,10 @@ TEXT = np.frombuffer(b"def train(step):\n    return step + 1\n" * 100, np.uint8)
 MATRICES = ("qkv", "proj", "mlp1", "mlp2")
 
 
+# jitted once per module: eagerly, JAX dispatches (and compiles) each primitive on its own
+_grad = jax.jit(jax.grad(model_jax.loss_fn), static_argnums=2)
+
+
 def _batch(rng: np.random.Generator, rows: int = 8) -> np.ndarray:
     idx = rng.integers(0, len(TEXT) - CFG.context_length - 1, rows)
     return np.stack([TEXT[i : i + CFG.context_length + 1] for i in idx]).astype(np.int32)
@@ -30,10 +34,10 @@ def _batch(rng: np.random.Generator, rows: int = 8) -> np.ndarray:
 def _first_update(lr: float = 3e-3, muon_lr: float = 0.02):
     """(params, clipped grads, update) of the first step (schedule factor 1: warmup 1)."""
     params = jax.tree_util.tree_map(jnp.asarray, model_jax.init_params(CFG, 0))
-    grads = jax.grad(model_jax.loss_fn)(params, jnp.asarray(_batch(np.random.default_rng(0))), CFG)
+    grads = _grad(params, jnp.asarray(_batch(np.random.default_rng(0))), CFG)
     grads, _ = optax.clip_by_global_norm(1.0).update(grads, optax.EmptyState())
     opt = model_jax.make_optimizer(lr, 100, warmup=1, optimizer="muon", muon_lr=muon_lr)
-    update, _ = opt.update(grads, opt.init(params), params)
+    update, _ = jax.jit(opt.update)(grads, opt.init(params), params)
     return params, grads, update
 
 
@@ -125,9 +129,10 @@ def test_three_steps_equal_torch_muon(ns_dtype: str) -> None:
     )
     p = jax.tree_util.tree_map(jnp.asarray, p0)
     state = opt.init(p)
+    update = jax.jit(opt.update)
     for b in batches:
-        g = jax.grad(model_jax.loss_fn)(p, jnp.asarray(b), CFG)
-        u, state = opt.update(g, state, p)
+        g = _grad(p, jnp.asarray(b), CFG)
+        u, state = update(g, state, p)
         p = optax.apply_updates(p, u)
 
     tcfg = TorchConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)
