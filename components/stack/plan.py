@@ -157,9 +157,7 @@ class Plan:
         """The errors met resolving the references of config entry ``owner`` (by identity), of
         ``kind`` when given, in the order met."""
         return [
-            u.error
-            for u in self.problems
-            if u.owner is owner and (kind is None or u.kind == kind)
+            u.error for u in self.problems if u.owner is owner and (kind is None or u.kind == kind)
         ]
 
     def _left_out(self, owner: Any, kind: RecordKind) -> ResolveError:
@@ -235,12 +233,8 @@ def _build(cfg: StackConfig) -> Plan:
         (rc, rc.service_account, f"ray_clusters[{rc.name}].service_account")
         for rc in cfg.ray_clusters
     ]
-    references += [
-        (j, j.service_account, f"jobs[{j.name}].service_account") for j in cfg.jobs
-    ]
-    references += [
-        (s, r, f"secrets[{s.name}].readers:") for s in cfg.secrets for r in s.readers
-    ]
+    references += [(j, j.service_account, f"jobs[{j.name}].service_account") for j in cfg.jobs]
+    references += [(s, r, f"secrets[{s.name}].readers:") for s in cfg.secrets for r in s.readers]
     references += [
         (s, s.service_account, f"services[{s.name}].service_account") for s in cfg.services
     ]
