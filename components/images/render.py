@@ -35,7 +35,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from components.stack import IMAGE_KINDS, GpuPool, JobConfig, StackConfig, TpuPool
+from components.stack import IMAGE_KINDS, GpuPool, JobConfig, JobTarget, StackConfig, TpuPool
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_DIR = "images"
@@ -235,39 +235,27 @@ def job_needs(job: JobConfig) -> tuple[str, ...]:
     return () if workload is None else workload.needs_for(job.args or {})
 
 
-def job_image_kind(cfg: StackConfig, job: JobConfig) -> str:
-    """The image kind of ``job``'s workers: on a long-lived RayCluster its worker group's
+def job_image_kind(target: JobTarget) -> str:
+    """The image kind of a job's workers (``target``: its record in the stack's plan,
+    :meth:`components.stack.plan.Plan.job`): on a long-lived RayCluster its worker group's
     (:func:`pool_image_kind`: every job on that cluster shares the group's pods), on its own
-    RayCluster :func:`worker_image_kind` of its pool and :func:`job_needs`.
-
-    Raises:
-        components.stack.ResolveError: unresolvable target.
-    """
-    from components.stack import resolve_job
-
-    pool = resolve_job(cfg, job).pool
-    kind = pool_image_kind(pool)
+    RayCluster :func:`worker_image_kind` of its pool and :func:`job_needs`."""
+    kind = pool_image_kind(target.pool)
+    job = target.job
     return kind if job.cluster else worker_image_kind(kind, job_needs(job))
 
 
 def kinds_used(cfg: StackConfig) -> list[str]:
     """Image kinds the stack's pods run: ``cpu`` (heads, submitters), the kind of every pool a
     worker group uses, and every job's own-cluster worker kind (:func:`job_image_kind`), in
-    :data:`IMAGE_KINDS` order: ``gpu-tf`` only with a TensorFlow job on a GPU pool."""
-    from components.stack import resolve_group
+    :data:`IMAGE_KINDS` order: ``gpu-tf`` only with a TensorFlow job on a GPU pool. Read from
+    the stack's plan (:func:`components.stack.plan.plan`): unresolvable references add nothing."""
+    from components.stack.plan import plan
 
+    p = plan(cfg)
     used = {"cpu"}
-    for rc in cfg.ray_clusters:
-        for g in rc.worker_groups:
-            try:
-                used.add(pool_image_kind(resolve_group(cfg, rc, g).pool))
-            except ValueError:
-                continue
-    for job in cfg.jobs:
-        try:
-            used.add(job_image_kind(cfg, job))
-        except ValueError:
-            continue
+    used.update(pool_image_kind(t.pool) for t in p.groups)
+    used.update(job_image_kind(t) for t in p.jobs)
     return [k for k in IMAGE_KINDS if k in used]
 
 

@@ -28,8 +28,9 @@ from components.nodepools.render import (
 )
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
 from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
+from components.stack.plan import plan
 from components.stack.problems import Problem, at
-from components.stack.resolve import ResolveError, resolve_job
+from components.stack.resolve import ResolveError
 from contract.quantity import quantity_float
 
 if TYPE_CHECKING:
@@ -294,12 +295,13 @@ def placement_problems(cfg: StackConfig) -> list[Problem]:
     from components.raycrs.scaling import ScalingError, scaling_config_for_job_target
 
     problems: list[Problem] = []
+    p = plan(cfg)
     for job in cfg.jobs:
         strategy = job.placement_strategy
         if strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
         try:
-            target = resolve_job(cfg, job)
+            target = p.job(job)
             scaling = scaling_config_for_job_target(job, target.pool, target.replicas)
             node = node_ray_resources(cfg, target.pool, target.group)
         except (ResolveError, ScalingError, ManifestError, IndexError):

@@ -70,9 +70,9 @@ from components.stack import (
     TpuPool,
     WorkerGroupConfig,
     quantity_bytes,
-    resolve_group,
 )
 from components.stack.naming import head_account_id
+from components.stack.plan import Context, plan
 
 # ------------------------------------------------------------------------------------ head group
 
@@ -161,7 +161,8 @@ def worker_group_spec(
     compute_class: bool = True,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
-    (:func:`components.stack.resolve_group`, or :attr:`components.stack.JobTarget.group_target`).
+    (a record of the stack's plan, :meth:`components.stack.plan.Plan.group` /
+    :meth:`~components.stack.plan.Plan.service`, or :attr:`components.stack.JobTarget.group_target`).
 
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
@@ -310,10 +311,11 @@ def ray_cluster_spec(
     return spec
 
 
-def object_metadata(cfg: StackConfig, name: str) -> dict[str, Any]:
+def object_metadata(ctx: Context, name: str) -> dict[str, Any]:
+    """``metadata`` of a Ray object ``name`` in the stack's namespace (``ctx.namespace``)."""
     return {
         "name": name,
-        "namespace": cfg.kuberay.namespace,
+        "namespace": ctx.namespace,
         "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
     }
 
@@ -323,13 +325,16 @@ def ray_cluster_manifest(
 ) -> dict[str, Any]:
     """The ``ray.io/v1`` RayCluster for ``rc`` (namespace ``cfg.kuberay.namespace``).
 
+    Its worker groups are the plan's records (:meth:`components.stack.plan.Plan.group`).
+
     Raises:
         ResolveError: a worker group references an undeclared node pool.
     """
+    p = plan(cfg)
     groups = [
         worker_group_spec(
             cfg,
-            resolve_group(cfg, rc, g),
+            p.group(rc, g),
             rc.service_account,
             images=images,
             autoscaled=rc.autoscaling,
@@ -337,7 +342,7 @@ def ray_cluster_manifest(
         )
         for g in rc.worker_groups
     ]  # KubeRay labels these pods ray.io/cluster=<name> itself
-    metadata = object_metadata(cfg, rc.name)
+    metadata = object_metadata(p.context, rc.name)
     if rc.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
         from components.capacity.render import queue_labels
 

@@ -132,7 +132,8 @@ class Plan:
     """A stack resolved once (see the module docstring).
 
     Attributes:
-        context: the :class:`Context`.
+        context: the :class:`Context` (a property: a stack validated only in part, whose
+            ``project`` or ``region`` did not validate, has none; its rules read no context).
         pools: declared node pools by name.
         clusters: declared long-lived RayClusters by name.
         identities: declared workload identities by name.
@@ -144,7 +145,7 @@ class Plan:
             then jobs, then services, then identity references.
     """
 
-    context: Context
+    partial_context: Context | None
     pools: Mapping[str, Pool]
     clusters: Mapping[str, RayClusterConfig]
     identities: Mapping[str, WorkloadIdentityConfig]
@@ -152,6 +153,17 @@ class Plan:
     jobs: tuple[JobTarget, ...]
     services: tuple[tuple[ServiceConfig, GroupTarget], ...]
     problems: tuple[Unresolved, ...] = field(default=())
+
+    @property
+    def context(self) -> Context:
+        """The stack's :class:`Context`.
+
+        Raises:
+            ValueError: the stack was validated only in part (a required key did not validate).
+        """
+        if self.partial_context is None:
+            raise ValueError("the stack validated only in part: it has no context to render with")
+        return self.partial_context
 
     def errors(self, owner: Any, kind: RecordKind | None = None) -> list[ResolveError]:
         """The errors met resolving the references of config entry ``owner`` (by identity), of
@@ -243,8 +255,12 @@ def _build(cfg: StackConfig) -> Plan:
             resolve_identity(cfg, name, where)
         except ResolveError as e:
             problems.append(Unresolved("identity", owner, e))
+    try:
+        ctx: Context | None = context(cfg)
+    except AttributeError:  # a partial validation leaves out a required key that did not validate
+        ctx = None
     return Plan(
-        context=context(cfg),
+        partial_context=ctx,
         pools=_first_by_name(cfg.node_pools),
         clusters=_first_by_name(cfg.ray_clusters),
         identities=_first_by_name(cfg.workload_identities),
