@@ -66,7 +66,7 @@ pools = [
     NodePool(
         f"pool-{spec.name}",
         NodePoolArgs(
-            cfg=cfg,
+            context=stack_plan.context,
             spec=spec,
             cluster=cluster.cluster.id,
             node_service_account=security.node_sa.email,

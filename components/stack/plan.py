@@ -61,6 +61,8 @@ class Context:
     Attributes:
         project: GCP project id.
         region: GCP region (``us-central2``).
+        location: the cluster's location (:attr:`components.stack.model.StackConfig.location`:
+            the region for a regional control plane, else the first zone).
         zones: the stack's zones.
         cluster: the GKE cluster's name (``cluster.name``).
         namespace: the Kubernetes namespace of the Ray objects (``kuberay.namespace``).
@@ -72,6 +74,7 @@ class Context:
 
     project: str
     region: str
+    location: str
     zones: tuple[str, ...]
     cluster: str
     namespace: str
@@ -89,6 +92,7 @@ def context(cfg: StackConfig) -> Context:
     return Context(
         project=cfg.project,
         region=cfg.region,
+        location=cfg.location,
         zones=tuple(cfg.zones),
         cluster=cfg.cluster.name,
         namespace=cfg.kuberay.namespace,
