@@ -37,7 +37,7 @@ from components.raycrs.raycluster import (
 from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
 from components.stack import HeadConfig, JobTarget, StackConfig
 from components.stack.naming import ksa_name
-from components.stack.plan import Context, plan
+from components.stack.plan import Context, Plan, plan
 from contract.args.base import JobContext
 from contract.registry import bind_job_args, get_workload
 
@@ -79,20 +79,18 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
     return bind_job_args(job.workload, context, job.args)
 
 
-def _own_cluster_spec(
-    cfg: StackConfig, target: JobTarget, images: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> dict[str, Any]:
     """The ``rayClusterSpec`` of a job bringing its own RayCluster: one fixed-size worker group
     spanning the whole node pool (:func:`components.stack.own_cluster_group`)."""
     job = target.job
     labels = {JOB_CLUSTER_LABEL: job.name}
     return ray_cluster_spec(
-        cfg,
+        p,
         head=HeadConfig(),
         service_account=job.service_account,
         worker_groups=[
             worker_group_spec(
-                cfg,
+                p,
                 target.group_target,
                 job.service_account,
                 replicas=target.replicas,
@@ -146,7 +144,9 @@ def ray_job_manifest(
         KeyError: unknown workload.
     """
     job = target.job
-    ctx = plan(cfg).context
+    p = plan(cfg)
+    ctx = p.context
+    images = pod_images(cfg, images)
     workload = get_workload(job.workload)
     spec: dict[str, Any] = {
         "entrypoint": workload.entrypoint(job_args(ctx, target)),
@@ -158,7 +158,7 @@ def ray_job_manifest(
     if job.cluster:
         spec["clusterSelector"] = {"ray.io/cluster": job.cluster}
     else:
-        spec["rayClusterSpec"] = _own_cluster_spec(cfg, target, images)
+        spec["rayClusterSpec"] = _own_cluster_spec(p, target, images)
     if job.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.active_deadline_seconds
     if job.suspend:
@@ -179,7 +179,7 @@ def ray_job_manifest(
             "containers": [
                 {
                     "name": "ray-job-submitter",
-                    "image": pod_images(cfg, images)["cpu"],
+                    "image": images["cpu"],
                     "resources": pod_resources("500m", "1Gi"),
                     "securityContext": container_security_context(),
                 }

@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError
+from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.stack import GpuPool, GroupTarget, ServiceConfig, StackConfig
 from components.stack.plan import Context, plan
@@ -120,12 +120,13 @@ def ray_service_manifest(
     """
     p = plan(cfg)
     target = p.service(svc)
+    images = pod_images(cfg, images)
     group = _with_serve_port_and_label(
-        worker_group_spec(cfg, target, svc.service_account, images=images, autoscaled=True),
+        worker_group_spec(p, target, svc.service_account, images=images, autoscaled=True),
         svc.name,
     )
     cluster = ray_cluster_spec(
-        cfg,
+        p,
         head=svc.head,
         service_account=svc.service_account,
         worker_groups=[group],

@@ -141,6 +141,8 @@ class Plan:
         pools: declared node pools by name.
         clusters: declared long-lived RayClusters by name.
         identities: declared workload identities by name.
+        compute_classes: node pool name -> the ``compute_classes`` entry naming it
+            (``compute_classes[].node_pool``; the first when several do).
         groups: the long-lived clusters' worker groups resolved to their pools, config order
             (unresolvable ones left out).
         jobs: every job's target, config order (unresolvable ones left out).
@@ -153,6 +155,7 @@ class Plan:
     pools: Mapping[str, Pool]
     clusters: Mapping[str, RayClusterConfig]
     identities: Mapping[str, WorkloadIdentityConfig]
+    compute_classes: Mapping[str, str]
     groups: tuple[GroupTarget, ...]
     jobs: tuple[JobTarget, ...]
     services: tuple[tuple[ServiceConfig, GroupTarget], ...]
@@ -259,6 +262,9 @@ def _build(cfg: StackConfig) -> Plan:
             resolve_identity(cfg, name, where)
         except ResolveError as e:
             problems.append(Unresolved("identity", owner, e))
+    classes: dict[str, str] = {}
+    for cc in cfg.compute_classes:
+        classes.setdefault(cc.node_pool, cc.name)
     try:
         ctx: Context | None = context(cfg)
     except AttributeError:  # a partial validation leaves out a required key that did not validate
@@ -268,6 +274,7 @@ def _build(cfg: StackConfig) -> Plan:
         pools=_first_by_name(cfg.node_pools),
         clusters=_first_by_name(cfg.ray_clusters),
         identities=_first_by_name(cfg.workload_identities),
+        compute_classes=MappingProxyType(classes),
         groups=tuple(groups),
         jobs=tuple(jobs),
         services=tuple(services),
