@@ -109,7 +109,7 @@ class RayResources(pulumi.ComponentResource):
         bucket = getattr(artifacts_bucket, "name", artifacts_bucket)
         data, sha = workloads_archive()
         self.archive_object_name = archive_object_name(sha)
-        self.working_dir = working_dir_uri(cfg, sha)
+        self.working_dir = working_dir_uri(ctx, sha)
         self.archive = gcp.storage.BucketObject(
             f"{name}-workloads",
             bucket=bucket,

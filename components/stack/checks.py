@@ -404,7 +404,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     problems += problems_of(name_problems(cfg), "", "names")
     try:
         _, sha = workloads_archive()
-        manifests = render_manifests(cfg, working_dir_uri(cfg, sha))
+        manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, sha))
     except ResolveError as e:  # the same line workload_problems gave: do not say it twice
         said = str(e) in problems
         return problems if said else [*problems, at(e.field, str(e), "render")]
