@@ -136,8 +136,9 @@ class Plan:
     """A stack resolved once (see the module docstring).
 
     Attributes:
-        context: the :class:`Context` (a property: a stack validated only in part, whose
-            ``project`` or ``region`` did not validate, has none; its rules read no context).
+        partial_context: the :class:`Context`; None for a stack validated only in part (a
+            required key such as ``region`` did not validate; its rules read no context). Read
+            it as :attr:`context`.
         pools: declared node pools by name.
         clusters: declared long-lived RayClusters by name.
         identities: declared workload identities by name.
@@ -190,6 +191,7 @@ class Plan:
 
         Raises:
             ResolveError: its ``node_pool`` is undeclared (the resolver's error).
+            KeyError: the entry is not one of this plan's stack (compared by identity).
         """
         for t in self.groups:
             if t.group is group and t.cluster is rc:
@@ -201,6 +203,7 @@ class Plan:
 
         Raises:
             ResolveError: its target cannot be resolved (the resolver's error).
+            KeyError: the entry is not one of this plan's stack (compared by identity).
         """
         for t in self.jobs:
             if t.job is job:
@@ -212,6 +215,7 @@ class Plan:
 
         Raises:
             ResolveError: its ``node_pool`` is undeclared (the resolver's error).
+            KeyError: the entry is not one of this plan's stack (compared by identity).
         """
         for s, t in self.services:
             if s is svc:
