@@ -21,10 +21,15 @@ from raygke.cli import main
 from tests.components.stack.test_model import base
 from tests.helpers import ROOT, STACKS, WORKING_DIR, stack
 
-JOB_LINE = "jobs[prep].node_pool 'x' is not a declared node pool; declared: cpu, tpu, l4"
-GROUP_LINE = (
-    "ray_clusters[research].worker_groups[tpu].node_pool 'y' is not a declared node pool; "
-    "declared: cpu, tpu, l4"
+# The resolver's own lines (its format is the resolver's; the plan and the rules keep it as is).
+JOB_LINE = str(
+    ResolveError("jobs[prep].node_pool", "'x' is not a declared node pool; declared: cpu, tpu, l4")
+)
+GROUP_LINE = str(
+    ResolveError(
+        "ray_clusters[research].worker_groups[tpu].node_pool",
+        "'y' is not a declared node pool; declared: cpu, tpu, l4",
+    )
 )
 
 
@@ -115,6 +120,7 @@ def test_a_broken_reference_leaves_its_record_out_and_is_one_problem() -> None:
     with pytest.raises(ResolveError) as e:
         p.job(prep)
     assert str(e.value) == JOB_LINE and e.value.field == "jobs[prep].node_pool"
+    assert JOB_LINE.startswith("jobs[prep].node_pool") and "'x' is not a declared" in JOB_LINE
     assert p.job(ok).pool.name == "cpu"
     rc = broken.ray_clusters[0]
     with pytest.raises(ResolveError, match=r"^ray_clusters\[research\]\.worker_groups\[tpu\]"):
@@ -139,10 +145,12 @@ def test_raygke_check_prints_a_broken_reference_once(tmp_path: Path) -> None:
     assert rc == 1
     rc_name = conf["ray-gke:ray_clusters"][0]["name"]
     pools = ", ".join(p["name"] for p in conf["ray-gke:node_pools"])
+    what = f"'nope' is not a declared node pool; declared: {pools}"
     for line in (
-        f"jobs[{job['name']}].node_pool 'nope' is not a declared node pool; declared: {pools}",
-        f"ray_clusters[{rc_name}].worker_groups[{group['name']}].node_pool 'nope' is not a "
-        f"declared node pool; declared: {pools}",
+        str(ResolveError(f"jobs[{job['name']}].node_pool", what)),
+        str(
+            ResolveError(f"ray_clusters[{rc_name}].worker_groups[{group['name']}].node_pool", what)
+        ),
     ):
         assert text.count(line) == 1, text
     assert text.count("is not a declared node pool") == 2, text
