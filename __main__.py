@@ -27,6 +27,7 @@ from components.security.component import Security, SecurityArgs, WorkloadAccess
 from components.stack import ConfigError
 from components.stack.component import load_pulumi_config
 from components.stack.outputs import config_outputs
+from components.stack.plan import plan
 from components.storage.component import Storage, StorageArgs
 
 try:
@@ -36,6 +37,8 @@ except ConfigError as e:
     raise pulumi.RunError(
         f"invalid stack config: {len(e.problems)} problem(s), listed above"
     ) from None
+# Every reference resolved once (components/stack/plan.py): the components read its records.
+stack_plan = plan(cfg)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
 apis = Apis("apis", cfg)
@@ -63,7 +66,7 @@ pools = [
     NodePool(
         f"pool-{spec.name}",
         NodePoolArgs(
-            cfg=cfg,
+            context=stack_plan.context,
             spec=spec,
             cluster=cluster.cluster.id,
             node_service_account=security.node_sa.email,
@@ -123,6 +126,7 @@ ray = RayResources(
     artifacts_bucket=storage.buckets["artifacts"],
     images=registry.refs,
     depends_on=[*kuberay.ready, cluster, *capacity.ready],
+    stack_plan=stack_plan,
 )
 # Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.
 dashboards = Dashboards("monitoring", cfg)

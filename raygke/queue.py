@@ -36,6 +36,7 @@ def queue(
     from components.capacity.preview import preview
     from components.raycrs.archive import working_dir_uri, workloads_archive
     from components.raycrs.render import render_manifests
+    from components.stack.plan import plan
 
     choice = choose_or_exit(stack, config)
     assert choice.path is not None
@@ -44,7 +45,7 @@ def queue(
         console.print("no capacity.cluster_queues: Kueue is not installed, no job is queued")
         return
     _, sha = workloads_archive()
-    verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(cfg, sha)))
+    verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)))
     table = Table(title=f"Kueue admission preview of {cfg.cluster.name} (each job alone)")
     for col in ("job", "queue", "pod set", "pods", "per pod", "flavor", "verdict"):
         table.add_column(col)

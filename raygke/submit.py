@@ -129,6 +129,7 @@ def plan_for_stack(
     """
     from components.raycrs import pod
     from components.raycrs.render import head_service_host
+    from components.stack.plan import plan
 
     names = [rc.name for rc in cfg.ray_clusters]
     if not names:
@@ -148,7 +149,7 @@ def plan_for_stack(
             f"--cluster {cluster!r} is not a RayCluster of stack {stack!r}; it has: "
             f"{', '.join(names)}"
         )
-    host = head_service_host(cfg, cluster)
+    host = head_service_host(plan(cfg).context, cluster)
     kubectl = ["kubectl"]
     if kubeconfig:
         kubectl += ["--kubeconfig", kubeconfig]

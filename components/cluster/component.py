@@ -173,7 +173,7 @@ class Cluster(pulumi.ComponentResource):
                 )
             ),
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=workload_pool(cfg)
+                workload_pool=workload_pool(cfg.project)
             ),
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cc.release_channel),
             min_master_version=cc.min_master_version,

@@ -33,13 +33,8 @@ from components.images.render import (
     project_pins,
     provides,
 )
-from components.stack import (
-    IMAGE_KINDS,
-    ResolveError,
-    StackConfig,
-    resolve_job,
-    resolve_service,
-)
+from components.stack import IMAGE_KINDS, ResolveError, StackConfig
+from components.stack.plan import plan
 from components.stack.problems import Problem, at
 
 
@@ -110,12 +105,13 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
     from contract.registry import TF_GPU_CONFLICT, WORKLOADS
 
     problems: list[Problem] = []
+    p = plan(cfg)
     entries = [
         (
             f"jobs[{j.name}]",
             j.workload,
-            lambda j=j: resolve_job(cfg, j).pool,
-            lambda j=j: job_image_kind(cfg, j),
+            lambda j=j: p.job(j).pool,
+            lambda j=j: job_image_kind(p.job(j)),
             j.runtime_env_pip,
             job_needs(j),
         )
@@ -124,8 +120,8 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
         (
             f"services[{s.name}]",
             s.workload,
-            lambda s=s: resolve_service(cfg, s).pool,
-            lambda s=s: pool_image_kind(resolve_service(cfg, s).pool),
+            lambda s=s: p.service(s).pool,
+            lambda s=s: pool_image_kind(p.service(s).pool),
             None,
             None,
         )

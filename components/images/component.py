@@ -54,6 +54,7 @@ import pulumi_gcp as gcp
 from components.images import render as images
 from components.security.iam import REGISTRY_READER_ROLE
 from components.stack import StackConfig
+from components.stack.plan import plan
 
 DAY_SECONDS = 86400
 
@@ -83,16 +84,17 @@ class ImageRegistry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-gke:images:ImageRegistry", name, None, opts)
         cfg = args.cfg
-        self.url = images.repository_url(cfg)
+        ctx = plan(cfg).context  # the stack's plan (components.stack.plan), computed once
+        self.url = images.repository_url(ctx)
         self.repository = gcp.artifactregistry.Repository(
             f"{name}-repository",
-            project=cfg.project,
-            location=cfg.region,
-            repository_id=images.repository_id(cfg),
+            project=ctx.project,
+            location=ctx.region,
+            repository_id=images.repository_id(ctx),
             format="DOCKER",
-            description=f"Ray images of {cfg.cluster.name} (ray-gke)",
+            description=f"Ray images of {ctx.cluster} (ray-gke)",
             kms_key_name=args.kms_key_id,
-            labels=dict(cfg.labels),
+            labels=dict(ctx.labels),
             cleanup_policy_dry_run=False,
             cleanup_policies=[
                 gcp.artifactregistry.RepositoryCleanupPolicyArgs(
@@ -112,8 +114,8 @@ class ImageRegistry(pulumi.ComponentResource):
         )
         self.reader = gcp.artifactregistry.RepositoryIamMember(
             f"{name}-node-sa-reader",
-            project=cfg.project,
-            location=cfg.region,
+            project=ctx.project,
+            location=ctx.region,
             repository=self.repository.repository_id,
             role=REGISTRY_READER_ROLE,
             member=pulumi.Output.from_input(args.node_service_account).apply(
@@ -126,21 +128,21 @@ class ImageRegistry(pulumi.ComponentResource):
         ).access_token
         self.images: dict[str, docker_build.Image] = {}
         for kind in images.kinds_to_build(cfg):
-            cache = images.cache_ref(cfg, kind)
+            cache = images.cache_ref(ctx, kind)
             self.images[kind] = docker_build.Image(
                 f"{name}-{kind}",
-                tags=[images.image_tag_ref(cfg, kind)],
+                tags=[images.image_tag_ref(ctx, kind)],
                 context=docker_build.BuildContextArgs(location=_context_path(".")),
                 dockerfile=docker_build.DockerfileArgs(
                     location=_context_path(images.dockerfile_path(kind))
                 ),
-                build_args={"RAY_VERSION": cfg.ray.version},
-                labels={"ray-gke/content": images.content_hash(cfg, kind)},
+                build_args={"RAY_VERSION": ctx.ray_version},
+                labels={"ray-gke/content": images.content_hash(ctx, kind)},
                 platforms=[docker_build.Platform.LINUX_AMD64],
                 push=True,
                 registries=[
                     docker_build.RegistryArgs(
-                        address=images.registry_host(cfg),
+                        address=images.registry_host(ctx),
                         username="oauth2accesstoken",
                         password=pulumi.Output.secret(token),
                     )

@@ -34,8 +34,12 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from components.stack import IMAGE_KINDS, GpuPool, JobConfig, StackConfig, TpuPool
+from components.stack import IMAGE_KINDS, GpuPool, JobConfig, JobTarget, StackConfig, TpuPool
+
+if TYPE_CHECKING:
+    from components.stack.plan import Context
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_DIR = "images"
@@ -235,39 +239,27 @@ def job_needs(job: JobConfig) -> tuple[str, ...]:
     return () if workload is None else workload.needs_for(job.args or {})
 
 
-def job_image_kind(cfg: StackConfig, job: JobConfig) -> str:
-    """The image kind of ``job``'s workers: on a long-lived RayCluster its worker group's
+def job_image_kind(target: JobTarget) -> str:
+    """The image kind of a job's workers (``target``: its record in the stack's plan,
+    :meth:`components.stack.plan.Plan.job`): on a long-lived RayCluster its worker group's
     (:func:`pool_image_kind`: every job on that cluster shares the group's pods), on its own
-    RayCluster :func:`worker_image_kind` of its pool and :func:`job_needs`.
-
-    Raises:
-        components.stack.ResolveError: unresolvable target.
-    """
-    from components.stack import resolve_job
-
-    pool = resolve_job(cfg, job).pool
-    kind = pool_image_kind(pool)
+    RayCluster :func:`worker_image_kind` of its pool and :func:`job_needs`."""
+    kind = pool_image_kind(target.pool)
+    job = target.job
     return kind if job.cluster else worker_image_kind(kind, job_needs(job))
 
 
 def kinds_used(cfg: StackConfig) -> list[str]:
     """Image kinds the stack's pods run: ``cpu`` (heads, submitters), the kind of every pool a
     worker group uses, and every job's own-cluster worker kind (:func:`job_image_kind`), in
-    :data:`IMAGE_KINDS` order: ``gpu-tf`` only with a TensorFlow job on a GPU pool."""
-    from components.stack import resolve_group
+    :data:`IMAGE_KINDS` order: ``gpu-tf`` only with a TensorFlow job on a GPU pool. Read from
+    the stack's plan (:func:`components.stack.plan.plan`): unresolvable references add nothing."""
+    from components.stack.plan import plan
 
+    p = plan(cfg)
     used = {"cpu"}
-    for rc in cfg.ray_clusters:
-        for g in rc.worker_groups:
-            try:
-                used.add(pool_image_kind(resolve_group(cfg, rc, g).pool))
-            except ValueError:
-                continue
-    for job in cfg.jobs:
-        try:
-            used.add(job_image_kind(cfg, job))
-        except ValueError:
-            continue
+    used.update(pool_image_kind(t.pool) for t in p.groups)
+    used.update(job_image_kind(t) for t in p.jobs)
     return [k for k in IMAGE_KINDS if k in used]
 
 
@@ -276,25 +268,25 @@ def kinds_to_build(cfg: StackConfig) -> list[str]:
     return [k for k in kinds_used(cfg) if cfg.ray.images.get(k) is None]
 
 
-def repository_id(cfg: StackConfig) -> str:
+def repository_id(ctx: Context) -> str:
     """The Artifact Registry repository id: the cluster's name (``ray-dev``)."""
-    return cfg.cluster.name
+    return ctx.cluster
 
 
-def repository_url(cfg: StackConfig) -> str:
+def repository_url(ctx: Context) -> str:
     """``<region>-docker.pkg.dev/<project>/<repository id>``
     (https://cloud.google.com/artifact-registry/docs/docker/names)."""
-    return f"{cfg.region}-docker.pkg.dev/{cfg.project}/{repository_id(cfg)}"
+    return f"{ctx.region}-docker.pkg.dev/{ctx.project}/{repository_id(ctx)}"
 
 
-def registry_host(cfg: StackConfig) -> str:
+def registry_host(ctx: Context) -> str:
     """``<region>-docker.pkg.dev``, the host ``docker login`` / buildx authenticate to."""
-    return f"{cfg.region}-docker.pkg.dev"
+    return f"{ctx.region}-docker.pkg.dev"
 
 
-def base_image(cfg: StackConfig, kind: str) -> str:
+def base_image(ctx: Context, kind: str) -> str:
     """``rayproject/ray:<ray.version><suffix>`` the project's ``kind`` image builds on."""
-    return f"rayproject/ray:{cfg.ray.version}{BASE_SUFFIX[kind]}"
+    return f"rayproject/ray:{ctx.ray_version}{BASE_SUFFIX[kind]}"
 
 
 def dockerfile_path(kind: str) -> str:
@@ -302,41 +294,44 @@ def dockerfile_path(kind: str) -> str:
     return f"{IMAGES_DIR}/{kind}/Dockerfile"
 
 
-def content_hash(cfg: StackConfig, kind: str, root: Path = ROOT) -> str:
+def content_hash(ctx: Context, kind: str, root: Path = ROOT) -> str:
     """12 hex digits of sha256 over the ``kind`` image's Dockerfile, requirements and base image;
     set as the image's ``ray-gke/content`` label, so a change to either shows in the preview."""
     h = hashlib.sha256()
     h.update((root / dockerfile_path(kind)).read_bytes())
     h.update(requirements_text(kind, root).encode())
-    h.update(base_image(cfg, kind).encode())
+    h.update(base_image(ctx, kind).encode())
     return h.hexdigest()[:12]
 
 
-def image_repository(cfg: StackConfig, kind: str) -> str:
+def image_repository(ctx: Context, kind: str) -> str:
     """``<repository url>/ray-<kind>``."""
-    return f"{repository_url(cfg)}/ray-{kind}"
+    return f"{repository_url(ctx)}/ray-{kind}"
 
 
-def image_tag_ref(cfg: StackConfig, kind: str) -> str:
+def image_tag_ref(ctx: Context, kind: str) -> str:
     """``<repository url>/ray-<kind>:<ray.version>``: the tag a build pushes. It moves to each new
     build, so the build it replaces becomes untagged and the repository's cleanup policy deletes
     it after ``ray.delete_untagged_images_after_days``; pods never use the tag, only the digest."""
-    return f"{image_repository(cfg, kind)}:{cfg.ray.version}"
+    return f"{image_repository(ctx, kind)}:{ctx.ray_version}"
 
 
-def cache_ref(cfg: StackConfig, kind: str) -> str:
+def cache_ref(ctx: Context, kind: str) -> str:
     """``<repository url>/ray-<kind>:buildcache``: the registry build cache of a kind."""
-    return f"{image_repository(cfg, kind)}:buildcache"
+    return f"{image_repository(ctx, kind)}:buildcache"
 
 
 def planned_refs(cfg: StackConfig) -> dict[str, str]:
     """Kind -> the image reference pods use, as known offline: a prebuilt image's reference, or
     the tag the project's build pushes (under Pulumi the pushed digest,
     ``<repo>/ray-<kind>@sha256:...``, replaces it)."""
+    from components.stack.plan import plan
+
+    ctx = plan(cfg).context
     out = {}
     for kind in IMAGE_KINDS:
         prebuilt = cfg.ray.images.get(kind)
-        out[kind] = prebuilt.image if prebuilt is not None else image_tag_ref(cfg, kind)
+        out[kind] = prebuilt.image if prebuilt is not None else image_tag_ref(ctx, kind)
     return out
 
 

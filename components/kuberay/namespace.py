@@ -71,10 +71,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 TPU_RESOURCE = "google.com/tpu"
 
 
-def _meta(cfg: StackConfig, name: str) -> dict[str, Any]:
+def _meta(namespace: str, name: str) -> dict[str, Any]:
     return {
         "name": name,
-        "namespace": cfg.kuberay.namespace,
+        "namespace": namespace,
         "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
     }
 
@@ -128,11 +128,11 @@ def _operator_peers(cfg: StackConfig) -> list[dict[str, Any]]:
     return [{"ipBlock": {"cidr": cfg.network.master_ipv4_cidr}}]
 
 
-def _policy(cfg: StackConfig, name: str, selector: dict[str, Any], ingress: list[dict[str, Any]]):
+def _policy(namespace: str, name: str, selector: dict[str, Any], ingress: list[dict[str, Any]]):
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _meta(cfg, name),
+        "metadata": _meta(namespace, name),
         "spec": {"podSelector": selector, "policyTypes": ["Ingress"], "ingress": ingress},
     }
 
@@ -140,7 +140,7 @@ def _policy(cfg: StackConfig, name: str, selector: dict[str, Any], ingress: list
 def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
     """The Ray namespace's NetworkPolicies (module docstring): ``default-deny-ingress``, then per
     Ray cluster (sorted by name) ``<name>-ray`` and ``<name>-ray-head``."""
-    out = [_policy(cfg, "default-deny-ingress", {}, [])]
+    out = [_policy(cfg.kuberay.namespace, "default-deny-ingress", {}, [])]
     out[0]["spec"].pop("ingress")
     serve = cfg.kuberay.serve_from
     services = {svc.name for svc in cfg.services}
@@ -158,7 +158,9 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
         ]
         if serve_peers:
             ingress.append({"from": serve_peers, "ports": _ports(SERVE_PORT)})
-        out.append(_policy(cfg, f"{name}-ray", {"matchLabels": dict(labels)}, ingress))
+        out.append(
+            _policy(cfg.kuberay.namespace, f"{name}-ray", {"matchLabels": dict(labels)}, ingress)
+        )
         head = {"matchLabels": {**labels, "ray.io/node-type": "head"}}
         submitters = {"podSelector": {"matchLabels": {SUBMITTER_LABEL: name}}}
         head_ingress: list[dict[str, Any]] = [
@@ -171,7 +173,7 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
         ]
         if name in services:  # the operator's Serve proxy health probe (module docstring)
             head_ingress.append({"from": _operator_peers(cfg), "ports": _ports(SERVE_PORT)})
-        out.append(_policy(cfg, f"{name}-ray-head", head, head_ingress))
+        out.append(_policy(cfg.kuberay.namespace, f"{name}-ray-head", head, head_ingress))
     return out
 
 
@@ -211,7 +213,7 @@ def resource_quota(cfg: StackConfig) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": _meta(cfg, "ray-quota"),
+        "metadata": _meta(cfg.kuberay.namespace, "ray-quota"),
         "spec": {"hard": hard},
     }
 
@@ -223,7 +225,7 @@ def limit_range(cfg: StackConfig) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "LimitRange",
-        "metadata": _meta(cfg, "ray-defaults"),
+        "metadata": _meta(cfg.kuberay.namespace, "ray-defaults"),
         "spec": {
             "limits": [
                 {

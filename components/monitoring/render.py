@@ -66,12 +66,12 @@ JOB_TARGET_LABEL = {"from": JOB_CLUSTER_LABEL, "to": "ray_job"}
 
 
 def pod_monitoring(
-    cfg: StackConfig,
+    namespace: str,
     name: str,
     selector: dict[str, str],
     extra_target_labels: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """One PodMonitoring ``<name>`` in the KubeRay namespace scraping ``/metrics`` on port 8080
+    """One PodMonitoring ``<name>`` in the KubeRay namespace ``namespace`` scraping ``/metrics`` on port 8080
     every 30 s of the pods matching ``selector``, copying :data:`TARGET_LABELS` (and
     ``extra_target_labels``) from the pod onto its series."""
     return {
@@ -79,7 +79,7 @@ def pod_monitoring(
         "kind": "PodMonitoring",
         "metadata": {
             "name": name,
-            "namespace": cfg.kuberay.namespace,
+            "namespace": namespace,
             "labels": {
                 "app.kubernetes.io/part-of": PART_OF,
                 "app.kubernetes.io/managed-by": "pulumi",
@@ -103,16 +103,19 @@ def render_monitoring(cfg: StackConfig) -> list[dict[str, Any]]:
     if not cfg.cluster.managed_prometheus:
         return []
     out = [
-        pod_monitoring(cfg, f"{rc.name}-ray-metrics", {CLUSTER_LABEL: rc.name})
+        pod_monitoring(cfg.kuberay.namespace, f"{rc.name}-ray-metrics", {CLUSTER_LABEL: rc.name})
         for rc in sorted(cfg.ray_clusters, key=lambda c: c.name)
     ]
     out += [
-        pod_monitoring(cfg, f"{s.name}-ray-metrics", {SERVICE_LABEL: s.name})
+        pod_monitoring(cfg.kuberay.namespace, f"{s.name}-ray-metrics", {SERVICE_LABEL: s.name})
         for s in sorted(cfg.services, key=lambda s: s.name)
     ]
     out += [
         pod_monitoring(
-            cfg, f"{j.name}-ray-metrics", {JOB_CLUSTER_LABEL: j.name}, [JOB_TARGET_LABEL]
+            cfg.kuberay.namespace,
+            f"{j.name}-ray-metrics",
+            {JOB_CLUSTER_LABEL: j.name},
+            [JOB_TARGET_LABEL],
         )
         for j in sorted(cfg.jobs, key=lambda j: j.name)
         if not j.cluster

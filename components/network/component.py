@@ -57,7 +57,7 @@ class Network(pulumi.ComponentResource):
         )
         self.subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
-            name=naming.subnet_name(cfg),
+            name=naming.subnet_name(cfg.network.name, cfg.region),
             project=cfg.project,
             region=cfg.region,
             network=self.vpc.id,
@@ -82,7 +82,7 @@ class Network(pulumi.ComponentResource):
         )
         self.router = gcp.compute.Router(
             f"{name}-router",
-            name=naming.router_name(cfg),
+            name=naming.router_name(cfg.network.name),
             project=cfg.project,
             region=cfg.region,
             network=self.vpc.id,
@@ -90,7 +90,7 @@ class Network(pulumi.ComponentResource):
         )
         self.nat = gcp.compute.RouterNat(
             f"{name}-nat",
-            name=naming.nat_name(cfg),
+            name=naming.nat_name(cfg.network.name),
             project=cfg.project,
             region=cfg.region,
             router=self.router.name,

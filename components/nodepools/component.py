@@ -29,7 +29,7 @@ from components.nodepools.render import (
     upgrade_settings,
 )
 from components.security.iam import CLOUD_PLATFORM_SCOPE
-from components.stack import StackConfig
+from components.stack.plan import Context
 
 
 @dataclass
@@ -37,7 +37,8 @@ class NodePoolArgs:
     """Inputs of :class:`NodePool`.
 
     Attributes:
-        cfg: the validated stack config (project, location, labels).
+        context: the stack's :class:`~components.stack.plan.Context` (project, region, cluster
+            location, labels), from the stack's plan.
         spec: the pure node pool spec.
         cluster: the cluster's id (or name).
         node_service_account: email of the nodes' service account.
@@ -45,7 +46,7 @@ class NodePoolArgs:
             (https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek).
     """
 
-    cfg: StackConfig
+    context: Context
     spec: NodePoolSpec
     cluster: pulumi.Input[str]
     node_service_account: pulumi.Input[str]
@@ -59,7 +60,7 @@ class NodePool(pulumi.ComponentResource):
         self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:nodepool:NodePool", name, None, opts)
-        cfg, spec = args.cfg, args.spec
+        ctx, spec = args.context, args.spec
         guest = (
             [
                 gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
@@ -96,8 +97,8 @@ class NodePool(pulumi.ComponentResource):
             self.resource_policy = gcp.compute.ResourcePolicy(
                 f"{name}-workload-policy",
                 name=spec.placement_policy_name,
-                project=cfg.project,
-                region=cfg.region,
+                project=ctx.project,
+                region=ctx.region,
                 description=f"TPU7x workload policy of GKE node pool {spec.name}",
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
                     **spec.workload_policy
@@ -111,8 +112,8 @@ class NodePool(pulumi.ComponentResource):
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
             name=spec.name,
-            project=cfg.project,
-            location=cfg.location,
+            project=ctx.project,
+            location=ctx.location,
             cluster=args.cluster,
             node_locations=list(spec.zones),
             initial_node_count=initial_node_count(spec),
@@ -133,7 +134,7 @@ class NodePool(pulumi.ComponentResource):
                 machine_type=spec.machine_type,
                 disk_size_gb=spec.disk_size_gb,
                 labels=config_labels(spec),
-                resource_labels=dict(cfg.labels),
+                resource_labels=dict(ctx.labels),
                 taints=[gcp.container.NodePoolNodeConfigTaintArgs(**t.gke()) for t in spec.taints],
                 guest_accelerators=guest,
                 spot=spec.spot,

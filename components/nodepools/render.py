@@ -25,6 +25,7 @@ from components.cluster.model import SystemPool
 from components.computeclass.model import COMPUTE_CLASS_LABEL, class_label, class_taint
 from components.nodepools.model import CpuPool, GpuPool, TpuPool
 from components.stack.model import StackConfig
+from components.stack.plan import Context, plan
 
 
 @dataclass(frozen=True)
@@ -117,14 +118,14 @@ def allocatable(vcpus: float, memory_gb: float) -> dict[str, float]:
     return {"cpu": round(vcpus * 0.94, 2), "memory": round(memory_gb * 0.88 - 0.1, 2)}
 
 
-def _base_labels(cfg: StackConfig, name: str, spot: bool, extra: dict[str, str]) -> dict[str, str]:
+def _base_labels(name: str, spot: bool, extra: dict[str, str]) -> dict[str, str]:
     labels = {catalog.NODE_POOL_LABEL: name, **extra}
     if spot:
         labels[catalog.SPOT_LABEL] = "true"
     return labels
 
 
-def _cpu_like(cfg: StackConfig, pool: CpuPool | SystemPool, name: str, kind: str) -> NodePoolSpec:
+def _cpu_like(ctx: Context, pool: CpuPool | SystemPool, name: str, kind: str) -> NodePoolSpec:
     shape = catalog.machine_shape(pool.machine_type)
     capacity = allocatable(shape.vcpus, shape.memory_gb)
     spot = pool.spot
@@ -134,10 +135,10 @@ def _cpu_like(cfg: StackConfig, pool: CpuPool | SystemPool, name: str, kind: str
         pool=name,
         kind=kind,
         machine_type=pool.machine_type,
-        zones=list(cfg.zones if isinstance(pool, SystemPool) else cfg.pool_zones(pool)),
+        zones=list(ctx.zones if isinstance(pool, SystemPool) else _zones(ctx, pool)),
         min_nodes=pool.min_nodes,
         max_nodes=pool.max_nodes,
-        labels=_base_labels(cfg, name, spot, labels),
+        labels=_base_labels(name, spot, labels),
         capacity=capacity,
         spot=spot,
         reservation=getattr(pool, "reservation", None),
@@ -158,22 +159,22 @@ def tpu_host_capacity(s: catalog.TpuSlice) -> dict[str, float]:
 RESOURCE_POLICY_NAME_MAX = 63  # Compute Engine resource names: RFC 1035, 1-63 characters
 
 
-def workload_policy_name(cfg: StackConfig, gke_pool: str) -> str:
+def workload_policy_name(cluster: str, gke_pool: str) -> str:
     """Name of the workload-policy resource policy of GKE node pool ``gke_pool``:
     ``<cluster>-<pool>-wp``; a longer one is cut with a stable hash so it stays within 63
     characters (https://cloud.google.com/compute/docs/naming-resources). Resource policies are
     regional and per project, so the cluster name keeps two stacks in one project apart."""
-    name = f"{cfg.cluster.name}-{gke_pool}-wp"
+    name = f"{cluster}-{gke_pool}-wp"
     if len(name) > RESOURCE_POLICY_NAME_MAX:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         name = f"{name[: RESOURCE_POLICY_NAME_MAX - 12].rstrip('-')}-{digest}-wp"
     return name
 
 
-def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
+def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
     s = pool.slice
     capacity = tpu_host_capacity(s)
-    zones = cfg.pool_zones(pool)[:1]  # a slice lives in one zone
+    zones = _zones(ctx, pool)[:1]  # a slice lives in one zone
     common = {
         "pool": pool.name,
         "kind": "tpu",
@@ -192,7 +193,7 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
                 name=pool.name,
                 min_nodes=pool.min_slices,
                 max_nodes=pool.max_slices,
-                labels=_base_labels(cfg, pool.name, pool.spot, {**pool.labels, **s.node_labels}),
+                labels=_base_labels(pool.name, pool.spot, {**pool.labels, **s.node_labels}),
                 **common,
             )
         ]
@@ -205,11 +206,11 @@ def _tpu(cfg: StackConfig, pool: TpuPool) -> list[NodePoolSpec]:
                 name=name,
                 min_nodes=s.hosts if i < pool.min_slices else 0,
                 max_nodes=s.hosts,
-                labels=_base_labels(cfg, name, pool.spot, {**pool.labels, **s.node_labels}),
+                labels=_base_labels(name, pool.spot, {**pool.labels, **s.node_labels}),
                 tpu_topology=None if policy else s.topology,
                 placement_policy="COMPACT",
                 workload_policy=policy,
-                placement_policy_name=workload_policy_name(cfg, name) if policy else None,
+                placement_policy_name=workload_policy_name(ctx.cluster, name) if policy else None,
                 **common,
             )
         )
@@ -233,7 +234,7 @@ def gpu_node_labels(gpu: str, driver_version: str | None) -> dict[str, str]:
     return labels
 
 
-def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
+def _gpu(ctx: Context, pool: GpuPool) -> NodePoolSpec:
     g = pool.gpu
     shape = catalog.machine_shape(pool.machine_type)  # the override's shape, when given
     vcpus, mem = shape.vcpus, shape.memory_gb
@@ -242,11 +243,10 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
         pool=pool.name,
         kind="gpu",
         machine_type=pool.machine_type,
-        zones=cfg.pool_zones(pool),
+        zones=_zones(ctx, pool),
         min_nodes=pool.min_nodes,
         max_nodes=pool.max_nodes,
         labels=_base_labels(
-            cfg,
             pool.name,
             pool.spot,
             {**pool.labels, **gpu_node_labels(g.type, pool.driver_version)},
@@ -264,43 +264,68 @@ def _gpu(cfg: StackConfig, pool: GpuPool) -> NodePoolSpec:
     )
 
 
-def _pool_specs(cfg: StackConfig, pool: CpuPool | TpuPool | GpuPool) -> list[NodePoolSpec]:
-    """The GKE node pools made from one config pool (several for multi-host TPU slices); the
-    pools of a ``compute_classes`` entry carry its node label and taint
+def _zones(ctx: Context, pool: CpuPool | TpuPool | GpuPool) -> list[str]:
+    """The zones a pool's nodes go to: its own, else the stack's."""
+    return list(pool.zones or ctx.zones)
+
+
+def pool_specs(
+    ctx: Context, pool: CpuPool | TpuPool | GpuPool, compute_class: str | None = None
+) -> list[NodePoolSpec]:
+    """The GKE node pools made from one declared pool (a record of the stack's plan,
+    :attr:`components.stack.plan.Plan.pools`; several for multi-host TPU slices) in the stack's
+    ``ctx`` (zones, cluster name). The pools of the ``compute_classes`` entry named
+    ``compute_class`` (the one whose ``node_pool`` is this pool) carry its node label and taint
     (:mod:`components.computeclass.render`: they are the class's first priority)."""
     if isinstance(pool, TpuPool):
-        specs = _tpu(cfg, pool)
+        specs = _tpu(ctx, pool)
     elif isinstance(pool, GpuPool):
-        specs = [_gpu(cfg, pool)]
+        specs = [_gpu(ctx, pool)]
     else:
-        specs = [_cpu_like(cfg, pool, pool.name, "cpu")]
-    cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
-    if cc is None:
+        specs = [_cpu_like(ctx, pool, pool.name, "cpu")]
+    if compute_class is None:
         return specs
     return [
         replace(
             s,
-            labels={**s.labels, **class_label(cc.name)},
-            taints=[*s.taints, class_taint(cc.name)],
+            labels={**s.labels, **class_label(compute_class)},
+            taints=[*s.taints, class_taint(compute_class)],
         )
         for s in specs
     ]
 
 
+def _compute_class(cfg: StackConfig, pool: str) -> str | None:
+    """The ``compute_classes`` entry whose ``node_pool`` is ``pool`` (the first), else None."""
+    return next((c.name for c in cfg.compute_classes if c.node_pool == pool), None)
+
+
+def system_pool_spec(ctx: Context, pool: SystemPool) -> NodePoolSpec:
+    """The GKE node pool of ``cluster.system_pool`` (named ``system``, in the stack's zones)."""
+    return _cpu_like(ctx, pool, "system", "system")
+
+
 def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
     """Every GKE node pool of the stack, the system pool first, in config order."""
-    specs = [_cpu_like(cfg, cfg.cluster.system_pool, "system", "system")]
+    ctx = plan(cfg).context
+    specs = [system_pool_spec(ctx, cfg.cluster.system_pool)]
     for pool in cfg.node_pools:
-        specs.extend(_pool_specs(cfg, pool))
+        specs.extend(pool_specs(ctx, pool, _compute_class(cfg, pool.name)))
     return specs
 
 
 def specs_for_pool(cfg: StackConfig, pool_name: str) -> list[NodePoolSpec]:
     """The GKE node pools made from one config pool (several for multi-host TPU slices);
     ``"system"`` gives the system pool, an unknown name ``[]``."""
+    ctx = plan(cfg).context
     if pool_name == "system":
-        return [_cpu_like(cfg, cfg.cluster.system_pool, "system", "system")]
-    return [s for p in cfg.node_pools if p.name == pool_name for s in _pool_specs(cfg, p)]
+        return [system_pool_spec(ctx, cfg.cluster.system_pool)]
+    return [
+        s
+        for p in cfg.node_pools
+        if p.name == pool_name
+        for s in pool_specs(ctx, p, _compute_class(cfg, p.name))
+    ]
 
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"

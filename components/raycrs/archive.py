@@ -18,9 +18,10 @@ import hashlib
 import io
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from components.stack import StackConfig
-from components.stack.naming import bucket_url
+if TYPE_CHECKING:
+    from components.stack.plan import Context
 
 WORKLOADS_DIR = Path(__file__).resolve().parents[2] / "workloads"
 CONTRACT_DIR = Path(__file__).resolve().parents[2] / "contract"
@@ -80,6 +81,7 @@ def archive_object_name(sha: str) -> str:
     return f"workloads/{sha[:16].lower()}.zip"
 
 
-def working_dir_uri(cfg: StackConfig, sha: str) -> str:
-    """``gs://<artifacts bucket>/workloads/<sha[:16]>.zip`` (the RayJob ``working_dir``)."""
-    return f"{bucket_url(cfg, 'artifacts')}/{archive_object_name(sha)}"
+def working_dir_uri(ctx: Context, sha: str) -> str:
+    """``gs://<artifacts bucket>/workloads/<sha[:16]>.zip`` (the RayJob ``working_dir``; ``ctx``:
+    the stack's :class:`~components.stack.plan.Context`)."""
+    return f"{ctx.bucket_url('artifacts')}/{archive_object_name(sha)}"

@@ -11,6 +11,7 @@ Constructor (called by ``__main__.py``)::
         artifacts_bucket: pulumi.Input[str] | gcp.storage.Bucket,  # bucket name (or the Bucket)
         images: Mapping[str, pulumi.Input[str]] | None,  # kind -> image ref (ImageRegistry.refs)
         depends_on: list[pulumi.Resource],          # KubeRay.ready (CRDs, operator) and cluster
+        stack_plan: Plan | None = None,  # the stack's plan (components.stack.plan); default plan(cfg)
         opts: pulumi.ResourceOptions | None = None,
     )
 
@@ -68,6 +69,7 @@ from components.raycrs.pod import AUTH_TOKEN_KEY
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.raycrs.serve import service_url
 from components.stack import StackConfig
+from components.stack.plan import Plan, plan
 
 TYPE_TOKEN = "ray-gke:ray:RayResources"
 AUTH_TOKEN_LENGTH = 48  # letters and digits: ~285 bits
@@ -99,13 +101,15 @@ class RayResources(pulumi.ComponentResource):
         artifacts_bucket: pulumi.Input[str] | Any,
         images: Mapping[str, pulumi.Input[str]] | None = None,
         depends_on: list[pulumi.Resource],
+        stack_plan: Plan | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
+        ctx = (stack_plan or plan(cfg)).context
         bucket = getattr(artifacts_bucket, "name", artifacts_bucket)
         data, sha = workloads_archive()
         self.archive_object_name = archive_object_name(sha)
-        self.working_dir = working_dir_uri(cfg, sha)
+        self.working_dir = working_dir_uri(ctx, sha)
         self.archive = gcp.storage.BucketObject(
             f"{name}-workloads",
             bucket=bucket,
@@ -161,13 +165,13 @@ class RayResources(pulumi.ComponentResource):
                 ),
             )
         self.ray_clusters = {
-            m["metadata"]["name"]: cluster_endpoints(cfg, m["metadata"]["name"])
+            m["metadata"]["name"]: cluster_endpoints(ctx, m["metadata"]["name"])
             for m in self.manifests
             if m["kind"] == "RayCluster"
         }
         self.jobs = [m["metadata"]["name"] for m in self.manifests if m["kind"] == "RayJob"]
         self.services = {
-            m["metadata"]["name"]: service_url(cfg, m["metadata"]["name"])
+            m["metadata"]["name"]: service_url(ctx, m["metadata"]["name"])
             for m in self.manifests
             if m["kind"] == "RayService"
         }

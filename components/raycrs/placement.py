@@ -28,8 +28,9 @@ from components.nodepools.render import (
 )
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
 from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
+from components.stack.plan import Context, plan
 from components.stack.problems import Problem, at
-from components.stack.resolve import ResolveError, resolve_job
+from components.stack.resolve import ResolveError
 from contract.quantity import quantity_float
 
 if TYPE_CHECKING:
@@ -258,16 +259,17 @@ def worker_bundle(scaling: dict[str, Any]) -> dict[str, float]:
     return bundle
 
 
-def node_ray_resources(cfg: StackConfig, pool: Any, group: Any) -> dict[str, float]:
-    """Ray resources one worker pod of ``group`` on ``pool`` advertises (one pod per node, or per
+def node_ray_resources(ctx: Context, pool: Any, group: Any) -> dict[str, float]:
+    """Ray resources one worker pod of ``group`` on ``pool`` (a pool record of the stack's plan,
+    in its Context ``ctx``) advertises (one pod per node, or per
     TPU host): ``CPU`` = the pod's CPU limit rounded up (KubeRay sets ``ray start --num-cpus``
     from it: ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``,
     ``Quantity.Value()`` rounds up), ``GPU`` = the node's GPUs, ``TPU`` = the host's chips."""
     from components.nodepools.model import GpuPool, TpuPool
-    from components.nodepools.render import specs_for_pool
+    from components.nodepools.render import pool_specs
     from components.raycrs.pod import worker_pod_size
 
-    cpu, _ = worker_pod_size(specs_for_pool(cfg, pool.name)[0], group)
+    cpu, _ = worker_pod_size(pool_specs(ctx, pool)[0], group)
     out = {"CPU": float(math.ceil(parse_quantity(cpu)))}
     if isinstance(pool, GpuPool):
         out["GPU"] = float(pool.gpu.count)
@@ -294,14 +296,15 @@ def placement_problems(cfg: StackConfig) -> list[Problem]:
     from components.raycrs.scaling import ScalingError, scaling_config_for_job_target
 
     problems: list[Problem] = []
+    p = plan(cfg)
     for job in cfg.jobs:
         strategy = job.placement_strategy
         if strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
         try:
-            target = resolve_job(cfg, job)
+            target = p.job(job)
             scaling = scaling_config_for_job_target(job, target.pool, target.replicas)
-            node = node_ray_resources(cfg, target.pool, target.group)
+            node = node_ray_resources(p.context, target.pool, target.group)
         except (ResolveError, ScalingError, ManifestError, IndexError):
             continue  # reported by the target and scheduling checks
         n = scaling["num_workers"]  # an elastic (min, max) is placed at its max

@@ -32,7 +32,8 @@ from components.stack import (
     StackConfig,
     WorkerGroupConfig,
 )
-from components.stack.naming import bucket_name, ksa_name
+from components.stack.naming import ksa_name
+from components.stack.plan import Plan
 from contract.quantity import cpu_quantity, memory_quantity
 
 API_VERSION = "ray.io/v1"
@@ -119,17 +120,12 @@ def pod_resources(cpu: str, memory: str, extra: dict[str, str] | None = None) ->
 # ---------------------------------------------------------------------------- volumes (GCS FUSE)
 
 
-def _identity_buckets(cfg: StackConfig, service_account: str) -> dict[str, str]:
-    for w in cfg.workload_identities:
-        if w.name == service_account:
-            return dict(w.buckets)
-    return {}
-
-
 def gcs_fuse_volumes(
-    cfg: StackConfig, service_account: str
+    p: Plan, service_account: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """GCS FUSE CSI ephemeral volumes and mounts for the buckets ``service_account`` may use.
+    """GCS FUSE CSI ephemeral volumes and mounts for the buckets ``service_account`` may use
+    (the workload identity of that name in the stack's plan, :attr:`Plan.identities`; none for an
+    undeclared one).
 
     One volume ``gcs-<purpose>`` per bucket the workload identity names, mounted at
     ``/mnt/gcs/<purpose>``, read-only for ``read`` access.
@@ -138,7 +134,9 @@ def gcs_fuse_volumes(
         ``(volumes, volumeMounts)``, sorted by purpose.
     """
     volumes, mounts = [], []
-    for purpose, access in sorted(_identity_buckets(cfg, service_account).items()):
+    identity = p.identities.get(service_account)
+    buckets = dict(identity.buckets) if identity is not None else {}
+    for purpose, access in sorted(buckets.items()):
         read_only = access == "read"
         volumes.append(
             {
@@ -147,7 +145,7 @@ def gcs_fuse_volumes(
                     "driver": GCSFUSE_DRIVER,
                     "readOnly": read_only,
                     "volumeAttributes": {
-                        "bucketName": bucket_name(cfg, purpose),
+                        "bucketName": p.context.buckets[purpose],
                         "mountOptions": "implicit-dirs",
                     },
                 },
@@ -263,7 +261,7 @@ def auth_client_env(cluster: str) -> list[dict[str, Any]]:
 
 
 def pod_template(
-    cfg: StackConfig,
+    p: Plan,
     service_account: str,
     container: dict[str, Any],
     *,
@@ -279,7 +277,7 @@ def pod_template(
     mounted); ``account`` the Kubernetes service account the pod runs as (default: the
     identity's workers' account). ``automount_token``: mount the KSA token (only the head with
     the autoscaler calls the Kubernetes API)."""
-    volumes, mounts = gcs_fuse_volumes(cfg, service_account)
+    volumes, mounts = gcs_fuse_volumes(p, service_account)
     volumes = volumes + list(extra_volumes or [])
     mounts = mounts + list(extra_mounts or [])
     container = {**container, "securityContext": container_security_context()}

@@ -43,7 +43,7 @@ from typing import Any
 from components import catalog
 from components.computeclass.model import class_label, class_taint
 from components.images.render import pool_image_kind
-from components.nodepools.render import gpu_node_labels, specs_for_pool
+from components.nodepools.render import gpu_node_labels, pool_specs
 from components.raycrs.pod import (
     API_VERSION,
     HEAD_PORTS,
@@ -70,9 +70,9 @@ from components.stack import (
     TpuPool,
     WorkerGroupConfig,
     quantity_bytes,
-    resolve_group,
 )
 from components.stack.naming import head_account_id
+from components.stack.plan import Context, Plan, plan
 
 # ------------------------------------------------------------------------------------ head group
 
@@ -82,16 +82,17 @@ ELASTIC_JOB = {"kueue.x-k8s.io/elastic-job": "true"}
 
 
 def head_group_spec(
-    cfg: StackConfig,
+    p: Plan,
     head: HeadConfig,
     service_account: str,
-    images: Mapping[str, Any] | None = None,
+    images: Mapping[str, Any],
     *,
     autoscaling: bool = True,
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``headGroupSpec``: the head on the system pool, dashboard/client reachable in-cluster only.
-    Its image is the ``cpu`` image (``images``: kind -> reference, see :func:`components.raycrs.render.render_manifests`).
+    Its image is the ``cpu`` image (``images``: kind -> reference, :func:`components.raycrs.pod.pod_images`).
+    ``p``: the stack's plan (its identities' buckets are mounted).
 
     The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
     tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it (the
@@ -102,7 +103,7 @@ def head_group_spec(
     volume, mount = shm_volume(head.memory)
     container = {
         "name": "ray-head",
-        "image": pod_images(cfg, images)["cpu"],
+        "image": images["cpu"],
         "resources": pod_resources(head.cpu, head.memory),
         "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS.items()],
     }
@@ -110,7 +111,7 @@ def head_group_spec(
         "serviceType": "ClusterIP",
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
         "template": pod_template(
-            cfg,
+            p,
             service_account,
             container,
             node_selector={catalog.NODE_POOL_LABEL: "system"},
@@ -149,19 +150,20 @@ def ray_start_params(group: WorkerGroupConfig) -> dict[str, str]:
 
 
 def worker_group_spec(
-    cfg: StackConfig,
+    p: Plan,
     target: GroupTarget,
     service_account: str,
     *,
+    images: Mapping[str, Any],
     replicas: int | None = None,
-    images: Mapping[str, Any] | None = None,
     labels: dict[str, str] | None = None,
     image_kind: str | None = None,
     autoscaled: bool = False,
     compute_class: bool = True,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
-    (:func:`components.stack.resolve_group`, or :attr:`components.stack.JobTarget.group_target`).
+    (a record of the stack's plan, :meth:`components.stack.plan.Plan.group` /
+    :meth:`~components.stack.plan.Plan.service`, or :attr:`components.stack.JobTarget.group_target`).
 
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
@@ -188,7 +190,8 @@ def worker_group_spec(
         ManifestError: the group's node pool has no GKE node pool.
     """
     group, pool = target.group, target.pool
-    specs = specs_for_pool(cfg, pool.name)
+    cc = p.compute_classes.get(pool.name)  # the pool's ComputeClass, if one names it
+    specs = pool_specs(p.context, pool, cc)
     if not specs:
         raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
     spec = specs[0]
@@ -205,7 +208,7 @@ def worker_group_spec(
     )
     container: dict[str, Any] = {
         "name": "ray-worker",
-        "image": pod_images(cfg, images)[image_kind or pool_image_kind(pool)],
+        "image": images[image_kind or pool_image_kind(pool)],
     }
     extra_volumes: list[dict[str, Any]] = []
     extra_mounts: list[dict[str, Any]] = []
@@ -254,15 +257,14 @@ def worker_group_spec(
     # A queued job's cluster gets its nodes from the Kueue flavor it is admitted to (Kueue adds
     # the flavor's nodeLabels to the pods: kueue pkg/podset/podset.go Merge); the pool's
     # ComputeClass would pin it to the class's nodes and leave a DWS flavor's pods Pending.
-    cc = next((c for c in cfg.compute_classes if c.node_pool == pool.name), None)
     if (
         cc is not None and compute_class
     ):  # the pool's class: its nodes, then its fallbacks (computeclass/render.py)
-        node_selector = {**node_selector, **class_label(cc.name)}
-        tolerations = [*tolerations, class_taint(cc.name).toleration()]
+        node_selector = {**node_selector, **class_label(cc)}
+        tolerations = [*tolerations, class_taint(cc).toleration()]
     volume, mount = shm_volume(memory)  # every Ray node's object store; NCCL on GPU nodes too
     out["template"] = pod_template(
-        cfg,
+        p,
         service_account,
         container,
         node_selector=node_selector,
@@ -275,7 +277,7 @@ def worker_group_spec(
 
 
 def ray_cluster_spec(
-    cfg: StackConfig,
+    p: Plan,
     *,
     head: HeadConfig,
     service_account: str,
@@ -283,7 +285,7 @@ def ray_cluster_spec(
     autoscaling: bool,
     idle_timeout_seconds: int,
     auth_name: str,
-    images: Mapping[str, Any] | None = None,
+    images: Mapping[str, Any],
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec`` and, later, the RayService
@@ -293,7 +295,7 @@ def ray_cluster_spec(
     (``autoscalerOptions.securityContext``; KubeRay injects that container into the head pod), and
     ``labels`` on the head's pod template (the worker groups carry their own)."""
     spec: dict[str, Any] = {
-        "rayVersion": cfg.ray.version,
+        "rayVersion": p.context.ray_version,
         "enableInTreeAutoscaling": autoscaling,
         "authOptions": auth_options(auth_name),
     }
@@ -304,16 +306,17 @@ def ray_cluster_spec(
             "securityContext": container_security_context(),
         }
     spec["headGroupSpec"] = head_group_spec(
-        cfg, head, service_account, images, autoscaling=autoscaling, labels=labels
+        p, head, service_account, images, autoscaling=autoscaling, labels=labels
     )
     spec["workerGroupSpecs"] = worker_groups
     return spec
 
 
-def object_metadata(cfg: StackConfig, name: str) -> dict[str, Any]:
+def object_metadata(ctx: Context, name: str) -> dict[str, Any]:
+    """``metadata`` of a Ray object ``name`` in the stack's namespace (``ctx.namespace``)."""
     return {
         "name": name,
-        "namespace": cfg.kuberay.namespace,
+        "namespace": ctx.namespace,
         "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
     }
 
@@ -323,13 +326,17 @@ def ray_cluster_manifest(
 ) -> dict[str, Any]:
     """The ``ray.io/v1`` RayCluster for ``rc`` (namespace ``cfg.kuberay.namespace``).
 
+    Its worker groups are the plan's records (:meth:`components.stack.plan.Plan.group`).
+
     Raises:
         ResolveError: a worker group references an undeclared node pool.
     """
+    p = plan(cfg)
+    images = pod_images(cfg, images)
     groups = [
         worker_group_spec(
-            cfg,
-            resolve_group(cfg, rc, g),
+            p,
+            p.group(rc, g),
             rc.service_account,
             images=images,
             autoscaled=rc.autoscaling,
@@ -337,7 +344,7 @@ def ray_cluster_manifest(
         )
         for g in rc.worker_groups
     ]  # KubeRay labels these pods ray.io/cluster=<name> itself
-    metadata = object_metadata(cfg, rc.name)
+    metadata = object_metadata(p.context, rc.name)
     if rc.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
         from components.capacity.render import queue_labels
 
@@ -349,7 +356,7 @@ def ray_cluster_manifest(
         "kind": "RayCluster",
         "metadata": metadata,
         "spec": ray_cluster_spec(
-            cfg,
+            p,
             head=rc.head,
             service_account=rc.service_account,
             worker_groups=groups,

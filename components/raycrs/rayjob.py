@@ -35,21 +35,18 @@ from components.raycrs.raycluster import (
     worker_group_spec,
 )
 from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
-from components.stack import (
-    HeadConfig,
-    JobConfig,
-    StackConfig,
-    resolve_job,
-)
-from components.stack.naming import bucket_url, ksa_name
+from components.stack import HeadConfig, JobTarget, StackConfig
+from components.stack.naming import ksa_name
+from components.stack.plan import Context, Plan, plan
 from contract.args.base import JobContext
 from contract.registry import bind_job_args, get_workload
 
 # ----------------------------------------------------------------------------------------- jobs
 
 
-def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
-    """The workload arguments of ``job``, bound by :func:`contract.registry.bind_job_args` (the
+def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
+    """The workload arguments of ``target.job`` (its record in the stack's plan,
+    :meth:`components.stack.plan.Plan.job`; ``ctx`` the plan's context), bound by :func:`contract.registry.bind_job_args` (the
     one binding ``raygke local run`` uses too): ``job.args`` on top of the platform values the
     workload has an argument for:
 
@@ -65,15 +62,15 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
 
     Raises:
-        KeyError: unknown workload. ResolveError: unresolvable target.
+        KeyError: unknown workload.
         contract.args.base.ArgError: ``job.args`` do not fit the workload (the stack rules report
             the same problems first).
     """
+    job = target.job
     workload = get_workload(job.workload)
-    target = resolve_job(cfg, job)
     context = JobContext(
-        dataset=f"{bucket_url(cfg, 'datasets')}/{DATASET_PATH}",
-        storage_path=bucket_url(cfg, "checkpoints"),
+        dataset=f"{ctx.bucket_url('datasets')}/{DATASET_PATH}",
+        storage_path=ctx.bucket_url("checkpoints"),
         name=job.name if "checkpoints" in workload.writes else None,
         scaling=scaling_config_for_job_target(job, target.pool, target.replicas),
         max_failures=job.max_failures,
@@ -82,26 +79,24 @@ def job_args(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     return bind_job_args(job.workload, context, job.args)
 
 
-def _own_cluster_spec(
-    cfg: StackConfig, job: JobConfig, images: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> dict[str, Any]:
     """The ``rayClusterSpec`` of a job bringing its own RayCluster: one fixed-size worker group
     spanning the whole node pool (:func:`components.stack.own_cluster_group`)."""
-    target = resolve_job(cfg, job)
+    job = target.job
     labels = {JOB_CLUSTER_LABEL: job.name}
     return ray_cluster_spec(
-        cfg,
+        p,
         head=HeadConfig(),
         service_account=job.service_account,
         worker_groups=[
             worker_group_spec(
-                cfg,
+                p,
                 target.group_target,
                 job.service_account,
                 replicas=target.replicas,
                 images=images,
                 labels=labels,
-                image_kind=job_image_kind(cfg, job),
+                image_kind=job_image_kind(target),
                 compute_class=not job.queue,
             )
         ],
@@ -113,7 +108,7 @@ def _own_cluster_spec(
     )
 
 
-def job_runtime_env(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> dict[str, Any]:
+def job_runtime_env(target: JobTarget, working_dir_uri: str) -> dict[str, Any]:
     """The RayJob's runtime environment: ``working_dir`` (the workloads archive) and, with
     ``runtime_env_pip: true``, ``pip``: the requirement lines of the image kind of the job's
     workers (:func:`components.images.render.job_image_kind`,
@@ -121,18 +116,20 @@ def job_runtime_env(cfg: StackConfig, job: JobConfig, working_dir_uri: str) -> d
     driver and every worker (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html).
     """
     env: dict[str, Any] = {"working_dir": working_dir_uri}
-    if job.runtime_env_pip:
-        env["pip"] = _runtime_env_pip(job_image_kind(cfg, job))
+    if target.job.runtime_env_pip:
+        env["pip"] = _runtime_env_pip(job_image_kind(target))
     return env
 
 
 def ray_job_manifest(
     cfg: StackConfig,
-    job: JobConfig,
+    target: JobTarget,
     working_dir_uri: str,
     images: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``ray.io/v1`` RayJob for ``job``.
+    """The ``ray.io/v1`` RayJob for the job of ``target`` (its record in ``plan(cfg)``,
+    :meth:`components.stack.plan.Plan.job`; ``cfg`` gives the images, node-pool shapes,
+    ComputeClasses and identity buckets its pods use).
 
     ``entrypoint`` from the workload registry with :func:`job_args`; ``runtimeEnvYAML`` sets
     ``working_dir`` to ``working_dir_uri`` (the content-addressed workloads archive);
@@ -144,14 +141,16 @@ def ray_job_manifest(
     ``validateDeletionConfiguration``), true / 60 s by default for a job with its own cluster.
 
     Raises:
-        KeyError: unknown workload. ResolveError: unresolvable target.
+        KeyError: unknown workload.
     """
+    job = target.job
+    p = plan(cfg)
+    ctx = p.context
+    images = pod_images(cfg, images)
     workload = get_workload(job.workload)
     spec: dict[str, Any] = {
-        "entrypoint": workload.entrypoint(job_args(cfg, job)),
-        "runtimeEnvYAML": yaml.safe_dump(
-            job_runtime_env(cfg, job, working_dir_uri), sort_keys=True
-        ),
+        "entrypoint": workload.entrypoint(job_args(ctx, target)),
+        "runtimeEnvYAML": yaml.safe_dump(job_runtime_env(target, working_dir_uri), sort_keys=True),
         "backoffLimit": job.backoff_limit,
         "shutdownAfterJobFinishes": job.shuts_down,
         "ttlSecondsAfterFinished": job.ttl_seconds,
@@ -159,7 +158,7 @@ def ray_job_manifest(
     if job.cluster:
         spec["clusterSelector"] = {"ray.io/cluster": job.cluster}
     else:
-        spec["rayClusterSpec"] = _own_cluster_spec(cfg, job, images)
+        spec["rayClusterSpec"] = _own_cluster_spec(p, target, images)
     if job.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.active_deadline_seconds
     if job.suspend:
@@ -180,14 +179,14 @@ def ray_job_manifest(
             "containers": [
                 {
                     "name": "ray-job-submitter",
-                    "image": pod_images(cfg, images)["cpu"],
+                    "image": images["cpu"],
                     "resources": pod_resources("500m", "1Gi"),
                     "securityContext": container_security_context(),
                 }
             ],
         },
     }
-    metadata = object_metadata(cfg, job.name)
+    metadata = object_metadata(ctx, job.name)
     if job.slices is not None and job.slices.elastic:
         # Kueue's elastic-job marker (kueue pkg/constants/constants.go ElasticJobAnnotation;
         # RayJob is in supportedElasticJobGVKs, pkg/controller/jobframework/validation.go):

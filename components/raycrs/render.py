@@ -17,9 +17,8 @@ from components.raycrs.pod import CLIENT_PORT, DASHBOARD_PORT
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.serve import render_services
-from components.stack import (
-    StackConfig,
-)
+from components.stack import StackConfig
+from components.stack.plan import Context, plan
 
 
 def render_manifests(
@@ -33,8 +32,12 @@ def render_manifests(
     (``pulumi.Output`` values, resolved by the engine). Unset:
     :func:`components.images.render.planned_refs` (the offline render of ``raygke check``).
     """
+    p = plan(cfg)  # the records of every worker group, job and service, resolved once
     clusters = [ray_cluster_manifest(cfg, rc, images) for rc in sorted(cfg.ray_clusters, key=_name)]
-    jobs = [ray_job_manifest(cfg, j, working_dir_uri, images) for j in sorted(cfg.jobs, key=_name)]
+    jobs = [
+        ray_job_manifest(cfg, p.job(j), working_dir_uri, images)
+        for j in sorted(cfg.jobs, key=_name)
+    ]
     return clusters + jobs + render_services(cfg, working_dir_uri, images)
 
 
@@ -42,12 +45,12 @@ def _name(x: Any) -> str:
     return x.name
 
 
-def head_service_host(cfg: StackConfig, cluster_name: str) -> str:
+def head_service_host(ctx: Context, cluster_name: str) -> str:
     """In-cluster DNS name of a RayCluster's head Service (KubeRay names it ``<name>-head-svc``)."""
-    return f"{cluster_name}-head-svc.{cfg.kuberay.namespace}.svc.cluster.local"
+    return f"{cluster_name}-head-svc.{ctx.namespace}.svc.cluster.local"
 
 
-def cluster_endpoints(cfg: StackConfig, cluster_name: str) -> dict[str, str]:
+def cluster_endpoints(ctx: Context, cluster_name: str) -> dict[str, str]:
     """``{"dashboard": "http://<svc>:8265", "client": "ray://<svc>:10001"}`` (in-cluster only)."""
-    host = head_service_host(cfg, cluster_name)
+    host = head_service_host(ctx, cluster_name)
     return {"dashboard": f"http://{host}:{DASHBOARD_PORT}", "client": f"ray://{host}:{CLIENT_PORT}"}

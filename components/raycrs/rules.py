@@ -4,8 +4,9 @@ or service's target, slices, workload and arguments, identity and checkpoints.
 Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
 :class:`~components.stack.problems.Problem` per problem, with a docstring citing where its fact
 comes from; :data:`components.stack.rules.RULES` lists them with the other cross-field rules,
-each with the top-level keys it reads, and runs them. References are followed with
-:mod:`components.stack.resolve`, so a wrong reference reads the same at every layer.
+each with the top-level keys it reads, and runs them. References are read from the stack's
+:func:`~components.stack.plan.plan` (resolved once by :mod:`components.stack.resolve`), so a wrong
+reference is reported once and reads the same at every layer.
 """
 
 from __future__ import annotations
@@ -15,14 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from components import catalog
 from components.nodepools.model import GpuPool, TpuPool
+from components.stack.plan import plan
 from components.stack.problems import Problem, at
-from components.stack.resolve import (
-    ResolveError,
-    job_runs_as,
-    reference_problem,
-    resolve_identity,
-    resolve_job,
-)
+from components.stack.resolve import ResolveError, reference_problem
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -38,10 +34,9 @@ def job_targets_exist(cfg: StackConfig) -> Iterable[Problem]:
     (https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
     A worker group's own undeclared pool is reported by
     :func:`components.stack.rules.worker_group_pools_exist_and_fit`, not again here."""
+    p = plan(cfg)
     for job in cfg.jobs:
-        try:
-            resolve_job(cfg, job)
-        except ResolveError as e:
+        for e in p.errors(job, "job"):
             if e.field.startswith(f"jobs[{job.name}]"):
                 yield reference_problem(e)
 
@@ -53,11 +48,12 @@ def job_slices_fit(cfg: StackConfig) -> Iterable[Problem]:
     on multi-host slices only, https://cloud.google.com/kubernetes-engine/docs/how-to/
     tpu-multislice) and ``max`` is at most the replicas the job's worker group (or its own
     cluster's pool) has."""
+    p = plan(cfg)
     for job in cfg.jobs:
         if job.slices is None:
             continue
         try:
-            target = resolve_job(cfg, job)
+            target = p.job(job)
         except ResolveError:  # job_targets_exist reports it
             continue
         where = f"jobs[{job.name}].slices"
@@ -94,10 +90,9 @@ def job_slices_fit(cfg: StackConfig) -> Iterable[Problem]:
 def job_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
     """A job's ``service_account`` (its submitter pod's, and its own RayCluster's) is a declared
     workload identity (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    p = plan(cfg)
     for job in cfg.jobs:
-        try:
-            resolve_identity(cfg, job.service_account, f"jobs[{job.name}].service_account")
-        except ResolveError as e:
+        for e in p.errors(job, "identity"):
             yield reference_problem(e)
 
 
@@ -160,19 +155,19 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
 
 
 def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
-    """The identity a job's Ray processes run as (:func:`components.stack.resolve.job_runs_as`:
+    """The identity a job's Ray processes run as (:meth:`components.stack.plan.Plan.runs_as`:
     the RayCluster's service account on a long-lived cluster, else the job's own) has ``write``
     on every bucket its workload writes (``Workload.writes``); the bucket-level roles are
     granted per :mod:`components.security.iam`
     (https://cloud.google.com/storage/docs/access-control/iam-roles). Jobs with an unknown
     workload, cluster or identity are left to the rules that report those."""
+    p = plan(cfg)
     for job in cfg.jobs:
         if _workload_problem(job.workload):
             continue
-        try:
-            runs_as = job_runs_as(cfg, job)
-            identity = resolve_identity(cfg, runs_as, f"jobs[{job.name}]")
-        except ResolveError:
+        runs_as = p.runs_as(job)
+        identity = None if runs_as is None else p.identities.get(runs_as)
+        if identity is None:
             continue
         for purpose in _workload(job.workload).writes:
             if identity.buckets.get(purpose) != "write":
@@ -192,12 +187,11 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
     (``Workload.accelerators`` in :mod:`contract.registry`), ``min_workers`` <= the pool's
     capacity (:func:`components.stack.resolve.resolve_service`), and a replica's ``args.num_gpus``
     / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
-    from components.stack.resolve import resolve_service
-
+    p = plan(cfg)
     for svc in cfg.services:
         where = f"services[{svc.name}]"
         try:
-            t = resolve_service(cfg, svc)
+            t = p.service(svc)
         except ResolveError as e:
             yield reference_problem(e)
             continue
@@ -339,12 +333,13 @@ def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``service_account`` is a declared workload identity that may read the
     checkpoints (the model) and artifacts (the workloads archive, its ``working_dir``) buckets
     (bucket roles per :mod:`components.security.iam`; https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    p = plan(cfg)
     for svc in cfg.services:
         where = f"services[{svc.name}].service_account"
-        try:
-            identity = resolve_identity(cfg, svc.service_account, where)
-        except ResolveError as e:
-            yield reference_problem(e)
+        errors = p.errors(svc, "identity")
+        yield from (reference_problem(e) for e in errors)
+        identity = p.identities.get(svc.service_account)
+        if errors or identity is None:
             continue
         for purpose in ("checkpoints", "artifacts"):
             if identity.buckets.get(purpose) not in ("read", "write"):

@@ -1,8 +1,9 @@
 """Ray Train ``ScalingConfig`` arguments derived from a job's target capacity (pure, no Ray import).
 
 A job runs either on a worker group of a long-lived RayCluster (``cluster`` + ``worker_group``) or
-on its own RayCluster built from a node pool (``node_pool``); :func:`components.stack.resolve_job`
-(the one resolver) says which pool and how many replicas. Either way the node pool it lands on
+on its own RayCluster built from a node pool (``node_pool``); its
+:class:`~components.stack.resolve.JobTarget` (the stack's :func:`~components.stack.plan.plan`,
+resolved once by :func:`components.stack.resolve_job`) says which pool and how many replicas. Either way the node pool it lands on
 is a declared pool, and the ``ScalingConfig`` keyword arguments come from the catalog's entry for
 that pool's shape — never typed a second time:
 
@@ -27,14 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.stack import (
-    CpuPool,
-    GpuPool,
-    JobConfig,
-    StackConfig,
-    TpuPool,
-    resolve_job,
-)
+from components.stack import CpuPool, GpuPool, JobConfig, JobTarget, TpuPool
 
 
 class ScalingError(ValueError):
@@ -88,8 +82,9 @@ def scaling_config_for_job_target(
     return out
 
 
-def scaling_config_for_job(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
-    """``ray.train.ScalingConfig`` keyword arguments for ``job`` (see the module docstring).
+def scaling_config_for_job(target: JobTarget) -> dict[str, Any]:
+    """``ray.train.ScalingConfig`` keyword arguments for a job's target (see the module
+    docstring; ``plan(cfg).job(job)``, :meth:`components.stack.plan.Plan.job`).
 
     Returns e.g. for a v6e 4x4 worker group with ``max_replicas: 2``::
 
@@ -97,7 +92,6 @@ def scaling_config_for_job(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
          "num_workers": 8, "resources_per_worker": {"TPU": 4}}
 
     Raises:
-        ResolveError: the job's target cannot be resolved (see :func:`components.stack.resolve_job`).
+        ScalingError: fewer than one replica.
     """
-    target = resolve_job(cfg, job)
-    return scaling_config_for_job_target(job, target.pool, target.replicas)
+    return scaling_config_for_job_target(target.job, target.pool, target.replicas)

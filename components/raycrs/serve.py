@@ -32,10 +32,10 @@ from typing import Any
 
 import yaml
 
-from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError
+from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
-from components.stack import GpuPool, ServiceConfig, StackConfig, resolve_service
-from components.stack.naming import bucket_url
+from components.stack import GpuPool, GroupTarget, ServiceConfig, StackConfig
+from components.stack.plan import Context, plan
 from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
@@ -43,7 +43,7 @@ SERVICE_LABEL = "ray-gke/service"
 APP_NAME = "lm"
 
 
-def service_checkpoint(cfg: StackConfig, svc: ServiceConfig) -> str:
+def service_checkpoint(ctx: Context, svc: ServiceConfig) -> str:
     """The ``checkpoint`` argument of the service: its ``gs://`` path as given, or
     ``<checkpoints bucket URL>/<job name>`` for a job name (the job's experiment folder, whose
     newest verifying checkpoint the application serves).
@@ -51,7 +51,7 @@ def service_checkpoint(cfg: StackConfig, svc: ServiceConfig) -> str:
     Raises:
         ManifestError: a ``gs://`` path outside the checkpoints bucket.
     """
-    root = bucket_url(cfg, "checkpoints")
+    root = ctx.bucket_url("checkpoints")
     if svc.checkpoint_job is not None:
         return f"{root}/{svc.checkpoint_job}"
     if svc.checkpoint != root and not svc.checkpoint.startswith(root + "/"):
@@ -62,19 +62,21 @@ def service_checkpoint(cfg: StackConfig, svc: ServiceConfig) -> str:
     return svc.checkpoint.rstrip("/")
 
 
-def service_args(cfg: StackConfig, svc: ServiceConfig) -> dict[str, Any]:
+def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[str, Any]:
     """The application's arguments: ``svc.args`` plus ``checkpoint`` (:func:`service_checkpoint`);
-    on a GPU pool ``num_gpus: 1`` unless given (one replica per GPU)."""
-    target = resolve_service(cfg, svc)
+    on a GPU pool (``target``: the service's worker group in the plan,
+    :meth:`components.stack.plan.Plan.service`) ``num_gpus: 1`` unless given (one replica per GPU)."""
     args = dict(svc.args)
     if isinstance(target.pool, GpuPool):
         args.setdefault("num_gpus", 1)
-    args["checkpoint"] = service_checkpoint(cfg, svc)
+    args["checkpoint"] = service_checkpoint(ctx, svc)
     get_workload(svc.workload).parse(args)
     return args
 
 
-def serve_config(cfg: StackConfig, svc: ServiceConfig, working_dir_uri: str) -> dict[str, Any]:
+def serve_config(
+    ctx: Context, svc: ServiceConfig, target: GroupTarget, working_dir_uri: str
+) -> dict[str, Any]:
     """The Serve declarative config of ``svc``: one application ``lm`` at ``/``, builder
     ``Workload.serve_app``, ``runtime_env.working_dir`` = ``working_dir_uri``, args from
     :func:`service_args`."""
@@ -85,7 +87,7 @@ def serve_config(cfg: StackConfig, svc: ServiceConfig, working_dir_uri: str) -> 
                 "route_prefix": "/",
                 "import_path": get_workload(svc.workload).serve_app,
                 "runtime_env": {"working_dir": working_dir_uri},
-                "args": service_args(cfg, svc),
+                "args": service_args(ctx, svc, target),
             }
         ]
     }
@@ -116,13 +118,15 @@ def ray_service_manifest(
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
-    target = resolve_service(cfg, svc)
+    p = plan(cfg)
+    target = p.service(svc)
+    images = pod_images(cfg, images)
     group = _with_serve_port_and_label(
-        worker_group_spec(cfg, target, svc.service_account, images=images, autoscaled=True),
+        worker_group_spec(p, target, svc.service_account, images=images, autoscaled=True),
         svc.name,
     )
     cluster = ray_cluster_spec(
-        cfg,
+        p,
         head=svc.head,
         service_account=svc.service_account,
         worker_groups=[group],
@@ -143,7 +147,7 @@ def ray_service_manifest(
         }
     spec = {
         "serveConfigV2": yaml.safe_dump(
-            serve_config(cfg, svc, working_dir_uri), sort_keys=True, width=1000
+            serve_config(p.context, svc, target, working_dir_uri), sort_keys=True, width=1000
         ),
         "upgradeStrategy": strategy,
         "rayClusterConfig": cluster,
@@ -151,7 +155,7 @@ def ray_service_manifest(
     return {
         "apiVersion": API_VERSION,
         "kind": "RayService",
-        "metadata": object_metadata(cfg, svc.name),
+        "metadata": object_metadata(p.context, svc.name),
         "spec": spec,
     }
 
@@ -167,9 +171,9 @@ def render_services(
     ]
 
 
-def service_url(cfg: StackConfig, name: str) -> str:
+def service_url(ctx: Context, name: str) -> str:
     """In-cluster URL of a service: ``http://<name>-serve-svc.<ns>.svc.cluster.local:8000``."""
-    return f"http://{name}-serve-svc.{cfg.kuberay.namespace}.svc.cluster.local:{SERVE_PORT}"
+    return f"http://{name}-serve-svc.{ctx.namespace}.svc.cluster.local:{SERVE_PORT}"
 
 
 __all__ = [

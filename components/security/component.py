@@ -268,7 +268,9 @@ class WorkloadAccess(pulumi.ComponentResource):
                 f"{name}-wi-{acct.name}",
                 service_account_id=args.gsas[acct.name].name,
                 role=iam.WORKLOAD_IDENTITY_ROLE,
-                member=naming.workload_identity_member(cfg, acct.name),
+                member=naming.workload_identity_member(
+                    cfg.project, cfg.kuberay.namespace, acct.name
+                ),
                 opts=child,
             )
             for acct in naming.workload_accounts(cfg)

@@ -44,12 +44,12 @@ PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 
 def service_account_member(cfg: StackConfig, identity: str) -> str:
     """``serviceAccount:<gsa email>`` of a workload class."""
-    return f"serviceAccount:{gsa_email(cfg, identity)}"
+    return f"serviceAccount:{gsa_email(cfg.project, identity)}"
 
 
 def node_service_account_email(cfg: StackConfig) -> str:
     """Email of the nodes' service account."""
-    return gsa_email(cfg, node_service_account_id(cfg))
+    return gsa_email(cfg.project, node_service_account_id(cfg))
 
 
 def bucket_bindings(cfg: StackConfig) -> list[tuple[BucketPurpose, str, str]]:
@@ -71,7 +71,11 @@ def workload_identity_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
     """``(gsa email, role, member)``: each KSA may impersonate its own GSA only (workers' and
     heads' accounts: :func:`components.stack.naming.workload_accounts`)."""
     return [
-        (gsa_email(cfg, a.name), WORKLOAD_IDENTITY_ROLE, workload_identity_member(cfg, a.name))
+        (
+            gsa_email(cfg.project, a.name),
+            WORKLOAD_IDENTITY_ROLE,
+            workload_identity_member(cfg.project, cfg.kuberay.namespace, a.name),
+        )
         for a in workload_accounts(cfg)
     ]
 

@@ -71,8 +71,9 @@ from components.raycrs.rayjob import job_args
 from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
-from components.stack import ResolveError, StackConfig, resolve_job
+from components.stack import ResolveError, StackConfig
 from components.stack.name_checks import name_problems
+from components.stack.plan import plan
 from components.stack.problems import Problem, at, problems_of
 
 _CLUSTER_SPEC = {
@@ -276,7 +277,7 @@ def _object_problem(manifest: dict[str, Any], line: str, rule: str) -> Problem:
 
 def workload_problems(cfg: StackConfig) -> list[Problem]:
     """A job whose workload does not support the accelerator kind of its node pool (resolved by
-    :func:`components.stack.resolve_job`), whose target or workload cannot be resolved, or whose
+    the stack's plan, :meth:`components.stack.plan.Plan.job`), whose target or workload cannot be resolved, or whose
     arguments, bound with what its pool provides (:func:`components.raycrs.rayjob.job_args`:
     the pool's ``scaling`` among them), break a rule of the workload (e.g. ``tune_lm`` on a TPU
     slice with a trainer other than ``jax``)."""
@@ -284,9 +285,10 @@ def workload_problems(cfg: StackConfig) -> list[Problem]:
     from contract.registry import get_workload
 
     problems = []
+    p = plan(cfg)
     for job in cfg.jobs:
         try:
-            target = resolve_job(cfg, job)
+            target = p.job(job)
         except ResolveError as e:
             problems.append(at(e.field, str(e), "workload"))
             continue
@@ -303,7 +305,7 @@ def workload_problems(cfg: StackConfig) -> list[Problem]:
             problems.append(at(f"jobs[{job.name}].node_pool", line, "workload-accelerator"))
             continue
         try:
-            job_args(cfg, job)
+            job_args(p.context, target)
         except ArgError as e:
             where = f"jobs[{job.name}].args"
             problems += [at(where, f"{where}: {p}", "workload-args") for p in e.problems]
@@ -402,7 +404,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     problems += problems_of(name_problems(cfg), "", "names")
     try:
         _, sha = workloads_archive()
-        manifests = render_manifests(cfg, working_dir_uri(cfg, sha))
+        manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, sha))
     except ResolveError as e:  # the same line workload_problems gave: do not say it twice
         said = str(e) in problems
         return problems if said else [*problems, at(e.field, str(e), "render")]

@@ -24,14 +24,14 @@ def bucket_url(cfg: StackConfig, purpose: BucketPurpose) -> str:
     return f"gs://{bucket_name(cfg, purpose)}"
 
 
-def gsa_account_id(cfg: StackConfig, identity: WorkloadIdentityConfig | str) -> str:
+def gsa_account_id(identity: WorkloadIdentityConfig | str) -> str:
     """Google service account id of a workload class (the workload identity's name)."""
     return identity if isinstance(identity, str) else identity.name
 
 
-def gsa_email(cfg: StackConfig, identity: WorkloadIdentityConfig | str) -> str:
+def gsa_email(project: str, identity: WorkloadIdentityConfig | str) -> str:
     """``<id>@<project>.iam.gserviceaccount.com``."""
-    return f"{gsa_account_id(cfg, identity)}@{cfg.project}.iam.gserviceaccount.com"
+    return f"{gsa_account_id(identity)}@{project}.iam.gserviceaccount.com"
 
 
 def ksa_name(identity: WorkloadIdentityConfig | str) -> str:
@@ -88,16 +88,18 @@ def workload_accounts(cfg: StackConfig) -> list[WorkloadAccount]:
     return out
 
 
-def workload_pool(cfg: StackConfig) -> str:
+def workload_pool(project: str) -> str:
     """The Workload Identity pool ``<project>.svc.id.goog``."""
-    return f"{cfg.project}.svc.id.goog"
+    return f"{project}.svc.id.goog"
 
 
-def workload_identity_member(cfg: StackConfig, identity: WorkloadIdentityConfig | str) -> str:
-    """IAM member that lets the KSA impersonate the GSA through Workload Identity:
-    ``serviceAccount:<project>.svc.id.goog[<namespace>/<ksa>]``
+def workload_identity_member(
+    project: str, namespace: str, identity: WorkloadIdentityConfig | str
+) -> str:
+    """IAM member that lets the KSA of ``identity`` in ``namespace`` impersonate the GSA through
+    Workload Identity: ``serviceAccount:<project>.svc.id.goog[<namespace>/<ksa>]``
     (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
-    return f"serviceAccount:{workload_pool(cfg)}[{cfg.kuberay.namespace}/{ksa_name(identity)}]"
+    return f"serviceAccount:{workload_pool(project)}[{namespace}/{ksa_name(identity)}]"
 
 
 def node_service_account_id(cfg: StackConfig) -> str:
@@ -125,19 +127,19 @@ SECRETS_KEY_NAME = "secret-manager"
 BOOT_DISK_KEY_NAME = "boot-disks"
 
 
-def subnet_name(cfg: StackConfig) -> str:
-    """The subnetwork: ``<network>-<region>``."""
-    return f"{cfg.network.name}-{cfg.region}"
+def subnet_name(network: str, region: str) -> str:
+    """The subnetwork: ``<network>-<region>`` (``network.name``, the stack's region)."""
+    return f"{network}-{region}"
 
 
-def router_name(cfg: StackConfig) -> str:
-    """The Cloud Router: ``<network>-router``."""
-    return f"{cfg.network.name}-router"
+def router_name(network: str) -> str:
+    """The Cloud Router: ``<network>-router`` (``network.name``)."""
+    return f"{network}-router"
 
 
-def nat_name(cfg: StackConfig) -> str:
-    """The Cloud NAT: ``<network>-nat``."""
-    return f"{cfg.network.name}-nat"
+def nat_name(network: str) -> str:
+    """The Cloud NAT: ``<network>-nat`` (``network.name``)."""
+    return f"{network}-nat"
 
 
 def key_ring_name(cfg: StackConfig, location: str) -> str:
@@ -196,9 +198,17 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
     out = [
         DerivedName("gke-cluster", "GKE cluster", cfg.cluster.name, "cluster.name"),
         DerivedName("compute", "VPC network", cfg.network.name, "network.name", "network"),
-        DerivedName("compute", "subnetwork", subnet_name(cfg), "network.name", "subnet"),
-        DerivedName("compute", "Cloud Router", router_name(cfg), "network.name", "router"),
-        DerivedName("compute", "Cloud NAT", nat_name(cfg), "network.name", "nat"),
+        DerivedName(
+            "compute",
+            "subnetwork",
+            subnet_name(cfg.network.name, cfg.region),
+            "network.name",
+            "subnet",
+        ),
+        DerivedName(
+            "compute", "Cloud Router", router_name(cfg.network.name), "network.name", "router"
+        ),
+        DerivedName("compute", "Cloud NAT", nat_name(cfg.network.name), "network.name", "nat"),
         DerivedName(
             "service-account", "node service account", node_service_account_id(cfg), "cluster.name"
         ),

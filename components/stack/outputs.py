@@ -32,7 +32,9 @@ def config_outputs(cfg: StackConfig) -> dict[str, Any]:
         "contract_version": CONTRACT_VERSION,
         "bucket_urls": {p: naming.bucket_url(cfg, p) for p in naming.BUCKET_PURPOSES},
         "bucket_names": {p: naming.bucket_name(cfg, p) for p in naming.BUCKET_PURPOSES},
-        "service_accounts": {wi.name: naming.gsa_email(cfg, wi) for wi in cfg.workload_identities},
+        "service_accounts": {
+            wi.name: naming.gsa_email(cfg.project, wi) for wi in cfg.workload_identities
+        },
         "node_service_account": (
             f"{naming.node_service_account_id(cfg)}@{cfg.project}.iam.gserviceaccount.com"
         ),

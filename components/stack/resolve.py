@@ -1,11 +1,13 @@
 """The one resolver from a stack's references to what they land on: which node pool, which TPU
 slice or GPU shape, how many replicas.
 
-Every layer that follows a reference asks this module — the cross-field rules
-(:mod:`components.stack.rules`), the ``ScalingConfig`` (:mod:`components.raycrs.scaling`), the
-KubeRay manifests (:mod:`components.raycrs.render`) and the rendered-stack checks
-(:mod:`components.stack.checks`) — so the same mistake reads the same everywhere: one
-:class:`ResolveError` whose message names the stack-file field, the value and what is declared::
+A stack is resolved once, by :func:`components.stack.plan.plan`, which calls this module for
+every pool, worker group, job, service and identity reference; every layer that follows a
+reference reads that plan's records — the cross-field rules (:mod:`components.stack.rules`), the
+``ScalingConfig`` (:mod:`components.raycrs.scaling`), the KubeRay manifests
+(:mod:`components.raycrs.render`) and the rendered-stack checks (:mod:`components.stack.checks`)
+— so the same mistake is reported once and reads the same everywhere: one :class:`ResolveError`
+whose message names the stack-file field, the value and what is declared::
 
     jobs[train].node_pool 'x' is not a declared node pool; declared: cpu, tpu-v6e
 

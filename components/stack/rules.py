@@ -7,8 +7,9 @@ they run, each with the top-level keys it reads (``needs``); :func:`rule_problem
 whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
 ``jobs[x].node_pool`` (:func:`components.stack.loader.validate`).
 
-References are followed with :mod:`components.stack.resolve`, the one resolver the builders and
-checks use too, so a wrong reference reads the same at every layer. The rules on jobs and
+References are read from the stack's :func:`~components.stack.plan.plan`, resolved once by
+:mod:`components.stack.resolve` (the one resolver), whose records the builders and checks use too,
+so a wrong reference is reported once and reads the same at every layer. The rules on jobs and
 services live with the Ray CRs (:mod:`components.raycrs.rules`), the compute-class rules in
 :mod:`components.computeclass.rules`, the capacity rules in :mod:`components.capacity`;
 :data:`RULES` lists them all.
@@ -40,15 +41,9 @@ from components.raycrs.rules import (
     service_workloads_and_checkpoints,
 )
 from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX
+from components.stack.plan import plan
 from components.stack.problems import Problem, Rule, at, problems_of
-from components.stack.resolve import (
-    ResolveError,
-    nap_needs,
-    reference_problem,
-    resolve_group,
-    resolve_identity,
-    resolve_pool,
-)
+from components.stack.resolve import ResolveError, nap_needs, reference_problem
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -225,10 +220,9 @@ def cluster_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
     """A RayCluster's ``service_account`` is a declared workload identity: its pods run as that
     identity's Kubernetes service account, which only exists when declared
     (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
+    p = plan(cfg)
     for rc in cfg.ray_clusters:
-        try:
-            resolve_identity(cfg, rc.service_account, f"ray_clusters[{rc.name}].service_account")
-        except ResolveError as e:
+        for e in p.errors(rc, "identity"):
             yield reference_problem(e)
 
 
@@ -237,10 +231,11 @@ def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[Problem]:
     ``maxReplicas`` fits the pool: a replica is one slice on TPU pools, one node otherwise
     (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html); more would stay
     Pending."""
+    p = plan(cfg)
     for rc in cfg.ray_clusters:
         for g in rc.worker_groups:
             try:
-                t = resolve_group(cfg, rc, g)
+                t = p.group(rc, g)
             except ResolveError as e:
                 yield reference_problem(e)
                 continue
@@ -268,6 +263,7 @@ def multi_host_tpu_needs_webhook(cfg: StackConfig) -> Iterable[Problem]:
     Unresolvable references are left to the rules that report them."""
     if cfg.kuberay.mode != "helm" or cfg.kuberay.tpu_webhook:
         return
+    pools = plan(cfg).pools
     users: list[tuple[str, str, str]] = [
         (
             f"ray_clusters[{rc.name}].worker_groups[{g.name}]",
@@ -283,10 +279,7 @@ def multi_host_tpu_needs_webhook(cfg: StackConfig) -> Iterable[Problem]:
         if j.node_pool
     ]
     for where, pool_name, field in users:
-        try:
-            pool = resolve_pool(cfg, pool_name, field)
-        except ResolveError:
-            continue
+        pool = pools.get(pool_name)  # an undeclared pool is reported by the reference rules
         if isinstance(pool, TpuPool) and pool.slice.multi_host:
             yield (
                 at(
@@ -352,12 +345,10 @@ def secret_readers_declared(cfg: StackConfig) -> Iterable[Problem]:
     """A secret's ``readers`` are declared workload identities: each is granted
     ``roles/secretmanager.secretAccessor`` on the secret
     (https://cloud.google.com/secret-manager/docs/access-control)."""
+    p = plan(cfg)
     for secret in cfg.secrets:
-        for r in secret.readers:
-            try:
-                resolve_identity(cfg, r, f"secrets[{secret.name}].readers:")
-            except ResolveError as e:
-                yield reference_problem(e)
+        for e in p.errors(secret, "identity"):
+            yield reference_problem(e)
 
 
 def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[Problem]:

@@ -252,9 +252,10 @@ def assert_renders(path: Path) -> None:
     from components.raycrs.render import render_manifests
     from components.stack import load_stack_file
     from components.stack.outputs import accelerator_summary
+    from components.stack.plan import plan
 
     cfg = load_stack_file(path)
-    manifests = render_manifests(cfg, working_dir_uri(cfg, "0123456789abcdef"))
+    manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, "0123456789abcdef"))
     json.dumps(manifests, allow_nan=False)
     json.dumps([repr(s) for s in node_pool_specs(cfg)])
     json.dumps(accelerator_summary(cfg), allow_nan=False)

@@ -18,6 +18,7 @@ import pytest
 
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.render import cluster_endpoints
+from components.stack.plan import plan as stack_plan
 from raygke import submit
 from raygke.cli import main
 from tests.helpers import ROOT, stack
@@ -44,7 +45,7 @@ def test_plan_names_what_the_stack_renders_for_its_raycluster(name: str) -> None
     assert manifest["spec"]["authOptions"]["mode"] == "token"
     assert plan.secret_key == "auth_token"
     # the Service and port of the stack's own `ray_clusters` output (docs/outputs.md)
-    dashboard = cluster_endpoints(cfg, rc.name)["dashboard"]
+    dashboard = cluster_endpoints(stack_plan(cfg).context, rc.name)["dashboard"]
     assert dashboard == f"http://{plan.service}.{plan.namespace}.svc.cluster.local:{plan.port}"
     assert plan.port == 8265
 

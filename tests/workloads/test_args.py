@@ -8,6 +8,7 @@ import shlex
 
 import pytest
 
+from components.stack.plan import plan
 from contract.args.base import ArgError, JobContext, parse_value
 from contract.args.train_lm import TrainLmArgs
 from contract.args.train_lm_jax import TrainLmJaxArgs
@@ -133,7 +134,7 @@ def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.Monkey
     monkeypatch.setattr(lj, "bind_job_args", spy)
     cfg = stack("prod")
     job = next(j for j in cfg.jobs if j.workload == "train_lm")
-    assert rayjob.job_args(cfg, job) == {"marker": "train_lm"}
+    assert rayjob.job_args(plan(cfg).context, plan(cfg).job(job)) == {"marker": "train_lm"}
     state = {"buckets": {b: f"/b/{b}" for b in ("datasets", "checkpoints", "artifacts")}}
     assert lj.job_args("evaluate", state, None, "r", {}) == {"marker": "evaluate"}
     assert calls == ["train_lm", "evaluate"]

@@ -28,6 +28,7 @@ from components.images.render import (
     write_requirements,
 )
 from components.stack import IMAGE_KINDS, validate
+from components.stack.plan import plan
 from contract.registry import WORKLOADS
 from tests.helpers import ROOT, config, stack
 
@@ -157,13 +158,15 @@ def test_hadolint_passes_on_every_dockerfile() -> None:
 def test_content_hash_follows_requirements(tmp_path: Path) -> None:
     cfg = stack("dev")
     root = _copy_project(tmp_path)
-    before = content_hash(cfg, "gpu", root)
-    assert before == content_hash(cfg, "gpu", ROOT)
-    tf_before = content_hash(cfg, "gpu-tf", root)
+    before = content_hash(plan(cfg).context, "gpu", root)
+    assert before == content_hash(plan(cfg).context, "gpu", ROOT)
+    tf_before = content_hash(plan(cfg).context, "gpu-tf", root)
     py = root / "pyproject.toml"
     py.write_text(py.read_text().replace('"torch==2.13.0"', '"torch==2.13.1"'))
-    assert content_hash(cfg, "gpu", root) != before
-    assert content_hash(cfg, "gpu-tf", root) == tf_before  # the gpu-tf image has no torch
+    assert content_hash(plan(cfg).context, "gpu", root) != before
+    assert (
+        content_hash(plan(cfg).context, "gpu-tf", root) == tf_before
+    )  # the gpu-tf image has no torch
 
 
 def test_kinds_used_and_built_follow_pools_and_prebuilt_images() -> None:

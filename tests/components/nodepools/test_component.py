@@ -163,7 +163,7 @@ def test_workload_policy_name_stays_within_63() -> None:
     from components.nodepools.render import workload_policy_name
 
     cfg = validate(config(cluster={"name": "c" * 40, "deletion_protection": False}))
-    long = workload_policy_name(cfg, "p" * 40 + "-12")
+    long = workload_policy_name(cfg.cluster.name, "p" * 40 + "-12")
     assert len(long) <= 63 and long.endswith("-wp")
-    assert long == workload_policy_name(cfg, "p" * 40 + "-12")  # stable
-    assert long != workload_policy_name(cfg, "p" * 40 + "-13")
+    assert long == workload_policy_name(cfg.cluster.name, "p" * 40 + "-12")  # stable
+    assert long != workload_policy_name(cfg.cluster.name, "p" * 40 + "-13")

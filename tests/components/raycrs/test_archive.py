@@ -15,6 +15,7 @@ from components.raycrs.archive import (
     working_dir_uri,
     workloads_archive,
 )
+from components.stack.plan import plan
 from tests.helpers import ROOT, stack
 
 
@@ -61,7 +62,7 @@ def test_names_and_uri() -> None:
     sha = "ab" * 32
     assert archive_object_name(sha) == "workloads/abababababababab.zip"
     cfg = stack("dev")
-    assert working_dir_uri(cfg, sha) == (
+    assert working_dir_uri(plan(cfg).context, sha) == (
         "gs://ray-gke-dev-ray-dev-artifacts/workloads/abababababababab.zip"
     )
     with pytest.raises(ValueError, match="not a sha256"):

@@ -19,6 +19,7 @@ from components.stack import (
     validate,
 )
 from components.stack.checks import check_manifests
+from components.stack.plan import plan
 from tests.helpers import WORKING_DIR, config
 
 CLUSTERS = [
@@ -161,7 +162,7 @@ def test_each_training_job_has_its_own_experiment() -> None:
             ]
         )
     )
-    a, b, ev = (job_args(cfg, j) for j in cfg.jobs)
+    a, b, ev = (job_args(plan(cfg).context, plan(cfg).job(j)) for j in cfg.jobs)
     assert (a["name"], b["name"]) == ("lm-a", "lm-b")
     assert a["storage_path"] == b["storage_path"]
     assert ev["name"] == "lm-a"

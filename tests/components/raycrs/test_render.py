@@ -19,6 +19,7 @@ from components.raycrs.render import cluster_endpoints, render_manifests
 from components.stack import ConfigError, GpuPool, quantity_bytes, validate
 from components.stack.checks import check_manifests
 from components.stack.naming import bucket_name
+from components.stack.plan import plan
 from contract.args.train import PLACEMENT_STRATEGIES
 from contract.args.train_lm_tf import TrainLmTfArgs
 from tests.helpers import WORKING_DIR, config, of_type, render, stack
@@ -178,7 +179,7 @@ def test_render_is_deterministic_and_ordered() -> None:
 
 
 def test_endpoints() -> None:
-    assert cluster_endpoints(stack("dev"), "research") == {
+    assert cluster_endpoints(plan(stack("dev")).context, "research") == {
         "dashboard": "http://research-head-svc.ray.svc.cluster.local:8265",
         "client": "ray://research-head-svc.ray.svc.cluster.local:10001",
     }

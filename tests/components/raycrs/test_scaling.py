@@ -9,7 +9,8 @@ import pytest
 from components import catalog
 from components.raycrs.rayjob import job_args, ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
-from components.stack import JobConfig, ResolveError, StackConfig, validate
+from components.stack import JobConfig, ResolveError, StackConfig, resolve_job, validate
+from components.stack.plan import plan
 from tests.components.stack.test_model import problems
 from tests.helpers import WORKING_DIR, config, stack
 
@@ -56,7 +57,7 @@ def test_tpu_every_topology(gen: str, topology: str, slices: int) -> None:
     # A job spans several slices only when they are multi-host (Multislice); on single-host
     # slices it uses one (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice).
     job_slices = slices if hosts > 1 else 1
-    assert scaling_config_for_job(cfg, job) == {
+    assert scaling_config_for_job(resolve_job(cfg, job)) == {
         "use_tpu": True,
         "topology": topology,
         "accelerator_type": RAY_TYPE[gen],
@@ -85,7 +86,7 @@ def test_gpu_shapes(gpu: str, count: int, nodes: int) -> None:
     }
     cfg = _cfg(pool)
     job = JobConfig(name="j", workload="train_lm", node_pool="gpu")
-    assert scaling_config_for_job(cfg, job) == {
+    assert scaling_config_for_job(resolve_job(cfg, job)) == {
         "use_gpu": True,
         "num_workers": count * nodes,
         "resources_per_worker": {"GPU": 1},
@@ -95,21 +96,21 @@ def test_gpu_shapes(gpu: str, count: int, nodes: int) -> None:
 def test_cpu_pool_one_worker_per_node() -> None:
     cfg = _cfg({"name": "cpu", "machine_type": "n2-standard-8", "max_nodes": 3})
     job = JobConfig(name="j", workload="prepare", node_pool="cpu")
-    assert scaling_config_for_job(cfg, job) == {"use_gpu": False, "num_workers": 3}
+    assert scaling_config_for_job(resolve_job(cfg, job)) == {"use_gpu": False, "num_workers": 3}
 
 
 def test_worker_group_max_replicas_counts_slices() -> None:
     pool = {"name": "tpu", "tpu": {"generation": "v6e", "topology": "4x4"}, "max_slices": 2}
     cfg = _cfg(pool, [{"name": "g", "node_pool": "tpu", "max_replicas": 1}])
     job = JobConfig(name="j", workload="train_lm_jax", cluster="rc", worker_group="g")
-    assert scaling_config_for_job(cfg, job)["num_workers"] == 4
+    assert scaling_config_for_job(resolve_job(cfg, job))["num_workers"] == 4
 
 
 def test_ambiguous_cluster_job_is_an_error_naming_the_groups() -> None:
     cfg = stack("prod")
     job = JobConfig(name="j", workload="train_lm", cluster="training")
     with pytest.raises(ResolveError, match=r"jobs\[j\]\.worker_group .*cpu, tpu-v6e, h100"):
-        scaling_config_for_job(cfg, job)
+        scaling_config_for_job(resolve_job(cfg, job))
 
 
 def test_prod_jobs_use_the_catalog() -> None:
@@ -117,9 +118,11 @@ def test_prod_jobs_use_the_catalog() -> None:
     jobs = {j.name: j for j in cfg.jobs}
     s = catalog.tpu_slice("v6e", "4x4")
     # elastic (Pulumi.prod.yaml slices: {min: 1, max: 2}): num_workers (4, 8)
-    assert scaling_config_for_job(cfg, jobs["train-lm-jax-v6e"]) == s.scaling_config(2, 1)
+    assert scaling_config_for_job(resolve_job(cfg, jobs["train-lm-jax-v6e"])) == s.scaling_config(
+        2, 1
+    )
     assert s.scaling_config(2, 1)["num_workers"] == (4, 8)
-    h100 = scaling_config_for_job(cfg, jobs["train-lm-h100"])
+    h100 = scaling_config_for_job(resolve_job(cfg, jobs["train-lm-h100"]))
     assert h100["num_workers"] == 16 and h100["use_gpu"] is True
 
 
@@ -136,7 +139,7 @@ def test_peak_flops_per_device_comes_from_the_catalog() -> None:
     )
     assert peak_flops_per_device(cfg.pool("cpu")) is None
     jax_job = next(j for j in cfg.jobs if j.workload == "train_lm_jax")
-    args = job_args(cfg, jax_job)
+    args = job_args(plan(cfg).context, resolve_job(cfg, jax_job))
     assert (
         args["peak_flops_per_device"] == tpu_slice("v6e", "4x4").generation.peak_bf16_tflops * 1e12
     )
@@ -153,7 +156,7 @@ def test_multislice_only_on_multi_host_groups() -> None:
 
     dev = stack("dev")
     job = next(j for j in dev.jobs if j.workload == "train_lm_jax")
-    assert scaling_config_for_job(dev, job)["num_workers"] == 1
+    assert scaling_config_for_job(resolve_job(dev, job))["num_workers"] == 1
 
     def megascale_groups(cfg: StackConfig) -> dict[str, bool]:
         out = {}
@@ -204,19 +207,19 @@ def test_catalog_elastic_scaling_is_a_tuple_ray_accepts() -> None:
 def test_elastic_job_renders_range_and_kueue_annotation() -> None:
     cfg = validate(_stack({"min": 1, "max": 2}))
     job = cfg.jobs[0]
-    assert scaling_config_for_job(cfg, job)["num_workers"] == (4, 8)
-    assert job_args(cfg, job)["scaling"]["num_workers"] == (4, 8)
-    rj = ray_job_manifest(cfg, job, WORKING_DIR)
+    assert scaling_config_for_job(plan(cfg).job(job))["num_workers"] == (4, 8)
+    assert job_args(plan(cfg).context, plan(cfg).job(job))["scaling"]["num_workers"] == (4, 8)
+    rj = ray_job_manifest(cfg, plan(cfg).job(job), WORKING_DIR)
     assert rj["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] == "true"
 
 
 def test_fixed_range_has_no_annotation() -> None:
     cfg = validate(_stack({"min": 1, "max": 1}))
-    assert scaling_config_for_job(cfg, cfg.jobs[0])["num_workers"] == 4
-    rj = ray_job_manifest(cfg, cfg.jobs[0], WORKING_DIR)
+    assert scaling_config_for_job(plan(cfg).job(cfg.jobs[0]))["num_workers"] == 4
+    rj = ray_job_manifest(cfg, plan(cfg).job(cfg.jobs[0]), WORKING_DIR)
     assert "kueue.x-k8s.io/elastic-job" not in rj["metadata"].get("annotations", {})
     cfg = validate(_stack(None))
-    assert scaling_config_for_job(cfg, cfg.jobs[0])["num_workers"] == 8  # the whole pool
+    assert scaling_config_for_job(plan(cfg).job(cfg.jobs[0]))["num_workers"] == 8  # the whole pool
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from components.raycrs.render import render_manifests
 from components.raycrs.serve import ray_service_manifest, service_url
 from components.stack import ConfigError, validate
 from components.stack.checks import check_stack
+from components.stack.plan import plan
 from tests.helpers import WORKING_DIR, config, needs_crds, stack
 
 SERVICE = {"name": "lm", "checkpoint": "train", "node_pool": "cpu"}
@@ -66,7 +67,7 @@ def test_prod_serves_the_lm_from_the_h100_jobs_checkpoints() -> None:
         ]  # the bucket mounts; /dev/shm is the object store's memory (issue 12)
         assert mounts and all(v["readOnly"] for v in mounts), "ray-serve only reads"
     assert cluster["enableInTreeAutoscaling"] is True
-    assert service_url(cfg, "lm") == "http://lm-serve-svc.ray.svc.cluster.local:8000"
+    assert service_url(plan(cfg).context, "lm") == "http://lm-serve-svc.ray.svc.cluster.local:8000"
     assert check_stack(cfg) == []
 
 

@@ -14,6 +14,7 @@ from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.stack import ConfigError, checks, validate
 from components.stack.checks import check_manifests, check_stack, stack_field
+from components.stack.plan import plan
 from raygke.cli import app
 from tests.helpers import ROOT, STACKS, WORKING_DIR, config, needs_crds, stack
 
@@ -248,8 +249,8 @@ def test_tune_lm_trials_get_one_worker_of_the_pool() -> None:
     ]
     cfg = type(cfg).model_validate(data)
     jobs = {j.name: j for j in cfg.jobs}
-    gpu = TuneLmArgs.parse(job_args(cfg, jobs["tune-l4"]))
-    tpu = TuneLmArgs.parse(job_args(cfg, jobs["tune-v5e"]))
+    gpu = TuneLmArgs.parse(job_args(plan(cfg).context, plan(cfg).job(jobs["tune-l4"])))
+    tpu = TuneLmArgs.parse(job_args(plan(cfg).context, plan(cfg).job(jobs["tune-v5e"])))
     assert trial_resources(gpu) == {"CPU": 1.0, "GPU": 1.0}
     assert trial_resources(tpu) == {"CPU": 1.0, "TPU": 4.0}
 

@@ -29,6 +29,7 @@ from components.stack import (
     validate,
 )
 from components.stack.checks import workload_problems
+from components.stack.plan import plan
 from components.stack.problems import Problem
 from tests.components.stack.test_model import base, problems
 from tests.helpers import WORKING_DIR, config
@@ -367,13 +368,17 @@ def test_the_same_mistake_reads_the_same_at_every_layer() -> None:
     assert line in problems(d)
     cfg = validate(base())
     job = JobConfig(name="prep", workload="prepare", node_pool="x")
-    with pytest.raises(ResolveError) as scaling:
-        scaling_config_for_job(cfg, job)
+    broken = cfg.model_copy(update={"jobs": [job]})
+    with pytest.raises(ResolveError) as target:
+        plan(broken).job(job)  # the record the ScalingConfig and the RayJob are built from
     with pytest.raises(ResolveError) as manifest:
-        ray_job_manifest(cfg, job, WORKING_DIR)
-    assert str(scaling.value) == str(manifest.value) == line
-    assert scaling.value.field == "jobs[prep].node_pool"
-    assert workload_problems(cfg.model_copy(update={"jobs": [job]})) == [line]
+        render_manifests(broken, WORKING_DIR)
+    assert str(target.value) == str(manifest.value) == line
+    assert target.value.field == "jobs[prep].node_pool"
+    assert workload_problems(broken) == [line]
+    ok = plan(cfg).job(cfg.jobs[0])  # the declared job's record builds both
+    assert ray_job_manifest(cfg, ok, WORKING_DIR)["kind"] == "RayJob"
+    assert scaling_config_for_job(ok)["num_workers"] >= 1
 
 
 def test_the_same_group_mistake_reads_the_same_in_rules_and_manifests() -> None:
@@ -389,7 +394,7 @@ def test_the_same_group_mistake_reads_the_same_in_rules_and_manifests() -> None:
         name="research", worker_groups=[WorkerGroupConfig(name="cpu", node_pool="x")]
     )
     with pytest.raises(ResolveError, match="^" + re.escape(line)):
-        ray_cluster_manifest(cfg, rc)
+        ray_cluster_manifest(cfg.model_copy(update={"ray_clusters": [rc]}), rc)
 
 
 def test_config_error_lists_field_then_rule_problems() -> None:

@@ -1,0 +1,306 @@
+"""The plan of a validated stack: every reference resolved once, into records.
+
+:func:`plan` walks a :class:`~components.stack.model.StackConfig` once with the one resolver
+(:mod:`components.stack.resolve`) and returns a :class:`Plan`: the stack's :class:`Context`
+(project, region, cluster, namespace, labels, bucket names), the declared node pools, ray
+clusters and workload identities by name, and one record per long-lived worker group
+(:class:`~components.stack.resolve.GroupTarget`), job
+(:class:`~components.stack.resolve.JobTarget`) and service (a ``GroupTarget``). The cross-field
+rules (:mod:`components.stack.rules`, :mod:`components.raycrs.rules`), the renders
+(:mod:`components.raycrs`, :mod:`components.images.render`) and the rendered-stack checks read
+these records instead of resolving again.
+
+A stack with a broken reference still has a plan: the record that cannot be resolved is left
+out and its :class:`~components.stack.resolve.ResolveError` is kept in :attr:`Plan.problems`
+(an :class:`Unresolved`), so each rule reports it once, with the resolver's message::
+
+    jobs[train].node_pool 'x' is not a declared node pool; declared: cpu, tpu-v6e
+
+Asking the plan for a left-out record (:meth:`Plan.job`, :meth:`Plan.service`,
+:meth:`Plan.group`) raises that same error, as the resolver did.
+
+Pure: no Pulumi, no I/O. :func:`plan` is computed once per ``StackConfig`` object (the models are
+frozen, so the plan of an object never changes): the result is cached by object identity, held
+only as long as the config lives (a weak reference), so every rule of one validation and every
+render of one ``synth`` / Pulumi program share it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from components.stack.names import BucketPurpose, bucket_name
+from components.stack.resolve import (
+    GroupTarget,
+    JobTarget,
+    Pool,
+    ResolveError,
+    resolve_group,
+    resolve_identity,
+    resolve_job,
+    resolve_service,
+)
+
+if TYPE_CHECKING:
+    from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
+    from components.raycrs.serve_model import ServiceConfig
+    from components.stack.model import StackConfig
+    from components.storage.model import WorkloadIdentityConfig
+
+_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the renders need of a stack besides its records.
+
+    Attributes:
+        project: GCP project id.
+        region: GCP region (``us-central2``).
+        location: the cluster's location (:attr:`components.stack.model.StackConfig.location`:
+            the region for a regional control plane, else the first zone).
+        zones: the stack's zones.
+        cluster: the GKE cluster's name (``cluster.name``).
+        namespace: the Kubernetes namespace of the Ray objects (``kuberay.namespace``).
+        labels: the stack's common GCP labels (``labels``, already validated as GCP labels).
+        ray_version: the Ray version of every image and RayCluster (``ray.version``).
+        buckets: bucket purpose (``datasets``, ``checkpoints``, ``artifacts``) -> bucket name
+            (:func:`components.stack.names.bucket_name`).
+    """
+
+    project: str
+    region: str
+    location: str
+    zones: tuple[str, ...]
+    cluster: str
+    namespace: str
+    labels: Mapping[str, str]
+    ray_version: str
+    buckets: Mapping[str, str]
+
+    def bucket_url(self, purpose: BucketPurpose) -> str:
+        """``gs://<bucket name>`` of ``purpose``."""
+        return f"gs://{self.buckets[purpose]}"
+
+
+def context(cfg: StackConfig) -> Context:
+    """The :class:`Context` of ``cfg``."""
+    return Context(
+        project=cfg.project,
+        region=cfg.region,
+        location=cfg.location,
+        zones=tuple(cfg.zones),
+        cluster=cfg.cluster.name,
+        namespace=cfg.kuberay.namespace,
+        labels=MappingProxyType(dict(cfg.labels)),
+        ray_version=cfg.ray.version,
+        buckets=MappingProxyType({p: bucket_name(cfg, p) for p in _PURPOSES}),
+    )
+
+
+RecordKind = Literal["worker_group", "job", "service", "identity"]
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A reference the plan could not follow.
+
+    Attributes:
+        kind: what was left out: a long-lived ``worker_group``, a ``job``, a ``service``, or an
+            ``identity`` reference (a ``service_account`` / secret reader naming no declared
+            workload identity; the referring record itself stays in the plan).
+        owner: the config entry holding the reference (a ``WorkerGroupConfig``, ``JobConfig``,
+            ``ServiceConfig``, ``RayClusterConfig`` or ``SecretConfig``).
+        error: the resolver's error (its ``field`` and one-line message).
+    """
+
+    kind: RecordKind
+    owner: Any
+    error: ResolveError
+
+
+def _first_by_name(items: Any) -> Mapping[str, Any]:
+    """``name -> item``, the first of each name (the resolver's lookup takes the first too)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        out.setdefault(item.name, item)
+    return MappingProxyType(out)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A stack resolved once (see the module docstring).
+
+    Attributes:
+        partial_context: the :class:`Context`; None for a stack validated only in part (a
+            required key such as ``region`` did not validate; its rules read no context). Read
+            it as :attr:`context`.
+        pools: declared node pools by name.
+        clusters: declared long-lived RayClusters by name.
+        identities: declared workload identities by name.
+        compute_classes: node pool name -> the ``compute_classes`` entry naming it
+            (``compute_classes[].node_pool``; the first when several do).
+        groups: the long-lived clusters' worker groups resolved to their pools, config order
+            (unresolvable ones left out).
+        jobs: every job's target, config order (unresolvable ones left out).
+        services: every service's one worker group, config order (unresolvable ones left out).
+        problems: the references that could not be followed, in the order met: worker groups,
+            then jobs, then services, then identity references.
+    """
+
+    partial_context: Context | None
+    pools: Mapping[str, Pool]
+    clusters: Mapping[str, RayClusterConfig]
+    identities: Mapping[str, WorkloadIdentityConfig]
+    compute_classes: Mapping[str, str]
+    groups: tuple[GroupTarget, ...]
+    jobs: tuple[JobTarget, ...]
+    services: tuple[tuple[ServiceConfig, GroupTarget], ...]
+    problems: tuple[Unresolved, ...] = field(default=())
+
+    @property
+    def context(self) -> Context:
+        """The stack's :class:`Context`.
+
+        Raises:
+            ValueError: the stack was validated only in part (a required key did not validate).
+        """
+        if self.partial_context is None:
+            raise ValueError("the stack validated only in part: it has no context to render with")
+        return self.partial_context
+
+    def errors(self, owner: Any, kind: RecordKind | None = None) -> list[ResolveError]:
+        """The errors met resolving the references of config entry ``owner`` (by identity), of
+        ``kind`` when given, in the order met."""
+        return [
+            u.error for u in self.problems if u.owner is owner and (kind is None or u.kind == kind)
+        ]
+
+    def _left_out(self, owner: Any, kind: RecordKind) -> ResolveError:
+        errors = self.errors(owner, kind)
+        if not errors:  # a config entry of another stack
+            raise KeyError(f"{getattr(owner, 'name', owner)!r} is not in this plan")
+        return errors[0]
+
+    def group(self, rc: RayClusterConfig, group: WorkerGroupConfig) -> GroupTarget:
+        """The record of worker group ``group`` of the long-lived RayCluster ``rc``.
+
+        Raises:
+            ResolveError: its ``node_pool`` is undeclared (the resolver's error).
+            KeyError: the entry is not one of this plan's stack (compared by identity).
+        """
+        for t in self.groups:
+            if t.group is group and t.cluster is rc:
+                return t
+        raise self._left_out(group, "worker_group")
+
+    def job(self, job: JobConfig) -> JobTarget:
+        """The target of ``job`` (:func:`components.stack.resolve.resolve_job`).
+
+        Raises:
+            ResolveError: its target cannot be resolved (the resolver's error).
+            KeyError: the entry is not one of this plan's stack (compared by identity).
+        """
+        for t in self.jobs:
+            if t.job is job:
+                return t
+        raise self._left_out(job, "job")
+
+    def service(self, svc: ServiceConfig) -> GroupTarget:
+        """The one worker group of service ``svc`` (:func:`components.stack.resolve.resolve_service`).
+
+        Raises:
+            ResolveError: its ``node_pool`` is undeclared (the resolver's error).
+            KeyError: the entry is not one of this plan's stack (compared by identity).
+        """
+        for s, t in self.services:
+            if s is svc:
+                return t
+        raise self._left_out(svc, "service")
+
+    def runs_as(self, job: JobConfig) -> str | None:
+        """The workload identity ``job``'s Ray processes run as
+        (:func:`components.stack.resolve.job_runs_as`); None when its ``cluster`` is undeclared."""
+        if not job.cluster:
+            return job.service_account
+        rc = self.clusters.get(job.cluster)
+        return None if rc is None else rc.service_account
+
+
+def _build(cfg: StackConfig) -> Plan:
+    problems: list[Unresolved] = []
+    groups: list[GroupTarget] = []
+    for rc in cfg.ray_clusters:
+        for g in rc.worker_groups:
+            try:
+                groups.append(resolve_group(cfg, rc, g))
+            except ResolveError as e:
+                problems.append(Unresolved("worker_group", g, e))
+    jobs: list[JobTarget] = []
+    for job in cfg.jobs:
+        try:
+            jobs.append(resolve_job(cfg, job))
+        except ResolveError as e:
+            problems.append(Unresolved("job", job, e))
+    services: list[tuple[ServiceConfig, GroupTarget]] = []
+    for svc in cfg.services:
+        try:
+            services.append((svc, resolve_service(cfg, svc)))
+        except ResolveError as e:
+            problems.append(Unresolved("service", svc, e))
+    references: list[tuple[Any, str, str]] = [
+        (rc, rc.service_account, f"ray_clusters[{rc.name}].service_account")
+        for rc in cfg.ray_clusters
+    ]
+    references += [(j, j.service_account, f"jobs[{j.name}].service_account") for j in cfg.jobs]
+    references += [(s, r, f"secrets[{s.name}].readers:") for s in cfg.secrets for r in s.readers]
+    references += [
+        (s, s.service_account, f"services[{s.name}].service_account") for s in cfg.services
+    ]
+    for owner, name, where in references:
+        try:
+            resolve_identity(cfg, name, where)
+        except ResolveError as e:
+            problems.append(Unresolved("identity", owner, e))
+    classes: dict[str, str] = {}
+    for cc in cfg.compute_classes:
+        classes.setdefault(cc.node_pool, cc.name)
+    try:
+        ctx: Context | None = context(cfg)
+    except AttributeError:  # a partial validation leaves out a required key that did not validate
+        ctx = None
+    return Plan(
+        partial_context=ctx,
+        pools=_first_by_name(cfg.node_pools),
+        clusters=_first_by_name(cfg.ray_clusters),
+        identities=_first_by_name(cfg.workload_identities),
+        compute_classes=MappingProxyType(classes),
+        groups=tuple(groups),
+        jobs=tuple(jobs),
+        services=tuple(services),
+        problems=tuple(problems),
+    )
+
+
+# id(cfg) -> (weak reference to cfg, its plan); an entry goes when its config is collected.
+_PLANS: dict[int, tuple[weakref.ref[Any], Plan]] = {}
+
+
+def plan(cfg: StackConfig) -> Plan:
+    """The :class:`Plan` of ``cfg``, computed on the first call for this object and cached (by
+    object identity, for as long as ``cfg`` lives): a ``StackConfig`` is frozen, so one
+    validation's rules and one render's builders all share one resolution.
+
+    Never raises :class:`ResolveError`: broken references are in :attr:`Plan.problems`.
+    """
+    key = id(cfg)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0]() is cfg:
+        return hit[1]
+    result = _build(cfg)
+    _PLANS[key] = (weakref.ref(cfg, lambda _ref, key=key: _PLANS.pop(key, None)), result)
+    return result

@@ -1,0 +1,192 @@
+"""The plan of a stack (:mod:`components.stack.plan`): every reference resolved once into records;
+a broken reference is one problem, reported once with the resolver's message (by the rules and
+by ``raygke check``); the plan of one ``StackConfig`` is computed once."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import components.stack.plan as plan_module
+from components.raycrs.render import render_manifests
+from components.stack import ConfigError, ResolveError, resolve_job, validate
+from components.stack.checks import check_stack
+from components.stack.plan import plan
+from raygke.cli import main
+from tests.components.stack.test_model import base
+from tests.helpers import ROOT, STACKS, WORKING_DIR, stack
+
+# The resolver's own lines (its format is the resolver's; the plan and the rules keep it as is).
+JOB_LINE = str(
+    ResolveError("jobs[prep].node_pool", "'x' is not a declared node pool; declared: cpu, tpu, l4")
+)
+GROUP_LINE = str(
+    ResolveError(
+        "ray_clusters[research].worker_groups[tpu].node_pool",
+        "'y' is not a declared node pool; declared: cpu, tpu, l4",
+    )
+)
+
+
+def _broken() -> dict[str, Any]:
+    """``base()`` with a job on an undeclared pool and a worker group on another."""
+    d = base()
+    d["jobs"][0].update(cluster=None, worker_group=None, node_pool="x")
+    d["ray_clusters"][0]["worker_groups"][1]["node_pool"] = "y"
+    return d
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_plan_of_a_shipped_stack_has_every_record(name: str) -> None:
+    cfg = stack(name)
+    p = plan(cfg)
+    assert p.problems == ()
+    assert list(p.pools) == [pool.name for pool in cfg.node_pools]
+    assert list(p.clusters) == [rc.name for rc in cfg.ray_clusters]
+    assert list(p.identities) == [w.name for w in cfg.workload_identities]
+    assert [(t.cluster, t.group) for t in p.groups] == [
+        (rc, g) for rc in cfg.ray_clusters for g in rc.worker_groups
+    ]
+    assert [t.job for t in p.jobs] == list(cfg.jobs)
+    assert [s for s, _ in p.services] == list(cfg.services)
+    for job in cfg.jobs:  # the records are the resolver's
+        assert p.job(job) == resolve_job(cfg, job)
+        assert p.runs_as(job) == p.job(job).runs_as
+    for rc in cfg.ray_clusters:
+        for g in rc.worker_groups:
+            assert p.group(rc, g).pool is p.pools[g.node_pool]
+    for svc in cfg.services:
+        assert p.service(svc).pool is p.pools[svc.node_pool]
+    ctx = p.context
+    assert (ctx.project, ctx.region, ctx.cluster) == (cfg.project, cfg.region, cfg.cluster.name)
+    assert ctx.namespace == cfg.kuberay.namespace
+    assert ctx.ray_version == cfg.ray.version
+    assert dict(ctx.labels) == cfg.labels
+    assert ctx.bucket_url("checkpoints").startswith("gs://") and ctx.buckets["checkpoints"]
+
+
+def test_prod_plan_has_a_service() -> None:
+    """prod declares a RayService, so the service records are exercised (dev has none)."""
+    p = plan(stack("prod"))
+    assert len(p.services) >= 1
+
+
+def test_a_broken_reference_leaves_its_record_out_and_is_one_problem() -> None:
+    cfg = validate(base())
+    d = _broken()
+    with pytest.raises(ConfigError) as exc:
+        validate(d)
+    # each broken reference once, with the resolver's message; the job on the broken group is
+    # not reported a second time
+    assert exc.value.problems.count(JOB_LINE) == 1
+    assert exc.value.problems.count(GROUP_LINE) == 1
+    assert [p for p in exc.value.problems if "is not a declared node pool" in p] == [
+        GROUP_LINE,
+        JOB_LINE,
+    ]
+    # the plan of such a stack exists: the broken records are left out, the problems kept
+    jobs = [
+        {"name": "prep", "workload": "prepare", "node_pool": "x"},
+        {"name": "ok", "workload": "prepare", "cluster": "research", "worker_group": "cpu"},
+    ]
+    broken = cfg.model_copy(
+        update={
+            "jobs": [cfg.jobs[0].model_copy(update=j) for j in jobs],
+            "ray_clusters": [
+                cfg.ray_clusters[0].model_copy(
+                    update={
+                        "worker_groups": [
+                            cfg.ray_clusters[0].worker_groups[0],
+                            cfg.ray_clusters[0]
+                            .worker_groups[1]
+                            .model_copy(update={"node_pool": "y"}),
+                        ]
+                    }
+                )
+            ],
+        }
+    )
+    p = plan(broken)
+    assert [str(u.error) for u in p.problems] == [GROUP_LINE, JOB_LINE]
+    assert [u.kind for u in p.problems] == ["worker_group", "job"]
+    assert [t.job.name for t in p.jobs] == ["ok"]
+    assert [t.group.name for t in p.groups] == ["cpu"]
+    prep, ok = broken.jobs
+    with pytest.raises(ResolveError) as e:
+        p.job(prep)
+    assert str(e.value) == JOB_LINE and e.value.field == "jobs[prep].node_pool"
+    assert JOB_LINE.startswith("jobs[prep].node_pool") and "'x' is not a declared" in JOB_LINE
+    assert p.job(ok).pool.name == "cpu"
+    rc = broken.ray_clusters[0]
+    with pytest.raises(ResolveError, match=r"^ray_clusters\[research\]\.worker_groups\[tpu\]"):
+        p.group(rc, rc.worker_groups[1])
+    with pytest.raises(KeyError, match="not in this plan"):
+        p.job(stack("dev").jobs[0])  # an entry of another stack
+
+
+def test_raygke_check_prints_a_broken_reference_once(tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    conf = doc["config"]
+    job = next(j for j in conf["ray-gke:jobs"] if j.get("node_pool"))
+    job["node_pool"] = "nope"
+    group = conf["ray-gke:ray_clusters"][0]["worker_groups"][1]
+    group["node_pool"] = "nope"
+    path = tmp_path / "Pulumi.broken.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = main(["check", "--config", str(path), "--no-render"])
+    text = out.getvalue()
+    assert rc == 1
+    rc_name = conf["ray-gke:ray_clusters"][0]["name"]
+    pools = ", ".join(p["name"] for p in conf["ray-gke:node_pools"])
+    what = f"'nope' is not a declared node pool; declared: {pools}"
+    for line in (
+        str(ResolveError(f"jobs[{job['name']}].node_pool", what)),
+        str(
+            ResolveError(f"ray_clusters[{rc_name}].worker_groups[{group['name']}].node_pool", what)
+        ),
+    ):
+        assert text.count(line) == 1, text
+    assert text.count("is not a declared node pool") == 2, text
+
+
+def test_the_plan_is_computed_once_per_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    build = plan_module._build
+
+    def counting(cfg: Any) -> Any:
+        calls.append(id(cfg))
+        return build(cfg)
+
+    monkeypatch.setattr(plan_module, "_build", counting)
+    cfg = validate(base())  # every rule of the validation reads one plan
+    assert calls == [id(cfg)]
+    render_manifests(cfg, WORKING_DIR)  # and so do the renders and the checks of the stack
+    check_stack(cfg)
+    assert calls == [id(cfg)]
+    assert plan(cfg) is plan(cfg)
+    other = cfg.model_copy(update={"jobs": []})  # another config object: its own plan
+    assert plan(other).jobs == () and len(plan(cfg).jobs) == 1
+    assert calls == [id(cfg), id(other)]
+
+
+def test_a_stack_validated_in_part_has_a_plan_without_context() -> None:
+    d = base()
+    d["region"] = "moon"
+    with pytest.raises(ConfigError) as exc:  # the rules still ran over the plan
+        validate(d)
+    assert any(p.startswith("region:") for p in exc.value.problems)
+    cfg = validate(base())
+    partial = cfg.model_construct(
+        **{k: getattr(cfg, k) for k in type(cfg).model_fields if k != "region"}
+    )
+    p = plan(partial)
+    assert len(p.jobs) == 1
+    with pytest.raises(ValueError, match="validated only in part"):
+        p.context  # noqa: B018
