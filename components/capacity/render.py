@@ -93,21 +93,63 @@ def _taint(t: catalog.Taint) -> dict[str, str]:
     return {"key": t.key, "value": t.value, "effect": t.effect}
 
 
+def pool_compute_class(cfg: StackConfig, pool: str) -> str | None:
+    """The name of the ``compute_classes`` entry whose ``node_pool`` is ``pool`` (None: none)."""
+    return next((c.name for c in cfg.compute_classes if c.node_pool == pool), None)
+
+
+def class_flavor_labels(specs: list[NodePoolSpec], class_name: str) -> dict[str, str]:
+    """The node labels of a ComputeClass flavor: ``cloud.google.com/compute-class: <class>``
+    plus the GKE accelerator labels every priority's nodes carry (``cloud.google.com/gke-*``
+    accelerator, topology and driver labels, which GKE sets on every GPU / TPU node it creates,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/gpus,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus). Left out: the
+    declared pool's own ``cloud.google.com/gke-nodepool`` and its stack ``labels:``, which the
+    nodes GKE creates for the class's fallback priorities do not carry, so a flavor keeping them
+    would pin the admitted pods to the declared pool."""
+    from components.computeclass.model import class_label
+
+    common = flavor_labels(specs)
+    keep = {
+        k: v
+        for k, v in common.items()
+        if k.startswith("cloud.google.com/gke-") and k != catalog.NODE_POOL_LABEL
+    }
+    return dict(sorted({**keep, **class_label(class_name)}.items()))
+
+
 def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
     """The ResourceFlavor of node pool ``pool`` (named after the pool), see the module docstring.
+
+    A pool that is a ComputeClass's ``node_pool`` gets a class flavor: its ``nodeLabels`` select
+    the class (:func:`class_flavor_labels`) and it tolerates the class's taint, so Kueue admits a
+    pod set on it and adds ``cloud.google.com/compute-class: <class>`` and the toleration to the
+    pods (kueue v0.19.2 ``pkg/podset/podset.go`` ``Merge``); GKE then places them by the class's
+    priorities: the declared pool, then its fallbacks
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes:
+    pods select a class with the ``cloud.google.com/compute-class`` node selector).
 
     Raises:
         KeyError: ``pool`` is not a declared node pool nor ``system``.
     """
+    from components.computeclass.model import class_taint
+
     specs = pool_specs(cfg, pool)
     if not specs:
         raise KeyError(pool)
-    spec: dict[str, Any] = {"nodeLabels": flavor_labels(specs)}
+    cc = pool_compute_class(cfg, pool)
+    labels = flavor_labels(specs) if cc is None else class_flavor_labels(specs, cc)
+    spec: dict[str, Any] = {"nodeLabels": labels}
     taints = specs[0].node_taints
     if taints:
         spec["nodeTaints"] = [_taint(t) for t in taints]
+    tolerations = []
     if specs[0].queued:
-        spec["tolerations"] = [catalog.QUEUED_TAINT.toleration()]
+        tolerations.append(catalog.QUEUED_TAINT.toleration())
+    if cc is not None:
+        tolerations.append(class_taint(cc).toleration())
+    if tolerations:
+        spec["tolerations"] = tolerations
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceFlavor",

@@ -607,9 +607,11 @@ def _no_elastic_queued_work(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _class_pools_free(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with no on-demand/spot TPU or GPU pool listed as a Kueue flavor, so a
-    ComputeClass may move to another pool (a class's pool is never a flavor nor queued:
-    components/computeclass/rules.py ``compute_class_pools_not_kueue_flavors``)."""
+    """``data`` with no on-demand/spot TPU or GPU pool listed as a Kueue flavor, so moving a
+    ComputeClass to another pool changes no flavor's labels and quota checks with it (a class
+    pool's flavor selects the class, components/capacity/render.py ``resource_flavor``; a
+    queued pool never has a class: components/computeclass/rules.py
+    ``compute_class_pools_not_queued``)."""
     out = copy.deepcopy(data)
     accel = {
         p["name"]
