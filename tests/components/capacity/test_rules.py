@@ -85,7 +85,7 @@ def test_queued_pool_scales_from_zero_and_needs_its_gke_version():
     )
     (problem,) = pool_problems(old)
     line = str(problem)
-    assert "needs GKE 1.28.7-gke.1020000" in line and "provisioningrequest" in line
+    assert "needs GKE 1.33.0-gke.1712000" in line and "provisioningrequest" in line
     assert problem.path == "node_pools[v6e-dws].provisioning", problem
     assert list(pool_problems(c)) == []
 

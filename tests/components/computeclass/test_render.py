@@ -264,9 +264,8 @@ def test_a_class_pool_that_is_a_kueue_flavor_gets_a_flavor_selecting_the_class()
     from components.capacity.checks import render_problems
     from components.capacity.preview import flavor_match, preview
     from components.capacity.render import QUEUE_LABEL, resource_flavor
-    from tests.components.capacity.common import data as queued
-
     from tests.components.capacity.common import CAPACITY
+    from tests.components.capacity.common import data as queued
 
     capacity = copy.deepcopy(CAPACITY)  # team-a's v6e flavor holds the job's two slices
     capacity["cluster_queues"][0]["flavors"][1]["nominal"] = {
@@ -286,7 +285,11 @@ def test_a_class_pool_that_is_a_kueue_flavor_gets_a_flavor_selecting_the_class()
         "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
         "cloud.google.com/gke-tpu-topology": "4x4",
     }
-    taint = {"key": "cloud.google.com/compute-class", "value": "v6e-fallback", "effect": "NoSchedule"}
+    taint = {
+        "key": "cloud.google.com/compute-class",
+        "value": "v6e-fallback",
+        "effect": "NoSchedule",
+    }
     assert taint in flavor["nodeTaints"]
     assert flavor["tolerations"] == [{**taint, "operator": "Equal"}]
     # without the class the same pool's flavor neither selects nor tolerates a class
