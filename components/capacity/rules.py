@@ -290,7 +290,14 @@ def elastic_problems(cfg: StackConfig) -> Iterable[Problem]:
     elastic-job annotation, and a queued autoscaling RayCluster must be an elastic job (kueue
     v0.19.2 ``pkg/controller/jobs/raycluster/raycluster_webhook.go`` ``validateCreate``); with
     the gate off Kueue refuses the RayCluster and admits the job as one fixed workload, never
-    slice by slice (``pkg/workloadslicing/workloadslicing.go`` ``Enabled``)."""
+    slice by slice (``pkg/workloadslicing/workloadslicing.go`` ``Enabled``).
+
+    An elastic workload on a queued (DWS) flavor is not refused: Kueue v0.19.2 has no such
+    check (``pkg/controller/jobframework/validation.go``, the provisioning admission check
+    ``pkg/controller/admissionchecks/provisioning/controller.go``, which creates one
+    ProvisioningRequest per workload, each slice included), and ``pkg/workloadslicing/
+    workloadslicing.go`` ``FindLatestActiveWorkload`` handles a slice whose admission checks
+    are still pending."""
     if cfg.capacity.kueue.elastic_jobs:
         return
     for job in cfg.jobs:
