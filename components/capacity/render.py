@@ -93,6 +93,15 @@ def _taint(t: catalog.Taint) -> dict[str, str]:
     return {"key": t.key, "value": t.value, "effect": t.effect}
 
 
+# The node labels of an accelerator shape, the same on every priority of a ComputeClass.
+CLASS_SHAPE_LABELS = (
+    catalog.GPU_ACCELERATOR_LABEL,
+    catalog.GPU_DRIVER_LABEL,
+    catalog.TPU_ACCELERATOR_LABEL,
+    catalog.TPU_TOPOLOGY_LABEL,
+)
+
+
 def pool_compute_class(cfg: StackConfig, pool: str) -> str | None:
     """The name of the ``compute_classes`` entry whose ``node_pool`` is ``pool`` (None: none)."""
     return next((c.name for c in cfg.compute_classes if c.node_pool == pool), None)
@@ -100,21 +109,16 @@ def pool_compute_class(cfg: StackConfig, pool: str) -> str | None:
 
 def class_flavor_labels(specs: list[NodePoolSpec], class_name: str) -> dict[str, str]:
     """The node labels of a ComputeClass flavor: ``cloud.google.com/compute-class: <class>``
-    plus the GKE accelerator labels every priority's nodes carry (``cloud.google.com/gke-*``
-    accelerator, topology and driver labels, which GKE sets on every GPU / TPU node it creates,
+    plus the accelerator labels every priority's nodes carry (:data:`CLASS_SHAPE_LABELS`: GKE
+    sets them on every GPU / TPU node it creates, and every priority has the pool's shape,
     https://cloud.google.com/kubernetes-engine/docs/how-to/gpus,
     https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus). Left out: the
-    declared pool's own ``cloud.google.com/gke-nodepool`` and its stack ``labels:``, which the
-    nodes GKE creates for the class's fallback priorities do not carry, so a flavor keeping them
-    would pin the admitted pods to the declared pool."""
+    declared pool's own ``cloud.google.com/gke-nodepool``, ``cloud.google.com/gke-spot`` and its
+    stack ``labels:``, which the nodes of the class's other priorities do not carry, so a flavor
+    keeping them would pin the admitted pods to the declared pool."""
     from components.computeclass.model import class_label
 
-    common = flavor_labels(specs)
-    keep = {
-        k: v
-        for k, v in common.items()
-        if k.startswith("cloud.google.com/gke-") and k != catalog.NODE_POOL_LABEL
-    }
+    keep = {k: v for k, v in flavor_labels(specs).items() if k in CLASS_SHAPE_LABELS}
     return dict(sorted({**keep, **class_label(class_name)}.items()))
 
 

@@ -366,3 +366,30 @@ def test_a_class_on_a_pool_no_queue_lists_is_fine_and_queued_jobs_skip_its_selec
     cluster = next(m for m in manifests if m["kind"] == "RayCluster")
     (group,) = cluster["spec"]["workerGroupSpecs"]
     assert group["template"]["spec"]["nodeSelector"]["cloud.google.com/compute-class"] == "l4-spot"
+
+
+def test_a_class_flavor_keeps_only_the_shape_labels_of_its_pool() -> None:
+    """A Spot GPU pool with stack labels: its plain flavor selects gke-spot, the pool and the
+    labels; its class flavor only the class and the GPU shape (the class's on-demand priority
+    nodes carry neither gke-spot nor the pool's labels)."""
+    from components.capacity.render import resource_flavor
+    from tests.components.capacity.common import CAPACITY
+    from tests.components.capacity.common import data as queued
+
+    capacity = copy.deepcopy(CAPACITY)
+    capacity["cluster_queues"][0]["flavors"].append(
+        {"pool": "l4", "nominal": {"cpu": 16, "memory": "64Gi", "nvidia.com/gpu": 2}}
+    )
+    base = queued(capacity=capacity)
+    l4 = next(p for p in base["node_pools"] if p["name"] == "l4")
+    l4.update(provisioning="spot", labels={"team": "vision"})
+    plain = resource_flavor(validate(base), "l4")["spec"]["nodeLabels"]
+    assert plain["cloud.google.com/gke-spot"] == "true" and plain["team"] == "vision"
+    assert plain["cloud.google.com/gke-nodepool"] == "l4"
+    with_class = {**base, "compute_classes": [{"name": "l4-cc", "node_pool": "l4"}]}
+    labels = resource_flavor(validate(with_class), "l4")["spec"]["nodeLabels"]
+    assert labels == {
+        "cloud.google.com/compute-class": "l4-cc",
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "cloud.google.com/gke-gpu-driver-version": "latest",
+    }
