@@ -12,7 +12,10 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
   (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
   includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
   (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
-  which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes).
+  which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes). The
+  flavor of a ComputeClass's pool selects the class instead
+  (:func:`resource_flavor`, :func:`class_flavor_labels`), so its pods reach the class's fallback
+  priorities as well as the pool.
 * ClusterQueue: one resource group covering ``cpu``, ``memory`` and the accelerators of its
   flavors (every flavor of a group lists every covered resource: the CRD's validation);
   ``admissionChecksStrategy.admissionChecks[].onFlavors`` runs the DWS check only for pod sets
