@@ -664,7 +664,11 @@ def test_every_key_of_the_shipped_stacks_has_an_effect(monkeypatch: pytest.Monke
             effects = []
             for name, path, _ in occurrences:
                 data = NEEDS_CONTEXT[schema](_stack_data(name))
-                if data is not None and _has(data, path):
+                # a context may drop list entries (a compute class): skip their occurrences
+                entry = path[
+                    : max((i + 1 for i, k in enumerate(path) if isinstance(k, int)), default=0)
+                ]
+                if data is not None and _has(data, entry):
                     changed, _ = _changed(name, path, _render(data, name), data)
                     effects.append(bool(changed))
             if not any(effects):
