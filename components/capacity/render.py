@@ -12,7 +12,10 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
   (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
   includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
   (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
-  which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes).
+  which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes). The
+  flavor of a ComputeClass's pool selects the class instead
+  (:func:`resource_flavor`, :func:`class_flavor_labels`), so its pods reach the class's fallback
+  priorities as well as the pool.
 * ClusterQueue: one resource group covering ``cpu``, ``memory`` and the accelerators of its
   flavors (every flavor of a group lists every covered resource: the CRD's validation);
   ``admissionChecksStrategy.admissionChecks[].onFlavors`` runs the DWS check only for pod sets
@@ -93,21 +96,67 @@ def _taint(t: catalog.Taint) -> dict[str, str]:
     return {"key": t.key, "value": t.value, "effect": t.effect}
 
 
+# The node labels of an accelerator shape, the same on every priority of a ComputeClass.
+CLASS_SHAPE_LABELS = (
+    catalog.GPU_ACCELERATOR_LABEL,
+    catalog.GPU_DRIVER_LABEL,
+    catalog.TPU_ACCELERATOR_LABEL,
+    catalog.TPU_TOPOLOGY_LABEL,
+)
+
+
+def pool_compute_class(cfg: StackConfig, pool: str) -> str | None:
+    """The name of the ``compute_classes`` entry whose ``node_pool`` is ``pool`` (None: none)."""
+    return next((c.name for c in cfg.compute_classes if c.node_pool == pool), None)
+
+
+def class_flavor_labels(specs: list[NodePoolSpec], class_name: str) -> dict[str, str]:
+    """The node labels of a ComputeClass flavor: ``cloud.google.com/compute-class: <class>``
+    plus the accelerator labels every priority's nodes carry (:data:`CLASS_SHAPE_LABELS`: GKE
+    sets them on every GPU / TPU node it creates, and every priority has the pool's shape,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/gpus,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus). Left out: the
+    declared pool's own ``cloud.google.com/gke-nodepool``, ``cloud.google.com/gke-spot`` and its
+    stack ``labels:``, which the nodes of the class's other priorities do not carry, so a flavor
+    keeping them would pin the admitted pods to the declared pool."""
+    from components.computeclass.model import class_label
+
+    keep = {k: v for k, v in flavor_labels(specs).items() if k in CLASS_SHAPE_LABELS}
+    return dict(sorted({**keep, **class_label(class_name)}.items()))
+
+
 def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
     """The ResourceFlavor of node pool ``pool`` (named after the pool), see the module docstring.
+
+    A pool that is a ComputeClass's ``node_pool`` gets a class flavor: its ``nodeLabels`` select
+    the class (:func:`class_flavor_labels`) and it tolerates the class's taint, so Kueue admits a
+    pod set on it and adds ``cloud.google.com/compute-class: <class>`` and the toleration to the
+    pods (kueue v0.19.2 ``pkg/podset/podset.go`` ``Merge``); GKE then places them by the class's
+    priorities: the declared pool, then its fallbacks
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes:
+    pods select a class with the ``cloud.google.com/compute-class`` node selector).
 
     Raises:
         KeyError: ``pool`` is not a declared node pool nor ``system``.
     """
+    from components.computeclass.model import class_taint
+
     specs = pool_specs(cfg, pool)
     if not specs:
         raise KeyError(pool)
-    spec: dict[str, Any] = {"nodeLabels": flavor_labels(specs)}
+    cc = pool_compute_class(cfg, pool)
+    labels = flavor_labels(specs) if cc is None else class_flavor_labels(specs, cc)
+    spec: dict[str, Any] = {"nodeLabels": labels}
     taints = specs[0].node_taints
     if taints:
         spec["nodeTaints"] = [_taint(t) for t in taints]
+    tolerations = []
     if specs[0].queued:
-        spec["tolerations"] = [catalog.QUEUED_TAINT.toleration()]
+        tolerations.append(catalog.QUEUED_TAINT.toleration())
+    if cc is not None:
+        tolerations.append(class_taint(cc).toleration())
+    if tolerations:
+        spec["tolerations"] = tolerations
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceFlavor",

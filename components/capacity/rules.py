@@ -226,9 +226,11 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
       admitted on it, the never-admitted case.
 
     Every priority of a ComputeClass has its pool's shape (:mod:`components.computeclass.model`),
-    and a class's pool is never a flavor (:func:`components.computeclass.rules.
-    compute_class_pools_not_kueue_flavors`), so this one check per flavor covers every priority
-    a queued pod can be admitted to."""
+    so the scaling-unit check of a class flavor covers every priority a pod admitted on it can
+    land on. The pool-size check does not apply to a class flavor with fallbacks: past the
+    declared pool's ``max_*``, GKE creates nodes for the class's fallback priorities, bounded by
+    Node Auto Provisioning's limits (:func:`components.computeclass.rules.
+    compute_class_shapes_fit_nap`), not by the pool."""
     from components.capacity.preview import borrowable
     from components.nodepools.model import GpuPool, TpuPool
     from components.stack.base import quantity_value
@@ -262,8 +264,11 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
                     "never admits a worker pod set of this pool on it: give it at least "
                     f"{unit} or 0",
                 )
+    grows = {c.node_pool for c in cfg.compute_classes if c.fallback}
     for (pool_name, res), n in total.items():
         pool = declared[pool_name]
+        if pool_name in grows:
+            continue  # the class's fallbacks add nodes beyond the pool (docstring)
         if isinstance(pool, TpuPool):
             unit, cap, what = pool.slice.chips, pool.max_slices, "slices"
         else:
@@ -285,7 +290,14 @@ def elastic_problems(cfg: StackConfig) -> Iterable[Problem]:
     elastic-job annotation, and a queued autoscaling RayCluster must be an elastic job (kueue
     v0.19.2 ``pkg/controller/jobs/raycluster/raycluster_webhook.go`` ``validateCreate``); with
     the gate off Kueue refuses the RayCluster and admits the job as one fixed workload, never
-    slice by slice (``pkg/workloadslicing/workloadslicing.go`` ``Enabled``)."""
+    slice by slice (``pkg/workloadslicing/workloadslicing.go`` ``Enabled``).
+
+    An elastic workload on a queued (DWS) flavor is not refused: Kueue v0.19.2 has no such
+    check (``pkg/controller/jobframework/validation.go``, the provisioning admission check
+    ``pkg/controller/admissionchecks/provisioning/controller.go``, which creates one
+    ProvisioningRequest per workload, each slice included), and ``pkg/workloadslicing/
+    workloadslicing.go`` ``FindLatestActiveWorkload`` handles a slice whose admission checks
+    are still pending."""
     if cfg.capacity.kueue.elastic_jobs:
         return
     for job in cfg.jobs:

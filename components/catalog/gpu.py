@@ -10,9 +10,14 @@ Sources (each fact below cites one of these):
   ``system_characteristics.py`` (``b200-8``, ``gb200-4``, the latter with
   ``docker_platform=linux/arm64``). GPU memory confirmed from NVIDIA's GB200 NVL72 / HGX B200
   specification table (B200 in HGX: 180 GB HBM3E; GB200: 186 GB HBM3E), as reproduced at
-  https://zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html. NOT confirmed by a
-  search of the Google page in this session: the vCPU / memory of a4-highgpu-8g (224 vCPUs,
-  3968 GB) and a4x-highgpu-4g (140 vCPUs, 884 GB) and the zones; treat them as recorded.
+  https://zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html. A4X confirmed by
+  Compute Engine's "Arm VMs on Compute" page (https://cloud.google.com/compute/docs/instances/
+  arm-on-compute, read in a stored copy this session): "A4X: offers machine types that have up
+  to 140 vCPUs and 884 GB of memory. It uses NVIDIA GB200 Superchips, which have B200 GPUs that
+  offer 186 GB memory per GPU. A4X is available in the a4x-highgpu-4g machine type", and "A4X
+  Max and A4X instances support public Arm-based OS images" (arm64 nodes). NOT confirmed by a
+  Google page in this session: the vCPU / memory of a4-highgpu-8g (224 vCPUs, 3968 GB) and the
+  A4 / A4X zones; treat them as recorded (``allow_unlisted_zone`` for other zones).
 * [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
 * [GKE-GPU]  GPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
   (label ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu=present:NoSchedule``,
@@ -228,7 +233,8 @@ GPU_TYPES: Mapping[str, GpuType] = {
         machine_types={8: "a4-highgpu-8g"},
         zones=("us-central1-b", "us-east4-b", "us-south1-b", "europe-west4-b"),
     ),
-    # A4X [GCE-GPU]: 4 x GB200 per a4x-highgpu-4g, NVIDIA Grace (Arm) host CPUs: arm64 nodes.
+    # A4X [GCE-GPU]: 4 x GB200 per a4x-highgpu-4g, NVIDIA Grace (Arm) host CPUs: arm64 nodes
+    # (confirmed, module docstring); zones NOT confirmed by a search in this session.
     "nvidia-gb200": _gpu(
         "nvidia-gb200",
         machine_types={4: "a4x-highgpu-4g"},

@@ -68,7 +68,9 @@ class ComputeClassConfig(BaseModel):
     node_pool: str = Field(
         description="A declared TPU or GPU node pool: its shape (slice or GPU machine) is every "
         "priority's shape, its GKE node pools are the first priority (they get the class's node "
-        "label and taint), and every worker group on it selects the class.",
+        "label and taint), every unqueued worker group on it selects the class, and its "
+        "Kueue flavor, when a cluster queue lists it, selects the class instead of the pool "
+        "(queued pods get the class from Kueue on admission). Not a `provisioning: queued` pool.",
     )
     fallback: list[Fallback] = Field(
         default_factory=lambda: ["on-demand", "spot"],

@@ -140,39 +140,26 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
                     )
 
 
-def compute_class_pools_not_kueue_flavors(cfg: StackConfig) -> Iterable[Problem]:
-    """A ComputeClass's pool is neither a ``provisioning: queued`` (DWS) pool nor a flavor of a
-    Kueue ClusterQueue: the two place the same pods in ways that cannot both hold.
+def compute_class_pools_not_queued(cfg: StackConfig) -> Iterable[Problem]:
+    """A ComputeClass's pool is not a ``provisioning: queued`` (DWS queued provisioning) pool.
 
-    * A queued pool's nodes come only from a ProvisioningRequest that Kueue creates for an
-      admitted workload ([GKE-DWS-QUEUED], :data:`components.catalog.DWS_QUEUED_DOC`); a class
-      on it makes GKE create other nodes (its fallback priorities) for pods that DWS was to
-      serve, outside the request and outside Kueue's quota.
-    * A pool that is a class's first priority carries the class's node label and taint
-      ``cloud.google.com/compute-class=<class>:NoSchedule`` (:mod:`components.nodepools.render`),
-      so its ResourceFlavor carries them too (:func:`components.capacity.render.resource_flavor`).
-      Kueue admits a pod set on a flavor only when the pods tolerate the flavor's taints
-      (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
-      ``checkFlavorForPodSets``), and on admission it adds the flavor's ``nodeLabels`` to the
-      pods' node selector (``pkg/podset/podset.go`` ``Merge``): the queued pods either never
-      fit the flavor (a queued job's own cluster leaves the class out,
-      :func:`components.raycrs.render.worker_group_spec` ``compute_class=False``), or, selecting
-      the class, are pinned to the declared pool's own labels (``cloud.google.com/gke-nodepool``)
-      and never land on the nodes GKE creates for the fallback priorities - while a pod set
-      that selects the class but is admitted on another flavor (a DWS pool) waits forever for
-      nodes with the class label, which DWS nodes lack
-      (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes:
-      a pod that selects a class runs only on that class's nodes).
+    A queued pool's nodes come only from a ProvisioningRequest that Kueue creates for an
+    admitted workload ([GKE-DWS-QUEUED], :data:`components.catalog.DWS_QUEUED_DOC`: the node
+    pool is created with ``--enable-queued-provisioning``, or node auto-provisioning creates one
+    for the request); a ComputeClass has no queued-provisioning priority: its ``flexStart``
+    priority is flex-start VMs without queueing, node by node
+    (https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass,
+    ``priorities[].flexStart``). A class on a queued pool would make GKE create other nodes (its
+    fallback priorities) for pods that DWS was to serve, outside the request.
 
-    What to do, in the message: queue through a pool without a class (a ``queued`` pool of the
-    same shape), or keep the class for unqueued pods and drop its pool from the queue."""
+    A class's pool may be a Kueue flavor: its ResourceFlavor selects the class
+    (``cloud.google.com/compute-class``) instead of the pool
+    (:func:`components.capacity.render.resource_flavor`), so pods admitted on it land on the
+    pool or on the nodes GKE creates for the class's fallbacks, DWS flex-start VMs included.
+    Queued provisioning for the same shape is a separate ``queued`` pool and flavor of the queue."""
     from components.nodepools.model import GpuPool, TpuPool
 
     declared = {p.name: p for p in cfg.node_pools}
-    flavors: dict[str, list[str]] = {}
-    for q in cfg.capacity.cluster_queues:
-        for f in q.flavors:
-            flavors.setdefault(f.pool, []).append(q.name)
     for c in cfg.compute_classes:
         pool = declared.get(c.node_pool)
         if not isinstance(pool, TpuPool | GpuPool):
@@ -182,19 +169,8 @@ def compute_class_pools_not_kueue_flavors(cfg: StackConfig) -> Iterable[Problem]
                 f"compute_classes[{c.name}].node_pool",
                 f"compute_classes[{c.name}]: node pool {pool.name!r} has provisioning: queued; "
                 "its nodes come only from the ProvisioningRequest Kueue creates for an admitted "
-                f"job ({catalog.DWS_QUEUED_DOC}), and class {c.name!r} would make GKE create "
-                f"other nodes for the same pods: put the class on a pool that is not queued, or "
-                "remove it",
-            )
-        for q in flavors.get(pool.name, []):
-            yield at(
-                f"capacity.cluster_queues[{q}].flavors",
-                f"capacity.cluster_queues[{q}].flavors: pool {pool.name!r} is the node pool of "
-                f"ComputeClass {c.name!r}; its ResourceFlavor carries the class's taint "
-                f"cloud.google.com/compute-class={c.name}:NoSchedule and the pool's own labels, "
-                "so Kueue either never admits queued pods on it or pins them to the pool, where "
-                f"the class's fallbacks ({', '.join(c.fallback) or 'none'}) never serve them "
-                "(kueue pkg/scheduler/flavorassigner/flavorassigner.go, pkg/podset/podset.go): "
-                f"remove {pool.name!r} from the queue's flavors (queued jobs get this shape "
-                f"through a provisioning: queued pool), or remove class {c.name!r}",
+                f"job ({catalog.DWS_QUEUED_DOC}), and a ComputeClass has no queued-provisioning "
+                f"priority, so class {c.name!r} would make GKE create other nodes for the same "
+                "pods: put the class on the on-demand pool of that shape (a queue may list both), "
+                "or remove it",
             )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from components import catalog
 from components.computeclass.rules import (
     compute_class_pools,
-    compute_class_pools_not_kueue_flavors,
+    compute_class_pools_not_queued,
     compute_class_shapes_fit_nap,
 )
 from components.images.model import IMAGE_KINDS
@@ -451,12 +451,7 @@ RULES: tuple[Rule, ...] = (
     _rule(gpu_pool_arch_has_image, "ray.images", "node_pools"),
     _rule(compute_class_pools, "compute_classes", "node_pools"),
     _rule(compute_class_shapes_fit_nap, "compute_classes", "nap", "cluster", "node_pools"),
-    _rule(
-        compute_class_pools_not_kueue_flavors,
-        "compute_classes",
-        "capacity.cluster_queues",
-        "node_pools",
-    ),
+    _rule(compute_class_pools_not_queued, "compute_classes", "node_pools"),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),

@@ -11,7 +11,8 @@ Since issue 21 (docs/capacity.md) every prod RayJob waits in the Kueue queue ``m
 brings its own cluster (``node_pool:``): the ``training`` RayCluster is for interactive work only,
 so recreating it interrupts no RayJob, and a change to the pods of a job's own cluster re-runs
 that job. Prod also has the DWS pools ``tpu-v6e-4x4-dws`` and ``h100-dws`` (labelled like every
-pool), a ResourceFlavor per pool and NAP limits of cpu 4096, memory 20480, 64 v6e chips and 32
+pool), a ComputeClass on ``tpu-v6e-4x4`` and on ``h100`` (whose flavors select the class), a
+ResourceFlavor per pool and NAP limits of cpu 4096, memory 20480, 64 v6e chips and 32
 H100s; a scenario step never lowers a limit below what the declared pools can reach.
 """
 
@@ -301,8 +302,9 @@ SCENARIOS = [
             Step(
                 "h100 provisioning on-demand -> spot (node_config.spot forces a new pool)",
                 lambda d: _pool(d, "h100").update(provisioning="spot"),
-                # the pool is no Kueue flavor (it carries the h100-fallback ComputeClass, which
-                # no queue may list), so nothing else changes with it
+                # the pool's Kueue flavor selects the h100-fallback ComputeClass and the GPU
+                # shape, not the pool nor gke-spot (components/capacity/render.py
+                # class_flavor_labels), so nothing else changes with it
                 {"pool-h100-pool": "replace"},
                 {("node pool h100", "recreated")},
             )
@@ -586,11 +588,13 @@ SCENARIOS = [
                         cpu=8192, memory=65536, **{"tpu-v6e-slice": 128}
                     ),
                 ),
-                # the pool's ResourceFlavor carries its topology label (issue 21): updated too
+                # the pool's ResourceFlavor carries its topology label (issue 21) and its
+                # ComputeClass's Spot priority the slice's topology: both updated too
                 {
                     "cluster-gke": "update",
                     QUOTA: "update",
                     "capacity-resourceflavor-tpu-v6e-4x4": "update",
+                    "ray-computeclass-tpu-v6e-4x4-fallback": "update",
                     "pool-tpu-v6e-4x4-0-pool": "replace",
                     "pool-tpu-v6e-4x4-1-pool": "replace",
                     "ray-raycluster-training": "update",

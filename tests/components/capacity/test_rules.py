@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from components.capacity.checks import rayjob_problems, render_problems
-from components.capacity.rules import pool_problems
+from components.capacity.rules import flavor_quota_shape_problems, pool_problems
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, validate
 from components.stack.checks import check_stack
@@ -85,7 +85,7 @@ def test_queued_pool_scales_from_zero_and_needs_its_gke_version():
     )
     (problem,) = pool_problems(old)
     line = str(problem)
-    assert "needs GKE 1.28.7-gke.1020000" in line and "provisioningrequest" in line
+    assert "needs GKE 1.33.0-gke.1712000" in line and "provisioningrequest" in line
     assert problem.path == "node_pools[v6e-dws].provisioning", problem
     assert list(pool_problems(c)) == []
 
@@ -197,3 +197,18 @@ def test_borrowing_counts_toward_one_slice():
     capacity = copy.deepcopy(CAPACITY)
     capacity["cluster_queues"][1]["flavors"][1]["nominal"]["google.com/tpu"] = 0
     validate(data(capacity=capacity))
+
+
+def test_a_class_flavor_with_fallbacks_may_hold_more_than_its_pool():
+    """team-a's v6e flavor asks 48 chips; the v6e pool holds 2 slices x 16 = 32. Without a
+    ComputeClass that is refused; with a class on v6e whose fallbacks create more slices (Spot)
+    the flavor selects the class and the pool's size no longer bounds it; a class without
+    fallbacks (the pool only) is still bounded by the pool."""
+    capacity = copy.deepcopy(CAPACITY)
+    capacity["cluster_queues"][0]["flavors"][1]["nominal"]["google.com/tpu"] = 48
+    refused = "flavor 'v6e' has google.com/tpu nominal quota 48 in all (team-a 48)"
+    assert refused in _problems(capacity=capacity)
+    spot = [{"name": "v6e-cc", "node_pool": "v6e", "fallback": ["spot"]}]
+    assert not list(flavor_quota_shape_problems(cfg(capacity=capacity, compute_classes=spot)))
+    only_pool = [{"name": "v6e-cc", "node_pool": "v6e", "fallback": []}]
+    assert refused in _problems(capacity=capacity, compute_classes=only_pool)

@@ -256,21 +256,62 @@ def test_the_class_is_applied_in_the_cluster_under_mocks() -> None:
 # ------------------------------------------------------------- classes and Kueue flavors (rule 4)
 
 
-def test_a_class_pool_that_is_a_kueue_flavor_is_refused_naming_pool_class_and_fix() -> None:
-    """team-a lists the v6e pool as a flavor; a class on v6e taints its nodes with the class
-    taint the queued pods never tolerate: refused with the pool, the class and what to do."""
+def test_a_class_pool_that_is_a_kueue_flavor_gets_a_flavor_selecting_the_class() -> None:
+    """team-a lists the v6e pool as a flavor and a class is on v6e: valid. The flavor selects
+    the class (not the pool: no gke-nodepool, no stack labels, which the class's fallback nodes
+    lack) and tolerates the class taint; a queued job's workers are admitted on it without a
+    class selector of their own (Kueue adds the flavor's labels and tolerations)."""
+    from components.capacity.checks import render_problems
+    from components.capacity.preview import flavor_match, preview
+    from components.capacity.render import QUEUE_LABEL, resource_flavor
+    from tests.components.capacity.common import CAPACITY
     from tests.components.capacity.common import data as queued
 
-    ok = queued()
-    validate(ok)  # the queued stack without a class is valid
-    bad = queued(compute_classes=[{"name": "v6e-fallback", "node_pool": "v6e"}])
-    found = "\n".join(problems(bad))
-    assert "capacity.cluster_queues[team-a].flavors: pool 'v6e' is the node pool of " in found
-    assert "ComputeClass 'v6e-fallback'" in found
-    assert "cloud.google.com/compute-class=v6e-fallback:NoSchedule" in found
-    assert "remove 'v6e' from the queue's flavors" in found
-    # team-b does not list v6e: only team-a is named
-    assert "cluster_queues[team-b]" not in found
+    capacity = copy.deepcopy(CAPACITY)  # team-a's v6e flavor holds the job's two slices
+    capacity["cluster_queues"][0]["flavors"][1]["nominal"] = {
+        "cpu": 1440,
+        "memory": "5600Gi",
+        "google.com/tpu": 32,
+    }
+    cfg = validate(
+        queued(
+            capacity=capacity,
+            compute_classes=[{"name": "v6e-fallback", "node_pool": "v6e", "fallback": ["spot"]}],
+        )
+    )
+    flavor = resource_flavor(cfg, "v6e")["spec"]
+    assert flavor["nodeLabels"] == {
+        "cloud.google.com/compute-class": "v6e-fallback",
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+    }
+    taint = {
+        "key": "cloud.google.com/compute-class",
+        "value": "v6e-fallback",
+        "effect": "NoSchedule",
+    }
+    assert taint in flavor["nodeTaints"]
+    assert flavor["tolerations"] == [{**taint, "operator": "Equal"}]
+    # without the class the same pool's flavor neither selects nor tolerates a class
+    plain = resource_flavor(validate(queued()), "v6e")["spec"]
+    assert "tolerations" not in plain
+    assert "cloud.google.com/compute-class" not in plain["nodeLabels"]
+
+    manifests = render_manifests(cfg, WORKING_DIR)
+    rayjob = next(m for m in manifests if m["kind"] == "RayJob")
+    assert rayjob["metadata"]["labels"][QUEUE_LABEL] == "team-a"
+    (verdict,) = preview(cfg, [rayjob])
+    assert verdict.state == "admitted", verdict.reason
+    workers = next(a for a in verdict.assignments if a.pod_set.name not in ("head", "submitter"))
+    assert workers.flavor == "v6e" and not workers.provisioning
+    assert "cloud.google.com/compute-class" not in workers.pod_set.node_selector
+    # the pods need the flavor's toleration: without it the class taint refuses them
+    bare = dict(resource_flavor(cfg, "v6e"))
+    bare["spec"] = {k: v for k, v in flavor.items() if k != "tolerations"}
+    assert "untolerated taint cloud.google.com/compute-class=v6e-fallback" in (
+        flavor_match(workers.pod_set, bare) or ""
+    )
+    assert render_problems(cfg, manifests) == []
 
 
 def test_a_class_on_a_queued_pool_is_refused() -> None:
@@ -325,3 +366,30 @@ def test_a_class_on_a_pool_no_queue_lists_is_fine_and_queued_jobs_skip_its_selec
     cluster = next(m for m in manifests if m["kind"] == "RayCluster")
     (group,) = cluster["spec"]["workerGroupSpecs"]
     assert group["template"]["spec"]["nodeSelector"]["cloud.google.com/compute-class"] == "l4-spot"
+
+
+def test_a_class_flavor_keeps_only_the_shape_labels_of_its_pool() -> None:
+    """A Spot GPU pool with stack labels: its plain flavor selects gke-spot, the pool and the
+    labels; its class flavor only the class and the GPU shape (the class's on-demand priority
+    nodes carry neither gke-spot nor the pool's labels)."""
+    from components.capacity.render import resource_flavor
+    from tests.components.capacity.common import CAPACITY
+    from tests.components.capacity.common import data as queued
+
+    capacity = copy.deepcopy(CAPACITY)
+    capacity["cluster_queues"][0]["flavors"].append(
+        {"pool": "l4", "nominal": {"cpu": 16, "memory": "64Gi", "nvidia.com/gpu": 2}}
+    )
+    base = queued(capacity=capacity)
+    l4 = next(p for p in base["node_pools"] if p["name"] == "l4")
+    l4.update(provisioning="spot", labels={"team": "vision"})
+    plain = resource_flavor(validate(base), "l4")["spec"]["nodeLabels"]
+    assert plain["cloud.google.com/gke-spot"] == "true" and plain["team"] == "vision"
+    assert plain["cloud.google.com/gke-nodepool"] == "l4"
+    with_class = {**base, "compute_classes": [{"name": "l4-cc", "node_pool": "l4"}]}
+    labels = resource_flavor(validate(with_class), "l4")["spec"]["nodeLabels"]
+    assert labels == {
+        "cloud.google.com/compute-class": "l4-cc",
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "cloud.google.com/gke-gpu-driver-version": "latest",
+    }

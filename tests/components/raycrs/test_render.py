@@ -45,13 +45,20 @@ def test_v6e_4x4_worker_group_matches_its_node_pool() -> None:
     pod = g["template"]["spec"]
     specs = specs_for_pool(cfg, "tpu-v6e-4x4")
     assert len(specs) == 2  # one GKE node pool per slice
+    # training is queued: Kueue adds its flavor's tolerations on admission (the pool's
+    # ComputeClass taint, components/capacity/render.py resource_flavor)
+    from components.capacity.render import resource_flavor
+
+    tolerations = [
+        *pod["tolerations"],
+        *resource_flavor(cfg, "tpu-v6e-4x4")["spec"].get("tolerations", []),
+    ]
     for spec in specs:
         assert pod["nodeSelector"].items() <= spec.labels.items()
         assert spec.labels["cloud.google.com/gke-tpu-topology"] == "4x4"
         for taint in spec.taints:
-            assert {"key": taint.key, "value": taint.value, "effect": taint.effect}.items() <= (
-                pod["tolerations"][0].items()
-            )
+            want = {"key": taint.key, "value": taint.value, "effect": taint.effect}.items()
+            assert any(want <= t.items() for t in tolerations), taint
         res = pod["containers"][0]["resources"]
         assert res["requests"]["google.com/tpu"] == res["limits"]["google.com/tpu"] == "4"
         assert int(res["limits"]["google.com/tpu"]) == spec.capacity["google.com/tpu"]

@@ -198,16 +198,21 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "compute_classes[v5e]: the spot priority's TPU v5e 2x2 slice (1 x ct5lp-hightpu-4t) "
         "needs tpu-v5-lite-podslice 4, above nap.resource_limits[tpu-v5-lite-podslice] 2",
     ),
-    "compute_class_pools_not_kueue_flavors": (
-        lambda d: d.update(
-            compute_classes=[{"name": "v5e", "node_pool": "tpu", "fallback": ["spot"]}],
-            capacity={
-                "cluster_queues": [
-                    {"name": "q", "flavors": [{"pool": "tpu", "nominal": {"google.com/tpu": 4}}]}
-                ]
-            },
+    "compute_class_pools_not_queued": (
+        lambda d: (
+            d["node_pools"].append(
+                {
+                    "name": "tpu-dws",
+                    "tpu": {"generation": "v5e", "topology": "2x2"},
+                    "zones": ["us-east5-b"],
+                    "max_slices": 1,
+                    "provisioning": "queued",
+                    "labels": {"capacity": "dws"},
+                }
+            ),
+            d.update(compute_classes=[{"name": "v5e", "node_pool": "tpu-dws"}]),
         ),
-        "capacity.cluster_queues[q].flavors: pool 'tpu' is the node pool of ComputeClass 'v5e'",
+        "compute_classes[v5e]: node pool 'tpu-dws' has provisioning: queued",
     ),
     "job_slices_fit": (
         lambda d: d["jobs"][0].update(
