@@ -458,7 +458,19 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
-    _rule(capacity_rules, "capacity", "jobs", "ray_clusters", "node_pools", "cluster", "zones"),
+    # project and region too: flavors and queues are built from the rendered node pools, which
+    # need the stack's Context (components.stack.plan.context)
+    _rule(
+        capacity_rules,
+        "capacity",
+        "jobs",
+        "ray_clusters",
+        "node_pools",
+        "cluster",
+        "zones",
+        "project",
+        "region",
+    ),
 )
 """Every cross-field rule, in the order they run."""
 

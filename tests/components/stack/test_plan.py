@@ -190,3 +190,20 @@ def test_a_stack_validated_in_part_has_a_plan_without_context() -> None:
     assert len(p.jobs) == 1
     with pytest.raises(ValueError, match="validated only in part"):
         p.context  # noqa: B018
+
+
+@pytest.mark.parametrize("key", ["project", "region"])
+def test_an_invalid_context_key_is_a_config_error_not_a_render_error(key: str) -> None:
+    """A stack whose ``project`` or ``region`` does not validate has a plan without context;
+    the rules that render node pools (the capacity rules: flavors, queues) are skipped for it
+    ("not checked because ..."), never run into the missing context (the spec fuzz found a
+    ValueError here)."""
+    from components.stack import stack_data_from_yaml
+
+    data = stack_data_from_yaml((ROOT / "Pulumi.prod.yaml").read_text())
+    data[key] = 5
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    text = str(e.value)
+    assert f"{key}: Input should be a valid string" in text
+    assert f"not checked because {key} is invalid" in text and "capacity rules" in text
