@@ -134,9 +134,12 @@ def load_or_exit(
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
     from components.stack import ConfigError, StackFileError, load_stack_file
+    from components.stack.loader import SetError
 
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
+    except SetError as e:
+        _bad_set(e)
     except StackFileError as e:
         _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
     except ConfigError as e:
@@ -211,6 +214,13 @@ def parse_sets_or_exit(sets: list[str] | None) -> dict[str, Any]:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+def _bad_set(e: Exception) -> NoReturn:
+    """A ``--set`` that does not fit the stack file (:class:`components.stack.loader.SetError`):
+    a usage error, its one line printed, exit 2."""
+    err.print(f"error: {'; '.join(getattr(e, 'problems', [str(e)]))}", markup=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
 def _environments(path: Path) -> tuple[str, ...]:
     """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
     says what is wrong with the file)."""
@@ -239,7 +249,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
             data = stack_data_from_yaml(path.read_text(encoding="utf-8"), str(path))
         except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
             data = {}  # load_or_exit below says what is wrong with the file
-        top = {k.split(".", 1)[0] for k in overrides}
+        top = {re.split(r"[.\[]", k, maxsplit=1)[0] for k in overrides}
         missing = [k for k in required_keys() if k not in data and k not in top]
         if missing:
             err.print(
@@ -265,6 +275,7 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
         stack_data_from_yaml,
         validate,
     )
+    from components.stack.loader import SetError
     from components.stack.problems import Problem
 
     overrides = parse_sets_or_exit(sets)
@@ -274,6 +285,8 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     try:
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
+    except SetError as e:
+        _bad_set(e)
     except StackFileError as e:
         _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
     except ConfigError as e:

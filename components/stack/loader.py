@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import date
@@ -289,7 +290,9 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
             source,
         )
     try:
-        doc = YAML(typ="safe", pure=True).load(text)
+        yaml = YAML(typ="safe", pure=True)
+        yaml.Constructor = _StackConstructor
+        doc = yaml.load(text)
     except RecursionError:
         raise StackFileError(
             [
@@ -303,7 +306,20 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
         was = f" (in the mapping that starts at line {first.line + 1})" if first else ""
         problem = (e.problem or "duplicate key").split(" with value")[0].replace('"', "'")
         problem = problem.removeprefix("found ")
-        raise ConfigError([f"{problem} at {where}{was}; keep one"], source) from None
+        path = _key_path(text, at.line, at.column) if at else ""
+        head = f"{path}: " if path else ""
+        raise ConfigError(
+            [
+                Problem(
+                    path,
+                    f"{head}{problem} at {where}{was}; keep one",
+                    "duplicate-key",
+                    line=at.line + 1 if at else None,
+                    column=at.column + 1 if at else None,
+                )
+            ],
+            source,
+        ) from None
     except MarkedYAMLError as e:
         at = f" at line {e.problem_mark.line + 1}" if e.problem_mark else ""
         problem = " ".join(str(x) for x in (e.context, e.problem) if x)
@@ -314,6 +330,95 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
         raise StackFileError([f"not valid YAML: {e}"], source) from None
     _check_size(doc, source)
     return doc
+
+
+def _key_path(text: str, line: int, column: int) -> str:
+    """The stack path (``cluster.regional``, ``node_pools[tpu].max_nodes``) of the mapping key
+    that starts at 0-based ``line``/``column`` of the stack file ``text``, from ruamel.yaml's node
+    tree (``compose``: no values are built, so a key given twice does not stop it); ``""`` when
+    the key is not under ``config: ray-gke:<key>`` or the text cannot be composed."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    try:
+        root = YAML(typ="safe", pure=True).compose(text)
+    except Exception:  # the loader reports what is wrong with the text
+        return ""
+
+    def name_of(item: Any) -> str | None:
+        if isinstance(item, MappingNode):
+            for want in ENTRY_KEYS:
+                for k, v in item.value:
+                    if isinstance(k, ScalarNode) and k.value == want and isinstance(v, ScalarNode):
+                        return str(v.value)
+        return None
+
+    def walk(node: Any, parts: list[str]) -> list[str] | None:
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                key = str(k.value) if isinstance(k, ScalarNode) else "?"
+                here = [*parts, f".{key}"]
+                if (k.start_mark.line, k.start_mark.column) == (line, column):
+                    return here
+                found = walk(v, here)
+                if found is not None:
+                    return found
+        elif isinstance(node, SequenceNode):
+            for i, item in enumerate(node.value):
+                found = walk(item, [*parts, f"[{name_of(item) or i}]"])
+                if found is not None:
+                    return found
+        return None
+
+    parts = walk(root, []) or []
+    prefix = PROJECT_NAMESPACE + ":"
+    if len(parts) < 2 or parts[0] != ".config" or not parts[1].startswith("." + prefix):
+        return ""
+    return (parts[1][1 + len(prefix) :] + "".join(parts[2:])).lstrip(".")
+
+
+def _float_constructor() -> Any:
+    """ruamel.yaml's safe constructor, except that a number too large for a float (``1e400``,
+    which YAML reads as infinity) keeps the text it was written as (:class:`WrittenFloat`), so a
+    problem with it shows ``1e400``, not ``inf``."""
+    from ruamel.yaml.constructor import SafeConstructor
+
+    class StackConstructor(SafeConstructor):
+        def construct_yaml_float(self, node: Any) -> Any:
+            value = super().construct_yaml_float(node)
+            written = str(node.value)
+            if isinstance(value, float) and math.isinf(value) and "inf" not in written.lower():
+                return WrittenFloat(value, written)
+            return value
+
+    StackConstructor.add_constructor(
+        "tag:yaml.org,2002:float", StackConstructor.construct_yaml_float
+    )
+    return StackConstructor
+
+
+class WrittenFloat(float):
+    """A YAML number too large for a float (``1e400``): the float YAML gives (infinity) that
+    shows, in ``str`` and ``repr``, as the user wrote it. Validation refuses it like any other
+    infinity, naming the value as written."""
+
+    written: str
+
+    def __new__(cls, value: float, written: str) -> WrittenFloat:
+        self = super().__new__(cls, value)
+        self.written = written
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WrittenFloat, (float(self), self.written))
+
+    def __repr__(self) -> str:
+        return self.written
+
+    __str__ = __repr__
+
+
+_StackConstructor = _float_constructor()
 
 
 # Limits of a stack file; the shipped prod stack is ~3 KB, 7 levels deep, ~300 values.
@@ -478,21 +583,47 @@ def required_keys() -> tuple[str, ...]:
     return tuple(n for n, f in StackConfig.model_fields.items() if f.is_required())
 
 
+class SetError(ConfigError):
+    """A ``--set KEY=VALUE`` that cannot be applied (its key goes through a value of another
+    shape, or names a list entry the file does not have): a usage error (``raygke`` exits 2)."""
+
+
+# ``--set`` keys: a top-level key, then ``.key`` per mapping level and ``[name]`` or ``[index]``
+# (or ``.index``) per list entry: the path shape problems are printed with
+# (``node_pools[tpu].max_nodes``), so a path from ``raygke check`` can be given back to ``--set``.
+_SET_KEY = re.compile(r"[^.\[\]\s]+(?:\.[^.\[\]\s]+|\[[^\[\]]+\])*")
+_SET_PART = re.compile(r"\.?([^.\[\]]+)|\[([^\[\]]+)\]")
+
+
+def set_key_parts(key: str) -> list[tuple[str, str]] | None:
+    """``node_pools[tpu].max_nodes`` -> ``[("key", "node_pools"), ("item", "tpu"), ("key",
+    "max_nodes")]``; a digits-only ``.0`` is a ``key`` part that :func:`apply_overrides` reads as
+    an index where the value is a list. None when ``key`` is not of that shape (empty parts,
+    unbalanced brackets, spaces)."""
+    if not _SET_KEY.fullmatch(key):
+        return None
+    return [("key", k) if k else ("item", i.strip("'\"")) for k, i in _SET_PART.findall(key)]
+
+
 def parse_set(items: list[str]) -> dict[str, Any]:
-    """``["project=my-proj", "zones=[us-east5-a]", "cluster.name=ray"]`` -> overrides, each
-    value read as YAML 1.2 (as in a stack file). A key may carry the ``ray-gke:`` prefix; a dotted
-    key sets a key inside a mapping.
+    """``["project=my-proj", "zones=[us-east5-a]", "cluster.name=ray",
+    "node_pools[tpu].max_nodes=3"]`` -> overrides, each value read as YAML 1.2 (as in a stack
+    file). A key may carry the ``ray-gke:`` prefix; a dotted key sets a key inside a mapping, and
+    ``[name]`` (or ``[index]``, ``.index``) a list entry (:func:`apply_overrides`).
 
     Raises:
-        ConfigError: an item has no ``=``, an empty key, or a value that is not YAML.
+        ConfigError: an item has no ``=``, a key not of that shape, or a value that is not YAML.
     """
     out: dict[str, Any] = {}
     problems: list[str] = []
     for item in items:
         key, eq, raw = item.partition("=")
         key = key.strip().removeprefix(PROJECT_NAMESPACE + ":")
-        if not eq or not key or any(not part for part in key.split(".")):
-            problems.append(f"--set {item!r}: expected KEY=VALUE (e.g. --set project=my-project)")
+        if not eq or not key or set_key_parts(key) is None:
+            problems.append(
+                f"--set {item!r}: expected KEY=VALUE, KEY a stack path (e.g. --set "
+                "project=my-project, --set cluster.name=ray, --set node_pools[tpu].max_nodes=3)"
+            )
             continue
         try:
             out[key] = read_stack_yaml(raw) if raw.strip() else ""
@@ -503,27 +634,102 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def _entry_index(entries: list[Any], name: str) -> int | None:
+    """The index of the entry of ``entries`` named ``name`` (by the first of
+    :data:`~components.stack.problems.ENTRY_KEYS` it has, as problem paths name entries), else
+    ``name`` as an index (``0``, ``-1``) when it is one."""
+    for key in ENTRY_KEYS:
+        for i, entry in enumerate(entries):
+            if isinstance(entry, Mapping) and str(entry.get(key)) == name:
+                return i
+    if re.fullmatch(r"-?\d+", name) and -len(entries) <= int(name) < len(entries):
+        return int(name) % len(entries)
+    return None
+
+
+def _entry_names(entries: list[Any]) -> str:
+    names = []
+    for i, entry in enumerate(entries):
+        named = (
+            [entry.get(k) for k in ENTRY_KEYS if entry.get(k)] if isinstance(entry, Mapping) else []
+        )
+        names.append(str(named[0]) if named else str(i))
+    return ", ".join(names) if names else "none (the list is empty)"
+
+
 def apply_overrides(
     data: Mapping[str, Any], overrides: Mapping[str, Any], source: str | None = None
 ) -> dict[str, Any]:
-    """A copy of ``data`` with ``overrides`` (dotted key -> value) set.
+    """A copy of ``data`` with ``overrides`` (key -> value, keys as :func:`parse_set` accepts
+    them) set: ``cluster.name`` sets a key of a mapping (creating the mappings on the way),
+    ``node_pools[tpu].max_nodes`` a key of the list entry named ``tpu`` (its ``name``, or a Kueue
+    flavor's ``pool``), ``node_pools[0].max_nodes`` or ``node_pools.0.max_nodes`` of the first
+    entry. An entry is never created: a list is given whole (``--set 'zones=[a, b]'``).
 
     Raises:
-        ConfigError: a dotted key goes through a value that is not a mapping.
+        SetError: a key goes through a value that is not a mapping or list, names an entry the
+            list does not have, or indexes a list the file does not give.
     """
     import copy
 
     out = copy.deepcopy(dict(data))
     for key, value in overrides.items():
-        *path, last = key.split(".")
+        parts = set_key_parts(key) or [("key", key)]
         node: Any = out
-        for i, part in enumerate(path):
-            node = node.setdefault(part, {}) if isinstance(node, dict) else None
-            if not isinstance(node, dict):
-                where = ".".join(path[: i + 1])
-                raise ConfigError([f"--set {key}: {where} is not a mapping"], source)
-        node[last] = value
+        for i, (kind, name) in enumerate(parts):
+            last = i == len(parts) - 1
+            where = _set_label(parts[:i]) or "the stack"
+            if isinstance(node, list) and (kind == "item" or re.fullmatch(r"-?\d+", name)):
+                index = _entry_index(node, name)
+                if index is None:
+                    raise SetError(
+                        [
+                            f"--set {key}: {where} has no entry {name!r}; its entries: "
+                            f"{_entry_names(node)} (by name or index)"
+                        ],
+                        source,
+                    )
+                if last:
+                    node[index] = value
+                else:
+                    node = node[index]
+            elif isinstance(node, dict) and kind == "key":
+                if last:
+                    node[name] = value
+                elif node.get(name) is None:
+                    if parts[i + 1][0] == "item" or re.fullmatch(r"-?\d+", parts[i + 1][1]):
+                        raise SetError(
+                            [
+                                f"--set {key}: {_set_label(parts[: i + 1])} is not in the file, so "
+                                "it has no entry to set; give the whole list: --set "
+                                f"'{_set_label(parts[: i + 1])}=[...]'"
+                            ],
+                            source,
+                        )
+                    node[name] = {}
+                node = node[name]
+            elif isinstance(node, list):
+                raise SetError(
+                    [
+                        f"--set {key}: {where} is a list; name an entry as {where}[<name>] or "
+                        f"{where}[<index>] (its entries: {_entry_names(node)})"
+                    ],
+                    source,
+                )
+            else:
+                what = "a mapping" if isinstance(node, dict) else f"{type(node).__name__} {node!r}"
+                raise SetError(
+                    [f"--set {key}: {where} is {what}, not a list: it has no entry [{name}]"]
+                    if isinstance(node, dict)
+                    else [f"--set {key}: {where} is not a mapping or a list (it is {what})"],
+                    source,
+                )
     return out
+
+
+def _set_label(parts: list[tuple[str, str]]) -> str:
+    """``[("key", "node_pools"), ("item", "tpu")]`` -> ``node_pools[tpu]``."""
+    return "".join(f".{n}" if k == "key" else f"[{n}]" for k, n in parts).lstrip(".")
 
 
 def esc_stand_ins(data: Mapping[str, Any], keys: list[str] | tuple[str, ...]) -> dict[str, Any]:

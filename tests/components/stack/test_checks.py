@@ -311,16 +311,16 @@ def test_strict_placement_that_the_pool_cannot_hold_is_refused() -> None:
     )  # fmt: skip
     docs = "(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html)"
     assert placement.placement_problems(cfg) == [
-        "jobs[pack-h100].placement_strategy STRICT_PACK: Ray Train's 16 workers on one node need "
+        "jobs[pack-h100].placement_strategy: STRICT_PACK: Ray Train's 16 workers on one node need "
         "GPU 16 > 8, what one worker pod of pool 'h100' (a3-highgpu-8g) offers Ray; Ray never "
         f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
-        "jobs[spread-h100].placement_strategy STRICT_SPREAD: Ray Train places 16 workers, each "
+        "jobs[spread-h100].placement_strategy: STRICT_SPREAD: Ray Train places 16 workers, each "
         "on a different node, but node pool 'h100' gives the job 2 node(s); Ray never places "
         f"this group {docs}; use SPREAD (best effort) or PACK",
-        "jobs[pack-v6e].placement_strategy STRICT_PACK: Ray Train's 8 workers on one node need "
+        "jobs[pack-v6e].placement_strategy: STRICT_PACK: Ray Train's 8 workers on one node need "
         "TPU 32 > 4, what one worker pod of pool 'tpu-v6e-4x4' (ct6e-standard-4t) offers Ray; "
         f"Ray never places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
-        "jobs[pack-cpu].placement_strategy STRICT_PACK: Ray Train's 3 workers on one node need "
+        "jobs[pack-cpu].placement_strategy: STRICT_PACK: Ray Train's 3 workers on one node need "
         "CPU 3 > 2, what one worker pod of pool 'cpu' (n2-standard-16) offers Ray; Ray never "
         f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
     ]
