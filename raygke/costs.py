@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.stack.base import plural
 from raygke.cost import StackCost, money
 from raygke.prices import GKE_PRICING, HOURS_PER_MONTH, PRICES_RECORDED
 
@@ -38,7 +39,7 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
         )
     t.add_row(
         "cluster fee",
-        f"{cost.clusters} cluster(s)",
+        plural(cost.clusters, "cluster"),
         "",
         "",
         "",

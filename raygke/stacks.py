@@ -26,6 +26,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from components.stack.base import plural
 from raygke.console import EXIT_FAILED, EXIT_USAGE, err
 
 STACK_FILE = re.compile(r"Pulumi\.(.+)\.ya?ml")
@@ -170,17 +171,17 @@ def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools
                 f"{p['accelerator']} {p['topology']} ({p['chips_per_slice']} chips)",
                 str(p["chips_per_host"]),
                 str(p["hosts_per_slice"]),
-                f"{p['max_slices']} slices ({n} GKE pool{'' if n == 1 else 's'})",
+                f"{plural(p['max_slices'], 'slice')} ({plural(n, 'GKE pool')})",
             )
         elif p["kind"] == "gpu":
             row = (
                 f"{p['gpus_per_node']} x {p['accelerator']}",
                 str(p["gpus_per_node"]),
                 "1",
-                f"{p['max_nodes']} nodes",
+                plural(p["max_nodes"], "node"),
             )
         else:
-            row = ("-", "-", "1", f"{p['max_nodes']} nodes")
+            row = ("-", "-", "1", plural(p["max_nodes"], "node"))
         table.add_row(name, p["kind"], p["machine_type"], *row)
     return table
 
@@ -253,7 +254,8 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
         missing = [k for k in required_keys() if k not in data and k not in top]
         if missing:
             err.print(
-                f"note: {path} imports ESC environment(s) {', '.join(envs)}; rendering offline "
+                f"note: {path} imports ESC {plural(len(envs), 'environment', with_count=False)} "
+                f"{', '.join(envs)}; rendering offline "
                 f"needs their values: give {', '.join(missing)} with --set KEY=VALUE",
                 markup=False,
             )
@@ -353,7 +355,7 @@ def _print_invalid(
         print(render(fmt, path, problems, notes=list(notes or [])))
         raise typer.Exit(EXIT_FAILED)
     err.print(
-        f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
+        f"[bold red]{escape(str(path))}: invalid stack config[/] ({plural(len(problems), 'problem')})"
     )
     from components.stack.base import one_line
 

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -208,7 +209,7 @@ def test_no_render_ok_line_says_what_was_not_checked() -> None:
     assert "(config only; render checks skipped: " in ok
     for what in ("image dependencies", "CRD schemas", "object store memory", "policy rules"):
         assert what in ok, ok
-    assert ok.endswith("1 ray clusters, 3 jobs, 0 services")
+    assert ok.endswith("1 ray cluster, 3 jobs, 0 services")
 
 
 def test_no_policy_ok_line_says_the_policy_rules_were_skipped() -> None:
@@ -429,7 +430,7 @@ def test_check_names_the_keys_expected_from_the_environment(tmp_path, capsys):
     path = esc_stack(tmp_path)
     assert main(["check", "--config", str(path), "--no-render"]) == 0
     out = capsys.readouterr()
-    assert "imports ESC environment(s) acme/ray-gke-prod" in out.err
+    assert "imports ESC environment acme/ray-gke-prod" in out.err
     assert "expected from them: project, region, zones" in out.err
     assert "ok" in out.out
 
@@ -532,7 +533,7 @@ def test_synth_and_cost_take_the_esc_values_with_set(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["synth", "--config", str(path), "--out", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "imports ESC environment(s) acme/ray-gke-prod" in err
+    assert "imports ESC environment acme/ray-gke-prod" in err
     assert "give project, region, zones with --set KEY=VALUE" in err
     assert "project: required field is missing" in err
 
@@ -685,5 +686,44 @@ def test_a_number_too_large_for_a_float_is_named_as_written(tmp_path, capsys):
     path.write_text(text)
     assert main(["check", "--config", str(path), "--no-render"]) == 1
     err = capsys.readouterr().err
-    assert "head.memory: '1e400' is larger than a Kubernetes quantity holds" in err
+    assert "head.memory '1e400' is larger than a Kubernetes quantity holds" in err
     assert "inf" not in err.split("note:")[0].replace("information", "")
+
+
+def _commands(command, prefix="raygke"):
+    yield prefix, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, f"{prefix} {name}")
+
+
+def test_no_help_text_shows_rst_markup():
+    """Help is rendered plain by rich (typer's default markup mode): an RST literal (double
+    backticks) or role (:func:) in a docstring or option help would print as written."""
+    import typer
+
+    seen = 0
+    for name, command in _commands(typer.main.get_command(app)):
+        texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        for text in texts:
+            seen += 1
+            assert "``" not in text and not re.search(r":(func|mod|class|data|attr):", text), (
+                name,
+                text,
+            )
+    assert seen > 50  # every command and option of every group was read
+    diff_help = CliRunner().invoke(app, ["diff", "--help"], env={"COLUMNS": "200"}).output
+    assert "--set values apply to the head side only" in diff_help
+
+
+def test_the_summary_line_counts_in_the_right_number():
+    from components.stack import load_stack_file
+    from raygke.cli import summary_line
+
+    cfg = load_stack_file(ROOT / "Pulumi.dev.yaml")
+    assert summary_line(cfg) == (
+        "3 node pools, 8 TPU chips on 2 hosts, 2 GPUs (at max scale), 1 ray cluster, 3 jobs, "
+        "0 services"
+    )
+    one = cfg.model_copy(update={"jobs": cfg.jobs[:1], "node_pools": cfg.node_pools[:1]})
+    assert summary_line(one).startswith("1 node pool, 0 TPU chips on 0 hosts, 0 GPUs")
+    assert ", 1 job, " in summary_line(one)

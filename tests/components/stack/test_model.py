@@ -351,7 +351,7 @@ def test_yaml_loader_rejects_duplicate_keys_naming_both_places() -> None:
     )
     with pytest.raises(
         ConfigError,
-        match=r"1 problem\(s\):\nlabels.a: duplicate key 'a' at line 2 column 26 \(in the mapping that starts at line 2\)",
+        match=r"1 problem:\nlabels.a: duplicate key 'a' at line 2 column 26 \(in the mapping that starts at line 2\)",
     ):
         stack_data_from_yaml("config:\n  ray-gke:labels: {a: x, a: y}\n")
 

@@ -400,7 +400,7 @@ def test_config_error_lists_field_then_rule_problems() -> None:
         validate(d, "Pulumi.test.yaml")
     assert exc.value.problems[0].startswith("project:")
     assert exc.value.problems[1].startswith("jobs[prep].cluster: 'ghost'")
-    assert str(exc.value).startswith("Pulumi.test.yaml: 2 problem(s):")
+    assert str(exc.value).startswith("Pulumi.test.yaml: 2 problems:")
 
 
 @pytest.mark.parametrize(
