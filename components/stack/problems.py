@@ -151,6 +151,25 @@ def path_colon(path: str, message: str) -> str:
     return f"{m.group(1)}: {message[m.end() :]}"
 
 
+class FieldLine(str):
+    """A checker's line about one field of a rendered object, carrying that field: ``field`` is
+    its dotted path in the object (``spec.rayClusterSpec.workerGroupSpecs[1].replicas``), as the
+    CRD schema check (:func:`components.raycrs.crd.validate_manifest`, from jsonschema's error
+    path) and the feature-gate check (:func:`components.raycrs.gates.gate_problems`) know it, so
+    :func:`components.stack.checks.check_manifests` finds the stack entry (the worker group) from
+    the data, not from the line's words. A ``str`` like the plain lines other checkers give."""
+
+    field: str
+
+    def __new__(cls, line: str, field: str) -> FieldLine:
+        self = super().__new__(cls, line)
+        self.field = field
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FieldLine, (str(self), self.field))
+
+
 def _rebuild(
     path: str, message: str, rule: str, severity: str, position: tuple[int, int] | None
 ) -> Problem:
