@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -137,7 +138,13 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[Prob
         if hinted:
             loc, msg = hinted
         elif e["type"] == "extra_forbidden":
-            msg = f"unknown key {str(e['loc'][-1])!r} (check its spelling; extra keys are rejected)"
+            key = str(e["loc"][-1])
+            close = difflib.get_close_matches(key, _allowed_keys(tuple(e["loc"])[:-1]), n=1)
+            msg = (
+                f"unknown key {key!r}; did you mean {close[0]!r}? (extra keys are rejected)"
+                if close
+                else f"unknown key {key!r} (check its spelling; extra keys are rejected)"
+            )
         elif e["type"] == "missing":
             msg = "required field is missing"
         elif e["type"] == "union_tag_invalid":
@@ -156,6 +163,46 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[Prob
             part = one_line(part)
             lines.append(Problem(loc, f"{loc}: {part}" if loc else part, "field"))
     return lines
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model accepts in the mapping at pydantic error location ``loc`` (list
+    indices skipped; a discriminated union's tag, ``tpu`` after a node pool's index, picks its
+    member); ``[]`` where the model there is not known (a free mapping such as ``labels``)."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    def members(tp: Any) -> list[Any]:
+        """``tp`` without Annotated / Optional / list wrappers: its model classes (all members
+        of a union), each with its union tag when it has one."""
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            base, *meta = typing.get_args(tp)
+            tags = [getattr(m, "tag", None) for m in meta if hasattr(m, "tag")]
+            return [(c, tags[0] if tags else t) for c, t in members(base)]
+        if origin in (typing.Union, types.UnionType):
+            return [m for a in typing.get_args(tp) for m in members(a)]
+        if origin in (list, tuple, set, frozenset):
+            return [m for a in typing.get_args(tp) for m in members(a)]
+        return [(tp, None)] if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+    current: list[Any] = [(StackConfig, None)]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        tagged = [c for c, t in current if t == part]
+        if tagged:  # the union member the tag names (``node_pools.1.tpu``)
+            current = [(c, None) for c in tagged]
+            continue
+        nxt = []
+        for cls, _ in current:
+            f = cls.model_fields.get(part)
+            if f is not None:
+                nxt += members(f.annotation)
+        current = nxt
+    return sorted({k for cls, _ in current for k in cls.model_fields})
 
 
 _TAGS = {"cpu", "tpu", "gpu"}

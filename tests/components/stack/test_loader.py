@@ -295,3 +295,42 @@ def test_a_set_that_does_not_fit_the_file_is_a_set_error(key: str, says: str) ->
 def test_a_set_key_of_another_shape_is_refused(item: str) -> None:
     with pytest.raises(ConfigError, match="expected KEY=VALUE, KEY a stack path"):
         parse_set([item])
+
+
+@pytest.mark.parametrize(
+    ("where", "typo", "meant"),
+    [
+        (("cluster",), "regoinal", "regional"),
+        (("node_pools", 1), "max_slice", "max_slices"),  # a TPU pool: its own keys
+        (("node_pools", 0), "max_node", "max_nodes"),  # a CPU pool
+        (("nap",), "resource_limit", "resource_limits"),
+        ((), "napp", "nap"),
+    ],
+)
+def test_an_unknown_key_close_to_a_known_one_names_it(where, typo, meant) -> None:
+    from tests.helpers import config
+
+    data = config()
+    node = data
+    for part in where:
+        node = node[part]
+    node[typo] = 1
+    with pytest.raises(ConfigError) as exc:
+        validate(data)
+    assert (
+        f"unknown key {typo!r}; did you mean {meant!r}? (extra keys are rejected)"
+        in (exc.value.problems[0])
+    )
+
+
+def test_an_unknown_key_close_to_none_says_check_its_spelling() -> None:
+    from tests.helpers import config
+
+    data = config()
+    data["cluster"]["zzz_unrelated"] = 1
+    with pytest.raises(ConfigError) as exc:
+        validate(data)
+    assert (
+        "unknown key 'zzz_unrelated' (check its spelling; extra keys are rejected)"
+        in (exc.value.problems[0])
+    )
