@@ -47,12 +47,15 @@ SetOption = Annotated[
     typer.Option(
         "--set",
         metavar="KEY=VALUE",
-        help="KEY=VALUE: set a ray-gke config value, read as YAML; KEY is a stack path as problems "
-        "print it: dotted keys set nested values (cluster.name=ray), [name] or [index] a list "
-        "entry (node_pools[tpu].max_slices=2, node_pools[0].max_nodes=3). For values a Pulumi ESC "
-        "environment provides, or to try one in place of the file's; project= and region= also "
-        "set gcp:project / gcp:region in the rendered program (the two must not differ). "
-        "Repeatable",
+        # escaped: typer renders help as rich markup, where [name] would be a style tag
+        help=escape(
+            "KEY=VALUE: set a ray-gke config value, read as YAML; KEY is a stack path as problems "
+            "print it: dotted keys set nested values (cluster.name=ray), [name] or [index] a list "
+            "entry (node_pools[tpu].max_slices=2, node_pools[0].max_nodes=3). For values a Pulumi "
+            "ESC environment provides, or to try one in place of the file's; project= and region= "
+            "also set gcp:project / gcp:region in the rendered program (the two must not differ). "
+            "Repeatable"
+        ),
     ),
 ]
 

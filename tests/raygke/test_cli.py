@@ -710,9 +710,14 @@ def test_no_help_text_shows_rst_markup():
                 name,
                 text,
             )
+            # an unescaped [word] is a rich style tag: it would not be shown
+            assert not re.search(r"(?<!\\)\[[a-zA-Z/]", text), (name, text)
     assert seen > 50  # every command and option of every group was read
-    diff_help = CliRunner().invoke(app, ["diff", "--help"], env={"COLUMNS": "200"}).output
+    diff_help = CliRunner().invoke(app, ["diff", "--help"], env={"COLUMNS": "300"}).output
     assert "--set values apply to the head side only" in diff_help
+    # rich markup would swallow [name] as a style tag: the help says it as written
+    flat = " ".join(diff_help.replace("│", " ").split())
+    assert "[name] or [index] a list entry (node_pools[tpu].max_slices=2," in flat
 
 
 def test_the_summary_line_counts_in_the_right_number():
