@@ -293,6 +293,16 @@ def _valid_blocks(
     if any(not e["loc"] for e in errors):
         return None
     bad = {str(e["loc"][0]) for e in errors} & fields
+    # A block whose only errors are unknown keys is valid without them: nothing reads an unknown
+    # key, so no rule is skipped for it (a typo in cluster: does not hide the capacity rules).
+    data = dict(data)
+    for name in sorted(bad):
+        mine = [e for e in errors if e["loc"][0] == name]
+        if all(e["type"] == "extra_forbidden" for e in mine):
+            cleaned = _without_keys({name: data[name]}, [tuple(e["loc"]) for e in mine])
+            if cleaned is not None:
+                data[name] = cleaned[name]
+                bad.discard(name)
     partial: dict[str, Any] = {}
     broken: set[str] = set()
     for name in sorted(bad):
@@ -310,6 +320,24 @@ def _valid_blocks(
         return None
     kept = {k: getattr(whole, k) for k in fields - bad}
     return StackConfig.model_construct(**kept, **partial), broken
+
+
+def _without_keys(block: dict[str, Any], locs: list[tuple[Any, ...]]) -> dict[str, Any] | None:
+    """A deep copy of ``block`` (``{top-level key: value}``) without the keys at the pydantic
+    error locations ``locs``, validated; None when it does not validate without them."""
+    import copy
+
+    out = copy.deepcopy(block)
+    for loc in locs:
+        holder = _block(loc, out)
+        if isinstance(holder, dict):
+            holder.pop(loc[-1], None)
+    (name,) = out
+    try:
+        StackConfig.model_validate({**_STAND_INS, name: out[name]})
+    except (ValidationError, ValueError):
+        return None
+    return out
 
 
 def read_stack_yaml(text: str, source: str | None = None) -> Any:

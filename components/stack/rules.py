@@ -254,7 +254,7 @@ def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[Problem]:
                     at(
                         f"{t.field}.max_replicas",
                         f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
-                        f"capacity of {t.capacity} {t.unit}",
+                        f"capacity of {plural(t.capacity, t.unit.removesuffix('s'))}",
                     )
                 )
 

@@ -602,3 +602,33 @@ def test_a_checkpoint_outside_the_named_jobs_folder_is_refused(checkpoint: str) 
 def test_a_job_that_is_not_a_trainer_is_not_a_valid_target() -> None:
     (line,) = [p for p in problems(_with_jobs(_eval(name="prep"))) if "args.name" in p]
     assert "'prep'" in line and "valid: train-a" in line
+
+
+def test_an_unknown_key_alone_skips_no_rule() -> None:
+    """Nothing reads an unknown key: with a typo in cluster: and in a node pool, the rules over
+    those blocks still run (the undeclared pool of a worker group is reported with the typos)."""
+    d = base()
+    d["cluster"] = {"name": "ray", "regoinal": True}
+    d["node_pools"][0]["max_node"] = 3
+    d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "nope"
+    with pytest.raises(ConfigError) as exc:
+        validate(d)
+    lines = exc.value.problems
+    assert any(ln.startswith("cluster.regoinal: unknown key 'regoinal'") for ln in lines), lines
+    assert any("max_node" in ln and "did you mean 'max_nodes'?" in ln for ln in lines), lines
+    assert any(
+        ln.startswith("ray_clusters[research].worker_groups[cpu].node_pool: 'nope' is not a")
+        for ln in lines
+    ), lines
+    assert exc.value.notes == []  # no rule was skipped
+
+
+def test_capacity_counts_one_slice_in_the_singular() -> None:
+    d = base()
+    tpu = next(p for p in d["node_pools"] if "tpu" in p)
+    tpu["max_slices"] = 1
+    group = next(g for g in d["ray_clusters"][0]["worker_groups"] if g["node_pool"] == tpu["name"])
+    group["max_replicas"] = 2
+    with pytest.raises(ConfigError) as exc:
+        validate(d)
+    assert any(ln.endswith("capacity of 1 slice") for ln in exc.value.problems), exc.value.problems
