@@ -466,7 +466,7 @@ def test_crd_and_gate_lines_carry_the_object_field_and_the_group_is_found_from_i
     from components.raycrs.gates import gate_problems
     from components.stack.problems import FieldLine
 
-    cfg, m = _rendered()
+    _, m = _rendered()
     groups = m[0]["spec"]["workerGroupSpecs"]
     groups[1]["numOfHost"] = groups[1].pop("numOfHosts")
     (line,) = validate_manifest(m[0])
