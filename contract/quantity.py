@@ -70,7 +70,7 @@ def parse_quantity(value: str | int | float, *, signed: bool = False) -> Decimal
         return Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     m = _GRAMMAR.fullmatch(str(value))
     if not m or (m.group("sign") and not signed):
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES})")
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES}){_hint(value)}")
     suffix = m.group("suffix") or ""
     with localcontext(prec=_DIGITS):
         try:
@@ -80,6 +80,27 @@ def parse_quantity(value: str | int | float, *, signed: bool = False) -> Decimal
         except ArithmeticError:  # an exponent beyond what Decimal holds
             raise QuantityError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES})") from None
         return number * (BINARY_SI.get(suffix) or DECIMAL_SI[suffix])
+
+
+_SUFFIX_SLIP = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([kKmMgGtTpPeE])([iI]?)[bB]?")
+
+
+def _hint(value: object) -> str:
+    """What to write for a unit Kubernetes does not spell so (``8GB``, ``8gb``, ``8 Gi``,
+    ``512mi``): ``8G`` (10^9) or ``8Gi`` (2^30); ``""`` for anything else."""
+    m = _SUFFIX_SLIP.fullmatch(str(value).strip())
+    if not m:
+        return ""
+    number, letter, binary = m.groups()
+    big = "k" if letter in "kK" else letter.upper()
+    decimal, power = f"{number}{big}", {"k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}[big]
+    iec = f"{number}{big.upper()}i"
+    if str(value) in (decimal, iec):
+        return ""
+    first, second = (iec, decimal) if binary else (decimal, iec)
+    exp = {"K": 10, "M": 20, "G": 30, "T": 40, "P": 50, "E": 60}[big.upper()]
+    what = {iec: f"2^{exp}", decimal: f"10^{power}"}
+    return f"; write {first} ({what[first]} bytes) or {second} ({what[second]})"
 
 
 def quantity_float(value: str | int | float) -> float:

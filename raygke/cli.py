@@ -20,6 +20,7 @@ import typer
 from rich.markup import escape
 
 from components.stack import GpuPool, StackConfig, TpuPool
+from components.stack.base import plural
 from raygke import images as images_cli
 from raygke import local, submit
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
@@ -46,10 +47,15 @@ SetOption = Annotated[
     typer.Option(
         "--set",
         metavar="KEY=VALUE",
-        help="KEY=VALUE: set a ray-gke config value, read as YAML; dotted keys set nested values "
-        "(cluster.name=ray). For values a Pulumi ESC environment provides, or to try one in place "
-        "of the file's; project= and region= also set gcp:project / gcp:region in the rendered "
-        "program (the two must not differ). Repeatable",
+        # escaped: typer renders help as rich markup, where [name] would be a style tag
+        help=escape(
+            "KEY=VALUE: set a ray-gke config value, read as YAML; KEY is a stack path as problems "
+            "print it: dotted keys set nested values (cluster.name=ray), [name] or [index] a list "
+            "entry (node_pools[tpu].max_slices=2, node_pools[0].max_nodes=3). For values a Pulumi "
+            "ESC environment provides, or to try one in place of the file's; project= and region= "
+            "also set gcp:project / gcp:region in the rendered program (the two must not differ). "
+            "Repeatable"
+        ),
     ),
 ]
 
@@ -72,15 +78,16 @@ def _options(
 
 
 def summary_line(cfg: StackConfig) -> str:
-    """``3 node pools, 8 TPU chips on 2 hosts, 2 GPUs, 1 ray clusters, 2 jobs, 1 services`` (at
-    max scale)."""
+    """``3 node pools, 8 TPU chips on 2 hosts, 2 GPUs (at max scale), 1 ray cluster, 2 jobs,
+    1 service`` (:func:`components.stack.base.plural`)."""
     chips = sum(p.slice.chips * p.max_slices for p in cfg.node_pools if isinstance(p, TpuPool))
     hosts = sum(p.slice.hosts * p.max_slices for p in cfg.node_pools if isinstance(p, TpuPool))
     gpus = sum(p.gpu.count * p.max_nodes for p in cfg.node_pools if isinstance(p, GpuPool))
     return (
-        f"{len(cfg.node_pools)} node pools, {chips} TPU chips on {hosts} hosts, {gpus} GPUs "
-        f"(at max scale), {len(cfg.ray_clusters)} ray clusters, {len(cfg.jobs)} jobs, "
-        f"{len(cfg.services)} services"
+        f"{plural(len(cfg.node_pools), 'node pool')}, {plural(chips, 'TPU chip')} on "
+        f"{plural(hosts, 'host')}, {plural(gpus, 'GPU')} (at max scale), "
+        f"{plural(len(cfg.ray_clusters), 'ray cluster')}, {plural(len(cfg.jobs), 'job')}, "
+        f"{plural(len(cfg.services), 'service')}"
     )
 
 
@@ -99,7 +106,7 @@ def check(
         True,
         "--policy/--no-policy",
         help="With --render, also run the policy pack's GCP rules over the Pulumi program "
-        "rendered under mocks (as `raygke synth`; adds the program's run time)",
+        "rendered under mocks (as raygke synth does; adds the program's run time)",
     ),
     sets: SetOption = None,
     fmt: str = typer.Option(
@@ -126,7 +133,9 @@ def check(
     cfg = loaded.cfg
     if loaded.from_environment and fmt == "text":
         err.print(
-            f"note: {path} imports ESC environment(s) {', '.join(loaded.environments)}; expected "
+            f"note: {path} imports ESC "
+            f"{plural(len(loaded.environments), 'environment', with_count=False)} "
+            f"{', '.join(loaded.environments)}; expected "
             f"from them: {', '.join(loaded.from_environment)} (not checked offline: placeholders "
             f"stand in for them; give the values with --set KEY=VALUE to check them too)",
             markup=False,
@@ -173,7 +182,8 @@ def check(
         return
     if problems:
         err.print(
-            f"[bold red]{escape(str(path))}: the rendered stack has {len(problems)} problem(s)[/]"
+            f"[bold red]{escape(str(path))}: the rendered stack has "
+            f"{plural(len(problems), 'problem')}[/]"
         )
         from components.stack.base import one_line
 
@@ -247,7 +257,7 @@ def diff(
     sets: SetOption = None,
 ) -> None:
     """The plan between two offline renders (create, update, replace with the field that forces
-    it, delete), with the cost delta at minimum and maximum scale. ``--set`` values apply to the
+    it, delete), with the cost delta at minimum and maximum scale. --set values apply to the
     head side only (the change you are trying), never to the base."""
     if fmt not in DIFF_FORMATS:
         err.print(
@@ -340,8 +350,8 @@ def docs(
         DOCS_FILE, "--out", "-o", help="The file --write writes and --check compares"
     ),
 ) -> None:
-    """Print the stack file reference, generated from the stack model (``--write``: write it to
-    the tracked file; ``--check``: exit 1 when that file is stale)."""
+    """Print the stack file reference, generated from the stack model (--write: write it to
+    the tracked file; --check: exit 1 when that file is stale)."""
     from components.stack.reference import render_reference
 
     if write and check:

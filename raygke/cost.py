@@ -13,6 +13,13 @@ region), so
   TPU chips of the machine type x the chip price; Spot when ``nodeConfig.spot``; a pool that
   consumes a specific reservation pays the on-demand rate (the reservation itself is billed
   whether nodes run or not, and its size is not in the stack);
+* a flex-start pool (``nodeConfig.flexStart``) or one with queued provisioning
+  (``queuedProvisioning.enabled``, Dynamic Workload Scheduler) is billed at DWS prices, which are
+  discounted ("discounts (up to 53%) for vCPUs, GPUs and TPUs", :data:`FLEX_START_PRICING`) by
+  SKU; the dated price table records no DWS rate and no source gives one discount for every
+  machine, so such a pool is priced at its on-demand rate and marked an upper bound
+  (:attr:`PoolCost.upper_bound`: ``<=`` in the table, ``upper_bound`` in JSON, and the note
+  :data:`FLEX_START_NOTE`);
 * the cluster: the GKE management fee per cluster.
 
 A price that the catalog does not record makes the pool's cost ``None`` (unknown); totals are
@@ -36,6 +43,19 @@ from raygke.prices import (
     Price,
 )
 
+# Flex-start and queued provisioning (DWS) pricing: "Flex-start is powered by Dynamic Workload
+# Scheduler and is billed using Dynamic Workload Scheduler pricing: discounts (up to 53%) for
+# vCPUs, GPUs, and TPUs; pay as you go" (GKE, "About GPU, TPU and H4D consumption with the
+# flex-start provisioning mode", section "Flex-start pricing"); Compute Engine: "For A4, A3, A2,
+# and H4D machine types, you obtain vCPUs, memory, and any attached GPUs at a discounted price"
+# (https://cloud.google.com/compute/docs/instances/about-flex-start-vms). A per-SKU rate is not
+# in the price table (raygke/prices.json), so these pools are shown at the on-demand rate.
+FLEX_START_PRICING = "https://cloud.google.com/kubernetes-engine/docs/concepts/dws"
+FLEX_START_NOTE = (
+    f"on-demand price, upper bound (DWS flex-start is billed at its own rate: {FLEX_START_PRICING})"
+)
+DWS_PROVISIONING = ("queued", "flex-start")
+
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 
@@ -47,7 +67,8 @@ class PoolCost:
     Attributes:
         name: the GKE node pool name.
         machine_type, region: what is priced.
-        provisioning: ``on-demand`` | ``spot`` | ``reservation``.
+        provisioning: ``on-demand`` | ``spot`` | ``reservation`` | ``queued`` (DWS queued
+            provisioning) | ``flex-start``.
         accelerators: e.g. ``8 x nvidia-h100-80gb`` or ``16 TPU v6e chips`` per node ('' for CPU).
         min_nodes, max_nodes: node count at minimum and maximum scale.
         node_hourly: USD per node-hour, None when a price is unknown.
@@ -55,6 +76,12 @@ class PoolCost:
         missing: what has no recorded price.
         notes: how derived prices were derived (``"e2-standard-8 in us-east5: derived: ..."``).
     """
+
+    @property
+    def upper_bound(self) -> bool:
+        """The price is an upper bound: a ``queued`` or ``flex-start`` pool, priced on demand
+        while DWS bills its own, discounted rate (:data:`FLEX_START_NOTE`)."""
+        return self.provisioning in DWS_PROVISIONING
 
     name: str
     machine_type: str
@@ -114,6 +141,16 @@ class StackCost:
         return self._total("max_hourly")
 
     @property
+    def upper_bound_pools(self) -> list[str]:
+        """The pools whose cost is an upper bound (:attr:`PoolCost.upper_bound`)."""
+        return [p.name for p in self.pools if p.upper_bound]
+
+    def is_upper_bound(self, attr: str) -> bool:
+        """The total ``attr`` (``min_hourly`` / ``max_hourly``) includes an upper-bound price
+        (an upper-bound pool with nodes at that scale)."""
+        return any(p.upper_bound and (getattr(p, attr) or 0) > 0 for p in self.pools)
+
+    @property
     def known_min_hourly(self) -> float:
         """The priced part of the minimum-scale total (a lower bound when some are unknown)."""
         return self._known("min_hourly")
@@ -142,6 +179,8 @@ class StackCost:
                     "min_nodes": p.min_nodes,
                     "max_nodes": p.max_nodes,
                     "node_hourly": p.node_hourly,
+                    "upper_bound": p.upper_bound,
+                    "price_basis": FLEX_START_NOTE if p.upper_bound else p.provisioning,
                     "min_hourly": p.min_hourly,
                     "max_hourly": p.max_hourly,
                     "min_monthly": month(p.min_hourly),
@@ -154,6 +193,9 @@ class StackCost:
             ],
             "min_hourly": self.min_hourly,
             "max_hourly": self.max_hourly,
+            "min_is_upper_bound": self.is_upper_bound("min_hourly"),
+            "max_is_upper_bound": self.is_upper_bound("max_hourly"),
+            "upper_bound_pools": self.upper_bound_pools,
             "min_monthly": month(self.min_hourly),
             "max_monthly": month(self.max_hourly),
         }
@@ -163,6 +205,19 @@ def region_of(location: str) -> str:
     """``us-east5-a`` -> ``us-east5``; a region is returned as is."""
     parts = location.split("-")
     return "-".join(parts[:2]) if len(parts) == 3 and len(parts[2]) == 1 else location
+
+
+def _provisioning(inputs: dict[str, Any]) -> str:
+    """How a rendered node pool's nodes are bought (:attr:`PoolCost.provisioning`)."""
+    nc = inputs.get("nodeConfig") or {}
+    if nc.get("spot") or nc.get("preemptible"):
+        return "spot"
+    if (inputs.get("queuedProvisioning") or {}).get("enabled"):
+        return "queued"
+    if nc.get("flexStart"):
+        return "flex-start"
+    affinity = (nc.get("reservationAffinity") or {}).get("consumeReservationType")
+    return "reservation" if affinity == "SPECIFIC_RESERVATION" else "on-demand"
 
 
 def _pick(price: Price, provisioning: str) -> float | None:
@@ -185,14 +240,7 @@ def pool_cost(inputs: dict[str, Any], name: str | None = None) -> PoolCost:
     nc = inputs.get("nodeConfig") or {}
     machine = str(nc.get("machineType") or "")
     region = region_of(str(inputs.get("location") or ""))
-    provisioning = (
-        "spot"
-        if nc.get("spot") or nc.get("preemptible")
-        else "reservation"
-        if (nc.get("reservationAffinity") or {}).get("consumeReservationType")
-        == "SPECIFIC_RESERVATION"
-        else "on-demand"
-    )
+    provisioning = _provisioning(inputs)
     lo, hi = _nodes(inputs)
     parts: list[tuple[str, Price | None, int]] = []
     tpu = tpu_machine(machine)
@@ -223,6 +271,8 @@ def pool_cost(inputs: dict[str, Any], name: str | None = None) -> PoolCost:
             sources.append(price.source)
         if price and price.note:
             notes.append(f"{what}: {price.note}")
+    if provisioning in DWS_PROVISIONING:
+        sources.append(FLEX_START_PRICING)
     if provisioning == "reservation" and RESERVATION_PRICING not in sources:
         sources.append(RESERVATION_PRICING)
     return PoolCost(
@@ -290,6 +340,8 @@ def delta_lines(base: StackCost, head: StackCost) -> list[str]:
             if o and n and o.provisioning != n.provisioning
             else ("new pool" if not o else "removed pool" if not n else "changed")
         )
+        if (o and o.upper_bound) or (n and n.upper_bound):
+            what += "; DWS pools at the on-demand price, an upper bound"
         lines.append(
             f"pool {name} ({what}): {signed(diff(monthly(o_min), monthly(n_min)))}/month at min "
             f"scale, {signed(diff(monthly(o_max), monthly(n_max)))}/month at max scale "

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from raygke.cost import StackCost, money
+from components.stack.base import plural
+from raygke.cost import FLEX_START_NOTE, StackCost, money
 from raygke.prices import GKE_PRICING, HOURS_PER_MONTH, PRICES_RECORDED
 
 
-def _m(v: float | None) -> str:
-    return money(None if v is None else v * HOURS_PER_MONTH)
+def _m(v: float | None, bound: bool = False) -> str:
+    return _b(money(None if v is None else v * HOURS_PER_MONTH), bound and bool(v))
+
+
+def _b(text: str, bound: bool) -> str:
+    """``<= $1.00`` for an upper bound (:attr:`raygke.cost.PoolCost.upper_bound`)."""
+    return f"<= {text}" if bound and text != "unknown" else text
 
 
 def print_cost(cost: StackCost, stack: str, console: Any) -> None:
@@ -24,6 +30,7 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
     for col in ("$/h min", "$/h max", "$/month min", "$/month max"):
         t.add_column(col, justify="right")
     for p in cost.pools:
+        up = p.upper_bound
         t.add_row(
             p.name,
             p.machine_type,
@@ -31,14 +38,14 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
             p.accelerators or "-",
             f"{p.min_nodes}-{p.max_nodes}",
             ",".join(f"[{ref[s]}]" for s in p.sources) or "-",
-            money(p.min_hourly),
-            money(p.max_hourly),
-            _m(p.min_hourly),
-            _m(p.max_hourly),
+            _b(money(p.min_hourly), up and bool(p.min_hourly)),
+            _b(money(p.max_hourly), up and bool(p.max_hourly)),
+            _m(p.min_hourly, up),
+            _m(p.max_hourly, up),
         )
     t.add_row(
         "cluster fee",
-        f"{cost.clusters} cluster(s)",
+        plural(cost.clusters, "cluster"),
         "",
         "",
         "",
@@ -55,10 +62,10 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
         "",
         "",
         "",
-        money(cost.min_hourly),
-        money(cost.max_hourly),
-        _m(cost.min_hourly),
-        _m(cost.max_hourly),
+        _b(money(cost.min_hourly), lo := cost.is_upper_bound("min_hourly")),
+        _b(money(cost.max_hourly), hi := cost.is_upper_bound("max_hourly")),
+        _m(cost.min_hourly, lo),
+        _m(cost.max_hourly, hi),
         style="bold",
     )
     console.print(t)
@@ -67,6 +74,12 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
             f"priced part only: {_m(cost.known_min_hourly)}/month at min scale, "
             f"{_m(cost.known_max_hourly)}/month at max scale",
             markup=False,
+        )
+    if cost.upper_bound_pools:
+        console.print(
+            f"<= upper bound: {', '.join(cost.upper_bound_pools)}: {FLEX_START_NOTE}",
+            markup=False,
+            soft_wrap=True,
         )
     for p in cost.pools:
         if p.missing:

@@ -57,12 +57,15 @@ def _dline(d: dict[str, str]) -> str:
 
 
 def disruption_summary(plan: Plan) -> str:
-    """``Disruption: none (no running work stops or restarts)`` or ``Disruption: N change(s)
-    stop or restart running work``."""
+    """``Disruption: none (no running work stops or restarts)``, ``Disruption: 1 change stops
+    or restarts running work`` or ``Disruption: 3 changes stop or restart running work``."""
     n = sum(bool(c.disruption) for c in plan.changes)
     if not n:
         return "Disruption: none (no running work stops or restarts)"
-    return f"Disruption: {n} change(s) stop or restart running work"
+    from components.stack.base import plural
+
+    verb = "stops or restarts" if n == 1 else "stop or restart"
+    return f"Disruption: {plural(n, 'change')} {verb} running work"
 
 
 def cost_lines(cost: dict[str, Any] | None) -> list[str]:

@@ -136,8 +136,19 @@ def render_tree(
             )
         if r.returncode != 0:
             lines = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()]
-            last = " | ".join(lines[-3:]) if lines else f"exit {r.returncode}"
-            raise DiffError(f"rendering {label} failed (exit {r.returncode}): {last}", code=1)
+            problems = [ln.strip() for ln in lines if ln.startswith("  - ")]
+            if problems:  # an invalid stack: its problems, as raygke check lists them
+                check = (
+                    f"raygke check {'--config ' + str(config) if config else '--stack ' + stack}"
+                )
+                raise DiffError(
+                    f"rendering {label} failed: the stack file is invalid ({check} lists the "
+                    "same):\n  " + "\n  ".join(problems),
+                    code=1,
+                )
+            last = " | ".join(ln.removeprefix("error: ") for ln in lines[-3:]) or "no output"
+            code = 2 if r.returncode == 2 else 1  # a usage error (a bad --set) stays one
+            raise DiffError(f"rendering {label} failed (exit {r.returncode}): {last}", code=code)
         return json.loads((Path(out) / "resources.json").read_text())
 
 

@@ -89,11 +89,11 @@ def run(
 ) -> None:
     """Submit jobs through the Ray Jobs API, show a progress line per job, and print a summary.
 
-    The jobs' logs (Ray's own lines included) go to ``<root>/<stack>/runs/<time>/run.log``,
-    whose path is printed; ``--verbose`` also streams them here. A run that trained and did
+    The jobs' logs (Ray's own lines included) go to <root>/<stack>/runs/<time>/run.log,
+    whose path is printed; --verbose also streams them here. A run that trained and did
     not finish (failed, interrupted) is resumed by the next run of the same pipeline (same
-    jobs, corpus, ``--set`` values, accelerator): same run name, so the trainer continues from
-    its newest checkpoint ("resumed from checkpoint N"); ``--fresh`` starts over.
+    jobs, corpus, --set values, accelerator): same run name, so the trainer continues from
+    its newest checkpoint ("resumed from checkpoint N"); --fresh starts over.
     """
     import signal
 

@@ -80,7 +80,9 @@ def queue(
     if unqueued:
         console.print(f"not queued (no queue:): {', '.join(unqueued)}")
     if never:
-        err.print(f"{len(never)} job(s) can never be admitted", markup=False)
+        from components.stack.base import plural
+
+        err.print(f"{plural(len(never), 'job')} can never be admitted", markup=False)
         raise typer.Exit(EXIT_FAILED)
 
 

@@ -111,7 +111,9 @@ def records(
     path: Path, problems: Iterable[Problem | str], warnings: Iterable[Problem | str] = ()
 ) -> list[dict[str, Any]]:
     """Every problem (then warning) as ``{"path", "message", "rule", "severity", "file",
-    "line", "column"}`` (line and column 1-based, None without a position)."""
+    "line", "column"}`` (line and column 1-based: the problem's own
+    :attr:`~components.stack.problems.Problem.position` where its producer gave one, else found
+    from its path by :func:`locate`; None without a position)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -131,7 +133,7 @@ def records(
     for p in items:
         if p.path not in cache:
             cache[p.path] = locate(text, p.path) if text else None
-        pos = cache[p.path]
+        pos = p.position or cache[p.path]  # the producer's position (a duplicate key) first
         out.append(
             {
                 **p.as_dict(),

@@ -26,6 +26,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from components.stack.base import plural
 from raygke.console import EXIT_FAILED, EXIT_USAGE, err
 
 STACK_FILE = re.compile(r"Pulumi\.(.+)\.ya?ml")
@@ -134,9 +135,12 @@ def load_or_exit(
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
     from components.stack import ConfigError, StackFileError, load_stack_file
+    from components.stack.loader import SetError
 
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
+    except SetError as e:
+        _bad_set(e)
     except StackFileError as e:
         _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
     except ConfigError as e:
@@ -167,17 +171,17 @@ def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools
                 f"{p['accelerator']} {p['topology']} ({p['chips_per_slice']} chips)",
                 str(p["chips_per_host"]),
                 str(p["hosts_per_slice"]),
-                f"{p['max_slices']} slices ({n} GKE pool{'' if n == 1 else 's'})",
+                f"{plural(p['max_slices'], 'slice')} ({plural(n, 'GKE pool')})",
             )
         elif p["kind"] == "gpu":
             row = (
                 f"{p['gpus_per_node']} x {p['accelerator']}",
                 str(p["gpus_per_node"]),
                 "1",
-                f"{p['max_nodes']} nodes",
+                plural(p["max_nodes"], "node"),
             )
         else:
-            row = ("-", "-", "1", f"{p['max_nodes']} nodes")
+            row = ("-", "-", "1", plural(p["max_nodes"], "node"))
         table.add_row(name, p["kind"], p["machine_type"], *row)
     return table
 
@@ -211,6 +215,13 @@ def parse_sets_or_exit(sets: list[str] | None) -> dict[str, Any]:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+def _bad_set(e: Exception) -> NoReturn:
+    """A ``--set`` that does not fit the stack file (:class:`components.stack.loader.SetError`):
+    a usage error, its one line printed, exit 2."""
+    err.print(f"error: {'; '.join(getattr(e, 'problems', [str(e)]))}", markup=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
 def _environments(path: Path) -> tuple[str, ...]:
     """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
     says what is wrong with the file)."""
@@ -239,11 +250,12 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
             data = stack_data_from_yaml(path.read_text(encoding="utf-8"), str(path))
         except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
             data = {}  # load_or_exit below says what is wrong with the file
-        top = {k.split(".", 1)[0] for k in overrides}
+        top = {re.split(r"[.\[]", k, maxsplit=1)[0] for k in overrides}
         missing = [k for k in required_keys() if k not in data and k not in top]
         if missing:
             err.print(
-                f"note: {path} imports ESC environment(s) {', '.join(envs)}; rendering offline "
+                f"note: {path} imports ESC {plural(len(envs), 'environment', with_count=False)} "
+                f"{', '.join(envs)}; rendering offline "
                 f"needs their values: give {', '.join(missing)} with --set KEY=VALUE",
                 markup=False,
             )
@@ -265,6 +277,7 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
         stack_data_from_yaml,
         validate,
     )
+    from components.stack.loader import SetError
     from components.stack.problems import Problem
 
     overrides = parse_sets_or_exit(sets)
@@ -274,6 +287,8 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     try:
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
+    except SetError as e:
+        _bad_set(e)
     except StackFileError as e:
         _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
     except ConfigError as e:
@@ -340,7 +355,7 @@ def _print_invalid(
         print(render(fmt, path, problems, notes=list(notes or [])))
         raise typer.Exit(EXIT_FAILED)
     err.print(
-        f"[bold red]{escape(str(path))}: invalid stack config[/] ({len(problems)} problem(s))"
+        f"[bold red]{escape(str(path))}: invalid stack config[/] ({plural(len(problems), 'problem')})"
     )
     from components.stack.base import one_line
 

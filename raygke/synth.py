@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import runpy
 import shutil
 from collections import Counter
@@ -46,6 +47,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.stack import PROJECT_NAMESPACE, read_stack_yaml
+from components.stack.problems import Problem
 from raygke.stacks import pools_table, stack_name_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -499,15 +501,62 @@ def print_summary(result: SynthResult, out: Path, console: Any) -> None:
     )
 
 
-def policy_problems(path: Path, stack: str | None = None) -> list[str]:
+def policy_problems(path: Path, stack: str | None = None) -> list[Problem]:
     """The policy pack's GCP rules (:data:`components.security.policy.GCP_RULES`) over the program
-    run under mocks on the stack file ``path``, one ``<rule>: <resource>: <message>`` line each.
-    Its Kubernetes rules (:mod:`components.security.rules`) run in
+    run under mocks on the stack file ``path``, one ``<rule>: <resource>: <message>`` line each,
+    as Problems (rule ``policy``) of the stack block the resource is declared by
+    (:func:`resource_field`). Its Kubernetes rules (:mod:`components.security.rules`) run in
     :func:`components.stack.checks.check_stack` over the same objects, rendered without Pulumi.
 
     The config must be valid (checked first); a program error propagates.
     """
-    from components.security.policy import GCP_RULES, check_records
+    from components.security.policy import (
+        GCP_RULES,
+        display_name,
+        resources_from_records,
+        run_rules,
+    )
+    from components.stack import stack_data_from_yaml
 
     records, _ = run_program(read_stack_config(path), stack or stack_name_for(path))
-    return check_records(records, GCP_RULES)
+    data = stack_data_from_yaml(path.read_text(encoding="utf-8"), str(path))
+    resources = resources_from_records(records)
+    named = {display_name(r): r for r in resources}
+    out = []
+    for v in run_rules(resources, GCP_RULES):
+        r = named.get(v.resource)
+        field = resource_field(r.type, r.name, r.props, data) if r else ""
+        out.append(Problem(field, v.line(), "policy"))
+    return out
+
+
+# The stack block that declares each GCP resource type of the program (components/*/component.py).
+_TYPE_FIELDS = {
+    "gcp:container/cluster:Cluster": "cluster",
+    "gcp:compute/": "network",
+    "gcp:kms/": "kms",
+    "gcp:secretmanager/": "secrets",
+    "gcp:serviceaccount/": "workload_identities",
+    "gcp:projects/iAMMember:IAMMember": "workload_identities",
+    "gcp:storage/bucketIAMMember:BucketIAMMember": "workload_identities",
+    "gcp:storage/": "buckets",
+    "gcp:artifactregistry/": "ray.images",
+}
+
+
+def resource_field(rtype: str, name: str, props: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    """The stack path of the block that declares a rendered GCP resource: a node pool's config
+    entry (``node_pools[tpu-v6e-4x4]`` for its GKE pools ``tpu-v6e-4x4-0``, ``-1``;
+    ``cluster.system_pool``), a bucket's ``buckets.<kind>`` (Pulumi name ``storage-<kind>``), else
+    the block of its type (:data:`_TYPE_FIELDS`); ``""`` for a resource no stack key declares
+    (enabled APIs, dashboards). ``data``: the stack file's keys (``stack_data_from_yaml``)."""
+    if rtype == "gcp:container/nodePool:NodePool":
+        gke = str(props.get("name") or "")
+        for pool in data.get("node_pools") or []:
+            own = str(pool.get("name", "")) if isinstance(pool, Mapping) else ""
+            if own and (gke == own or re.fullmatch(re.escape(own) + r"-\d+", gke)):
+                return f"node_pools[{own}]"
+        return "cluster.system_pool" if gke == "system" else "node_pools"
+    if rtype == "gcp:storage/bucket:Bucket" and name.startswith("storage-"):
+        return f"buckets.{name.removeprefix('storage-')}"
+    return next((f for t, f in _TYPE_FIELDS.items() if rtype.startswith(t)), "")

@@ -34,6 +34,7 @@ import jsonschema
 import yaml
 
 from components.kuberay.render import CRD_FILES, carried_crds_dir
+from components.stack.problems import FieldLine
 
 CRDS_ENV = "RAYGKE_CRDS_DIR"
 DEFAULT_VERSION = "1.7.0"
@@ -297,8 +298,8 @@ def validate_manifest(
     schema = crd_schema(kind, api_version, directory, version)
     d = directory or crds_dir(version)
     body = {k: v for k, v in manifest.items() if k != "metadata"}
-    problems = [
-        f"{head}: {_fmt(p)}: unknown field (the API server would prune it)"
+    problems: list[str] = [
+        FieldLine(f"{head}: {_fmt(p)}: unknown field (the API server would prune it)", _fmt(p))
         for p in unknown_fields(body, schema)
     ]
     validator = _validator(str(d / _CRD_FILES[kind]), api_version.split("/", 1)[-1])
@@ -307,7 +308,8 @@ def validate_manifest(
         validator.iter_errors(stored), key=lambda e: (list(map(str, e.path)), e.message)
     )
     for e in errors:
-        problems.append(f"{head}: {_fmt(e.absolute_path)}: {e.message}")
+        where = _fmt(e.absolute_path)
+        problems.append(FieldLine(f"{head}: {where}: {e.message}", where))
     return problems
 
 

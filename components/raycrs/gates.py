@@ -29,6 +29,7 @@ from typing import Any
 
 from components.kuberay.render import CHART_FEATURE_GATES, INCREMENTAL_UPGRADE, helm_values
 from components.stack import StackConfig
+from components.stack.problems import FieldLine
 
 Gates = dict[str, bool]
 
@@ -74,9 +75,10 @@ def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> l
 
     def need(gate: str, field: str, fn: str) -> None:
         if not gates.get(gate, False):
-            out.append(
+            line = (
                 f"{kind} {name}: {field} needs the {gate} feature gate{where} (validation.go {fn})"
             )
+            out.append(FieldLine(line, field.split(" ")[0]))
 
     found = _cluster_spec(manifest)
     if found is not None:

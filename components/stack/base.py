@@ -68,6 +68,15 @@ def one_line(text: str) -> str:
     return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
+def plural(count: int, noun: str, many: str | None = None, *, with_count: bool = True) -> str:
+    """``count`` and ``noun`` in the number it takes: ``plural(1, "ray cluster")`` ->
+    ``1 ray cluster``, ``plural(3, "job")`` -> ``3 jobs``, ``plural(2, "family", "families")``
+    -> ``2 families``; ``with_count=False`` gives the noun alone (``ESC environments a, b``). The
+    one plural of every summary and count line (``raygke check``, ``cost``, ``diff``, ``queue``)."""
+    word = noun if count == 1 else (many or f"{noun}s")
+    return f"{count} {word}" if with_count else word
+
+
 class ConfigError(ValueError):
     """An invalid stack configuration.
 
@@ -92,7 +101,9 @@ class ConfigError(ValueError):
         self.notes = list(notes or [])  # what was not checked because of the problems
         head = f"{source}: " if source else ""
         super().__init__(
-            head + f"{len(self.problems)} problem(s):\n" + "\n".join([*self.problems, *self.notes])
+            head
+            + f"{plural(len(self.problems), 'problem')}:\n"
+            + "\n".join([*self.problems, *self.notes])
         )
 
 

@@ -74,7 +74,7 @@ from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig
 from components.stack.name_checks import name_problems
 from components.stack.plan import plan
-from components.stack.problems import Problem, at, problems_of
+from components.stack.problems import FieldLine, Problem, at, problems_of
 
 _CLUSTER_SPEC = {
     "RayCluster": "spec",
@@ -249,12 +249,17 @@ def _edit(field: str | None, line: str, rule: str) -> Problem:
 
 def _object_problem(manifest: dict[str, Any], line: str, rule: str) -> Problem:
     """A CRD / operator / gate line of ``manifest`` as a Problem of its stack field: the group's
-    when the field the line reports (these checkers write ``<Kind> <name>: <field> ...``, the
-    field being a path into the object) lies in a group of the embedded RayCluster spec."""
+    when the object field the line is about lies in a group of the embedded RayCluster spec. The
+    CRD and gate checks give that field with the line (:class:`~components.stack.problems.
+    FieldLine`); the operator rules' lines (``<Kind> <name>: <field> ...``, the field a path into
+    the object) are read for it until they carry it too."""
     kind = str(manifest.get("kind"))
     name = (manifest.get("metadata") or {}).get("name")
     head = f"{kind} {name}: "
-    where = line[len(head) :] if line.startswith(head) else ""
+    if isinstance(line, FieldLine):
+        where = line.field
+    else:
+        where = line[len(head) :] if line.startswith(head) else ""
     group: str | int | None = None
     spec = _CLUSTER_SPEC.get(kind)
     if spec and where.startswith(f"{spec}.headGroupSpec"):
@@ -428,5 +433,26 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += problems_of(iam, "workload_identities", "iam")
     objects = [namespace_manifest(cfg), *namespace_objects(cfg), *manifests]
-    problems += problems_of(security_problems(objects), "", "security")
+    problems += locate_security_lines(objects, security_problems(objects))
     return problems
+
+
+def locate_security_lines(objects: list[dict[str, Any]], lines: list[str]) -> list[Problem]:
+    """The secure-default rules' ``lines`` over ``objects`` (:func:`security_problems`) as
+    Problems of the stack field each object comes from (:func:`stack_field`: ``jobs[x]``,
+    ``services[x]``, ``ray_clusters[x]``), found from the objects, not the words: a line is the
+    first Ray object's whose rules, run over that object and the objects that are not Ray
+    objects (the namespace, its NetworkPolicies, quota), give it; a line those other objects give
+    alone, or that no single object gives (a rule over several), is ``kuberay.namespace``'s,
+    where they are rendered (:func:`components.kuberay.namespace.namespace_objects`)."""
+    owned = [(field, o) for o in objects if (field := stack_field(o))]
+    context = [o for o in objects if not stack_field(o)]
+    alone = set(security_problems(context)) if owned else set(lines)
+    per_object = [(field, set(security_problems([*context, o]))) for field, o in owned]
+    out = []
+    for line in lines:
+        field = "kuberay.namespace"
+        if line not in alone:
+            field = next((f for f, found in per_object if line in found), field)
+        out.append(at(field, line, "security"))
+    return out

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from datetime import date
@@ -24,8 +25,25 @@ from components.stack.base import (
 )
 from components.stack.hints import KEY_HINTS
 from components.stack.model import StackConfig
+from components.stack.overrides import (  # noqa: F401  (re-exported: the ESC and --set API)
+    SetError,
+    apply_overrides,
+    esc_stand_ins,
+    parse_set,
+    required_keys,
+    set_key_parts,
+    stack_environments,
+)
 from components.stack.problems import ENTRY_KEYS, Problem
 from components.stack.rules import rule_problems, skipped_rules
+from components.stack.stackyaml import (  # noqa: F401  (re-exported: the YAML reading API)
+    MAX_DEPTH,
+    MAX_EXPANDED_CHARS,
+    MAX_STACK_BYTES,
+    MAX_VALUES,
+    WrittenFloat,
+    read_stack_yaml,
+)
 
 # --------------------------------------------------------------------------------------- loaders
 
@@ -136,7 +154,13 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[Prob
         if hinted:
             loc, msg = hinted
         elif e["type"] == "extra_forbidden":
-            msg = f"unknown key {str(e['loc'][-1])!r} (check its spelling; extra keys are rejected)"
+            key = str(e["loc"][-1])
+            close = difflib.get_close_matches(key, _allowed_keys(tuple(e["loc"])[:-1]), n=1)
+            msg = (
+                f"unknown key {key!r}; did you mean {close[0]!r}? (extra keys are rejected)"
+                if close
+                else f"unknown key {key!r} (check its spelling; extra keys are rejected)"
+            )
         elif e["type"] == "missing":
             msg = "required field is missing"
         elif e["type"] == "union_tag_invalid":
@@ -155,6 +179,46 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[Prob
             part = one_line(part)
             lines.append(Problem(loc, f"{loc}: {part}" if loc else part, "field"))
     return lines
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model accepts in the mapping at pydantic error location ``loc`` (list
+    indices skipped; a discriminated union's tag, ``tpu`` after a node pool's index, picks its
+    member); ``[]`` where the model there is not known (a free mapping such as ``labels``)."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    def members(tp: Any) -> list[Any]:
+        """``tp`` without Annotated / Optional / list wrappers: its model classes (all members
+        of a union), each with its union tag when it has one."""
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            base, *meta = typing.get_args(tp)
+            tags = [getattr(m, "tag", None) for m in meta if hasattr(m, "tag")]
+            return [(c, tags[0] if tags else t) for c, t in members(base)]
+        if origin in (typing.Union, types.UnionType):
+            return [m for a in typing.get_args(tp) for m in members(a)]
+        if origin in (list, tuple, set, frozenset):
+            return [m for a in typing.get_args(tp) for m in members(a)]
+        return [(tp, None)] if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+    current: list[Any] = [(StackConfig, None)]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        tagged = [c for c, t in current if t == part]
+        if tagged:  # the union member the tag names (``node_pools.1.tpu``)
+            current = [(c, None) for c in tagged]
+            continue
+        nxt = []
+        for cls, _ in current:
+            f = cls.model_fields.get(part)
+            if f is not None:
+                nxt += members(f.annotation)
+        current = nxt
+    return sorted({k for cls, _ in current for k in cls.model_fields})
 
 
 _TAGS = {"cpu", "tpu", "gpu"}
@@ -245,6 +309,16 @@ def _valid_blocks(
     if any(not e["loc"] for e in errors):
         return None
     bad = {str(e["loc"][0]) for e in errors} & fields
+    # A block whose only errors are unknown keys is valid without them: nothing reads an unknown
+    # key, so no rule is skipped for it (a typo in cluster: does not hide the capacity rules).
+    data = dict(data)
+    for name in sorted(bad):
+        mine = [e for e in errors if e["loc"][0] == name]
+        if all(e["type"] == "extra_forbidden" for e in mine):
+            cleaned = _without_keys({name: data[name]}, [tuple(e["loc"]) for e in mine])
+            if cleaned is not None:
+                data[name] = cleaned[name]
+                bad.discard(name)
     partial: dict[str, Any] = {}
     broken: set[str] = set()
     for name in sorted(bad):
@@ -264,108 +338,22 @@ def _valid_blocks(
     return StackConfig.model_construct(**kept, **partial), broken
 
 
-def read_stack_yaml(text: str, source: str | None = None) -> Any:
-    """Parse a stack file the way Pulumi does: YAML 1.2 (``yes``/``on`` are strings, ``23:30``
-    is not a number, ``010`` is ten), merge keys (``<<: *anchor``) allowed, and a key given twice
-    in one mapping refused. Uses ``ruamel.yaml`` (YAML 1.2 core schema; PyYAML reads YAML 1.1).
+def _without_keys(block: dict[str, Any], locs: list[tuple[Any, ...]]) -> dict[str, Any] | None:
+    """A deep copy of ``block`` (``{top-level key: value}``) without the keys at the pydantic
+    error locations ``locs``, validated; None when it does not validate without them."""
+    import copy
 
-    A stack file is small: text over :data:`MAX_STACK_BYTES`, nesting deeper than
-    :data:`MAX_DEPTH`, or a document that expands (aliases counted at every use) to more than
-    :data:`MAX_VALUES` values is refused before anything else reads it, so a few hundred bytes
-    of nested ``[`` or of aliases of aliases cannot exhaust the stack or the memory; nor a few
-    long strings aliased many times (:data:`MAX_EXPANDED_CHARS`).
-
-    Raises:
-        ConfigError: a key is given twice (both places named).
-        StackFileError: the text is not YAML, or is too large, too deep or expands too far.
-    """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.constructor import DuplicateKeyError
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-    if len(text) > MAX_STACK_BYTES:
-        raise StackFileError(
-            [f"the file has {len(text)} characters; a stack file is at most {MAX_STACK_BYTES}"],
-            source,
-        )
+    out = copy.deepcopy(block)
+    for loc in locs:
+        holder = _block(loc, out)
+        if isinstance(holder, dict):
+            holder.pop(loc[-1], None)
+    (name,) = out
     try:
-        doc = YAML(typ="safe", pure=True).load(text)
-    except RecursionError:
-        raise StackFileError(
-            [
-                f"the YAML is nested too deeply to read (a stack file nests at most {MAX_DEPTH} levels)"
-            ],
-            source,
-        ) from None
-    except DuplicateKeyError as e:
-        at, first = e.problem_mark, e.context_mark
-        where = f"line {at.line + 1} column {at.column + 1}" if at else "?"
-        was = f" (in the mapping that starts at line {first.line + 1})" if first else ""
-        problem = (e.problem or "duplicate key").split(" with value")[0].replace('"', "'")
-        problem = problem.removeprefix("found ")
-        raise ConfigError([f"{problem} at {where}{was}; keep one"], source) from None
-    except MarkedYAMLError as e:
-        at = f" at line {e.problem_mark.line + 1}" if e.problem_mark else ""
-        problem = " ".join(str(x) for x in (e.context, e.problem) if x)
-        raise StackFileError([f"not valid YAML{at}: {problem}"], source) from None
-    except YAMLError as e:
-        raise StackFileError([f"not valid YAML: {e}"], source) from None
-    except ValueError as e:  # e.g. a timestamp ruamel cannot build (2001-02-30)
-        raise StackFileError([f"not valid YAML: {e}"], source) from None
-    _check_size(doc, source)
-    return doc
-
-
-# Limits of a stack file; the shipped prod stack is ~3 KB, 7 levels deep, ~300 values.
-MAX_STACK_BYTES = 1_000_000
-MAX_DEPTH = 32
-MAX_VALUES = 100_000
-# Characters of all strings (keys included), each alias counted at every use: the stack file's
-# 1,000,000 plus room; what the render writes out grows with it, and a Kubernetes object holds
-# at most 1.5 MiB (components.stack.checks.OBJECT_BYTES_MAX), so this bounds the render's time
-# and memory before it starts.
-MAX_EXPANDED_CHARS = 2_000_000
-
-
-def _check_size(doc: Any, source: str | None) -> None:
-    """Refuse a document deeper than :data:`MAX_DEPTH` or expanding to more than
-    :data:`MAX_VALUES` values or :data:`MAX_EXPANDED_CHARS` characters of strings (an alias
-    counts its whole target at every use: that is what the render would write out). Time and
-    memory are linear in the expanded size, which these bound."""
-    seen = chars = 0
-    stack: list[tuple[Any, int]] = [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        seen += 1
-        if isinstance(node, str):
-            chars += len(node)
-            if chars > MAX_EXPANDED_CHARS:
-                raise StackFileError(
-                    [
-                        f"the YAML expands to more than {MAX_EXPANDED_CHARS} characters of text "
-                        "(aliases are counted at every use); a stack file is far smaller: check "
-                        "its anchors and aliases"
-                    ],
-                    source,
-                )
-        if seen > MAX_VALUES:
-            raise StackFileError(
-                [
-                    f"the YAML expands to more than {MAX_VALUES} values (aliases are counted at "
-                    "every use); a stack file is far smaller: check its anchors and aliases"
-                ],
-                source,
-            )
-        if depth > MAX_DEPTH:
-            raise StackFileError(
-                [f"the YAML nests deeper than {MAX_DEPTH} levels; a stack file is far shallower"],
-                source,
-            )
-        if isinstance(node, Mapping):
-            stack.extend((v, depth + 1) for v in node.values())
-            stack.extend((k, depth + 1) for k in node)
-        elif isinstance(node, list | tuple):
-            stack.extend((v, depth + 1) for v in node)
+        StackConfig.model_validate({**_STAND_INS, name: out[name]})
+    except (ValidationError, ValueError):
+        return None
+    return out
 
 
 def _plain(key: str) -> str:
@@ -440,107 +428,3 @@ def load_stack_file(path: str | Path, overrides: Mapping[str, Any] | None = None
     path = Path(path)
     data = stack_data_from_yaml(_read_text(path), str(path))
     return validate(apply_overrides(data, overrides or {}, str(path)), str(path))
-
-
-# ------------------------------------------------------------------------ ESC and --set values
-#
-# A stack file may import Pulumi ESC environments (``environment: [name, ...]`` beside
-# ``config:``); their ``pulumiConfig`` values become config at `pulumi up` time and are not in the
-# file (https://www.pulumi.com/docs/esc/integrations/infrastructure/pulumi-iac/). Offline, such
-# keys are either given with ``--set KEY=VALUE`` or reported as expected from the environment.
-
-
-def stack_environments(text: str, source: str | None = None) -> tuple[str, ...]:
-    """The ESC environments a stack file imports (``environment:`` as a list of names, one name,
-    or ``{imports: [...]}``); ``()`` when none.
-
-    Raises:
-        StackFileError / ConfigError: as :func:`read_stack_yaml`, or ``environment:`` of another
-            shape.
-    """
-    doc = read_stack_yaml(text, source)
-    env = doc.get("environment") if isinstance(doc, Mapping) else None
-    if env is None:
-        return ()
-    if isinstance(env, Mapping):
-        env = env.get("imports", [])
-    if isinstance(env, str):
-        env = [env]
-    if not isinstance(env, list) or not all(isinstance(e, str) and e for e in env):
-        raise StackFileError(
-            [f"environment: {env!r} is not a list of ESC environment names"], source
-        )
-    return tuple(env)
-
-
-def required_keys() -> tuple[str, ...]:
-    """Top-level stack keys without a default (``project``, ``region``, ``zones``)."""
-    return tuple(n for n, f in StackConfig.model_fields.items() if f.is_required())
-
-
-def parse_set(items: list[str]) -> dict[str, Any]:
-    """``["project=my-proj", "zones=[us-east5-a]", "cluster.name=ray"]`` -> overrides, each
-    value read as YAML 1.2 (as in a stack file). A key may carry the ``ray-gke:`` prefix; a dotted
-    key sets a key inside a mapping.
-
-    Raises:
-        ConfigError: an item has no ``=``, an empty key, or a value that is not YAML.
-    """
-    out: dict[str, Any] = {}
-    problems: list[str] = []
-    for item in items:
-        key, eq, raw = item.partition("=")
-        key = key.strip().removeprefix(PROJECT_NAMESPACE + ":")
-        if not eq or not key or any(not part for part in key.split(".")):
-            problems.append(f"--set {item!r}: expected KEY=VALUE (e.g. --set project=my-project)")
-            continue
-        try:
-            out[key] = read_stack_yaml(raw) if raw.strip() else ""
-        except (StackFileError, ConfigError) as e:
-            problems.append(f"--set {key}: {'; '.join(e.problems)}")
-    if problems:
-        raise ConfigError(problems)
-    return out
-
-
-def apply_overrides(
-    data: Mapping[str, Any], overrides: Mapping[str, Any], source: str | None = None
-) -> dict[str, Any]:
-    """A copy of ``data`` with ``overrides`` (dotted key -> value) set.
-
-    Raises:
-        ConfigError: a dotted key goes through a value that is not a mapping.
-    """
-    import copy
-
-    out = copy.deepcopy(dict(data))
-    for key, value in overrides.items():
-        *path, last = key.split(".")
-        node: Any = out
-        for i, part in enumerate(path):
-            node = node.setdefault(part, {}) if isinstance(node, dict) else None
-            if not isinstance(node, dict):
-                where = ".".join(path[: i + 1])
-                raise ConfigError([f"--set {key}: {where} is not a mapping"], source)
-        node[last] = value
-    return out
-
-
-def esc_stand_ins(data: Mapping[str, Any], keys: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """Placeholder values for required ``keys`` an ESC environment provides, consistent with the
-    rest of ``data`` (a region taken from any zone the file names), so the checks of the other
-    keys can run. Never deployed: only ``raygke check`` uses them, and says so."""
-    zones = [z for z in (data.get("zones") or []) if isinstance(z, str)]
-    for pool in data.get("node_pools") or []:
-        if isinstance(pool, Mapping):
-            zones += [z for z in (pool.get("zones") or []) if isinstance(z, str)]
-    region = data.get("region")
-    if not isinstance(region, str):
-        region = zones[0].rpartition("-")[0] if zones else "us-central1"
-    letters = catalog.GCP_REGIONS.get(region) or "a"
-    stand_ins = {
-        "project": "esc-placeholder",
-        "region": region,
-        "zones": sorted(set(zones)) or [f"{region}-{letters[0]}"],
-    }
-    return {k: stand_ins[k] for k in keys if k in stand_ins}

@@ -43,32 +43,64 @@ class Problem(str):
         rule: the id of the rule or validator that found it (a rule function's name, ``field``
             for a pydantic field error, ``crd-schema``, ``operator``, ``names``, ...).
         severity: ``error`` (refused) or ``warning``.
+        line, column: the 1-based position in the stack file where the producer knows it and
+            the file cannot be walked by :attr:`path` (a key given twice: the YAML is not
+            loadable, so ``raygke check --format json|github`` takes the position from here);
+            None otherwise (the position is found from :attr:`path`, :mod:`raygke.report`).
     """
 
     path: str
     rule: str
     severity: str
+    line: int | None
+    column: int | None
 
-    def __new__(cls, path: str, message: str, rule: str = "", severity: str = "error") -> Problem:
+    def __new__(
+        cls,
+        path: str,
+        message: str,
+        rule: str = "",
+        severity: str = "error",
+        *,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> Problem:
         if severity not in SEVERITIES:
             raise ValueError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
-        self = super().__new__(cls, message)
+        self = super().__new__(cls, path_colon(path, message))
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "rule", rule)
         object.__setattr__(self, "severity", severity)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Problem is immutable")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Problem, (self.path, self.message, self.rule, self.severity))
+        return (_rebuild, (self.path, self.message, self.rule, self.severity, self.position))
 
     def __repr__(self) -> str:
+        at = f", line={self.line!r}, column={self.column!r}" if self.line is not None else ""
         return (
             f"Problem(path={self.path!r}, message={self.message!r}, rule={self.rule!r}, "
-            f"severity={self.severity!r})"
+            f"severity={self.severity!r}{at})"
         )
+
+    @property
+    def position(self) -> tuple[int, int] | None:
+        """(line, column), 1-based, when the producer gave them; else None."""
+        if self.line is None:
+            return None
+        return self.line, self.column or 1
+
+    def _replace(self, **changes: Any) -> Problem:
+        fields = {"path": self.path, "message": self.message, "rule": self.rule}
+        fields |= {"severity": self.severity, "line": self.line, "column": self.column}
+        fields |= changes
+        message = fields.pop("message")
+        return Problem(fields.pop("path"), message, **fields)
 
     @property
     def message(self) -> str:
@@ -77,15 +109,11 @@ class Problem(str):
 
     def with_rule(self, rule: str) -> Problem:
         """This problem with ``rule`` set when it has none."""
-        return (
-            self if self.rule or not rule else Problem(self.path, self.message, rule, self.severity)
-        )
+        return self if self.rule or not rule else self._replace(rule=rule)
 
     def with_path(self, path: str) -> Problem:
         """This problem with ``path`` set when it has none."""
-        return (
-            self if self.path or not path else Problem(path, self.message, self.rule, self.severity)
-        )
+        return self if self.path or not path else self._replace(path=path)
 
     def as_dict(self) -> dict[str, Any]:
         """``{"path", "message", "rule", "severity"}`` (``--format json`` adds the position)."""
@@ -95,6 +123,59 @@ class Problem(str):
             "rule": self.rule,
             "severity": self.severity,
         }
+
+
+_LEAD = re.compile(r"([\w-]+(?:\.[\w.-]+|\[[^\]\s]+\])+) (?=['\"\d{\[(A-Z-])")
+
+
+def path_colon(path: str, message: str) -> str:
+    """``message`` in the one line shape ``<field>: <text>``: a message that opens with its
+    ``path`` (or an ancestor of it, a list entry as ``[name]`` or ``.name``) followed by a space
+    and a value (a quote, digit, ``{``, ``[``, ``(``, ``-`` or a capital: ``'q'``, ``1001``,
+    ``STRICT_PACK``), as ``jobs[x].queue 'q' is not declared`` of path ``jobs[x].queue``, gets the
+    colon after that field (``jobs[x].queue: 'q' is not declared``), as field errors and most
+    rules write it. A sentence (``jobs[x].worker_group is not set ...``), a bare word
+    (``capacity rules ...``) or any other opening is kept as written.
+
+    >>> path_colon("jobs[x].queue", "jobs[x].queue 'q' is not declared")
+    "jobs[x].queue: 'q' is not declared"
+    >>> path_colon("jobs[x].queue", "jobs[x]: queue 'q' is not declared")
+    "jobs[x]: queue 'q' is not declared"
+    """
+    m = _LEAD.match(message) if path else None
+    if m is None:
+        return message
+    lead = [p.strip("[]") for p in path_parts(m.group(1))]
+    if lead != [p.strip("[]") for p in path_parts(path)][: len(lead)]:
+        return message
+    return f"{m.group(1)}: {message[m.end() :]}"
+
+
+class FieldLine(str):
+    """A checker's line about one field of a rendered object, carrying that field: ``field`` is
+    its dotted path in the object (``spec.rayClusterSpec.workerGroupSpecs[1].replicas``), as the
+    CRD schema check (:func:`components.raycrs.crd.validate_manifest`, from jsonschema's error
+    path) and the feature-gate check (:func:`components.raycrs.gates.gate_problems`) know it, so
+    :func:`components.stack.checks.check_manifests` finds the stack entry (the worker group) from
+    the data, not from the line's words. A ``str`` like the plain lines other checkers give."""
+
+    field: str
+
+    def __new__(cls, line: str, field: str) -> FieldLine:
+        self = super().__new__(cls, line)
+        self.field = field
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FieldLine, (str(self), self.field))
+
+
+def _rebuild(
+    path: str, message: str, rule: str, severity: str, position: tuple[int, int] | None
+) -> Problem:
+    """Unpickling (:meth:`Problem.__reduce__`)."""
+    line, column = position or (None, None)
+    return Problem(path, message, rule, severity, line=line, column=column)
 
 
 def at(path: str, message: str, rule: str = "") -> Problem:

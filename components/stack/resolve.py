@@ -28,7 +28,7 @@ from components import catalog
 from components.nodepools.model import CpuPool, GpuPool, GpuSpec, TpuPool
 from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.raycrs.serve_model import ServiceConfig
-from components.stack.problems import Problem, at
+from components.stack.problems import Problem, at, path_colon
 from components.storage.model import WorkloadIdentityConfig
 
 if TYPE_CHECKING:
@@ -41,12 +41,13 @@ class ResolveError(ValueError):
     """A reference that names nothing declared, or that is ambiguous.
 
     ``field`` is the stack-file field (``jobs[train].node_pool``); ``str(error)`` is one line:
-    ``<field> <value> is not <what>; declared: <names>`` (or a sentence saying what to set).
+    ``<field>: <value> is not <what>; declared: <names>`` (or a sentence saying what to set), the
+    line its Problem prints (:func:`components.stack.problems.path_colon`).
     """
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field
-        super().__init__(f"{field} {message}")
+        super().__init__(path_colon(field.rstrip(":"), f"{field} {message}"))
 
 
 def reference_problem(e: ResolveError) -> Problem:

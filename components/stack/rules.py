@@ -40,7 +40,7 @@ from components.raycrs.rules import (
     service_targets_fit,
     service_workloads_and_checkpoints,
 )
-from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX
+from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
 from components.stack.plan import plan
 from components.stack.problems import Problem, Rule, at, problems_of
 from components.stack.resolve import ResolveError, nap_needs, reference_problem
@@ -208,7 +208,7 @@ def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[Problem]:
                 at(
                     f"{where}.max_nodes",
                     f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
-                    f"per zone ({len(zones)} zone(s): at most {limit})",
+                    f"per zone ({plural(len(zones), 'zone')}: at most {limit})",
                 )
             )
 
@@ -249,7 +249,7 @@ def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[Problem]:
                     at(
                         f"{t.field}.max_replicas",
                         f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
-                        f"capacity of {t.capacity} {t.unit}",
+                        f"capacity of {plural(t.capacity, t.unit.removesuffix('s'))}",
                     )
                 )
 

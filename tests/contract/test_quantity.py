@@ -144,3 +144,25 @@ def test_cpu_quantity_floors_to_100m(cores: float, text: str) -> None:
 def test_memory_quantity_floors(gib: float, text: str) -> None:
     assert memory_quantity(gib) == text
     assert parse_quantity(text) <= Decimal(str(gib)) * 2**30
+
+
+@pytest.mark.parametrize(
+    ("written", "hint"),
+    [
+        ("8GB", "; write 8G (10^9 bytes) or 8Gi (2^30)"),
+        ("8gb", "; write 8G (10^9 bytes) or 8Gi (2^30)"),
+        ("16GiB", "; write 16Gi (2^30 bytes) or 16G (10^9)"),
+        ("512mi", "; write 512Mi (2^20 bytes) or 512M (10^6)"),
+        ("8 Gi", "; write 8Gi (2^30 bytes) or 8G (10^9)"),
+    ],
+)
+def test_a_unit_spelled_another_way_says_how_kubernetes_spells_it(written: str, hint: str) -> None:
+    with pytest.raises(QuantityError) as e:
+        parse_quantity(written)
+    assert str(e.value).endswith(hint)
+
+
+def test_other_non_quantities_get_no_unit_hint() -> None:
+    with pytest.raises(QuantityError) as e:
+        parse_quantity("4x")
+    assert "write" not in str(e.value)

@@ -43,7 +43,7 @@ def test_unrelated_mistakes_in_four_blocks_are_all_reported() -> None:
     _has(e.problems, "cluster.min_master_version:", "is not offered")
     _has(e.problems, "cluster.labels:")
     _has(e.problems, "buckets.prefix: prefix 'UPPER' cannot start a bucket name")
-    _has(e.problems, "nap.resource_limits[cpu] 4 is smaller than the declared node pools")
+    _has(e.problems, "nap.resource_limits[cpu]: 4 is smaller than the declared node pools")
     # what reads the broken version is skipped, and the output says so
     _has(e.notes, "not checked because cluster.min_master_version is invalid: tpu min gke version")
 
@@ -54,7 +54,7 @@ def test_a_bad_key_inside_a_block_keeps_the_rules_on_its_other_keys() -> None:
     e = _error(d)
     _has(e.problems, "cluster.release_channel:")
     # nap_limits_cover_pools reads cluster.system_pool, which is valid: it still runs
-    _has(e.problems, "nap.resource_limits[cpu] 1000 is smaller than the declared node pools")
+    _has(e.problems, "nap.resource_limits[cpu]: 1000 is smaller than the declared node pools")
 
 
 def test_rules_reading_an_invalid_list_are_named_as_not_checked() -> None:
@@ -85,7 +85,7 @@ def test_the_cli_prints_both_mistakes_and_what_it_skipped(tmp_path, capsys) -> N
     assert main(["check", "--config", str(path)]) == 1
     err = capsys.readouterr().err
     assert "cluster.min_master_version: min_master_version 1.20 is not offered" in err
-    assert "nap.resource_limits[cpu] 4 is smaller than" in err
+    assert "nap.resource_limits[cpu]: 4 is smaller than" in err
     assert "note: not checked because cluster.min_master_version is invalid" in err
     assert "note: the checks of the rendered stack" in err
 
@@ -175,7 +175,7 @@ def test_max_nodes_at_the_bound_still_resolves_without_internal_error() -> None:
     d["node_pools"][2]["max_nodes"] = POOL_NODES_MAX
     d["jobs"].append({"name": "own", "workload": "train_lm", "node_pool": "l4"})
     _has(
-        _error(d).problems, "node_pools[l4].max_nodes 4000 exceeds GKE's 1,000 nodes per node pool"
+        _error(d).problems, "node_pools[l4].max_nodes: 4000 exceeds GKE's 1,000 nodes per node pool"
     )
     assert POOL_NODES_MAX < INT32_MAX < INT64_MAX
 

@@ -75,7 +75,7 @@ MISTAKES: tuple[Mistake, ...] = (
     _m(
         "NAP limit below the pools",
         _set("nap", "resource_limits", "cpu", value=8),
-        "nap.resource_limits[cpu] 8 is smaller than the declared node pools",
+        "nap.resource_limits[cpu]: 8 is smaller than the declared node pools",
         set(),
         {"nap", "cluster.system_pool", "node_pools"},
     ),
@@ -131,7 +131,7 @@ MISTAKES: tuple[Mistake, ...] = (
     _m(
         "job on an undeclared pool",
         _set("jobs", 2, "node_pool", value="nope"),
-        "jobs[train-lm-l4].node_pool 'nope' is not a declared node pool",
+        "jobs[train-lm-l4].node_pool: 'nope' is not a declared node pool",
         set(),
         {"jobs", "node_pools", "ray_clusters"},
     ),

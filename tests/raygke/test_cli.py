@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,7 +91,7 @@ def test_cross_field_problem(tmp_path: Path) -> None:
 
     r = raygke("check", "--config", str(write_stack(tmp_path, mutate)))
     assert r.returncode == 1
-    assert "node_pool 'tpu-v9' is not a declared node pool" in r.stderr
+    assert "node_pool: 'tpu-v9' is not a declared node pool" in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -207,7 +209,7 @@ def test_no_render_ok_line_says_what_was_not_checked() -> None:
     assert "(config only; render checks skipped: " in ok
     for what in ("image dependencies", "CRD schemas", "object store memory", "policy rules"):
         assert what in ok, ok
-    assert ok.endswith("1 ray clusters, 3 jobs, 0 services")
+    assert ok.endswith("1 ray cluster, 3 jobs, 0 services")
 
 
 def test_no_policy_ok_line_says_the_policy_rules_were_skipped() -> None:
@@ -275,7 +277,7 @@ def test_format_json_gives_each_problem_with_path_rule_line_and_column(tmp_path:
     job = by_path["jobs[train-lm-l4].node_pool"]
     assert job["rule"] == "job_targets_exist" and job["severity"] == "error"
     assert job["message"].startswith(
-        "jobs[train-lm-l4].node_pool 'nope' is not a declared node pool"
+        "jobs[train-lm-l4].node_pool: 'nope' is not a declared node pool"
     )
     assert (job["line"], job["column"]) == _position(lines, "node_pool: nope", "node_pool")
     labels = by_path["labels"]
@@ -352,7 +354,7 @@ def test_format_text_is_todays_output_and_a_bad_format_is_a_usage_error(tmp_path
         text.stdout,
         text.stderr,
     )
-    assert "  - jobs[train-lm-l4].node_pool 'nope' is not a declared node pool" in text.stderr
+    assert "  - jobs[train-lm-l4].node_pool: 'nope' is not a declared node pool" in text.stderr
     bad = raygke("check", "--config", str(path), "--format", "xml", cwd=tmp_path)
     assert bad.returncode == 2 and "--format 'xml'" in bad.stderr
 
@@ -428,7 +430,7 @@ def test_check_names_the_keys_expected_from_the_environment(tmp_path, capsys):
     path = esc_stack(tmp_path)
     assert main(["check", "--config", str(path), "--no-render"]) == 0
     out = capsys.readouterr()
-    assert "imports ESC environment(s) acme/ray-gke-prod" in out.err
+    assert "imports ESC environment acme/ray-gke-prod" in out.err
     assert "expected from them: project, region, zones" in out.err
     assert "ok" in out.out
 
@@ -531,7 +533,7 @@ def test_synth_and_cost_take_the_esc_values_with_set(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["synth", "--config", str(path), "--out", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "imports ESC environment(s) acme/ray-gke-prod" in err
+    assert "imports ESC environment acme/ray-gke-prod" in err
     assert "give project, region, zones with --set KEY=VALUE" in err
     assert "project: required field is missing" in err
 
@@ -628,3 +630,105 @@ def test_check_reports_a_violated_policy_rule_by_its_name(monkeypatch):
     assert "- bucket-cmek: Bucket storage-datasets: bucket has no customer-managed key" in out
     assert "- secure-boot: NodePool pool-system-pool: node pool has no secure boot" in out
     assert run("check", "--stack", "dev", "--no-policy")[0] == 0
+
+
+# ---------------------------------------------------------------- what a new user met (ux)
+
+
+@pytest.mark.parametrize(
+    "key", ["node_pools.0.max_nodes", "node_pools[0].max_nodes", "node_pools[cpu-spot].max_nodes"]
+)
+def test_set_into_a_list_entry_checks_the_changed_stack(key, capsys):
+    """``--set`` takes the path a problem line prints (``node_pools[cpu-spot].max_nodes``) or
+    an index; the value is applied (max_nodes 3 is below the research cluster's 4 workers)."""
+    assert main(["check", "--stack", "dev", "--no-render", "--set", f"{key}=5"]) == 0
+    assert main(["check", "--stack", "dev", "--no-render", "--set", f"{key}=3"]) == 1
+    assert "max_replicas: 4 exceeds node pool 'cpu-spot' capacity of 3 nodes" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("command", [["check", "--no-render"], ["cost"], ["synth", "--out", "x"]])
+def test_a_set_entry_the_file_lacks_is_one_line_and_exit_2(command, capsys):
+    argv = [command[0], "--stack", "dev", *command[1:], "--set", "node_pools[tpu].max_nodes=3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: --set node_pools[tpu].max_nodes: node_pools has no entry 'tpu'; its entries: "
+        "cpu-spot, tpu-v5e-2x2, l4 (by name or index)"
+    ]
+
+
+def test_a_duplicate_key_is_annotated_at_the_duplicate_in_every_format(tmp_path, capsys):
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    text = text.replace("    regional: false\n", "    regional: false\n    regional: true\n", 1)
+    path = tmp_path / "Pulumi.dup.yaml"
+    path.write_text(text)
+    line = text.splitlines().index("    regional: true") + 1
+    assert main(["check", "--config", str(path), "--no-render"]) == 1
+    assert f"  - cluster.regional: duplicate key 'regional' at line {line} column 5" in (
+        capsys.readouterr().err
+    )
+    assert main(["check", "--config", str(path), "--no-render", "--format", "json"]) == 1
+    (record,) = json.loads(capsys.readouterr().out)["problems"]
+    assert (record["path"], record["rule"]) == ("cluster.regional", "duplicate-key")
+    assert (record["line"], record["column"]) == (line, 5)
+    assert main(["check", "--config", str(path), "--no-render", "--format", "github"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"::error file={path},line={line},col=5,title=raygke check%3A duplicate-key"
+    )
+
+
+def test_a_number_too_large_for_a_float_is_named_as_written(tmp_path, capsys):
+    text = (ROOT / "Pulumi.dev.yaml").read_text().replace("memory: 8Gi}", "memory: 1e400}", 1)
+    path = tmp_path / "Pulumi.big.yaml"
+    path.write_text(text)
+    assert main(["check", "--config", str(path), "--no-render"]) == 1
+    err = capsys.readouterr().err
+    assert "head.memory '1e400' is larger than a Kubernetes quantity holds" in err
+    assert "inf" not in err.split("note:")[0].replace("information", "")
+
+
+def _commands(command, prefix="raygke"):
+    yield prefix, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, f"{prefix} {name}")
+
+
+def test_no_help_text_shows_rst_markup():
+    """Help is rendered plain by rich (typer's default markup mode): an RST literal (double
+    backticks) or role (:func:) in a docstring or option help would print as written."""
+    import typer
+
+    seen = 0
+    for name, command in _commands(typer.main.get_command(app)):
+        texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        for text in texts:
+            seen += 1
+            assert "``" not in text and not re.search(r":(func|mod|class|data|attr):", text), (
+                name,
+                text,
+            )
+            # an unescaped [word] is a rich style tag: it would not be shown
+            assert not re.search(r"(?<!\\)\[[a-zA-Z/]", text), (name, text)
+    assert seen > 50  # every command and option of every group was read
+    diff_help = CliRunner().invoke(app, ["diff", "--help"], env={"COLUMNS": "300"}).output
+    assert "--set values apply to the head side only" in diff_help
+    # rich markup would swallow [name] as a style tag: the help says it as written
+    flat = " ".join(diff_help.replace("│", " ").split())
+    assert "[name] or [index] a list entry (node_pools[tpu].max_slices=2," in flat
+
+
+def test_the_summary_line_counts_in_the_right_number():
+    from components.stack import load_stack_file
+    from raygke.cli import summary_line
+
+    cfg = load_stack_file(ROOT / "Pulumi.dev.yaml")
+    assert summary_line(cfg) == (
+        "3 node pools, 8 TPU chips on 2 hosts, 2 GPUs (at max scale), 1 ray cluster, 3 jobs, "
+        "0 services"
+    )
+    one = cfg.model_copy(update={"jobs": cfg.jobs[:1], "node_pools": cfg.node_pools[:1]})
+    assert summary_line(one).startswith("1 node pool, 0 TPU chips on 0 hosts, 0 GPUs")
+    assert ", 1 job, " in summary_line(one)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from raygke.cost import delta_lines, pool_cost, region_of, stack_cost
+from raygke.cost import (
+    FLEX_START_NOTE,
+    FLEX_START_PRICING,
+    delta_lines,
+    pool_cost,
+    region_of,
+    stack_cost,
+)
 from raygke.prices import CLUSTER_FEE, GPU_PRICES, MACHINE_PRICES, TPU_CHIP_PRICES
 from raygke.synth import read_stack_config, run_program
 from tests.helpers import ROOT
@@ -96,7 +103,7 @@ def test_prod_stack_is_fully_priced(prod_records):
         "h100",
         "tpu-v6e-4x4-0",
         "tpu-v6e-4x4-1",
-        "h100-dws",  # the DWS pools (provisioning: queued), priced as on-demand
+        "h100-dws",  # the DWS pools (provisioning: queued): on-demand, an upper bound
         "tpu-v6e-4x4-dws-0",
         "tpu-v6e-4x4-dws-1",
     }
@@ -128,5 +135,49 @@ def test_cli_cost_prints_every_pool_with_sources(capsys, monkeypatch):
     out = capsys.readouterr().out
     for pool in ("system", "cpu", "h100", "tpu-v6e-4x4-0", "tpu-v6e-4x4-1", "cluster fee"):
         assert pool in out
-    assert "[1] https://cloud.google.com/kubernetes-engine/pricing" in out
+    assert "] https://cloud.google.com/kubernetes-engine/pricing" in out
     assert "skypilot-catalog" in out and "unknown" not in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "provisioning"),
+    [
+        ({"queuedProvisioning": {"enabled": True}}, "queued"),
+        ({"nodeConfig": {"flexStart": True}}, "flex-start"),
+        ({"queuedProvisioning": {"enabled": True}, "nodeConfig": {"flexStart": True}}, "queued"),
+    ],
+)
+def test_dws_pools_are_priced_on_demand_as_an_upper_bound_with_the_source(extra, provisioning):
+    """Flex-start and queued (DWS) VMs are billed at DWS's own, discounted rate; the price table
+    has none, so the cost is the on-demand price, marked an upper bound, with the source."""
+    inputs = _pool()
+    inputs["nodeConfig"].update(extra.pop("nodeConfig", {}))
+    inputs.update(extra)
+    dws = pool_cost(inputs)
+    assert dws.provisioning == provisioning and dws.upper_bound
+    assert dws.node_hourly == pool_cost(_pool()).node_hourly  # the on-demand rate, not spot
+    assert FLEX_START_PRICING in dws.sources
+    assert not pool_cost(_pool()).upper_bound and not pool_cost(_pool(spot=True)).upper_bound
+    data = stack_cost([{"type": "gcp:container/nodePool:NodePool", "name": "p", "inputs": inputs}])
+    (pool,) = data.to_json()["pools"]
+    assert pool["upper_bound"] is True and pool["price_basis"] == FLEX_START_NOTE
+    assert data.to_json()["upper_bound_pools"] == ["h100"]
+    # min scale is 0 nodes ($0, exact); max scale holds the upper-bound price
+    assert (data.is_upper_bound("min_hourly"), data.is_upper_bound("max_hourly")) == (False, True)
+
+
+def test_cli_cost_marks_the_dws_pools_and_totals_as_upper_bounds(capsys, monkeypatch):
+    from raygke.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["cost", "--stack", "prod"]) == 0
+    out = capsys.readouterr().out
+    rows = {ln.split("│")[1].strip(): ln for ln in out.splitlines() if ln.count("│") > 5}
+    assert "queued" in rows["h100-dws"] and "<= $" in rows["h100-dws"]
+    assert "<= $" not in rows["h100"] and "<= $" in rows["total"]
+    assert (
+        "<= upper bound: h100-dws, tpu-v6e-4x4-dws-0, tpu-v6e-4x4-dws-1: on-demand price, upper "
+        f"bound (DWS flex-start is billed at its own rate: {FLEX_START_PRICING})"
+    ) in out
+    assert main(["cost", "--stack", "dev"]) == 0  # dev has no DWS pool: no upper bound
+    assert "<=" not in capsys.readouterr().out

@@ -396,3 +396,28 @@ def test_a_replaced_parent_recreates_its_children_and_the_count_moves() -> None:
     assert ops["key"].op == "replace"
     assert ops["key"].reasons == ["recreated: keyRing names r1, which is replaced"]
     assert "other" not in ops and plan.unchanged == 1
+
+
+def test_a_side_whose_stack_is_invalid_lists_its_problems_and_a_bad_set_stays_exit_2(tmp_path):
+    """The render of an invalid side says what is wrong (the problem lines raygke check gives),
+    not its last notes; a --set that does not fit that side's file stays a usage error."""
+    from pathlib import Path
+
+    from raygke.diff import DiffError
+    from raygke.diff_sides import render_tree
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "Pulumi.dev.yaml").read_text().replace("max_replicas: 4", "max_replicas: 40")
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(text.replace("    regional: false\n", "    regional: false\n    regoinal: 1\n"))
+    with pytest.raises(DiffError) as e:
+        render_tree(root, "bad", "working tree", None, bad)
+    message = str(e.value)
+    assert e.value.code == 1
+    assert message.startswith("rendering working tree failed: the stack file is invalid")
+    assert "\n  - cluster.regoinal: unknown key 'regoinal'; did you mean 'regional'?" in message
+    assert "note:" not in message
+    with pytest.raises(DiffError) as e:
+        render_tree(root, "dev", "working tree", ["node_pools[nope].max_nodes=1"])
+    assert e.value.code == 2 and "node_pools has no entry 'nope'" in str(e.value)
+    assert "error: error:" not in f"error: {e.value}"

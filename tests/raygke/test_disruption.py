@@ -155,7 +155,7 @@ def test_text_and_markdown_show_the_disruption() -> None:
     render_text(plan, Console(file=buf, width=300, no_color=True))
     text = buf.getvalue()
     assert "disrupts: RayCluster ray/training: recreated" in text
-    assert "Disruption: 1 change(s) stop or restart running work" in text
+    assert "Disruption: 1 change stops or restarts running work" in text
     md = render_markdown(plan)
     assert "🛑 RayJob ray/train: interrupted" in md
     quiet = compare([_rc()], [_rc(head_cpu="8")], "prod")

@@ -209,3 +209,28 @@ def test_dev_keys_are_not_protected(tmp_path: Path) -> None:
     result = synth(ROOT / "Pulumi.dev.yaml", tmp_path)
     keys = [r for r in result.resources if r["type"] == "gcp:kms/cryptoKey:CryptoKey"]
     assert keys and not any(r["options"]["protect"] for r in keys)
+
+
+def test_policy_problems_are_problems_of_the_block_that_declares_the_resource(monkeypatch):
+    """A GCP policy violation of a rendered resource is a problem of the stack block that
+    declares it (a node pool's entry, a bucket's key, the cluster), found from the resource's
+    type and name (data), so --format github annotates that line; the line is the pack's."""
+    from components.security import policy
+    from raygke.synth import policy_problems
+
+    def every_resource_breaks(resources, rules):
+        return [policy.Violation("r", policy.display_name(r), "broken") for r in resources]
+
+    monkeypatch.setattr(policy, "run_rules", every_resource_breaks)
+    found = {p.message: p for p in policy_problems(ROOT / "Pulumi.prod.yaml", "prod")}
+    assert found["r: NodePool pool-tpu-v6e-4x4-1-pool: broken"].path == "node_pools[tpu-v6e-4x4]"
+    assert found["r: NodePool pool-h100-dws-pool: broken"].path == "node_pools[h100-dws]"
+    assert found["r: NodePool pool-system-pool: broken"].path == "cluster.system_pool"
+    assert found["r: Bucket storage-checkpoints: broken"].path == "buckets.checkpoints"
+    kinds = {m.split(" ", 2)[1]: p.path for m, p in found.items()}
+    assert (kinds["Cluster"], kinds["CryptoKey"], kinds["Subnetwork"]) == (
+        "cluster",
+        "kms",
+        "network",
+    )
+    assert all(p.rule == "policy" for p in found.values())

@@ -122,15 +122,15 @@ def test_unqueued_or_fixed_size_raycluster_carries_no_kueue_marks() -> None:
 
 
 def test_queued_raycluster_references_are_checked() -> None:
-    assert "ray_clusters[interactive].queue 'nope' is not a capacity.local_queues entry" in (
+    assert "ray_clusters[interactive].queue: 'nope' is not a capacity.local_queues entry" in (
         _problems(_stack(cluster=_cluster(queue="nope")))
     )
-    assert "ray_clusters[interactive].priority 'low' is not a capacity.priority_classes" in (
+    assert "ray_clusters[interactive].priority: 'low' is not a capacity.priority_classes" in (
         _problems(_stack(cluster=_cluster(priority="low")))
     )
     cluster = _cluster(priority="high")
     cluster.pop("queue")
-    assert "ray_clusters[interactive].priority 'high' needs queue" in _problems(
+    assert "ray_clusters[interactive].priority: 'high' needs queue" in _problems(
         _stack(cluster=cluster)
     )
 

@@ -49,10 +49,10 @@ def test_kueue_owns_suspend():
 
 
 def test_unknown_queue_and_priority_are_refused():
-    assert "queue 'nope' is not a capacity.local_queues entry" in _problems(
+    assert "queue: 'nope' is not a capacity.local_queues entry" in _problems(
         jobs=[{**JOB, "queue": "nope"}]
     )
-    assert "priority 'top' is not" in _problems(jobs=[{**JOB, "priority": "top"}])
+    assert "priority: 'top' is not" in _problems(jobs=[{**JOB, "priority": "top"}])
     no_queue = {k: v for k, v in JOB.items() if k != "queue"}
     assert "needs queue" in _problems(jobs=[{**no_queue, "priority": "high"}])
 
@@ -70,7 +70,7 @@ def test_flavor_on_an_undeclared_pool_and_local_queue_on_an_undeclared_cluster_q
     cap["local_queues"][0]["cluster_queue"] = "nobody"
     msg = _problems(capacity=cap)
     assert "pool 'v7' is not a declared node pool" in msg
-    assert "cluster_queue 'nobody' is not declared" in msg
+    assert "cluster_queue: 'nobody' is not declared" in msg
 
 
 def test_queued_pool_scales_from_zero_and_needs_its_gke_version():

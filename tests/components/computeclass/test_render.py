@@ -95,8 +95,8 @@ def test_rules_accept_a_tpu_and_a_gpu_class() -> None:
 @pytest.mark.parametrize(
     ("classes", "needle"),
     [
-        ([{"name": "c", "node_pool": "cpu"}], "node_pool 'cpu' is a CPU pool"),
-        ([{"name": "c", "node_pool": "nope"}], "node_pool 'nope' is not a declared node pool"),
+        ([{"name": "c", "node_pool": "cpu"}], "node_pool: 'cpu' is a CPU pool"),
+        ([{"name": "c", "node_pool": "nope"}], "node_pool: 'nope' is not a declared node pool"),
         (
             [{"name": "a", "node_pool": "l4"}, {"name": "b", "node_pool": "l4"}],
             "node pool 'l4' has 2 classes",

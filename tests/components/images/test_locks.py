@@ -75,7 +75,7 @@ def test_check_with_an_unreleased_ray_version_exits_1() -> None:
         timeout=300,
     )
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "ray.version '2.99.0'" in r.stderr
+    assert "ray.version: '2.99.0'" in r.stderr
 
 
 def test_images_lock_check_names_the_locked_ray_version() -> None:

@@ -321,11 +321,11 @@ def test_placement_strategy_unset_leaves_ray_default_and_bad_values_are_refused(
     with pytest.raises(ConfigError) as e:
         validate(_data(job={"name": "ev", "workload": "evaluate", "placement_strategy": "SPREAD"}))
     (line,) = [p for p in e.value.problems if "placement_strategy" in p]
-    assert "jobs[ev].placement_strategy SPREAD" in line and "no scaling argument" in line
+    assert "jobs[ev].placement_strategy: SPREAD" in line and "no scaling argument" in line
     with pytest.raises(ConfigError) as e:
         validate(_data(job={"name": "sweep", "workload": "tune_lm", "placement_strategy": "PACK"}))
     (line,) = e.value.problems
-    assert "jobs[sweep].placement_strategy PACK: tune_lm runs each trial" in line
+    assert "jobs[sweep].placement_strategy: PACK: tune_lm runs each trial" in line
     problems = TrainLmTfArgs.problems({"scaling": {"num_workers": 1, "placement_strategy": "X"}})
     assert problems and "placement_strategy 'X' is not one of" in problems[0]
 

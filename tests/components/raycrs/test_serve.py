@@ -121,24 +121,24 @@ def test_incremental_upgrade_renders_its_options_and_the_operator_rule_guards_th
             },
             "step_size_percent 50 > max_surge_percent 20",
         ),
-        ({"checkpoint": "nope"}, "services[lm].checkpoint 'nope' is neither a gs:// path nor"),
-        ({"workload": "train_lm"}, "services[lm].workload 'train_lm' is a job"),
+        ({"checkpoint": "nope"}, "services[lm].checkpoint: 'nope' is neither a gs:// path nor"),
+        ({"workload": "train_lm"}, "services[lm].workload: 'train_lm' is a job"),
         ({"args": {"max_batch_size": 0}}, "argument 'max_batch_size' of workload serve_lm is 0"),
         ({"args": {"checkpoint": "/x"}}, "args.checkpoint: set the service's checkpoint field"),
         ({"name": "LM"}, "service name"),
         (
             {"args": {"num_gpus": 1}},
-            "services[lm].args.num_gpus 1: a replica runs on one node of pool 'cpu', which has "
+            "services[lm].args.num_gpus: 1: a replica runs on one node of pool 'cpu', which has "
             "0 GPU(s); at most 0",
         ),
         (
             {"node_pool": "l4", "args": {"num_gpus": 2}},
-            "services[lm].args.num_gpus 2: a replica runs on one node of pool 'l4', which has "
+            "services[lm].args.num_gpus: 2: a replica runs on one node of pool 'l4', which has "
             "1 GPU(s); at most 1",
         ),
         (
             {"args": {"num_cpus": 64}},
-            "services[lm].args.num_cpus 64: a replica runs on one node of pool 'cpu' "
+            "services[lm].args.num_cpus: 64: a replica runs on one node of pool 'cpu' "
             "(n2-standard-8, 8 vCPUs); at most 8",
         ),
     ],
@@ -150,7 +150,7 @@ def test_bad_services_are_one_line_each(service: dict[str, Any], says: str) -> N
 
 
 def test_a_serve_workload_is_not_a_job() -> None:
-    with pytest.raises(ConfigError, match=r"jobs\[s\].workload 'serve_lm' is a Ray Serve"):
+    with pytest.raises(ConfigError, match=r"jobs\[s\].workload: 'serve_lm' is a Ray Serve"):
         validate(config(jobs=[{"name": "s", "workload": "serve_lm", "node_pool": "cpu"}]))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.stack.base import ConfigError, plural
 from tests.components.stack.test_model import base, one_problem
 
 
@@ -34,3 +35,24 @@ def test_trailing_newline_in_workload_identity_and_pool_names() -> None:
     data["node_pools"][0]["name"] = "cpu\n"
     data["workload_identities"] = [{"name": "ray-train\n"}]
     one_problem(data, "'cpu\\n'", "'ray-train\\n'")
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "text"),
+    [
+        ((1, "ray cluster"), {}, "1 ray cluster"),
+        ((0, "ray cluster"), {}, "0 ray clusters"),
+        ((2, "job"), {}, "2 jobs"),
+        ((2, "family", "families"), {}, "2 families"),
+        ((1, "family", "families"), {}, "1 family"),
+        ((1, "environment"), {"with_count": False}, "environment"),
+        ((3, "environment"), {"with_count": False}, "environments"),
+    ],
+)
+def test_plural_takes_the_number_of_its_count(args, kwargs, text) -> None:
+    assert plural(*args, **kwargs) == text
+
+
+def test_a_config_error_counts_its_problems_in_the_right_number() -> None:
+    assert str(ConfigError(["a: x"], "f.yaml")).startswith("f.yaml: 1 problem:\n")
+    assert str(ConfigError(["a: x", "b: y"])).startswith("2 problems:\n")

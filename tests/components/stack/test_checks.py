@@ -312,16 +312,16 @@ def test_strict_placement_that_the_pool_cannot_hold_is_refused() -> None:
     )  # fmt: skip
     docs = "(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html)"
     assert placement.placement_problems(cfg) == [
-        "jobs[pack-h100].placement_strategy STRICT_PACK: Ray Train's 16 workers on one node need "
+        "jobs[pack-h100].placement_strategy: STRICT_PACK: Ray Train's 16 workers on one node need "
         "GPU 16 > 8, what one worker pod of pool 'h100' (a3-highgpu-8g) offers Ray; Ray never "
         f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
-        "jobs[spread-h100].placement_strategy STRICT_SPREAD: Ray Train places 16 workers, each "
+        "jobs[spread-h100].placement_strategy: STRICT_SPREAD: Ray Train places 16 workers, each "
         "on a different node, but node pool 'h100' gives the job 2 node(s); Ray never places "
         f"this group {docs}; use SPREAD (best effort) or PACK",
-        "jobs[pack-v6e].placement_strategy STRICT_PACK: Ray Train's 8 workers on one node need "
+        "jobs[pack-v6e].placement_strategy: STRICT_PACK: Ray Train's 8 workers on one node need "
         "TPU 32 > 4, what one worker pod of pool 'tpu-v6e-4x4' (ct6e-standard-4t) offers Ray; "
         f"Ray never places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
-        "jobs[pack-cpu].placement_strategy STRICT_PACK: Ray Train's 3 workers on one node need "
+        "jobs[pack-cpu].placement_strategy: STRICT_PACK: Ray Train's 3 workers on one node need "
         "CPU 3 > 2, what one worker pod of pool 'cpu' (n2-standard-16) offers Ray; Ray never "
         f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
     ]
@@ -433,3 +433,52 @@ def test_malformed_pool_zone_is_one_quoted_line() -> None:
         "node_pools[v6e].zones: 'us-east5-b\\x1f\\nI' is not a zone of region us-east5 "
         "(e.g. us-east5-a)"
     ]
+
+
+def test_security_problems_are_problems_of_the_stack_entry_their_object_comes_from() -> None:
+    """A secure-default rule broken by one rendered object is a problem of the stack entry that
+    object comes from (so --format github annotates that entry's line), found from the objects;
+    one the namespace's own objects break is kuberay.namespace's."""
+    from components.kuberay.namespace import namespace_manifest, namespace_objects
+    from components.security.rules import security_problems
+
+    cfg = stack("dev")
+    manifests = copy.deepcopy(render_manifests(cfg, WORKING_DIR))
+    job = next(m for m in manifests if m["kind"] == "RayJob" and m["spec"].get("rayClusterSpec"))
+    job["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "disabled"}
+    namespace = namespace_manifest(cfg)
+    namespace["metadata"]["labels"] = {}  # no Pod Security Admission label
+    objects = [namespace, *namespace_objects(cfg), *manifests]
+    lines = security_problems(objects)
+    found = checks.locate_security_lines(objects, lines)
+    assert found == lines and all(p.rule == "security" for p in found)
+    by_path = {p.path: p for p in found}
+    auth = by_path[f"jobs[{job['metadata']['name']}]"]
+    assert auth.message.startswith("ray-auth:")
+    assert "pod-security" in by_path["kuberay.namespace"].message
+    assert all(p.path for p in found)
+
+
+@needs_crds
+def test_crd_and_gate_lines_carry_the_object_field_and_the_group_is_found_from_it() -> None:
+    """The worker group of a CRD or feature-gate problem comes from the field the checker gives
+    with its line (FieldLine), not from the line's words."""
+    from components.raycrs.crd import validate_manifest
+    from components.raycrs.gates import gate_problems
+    from components.stack.problems import FieldLine
+
+    _, m = _rendered()
+    groups = m[0]["spec"]["workerGroupSpecs"]
+    groups[1]["numOfHost"] = groups[1].pop("numOfHosts")
+    (line,) = validate_manifest(m[0])
+    assert isinstance(line, FieldLine) and line.field == "spec.workerGroupSpecs[1].numOfHost"
+    # a line whose words name another group: the field decides
+    misleading = FieldLine("RayCluster research: spec.workerGroupSpecs[0].x: y", line.field)
+    problem = checks._object_problem(m[0], misleading, "crd-schema")
+    assert problem.path == f"ray_clusters[research].worker_groups[{groups[1]['groupName']}]"
+    groups[0]["suspend"] = True
+    (gate,) = gate_problems(m[0], {"RayJobDeletionPolicy": False})
+    assert gate.field == "spec.workerGroupSpecs[0].suspend"
+    assert checks._object_problem(m[0], gate, "kuberay-feature-gate").path == (
+        f"ray_clusters[research].worker_groups[{groups[0]['groupName']}]"
+    )

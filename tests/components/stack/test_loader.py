@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import shutil
 from pathlib import Path
@@ -14,14 +15,17 @@ import pytest
 
 from components.raycrs import crd
 from components.stack import (
+    ConfigError,
     StackFileError,
+    apply_overrides,
     load_stack_file,
+    parse_set,
     read_stack_yaml,
     stack_data_from_yaml,
     validate,
 )
 from components.stack.checks import OBJECT_BYTES_MAX, check_stack, object_size_problems
-from components.stack.loader import MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_VALUES
+from components.stack.loader import MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_VALUES, SetError
 from raygke.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -186,3 +190,147 @@ def test_invalid_timestamp_and_binary_are_file_errors(tmp_path: Path) -> None:
 def test_oversized_file_is_refused() -> None:
     with pytest.raises(StackFileError, match="at most"):
         read_stack_yaml("#" * 2_000_000)
+
+
+# ------------------------------------------------------------- what the user wrote, where
+
+
+def test_a_duplicate_key_is_a_problem_of_its_stack_path_at_the_duplicate() -> None:
+    text = (
+        "config:\n"
+        "  ray-gke:project: p\n"
+        "  ray-gke:node_pools:\n"
+        "    - name: tpu\n"
+        "      max_nodes: 1\n"
+        "      max_nodes: 2\n"
+    )
+    with pytest.raises(ConfigError) as exc:
+        read_stack_yaml(text)
+    (problem,) = exc.value.items
+    assert problem.path == "node_pools[tpu].max_nodes"
+    assert problem.rule == "duplicate-key"
+    assert (problem.line, problem.column) == (6, 7)  # the second max_nodes, 1-based
+    assert problem.message.startswith("node_pools[tpu].max_nodes: duplicate key 'max_nodes'")
+
+
+def test_a_duplicate_key_outside_the_projects_keys_keeps_its_position_without_a_path() -> None:
+    with pytest.raises(ConfigError) as exc:
+        read_stack_yaml("config: {}\nconfig: {}\n")
+    (problem,) = exc.value.items
+    assert problem.path == "" and problem.position == (2, 1)
+
+
+@pytest.mark.parametrize("written", ["1e400", "-1E+400", "12e999"])
+def test_a_number_too_large_for_a_float_is_shown_as_written(written: str) -> None:
+    value = read_stack_yaml(f"a: {written}\n")["a"]
+    assert value == float(written) and math.isinf(value)  # YAML's value: what validation sees
+    assert str(value) == repr(value) == written
+    assert read_stack_yaml("a: .inf\n")["a"] == math.inf  # YAML's own infinity is one
+    with pytest.raises(ConfigError) as exc:
+        validate(
+            {
+                "project": "my-project",
+                "region": "us-central1",
+                "zones": ["us-central1-a"],
+                "node_pools": [
+                    {"name": "cpu", "machine_type": "n2-standard-8", "max_nodes": value}
+                ],
+            }
+        )
+    (line,) = exc.value.problems
+    assert line.startswith("node_pools[cpu].max_nodes: ")
+    assert f"got {written}" in line and "inf" not in line
+
+
+# ------------------------------------------------------------------ --set into list entries
+
+DATA = {
+    "project": "p",
+    "node_pools": [{"name": "cpu", "max_nodes": 2}, {"name": "tpu", "max_slices": 1}],
+    "capacity": {"cluster_queues": [{"name": "q", "flavors": [{"pool": "tpu", "nominal": {}}]}]},
+}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "node_pools[tpu].max_slices",
+        "node_pools[1].max_slices",
+        "node_pools.1.max_slices",
+        "node_pools[-1].max_slices",
+    ],
+)
+def test_set_reaches_a_list_entry_by_name_or_index(key: str) -> None:
+    out = apply_overrides(DATA, parse_set([f"{key}=4"]))
+    assert out["node_pools"][1] == {"name": "tpu", "max_slices": 4}
+    assert out["node_pools"][0] == DATA["node_pools"][0]
+    assert DATA["node_pools"][1]["max_slices"] == 1  # the input is not changed
+
+
+def test_set_names_a_kueue_flavor_by_its_pool_as_problem_paths_do() -> None:
+    key = "capacity.cluster_queues[q].flavors[tpu].nominal.cpu"
+    out = apply_overrides(DATA, parse_set([f"{key}=8"]))
+    assert out["capacity"]["cluster_queues"][0]["flavors"][0]["nominal"] == {"cpu": 8}
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("node_pools[gpu].max_nodes", "node_pools has no entry 'gpu'; its entries: cpu, tpu"),
+        ("node_pools[5].max_nodes", "node_pools has no entry '5'"),
+        ("node_pools.tpu.max_nodes", "node_pools is a list; name an entry as node_pools[<name>]"),
+        ("project[0]", "project is not a mapping or a list"),
+        ("zones[0]", "zones is not in the file, so it has no entry to set"),
+        ("capacity[0]", "capacity is a mapping, not a list"),
+    ],
+)
+def test_a_set_that_does_not_fit_the_file_is_a_set_error(key: str, says: str) -> None:
+    with pytest.raises(SetError) as exc:
+        apply_overrides(DATA, parse_set([f"{key}=1"]))
+    assert len(exc.value.problems) == 1 and says in exc.value.problems[0]
+    assert exc.value.problems[0].startswith(f"--set {key}: ")
+
+
+@pytest.mark.parametrize("item", ["node_pools[tpu.max_nodes=1", "a..b=1", "a b=1", "[0]=1"])
+def test_a_set_key_of_another_shape_is_refused(item: str) -> None:
+    with pytest.raises(ConfigError, match="expected KEY=VALUE, KEY a stack path"):
+        parse_set([item])
+
+
+@pytest.mark.parametrize(
+    ("where", "typo", "meant"),
+    [
+        (("cluster",), "regoinal", "regional"),
+        (("node_pools", 1), "max_slice", "max_slices"),  # a TPU pool: its own keys
+        (("node_pools", 0), "max_node", "max_nodes"),  # a CPU pool
+        (("nap",), "resource_limit", "resource_limits"),
+        ((), "napp", "nap"),
+    ],
+)
+def test_an_unknown_key_close_to_a_known_one_names_it(where, typo, meant) -> None:
+    from tests.helpers import config
+
+    data = config()
+    node = data
+    for part in where:
+        node = node[part]
+    node[typo] = 1
+    with pytest.raises(ConfigError) as exc:
+        validate(data)
+    assert (
+        f"unknown key {typo!r}; did you mean {meant!r}? (extra keys are rejected)"
+        in (exc.value.problems[0])
+    )
+
+
+def test_an_unknown_key_close_to_none_says_check_its_spelling() -> None:
+    from tests.helpers import config
+
+    data = config()
+    data["cluster"]["zzz_unrelated"] = 1
+    with pytest.raises(ConfigError) as exc:
+        validate(data)
+    assert (
+        "unknown key 'zzz_unrelated' (check its spelling; extra keys are rejected)"
+        in (exc.value.problems[0])
+    )

@@ -142,20 +142,20 @@ def test_worker_group_references_missing_pool() -> None:
     d = base()
     d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "nope"
     one_problem(
-        d, "ray_clusters[research].worker_groups[cpu].node_pool 'nope'", "declared: cpu, tpu, l4"
+        d, "ray_clusters[research].worker_groups[cpu].node_pool: 'nope'", "declared: cpu, tpu, l4"
     )
 
 
 def test_worker_group_exceeds_pool() -> None:
     d = base()
     d["ray_clusters"][0]["worker_groups"][1]["max_replicas"] = 3
-    one_problem(d, "max_replicas 3 exceeds node pool 'tpu' capacity of 2 slices")
+    one_problem(d, "max_replicas: 3 exceeds node pool 'tpu' capacity of 2 slices")
 
 
 def test_nap_limit_smaller_than_pools() -> None:
     d = base()
     d["nap"]["resource_limits"]["tpu-v5-lite-podslice"] = 4
-    one_problem(d, "nap.resource_limits[tpu-v5-lite-podslice] 4", "at least 8")
+    one_problem(d, "nap.resource_limits[tpu-v5-lite-podslice]: 4", "at least 8")
     d["nap"]["resource_limits"]["tpu-v5-lite-podslice"] = 8
     validate(d)
 
@@ -266,19 +266,19 @@ def test_min_master_version_too_old_for_v6e(monkeypatch: pytest.MonkeyPatch) -> 
     d["ray_clusters"] = []
     d["jobs"] = []
     d["cluster"] = {"min_master_version": "1.30.5-gke.100"}
-    one_problem(d, "cluster.min_master_version 1.30.5-gke.100 is older than 1.31.2-gke.1115000")
+    one_problem(d, "cluster.min_master_version: 1.30.5-gke.100 is older than 1.31.2-gke.1115000")
 
 
 def test_job_references() -> None:
     d = base()
     d["jobs"][0]["cluster"] = "ghost"
-    one_problem(d, "jobs[prep].cluster 'ghost' is not a declared ray cluster")
+    one_problem(d, "jobs[prep].cluster: 'ghost' is not a declared ray cluster")
     d = base()
     d["jobs"][0]["workload"] = "train_gpt5"
-    one_problem(d, "jobs[prep].workload 'train_gpt5' is not a registered workload")
+    one_problem(d, "jobs[prep].workload: 'train_gpt5' is not a registered workload")
     d = base()
     d["jobs"][0]["worker_group"] = "gpu"
-    one_problem(d, "jobs[prep].worker_group 'gpu' is not a worker group of 'research'")
+    one_problem(d, "jobs[prep].worker_group: 'gpu' is not a worker group of 'research'")
 
 
 def test_job_cluster_and_node_pool_exclusive() -> None:
@@ -351,7 +351,7 @@ def test_yaml_loader_rejects_duplicate_keys_naming_both_places() -> None:
     )
     with pytest.raises(
         ConfigError,
-        match=r"1 problem\(s\):\nduplicate key 'a' at line 2 column 26 \(in the mapping that starts at line 2\)",
+        match=r"1 problem:\nlabels.a: duplicate key 'a' at line 2 column 26 \(in the mapping that starts at line 2\)",
     ):
         stack_data_from_yaml("config:\n  ray-gke:labels: {a: x, a: y}\n")
 

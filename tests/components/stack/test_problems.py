@@ -4,6 +4,7 @@ it is about (a path, not only a message), and one Rule type for the three rule f
 from __future__ import annotations
 
 import copy
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import yaml
 
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, StackConfig, validate
-from components.stack.problems import Problem, Rule, path_parts, problems_of
+from components.stack.problems import Problem, Rule, path_colon, path_parts, problems_of
 from tests.helpers import WORKING_DIR, stack
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,6 +46,53 @@ def test_a_problem_is_its_line_and_carries_path_rule_severity() -> None:
     (plain, own) = problems_of(["capacity: x", p], "capacity", "kueue")
     assert (plain.path, plain.rule) == ("capacity", "kueue")
     assert (own.path, own.rule) == ("node_pools[tpu].tpu.topology", "field")
+
+
+@pytest.mark.parametrize(
+    ("path", "message", "printed"),
+    [
+        # a field followed by its value gets the colon the other lines have
+        (
+            "jobs[x].queue",
+            "jobs[x].queue 'q' is not declared",
+            "jobs[x].queue: 'q' is not declared",
+        ),
+        ("node_pools[c].max_nodes", "node_pools[c].max_nodes 1001 exceeds", None),
+        ("jobs[p].placement_strategy", "jobs[p].placement_strategy STRICT_PACK: x", None),
+        # the message may name an ancestor of the path, a named entry as [name] or .name
+        ("jobs[x].args.name", "jobs[x].args 'n' is wrong", "jobs[x].args: 'n' is wrong"),
+        ("nap.resource_limits.tpu", "nap.resource_limits[tpu] 4 is small", None),
+        # kept: a colon already there, a sentence, another field, prose, a bare word
+        ("jobs[x].queue", "jobs[x]: queue 'q' is not declared", "same"),
+        ("jobs[x].worker_group", "jobs[x].worker_group is not set and ...", "same"),
+        ("node_pools[b].name", "node_pools[a].name and node_pools[b].name clash", "same"),
+        ("kuberay.quota", "RayCluster r: head group: requests 9", "same"),
+        ("cluster.name", "cluster 'x' is too long", "same"),
+        ("", "jobs[x].queue 'q' is not declared", "same"),
+    ],
+)
+def test_a_message_that_opens_with_its_field_reads_field_colon_message(
+    path: str, message: str, printed: str | None
+) -> None:
+    """``<path>: <message>`` everywhere (issue: some rules wrote ``<path> <value>``); the path
+    and rule fields are the producer's, unchanged."""
+    if printed is None:
+        head, _, rest = message.partition(" ")
+        printed = f"{head}: {rest}"
+    elif printed == "same":
+        printed = message
+    assert path_colon(path, message) == printed
+    p = Problem(path, message, "some_rule")
+    assert (p.message, p.path, p.rule) == (printed, path, "some_rule")
+
+
+def test_a_problem_keeps_its_position_through_copies_and_pickling() -> None:
+    p = Problem(
+        "cluster.regional", "cluster.regional: duplicate key", "duplicate-key", line=4, column=5
+    )
+    for q in (pickle.loads(pickle.dumps(p)), copy.deepcopy(p), p.with_rule("x")):
+        assert (q.path, q.message, q.rule, q.position) == (p.path, p.message, p.rule, (4, 5))
+    assert Problem("a", "b").position is None
 
 
 def test_path_parts_split_keys_and_named_entries() -> None:

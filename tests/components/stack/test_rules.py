@@ -88,25 +88,25 @@ CASES: dict[str, tuple[Mutation, str]] = {
     ),
     "tpu_min_gke_version": (
         _old_gke,
-        "cluster.min_master_version 1.30.5-gke.100 is older than 1.31.2-gke.1115000",
+        "cluster.min_master_version: 1.30.5-gke.100 is older than 1.31.2-gke.1115000",
     ),
     "nap_limits_cover_pools": (
         lambda d: d["nap"]["resource_limits"].update({"tpu-v5-lite-podslice": 4}),
-        "nap.resource_limits[tpu-v5-lite-podslice] 4 is smaller than the declared node pools "
+        "nap.resource_limits[tpu-v5-lite-podslice]: 4 is smaller than the declared node pools "
         "can scale to (8); raise it to at least 8",
     ),
     "pool_node_counts_within_gke_limits": (
         lambda d: d["node_pools"][0].update(max_nodes=1001),
-        "node_pools[cpu].max_nodes 1001 exceeds GKE's 1,000 nodes per node pool per zone",
+        "node_pools[cpu].max_nodes: 1001 exceeds GKE's 1,000 nodes per node pool per zone",
     ),
     "cluster_service_accounts_declared": (
         lambda d: d["ray_clusters"][0].update(service_account="ray-ghost"),
-        "ray_clusters[research].service_account 'ray-ghost' is not a declared workload "
+        "ray_clusters[research].service_account: 'ray-ghost' is not a declared workload "
         "identity; declared: ray-train, ray-serve",
     ),
     "worker_group_pools_exist_and_fit": (
         lambda d: d["ray_clusters"][0]["worker_groups"][1].update(max_replicas=3),
-        "ray_clusters[research].worker_groups[tpu].max_replicas 3 exceeds node pool 'tpu' "
+        "ray_clusters[research].worker_groups[tpu].max_replicas: 3 exceeds node pool 'tpu' "
         "capacity of 2 slices",
     ),
     "multi_host_tpu_needs_webhook": (
@@ -116,16 +116,16 @@ CASES: dict[str, tuple[Mutation, str]] = {
     ),
     "job_targets_exist": (
         lambda d: d["jobs"][0].update(cluster=None, worker_group=None, node_pool="nope"),
-        "jobs[prep].node_pool 'nope' is not a declared node pool; declared: cpu, tpu, l4",
+        "jobs[prep].node_pool: 'nope' is not a declared node pool; declared: cpu, tpu, l4",
     ),
     "job_service_accounts_declared": (
         lambda d: d["jobs"][0].update(service_account="ray-ghost"),
-        "jobs[prep].service_account 'ray-ghost' is not a declared workload identity; "
+        "jobs[prep].service_account: 'ray-ghost' is not a declared workload identity; "
         "declared: ray-train, ray-serve",
     ),
     "job_workloads_registered": (
         lambda d: d["jobs"][0].update(workload="train_gpt5"),
-        "jobs[prep].workload 'train_gpt5' is not a registered workload",
+        "jobs[prep].workload: 'train_gpt5' is not a registered workload",
     ),
     "job_identity_can_write_outputs": (
         lambda d: d["workload_identities"][0]["buckets"].update(datasets="read"),
@@ -134,16 +134,16 @@ CASES: dict[str, tuple[Mutation, str]] = {
     ),
     "service_targets_fit": (
         lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "tpu"}]),
-        "services[lm].node_pool 'tpu' is a tpu pool; Serve application serve_lm runs on cpu, "
+        "services[lm].node_pool: 'tpu' is a tpu pool; Serve application serve_lm runs on cpu, "
         "gpu pools",
     ),
     "service_workloads_and_checkpoints": (
         lambda d: d.update(services=[{"name": "lm", "checkpoint": "prep", "node_pool": "cpu"}]),
-        "services[lm].checkpoint 'prep': job prep runs prepare, which writes no checkpoints",
+        "services[lm].checkpoint: 'prep': job prep runs prepare, which writes no checkpoints",
     ),
     "service_identity_can_read": (
         lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}]),
-        "services[lm].service_account 'ray-serve' cannot read the artifacts bucket",
+        "services[lm].service_account: 'ray-serve' cannot read the artifacts bucket",
     ),
     "incremental_upgrade_needs_helm": (
         _incremental_on_addon,
@@ -173,11 +173,11 @@ CASES: dict[str, tuple[Mutation, str]] = {
                 "args": {"name": "nope"},
             }
         ),
-        "jobs[ev].args.name 'nope' names no job that writes checkpoints",
+        "jobs[ev].args.name: 'nope' names no job that writes checkpoints",
     ),
     "ray_version_locked": (
         lambda d: d.update(ray={"version": "2.99.0"}),
-        "ray.version '2.99.0' is newer than every Ray release this repository knows",
+        "ray.version: '2.99.0' is newer than every Ray release this repository knows",
     ),
     "gpu_pool_arch_has_image": (
         lambda d: d["node_pools"][2].update(
@@ -188,7 +188,7 @@ CASES: dict[str, tuple[Mutation, str]] = {
     ),
     "compute_class_pools": (
         lambda d: d.update(compute_classes=[{"name": "c", "node_pool": "cpu"}]),
-        "compute_classes[c].node_pool 'cpu' is a CPU pool",
+        "compute_classes[c].node_pool: 'cpu' is a CPU pool",
     ),
     "compute_class_shapes_fit_nap": (
         lambda d: (
@@ -223,7 +223,7 @@ CASES: dict[str, tuple[Mutation, str]] = {
     # components/capacity/rules.py has a case per capacity rule (tests/components/capacity)
     "capacity_rules": (
         lambda d: d["jobs"][-1].update(queue="nope"),
-        "queue 'nope' is not a capacity.local_queues entry; declared: none",
+        "queue: 'nope' is not a capacity.local_queues entry; declared: none",
     ),
 }
 
@@ -272,7 +272,7 @@ def test_one_invalid_field_does_not_hide_a_broken_reference_elsewhere() -> None:
     assert found[0].startswith("labels: label 'Team'='ml'")
     assert (
         found[1]
-        == "jobs[prep].node_pool 'nope' is not a declared node pool; declared: cpu, tpu, l4"
+        == "jobs[prep].node_pool: 'nope' is not a declared node pool; declared: cpu, tpu, l4"
     )
 
 
@@ -296,7 +296,7 @@ def test_required_block_invalid_still_runs_the_other_rules() -> None:
     d["jobs"][0]["workload"] = "train_gpt5"
     found = problems(d)
     assert any("region 'moon' is not a GCP region" in p for p in found)
-    assert any("jobs[prep].workload 'train_gpt5'" in p for p in found)
+    assert any("jobs[prep].workload: 'train_gpt5'" in p for p in found)
     assert not any(p.startswith("zones:") for p in found), "zones_in_region needs region"
 
 
@@ -311,7 +311,7 @@ def test_model_validation_runs_no_rule_the_loader_runs_them_once() -> None:
         validate(d)
     (item,) = [p for p in exc.value.items if p.rule == "job_targets_exist"]
     assert item.path == "jobs[prep].cluster"
-    assert item.message.startswith("jobs[prep].cluster 'ghost' is not a declared")
+    assert item.message.startswith("jobs[prep].cluster: 'ghost' is not a declared")
 
 
 def test_job_without_target_or_with_ambiguous_group_is_refused_at_validation() -> None:
@@ -333,7 +333,7 @@ def test_a_groups_undeclared_pool_is_reported_once() -> None:
     d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "nope"  # the job's group
     found = problems(d)
     assert found == [
-        "ray_clusters[research].worker_groups[cpu].node_pool 'nope' is not a declared node "
+        "ray_clusters[research].worker_groups[cpu].node_pool: 'nope' is not a declared node "
         "pool; declared: cpu, tpu, l4"
     ]
 
@@ -367,7 +367,7 @@ def test_resolve_job_targets() -> None:
 
 def test_the_same_mistake_reads_the_same_at_every_layer() -> None:
     """Job pool: rules (validate), ScalingConfig, RayJob manifest and the rendered-stack check."""
-    line = "jobs[prep].node_pool 'x' is not a declared node pool; declared: cpu, tpu, l4"
+    line = "jobs[prep].node_pool: 'x' is not a declared node pool; declared: cpu, tpu, l4"
     d = base()
     d["jobs"][0].update(cluster=None, worker_group=None, node_pool="x")
     assert line in problems(d)
@@ -388,7 +388,7 @@ def test_the_same_mistake_reads_the_same_at_every_layer() -> None:
 
 def test_the_same_group_mistake_reads_the_same_in_rules_and_manifests() -> None:
     line = (
-        "ray_clusters[research].worker_groups[cpu].node_pool 'x' is not a declared node pool; "
+        "ray_clusters[research].worker_groups[cpu].node_pool: 'x' is not a declared node pool; "
         "declared: cpu, tpu, l4"
     )
     d = base()
@@ -409,8 +409,8 @@ def test_config_error_lists_field_then_rule_problems() -> None:
     with pytest.raises(ConfigError) as exc:
         validate(d, "Pulumi.test.yaml")
     assert exc.value.problems[0].startswith("project:")
-    assert exc.value.problems[1].startswith("jobs[prep].cluster 'ghost'")
-    assert str(exc.value).startswith("Pulumi.test.yaml: 2 problem(s):")
+    assert exc.value.problems[1].startswith("jobs[prep].cluster: 'ghost'")
+    assert str(exc.value).startswith("Pulumi.test.yaml: 2 problems:")
 
 
 @pytest.mark.parametrize(
@@ -586,7 +586,7 @@ def test_a_typo_in_the_training_job_name_names_field_value_and_valid_names() -> 
     found = [p for p in problems(_with_jobs(_eval(name="train-b"))) if "args.name" in p]
     assert len(found) == 1
     (line,) = found
-    assert line.startswith("jobs[eval-a].args.name 'train-b'")
+    assert line.startswith("jobs[eval-a].args.name: 'train-b'")
     assert "valid: train-a" in line and f"gs://{BUCKET}/train-b" in line
 
 
@@ -605,10 +605,40 @@ def test_a_checkpoint_outside_the_named_jobs_folder_is_refused(checkpoint: str) 
         for p in problems(_with_jobs(_eval(name="train-a", checkpoint=checkpoint)))
         if "args.checkpoint" in p
     ]
-    assert line.startswith(f"jobs[eval-a].args.checkpoint {checkpoint!r}")
+    assert line.startswith(f"jobs[eval-a].args.checkpoint: {checkpoint!r}")
     assert f"gs://{BUCKET}/train-a/" in line and "valid training jobs: train-a" in line
 
 
 def test_a_job_that_is_not_a_trainer_is_not_a_valid_target() -> None:
     (line,) = [p for p in problems(_with_jobs(_eval(name="prep"))) if "args.name" in p]
     assert "'prep'" in line and "valid: train-a" in line
+
+
+def test_an_unknown_key_alone_skips_no_rule() -> None:
+    """Nothing reads an unknown key: with a typo in cluster: and in a node pool, the rules over
+    those blocks still run (the undeclared pool of a worker group is reported with the typos)."""
+    d = base()
+    d["cluster"] = {"name": "ray", "regoinal": True}
+    d["node_pools"][0]["max_node"] = 3
+    d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "nope"
+    with pytest.raises(ConfigError) as exc:
+        validate(d)
+    lines = exc.value.problems
+    assert any(ln.startswith("cluster.regoinal: unknown key 'regoinal'") for ln in lines), lines
+    assert any("max_node" in ln and "did you mean 'max_nodes'?" in ln for ln in lines), lines
+    assert any(
+        ln.startswith("ray_clusters[research].worker_groups[cpu].node_pool: 'nope' is not a")
+        for ln in lines
+    ), lines
+    assert exc.value.notes == []  # no rule was skipped
+
+
+def test_capacity_counts_one_slice_in_the_singular() -> None:
+    d = base()
+    tpu = next(p for p in d["node_pools"] if "tpu" in p)
+    tpu["max_slices"] = 1
+    group = next(g for g in d["ray_clusters"][0]["worker_groups"] if g["node_pool"] == tpu["name"])
+    group["max_replicas"] = 2
+    with pytest.raises(ConfigError) as exc:
+        validate(d)
+    assert any(ln.endswith("capacity of 1 slice") for ln in exc.value.problems), exc.value.problems
