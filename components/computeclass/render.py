@@ -48,7 +48,9 @@ def _shape(cfg: StackConfig, pool: TpuPool | GpuPool) -> dict[str, Any]:
             }
         }
         if s.workload_policy:
-            out["placement"] = {"policyName": workload_policy_name(cfg.cluster.name, f"{pool.name}-0")}
+            out["placement"] = {
+                "policyName": workload_policy_name(cfg.cluster.name, f"{pool.name}-0")
+            }
         return out
     driver = catalog.gpu_driver_label(pool.driver_version)
     gpu: dict[str, Any] = {"type": pool.gpu.type, "count": pool.gpu.count}
