@@ -194,7 +194,7 @@ def test_pure_builders():
     assert kc["clusters"][0]["cluster"]["certificate-authority-data"] == "Q0E="
     assert "token" not in json.dumps(kc) and "password" not in json.dumps(kc)
     # memory is not given: NAP's default (1024 GB) is below what the pools scale to -> refused
-    with pytest.raises(ConfigError, match=r"nap.resource_limits\[memory\] 1024"):
+    with pytest.raises(ConfigError, match=r"nap.resource_limits\[memory\]: 1024"):
         validate(config(nap={"resource_limits": {"cpu": 2048}}))
     cfg = validate(config(nap={"resource_limits": {"cpu": 2048, "memory": 8192}}))
     limits = {x["resource_type"]: x["maximum"] for x in nap_resource_limits(cfg)}
