@@ -137,7 +137,12 @@ class TrainArgs(WorkloadArgs):
         2, "worker-group restarts from the last checkpoint", "restarts", minimum=0
     )
     seed: int = arg(0, "model init and shuffle seed")
-    log_every: int = arg(10, "metrics report period", "steps", minimum=1)
+    log_every: int = arg(
+        10,
+        "metrics report period (Ray Train takes one report per 2 s; more often slows training)",
+        "steps",
+        minimum=1,
+    )
     d_model: int = arg(D_MODEL, "model width", "units", minimum=1)
     n_layers: int = arg(N_LAYERS, "transformer blocks", "layers", minimum=1)
     n_heads: int = arg(N_HEADS, "attention heads (must divide d_model)", "heads", minimum=1)
