@@ -40,7 +40,8 @@ serve: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# Everything but the slow tests (real local Ray clusters, whole pipelines, index resolution).
+# Everything but the slow tests: tests/e2e/ and tests/properties/ as a whole (tests/conftest.py),
+# real local Ray clusters, whole training runs, the package-index resolutions.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m 'not slow' $(XDIST) $(PYTEST_ARGS)
 
