@@ -22,8 +22,8 @@ Sources (each fact below cites one of these):
   ``NewMachineTypeInfo("a4-highgpu-8g", 224, 3968).withGpuOverride(NvidiaB200, 8)``; the same
   table gives a4x-highgpu-4g 140 vCPUs / 884 GB). The B200's 180 GB is also the accelerator
   type's own description, ``nvidia-b200 ... NVIDIA B200 180GB`` in ``gcloud compute
-  accelerator-types list`` output (quoted in a copy of a GKE how-to in the code index, whose
-  repository the index does not name).
+  accelerator-types list`` output (quoted, for us-west2-c, in text in the code index that reads
+  as a copy of Google's GPU how-to; the index does not name its repository).
   Zones: see the comments on the entries; no Google page in the search index gave the full
   A4 / A4X zone list (``allow_unlisted_zone`` for other zones).
 * [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
