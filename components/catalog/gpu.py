@@ -15,9 +15,17 @@ Sources (each fact below cites one of these):
   arm-on-compute, read in a stored copy this session): "A4X: offers machine types that have up
   to 140 vCPUs and 884 GB of memory. It uses NVIDIA GB200 Superchips, which have B200 GPUs that
   offer 186 GB memory per GPU. A4X is available in the a4x-highgpu-4g machine type", and "A4X
-  Max and A4X instances support public Arm-based OS images" (arm64 nodes). NOT confirmed by a
-  Google page in this session: the vCPU / memory of a4-highgpu-8g (224 vCPUs, 3968 GB) and the
-  A4 / A4X zones; treat them as recorded (``allow_unlisted_zone`` for other zones).
+  Max and A4X instances support public Arm-based OS images" (arm64 nodes). a4-highgpu-8g has
+  224 vCPUs and 3968 GB, confirmed by GKE's cluster autoscaler machine table
+  (GoogleCloudPlatform/cluster-autoscaler @7d25050,
+  ``pkg/cloudprovider/gke/machinetypes/deprecated_machine_types_config.go``:
+  ``NewMachineTypeInfo("a4-highgpu-8g", 224, 3968).withGpuOverride(NvidiaB200, 8)``; the same
+  table gives a4x-highgpu-4g 140 vCPUs / 884 GB). The B200's 180 GB is also the accelerator
+  type's own description, ``nvidia-b200 ... NVIDIA B200 180GB`` in ``gcloud compute
+  accelerator-types list`` output (quoted, for us-west2-c, in text in the code index that reads
+  as a copy of Google's GPU how-to; the index does not name its repository).
+  Zones: see the comments on the entries; no Google page in the search index gave the full
+  A4 / A4X zone list (``allow_unlisted_zone`` for other zones).
 * [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
 * [GKE-GPU]  GPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
   (label ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu=present:NoSchedule``,
@@ -226,19 +234,27 @@ GPU_TYPES: Mapping[str, GpuType] = {
         ),
     ),
     # A4 [GCE-GPU]: 8 x B200 per a4-highgpu-8g. Memory and peak from NVIDIA's HGX B200 table
-    # ([NVIDIA] in the module docstring); zones NOT confirmed by a search in this session;
-    # allow_unlisted_zone for other zones.
+    # ([NVIDIA] in the module docstring). Zones: us-central1-b is supported by a `gcloud compute
+    # accelerator-types list` dump in the code index (repository not named by the index;
+    # us-central1-b lists nvidia-b200, 8 per VM; us-central1-a/c/f do not); us-east4-b, us-south1-b and europe-west4-b are NOT
+    # confirmed (the GPU regions-zones page was not readable in the search index; Batch's
+    # locations page names A4 DWS zones asia-southeast1-b and us-central1-b, cut off after
+    # that). allow_unlisted_zone for other zones.
     "nvidia-b200": _gpu(
         "nvidia-b200",
         machine_types={8: "a4-highgpu-8g"},
         zones=("us-central1-b", "us-east4-b", "us-south1-b", "europe-west4-b"),
     ),
     # A4X [GCE-GPU]: 4 x GB200 per a4x-highgpu-4g, NVIDIA Grace (Arm) host CPUs: arm64 nodes
-    # (confirmed, module docstring); zones NOT confirmed by a search in this session.
+    # (confirmed, module docstring). Zones: us-central1-b is where Google's own GKE A4X test
+    # runs (GoogleCloudPlatform/cluster-toolkit @1047080
+    # tools/cloud-build/daily-tests/tests/gke-a4x.yml: "zone: us-central1-b"), which proves
+    # A4X is offered there, not that it is the only zone (its Slurm A4X tests use us-west8-a,
+    # a region not in GCP_REGIONS yet); us-central1-a and us-east4-b are NOT confirmed.
     "nvidia-gb200": _gpu(
         "nvidia-gb200",
         machine_types={4: "a4x-highgpu-4g"},
-        zones=("us-central1-a", "us-east4-b"),
+        zones=("us-central1-a", "us-central1-b", "us-east4-b"),
         arch="arm64",
     ),
 }

@@ -145,11 +145,14 @@ _GPU_MACHINES: dict[str, tuple[int, int, str, int]] = {
     "a3-highgpu-4g": (104, 936, "nvidia-h100-80gb", 4),
     "a3-highgpu-8g": (208, 1872, "nvidia-h100-80gb", 8),
     "a3-ultragpu-8g": (224, 2952, "nvidia-h200-141gb", 8),
-    # a4-highgpu-8g: vCPUs and memory NOT confirmed by a Google page in this session
-    # (components/catalog/gpu.py docstring, [GCE-GPU]).
+    # a4-highgpu-8g: 224 vCPUs, 3968 GB, 8 x nvidia-b200, confirmed by GKE's own cluster
+    # autoscaler machine table: GoogleCloudPlatform/cluster-autoscaler @7d25050
+    # pkg/cloudprovider/gke/machinetypes/deprecated_machine_types_config.go
+    # (NewMachineTypeInfo("a4-highgpu-8g", 224, 3968).withGpuOverride(NvidiaB200, 8)).
     "a4-highgpu-8g": (224, 3968, "nvidia-b200", 8),
     # a4x-highgpu-4g: 140 vCPUs, 884 GB, confirmed by
-    # https://cloud.google.com/compute/docs/instances/arm-on-compute (gpu.py docstring).
+    # https://cloud.google.com/compute/docs/instances/arm-on-compute (gpu.py docstring) and by
+    # the same cluster-autoscaler table (NewMachineTypeInfo("a4x-highgpu-4g", 140, 884)).
     "a4x-highgpu-4g": (140, 884, "nvidia-gb200", 4),
 }
 

@@ -199,10 +199,14 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
         "v5p",
         gke_accelerator="tpu-v5p-slice",
         machine_types={4: "ct5p-hightpu-4t"},
-        # NOT confirmed by a search in this session (GKE's plan-tpus availability table).
+        # NOT confirmed: searches of the docs/pages/code indexes ("v5p GKE version 1.28",
+        # "TPU v5p GKE version 1.28.3-gke.1024000 node pool", GKE plan-tpus) found no page
+        # stating a v5p minimum; kept as recorded.
         min_gke_version="1.28.3-gke.1024000",
-        # us-east5-a is confirmed (https://cloud.google.com/compute/docs/instances/
-        # create-future-reservations-calendar-mode lists it for v5p); the others are not.
+        # us-central1-a and us-east5-a are confirmed by TPU regions and zones
+        # (https://docs.cloud.google.com/tpu/docs/types-zones, North America: "All v5p
+        # configurations ... us-central1-a, us-east5-a"); europe-west4-b is NOT confirmed (the
+        # Europe rows of that page were cut off in the search index).
         zones=("us-east5-a", "us-central1-a", "europe-west4-b"),
         # 208 vCPUs, 448 GB RAM per 4-chip VM; 95 GiB HBM and 459 bf16 TFLOP/s per chip:
         # https://docs.cloud.google.com/tpu/docs/v5p (specifications table).
@@ -217,12 +221,18 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
         machine_types={4: "tpu7x-standard-4t"},
         min_gke_version="1.34.0-gke.2201000",
         # min_gke_version (GKE Standard): https://docs.cloud.google.com/kubernetes-engine/docs/
-        # concepts/tpu-ironwood ("Availability"). Zones NOT confirmed by a Google page in this
-        # session (neither the TPU7x nor the GKE Ironwood page lists zones; access is through the
-        # account team): us-central1-c per third-party write-ups; allow_unlisted_zone for others.
+        # concepts/tpu-ironwood ("Availability"). Zone us-central1-c confirmed by TPU regions and
+        # zones (https://docs.cloud.google.com/tpu/docs/types-zones, North America: "All TPU7x
+        # configurations ... us-central1-c"); the page's markdown copy (regions-zones.md.txt)
+        # also lists the AI zone us-central1-ai1a, which locations.zone_problem does not
+        # accept yet (allow_unlisted_zone).
         zones=("us-central1-c",),
         # 224 vCPUs, 960 GB RAM per 4-chip VM; 192 GiB HBM and 2307 bf16 TFLOP/s per chip:
-        # https://docs.cloud.google.com/tpu/docs/tpu7x (specifications table).
+        # https://docs.cloud.google.com/tpu/docs/tpu7x (specifications table, re-read this
+        # session). GKE's cluster autoscaler records tpu7x-standard-4t as 224 vCPUs / 992 GiB
+        # and also a 1-chip tpu7x-standard-1t (56 vCPUs, 248 GiB; xpk: topology 1x1x1)
+        # (GoogleCloudPlatform/cluster-autoscaler @7d25050 deprecated_machine_types_config.go);
+        # the catalog keeps the TPU page's 960 and the 4-chip machine type only.
         host_vcpus={4: 224},
         host_memory_gb={4: 960},
         topologies=TPU_3D_TOPOLOGIES,

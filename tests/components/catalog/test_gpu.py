@@ -60,3 +60,16 @@ def test_host_shape_comes_from_the_machine_shapes() -> None:
 )
 def test_gpu_driver_label(driver: str | None, label: str | None) -> None:
     assert catalog.gpu_driver_label(driver) == label
+
+
+def test_sourced_blackwell_shapes_and_zones() -> None:
+    # a4-highgpu-8g 224 vCPUs / 3968 GB and a4x-highgpu-4g 140 / 884: GKE's cluster autoscaler
+    # machine table (components/catalog/machines.py); A4X in us-central1-b: cluster-toolkit's
+    # GKE A4X test zone (components/catalog/gpu.py).
+    a4 = catalog.machine_shape("a4-highgpu-8g")
+    assert (a4.vcpus, a4.memory_gb, a4.gpu_type, a4.gpus) == (224, 3968, "nvidia-b200", 8)
+    a4x = catalog.machine_shape("a4x-highgpu-4g")
+    assert (a4x.vcpus, a4x.memory_gb, a4x.gpus) == (140, 884, 4)
+    assert catalog.gpu_type("nvidia-b200").memory_gb == 180
+    assert "us-central1-b" in catalog.gpu_type("nvidia-b200").zones
+    assert "us-central1-b" in catalog.gpu_type("nvidia-gb200").zones

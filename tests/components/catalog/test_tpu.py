@@ -170,3 +170,13 @@ def test_tpu_machine() -> None:
     assert catalog.tpu_machine("ct6e-standard-4t") == ("v6e", 4)
     assert catalog.tpu_machine("ct5lp-hightpu-1t") == ("v5e", 1)
     assert catalog.tpu_machine("n2-standard-8") is None
+
+
+def test_sourced_tpu_zones_and_hosts() -> None:
+    # https://docs.cloud.google.com/tpu/docs/types-zones (North America): TPU7x in
+    # us-central1-c; v5p in us-central1-a and us-east5-a. TPU7x 4-chip VM: 224 vCPUs, 960 GB
+    # (https://docs.cloud.google.com/tpu/docs/tpu7x).
+    tpu7x = catalog.tpu_generation("tpu7x")
+    assert "us-central1-c" in tpu7x.zones
+    assert (tpu7x.host_vcpus[4], tpu7x.host_memory_gb[4]) == (224, 960)
+    assert {"us-central1-a", "us-east5-a"} <= set(catalog.tpu_generation("v5p").zones)
