@@ -149,9 +149,7 @@ def rules_for(kind: str, version: str = DEFAULT_VERSION) -> list[Rule]:
     return [r for r in (*OBJECT_RULES, *CLUSTER_RULES) if kind in r.kinds and _applies(r, version)]
 
 
-def operator_problems(
-    manifest: dict[str, Any], version: str = DEFAULT_VERSION
-) -> list[FieldLine]:
+def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) -> list[FieldLine]:
     """Problems the KubeRay operator at ``version`` would report for one rendered custom resource,
     one line each: ``<Kind> <name>: <field> <why> (validation.go <function>)``, a
     :class:`~components.stack.problems.FieldLine` whose ``field`` is the object field the rule
