@@ -276,8 +276,10 @@ def server_view(
 
 def validate_manifest(
     manifest: dict[str, Any], directory: Path | None = None, version: str = DEFAULT_VERSION
-) -> list[str]:
-    """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``.
+) -> list[FieldLine]:
+    """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``,
+    a :class:`~components.stack.problems.FieldLine` carrying ``<path>`` (``kind``, ``apiVersion``
+    or the schema error's path in the object).
 
     Checks apiVersion/kind, unknown (pruned) fields, then the schema (types, enums, required,
     minimum...) of the object as the API server stores it: omitted fields with their CRD
@@ -292,9 +294,10 @@ def validate_manifest(
     head = f"{kind} {name}"
     api_version = manifest.get("apiVersion", "")
     if kind not in _CRD_FILES:
-        return [f"{head}: kind {kind!r} is not a KubeRay kind; valid: {', '.join(_CRD_FILES)}"]
+        valid = ", ".join(_CRD_FILES)
+        return [FieldLine(f"{head}: kind {kind!r} is not a KubeRay kind; valid: {valid}", "kind")]
     if not api_version.startswith("ray.io/"):
-        return [f"{head}: apiVersion {api_version!r} is not ray.io/v1"]
+        return [FieldLine(f"{head}: apiVersion {api_version!r} is not ray.io/v1", "apiVersion")]
     schema = crd_schema(kind, api_version, directory, version)
     d = directory or crds_dir(version)
     body = {k: v for k, v in manifest.items() if k != "metadata"}
@@ -317,9 +320,9 @@ def validate_manifests(
     manifests: Iterable[dict[str, Any]],
     directory: Path | None = None,
     version: str = DEFAULT_VERSION,
-) -> list[str]:
+) -> list[FieldLine]:
     """:func:`validate_manifest` over several objects, problems concatenated in order."""
-    out: list[str] = []
+    out: list[FieldLine] = []
     for m in manifests:
         out += validate_manifest(m, directory, version)
     return out

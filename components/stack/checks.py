@@ -247,19 +247,14 @@ def _edit(field: str | None, line: str, rule: str) -> Problem:
     return at(field, f"{line}; edit {field} in the stack file", rule)
 
 
-def _object_problem(manifest: dict[str, Any], line: str, rule: str) -> Problem:
+def _object_problem(manifest: dict[str, Any], line: FieldLine, rule: str) -> Problem:
     """A CRD / operator / gate line of ``manifest`` as a Problem of its stack field: the group's
-    when the object field the line is about lies in a group of the embedded RayCluster spec. The
-    CRD and gate checks give that field with the line (:class:`~components.stack.problems.
-    FieldLine`); the operator rules' lines (``<Kind> <name>: <field> ...``, the field a path into
-    the object) are read for it until they carry it too."""
+    when the object field the line is about (``line.field``, a path into the object that the CRD
+    schema check, the operator rules and the gate check give with the line:
+    :class:`~components.stack.problems.FieldLine`) lies in a group of the embedded RayCluster
+    spec; the line's words are never read."""
     kind = str(manifest.get("kind"))
-    name = (manifest.get("metadata") or {}).get("name")
-    head = f"{kind} {name}: "
-    if isinstance(line, FieldLine):
-        where = line.field
-    else:
-        where = line[len(head) :] if line.startswith(head) else ""
+    where = line.field
     group: str | int | None = None
     spec = _CLUSTER_SPEC.get(kind)
     if spec and where.startswith(f"{spec}.headGroupSpec"):
@@ -270,12 +265,7 @@ def _object_problem(manifest: dict[str, Any], line: str, rule: str) -> Problem:
             cluster = cluster.get(spec.rsplit(".", 1)[-1]) or {}
         for i in range(len(cluster.get("workerGroupSpecs") or [])):
             prefix = f"{spec}.workerGroupSpecs[{i}]"
-            if where.startswith(prefix) and where[len(prefix) : len(prefix) + 1] in (
-                ".",
-                ":",
-                " ",
-                "",
-            ):
+            if where == prefix or where.startswith(f"{prefix}."):
                 group = i
     return _edit(stack_field(manifest, group), line, rule)
 

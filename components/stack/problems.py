@@ -155,9 +155,11 @@ class FieldLine(str):
     """A checker's line about one field of a rendered object, carrying that field: ``field`` is
     its dotted path in the object (``spec.rayClusterSpec.workerGroupSpecs[1].replicas``), as the
     CRD schema check (:func:`components.raycrs.crd.validate_manifest`, from jsonschema's error
-    path) and the feature-gate check (:func:`components.raycrs.gates.gate_problems`) know it, so
-    :func:`components.stack.checks.check_manifests` finds the stack entry (the worker group) from
-    the data, not from the line's words. A ``str`` like the plain lines other checkers give."""
+    path), the KubeRay operator rules (:mod:`components.raycrs.operator`, each rule giving the
+    field it checked) and the feature-gate check (:func:`components.raycrs.gates.gate_problems`)
+    know it, so :func:`components.stack.checks.check_manifests` finds the stack entry (the worker
+    group) from the data, not from the line's words. A ``str`` like the plain lines other
+    checkers give."""
 
     field: str
 
@@ -218,7 +220,8 @@ class Rule:
       Problems;
     * the KubeRay operator rules (:mod:`components.raycrs.operator`, built as
       ``Rule(check, kinds, since)``): ``kinds``, the custom-resource kinds it applies to;
-      ``since``, the first carried KubeRay version with it; ``check(view)`` returns lines;
+      ``since``, the first carried KubeRay version with it; ``check(view)`` returns
+      :class:`FieldLine` lines (each with the object field it is about);
     * the policy pack's secure-default rules (:data:`components.security.policy.RULES`):
       ``rule_id`` (the policy name, ``bucket-cmek``), ``description``, ``kind`` (``resource``:
       ``check(Resource) -> messages``; ``stack``: ``check(resources) -> (name, message)``) and

@@ -9,6 +9,11 @@ comes from. Every problem is one line::
 
     RayJob train: spec.ttlSecondsAfterFinished 3600 needs spec.shutdownAfterJobFinishes true ...
 
+carrying the object field it is about (a :class:`~components.stack.problems.FieldLine`, ``field``
+``spec.ttlSecondsAfterFinished``), as the CRD and feature-gate checks give theirs: every rule
+returns ``list[FieldLine]``, so ``raygke check`` places a problem from that field, never from
+the line's words.
+
 Rules that depend on something a manifest does not show are not checked: the operator's feature
 gates (``RayJobDeletionPolicy``, ``RayClusterHistoryServer``, ``RayClusterNetworkPolicy``,
 ``RayClusterMTLS``, ``GCSFaultToleranceEmbeddedStorage``, ``RayServiceIncrementalUpgrade``;
@@ -23,7 +28,8 @@ Versions: the rules are read from v1.7.0. For v1.6.2 (the other carried version)
 every other rule is applied as in v1.7.0, which is unverified for v1.6.2.
 
 One module per kind: :mod:`~components.raycrs.operator.cluster` (RayCluster and the cluster spec of
-every kind), :mod:`~components.raycrs.operator.job` (RayJob),
+every kind; its optional features in :mod:`~components.raycrs.operator.features`),
+:mod:`~components.raycrs.operator.job` (RayJob),
 :mod:`~components.raycrs.operator.service` (RayService), on the views of
 :mod:`~components.raycrs.operator.common`; this module holds the rule tables and runs them.
 """
@@ -34,7 +40,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from components.raycrs.operator.cluster import (
-    auth_options,
     autoscaler_options,
     autoscaler_start_cmd_env,
     autoscaler_v2_env,
@@ -45,19 +50,22 @@ from components.raycrs.operator.cluster import (
     group_labels,
     group_resources_once,
     head_has_container,
-    history_server,
-    network_policy,
     raycluster_name,
     redis_address_needs_ft,
     redis_username,
     suspended_worker_with_autoscaling,
-    tls_options,
     worker_idle_timeout,
     worker_priority,
     worker_replicas,
     workers_have_container,
 )
 from components.raycrs.operator.common import Obj, version_tuple
+from components.raycrs.operator.features import (
+    auth_options,
+    history_server,
+    network_policy,
+    tls_options,
+)
 from components.raycrs.operator.job import (
     k8s_token_auth_unsupported,
     rayjob_cluster_source,
@@ -77,7 +85,7 @@ from components.raycrs.operator.service import (
     rayservice_name,
     rayservice_upgrade_strategy,
 )
-from components.stack.problems import Rule
+from components.stack.problems import FieldLine, Rule
 
 # --------------------------------------------------------------------------------------- tables
 
@@ -141,29 +149,32 @@ def rules_for(kind: str, version: str = DEFAULT_VERSION) -> list[Rule]:
     return [r for r in (*OBJECT_RULES, *CLUSTER_RULES) if kind in r.kinds and _applies(r, version)]
 
 
-def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) -> list[str]:
+def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) -> list[FieldLine]:
     """Problems the KubeRay operator at ``version`` would report for one rendered custom resource,
-    one line each: ``<Kind> <name>: <field> <why> (validation.go <function>)``. Kinds other than
-    RayCluster/RayJob/RayService get none (the CRD check reports them)."""
+    one line each: ``<Kind> <name>: <field> <why> (validation.go <function>)``, a
+    :class:`~components.stack.problems.FieldLine` whose ``field`` is the object field the rule
+    found it at (a path into the object, ``spec.workerGroupSpecs[0].minReplicas``; every rule
+    returns its lines with their field). Kinds other than RayCluster/RayJob/RayService get none
+    (the CRD check reports them)."""
     o = Obj.of(manifest)
     if o.kind not in ALL_KINDS:
         return []
     c = o.cluster()
-    out: list[str] = []
+    out: list[FieldLine] = []
     for r in rules_for(o.kind, version):
         if r in CLUSTER_RULES:
             if c is not None:
                 out += r.check(c)
         else:
             out += r.check(o)
-    return [f"{o.kind} {o.name}: {line}" for line in out]
+    return [FieldLine(f"{o.kind} {o.name}: {line}", line.field) for line in out]
 
 
 def operator_problems_all(
     manifests: Iterable[dict[str, Any]], version: str = DEFAULT_VERSION
-) -> list[str]:
+) -> list[FieldLine]:
     """:func:`operator_problems` over several objects, in order."""
-    out: list[str] = []
+    out: list[FieldLine] = []
     for m in manifests:
         out += operator_problems(m, version)
     return out

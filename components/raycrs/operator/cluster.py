@@ -8,11 +8,8 @@ the RayCluster spec of every kind: a RayJob's ``rayClusterSpec`` and a RayServic
 from __future__ import annotations
 
 from components.raycrs.operator.common import (
-    _DNS1123,
     AUTOSCALER_START_CMD_ENV,
     AUTOSCALER_V2_ENV,
-    COLLECTOR_CONTAINER,
-    COLLECTOR_MANAGED_ENV,
     EXTERNAL_STORAGE_NS_ANNOTATION,
     FT_ANNOTATION,
     GCS_STORAGE_ENV,
@@ -20,9 +17,6 @@ from components.raycrs.operator.common import (
     GCS_STORAGE_VOLUME,
     MAX_RAYCLUSTER_NAME,
     ORIGINATED_FROM_CRD_LABEL,
-    TLS_MANAGED_ENV,
-    TLS_MOUNT_PATH,
-    TLS_VOLUME,
     ClusterSpec,
     Obj,
     containers_of,
@@ -33,58 +27,68 @@ from components.raycrs.operator.common import (
     restart_policy_of,
     version_tuple,
 )
+from components.stack.problems import FieldLine
 
 raycluster_name = name_rule("RayCluster", MAX_RAYCLUSTER_NAME, "ValidateRayClusterMetadata")
 
 # --------------------------------------------------------------------------- RayCluster spec rules
 
 
-def cluster_upgrade_strategy(o: Obj) -> list[str]:
+def cluster_upgrade_strategy(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayClusterUpgradeOptions: ``spec.upgradeStrategy.type`` is
     ``Recreate`` or ``None``, and is not set on a RayCluster created by a RayJob or RayService
     (label ``ray.io/originated-from-crd``)."""
     t = (o.spec.get("upgradeStrategy") or {}).get("type")
     if t is None:
         return []
-    out = []
+    out: list[FieldLine] = []
     if t not in ("Recreate", "None"):
         out.append(
-            f"spec.upgradeStrategy.type {t!r} is invalid; valid: Recreate, None "
-            "(validation.go ValidateRayClusterUpgradeOptions)"
+            FieldLine(
+                f"spec.upgradeStrategy.type {t!r} is invalid; valid: Recreate, None "
+                "(validation.go ValidateRayClusterUpgradeOptions)",
+                "spec.upgradeStrategy.type",
+            )
         )
     creator = (o.metadata.get("labels") or {}).get(ORIGINATED_FROM_CRD_LABEL)
     if creator in ("RayJob", "RayService"):
         out.append(
-            f"spec.upgradeStrategy cannot be set on a RayCluster created by {creator} "
-            "(validation.go ValidateRayClusterUpgradeOptions)"
+            FieldLine(
+                f"spec.upgradeStrategy cannot be set on a RayCluster created by {creator} "
+                "(validation.go ValidateRayClusterUpgradeOptions)",
+                "spec.upgradeStrategy",
+            )
         )
     return out
 
 
-def head_has_container(c: ClusterSpec) -> list[str]:
+def head_has_container(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: the head pod template has at least one container."""
     if not containers_of(c.head):
+        f = f"{c.path}.headGroupSpec.template.spec.containers"
         return [
-            f"{c.path}.headGroupSpec.template.spec.containers is empty; the head needs one "
-            "(validation.go ValidateRayClusterSpec)"
+            FieldLine(f"{f} is empty; the head needs one (validation.go ValidateRayClusterSpec)", f)
         ]
     return []
 
 
-def workers_have_container(c: ClusterSpec) -> list[str]:
+def workers_have_container(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: every worker pod template has a container."""
     return [
-        f"{c.worker_path(i)}.template.spec.containers is empty; a worker group needs one "
-        "(validation.go ValidateRayClusterSpec)"
+        FieldLine(
+            f"{c.worker_path(i)}.template.spec.containers is empty; a worker group needs one "
+            "(validation.go ValidateRayClusterSpec)",
+            f"{c.worker_path(i)}.template.spec.containers",
+        )
         for i, g in enumerate(c.workers)
         if not containers_of(g)
     ]
 
 
-def group_resources_once(c: ClusterSpec) -> list[str]:
+def group_resources_once(c: ClusterSpec) -> list[FieldLine]:
     """validation.go validateRayGroupResources: a group sets resources either in
     ``rayStartParams`` (num-cpus, num-gpus, memory, resources) or in ``resources``, not both."""
-    out = []
+    out: list[FieldLine] = []
     for path, g in [(f"{c.path}.headGroupSpec", c.head)] + [
         (c.worker_path(i), w) for i, w in enumerate(c.workers)
     ]:
@@ -93,82 +97,102 @@ def group_resources_once(c: ClusterSpec) -> list[str]:
             "resources"
         ):
             out.append(
-                f"{path}: resources are set in both rayStartParams and resources; use one "
-                "(validation.go validateRayGroupResources)"
+                FieldLine(
+                    f"{path}: resources are set in both rayStartParams and resources; use one "
+                    "(validation.go validateRayGroupResources)",
+                    path,
+                )
             )
     return out
 
 
-def group_labels(c: ClusterSpec) -> list[str]:
+def group_labels(c: ClusterSpec) -> list[FieldLine]:
     """validation.go validateRayGroupLabels: no ``rayStartParams['labels']`` (use ``labels``);
     ``labels`` keys are qualified names and values valid label values."""
-    out = []
+    out: list[FieldLine] = []
     for path, g in [(f"{c.path}.headGroupSpec", c.head)] + [
         (c.worker_path(i), w) for i, w in enumerate(c.workers)
     ]:
         if "labels" in (g.get("rayStartParams") or {}):
             out.append(
-                f"{path}.rayStartParams.labels is not supported; use {path}.labels "
-                "(validation.go validateRayGroupLabels)"
+                FieldLine(
+                    f"{path}.rayStartParams.labels is not supported; use {path}.labels "
+                    "(validation.go validateRayGroupLabels)",
+                    f"{path}.rayStartParams.labels",
+                )
             )
         for k, v in (g.get("labels") or {}).items():
             if not is_qualified_name(str(k)):
                 out.append(
-                    f"{path}.labels key {k!r} is not a valid label key "
-                    "(validation.go validateRayGroupLabels)"
+                    FieldLine(
+                        f"{path}.labels key {k!r} is not a valid label key "
+                        "(validation.go validateRayGroupLabels)",
+                        f"{path}.labels",
+                    )
                 )
             if not is_label_value(str(v)):
                 out.append(
-                    f"{path}.labels[{k}] value {v!r} is not a valid label value "
-                    "(validation.go validateRayGroupLabels)"
+                    FieldLine(
+                        f"{path}.labels[{k}] value {v!r} is not a valid label value "
+                        "(validation.go validateRayGroupLabels)",
+                        f"{path}.labels[{k}]",
+                    )
                 )
     return out
 
 
-def worker_replicas(c: ClusterSpec) -> list[str]:
+def worker_replicas(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: without autoscaling both ``minReplicas`` and
     ``maxReplicas`` are set; neither is negative; ``minReplicas <= maxReplicas``."""
-    out = []
+    out: list[FieldLine] = []
     src = "(validation.go ValidateRayClusterSpec)"
     for i, g in enumerate(c.workers):
         p, lo, hi = c.worker_path(i), g.get("minReplicas"), g.get("maxReplicas")
         if not c.autoscaling and (lo is None or hi is None):
             out.append(
-                f"{p}: minReplicas and maxReplicas must both be set when "
-                f"enableInTreeAutoscaling is not true {src}"
+                FieldLine(
+                    f"{p}: minReplicas and maxReplicas must both be set when "
+                    f"enableInTreeAutoscaling is not true {src}",
+                    p,
+                )
             )
         for key, v in (("minReplicas", lo), ("maxReplicas", hi)):
             if isinstance(v, int) and v < 0:
-                out.append(f"{p}.{key} {v} is negative {src}")
+                out.append(FieldLine(f"{p}.{key} {v} is negative {src}", f"{p}.{key}"))
         if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
-            out.append(f"{p}: minReplicas {lo} > maxReplicas {hi} {src}")
+            out.append(FieldLine(f"{p}: minReplicas {lo} > maxReplicas {hi} {src}", p))
     return out
 
 
-def worker_idle_timeout(c: ClusterSpec) -> list[str]:
+def worker_idle_timeout(c: ClusterSpec) -> list[FieldLine]:
     """validation.go validateWorkerGroupIdleTimeout: a group's ``idleTimeoutSeconds`` is >= 0 and
     needs autoscaler v2 (``autoscalerOptions.version: v2`` or the head env
     ``RAY_enable_autoscaler_v2``)."""
-    out = []
+    out: list[FieldLine] = []
     for i, g in enumerate(c.workers):
         t = g.get("idleTimeoutSeconds")
         if t is None:
             continue
         p = f"{c.worker_path(i)}.idleTimeoutSeconds"
         if isinstance(t, int) and t < 0:
-            out.append(f"{p} {t} is negative (validation.go validateWorkerGroupIdleTimeout)")
+            out.append(
+                FieldLine(f"{p} {t} is negative (validation.go validateWorkerGroupIdleTimeout)", p)
+            )
         elif not (c.autoscaler_v2 or c.v2_by_env):
             out.append(
-                f"{p} needs autoscaler v2: set {c.path}.autoscalerOptions.version: v2 "
-                "(validation.go validateWorkerGroupIdleTimeout)"
+                FieldLine(
+                    f"{p} needs autoscaler v2: set {c.path}.autoscalerOptions.version: v2 "
+                    "(validation.go validateWorkerGroupIdleTimeout)",
+                    p,
+                )
             )
     return out
 
 
-def worker_priority(c: ClusterSpec) -> list[str]:
+def worker_priority(c: ClusterSpec) -> list[FieldLine]:
     """validation.go validateWorkerGroupPriority: a non-zero ``priority`` needs ``rayVersion`` >=
     2.56.0 and autoscaler v2."""
-    out = []
+    out: list[FieldLine] = []
     src = "(validation.go validateWorkerGroupPriority)"
     for i, g in enumerate(c.workers):
         if not g.get("priority"):
@@ -177,30 +201,41 @@ def worker_priority(c: ClusterSpec) -> list[str]:
         v = version_tuple(str(c.spec.get("rayVersion") or ""))
         if v is None:
             out.append(
-                f"{p} needs {c.path}.rayVersion 2.56.0 or later (unset or unparseable) {src}"
+                FieldLine(
+                    f"{p} needs {c.path}.rayVersion 2.56.0 or later (unset or unparseable) {src}",
+                    p,
+                )
             )
         elif v < (2, 56, 0):
             out.append(
-                f"{p} needs {c.path}.rayVersion 2.56.0 or later, got "
-                f"{c.spec.get('rayVersion')} {src}"
+                FieldLine(
+                    f"{p} needs {c.path}.rayVersion 2.56.0 or later, got "
+                    f"{c.spec.get('rayVersion')} {src}",
+                    p,
+                )
             )
         elif not (c.autoscaler_v2 or c.v2_by_env):
-            out.append(f"{p} needs autoscaler v2 (autoscalerOptions.version: v2) {src}")
+            out.append(
+                FieldLine(f"{p} needs autoscaler v2 (autoscalerOptions.version: v2) {src}", p)
+            )
     return out
 
 
-def ft_annotation_and_options(c: ClusterSpec) -> list[str]:
+def ft_annotation_and_options(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: annotation ``ray.io/ft-enabled`` and
     ``gcsFaultToleranceOptions`` are not both set."""
     if c.annotations.get(FT_ANNOTATION) and c.spec.get("gcsFaultToleranceOptions") is not None:
         return [
-            f"metadata.annotations[{FT_ANNOTATION}] and {c.path}.gcsFaultToleranceOptions "
-            "are both set; use gcsFaultToleranceOptions (validation.go ValidateRayClusterSpec)"
+            FieldLine(
+                f"metadata.annotations[{FT_ANNOTATION}] and {c.path}.gcsFaultToleranceOptions "
+                "are both set; use gcsFaultToleranceOptions (validation.go ValidateRayClusterSpec)",
+                f"metadata.annotations[{FT_ANNOTATION}]",
+            )
         ]
     return []
 
 
-def redis_address_needs_ft(c: ClusterSpec) -> list[str]:
+def redis_address_needs_ft(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: head env ``RAY_REDIS_ADDRESS`` without GCS fault
     tolerance enabled is refused; with ``gcsFaultToleranceOptions`` the head sets neither
     ``RAY_REDIS_ADDRESS`` nor ``REDIS_PASSWORD`` env, nor ``rayStartParams.redis-password``, nor
@@ -210,14 +245,20 @@ def redis_address_needs_ft(c: ClusterSpec) -> list[str]:
     head = f"{c.path}.headGroupSpec"
     if not c.ft_enabled and "RAY_REDIS_ADDRESS" in env:
         out.append(
-            f"{head}: env RAY_REDIS_ADDRESS enables GCS fault tolerance implicitly; set "
-            f"{c.path}.gcsFaultToleranceOptions instead {src}"
+            FieldLine(
+                f"{head}: env RAY_REDIS_ADDRESS enables GCS fault tolerance implicitly; set "
+                f"{c.path}.gcsFaultToleranceOptions instead {src}",
+                head,
+            )
         )
     if c.spec.get("gcsFaultToleranceOptions") is not None:
         if (c.head.get("rayStartParams") or {}).get("redis-password"):
             out.append(
-                f"{head}.rayStartParams.redis-password is refused with "
-                f"gcsFaultToleranceOptions; use its redisPassword {src}"
+                FieldLine(
+                    f"{head}.rayStartParams.redis-password is refused with "
+                    f"gcsFaultToleranceOptions; use its redisPassword {src}",
+                    f"{head}.rayStartParams.redis-password",
+                )
             )
         for name, use in (
             ("REDIS_PASSWORD", "redisPassword"),
@@ -225,18 +266,24 @@ def redis_address_needs_ft(c: ClusterSpec) -> list[str]:
         ):
             if name in env:
                 out.append(
-                    f"{head}: env {name} is refused with gcsFaultToleranceOptions; use "
-                    f"its {use} {src}"
+                    FieldLine(
+                        f"{head}: env {name} is refused with gcsFaultToleranceOptions; use "
+                        f"its {use} {src}",
+                        head,
+                    )
                 )
         if c.annotations.get(EXTERNAL_STORAGE_NS_ANNOTATION):
             out.append(
-                f"metadata.annotations[{EXTERNAL_STORAGE_NS_ANNOTATION}] is refused with "
-                f"gcsFaultToleranceOptions; use its externalStorageNamespace {src}"
+                FieldLine(
+                    f"metadata.annotations[{EXTERNAL_STORAGE_NS_ANNOTATION}] is refused with "
+                    f"gcsFaultToleranceOptions; use its externalStorageNamespace {src}",
+                    f"metadata.annotations[{EXTERNAL_STORAGE_NS_ANNOTATION}]",
+                )
             )
     return out
 
 
-def ft_backend(c: ClusterSpec) -> list[str]:
+def ft_backend(c: ClusterSpec) -> list[FieldLine]:
     """validation.go validateGcsFaultToleranceBackend: backend ``rocksdb`` takes none of the
     redis fields, ``storage.claimName`` excludes size/storageClassName/accessModes, and the head
     sets neither ``RAY_gcs_storage*`` env nor the ``gcs-storage`` volume / ``/data/gcs`` mount;
@@ -249,9 +296,11 @@ def ft_backend(c: ClusterSpec) -> list[str]:
         "(validation.go validateGcsFaultToleranceBackend)",
     )
     if (ft.get("backend") or "redis") != "rocksdb":
-        return [f"{p}.storage applies only to backend rocksdb {src}"] if "storage" in ft else []
+        if "storage" not in ft:
+            return []
+        return [FieldLine(f"{p}.storage applies only to backend rocksdb {src}", f"{p}.storage")]
     out = [
-        f"{p}.{k} is refused with backend rocksdb {src}"
+        FieldLine(f"{p}.{k} is refused with backend rocksdb {src}", f"{p}.{k}")
         for k in ("redisAddress", "redisUsername", "redisPassword", "externalStorageNamespace")
         if ft.get(k) not in (None, "")
     ]
@@ -259,13 +308,21 @@ def ft_backend(c: ClusterSpec) -> list[str]:
     if storage.get("claimName") and any(
         storage.get(k) not in (None, [], "") for k in ("size", "storageClassName", "accessModes")
     ):
-        out.append(f"{p}.storage.claimName excludes size, storageClassName and accessModes {src}")
+        out.append(
+            FieldLine(
+                f"{p}.storage.claimName excludes size, storageClassName and accessModes {src}",
+                f"{p}.storage.claimName",
+            )
+        )
     cs = containers_of(c.head)
     head = cs[0] if cs else {}
     if any(n in env_by_name(head) for n in GCS_STORAGE_ENV):
         out.append(
-            f"{c.path}.headGroupSpec: env {' / '.join(GCS_STORAGE_ENV)} is managed by "
-            f"KubeRay with backend rocksdb {src}"
+            FieldLine(
+                f"{c.path}.headGroupSpec: env {' / '.join(GCS_STORAGE_ENV)} is managed by "
+                f"KubeRay with backend rocksdb {src}",
+                f"{c.path}.headGroupSpec",
+            )
         )
     mounts = [m for m in head.get("volumeMounts") or [] if isinstance(m, dict)]
     vols = ((c.head.get("template") or {}).get("spec") or {}).get("volumes") or []
@@ -274,24 +331,30 @@ def ft_backend(c: ClusterSpec) -> list[str]:
         for m in mounts
     ) or any(isinstance(v, dict) and v.get("name") == GCS_STORAGE_VOLUME for v in vols):
         out.append(
-            f"{c.path}.headGroupSpec: volume {GCS_STORAGE_VOLUME!r} / mount "
-            f"{GCS_STORAGE_MOUNT_PATH} is managed by KubeRay with backend rocksdb {src}"
+            FieldLine(
+                f"{c.path}.headGroupSpec: volume {GCS_STORAGE_VOLUME!r} / mount "
+                f"{GCS_STORAGE_MOUNT_PATH} is managed by KubeRay with backend rocksdb {src}",
+                f"{c.path}.headGroupSpec",
+            )
         )
     return out
 
 
-def redis_username(c: ClusterSpec) -> list[str]:
+def redis_username(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: no ``rayStartParams.redis-username`` nor head env
     ``REDIS_USERNAME`` (use ``gcsFaultToleranceOptions.redisUsername``)."""
     if (c.head.get("rayStartParams") or {}).get("redis-username") or "REDIS_USERNAME" in c.head_env:
         return [
-            f"{c.path}.headGroupSpec: redis username in rayStartParams or env is refused; use "
-            "gcsFaultToleranceOptions.redisUsername (validation.go ValidateRayClusterSpec)"
+            FieldLine(
+                f"{c.path}.headGroupSpec: redis username in rayStartParams or env is refused; use "
+                "gcsFaultToleranceOptions.redisUsername (validation.go ValidateRayClusterSpec)",
+                f"{c.path}.headGroupSpec",
+            )
         ]
     return []
 
 
-def autoscaler_v2_env(c: ClusterSpec) -> list[str]:
+def autoscaler_v2_env(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: without autoscaling the head env
     ``RAY_enable_autoscaler_v2`` is not ``1``/``true``; with autoscaling it is not set together
     with ``autoscalerOptions.version``."""
@@ -301,31 +364,40 @@ def autoscaler_v2_env(c: ClusterSpec) -> list[str]:
         return []
     if not c.autoscaling and env.get("value") in ("1", "true"):
         return [
-            f"{c.path}.headGroupSpec: env {AUTOSCALER_V2_ENV}={env.get('value')} needs "
-            f"{c.path}.enableInTreeAutoscaling: true {src}"
+            FieldLine(
+                f"{c.path}.headGroupSpec: env {AUTOSCALER_V2_ENV}={env.get('value')} needs "
+                f"{c.path}.enableInTreeAutoscaling: true {src}",
+                f"{c.path}.headGroupSpec",
+            )
         ]
     if c.autoscaling and (c.spec.get("autoscalerOptions") or {}).get("version") is not None:
         return [
-            f"{c.path}.autoscalerOptions.version and head env {AUTOSCALER_V2_ENV} are both "
-            f"set; use the former {src}"
+            FieldLine(
+                f"{c.path}.autoscalerOptions.version and head env {AUTOSCALER_V2_ENV} are both "
+                f"set; use the former {src}",
+                f"{c.path}.autoscalerOptions.version",
+            )
         ]
     return []
 
 
-def suspended_worker_with_autoscaling(c: ClusterSpec) -> list[str]:
+def suspended_worker_with_autoscaling(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: a worker group with ``suspend: true`` is refused
     with autoscaling enabled (and needs the RayJobDeletionPolicy feature gate, not checked)."""
     if not c.autoscaling:
         return []
     return [
-        f"{c.worker_path(i)}.suspend: true is refused with enableInTreeAutoscaling "
-        "(validation.go ValidateRayClusterSpec)"
+        FieldLine(
+            f"{c.worker_path(i)}.suspend: true is refused with enableInTreeAutoscaling "
+            "(validation.go ValidateRayClusterSpec)",
+            f"{c.worker_path(i)}.suspend",
+        )
         for i, g in enumerate(c.workers)
         if g.get("suspend") is True
     ]
 
 
-def autoscaler_v2_restart_policy(c: ClusterSpec) -> list[str]:
+def autoscaler_v2_restart_policy(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: with autoscaling and autoscaler v2 the head and
     worker pods' ``restartPolicy`` is ``Never`` or unset."""
     if not (c.autoscaling and c.autoscaler_v2):
@@ -334,169 +406,42 @@ def autoscaler_v2_restart_policy(c: ClusterSpec) -> list[str]:
         (c.worker_path(i), g) for i, g in enumerate(c.workers)
     ]
     return [
-        f"{p}.template.spec.restartPolicy {restart_policy_of(g)!r} must be Never or unset with "
-        "autoscaler v2 (validation.go ValidateRayClusterSpec)"
+        FieldLine(
+            f"{p}.template.spec.restartPolicy {restart_policy_of(g)!r} must be Never or unset "
+            "with autoscaler v2 (validation.go ValidateRayClusterSpec)",
+            f"{p}.template.spec.restartPolicy",
+        )
         for p, g in groups
         if restart_policy_of(g) not in ("", "Never")
     ]
 
 
-def autoscaler_options(c: ClusterSpec) -> list[str]:
+def autoscaler_options(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: ``autoscalerOptions.idleTimeoutSeconds`` >= 0."""
     opts = c.spec.get("autoscalerOptions") or {}
     t = opts.get("idleTimeoutSeconds")
-    out = []
+    out: list[FieldLine] = []
     if isinstance(t, int) and t < 0:
         out.append(
-            f"{c.path}.autoscalerOptions.idleTimeoutSeconds {t} is negative "
-            "(validation.go ValidateRayClusterSpec)"
+            FieldLine(
+                f"{c.path}.autoscalerOptions.idleTimeoutSeconds {t} is negative "
+                "(validation.go ValidateRayClusterSpec)",
+                f"{c.path}.autoscalerOptions.idleTimeoutSeconds",
+            )
         )
     return out
 
 
-def autoscaler_start_cmd_env(c: ClusterSpec) -> list[str]:
+def autoscaler_start_cmd_env(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec: ``autoscalerOptions.env`` has no
     ``KUBERAY_GEN_AUTOSCALER_START_CMD`` (KubeRay injects it)."""
     env = env_by_name(c.spec.get("autoscalerOptions") or {})
     if AUTOSCALER_START_CMD_ENV in env:
         return [
-            f"{c.path}.autoscalerOptions.env {AUTOSCALER_START_CMD_ENV} is managed by KubeRay "
-            "(validation.go ValidateRayClusterSpec)"
+            FieldLine(
+                f"{c.path}.autoscalerOptions.env {AUTOSCALER_START_CMD_ENV} is managed by KubeRay "
+                "(validation.go ValidateRayClusterSpec)",
+                f"{c.path}.autoscalerOptions.env",
+            )
         ]
     return []
-
-
-def history_server(c: ClusterSpec) -> list[str]:
-    """validation.go ValidateRayClusterSpec / validateCollectorOptions: with
-    ``historyServerOptions`` the ``collectorOptions`` are set with an ``image``, their env has none
-    of the KubeRay-managed names and has ``STORAGE_BACKEND``, and no pod has a container named
-    ``ray-history-collector``. (The backend-specific env and the RayClusterHistoryServer feature
-    gate are not checked.)"""
-    h = c.spec.get("historyServerOptions")
-    if h is None:
-        return []
-    p, src = f"{c.path}.historyServerOptions", "(validation.go validateCollectorOptions)"
-    co = (h or {}).get("collectorOptions")
-    if not isinstance(co, dict):
-        return [f"{p}.collectorOptions must be set (validation.go ValidateRayClusterSpec)"]
-    out = []
-    if not co.get("image"):
-        out.append(f"{p}.collectorOptions.image must be set {src}")
-    env = env_by_name(co)
-    out += [
-        f"{p}.collectorOptions.env {n} is managed by KubeRay {src}"
-        for n in COLLECTOR_MANAGED_ENV
-        if n in env
-    ]
-    if not (env.get("STORAGE_BACKEND") or {}).get("value"):
-        out.append(f"{p}.collectorOptions.env needs STORAGE_BACKEND with a literal value {src}")
-    groups = [(f"{c.path}.headGroupSpec", c.head)] + [
-        (c.worker_path(i), g) for i, g in enumerate(c.workers)
-    ]
-    out += [
-        f"{gp}: a container named {COLLECTOR_CONTAINER!r} is refused with "
-        "historyServerOptions (validation.go ValidateRayClusterSpec)"
-        for gp, g in groups
-        if any(x.get("name") == COLLECTOR_CONTAINER for x in containers_of(g))
-    ]
-    return out
-
-
-def auth_options(c: ClusterSpec) -> list[str]:
-    """validation.go ValidateRayClusterSpec: ``authOptions.mode: token`` needs a parseable
-    ``rayVersion`` >= 2.52.0; ``enableK8sTokenAuth`` needs mode token, ``rayVersion`` >= 2.55.0 and
-    no ``secretName``."""
-    a, src = c.auth, "(validation.go ValidateRayClusterSpec)"
-    k8s = a.get("enableK8sTokenAuth") is True
-    p = f"{c.path}.authOptions"
-    if a.get("mode") != "token":
-        return [f"{p}.enableK8sTokenAuth needs {p}.mode: token {src}"] if k8s else []
-    raw = str(c.spec.get("rayVersion") or "")
-    v = version_tuple(raw)
-    if v is None:
-        return [f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later (got {raw!r}) {src}"]
-    out = []
-    if v < (2, 52, 0):
-        out.append(f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later, got {raw} {src}")
-    if k8s and v < (2, 55, 0):
-        out.append(
-            f"{p}.enableK8sTokenAuth needs {c.path}.rayVersion 2.55.0 or later, got {raw} {src}"
-        )
-    if k8s and a.get("secretName"):
-        out.append(f"{p}.enableK8sTokenAuth and {p}.secretName are both set {src}")
-    return out
-
-
-def network_policy(c: ClusterSpec) -> list[str]:
-    """validation.go validateNetworkPolicy: ingress rules only when ingress is denied, egress rules
-    only when egress is denied (mode default ``DenyAll``); worker group names are DNS-1123 labels;
-    every ``workerGroups[]`` entry names a worker group. (The RayClusterNetworkPolicy feature gate
-    is not checked.)"""
-    np = c.spec.get("networkPolicy")
-    if not isinstance(np, dict):
-        return []
-    mode, p = np.get("mode") or "DenyAll", f"{c.path}.networkPolicy"
-    src = "(validation.go validateNetworkPolicy)"
-    out = []
-    scopes = [(f"{p}.head", np.get("head")), (f"{p}.worker", np.get("worker"))] + [
-        (f"{p}.workerGroups[{i}]", wg) for i, wg in enumerate(np.get("workerGroups") or [])
-    ]
-    for sp, scope in scopes:
-        scope = scope or {}
-        if mode == "DenyAllEgress" and scope.get("ingressRules"):
-            out.append(f"{sp}.ingressRules cannot be set with mode {mode} {src}")
-        if mode == "DenyAllIngress" and scope.get("egressRules"):
-            out.append(f"{sp}.egressRules cannot be set with mode {mode} {src}")
-    names = set()
-    for i, g in enumerate(c.workers):
-        name = str(g.get("groupName", ""))
-        names.add(name)
-        if len(name) > 63 or not _DNS1123.fullmatch(name):
-            out.append(
-                f"{c.worker_path(i)}.groupName {name!r} must be a DNS-1123 label with "
-                f"networkPolicy {src}"
-            )
-    for i, wg in enumerate(np.get("workerGroups") or []):
-        if (wg or {}).get("groupName") not in names:
-            out.append(
-                f"{p}.workerGroups[{i}].groupName {(wg or {}).get('groupName')!r} matches "
-                f"no worker group {src}"
-            )
-    return out
-
-
-def tls_options(c: ClusterSpec) -> list[str]:
-    """validation.go validateTLSOptions / validateNoConflictingTLSVolumeMount: with
-    ``tlsOptions.enabled`` no Ray container and no ``autoscalerOptions`` sets the operator-managed
-    TLS env (``RAY_USE_TLS``, ``RAY_TLS_*``) or a volume mount named ``ray-tls`` / at
-    ``/etc/ray/tls``. (The RayClusterMTLS feature gate is not checked.)"""
-    if (c.spec.get("tlsOptions") or {}).get("enabled") is not True:
-        return []
-    src = "(validation.go validateTLSOptions)"
-    places = []
-    groups = [(f"{c.path}.headGroupSpec", c.head)] + [
-        (c.worker_path(i), g) for i, g in enumerate(c.workers)
-    ]
-    for gp, g in groups:
-        cs = containers_of(g)
-        if cs:
-            places.append((gp, cs[0]))
-    if isinstance(c.spec.get("autoscalerOptions"), dict):
-        places.append((f"{c.path}.autoscalerOptions", c.spec["autoscalerOptions"]))
-    out = []
-    for where, holder in places:
-        env = env_by_name(holder)
-        out += [
-            f"{where}: env {n} is managed by KubeRay with tlsOptions {src}"
-            for n in TLS_MANAGED_ENV
-            if n in env
-        ]
-        for m in holder.get("volumeMounts") or []:
-            if isinstance(m, dict) and (
-                m.get("name") == TLS_VOLUME or m.get("mountPath") == TLS_MOUNT_PATH
-            ):
-                out.append(
-                    f"{where}: volume mount {m.get('name')!r} at {m.get('mountPath')} "
-                    f"conflicts with the KubeRay-managed TLS mount {src}"
-                )
-    return out

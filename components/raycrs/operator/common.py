@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.stack.problems import FieldLine
+
 # constant.go
 MAX_RAYCLUSTER_NAME = 53  # MaxRayClusterNameLength
 MAX_RAYJOB_NAME = MAX_RAYCLUSTER_NAME - 6  # MaxRayJobNameLength
@@ -187,18 +189,24 @@ class Obj:
 # ------------------------------------------------------------------------------- metadata rules
 
 
-def name_rule(kind: str, limit: int, go: str) -> Callable[[Obj], list[str]]:
-    def rule(o: Obj) -> list[str]:
+def name_rule(kind: str, limit: int, go: str) -> Callable[[Obj], list[FieldLine]]:
+    def rule(o: Obj) -> list[FieldLine]:
         out = []
         if len(o.name) > limit:
             out.append(
-                f"metadata.name {o.name!r} has {len(o.name)} characters; KubeRay allows "
-                f"at most {limit} for a {kind} (validation.go {go})"
+                FieldLine(
+                    f"metadata.name {o.name!r} has {len(o.name)} characters; KubeRay allows "
+                    f"at most {limit} for a {kind} (validation.go {go})",
+                    "metadata.name",
+                )
             )
         if not is_dns1035_label(o.name):
             out.append(
-                f"metadata.name {o.name!r} is not a DNS-1035 label (lowercase letters, "
-                f"digits, '-', starting with a letter) (validation.go {go})"
+                FieldLine(
+                    f"metadata.name {o.name!r} is not a DNS-1035 label (lowercase letters, "
+                    f"digits, '-', starting with a letter) (validation.go {go})",
+                    "metadata.name",
+                )
             )
         return out
 

@@ -13,6 +13,7 @@ from components.raycrs.operator.common import (
     name_rule,
     restart_policy_of,
 )
+from components.stack.problems import FieldLine
 
 rayjob_name = name_rule("RayJob", MAX_RAYJOB_NAME, "ValidateRayJobMetadata")
 
@@ -23,18 +24,21 @@ def _selector_mode(o: Obj) -> bool:
     return bool(o.spec.get("clusterSelector"))
 
 
-def rayjob_suspend_needs_shutdown(o: Obj) -> list[str]:
+def rayjob_suspend_needs_shutdown(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayJobSpec: ``suspend: true`` needs ``shutdownAfterJobFinishes:
     true``."""
     if o.spec.get("suspend") is True and o.spec.get("shutdownAfterJobFinishes") is not True:
         return [
-            "spec.suspend true needs spec.shutdownAfterJobFinishes true "
-            "(validation.go ValidateRayJobSpec)"
+            FieldLine(
+                "spec.suspend true needs spec.shutdownAfterJobFinishes true "
+                "(validation.go ValidateRayJobSpec)",
+                "spec.suspend",
+            )
         ]
     return []
 
 
-def rayjob_ttl(o: Obj) -> list[str]:
+def rayjob_ttl(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayJobSpec and validateDeletionConfiguration:
     ``ttlSecondsAfterFinished`` >= 0, and above 0 only with ``shutdownAfterJobFinishes: true``."""
     ttl = o.spec.get("ttlSecondsAfterFinished")
@@ -42,18 +46,24 @@ def rayjob_ttl(o: Obj) -> list[str]:
         return []
     if ttl < 0:
         return [
-            f"spec.ttlSecondsAfterFinished {ttl} is negative (validation.go ValidateRayJobSpec)"
+            FieldLine(
+                f"spec.ttlSecondsAfterFinished {ttl} is negative (validation.go ValidateRayJobSpec)",
+                "spec.ttlSecondsAfterFinished",
+            )
         ]
     if ttl > 0 and o.spec.get("shutdownAfterJobFinishes") is not True:
         return [
-            f"spec.ttlSecondsAfterFinished {ttl} needs spec.shutdownAfterJobFinishes true "
-            "(KubeRay refuses a TTL when the job does not shut its cluster down; "
-            "validation.go validateDeletionConfiguration)"
+            FieldLine(
+                f"spec.ttlSecondsAfterFinished {ttl} needs spec.shutdownAfterJobFinishes true "
+                "(KubeRay refuses a TTL when the job does not shut its cluster down; "
+                "validation.go validateDeletionConfiguration)",
+                "spec.ttlSecondsAfterFinished",
+            )
         ]
     return []
 
 
-def rayjob_deletion_strategy(o: Obj) -> list[str]:
+def rayjob_deletion_strategy(o: Obj) -> list[FieldLine]:
     """validation.go validateDeletionConfiguration and validateLegacyDeletionPolicies: with
     ``deletionStrategy``, ``deletionRules`` exclude ``shutdownAfterJobFinishes: true`` and the
     legacy ``onSuccess``/``onFailure``; one of the two forms is set; the legacy form sets both
@@ -69,39 +79,51 @@ def rayjob_deletion_strategy(o: Obj) -> list[str]:
     rules = bool(ds.get("deletionRules"))
     shutdown = o.spec.get("shutdownAfterJobFinishes") is True
     if rules and shutdown:
-        return [f"{p}.deletionRules and spec.shutdownAfterJobFinishes true are exclusive {src}"]
+        f = f"{p}.deletionRules"
+        return [FieldLine(f"{f} and spec.shutdownAfterJobFinishes true are exclusive {src}", f)]
     if rules and legacy:
-        return [f"{p}: use either onSuccess/onFailure or deletionRules, not both {src}"]
+        return [
+            FieldLine(f"{p}: use either onSuccess/onFailure or deletionRules, not both {src}", p)
+        ]
     if not rules and not legacy:
-        return [f"{p} needs both onSuccess and onFailure, or deletionRules {src}"]
+        return [FieldLine(f"{p} needs both onSuccess and onFailure, or deletionRules {src}", p)]
     if rules:
         return []
     lsrc = "(validation.go validateLegacyDeletionPolicies)"
     if ds.get("onSuccess") is None or ds.get("onFailure") is None:
-        return [f"{p}: onSuccess and onFailure must both be set {lsrc}"]
+        return [FieldLine(f"{p}: onSuccess and onFailure must both be set {lsrc}", p)]
     policies = {}
     for key in ("onSuccess", "onFailure"):
         pol = (ds.get(key) or {}).get("policy")
         if pol is None:
-            out.append(f"{p}.{key}.policy must be set {lsrc}")
+            out.append(FieldLine(f"{p}.{key}.policy must be set {lsrc}", f"{p}.{key}.policy"))
         policies[key] = pol
     if out:
         return out
     c = o.cluster()
     for key, pol in policies.items():
         if _selector_mode(o) and pol in ("DeleteCluster", "DeleteWorkers"):
-            out.append(f"{p}.{key}.policy {pol} is refused with spec.clusterSelector {lsrc}")
+            out.append(
+                FieldLine(
+                    f"{p}.{key}.policy {pol} is refused with spec.clusterSelector {lsrc}",
+                    f"{p}.{key}.policy",
+                )
+            )
     if "DeleteWorkers" in policies.values() and c is not None and c.autoscaling:
-        out.append(f"{p}: DeleteWorkers is refused with autoscaling enabled {lsrc}")
+        out.append(FieldLine(f"{p}: DeleteWorkers is refused with autoscaling enabled {lsrc}", p))
     if shutdown and "DeleteNone" in policies.values():
-        out.append(f"{p}: DeleteNone is refused with spec.shutdownAfterJobFinishes true {lsrc}")
+        out.append(
+            FieldLine(
+                f"{p}: DeleteNone is refused with spec.shutdownAfterJobFinishes true {lsrc}", p
+            )
+        )
     return out
 
 
 _DELETION_ORDER = ("DeleteWorkers", "DeleteCluster", "DeleteSelf")
 
 
-def rayjob_deletion_rules(o: Obj) -> list[str]:
+def rayjob_deletion_rules(o: Obj) -> list[FieldLine]:
     """validation.go validateDeletionRules / validateDeletionCondition / validateTTLConsistency:
     each rule's condition sets exactly one of ``jobStatus`` / ``jobDeploymentStatus`` and a
     ``ttlSeconds`` >= 0; no DeleteCluster/DeleteWorkers with ``clusterSelector``; no DeleteWorkers
@@ -110,7 +132,7 @@ def rayjob_deletion_rules(o: Obj) -> list[str]:
     rules = (o.spec.get("deletionStrategy") or {}).get("deletionRules") or []
     c = o.cluster()
     src = "(validation.go validateDeletionRules)"
-    out: list[str] = []
+    out: list[FieldLine] = []
     seen: dict[tuple[str, str], dict[str, int]] = {}
     for i, r in enumerate(rules):
         p = f"spec.deletionStrategy.deletionRules[{i}]"
@@ -118,29 +140,46 @@ def rayjob_deletion_rules(o: Obj) -> list[str]:
         js, jds = cond.get("jobStatus"), cond.get("jobDeploymentStatus")
         if (js is None) == (jds is None):
             out.append(
-                f"{p}.condition sets {'both' if js is not None else 'neither'} of "
-                "jobStatus and jobDeploymentStatus; set exactly one "
-                "(validation.go validateDeletionCondition)"
+                FieldLine(
+                    f"{p}.condition sets {'both' if js is not None else 'neither'} of "
+                    "jobStatus and jobDeploymentStatus; set exactly one "
+                    "(validation.go validateDeletionCondition)",
+                    f"{p}.condition",
+                )
             )
             continue
         ttl = cond.get("ttlSeconds", 0)
         if isinstance(ttl, int) and ttl < 0:
             out.append(
-                f"{p}.condition.ttlSeconds {ttl} is negative "
-                "(validation.go validateDeletionCondition)"
+                FieldLine(
+                    f"{p}.condition.ttlSeconds {ttl} is negative "
+                    "(validation.go validateDeletionCondition)",
+                    f"{p}.condition.ttlSeconds",
+                )
             )
             continue
         policy = (r or {}).get("policy")
         if _selector_mode(o) and policy in ("DeleteCluster", "DeleteWorkers"):
-            out.append(f"{p}.policy {policy} is refused with spec.clusterSelector {src}")
+            out.append(
+                FieldLine(
+                    f"{p}.policy {policy} is refused with spec.clusterSelector {src}", f"{p}.policy"
+                )
+            )
             continue
         if c is not None and c.autoscaling and policy == "DeleteWorkers":
-            out.append(f"{p}.policy DeleteWorkers is refused with autoscaling enabled {src}")
+            out.append(
+                FieldLine(
+                    f"{p}.policy DeleteWorkers is refused with autoscaling enabled {src}",
+                    f"{p}.policy",
+                )
+            )
             continue
         key = ("jobStatus", js) if js is not None else ("jobDeploymentStatus", jds)
         group = seen.setdefault(key, {})
         if policy in group:
-            out.append(f"{p}: a second rule for policy {policy} and {key[0]} {key[1]} {src}")
+            out.append(
+                FieldLine(f"{p}: a second rule for policy {policy} and {key[0]} {key[1]} {src}", p)
+            )
             continue
         group[policy] = ttl if isinstance(ttl, int) else 0
     for (what, status), ttls in seen.items():
@@ -150,74 +189,98 @@ def rayjob_deletion_rules(o: Obj) -> list[str]:
                 continue
             if prev is not None and ttls[policy] < ttls[prev]:
                 out.append(
-                    f"spec.deletionStrategy.deletionRules for {what} {status}: {policy} TTL "
-                    f"{ttls[policy]} < {prev} TTL {ttls[prev]} (validation.go "
-                    "validateTTLConsistency)"
+                    FieldLine(
+                        f"spec.deletionStrategy.deletionRules for {what} {status}: {policy} TTL "
+                        f"{ttls[policy]} < {prev} TTL {ttls[prev]} (validation.go "
+                        "validateTTLConsistency)",
+                        "spec.deletionStrategy.deletionRules",
+                    )
                 )
             prev = policy
     return out
 
 
-def rayjob_cluster_source(o: Obj) -> list[str]:
+def rayjob_cluster_source(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayJobSpec: one of ``rayClusterSpec`` / ``clusterSelector`` is set;
     with ``clusterSelector``: its ``ray.io/cluster`` is not empty, no ``suspend``, no
     SidecarMode, no ``backoffLimit`` above 0."""
     src = "(validation.go ValidateRayJobSpec)"
     if not _selector_mode(o):
         if o.spec.get("rayClusterSpec") is None:
-            return [f"spec: one of rayClusterSpec or clusterSelector must be set {src}"]
+            return [
+                FieldLine(
+                    f"spec: one of rayClusterSpec or clusterSelector must be set {src}", "spec"
+                )
+            ]
         return []
-    out = []
+    out: list[FieldLine] = []
     if o.spec.get("suspend") is True:
-        out.append(f"spec.suspend true is refused with spec.clusterSelector {src}")
+        out.append(
+            FieldLine(
+                f"spec.suspend true is refused with spec.clusterSelector {src}", "spec.suspend"
+            )
+        )
     if not (o.spec.get("clusterSelector") or {}).get(CLUSTER_SELECTOR_KEY):
-        out.append(f"spec.clusterSelector[{CLUSTER_SELECTOR_KEY}] must name a RayCluster {src}")
+        f = f"spec.clusterSelector[{CLUSTER_SELECTOR_KEY}]"
+        out.append(FieldLine(f"{f} must name a RayCluster {src}", f))
     if o.spec.get("submissionMode") == "SidecarMode":
-        out.append(f"spec.submissionMode SidecarMode is refused with spec.clusterSelector {src}")
+        out.append(
+            FieldLine(
+                f"spec.submissionMode SidecarMode is refused with spec.clusterSelector {src}",
+                "spec.submissionMode",
+            )
+        )
     b = o.spec.get("backoffLimit")
     if isinstance(b, int) and b > 0:
         out.append(
-            f"spec.backoffLimit {b} is refused with spec.clusterSelector (retries need the "
-            f"job's own cluster) {src}"
+            FieldLine(
+                f"spec.backoffLimit {b} is refused with spec.clusterSelector (retries need the "
+                f"job's own cluster) {src}",
+                "spec.backoffLimit",
+            )
         )
     return out
 
 
-def rayjob_submission_mode(o: Obj) -> list[str]:
+def rayjob_submission_mode(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayJobSpec: InteractiveMode takes no ``backoffLimit`` above 0
     (kuberay#3525); SidecarMode takes no ``submitterPodTemplate`` / ``submitterConfig`` and a head
     ``restartPolicy`` of ``Never`` or unset."""
     mode, src = o.spec.get("submissionMode"), "(validation.go ValidateRayJobSpec)"
     b = o.spec.get("backoffLimit")
-    out = []
+    out: list[FieldLine] = []
     if mode == "InteractiveMode" and isinstance(b, int) and b > 0:
-        out.append(f"spec.backoffLimit {b} is refused with InteractiveMode {src}")
+        out.append(
+            FieldLine(
+                f"spec.backoffLimit {b} is refused with InteractiveMode {src}", "spec.backoffLimit"
+            )
+        )
     if mode == "SidecarMode":
         for k in ("submitterPodTemplate", "submitterConfig"):
             if o.spec.get(k) is not None:
-                out.append(f"spec.{k} is refused with SidecarMode {src}")
+                out.append(FieldLine(f"spec.{k} is refused with SidecarMode {src}", f"spec.{k}"))
         head = (o.spec.get("rayClusterSpec") or {}).get("headGroupSpec") or {}
         if restart_policy_of(head) not in ("", "Never"):
-            out.append(
-                "spec.rayClusterSpec.headGroupSpec.template.spec.restartPolicy must be "
-                f"Never or unset with SidecarMode {src}"
-            )
+            f = "spec.rayClusterSpec.headGroupSpec.template.spec.restartPolicy"
+            out.append(FieldLine(f"{f} must be Never or unset with SidecarMode {src}", f))
     return out
 
 
-def k8s_token_auth_unsupported(o: Obj) -> list[str]:
+def k8s_token_auth_unsupported(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayJobSpec / ValidateRayServiceSpec: ``authOptions.enableK8sTokenAuth``
     is not supported for a RayJob's or RayService's cluster."""
     c = o.cluster()
     if o.kind != "RayCluster" and c is not None and c.auth.get("enableK8sTokenAuth") is True:
+        f = f"{c.path}.authOptions.enableK8sTokenAuth"
         return [
-            f"{c.path}.authOptions.enableK8sTokenAuth is not supported for a {o.kind} "
-            f"(validation.go Validate{o.kind}Spec)"
+            FieldLine(
+                f"{f} is not supported for a {o.kind} (validation.go Validate{o.kind}Spec)", f
+            )
         ]
     return []
 
 
-def rayjob_runtime_env_yaml(o: Obj) -> list[str]:
+def rayjob_runtime_env_yaml(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayJobSpec (dashboardclient.UnmarshalRuntimeEnvYAML):
     ``runtimeEnvYAML`` parses as YAML into a mapping (or is empty)."""
     text = o.spec.get("runtimeEnvYAML")
@@ -228,27 +291,41 @@ def rayjob_runtime_env_yaml(o: Obj) -> list[str]:
     except yaml.YAMLError as e:
         first = str(e).splitlines()[0]
         return [
-            f"spec.runtimeEnvYAML is not valid YAML ({first}) (validation.go ValidateRayJobSpec)"
+            FieldLine(
+                f"spec.runtimeEnvYAML is not valid YAML ({first}) (validation.go ValidateRayJobSpec)",
+                "spec.runtimeEnvYAML",
+            )
         ]
     if doc is not None and not isinstance(doc, dict):
         return [
-            f"spec.runtimeEnvYAML is a {type(doc).__name__}, not a mapping "
-            "(validation.go ValidateRayJobSpec)"
+            FieldLine(
+                f"spec.runtimeEnvYAML is a {type(doc).__name__}, not a mapping "
+                "(validation.go ValidateRayJobSpec)",
+                "spec.runtimeEnvYAML",
+            )
         ]
     return []
 
 
-def rayjob_deadlines_and_backoff(o: Obj) -> list[str]:
+def rayjob_deadlines_and_backoff(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayJobSpec: ``activeDeadlineSeconds`` and
     ``preRunningDeadlineSeconds`` are above 0; ``backoffLimit`` is not negative."""
-    out = []
+    out: list[FieldLine] = []
     for k in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
         v = o.spec.get(k)
         if isinstance(v, int) and v <= 0:
             out.append(
-                f"spec.{k} {v} must be a positive integer (validation.go ValidateRayJobSpec)"
+                FieldLine(
+                    f"spec.{k} {v} must be a positive integer (validation.go ValidateRayJobSpec)",
+                    f"spec.{k}",
+                )
             )
     b = o.spec.get("backoffLimit")
     if isinstance(b, int) and b < 0:
-        out.append(f"spec.backoffLimit {b} is negative (validation.go ValidateRayJobSpec)")
+        out.append(
+            FieldLine(
+                f"spec.backoffLimit {b} is negative (validation.go ValidateRayJobSpec)",
+                "spec.backoffLimit",
+            )
+        )
     return out

@@ -13,54 +13,63 @@ from components.raycrs.operator.common import (
     go_duration_seconds,
     name_rule,
 )
+from components.stack.problems import FieldLine
 
 rayservice_name = name_rule("RayService", MAX_RAYSERVICE_NAME, "ValidateRayServiceMetadata")
 
 
-def rayservice_initializing_timeout(o: Obj) -> list[str]:
+def rayservice_initializing_timeout(o: Obj) -> list[FieldLine]:
     """validation.go validateInitializingTimeout: annotation ``ray.io/initializing-timeout`` is a
     positive Go duration (``30m``) or a positive integer of seconds."""
     v = (o.metadata.get("annotations") or {}).get(INITIALIZING_TIMEOUT_ANNOTATION)
     if not v:
         return []
     v = str(v)
-    where = f"metadata.annotations[{INITIALIZING_TIMEOUT_ANNOTATION}] {v!r}"
+    field = f"metadata.annotations[{INITIALIZING_TIMEOUT_ANNOTATION}]"
+    where = f"{field} {v!r}"
     seconds = go_duration_seconds(v)
     if seconds is not None:
         if seconds <= 0:
             return [
-                f"{where} must be a positive duration (validation.go validateInitializingTimeout)"
+                FieldLine(
+                    f"{where} must be a positive duration (validation.go validateInitializingTimeout)",
+                    field,
+                )
             ]
         return []
     if re.fullmatch(r"[-+]?\d+", v):
         if int(v) <= 0:
             return [
-                f"{where} must be a positive integer of seconds "
-                "(validation.go validateInitializingTimeout)"
+                FieldLine(
+                    f"{where} must be a positive integer of seconds "
+                    "(validation.go validateInitializingTimeout)",
+                    field,
+                )
             ]
         return []
     return [
-        f"{where} is neither a Go duration (5m, 1h) nor an integer of seconds "
-        "(validation.go validateInitializingTimeout)"
+        FieldLine(
+            f"{where} is neither a Go duration (5m, 1h) nor an integer of seconds "
+            "(validation.go validateInitializingTimeout)",
+            field,
+        )
     ]
 
 
 # -------------------------------------------------------------------------------- RayService rules
 
 
-def rayservice_head_service_name(o: Obj) -> list[str]:
+def rayservice_head_service_name(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayServiceSpec: ``rayClusterConfig.headGroupSpec.headService``
     sets no ``metadata.name``."""
     head = (o.spec.get("rayClusterConfig") or {}).get("headGroupSpec") or {}
     if ((head.get("headService") or {}).get("metadata") or {}).get("name"):
-        return [
-            "spec.rayClusterConfig.headGroupSpec.headService.metadata.name must not be set "
-            "(validation.go ValidateRayServiceSpec)"
-        ]
+        f = "spec.rayClusterConfig.headGroupSpec.headService.metadata.name"
+        return [FieldLine(f"{f} must not be set (validation.go ValidateRayServiceSpec)", f)]
     return []
 
 
-def rayservice_upgrade_strategy(o: Obj) -> list[str]:
+def rayservice_upgrade_strategy(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayServiceSpec / ValidateClusterUpgradeOptions: ``upgradeStrategy.type``
     is ``NewClusterWithIncrementalUpgrade``, ``NewCluster`` or ``None``; the incremental upgrade
     needs autoscaling and ``clusterUpgradeOptions`` with ``maxSurgePercent`` (default 100) and
@@ -73,47 +82,61 @@ def rayservice_upgrade_strategy(o: Obj) -> list[str]:
         return []
     if t not in valid:
         return [
-            f"spec.upgradeStrategy.type {t!r} is invalid; valid: {', '.join(valid)} "
-            "(validation.go ValidateRayServiceSpec)"
+            FieldLine(
+                f"spec.upgradeStrategy.type {t!r} is invalid; valid: {', '.join(valid)} "
+                "(validation.go ValidateRayServiceSpec)",
+                "spec.upgradeStrategy.type",
+            )
         ]
     if t != "NewClusterWithIncrementalUpgrade":
         return []
     src = "(validation.go ValidateClusterUpgradeOptions)"
     c = o.cluster()
-    out = []
+    out: list[FieldLine] = []
     if c is None or not c.autoscaling:
         out.append(
-            f"spec.upgradeStrategy.type {t} needs "
-            f"spec.rayClusterConfig.enableInTreeAutoscaling: true {src}"
+            FieldLine(
+                f"spec.upgradeStrategy.type {t} needs "
+                f"spec.rayClusterConfig.enableInTreeAutoscaling: true {src}",
+                "spec.upgradeStrategy.type",
+            )
         )
     opts = us.get("clusterUpgradeOptions")
     p = "spec.upgradeStrategy.clusterUpgradeOptions"
     if not isinstance(opts, dict):
-        return [*out, f"{p} must be set for {t} {src}"]
+        return [*out, FieldLine(f"{p} must be set for {t} {src}", p)]
     surge, step, interval = (
         opts.get("maxSurgePercent", 100),
         opts.get("stepSizePercent"),
         opts.get("intervalSeconds"),
     )
     if not isinstance(surge, int) or not 0 <= surge <= 100:
-        out.append(f"{p}.maxSurgePercent {surge} must be between 0 and 100 {src}")
+        f = f"{p}.maxSurgePercent"
+        out.append(FieldLine(f"{f} {surge} must be between 0 and 100 {src}", f))
     if not isinstance(step, int) or not 0 <= step <= 100:
-        out.append(f"{p}.stepSizePercent {step} must be between 0 and 100 {src}")
+        f = f"{p}.stepSizePercent"
+        out.append(FieldLine(f"{f} {step} must be between 0 and 100 {src}", f))
     elif isinstance(surge, int) and step > surge:
-        out.append(f"{p}.stepSizePercent {step} > maxSurgePercent {surge} {src}")
+        f = f"{p}.stepSizePercent"
+        out.append(FieldLine(f"{f} {step} > maxSurgePercent {surge} {src}", f))
     if not isinstance(interval, int) or interval <= 0:
-        out.append(f"{p}.intervalSeconds {interval} must be greater than 0 {src}")
+        f = f"{p}.intervalSeconds"
+        out.append(FieldLine(f"{f} {interval} must be greater than 0 {src}", f))
     if not opts.get("gatewayClassName"):
-        out.append(f"{p}.gatewayClassName must be set {src}")
+        f = f"{p}.gatewayClassName"
+        out.append(FieldLine(f"{f} must be set {src}", f))
     return out
 
 
-def rayservice_deletion_delay(o: Obj) -> list[str]:
+def rayservice_deletion_delay(o: Obj) -> list[FieldLine]:
     """validation.go ValidateRayServiceSpec: ``rayClusterDeletionDelaySeconds`` >= 0."""
     v = o.spec.get("rayClusterDeletionDelaySeconds")
     if isinstance(v, int) and v < 0:
         return [
-            f"spec.rayClusterDeletionDelaySeconds {v} is negative "
-            "(validation.go ValidateRayServiceSpec)"
+            FieldLine(
+                f"spec.rayClusterDeletionDelaySeconds {v} is negative "
+                "(validation.go ValidateRayServiceSpec)",
+                "spec.rayClusterDeletionDelaySeconds",
+            )
         ]
     return []

@@ -4,6 +4,7 @@ function of KubeRay v1.7.0 ray-operator/controllers/ray/utils/validation.go it c
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,9 @@ import pytest
 from components.raycrs import operator as op
 from components.raycrs.operator import common
 from components.raycrs.render import render_manifests
+from components.stack import checks
 from components.stack.checks import check_manifests
+from components.stack.problems import FieldLine
 from tests.helpers import STACKS, WORKING_DIR, stack
 
 
@@ -766,3 +769,67 @@ def test_helpers_follow_kubernetes_and_go() -> None:
     assert common.is_label_value("") and not common.is_label_value("a" * 64)
     assert common.go_duration_seconds("1h30m") == 5400 and common.go_duration_seconds("-5s") == -5
     assert common.go_duration_seconds("0") == 0 and common.go_duration_seconds("5") is None
+
+
+_FIELD = re.compile(r"(metadata|spec)(\.[\w-]+|\[[^\]\s]+\])*")
+
+
+def _target(rule: Callable, m: dict) -> Any:
+    obj = op.Obj.of(m)
+    return obj.cluster() if any(r.check is rule for r in op.CLUSTER_RULES) else obj
+
+
+def test_every_rule_module_gives_each_finding_with_its_object_field() -> None:
+    """Every operator rule returns its lines as FieldLine: ``field`` is a path into the object
+    (``spec.workerGroupSpecs[0].minReplicas``), given by the rule (the data), and it is the field
+    the line opens with; :func:`operator_problems` keeps it under the ``<Kind> <name>: `` head.
+    Checked per rule module (cluster, features, job, service, and the name rule of common)."""
+    modules: set[str] = set()
+    for rule, base, mutate, _expected, _go in CASES:
+        m = base()
+        mutate(m)
+        lines = rule(_target(rule, m))
+        assert lines, rule.__name__
+        for line in lines:
+            assert isinstance(line, FieldLine), (rule.__name__, line)
+            assert _FIELD.fullmatch(line.field), (rule.__name__, line.field)
+            assert line.startswith(line.field), (rule.__name__, line.field, str(line))
+        modules.add(rule.__module__)
+        head = f"{m['kind']} {m['metadata']['name']}: "
+        every = {str(p): p for p in op.operator_problems(m)}
+        for line in lines:
+            p = every[head + line]
+            assert isinstance(p, FieldLine) and p.field == line.field
+    assert modules == {
+        f"components.raycrs.operator.{name}"
+        for name in ("cluster", "features", "job", "service", "common")
+    }
+
+
+def test_the_worker_group_of_an_operator_problem_comes_from_its_field() -> None:
+    """``_object_problem`` places a problem by the field it carries and reads no words of it: a
+    finding of worker group 1 whose text names group 0 (or no field at all) is a problem of group
+    1; one whose field is the head is the head's; one of an object field outside the RayCluster
+    spec is the object's."""
+    m = cluster()
+    groups = m["spec"]["workerGroupSpecs"]
+    assert len(groups) >= 2
+    groups[1]["maxReplicas"] = -1
+    lines = op.operator_problems(m)
+    (line,) = [x for x in lines if x.field == "spec.workerGroupSpecs[1].maxReplicas"]
+    group1 = f"ray_clusters[research].worker_groups[{groups[1]['groupName']}]"
+    assert checks._object_problem(m, line, "kuberay-operator").path == group1
+    found = [p for p in check_manifests(stack("dev"), [m]) if p.rule == "kuberay-operator"]
+    assert len(found) == len(lines) and {p.path for p in found} == {group1}
+    for words in ("RayCluster research: spec.workerGroupSpecs[0].maxReplicas -1", "no field"):
+        misleading = FieldLine(words, line.field)
+        assert checks._object_problem(m, misleading, "kuberay-operator").path == group1
+    head = FieldLine(str(line), "spec.headGroupSpec.template.spec.containers")
+    assert checks._object_problem(m, head, "kuberay-operator").path == (
+        "ray_clusters[research].head"
+    )
+    meta = FieldLine(str(line), "metadata.name")
+    assert checks._object_problem(m, meta, "kuberay-operator").path == "ray_clusters[research]"
+    # a group index past the end is no group (the object's own path)
+    past = FieldLine(str(line), f"spec.workerGroupSpecs[{len(groups)}].x")
+    assert checks._object_problem(m, past, "kuberay-operator").path == "ray_clusters[research]"

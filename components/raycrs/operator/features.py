@@ -1,0 +1,197 @@
+"""KubeRay operator rules of the optional features of a RayCluster spec (the history server
+collector, token auth, the network policy, TLS): ``ValidateRayClusterSpec``,
+``validateCollectorOptions``, ``validateNetworkPolicy`` and ``validateTLSOptions`` of KubeRay
+v1.7.0 ``ray-operator/controllers/ray/utils/validation.go``; split from
+:mod:`components.raycrs.operator.cluster` (the same ``check(ClusterSpec)`` rules).
+"""
+
+from __future__ import annotations
+
+from components.raycrs.operator.common import (
+    _DNS1123,
+    COLLECTOR_CONTAINER,
+    COLLECTOR_MANAGED_ENV,
+    TLS_MANAGED_ENV,
+    TLS_MOUNT_PATH,
+    TLS_VOLUME,
+    ClusterSpec,
+    containers_of,
+    env_by_name,
+    version_tuple,
+)
+from components.stack.problems import FieldLine
+
+
+def history_server(c: ClusterSpec) -> list[FieldLine]:
+    """validation.go ValidateRayClusterSpec / validateCollectorOptions: with
+    ``historyServerOptions`` the ``collectorOptions`` are set with an ``image``, their env has none
+    of the KubeRay-managed names and has ``STORAGE_BACKEND``, and no pod has a container named
+    ``ray-history-collector``. (The backend-specific env and the RayClusterHistoryServer feature
+    gate are not checked.)"""
+    h = c.spec.get("historyServerOptions")
+    if h is None:
+        return []
+    p, src = f"{c.path}.historyServerOptions", "(validation.go validateCollectorOptions)"
+    co = (h or {}).get("collectorOptions")
+    if not isinstance(co, dict):
+        f = f"{p}.collectorOptions"
+        return [FieldLine(f"{f} must be set (validation.go ValidateRayClusterSpec)", f)]
+    out: list[FieldLine] = []
+    if not co.get("image"):
+        out.append(
+            FieldLine(
+                f"{p}.collectorOptions.image must be set {src}", f"{p}.collectorOptions.image"
+            )
+        )
+    env = env_by_name(co)
+    f = f"{p}.collectorOptions.env"
+    out += [
+        FieldLine(f"{f} {n} is managed by KubeRay {src}", f)
+        for n in COLLECTOR_MANAGED_ENV
+        if n in env
+    ]
+    if not (env.get("STORAGE_BACKEND") or {}).get("value"):
+        out.append(FieldLine(f"{f} needs STORAGE_BACKEND with a literal value {src}", f))
+    groups = [(f"{c.path}.headGroupSpec", c.head)] + [
+        (c.worker_path(i), g) for i, g in enumerate(c.workers)
+    ]
+    out += [
+        FieldLine(
+            f"{gp}: a container named {COLLECTOR_CONTAINER!r} is refused with "
+            "historyServerOptions (validation.go ValidateRayClusterSpec)",
+            gp,
+        )
+        for gp, g in groups
+        if any(x.get("name") == COLLECTOR_CONTAINER for x in containers_of(g))
+    ]
+    return out
+
+
+def auth_options(c: ClusterSpec) -> list[FieldLine]:
+    """validation.go ValidateRayClusterSpec: ``authOptions.mode: token`` needs a parseable
+    ``rayVersion`` >= 2.52.0; ``enableK8sTokenAuth`` needs mode token, ``rayVersion`` >= 2.55.0 and
+    no ``secretName``."""
+    a, src = c.auth, "(validation.go ValidateRayClusterSpec)"
+    k8s = a.get("enableK8sTokenAuth") is True
+    p = f"{c.path}.authOptions"
+    if a.get("mode") != "token":
+        f = f"{p}.enableK8sTokenAuth"
+        return [FieldLine(f"{f} needs {p}.mode: token {src}", f)] if k8s else []
+    raw = str(c.spec.get("rayVersion") or "")
+    v = version_tuple(raw)
+    if v is None:
+        return [
+            FieldLine(
+                f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later (got {raw!r}) {src}",
+                f"{p}.mode",
+            )
+        ]
+    out: list[FieldLine] = []
+    if v < (2, 52, 0):
+        out.append(
+            FieldLine(
+                f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later, got {raw} {src}",
+                f"{p}.mode",
+            )
+        )
+    if k8s and v < (2, 55, 0):
+        out.append(
+            FieldLine(
+                f"{p}.enableK8sTokenAuth needs {c.path}.rayVersion 2.55.0 or later, got {raw} {src}",
+                f"{p}.enableK8sTokenAuth",
+            )
+        )
+    if k8s and a.get("secretName"):
+        out.append(
+            FieldLine(
+                f"{p}.enableK8sTokenAuth and {p}.secretName are both set {src}",
+                f"{p}.enableK8sTokenAuth",
+            )
+        )
+    return out
+
+
+def network_policy(c: ClusterSpec) -> list[FieldLine]:
+    """validation.go validateNetworkPolicy: ingress rules only when ingress is denied, egress rules
+    only when egress is denied (mode default ``DenyAll``); worker group names are DNS-1123 labels;
+    every ``workerGroups[]`` entry names a worker group. (The RayClusterNetworkPolicy feature gate
+    is not checked.)"""
+    np = c.spec.get("networkPolicy")
+    if not isinstance(np, dict):
+        return []
+    mode, p = np.get("mode") or "DenyAll", f"{c.path}.networkPolicy"
+    src = "(validation.go validateNetworkPolicy)"
+    out: list[FieldLine] = []
+    scopes = [(f"{p}.head", np.get("head")), (f"{p}.worker", np.get("worker"))] + [
+        (f"{p}.workerGroups[{i}]", wg) for i, wg in enumerate(np.get("workerGroups") or [])
+    ]
+    for sp, scope in scopes:
+        scope = scope or {}
+        if mode == "DenyAllEgress" and scope.get("ingressRules"):
+            f = f"{sp}.ingressRules"
+            out.append(FieldLine(f"{f} cannot be set with mode {mode} {src}", f))
+        if mode == "DenyAllIngress" and scope.get("egressRules"):
+            f = f"{sp}.egressRules"
+            out.append(FieldLine(f"{f} cannot be set with mode {mode} {src}", f))
+    names = set()
+    for i, g in enumerate(c.workers):
+        name = str(g.get("groupName", ""))
+        names.add(name)
+        if len(name) > 63 or not _DNS1123.fullmatch(name):
+            out.append(
+                FieldLine(
+                    f"{c.worker_path(i)}.groupName {name!r} must be a DNS-1123 label with "
+                    f"networkPolicy {src}",
+                    f"{c.worker_path(i)}.groupName",
+                )
+            )
+    for i, wg in enumerate(np.get("workerGroups") or []):
+        if (wg or {}).get("groupName") not in names:
+            out.append(
+                FieldLine(
+                    f"{p}.workerGroups[{i}].groupName {(wg or {}).get('groupName')!r} matches "
+                    f"no worker group {src}",
+                    f"{p}.workerGroups[{i}].groupName",
+                )
+            )
+    return out
+
+
+def tls_options(c: ClusterSpec) -> list[FieldLine]:
+    """validation.go validateTLSOptions / validateNoConflictingTLSVolumeMount: with
+    ``tlsOptions.enabled`` no Ray container and no ``autoscalerOptions`` sets the operator-managed
+    TLS env (``RAY_USE_TLS``, ``RAY_TLS_*``) or a volume mount named ``ray-tls`` / at
+    ``/etc/ray/tls``. (The RayClusterMTLS feature gate is not checked.)"""
+    if (c.spec.get("tlsOptions") or {}).get("enabled") is not True:
+        return []
+    src = "(validation.go validateTLSOptions)"
+    places = []
+    groups = [(f"{c.path}.headGroupSpec", c.head)] + [
+        (c.worker_path(i), g) for i, g in enumerate(c.workers)
+    ]
+    for gp, g in groups:
+        cs = containers_of(g)
+        if cs:
+            places.append((gp, cs[0]))
+    if isinstance(c.spec.get("autoscalerOptions"), dict):
+        places.append((f"{c.path}.autoscalerOptions", c.spec["autoscalerOptions"]))
+    out: list[FieldLine] = []
+    for where, holder in places:
+        env = env_by_name(holder)
+        out += [
+            FieldLine(f"{where}: env {n} is managed by KubeRay with tlsOptions {src}", where)
+            for n in TLS_MANAGED_ENV
+            if n in env
+        ]
+        for m in holder.get("volumeMounts") or []:
+            if isinstance(m, dict) and (
+                m.get("name") == TLS_VOLUME or m.get("mountPath") == TLS_MOUNT_PATH
+            ):
+                out.append(
+                    FieldLine(
+                        f"{where}: volume mount {m.get('name')!r} at {m.get('mountPath')} "
+                        f"conflicts with the KubeRay-managed TLS mount {src}",
+                        where,
+                    )
+                )
+    return out
