@@ -89,7 +89,7 @@ def compute_class_manifest(cfg: StackConfig, cc: ComputeClassConfig) -> dict[str
     ]
     priorities += [{**shape, **_capacity(cc, f)} for f in cc.fallback]
     zones = cfg.pool_zones(pool)[:1] if isinstance(pool, TpuPool) else cfg.pool_zones(pool)
-    sa = f"{node_service_account_id(cfg)}@{cfg.project}.iam.gserviceaccount.com"
+    sa = f"{node_service_account_id(cfg.cluster.name)}@{cfg.project}.iam.gserviceaccount.com"
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
