@@ -144,10 +144,14 @@ def check(
     from components.network.access import reachability_problems
     from components.stack.problems import Problem, problems_of
 
-    warnings = problems_of(image_warnings(cfg), "ray.images", "image-pinned")
+    warnings = problems_of(image_warnings(cfg.ray.images), "ray.images", "image-pinned")
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
-    problems: list[Problem] = problems_of(reachability_problems(cfg), "network", "reachability")
+    problems: list[Problem] = problems_of(
+        reachability_problems(cfg.cluster.dns_endpoint, cfg.network.master_authorized_networks),
+        "network",
+        "reachability",
+    )
     skipped: list[str] = []  # what this run did not check, said on the ok line
     if not render:
         from components.stack.checks import RENDER_CHECKS

@@ -43,6 +43,7 @@ from components import catalog
 from components.capacity.model import ClusterQueueConfig
 from components.nodepools.render import NodePoolSpec, specs_for_pool
 from components.stack.model import StackConfig
+from components.stack.plan import plan
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -106,8 +107,9 @@ CLASS_SHAPE_LABELS = (
 
 
 def pool_compute_class(cfg: StackConfig, pool: str) -> str | None:
-    """The name of the ``compute_classes`` entry whose ``node_pool`` is ``pool`` (None: none)."""
-    return next((c.name for c in cfg.compute_classes if c.node_pool == pool), None)
+    """The name of the ``compute_classes`` entry whose ``node_pool`` is ``pool`` (None: none;
+    the first when several: :attr:`components.stack.plan.Plan.compute_classes`)."""
+    return plan(cfg).compute_classes.get(pool)
 
 
 def class_flavor_labels(specs: list[NodePoolSpec], class_name: str) -> dict[str, str]:
@@ -201,7 +203,7 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
         flavors.append({"name": f.pool, "resources": resources})
     spec: dict[str, Any] = {
         "namespaceSelector": {
-            "matchLabels": {"kubernetes.io/metadata.name": cfg.kuberay.namespace}
+            "matchLabels": {"kubernetes.io/metadata.name": plan(cfg).context.namespace}
         },
         "queueingStrategy": cq.queueing_strategy,
         "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
@@ -278,6 +280,7 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
     cap = cfg.capacity
     if not cap.enabled:
         return []
+    namespace = plan(cfg).context.namespace
     out: list[dict[str, Any]] = [
         {
             "apiVersion": API_VERSION,
@@ -296,7 +299,7 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
         {
             "apiVersion": API_VERSION,
             "kind": "LocalQueue",
-            "metadata": _meta(lq.name, cfg.kuberay.namespace),
+            "metadata": _meta(lq.name, namespace),
             "spec": {"clusterQueue": lq.cluster_queue},
         }
         for lq in cap.local_queues

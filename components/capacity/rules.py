@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from components import catalog
 from components.stack.base import repeated
+from components.stack.plan import plan
 from components.stack.problems import Problem, at
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
 def queue_reference_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     """Queues, cluster queues, priorities and flavor pools name declared things; names unique."""
     cap = cfg.capacity
-    pools = {"system", *(p.name for p in cfg.node_pools)}
+    pools = {"system", *plan(cfg).pools}
     cqs = [q.name for q in cap.cluster_queues]
     for kind, names in (
         ("cluster_queues", cqs),
@@ -235,7 +236,7 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
     from components.nodepools.model import GpuPool, TpuPool
     from components.stack.base import quantity_value
 
-    declared = {p.name: p for p in cfg.node_pools}
+    declared = plan(cfg).pools
     total: dict[tuple[str, str], float] = {}
     owners: dict[tuple[str, str], list[str]] = {}
     for q in cfg.capacity.cluster_queues:

@@ -29,7 +29,7 @@ import pulumi_gcp as gcp
 
 from components.cluster.render import gateway_api_channel, nap_resource_limits
 from components.security.iam import CLOUD_PLATFORM_SCOPE
-from components.stack import StackConfig
+from components.stack import StackConfig, nap_needs
 from components.stack.naming import workload_pool
 
 
@@ -91,7 +91,7 @@ class Cluster(pulumi.ComponentResource):
             autoscaling_profile=nap.autoscaling_profile,
             resource_limits=[
                 gcp.container.ClusterClusterAutoscalingResourceLimitArgs(**lim)
-                for lim in nap_resource_limits(cfg)
+                for lim in nap_resource_limits(nap.effective_limits, nap_needs(cfg))
             ]
             if nap.enabled
             else None,
@@ -109,7 +109,7 @@ class Cluster(pulumi.ComponentResource):
             if nap.enabled
             else None,
         )
-        gateway_channel = gateway_api_channel(cfg)
+        gateway_channel = gateway_api_channel(cfg.services)
         addons = gcp.container.ClusterAddonsConfigArgs(
             gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                 enabled=cc.gcs_fuse_csi

@@ -6,21 +6,27 @@ https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways (enabl
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
 from components import catalog
-from components.stack import StackConfig, nap_needs
+
+if TYPE_CHECKING:
+    from components.raycrs.serve_model import ServiceConfig
 
 _ACCELERATOR_TYPES = frozenset(catalog.NAP_RESOURCE_TYPES) - {"cpu", "memory"}
 
 
-def nap_resource_limits(cfg: StackConfig) -> list[dict[str, object]]:
+def nap_resource_limits(
+    limits: Mapping[str, int], needs: Mapping[str, int]
+) -> list[dict[str, object]]:
     """NAP resource limits: ``[{"resource_type", "minimum", "maximum"}]``, cpu and memory first.
 
-    cpu (vCPUs) and memory (GB) come from ``nap.resource_limits`` (defaults 256 / 1024). Every
-    accelerator named in config or used by a declared pool gets
-    ``max(config limit, what the pools can scale to)`` (chips or GPUs; :func:`nap_needs`).
+    cpu (vCPUs) and memory (GB) come from ``limits`` (``nap.effective_limits``: the
+    ``nap.resource_limits`` with defaults 256 / 1024). Every accelerator named in ``limits`` or
+    in ``needs`` (what the declared pools can scale to, chips or GPUs:
+    :func:`components.stack.nap_needs`) gets ``max(config limit, need)``.
     """
-    limits = cfg.nap.effective_limits
-    needs = nap_needs(cfg)
     accelerators = sorted(
         {k for k in limits if k in _ACCELERATOR_TYPES}
         | {k for k in needs if k in _ACCELERATOR_TYPES}
@@ -43,8 +49,9 @@ def nap_resource_limits(cfg: StackConfig) -> list[dict[str, object]]:
 GATEWAY_API_CHANNEL = "CHANNEL_STANDARD"
 
 
-def gateway_api_channel(cfg: StackConfig) -> str | None:
-    """The cluster's ``gatewayApiConfig.channel``: ``CHANNEL_STANDARD`` when a service uses
+def gateway_api_channel(services: Iterable[ServiceConfig]) -> str | None:
+    """The cluster's ``gatewayApiConfig.channel``: ``CHANNEL_STANDARD`` when one of ``services``
+    (the stack's ``services``) uses
     ``upgrade_strategy: NewClusterWithIncrementalUpgrade``, else None (left as GKE has it).
 
     KubeRay's incremental upgrade moves traffic through a Gateway and an HTTPRoute it creates
@@ -58,7 +65,5 @@ def gateway_api_channel(cfg: StackConfig) -> str | None:
     https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api). Enabling it is an
     in-place cluster update.
     """
-    incremental = any(
-        s.upgrade_strategy == "NewClusterWithIncrementalUpgrade" for s in cfg.services
-    )
+    incremental = any(s.upgrade_strategy == "NewClusterWithIncrementalUpgrade" for s in services)
     return GATEWAY_API_CHANNEL if incremental else None

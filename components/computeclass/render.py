@@ -31,13 +31,14 @@ from components.computeclass.model import ComputeClassConfig
 from components.nodepools.render import specs_for_pool, workload_policy_name
 from components.stack import GpuPool, StackConfig, TpuPool
 from components.stack.naming import node_service_account_id
+from components.stack.plan import plan
 
 API_VERSION = "cloud.google.com/v1"
 KIND = "ComputeClass"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "ray-gke"}
 
 
-def _shape(cfg: StackConfig, pool: TpuPool | GpuPool) -> dict[str, Any]:
+def _shape(cluster: str, pool: TpuPool | GpuPool) -> dict[str, Any]:
     if isinstance(pool, TpuPool):
         s = pool.slice
         out: dict[str, Any] = {
@@ -48,9 +49,7 @@ def _shape(cfg: StackConfig, pool: TpuPool | GpuPool) -> dict[str, Any]:
             }
         }
         if s.workload_policy:
-            out["placement"] = {
-                "policyName": workload_policy_name(cfg.cluster.name, f"{pool.name}-0")
-            }
+            out["placement"] = {"policyName": workload_policy_name(cluster, f"{pool.name}-0")}
         return out
     driver = catalog.gpu_driver_label(pool.driver_version)
     gpu: dict[str, Any] = {"type": pool.gpu.type, "count": pool.gpu.count}
@@ -80,16 +79,18 @@ def compute_class_manifest(cfg: StackConfig, cc: ComputeClassConfig) -> dict[str
         KeyError: ``cc.node_pool`` is not a declared pool (the stack rules refuse it first).
         ValueError: it is a CPU pool (refused by the rules too).
     """
-    pool = cfg.pool(cc.node_pool)
+    p = plan(cfg)
+    ctx = p.context
+    pool = p.pools[cc.node_pool]
     if not isinstance(pool, TpuPool | GpuPool):
         raise ValueError(f"compute class {cc.name}: node pool {pool.name!r} is a CPU pool")
-    shape = _shape(cfg, pool)
+    shape = _shape(ctx.cluster, pool)
     priorities: list[dict[str, Any]] = [
         {"nodepools": [s.name for s in specs_for_pool(cfg, pool.name)]}
     ]
     priorities += [{**shape, **_capacity(cc, f)} for f in cc.fallback]
     zones = cfg.pool_zones(pool)[:1] if isinstance(pool, TpuPool) else cfg.pool_zones(pool)
-    sa = f"{node_service_account_id(cfg)}@{cfg.project}.iam.gserviceaccount.com"
+    sa = f"{node_service_account_id(ctx.cluster)}@{ctx.project}.iam.gserviceaccount.com"
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

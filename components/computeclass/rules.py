@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from components import catalog
+from components.stack.plan import plan
 from components.stack.problems import Problem, at
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[Problem]:
     https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass)."""
     from components.nodepools.model import GpuPool, TpuPool
 
-    declared = {p.name: p for p in cfg.node_pools}
+    declared = plan(cfg).pools
     for name, n in sorted(Counter(c.name for c in cfg.compute_classes).items()):
         if n > 1:
             yield at(
@@ -120,7 +121,7 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
     from components.stack.resolve import nap_needs
 
     limits = {**nap_needs(cfg), **cfg.nap.effective_limits}
-    declared = {p.name: p for p in cfg.node_pools}
+    declared = plan(cfg).pools
     for c in cfg.compute_classes:
         shape = pool_shape(declared.get(c.node_pool))
         if shape is None:
@@ -159,7 +160,7 @@ def compute_class_pools_not_queued(cfg: StackConfig) -> Iterable[Problem]:
     Queued provisioning for the same shape is a separate ``queued`` pool and flavor of the queue."""
     from components.nodepools.model import GpuPool, TpuPool
 
-    declared = {p.name: p for p in cfg.node_pools}
+    declared = plan(cfg).pools
     for c in cfg.compute_classes:
         pool = declared.get(c.node_pool)
         if not isinstance(pool, TpuPool | GpuPool):

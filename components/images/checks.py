@@ -20,7 +20,9 @@ those pins instead.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from components.images.render import (
     TENSORFLOW,
@@ -37,15 +39,18 @@ from components.stack import IMAGE_KINDS, ResolveError, StackConfig
 from components.stack.plan import plan
 from components.stack.problems import Problem, at
 
+if TYPE_CHECKING:
+    from components.raycrs.model import RayImages
 
-def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: bool) -> str:
+
+def _fix(images: RayImages, where: str, kind: str, name: str, version: str, pip: bool) -> str:
     if kind == "gpu" and normalize(name) == TENSORFLOW and where.startswith("jobs["):
         # only a job on a long-lived cluster's GPU group gets here (its own cluster: gpu-tf)
         return (
             "TensorFlow on GPUs runs in the gpu-tf image, which a job gets on its own RayCluster: "
             f"set {where}.node_pool to the GPU pool instead of cluster/worker_group"
         )
-    if cfg.ray.images.get(kind) is None:
+    if images.get(kind) is None:
         return (
             f"add it to the pyproject.toml extras the {kind} image installs "
             "(components/images/render.py IMAGE_EXTRAS) and run `python -m raygke images lock`"
@@ -58,7 +63,9 @@ def _fix(cfg: StackConfig, where: str, kind: str, name: str, version: str, pip: 
 
 
 def _shortfall(
-    cfg: StackConfig,
+    images: RayImages,
+    refs: Mapping[str, str],
+    provided: Callable[[str], Mapping[str, str]],
     where: str,
     workload: Any,
     worker_kind: str,
@@ -67,23 +74,25 @@ def _shortfall(
 ) -> str | None:
     """The first need of ``workload`` that the worker-group or head (cpu) image lacks, or holds at
     another version than the project's pin, as one line; None when both provide everything.
-    ``runtime_env_pip``: None where the entry has no such option (services). ``needs``: the
-    entry's needs, default ``workload.needs``."""
+    ``images``: ``ray.images``; ``refs``: image kind -> planned reference
+    (:func:`components.images.render.planned_refs`); ``provided``: image kind -> what it
+    provides (:func:`components.images.render.provides`). ``runtime_env_pip``: None where the
+    entry has no such option (services). ``needs``: the entry's needs, default
+    ``workload.needs``."""
     wanted = project_pins()
-    refs = planned_refs(cfg)
     for kind in dict.fromkeys((worker_kind, "cpu")):
         place = "worker-group" if kind == worker_kind else "head (driver)"
         if runtime_env_pip:
             have = pins(worker_kind)
             image = f"runtime_env_pip (images/requirements-{worker_kind}.txt)"
         else:
-            have = provides(cfg, kind)
+            have = provided(kind)
             image = f"{place} image {refs[kind]}"
         for need in workload.needs if needs is None else needs:
             name = normalize(need)
             pin = wanted.get(name, "")
             got = have.get(name)
-            fix = _fix(cfg, where, kind, need, pin, runtime_env_pip is not None)
+            fix = _fix(images, where, kind, need, pin, runtime_env_pip is not None)
             if got is None:
                 return (
                     f"{where}: workload {workload.name} needs {need}, {image} does not "
@@ -106,6 +115,13 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
 
     problems: list[Problem] = []
     p = plan(cfg)
+    images = cfg.ray.images
+    refs = planned_refs(cfg)
+
+    @functools.cache
+    def provided(kind: str) -> Mapping[str, str]:
+        return provides(cfg, kind)
+
     entries = [
         (
             f"jobs[{j.name}]",
@@ -148,19 +164,20 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
                 )
             )
             continue
-        line = _shortfall(cfg, where, workload, kind_of(), pip, needs)
+        line = _shortfall(images, refs, provided, where, workload, kind_of(), pip, needs)
         if line:
             problems.append(at(where, line, "image-dependencies"))
     return problems
 
 
-def image_warnings(cfg: StackConfig) -> list[str]:
-    """Prebuilt images referenced by tag alone (no ``@sha256:`` digest), one line each: a tag can
+def image_warnings(images: RayImages) -> list[str]:
+    """Prebuilt images of ``images`` (``ray.images``) referenced by tag alone (no ``@sha256:``
+    digest), one line each: a tag can
     be moved to other contents between two pod starts. Stacks with deletion protection refuse
     them instead (:func:`components.stack.rules.prebuilt_images_pinned_when_protected`)."""
     out = []
     for kind in IMAGE_KINDS:
-        prebuilt = cfg.ray.images.get(kind)
+        prebuilt = images.get(kind)
         if prebuilt is not None and not prebuilt.pinned:
             out.append(
                 f"ray.images.{kind}: {prebuilt.image} is a tag, not a digest; pods may run "

@@ -44,6 +44,7 @@ from components.kuberay.render import (
     kubeconfig,
 )
 from components.stack import StackConfig, naming
+from components.stack.plan import plan
 
 
 @dataclass
@@ -95,7 +96,7 @@ class KubeRay(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(config)
         # A stable identity: a new CA, endpoint or credential updates the provider in place
         # instead of replacing it and every object it manages (builders.kuberay.cluster_identifier).
-        self.cluster_identifier = cluster_identifier(cfg)
+        self.cluster_identifier = cluster_identifier(plan(cfg).context, cfg.network)
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
@@ -169,7 +170,7 @@ class KubeRay(pulumi.ComponentResource):
                 version=cfg.kuberay.chart_version,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_HELM_REPO),
                 namespace=ns,
-                values=helm_values(cfg),
+                values=helm_values(cfg.kuberay.chart_version, cfg.services),
                 atomic=True,
                 wait_for_jobs=True,
                 skip_crds=True,  # the CRDs above are the stack's (see the module docstring)

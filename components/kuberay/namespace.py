@@ -59,7 +59,7 @@ from components.raycrs.pod import (
     SUBMITTER_LABEL,
 )
 from components.raycrs.serve import SERVICE_LABEL
-from components.stack import StackConfig
+from components.stack import StackConfig, nap_needs
 
 PSA_LEVEL = "restricted"
 PSA_VERSION = "latest"
@@ -180,7 +180,7 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
 def _limits_total(cfg: StackConfig, prefix: str) -> int:
     return sum(
         int(limit["maximum"])  # type: ignore[call-overload]
-        for limit in nap_resource_limits(cfg)
+        for limit in nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
         if str(limit["resource_type"]).startswith(prefix)
     )
 
@@ -195,7 +195,10 @@ def resource_quota(cfg: StackConfig) -> dict[str, Any]:
     GiB, the sums of the ``nvidia-*`` GPU and ``tpu-*`` chip limits), which bound the whole
     cluster anyway."""
     q = cfg.kuberay.quota
-    limits = {str(x["resource_type"]): x["maximum"] for x in nap_resource_limits(cfg)}
+    limits = {
+        str(x["resource_type"]): x["maximum"]
+        for x in nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    }
     memory = q.memory or f"{limits['memory']}Gi"
     hard: dict[str, str] = {
         "requests.cpu": q.cpu or str(limits["cpu"]),

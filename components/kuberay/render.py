@@ -12,14 +12,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from components import catalog
 from components.kuberay.model import KUBERAY_CHART_VERSIONS
-from components.stack.model import StackConfig
+
+if TYPE_CHECKING:
+    from components.network.model import NetworkConfig
+    from components.raycrs.serve_model import ServiceConfig
+    from components.stack.plan import Context
 
 KUBERAY_HELM_REPO = "https://ray-project.github.io/kuberay-helm/"
 KUBERAY_CHART = "kuberay-operator"
@@ -128,7 +133,7 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str | None) -> 
     return json.dumps(doc, indent=2, sort_keys=True)
 
 
-def cluster_identifier(cfg: StackConfig) -> str:
+def cluster_identifier(ctx: Context, net: NetworkConfig) -> str:
     """The Kubernetes provider's ``clusterIdentifier``: ``gke/<project>/<location>/<name>/<gen>``.
 
     pulumi-kubernetes replaces its provider - and with it every object the provider manages -
@@ -142,15 +147,15 @@ def cluster_identifier(cfg: StackConfig) -> str:
     cluster itself is replaced, so a new cluster still gets every object recreated in it:
     ``<gen>`` is the first 12 hex digits of the sha256 of the cluster inputs that force a
     replacement and come from the config (``name``, ``project``, ``location``, the network's
-    ``name``, ``subnet_cidr``, ``pods_cidr``, ``services_cidr``, ``master_ipv4_cidr``; the
+    ``name``, ``subnet_cidr``, ``pods_cidr``, ``services_cidr``, ``master_ipv4_cidr``: the
+    stack's :class:`~components.stack.plan.Context` and its ``network`` section; the
     ``ForceNew`` attributes of terraform-provider-google v7.30.0
     ``container/resource_container_cluster.go``, see :mod:`raygke.replacement`).
     """
-    net = cfg.network
     forcing = {
-        "name": cfg.cluster.name,
-        "project": cfg.project,
-        "location": cfg.location,
+        "name": ctx.cluster,
+        "project": ctx.project,
+        "location": ctx.location,
         "network": net.name,
         "subnet": net.subnet_cidr,
         "pods": net.pods_cidr,
@@ -158,18 +163,21 @@ def cluster_identifier(cfg: StackConfig) -> str:
         "master": net.master_ipv4_cidr,
     }
     gen = hashlib.sha256(json.dumps(forcing, sort_keys=True).encode()).hexdigest()[:12]
-    return f"gke/{cfg.project}/{cfg.location}/{cfg.cluster.name}/{gen}"
+    return f"gke/{ctx.project}/{ctx.location}/{ctx.cluster}/{gen}"
 
 
-def incremental_services(cfg: StackConfig) -> list[str]:
-    """Names of the services with ``upgrade_strategy: NewClusterWithIncrementalUpgrade``, sorted."""
-    return sorted(s.name for s in cfg.services if s.upgrade_strategy == INCREMENTAL_UPGRADE)
+def incremental_services(services: Iterable[ServiceConfig]) -> list[str]:
+    """Names of the ``services`` with ``upgrade_strategy: NewClusterWithIncrementalUpgrade``,
+    sorted."""
+    return sorted(s.name for s in services if s.upgrade_strategy == INCREMENTAL_UPGRADE)
 
 
-def feature_gates(cfg: StackConfig) -> list[dict[str, Any]] | None:
+def feature_gates(
+    chart_version: str, services: Iterable[ServiceConfig]
+) -> list[dict[str, Any]] | None:
     """The chart value ``featureGates`` (``[{"name", "enabled"}]``): None (the chart's default)
-    unless a service uses ``NewClusterWithIncrementalUpgrade``; then the chart's default list of
-    ``kuberay.chart_version`` (:data:`CHART_FEATURE_GATES`) with ``RayServiceIncrementalUpgrade``
+    unless one of ``services`` uses ``NewClusterWithIncrementalUpgrade``; then the chart's
+    default list of ``chart_version`` (``kuberay.chart_version``; :data:`CHART_FEATURE_GATES`) with ``RayServiceIncrementalUpgrade``
     enabled. The whole list, because Helm replaces a list value rather than merging it.
 
     Why: KubeRay honours the strategy only with that gate on (``IsIncrementalUpgradeEnabled`` in
@@ -182,21 +190,22 @@ def feature_gates(cfg: StackConfig) -> list[dict[str, Any]] | None:
     versions (templates/_helpers.tpl). The docs' own install line sets the same value
     (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).
     """
-    if not incremental_services(cfg):
+    if not incremental_services(services):
         return None
     return [
         {"name": name, "enabled": True if name == INCREMENTAL_UPGRADE_GATE else enabled}
-        for name, enabled in CHART_FEATURE_GATES[cfg.kuberay.chart_version]
+        for name, enabled in CHART_FEATURE_GATES[chart_version]
     ]
 
 
-def helm_values(cfg: StackConfig) -> dict[str, Any]:
+def helm_values(chart_version: str, services: Iterable[ServiceConfig]) -> dict[str, Any]:
     """Values for the ``kuberay-operator`` chart: operator pinned to the system pool, its
     container ``securityContext`` the Pod Security Standards' ``restricted`` shape (the operator
     runs in the Ray namespace, which enforces ``restricted``: components/kuberay/namespace.py;
     chart value ``securityContext``, as KubeRay's pod-security guide sets it,
     https://docs.ray.io/en/latest/cluster/kubernetes/k8s-ecosystem/pod-security.html), and
-    ``featureGates`` (:func:`feature_gates`) when a service needs the incremental upgrade gate."""
+    ``featureGates`` (:func:`feature_gates` of ``chart_version`` and ``services``) when a service
+    needs the incremental upgrade gate."""
     values: dict[str, Any] = {
         "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
         "securityContext": {
@@ -211,7 +220,7 @@ def helm_values(cfg: StackConfig) -> dict[str, Any]:
             "limits": {"memory": "512Mi"},
         },
     }
-    gates = feature_gates(cfg)
+    gates = feature_gates(chart_version, services)
     if gates is not None:
         values["featureGates"] = gates
     return values

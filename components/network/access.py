@@ -18,8 +18,11 @@ one.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from components.stack import StackConfig
+if TYPE_CHECKING:
+    from components.network.model import AuthorizedNetwork
 
 DOCUMENTATION_RANGES = tuple(
     ipaddress.ip_network(n)
@@ -37,13 +40,13 @@ def is_documentation_range(cidr: str) -> bool:
     return any(net.version == d.version and net.subnet_of(d) for d in DOCUMENTATION_RANGES)
 
 
-def reachability_problems(cfg: StackConfig) -> list[str]:
+def reachability_problems(dns_endpoint: bool, nets: Sequence[AuthorizedNetwork]) -> list[str]:
     """One line when no deployer outside the VPC could reach the Kubernetes API: the DNS-based
-    endpoint is off and every authorized network (if any) is a documentation range. Empty
+    endpoint is off (``dns_endpoint``: ``cluster.dns_endpoint``) and every authorized network of
+    ``nets`` (``network.master_authorized_networks``), if any, is a documentation range. Empty
     otherwise (the DNS endpoint is on, or a real range is authorized)."""
-    if cfg.cluster.dns_endpoint:
+    if dns_endpoint:
         return []
-    nets = cfg.network.master_authorized_networks
     real = [n for n in nets if not is_documentation_range(n.cidr)]
     if real:
         return []

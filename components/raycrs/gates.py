@@ -43,7 +43,7 @@ def installed_gates(cfg: StackConfig) -> tuple[Gates, str]:
     version = cfg.kuberay.chart_version
     gates = dict(CHART_FEATURE_GATES[version])
     if cfg.kuberay.mode == "helm":
-        for g in helm_values(cfg).get("featureGates") or []:
+        for g in helm_values(version, cfg.services).get("featureGates") or []:
             gates[g["name"]] = bool(g["enabled"])
         return gates, f"kuberay-operator chart {version} with the stack's values"
     return gates, (

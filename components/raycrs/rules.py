@@ -295,7 +295,7 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
         if not _workload_problem(j.workload) and "checkpoints" in _workload(j.workload).writes
     ]
     valid = ", ".join(writers) or "none declared"
-    bucket = bucket_name(cfg, "checkpoints")
+    bucket = bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, "checkpoints")
     for job in cfg.jobs:
         if _workload_problem(job.workload):
             continue

@@ -90,12 +90,12 @@ class Security(pulumi.ComponentResource):
         self.project_number = project.number
 
         # Key rings live where the data does: the cluster's region, and the buckets' location.
-        ring_locations = naming.key_ring_locations(cfg)
+        ring_locations = naming.key_ring_locations(cfg.region, cfg.buckets.location)
         rings: dict[str, gcp.kms.KeyRing] = {}
         for loc in dict.fromkeys(ring_locations.values()):
             rings[loc] = gcp.kms.KeyRing(
                 f"{name}-keyring-{loc}",
-                name=naming.key_ring_name(cfg, loc),
+                name=naming.key_ring_name(cfg.cluster.name, cfg.kms.key_ring_generation, loc),
                 project=cfg.project,
                 location=loc,
                 opts=child,
@@ -168,7 +168,7 @@ class Security(pulumi.ComponentResource):
 
         self.node_sa = gcp.serviceaccount.Account(
             f"{name}-node-sa",
-            account_id=naming.node_service_account_id(cfg),
+            account_id=naming.node_service_account_id(cfg.cluster.name),
             display_name=f"GKE nodes of {cfg.cluster.name}",
             project=cfg.project,
             opts=child,

@@ -49,7 +49,7 @@ def service_account_member(cfg: StackConfig, identity: str) -> str:
 
 def node_service_account_email(cfg: StackConfig) -> str:
     """Email of the nodes' service account."""
-    return gsa_email(cfg.project, node_service_account_id(cfg))
+    return gsa_email(cfg.project, node_service_account_id(cfg.cluster.name))
 
 
 def bucket_bindings(cfg: StackConfig) -> list[tuple[BucketPurpose, str, str]]:

@@ -4,21 +4,20 @@ builders (:mod:`components.stack.naming` re-exports them)."""
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+from typing import Literal
 
 BucketPurpose = Literal["datasets", "checkpoints", "artifacts"]
 
 
-def bucket_name(cfg: StackConfig, purpose: BucketPurpose) -> str:
-    """GCS bucket name ``<prefix>-<purpose>``; prefix defaults to ``<project>-<cluster>``.
+def bucket_name(project: str, cluster: str, prefix: str | None, purpose: BucketPurpose) -> str:
+    """GCS bucket name ``<prefix>-<purpose>``; ``prefix`` (``buckets.prefix``) defaults to
+    ``<project>-<cluster>`` (``project``, ``cluster.name``).
 
     Bucket names are 3-63 characters (https://cloud.google.com/storage/docs/buckets#naming); a
-    longer default prefix is shortened with a stable hash suffix.
+    longer default prefix is shortened with a stable hash suffix. The stack's own names are in
+    :attr:`components.stack.plan.Context.buckets`.
     """
-    prefix = cfg.buckets.prefix or f"{cfg.project}-{cfg.cluster.name}"
+    prefix = prefix or f"{project}-{cluster}"
     name = f"{prefix}-{purpose}"
     if len(name) > 63:
         digest = hashlib.sha256(prefix.encode()).hexdigest()[:8]

@@ -19,11 +19,6 @@ from components.stack.names import bucket_name as bucket_name
 BUCKET_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
 
 
-def bucket_url(cfg: StackConfig, purpose: BucketPurpose) -> str:
-    """``gs://<bucket name>``."""
-    return f"gs://{bucket_name(cfg, purpose)}"
-
-
 def gsa_account_id(identity: WorkloadIdentityConfig | str) -> str:
     """Google service account id of a workload class (the workload identity's name)."""
     return identity if isinstance(identity, str) else identity.name
@@ -102,19 +97,20 @@ def workload_identity_member(
     return f"serviceAccount:{workload_pool(project)}[{namespace}/{ksa_name(identity)}]"
 
 
-def node_service_account_id(cfg: StackConfig) -> str:
-    """Account id of the nodes' own least-privilege service account: ``<cluster>-nodes``.
+def node_service_account_id(cluster: str) -> str:
+    """Account id of the nodes' own least-privilege service account: ``<cluster>-nodes``
+    (``cluster``: ``cluster.name``).
 
     Account ids are 6-30 characters and end with a letter or digit
     (https://cloud.google.com/iam/docs/service-accounts-create#creating); a cluster name too
     long for that is shortened with a stable hash, never cut mid-way (``...-`` would be refused).
     """
     suffix = "-nodes"
-    name = cfg.cluster.name + suffix
+    name = cluster + suffix
     if len(name) <= 30:
         return name
-    digest = hashlib.sha256(cfg.cluster.name.encode()).hexdigest()[:4]
-    head = cfg.cluster.name[: 30 - len(suffix) - len(digest) - 1].rstrip("-")
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:4]
+    head = cluster[: 30 - len(suffix) - len(digest) - 1].rstrip("-")
     return f"{head}-{digest}{suffix}"
 
 
@@ -142,31 +138,31 @@ def nat_name(network: str) -> str:
     return f"{network}-nat"
 
 
-def key_ring_name(cfg: StackConfig, location: str) -> str:
+def key_ring_name(cluster: str, generation: int, location: str) -> str:
     """The KMS key ring of one location: ``<cluster>-<location>``, or
-    ``<cluster>-<location>-g<N>`` for ``kms.key_ring_generation`` N > 1. Key rings and keys
+    ``<cluster>-<location>-g<N>`` for ``generation`` (``kms.key_ring_generation``) N > 1;
+    ``cluster`` is ``cluster.name``. Key rings and keys
     cannot be deleted (terraform-provider-google ``website/docs/r/kms_key_ring.html.markdown``:
     destroying one only removes it from state; https://cloud.google.com/kms/docs/delete-kms-resources:
     deleted key names cannot be reused), so a destroyed stack is recreated with the next
     generation: new names that do not clash with the rings left behind."""
-    generation = cfg.kms.key_ring_generation
     suffix = f"-g{generation}" if generation > 1 else ""
-    return f"{cfg.cluster.name}-{location}{suffix}"
+    return f"{cluster}-{location}{suffix}"
 
 
-def key_ring_locations(cfg: StackConfig) -> dict[str, str]:
+def key_ring_locations(region: str, buckets_location: str | None) -> dict[str, str]:
     """Key purpose -> KMS location: GKE secrets, Secret Manager secrets (replicated only in the
-    region) and node boot disks in the cluster's region, bucket keys where the buckets are
-    (``buckets.location`` or the region, lower case). A CMEK must be in the location of what it
+    region) and node boot disks in the cluster's ``region``, bucket keys where the buckets are
+    (``buckets_location``: ``buckets.location``, or the region; lower case). A CMEK must be in the location of what it
     encrypts (https://cloud.google.com/secret-manager/docs/cmek,
     https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek)."""
     from components.storage.render import bucket_location
 
     return {
-        "gke": cfg.region,
-        "secrets": cfg.region,
-        "boot_disks": cfg.region,
-        "buckets": bucket_location(cfg).lower(),
+        "gke": region,
+        "secrets": region,
+        "boot_disks": region,
+        "buckets": bucket_location(buckets_location, region).lower(),
     }
 
 
@@ -210,24 +206,32 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
         ),
         DerivedName("compute", "Cloud NAT", nat_name(cfg.network.name), "network.name", "nat"),
         DerivedName(
-            "service-account", "node service account", node_service_account_id(cfg), "cluster.name"
+            "service-account",
+            "node service account",
+            node_service_account_id(cfg.cluster.name),
+            "cluster.name",
         ),
         DerivedName(
             "k8s-label", "namespace", cfg.kuberay.namespace, "kuberay.namespace", "namespace"
         ),
     ]
-    for loc in dict.fromkeys(key_ring_locations(cfg).values()):
-        out.append(
-            DerivedName(
-                "kms", "KMS key ring", key_ring_name(cfg, loc), "cluster.name", f"keyring {loc}"
-            )
-        )
+    generation = cfg.kms.key_ring_generation
+    for loc in dict.fromkeys(key_ring_locations(cfg.region, cfg.buckets.location).values()):
+        ring = key_ring_name(cfg.cluster.name, generation, loc)
+        out.append(DerivedName("kms", "KMS key ring", ring, "cluster.name", f"keyring {loc}"))
     for spec in node_pool_specs(cfg):
         field = "cluster.system_pool" if spec.kind == "system" else f"node_pools[{spec.pool}].name"
         out.append(DerivedName("gke-node-pool", "node pool", spec.name, field))
     for purpose in BUCKET_PURPOSES:
         field = "buckets.prefix" if cfg.buckets.prefix else "project / cluster.name"
-        out.append(DerivedName("bucket", "bucket", bucket_name(cfg, purpose), field))
+        out.append(
+            DerivedName(
+                "bucket",
+                "bucket",
+                bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, purpose),
+                field,
+            )
+        )
     for acct in workload_accounts(cfg):
         field = f"workload_identities[{acct.identity.name}].name"
         out.append(DerivedName("service-account", "service account", acct.name, field))

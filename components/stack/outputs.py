@@ -14,6 +14,7 @@ from typing import Any
 
 from components.nodepools.render import specs_for_pool
 from components.stack import GpuPool, StackConfig, TpuPool, naming
+from components.stack.plan import plan
 
 # The version of the outputs contract (docs/outputs.md). Adding an output keeps it; renaming or
 # removing one, or changing its type, raises it, so a consumer can refuse a stack it does not know.
@@ -28,15 +29,16 @@ def config_outputs(cfg: StackConfig) -> dict[str, Any]:
     ``node_service_account`` (email), ``kuberay_mode``, ``node_pools``
     (:func:`accelerator_summary`).
     """
+    ctx = plan(cfg).context
     return {
         "contract_version": CONTRACT_VERSION,
-        "bucket_urls": {p: naming.bucket_url(cfg, p) for p in naming.BUCKET_PURPOSES},
-        "bucket_names": {p: naming.bucket_name(cfg, p) for p in naming.BUCKET_PURPOSES},
+        "bucket_urls": {p: ctx.bucket_url(p) for p in naming.BUCKET_PURPOSES},
+        "bucket_names": {p: ctx.buckets[p] for p in naming.BUCKET_PURPOSES},
         "service_accounts": {
             wi.name: naming.gsa_email(cfg.project, wi) for wi in cfg.workload_identities
         },
         "node_service_account": (
-            f"{naming.node_service_account_id(cfg)}@{cfg.project}.iam.gserviceaccount.com"
+            f"{naming.node_service_account_id(ctx.cluster)}@{cfg.project}.iam.gserviceaccount.com"
         ),
         "kuberay_mode": cfg.kuberay.mode,
         "node_pools": accelerator_summary(cfg),

@@ -98,7 +98,12 @@ def context(cfg: StackConfig) -> Context:
         namespace=cfg.kuberay.namespace,
         labels=MappingProxyType(dict(cfg.labels)),
         ray_version=cfg.ray.version,
-        buckets=MappingProxyType({p: bucket_name(cfg, p) for p in _PURPOSES}),
+        buckets=MappingProxyType(
+            {
+                p: bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, p)
+                for p in _PURPOSES
+            }
+        ),
     )
 
 

@@ -19,6 +19,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.stack import BucketConfig, StackConfig, naming
+from components.stack.plan import plan
 from components.storage.render import DAY_SECONDS, bucket_location, lifecycle_rules
 
 
@@ -50,9 +51,9 @@ class Storage(pulumi.ComponentResource):
             bc: BucketConfig = getattr(cfg.buckets, purpose)
             self.buckets[purpose] = gcp.storage.Bucket(
                 f"{name}-{purpose}",
-                name=naming.bucket_name(cfg, purpose),
+                name=plan(cfg).context.buckets[purpose],
                 project=cfg.project,
-                location=bucket_location(cfg),
+                location=bucket_location(cfg.buckets.location, cfg.region),
                 uniform_bucket_level_access=True,
                 public_access_prevention="enforced",
                 encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=args.kms_key_id),

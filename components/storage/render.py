@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.stack import BucketConfig, StackConfig
+from components.stack import BucketConfig
 
 DAY_SECONDS = 86400
 
@@ -32,6 +32,7 @@ def lifecycle_rules(bucket: BucketConfig) -> list[dict[str, Any]]:
     return rules
 
 
-def bucket_location(cfg: StackConfig) -> str:
-    """Bucket location: ``buckets.location`` or the stack's region, upper case (``US-EAST5``)."""
-    return (cfg.buckets.location or cfg.region).upper()
+def bucket_location(location: str | None, region: str) -> str:
+    """Bucket location: ``location`` (``buckets.location``) or the stack's ``region``, upper case
+    (``US-EAST5``)."""
+    return (location or region).upper()

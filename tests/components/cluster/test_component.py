@@ -8,7 +8,7 @@ import pytest
 
 from components.cluster.render import nap_resource_limits
 from components.kuberay.render import KUBERAY_HELM_REPO, kubeconfig
-from components.stack import ConfigError, validate
+from components.stack import ConfigError, nap_needs, validate
 from tests.helpers import by_name, config, of_type, render
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -197,7 +197,10 @@ def test_pure_builders():
     with pytest.raises(ConfigError, match=r"nap.resource_limits\[memory\]: 1024"):
         validate(config(nap={"resource_limits": {"cpu": 2048}}))
     cfg = validate(config(nap={"resource_limits": {"cpu": 2048, "memory": 8192}}))
-    limits = {x["resource_type"]: x["maximum"] for x in nap_resource_limits(cfg)}
+    limits = {
+        x["resource_type"]: x["maximum"]
+        for x in nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    }
     assert limits == {
         "cpu": 2048,
         "memory": 8192,

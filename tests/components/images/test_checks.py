@@ -35,7 +35,7 @@ def test_shipped_stacks_use_the_project_images(name: str) -> None:
     cfg = stack(name)
     assert cfg.ray.images.cpu is cfg.ray.images.gpu is cfg.ray.images.tpu is None
     assert dependency_problems(cfg) == []
-    assert image_warnings(cfg) == []
+    assert image_warnings(cfg.ray.images) == []
 
 
 def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -> None:
@@ -96,13 +96,13 @@ def test_protected_stack_refuses_tags_and_takes_digests() -> None:
         for p in e.value.problems
     ), e.value.problems
     cfg = validate(_prod(cpu=f"rayproject/ray:2.60.0-py311{DIGEST}"))
-    assert cfg.ray.images.cpu.pinned and image_warnings(cfg) == []
+    assert cfg.ray.images.cpu.pinned and image_warnings(cfg.ray.images) == []
 
 
 def test_unprotected_stack_warns_on_tags() -> None:
     data = _prod(cpu="rayproject/ray:2.60.0-py311")
     data["cluster"]["deletion_protection"] = False
-    (warning,) = image_warnings(validate(data))
+    (warning,) = image_warnings(validate(data).ray.images)
     assert warning.startswith("ray.images.cpu: rayproject/ray:2.60.0-py311 is a tag, not a digest")
 
 

@@ -38,7 +38,7 @@ def _gates(values: dict[str, Any]) -> dict[str, bool]:
 @pytest.mark.parametrize("version", KUBERAY_CHART_VERSIONS)
 def test_helm_values_enable_the_gate_and_keep_the_charts_other_gates(version: str) -> None:
     cfg = validate(_data({}, INCREMENTAL, chart_version=version))
-    gates = _gates(helm_values(cfg))
+    gates = _gates(helm_values(cfg.kuberay.chart_version, cfg.services))
     assert gates["RayServiceIncrementalUpgrade"] is True
     # Helm replaces a list value: every other gate of the chart's default list keeps its value.
     defaults = dict(CHART_FEATURE_GATES[version])
@@ -57,14 +57,14 @@ def test_v1_6_2_chart_default_has_the_gate_off() -> None:
 def test_no_feature_gates_value_without_an_incremental_service() -> None:
     for services in ([], [{}], [{"upgrade_strategy": "None"}]):
         cfg = validate(_data(*services))
-        assert feature_gates(cfg) is None
-        assert "featureGates" not in helm_values(cfg)
-        assert gateway_api_channel(cfg) is None
+        assert feature_gates(cfg.kuberay.chart_version, cfg.services) is None
+        assert "featureGates" not in helm_values(cfg.kuberay.chart_version, cfg.services)
+        assert gateway_api_channel(cfg.services) is None
 
 
 def test_the_cluster_gets_the_gateway_api_for_an_incremental_service() -> None:
     cfg = validate(_data({}, INCREMENTAL))
-    assert gateway_api_channel(cfg) == "CHANNEL_STANDARD"
+    assert gateway_api_channel(cfg.services) == "CHANNEL_STANDARD"
 
 
 def test_gke_addon_refuses_the_incremental_strategy_in_one_line() -> None:

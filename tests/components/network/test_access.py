@@ -87,7 +87,9 @@ def test_reachability(dns, nets, refused):
             network={"master_authorized_networks": nets},
         )
     )
-    problems = reachability_problems(cfg)
+    problems = reachability_problems(
+        cfg.cluster.dns_endpoint, cfg.network.master_authorized_networks
+    )
     assert bool(problems) == refused
     if refused:
         (line,) = problems

@@ -18,7 +18,6 @@ from components.raycrs.pod import shm_size
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.stack import ConfigError, GpuPool, quantity_bytes, validate
 from components.stack.checks import check_manifests
-from components.stack.naming import bucket_name
 from components.stack.plan import plan
 from contract.args.train import PLACEMENT_STRATEGIES
 from contract.args.train_lm_tf import TrainLmTfArgs
@@ -129,7 +128,7 @@ def test_gpu_and_cpu_groups_and_gcsfuse() -> None:
     assert pod["serviceAccountName"] == "ray-train"
     assert l4["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
     buckets = {v["csi"]["volumeAttributes"]["bucketName"] for v in pod["volumes"] if "csi" in v}
-    assert bucket_name(cfg, "checkpoints") in buckets
+    assert plan(cfg).context.buckets["checkpoints"] in buckets
     cpu = _group(rc, "cpu")["template"]["spec"]
     assert cpu["nodeSelector"] == {"cloud.google.com/gke-nodepool": "cpu-spot"}
     assert "tolerations" not in cpu
@@ -150,8 +149,8 @@ def test_jobs() -> None:
         **catalog.tpu_slice("v6e", "4x4").scaling_config(2, 1),
         "num_workers": [4, 8],
     }
-    assert args["storage_path"] == f"gs://{bucket_name(cfg, 'checkpoints')}"
-    assert args["dataset"].startswith(f"gs://{bucket_name(cfg, 'datasets')}/")
+    assert args["storage_path"] == f"gs://{plan(cfg).context.buckets['checkpoints']}"
+    assert args["dataset"].startswith(f"gs://{plan(cfg).context.buckets['datasets']}/")
     assert args["max_failures"] == 3 and args["steps"] == 20000
     assert jax["activeDeadlineSeconds"] == 86400
     # its own cluster, shut down a minute after the job (Kueue requires the shutdown)

@@ -28,7 +28,7 @@ def test_node_service_account_id_is_valid_for_any_cluster_name(length: int) -> N
     data = base()
     data["cluster"] = {"name": "r" + "a" * (length - 2) + "y"}
     cfg = validate(data)
-    sa = naming.node_service_account_id(cfg)
+    sa = naming.node_service_account_id(cfg.cluster.name)
     assert 6 <= len(sa) <= 30 and sa[-1].isalnum() and sa.endswith("-nodes")
     assert not [p for p in name_problems(cfg) if "service account" in p]
 
@@ -37,9 +37,9 @@ def test_distinct_long_cluster_names_get_distinct_node_accounts() -> None:
     a, b = base(), base()
     a["cluster"] = {"name": "research-platform-cluster-alpha"}
     b["cluster"] = {"name": "research-platform-cluster-bravo"}
-    assert naming.node_service_account_id(validate(a)) != naming.node_service_account_id(
-        validate(b)
-    )
+    assert naming.node_service_account_id(
+        validate(a).cluster.name
+    ) != naming.node_service_account_id(validate(b).cluster.name)
 
 
 def test_multi_host_slice_pool_names_collide_with_a_declared_pool() -> None:
