@@ -17,6 +17,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,9 +38,9 @@ PLATFORM_ARGS = [
 ]
 
 
-def _dry_run_cmd(requirements_file: Path, out: Path) -> list[str]:
-    """The ``pip install --dry-run --report <out>/report.json`` command for the file."""
-    return [
+def _dry_run(requirements_file: Path, tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
+    """``(returncode, stderr, report)`` of a ``pip install --dry-run --report`` of the file."""
+    cmd = [
         sys.executable,
         "-m",
         "pip",
@@ -58,17 +59,14 @@ def _dry_run_cmd(requirements_file: Path, out: Path) -> list[str]:
         *PLATFORM_ARGS,
         "--only-binary=:all:",
         "--target",
-        str(out / "t"),
+        str(tmp_path / "t"),
         "--report",
-        str(out / "report.json"),
+        str(tmp_path / "report.json"),
         "-r",
         str(requirements_file),
     ]
-
-
-def _pip_env() -> dict[str, str]:
-    """Resolve as the image build does: the package index only. This machine's pip settings (a
-    local torch cap in /etc/xdg/pip, local wheels in PIP_FIND_LINKS) are left out."""
+    # Resolve as the image build does: the package index only. This machine's pip settings (a
+    # local torch cap in /etc/xdg/pip, local wheels in PIP_FIND_LINKS) are left out.
     env = {
         k: v
         for k, v in os.environ.items()
@@ -77,48 +75,15 @@ def _pip_env() -> dict[str, str]:
         or k.endswith("_proxy")
     }
     env["PIP_CONFIG_FILE"] = os.devnull
-    return env
-
-
-MIXED = "gpu+gpu-tf"  # the GPU image's requirements plus the gpu-tf image's TensorFlow lines
-
-
-def _mixed_requirements() -> list[str]:
-    return [
-        *requirements("gpu"),
-        *[r for r in requirements("gpu-tf") if r not in requirements("gpu")],
-    ]
-
-
-@pytest.fixture(scope="module")
-def resolutions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, dict]]:
-    """``{kind or MIXED: (returncode, stderr, report)}``: every dry run started at once, as pip
-    spends most of a resolution waiting on the index (one after another they took about 80 s
-    each on 2 cores)."""
-    root = tmp_path_factory.mktemp("resolve")
-    mixed = root / "requirements-gpu-and-tf.txt"
-    mixed.write_text("".join(f"{line}\n" for line in _mixed_requirements()))
-    files = {**{k: requirements_path(k) for k in IMAGE_KINDS}, MIXED: mixed}
-    procs = {}
-    for key, path in files.items():
-        out = root / key
-        out.mkdir()
-        with (out / "stderr").open("w") as err:
-            procs[key] = subprocess.Popen(
-                _dry_run_cmd(path, out), stdout=subprocess.DEVNULL, stderr=err, env=_pip_env()
-            )
-    results = {}
-    for key, proc in procs.items():
-        rc = proc.wait(timeout=1200)
-        out = root / key
-        report = json.loads((out / "report.json").read_text()) if rc == 0 else {}
-        results[key] = (rc, (out / "stderr").read_text(), report)
-    return results
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    report_path = tmp_path / "report.json"
+    report = json.loads(report_path.read_text()) if r.returncode == 0 else {}
+    return r.returncode, r.stderr, report
 
 
 @pytest.mark.parametrize("kind", IMAGE_KINDS)
-def test_image_requirements_resolve(kind: str, resolutions) -> None:
-    rc, stderr, report = resolutions[kind]
+def test_image_requirements_resolve(kind: str, tmp_path) -> None:
+    rc, stderr, report = _dry_run(requirements_path(kind), tmp_path)
     assert rc == 0, f"images/requirements-{kind}.txt does not resolve:\n{stderr[-3000:]}"
     got = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in report["install"]}
     if kind == "gpu-tf":
@@ -161,7 +126,7 @@ def _wheel_files(url: str) -> set[str]:
     return names
 
 
-def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(resolutions) -> None:
+def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(tmp_path) -> None:
     """The GPU image's requirements plus the gpu-tf image's TensorFlow lines (the mixed set a
     single GPU image would need): pip resolves them, with torch's CUDA 13 cuDNN/NCCL wheels beside
     TensorFlow's CUDA 12 ones, and each pair writes the same library files. When this fails
@@ -170,8 +135,9 @@ def test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch(resolutions) -> N
     pins = project_pins()
     extra = [r for r in requirements("gpu-tf") if r not in requirements("gpu")]
     assert extra == [f"tensorflow[and-cuda]=={pins['tensorflow']}", f"keras=={pins['keras']}"]
-    assert _mixed_requirements() == [*requirements("gpu"), *extra]
-    rc, stderr, report = resolutions[MIXED]
+    req = tmp_path / "requirements-gpu-and-tf.txt"
+    req.write_text("".join(f"{line}\n" for line in [*requirements("gpu"), *extra]))
+    rc, stderr, report = _dry_run(req, tmp_path)
     assert rc == 0, f"TensorFlow's GPU build no longer resolves beside the GPU image:\n{stderr}"
     got = {i["metadata"]["name"].lower(): i for i in report["install"]}
     version = {name: i["metadata"]["version"] for name, i in got.items()}
