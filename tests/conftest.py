@@ -67,8 +67,9 @@ def needs_ray(item: pytest.Item) -> bool:
 
 
 # The behaviour suites (tests/e2e/) and the property sweeps (tests/properties/) are slow as a
-# whole: `make test-fast` (-m 'not slow') is the unit and component tests. Marked here, before
-# pytest's -m selection runs (tryfirst), so that no module can forget it.
+# whole, and so is every test that starts Ray (:func:`needs_ray`: a local Ray instance takes
+# ~20 s to start on 2 cores): `make test-fast` (-m 'not slow') is the unit and component tests.
+# Marked here, before pytest's -m selection runs (tryfirst), so that no module can forget it.
 SLOW_FOLDERS = ("e2e", "properties")
 
 
@@ -77,7 +78,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     here = Path(__file__).parent
     for item in items:
         rel = item.path.relative_to(here) if item.path.is_relative_to(here) else None
-        if rel is not None and rel.parts[0] in SLOW_FOLDERS:
+        if (rel is not None and rel.parts[0] in SLOW_FOLDERS) or needs_ray(item):
             item.add_marker(pytest.mark.slow)
     if not config.pluginmanager.hasplugin("xdist"):
         return

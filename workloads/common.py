@@ -213,15 +213,26 @@ def is_local(uri: str) -> bool:
     return "://" not in uri or uri.startswith("file://")
 
 
-def dataset_context_length(dataset: str) -> int | None:
-    """``context_length`` recorded by ``prepare`` in ``<dataset>/_manifest.json``; None if absent."""
+def dataset_manifest(dataset: str) -> dict[str, Any] | None:
+    """``<dataset>/_manifest.json`` as ``prepare`` wrote it (``rows``: training windows,
+    ``val_rows``, ``context_length``, ``shards``, ...); None when absent or unreadable (a dataset
+    not written by ``prepare``)."""
     import pyarrow as pa
 
     fs, path = resolve_fs(join(dataset, "_manifest.json"))
     try:
         with fs.open_input_stream(path) as f:
-            return int(json.loads(f.read())["context_length"])
-    except (FileNotFoundError, OSError, KeyError, ValueError, pa.ArrowException):
+            out = json.loads(f.read())
+    except (FileNotFoundError, OSError, ValueError, pa.ArrowException):
+        return None
+    return out if isinstance(out, dict) else None
+
+
+def dataset_context_length(dataset: str) -> int | None:
+    """``context_length`` recorded by ``prepare`` in ``<dataset>/_manifest.json``; None if absent."""
+    try:
+        return int((dataset_manifest(dataset) or {})["context_length"])
+    except (KeyError, TypeError, ValueError):
         return None
 
 

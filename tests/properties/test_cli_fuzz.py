@@ -296,11 +296,13 @@ def test_check_never_crashes(data: bytes) -> None:
     _property(data, FIGURES.setdefault("fast", Counter()))
 
 
+# 500 examples (1,000 until make test's 15-minute target: 335 s of a 37-minute run), on top of
+# the 100 above with another seed each run.
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # about 0.35 s an example on a quiet 2-core machine
-@settings(max_examples=1000, **_SETTINGS)
+@pytest.mark.timeout(900)  # about 0.35 s an example on a quiet 2-core machine
+@settings(max_examples=500, **_SETTINGS)
 @given(stack_files())
-def test_check_never_crashes_1000(data: bytes) -> None:
+def test_check_never_crashes_500(data: bytes) -> None:
     _property(data, FIGURES.setdefault("slow", Counter()))
 
 

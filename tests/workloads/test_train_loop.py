@@ -81,3 +81,37 @@ def test_three_rows_train_when_the_batch_fits(ray_cluster, tmp_path: Path) -> No
             }
         )
         assert out["steps"] == 3 and out["checkpoint"]
+
+
+class _CountedDataset:
+    def __init__(self, rows: int) -> None:
+        self.rows, self.counted = rows, 0
+
+    def count(self) -> int:
+        self.counted += 1
+        return self.rows
+
+
+@pytest.mark.parametrize("manifest_rows", [None, 40, 3])
+def test_the_row_check_reads_prepares_manifest_and_counts_only_without_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, manifest_rows: int | None
+) -> None:
+    """``train_dataset`` takes the row count from ``_manifest.json`` (no Ray Data run of its own
+    before training) and counts the dataset only when the manifest is absent; either way too few
+    rows is refused with the count."""
+    import json
+
+    ray_data = pytest.importorskip("ray.data")
+    from workloads.train_loop import DatasetTooSmall, train_dataset
+
+    fake = _CountedDataset(rows=5)
+    monkeypatch.setattr(ray_data, "read_parquet", lambda path: fake)
+    if manifest_rows is not None:
+        (tmp_path / "_manifest.json").write_text(json.dumps({"rows": manifest_rows}))
+    args = TrainLmArgs.parse({"steps": 5, "batch_size": 4, "dataset": str(tmp_path)})
+    rows = 5 if manifest_rows is None else manifest_rows
+    if rows >= 4:
+        assert train_dataset(args, num_workers=1) is fake
+    with pytest.raises(DatasetTooSmall, match=f"has {rows} training rows; 20 worker"):
+        train_dataset(args, num_workers=20)
+    assert fake.counted == (2 if manifest_rows is None else 0)
