@@ -76,12 +76,12 @@ FAULTS_ENV = "RAYGKE_TEST_FAULTS"
 # Why TensorFlow jobs get their own GPU image (``gpu-tf``, without PyTorch: components/images/
 # render.py). Evidence: tests/e2e/test_image_resolution.py
 # (test_tensorflow_gpu_build_clashes_with_the_gpu_image_torch) resolves the GPU image's
-# requirements plus ``tensorflow[and-cuda]`` with ``pip install --dry-run --report`` against PyPI
+# requirements plus ``tensorflow[and-cuda]`` with ``uv pip compile`` (a PEP 751 lock) against PyPI
 # and lists the wheels' files. PyPI has one torch 2.13.0 wheel for CPython 3.11 Linux x86_64, the
 # CUDA 13 build (its metadata: ``cuda-toolkit==13.0.3``, ``nvidia-cudnn-cu13==9.20.0.48``,
 # ``nvidia-nccl-cu13==2.29.7``); PyTorch's CUDA 12 builds live on download.pytorch.org only.
 # TensorFlow 2.21's ``and-cuda`` extra asks for CUDA 12 wheels (``nvidia-cudnn-cu12>=9.3.0.75,<10``,
-# ``nvidia-nccl-cu12>=2.27.7,<3``). The distribution names differ, so pip resolves both, but the
+# ``nvidia-nccl-cu12>=2.27.7,<3``). The distribution names differ, so both resolve, but the
 # cuDNN and NCCL wheels of both majors install the same files (``nvidia/cudnn/lib/libcudnn*.so.9``,
 # ``nvidia/nccl/lib/libnccl.so.2``): the one installed last overwrites the other's, silently
 # (pip does not check file ownership: https://github.com/pypa/pip/issues/4625). Either torch runs
