@@ -334,3 +334,28 @@ def test_an_unknown_key_close_to_none_says_check_its_spelling() -> None:
         "unknown key 'zzz_unrelated' (check its spelling; extra keys are rejected)"
         in (exc.value.problems[0])
     )
+
+
+def test_a_text_read_again_is_parsed_once_and_each_reader_gets_its_own_copy(monkeypatch) -> None:
+    from components.stack import stackyaml
+
+    parses: list[str] = []
+    parse = stackyaml._parse
+    monkeypatch.setattr(
+        stackyaml, "_parse", lambda text, source: parses.append(text) or parse(text, source)
+    )
+    text = "config:\n  ray-gke:labels: &l {team: ml}\n  ray-gke:other: *l\n  big: 1e400\n"
+    first = read_stack_yaml(text)
+    first["config"]["ray-gke:labels"]["team"] = "changed by a caller"
+    second = read_stack_yaml(text)
+    assert parses == [text]
+    assert second["config"]["ray-gke:labels"] == {"team": "ml"}
+    # the copy keeps what the parse made: aliases stay one object, a large number as written
+    assert second["config"]["ray-gke:other"] is second["config"]["ray-gke:labels"]
+    assert str(second["config"]["big"]) == "1e400"
+    # a text that fails is not kept: each read raises, naming its own source
+    for source in ("a.yaml", "b.yaml"):
+        with pytest.raises(StackFileError) as exc:
+            read_stack_yaml("config: [\n", source)
+        assert exc.value.source == source
+    assert parses[1:] == ["config: [\n", "config: [\n"]
