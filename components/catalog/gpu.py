@@ -234,27 +234,36 @@ GPU_TYPES: Mapping[str, GpuType] = {
         ),
     ),
     # A4 [GCE-GPU]: 8 x B200 per a4-highgpu-8g. Memory and peak from NVIDIA's HGX B200 table
-    # ([NVIDIA] in the module docstring). Zones: us-central1-b is supported by a `gcloud compute
-    # accelerator-types list` dump in the code index (repository not named by the index;
-    # us-central1-b lists nvidia-b200, 8 per VM; us-central1-a/c/f do not); us-east4-b, us-south1-b and europe-west4-b are NOT
-    # confirmed (the GPU regions-zones page was not readable in the search index; Batch's
-    # locations page names A4 DWS zones asia-southeast1-b and us-central1-b, cut off after
-    # that). allow_unlisted_zone for other zones.
+    # ([NVIDIA] in the module docstring). Zones: all four are listed for a4-highgpu-8g in
+    # SkyPilot's GCP catalog, which its fetcher builds from the Compute Engine API
+    # (skypilot-org/skypilot-catalog @8427bbff and @006059e0 catalogs/v8/gcp/vms.csv: rows
+    # "a4-highgpu-8g,224.0,3968.0,...,<zone>" for europe-west4-b, us-central1-b, us-east4-b and
+    # us-south1-b, among others); us-central1-b is also in a `gcloud compute accelerator-types
+    # list` dump in the code index (nvidia-b200, 8 per VM), and `gcloud compute machine-types
+    # list` by region lists a4-highgpu-8g in europe-west4, us-central1, us-east4 and us-south1
+    # (Cyclenerd/google-cloud-pricing-cost-calculator @dac3128 tools/machinetyperegion.csv).
+    # Google's GPU regions-zones page was not readable in this session's indexes.
+    # allow_unlisted_zone for other zones.
     "nvidia-b200": _gpu(
         "nvidia-b200",
         machine_types={8: "a4-highgpu-8g"},
         zones=("us-central1-b", "us-east4-b", "us-south1-b", "europe-west4-b"),
     ),
     # A4X [GCE-GPU]: 4 x GB200 per a4x-highgpu-4g, NVIDIA Grace (Arm) host CPUs: arm64 nodes
-    # (confirmed, module docstring). Zones: us-central1-b is where Google's own GKE A4X test
+    # (confirmed, module docstring). Zones: us-central1-b only, where Google's own GKE A4X test
     # runs (GoogleCloudPlatform/cluster-toolkit @1047080
-    # tools/cloud-build/daily-tests/tests/gke-a4x.yml: "zone: us-central1-b"), which proves
-    # A4X is offered there, not that it is the only zone (its Slurm A4X tests use us-west8-a,
-    # a region not in GCP_REGIONS yet); us-central1-a and us-east4-b are NOT confirmed.
+    # tools/cloud-build/daily-tests/tests/gke-a4x.yml: "zone: us-central1-b"); that proves A4X
+    # is offered there, not that it is the only zone. us-central1-a and us-east4-b, recorded
+    # before, were dropped: no source names either zone (searched: the docs/pages/code/issues
+    # indexes for "a4x-highgpu-4g" zones, A4X/GB200 regions and zones, SkyPilot's catalog (no
+    # a4x rows), `gcloud compute machine-types list` dumps, which give regions only:
+    # europe-west4, us-central1, us-east1, us-east4, Cyclenerd/google-cloud-pricing-cost-
+    # calculator @dac3128 tools/machinetyperegion.csv). A pool in another A4X zone sets
+    # allow_unlisted_zone: true.
     "nvidia-gb200": _gpu(
         "nvidia-gb200",
         machine_types={4: "a4x-highgpu-4g"},
-        zones=("us-central1-a", "us-central1-b", "us-east4-b"),
+        zones=("us-central1-b",),
         arch="arm64",
     ),
 }

@@ -65,7 +65,8 @@ class TpuGeneration:
         machine_types: chips per host -> Compute Engine machine type [TPU-V5E], [TPU-V6E].
         hbm_gb: high-bandwidth memory per chip, GB.
         peak_bf16_tflops: peak dense bf16 throughput per chip, TFLOP/s.
-        min_gke_version: oldest GKE version with node pools of this generation [GKE-TPU].
+        min_gke_version: minimum GKE version for node pools of this generation [GKE-TPU]: the
+            oldest one where a page states it, else a sourced version that supports it (v5p).
         zones: zones offering this generation [TPU-ZONES] (not complete).
         vcpus_per_chip / memory_gb_per_chip: host CPU and memory per chip of the 4-chip machine type
             (allocatable is lower; used for request sanity checks).
@@ -199,14 +200,23 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
         "v5p",
         gke_accelerator="tpu-v5p-slice",
         machine_types={4: "ct5p-hightpu-4t"},
-        # NOT confirmed: searches of the docs/pages/code indexes ("v5p GKE version 1.28",
-        # "TPU v5p GKE version 1.28.3-gke.1024000 node pool", GKE plan-tpus) found no page
-        # stating a v5p minimum; kept as recorded.
-        min_gke_version="1.28.3-gke.1024000",
+        # No Google page in this session's indexes states a minimum GKE version for v5p node
+        # pools (searched: "TPU v5p GKE version", "ct5p-hightpu-4t GKE version", GKE's
+        # plan-tpus availability table, GKE release notes; the 1.28.3-gke.1024000 recorded
+        # before had no source and is dropped). 1.28.3-gke.1286000 is a version that certainly
+        # supports v5p: xpk, Google's TPU cluster tool, raised its default cluster version to it
+        # when it added v5p ("Add v5p support and increase the GKE default version to support
+        # it", AI-Hypercomputer/xpk @4c93fa58 xpk.py: default_gke_version="1.28.3-gke.1286000").
+        # It is not stated to be the oldest; an older cluster is refused by this check.
+        min_gke_version="1.28.3-gke.1286000",
         # us-central1-a and us-east5-a are confirmed by TPU regions and zones
         # (https://docs.cloud.google.com/tpu/docs/types-zones, North America: "All v5p
-        # configurations ... us-central1-a, us-east5-a"); europe-west4-b is NOT confirmed (the
-        # Europe rows of that page were cut off in the search index).
+        # configurations ... us-central1-a, us-east5-a"). europe-west4-b: the Europe rows of
+        # that page were cut off in the search index; SkyPilot's GCP catalog lists v5p slices
+        # there (skypilot-org/skypilot-catalog @006059e0 catalogs/v8/gcp/vms.csv, rows such as
+        # ",,,tpu-v5p-12288,1,tpu-v5p-12288,europe-west4,europe-west4-b,..."), and `gcloud compute
+        # machine-types list` by region lists ct5p-hightpu-4t in europe-west4
+        # (Cyclenerd/google-cloud-pricing-cost-calculator @dac3128 tools/machinetyperegion.csv).
         zones=("us-east5-a", "us-central1-a", "europe-west4-b"),
         # 208 vCPUs, 448 GB RAM per 4-chip VM; 95 GiB HBM and 459 bf16 TFLOP/s per chip:
         # https://docs.cloud.google.com/tpu/docs/v5p (specifications table).

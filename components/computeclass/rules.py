@@ -175,3 +175,42 @@ def compute_class_pools_not_queued(cfg: StackConfig) -> Iterable[Problem]:
                 "pods: put the class on the on-demand pool of that shape (a queue may list both), "
                 "or remove it",
             )
+
+
+def compute_class_flex_start_min_gke_version(cfg: StackConfig) -> Iterable[Problem]:
+    """A class with ``flex-start`` in ``fallback`` needs ``cluster.min_master_version`` at least
+    GKE's flex-start minimum for its pool's accelerators (``FLEX_START_MIN_GKE_VERSION`` in
+    :mod:`components.catalog`, [GKE-FLEX-START]: GPUs 1.32.2-gke.1652000, TPUs
+    1.33.0-gke.1712000). GKE states these as the cluster requirement for flex-start as a whole
+    ("To use flex-start in GKE, your cluster must meet the following requirements",
+    https://cloud.google.com/kubernetes-engine/docs/concepts/provisioning-model), and names
+    custom ComputeClasses as one of the ways a workload requests flex-start capacity ("directly
+    through the workload specification, or through an orchestration tool such as custom compute
+    classes or Kueue", https://cloud.google.com/kubernetes-engine/docs/concepts/dws, zh-CN copy
+    read in this session); no page gives a separate minimum for the ComputeClass
+    ``priorities[].flexStart`` field, so the flex-start minimum applies to it. Custom
+    ComputeClasses themselves need GKE Standard 1.30.3-gke.1451000 or later
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes),
+    below every version GKE offers (``GKE_OFFERED_MINORS``), so that is not checked. Unset
+    ``min_master_version``: the release channel's default, not checked."""
+    from components.nodepools.model import GpuPool, TpuPool
+
+    have = cfg.cluster.min_master_version
+    if not have:
+        return
+    declared = plan(cfg).pools
+    for c in cfg.compute_classes:
+        if "flex-start" not in c.fallback:
+            continue
+        pool = declared.get(c.node_pool)
+        kind = "tpu" if isinstance(pool, TpuPool) else "gpu" if isinstance(pool, GpuPool) else None
+        if kind is None:
+            continue  # compute_class_pools reports it
+        need = catalog.FLEX_START_MIN_GKE_VERSION[kind]
+        if catalog.parse_gke_version(have) < catalog.parse_gke_version(need):
+            yield at(
+                "cluster.min_master_version",
+                f"compute_classes[{c.name}]: the flex-start priority needs GKE {need} or later "
+                f"for {kind.upper()}s ({catalog.DWS_FLEX_DOC}); cluster.min_master_version is "
+                f"{have}: raise it or drop flex-start from fallback",
+            )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from components import catalog
 from components.computeclass.rules import (
+    compute_class_flex_start_min_gke_version,
     compute_class_pools,
     compute_class_pools_not_queued,
     compute_class_shapes_fit_nap,
@@ -153,9 +154,11 @@ def accelerator_zones_offered(cfg: StackConfig) -> Iterable[Problem]:
 
 
 def tpu_min_gke_version(cfg: StackConfig) -> Iterable[Problem]:
-    """``cluster.min_master_version`` is at least the oldest GKE version with node pools of each
+    """``cluster.min_master_version`` is at least the minimum GKE version for node pools of each
     declared TPU generation (``TpuGeneration.min_gke_version`` in :mod:`components.catalog`, from
-    https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#availability)."""
+    https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#availability; where no
+    page states the oldest version, a sourced version that supports the generation, as the
+    catalog entry says)."""
     have = cfg.cluster.min_master_version
     if not have:
         return
@@ -167,8 +170,8 @@ def tpu_min_gke_version(cfg: StackConfig) -> Iterable[Problem]:
             yield (
                 at(
                     "cluster.min_master_version",
-                    f"cluster.min_master_version {have} is older than {need}, the oldest GKE "
-                    f"version with TPU {pool.slice.generation.name} node pools "
+                    f"cluster.min_master_version {have} is older than {need}, the minimum GKE "
+                    f"version for TPU {pool.slice.generation.name} node pools "
                     f"(node_pools[{pool.name}])",
                 )
             )
@@ -452,6 +455,12 @@ RULES: tuple[Rule, ...] = (
     _rule(compute_class_pools, "compute_classes", "node_pools"),
     _rule(compute_class_shapes_fit_nap, "compute_classes", "nap", "cluster", "node_pools"),
     _rule(compute_class_pools_not_queued, "compute_classes", "node_pools"),
+    _rule(
+        compute_class_flex_start_min_gke_version,
+        "compute_classes",
+        "cluster.min_master_version",
+        "node_pools",
+    ),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),

@@ -129,6 +129,32 @@ def test_nap_limits_must_fit_every_priority() -> None:
     assert "needs tpu-v6e-slice 16, above nap.resource_limits[tpu-v6e-slice] 8" in found
 
 
+@pytest.mark.parametrize(
+    ("pool", "old", "new", "need"),
+    [
+        ("l4", "1.32", "1.33", "1.32.2-gke.1652000 or later for GPUs"),
+        ("v6e", "1.33", "1.34", "1.33.0-gke.1712000 or later for TPUs"),
+    ],
+)
+def test_flex_start_priority_needs_the_flex_start_gke_version(
+    pool: str, old: str, new: str, need: str
+) -> None:
+    """GKE's flex-start minimums (catalog.FLEX_START_MIN_GKE_VERSION) hold for a class's
+    flex-start priority; without flex-start in fallback the same old version is accepted."""
+    cls = {"name": "cc", "node_pool": pool, "fallback": ["on-demand", "flex-start"]}
+
+    def at(version: str, c: dict[str, Any]) -> dict[str, Any]:
+        data = _stack(c)
+        data["cluster"] = {"release_channel": "EXTENDED", "min_master_version": version}
+        return data
+
+    found = "\n".join(problems(at(old, cls)))
+    assert f"compute_classes[cc]: the flex-start priority needs GKE {need}" in found
+    assert f"cluster.min_master_version is {old}: raise it or drop flex-start" in found
+    validate(at(new, cls))
+    validate(at(old, {**cls, "fallback": ["on-demand", "spot"]}))
+
+
 def test_nap_off_skips_the_limit_rule() -> None:
     data = _stack(FULL)
     data["nap"] = {"enabled": False, "resource_limits": {"cpu": 1}}

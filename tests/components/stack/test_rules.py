@@ -214,6 +214,14 @@ CASES: dict[str, tuple[Mutation, str]] = {
         ),
         "compute_classes[v5e]: node pool 'tpu-dws' has provisioning: queued",
     ),
+    "compute_class_flex_start_min_gke_version": (
+        lambda d: d.update(
+            compute_classes=[{"name": "l4", "node_pool": "l4", "fallback": ["flex-start"]}],
+            cluster={"min_master_version": "1.31.5-gke.100"},
+        ),
+        "compute_classes[l4]: the flex-start priority needs GKE 1.32.2-gke.1652000 or later for "
+        "GPUs",
+    ),
     "job_slices_fit": (
         lambda d: d["jobs"][0].update(
             cluster=None, worker_group=None, node_pool="l4", slices={"min": 1, "max": 1}
@@ -508,6 +516,44 @@ def test_a4x_accepted_with_an_arm64_image_and_selects_arm_nodes() -> None:
     assert pod["containers"][0]["image"] == "example/ray-gpu:2.60.0-arm64"
 
 
+def test_a4x_zone_outside_the_sourced_one_needs_allow_unlisted_zone() -> None:
+    """A4X's only sourced zone is us-central1-b (components/catalog/gpu.py); us-central1-a was
+    dropped for want of a source, so a pool there is refused with the escape hatch named, and
+    accepted with it."""
+    image = {"image": "example/ray-gpu:2.60.0-arm64", "architectures": ["arm64"]}
+    data = _gpu_stack("nvidia-gb200", 4, ray={"images": {"gpu": image}})
+    data["node_pools"][0]["allow_unlisted_zone"] = False
+    msg = "\n".join(problems(data))
+    assert (
+        "node_pools[gb]: nvidia-gb200 is not offered in zone us-central1-a per the catalog; "
+        "offered in: us-central1-b (set allow_unlisted_zone: true"
+    ) in msg
+    data["zones"] = ["us-central1-b"]
+    validate(data)
+    data["zones"] = ["us-central1-a"]
+    data["node_pools"][0]["allow_unlisted_zone"] = True
+    validate(data)
+
+
+def test_v5p_needs_the_sourced_gke_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """v5p's minimum is the version xpk moved to for v5p, 1.28.3-gke.1286000 (the unsourced
+    1.28.3-gke.1024000 recorded before is refused now); GKE no longer offers 1.28, so this runs
+    against the 2024 record of offered versions."""
+    monkeypatch.setattr(catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024)
+    assert catalog.tpu_generation("v5p").min_gke_version == "1.28.3-gke.1286000"
+    data = config(region="us-east5", zones=["us-east5-a"])
+    data["node_pools"] = [{"name": "v5p", "tpu": {"generation": "v5p", "topology": "2x2x1"}}]
+    data["ray_clusters"], data["jobs"], data["nap"] = [], [], {"enabled": False}
+    data["cluster"] = {**data.get("cluster", {}), "min_master_version": "1.28.3-gke.1024000"}
+    found = "\n".join(problems(data))
+    assert (
+        "cluster.min_master_version: 1.28.3-gke.1024000 is older than 1.28.3-gke.1286000, the "
+        "minimum GKE version for TPU v5p node pools (node_pools[v5p])"
+    ) in found
+    data["cluster"]["min_master_version"] = "1.28.3-gke.1286000"
+    validate(data)
+
+
 def test_amd64_gpu_pool_refused_with_an_arm64_only_image() -> None:
     image = {"image": "example/ray-gpu:2.60.0-arm64", "architectures": ["arm64"]}
     found = "\n".join(problems(_gpu_stack("nvidia-b200", 8, ray={"images": {"gpu": image}})))
@@ -537,7 +583,7 @@ def _tpu7x(version: str | None) -> dict[str, Any]:
 def test_tpu7x_needs_gke_1_34_0_gke_2201000() -> None:
     validate(_tpu7x("1.35"))
     found = "\n".join(problems(_tpu7x("1.34.0-gke.1000")))
-    assert "older than 1.34.0-gke.2201000, the oldest GKE version with TPU tpu7x" in found
+    assert "older than 1.34.0-gke.2201000, the minimum GKE version for TPU tpu7x" in found
 
 
 def test_tpu_topology_must_be_the_generations() -> None:
