@@ -11,7 +11,8 @@ from workloads import model_jax
 from workloads.checkpoint import CheckpointError
 from workloads.flops import flops_per_token, matmul_params
 
-CFG = model_jax.ModelConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)
+# one block: every per-block path is exercised, at half the XLA compile time of two
+CFG = model_jax.ModelConfig(d_model=32, n_layers=1, n_heads=4, context_length=32)
 TEXT = np.frombuffer(b"def train(step):\n    return step + 1\n" * 100, np.uint8)
 
 
@@ -47,7 +48,7 @@ def test_same_architecture_as_the_torch_model() -> None:
     from workloads.model_torch import ModelConfig as TorchConfig
 
     torch.manual_seed(0)
-    tm = GPT(TorchConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)).eval()
+    tm = GPT(TorchConfig(d_model=32, n_layers=CFG.n_layers, n_heads=4, context_length=32)).eval()
     sd = {k: v.detach().numpy() for k, v in tm.state_dict().items()}
     p = model_jax.init_params(CFG)
     assert model_jax.count_params(p) == sum(v.size for v in sd.values())
@@ -122,7 +123,7 @@ def test_flops_formula_counts_matmul_params() -> None:
     d, n, t = 32, 2, 32
     assert matmul_params(d, n) == n * 12 * d * d + 256 * d
     assert flops_per_token(d, n, t) == 6 * matmul_params(d, n) + 12 * n * d * t
-    assert CFG.flops_per_token() == flops_per_token(d, n, t)
+    assert CFG.flops_per_token() == flops_per_token(CFG.d_model, CFG.n_layers, CFG.context_length)
 
 
 def test_evaluate_loads_a_jax_checkpoint_into_the_torch_model(tmp_path) -> None:

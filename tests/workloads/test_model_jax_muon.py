@@ -17,7 +17,8 @@ from contract.args.train_lm_jax import TrainLmJaxArgs
 from workloads import model_jax
 from workloads.checkpoint import CheckpointError
 
-CFG = model_jax.ModelConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)
+# one block: every per-block path is exercised, at half the XLA compile time of two
+CFG = model_jax.ModelConfig(d_model=32, n_layers=1, n_heads=4, context_length=32)
 TEXT = np.frombuffer(b"def train(step):\n    return step + 1\n" * 100, np.uint8)
 MATRICES = ("qkv", "proj", "mlp1", "mlp2")
 
@@ -135,7 +136,7 @@ def test_three_steps_equal_torch_muon(ns_dtype: str) -> None:
         u, state = update(g, state, p)
         p = optax.apply_updates(p, u)
 
-    tcfg = TorchConfig(d_model=32, n_layers=2, n_heads=4, context_length=32)
+    tcfg = TorchConfig(d_model=32, n_layers=CFG.n_layers, n_heads=4, context_length=32)
     tm = GPT(tcfg)
     tm.load_state_dict(state_dict_from_jax(model_jax.to_host(p0), tcfg))
     named = dict(tm.named_parameters())
@@ -189,7 +190,7 @@ def test_loss_decreases_with_either_optimizer(optimizer: str) -> None:
 def _args(tmp_path, **over) -> TrainLmJaxArgs:
     base = {
         "d_model": 32,
-        "n_layers": 2,
+        "n_layers": CFG.n_layers,
         "n_heads": 4,
         "context_length": 32,
         "steps": 20,
