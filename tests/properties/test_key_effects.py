@@ -12,6 +12,7 @@ only matters for a job that brings its own RayCluster).
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections import Counter
@@ -527,10 +528,12 @@ KNOWN_NO_EFFECT = {
 }
 
 
+@functools.lru_cache(maxsize=4)
 def _small_crds(version: str) -> tuple[dict[str, Any], ...]:
     """The carried CRDs without their schemas: what stack keys change about the CRD resources
     (which version's files) still shows, at a fraction of the render time (the schemas are
-    ~6 MB that every helm-mode render would serialise)."""
+    ~6 MB that every helm-mode render would serialise). Built once per version; like
+    ``crd_documents``, never mutated."""
     from components.kuberay.render import crd_documents
 
     return tuple(
