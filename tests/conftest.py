@@ -48,14 +48,42 @@ def ray_cluster() -> Iterator[object]:
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
-# Under pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``) every test that starts Ray
-# processes - the session ``ray_cluster``, `raygke local up`, a benchmark's own instance - runs in
-# one worker, one after another as without xdist: one session cluster, never two Ray instances at
-# once (a later ``ray.init()`` could find another's; 2 cores hold one). Every other test runs with
-# the rest of its file (as ``--dist loadfile``), so the work a module caches (functools.cache,
-# module fixtures) is done once. The workers take groups as they finish the previous one.
-# https://pytest-xdist.readthedocs.io/en/stable/distribution.html (--dist loadgroup)
+# Under pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``) the tests that start Ray run in
+# two groups, each in one worker, one test after another: RAY_GROUP, the tests on the session
+# ``ray_cluster`` (one session cluster per worker that runs them, started once), and
+# RAY_OWN_GROUP, the tests that start their own Ray instance (`raygke local up` on free ports and
+# a private temp dir, a benchmark's subprocess, the TPU emulation). The two groups may run at the
+# same time in the two workers: every instance has its own ports and temp dir
+# (``workloads.common.start_local_ray``: ``address="local"``, a private RAY_TMPDIR), so none finds
+# another's. Every other test runs with the rest of its file (as ``--dist loadfile``), so the work
+# a module caches (functools.cache, module fixtures) is done once. The workers take groups as
+# they finish the previous one, longest first (:func:`_schedule_rank`: xdist's own order, by test
+# count, is turned off in :func:`pytest_configure`), so neither worker is left with a long group
+# at the end. https://pytest-xdist.readthedocs.io/en/stable/distribution.html (--dist loadgroup)
 RAY_GROUP = "ray"
+RAY_OWN_GROUP = "ray-own"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False  # keep :func:`_schedule_rank`'s order
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The xdist group of ``item``: :data:`RAY_GROUP`, :data:`RAY_OWN_GROUP`, or its file."""
+    if "ray_cluster" in getattr(item, "fixturenames", ()):
+        return RAY_GROUP
+    if needs_ray(item):
+        return RAY_OWN_GROUP
+    return item.nodeid.split("::", 1)[0]
+
+
+def _schedule_rank(group: str, slow_groups: set[str]) -> int:
+    """The order in which the groups are handed out: the Ray groups (the longest, minutes each),
+    then the files with slow tests, then the rest."""
+    if group in (RAY_GROUP, RAY_OWN_GROUP):
+        return 0
+    return 1 if group in slow_groups else 2
 
 
 def needs_ray(item: pytest.Item) -> bool:
@@ -82,9 +110,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
     if not config.pluginmanager.hasplugin("xdist"):
         return
-    for item in items:
-        group = RAY_GROUP if needs_ray(item) else item.nodeid.split("::", 1)[0]
+    groups = {item: xdist_group(item) for item in items}
+    for item, group in groups.items():
         item.add_marker(pytest.mark.xdist_group(group))
+    slow = {groups[i] for i in items if i.get_closest_marker("slow") is not None}
+    items.sort(key=lambda i: _schedule_rank(groups[i], slow))  # stable: file order kept
 
 
 # A small prepared corpus on the session's real local Ray cluster (the training suites).
