@@ -8,8 +8,9 @@ SUMMARY ?= .raygke/local/summary.json
 DATA ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
-# pytest-xdist: 2 workers (CI's cores); the tests that start Ray share one of them
-# (tests/conftest.py). TEST_WORKERS=0 runs in one process, as plain pytest.
+# pytest-xdist: 2 workers (CI's cores); the tests that start Ray run in two groups, one per
+# worker at a time, longest groups first (tests/conftest.py). TEST_WORKERS=0 runs in one
+# process, as plain pytest.
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
