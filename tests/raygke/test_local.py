@@ -834,3 +834,23 @@ def test_retry_watch_reads_ray_trains_failure_policy_and_step_restarts() -> None
         "train_lm: workers restarted at step 3 (were at step 5)"
     )
     assert w.progress({"stage": "prepare", "done": 1, "total": 6}) is None
+
+
+def test_local_nodes_poll_train_workers_often_and_stop_undrained_unless_the_caller_says(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The local nodes' Ray Train poll (a quarter second) and SIGTERM drain (none); the
+    effect of no drain on `down` is test_down_leaves_nothing_behind's (every process gone)."""
+    target = local_cluster.LocalTarget("t", 1, 1, 1, 1, tmp_path)
+    monkeypatch.delenv(local_cluster.LOCAL_TRAIN_POLL_ENV, raising=False)
+    monkeypatch.delenv(local_cluster.LOCAL_DRAIN_ENV, raising=False)
+    env = local_cluster.node_env(target)
+    assert env[local_cluster.LOCAL_TRAIN_POLL_ENV] == local_cluster.LOCAL_TRAIN_POLL_S == "0.25"
+    assert env[local_cluster.LOCAL_DRAIN_ENV] == local_cluster.LOCAL_DRAIN_S == "0"
+    monkeypatch.setenv(local_cluster.LOCAL_TRAIN_POLL_ENV, "3")
+    monkeypatch.setenv(local_cluster.LOCAL_DRAIN_ENV, "5")
+    env = local_cluster.node_env(target)
+    assert (env[local_cluster.LOCAL_TRAIN_POLL_ENV], env[local_cluster.LOCAL_DRAIN_ENV]) == (
+        "3",
+        "5",
+    )
