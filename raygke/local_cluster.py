@@ -201,6 +201,14 @@ LOCAL_TRAIN_POLL_S = "0.25"
 # off switch): the node stops its processes at once. A value in the caller's environment wins.
 LOCAL_DRAIN_ENV = "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"
 LOCAL_DRAIN_S = "0"
+# Ray Train (2.60) starts a PreemptionWatcher actor with every worker group, one more Python
+# process that polls the GCS for draining nodes every 5 s to tell workers a preemption comes
+# (ray/train/v2/_internal/callbacks/preemption_callback.py; the controller adds it unless
+# RAY_TRAIN_ENABLE_PREEMPTION_WATCHER is false, controller.py). A local node is never preempted
+# or drained (LOCAL_DRAIN_S): off here, on (Ray's default) on GKE, where spot and TPU capacity is
+# preempted. A value in the caller's environment wins.
+LOCAL_PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+LOCAL_PREEMPTION_WATCHER = "0"
 
 
 def node_env(target: LocalTarget, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -208,9 +216,10 @@ def node_env(target: LocalTarget, extra: Mapping[str, str] | None = None) -> dic
 
     This interpreter's ``bin`` folder goes first on PATH so that a job's ``python -m workloads.x``
     runs the project's environment; token auth uses the cluster's own token file; Ray Train's
-    controller polls every :data:`LOCAL_TRAIN_POLL_S` seconds and a node stops without draining
-    first (:data:`LOCAL_DRAIN_S`) unless the caller's environment sets
-    :data:`LOCAL_TRAIN_POLL_ENV` / :data:`LOCAL_DRAIN_ENV`.
+    controller polls every :data:`LOCAL_TRAIN_POLL_S` seconds, starts no preemption watcher
+    (:data:`LOCAL_PREEMPTION_WATCHER`), and a node stops without draining first
+    (:data:`LOCAL_DRAIN_S`), unless the caller's environment sets
+    :data:`LOCAL_TRAIN_POLL_ENV` / :data:`LOCAL_PREEMPTION_WATCHER_ENV` / :data:`LOCAL_DRAIN_ENV`.
     """
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -219,6 +228,7 @@ def node_env(target: LocalTarget, extra: Mapping[str, str] | None = None) -> dic
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     env.setdefault(LOCAL_TRAIN_POLL_ENV, LOCAL_TRAIN_POLL_S)
     env.setdefault(LOCAL_DRAIN_ENV, LOCAL_DRAIN_S)
+    env.setdefault(LOCAL_PREEMPTION_WATCHER_ENV, LOCAL_PREEMPTION_WATCHER)
     env.update(extra or {})
     return env
 

@@ -844,7 +844,9 @@ def test_local_nodes_poll_train_workers_often_and_stop_undrained_unless_the_call
     target = local_cluster.LocalTarget("t", 1, 1, 1, 1, tmp_path)
     monkeypatch.delenv(local_cluster.LOCAL_TRAIN_POLL_ENV, raising=False)
     monkeypatch.delenv(local_cluster.LOCAL_DRAIN_ENV, raising=False)
+    monkeypatch.delenv(local_cluster.LOCAL_PREEMPTION_WATCHER_ENV, raising=False)
     env = local_cluster.node_env(target)
+    assert env[local_cluster.LOCAL_PREEMPTION_WATCHER_ENV] == "0"
     assert env[local_cluster.LOCAL_TRAIN_POLL_ENV] == local_cluster.LOCAL_TRAIN_POLL_S == "0.25"
     assert env[local_cluster.LOCAL_DRAIN_ENV] == local_cluster.LOCAL_DRAIN_S == "0"
     monkeypatch.setenv(local_cluster.LOCAL_TRAIN_POLL_ENV, "3")
