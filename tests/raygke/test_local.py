@@ -675,7 +675,9 @@ def test_overrides_bind_through_the_workload_and_train_lm_ones_reach_jax() -> No
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_up_interrupted_while_starting_leaves_no_ray_process(tmp_path: Path) -> None:
+def test_up_interrupted_while_starting_leaves_no_ray_process(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Ctrl-C during `local up` (after some nodes started, before all are ready): every node it
     started is stopped, every process of their sessions and under the cluster's Ray temp dir is
     gone, and it exits 130 saying so."""
@@ -690,6 +692,10 @@ def test_up_interrupted_while_starting_leaves_no_ray_process(tmp_path: Path) -> 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     state_file = tmp_path / "root" / "t" / "state.json"
+    # whatever fails below (up finished before the interrupt, nodes left), no cluster leaks
+    request.addfinalizer(
+        lambda: state_file.exists() and _raygke("down", "--config", str(cfg), cwd=tmp_path)
+    )
     seen: dict[int, int | None] = {}
     deadline = time.monotonic() + 180
     try:
