@@ -344,6 +344,7 @@ class JobOutcome:
     result: dict[str, Any] | None = None
     message: str = ""
     log_tail: list[str] = field(default_factory=list)
+    reused: bool = False  # not run: its result from the interrupted run (:func:`reusable`)
 
 
 def run_job(
@@ -439,9 +440,10 @@ def pipeline_key(
 
 def read_pending(target: LocalTarget) -> dict[str, Any] | None:
     """The record of the last run that started training and did not finish
-    (``<root>/<stack>/runs/pending_run.json``: ``key``, ``run_name``, ``jobs``, ``started``), or
-    None. Kept beside the runs, not in state.json, so it survives ``raygke local down``; an
-    unreadable record is ignored (the run then starts fresh)."""
+    (``<root>/<stack>/runs/pending_run.json``: ``key``, ``run_name``, ``jobs``, ``started``, and
+    ``done``: the jobs that succeeded in it, :func:`done_entry`), or None. Kept beside the runs,
+    not in state.json, so it survives ``raygke local down``; an unreadable record is ignored (the
+    run then starts fresh)."""
     try:
         value = json.loads((target.dir / "runs" / PENDING_FILE).read_text())
     except (OSError, ValueError):
@@ -459,6 +461,49 @@ def write_pending(target: LocalTarget, record: Mapping[str, Any] | None) -> None
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(dict(record), indent=2, sort_keys=True) + "\n")
     tmp.replace(path)
+
+
+def args_digest(args: Mapping[str, Any]) -> str:
+    """sha256 (16 hex digits) of a job's bound arguments as JSON: what a reused result must have
+    been produced with (:func:`reusable`)."""
+    blob = json.dumps(dict(args), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def done_entry(outcome: JobOutcome, args: Mapping[str, Any]) -> dict[str, Any]:
+    """What the pending record keeps of a job that succeeded: ``job_id``, ``seconds``,
+    ``result`` and ``args`` (:func:`args_digest`)."""
+    return {
+        "job_id": outcome.job_id,
+        "seconds": round(outcome.seconds, 2),
+        "result": outcome.result,
+        "args": args_digest(args),
+    }
+
+
+def reusable(name: str, entry: Any, args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The result of job ``name`` recorded in the pending run (``entry``, :func:`done_entry`)
+    when a resumed run may use it instead of running the job again, else None.
+
+    It may when the job succeeded there with the same bound arguments (``args``) and its
+    outputs are still there: a data job's dataset (``<dataset>/_manifest.json``, which prepare
+    writes last), a job's reported ``checkpoint`` folder when local. A job that must run again
+    (the dataset deleted, the arguments changed because an earlier job ran again) simply runs.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("result"), dict):
+        return None
+    if entry.get("args") != args_digest(args):
+        return None
+    result = entry["result"]
+    if get_workload(name).role == "data":
+        from workloads.common import dataset_manifest
+
+        if not args.get("dataset") or dataset_manifest(str(args["dataset"])) is None:
+            return None
+    ckpt = result.get("checkpoint")
+    if isinstance(ckpt, str) and "://" not in ckpt and not os.path.isdir(ckpt):
+        return None
+    return result
 
 
 def resume_point(checkpoints: str, run_name: str) -> tuple[int, str] | None:

@@ -93,7 +93,9 @@ def run(
     whose path is printed; --verbose also streams them here. A run that trained and did
     not finish (failed, interrupted) is resumed by the next run of the same pipeline (same
     jobs, corpus, --set values, accelerator): same run name, so the trainer continues from
-    its newest checkpoint ("resumed from checkpoint N"); --fresh starts over.
+    its newest checkpoint ("resumed from checkpoint N"), and a job that succeeded in it
+    (prepare) is not run again: its result is reused ("result reused from run ...") while its
+    arguments are the same and its outputs are there; --fresh starts over.
     """
     import signal
 
@@ -149,10 +151,11 @@ def run(
                 local_jobs.job_args(name, state, data_uri, run_name, {}, accelerator, extra_args)
             except local_cluster.LocalError as e:
                 _fail(str(e), EXIT_USAGE)
+        # the jobs that succeeded in the interrupted run (reused below where still valid)
+        done: dict[str, Any] = dict((pending or {}).get("done") or {}) if resumed else {}
+        record = {"key": key, "run_name": run_name, "jobs": names, "started": stamp, "done": done}
         if trains:
-            local_jobs.write_pending(
-                target, {"key": key, "run_name": run_name, "jobs": names, "started": stamp}
-            )
+            local_jobs.write_pending(target, record)
         working_dir = local_jobs.stage_working_dir(state["buckets"]["artifacts"])
         console.print(
             f"running {' -> '.join(names)} on local cluster {target.stack!r} "
@@ -175,6 +178,30 @@ def run(
             except local_cluster.LocalError as e:
                 _fail(str(e), EXIT_USAGE)
             console.rule(f"[bold]{i}/{len(names)} {name}")
+            prior = local_jobs.reusable(name, done.get(name), args) if resumed else None
+            if prior is not None:
+                job_id = str(done[name].get("job_id"))
+                console.print(
+                    f"{name}: result reused from run {run_name} (job {job_id} succeeded "
+                    "before the interruption; --fresh runs it again)",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                run_log.write(f"==> {i}/{len(names)} {name}: result of job {job_id} reused")
+                results[name] = prior
+                outcomes.append(
+                    local_jobs.JobOutcome(
+                        name,
+                        job_id,
+                        "SUCCEEDED",
+                        float(done[name].get("seconds") or 0.0),
+                        result=prior,
+                        reused=True,
+                    )
+                )
+                continue
+            done.pop(name, None)  # runs again: an older result of it is stale
             if resumed and get_workload(name).trains:
                 point = local_jobs.resume_point(state["buckets"]["checkpoints"], run_name)
                 console.print(
@@ -212,6 +239,9 @@ def run(
                     f"{outcome.seconds:.0f} s: {why.splitlines()[-1] if why else ''}"
                 )
             results[name] = outcome.result
+            if trains:  # a resumed run reuses it (local_jobs.reusable)
+                done[name] = local_jobs.done_entry(outcome, args)
+                local_jobs.write_pending(target, record)
             console.print(
                 f"[green]{name} succeeded[/] in {outcome.seconds:.1f} s: "
                 f"{json.dumps(outcome.result, default=str)[:300]}",
@@ -310,6 +340,11 @@ def _run_shown(
 
 def _jobs_json(outcomes: list[Any]) -> dict[str, Any]:
     return {
-        o.name: {"job_id": o.job_id, "status": o.status, "seconds": round(o.seconds, 2)}
+        o.name: {
+            "job_id": o.job_id,
+            "status": o.status,
+            "seconds": round(o.seconds, 2),
+            "reused": o.reused,
+        }
         for o in outcomes
     }

@@ -161,7 +161,7 @@ def deploy(
             return app
         if status in ("DEPLOY_FAILED", "UNHEALTHY"):
             raise LocalError(f"serve_lm {status.lower().replace('_', ' ')}: {failure_reason(app)}")
-        time.sleep(1.0)
+        time.sleep(0.25)  # one REST call to the dashboard per poll
     raise LocalError(f"serve_lm not running after {timeout_s:.0f} s (status {status})")
 
 

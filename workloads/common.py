@@ -260,7 +260,8 @@ def restore_checkpoint(storage_path: str, name: str) -> tuple[str, dict[str, Any
     when it is damaged, or when Ray Train has none because this is a new ``fit()`` of a run
     whose folder already holds checkpoints (a resubmitted job, ``raygke local run`` resuming an
     interrupted pipeline: Ray Train 2.60 (v2) starts such a fit without a checkpoint, measured
-    by ``tests/raygke/test_local.py::test_an_interrupted_run_resumes_from_its_checkpoint``), the
+    by ``tests/raygke/test_local.py::
+    test_an_unfinished_run_resumes_from_its_checkpoint_and_a_worker_retry_is_shown``), the
     newest checkpoint under ``<storage_path>/<name>`` that verifies is used instead (each damaged
     one skipped with a warning naming it).
     """

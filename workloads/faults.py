@@ -7,6 +7,8 @@ object; without it nothing here does anything. Keys:
 * ``fail_at_step`` (int) and ``fail_marker`` (path): rank 0 of a Ray Train worker group exits
   right after that step, once: the crash creates the marker file, and a restarted worker that
   finds it trains on (:func:`crash_after_step`, called by :func:`workloads.train_loop.run_loop`);
+  with ``fail_times`` (int, default 1) it crashes that many times, the marker holding one line
+  per crash (``fail_times`` 2 with ``max_failures`` 1: a retry, then no retry left);
 * ``interrupt_after`` (int): ``tune_lm`` interrupts its experiment after that many trials
   completed, as after Ctrl+C (:func:`interrupt_after`).
 
@@ -26,7 +28,7 @@ from typing import Any
 
 from contract.registry import FAULTS_ENV
 
-KEYS = ("fail_at_step", "fail_marker", "interrupt_after")
+KEYS = ("fail_at_step", "fail_marker", "fail_times", "interrupt_after")
 
 
 def plan() -> dict[str, Any]:
@@ -67,13 +69,21 @@ def carry(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def crash_after_step(rank: int, step: int) -> None:
     """Exit this process (``os._exit(1)``, a worker crash) when the plan's ``fail_at_step`` is
-    ``step``, on rank 0, once per ``fail_marker``."""
+    ``step``, on rank 0, ``fail_times`` times (default once) per ``fail_marker`` (a line per
+    crash)."""
     if rank != 0 or not os.environ.get(FAULTS_ENV):
         return
     faults = plan()
     marker = faults.get("fail_marker")
-    if faults.get("fail_at_step") == step and marker and not os.path.exists(marker):
-        open(marker, "w").close()
+    if faults.get("fail_at_step") != step or not marker:
+        return
+    crashes = 0
+    if os.path.exists(marker):
+        with open(marker) as f:
+            crashes = max(1, sum(1 for _ in f))  # an empty marker (made by hand): one crash
+    if crashes < int(faults.get("fail_times") or 1):
+        with open(marker, "a") as f:
+            f.write(f"crashed after step {step}\n")
         os._exit(1)
 
 

@@ -385,6 +385,11 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
                         random_state=args.seed, max_concurrent=args.max_concurrent
                     ),
                     max_concurrent_trials=args.max_concurrent or None,
+                    # a trial's actor (a process that has imported torch) runs the next trial
+                    # and takes PBT's exploits, instead of a new process each time (Tune's
+                    # advice for PBT; every trial asks for the same resources here):
+                    # https://docs.ray.io/en/latest/tune/api/doc/ray.tune.TuneConfig.html
+                    reuse_actors=True,
                 ),
                 run_config=tune.RunConfig(
                     name=args.name,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +35,30 @@ def _steps(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
-    tiny_dataset: Path, tmp_path: Path
-) -> None:
-    from workloads import evaluate, train_lm
+@pytest.fixture(scope="module")
+def trained(tiny_dataset: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One 40-step run (checkpoints at steps 20 and 40) that the tests below read or copy, so
+    the module fits once for them (each fit costs tens of seconds of Ray Train start-up here):
+    ``(config, result)``."""
+    from workloads import train_lm
 
     cfg = {
         **TINY,
         "dataset": str(tiny_dataset),
-        "storage_path": str(tmp_path / "runs"),
+        "storage_path": str(tmp_path_factory.mktemp("trained") / "runs"),
         "name": "tiny",
         "steps": 40,
         "checkpoint_every": 20,
     }
-    out = train_lm.main(cfg)
+    return cfg, train_lm.main(cfg)
+
+
+def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
+    trained: tuple[dict[str, Any], dict[str, Any]], tiny_dataset: Path
+) -> None:
+    from workloads import evaluate
+
+    cfg, out = trained
     assert out["steps"] == 40
     assert out["first_loss"] > 4.5  # about ln(256) = 5.55 untrained
     assert out["last_loss"] < out["first_loss"] - 1.5
@@ -57,7 +68,7 @@ def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
     ev = evaluate.main(
         {
             "dataset": str(tiny_dataset),
-            "storage_path": str(tmp_path / "runs"),
+            "storage_path": cfg["storage_path"],
             "name": "tiny",
             "prompt": "def ",
             "sample_bytes": 20,
@@ -106,22 +117,18 @@ def test_killed_worker_resumes_and_counts_every_step_once(
 
 
 def test_damaged_newest_checkpoint_is_refused_and_previous_used(
-    tiny_dataset: Path, tmp_path: Path
+    trained: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path
 ) -> None:
+    """A copy of the shared run (checkpoints 20 and 40) whose newest checkpoint is damaged:
+    verification names the file, and the next fit of the run continues from step 20."""
     from workloads import train_lm
     from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
 
+    shared, _ = trained
     runs = tmp_path / "runs"
-    cfg = {
-        **TINY,
-        "dataset": str(tiny_dataset),
-        "storage_path": str(runs),
-        "name": "dmg",
-        "steps": 10,
-        "checkpoint_every": 5,
-    }
-    train_lm.main(cfg)
-    newest = runs / "dmg" / "checkpoint_00000010"
+    shutil.copytree(Path(shared["storage_path"]) / "tiny", runs / "dmg")
+    cfg = {**shared, "storage_path": str(runs), "name": "dmg"}
+    newest = runs / "dmg" / "checkpoint_00000040"
     weights = newest / "model.pt"
     data = bytearray(weights.read_bytes())
     data[len(data) // 2] ^= 0x01
@@ -130,10 +137,10 @@ def test_damaged_newest_checkpoint_is_refused_and_previous_used(
         verify_checkpoint(newest)
     found = latest_valid_checkpoint(runs / "dmg")
     assert found is not None
-    assert found[0].name == "checkpoint_00000005"
+    assert found[0].name == "checkpoint_00000020"
 
     log = tmp_path / "steps.jsonl"
-    out = train_lm.main({**cfg, "steps": 12, "step_log": str(log)})
-    assert [e["step"] for e in _steps(log)] == list(range(6, 13))
-    assert out["steps"] == 12
-    assert verify_checkpoint(out["checkpoint"])["step"] == 12
+    out = train_lm.main({**cfg, "steps": 42, "step_log": str(log)})
+    assert [e["step"] for e in _steps(log)] == list(range(21, 43))
+    assert out["steps"] == 42
+    assert verify_checkpoint(out["checkpoint"])["step"] == 42

@@ -39,13 +39,23 @@ def _lines(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def test_two_workers_stay_in_sync_and_evaluate_scores_the_checkpoint(
-    tiny_dataset: Path, tmp_path: Path
+def test_a_killed_worker_resumes_and_two_workers_stay_in_sync_and_evaluate_scores(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One 30-step run of two workers whose rank 0 dies after step 7: the group restarts from
+    checkpoint 5 with every step counted once, both workers end with bit-identical weights
+    (restored into every worker, then 25 all-reduced steps), and evaluate scores the final
+    TensorFlow checkpoint. (Two tests before, each fitting its own run:
+    test_two_workers_stay_in_sync_and_evaluate_scores_the_checkpoint and
+    test_killed_worker_resumes_and_counts_every_step_once; every assertion of both is here.)"""
     from workloads import evaluate, train_lm_tf
     from workloads.checkpoint import verify_checkpoint
 
-    weights = tmp_path / "weights.jsonl"
+    # the test-only fault plan (workloads/faults.py), not a job argument
+    crash = {"fail_at_step": 7, "fail_marker": str(tmp_path / "crashed")}
+    monkeypatch.setenv(FAULTS_ENV, json.dumps(crash))
+
+    log, weights = tmp_path / "steps.jsonl", tmp_path / "weights.jsonl"
     out = train_lm_tf.main(
         {
             **TINY,
@@ -53,14 +63,27 @@ def test_two_workers_stay_in_sync_and_evaluate_scores_the_checkpoint(
             "storage_path": str(tmp_path / "runs"),
             "name": "tf",
             "steps": 30,
-            "checkpoint_every": 0,
+            "checkpoint_every": 5,
+            "max_failures": 1,
+            "step_log": str(log),
             "weights_log": str(weights),
         }
     )
+    assert (tmp_path / "crashed").exists()  # rank 0 really died once
+    entries = _lines(log)
+    attempts = list(dict.fromkeys(e["attempt"] for e in entries))
+    assert len(attempts) == 2
+    first = [e["step"] for e in entries if e["attempt"] == attempts[0]]
+    second = [e["step"] for e in entries if e["attempt"] == attempts[1]]
+    assert first == list(range(1, 8))  # died right after step 7
+    assert second == list(range(6, 31))  # resumed from checkpoint_00000005
+    counted = [s for s in first if s <= 5] + second
+    assert counted == list(range(1, 31))  # every step exactly once
+
     records = _lines(weights)
     assert sorted(r["rank"] for r in records) == [0, 1]
     assert {r["step"] for r in records} == {30}
-    # Both workers hold bit-identical weights after 30 all-reduced steps.
+    # Both workers hold bit-identical weights after the all-reduced steps since the restart.
     assert len({r["weights_sha256"] for r in records}) == 1
     assert out["steps"] == 30
     assert out["first_loss"] > 4.5  # about ln(256) = 5.55 untrained
@@ -80,45 +103,3 @@ def test_two_workers_stay_in_sync_and_evaluate_scores_the_checkpoint(
     assert ev["checkpoint"] == out["checkpoint"]
     assert ev["step"] == 30
     assert math.isfinite(ev["val_loss"]) and ev["val_loss"] < out["first_loss"] - 1.0
-
-
-def test_killed_worker_resumes_and_counts_every_step_once(
-    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from workloads import train_lm_tf
-    from workloads.checkpoint import verify_checkpoint
-
-    # the test-only fault plan (workloads/faults.py), not a job argument
-    crash = {"fail_at_step": 7, "fail_marker": str(tmp_path / "crashed")}
-    monkeypatch.setenv(FAULTS_ENV, json.dumps(crash))
-
-    log, weights = tmp_path / "steps.jsonl", tmp_path / "weights.jsonl"
-    out = train_lm_tf.main(
-        {
-            **TINY,
-            "dataset": str(tiny_dataset),
-            "storage_path": str(tmp_path / "runs"),
-            "name": "crash",
-            "steps": 12,
-            "checkpoint_every": 5,
-            "max_failures": 1,
-            "step_log": str(log),
-            "weights_log": str(weights),
-        }
-    )
-    assert (tmp_path / "crashed").exists()  # rank 0 really died once
-    entries = _lines(log)
-    attempts = list(dict.fromkeys(e["attempt"] for e in entries))
-    assert len(attempts) == 2
-    first = [e["step"] for e in entries if e["attempt"] == attempts[0]]
-    second = [e["step"] for e in entries if e["attempt"] == attempts[1]]
-    assert first == list(range(1, 8))  # died right after step 7
-    assert second == list(range(6, 13))  # resumed from checkpoint_00000005
-    counted = [s for s in first if s <= 5] + second
-    assert counted == list(range(1, 13))  # every step exactly once
-    assert out["steps"] == 12
-    assert verify_checkpoint(out["checkpoint"])["step"] == 12
-    # The restarted group is in sync again (weights restored into every worker).
-    records = _lines(weights)
-    assert sorted(r["rank"] for r in records) == [0, 1]
-    assert len({r["weights_sha256"] for r in records}) == 1

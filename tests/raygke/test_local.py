@@ -568,54 +568,62 @@ def _train_corpus(base: Path) -> Path:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_worker_retry_is_shown_on_the_console(cluster) -> None:
-    marker = cluster["base"] / "crashed-once"
-    r = _raygke(
-        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
-        "--set", "train_lm.steps=6", "--set", "train_lm.max_failures=1",
-        "--config", str(cluster["cfg"]), cwd=cluster["base"],
-        faults={"fail_at_step": 3, "fail_marker": str(marker)},
-    )  # fmt: skip
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr
-    assert marker.exists(), "the worker crashed once"
-    shown = [ln for ln in r.stdout.splitlines() if "train_lm: " in ln and "retr" in ln.lower()]
-    shown += [ln for ln in r.stdout.splitlines() if "train_lm: workers restarted at step" in ln]
-    assert shown, r.stdout[-4000:]
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_an_unfinished_run_resumes_from_its_checkpoint(cluster) -> None:
-    """A run whose training stopped after a checkpoint (here: its worker dies at step 30 with no
-    retry left, deterministic where a Ctrl-C would race a fast machine), then the same command:
-    the same run continues from its newest checkpoint ("resumed from checkpoint 20"; the
-    trainer's first step is 21) and no new run folder appears."""
+def test_an_unfinished_run_resumes_from_its_checkpoint_and_a_worker_retry_is_shown(
+    cluster,
+) -> None:
+    """A run whose training stopped after a checkpoint (here: its worker dies at step 30, is
+    retried once, and dies there again with no retry left: deterministic where a Ctrl-C would
+    race a fast machine), then the same command: the same run continues from its newest
+    checkpoint ("resumed from checkpoint 20"; the trainer's first step is 21), prepare, which
+    succeeded in the first run, is not run again (its result is reused), and no new run folder
+    appears. In the resumed run a worker crashes once more: Ray Train's retry is shown on the
+    console and the run still succeeds. (Two tests before, each running its own pipelines: this
+    one and test_a_worker_retry_is_shown_on_the_console, whose assertions are the second run's.)
+    """
     step_log = cluster["base"] / "steps.jsonl"
-    marker = cluster["base"] / "died-at-30"
+    died = cluster["base"] / "died-at-30"
+    crashed = cluster["base"] / "crashed-once"
     args = (
         "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
         "--set", "train_lm.steps=40", "--set", "train_lm.checkpoint_every=20",
-        "--set", "train_lm.max_failures=0", "--set", f"train_lm.step_log={step_log}",
+        "--set", "train_lm.max_failures=1", "--set", f"train_lm.step_log={step_log}",
         "--config", str(cluster["cfg"]),
     )  # fmt: skip
     checkpoints = Path(cluster["state"]["buckets"]["checkpoints"])
+    runs = cluster["base"] / "root" / "t" / "runs"
     before = set(checkpoints.glob("lm-*")) if checkpoints.exists() else set()
-    crash = {"fail_at_step": 30, "fail_marker": str(marker)}
-    r = _raygke(*args, cwd=cluster["base"], timeout=900, faults=crash)
-    assert r.returncode == 1 and marker.exists(), r.stdout[-3000:] + r.stderr
+    twice = {"fail_at_step": 30, "fail_marker": str(died), "fail_times": 2}
+    r = _raygke(*args, cwd=cluster["base"], timeout=900, faults=twice)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr
+    assert len(died.read_text().splitlines()) == 2, "died, was retried, died again"
     (run_dir,) = set(checkpoints.glob("lm-*")) - before
     assert (run_dir / "checkpoint_00000020").is_dir()
-    pending = json.loads((cluster["base"] / "root" / "t" / "runs" / "pending_run.json").read_text())
+    pending = json.loads((runs / "pending_run.json").read_text())
     assert pending["run_name"] == run_dir.name
+    assert pending["done"]["prepare"]["result"]["rows"] > 0, "prepare's result is recorded"
     step_log.unlink()
-    r = _raygke(*args, cwd=cluster["base"], timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    once = {"fail_at_step": 35, "fail_marker": str(crashed)}
+    r = _raygke(*args, cwd=cluster["base"], timeout=900, faults=once)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr
     resumed = [ln for ln in r.stdout.splitlines() if ln.startswith("resumed from checkpoint ")]
     assert resumed == [f"resumed from checkpoint 20 ({run_dir / 'checkpoint_00000020'})"]
+    reused = [ln for ln in r.stdout.splitlines() if "result reused from run" in ln]
+    assert len(reused) == 1 and reused[0].startswith(
+        f"prepare: result reused from run {run_dir.name} "
+    )
+    logs = [ln.split(": ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("log: ")]
+    text = Path(logs[0]).read_text()
+    assert "==> 1/2 prepare: result of job " in text and "==> 1/2 prepare {" not in text
+    assert "prepare succeeded in" not in r.stdout, "no prepare job ran"
     first = json.loads(step_log.read_text().splitlines()[0])
     assert first["step"] == 21, "the trainer continued after the checkpoint"
-    assert not (cluster["base"] / "root" / "t" / "runs" / "pending_run.json").exists()
+    assert not (runs / "pending_run.json").exists()
     assert set(checkpoints.glob("lm-*")) - before == {run_dir}, "no new run was started"
+    # the resumed run's worker crash: retried, shown on the console, and the run succeeded
+    assert crashed.exists(), "the worker crashed once"
+    shown = [ln for ln in r.stdout.splitlines() if "train_lm: " in ln and "retr" in ln.lower()]
+    shown += [ln for ln in r.stdout.splitlines() if "train_lm: workers restarted at step" in ln]
+    assert shown, r.stdout[-4000:]
 
 
 @pytest.mark.ray
@@ -667,7 +675,9 @@ def test_overrides_bind_through_the_workload_and_train_lm_ones_reach_jax() -> No
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_up_interrupted_while_starting_leaves_no_ray_process(tmp_path: Path) -> None:
+def test_up_interrupted_while_starting_leaves_no_ray_process(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Ctrl-C during `local up` (after some nodes started, before all are ready): every node it
     started is stopped, every process of their sessions and under the cluster's Ray temp dir is
     gone, and it exits 130 saying so."""
@@ -682,6 +692,10 @@ def test_up_interrupted_while_starting_leaves_no_ray_process(tmp_path: Path) -> 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     state_file = tmp_path / "root" / "t" / "state.json"
+    # whatever fails below (up finished before the interrupt, nodes left), no cluster leaks
+    request.addfinalizer(
+        lambda: state_file.exists() and _raygke("down", "--config", str(cfg), cwd=tmp_path)
+    )
     seen: dict[int, int | None] = {}
     deadline = time.monotonic() + 180
     try:
@@ -770,6 +784,35 @@ def test_pending_run_record_and_pipeline_key(tmp_path: Path) -> None:
     assert not (tmp_path / "runs" / local_jobs.PENDING_FILE).exists()
 
 
+def test_a_resumed_run_reuses_a_job_result_only_while_its_arguments_and_outputs_hold(
+    tmp_path: Path,
+) -> None:
+    """local_jobs.reusable: a job that succeeded in the interrupted run is not run again while
+    its bound arguments are the same and its outputs (a data job's dataset manifest, a reported
+    local checkpoint folder) are still there."""
+    ds = tmp_path / "datasets" / "corpus-1"
+    ds.mkdir(parents=True)
+    (ds / "_manifest.json").write_text('{"rows": 10}')
+    args = {"data": "/c", "dataset": str(ds), "context_length": 32}
+    outcome = local_jobs.JobOutcome("prepare", "raygke-prepare-1", "SUCCEEDED", 3.21, {"rows": 10})
+    entry = local_jobs.done_entry(outcome, args)
+    assert entry["job_id"] == "raygke-prepare-1" and entry["seconds"] == 3.21
+    entry = json.loads(json.dumps(entry))  # as read back from pending_run.json
+    assert local_jobs.reusable("prepare", entry, args) == {"rows": 10}
+    assert local_jobs.reusable("prepare", entry, {**args, "context_length": 64}) is None
+    assert local_jobs.reusable("prepare", None, args) is None
+    (ds / "_manifest.json").unlink()  # the dataset is gone: prepare runs again
+    assert local_jobs.reusable("prepare", entry, args) is None
+    ckpt = tmp_path / "checkpoints" / "lm-1" / "checkpoint_00000040"
+    ckpt.mkdir(parents=True)
+    train_args = {"dataset": str(ds), "storage_path": str(tmp_path / "checkpoints")}
+    trained = local_jobs.JobOutcome("train_lm", "j2", "SUCCEEDED", 9.0, {"checkpoint": str(ckpt)})
+    entry = json.loads(json.dumps(local_jobs.done_entry(trained, train_args)))
+    assert local_jobs.reusable("train_lm", entry, train_args) == {"checkpoint": str(ckpt)}
+    ckpt.rmdir()
+    assert local_jobs.reusable("train_lm", entry, train_args) is None
+
+
 def test_resume_point_is_the_newest_verifying_checkpoint(tmp_path: Path) -> None:
     from workloads.checkpoint import write_checkpoint
 
@@ -797,3 +840,25 @@ def test_retry_watch_reads_ray_trains_failure_policy_and_step_restarts() -> None
         "train_lm: workers restarted at step 3 (were at step 5)"
     )
     assert w.progress({"stage": "prepare", "done": 1, "total": 6}) is None
+
+
+def test_local_nodes_poll_train_workers_often_and_stop_undrained_unless_the_caller_says(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The local nodes' Ray Train poll (a quarter second) and SIGTERM drain (none); the
+    effect of no drain on `down` is test_down_leaves_nothing_behind's (every process gone)."""
+    target = local_cluster.LocalTarget("t", 1, 1, 1, 1, tmp_path)
+    monkeypatch.delenv(local_cluster.LOCAL_TRAIN_POLL_ENV, raising=False)
+    monkeypatch.delenv(local_cluster.LOCAL_DRAIN_ENV, raising=False)
+    monkeypatch.delenv(local_cluster.LOCAL_PREEMPTION_WATCHER_ENV, raising=False)
+    env = local_cluster.node_env(target)
+    assert env[local_cluster.LOCAL_PREEMPTION_WATCHER_ENV] == "0"
+    assert env[local_cluster.LOCAL_TRAIN_POLL_ENV] == local_cluster.LOCAL_TRAIN_POLL_S == "0.25"
+    assert env[local_cluster.LOCAL_DRAIN_ENV] == local_cluster.LOCAL_DRAIN_S == "0"
+    monkeypatch.setenv(local_cluster.LOCAL_TRAIN_POLL_ENV, "3")
+    monkeypatch.setenv(local_cluster.LOCAL_DRAIN_ENV, "5")
+    env = local_cluster.node_env(target)
+    assert (env[local_cluster.LOCAL_TRAIN_POLL_ENV], env[local_cluster.LOCAL_DRAIN_ENV]) == (
+        "3",
+        "5",
+    )

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from components.catalog import CatalogError, tpu_slice
-from raygke.local_cluster import free_port, ray_command
+from raygke.local_cluster import LOCAL_DRAIN_ENV, LOCAL_DRAIN_S, free_port, ray_command
 from raygke.tpu_emulation import (
     LABEL_POD_TYPE,
     LABEL_SLICE_NAME,
@@ -127,6 +127,9 @@ def _base_env() -> dict[str, str]:
     # (other engineers' clusters on this machine rewrite theirs).
     env["RAY_AUTH_MODE"] = "disabled"
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    # stopped at the end without Ray's SIGTERM drain (up to 30 s per node), as `raygke local
+    # down` stops its nodes (raygke.local_cluster.LOCAL_DRAIN_S)
+    env[LOCAL_DRAIN_ENV] = LOCAL_DRAIN_S
     return env
 
 
@@ -139,7 +142,7 @@ def _wait_started(proc: subprocess.Popen, log: Path, timeout: float = 120) -> No
             return
         if proc.poll() is not None:
             raise RuntimeError(f"ray start exited {proc.returncode}: {text[-2000:]}")
-        time.sleep(1)
+        time.sleep(0.2)
     raise TimeoutError(f"ray start not up after {timeout}s: {log.read_text()[-2000:]}")
 
 

@@ -62,3 +62,21 @@ def test_the_crash_happens_once_on_rank_0_at_its_step(
     assert exits == [1] and marker.exists()
     faults.crash_after_step(0, 3)  # the marker exists: once only
     assert exits == [1]
+
+
+def test_fail_times_crashes_that_many_times_counting_in_the_marker(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    marker = tmp_path / "crashed"
+    plan = {"fail_at_step": 3, "fail_marker": str(marker), "fail_times": 2}
+    monkeypatch.setenv(FAULTS_ENV, json.dumps(plan))
+    exits: list[int] = []
+    monkeypatch.setattr(faults.os, "_exit", exits.append)
+    faults.crash_after_step(0, 3)
+    faults.crash_after_step(0, 3)
+    assert exits == [1, 1] and len(marker.read_text().splitlines()) == 2
+    faults.crash_after_step(0, 3)  # crashed twice already
+    assert exits == [1, 1]
+    marker.write_text("")  # an empty marker (made by hand) counts as one crash
+    faults.crash_after_step(0, 3)
+    assert exits == [1, 1, 1]
