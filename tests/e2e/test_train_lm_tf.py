@@ -14,7 +14,6 @@ import pytest
 
 from contract.registry import FAULTS_ENV
 
-pytest.importorskip("tensorflow")
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 # Two workers of half a CPU each on the 2-CPU test cluster, so Ray Data's read tasks still fit.

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("tensorflow")
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # imports TensorFlow and PyTorch (about a minute on a busy machine)
 

@@ -16,7 +16,6 @@ import pytest
 
 from tests.helpers import ROOT
 
-pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.slow  # imports TensorFlow (tens of seconds on a busy machine)
 
 TINY = {
