@@ -127,3 +127,18 @@ def preview_outputs(data: dict[str, Any], stack: str = "test") -> dict[str, tupl
         pulumi.runtime.set_mocks(
             _InputsOnlyMocks(data["project"]), project=PROJECT_NAMESPACE, stack=stack, preview=False
         )
+
+
+def json_lines(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (a trainer's ``step_log`` or ``weights_log``)."""
+    import json
+
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def steps_by_attempt(step_log: Path) -> list[list[int]]:
+    """The steps a trainer's ``step_log`` records (lines with ``step`` and ``attempt``), one list
+    per attempt (Ray Train's restarts), in the order the attempts first appear."""
+    entries = json_lines(step_log)
+    attempts = list(dict.fromkeys(e["attempt"] for e in entries))
+    return [[e["step"] for e in entries if e["attempt"] == a] for a in attempts]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from contract.registry import FAULTS_ENV
+from tests.helpers import json_lines, steps_by_attempt
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -29,10 +30,6 @@ TINY = {
     "seed": 0,
     "max_failures": 0,
 }
-
-
-def _steps(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -103,11 +100,9 @@ def test_killed_worker_resumes_and_counts_every_step_once(
     monkeypatch.setenv(FAULTS_ENV, json.dumps(crash))
     out = train_lm.main(cfg)
     assert (tmp_path / "crashed").exists()  # the worker really died once
-    entries = _steps(log)
-    attempts = list(dict.fromkeys(e["attempt"] for e in entries))
+    attempts = steps_by_attempt(log)
     assert len(attempts) == 2
-    first = [e["step"] for e in entries if e["attempt"] == attempts[0]]
-    second = [e["step"] for e in entries if e["attempt"] == attempts[1]]
+    first, second = attempts
     assert first == list(range(1, 8))  # died right after step 7
     assert second == list(range(6, 17))  # resumed from checkpoint_00000005
     counted = [s for s in first if s <= 5] + second
@@ -141,6 +136,6 @@ def test_damaged_newest_checkpoint_is_refused_and_previous_used(
 
     log = tmp_path / "steps.jsonl"
     out = train_lm.main({**cfg, "steps": 42, "step_log": str(log)})
-    assert [e["step"] for e in _steps(log)] == list(range(21, 43))
+    assert [e["step"] for e in json_lines(log)] == list(range(21, 43))
     assert out["steps"] == 42
     assert verify_checkpoint(out["checkpoint"])["step"] == 42

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from contract.registry import FAULTS_ENV
+from tests.helpers import json_lines, steps_by_attempt
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -32,10 +32,6 @@ TINY = {
     "seed": 0,
     "max_failures": 0,
 }
-
-
-def _lines(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def test_a_killed_worker_resumes_and_two_workers_stay_in_sync_and_evaluate_scores(
@@ -69,17 +65,15 @@ def test_a_killed_worker_resumes_and_two_workers_stay_in_sync_and_evaluate_score
         }
     )
     assert (tmp_path / "crashed").exists()  # rank 0 really died once
-    entries = _lines(log)
-    attempts = list(dict.fromkeys(e["attempt"] for e in entries))
+    attempts = steps_by_attempt(log)
     assert len(attempts) == 2
-    first = [e["step"] for e in entries if e["attempt"] == attempts[0]]
-    second = [e["step"] for e in entries if e["attempt"] == attempts[1]]
+    first, second = attempts
     assert first == list(range(1, 8))  # died right after step 7
     assert second == list(range(6, 31))  # resumed from checkpoint_00000005
     counted = [s for s in first if s <= 5] + second
     assert counted == list(range(1, 31))  # every step exactly once
 
-    records = _lines(weights)
+    records = json_lines(weights)
     assert sorted(r["rank"] for r in records) == [0, 1]
     assert {r["step"] for r in records} == {30}
     # Both workers hold bit-identical weights after the all-reduced steps since the restart.
