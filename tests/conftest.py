@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from raygke import local_cluster
+
 # Ray Train's controller polls its workers every 2 s by default; the tests' fits (here, in the
 # benchmarks' subprocesses and on `raygke local up` clusters) poll a quarter second and start no
 # preemption watcher process, as the local cluster's jobs do (raygke.local_cluster
 # LOCAL_TRAIN_POLL_S and LOCAL_PREEMPTION_WATCHER say what each saves per fit).
-os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.25")
-os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
+os.environ.setdefault(local_cluster.LOCAL_TRAIN_POLL_ENV, local_cluster.LOCAL_TRAIN_POLL_S)
+os.environ.setdefault(
+    local_cluster.LOCAL_PREEMPTION_WATCHER_ENV, local_cluster.LOCAL_PREEMPTION_WATCHER
+)
 
 
 @pytest.fixture(scope="session")
