@@ -209,6 +209,16 @@ LOCAL_DRAIN_S = "0"
 # preempted. A value in the caller's environment wins.
 LOCAL_PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
 LOCAL_PREEMPTION_WATCHER = "0"
+# Every Parquet read (``ray.data.read_parquet``: Ray Train's training split, ``Dataset.count``)
+# lists its files through a pool of RAY_DATA_PARQUET_FOOTER_NUM_ACTORS FooterReader actors,
+# default 32, provisioned per listing and killed after it (ray 2.60:
+# ray/data/_internal/datasource_v2/formats/parquet/footer_file_indexer.py ``_DEFAULT_NUM_ACTORS``,
+# ``FooterFileIndexer.list_files``): sized for remote object stores with thousands of files,
+# each actor a Python process of its own. A local dataset is a few files on the local disk; on 2
+# cores each fit started 4 to 5 of them per attempt before the listing was done. One here; GKE
+# keeps Ray's default. A value in the caller's environment wins.
+LOCAL_PARQUET_FOOTER_ACTORS_ENV = "RAY_DATA_PARQUET_FOOTER_NUM_ACTORS"
+LOCAL_PARQUET_FOOTER_ACTORS = "1"
 
 
 def node_env(target: LocalTarget, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -217,9 +227,11 @@ def node_env(target: LocalTarget, extra: Mapping[str, str] | None = None) -> dic
     This interpreter's ``bin`` folder goes first on PATH so that a job's ``python -m workloads.x``
     runs the project's environment; token auth uses the cluster's own token file; Ray Train's
     controller polls every :data:`LOCAL_TRAIN_POLL_S` seconds, starts no preemption watcher
-    (:data:`LOCAL_PREEMPTION_WATCHER`), and a node stops without draining first
-    (:data:`LOCAL_DRAIN_S`), unless the caller's environment sets
-    :data:`LOCAL_TRAIN_POLL_ENV` / :data:`LOCAL_PREEMPTION_WATCHER_ENV` / :data:`LOCAL_DRAIN_ENV`.
+    (:data:`LOCAL_PREEMPTION_WATCHER`), a Parquet listing uses
+    :data:`LOCAL_PARQUET_FOOTER_ACTORS` footer-reading actor(s), and a node stops without
+    draining first (:data:`LOCAL_DRAIN_S`), unless the caller's environment sets
+    :data:`LOCAL_TRAIN_POLL_ENV` / :data:`LOCAL_PREEMPTION_WATCHER_ENV` /
+    :data:`LOCAL_PARQUET_FOOTER_ACTORS_ENV` / :data:`LOCAL_DRAIN_ENV`.
     """
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -229,6 +241,7 @@ def node_env(target: LocalTarget, extra: Mapping[str, str] | None = None) -> dic
     env.setdefault(LOCAL_TRAIN_POLL_ENV, LOCAL_TRAIN_POLL_S)
     env.setdefault(LOCAL_DRAIN_ENV, LOCAL_DRAIN_S)
     env.setdefault(LOCAL_PREEMPTION_WATCHER_ENV, LOCAL_PREEMPTION_WATCHER)
+    env.setdefault(LOCAL_PARQUET_FOOTER_ACTORS_ENV, LOCAL_PARQUET_FOOTER_ACTORS)
     env.update(extra or {})
     return env
 

@@ -16,12 +16,16 @@ import pytest
 from raygke import local_cluster
 
 # Ray Train's controller polls its workers every 2 s by default; the tests' fits (here, in the
-# benchmarks' subprocesses and on `raygke local up` clusters) poll a quarter second and start no
-# preemption watcher process, as the local cluster's jobs do (raygke.local_cluster
-# LOCAL_TRAIN_POLL_S and LOCAL_PREEMPTION_WATCHER say what each saves per fit).
+# benchmarks' subprocesses and on `raygke local up` clusters) poll a quarter second, start no
+# preemption watcher process and list a Parquet dataset with one footer-reading actor (not 32),
+# as the local cluster's jobs do (raygke.local_cluster LOCAL_TRAIN_POLL_S,
+# LOCAL_PREEMPTION_WATCHER and LOCAL_PARQUET_FOOTER_ACTORS say what each saves per fit).
 os.environ.setdefault(local_cluster.LOCAL_TRAIN_POLL_ENV, local_cluster.LOCAL_TRAIN_POLL_S)
 os.environ.setdefault(
     local_cluster.LOCAL_PREEMPTION_WATCHER_ENV, local_cluster.LOCAL_PREEMPTION_WATCHER
+)
+os.environ.setdefault(
+    local_cluster.LOCAL_PARQUET_FOOTER_ACTORS_ENV, local_cluster.LOCAL_PARQUET_FOOTER_ACTORS
 )
 
 
