@@ -41,8 +41,8 @@ HEALTHY with 2 running replicas again, after it first reported fewer).
 
 The model is a fresh random initialisation of the default LM dimensions (``ModelConfig()``,
 ``--smoke``: a tiny one): the cost of a forward pass does not depend on the weights. Ray runs
-in-process (``ray.init(address="local")``, no dashboard). ``--smoke``: tiny model, 4 clients, 2 s,
-1 round.
+in-process (``ray.init(address="local")``, no dashboard). ``--smoke``: tiny model, 4 clients, 1 s,
+1 round (the fault case: 3 s).
 
 Last line: ``ratio: batched/unbatched = R  (batched/bare = S, mean batch M, p99 batched/bare = P;
 targets >= 3, >= 2, >= 8, <= 1)``.
@@ -66,7 +66,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 HOST = "127.0.0.1"
-SMOKE = {"clients": 4, "seconds": 2.0, "rounds": 1, "tokens": 4, "tiny": True}
+SMOKE = {"clients": 4, "seconds": 1.0, "rounds": 1, "tokens": 4, "tiny": True}
 RETRIES = 2  # a generation is idempotent given its seed: safe to resend after a replica died
 RETRY_STATUS = (500, 502, 503)
 

@@ -15,7 +15,7 @@ ones, so drift in the machine's load hits both alike) and the medians are compar
 Without ``--dataset`` a dataset of random bytes in ``workloads.prepare``'s row schema (column
 ``tokens``: ``fixed_size_list<uint8>[context_length + 1]`` under ``train/``) is written to a
 temporary folder: the step's cost does not depend on the bytes. ``--smoke``: tiny model,
-4 steps, 2 rounds (seconds of stepping; Ray start-up dominates). Target ratio >= 0.95.
+4 steps, 1 round: one run per side (seconds of stepping; Ray start-up dominates). Target ratio >= 0.95.
 
 On a machine shared with other jobs use ``--threads 1``: two OpenMP threads on two busy cores
 swing several-fold with the load (2 threads measured ray/bare 1.57 and 2.13 here, 1 thread 0.99).
@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMOKE = {
     "steps": 4,
     "batch_size": 4,
-    "rounds": 2,
+    "rounds": 1,
     "d_model": 32,
     "n_layers": 1,
     "n_heads": 2,
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n-layers", type=int, default=None)
     p.add_argument("--n-heads", type=int, default=None)
     p.add_argument("--context-length", type=int, default=None)
-    p.add_argument("--smoke", action="store_true", help="tiny model, 4 steps, 2 rounds")
+    p.add_argument("--smoke", action="store_true", help="tiny model, 4 steps, 1 round")
     args = p.parse_args(argv)
     if args.smoke:
         for k, v in SMOKE.items():
