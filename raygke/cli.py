@@ -316,7 +316,7 @@ def cost(
     from raygke.cost import stack_cost
 
     config = raygke.synth.program_config(choice.path, overrides)
-    records, _ = raygke.synth.run_program(config, choice.name)
+    records, _ = raygke.synth.run_program(config, choice.name, crd_specs="digest")  # no CRD read
     result = stack_cost(records)
     if fmt == "json":
         import json

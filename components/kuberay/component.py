@@ -39,9 +39,9 @@ from components.kuberay.render import (
     KUBERAY_HELM_REPO,
     WI_ANNOTATION,
     cluster_identifier,
-    crd_documents,
     helm_values,
     kubeconfig,
+    program_crd_documents,
 )
 from components.stack import StackConfig, naming
 from components.stack.plan import plan
@@ -146,7 +146,7 @@ class KubeRay(pulumi.ComponentResource):
         self.crds: dict[str, k8s.apiextensions.v1.CustomResourceDefinition] = {}
         self.operator: k8s.helm.v3.Release | None = None
         if cfg.kuberay.mode == "helm":
-            for doc in crd_documents(cfg.kuberay.chart_version):
+            for doc in program_crd_documents(cfg.kuberay.chart_version):
                 meta = doc["metadata"]
                 self.crds[doc["spec"]["names"]["kind"]] = (
                     k8s.apiextensions.v1.CustomResourceDefinition(

@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +90,58 @@ def crd_documents(version: str) -> tuple[dict[str, Any], ...]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     d = carried_crds_dir(version)
     return tuple(yaml.load((d / f).read_text(), Loader=loader) for f in CRD_FILES.values())
+
+
+def crd_spec_digest(spec: dict[str, Any]) -> dict[str, Any]:
+    """A CRD ``spec`` in brief: its ``group``, ``names``, the version names and the sha256 of the
+    whole spec (sorted-key JSON), so two specs that differ anywhere have different digests."""
+    return {
+        "group": spec.get("group"),
+        "names": spec.get("names"),
+        "versions": [v.get("name") for v in spec.get("versions", [])],
+        "sha256": hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest(),
+    }
+
+
+@functools.lru_cache(maxsize=4)
+def crd_digests(version: str) -> tuple[dict[str, Any], ...]:
+    """:func:`crd_documents` with each ``spec`` replaced by :func:`crd_spec_digest`: what a
+    render that reads no CRD schema needs (the policy pack's GCP rules, prices). Built once per
+    version; callers must not mutate them.
+
+    Raises:
+        as :func:`crd_documents`.
+    """
+    return tuple({**doc, "spec": crd_spec_digest(doc["spec"])} for doc in crd_documents(version))
+
+
+# Whether the program renders the CRDs' full specs ("full", what is deployed and what
+# ``raygke synth`` writes) or their digests ("digest": about 6 MB less for Pulumi to serialise
+# per helm-mode render, most of a render's time). Set with :func:`crd_specs`.
+_CRD_SPECS: ContextVar[str] = ContextVar("raygke_crd_specs", default="full")
+
+
+@contextlib.contextmanager
+def crd_specs(mode: str) -> Iterator[None]:
+    """Within the block, :func:`program_crd_documents` gives ``mode``'s documents: ``"full"``
+    (:func:`crd_documents`) or ``"digest"`` (:func:`crd_digests`).
+
+    Raises:
+        ValueError: another ``mode``.
+    """
+    if mode not in ("full", "digest"):
+        raise ValueError(f"crd_specs mode {mode!r}: expected 'full' or 'digest'")
+    token = _CRD_SPECS.set(mode)
+    try:
+        yield
+    finally:
+        _CRD_SPECS.reset(token)
+
+
+def program_crd_documents(version: str) -> tuple[dict[str, Any], ...]:
+    """The CRD documents the Pulumi program renders for ``version``: :func:`crd_documents`, or
+    :func:`crd_digests` inside ``crd_specs("digest")``."""
+    return crd_digests(version) if _CRD_SPECS.get() == "digest" else crd_documents(version)
 
 
 def kubeconfig(cluster_name: str, endpoint: str, ca_certificate: str | None) -> str:

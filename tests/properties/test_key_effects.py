@@ -12,7 +12,6 @@ only matters for a job that brings its own RayCluster).
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import re
 from collections import Counter
@@ -457,29 +456,25 @@ def _valid(data: dict[str, Any]) -> bool:
     return True
 
 
-# (stack, the CRD documents' source, the data as canonical JSON) -> its render (a test may swap
-# the CRDs for _small_crds): the same variant recurs (a context maker's
+# (stack, the data as canonical JSON) -> its render: the same variant recurs (a context maker's
 # baseline per occurrence and per key, a candidate shared by two occurrences); the program is a
 # pure function of its config, so one run each. Compared only, never mutated.
-_RENDERS: dict[tuple[str, str, str], tuple[list[dict], dict]] = {}
+_RENDERS: dict[tuple[str, str], tuple[list[dict], dict]] = {}
 RENDER_RUNS: Counter[str] = Counter()  # "run" / "reused", for the record (pytest -s)
 
 
 def _render(data: dict[str, Any], stack: str) -> tuple[list[dict], dict]:
-    import components.kuberay.component as kuberay_resources
-
-    crds = kuberay_resources.crd_documents
-    key = (
-        stack,
-        f"{crds.__module__}.{crds.__qualname__}",
-        json.dumps(data, sort_keys=True, default=repr),
-    )
+    """The program's render of ``data``, the KubeRay CRDs' specs as their digests (``crd_specs=
+    "digest"``: group, names, version names and the sha256 of the whole spec, so any change to
+    a CRD still shows) at a fraction of the time: the schemas are ~6 MB that every helm-mode
+    render would serialise."""
+    key = (stack, json.dumps(data, sort_keys=True, default=repr))
     if key in _RENDERS:
         RENDER_RUNS["reused"] += 1
         return _RENDERS[key]
     RENDER_RUNS["run"] += 1
     gcp = {"project": data["project"], "region": data["region"]}
-    _RENDERS[key] = out = run_program(config_entries(data, gcp), stack)
+    _RENDERS[key] = out = run_program(config_entries(data, gcp), stack, crd_specs="digest")
     return out
 
 
@@ -526,26 +521,6 @@ KNOWN_NO_EFFECT = {
     ("dev", "jobs.0.worker_group"): "prepare takes no scaling arguments",
     ("prod", "jobs.0.worker_group"): "prepare takes no scaling arguments",
 }
-
-
-@functools.lru_cache(maxsize=4)
-def _small_crds(version: str) -> tuple[dict[str, Any], ...]:
-    """The carried CRDs without their schemas: what stack keys change about the CRD resources
-    (which version's files) still shows, at a fraction of the render time (the schemas are
-    ~6 MB that every helm-mode render would serialise). Built once per version; like
-    ``crd_documents``, never mutated."""
-    from components.kuberay.render import crd_documents
-
-    return tuple(
-        {
-            **doc,
-            "spec": {
-                **doc["spec"],
-                "versions": [{"name": v["name"]} for v in doc["spec"]["versions"]],
-            },
-        }
-        for doc in crd_documents(version)
-    )
 
 
 def _with_tf_gpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -654,10 +629,7 @@ def test_every_key_of_the_shipped_stacks_has_an_effect(monkeypatch: pytest.Monke
     """A written occurrence with a valid other value must change the render; one whose value
     other rules pin (no valid other value) is skipped, but every schema path must show an effect
     somewhere in the two stacks."""
-    import components.kuberay.component as kuberay_resources
-
     monkeypatch.delenv("RAYGKE_LOCAL_ROOT", raising=False)
-    monkeypatch.setattr(kuberay_resources, "crd_documents", _small_crds)
     baselines = {name: _render(_stack_data(name), name) for name in STACKS}
     problems: list[str] = []
     for schema, occurrences in sorted(_occurrences().items()):

@@ -615,8 +615,8 @@ def test_check_passes_the_policy_rules_on_dev():
 def test_check_reports_a_violated_policy_rule_by_its_name(monkeypatch):
     real = synth_module.run_program
 
-    def weakened(config, stack):
-        records, outputs = real(config, stack)
+    def weakened(config, stack, **options):
+        records, outputs = real(config, stack, **options)
         for r in records:
             if r["type"] == "gcp:storage/bucket:Bucket":
                 r["inputs"].pop("encryption", None)

@@ -165,7 +165,7 @@ def test_crd_schemas_are_summarised_in_resources_json(tmp_path: Path) -> None:
     import hashlib
 
     from components.kuberay.render import crd_documents
-    from raygke.synth import CRD_TYPE, synth
+    from raygke.synth import CRD_TYPE, read_stack_config, run_program, synth
 
     synth(ROOT / "Pulumi.dev.yaml", tmp_path)
     records = json.loads((tmp_path / "resources.json").read_text())
@@ -176,6 +176,12 @@ def test_crd_schemas_are_summarised_in_resources_json(tmp_path: Path) -> None:
     for doc in crd_documents("1.7.0"):
         full = json.dumps(doc["spec"], sort_keys=True).encode()
         assert by_kind[doc["spec"]["names"]["kind"]]["sha256"] == hashlib.sha256(full).hexdigest()
+    # the digest render (raygke check's policy run, raygke cost) is the same render with each
+    # CRD spec given as that summary from the start
+    digest, _ = run_program(read_stack_config(ROOT / "Pulumi.dev.yaml"), "dev", crd_specs="digest")
+    assert json.loads(json.dumps(digest)) == records
+    with pytest.raises(ValueError, match="crd_specs mode 'schema'"):
+        run_program(read_stack_config(ROOT / "Pulumi.dev.yaml"), "dev", crd_specs="schema")
 
 
 def test_render_records_resource_options(prod):
