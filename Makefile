@@ -28,10 +28,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 # Cluster up -> prepare -> train_lm -> evaluate on the stdlib sources -> summary -> cluster down,
 # the last step also on failure or Ctrl-C. The exit status is the pipeline's.
+# The main job's shape (docs/local.md, "How make local's defaults were found"): two worker nodes
+# of one CPU each and train_lm as two Ray Train workers (DDP, one torch thread each) of 16 rows,
+# a global batch of 32, for 900 steps; the head's CPU is left to Ray Data, the drivers and
+# evaluate. RUN_ARGS come after LOCAL_ARGS, so `--set train_lm.steps=N` there wins.
+LOCAL_WORKERS ?= 2
+LOCAL_ARGS ?= --set train_lm.num_workers=2 --set train_lm.batch_size=16 --set train_lm.steps=900
 local: $(STAMP)
 	@trap '$(BIN)/raygke local down' EXIT; trap 'exit 130' INT TERM; \
-	$(BIN)/raygke local up && \
-	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) $(RUN_ARGS)
+	$(BIN)/raygke local up --workers $(LOCAL_WORKERS) && \
+	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) \
+	  $(LOCAL_ARGS) $(RUN_ARGS)
 
 # After `make local`: the cluster up again, serving the newest verified checkpoint on 127.0.0.1:8000
 # (POST /generate); stop with `raygke local serve --stop` / `raygke local down`.
