@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -169,6 +170,20 @@ def test_parse_result_takes_the_last_result_line() -> None:
         "train_lm": {"steps": 5},
         "evaluate": {"prompt": "x y"},
     }
+
+
+def test_make_local_recipe_is_valid_and_keeps_a_global_batch_of_32() -> None:
+    """The Makefile's ``LOCAL_ARGS`` (the main job's shape) parse as ``raygke local run --set``
+    items, the trainer's workers fit the ``LOCAL_WORKERS`` worker nodes (one CPU each), and
+    workers x rows per worker is the global batch of 32 the sweep in docs/local.md chose."""
+    makefile = (REPO / "Makefile").read_text()
+    values = dict(re.findall(r"^(LOCAL_[A-Z]+) \?= (.*)$", makefile, flags=re.M))
+    items = shlex.split(values["LOCAL_ARGS"])
+    assert items[0::2] == ["--set"] * (len(items) // 2)
+    train = local_jobs.parse_overrides(items[1::2])["train_lm"]
+    assert train["num_workers"] <= int(values["LOCAL_WORKERS"])
+    assert train["num_workers"] * train["batch_size"] == 32
+    assert "--workers $(LOCAL_WORKERS)" in makefile and "$(LOCAL_ARGS) $(RUN_ARGS)" in makefile
 
 
 def test_stop_nodes_stops_a_whole_session_and_spares_a_reused_pid(tmp_path: Path) -> None:
