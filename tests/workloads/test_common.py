@@ -57,6 +57,9 @@ def test_xla_one_thread_flags_only_for_a_one_cpu_worker(monkeypatch) -> None:
     assert os.environ["XLA_FLAGS"].split() == flags
 
 
+PLACE_TIMEOUT_S = 180
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_ray_worker_takes_its_threads_from_its_num_cpus(ray_cluster) -> None:
@@ -75,12 +78,23 @@ def test_a_ray_worker_takes_its_threads_from_its_num_cpus(ray_cluster) -> None:
             set_torch_threads(cpu_threads())
             return ray_cpus(), cpu_threads(), torch.get_num_threads()
 
-    one = Probe.options(num_cpus=1).remote()
-    assert ray.get(one.threads.remote()) == (1.0, 1, 1)
-    ray.kill(one)
-    two = Probe.options(num_cpus=2).remote()
-    cpus, threads, torch_threads = ray.get(two.threads.remote())
-    ray.kill(two)
+    def call(num_cpus: int) -> tuple[float | None, int, int]:
+        # An actor that cannot be placed (a CPU still held by an earlier test's actor on the
+        # shared session cluster) waits forever: fail with the cluster's free resources instead
+        # (seen once: a full `make test` hung here for 2 hours at 99 %).
+        probe = Probe.options(num_cpus=num_cpus).remote()
+        try:
+            return ray.get(probe.threads.remote(), timeout=PLACE_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            pytest.fail(
+                f"a {num_cpus}-CPU actor was not placed in {PLACE_TIMEOUT_S} s; free: "
+                f"{ray.available_resources()} of {ray.cluster_resources()}"
+            )
+        finally:
+            ray.kill(probe)
+
+    assert call(1) == (1.0, 1, 1)
+    cpus, threads, torch_threads = call(2)
     assert cpus == 2.0 and threads == torch_threads == min(2, common.host_cpus())
     assert common.ray_cpus() is None
 
