@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +62,48 @@ def ray_cluster() -> Iterator[object]:
         else:
             os.environ["RAY_TMPDIR"] = saved_tmp
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+# After the last test of a module on the session cluster (its module fixtures torn down too),
+# every CPU of the cluster must be free again within LEAK_GRACE_S, or that test fails naming the
+# actors still alive: a Ray Train controller left behind once held the CPUs a later test needed
+# and the run waited two hours (docs/development.md).
+LEAK_GRACE_S = 30.0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    outcome = yield
+    same_module = nextitem is not None and nextitem.module is getattr(item, "module", None)
+    if "ray_cluster" not in getattr(item, "fixturenames", ()) or same_module:
+        return
+    held = _held_cpus()
+    if held:
+        outcome.force_exception(pytest.fail.Exception(held, pytrace=False))
+
+
+def _held_cpus() -> str:
+    """``""`` when every CPU of the session cluster is free (waiting up to LEAK_GRACE_S for
+    actors being stopped), else what holds them."""
+    import ray
+
+    if not ray.is_initialized():
+        return ""
+    total = ray.cluster_resources().get("CPU", 0.0)
+    deadline = time.monotonic() + LEAK_GRACE_S
+    while (free := ray.available_resources().get("CPU", 0.0)) < total:
+        if time.monotonic() > deadline:
+            from ray.util.state import list_actors
+
+            alive = sorted(
+                a.class_name or "?" for a in list_actors(filters=[("state", "=", "ALIVE")])
+            )
+            return (
+                f"the session Ray cluster still has {total - free:g} of {total:g} CPUs held "
+                f"{LEAK_GRACE_S:g} s after this module's tests; alive actors: {alive}"
+            )
+        time.sleep(0.5)
+    return ""
 
 
 # Under pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``) the tests that start Ray run in
