@@ -64,33 +64,35 @@ def ray_cluster() -> Iterator[object]:
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
-# After the last test of a module on the session cluster (its module fixtures torn down too),
+# At the end of each module with tests on the session cluster (its module fixtures torn down),
 # every CPU of the cluster must be free again within LEAK_GRACE_S, or that test fails naming the
 # actors still alive: a Ray Train controller left behind once held the CPUs a later test needed
 # and the run waited two hours (docs/development.md).
 LEAK_GRACE_S = 30.0
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    outcome = yield
-    same_module = nextitem is not None and nextitem.module is getattr(item, "module", None)
-    if "ray_cluster" not in getattr(item, "fixturenames", ()) or same_module:
-        return
-    held = _held_cpus()
-    if held:
-        outcome.force_exception(pytest.fail.Exception(held, pytrace=False))
+@pytest.fixture(scope="module", autouse=True)
+def _session_cluster_left_free(request: pytest.FixtureRequest) -> Iterator[None]:
+    """At the end of a module with tests on the session cluster (autouse: torn down after the
+    module's other fixtures, before the session's), :func:`_held_cpus` must be empty."""
+    yield
+    module = request.module
+    items = request.session.items
+    if any(i.module is module and "ray_cluster" in i.fixturenames for i in items):
+        held = _held_cpus()
+        if held:
+            pytest.fail(held, pytrace=False)
 
 
-def _held_cpus() -> str:
-    """``""`` when every CPU of the session cluster is free (waiting up to LEAK_GRACE_S for
-    actors being stopped), else what holds them."""
+def _held_cpus(grace_s: float = LEAK_GRACE_S) -> str:
+    """``""`` when every CPU of the session cluster is free (waiting up to ``grace_s`` seconds
+    for actors being stopped), else what holds them."""
     import ray
 
     if not ray.is_initialized():
         return ""
     total = ray.cluster_resources().get("CPU", 0.0)
-    deadline = time.monotonic() + LEAK_GRACE_S
+    deadline = time.monotonic() + grace_s
     while (free := ray.available_resources().get("CPU", 0.0)) < total:
         if time.monotonic() > deadline:
             from ray.util.state import list_actors
@@ -100,7 +102,7 @@ def _held_cpus() -> str:
             )
             return (
                 f"the session Ray cluster still has {total - free:g} of {total:g} CPUs held "
-                f"{LEAK_GRACE_S:g} s after this module's tests; alive actors: {alive}"
+                f"{grace_s:g} s after this module's tests; alive actors: {alive}"
             )
         time.sleep(0.5)
     return ""
