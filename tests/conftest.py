@@ -97,9 +97,13 @@ def _held_cpus(grace_s: float = LEAK_GRACE_S) -> str:
         if time.monotonic() > deadline:
             from ray.util.state import list_actors
 
-            alive = sorted(
-                a.class_name or "?" for a in list_actors(filters=[("state", "=", "ALIVE")])
-            )
+            # this cluster's address: another worker's Ray instance may run beside it
+            address = ray.get_runtime_context().gcs_address
+            try:
+                actors = list_actors(address=address, filters=[("state", "=", "ALIVE")])
+                alive: object = sorted(a.class_name or "?" for a in actors)
+            except Exception as e:  # the report must still come
+                alive = f"unknown (the state API failed: {e})"
             return (
                 f"the session Ray cluster still has {total - free:g} of {total:g} CPUs held "
                 f"{grace_s:g} s after this module's tests; alive actors: {alive}"
