@@ -256,7 +256,8 @@ def diff(
         False,
         "--exit-code",
         help="Exit 0 when there are no changes, 1 when there are changes, 4 when a change "
-        "stops or restarts running work (a non-empty disruption)",
+        "stops or restarts running work (a non-empty disruption), 5 when a side cannot be "
+        "rendered (an invalid stack)",
     ),
     sets: SetOption = None,
 ) -> None:
@@ -279,8 +280,11 @@ def diff(
     try:
         plan = plan_sides(stack, config, base, head, list(sets or []))
     except DiffError as e:
+        from raygke.disruption import EXIT_NO_PLAN
+
         err.print(f"error: {e}", markup=False)
-        raise typer.Exit(e.code) from None
+        # with --exit-code, 1 means "changes": an invalid side must not read as one
+        raise typer.Exit(EXIT_NO_PLAN if exit_code and e.code == EXIT_FAILED else e.code) from None
     if fmt == "json":
         sys.stdout.write(formats.render_json(plan))
     elif fmt == "markdown":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,7 @@ def render_tree(
                 check = (
                     f"raygke check {'--config ' + str(config) if config else '--stack ' + stack}"
                 )
+                check += "".join(f" --set {shlex.quote(s)}" for s in sets or [])
                 raise DiffError(
                     f"rendering {label} failed: the stack file is invalid ({check} lists the "
                     "same):\n  " + "\n  ".join(problems),

@@ -80,6 +80,10 @@ from raygke.replacement import (
 )
 
 EXIT_DISRUPTIVE = 4  # ``raygke diff --exit-code``: 0 no change, 1 changes, 4 disruptive changes
+# ``raygke diff --exit-code``: a side could not be rendered (its stack is invalid there), so
+# there is no plan; without --exit-code that is 1, as for every command, which --exit-code
+# gives to "changes"
+EXIT_NO_PLAN = 5
 
 NODEPOOL = "gcp:container/nodePool:NodePool"
 RELEASE = "kubernetes:helm.sh/v3:Release"

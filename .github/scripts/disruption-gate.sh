@@ -2,7 +2,8 @@
 # The deploy's disruption gate: plan STACK from BASE to HEAD with `raygke diff --exit-code` and
 # refuse a plan that stops or restarts running work (exit 4: a RayJob re-run, a RayCluster whose
 # pods are recreated, a node pool drained...) unless APPROVED is "true" (the workflow_dispatch
-# input approve_disruption). Exit 0: no change or non-disruptive changes (or approved).
+# input approve_disruption). Exit 0: no change or non-disruptive changes (or approved); any other
+# exit of raygke diff (2 usage, 3 internal, 5 a side cannot be rendered: an invalid stack) fails.
 # Env: STACK (required), BASE (git revision; empty or all zeros: HEAD~1), APPROVED,
 # RAYGKE (default .venv/bin/raygke), PLAN (where the markdown plan goes, default plan-$STACK.md).
 set -u

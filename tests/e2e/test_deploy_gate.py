@@ -52,6 +52,7 @@ def test_gate_refuses_a_disruptive_plan_without_approval(tmp_path, rc, approved,
 
 def test_gate_fails_when_the_diff_fails_and_defaults_its_base(tmp_path) -> None:
     assert _gate(tmp_path, 2, "true").returncode == 2  # a render error is never approved away
+    assert _gate(tmp_path, 5, "true").returncode == 5  # nor an invalid stack (no plan)
     r = _gate(tmp_path, 0, "false", base="0000000000000000000000000000000000000000")
     assert "--base HEAD~1 " in r.stdout
 

@@ -116,6 +116,20 @@ def test_bad_revision_is_a_usage_error(repo: Path) -> None:
     assert r.stderr.strip() == f"error: 'nope-rev' is not a commit in {repo}"
 
 
+def test_an_invalid_head_is_exit_5_with_exit_code_and_names_the_check_that_lists_it(
+    repo: Path,
+) -> None:
+    """With --exit-code, 1 means "changes": a side that cannot be rendered exits 5, so the
+    deploy gate (.github/scripts/disruption-gate.sh) refuses it; the hint repeats the --set."""
+    bad = "node_pools[tpu-v6e-4x4].tpu.topology=3x3"
+    r = _diff(repo, "--exit-code", "--set", bad)
+    assert r.returncode == 5, r.stdout + r.stderr
+    # quoted for a shell ([ ] are glob characters), to be pasted as it is
+    assert f"(raygke check --stack prod --set '{bad}' lists the same)" in r.stderr
+    assert "topology 3x3 is not a v6e topology" in r.stderr
+    assert _diff(repo, "--set", bad).returncode == 1  # without --exit-code: 1, as everywhere
+
+
 def _diff_config(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(repo), "NO_COLOR": "1"}
     return subprocess.run(
