@@ -142,7 +142,7 @@ def load_or_exit(
     except SetError as e:
         _bad_set(e)
     except StackFileError as e:
-        _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
+        _unreadable_stack_file(path, e, fmt)
     except ConfigError as e:
         _print_invalid(path, e.problems, e.notes, checking=checking, fmt=fmt)
     except (OSError, UnicodeDecodeError) as e:
@@ -290,7 +290,7 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     except SetError as e:
         _bad_set(e)
     except StackFileError as e:
-        _unreadable(path, f"cannot read {path} as a stack file: {'; '.join(e.problems)}", fmt)
+        _unreadable_stack_file(path, e, fmt)
     except ConfigError as e:
         _print_invalid(path, e.problems, e.notes, checking=True, fmt=fmt)
     except (OSError, UnicodeDecodeError) as e:
@@ -324,16 +324,28 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     return CheckedStack(cfg, envs, expected)
 
 
-def _unreadable(path: Path, message: str, fmt: str = "text") -> NoReturn:
+def _unreadable_stack_file(path: Path, e: Any, fmt: str) -> NoReturn:
+    """:func:`_unreadable` for a ``StackFileError`` ``e``: its problems in one line, at the
+    position its first problem carries (a YAML syntax error's line and column)."""
+    position = getattr(e.problems[0], "position", None) if e.problems else None
+    message = f"cannot read {path} as a stack file: {'; '.join(e.problems)}"
+    _unreadable(path, message, fmt, position)
+
+
+def _unreadable(
+    path: Path, message: str, fmt: str = "text", position: tuple[int, int] | None = None
+) -> NoReturn:
     """A stack file that cannot be read (not YAML, not a stack file, absent): ``error: <message>``
     on stderr and exit 2; with ``fmt`` ``json`` or ``github`` also the one problem on stdout in
-    that format (rule ``read``, no field path), so a pull request's review still shows it."""
+    that format (rule ``read``, no field path; at ``position``, (line, column) 1-based, when
+    known: a YAML syntax error), so a pull request's review still shows it."""
     err.print(f"error: {message}", markup=False)
     if fmt != "text":
         from components.stack.problems import Problem
         from raygke.report import render
 
-        print(render(fmt, path, [Problem("", message, "read")]))
+        line, column = position or (None, None)
+        print(render(fmt, path, [Problem("", message, "read", line=line, column=column)]))
     raise typer.Exit(EXIT_USAGE)
 
 

@@ -92,9 +92,15 @@ def _parse(text: str, source: str | None) -> Any:
             source,
         ) from None
     except MarkedYAMLError as e:
-        at = f" at line {e.problem_mark.line + 1}" if e.problem_mark else ""
+        mark = e.problem_mark
+        at = f" at line {mark.line + 1}" if mark else ""
         problem = " ".join(str(x) for x in (e.context, e.problem) if x)
-        raise StackFileError([f"not valid YAML{at}: {problem}"], source) from None
+        # the position travels with the problem: --format json|github put it on that line
+        line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        message = f"not valid YAML{at}: {problem}"
+        raise StackFileError(
+            [Problem("", message, "read", line=line, column=column)], source
+        ) from None
     except YAMLError as e:
         raise StackFileError([f"not valid YAML: {e}"], source) from None
     except ValueError as e:  # e.g. a timestamp ruamel cannot build (2001-02-30)

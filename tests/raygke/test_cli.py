@@ -293,20 +293,26 @@ def test_an_unreadable_stack_file_is_one_problem_in_json_and_github_with_exit_2(
     import json
 
     path = tmp_path / "Pulumi.dev.yaml"
-    path.write_text("config:\n  ray-gke:project: [\n")  # YAML cut short
+    # a flow sequence left open: ruamel.yaml stops at line 4, column 12 (the ':')
+    path.write_text(
+        "config:\n  ray-gke:project: p\n  ray-gke:region: [us-central1\n  ray-gke:x: 1\n"
+    )
     r = raygke("check", "--config", str(path), "--format", "json", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     doc = json.loads(r.stdout)
     assert doc["ok"] is False
     ((problem),) = doc["problems"]
-    assert problem["rule"] == "read" and "not valid YAML" in problem["message"]
+    assert problem["rule"] == "read" and "not valid YAML at line 4" in problem["message"]
+    assert (problem["path"], problem["line"], problem["column"]) == ("", 4, 12)
     r = raygke("check", "--config", str(path), "--format", "github", cwd=tmp_path)
     assert r.returncode == 2
     assert r.stdout.startswith(
-        "::error file=Pulumi.dev.yaml,title=raygke check%3A read::cannot read"
+        "::error file=Pulumi.dev.yaml,line=4,col=12,title=raygke check%3A read::cannot read"
     )
     r = raygke("check", "--config", str(tmp_path / "absent.yaml"), "--format", "json", cwd=tmp_path)
-    assert r.returncode == 2 and json.loads(r.stdout)["problems"][0]["rule"] == "read"
+    assert r.returncode == 2
+    ((problem),) = json.loads(r.stdout)["problems"]
+    assert problem["rule"] == "read" and problem["line"] is None  # no position to give
 
 
 def test_format_github_annotates_the_line_and_column_of_each_problem(tmp_path: Path) -> None:
