@@ -119,7 +119,7 @@ def check(
     ),
 ) -> None:
     """Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and
-    (with --render) the rendered stack and the policy pack's secure-default rules (policy/, the
+    (unless --no-render) the rendered stack and the policy pack's secure-default rules (policy/, the
     same rule functions)."""
     from raygke.report import FORMATS
 

@@ -74,7 +74,7 @@ def set_key_parts(key: str) -> list[tuple[str, str]] | None:
 
 def parse_set(items: list[str]) -> dict[str, Any]:
     """``["project=my-proj", "zones=[us-east5-a]", "cluster.name=ray",
-    "node_pools[tpu].max_nodes=3"]`` -> overrides, each value read as YAML 1.2 (as in a stack
+    "node_pools[tpu].max_slices=2"]`` -> overrides, each value read as YAML 1.2 (as in a stack
     file). A key may carry the ``ray-gke:`` prefix; a dotted key sets a key inside a mapping, and
     ``[name]`` (or ``[index]``, ``.index``) a list entry (:func:`apply_overrides`).
 
@@ -89,7 +89,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         if not eq or not key or set_key_parts(key) is None:
             problems.append(
                 f"--set {item!r}: expected KEY=VALUE, KEY a stack path (e.g. --set "
-                "project=my-project, --set cluster.name=ray, --set node_pools[tpu].max_nodes=3)"
+                "project=my-project, --set cluster.name=ray, --set node_pools[tpu].max_slices=2)"
             )
             continue
         try:
