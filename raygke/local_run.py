@@ -22,6 +22,30 @@ from raygke.local_app import dead_nodes as _dead
 from raygke.local_app import fail as _fail
 from raygke.local_app import queue_note as _queue_note
 
+BRIEF_STR_MAX = 60  # characters of a string value on a job's console line
+
+
+def result_brief(result: Any) -> str:
+    """A job's result as its one console line: JSON of the mapping's numbers, booleans and
+    strings (a string over :data:`BRIEF_STR_MAX` characters - a path, the sample text - cut to
+    that with ``…``), a nested mapping or list as ``"{N keys}"`` / ``"[N items]"``; a result that
+    is not a mapping as its JSON, cut at 300 characters with ``…``. The whole result is in the
+    run's summary (the table after the run, ``--summary-json``)."""
+    if not isinstance(result, dict):
+        text = json.dumps(result, default=str)
+        return text if len(text) <= 300 else text[:299] + "…"
+
+    def brief(v: Any) -> Any:
+        if isinstance(v, dict):
+            return f"{{{len(v)} keys}}"
+        if isinstance(v, list | tuple):
+            return f"[{len(v)} items]"
+        if isinstance(v, str) and len(v) > BRIEF_STR_MAX:
+            return v[: BRIEF_STR_MAX - 1] + "…"
+        return v
+
+    return json.dumps({k: brief(v) for k, v in result.items()}, default=str, ensure_ascii=False)
+
 
 def _summary_table(summary: dict[str, Any]) -> Table:
     def num(v: Any, fmt: str) -> str:
@@ -244,7 +268,7 @@ def run(
                 local_jobs.write_pending(target, record)
             console.print(
                 f"[green]{name} succeeded[/] in {outcome.seconds:.1f} s: "
-                f"{json.dumps(outcome.result, default=str)[:300]}",
+                f"{result_brief(outcome.result)}",
                 markup=True,
                 highlight=False,
             )
