@@ -76,6 +76,12 @@ def _readable(path: Path, what: str = "") -> Path:
     return path
 
 
+# Pulumi's stack name rule (pulumi/pulumi sdk/go/common/tokens, ValidateStackName: "a stack name
+# may only contain alphanumeric, hyphens, underscores, or periods", at most 100 characters), so
+# that --stack names a file in this folder and nothing else (``../x`` is refused).
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
 def choose_stack(
     stack: str | None,
     config: Path | None,
@@ -104,6 +110,11 @@ def choose_stack(
         if builtin is None:
             raise StackChoiceError("give exactly one of --stack NAME or --config FILE")
         return StackChoice(builtin, None)
+    if not STACK_NAME.fullmatch(stack):
+        raise StackChoiceError(
+            f"--stack {stack!r}: a stack name may only contain alphanumeric characters, hyphens, "
+            "underscores or periods (Pulumi's rule); for a file elsewhere give --config FILE"
+        )
     path = (cwd or Path.cwd()) / f"Pulumi.{stack}.yaml"
     if stack == builtin and not path.exists():
         return StackChoice(builtin, None)

@@ -27,6 +27,14 @@ def test_stack_option_reads_pulumi_name_yaml(tmp_path: Path) -> None:
         choose_stack("nope", None, cwd=tmp_path)
 
 
+@pytest.mark.parametrize("name", ["../Pulumi", "a/b", "dev x", "", "x" * 101])
+def test_a_stack_name_outside_pulumis_rule_is_refused(tmp_path: Path, name: str) -> None:
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    with pytest.raises(StackChoiceError, match=r"may only contain alphanumeric.*--config FILE"):
+        choose_stack(name, None, cwd=tmp_path)
+    assert choose_stack("dev", None, cwd=tmp_path).name == "dev"
+
+
 def test_config_option_names_the_stack_after_the_file(tmp_path: Path) -> None:
     f = tmp_path / "Pulumi.staging.yaml"
     f.write_text("config: {}\n")
