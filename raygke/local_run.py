@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -45,6 +46,12 @@ def result_brief(result: Any) -> str:
         return v
 
     return json.dumps({k: brief(v) for k, v in result.items()}, default=str, ensure_ascii=False)
+
+
+def success_line(name: str, seconds: float, result: Any) -> str:
+    """The console line (rich markup) of job ``name`` that succeeded in ``seconds`` with
+    ``result`` (:func:`result_brief`, escaped: a ``[...]`` in a path is text, not a style)."""
+    return f"[green]{name} succeeded[/] in {seconds:.1f} s: {escape(result_brief(result))}"
 
 
 def _summary_table(summary: dict[str, Any]) -> Table:
@@ -267,10 +274,7 @@ def run(
                 done[name] = local_jobs.done_entry(outcome, args)
                 local_jobs.write_pending(target, record)
             console.print(
-                f"[green]{name} succeeded[/] in {outcome.seconds:.1f} s: "
-                f"{result_brief(outcome.result)}",
-                markup=True,
-                highlight=False,
+                success_line(name, outcome.seconds, outcome.result), markup=True, highlight=False
             )
             if get_workload(name).role == "trainer":
                 state["last_run"] = run_name
@@ -290,7 +294,7 @@ def run(
                 "jobs": _jobs_json(outcomes),
             }
             _write_json(summary_json, payload)
-            console.print(f"summary written to {summary_json}")
+            console.print(f"summary written to {summary_json}", markup=False)
     except local_cluster.LocalError as e:
         _fail(str(e))
     except KeyboardInterrupt:
@@ -334,7 +338,7 @@ def _run_shown(
             console.print(Text.from_ansi(line))
             notice = retry_notice(line, parse_progress(line))
             if notice is not None:
-                console.print(f"[yellow]{notice}[/]", highlight=False)
+                console.print(f"[yellow]{escape(notice)}[/]", highlight=False)
 
         with console.status(f"{name}: submitting") as spin:
             return local_jobs.run_job(
@@ -353,7 +357,7 @@ def _run_shown(
             event = parse_progress(line)
             notice = retry_notice(line, event)
             if notice is not None:
-                console.print(f"[yellow]{notice}[/]", highlight=False)
+                console.print(f"[yellow]{escape(notice)}[/]", highlight=False)
             if event is not None:
                 stage.update(event)
 

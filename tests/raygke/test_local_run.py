@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from raygke.local_run import BRIEF_STR_MAX, result_brief
+from rich.console import Console
+
+from raygke.local_run import BRIEF_STR_MAX, result_brief, success_line
 
 
 def test_a_result_line_keeps_numbers_and_cuts_long_strings_and_nested_values() -> None:
@@ -32,3 +34,10 @@ def test_a_result_that_is_not_a_mapping_is_its_json_cut_with_an_ellipsis() -> No
     assert result_brief([1, 2]) == "[1, 2]"
     long = result_brief("x" * 1000)
     assert len(long) == 300 and long.endswith("…")
+
+
+def test_the_success_line_prints_brackets_in_a_result_as_text() -> None:
+    console = Console(record=True, width=200, color_system=None)
+    console.print(success_line("prepare", 9.74, {"dataset": "/data/[train]/x", "rows": 3}))
+    text = console.export_text()
+    assert text.strip() == 'prepare succeeded in 9.7 s: {"dataset": "/data/[train]/x", "rows": 3}'
