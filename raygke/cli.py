@@ -22,8 +22,9 @@ from rich.markup import escape
 from components.stack import GpuPool, StackConfig, TpuPool
 from components.stack.base import plural
 from raygke import images as images_cli
-from raygke import local, submit
+from raygke import submit
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
+from raygke.local import commands as local
 from raygke.stacks import (
     choose_or_exit,
     load_for_check,
@@ -273,14 +274,14 @@ def diff(
         err.print("error: give exactly one of --stack NAME or --config FILE", markup=False)
         raise typer.Exit(EXIT_USAGE)
     parse_sets_or_exit(sets)  # a bad --set is a usage error before anything renders
-    from raygke import diff_formats as formats
-    from raygke.diff import DiffError
-    from raygke.diff_sides import plan_sides
+    from raygke.diff import formats
+    from raygke.diff.compare import DiffError
+    from raygke.diff.sides import plan_sides
 
     try:
         plan = plan_sides(stack, config, base, head, list(sets or []))
     except DiffError as e:
-        from raygke.disruption import EXIT_NO_PLAN
+        from raygke.diff.disruption import EXIT_NO_PLAN
 
         err.print(f"error: {e}", markup=False)
         # with --exit-code, 1 means "changes": an invalid side must not read as one
@@ -292,7 +293,7 @@ def diff(
     else:
         formats.render_text(plan, console)
     if exit_code and plan.disruptive():
-        from raygke.disruption import EXIT_DISRUPTIVE
+        from raygke.diff.disruption import EXIT_DISRUPTIVE
 
         raise typer.Exit(EXIT_DISRUPTIVE)
     if exit_code and plan.changes:
@@ -317,7 +318,7 @@ def cost(
     assert choice.path is not None  # no built-in stack: a file is always chosen
     _, overrides = load_for_render(choice.path, sets)
     import raygke.synth
-    from raygke.cost import stack_cost
+    from raygke.cost.estimate import stack_cost
 
     config = raygke.synth.program_config(choice.path, overrides)
     records, _ = raygke.synth.run_program(config, choice.name, crd_specs="digest")  # no CRD read
@@ -327,7 +328,7 @@ def cost(
 
         sys.stdout.write(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
         return
-    from raygke.costs import print_cost
+    from raygke.cost.table import print_cost
 
     print_cost(result, choice.name, console)
 

@@ -381,7 +381,8 @@ def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
 
 def _local_endpoint(stack: str | None, config: Path | None) -> tuple[str, str, str, str]:
     """``(stack, dashboard URL, token, GCS address)`` of the running local cluster."""
-    from raygke import local, local_cluster
+    from raygke.local import cluster as local_cluster
+    from raygke.local import commands as local
 
     target = local.resolve_target(stack, config)
     try:
@@ -402,7 +403,7 @@ def _local_endpoint(stack: str | None, config: Path | None) -> tuple[str, str, s
 
 
 def _is_local(local: bool, stack: str | None, config: Path | None) -> bool:
-    from raygke import local_cluster
+    from raygke.local import cluster as local_cluster
 
     if local:
         return True
@@ -484,7 +485,7 @@ def submit(
 
 def _run(url: str, token: str, sub: Submission, wait: bool, metadata: dict[str, str]) -> None:
     """Submit and follow; exit 1 when the job does not succeed."""
-    from raygke import local_cluster
+    from raygke.local import cluster as local_cluster
 
     local_cluster.require_ray()
     os.environ.pop("RAY_ADDRESS", None)

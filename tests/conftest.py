@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from raygke import local_cluster
+from raygke.local import cluster as local_cluster
 
 # Ray Train's controller polls its workers every 2 s by default; the tests' fits (here, in the
 # benchmarks' subprocesses and on `raygke local up` clusters) poll a quarter second, start no
 # preemption watcher process and list a Parquet dataset with one footer-reading actor (not 32),
-# as the local cluster's jobs do (raygke.local_cluster LOCAL_TRAIN_POLL_S,
+# as the local cluster's jobs do (raygke.local.cluster LOCAL_TRAIN_POLL_S,
 # LOCAL_PREEMPTION_WATCHER and LOCAL_PARQUET_FOOTER_ACTORS say what each saves per fit).
 os.environ.setdefault(local_cluster.LOCAL_TRAIN_POLL_ENV, local_cluster.LOCAL_TRAIN_POLL_S)
 os.environ.setdefault(

@@ -119,10 +119,10 @@ def _path(g: dict[str, set[str]], comp: set[str]) -> list[str]:
 
 
 def test_the_graph_sees_function_level_imports() -> None:
-    """The graph is not vacuous: a function-level import (raygke/local_run.py imports
+    """The graph is not vacuous: a function-level import (raygke/local/run.py imports
     contract.registry inside its functions) is an edge."""
     g = graph()
-    assert "contract.registry" in g["raygke.local_run"]
+    assert "contract.registry" in g["raygke.local.run"]
     assert "contract.workload" in g["contract.args.tune_lm"]
 
 
@@ -160,7 +160,7 @@ def test_infrastructure_and_contract_import_nothing_from_workloads() -> None:
 
 # The CLI's local environment really runs the workloads (it reads their checkpoints to resume a
 # run or pick one to serve); the rest of raygke is infrastructure and imports none of them.
-RAYGKE_RUNS_WORKLOADS = {"raygke.local_jobs", "raygke.local_serve"}
+RAYGKE_RUNS_WORKLOADS = {"raygke.local.jobs", "raygke.local.serve"}
 
 
 def test_only_the_local_runner_of_raygke_imports_workloads() -> None:
@@ -173,3 +173,33 @@ def test_only_the_local_runner_of_raygke_imports_workloads() -> None:
         if w.split(".")[0] == "workloads"
     )
     assert not bad, "\n".join(bad)
+
+
+def shared_prefixes(names: list[str], at_least: int = 3) -> dict[str, list[str]]:
+    """Module-name prefixes (the part before the first ``_``) shared by ``at_least`` modules of
+    one folder: a grouping carried by names instead of a sub-package."""
+    by_prefix: dict[str, list[str]] = {}
+    for n in names:
+        if n != "__init__" and "_" in n.strip("_"):
+            by_prefix.setdefault(n.split("_")[0], []).append(n)
+    for n in names:  # ``local`` and ``local_run`` share ``local`` too
+        if n in by_prefix:
+            by_prefix[n].append(n)
+    return {p: sorted(ms) for p, ms in by_prefix.items() if len(ms) >= at_least}
+
+
+def test_shared_prefixes_are_found() -> None:
+    assert shared_prefixes(["local", "local_run", "local_serve", "diff", "cost"]) == {
+        "local": ["local", "local_run", "local_serve"]
+    }
+    assert shared_prefixes(["diff", "diff_sides", "cost"]) == {}
+
+
+def test_raygke_groups_by_folder_not_by_module_name_prefix() -> None:
+    """Issue 35: ``raygke/`` is sub-packages by what the user does (``local/``, ``diff/``,
+    ``cost/``), not one flat room whose names carry the grouping."""
+    for folder in [ROOT / "raygke", *(p for p in (ROOT / "raygke").rglob("*") if p.is_dir())]:
+        if folder.name == "__pycache__":
+            continue
+        names = [p.stem for p in folder.glob("*.py")]
+        assert not shared_prefixes(names), f"{folder}: {shared_prefixes(names)}"

@@ -73,7 +73,7 @@ def emit_progress(
 
     At most one line per ``min_interval_s`` seconds per stage, but always the first and the last
     (``done >= total``) one, so that a long loop adds few lines to the job log. ``raygke local
-    run`` reads these lines from the job log (``raygke.progress.parse_progress``) and draws a
+    run`` reads these lines from the job log (``raygke.local.progress.parse_progress``) and draws a
     bar per stage. ``fields`` must be JSON-serialisable (e.g. ``loss``, ``tokens_per_s``,
     ``rows``, ``unit``).
 
@@ -260,7 +260,7 @@ def restore_checkpoint(storage_path: str, name: str) -> tuple[str, dict[str, Any
     when it is damaged, or when Ray Train has none because this is a new ``fit()`` of a run
     whose folder already holds checkpoints (a resubmitted job, ``raygke local run`` resuming an
     interrupted pipeline: Ray Train 2.60 (v2) starts such a fit without a checkpoint, measured
-    by ``tests/raygke/test_local.py::
+    by ``tests/raygke/local/test_commands.py::
     test_an_unfinished_run_resumes_from_its_checkpoint_and_a_worker_retry_is_shown``), the
     newest checkpoint under ``<storage_path>/<name>`` that verifies is used instead (each damaged
     one skipped with a warning naming it).

@@ -27,7 +27,7 @@ params replicated, gradients averaged by the all-reduce XLA inserts for the glob
 (:func:`workloads.model_jax.make_train_step`). Per-worker ``batch_size`` must divide by the
 host's local device count (4 on a 4-chip host).
 
-Emulated TPU slice (``raygke local up --tpu ...``, :mod:`raygke.tpu_emulation`) vs a real one:
+Emulated TPU slice (``raygke local up --tpu ...``, :mod:`raygke.local.tpu_emulation`) vs a real one:
 the Ray side is identical (the same ``TPU`` / ``TPU-<pod type>-head`` resources, node labels and
 ``TPU_*`` env, the same slice reservation and ``jax.distributed.initialize``), but the emulated
 hosts set ``JAX_PLATFORMS=cpu``, so each JAX process has ONE CPU device instead of

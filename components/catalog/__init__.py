@@ -18,7 +18,7 @@ One module per family, each citing its sources in its docstring:
 
 The accelerator facts the workloads need too (Ray accelerator types, HBM, peak bf16) have their one
 copy in :mod:`contract.accelerators`; the list prices live with ``raygke cost`` in
-:mod:`raygke.prices`. Callers import from the package: ``from components.catalog import tpu_slice``.
+:mod:`raygke.cost.prices`. Callers import from the package: ``from components.catalog import tpu_slice``.
 """
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def cluster_identifier(ctx: Context, net: NetworkConfig) -> str:
     ``name``, ``subnet_cidr``, ``pods_cidr``, ``services_cidr``, ``master_ipv4_cidr``: the
     stack's :class:`~components.stack.plan.Context` and its ``network`` section; the
     ``ForceNew`` attributes of terraform-provider-google v7.30.0
-    ``container/resource_container_cluster.go``, see :mod:`raygke.replacement`).
+    ``container/resource_container_cluster.go``, see :mod:`raygke.diff.replacement`).
     """
     forcing = {
         "name": ctx.cluster,

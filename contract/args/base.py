@@ -11,7 +11,7 @@ Ray image both import it. One dataclass per workload lives beside this module
 * the ``--set JOB.KEY=VALUE`` value parser (:func:`parse_value`);
 * the job-argument binding used both by the RayJob manifests on GKE
   (``components/raycrs/render.py`` ``job_args``) and by ``raygke local run``
-  (``raygke/local_jobs.py`` ``job_args``): :func:`bind` (by name:
+  (``raygke/local/jobs.py`` ``job_args``): :func:`bind` (by name:
   :func:`contract.registry.bind_job_args`);
 * the documentation rows (:meth:`WorkloadArgs.rows`: name, type, default, unit, meaning).
 

@@ -101,7 +101,8 @@ def test_a_registry_entry_is_checked_when_made() -> None:
 
 
 def test_raygke_local_run_builds_its_job(toy: Workload) -> None:
-    from raygke import local_cluster, local_jobs
+    from raygke.local import cluster as local_cluster
+    from raygke.local import jobs as local_jobs
 
     assert local_jobs.resolve_jobs(["prepare", "toy_lm", "evaluate"], "cpu") == [
         "prepare",

@@ -1,6 +1,6 @@
 """The day-2 harness: render a shipped stack with a change applied to its config, under the
 program's mocks (:func:`raygke.synth.run_program`, no cloud, no Ray), and plan the step from the
-previous render with :func:`raygke.diff.compare` (disruption included)."""
+previous render with :func:`raygke.diff.compare.compare` (disruption included)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from components.stack import stack_data_from_yaml
 from raygke import synth as rsynth
-from raygke.diff import Plan, compare
+from raygke.diff.compare import Plan, compare
 
 ROOT = Path(__file__).resolve().parents[2]
 

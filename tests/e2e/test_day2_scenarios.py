@@ -4,7 +4,7 @@ platform team makes to a shipped stack; every step is rendered by the real progr
 states the exact plan (``{resource: create | update | replace | re-run | delete}``) and the exact
 disruption (``{(target, effect)}``, empty when no running work stops or restarts).
 
-The rules the disruption follows are in :mod:`raygke.disruption`; prod's long-lived
+The rules the disruption follows are in :mod:`raygke.diff.disruption`; prod's long-lived
 RayCluster ``training`` has ``upgrade_strategy: Recreate``, dev's ``research`` has none.
 
 Since issue 21 (docs/capacity.md) every prod RayJob waits in the Kueue queue ``ml-batch`` and

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from raygke import disruption as dis
 from raygke import synth as rsynth
-from raygke.diff import compare
-from raygke.diff_formats import disruption_summary
-from raygke.replacement import K8S_PROVIDER
-from raygke.review_flags import provider_flags
+from raygke.diff import disruption as dis
+from raygke.diff.compare import compare
+from raygke.diff.formats import disruption_summary
+from raygke.diff.replacement import K8S_PROVIDER
+from raygke.diff.review_flags import provider_flags
 from tests.e2e.day2 import render, stack_data
 
 K8S = ("kubernetes:", "pulumi:providers:kubernetes")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import copy
 
-from raygke import disruption as dis
-from raygke.diff import compare
+from raygke.diff import disruption as dis
+from raygke.diff.compare import compare
 from tests.e2e.day2 import plan_disruption, plan_ops, render, stack_data
 
 

@@ -1,7 +1,7 @@
 """No key without an effect: changing any leaf of the shipped stacks (Pulumi.dev.yaml,
 Pulumi.prod.yaml) to another valid value changes what the program renders (resource records and
 outputs, which hold every manifest), unless the key is on :data:`STEERS_CHECKS_ONLY`; ``local.*``
-keys change the local target (``raygke.local_cluster.make_target``) instead.
+keys change the local target (``raygke.local.cluster.make_target``) instead.
 
 A change whose Kubernetes objects (the Ray CRs, Kueue's objects, ComputeClasses, the namespace and
 its guard rails, PodMonitorings: :data:`PURE_KINDS`) differ from the baseline's has an effect
@@ -33,7 +33,7 @@ from components.raycrs.archive import working_dir_uri, workloads_archive
 from components.raycrs.render import render_manifests
 from components.stack import ConfigError, stack_data_from_yaml, validate
 from components.stack.plan import plan
-from raygke.local_cluster import make_target
+from raygke.local.cluster import make_target
 from raygke.synth import config_entries, run_program
 from tests.helpers import ROOT, STACKS
 

@@ -586,8 +586,8 @@ def test_bad_set_is_a_usage_error_everywhere(command, capsys):
 
 
 def test_diff_passes_set_to_both_renders_and_names_an_old_tree(tmp_path):
-    from raygke.diff import DiffError
-    from raygke.diff_sides import render_tree, synth_command
+    from raygke.diff.compare import DiffError
+    from raygke.diff.sides import render_tree, synth_command
 
     cmd = synth_command("dev", "/o", ["project=x", "zones=[a]"])
     assert cmd[-4:] == ["--set", "project=x", "--set", "zones=[a]"]

@@ -42,12 +42,12 @@ def test_local_says_queues_do_not_apply_for_a_queued_job() -> None:
 
 
 def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:
-    """The diff compares every record's inputs (raygke/diff.py), so a nominalQuota change is an
+    """The diff compares every record's inputs (raygke/diff/compare.py), so a nominalQuota change is an
     in-place update of the ClusterQueue naming the quota's path."""
     import copy
 
     from components.capacity.render import render_capacity
-    from raygke.diff import compare
+    from raygke.diff.compare import compare
 
     cfg = load_stack_file(ROOT / "Pulumi.prod.yaml")
 

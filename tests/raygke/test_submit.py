@@ -3,7 +3,7 @@ namespace, head Service, port, token Secret — the same names the stack renders
 commands it runs, its submission, and its errors (no kubectl, a Secret it may not read, a stack
 without a RayCluster). A fake ``kubectl`` stands in for the real one; the end-to-end submissions
 (GKE path through a fake kubectl to a real Jobs API, and ``--local``) are in
-``tests/raygke/test_local.py``."""
+``tests/raygke/local/test_commands.py``."""
 
 from __future__ import annotations
 

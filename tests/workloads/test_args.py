@@ -122,7 +122,7 @@ def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.Monkey
     """components/raycrs/rayjob.job_args and raygke/local_jobs.job_args both call
     contract.registry.bind_job_args."""
     import components.raycrs.rayjob as rayjob
-    import raygke.local_jobs as lj
+    import raygke.local.jobs as lj
 
     calls = []
 

@@ -97,8 +97,8 @@ def test_a_damaged_checkpoint_names_the_file(tmp_path: Path) -> None:
 
 
 def test_local_default_checkpoint_survives_a_forgotten_run(tmp_path: Path) -> None:
-    from raygke.local_cluster import LocalError
-    from raygke.local_serve import default_checkpoint
+    from raygke.local.cluster import LocalError
+    from raygke.local.serve import default_checkpoint
 
     state = {"buckets": {"checkpoints": str(tmp_path)}}
     with pytest.raises(LocalError, match="no valid checkpoint under"):

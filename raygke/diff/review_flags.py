@@ -1,0 +1,100 @@
+"""Review flags of ``raygke diff``: what a change risks that its :mod:`raygke.diff.disruption` list
+cannot say as an effect on running work, shown as a flag on the change.
+
+* A Kubernetes provider without ``clusterIdentifier`` (:func:`provider_flags`): any kubeconfig
+  change replaces it and every object it manages, which an offline render cannot see
+  (``Provider.cluster_identifier``, pulumi_kubernetes 4.34.2 ``provider.py``).
+* A RayService ``NewCluster`` upgrade without room for its second cluster on the worker groups'
+  pools (:func:`upgrade_room`, kuberay#4239).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raygke.diff.disruption import (
+    NODEPOOL,
+    Disruption,
+    k8s_target,
+    pool_selects,
+    worker_groups,
+)
+from raygke.diff.replacement import K8S_PROVIDER, RAYSERVICE, dig
+
+# --------------------------------------------------------------------------------------- provider
+
+
+def provider_flags(record: dict[str, Any]) -> list[str]:
+    """Review warnings for a Kubernetes provider record without ``clusterIdentifier``."""
+    if record["type"] != K8S_PROVIDER or dig(record, "inputs", "clusterIdentifier"):
+        return []
+    return [
+        "no clusterIdentifier: any kubeconfig change (CA rotation, endpoint or credentials) "
+        "replaces the provider and every Kubernetes object it manages; the offline render "
+        "cannot see it (the kubeconfig is secret)"
+    ]
+
+
+# ----------------------------------------------------------------------- RayService capacity
+
+
+def pool_max_nodes(pool: dict[str, Any]) -> int:
+    """A node pool record's most nodes: ``totalMaxNodeCount``, else ``maxNodeCount`` per zone
+    times its zones (https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler)."""
+    a = dig(pool, "inputs", "autoscaling") or {}
+    if a.get("totalMaxNodeCount") is not None:
+        return int(a["totalMaxNodeCount"])
+    zones = dig(pool, "inputs", "nodeLocations") or [None]
+    return int(a.get("maxNodeCount") or 0) * len(zones)
+
+
+def upgrade_room(
+    old: dict[str, Any] | None, new: dict[str, Any], head: list[dict[str, Any]]
+) -> list[str]:
+    """Why a RayService's ``NewCluster`` upgrade cannot complete, one line per worker group (empty
+    when it fits). The new cluster must serve before KubeRay moves traffic and deletes the old
+    one (kuberay#4239), so it needs ``minReplicas x numOfHosts`` worker nodes (one worker pod
+    per node: :func:`components.raycrs.pod.worker_pod_size`) on the group's pools while
+    the old cluster may hold up to its ``maxReplicas x numOfHosts``; the pools' maximum
+    (:func:`pool_max_nodes`) must leave that room. A group pinned to its pools by
+    ``nodeSelector`` gets no node from NAP."""
+    spec = dig(new, "inputs", "spec", "rayClusterConfig") or {}
+    old_groups = worker_groups(dig(old, "inputs", "spec", "rayClusterConfig") or {})
+    pools = [r for r in head if r["type"] == NODEPOOL]
+    out = []
+    for g in spec.get("workerGroupSpecs") or []:
+        sel = dig(g, "template", "spec", "nodeSelector") or {}
+        mine = [p for p in pools if pool_selects(p, sel)]
+        if not mine:
+            continue
+        hosts = int(g.get("numOfHosts") or 1)
+        need = max(1, int(g.get("minReplicas") or 0)) * hosts
+        was = old_groups.get(g.get("groupName"), g)
+        held = int(was.get("maxReplicas") or 0) * int(was.get("numOfHosts") or 1)
+        cap = sum(pool_max_nodes(p) for p in mine)
+        if need > cap - held:
+            names = ", ".join(sorted(str(dig(p, "inputs", "name")) for p in mine))
+            out.append(
+                f"blocked: the NewCluster upgrade of {k8s_target(new)} needs {need} more "
+                f"node(s) on pool {names} (group {g.get('groupName')}: minReplicas x hosts) "
+                f"while the old cluster holds up to {held} of its {cap}: the new cluster stays "
+                f"pending and the upgrade never completes; raise the pool's max to at least "
+                f"{held + need} or lower the service's max_workers (kuberay#4239)"
+            )
+    return out
+
+
+def upgrade_flags(
+    op: str,
+    old: dict[str, Any] | None,
+    new: dict[str, Any] | None,
+    disruption: list[Disruption],
+    head: list[dict[str, Any]],
+) -> list[str]:
+    """Review flags of a change's upgrade: a RayService update that brings up a second cluster
+    (:func:`upgrade_room`)."""
+    if op != "update" or new is None or new["type"] != RAYSERVICE:
+        return []
+    if not any(d.effect == "upgrade-new-cluster" for d in disruption):
+        return []
+    return upgrade_room(old, new, head)

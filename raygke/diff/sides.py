@@ -1,0 +1,305 @@
+"""The two sides of ``raygke diff``: each rendered by its own tree's code (the base revision
+checked out with ``git worktree add --detach`` into a temporary folder and rendered there by
+``python -m raygke synth`` with ``PYTHONPATH`` at that tree; the head is the working tree or a
+second revision, the same way), then compared by :func:`raygke.diff.compare.compare`
+(:func:`plan_sides`). ``--config FILE`` diffs a stack file in the repository against its version
+at ``--base`` (default ``main``); ``--set`` values apply to the head side only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raygke.diff.compare import DiffError, Plan, compare
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The git work tree holding ``start`` (default: the current directory).
+
+    Raises:
+        DiffError: not inside a git work tree.
+    """
+    r = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=start or Path.cwd(),
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise DiffError(f"{start or Path.cwd()} is not inside a git work tree")
+    return Path(r.stdout.strip())
+
+
+def resolve_rev(root: Path, rev: str) -> str:
+    """The commit id of ``rev`` in the repository at ``root``.
+
+    Raises:
+        DiffError: ``rev`` names no commit.
+    """
+    r = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise DiffError(f"{rev!r} is not a commit in {root}")
+    return r.stdout.strip()
+
+
+@contextlib.contextmanager
+def checkout(root: Path, commit: str) -> Iterator[Path]:
+    """A temporary ``git worktree`` of ``commit`` (detached), removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix="raygke-diff-"))
+    tree = tmp / "tree"
+    r = subprocess.run(
+        ["git", "worktree", "add", "--detach", "--quiet", str(tree), commit],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        raise DiffError(f"git worktree add {commit[:12]} failed: {r.stderr.strip()}")
+    try:
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(tree)],
+            cwd=root,
+            capture_output=True,
+        )
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def synth_command(
+    stack: str, out: str, sets: list[str] | None = None, config: Path | None = None
+) -> list[str]:
+    """The ``python -m raygke synth`` command line that renders one side: ``--stack stack``, or
+    ``--config config`` (a stack file path) when given, with each ``--set KEY=VALUE`` passed on."""
+    target = ["--config", str(config)] if config is not None else ["--stack", stack]
+    cmd = [sys.executable, "-m", "raygke", "synth", *target, "--out", out]
+    for item in sets or []:
+        cmd += ["--set", item]
+    return cmd
+
+
+def stack_file(tree: Path, stack: str, config: Path | None = None) -> Path:
+    """The stack file a side renders in ``tree``: ``config`` (relative to the repository root)
+    when given, else ``Pulumi.<stack>.yaml``."""
+    return tree / config if config is not None else tree / f"Pulumi.{stack}.yaml"
+
+
+def render_tree(
+    tree: Path,
+    stack: str,
+    label: str,
+    sets: list[str] | None = None,
+    config: Path | None = None,
+) -> list[dict[str, Any]] | None:
+    """``resources.json`` of ``stack`` (or of the stack file ``config``, a path relative to the
+    repository root) rendered by ``tree``'s own ``raygke synth`` in a subprocess, with ``sets``
+    (``--set KEY=VALUE`` items); None when ``tree`` has no such stack file (every resource is
+    new).
+
+    Raises:
+        DiffError: the render failed (its last stderr line is in the message); code 2 when
+            ``sets`` are given and that tree's ``raygke synth`` has no ``--set`` yet.
+    """
+    path = stack_file(tree, stack, config)
+    if not path.is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="raygke-render-") as out:
+        env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
+        r = subprocess.run(
+            synth_command(stack, out, sets, path if config is not None else None),
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0 and sets and "No such option: --set" in (r.stderr or ""):
+            raise DiffError(
+                f"{label}'s raygke synth has no --set option (it predates it); diff without "
+                "--set, or choose a newer --base",
+                code=2,
+            )
+        if r.returncode != 0:
+            lines = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()]
+            problems = [ln.strip() for ln in lines if ln.startswith("  - ")]
+            if problems:  # an invalid stack: its problems, as raygke check lists them
+                check = (
+                    f"raygke check {'--config ' + str(config) if config else '--stack ' + stack}"
+                )
+                check += "".join(f" --set {shlex.quote(s)}" for s in sets or [])
+                raise DiffError(
+                    f"rendering {label} failed: the stack file is invalid ({check} lists the "
+                    "same):\n  " + "\n  ".join(problems),
+                    code=1,
+                )
+            last = " | ".join(ln.removeprefix("error: ") for ln in lines[-3:]) or "no output"
+            code = 2 if r.returncode == 2 else 1  # a usage error (a bad --set) stays one
+            raise DiffError(f"rendering {label} failed (exit {r.returncode}): {last}", code=code)
+        return json.loads((Path(out) / "resources.json").read_text())
+
+
+@dataclass
+class Side:
+    """One rendered side: its label, records, and the stack file it rendered (None: no file)."""
+
+    label: str
+    records: list[dict[str, Any]]
+    stack_file: Path | None
+    tree: Path
+
+
+@contextlib.contextmanager
+def side_tree(root: Path, rev: str | None) -> Iterator[tuple[str, Path]]:
+    """``(label, tree)`` of one side: the working tree at ``root`` when ``rev`` is None, else a
+    temporary checkout of ``rev`` (:func:`checkout`), removed afterwards."""
+    if rev is None:
+        yield "working tree", root
+        return
+    commit = resolve_rev(root, rev)
+    label = f"{rev} ({commit[:7]})" if not commit.startswith(rev) else commit[:7]
+    with checkout(root, commit) as tree:
+        yield label, tree
+
+
+def render_sides(
+    trees: list[tuple[str, Path]],
+    stack: str,
+    sets: list[list[str] | None],
+    config: Path | None = None,
+) -> list[Side]:
+    """Render ``stack`` (or the stack file ``config``, relative to each tree) in each
+    ``(label, tree)`` with its ``sets`` (:func:`render_tree`), the sides' subprocesses at the same
+    time (each its own interpreter and tree, so on a machine with more than one core a diff
+    takes about one render's time, not two).
+
+    Raises:
+        DiffError: as :func:`render_tree`, the first side's first.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(trees)) as pool:
+        futures = [
+            pool.submit(render_tree, tree, stack, label, extra, config)
+            for (label, tree), extra in zip(trees, sets, strict=True)
+        ]
+        out = []
+        for (label, tree), future in zip(trees, futures, strict=True):
+            records = future.result()
+            f = stack_file(tree, stack, config)
+            out.append(Side(label, records or [], f if f.is_file() else None, tree))
+    return out
+
+
+DEFAULT_CONFIG_BASES = ("main", "origin/main")
+
+
+def config_in_repo(root: Path, config: Path) -> Path:
+    """``config`` (a stack file path, absolute or relative to the current directory) as a path
+    relative to the repository root ``root``, so the base side finds its version at a revision.
+
+    Raises:
+        DiffError: the file does not exist, or lies outside the repository (code 2).
+    """
+    p = config if config.is_absolute() else Path.cwd() / config
+    if not p.is_file():
+        raise DiffError(f"--config {config}: no such file")
+    try:
+        return p.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise DiffError(
+            f"--config {config}: outside the git work tree {root}; diff compares the file with "
+            "its version at a revision of that repository"
+        ) from None
+
+
+def default_base(root: Path, config: Path | None) -> str:
+    """The base revision when ``--base`` is not given: ``HEAD`` for ``--stack`` (what this
+    branch changes in its working tree); for ``--config``, ``main`` (or ``origin/main``): your
+    file against the version the main branch has.
+
+    Raises:
+        DiffError: ``--config`` and neither ``main`` nor ``origin/main`` exists (give --base).
+    """
+    if config is None:
+        return "HEAD"
+    for rev in DEFAULT_CONFIG_BASES:
+        try:
+            resolve_rev(root, rev)
+        except DiffError:
+            continue
+        return rev
+    raise DiffError(
+        f"--config {config}: no main branch to compare with ({', '.join(DEFAULT_CONFIG_BASES)} "
+        "not found); give --base REV"
+    )
+
+
+def stack_label(stack: str | None, config: Path | None) -> str:
+    """The plan's stack name: ``stack``, or the ``NAME`` of a ``Pulumi.NAME.yaml`` config (its
+    file name otherwise)."""
+    if config is None:
+        return stack or ""
+    name = config.name
+    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
+        return name.split(".", 1)[1].rsplit(".", 1)[0]
+    return name
+
+
+def plan_sides(
+    stack: str | None,
+    config: Path | None,
+    base: str | None,
+    head: str | None,
+    sets: list[str] | None = None,
+    root: Path | None = None,
+) -> Plan:
+    """Render both sides and compare them: ``stack`` (``Pulumi.<stack>.yaml``) or ``config`` (a
+    stack file in the repository) at ``base`` (None: :func:`default_base`) and at ``head`` (None:
+    the working tree). ``sets`` (``--set KEY=VALUE``) apply to the head side only: the base is
+    what is deployed or reviewed, the head what you try.
+
+    Raises:
+        DiffError: not a git work tree, a revision that names no commit, a config outside the
+            repository, no stack file on either side (code 2), or a side that does not render
+            (code 1).
+    """
+    root = root or repo_root()
+    rel = config_in_repo(root, config) if config is not None else None
+    name = stack_label(stack, rel)
+    base_rev = base if base is not None else default_base(root, rel)
+    with side_tree(root, base_rev) as base_tree, side_tree(root, head) as head_tree:
+        b, h = render_sides([base_tree, head_tree], name, [None, sets], rel)
+        if b.stack_file is None and h.stack_file is None:
+            what = str(rel) if rel is not None else f"Pulumi.{name}.yaml"
+            raise DiffError(f"no {what} on either side")
+        plan = compare(b.records, h.records, name, b.label, h.label)
+        if sets:
+            plan.head += " with --set " + " ".join(sets)
+        plan.cost = cost_delta(b.records, h.records)
+    return plan
+
+
+def cost_delta(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cost change between two renders (:mod:`raygke.cost.estimate`): ``{"lines":
+    [str], "base": StackCost json, "head": StackCost json}``; ``lines`` is empty when the cost
+    did not change."""
+    from raygke.cost.estimate import delta_lines, stack_cost
+
+    b, h = stack_cost(base), stack_cost(head)
+    return {"lines": delta_lines(b, h), "base": b.to_json(), "head": h.to_json()}

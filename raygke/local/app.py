@@ -1,0 +1,79 @@
+"""What the ``raygke local`` commands share: the Typer app, the stack options, the one-line
+failure and the stack-to-target resolution (:mod:`raygke.local.commands` holds ``up``, ``status``,
+``serve``, ``down``; :mod:`raygke.local.run` holds ``run``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+from raygke.console import EXIT_FAILED, EXIT_USAGE, err
+from raygke.local import cluster as local_cluster
+from raygke.stacks import choose_or_exit, load_or_exit
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="The local Ray environment: a head and worker nodes on this machine, buckets as folders.",
+)
+
+StackOpt = typer.Option(
+    None, "--stack", "-s", help="Stack name: Pulumi.NAME.yaml (default: built-in 'local')"
+)
+ConfigOpt = typer.Option(None, "--config", "-c", help="Path to a stack file")
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    err.print(f"error: {message}", markup=False)
+    raise typer.Exit(code)
+
+
+def resolve_target(
+    stack: str | None, config: Path | None, workers: int | None = None
+) -> local_cluster.LocalTarget:
+    """The :class:`~raygke.local.cluster.LocalTarget` named by the options (rules in
+    :mod:`raygke.stacks`; the built-in stack is ``local``).
+
+    Raises:
+        typer.Exit(2): both options, a missing stack file, or ``--workers`` out of 0..16.
+        typer.Exit(1): an invalid stack file (every problem listed).
+    """
+    from components.stack import LocalConfig
+
+    choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
+    local = load_or_exit(choice.path).local if choice.path is not None else LocalConfig()
+    try:
+        return local_cluster.make_target(choice.name, local, workers)
+    except local_cluster.LocalError as e:
+        fail(str(e), EXIT_USAGE)
+
+
+def queue_note(stack: str | None, config: Path | None, names: list[str]) -> None:
+    """Say once that Kueue queues do not apply locally (raygke.queue.local_queue_note)."""
+    from raygke.queue import local_queue_note
+
+    choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
+    note = local_queue_note(load_or_exit(choice.path), names) if choice.path else None
+    if note:
+        err.print(note, markup=False)
+
+
+def dead_nodes(state: dict[str, Any]) -> list[local_cluster.NodeRecord]:
+    return [n for n in local_cluster.nodes_of(state) if not n.alive]
+
+
+@contextlib.contextmanager
+def api_errors(state: dict[str, Any], name: str) -> Iterator[None]:
+    """Turn a Jobs API failure (connection refused, HTTP error) into a one-line exit 1."""
+    try:
+        yield
+    except (typer.Exit, KeyboardInterrupt, local_cluster.LocalError):
+        raise
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        fail(f"job {name}: the Jobs API at {state['dashboard_url']} failed: {first}")

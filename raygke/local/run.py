@@ -1,0 +1,378 @@
+"""``raygke local run``: the pipeline command (see :mod:`raygke.local.commands` for the environment and
+:mod:`raygke.local.jobs` for the jobs' arguments, submission and results)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from raygke.console import EXIT_USAGE, console, err
+from raygke.local import cluster as local_cluster
+from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target
+from raygke.local.app import api_errors as _api_errors
+from raygke.local.app import dead_nodes as _dead
+from raygke.local.app import fail as _fail
+from raygke.local.app import queue_note as _queue_note
+
+BRIEF_STR_MAX = 60  # characters of a string value on a job's console line
+
+
+def result_brief(result: Any) -> str:
+    """A job's result as its one console line: JSON of the mapping's numbers, booleans and
+    strings (a string over :data:`BRIEF_STR_MAX` characters - a path, the sample text - cut to
+    that with ``…``), a nested mapping or list as ``"{N keys}"`` / ``"[N items]"``; a result that
+    is not a mapping as its JSON, cut at 300 characters with ``…``. The whole result is in the
+    run's summary (the table after the run, ``--summary-json``)."""
+    if not isinstance(result, dict):
+        text = json.dumps(result, default=str)
+        return text if len(text) <= 300 else text[:299] + "…"
+
+    def brief(v: Any) -> Any:
+        if isinstance(v, dict):
+            return f"{{{len(v)} keys}}"
+        if isinstance(v, list | tuple):
+            return f"[{len(v)} items]"
+        if isinstance(v, str) and len(v) > BRIEF_STR_MAX:
+            return v[: BRIEF_STR_MAX - 1] + "…"
+        return v
+
+    return json.dumps({k: brief(v) for k, v in result.items()}, default=str, ensure_ascii=False)
+
+
+def success_line(name: str, seconds: float, result: Any) -> str:
+    """The console line (rich markup) of job ``name`` that succeeded in ``seconds`` with
+    ``result`` (:func:`result_brief`, escaped: a ``[...]`` in a path is text, not a style)."""
+    return f"[green]{name} succeeded[/] in {seconds:.1f} s: {escape(result_brief(result))}"
+
+
+def _summary_table(summary: dict[str, Any]) -> Table:
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    table = Table(title="summary", show_header=False)
+    table.add_column("what")
+    table.add_column("value", overflow="fold")
+    table.add_row("rows (train windows)", num(summary["rows"], ","))
+    table.add_row("validation rows", num(summary.get("val_rows"), ","))
+    skipped = summary.get("skipped_by") or {}
+    files = num(summary.get("files"), ",")
+    if skipped:
+        files += " (skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()) + ")"
+    table.add_row("corpus files", Text(files))
+    table.add_row("steps", num(summary["steps"], ","))
+    table.add_row(
+        "loss first -> last (nats/byte)",
+        f"{num(summary['first_loss'], '.3f')} -> {num(summary['last_loss'], '.3f')}",
+    )
+    table.add_row("validation loss (nats/byte)", num(summary["val_loss"], ".3f"))
+    table.add_row("xz -9e, same rows (nats/byte)", num(summary.get("xz_nats_per_byte"), ".3f"))
+    table.add_row("model / xz (< 1 beats xz)", num(summary.get("val_vs_xz"), ".3f"))
+    table.add_row("tokens/s", num(summary["tokens_per_s"], ",.0f"))
+    table.add_row("checkpoint", summary["checkpoint"] or "-")
+    table.add_row("sample", Text(repr(summary["sample"])) if summary["sample"] else "-")
+    table.add_row("wall time (s)", f"{summary['seconds']:.1f}")
+    return table
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+    except OSError as e:
+        _fail(f"cannot write --summary-json {path}: {e}")
+
+
+@app.command()
+def run(
+    jobs: list[str] | None = typer.Argument(
+        None, help="Jobs to run in order (default: prepare train_lm evaluate)"
+    ),
+    stack: str | None = StackOpt,
+    config: Path | None = ConfigOpt,
+    data: str | None = typer.Option(
+        None, "--data", help="Corpus: folder, glob or gs:// URI (default: Python stdlib sources)"
+    ),
+    summary_json: Path | None = typer.Option(
+        None, "--summary-json", help="Also write the summary as JSON here"
+    ),
+    accelerator: str = typer.Option("cpu", "--accelerator", help="cpu | gpu | tpu"),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", help="Extra job argument JOB.KEY=VALUE (repeatable), e.g. train_lm.steps=50"
+    ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Stream the jobs' logs (Ray's own lines) here too"
+    ),
+    fresh: bool = typer.Option(
+        False,
+        "--fresh",
+        help="Start over under a new run name instead of resuming an interrupted run of the "
+        "same pipeline",
+    ),
+) -> None:
+    """Submit jobs through the Ray Jobs API, show a progress line per job, and print a summary.
+
+    The jobs' logs (Ray's own lines included) go to <root>/<stack>/runs/<time>/run.log,
+    whose path is printed; --verbose also streams them here. A run that trained and did
+    not finish (failed, interrupted) is resumed by the next run of the same pipeline (same
+    jobs, corpus, --set values, accelerator): same run name, so the trainer continues from
+    its newest checkpoint ("resumed from checkpoint N"), and a job that succeeded in it
+    (prepare) is not run again: its result is reused ("result reused from run ...") while its
+    arguments are the same and its outputs are there; --fresh starts over.
+    """
+    import signal
+
+    from raygke.local import jobs as local_jobs
+    from raygke.local.progress import RunLog
+
+    # SIGTERM (timeout, CI cancellation) stops the running job like Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    from contract.registry import DEFAULT_PIPELINE, get_workload
+
+    try:
+        names = local_jobs.resolve_jobs(jobs or list(DEFAULT_PIPELINE), accelerator)
+        extra_args = local_jobs.parse_overrides(overrides or [])
+        local_jobs.check_overrides(names, extra_args)
+    except local_cluster.LocalError as e:
+        _fail(str(e), EXIT_USAGE)
+    target = resolve_target(stack, config)
+    _queue_note(stack, config, names)
+    exits = contextlib.ExitStack()  # the run log, and Ray's logger sent into it
+    try:
+        local_cluster.require_ray()
+        state = local_cluster.read_state(target)
+        if state is None or not state.get("nodes"):
+            _fail(f"no local cluster is up for stack {target.stack!r}; run `raygke local up`")
+        dead = _dead(state)
+        if dead:
+            d = dead[0]
+            _fail(
+                f"node {d.name} (pid {d.pid}) is dead; run `raygke local down` and then "
+                "`raygke local up`"
+            )
+        if accelerator == "tpu":
+            local_jobs.tpu_args(state)
+        if accelerator == "gpu":
+            gpus = sum(s.resources_total.get("GPU", 0) for s in local_cluster.cluster_nodes(target))
+            if not gpus:
+                _fail("--accelerator gpu: the local cluster has no GPU (Ray found none)")
+        data_uri = local_jobs.absolute_data(data)
+        ds = local_jobs.dataset_name(data_uri)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        trains = any(get_workload(n).trains for n in names)
+        key = local_jobs.pipeline_key(names, data_uri, extra_args, accelerator)
+        pending = local_jobs.read_pending(target) if trains else None
+        resumed = pending is not None and pending["key"] == key and not fresh
+        if resumed:
+            run_name = str(pending["run_name"])
+        elif trains:
+            run_name = f"lm-{ds}-{stamp}"
+        else:
+            run_name = state.get("last_run") or f"lm-{ds}"
+        for name in names:  # every job's arguments, before the first job runs
+            try:
+                local_jobs.job_args(name, state, data_uri, run_name, {}, accelerator, extra_args)
+            except local_cluster.LocalError as e:
+                _fail(str(e), EXIT_USAGE)
+        # the jobs that succeeded in the interrupted run (reused below where still valid)
+        done: dict[str, Any] = dict((pending or {}).get("done") or {}) if resumed else {}
+        record = {"key": key, "run_name": run_name, "jobs": names, "started": stamp, "done": done}
+        if trains:
+            local_jobs.write_pending(target, record)
+        working_dir = local_jobs.stage_working_dir(state["buckets"]["artifacts"])
+        console.print(
+            f"running {' -> '.join(names)} on local cluster {target.stack!r} "
+            f"({state['dashboard_url']}); data: {data_uri or 'Python standard library sources'}"
+        )
+        run_log = RunLog(target.run_log(stamp))
+        console.print(f"log: {run_log.path}", markup=False)
+        results: dict[str, dict[str, Any]] = {}
+        outcomes: list[local_jobs.JobOutcome] = []
+        t0 = time.monotonic()
+        exits.callback(run_log.close)
+        if not verbose:
+            local_cluster.use_cluster_auth(target)  # before Ray is imported
+            exits.enter_context(run_log.capture_ray_logging())
+        for i, name in enumerate(names, 1):
+            try:
+                args = local_jobs.job_args(
+                    name, state, data_uri, run_name, results, accelerator, overrides=extra_args
+                )
+            except local_cluster.LocalError as e:
+                _fail(str(e), EXIT_USAGE)
+            console.rule(f"[bold]{i}/{len(names)} {name}")
+            prior = local_jobs.reusable(name, done.get(name), args) if resumed else None
+            if prior is not None:
+                job_id = str(done[name].get("job_id"))
+                console.print(
+                    f"{name}: result reused from run {run_name} (job {job_id} succeeded "
+                    "before the interruption; --fresh runs it again)",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                run_log.write(f"==> {i}/{len(names)} {name}: result of job {job_id} reused")
+                results[name] = prior
+                outcomes.append(
+                    local_jobs.JobOutcome(
+                        name,
+                        job_id,
+                        "SUCCEEDED",
+                        float(done[name].get("seconds") or 0.0),
+                        result=prior,
+                        reused=True,
+                    )
+                )
+                continue
+            done.pop(name, None)  # runs again: an older result of it is stale
+            if resumed and get_workload(name).trains:
+                point = local_jobs.resume_point(state["buckets"]["checkpoints"], run_name)
+                console.print(
+                    f"resumed from checkpoint {point[0]} ({point[1]})"
+                    if point
+                    else f"resuming run {run_name}: it has no checkpoint yet; from step 0",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,  # one line, however long the checkpoint's path
+                )
+            run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
+            with _api_errors(state, name):
+                outcome = _run_shown(target, state, name, args, working_dir, run_log, verbose)
+            run_log.write(f"==> {name}: job {outcome.job_id} {outcome.status}")
+            outcomes.append(outcome)
+            if outcome.status != "SUCCEEDED" or outcome.result is None:
+                why = outcome.message or "no RAYGKE_RESULT line in its log"
+                err.print(f"--- last {len(outcome.log_tail)} log lines of {name} ---", markup=False)
+                for line in outcome.log_tail:
+                    err.print(Text.from_ansi(line))
+                err.print(f"full log: {run_log.path}", markup=False)
+                if summary_json is not None:
+                    _write_json(
+                        summary_json,
+                        {
+                            "ok": False,
+                            "failed_job": name,
+                            "log": str(run_log.path),
+                            **local_jobs.summarize(results),
+                            "jobs": _jobs_json(outcomes),
+                        },
+                    )
+                _fail(
+                    f"job {name} ({outcome.job_id}) {outcome.status} after "
+                    f"{outcome.seconds:.0f} s: {why.splitlines()[-1] if why else ''}"
+                )
+            results[name] = outcome.result
+            if trains:  # a resumed run reuses it (local_jobs.reusable)
+                done[name] = local_jobs.done_entry(outcome, args)
+                local_jobs.write_pending(target, record)
+            console.print(
+                success_line(name, outcome.seconds, outcome.result), markup=True, highlight=False
+            )
+            if get_workload(name).role == "trainer":
+                state["last_run"] = run_name
+                local_cluster.write_state(target, state)
+        if trains:
+            local_jobs.write_pending(target, None)  # finished: the next run starts anew
+        summary = local_jobs.summarize(results)
+        summary["seconds"] = time.monotonic() - t0
+        console.print(_summary_table(summary))
+        if summary_json is not None:
+            payload = {
+                "ok": True,
+                **summary,
+                "run_name": run_name,
+                "data": data_uri,
+                "log": str(run_log.path),
+                "jobs": _jobs_json(outcomes),
+            }
+            _write_json(summary_json, payload)
+            console.print(f"summary written to {summary_json}", markup=False)
+    except local_cluster.LocalError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        err.print("interrupted; the running job was stopped")
+        raise typer.Exit(130) from None
+    finally:
+        exits.close()
+
+
+def _run_shown(
+    target: local_cluster.LocalTarget,
+    state: dict[str, Any],
+    name: str,
+    args: dict[str, Any],
+    working_dir: str,
+    run_log: Any,
+    verbose: bool,
+) -> Any:
+    """Run one job (``local_jobs.run_job``): every log line into ``run_log``; with ``verbose``
+    also printed here under a status spinner, else shown as a progress bar or plain lines
+    (:func:`raygke.local.progress.stage_display`)."""
+    from contract.registry import get_workload
+    from raygke.local import jobs as local_jobs
+    from raygke.local.progress import parse_progress, stage_display
+
+    watch = local_jobs.RetryWatch(name)
+
+    def retry_notice(line: str, event: dict[str, Any] | None) -> str | None:
+        notice = watch.line(line)
+        if notice is None and event is not None and get_workload(name).role == "trainer":
+            notice = watch.progress(event)
+        if notice is not None:
+            run_log.write(f"==> {notice}")
+        return notice
+
+    if verbose:
+        t0 = time.monotonic()
+
+        def log_and_print(line: str) -> None:
+            run_log.write(line)
+            console.print(Text.from_ansi(line))
+            notice = retry_notice(line, parse_progress(line))
+            if notice is not None:
+                console.print(f"[yellow]{escape(notice)}[/]", highlight=False)
+
+        with console.status(f"{name}: submitting") as spin:
+            return local_jobs.run_job(
+                target,
+                state,
+                name,
+                args,
+                working_dir,
+                on_log=log_and_print,
+                on_status=lambda s: spin.update(f"{name}: {s} ({time.monotonic() - t0:.0f} s)"),
+            )
+    with stage_display(console, name) as stage:
+
+        def log_and_show(line: str) -> None:
+            run_log.write(line)
+            event = parse_progress(line)
+            notice = retry_notice(line, event)
+            if notice is not None:
+                console.print(f"[yellow]{escape(notice)}[/]", highlight=False)
+            if event is not None:
+                stage.update(event)
+
+        return local_jobs.run_job(
+            target, state, name, args, working_dir, on_log=log_and_show, on_status=stage.status
+        )
+
+
+def _jobs_json(outcomes: list[Any]) -> dict[str, Any]:
+    return {
+        o.name: {
+            "job_id": o.job_id,
+            "status": o.status,
+            "seconds": round(o.seconds, 2),
+            "reused": o.reused,
+        }
+        for o in outcomes
+    }
