@@ -23,7 +23,7 @@ from components.stack import GpuPool, StackConfig, TpuPool
 from components.stack.base import plural
 from raygke import images as images_cli
 from raygke import submit
-from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err
+from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err, working
 from raygke.local import commands as local
 from raygke.stacks import (
     choose_or_exit,
@@ -161,7 +161,8 @@ def check(
     if render:
         from components.stack.checks import check_stack
 
-        problems += check_stack(cfg)
+        with working(f"checking the rendered objects of {path.name}"):
+            problems += check_stack(cfg)
         if not policy:
             skipped.append("policy rules")
         elif not problems:  # the program renders only what the checks above accept
@@ -175,9 +176,9 @@ def check(
             else:
                 import raygke.synth  # pulumi is imported only here
 
-                problems = problems_of(
-                    raygke.synth.policy_problems(path, choice.name), "", "policy"
-                )
+                with working(f"rendering {path.name} under mocks for the policy rules"):
+                    found = raygke.synth.policy_problems(path, choice.name)
+                problems = problems_of(found, "", "policy")
     if fmt != "text":
         from raygke.report import render
 
@@ -227,7 +228,8 @@ def synth(
     _writable_folder_or_exit(out)
     import raygke.synth  # pulumi is imported only for this command
 
-    result = raygke.synth.synth(choice.path, out, choice.name, overrides)
+    with working(f"rendering {choice.path.name} under mocks"):
+        result = raygke.synth.synth(choice.path, out, choice.name, overrides)
     raygke.synth.print_summary(result, out, console)
 
 
@@ -279,7 +281,8 @@ def diff(
     from raygke.diff.sides import plan_sides
 
     try:
-        plan = plan_sides(stack, config, base, head, list(sets or []))
+        with working(f"rendering both sides of {config or f'Pulumi.{stack}.yaml'}"):
+            plan = plan_sides(stack, config, base, head, list(sets or []))
     except DiffError as e:
         from raygke.diff.disruption import EXIT_NO_PLAN
 
@@ -321,7 +324,8 @@ def cost(
     from raygke.cost.estimate import stack_cost
 
     config = raygke.synth.program_config(choice.path, overrides)
-    records, _ = raygke.synth.run_program(config, choice.name, crd_specs="digest")  # no CRD read
+    with working(f"rendering {choice.path.name} under mocks"):
+        records, _ = raygke.synth.run_program(config, choice.name, crd_specs="digest")
     result = stack_cost(records)
     if fmt == "json":
         import json

@@ -18,10 +18,9 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from components import catalog
 from components.kuberay.model import KUBERAY_CHART_VERSIONS
+from components.stack.yamlcache import load_yaml_cached
 
 if TYPE_CHECKING:
     from components.network.model import NetworkConfig
@@ -87,9 +86,8 @@ def crd_documents(version: str) -> tuple[dict[str, Any], ...]:
     Raises:
         ValueError: version not carried. FileNotFoundError: a file is missing from the folder.
     """
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     d = carried_crds_dir(version)
-    return tuple(yaml.load((d / f).read_text(), Loader=loader) for f in CRD_FILES.values())
+    return tuple(load_yaml_cached((d / f).read_bytes()) for f in CRD_FILES.values())
 
 
 def crd_spec_digest(spec: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ RATIO = re.compile(
 # and marked `ray`: under xdist they run in the Ray worker (tests/conftest.py).
 CASES = [
     pytest.param("synth.py", id="synth"),
+    pytest.param("check_time.py", id="check_time"),
     pytest.param("torch_step.py", id="torch_step"),
     pytest.param("jax_step.py", id="jax_step"),
     pytest.param("optimizer_step.py", id="optimizer_step"),

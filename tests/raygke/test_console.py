@@ -82,3 +82,23 @@ def test_synth_out_that_is_a_file_or_cannot_be_created_is_a_usage_error(tmp_path
     afile.write_text("x")
     for out in (afile, Path("/proc/nope")):
         assert main(["synth", "--stack", "dev", "--out", str(out)]) == 2
+
+
+def test_long_work_shows_a_spinner_naming_it_on_a_terminal_only(monkeypatch) -> None:
+    import time
+
+    from rich.console import Console
+
+    import raygke.console as rc
+
+    tty = io.StringIO()
+    monkeypatch.setattr(rc, "err", Console(file=tty, force_terminal=True, width=80))
+    with rc.working("rendering Pulumi.prod.yaml under mocks"):
+        time.sleep(0.3)
+    assert "rendering Pulumi.prod.yaml under mocks ..." in tty.getvalue()
+
+    pipe = io.StringIO()
+    monkeypatch.setattr(rc, "err", Console(file=pipe, force_terminal=False))
+    with rc.working("rendering Pulumi.prod.yaml under mocks"):
+        time.sleep(0.1)
+    assert pipe.getvalue() == ""
