@@ -263,6 +263,9 @@ def diff(
         "rendered (an invalid stack)",
     ),
     sets: SetOption = None,
+    full: bool = typer.Option(
+        False, "--full", help="List every changed field (text format; digest-only changes too)"
+    ),
 ) -> None:
     """The plan between two offline renders (create, update, replace with the field that forces
     it, delete), with the cost delta at minimum and maximum scale. --set values apply to the
@@ -294,7 +297,7 @@ def diff(
     elif fmt == "markdown":
         sys.stdout.write(formats.render_markdown(plan))
     else:
-        formats.render_text(plan, console)
+        formats.render_text(plan, console, full=full)
     if exit_code and plan.disruptive():
         from raygke.diff.disruption import EXIT_DISRUPTIVE
 

@@ -51,7 +51,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from raygke.console import EXIT_FAILED, console, err
+from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
+from raygke.upload import DEFAULT_EXCLUDES, DEFAULT_MAX_UPLOAD_MIB
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
 
@@ -316,6 +317,7 @@ def build_submission(
         if not wd.is_dir():
             raise SubmitError(f"--working-dir {working_dir!r} is not a folder")
         runtime_env["working_dir"] = str(wd.resolve())
+        runtime_env["excludes"] = list(DEFAULT_EXCLUDES)
     env_vars = {"PYTHONUNBUFFERED": "1"}
     for item in env:
         key, sep, value = item.partition("=")
@@ -437,13 +439,27 @@ def submit(
     context: str | None = typer.Option(None, "--context", help="kubectl --context"),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the logs until the job ends"),
     dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print where it would submit and the kubectl commands; no call"
+        False,
+        "--dry-run",
+        help="Print where it would submit, what it would upload and the kubectl commands; no call",
+    ),
+    max_upload_mib: float = typer.Option(
+        DEFAULT_MAX_UPLOAD_MIB,
+        "--max-upload-mib",
+        help="Refuse a working dir holding more than this to upload (MiB, before compression)",
     ),
 ) -> None:
     """Submit a script to a stack's long-lived RayCluster (kubectl port-forward, the token from
     the stack's Secret, the Ray Jobs API), or with --local to the local cluster."""
+    if not local and stack is None and config is None:
+        _fail(
+            "give --stack NAME or --config FILE (a stack's RayCluster on GKE), or --local "
+            "(the running `raygke local` cluster)",
+            EXIT_USAGE,
+        )
     try:
         sub = build_submission(command or [], working_dir, env or (), pip or ())
+        _show_upload(sub, max_upload_mib)
         if _is_local(local, stack, config):
             if kubeconfig or context or cluster:
                 _fail("--kubeconfig, --context and --cluster apply to a GKE stack, not --local", 2)
@@ -481,6 +497,21 @@ def submit(
             )
     except SubmitError as e:
         _fail(str(e))
+
+
+def _show_upload(sub: Submission, max_mib: float) -> None:
+    """Print what the job's working dir uploads (:mod:`raygke.upload`); refuse it over
+    ``max_mib``."""
+    wd = sub.runtime_env.get("working_dir")
+    if wd is None:
+        return
+    from raygke.upload import measure, too_large
+
+    upload = measure(Path(wd), tuple(sub.runtime_env["excludes"]))
+    console.print(f"upload     {upload.describe()}", markup=False, soft_wrap=True)
+    refusal = too_large(upload, max_mib)
+    if refusal:
+        raise SubmitError(refusal)
 
 
 def _run(url: str, token: str, sub: Submission, wait: bool, metadata: dict[str, str]) -> None:

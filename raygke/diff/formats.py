@@ -4,9 +4,23 @@ JSON, from a :class:`raygke.diff.compare.Plan`."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from raygke.diff.compare import SYMBOLS, Change, Plan
+from raygke.diff.compare import SYMBOLS, Change, FieldChange, Plan
+
+FIELDS_SHOWN = 8
+"""Changed fields ``raygke diff`` prints per resource without ``--full`` (those that force a
+replacement always show)."""
+_DIGEST = re.compile(r"(sha256:)?[0-9a-f]{12,}")
+
+
+def digest_only(f: FieldChange) -> bool:
+    """True when ``f``'s old and new values differ only in hex digests (an image's
+    ``@sha256:...``, a content-addressed archive name, a hash suffix): derived values that
+    change with their source, summarised per resource unless ``--full``."""
+    old, new = _v(f.old), _v(f.new)
+    return old != new and _DIGEST.sub("#", old) == _DIGEST.sub("#", new)
 
 
 def _v(value: Any) -> str:
@@ -24,8 +38,11 @@ def _headline(c: Change) -> str:
     return f"{c.type} {c.name}" + (f"  ({'; '.join(extra)})" if extra else "")
 
 
-def render_text(plan: Plan, console: Any) -> None:
-    """Print the plan on a rich console (colour when it is a terminal)."""
+def render_text(plan: Plan, console: Any, full: bool = False) -> None:
+    """Print the plan on a rich console (colour when it is a terminal). Unless ``full``, a
+    resource's digest-only field changes (:func:`digest_only`) are one line, and at most
+    :data:`FIELDS_SHOWN` other changed fields are listed, with a line saying how many more
+    ``--full`` shows."""
     from rich.text import Text
 
     styles = {"create": "green", "update": "yellow", "replace": "magenta", "delete": "red"}
@@ -35,11 +52,8 @@ def render_text(plan: Plan, console: Any) -> None:
     for c in plan.changes:
         sym = SYMBOLS[c.op]
         console.print(Text(f"  {sym:<2} {_headline(c)}", style=styles[c.op]), soft_wrap=True)
-        for f in c.fields:
-            mark = " (forces replacement)" if f.forces_replacement else ""
-            console.print(
-                Text(f"        {f.path}: {_v(f.old)} => {_v(f.new)}{mark}"), soft_wrap=True
-            )
+        for line in _field_lines(c.fields, full):
+            console.print(Text(line), soft_wrap=True)
         for flag in c.flags:
             console.print(Text(f"        ! {flag}", style="bold red"), soft_wrap=True)
         for note in c.notes:
@@ -50,6 +64,30 @@ def render_text(plan: Plan, console: Any) -> None:
     console.print(Text(disruption_summary(plan), style="bold"), soft_wrap=True)
     for line in cost_lines(plan.cost):
         console.print(Text(line), soft_wrap=True)
+
+
+def _field_lines(fields: list[FieldChange], full: bool) -> list[str]:
+    def line(f: FieldChange) -> str:
+        mark = " (forces replacement)" if f.forces_replacement else ""
+        return f"        {f.path}: {_v(f.old)} => {_v(f.new)}{mark}"
+
+    if full:
+        return [line(f) for f in fields]
+    digests = [f for f in fields if digest_only(f) and not f.forces_replacement]
+    rest = [f for f in fields if f not in digests]
+    shown = [f for f in rest if f.forces_replacement]
+    shown += [f for f in rest if not f.forces_replacement][: max(0, FIELDS_SHOWN - len(shown))]
+    out = [line(f) for f in rest if f in shown]
+    hidden = len(rest) - len(shown)
+    if digests:
+        out.append(
+            f"        {len(digests)} digest-only "
+            f"{'change' if len(digests) == 1 else 'changes'} "
+            f"({', '.join(sorted({f.path.rsplit('.', 1)[-1] for f in digests}))}; --full lists them)"
+        )
+    if hidden:
+        out.append(f"        ... and {hidden} more changed fields (--full lists them)")
+    return out
 
 
 def _dline(d: dict[str, str]) -> str:

@@ -85,6 +85,7 @@ def test_a_script_becomes_python_file_in_its_folder(tmp_path: Path) -> None:
     assert sub.entrypoint == "python train.py"
     assert sub.runtime_env == {
         "working_dir": str(tmp_path / "pkg"),
+        "excludes": list(submit.DEFAULT_EXCLUDES),
         "env_vars": {"PYTHONUNBUFFERED": "1", "LR": "3e-4"},
         "pip": ["einops==0.8.1"],
     }
@@ -165,3 +166,48 @@ def test_token_is_decoded_and_a_failing_port_forward_is_named(tmp_path: Path, mo
         submit.port_forward(plan, timeout_s=20),
     ):
         pass
+
+
+def _job_folder(tmp_path: Path) -> Path:
+    job = tmp_path / "job"
+    (job / ".venv" / "lib").mkdir(parents=True)
+    (job / ".venv" / "lib" / "torch.so").write_bytes(b"\0" * 3_000_000)
+    (job / "data").mkdir()
+    (job / "data" / "big.bin").write_bytes(b"\0" * 2_000_000)
+    (job / ".gitignore").write_text("data/\n")
+    (job / "train.py").write_text("print('hi')\n")
+    (job / "util.py").write_text("X = 1\n")
+    return job
+
+
+def test_dry_run_names_the_upload_root_its_size_and_what_it_leaves_out(tmp_path: Path) -> None:
+    job = _job_folder(tmp_path)
+    rc, out = run("submit", "--config", DEV, "--dry-run", str(job / "train.py"))
+    assert rc == 0, out
+    line = next(ln for ln in out.splitlines() if ln.startswith("upload "))
+    # train.py, util.py and .gitignore: not the .venv (default excludes), not data/ (.gitignore)
+    assert f"{job} (3 files, 0.0 MiB before compression; excluded: .venv/" in line
+    assert "and the patterns of .gitignore" in line
+    sub = submit.build_submission([str(job / "train.py")], None, (), ())
+    assert sub.runtime_env["excludes"][0] == ".venv/"  # what Ray is told to leave out, too
+
+
+def test_an_upload_over_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
+    job = _job_folder(tmp_path)
+    (job / ".gitignore").unlink()  # data/ (2 MB) is uploaded now
+    rc, out = run(
+        "submit", "--config", DEV, "--dry-run", "--max-upload-mib", "1", str(job / "train.py")
+    )
+    assert rc == 1, out
+    assert (
+        f"the working dir {job} holds 1.9 MiB to upload (3 files), over --max-upload-mib 1" in out
+    )
+    assert "Traceback" not in out
+
+
+def test_without_a_target_submit_names_local_too(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    rc, out = run("submit", str(script))
+    assert rc == 2, out
+    assert "give --stack NAME or --config FILE" in out and "or --local" in out
