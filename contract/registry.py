@@ -253,5 +253,12 @@ def markdown_table(workload: str) -> str:
 
 
 if __name__ == "__main__":
-    for _name in WORKLOADS:
-        print(f"### {_name}\n\n{markdown_table(_name)}\n")
+    import os
+    import sys
+
+    try:
+        for _name in WORKLOADS:
+            print(f"### {_name}\n\n{markdown_table(_name)}\n", flush=True)
+    except BrokenPipeError:  # `python -m contract.registry | head`: the reader went away
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -9,12 +9,13 @@ each) or a job failed; 2 usage error or unreadable file; 3 internal error (a bug
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -23,7 +24,14 @@ from components.stack import GpuPool, StackConfig, TpuPool
 from components.stack.base import plural
 from raygke import images as images_cli
 from raygke import submit
-from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, console, err, working
+from raygke.console import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    console,
+    err,
+    working,
+)
 from raygke.local import commands as local
 from raygke.stacks import (
     choose_or_exit,
@@ -409,6 +417,43 @@ app.add_typer(
 )
 
 
+def _reflow(text: str) -> str:
+    """A docstring's paragraphs as single lines (list items keep their own lines), so the help
+    wraps at the terminal's width, not at the source's line breaks."""
+    out = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for ln in para.splitlines():
+            if lines and not ln.lstrip().startswith(("* ", "- ", "\b")):
+                lines[-1] += " " + ln.strip()
+            else:
+                lines.append(ln)
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def tidy_help(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
+    """Help as a reader expects it, for ``command`` and its subcommands: docstrings reflowed
+    (:func:`_reflow`) and no ``<bool>`` type column on flags (``--verbose``, ``--render/--no-render``
+    take no value; Typer 0.29 prints one)."""
+    if command.help:
+        command.help = _reflow(command.help)
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    make_help_option = command.get_help_option  # --help is made per call, not in params
+
+    def help_option(ctx: Any) -> Any:
+        option = make_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option  # type: ignore[method-assign]
+    for sub in getattr(command, "commands", {}).values():
+        tidy_help(sub)
+
+
 def _debug_wanted() -> bool:
     return _debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
@@ -424,6 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _debug
     _debug = False
     command = typer.main.get_command(app)
+    tidy_help(command)
     try:
         command.main(
             args=list(sys.argv[1:] if argv is None else argv),
@@ -435,6 +481,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is None or isinstance(code, int):
             return code or 0
         err.print(str(code), markup=False)  # sys.exit("message") prints and exits 1
+        return EXIT_FAILED
+    except BrokenPipeError:
+        # the reader went away (`raygke ... | head`): no traceback, no second error when Python
+        # flushes stdout at exit (https://docs.python.org/3/library/signal.html#note-on-sigpipe);
+        # exit 1 as click and rich do for the output they write themselves
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
     except Exception as e:
         if _debug_wanted():

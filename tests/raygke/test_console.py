@@ -102,3 +102,36 @@ def test_long_work_shows_a_spinner_naming_it_on_a_terminal_only(monkeypatch) -> 
     with rc.working("rendering Pulumi.prod.yaml under mocks"):
         time.sleep(0.1)
     assert pipe.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    "argv", [["-m", "raygke", "docs"], ["-m", "contract.registry"]], ids=["raygke", "registry"]
+)
+def test_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
+    """``raygke docs | head -1``: the reader is gone before the command writes; it exits 1 (as
+    click and rich do on a closed pipe), not 3 (internal error), with no traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # nobody reads
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_help_wraps_docstrings_and_shows_no_type_on_flags(monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    _, out = run("check", "--help")
+    assert "<bool>" not in out, out
+    assert "--no-render" in out and "<str>" in out  # options that take a value keep theirs
+    # the docstring's source line breaks are gone: its first sentence is on one line
+    assert (
+        "Validate a stack offline: config rules, that a deployer can reach the Kubernetes API, and (unless --no-render)"
+        in out
+    )
+    _, top = run("--help")
+    assert "<bool>" not in top and "Show this message and exit." in top
