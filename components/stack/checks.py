@@ -72,6 +72,7 @@ from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig
+from components.stack.crdschema import NoteLine, as_problems
 from components.stack.name_checks import name_problems
 from components.stack.plan import plan
 from components.stack.problems import FieldLine, Problem, at, problems_of
@@ -191,7 +192,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
         try:
             for m in manifests:
                 problems += [
-                    _object_problem(m, line, "crd-schema")
+                    _note(_object_problem(m, line, "crd-schema"), line)
                     for line in _validate_crds([m], version=version)
                 ]
         except CrdsMissingError as e:
@@ -210,6 +211,14 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
             ):
                 problems += [_edit(field, line, rule) for line in lines]
     return problems
+
+
+def _note(problem: Problem, line: str) -> Problem:
+    """``problem`` as a warning when its ``line`` is a note (a CEL rule of the CRD that was not
+    evaluated: :class:`components.stack.crdschema.NoteLine`)."""
+    if isinstance(line, NoteLine):
+        return problem._replace(severity="warning", rule="crd-cel-not-evaluated")
+    return problem
 
 
 def stack_field(manifest: dict[str, Any], group: str | int | None = None) -> str | None:
@@ -316,7 +325,7 @@ def monitoring_problems(cfg: StackConfig) -> list[Problem]:
 
     out: list[Problem] = []
     for m in render_monitoring(cfg):
-        out += problems_of(validate_other(m), "monitoring", "podmonitoring-schema")
+        out += as_problems(validate_other(m), "monitoring", "podmonitoring-schema")
     return out
 
 
@@ -360,7 +369,7 @@ def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list
     admission preview (:func:`components.capacity.checks.render_problems`)."""
     from components.capacity.checks import render_problems
 
-    return problems_of(render_problems(cfg, manifests), "capacity", "kueue")
+    return as_problems(render_problems(cfg, manifests), "capacity", "kueue")
 
 
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
@@ -417,7 +426,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
         return problems
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
-    problems += problems_of(compute_class_problems(cfg), "compute_classes", "computeclass-schema")
+    problems += as_problems(compute_class_problems(cfg), "compute_classes", "computeclass-schema")
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
     iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))

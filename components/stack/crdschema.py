@@ -47,7 +47,7 @@ import jsonschema
 import yaml
 
 from components.stack import crdcel
-from components.stack.problems import FieldLine, Problem
+from components.stack.problems import FieldLine, Problem, problem_of
 
 SUMS_FILE = "SHA256SUMS"
 """Beside each carried CRD folder's files (``sha256sum *.yaml`` output): their recorded digests."""
@@ -372,7 +372,7 @@ def as_problems(lines: Iterable[str], path: str, rule: str) -> list[Problem]:
         if isinstance(ln, NoteLine):
             out.append(Problem(path, str(ln), "crd-cel-not-evaluated", "warning"))
         else:
-            out.append(ln if isinstance(ln, Problem) else Problem(path, str(ln), rule))
+            out.append(problem_of(ln, path, rule))
     return out
 
 
