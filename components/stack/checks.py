@@ -72,7 +72,7 @@ from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig
-from components.stack.crdschema import NoteLine, as_problems
+from components.stack.crdschema import NoteLine, problems_with_notes
 from components.stack.name_checks import name_problems
 from components.stack.plan import plan
 from components.stack.problems import FieldLine, Problem, at, problems_of
@@ -325,7 +325,7 @@ def monitoring_problems(cfg: StackConfig) -> list[Problem]:
 
     out: list[Problem] = []
     for m in render_monitoring(cfg):
-        out += as_problems(validate_other(m), "monitoring", "podmonitoring-schema")
+        out += problems_with_notes(validate_other(m), "monitoring", "podmonitoring-schema")
     return out
 
 
@@ -369,7 +369,7 @@ def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list
     admission preview (:func:`components.capacity.checks.render_problems`)."""
     from components.capacity.checks import render_problems
 
-    return as_problems(render_problems(cfg, manifests), "capacity", "kueue")
+    return problems_with_notes(render_problems(cfg, manifests), "capacity", "kueue")
 
 
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
@@ -426,7 +426,9 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
         return problems
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
-    problems += as_problems(compute_class_problems(cfg), "compute_classes", "computeclass-schema")
+    problems += problems_with_notes(
+        compute_class_problems(cfg), "compute_classes", "computeclass-schema"
+    )
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
     iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))

@@ -62,7 +62,7 @@ class CarriedFileError(RuntimeError):
 
 class NoteLine(FieldLine):
     """A line about a rule that was not evaluated (a CEL rule the runtime cannot compile): a
-    warning, not a refusal; :func:`as_problems` makes it a Problem of severity ``warning``."""
+    warning, not a refusal; :func:`problems_with_notes` makes it a Problem of severity ``warning``."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (NoteLine, (str(self), self.field))
@@ -364,7 +364,7 @@ def validate_object(
     return out
 
 
-def as_problems(lines: Iterable[str], path: str, rule: str) -> list[Problem]:
+def problems_with_notes(lines: Iterable[str], path: str, rule: str) -> list[Problem]:
     """``lines`` (of :func:`validate_object` or a caller's own) as Problems of the stack field
     ``path``: a :class:`NoteLine` is a ``warning`` of rule ``crd-cel-not-evaluated``."""
     out = []

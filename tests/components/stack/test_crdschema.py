@@ -11,9 +11,9 @@ import yaml
 
 from components.stack.crdschema import (
     NoteLine,
-    as_problems,
     load_crd,
     metadata_problems,
+    problems_with_notes,
     structural_problems,
     validate_object,
 )
@@ -166,7 +166,7 @@ def test_cel_rule_defaults_field_path_runtime_error_and_unsupported_note(tmp_pat
         "undeclared reference to 'quantity' (in container '')",
     ]
     assert [type(p) for p in found] == [NoteLine.__mro__[1]] * 2 + [NoteLine]
-    problems = as_problems(found, "widgets", "widget-schema")
+    problems = problems_with_notes(found, "widgets", "widget-schema")
     assert [p.severity for p in problems] == ["error", "error", "warning"]
     assert problems[2].rule == "crd-cel-not-evaluated"
     assert found[0].field == "spec.max"
