@@ -298,13 +298,16 @@ class RuleResult:
     note: bool = False
 
 
-def _has_rules(schema: Any, _cache: dict[int, bool] = {}) -> bool:  # noqa: B006 - per-process
-    """``schema`` or a schema below it carries a rule (cached by identity: the CRD schemas are
-    loaded once per process and kept)."""
-    key = id(schema)
-    if key not in _cache:
-        _cache[key] = any(True for _ in schema_rules(schema))
-    return _cache[key]
+_HAS_RULES: dict[int, tuple[Any, bool]] = {}
+
+
+def _has_rules(schema: Any) -> bool:
+    """``schema`` or a schema below it carries a rule; cached by identity (each CRD schema is
+    loaded once per process), the schema kept with its answer so that its id is never reused."""
+    entry = _HAS_RULES.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = _HAS_RULES[id(schema)] = (schema, any(True for _ in schema_rules(schema)))
+    return entry[1]
 
 
 def _message(rule: dict[str, Any], value: Any) -> str:
@@ -314,7 +317,8 @@ def _message(rule: dict[str, Any], value: Any) -> str:
     if expr:
         program, _ = compile_rule(expr)
         if program is not None:
-            out = program.eval(data={"self": value}).value()
+            result = program.eval(data={"self": value})  # an error value is no message
+            out = result.value() if result.type().name() == "STRING" else None
             if isinstance(out, str) and out.strip():
                 return out
     return rule.get("message") or f"failed rule: {str(rule.get('rule', '')).strip()}"
@@ -342,8 +346,8 @@ def rule_problems(obj: Any, schema: Any, path: tuple = ()) -> list[RuleResult]:
     """Every create-time CEL rule of ``schema`` over ``obj`` (the object as the API server stores
     it: defaults applied), depth first; transition rules skipped (module docstring)."""
     out: list[RuleResult] = []
-    if not isinstance(schema, dict) or not _has_rules(schema):
-        return out
+    if obj is None or not isinstance(schema, dict) or not _has_rules(schema):
+        return out  # a null value is not validated (validation.go: nothing to evaluate)
     rules = [r for r in schema.get(RULES_KEY) or () if not transition(r)]
     if rules:
         value = cel_value(obj, schema)

@@ -148,13 +148,18 @@ def fmt_path(path: Iterable[Any]) -> str:
 
 def json_schema(schema: Any) -> Any:
     """Structural schema -> plain JSON Schema: int-or-string becomes ``anyOf`` integer|string,
-    ``x-kubernetes-*`` keys dropped, Go's ``^(?i)`` inline flag (AdmissionCheck's pattern) moved
+    ``nullable: true`` admits ``null``, ``x-kubernetes-*`` keys dropped, Go's ``^(?i)`` inline flag (AdmissionCheck's pattern) moved
     first for Python's ``re`` (same meaning)."""
     if isinstance(schema, dict):
         out = {k: json_schema(v) for k, v in schema.items() if not k.startswith("x-kubernetes")}
         if schema.get("x-kubernetes-int-or-string"):
             out.pop("type", None)
             out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        if schema.get("nullable") is True:  # OpenAPI's nullable: null is a value of the field
+            if isinstance(out.get("type"), str):
+                out["type"] = [out["type"], "null"]
+            if isinstance(out.get("enum"), list) and None not in out["enum"]:
+                out["enum"] = [*out["enum"], None]
         p = out.get("pattern")
         if isinstance(p, str) and p.startswith("^(?i)"):
             out["pattern"] = "(?i)^" + p[len("^(?i)") :]

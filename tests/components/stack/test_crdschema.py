@@ -192,6 +192,7 @@ def test_message_expression_falls_back_to_message(tmp_path: Path) -> None:
     rules = [
         {"rule": "self.n > 0", "messageExpression": "''", "message": "fallback"},
         {"rule": "self.n > 1", "messageExpression": "'n is ' + string(self.n)"},
+        {"rule": "self.n > 2", "messageExpression": "string(self.nope)", "message": "no key"},
     ]
     crd = _crd(
         tmp_path,
@@ -204,7 +205,28 @@ def test_message_expression_falls_back_to_message(tmp_path: Path) -> None:
     assert validate_object(_widget({"n": 0}), crd) == [
         "Widget w: spec: fallback",
         "Widget w: spec: n is 0",
+        "Widget w: spec: no key",  # the messageExpression's error is no message
     ]
+
+
+def test_a_null_value_is_not_validated(tmp_path: Path) -> None:
+    rule = {"rule": "self.size() > 0", "message": "empty"}
+    crd = _crd(
+        tmp_path,
+        {
+            "type": "object",
+            "properties": {
+                "tags": {
+                    "type": "array",
+                    "nullable": True,
+                    "items": {"type": "string"},
+                    "x-kubernetes-validations": [rule],
+                },
+            },
+        },
+    )
+    assert validate_object(_widget({"tags": None}), crd) == []
+    assert validate_object(_widget({"tags": []}), crd) == ["Widget w: spec.tags: empty"]
 
 
 def test_cluster_scoped_object_with_a_namespace(tmp_path: Path) -> None:
