@@ -4,8 +4,11 @@ would otherwise only tell you after ``pulumi up``.
 :func:`check_stack` renders the stack (:func:`components.raycrs.render.render_manifests` and
 :func:`components.nodepools.render.node_pool_specs`) and reports, one line each:
 
-1. every RayCluster / RayJob / RayService validates against the CRD schema of the stack's KubeRay version
-   (``kuberay.chart_version``), unknown (pruned) fields included (:mod:`components.raycrs.crd`),
+1. every RayCluster / RayJob / RayService validates against the CRD of the stack's KubeRay version
+   (``kuberay.chart_version``) as the API server would on create - unknown (pruned) fields,
+   defaults, schema, ``metadata``, list types and the CRD's CEL rules
+   (:mod:`components.raycrs.crd` on the one checker :mod:`components.stack.crdschema`; a CEL rule
+   not evaluated is a ``warning`` Problem, ``crd-cel-not-evaluated``),
    and passes the rules the KubeRay operator of that version applies when it reconciles
    (:mod:`components.raycrs.operator`); every Managed Prometheus PodMonitoring
    (:mod:`components.monitoring.render`) validates against the carried PodMonitoring CRD
