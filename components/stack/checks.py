@@ -219,8 +219,8 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
 def _note(problem: Problem, line: str) -> Problem:
     """``problem`` as a warning when its ``line`` is a note (a CEL rule of the CRD that was not
     evaluated: :class:`components.stack.crdschema.NoteLine`)."""
-    if isinstance(line, NoteLine):
-        return problem._replace(severity="warning", rule="crd-cel-not-evaluated")
+    if isinstance(line, NoteLine):  # about the CRD, not the stack: no "edit <field>" advice
+        return Problem(problem.path, str(line), "crd-cel-not-evaluated", "warning")
     return problem
 
 

@@ -285,3 +285,39 @@ def test_check_reports_a_cel_refusal_at_the_stack_field_and_an_unevaluated_rule_
     notes = [p for p in check_manifests(cfg, manifests) if p.rule == "crd-cel-not-evaluated"]
     assert [(p.path, p.severity) for p in notes] == [(f"ray_clusters[{name}]", "warning")]
     assert "quantity('1') == quantity('1')" in notes[0] and "not checked" in notes[0]
+
+
+def test_raygke_check_prints_an_unevaluated_rule_as_a_warning_and_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``raygke check --format json``: the note is a ``warning`` record, the exit code 0."""
+    import contextlib
+    import io
+    import json
+    import shutil
+
+    import yaml
+
+    from raygke.cli import main
+
+    d = tmp_path / "crds"
+    shutil.copytree(COMPONENTS / "kuberay" / "crds" / "v1.7.0", d)
+    (d / "SHA256SUMS").unlink(missing_ok=True)
+    f = d / "ray.io_rayclusters.yaml"
+    doc = yaml.load(f.read_text(), Loader=yaml.CSafeLoader)
+    spec = next(v for v in doc["spec"]["versions"] if v["name"] == "v1")
+    spec["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "ip('10.0.0.1').family() == 4"}
+    ]
+    f.write_text(yaml.dump(doc, Dumper=yaml.CSafeDumper))
+    monkeypatch.setenv("RAYGKE_CRDS_DIR", str(d))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        rc = main(["check", "--stack", "dev", "--no-policy", "--format", "json"])
+    assert rc == 0, out.getvalue()
+    text = out.getvalue()
+    records = json.loads(text[text.index("{") :])
+    found = [r for r in records["problems"] if r["rule"] == "crd-cel-not-evaluated"]
+    assert [r["severity"] for r in found] == ["warning"]
+    assert "ip('10.0.0.1').family() == 4" in found[0]["message"]
+    assert "edit " not in found[0]["message"]  # about the CRD, not a stack field
