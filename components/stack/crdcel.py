@@ -11,7 +11,8 @@ not match - refuses the object too, ``"<error> evaluating rule: <rule>"``).
 
 * Transition rules (rules that read ``oldSelf``) run on update only; on create the API server
   skips them (same page, "Transition rules"), so they are skipped here: a stack renders objects
-  to create. :func:`transition` says which they are.
+  to create. :func:`transition` says which they are. A rule with ``optionalOldSelf: true`` runs on
+  create too (``oldSelf`` an absent optional); it is a note here (no carried CRD has one).
 * Values are typed from the schema as the API server types them
   (``k8s.io/apiserver/pkg/cel/common/values.go`` ``UnstructuredToVal``): a ``format: duration``
   string is a CEL duration (parsed like go-openapi ``strfmt.ParseDuration``), ``type: number`` a
@@ -326,6 +327,13 @@ def _message(rule: dict[str, Any], value: Any) -> str:
 
 def _evaluate(rule: dict[str, Any], value: Any, path: tuple) -> RuleResult | None:
     text = str(rule.get("rule", ""))
+    if rule.get("optionalOldSelf"):  # runs on create with oldSelf an absent optional
+        return RuleResult(
+            path,
+            f"x-kubernetes-validations rule {text!r} not checked: "
+            "optionalOldSelf (oldSelf as an optional) is not modelled",
+            True,
+        )
     program, why = compile_rule(text)
     if program is None:
         return RuleResult(path, f"x-kubernetes-validations rule {text!r} not checked: {why}", True)
@@ -348,7 +356,9 @@ def rule_problems(obj: Any, schema: Any, path: tuple = ()) -> list[RuleResult]:
     out: list[RuleResult] = []
     if obj is None or not isinstance(schema, dict) or not _has_rules(schema):
         return out  # a null value is not validated (validation.go: nothing to evaluate)
-    rules = [r for r in schema.get(RULES_KEY) or () if not transition(r)]
+    rules = [
+        r for r in schema.get(RULES_KEY) or () if r.get("optionalOldSelf") or not transition(r)
+    ]
     if rules:
         value = cel_value(obj, schema)
         out += [r for rule in rules if (r := _evaluate(rule, value, path))]

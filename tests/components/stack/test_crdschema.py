@@ -154,6 +154,7 @@ def test_cel_rule_defaults_field_path_runtime_error_and_unsupported_note(tmp_pat
                 {"rule": "self.min <= self.max", "message": "min above max", "fieldPath": ".max"},
                 {"rule": "self.nope == 1"},  # no such key: refused, as the API server does
                 {"rule": "self.max == oldSelf.max", "message": "immutable"},  # transition
+                {"rule": "!oldSelf.hasValue()", "optionalOldSelf": True},  # runs on create
             ],
         },
     )
@@ -161,13 +162,15 @@ def test_cel_rule_defaults_field_path_runtime_error_and_unsupported_note(tmp_pat
     assert [str(p) for p in found] == [
         "Widget w: spec.max: min above max",
         'Widget w: spec: NOT_FOUND: Key not found in map : "nope" evaluating rule: self.nope == 1',
+        "Widget w: spec: x-kubernetes-validations rule '!oldSelf.hasValue()' not checked: "
+        "optionalOldSelf (oldSelf as an optional) is not modelled",
         "Widget w: spec.size: x-kubernetes-validations rule "
         "\"quantity(self).isLessThan(quantity('1Gi'))\" not checked: ERROR: <input>:1:9: "
         "undeclared reference to 'quantity' (in container '')",
     ]
-    assert [type(p) for p in found] == [NoteLine.__mro__[1]] * 2 + [NoteLine]
+    assert [type(p) for p in found] == [NoteLine.__mro__[1]] * 2 + [NoteLine] * 2
     problems = problems_with_notes(found, "widgets", "widget-schema")
-    assert [p.severity for p in problems] == ["error", "error", "warning"]
+    assert [p.severity for p in problems] == ["error", "error", "warning", "warning"]
     assert problems[2].rule == "crd-cel-not-evaluated"
     assert found[0].field == "spec.max"
 
