@@ -170,7 +170,13 @@ def check(
         from components.stack.checks import check_stack
 
         with working(f"checking the rendered objects of {path.name}"):
-            problems += check_stack(cfg)
+            found = check_stack(cfg)
+        # a CRD's CEL rule that could not be evaluated is a warning (components.stack.crdschema)
+        notes = [p for p in found if p.severity == "warning"]
+        problems += [p for p in found if p.severity != "warning"]
+        warnings += notes
+        for line in notes if fmt == "text" else ():
+            err.print(f"[yellow]warning:[/] {escape(line)}")
         if not policy:
             skipped.append("policy rules")
         elif not problems:  # the program renders only what the checks above accept

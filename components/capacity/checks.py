@@ -5,7 +5,8 @@ limits, the carried Kueue CRDs (the rules on the stack model are :mod:`component
 checks):
 
   - every Kueue object validates against the carried CRD of ``capacity.kueue.version``
-    (:func:`kueue_schema_problems`, the project's checker :mod:`components.raycrs.crd`);
+    (:func:`kueue_schema_problems`, the one CRD checker :mod:`components.stack.crdschema`: its
+    CEL rules included);
   - a queued RayJob's cluster: no in-tree autoscaling (Kueue: "a kueue managed job should only
     use autoscaling when workload slicing is enabled", ``pkg/controller/jobs/raycluster/common.go``
     ``ValidateCreate``), at most ``MaxPodSets`` pod sets (18 in v0.19.2,
@@ -23,8 +24,6 @@ checks):
 
 from __future__ import annotations
 
-import copy
-import functools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,35 +59,14 @@ def kueue_crd_file(kind: str, version: str) -> Path:
     return path
 
 
-def _python_patterns(schema: Any) -> Any:
-    """Go's regexp accepts inline flags after ``^`` (``^(?i)[a-z]...`` in the AdmissionCheck CRD);
-    Python's ``re`` wants them first: move them, same meaning."""
-    if isinstance(schema, dict):
-        out = {k: _python_patterns(v) for k, v in schema.items()}
-        p = out.get("pattern")
-        if isinstance(p, str) and p.startswith("^(?i)"):
-            out["pattern"] = "(?i)^" + p[len("^(?i)") :]
-        return out
-    if isinstance(schema, list):
-        return [_python_patterns(v) for v in schema]
-    return schema
-
-
-@functools.lru_cache(maxsize=32)
-def _kueue_validator(path: str, version: str) -> Any:
-    import jsonschema
-
-    from components.raycrs.crd import _json_schema, _load_schema
-
-    schema = _python_patterns(_json_schema(copy.deepcopy(_load_schema(path, version))))
-    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)(schema)
-
-
 def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> list[str]:
-    """Each Kueue object against the carried CRD of ``version``: unknown (pruned) fields, then the
-    schema, with the helpers of :mod:`components.raycrs.crd`. One line each,
-    ``<Kind> <name>: <path>: <why>``."""
-    from components.raycrs.crd import _fmt, _load_schema, unknown_fields
+    """Each Kueue object against the carried CRD of ``version``: everything the API server checks
+    on create (:func:`components.stack.crdschema.validate_object`: unknown (pruned) fields,
+    defaults, the schema, ``metadata``, list types and the CRDs' CEL rules - ClusterQueue's
+    "borrowingLimit must be nil when cohort is empty", ResourceFlavor's toleration rules, ...).
+    One line each, ``<Kind> <name>: <path>: <why>``; a CEL rule not evaluated is a
+    :class:`~components.stack.crdschema.NoteLine`."""
+    from components.stack.crdschema import validate_object
 
     out: list[str] = []
     for m in manifests:
@@ -97,18 +75,7 @@ def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> 
         if not api.startswith("kueue.x-k8s.io/"):
             out.append(f"{kind} {name}: apiVersion {api!r} is not kueue.x-k8s.io")
             continue
-        path, ver = str(kueue_crd_file(kind, version)), api.split("/", 1)[1]
-        schema = _load_schema(path, ver)
-        body = {k: v for k, v in m.items() if k != "metadata"}
-        out += [
-            f"{kind} {name}: {_fmt(p)}: unknown field (the API server would prune it)"
-            for p in unknown_fields(body, schema)
-        ]
-        errors = sorted(
-            _kueue_validator(path, ver).iter_errors(body),
-            key=lambda e: (list(map(str, e.path)), e.message),
-        )
-        out += [f"{kind} {name}: {_fmt(e.absolute_path)}: {e.message}" for e in errors]
+        out += validate_object(m, kueue_crd_file(kind, version))
     return out
 
 

@@ -10,8 +10,11 @@ never takes effect. Here it is an error, reported with its path::
     RayCluster research: spec.workerGroupSpecs[0].numOfHost: unknown field (the API server would prune it)
 
 ``x-kubernetes-int-or-string: true`` accepts an integer or a string (same page, "IntOrString").
-CEL rules (``x-kubernetes-validations``) and ``metadata`` (ObjectMeta, validated by the API server
-itself) are not checked here.
+The checker is the one every carried CRD goes through, :func:`components.stack.crdschema.validate_object`:
+pruning, defaulting, the schema, ``metadata`` (ObjectMeta), ``x-kubernetes-list-type`` and the
+CEL rules (``x-kubernetes-validations``, evaluated by :mod:`components.stack.crdcel`; transition
+rules, those reading ``oldSelf``, are skipped as the API server skips them on create). A CEL
+rule that cannot be evaluated here is a note (a warning), never passed silently.
 
 The CRD folder is ``components/kuberay/crds/v<version>`` for the stack's
 ``kuberay.chart_version`` (one of ``components.stack.KUBERAY_CHART_VERSIONS``: 1.7.0, 1.6.2;
@@ -24,18 +27,33 @@ environment variable ``RAYGKE_CRDS_DIR`` names another; it holds ``ray.io_rayclu
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
-
 from components.kuberay.render import CRD_FILES, carried_crds_dir
+from components.stack.crdschema import (  # noqa: F401 - re-exported: callers and tests read them here
+    SUMS_FILE,
+    CarriedFileError,
+    apply_defaults,
+    fmt_path,
+    json_schema,
+    load_schema,
+    unknown_fields,
+    validate_object,
+    validator,
+    verify,
+)
 from components.stack.problems import FieldLine
-from components.stack.yamlcache import load_yaml_cached
+
+_fmt, _json_schema, _load_schema, _validator, _verify = (
+    fmt_path,
+    json_schema,
+    load_schema,
+    validator,
+    verify,
+)
 
 CRDS_ENV = "RAYGKE_CRDS_DIR"
 DEFAULT_VERSION = "1.7.0"
@@ -75,76 +93,6 @@ def missing_crds_message(directory: Path | None = None, version: str = DEFAULT_V
     )
 
 
-class CarriedFileError(RuntimeError):
-    """A CRD file the check reads is damaged (not the recorded bytes of a carried copy, not
-    YAML, or not a CustomResourceDefinition with schemas): a fault of the installation, not of
-    the stack, so ``raygke`` reports it as an internal error (exit 3) naming the file, never as
-    problems of the user's objects. Not a ValueError, so no caller turns it into a problem line."""
-
-
-SUMS_FILE = "SHA256SUMS"
-"""Beside each carried CRD folder's files (``sha256sum *.yaml`` output): their recorded digests."""
-
-
-def _verify(path: Path) -> None:
-    """Raise :class:`CarriedFileError` when ``path`` is listed in its folder's
-    :data:`SUMS_FILE` with another SHA-256 (a truncated or edited carried copy); a folder without
-    one (``$RAYGKE_CRDS_DIR``) is checked by structure only (:func:`_load_schema`)."""
-    import hashlib
-
-    sums = path.parent / SUMS_FILE
-    if not sums.is_file():
-        return
-    recorded = dict(
-        reversed(line.split(maxsplit=1)) for line in sums.read_text().splitlines() if line.strip()
-    )
-    want = recorded.get(path.name)
-    if want is not None and hashlib.sha256(path.read_bytes()).hexdigest() != want.strip():
-        raise CarriedFileError(
-            f"{path}: the carried CRD file is damaged (its SHA-256 is not the one recorded in "
-            f"{sums}); restore it, e.g. `git checkout -- {path}`"
-        )
-
-
-@functools.lru_cache(maxsize=16)
-def _load_schema(path: str, version: str) -> dict[str, Any]:
-    """The ``openAPIV3Schema`` of ``version`` in the CRD file ``path``.
-
-    Raises:
-        CarriedFileError: the file is damaged (see :class:`CarriedFileError`).
-        ValueError: the CRD has no such version.
-    """
-    _verify(Path(path))
-    try:
-        doc = load_yaml_cached(Path(path).read_bytes())  # parsed once per content
-    except yaml.YAMLError as e:
-        raise CarriedFileError(f"{path}: the CRD file is not readable YAML ({e})") from None
-    versions = (doc.get("spec") or {}).get("versions") if isinstance(doc, dict) else None
-    if (
-        not isinstance(doc, dict)
-        or doc.get("kind") != "CustomResourceDefinition"
-        or not isinstance(versions, list)
-        or not versions
-        or not all(
-            isinstance(v, dict)
-            and isinstance((v.get("schema") or {}).get("openAPIV3Schema"), dict)
-            # required by apiextensions.k8s.io/v1 CustomResourceDefinitionVersion, and written
-            # after the schema (keys sorted): a file cut inside a schema lacks them
-            and isinstance(v.get("served"), bool)
-            and isinstance(v.get("storage"), bool)
-            for v in versions
-        )
-    ):
-        raise CarriedFileError(
-            f"{path}: not a complete CustomResourceDefinition (each version needs a schema, "
-            "served and storage; the file is damaged or truncated); restore the file"
-        )
-    for v in versions:
-        if v.get("name") == version:
-            return v["schema"]["openAPIV3Schema"]
-    raise ValueError(f"{path}: no version {version!r} in the CRD")
-
-
 def crd_schema(
     kind: str,
     api_version: str = "ray.io/v1",
@@ -165,89 +113,7 @@ def crd_schema(
     return _load_schema(str(path), api_version.split("/", 1)[-1])
 
 
-def _fmt(path: Iterable[Any]) -> str:
-    out = ""
-    for p in path:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        else:
-            out += ("." if out else "") + str(p)
-    return out or "<root>"
-
-
-def _json_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Structural schema -> plain JSON Schema: int-or-string becomes ``anyOf`` integer|string."""
-    if isinstance(schema, dict):
-        out = {k: _json_schema(v) for k, v in schema.items() if not k.startswith("x-kubernetes")}
-        if schema.get("x-kubernetes-int-or-string"):
-            out.pop("type", None)
-            out.pop("anyOf", None)
-            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-        return out
-    if isinstance(schema, list):
-        return [_json_schema(v) for v in schema]
-    return schema
-
-
-@functools.lru_cache(maxsize=16)
-def _validator(path: str, version: str) -> jsonschema.protocols.Validator:
-    schema = _json_schema(copy.deepcopy(_load_schema(path, version)))
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
-    return cls(schema)
-
-
-def unknown_fields(obj: Any, schema: dict[str, Any], path: tuple = ()) -> list[tuple]:
-    """Paths of the fields in ``obj`` that ``schema`` does not declare (the ones the API server
-    would prune). Objects with ``x-kubernetes-preserve-unknown-fields`` keep everything."""
-    found: list[tuple] = []
-    if isinstance(obj, dict) and isinstance(schema, dict):
-        if schema.get("x-kubernetes-preserve-unknown-fields"):
-            return found
-        props = schema.get("properties")
-        addl = schema.get("additionalProperties")
-        for key, value in obj.items():
-            if props is not None and key in props:
-                found += unknown_fields(value, props[key], (*path, key))
-            elif isinstance(addl, dict):
-                found += unknown_fields(value, addl, (*path, key))
-            elif props is not None or addl is False:
-                found.append((*path, key))
-    elif (
-        isinstance(obj, list) and isinstance(schema, dict) and isinstance(schema.get("items"), dict)
-    ):
-        for i, item in enumerate(obj):
-            found += unknown_fields(item, schema["items"], (*path, i))
-    return found
-
-
 GENERATE_NAME_SUFFIX = "xxxxx"  # the API server appends 5 random characters to generateName
-
-
-def apply_defaults(obj: Any, schema: dict[str, Any]) -> Any:
-    """``obj`` as the API server stores it (a new copy): ``null`` values of fields that are not
-    ``nullable`` pruned, then every omitted field whose enclosing object is present given its
-    schema ``default`` (recursively: list items and map values included, and inside a default
-    that is itself an object). Source: "Defaulting" and "Defaulting and Nullable" in
-    https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#defaulting.
-    """
-    if isinstance(obj, dict) and isinstance(schema, dict):
-        if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
-            return copy.deepcopy(obj)
-        props = schema.get("properties") or {}
-        addl = schema.get("additionalProperties")
-        out: dict[str, Any] = {}
-        for key, value in obj.items():
-            sub = props.get(key, addl if isinstance(addl, dict) else None)
-            if value is None and isinstance(sub, dict) and not sub.get("nullable"):
-                continue  # pruned before defaulting
-            out[key] = apply_defaults(value, sub) if isinstance(sub, dict) else value
-        for key, sub in props.items():
-            if key not in out and isinstance(sub, dict) and "default" in sub:
-                out[key] = apply_defaults(copy.deepcopy(sub["default"]), sub)
-        return out
-    if isinstance(obj, list) and isinstance(schema, dict) and isinstance(schema.get("items"), dict):
-        return [apply_defaults(v, schema["items"]) for v in obj]
-    return copy.deepcopy(obj)
 
 
 def server_view(
@@ -281,10 +147,11 @@ def validate_manifest(
     a :class:`~components.stack.problems.FieldLine` carrying ``<path>`` (``kind``, ``apiVersion``
     or the schema error's path in the object).
 
-    Checks apiVersion/kind, unknown (pruned) fields, then the schema (types, enums, required,
-    minimum...) of the object as the API server stores it: omitted fields with their CRD
-    defaults, non-nullable nulls pruned (:func:`apply_defaults`). ``metadata`` is left to the API
-    server.
+    Checks apiVersion/kind, then everything the API server checks on create
+    (:func:`components.stack.crdschema.validate_object`: unknown (pruned) fields, the schema of
+    the object as stored - omitted fields with their CRD defaults, non-nullable nulls pruned -,
+    ``metadata``, list types and the CRD's CEL rules; a CEL rule not evaluated is a
+    :class:`~components.stack.crdschema.NoteLine`).
 
     Raises:
         CrdsMissingError: the CRD folder is absent.
@@ -298,22 +165,9 @@ def validate_manifest(
         return [FieldLine(f"{head}: kind {kind!r} is not a KubeRay kind; valid: {valid}", "kind")]
     if not api_version.startswith("ray.io/"):
         return [FieldLine(f"{head}: apiVersion {api_version!r} is not ray.io/v1", "apiVersion")]
-    schema = crd_schema(kind, api_version, directory, version)
+    crd_schema(kind, api_version, directory, version)  # CrdsMissingError / unknown version
     d = directory or crds_dir(version)
-    body = {k: v for k, v in manifest.items() if k != "metadata"}
-    problems: list[str] = [
-        FieldLine(f"{head}: {_fmt(p)}: unknown field (the API server would prune it)", _fmt(p))
-        for p in unknown_fields(body, schema)
-    ]
-    validator = _validator(str(d / _CRD_FILES[kind]), api_version.split("/", 1)[-1])
-    stored = apply_defaults(body, schema)
-    errors = sorted(
-        validator.iter_errors(stored), key=lambda e: (list(map(str, e.path)), e.message)
-    )
-    for e in errors:
-        where = _fmt(e.absolute_path)
-        problems.append(FieldLine(f"{head}: {where}: {e.message}", where))
-    return problems
+    return validate_object(manifest, d / _CRD_FILES[kind], head=head)
 
 
 def validate_manifests(
@@ -343,27 +197,17 @@ OTHER_CRD_FILES = {
 def validate_other(manifest: dict[str, Any]) -> list[str]:
     """Problems of one rendered non-KubeRay custom resource whose CRD the product carries
     (:data:`OTHER_CRD_FILES`: Managed Prometheus ``PodMonitoring`` from
-    ``components/monitoring/crds``, GKE ``ComputeClass`` from ``components/computeclass/crds``), checked like :func:`validate_manifest`: unknown (pruned)
-    fields, then the schema. One line each: ``<Kind> <name>: <path>: <why>``.
+    ``components/monitoring/crds``, GKE ``ComputeClass`` from ``components/computeclass/crds``),
+    checked like :func:`validate_manifest` (:func:`components.stack.crdschema.validate_object`).
+    One line each: ``<Kind> <name>: <path>: <why>``.
 
     Raises:
         ValueError: a kind whose CRD is not carried.
     """
     kind = manifest.get("kind", "?")
     name = (manifest.get("metadata") or {}).get("name", "?")
-    group, _, version = str(manifest.get("apiVersion", "")).rpartition("/")
+    group, _, _version = str(manifest.get("apiVersion", "")).rpartition("/")
     path = OTHER_CRD_FILES.get((group, kind))
     if path is None:
         raise ValueError(f"{kind} {name}: no carried CRD for {manifest.get('apiVersion')}")
-    schema = _load_schema(str(path), version)
-    body = {k: v for k, v in manifest.items() if k != "metadata"}
-    problems = [
-        f"{kind} {name}: {_fmt(p)}: unknown field (the API server would prune it)"
-        for p in unknown_fields(body, schema)
-    ]
-    errors = sorted(
-        _validator(str(path), version).iter_errors(body),
-        key=lambda e: (list(map(str, e.path)), e.message),
-    )
-    problems += [f"{kind} {name}: {_fmt(e.absolute_path)}: {e.message}" for e in errors]
-    return problems
+    return validate_object(manifest, path)

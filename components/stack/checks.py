@@ -4,8 +4,11 @@ would otherwise only tell you after ``pulumi up``.
 :func:`check_stack` renders the stack (:func:`components.raycrs.render.render_manifests` and
 :func:`components.nodepools.render.node_pool_specs`) and reports, one line each:
 
-1. every RayCluster / RayJob / RayService validates against the CRD schema of the stack's KubeRay version
-   (``kuberay.chart_version``), unknown (pruned) fields included (:mod:`components.raycrs.crd`),
+1. every RayCluster / RayJob / RayService validates against the CRD of the stack's KubeRay version
+   (``kuberay.chart_version``) as the API server would on create - unknown (pruned) fields,
+   defaults, schema, ``metadata``, list types and the CRD's CEL rules
+   (:mod:`components.raycrs.crd` on the one checker :mod:`components.stack.crdschema`; a CEL rule
+   not evaluated is a ``warning`` Problem, ``crd-cel-not-evaluated``),
    and passes the rules the KubeRay operator of that version applies when it reconciles
    (:mod:`components.raycrs.operator`); every Managed Prometheus PodMonitoring
    (:mod:`components.monitoring.render`) validates against the carried PodMonitoring CRD
@@ -72,6 +75,7 @@ from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
 from components.stack import ResolveError, StackConfig
+from components.stack.crdschema import NoteLine, problems_with_notes
 from components.stack.name_checks import name_problems
 from components.stack.plan import plan
 from components.stack.problems import FieldLine, Problem, at, problems_of
@@ -191,7 +195,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
         try:
             for m in manifests:
                 problems += [
-                    _object_problem(m, line, "crd-schema")
+                    _note(_object_problem(m, line, "crd-schema"), line)
                     for line in _validate_crds([m], version=version)
                 ]
         except CrdsMissingError as e:
@@ -210,6 +214,14 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
             ):
                 problems += [_edit(field, line, rule) for line in lines]
     return problems
+
+
+def _note(problem: Problem, line: str) -> Problem:
+    """``problem`` as a warning when its ``line`` is a note (a CEL rule of the CRD that was not
+    evaluated: :class:`components.stack.crdschema.NoteLine`)."""
+    if isinstance(line, NoteLine):  # about the CRD, not the stack: no "edit <field>" advice
+        return Problem(problem.path, str(line), "crd-cel-not-evaluated", "warning")
+    return problem
 
 
 def stack_field(manifest: dict[str, Any], group: str | int | None = None) -> str | None:
@@ -316,7 +328,7 @@ def monitoring_problems(cfg: StackConfig) -> list[Problem]:
 
     out: list[Problem] = []
     for m in render_monitoring(cfg):
-        out += problems_of(validate_other(m), "monitoring", "podmonitoring-schema")
+        out += problems_with_notes(validate_other(m), "monitoring", "podmonitoring-schema")
     return out
 
 
@@ -360,7 +372,7 @@ def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list
     admission preview (:func:`components.capacity.checks.render_problems`)."""
     from components.capacity.checks import render_problems
 
-    return problems_of(render_problems(cfg, manifests), "capacity", "kueue")
+    return problems_with_notes(render_problems(cfg, manifests), "capacity", "kueue")
 
 
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
@@ -417,7 +429,9 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
         return problems
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
-    problems += problems_of(compute_class_problems(cfg), "compute_classes", "computeclass-schema")
+    problems += problems_with_notes(
+        compute_class_problems(cfg), "compute_classes", "computeclass-schema"
+    )
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
     iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))

@@ -5,7 +5,8 @@ operator then validates it again and, on a problem, records an event and never a
 ``pulumi up`` succeeds and the cluster or job never runs. This module repeats every rule of KubeRay
 v1.7.0 ``ray-operator/controllers/ray/utils/validation.go`` (constants from ``constant.go``) that
 can be decided from the manifest alone, one function per rule, each citing the Go function it
-comes from. Every problem is one line::
+comes from, and the one rule of KubeRay's validating webhook that validation.go lacks (unique
+worker group names, ``ray-operator/pkg/webhooks/v1/raycluster_webhook.go``). Every problem is one line::
 
     RayJob train: spec.ttlSecondsAfterFinished 3600 needs spec.shutdownAfterJobFinishes true ...
 
@@ -54,6 +55,7 @@ from components.raycrs.operator.cluster import (
     redis_address_needs_ft,
     redis_username,
     suspended_worker_with_autoscaling,
+    unique_worker_group_names,
     worker_idle_timeout,
     worker_priority,
     worker_replicas,
@@ -121,6 +123,7 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     Rule(group_resources_once, ALL_KINDS),
     Rule(group_labels, ALL_KINDS),
     Rule(worker_replicas, ALL_KINDS),
+    Rule(unique_worker_group_names, ALL_KINDS),
     Rule(worker_idle_timeout, ALL_KINDS),
     Rule(worker_priority, ALL_KINDS, since="1.7.0"),
     Rule(ft_annotation_and_options, ALL_KINDS),

@@ -164,6 +164,30 @@ def worker_replicas(c: ClusterSpec) -> list[FieldLine]:
     return out
 
 
+def unique_worker_group_names(c: ClusterSpec) -> list[FieldLine]:
+    """KubeRay's validating webhook (``ray-operator/pkg/webhooks/v1/raycluster_webhook.go``
+    ``validateWorkerGroups``, on every RayCluster create and update, the ones the operator creates
+    for a RayJob or RayService included): "worker group names must be unique", at the second
+    group of a name. The stack refuses the same earlier, at
+    ``ray_clusters[<name>].worker_groups[<group>]`` (:func:`components.stack.rules.unique_names`);
+    this rule holds for any manifest checked with the stack's rules."""
+    seen: set[str] = set()
+    out: list[FieldLine] = []
+    for i, g in enumerate(c.workers):
+        name = str(g.get("groupName", ""))
+        if name in seen:
+            p = c.worker_path(i)
+            out.append(
+                FieldLine(
+                    f"{p}.groupName {name!r}: worker group names must be unique "
+                    "(raycluster_webhook.go validateWorkerGroups)",
+                    p,
+                )
+            )
+        seen.add(name)
+    return out
+
+
 def worker_idle_timeout(c: ClusterSpec) -> list[FieldLine]:
     """validation.go validateWorkerGroupIdleTimeout: a group's ``idleTimeoutSeconds`` is >= 0 and
     needs autoscaler v2 (``autoscalerOptions.version: v2`` or the head env

@@ -25,9 +25,15 @@ from components.stack.problems import FieldLine
 def history_server(c: ClusterSpec) -> list[FieldLine]:
     """validation.go ValidateRayClusterSpec / validateCollectorOptions: with
     ``historyServerOptions`` the ``collectorOptions`` are set with an ``image``, their env has none
-    of the KubeRay-managed names and has ``STORAGE_BACKEND``, and no pod has a container named
-    ``ray-history-collector``. (The backend-specific env and the RayClusterHistoryServer feature
-    gate are not checked.)"""
+    of the KubeRay-managed names, has ``STORAGE_BACKEND`` with a literal value and the variables
+    that backend needs (:func:`collector_backend_env`), and no pod has a container named
+    ``ray-history-collector``. The RayClusterHistoryServer feature gate is
+    :mod:`components.raycrs.gates`' check.
+
+    The stack model has no key that renders ``historyServerOptions`` (no ``history_server`` in
+    ``ray_clusters``, ``jobs`` or ``services``; an unknown key is refused by the model), so this
+    rule guards hand-edited or externally produced manifests checked with the stack's rules,
+    not a stack field."""
     h = c.spec.get("historyServerOptions")
     if h is None:
         return []
@@ -52,6 +58,8 @@ def history_server(c: ClusterSpec) -> list[FieldLine]:
     ]
     if not (env.get("STORAGE_BACKEND") or {}).get("value"):
         out.append(FieldLine(f"{f} needs STORAGE_BACKEND with a literal value {src}", f))
+    else:
+        out += [FieldLine(f"{f}: {why} {src}", f) for why in collector_backend_env(env)]
     groups = [(f"{c.path}.headGroupSpec", c.head)] + [
         (c.worker_path(i), g) for i, g in enumerate(c.workers)
     ]
@@ -65,6 +73,46 @@ def history_server(c: ClusterSpec) -> list[FieldLine]:
         if any(x.get("name") == COLLECTOR_CONTAINER for x in containers_of(g))
     ]
     return out
+
+
+def collector_backend_env(env: dict[str, dict]) -> list[str]:
+    """What the collector's ``STORAGE_BACKEND`` (case-insensitive) needs in the same env, each
+    variable set with a ``value`` or a ``valueFrom`` (validation.go validateCollectorOptions,
+    names from constant.go): ``GCS`` -> ``GCS_BUCKET``; ``S3`` -> ``S3_REGION``; ``AZUREBLOB`` ->
+    ``AZURE_STORAGE_CONNECTION_STRING`` when ``AZURE_STORAGE_AUTH_MODE`` is
+    ``connection_string``, ``AZURE_STORAGE_ACCOUNT_URL`` when it is ``workload_identity`` or
+    ``default``, either of the two otherwise; ``ALIYUNOSS`` -> ``OSS_BUCKET``, ``OSS_ENDPOINT``
+    and ``OSS_REGION``. Another backend needs nothing here. Empty when satisfied."""
+
+    def has(name: str) -> bool:
+        e = env.get(name) or {}
+        return name in env and (bool(e.get("value")) or e.get("valueFrom") is not None)
+
+    backend = str((env.get("STORAGE_BACKEND") or {}).get("value") or "")
+    need = f"when STORAGE_BACKEND is {backend}"
+    upper = backend.upper()
+    if upper == "GCS":
+        return [] if has("GCS_BUCKET") else [f"GCS_BUCKET must be set {need}"]
+    if upper == "S3":
+        return [] if has("S3_REGION") else [f"S3_REGION must be set {need}"]
+    if upper == "ALIYUNOSS":
+        names = ("OSS_BUCKET", "OSS_ENDPOINT", "OSS_REGION")
+        return [f"{n} must be set {need}" for n in names if not has(n)]
+    if upper != "AZUREBLOB":
+        return []
+    mode = str((env.get("AZURE_STORAGE_AUTH_MODE") or {}).get("value") or "").strip().lower()
+    conn, url = "AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_URL"
+    if mode == "connection_string":
+        return (
+            []
+            if has(conn)
+            else [f"{conn} must be set {need} and AZURE_STORAGE_AUTH_MODE is {mode}"]
+        )
+    if mode in ("workload_identity", "default"):
+        return (
+            [] if has(url) else [f"{url} must be set {need} and AZURE_STORAGE_AUTH_MODE is {mode}"]
+        )
+    return [] if has(conn) or has(url) else [f"either {conn} or {url} must be set {need}"]
 
 
 def auth_options(c: ClusterSpec) -> list[FieldLine]:

@@ -377,6 +377,30 @@ CASES: list[tuple[Callable, Callable[[], dict], Callable[[dict], None], str, str
         "validateCollectorOptions",
     ),
     (
+        op.history_server,
+        cluster,
+        _set(
+            "spec.historyServerOptions",
+            {
+                "collectorOptions": {
+                    "image": "collector:1",
+                    "env": [{"name": "STORAGE_BACKEND", "value": "gcs"}],
+                }
+            },
+        ),
+        "GCS_BUCKET must be set when STORAGE_BACKEND is gcs",
+        "validateCollectorOptions",
+    ),
+    (
+        op.unique_worker_group_names,
+        own_job,
+        lambda m: m["spec"]["rayClusterSpec"]["workerGroupSpecs"].append(
+            copy.deepcopy(m["spec"]["rayClusterSpec"]["workerGroupSpecs"][0])
+        ),
+        "worker group names must be unique",
+        "raycluster_webhook.go validateWorkerGroups",
+    ),
+    (
         op.auth_options,
         cluster,
         _all(_set("spec.authOptions", {"mode": "token"}), _set("spec.rayVersion", "2.51.0")),
@@ -714,7 +738,8 @@ def test_every_rule_has_a_case_and_cites_validation_go() -> None:
     tested = {c[0] for c in CASES}
     for r in (*op.OBJECT_RULES, *op.CLUSTER_RULES):
         assert r.check in tested, r.check.__name__
-        assert "validation.go " in (r.check.__doc__ or ""), r.check.__name__
+        doc = r.check.__doc__ or ""  # validation.go, or KubeRay's webhook for what it lacks
+        assert "validation.go " in doc or "raycluster_webhook.go" in doc, r.check.__name__
 
 
 @pytest.mark.parametrize("name", STACKS)
