@@ -37,6 +37,7 @@ from components.capacity.model import ClusterQueueConfig
 from components.capacity.render import cluster_queue, queued_pool, resource_flavor
 from components.stack.base import quantity_value
 from components.stack.model import StackConfig
+from contract.quantity import QuantityError, parse_quantity
 
 BYTES_PER_GIB = 2**30
 
@@ -88,32 +89,63 @@ class Verdict:
         return f"{'ray_clusters' if self.kind == 'RayCluster' else 'jobs'}[{self.job}]"
 
 
+class PodSetError(ValueError):
+    """A pod template Kueue could not count (a request that is not a quantity, or a negative
+    one); :func:`preview_job` turns it into a ``never`` verdict naming the field."""
+
+
 def _q(value: Any) -> float:
     return quantity_value(str(value))
 
 
-def pod_requests(template: dict[str, Any]) -> dict[str, float]:
-    """Summed container requests of a pod template (limits where no request), base units."""
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when a mapping, else ``{}``: a field left out is Go's zero value (an empty
+    struct), as Kueue reads it (``BuildPodSets`` deep-copies ``Template`` whether set or not)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def pod_requests(template: dict[str, Any], where: str = "template") -> dict[str, float]:
+    """Summed container requests of a pod template (limits where no request), base units;
+    a template without spec or containers requests nothing.
+
+    Raises:
+        PodSetError: a request or limit that is not a quantity, or is negative (``where`` names
+            the template in the message).
+    """
     total: dict[str, float] = {}
-    for c in (template.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    containers = _dict(template).get("spec")
+    for i, c in enumerate(_dict(containers).get("containers") or []):
+        res = _dict(_dict(c).get("resources"))
+        amounts = {**_dict(res.get("limits")), **_dict(res.get("requests"))}
         for k, v in amounts.items():
-            total[k] = total.get(k, 0.0) + _q(v)
+            try:
+                n = parse_quantity(v, signed=True)
+            except QuantityError as e:
+                raise PodSetError(f"{where}.spec.containers[{i}].resources {k}: {e}") from None
+            if n < 0:
+                raise PodSetError(
+                    f"{where}.spec.containers[{i}].resources {k} {v!r} is negative; a request "
+                    "is at least 0"
+                )
+            total[k] = total.get(k, 0.0) + float(n)
     return total
 
 
-def _pod_set(name: str, count: int, template: dict[str, Any], extra: dict[str, float]) -> PodSet:
-    spec = template.get("spec") or {}
-    per_pod = pod_requests(template)
+def _pod_set(name: str, count: int, template: Any, extra: dict[str, float], where: str) -> PodSet:
+    spec = _dict(_dict(template).get("spec"))
+    per_pod = pod_requests(_dict(template), where)
     for k, v in extra.items():
         per_pod[k] = per_pod.get(k, 0.0) + v
     return PodSet(
         name=name,
         count=count,
         per_pod=per_pod,
-        node_selector=dict(spec.get("nodeSelector") or {}),
-        tolerations=list(spec.get("tolerations") or []),
+        node_selector={str(k): str(v) for k, v in _dict(spec.get("nodeSelector")).items()},
+        tolerations=[t for t in spec.get("tolerations") or [] if isinstance(t, dict)],
     )
 
 
@@ -121,37 +153,45 @@ def _pod_set(name: str, count: int, template: dict[str, Any], extra: dict[str, f
 AUTOSCALER = {"cpu": 0.5, "memory": 512 * 2**20}
 
 
-def _cluster_pod_sets(cluster: dict[str, Any]) -> list[PodSet]:
+def _cluster_pod_sets(cluster: dict[str, Any], path: str) -> list[PodSet]:
     head_extra = AUTOSCALER if cluster.get("enableInTreeAutoscaling") else {}
-    out = [_pod_set("head", 1, cluster["headGroupSpec"]["template"], head_extra)]
-    for g in cluster.get("workerGroupSpecs") or []:
+    head = _dict(cluster.get("headGroupSpec")).get("template")
+    out = [_pod_set("head", 1, head, head_extra, f"{path}.headGroupSpec.template")]
+    for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
+        g = _dict(g)
         # autoscaled (no replicas): the API server applies the CRD default 0 and KubeRay starts
         # minReplicas (GetWorkerGroupDesiredReplicas), the first workload slice; each
         # scale-up is a further slice on the same flavor.
-        replicas = int(g["replicas"]) if "replicas" in g else int(g.get("minReplicas", 0))
-        count = replicas * max(1, int(g.get("numOfHosts", 1)))
-        out.append(_pod_set(g["groupName"], count, g["template"], {}))
+        replicas = _int(g.get("replicas"), _int(g.get("minReplicas"), 0))
+        count = max(0, replicas) * max(1, _int(g.get("numOfHosts"), 1))
+        where = f"{path}.workerGroupSpecs[{i}].template"
+        out.append(_pod_set(str(g.get("groupName", "")), count, g.get("template"), {}, where))
     return out
 
 
 def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
     """The pod sets Kueue builds for a rendered RayJob with its own cluster or a RayCluster
     (see the module docstring; a RayCluster has no submitter); ``[]`` for a job on an existing
-    cluster (Kueue skips it: ``Skip``)."""
-    spec = obj.get("spec") or {}
+    cluster (Kueue skips it: ``Skip``). A field left out counts as Go's zero value (a worker
+    group without ``template`` requests nothing).
+
+    Raises:
+        PodSetError: a request that is not a quantity or is negative.
+    """
+    spec = _dict(obj.get("spec"))
     if obj.get("kind") == "RayCluster":
-        return _cluster_pod_sets(spec)
+        return _cluster_pod_sets(spec, "spec")
     cluster = spec.get("rayClusterSpec")
-    if not cluster:
+    if not isinstance(cluster, dict):
         return []
-    out = _cluster_pod_sets(cluster)
+    out = _cluster_pod_sets(cluster, "spec.rayClusterSpec")
     if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
         template = spec.get("submitterPodTemplate") or {
             "spec": {
                 "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]
             }
         }
-        out.append(_pod_set("submitter", 1, template, {}))
+        out.append(_pod_set("submitter", 1, template, {}, "spec.submitterPodTemplate"))
     return out
 
 
@@ -244,7 +284,12 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
         kind=str(rayjob.get("kind", "RayJob")),
     )
     used: dict[tuple[str, str], float] = {}
-    for ps in pod_sets(rayjob):
+    try:
+        sets = pod_sets(rayjob)
+    except PodSetError as e:
+        verdict.state, verdict.reason = "never", f"Kueue cannot count its pods: {e}"
+        return verdict
+    for ps in sets:
         # matching flavor -> its (resource, needed, available) shortfalls
         failures: dict[str, list[tuple[str, float, float]]] = {}
         uncovered = [r for r, v in ps.per_pod.items() if v and r not in covered]

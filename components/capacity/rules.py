@@ -17,7 +17,10 @@ with the other rules, so ``raygke check`` and ``pulumi up`` both refuse them):
   - a job on a ``queued`` pool names a queue: only Kueue's ProvisioningRequest gets nodes there
     ([GKE-DWS-QUEUED] in :mod:`components.catalog`);
   - a ``queued`` / ``flex-start`` pool: minimum GKE versions, non-queued TPU flex-start single-host
-    only, a queued pool scales from 0 ([GKE-DWS-QUEUED], [GKE-FLEX-START]).
+    only, a queued pool scales from 0 ([GKE-DWS-QUEUED], [GKE-FLEX-START]);
+  - Kueue's validating webhooks on the ClusterQueues, Cohorts and ResourceFlavors the stack
+    renders (:mod:`components.capacity.webhooks`: a ``lending_limit`` above ``nominal``, ...),
+    refused at the stack field.
 
 The rules on the rendered objects (Kueue's webhooks on RayJobs / RayClusters, the carried
 Kueue CRDs, the admission preview) are :mod:`components.capacity.checks`.
@@ -344,6 +347,14 @@ def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[Problem]:
                     )
 
 
+def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
+    """Kueue's webhooks on the rendered ClusterQueues, Cohorts and ResourceFlavors, each error at
+    the stack field behind it (:func:`components.capacity.webhooks.webhook_problems`)."""
+    from components.capacity import webhooks
+
+    yield from webhooks.webhook_problems(cfg)
+
+
 def stack_rules(cfg: StackConfig) -> Iterable[Problem]:
     """Every capacity rule on the stack model (see the module docstring)."""
     yield from pool_problems(cfg)
@@ -352,3 +363,4 @@ def stack_rules(cfg: StackConfig) -> Iterable[Problem]:
     yield from ray_cluster_queue_problems(cfg)
     yield from elastic_problems(cfg)
     yield from flavor_quota_shape_problems(cfg)
+    yield from webhook_problems(cfg)
