@@ -355,9 +355,31 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
     yield from webhooks.webhook_problems(cfg)
 
 
+def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
+    """Kueue is not installed in the Ray namespace (``kuberay.namespace``): that namespace has a
+    default-deny ingress NetworkPolicy (:func:`components.kuberay.namespace.network_policies`)
+    and nothing admits the API server to Kueue's webhook Service (port 9443, v0.19.2
+    ``charts/kueue/values.yaml`` ``webhook``), whose validating and mutating webhooks on RayJobs,
+    RayClusters and Kueue's own objects have ``failurePolicy: Fail``
+    (``pkg/controller/jobs/rayjob/rayjob_webhook.go`` kubebuilder markers), so every create
+    would be refused. Refused, as reserved namespaces are (:class:`components.capacity.model.
+    KueueConfig`), rather than opened: the KubeRay add-on's model keeps the Ray namespace for Ray
+    pods only."""
+    cap = cfg.capacity
+    if cap.enabled and cap.kueue.namespace == cfg.kuberay.namespace:
+        yield at(
+            "capacity.kueue.namespace",
+            f"capacity.kueue.namespace {cap.kueue.namespace!r} is the Ray namespace "
+            "(kuberay.namespace), whose default-deny ingress policy keeps the API server from "
+            "Kueue's webhook (failurePolicy Fail): every RayJob create would be refused; use a "
+            "namespace of its own (the default kueue-system)",
+        )
+
+
 def stack_rules(cfg: StackConfig) -> Iterable[Problem]:
     """Every capacity rule on the stack model (see the module docstring)."""
     yield from pool_problems(cfg)
+    yield from kueue_namespace_problems(cfg)
     yield from queue_reference_problems(cfg)
     yield from job_problems(cfg)
     yield from ray_cluster_queue_problems(cfg)

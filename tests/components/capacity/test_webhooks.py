@@ -177,3 +177,23 @@ def test_queued_rayservice_gets_the_rayservice_webhook():
     (line,) = render_problems(cfg(), [svc])
     assert line.startswith("RayService serve: spec.rayClusterConfig.enableInTreeAutoscaling")
     assert "raycluster/common.go" in line
+
+
+# ------------------------------------------------------------------ where Kueue is installed
+
+
+def test_kueue_in_the_ray_namespace_is_refused_at_its_field():
+    cap = copy.deepcopy(CAPACITY)
+    cap["kueue"] = {"namespace": "ray"}
+    (p,) = [p for p in _items(capacity=cap) if p.path == "capacity.kueue.namespace"]
+    assert "is the Ray namespace" in p and "default-deny ingress" in p
+    cap["kueue"] = {"namespace": "kueue-system"}
+    validate(data(capacity=cap))
+
+
+@pytest.mark.parametrize("ns", ["kube-system", "gke-managed-system", "gmp-system", "default"])
+def test_kueue_in_a_reserved_namespace_is_refused(ns):
+    cap = copy.deepcopy(CAPACITY)
+    cap["kueue"] = {"namespace": ns}
+    text = "\n".join(_items(capacity=cap))
+    assert f"kueue.namespace {ns!r} is" in text and "use a namespace of its own" in text
