@@ -382,7 +382,8 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
         return out
     for v in verdicts:
         if v.state == "never":
-            out.append(f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}")
+            note = f" ({v.note})" if v.note else ""
+            out.append(f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}{note}")
     out += class_selector_problems(cfg, verdicts)
     out += elastic_flavor_problems(cfg, verdicts)
     out += dws_problems(cfg, verdicts, [o for o in objects if o["kind"] == "ClusterQueue"])

@@ -72,7 +72,8 @@ class Assignment:
 @dataclass
 class Verdict:
     """The preview of one queued job: ``state`` is ``admitted`` / ``waits`` / ``never``;
-    ``shortfall`` (never): ``(resource, needed, available)`` in base units."""
+    ``shortfall`` (never): ``(resource, needed, available)`` in base units; ``note``: for an
+    elastic object, the size it is judged at and the most it grows to (:func:`elastic_note`)."""
 
     job: str
     queue: str
@@ -82,6 +83,7 @@ class Verdict:
     shortfall: tuple[str, float, float] | None = None
     reason: str = ""
     kind: str = "RayJob"
+    note: str = ""  # an elastic object: judged at its minimum, what it may grow to (elastic_note)
 
     @property
     def where(self) -> str:
@@ -361,10 +363,62 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     return verdict
 
 
+def _group_max_pods(obj: dict[str, Any]) -> dict[str, int]:
+    """Worker group -> its most pods (``maxReplicas`` x ``numOfHosts``)."""
+    spec = _dict(obj.get("spec"))
+    cluster = spec if obj.get("kind") == "RayCluster" else _dict(spec.get("rayClusterSpec"))
+    out = {}
+    for g in cluster.get("workerGroupSpecs") or []:
+        g = _dict(g)
+        hosts = max(1, _int(g.get("numOfHosts"), 1))
+        out[str(g.get("groupName", ""))] = max(0, _int(g.get("maxReplicas"), 0)) * hosts
+    return out
+
+
+def elastic_note(cfg: StackConfig, obj: dict[str, Any], verdict: Verdict) -> str:
+    """For an elastic object (``kueue.x-k8s.io/elastic-job: "true"``): the verdict is for its
+    first workload, its worker groups at their minimum; each scale-up is a further workload
+    slice on the flavor first assigned (kueue site/content/en/docs/concepts/
+    elastic_workload.md, Limitations). Says per growing group ``<min> -> <max> pods`` and, when
+    that flavor's nominal plus borrowable quota cannot hold the maximum (the group alone), how
+    many pods it can reach; ``""`` for a fixed-size object."""
+    from components.capacity.render import ELASTIC_ANNOTATION
+
+    ann = _dict(_dict(obj.get("metadata")).get("annotations"))
+    if ann.get(ELASTIC_ANNOTATION) != "true":
+        return ""
+    most = _group_max_pods(obj)
+    cq = cfg.capacity.cluster_queue(verdict.cluster_queue)
+    quotas = _quotas(cluster_queue(cfg, cq))
+    parts = []
+    for a in verdict.assignments:
+        top = most.get(a.pod_set.name, 0)
+        if a.pod_set.name not in most or top <= a.pod_set.count:
+            continue
+        part = f"worker group {a.pod_set.name!r} {a.pod_set.count} -> {top} pods"
+        if a.flavor:
+            reach = top
+            for r, per in a.pod_set.per_pod.items():
+                if per > 0 and r in quotas.get(a.flavor, {}):
+                    avail = float(quotas[a.flavor][r]["nominal"] or 0)
+                    avail += borrowable(cfg, cq, a.flavor, r)
+                    reach = min(reach, int(avail // per))
+            if reach < top:
+                part += f" (flavor {a.flavor!r} holds at most {reach})"
+        parts.append(part)
+    if not parts:
+        return ""
+    return (
+        "elastic: judged at its minimum; grows by further workload slices on the same flavor: "
+        + ", ".join(parts)
+    )
+
+
 def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
     """A verdict per queued RayJob and RayCluster among ``manifests`` (rendered objects with a
-    queue label); an autoscaling RayCluster is previewed at its minimum size (its first
-    workload slice)."""
+    queue label); an elastic object (an autoscaling RayCluster, a job with a ``slices`` range)
+    is previewed at its minimum size, its first workload slice, with its maximum in
+    :attr:`Verdict.note`."""
     from components.capacity.render import QUEUE_LABEL
 
     out = []
@@ -373,5 +427,7 @@ def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
             continue
         queue = (m["metadata"].get("labels") or {}).get(QUEUE_LABEL)
         if queue:
-            out.append(preview_job(cfg, m, queue))
+            v = preview_job(cfg, m, queue)
+            v.note = elastic_note(cfg, m, v)
+            out.append(v)
     return out
