@@ -54,7 +54,7 @@ def test_one_slice_of_quota_admits_it_at_its_minimum_with_the_maximum_noted():
     cfg = validate(_one_slice_prod())
     (v,) = [v for v in preview(cfg, render_manifests(cfg, WORKING_DIR)) if v.job == JOB]
     assert v.state == "admitted"
-    workers = [a for a in v.assignments if a.pod_set.name == "tpu-v6e-4x4"][0]
+    workers = next(a for a in v.assignments if a.pod_set.name == "tpu-v6e-4x4")
     assert (workers.pod_set.count, workers.flavor) == (4, "tpu-v6e-4x4")
     assert workers.pod_set.total["google.com/tpu"] == 16
     assert "judged at its minimum" in v.note
