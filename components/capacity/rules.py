@@ -50,14 +50,27 @@ def _older(have: str | None, need: str) -> bool:
 
 
 def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
-    """The ``queued`` / ``flex-start`` limits of each pool (sources in the module docstring)."""
+    """The ``queued`` / ``flex-start`` limits of each pool (sources in the module docstring), and
+    whether its machine series is offered its ``provisioning`` at all: the per-series table
+    :mod:`components.catalog.capabilities` (flex-start and queued provisioning exclude A4X and
+    G4; flex-start without queueing takes single-host TPU slices only), the table ComputeClass
+    fallbacks read too (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)."""
     from components.nodepools.model import GpuPool, TpuPool
 
     have = cfg.cluster.min_master_version
     for pool in cfg.node_pools:
+        where = f"node_pools[{pool.name}]"
+        need_cap = catalog.PROVISIONING_CAPABILITY.get(pool.provisioning)
+        if need_cap and isinstance(pool, (TpuPool, GpuPool)):
+            multi = isinstance(pool, TpuPool) and pool.slice.multi_host
+            why = catalog.capability_problem(pool.machine_type, need_cap, multi)
+            if why:
+                yield at(
+                    f"{where}.provisioning",
+                    f"{where}: provisioning {pool.provisioning} on {pool.machine_type}: {why}",
+                )
         if pool.provisioning not in ("queued", "flex-start"):
             continue
-        where = f"node_pools[{pool.name}]"
         kind = "tpu" if isinstance(pool, TpuPool) else "gpu" if isinstance(pool, GpuPool) else None
         if kind is None:
             yield (
@@ -79,17 +92,8 @@ def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
                         f"admitted job, {doc}); set {'min_slices' if kind == 'tpu' else 'min_nodes'}: 0",
                     )
                 )
-        else:
+        else:  # multi-host TPU slices: the capability table above (catalog.capabilities)
             need, doc = catalog.FLEX_START_MIN_GKE_VERSION[kind], catalog.DWS_FLEX_DOC
-            if isinstance(pool, TpuPool) and pool.slice.multi_host:
-                yield (
-                    at(
-                        f"{where}.provisioning",
-                        f"{where}: provisioning flex-start without queueing takes single-host TPU "
-                        f"slices only ({doc}); topology {pool.tpu.topology} is multi-host: use "
-                        "provisioning: queued with a Kueue queue",
-                    )
-                )
         if _older(have, need):
             yield (
                 at(
