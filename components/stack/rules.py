@@ -477,6 +477,8 @@ RULES: tuple[Rule, ...] = (
         "jobs",
         "ray_clusters",
         "node_pools",
+        "compute_classes",
+        "kuberay.namespace",
         "cluster",
         "zones",
         "project",
