@@ -538,7 +538,9 @@ def _flavor_field(rf: dict[str, Any], err: FieldError) -> str:
     """A ResourceFlavor is named after its node pool: an error on its labels is the pool's
     ``labels``; on its taints or tolerations the pool (derived from its shape)."""
     pool = rf["metadata"]["name"]
-    base = "node_pools[system]" if pool == "system" else f"node_pools[{pool}]"
+    if pool == "system":  # the system pool's flavor: cluster.system_pool, no labels: key
+        return "cluster.system_pool"
+    base = f"node_pools[{pool}]"
     return f"{base}.labels" if err.path.startswith("spec.nodeLabels") else base
 
 
