@@ -76,6 +76,8 @@ def queue(
         extra = "; then DWS provisions its nodes (AdmissionCheck dws-provisioning)" if dws else ""
         reason = f": {v.reason}" if v.reason and v.state != "admitted" else ""
         console.print(f"{escape(v.job)}: {line}{escape(reason)}{extra}", soft_wrap=True)
+        if v.note:
+            console.print(f"  {escape(v.note)}", soft_wrap=True)
     unqueued = [j.name for j in cfg.jobs if not j.queue]
     if unqueued:
         console.print(f"not queued (no queue:): {', '.join(unqueued)}")

@@ -12,6 +12,8 @@ checks):
     ``ValidateCreate``), at most ``MaxPodSets`` pod sets (18 in v0.19.2,
     ``pkg/controller/jobframework/constants.go``), no worker group called ``head`` (same
     function), no ``spec.suspend`` rendered;
+  - Kueue's ``ValidateJobOnCreate`` on every queued Ray object and its RayService webhook on a
+    queued RayService (:mod:`components.capacity.webhooks`);
   - GKE accepts one PodSet per ProvisioningRequest (ray-project/ray#57839): at most one pod set of
     a job lands on a queued flavor, the head and submitter never, and the ClusterQueue scopes the
     DWS check with ``onFlavors``;
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.capacity import webhooks
 from components.capacity.rules import KUEUE_RAYJOB_WEBHOOK
 
 if TYPE_CHECKING:
@@ -132,8 +135,6 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[s
     """Kueue's webhook rules on one rendered queued RayJob (sources in the module docstring);
     in-tree autoscaling is allowed on an elastic RayJob (gate on and the elastic-job annotation:
     ``ValidateCreate`` in ``pkg/controller/jobs/raycluster/common.go`` of v0.19.2)."""
-    from components.capacity.preview import pod_sets
-
     name = rayjob["metadata"]["name"]
     spec = rayjob.get("spec") or {}
     where = f"RayJob {name}"
@@ -163,7 +164,10 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[s
                 f"{where}: spec.rayClusterSpec.workerGroupSpecs[{i}].groupName 'head' is reserved "
                 f"for the head pod set ({KUEUE_RAYCLUSTER_COMMON})"
             )
-    n = len(pod_sets(rayjob))
+    # head + worker groups + the submitter in K8sJobMode (preview.pod_sets), counted without
+    # reading the templates
+    n = len(cluster.get("workerGroupSpecs") or []) + 1
+    n += spec.get("submissionMode", "K8sJobMode") == "K8sJobMode"
     if n > MAX_POD_SETS:
         out.append(
             f"{where}: {n} pod sets; a Kueue workload has at most {MAX_POD_SETS} (MaxPodSets, "
@@ -300,6 +304,16 @@ def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
     return out
 
 
+def _job_on_create(obj: dict[str, Any]) -> list[str]:
+    """Kueue's ``ValidateJobOnCreate`` on a queued Ray object
+    (:func:`components.capacity.webhooks.validate_job_on_create`), one line each."""
+    name = obj["metadata"]["name"]
+    return [
+        f"{obj['kind']} {name}: {e} ({webhooks.KUEUE} {e.source})"
+        for e in webhooks.validate_job_on_create(obj)
+    ]
+
+
 def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
     """Every render-level capacity problem (see the module docstring); ``manifests`` are the
     rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
@@ -317,19 +331,26 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
     queued = [
         m
         for m in manifests
-        if m.get("kind") in ("RayJob", "RayCluster")
+        if m.get("kind") in ("RayJob", "RayCluster", "RayService")
         and QUEUE_LABEL in (m["metadata"].get("labels") or {})
     ]
     gate = cfg.capacity.kueue.elastic_jobs
     for m in queued:
-        out += rayjob_problems(m, gate) if m["kind"] == "RayJob" else raycluster_problems(m, gate)
+        if m["kind"] == "RayJob":
+            out += rayjob_problems(m, gate) + _job_on_create(m)
+        elif m["kind"] == "RayCluster":
+            out += raycluster_problems(m, gate) + _job_on_create(m)
+        else:
+            out += webhooks.ray_object_problems([m], gate)
+    queued = [m for m in queued if m["kind"] != "RayService"]
     try:
         verdicts = preview(cfg, queued)
     except KeyError:  # an undeclared queue: the stack rules said so
         return out
     for v in verdicts:
         if v.state == "never":
-            out.append(f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}")
+            note = f" ({v.note})" if v.note else ""
+            out.append(f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}{note}")
     out += class_selector_problems(cfg, verdicts)
     out += elastic_flavor_problems(cfg, verdicts)
     out += dws_problems(cfg, verdicts, [o for o in objects if o["kind"] == "ClusterQueue"])

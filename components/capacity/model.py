@@ -24,7 +24,13 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from components.stack.base import _k8s_name, _Model, _quantity, _unique
+from components.stack.base import (
+    _k8s_name,
+    _Model,
+    _quantity,
+    _unique,
+    reserved_namespace_problem,
+)
 
 # Kueue releases whose CRDs the repository carries (components/capacity/crds/kueue-v<version>/,
 # config/components/crd/bases of that tag of kubernetes-sigs/kueue, commit of v0.19.2:
@@ -60,7 +66,12 @@ class KueueConfig(_Model):
         description="Kueue release (`oci://registry.k8s.io/kueue/charts/kueue` chart version); "
         "one whose CRDs the repository carries: " + ", ".join(KUEUE_VERSIONS) + ".",
     )
-    namespace: str = Field("kueue-system", description="Namespace of the Kueue controller.")
+    namespace: str = Field(
+        "kueue-system",
+        description="Namespace of the Kueue controller and its webhook; not the Ray namespace "
+        "(`kuberay.namespace`, whose default-deny ingress policy would keep the API server from "
+        "Kueue's webhook) nor a system namespace (`default`, `kube-*`, `gke-*`, `gmp-*`).",
+    )
     elastic_jobs: bool = Field(
         True,
         description="Kueue's `ElasticJobsViaWorkloadSlices` feature gate, rendered in the chart's "
@@ -84,7 +95,18 @@ class KueueConfig(_Model):
     @field_validator("namespace")
     @classmethod
     def _ns(cls, v: str) -> str:
-        return _k8s_name(v, "kueue.namespace")
+        """A Kubernetes name that is not reserved (``default``, ``kube-*``, ``gke-*``, ``gmp-*``:
+        :func:`components.stack.base.reserved_namespace_problem`, the model of
+        ``kuberay.namespace``): the chart creates its Deployment, webhook Service and RBAC there
+        and ``pulumi destroy`` deletes them; a namespace GKE manages refuses them (its
+        ``gke-*`` namespaces) or mixes Kueue into system components."""
+        _k8s_name(v, "kueue.namespace")
+        if problem := reserved_namespace_problem(v):
+            raise ValueError(
+                f"kueue.namespace {problem}: the Kueue chart installs its controller and "
+                "webhook there; use a namespace of its own (the default kueue-system)"
+            )
+        return v
 
 
 class FlavorQuota(_Model):

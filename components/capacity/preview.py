@@ -37,6 +37,7 @@ from components.capacity.model import ClusterQueueConfig
 from components.capacity.render import cluster_queue, queued_pool, resource_flavor
 from components.stack.base import quantity_value
 from components.stack.model import StackConfig
+from contract.quantity import QuantityError, parse_quantity
 
 BYTES_PER_GIB = 2**30
 
@@ -71,7 +72,8 @@ class Assignment:
 @dataclass
 class Verdict:
     """The preview of one queued job: ``state`` is ``admitted`` / ``waits`` / ``never``;
-    ``shortfall`` (never): ``(resource, needed, available)`` in base units."""
+    ``shortfall`` (never): ``(resource, needed, available)`` in base units; ``note``: for an
+    elastic object, the size it is judged at and the most it grows to (:func:`elastic_note`)."""
 
     job: str
     queue: str
@@ -81,6 +83,7 @@ class Verdict:
     shortfall: tuple[str, float, float] | None = None
     reason: str = ""
     kind: str = "RayJob"
+    note: str = ""  # an elastic object: judged at its minimum, what it may grow to (elastic_note)
 
     @property
     def where(self) -> str:
@@ -88,32 +91,63 @@ class Verdict:
         return f"{'ray_clusters' if self.kind == 'RayCluster' else 'jobs'}[{self.job}]"
 
 
+class PodSetError(ValueError):
+    """A pod template Kueue could not count (a request that is not a quantity, or a negative
+    one); :func:`preview_job` turns it into a ``never`` verdict naming the field."""
+
+
 def _q(value: Any) -> float:
     return quantity_value(str(value))
 
 
-def pod_requests(template: dict[str, Any]) -> dict[str, float]:
-    """Summed container requests of a pod template (limits where no request), base units."""
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when a mapping, else ``{}``: a field left out is Go's zero value (an empty
+    struct), as Kueue reads it (``BuildPodSets`` deep-copies ``Template`` whether set or not)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def pod_requests(template: dict[str, Any], where: str = "template") -> dict[str, float]:
+    """Summed container requests of a pod template (limits where no request), base units;
+    a template without spec or containers requests nothing.
+
+    Raises:
+        PodSetError: a request or limit that is not a quantity, or is negative (``where`` names
+            the template in the message).
+    """
     total: dict[str, float] = {}
-    for c in (template.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        amounts = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    containers = _dict(template).get("spec")
+    for i, c in enumerate(_dict(containers).get("containers") or []):
+        res = _dict(_dict(c).get("resources"))
+        amounts = {**_dict(res.get("limits")), **_dict(res.get("requests"))}
         for k, v in amounts.items():
-            total[k] = total.get(k, 0.0) + _q(v)
+            try:
+                n = parse_quantity(v, signed=True)
+            except QuantityError as e:
+                raise PodSetError(f"{where}.spec.containers[{i}].resources {k}: {e}") from None
+            if n < 0:
+                raise PodSetError(
+                    f"{where}.spec.containers[{i}].resources {k} {v!r} is negative; a request "
+                    "is at least 0"
+                )
+            total[k] = total.get(k, 0.0) + float(n)
     return total
 
 
-def _pod_set(name: str, count: int, template: dict[str, Any], extra: dict[str, float]) -> PodSet:
-    spec = template.get("spec") or {}
-    per_pod = pod_requests(template)
+def _pod_set(name: str, count: int, template: Any, extra: dict[str, float], where: str) -> PodSet:
+    spec = _dict(_dict(template).get("spec"))
+    per_pod = pod_requests(_dict(template), where)
     for k, v in extra.items():
         per_pod[k] = per_pod.get(k, 0.0) + v
     return PodSet(
         name=name,
         count=count,
         per_pod=per_pod,
-        node_selector=dict(spec.get("nodeSelector") or {}),
-        tolerations=list(spec.get("tolerations") or []),
+        node_selector={str(k): str(v) for k, v in _dict(spec.get("nodeSelector")).items()},
+        tolerations=[t for t in spec.get("tolerations") or [] if isinstance(t, dict)],
     )
 
 
@@ -121,37 +155,45 @@ def _pod_set(name: str, count: int, template: dict[str, Any], extra: dict[str, f
 AUTOSCALER = {"cpu": 0.5, "memory": 512 * 2**20}
 
 
-def _cluster_pod_sets(cluster: dict[str, Any]) -> list[PodSet]:
+def _cluster_pod_sets(cluster: dict[str, Any], path: str) -> list[PodSet]:
     head_extra = AUTOSCALER if cluster.get("enableInTreeAutoscaling") else {}
-    out = [_pod_set("head", 1, cluster["headGroupSpec"]["template"], head_extra)]
-    for g in cluster.get("workerGroupSpecs") or []:
+    head = _dict(cluster.get("headGroupSpec")).get("template")
+    out = [_pod_set("head", 1, head, head_extra, f"{path}.headGroupSpec.template")]
+    for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
+        g = _dict(g)
         # autoscaled (no replicas): the API server applies the CRD default 0 and KubeRay starts
         # minReplicas (GetWorkerGroupDesiredReplicas), the first workload slice; each
         # scale-up is a further slice on the same flavor.
-        replicas = int(g["replicas"]) if "replicas" in g else int(g.get("minReplicas", 0))
-        count = replicas * max(1, int(g.get("numOfHosts", 1)))
-        out.append(_pod_set(g["groupName"], count, g["template"], {}))
+        replicas = _int(g.get("replicas"), _int(g.get("minReplicas"), 0))
+        count = max(0, replicas) * max(1, _int(g.get("numOfHosts"), 1))
+        where = f"{path}.workerGroupSpecs[{i}].template"
+        out.append(_pod_set(str(g.get("groupName", "")), count, g.get("template"), {}, where))
     return out
 
 
 def pod_sets(obj: dict[str, Any]) -> list[PodSet]:
     """The pod sets Kueue builds for a rendered RayJob with its own cluster or a RayCluster
     (see the module docstring; a RayCluster has no submitter); ``[]`` for a job on an existing
-    cluster (Kueue skips it: ``Skip``)."""
-    spec = obj.get("spec") or {}
+    cluster (Kueue skips it: ``Skip``). A field left out counts as Go's zero value (a worker
+    group without ``template`` requests nothing).
+
+    Raises:
+        PodSetError: a request that is not a quantity or is negative.
+    """
+    spec = _dict(obj.get("spec"))
     if obj.get("kind") == "RayCluster":
-        return _cluster_pod_sets(spec)
+        return _cluster_pod_sets(spec, "spec")
     cluster = spec.get("rayClusterSpec")
-    if not cluster:
+    if not isinstance(cluster, dict):
         return []
-    out = _cluster_pod_sets(cluster)
+    out = _cluster_pod_sets(cluster, "spec.rayClusterSpec")
     if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
         template = spec.get("submitterPodTemplate") or {
             "spec": {
                 "containers": [{"resources": {"requests": {"cpu": "500m", "memory": "200Mi"}}}]
             }
         }
-        out.append(_pod_set("submitter", 1, template, {}))
+        out.append(_pod_set("submitter", 1, template, {}, "spec.submitterPodTemplate"))
     return out
 
 
@@ -244,7 +286,12 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
         kind=str(rayjob.get("kind", "RayJob")),
     )
     used: dict[tuple[str, str], float] = {}
-    for ps in pod_sets(rayjob):
+    try:
+        sets = pod_sets(rayjob)
+    except PodSetError as e:
+        verdict.state, verdict.reason = "never", f"Kueue cannot count its pods: {e}"
+        return verdict
+    for ps in sets:
         # matching flavor -> its (resource, needed, available) shortfalls
         failures: dict[str, list[tuple[str, float, float]]] = {}
         uncovered = [r for r, v in ps.per_pod.items() if v and r not in covered]
@@ -316,10 +363,62 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     return verdict
 
 
+def _group_max_pods(obj: dict[str, Any]) -> dict[str, int]:
+    """Worker group -> its most pods (``maxReplicas`` x ``numOfHosts``)."""
+    spec = _dict(obj.get("spec"))
+    cluster = spec if obj.get("kind") == "RayCluster" else _dict(spec.get("rayClusterSpec"))
+    out = {}
+    for g in cluster.get("workerGroupSpecs") or []:
+        g = _dict(g)
+        hosts = max(1, _int(g.get("numOfHosts"), 1))
+        out[str(g.get("groupName", ""))] = max(0, _int(g.get("maxReplicas"), 0)) * hosts
+    return out
+
+
+def elastic_note(cfg: StackConfig, obj: dict[str, Any], verdict: Verdict) -> str:
+    """For an elastic object (``kueue.x-k8s.io/elastic-job: "true"``): the verdict is for its
+    first workload, its worker groups at their minimum; each scale-up is a further workload
+    slice on the flavor first assigned (kueue site/content/en/docs/concepts/
+    elastic_workload.md, Limitations). Says per growing group ``<min> -> <max> pods`` and, when
+    that flavor's nominal plus borrowable quota cannot hold the maximum (the group alone), how
+    many pods it can reach; ``""`` for a fixed-size object."""
+    from components.capacity.render import ELASTIC_ANNOTATION
+
+    ann = _dict(_dict(obj.get("metadata")).get("annotations"))
+    if ann.get(ELASTIC_ANNOTATION) != "true":
+        return ""
+    most = _group_max_pods(obj)
+    cq = cfg.capacity.cluster_queue(verdict.cluster_queue)
+    quotas = _quotas(cluster_queue(cfg, cq))
+    parts = []
+    for a in verdict.assignments:
+        top = most.get(a.pod_set.name, 0)
+        if a.pod_set.name not in most or top <= a.pod_set.count:
+            continue
+        part = f"worker group {a.pod_set.name!r} {a.pod_set.count} -> {top} pods"
+        if a.flavor:
+            reach = top
+            for r, per in a.pod_set.per_pod.items():
+                if per > 0 and r in quotas.get(a.flavor, {}):
+                    avail = float(quotas[a.flavor][r]["nominal"] or 0)
+                    avail += borrowable(cfg, cq, a.flavor, r)
+                    reach = min(reach, int(avail // per))
+            if reach < top:
+                part += f" (flavor {a.flavor!r} holds at most {reach})"
+        parts.append(part)
+    if not parts:
+        return ""
+    return (
+        "elastic: judged at its minimum; grows by further workload slices on the same flavor: "
+        + ", ".join(parts)
+    )
+
+
 def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
     """A verdict per queued RayJob and RayCluster among ``manifests`` (rendered objects with a
-    queue label); an autoscaling RayCluster is previewed at its minimum size (its first
-    workload slice)."""
+    queue label); an elastic object (an autoscaling RayCluster, a job with a ``slices`` range)
+    is previewed at its minimum size, its first workload slice, with its maximum in
+    :attr:`Verdict.note`."""
     from components.capacity.render import QUEUE_LABEL
 
     out = []
@@ -328,5 +427,7 @@ def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
             continue
         queue = (m["metadata"].get("labels") or {}).get(QUEUE_LABEL)
         if queue:
-            out.append(preview_job(cfg, m, queue))
+            v = preview_job(cfg, m, queue)
+            v.note = elastic_note(cfg, m, v)
+            out.append(v)
     return out

@@ -17,7 +17,10 @@ with the other rules, so ``raygke check`` and ``pulumi up`` both refuse them):
   - a job on a ``queued`` pool names a queue: only Kueue's ProvisioningRequest gets nodes there
     ([GKE-DWS-QUEUED] in :mod:`components.catalog`);
   - a ``queued`` / ``flex-start`` pool: minimum GKE versions, non-queued TPU flex-start single-host
-    only, a queued pool scales from 0 ([GKE-DWS-QUEUED], [GKE-FLEX-START]).
+    only, a queued pool scales from 0 ([GKE-DWS-QUEUED], [GKE-FLEX-START]);
+  - Kueue's validating webhooks on the ClusterQueues, Cohorts and ResourceFlavors the stack
+    renders (:mod:`components.capacity.webhooks`: a ``lending_limit`` above ``nominal``, ...),
+    refused at the stack field.
 
 The rules on the rendered objects (Kueue's webhooks on RayJobs / RayClusters, the carried
 Kueue CRDs, the admission preview) are :mod:`components.capacity.checks`.
@@ -47,14 +50,27 @@ def _older(have: str | None, need: str) -> bool:
 
 
 def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
-    """The ``queued`` / ``flex-start`` limits of each pool (sources in the module docstring)."""
+    """The ``queued`` / ``flex-start`` limits of each pool (sources in the module docstring), and
+    whether its machine series is offered its ``provisioning`` at all: the per-series table
+    :mod:`components.catalog.capabilities` (flex-start and queued provisioning exclude A4X and
+    G4; flex-start without queueing takes single-host TPU slices only), the table ComputeClass
+    fallbacks read too (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)."""
     from components.nodepools.model import GpuPool, TpuPool
 
     have = cfg.cluster.min_master_version
     for pool in cfg.node_pools:
+        where = f"node_pools[{pool.name}]"
+        need_cap = catalog.PROVISIONING_CAPABILITY.get(pool.provisioning)
+        if need_cap and isinstance(pool, (TpuPool, GpuPool)):
+            multi = isinstance(pool, TpuPool) and pool.slice.multi_host
+            why = catalog.capability_problem(pool.machine_type, need_cap, multi)
+            if why:
+                yield at(
+                    f"{where}.provisioning",
+                    f"{where}: provisioning {pool.provisioning} on {pool.machine_type}: {why}",
+                )
         if pool.provisioning not in ("queued", "flex-start"):
             continue
-        where = f"node_pools[{pool.name}]"
         kind = "tpu" if isinstance(pool, TpuPool) else "gpu" if isinstance(pool, GpuPool) else None
         if kind is None:
             yield (
@@ -76,17 +92,8 @@ def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
                         f"admitted job, {doc}); set {'min_slices' if kind == 'tpu' else 'min_nodes'}: 0",
                     )
                 )
-        else:
+        else:  # multi-host TPU slices: the capability table above (catalog.capabilities)
             need, doc = catalog.FLEX_START_MIN_GKE_VERSION[kind], catalog.DWS_FLEX_DOC
-            if isinstance(pool, TpuPool) and pool.slice.multi_host:
-                yield (
-                    at(
-                        f"{where}.provisioning",
-                        f"{where}: provisioning flex-start without queueing takes single-host TPU "
-                        f"slices only ({doc}); topology {pool.tpu.topology} is multi-host: use "
-                        "provisioning: queued with a Kueue queue",
-                    )
-                )
         if _older(have, need):
             yield (
                 at(
@@ -344,11 +351,42 @@ def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[Problem]:
                     )
 
 
+def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
+    """Kueue's webhooks on the rendered ClusterQueues, Cohorts and ResourceFlavors, each error at
+    the stack field behind it (:func:`components.capacity.webhooks.webhook_problems`)."""
+    from components.capacity import webhooks
+
+    yield from webhooks.webhook_problems(cfg)
+
+
+def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
+    """Kueue is not installed in the Ray namespace (``kuberay.namespace``): that namespace has a
+    default-deny ingress NetworkPolicy (:func:`components.kuberay.namespace.network_policies`)
+    and nothing admits the API server to Kueue's webhook Service (port 9443, v0.19.2
+    ``charts/kueue/values.yaml`` ``webhook``), whose validating and mutating webhooks on RayJobs,
+    RayClusters and Kueue's own objects have ``failurePolicy: Fail``
+    (``pkg/controller/jobs/rayjob/rayjob_webhook.go`` kubebuilder markers), so every create
+    would be refused. Refused, as reserved namespaces are (:class:`components.capacity.model.
+    KueueConfig`), rather than opened: the KubeRay add-on's model keeps the Ray namespace for Ray
+    pods only."""
+    cap = cfg.capacity
+    if cap.enabled and cap.kueue.namespace == cfg.kuberay.namespace:
+        yield at(
+            "capacity.kueue.namespace",
+            f"capacity.kueue.namespace {cap.kueue.namespace!r} is the Ray namespace "
+            "(kuberay.namespace), whose default-deny ingress policy keeps the API server from "
+            "Kueue's webhook (failurePolicy Fail): every RayJob create would be refused; use a "
+            "namespace of its own (the default kueue-system)",
+        )
+
+
 def stack_rules(cfg: StackConfig) -> Iterable[Problem]:
     """Every capacity rule on the stack model (see the module docstring)."""
     yield from pool_problems(cfg)
+    yield from kueue_namespace_problems(cfg)
     yield from queue_reference_problems(cfg)
     yield from job_problems(cfg)
     yield from ray_cluster_queue_problems(cfg)
     yield from elastic_problems(cfg)
     yield from flavor_quota_shape_problems(cfg)
+    yield from webhook_problems(cfg)

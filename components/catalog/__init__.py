@@ -14,7 +14,9 @@ One module per family, each citing its sources in its docstring:
 * :mod:`.machines`: Compute Engine machine shapes (CPU families, accelerator-optimized, custom);
 * :mod:`.gke`: GKE versions per release channel and the NAP resource types;
 * :mod:`.locations`: regions, zones and Cloud Storage locations;
-* :mod:`.capacity`: Dynamic Workload Scheduler and flex-start facts.
+* :mod:`.capacity`: Dynamic Workload Scheduler and flex-start facts;
+* :mod:`.capabilities`: per machine series, what GKE offers (flex-start, queued provisioning,
+  Spot, reservations, compact placement, GPU networking), each cell sourced.
 
 The accelerator facts the workloads need too (Ray accelerator types, HBM, peak bf16) have their one
 copy in :mod:`contract.accelerators`; the list prices live with ``raygke cost`` in
@@ -23,6 +25,15 @@ copy in :mod:`contract.accelerators`; the list prices live with ``raygke cost`` 
 
 from __future__ import annotations
 
+from .capabilities import (
+    CAPABILITIES,
+    FAMILY_CAPABILITIES,
+    PROVISIONING_CAPABILITY,
+    Cell,
+    capability,
+    capability_problem,
+    machine_series,
+)
 from .capacity import (
     DWS_FLEX_DOC,
     DWS_QUEUED_DOC,
@@ -94,9 +105,11 @@ from .tpu import (
 __all__ = [
     "ARCH_LABEL",
     "BUCKET_MULTI_REGIONS",
+    "CAPABILITIES",
     "CUSTOM_SERIES",
     "DWS_FLEX_DOC",
     "DWS_QUEUED_DOC",
+    "FAMILY_CAPABILITIES",
     "FLEX_START_MAX_RUN_SECONDS",
     "FLEX_START_MIN_GKE_VERSION",
     "GCP_REGIONS",
@@ -112,6 +125,7 @@ __all__ = [
     "MULTI_HOST_CHIPS_PER_HOST",
     "NAP_RESOURCE_TYPES",
     "NODE_POOL_LABEL",
+    "PROVISIONING_CAPABILITY",
     "QUEUED_MIN_GKE_VERSION",
     "QUEUED_PROVISIONING_CLASS",
     "QUEUED_TAINT",
@@ -127,17 +141,21 @@ __all__ = [
     "V5P_TOPOLOGIES",
     "WORKLOAD_POLICY_TYPE",
     "CatalogError",
+    "Cell",
     "GpuType",
     "MachineShape",
     "Taint",
     "TpuGeneration",
     "TpuSlice",
     "bucket_location_problem",
+    "capability",
+    "capability_problem",
     "cpu_machine_problem",
     "gke_version_problem",
     "gpu_driver_label",
     "gpu_machine_problem",
     "gpu_type",
+    "machine_series",
     "machine_shape",
     "parse_gke_version",
     "region_problem",

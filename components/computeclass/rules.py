@@ -214,3 +214,37 @@ def compute_class_flex_start_min_gke_version(cfg: StackConfig) -> Iterable[Probl
                 f"for {kind.upper()}s ({catalog.DWS_FLEX_DOC}); cluster.min_master_version is "
                 f"{have}: raise it or drop flex-start from fallback",
             )
+
+
+# A ComputeClass fallback priority -> the capability of catalog.capabilities it needs.
+FALLBACK_CAPABILITY = {
+    "flex-start": "flex-start",
+    "spot": "spot",
+    "reservation": "reservations",
+}
+
+
+def compute_class_fallback_capabilities(cfg: StackConfig) -> Iterable[Problem]:
+    """Each ``fallback`` priority of a class is offered for its pool's machine series, by the
+    same table a node pool's ``provisioning`` is checked with
+    (:func:`components.catalog.capability_problem`, :mod:`components.catalog.capabilities`): a
+    ``flex-start`` fallback on an A4X (GB200) or G4 pool is refused as a flex-start pool of that
+    shape is, and on a multi-host TPU slice too (a ``flexStart`` priority is flex-start without
+    queueing, single-host TPU slices only: the table's sources)."""
+    from components.nodepools.model import GpuPool, TpuPool
+
+    pools = plan(cfg).pools
+    for c in cfg.compute_classes:
+        pool = pools.get(c.node_pool)
+        if not isinstance(pool, (TpuPool, GpuPool)):
+            continue
+        multi = isinstance(pool, TpuPool) and pool.slice.multi_host
+        for fb in c.fallback:
+            need = FALLBACK_CAPABILITY.get(fb)
+            why = need and catalog.capability_problem(pool.machine_type, need, multi)
+            if why:
+                yield at(
+                    f"compute_classes[{c.name}].fallback",
+                    f"compute_classes[{c.name}].fallback: {fb} on node pool {pool.name!r} "
+                    f"({pool.machine_type}): {why}",
+                )

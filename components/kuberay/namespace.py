@@ -12,10 +12,10 @@ GKE enforces NetworkPolicy with Dataplane V2, which the cluster runs):
   ``ray.io/cluster: <name>``; or the cluster a RayJob brings, whose RayCluster name KubeRay
   generates, selected by our pod label ``ray-gke.io/job-cluster: <job>``), ``<name>-ray``:
   its pods reach each other on every port (GCS, object manager, raylets, TPU runtime 8471,
-  Multislice 8081 and NCCL pick ports at run time); the gmp-system namespace (Google Cloud
-  Managed Service for Prometheus collectors,
-  https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed) reaches the Ray
-  metrics port 8080; Serve's HTTP port 8000 is reachable from ``kuberay.serve_from`` only.
+  Multislice 8081 and NCCL pick ports at run time); the ``gke-gmp-system`` namespace reaches
+  the Ray metrics port 8080 (:data:`GMP_NAMESPACE`: where GKE runs the collectors of Google
+  Cloud Managed Service for Prometheus' managed collection); Serve's HTTP port 8000 is
+  reachable from ``kuberay.serve_from`` only.
 * per Ray cluster, ``<name>-ray-head``: the head pod's GCS (6379), dashboard / Jobs API (8265) and
   Ray client (10001) ports from the KubeRay operator and from that cluster's job submitters
   (pods labelled ``ray-gke.io/submits-to: <name>``). The operator: with ``mode: helm`` the
@@ -63,7 +63,16 @@ from components.stack import StackConfig, nap_needs
 
 PSA_LEVEL = "restricted"
 PSA_VERSION = "latest"
-GMP_NAMESPACE = "gmp-system"
+# The namespace of the managed-collection collectors (a DaemonSet scraping the pods of its node,
+# https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed) on a GKE cluster:
+# GKE deploys managed collection itself, operator, collector and rule-evaluator, in its managed
+# namespace ``gke-gmp-system`` (GKE managed namespaces are ``gke-*``; ``kubectl get pods -n
+# gke-gmp-system`` lists them). ``gmp-system`` is where the same components run when managed
+# collection is installed into a non-GKE cluster (GKE attached clusters, GKE on AWS / Azure:
+# "Authorize the gmp-system/collector ... service accounts",
+# https://cloud.google.com/kubernetes-engine/multi-cloud/docs/attached/aks/how-to/managed-service-prometheus),
+# so on GKE no collector runs there and a policy admitting it leaves the metrics unscraped.
+GMP_NAMESPACE = "gke-gmp-system"
 METRICS_PORT = HEAD_PORTS["metrics"]
 OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "kuberay-operator"}
 NS_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace

@@ -37,8 +37,9 @@ job's monitor comes and goes with the job's stack entry, and its series carry th
 ``ray_job`` (``targetLabels.fromPod`` copies ``ray-gke.io/job-cluster``), so two jobs'
 metrics are told apart although their RayCluster names are random. The ``<name>-ray``
 NetworkPolicy of each Ray cluster, job clusters included
-(:func:`components.kuberay.namespace.network_policies`), opens 8080 to the ``gmp-system``
-namespace, where the managed collectors run.
+(:func:`components.kuberay.namespace.network_policies`), opens 8080 to the ``gke-gmp-system``
+namespace, where GKE runs the managed collectors
+(:data:`components.kuberay.namespace.GMP_NAMESPACE`).
 """
 
 from __future__ import annotations

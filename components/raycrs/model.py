@@ -487,7 +487,9 @@ class JobConfig(_Model):
         description="Elastic TPU training: `{min, max}` slices of a multi-host TPU pool, "
         "rendered as Ray Train's elastic `ScalingConfig(num_workers=(hosts x min, hosts x max))` "
         "(Ray 2.60 JaxTrainer) and Kueue's `kueue.x-k8s.io/elastic-job` annotation on the "
-        "RayJob. Unset: all the slices of the worker group (or pool) the job runs on.",
+        "RayJob; a job with its own cluster (`node_pool`) starts it at `min` slices, the Ray "
+        "autoscaler adding slices up to `max` (queued: each a Kueue workload slice). Unset: all "
+        "the slices of the worker group (or pool) the job runs on.",
     )
 
     @field_validator("name")

@@ -9,6 +9,7 @@ https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-st
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +36,7 @@ from components.raycrs.raycluster import (
     worker_group_spec,
 )
 from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
-from components.stack import HeadConfig, JobTarget, StackConfig
+from components.stack import HeadConfig, JobTarget, StackConfig, TpuPool
 from components.stack.naming import ksa_name
 from components.stack.plan import Context, Plan, plan
 from contract.args.base import JobContext
@@ -79,11 +80,46 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
     return bind_job_args(job.workload, context, job.args)
 
 
+# Idle seconds before the autoscaler of an elastic job's cluster removes a slice Ray Train no
+# longer uses: KubeRay's default for ``autoscalerOptions.idleTimeoutSeconds`` (60,
+# https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/configuring-autoscaling.html).
+ELASTIC_IDLE_TIMEOUT_SECONDS = 60
+
+
+def elastic_slices(target: JobTarget) -> tuple[int, int] | None:
+    """``(min, max)`` slices of an elastic job bringing its own cluster on a TPU pool (``slices``
+    with ``min < max``; ``max`` capped at the pool's slices), else None."""
+    job, pool = target.job, target.pool
+    if not target.own_cluster or job.slices is None or not isinstance(pool, TpuPool):
+        return None
+    most = min(job.slices.max, target.replicas)
+    return (job.slices.min, most) if job.slices.min < most else None
+
+
 def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``rayClusterSpec`` of a job bringing its own RayCluster: one fixed-size worker group
-    spanning the whole node pool (:func:`components.stack.own_cluster_group`)."""
+    """The ``rayClusterSpec`` of a job bringing its own RayCluster: one worker group spanning
+    the whole node pool (:func:`components.stack.own_cluster_group`), fixed size.
+
+    An elastic job (:func:`elastic_slices`, ``slices: {min, max}``) renders at its minimum:
+    the group's ``replicas`` and ``minReplicas`` are ``min`` slices, ``maxReplicas`` is ``max``,
+    with in-tree autoscaling on. Ray Train V2 starts once ``min`` slices' workers are up and asks
+    for more up to ``max`` (``ScalingConfig(num_workers=(min, max))``, ray 2.60
+    ``ray/train/v2/api/config.py``, :meth:`components.catalog.TpuSlice.scaling_config`); the Ray
+    autoscaler adds the slices. A queued one carries ``kueue.x-k8s.io/elastic-job``: Kueue
+    admits the first workload at ``min`` slices (``BuildPodSets`` counts the RayJob's
+    ``replicas``, kueue v0.19.2 ``pkg/controller/jobs/raycluster/common.go``) and each
+    scale-up of the RayCluster as a further workload slice (``UpdatePodSets``, same file: with
+    workload slicing and ``enableInTreeAutoscaling`` it counts the RayCluster's replicas;
+    site/content/en/docs/tasks/run/rayjobs.md "Autoscaling", docs/concepts/elastic_workload.md),
+    so it waits for one slice of quota, not ``max``."""
     job = target.job
     labels = {JOB_CLUSTER_LABEL: job.name}
+    group_target, replicas = target.group_target, target.replicas
+    elastic = elastic_slices(target)
+    if elastic is not None:
+        low, high = elastic
+        group = group_target.group.model_copy(update={"min_replicas": low, "max_replicas": high})
+        group_target, replicas = dataclasses.replace(group_target, group=group), low
     return ray_cluster_spec(
         p,
         head=HeadConfig(),
@@ -91,17 +127,17 @@ def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> 
         worker_groups=[
             worker_group_spec(
                 p,
-                target.group_target,
+                group_target,
                 job.service_account,
-                replicas=target.replicas,
+                replicas=replicas,
                 images=images,
                 labels=labels,
                 image_kind=job_image_kind(target),
                 compute_class=not job.queue,
             )
         ],
-        autoscaling=False,
-        idle_timeout_seconds=0,
+        autoscaling=elastic is not None,
+        idle_timeout_seconds=ELASTIC_IDLE_TIMEOUT_SECONDS if elastic is not None else 0,
         images=images,
         auth_name=job.name,
         labels=labels,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from components import catalog
 from components.computeclass.rules import (
+    compute_class_fallback_capabilities,
     compute_class_flex_start_min_gke_version,
     compute_class_pools,
     compute_class_pools_not_queued,
@@ -455,6 +456,7 @@ RULES: tuple[Rule, ...] = (
     _rule(compute_class_pools, "compute_classes", "node_pools"),
     _rule(compute_class_shapes_fit_nap, "compute_classes", "nap", "cluster", "node_pools"),
     _rule(compute_class_pools_not_queued, "compute_classes", "node_pools"),
+    _rule(compute_class_fallback_capabilities, "compute_classes", "node_pools"),
     _rule(
         compute_class_flex_start_min_gke_version,
         "compute_classes",
@@ -475,6 +477,8 @@ RULES: tuple[Rule, ...] = (
         "jobs",
         "ray_clusters",
         "node_pools",
+        "compute_classes",
+        "kuberay.namespace",
         "cluster",
         "zones",
         "project",

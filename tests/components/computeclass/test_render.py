@@ -21,13 +21,21 @@ from components.stack.checks import check_stack
 from tests.components.stack.test_model import problems
 from tests.helpers import WORKING_DIR, by_name, config, of_type, render
 
+# Every fallback a multi-host v6e slice may take: not flex-start, which without queueing takes
+# single-host TPU slices only (catalog.capabilities; test_flex_start_fallback_* below).
 FULL = {
     "name": "v6e-4x4",
     "node_pool": "v6e",
-    "fallback": ["reservation", "on-demand", "flex-start", "spot"],
+    "fallback": ["reservation", "on-demand", "spot"],
     "reservation": "v6e-res",
-    "max_run_duration_seconds": 86400,
     "active_migration": True,
+}
+# flex-start on the single-host v5e 2x2 pool.
+FLEX = {
+    "name": "v5e-flex",
+    "node_pool": "v5e",
+    "fallback": ["on-demand", "flex-start", "spot"],
+    "max_run_duration_seconds": 86400,
 }
 
 
@@ -51,8 +59,8 @@ def _stack(*classes: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def test_model_accepts_the_full_fallback() -> None:
-    cc = ComputeClassConfig.model_validate(FULL)
-    assert cc.fallback == ["reservation", "on-demand", "flex-start", "spot"]
+    cc = ComputeClassConfig.model_validate({**FULL, "fallback": [*FULL["fallback"], "flex-start"]})
+    assert cc.fallback == ["reservation", "on-demand", "spot", "flex-start"]
 
 
 @pytest.mark.parametrize(
@@ -62,7 +70,7 @@ def test_model_accepts_the_full_fallback() -> None:
         ({"reservation": None}, "fallback 'reservation' needs reservation"),
         ({"fallback": ["spot"]}, "reservation 'v6e-res' is set but fallback has no 'reservation'"),
         (
-            {"fallback": ["spot"], "reservation": None},
+            {"fallback": ["spot"], "reservation": None, "max_run_duration_seconds": 86400},
             "max_run_duration_seconds applies to the flex-start priority",
         ),
         ({"node_pool_auto_creation": False}, "needs node_pool_auto_creation: true"),
@@ -133,7 +141,7 @@ def test_nap_limits_must_fit_every_priority() -> None:
     ("pool", "old", "new", "need"),
     [
         ("l4", "1.32", "1.33", "1.32.2-gke.1652000 or later for GPUs"),
-        ("v6e", "1.33", "1.34", "1.33.0-gke.1712000 or later for TPUs"),
+        ("v5e", "1.33", "1.34", "1.33.0-gke.1712000 or later for TPUs"),
     ],
 )
 def test_flex_start_priority_needs_the_flex_start_gke_version(
@@ -178,8 +186,7 @@ def test_render_follows_the_fallback_order_and_the_schema() -> None:
         "spot": False,
     }
     assert prios[2] == {"tpu": tpu, "spot": False}
-    assert prios[3] == {"tpu": tpu, "flexStart": {"enabled": True}, "maxRunDurationSeconds": 86400}
-    assert prios[4] == {"tpu": tpu, "spot": True}
+    assert prios[3] == {"tpu": tpu, "spot": True}
     assert spec["nodePoolAutoCreation"] == {"enabled": True}
     assert spec["activeMigration"] == {"optimizeRulePriority": True}
     assert spec["priorityDefaults"] == {"location": {"zones": ["us-east5-b"]}}
@@ -188,6 +195,29 @@ def test_render_follows_the_fallback_order_and_the_schema() -> None:
     )
     assert validate_other(cc) == []
     assert compute_class_problems(cfg) == []
+
+
+def test_flex_start_priority_renders_on_a_single_host_slice() -> None:
+    cfg = validate(_stack(FLEX))
+    (cc,) = render_compute_classes(cfg)
+    tpu = {"type": "tpu-v5-lite-podslice", "count": 4, "topology": "2x2"}
+    assert cc["spec"]["priorities"][2] == {
+        "tpu": tpu,
+        "flexStart": {"enabled": True},
+        "maxRunDurationSeconds": 86400,
+    }
+    assert validate_other(cc) == []
+
+
+def test_flex_start_fallback_on_a_multi_host_slice_is_refused_as_the_pool_is() -> None:
+    found = [
+        p
+        for p in problems(
+            _stack({**FULL, "fallback": ["on-demand", "flex-start"], "reservation": None})
+        )
+        if "single-host TPU slices only" in p
+    ]
+    assert [p.split(": ", 1)[0] for p in found] == ["compute_classes[v6e-4x4].fallback"]
 
 
 def test_gpu_class_renders_machine_type_and_driver() -> None:

@@ -52,7 +52,7 @@ def test_policies_per_cluster_and_default_deny():
     own_pods, gmp = rc["ingress"]
     assert own_pods == {"from": [{"podSelector": {"matchLabels": {"ray.io/cluster": "rc"}}}]}
     assert gmp["from"] == [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gmp-system"}}}
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gke-gmp-system"}}}
     ]
     assert gmp["ports"] == [{"protocol": "TCP", "port": 8080}]
     for p in pols:

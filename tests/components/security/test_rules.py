@@ -130,8 +130,9 @@ def test_head_and_workers_run_as_separate_accounts(rendered) -> None:
         sub = job["spec"]["submitterPodTemplate"]["spec"]
         assert sub["serviceAccountName"] == "ray-train" and not sub["automountServiceAccountToken"]
         own = job["spec"].get("rayClusterSpec")
-        if own:  # no autoscaler: no token on the head either
-            assert own["headGroupSpec"]["template"]["spec"]["automountServiceAccountToken"] is False
+        if own:  # the head's token only for the autoscaler (an elastic job's own cluster)
+            token = own["headGroupSpec"]["template"]["spec"]["automountServiceAccountToken"]
+            assert token is bool(own.get("enableInTreeAutoscaling"))
     gsa = "iam.gke.io/gcp-service-account"
     assert ksas["ray-train-head"]["metadata"]["annotations"][gsa].startswith("ray-train-head@")
     assert ksas["ray-train"]["metadata"]["annotations"][gsa].startswith("ray-train@")

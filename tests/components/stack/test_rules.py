@@ -222,6 +222,23 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "compute_classes[l4]: the flex-start priority needs GKE 1.32.2-gke.1652000 or later for "
         "GPUs",
     ),
+    "compute_class_fallback_capabilities": (
+        lambda d: (
+            d["node_pools"].append(
+                {
+                    "name": "gb200",
+                    "gpu": {"type": "nvidia-gb200", "count": 4},
+                    "zones": ["us-central1-b"],
+                    "max_nodes": 1,
+                }
+            ),
+            d.update(
+                compute_classes=[{"name": "gb", "node_pool": "gb200", "fallback": ["flex-start"]}]
+            ),
+        ),
+        "compute_classes[gb].fallback: flex-start on node pool 'gb200' (a4x-highgpu-4g): "
+        "flex-start is not offered for the a4x machine series",
+    ),
     "job_slices_fit": (
         lambda d: d["jobs"][0].update(
             cluster=None, worker_group=None, node_pool="l4", slices={"min": 1, "max": 1}

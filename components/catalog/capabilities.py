@@ -1,0 +1,168 @@
+"""What GKE and Compute Engine offer per accelerator machine series: flex-start, queued
+provisioning, Spot, reservations, compact placement and GPU networking, each cell with its source.
+
+One table, read by every rule that asks "may this shape get capacity this way": a node pool's
+``provisioning`` (:func:`components.capacity.rules.pool_problems`) and a ComputeClass's
+``fallback`` priorities (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)
+both call :func:`capability_problem`, so a pool and a class fallback of the same shape cannot get
+different answers.
+
+A machine series is the machine type's first dash-separated part (``a4x-highgpu-4g`` -> ``a4x``,
+``ct6e-standard-4t`` -> ``ct6e``), the unit Compute Engine's pages state support by. A cell is
+``True`` (offered, maybe with a condition), ``False`` (not offered: refused) or ``None`` (not
+recorded: no Google page read for it; never refused on that ground, :func:`capability_problem`
+says nothing).
+
+Sources:
+
+* [GCE-FLEX] https://cloud.google.com/compute/docs/instances/about-flex-start-vms: "Flex-start
+  VMs support all accelerator-optimized machine types (except A4X and G4) and H4D machine types".
+* [GKE-FLEX-START] :mod:`components.catalog.capacity` (GKE's flex-start pages: TPUs from GKE
+  1.33.0-gke.1712000, single-host slices only without queueing). A ComputeClass ``flexStart``
+  priority asks GKE for flex-start VMs node by node, without queueing
+  (https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass
+  ``priorities[].flexStart``; "directly" or "through custom ComputeClasses",
+  https://cloud.google.com/kubernetes-engine/docs/concepts/dws), so it has the same limit as a
+  flex-start node pool: a multi-host slice needs queued provisioning, which only a ``queued``
+  pool with Kueue's ProvisioningRequest gives.
+* [GKE-DWS-QUEUED] :mod:`components.catalog.capacity` (GKE's provisioningrequest page): GPUs and
+  TPUs, multi-host slices included (GKE's Ray + Kueue + DWS tutorial runs a multi-host v6e slice,
+  https://cloud.google.com/kubernetes-engine/docs/tutorials/ray-kueue-dws); the pool this project
+  renders is a flex-start pool (``--flex-start --enable-queued-provisioning``), so a series
+  [GCE-FLEX] excludes is excluded here too.
+* [GKE-SPOT] https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms (GPU node pools
+  may use Spot VMs) and https://cloud.google.com/kubernetes-engine/docs/concepts/tpus ("GKE also
+  supports Spot VMs and using reserved Cloud TPU").
+* [GKE-RESERVATIONS] https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
+  and the TPU page above.
+* [GKE-GPU-NET] GPUDirect on GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx
+  (A3 High: GPUDirect-TCPX; A3 Mega: GPUDirect-TCPXO) and
+  https://cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute (A3 Ultra, A4, A4X:
+  GPUDirect RDMA); G2 and A2 have none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+CAPABILITIES = (
+    "flex-start",
+    "queued-provisioning",
+    "spot",
+    "reservations",
+    "compact-placement",
+    "gpu-networking",
+)
+GCE_FLEX = "https://cloud.google.com/compute/docs/instances/about-flex-start-vms"
+GKE_FLEX = "https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training"
+GKE_QUEUED = "https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest"
+GKE_SPOT = "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms"
+GKE_TPUS = "https://cloud.google.com/kubernetes-engine/docs/concepts/tpus"
+GKE_RESERVATIONS = "https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations"
+GKE_TCPX = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx"
+GKE_RDMA = "https://cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One capability of one machine series: ``offered`` True / False / None (not recorded),
+    ``single_host_only`` (TPU: multi-host slices are not offered this way), ``note`` (what is
+    offered, e.g. ``GPUDirect-TCPX``) and the ``source`` page."""
+
+    offered: bool | None
+    source: str = ""
+    note: str = ""
+    single_host_only: bool = False
+
+
+_UNKNOWN = Cell(None)
+
+
+def _gpu_row(flex: bool, net: Cell, spot: Cell = Cell(True, GKE_SPOT)) -> Mapping[str, Cell]:
+    return {
+        "flex-start": Cell(flex, GCE_FLEX, "" if flex else "excluded by Compute Engine"),
+        # the queued pool is a flex-start pool: the same exclusion [GKE-DWS-QUEUED]
+        "queued-provisioning": Cell(flex, GKE_QUEUED if flex else GCE_FLEX),
+        "spot": spot,
+        "reservations": Cell(True, GKE_RESERVATIONS),
+        "compact-placement": _UNKNOWN,
+        "gpu-networking": net,
+    }
+
+
+def _tpu_row() -> Mapping[str, Cell]:
+    return {
+        "flex-start": Cell(True, GKE_FLEX, single_host_only=True),
+        "queued-provisioning": Cell(True, GKE_QUEUED),
+        "spot": Cell(True, GKE_TPUS),
+        "reservations": Cell(True, GKE_TPUS),
+        # a multi-host slice's hosts are placed by its topology (GKE_TPUS), no placement policy
+        "compact-placement": _UNKNOWN,
+        "gpu-networking": Cell(False, GKE_TPUS, "TPU slices use ICI, not GPUDirect"),
+    }
+
+
+_NO_NET = Cell(False, GKE_TCPX, "no GPUDirect")
+# Machine series -> capability -> cell (module docstring for the sources).
+FAMILY_CAPABILITIES: Mapping[str, Mapping[str, Cell]] = {
+    "g2": _gpu_row(True, _NO_NET),
+    "a2": _gpu_row(True, _NO_NET),
+    "a3": _gpu_row(
+        True,
+        Cell(
+            True,
+            GKE_TCPX,
+            "GPUDirect-TCPX (a3-highgpu-8g), -TCPXO (a3-megagpu-8g), RDMA (a3-ultragpu-8g)",
+        ),
+    ),
+    "a4": _gpu_row(True, Cell(True, GKE_RDMA, "GPUDirect RDMA")),
+    "a4x": _gpu_row(False, Cell(True, GKE_RDMA, "GPUDirect RDMA"), spot=_UNKNOWN),
+    "g4": _gpu_row(False, _UNKNOWN, spot=_UNKNOWN),
+    "ct5lp": _tpu_row(),  # TPU v5e
+    "ct6e": _tpu_row(),  # TPU v6e
+    "ct5p": _tpu_row(),  # TPU v5p
+    "tpu7x": _tpu_row(),  # Ironwood
+}
+
+# What the stack names a way of getting capacity -> the capability it needs.
+PROVISIONING_CAPABILITY = {
+    "flex-start": "flex-start",
+    "queued": "queued-provisioning",
+    "spot": "spot",
+    "reservation": "reservations",
+}
+
+
+def machine_series(machine_type: str) -> str:
+    """``a4x-highgpu-4g`` -> ``a4x``: the part before the first dash."""
+    return machine_type.split("-", 1)[0]
+
+
+def capability(machine_type: str, name: str) -> Cell:
+    """The cell of capability ``name`` for ``machine_type``'s series; not recorded (a
+    :class:`Cell` with ``offered`` None) for a series the table lacks (CPU series).
+
+    Raises:
+        KeyError: ``name`` is not one of :data:`CAPABILITIES`.
+    """
+    if name not in CAPABILITIES:
+        raise KeyError(name)
+    return FAMILY_CAPABILITIES.get(machine_series(machine_type), {}).get(name, _UNKNOWN)
+
+
+def capability_problem(machine_type: str, name: str, multi_host: bool = False) -> str | None:
+    """Why ``machine_type`` (a multi-host TPU slice when ``multi_host``) cannot get capacity by
+    ``name``, citing the cell's source; None when the table offers it or does not record it."""
+    cell = capability(machine_type, name)
+    series = machine_series(machine_type)
+    if cell.offered is False:
+        why = f": {cell.note}" if cell.note else ""
+        return f"{name} is not offered for the {series} machine series{why} ({cell.source})"
+    if cell.offered and cell.single_host_only and multi_host:
+        return (
+            f"{name} without queueing takes single-host TPU slices only ({cell.source}); "
+            f"a multi-host {series} slice needs queued provisioning: a provisioning: queued "
+            "pool with a Kueue queue"
+        )
+    return None
