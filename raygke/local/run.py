@@ -80,6 +80,19 @@ def success_line(name: str, seconds: float, result: Any) -> str:
     return f"[green]{name} succeeded[/] in {seconds:.1f} s: {escape(result_brief(result))}"
 
 
+def corpus_files(files: int | None, skipped_by: dict[str, int] | None) -> str:
+    """The summary's corpus line: ``"1,234 kept, 814 skipped (exclude '.git/*': 786, empty:
+    28)"``; the skipped figure is the sum of the per-filter counts listed, the same figure as
+    prepare's ``skipped`` on its success line (:func:`workloads.prepare.result_of`)."""
+    if files is None:
+        return "-"
+    by = {k: v for k, v in (skipped_by or {}).items() if v}
+    text = f"{files:,} kept, {sum(by.values()):,} skipped"
+    if by:
+        text += " (" + ", ".join(f"{k}: {v:,}" for k, v in by.items()) + ")"
+    return text
+
+
 def _summary_table(summary: dict[str, Any]) -> Table:
     def num(v: Any, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
@@ -89,11 +102,9 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_column("value", overflow="fold")
     table.add_row("rows (train windows)", num(summary["rows"], ","))
     table.add_row("validation rows", num(summary.get("val_rows"), ","))
-    skipped = summary.get("skipped_by") or {}
-    files = num(summary.get("files"), ",")
-    if skipped:
-        files += " (skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()) + ")"
-    table.add_row("corpus files", Text(files))
+    table.add_row(
+        "corpus files", Text(corpus_files(summary.get("files"), summary.get("skipped_by")))
+    )
     table.add_row("steps", num(summary["steps"], ","))
     table.add_row(
         "loss first -> last (nats/byte)",

@@ -80,3 +80,28 @@ def test_text_is_cut_between_words() -> None:
 def test_the_success_line_shows_the_checkpoint_path_cut_at_separators() -> None:
     line = json.loads(result_brief({"checkpoint": CKPT, "steps": 10}))
     assert line["checkpoint"].endswith("/checkpoint_000010") and "…/" in line["checkpoint"]
+
+
+def test_prepare_counts_add_up_on_its_success_line_and_in_the_summary() -> None:
+    """prepare's ``skipped`` is every file a filter left out (the sum of ``skipped_by``): the
+    success line and the run's summary show the same figure (they said 32 and listed 814)."""
+    from raygke.local.jobs import summarize
+    from raygke.local.run import corpus_files
+    from workloads.prepare import result_of
+
+    by = {"include '*.py'": 754, "exclude '.git/*'": 0, "not text": 4, "empty": 28, "x": 28}
+    manifest = {
+        "rows": 10, "val_rows": 2, "files": 1234, "bytes": 99, "dataset": "/d",
+        "skipped_by": by, "val_carved": None, "shards": {}, "skipped": [["a", "empty"]] * 32,
+    }  # fmt: skip
+    result = result_of(manifest)
+    assert result["skipped"] == 814 == sum(by.values())
+    assert json.loads(result_brief(result))["skipped"] == 814  # the success line
+    summary = summarize({"prepare": result})
+    line = corpus_files(summary["files"], summary["skipped_by"])
+    assert line.startswith("1,234 kept, 814 skipped (")
+    listed = [
+        int(p.rsplit(": ", 1)[1].replace(",", "")) for p in line[:-1].split(" (", 1)[1].split(", ")
+    ]
+    assert sum(listed) == 814 and "exclude '.git/*'" not in line  # zero counts left out
+    assert corpus_files(5, None) == "5 kept, 0 skipped" and corpus_files(None, by) == "-"
