@@ -43,6 +43,7 @@ from typing import Any
 from raygke.local.procs import (
     LOCALHOST,
     ListeningSocket,
+    cluster_ports,
     free_port,
     is_alive,
     listening_sockets,
@@ -148,7 +149,7 @@ def make_target(stack: str, local: Any, workers: int | None = None) -> LocalTarg
     """Build a :class:`LocalTarget` from a ``LocalConfig`` (``components.stack``).
 
     ``workers`` overrides ``local.workers``; ``$RAYGKE_LOCAL_ROOT`` overrides ``local.root``;
-    ports unset in the stack file are the recorded or free ones (:func:`_ports`).
+    ports unset in the stack file are the recorded or free ones (:func:`cluster_ports`).
 
     Raises:
         LocalError: ``workers`` is negative or above 16.
@@ -158,28 +159,11 @@ def make_target(stack: str, local: Any, workers: int | None = None) -> LocalTarg
         raise LocalError(f"--workers {n} is out of range; allowed: 0..{MAX_NODES}")
     root = Path(os.environ.get(ROOT_ENV) or local.root).expanduser()
     folder = root.resolve() / stack
-    gcs, dash = _ports(folder, local.gcs_port, local.dashboard_port)
+    gcs, dash = cluster_ports(folder, local.gcs_port, local.dashboard_port)
     return LocalTarget(
         stack=stack, workers=n, cpus_per_node=local.cpus_per_node, gcs_port=gcs,
         dashboard_port=dash, dir=folder,
     )  # fmt: skip
-
-
-def _ports(folder: Path, gcs: int | None, dashboard: int | None) -> tuple[int, int]:
-    """The GCS and dashboard ports of the cluster in ``folder``: the stack file's
-    (``local.gcs_port`` / ``local.dashboard_port``) where set, else the ones its ``state.json``
-    recorded (the cluster that is up), else free ports the kernel picks (:func:`free_port`),
-    so that two checkouts' clusters run side by side."""
-    try:
-        recorded = json.loads((folder / "state.json").read_text())
-    except (OSError, ValueError):
-        recorded = {}
-    recorded = recorded if isinstance(recorded, dict) else {}
-    gcs = gcs or recorded.get("gcs_port") or free_port()
-    dashboard = dashboard or recorded.get("dashboard_port")
-    while not dashboard or dashboard == gcs:
-        dashboard = free_port()
-    return int(gcs), int(dashboard)
 
 
 # ---------------------------------------------------------------------------------- processes
