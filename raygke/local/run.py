@@ -22,6 +22,7 @@ from raygke.local.app import api_errors as _api_errors
 from raygke.local.app import dead_nodes as _dead
 from raygke.local.app import fail as _fail
 from raygke.local.app import queue_note as _queue_note
+from raygke.local.capacity import STALL_MINUTES, StallWatch
 
 BRIEF_STR_MAX = 60  # characters of a string value on a job's console line
 
@@ -154,6 +155,12 @@ def run(
         help="Start over under a new run name instead of resuming an interrupted run of the "
         "same pipeline",
     ),
+    stall_minutes: float = typer.Option(
+        STALL_MINUTES,
+        "--stall-minutes",
+        min=0,
+        help="Fail a job that prints no progress line for this many minutes (0: wait forever)",
+    ),
 ) -> None:
     """Submit jobs through the Ray Jobs API, show a progress line per job, and print a summary.
 
@@ -164,6 +171,12 @@ def run(
     its newest checkpoint ("resumed from checkpoint N"), and a job that succeeded in it
     (prepare) is not run again: its result is reused ("result reused from run ...") while its
     arguments are the same and its outputs are there; --fresh starts over.
+
+    Before the first job, each job's needs (trainer workers x CPUs, a CPU for Ray Data's
+    tasks) are compared with what the cluster has free (a Serve application holds CPUs too): a
+    run that cannot start is refused with the numbers and the fix. A job that waits for
+    resources (Ray's "not enough resources" lines) or prints no progress for --stall-minutes
+    fails with that, instead of waiting forever.
     """
     import signal
 
@@ -214,11 +227,15 @@ def run(
             run_name = f"lm-{ds}-{stamp}"
         else:
             run_name = state.get("last_run") or f"lm-{ds}"
+        planned = {}
         for name in names:  # every job's arguments, before the first job runs
             try:
-                local_jobs.job_args(name, state, data_uri, run_name, {}, accelerator, extra_args)
+                planned[name] = local_jobs.job_args(
+                    name, state, data_uri, run_name, {}, accelerator, extra_args
+                )
             except local_cluster.LocalError as e:
                 _fail(str(e), EXIT_USAGE)
+        _refuse_what_cannot_start(target, state, planned)
         # the jobs that succeeded in the interrupted run (reused below where still valid)
         done: dict[str, Any] = dict((pending or {}).get("done") or {}) if resumed else {}
         record = {"key": key, "run_name": run_name, "jobs": names, "started": stamp, "done": done}
@@ -281,8 +298,13 @@ def run(
                     soft_wrap=True,  # one line, however long the checkpoint's path
                 )
             run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
+            watch = StallWatch(
+                name, stall_minutes * 60 or None, describe=lambda: _free_now(target, state)
+            )
             with _api_errors(state, name):
-                outcome = _run_shown(target, state, name, args, working_dir, run_log, verbose)
+                outcome = _run_shown(
+                    target, state, name, args, working_dir, run_log, verbose, watch
+                )
             run_log.write(f"==> {name}: job {outcome.job_id} {outcome.status}")
             outcomes.append(outcome)
             if outcome.status != "SUCCEEDED" or outcome.result is None:
@@ -349,6 +371,7 @@ def _run_shown(
     working_dir: str,
     run_log: Any,
     verbose: bool,
+    watch: Any = None,
 ) -> Any:
     """Run one job (``local_jobs.run_job``): every log line into ``run_log``; with ``verbose``
     also printed here under a status spinner, else shown as a progress bar or plain lines
@@ -386,6 +409,7 @@ def _run_shown(
                 working_dir,
                 on_log=log_and_print,
                 on_status=lambda s: spin.update(f"{name}: {s} ({time.monotonic() - t0:.0f} s)"),
+                watch=watch,
             )
     with stage_display(console, name) as stage:
 
@@ -399,8 +423,76 @@ def _run_shown(
                 stage.update(event)
 
         return local_jobs.run_job(
-            target, state, name, args, working_dir, on_log=log_and_show, on_status=stage.status
+            target,
+            state,
+            name,
+            args,
+            working_dir,
+            on_log=log_and_show,
+            on_status=stage.status,
+            watch=watch,
         )
+
+
+def _refuse_what_cannot_start(
+    target: local_cluster.LocalTarget, state: dict[str, Any], planned: dict[str, dict[str, Any]]
+) -> None:
+    """Exit 1 with :func:`raygke.local.capacity.refusal`'s line when a job of ``planned``
+    (name -> bound arguments) cannot start on what the cluster has free now. When Ray's account
+    cannot be read, say so and go on (the jobs' :class:`~raygke.local.capacity.StallWatch` still
+    stops a job that waits)."""
+    from raygke.local import capacity
+
+    try:
+        free, total = capacity.cluster_resources(target, state["address"])
+    except Exception as e:  # an older/newer Ray, the GCS not answering: the watch still guards
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        err.print(f"note: cannot read the cluster's free resources ({first})", markup=False)
+        return
+    for name, args in planned.items():
+        try:
+            need = capacity.job_need(name, args)
+        except Exception:  # arguments a workload reads its own way: its watch still guards
+            continue
+        if not need.total() or capacity.fits(need, free):
+            continue
+        why = capacity.refusal(
+            need,
+            free,
+            total,
+            workers=sum(n.role == "worker" for n in local_cluster.nodes_of(state)),
+            cpus_per_node=target.cpus_per_node,
+            serving=_serving(target),
+        )
+        _fail(f"{why}. Nothing was submitted")
+
+
+def _serving(target: local_cluster.LocalTarget) -> bool:
+    """Whether a Serve application is deployed on the cluster (False when Serve does not
+    answer)."""
+    from raygke.local import serve as local_serve
+
+    try:
+        return bool(local_serve.serve_details(target).get("applications"))
+    except Exception:
+        return False
+
+
+def _free_now(target: local_cluster.LocalTarget, state: dict[str, Any]) -> str:
+    """``"free now: 0 of 2 CPU"`` (for a stalled job's message), or ``""``."""
+    from raygke.local import capacity
+
+    try:
+        free, total = capacity.cluster_resources(target, state["address"])
+    except Exception:
+        return ""
+    keys = ["CPU", *(k for k in ("GPU", "TPU") if any(t.get(k) for t in total))]
+    have = {k: sum(f.get(k, 0.0) for f in free) for k in keys}
+    of = {k: sum(t.get(k, 0.0) for t in total) for k in keys}
+    text = ", ".join(f"{have[k]:g} of {of[k]:g} {k}" for k in keys)
+    return f"free now: {text}" + (
+        "; `raygke local serve --stop` frees what Serve holds" if _serving(target) else ""
+    )
 
 
 def _jobs_json(outcomes: list[Any]) -> dict[str, Any]:
