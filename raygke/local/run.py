@@ -298,12 +298,12 @@ def run(
                     soft_wrap=True,  # one line, however long the checkpoint's path
                 )
             run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
-            watch = StallWatch(
+            stall = StallWatch(
                 name, stall_minutes * 60 or None, describe=lambda: _free_now(target, state)
             )
             with _api_errors(state, name):
                 outcome = _run_shown(
-                    target, state, name, args, working_dir, run_log, verbose, watch
+                    target, state, name, args, working_dir, run_log, verbose, stall
                 )
             run_log.write(f"==> {name}: job {outcome.job_id} {outcome.status}")
             outcomes.append(outcome)
@@ -371,11 +371,12 @@ def _run_shown(
     working_dir: str,
     run_log: Any,
     verbose: bool,
-    watch: Any = None,
+    stall: Any = None,
 ) -> Any:
     """Run one job (``local_jobs.run_job``): every log line into ``run_log``; with ``verbose``
     also printed here under a status spinner, else shown as a progress bar or plain lines
-    (:func:`raygke.local.progress.stage_display`)."""
+    (:func:`raygke.local.progress.stage_display`); ``stall`` (a
+    :class:`~raygke.local.capacity.StallWatch`) stops a job that waits."""
     from contract.registry import get_workload
     from raygke.local import jobs as local_jobs
     from raygke.local.progress import parse_progress, stage_display
@@ -409,7 +410,7 @@ def _run_shown(
                 working_dir,
                 on_log=log_and_print,
                 on_status=lambda s: spin.update(f"{name}: {s} ({time.monotonic() - t0:.0f} s)"),
-                watch=watch,
+                watch=stall,
             )
     with stage_display(console, name) as stage:
 
@@ -430,7 +431,7 @@ def _run_shown(
             working_dir,
             on_log=log_and_show,
             on_status=stage.status,
-            watch=watch,
+            watch=stall,
         )
 
 

@@ -313,6 +313,9 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     assert " INFO " in text, "Ray's INFO lines are in the log file"
     assert RESULT_PREFIX.strip() not in r.stdout and " INFO " not in r.stdout + r.stderr
     assert "  prepare  " in r.stdout and "shards" in r.stdout, "a plain progress line"
+    # one skipped figure: the success line's is the summary's (the sum of its filters)
+    assert '"files": 4' in r.stdout and '"skipped": 0' in r.stdout
+    assert "4 kept, 0 skipped" in r.stdout
 
 
 @pytest.mark.ray
