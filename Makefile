@@ -27,7 +27,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 # Cluster up -> prepare -> train_lm -> evaluate on the stdlib sources -> summary -> cluster down,
-# the last step also on failure or Ctrl-C. The exit status is the pipeline's.
+# the last step also on failure or Ctrl-C once the cluster is up (a failed `up` stops what it
+# started and its error is the last line). The exit status is the pipeline's. The cluster takes
+# free ports, so another checkout's cluster may be up meanwhile.
 # The main job's shape (docs/local.md, "How make local's defaults were found"): two worker nodes
 # of one CPU each and train_lm as two Ray Train workers (DDP, one torch thread each) of 16 rows,
 # a global batch of 32, for 900 steps; the head's CPU is left to Ray Data, the drivers and
@@ -35,8 +37,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 LOCAL_WORKERS ?= 2
 LOCAL_ARGS ?= --set train_lm.num_workers=2 --set train_lm.batch_size=16 --set train_lm.steps=900
 local: $(STAMP)
-	@trap '$(BIN)/raygke local down' EXIT; trap 'exit 130' INT TERM; \
-	$(BIN)/raygke local up --workers $(LOCAL_WORKERS) && \
+	@trap 'exit 130' INT TERM; \
+	$(BIN)/raygke local up --workers $(LOCAL_WORKERS) || exit $$?; \
+	trap '$(BIN)/raygke local down' EXIT; \
 	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) \
 	  $(LOCAL_ARGS) $(RUN_ARGS)
 

@@ -160,7 +160,7 @@ def test_infrastructure_and_contract_import_nothing_from_workloads() -> None:
 
 # The CLI's local environment really runs the workloads (it reads their checkpoints to resume a
 # run or pick one to serve); the rest of raygke is infrastructure and imports none of them.
-RAYGKE_RUNS_WORKLOADS = {"raygke.local.jobs", "raygke.local.serve"}
+RAYGKE_RUNS_WORKLOADS = {"raygke.local.jobs", "raygke.local.serve", "raygke.local.capacity"}
 
 
 def test_only_the_local_runner_of_raygke_imports_workloads() -> None:

@@ -40,8 +40,9 @@ shards are deleted, and the manifest is written last.
 
 Arguments: :class:`contract.args.prepare.PrepareArgs` (names, types, defaults, units).
 Result: ``{"rows", "val_rows", "files", "bytes", "dataset", "skipped", "skipped_by",
-"val_carved"}`` (skipped = count of text-policy skips; skipped_by = {filter: files};
-val_carved = None or ``{"from": train shard, "rows": n}``).
+"val_carved"}`` (:func:`result_of`: files = files kept; skipped = files left out by any filter,
+the sum of skipped_by = {filter: files}; val_carved = None or ``{"from": train shard, "rows":
+n}``). The manifest's ``skipped`` lists the text-policy skips by name (a part of the count).
 """
 
 from __future__ import annotations
@@ -556,14 +557,24 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
             shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
     _finalize(dataset, tmp_dir, summary)
+    result = result_of(summary)
     log.info(
-        "prepare: %d files kept; skipped by filter: %s",
-        summary["files"],
-        ", ".join(f"{k}: {v}" for k, v in summary["skipped_by"].items()) or "none",
+        "prepare: %d files kept, %d skipped (by filter: %s)",
+        result["files"],
+        result["skipped"],
+        ", ".join(f"{k}: {v}" for k, v in result["skipped_by"].items()) or "none",
     )
+    return result
+
+
+def result_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """The job's result from the manifest's summary: ``rows``, ``val_rows``, ``files`` (kept),
+    ``bytes``, ``dataset``, ``skipped_by`` ({filter: files left out}), ``val_carved``, and
+    ``skipped``: every file left out, the sum of ``skipped_by`` (so the figures add up wherever
+    they are shown: the success line, the run's summary)."""
     keys = ("rows", "val_rows", "files", "bytes", "dataset", "skipped_by", "val_carved")
     result = {k: summary[k] for k in keys}
-    result["skipped"] = len(summary["skipped"])
+    result["skipped"] = sum(int(v) for v in summary["skipped_by"].values())
     return result
 
 

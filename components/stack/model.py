@@ -48,17 +48,19 @@ class LocalConfig(_Model):
         le=1024,
         description="CPUs each local Ray node advertises (1-1024: a local machine).",
     )
-    gcs_port: int = Field(
-        6380,
+    gcs_port: int | None = Field(
+        None,
         ge=1024,
         le=65535,
-        description="Port of the local head's GCS (Ray's default 6379 is left to other clusters).",
+        description="Port of the local head's GCS; unset: a free port `raygke local up` picks "
+        "(recorded in the cluster's state.json), so two checkouts' clusters run side by side.",
     )
-    dashboard_port: int = Field(
-        8266,
+    dashboard_port: int | None = Field(
+        None,
         ge=1024,
         le=65535,
-        description="Port of the local Ray dashboard and job API (Ray's default is 8265).",
+        description="Port of the local Ray dashboard and job API; unset: a free port `raygke "
+        "local up` picks (recorded in the cluster's state.json).",
     )
     root: str = Field(
         ".raygke/local",

@@ -5,6 +5,8 @@ failure and the stack-to-target resolution (:mod:`raygke.local.commands` holds `
 from __future__ import annotations
 
 import contextlib
+import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -28,8 +30,32 @@ StackOpt = typer.Option(
 ConfigOpt = typer.Option(None, "--config", "-c", help="Path to a stack file")
 
 
+# The --stack / --config this command was given (set by resolve_target), shell-quoted, for the
+# commands it prints for the user to run (:func:`with_target`).
+_target_opts: list[str] = []
+_LOCAL_COMMAND = re.compile(r"`raygke local ([^`]*)`")
+
+
+def target_opts() -> str:
+    """``" --stack NAME"`` / ``" --config PATH"`` (shell-quoted, the path as given) as this
+    command was given them, or ``""`` for the built-in stack."""
+    return "".join(f" {o}" for o in _target_opts)
+
+
+def with_target(text: str) -> str:
+    """``text`` with every ```raygke local ...``` command in it carrying this command's
+    ``--stack`` / ``--config`` (:func:`target_opts`): run as printed, it acts on the same
+    cluster."""
+    opts = target_opts()
+    if not opts:
+        return text
+    return _LOCAL_COMMAND.sub(lambda m: f"`raygke local {m.group(1)}{opts}`", text)
+
+
 def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    err.print(f"error: {message}", markup=False)
+    """Print ``error: message`` (its ```raygke local ...``` commands :func:`with_target`) on
+    stderr and exit ``code``."""
+    err.print(f"error: {with_target(message)}", markup=False)
     raise typer.Exit(code)
 
 
@@ -46,6 +72,13 @@ def resolve_target(
     from components.stack import LocalConfig
 
     choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
+    _target_opts[:] = (
+        [f"--config {shlex.quote(str(config))}"]
+        if config is not None
+        else [f"--stack {shlex.quote(stack)}"]
+        if stack is not None
+        else []
+    )
     local = load_or_exit(choice.path).local if choice.path is not None else LocalConfig()
     try:
         return local_cluster.make_target(choice.name, local, workers)

@@ -43,6 +43,7 @@ from typing import Any
 from raygke.local.procs import (
     LOCALHOST,
     ListeningSocket,
+    cluster_ports,
     free_port,
     is_alive,
     listening_sockets,
@@ -147,7 +148,8 @@ class LocalTarget:
 def make_target(stack: str, local: Any, workers: int | None = None) -> LocalTarget:
     """Build a :class:`LocalTarget` from a ``LocalConfig`` (``components.stack``).
 
-    ``workers`` overrides ``local.workers``; ``$RAYGKE_LOCAL_ROOT`` overrides ``local.root``.
+    ``workers`` overrides ``local.workers``; ``$RAYGKE_LOCAL_ROOT`` overrides ``local.root``;
+    ports unset in the stack file are the recorded or free ones (:func:`cluster_ports`).
 
     Raises:
         LocalError: ``workers`` is negative or above 16.
@@ -156,14 +158,12 @@ def make_target(stack: str, local: Any, workers: int | None = None) -> LocalTarg
     if not 0 <= n <= MAX_NODES:
         raise LocalError(f"--workers {n} is out of range; allowed: 0..{MAX_NODES}")
     root = Path(os.environ.get(ROOT_ENV) or local.root).expanduser()
+    folder = root.resolve() / stack
+    gcs, dash = cluster_ports(folder, local.gcs_port, local.dashboard_port)
     return LocalTarget(
-        stack=stack,
-        workers=n,
-        cpus_per_node=local.cpus_per_node,
-        gcs_port=local.gcs_port,
-        dashboard_port=local.dashboard_port,
-        dir=(root.resolve() / stack),
-    )
+        stack=stack, workers=n, cpus_per_node=local.cpus_per_node, gcs_port=gcs,
+        dashboard_port=dash, dir=folder,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------- processes
@@ -424,8 +424,8 @@ def start_cluster(
     ):
         if port_in_use(port):
             raise LocalError(
-                f"port {port} ({what}) is in use on this machine; stop what holds it or set "
-                f"{what} in the stack file"
+                f"port {port} ({what}) is in use on this machine; stop what holds it, or set "
+                f"another {what} in the stack file (or leave it unset: a free port is taken)"
             )
     target.dir.mkdir(parents=True, exist_ok=True)
     for folder in target.buckets.values():

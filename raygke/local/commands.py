@@ -2,7 +2,7 @@
 
 The stack is chosen with ``--stack NAME`` (``Pulumi.NAME.yaml``) or ``--config FILE``; with
 neither (or ``--stack local`` and no ``Pulumi.local.yaml``) the built-in ``local`` environment is
-used: ``LocalConfig`` defaults (1 worker, 1 CPU per node, GCS port 6380, dashboard 8266, root
+used: ``LocalConfig`` defaults (1 worker, 1 CPU per node, free GCS and dashboard ports, root
 ``.raygke/local``). ``$RAYGKE_LOCAL_ROOT`` overrides the root.
 
 ``run`` shows one progress line or bar per job and writes the jobs' logs (Ray's own lines
@@ -27,7 +27,7 @@ from rich.table import Table
 
 from raygke.console import EXIT_USAGE, console, err
 from raygke.local import cluster as local_cluster
-from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target
+from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target, target_opts, with_target
 from raygke.local.app import api_errors as _api_errors
 from raygke.local.app import dead_nodes as _dead
 from raygke.local.app import fail as _fail
@@ -126,8 +126,11 @@ def up(
                 )
                 if workers is not None and workers != sum(n.role == "worker" for n in nodes):
                     console.print(
-                        f"note: --workers {workers} ignored; run `raygke local down` first "
-                        "to change the shape"
+                        with_target(
+                            f"note: --workers {workers} ignored; run `raygke local down` first "
+                            "to change the shape"
+                        ),
+                        markup=False,
                     )
                 console.print(_nodes_table(state))
                 _print_endpoints(state)
@@ -240,7 +243,10 @@ def _print_serve(target: local_cluster.LocalTarget) -> None:
         return
     apps = details.get("applications") or {}
     if not apps:
-        console.print("serve      no application (`raygke local serve` deploys one)")
+        console.print(
+            with_target("serve      no application (`raygke local serve` deploys one)"),
+            markup=False,
+        )
         return
     port = (details.get("http_options") or {}).get("port", local_serve.DEFAULT_PORT)
     table = Table(title="Serve applications")
@@ -346,7 +352,7 @@ def serve(
         f"url        {local_serve.url(port)}  (POST /generate, GET /healthz)", markup=False
     )
     console.print(f"curl       {local_serve.curl_line(port)}", markup=False)
-    console.print("stop       raygke local serve --stop", markup=False)
+    console.print(f"stop       raygke local serve --stop{target_opts()}", markup=False)
 
 
 # the run command lives in its own module (raygke/local/run.py) and registers itself on ``app``

@@ -29,6 +29,7 @@ from typing import Any
 from contract.args.base import ArgError, JobContext, parse_value
 from contract.registry import (
     FAULTS_ENV,
+    PROGRESS_PREFIX,
     RESULT_PREFIX,
     WORKLOADS,
     bind_job_args,
@@ -357,13 +358,19 @@ def run_job(
     on_status: Callable[[str], None],
     poll_s: float = 0.5,
     tail_lines: int = 40,
+    watch: Any = None,
 ) -> JobOutcome:
-    """Submit one job, stream its logs line by line to ``on_log``, wait for a terminal status.
+    """Submit one job, stream its logs line by line to ``on_log``, wait for a terminal status;
+    with ``watch`` (:class:`raygke.local.capacity.StallWatch`), every line and poll pass it
+    first, and a job it finds stalled is stopped.
 
     Returns:
-        A :class:`JobOutcome`; ``status`` is Ray's (SUCCEEDED, FAILED, STOPPED), ``result`` the
-        parsed ``RAYGKE_RESULT`` (None when missing), ``log_tail`` the last ``tail_lines`` lines.
+        A :class:`JobOutcome`; ``status`` is Ray's (SUCCEEDED, FAILED, STOPPED), or STALLED with
+        the watch's message; ``result`` the parsed ``RAYGKE_RESULT`` (None when missing),
+        ``log_tail`` the last ``tail_lines`` lines.
     """
+    from raygke.local.capacity import JobStalled
+
     use_cluster_auth(target)
     from ray.job_submission import JobStatus, JobSubmissionClient
 
@@ -399,10 +406,21 @@ def run_job(
                 printed = len(logs)
                 *lines, pending = chunk.split("\n")
                 for line in lines:
+                    if watch is not None:
+                        watch.line(line, PROGRESS_PREFIX in line)
                     on_log(line)
             if status.is_terminal():
                 break
+            if watch is not None:
+                watch.check()
             time.sleep(poll_s)
+    except JobStalled as e:
+        client.stop_job(job_id)
+        logs = client.get_job_logs(job_id)
+        return JobOutcome(
+            name, job_id, "STALLED", time.monotonic() - started, None, str(e),
+            logs.splitlines()[-tail_lines:],
+        )  # fmt: skip
     except (KeyboardInterrupt, SystemExit):
         client.stop_job(job_id)
         raise

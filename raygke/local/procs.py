@@ -9,6 +9,7 @@ Sources: proc(5) (``/proc/<pid>/stat`` field 22 ``starttime``, ``/proc/net/tcp``
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 from collections.abc import Iterable
@@ -78,6 +79,24 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOCALHOST, 0))
         return int(s.getsockname()[1])
+
+
+def cluster_ports(folder: Path, gcs: int | None, dashboard: int | None) -> tuple[int, int]:
+    """The GCS and dashboard ports of the cluster in ``folder``: the stack file's
+    (``local.gcs_port`` / ``local.dashboard_port``) where set, else the ones its ``state.json``
+    recorded (the cluster that is up), else free ports the kernel picks (:func:`free_port`),
+    so that two checkouts' clusters run side by side."""
+    try:
+        recorded = json.loads((folder / "state.json").read_text())
+    except (OSError, ValueError):
+        recorded = {}
+    recorded = recorded if isinstance(recorded, dict) else {}
+    gcs = gcs or recorded.get("gcs_port") or free_port()
+    if not dashboard:
+        dashboard = recorded.get("dashboard_port")
+        while not dashboard or dashboard == gcs:
+            dashboard = free_port()
+    return int(gcs), int(dashboard)
 
 
 @dataclass(frozen=True)

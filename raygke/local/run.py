@@ -22,27 +22,54 @@ from raygke.local.app import api_errors as _api_errors
 from raygke.local.app import dead_nodes as _dead
 from raygke.local.app import fail as _fail
 from raygke.local.app import queue_note as _queue_note
+from raygke.local.capacity import STALL_MINUTES, StallWatch
 
 BRIEF_STR_MAX = 60  # characters of a string value on a job's console line
 
 
+def shorten(text: str, limit: int = BRIEF_STR_MAX) -> str:
+    """``text`` in at most ``limit`` characters, cut only at a separator, never inside a word.
+
+    A path (a ``/`` and no whitespace) keeps its first component (two when they fit) and as many
+    last components as fit, the middle as ``…``: ``/work/…/checkpoints/run-1/checkpoint_000010``;
+    when only the last component fits, ``…/`` and it. Other text is cut after its last word that
+    fits and ends in ``…``. Only a single word (or last path component) longer than ``limit``,
+    with no separator to cut at, is cut inside: its first ``limit - 1`` characters and ``…``.
+    """
+    if len(text) <= limit:
+        return text
+    if "/" in text and not any(c.isspace() for c in text):
+        parts = text.split("/")
+        for k in range(2, len(parts)):  # the most last components first
+            tail = "/".join(parts[k:])
+            for head in ("/".join(parts[:2]) if k > 2 else None, parts[0]):
+                if head is not None and len(head) + 3 + len(tail) <= limit:
+                    return f"{head}/…/{tail}"
+        last = "…/" + parts[-1]
+        return last if len(last) <= limit else last[: limit - 1] + "…"
+    cut = text[: limit - 1]
+    if not text[limit - 1].isspace():  # the cut is inside a word: drop that word
+        cut = cut[: max((i for i, c in enumerate(cut) if c.isspace()), default=0)]
+    return (cut.rstrip() or text[: limit - 1]) + "…"
+
+
 def result_brief(result: Any) -> str:
     """A job's result as its one console line: JSON of the mapping's numbers, booleans and
-    strings (a string over :data:`BRIEF_STR_MAX` characters - a path, the sample text - cut to
-    that with ``…``), a nested mapping or list as ``"{N keys}"`` / ``"[N items]"``; a result that
-    is not a mapping as its JSON, cut at 300 characters with ``…``. The whole result is in the
-    run's summary (the table after the run, ``--summary-json``)."""
+    strings (a string over :data:`BRIEF_STR_MAX` characters - a path, the sample text -
+    :func:`shorten`-ed to about that, cut at a ``/`` or a space, never inside a word), a nested
+    mapping or list as ``"{N keys}"`` / ``"[N items]"``; a result that is not a mapping as its
+    JSON, :func:`shorten`-ed to 300 characters. The whole result is in the run's summary (the
+    table after the run, ``--summary-json``)."""
     if not isinstance(result, dict):
-        text = json.dumps(result, default=str)
-        return text if len(text) <= 300 else text[:299] + "…"
+        return shorten(json.dumps(result, default=str), 300)
 
     def brief(v: Any) -> Any:
         if isinstance(v, dict):
             return f"{{{len(v)} keys}}"
         if isinstance(v, list | tuple):
             return f"[{len(v)} items]"
-        if isinstance(v, str) and len(v) > BRIEF_STR_MAX:
-            return v[: BRIEF_STR_MAX - 1] + "…"
+        if isinstance(v, str):
+            return shorten(v)
         return v
 
     return json.dumps({k: brief(v) for k, v in result.items()}, default=str, ensure_ascii=False)
@@ -54,6 +81,19 @@ def success_line(name: str, seconds: float, result: Any) -> str:
     return f"[green]{name} succeeded[/] in {seconds:.1f} s: {escape(result_brief(result))}"
 
 
+def corpus_files(files: int | None, skipped_by: dict[str, int] | None) -> str:
+    """The summary's corpus line: ``"1,234 kept, 814 skipped (exclude '.git/*': 786, empty:
+    28)"``; the skipped figure is the sum of the per-filter counts listed, the same figure as
+    prepare's ``skipped`` on its success line (:func:`workloads.prepare.result_of`)."""
+    if files is None:
+        return "-"
+    by = {k: v for k, v in (skipped_by or {}).items() if v}
+    text = f"{files:,} kept, {sum(by.values()):,} skipped"
+    if by:
+        text += " (" + ", ".join(f"{k}: {v:,}" for k, v in by.items()) + ")"
+    return text
+
+
 def _summary_table(summary: dict[str, Any]) -> Table:
     def num(v: Any, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
@@ -63,11 +103,9 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_column("value", overflow="fold")
     table.add_row("rows (train windows)", num(summary["rows"], ","))
     table.add_row("validation rows", num(summary.get("val_rows"), ","))
-    skipped = summary.get("skipped_by") or {}
-    files = num(summary.get("files"), ",")
-    if skipped:
-        files += " (skipped: " + ", ".join(f"{k}: {v:,}" for k, v in skipped.items()) + ")"
-    table.add_row("corpus files", Text(files))
+    table.add_row(
+        "corpus files", Text(corpus_files(summary.get("files"), summary.get("skipped_by")))
+    )
     table.add_row("steps", num(summary["steps"], ","))
     table.add_row(
         "loss first -> last (nats/byte)",
@@ -117,6 +155,12 @@ def run(
         help="Start over under a new run name instead of resuming an interrupted run of the "
         "same pipeline",
     ),
+    stall_minutes: float = typer.Option(
+        STALL_MINUTES,
+        "--stall-minutes",
+        min=0,
+        help="Fail a job that prints no progress line for this many minutes (0: wait forever)",
+    ),
 ) -> None:
     """Submit jobs through the Ray Jobs API, show a progress line per job, and print a summary.
 
@@ -127,6 +171,12 @@ def run(
     its newest checkpoint ("resumed from checkpoint N"), and a job that succeeded in it
     (prepare) is not run again: its result is reused ("result reused from run ...") while its
     arguments are the same and its outputs are there; --fresh starts over.
+
+    Before the first job, each job's needs (trainer workers x CPUs, a CPU for Ray Data's
+    tasks) are compared with what the cluster has free (a Serve application holds CPUs too): a
+    run that cannot start is refused with the numbers and the fix. A job that waits for
+    resources (Ray's "not enough resources" lines) or prints no progress for --stall-minutes
+    fails with that, instead of waiting forever.
     """
     import signal
 
@@ -177,11 +227,15 @@ def run(
             run_name = f"lm-{ds}-{stamp}"
         else:
             run_name = state.get("last_run") or f"lm-{ds}"
+        planned = {}
         for name in names:  # every job's arguments, before the first job runs
             try:
-                local_jobs.job_args(name, state, data_uri, run_name, {}, accelerator, extra_args)
+                planned[name] = local_jobs.job_args(
+                    name, state, data_uri, run_name, {}, accelerator, extra_args
+                )
             except local_cluster.LocalError as e:
                 _fail(str(e), EXIT_USAGE)
+        _refuse_what_cannot_start(target, state, planned)
         # the jobs that succeeded in the interrupted run (reused below where still valid)
         done: dict[str, Any] = dict((pending or {}).get("done") or {}) if resumed else {}
         record = {"key": key, "run_name": run_name, "jobs": names, "started": stamp, "done": done}
@@ -244,8 +298,13 @@ def run(
                     soft_wrap=True,  # one line, however long the checkpoint's path
                 )
             run_log.write(f"==> {i}/{len(names)} {name} {json.dumps(args, default=str)}")
+            stall = StallWatch(
+                name, stall_minutes * 60 or None, describe=lambda: _free_now(target, state)
+            )
             with _api_errors(state, name):
-                outcome = _run_shown(target, state, name, args, working_dir, run_log, verbose)
+                outcome = _run_shown(
+                    target, state, name, args, working_dir, run_log, verbose, stall
+                )
             run_log.write(f"==> {name}: job {outcome.job_id} {outcome.status}")
             outcomes.append(outcome)
             if outcome.status != "SUCCEEDED" or outcome.result is None:
@@ -312,10 +371,12 @@ def _run_shown(
     working_dir: str,
     run_log: Any,
     verbose: bool,
+    stall: Any = None,
 ) -> Any:
     """Run one job (``local_jobs.run_job``): every log line into ``run_log``; with ``verbose``
     also printed here under a status spinner, else shown as a progress bar or plain lines
-    (:func:`raygke.local.progress.stage_display`)."""
+    (:func:`raygke.local.progress.stage_display`); ``stall`` (a
+    :class:`~raygke.local.capacity.StallWatch`) stops a job that waits."""
     from contract.registry import get_workload
     from raygke.local import jobs as local_jobs
     from raygke.local.progress import parse_progress, stage_display
@@ -349,6 +410,7 @@ def _run_shown(
                 working_dir,
                 on_log=log_and_print,
                 on_status=lambda s: spin.update(f"{name}: {s} ({time.monotonic() - t0:.0f} s)"),
+                watch=stall,
             )
     with stage_display(console, name) as stage:
 
@@ -362,8 +424,76 @@ def _run_shown(
                 stage.update(event)
 
         return local_jobs.run_job(
-            target, state, name, args, working_dir, on_log=log_and_show, on_status=stage.status
+            target,
+            state,
+            name,
+            args,
+            working_dir,
+            on_log=log_and_show,
+            on_status=stage.status,
+            watch=stall,
         )
+
+
+def _refuse_what_cannot_start(
+    target: local_cluster.LocalTarget, state: dict[str, Any], planned: dict[str, dict[str, Any]]
+) -> None:
+    """Exit 1 with :func:`raygke.local.capacity.refusal`'s line when a job of ``planned``
+    (name -> bound arguments) cannot start on what the cluster has free now. When Ray's account
+    cannot be read, say so and go on (the jobs' :class:`~raygke.local.capacity.StallWatch` still
+    stops a job that waits)."""
+    from raygke.local import capacity
+
+    try:
+        free, total = capacity.cluster_resources(target, state["address"])
+    except Exception as e:  # an older/newer Ray, the GCS not answering: the watch still guards
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        err.print(f"note: cannot read the cluster's free resources ({first})", markup=False)
+        return
+    for name, args in planned.items():
+        try:
+            need = capacity.job_need(name, args)
+        except Exception:  # arguments a workload reads its own way: its watch still guards
+            continue
+        if not need.total() or capacity.fits(need, free):
+            continue
+        why = capacity.refusal(
+            need,
+            free,
+            total,
+            workers=sum(n.role == "worker" for n in local_cluster.nodes_of(state)),
+            cpus_per_node=target.cpus_per_node,
+            serving=_serving(target),
+        )
+        _fail(f"{why}. Nothing was submitted")
+
+
+def _serving(target: local_cluster.LocalTarget) -> bool:
+    """Whether a Serve application is deployed on the cluster (False when Serve does not
+    answer)."""
+    from raygke.local import serve as local_serve
+
+    try:
+        return bool(local_serve.serve_details(target).get("applications"))
+    except Exception:
+        return False
+
+
+def _free_now(target: local_cluster.LocalTarget, state: dict[str, Any]) -> str:
+    """``"free now: 0 of 2 CPU"`` (for a stalled job's message), or ``""``."""
+    from raygke.local import capacity
+
+    try:
+        free, total = capacity.cluster_resources(target, state["address"])
+    except Exception:
+        return ""
+    keys = ["CPU", *(k for k in ("GPU", "TPU") if any(t.get(k) for t in total))]
+    have = {k: sum(f.get(k, 0.0) for f in free) for k in keys}
+    of = {k: sum(t.get(k, 0.0) for t in total) for k in keys}
+    text = ", ".join(f"{have[k]:g} of {of[k]:g} {k}" for k in keys)
+    return f"free now: {text}" + (
+        "; `raygke local serve --stop` frees what Serve holds" if _serving(target) else ""
+    )
 
 
 def _jobs_json(outcomes: list[Any]) -> dict[str, Any]:

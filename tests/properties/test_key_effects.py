@@ -370,6 +370,8 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "placement_strategy": ["SPREAD", "STRICT_PACK"],
             "max_run_duration": ["1d"],
             "cohort": ["shared"],
+            "gcs_port": [6390],  # local.*: unset = a free port; a fixed one is the other value
+            "dashboard_port": [8276],
         }
         if key == "queue":
             for q in (data.get("capacity") or {}).get("local_queues", []):
@@ -573,6 +575,16 @@ def _occurrences() -> dict[str, list[tuple[str, Path, bool]]]:
     return out
 
 
+def _local_target(name: str, data: dict[str, Any]) -> Any:
+    """The local target of a stack's data, its ports as the stack file gives them (None: a
+    free port each run picks, so two targets of one file compare equal)."""
+    import dataclasses
+
+    local = validate(data).local
+    target = make_target(name, local)
+    return dataclasses.replace(target, gcs_port=local.gcs_port, dashboard_port=local.dashboard_port)
+
+
 def _changed(
     name: str, path: Path, baseline: Any, data: dict[str, Any] | None = None
 ) -> tuple[bool | None, str]:
@@ -585,8 +597,7 @@ def _changed(
             continue
         tried += 1
         if _schema(path).startswith(LOCAL_PREFIX):
-            before = make_target(name, validate(data).local)
-            after = make_target(name, validate(variant).local)
+            before, after = (_local_target(name, d) for d in (data, variant))
             return before != after, "local target"
         # other Kubernetes objects are another render (see _pure_objects); the same objects
         # may still come with other GKE, IAM or storage resources: run the program

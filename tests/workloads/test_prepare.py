@@ -197,6 +197,7 @@ def test_default_filter_takes_text_files_and_counts_what_each_filter_skipped(
     assert by["exclude 'site-packages/*' (folders)"] == 1
     manifest = json.loads((tmp_path / "ds" / "_manifest.json").read_text())
     assert manifest["skipped_by"] == by
+    assert out["skipped"] == sum(by.values()) == 4  # every file left out, as listed
     only_py = main(
         {"data": str(data), "dataset": str(tmp_path / "ds2"), "context_length": 32,
          "include": "*.py"}

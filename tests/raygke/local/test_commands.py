@@ -110,9 +110,13 @@ def test_status_down_run_without_a_cluster(tmp_path: Path) -> None:
     r = _raygke("down", "--config", str(cfg), cwd=tmp_path)
     assert r.returncode == 0 and "nothing to stop" in r.stdout
     r = _raygke("status", "--config", str(cfg), cwd=tmp_path)
-    assert r.returncode == 1 and "run `raygke local up`" in r.stderr
+    # the command to run carries the --config given: as printed, it acts on this stack
+    assert r.returncode == 1 and f"run `raygke local up --config {cfg}`" in r.stderr
     r = _raygke("run", "prepare", "--config", str(cfg), cwd=tmp_path)
     assert r.returncode == 1 and "no local cluster is up for stack 't'" in r.stderr
+    (tmp_path / "Pulumi.t.yaml").rename(tmp_path / "Pulumi.other.yaml")
+    r = _raygke("status", "--stack", "other", cwd=tmp_path)
+    assert r.returncode == 1 and "run `raygke local up --stack other`" in r.stderr
 
 
 def test_job_args_wire_bucket_folders() -> None:
@@ -309,6 +313,9 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     assert " INFO " in text, "Ray's INFO lines are in the log file"
     assert RESULT_PREFIX.strip() not in r.stdout and " INFO " not in r.stdout + r.stderr
     assert "  prepare  " in r.stdout and "shards" in r.stdout, "a plain progress line"
+    # one skipped figure: the success line's is the summary's (the sum of its filters)
+    assert '"files": 4' in r.stdout and '"skipped": 0' in r.stdout
+    assert "4 kept, 0 skipped" in r.stdout
 
 
 @pytest.mark.ray
@@ -426,6 +433,40 @@ def test_failing_job_stops_with_its_log_tail(cluster) -> None:
     assert "no files match include='*'" in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("error: job prepare")
     assert "2/3 train_lm" not in r.stdout, "the pipeline stops at the first failure"
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_job_without_progress_for_the_set_time_is_stopped_not_waited_for(cluster) -> None:
+    """--stall-minutes 0.01 (0.6 s): prepare's first progress line comes later (its runtime
+    env and imports take seconds), so the run fails with the stall, stops the job, and never
+    waits forever."""
+    r = _raygke(
+        "run", "prepare", "--stall-minutes", "0.01", "--config", str(cluster["cfg"]),
+        cwd=cluster["base"], timeout=180,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout[-2000:]
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: job prepare (raygke-prepare-") and " STALLED after " in last
+    assert "prepare made no progress for 0.01 min" in last and "free now: " in last
+    job_id = last.split("(", 1)[1].split(")", 1)[0]
+    state = cluster["state"]
+    status = (  # stop_job asks; the job ends within seconds
+        "import time\n"
+        "from ray.job_submission import JobSubmissionClient\n"
+        f"c = JobSubmissionClient({state['dashboard_url']!r})\n"
+        "for _ in range(60):\n"
+        f"    if c.get_job_status({job_id!r}).is_terminal():\n"
+        "        break\n"
+        "    time.sleep(0.5)\n"
+        f"print(c.get_job_status({job_id!r}).value)"
+    )
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": state["token_file"]}
+    env.pop("RAY_ADDRESS", None)
+    r = subprocess.run(
+        [sys.executable, "-c", status], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert r.stdout.strip() in ("STOPPED", "FAILED"), r.stdout + r.stderr  # not left running
 
 
 def test_listening_sockets_names_every_address_of_a_process() -> None:

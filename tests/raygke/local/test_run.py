@@ -6,7 +6,7 @@ import json
 
 from rich.console import Console
 
-from raygke.local.run import BRIEF_STR_MAX, result_brief, success_line
+from raygke.local.run import BRIEF_STR_MAX, result_brief, shorten, success_line
 
 
 def test_a_result_line_keeps_numbers_and_cuts_long_strings_and_nested_values() -> None:
@@ -25,15 +25,18 @@ def test_a_result_line_keeps_numbers_and_cuts_long_strings_and_nested_values() -
     brief = json.loads(line)
     assert brief["rows"] == 116046 and brief["bytes"] == 31512085 and brief["ok"] is True
     assert brief["dataset"] == "/tmp/d"
-    assert len(brief["sample"]) == BRIEF_STR_MAX and brief["sample"].endswith("…")
+    assert len(brief["sample"]) <= BRIEF_STR_MAX and brief["sample"].endswith("…")
     assert sample.startswith(brief["sample"][:-1])
+    assert sample[len(brief["sample"]) - 1].isspace()  # cut between words
     assert brief["skipped"] == "{2 keys}" and brief["shards"] == "[3 items]"
 
 
 def test_a_result_that_is_not_a_mapping_is_its_json_cut_with_an_ellipsis() -> None:
     assert result_brief([1, 2]) == "[1, 2]"
-    long = result_brief("x" * 1000)
+    long = result_brief("x" * 1000)  # one word: no separator to cut at
     assert len(long) == 300 and long.endswith("…")
+    words = result_brief(list(range(200)))
+    assert len(words) <= 300 and words.endswith(",…") and "[0, 1, 2" in words
 
 
 def test_the_success_line_prints_brackets_in_a_result_as_text() -> None:
@@ -41,3 +44,64 @@ def test_the_success_line_prints_brackets_in_a_result_as_text() -> None:
     console.print(success_line("prepare", 9.74, {"dataset": "/data/[train]/x", "rows": 3}))
     text = console.export_text()
     assert text.strip() == 'prepare succeeded in 9.7 s: {"dataset": "/data/[train]/x", "rows": 3}'
+
+
+CKPT = (
+    "/home/someone/projects/ray-gke/.raygke/local/buckets/checkpoints/"
+    "lm-stdlib-20261203-221100/checkpoint_000010"
+)
+
+
+def test_a_long_path_is_shortened_at_its_separators_keeping_its_last_components() -> None:
+    short = shorten(CKPT)
+    assert short == "/…/checkpoints/lm-stdlib-20261203-221100/checkpoint_000010"
+    assert len(short) <= BRIEF_STR_MAX
+    head, _, tail = short.partition("…")
+    assert CKPT.startswith(head) and CKPT.endswith(tail)  # whole components on both sides
+    assert tail.startswith("/") and head.endswith("/")
+    rel = "relative/path/to/some/very/long/place/in/the/tree/file_name.parquet"
+    assert shorten(rel) == "relative/…/very/long/place/in/the/tree/file_name.parquet"
+    assert shorten("/data/short/path") == "/data/short/path"  # fits: unchanged
+
+
+def test_a_path_whose_last_name_alone_is_too_long_keeps_what_fits() -> None:
+    assert shorten("/a/" + "b" * 50, 40) == "…/" + "b" * 37 + "…"
+    assert shorten("/a/b/" + "c" * 30, 33) == "/…/" + "c" * 30
+    assert shorten("/a/b/" + "c" * 30, 32) == "…/" + "c" * 30
+
+
+def test_text_is_cut_between_words() -> None:
+    text = "the quick brown fox jumps over the lazy dog " * 3
+    short = shorten(text, 30)
+    assert short == "the quick brown fox jumps…"
+    assert shorten("a" * 40 + " tail", 30) == "a" * 29 + "…"  # one word over the limit
+
+
+def test_the_success_line_shows_the_checkpoint_path_cut_at_separators() -> None:
+    line = json.loads(result_brief({"checkpoint": CKPT, "steps": 10}))
+    assert line["checkpoint"].endswith("/checkpoint_000010") and "…/" in line["checkpoint"]
+
+
+def test_prepare_counts_add_up_on_its_success_line_and_in_the_summary() -> None:
+    """prepare's ``skipped`` is every file a filter left out (the sum of ``skipped_by``): the
+    success line and the run's summary show the same figure (they said 32 and listed 814)."""
+    from raygke.local.jobs import summarize
+    from raygke.local.run import corpus_files
+    from workloads.prepare import result_of
+
+    by = {"include '*.py'": 754, "exclude '.git/*'": 0, "not text": 4, "empty": 28, "x": 28}
+    manifest = {
+        "rows": 10, "val_rows": 2, "files": 1234, "bytes": 99, "dataset": "/d",
+        "skipped_by": by, "val_carved": None, "shards": {}, "skipped": [["a", "empty"]] * 32,
+    }  # fmt: skip
+    result = result_of(manifest)
+    assert result["skipped"] == 814 == sum(by.values())
+    assert json.loads(result_brief(result))["skipped"] == 814  # the success line
+    summary = summarize({"prepare": result})
+    line = corpus_files(summary["files"], summary["skipped_by"])
+    assert line.startswith("1,234 kept, 814 skipped (")
+    listed = [
+        int(p.rsplit(": ", 1)[1].replace(",", "")) for p in line[:-1].split(" (", 1)[1].split(", ")
+    ]
+    assert sum(listed) == 814 and "exclude '.git/*'" not in line  # zero counts left out
+    assert corpus_files(5, None) == "5 kept, 0 skipped" and corpus_files(None, by) == "-"

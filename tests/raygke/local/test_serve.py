@@ -63,6 +63,20 @@ def test_local_serve_answers_refuses_and_fails_on_damage(tmp_path: Path) -> None
         assert r.returncode == 0, r.stdout + r.stderr
         url = f"http://127.0.0.1:{port}"
         assert f"url        {url}" in r.stdout and f"curl -s -X POST {url}/generate" in r.stdout
+        # the printed stop command acts on this cluster: it carries the --config given
+        assert f"stop       raygke local serve --stop --config {cfg}" in r.stdout
+
+        # the first hour's silent hang: Serve holds one of the 2 CPUs; train_lm's worker and
+        # Ray Data's read need both. Refused before anything is submitted, with the numbers
+        # (a hang would end in TimeoutExpired here).
+        r = _raygke("run", "prepare", "train_lm", "--config", str(cfg), cwd=tmp_path, timeout=180)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert (
+            "job train_lm needs 1 worker x 1 CPU + 1 CPU for Ray Data's tasks = 2 CPU" in r.stderr
+        )
+        assert "has 1 CPU free of 2 CPU" in r.stderr and "Serve application" in r.stderr
+        assert f"`raygke local serve --stop --config {cfg}`" in r.stderr
+        assert "Nothing was submitted" in r.stderr and "prepare succeeded" not in r.stdout
 
         status, doc = _post(f"{url}/generate", b'{"prompt": "def ", "max_new_tokens": 5}')
         assert status == 200, doc
