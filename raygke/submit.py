@@ -385,6 +385,7 @@ def _local_endpoint(stack: str | None, config: Path | None) -> tuple[str, str, s
     """``(stack, dashboard URL, token, GCS address)`` of the running local cluster."""
     from raygke.local import cluster as local_cluster
     from raygke.local import commands as local
+    from raygke.local.app import with_target
 
     target = local.resolve_target(stack, config)
     try:
@@ -393,7 +394,7 @@ def _local_endpoint(stack: str | None, config: Path | None) -> tuple[str, str, s
         raise SubmitError(str(e)) from None
     if state is None or not state.get("nodes"):
         raise SubmitError(
-            f"no local cluster is up for stack {target.stack!r}; run `raygke local up`"
+            with_target(f"no local cluster is up for stack {target.stack!r}; run `raygke local up`")
         )
     try:
         token = Path(state["token_file"]).read_text().strip()

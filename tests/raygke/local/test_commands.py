@@ -117,6 +117,11 @@ def test_status_down_run_without_a_cluster(tmp_path: Path) -> None:
     (tmp_path / "Pulumi.t.yaml").rename(tmp_path / "Pulumi.other.yaml")
     r = _raygke("status", "--stack", "other", cwd=tmp_path)
     assert r.returncode == 1 and "run `raygke local up --stack other`" in r.stderr
+    r = subprocess.run(
+        [RAYGKE, "submit", "--stack", "other", "--local", "--dry-run", "--", "true"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 1 and "run `raygke local up --stack other`" in r.stderr
 
 
 def test_job_args_wire_bucket_folders() -> None:
