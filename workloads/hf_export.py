@@ -27,7 +27,7 @@ inside the checkpoint's atomic write and sha256 manifest, :mod:`workloads.checkp
   way, :func:`workloads.model_torch.jax_arrays`). ``lm_head.weight`` is not stored: it is the
   tied ``wte`` (as ``save_pretrained`` leaves it out). Header metadata ``{"format": "pt"}``
   (what ``PreTrainedModel.save_pretrained`` writes).
-* ``generation_config.json``: the bos/eos ids and ``max_length = context_length``.
+* ``generation_config.json``: the bos/eos ids.
 * ``tokenizer.json`` (built with the ``tokenizers`` library): a BPE model without merges over
   the 256 characters of GPT-2's byte-to-unicode table (:func:`byte_to_unicode`), character
   ``byte_to_unicode()[b]`` having id ``b``, behind the ``ByteLevel`` pre-tokenizer (no prefix
@@ -125,10 +125,11 @@ def hf_config(cfg: ModelConfig) -> dict[str, Any]:
     }
 
 
-def generation_config(cfg: ModelConfig) -> dict[str, Any]:
-    """``generation_config.json``: bos/eos id 0 (:data:`EOS_ID`), at most ``context_length``
-    tokens in all (learned positions end there)."""
-    return {"bos_token_id": EOS_ID, "eos_token_id": EOS_ID, "max_length": cfg.context_length}
+def generation_config() -> dict[str, Any]:
+    """``generation_config.json``: bos/eos id 0 (:data:`EOS_ID`). No ``max_length``:
+    ``generate`` warns when a caller's ``max_new_tokens`` meets one; the limit of prompt plus
+    output is ``n_positions`` (the context length, where learned positions end)."""
+    return {"bos_token_id": EOS_ID, "eos_token_id": EOS_ID}
 
 
 def tokenizer_json() -> str:
@@ -207,7 +208,7 @@ def hf_files(arrays: Mapping[str, np.ndarray], cfg: ModelConfig) -> dict[str, by
 
     files = {
         CONFIG: _json(hf_config(cfg)),
-        GENERATION_CONFIG: _json(generation_config(cfg)),
+        GENERATION_CONFIG: _json(generation_config()),
         WEIGHTS: save(hf_tensors(arrays, cfg), metadata={"format": "pt"}),
         TOKENIZER: tokenizer_json().encode(),
         TOKENIZER_CONFIG: _json(tokenizer_config(cfg)),
