@@ -242,3 +242,48 @@ def test_text_that_spells_a_byte_char_is_still_its_own_bytes(tokenizer) -> None:
     its own UTF-8 bytes; a NUL in the text is id 0."""
     assert tokenizer("Ā\x00 Ġ")["input_ids"] == [0xC4, 0x80, 0, 0x20, 0xC4, 0xA0]
     assert tokenizer.eos_token is None and tokenizer.model_max_length == CTX
+
+
+# ------------------------------------------------------------- exporting an existing checkpoint
+
+
+def test_an_older_checkpoint_exports_to_the_same_folder_a_run_writes(tmp_path: Path) -> None:
+    """``export_checkpoint`` (for a checkpoint without ``hf/``: an intermediate one, or one
+    written before the export existed) gives byte for byte what the trainer writes, for a torch
+    and a JAX checkpoint; the CLI too; the folder carries its own manifest."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from tests.helpers import ROOT
+    from workloads import hf_export, model_jax, model_tf, model_torch
+    from workloads.model_torch import GPT, save_checkpoint
+
+    assert hf_export.PARAMS_NPZ == model_jax.PARAMS == model_tf.PARAMS == model_torch.JAX_PARAMS
+    assert hf_export.NPZ_FRAMEWORKS == model_torch.NPZ_FRAMEWORKS
+    cfg = ModelConfig(d_model=16, n_layers=1, n_heads=2, context_length=CTX)
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    plain = save_checkpoint(tmp_path / "torch", model, step=3)
+    full = save_checkpoint(tmp_path / "torch_hf", model, step=3, hf=True)
+    jax_plain = model_jax.save_checkpoint(tmp_path / "jax", cfg, model_jax.init_params(cfg), 3)
+    jax_full = model_jax.save_checkpoint(
+        tmp_path / "jax_hf", cfg, model_jax.init_params(cfg), 3, hf=True
+    )
+    for source, written in ((plain, full), (jax_plain, jax_full)):
+        assert not (source / HF_SUBDIR).exists()
+        out = hf_export.export_checkpoint(source, tmp_path / f"{source.name}_export")
+        for name in HF_FILES:
+            assert (out / name).read_bytes() == (written / HF_SUBDIR / name).read_bytes(), name
+        assert verify_checkpoint(out)["source"] == str(source)
+    cli = subprocess.run(
+        [sys.executable, "-m", "workloads.hf_export", str(jax_plain), str(tmp_path / "cli")],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert cli.stdout.strip() == str(tmp_path / "cli")
+    assert (tmp_path / "cli" / "model.safetensors").read_bytes() == (
+        jax_full / HF_SUBDIR / "model.safetensors"
+    ).read_bytes()
+    with pytest.raises(CheckpointError, match="manifest missing"):
+        hf_export.export_checkpoint(tmp_path / "nothing", tmp_path / "x")
