@@ -48,10 +48,7 @@ Needs ``numpy``, ``safetensors`` and ``tokenizers`` (imported when used), not ``
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -68,10 +65,6 @@ TOKENIZER = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 HF_FILES = (CONFIG, GENERATION_CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG)
 EOS_ID = SEPARATOR  # the byte after every training document (workloads/prepare.py)
-# The JAX and TensorFlow checkpoints' weights file, in the JAX layout (model_jax.PARAMS,
-# model_tf.PARAMS, model_torch.JAX_PARAMS / NPZ_FRAMEWORKS; here without importing them).
-PARAMS_NPZ = "params.npz"
-NPZ_FRAMEWORKS = ("jax", "tensorflow")
 LAYER_NORM_EPS = 1e-5  # the epsilon of all three models' LayerNorms
 
 # Our per-block parameter (JAX layout, workloads/model_jax.py) -> GPT-2's module name.
@@ -223,55 +216,3 @@ def hf_files(
         TOKENIZER_CONFIG: _json(tokenizer_config(cfg)),
     }
     return {f"{folder}/{name}" if folder else name: data for name, data in files.items()}
-
-
-def checkpoint_arrays(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], ModelConfig]:
-    """Verify a checkpoint of any of the three frameworks and read its weights in the JAX
-    layout: ``params.npz`` as it is (``jax``, ``tensorflow``), ``model.pt`` through
-    :func:`workloads.model_torch.load_checkpoint` (``torch``; imports torch).
-
-    Raises:
-        workloads.checkpoint.CheckpointError: it does not verify or its weights are unreadable.
-    """
-    from workloads.checkpoint import CheckpointError, verify_checkpoint
-
-    meta = verify_checkpoint(path)
-    cfg = ModelConfig(**meta["model"])
-    if meta.get("framework") in NPZ_FRAMEWORKS:
-        npz = Path(path) / PARAMS_NPZ
-        try:
-            with np.load(npz, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}, cfg
-        except (OSError, ValueError) as e:
-            raise CheckpointError(f"{npz}: unreadable npz: {e}") from None
-    from workloads.model_torch import jax_arrays, load_checkpoint
-
-    model, _, _ = load_checkpoint(path)
-    return jax_arrays(model), cfg
-
-
-def export_checkpoint(path: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
-    """Write the Hugging Face folder of an existing checkpoint (one written before the export
-    existed, or an intermediate one: only a run's last checkpoint has ``hf/``) to ``out``,
-    atomically, with a ``manifest.json`` of its files (:func:`workloads.checkpoint.write_checkpoint`;
-    the loaders ignore it). ``python -m workloads.hf_export CHECKPOINT OUT`` does the same.
-
-    Raises:
-        workloads.checkpoint.CheckpointError: as :func:`checkpoint_arrays`.
-        KeyError, ValueError: the weights do not fit the checkpoint's model config.
-    """
-    from workloads.checkpoint import write_checkpoint
-
-    arrays, cfg = checkpoint_arrays(path)
-    meta = {"source": str(path), "model": asdict(cfg), "format": "huggingface"}
-    return write_checkpoint(out, hf_files(arrays, cfg, folder=""), meta)
-
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description=export_checkpoint.__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", help="checkpoint folder (torch, jax or tensorflow)")
-    parser.add_argument("out", help="folder to create: the Hugging Face model folder")
-    ns = parser.parse_args()
-    print(export_checkpoint(ns.checkpoint, ns.out))
