@@ -429,11 +429,18 @@ def save_checkpoint(
     opt_state: Any | None = None,
     extra: Mapping[str, Any] | None = None,
     optimizer_name: str | None = None,
+    hf: bool = False,
 ) -> Path:
     """Write ``params.npz`` (+ ``opt_state.npz``) atomically with a sha256 manifest;
     ``optimizer_name`` (``"muon"``/``"adamw"``, the one ``opt_state`` belongs to) goes into the
-    metadata as ``"optimizer"``."""
-    files = {PARAMS: _npz_bytes(to_host(params))}
+    metadata as ``"optimizer"``; with ``hf`` also the Hugging Face model folder ``hf/``
+    (:func:`workloads.hf_export.hf_files`) in the same write and manifest."""
+    arrays = to_host(params)
+    files = {PARAMS: _npz_bytes(arrays)}
+    if hf:
+        from workloads.hf_export import hf_files
+
+        files.update(hf_files(arrays, cfg))
     if opt_state is not None:
         files[OPT_STATE] = _npz_bytes(to_host(opt_state))
     metadata = {"step": int(step), "framework": "jax", "model": asdict(cfg), **(extra or {})}

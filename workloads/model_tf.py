@@ -444,9 +444,17 @@ def save_checkpoint(
     step: int,
     optimizer: keras.optimizers.Optimizer | None = None,
     extra: Mapping[str, Any] | None = None,
+    hf: bool = False,
 ) -> Path:
-    """Write ``params.npz`` (+ ``opt_state.npz``) atomically with a sha256 manifest."""
-    files = {PARAMS: _npz_bytes(weights_to_host(model))}
+    """Write ``params.npz`` (+ ``opt_state.npz``) atomically with a sha256 manifest; with
+    ``hf`` also the Hugging Face model folder ``hf/`` (:func:`workloads.hf_export.hf_files`) in
+    the same write and manifest."""
+    arrays = weights_to_host(model)
+    files = {PARAMS: _npz_bytes(arrays)}
+    if hf:
+        from workloads.hf_export import hf_files
+
+        files.update(hf_files(arrays, model.cfg))
     if optimizer is not None:
         files[OPT_STATE] = _npz_bytes(
             {f"{i:04d}": _host(v) for i, v in enumerate(optimizer.variables)}

@@ -328,10 +328,17 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer | None = None,
     scheduler: Any | None = None,
     extra: Mapping[str, Any] | None = None,
+    hf: bool = False,
 ) -> Path:
-    """Write weights (+ optimizer/scheduler state) in the :mod:`workloads.checkpoint` format."""
+    """Write weights (+ optimizer/scheduler state) in the :mod:`workloads.checkpoint` format;
+    with ``hf`` also the Hugging Face model folder ``hf/`` (:func:`workloads.hf_export.hf_files`)
+    in the same atomic write and manifest."""
     m = _unwrap(model)
     files: dict[str, bytes] = {}
+    if hf:
+        from workloads.hf_export import hf_files
+
+        files.update(hf_files(jax_arrays(m), m.cfg))
     buf = io.BytesIO()
     torch.save(m.state_dict(), buf)
     files[WEIGHTS] = buf.getvalue()
@@ -351,6 +358,36 @@ JAX_PARAMS = "params.npz"  # workloads/model_jax.py's and workloads/model_tf.py'
 NPZ_FRAMEWORKS = ("jax", "tensorflow")
 
 
+# The JAX model's per-block parameter -> this model's module (workloads/model_jax.py names).
+JAX_TO_TORCH_BLOCK = {
+    "ln1": "ln1",
+    "qkv": "qkv",
+    "proj": "proj",
+    "ln2": "ln2",
+    "mlp1": "mlp.0",
+    "mlp2": "mlp.2",
+}
+
+
+def jax_arrays(model: nn.Module) -> dict[str, np.ndarray]:
+    """This model's parameters as float32 NumPy arrays under the JAX model's names and layouts
+    (``tok``, ``blocks/<i>/qkv/w`` ``[in, out]`` ...): the inverse of
+    :func:`state_dict_from_jax` (``nn.Linear`` weights ``[out, in]`` are transposed)."""
+    m = _unwrap(model)
+    sd = {k: v.detach().to("cpu", torch.float32).numpy() for k, v in m.state_dict().items()}
+    out = {"tok": sd["tok.weight"], "pos": sd["pos.weight"]}
+    out["ln_f/scale"], out["ln_f/bias"] = sd["ln_f.weight"], sd["ln_f.bias"]
+    for i in range(m.cfg.n_layers):
+        for jax_name, torch_name in JAX_TO_TORCH_BLOCK.items():
+            pre, src = f"blocks/{i}/{jax_name}", f"blocks.{i}.{torch_name}"
+            if jax_name.startswith("ln"):
+                out[f"{pre}/scale"], out[f"{pre}/bias"] = sd[f"{src}.weight"], sd[f"{src}.bias"]
+            else:
+                out[f"{pre}/w"] = np.ascontiguousarray(sd[f"{src}.weight"].T)
+                out[f"{pre}/b"] = sd[f"{src}.bias"]
+    return out
+
+
 def state_dict_from_jax(
     arrays: Mapping[str, np.ndarray], cfg: ModelConfig
 ) -> dict[str, torch.Tensor]:
@@ -368,16 +405,8 @@ def state_dict_from_jax(
 
     sd = {"tok.weight": t("tok"), "pos.weight": t("pos")}
     sd["ln_f.weight"], sd["ln_f.bias"] = t("ln_f/scale"), t("ln_f/bias")
-    names = {
-        "ln1": "ln1",
-        "qkv": "qkv",
-        "proj": "proj",
-        "ln2": "ln2",
-        "mlp1": "mlp.0",
-        "mlp2": "mlp.2",
-    }
     for i in range(cfg.n_layers):
-        for jax_name, torch_name in names.items():
+        for jax_name, torch_name in JAX_TO_TORCH_BLOCK.items():
             pre, tgt = f"blocks/{i}/{jax_name}", f"blocks.{i}.{torch_name}"
             if jax_name.startswith("ln"):
                 sd[f"{tgt}.weight"], sd[f"{tgt}.bias"] = t(f"{pre}/scale"), t(f"{pre}/bias")

@@ -18,7 +18,8 @@ Arguments: :class:`contract.args.train_lm.TrainLmArgs` (names, types, defaults, 
 
 Metrics reported per logging step: ``step``, ``loss`` (nats/byte), ``first_loss``,
 ``tokens_per_s`` (global, this attempt's steady-state mean), ``step_time_s``, ``epoch``.
-Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint"}``.
+Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "hf_model"}``
+(``hf_model``: ``<checkpoint>/hf``, the Hugging Face model folder, :mod:`workloads.hf_export`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ class TorchStepper:
             torch.cuda.synchronize()
         return loss, tokens.shape[0] * (tokens.shape[1] - 1)
 
-    def save(self, directory: str, *, step: int, first_loss: float | None) -> Any:
+    def save(
+        self, directory: str, *, step: int, first_loss: float | None, final: bool = False
+    ) -> Any:
         from workloads.model_torch import save_checkpoint
 
         return save_checkpoint(
@@ -63,6 +66,7 @@ class TorchStepper:
             optimizer=self.opt,
             scheduler=self.sched,
             extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
+            hf=final,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:

@@ -45,7 +45,9 @@ naming both.
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, first compiled step excluded), ``step_time_s``,
 ``mfu`` (or None), ``epoch``, ``devices``, ``processes``.
-Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "devices", "checkpoint"}``.
+Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "devices", "checkpoint",
+"hf_model"}`` (``hf_model``: the Hugging Face folder in the last checkpoint,
+:mod:`workloads.hf_export`).
 """
 
 from __future__ import annotations
@@ -210,7 +212,9 @@ class JaxStepper:
         )
         return float(loss), tokens.shape[0] * (tokens.shape[1] - 1)  # float() blocks
 
-    def save(self, directory: str, *, step: int, first_loss: float | None) -> Any:
+    def save(
+        self, directory: str, *, step: int, first_loss: float | None, final: bool = False
+    ) -> Any:
         from workloads.model_jax import save_checkpoint
 
         return save_checkpoint(
@@ -221,6 +225,7 @@ class JaxStepper:
             opt_state=self.opt_state,
             extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
             optimizer_name=self.optimizer_name,
+            hf=final,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:

@@ -42,7 +42,8 @@ Arguments: :class:`contract.args.train_lm_tf.TrainLmTfArgs`; the same ``scaling`
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, the first traced step excluded), ``step_time_s``,
 ``epoch``, ``replicas``, ``collective``.
-Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "collective"}``.
+Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "hf_model",
+"collective"}`` (``hf_model``: the Hugging Face folder in the last checkpoint).
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ class TfStepper:
         loss = float(self.train_step(tokens))  # float() blocks until the step is done
         return loss, int(tokens.shape[0]) * (int(tokens.shape[1]) - 1)
 
-    def save(self, directory: str, *, step: int, first_loss: float | None) -> Any:
+    def save(
+        self, directory: str, *, step: int, first_loss: float | None, final: bool = False
+    ) -> Any:
         from workloads.model_tf import save_checkpoint
 
         return save_checkpoint(
@@ -119,6 +122,7 @@ class TfStepper:
             step=step,
             optimizer=self.optimizer,
             extra={"first_loss": first_loss},
+            hf=final,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:

@@ -16,6 +16,8 @@ Shared here, so the two cannot drift:
   at the last step (:func:`workloads.common.report_step`), written by rank 0 with
   :mod:`workloads.checkpoint`; resume from the verified checkpoint
   (:func:`workloads.common.restore_checkpoint`), the step counter continuing from its step;
+  the last step's checkpoint also holds the Hugging Face model folder ``hf/``
+  (:mod:`workloads.hf_export`, in the same atomic write and manifest);
 * throughput: global tokens/s = local tokens x world size over step time, the first step of an
   attempt (warm-up / XLA compile) left out;
 * scaling: ``ray.train.ScalingConfig(**scaling_kwargs(args))`` — the ``scaling`` argument
@@ -65,8 +67,12 @@ class Stepper(Protocol):
         """One optimisation step (timed; must block until done): ``(loss in nats/byte, tokens
         trained on by this worker)``."""
 
-    def save(self, directory: str, *, step: int, first_loss: float | None) -> Any:
-        """Write the checkpoint into ``directory`` (:mod:`workloads.checkpoint`); its path."""
+    def save(
+        self, directory: str, *, step: int, first_loss: float | None, final: bool = False
+    ) -> Any:
+        """Write the checkpoint into ``directory`` (:mod:`workloads.checkpoint`); its path. The
+        run's last checkpoint (``final``) also holds the Hugging Face model folder
+        (:data:`contract.checkpoint.HF_SUBDIR`, :mod:`workloads.hf_export`)."""
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
         """Metrics added to each report (e.g. ``mfu``, ``devices``)."""
@@ -193,14 +199,20 @@ def fit(trainer_cls: Any, worker_fn: Callable[[dict[str, Any]], None], args: Tra
 
 def fit_summary(result: Any) -> dict[str, Any]:
     """The result keys both trainers return, from a ``ray.train.Result``: ``steps``,
-    ``first_loss``, ``last_loss``, ``tokens_per_s`` and ``checkpoint`` (path or None)."""
+    ``first_loss``, ``last_loss``, ``tokens_per_s``, ``checkpoint`` (path or None) and
+    ``hf_model`` (``<checkpoint>/hf``, the Hugging Face model folder a finished run writes into
+    its last checkpoint, :mod:`workloads.hf_export`; None without a checkpoint)."""
+    from contract.checkpoint import HF_SUBDIR
+
     m = result.metrics or {}
+    path = result.checkpoint.path if result.checkpoint else None
     return {
         "steps": int(m.get("step", 0)),
         "first_loss": m.get("first_loss"),
         "last_loss": m.get("loss"),
         "tokens_per_s": m.get("tokens_per_s"),
-        "checkpoint": result.checkpoint.path if result.checkpoint else None,
+        "checkpoint": path,
+        "hf_model": f"{path.rstrip('/')}/{HF_SUBDIR}" if path else None,
     }
 
 
@@ -275,7 +287,9 @@ def run_loop(
                 steps=steps,
                 checkpoint_every=ckpt_every,
                 log_every=args.log_every,
-                save=partial(stepper.save, step=step, first_loss=first_loss) if rank == 0 else None,
+                save=partial(stepper.save, step=step, first_loss=first_loss, final=step >= steps)
+                if rank == 0
+                else None,
                 report=report,
                 rank=rank if report is not None else None,
             )

@@ -55,6 +55,7 @@ SUMMARY_KEYS = (
     "val_vs_xz",
     "tokens_per_s",
     "checkpoint",
+    "hf_model",
     "sample",
 )
 TPU_HINT = "no emulated TPU hosts; run `raygke local up --tpu v5e:2x2`"
@@ -290,6 +291,7 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     prep = _role_result(results, "data")
     train = trained_result(results)
     ev = _role_result(results, "evaluator")
+    checkpoint = ev.get("checkpoint") or train.get("checkpoint")
     return {
         "rows": prep.get("rows"),
         "val_rows": prep.get("val_rows"),
@@ -303,9 +305,22 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "xz_nats_per_byte": ev.get("xz_nats_per_byte"),
         "val_vs_xz": ev.get("val_vs_xz"),
         "tokens_per_s": train.get("tokens_per_s"),
-        "checkpoint": ev.get("checkpoint") or train.get("checkpoint"),
+        "checkpoint": checkpoint,
+        "hf_model": hf_model(checkpoint),
         "sample": ev.get("sample"),
     }
+
+
+def hf_model(checkpoint: str | None) -> str | None:
+    """The Hugging Face model folder of a checkpoint (``<checkpoint>/hf``, which a finished
+    trainer writes into its last checkpoint: ``workloads/hf_export.py``): a local one when it
+    exists, a remote one (``gs://``) as named; None without a checkpoint."""
+    from contract.checkpoint import HF_SUBDIR
+
+    if not checkpoint:
+        return None
+    path = f"{checkpoint.rstrip('/')}/{HF_SUBDIR}"
+    return path if "://" in checkpoint or os.path.isdir(path) else None
 
 
 def stage_working_dir(artifacts: str, root: Path = ROOT) -> str:

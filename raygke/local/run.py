@@ -116,6 +116,7 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_row("model / xz (< 1 beats xz)", num(summary.get("val_vs_xz"), ".3f"))
     table.add_row("tokens/s", num(summary["tokens_per_s"], ",.0f"))
     table.add_row("checkpoint", summary["checkpoint"] or "-")
+    table.add_row("Hugging Face model", summary.get("hf_model") or "-")
     table.add_row("sample", Text(repr(summary["sample"])) if summary["sample"] else "-")
     table.add_row("wall time (s)", f"{summary['seconds']:.1f}")
     return table

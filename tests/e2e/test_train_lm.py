@@ -61,6 +61,15 @@ def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
     assert out["last_loss"] < out["first_loss"] - 1.5
     assert out["tokens_per_s"] > 0
     assert Path(out["checkpoint"]).name == "checkpoint_00000040"
+    # the last checkpoint also holds the Hugging Face folder (workloads/hf_export.py), listed in
+    # its manifest; the earlier one does not (tests/workloads/test_hf_export.py loads it)
+    from workloads.checkpoint import read_manifest
+
+    assert out["hf_model"] == str(Path(out["checkpoint"]) / "hf")
+    assert {"hf/config.json", "hf/model.safetensors"} <= set(
+        read_manifest(out["checkpoint"])["files"]
+    )
+    assert not (Path(out["checkpoint"]).parent / "checkpoint_00000020" / "hf").exists()
 
     ev = evaluate.main(
         {

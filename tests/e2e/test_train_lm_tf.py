@@ -84,6 +84,8 @@ def test_a_killed_worker_resumes_and_two_workers_stay_in_sync_and_evaluate_score
     assert Path(out["checkpoint"]).name == "checkpoint_00000030"
     meta = verify_checkpoint(out["checkpoint"])
     assert meta["framework"] == "tensorflow" and meta["step"] == 30
+    # rank 0 wrote the Hugging Face folder into the last checkpoint (workloads/hf_export.py)
+    assert Path(out["hf_model"], "model.safetensors").is_file()
 
     ev = evaluate.main(
         {

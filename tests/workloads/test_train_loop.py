@@ -81,6 +81,7 @@ def test_three_rows_train_when_the_batch_fits(ray_cluster, tmp_path: Path) -> No
             }
         )
         assert out["steps"] == 3 and out["checkpoint"]
+        assert Path(out["hf_model"], "model.safetensors").is_file()  # workloads/hf_export.py
 
 
 class _CountedDataset:

@@ -167,6 +167,28 @@ def test_train_lm_tf_jobs_locally() -> None:
     assert local_jobs.summarize(trained)["steps"] == 7
 
 
+def test_summary_names_the_hugging_face_folder_of_the_checkpoint(tmp_path: Path) -> None:
+    """A finished run's last checkpoint holds ``hf/`` (workloads/hf_export.py): the summary
+    names it when it is there, says nothing when it is not, names a remote one as it is."""
+    ckpt = tmp_path / "checkpoint_00000040"
+    (ckpt / "hf").mkdir(parents=True)
+    summary = local_jobs.summarize({"train_lm": {"checkpoint": str(ckpt)}})
+    assert summary["hf_model"] == str(ckpt / "hf")
+    from rich.console import Console
+
+    from raygke import local
+
+    console = Console(width=300, record=True)
+    console.print(local._summary_table({**summary, "seconds": 1.0}))
+    row = next(ln for ln in console.export_text().splitlines() if "Hugging Face model" in ln)
+    assert row.split("│")[2].strip() == str(ckpt / "hf")
+    older = tmp_path / "checkpoint_00000020"
+    older.mkdir()
+    assert local_jobs.summarize({"train_lm": {"checkpoint": str(older)}})["hf_model"] is None
+    assert local_jobs.hf_model("gs://b/runs/x/checkpoint_1/") == "gs://b/runs/x/checkpoint_1/hf"
+    assert local_jobs.summarize({})["hf_model"] is None
+
+
 def test_parse_result_takes_the_last_result_line() -> None:
     logs = f'noise\n{RESULT_PREFIX}{{"rows": 1}}\nmore\n{RESULT_PREFIX}{{"rows": 2}}\n'
     assert local_jobs.parse_result(logs) == {"rows": 2}
