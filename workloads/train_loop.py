@@ -192,8 +192,10 @@ def fit(trainer_cls: Any, worker_fn: Callable[[dict[str, Any]], None], args: Tra
 
 
 def fit_summary(result: Any) -> dict[str, Any]:
-    """The result keys both trainers return, from a ``ray.train.Result``: ``steps``,
-    ``first_loss``, ``last_loss``, ``tokens_per_s`` and ``checkpoint`` (path or None)."""
+    """The result keys every trainer returns, from a ``ray.train.Result``: ``steps``,
+    ``first_loss``, ``last_loss``, ``tokens_per_s``, ``checkpoint`` (path or None) and the
+    run's ``mfu``, ``peak_flops``, ``model_flops`` (FLOP/s) and ``precision``
+    (:func:`workloads.precision.mfu_metrics`; None where the trainer did not report them)."""
     m = result.metrics or {}
     return {
         "steps": int(m.get("step", 0)),
@@ -201,6 +203,7 @@ def fit_summary(result: Any) -> dict[str, Any]:
         "last_loss": m.get("loss"),
         "tokens_per_s": m.get("tokens_per_s"),
         "checkpoint": result.checkpoint.path if result.checkpoint else None,
+        **{k: m.get(k) for k in ("mfu", "peak_flops", "model_flops", "precision")},
     }
 
 
