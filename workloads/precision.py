@@ -115,6 +115,49 @@ def matmul_flops(
     return 2.0 * m * k * n * calls / (time.perf_counter() - t0)
 
 
+def jax_matmul_flops(
+    dtype: str, shape: tuple[int, int, int] = (MAX_ROWS, 128, 512), seconds: float = MEASURE_S
+) -> float:
+    """:func:`matmul_flops` with ``jnp.dot`` (jitted) on JAX's default device (a CPU, a GPU or
+    one TPU chip), blocking on each result (``block_until_ready``)."""
+    import jax
+    import jax.numpy as jnp
+
+    jdtype = {"fp32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
+    m, k, n = shape
+    ka, kb = jax.random.split(jax.random.PRNGKey(0))
+    a = jax.random.normal(ka, (m, k), jdtype)
+    b = jax.random.normal(kb, (k, n), jdtype)
+    mm = jax.jit(jnp.dot)
+    mm(a, b).block_until_ready()
+    calls, t0 = 0, time.perf_counter()
+    while calls < 3 or time.perf_counter() - t0 < seconds:
+        mm(a, b).block_until_ready()
+        calls += 1
+    return 2.0 * m * k * n * calls / (time.perf_counter() - t0)
+
+
+def tf_matmul_flops(
+    dtype: str, shape: tuple[int, int, int] = (MAX_ROWS, 128, 512), seconds: float = MEASURE_S
+) -> float:
+    """:func:`matmul_flops` with ``tf.linalg.matmul`` (in a ``tf.function``) on TensorFlow's
+    default device, each result copied to the host (``.numpy()`` of one element) to block."""
+    import tensorflow as tf
+
+    tdtype = {"fp32": tf.float32, "bf16": tf.bfloat16}[dtype]
+    m, k, n = shape
+    gen = tf.random.Generator.from_seed(0)
+    a = tf.cast(gen.normal((m, k)), tdtype)
+    b = tf.cast(gen.normal((k, n)), tdtype)
+    mm = tf.function(lambda x, y: tf.linalg.matmul(x, y)[0, 0])
+    mm(a, b).numpy()
+    calls, t0 = 0, time.perf_counter()
+    while calls < 3 or time.perf_counter() - t0 < seconds:
+        mm(a, b).numpy()
+        calls += 1
+    return 2.0 * m * k * n * calls / (time.perf_counter() - t0)
+
+
 @dataclasses.dataclass(frozen=True)
 class Precision:
     """A run's compute dtype and the matmul peak its MFU is measured against.

@@ -139,3 +139,26 @@ def test_the_checkpoint_records_the_runs_precision(tmp_path) -> None:
     # resuming under auto keeps it; the stepper built from the checkpoint records it again
     resumed, step, _ = build_stepper(args, str(path), torch.device("cpu"))
     assert step == 1 and resumed.precision.dtype == "bf16"
+
+
+@pytest.mark.slow  # imports JAX
+def test_the_jax_trainer_takes_the_same_decision_and_records_it(tmp_path) -> None:
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("jax")
+    from contract.args.train_lm_jax import TrainLmJaxArgs
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.train_lm_jax import build_stepper
+
+    tiny = {"d_model": 16, "n_layers": 1, "n_heads": 2, "context_length": 8, "batch_size": 2}
+    stepper, _, _ = build_stepper(TrainLmJaxArgs.parse({**tiny, "precision": "bf16"}), None)
+    assert stepper.precision.dtype == "bf16" and stepper.precision.peak_flops > 0
+    loss, n = stepper.step(np.random.default_rng(0).integers(0, 256, (2, 9)).astype(np.int32))
+    assert 4.5 < loss < 6.5 and n == 16
+    path = stepper.save(str(tmp_path / "ckpt"), step=1, first_loss=loss)
+    assert verify_checkpoint(path)["precision"] == "bf16"
+    metrics = stepper.extra_metrics(1000.0)
+    assert metrics["precision"] == "bf16" and metrics["mfu"] > 0
+    # compute_dtype, when set, wins over precision; a catalog peak replaces the measured one
+    args = TrainLmJaxArgs.parse({**tiny, "compute_dtype": "float32", "peak_flops_per_device": 1e12})
+    forced, _, _ = build_stepper(args, None)
+    assert forced.precision.dtype == "fp32" and forced.precision.peak_flops == 1e12
