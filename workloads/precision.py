@@ -27,8 +27,8 @@ compute dtype only.
 The peak: :func:`matmul_flops` times ``torch.mm`` of ``[M, K] x [K, N]`` (default: the model's
 widest layer, M = ``batch * context`` rows up to 4096, K = ``d_model``, N = ``mlp_ratio *
 d_model``) for about :data:`MEASURE_S` seconds on the calling process's threads (a Ray
-worker's own allocation) in the chosen dtype: the matmul rate this worker can reach, the
-denominator of its MFU (:func:`workloads.flops.mfu`). On a GPU the same code times the GPU.
+worker's own allocation) in the chosen dtype, the best of :data:`WINDOWS` windows: the matmul
+rate this worker can reach, the denominator of its MFU (:func:`workloads.flops.mfu`). On a GPU the same code times the GPU.
 """
 
 from __future__ import annotations
@@ -81,15 +81,34 @@ def matmul_shape(
     return (max(1, min(MAX_ROWS, batch * context)), d_model, mlp_ratio * d_model)
 
 
+WINDOWS = 5  # the peak is the best of this many timing windows (a busy core slows some)
+
+
+def best_rate(call: Callable[[], Any], flops_per_call: float, seconds: float = MEASURE_S) -> float:
+    """FLOP/s of ``call()`` (one blocking matmul of ``flops_per_call`` FLOPs): after one
+    warm-up call, :data:`WINDOWS` windows of about ``seconds / WINDOWS`` each (at least one
+    call), the best window's rate -- a peak, so other processes' load on the same cores lowers
+    it less than it lowers a mean."""
+    call()
+    best = 0.0
+    for _ in range(WINDOWS):
+        calls, t0 = 0, time.perf_counter()
+        while calls == 0 or time.perf_counter() - t0 < seconds / WINDOWS:
+            call()
+            calls += 1
+        best = max(best, flops_per_call * calls / (time.perf_counter() - t0))
+    return best
+
+
 def matmul_flops(
     dtype: str,
     shape: tuple[int, int, int] = (MAX_ROWS, 128, 512),
     seconds: float = MEASURE_S,
     device: str = "cpu",
 ) -> float:
-    """FLOP/s of ``torch.mm`` of ``[M, K] x [K, N]`` in ``dtype`` (``"fp32"`` or ``"bf16"``) on
-    ``device`` and this process's torch threads: ``2 M K N`` per call, over calls for about
-    ``seconds`` after one warm-up call (at least 3 calls)."""
+    """Peak FLOP/s of ``torch.mm`` of ``[M, K] x [K, N]`` in ``dtype`` (``"fp32"`` or
+    ``"bf16"``) on ``device`` and this process's torch threads (:func:`best_rate`; ``2 M K N``
+    FLOPs per call; a GPU is synchronised after each call)."""
     import torch
 
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
@@ -98,21 +117,12 @@ def matmul_flops(
     a = torch.randn(m, k, generator=gen).to(device=device, dtype=tdtype)
     b = torch.randn(k, n, generator=gen).to(device=device, dtype=tdtype)
 
-    def sync() -> None:
+    def call() -> None:
+        torch.mm(a, b)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
 
-    torch.mm(a, b)
-    sync()
-    calls, t0 = 0, time.perf_counter()
-    while True:
-        torch.mm(a, b)
-        calls += 1
-        if calls >= 3 and calls % 4 == 0:  # sync a GPU now and then, not per call
-            sync()
-            if time.perf_counter() - t0 >= seconds:
-                break
-    return 2.0 * m * k * n * calls / (time.perf_counter() - t0)
+    return best_rate(call, 2.0 * m * k * n, seconds)
 
 
 def jax_matmul_flops(
@@ -129,19 +139,14 @@ def jax_matmul_flops(
     a = jax.random.normal(ka, (m, k), jdtype)
     b = jax.random.normal(kb, (k, n), jdtype)
     mm = jax.jit(jnp.dot)
-    mm(a, b).block_until_ready()
-    calls, t0 = 0, time.perf_counter()
-    while calls < 3 or time.perf_counter() - t0 < seconds:
-        mm(a, b).block_until_ready()
-        calls += 1
-    return 2.0 * m * k * n * calls / (time.perf_counter() - t0)
+    return best_rate(lambda: mm(a, b).block_until_ready(), 2.0 * m * k * n, seconds)
 
 
 def tf_matmul_flops(
     dtype: str, shape: tuple[int, int, int] = (MAX_ROWS, 128, 512), seconds: float = MEASURE_S
 ) -> float:
     """:func:`matmul_flops` with ``tf.linalg.matmul`` (in a ``tf.function``) on TensorFlow's
-    default device, each result copied to the host (``.numpy()`` of one element) to block."""
+    default device, blocking on one element of each result (``.numpy()``)."""
     import tensorflow as tf
 
     tdtype = {"fp32": tf.float32, "bf16": tf.bfloat16}[dtype]
@@ -150,12 +155,7 @@ def tf_matmul_flops(
     a = tf.cast(gen.normal((m, k)), tdtype)
     b = tf.cast(gen.normal((k, n)), tdtype)
     mm = tf.function(lambda x, y: tf.linalg.matmul(x, y)[0, 0])
-    mm(a, b).numpy()
-    calls, t0 = 0, time.perf_counter()
-    while calls < 3 or time.perf_counter() - t0 < seconds:
-        mm(a, b).numpy()
-        calls += 1
-    return 2.0 * m * k * n * calls / (time.perf_counter() - t0)
+    return best_rate(lambda: mm(a, b).numpy(), 2.0 * m * k * n, seconds)
 
 
 @dataclasses.dataclass(frozen=True)
