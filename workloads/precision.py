@@ -12,11 +12,11 @@ The rule for ``auto``:
 
 * CPU: bfloat16 only when the CPU has bf16 matrix instructions -- ``amx_bf16`` (Intel AMX) or
   ``avx512_bf16`` among the ``flags`` of ``/proc/cpuinfo`` (the Linux kernel's names,
-  ``arch/x86/include/asm/cpufeatures.h``) -- AND a short ``torch.mm`` at the model's shape
+  ``arch/x86/include/asm/cpufeatures.h``) -- AND a short matmul (:func:`matmul_flops`) at the model's shape
   measures bf16 at least :data:`MIN_GAIN` times float32's FLOP/s. oneDNN runs bf16 matmuls on
   AMX / AVX512-BF16 (https://docs.pytorch.org/docs/stable/amp.html#cpu-ops-that-can-autocast-to-bfloat16);
-  without them it converts to float32 and back, slower than float32 (measured on an AMD EPYC
-  with AVX2 only: ``docs/benchmarks.md``). No flags (or no ``/proc/cpuinfo``): float32, without
+  without them it converts to float32 and back, much slower than float32 (measured on an AMD
+  EPYC with AVX2 only: ``docs/benchmarks.md``). No flags (or no ``/proc/cpuinfo``): float32, without
   measuring bf16.
 * CUDA: bfloat16 when ``torch.cuda.is_bf16_supported()`` (Ampere and later), else float32.
 * TPU (JAX): bfloat16 (the MXU multiplies bf16; https://cloud.google.com/tpu/docs/bfloat16).
@@ -24,7 +24,7 @@ The rule for ``auto``:
 Loss and parameters stay float32 in every framework: bf16 is an autocast / mixed-precision
 compute dtype only.
 
-The peak: :func:`matmul_flops` times ``torch.mm`` of ``[M, K] x [K, N]`` (default: the model's
+The peak: :func:`matmul_flops` times ``nn.Linear``'s matmul of ``[M, K] x [K, N]`` (default: the model's
 widest layer, M = ``batch * context`` rows up to 4096, K = ``d_model``, N = ``mlp_ratio *
 d_model``) for about :data:`MEASURE_S` seconds on the calling process's threads (a Ray
 worker's own allocation) in the chosen dtype, the best of :data:`WINDOWS` windows: the matmul
@@ -47,7 +47,7 @@ BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 # bf16 is chosen on a CPU with BF16_FLAGS only when its measured matmul rate is this many times
 # float32's (AMX measured 6.4x on a Xeon in issue 38; below this the rounding is not worth it).
 MIN_GAIN = 1.2
-MEASURE_S = 0.5  # seconds of torch.mm per dtype measured
+MEASURE_S = 0.5  # seconds of matmuls per dtype measured
 MAX_ROWS = 4096  # rows (M) of the measured matmul, at most
 
 
@@ -106,19 +106,21 @@ def matmul_flops(
     seconds: float = MEASURE_S,
     device: str = "cpu",
 ) -> float:
-    """Peak FLOP/s of ``torch.mm`` of ``[M, K] x [K, N]`` in ``dtype`` (``"fp32"`` or
-    ``"bf16"``) on ``device`` and this process's torch threads (:func:`best_rate`; ``2 M K N``
-    FLOPs per call; a GPU is synchronised after each call)."""
+    """Peak FLOP/s of the model's matmul, ``torch.nn.functional.linear`` of ``x[M, K]`` and a
+    weight ``[N, K]`` (``x @ W.T``, what ``nn.Linear`` runs; torch picks its kernel by layout,
+    so a plain ``torch.mm(x[M, K], y[K, N])`` can take another path), in ``dtype`` (``"fp32"``
+    or ``"bf16"``) on ``device`` and this process's torch threads (:func:`best_rate`; ``2 M K
+    N`` FLOPs per call; a GPU is synchronised after each call)."""
     import torch
 
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     m, k, n = shape
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(m, k, generator=gen).to(device=device, dtype=tdtype)
-    b = torch.randn(k, n, generator=gen).to(device=device, dtype=tdtype)
+    w = torch.randn(n, k, generator=gen).to(device=device, dtype=tdtype)
 
     def call() -> None:
-        torch.mm(a, b)
+        torch.nn.functional.linear(a, w)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
 
