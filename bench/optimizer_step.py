@@ -1,6 +1,8 @@
 """Step time of the PyTorch trainer's two optimizers, side by side: Muon + AdamW (the default,
 ``workloads.model_torch.MuonAdamW``) against AdamW alone, on the byte LM at ``make local``'s
-shape (d_model 128, 4 layers, 4 heads, context 256, batch 32), CPU float32, all cores.
+shape (d_model 128, 4 layers, 4 heads, context 256, batch 32), on the CPU in the trainers'
+compute dtype (:func:`workloads.precision.decide`: bf16 autocast only where the CPU multiplies
+bf16 natively and measures faster, else float32), all cores.
 
 Usage: ``python bench/optimizer_step.py [--rounds 6 --steps 5] [--ns-dtype auto|float32|bfloat16]
 [--compare-ns]``. Each round times ``--steps`` training steps (forward, backward, clip, update,
@@ -44,9 +46,13 @@ def main() -> None:
     import torch
 
     from workloads.model_torch import GPT, ModelConfig, make_optimizer, train_step
+    from workloads.precision import decide, matmul_shape
 
     cfg = ModelConfig(d_model=a.d_model, n_layers=a.layers, n_heads=a.heads,
                       context_length=a.context)  # fmt: skip
+    # both optimizers step in the trainers' compute dtype (workloads/precision.py)
+    shape = matmul_shape(cfg.d_model, cfg.mlp_ratio, a.batch, cfg.context_length)
+    precision = decide("auto", "cpu", shape=shape, measure_peak=False).dtype
     tokens = torch.randint(0, 256, (a.batch, a.context + 1))
     if a.compare_ns:
         sides = {"muon-bf16": ("muon", "bfloat16"), "muon-fp32": ("muon", "float32")}
@@ -58,7 +64,7 @@ def main() -> None:
         model = GPT(cfg)
         opt, sched = make_optimizer(model, 3e-3, 10_000, 10, optimizer=optimizer,
                                     ns_dtype=ns_dtype)  # fmt: skip
-        train_step(model, opt, tokens, sched)  # first step allocates the optimizer state
+        train_step(model, opt, tokens, sched, precision=precision)  # allocates opt state
         runs[name] = (model, opt, sched)
 
     first, second = sides
@@ -68,13 +74,14 @@ def main() -> None:
             model, opt, sched = runs[name]
             t0 = time.perf_counter()
             for _ in range(a.steps):
-                train_step(model, opt, tokens, sched)
+                train_step(model, opt, tokens, sched, precision=precision)
             times[name].append((time.perf_counter() - t0) / a.steps)
     ratio = statistics.median(x / y for x, y in zip(times[first], times[second], strict=True))
     ns = {n: getattr(runs[n][1], "ns_dtype", None) for n in sides}
     print(json.dumps({
         "shape": {"d_model": a.d_model, "layers": a.layers, "context": a.context, "batch": a.batch},
         "threads": torch.get_num_threads(), "cpu": cpu_model(), "ns_dtype": ns,
+        "precision": precision,
         "step_s_median": {k: statistics.median(v) for k, v in times.items()},
         "rounds": a.rounds, "steps_per_round": a.steps,
     }))  # fmt: skip

@@ -85,13 +85,17 @@ def load_rows(dataset: str, need: int):
 
 def bare(dataset: str, cfg: dict[str, Any], threads: int) -> float:
     """Tokens/s of the bare loop (``train_step`` on consecutive batches of the dataset's rows,
-    loaded before the loop), first step excluded. Meant to run in a fresh process, as the Ray
-    Train worker does, so that neither side starts warm."""
+    loaded before the loop), first step excluded, in the compute dtype train_lm decides
+    (:func:`workloads.train_lm.decide_precision`: the same rule and measurement). Meant to run
+    in a fresh process, as the Ray Train worker does, so that neither side starts warm."""
     import torch
 
+    from contract.args.train_lm import TrainLmArgs
     from workloads.model_torch import GPT, ModelConfig, make_optimizer, train_step
+    from workloads.train_lm import decide_precision
 
     torch.set_num_threads(threads)
+    precision = decide_precision(TrainLmArgs.parse(cfg), "cpu", None).dtype
     torch.manual_seed(cfg["seed"])
     rows = load_rows(dataset, cfg["steps"] * cfg["batch_size"])
     model = GPT(ModelConfig.from_config(cfg))
@@ -102,7 +106,7 @@ def bare(dataset: str, cfg: dict[str, Any], threads: int) -> float:
         i = (step * bs) % max(1, len(rows) - bs)
         tokens = rows[i : i + bs]
         t0 = time.perf_counter()
-        train_step(model, opt, tokens, sched)
+        train_step(model, opt, tokens, sched, precision=precision)
         dt = time.perf_counter() - t0
         if step > 0:
             toks += tokens.shape[0] * (tokens.shape[1] - 1)

@@ -310,7 +310,7 @@ def report_step(
     the checkpoint reported as ``checkpoint_<step:08d>``; other ranks report the metrics alone.
     Otherwise every ``log_every`` steps the metrics are reported without a checkpoint.
     Rank 0 also prints a progress line (:func:`emit_progress`, stage ``train``: ``loss``,
-    ``tokens_per_s``) at most once a second and at the last step.
+    ``tokens_per_s``, ``mfu``, ``precision``) at most once a second and at the last step.
 
     ``report(metrics, checkpoint_dir_or_None, checkpoint_dir_name_or_None)`` replaces
     ``ray.train.report`` (a Ray Tune trial reports with ``ray.tune.report`` instead,
@@ -332,6 +332,8 @@ def report_step(
             unit="steps",
             loss=metrics.get("loss"),
             tokens_per_s=metrics.get("tokens_per_s"),
+            mfu=metrics.get("mfu"),
+            precision=metrics.get("precision"),
         )
 
     if (checkpoint_every and step % checkpoint_every == 0) or step == steps:

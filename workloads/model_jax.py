@@ -9,10 +9,10 @@ Shapes: tokens are int32 byte values in [0, 256). ``forward(params, idx[B, T]) -
 256]`` (float32). ``loss_fn(params, tokens[B, T+1])`` is the mean next-byte cross-entropy in
 nats/byte (x = tokens[:, :-1], y = tokens[:, 1:]).
 
-Precision: parameters and optimizer state are float32. ``compute_dtype`` (``"auto"``: bfloat16
-on TPU/GPU, float32 on CPU — mirroring the PyTorch workload's autocast on CUDA only) is the dtype
-of the activations and of the matmul inputs; LayerNorm statistics, softmax and the loss are
-computed in float32.
+Precision: parameters and optimizer state are float32. ``compute_dtype`` (the trainer passes
+the run's choice, :mod:`workloads.precision`, as the PyTorch trainer's autocast does; ``"auto"``
+here: bfloat16 on TPU/GPU, float32 on CPU) is the dtype of the activations and of the matmul
+inputs; LayerNorm statistics, softmax and the loss are computed in float32.
 
 Data parallelism (:func:`make_train_step`): a 1-D ``jax.sharding.Mesh`` over *all* devices of
 all processes (axis ``"data"``); the global batch is sharded along it, parameters and optimizer

@@ -32,6 +32,7 @@ https://keras.io/guides/distributed_training_with_tensorflow/ ; custom loops wit
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -121,7 +122,8 @@ class TfGPT(keras.Model):
         x = self.tok(idx) + self.pos(keras.ops.arange(t))[None]
         for blk in self.blocks:
             x = blk(x)
-        return keras.ops.matmul(self.ln_f(x), keras.ops.transpose(self.tok.embeddings))
+        head = keras.ops.cast(self.tok.embeddings, x.dtype)  # bf16 under mixed_bfloat16
+        return keras.ops.matmul(self.ln_f(x), keras.ops.transpose(head))
 
     def named_weights(self) -> dict[str, Any]:
         """``{name: variable}`` under the JAX model's names (``tok``, ``blocks/0/qkv/w`` ...)."""
@@ -133,8 +135,9 @@ class TfGPT(keras.Model):
 
 
 def loss_fn(model: TfGPT, tokens: Any) -> Any:
-    """Mean next-byte cross-entropy (nats/byte, float32 scalar) over ``tokens[B, T+1]``."""
-    logits = model(tokens[:, :-1])
+    """Mean next-byte cross-entropy (nats/byte, float32 scalar) over ``tokens[B, T+1]``; the
+    logits are cast to float32 first (bf16 under mixed precision)."""
+    logits = tf.cast(model(tokens[:, :-1]), tf.float32)
     ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tokens[:, 1:], logits=logits)
     return tf.reduce_mean(ce)
 
@@ -354,6 +357,21 @@ def make_optimizer(
             ns_dtype=resolve_ns_dtype(ns_dtype, platform()),
         )
     raise ValueError(f"optimizer={optimizer!r}: expected 'muon' or 'adamw'")
+
+
+@contextlib.contextmanager
+def dtype_policy(precision: str):
+    """Layers built inside compute in ``precision``: ``"bf16"`` -> Keras' ``mixed_bfloat16``
+    policy (float32 variables, bfloat16 compute;
+    https://keras.io/api/mixed_precision/policy/), ``"fp32"`` -> ``float32``. Keras' global
+    policy is set for the block and restored after it (layers keep the policy they were built
+    with)."""
+    before = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16" if precision == "bf16" else "float32")
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(before)
 
 
 def make_train_step(

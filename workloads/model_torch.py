@@ -101,10 +101,16 @@ def loss_fn(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float().reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
 
 
-def autocast_for(device: torch.device):
-    """bf16 autocast on CUDA only; a no-op context on CPU."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+def autocast_for(device: torch.device, precision: str | None = None):
+    """The compute-dtype context of ``precision`` (``"bf16"``: ``torch.autocast`` to bfloat16 on
+    ``device``'s type, CPU or CUDA; ``"fp32"``: a no-op context). ``None``: bf16 on CUDA, fp32
+    on CPU (callers that did not decide; runs decide with :func:`workloads.precision.decide`).
+    Autocast keeps the parameters float32 and runs ``cross_entropy`` in float32
+    (https://docs.pytorch.org/docs/stable/amp.html#cpu-ops-that-can-autocast-to-float32)."""
+    if precision is None:
+        precision = "bf16" if device.type == "cuda" else "fp32"
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return nullcontext()
 
 
@@ -114,13 +120,15 @@ def train_step(
     tokens: torch.Tensor,
     scheduler: Any | None = None,
     grad_clip: float = 1.0,
+    precision: str | None = None,
 ) -> float:
-    """One optimisation step on ``tokens[B, T+1]`` (int64, on the model's device).
+    """One optimisation step on ``tokens[B, T+1]`` (int64, on the model's device), the forward
+    pass in ``precision`` (:func:`autocast_for`; the loss in float32).
 
     Returns the loss (nats/byte) as a Python float.
     """
     model.train()
-    with autocast_for(tokens.device):
+    with autocast_for(tokens.device, precision):
         loss = loss_fn(model, tokens)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -528,10 +536,13 @@ def forward_cached(
         q, k, v = blk.qkv(blk.ln1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, blk.n_heads, hd) for z in (q, k, v))
         kc, vc = cache.k[layer], cache.v[layer]
-        kc[rows, :, pos] = k  # advanced indices first: [B, T, H, hd]
-        vc[rows, :, pos] = v
+        kc[rows, :, pos] = k.to(kc.dtype)  # advanced indices first: [B, T, H, hd]
+        vc[rows, :, pos] = v.to(vc.dtype)  # (k, v are bf16 under bf16 autocast)
         y = F.scaled_dot_product_attention(
-            q.transpose(1, 2), kc[:b, :, :end], vc[:b, :, :end], attn_mask=mask
+            q.transpose(1, 2),
+            kc[:b, :, :end].to(q.dtype),
+            vc[:b, :, :end].to(q.dtype),
+            attn_mask=mask,
         )
         x = x + blk.proj(y.transpose(1, 2).reshape(b, t, c))
         x = x + blk.mlp(blk.ln2(x))

@@ -16,10 +16,18 @@ Arguments: :class:`contract.args.train_lm.TrainLmArgs` (names, types, defaults, 
 ``scaling`` argument (ScalingConfig kwargs of a CPU/GPU node pool) or ``num_workers`` workers
 (one GPU each with ``use_gpu``).
 
+Precision: ``args.precision`` decided once per run by rank 0 (:mod:`workloads.precision`:
+bf16 autocast where the CPU/GPU multiplies bf16 natively and measures faster, else fp32; a
+checkpoint's recorded one kept under ``auto``), printed once, recorded in every checkpoint
+(``precision``); the loss is float32 either way.
+
 Metrics reported per logging step: ``step``, ``loss`` (nats/byte), ``first_loss``,
-``tokens_per_s`` (global, this attempt's steady-state mean), ``step_time_s``, ``epoch``.
-Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "hf_model"}``
-(``hf_model``: ``<checkpoint>/hf``, the Hugging Face model folder, :mod:`workloads.hf_export`).
+``tokens_per_s`` (global, this attempt's steady-state mean), ``step_time_s``, ``epoch``,
+``mfu``, ``peak_flops`` (the workers' measured matmul peak in the run's dtype, FLOP/s),
+``model_flops`` (achieved model FLOP/s), ``precision``.
+Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "hf_model", "mfu",
+"peak_flops", "model_flops", "precision"}`` (``hf_model``: ``<checkpoint>/hf``, the Hugging Face
+model folder, :mod:`workloads.hf_export`).
 """
 
 from __future__ import annotations
@@ -29,15 +37,44 @@ from typing import Any
 from contract.args.train_lm import TrainLmArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli, set_torch_threads
 from workloads.lm_config import ModelConfig
+from workloads.precision import Precision, for_run, for_workers, matmul_shape, mfu_metrics
 from workloads.train_loop import fit, fit_summary, run_loop
+
+
+def decide_precision(
+    args: TrainLmArgs, device_type: str, metadata: dict[str, Any] | None, source: str = ""
+) -> Precision:
+    """``args.precision`` for this run (:func:`workloads.precision.for_run`), measured at the
+    model's widest matmul (the checkpoint's model when resuming)."""
+    cfg = (
+        ModelConfig(**metadata["model"])
+        if metadata and "model" in metadata
+        else ModelConfig.from_config(args.to_dict())
+    )
+    shape = matmul_shape(cfg.d_model, cfg.mlp_ratio, args.batch_size, cfg.context_length)
+    return for_run(args.precision, device_type, metadata, source, shape=shape)
 
 
 class TorchStepper:
     """The PyTorch side of :func:`workloads.train_loop.run_loop`."""
 
-    def __init__(self, model: Any, opt: Any, sched: Any, device: Any, ns_dtype: str) -> None:
+    def __init__(
+        self,
+        model: Any,
+        opt: Any,
+        sched: Any,
+        device: Any,
+        ns_dtype: str,
+        precision: Precision | None = None,
+        devices: int = 1,
+    ) -> None:
         self.model, self.opt, self.sched, self.device = model, opt, sched, device
         self.ns_dtype = ns_dtype  # Muon's Newton-Schulz dtype, recorded in every checkpoint
+        # the run's compute dtype (recorded in every checkpoint) and its measured matmul peak
+        self.precision = precision or Precision("fp32", "not decided")
+        self.devices = devices  # workers the global tokens/s is spread over (MFU's peak x this)
+        cfg = getattr(model, "module", model).cfg
+        self.flops_per_token = cfg.flops_per_token()
 
     def load(self, batch: Any) -> Any:
         from workloads.model_torch import arrow_to_tokens
@@ -49,7 +86,7 @@ class TorchStepper:
 
         from workloads.model_torch import train_step
 
-        loss = train_step(self.model, self.opt, tokens, self.sched)
+        loss = train_step(self.model, self.opt, tokens, self.sched, precision=self.precision.dtype)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         return loss, tokens.shape[0] * (tokens.shape[1] - 1)
@@ -65,16 +102,25 @@ class TorchStepper:
             step=step,
             optimizer=self.opt,
             scheduler=self.sched,
-            extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
+            extra={
+                "first_loss": first_loss,
+                "ns_dtype": self.ns_dtype,
+                "precision": self.precision.dtype,
+            },
             hf=final,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
-        return {}
+        return mfu_metrics(tokens_per_s, self.flops_per_token, self.precision, self.devices)
 
 
 def build_stepper(
-    args: TrainLmArgs, restored: str | None, device: Any, wrap: Any = None
+    args: TrainLmArgs,
+    restored: str | None,
+    device: Any,
+    wrap: Any = None,
+    precision: Precision | None = None,
+    devices: int = 1,
 ) -> tuple[TorchStepper, int, float | None]:
     """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
     (model, optimizer and scheduler state; the step counter continues) or fresh from
@@ -83,7 +129,8 @@ def build_stepper(
 
     Muon's Newton-Schulz dtype is ``args.ns_dtype`` resolved for ``device`` once per run
     (:func:`workloads.common.ns_dtype_for_run`: a checkpoint's recorded one is kept under
-    ``auto``).
+    ``auto``). The compute dtype is ``precision`` (decided by the caller for the whole worker
+    group), else :func:`decide_precision` here; ``devices``: the workers of the run (MFU).
 
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` was written with the other
@@ -104,6 +151,8 @@ def build_stepper(
     if wrap is not None:
         model = wrap(model)
     ns_dtype = ns_dtype_for_run(args.ns_dtype, device.type, meta, str(restored))
+    if precision is None:
+        precision = decide_precision(args, device.type, meta, str(restored))
     opt, sched = make_optimizer(
         model,
         args.lr,
@@ -124,7 +173,8 @@ def build_stepper(
         opt.load_state_dict(opt_state["optimizer"])
         if "scheduler" in opt_state:
             sched.load_state_dict(opt_state["scheduler"])
-    return TorchStepper(model, opt, sched, device, ns_dtype), start_step, first_loss
+    stepper = TorchStepper(model, opt, sched, device, ns_dtype, precision, devices)
+    return stepper, start_step, first_loss
 
 
 def tune_stepper(
@@ -164,11 +214,17 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     device = ray.train.torch.get_device()
 
     restored = restore_checkpoint(args.storage_path, args.name)
+    path, meta = restored if restored is not None else (None, None)
+    precision = for_workers(
+        lambda: decide_precision(args, device.type, meta, str(path)), rank, world
+    )
     stepper, start_step, first_loss = build_stepper(
         args,
-        restored[0] if restored is not None else None,
+        path,
         device,
         wrap=ray.train.torch.prepare_model,
+        precision=precision,
+        devices=world,
     )
     run_loop(
         args,

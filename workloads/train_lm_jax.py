@@ -32,8 +32,15 @@ the Ray side is identical (the same ``TPU`` / ``TPU-<pod type>-head`` resources,
 ``TPU_*`` env, the same slice reservation and ``jax.distributed.initialize``), but the emulated
 hosts set ``JAX_PLATFORMS=cpu``, so each JAX process has ONE CPU device instead of
 ``chips_per_host`` TPU chips, the gradient all-reduce goes over gloo/TCP instead of ICI (DCN
-across slices; MEGASCALE variables are set but unused), compute is float32 (``compute_dtype
-"auto"``), and MFU is not reported unless ``peak_flops_per_device`` is given.
+across slices; MEGASCALE variables are set but unused), and compute is the CPU's precision.
+
+Precision: ``compute_dtype`` when set, else the run's ``precision``
+(:mod:`workloads.precision`, decided once by rank 0 for ``jax.default_backend()``: bf16 on a
+TPU or GPU, on a CPU only with bf16 matrix instructions and a faster measured ``jnp.dot``; a
+checkpoint's recorded one kept under ``auto``), printed once and recorded in every checkpoint.
+MFU is against ``peak_flops_per_device`` when given, else the matmul peak measured at start
+with ``jnp.dot`` in that dtype on one of this worker's devices
+(:func:`workloads.precision.jax_matmul_flops`).
 
 Arguments: :class:`contract.args.train_lm_jax.TrainLmJaxArgs` (names, types, defaults, units); the same
 ``scaling`` shape as :mod:`workloads.train_lm`. ``optimizer`` (default ``"muon"``: Muon at
@@ -44,14 +51,16 @@ naming both.
 
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, first compiled step excluded), ``step_time_s``,
-``mfu`` (or None), ``epoch``, ``devices``, ``processes``.
-Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "devices", "checkpoint",
-"hf_model"}`` (``hf_model``: the Hugging Face folder in the last checkpoint,
-:mod:`workloads.hf_export`).
+``mfu``, ``peak_flops``, ``model_flops``, ``precision``, ``epoch``, ``devices``,
+``processes``.
+Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "peak_flops",
+"model_flops", "precision", "devices", "checkpoint", "hf_model"}`` (``hf_model``: the Hugging Face
+folder in the last checkpoint, :mod:`workloads.hf_export`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -180,10 +189,12 @@ class JaxStepper:
         opt_state: Any,
         optimizer: Any,
         ns_dtype: str = "float32",
+        precision: Any = None,
     ):
         import jax
 
         from workloads import model_jax as M
+        from workloads.precision import Precision
 
         self.cfg = cfg
         self.optimizer_name = args.optimizer
@@ -191,13 +202,17 @@ class JaxStepper:
         self.mesh = M.data_mesh()
         self.params = M.replicate(params, self.mesh)
         self.opt_state = M.replicate(opt_state, self.mesh)
-        self.train_step = M.make_train_step(
-            cfg, optimizer, self.mesh, M.resolve_dtype(args.compute_dtype)
-        )
+        # the run's compute dtype (recorded in every checkpoint); MFU's peak: the catalog's
+        # figure when given, else the one measured at start
+        precision = precision or Precision("fp32", "not decided")
+        if args.peak_flops_per_device:
+            precision = dataclasses.replace(precision, peak_flops=args.peak_flops_per_device)
+        self.precision = precision
+        compute = M.resolve_dtype("bfloat16" if precision.dtype == "bf16" else "float32")
+        self.train_step = M.make_train_step(cfg, optimizer, self.mesh, compute)
         self.devices = jax.device_count()
         self.processes = jax.process_count()
         self.flops_per_token = cfg.flops_per_token()
-        self.peak = args.peak_flops_per_device
 
     def load(self, batch: Any) -> Any:
         from workloads.model_jax import arrow_to_tokens
@@ -223,25 +238,50 @@ class JaxStepper:
             params=self.params,
             step=step,
             opt_state=self.opt_state,
-            extra={"first_loss": first_loss, "ns_dtype": self.ns_dtype},
+            extra={
+                "first_loss": first_loss,
+                "ns_dtype": self.ns_dtype,
+                "precision": self.precision.dtype,
+            },
             optimizer_name=self.optimizer_name,
             hf=final,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
-        from workloads.flops import mfu
+        from workloads.precision import mfu_metrics
 
         return {
-            "mfu": mfu(tokens_per_s, self.flops_per_token, self.peak, self.devices)
-            if tokens_per_s
-            else None,
+            **mfu_metrics(tokens_per_s, self.flops_per_token, self.precision, self.devices),
             "devices": self.devices,
             "processes": self.processes,
         }
 
 
+def decide_precision(args: TrainLmJaxArgs, metadata: dict[str, Any] | None, source: str = ""):
+    """The run's :class:`workloads.precision.Precision` on ``jax.default_backend()``:
+    ``compute_dtype`` when set, else ``args.precision`` (a checkpoint's recorded one kept under
+    ``auto``), its peak measured with :func:`workloads.precision.jax_matmul_flops` at the
+    model's widest matmul."""
+    import jax
+
+    from workloads.precision import decide, for_run, jax_matmul_flops, matmul_shape
+
+    cfg = (
+        ModelConfig(**metadata["model"])
+        if metadata and "model" in metadata
+        else ModelConfig.from_config(args.to_dict())
+    )
+    shape = matmul_shape(cfg.d_model, cfg.mlp_ratio, args.batch_size, cfg.context_length)
+    kw = {"measure": lambda dtype: jax_matmul_flops(dtype, shape), "cuda_bf16": True}
+    platform = jax.default_backend()
+    if args.compute_dtype != "auto":
+        dtype = "fp32" if args.compute_dtype == "float32" else "bf16"
+        return decide(dtype, platform, **kw)
+    return for_run(args.precision, platform, metadata, source, **kw)
+
+
 def build_stepper(
-    args: TrainLmJaxArgs, restored: str | None
+    args: TrainLmJaxArgs, restored: str | None, precision: Any = None
 ) -> tuple[JaxStepper, int, float | None]:
     """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
     (params and optimizer state; the step counter continues) or fresh from ``args``. The
@@ -284,7 +324,9 @@ def build_stepper(
         params, opt_state = M.init_params(cfg, args.seed), None
     if opt_state is None:
         opt_state = jax.tree_util.tree_map(np.asarray, optimizer.init(params))
-    stepper = JaxStepper(args, cfg, params, opt_state, optimizer, ns_dtype)
+    if precision is None:
+        precision = decide_precision(args, saved, str(restored))
+    stepper = JaxStepper(args, cfg, params, opt_state, optimizer, ns_dtype, precision)
     return stepper, start_step, first_loss
 
 
@@ -314,10 +356,12 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         with open(args.placement_log, "a") as f:
             f.write(json.dumps(_placement_record(rank)) + "\n")
 
+    from workloads.precision import for_workers
+
     restored = restore_checkpoint(args.storage_path, args.name)
-    stepper, start_step, first_loss = build_stepper(
-        args, restored[0] if restored is not None else None
-    )
+    path, meta = restored if restored is not None else (None, None)
+    precision = for_workers(lambda: decide_precision(args, meta, str(path)), rank, world)
+    stepper, start_step, first_loss = build_stepper(args, path, precision)
     step = run_loop(
         args, stepper, rank=rank, world=world, start_step=start_step, first_loss=first_loss
     )
@@ -341,7 +385,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     args = TrainLmJaxArgs.parse(config)
     result = fit(JaxTrainer, train_loop_per_worker, args)
     m = result.metrics or {}
-    return {**fit_summary(result), "mfu": m.get("mfu"), "devices": m.get("devices")}
+    return {**fit_summary(result), "devices": m.get("devices")}
 
 
 if __name__ == "__main__":

@@ -41,9 +41,18 @@ Arguments: :class:`contract.args.train_lm_tf.TrainLmTfArgs`; the same ``scaling`
 
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, the first traced step excluded), ``step_time_s``,
-``epoch``, ``replicas``, ``collective``.
+``epoch``, ``replicas``, ``collective``, ``mfu``, ``peak_flops``, ``model_flops``,
+``precision``.
 Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "hf_model",
-"collective"}`` (``hf_model``: the Hugging Face folder in the last checkpoint).
+"collective", "mfu", "peak_flops", "model_flops", "precision"}`` (``hf_model``: the Hugging
+Face folder in the last checkpoint).
+
+Precision: the run's ``precision`` (:mod:`workloads.precision`, decided once by rank 0 for the
+strategy's device, measured with ``tf.linalg.matmul``; a checkpoint's recorded one kept under
+``auto``): ``bf16`` builds the model under Keras' ``mixed_bfloat16`` policy
+(:func:`workloads.model_tf.dtype_policy`: float32 variables and loss, bfloat16 compute);
+recorded in every checkpoint. MFU is against the matmul peak measured at start on this
+worker's threads (:func:`workloads.precision.tf_matmul_flops`).
 """
 
 from __future__ import annotations
@@ -93,11 +102,22 @@ def make_strategy() -> tuple[Any, str]:
 class TfStepper:
     """The TensorFlow side of :func:`workloads.train_loop.run_loop`."""
 
-    def __init__(self, model: Any, optimizer: Any, strategy: Any, grad_clip: float, impl: str):
+    def __init__(
+        self,
+        model: Any,
+        optimizer: Any,
+        strategy: Any,
+        grad_clip: float,
+        impl: str,
+        precision: Any = None,
+    ):
         from workloads.model_tf import make_train_step
+        from workloads.precision import Precision
 
         self.model, self.optimizer, self.collective = model, optimizer, impl
         self.replicas = strategy.num_replicas_in_sync
+        self.precision = precision or Precision("fp32", "not decided")
+        self.flops_per_token = model.cfg.flops_per_token()
         self.train_step = make_train_step(model, optimizer, strategy, grad_clip)
 
     def load(self, batch: Any) -> Any:
@@ -121,12 +141,38 @@ class TfStepper:
             self.model,
             step=step,
             optimizer=self.optimizer,
-            extra={"first_loss": first_loss},
+            extra={"first_loss": first_loss, "precision": self.precision.dtype},
             hf=final,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
-        return {"replicas": self.replicas, "collective": self.collective}
+        from workloads.precision import mfu_metrics
+
+        return {
+            **mfu_metrics(tokens_per_s, self.flops_per_token, self.precision, self.replicas),
+            "replicas": self.replicas,
+            "collective": self.collective,
+        }
+
+
+def decide_precision(
+    args: TrainLmTfArgs, strategy: Any, metadata: dict[str, Any] | None, source: str = ""
+) -> Any:
+    """The run's :class:`workloads.precision.Precision` on the strategy's device
+    (:func:`workloads.precision.for_run`), measured with ``tf.linalg.matmul`` at the model's
+    widest matmul (call after the strategy exists: TensorFlow wants it before any op)."""
+    from workloads import model_tf as M
+    from workloads.lm_config import ModelConfig
+    from workloads.precision import for_run, matmul_shape, tf_matmul_flops
+
+    cfg = (
+        ModelConfig(**metadata["model"])
+        if metadata and "model" in metadata
+        else ModelConfig.from_config(args.to_dict())
+    )
+    shape = matmul_shape(cfg.d_model, cfg.mlp_ratio, args.batch_size, cfg.context_length)
+    kw = {"measure": lambda dtype: tf_matmul_flops(dtype, shape), "cuda_bf16": True}
+    return for_run(args.precision, M.platform(strategy), metadata, source, **kw)
 
 
 def set_threads(threads: int) -> bool:
@@ -163,7 +209,7 @@ def set_threads(threads: int) -> bool:
 
 
 def build_stepper(
-    args: TrainLmTfArgs, restored: str | None, strategy: Any, impl: str
+    args: TrainLmTfArgs, restored: str | None, strategy: Any, impl: str, precision: Any = None
 ) -> tuple[TfStepper, int, float | None]:
     """The stepper, start step and first loss under ``strategy``: from the verified checkpoint
     folder ``restored`` (its model config, weights and optimiser variables, the iteration
@@ -174,7 +220,8 @@ def build_stepper(
     restored iteration counter, not part of the optimiser state).
 
     Muon's Newton-Schulz dtype: ``args.ns_dtype`` resolved for the strategy's devices once per
-    run (:func:`workloads.common.ns_dtype_for_run`).
+    run (:func:`workloads.common.ns_dtype_for_run`). The model is built in ``precision``
+    (decided by the caller for the worker group, else :func:`decide_precision` here).
 
     Raises:
         workloads.checkpoint.CheckpointError: ``restored`` does not verify or does not fit, or
@@ -192,7 +239,9 @@ def build_stepper(
         else ModelConfig.from_config(args.to_dict())
     )
     ns_dtype = ns_dtype_for_run(args.ns_dtype, M.platform(strategy), meta, str(restored))
-    with strategy.scope():
+    if precision is None:
+        precision = decide_precision(args, strategy, meta, str(restored))
+    with strategy.scope(), M.dtype_policy(precision.dtype):
         model = M.TfGPT(cfg, seed=args.seed)
         optimizer = M.make_optimizer(
             args.lr,
@@ -207,7 +256,8 @@ def build_stepper(
     if restored is not None:
         meta = M.restore_into(restored, model, optimizer)
         start_step, first_loss = int(meta["step"]), meta.get("first_loss")
-    return TfStepper(model, optimizer, strategy, args.grad_clip, impl), start_step, first_loss
+    stepper = TfStepper(model, optimizer, strategy, args.grad_clip, impl, precision)
+    return stepper, start_step, first_loss
 
 
 def tune_stepper(
@@ -253,11 +303,12 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     strategy, impl = make_strategy()
 
     from workloads import model_tf as M
+    from workloads.precision import for_workers
 
     restored = restore_checkpoint(args.storage_path, args.name)
-    stepper, start_step, first_loss = build_stepper(
-        args, restored[0] if restored is not None else None, strategy, impl
-    )
+    path, meta = restored if restored is not None else (None, None)
+    precision = for_workers(lambda: decide_precision(args, strategy, meta, str(path)), rank, world)
+    stepper, start_step, first_loss = build_stepper(args, path, strategy, impl, precision)
     step = run_loop(
         args, stepper, rank=rank, world=world, start_step=start_step, first_loss=first_loss
     )

@@ -198,10 +198,12 @@ def fit(trainer_cls: Any, worker_fn: Callable[[dict[str, Any]], None], args: Tra
 
 
 def fit_summary(result: Any) -> dict[str, Any]:
-    """The result keys both trainers return, from a ``ray.train.Result``: ``steps``,
-    ``first_loss``, ``last_loss``, ``tokens_per_s``, ``checkpoint`` (path or None) and
-    ``hf_model`` (``<checkpoint>/hf``, the Hugging Face model folder a finished run writes into
-    its last checkpoint, :mod:`workloads.hf_export`; None without a checkpoint)."""
+    """The result keys every trainer returns, from a ``ray.train.Result``: ``steps``,
+    ``first_loss``, ``last_loss``, ``tokens_per_s``, ``checkpoint`` (path or None), ``hf_model``
+    (``<checkpoint>/hf``, the Hugging Face model folder a finished run writes into its last
+    checkpoint, :mod:`workloads.hf_export`; None without a checkpoint) and the run's ``mfu``,
+    ``peak_flops``, ``model_flops`` (FLOP/s) and ``precision``
+    (:func:`workloads.precision.mfu_metrics`; None where the trainer did not report them)."""
     from contract.checkpoint import HF_SUBDIR
 
     m = result.metrics or {}
@@ -213,6 +215,7 @@ def fit_summary(result: Any) -> dict[str, Any]:
         "tokens_per_s": m.get("tokens_per_s"),
         "checkpoint": path,
         "hf_model": f"{path.rstrip('/')}/{HF_SUBDIR}" if path else None,
+        **{k: m.get(k) for k in ("mfu", "peak_flops", "model_flops", "precision")},
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from contract.args.base import WorkloadArgs, arg
 
@@ -34,6 +34,12 @@ class EvaluateArgs(WorkloadArgs):
         minimum=0,
     )
     val_seed: int = arg(0, "seed of the validation sample (the same rows each run)")
+    precision: Literal["auto", "bf16", "fp32"] = arg(
+        "auto",
+        "compute dtype of the validation loss and the sample (loss summed in float32); auto = "
+        "bf16 where the CPU/GPU multiplies it natively and measures faster, else fp32 "
+        "(workloads/precision.py)",
+    )
     torch_threads: int | None = arg(
         None,
         "torch threads; None = its Ray CPUs in a Ray worker, else all CPUs",

@@ -123,6 +123,13 @@ class TrainArgs(WorkloadArgs):
         "dtype of Muon's Newton-Schulz iterations; auto = float32 on CPU, bfloat16 on GPU/TPU "
         "(decided once per run, kept from the checkpoint on resume)",
     )
+    precision: Literal["auto", "bf16", "fp32"] = arg(
+        "auto",
+        "compute dtype (autocast / mixed precision; weights, optimizer state and loss stay "
+        "float32); auto = bf16 where the device multiplies it natively and measures faster "
+        "(AMX / AVX512-BF16 CPUs, GPUs, TPUs), else fp32 (workloads/precision.py; decided once "
+        "per run, recorded in the checkpoint, kept on resume)",
+    )
     warmup: int = arg(50, "linear warm-up before cosine decay", "steps", minimum=0)
     checkpoint_every: int = arg(
         100,

@@ -31,10 +31,13 @@ class TrainLmJaxArgs(TrainArgs):
     )
     grad_clip: float = arg(1.0, "global gradient-norm clip", "norm", minimum=0)
     compute_dtype: Literal["auto", "bfloat16", "bf16", "float32"] = arg(
-        "auto", "matmul dtype; auto = bfloat16 on TPU/GPU, float32 on CPU"
+        "auto", "matmul dtype; auto = the precision argument's choice (workloads/precision.py)"
     )
     peak_flops_per_device: float | None = arg(
-        None, "peak FLOP/s of one chip/GPU (catalog) for MFU; None = no MFU", "FLOP/s", minimum=0
+        None,
+        "peak FLOP/s of one chip/GPU (catalog) for MFU; None = measured at start (jnp.dot)",
+        "FLOP/s",
+        minimum=0,
     )
     placement_log: str | None = arg(
         None, "local JSONL file: one line per worker with where it ran (tests)", "path"

@@ -53,7 +53,12 @@ SUMMARY_KEYS = (
     "val_loss",
     "xz_nats_per_byte",
     "val_vs_xz",
+    "ppmd_nats_per_byte",
+    "val_vs_ppmd",
     "tokens_per_s",
+    "mfu",
+    "peak_flops",
+    "precision",
     "checkpoint",
     "hf_model",
     "sample",
@@ -294,7 +299,8 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     checkpoint = ev.get("checkpoint") or train.get("checkpoint")
     return {
         "rows": prep.get("rows"),
-        "val_rows": prep.get("val_rows"),
+        # the rows evaluate computed the loss on (its max_val_rows draw), else the split's
+        "val_rows": ev.get("val_rows", prep.get("val_rows")),
         "files": prep.get("files"),
         "skipped_by": {k: v for k, v in (prep.get("skipped_by") or {}).items() if v} or None,
         "steps": train.get("steps"),
@@ -304,7 +310,15 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         # xz -9e on the same validation rows (workloads/evaluate.py xz_nats_per_byte); < 1 beats it
         "xz_nats_per_byte": ev.get("xz_nats_per_byte"),
         "val_vs_xz": ev.get("val_vs_xz"),
+        # PPMd order 16 (7-Zip's text compressor) on the same rows (evaluate ppmd_nats_per_byte)
+        "ppmd_nats_per_byte": ev.get("ppmd_nats_per_byte"),
+        "val_vs_ppmd": ev.get("val_vs_ppmd"),
         "tokens_per_s": train.get("tokens_per_s"),
+        # model FLOP/s over the workers' measured matmul peak in the run's dtype
+        # (workloads/precision.py mfu_metrics)
+        "mfu": train.get("mfu"),
+        "peak_flops": train.get("peak_flops"),
+        "precision": train.get("precision"),
         "checkpoint": checkpoint,
         "hf_model": hf_model(checkpoint),
         "sample": ev.get("sample"),

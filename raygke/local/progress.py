@@ -75,18 +75,25 @@ def _num(value: Any, fmt: str) -> str | None:
 
 
 def figures(event: Mapping[str, Any]) -> str:
-    """The stage's figures of an event, e.g. ``loss 2.891  12,271 tokens/s`` or
-    ``1,758 files  116,046 rows`` (only those present)."""
+    """The stage's figures of an event, e.g. ``loss 2.891  12,271 tokens/s  MFU 41.3% fp32``
+    or ``1,758 files  116,046 rows`` (only those present; MFU: a trainer's model FLOP/s over its
+    measured matmul peak in its ``precision``, :mod:`workloads.precision`)."""
     parts = []
     for key, fmt, label in (
         ("files", ",", " files"),
         ("rows", ",", " rows"),
         ("loss", ".3f", ""),
         ("tokens_per_s", ",.0f", " tokens/s"),
+        ("mfu", ".1%", ""),
     ):
         shown = _num(event.get(key), fmt)
-        if shown is not None and not (key == "tokens_per_s" and not event[key]):
-            parts.append(f"loss {shown}" if key == "loss" else shown + label)
+        if shown is not None and not (key in ("tokens_per_s", "mfu") and not event[key]):
+            if key == "loss":
+                shown = f"loss {shown}"
+            elif key == "mfu":
+                dtype = event.get("precision")
+                shown = f"MFU {shown}" + (f" {dtype}" if isinstance(dtype, str) else "")
+            parts.append(shown + label)
     return "  ".join(parts)
 
 

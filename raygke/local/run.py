@@ -102,7 +102,7 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_column("what")
     table.add_column("value", overflow="fold")
     table.add_row("rows (train windows)", num(summary["rows"], ","))
-    table.add_row("validation rows", num(summary.get("val_rows"), ","))
+    table.add_row("validation rows (scored)", num(summary.get("val_rows"), ","))
     table.add_row(
         "corpus files", Text(corpus_files(summary.get("files"), summary.get("skipped_by")))
     )
@@ -114,7 +114,18 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_row("validation loss (nats/byte)", num(summary["val_loss"], ".3f"))
     table.add_row("xz -9e, same rows (nats/byte)", num(summary.get("xz_nats_per_byte"), ".3f"))
     table.add_row("model / xz (< 1 beats xz)", num(summary.get("val_vs_xz"), ".3f"))
+    table.add_row(
+        "PPMd order 16, same rows (nats/byte)", num(summary.get("ppmd_nats_per_byte"), ".3f")
+    )
+    table.add_row("model / PPMd (< 1 beats PPMd)", num(summary.get("val_vs_ppmd"), ".3f"))
     table.add_row("tokens/s", num(summary["tokens_per_s"], ",.0f"))
+    mfu, peak = summary.get("mfu"), summary.get("peak_flops")
+    table.add_row(
+        "MFU (model FLOP/s / measured matmul peak)",
+        "-"
+        if mfu is None
+        else f"{mfu:.1%} of {peak / 1e9:,.1f} GFLOP/s {summary.get('precision') or ''}".rstrip(),
+    )
     table.add_row("checkpoint", summary["checkpoint"] or "-")
     table.add_row("Hugging Face model", summary.get("hf_model") or "-")
     table.add_row("sample", Text(repr(summary["sample"])) if summary["sample"] else "-")

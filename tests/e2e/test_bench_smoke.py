@@ -43,12 +43,12 @@ CASES = [
 ]
 
 
-@functools.cache  # one run per script per session, shared by the tests below
-def run_smoke(script: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+@functools.cache  # one run per script (and mode) per session, shared by the tests below
+def run_smoke(script: str, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("RAY_ADDRESS", None)  # never join another Ray instance on this machine
     return subprocess.run(
-        [sys.executable, str(BENCH / script), "--smoke"],
+        [sys.executable, str(BENCH / script), "--smoke", *extra],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -81,9 +81,12 @@ def test_step_benchmarks_report_tokens_per_second(script: str) -> None:
     summary = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
     assert summary["tokens_per_s"] > 0
     assert summary["step_time_s"] > 0
-    # MFU only where a peak is known: none on CPU, so the ratio line says n/a there.
+    # torch_step measures its peak (workloads/precision.py), so it has an MFU everywhere;
+    # jax_step only where a peak is known: none on CPU, so the ratio line says n/a there.
     ratio = RATIO.search(proc.stdout)
     assert ratio is not None and ratio["name"] == "mfu"
+    if script == "torch_step.py":
+        assert summary["mfu"] > 0 and summary["dtype"] == summary["precision"]["dtype"]
     if summary["peak_tflops_per_device"] is None:
         assert summary["mfu"] is None and ratio["value"] == "n/a"
     else:
@@ -99,3 +102,20 @@ def test_contention_trains_with_the_threads_of_its_ray_cpus() -> None:
     assert summary["ray_cpus"] == 1.0
     assert summary["threads"] == 1 and summary["interop_threads"] == 1
     assert summary["tokens_per_s_median"]["quiet"] > 0
+
+
+def test_torch_step_compares_bf16_with_fp32_and_shows_both_mfus() -> None:
+    """``bench/torch_step.py --compare``: the step in fp32 and in bf16 autocast, the ratio of
+    their step times and each one's MFU against its own dtype's measured matmul peak."""
+    proc = run_smoke("torch_step.py", "--compare")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    ratios = RATIO.findall(proc.stdout)
+    assert [name for name, _ in ratios] == ["bf16/fp32 step time"], proc.stdout
+    summary = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    runs = summary["runs"]
+    assert set(runs) == {"fp32", "bf16"}
+    assert all(r["mfu"] > 0 and r["peak_tflops_per_device"] > 0 for r in runs.values())
+    want = runs["bf16"]["step_time_s"] / runs["fp32"]["step_time_s"]
+    assert float(ratios[0][1]) == pytest.approx(want, rel=1e-3)
+    assert "MFU fp32 " in proc.stdout and " vs bf16 " in proc.stdout
+    assert summary["precision"]["dtype"] in ("fp32", "bf16")

@@ -70,6 +70,16 @@ def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
         read_manifest(out["checkpoint"])["files"]
     )
     assert not (Path(out["checkpoint"]).parent / "checkpoint_00000020" / "hf").exists()
+    # MFU: model FLOP/s over the worker's matmul peak, measured at start in the run's dtype
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.precision import cpu_flags, native_bf16
+
+    assert 0 < out["mfu"] <= 1 and out["peak_flops"] > 0
+    assert out["mfu"] == pytest.approx(out["model_flops"] / out["peak_flops"])
+    # auto: fp32 on a CPU without bf16 matrix instructions (this AMD EPYC, AVX2 only)
+    if not native_bf16(cpu_flags()):
+        assert out["precision"] == "fp32"
+    assert verify_checkpoint(out["checkpoint"])["precision"] == out["precision"]
 
     ev = evaluate.main(
         {
@@ -85,6 +95,10 @@ def test_train_lowers_loss_and_evaluate_reads_final_checkpoint(
     assert ev["val_loss"] < math.log(256) - 1.5
     assert ev["sample"].startswith("def ")
     assert len(ev["sample"].encode()) >= 20
+    # val_rows: the rows the loss was computed on (context 32: 32 scored bytes per row)
+    assert ev["val_rows"] == len(evaluate.load_validation(str(tiny_dataset), 4096))
+    assert ev["val_bytes"] == 32 * ev["val_rows"]
+    assert ev["ppmd_nats_per_byte"] > 0 and ev["val_vs_ppmd"] > 0
 
 
 def test_killed_worker_resumes_and_counts_every_step_once(

@@ -75,3 +75,72 @@ def torch_equal(a, b) -> bool:
     import torch
 
     return a.shape == b.shape and bool(torch.equal(a, b))
+
+
+def test_ppmd_figure_is_ppmd_order_16_size_in_nats_per_byte() -> None:
+    import pyppmd
+
+    from workloads.evaluate import ppmd_nats_per_byte
+
+    text = np.frombuffer(b"def f(x):\n    return x + 1\n" * 200, np.uint8)[: 64 * 65]
+    rows = text.reshape(64, 65)
+    enc = pyppmd.Ppmd7Encoder(16, 64 << 20)
+    want = enc.encode(rows.tobytes()) + enc.flush()
+    assert ppmd_nats_per_byte(rows) == pytest.approx(8 * math.log(2) * len(want) / rows.size)
+    # PPMd models repeated text better than xz's LZ77 + range coder
+    assert ppmd_nats_per_byte(rows) < xz_nats_per_byte(rows)
+    noise = np.random.default_rng(0).integers(0, 256, (64, 65), dtype=np.uint8)
+    assert ppmd_nats_per_byte(noise) > 5.0  # random bytes stay near 8 ln 2 = 5.545
+    with pytest.raises(ValueError, match="no bytes"):
+        ppmd_nats_per_byte(np.zeros((0, 65), np.uint8))
+
+
+def _model(context: int = 16):
+    import torch
+
+    from workloads.lm_config import ModelConfig
+    from workloads.model_torch import GPT
+
+    torch.manual_seed(0)
+    return GPT(ModelConfig(d_model=32, n_layers=2, n_heads=2, context_length=context))
+
+
+def test_the_kv_cache_sample_equals_the_full_forward_sample() -> None:
+    from workloads.evaluate import generate
+
+    model = _model(context=16)
+    # 30 bytes after a 4-byte prompt: cached up to the context's 16 positions, then full passes
+    for temperature, seed in ((0.0, 0), (0.8, 3)):
+        cached = generate(model, "def ", 30, temperature, seed, cached=True)
+        full = generate(model, "def ", 30, temperature, seed, cached=False)
+        assert cached == full and len(cached.encode("utf-8", "replace")) >= 30
+
+
+def test_the_kv_cache_sample_runs_under_bf16_autocast() -> None:
+    from workloads.evaluate import generate
+
+    model = _model(context=16)
+    text = generate(model, "def ", 20, 0.0, 0, precision="bf16", cached=True)
+    assert text.startswith("def ")
+
+
+def test_evaluate_reports_the_rows_it_scored_ppmd_and_its_precision(tmp_path) -> None:
+    from workloads.evaluate import main
+    from workloads.model_torch import save_checkpoint
+
+    ds = _dataset(tmp_path / "ds", files=3, rows=40)  # 120 validation rows, context 8
+    ckpt = save_checkpoint(tmp_path / "ckpt", model=_model(context=8), step=3)
+    out = main(
+        {
+            "dataset": ds,
+            "checkpoint": str(ckpt),
+            "max_val_rows": 50,
+            "sample_bytes": 5,
+            "precision": "fp32",
+            "torch_threads": 1,
+        }
+    )
+    assert out["val_rows"] == 50 and out["val_bytes"] == 50 * 8
+    assert out["precision"] == "fp32" and out["step"] == 3
+    assert out["val_vs_ppmd"] == pytest.approx(out["val_loss"] / out["ppmd_nats_per_byte"])
+    assert out["val_vs_xz"] == pytest.approx(out["val_loss"] / out["xz_nats_per_byte"])

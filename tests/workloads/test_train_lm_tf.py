@@ -63,7 +63,31 @@ def test_restore_applies_the_new_lr_on_the_restored_schedule_position(tmp_path: 
     assert all(np.array_equal(a, b) for a, b in zip(got_vars, donor_vars, strict=True))
     restored.step(tokens)
     assert int(restored.optimizer.iterations) == 4
-    assert restored.extra_metrics(0.0) == {"replicas": 1, "collective": "none"}
+    extra = restored.extra_metrics(0.0)
+    assert (extra["replicas"], extra["collective"], extra["mfu"]) == (1, "none", None)
+
+
+def test_bf16_builds_a_mixed_bfloat16_model_with_float32_weights_and_loss(tmp_path: Path) -> None:
+    """precision bf16 (forced: this CPU may not multiply bf16 natively): Keras' mixed_bfloat16
+    policy for every layer, float32 variables, a float32 loss, recorded in the checkpoint."""
+    import keras
+    import tensorflow as tf
+
+    from contract.args.train_lm_tf import TrainLmTfArgs
+    from workloads.checkpoint import verify_checkpoint
+    from workloads.train_lm_tf import tune_stepper
+
+    stepper, _, _ = tune_stepper(TrainLmTfArgs.parse({**TINY, "precision": "bf16"}), None, 1)
+    assert stepper.precision.dtype == "bf16" and stepper.precision.peak_flops > 0
+    assert stepper.model.blocks[0].qkv.dtype_policy.name == "mixed_bfloat16"
+    assert {v.dtype for v in stepper.model.trainable_variables} == {"float32"}
+    assert keras.config.dtype_policy().name == "float32"  # the global policy was restored
+    tokens = tf.constant(np.random.default_rng(0).integers(0, 256, (4, 17)).astype(np.int32))
+    loss, n = stepper.step(tokens)
+    assert 4.5 < loss < 6.5 and n == 64  # about ln(256) untrained
+    path = stepper.save(str(tmp_path / "ckpt"), step=1, first_loss=loss)
+    assert verify_checkpoint(path)["precision"] == "bf16"
+    assert stepper.extra_metrics(1000.0)["mfu"] > 0
 
 
 def test_threads_apply_in_a_fresh_process_and_are_kept_after_tensorflow_started() -> None:

@@ -77,6 +77,9 @@ def test_figures() -> None:
     assert figures({"loss": 2.8913, "tokens_per_s": 12271.4}) == "loss 2.891  12,271 tokens/s"
     assert figures({"files": 1758, "rows": 116046}) == "1,758 files  116,046 rows"
     assert figures({"loss": None, "tokens_per_s": 0.0}) == ""
+    event = {"loss": 2.8913, "tokens_per_s": 12271.4, "mfu": 0.41349, "precision": "fp32"}
+    assert figures(event) == "loss 2.891  12,271 tokens/s  MFU 41.3% fp32"
+    assert figures({"loss": 2.0, "mfu": None, "precision": "bf16"}) == "loss 2.000"
 
 
 def _plain(lines: int = 5) -> tuple[PlainStage, Console]:
