@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.cluster.maintenance import exclusion_inputs
 from components.cluster.render import gateway_api_channel, nap_resource_limits
 from components.security.iam import CLOUD_PLATFORM_SCOPE
 from components.stack import StackConfig, nap_needs
@@ -197,7 +198,20 @@ class Cluster(pulumi.ComponentResource):
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
                 daily_maintenance_window=gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
                     start_time=cc.maintenance_window.start_time
-                )
+                ),
+                # Upgrades that wait for the job (components.cluster.maintenance).
+                maintenance_exclusions=[
+                    gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                        exclusion_name=e["exclusion_name"],
+                        start_time=e["start_time"],
+                        end_time=e["end_time"],
+                        exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                            scope=e["scope"], end_time_behavior=e["end_time_behavior"]
+                        ),
+                    )
+                    for e in exclusion_inputs(cc.maintenance_exclusions)
+                ]
+                or None,
             ),
             deletion_protection=cc.deletion_protection,
             resource_labels={**cfg.labels, **cc.labels},

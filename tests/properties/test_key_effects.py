@@ -52,6 +52,12 @@ STEERS_CHECKS_ONLY = {
     "ray.images.tpu.architectures",
     "ray.images.gpu-tf.architectures",
 }
+# A maintenance exclusion for a stack that declares none (cluster.maintenance_exclusions).
+EXCLUSION = {
+    "name": "run",
+    "start_time": "2026-12-01T00:00:00Z",
+    "end_time": "2026-12-08T00:00:00Z",
+}
 # Keys of the local environment (`raygke local`): they must change the local target instead.
 LOCAL_PREFIX = "local."
 
@@ -308,6 +314,23 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         out = _set(data, (*path[:-1], "fallback"), [])
         out = _set(out, (*path[:-1], "max_run_duration_seconds"), None)
         yield _set(out, path, False)
+        return
+    if schema == "cluster.maintenance_exclusions" and value == []:  # dev declares none
+        yield _set(data, path, [EXCLUSION])
+        return
+    if schema.startswith("cluster.maintenance_exclusions[]."):  # RFC 3339 times, one end
+        if key == "start_time":
+            yield _set(data, path, "2026-11-01T00:00:00Z")
+        elif key in ("end_time", "until_end_of_support"):  # the other kind of end
+            eos = not _get_dumped(data, path[:-1])["until_end_of_support"]
+            out = _set(data, (*path[:-1], "until_end_of_support"), eos)
+            yield _set(out, (*path[:-1], "end_time"), None if eos else "2027-01-01T00:00:00Z")
+        elif key == "scope":
+            for new in ("NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES", "NO_UPGRADES"):
+                if new != value:
+                    yield _set(data, path, new)
+        else:
+            yield _set(data, path, f"{value}x")
         return
     if schema == "jobs[].slices" and value is None:  # a TPU job on 1 slice, or elastic 1-2
         yield _set(data, path, {"min": 1, "max": 1})
