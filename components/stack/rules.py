@@ -419,6 +419,14 @@ def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
     yield from problems_of(stack_rules(cfg), "capacity")
 
 
+def fuse_caches_fit_boot_disks(cfg: StackConfig) -> Iterable[Problem]:
+    """GCS FUSE file caches on ephemeral storage fit the boot disks of the pools they run on
+    (:func:`components.storage.fuse.cache_problems`, which cites GKE's performance guide)."""
+    from components.storage.fuse import cache_problems
+
+    yield from cache_problems(cfg)
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -467,6 +475,16 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
+    _rule(
+        fuse_caches_fit_boot_disks,
+        "buckets",
+        "workload_identities",
+        "node_pools",
+        "ray_clusters",
+        "jobs",
+        "project",
+        "cluster",
+    ),
     # project and region too: flavors and queues are built from the rendered node pools, which
     # need the stack's Context (components.stack.plan.context)
     _rule(

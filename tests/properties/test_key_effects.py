@@ -393,6 +393,9 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "placement_strategy": ["SPREAD", "STRICT_PACK"],
             "max_run_duration": ["1d"],
             "cohort": ["shared"],
+            "hierarchical_namespace": [False, True],  # buckets.*
+            "fuse_profile": ["model", "plain", "dataset"],
+            "file_cache_size": ["1Gi", "0"],
         }
         if key == "queue":
             for q in (data.get("capacity") or {}).get("local_queues", []):
@@ -467,6 +470,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "upgrade_strategy": ["None", "NewCluster"],
             "when_unsatisfiable": ["ScaleUpAnyway", "DoNotScaleUp"],  # compute_classes[]
             "checkpoint": _names(data, "jobs"),
+            "file_cache_medium": ["memory", "ephemeral"],  # buckets.file_cache_medium
         }
         for new in literals.get(key, []):
             if new != value:
