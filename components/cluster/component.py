@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.capacity.superslice import super_slicing_pools
 from components.cluster.maintenance import exclusion_inputs
 from components.cluster.render import gateway_api_channel, nap_resource_limits
 from components.security.iam import CLOUD_PLATFORM_SCOPE
@@ -131,6 +132,13 @@ class Cluster(pulumi.ComponentResource):
                 )
             ]
             if cfg.kuberay.mode == "gke-addon"
+            else None,
+            # GKE's slice controller stitches TPU7x cubes into super-slices
+            # (components.capacity.superslice); set only where a pool asks for it.
+            slice_controller_config=gcp.container.ClusterAddonsConfigSliceControllerConfigArgs(
+                enabled=True
+            )
+            if super_slicing_pools(cfg)
             else None,
         )
         self.cluster = gcp.container.Cluster(

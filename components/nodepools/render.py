@@ -46,6 +46,8 @@ class NodePoolSpec:
         workload_policy: the workload policy of a TPU7x multi-host slice
             (``{"type": "HIGH_THROUGHPUT", "accelerator_topology": "4x4x4"}``, the fields of
             ``gcp.compute.ResourcePolicy(workload_policy=...)``), else None.
+        super_slicing: a cube of a TPU7x super-slicing pool (:mod:`components.capacity.superslice`:
+            its workload policy provisions only, GKE's slice controller stitches cubes).
         placement_policy_name: name of that resource policy (:func:`workload_policy_name`),
             the node pool's ``placement_policy.policy_name``.
         accelerator_type / accelerator_count: GPU ``guest_accelerators`` (GPU pools only).
@@ -71,6 +73,7 @@ class NodePoolSpec:
     placement_policy: str | None = None
     workload_policy: dict[str, str] | None = None
     placement_policy_name: str | None = None
+    super_slicing: bool = False
     accelerator_type: str | None = None
     accelerator_count: int = 0
     driver_version: str | None = None
@@ -201,6 +204,10 @@ def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
     for i in range(pool.max_slices):
         name = f"{pool.name}-{i}"
         policy = s.workload_policy
+        if policy and pool.super_slicing:  # the cube is provisioned, the slice controller stitches
+            from components.capacity.superslice import PROVISION_ONLY
+
+            policy = {**policy, "accelerator_topology_mode": PROVISION_ONLY}
         specs.append(
             NodePoolSpec(
                 name=name,
@@ -211,6 +218,7 @@ def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
                 placement_policy="COMPACT",
                 workload_policy=policy,
                 placement_policy_name=workload_policy_name(ctx.cluster, name) if policy else None,
+                super_slicing=pool.super_slicing,
                 **common,
             )
         )

@@ -427,6 +427,15 @@ def fuse_caches_fit_boot_disks(cfg: StackConfig) -> Iterable[Problem]:
     yield from cache_problems(cfg)
 
 
+def super_slicing_supported(cfg: StackConfig) -> Iterable[Problem]:
+    """TPU7x super-slicing pools only where the catalog, the cluster's GKE version and channel and
+    Kueue allow them (:func:`components.capacity.superslice.problems`, which cites GKE's dynamic
+    slicing pages and xpk)."""
+    from components.capacity.superslice import problems
+
+    yield from problems(cfg)
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -475,6 +484,7 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
+    _rule(super_slicing_supported, "node_pools", "cluster", "capacity"),
     _rule(
         fuse_caches_fit_boot_disks,
         "buckets",

@@ -332,6 +332,16 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         else:
             yield _set(data, path, f"{value}x")
         return
+    if schema == "capacity.topology":
+        for new in ("required", "preferred", "off"):
+            if new != value:
+                yield _set(data, path, new)
+        return
+    if schema == "node_pools[].super_slicing" and value is False:
+        out = _super_slicing_pool(data, path[:-1])
+        if out is not None:
+            yield out
+        return
     if schema == "jobs[].slices" and value is None:  # a TPU job on 1 slice, or elastic 1-2
         yield _set(data, path, {"min": 1, "max": 1})
         yield _set(data, path, {"min": 1, "max": 2})
@@ -480,6 +490,48 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         if key == "name" or key in ("project",):
             renamed = _rename_everywhere(_full(data), value, new)
             yield _set(renamed, path, new)
+
+
+def _super_slicing_pool(data: dict[str, Any], pool_path: Path) -> dict[str, Any] | None:
+    """``data`` with the TPU pool at ``pool_path`` made a TPU7x 4x4x4 super-slicing pool (a
+    reservation, the zone accepted as unlisted, the cluster on RAPID at the version dynamic
+    slicing needs, NAP off, its flavors' TPU quota one cube per slice), None for a pool Kueue does not queue: super-slicing is
+    refused elsewhere (components/capacity/superslice.py)."""
+    from components.capacity.superslice import MIN_GKE_VERSION
+
+    pool = _get(data, pool_path)
+    if "tpu" not in pool:
+        return None
+    flavors = {
+        f["pool"]
+        for q in (data.get("capacity") or {}).get("cluster_queues", [])
+        for f in q["flavors"]
+    }
+    if pool["name"] not in flavors:
+        return None
+    out = _full(data)
+    p = _get(out, pool_path)
+    p.update(
+        tpu={"generation": "tpu7x", "topology": "4x4x4"},
+        provisioning="reservation",
+        reservation="ironwood",
+        allow_unlisted_zone=True,
+        super_slicing=True,
+    )
+    p.pop("max_run_duration", None)
+    out["cluster"] = {
+        **out["cluster"],
+        "release_channel": "RAPID",
+        "min_master_version": MIN_GKE_VERSION,
+    }
+    out["nap"] = {**out["nap"], "enabled": False}  # NAP's limits would not cover the cubes
+    cube = 64 * p.get("max_slices", 1)  # chips of the pool's cubes
+    for q in out["capacity"]["cluster_queues"]:
+        for f in q["flavors"]:
+            if f["pool"] == p["name"]:
+                f["nominal"] = {**f["nominal"], "google.com/tpu": cube}
+                f.pop("borrowing_limit", None)
+    return out
 
 
 def _get_dumped(data: dict[str, Any], path: Path) -> Any:
