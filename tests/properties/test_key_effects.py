@@ -332,6 +332,30 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         else:
             yield _set(data, path, f"{value}x")
         return
+    if schema.startswith("buckets.") and key in (
+        "hierarchical_namespace",
+        "fuse_profile",
+        "file_cache_size",
+        "versioning",
+        "noncurrent_version_days",
+    ):  # (a bucket block the file may leave out; HNS, on for checkpoints, refuses versioning)
+        news = {
+            "hierarchical_namespace": [path[-2] != "checkpoints"],  # not the purpose's default
+            "fuse_profile": ["model", "plain", "dataset"],
+            "file_cache_size": ["1Gi", "0"],
+            "versioning": [not value],
+            "noncurrent_version_days": [3, 5],
+        }[key]
+        for new in news:
+            if new == value:
+                continue
+            out = _set(data, path, new)
+            if key in ("versioning", "noncurrent_version_days") and new:
+                out = _set(out, (*path[:-1], "hierarchical_namespace"), False)
+                if key == "noncurrent_version_days":
+                    out = _set(out, (*path[:-1], "versioning"), True)
+            yield out
+        return
     if schema == "capacity.topology":
         for new in ("required", "preferred", "off"):
             if new != value:
@@ -403,9 +427,6 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "placement_strategy": ["SPREAD", "STRICT_PACK"],
             "max_run_duration": ["1d"],
             "cohort": ["shared"],
-            "hierarchical_namespace": [False, True],  # buckets.*
-            "fuse_profile": ["model", "plain", "dataset"],
-            "file_cache_size": ["1Gi", "0"],
         }
         if key == "queue":
             for q in (data.get("capacity") or {}).get("local_queues", []):
@@ -563,6 +584,7 @@ PURE_KINDS = frozenset(
         "LimitRange",
         "ResourceQuota",
         "NetworkPolicy",
+        "Topology",
         "ResourceFlavor",
         "ClusterQueue",
         "LocalQueue",
