@@ -53,7 +53,6 @@ SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 SLICE_CONTROLLER = "accelerator.gke.io/slice"
 SLICE_CHECK = "tpu-slice"
 TOPOLOGY = "tpu7x-superslice"
-PROVISION_ONLY = "PROVISION_ONLY"
 TOPOLOGIES = {
     TOPOLOGY: ("cloud.google.com/gce-topology-block", PARTITION_LABEL, "kubernetes.io/hostname")
 }
@@ -98,7 +97,6 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
     """Where the catalog, the cluster or Kueue says a super-slicing pool cannot be, one problem
     each at the pool's ``super_slicing`` (or the cluster field to change)."""
     from components import catalog
-    from components.capacity.render import flavor_pools
     from components.stack.problems import Problem
 
     pools = super_slicing_pools(cfg)
@@ -123,7 +121,7 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
                 f"reservation: <name> ({DOC})",
                 "super-slicing",
             )
-        if name not in flavor_pools(cfg):
+        if not any(f.pool == name for q in cfg.capacity.cluster_queues for f in q.flavors):
             yield Problem(
                 at,
                 f"{at}: super-slices are admitted by Kueue (TAS and the {SLICE_CONTROLLER} "

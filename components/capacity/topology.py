@@ -154,11 +154,11 @@ def annotate_worker_groups(
     """Add :func:`podset_topology` to each worker group of a queued RayJob's ``rayClusterSpec``
     or a queued RayCluster's ``spec`` (in place): ``pools`` maps group name -> config pool; the
     pod count is ``maxReplicas x numOfHosts`` (the most the group holds at once)."""
-    from components.capacity.render import pool_specs
+    from components.nodepools.render import specs_for_pool
 
     for g in cluster_spec.get("workerGroupSpecs") or []:
         pool = pools.get(g["groupName"])
-        specs = pool_specs(cfg, pool) if pool else []
+        specs = specs_for_pool(cfg, pool) if pool else []
         if not specs:
             continue
         hosts = int(g.get("numOfHosts") or 1)

@@ -47,45 +47,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import Any
 
+from components.cluster.model import MAINTENANCE_DOC, parse_time
 from components.stack.problems import Problem
 
-if TYPE_CHECKING:
-    from components.cluster.model import ClusterConfig, MaintenanceExclusion
-    from components.stack.model import StackConfig
-
+# The limits the model checks live with it (components.cluster.model): MAX_EXCLUSIONS,
+# NO_UPGRADES_MAX_SECONDS, parse_time, MAINTENANCE_DOC.
 WINDOW_SECONDS = 4 * 3600
 DAY_SECONDS = 24 * 3600
-MAX_EXCLUSIONS = 20
-NO_UPGRADES_MAX_SECONDS = 30 * DAY_SECONDS
 NODE_SCOPES = frozenset({"NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"})
-SCOPES = ("NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES")
 UNTIL_END_OF_SUPPORT = "UNTIL_END_OF_SUPPORT"
-DOC = "https://cloud.google.com/kubernetes-engine/docs/concepts/maintenance-windows-and-exclusions"
+DOC = MAINTENANCE_DOC
 
 
-def parse_time(value: str) -> datetime:
-    """An RFC 3339 time in UTC (``2026-12-01T00:00:00Z``) as an aware ``datetime``.
-
-    Raises:
-        ValueError: not RFC 3339 with a ``Z`` or ``+00:00`` offset (GKE returns exclusion times
-            in UTC, and pulumi-gcp documents "Zulu" format: any other offset would diff forever).
-    """
-    try:
-        t = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(
-            f"{value!r} is not an RFC 3339 time such as 2026-12-01T00:00:00Z"
-        ) from None
-    if t.tzinfo is None or t.utcoffset() != timedelta(0):
-        raise ValueError(f"{value!r} must be in UTC, written with Z (2026-12-01T00:00:00Z)")
-    return t.astimezone(UTC)
-
-
-def exclusion_inputs(exclusions: Sequence[MaintenanceExclusion]) -> list[dict[str, Any]]:
-    """The cluster's ``maintenancePolicy.maintenanceExclusions``, one dict per exclusion, in the
+def exclusion_inputs(exclusions: Sequence[Any]) -> list[dict[str, Any]]:
+    """The cluster's ``maintenancePolicy.maintenanceExclusions``, one dict per exclusion
+    (``cluster.maintenance_exclusions``, :class:`components.cluster.model.MaintenanceExclusion`), in the
     order given: ``{"exclusion_name", "start_time", "end_time" (None with end of support),
     "scope", "end_time_behavior" (``UNTIL_END_OF_SUPPORT`` or None)}`` - the pulumi-gcp 10.2.0
     ``ClusterMaintenancePolicyMaintenanceExclusionArgs`` fields (exactly one of ``end_time`` and
@@ -153,8 +132,9 @@ def _merged(spans: Iterable[tuple[datetime, datetime]]) -> list[tuple[datetime, 
     return out
 
 
-def upgrade_free_seconds(cluster: ClusterConfig) -> Stretch | None:
-    """The longest stretch in which GKE may start no node upgrade (see the module docstring).
+def upgrade_free_seconds(cluster: Any) -> Stretch | None:
+    """The longest stretch in which GKE may start no node upgrade (see the module docstring) for
+    ``cluster`` (the ``cluster`` block, :class:`components.cluster.model.ClusterConfig`).
 
     Returns None when a node-excluding exclusion (:data:`NODE_SCOPES`) lasts until the minor
     version's end of support: its end is GKE's to know, so no run of a stack is said to outlast
@@ -182,9 +162,10 @@ def _hours(seconds: float) -> str:
     return f"{h:g} h" if h < 48 else f"{h / 24:g} days ({h:g} h)"
 
 
-def maintenance_warnings(cfg: StackConfig) -> list[Problem]:
-    """``raygke check``'s warnings: a job that may run longer than GKE leaves without a node
-    upgrade (:func:`upgrade_free_seconds`), one :class:`Problem` (severity ``warning``, rule
+def maintenance_warnings(cfg: Any) -> list[Problem]:
+    """``raygke check``'s warnings for the stack ``cfg`` (a validated
+    :class:`components.stack.model.StackConfig`): a job that may run longer than GKE leaves
+    without a node upgrade (:func:`upgrade_free_seconds`), one :class:`Problem` (severity ``warning``, rule
     ``maintenance-exclusion``) per job.
 
     A job's longest run is the shortest of what is set of its ``active_deadline_seconds`` (KubeRay

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import (
@@ -26,6 +27,33 @@ from components.stack.base import (
 )
 
 # --------------------------------------------------------------------------------------- cluster
+
+# Maintenance exclusions (components/cluster/maintenance.py has the sources): a cluster holds at
+# most 20 (pulumi-gcp 10.2.0 ClusterMaintenancePolicyArgs.maintenance_exclusions); a NO_UPGRADES
+# one lasts at most 30 days (GKE's maintenance windows and exclusions page, "Scope of upgrades").
+MAINTENANCE_DOC = (
+    "https://cloud.google.com/kubernetes-engine/docs/concepts/maintenance-windows-and-exclusions"
+)
+MAX_EXCLUSIONS = 20
+NO_UPGRADES_MAX_SECONDS = 30 * 24 * 3600
+
+
+def parse_time(value: str) -> datetime:
+    """An RFC 3339 time in UTC (``2026-12-01T00:00:00Z``) as an aware ``datetime``.
+
+    Raises:
+        ValueError: not RFC 3339 with a ``Z`` or ``+00:00`` offset (GKE returns exclusion times
+            in UTC, and pulumi-gcp documents "Zulu" format: any other offset would diff forever).
+    """
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not an RFC 3339 time such as 2026-12-01T00:00:00Z"
+        ) from None
+    if t.tzinfo is None or t.utcoffset() != timedelta(0):
+        raise ValueError(f"{value!r} must be in UTC, written with Z (2026-12-01T00:00:00Z)")
+    return t.astimezone(UTC)
 
 
 class MaintenanceWindow(_Model):
@@ -85,16 +113,12 @@ class MaintenanceExclusion(_Model):
     @field_validator("start_time", "end_time")
     @classmethod
     def _rfc3339(cls, v: str | None) -> str | None:
-        from components.cluster.maintenance import parse_time
-
         if v is not None:
             parse_time(v)
         return v
 
     @model_validator(mode="after")
     def _end(self) -> MaintenanceExclusion:
-        from components.cluster.maintenance import DOC, NO_UPGRADES_MAX_SECONDS, parse_time
-
         if (self.end_time is None) == (not self.until_end_of_support):
             raise ValueError(
                 f"maintenance exclusion {self.name!r}: give exactly one of end_time and "
@@ -104,7 +128,7 @@ class MaintenanceExclusion(_Model):
             raise ValueError(
                 f"maintenance exclusion {self.name!r}: until_end_of_support applies to the "
                 "NO_MINOR_UPGRADES and NO_MINOR_OR_NODE_UPGRADES scopes only; NO_UPGRADES needs "
-                f"an end_time at most 30 days after start_time ({DOC})"
+                f"an end_time at most 30 days after start_time ({MAINTENANCE_DOC})"
             )
         if self.end_time is None:
             return self
@@ -118,7 +142,7 @@ class MaintenanceExclusion(_Model):
             raise ValueError(
                 f"maintenance exclusion {self.name!r}: a NO_UPGRADES exclusion lasts at most 30 "
                 f"days, this one {seconds / 86400:g}; use NO_MINOR_OR_NODE_UPGRADES for longer "
-                f"({DOC})"
+                f"({MAINTENANCE_DOC})"
             )
         return self
 
@@ -260,8 +284,6 @@ class ClusterConfig(_Model):
     def _exclusions(cls, v: list[MaintenanceExclusion]) -> list[MaintenanceExclusion]:
         """At most 20, names unique (pulumi-gcp 10.2.0 ``ClusterMaintenancePolicyArgs``: "A
         cluster can have up to 20 maintenance exclusions at a time"; GKE keys them by name)."""
-        from components.cluster.maintenance import MAX_EXCLUSIONS
-
         if len(v) > MAX_EXCLUSIONS:
             raise ValueError(
                 f"maintenance_exclusions has {len(v)} entries; a GKE cluster holds at most "

@@ -162,6 +162,12 @@ def tpu_host_capacity(s: catalog.TpuSlice) -> dict[str, float]:
 RESOURCE_POLICY_NAME_MAX = 63  # Compute Engine resource names: RFC 1035, 1-63 characters
 
 
+# The workload policy mode of a super-slicing cube: provision the cube, GKE's slice controller
+# forms the slice (xpk src/xpk/core/nodepool.py --accelerator-topology-mode=PROVISION_ONLY;
+# components.capacity.superslice).
+PROVISION_ONLY = "PROVISION_ONLY"
+
+
 def workload_policy_name(cluster: str, gke_pool: str) -> str:
     """Name of the workload-policy resource policy of GKE node pool ``gke_pool``:
     ``<cluster>-<pool>-wp``; a longer one is cut with a stable hash so it stays within 63
@@ -205,8 +211,6 @@ def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
         name = f"{pool.name}-{i}"
         policy = s.workload_policy
         if policy and pool.super_slicing:  # the cube is provisioned, the slice controller stitches
-            from components.capacity.superslice import PROVISION_ONLY
-
             policy = {**policy, "accelerator_topology_mode": PROVISION_ONLY}
         specs.append(
             NodePoolSpec(

@@ -421,7 +421,8 @@ def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
 
 def fuse_caches_fit_boot_disks(cfg: StackConfig) -> Iterable[Problem]:
     """GCS FUSE file caches on ephemeral storage fit the boot disks of the pools they run on
-    (:func:`components.storage.fuse.cache_problems`, which cites GKE's performance guide)."""
+    (:func:`components.storage.fuse.cache_problems`;
+    https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf)."""
     from components.storage.fuse import cache_problems
 
     yield from cache_problems(cfg)
@@ -429,8 +430,8 @@ def fuse_caches_fit_boot_disks(cfg: StackConfig) -> Iterable[Problem]:
 
 def super_slicing_supported(cfg: StackConfig) -> Iterable[Problem]:
     """TPU7x super-slicing pools only where the catalog, the cluster's GKE version and channel and
-    Kueue allow them (:func:`components.capacity.superslice.problems`, which cites GKE's dynamic
-    slicing pages and xpk)."""
+    Kueue allow them (:func:`components.capacity.superslice.problems`, which cites xpk and
+    https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices)."""
     from components.capacity.superslice import problems
 
     yield from problems(cfg)

@@ -43,13 +43,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from components.storage.model import BucketConfig, BucketsConfig, hns_of
 from contract.quantity import quantity_float
 from contract.storage import HNS_MOUNTS_ENV
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
     from components.stack.problems import Problem
-    from components.storage.model import BucketConfig, BucketsConfig
 
 FuseProfile = Literal["dataset", "checkpoints", "model", "plain"]
 PURPOSE_PROFILE: dict[str, FuseProfile] = {
@@ -65,8 +64,6 @@ PROFILE_CACHE: dict[FuseProfile, str | None] = {
     "plain": None,
 }
 """The file cache size when ``file_cache_size`` is unset (None: no file cache)."""
-PURPOSE_HNS = {"datasets": False, "checkpoints": True, "artifacts": False}
-"""Hierarchical namespace when ``hierarchical_namespace`` is unset, by purpose."""
 
 CACHE_VOLUME = "gke-gcsfuse-cache"
 EPHEMERAL_LIMIT_ANNOTATION = "gke-gcsfuse/ephemeral-storage-limit"
@@ -83,14 +80,6 @@ DOC = "https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse
 def profile_of(purpose: str, bucket: BucketConfig) -> FuseProfile:
     """The bucket's FUSE profile: its ``fuse_profile``, else :data:`PURPOSE_PROFILE`."""
     return bucket.fuse_profile or PURPOSE_PROFILE[purpose]
-
-
-def hns_of(purpose: str, bucket: BucketConfig) -> bool:
-    """Whether the bucket has hierarchical namespace: its ``hierarchical_namespace``, else
-    :data:`PURPOSE_HNS` (on for checkpoints)."""
-    if bucket.hierarchical_namespace is not None:
-        return bucket.hierarchical_namespace
-    return PURPOSE_HNS[purpose]
 
 
 def cache_mib(purpose: str, bucket: BucketConfig) -> int:
@@ -179,8 +168,9 @@ def cache_pod_settings(
     return annotations, volumes, env
 
 
-def cache_problems(cfg: StackConfig) -> Iterable[Problem]:
-    """Caches on ``ephemeral`` storage that take more than :data:`EPHEMERAL_SHARE` of the boot
+def cache_problems(cfg: Any) -> Iterable[Problem]:
+    """For the stack ``cfg`` (a validated :class:`components.stack.model.StackConfig`): caches on
+    ``ephemeral`` storage that take more than :data:`EPHEMERAL_SHARE` of the boot
     disk of a pool a worker group or job of the identity runs on, one problem per (identity,
     pool), at ``buckets``."""
     from components.stack.plan import plan

@@ -139,8 +139,6 @@ class BucketsConfig(_Model):
     def _hns(self) -> BucketsConfig:
         """Hierarchical namespace refuses object versioning
         (https://cloud.google.com/storage/docs/hns-overview, incompatible features)."""
-        from components.storage.fuse import hns_of
-
         for purpose in ("datasets", "checkpoints", "artifacts"):
             bc = getattr(self, purpose)
             if hns_of(purpose, bc) and (bc.versioning or bc.noncurrent_version_days):
@@ -180,6 +178,19 @@ class BucketsConfig(_Model):
         if problem:
             raise ValueError(problem)
         return v
+
+
+PURPOSE_HNS = {"datasets": False, "checkpoints": True, "artifacts": False}
+"""Hierarchical namespace when ``hierarchical_namespace`` is unset, by purpose (checkpoints: a
+commit is one atomic folder rename, components/storage/fuse.py)."""
+
+
+def hns_of(purpose: str, bucket: BucketConfig) -> bool:
+    """Whether the bucket of ``purpose`` has hierarchical namespace: its
+    ``hierarchical_namespace``, else :data:`PURPOSE_HNS`."""
+    if bucket.hierarchical_namespace is not None:
+        return bucket.hierarchical_namespace
+    return PURPOSE_HNS[purpose]
 
 
 BucketRole = Literal["read", "write"]
