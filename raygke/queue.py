@@ -47,7 +47,7 @@ def queue(
     _, sha = workloads_archive()
     verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)))
     table = Table(title=f"Kueue admission preview of {cfg.cluster.name} (each job alone)")
-    for col in ("job", "queue", "pod set", "pods", "per pod", "flavor", "verdict"):
+    for col in ("job", "queue", "pod set", "pods", "per pod", "flavor", "topology", "verdict"):
         table.add_column(col)
     for v in verdicts:
         for i, a in enumerate(v.assignments):
@@ -62,6 +62,7 @@ def queue(
                 str(a.pod_set.count),
                 _requests(a.pod_set.per_pod),
                 f"{flavor}, {how}",
+                a.topology,
                 v.state if i == 0 else "",
             )
     console.print(table)

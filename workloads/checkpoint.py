@@ -9,7 +9,14 @@ Layout::
                             #                "metadata": {"step", "framework", "model", ...}}
 
 Writes are atomic: files go into a temporary sibling directory, each is fsynced, the manifest
-is written last, then the directory is renamed to its final name. A reader verifies every
+is written last, then the directory is renamed to its final name - on a local disk and on a
+Cloud Storage FUSE mount of a bucket with hierarchical namespace, where the folder rename is one
+atomic ``RenameFolder`` call (https://cloud.google.com/storage/docs/cloud-storage-fuse/semantics,
+"Rename directories"; the mounts are named by ``RAYGKE_HNS_MOUNTS``, :mod:`contract.storage`). On
+a FUSE mount of a flat bucket a directory rename is a copy and delete of every object, neither
+atomic nor quick (and refused past ``rename-dir-limit``), so there the files are written in
+place and the manifest, written last, is the commit (:func:`commit_mode`): a reader refuses a
+checkpoint without it. A reader verifies every
 listed file's size and sha256 (:func:`verify_checkpoint`) and refuses a damaged checkpoint with a
 :class:`CheckpointError` naming the offending file. Only the standard library is used here, so a
 JAX trainer can reuse it; remote roots (``gs://``) go through ``pyarrow.fs`` lazily.
@@ -60,6 +67,49 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _mounts() -> list[tuple[str, str]]:
+    """``(mount point, file system type)`` of every mount of this process, longest path first
+    (``/proc/self/mounts``; none where it cannot be read)."""
+    try:
+        text = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            # octal escapes for blanks in mount points (proc(5))
+            point = parts[1].encode().decode("unicode_escape")
+            out.append((point, parts[2]))
+    return sorted(out, key=lambda m: len(m[0]), reverse=True)
+
+
+def commit_mode(
+    target: str | os.PathLike[str],
+    mounts: list[tuple[str, str]] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """How :func:`write_checkpoint` commits at ``target``: ``rename`` (write a temporary sibling,
+    rename it: a local file system, or a FUSE mount listed in ``RAYGKE_HNS_MOUNTS``) or
+    ``manifest`` (write in place, manifest last: a FUSE mount of a flat bucket).
+
+    ``mounts``: ``(mount point, fstype)`` pairs (default: this process's, ``/proc/self/mounts``);
+    ``environ``: the environment (default ``os.environ``).
+    """
+    from contract.storage import HNS_MOUNTS_ENV
+
+    env = os.environ if environ is None else environ
+    path = os.path.abspath(os.fspath(target))
+    hns = [os.path.abspath(m) for m in env.get(HNS_MOUNTS_ENV, "").split(os.pathsep) if m]
+    for point, fstype in _mounts() if mounts is None else mounts:
+        if path == point or path.startswith(point.rstrip("/") + "/"):
+            if not fstype.startswith("fuse"):
+                return "rename"
+            inside = any(path == h or path.startswith(h.rstrip("/") + "/") for h in hns)
+            return "rename" if inside else "manifest"
+    return "rename"
+
+
 def write_checkpoint(
     target_dir: str | os.PathLike[str],
     files: Mapping[str, bytes] | Callable[[Path], None],
@@ -79,7 +129,10 @@ def write_checkpoint(
     """
     target = Path(target_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+    in_place = commit_mode(target) == "manifest"
+    if in_place and target.exists():
+        shutil.rmtree(target)  # a flat bucket: no atomic swap; the old one goes first
+    tmp = target if in_place else target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         if callable(files):
@@ -107,7 +160,9 @@ def write_checkpoint(
             f.flush()
             os.fsync(f.fileno())
         _fsync_dir(tmp)
-        if target.exists():
+        if in_place:
+            pass  # the manifest, written last, committed it
+        elif target.exists():
             old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
             target.rename(old)
             tmp.rename(target)

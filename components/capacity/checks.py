@@ -57,6 +57,8 @@ def kueue_crd_file(kind: str, version: str) -> Path:
     path = kueue_crds_dir(version) / f"kueue.x-k8s.io_{kind.lower()}s.yaml"
     if kind == "WorkloadPriorityClass":
         path = kueue_crds_dir(version) / "kueue.x-k8s.io_workloadpriorityclasses.yaml"
+    if kind == "Topology":
+        path = kueue_crds_dir(version) / "kueue.x-k8s.io_topologies.yaml"
     if not path.is_file():
         raise ValueError(f"no carried Kueue v{version} CRD for kind {kind!r} ({path})")
     return path

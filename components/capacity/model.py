@@ -20,7 +20,7 @@ Jobs name their LocalQueue (``jobs[].queue``) and priority (``jobs[].priority``)
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -225,6 +225,15 @@ class PriorityClassConfig(_Model):
 class CapacityConfig(_Model):
     """Kueue queues in front of the stack's RayJobs (empty: Kueue is not installed)."""
 
+    topology: Literal["required", "preferred", "off"] = Field(
+        "required",
+        description="Topology-aware placement of queued multi-node work: flavors of GPU pools "
+        "whose nodes carry the block labels (A3 High/Mega/Ultra, A4, A4X) and of TPU7x "
+        "super-slicing pools name a Kueue `Topology`, and each queued worker group asks for "
+        "the tightest level that holds its pods (`kueue.x-k8s.io/podset-required-topology` or "
+        "`-preferred-topology`); `off`: no Topology, no request "
+        "(https://cloud.google.com/ai-hypercomputer/docs/workloads/schedule-gke-workloads-tas).",
+    )
     kueue: KueueConfig = Field(
         default_factory=KueueConfig, description="Kueue's release and namespace."
     )

@@ -26,6 +26,13 @@ Verdicts, for the job alone (other workloads take quota too, so "admitted" can s
 
 A pod set on a queued (DWS) flavor is admitted after the ``dws-provisioning`` AdmissionCheck:
 Dynamic Workload Scheduler provisions its nodes first (``provisioning: true``).
+
+Topology: a pod set whose template asks for a topology level (``kueue.x-k8s.io/podset-required-
+topology`` / ``-preferred-topology``) takes only a flavor whose Topology has that level, and a
+flavor with a topology takes only such pod sets (Kueue v0.19.2 ``tas_flavorassigner.go``
+``checkPodSetAndFlavorMatchForTAS``, :func:`components.capacity.topology.tas_mismatch`);
+:attr:`Assignment.topology` is the placement a pod set gets. Whether the domains have room is
+the cluster's state, not previewed.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class PodSet:
     per_pod: dict[str, float]
     node_selector: dict[str, str]
     tolerations: list[dict[str, Any]]
+    topology: tuple[str, str] | None = None  # (mode, level) it asks for (TAS), None: none
 
     @property
     def total(self) -> dict[str, float]:
@@ -67,6 +75,15 @@ class Assignment:
     mode: str  # "nominal" | "borrow" | "never"
     provisioning: bool = False
     why: str = ""
+
+    @property
+    def topology(self) -> str:
+        """The placement it gets: ``required <level>`` / ``preferred <level>`` (TAS), ``-``."""
+        t = self.pod_set.topology
+        if t is None or self.flavor is None:
+            return "-"
+        level = t[1].rsplit("/", 1)[-1].removeprefix("gce-topology-")
+        return f"{t[0]} {level}".strip()
 
 
 @dataclass
@@ -142,12 +159,15 @@ def _pod_set(name: str, count: int, template: Any, extra: dict[str, float], wher
     per_pod = pod_requests(_dict(template), where)
     for k, v in extra.items():
         per_pod[k] = per_pod.get(k, 0.0) + v
+    from components.capacity.topology import requested
+
     return PodSet(
         name=name,
         count=count,
         per_pod=per_pod,
         node_selector={str(k): str(v) for k, v in _dict(spec.get("nodeSelector")).items()},
         tolerations=[t for t in spec.get("tolerations") or [] if isinstance(t, dict)],
+        topology=requested(_dict(_dict(_dict(template).get("metadata")).get("annotations"))),
     )
 
 
@@ -209,11 +229,18 @@ def _tolerates(taint: dict[str, str], tolerations: list[dict[str, Any]]) -> bool
     return False
 
 
-def flavor_match(ps: PodSet, flavor: dict[str, Any]) -> str | None:
+def flavor_match(ps: PodSet, flavor: dict[str, Any], tas_only: bool = False) -> str | None:
     """Why pod set ``ps`` cannot use ResourceFlavor ``flavor`` (None: it can): an untolerated
     NoSchedule/NoExecute taint, or a node selector that disagrees with the flavor's labels on
-    the flavor's own keys (flavorassigner.go ``checkFlavorForPodSets``)."""
+    the flavor's own keys (flavorassigner.go ``checkFlavorForPodSets``), or a topology request
+    the flavor cannot serve (:func:`components.capacity.topology.tas_mismatch`; ``tas_only``:
+    every flavor of the ClusterQueue has a topology)."""
+    from components.capacity.topology import tas_mismatch
+
     spec = flavor.get("spec") or {}
+    tas = tas_mismatch(ps.topology, flavor, tas_only)
+    if tas:
+        return tas
     tolerations = [*ps.tolerations, *(spec.get("tolerations") or [])]
     for t in spec.get("nodeTaints") or []:
         if t["effect"] in ("NoSchedule", "NoExecute") and not _tolerates(t, tolerations):
@@ -278,6 +305,7 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     quotas = _quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
     flavors = {f.pool: resource_flavor(cfg, f.pool) for f in cq.flavors}
+    tas_only = all("topologyName" in f["spec"] for f in flavors.values())
     verdict = Verdict(
         job=name,
         queue=queue,
@@ -310,7 +338,7 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
         chosen: Assignment | None = None
         reasons = []
         for f in cq.flavors:
-            why = flavor_match(ps, flavors[f.pool])
+            why = flavor_match(ps, flavors[f.pool], tas_only)
             if why:
                 reasons.append(f"{f.pool}: {why}")
                 continue

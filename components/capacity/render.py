@@ -41,6 +41,8 @@ import yaml
 
 from components import catalog
 from components.capacity.model import ClusterQueueConfig
+from components.capacity.superslice import SLICE_CHECK, SLICE_CONTROLLER
+from components.capacity.topology import topology_objects
 from components.nodepools.render import NodePoolSpec, specs_for_pool
 from components.stack.model import StackConfig
 from components.stack.plan import plan
@@ -141,6 +143,7 @@ def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
     Raises:
         KeyError: ``pool`` is not a declared node pool nor ``system``.
     """
+    from components.capacity.topology import flavor_topology
     from components.computeclass.model import class_taint
 
     specs = pool_specs(cfg, pool)
@@ -148,7 +151,12 @@ def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
         raise KeyError(pool)
     cc = pool_compute_class(cfg, pool)
     labels = flavor_labels(specs) if cc is None else class_flavor_labels(specs, cc)
+    if specs[0].super_slicing:  # the slice controller picks the cubes: select the accelerator
+        labels = {catalog.TPU_ACCELERATOR_LABEL: labels[catalog.TPU_ACCELERATOR_LABEL]}
     spec: dict[str, Any] = {"nodeLabels": labels}
+    topology = flavor_topology(cfg, specs)
+    if topology:  # Topology Aware Scheduling (components.capacity.topology)
+        spec["topologyName"] = topology
     taints = specs[0].node_taints
     if taints:
         spec["nodeTaints"] = [_taint(t) for t in taints]
@@ -215,15 +223,34 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
     if cq.cohort:
         spec["cohortName"] = cq.cohort
     dws = [f.pool for f in cq.flavors if queued_pool(cfg, f.pool)]
-    if dws:
-        spec["admissionChecksStrategy"] = {
-            "admissionChecks": [{"name": DWS_CHECK, "onFlavors": dws}]
-        }
+    checks = [{"name": DWS_CHECK, "onFlavors": dws}] if dws else []
+    slices = [f.pool for f in cq.flavors if super_slicing_pool(cfg, f.pool)]
+    if slices:  # GKE's slice controller forms the super-slice before the pods start
+        checks.append({"name": SLICE_CHECK, "onFlavors": slices})
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": checks}
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
         "metadata": _meta(cq.name),
         "spec": spec,
+    }
+
+
+def super_slicing_pool(cfg: StackConfig, pool: str) -> bool:
+    """True when ``pool`` is a TPU7x super-slicing pool (:mod:`components.capacity.superslice`)."""
+    specs = pool_specs(cfg, pool)
+    return bool(specs) and specs[0].super_slicing
+
+
+def slice_check() -> dict[str, Any]:
+    """The AdmissionCheck of GKE's slice controller (``controllerName: accelerator.gke.io/slice``,
+    :mod:`components.capacity.superslice`)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AdmissionCheck",
+        "metadata": _meta(SLICE_CHECK),
+        "spec": {"controllerName": SLICE_CONTROLLER},
     }
 
 
@@ -270,9 +297,10 @@ def flavor_pools(cfg: StackConfig) -> list[str]:
 
 
 def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
-    """Every Kueue object of the stack, in creation order: WorkloadPriorityClasses,
-    ResourceFlavors, ProvisioningRequestConfig + AdmissionCheck (when a queue uses a queued
-    pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``). Empty without queues.
+    """Every Kueue object of the stack, in creation order: WorkloadPriorityClasses, the
+    Topologies the flavors name (:mod:`components.capacity.topology`), ResourceFlavors,
+    ProvisioningRequestConfig + AdmissionCheck (when a queue uses a queued pool), the slice
+    AdmissionCheck (when one uses a super-slicing pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``). Empty without queues.
 
     Raises:
         KeyError: a flavor names an undeclared pool (the stack rules report it first).
@@ -291,9 +319,12 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
         }
         for p in cap.priority_classes
     ]
-    out += [resource_flavor(cfg, p) for p in flavor_pools(cfg)]
+    flavors = [resource_flavor(cfg, p) for p in flavor_pools(cfg)]
+    out += topology_objects(flavors) + flavors  # a flavor's Topology first
     if uses_dws(cfg):
         out += dws_objects()
+    if any(super_slicing_pool(cfg, p) for p in flavor_pools(cfg)):
+        out.append(slice_check())
     out += [cluster_queue(cfg, q) for q in cap.cluster_queues]
     out += [
         {

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.capacity.superslice import super_slicing_pools
+from components.cluster.maintenance import exclusion_inputs
 from components.cluster.render import gateway_api_channel, nap_resource_limits
 from components.security.iam import CLOUD_PLATFORM_SCOPE
 from components.stack import StackConfig, nap_needs
@@ -131,6 +133,13 @@ class Cluster(pulumi.ComponentResource):
             ]
             if cfg.kuberay.mode == "gke-addon"
             else None,
+            # GKE's slice controller stitches TPU7x cubes into super-slices
+            # (components.capacity.superslice); set only where a pool asks for it.
+            slice_controller_config=gcp.container.ClusterAddonsConfigSliceControllerConfigArgs(
+                enabled=True
+            )
+            if super_slicing_pools(cfg)
+            else None,
         )
         self.cluster = gcp.container.Cluster(
             f"{name}-gke",
@@ -197,7 +206,20 @@ class Cluster(pulumi.ComponentResource):
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
                 daily_maintenance_window=gcp.container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs(
                     start_time=cc.maintenance_window.start_time
-                )
+                ),
+                # Upgrades that wait for the job (components.cluster.maintenance).
+                maintenance_exclusions=[
+                    gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                        exclusion_name=e["exclusion_name"],
+                        start_time=e["start_time"],
+                        end_time=e["end_time"],
+                        exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                            scope=e["scope"], end_time_behavior=e["end_time_behavior"]
+                        ),
+                    )
+                    for e in exclusion_inputs(cc.maintenance_exclusions)
+                ]
+                or None,
             ),
             deletion_protection=cc.deletion_protection,
             resource_labels={**cfg.labels, **cc.labels},

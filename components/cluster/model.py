@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import (
@@ -21,10 +22,38 @@ from components.stack.base import (
     _gke_name,
     _min_le_max,
     _Model,
+    _unique,
     gcp_labels,
 )
 
 # --------------------------------------------------------------------------------------- cluster
+
+# Maintenance exclusions (components/cluster/maintenance.py has the sources): a cluster holds at
+# most 20 (pulumi-gcp 10.2.0 ClusterMaintenancePolicyArgs.maintenance_exclusions); a NO_UPGRADES
+# one lasts at most 30 days (GKE's maintenance windows and exclusions page, "Scope of upgrades").
+MAINTENANCE_DOC = (
+    "https://cloud.google.com/kubernetes-engine/docs/concepts/maintenance-windows-and-exclusions"
+)
+MAX_EXCLUSIONS = 20
+NO_UPGRADES_MAX_SECONDS = 30 * 24 * 3600
+
+
+def parse_time(value: str) -> datetime:
+    """An RFC 3339 time in UTC (``2026-12-01T00:00:00Z``) as an aware ``datetime``.
+
+    Raises:
+        ValueError: not RFC 3339 with a ``Z`` or ``+00:00`` offset (GKE returns exclusion times
+            in UTC, and pulumi-gcp documents "Zulu" format: any other offset would diff forever).
+    """
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not an RFC 3339 time such as 2026-12-01T00:00:00Z"
+        ) from None
+    if t.tzinfo is None or t.utcoffset() != timedelta(0):
+        raise ValueError(f"{value!r} must be in UTC, written with Z (2026-12-01T00:00:00Z)")
+    return t.astimezone(UTC)
 
 
 class MaintenanceWindow(_Model):
@@ -43,6 +72,79 @@ class MaintenanceWindow(_Model):
         if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v):
             raise ValueError(f"start_time {v!r} is not HH:MM (UTC, 00:00-23:59)")
         return v
+
+
+class MaintenanceExclusion(_Model):
+    """One maintenance exclusion: a non-repeating time in which GKE starts no automatic upgrade
+    of the excluded scope (:mod:`components.cluster.maintenance`)."""
+
+    name: str = Field(
+        description="Name of the exclusion (`exclusionName`), unique in the cluster; shown by "
+        "`gcloud container clusters describe`.",
+    )
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = Field(
+        "NO_MINOR_OR_NODE_UPGRADES",
+        description="What it excludes (`exclusionOptions.scope`): `NO_MINOR_OR_NODE_UPGRADES` "
+        "(no minor and no node pool upgrades, control-plane patches only: what keeps a "
+        "training run's nodes), `NO_MINOR_UPGRADES` (node patch upgrades still drain nodes) or "
+        "`NO_UPGRADES` (nothing, at most 30 days) (https://cloud.google.com/kubernetes-engine/"
+        "docs/concepts/maintenance-windows-and-exclusions).",
+    )
+    start_time: str = Field(
+        description="Start, RFC 3339 in UTC (`2026-12-01T00:00:00Z`).",
+    )
+    end_time: str | None = Field(
+        None,
+        description="End, RFC 3339 in UTC, after `start_time`; exactly one of `end_time` and "
+        "`until_end_of_support`.",
+    )
+    until_end_of_support: bool = Field(
+        False,
+        description="End when the cluster's minor version leaves standard support "
+        "(`exclusionOptions.endTimeBehavior: UNTIL_END_OF_SUPPORT`); only with the minor "
+        "scopes.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _exclusion_name(cls, v: str) -> str:
+        return _gke_name(v, "maintenance exclusion name")
+
+    @field_validator("start_time", "end_time")
+    @classmethod
+    def _rfc3339(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_time(v)
+        return v
+
+    @model_validator(mode="after")
+    def _end(self) -> MaintenanceExclusion:
+        if (self.end_time is None) == (not self.until_end_of_support):
+            raise ValueError(
+                f"maintenance exclusion {self.name!r}: give exactly one of end_time and "
+                "until_end_of_support: true"
+            )
+        if self.until_end_of_support and self.scope == "NO_UPGRADES":
+            raise ValueError(
+                f"maintenance exclusion {self.name!r}: until_end_of_support applies to the "
+                "NO_MINOR_UPGRADES and NO_MINOR_OR_NODE_UPGRADES scopes only; NO_UPGRADES needs "
+                f"an end_time at most 30 days after start_time ({MAINTENANCE_DOC})"
+            )
+        if self.end_time is None:
+            return self
+        seconds = (parse_time(self.end_time) - parse_time(self.start_time)).total_seconds()
+        if seconds <= 0:
+            raise ValueError(
+                f"maintenance exclusion {self.name!r}: end_time {self.end_time} is not after "
+                f"start_time {self.start_time}"
+            )
+        if self.scope == "NO_UPGRADES" and seconds > NO_UPGRADES_MAX_SECONDS:
+            raise ValueError(
+                f"maintenance exclusion {self.name!r}: a NO_UPGRADES exclusion lasts at most 30 "
+                f"days, this one {seconds / 86400:g}; use NO_MINOR_OR_NODE_UPGRADES for longer "
+                f"({MAINTENANCE_DOC})"
+            )
+        return self
 
 
 class SystemPool(_Model):
@@ -128,6 +230,16 @@ class ClusterConfig(_Model):
         default_factory=MaintenanceWindow,
         description="When GKE may run automatic upgrades and maintenance.",
     )
+    maintenance_exclusions: list[MaintenanceExclusion] = Field(
+        default_factory=list,
+        description="Times GKE starts no automatic upgrade of the given scope "
+        "(`maintenancePolicy.maintenanceExclusions`, at most 20), e.g. one "
+        "`NO_MINOR_OR_NODE_UPGRADES` over a multi-day training run: a node upgrade drains the "
+        "node and stops the run. Cluster-wide (every pool). `raygke check` warns when a job's "
+        "`active_deadline_seconds` or its pool's `max_run_duration` outlasts the longest time "
+        "without a node upgrade (https://cloud.google.com/kubernetes-engine/docs/concepts/"
+        "maintenance-windows-and-exclusions).",
+    )
     system_pool: SystemPool = Field(
         default_factory=SystemPool,
         description="The CPU pool for system pods, the KubeRay operator, Ray head pods and "
@@ -166,6 +278,19 @@ class ClusterConfig(_Model):
     @classmethod
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
         return gcp_labels(v)
+
+    @field_validator("maintenance_exclusions")
+    @classmethod
+    def _exclusions(cls, v: list[MaintenanceExclusion]) -> list[MaintenanceExclusion]:
+        """At most 20, names unique (pulumi-gcp 10.2.0 ``ClusterMaintenancePolicyArgs``: "A
+        cluster can have up to 20 maintenance exclusions at a time"; GKE keys them by name)."""
+        if len(v) > MAX_EXCLUSIONS:
+            raise ValueError(
+                f"maintenance_exclusions has {len(v)} entries; a GKE cluster holds at most "
+                f"{MAX_EXCLUSIONS}"
+            )
+        _unique([e.name for e in v], "maintenance_exclusions names")
+        return v
 
     @field_validator("min_master_version")
     @classmethod

@@ -226,6 +226,17 @@ class TpuPool(_PoolBase):
         "at most this many replicas.",
     )
 
+    super_slicing: bool = Field(
+        False,
+        description="TPU7x super-slicing: each slice of this pool is a 4x4x4 cube (16 hosts) "
+        "provisioned on its own (`PROVISION_ONLY` workload policy), and GKE's slice controller "
+        "stitches cubes of one block into the slice a queued job asks for, admitted by Kueue "
+        "(Topology over block / cube / host, the `accelerator.gke.io/slice` admission check). "
+        "Needs tpu7x 4x4x4, `provisioning: reservation` (All Capacity mode), the pool as a "
+        "Kueue flavor, GKE 1.35.2-gke.1842000+ on RAPID "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing).",
+    )
+
     @model_validator(mode="after")
     def _min_max(self) -> TpuPool:
         return _min_le_max(self, "min_slices", "max_slices")

@@ -46,6 +46,8 @@ class NodePoolSpec:
         workload_policy: the workload policy of a TPU7x multi-host slice
             (``{"type": "HIGH_THROUGHPUT", "accelerator_topology": "4x4x4"}``, the fields of
             ``gcp.compute.ResourcePolicy(workload_policy=...)``), else None.
+        super_slicing: a cube of a TPU7x super-slicing pool (:mod:`components.capacity.superslice`:
+            its workload policy provisions only, GKE's slice controller stitches cubes).
         placement_policy_name: name of that resource policy (:func:`workload_policy_name`),
             the node pool's ``placement_policy.policy_name``.
         accelerator_type / accelerator_count: GPU ``guest_accelerators`` (GPU pools only).
@@ -71,6 +73,7 @@ class NodePoolSpec:
     placement_policy: str | None = None
     workload_policy: dict[str, str] | None = None
     placement_policy_name: str | None = None
+    super_slicing: bool = False
     accelerator_type: str | None = None
     accelerator_count: int = 0
     driver_version: str | None = None
@@ -159,6 +162,12 @@ def tpu_host_capacity(s: catalog.TpuSlice) -> dict[str, float]:
 RESOURCE_POLICY_NAME_MAX = 63  # Compute Engine resource names: RFC 1035, 1-63 characters
 
 
+# The workload policy mode of a super-slicing cube: provision the cube, GKE's slice controller
+# forms the slice (xpk src/xpk/core/nodepool.py --accelerator-topology-mode=PROVISION_ONLY;
+# components.capacity.superslice).
+PROVISION_ONLY = "PROVISION_ONLY"
+
+
 def workload_policy_name(cluster: str, gke_pool: str) -> str:
     """Name of the workload-policy resource policy of GKE node pool ``gke_pool``:
     ``<cluster>-<pool>-wp``; a longer one is cut with a stable hash so it stays within 63
@@ -201,6 +210,8 @@ def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
     for i in range(pool.max_slices):
         name = f"{pool.name}-{i}"
         policy = s.workload_policy
+        if policy and pool.super_slicing:  # the cube is provisioned, the slice controller stitches
+            policy = {**policy, "accelerator_topology_mode": PROVISION_ONLY}
         specs.append(
             NodePoolSpec(
                 name=name,
@@ -211,6 +222,7 @@ def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
                 placement_policy="COMPACT",
                 workload_policy=policy,
                 placement_policy_name=workload_policy_name(ctx.cluster, name) if policy else None,
+                super_slicing=pool.super_slicing,
                 **common,
             )
         )

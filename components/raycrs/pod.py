@@ -34,6 +34,8 @@ from components.stack import (
 )
 from components.stack.naming import ksa_name
 from components.stack.plan import Plan
+from components.storage.fuse import Mount, cache_pod_settings
+from components.storage.fuse import mounts as fuse_mounts
 from contract.quantity import cpu_quantity, memory_quantity
 
 API_VERSION = "ray.io/v1"
@@ -128,37 +130,42 @@ def gcs_fuse_volumes(
     undeclared one).
 
     One volume ``gcs-<purpose>`` per bucket the workload identity names, mounted at
-    ``/mnt/gcs/<purpose>``, read-only for ``read`` access.
+    ``/mnt/gcs/<purpose>``, read-only for ``read`` access, with the mount options of the bucket's
+    FUSE profile (:func:`components.storage.fuse.mounts`).
 
     Returns:
         ``(volumes, volumeMounts)``, sorted by purpose.
     """
     volumes, mounts = [], []
-    identity = p.identities.get(service_account)
-    buckets = dict(identity.buckets) if identity is not None else {}
-    for purpose, access in sorted(buckets.items()):
-        read_only = access == "read"
+    for m in _fuse_mounts(p, service_account):
         volumes.append(
             {
-                "name": f"gcs-{purpose}",
+                "name": f"gcs-{m.purpose}",
                 "csi": {
                     "driver": GCSFUSE_DRIVER,
-                    "readOnly": read_only,
+                    "readOnly": m.read_only,
                     "volumeAttributes": {
-                        "bucketName": p.context.buckets[purpose],
-                        "mountOptions": "implicit-dirs",
+                        "bucketName": p.context.buckets[m.purpose],
+                        "mountOptions": m.options,
                     },
                 },
             }
         )
         mounts.append(
             {
-                "name": f"gcs-{purpose}",
-                "mountPath": f"{MOUNT_ROOT}/{purpose}",
-                "readOnly": read_only,
+                "name": f"gcs-{m.purpose}",
+                "mountPath": f"{MOUNT_ROOT}/{m.purpose}",
+                "readOnly": m.read_only,
             }
         )
     return volumes, mounts
+
+
+def _fuse_mounts(p: Plan, service_account: str) -> list[Mount]:
+    identity = p.identities.get(service_account)
+    if identity is None:
+        return []
+    return fuse_mounts(p.context.buckets_config, identity.buckets)
 
 
 # ------------------------------------------------------------------------------- pod security
@@ -278,9 +285,14 @@ def pod_template(
     identity's workers' account). ``automount_token``: mount the KSA token (only the head with
     the autoscaler calls the Kubernetes API)."""
     volumes, mounts = gcs_fuse_volumes(p, service_account)
-    volumes = volumes + list(extra_volumes or [])
+    cache_annotations, cache_volumes, fuse_env = cache_pod_settings(
+        p.context.buckets_config.file_cache_medium, _fuse_mounts(p, service_account), MOUNT_ROOT
+    )
+    volumes = volumes + cache_volumes + list(extra_volumes or [])
     mounts = mounts + list(extra_mounts or [])
     container = {**container, "securityContext": container_security_context()}
+    if fuse_env:
+        container = {**container, "env": [*container.get("env", []), *fuse_env]}
     if mounts:
         container = {**container, "volumeMounts": mounts}
     spec: dict[str, Any] = {
@@ -296,5 +308,5 @@ def pod_template(
         spec["volumes"] = volumes
     metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF, **(labels or {})}}
     if any("csi" in v for v in volumes):
-        metadata["annotations"] = {GCSFUSE_ANNOTATION: "true"}
+        metadata["annotations"] = {GCSFUSE_ANNOTATION: "true", **cache_annotations}
     return {"metadata": metadata, "spec": spec}

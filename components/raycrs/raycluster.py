@@ -366,6 +366,12 @@ def ray_cluster_manifest(
             auth_name=rc.name,
         ),
     }
+    if rc.queue:  # its worker groups' pod sets ask for a topology level (TAS)
+        from components.capacity.topology import annotate_worker_groups
+
+        annotate_worker_groups(
+            cfg, manifest["spec"], {g.name: g.node_pool for g in rc.worker_groups}
+        )
     if rc.upgrade_strategy is not None:  # KubeRay v1.7.0 RayClusterUpgradeStrategy
         manifest["spec"]["upgradeStrategy"] = {"type": rc.upgrade_strategy}
     return manifest

@@ -230,6 +230,11 @@ def ray_job_manifest(
         metadata = {**metadata, "annotations": {**metadata.get("annotations", {}), **ELASTIC_JOB}}
     if job.queue:  # Kueue admits it (components.capacity.render.queue_labels); it owns suspend
         from components.capacity.render import queue_labels
+        from components.capacity.topology import annotate_worker_groups
 
         metadata["labels"].update(queue_labels(job))
+        if "rayClusterSpec" in spec:  # its pod sets ask for a topology level (TAS)
+            annotate_worker_groups(
+                cfg, spec["rayClusterSpec"], {target.group.name: target.pool.name}
+            )
     return {"apiVersion": API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}

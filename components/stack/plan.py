@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
     from components.raycrs.serve_model import ServiceConfig
     from components.stack.model import StackConfig
-    from components.storage.model import WorkloadIdentityConfig
+    from components.storage.model import BucketsConfig, WorkloadIdentityConfig
 
 _PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
 
@@ -70,6 +70,8 @@ class Context:
         ray_version: the Ray version of every image and RayCluster (``ray.version``).
         buckets: bucket purpose (``datasets``, ``checkpoints``, ``artifacts``) -> bucket name
             (:func:`components.stack.names.bucket_name`).
+        buckets_config: the ``buckets`` block (the FUSE profiles and caches of the mounts,
+            :mod:`components.storage.fuse`).
     """
 
     project: str
@@ -81,6 +83,7 @@ class Context:
     labels: Mapping[str, str]
     ray_version: str
     buckets: Mapping[str, str]
+    buckets_config: BucketsConfig
 
     def bucket_url(self, purpose: BucketPurpose) -> str:
         """``gs://<bucket name>`` of ``purpose``."""
@@ -104,6 +107,7 @@ def context(cfg: StackConfig) -> Context:
                 for p in _PURPOSES
             }
         ),
+        buckets_config=cfg.buckets,
     )
 
 

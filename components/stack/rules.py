@@ -420,6 +420,24 @@ def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
     yield from problems_of(stack_rules(cfg), "capacity")
 
 
+def fuse_caches_fit_boot_disks(cfg: StackConfig) -> Iterable[Problem]:
+    """GCS FUSE file caches on ephemeral storage fit the boot disks of the pools they run on
+    (:func:`components.storage.fuse.cache_problems`;
+    https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf)."""
+    from components.storage.fuse import cache_problems
+
+    yield from cache_problems(cfg)
+
+
+def super_slicing_supported(cfg: StackConfig) -> Iterable[Problem]:
+    """TPU7x super-slicing pools only where the catalog, the cluster's GKE version and channel and
+    Kueue allow them (:func:`components.capacity.superslice.problems`, which cites xpk and
+    https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices)."""
+    from components.capacity.superslice import problems
+
+    yield from problems(cfg)
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -469,6 +487,17 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
+    _rule(super_slicing_supported, "node_pools", "cluster", "capacity"),
+    _rule(
+        fuse_caches_fit_boot_disks,
+        "buckets",
+        "workload_identities",
+        "node_pools",
+        "ray_clusters",
+        "jobs",
+        "project",
+        "cluster",
+    ),
     # project and region too: flavors and queues are built from the rendered node pools, which
     # need the stack's Context (components.stack.plan.context)
     _rule(

@@ -8,7 +8,10 @@ Sources: https://cloud.google.com/storage/docs/uniform-bucket-level-access,
 https://cloud.google.com/storage/docs/public-access-prevention,
 https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys,
 https://cloud.google.com/storage/docs/lifecycle (``daysSinceNoncurrentTime``, ``age``),
-https://cloud.google.com/storage/docs/soft-delete (retention 0 or 7-90 days).
+https://cloud.google.com/storage/docs/soft-delete (retention 0 or 7-90 days),
+https://cloud.google.com/storage/docs/hns-overview (hierarchical namespace; pulumi-gcp 10.2.0
+``Bucket.hierarchical_namespace``: "To use this configuration, uniform_bucket_level_access must be
+enabled on bucket").
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pulumi_gcp as gcp
 
 from components.stack import BucketConfig, StackConfig, naming
 from components.stack.plan import plan
+from components.storage.fuse import hns_of
 from components.storage.render import DAY_SECONDS, bucket_location, lifecycle_rules
 
 
@@ -65,6 +69,11 @@ class Storage(pulumi.ComponentResource):
                     )
                     for r in lifecycle_rules(bc)
                 ],
+                # One atomic folder rename per checkpoint commit (components.storage.fuse);
+                # HNS needs uniform bucket-level access (set above).
+                hierarchical_namespace=gcp.storage.BucketHierarchicalNamespaceArgs(enabled=True)
+                if hns_of(purpose, bc)
+                else None,
                 soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
                     retention_duration_seconds=bc.soft_delete_days * DAY_SECONDS
                 ),

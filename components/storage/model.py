@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import (
     Field,
     field_validator,
+    model_validator,
 )
 
 from components import catalog
@@ -47,6 +48,40 @@ class BucketConfig(_Model):
         "(https://cloud.google.com/storage/docs/soft-delete).",
     )
 
+    hierarchical_namespace: bool | None = Field(
+        None,
+        description="Hierarchical namespace: real folders, so renaming a folder (a checkpoint "
+        "commit) is one atomic operation, and higher request rates; set at creation only "
+        "(changing it replaces the bucket), no object versioning "
+        "(https://cloud.google.com/storage/docs/hns-overview). Unset: on for checkpoints, off "
+        "for the others.",
+    )
+    fuse_profile: Literal["dataset", "checkpoints", "model", "plain"] | None = Field(
+        None,
+        description="Cloud Storage FUSE mount options of the bucket's mounts in Ray pods: "
+        "`dataset` (file cache, range reads cached, unlimited stat/type caches), `checkpoints` "
+        "(file cache with parallel downloads for restores, read-ahead), `model` (both, for "
+        "large read-once files), `plain` (`implicit-dirs` only); read-only mounts also get an "
+        "unlimited metadata TTL (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+        "cloud-storage-fuse-csi-driver-perf). Unset: `dataset` for datasets, `checkpoints` for "
+        "checkpoints, `plain` for artifacts.",
+    )
+    file_cache_size: str | None = Field(
+        None,
+        description="File cache of each mount of the bucket (`file-cache:max-size-mb`), a "
+        "Kubernetes quantity; `0`: none. Unset: 20Gi for the dataset, checkpoints and model "
+        "profiles, none for plain. Held on `buckets.file_cache_medium`.",
+    )
+
+    @field_validator("file_cache_size")
+    @classmethod
+    def _cache_size(cls, v: str | None) -> str | None:
+        from contract.quantity import quantity_float
+
+        if v is not None and quantity_float(v) < 0:
+            raise ValueError(f"file_cache_size {v!r} is negative")
+        return v
+
     @field_validator("soft_delete_days")
     @classmethod
     def _soft_delete(cls, v: int) -> int:
@@ -83,13 +118,38 @@ class BucketsConfig(_Model):
         description="The datasets bucket (`prepare` writes, trainers read).",
     )
     checkpoints: BucketConfig = Field(
-        default_factory=lambda: BucketConfig(versioning=True, noncurrent_version_days=14),
-        description="The checkpoints bucket (Ray Train `storage_path`).",
+        default_factory=BucketConfig,
+        description="The checkpoints bucket (Ray Train `storage_path`); hierarchical namespace "
+        "by default, so no object versioning (soft delete keeps deleted objects 7 days).",
     )
     artifacts: BucketConfig = Field(
         default_factory=lambda: BucketConfig(versioning=True),
         description="The artifacts bucket (holds the workloads archive that RayJobs run from).",
     )
+    file_cache_medium: Literal["ephemeral", "memory"] = Field(
+        "ephemeral",
+        description="Where the GCS FUSE file caches of a pod live: `ephemeral` (the node's "
+        "ephemeral storage: boot disk, or Local SSD where the node has it; A3 GPU hosts) or "
+        "`memory` (a RAM disk, `gke-gcsfuse-cache` memory emptyDir: recommended for TPU v6+ "
+        "hosts; it counts against the pod's memory) "
+        "(https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf).",
+    )
+
+    @model_validator(mode="after")
+    def _hns(self) -> BucketsConfig:
+        """Hierarchical namespace refuses object versioning
+        (https://cloud.google.com/storage/docs/hns-overview, incompatible features)."""
+        for purpose in ("datasets", "checkpoints", "artifacts"):
+            bc = getattr(self, purpose)
+            if hns_of(purpose, bc) and (bc.versioning or bc.noncurrent_version_days):
+                raise ValueError(
+                    f"{purpose}: hierarchical namespace (the default for checkpoints) does not "
+                    "support object versioning; drop versioning / noncurrent_version_days "
+                    "(soft_delete_days still recovers deleted objects) or set "
+                    "hierarchical_namespace: false (https://cloud.google.com/storage/docs/"
+                    "hns-overview)"
+                )
+        return self
 
     @field_validator("prefix")
     @classmethod
@@ -118,6 +178,19 @@ class BucketsConfig(_Model):
         if problem:
             raise ValueError(problem)
         return v
+
+
+PURPOSE_HNS = {"datasets": False, "checkpoints": True, "artifacts": False}
+"""Hierarchical namespace when ``hierarchical_namespace`` is unset, by purpose (checkpoints: a
+commit is one atomic folder rename, components/storage/fuse.py)."""
+
+
+def hns_of(purpose: str, bucket: BucketConfig) -> bool:
+    """Whether the bucket of ``purpose`` has hierarchical namespace: its
+    ``hierarchical_namespace``, else :data:`PURPOSE_HNS`."""
+    if bucket.hierarchical_namespace is not None:
+        return bucket.hierarchical_namespace
+    return PURPOSE_HNS[purpose]
 
 
 BucketRole = Literal["read", "write"]

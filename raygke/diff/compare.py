@@ -58,7 +58,7 @@ from raygke.diff.replacement import (
     ref,
     rule_for,
 )
-from raygke.diff.review_flags import provider_flags, upgrade_flags
+from raygke.diff.review_flags import maintenance_flags, provider_flags, upgrade_flags
 
 SECRET = "[secret]"
 SECRET_KEYS = ("kubeconfig", "password", "token", "secret_data", "secretData", "privateKey")
@@ -324,6 +324,7 @@ def _annotate_disruption(
             c.notes = [x for x in c.notes if x != TEMPLATE_NOTE]
         if n is not None:
             extra = provider_flags(n) + upgrade_flags(c.op, o, n, found, head)
+            extra += maintenance_flags(c.op, o, n)
             c.flags += [f for f in extra if f not in c.flags]
 
 

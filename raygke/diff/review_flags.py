@@ -6,6 +6,9 @@ cannot say as an effect on running work, shown as a flag on the change.
   (``Provider.cluster_identifier``, pulumi_kubernetes 4.34.2 ``provider.py``).
 * A RayService ``NewCluster`` upgrade without room for its second cluster on the worker groups'
   pools (:func:`upgrade_room`, kuberay#4239).
+* A cluster's maintenance exclusions added, removed or changed (:func:`maintenance_flags`): when
+  GKE may next upgrade (and so drain) the nodes under a running job
+  (:mod:`components.cluster.maintenance`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from raygke.diff.disruption import (
     pool_selects,
     worker_groups,
 )
-from raygke.diff.replacement import K8S_PROVIDER, RAYSERVICE, dig
+from raygke.diff.replacement import CLUSTER, K8S_PROVIDER, RAYSERVICE, dig
 
 # --------------------------------------------------------------------------------------- provider
 
@@ -98,3 +101,61 @@ def upgrade_flags(
     if not any(d.effect == "upgrade-new-cluster" for d in disruption):
         return []
     return upgrade_room(old, new, head)
+
+
+# ------------------------------------------------------------------------ maintenance exclusions
+
+_NODE_SCOPES = ("NO_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES")  # components.cluster.maintenance
+
+
+def _exclusions(record: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    items = dig(record, "inputs", "maintenancePolicy", "maintenanceExclusions") or []
+    return {str(e.get("exclusionName")): e for e in items}
+
+
+def _describe(e: dict[str, Any]) -> str:
+    opts = e.get("exclusionOptions") or {}
+    end = e.get("endTime") or (
+        "end of support" if opts.get("endTimeBehavior") == "UNTIL_END_OF_SUPPORT" else "?"
+    )
+    return f"{opts.get('scope', 'NO_UPGRADES')}, {e.get('startTime')} to {end}"
+
+
+def maintenance_flags(op: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """One line per maintenance exclusion a cluster update adds, removes or changes
+    (``maintenancePolicy.maintenanceExclusions``, keyed by ``exclusionName``; an exclusion
+    without a scope is ``NO_UPGRADES``, GKE API ``MaintenanceExclusionOptions``). Removing or
+    narrowing an exclusion that kept node upgrades away (scope ``NO_UPGRADES`` or
+    ``NO_MINOR_OR_NODE_UPGRADES``) says that GKE may drain the nodes of a running job in the
+    next maintenance window
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/maintenance-windows-and-exclusions).
+    """
+    if op != "update" or new is None or new["type"] != CLUSTER:
+        return []
+    before, after = _exclusions(old), _exclusions(new)
+    out = []
+    for name in sorted(before.keys() | after.keys()):
+        was, now = before.get(name), after.get(name)
+        if was == now:
+            continue
+        kept_nodes = (
+            was is not None
+            and (was.get("exclusionOptions") or {}).get("scope", "NO_UPGRADES") in _NODE_SCOPES
+        )
+        keeps_nodes = (
+            now is not None
+            and (now.get("exclusionOptions") or {}).get("scope", "NO_UPGRADES") in _NODE_SCOPES
+        )
+        if now is None:
+            line = f"maintenance exclusion {name} removed (was {_describe(was or {})})"
+        elif was is None:
+            line = f"maintenance exclusion {name} added ({_describe(now)})"
+        else:
+            line = f"maintenance exclusion {name} changed: {_describe(was)} -> {_describe(now)}"
+        if kept_nodes and not keeps_nodes:
+            line += (
+                ": GKE may upgrade and drain nodes again in the next maintenance window, under "
+                "a running job"
+            )
+        out.append(line)
+    return out

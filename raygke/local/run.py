@@ -17,6 +17,7 @@ from rich.text import Text
 
 from raygke.console import EXIT_USAGE, console, err
 from raygke.local import cluster as local_cluster
+from raygke.local import summary as local_summary
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target
 from raygke.local.app import api_errors as _api_errors
 from raygke.local.app import dead_nodes as _dead
@@ -332,7 +333,7 @@ def run(
                             "ok": False,
                             "failed_job": name,
                             "log": str(run_log.path),
-                            **local_jobs.summarize(results),
+                            **local_summary.summarize(results),
                             "jobs": _jobs_json(outcomes),
                         },
                     )
@@ -352,7 +353,7 @@ def run(
                 local_cluster.write_state(target, state)
         if trains:
             local_jobs.write_pending(target, None)  # finished: the next run starts anew
-        summary = local_jobs.summarize(results)
+        summary = local_summary.summarize(results)
         summary["seconds"] = time.monotonic() - t0
         console.print(_summary_table(summary))
         if summary_json is not None:

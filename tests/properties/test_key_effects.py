@@ -52,6 +52,12 @@ STEERS_CHECKS_ONLY = {
     "ray.images.tpu.architectures",
     "ray.images.gpu-tf.architectures",
 }
+# A maintenance exclusion for a stack that declares none (cluster.maintenance_exclusions).
+EXCLUSION = {
+    "name": "run",
+    "start_time": "2026-12-01T00:00:00Z",
+    "end_time": "2026-12-08T00:00:00Z",
+}
 # Keys of the local environment (`raygke local`): they must change the local target instead.
 LOCAL_PREFIX = "local."
 
@@ -309,6 +315,57 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         out = _set(out, (*path[:-1], "max_run_duration_seconds"), None)
         yield _set(out, path, False)
         return
+    if schema == "cluster.maintenance_exclusions" and value == []:  # dev declares none
+        yield _set(data, path, [EXCLUSION])
+        return
+    if schema.startswith("cluster.maintenance_exclusions[]."):  # RFC 3339 times, one end
+        if key == "start_time":
+            yield _set(data, path, "2026-11-01T00:00:00Z")
+        elif key in ("end_time", "until_end_of_support"):  # the other kind of end
+            eos = not _get_dumped(data, path[:-1])["until_end_of_support"]
+            out = _set(data, (*path[:-1], "until_end_of_support"), eos)
+            yield _set(out, (*path[:-1], "end_time"), None if eos else "2027-01-01T00:00:00Z")
+        elif key == "scope":
+            for new in ("NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES", "NO_UPGRADES"):
+                if new != value:
+                    yield _set(data, path, new)
+        else:
+            yield _set(data, path, f"{value}x")
+        return
+    if schema.startswith("buckets.") and key in (
+        "hierarchical_namespace",
+        "fuse_profile",
+        "file_cache_size",
+        "versioning",
+        "noncurrent_version_days",
+    ):  # (a bucket block the file may leave out; HNS, on for checkpoints, refuses versioning)
+        news = {
+            "hierarchical_namespace": [path[-2] != "checkpoints"],  # not the purpose's default
+            "fuse_profile": ["model", "plain", "dataset"],
+            "file_cache_size": ["1Gi", "0"],
+            "versioning": [not value],
+            "noncurrent_version_days": [3, 5],
+        }[key]
+        for new in news:
+            if new == value:
+                continue
+            out = _set(data, path, new)
+            if key in ("versioning", "noncurrent_version_days") and new:
+                out = _set(out, (*path[:-1], "hierarchical_namespace"), False)
+                if key == "noncurrent_version_days":
+                    out = _set(out, (*path[:-1], "versioning"), True)
+            yield out
+        return
+    if schema == "capacity.topology":
+        for new in ("required", "preferred", "off"):
+            if new != value:
+                yield _set(data, path, new)
+        return
+    if schema == "node_pools[].super_slicing" and value is False:
+        out = _super_slicing_pool(data, path[:-1])
+        if out is not None:
+            yield out
+        return
     if schema == "jobs[].slices" and value is None:  # a TPU job on 1 slice, or elastic 1-2
         yield _set(data, path, {"min": 1, "max": 1})
         yield _set(data, path, {"min": 1, "max": 2})
@@ -446,6 +503,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "upgrade_strategy": ["None", "NewCluster"],
             "when_unsatisfiable": ["ScaleUpAnyway", "DoNotScaleUp"],  # compute_classes[]
             "checkpoint": _names(data, "jobs"),
+            "file_cache_medium": ["memory", "ephemeral"],  # buckets.file_cache_medium
         }
         for new in literals.get(key, []):
             if new != value:
@@ -455,6 +513,48 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         if key == "name" or key in ("project",):
             renamed = _rename_everywhere(_full(data), value, new)
             yield _set(renamed, path, new)
+
+
+def _super_slicing_pool(data: dict[str, Any], pool_path: Path) -> dict[str, Any] | None:
+    """``data`` with the TPU pool at ``pool_path`` made a TPU7x 4x4x4 super-slicing pool (a
+    reservation, the zone accepted as unlisted, the cluster on RAPID at the version dynamic
+    slicing needs, NAP off, its flavors' TPU quota one cube per slice), None for a pool Kueue does not queue: super-slicing is
+    refused elsewhere (components/capacity/superslice.py)."""
+    from components.capacity.superslice import MIN_GKE_VERSION
+
+    pool = _get(data, pool_path)
+    if "tpu" not in pool:
+        return None
+    flavors = {
+        f["pool"]
+        for q in (data.get("capacity") or {}).get("cluster_queues", [])
+        for f in q["flavors"]
+    }
+    if pool["name"] not in flavors:
+        return None
+    out = _full(data)
+    p = _get(out, pool_path)
+    p.update(
+        tpu={"generation": "tpu7x", "topology": "4x4x4"},
+        provisioning="reservation",
+        reservation="ironwood",
+        allow_unlisted_zone=True,
+        super_slicing=True,
+    )
+    p.pop("max_run_duration", None)
+    out["cluster"] = {
+        **out["cluster"],
+        "release_channel": "RAPID",
+        "min_master_version": MIN_GKE_VERSION,
+    }
+    out["nap"] = {**out["nap"], "enabled": False}  # NAP's limits would not cover the cubes
+    cube = 64 * p.get("max_slices", 1)  # chips of the pool's cubes
+    for q in out["capacity"]["cluster_queues"]:
+        for f in q["flavors"]:
+            if f["pool"] == p["name"]:
+                f["nominal"] = {**f["nominal"], "google.com/tpu": cube}
+                f.pop("borrowing_limit", None)
+    return out
 
 
 def _get_dumped(data: dict[str, Any], path: Path) -> Any:
@@ -486,6 +586,7 @@ PURE_KINDS = frozenset(
         "LimitRange",
         "ResourceQuota",
         "NetworkPolicy",
+        "Topology",
         "ResourceFlavor",
         "ClusterQueue",
         "LocalQueue",

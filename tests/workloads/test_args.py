@@ -119,7 +119,7 @@ def test_binding_keeps_what_the_workload_takes_and_explicit_args_win() -> None:
 
 
 def test_gke_and_local_bind_through_the_same_function(monkeypatch: pytest.MonkeyPatch) -> None:
-    """components/raycrs/rayjob.job_args and raygke/local_jobs.job_args both call
+    """components/raycrs/rayjob.job_args and raygke/local/jobs.job_args both call
     contract.registry.bind_job_args."""
     import components.raycrs.rayjob as rayjob
     import raygke.local.jobs as lj

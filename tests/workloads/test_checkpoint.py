@@ -108,3 +108,40 @@ def test_sample_is_seeded_and_temperature_zero_is_greedy() -> None:
     with torch.no_grad():
         logits = model(torch.tensor([ids[:-1]]))[0]
     assert logits[3:].argmax(-1).tolist() == ids[4:]
+
+
+def test_the_commit_renames_locally_and_on_hns_mounts_but_writes_in_place_on_a_flat_bucket():
+    from contract.storage import HNS_MOUNTS_ENV
+    from workloads.checkpoint import commit_mode
+
+    mounts = [
+        ("/mnt/gcs/checkpoints", "fuse"),
+        ("/mnt/gcs/datasets", "fuse.gcsfuse"),
+        ("/", "overlay"),
+    ]
+    env = {HNS_MOUNTS_ENV: "/mnt/gcs/checkpoints"}
+    assert commit_mode("/mnt/gcs/checkpoints/job/checkpoint_1", mounts, env) == "rename"
+    assert commit_mode("/mnt/gcs/datasets/x/checkpoint_1", mounts, env) == "manifest"
+    assert commit_mode("/mnt/gcs/checkpoints/job/checkpoint_1", mounts, {}) == "manifest"
+    assert commit_mode("/tmp/run/checkpoint_1", mounts, env) == "rename"
+    # a prefix of a mount point's name is not inside it
+    assert commit_mode("/mnt/gcs/datasets2/c", [*mounts, ("/mnt", "ext4")], env) == "rename"
+
+
+def test_an_in_place_commit_writes_the_manifest_last_and_replaces_the_old(tmp_path, monkeypatch):
+    import workloads.checkpoint as ck
+
+    monkeypatch.setattr(ck, "_mounts", lambda: [(str(tmp_path), "fuse")])
+    target = tmp_path / "checkpoint_1"
+    ck.write_checkpoint(target, {"a.bin": b"old", "stale.bin": b"x"}, {"step": 1})
+    seen = []
+
+    def writer(d):
+        seen.append((d, (d / ck.MANIFEST).exists()))
+        (d / "a.bin").write_bytes(b"new")
+
+    out = ck.write_checkpoint(target, writer, {"step": 2})
+    assert out == target and seen == [(target, False)]  # in place, no manifest while writing
+    assert sorted(p.name for p in target.iterdir()) == ["a.bin", ck.MANIFEST]
+    assert ck.verify_checkpoint(target) == {"step": 2}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary sibling

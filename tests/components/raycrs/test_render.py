@@ -126,7 +126,12 @@ def test_gpu_and_cpu_groups_and_gcsfuse() -> None:
     assert {"name": "dshm", "mountPath": "/dev/shm"} in pod["containers"][0]["volumeMounts"]
     assert pod["containers"][0]["image"] == planned_refs(cfg)["gpu"]
     assert pod["serviceAccountName"] == "ray-train"
-    assert l4["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
+    # the sidecar's ephemeral storage above the datasets + checkpoints file caches (20 GiB each,
+    # components/storage/fuse.py) plus 1 GiB
+    assert l4["metadata"]["annotations"] == {
+        "gke-gcsfuse/volumes": "true",
+        "gke-gcsfuse/ephemeral-storage-limit": "41984Mi",
+    }
     buckets = {v["csi"]["volumeAttributes"]["bucketName"] for v in pod["volumes"] if "csi" in v}
     assert plan(cfg).context.buckets["checkpoints"] in buckets
     cpu = _group(rc, "cpu")["template"]["spec"]

@@ -250,6 +250,16 @@ CASES: dict[str, tuple[Mutation, str]] = {
         lambda d: d["jobs"][-1].update(queue="nope"),
         "queue: 'nope' is not a capacity.local_queues entry; declared: none",
     ),
+    "fuse_caches_fit_boot_disks": (
+        # ray-train's datasets (60 GiB) + checkpoints (20 GiB) caches on the 100 GB boot disks
+        lambda d: d.update(buckets={"datasets": {"file_cache_size": "60Gi"}}),
+        "(checkpoints 20480 MiB, datasets 61440 MiB: 85.9 GB) take more than 50% of pool cpu's "
+        "100 GB boot disk",
+    ),
+    "super_slicing_supported": (
+        lambda d: d["node_pools"][1].update(super_slicing=True),
+        "node_pools[tpu].super_slicing: super-slicing stitches TPU7x 4x4x4 cubes",
+    ),
 }
 
 

@@ -13,7 +13,12 @@ def test_buckets_are_private_uniform_and_cmek():
     buckets_cfg = {
         "force_destroy": True,
         "datasets": {"delete_after_days": 90, "soft_delete_days": 0},
-        "checkpoints": {"versioning": True, "noncurrent_version_days": 7, "soft_delete_days": 14},
+        "checkpoints": {
+            "versioning": True,
+            "noncurrent_version_days": 7,
+            "soft_delete_days": 14,
+            "hierarchical_namespace": False,  # versioning needs a flat bucket
+        },
     }
     records, outputs = render(config(buckets=buckets_cfg))
     buckets = by_name(records, BUCKET)
@@ -55,3 +60,14 @@ def test_lifecycle_rules_pure():
         {"action": {"type": "Delete"}, "condition": {"days_since_noncurrent_time": 3}},
         {"action": {"type": "Delete"}, "condition": {"age": 30}},
     ]
+
+
+def test_the_checkpoints_bucket_has_hierarchical_namespace_by_default_and_the_others_not():
+    records, _ = render(config())
+    buckets = by_name(records, BUCKET)
+    ck = buckets["ray-gke-test-ray-test-checkpoints"]
+    assert ck["hierarchicalNamespace"] == {"enabled": True}
+    assert ck["uniformBucketLevelAccess"] is True  # HNS needs it (pulumi-gcp Bucket docs)
+    assert ck["versioning"] == {"enabled": False}
+    for purpose in ("datasets", "artifacts"):
+        assert "hierarchicalNamespace" not in buckets[f"ray-gke-test-ray-test-{purpose}"]

@@ -421,3 +421,41 @@ def test_a_side_whose_stack_is_invalid_lists_its_problems_and_a_bad_set_stays_ex
         render_tree(root, "dev", "working tree", ["node_pools[nope].max_nodes=1"])
     assert e.value.code == 2 and "node_pools has no entry 'nope'" in str(e.value)
     assert "error: error:" not in f"error: {e.value}"
+
+
+def test_a_removed_node_exclusion_is_flagged_as_letting_upgrades_drain_nodes_again() -> None:
+    excl = {
+        "exclusionName": "training-runs",
+        "startTime": "2026-12-01T00:00:00Z",
+        "exclusionOptions": {
+            "scope": "NO_MINOR_OR_NODE_UPGRADES",
+            "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+        },
+    }
+    window = {"dailyMaintenanceWindow": {"startTime": "04:00"}}
+    cl = {
+        "type": "gcp:container/cluster:Cluster",
+        "name": "cluster-gke",
+        "urn": "urn:c",
+        "parent": None,
+        "inputs": {"name": "ray-prod", "maintenancePolicy": window},
+        "options": {**_pool()["options"], "ignore_changes": []},
+    }
+    held = _edit(cl, inputs__maintenancePolicy={**window, "maintenanceExclusions": [excl]})
+    (added,) = compare([cl], [held], "prod").changes
+    assert added.op == "update"
+    assert added.flags == [
+        "maintenance exclusion training-runs added "
+        "(NO_MINOR_OR_NODE_UPGRADES, 2026-12-01T00:00:00Z to end of support)"
+    ]
+    (removed,) = compare([held], [cl], "prod").changes
+    (flag,) = removed.flags
+    assert flag.startswith("maintenance exclusion training-runs removed")
+    assert "may upgrade and drain nodes again" in flag
+    minor = copy.deepcopy(excl)
+    minor["exclusionOptions"]["scope"] = "NO_MINOR_UPGRADES"
+    narrowed = _edit(cl, inputs__maintenancePolicy={**window, "maintenanceExclusions": [minor]})
+    (changed,) = compare([held], [narrowed], "prod").changes
+    (flag,) = changed.flags
+    assert "NO_MINOR_OR_NODE_UPGRADES" in flag and "-> NO_MINOR_UPGRADES" in flag
+    assert "drain nodes again" in flag

@@ -27,6 +27,7 @@ import pytest
 from contract.registry import FAULTS_ENV, RESULT_PREFIX
 from raygke.local import cluster as local_cluster
 from raygke.local import jobs as local_jobs
+from raygke.local import summary as local_summary
 
 RAYGKE = Path(sys.executable).parent / "raygke"
 REPO = Path(__file__).resolve().parents[3]
@@ -164,7 +165,7 @@ def test_train_lm_tf_jobs_locally() -> None:
     trained = {"train_lm_tf": {"checkpoint": "/c/tf", "steps": 7}}
     ev = local_jobs.job_args("evaluate", state, None, "r", trained)
     assert ev["checkpoint"] == "/c/tf"
-    assert local_jobs.summarize(trained)["steps"] == 7
+    assert local_summary.summarize(trained)["steps"] == 7
 
 
 def test_summary_names_the_hugging_face_folder_of_the_checkpoint(tmp_path: Path) -> None:
@@ -172,11 +173,11 @@ def test_summary_names_the_hugging_face_folder_of_the_checkpoint(tmp_path: Path)
     names it when it is there, says nothing when it is not, names a remote one as it is."""
     ckpt = tmp_path / "checkpoint_00000040"
     (ckpt / "hf").mkdir(parents=True)
-    summary = local_jobs.summarize({"train_lm": {"checkpoint": str(ckpt)}})
+    summary = local_summary.summarize({"train_lm": {"checkpoint": str(ckpt)}})
     assert summary["hf_model"] == str(ckpt / "hf")
     from rich.console import Console
 
-    from raygke import local
+    from raygke.local import commands as local
 
     console = Console(width=300, record=True)
     console.print(local._summary_table({**summary, "seconds": 1.0}))
@@ -184,20 +185,20 @@ def test_summary_names_the_hugging_face_folder_of_the_checkpoint(tmp_path: Path)
     assert row.split("│")[2].strip() == str(ckpt / "hf")
     older = tmp_path / "checkpoint_00000020"
     older.mkdir()
-    assert local_jobs.summarize({"train_lm": {"checkpoint": str(older)}})["hf_model"] is None
-    assert local_jobs.hf_model("gs://b/runs/x/checkpoint_1/") == "gs://b/runs/x/checkpoint_1/hf"
-    assert local_jobs.summarize({})["hf_model"] is None
+    assert local_summary.summarize({"train_lm": {"checkpoint": str(older)}})["hf_model"] is None
+    assert local_summary.hf_model("gs://b/runs/x/checkpoint_1/") == "gs://b/runs/x/checkpoint_1/hf"
+    assert local_summary.summarize({})["hf_model"] is None
 
 
 def test_parse_result_takes_the_last_result_line() -> None:
     logs = f'noise\n{RESULT_PREFIX}{{"rows": 1}}\nmore\n{RESULT_PREFIX}{{"rows": 2}}\n'
     assert local_jobs.parse_result(logs) == {"rows": 2}
     assert local_jobs.parse_result("no result here\n") is None
-    assert local_jobs.summarize({"prepare": {"rows": 2}})["rows"] == 2
+    assert local_summary.summarize({"prepare": {"rows": 2}})["rows"] == 2
     ev = {"val_loss": 0.9, "xz_nats_per_byte": 1.0, "val_vs_xz": 0.9}
-    summary = local_jobs.summarize({"evaluate": ev})
+    summary = local_summary.summarize({"evaluate": ev})
     assert (summary["xz_nats_per_byte"], summary["val_vs_xz"]) == (1.0, 0.9)
-    assert set(summary) == set(local_jobs.SUMMARY_KEYS)
+    assert set(summary) == set(local_summary.SUMMARY_KEYS)
     assert local_jobs.parse_overrides(["train_lm.steps=5", "evaluate.prompt=x y"]) == {
         "train_lm": {"steps": 5},
         "evaluate": {"prompt": "x y"},

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from raygke.local import commands as local
-from raygke.local import jobs as local_jobs
+from raygke.local import summary as local_summary
 
 
 def _render(summary: dict) -> str:
@@ -17,11 +17,11 @@ def _render(summary: dict) -> str:
 
 def test_summary_table_prints_xz_and_the_ratio() -> None:
     ev = {"val_loss": 0.95, "xz_nats_per_byte": 1.003, "val_vs_xz": 0.95 / 1.003}
-    summary = {**local_jobs.summarize({"evaluate": ev}), "seconds": 1.0}
+    summary = {**local_summary.summarize({"evaluate": ev}), "seconds": 1.0}
     text = _render(summary)
     assert "xz -9e, same rows (nats/byte)" in text and "1.003" in text
     assert "model / xz (< 1 beats xz)" in text and "0.947" in text
-    empty = _render({**local_jobs.summarize({}), "seconds": 1.0})
+    empty = _render({**local_summary.summarize({}), "seconds": 1.0})
     row = next(ln for ln in empty.splitlines() if "model / xz" in ln)
     assert row.split("│")[2].strip() == "-"
 
@@ -37,7 +37,7 @@ def test_summary_table_prints_ppmd_mfu_and_the_scored_rows() -> None:
         "val_vs_ppmd": 0.9 / 0.951,
     }
     train = {"steps": 5, "mfu": 0.4123, "peak_flops": 3.44e11, "precision": "bf16"}
-    summary = local_jobs.summarize({"prepare": prep, "train_lm": train, "evaluate": ev})
+    summary = local_summary.summarize({"prepare": prep, "train_lm": train, "evaluate": ev})
     assert summary["val_rows"] == 4_096  # the rows the loss was computed on, not the split's
     assert (summary["mfu"], summary["peak_flops"], summary["precision"]) == (
         0.4123,
@@ -50,7 +50,7 @@ def test_summary_table_prints_ppmd_mfu_and_the_scored_rows() -> None:
     assert "41.2% of 344.0 GFLOP/s bf16" in text
     assert "4,096" in text and "7,045" not in text
     # no evaluate: the split's rows; no trainer: no MFU
-    alone = local_jobs.summarize({"prepare": prep})
+    alone = local_summary.summarize({"prepare": prep})
     assert alone["val_rows"] == 7_045 and alone["mfu"] is None
     row = next(ln for ln in _render({**alone, "seconds": 1.0}).splitlines() if "MFU" in ln)
     assert row.split("│")[2].strip() == "-"

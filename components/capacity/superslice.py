@@ -1,0 +1,163 @@
+"""TPU7x super-slicing: 4x4x4 cubes stitched into larger slices by GKE's slice controller,
+admitted through Kueue.
+
+Facts, each with its source:
+
+* A sub-block (cube) is the unit of Ironwood (TPU7x) capacity: 16 TPU VMs with a 4x4x4
+  topology, and a node pool maps to one sub-block; dynamic slicing stitches sub-blocks into
+  larger slices. It needs a Standard cluster at 1.35.2-gke.1842000 or later in the Rapid channel,
+  TPU7x, Container-Optimized OS, and All Capacity mode reservations for incremental provisioning
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing,
+  https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices, "Requirements").
+  :data:`CUBE`, :data:`MIN_GKE_VERSION`, :data:`CHANNEL`.
+* The cluster runs GKE's slice controller (``gcloud container clusters ... --enable-slice-controller``
+  as xpk's ``--super-slicing`` does, ``src/xpk/commands/cluster.py``; pulumi-gcp 10.2.0
+  ``ClusterAddonsConfigSliceControllerConfigArgs``), the cube node pools' workload policy has
+  ``--accelerator-topology-mode=PROVISION_ONLY`` (xpk ``src/xpk/core/nodepool.py``
+  ``ensure_resource_policy_exists``; pulumi-gcp ``ResourcePolicyWorkloadPolicyArgs
+  .accelerator_topology_mode``).
+* Kueue: a Topology over ``cloud.google.com/gce-topology-block`` (only sub-blocks of one block
+  form a slice), ``cloud.google.com/gke-tpu-partition-4x4x4-id`` (the cube) and
+  ``kubernetes.io/hostname``; a ResourceFlavor selecting ``cloud.google.com/gke-tpu-accelerator:
+  tpu7x`` with that ``topologyName``; an AdmissionCheck with ``controllerName:
+  accelerator.gke.io/slice`` on the ClusterQueue; each pod carries
+  ``cloud.google.com/gke-tpu-slice-topology: <topology>`` and selects the accelerator only (no
+  per-pool or topology label) (GoogleCloudPlatform/kubernetes-engine-samples
+  ``ai-ml/gke-tpu-dynamic-slicing/dynamic-slice-topology.yaml``, ``big-super-slice.yaml``,
+  ``tpu-job-jax-v7x-64.yaml`` @b78511d9; xpk ``src/xpk/templates/kueue_super_slicing_topology.yaml.j2``,
+  ``kueue_config.yaml.j2``, ``core/scheduling.py`` ``create_tpu_slice_topology_annotation``
+  @367c838). xpk needs Kueue 0.15.2 or later (``_SUPER_SLICING_MINIMUM_KUEUE_VERSION``).
+* A super-slice topology is ``4i x 4j x 4k`` with ``i <= j <= k`` and at most 144 cubes (xpk
+  ``core/scheduling.py`` ``_check_super_slicing_topology``, ``_SUPER_SLICING_MAX_CUBES``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from components.nodepools.render import NodePoolSpec
+    from components.stack.model import StackConfig
+    from components.stack.problems import Problem
+
+CUBE = "4x4x4"
+GENERATION = "tpu7x"
+CUBE_HOSTS = 16
+MIN_GKE_VERSION = "1.35.2-gke.1842000"
+CHANNEL = "RAPID"
+MIN_KUEUE_VERSION = (0, 15, 2)
+MAX_CUBES = 144
+PARTITION_LABEL = "cloud.google.com/gke-tpu-partition-4x4x4-id"
+SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
+SLICE_CONTROLLER = "accelerator.gke.io/slice"
+SLICE_CHECK = "tpu-slice"
+TOPOLOGY = "tpu7x-superslice"
+TOPOLOGIES = {
+    TOPOLOGY: ("cloud.google.com/gce-topology-block", PARTITION_LABEL, "kubernetes.io/hostname")
+}
+DOC = "https://cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing"
+
+
+def pool_topology(spec: NodePoolSpec) -> str | None:
+    """:data:`TOPOLOGY` for a GKE node pool of a super-slicing pool, else None."""
+    return TOPOLOGY if spec.super_slicing else None
+
+
+def tightest_level(spec: NodePoolSpec, pods: int) -> str:
+    """The level that holds ``pods`` pods of a super-slicing pool: one host, one cube (16
+    hosts), else one block (only cubes of one block form a slice)."""
+    block, cube, host = TOPOLOGIES[TOPOLOGY]
+    if pods <= 1:
+        return host
+    return cube if pods <= CUBE_HOSTS else block
+
+
+def valid_topology(topology: str) -> str | None:
+    """Why ``topology`` is not a super-slice topology (None: it is): ``4i x 4j x 4k``, ``i <= j
+    <= k``, at most :data:`MAX_CUBES` cubes."""
+    try:
+        dims = [int(d) for d in topology.split("x")]
+    except ValueError:
+        dims = []
+    if len(dims) != 3 or any(d < 4 or d % 4 for d in dims) or dims != sorted(dims):
+        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k"
+    cubes = (dims[0] // 4) * (dims[1] // 4) * (dims[2] // 4)
+    if cubes > MAX_CUBES:
+        return f"{topology!r} is {cubes} cubes; a super-slice has at most {MAX_CUBES}"
+    return None
+
+
+def super_slicing_pools(cfg: StackConfig) -> list[str]:
+    """Names of the node pools with ``super_slicing: true``."""
+    return [p.name for p in cfg.node_pools if getattr(p, "super_slicing", False)]
+
+
+def problems(cfg: StackConfig) -> Iterable[Problem]:
+    """Where the catalog, the cluster or Kueue says a super-slicing pool cannot be, one problem
+    each at the pool's ``super_slicing`` (or the cluster field to change)."""
+    from components import catalog
+    from components.stack.problems import Problem
+
+    pools = super_slicing_pools(cfg)
+    if not pools:
+        return
+    for name in pools:
+        pool = next(p for p in cfg.node_pools if p.name == name)
+        at = f"node_pools[{name}].super_slicing"
+        gen, topo = pool.tpu.generation, pool.tpu.topology
+        if gen != GENERATION or topo != CUBE:
+            yield Problem(
+                at,
+                f"{at}: super-slicing stitches TPU7x 4x4x4 cubes (sub-blocks of 16 hosts); this "
+                f"pool is {gen} {topo}: use tpu: {{generation: tpu7x, topology: 4x4x4}} ({DOC})",
+                "super-slicing",
+            )
+        if pool.provisioning != "reservation":
+            yield Problem(
+                at,
+                f"{at}: dynamic slicing provisions cubes from an All Capacity mode reservation; "
+                f"provisioning is {pool.provisioning!r}: use provisioning: reservation with "
+                f"reservation: <name> ({DOC})",
+                "super-slicing",
+            )
+        if not any(f.pool == name for q in cfg.capacity.cluster_queues for f in q.flavors):
+            yield Problem(
+                at,
+                f"{at}: super-slices are admitted by Kueue (TAS and the {SLICE_CONTROLLER} "
+                "admission check): list the pool as a flavor of a capacity.cluster_queues entry",
+                "super-slicing",
+            )
+    cc = cfg.cluster
+    if cc.release_channel != CHANNEL:
+        yield Problem(
+            "cluster.release_channel",
+            f"cluster.release_channel {cc.release_channel}: dynamic slicing (node_pools "
+            f"{', '.join(pools)} super_slicing) needs the {CHANNEL} channel ({DOC})",
+            "super-slicing",
+        )
+    version = cc.min_master_version
+    if version is None or catalog.parse_gke_version(version) < catalog.parse_gke_version(
+        MIN_GKE_VERSION
+    ):
+        yield Problem(
+            "cluster.min_master_version",
+            f"cluster.min_master_version {version or 'unset'}: dynamic slicing needs GKE "
+            f"{MIN_GKE_VERSION} or later; pin it ({DOC})",
+            "super-slicing",
+        )
+    kueue = tuple(int(x) for x in cfg.capacity.kueue.version.split(".")[:3])
+    if kueue < MIN_KUEUE_VERSION:
+        yield Problem(
+            "capacity.kueue.version",
+            f"capacity.kueue.version {cfg.capacity.kueue.version}: super-slicing needs Kueue "
+            "0.15.2 or later (xpk _SUPER_SLICING_MINIMUM_KUEUE_VERSION)",
+            "super-slicing",
+        )
+    if cfg.capacity.topology == "off":
+        yield Problem(
+            "capacity.topology",
+            "capacity.topology off: super-slicing pools are admitted by Topology Aware "
+            "Scheduling; use required or preferred",
+            "super-slicing",
+        )

@@ -1,0 +1,218 @@
+"""Topology-aware placement: Kueue ``Topology`` objects, the flavors that name them, and the
+topology request of each queued pod set.
+
+Kueue's Topology Aware Scheduling (TAS) admits a pod set onto the domains of a ``Topology``
+(a list of node label keys, widest first) so that the pods of one multi-node job land close
+together; it is on by default since Kueue 0.14 (v0.19.2 ``pkg/features/kube_features.go``
+``TopologyAwareScheduling``: beta, default true).
+
+GPU blocks: A4X, A4, A3 Ultra, A3 Mega and A3 High (8 GPUs) nodes carry
+``cloud.google.com/gce-topology-block``, ``-subblock`` and ``-host``; with
+``kubernetes.io/hostname`` they are the four levels of Google's TAS Topology ``gke-default``
+(https://cloud.google.com/ai-hypercomputer/docs/workloads/schedule-gke-workloads-tas, "View the
+topology of your GKE cluster" and "Configure Kueue"; Spot nodes show them only with compact
+placement, and TAS works best on densely placed capacity: reservations). The only sub-block size
+Google states is A4X's: one NVLink domain of 18 instances (72 GPUs)
+(https://cloud.google.com/ai-hypercomputer/docs/terminology, "Sub-block"). :data:`GPU_LEVELS`,
+:data:`TAS_MACHINE_TYPES`, :data:`SUBBLOCK_NODES`.
+
+Rules from Kueue v0.19.2 (each checked here or by the preview, :mod:`components.capacity.preview`):
+
+* a ResourceFlavor with ``topologyName`` needs at least one ``nodeLabels`` entry (the CRD's
+  ``x-kubernetes-validations``: ``!has(self.topologyName) || self.nodeLabels.size() >= 1``);
+* a Topology has 1 to 16 levels, each label once, ``kubernetes.io/hostname`` only last (the
+  Topology CRD, ``kueue.x-k8s.io_topologies.yaml``);
+* a pod set asks for a level with ``kueue.x-k8s.io/podset-required-topology`` or
+  ``kueue.x-k8s.io/podset-preferred-topology`` (one of them, or ``-unconstrained-topology``; the
+  value a label name: ``pkg/controller/jobframework/tas_validation.go``
+  ``ValidateTASPodSetRequest``, applied to the head and every worker group of a RayJob's /
+  RayCluster's spec by ``pkg/controller/jobs/raycluster/common.go`` ``ValidateTopologyRequest``);
+* a pod set that asks for TAS fits only a flavor with a topology holding that level, and a
+  flavor with a topology takes only pod sets that ask for TAS - unless every flavor of the
+  ClusterQueue has a topology, then an unannotated pod set is implied to
+  (``pkg/scheduler/flavorassigner/tas_flavorassigner.go`` ``checkPodSetAndFlavorMatchForTAS``,
+  ``isTASImplied``: "Flavor %q does not support TopologyAwareScheduling", "does not contain the
+  requested level", "supports only TopologyAwareScheduling").
+
+So every queued worker group on a pool whose flavor has a topology carries a request
+(:func:`podset_topology`): the tightest level known to hold its pods (one pod per node): the
+host for one, the sub-block where its size is known and enough, else the block; ``required`` or
+``preferred`` by ``capacity.topology``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from components.nodepools.render import NodePoolSpec
+    from components.stack.model import StackConfig
+
+BLOCK = "cloud.google.com/gce-topology-block"
+SUBBLOCK = "cloud.google.com/gce-topology-subblock"
+HOST = "cloud.google.com/gce-topology-host"
+HOSTNAME = "kubernetes.io/hostname"
+GPU_LEVELS = (BLOCK, SUBBLOCK, HOST, HOSTNAME)
+GPU_TOPOLOGY = "gpu-blocks"
+TAS_MACHINE_TYPES = frozenset(
+    {"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g"}
+)
+SUBBLOCK_NODES = {"a4x-highgpu-4g": 18}
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+DOC = "https://cloud.google.com/ai-hypercomputer/docs/workloads/schedule-gke-workloads-tas"
+
+
+def topology_levels(name: str) -> tuple[str, ...]:
+    """The levels of Topology ``name`` (widest first).
+
+    Raises:
+        KeyError: not a topology this stack renders.
+    """
+    from components.capacity import superslice
+
+    return {GPU_TOPOLOGY: GPU_LEVELS, **superslice.TOPOLOGIES}[name]
+
+
+def pool_topology(spec: NodePoolSpec) -> str | None:
+    """The Topology a node pool's flavor names: :data:`GPU_TOPOLOGY` for a GPU pool of a machine
+    type that exposes the block labels, the TPU7x cube topology for a super-slicing pool
+    (:mod:`components.capacity.superslice`), else None."""
+    from components.capacity import superslice
+
+    if spec.kind == "gpu" and spec.machine_type in TAS_MACHINE_TYPES:
+        return GPU_TOPOLOGY
+    return superslice.pool_topology(spec)
+
+
+def tightest_level(spec: NodePoolSpec, pods: int) -> str:
+    """The tightest level of the pool's topology known to hold ``pods`` pods, one per node."""
+    from components.capacity import superslice
+
+    if superslice.pool_topology(spec):
+        return superslice.tightest_level(spec, pods)
+    if pods <= 1:
+        return HOSTNAME
+    if pods <= SUBBLOCK_NODES.get(spec.machine_type, 0):
+        return SUBBLOCK
+    return BLOCK
+
+
+def podset_topology(spec: NodePoolSpec, pods: int, mode: str) -> dict[str, str]:
+    """The pod template annotations of a queued worker group of ``pods`` pods on ``spec``:
+    ``{required|preferred annotation: level}`` (:func:`tightest_level`), ``{}`` when the pool has
+    no topology or ``mode`` is ``off``."""
+    if mode == "off" or pool_topology(spec) is None:
+        return {}
+    key = REQUIRED if mode == "required" else PREFERRED
+    return {key: tightest_level(spec, pods)}
+
+
+def flavor_topology(cfg: StackConfig, specs: list[NodePoolSpec]) -> str | None:
+    """``topologyName`` of a flavor over ``specs`` (one config pool's GKE pools); None with
+    ``capacity.topology: off``."""
+    if cfg.capacity.topology == "off" or not specs:
+        return None
+    return pool_topology(specs[0])
+
+
+def topology_object(name: str) -> dict[str, Any]:
+    """The ``Topology`` ``name`` (``kueue.x-k8s.io/v1beta2``, the storage version of the carried
+    v0.19.2 CRD)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Topology",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "app.kubernetes.io/part-of": "ray-gke",
+                "app.kubernetes.io/managed-by": "pulumi",
+            },
+        },
+        "spec": {"levels": [{"nodeLabel": level} for level in topology_levels(name)]},
+    }
+
+
+def topology_objects(flavors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One Topology per ``topologyName`` the rendered ``flavors`` name, in first-named order."""
+    names: list[str] = []
+    for f in flavors:
+        name = (f.get("spec") or {}).get("topologyName")
+        if name and name not in names:
+            names.append(name)
+    return [topology_object(n) for n in names]
+
+
+def annotate_worker_groups(
+    cfg: StackConfig, cluster_spec: dict[str, Any], pools: Mapping[str, str]
+) -> None:
+    """Add :func:`podset_topology` to each worker group of a queued RayJob's ``rayClusterSpec``
+    or a queued RayCluster's ``spec`` (in place): ``pools`` maps group name -> config pool; the
+    pod count is ``maxReplicas x numOfHosts`` (the most the group holds at once)."""
+    from components.nodepools.render import specs_for_pool
+
+    for g in cluster_spec.get("workerGroupSpecs") or []:
+        pool = pools.get(g["groupName"])
+        specs = specs_for_pool(cfg, pool) if pool else []
+        if not specs:
+            continue
+        hosts = int(g.get("numOfHosts") or 1)
+        pods = int(g.get("maxReplicas") or g.get("replicas") or 1) * hosts
+        extra = podset_topology(specs[0], pods, cfg.capacity.topology)
+        if extra and specs[0].super_slicing:
+            extra.update(superslice_annotations(specs[0], hosts))
+        if extra:
+            meta = g["template"].setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
+
+
+def superslice_annotations(spec: NodePoolSpec, hosts: int) -> dict[str, str]:
+    """The pod template annotations of a worker group on a super-slicing pool whose replicas
+    are slices of ``hosts`` pods: the slice topology GKE's slice controller forms
+    (``cloud.google.com/gke-tpu-slice-topology``), and each replica's pods in one cube
+    (``kueue.x-k8s.io/podset-slice-required-topology`` at the cube level with
+    ``kueue.x-k8s.io/podset-slice-size`` = hosts: a slice size needs the slice topology and is
+    1 to the pod count, v0.19.2 ``tas_validation.go`` ``ValidateTASPodSetRequest``,
+    ``validateSliceSizeAnnotation``)."""
+    from components.capacity import superslice
+
+    topology = spec.labels.get("cloud.google.com/gke-tpu-topology", superslice.CUBE)
+    return {
+        superslice.SLICE_TOPOLOGY_ANNOTATION: topology,
+        SLICE_REQUIRED: superslice.PARTITION_LABEL,
+        SLICE_SIZE: str(hosts),
+    }
+
+
+def requested(annotations: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(mode, level)`` a pod template's annotations ask for (``required`` / ``preferred`` /
+    ``unconstrained`` with level ``""``); None without a TAS request."""
+    if REQUIRED in annotations:
+        return "required", annotations[REQUIRED]
+    if PREFERRED in annotations:
+        return "preferred", annotations[PREFERRED]
+    if annotations.get(UNCONSTRAINED, "").lower() == "true":
+        return "unconstrained", ""
+    return None
+
+
+def tas_mismatch(
+    request: tuple[str, str] | None, flavor: Mapping[str, Any], tas_only: bool
+) -> str | None:
+    """Why a pod set with TAS ``request`` cannot take ``flavor`` (None: it can), as Kueue v0.19.2
+    ``checkPodSetAndFlavorMatchForTAS`` decides; ``tas_only``: every flavor of the ClusterQueue
+    has a topology (an unannotated pod set is then implied to ask for TAS)."""
+    name = (flavor.get("metadata") or {}).get("name", "?")
+    topology = (flavor.get("spec") or {}).get("topologyName")
+    if request is None and not tas_only:
+        return f"flavor {name} supports only TopologyAwareScheduling" if topology else None
+    if topology is None:
+        return f"flavor {name} does not support TopologyAwareScheduling"
+    if request is not None and request[1] and request[1] not in topology_levels(topology):
+        return f"flavor {name} does not contain the requested level {request[1]}"
+    return None

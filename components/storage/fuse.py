@@ -1,0 +1,203 @@
+"""Cloud Storage FUSE tuned for training: mount options by purpose, the file cache and its size.
+
+Every bucket a workload identity names is mounted into its Ray pods as a CSI ephemeral volume
+(:func:`components.raycrs.pod.gcs_fuse_volumes`); its ``volumeAttributes.mountOptions`` come from
+here, chosen by the bucket's ``fuse_profile`` (:data:`PROFILES`) and whether the mount is
+read-only. Source of every option: GKE's "Manually optimize Cloud Storage FUSE CSI driver for
+performance" (https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf):
+
+* **File cache** is off unless ``file-cache:max-size-mb`` is given; it lives in an ``emptyDir`` on
+  the node's ephemeral storage (the boot disk, or Local SSD where the node has ephemeral storage
+  on Local SSD), and the pod annotation ``gke-gcsfuse/ephemeral-storage-limit`` must be larger
+  than it; or in RAM through a pod volume named ``gke-gcsfuse-cache`` with ``emptyDir.medium:
+  Memory`` (recommended for TPU v6+ hosts, whose RAM is large; A3 GPU hosts cache on Local SSD).
+  :data:`CACHE_VOLUME`, :data:`EPHEMERAL_LIMIT_ANNOTATION`, :func:`cache_pod_settings`.
+* **Parallel downloads** (``file-cache:enable-parallel-downloads:true``) need the file cache
+  (refused at mount since GKE 1.32.0-gke.1795000); they help single-threaded reads of large
+  files: model serving and checkpoint restores.
+* **Metadata caches**: stat cache 32 MB and TTL 60 s by default; for training set the stat and
+  type caches unlimited (``metadata-cache:stat-cache-max-size-mb:-1``,
+  ``metadata-cache:type-cache-max-size-mb:-1``) and, on read-only volumes whose bucket is not
+  changed out of band, the TTL unlimited (``metadata-cache:ttl-secs:-1``) and the kernel list
+  cache (``file-system:kernel-list-cache-ttl-secs:-1``, "advisable ... with read-only mounts").
+  A writable mount keeps the default 60 s TTL (:data:`WRITABLE_TTL_SECONDS`): other pods write
+  the same bucket.
+* ``file-cache:cache-file-for-range-read:true`` for random or partial reads (shuffled dataset
+  shards); ``read_ahead_kb=1024`` for sequential reads of large files (serving and
+  checkpoint-restore; GKE 1.32.2-gke.1297001 or later).
+* **Checkpoints**: an HNS bucket renames a folder atomically; on a flat bucket set
+  ``file-system:rename-dir-limit`` high (200000, the value GKE's high-performance defaults use),
+  and the rename is neither atomic nor quick.
+
+Sizing: the caches of one pod's mounts share the node's ephemeral storage with the images, logs
+and Ray's spill; :func:`cache_problems` refuses caches (medium ``ephemeral``) that together take
+more than :data:`EPHEMERAL_SHARE` of the boot disk of a pool the identity's pods run on - this
+project's margin, not a GKE limit (GKE reserves part of the boot disk for the system:
+https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#local_ephemeral_storage_reservation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from components.storage.model import BucketConfig, BucketsConfig, hns_of
+from contract.quantity import quantity_float
+from contract.storage import HNS_MOUNTS_ENV
+
+if TYPE_CHECKING:
+    from components.stack.problems import Problem
+
+FuseProfile = Literal["dataset", "checkpoints", "model", "plain"]
+PURPOSE_PROFILE: dict[str, FuseProfile] = {
+    "datasets": "dataset",
+    "checkpoints": "checkpoints",
+    "artifacts": "plain",
+}
+"""A bucket's profile when ``fuse_profile`` is unset, by its purpose."""
+PROFILE_CACHE: dict[FuseProfile, str | None] = {
+    "dataset": "20Gi",
+    "checkpoints": "20Gi",
+    "model": "20Gi",
+    "plain": None,
+}
+"""The file cache size when ``file_cache_size`` is unset (None: no file cache)."""
+
+CACHE_VOLUME = "gke-gcsfuse-cache"
+EPHEMERAL_LIMIT_ANNOTATION = "gke-gcsfuse/ephemeral-storage-limit"
+WRITABLE_TTL_SECONDS = 60
+RENAME_DIR_LIMIT = 200000
+READ_AHEAD_KB = 1024
+EPHEMERAL_SHARE = 0.5
+# Room above the caches in the sidecar's ephemeral-storage limit / the RAM cache volume (the
+# limit "must be larger than" the cache): the sidecar's own buffers and logs.
+CACHE_HEADROOM_MIB = 1024
+DOC = "https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf"
+
+
+def profile_of(purpose: str, bucket: BucketConfig) -> FuseProfile:
+    """The bucket's FUSE profile: its ``fuse_profile``, else :data:`PURPOSE_PROFILE`."""
+    return bucket.fuse_profile or PURPOSE_PROFILE[purpose]
+
+
+def cache_mib(purpose: str, bucket: BucketConfig) -> int:
+    """The bucket's file cache in MiB (``file-cache:max-size-mb``), 0 for none: its
+    ``file_cache_size`` quantity, else :data:`PROFILE_CACHE` of its profile."""
+    size = bucket.file_cache_size
+    if size is None:
+        size = PROFILE_CACHE[profile_of(purpose, bucket)]
+    return 0 if size is None else math.ceil(quantity_float(size) / 2**20)
+
+
+def mount_options(profile: FuseProfile, *, read_only: bool, cache: int, hns: bool) -> str:
+    """The ``mountOptions`` string of one mount (comma-separated, no spaces, as the CSI driver
+    takes it) for ``profile``, a ``read_only`` mount, a file cache of ``cache`` MiB (0: none) on
+    an HNS bucket or not (``hns``); the choices are the module docstring's."""
+    opts = ["implicit-dirs"]
+    if profile == "plain":
+        return ",".join(opts)
+    ttl = -1 if read_only else WRITABLE_TTL_SECONDS
+    opts += [
+        f"metadata-cache:ttl-secs:{ttl}",
+        "metadata-cache:stat-cache-max-size-mb:-1",
+        "metadata-cache:type-cache-max-size-mb:-1",
+    ]
+    if read_only and profile in ("dataset", "model"):
+        opts.append("file-system:kernel-list-cache-ttl-secs:-1")
+    if cache:
+        opts.append(f"file-cache:max-size-mb:{cache}")
+        if profile in ("dataset", "model"):
+            opts.append("file-cache:cache-file-for-range-read:true")
+        if profile in ("checkpoints", "model"):
+            opts.append("file-cache:enable-parallel-downloads:true")
+    if profile in ("checkpoints", "model"):
+        opts.append(f"read_ahead_kb={READ_AHEAD_KB}")
+    if profile == "checkpoints" and not hns:
+        opts.append(f"file-system:rename-dir-limit:{RENAME_DIR_LIMIT}")
+    return ",".join(opts)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One bucket mount of a pod: ``purpose``, ``read_only``, its ``options`` string, its file
+    cache (MiB, 0: none) and whether its bucket has hierarchical namespace."""
+
+    purpose: str
+    read_only: bool
+    options: str
+    cache: int
+    hns: bool
+
+
+def mounts(buckets: BucketsConfig, access: Mapping[str, str]) -> list[Mount]:
+    """The mounts of an identity with bucket ``access`` (purpose -> ``read`` | ``write``), sorted
+    by purpose."""
+    out = []
+    for purpose, role in sorted(access.items()):
+        bc = getattr(buckets, purpose)
+        cache, hns, ro = cache_mib(purpose, bc), hns_of(purpose, bc), role == "read"
+        opts = mount_options(profile_of(purpose, bc), read_only=ro, cache=cache, hns=hns)
+        out.append(Mount(purpose, ro, opts, cache, hns))
+    return out
+
+
+def cache_pod_settings(
+    medium: str, ms: Iterable[Mount], mount_root: str
+) -> tuple[dict[str, str], list[dict[str, Any]], list[dict[str, str]]]:
+    """``(annotations, volumes, env)`` a pod with mounts ``ms`` (under ``mount_root``) needs:
+    with a file cache on ``ephemeral`` storage the sidecar's
+    ``gke-gcsfuse/ephemeral-storage-limit`` above the caches' sum; on ``memory`` the
+    ``gke-gcsfuse-cache`` memory ``emptyDir`` of that size; and ``RAYGKE_HNS_MOUNTS`` naming the
+    HNS mounts (:mod:`contract.storage`)."""
+    ms = list(ms)
+    total = sum(m.cache for m in ms)
+    annotations: dict[str, str] = {}
+    volumes: list[dict[str, Any]] = []
+    if total:
+        size = f"{total + CACHE_HEADROOM_MIB}Mi"
+        if medium == "memory":
+            volumes.append(
+                {"name": CACHE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": size}}
+            )
+        else:
+            annotations[EPHEMERAL_LIMIT_ANNOTATION] = size
+    hns = [f"{mount_root}/{m.purpose}" for m in ms if m.hns]
+    env = [{"name": HNS_MOUNTS_ENV, "value": ":".join(hns)}] if hns else []
+    return annotations, volumes, env
+
+
+def cache_problems(cfg: Any) -> Iterable[Problem]:
+    """For the stack ``cfg`` (a validated :class:`components.stack.model.StackConfig`): caches on
+    ``ephemeral`` storage that take more than :data:`EPHEMERAL_SHARE` of the boot
+    disk of a pool a worker group or job of the identity runs on, one problem per (identity,
+    pool), at ``buckets``."""
+    from components.stack.plan import plan
+    from components.stack.problems import Problem
+
+    if cfg.buckets.file_cache_medium != "ephemeral":
+        return
+    p = plan(cfg)
+    seen: set[tuple[str, str]] = set()
+    targets = [(g.cluster.service_account if g.cluster else None, g.pool) for g in p.groups]
+    targets += [(j.runs_as, j.pool) for j in p.jobs]
+    for identity, pool in targets:
+        ident = p.identities.get(identity) if identity else None
+        if ident is None or (identity, pool.name) in seen:
+            continue
+        seen.add((identity, pool.name))
+        ms = mounts(cfg.buckets, ident.buckets)
+        total_gb = sum(m.cache for m in ms) * 2**20 / 1e9
+        allowed = pool.disk_size_gb * EPHEMERAL_SHARE
+        if total_gb > allowed:
+            caches = ", ".join(f"{m.purpose} {m.cache} MiB" for m in ms if m.cache)
+            yield Problem(
+                "buckets",
+                f"buckets: the GCS FUSE file caches of identity {identity} ({caches}: "
+                f"{total_gb:.1f} GB) take more than {EPHEMERAL_SHARE:.0%} of pool {pool.name}'s "
+                f"{pool.disk_size_gb} GB boot disk, which also holds images, logs and Ray's "
+                "spill; lower buckets.<purpose>.file_cache_size, raise the pool's disk_size_gb "
+                f"or set buckets.file_cache_medium: memory ({DOC})",
+                "fuse-cache-size",
+            )

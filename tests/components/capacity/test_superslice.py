@@ -1,0 +1,159 @@
+"""TPU7x super-slicing (components/capacity/superslice.py): the pool option's renders (workload
+policy, slice controller, Kueue Topology, flavor, slice admission check, pod annotations) and
+the refusals where the catalog, GKE or Kueue says it cannot be."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.capacity import superslice
+from components.capacity.checks import kueue_schema_problems
+from components.capacity.render import render_capacity
+from components.capacity.topology import BLOCK, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
+from components.nodepools.render import node_pool_specs
+from components.raycrs.render import render_manifests
+from components.stack import ConfigError, validate
+from tests.helpers import WORKING_DIR, config, of_type, render
+
+POOL = {
+    "name": "ironwood",
+    "tpu": {"generation": "tpu7x", "topology": "4x4x4"},
+    "zones": ["us-central1-c"],
+    "max_slices": 2,
+    "provisioning": "reservation",
+    "reservation": "ironwood-all-capacity",
+    "super_slicing": True,
+}
+
+
+def _data(pool: dict | None = None, **cluster) -> dict:
+    pool = copy.deepcopy(pool or POOL)
+    tpu = 2 * 64
+    return config(
+        region="us-central1",
+        zones=["us-central1-c"],
+        cluster={
+            "name": "ray-test",
+            "deletion_protection": False,
+            "release_channel": "RAPID",
+            "min_master_version": superslice.MIN_GKE_VERSION,
+            **cluster,
+        },
+        node_pools=[pool],
+        nap={"enabled": False},
+        kuberay={"mode": "gke-addon"},
+        capacity={
+            "cluster_queues": [
+                {
+                    "name": "tpu",
+                    "flavors": [
+                        {
+                            "pool": pool["name"],
+                            "nominal": {"cpu": 8000, "memory": "80Ti", "google.com/tpu": tpu},
+                        },
+                        {"pool": "system", "nominal": {"cpu": 16, "memory": "64Gi"}},
+                    ],
+                }
+            ],
+            "local_queues": [{"name": "tpu", "cluster_queue": "tpu"}],
+        },
+        jobs=[
+            {
+                "name": "pretrain",
+                "workload": "train_lm_jax",
+                "node_pool": pool["name"],
+                "queue": "tpu",
+            }
+        ],
+    )
+
+
+def test_the_cube_pools_provision_only_and_the_cluster_runs_the_slice_controller():
+    cfg = validate(_data())
+    specs = [s for s in node_pool_specs(cfg) if s.pool == "ironwood"]
+    assert len(specs) == 2 and all(s.super_slicing for s in specs)
+    assert specs[0].workload_policy == {
+        "type": "HIGH_THROUGHPUT",
+        "accelerator_topology": "4x4x4",
+        "accelerator_topology_mode": "PROVISION_ONLY",
+    }
+    records, _ = render(_data())
+    (cluster,) = of_type(records, "gcp:container/cluster:Cluster")
+    assert cluster["inputs"]["addonsConfig"]["sliceControllerConfig"] == {"enabled": True}
+    policies = of_type(records, "gcp:compute/resourcePolicy:ResourcePolicy")
+    assert {p["inputs"]["workloadPolicy"]["acceleratorTopologyMode"] for p in policies} == {
+        "PROVISION_ONLY"
+    }
+
+
+def test_kueue_gets_the_cube_topology_the_accelerator_flavor_and_the_slice_check():
+    cfg = validate(_data())
+    objects = render_capacity(cfg)
+    assert kueue_schema_problems(objects, "0.19.2") == []
+    (topo,) = [o for o in objects if o["kind"] == "Topology"]
+    assert [lvl["nodeLabel"] for lvl in topo["spec"]["levels"]] == [
+        "cloud.google.com/gce-topology-block",
+        "cloud.google.com/gke-tpu-partition-4x4x4-id",
+        "kubernetes.io/hostname",
+    ]
+    flavor = next(
+        o for o in objects if o["kind"] == "ResourceFlavor" and o["metadata"]["name"] == "ironwood"
+    )
+    assert flavor["spec"]["nodeLabels"] == {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+    assert flavor["spec"]["topologyName"] == superslice.TOPOLOGY
+    (check,) = [o for o in objects if o["kind"] == "AdmissionCheck"]
+    assert check["spec"] == {"controllerName": "accelerator.gke.io/slice"}
+    (cq,) = [o for o in objects if o["kind"] == "ClusterQueue"]
+    assert cq["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": superslice.SLICE_CHECK, "onFlavors": ["ironwood"]}]
+    }
+
+
+def test_the_worker_pods_carry_the_slice_topology_and_one_cube_per_slice():
+    cfg = validate(_data())
+    (job,) = [m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayJob"]
+    (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert group["numOfHosts"] == 16
+    ann = group["template"]["metadata"]["annotations"]
+    assert ann[superslice.SLICE_TOPOLOGY_ANNOTATION] == "4x4x4"
+    assert ann[REQUIRED] == BLOCK  # two cubes: one block
+    assert ann[SLICE_REQUIRED] == superslice.PARTITION_LABEL and ann[SLICE_SIZE] == "16"
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (
+            {"pool": {**POOL, "tpu": {"generation": "tpu7x", "topology": "4x4x8"}}},
+            "node_pools[ironwood].super_slicing",
+            "stitches TPU7x 4x4x4 cubes",
+        ),
+        (
+            {"pool": {**POOL, "provisioning": "on-demand", "reservation": None}},
+            "node_pools[ironwood].super_slicing",
+            "All Capacity mode reservation",
+        ),
+        ({"release_channel": "REGULAR"}, "cluster.release_channel", "needs the RAPID channel"),
+        (
+            {"min_master_version": "1.34.1-gke.1000000"},
+            "cluster.min_master_version",
+            "needs GKE 1.35.2-gke.1842000 or later",
+        ),
+    ],
+)
+def test_super_slicing_is_refused_where_it_cannot_run(change, path, words):
+    pool = change.pop("pool", None)
+    with pytest.raises(ConfigError) as e:
+        validate(_data(pool, **change))
+    found = [p for p in e.value.problems if p.rule == "super-slicing"]
+    assert [p.path for p in found] == [path]
+    assert words in found[0]
+
+
+def test_super_slice_topologies_follow_xpk():
+    assert superslice.valid_topology("4x4x8") is None
+    assert superslice.valid_topology("4x8x4") is not None  # i <= j <= k
+    assert superslice.valid_topology("4x4x6") is not None
+    assert "at most 144" in superslice.valid_topology("28x28x28")
