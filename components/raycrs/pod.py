@@ -272,11 +272,13 @@ def pod_template(
     account: str | None = None,
     automount_token: bool = False,
     labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A Ray pod template. ``service_account`` is the workload identity (its buckets are
     mounted); ``account`` the Kubernetes service account the pod runs as (default: the
     identity's workers' account). ``automount_token``: mount the KSA token (only the head with
-    the autoscaler calls the Kubernetes API)."""
+    the autoscaler calls the Kubernetes API). ``annotations``: extra pod annotations (GPU
+    networking's interfaces, :func:`components.gpunet.render.worker_pod_extras`)."""
     volumes, mounts = gcs_fuse_volumes(p, service_account)
     volumes = volumes + list(extra_volumes or [])
     mounts = mounts + list(extra_mounts or [])
@@ -295,6 +297,9 @@ def pod_template(
     if volumes:
         spec["volumes"] = volumes
     metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF, **(labels or {})}}
+    notes = dict(annotations or {})
     if any("csi" in v for v in volumes):
-        metadata["annotations"] = {GCSFUSE_ANNOTATION: "true"}
+        notes[GCSFUSE_ANNOTATION] = "true"
+    if notes:
+        metadata["annotations"] = notes
     return {"metadata": metadata, "spec": spec}

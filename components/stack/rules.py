@@ -419,6 +419,14 @@ def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
     yield from problems_of(stack_rules(cfg), "capacity")
 
 
+def gpu_networking(cfg: StackConfig) -> Iterable[Problem]:
+    """GPU-to-GPU networking (:mod:`components.gpunet.rules`; facts in
+    :mod:`components.catalog.gpu_network`)."""
+    from components.gpunet.rules import gpu_networking_rules
+
+    yield from gpu_networking_rules(cfg)
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -467,6 +475,7 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
+    _rule(gpu_networking, "node_pools", "network", "zones", "jobs", "ray_clusters"),
     # project and region too: flavors and queues are built from the rendered node pools, which
     # need the stack's Context (components.stack.plan.context)
     _rule(
