@@ -59,11 +59,11 @@ class GpuNetworks(pulumi.ComponentResource):
                 )
                 self.subnets[s.name] = sub
                 self.resources.append(sub)
-            if vpc.profile_zone is None:
+            if vpc.firewall:
                 self.resources.append(
                     gcp.compute.Firewall(
-                        f"{name}-{vpc.name}-internal",
-                        name=f"{vpc.name}-internal",
+                        f"{name}-{vpc.firewall}",
+                        name=vpc.firewall,
                         project=cfg.project,
                         network=net.id,
                         direction="INGRESS",

@@ -77,6 +77,12 @@ class GpuVpc:
     profile_zone: str | None = None
     mtu: int = GPU_VPC_MTU
 
+    @property
+    def firewall(self) -> str | None:
+        """Name of the VPC's internal-traffic firewall rule (``<vpc>-internal``); None for the
+        RDMA VPC, which takes no firewall rules (:mod:`components.gpunet.component`)."""
+        return None if self.profile_zone else f"{self.name}-internal"
+
     def network_profile(self, project: str) -> str | None:
         """``network_profile`` of the VPC: ``projects/<project>/global/networkProfiles/
         <zone>-vpc-roce`` for the RDMA VPC [CT] ``examples/gke-a4/gke-a4.yaml``, else None."""

@@ -1,7 +1,8 @@
-"""The stack rules of GPU networking (registered in :data:`components.stack.rules.RULES`):
-refusals from :func:`components.gpunet.render.gpunet_problems` (an RDMA pool outside its
-profile's zone, too small a ``network.gpu_cidr``) and a warning for a multi-node GPU job on a
-family whose GPU networking is turned off. The mismatch of ``gpu_networking`` and machine family
+"""The stack rules of GPU networking: refusals (registered in
+:data:`components.stack.rules.RULES`) from :func:`components.gpunet.render.gpunet_problems` (an
+RDMA pool outside its profile's zone, too small a ``network.gpu_cidr``) and a warning, which
+``raygke check`` prints without failing (raygke/cli.py), for a multi-node GPU job on a family
+whose GPU networking is turned off. The mismatch of ``gpu_networking`` and machine family
 (``tcpxo`` on ``a3-highgpu-8g``) is refused by the field itself
 (:class:`components.nodepools.model.GpuPool`).
 """
@@ -41,6 +42,6 @@ def multi_node_jobs_without_gpu_networking(cfg: Any) -> Iterable[Problem]:
 
 
 def gpu_networking_rules(cfg: Any) -> Iterable[Problem]:
-    """Every GPU networking problem of the stack (module docstring)."""
+    """Every GPU networking refusal of the stack (module docstring); the warnings are
+    :func:`multi_node_jobs_without_gpu_networking`, which ``raygke check`` prints beside them."""
     yield from gpunet_problems(cfg)
-    yield from multi_node_jobs_without_gpu_networking(cfg)
