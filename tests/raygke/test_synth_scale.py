@@ -14,7 +14,9 @@ import pytest
 from components.security.policy import check_records
 from components.stack import naming, stack_data_from_yaml
 from components.stack.checks import check_stack
+from raygke.cost import stack_cost
 from raygke.diff import compare
+from raygke.prices import price_list
 from raygke.synth import config_entries, read_stack_config, run_program
 from tests.helpers import ROOT, stack
 
@@ -97,3 +99,18 @@ def test_turning_gpu_networking_off_replaces_the_pool(records):
     ]
     deleted = {c.name for c in plan.changes if c.op == "delete"}
     assert "gpunet-ray-scale-tcpxo-1" in deleted
+
+
+def test_scale_cost_prices_what_has_a_price_and_names_the_rest(records):
+    """``raygke cost --stack scale``: the CPU and system pools and the cluster fee are priced;
+    the A3 Mega GPUs and the A4 host have no recorded price (raygke/prices.json not_priced says
+    why), so those pools' maximum is unknown, never $0; at minimum scale (0 GPU nodes) the stack
+    costs the system pool and the fee."""
+    cost = stack_cost(records)
+    pools = {p.name: p for p in cost.pools}
+    assert pools["a3-mega"].missing == ["nvidia-h100-mega-80gb in us-central1 (on-demand)"]
+    assert pools["a4"].missing == ["a4-highgpu-8g in us-central1 (on-demand)"]
+    assert pools["a3-mega"].max_hourly is None and pools["a3-mega"].min_hourly == 0.0
+    assert pools["cpu"].max_hourly and pools["system"].min_hourly
+    assert cost.max_hourly is None and cost.min_hourly is not None and cost.min_hourly > 0
+    assert "nvidia-h100-mega-80gb" in price_list()["not_priced"]["gpus"]
