@@ -288,7 +288,8 @@ class GpuPool(_PoolBase):
         "machine family's own - GPUDirect-TCPX's 4 extra NICs on `a3-highgpu-8g`, "
         "GPUDirect-TCPXO's 8 on `a3-megagpu-8g`, GPUDirect RDMA's 8 (4 on `a4x-highgpu-4g`) "
         "CX-7 NICs on an RDMA network profile on `a3-ultragpu-8g`, `a4-highgpu-8g` and "
-        "`a4x-highgpu-4g`, none on other machine types; `off` only the primary NIC; `tcpx` / "
+        "`a4x-highgpu-4g`, none on other machine types; `off` only the primary NIC (refused "
+        "where there is none to turn off); `tcpx` / "
         "`tcpxo` / `rdma` name the family's technology and are refused on another family "
         "(https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth, "
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx; "
@@ -335,12 +336,19 @@ class GpuPool(_PoolBase):
         """An explicit technology must be the machine family's own
         (:data:`components.catalog.gpu_network.GPU_NET_FAMILIES`)."""
         gpu = info.data.get("gpu")
-        if v in ("auto", "off") or gpu is None:
+        if v == "auto" or gpu is None:
             return v
         from components.catalog.gpu_network import GPU_NET_FAMILIES, gpu_net_family
 
         machine = info.data.get("machine_type_override") or gpu.gpu.machine_type(gpu.count)
         fam = gpu_net_family(machine)
+        if v == "off":
+            if fam is None:  # every key has an effect or is refused
+                raise ValueError(
+                    f"'off' on machine type {machine}, which has no GPU networking to turn off; "
+                    "remove gpu_networking"
+                )
+            return v
         if fam is None or fam.kind != v:
             have = f"{fam.family} has {fam.kind}" if fam else "it has no GPUDirect networking"
             fits = sorted(m for m, f in GPU_NET_FAMILIES.items() if f.kind == v)

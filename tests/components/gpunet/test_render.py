@@ -266,3 +266,43 @@ def test_gpu_cidr_too_small_is_refused(scale):
         p for p in rule_problems(StackConfig.model_validate(data)) if p.rule == "gpu-networking"
     ]
     assert p.path == "network.gpu_cidr" and "need 9" in p
+
+
+def test_off_on_a_family_without_gpu_networking_is_refused():
+    data = config(
+        node_pools=[
+            {"name": "l4", "gpu": {"type": "nvidia-l4", "count": 1}, "gpu_networking": "off"}
+        ]
+    )
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    (line,) = [p for p in e.value.problems if p.path == "node_pools[l4].gpu_networking"]
+    assert "g2-standard-4, which has no GPU networking" in line
+
+
+def test_a4x_gets_four_rdma_nics_and_the_arm64_installer():
+    data = config(
+        region="us-central1",
+        zones=["us-central1-b"],
+        node_pools=[_gpu_pool(gpu={"type": "nvidia-gb200", "count": 4})],
+    )
+    cfg = StackConfig.model_validate(data)
+    pool = cfg.node_pools[0]
+    assert [n for _, n in pool_networks(cfg, pool)] == ["ray-gvnic-sub"] + [
+        f"ray-rdma-sub-{j}" for j in range(4)
+    ]
+    notes, env = worker_pod_extras(pool)
+    interfaces = json.loads(notes["networking.gke.io/interfaces"])
+    assert [(i["interfaceName"], i["network"]) for i in interfaces[1:]] == [
+        (f"eth{j + 2}", f"rdma-{j}") for j in range(4)
+    ]  # container-engine-accelerators gpudirect-rdma/nccl-test-imex-a4x.yaml
+    assert env["NCCL_NET"] == "gIB"
+    (ds,) = installer_daemonsets(cfg)
+    assert ds["metadata"]["name"] == "nccl-rdma-installer-arm64"
+    (init,) = ds["spec"]["template"]["spec"]["initContainers"]
+    assert init["image"].endswith("/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0")
+    terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    match = terms["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]} in match[
+        "matchExpressions"
+    ]
