@@ -16,6 +16,8 @@ import pulumi
 from components.apis.component import Apis
 from components.capacity.component import Kueue
 from components.cluster.component import Cluster, ClusterArgs
+from components.gpunet.component import GpuNetworkObjects, GpuNetworks
+from components.gpunet.render import pool_networks
 from components.images.component import ImageRegistry, ImageRegistryArgs
 from components.kuberay.component import KubeRay, KubeRayArgs
 from components.monitoring.component import Dashboards
@@ -45,6 +47,8 @@ apis = Apis("apis", cfg)
 apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(cfg=cfg))
+# The extra VPCs of the GPU pools' GPU-to-GPU networking (none without such a pool).
+gpu_networks = GpuNetworks("gpunet", cfg)
 security = Security("security", SecurityArgs(cfg=cfg))
 cluster = Cluster(
     "cluster",
@@ -71,9 +75,16 @@ pools = [
             cluster=cluster.cluster.id,
             node_service_account=security.node_sa.email,
             boot_disk_kms_key=security.boot_disk_key.id,
+            additional_networks=pool_networks(cfg, stack_plan.pools[spec.pool])
+            if spec.gpu_networking
+            else [],
         ),
         opts=pulumi.ResourceOptions(
-            depends_on=[*security.node_sa_roles, security.boot_disk_key_grant]
+            depends_on=[
+                *security.node_sa_roles,
+                security.boot_disk_key_grant,
+                *(gpu_networks.resources if spec.gpu_networking else []),
+            ]
         ),
     )
     for spec in node_pool_specs(cfg)
@@ -111,6 +122,11 @@ kuberay = KubeRay(
     ),
 )
 
+# GKE's Network / GKENetworkParamSet objects and the NCCL plugin installers (kube-system).
+gpu_objects = GpuNetworkObjects(
+    "gpunet-k8s", cfg, provider=kuberay.provider, depends_on=[cluster, *gpu_networks.resources]
+)
+
 # Kueue and its queues before the Ray objects: a queued RayJob must meet Kueue's webhook.
 capacity = Kueue(
     "capacity",
@@ -125,7 +141,7 @@ ray = RayResources(
     provider=kuberay.provider,
     artifacts_bucket=storage.buckets["artifacts"],
     images=registry.refs,
-    depends_on=[*kuberay.ready, cluster, *capacity.ready],
+    depends_on=[*kuberay.ready, cluster, *capacity.ready, *gpu_objects.objects.values()],
     stack_plan=stack_plan,
 )
 # Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.

@@ -102,6 +102,8 @@ GPUS: Mapping[str, GpuFacts] = _by_name(
     GpuFacts("nvidia-tesla-a100", "NVIDIA A100 40GB", 40, 312.0, ("a100",)),
     GpuFacts("nvidia-a100-80gb", "NVIDIA A100 80GB", 80, 312.0),
     GpuFacts("nvidia-h100-80gb", "NVIDIA H100 80GB", 80, 989.0, ("h100",)),
+    # A3 Mega's H100 (GKE's own accelerator name; the same chip as nvidia-h100-80gb).
+    GpuFacts("nvidia-h100-mega-80gb", "NVIDIA H100 80GB (A3 Mega)", 80, 989.0),
     GpuFacts("nvidia-h200-141gb", "NVIDIA H200 141GB", 141, 989.0, ("h200",)),
     GpuFacts("nvidia-b200", "NVIDIA B200", 180, 2250.0),
     GpuFacts("nvidia-gb200", "NVIDIA GB200", 186, 2500.0),

@@ -150,12 +150,14 @@ def check(
             markup=False,
         )
     from components.cluster.maintenance import maintenance_warnings
+    from components.gpunet.rules import multi_node_jobs_without_gpu_networking
     from components.images.checks import image_warnings
     from components.network.access import reachability_problems
     from components.stack.problems import Problem, problems_of
 
     warnings = problems_of(image_warnings(cfg.ray.images), "ray.images", "image-pinned")
     warnings += maintenance_warnings(cfg)
+    warnings += list(multi_node_jobs_without_gpu_networking(cfg))
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
     problems: list[Problem] = problems_of(

@@ -97,6 +97,7 @@ CONCEPTS = {
     "cluster",
     "computeclass",
     "images",
+    "gpunet",
     "kuberay",
     "monitoring",
     "network",

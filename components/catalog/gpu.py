@@ -221,6 +221,16 @@ GPU_TYPES: Mapping[str, GpuType] = {
             "asia-southeast1-c",
         ),
     ),
+    # A3 Mega: 8 x H100 per a3-megagpu-8g under GKE's accelerator name nvidia-h100-mega-80gb
+    # (GoogleCloudPlatform/container-engine-accelerators @992db81 gpudirect-tcpxo/
+    # nccl-tcpxo-installer.yaml selects it). Zones: us-central1-c, where the same repository's
+    # gpudirect-tcpxo/nccl-test-latest-autopilot.yaml places its A3 Mega pods
+    # (topology.kubernetes.io/zone: us-central1-c); not a complete list (allow_unlisted_zone).
+    "nvidia-h100-mega-80gb": _gpu(
+        "nvidia-h100-mega-80gb",
+        machine_types={8: "a3-megagpu-8g"},
+        zones=("us-central1-c",),
+    ),
     "nvidia-h200-141gb": _gpu(
         "nvidia-h200-141gb",
         machine_types={8: "a3-ultragpu-8g"},

@@ -144,6 +144,10 @@ _GPU_MACHINES: dict[str, tuple[int, int, str, int]] = {
     "a3-highgpu-2g": (52, 468, "nvidia-h100-80gb", 2),
     "a3-highgpu-4g": (104, 936, "nvidia-h100-80gb", 4),
     "a3-highgpu-8g": (208, 1872, "nvidia-h100-80gb", 8),
+    # a3-megagpu-8g: 208 vCPUs, 1872 GB, 8 x nvidia-h100-mega-80gb: GKE's cluster autoscaler
+    # machine table (GoogleCloudPlatform/cluster-autoscaler, deprecated_machine_types_config.go:
+    # NewMachineTypeInfo("a3-megagpu-8g", 208, 1872).withGpuOverride(NvidiaH100Mega_80gb, 8)).
+    "a3-megagpu-8g": (208, 1872, "nvidia-h100-mega-80gb", 8),
     "a3-ultragpu-8g": (224, 2952, "nvidia-h200-141gb", 8),
     # a4-highgpu-8g: 224 vCPUs, 3968 GB, 8 x nvidia-b200, confirmed by GKE's own cluster
     # autoscaler machine table: GoogleCloudPlatform/cluster-autoscaler @7d25050

@@ -15,6 +15,10 @@ Sources (GKE docs):
 * Boot-disk CMEK (node pools and NAP defaults): https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
 * Node auto-provisioning (resource limits, defaults, profile):
   https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
+* Multi-networking (``enable_multi_networking``, with Dataplane V2) when a GPU pool has GPU
+  networking (:func:`components.gpunet.render.networked_pools`; GoogleCloudPlatform/
+  cluster-toolkit ``modules/scheduler/gke-cluster/main.tf``: additional networks turn it on, and
+  it needs Dataplane V2): https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods
 * Gateway API (``gatewayApiConfig``, only for incremental RayService upgrades,
   :func:`components.cluster.render.gateway_api_channel`):
   https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways
@@ -30,6 +34,7 @@ import pulumi_gcp as gcp
 from components.capacity.superslice import super_slicing_pools
 from components.cluster.maintenance import exclusion_inputs
 from components.cluster.render import gateway_api_channel, nap_resource_limits
+from components.gpunet.render import networked_pools
 from components.security.iam import CLOUD_PLATFORM_SCOPE
 from components.stack import StackConfig, nap_needs
 from components.stack.naming import workload_pool
@@ -187,6 +192,7 @@ class Cluster(pulumi.ComponentResource):
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cc.release_channel),
             min_master_version=cc.min_master_version,
             datapath_provider="ADVANCED_DATAPATH",
+            enable_multi_networking=True if networked_pools(cfg) else None,
             enable_shielded_nodes=True,
             database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(
                 state="ENCRYPTED", key_name=args.kms_key_id

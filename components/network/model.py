@@ -138,6 +138,13 @@ class NetworkConfig(_Model):
         "disjoint from the subnet ranges (https://cloud.google.com/kubernetes-engine/docs/how-to/"
         "private-clusters).",
     )
+    gpu_cidr: str = Field(
+        "192.168.0.0/16",
+        description="Range the extra VPCs of GPU networking take their subnets from, one /22 "
+        "(1,020 nodes) per GPU NIC network in order (4 for GPUDirect-TCPX, 8 for TCPXO, 1 gVNIC "
+        "+ 8 RDMA for GPUDirect RDMA; docs/deploying.md, GPU networking); used only when a GPU "
+        "pool has `gpu_networking`. Private, disjoint from the other ranges.",
+    )
     private_nodes: bool = Field(
         True,
         description="Nodes get internal IPs only and reach the internet through Cloud NAT "
@@ -167,7 +174,7 @@ class NetworkConfig(_Model):
     def _name(cls, v: str) -> str:
         return _gke_name(v, "network.name", 63)
 
-    @field_validator("subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr")
+    @field_validator("subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr", "gpu_cidr")
     @classmethod
     def _cidrs(cls, v: str, info: Any) -> str:
         try:
@@ -238,6 +245,7 @@ class NetworkConfig(_Model):
             "pods_cidr": self.pods_cidr,
             "services_cidr": self.services_cidr,
             "master_ipv4_cidr": self.master_ipv4_cidr,
+            "gpu_cidr": self.gpu_cidr,
         }
         nets = {k: ipaddress.IPv4Network(v) for k, v in ranges.items()}
         keys = list(nets)

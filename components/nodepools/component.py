@@ -14,7 +14,7 @@ reservations https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
@@ -44,6 +44,11 @@ class NodePoolArgs:
         node_service_account: email of the nodes' service account.
         boot_disk_kms_key: id of the KMS key that encrypts the nodes' boot disks
             (https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek).
+        additional_networks: ``(VPC, subnetwork)`` per extra node NIC of a GPU pool with GPU
+            networking (:func:`components.gpunet.render.pool_networks`), the node pool's
+            ``network_config.additional_node_network_configs`` (GoogleCloudPlatform/
+            cluster-toolkit ``modules/compute/gke-node-pool/main.tf``); a change replaces the
+            pool (the provider's ForceNew, :mod:`raygke.diff.replacement`).
     """
 
     context: Context
@@ -51,6 +56,9 @@ class NodePoolArgs:
     cluster: pulumi.Input[str]
     node_service_account: pulumi.Input[str]
     boot_disk_kms_key: pulumi.Input[str]
+    additional_networks: list[tuple[pulumi.Input[str], pulumi.Input[str]]] = field(
+        default_factory=list
+    )
 
 
 class NodePool(pulumi.ComponentResource):
@@ -119,6 +127,16 @@ class NodePool(pulumi.ComponentResource):
             initial_node_count=initial_node_count(spec),
             autoscaling=gcp.container.NodePoolAutoscalingArgs(**autoscaling(spec)),
             placement_policy=placement,
+            network_config=gcp.container.NodePoolNetworkConfigArgs(
+                additional_node_network_configs=[
+                    gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+                        network=net, subnetwork=sub
+                    )
+                    for net, sub in args.additional_networks
+                ]
+            )
+            if args.additional_networks
+            else None,
             # Queued provisioning: auto-repair off, no reservation ([GKE-DWS-QUEUED] in
             # components.catalog); flex-start: queued or not, with its maxRunDuration.
             management=gcp.container.NodePoolManagementArgs(

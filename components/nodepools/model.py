@@ -293,6 +293,19 @@ class GpuPool(_PoolBase):
         description="NVIDIA driver GKE installs (`gpuDriverInstallationConfig`, "
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#installing_drivers).",
     )
+    gpu_networking: Literal["auto", "off", "tcpx", "tcpxo", "rdma"] = Field(
+        "auto",
+        description="GPU-to-GPU networking of the pool's nodes: `auto` (default) is the "
+        "machine family's own - GPUDirect-TCPX's 4 extra NICs on `a3-highgpu-8g`, "
+        "GPUDirect-TCPXO's 8 on `a3-megagpu-8g`, GPUDirect RDMA's 8 (4 on `a4x-highgpu-4g`) "
+        "CX-7 NICs on an RDMA network profile on `a3-ultragpu-8g`, `a4-highgpu-8g` and "
+        "`a4x-highgpu-4g`, none on other machine types; `off` only the primary NIC (refused "
+        "where there is none to turn off); `tcpx` / "
+        "`tcpxo` / `rdma` name the family's technology and are refused on another family "
+        "(https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth, "
+        "https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx; "
+        "docs/deploying.md, GPU networking). Changing it replaces the node pool.",
+    )
     min_nodes: int = Field(
         0,
         ge=0,
@@ -327,6 +340,42 @@ class GpuPool(_PoolBase):
     @property
     def machine_type(self) -> str:
         return self.machine_type_override or self.gpu.gpu.machine_type(self.gpu.count)
+
+    @field_validator("gpu_networking")
+    @classmethod
+    def _gpu_networking_matches(cls, v: str, info: ValidationInfo) -> str:
+        """An explicit technology must be the machine family's own
+        (:data:`components.catalog.gpu_network.GPU_NET_FAMILIES`)."""
+        gpu = info.data.get("gpu")
+        if v == "auto" or gpu is None:
+            return v
+        from components.catalog.gpu_network import GPU_NET_FAMILIES, gpu_net_family
+
+        machine = info.data.get("machine_type_override") or gpu.gpu.machine_type(gpu.count)
+        fam = gpu_net_family(machine)
+        if v == "off":
+            if fam is None:  # every key has an effect or is refused
+                raise ValueError(
+                    f"'off' on machine type {machine}, which has no GPU networking to turn off; "
+                    "remove gpu_networking"
+                )
+            return v
+        if fam is None or fam.kind != v:
+            have = f"{fam.family} has {fam.kind}" if fam else "it has no GPUDirect networking"
+            fits = sorted(m for m, f in GPU_NET_FAMILIES.items() if f.kind == v)
+            raise ValueError(
+                f"{v!r} does not fit machine type {machine} ({have}); {v} is on "
+                f"{', '.join(fits)}; allowed here: auto, off" + (f", {fam.kind}" if fam else "")
+            )
+        return v
+
+    @property
+    def gpu_net(self) -> Any:
+        """The pool's GPU networking (:class:`components.catalog.gpu_network.GpuNetFamily`), None
+        when it has none or ``gpu_networking: off``."""
+        from components.catalog.gpu_network import gpu_net_family
+
+        return None if self.gpu_networking == "off" else gpu_net_family(self.machine_type)
 
 
 def _pool_kind(v: Any) -> str:

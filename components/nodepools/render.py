@@ -58,6 +58,9 @@ class NodePoolSpec:
             GPU networking guidance runs over gVNIC
             (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic,
             https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx).
+        gpu_networking: the GPUDirect kind of a GPU pool with GPU networking (``tcpx``,
+            ``tcpxo``, ``rdma``; :attr:`components.nodepools.model.GpuPool.gpu_net`), else None;
+            its extra NICs are :func:`components.gpunet.render.pool_networks`.
     """
 
     name: str
@@ -85,6 +88,7 @@ class NodePoolSpec:
     queued: bool = False
     flex_start: bool = False
     max_run_duration: str | None = None
+    gpu_networking: str | None = None
 
     @property
     def node_taints(self) -> list[catalog.Taint]:
@@ -272,6 +276,7 @@ def _gpu(ctx: Context, pool: GpuPool) -> NodePoolSpec:
         reservation=pool.reservation,
         disk_size_gb=pool.disk_size_gb,
         gvnic=True,
+        gpu_networking=pool.gpu_net.kind if pool.gpu_net else None,
         **dws_fields(pool),
     )
 

@@ -279,11 +279,13 @@ def pod_template(
     account: str | None = None,
     automount_token: bool = False,
     labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A Ray pod template. ``service_account`` is the workload identity (its buckets are
     mounted); ``account`` the Kubernetes service account the pod runs as (default: the
     identity's workers' account). ``automount_token``: mount the KSA token (only the head with
-    the autoscaler calls the Kubernetes API)."""
+    the autoscaler calls the Kubernetes API). ``annotations``: extra pod annotations (GPU
+    networking's interfaces, :func:`components.gpunet.render.worker_pod_extras`)."""
     volumes, mounts = gcs_fuse_volumes(p, service_account)
     cache_annotations, cache_volumes, fuse_env = cache_pod_settings(
         p.context.buckets_config.file_cache_medium, _fuse_mounts(p, service_account), MOUNT_ROOT
@@ -307,6 +309,9 @@ def pod_template(
     if volumes:
         spec["volumes"] = volumes
     metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF, **(labels or {})}}
+    notes = dict(annotations or {})
     if any("csi" in v for v in volumes):
-        metadata["annotations"] = {GCSFUSE_ANNOTATION: "true", **cache_annotations}
+        notes.update({GCSFUSE_ANNOTATION: "true", **cache_annotations})
+    if notes:
+        metadata["annotations"] = notes
     return {"metadata": metadata, "spec": spec}

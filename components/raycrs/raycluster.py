@@ -42,6 +42,7 @@ from typing import Any
 
 from components import catalog
 from components.computeclass.model import class_label, class_taint
+from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
 from components.nodepools.render import gpu_node_labels, pool_specs
 from components.raycrs.pod import (
@@ -216,6 +217,7 @@ def worker_group_spec(
         extra_volumes.append({"name": SPILL_VOLUME, "emptyDir": {}})
         extra_mounts.append({"name": SPILL_VOLUME, "mountPath": group.spill_dir})
     tolerations: list[dict[str, str]] = []
+    annotations: dict[str, str] = {}
     if isinstance(pool, TpuPool):
         s = pool.slice
         out["numOfHosts"] = s.hosts
@@ -242,6 +244,10 @@ def worker_group_spec(
             "NCCL_SOCKET_IFNAME": "eth0",
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
         }
+        # GPU networking: the pool's GPU NICs in the pod and NCCL's settings for them
+        # (components/gpunet/render.py worker_pod_extras); nothing without it.
+        annotations, nccl = worker_pod_extras(pool)
+        env.update(nccl)
         container.update(
             resources=pod_resources(cpu, memory, {catalog.GPU_RESOURCE: str(g.count)}),
             env=[{"name": k, "value": v} for k, v in env.items()],
@@ -272,6 +278,7 @@ def worker_group_spec(
         extra_volumes=[*extra_volumes, volume],
         extra_mounts=[*extra_mounts, mount],
         labels=labels,
+        annotations=annotations,
     )
     return out
 

@@ -20,7 +20,12 @@ each starting with the rule's name (:data:`RULES`): an empty list means the rule
   worker and submitter pods do not mount a service account token and run as another account
   than their cluster's head; a Namespace in the objects carries a Pod Security Admission
   ``enforce`` label of ``baseline`` or ``restricted``
-  (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+  (https://kubernetes.io/docs/concepts/security/pod-security-standards/). One exemption: the
+  NCCL plugin installer DaemonSets of GPU networking (:data:`INSTALLER_EXEMPT`, in
+  ``kube-system`` only, by name), which Google ships privileged with hostPath, ``hostNetwork``
+  and ``hostPID`` (GoogleCloudPlatform/container-engine-accelerators ``gpudirect-rdma/
+  nccl-rdma-installer.yaml``): they write the plugin to the host, outside the Ray namespace,
+  whose pods stay ``restricted`` (:mod:`components.gpunet.render`).
 * ``network-policy`` (:func:`check_network_policy`): every namespace holding a Ray object has a
   default-deny ingress NetworkPolicy (empty ``podSelector``, ``Ingress`` in ``policyTypes``, no
   rule), every Ray cluster's head is selected by a NetworkPolicy of its own, and no policy opens
@@ -37,6 +42,23 @@ RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 WORKLOAD_KINDS = ("Pod", "Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
 HEAD_API_PORTS = (6379, 8265, 10001)
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+# (namespace, kind, name) of the objects the pod-security rule leaves alone (module docstring);
+# the names are components.catalog.gpu_network.INSTALLERS' (written out: the policy pack runs
+# these rules without the catalog).
+INSTALLER_EXEMPT = frozenset(
+    ("kube-system", "DaemonSet", n)
+    for n in (
+        "nccl-rdma-installer",
+        "nccl-rdma-installer-arm64",
+        "nccl-tcpx-installer",
+        "nccl-tcpxo-installer",
+    )
+)
+
+
+def _exempt(o: Obj) -> bool:
+    meta = o.get("metadata") or {}
+    return (meta.get("namespace"), o.get("kind"), meta.get("name")) in INSTALLER_EXEMPT
 
 
 def _name(o: Obj) -> str:
@@ -164,6 +186,8 @@ def check_pod_security(objects: list[Obj]) -> list[str]:
     out = []
     for o in objects:
         name = _name(o)
+        if _exempt(o):
+            continue
         if o.get("kind") == "Namespace":
             level = ((o.get("metadata") or {}).get("labels") or {}).get(PSA_ENFORCE)
             if level not in ("baseline", "restricted"):

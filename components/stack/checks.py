@@ -436,7 +436,10 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     problems += capacity_problems(cfg, manifests)
     iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     problems += problems_of(iam, "workload_identities", "iam")
-    objects = [namespace_manifest(cfg), *namespace_objects(cfg), *manifests]
+    # GPU networking's objects too: the installers' exemption is narrow (security/rules.py).
+    from components.gpunet.render import gpunet_objects
+
+    objects = [namespace_manifest(cfg), *namespace_objects(cfg), *manifests, *gpunet_objects(cfg)]
     problems += locate_security_lines(objects, security_problems(objects))
     return problems
 

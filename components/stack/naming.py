@@ -222,6 +222,22 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
     for spec in node_pool_specs(cfg):
         field = "cluster.system_pool" if spec.kind == "system" else f"node_pools[{spec.pool}].name"
         out.append(DerivedName("gke-node-pool", "node pool", spec.name, field))
+    from components.gpunet.render import gpu_vpcs, networked_pools
+
+    try:
+        vpcs = gpu_vpcs(cfg)
+    except ValueError:  # too small a network.gpu_cidr: the gpu-networking rule says so
+        vpcs = []
+    for vpc in vpcs:  # GPU networking's VPCs, subnets, firewalls, GKE Network objects
+        out.append(DerivedName("compute", "GPU VPC network", vpc.name, "network.name", "network"))
+        if vpc.firewall:
+            out.append(
+                DerivedName("compute", "firewall rule", vpc.firewall, "network.name", "firewall")
+            )
+        for sub in vpc.subnets:
+            out.append(DerivedName("compute", "GPU subnetwork", sub.name, "network.name", "subnet"))
+            field = f"node_pools[{networked_pools(cfg)[0][0].name}].gpu_networking"
+            out.append(DerivedName("k8s-label", "GKE Network", sub.k8s_name, field, "gke-network"))
     for purpose in BUCKET_PURPOSES:
         field = "buckets.prefix" if cfg.buckets.prefix else "project / cluster.name"
         out.append(

@@ -438,6 +438,14 @@ def super_slicing_supported(cfg: StackConfig) -> Iterable[Problem]:
     yield from problems(cfg)
 
 
+def gpu_networking(cfg: StackConfig) -> Iterable[Problem]:
+    """GPU-to-GPU networking (:mod:`components.gpunet.rules`; facts in
+    :mod:`components.catalog.gpu_network`)."""
+    from components.gpunet.rules import gpu_networking_rules
+
+    yield from gpu_networking_rules(cfg)
+
+
 # ------------------------------------------------------------------------------------- running
 
 
@@ -498,6 +506,7 @@ RULES: tuple[Rule, ...] = (
         "project",
         "cluster",
     ),
+    _rule(gpu_networking, "node_pools", "network", "zones", "jobs", "ray_clusters"),
     # project and region too: flavors and queues are built from the rendered node pools, which
     # need the stack's Context (components.stack.plan.context)
     _rule(

@@ -345,6 +345,13 @@ def seed() -> dict[str, Any]:
             },
             "gpus": {
                 "nvidia-gb200": "neither SKY (no GB200 accelerator rows) nor CA lists GB200",
+                "nvidia-h100-mega-80gb": (
+                    "A3 Mega's GPUs (added with GPU networking): no per-region figure in the "
+                    "sources read; GKE's cluster-autoscaler machine table (GoogleCloudPlatform/"
+                    "cluster-autoscaler deprecated_machine_types_config.go) gives a3-megagpu-8g "
+                    "93.40 $/h on-demand and 65.39 Spot with its 8 GPUs, region not stated, and "
+                    "SKY's vms.csv was not searched for H100-MEGA rows"
+                ),
             },
             "tpus": {
                 "tpu7x": "SKY's TPU rows end at tpu-v6e; CA has no TPU prices; no TPU7x (Ironwood) figure in either",

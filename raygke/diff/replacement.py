@@ -140,6 +140,9 @@ RULES: dict[str, TypeRule] = {
             "nodeConfig.metadata=node_config.metadata",
             "nodeConfig.minCpuPlatform=node_config.min_cpu_platform",
             "nodeConfig.bootDiskKmsKey=node_config.boot_disk_kms_key",
+            # GPU networking's extra NICs (components/gpunet): ForceNew in
+            # resource_container_node_pool.go ("additional_node_network_configs" ... ForceNew).
+            "networkConfig.additionalNodeNetworkConfigs=network_config.additional_node_network_configs",
         ),
         TF
         + "container/resource_container_node_pool.go and container/node_config.go (schemaNodeConfig)",
@@ -170,12 +173,23 @@ RULES: dict[str, TypeRule] = {
         deletion_guard="deletionProtection",
     ),
     "gcp:compute/network:Network": TypeRule(
-        _f("name", "project", "autoCreateSubnetworks=auto_create_subnetworks", "description"),
+        # networkProfile: the RDMA VPC of GPU networking (components/gpunet); a network's profile
+        # is set at creation only.
+        _f(
+            "name",
+            "project",
+            "autoCreateSubnetworks=auto_create_subnetworks",
+            "description",
+            "networkProfile=network_profile",
+        ),
         TF + "compute/resource_compute_network.go",
     ),
     "gcp:compute/subnetwork:Subnetwork": TypeRule(
         _f("name", "project", "network", "region", "description"),
         TF + "compute/resource_compute_subnetwork.go",
+    ),
+    "gcp:compute/firewall:Firewall": TypeRule(
+        _f("name", "project", "network", "direction"), TF + "compute/resource_compute_firewall.go"
     ),
     "gcp:compute/router:Router": TypeRule(
         _f("name", "project", "network", "region"), TF + "compute/resource_compute_router.go"

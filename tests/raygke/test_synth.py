@@ -240,3 +240,40 @@ def test_policy_problems_are_problems_of_the_block_that_declares_the_resource(mo
         "network",
     )
     assert all(p.rule == "policy" for p in found.values())
+
+
+def test_prod_h100_pools_render_gpudirect_tcpx_networking(prod):
+    """Prod's A3 High pools get GPUDirect-TCPX's 4 extra NICs by default (gpu_networking: auto):
+    4 VPCs, each pool's additional node networks, multi-networking, and the interfaces in the
+    H100 workers of the job and the long-lived cluster (docs/deploying.md, GPU networking)."""
+    out, result = prod
+    records = result.resources
+    nets = sorted(
+        r["inputs"]["name"] for r in records if r["type"] == "gcp:compute/network:Network"
+    )
+    assert nets == ["ray-prod", *(f"ray-prod-tcpx-{i}" for i in range(1, 5))]
+    pools = {
+        r["inputs"]["name"]: r["inputs"].get("networkConfig")
+        for r in records
+        if r["type"] == "gcp:container/nodePool:NodePool"
+    }
+    for name in ("h100", "h100-dws"):
+        extra = pools[name]["additionalNodeNetworkConfigs"]
+        assert [e["network"] for e in extra] == [f"ray-prod-tcpx-{i}" for i in range(1, 5)]
+    assert pools["cpu"] is None
+    (cluster,) = [r for r in records if r["type"] == "gcp:container/cluster:Cluster"]
+    assert cluster["inputs"]["enableMultiNetworking"] is True
+    job = yaml.safe_load((out / "manifests" / "rayjob-ray-train-lm-h100.yaml").read_text())
+    (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    notes = group["template"]["metadata"]["annotations"]
+    interfaces = json.loads(notes["networking.gke.io/interfaces"])
+    assert [(i["interfaceName"], i["network"]) for i in interfaces] == [
+        ("eth0", "default"),
+        *((f"eth{i}", f"tcpx-{i}") for i in range(1, 5)),
+    ]
+    rc = yaml.safe_load((out / "manifests" / "raycluster-ray-training.yaml").read_text())
+    groups = {g["groupName"]: g for g in rc["spec"]["workerGroupSpecs"]}
+    assert "networking.gke.io/interfaces" in groups["h100"]["template"]["metadata"]["annotations"]
+    assert "networking.gke.io/interfaces" not in groups["cpu"]["template"]["metadata"].get(
+        "annotations", {}
+    )

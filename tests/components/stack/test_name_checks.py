@@ -152,6 +152,7 @@ def test_every_rendered_gcp_name_is_a_derived_name(name: str) -> None:
         "gcp:container/nodePool:NodePool": "name",
         "gcp:compute/network:Network": "name",
         "gcp:compute/subnetwork:Subnetwork": "name",
+        "gcp:compute/firewall:Firewall": "name",
         "gcp:compute/router:Router": "name",
         "gcp:compute/routerNat:RouterNat": "name",
         "gcp:kms/keyRing:KeyRing": "name",

@@ -68,8 +68,21 @@ def _incremental_on_addon(d: dict[str, Any]) -> None:
     ]
 
 
+def _rdma_pool_outside_its_zone(d: dict[str, Any]) -> None:
+    d["zones"] = ["us-central1-a", "us-central1-b"]
+    d["node_pools"].append(
+        {"name": "a4", "gpu": {"type": "nvidia-b200", "count": 8}, "allow_unlisted_zone": True}
+    )
+    d["nap"]["resource_limits"].update({"cpu": 2000, "memory": 20000, "nvidia-b200": 8})
+
+
 # rule name -> (a mutation of base() that breaks only that rule, a line the rule then yields)
 CASES: dict[str, tuple[Mutation, str]] = {
+    "gpu_networking": (
+        _rdma_pool_outside_its_zone,
+        "node_pools[a4].zones: ['us-central1-a', 'us-central1-b'] for GPUDirect RDMA: the RDMA "
+        "network profile is zonal",
+    ),
     "zones_in_region": (
         lambda d: d.update(zones=["europe-west4-a"]),
         "zones: 'europe-west4-a' is not a zone of region us-central1",

@@ -60,10 +60,10 @@ def test_reservation_pays_on_demand_and_cites_why():
 
 
 def test_unknown_price_is_unknown_never_zero():
-    c = pool_cost(_pool(machineType="a3-megagpu-8g"))
+    c = pool_cost(_pool(machineType="a3-edgegpu-8g"))  # not in the catalog
     assert c.node_hourly is None and c.max_hourly is None
     assert c.min_nodes == 0 and c.min_hourly == 0.0  # 0 nodes cost $0, not unknown
-    assert c.missing == ["a3-megagpu-8g in us-east5 (on-demand)"]
+    assert c.missing == ["a3-edgegpu-8g in us-east5 (on-demand)"]
     cost = stack_cost(
         [{"type": "gcp:container/nodePool:NodePool", "name": "p", "inputs": _pool(machineType="x")}]
     )

@@ -85,8 +85,8 @@ def test_the_success_line_shows_the_checkpoint_path_cut_at_separators() -> None:
 def test_prepare_counts_add_up_on_its_success_line_and_in_the_summary() -> None:
     """prepare's ``skipped`` is every file a filter left out (the sum of ``skipped_by``): the
     success line and the run's summary show the same figure (they said 32 and listed 814)."""
-    from raygke.local.summary import summarize
     from raygke.local.run import corpus_files
+    from raygke.local.summary import summarize
     from workloads.prepare import result_of
 
     by = {"include '*.py'": 754, "exclude '.git/*'": 0, "not text": 4, "empty": 28, "x": 28}

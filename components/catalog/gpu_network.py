@@ -1,0 +1,347 @@
+"""GPU-to-GPU networking per GPU machine family: which GPUDirect stack a machine type has, how
+many extra NICs, the networks GKE multi-networking gives a pod, the NCCL plugin installer and the
+NCCL environment of a workload pod.
+
+Sources (each fact below cites one of these):
+
+* [GCE-NET]  Compute Engine, "Networking and GPU machines":
+  https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth. Its overview table: A4X
+  2,000 Gbps GPUDirect RDMA; A4 and A3 Ultra 3,600 Gbps GPUDirect RDMA; A3 Mega 1,800 Gbps
+  GPUDirect-TCPXO; A3 High 1,000 Gbps GPUDirect-TCPX. "A4 and A3 Ultra ... eight NVIDIA
+  ConnectX-7 (CX7) network interface cards (NICs) and two Google virtual NICs (gVNIC). The eight
+  CX7 NICs deliver a total network bandwidth of 3,200 Gbps"; A4X "four NVIDIA ConnectX-7 (CX-7)
+  ... and two Titanium NICs".
+* [GKE-TCPX] GKE, "Maximize GPU network bandwidth with GPUDirect-TCPX(O) and multi-networking":
+  https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx ("Up to
+  four secondary NICs" on A3 High, "up to eight on A3 Mega machine types", "each supporting up to
+  200 Gbps").
+* [RDMA-PROFILE] VPC, "RDMA network profile": https://cloud.google.com/vpc/docs/rdma-network-profiles
+  (a VPC made with the profile ``<zone>-vpc-roce`` takes only MRDMA NICs - A3 Ultra, A4, A4X -
+  "the network is constrained to the zone of the network profile"; the profile "is not available
+  in all zones").
+* [CEA] GoogleCloudPlatform/container-engine-accelerators @992db81 (2026-06-11):
+  ``gpudirect-tcpx/nccl-tcpx-installer.yaml`` (image ``.../gpudirect-tcpx/
+  nccl-plugin-gpudirecttcpx-dev:v3.1.9``, node affinity ``nvidia-h100-80gb``),
+  ``gpudirect-tcpxo/nccl-tcpxo-installer.yaml`` (``.../gpudirect-tcpxo/
+  nccl-plugin-gpudirecttcpx-dev:v1.0.15``, ``nvidia-h100-mega-80gb``),
+  ``gpudirect-rdma/nccl-rdma-installer.yaml`` (``.../gpudirect-gib/nccl-plugin-gib:v1.1.1``,
+  ``nvidia-h200-141gb`` and ``nvidia-b200``), ``gpudirect-rdma/nccl-rdma-installer-a4x.yaml``
+  (``nccl-plugin-gib-arm64:v1.1.0``, ``nvidia-gb200`` on arm64): DaemonSets in ``kube-system``,
+  privileged init containers with ``hostNetwork``/``hostPID`` and hostPath ``/home/kubernetes/bin``
+  that copy the plugin into the host's ``/home/kubernetes/bin/nvidia/lib64``; the pause container
+  pinned ``gke.gcr.io/pause:3.8@sha256:880e63f9...``. Google publishes the installer images by
+  tag only (no digest in either repository), so :data:`INSTALLER_IMAGES` keeps the tag and
+  ``gpu_networking_installer_images`` in the stack pins a digest (``raygke check`` warns until
+  it does). The workload side: ``gpudirect-tcpx/nccl-test-unprivileged-without-hostnetwork.yaml``
+  and ``gpudirect-tcpxo/nccl-test-unprivileged-without-hostnetwork.yaml`` (interfaces ``eth1..eth4``
+  on networks ``vpc1..vpc4``, ``eth1..eth8`` on ``vpc1..vpc8``; the ``tcpx-daemon`` /
+  ``tcpxo-daemon`` RxDM sidecar with capabilities ``NET_ADMIN`` (+ ``NET_BIND_SERVICE`` for
+  TCPXO) and hostPath ``/sys``, ``/proc/sys``), ``gpudirect-rdma/nccl-test.yaml`` and
+  ``nccl-test-imex-a4x.yaml`` (``eth2..eth9`` on ``rdma-0..rdma-7``; ``eth2..eth5`` on
+  ``rdma-0..rdma-3`` for A4X); ``gpudirect-tcpx/nccl-config.yaml`` (the TCPX NCCL settings) and
+  ``gpudirect-tcpxo/README.md`` (the TCPXO NCCL configs of each release).
+* [CT] GoogleCloudPlatform/cluster-toolkit @1047080 (2026-06-25): ``examples/gke-a3-highgpu/
+  gke-a3-highgpu.yaml`` (4 extra VPCs, ``mtu: 8244``), ``examples/gke-a3-megagpu/
+  gke-a3-megagpu.yaml`` (8, ``mtu: 8244``), ``examples/gke-a4/gke-a4.yaml`` (a second gVNIC VPC
+  plus an RDMA VPC with ``network_profile .../networkProfiles/<zone>-vpc-roce`` and 8 subnets),
+  ``modules/scheduler/gke-cluster/main.tf`` (additional networks turn on
+  ``enable_multi_networking`` and Dataplane V2; one ``GKENetworkParamSet`` {vpc, vpcSubnet,
+  deviceMode ``RDMA`` for RDMA NICs, else ``NetDevice``} and one ``Network`` {type ``Device``,
+  parametersRef} per extra network; names ``gvnic-1..`` and ``rdma-0..``),
+  ``modules/compute/gke-node-pool/main.tf`` (``network_config.additional_node_network_configs``
+  {network, subnetwork} per extra NIC), ``examples/machine-learning/a3-ultragpu-8g/
+  nemo-framework/Dockerfile`` (the RDMA NCCL environment, "to match what is in
+  /usr/local/gib/scripts/set_nccl_env.sh").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+GpuNetKind = str  # "tcpx" | "tcpxo" | "rdma"
+KINDS = ("tcpx", "tcpxo", "rdma")
+# The MTU Google's blueprints give the extra GPU VPCs [CT].
+GPU_VPC_MTU = 8244
+# The host directory the installers copy the NCCL plugin into, which GKE mounts at
+# /usr/local/nvidia in every container that requests nvidia.com/gpu [CEA], [GKE-GPU] in
+# components.catalog.gpu ("the CUDA libraries ... /usr/local/nvidia/lib64").
+NCCL_LIB_DIR = "/usr/local/nvidia/lib64"
+
+
+@dataclass(frozen=True)
+class GpuNetFamily:
+    """The GPU-to-GPU networking of one machine type.
+
+    Attributes:
+        machine_type: Compute Engine machine type (``a3-highgpu-8g``).
+        family: the family's name in Google's pages (``A3 High``).
+        kind: ``tcpx`` (GPUDirect-TCPX), ``tcpxo`` (GPUDirect-TCPXO) or ``rdma`` (GPUDirect RDMA
+            over MRDMA NICs) [GCE-NET].
+        nics: extra NICs that carry GPU traffic (4, 8, 8, 8, 4) [GKE-TCPX], [GCE-NET].
+        bandwidth_gbps: the machine's total network bandwidth with it [GCE-NET].
+        gvnic_extra: RDMA machines' second gVNIC, attached to a regular VPC (node NIC ``eth1``,
+            not given to pods) [GCE-NET], [CT].
+        first_pod_interface: the pod interface of the first GPU NIC: ``eth1`` for TCPX(O),
+            ``eth2`` for RDMA (``eth1`` is the second gVNIC) [CEA].
+        accelerators: the ``cloud.google.com/gke-accelerator`` values its installer selects [CEA].
+        arch: ``kubernetes.io/arch`` of its nodes (``arm64`` for A4X) [CEA].
+    """
+
+    machine_type: str
+    family: str
+    kind: GpuNetKind
+    nics: int
+    bandwidth_gbps: int
+    accelerators: tuple[str, ...]
+    gvnic_extra: bool = False
+    first_pod_interface: int = 1
+    arch: str = "amd64"
+
+    def pod_interfaces(self, networks: list[str]) -> list[dict[str, str]]:
+        """The ``networking.gke.io/interfaces`` list of a pod: ``eth0`` on ``default``, then one
+        interface per GPU network from :attr:`first_pod_interface` on [CEA]."""
+        return [{"interfaceName": "eth0", "network": "default"}] + [
+            {"interfaceName": f"eth{self.first_pod_interface + i}", "network": n}
+            for i, n in enumerate(networks)
+        ]
+
+    def gpu_ifnames(self) -> str:
+        """The pod's GPU NIC names, comma-separated (``eth1,eth2,eth3,eth4``)."""
+        return ",".join(f"eth{self.first_pod_interface + i}" for i in range(self.nics))
+
+
+GPU_NET_FAMILIES: Mapping[str, GpuNetFamily] = {
+    f.machine_type: f
+    for f in (
+        GpuNetFamily("a3-highgpu-8g", "A3 High", "tcpx", 4, 1000, ("nvidia-h100-80gb",)),
+        GpuNetFamily("a3-megagpu-8g", "A3 Mega", "tcpxo", 8, 1800, ("nvidia-h100-mega-80gb",)),
+        GpuNetFamily(
+            "a3-ultragpu-8g",
+            "A3 Ultra",
+            "rdma",
+            8,
+            3600,
+            ("nvidia-h200-141gb", "nvidia-b200"),
+            gvnic_extra=True,
+            first_pod_interface=2,
+        ),
+        GpuNetFamily(
+            "a4-highgpu-8g",
+            "A4",
+            "rdma",
+            8,
+            3600,
+            ("nvidia-h200-141gb", "nvidia-b200"),
+            gvnic_extra=True,
+            first_pod_interface=2,
+        ),
+        GpuNetFamily(
+            "a4x-highgpu-4g",
+            "A4X",
+            "rdma",
+            4,
+            2000,
+            ("nvidia-gb200",),
+            gvnic_extra=True,
+            first_pod_interface=2,
+            arch="arm64",
+        ),
+    )
+}
+
+
+def gpu_net_family(machine_type: str) -> GpuNetFamily | None:
+    """The GPU networking of ``machine_type``, None for one without GPUDirect (G2, A2, the A3
+    High shapes below 8 GPUs: Google's pages give GPUDirect-TCPX for ``a3-highgpu-8g`` only)."""
+    return GPU_NET_FAMILIES.get(machine_type)
+
+
+@dataclass(frozen=True)
+class Installer:
+    """The NCCL plugin installer DaemonSet of one GPUDirect kind [CEA].
+
+    Attributes:
+        name: DaemonSet name (in ``kube-system``, as Google ships it).
+        image: the installer image as Google publishes it (a tag).
+        command: the init container's shell script.
+        host_dirs: volume name -> (host path, mount path) of the init container.
+        arch: ``kubernetes.io/arch`` it runs on, None for any.
+        accelerators: the accelerator label values it selects.
+    """
+
+    name: str
+    image: str
+    script: str
+    host_dirs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    arch: str | None = None
+
+
+_TCPX_SCRIPT = (
+    "set -ex\n/scripts/container_entry.sh install --install-nccl\n"
+    "mkdir -p /usr/local/nvidia/lib64\ncp -r /var/lib/{d}/lib64/. /usr/local/nvidia/lib64\n"
+    'echo "installation finishes"\n'
+)
+_GIB_SCRIPT = (
+    "set -ex\n/scripts/container_entry.sh install\n"
+    "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
+    "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
+    'echo "installation finishes"\n'
+)
+_TCPX_DIRS = {
+    "var-lib": ("/var/lib", "/var/lib"),
+    "library-dir-host": ("/home/kubernetes/bin", "/usr/local"),
+}
+_GIB_DIRS = {
+    "library-dir-host": (
+        "/home/kubernetes/bin/nvidia/lib64",
+        "/usr/local/home/kubernetes/bin/nvidia/lib64",
+    ),
+    "gib": ("/home/kubernetes/bin/gib", "/usr/local/home/kubernetes/bin/gib"),
+}
+# Installer per (kind, arch) [CEA]. Pinned to the tags of container-engine-accelerators @992db81.
+INSTALLERS: Mapping[tuple[str, str], Installer] = {
+    ("tcpx", "amd64"): Installer(
+        "nccl-tcpx-installer",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+        _TCPX_SCRIPT.format(d="tcpx"),
+        _TCPX_DIRS,
+    ),
+    ("tcpxo", "amd64"): Installer(
+        "nccl-tcpxo-installer",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+        _TCPX_SCRIPT.format(d="tcpxo"),
+        _TCPX_DIRS,
+    ),
+    ("rdma", "amd64"): Installer(
+        "nccl-rdma-installer",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
+        _GIB_SCRIPT,
+        _GIB_DIRS,
+    ),
+    ("rdma", "arm64"): Installer(
+        "nccl-rdma-installer-arm64",
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0",
+        _GIB_SCRIPT,
+        _GIB_DIRS,
+        arch="arm64",
+    ),
+}
+INSTALLER_NAMES = tuple(sorted(i.name for i in INSTALLERS.values()))
+INSTALLER_NAMESPACE = "kube-system"
+PAUSE_IMAGE = (
+    "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+)
+
+# NCCL environment of a Ray worker per kind. TCPX: gpudirect-tcpx/nccl-config.yaml [CEA]; TCPXO:
+# the Jan 2026 release's configs in gpudirect-tcpxo/README.md [CEA]; RDMA: the values of
+# set_nccl_env.sh as cluster-toolkit's A3 Ultra Dockerfile copies them [CT]. The interface
+# lists are filled in from the family (:func:`nccl_env`).
+_TCPX_ENV = {
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "NCCL_CROSS_NIC": "0",
+    "NCCL_NET_GDR_LEVEL": "PIX",
+    "NCCL_P2P_PXN_LEVEL": "0",
+    "NCCL_GPUDIRECTTCPX_CTRL_DEV": "eth0",
+    "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
+    "NCCL_P2P_NET_CHUNKSIZE": "524288",
+    "NCCL_P2P_PCI_CHUNKSIZE": "524288",
+    "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
+    "NCCL_BUFFSIZE": "4194304",
+    "NCCL_NSOCKS_PERTHREAD": "4",
+    "NCCL_SOCKET_NTHREADS": "1",
+    "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000",
+}
+_TCPXO_ENV = {
+    "NCCL_FASTRAK_CTRL_DEV": "eth0",
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "NCCL_CROSS_NIC": "0",
+    "NCCL_PROTO": "Simple,LL128",
+    "NCCL_MIN_NCHANNELS": "4",
+    "NCCL_TUNER_PLUGIN": "libnccl-tuner.so",
+    "NCCL_TUNER_CONFIG_PATH": f"{NCCL_LIB_DIR}/a3plus_tuner_config.textproto",
+    "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE": f"{NCCL_LIB_DIR}/a3plus_guest_config.textproto",
+    "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
+    "NCCL_P2P_NET_CHUNKSIZE": "524288",
+    "NCCL_P2P_PCI_CHUNKSIZE": "524288",
+    "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
+    "NCCL_FASTRAK_NUM_FLOWS": "2",
+    "NCCL_FASTRAK_USE_SNAP": "1",
+    "NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS": "600000",
+    "NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL": "0",
+    "NCCL_BUFFSIZE": "8388608",
+    "NCCL_NET_GDR_LEVEL": "PIX",
+    "NCCL_FASTRAK_ENABLE_HOTPATH_LOGGING": "0",
+    "NCCL_FASTRAK_USE_LLCM": "1",
+}
+_RDMA_ENV = {
+    "NCCL_NET": "gIB",
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "NCCL_CROSS_NIC": "0",
+    "NCCL_NET_GDR_LEVEL": "PIX",
+    "NCCL_P2P_NET_CHUNKSIZE": "131072",
+    "NCCL_NVLS_CHUNKSIZE": "524288",
+    "NCCL_IB_ADAPTIVE_ROUTING": "1",
+    "NCCL_IB_QPS_PER_CONNECTION": "4",
+    "NCCL_IB_TC": "52",
+    "NCCL_IB_FIFO_TC": "84",
+}
+
+
+# What GPUDirect-TCPX(O) needs in the workload pod beside NCCL [CEA]: the RxDM sidecar
+# (``tcpx-daemon`` / ``tcpxo-daemon``) with these capabilities and hostPath volumes. Pod Security
+# ``restricted`` and ``baseline`` forbid both (hostPath volumes; capabilities beyond the baseline
+# set: https://kubernetes.io/docs/concepts/security/pod-security-standards/), so the stack, which
+# keeps the Ray namespace ``restricted``, does not render the sidecar (:func:`ray_nccl_env`).
+RXDM_NEEDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "tcpx": (("NET_ADMIN",), ("/sys", "/proc/sys", "/home/kubernetes/bin/nvidia/lib64")),
+    "tcpxo": (
+        ("NET_ADMIN", "NET_BIND_SERVICE"),
+        ("/sys", "/proc/sys", "/home/kubernetes/bin/nvidia/lib64", "/dev/aperture_devices"),
+    ),
+}
+
+
+def ray_nccl_env(fam: GpuNetFamily) -> dict[str, str]:
+    """The NCCL environment the stack gives a Ray worker on a ``fam`` node, whose namespace
+    enforces Pod Security ``restricted``.
+
+    RDMA: Google's environment (:func:`nccl_env`): the gIB plugin needs no sidecar, no
+    capability and no hostPath (its libraries reach ``/usr/local/nvidia/lib64`` through the GPU
+    mount GKE gives the container). TCPX / TCPXO: their receive path needs the RxDM sidecar
+    (:data:`RXDM_NEEDS`), which ``restricted`` forbids, so NCCL runs its own socket transport
+    (``NCCL_NET=Socket``, which also keeps NCCL from loading a TCPX plugin it could not use)
+    striped over the pod's GPU NICs (``NCCL_SOCKET_IFNAME`` = the interfaces Google's manifests
+    give ``NCCL_GPUDIRECTTCPX_SOCKET_IFNAME`` / ``NCCL_FASTRAK_IFNAME``), rail-aligned
+    (``NCCL_CROSS_NIC=0``: NIC i of every node is in the same VPC) with the socket counts of
+    Google's TCPX config (``NCCL_NSOCKS_PERTHREAD=4``, ``NCCL_SOCKET_NTHREADS=1``) [CEA]: up to
+    4 / 8 x 200 Gbps instead of the primary NIC's 200 [GKE-TCPX], without GPUDirect's
+    zero-copy receive.
+    """
+    if fam.kind == "rdma":
+        return nccl_env(fam)
+    return {
+        "NCCL_NET": "Socket",
+        "NCCL_SOCKET_IFNAME": fam.gpu_ifnames(),
+        "NCCL_CROSS_NIC": "0",
+        "NCCL_NSOCKS_PERTHREAD": "4",
+        "NCCL_SOCKET_NTHREADS": "1",
+    }
+
+
+def nccl_env(fam: GpuNetFamily) -> dict[str, str]:
+    """The NCCL environment Google's manifests give a workload container of ``fam``'s kind
+    (module docstring), with ``LD_LIBRARY_PATH`` at the installed plugin (:data:`NCCL_LIB_DIR`)
+    and the family's GPU interfaces (``NCCL_GPUDIRECTTCPX_SOCKET_IFNAME`` /
+    ``NCCL_FASTRAK_IFNAME``) where the kind names them. For TCPX(O) this is Google's full
+    recipe, which needs the RxDM sidecar (:data:`RXDM_NEEDS`); the Ray pods get
+    :func:`ray_nccl_env`."""
+    env = {"LD_LIBRARY_PATH": NCCL_LIB_DIR}
+    if fam.kind == "tcpx":
+        env.update(_TCPX_ENV, NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=fam.gpu_ifnames())
+    elif fam.kind == "tcpxo":
+        env.update(_TCPXO_ENV, NCCL_FASTRAK_IFNAME=fam.gpu_ifnames())
+        env["NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"] = "/dev/aperture_devices"
+    else:
+        env.update(_RDMA_ENV)
+    return env

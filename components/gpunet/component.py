@@ -1,0 +1,115 @@
+"""GPU networking resources (:mod:`components.gpunet.render` says what and why).
+
+* :class:`GpuNetworks` (``ray-gke:gpunet:GpuNetworks``): the extra VPCs (``gcp.compute.Network``,
+  MTU 8244, the RDMA VPC with its ``network_profile``), one ``gcp.compute.Subnetwork`` per GPU
+  NIC and, for the regular VPCs, a ``gcp.compute.Firewall`` letting the nodes of that subnet
+  reach each other (a VPC denies ingress by default, https://cloud.google.com/firewall/docs/
+  firewalls#default_firewall_rules; cluster-toolkit's blueprints add the same internal rule,
+  ``examples/gke-a4/gke-a4.yaml``). An RDMA VPC takes no firewall rules
+  (https://cloud.google.com/vpc/docs/rdma-network-profiles, supported features).
+* :class:`GpuNetworkObjects` (``ray-gke:gpunet:GpuNetworkObjects``): the ``GKENetworkParamSet``
+  and ``Network`` objects (``k8s.apiextensions.CustomResource``; GKE installs their CRDs with
+  multi-networking) and the installer DaemonSets in ``kube-system``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.gpunet.render import gpu_vpcs, gpunet_objects
+
+
+class GpuNetworks(pulumi.ComponentResource):
+    """The extra VPCs and subnets. Attributes: ``networks`` (VPC name -> Network), ``subnets``
+    (subnet name -> Subnetwork), ``resources`` (every one, for ``depends_on``)."""
+
+    def __init__(self, name: str, cfg: Any, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("ray-gke:gpunet:GpuNetworks", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.networks: dict[str, gcp.compute.Network] = {}
+        self.subnets: dict[str, gcp.compute.Subnetwork] = {}
+        self.resources: list[pulumi.Resource] = []
+        for vpc in gpu_vpcs(cfg):
+            net = gcp.compute.Network(
+                f"{name}-{vpc.name}",
+                name=vpc.name,
+                project=cfg.project,
+                auto_create_subnetworks=False,
+                routing_mode="REGIONAL",
+                mtu=vpc.mtu,
+                network_profile=vpc.network_profile(cfg.project),
+                opts=child,
+            )
+            self.networks[vpc.name] = net
+            self.resources.append(net)
+            for s in vpc.subnets:
+                sub = gcp.compute.Subnetwork(
+                    f"{name}-{s.name}",
+                    name=s.name,
+                    project=cfg.project,
+                    region=cfg.region,
+                    network=net.id,
+                    ip_cidr_range=s.cidr,
+                    private_ip_google_access=vpc.profile_zone is None,
+                    opts=child,
+                )
+                self.subnets[s.name] = sub
+                self.resources.append(sub)
+            if vpc.firewall:
+                self.resources.append(
+                    gcp.compute.Firewall(
+                        f"{name}-{vpc.firewall}",
+                        name=vpc.firewall,
+                        project=cfg.project,
+                        network=net.id,
+                        direction="INGRESS",
+                        source_ranges=[s.cidr for s in vpc.subnets],
+                        allows=[
+                            gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["0-65535"]),
+                            gcp.compute.FirewallAllowArgs(protocol="udp", ports=["0-65535"]),
+                            gcp.compute.FirewallAllowArgs(protocol="icmp"),
+                        ],
+                        opts=child,
+                    )
+                )
+        self.register_outputs({"networks": list(self.networks)})
+
+
+class GpuNetworkObjects(pulumi.ComponentResource):
+    """The multi-networking objects and the installers, on the cluster of ``provider``.
+    Attributes: ``objects`` (``"<Kind>/<name>"`` -> resource)."""
+
+    def __init__(
+        self,
+        name: str,
+        cfg: Any,
+        *,
+        provider: pulumi.ProviderResource,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("ray-gke:gpunet:GpuNetworkObjects", name, None, opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
+        self.objects: dict[str, pulumi.CustomResource] = {}
+        for doc in gpunet_objects(cfg):
+            kind, oname = doc["kind"], doc["metadata"]["name"]
+            rname = f"{name}-{kind.lower()}-{oname}"
+            if kind == "DaemonSet":
+                res: pulumi.CustomResource = k8s.apps.v1.DaemonSet(
+                    rname, metadata=doc["metadata"], spec=doc["spec"], opts=k8s_opts
+                )
+            else:
+                res = k8s.apiextensions.CustomResource(
+                    rname,
+                    api_version=doc["apiVersion"],
+                    kind=kind,
+                    metadata=doc["metadata"],
+                    spec=doc["spec"],
+                    opts=k8s_opts,
+                )
+            self.objects[f"{kind}/{oname}"] = res
+        self.register_outputs({"objects": sorted(self.objects)})

@@ -1,0 +1,351 @@
+"""GPU-to-GPU networking, pure: the extra VPCs and subnets a stack's GPU pools need, each node
+pool's additional node networks, GKE's multi-networking objects, the NCCL plugin installer
+DaemonSets and what a Ray worker pod on such a pool gets. Facts and their sources:
+:mod:`components.catalog.gpu_network` ([GCE-NET], [GKE-TCPX], [RDMA-PROFILE], [CEA], [CT]).
+
+The layout, per GPUDirect kind the stack's pools use (``gpu_networking`` ``auto`` resolves to
+the machine family's own; ``off`` leaves a pool out):
+
+* TCPX / TCPXO: one VPC per GPU NIC (4 / 8), one subnet each, MTU 8244 [CT]
+  (``<network>-tcpx-1`` ...), GKE network names ``tcpx-1`` ... / ``tcpxo-1`` ....
+* RDMA: a regular VPC for the second gVNIC (``<network>-gvnic``, GKE name ``gvnic-1``) and one
+  VPC with the RDMA network profile ``<zone>-vpc-roce`` holding one subnet per CX-7 NIC
+  (``<network>-rdma-sub-0`` ..., GKE names ``rdma-0`` ...) [CT], [RDMA-PROFILE]: the profile is
+  zonal, so every RDMA pool of a stack must be in that one zone (:func:`gpunet_problems`).
+
+Subnets are /22 ranges taken in that order from ``network.gpu_cidr``. Each extra network gets
+one ``GKENetworkParamSet`` (``deviceMode`` ``NetDevice``, or ``RDMA`` for CX-7 NICs) and one
+``Network`` (``type: Device``) [CT] ``modules/scheduler/gke-cluster``, and the cluster
+``enable_multi_networking`` (with Dataplane V2, which the stack always runs).
+
+The Ray namespace stays Pod Security ``restricted``: the RDMA installers (privileged, hostPath,
+``hostNetwork``) run in ``kube-system`` as Google ships them, and a Ray worker gets only
+annotations and environment (:func:`worker_pod_extras`). TCPX / TCPXO's RxDM sidecar cannot run
+in ``restricted`` (:data:`components.catalog.gpu_network.RXDM_NEEDS`), so the stack does not
+install their plugin and runs NCCL's socket transport over the pod's GPU NICs instead
+(:func:`components.catalog.gpu_network.ray_nccl_env`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from components.catalog.gpu_network import (
+    GPU_VPC_MTU,
+    INSTALLER_NAMESPACE,
+    INSTALLERS,
+    PAUSE_IMAGE,
+    GpuNetFamily,
+    ray_nccl_env,
+)
+from components.stack.problems import Problem
+
+SUBNET_PREFIX = 22
+PARAMSET_API = "networking.gke.io/v1"
+DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
+INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+
+
+@dataclass(frozen=True)
+class GpuSubnet:
+    """One extra subnet and the GKE network that names it.
+
+    Attributes:
+        k8s_name: the ``Network`` / ``GKENetworkParamSet`` name pods refer to (``tcpx-1``).
+        name: the Compute Engine subnetwork name.
+        cidr: its primary range (a /22 of ``network.gpu_cidr``).
+        device_mode: ``NetDevice`` (gVNIC) or ``RDMA`` (CX-7).
+    """
+
+    k8s_name: str
+    name: str
+    cidr: str
+    device_mode: str
+
+
+@dataclass(frozen=True)
+class GpuVpc:
+    """One extra VPC: ``name``, ``profile_zone`` (the zone of its RDMA network profile, None for
+    a regular VPC), ``mtu`` and its ``subnets``."""
+
+    name: str
+    subnets: tuple[GpuSubnet, ...]
+    profile_zone: str | None = None
+    mtu: int = GPU_VPC_MTU
+
+    @property
+    def firewall(self) -> str | None:
+        """Name of the VPC's internal-traffic firewall rule (``<vpc>-internal``); None for the
+        RDMA VPC, which takes no firewall rules (:mod:`components.gpunet.component`)."""
+        return None if self.profile_zone else f"{self.name}-internal"
+
+    def network_profile(self, project: str) -> str | None:
+        """``network_profile`` of the VPC: ``projects/<project>/global/networkProfiles/
+        <zone>-vpc-roce`` for the RDMA VPC [CT] ``examples/gke-a4/gke-a4.yaml``, else None."""
+        if self.profile_zone is None:
+            return None
+        return f"projects/{project}/global/networkProfiles/{self.profile_zone}-vpc-roce"
+
+
+def networked_pools(cfg: Any) -> list[tuple[Any, GpuNetFamily]]:
+    """``(pool, family)`` of every GPU pool with GPU networking, in config order."""
+    return [
+        (p, fam)
+        for p in cfg.node_pools
+        if getattr(p, "kind", "cpu") == "gpu" and (fam := p.gpu_net) is not None
+    ]
+
+
+def _kinds(cfg: Any) -> dict[str, int]:
+    """GPUDirect kind -> the most GPU NICs a pool of it has."""
+    out: dict[str, int] = {}
+    for _, fam in networked_pools(cfg):
+        out[fam.kind] = max(out.get(fam.kind, 0), fam.nics)
+    return out
+
+
+def _pool_zones(cfg: Any, pool: Any) -> list[str]:
+    return list(pool.zones or cfg.zones)
+
+
+def rdma_zone(cfg: Any) -> str | None:
+    """The zone of the stack's RDMA network profile: the first zone of its first RDMA pool."""
+    for pool, fam in networked_pools(cfg):
+        if fam.kind == "rdma":
+            return _pool_zones(cfg, pool)[0]
+    return None
+
+
+def gpu_vpcs(cfg: Any) -> list[GpuVpc]:
+    """The extra VPCs of the stack (module docstring), TCPX, TCPXO, then RDMA; [] without a
+    networked GPU pool. Subnet ranges are consecutive /22s of ``network.gpu_cidr``.
+
+    Raises:
+        ValueError: ``network.gpu_cidr`` holds fewer /22s than the subnets need.
+    """
+    kinds = _kinds(cfg)
+    net = cfg.network.name
+    base = ipaddress.IPv4Network(cfg.network.gpu_cidr)
+    blocks = base.subnets(new_prefix=SUBNET_PREFIX) if base.prefixlen <= SUBNET_PREFIX else iter(())
+    needed = sum(n for k, n in kinds.items() if k != "rdma") + (
+        kinds["rdma"] + 1 if "rdma" in kinds else 0
+    )
+    cidrs = [str(b) for _, b in zip(range(needed), blocks, strict=False)]
+    if len(cidrs) < needed:
+        raise ValueError(
+            f"network.gpu_cidr {cfg.network.gpu_cidr} holds {len(cidrs)} /{SUBNET_PREFIX} subnets; "
+            f"the GPU networks need {needed}: use a /{SUBNET_PREFIX - (needed - 1).bit_length()} "
+            "or larger"
+        )
+    take = iter(cidrs)
+    vpcs: list[GpuVpc] = []
+    for kind in ("tcpx", "tcpxo"):
+        for i in range(1, kinds.get(kind, 0) + 1):
+            name = f"{net}-{kind}-{i}"
+            sub = GpuSubnet(f"{kind}-{i}", f"{name}-sub", next(take), "NetDevice")
+            vpcs.append(GpuVpc(name, (sub,)))
+    if "rdma" in kinds:
+        gvnic = GpuSubnet("gvnic-1", f"{net}-gvnic-sub", next(take), "NetDevice")
+        vpcs.append(GpuVpc(f"{net}-gvnic", (gvnic,)))
+        rdma = tuple(
+            GpuSubnet(f"rdma-{j}", f"{net}-rdma-sub-{j}", next(take), "RDMA")
+            for j in range(kinds["rdma"])
+        )
+        vpcs.append(GpuVpc(f"{net}-rdma", rdma, profile_zone=rdma_zone(cfg)))
+    return vpcs
+
+
+def pool_networks(cfg: Any, pool: Any) -> list[tuple[str, str]]:
+    """``(VPC name, subnet name)`` per additional node NIC of ``pool``, in NIC order (the node
+    pool's ``network_config.additional_node_network_configs`` [CT] ``gke-node-pool``): the
+    family's GPU NICs, after the second gVNIC for RDMA; [] without GPU networking."""
+    fam = pool.gpu_net if getattr(pool, "kind", "cpu") == "gpu" else None
+    if fam is None:
+        return []
+    out = []
+    for vpc in gpu_vpcs(cfg):
+        for s in vpc.subnets:
+            if _k8s_kind(s.k8s_name) == fam.kind or (fam.gvnic_extra and s.k8s_name == "gvnic-1"):
+                out.append((vpc.name, s.name))
+    if fam.kind == "rdma":  # gvnic first, then only as many RDMA subnets as the family has NICs
+        out = out[: 1 + fam.nics]
+    return out
+
+
+def _k8s_kind(k8s_name: str) -> str:
+    return k8s_name.rsplit("-", 1)[0]
+
+
+def pod_networks(fam: GpuNetFamily) -> list[str]:
+    """The GKE network names a pod on a ``fam`` node attaches, one per GPU NIC, as
+    :func:`gpu_vpcs` names them: ``tcpx-1`` .. ``tcpx-4``, ``tcpxo-1`` .. ``tcpxo-8``, ``rdma-0``
+    .. ``rdma-7`` (``rdma-3`` for A4X) [CEA], [CT]."""
+    if fam.kind == "rdma":
+        return [f"rdma-{j}" for j in range(fam.nics)]
+    return [f"{fam.kind}-{i}" for i in range(1, fam.nics + 1)]
+
+
+def multi_network_objects(cfg: Any) -> list[dict[str, Any]]:
+    """One ``GKENetworkParamSet`` and one ``Network`` per extra subnet [CT] (cluster-scoped)."""
+    out: list[dict[str, Any]] = []
+    for vpc in gpu_vpcs(cfg):
+        for s in vpc.subnets:
+            out.append(
+                {
+                    "apiVersion": PARAMSET_API,
+                    "kind": "GKENetworkParamSet",
+                    "metadata": {"name": s.k8s_name},
+                    "spec": {"vpc": vpc.name, "vpcSubnet": s.name, "deviceMode": s.device_mode},
+                }
+            )
+            out.append(
+                {
+                    "apiVersion": PARAMSET_API,
+                    "kind": "Network",
+                    "metadata": {"name": s.k8s_name},
+                    "spec": {
+                        "parametersRef": {
+                            "group": "networking.gke.io",
+                            "kind": "GKENetworkParamSet",
+                            "name": s.k8s_name,
+                        },
+                        "type": "Device",
+                    },
+                }
+            )
+    return out
+
+
+def installer_daemonsets(cfg: Any) -> list[dict[str, Any]]:
+    """The NCCL plugin installer DaemonSets the stack's RDMA pools need, as Google ships them
+    (``kube-system``, privileged init container, ``hostNetwork``/``hostPID``, hostPath,
+    ``system-node-critical``) [CEA]; the node affinity lists the accelerators of the stack's
+    pools of that architecture. TCPX / TCPXO get none (module docstring)."""
+    by_arch: dict[str, set[str]] = {}
+    for pool, fam in networked_pools(cfg):
+        if fam.kind == "rdma":
+            by_arch.setdefault(fam.arch, set()).add(pool.gpu.type)
+    out = []
+    for arch, accels in sorted(by_arch.items()):
+        inst = INSTALLERS[("rdma", arch)]
+        match = [{"key": ACCELERATOR_LABEL, "operator": "In", "values": sorted(accels)}]
+        if inst.arch:
+            match.append({"key": "kubernetes.io/arch", "operator": "In", "values": [inst.arch]})
+        labels = {"k8s-app": inst.name}
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {
+                    "name": inst.name,
+                    "namespace": INSTALLER_NAMESPACE,
+                    "labels": {**labels, "app.kubernetes.io/part-of": "ray-gke"},
+                },
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "updateStrategy": {"type": "RollingUpdate"},
+                    "template": {
+                        "metadata": {"labels": {"name": inst.name, **labels}},
+                        "spec": {
+                            "priorityClassName": "system-node-critical",
+                            "affinity": {
+                                "nodeAffinity": {
+                                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                                        "nodeSelectorTerms": [{"matchExpressions": match}]
+                                    }
+                                }
+                            },
+                            "tolerations": [{"operator": "Exists"}],
+                            "hostNetwork": True,
+                            "hostPID": True,
+                            "volumes": [
+                                {"name": n, "hostPath": {"path": host}}
+                                for n, (host, _) in inst.host_dirs.items()
+                            ],
+                            "initContainers": [
+                                {
+                                    "name": inst.name,
+                                    "image": inst.image,
+                                    "resources": {"requests": {"cpu": "150m"}},
+                                    "securityContext": {"privileged": True},
+                                    "volumeMounts": [
+                                        {"name": n, "mountPath": mount}
+                                        for n, (_, mount) in inst.host_dirs.items()
+                                    ],
+                                    "command": ["/bin/sh", "-c"],
+                                    "args": [inst.script],
+                                }
+                            ],
+                            "containers": [{"name": "pause", "image": PAUSE_IMAGE}],
+                        },
+                    },
+                },
+            }
+        )
+    return out
+
+
+def gpunet_objects(cfg: Any) -> list[dict[str, Any]]:
+    """Every Kubernetes object of the stack's GPU networking: the multi-networking objects, then
+    the installers."""
+    return [*multi_network_objects(cfg), *installer_daemonsets(cfg)]
+
+
+def worker_pod_extras(pool: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """``(annotations, env)`` of a Ray worker pod on ``pool``: the interface annotations
+    (``networking.gke.io/default-interface: eth0`` and ``networking.gke.io/interfaces``, the
+    JSON list of :meth:`~components.catalog.gpu_network.GpuNetFamily.pod_interfaces`) [CEA] and
+    the NCCL environment (:func:`components.catalog.gpu_network.ray_nccl_env`); ``({}, {})``
+    without GPU networking."""
+    fam = pool.gpu_net if getattr(pool, "kind", "cpu") == "gpu" else None
+    if fam is None:
+        return {}, {}
+    interfaces = fam.pod_interfaces(pod_networks(fam))
+    annotations = {
+        DEFAULT_INTERFACE_ANNOTATION: "eth0",
+        INTERFACES_ANNOTATION: json.dumps(interfaces, separators=(",", ":")),
+    }
+    return annotations, ray_nccl_env(fam)
+
+
+def gpunet_problems(cfg: Any) -> list[Problem]:
+    """Refusals of the stack's GPU networking: an RDMA pool in more than one zone or in another
+    zone than the stack's RDMA network profile (it is zonal [RDMA-PROFILE]), an RDMA pool in a
+    zone the catalog does not list for its GPU (the profile is offered where the machine type is,
+    [RDMA-PROFILE]; ``allow_unlisted_zone`` accepts it), and too small a ``network.gpu_cidr``."""
+    out: list[Problem] = []
+    zone = rdma_zone(cfg)
+    for pool, fam in networked_pools(cfg):
+        if fam.kind != "rdma":
+            continue
+        zones = _pool_zones(cfg, pool)
+        field = f"node_pools[{pool.name}].zones"
+        if len(zones) != 1 or zones[0] != zone:
+            out.append(
+                Problem(
+                    field,
+                    f"{field} {zones} for GPUDirect RDMA: the RDMA network profile is zonal, so every "
+                    f"RDMA pool must be in the one zone {zone}; set zones: [{zone}] or "
+                    "gpu_networking: off",
+                    "gpu-networking",
+                )
+            )
+        elif zones[0] not in pool.gpu.gpu.zones and not pool.allow_unlisted_zone:
+            out.append(
+                Problem(
+                    field,
+                    f"{field} {zones}: {zones[0]} has no {fam.family} ({pool.gpu.type}) in the catalog, so no "
+                    f"{zones[0]}-vpc-roce RDMA network profile; allowed: "
+                    f"{', '.join(pool.gpu.gpu.zones)} (or allow_unlisted_zone: true)",
+                    "gpu-networking",
+                )
+            )
+    try:
+        gpu_vpcs(cfg)
+    except ValueError as e:
+        out.append(Problem("network.gpu_cidr", str(e), "gpu-networking"))
+    return out

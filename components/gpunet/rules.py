@@ -1,0 +1,47 @@
+"""The stack rules of GPU networking: refusals (registered in
+:data:`components.stack.rules.RULES`) from :func:`components.gpunet.render.gpunet_problems` (an
+RDMA pool outside its profile's zone, too small a ``network.gpu_cidr``) and a warning, which
+``raygke check`` prints without failing (raygke/cli.py), for a multi-node GPU job on a family
+whose GPU networking is turned off. The mismatch of ``gpu_networking`` and machine family
+(``tcpxo`` on ``a3-highgpu-8g``) is refused by the field itself
+(:class:`components.nodepools.model.GpuPool`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from components.catalog.gpu_network import gpu_net_family
+from components.gpunet.render import gpunet_problems
+from components.stack.plan import plan
+from components.stack.problems import Problem
+
+
+def multi_node_jobs_without_gpu_networking(cfg: Any) -> Iterable[Problem]:
+    """Warn for each job whose Ray Train workers may span more than one node of a GPU pool
+    whose family has GPU networking ([GCE-NET] in :mod:`components.catalog.gpu_network`) while
+    the pool sets ``gpu_networking: off``: its NCCL all-reduce then crosses nodes over the
+    primary NIC only (200 Gbps on A3 against 1,000-3,600 Gbps with the family's NICs)."""
+    for t in plan(cfg).jobs:
+        pool = t.pool
+        if getattr(pool, "kind", "cpu") != "gpu" or t.replicas < 2:
+            continue
+        fam = gpu_net_family(pool.machine_type)
+        if fam is None or pool.gpu_networking != "off":
+            continue
+        yield Problem(
+            f"node_pools[{pool.name}].gpu_networking",
+            f"node_pools[{pool.name}].gpu_networking 'off' while job {t.job.name!r} may run on "
+            f"{t.replicas} nodes: {fam.family} ({fam.machine_type}) has {fam.kind} with "
+            f"{fam.nics} GPU NICs ({fam.bandwidth_gbps} Gbps), so its all-reduce would cross "
+            "nodes over the primary NIC alone; set gpu_networking: auto",
+            "multi_node_jobs_without_gpu_networking",
+            "warning",
+        )
+
+
+def gpu_networking_rules(cfg: Any) -> Iterable[Problem]:
+    """Every GPU networking refusal of the stack (module docstring); the warnings are
+    :func:`multi_node_jobs_without_gpu_networking`, which ``raygke check`` prints beside them."""
+    yield from gpunet_problems(cfg)

@@ -1,0 +1,116 @@
+"""The GPU networking proof stack ``Pulumi.scale.yaml`` through the whole program (``raygke
+synth`` in process): the extra VPCs and subnets, the node pools' additional networks, the
+cluster's multi-networking, GKE's network objects and the RDMA installer; the secure-default
+policy pack and the name rules over the render; and the day-2 diff of turning networking off,
+which replaces the node pool (the provider's ForceNew, raygke/diff/replacement.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from components.security.policy import check_records
+from components.stack import naming, stack_data_from_yaml
+from components.stack.checks import check_stack
+from raygke.cost.estimate import stack_cost
+from raygke.cost.prices import price_list
+from raygke.diff.compare import compare
+from raygke.synth import config_entries, read_stack_config, run_program
+from tests.helpers import ROOT, stack
+
+POOL = "gcp:container/nodePool:NodePool"
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return run_program(read_stack_config(ROOT / "Pulumi.scale.yaml"), "scale")[0]
+
+
+def _inputs(records, typ, name):
+    (r,) = [r for r in records if r["type"] == typ and r["inputs"].get("name") == name]
+    return r["inputs"]
+
+
+def test_scale_checks_clean():
+    problems = check_stack(stack("scale"))
+    assert [p for p in problems if p.severity == "error"] == []
+
+
+def test_scale_renders_the_gpu_networks(records):
+    types = Counter(r["type"] for r in records)
+    assert types["gcp:compute/network:Network"] == 1 + 8 + 2  # primary, 8 TCPXO, gVNIC + RDMA
+    assert types["gcp:compute/subnetwork:Subnetwork"] == 1 + 8 + 1 + 8
+    assert types["gcp:compute/firewall:Firewall"] == 9  # not on the RDMA VPC
+    rdma = _inputs(records, "gcp:compute/network:Network", "ray-scale-rdma")
+    assert rdma["networkProfile"].endswith("/networkProfiles/us-central1-b-vpc-roce")
+    assert rdma["mtu"] == 8244
+    (cluster,) = [r for r in records if r["type"] == "gcp:container/cluster:Cluster"]
+    assert cluster["inputs"]["enableMultiNetworking"] is True
+    assert cluster["inputs"]["datapathProvider"] == "ADVANCED_DATAPATH"
+    mega = _inputs(records, POOL, "a3-mega")["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert len(mega) == 8 and mega[0] == {
+        "network": "ray-scale-tcpxo-1",
+        "subnetwork": "ray-scale-tcpxo-1-sub",
+    }
+    a4 = _inputs(records, POOL, "a4")["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert len(a4) == 9 and a4[0]["network"] == "ray-scale-gvnic"
+    assert "networkConfig" not in _inputs(records, POOL, "cpu")
+    kinds = Counter(
+        r["inputs"].get("kind") or r["type"].split(":")[-1]
+        for r in records
+        if r["type"].startswith("kubernetes:")
+    )
+    assert kinds["GKENetworkParamSet"] == kinds["Network"] == 17
+    assert kinds["DaemonSet"] == 1
+
+
+def test_scale_render_passes_the_policy_pack_and_name_rules(records):
+    assert check_records(records) == []
+    data = stack_data_from_yaml((ROOT / "Pulumi.scale.yaml").read_text())
+    named = run_program(config_entries(data, {"project": data["project"]}), "scale")[0]
+    declared = {n.name for n in naming.derived_names(stack("scale"))}
+    for r in named:
+        if r["type"] in (
+            "gcp:compute/network:Network",
+            "gcp:compute/subnetwork:Subnetwork",
+            "gcp:compute/firewall:Firewall",
+            POOL,
+        ):
+            assert r["inputs"]["name"] in declared, r["inputs"]["name"]
+
+
+def test_turning_gpu_networking_off_replaces_the_pool(records):
+    off = read_stack_config(ROOT / "Pulumi.scale.yaml")
+    pools = json.loads(off["ray-gke:node_pools"])
+    for p in pools:
+        if p["name"] == "a3-mega":
+            p["gpu_networking"] = "off"
+    off["ray-gke:node_pools"] = json.dumps(pools)
+    head = run_program(off, "scale")[0]
+    plan = compare(records, head, "scale")
+    (pool,) = [c for c in plan.changes if c.type == POOL]
+    assert pool.op == "replace" and pool.name == "pool-a3-mega-pool"
+    print(pool.reasons)
+    assert pool.reasons == [
+        "networkConfig.additionalNodeNetworkConfigs "
+        "(network_config.additional_node_network_configs: ForceNew)"
+    ]
+    deleted = {c.name for c in plan.changes if c.op == "delete"}
+    assert "gpunet-ray-scale-tcpxo-1" in deleted
+
+
+def test_scale_cost_prices_what_has_a_price_and_names_the_rest(records):
+    """``raygke cost --stack scale``: the CPU and system pools and the cluster fee are priced;
+    the A3 Mega GPUs and the A4 host have no recorded price (raygke/cost/prices.json not_priced says
+    why), so those pools' maximum is unknown, never $0; at minimum scale (0 GPU nodes) the stack
+    costs the system pool and the fee."""
+    cost = stack_cost(records)
+    pools = {p.name: p for p in cost.pools}
+    assert pools["a3-mega"].missing == ["nvidia-h100-mega-80gb in us-central1 (on-demand)"]
+    assert pools["a4"].missing == ["a4-highgpu-8g in us-central1 (on-demand)"]
+    assert pools["a3-mega"].max_hourly is None and pools["a3-mega"].min_hourly == 0.0
+    assert pools["cpu"].max_hourly and pools["system"].min_hourly
+    assert cost.max_hourly is None and cost.min_hourly is not None and cost.min_hourly > 0
+    assert "nvidia-h100-mega-80gb" in price_list()["not_priced"]["gpus"]
