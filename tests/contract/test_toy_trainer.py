@@ -160,7 +160,7 @@ def test_tune_lm_refuses_it_once_unregistered(toy: Workload) -> None:
 
 def test_raygke_check_asks_its_image_for_its_needs(toy: Workload) -> None:
     from components.images.checks import dependency_problems
-    from components.stack import validate
+    from components.stack.loader import validate
     from tests.helpers import config
 
     cfg = validate(config(jobs=[{"name": "toy", "workload": "toy_lm", "node_pool": "cpu"}]))
