@@ -19,6 +19,7 @@ from components.cluster.component import Cluster, ClusterArgs
 from components.gpunet.component import GpuNetworkObjects, GpuNetworks
 from components.gpunet.render import pool_networks
 from components.images.component import ImageRegistry, ImageRegistryArgs
+from components.kernel.base import ConfigError
 from components.kuberay.component import KubeRay, KubeRayArgs
 from components.monitoring.component import Dashboards
 from components.network.component import Network, NetworkArgs
@@ -26,7 +27,6 @@ from components.nodepools.component import NodePool, NodePoolArgs
 from components.nodepools.render import node_pool_specs
 from components.raycrs.component import RayResources
 from components.security.component import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
-from components.stack import ConfigError
 from components.stack.component import load_pulumi_config
 from components.stack.outputs import config_outputs
 from components.stack.plan import plan

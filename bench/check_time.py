@@ -5,7 +5,7 @@ Side by side, in alternating rounds (the order rotates each round, so load that 
 rounds touches every variant alike), each a fresh ``python -m raygke`` process:
 
 * ``check``: ``raygke check --stack S`` with the parsed-CRD cache warm (the usual case after the
-  first run; components/stack/yamlcache.py);
+  first run; components/kernel/yamlcache.py);
 * ``check-cold``: the same with an empty cache folder (``RAYGKE_CACHE_DIR``), as the first run
   after an install or a CRD change;
 * ``no-render``: ``raygke check --stack S --no-render`` (config rules only);

@@ -20,8 +20,9 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from components.stack import GpuPool, StackConfig, TpuPool
-from components.stack.base import plural
+from components.kernel.base import plural
+from components.nodepools.model import GpuPool, TpuPool
+from components.stack.model import StackConfig
 from raygke import images as images_cli
 from raygke import submit
 from raygke.console import (
@@ -50,7 +51,7 @@ app = typer.Typer(
 )
 
 # ``--set KEY=VALUE``, one definition for every command that reads a stack file's values
-# (check, synth, diff, cost): components.stack.parse_set / apply_overrides.
+# (check, synth, diff, cost): components.stack.loader.parse_set / apply_overrides.
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -88,7 +89,7 @@ def _options(
 
 def summary_line(cfg: StackConfig) -> str:
     """``3 node pools, 8 TPU chips on 2 hosts, 2 GPUs (at max scale), 1 ray cluster, 2 jobs,
-    1 service`` (:func:`components.stack.base.plural`)."""
+    1 service`` (:func:`components.kernel.base.plural`)."""
     chips = sum(p.slice.chips * p.max_slices for p in cfg.node_pools if isinstance(p, TpuPool))
     hosts = sum(p.slice.hosts * p.max_slices for p in cfg.node_pools if isinstance(p, TpuPool))
     gpus = sum(p.gpu.count * p.max_nodes for p in cfg.node_pools if isinstance(p, GpuPool))
@@ -152,8 +153,8 @@ def check(
     from components.cluster.maintenance import maintenance_warnings
     from components.gpunet.rules import multi_node_jobs_without_gpu_networking
     from components.images.checks import image_warnings
+    from components.kernel.problems import Problem, problems_of
     from components.network.access import reachability_problems
-    from components.stack.problems import Problem, problems_of
 
     warnings = problems_of(image_warnings(cfg.ray.images), "ray.images", "image-pinned")
     warnings += maintenance_warnings(cfg)
@@ -175,7 +176,7 @@ def check(
 
         with working(f"checking the rendered objects of {path.name}"):
             found = check_stack(cfg)
-        # a CRD's CEL rule that could not be evaluated is a warning (components.stack.crdschema)
+        # a CRD's CEL rule that could not be evaluated is a warning (components.kernel.crdschema)
         notes = [p for p in found if p.severity == "warning"]
         problems += [p for p in found if p.severity != "warning"]
         warnings += notes
@@ -209,7 +210,7 @@ def check(
             f"[bold red]{escape(str(path))}: the rendered stack has "
             f"{plural(len(problems), 'problem')}[/]"
         )
-        from components.stack.base import one_line
+        from components.kernel.base import one_line
 
         for line in problems:
             err.print(f"  - {one_line(line)}", markup=False)

@@ -83,7 +83,7 @@ def queue(
     if unqueued:
         console.print(f"not queued (no queue:): {', '.join(unqueued)}")
     if never:
-        from components.stack.base import plural
+        from components.kernel.base import plural
 
         err.print(f"{plural(len(never), 'job')} can never be admitted", markup=False)
         raise typer.Exit(EXIT_FAILED)

@@ -5,7 +5,7 @@ lines). docs/checking.md describes the formats.
 Positions come from the stack file read again with ruamel.yaml's round-trip loader, which keeps
 every mapping key's and list item's line and column (``CommentedMap.lc.key(k)``,
 ``CommentedSeq.lc.item(i)``, 0-based; https://yaml.dev/doc/ruamel.yaml/detail/). A problem's
-``path`` (:class:`components.stack.problems.Problem`) is walked from ``config: ray-gke:<top key>``;
+``path`` (:class:`components.kernel.problems.Problem`) is walked from ``config: ray-gke:<top key>``;
 where the path's leaf is absent (a required key left out) the nearest existing ancestor's
 position stands in.
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.stack.problems import ENTRY_KEYS, Problem, path_parts, problem_of
+from components.kernel.problems import ENTRY_KEYS, Problem, path_parts, problem_of
 
 FORMATS = ("text", "json", "github")
 PREFIX = "ray-gke:"
@@ -86,7 +86,7 @@ def locate(text: str, path: str) -> tuple[int, int] | None:
 
 def _item(node: Any, name: str) -> int | None:
     """The index of the entry of list ``node`` whose ``name`` (or, for entries without one, its
-    ``pool``: :data:`components.stack.problems.ENTRY_KEYS`) is ``name`` (else, for a number, that index)."""
+    ``pool``: :data:`components.kernel.problems.ENTRY_KEYS`) is ``name`` (else, for a number, that index)."""
     if not (isinstance(node, list) and hasattr(node, "lc")):
         return None
     for key in ENTRY_KEYS:
@@ -112,7 +112,7 @@ def records(
 ) -> list[dict[str, Any]]:
     """Every problem (then warning) as ``{"path", "message", "rule", "severity", "file",
     "line", "column"}`` (line and column 1-based: the problem's own
-    :attr:`~components.stack.problems.Problem.position` where its producer gave one, else found
+    :attr:`~components.kernel.problems.Problem.position` where its producer gave one, else found
     from its path by :func:`locate`; None without a position)."""
     try:
         text = path.read_text(encoding="utf-8")

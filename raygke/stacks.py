@@ -26,7 +26,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from components.stack.base import plural
+from components.kernel.base import plural
 from raygke.console import EXIT_FAILED, EXIT_USAGE, err
 
 STACK_FILE = re.compile(r"Pulumi\.(.+)\.ya?ml")
@@ -129,7 +129,7 @@ def choose_or_exit(
     try:
         return choose_stack(stack, config, builtin=builtin)
     except StackChoiceError as e:
-        from components.stack.base import one_line
+        from components.kernel.base import one_line
 
         named = config if config is not None else Path(f"Pulumi.{stack or builtin}.yaml")
         _unreadable(named, one_line(str(e)), fmt)
@@ -142,11 +142,11 @@ def load_or_exit(
     checking: bool = False,
     fmt: str = "text",
 ) -> Any:
-    """Load and validate a stack file (``components.stack.load_stack_file``, with ``overrides``
+    """Load and validate a stack file (``components.stack.loader.load_stack_file``, with ``overrides``
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
-    from components.stack import ConfigError, StackFileError, load_stack_file
-    from components.stack.loader import SetError
+    from components.kernel.base import ConfigError, StackFileError
+    from components.stack.loader import SetError, load_stack_file
 
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
@@ -203,7 +203,7 @@ class CheckedStack:
 
     Attributes:
         cfg: the validated config; keys an ESC environment provides hold stand-ins
-            (:func:`components.stack.esc_stand_ins`).
+            (:func:`components.stack.loader.esc_stand_ins`).
         environments: the ESC environments the file imports.
         from_environment: required keys neither the file nor ``--set`` gives, expected from
             those environments (not checked offline).
@@ -215,9 +215,10 @@ class CheckedStack:
 
 
 def parse_sets_or_exit(sets: list[str] | None) -> dict[str, Any]:
-    """The ``--set KEY=VALUE`` items as overrides (:func:`components.stack.parse_set`); a bad item
+    """The ``--set KEY=VALUE`` items as overrides (:func:`components.stack.loader.parse_set`); a bad item
     is a usage error: its one line is printed and the command exits 2."""
-    from components.stack import ConfigError, parse_set
+    from components.kernel.base import ConfigError
+    from components.stack.loader import parse_set
 
     try:
         return parse_set(list(sets or []))
@@ -236,7 +237,8 @@ def _bad_set(e: Exception) -> NoReturn:
 def _environments(path: Path) -> tuple[str, ...]:
     """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
     says what is wrong with the file)."""
-    from components.stack import ConfigError, StackFileError, stack_environments
+    from components.kernel.base import ConfigError, StackFileError
+    from components.stack.loader import stack_environments
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -252,7 +254,8 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     does. Nothing stands in for values a Pulumi ESC ``environment:`` provides (a render needs
     real ones): when the file imports one and required keys are missing, a note says to give
     them with ``--set`` before the problems are printed (exit 1)."""
-    from components.stack import ConfigError, StackFileError, required_keys, stack_data_from_yaml
+    from components.kernel.base import ConfigError, StackFileError
+    from components.stack.loader import required_keys, stack_data_from_yaml
 
     overrides = parse_sets_or_exit(sets)
     envs = _environments(path)
@@ -279,17 +282,16 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
     ``--set`` is a usage error, 2); ``fmt``: how problems are printed (``raygke check --format``,
     :mod:`raygke.report`)."""
-    from components.stack import (
-        ConfigError,
-        StackFileError,
+    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.problems import Problem
+    from components.stack.loader import (
+        SetError,
         apply_overrides,
         esc_stand_ins,
         required_keys,
         stack_data_from_yaml,
         validate,
     )
-    from components.stack.loader import SetError
-    from components.stack.problems import Problem
 
     overrides = parse_sets_or_exit(sets)
     envs = _environments(path)
@@ -352,7 +354,7 @@ def _unreadable(
     known: a YAML syntax error), so a pull request's review still shows it."""
     err.print(f"error: {message}", markup=False)
     if fmt != "text":
-        from components.stack.problems import Problem
+        from components.kernel.problems import Problem
         from raygke.report import render
 
         line, column = position or (None, None)
@@ -380,7 +382,7 @@ def _print_invalid(
     err.print(
         f"[bold red]{escape(str(path))}: invalid stack config[/] ({plural(len(problems), 'problem')})"
     )
-    from components.stack.base import one_line
+    from components.kernel.base import one_line
 
     for line in problems:
         err.print(f"  - {one_line(line)}", markup=False)

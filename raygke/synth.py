@@ -46,9 +46,10 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from components.kernel.base import PROJECT_NAMESPACE
+from components.kernel.problems import Problem
 from components.kuberay import render as kuberay_render
-from components.stack import PROJECT_NAMESPACE, read_stack_yaml
-from components.stack.problems import Problem
+from components.stack.loader import read_stack_yaml
 from raygke.stacks import pools_table, stack_name_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -311,23 +312,23 @@ def read_stack_config(path: Path) -> dict[str, str]:
 
 def program_config(path: Path, overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The config the program runs on: the stack file's entries (:func:`read_stack_config`) with
-    ``--set`` ``overrides`` (:func:`components.stack.parse_set`: dotted key -> value) applied to
-    the project's ``ray-gke:`` keys, as :func:`components.stack.load_stack_file` applies them.
+    ``--set`` ``overrides`` (:func:`components.stack.loader.parse_set`: dotted key -> value) applied to
+    the project's ``ray-gke:`` keys, as :func:`components.stack.loader.load_stack_file` applies them.
 
     ``project`` and ``region`` overrides also set ``gcp:project`` / ``gcp:region``: the two
-    must not differ (:class:`components.stack.StackConfig`), and the Google provider creates every
+    must not differ (:class:`components.stack.model.StackConfig`), and the Google provider creates every
     resource that names no project in ``gcp:project``
     (https://www.pulumi.com/registry/packages/gcp/installation-configuration/), so an override of
     one alone would render (and deploy) into the file's project. Other ``gcp:``, ``kubernetes:``
     and ``pulumi:`` entries are kept.
 
     Raises:
-        components.stack.ConfigError / StackFileError: as ``load_stack_file`` (validate first).
+        components.kernel.base.ConfigError / StackFileError: as ``load_stack_file`` (validate first).
     """
     entries = read_stack_config(path)
     if not overrides:
         return entries
-    from components.stack import apply_overrides, stack_data_from_yaml
+    from components.stack.loader import apply_overrides, stack_data_from_yaml
 
     text = path.read_text(encoding="utf-8")
     data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
@@ -486,9 +487,9 @@ def synth(
     ``out`` (see the module docstring).
 
     Raises:
-        components.stack.ConfigError: the config is invalid (checked before the program runs).
+        components.kernel.base.ConfigError: the config is invalid (checked before the program runs).
     """
-    from components.stack import load_stack_file
+    from components.stack.loader import load_stack_file
 
     # raises ConfigError with the same problem lines as `raygke check`
     load_stack_file(path, overrides)
@@ -532,7 +533,7 @@ def policy_problems(path: Path, stack: str | None = None) -> list[Problem]:
         resources_from_records,
         run_rules,
     )
-    from components.stack import stack_data_from_yaml
+    from components.stack.loader import stack_data_from_yaml
 
     # the GCP rules read no CRD schema (components/security/policy.py RULES, scope "gcp")
     records, _ = run_program(

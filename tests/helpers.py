@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from components.raycrs.crd import crds_available, missing_crds_message
-from components.stack import StackConfig, load_stack_file, validate
+from components.stack.loader import load_stack_file, validate
+from components.stack.model import StackConfig
 from raygke.synth import SynthMocks, config_entries, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +101,7 @@ def preview_outputs(data: dict[str, Any], stack: str = "test") -> dict[str, tupl
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
-    from components.stack import PROJECT_NAMESPACE
+    from components.kernel.base import PROJECT_NAMESPACE
     from raygke.synth import PROGRAM
 
     validate(data)

@@ -2,7 +2,8 @@
 ``workloads``), from the source (AST): module-level and function-level imports both count.
 
 It has no circle, and the infrastructure's side (``components``) and the shared contract
-(``contract``) import nothing from ``workloads`` (issue 20).
+(``contract``) import nothing from ``workloads`` (issue 20). Every import goes down the floors of
+``FLOORS`` (a module's floor is its role), and ``components/kernel/`` imports no concept (issue 35).
 """
 
 from __future__ import annotations
@@ -203,3 +204,112 @@ def test_raygke_groups_by_folder_not_by_module_name_prefix() -> None:
             continue
         names = [p.stem for p in folder.glob("*.py")]
         assert not shared_prefixes(names), f"{folder}: {shared_prefixes(names)}"
+
+
+# The floors, lowest first: a module may import its own floor and the floors below it, never one
+# above (issue 35). A module's floor is its role, so a concept folder spans floors: its model.py on
+# "models", its render/rules/checks on "renders", its component.py on "components".
+FLOORS = (
+    "contract",  # contract/: standard library only, shared with the Ray image
+    "catalog",  # components/catalog/: sourced facts
+    "kernel",  # components/kernel/: what every concept stands on (Problem, the model base)
+    "models",  # components/<concept>/model.py (and *_model.py): the concepts' parts of the stack
+    "stack model",  # components/stack/model.py: StackConfig, every concept's model
+    "plan",  # components/stack/resolve.py, plan.py: the stack resolved once
+    "renders",  # the rest of a concept folder: render, rules, checks; the derived names
+    "components",  # components/<concept>/component.py: the Pulumi ComponentResources
+    "assembly",  # components/stack/: the rules table, checks, loader, outputs, Pulumi config
+    "workloads",  # workloads/: Ray programs (nothing below imports them)
+    "cli",  # raygke/: the command-line tool
+)
+
+# components/stack/ modules by floor (the package's other modules are the assembly).
+STACK_FLOORS = {
+    "components.stack.model": "stack model",
+    "components.stack.resolve": "plan",
+    "components.stack.plan": "plan",
+    "components.stack.naming": "renders",
+    "components.stack.name_checks": "renders",
+}
+
+
+def floor(module: str) -> str:
+    """The floor of a project module (one of ``FLOORS``), by the folder and role of its file."""
+    parts = module.split(".")
+    top_level = {"contract": "contract", "workloads": "workloads", "raygke": "cli"}
+    if parts[0] in top_level:
+        return top_level[parts[0]]
+    if len(parts) == 1 or parts[1] == "kernel":
+        return "kernel"  # components/__init__.py imports nothing
+    if parts[1] == "catalog":
+        return "catalog"
+    if parts[1] == "stack":
+        return STACK_FLOORS.get(module, "assembly")
+    leaf = parts[2] if len(parts) > 2 else "__init__"
+    if leaf == "model" or leaf.endswith("_model"):
+        return "models"
+    if leaf == "component":
+        return "components"
+    return "renders"
+
+
+def wrong_way(g: dict[str, set[str]]) -> list[str]:
+    """Each import of ``g`` that goes up the floors, as ``a (floor) imports b (floor)``."""
+    rank = {f: i for i, f in enumerate(FLOORS)}
+    return sorted(
+        f"{m} ({floor(m)}) imports {w} ({floor(w)})"
+        for m, deps in g.items()
+        for w in deps
+        if rank[floor(w)] > rank[floor(m)]
+    )
+
+
+def test_floors_follow_the_roles() -> None:
+    assert floor("contract.quantity") == "contract"
+    assert floor("components.catalog.tpu") == "catalog"
+    assert floor("components.kernel.problems") == "kernel"
+    assert floor("components.nodepools.model") == "models"
+    assert floor("components.raycrs.serve_model") == "models"
+    assert floor("components.stack.model") == "stack model"
+    assert floor("components.stack.plan") == "plan"
+    assert floor("components.raycrs.operator.cluster") == "renders"
+    assert floor("components.nodepools.component") == "components"
+    assert floor("components.stack.loader") == "assembly"
+    assert floor("raygke.local.run") == "cli"
+
+
+def test_a_wrong_way_import_is_found_and_printed() -> None:
+    """A made-up graph with a kernel module importing the stack model and a concept model
+    importing its render: both are flagged; the right-way imports are not."""
+    g = {
+        "components.kernel.base": {"components.kernel.problems", "components.stack.model"},
+        "components.nodepools.model": {"components.nodepools.render", "components.kernel.base"},
+        "components.nodepools.render": {"components.stack.plan", "components.nodepools.model"},
+        "raygke.cli": {"components.stack.checks", "workloads.prepare"},
+    }
+    assert wrong_way(g) == [
+        "components.kernel.base (kernel) imports components.stack.model (stack model)",
+        "components.nodepools.model (models) imports components.nodepools.render (renders)",
+    ]
+
+
+def test_every_import_goes_down_the_floors() -> None:
+    """The layer table holds for the whole graph, function-level imports included."""
+    bad = wrong_way(graph())
+    assert not bad, "imports against the floors (tests/test_imports.py FLOORS):\n" + "\n".join(bad)
+
+
+def test_the_kernel_imports_no_concept() -> None:
+    """components/kernel/ imports only itself, the catalog and the contract: every concept may
+    import it, and nothing it imports stands on a concept."""
+    g = graph()
+    kernel = [m for m in g if m == "components.kernel" or m.startswith("components.kernel.")]
+    assert "components.kernel.problems" in kernel
+    bad = sorted(
+        f"{m} imports {w}"
+        for m in kernel
+        for w in g[m]
+        if not (w.startswith(("components.kernel", "components.catalog", "contract")))
+        and w != "components"
+    )
+    assert not bad, "\n".join(bad)

@@ -7,7 +7,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.apis.render import REQUIRED_APIS, apis_for_type
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 
 
 class Apis(pulumi.ComponentResource):

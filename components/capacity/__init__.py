@@ -13,10 +13,4 @@ One concept folder (design.md "Capacity"):
 * :mod:`components.capacity.preview` - the offline admission preview (``raygke queue``);
 * :mod:`components.capacity.component` - the Pulumi ComponentResource (the only file here that
   imports ``pulumi``).
-
-The stack model (:mod:`components.stack.model`) holds the ``capacity:`` block, so this package
-imports :mod:`components.stack` first: whichever is imported first, the model module is then
-loaded while ``components.stack.base`` already exists (no import cycle).
 """
-
-import components.stack  # noqa: F401  (import order, see above)

@@ -5,7 +5,7 @@ limits, the carried Kueue CRDs (the rules on the stack model are :mod:`component
 checks):
 
   - every Kueue object validates against the carried CRD of ``capacity.kueue.version``
-    (:func:`kueue_schema_problems`, the one CRD checker :mod:`components.stack.crdschema`: its
+    (:func:`kueue_schema_problems`, the one CRD checker :mod:`components.kernel.crdschema`: its
     CEL rules included);
   - a queued RayJob's cluster: no in-tree autoscaling (Kueue: "a kueue managed job should only
     use autoscaling when workload slicing is enabled", ``pkg/controller/jobs/raycluster/common.go``
@@ -66,12 +66,12 @@ def kueue_crd_file(kind: str, version: str) -> Path:
 
 def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> list[str]:
     """Each Kueue object against the carried CRD of ``version``: everything the API server checks
-    on create (:func:`components.stack.crdschema.validate_object`: unknown (pruned) fields,
+    on create (:func:`components.kernel.crdschema.validate_object`: unknown (pruned) fields,
     defaults, the schema, ``metadata``, list types and the CRDs' CEL rules - ClusterQueue's
     "borrowingLimit must be nil when cohort is empty", ResourceFlavor's toleration rules, ...).
     One line each, ``<Kind> <name>: <path>: <why>``; a CEL rule not evaluated is a
-    :class:`~components.stack.crdschema.NoteLine`."""
-    from components.stack.crdschema import validate_object
+    :class:`~components.kernel.crdschema.NoteLine`."""
+    from components.kernel.crdschema import validate_object
 
     out: list[str] = []
     for m in manifests:

@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from components.capacity.model import KUEUE_CHART
 from components.capacity.render import helm_values, render_capacity
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 
 
 class Kueue(pulumi.ComponentResource):

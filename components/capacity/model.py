@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.stack.base import (
+from components.kernel.base import (
     _k8s_name,
     _Model,
     _quantity,
@@ -96,7 +96,7 @@ class KueueConfig(_Model):
     @classmethod
     def _ns(cls, v: str) -> str:
         """A Kubernetes name that is not reserved (``default``, ``kube-*``, ``gke-*``, ``gmp-*``:
-        :func:`components.stack.base.reserved_namespace_problem`, the model of
+        :func:`components.kernel.base.reserved_namespace_problem`, the model of
         ``kuberay.namespace``): the chart creates its Deployment, webhook Service and RBAC there
         and ``pulumi destroy`` deletes them; a namespace GKE manages refuses them (its
         ``gke-*`` namespaces) or mixes Kueue into system components."""

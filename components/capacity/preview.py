@@ -42,7 +42,7 @@ from typing import Any
 
 from components.capacity.model import ClusterQueueConfig
 from components.capacity.render import cluster_queue, queued_pool, resource_flavor
-from components.stack.base import quantity_value
+from components.kernel.base import quantity_value
 from components.stack.model import StackConfig
 from contract.quantity import QuantityError, parse_quantity
 

@@ -32,9 +32,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from components import catalog
-from components.stack.base import repeated
+from components.kernel.base import repeated
+from components.kernel.problems import Problem, at
 from components.stack.plan import plan
-from components.stack.problems import Problem, at
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -240,8 +240,8 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
     Node Auto Provisioning's limits (:func:`components.computeclass.rules.
     compute_class_shapes_fit_nap`), not by the pool."""
     from components.capacity.preview import borrowable
+    from components.kernel.base import quantity_value
     from components.nodepools.model import GpuPool, TpuPool
-    from components.stack.base import quantity_value
 
     declared = plan(cfg).pools
     total: dict[tuple[str, str], float] = {}

@@ -37,9 +37,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from components.kernel.problems import Problem
     from components.nodepools.render import NodePoolSpec
     from components.stack.model import StackConfig
-    from components.stack.problems import Problem
 
 CUBE = "4x4x4"
 GENERATION = "tpu7x"
@@ -97,7 +97,7 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
     """Where the catalog, the cluster or Kueue says a super-slicing pool cannot be, one problem
     each at the pool's ``super_slicing`` (or the cluster field to change)."""
     from components import catalog
-    from components.stack.problems import Problem
+    from components.kernel.problems import Problem
 
     pools = super_slicing_pools(cfg)
     if not pools:

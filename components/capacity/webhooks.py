@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from components.kernel.problems import Problem, at
 from components.raycrs.operator.common import is_label_value, is_qualified_name
-from components.stack.problems import Problem, at
 from contract.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:

@@ -36,8 +36,9 @@ from components.cluster.maintenance import exclusion_inputs
 from components.cluster.render import gateway_api_channel, nap_resource_limits
 from components.gpunet.render import networked_pools
 from components.security.iam import CLOUD_PLATFORM_SCOPE
-from components.stack import StackConfig, nap_needs
+from components.stack.model import StackConfig
 from components.stack.naming import workload_pool
+from components.stack.resolve import nap_needs
 
 
 @dataclass

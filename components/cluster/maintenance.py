@@ -51,7 +51,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from components.cluster.model import MAINTENANCE_DOC, parse_time
-from components.stack.problems import Problem
+from components.kernel.problems import Problem
 
 # The limits the model checks live with it (components.cluster.model): MAX_EXCLUSIONS,
 # NO_UPGRADES_MAX_SECONDS, parse_time, MAINTENANCE_DOC.

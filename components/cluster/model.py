@@ -14,7 +14,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.stack.base import (
+from components.kernel.base import (
     DISK_SIZE_MAX_GB,
     INT64_MAX,
     POOL_NODES_MAX,

@@ -25,7 +25,7 @@ def nap_resource_limits(
     cpu (vCPUs) and memory (GB) come from ``limits`` (``nap.effective_limits``: the
     ``nap.resource_limits`` with defaults 256 / 1024). Every accelerator named in ``limits`` or
     in ``needs`` (what the declared pools can scale to, chips or GPUs:
-    :func:`components.stack.nap_needs`) gets ``max(config limit, need)``.
+    :func:`components.stack.resolve.nap_needs`) gets ``max(config limit, need)``.
     """
     accelerators = sorted(
         {k for k in limits if k in _ACCELERATOR_TYPES}

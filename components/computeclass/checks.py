@@ -6,7 +6,7 @@ types, enums and required fields, one line each."""
 
 from __future__ import annotations
 
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 
 
 def compute_class_problems(cfg: StackConfig) -> list[str]:

@@ -28,8 +28,9 @@ from typing import Any
 
 from components import catalog
 from components.computeclass.model import ComputeClassConfig
+from components.nodepools.model import GpuPool, TpuPool
 from components.nodepools.render import specs_for_pool, workload_policy_name
-from components.stack import GpuPool, StackConfig, TpuPool
+from components.stack.model import StackConfig
 from components.stack.naming import node_service_account_id
 from components.stack.plan import plan
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from components import catalog
+from components.kernel.problems import Problem, at
 from components.stack.plan import plan
-from components.stack.problems import Problem, at
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -114,7 +114,7 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
     one slice (or node) needs more ``cpu``, ``memory`` or chips/GPUs than the limit is never
     created (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits).
     ``cpu``/``memory`` use the defaults when not given; an accelerator without a limit is set to
-    what the declared pools need (:func:`components.stack.nap_needs`), which covers the pool's own
+    what the declared pools need (:func:`components.stack.resolve.nap_needs`), which covers the pool's own
     shape."""
     if not cfg.nap.enabled:
         return

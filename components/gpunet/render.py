@@ -41,7 +41,7 @@ from components.catalog.gpu_network import (
     GpuNetFamily,
     ray_nccl_env,
 )
-from components.stack.problems import Problem
+from components.kernel.problems import Problem
 
 SUBNET_PREFIX = 22
 PARAMSET_API = "networking.gke.io/v1"

@@ -14,8 +14,8 @@ from typing import Any
 
 from components.catalog.gpu_network import gpu_net_family
 from components.gpunet.render import gpunet_problems
+from components.kernel.problems import Problem
 from components.stack.plan import plan
-from components.stack.problems import Problem
 
 
 def multi_node_jobs_without_gpu_networking(cfg: Any) -> Iterable[Problem]:

@@ -24,6 +24,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from components.images.model import IMAGE_KINDS
 from components.images.render import (
     TENSORFLOW,
     job_image_kind,
@@ -35,9 +36,10 @@ from components.images.render import (
     project_pins,
     provides,
 )
-from components.stack import IMAGE_KINDS, ResolveError, StackConfig
+from components.kernel.problems import Problem, at
+from components.stack.model import StackConfig
 from components.stack.plan import plan
-from components.stack.problems import Problem, at
+from components.stack.resolve import ResolveError
 
 if TYPE_CHECKING:
     from components.raycrs.model import RayImages

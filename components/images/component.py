@@ -53,7 +53,7 @@ import pulumi_gcp as gcp
 
 from components.images import render as images
 from components.security.iam import REGISTRY_READER_ROLE
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 from components.stack.plan import plan
 
 DAY_SECONDS = 86400

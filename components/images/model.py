@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.stack.base import _Model
+from components.kernel.base import _Model
 
 # A digest reference: ``<name>@sha256:<64 hex>`` (https://github.com/opencontainers/image-spec/blob/main/descriptor.md#digests).
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")

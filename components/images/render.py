@@ -36,7 +36,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.stack import IMAGE_KINDS, GpuPool, JobConfig, JobTarget, StackConfig, TpuPool
+from components.images.model import IMAGE_KINDS
+from components.nodepools.model import GpuPool, TpuPool
+from components.raycrs.model import JobConfig
+from components.stack.model import StackConfig
+from components.stack.resolve import JobTarget
 
 if TYPE_CHECKING:
     from components.stack.plan import Context

@@ -43,7 +43,8 @@ from components.kuberay.render import (
     kubeconfig,
     program_crd_documents,
 )
-from components.stack import StackConfig, naming
+from components.stack import naming
+from components.stack.model import StackConfig
 from components.stack.plan import plan
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.stack.base import (
+from components.kernel.base import (
     INT64_MAX,
     _k8s_name,
     _Model,
@@ -139,7 +139,7 @@ class LimitRangeConfig(_Model):
 
     @model_validator(mode="after")
     def _order(self) -> LimitRangeConfig:
-        from components.stack.base import quantity_value
+        from components.kernel.base import quantity_value
 
         for kind in ("cpu", "memory"):
             req, lim = getattr(self, f"default_request_{kind}"), getattr(self, f"default_{kind}")

@@ -59,7 +59,8 @@ from components.raycrs.pod import (
     SUBMITTER_LABEL,
 )
 from components.raycrs.serve import SERVICE_LABEL
-from components.stack import StackConfig, nap_needs
+from components.stack.model import StackConfig
+from components.stack.resolve import nap_needs
 
 PSA_LEVEL = "restricted"
 PSA_VERSION = "latest"

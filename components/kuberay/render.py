@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.kernel.yamlcache import load_yaml_cached
 from components.kuberay.model import KUBERAY_CHART_VERSIONS
-from components.stack.yamlcache import load_yaml_cached
 
 if TYPE_CHECKING:
     from components.network.model import NetworkConfig

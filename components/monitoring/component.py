@@ -11,7 +11,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.monitoring.dashboards import dashboard_json, dashboard_url, dashboards
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 
 
 class Dashboards(pulumi.ComponentResource):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 
 CONSOLE = "https://console.cloud.google.com/monitoring/dashboards/builder"
 

@@ -48,7 +48,7 @@ from typing import Any
 
 from components.raycrs.pod import JOB_CLUSTER_LABEL, PART_OF
 from components.raycrs.serve import SERVICE_LABEL
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 
 API_VERSION = "monitoring.googleapis.com/v1"
 METRICS_PORT = 8080  # KubeRay constant.go DefaultMetricsPort

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.stack import StackConfig, naming
+from components.stack import naming
+from components.stack.model import StackConfig
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"

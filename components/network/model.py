@@ -11,7 +11,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.stack.base import _gke_name, _Model, one_line
+from components.kernel.base import _gke_name, _Model, one_line
 
 # --------------------------------------------------------------------------------------- network
 

@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.stack.base import (
+from components.kernel.base import (
     DISK_SIZE_MAX_GB,
     POOL_NODES_MAX,
     _cpu_machine_type,

@@ -68,7 +68,7 @@ from components.raycrs.archive import archive_object_name, working_dir_uri, work
 from components.raycrs.pod import AUTH_TOKEN_KEY
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.raycrs.serve import service_url
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 from components.stack.plan import Plan, plan
 
 TYPE_TOKEN = "ray-gke:ray:RayResources"

@@ -10,14 +10,14 @@ never takes effect. Here it is an error, reported with its path::
     RayCluster research: spec.workerGroupSpecs[0].numOfHost: unknown field (the API server would prune it)
 
 ``x-kubernetes-int-or-string: true`` accepts an integer or a string (same page, "IntOrString").
-The checker is the one every carried CRD goes through, :func:`components.stack.crdschema.validate_object`:
+The checker is the one every carried CRD goes through, :func:`components.kernel.crdschema.validate_object`:
 pruning, defaulting, the schema, ``metadata`` (ObjectMeta), ``x-kubernetes-list-type`` and the
-CEL rules (``x-kubernetes-validations``, evaluated by :mod:`components.stack.crdcel`; transition
+CEL rules (``x-kubernetes-validations``, evaluated by :mod:`components.kernel.crdcel`; transition
 rules, those reading ``oldSelf``, are skipped as the API server skips them on create). A CEL
 rule that cannot be evaluated here is a note (a warning), never passed silently.
 
 The CRD folder is ``components/kuberay/crds/v<version>`` for the stack's
-``kuberay.chart_version`` (one of ``components.stack.KUBERAY_CHART_VERSIONS``: 1.7.0, 1.6.2;
+``kuberay.chart_version`` (one of ``components.kuberay.model.KUBERAY_CHART_VERSIONS``: 1.7.0, 1.6.2;
 carried inside the repository, so a clone with nothing beside it can run the check) unless the
 environment variable ``RAYGKE_CRDS_DIR`` names another; it holds ``ray.io_rayclusters.yaml``,
 ``ray.io_rayjobs.yaml``, ``ray.io_rayservices.yaml`` as published with that KubeRay version
@@ -32,8 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from components.kuberay.render import CRD_FILES, carried_crds_dir
-from components.stack.crdschema import (  # noqa: F401 - re-exported: callers and tests read them here
+from components.kernel.crdschema import (  # noqa: F401 - re-exported: callers and tests read them here
     SUMS_FILE,
     CarriedFileError,
     apply_defaults,
@@ -45,7 +44,8 @@ from components.stack.crdschema import (  # noqa: F401 - re-exported: callers an
     validator,
     verify,
 )
-from components.stack.problems import FieldLine
+from components.kernel.problems import FieldLine
+from components.kuberay.render import CRD_FILES, carried_crds_dir
 
 _fmt, _json_schema, _load_schema, _validator, _verify = (
     fmt_path,
@@ -144,14 +144,14 @@ def validate_manifest(
     manifest: dict[str, Any], directory: Path | None = None, version: str = DEFAULT_VERSION
 ) -> list[FieldLine]:
     """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``,
-    a :class:`~components.stack.problems.FieldLine` carrying ``<path>`` (``kind``, ``apiVersion``
+    a :class:`~components.kernel.problems.FieldLine` carrying ``<path>`` (``kind``, ``apiVersion``
     or the schema error's path in the object).
 
     Checks apiVersion/kind, then everything the API server checks on create
-    (:func:`components.stack.crdschema.validate_object`: unknown (pruned) fields, the schema of
+    (:func:`components.kernel.crdschema.validate_object`: unknown (pruned) fields, the schema of
     the object as stored - omitted fields with their CRD defaults, non-nullable nulls pruned -,
     ``metadata``, list types and the CRD's CEL rules; a CEL rule not evaluated is a
-    :class:`~components.stack.crdschema.NoteLine`).
+    :class:`~components.kernel.crdschema.NoteLine`).
 
     Raises:
         CrdsMissingError: the CRD folder is absent.
@@ -198,7 +198,7 @@ def validate_other(manifest: dict[str, Any]) -> list[str]:
     """Problems of one rendered non-KubeRay custom resource whose CRD the product carries
     (:data:`OTHER_CRD_FILES`: Managed Prometheus ``PodMonitoring`` from
     ``components/monitoring/crds``, GKE ``ComputeClass`` from ``components/computeclass/crds``),
-    checked like :func:`validate_manifest` (:func:`components.stack.crdschema.validate_object`).
+    checked like :func:`validate_manifest` (:func:`components.kernel.crdschema.validate_object`).
     One line each: ``<Kind> <name>: <path>: <why>``.
 
     Raises:

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from components.kernel.problems import FieldLine
 from components.kuberay.render import CHART_FEATURE_GATES, INCREMENTAL_UPGRADE, helm_values
-from components.stack import StackConfig
-from components.stack.problems import FieldLine
+from components.stack.model import StackConfig
 
 Gates = dict[str, bool]
 

@@ -13,7 +13,7 @@ from pydantic import (
 )
 
 from components.images.model import IMAGE_KINDS, RayImages
-from components.stack.base import (
+from components.kernel.base import (
     INT32_MAX,
     RAYJOB_NAME_MAX,
     _k8s_name,
@@ -108,7 +108,7 @@ def _pod_resource(value: Any, what: str, *, head: bool = False) -> str:
     Raises:
         ValueError: one line naming ``what``, the value and what is allowed.
     """
-    from components.stack.base import quantity_value
+    from components.kernel.base import quantity_value
 
     q = _quantity(str(value), what)
     if quantity_value(q) > 0:

@@ -20,6 +20,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.kernel.problems import Problem, at
 from components.nodepools.render import (
     NodePoolSpec,
     allocatable,
@@ -29,7 +30,6 @@ from components.nodepools.render import (
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
 from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
 from components.stack.plan import Context, plan
-from components.stack.problems import Problem, at
 from components.stack.resolve import ResolveError
 from contract.quantity import quantity_float
 

@@ -28,10 +28,8 @@ from typing import Any
 
 from components.images.render import planned_refs
 from components.nodepools.render import NodePoolSpec
-from components.stack import (
-    StackConfig,
-    WorkerGroupConfig,
-)
+from components.raycrs.model import WorkerGroupConfig
+from components.stack.model import StackConfig
 from components.stack.naming import ksa_name
 from components.stack.plan import Plan
 from components.storage.fuse import Mount, cache_pod_settings
@@ -211,7 +209,7 @@ def shm_size(memory: str) -> str:
     does not fit there (``ray/_private/services.py`` ``determine_plasma_store_config``), so the
     limit leaves room above 30 %; memory-backed emptyDir pages count against the pod's memory
     limit (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir)."""
-    from components.stack.base import quantity_value
+    from components.kernel.base import quantity_value
 
     mib = math.ceil(quantity_value(memory) * SHM_FRACTION / 2**20)
     return f"{mib}Mi"

@@ -44,7 +44,10 @@ from components import catalog
 from components.computeclass.model import class_label, class_taint
 from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
+from components.kernel.base import quantity_bytes
+from components.nodepools.model import CpuPool, GpuPool, TpuPool
 from components.nodepools.render import gpu_node_labels, pool_specs
+from components.raycrs.model import HeadConfig, RayClusterConfig, WorkerGroupConfig
 from components.raycrs.pod import (
     API_VERSION,
     HEAD_PORTS,
@@ -61,19 +64,10 @@ from components.raycrs.pod import (
     shm_volume,
     worker_pod_size,
 )
-from components.stack import (
-    CpuPool,
-    GpuPool,
-    GroupTarget,
-    HeadConfig,
-    RayClusterConfig,
-    StackConfig,
-    TpuPool,
-    WorkerGroupConfig,
-    quantity_bytes,
-)
+from components.stack.model import StackConfig
 from components.stack.naming import head_account_id
 from components.stack.plan import Context, Plan, plan
+from components.stack.resolve import GroupTarget
 
 # ------------------------------------------------------------------------------------ head group
 
@@ -164,7 +158,7 @@ def worker_group_spec(
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
     (a record of the stack's plan, :meth:`components.stack.plan.Plan.group` /
-    :meth:`~components.stack.plan.Plan.service`, or :attr:`components.stack.JobTarget.group_target`).
+    :meth:`~components.stack.plan.Plan.service`, or :attr:`components.stack.resolve.JobTarget.group_target`).
 
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.

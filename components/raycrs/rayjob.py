@@ -18,6 +18,8 @@ import yaml
 from components import catalog
 from components.images.render import job_image_kind
 from components.images.render import runtime_env_pip as _runtime_env_pip
+from components.nodepools.model import TpuPool
+from components.raycrs.model import HeadConfig
 from components.raycrs.pod import (
     API_VERSION,
     DATASET_PATH,
@@ -36,9 +38,10 @@ from components.raycrs.raycluster import (
     worker_group_spec,
 )
 from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
-from components.stack import HeadConfig, JobTarget, StackConfig, TpuPool
+from components.stack.model import StackConfig
 from components.stack.naming import ksa_name
 from components.stack.plan import Context, Plan, plan
+from components.stack.resolve import JobTarget
 from contract.args.base import JobContext
 from contract.registry import bind_job_args, get_workload
 
@@ -98,7 +101,7 @@ def elastic_slices(target: JobTarget) -> tuple[int, int] | None:
 
 def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> dict[str, Any]:
     """The ``rayClusterSpec`` of a job bringing its own RayCluster: one worker group spanning
-    the whole node pool (:func:`components.stack.own_cluster_group`), fixed size.
+    the whole node pool (:func:`components.stack.resolve.own_cluster_group`), fixed size.
 
     An elastic job (:func:`elastic_slices`, ``slices: {min, max}``) renders at its minimum:
     the group's ``replicas`` and ``minReplicas`` are ``min`` slices, ``maxReplicas`` is ``max``,

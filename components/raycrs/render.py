@@ -17,7 +17,7 @@ from components.raycrs.pod import CLIENT_PORT, DASHBOARD_PORT
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.serve import render_services
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 from components.stack.plan import Context, plan
 
 

@@ -2,7 +2,7 @@
 or service's target, slices, workload and arguments, identity and checkpoints.
 
 Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
-:class:`~components.stack.problems.Problem` per problem, with a docstring citing where its fact
+:class:`~components.kernel.problems.Problem` per problem, with a docstring citing where its fact
 comes from; :data:`components.stack.rules.RULES` lists them with the other cross-field rules,
 each with the top-level keys it reads, and runs them. References are read from the stack's
 :func:`~components.stack.plan.plan` (resolved once by :mod:`components.stack.resolve`), so a wrong
@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.kernel.problems import Problem, at
 from components.nodepools.model import GpuPool, TpuPool
 from components.stack.plan import plan
-from components.stack.problems import Problem, at
 from components.stack.resolve import ResolveError, reference_problem
 
 if TYPE_CHECKING:
@@ -286,7 +286,7 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
     names a declared job whose workload writes checkpoints, and a ``gs://`` ``args.checkpoint``
     lies in the checkpoints bucket under that job's folder. Each problem names the field, the
     value and the valid training jobs."""
-    from components.stack.names import bucket_name
+    from components.kernel.names import bucket_name
 
     jobs = {j.name: j for j in cfg.jobs}
     writers = [

@@ -3,7 +3,7 @@
 A job runs either on a worker group of a long-lived RayCluster (``cluster`` + ``worker_group``) or
 on its own RayCluster built from a node pool (``node_pool``); its
 :class:`~components.stack.resolve.JobTarget` (the stack's :func:`~components.stack.plan.plan`,
-resolved once by :func:`components.stack.resolve_job`) says which pool and how many replicas. Either way the node pool it lands on
+resolved once by :func:`components.stack.resolve.resolve_job`) says which pool and how many replicas. Either way the node pool it lands on
 is a declared pool, and the ``ScalingConfig`` keyword arguments come from the catalog's entry for
 that pool's shape — never typed a second time:
 
@@ -28,12 +28,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.stack import CpuPool, GpuPool, JobConfig, JobTarget, TpuPool
+from components.nodepools.model import CpuPool, GpuPool, TpuPool
+from components.raycrs.model import JobConfig
+from components.stack.resolve import JobTarget
 
 
 class ScalingError(ValueError):
     """``ScalingConfig`` arguments that cannot be built (fewer than one replica); unresolvable
-    targets raise :class:`components.stack.ResolveError` (see :func:`components.stack.resolve_job`)."""
+    targets raise :class:`components.stack.resolve.ResolveError` (see :func:`components.stack.resolve.resolve_job`)."""
 
 
 def scaling_config_for_pool(pool: CpuPool | TpuPool | GpuPool, replicas: int) -> dict[str, Any]:

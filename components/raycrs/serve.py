@@ -32,10 +32,13 @@ from typing import Any
 
 import yaml
 
+from components.nodepools.model import GpuPool
 from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
-from components.stack import GpuPool, GroupTarget, ServiceConfig, StackConfig
+from components.raycrs.serve_model import ServiceConfig
+from components.stack.model import StackConfig
 from components.stack.plan import Context, plan
+from components.stack.resolve import GroupTarget
 from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName

@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model
 from components.raycrs.model import HeadConfig
-from components.stack.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model
 
 UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
 

@@ -55,7 +55,8 @@ from components.security.iam import (
     gke_service_agent,
     secret_manager_service_agent,
 )
-from components.stack import StackConfig, naming
+from components.stack import naming
+from components.stack.model import StackConfig
 
 
 @dataclass

@@ -25,7 +25,7 @@
 
 from __future__ import annotations
 
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 from components.stack.naming import (
     BucketPurpose,
     gsa_email,

@@ -51,8 +51,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from components.kernel.problems import Rule
 from components.security import rules as security
-from components.stack.problems import Rule
 
 UNKNOWN = "<unknown at preview>"
 """What :func:`plain_props` puts where the engine has no value yet (``pulumi preview``)."""
@@ -136,7 +136,7 @@ class Resource:
     props: dict[str, Any]
 
 
-# Each secure-default rule is a components.stack.problems.Rule: ``name`` (``rule_id``) the policy name
+# Each secure-default rule is a components.kernel.problems.Rule: ``name`` (``rule_id``) the policy name
 # (``bucket-cmek``), the same in the policy pack and ``raygke check``; ``description`` one line,
 # what the rule demands; ``kind`` ``resource`` (``check(Resource) -> list[str]`` messages) or
 # ``stack`` (``check(list[Resource]) -> list[(display name, message)]``, display name ``""`` when

@@ -7,7 +7,7 @@ would otherwise only tell you after ``pulumi up``.
 1. every RayCluster / RayJob / RayService validates against the CRD of the stack's KubeRay version
    (``kuberay.chart_version``) as the API server would on create - unknown (pruned) fields,
    defaults, schema, ``metadata``, list types and the CRD's CEL rules
-   (:mod:`components.raycrs.crd` on the one checker :mod:`components.stack.crdschema`; a CEL rule
+   (:mod:`components.raycrs.crd` on the one checker :mod:`components.kernel.crdschema`; a CEL rule
    not evaluated is a ``warning`` Problem, ``crd-cel-not-evaluated``),
    and passes the rules the KubeRay operator of that version applies when it reconciles
    (:mod:`components.raycrs.operator`); every Managed Prometheus PodMonitoring
@@ -50,6 +50,8 @@ from typing import Any
 
 from components.computeclass.checks import compute_class_problems
 from components.images.checks import dependency_problems
+from components.kernel.crdschema import NoteLine, problems_with_notes
+from components.kernel.problems import FieldLine, Problem, at, problems_of
 from components.kuberay.namespace import namespace_manifest, namespace_objects, resource_quota
 from components.nodepools.render import (
     node_pool_specs,
@@ -74,11 +76,10 @@ from components.raycrs.rayjob import job_args
 from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
-from components.stack import ResolveError, StackConfig
-from components.stack.crdschema import NoteLine, problems_with_notes
+from components.stack.model import StackConfig
 from components.stack.name_checks import name_problems
 from components.stack.plan import plan
-from components.stack.problems import FieldLine, Problem, at, problems_of
+from components.stack.resolve import ResolveError
 
 _CLUSTER_SPEC = {
     "RayCluster": "spec",
@@ -172,7 +173,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     """Problems of rendered (or hand-edited) KubeRay objects: CRD schema (unknown fields included)
     and KubeRay operator rules of the stack's ``kuberay.chart_version``, and schedulability of
     every head/worker group on the stack's node pools. Each problem of an object is a
-    :class:`~components.stack.problems.Problem` of the stack field the object comes from
+    :class:`~components.kernel.problems.Problem` of the stack field the object comes from
     (:func:`stack_field`), its line ending ``; edit <field> in the stack file``.
 
     When the CRD folder is absent the schema check contributes one line saying how to set
@@ -218,7 +219,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
 
 def _note(problem: Problem, line: str) -> Problem:
     """``problem`` as a warning when its ``line`` is a note (a CEL rule of the CRD that was not
-    evaluated: :class:`components.stack.crdschema.NoteLine`)."""
+    evaluated: :class:`components.kernel.crdschema.NoteLine`)."""
     if isinstance(line, NoteLine):  # about the CRD, not the stack: no "edit <field>" advice
         return Problem(problem.path, str(line), "crd-cel-not-evaluated", "warning")
     return problem
@@ -263,7 +264,7 @@ def _object_problem(manifest: dict[str, Any], line: FieldLine, rule: str) -> Pro
     """A CRD / operator / gate line of ``manifest`` as a Problem of its stack field: the group's
     when the object field the line is about (``line.field``, a path into the object that the CRD
     schema check, the operator rules and the gate check give with the line:
-    :class:`~components.stack.problems.FieldLine`) lies in a group of the embedded RayCluster
+    :class:`~components.kernel.problems.FieldLine`) lies in a group of the embedded RayCluster
     spec; the line's words are never read."""
     kind = str(manifest.get("kind"))
     where = line.field
@@ -400,7 +401,7 @@ RENDER_CHECKS: dict[str, str] = {
 
 def check_stack(cfg: StackConfig) -> list[Problem]:
     """Problems found in the rendered stack (empty when none), each a
-    :class:`~components.stack.problems.Problem` with the stack field it is about (``""`` when none:
+    :class:`~components.kernel.problems.Problem` with the stack field it is about (``""`` when none:
     a render that fails) and the id of the check that found it. See the module docstring for
     what is checked."""
     from components.raycrs.archive import working_dir_uri, workloads_archive

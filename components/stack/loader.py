@@ -16,14 +16,23 @@ from pydantic import (
 )
 
 from components import catalog
-from components.stack.base import (
+from components.kernel.base import (
     OTHER_NAMESPACES,
     PROJECT_NAMESPACE,
     ConfigError,
     StackFileError,
     one_line,
 )
-from components.stack.hints import KEY_HINTS
+from components.kernel.hints import KEY_HINTS
+from components.kernel.problems import ENTRY_KEYS, Problem
+from components.kernel.stackyaml import (  # noqa: F401  (re-exported: the YAML reading API)
+    MAX_DEPTH,
+    MAX_EXPANDED_CHARS,
+    MAX_STACK_BYTES,
+    MAX_VALUES,
+    WrittenFloat,
+    read_stack_yaml,
+)
 from components.stack.model import StackConfig
 from components.stack.overrides import (  # noqa: F401  (re-exported: the ESC and --set API)
     SetError,
@@ -34,23 +43,14 @@ from components.stack.overrides import (  # noqa: F401  (re-exported: the ESC an
     set_key_parts,
     stack_environments,
 )
-from components.stack.problems import ENTRY_KEYS, Problem
 from components.stack.rules import rule_problems, skipped_rules
-from components.stack.stackyaml import (  # noqa: F401  (re-exported: the YAML reading API)
-    MAX_DEPTH,
-    MAX_EXPANDED_CHARS,
-    MAX_STACK_BYTES,
-    MAX_VALUES,
-    WrittenFloat,
-    read_stack_yaml,
-)
 
 # --------------------------------------------------------------------------------------- loaders
 
 
 def _loc(loc: tuple[Any, ...], data: Any) -> str:
     """``('node_pools', 1, 'tpu', 'tpu')`` -> ``node_pools[tpu-v6e].tpu`` (item names where known:
-    the first of :data:`components.stack.problems.ENTRY_KEYS` an entry has, as :mod:`raygke.report`
+    the first of :data:`components.kernel.problems.ENTRY_KEYS` an entry has, as :mod:`raygke.report`
     finds them)."""
     parts: list[str] = []
     node: Any = data
@@ -106,7 +106,7 @@ def _block(loc: tuple[Any, ...], data: Any) -> Any:
 
 
 def _extra_key(e: Any, data: Any) -> tuple[str, str] | None:
-    """(field path, message) for a derived or removed key (:mod:`components.stack.hints`)."""
+    """(field path, message) for a derived or removed key (:mod:`components.kernel.hints`)."""
     loc = tuple(e["loc"])
     hint = KEY_HINTS.get(_model_path(loc))
     if hint is None:
@@ -140,7 +140,7 @@ _BOUND_ERRORS = {
 
 
 def format_validation_error(err: ValidationError, data: Any = None) -> list[Problem]:
-    """One :class:`~components.stack.problems.Problem` per problem (rule ``field``), path from the
+    """One :class:`~components.kernel.problems.Problem` per problem (rule ``field``), path from the
     error's location (list entries by name where ``data`` names them), printed
     ``<field path>: <message>`` (multi-line messages become several)."""
     lines: list[Problem] = []

@@ -18,12 +18,12 @@ from components import catalog
 from components.capacity.model import CapacityConfig
 from components.cluster.model import ClusterConfig, NapConfig
 from components.computeclass.model import ComputeClassConfig
+from components.kernel.base import _REGION, _Model, _unique, gcp_labels
 from components.kuberay.model import KubeRayConfig
 from components.network.model import NetworkConfig
 from components.nodepools.model import CpuPool, GpuPool, NodePool, TpuPool
 from components.raycrs.model import JobConfig, RayClusterConfig, RayConfig
 from components.raycrs.serve_model import ServiceConfig
-from components.stack.base import _REGION, _Model, _unique, gcp_labels
 from components.storage.model import (
     BucketsConfig,
     KmsConfig,

@@ -44,10 +44,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from components.kernel.problems import Problem, at, problems_of
 from components.nodepools.render import GKE_LABEL_PREFIXES
-from components.stack import StackConfig
+from components.stack.model import StackConfig
 from components.stack.naming import DerivedName, derived_names
-from components.stack.problems import Problem, at, problems_of
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
-from components.stack import StackConfig, WorkloadIdentityConfig
-
 # One definition, in the spec layer (its rules name buckets too); re-exported here.
-from components.stack.names import BucketPurpose as BucketPurpose
-from components.stack.names import bucket_name as bucket_name
+from components.kernel.names import BucketPurpose as BucketPurpose
+from components.kernel.names import bucket_name as bucket_name
+from components.stack.model import StackConfig
+from components.storage.model import WorkloadIdentityConfig
 
 BUCKET_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
 

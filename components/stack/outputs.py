@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.nodepools.model import GpuPool, TpuPool
 from components.nodepools.render import specs_for_pool
-from components.stack import GpuPool, StackConfig, TpuPool, naming
+from components.stack import naming
+from components.stack.model import StackConfig
 from components.stack.plan import plan
 
 # The version of the outputs contract (docs/outputs.md). Adding an output keeps it; renaming or

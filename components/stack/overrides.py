@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from components import catalog
-from components.stack.base import PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.kernel.base import PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.kernel.problems import ENTRY_KEYS
+from components.kernel.stackyaml import read_stack_yaml
 from components.stack.model import StackConfig
-from components.stack.problems import ENTRY_KEYS
-from components.stack.stackyaml import read_stack_yaml
 
 # ------------------------------------------------------------------------ ESC and --set values
 #
@@ -103,7 +103,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
 
 def _entry_index(entries: list[Any], name: str) -> int | None:
     """The index of the entry of ``entries`` named ``name`` (by the first of
-    :data:`~components.stack.problems.ENTRY_KEYS` it has, as problem paths name entries), else
+    :data:`~components.kernel.problems.ENTRY_KEYS` it has, as problem paths name entries), else
     ``name`` as an index (``0``, ``-1``) when it is one."""
     for key in ENTRY_KEYS:
         for i, entry in enumerate(entries):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from components.stack.names import BucketPurpose, bucket_name
+from components.kernel.names import BucketPurpose, bucket_name
 from components.stack.resolve import (
     GroupTarget,
     JobTarget,
@@ -69,7 +69,7 @@ class Context:
         labels: the stack's common GCP labels (``labels``, already validated as GCP labels).
         ray_version: the Ray version of every image and RayCluster (``ray.version``).
         buckets: bucket purpose (``datasets``, ``checkpoints``, ``artifacts``) -> bucket name
-            (:func:`components.stack.names.bucket_name`).
+            (:func:`components.kernel.names.bucket_name`).
         buckets_config: the ``buckets`` block (the FUSE profiles and caches of the mounts,
             :mod:`components.storage.fuse`).
     """

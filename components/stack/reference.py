@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from components.stack.base import PROJECT_NAMESPACE
-from components.stack.hints import KEY_HINTS
+from components.kernel.base import PROJECT_NAMESPACE
+from components.kernel.hints import KEY_HINTS
 from components.stack.model import StackConfig
 from contract.registry import args_classes, markdown_table
 

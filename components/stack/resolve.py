@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from components import catalog
+from components.kernel.problems import Problem, at, path_colon
 from components.nodepools.model import CpuPool, GpuPool, GpuSpec, TpuPool
 from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.raycrs.serve_model import ServiceConfig
-from components.stack.problems import Problem, at, path_colon
 from components.storage.model import WorkloadIdentityConfig
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class ResolveError(ValueError):
 
     ``field`` is the stack-file field (``jobs[train].node_pool``); ``str(error)`` is one line:
     ``<field>: <value> is not <what>; declared: <names>`` (or a sentence saying what to set), the
-    line its Problem prints (:func:`components.stack.problems.path_colon`).
+    line its Problem prints (:func:`components.kernel.problems.path_colon`).
     """
 
     def __init__(self, field: str, message: str) -> None:
@@ -51,7 +51,7 @@ class ResolveError(ValueError):
 
 
 def reference_problem(e: ResolveError) -> Problem:
-    """A broken reference as a :class:`~components.stack.problems.Problem` of the field that
+    """A broken reference as a :class:`~components.kernel.problems.Problem` of the field that
     names it (the field without a trailing ``:``, the error's line as the message)."""
     return at(e.field.rstrip(":"), str(e))
 

@@ -1,7 +1,7 @@
 """Cross-field rules of a stack: rules that span several top-level blocks.
 
 Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
-:class:`~components.stack.problems.Problem` per problem (the stack field it is about, and the
+:class:`~components.kernel.problems.Problem` per problem (the stack field it is about, and the
 readable line), with a docstring citing where its fact comes from. :data:`RULES` lists them in the order
 they run, each with the top-level keys it reads (``needs``); :func:`rule_problems` runs every rule
 whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
@@ -30,6 +30,8 @@ from components.computeclass.rules import (
     compute_class_shapes_fit_nap,
 )
 from components.images.model import IMAGE_KINDS
+from components.kernel.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
+from components.kernel.problems import Problem, Rule, at, problems_of
 from components.nodepools.model import GpuPool, TpuPool
 from components.raycrs.rules import (
     job_checkpoint_references,
@@ -42,9 +44,7 @@ from components.raycrs.rules import (
     service_targets_fit,
     service_workloads_and_checkpoints,
 )
-from components.stack.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
 from components.stack.plan import plan
-from components.stack.problems import Problem, Rule, at, problems_of
 from components.stack.resolve import ResolveError, nap_needs, reference_problem
 
 if TYPE_CHECKING:
@@ -540,7 +540,7 @@ def rule_problems(
     cfg: StackConfig, valid: Collection[str] | None = None, *, broken: Collection[str] = ()
 ) -> list[Problem]:
     """Every problem of every rule that reads no invalid key (each a
-    :class:`~components.stack.problems.Problem` with its path and the rule's name), in
+    :class:`~components.kernel.problems.Problem` with its path and the rule's name), in
     :data:`RULES` order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
     paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``)."""
     bad = _blocked(valid, broken)

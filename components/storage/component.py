@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.stack import BucketConfig, StackConfig, naming
+from components.stack import naming
+from components.stack.model import StackConfig
 from components.stack.plan import plan
 from components.storage.fuse import hns_of
+from components.storage.model import BucketConfig
 from components.storage.render import DAY_SECONDS, bucket_location, lifecycle_rules
 
 

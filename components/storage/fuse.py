@@ -48,7 +48,7 @@ from contract.quantity import quantity_float
 from contract.storage import HNS_MOUNTS_ENV
 
 if TYPE_CHECKING:
-    from components.stack.problems import Problem
+    from components.kernel.problems import Problem
 
 FuseProfile = Literal["dataset", "checkpoints", "model", "plain"]
 PURPOSE_PROFILE: dict[str, FuseProfile] = {
@@ -173,8 +173,8 @@ def cache_problems(cfg: Any) -> Iterable[Problem]:
     ``ephemeral`` storage that take more than :data:`EPHEMERAL_SHARE` of the boot
     disk of a pool a worker group or job of the identity runs on, one problem per (identity,
     pool), at ``buckets``."""
+    from components.kernel.problems import Problem
     from components.stack.plan import plan
-    from components.stack.problems import Problem
 
     if cfg.buckets.file_cache_medium != "ephemeral":
         return

@@ -12,7 +12,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.stack.base import _SA_ID, INT32_MAX, _Model, _unique
+from components.kernel.base import _SA_ID, INT32_MAX, _Model, _unique
 
 # --------------------------------------------------------------------------- storage & identity
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.stack import BucketConfig
+from components.storage.model import BucketConfig
 
 DAY_SECONDS = 86400
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.stack.base import plural
+from components.kernel.base import plural
 from raygke.cost.estimate import FLEX_START_NOTE, StackCost, money
 from raygke.cost.prices import GKE_PRICING, HOURS_PER_MONTH, PRICES_RECORDED
 

@@ -100,7 +100,7 @@ def disruption_summary(plan: Plan) -> str:
     n = sum(bool(c.disruption) for c in plan.changes)
     if not n:
         return "Disruption: none (no running work stops or restarts)"
-    from components.stack.base import plural
+    from components.kernel.base import plural
 
     verb = "stops or restarts" if n == 1 else "stop or restart"
     return f"Disruption: {plural(n, 'change')} {verb} running work"

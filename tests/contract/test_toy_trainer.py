@@ -103,6 +103,7 @@ def test_a_registry_entry_is_checked_when_made() -> None:
 def test_raygke_local_run_builds_its_job(toy: Workload) -> None:
     from raygke.local import cluster as local_cluster
     from raygke.local import jobs as local_jobs
+    from raygke.local.summary import summarize
 
     assert local_jobs.resolve_jobs(["prepare", "toy_lm", "evaluate"], "cpu") == [
         "prepare",
@@ -130,7 +131,7 @@ def test_raygke_local_run_builds_its_job(toy: Workload) -> None:
     results = {"toy_lm": {"checkpoint": "/toy/ckpt", "steps": 3}}
     ev = local_jobs.job_args("evaluate", state, None, "run-1", results)
     assert ev["checkpoint"] == "/toy/ckpt"
-    assert local_jobs.summarize(results)["steps"] == 3
+    assert summarize(results)["steps"] == 3
 
 
 def test_tune_lm_can_choose_it(toy: Workload) -> None:
@@ -160,7 +161,7 @@ def test_tune_lm_refuses_it_once_unregistered(toy: Workload) -> None:
 
 def test_raygke_check_asks_its_image_for_its_needs(toy: Workload) -> None:
     from components.images.checks import dependency_problems
-    from components.stack import validate
+    from components.stack.loader import validate
     from tests.helpers import config
 
     cfg = validate(config(jobs=[{"name": "toy", "workload": "toy_lm", "node_pool": "cpu"}]))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.stack import stack_data_from_yaml
+from components.stack.loader import stack_data_from_yaml
 from raygke import synth as rsynth
 from raygke.diff.compare import Plan, compare
 

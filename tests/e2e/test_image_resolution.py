@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
+from components.images.model import IMAGE_KINDS
 from components.images.render import PYTHON_VERSION, project_pins, requirements, requirements_path
-from components.stack import IMAGE_KINDS
 from contract.registry import TF_GPU_CONFLICT
 
 pytestmark = pytest.mark.slow

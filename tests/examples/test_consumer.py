@@ -56,7 +56,7 @@ class ConsumerMocks(pulumi.runtime.Mocks):
 
 
 def _prod_master_cidr() -> str:
-    from components.stack import load_stack_file
+    from components.stack.loader import load_stack_file
 
     return load_stack_file(ROOT / "Pulumi.prod.yaml").network.master_ipv4_cidr
 
@@ -132,7 +132,7 @@ def _platform_guard_rails(stack: str = "prod") -> list[dict]:
     """The Namespace (PSA labels) and NetworkPolicies (default-deny first) the platform renders
     for ``stack``'s Ray namespace: what the consumer's objects land in."""
     from components.kuberay.namespace import namespace_manifest, network_policies
-    from components.stack import load_stack_file
+    from components.stack.loader import load_stack_file
 
     cfg = load_stack_file(ROOT / f"Pulumi.{stack}.yaml")
     return [namespace_manifest(cfg), *network_policies(cfg)]

@@ -29,7 +29,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.stack import read_stack_yaml
+from components.stack.loader import read_stack_yaml
 from raygke.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,7 +250,7 @@ def assert_renders(path: Path) -> None:
     from components.nodepools.render import node_pool_specs
     from components.raycrs.archive import working_dir_uri
     from components.raycrs.render import render_manifests
-    from components.stack import load_stack_file
+    from components.stack.loader import load_stack_file
     from components.stack.outputs import accelerator_summary
     from components.stack.plan import plan
 

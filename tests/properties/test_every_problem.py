@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from components.kernel.base import INT32_MAX, INT64_MAX, POOL_NODES_MAX, ConfigError, one_line
 from components.network.model import INTERNAL_RANGES, is_internal
-from components.stack import ConfigError, StackConfig, validate
-from components.stack.base import INT32_MAX, INT64_MAX, POOL_NODES_MAX, one_line
+from components.stack.loader import validate
+from components.stack.model import StackConfig
 from tests.components.stack.test_model import base
 
 

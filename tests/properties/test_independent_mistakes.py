@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from components.stack import ConfigError, read_stack_yaml, stack_data_from_yaml, validate
+from components.kernel.base import ConfigError
+from components.stack.loader import read_stack_yaml, stack_data_from_yaml, validate
 from raygke.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

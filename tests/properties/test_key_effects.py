@@ -27,11 +27,12 @@ import pytest
 
 from components.capacity.render import render_capacity
 from components.computeclass.render import render_compute_classes
+from components.kernel.base import ConfigError
 from components.kuberay.namespace import namespace_manifest, namespace_objects
 from components.monitoring.render import render_monitoring
 from components.raycrs.archive import working_dir_uri, workloads_archive
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, stack_data_from_yaml, validate
+from components.stack.loader import stack_data_from_yaml, validate
 from components.stack.plan import plan
 from raygke.local.cluster import make_target
 from raygke.synth import config_entries, run_program

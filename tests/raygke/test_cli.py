@@ -15,14 +15,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from components.stack import (
-    ConfigError,
-    StackFileError,
-    apply_overrides,
-    esc_stand_ins,
-    parse_set,
-    stack_environments,
-)
+from components.kernel.base import ConfigError, StackFileError
+from components.stack.loader import apply_overrides, esc_stand_ins, parse_set, stack_environments
 from components.stack.reference import render_reference
 from raygke import synth as synth_module
 from raygke.cli import app, main
@@ -727,7 +721,7 @@ def test_no_help_text_shows_rst_markup():
 
 
 def test_the_summary_line_counts_in_the_right_number():
-    from components.stack import load_stack_file
+    from components.stack.loader import load_stack_file
     from raygke.cli import summary_line
 
     cfg = load_stack_file(ROOT / "Pulumi.dev.yaml")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import components.stack
+import components.stack.loader
 from raygke.cli import main
 from raygke.console import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE
 
@@ -29,7 +29,7 @@ def broken_loader(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(path: object) -> None:
         raise RuntimeError("the loader\nbroke")
 
-    monkeypatch.setattr(components.stack, "load_stack_file", boom)
+    monkeypatch.setattr(components.stack.loader, "load_stack_file", boom)
 
 
 def test_codes() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.stack import load_stack_file
+from components.stack.loader import load_stack_file
 from raygke.queue import local_queue_note
 from tests.raygke.test_cli import ROOT, raygke, write_stack
 

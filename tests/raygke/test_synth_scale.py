@@ -12,8 +12,9 @@ from collections import Counter
 import pytest
 
 from components.security.policy import check_records
-from components.stack import naming, stack_data_from_yaml
+from components.stack import naming
 from components.stack.checks import check_stack
+from components.stack.loader import stack_data_from_yaml
 from raygke.cost.estimate import stack_cost
 from raygke.cost.prices import price_list
 from raygke.diff.compare import compare

@@ -10,7 +10,7 @@ worker group names, ``ray-operator/pkg/webhooks/v1/raycluster_webhook.go``). Eve
 
     RayJob train: spec.ttlSecondsAfterFinished 3600 needs spec.shutdownAfterJobFinishes true ...
 
-carrying the object field it is about (a :class:`~components.stack.problems.FieldLine`, ``field``
+carrying the object field it is about (a :class:`~components.kernel.problems.FieldLine`, ``field``
 ``spec.ttlSecondsAfterFinished``), as the CRD and feature-gate checks give theirs: every rule
 returns ``list[FieldLine]``, so ``raygke check`` places a problem from that field, never from
 the line's words.
@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from components.kernel.problems import FieldLine, Rule
 from components.raycrs.operator.cluster import (
     autoscaler_options,
     autoscaler_start_cmd_env,
@@ -87,12 +88,11 @@ from components.raycrs.operator.service import (
     rayservice_name,
     rayservice_upgrade_strategy,
 )
-from components.stack.problems import FieldLine, Rule
 
 # --------------------------------------------------------------------------------------- tables
 
 
-# Each operator rule is a components.stack.problems.Rule(check, kinds, since): it applies to ``kinds``;
+# Each operator rule is a components.kernel.problems.Rule(check, kinds, since): it applies to ``kinds``;
 # ``since`` is the first carried KubeRay version with it.
 ALL_KINDS = ("RayCluster", "RayJob", "RayService")
 # Object rules: check(Obj). Cluster-spec rules (CLUSTER_RULES): check(ClusterSpec), run on the
@@ -155,7 +155,7 @@ def rules_for(kind: str, version: str = DEFAULT_VERSION) -> list[Rule]:
 def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) -> list[FieldLine]:
     """Problems the KubeRay operator at ``version`` would report for one rendered custom resource,
     one line each: ``<Kind> <name>: <field> <why> (validation.go <function>)``, a
-    :class:`~components.stack.problems.FieldLine` whose ``field`` is the object field the rule
+    :class:`~components.kernel.problems.FieldLine` whose ``field`` is the object field the rule
     found it at (a path into the object, ``spec.workerGroupSpecs[0].minReplicas``; every rule
     returns its lines with their field). Kinds other than RayCluster/RayJob/RayService get none
     (the CRD check reports them)."""

@@ -7,6 +7,7 @@ the RayCluster spec of every kind: a RayJob's ``rayClusterSpec`` and a RayServic
 
 from __future__ import annotations
 
+from components.kernel.problems import FieldLine
 from components.raycrs.operator.common import (
     AUTOSCALER_START_CMD_ENV,
     AUTOSCALER_V2_ENV,
@@ -27,7 +28,6 @@ from components.raycrs.operator.common import (
     restart_policy_of,
     version_tuple,
 )
-from components.stack.problems import FieldLine
 
 raycluster_name = name_rule("RayCluster", MAX_RAYCLUSTER_NAME, "ValidateRayClusterMetadata")
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.stack.problems import FieldLine
+from components.kernel.problems import FieldLine
 
 # constant.go
 MAX_RAYCLUSTER_NAME = 53  # MaxRayClusterNameLength

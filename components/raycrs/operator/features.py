@@ -7,6 +7,7 @@ v1.7.0 ``ray-operator/controllers/ray/utils/validation.go``; split from
 
 from __future__ import annotations
 
+from components.kernel.problems import FieldLine
 from components.raycrs.operator.common import (
     _DNS1123,
     COLLECTOR_CONTAINER,
@@ -19,7 +20,6 @@ from components.raycrs.operator.common import (
     env_by_name,
     version_tuple,
 )
-from components.stack.problems import FieldLine
 
 
 def history_server(c: ClusterSpec) -> list[FieldLine]:

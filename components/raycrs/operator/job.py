@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import yaml
 
+from components.kernel.problems import FieldLine
 from components.raycrs.operator.common import (
     CLUSTER_SELECTOR_KEY,
     MAX_RAYJOB_NAME,
@@ -13,7 +14,6 @@ from components.raycrs.operator.common import (
     name_rule,
     restart_policy_of,
 )
-from components.stack.problems import FieldLine
 
 rayjob_name = name_rule("RayJob", MAX_RAYJOB_NAME, "ValidateRayJobMetadata")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from components.kernel.problems import FieldLine
 from components.raycrs.operator.common import (
     INITIALIZING_TIMEOUT_ANNOTATION,
     MAX_RAYSERVICE_NAME,
@@ -13,7 +14,6 @@ from components.raycrs.operator.common import (
     go_duration_seconds,
     name_rule,
 )
-from components.stack.problems import FieldLine
 
 rayservice_name = name_rule("RayService", MAX_RAYSERVICE_NAME, "ValidateRayServiceMetadata")
 

@@ -14,7 +14,8 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.apis.render import REQUIRED_APIS, SERVICE_TYPE, apis_for_type
-from components.stack import PROJECT_NAMESPACE, validate
+from components.kernel.base import PROJECT_NAMESPACE
+from components.stack.loader import validate
 from raygke.synth import PROGRAM, SynthMocks, config_entries
 from tests.helpers import config
 

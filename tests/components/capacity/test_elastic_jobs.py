@@ -11,7 +11,7 @@ from typing import Any
 from components.capacity.checks import render_problems
 from components.capacity.preview import preview
 from components.raycrs.render import render_manifests
-from components.stack import stack_data_from_yaml, validate
+from components.stack.loader import stack_data_from_yaml, validate
 from tests.helpers import WORKING_DIR, stack
 from tests.raygke.test_cli import ROOT, raygke
 

@@ -23,9 +23,10 @@ from components.capacity.render import (
     QUEUE_LABEL,
     helm_values,
 )
+from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, validate
 from components.stack.checks import check_stack
+from components.stack.loader import validate
 from tests.components.capacity.common import CAPACITY, data
 from tests.helpers import WORKING_DIR
 

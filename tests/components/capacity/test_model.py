@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from components.capacity.model import duration_seconds
-from components.stack import ConfigError
+from components.kernel.base import ConfigError
 from tests.components.capacity.common import CAPACITY, cfg
 
 
@@ -67,7 +67,7 @@ def test_max_run_duration_needs_flex_start_and_at_most_seven_days():
 
 
 def validate_ok(d):
-    from components.stack import validate
+    from components.stack.loader import validate
 
     return validate(d)
 

@@ -111,7 +111,7 @@ def test_helm_values_turn_on_the_ray_integrations_on_the_system_pool():
 
 
 def test_no_queues_renders_nothing():
-    from components.stack import validate
+    from components.stack.loader import validate
     from tests.helpers import config
 
     assert render_capacity(validate(config())) == []

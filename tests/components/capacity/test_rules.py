@@ -8,9 +8,10 @@ import pytest
 
 from components.capacity.checks import rayjob_problems, render_problems
 from components.capacity.rules import flavor_quota_shape_problems, pool_problems
+from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, validate
 from components.stack.checks import check_stack
+from components.stack.loader import validate
 from tests.components.capacity.common import CAPACITY, DWS_POOL, JOB, cfg, data
 from tests.helpers import WORKING_DIR
 

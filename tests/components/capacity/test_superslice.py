@@ -12,9 +12,10 @@ from components.capacity import superslice
 from components.capacity.checks import kueue_schema_problems
 from components.capacity.render import render_capacity
 from components.capacity.topology import BLOCK, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
+from components.kernel.base import ConfigError
 from components.nodepools.render import node_pool_specs
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, validate
+from components.stack.loader import validate
 from tests.helpers import WORKING_DIR, config, of_type, render
 
 POOL = {

@@ -20,7 +20,7 @@ from components.capacity.topology import (
     tas_mismatch,
 )
 from components.raycrs.render import render_manifests
-from components.stack import validate
+from components.stack.loader import validate
 from tests.helpers import WORKING_DIR, config
 
 H100 = {

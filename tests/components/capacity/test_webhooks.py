@@ -16,8 +16,9 @@ from components.capacity.webhooks import (
     validate_ray_object,
     validate_resource_flavor,
 )
+from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, validate
+from components.stack.loader import validate
 from tests.components.capacity.common import CAPACITY, cfg, data
 from tests.helpers import WORKING_DIR
 

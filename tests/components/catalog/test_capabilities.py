@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from components import catalog
-from components.stack import ConfigError, validate
+from components.kernel.base import ConfigError
+from components.stack.loader import validate
 from tests.helpers import config
 
 

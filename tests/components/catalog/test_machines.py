@@ -8,7 +8,7 @@ import pytest
 from components import catalog
 from components.catalog import CatalogError, cpu_machine_problem, gpu_machine_problem, machine_shape
 from components.nodepools.render import node_pool_specs
-from components.stack import validate
+from components.stack.loader import validate
 from tests.components.stack.test_model import base, one_problem
 
 

@@ -7,8 +7,10 @@ import json
 import pytest
 
 from components.cluster.render import nap_resource_limits
+from components.kernel.base import ConfigError
 from components.kuberay.render import KUBERAY_HELM_REPO, kubeconfig
-from components.stack import ConfigError, nap_needs, validate
+from components.stack.loader import validate
+from components.stack.resolve import nap_needs
 from tests.helpers import by_name, config, of_type, render
 
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -10,7 +10,8 @@ from components.cluster.maintenance import (
     maintenance_warnings,
     upgrade_free_seconds,
 )
-from components.stack import ConfigError, validate
+from components.kernel.base import ConfigError
+from components.stack.loader import validate
 from tests.helpers import config, of_type, render
 
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -13,7 +13,7 @@ import pytest
 
 from components.computeclass.render import render_compute_classes
 from components.raycrs.crd import validate_other
-from components.stack import validate
+from components.stack.loader import validate
 from tests.helpers import config
 
 

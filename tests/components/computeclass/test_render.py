@@ -16,8 +16,8 @@ from components.computeclass.render import render_compute_classes
 from components.nodepools.render import config_labels, node_pool_specs
 from components.raycrs.crd import validate_other
 from components.raycrs.render import render_manifests
-from components.stack import validate
 from components.stack.checks import check_stack
+from components.stack.loader import validate
 from tests.components.stack.test_model import problems
 from tests.helpers import WORKING_DIR, by_name, config, of_type, render
 

@@ -22,9 +22,11 @@ from components.gpunet.render import (
     worker_pod_extras,
 )
 from components.gpunet.rules import multi_node_jobs_without_gpu_networking
+from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
 from components.security.rules import INSTALLER_EXEMPT, check_pod_security
-from components.stack import ConfigError, StackConfig, validate
+from components.stack.loader import validate
+from components.stack.model import StackConfig
 from components.stack.rules import rule_problems
 from tests.helpers import WORKING_DIR, config, stack
 

@@ -12,9 +12,10 @@ import yaml
 
 from components.images.checks import dependency_problems, image_warnings
 from components.images.render import kinds_to_build, kinds_used, planned_refs, runtime_env_pip
+from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, validate
 from components.stack.checks import workload_problems
+from components.stack.loader import validate
 from tests.helpers import ROOT, WORKING_DIR, config, stack
 from workloads.train_lm_tf import collective_implementation
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from components.images.model import IMAGE_KINDS
 from components.images.render import (
     locked_ray_versions,
     pins,
     ray_version_problem,
     requirements_path,
 )
-from components.stack import IMAGE_KINDS, ConfigError, validate
+from components.kernel.base import ConfigError
+from components.stack.loader import validate
 from tests.helpers import ROOT, config
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from components.images import render as images
+from components.images.model import IMAGE_KINDS
 from components.images.render import (
     ALSO_PROVIDES,
     IMAGE_EXTRAS,
@@ -27,7 +28,7 @@ from components.images.render import (
     worker_image_kind,
     write_requirements,
 )
-from components.stack import IMAGE_KINDS, validate
+from components.stack.loader import validate
 from components.stack.plan import plan
 from contract.registry import WORKLOADS
 from tests.helpers import ROOT, config, stack

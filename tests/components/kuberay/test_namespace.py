@@ -6,6 +6,7 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 
+from components.kernel.base import ConfigError
 from components.kuberay.namespace import (
     limit_range,
     network_policies,
@@ -13,7 +14,7 @@ from components.kuberay.namespace import (
     ray_cluster_selectors,
     resource_quota,
 )
-from components.stack import ConfigError, validate
+from components.stack.loader import validate
 from components.stack.naming import head_account_id, workload_accounts
 from tests.helpers import config, stack
 

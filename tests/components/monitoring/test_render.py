@@ -10,7 +10,7 @@ from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL, network_p
 from components.monitoring.render import METRICS_PORT, render_monitoring
 from components.raycrs.crd import validate_other
 from components.raycrs.render import render_manifests
-from components.stack import validate
+from components.stack.loader import validate
 from tests.helpers import WORKING_DIR, config, stack
 
 

@@ -10,7 +10,7 @@ import pytest
 import components.kuberay.component as kuberay_resource
 from components.kuberay.render import kubeconfig
 from components.network.access import is_documentation_range, reachability_problems
-from components.stack import validate
+from components.stack.loader import validate
 from raygke.cli import main
 from tests.helpers import ROOT, config, of_type, render
 

@@ -10,7 +10,7 @@ from components.nodepools.render import (
     initial_node_count,
     node_pool_specs,
 )
-from components.stack import validate
+from components.stack.loader import validate
 from tests.helpers import BASE, by_name, config, of_type, render
 
 NP = "gcp:container/nodePool:NodePool"

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from components.raycrs.operator.features import collector_backend_env
-from components.stack import validate
-from components.stack.loader import ConfigError
+from components.stack.loader import ConfigError, validate
 from tests.helpers import config
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from components.kernel.problems import FieldLine
 from components.raycrs import operator as op
 from components.raycrs.operator import common
 from components.raycrs.render import render_manifests
 from components.stack import checks
 from components.stack.checks import check_manifests
-from components.stack.problems import FieldLine
 from tests.helpers import STACKS, WORKING_DIR, stack
 
 

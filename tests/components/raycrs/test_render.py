@@ -11,13 +11,15 @@ import yaml
 
 from components import catalog
 from components.images.render import planned_refs
+from components.kernel.base import ConfigError, quantity_bytes
+from components.nodepools.model import GpuPool
 from components.nodepools.render import specs_for_pool
 from components.raycrs.model import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
 from components.raycrs.placement import parse_quantity
 from components.raycrs.pod import shm_size
 from components.raycrs.render import cluster_endpoints, render_manifests
-from components.stack import ConfigError, GpuPool, quantity_bytes, validate
 from components.stack.checks import check_manifests
+from components.stack.loader import validate
 from components.stack.plan import plan
 from contract.args.train import PLACEMENT_STRATEGIES
 from contract.args.train_lm_tf import TrainLmTfArgs
@@ -208,8 +210,8 @@ def test_gpu_groups_select_the_driver_gke_installs(driver: str, label: str | Non
     (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers),
     and the pool uses gVNIC (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic)."""
     from components.nodepools.render import specs_for_pool
-    from components.stack import validate
     from components.stack.checks import check_manifests
+    from components.stack.loader import validate
 
     data = stack("prod").model_dump(by_alias=True, exclude_none=True)
     for p in data["node_pools"]:

@@ -7,10 +7,13 @@ from typing import Any
 import pytest
 
 from components import catalog
+from components.raycrs.model import JobConfig
 from components.raycrs.rayjob import job_args, ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
-from components.stack import JobConfig, ResolveError, StackConfig, resolve_job, validate
+from components.stack.loader import validate
+from components.stack.model import StackConfig
 from components.stack.plan import plan
+from components.stack.resolve import ResolveError, resolve_job
 from tests.components.stack.test_model import problems
 from tests.helpers import WORKING_DIR, config, stack
 

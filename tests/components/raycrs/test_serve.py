@@ -9,14 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
+from components.kernel.base import ConfigError
 from components.monitoring.render import render_monitoring
 from components.raycrs.crd import validate_manifest, validate_other
 from components.raycrs.operator import operator_problems
 from components.raycrs.pod import ManifestError
 from components.raycrs.render import render_manifests
 from components.raycrs.serve import ray_service_manifest, service_url
-from components.stack import ConfigError, validate
 from components.stack.checks import check_stack
+from components.stack.loader import validate
 from components.stack.plan import plan
 from tests.helpers import WORKING_DIR, config, needs_crds, stack
 

@@ -20,8 +20,8 @@ from components.security.rules import (
     pod_templates,
     security_problems,
 )
-from components.stack import stack_data_from_yaml
 from components.stack.checks import check_stack
+from components.stack.loader import stack_data_from_yaml
 from raygke.synth import MOCK_TOKEN, config_entries, run_program
 from tests.helpers import ROOT, STACKS, of_type, stack
 

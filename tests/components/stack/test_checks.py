@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from components.kernel.base import ConfigError
 from components.raycrs import placement
 from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
-from components.stack import ConfigError, checks, validate
+from components.stack import checks
 from components.stack.checks import check_manifests, check_stack, stack_field
+from components.stack.loader import validate
 from components.stack.plan import plan
 from raygke.cli import app
 from tests.helpers import ROOT, STACKS, WORKING_DIR, config, needs_crds, stack
@@ -463,9 +465,9 @@ def test_security_problems_are_problems_of_the_stack_entry_their_object_comes_fr
 def test_crd_and_gate_lines_carry_the_object_field_and_the_group_is_found_from_it() -> None:
     """The worker group of a CRD or feature-gate problem comes from the field the checker gives
     with its line (FieldLine), not from the line's words."""
+    from components.kernel.problems import FieldLine
     from components.raycrs.crd import validate_manifest
     from components.raycrs.gates import gate_problems
-    from components.stack.problems import FieldLine
 
     _, m = _rendered()
     groups = m[0]["spec"]["workerGroupSpecs"]

@@ -13,10 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from components.kernel.base import ConfigError, StackFileError
 from components.raycrs import crd
-from components.stack import (
-    ConfigError,
-    StackFileError,
+from components.stack.checks import OBJECT_BYTES_MAX, check_stack, object_size_problems
+from components.stack.loader import (
+    MAX_DEPTH,
+    MAX_EXPANDED_CHARS,
+    MAX_VALUES,
+    SetError,
     apply_overrides,
     load_stack_file,
     parse_set,
@@ -24,8 +28,6 @@ from components.stack import (
     stack_data_from_yaml,
     validate,
 )
-from components.stack.checks import OBJECT_BYTES_MAX, check_stack, object_size_problems
-from components.stack.loader import MAX_DEPTH, MAX_EXPANDED_CHARS, MAX_VALUES, SetError
 from raygke.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -137,7 +139,7 @@ def test_a_fifo_stack_file_is_not_a_regular_file(tmp_path) -> None:
     rc, out = _cli("check", "--config", str(fifo))  # would block forever if it were read
     assert rc == 2 and f"cannot read {fifo}: not a regular file" in out, out
     with pytest.raises(StackFileError, match="not a regular file"):
-        from components.stack import load_stack_file
+        from components.stack.loader import load_stack_file
 
         load_stack_file(fifo)
 
@@ -337,7 +339,7 @@ def test_an_unknown_key_close_to_none_says_check_its_spelling() -> None:
 
 
 def test_a_text_read_again_is_parsed_once_and_each_reader_gets_its_own_copy(monkeypatch) -> None:
-    from components.stack import stackyaml
+    from components.kernel import stackyaml
 
     parses: list[str] = []
     parse = stackyaml._parse

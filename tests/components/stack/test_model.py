@@ -9,15 +9,10 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.stack import (
-    ConfigError,
-    GpuPool,
-    StackFileError,
-    TpuPool,
-    nap_needs,
-    stack_data_from_yaml,
-    validate,
-)
+from components.kernel.base import ConfigError, StackFileError
+from components.nodepools.model import GpuPool, TpuPool
+from components.stack.loader import stack_data_from_yaml, validate
+from components.stack.resolve import nap_needs
 from tests.helpers import STACKS, stack
 
 
@@ -555,7 +550,7 @@ def test_soft_delete_retention_outside_gcs_range_is_refused(days: int) -> None:
 
 @pytest.mark.parametrize("days", [0, 7, 90])
 def test_soft_delete_retention_in_range_is_accepted(days: int) -> None:
-    from components.stack import validate
+    from components.stack.loader import validate
 
     data = base()
     data["buckets"] = {"checkpoints": {"soft_delete_days": days}}
@@ -580,7 +575,7 @@ def test_private_endpoint_needs_internal_ranges() -> None:
     """A private endpoint is reachable only from internal addresses
     (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters)."""
     one_problem(_networks("35.1.0.0/16", private_endpoint=True), "private_endpoint: true")
-    from components.stack import validate
+    from components.stack.loader import validate
 
     assert validate(_networks("10.100.0.0/16", private_endpoint=True))
 
@@ -595,7 +590,8 @@ def test_authorized_network_count_limit() -> None:
 
 
 def _try(data: dict) -> list[str]:
-    from components.stack import ConfigError, validate
+    from components.kernel.base import ConfigError
+    from components.stack.loader import validate
 
     try:
         validate(data)
@@ -624,7 +620,7 @@ def test_duplicate_authorized_network_names() -> None:
 def test_gke_version_pin_is_offered(version: str, channel: str, ok: bool) -> None:
     """Pins are checked against the catalog's dated record of the minors GKE offers for new
     clusters per channel (https://cloud.google.com/kubernetes-engine/docs/release-schedule)."""
-    from components.stack import validate
+    from components.stack.loader import validate
 
     data = base()
     data["cluster"] = {"min_master_version": version, "release_channel": channel}
@@ -649,7 +645,7 @@ def test_authorized_network_needs_a_prefix_length_and_pod_ranges_no_host_bits() 
 def test_job_names_follow_kuberay(name: str, ok: bool) -> None:
     """RayJob names are DNS-1035 labels of at most 47 characters (KubeRay constant.go
     MaxRayJobNameLength, validation.go ValidateRayJobMetadata)."""
-    from components.stack import validate
+    from components.stack.loader import validate
 
     data = base()
     data["jobs"][0]["name"] = name

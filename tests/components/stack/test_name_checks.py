@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.stack import naming, validate
+from components.stack import naming
+from components.stack.loader import validate
 from components.stack.name_checks import name_problems
 from raygke.synth import config_entries, run_program
 from tests.components.stack.test_model import base
@@ -93,7 +94,8 @@ def test_bucket_name_with_google_is_refused() -> None:
     """https://cloud.google.com/storage/docs/buckets#naming: the prefix is refused by the stack
     model already (with the config's other problems), and the derived-name check still knows the
     rule for a name that reaches it."""
-    from components.stack import ConfigError, StackConfig
+    from components.kernel.base import ConfigError
+    from components.stack.model import StackConfig
 
     data = base()
     data["buckets"] = {"prefix": "google-data"}
@@ -111,7 +113,7 @@ def test_labels_where_applied() -> None:
     """GCP labels (https://cloud.google.com/resource-manager/docs/labels-overview#requirements)
     on cluster.labels; Kubernetes label syntax and GKE's own prefixes on node labels
     (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/)."""
-    from components.stack import ConfigError
+    from components.kernel.base import ConfigError
 
     data = base()
     data["cluster"] = {"labels": {"Team": "ML"}}
@@ -142,7 +144,7 @@ def test_every_rendered_gcp_name_is_a_derived_name(name: str) -> None:
     from tests.helpers import ROOT
 
     cfg = stack(name)
-    from components.stack import stack_data_from_yaml
+    from components.stack.loader import stack_data_from_yaml
 
     data = stack_data_from_yaml((ROOT / f"Pulumi.{name}.yaml").read_text())
     records, _ = run_program(config_entries(data, {"project": data["project"]}), name)

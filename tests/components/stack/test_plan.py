@@ -13,10 +13,12 @@ import pytest
 import yaml
 
 import components.stack.plan as plan_module
+from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, ResolveError, resolve_job, validate
 from components.stack.checks import check_stack
+from components.stack.loader import validate
 from components.stack.plan import plan
+from components.stack.resolve import ResolveError, resolve_job
 from raygke.cli import main
 from tests.components.stack.test_model import base
 from tests.helpers import ROOT, STACKS, WORKING_DIR, stack
@@ -198,7 +200,7 @@ def test_an_invalid_context_key_is_a_config_error_not_a_render_error(key: str) -
     the rules that render node pools (the capacity rules: flavors, queues) are skipped for it
     ("not checked because ..."), never run into the missing context (the spec fuzz found a
     ValueError here)."""
-    from components.stack import stack_data_from_yaml
+    from components.stack.loader import stack_data_from_yaml
 
     data = stack_data_from_yaml((ROOT / "Pulumi.prod.yaml").read_text())
     data[key] = 5

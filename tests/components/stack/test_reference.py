@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import components
-from components.stack import ConfigError, validate
-from components.stack.base import _Model
+from components.kernel.base import ConfigError, _Model
+from components.stack.loader import validate
 from components.stack.reference import REGENERATE, render_reference, sections
 from raygke.cli import app
 from tests.helpers import ROOT

@@ -10,27 +10,21 @@ from typing import Any
 import pytest
 
 from components import catalog
+from components.kernel.base import ConfigError
+from components.kernel.problems import Problem
 from components.nodepools.render import node_pool_specs
+from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.render import render_manifests
 from components.raycrs.rules import job_checkpoint_references
 from components.raycrs.scaling import scaling_config_for_job
-from components.stack import (
-    RULES,
-    ConfigError,
-    JobConfig,
-    RayClusterConfig,
-    ResolveError,
-    StackConfig,
-    WorkerGroupConfig,
-    resolve_group,
-    resolve_job,
-    validate,
-)
 from components.stack.checks import workload_problems
+from components.stack.loader import validate
+from components.stack.model import StackConfig
 from components.stack.plan import plan
-from components.stack.problems import Problem
+from components.stack.resolve import ResolveError, resolve_group, resolve_job
+from components.stack.rules import RULES
 from tests.components.stack.test_model import base, problems
 from tests.helpers import WORKING_DIR, config
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, validate
+from components.stack.loader import validate
 from components.storage.fuse import (
     CACHE_VOLUME,
     EPHEMERAL_LIMIT_ANNOTATION,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components.stack import LocalConfig
+from components.stack.model import LocalConfig
 from raygke.local import cluster as local_cluster
 from tests.raygke.local.test_commands import RAYGKE, REPO, _raygke
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.stack.base import ConfigError, plural
+from components.kernel.base import ConfigError, plural
 from tests.components.stack.test_model import base, one_problem
 
 

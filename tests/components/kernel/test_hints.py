@@ -1,12 +1,13 @@
-"""Derived and removed keys explain where their value comes from (components/stack/hints.py),
+"""Derived and removed keys explain where their value comes from (components/kernel/hints.py),
 instead of the generic "unknown key ... (check its spelling)"."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.stack import ConfigError, validate
-from components.stack.hints import KEY_HINTS
+from components.kernel.base import ConfigError
+from components.kernel.hints import KEY_HINTS
+from components.stack.loader import validate
 from components.stack.reference import render_reference
 from tests.helpers import config
 

@@ -24,10 +24,10 @@ sections "Field pruning", "Defaulting", "Validation", "Validation rules"; the im
    annotations at most 256 KiB in all (:func:`metadata_problems`);
 5. ``x-kubernetes-list-type: set`` items unique and ``map`` items unique by their
    ``x-kubernetes-list-map-keys`` (``structurallisttype.ValidateListSetsAndMaps``);
-6. the CEL rules (``x-kubernetes-validations``, :mod:`components.stack.crdcel`), unless a type or
+6. the CEL rules (``x-kubernetes-validations``, :mod:`components.kernel.crdcel`), unless a type or
    enum error blocked them, as the API server does (it then says :data:`crdcel.NOT_CHECKED`).
 
-Every result is a :class:`~components.stack.problems.FieldLine`, ``<Kind> <name>: <path>: <why>``
+Every result is a :class:`~components.kernel.problems.FieldLine`, ``<Kind> <name>: <path>: <why>``
 carrying the object path; a CEL rule this runtime cannot evaluate is a :class:`NoteLine` (a
 warning: the rule was not checked) naming the rule. The CRD schemas are structural
 (:func:`structural_problems`, held for every carried CRD by a test).
@@ -46,9 +46,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-from components.stack import crdcel
-from components.stack.problems import FieldLine, Problem, problem_of
-from components.stack.yamlcache import load_yaml_cached
+from components.kernel import crdcel
+from components.kernel.problems import FieldLine, Problem, problem_of
+from components.kernel.yamlcache import load_yaml_cached
 
 SUMS_FILE = "SHA256SUMS"
 """Beside each carried CRD folder's files (``sha256sum *.yaml`` output): their recorded digests."""

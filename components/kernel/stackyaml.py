@@ -10,8 +10,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from components.stack.base import PROJECT_NAMESPACE, ConfigError, StackFileError
-from components.stack.problems import ENTRY_KEYS, Problem
+from components.kernel.base import PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.kernel.problems import ENTRY_KEYS, Problem
 
 
 def read_stack_yaml(text: str, source: str | None = None) -> Any:

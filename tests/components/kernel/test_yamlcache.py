@@ -1,4 +1,4 @@
-"""components/stack/yamlcache.py: a YAML file is parsed once per content, its JSON copy read after."""
+"""components/kernel/yamlcache.py: a YAML file is parsed once per content, its JSON copy read after."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.stack import yamlcache
-from components.stack.yamlcache import CACHE_ENV, cache_dir, load_yaml_cached
+from components.kernel import yamlcache
+from components.kernel.yamlcache import CACHE_ENV, cache_dir, load_yaml_cached
 
 DOC = b"kind: CustomResourceDefinition\nspec:\n  versions:\n  - name: v1\n    served: true\n"
 PARSED = yaml.safe_load(DOC)

@@ -17,7 +17,7 @@ from components import catalog
 from contract import quantity
 
 if TYPE_CHECKING:
-    from components.stack.problems import Problem
+    from components.kernel.problems import Problem
 
 PROJECT_NAMESPACE = "ray-gke"
 # Namespaces of the providers and the engine, which a stack file may also set.
@@ -81,7 +81,7 @@ class ConfigError(ValueError):
     """An invalid stack configuration.
 
     Attributes:
-        items: every problem (:class:`components.stack.problems.Problem`, with its stack path);
+        items: every problem (:class:`components.kernel.problems.Problem`, with its stack path);
             a plain line given is a Problem without a path.
         problems: the same, as their printed lines (a Problem is its line).
         notes: what was not checked because of them.
@@ -93,7 +93,7 @@ class ConfigError(ValueError):
         source: str | None = None,
         notes: list[str] | None = None,
     ) -> None:
-        from components.stack.problems import problems_of
+        from components.kernel.problems import problems_of
 
         self.items = problems_of(problems)
         self.problems: list[str] = list(self.items)  # each a Problem: its line, with .path

@@ -1,4 +1,4 @@
-"""The CRDs' CEL rules (components/stack/crdcel.py): every carried rule compiles, and a rule of each
+"""The CRDs' CEL rules (components/kernel/crdcel.py): every carried rule compiles, and a rule of each
 carried CRD that has create-time rules refuses a broken rendered object with the rule's message."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 
 from components.capacity.checks import kueue_crd_file, kueue_schema_problems
 from components.capacity.render import render_capacity
+from components.kernel import crdcel
+from components.kernel.crdcel import compile_rule, escape, is_url, parse_duration, schema_rules
+from components.kernel.crdschema import load_crd
 from components.monitoring.render import render_monitoring
 from components.raycrs.crd import validate_manifest, validate_other
 from components.raycrs.render import render_manifests
-from components.stack import crdcel
-from components.stack.crdcel import compile_rule, escape, is_url, parse_duration, schema_rules
-from components.stack.crdschema import load_crd
 from tests.helpers import WORKING_DIR, stack
 
 COMPONENTS = Path(__file__).resolve().parents[3] / "components"

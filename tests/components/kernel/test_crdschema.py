@@ -1,4 +1,4 @@
-"""The one CRD checker (components/stack/crdschema.py): structural schemas, metadata, list types,
+"""The one CRD checker (components/kernel/crdschema.py): structural schemas, metadata, list types,
 notes for CEL rules not evaluated, runtime errors and rules blocked by type errors."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.stack.crdschema import (
+from components.kernel.crdschema import (
     NoteLine,
     load_crd,
     metadata_problems,
@@ -17,7 +17,7 @@ from components.stack.crdschema import (
     structural_problems,
     validate_object,
 )
-from tests.components.stack.test_crdcel import CARRIED
+from tests.components.kernel.test_crdcel import CARRIED
 
 
 def _crd(tmp_path: Path, spec_schema: dict, scope: str = "Namespaced") -> Path:

@@ -1,4 +1,4 @@
-"""components/stack/problems.py: one Problem type that every validator produces, with the stack field
+"""components/kernel/problems.py: one Problem type that every validator produces, with the stack field
 it is about (a path, not only a message), and one Rule type for the three rule families."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.kernel.base import ConfigError
+from components.kernel.problems import Problem, Rule, path_colon, path_parts, problems_of
 from components.raycrs.render import render_manifests
-from components.stack import ConfigError, StackConfig, validate
-from components.stack.problems import Problem, Rule, path_colon, path_parts, problems_of
+from components.stack.loader import validate
+from components.stack.model import StackConfig
 from tests.helpers import WORKING_DIR, stack
 
 ROOT = Path(__file__).resolve().parents[3]
