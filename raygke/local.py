@@ -347,6 +347,13 @@ def serve(
             parsed = args_cls.parse(args)
         except ArgError as e:
             _fail(f"--set: {e.problems[0]}", EXIT_USAGE)
+        if engine == "vllm":  # the folder and the fit checked here, before a slow deploy
+            from workloads.serve_llm import ModelError, app_config
+
+            try:
+                app_config(args)
+            except ModelError as e:
+                _fail(f"--checkpoint: {e}", EXIT_USAGE)
         working_dir = local_serve.stage_archive(state["buckets"]["artifacts"])
         cfg = local_serve.serve_config(working_dir, args, port, engine)
         with console.status("deploying serve_lm") as spin, _api_errors(state, "serve"):

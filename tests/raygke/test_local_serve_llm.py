@@ -94,6 +94,13 @@ def test_local_serve_vllm_openai_api(tmp_path: Path) -> None:
         again = client.completions.create(model="tiny", prompt="def ", max_tokens=5, temperature=0)
         assert again.choices[0].text == done.choices[0].text
 
+        # a checkpoint without hf/ (trained before the export): refused before any deploy
+        old = write_checkpoint(tmp_path / "runs" / "old" / "checkpoint_000001", {"x": b"1"}, {})
+        r = _raygke("serve", "--engine", "vllm", "--checkpoint", str(old), "--port", port,
+                    "--config", str(cfg), cwd=tmp_path)  # fmt: skip
+        assert r.returncode == 2 and "has no Hugging Face folder hf/config.json" in r.stderr
+        assert "Traceback" not in r.stderr
+
         r = _raygke("serve", "--stop", "--config", str(cfg), cwd=tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
     finally:
