@@ -17,8 +17,9 @@ template, ``--kv-gb`` of CPU KV cache, one engine):
 Load: at each level ``S`` of ``--levels``, ``S`` concurrent clients (``openai.AsyncOpenAI``), each
 sending ``--requests`` streaming ``/v1/completions`` (the same ``--prompt-bytes`` prompt,
 ``--tokens`` tokens, greedy, ``ignore_eos`` so every answer has ``--tokens`` tokens) back to back.
-Measured per request: time to first token (first streamed chunk with text), inter-token latency
-(gaps between chunks); per level: output tokens/s over the level's wall time. Rounds alternate the
+Measured per request: time to first token (first streamed chunk), inter-token latency (gaps
+between chunks); per level: output tokens (the stream's ``usage``) per second of the level's wall
+time. Rounds alternate the
 targets' order (A B, B A, ...), so drift in the machine's load hits both; medians over rounds are
 compared. Printed: one row per target and level, then ``ratio: serve/vllm tokens/s = R`` at 16
 streams (the largest level below 16 when 16 is not run) and ``TTFT p99 serve/vllm``.
@@ -57,10 +58,15 @@ async def _one(client: Any, model: str, prompt: str, tokens: int) -> tuple[float
     first, last, gaps, n = None, None, [], 0
     stream = await client.completions.create(
         model=model, prompt=prompt, max_tokens=tokens, temperature=0, stream=True,
-        extra_body={"ignore_eos": True},
+        stream_options={"include_usage": True}, extra_body={"ignore_eos": True},
     )  # fmt: skip
+    usage = None
     async for chunk in stream:
-        if not chunk.choices or not chunk.choices[0].text:
+        if chunk.usage is not None:
+            usage = chunk.usage.completion_tokens
+        # a chunk per decode step; its text may be empty (a byte that ends no UTF-8 character
+        # yet is held back by the detokenizer), so chunks are counted, not characters
+        if not chunk.choices:
             continue
         now = time.perf_counter()
         if first is None:
@@ -69,7 +75,7 @@ async def _one(client: Any, model: str, prompt: str, tokens: int) -> tuple[float
             gaps.append(now - last)
         last = now
         n += 1
-    return (first if first is not None else float("nan")), gaps, n
+    return (first if first is not None else float("nan")), gaps, usage if usage is not None else n
 
 
 async def _level(base: str, model: str, streams: int, requests: int, prompt: str, tokens: int):
@@ -198,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{_pct(itl, 99) * 1e3:>8.1f}")  # fmt: skip
         at = 16 if 16 in levels else max(x for x in levels if x <= 16)
         (st, sp), (vt, vp) = summary[("serve", at)], summary[("vllm", at)]
+        if not vt or not st:
+            print("error: a target streamed no tokens", file=sys.stderr)
+            return 1
         print(f"ratio: serve/vllm tokens/s = {st / vt:.3f} (at {at} streams)")
         print(f"TTFT p99 serve/vllm = {sp / vp:.3f} (at {at} streams)")
         print(f"cpu: {_cpu()}; load average {os.getloadavg()[0]:.1f}")
