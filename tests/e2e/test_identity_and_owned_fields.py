@@ -103,12 +103,15 @@ def test_no_autoscaled_worker_group_sets_replicas(base_render, stack) -> None:
             seen += 1
         assert dis.autoscaler_owned_paths(r) == []
     assert seen >= 1
-    # a job's own, fixed-size cluster keeps its count: nothing scales it
+    # a job's own cluster is made once per run: a fixed-size one keeps its count (nothing
+    # scales it); an elastic job's (slices {min, max}) starts at min and the autoscaler grows it
     for r in base_render[stack]:
         own = r["type"] == dis.RAYJOB and r["inputs"]["spec"].get("rayClusterSpec")
         if own:
-            assert own["enableInTreeAutoscaling"] is False
-            assert all("replicas" in g for g in own["workerGroupSpecs"])
+            for g in own["workerGroupSpecs"]:
+                assert "replicas" in g, (r["name"], g["groupName"])
+                if own["enableInTreeAutoscaling"]:
+                    assert g["replicas"] == g["minReplicas"] < g["maxReplicas"]
 
 
 def _leaves(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -794,9 +794,14 @@ def _class_pools_free(data: dict[str, Any]) -> dict[str, Any]:
     pool's flavor selects the class, components/capacity/render.py ``resource_flavor``; a
     queued pool never has a class: components/computeclass/rules.py
     ``compute_class_pools_not_queued``), and with the first ComputeClass only, so it may move
-    onto another class's pool (a pool has at most one class: ``compute_class_pools``)."""
+    onto another class's pool (a pool has at most one class: ``compute_class_pools``), falling
+    back to Spot only (flex-start without queueing takes single-host TPU slices only, so a class
+    with flex-start moves onto no multi-host TPU pool: components/catalog/capabilities.py)."""
     out = copy.deepcopy(data)
-    out["compute_classes"] = out.get("compute_classes", [])[:1]
+    out["compute_classes"] = [
+        {**{k: v for k, v in c.items() if k != "max_run_duration_seconds"}, "fallback": ["spot"]}
+        for c in out.get("compute_classes", [])[:1]
+    ]
     accel = {
         p["name"]
         for p in out.get("node_pools", [])
