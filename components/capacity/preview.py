@@ -60,6 +60,7 @@ class PodSet:
     node_selector: dict[str, str]
     tolerations: list[dict[str, Any]]
     topology: tuple[str, str] | None = None  # (mode, level) it asks for (TAS), None: none
+    slices: tuple[str, int] | None = None  # (level, pods per slice) each slice asks for
 
     @property
     def total(self) -> dict[str, float]:
@@ -78,12 +79,23 @@ class Assignment:
 
     @property
     def topology(self) -> str:
-        """The placement it gets: ``required <level>`` / ``preferred <level>`` (TAS), ``-``."""
+        """The placement it gets: ``required <level>`` / ``preferred <level>`` (TAS), with
+        ``, slices of <n> per <level>`` where each slice asks for a level of its own (a TPU7x
+        super-slice's cube), or ``-``."""
         t = self.pod_set.topology
         if t is None or self.flavor is None:
             return "-"
-        level = t[1].rsplit("/", 1)[-1].removeprefix("gce-topology-")
-        return f"{t[0]} {level}".strip()
+        out = f"{t[0]} {_level(t[1])}".strip()
+        if self.pod_set.slices is not None:
+            level, size = self.pod_set.slices
+            out += f", slices of {size} per {_level(level)}"
+        return out
+
+
+def _level(label: str) -> str:
+    """A topology level's short name: ``block`` for ``cloud.google.com/gce-topology-block``,
+    ``gke-tpu-partition-4x4x4-id``, ``hostname``."""
+    return label.rsplit("/", 1)[-1].removeprefix("gce-topology-")
 
 
 @dataclass
@@ -159,15 +171,17 @@ def _pod_set(name: str, count: int, template: Any, extra: dict[str, float], wher
     per_pod = pod_requests(_dict(template), where)
     for k, v in extra.items():
         per_pod[k] = per_pod.get(k, 0.0) + v
-    from components.capacity.topology import requested
+    from components.capacity.topology import requested, slice_requested
 
+    annotations = _dict(_dict(_dict(template).get("metadata")).get("annotations"))
     return PodSet(
         name=name,
         count=count,
         per_pod=per_pod,
         node_selector={str(k): str(v) for k, v in _dict(spec.get("nodeSelector")).items()},
         tolerations=[t for t in spec.get("tolerations") or [] if isinstance(t, dict)],
-        topology=requested(_dict(_dict(_dict(template).get("metadata")).get("annotations"))),
+        topology=requested(annotations),
+        slices=slice_requested(annotations),
     )
 
 

@@ -201,6 +201,17 @@ def requested(annotations: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
+def slice_requested(annotations: Mapping[str, str]) -> tuple[str, int] | None:
+    """``(level, pods per slice)`` a pod template asks each slice of to share (Kueue's
+    ``podset-slice-required-topology`` with ``podset-slice-size``: a super-slice's 16 pods in one
+    TPU7x cube); None without one or with a size that is not a positive integer (the webhook
+    checks refuse those: :func:`annotation_problems`)."""
+    level, size = annotations.get(SLICE_REQUIRED), annotations.get(SLICE_SIZE, "")
+    if not level or not size.isdigit() or int(size) < 1:
+        return None
+    return level, int(size)
+
+
 def tas_mismatch(
     request: tuple[str, str] | None, flavor: Mapping[str, Any], tas_only: bool
 ) -> str | None:

@@ -47,8 +47,11 @@ the cluster's own Kubernetes minor version, which GKE's release channel moves).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
+from components.catalog.gpu import GPU_TYPES
+from components.catalog.tpu import TPU_GENERATIONS
 from components.cluster.render import nap_resource_limits
 from components.raycrs.pod import (
     CLUSTER_LABEL,
@@ -187,12 +190,17 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
     return out
 
 
-def _limits_total(cfg: StackConfig, prefix: str) -> int:
+def _limits_total(cfg: StackConfig, resource_types: Collection[str]) -> int:
+    """The sum of the NAP limits of ``resource_types`` (GKE's resource-limit types: the
+    catalog's GPU types and TPU accelerator names, ``tpu7x`` included)."""
     return sum(
         int(limit["maximum"])  # type: ignore[call-overload]
         for limit in nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
-        if str(limit["resource_type"]).startswith(prefix)
+        if str(limit["resource_type"]) in resource_types
     )
+
+
+_TPU_LIMIT_TYPES = frozenset(g.gke_accelerator for g in TPU_GENERATIONS.values())
 
 
 def resource_quota(cfg: StackConfig) -> dict[str, Any]:
@@ -202,7 +210,7 @@ def resource_quota(cfg: StackConfig) -> dict[str, Any]:
     https://kubernetes.io/docs/concepts/policy/resource-quotas/#resource-quota-for-extended-resources)
     and ``pods`` when set. Unset ``kuberay.quota`` keys take the NAP limits
     (:func:`components.cluster.render.nap_resource_limits`: cpu in vCPUs, memory in GB read as
-    GiB, the sums of the ``nvidia-*`` GPU and ``tpu-*`` chip limits), which bound the whole
+    GiB, the sums of the catalog's GPU and TPU chip limits), which bound the whole
     cluster anyway."""
     q = cfg.kuberay.quota
     limits = {
@@ -215,10 +223,10 @@ def resource_quota(cfg: StackConfig) -> dict[str, Any]:
         "requests.memory": memory,
         "limits.memory": memory,
         f"requests.{GPU_RESOURCE}": str(
-            q.gpus if q.gpus is not None else _limits_total(cfg, "nvidia-")
+            q.gpus if q.gpus is not None else _limits_total(cfg, GPU_TYPES)
         ),
         f"requests.{TPU_RESOURCE}": str(
-            q.tpus if q.tpus is not None else _limits_total(cfg, "tpu-")
+            q.tpus if q.tpus is not None else _limits_total(cfg, _TPU_LIMIT_TYPES)
         ),
     }
     if q.pods is not None:

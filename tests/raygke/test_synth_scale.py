@@ -115,3 +115,30 @@ def test_scale_cost_prices_what_has_a_price_and_names_the_rest(records):
     assert pools["cpu"].max_hourly and pools["system"].min_hourly
     assert cost.max_hourly is None and cost.min_hourly is not None and cost.min_hourly > 0
     assert "nvidia-h100-mega-80gb" in price_list()["not_priced"]["gpus"]
+
+
+def test_scale_queue_names_the_topology_level_each_job_gets():
+    """``raygke queue --stack scale``: every job is admitted in the ``scale`` ClusterQueue; the
+    GPU jobs' workers ask for one block of ``gpu-blocks``, the TPU7x super-slice's 32 workers for
+    one block with each slice's 16 pods in one 4x4x4 cube (docs/capacity.md)."""
+    from components.capacity.preview import preview
+    from components.raycrs.render import render_manifests
+    from tests.helpers import WORKING_DIR
+
+    cfg = stack("scale")
+    verdicts = {v.job: v for v in preview(cfg, render_manifests(cfg, WORKING_DIR))}
+    assert set(verdicts) == {"train-lm-a3-mega", "train-lm-a4", "train-lm-jax-ironwood"}
+    workers = {}
+    for job, v in verdicts.items():
+        assert v.state == "admitted", (job, v)
+        (w,) = [a for a in v.assignments if a.pod_set.name not in ("head", "submitter")]
+        workers[job] = (w.flavor, w.pod_set.count, w.topology)
+    assert workers == {
+        "train-lm-a3-mega": ("a3-mega", 2, "required block"),
+        "train-lm-a4": ("a4", 2, "required block"),
+        "train-lm-jax-ironwood": (
+            "ironwood",
+            32,
+            "required block, slices of 16 per gke-tpu-partition-4x4x4-id",
+        ),
+    }

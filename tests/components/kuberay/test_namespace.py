@@ -116,6 +116,9 @@ def test_quota_follows_nap_limits_unless_set():
         "requests.nvidia.com/gpu": "32",
         "requests.google.com/tpu": "64",
     }
+    # TPU7x's resource-limit type is ``tpu7x`` (no ``tpu-`` prefix): its chips count too
+    hard = resource_quota(stack("scale"))["spec"]["hard"]
+    assert hard["requests.google.com/tpu"] == "128" and hard["requests.nvidia.com/gpu"] == "32"
     cfg = _cfg(quota={"cpu": "500", "memory": "2Ti", "gpus": 2, "tpus": 0, "pods": 300})
     assert resource_quota(cfg)["spec"]["hard"] == {
         "requests.cpu": "500",
