@@ -191,7 +191,7 @@ def maintenance_warnings(cfg: Any) -> list[Problem]:
                     f"active_deadline_seconds {job.active_deadline_seconds}",
                 )
             )
-        run = getattr(pool, "max_run_duration", None)
+        run = pool.max_run_duration
         if run:
             limits.append(
                 (

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from types import MappingProxyType
+from typing import ClassVar, Literal
 
 from pydantic import (
     Field,
@@ -15,16 +17,14 @@ from pydantic import (
 
 from components import catalog
 from components.kernel.base import (
-    DISK_SIZE_MAX_GB,
     INT64_MAX,
-    POOL_NODES_MAX,
     _cpu_machine_type,
     _gke_name,
-    _min_le_max,
     _Model,
     _unique,
     gcp_labels,
 )
+from components.nodepools.model import MaxNodes, MinNodes, NodeBounds, NodeSettings
 
 # --------------------------------------------------------------------------------------- cluster
 
@@ -147,33 +147,27 @@ class MaintenanceExclusion(_Model):
         return self
 
 
-class SystemPool(_Model):
+class SystemPool(NodeSettings, NodeBounds):
     """The small CPU pool for system pods and Ray head pods."""
+
+    # Its nodes take the settings every node pool shares (NodeSettings); the class attributes
+    # and property at the end answer as a declared pool would, so one builder makes every kind
+    # of node pool (components.nodepools.render._spec).
 
     machine_type: str = Field(
         "e2-standard-8",
         description="Compute Engine machine type of the system pool's nodes "
         "(https://cloud.google.com/compute/docs/general-purpose-machines).",
     )
-    min_nodes: int = Field(
+    min_nodes: MinNodes = Field(
         1,
-        ge=0,
-        le=POOL_NODES_MAX,
         description="Autoscaling lower bound, nodes in total over the cluster's zones "
         "(`totalMinNodeCount`).",
     )
-    max_nodes: int = Field(
+    max_nodes: MaxNodes = Field(
         3,
-        ge=1,
-        le=POOL_NODES_MAX,
         description="Autoscaling upper bound, nodes in total over the cluster's zones "
         "(`totalMaxNodeCount`); counts towards NAP's `cpu` limit.",
-    )
-    disk_size_gb: int = Field(
-        100,
-        ge=20,
-        le=DISK_SIZE_MAX_GB,
-        description="Boot disk size of each node, GB (20 to 65536, the largest Persistent Disk).",
     )
     spot: bool = Field(
         False,
@@ -181,14 +175,19 @@ class SystemPool(_Model):
         "runs here) (https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms).",
     )
 
-    @model_validator(mode="after")
-    def _min_max(self) -> SystemPool:
-        return _min_le_max(self, "min_nodes", "max_nodes")
-
     @field_validator("machine_type")
     @classmethod
     def _cpu_shape(cls, v: str) -> str:
         return _cpu_machine_type(v)
+
+    name: ClassVar[str] = "system"  # the GKE node pool's name (reserved for pools: _gke_name)
+    zones: ClassVar[None] = None  # the cluster's zones
+    reservation: ClassVar[None] = None
+    labels: ClassVar[Mapping[str, str]] = MappingProxyType({})
+
+    @property
+    def provisioning(self) -> str:
+        return "spot" if self.spot else "on-demand"
 
 
 class ClusterConfig(_Model):

@@ -69,28 +69,6 @@ class NodePool(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-gke:nodepool:NodePool", name, None, opts)
         ctx, spec = args.context, args.spec
-        guest = (
-            [
-                gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
-                    type=spec.accelerator_type,
-                    count=spec.accelerator_count,
-                    gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
-                        gpu_driver_version=spec.driver_version or "DEFAULT"
-                    ),
-                )
-            ]
-            if spec.accelerator_type
-            else None
-        )
-        reservation = (
-            gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-                consume_reservation_type="SPECIFIC_RESERVATION",
-                key=RESERVATION_KEY,
-                values=[spec.reservation],
-            )
-            if spec.reservation
-            else None
-        )
         placement = (
             gcp.container.NodePoolPlacementPolicyArgs(
                 type=spec.placement_policy or "COMPACT", tpu_topology=spec.tpu_topology
@@ -148,40 +126,7 @@ class NodePool(pulumi.ComponentResource):
             queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
             if spec.queued
             else None,
-            node_config=gcp.container.NodePoolNodeConfigArgs(
-                machine_type=spec.machine_type,
-                disk_size_gb=spec.disk_size_gb,
-                labels=config_labels(spec),
-                resource_labels=dict(ctx.labels),
-                taints=[gcp.container.NodePoolNodeConfigTaintArgs(**t.gke()) for t in spec.taints],
-                guest_accelerators=guest,
-                spot=spec.spot,
-                reservation_affinity=reservation
-                or (
-                    gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-                        consume_reservation_type="NO_RESERVATION"
-                    )
-                    if spec.queued
-                    else None
-                ),
-                flex_start=True if spec.flex_start else None,
-                max_run_duration=spec.max_run_duration,
-                service_account=args.node_service_account,
-                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                boot_disk_kms_key=args.boot_disk_kms_key,
-                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                    mode="GKE_METADATA"
-                ),
-                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                    enable_secure_boot=True, enable_integrity_monitoring=True
-                ),
-                gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True)
-                if spec.gvnic
-                else None,
-                gcfs_config=gcp.container.NodePoolNodeConfigGcfsConfigArgs(enabled=True)
-                if image_streaming(spec)
-                else None,
-            ),
+            node_config=node_config_args(ctx, spec, args),
             # The pool's name is fixed (spec.name: node selectors, NAP limits and outputs refer to
             # it), so a replacement must delete the old pool first: create-before-delete fails
             # with "already exists". A name suffix would avoid the gap but would need twice the
@@ -192,3 +137,69 @@ class NodePool(pulumi.ComponentResource):
             ),
         )
         self.register_outputs({"name": self.node_pool.name})
+
+
+def node_config_args(
+    ctx: Context,
+    spec: NodePoolSpec,
+    args: NodePoolArgs,
+) -> gcp.container.NodePoolNodeConfigArgs:
+    """The ``node_config`` of the GKE node pool of ``spec``: the one place the settings every
+    node pool shares are read, from the declared pool (``spec.config``,
+    :class:`components.nodepools.model.NodeSettings`) as it was validated; a new shared setting
+    is a field there and an argument here (tests/components/nodepools/test_component.py
+    ``test_a_shared_node_setting_takes_two_edits``)."""
+    guest = (
+        [
+            gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                type=spec.accelerator_type,
+                count=spec.accelerator_count,
+                gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                    gpu_driver_version=spec.driver_version or "DEFAULT"
+                ),
+            )
+        ]
+        if spec.accelerator_type
+        else None
+    )
+    reservation = (
+        gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="SPECIFIC_RESERVATION",
+            key=RESERVATION_KEY,
+            values=[spec.reservation],
+        )
+        if spec.reservation
+        else None
+    )
+    return gcp.container.NodePoolNodeConfigArgs(
+        machine_type=spec.machine_type,
+        disk_size_gb=spec.config.disk_size_gb,
+        labels=config_labels(spec),
+        resource_labels=dict(ctx.labels),
+        taints=[gcp.container.NodePoolNodeConfigTaintArgs(**t.gke()) for t in spec.taints],
+        guest_accelerators=guest,
+        spot=spec.spot,
+        reservation_affinity=reservation
+        or (
+            gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="NO_RESERVATION"
+            )
+            if spec.queued
+            else None
+        ),
+        flex_start=True if spec.flex_start else None,
+        max_run_duration=spec.max_run_duration,
+        service_account=args.node_service_account,
+        oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+        boot_disk_kms_key=args.boot_disk_kms_key,
+        workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+            mode="GKE_METADATA"
+        ),
+        shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True
+        ),
+        gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True) if spec.gvnic else None,
+        gcfs_config=gcp.container.NodePoolNodeConfigGcfsConfigArgs(enabled=True)
+        if image_streaming(spec)
+        else None,
+    )

@@ -30,8 +30,41 @@ from components.kernel.base import (
 
 Provisioning = Literal["on-demand", "spot", "reservation", "queued", "flex-start"]
 
+# Node-count bounds of every autoscaled pool (GKE: at most 1,000 nodes per zone, four zones).
+MinNodes = Annotated[int, Field(ge=0, le=POOL_NODES_MAX)]
+MaxNodes = Annotated[int, Field(ge=1, le=POOL_NODES_MAX)]
+MIN_NODES_DOC = "Autoscaling lower bound, nodes in total over the pool's zones."
+MAX_NODES_DOC = (
+    "Autoscaling upper bound, nodes in total over the pool's zones (at most 1,000 per zone, "
+    "GKE); a worker group on this pool has at most this many replicas."
+)
 
-class _PoolBase(_Model):
+
+class NodeSettings(_Model):
+    """What every node pool's nodes share, the system pool's included: the one model the node
+    pool builder (:class:`components.nodepools.component.NodePool`) reads through
+    :attr:`components.nodepools.render.NodePoolSpec.config`. A field every node pool takes goes
+    here and into that builder; nothing in between copies it.
+    """
+
+    disk_size_gb: int = Field(
+        100,
+        ge=20,
+        le=DISK_SIZE_MAX_GB,
+        description="Boot disk size of each node, GB (20 to 65536, the largest Persistent Disk).",
+    )
+
+
+class NodeBounds(_Model):
+    """``min_nodes <= max_nodes`` for a pool with :data:`MinNodes` / :data:`MaxNodes` fields
+    (CPU, GPU and system pools; a TPU pool counts slices)."""
+
+    @model_validator(mode="after")
+    def _min_max(self) -> NodeBounds:
+        return _min_le_max(self, "min_nodes", "max_nodes")
+
+
+class _PoolBase(NodeSettings):
     name: str = Field(
         description="Node pool name (GKE node pool, and the `node_pool` that worker groups and "
         "jobs refer to). 1-40 lowercase letters, digits and hyphens; `system` is reserved.",
@@ -81,12 +114,6 @@ class _PoolBase(_Model):
         description="Extra Kubernetes node labels on the pool's nodes (GKE's own labels are "
         "added and cannot be overridden).",
     )
-    disk_size_gb: int = Field(
-        100,
-        ge=20,
-        le=DISK_SIZE_MAX_GB,
-        description="Boot disk size of each node, GB (20 to 65536, the largest Persistent Disk).",
-    )
 
     @field_validator("name")
     @classmethod
@@ -127,7 +154,7 @@ class _PoolBase(_Model):
         return self.provisioning == "spot"
 
 
-class CpuPool(_PoolBase):
+class CpuPool(_PoolBase, NodeBounds):
     """A CPU node pool (Ray CPU workers)."""
 
     kind: Literal["cpu"] = Field(
@@ -141,24 +168,8 @@ class CpuPool(_PoolBase):
         "(`n2-standard-8`) lets worker sizes and NAP needs be derived "
         "(https://cloud.google.com/compute/docs/general-purpose-machines).",
     )
-    min_nodes: int = Field(
-        0,
-        ge=0,
-        le=POOL_NODES_MAX,
-        description="Autoscaling lower bound, nodes in total over the pool's zones.",
-    )
-    max_nodes: int = Field(
-        4,
-        ge=1,
-        le=POOL_NODES_MAX,
-        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
-        "1,000 per zone, GKE); a worker "
-        "group on this pool has at most this many replicas.",
-    )
-
-    @model_validator(mode="after")
-    def _min_max(self) -> CpuPool:
-        return _min_le_max(self, "min_nodes", "max_nodes")
+    min_nodes: MinNodes = Field(0, description=MIN_NODES_DOC)
+    max_nodes: MaxNodes = Field(4, description=MAX_NODES_DOC)
 
     @field_validator("machine_type")
     @classmethod
@@ -276,7 +287,7 @@ class GpuSpec(_Model):
         return catalog.gpu_type(self.type)
 
 
-class GpuPool(_PoolBase):
+class GpuPool(_PoolBase, NodeBounds):
     """A GPU node pool; machine type derived from ``gpu`` unless given."""
 
     kind: Literal["gpu"] = Field("gpu", description="Pool kind; implied by the `gpu:` block.")
@@ -306,26 +317,10 @@ class GpuPool(_PoolBase):
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx; "
         "docs/deploying.md, GPU networking). Changing it replaces the node pool.",
     )
-    min_nodes: int = Field(
-        0,
-        ge=0,
-        le=POOL_NODES_MAX,
-        description="Autoscaling lower bound, nodes in total over the pool's zones.",
-    )
-    max_nodes: int = Field(
-        1,
-        ge=1,
-        le=POOL_NODES_MAX,
-        description="Autoscaling upper bound, nodes in total over the pool's zones (at most "
-        "1,000 per zone, GKE); a worker "
-        "group on this pool has at most this many replicas.",
-    )
+    min_nodes: MinNodes = Field(0, description=MIN_NODES_DOC)
+    max_nodes: MaxNodes = Field(1, description=MAX_NODES_DOC)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
-
-    @model_validator(mode="after")
-    def _min_max(self) -> GpuPool:
-        return _min_le_max(self, "min_nodes", "max_nodes")
 
     @model_validator(mode="after")
     def _gpu_shape(self) -> GpuPool:

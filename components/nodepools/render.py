@@ -23,7 +23,7 @@ from typing import Any
 from components import catalog
 from components.cluster.model import SystemPool
 from components.computeclass.model import COMPUTE_CLASS_LABEL, class_label, class_taint
-from components.nodepools.model import CpuPool, GpuPool, TpuPool
+from components.nodepools.model import CpuPool, GpuPool, NodeSettings, TpuPool
 from components.stack.model import StackConfig
 from components.stack.plan import Context, plan
 
@@ -54,6 +54,10 @@ class NodePoolSpec:
         capacity: rough allocatable resources per node: ``cpu`` (cores), ``memory`` (GiB),
             ``google.com/tpu``, ``nvidia.com/gpu``.
         spot / reservation: provisioning.
+        config: the declared pool (the system pool's model for ``system``; default settings for
+            a NAP shape): what every node pool's nodes share
+            (:class:`~components.nodepools.model.NodeSettings`, e.g. ``disk_size_gb``), read by
+            the node pool builder as declared, never copied.
         gvnic: the Google Virtual NIC; on for GPU pools, whose multi-node NCCL traffic GKE's
             GPU networking guidance runs over gVNIC
             (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic,
@@ -83,7 +87,7 @@ class NodePoolSpec:
     capacity: dict[str, float] = field(default_factory=dict)
     spot: bool = False
     reservation: str | None = None
-    disk_size_gb: int = 100
+    config: NodeSettings = field(default_factory=NodeSettings)
     gvnic: bool = False
     queued: bool = False
     flex_start: bool = False
@@ -98,19 +102,18 @@ class NodePoolSpec:
         return [*self.taints, catalog.QUEUED_TAINT] if self.queued else list(self.taints)
 
 
-def dws_fields(pool: Any) -> dict[str, Any]:
+def dws_fields(pool: CpuPool | TpuPool | GpuPool | SystemPool) -> dict[str, Any]:
     """The Dynamic Workload Scheduler fields of a spec from the pool's ``provisioning``:
     ``queued`` (flex-start with queued provisioning), ``flex_start`` (both ``queued`` and
     ``flex-start``) and ``max_run_duration`` in seconds (``"86400s"``) as GKE's NodeConfig
     ``maxRunDuration`` wants it ([GKE-DWS-QUEUED], [GKE-FLEX-START] in :mod:`components.catalog`)."""
-    provisioning = getattr(pool, "provisioning", "on-demand")
-    if provisioning not in ("queued", "flex-start"):
+    if isinstance(pool, SystemPool) or pool.provisioning not in ("queued", "flex-start"):
         return {}
     from components.capacity.model import duration_seconds
 
-    run = getattr(pool, "max_run_duration", None)
+    run = pool.max_run_duration
     return {
-        "queued": provisioning == "queued",
+        "queued": pool.provisioning == "queued",
         "flex_start": True,
         "max_run_duration": f"{duration_seconds(run)}s" if run else None,
     }
@@ -132,25 +135,45 @@ def _base_labels(name: str, spot: bool, extra: dict[str, str]) -> dict[str, str]
     return labels
 
 
-def _cpu_like(ctx: Context, pool: CpuPool | SystemPool, name: str, kind: str) -> NodePoolSpec:
-    shape = catalog.machine_shape(pool.machine_type)
-    capacity = allocatable(shape.vcpus, shape.memory_gb)
-    spot = pool.spot
-    labels = dict(getattr(pool, "labels", {}))
+def _spec(
+    ctx: Context,
+    pool: CpuPool | TpuPool | GpuPool | SystemPool,
+    *,
+    name: str | None = None,
+    node_labels: dict[str, str] | None = None,
+    zones: list[str] | None = None,
+    **shape: Any,
+) -> NodePoolSpec:
+    """The one builder of a GKE node pool spec from any kind of pool: what every kind shares
+    (the pool's name and zones, its labels over GKE's ``node_labels``, Spot, reservation,
+    flex-start, :attr:`NodePoolSpec.config`) from ``pool``; the kind's ``shape`` (machine type,
+    bounds, taints, capacity, accelerators) from the caller. ``name``: the GKE node pool's name
+    (a multi-host TPU slice's ``<pool>-<i>``), default the pool's; ``zones`` default its own, else
+    the stack's."""
+    name = name or pool.name
     return NodePoolSpec(
         name=name,
-        pool=name,
+        pool=pool.name,
+        zones=list(zones or pool.zones or ctx.zones),
+        labels=_base_labels(name, pool.spot, {**pool.labels, **(node_labels or {})}),
+        spot=pool.spot,
+        reservation=pool.reservation,
+        config=pool,
+        **dws_fields(pool),
+        **shape,
+    )
+
+
+def _cpu_like(ctx: Context, pool: CpuPool | SystemPool, kind: str) -> NodePoolSpec:
+    shape = catalog.machine_shape(pool.machine_type)
+    return _spec(
+        ctx,
+        pool,
         kind=kind,
         machine_type=pool.machine_type,
-        zones=list(ctx.zones if isinstance(pool, SystemPool) else _zones(ctx, pool)),
         min_nodes=pool.min_nodes,
         max_nodes=pool.max_nodes,
-        labels=_base_labels(name, spot, labels),
-        capacity=capacity,
-        spot=spot,
-        reservation=getattr(pool, "reservation", None),
-        disk_size_gb=pool.disk_size_gb,
-        **dws_fields(pool),
+        capacity=allocatable(shape.vcpus, shape.memory_gb),
     )
 
 
@@ -186,30 +209,16 @@ def workload_policy_name(cluster: str, gke_pool: str) -> str:
 
 def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
     s = pool.slice
-    capacity = tpu_host_capacity(s)
-    zones = _zones(ctx, pool)[:1]  # a slice lives in one zone
-    common = {
-        "pool": pool.name,
+    common: dict[str, Any] = {
         "kind": "tpu",
         "machine_type": s.machine_type,
-        "zones": zones,
+        "zones": list(pool.zones or ctx.zones)[:1],  # a slice lives in one zone
+        "node_labels": dict(s.node_labels),
         "taints": [s.taint],
-        "capacity": capacity,
-        "spot": pool.spot,
-        "reservation": pool.reservation,
-        "disk_size_gb": pool.disk_size_gb,
-        **dws_fields(pool),
+        "capacity": tpu_host_capacity(s),
     }
     if not s.multi_host:
-        return [
-            NodePoolSpec(
-                name=pool.name,
-                min_nodes=pool.min_slices,
-                max_nodes=pool.max_slices,
-                labels=_base_labels(pool.name, pool.spot, {**pool.labels, **s.node_labels}),
-                **common,
-            )
-        ]
+        return [_spec(ctx, pool, min_nodes=pool.min_slices, max_nodes=pool.max_slices, **common)]
     specs = []
     for i in range(pool.max_slices):
         name = f"{pool.name}-{i}"
@@ -217,11 +226,12 @@ def _tpu(ctx: Context, pool: TpuPool) -> list[NodePoolSpec]:
         if policy and pool.super_slicing:  # the cube is provisioned, the slice controller stitches
             policy = {**policy, "accelerator_topology_mode": PROVISION_ONLY}
         specs.append(
-            NodePoolSpec(
+            _spec(
+                ctx,
+                pool,
                 name=name,
                 min_nodes=s.hosts if i < pool.min_slices else 0,
                 max_nodes=s.hosts,
-                labels=_base_labels(name, pool.spot, {**pool.labels, **s.node_labels}),
                 tpu_topology=None if policy else s.topology,
                 placement_policy="COMPACT",
                 workload_policy=policy,
@@ -253,37 +263,25 @@ def gpu_node_labels(gpu: str, driver_version: str | None) -> dict[str, str]:
 def _gpu(ctx: Context, pool: GpuPool) -> NodePoolSpec:
     g = pool.gpu
     shape = catalog.machine_shape(pool.machine_type)  # the override's shape, when given
-    vcpus, mem = shape.vcpus, shape.memory_gb
-    return NodePoolSpec(
-        name=pool.name,
-        pool=pool.name,
+    return _spec(
+        ctx,
+        pool,
         kind="gpu",
         machine_type=pool.machine_type,
-        zones=_zones(ctx, pool),
         min_nodes=pool.min_nodes,
         max_nodes=pool.max_nodes,
-        labels=_base_labels(
-            pool.name,
-            pool.spot,
-            {**pool.labels, **gpu_node_labels(g.type, pool.driver_version)},
-        ),
+        node_labels=gpu_node_labels(g.type, pool.driver_version),
         taints=[catalog.GPU_TAINT],
         accelerator_type=g.type,
         accelerator_count=g.count,
         driver_version=pool.driver_version,
-        capacity={**allocatable(vcpus, mem), catalog.GPU_RESOURCE: float(g.count)},
-        spot=pool.spot,
-        reservation=pool.reservation,
-        disk_size_gb=pool.disk_size_gb,
+        capacity={
+            **allocatable(shape.vcpus, shape.memory_gb),
+            catalog.GPU_RESOURCE: float(g.count),
+        },
         gvnic=True,
         gpu_networking=pool.gpu_net.kind if pool.gpu_net else None,
-        **dws_fields(pool),
     )
-
-
-def _zones(ctx: Context, pool: CpuPool | TpuPool | GpuPool) -> list[str]:
-    """The zones a pool's nodes go to: its own, else the stack's."""
-    return list(pool.zones or ctx.zones)
 
 
 def pool_specs(
@@ -299,7 +297,7 @@ def pool_specs(
     elif isinstance(pool, GpuPool):
         specs = [_gpu(ctx, pool)]
     else:
-        specs = [_cpu_like(ctx, pool, pool.name, "cpu")]
+        specs = [_cpu_like(ctx, pool, "cpu")]
     if compute_class is None:
         return specs
     return [
@@ -319,7 +317,7 @@ def _compute_class(cfg: StackConfig, pool: str) -> str | None:
 
 def system_pool_spec(ctx: Context, pool: SystemPool) -> NodePoolSpec:
     """The GKE node pool of ``cluster.system_pool`` (named ``system``, in the stack's zones)."""
-    return _cpu_like(ctx, pool, "system", "system")
+    return _cpu_like(ctx, pool, "system")
 
 
 def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:

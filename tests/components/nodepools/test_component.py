@@ -167,3 +167,52 @@ def test_workload_policy_name_stays_within_63() -> None:
     assert len(long) <= 63 and long.endswith("-wp")
     assert long == workload_policy_name(cfg.cluster.name, "p" * 40 + "-12")  # stable
     assert long != workload_policy_name(cfg.cluster.name, "p" * 40 + "-13")
+
+
+def test_a_shared_node_setting_takes_two_edits(monkeypatch):
+    """A setting every node pool shares lands in two places: the model
+    (:class:`components.nodepools.model.NodeSettings`; here each pool kind's subclass with a
+    ``disk_type`` field, the system pool's included) and the one builder of the GKE node config
+    (:func:`components.nodepools.component.node_config_args`; here wrapped to read it). The
+    program then renders it on every GKE node pool: nothing in between (the specs, the per-kind
+    builders, the plan, ``__main__.py``) copies it."""
+    import pulumi
+    from pydantic import create_model
+
+    from components.cluster.model import SystemPool
+    from components.nodepools import component, render
+    from components.nodepools.model import CpuPool, GpuPool, TpuPool
+    from raygke.synth import config_entries, run_program
+
+    kinds = {m: create_model(m.__name__, __base__=m, disk_type=(str, "pd-balanced"))
+             for m in (CpuPool, GpuPool, TpuPool, SystemPool)}  # fmt: skip
+
+    def extended(pool):  # place 1: the declared pool as the extended model validates it
+        data = pool.model_dump(by_alias=True, exclude_unset=True)
+        name = getattr(pool, "name", "system")
+        return kinds[type(pool)].model_validate({**data, "disk_type": f"pd-ssd-{name}"})
+
+    specs_of = render.node_pool_specs
+
+    def node_pool_specs(cfg):  # the stack as if the models had the field
+        system = cfg.cluster.model_copy(update={"system_pool": extended(cfg.cluster.system_pool)})
+        pools = [extended(p) for p in cfg.node_pools]
+        return specs_of(cfg.model_copy(update={"cluster": system, "node_pools": pools}))
+
+    builder = component.node_config_args
+
+    def node_config_args(ctx, spec, args):  # place 2: the builder reads it
+        node_config = builder(ctx, spec, args)
+        pulumi.set(node_config, "disk_type", spec.config.disk_type)
+        return node_config
+
+    monkeypatch.setattr(render, "node_pool_specs", node_pool_specs)
+    monkeypatch.setattr(component, "node_config_args", node_config_args)
+    data = config()
+    records, _ = run_program(config_entries(data, {"project": data["project"]}), "test")
+    pools = by_name(records, NP)
+    specs = {s.name: s for s in specs_of(validate(data))}
+    assert {s.kind for s in specs.values()} == {"system", "cpu", "tpu", "gpu"}
+    assert set(pools) == set(specs)
+    for name, p in pools.items():
+        assert p["nodeConfig"]["diskType"] == f"pd-ssd-{specs[name].pool}"
