@@ -13,19 +13,24 @@ from __future__ import annotations
 
 import pulumi
 
-from components.apis.component import Apis
-from components.capacity.component import Kueue
+from components.apis.component import Apis, ApisArgs
+from components.capacity.component import Kueue, KueueArgs
 from components.cluster.component import Cluster, ClusterArgs
-from components.gpunet.component import GpuNetworkObjects, GpuNetworks
+from components.gpunet.component import (
+    GpuNetworkObjects,
+    GpuNetworkObjectsArgs,
+    GpuNetworks,
+    GpuNetworksArgs,
+)
 from components.gpunet.render import pool_networks
 from components.images.component import ImageRegistry, ImageRegistryArgs
 from components.kernel.base import ConfigError
 from components.kuberay.component import KubeRay, KubeRayArgs
-from components.monitoring.component import Dashboards
+from components.monitoring.component import Dashboards, DashboardsArgs
 from components.network.component import Network, NetworkArgs
 from components.nodepools.component import NodePool, NodePoolArgs
 from components.nodepools.render import node_pool_specs
-from components.raycrs.component import RayResources
+from components.raycrs.component import RayResources, RayResourcesArgs
 from components.security.component import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
 from components.stack.component import load_pulumi_config
 from components.stack.outputs import config_outputs
@@ -43,12 +48,12 @@ except ConfigError as e:
 stack_plan = plan(cfg)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
-apis = Apis("apis", cfg)
+apis = Apis("apis", ApisArgs(cfg=cfg))
 apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(cfg=cfg))
 # The extra VPCs of the GPU pools' GPU-to-GPU networking (none without such a pool).
-gpu_networks = GpuNetworks("gpunet", cfg)
+gpu_networks = GpuNetworks("gpunet", GpuNetworksArgs(cfg=cfg))
 security = Security("security", SecurityArgs(cfg=cfg))
 cluster = Cluster(
     "cluster",
@@ -124,28 +129,31 @@ kuberay = KubeRay(
 
 # GKE's Network / GKENetworkParamSet objects and the NCCL plugin installers (kube-system).
 gpu_objects = GpuNetworkObjects(
-    "gpunet-k8s", cfg, provider=kuberay.provider, depends_on=[cluster, *gpu_networks.resources]
+    "gpunet-k8s",
+    GpuNetworkObjectsArgs(
+        cfg=cfg, provider=kuberay.provider, depends_on=[cluster, *gpu_networks.resources]
+    ),
 )
 
 # Kueue and its queues before the Ray objects: a queued RayJob must meet Kueue's webhook.
 capacity = Kueue(
     "capacity",
-    cfg,
-    provider=kuberay.provider,
-    depends_on=[*kuberay.ready, cluster],
+    KueueArgs(cfg=cfg, provider=kuberay.provider, depends_on=[*kuberay.ready, cluster]),
 )
 
 ray = RayResources(
     "ray",
-    cfg,
-    provider=kuberay.provider,
-    artifacts_bucket=storage.buckets["artifacts"],
-    images=registry.refs,
-    depends_on=[*kuberay.ready, cluster, *capacity.ready, *gpu_objects.objects.values()],
-    stack_plan=stack_plan,
+    RayResourcesArgs(
+        cfg=cfg,
+        provider=kuberay.provider,
+        artifacts_bucket=storage.buckets["artifacts"],
+        images=registry.refs,
+        depends_on=[*kuberay.ready, cluster, *capacity.ready, *gpu_objects.objects.values()],
+        stack_plan=stack_plan,
+    ),
 )
 # Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.
-dashboards = Dashboards("monitoring", cfg)
+dashboards = Dashboards("monitoring", DashboardsArgs(cfg=cfg))
 if dashboards.urls:
     pulumi.export("dashboards", dashboards.urls)
 pulumi.export("ray_jobs", ray.jobs)

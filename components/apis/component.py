@@ -3,11 +3,21 @@ calls them (:mod:`components.apis.render` lists them, with sources)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_gcp as gcp
 
 from components.apis.render import REQUIRED_APIS, apis_for_type
 from components.stack.model import StackConfig
+
+
+@dataclass
+class ApisArgs:
+    """Inputs of :class:`Apis`. Attributes: ``cfg``: the validated stack config (its
+    ``project``)."""
+
+    cfg: StackConfig
 
 
 class Apis(pulumi.ComponentResource):
@@ -19,9 +29,10 @@ class Apis(pulumi.ComponentResource):
     """
 
     def __init__(
-        self, name: str, cfg: StackConfig, opts: pulumi.ResourceOptions | None = None
+        self, name: str, args: ApisArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:project:Apis", name, None, opts)
+        cfg = args.cfg
         self.services: dict[str, gcp.projects.Service] = {
             api: gcp.projects.Service(
                 f"{name}-{api.split('.', 1)[0]}",

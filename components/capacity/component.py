@@ -15,6 +15,8 @@ Kueue's webhook is up would run at once, outside its queue.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -23,20 +25,30 @@ from components.capacity.render import helm_values, render_capacity
 from components.stack.model import StackConfig
 
 
+@dataclass
+class KueueArgs:
+    """Inputs of :class:`Kueue`.
+
+    Attributes:
+        cfg: the validated stack config.
+        provider: the cluster's Kubernetes provider.
+        depends_on: what the release waits for (the KubeRay operator, the cluster).
+    """
+
+    cfg: StackConfig
+    provider: pulumi.ProviderResource
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
 class Kueue(pulumi.ComponentResource):
     """Kueue and its queues. Attributes: ``release`` (``helm.v3.Release`` or None without
     queues), ``objects`` (``"<Kind>/<name>"`` -> the Kubernetes resource), ``ready``."""
 
     def __init__(
-        self,
-        name: str,
-        cfg: StackConfig,
-        *,
-        provider: pulumi.ProviderResource,
-        depends_on: list[pulumi.Resource],
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:capacity:Kueue", name, None, opts)
+        cfg, provider, depends_on = args.cfg, args.provider, args.depends_on
         self.release: k8s.helm.v3.Release | None = None
         self.objects: dict[str, pulumi.CustomResource] = {}
         self.ready: list[pulumi.Resource] = []

@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_gcp as gcp
@@ -22,13 +23,41 @@ import pulumi_kubernetes as k8s
 
 from components.gpunet.render import gpu_vpcs, gpunet_objects
 
+if TYPE_CHECKING:
+    from components.stack.model import StackConfig
+
+
+@dataclass
+class GpuNetworksArgs:
+    """Inputs of :class:`GpuNetworks`. Attributes: ``cfg``: the validated stack config."""
+
+    cfg: StackConfig
+
+
+@dataclass
+class GpuNetworkObjectsArgs:
+    """Inputs of :class:`GpuNetworkObjects`.
+
+    Attributes:
+        cfg: the validated stack config.
+        provider: the cluster's Kubernetes provider.
+        depends_on: what the objects wait for (the cluster, the extra VPCs).
+    """
+
+    cfg: StackConfig
+    provider: pulumi.ProviderResource
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
 
 class GpuNetworks(pulumi.ComponentResource):
     """The extra VPCs and subnets. Attributes: ``networks`` (VPC name -> Network), ``subnets``
     (subnet name -> Subnetwork), ``resources`` (every one, for ``depends_on``)."""
 
-    def __init__(self, name: str, cfg: Any, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: GpuNetworksArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("ray-gke:gpunet:GpuNetworks", name, None, opts)
+        cfg = args.cfg
         child = pulumi.ResourceOptions(parent=self)
         self.networks: dict[str, gcp.compute.Network] = {}
         self.subnets: dict[str, gcp.compute.Subnetwork] = {}
@@ -84,15 +113,10 @@ class GpuNetworkObjects(pulumi.ComponentResource):
     Attributes: ``objects`` (``"<Kind>/<name>"`` -> resource)."""
 
     def __init__(
-        self,
-        name: str,
-        cfg: Any,
-        *,
-        provider: pulumi.ProviderResource,
-        depends_on: list[pulumi.Resource],
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: GpuNetworkObjectsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:gpunet:GpuNetworkObjects", name, None, opts)
+        cfg, provider, depends_on = args.cfg, args.provider, args.depends_on
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
         self.objects: dict[str, pulumi.CustomResource] = {}
         for doc in gpunet_objects(cfg):

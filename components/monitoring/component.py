@@ -7,11 +7,20 @@ Resource: https://www.pulumi.com/registry/packages/gcp/api-docs/monitoring/dashb
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_gcp as gcp
 
 from components.monitoring.dashboards import dashboard_json, dashboard_url, dashboards
 from components.stack.model import StackConfig
+
+
+@dataclass
+class DashboardsArgs:
+    """Inputs of :class:`Dashboards`. Attributes: ``cfg``: the validated stack config."""
+
+    cfg: StackConfig
 
 
 class Dashboards(pulumi.ComponentResource):
@@ -22,9 +31,10 @@ class Dashboards(pulumi.ComponentResource):
     """
 
     def __init__(
-        self, name: str, cfg: StackConfig, opts: pulumi.ResourceOptions | None = None
+        self, name: str, args: DashboardsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:monitoring:Dashboards", name, None, opts)
+        cfg = args.cfg
         self.dashboards: dict[str, gcp.monitoring.Dashboard] = {}
         self.urls: dict[str, pulumi.Output[str]] = {}
         for key, doc in dashboards(cfg).items():

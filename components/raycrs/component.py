@@ -1,19 +1,8 @@
 """``RayResources``: the stack's RayClusters and RayJobs on the cluster, plus the workloads
 archive they run.
 
-Constructor (called by ``__main__.py``)::
-
-    RayResources(
-        name: str,
-        cfg: StackConfig,
-        *,
-        provider: pulumi_kubernetes.Provider,      # the cluster's Kubernetes provider
-        artifacts_bucket: pulumi.Input[str] | gcp.storage.Bucket,  # bucket name (or the Bucket)
-        images: Mapping[str, pulumi.Input[str]] | None,  # kind -> image ref (ImageRegistry.refs)
-        depends_on: list[pulumi.Resource],          # KubeRay.ready (CRDs, operator) and cluster
-        stack_plan: Plan | None = None,  # the stack's plan (components.stack.plan); default plan(cfg)
-        opts: pulumi.ResourceOptions | None = None,
-    )
+Constructor (called by ``__main__.py``): ``RayResources(name, RayResourcesArgs(...), opts)``,
+:class:`RayResourcesArgs` naming the inputs.
 
 Children:
 
@@ -55,6 +44,7 @@ The component only calls the pure builders; everything it creates is in the rend
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -89,22 +79,38 @@ def auth_secret_names(manifests: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+@dataclass
+class RayResourcesArgs:
+    """Inputs of :class:`RayResources`.
+
+    Attributes:
+        cfg: the validated stack config.
+        provider: the cluster's Kubernetes provider.
+        artifacts_bucket: the artifacts bucket's name (or the ``gcp.storage.Bucket``).
+        images: image kind -> reference (:attr:`components.images.component.ImageRegistry.refs`,
+            the pushed digests); None: the references of ``ray.images`` / the project's.
+        depends_on: what the Ray objects wait for (``KubeRay.ready``: CRDs, operator; the
+            cluster; Kueue's webhook).
+        stack_plan: the stack's plan (:mod:`components.stack.plan`); None: ``plan(cfg)``.
+    """
+
+    cfg: StackConfig
+    provider: k8s.Provider
+    artifacts_bucket: pulumi.Input[str] | Any
+    images: Mapping[str, pulumi.Input[str]] | None = None
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    stack_plan: Plan | None = None
+
+
 class RayResources(pulumi.ComponentResource):
     """The RayClusters and RayJobs of a stack (see the module docstring for the signature)."""
 
     def __init__(
-        self,
-        name: str,
-        cfg: StackConfig,
-        *,
-        provider: k8s.Provider,
-        artifacts_bucket: pulumi.Input[str] | Any,
-        images: Mapping[str, pulumi.Input[str]] | None = None,
-        depends_on: list[pulumi.Resource],
-        stack_plan: Plan | None = None,
-        opts: pulumi.ResourceOptions | None = None,
+        self, name: str, args: RayResourcesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE_TOKEN, name, None, opts)
+        cfg, provider, images, depends_on = args.cfg, args.provider, args.images, args.depends_on
+        artifacts_bucket, stack_plan = args.artifacts_bucket, args.stack_plan
         ctx = (stack_plan or plan(cfg)).context
         bucket = getattr(artifacts_bucket, "name", artifacts_bucket)
         data, sha = workloads_archive()

@@ -32,17 +32,19 @@ def mocks():
 def test_one_custom_resource_per_manifest_and_hashed_archive():
     import pulumi_kubernetes as k8s
 
-    from components.raycrs.component import TYPE_TOKEN, RayResources
+    from components.raycrs.component import TYPE_TOKEN, RayResources, RayResourcesArgs
 
     cfg = stack("prod")
     provider = k8s.Provider("k8s", kubeconfig="{}")
     operator = k8s.core.v1.Namespace("ns")
     rr = RayResources(
         "ray",
-        cfg,
-        provider=provider,
-        artifacts_bucket="ray-gke-prod-ray-prod-artifacts",
-        depends_on=[operator],
+        RayResourcesArgs(
+            cfg=cfg,
+            provider=provider,
+            artifacts_bucket="ray-gke-prod-ray-prod-artifacts",
+            depends_on=[operator],
+        ),
     )
     _, sha = workloads_archive()
 
