@@ -183,6 +183,7 @@ class SystemPool(NodeSettings, NodeBounds):
     name: ClassVar[str] = "system"  # the GKE node pool's name (reserved for pools: _gke_name)
     zones: ClassVar[None] = None  # the cluster's zones
     reservation: ClassVar[None] = None
+    max_run_duration: ClassVar[None] = None
     labels: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     @property

@@ -107,7 +107,7 @@ def dws_fields(pool: CpuPool | TpuPool | GpuPool | SystemPool) -> dict[str, Any]
     ``queued`` (flex-start with queued provisioning), ``flex_start`` (both ``queued`` and
     ``flex-start``) and ``max_run_duration`` in seconds (``"86400s"``) as GKE's NodeConfig
     ``maxRunDuration`` wants it ([GKE-DWS-QUEUED], [GKE-FLEX-START] in :mod:`components.catalog`)."""
-    if isinstance(pool, SystemPool) or pool.provisioning not in ("queued", "flex-start"):
+    if pool.provisioning not in ("queued", "flex-start"):
         return {}
     from components.capacity.model import duration_seconds
 
