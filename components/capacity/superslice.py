@@ -128,6 +128,7 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
                 "admission check): list the pool as a flavor of a capacity.cluster_queues entry",
                 "super-slicing",
             )
+    yield from _unqueued(cfg, set(pools))
     cc = cfg.cluster
     if cc.release_channel != CHANNEL:
         yield Problem(
@@ -161,3 +162,35 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
             "Scheduling; use required or preferred",
             "super-slicing",
         )
+
+
+def _unqueued(cfg: StackConfig, pools: set[str]) -> Iterable[Problem]:
+    """A job or long-lived RayCluster on a super-slicing pool that no Kueue queue admits: its
+    pods would get no slice annotations and no ``tpu-slice`` admission check, and the cubes are
+    provisioned only (``PROVISION_ONLY``), so no slice would ever be formed for them."""
+    from components.kernel.problems import Problem
+    from components.stack.plan import plan
+
+    p = plan(cfg)
+    for t in p.jobs:
+        queue = t.job.queue if t.cluster is None else t.cluster.queue
+        if t.pool.name in pools and not queue:
+            where = (
+                f"jobs[{t.job.name}]" if t.cluster is None else f"ray_clusters[{t.cluster.name}]"
+            )
+            yield Problem(
+                f"{where}.queue",
+                f"{where}: runs on super-slicing pool {t.pool.name} with no queue; its slices "
+                f"are formed only for Kueue-admitted pods (the {SLICE_CONTROLLER} admission "
+                f"check, {DOC}): set queue: to a LocalQueue whose ClusterQueue lists the pool",
+                "super-slicing",
+            )
+    for g in p.groups:
+        if g.pool.name in pools and g.cluster is not None and not g.cluster.queue:
+            where = f"ray_clusters[{g.cluster.name}]"
+            yield Problem(
+                f"{where}.queue",
+                f"{where}: worker group on super-slicing pool {g.pool.name} with no queue; its "
+                f"slices are formed only for Kueue-admitted pods ({DOC}): set queue:",
+                "super-slicing",
+            )

@@ -158,3 +158,13 @@ def test_super_slice_topologies_follow_xpk():
     assert superslice.valid_topology("4x8x4") is not None  # i <= j <= k
     assert superslice.valid_topology("4x4x6") is not None
     assert "at most 144" in superslice.valid_topology("28x28x28")
+
+
+def test_an_unqueued_job_on_a_super_slicing_pool_is_refused():
+    data = _data()
+    data["jobs"][0].pop("queue")
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    found = [p for p in e.value.problems if p.rule == "super-slicing"]
+    assert [p.path for p in found] == ["jobs[pretrain].queue"]
+    assert "no queue" in found[0]
