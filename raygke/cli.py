@@ -279,7 +279,7 @@ def diff(
         "--exit-code",
         help="Exit 0 when there are no changes, 1 when there are changes, 4 when a change "
         "stops or restarts running work (a non-empty disruption), 5 when a side cannot be "
-        "rendered (an invalid stack)",
+        "rendered or raygke check refuses the head side (an invalid stack)",
     ),
     sets: SetOption = None,
     full: bool = typer.Option(
@@ -288,7 +288,8 @@ def diff(
 ) -> None:
     """The plan between two offline renders (create, update, replace with the field that forces
     it, delete), with the cost delta at minimum and maximum scale. --set values apply to the
-    head side only (the change you are trying), never to the base."""
+    head side only (the change you are trying), never to the base. A head side that renders
+    but that raygke check refuses is listed after the plan and exits 1 (5 with --exit-code)."""
     if fmt not in DIFF_FORMATS:
         err.print(
             f"error: --format {fmt!r}: expected one of {', '.join(DIFF_FORMATS)}", markup=False
@@ -317,6 +318,10 @@ def diff(
         sys.stdout.write(formats.render_markdown(plan))
     else:
         formats.render_text(plan, console, full=full)
+    if plan.refused:  # it renders, but check refuses it: never an ordinary exit
+        from raygke.diff.disruption import EXIT_NO_PLAN
+
+        raise typer.Exit(EXIT_NO_PLAN if exit_code else EXIT_FAILED)
     if exit_code and plan.disruptive():
         from raygke.diff.disruption import EXIT_DISRUPTIVE
 
