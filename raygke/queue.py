@@ -14,9 +14,9 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from raygke.console import EXIT_FAILED, console, err
+from raygke.console import table as make_table
 from raygke.stacks import choose_or_exit, load_for_check
 
 
@@ -46,9 +46,10 @@ def queue(
         return
     _, sha = workloads_archive()
     verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)))
-    table = Table(title=f"Kueue admission preview of {cfg.cluster.name} (each job alone)")
-    for col in ("job", "queue", "pod set", "pods", "per pod", "flavor", "topology", "verdict"):
-        table.add_column(col)
+    table = make_table(
+        f"Kueue admission preview of {cfg.cluster.name} (each job alone)",
+        ("job", "queue", "pod set", "pods", "per pod", "flavor", "topology", "verdict"),
+    )
     for v in verdicts:
         for i, a in enumerate(v.assignments):
             flavor = a.flavor or "-"

@@ -28,6 +28,7 @@ from rich.table import Table
 
 from components.kernel.base import plural
 from raygke.console import EXIT_FAILED, EXIT_USAGE, err
+from raygke.console import table as make_table
 
 STACK_FILE = re.compile(r"Pulumi\.(.+)\.ya?ml")
 
@@ -172,9 +173,8 @@ def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools
             ``accelerator``, ``gpus_per_node``, ``max_nodes``; CPU ``max_nodes``).
         title: the table's title.
     """
-    table = Table(title=title)
-    for col in ("pool", "kind", "machine type", "accelerator", "chips/host", "hosts/slice", "max"):
-        table.add_column(col)
+    cols = ("pool", "kind", "machine type", "accelerator", "chips/host", "hosts/slice", "max")
+    table = make_table(title, cols)
     for name, p in pools.items():
         if p["kind"] == "tpu":
             n = len(p["gke_node_pools"])
