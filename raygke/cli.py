@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -35,6 +35,7 @@ from raygke.console import (
 )
 from raygke.local import commands as local
 from raygke.stacks import (
+    SetOption,
     choose_or_exit,
     load_for_check,
     load_for_render,
@@ -49,25 +50,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-# ``--set KEY=VALUE``, one definition for every command that reads a stack file's values
-# (check, synth, diff, cost): components.stack.loader.parse_set / apply_overrides.
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        metavar="KEY=VALUE",
-        # escaped: typer renders help as rich markup, where [name] would be a style tag
-        help=escape(
-            "KEY=VALUE: set a ray-gke config value, read as YAML; KEY is a stack path as problems "
-            "print it: dotted keys set nested values (cluster.name=ray), [name] or [index] a list "
-            "entry (node_pools[tpu].max_slices=2, node_pools[0].max_nodes=3). For values a Pulumi "
-            "ESC environment provides, or to try one in place of the file's; project= and region= "
-            "also set gcp:project / gcp:region in the rendered program (the two must not differ). "
-            "Repeatable"
-        ),
-    ),
-]
 
 DEBUG_ENV = "RAYGKE_DEBUG"
 _debug = False  # set by the --debug option; read by main() when a command raises
