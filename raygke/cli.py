@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -35,6 +35,7 @@ from raygke.console import (
 )
 from raygke.local import commands as local
 from raygke.stacks import (
+    SetOption,
     choose_or_exit,
     load_for_check,
     load_for_render,
@@ -49,25 +50,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-# ``--set KEY=VALUE``, one definition for every command that reads a stack file's values
-# (check, synth, diff, cost): components.stack.loader.parse_set / apply_overrides.
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        metavar="KEY=VALUE",
-        # escaped: typer renders help as rich markup, where [name] would be a style tag
-        help=escape(
-            "KEY=VALUE: set a ray-gke config value, read as YAML; KEY is a stack path as problems "
-            "print it: dotted keys set nested values (cluster.name=ray), [name] or [index] a list "
-            "entry (node_pools[tpu].max_slices=2, node_pools[0].max_nodes=3). For values a Pulumi "
-            "ESC environment provides, or to try one in place of the file's; project= and region= "
-            "also set gcp:project / gcp:region in the rendered program (the two must not differ). "
-            "Repeatable"
-        ),
-    ),
-]
 
 DEBUG_ENV = "RAYGKE_DEBUG"
 _debug = False  # set by the --debug option; read by main() when a command raises
@@ -279,7 +261,7 @@ def diff(
         "--exit-code",
         help="Exit 0 when there are no changes, 1 when there are changes, 4 when a change "
         "stops or restarts running work (a non-empty disruption), 5 when a side cannot be "
-        "rendered (an invalid stack)",
+        "rendered or raygke check refuses the head side (an invalid stack)",
     ),
     sets: SetOption = None,
     full: bool = typer.Option(
@@ -288,7 +270,8 @@ def diff(
 ) -> None:
     """The plan between two offline renders (create, update, replace with the field that forces
     it, delete), with the cost delta at minimum and maximum scale. --set values apply to the
-    head side only (the change you are trying), never to the base."""
+    head side only (the change you are trying), never to the base. A head side that renders
+    but that raygke check refuses is listed after the plan and exits 1 (5 with --exit-code)."""
     if fmt not in DIFF_FORMATS:
         err.print(
             f"error: --format {fmt!r}: expected one of {', '.join(DIFF_FORMATS)}", markup=False
@@ -317,6 +300,10 @@ def diff(
         sys.stdout.write(formats.render_markdown(plan))
     else:
         formats.render_text(plan, console, full=full)
+    if plan.refused:  # it renders, but check refuses it: never an ordinary exit
+        from raygke.diff.disruption import EXIT_NO_PLAN
+
+        raise typer.Exit(EXIT_NO_PLAN if exit_code else EXIT_FAILED)
     if exit_code and plan.disruptive():
         from raygke.diff.disruption import EXIT_DISRUPTIVE
 

@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
 from rich.console import Console
+from rich.table import Table
 
-# Wide tables in logs (CI, `make local`), where there is no terminal to size them to.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+# Wide tables in logs (CI, `make local`), where there is no terminal to size them to, unless
+# COLUMNS says how wide (rich reads it when the width is left to it).
+_PIPE_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 160
+console = Console(highlight=False, width=_PIPE_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 EXIT_FAILED = 1  # a check found problems, or a job failed
 EXIT_USAGE = 2  # a usage error or an unreadable file
 EXIT_INTERNAL = 3  # a bug in raygke: one line on stderr (the traceback with --debug)
+
+
+def table(title: str, columns: Iterable[str], right: Iterable[str] = (), **kw: object) -> Table:
+    """A rich table titled ``title`` with ``columns`` (left-aligned) then ``right`` (numbers,
+    right-aligned); ``kw`` go to :class:`rich.table.Table`. A value too wide for the console
+    folds onto the next line of its cell: a narrow terminal never cuts one with ``…``."""
+    t = Table(title=title, **kw)  # type: ignore[arg-type]
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for col in right:
+        t.add_column(col, justify="right", overflow="fold")
+    return t
 
 
 def working(what: str) -> AbstractContextManager[object]:

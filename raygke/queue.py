@@ -4,20 +4,25 @@ Per job (:func:`components.capacity.preview.preview`): each Kueue pod set (head,
 submitter) with its pods and requests, the flavor it would get and whether it fits nominal quota
 or must borrow; the verdict ``admitted`` (fits at once), ``waits`` (needs quota borrowed from the
 cohort) or ``never`` (the resource, what it needs, what the queue can ever have). Exit 1 when some
-job can never be admitted (``raygke check`` refuses it too).
+job can never be admitted (``raygke check`` refuses it too). ``--set`` tries a change (a quota, a
+job's size) without editing the file; ``--format json`` gives the verdicts as data.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from raygke.console import EXIT_FAILED, console, err
-from raygke.stacks import choose_or_exit, load_for_check
+from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
+from raygke.console import table as make_table
+from raygke.stacks import SetOption, choose_or_exit, load_for_check
+
+FORMATS = ("text", "json")
 
 
 def _requests(per_pod: dict[str, float]) -> str:
@@ -31,6 +36,13 @@ def queue(
         None, "--stack", "-s", help="Stack name: reads Pulumi.NAME.yaml"
     ),
     config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
+    sets: SetOption = None,
+    fmt: str = typer.Option(
+        "text",
+        "--format",
+        "-f",
+        help="text | json (the verdicts as data: per job its state and pod sets)",
+    ),
 ) -> None:
     """Preview Kueue admission offline: per queued job its pod sets, flavors and quota verdict."""
     from components.capacity.preview import preview
@@ -38,17 +50,32 @@ def queue(
     from components.raycrs.render import render_manifests
     from components.stack.plan import plan
 
-    choice = choose_or_exit(stack, config)
+    if fmt not in FORMATS:
+        err.print(f"error: --format {fmt!r}: expected one of {', '.join(FORMATS)}", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    choice = choose_or_exit(stack, config, fmt=fmt)
     assert choice.path is not None
-    cfg = load_for_check(choice.path, None).cfg
+    cfg = load_for_check(choice.path, sets, fmt).cfg
+    unqueued = [j.name for j in cfg.jobs if not j.queue]
     if not cfg.capacity.enabled:
+        if fmt == "json":
+            print(json.dumps({"kueue": False, "jobs": [], "not_queued": unqueued}, indent=2))
+            return
         console.print("no capacity.cluster_queues: Kueue is not installed, no job is queued")
         return
     _, sha = workloads_archive()
     verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)))
-    table = Table(title=f"Kueue admission preview of {cfg.cluster.name} (each job alone)")
-    for col in ("job", "queue", "pod set", "pods", "per pod", "flavor", "topology", "verdict"):
-        table.add_column(col)
+    never = [v for v in verdicts if v.state == "never"]
+    if fmt == "json":
+        doc = {"kueue": True, "jobs": [_verdict_json(v) for v in verdicts]}
+        sys.stdout.write(json.dumps({**doc, "not_queued": unqueued}, indent=2) + "\n")
+        if never:
+            raise typer.Exit(EXIT_FAILED)
+        return
+    table = make_table(
+        f"Kueue admission preview of {cfg.cluster.name} (each job alone)",
+        ("job", "queue", "pod set", "pods", "per pod", "flavor", "topology", "verdict"),
+    )
     for v in verdicts:
         for i, a in enumerate(v.assignments):
             flavor = a.flavor or "-"
@@ -66,7 +93,6 @@ def queue(
                 v.state if i == 0 else "",
             )
     console.print(table)
-    never = [v for v in verdicts if v.state == "never"]
     for v in verdicts:
         line = {
             "admitted": "admitted at once",
@@ -79,7 +105,6 @@ def queue(
         console.print(f"{escape(v.job)}: {line}{escape(reason)}{extra}", soft_wrap=True)
         if v.note:
             console.print(f"  {escape(v.note)}", soft_wrap=True)
-    unqueued = [j.name for j in cfg.jobs if not j.queue]
     if unqueued:
         console.print(f"not queued (no queue:): {', '.join(unqueued)}")
     if never:
@@ -87,6 +112,34 @@ def queue(
 
         err.print(f"{plural(len(never), 'job')} can never be admitted", markup=False)
         raise typer.Exit(EXIT_FAILED)
+
+
+def _verdict_json(v: Any) -> dict[str, Any]:
+    """One job's verdict as data: ``{"job", "kind", "queue", "cluster_queue", "state", "reason",
+    "note", "pod_sets": [{"name", "pods", "per_pod", "flavor", "mode", "provisioning",
+    "topology"}]}`` (``per_pod``: resource -> amount, cpu in cores and memory in bytes;
+    ``topology``: the TAS placement, as the table's column, or null)."""
+    return {
+        "job": v.job,
+        "kind": v.kind,
+        "queue": v.queue,
+        "cluster_queue": v.cluster_queue,
+        "state": v.state,
+        "reason": v.reason,
+        "note": v.note,
+        "pod_sets": [
+            {
+                "name": a.pod_set.name,
+                "pods": a.pod_set.count,
+                "per_pod": {r: n for r, n in sorted(a.pod_set.per_pod.items()) if n},
+                "flavor": a.flavor,
+                "mode": a.mode,
+                "provisioning": a.provisioning,
+                "topology": None if a.topology == "-" else a.topology,  # "-": no TAS
+            }
+            for a in v.assignments
+        ],
+    }
 
 
 def local_queue_note(cfg: Any, workloads: list[str]) -> str | None:

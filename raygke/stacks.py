@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -28,6 +28,27 @@ from rich.table import Table
 
 from components.kernel.base import plural
 from raygke.console import EXIT_FAILED, EXIT_USAGE, err
+from raygke.console import table as make_table
+
+# ``--set KEY=VALUE``, one definition for every command that reads a stack file's values
+# (check, synth, diff, cost, queue): components.stack.overrides.parse_set / apply_overrides.
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        # escaped: typer renders help as rich markup, where [name] would be a style tag
+        help=escape(
+            "KEY=VALUE: set a ray-gke config value, read as YAML; KEY is a stack path as problems "
+            "print it: dotted keys set nested values (cluster.name=ray), [name] or [index] a list "
+            "entry (node_pools[tpu].max_slices=2, node_pools[0].max_nodes=3), [key] a mapping's "
+            "key (nap.resource_limits[cpu]=512, ...nominal[nvidia.com/gpu]=4). For values a Pulumi "
+            "ESC environment provides, or to try one in place of the file's; project= and region= "
+            "also set gcp:project / gcp:region in the rendered program (the two must not differ). "
+            "Repeatable"
+        ),
+    ),
+]
 
 STACK_FILE = re.compile(r"Pulumi\.(.+)\.ya?ml")
 
@@ -172,9 +193,8 @@ def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools
             ``accelerator``, ``gpus_per_node``, ``max_nodes``; CPU ``max_nodes``).
         title: the table's title.
     """
-    table = Table(title=title)
-    for col in ("pool", "kind", "machine type", "accelerator", "chips/host", "hosts/slice", "max"):
-        table.add_column(col)
+    cols = ("pool", "kind", "machine type", "accelerator", "chips/host", "hosts/slice", "max")
+    table = make_table(title, cols)
     for name, p in pools.items():
         if p["kind"] == "tpu":
             n = len(p["gke_node_pools"])

@@ -501,11 +501,9 @@ def synth(
 
 def print_summary(result: SynthResult, out: Path, console: Any) -> None:
     """Print resources by type, node pools with chips/hosts, and the outputs (rich console)."""
-    from rich.table import Table
+    from raygke.console import table as make_table
 
-    types = Table(title=f"{len(result.resources)} resources")
-    types.add_column("type")
-    types.add_column("count", justify="right")
+    types = make_table(f"{len(result.resources)} resources", ("type",), ("count",))
     for t, c in result.by_type().items():
         types.add_row(t, str(c))
     console.print(types)

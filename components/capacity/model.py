@@ -42,19 +42,26 @@ KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"  # charts/kueue/README.
 QUOTA_RESOURCES = ("cpu", "memory", "google.com/tpu", "nvidia.com/gpu")
 
 
-def _quantities(v: Any, what: str) -> dict[str, str]:
+def _quantities(v: Any) -> dict[str, str]:
+    """``v`` as ``{resource: quantity}``; the field is not named in the messages:
+    the problem's path names it (``...flavors[system].nominal: resource 'foo' is ...``).
+
+    Raises:
+        ValueError: not a mapping, a resource the Ray pods never request, or a value that is not
+            a quantity (the resource named as the key to fix: ``cpu 'abc' is not ...``).
+    """
     if not isinstance(v, dict):
-        raise ValueError(f"{what} must be a mapping of resource -> quantity, got {v!r}")
+        raise ValueError(f"expected a mapping of resource -> quantity, got {v!r}")
     out: dict[str, str] = {}
     for k, q in v.items():
         if k not in QUOTA_RESOURCES:
             raise ValueError(
-                f"{what}: resource {k!r} is not one the Ray pods request; valid: "
+                f"resource {k!r} is not one the Ray pods request; valid: "
                 f"{', '.join(QUOTA_RESOURCES)}"
             )
         if isinstance(q, bool) or not isinstance(q, (int, str)):
-            raise ValueError(f"{what}.{k}: {q!r} is not a quantity (e.g. 64, 256Gi)")
-        out[k] = _quantity(str(q), f"{what}.{k}")
+            raise ValueError(f"{k} {q!r} is not a quantity (e.g. 64, 256Gi)")
+        out[k] = _quantity(str(q), k)
     return out
 
 
@@ -134,8 +141,8 @@ class FlavorQuota(_Model):
 
     @field_validator("nominal", "borrowing_limit", "lending_limit", mode="before")
     @classmethod
-    def _q(cls, v: Any, info: Any) -> dict[str, str]:
-        return _quantities(v, info.field_name)
+    def _q(cls, v: Any) -> dict[str, str]:
+        return _quantities(v)
 
 
 class ClusterQueueConfig(_Model):

@@ -129,6 +129,7 @@ def _type_hint(kind: str, value: Any) -> str:
     return ""
 
 
+_NUMBER_BOUNDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 _BOUND_ERRORS = {
     "greater_than",
     "greater_than_equal",
@@ -156,9 +157,13 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[Prob
         elif e["type"] == "extra_forbidden":
             key = str(e["loc"][-1])
             close = difflib.get_close_matches(key, _allowed_keys(tuple(e["loc"])[:-1]), n=1)
+            kinds = _kinds_with_key(tuple(e["loc"]))
             msg = (
                 f"unknown key {key!r}; did you mean {close[0]!r}? (extra keys are rejected)"
                 if close
+                else f"{key!r} is a key of {' and '.join(kinds)} pools only, not of a "
+                f"{e['loc'][2]} pool"
+                if kinds
                 else f"unknown key {key!r} (check its spelling; extra keys are rejected)"
             )
         elif e["type"] == "missing":
@@ -169,7 +174,8 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[Prob
                 "write cpu) for a CPU pool, and give a tpu: or gpu: block for an accelerator pool"
             )
         elif e["type"] in _BOUND_ERRORS:
-            msg = f"{msg}; got {e.get('input')!r}"
+            span = _field_range(tuple(e["loc"])) if e["type"] in _NUMBER_BOUNDS else None
+            msg = f"{f'must be {span}' if span else msg}; got {e.get('input')!r}"
         elif e["type"] in ("literal_error", "enum") or e["type"].endswith(("_type", "_parsing")):
             msg = f"{msg}; got {e.get('input')!r}{_type_hint(e['type'], e.get('input'))}"
         # The project's validators join several problems with newlines (and quote the values
@@ -181,10 +187,11 @@ def format_validation_error(err: ValidationError, data: Any = None) -> list[Prob
     return lines
 
 
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    """The keys the model accepts in the mapping at pydantic error location ``loc`` (list
-    indices skipped; a discriminated union's tag, ``tpu`` after a node pool's index, picks its
-    member); ``[]`` where the model there is not known (a free mapping such as ``labels``)."""
+def _models_at(loc: tuple[Any, ...]) -> list[tuple[Any, Any]]:
+    """The model classes (with their union tags) of the mapping at pydantic error location
+    ``loc`` (list indices skipped; a discriminated union's tag, ``tpu`` after a node pool's
+    index, picks its member); ``[]`` where the model there is not known (a free mapping such as
+    ``labels``)."""
     import types
     import typing
 
@@ -218,7 +225,45 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
             if f is not None:
                 nxt += members(f.annotation)
         current = nxt
-    return sorted({k for cls, _ in current for k in cls.model_fields})
+    return current
+
+
+def _kinds_with_key(loc: tuple[Any, ...]) -> list[str]:
+    """For an unknown key of a tagged list entry (``('node_pools', 0, 'cpu', 'gpu_networking')``),
+    the other kinds whose model has that key (``['gpu']``); ``[]`` elsewhere."""
+    if len(loc) != 4 or loc[0] not in _TAGGED_LISTS or not isinstance(loc[1], int):
+        return []
+    members = _models_at(loc[:2])
+    return [t for c, t in members if t and t != loc[2] and str(loc[3]) in c.model_fields]
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model accepts in the mapping at pydantic error location ``loc``
+    (:func:`_models_at`); ``[]`` where the model there is not known."""
+    return sorted({k for cls, _ in _models_at(loc) for k in cls.model_fields})
+
+
+def _field_range(loc: tuple[Any, ...]) -> str | None:
+    """The bounds of the number field at ``loc`` in words, both ends where it has both (``from
+    20 to 65536``, ``at least 1``, ``at most 8``, ``above 0``), from its ``Field(ge=, le=, gt=,
+    lt=)``; None when the field or its bounds are not found (the library's message stays)."""
+    import annotated_types as at
+
+    words = {at.Ge: "at least", at.Gt: "above", at.Le: "at most", at.Lt: "below"}
+    for cls, _ in _models_at(loc[:-1]):
+        f = cls.model_fields.get(str(loc[-1]))
+        if f is None:
+            continue
+        bounds = {
+            type(m): getattr(m, type(m).__name__.lower()) for m in f.metadata if type(m) in words
+        }
+        low = next(((words[k], v) for k, v in bounds.items() if k in (at.Ge, at.Gt)), None)
+        high = next(((words[k], v) for k, v in bounds.items() if k in (at.Le, at.Lt)), None)
+        if low and high and low[0] == "at least" and high[0] == "at most":
+            return f"from {low[1]} to {high[1]}"
+        said = [f"{w} {v}" for w, v in (low, high) if w]
+        return " and ".join(said) or None
+    return None
 
 
 _TAGS = {"cpu", "tpu", "gpu"}

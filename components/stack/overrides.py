@@ -129,9 +129,11 @@ def apply_overrides(
 ) -> dict[str, Any]:
     """A copy of ``data`` with ``overrides`` (key -> value, keys as :func:`parse_set` accepts
     them) set: ``cluster.name`` sets a key of a mapping (creating the mappings on the way),
-    ``node_pools[tpu].max_nodes`` a key of the list entry named ``tpu`` (its ``name``, or a Kueue
-    flavor's ``pool``), ``node_pools[0].max_nodes`` or ``node_pools.0.max_nodes`` of the first
-    entry. An entry is never created: a list is given whole (``--set 'zones=[a, b]'``).
+    and so does ``[key]`` on a mapping (``nap.resource_limits[cpu]`` as problems print it, or a
+    key with dots: ``...nominal[google.com/tpu]``); ``node_pools[tpu].max_nodes`` a key of the
+    list entry named ``tpu`` (its ``name``, or a Kueue flavor's ``pool``),
+    ``node_pools[0].max_nodes`` or ``node_pools.0.max_nodes`` of the first entry. An entry is
+    never created: a list is given whole (``--set 'zones=[a, b]'``).
 
     Raises:
         SetError: a key goes through a value that is not a mapping or list, names an entry the
@@ -160,7 +162,8 @@ def apply_overrides(
                     node[index] = value
                 else:
                     node = node[index]
-            elif isinstance(node, dict) and kind == "key":
+            elif isinstance(node, dict) and (kind == "key" or not re.fullmatch(r"-?\d+", name)):
+                # ``.name``, or ``[name]`` as problems print a mapping's key (``[google.com/tpu]``)
                 if last:
                     node[name] = value
                 elif node.get(name) is None:

@@ -166,6 +166,9 @@ class StackCost:
         def month(v: float | None) -> float | None:
             return None if v is None else round(v * HOURS_PER_MONTH, 2)
 
+        def hour(v: float | None) -> float | None:  # a sum of prices: no 0.36804000000000003
+            return None if v is None else round(v, 5)
+
         return {
             "hours_per_month": HOURS_PER_MONTH,
             "cluster_fee_hourly": self.cluster_fee_hourly,
@@ -181,8 +184,8 @@ class StackCost:
                     "node_hourly": p.node_hourly,
                     "upper_bound": p.upper_bound,
                     "price_basis": FLEX_START_NOTE if p.upper_bound else p.provisioning,
-                    "min_hourly": p.min_hourly,
-                    "max_hourly": p.max_hourly,
+                    "min_hourly": hour(p.min_hourly),
+                    "max_hourly": hour(p.max_hourly),
                     "min_monthly": month(p.min_hourly),
                     "max_monthly": month(p.max_hourly),
                     "sources": p.sources,
@@ -191,8 +194,8 @@ class StackCost:
                 }
                 for p in self.pools
             ],
-            "min_hourly": self.min_hourly,
-            "max_hourly": self.max_hourly,
+            "min_hourly": hour(self.min_hourly),
+            "max_hourly": hour(self.max_hourly),
             "min_is_upper_bound": self.is_upper_bound("min_hourly"),
             "max_is_upper_bound": self.is_upper_bound("max_hourly"),
             "upper_bound_pools": self.upper_bound_pools,

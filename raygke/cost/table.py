@@ -20,15 +20,15 @@ def _b(text: str, bound: bool) -> str:
 
 def print_cost(cost: StackCost, stack: str, console: Any) -> None:
     """Per-pool table (hourly and monthly at min and max scale), totals, and the sources."""
-    from rich.table import Table
+    from raygke.console import table as make_table
 
     sources = sorted({s for p in cost.pools for s in p.sources} | {GKE_PRICING})
     ref = {s: i + 1 for i, s in enumerate(sources)}
-    t = Table(title=f"cost of stack {stack} (USD, list prices recorded {PRICES_RECORDED})")
-    for col in ("pool", "machine", "capacity", "accelerators", "nodes", "src"):
-        t.add_column(col)
-    for col in ("$/h min", "$/h max", "$/month min", "$/month max"):
-        t.add_column(col, justify="right")
+    t = make_table(
+        f"cost of stack {stack} (USD, list prices recorded {PRICES_RECORDED})",
+        ("pool", "machine", "capacity", "accelerators", "nodes", "src"),
+        ("$/h min", "$/h max", "$/month min", "$/month max"),
+    )
     for p in cost.pools:
         up = p.upper_bound
         t.add_row(

@@ -145,6 +145,9 @@ class Plan:
     changes: list[Change]
     unchanged: int
     cost: dict[str, Any] | None = None
+    # what ``raygke check --no-policy`` refuses in the head side (its problem lines): a change
+    # that renders but that the cluster or Kueue would never run (:func:`raygke.diff.sides.check_tree`)
+    refused: list[str] = field(default_factory=list)
 
     def disruptive(self) -> bool:
         """Whether any change stops or restarts running work (a non-empty ``disruption``)."""
@@ -180,6 +183,7 @@ class Plan:
             "disruptive": self.disruptive(),
             "changes": [asdict(c) for c in self.changes],
             "cost": self.cost,
+            "refused": self.refused,
         }
 
 

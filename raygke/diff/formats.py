@@ -64,6 +64,21 @@ def render_text(plan: Plan, console: Any, full: bool = False) -> None:
     console.print(Text(disruption_summary(plan), style="bold"), soft_wrap=True)
     for line in cost_lines(plan.cost):
         console.print(Text(line), soft_wrap=True)
+    if plan.refused:
+        console.print(Text(refused_headline(plan), style="bold red"), soft_wrap=True)
+        for line in plan.refused:
+            console.print(Text(f"  - {line}"), soft_wrap=True)
+
+
+def refused_headline(plan: Plan) -> str:
+    """``Refused: raygke check finds 2 problems in the head side (it renders, but would not
+    run)``; the problems follow it."""
+    from components.kernel.base import plural
+
+    return (
+        f"Refused: raygke check finds {plural(len(plan.refused), 'problem')} in the head side "
+        "(it renders, but would not run)"
+    )
 
 
 def _field_lines(fields: list[FieldChange], full: bool) -> list[str]:
@@ -162,6 +177,9 @@ def render_markdown(plan: Plan) -> str:
     cl = cost_lines(plan.cost)
     if cl:
         lines += ["", "**Cost of the change** (USD)", "", *[f"- {_md(x)}" for x in cl]]
+    if plan.refused:
+        lines += ["", f"🛑 **{refused_headline(plan)}**", ""]
+        lines += [f"- {_md(x)}" for x in plan.refused]
     lines += [
         "",
         "_Offline render under mocks (no cloud state); `pulumi preview` shows drift._",

@@ -154,6 +154,32 @@ def render_tree(
         return json.loads((Path(out) / "resources.json").read_text())
 
 
+def check_tree(
+    tree: Path, stack: str, sets: list[str] | None = None, config: Path | None = None
+) -> list[str]:
+    """The problem lines ``tree``'s own ``raygke check --no-policy --format json`` finds in
+    ``stack`` (or the stack file ``config``, relative to the repository root) with ``sets``: what
+    renders but would be refused (a job no quota can ever admit, a CRD rule, an operator rule).
+    Empty when the check passes, when the stack file is absent, or when that tree's check cannot
+    say (no JSON on stdout: a revision older than ``--format json``, or a config error that the
+    render reports itself, :func:`render_tree`). The policy rules are left to ``raygke check``:
+    they run the whole Pulumi program a second time."""
+    path = stack_file(tree, stack, config)
+    if not path.is_file():
+        return []
+    target = ["--config", str(path)] if config is not None else ["--stack", stack]
+    cmd = [sys.executable, "-m", "raygke", "check", *target, "--no-policy", "--format", "json"]
+    for item in sets or []:
+        cmd += ["--set", item]
+    env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
+    r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        return []
+    return [p["message"] for p in doc.get("problems", []) if p.get("severity") != "warning"]
+
+
 @dataclass
 class Side:
     """One rendered side: its label, records, and the stack file it rendered (None: no file)."""
@@ -277,13 +303,22 @@ def plan_sides(
     Raises:
         DiffError: not a git work tree, a revision that names no commit, a config outside the
             repository, no stack file on either side (code 2), or a side that does not render
-            (code 1).
+            (code 1). A head side that renders but that ``raygke check`` refuses is a plan with
+            :attr:`Plan.refused` set (:func:`check_tree`).
     """
     root = root or repo_root()
     rel = config_in_repo(root, config) if config is not None else None
     name = stack_label(stack, rel)
     base_rev = base if base is not None else default_base(root, rel)
-    with side_tree(root, base_rev) as base_tree, side_tree(root, head) as head_tree:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with (
+        side_tree(root, base_rev) as base_tree,
+        side_tree(root, head) as head_tree,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        # the head side's check runs beside the two renders (its own interpreter and tree)
+        checked = pool.submit(check_tree, head_tree[1], name, sets, rel)
         b, h = render_sides([base_tree, head_tree], name, [None, sets], rel)
         if b.stack_file is None and h.stack_file is None:
             what = str(rel) if rel is not None else f"Pulumi.{name}.yaml"
@@ -292,6 +327,7 @@ def plan_sides(
         if sets:
             plan.head += " with --set " + " ".join(sets)
         plan.cost = cost_delta(b.records, h.records)
+        plan.refused = checked.result()
     return plan
 
 

@@ -26,6 +26,7 @@ import typer
 from rich.table import Table
 
 from raygke.console import EXIT_USAGE, console, err
+from raygke.console import table as make_table
 from raygke.local import cluster as local_cluster
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target, target_opts, with_target
 from raygke.local.app import api_errors as _api_errors
@@ -34,9 +35,10 @@ from raygke.local.app import fail as _fail
 
 
 def _nodes_table(state: dict[str, Any]) -> Table:
-    table = Table(title=f"local cluster {state['stack']!r} (recorded processes)")
-    for col in ("node", "role", "pid", "process", "cpus", "resources", "log"):
-        table.add_column(col)
+    table = make_table(
+        f"local cluster {state['stack']!r} (recorded processes)",
+        ("node", "role", "pid", "process", "cpus", "resources", "log"),
+    )
     for n in local_cluster.nodes_of(state):
         alive = "[green]alive[/]" if n.alive else "[red]dead[/]"
         res = ", ".join(f"{k}={v:g}" for k, v in sorted(n.resources.items())) or "-"
@@ -207,9 +209,7 @@ def status(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> Non
             ray_nodes = local_cluster.cluster_nodes(target)
         except Exception as e:
             _fail(f"the dashboard at {state['dashboard_url']} does not answer: {e}")
-        table = Table(title="Ray nodes")
-        for col in ("name", "state", "ip", "head", "resources", "labels"):
-            table.add_column(col)
+        table = make_table("Ray nodes", ("name", "state", "ip", "head", "resources", "labels"))
         for s in sorted(ray_nodes, key=lambda s: (not s.is_head_node, s.node_name)):
             res = ", ".join(
                 f"{k}={v:g}"
@@ -249,9 +249,7 @@ def _print_serve(target: local_cluster.LocalTarget) -> None:
         )
         return
     port = (details.get("http_options") or {}).get("port", local_serve.DEFAULT_PORT)
-    table = Table(title="Serve applications")
-    for col in ("name", "status", "url", "deployments"):
-        table.add_column(col)
+    table = make_table("Serve applications", ("name", "status", "url", "deployments"))
     for name, entry in sorted(apps.items()):
         deps = ", ".join(
             f"{d}: {dd.get('status', '?')} ({len(dd.get('replicas') or [])} replica(s))"

@@ -206,3 +206,24 @@ def test_renaming_the_dev_cluster_end_to_end(repo: Path) -> None:
     assert len(buckets) == 3
     for b in buckets:
         assert any(f.startswith("data loss") and "ray-gke-dev-ray-dev-" in f for f in b["flags"])
+
+
+def test_a_head_that_renders_but_check_refuses_shows_the_plan_then_exits_5(repo: Path) -> None:
+    """A quota cut renders, but leaves a job that no quota can ever admit: the plan is shown
+    (the ClusterQueue update), then the problem under ``Refused:``; --exit-code gives 5, as for
+    a side that cannot render, so the deploy gate refuses it."""
+    cut = "capacity.cluster_queues[dev].flavors[system].nominal.cpu=1"
+    env = {**os.environ, "PYTHONPATH": str(repo), "NO_COLOR": "1"}
+    args = ["diff", "--stack", "dev", "--base", "HEAD", "--exit-code", "--set", cut]
+    r = subprocess.run(
+        [sys.executable, "-m", "raygke", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert "~  kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue capacity-clusterqueue-dev" in r.stdout
+    assert "Refused: raygke check finds 1 problem in the head side" in r.stdout
+    assert "  - jobs[train-lm-l4]: can never be admitted by queue dev" in r.stdout

@@ -97,7 +97,7 @@ MISTAKES: tuple[Mistake, ...] = (
     _m(
         "max_nodes beyond GKE",
         _set("node_pools", 0, "max_nodes", value=2**31),
-        "node_pools[cpu-spot].max_nodes: Input should be less than or equal to 4000",
+        "node_pools[cpu-spot].max_nodes: must be from 1 to 4000; got 2147483648",
         {"node_pools"},
         {"node_pools"},
     ),

@@ -135,3 +135,40 @@ def test_help_wraps_docstrings_and_shows_no_type_on_flags(monkeypatch) -> None:
     )
     _, top = run("--help")
     assert "<bool>" not in top and "Show this message and exit." in top
+
+
+def test_a_narrow_console_folds_table_values_instead_of_cutting_them() -> None:
+    """Every ``raygke`` table (raygke.console.table): at 40 columns a long machine type and a
+    price fold inside their cells; no value is cut with an ellipsis."""
+    from rich.console import Console
+
+    from raygke.console import table
+
+    t = table("cost", ("pool", "machine"), ("$/month max",))
+    t.add_row("tpu-v6e-4x4-dws", "a3-highgpu-8g-and-a-long-suffix", "<= $144,431.48")
+    out = io.StringIO()
+    Console(file=out, width=40, color_system=None).print(t)
+    text = out.getvalue()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 40
+    rows = [line.split("│")[1:-1] for line in text.splitlines() if line.startswith("│")]
+    columns = ["".join(cell.strip() for cell in col) for col in zip(*rows, strict=True)]
+    assert columns == ["tpu-v6e-4x4-dws", "a3-highgpu-8g-and-a-long-suffix", "<=$144,431.48"]
+
+
+def test_piped_output_takes_its_width_from_columns_else_160() -> None:
+    """In a pipe there is no terminal to measure: COLUMNS, when set, is the width (a user's
+    ``COLUMNS=72 raygke queue | less``), else 160 (logs)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from raygke.console import console; print(console.width)"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    widths = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=e, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for e in (env, {**env, "COLUMNS": "72"})
+    ]
+    assert widths == ["160", "72"]

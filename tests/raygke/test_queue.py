@@ -75,3 +75,24 @@ def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:
     assert (change.op, change.name) == ("update", "capacity-clusterqueue-ml-batch")
     (f,) = change.fields
     assert f.path.endswith("nominalQuota") and (f.old, f.new) == ("32", "16")
+
+
+def test_queue_tries_a_set_and_gives_json() -> None:
+    """``--set`` tries a quota cut without editing the file; ``--format json`` gives the verdicts
+    as data (the never-admitted job's pod sets, its reason) and still exits 1."""
+    import json
+
+    cut = "capacity.cluster_queues[dev].flavors[system].nominal[cpu]=1"
+    r = raygke("queue", "--stack", "dev", "--set", cut, "--format", "json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    (job,) = doc["jobs"]
+    assert (job["job"], job["state"]) == ("train-lm-l4", "never")
+    assert job["reason"].startswith("pod set 'head' needs cpu 2; cluster queue dev has 1")
+    head = job["pod_sets"][0]
+    assert (head["name"], head["pods"], head["per_pod"]["cpu"]) == ("head", 1, 2.0)
+    assert head["topology"] is None
+    assert doc["not_queued"] == ["prepare-stdlib", "train-lm-jax-v5e"]
+    r = raygke("queue", "--stack", "dev", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout)["jobs"][0]["state"] == "admitted"
+    assert raygke("queue", "--stack", "dev", "--format", "xml").returncode == 2

@@ -232,7 +232,7 @@ def test_fixed_range_has_no_annotation() -> None:
         ({"min": 1, "max": 3}, "v6e", "max 3 is above the 2 slice(s) the job's node pool has"),
         ({"min": 1, "max": 2}, "v5e", "single-host v5e 2x2 pool 'v5e'"),
         ({"min": 1, "max": 2}, "l4", "node pool 'l4' is not a TPU pool"),
-        ({"min": 0, "max": 2}, "v6e", "greater than or equal to 1"),
+        ({"min": 0, "max": 2}, "v6e", "slices.min: must be from 1 to 64; got 0"),
     ],
 )
 def test_slices_refused(slices: dict[str, int], pool: str, needle: str) -> None:

@@ -276,6 +276,24 @@ def test_set_names_a_kueue_flavor_by_its_pool_as_problem_paths_do() -> None:
 
 
 @pytest.mark.parametrize(
+    "key",
+    [
+        "capacity.cluster_queues[q].flavors[tpu].nominal[google.com/tpu]",
+        "capacity.cluster_queues[q].flavors[tpu].nominal['google.com/tpu']",
+    ],
+)
+def test_set_takes_a_mapping_key_in_brackets_as_problems_print_it(key: str) -> None:
+    """``nap.resource_limits[cpu]``, as a problem prints it, and a key with dots in it, which
+    the dotted form cannot name: ``[google.com/tpu]`` sets that key of the mapping."""
+    out = apply_overrides(DATA, parse_set([f"{key}=16"]))
+    assert out["capacity"]["cluster_queues"][0]["flavors"][0]["nominal"] == {"google.com/tpu": 16}
+    limits = apply_overrides(
+        {"nap": {"resource_limits": {"cpu": 8}}}, parse_set(["nap.resource_limits[cpu]=64"])
+    )
+    assert limits == {"nap": {"resource_limits": {"cpu": 64}}}
+
+
+@pytest.mark.parametrize(
     ("key", "says"),
     [
         ("node_pools[gpu].max_nodes", "node_pools has no entry 'gpu'; its entries: cpu, tpu"),

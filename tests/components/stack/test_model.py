@@ -490,7 +490,7 @@ def test_yaml_loader_rejects_unknown_namespaces_and_conflicting_gcp_keys() -> No
 def test_bound_errors_name_the_value_and_unknown_pool_kind_says_what_exists() -> None:
     d = base()
     d["node_pools"][0]["max_nodes"] = -4
-    one_problem(d, "node_pools[cpu].max_nodes", "greater than or equal to 1; got -4")
+    one_problem(d, "node_pools[cpu].max_nodes", "must be from 1 to 4000; got -4")
     d = base()
     d["node_pools"][0]["kind"] = "cpuu"
     one_problem(d, "node_pools[cpu]: kind 'cpuu' is not a node pool kind", "tpu: or gpu: block")
@@ -679,3 +679,34 @@ def test_every_catalog_accelerator_zone_is_a_recorded_zone() -> None:
     for acc in [*catalog.TPU_GENERATIONS.values(), *catalog.GPU_TYPES.values()]:
         for z in acc.zones:
             assert catalog.zone_problem(z, z.rsplit("-", 1)[0]) is None, z
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("disk_size_gb", 10, "must be from 20 to 65536; got 10"),
+        ("max_nodes", 5000, "must be from 1 to 4000; got 5000"),
+        ("min_nodes", -1, "must be from 0 to 4000; got -1"),
+    ],
+)
+def test_an_out_of_range_number_names_both_ends_of_its_range(key: str, value: int, says: str):
+    """Not the library's one-sided ``Input should be greater than or equal to 20``: the field's
+    whole range, from its ``Field(ge=, le=)``, and the value given."""
+    d = base()
+    d["node_pools"][0][key] = value
+    one_problem(d, f"node_pools[cpu].{key}", says)
+
+
+def test_a_key_of_another_pool_kind_says_which_kinds_take_it() -> None:
+    """``gpu_networking`` on a CPU pool is no misspelling: the problem names the kind that takes
+    it; a key no kind has still asks for its spelling."""
+    d = base()
+    d["node_pools"][0]["gpu_networking"] = "auto"
+    one_problem(
+        d,
+        "node_pools[cpu].gpu_networking",
+        "'gpu_networking' is a key of gpu pools only, not of a cpu pool",
+    )
+    d = base()
+    d["node_pools"][0]["zzz"] = 1
+    one_problem(d, "node_pools[cpu].zzz", "unknown key 'zzz' (check its spelling")

@@ -181,3 +181,21 @@ def test_cli_cost_marks_the_dws_pools_and_totals_as_upper_bounds(capsys, monkeyp
     ) in out
     assert main(["cost", "--stack", "dev"]) == 0  # dev has no DWS pool: no upper bound
     assert "<=" not in capsys.readouterr().out
+
+
+def test_json_hourly_figures_are_rounded_sums_not_float_noise():
+    """Hourly sums are rounded to the node price's 5 places: 0.36804, never 0.36804000000000003."""
+    import json
+
+    pools = []
+    for i, n in enumerate((3, 7, 11)):
+        p = _pool()
+        p["name"] = f"p{i}"
+        p["autoscaling"] = {"minNodeCount": n, "maxNodeCount": n * 3}
+        pools.append({"type": "gcp:container/nodePool:NodePool", "name": p["name"], "inputs": p})
+    doc = stack_cost(pools).to_json()
+    figures = [doc["min_hourly"], doc["max_hourly"]]
+    figures += [p[k] for p in doc["pools"] for k in ("min_hourly", "max_hourly")]
+    assert all(f > 0 for f in figures)
+    for f in figures:
+        assert f == round(f, 5) and len(json.dumps(f).partition(".")[2]) <= 5, f

@@ -61,3 +61,41 @@ def test_a_side_that_fails_is_reported_with_its_label(tmp_path: Path) -> None:
         render_sides([("main (abc1234)", broken), ("working tree", ok)], "s", [None, None])
     assert str(e.value).startswith("rendering main (abc1234) failed (exit 1)")
     assert "this side does not render" in str(e.value)
+
+
+def test_the_head_sides_check_lists_what_renders_but_would_never_run() -> None:
+    """A quota cut renders (the config is valid) but leaves a job no quota can ever admit:
+    the head side's own ``raygke check --no-policy`` lists it; the stack as it is lists none."""
+    from raygke.diff.sides import check_tree
+    from tests.helpers import ROOT
+
+    cut = "capacity.cluster_queues[dev].flavors[system].nominal.cpu=1"
+    (line,) = check_tree(ROOT, "dev", [cut])
+    assert line.startswith("jobs[train-lm-l4]: can never be admitted by queue dev")
+    assert check_tree(ROOT, "dev") == []
+    assert check_tree(ROOT, "no-such-stack") == []  # no file on this side: nothing to check
+
+
+def test_a_refused_head_is_listed_after_the_plan_and_never_exits_0(monkeypatch) -> None:
+    """``raygke diff`` prints the plan, then the problems check finds in the head side under
+    ``Refused:``, and exits 1 (5 with --exit-code, as for a side that cannot render)."""
+    from typer.testing import CliRunner
+
+    import raygke.diff.sides as sides
+    from raygke.cli import app
+    from raygke.diff.compare import Plan
+
+    plan = Plan("dev", "HEAD", "working tree", [], 12, refused=["jobs[x]: can never be admitted"])
+    monkeypatch.setattr(sides, "plan_sides", lambda *a, **k: plan)
+    for args, code in (([], 1), (["--exit-code"], 5)):
+        r = CliRunner().invoke(app, ["diff", "--stack", "dev", *args], env={"NO_COLOR": "1"})
+        assert r.exit_code == code, r.output
+        assert "Resources: no changes, 12 unchanged" in r.output
+        assert "Refused: raygke check finds 1 problem in the head side" in r.output
+        assert "  - jobs[x]: can never be admitted" in r.output
+    r = CliRunner().invoke(app, ["diff", "--stack", "dev", "--format", "markdown"])
+    assert r.exit_code == 1
+    assert "🛑 **Refused: raygke check finds 1 problem" in r.output
+    assert "- jobs[x]: can never be admitted" in r.output
+    plan.refused = []
+    assert CliRunner().invoke(app, ["diff", "--stack", "dev", "--exit-code"]).exit_code == 0
