@@ -99,6 +99,7 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
     from components import catalog
     from components.kernel.problems import Problem
 
+    yield from _super_slice_jobs(cfg)
     pools = super_slicing_pools(cfg)
     if not pools:
         return
@@ -162,6 +163,53 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
             "Scheduling; use required or preferred",
             "super-slicing",
         )
+
+
+def _super_slice_jobs(cfg: StackConfig) -> Iterable[Problem]:
+    """``jobs[].super_slice`` only where it can be formed: a job with its own RayCluster
+    (``node_pool``) on a super-slicing pool, a super-slice topology (:func:`valid_topology`)
+    the catalog has for tpu7x, of no more cubes than the pool has (``max_slices``)."""
+    from components import catalog
+    from components.kernel.problems import Problem
+
+    pools = {p.name: p for p in cfg.node_pools}
+    for job in cfg.jobs:
+        if job.super_slice is None:
+            continue
+        at = f"jobs[{job.name}].super_slice"
+        pool = pools.get(job.node_pool or "")
+        why = None
+        if job.node_pool is None:
+            why = (
+                f"{job.super_slice!r} needs the job's own RayCluster: set node_pool to a "
+                "super_slicing pool (a long-lived cluster's groups are cubes)"
+            )
+        elif pool is None:
+            continue  # the undeclared pool is the resolver's problem, reported at node_pool
+        elif not getattr(pool, "super_slicing", False):
+            why = (
+                f"{job.super_slice!r} needs a super_slicing TPU7x pool; node pool "
+                f"{pool.name!r} is not one ({DOC})"
+            )
+        elif (bad := valid_topology(job.super_slice)) is not None:
+            why = bad
+        elif job.super_slice not in catalog.TPU_GENERATIONS[GENERATION].topologies:
+            whole = [
+                t for t in catalog.TPU_GENERATIONS[GENERATION].topologies if not valid_topology(t)
+            ]
+            why = (
+                f"{job.super_slice!r} is not a tpu7x topology GKE offers; super-slices: "
+                f"{', '.join(whole)}"
+            )
+        else:
+            cubes = catalog.TPU_GENERATIONS[GENERATION].topologies[job.super_slice] // 64
+            if cubes > pool.max_slices:
+                why = (
+                    f"{job.super_slice} is {cubes} cubes; node pool {pool.name!r} has "
+                    f"{pool.max_slices} (max_slices): raise it, or ask for a smaller super-slice"
+                )
+        if why:
+            yield Problem(at, f"{at}: {why}", "super-slicing")
 
 
 def _unqueued(cfg: StackConfig, pools: set[str]) -> Iterable[Problem]:

@@ -45,9 +45,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from components.nodepools.model import TpuPool
+
 if TYPE_CHECKING:
     from components.nodepools.render import NodePoolSpec
     from components.stack.model import StackConfig
+    from components.stack.resolve import Pool
 
 BLOCK = "cloud.google.com/gce-topology-block"
 SUBBLOCK = "cloud.google.com/gce-topology-subblock"
@@ -149,43 +152,46 @@ def topology_objects(flavors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def annotate_worker_groups(
-    cfg: StackConfig, cluster_spec: dict[str, Any], pools: Mapping[str, str]
+    cfg: StackConfig, cluster_spec: dict[str, Any], pools: Mapping[str, Pool]
 ) -> None:
     """Add :func:`podset_topology` to each worker group of a queued RayJob's ``rayClusterSpec``
-    or a queued RayCluster's ``spec`` (in place): ``pools`` maps group name -> config pool; the
-    pod count is ``maxReplicas x numOfHosts`` (the most the group holds at once)."""
+    or a queued RayCluster's ``spec`` (in place): ``pools`` maps group name -> the resolved pool
+    it renders from (a super-slice job's stitched pool, :meth:`TpuPool.stitched`); the pod
+    count is ``maxReplicas x numOfHosts`` (the most the group holds at once)."""
     from components.nodepools.render import specs_for_pool
 
     for g in cluster_spec.get("workerGroupSpecs") or []:
         pool = pools.get(g["groupName"])
-        specs = specs_for_pool(cfg, pool) if pool else []
+        specs = specs_for_pool(cfg, pool.name) if pool is not None else []
         if not specs:
             continue
         hosts = int(g.get("numOfHosts") or 1)
         pods = int(g.get("maxReplicas") or g.get("replicas") or 1) * hosts
         extra = podset_topology(specs[0], pods, cfg.capacity.topology)
-        if extra and specs[0].super_slicing:
-            extra.update(superslice_annotations(specs[0], hosts))
+        if extra and specs[0].super_slicing and isinstance(pool, TpuPool):
+            extra.update(superslice_annotations(pool.slice.topology))
         if extra:
             meta = g["template"].setdefault("metadata", {})
             meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
 
 
-def superslice_annotations(spec: NodePoolSpec, hosts: int) -> dict[str, str]:
+def superslice_annotations(topology: str) -> dict[str, str]:
     """The pod template annotations of a worker group on a super-slicing pool whose replicas
-    are slices of ``hosts`` pods: the slice topology GKE's slice controller forms
-    (``cloud.google.com/gke-tpu-slice-topology``), and each replica's pods in one cube
-    (``kueue.x-k8s.io/podset-slice-required-topology`` at the cube level with
-    ``kueue.x-k8s.io/podset-slice-size`` = hosts: a slice size needs the slice topology and is
-    1 to the pod count, v0.19.2 ``tas_validation.go`` ``ValidateTASPodSetRequest``,
-    ``validateSliceSizeAnnotation``)."""
+    are ``topology`` slices (a cube, ``4x4x4``, or a super-slice of several, ``4x4x8``): the
+    slice topology GKE's slice controller forms (``cloud.google.com/gke-tpu-slice-topology``),
+    and each cube's 16 pods in one cube (``kueue.x-k8s.io/podset-slice-required-topology`` at
+    the cube level with ``kueue.x-k8s.io/podset-slice-size`` = 16, the hosts of a cube; a
+    replica of several cubes is several such slices, its whole pod set in one block by the
+    required topology). A slice size needs the slice topology and is 1 to the pod count (v0.19.2
+    ``tas_validation.go`` ``ValidateTASPodSetRequest``, ``validateSliceSizeAnnotation``; GKE's
+    ``ai-ml/gke-tpu-dynamic-slicing/big-super-slice.yaml``, xpk ``core/scheduling.py``
+    ``create_tpu_slice_topology_annotation``)."""
     from components.capacity import superslice
 
-    topology = spec.labels.get("cloud.google.com/gke-tpu-topology", superslice.CUBE)
     return {
         superslice.SLICE_TOPOLOGY_ANNOTATION: topology,
         SLICE_REQUIRED: superslice.PARTITION_LABEL,
-        SLICE_SIZE: str(hosts),
+        SLICE_SIZE: str(superslice.CUBE_HOSTS),
     }
 
 

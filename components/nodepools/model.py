@@ -256,6 +256,31 @@ class TpuPool(_PoolBase):
     def slice(self) -> catalog.TpuSlice:
         return self.tpu.slice
 
+    def stitched(self, topology: str) -> TpuPool | None:
+        """This super-slicing pool as a job spanning super-slices of ``topology`` sees it: each
+        slice a ``topology`` TPU7x slice stitched from ``chips / 64`` of the pool's 4x4x4 cubes,
+        ``max_slices`` (and ``min_slices``) the whole super-slices its cubes make. None when the
+        pool is not super-slicing, ``topology`` is no tpu7x topology of the catalog or is not a
+        whole number of cubes, or the pool has too few cubes; ``jobs[].super_slice``'s rule
+        (:func:`components.capacity.superslice.problems`) reports those. The one slice every
+        render of the job derives from (numOfHosts, the TPU env, ScalingConfig, the slice
+        annotation), as a pool's own slice is (docs/design: one source of truth per slice)."""
+        gen = self.tpu.generation
+        if not self.super_slicing or topology not in catalog.TPU_GENERATIONS[gen].topologies:
+            return None
+        cube = self.slice.chips
+        chips = catalog.TPU_GENERATIONS[gen].topologies[topology]
+        if chips % cube or chips // cube > self.max_slices:
+            return None
+        cubes = chips // cube
+        return self.model_copy(
+            update={
+                "tpu": self.tpu.model_copy(update={"topology": topology}),
+                "max_slices": self.max_slices // cubes,
+                "min_slices": self.min_slices // cubes,
+            }
+        )
+
     @property
     def machine_type(self) -> str:
         return self.slice.machine_type

@@ -230,6 +230,10 @@ def worker_group_spec(
             ports=[{"name": n, "containerPort": p} for n, p in ports.items()],
         )
         node_selector = dict(s.node_labels)
+        if pool.super_slicing:  # the slice controller picks the cubes: the accelerator only,
+            # as the flavor (components.capacity.render) and GKE's samples select; the cubes'
+            # nodes carry 4x4x4, a stitched slice's pods ask for its own topology by annotation
+            node_selector = {catalog.TPU_ACCELERATOR_LABEL: s.generation.gke_accelerator}
         tolerations = [s.taint.toleration()]
     elif isinstance(pool, GpuPool):
         g = pool.gpu
@@ -371,7 +375,7 @@ def ray_cluster_manifest(
         from components.capacity.topology import annotate_worker_groups
 
         annotate_worker_groups(
-            cfg, manifest["spec"], {g.name: g.node_pool for g in rc.worker_groups}
+            cfg, manifest["spec"], {g.name: p.group(rc, g).pool for g in rc.worker_groups}
         )
     if rc.upgrade_strategy is not None:  # KubeRay v1.7.0 RayClusterUpgradeStrategy
         manifest["spec"]["upgradeStrategy"] = {"type": rc.upgrade_strategy}

@@ -304,6 +304,10 @@ def resolve_job(cfg: StackConfig, job: JobConfig) -> JobTarget:
     where = f"jobs[{job.name}]"
     if job.node_pool:
         pool = resolve_pool(cfg, job.node_pool, f"{where}.node_pool")
+        if job.super_slice and isinstance(pool, TpuPool):
+            # the job's replicas are super-slices of the pool's cubes: every render reads this
+            # one slice (an impossible one is the rule's problem: the pool stays as it is)
+            pool = pool.stitched(job.super_slice) or pool
         group = own_cluster_group(pool)
         return JobTarget(job, None, group, pool, pool_capacity(pool), job.service_account)
     if not job.cluster:

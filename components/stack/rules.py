@@ -495,7 +495,7 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
-    _rule(super_slicing_supported, "node_pools", "cluster", "capacity"),
+    _rule(super_slicing_supported, "node_pools", "cluster", "capacity", "jobs"),
     _rule(
         fuse_caches_fit_boot_disks,
         "buckets",

@@ -367,6 +367,9 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         if out is not None:
             yield out
         return
+    if schema == "jobs[].super_slice" and value is None:  # both cubes of the pool as one slice
+        yield _set(data, path, "4x4x8")
+        return
     if schema == "jobs[].slices" and value is None:  # a TPU job on 1 slice, or elastic 1-2
         yield _set(data, path, {"min": 1, "max": 1})
         yield _set(data, path, {"min": 1, "max": 2})
@@ -763,6 +766,27 @@ def _with_multi_host_tpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def _with_super_slice_job(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with the pool of its first queued job on a two-slice TPU pool made a TPU7x
+    super-slicing pool of two cubes (:func:`_super_slicing_pool`), the job at fixed slices:
+    ``jobs[].super_slice`` only acts on a job with its own RayCluster on such a pool
+    (components/capacity/superslice.py), which neither shipped stack has (Pulumi.scale.yaml
+    does; its renders are checked in tests/raygke/test_synth_scale.py). None: no such job."""
+    pools = {p["name"]: i for i, p in enumerate(data.get("node_pools", []))}
+    for job in data.get("jobs", []):
+        i = pools.get(job.get("node_pool"))
+        pool = data["node_pools"][i] if i is not None else {}
+        if job.get("queue") and "tpu" in pool and pool.get("max_slices", 1) >= 2:
+            out = _super_slicing_pool(data, ("node_pools", i))
+            if out is None:
+                continue
+            for j in out["jobs"]:
+                if j["name"] == job["name"]:
+                    j.pop("slices", None)
+            return out
+    return None
+
+
 def _unqueued_jobs(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with its jobs out of Kueue: Kueue owns a queued RayJob's ``suspend`` and requires
     ``shutdownAfterJobFinishes`` (components/capacity/rules.py), so those keys only act on a job
@@ -819,6 +843,7 @@ NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "jobs[].shutdown_after_job_finishes": _unqueued_jobs,
     "ray.images.gpu-tf": _with_tf_gpu_job,
     "jobs[].slices": _with_multi_host_tpu_job,
+    "jobs[].super_slice": _with_super_slice_job,
 }
 
 # Schema paths with one valid value only (nothing to change them to): path -> why.

@@ -142,3 +142,22 @@ def test_scale_queue_names_the_topology_level_each_job_gets():
             "required block, slices of 16 per gke-tpu-partition-4x4x4-id",
         ),
     }
+
+
+def test_scale_trains_on_one_super_slice_of_both_cubes():
+    """The ironwood job's ``super_slice: 4x4x8``: one worker-group replica of 32 hosts whose pods
+    ask GKE's slice controller for a 4x4x8 slice (both cubes on one ICI domain), not two
+    4x4x4 slices over DCN."""
+    from components.raycrs.render import render_manifests
+    from tests.helpers import WORKING_DIR
+
+    cfg = stack("scale")
+    (job,) = [
+        m
+        for m in render_manifests(cfg, WORKING_DIR)
+        if m["kind"] == "RayJob" and m["metadata"]["name"] == "train-lm-jax-ironwood"
+    ]
+    (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert (group["replicas"], group["numOfHosts"]) == (1, 32)
+    ann = group["template"]["metadata"]["annotations"]
+    assert ann["cloud.google.com/gke-tpu-slice-topology"] == "4x4x8"

@@ -168,3 +168,65 @@ def test_an_unqueued_job_on_a_super_slicing_pool_is_refused():
     found = [p for p in e.value.problems if p.rule == "super-slicing"]
     assert [p.path for p in found] == ["jobs[pretrain].queue"]
     assert "no queue" in found[0]
+
+
+def _group_and_scaling(data: dict) -> tuple[dict, dict]:
+    import json
+
+    cfg = validate(data)
+    (job,) = [m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayJob"]
+    (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    args = json.loads(job["spec"]["entrypoint"].split("--config-json ", 1)[1].strip("'"))
+    return group, args["scaling"]
+
+
+def test_a_super_slice_job_spans_both_cubes_as_one_slice_from_one_source():
+    """``super_slice: 4x4x8``: one replica of 32 hosts on one ICI domain; the worker group, its
+    TPU env, the slice annotation and Ray Train's ScalingConfig all come from the stitched slice
+    (numOfHosts 32, v7x-256, 4x4x8), each cube's 16 pods kept in one cube by Kueue, the pods
+    selecting the accelerator only (the cubes' nodes are labelled 4x4x4)."""
+    data = _data()
+    data["jobs"][0]["super_slice"] = "4x4x8"
+    group, scaling = _group_and_scaling(data)
+    assert (group["replicas"], group["maxReplicas"], group["numOfHosts"]) == (1, 1, 32)
+    env = {e["name"]: e["value"] for e in group["template"]["spec"]["containers"][0]["env"]}
+    assert (env["TPU_TOPOLOGY"], env["TPU_ACCELERATOR_TYPE"]) == ("4x4x8", "v7x-256")
+    assert "MEGASCALE_PORT" not in env  # one slice: no Multislice over DCN
+    ann = group["template"]["metadata"]["annotations"]
+    assert ann[superslice.SLICE_TOPOLOGY_ANNOTATION] == "4x4x8"
+    assert (ann[REQUIRED], ann[SLICE_REQUIRED], ann[SLICE_SIZE]) == (
+        BLOCK,
+        superslice.PARTITION_LABEL,
+        "16",
+    )
+    assert group["template"]["spec"]["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x"
+    }
+    assert (scaling["num_workers"], scaling["topology"]) == (32, "4x4x8")
+    # unset: each replica is one cube, a Multislice of two over DCN
+    group, scaling = _group_and_scaling(_data())
+    assert (group["replicas"], group["numOfHosts"]) == (2, 16)
+    assert group["template"]["metadata"]["annotations"][SLICE_SIZE] == "16"
+    assert (scaling["num_workers"], scaling["topology"]) == (32, "4x4x4")
+
+
+@pytest.mark.parametrize(
+    ("job", "pool", "words"),
+    [
+        ({"super_slice": "4x8x8"}, POOL, "4x8x8 is 4 cubes; node pool 'ironwood' has 2"),
+        ({"super_slice": "8x4x4"}, POOL, "'8x4x4' is not 4i x 4j x 4k with i <= j <= k"),
+        ({"super_slice": "2x2x4"}, POOL, "'2x2x4' is not 4i x 4j x 4k"),
+        (
+            {"super_slice": "4x4x8"},
+            {**POOL, "super_slicing": False, "provisioning": "on-demand", "reservation": None},
+            "needs a super_slicing TPU7x pool; node pool 'ironwood' is not one",
+        ),
+    ],
+)
+def test_a_super_slice_the_pool_cannot_form_is_refused_at_the_job(job, pool, words):
+    data = _data(pool)
+    data["jobs"][0].update(job)
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    found = [p for p in e.value.problems if p.path == "jobs[pretrain].super_slice"]
+    assert len(found) == 1 and words in found[0], e.value.problems
