@@ -13,7 +13,9 @@ Facts used here, each with its source:
 * **Daily window**: ``maintenancePolicy.dailyMaintenanceWindow.startTime`` opens a 4-hour block
   every day ("Non-emergency maintenance will occur in the 4 hour block starting at the specified
   time", gcloud ``container clusters update --maintenance-window``,
-  https://cloud.google.com/sdk/gcloud/reference/container/clusters/update). :data:`WINDOW_SECONDS`.
+  https://cloud.google.com/sdk/gcloud/reference/container/clusters/update); GKE counts only
+  contiguous windows of at least four hours (https://cloud.google.com/kubernetes-engine/docs/how-to/maintenance-windows-and-exclusions,
+  "Considerations when configuring a maintenance window"). :data:`WINDOW_SECONDS`.
 * **Scopes** (``MaintenanceExclusionOptions.Scope``, GKE API v1,
   https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope):
   ``NO_UPGRADES`` excludes every upgrade (control plane and nodes, patch and minor);

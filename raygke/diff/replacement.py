@@ -189,7 +189,10 @@ RULES: dict[str, TypeRule] = {
         TF + "compute/resource_compute_subnetwork.go",
     ),
     "gcp:compute/firewall:Firewall": TypeRule(
-        _f("name", "project", "network", "direction"), TF + "compute/resource_compute_firewall.go"
+        # not network: the provider PATCHes it in place (resourceComputeFirewallUpdate sends
+        # "network"; the schema's network has no ForceNew, read 2026-12-04 on main)
+        _f("name", "project", "direction"),
+        TF + "compute/resource_compute_firewall.go",
     ),
     "gcp:compute/router:Router": TypeRule(
         _f("name", "project", "network", "region"), TF + "compute/resource_compute_router.go"

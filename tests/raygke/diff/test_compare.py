@@ -459,3 +459,24 @@ def test_a_removed_node_exclusion_is_flagged_as_letting_upgrades_drain_nodes_aga
     (flag,) = changed.flags
     assert "NO_MINOR_OR_NODE_UPGRADES" in flag and "-> NO_MINOR_UPGRADES" in flag
     assert "drain nodes again" in flag
+
+
+def test_a_firewall_moves_network_in_place_and_is_replaced_for_its_direction() -> None:
+    """terraform-provider-google's Firewall: ``network`` has no ForceNew (the update PATCHes
+    it), ``direction`` and ``name`` have; a Network's ``networkProfile`` is set at creation only."""
+    fw = {
+        "type": "gcp:compute/firewall:Firewall",
+        "name": "fw",
+        "urn": "urn:fw",
+        "parent": None,
+        "inputs": {"name": "allow-internal", "network": "vpc-a", "direction": "INGRESS"},
+        "options": {**_pool()["options"], "delete_before_replace": False},
+    }
+    (moved,) = compare([fw], [_edit(fw, inputs__network="vpc-b")], "scale").changes
+    assert moved.op == "update"
+    (turned,) = compare([fw], [_edit(fw, inputs__direction="EGRESS")], "scale").changes
+    assert turned.op == "replace" and turned.reasons == ["direction (direction: ForceNew)"]
+    net = {**fw, "type": "gcp:compute/network:Network", "name": "rdma", "inputs": {"name": "r"}}
+    profiled = _edit(net, inputs__networkProfile="projects/p/global/networkProfiles/x-vpc-roce")
+    (change,) = compare([net], [profiled], "scale").changes
+    assert change.op == "replace"
