@@ -47,6 +47,15 @@ class Problem(str):
             the file cannot be walked by :attr:`path` (a key given twice: the YAML is not
             loadable, so ``raygke check --format json|github`` takes the position from here);
             None otherwise (the position is found from :attr:`path`, :mod:`raygke.report`).
+        object_field: the field of a *rendered object* it is about, a dotted path into the
+            object (``spec.rayClusterSpec.workerGroupSpecs[1].replicas``), given by the checks of
+            rendered objects (the CRD schema check, :func:`components.kernel.crdschema.validate_object`;
+            the KubeRay operator rules, :mod:`components.raycrs.operator`; the feature-gate check,
+            :func:`components.raycrs.gates.gate_problems`), so that
+            :func:`components.stack.checks.check_manifests` finds the stack entry (the worker
+            group) from the data, never from the words; ``""`` otherwise. It is not :attr:`path`:
+            ``path`` is a field of the *stack file* (``--format github`` walks the file by it),
+            and the object's field stays apart until the runner sets the stack's.
     """
 
     path: str
@@ -54,6 +63,7 @@ class Problem(str):
     severity: str
     line: int | None
     column: int | None
+    object_field: str
 
     def __new__(
         cls,
@@ -64,6 +74,7 @@ class Problem(str):
         *,
         line: int | None = None,
         column: int | None = None,
+        object_field: str = "",
     ) -> Problem:
         if severity not in SEVERITIES:
             raise ValueError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
@@ -73,16 +84,29 @@ class Problem(str):
         object.__setattr__(self, "severity", severity)
         object.__setattr__(self, "line", line)
         object.__setattr__(self, "column", column)
+        object.__setattr__(self, "object_field", object_field)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Problem is immutable")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.path, self.message, self.rule, self.severity, self.position))
+        return (
+            _rebuild,
+            (
+                self.path,
+                self.message,
+                self.rule,
+                self.severity,
+                self.position,
+                self.object_field,
+            ),
+        )
 
     def __repr__(self) -> str:
         at = f", line={self.line!r}, column={self.column!r}" if self.line is not None else ""
+        if self.object_field:
+            at += f", object_field={self.object_field!r}"
         return (
             f"Problem(path={self.path!r}, message={self.message!r}, rule={self.rule!r}, "
             f"severity={self.severity!r}{at})"
@@ -95,9 +119,11 @@ class Problem(str):
             return None
         return self.line, self.column or 1
 
-    def _replace(self, **changes: Any) -> Problem:
+    def changed(self, **changes: Any) -> Problem:
+        """This problem with the attributes ``changes`` names (``message``, ``path``, ...) set."""
         fields = {"path": self.path, "message": self.message, "rule": self.rule}
         fields |= {"severity": self.severity, "line": self.line, "column": self.column}
+        fields |= {"object_field": self.object_field}
         fields |= changes
         message = fields.pop("message")
         return Problem(fields.pop("path"), message, **fields)
@@ -109,11 +135,11 @@ class Problem(str):
 
     def with_rule(self, rule: str) -> Problem:
         """This problem with ``rule`` set when it has none."""
-        return self if self.rule or not rule else self._replace(rule=rule)
+        return self if self.rule or not rule else self.changed(rule=rule)
 
     def with_path(self, path: str) -> Problem:
         """This problem with ``path`` set when it has none."""
-        return self if self.path or not path else self._replace(path=path)
+        return self if self.path or not path else self.changed(path=path)
 
     def as_dict(self) -> dict[str, Any]:
         """``{"path", "message", "rule", "severity"}`` (``--format json`` adds the position)."""
@@ -151,38 +177,31 @@ def path_colon(path: str, message: str) -> str:
     return f"{m.group(1)}: {message[m.end() :]}"
 
 
-class FieldLine(str):
-    """A checker's line about one field of a rendered object, carrying that field: ``field`` is
-    its dotted path in the object (``spec.rayClusterSpec.workerGroupSpecs[1].replicas``), as the
-    CRD schema check (:func:`components.raycrs.crd.validate_manifest`, from jsonschema's error
-    path), the KubeRay operator rules (:mod:`components.raycrs.operator`, each rule giving the
-    field it checked) and the feature-gate check (:func:`components.raycrs.gates.gate_problems`)
-    know it, so :func:`components.stack.checks.check_manifests` finds the stack entry (the worker
-    group) from the data, not from the line's words. A ``str`` like the plain lines other
-    checkers give."""
-
-    field: str
-
-    def __new__(cls, line: str, field: str) -> FieldLine:
-        self = super().__new__(cls, line)
-        self.field = field
-        return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FieldLine, (str(self), self.field))
-
-
 def _rebuild(
-    path: str, message: str, rule: str, severity: str, position: tuple[int, int] | None
+    path: str,
+    message: str,
+    rule: str,
+    severity: str,
+    position: tuple[int, int] | None,
+    object_field: str = "",
 ) -> Problem:
     """Unpickling (:meth:`Problem.__reduce__`)."""
     line, column = position or (None, None)
-    return Problem(path, message, rule, severity, line=line, column=column)
+    return Problem(
+        path, message, rule, severity, line=line, column=column, object_field=object_field
+    )
 
 
 def at(path: str, message: str, rule: str = "") -> Problem:
     """A problem of ``path`` whose printed line is ``message`` (the rule id set by the runner)."""
     return Problem(path, message, rule)
+
+
+def in_object(object_field: str, message: str, rule: str = "", severity: str = "error") -> Problem:
+    """A problem a check of a rendered object found at ``object_field`` (a path into the object,
+    :attr:`Problem.object_field`), printed ``message``; its stack :attr:`~Problem.path` is set by
+    the runner (:func:`components.stack.checks.check_manifests`)."""
+    return Problem("", message, rule, severity, object_field=object_field)
 
 
 def field_line(path: str, text: str, rule: str = "") -> Problem:
@@ -221,7 +240,7 @@ class Rule:
     * the KubeRay operator rules (:mod:`components.raycrs.operator`, built as
       ``Rule(check, kinds, since)``): ``kinds``, the custom-resource kinds it applies to;
       ``since``, the first carried KubeRay version with it; ``check(view)`` returns
-      :class:`FieldLine` lines (each with the object field it is about);
+      Problems made by :func:`in_object` (each with the object field it is about);
     * the policy pack's secure-default rules (:data:`components.security.policy.RULES`):
       ``rule_id`` (the policy name, ``bucket-cmek``), ``description``, ``kind`` (``resource``:
       ``check(Resource) -> messages``; ``stack``: ``check(resources) -> (name, message)``) and
