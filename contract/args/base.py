@@ -36,11 +36,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
+from contract.errors import ConfigurationError
+
 # Largest integer argument: exact in JSON (IEEE double) and in every framework's int64.
 MAX_INT = 2**53
 
 
-class ArgError(ValueError):
+class ArgError(ConfigurationError):
     """Workload arguments that do not fit the workload's dataclass. ``problems`` holds one
     readable line per problem (field named, value shown, what is allowed); ``str()`` joins
     them with ``"; "``."""
