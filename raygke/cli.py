@@ -157,15 +157,13 @@ def check(
     from components.kernel.problems import Problem, problems_of
     from components.network.access import reachability_problems
 
-    warnings = problems_of(image_warnings(cfg.ray.images), "ray.images", "image-pinned")
+    warnings = image_warnings(cfg.ray.images)
     warnings += maintenance_warnings(cfg)
     warnings += list(multi_node_jobs_without_gpu_networking(cfg))
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
-    problems: list[Problem] = problems_of(
-        reachability_problems(cfg.cluster.dns_endpoint, cfg.network.master_authorized_networks),
-        "network",
-        "reachability",
+    problems: list[Problem] = reachability_problems(
+        cfg.cluster.dns_endpoint, cfg.network.master_authorized_networks
     )
     skipped: list[str] = []  # what this run did not check, said on the ok line
     if not render:

@@ -51,7 +51,7 @@ from typing import Any
 from components.computeclass.checks import compute_class_problems
 from components.images.checks import dependency_problems
 from components.kernel.crdschema import NOTE_RULE, problems_with_notes
-from components.kernel.problems import Problem, at, problems_of
+from components.kernel.problems import Problem, at
 from components.kuberay.namespace import namespace_manifest, namespace_objects, resource_quota
 from components.nodepools.render import (
     node_pool_specs,
@@ -405,8 +405,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     from contract.args.base import ArgError
 
     problems = workload_problems(cfg) + placement_problems(cfg)
-    problems += problems_of(dependency_problems(cfg), "", "image-dependencies")
-    problems += problems_of(name_problems(cfg), "", "names")
+    problems += dependency_problems(cfg) + name_problems(cfg)
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, sha))
@@ -432,8 +431,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     )
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
-    iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
-    problems += problems_of(iam, "workload_identities", "iam")
+    problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     # GPU networking's objects too: the installers' exemption is narrow (security/rules.py).
     from components.gpunet.render import gpunet_objects
 
