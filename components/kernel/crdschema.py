@@ -375,15 +375,15 @@ def problems_with_notes(problems: Iterable[Problem], path: str, rule: str) -> li
     return [p.with_path(path).with_rule(rule) for p in problems]
 
 
-def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[str]:
+def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[Problem]:
     """Why ``schema`` is not a structural schema (the API server refuses such a CRD in
     apiextensions.k8s.io/v1: "Specifying a structural schema" on the CRD page above): a node
     without ``type`` (unless ``x-kubernetes-int-or-string`` or
     ``x-kubernetes-preserve-unknown-fields``), ``properties`` beside ``additionalProperties``,
     ``type`` / ``default`` / ``nullable`` inside ``allOf`` / ``anyOf`` / ``oneOf`` / ``not``
     (int-or-string's own ``anyOf`` aside), ``metadata`` restricting more than ``name`` and
-    ``generateName``. Empty when structural."""
-    out: list[str] = []
+    ``generateName``. Empty when structural. Problems of the CRD, not of a stack (no path)."""
+    out: list[Problem] = []
     if not isinstance(schema, dict):
         return out
     here = path or "<root>"
@@ -391,9 +391,9 @@ def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[
         schema.get("x-kubernetes-int-or-string")
         or schema.get("x-kubernetes-preserve-unknown-fields")
     ):
-        out.append(f"{here}: no type")
+        out.append(Problem("", f"{here}: no type"))
     if "properties" in schema and "additionalProperties" in schema:
-        out.append(f"{here}: properties and additionalProperties together")
+        out.append(Problem("", f"{here}: properties and additionalProperties together"))
     for junction in ("allOf", "anyOf", "oneOf", "not"):
         parts = schema.get(junction)
         parts = [parts] if isinstance(parts, dict) else parts or []
@@ -402,12 +402,18 @@ def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[
         for part in parts:
             bad = {"type", "default", "nullable"} & set(part) if isinstance(part, dict) else set()
             if bad:
-                out.append(f"{here}.{junction}: {', '.join(sorted(bad))} inside {junction}")
+                out.append(
+                    Problem("", f"{here}.{junction}: {', '.join(sorted(bad))} inside {junction}")
+                )
     props = schema.get("properties") or {}
     if root and isinstance(props.get("metadata"), dict):
         extra = set(props["metadata"].get("properties") or {}) - {"name", "generateName"}
         if extra:
-            out.append(f".metadata: restricts {', '.join(sorted(extra))} (only name, generateName)")
+            out.append(
+                Problem(
+                    "", f".metadata: restricts {', '.join(sorted(extra))} (only name, generateName)"
+                )
+            )
     for key, sub in props.items():
         if not (root and key == "metadata"):
             out += structural_problems(sub, f"{path}.{key}", False)
