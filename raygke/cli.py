@@ -154,7 +154,7 @@ def check(
     from components.cluster.maintenance import maintenance_warnings
     from components.gpunet.rules import multi_node_jobs_without_gpu_networking
     from components.images.checks import image_warnings
-    from components.kernel.problems import Problem, problems_of
+    from components.kernel.problems import Problem
     from components.network.access import reachability_problems
 
     warnings = image_warnings(cfg.ray.images)
@@ -196,7 +196,7 @@ def check(
 
                 with working(f"rendering {path.name} under mocks for the policy rules"):
                     found = raygke.synth.policy_problems(path, choice.name)
-                problems = problems_of(found, "", "policy")
+                problems = found
     if fmt != "text":
         from raygke.report import render
 

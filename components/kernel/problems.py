@@ -211,8 +211,9 @@ def field_line(path: str, text: str, rule: str = "") -> Problem:
 
 def problem_of(item: Problem | str, path: str = "", rule: str = "") -> Problem:
     """``item`` as a :class:`Problem`: a Problem keeps its own path (its rule filled when unset);
-    a plain line (a producer not yet giving paths, e.g. a rule added in the old style) gets
-    ``path`` — the block its producer checks — and ``rule``."""
+    a plain line gets ``path`` and ``rule``. Checkers yield Problems (tests/test_checker_shape.py);
+    this is for what takes lines from outside them: :class:`components.kernel.base.ConfigError`
+    (a validator's message) and :func:`raygke.report.records`."""
     if isinstance(item, Problem):
         return item.with_path(path).with_rule(rule)
     return Problem(path, str(item), rule)
@@ -294,10 +295,11 @@ class Rule:
         return None
 
     def problems(self, *args: Any) -> list[Problem]:
-        """Run the check on ``args``; every result a :class:`Problem` carrying this rule's id
-        (a plain line gets :attr:`path`, or the one of ``needs`` when there is one)."""
+        """Run the check on ``args``: its Problems, each carrying this rule's id where it has
+        none (and :attr:`path`, or the one of ``needs`` when there is one, where it has no
+        path)."""
         default = self.path or (next(iter(self.needs)) if len(self.needs) == 1 else "")
-        return problems_of(self.check(*args) or (), default, self.id)
+        return [p.with_path(default).with_rule(self.id) for p in self.check(*args) or ()]
 
 
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
