@@ -70,8 +70,8 @@ def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> 
     on create (:func:`components.kernel.crdschema.validate_object`: unknown (pruned) fields,
     defaults, the schema, ``metadata``, list types and the CRDs' CEL rules - ClusterQueue's
     "borrowingLimit must be nil when cohort is empty", ResourceFlavor's toleration rules, ...).
-    One line each, ``<Kind> <name>: <path>: <why>``; a CEL rule not evaluated is a
-    :class:`~components.kernel.crdschema.NoteLine`."""
+    One Problem each, ``<Kind> <name>: <path>: <why>``; a CEL rule not evaluated is a ``warning``
+    of rule :data:`~components.kernel.crdschema.NOTE_RULE`."""
     from components.kernel.crdschema import validate_object
 
     out: list[Problem] = []
