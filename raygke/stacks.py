@@ -251,14 +251,14 @@ def _bad_set(e: Exception) -> NoReturn:
 def _environments(path: Path) -> tuple[str, ...]:
     """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
     says what is wrong with the file)."""
-    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.base import ConfigError  # StackFileError is one
     from components.stack.loader import stack_environments
 
     try:
         text = path.read_text(encoding="utf-8")
         # the YAML is read a second time only where it can name an environment
         return stack_environments(text, str(path)) if "environment" in text else ()
-    except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
+    except (ConfigError, OSError, UnicodeDecodeError):
         return ()
 
 
@@ -268,7 +268,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     does. Nothing stands in for values a Pulumi ESC ``environment:`` provides (a render needs
     real ones): when the file imports one and required keys are missing, a note says to give
     them with ``--set`` before the problems are printed (exit 1)."""
-    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.base import ConfigError  # StackFileError is one
     from components.stack.loader import required_keys, stack_data_from_yaml
 
     overrides = parse_sets_or_exit(sets)
@@ -276,7 +276,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     if envs:
         try:
             data = stack_data_from_yaml(path.read_text(encoding="utf-8"), str(path))
-        except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
+        except (ConfigError, OSError, UnicodeDecodeError):
             data = {}  # load_or_exit below says what is wrong with the file
         top = {re.split(r"[.\[]", k, maxsplit=1)[0] for k in overrides}
         missing = [k for k in required_keys() if k not in data and k not in top]
