@@ -244,7 +244,8 @@ class Rule:
       Problems made by :func:`in_object` (each with the object field it is about);
     * the policy pack's secure-default rules (:data:`components.security.policy.RULES`):
       ``rule_id`` (the policy name, ``bucket-cmek``), ``description``, ``kind`` (``resource``:
-      ``check(Resource) -> messages``; ``stack``: ``check(resources) -> (name, message)``) and
+      ``check(Resource) -> Problems``; ``stack``: ``check(resources) -> Violations``, each a
+      Problem and the resource it is about) and
       ``scope`` (``gcp`` or ``kubernetes``).
 
     Attributes:
@@ -256,7 +257,7 @@ class Rule:
         description: what it enforces, in words; default the name with spaces.
         kind: ``resource`` or ``stack`` (policy rules).
         scope: ``gcp`` or ``kubernetes`` (policy rules).
-        path: the stack field a plain line of the check is about (default: its one ``needs``).
+        path: the stack field its Problems that have none get (default: its one ``needs``).
     """
 
     check: Callable[..., Any]
