@@ -2,7 +2,8 @@
 :class:`~components.kernel.problems.Problem` (the policy pack's violations are made from
 Problems): no ``FieldLine``, no checker returning ``list[str]`` or ``str | None``.
 
-The walk reads the source (AST) of every module of ``components/``, ``raygke/`` and ``policy/``:
+The walk reads the source (AST) of every module of ``components/``, ``contract/``, ``raygke/``,
+``policy/`` and ``workloads/``:
 
 * a *checker* is a function named ``check_*``, ``*_problems`` or ``*_warnings`` (what the
   project calls its checks), and every check registered in a rules table (the stack's
@@ -12,10 +13,9 @@ The walk reads the source (AST) of every module of ``components/``, ``raygke/`` 
   refusal (``raygke.local.jobs.check_overrides``) yields nothing and passes;
 * no class or name ``FieldLine`` / ``NoteLine`` is left.
 
-``contract/`` and ``components/catalog/`` sit below ``components/kernel`` (tests/test_imports.py
-FLOORS); ``Problem`` lives in ``contract/problems.py`` so that they can make Problems too (the
-workloads' argument checks do). The checks there that still return another shape are listed in
-:data:`BELOW_KERNEL`, each with what it returns, so a new one is seen.
+``Problem`` lives in ``contract/problems.py`` (standard library only, the lowest floor of
+tests/test_imports.py FLOORS), so every floor can make one: the workloads' argument checks and
+the serving fit check do.
 """
 
 from __future__ import annotations
@@ -27,14 +27,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WALKED = ("components", "raygke", "policy")
+WALKED = ("components", "contract", "raygke", "policy", "workloads")
 CHECKER = re.compile(r"^check_|_problems$|_warnings$")
 GONE = {"FieldLine", "NoteLine"}
-# Checks below components/kernel that return another shape: (module, function) -> what it
-# returns instead, the caller making the Problem.
-BELOW_KERNEL = {
-    ("contract/serve_fit.py", "fit_problems"): "(field, value, allowed) triples",
-}
 # Parts of the one CRD checker (components/kernel/crdschema.py validate_object), each giving
 # (object path, why) pairs that validate_object makes Problems of, with the object's name.
 CRD_PARTS = {
@@ -106,20 +101,6 @@ def test_every_registered_check_yields_problems() -> None:
         if not _shape_ok(str(inspect.signature(c).return_annotation))
     ]
     assert wrong == []
-
-
-def test_below_kernel_checks_are_the_listed_ones() -> None:
-    """The checks of the floors below the kernel, which cannot import Problem, are exactly
-    :data:`BELOW_KERNEL` (a new one is seen here and must be listed, or made in a floor that
-    can give Problems)."""
-    found = set()
-    for folder in ("contract", "components/catalog"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            where = str(path.relative_to(ROOT))
-            for line in wrong_shapes(path.read_text(encoding="utf-8"), where):
-                name = line.split("checker ", 1)[1].split(" ", 1)[0]
-                found.add((where, name))
-    assert found == set(BELOW_KERNEL)
 
 
 PLANTED = """
