@@ -22,6 +22,8 @@ import math
 import re
 from decimal import Decimal, localcontext
 
+from contract.errors import ConfigurationError
+
 # The largest quantity the API server holds without capping it: 2^63-1 base units (page above).
 QUANTITY_MAX = 2**63 - 1
 EXAMPLES = "e.g. 4, 500m, 16Gi"
@@ -42,7 +44,7 @@ _GRAMMAR = re.compile(
 _DIGITS = 100
 
 
-class QuantityError(ValueError):
+class QuantityError(ConfigurationError):
     """Not a Kubernetes quantity; the message names the value and gives examples."""
 
 

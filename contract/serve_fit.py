@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contract.problems import Problem
+
 GB = 1e9
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
@@ -98,8 +100,9 @@ def fit_problems(
     devices: int,
     device_memory_gb: float | None,
     device_kind: str,
-) -> list[tuple[str, Any, str]]:
-    """Why a replica of this model would not start, as ``(field, value, what is allowed)``.
+) -> list[Problem]:
+    """Why a replica of this model would not start: one Problem of the field each (its ``path``),
+    printed ``<field>: <value> (allowed: <what is allowed>)``.
 
     Args:
         shape: the model's sizes.
@@ -111,16 +114,16 @@ def fit_problems(
             is ``VLLM_CPU_KVCACHE_SPACE``, checked by vLLM itself).
         device_kind: ``cpu`` | ``gpu`` | ``tpu``.
     """
-    out: list[tuple[str, Any, str]] = []
+    found: list[tuple[str, Any, str]] = []  # (field, value, what is allowed)
     if dtype not in DTYPE_BYTES:
-        out.append(("dtype", dtype, f"one of {', '.join(DTYPE_BYTES)}"))
-        return out
+        found.append(("dtype", dtype, f"one of {', '.join(DTYPE_BYTES)}"))
+        return _problems(found)
     if max_model_len > shape.n_positions:
-        out.append(
+        found.append(
             ("max_model_len", max_model_len, f"at most the model's n_positions {shape.n_positions}")
         )
     if shape.n_head % tensor_parallel_size:
-        out.append(
+        found.append(
             (
                 "tensor_parallel_size",
                 tensor_parallel_size,
@@ -128,7 +131,7 @@ def fit_problems(
             )
         )
     if tensor_parallel_size > devices:
-        out.append(
+        found.append(
             (
                 "tensor_parallel_size",
                 tensor_parallel_size,
@@ -136,7 +139,7 @@ def fit_problems(
             )
         )
     if device_kind == "cpu" and shape.head_size not in CPU_HEAD_SIZES:
-        out.append(
+        found.append(
             (
                 "model head size",
                 shape.head_size,
@@ -147,7 +150,7 @@ def fit_problems(
         need = shape.weights_gb(dtype) + shape.kv_cache_gb(max_model_len, dtype)
         have = tensor_parallel_size * device_memory_gb * GPU_MEMORY_UTILIZATION
         if need > have:
-            out.append(
+            found.append(
                 (
                     "model",
                     f"{need:.1f} GB (weights {shape.weights_gb(dtype):.1f} + KV cache "
@@ -157,4 +160,9 @@ def fit_problems(
                     f"{GPU_MEMORY_UTILIZATION})",
                 )
             )
-    return out
+    return _problems(found)
+
+
+def _problems(found: list[tuple[str, Any, str]]) -> list[Problem]:
+    """``(field, value, what is allowed)`` as Problems of the field."""
+    return [Problem(f, f"{f}: {value} (allowed: {allowed})") for f, value, allowed in found]

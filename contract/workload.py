@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from contract.args.base import ArgRow, WorkloadArgs
+from contract.problems import Problem
 
 # What a workload is for; ``raygke local run`` and the stack checks key on this, never on names.
 #   data: writes the dataset (prepare); trainer: trains one model and writes checkpoints;
@@ -152,8 +153,9 @@ class Workload:
         """Every argument's default (read-only), from :attr:`args`."""
         return MappingProxyType(self.args.defaults())
 
-    def arg_problems(self, args: Mapping[str, Any]) -> list[str]:
-        """Problems with job arguments, one line each (see :meth:`WorkloadArgs.problems`)."""
+    def arg_problems(self, args: Mapping[str, Any]) -> list[Problem]:
+        """Problems with job arguments, each of the argument it is about (see
+        :meth:`WorkloadArgs.problems`)."""
         return self.args.problems(args)
 
     def parse(self, args: Mapping[str, Any] | None = None) -> Any:

@@ -40,8 +40,8 @@ PACK_NAME = "ray-gke-secure-defaults"
 def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
     def validate(args, report_violation) -> None:
         r = Resource(args.resource_type, args.name, normalise(args.resource_type, args.props))
-        for message in rule.check(r):
-            report_violation(message)
+        for problem in rule.check(r):
+            report_violation(problem.message)
 
     return ResourceValidationPolicy(name=rule.name, description=rule.description, validate=validate)
 
@@ -52,8 +52,8 @@ def _stack_policy(rule: Rule) -> StackValidationPolicy:
             Resource(p.resource_type, p.name, normalise(p.resource_type, p.props))
             for p in args.resources
         ]
-        for _, message in rule.check(resources):
-            report_violation(message)
+        for violation in rule.check(resources):
+            report_violation(violation.message)
 
     return StackValidationPolicy(name=rule.name, description=rule.description, validate=validate)
 

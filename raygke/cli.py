@@ -23,6 +23,7 @@ from rich.markup import escape
 from components.kernel.base import plural
 from components.nodepools.model import GpuPool, TpuPool
 from components.stack.model import StackConfig
+from contract.errors import ConfigurationError
 from raygke import images as images_cli
 from raygke import submit
 from raygke.console import (
@@ -135,18 +136,16 @@ def check(
     from components.cluster.maintenance import maintenance_warnings
     from components.gpunet.rules import multi_node_jobs_without_gpu_networking
     from components.images.checks import image_warnings
-    from components.kernel.problems import Problem, problems_of
+    from components.kernel.problems import Problem
     from components.network.access import reachability_problems
 
-    warnings = problems_of(image_warnings(cfg.ray.images), "ray.images", "image-pinned")
+    warnings = image_warnings(cfg.ray.images)
     warnings += maintenance_warnings(cfg)
     warnings += list(multi_node_jobs_without_gpu_networking(cfg))
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
-    problems: list[Problem] = problems_of(
-        reachability_problems(cfg.cluster.dns_endpoint, cfg.network.master_authorized_networks),
-        "network",
-        "reachability",
+    problems: list[Problem] = reachability_problems(
+        cfg.cluster.dns_endpoint, cfg.network.master_authorized_networks
     )
     skipped: list[str] = []  # what this run did not check, said on the ok line
     if not render:
@@ -179,7 +178,7 @@ def check(
 
                 with working(f"rendering {path.name} under mocks for the policy rules"):
                     found = raygke.synth.policy_problems(path, choice.name)
-                problems = problems_of(found, "", "policy")
+                problems = found
     if fmt != "text":
         from raygke.report import render
 
@@ -291,9 +290,10 @@ def diff(
     except DiffError as e:
         from raygke.diff.disruption import EXIT_NO_PLAN
 
-        err.print(f"error: {e}", markup=False)
         # with --exit-code, 1 means "changes": an invalid side must not read as one
-        raise typer.Exit(EXIT_NO_PLAN if exit_code and e.code == EXIT_FAILED else e.code) from None
+        if exit_code and e.exit_code == EXIT_FAILED:
+            e.exit_code = EXIT_NO_PLAN
+        raise  # main's handler of configuration errors prints it
     if fmt == "json":
         sys.stdout.write(formats.render_json(plan))
     elif fmt == "markdown":
@@ -461,7 +461,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     The one place that maps outcomes to exit codes (:mod:`raygke.console`). Typer's standalone
     mode turns a command's ``typer.Exit``, usage errors (2) and Ctrl-C (130) into ``SystemExit``;
-    any other exception is a bug: exit 3 with one line on stderr, or the traceback when
+    a configuration error (:class:`contract.errors.ConfigurationError`, the one base of them) is
+    the user's: ``error: <message>`` on stderr and its ``exit_code`` (1 invalid, 2 usage); any
+    other exception is a bug: exit 3 with one line on stderr, or the traceback when
     ``--debug`` / ``RAYGKE_DEBUG=1`` asks for it. The console script exits with the returned code.
     """
     global _debug
@@ -480,6 +482,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return code or 0
         err.print(str(code), markup=False)  # sys.exit("message") prints and exits 1
         return EXIT_FAILED
+    except ConfigurationError as e:
+        # the one handler of configuration errors (contract.errors): the user's mistake, in words
+        err.print(f"error: {e}", markup=False)
+        return e.exit_code
     except BrokenPipeError:
         # the reader went away (`raygke ... | head`): no traceback, no second error when Python
         # flushes stdout at exit (https://docs.python.org/3/library/signal.html#note-on-sigpipe);

@@ -40,6 +40,7 @@ import yaml
 
 from components.security.policy import Resource, resources_from_records
 from components.security.rules import RAY_KINDS, pod_templates, ray_cluster_specs
+from contract.errors import ConfigurationError
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPS_FILE = ROOT / ".ci" / "checkov-skips.yaml"
@@ -139,7 +140,7 @@ class Skip:
     only: tuple[str, ...] = ()
 
 
-class SkipListError(ValueError):
+class SkipListError(ConfigurationError):
     """The skip list is unreadable or an entry lacks its reason."""
 
 

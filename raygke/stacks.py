@@ -27,6 +27,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from components.kernel.base import plural
+from contract.errors import ConfigurationError
 from raygke.console import EXIT_FAILED, EXIT_USAGE, err
 from raygke.console import table as make_table
 
@@ -53,8 +54,10 @@ SetOption = Annotated[
 STACK_FILE = re.compile(r"Pulumi\.(.+)\.ya?ml")
 
 
-class StackChoiceError(ValueError):
+class StackChoiceError(ConfigurationError):
     """The options name no readable stack file; ``str(e)`` is the one-line message."""
+
+    exit_code = 2  # a usage error
 
 
 @dataclass(frozen=True)
@@ -166,19 +169,30 @@ def load_or_exit(
     """Load and validate a stack file (``components.stack.loader.load_stack_file``, with ``overrides``
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
-    from components.kernel.base import ConfigError, StackFileError
-    from components.stack.loader import SetError, load_stack_file
+    from components.kernel.base import ConfigError
+    from components.stack.loader import load_stack_file
 
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
-    except SetError as e:
+    except (ConfigError, OSError, UnicodeDecodeError) as e:
+        _refuse(path, e, checking=checking, fmt=fmt)
+
+
+def _refuse(path: Path, e: Exception, *, checking: bool = False, fmt: str = "text") -> NoReturn:
+    """Print why the stack file ``path`` was not loaded and exit: a ``--set`` that does not fit
+    it (:class:`components.stack.loader.SetError`) is a usage error (2); a file that is not a
+    stack file (``StackFileError``) or cannot be read (``OSError``, not UTF-8) is unreadable (2);
+    an invalid config (``ConfigError``) prints its problems in ``fmt`` and exits 1."""
+    from components.kernel.base import ConfigError, StackFileError
+    from components.stack.loader import SetError
+
+    if isinstance(e, SetError):
         _bad_set(e)
-    except StackFileError as e:
+    if isinstance(e, StackFileError):
         _unreadable_stack_file(path, e, fmt)
-    except ConfigError as e:
+    if isinstance(e, ConfigError):
         _print_invalid(path, e.problems, e.notes, checking=checking, fmt=fmt)
-    except (OSError, UnicodeDecodeError) as e:
-        _unreadable(path, f"cannot read {path}: {e}", fmt)
+    _unreadable(path, f"cannot read {path}: {e}", fmt)
 
 
 def pools_table(pools: Mapping[str, Mapping[str, Any]], title: str = "node pools") -> Table:
@@ -257,14 +271,14 @@ def _bad_set(e: Exception) -> NoReturn:
 def _environments(path: Path) -> tuple[str, ...]:
     """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
     says what is wrong with the file)."""
-    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.base import ConfigError  # StackFileError is one
     from components.stack.loader import stack_environments
 
     try:
         text = path.read_text(encoding="utf-8")
         # the YAML is read a second time only where it can name an environment
         return stack_environments(text, str(path)) if "environment" in text else ()
-    except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
+    except (ConfigError, OSError, UnicodeDecodeError):
         return ()
 
 
@@ -274,7 +288,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     does. Nothing stands in for values a Pulumi ESC ``environment:`` provides (a render needs
     real ones): when the file imports one and required keys are missing, a note says to give
     them with ``--set`` before the problems are printed (exit 1)."""
-    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.base import ConfigError  # StackFileError is one
     from components.stack.loader import required_keys, stack_data_from_yaml
 
     overrides = parse_sets_or_exit(sets)
@@ -282,7 +296,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     if envs:
         try:
             data = stack_data_from_yaml(path.read_text(encoding="utf-8"), str(path))
-        except (StackFileError, ConfigError, OSError, UnicodeDecodeError):
+        except (ConfigError, OSError, UnicodeDecodeError):
             data = {}  # load_or_exit below says what is wrong with the file
         top = {re.split(r"[.\[]", k, maxsplit=1)[0] for k in overrides}
         missing = [k for k in required_keys() if k not in data and k not in top]
@@ -302,10 +316,9 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
     ``--set`` is a usage error, 2); ``fmt``: how problems are printed (``raygke check --format``,
     :mod:`raygke.report`)."""
-    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.base import ConfigError
     from components.kernel.problems import Problem
     from components.stack.loader import (
-        SetError,
         apply_overrides,
         esc_stand_ins,
         required_keys,
@@ -320,14 +333,8 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     try:
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
-    except SetError as e:
-        _bad_set(e)
-    except StackFileError as e:
-        _unreadable_stack_file(path, e, fmt)
-    except ConfigError as e:
-        _print_invalid(path, e.problems, e.notes, checking=True, fmt=fmt)
-    except (OSError, UnicodeDecodeError) as e:
-        _unreadable(path, f"cannot read {path}: {e}", fmt)
+    except (ConfigError, OSError, UnicodeDecodeError) as e:
+        _refuse(path, e, checking=True, fmt=fmt)
     expected = tuple(k for k in required_keys() if k not in data) if envs else ()
     try:
         cfg = validate(data, str(path))
@@ -389,7 +396,7 @@ def _print_invalid(
     *,
     checking: bool = False,
     fmt: str = "text",
-) -> None:
+) -> NoReturn:
     """Print every problem (one ``  - `` line each) and what was not checked because of them
     (``  note: `` lines: rules reading an invalid key; with ``checking``, for ``raygke check``,
     the render checks), then exit 1. With ``fmt`` ``json`` or ``github`` the problems go to

@@ -544,7 +544,7 @@ def policy_problems(path: Path, stack: str | None = None) -> list[Problem]:
     for v in run_rules(resources, GCP_RULES):
         r = named.get(v.resource)
         field = resource_field(r.type, r.name, r.props, data) if r else ""
-        out.append(Problem(field, v.line(), "policy"))
+        out.append(v.as_problem(field))
     return out
 
 

@@ -16,13 +16,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from contract.args.base import ArgError, parse_value
+from contract.errors import ConfigurationError
 from contract.registry import PROGRESS_PREFIX, RESULT_PREFIX, get_workload
 
 # A flag value (``--key value``, ``--set job.key=value``): JSON when it parses, else the string.
 json_or_str = parse_value
 
 
-class InputError(ValueError):
+class InputError(ConfigurationError):
     """Bad input to a workload that is not an argument problem (e.g. a dataset too small for one
     batch). The message names the input, the value and what is needed."""
 

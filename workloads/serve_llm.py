@@ -121,8 +121,7 @@ def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape) -> dict[str, An
         device_kind=args.accelerator,
     )
     if problems:
-        field, value, allowed = problems[0]
-        raise ModelError(f"{field}: {value} (allowed: {allowed})")
+        raise ModelError(problems[0])
     engine: dict[str, Any] = {
         "max_model_len": max_len,
         "dtype": args.dtype,

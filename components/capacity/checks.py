@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from components import catalog
 from components.capacity import webhooks
 from components.capacity.rules import KUEUE_RAYJOB_WEBHOOK
+from components.kernel.problems import Problem
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -64,21 +65,21 @@ def kueue_crd_file(kind: str, version: str) -> Path:
     return path
 
 
-def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> list[str]:
+def kueue_schema_problems(manifests: Iterable[dict[str, Any]], version: str) -> list[Problem]:
     """Each Kueue object against the carried CRD of ``version``: everything the API server checks
     on create (:func:`components.kernel.crdschema.validate_object`: unknown (pruned) fields,
     defaults, the schema, ``metadata``, list types and the CRDs' CEL rules - ClusterQueue's
     "borrowingLimit must be nil when cohort is empty", ResourceFlavor's toleration rules, ...).
-    One line each, ``<Kind> <name>: <path>: <why>``; a CEL rule not evaluated is a
-    :class:`~components.kernel.crdschema.NoteLine`."""
+    One Problem each, ``<Kind> <name>: <path>: <why>``; a CEL rule not evaluated is a ``warning``
+    of rule :data:`~components.kernel.crdschema.NOTE_RULE`."""
     from components.kernel.crdschema import validate_object
 
-    out: list[str] = []
+    out: list[Problem] = []
     for m in manifests:
         kind, name = m.get("kind", "?"), (m.get("metadata") or {}).get("name", "?")
         api = str(m.get("apiVersion", ""))
         if not api.startswith("kueue.x-k8s.io/"):
-            out.append(f"{kind} {name}: apiVersion {api!r} is not kueue.x-k8s.io")
+            out.append(Problem("", f"{kind} {name}: apiVersion {api!r} is not kueue.x-k8s.io"))
             continue
         out += validate_object(m, kueue_crd_file(kind, version))
     return out
@@ -94,7 +95,7 @@ def _elastic(obj: dict[str, Any], gate: bool) -> bool:
     return gate and annotations.get(ELASTIC_ANNOTATION) == "true"
 
 
-def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[str]:
+def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[Problem]:
     """Kueue's webhook rules on one rendered queued RayCluster (kueue v0.19.2
     ``pkg/controller/jobs/raycluster/raycluster_webhook.go`` ``validateCreate``): in-tree
     autoscaling only as an elastic job ("a kueue-managed RayCluster can use autoscaling only as
@@ -109,31 +110,43 @@ def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[s
     out = []
     if spec.get("enableInTreeAutoscaling") and not _elastic(rc, elastic_gate):
         out.append(
-            f"{where}: spec.enableInTreeAutoscaling on a queued RayCluster that is not an "
-            "elastic job; Kueue refuses it ('a kueue-managed RayCluster can use autoscaling only "
-            "as an elastic job', kueue pkg/controller/jobs/raycluster/raycluster_webhook.go): "
-            "the kueue.x-k8s.io/elastic-job annotation and capacity.kueue.elastic_jobs: true"
+            Problem(
+                "",
+                f"{where}: spec.enableInTreeAutoscaling on a queued RayCluster that is not an "
+                "elastic job; Kueue refuses it ('a kueue-managed RayCluster can use autoscaling only "
+                "as an elastic job', kueue pkg/controller/jobs/raycluster/raycluster_webhook.go): "
+                "the kueue.x-k8s.io/elastic-job annotation and capacity.kueue.elastic_jobs: true",
+            )
         )
     if "suspend" in spec:
         out.append(
-            f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)"
+            Problem(
+                "",
+                f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)",
+            )
         )
     groups = spec.get("workerGroupSpecs") or []
     for i, g in enumerate(groups):
         if g.get("groupName") == HEAD_POD_SET:
             out.append(
-                f"{where}: spec.workerGroupSpecs[{i}].groupName 'head' is reserved for the head "
-                f"pod set ({KUEUE_RAYCLUSTER_COMMON})"
+                Problem(
+                    "",
+                    f"{where}: spec.workerGroupSpecs[{i}].groupName 'head' is reserved for the head "
+                    f"pod set ({KUEUE_RAYCLUSTER_COMMON})",
+                )
             )
     if len(groups) + 1 > MAX_POD_SETS:
         out.append(
-            f"{where}: {len(groups) + 1} pod sets; a Kueue workload has at most {MAX_POD_SETS} "
-            "(MaxPodSets, kueue pkg/controller/jobframework/constants.go)"
+            Problem(
+                "",
+                f"{where}: {len(groups) + 1} pod sets; a Kueue workload has at most {MAX_POD_SETS} "
+                "(MaxPodSets, kueue pkg/controller/jobframework/constants.go)",
+            )
         )
     return out
 
 
-def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[str]:
+def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[Problem]:
     """Kueue's webhook rules on one rendered queued RayJob (sources in the module docstring);
     in-tree autoscaling is allowed on an elastic RayJob (gate on and the elastic-job annotation:
     ``ValidateCreate`` in ``pkg/controller/jobs/raycluster/common.go`` of v0.19.2)."""
@@ -142,29 +155,49 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[s
     where = f"RayJob {name}"
     out = []
     if spec.get("clusterSelector"):
-        out.append(f"{where}: spec.clusterSelector on a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})")
+        out.append(
+            Problem(
+                "", f"{where}: spec.clusterSelector on a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})"
+            )
+        )
     cluster = spec.get("rayClusterSpec")
     if not cluster:
         out.append(
-            f"{where}: spec.rayClusterSpec is required for a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})"
+            Problem(
+                "",
+                f"{where}: spec.rayClusterSpec is required for a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})",
+            )
         )
         return out
     if not spec.get("shutdownAfterJobFinishes"):
-        out.append(f"{where}: spec.shutdownAfterJobFinishes must be true ({KUEUE_RAYJOB_WEBHOOK})")
+        out.append(
+            Problem(
+                "", f"{where}: spec.shutdownAfterJobFinishes must be true ({KUEUE_RAYJOB_WEBHOOK})"
+            )
+        )
     if "suspend" in spec:
         out.append(
-            f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)"
+            Problem(
+                "",
+                f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)",
+            )
         )
     if cluster.get("enableInTreeAutoscaling") and not _elastic(rayjob, elastic_gate):
         out.append(
-            f"{where}: spec.rayClusterSpec.enableInTreeAutoscaling: a kueue managed job should "
-            f"only use autoscaling when workload slicing is enabled ({KUEUE_RAYCLUSTER_COMMON})"
+            Problem(
+                "",
+                f"{where}: spec.rayClusterSpec.enableInTreeAutoscaling: a kueue managed job should "
+                f"only use autoscaling when workload slicing is enabled ({KUEUE_RAYCLUSTER_COMMON})",
+            )
         )
     for i, g in enumerate(cluster.get("workerGroupSpecs") or []):
         if g.get("groupName") == HEAD_POD_SET:
             out.append(
-                f"{where}: spec.rayClusterSpec.workerGroupSpecs[{i}].groupName 'head' is reserved "
-                f"for the head pod set ({KUEUE_RAYCLUSTER_COMMON})"
+                Problem(
+                    "",
+                    f"{where}: spec.rayClusterSpec.workerGroupSpecs[{i}].groupName 'head' is reserved "
+                    f"for the head pod set ({KUEUE_RAYCLUSTER_COMMON})",
+                )
             )
     # head + worker groups + the submitter in K8sJobMode (preview.pod_sets), counted without
     # reading the templates
@@ -172,13 +205,16 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[s
     n += spec.get("submissionMode", "K8sJobMode") == "K8sJobMode"
     if n > MAX_POD_SETS:
         out.append(
-            f"{where}: {n} pod sets; a Kueue workload has at most {MAX_POD_SETS} (MaxPodSets, "
-            "kueue pkg/controller/jobframework/constants.go)"
+            Problem(
+                "",
+                f"{where}: {n} pod sets; a Kueue workload has at most {MAX_POD_SETS} (MaxPodSets, "
+                "kueue pkg/controller/jobframework/constants.go)",
+            )
         )
     return out
 
 
-def flavor_problems(cfg: StackConfig) -> list[str]:
+def flavor_problems(cfg: StackConfig) -> list[Problem]:
     """Two flavors of one cluster queue that select the same nodes."""
     from components.capacity.render import resource_flavor
 
@@ -193,15 +229,18 @@ def flavor_problems(cfg: StackConfig) -> list[str]:
             key = repr(sorted(spec.get("nodeLabels", {}).items()))
             if key in seen:
                 out.append(
-                    f"capacity.cluster_queues[{q.name}]: flavors {seen[key]!r} and {f.pool!r} "
-                    "select the same nodes (same node labels); give one pool a "
-                    "distinguishing labels: entry so Kueue can tell them apart"
+                    Problem(
+                        "",
+                        f"capacity.cluster_queues[{q.name}]: flavors {seen[key]!r} and {f.pool!r} "
+                        "select the same nodes (same node labels); give one pool a "
+                        "distinguishing labels: entry so Kueue can tell them apart",
+                    )
                 )
             seen.setdefault(key, f.pool)
     return out
 
 
-def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]]) -> list[str]:
+def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]]) -> list[Problem]:
     """One pod set per ProvisioningRequest (ray-project/ray#57839): per job at most one pod set on a
     queued flavor and never the head or submitter; the DWS check scoped with ``onFlavors``."""
     from components.capacity.render import DWS_CHECK, queued_pool
@@ -212,15 +251,21 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
         for a in on_dws:
             if a.pod_set.name in (HEAD_POD_SET, "submitter"):
                 out.append(
-                    f"{v.where}: the {a.pod_set.name} pod set would be admitted on queued "
-                    f"flavor {a.flavor!r} and join the ProvisioningRequest; GKE accepts one "
-                    "PodSet per request (ray-project/ray#57839)"
+                    Problem(
+                        "",
+                        f"{v.where}: the {a.pod_set.name} pod set would be admitted on queued "
+                        f"flavor {a.flavor!r} and join the ProvisioningRequest; GKE accepts one "
+                        "PodSet per request (ray-project/ray#57839)",
+                    )
                 )
         workers = [a for a in on_dws if a.pod_set.name not in (HEAD_POD_SET, "submitter")]
         if len(workers) > 1:
             out.append(
-                f"{v.where}: {len(workers)} pod sets on queued flavors; GKE accepts one "
-                "PodSet per ProvisioningRequest (ray-project/ray#57839)"
+                Problem(
+                    "",
+                    f"{v.where}: {len(workers)} pod sets on queued flavors; GKE accepts one "
+                    "PodSet per ProvisioningRequest (ray-project/ray#57839)",
+                )
             )
     for cq in cqs:
         spec = cq["spec"]
@@ -234,13 +279,16 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
         scoped = {f for r in rules if r.get("name") == DWS_CHECK for f in r.get("onFlavors") or []}
         if dws and (set(dws) - scoped or spec.get("admissionChecks")):
             out.append(
-                f"ClusterQueue {cq['metadata']['name']}: the {DWS_CHECK} check must be scoped "
-                f"onFlavors {dws} so the head is not in the ProvisioningRequest"
+                Problem(
+                    "",
+                    f"ClusterQueue {cq['metadata']['name']}: the {DWS_CHECK} check must be scoped "
+                    f"onFlavors {dws} so the head is not in the ProvisioningRequest",
+                )
             )
     return out
 
 
-def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
+def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Problem]:
     """A queued pod set whose own template selects a ComputeClass
     (``cloud.google.com/compute-class``) and would be admitted on a flavor whose nodes lack that
     label: Kueue adds the flavor's labels to the pods (kueue v0.19.2 ``pkg/podset/podset.go``
@@ -260,15 +308,18 @@ def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
             labels = resource_flavor(cfg, a.flavor)["spec"].get("nodeLabels") or {}
             if labels.get(COMPUTE_CLASS_LABEL) != want:
                 out.append(
-                    f"{v.where}: pod set {a.pod_set.name!r} selects ComputeClass {want!r} but "
-                    f"would be admitted on flavor {a.flavor!r}, whose nodes lack "
-                    f"{COMPUTE_CLASS_LABEL}={want}: its pods would stay Pending; queued pods "
-                    "must not select a class (Kueue's flavor places them)"
+                    Problem(
+                        "",
+                        f"{v.where}: pod set {a.pod_set.name!r} selects ComputeClass {want!r} but "
+                        f"would be admitted on flavor {a.flavor!r}, whose nodes lack "
+                        f"{COMPUTE_CLASS_LABEL}={want}: its pods would stay Pending; queued pods "
+                        "must not select a class (Kueue's flavor places them)",
+                    )
                 )
     return out
 
 
-def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
+def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Problem]:
     """An elastic queued object's worker group that starts at 0 pods is admitted on the first
     flavor its pods match, since 0 pods fit any quota (kueue v0.19.2
     ``pkg/scheduler/flavorassigner/flavorassigner.go``: a zero request fits), and Kueue keeps
@@ -295,28 +346,31 @@ def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[str]:
                 q = quotas.get(a.flavor, {}).get(r) or {}
                 if float(q.get("nominal") or 0) + borrowable(cfg, cq, a.flavor, r) <= 0:
                     out.append(
-                        f"{v.where}: worker group {a.pod_set.name!r} starts at 0 pods and would "
-                        f"be admitted on flavor {a.flavor!r} of cluster queue {cq.name}, which "
-                        f"has no {r} quota; Kueue keeps that flavor for every scale-up of an "
-                        "elastic workload (kueue site/content/en/docs/concepts/"
-                        "elastic_workload.md), so the group could never grow: list the "
-                        f"accelerator flavors before {a.flavor!r} in the queue, or set "
-                        "min_replicas: 1"
+                        Problem(
+                            "",
+                            f"{v.where}: worker group {a.pod_set.name!r} starts at 0 pods and would "
+                            f"be admitted on flavor {a.flavor!r} of cluster queue {cq.name}, which "
+                            f"has no {r} quota; Kueue keeps that flavor for every scale-up of an "
+                            "elastic workload (kueue site/content/en/docs/concepts/"
+                            "elastic_workload.md), so the group could never grow: list the "
+                            f"accelerator flavors before {a.flavor!r} in the queue, or set "
+                            "min_replicas: 1",
+                        )
                     )
     return out
 
 
-def _job_on_create(obj: dict[str, Any]) -> list[str]:
+def _job_on_create(obj: dict[str, Any]) -> list[Problem]:
     """Kueue's ``ValidateJobOnCreate`` on a queued Ray object
     (:func:`components.capacity.webhooks.validate_job_on_create`), one line each."""
     name = obj["metadata"]["name"]
     return [
-        f"{obj['kind']} {name}: {e} ({webhooks.KUEUE} {e.source})"
+        Problem("", f"{obj['kind']} {name}: {e} ({webhooks.KUEUE} {e.source})")
         for e in webhooks.validate_job_on_create(obj)
     ]
 
 
-def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[str]:
+def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
     """Every render-level capacity problem (see the module docstring); ``manifests`` are the
     rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
     from components.capacity.preview import preview
@@ -327,7 +381,7 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
     try:
         objects = render_capacity(cfg)
     except KeyError as e:  # an undeclared flavor pool: the stack rules said so
-        return [f"rendering the Kueue objects failed: unknown pool {e}"]
+        return [Problem("", f"rendering the Kueue objects failed: unknown pool {e}")]
     out = kueue_schema_problems(objects, cfg.capacity.kueue.version)
     out += flavor_problems(cfg)
     queued = [
@@ -352,7 +406,11 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[s
     for v in verdicts:
         if v.state == "never":
             note = f" ({v.note})" if v.note else ""
-            out.append(f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}{note}")
+            out.append(
+                Problem(
+                    "", f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}{note}"
+                )
+            )
     out += class_selector_problems(cfg, verdicts)
     out += elastic_flavor_problems(cfg, verdicts)
     out += dws_problems(cfg, verdicts, [o for o in objects if o["kind"] == "ClusterQueue"])

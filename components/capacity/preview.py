@@ -44,6 +44,7 @@ from components.capacity.model import ClusterQueueConfig
 from components.capacity.render import cluster_queue, queued_pool, resource_flavor
 from components.kernel.base import quantity_value
 from components.stack.model import StackConfig
+from contract.errors import ConfigurationError
 from contract.quantity import QuantityError, parse_quantity
 
 BYTES_PER_GIB = 2**30
@@ -120,7 +121,7 @@ class Verdict:
         return f"{'ray_clusters' if self.kind == 'RayCluster' else 'jobs'}[{self.job}]"
 
 
-class PodSetError(ValueError):
+class PodSetError(ConfigurationError):
     """A pod template Kueue could not count (a request that is not a quantity, or a negative
     one); :func:`preview_job` turns it into a ``never`` verdict naming the field."""
 

@@ -576,7 +576,7 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def ray_object_problems(manifests: Iterable[dict[str, Any]], gate: bool) -> list[str]:
+def ray_object_problems(manifests: Iterable[dict[str, Any]], gate: bool) -> list[Problem]:
     """:func:`validate_ray_object` on each rendered queued Ray object, one line each:
     ``<Kind> <name>: <field error> (kueue v0.19.2 <Go file>)``."""
     out = []
@@ -585,6 +585,7 @@ def ray_object_problems(manifests: Iterable[dict[str, Any]], gate: bool) -> list
             continue
         name = (m.get("metadata") or {}).get("name", "?")
         out += [
-            f"{m['kind']} {name}: {e} ({KUEUE} {e.source})" for e in validate_ray_object(m, gate)
+            Problem("", f"{m['kind']} {name}: {e} ({KUEUE} {e.source})")
+            for e in validate_ray_object(m, gate)
         ]
     return out

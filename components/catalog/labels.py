@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contract.errors import ConfigurationError
+
 TPU_RESOURCE = "google.com/tpu"
 GPU_RESOURCE = "nvidia.com/gpu"
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
@@ -29,7 +31,7 @@ ARCH_LABEL = "kubernetes.io/arch"
 GPU_DRIVER_LABEL = "cloud.google.com/gke-gpu-driver-version"
 
 
-class CatalogError(ValueError):
+class CatalogError(ConfigurationError):
     """An accelerator shape the catalog does not know; the message lists what is allowed."""
 
 

@@ -6,15 +6,16 @@ types, enums and required fields, one line each."""
 
 from __future__ import annotations
 
+from components.kernel.problems import Problem
 from components.stack.model import StackConfig
 
 
-def compute_class_problems(cfg: StackConfig) -> list[str]:
+def compute_class_problems(cfg: StackConfig) -> list[Problem]:
     """Problems of the stack's rendered ComputeClasses, one line each (empty when none)."""
     from components.computeclass.render import render_compute_classes
     from components.raycrs.crd import validate_other
 
-    out: list[str] = []
+    out: list[Problem] = []
     for m in render_compute_classes(cfg):
         out += validate_other(m)
     return out

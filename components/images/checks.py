@@ -172,17 +172,18 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
     return problems
 
 
-def image_warnings(images: RayImages) -> list[str]:
+def image_warnings(images: RayImages) -> list[Problem]:
     """Prebuilt images of ``images`` (``ray.images``) referenced by tag alone (no ``@sha256:``
-    digest), one line each: a tag can
+    digest), one ``warning`` Problem each (of its field, rule ``image-pinned``): a tag can
     be moved to other contents between two pod starts. Stacks with deletion protection refuse
     them instead (:func:`components.stack.rules.prebuilt_images_pinned_when_protected`)."""
     out = []
     for kind in IMAGE_KINDS:
         prebuilt = images.get(kind)
         if prebuilt is not None and not prebuilt.pinned:
-            out.append(
+            line = (
                 f"ray.images.{kind}: {prebuilt.image} is a tag, not a digest; pods may run "
                 "other contents after the tag moves (write <image>@sha256:<digest>)"
             )
+            out.append(Problem("ray.images", line, "image-pinned", "warning"))
     return out

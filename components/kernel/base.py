@@ -15,6 +15,7 @@ from pydantic import (
 
 from components import catalog
 from contract import quantity
+from contract.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from components.kernel.problems import Problem
@@ -77,7 +78,7 @@ def plural(count: int, noun: str, many: str | None = None, *, with_count: bool =
     return f"{count} {word}" if with_count else word
 
 
-class ConfigError(ValueError):
+class ConfigError(ConfigurationError):
     """An invalid stack configuration.
 
     Attributes:
@@ -109,6 +110,8 @@ class ConfigError(ValueError):
 
 class StackFileError(ConfigError):
     """The file is not a readable Pulumi stack file (not YAML, or no ``config:`` mapping)."""
+
+    exit_code = 2  # an unreadable file
 
 
 def _gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:

@@ -27,9 +27,9 @@ sections "Field pruning", "Defaulting", "Validation", "Validation rules"; the im
 6. the CEL rules (``x-kubernetes-validations``, :mod:`components.kernel.crdcel`), unless a type or
    enum error blocked them, as the API server does (it then says :data:`crdcel.NOT_CHECKED`).
 
-Every result is a :class:`~components.kernel.problems.FieldLine`, ``<Kind> <name>: <path>: <why>``
-carrying the object path; a CEL rule this runtime cannot evaluate is a :class:`NoteLine` (a
-warning: the rule was not checked) naming the rule. The CRD schemas are structural
+Every result is a :class:`~components.kernel.problems.Problem`, ``<Kind> <name>: <path>: <why>``
+carrying the object path (its ``object_field``); a CEL rule this runtime cannot evaluate is a
+``warning`` of rule :data:`NOTE_RULE` (the rule was not checked) naming the rule. The CRD schemas are structural
 (:func:`structural_problems`, held for every carried CRD by a test).
 """
 
@@ -47,7 +47,7 @@ import jsonschema
 import yaml
 
 from components.kernel import crdcel
-from components.kernel.problems import FieldLine, Problem, problem_of
+from components.kernel.problems import Problem, in_object
 from components.kernel.yamlcache import load_yaml_cached
 
 SUMS_FILE = "SHA256SUMS"
@@ -61,12 +61,9 @@ class CarriedFileError(RuntimeError):
     problems of the user's objects. Not a ValueError, so no caller turns it into a problem line."""
 
 
-class NoteLine(FieldLine):
-    """A line about a rule that was not evaluated (a CEL rule the runtime cannot compile): a
-    warning, not a refusal; :func:`problems_with_notes` makes it a Problem of severity ``warning``."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (NoteLine, (str(self), self.field))
+NOTE_RULE = "crd-cel-not-evaluated"
+"""The rule of a ``warning`` Problem about a CEL rule of a CRD this runtime cannot evaluate (the
+rule was not checked; not a refusal)."""
 
 
 def verify(path: Path) -> None:
@@ -327,11 +324,12 @@ def metadata_problems(meta: Any, namespaced: bool) -> list[tuple[tuple, str]]:
 
 def validate_object(
     manifest: dict[str, Any], crd_file: Path | str, *, head: str | None = None
-) -> list[FieldLine]:
+) -> list[Problem]:
     """Every problem of one custom resource against its CRD file ``crd_file`` (the version named
     by the object's ``apiVersion``), in the order of the module docstring, one line each:
-    ``<head>: <path>: <why>`` (``head`` defaults to ``<Kind> <name>``), a :class:`FieldLine`
-    carrying ``<path>``; notes (:class:`NoteLine`) for CEL rules not evaluated.
+    ``<head>: <path>: <why>`` (``head`` defaults to ``<Kind> <name>``), a
+    :class:`~components.kernel.problems.Problem` whose ``object_field`` is ``<path>``; ``warning``
+    Problems of rule :data:`NOTE_RULE` for CEL rules not evaluated.
 
     Raises:
         CarriedFileError: the CRD file is damaged. ValueError: the CRD has no such version.
@@ -344,9 +342,11 @@ def validate_object(
     schema = load_schema(path, version)
     body = {k: v for k, v in manifest.items() if k != "metadata"}
 
-    def line(where: tuple, why: str, cls: type[FieldLine] = FieldLine) -> FieldLine:
+    def line(where: tuple, why: str, note: bool = False) -> Problem:
         at = fmt_path(where)
-        return cls(f"{head}: {at}: {why}", at)
+        if note:
+            return in_object(at, f"{head}: {at}: {why}", NOTE_RULE, "warning")
+        return in_object(at, f"{head}: {at}: {why}")
 
     out = [
         line(p, "unknown field (the API server would prune it)")
@@ -365,31 +365,25 @@ def validate_object(
     if any(e.validator in ("type", "enum") for e in errors):
         return [*out, line((), crdcel.NOT_CHECKED)]
     for r in crdcel.rule_problems(stored, schema):
-        out.append(line(r.path, r.message, NoteLine if r.note else FieldLine))
+        out.append(line(r.path, r.message, r.note))
     return out
 
 
-def problems_with_notes(lines: Iterable[str], path: str, rule: str) -> list[Problem]:
-    """``lines`` (of :func:`validate_object` or a caller's own) as Problems of the stack field
-    ``path``: a :class:`NoteLine` is a ``warning`` of rule ``crd-cel-not-evaluated``."""
-    out = []
-    for ln in lines:
-        if isinstance(ln, NoteLine):
-            out.append(Problem(path, str(ln), "crd-cel-not-evaluated", "warning"))
-        else:
-            out.append(problem_of(ln, path, rule))
-    return out
+def problems_with_notes(problems: Iterable[Problem], path: str, rule: str) -> list[Problem]:
+    """``problems`` (of :func:`validate_object` or a caller's own) as Problems of the stack field
+    ``path`` and of ``rule`` where they have none (a note keeps its rule, :data:`NOTE_RULE`)."""
+    return [p.with_path(path).with_rule(rule) for p in problems]
 
 
-def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[str]:
+def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[Problem]:
     """Why ``schema`` is not a structural schema (the API server refuses such a CRD in
     apiextensions.k8s.io/v1: "Specifying a structural schema" on the CRD page above): a node
     without ``type`` (unless ``x-kubernetes-int-or-string`` or
     ``x-kubernetes-preserve-unknown-fields``), ``properties`` beside ``additionalProperties``,
     ``type`` / ``default`` / ``nullable`` inside ``allOf`` / ``anyOf`` / ``oneOf`` / ``not``
     (int-or-string's own ``anyOf`` aside), ``metadata`` restricting more than ``name`` and
-    ``generateName``. Empty when structural."""
-    out: list[str] = []
+    ``generateName``. Empty when structural. Problems of the CRD, not of a stack (no path)."""
+    out: list[Problem] = []
     if not isinstance(schema, dict):
         return out
     here = path or "<root>"
@@ -397,9 +391,9 @@ def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[
         schema.get("x-kubernetes-int-or-string")
         or schema.get("x-kubernetes-preserve-unknown-fields")
     ):
-        out.append(f"{here}: no type")
+        out.append(Problem("", f"{here}: no type"))
     if "properties" in schema and "additionalProperties" in schema:
-        out.append(f"{here}: properties and additionalProperties together")
+        out.append(Problem("", f"{here}: properties and additionalProperties together"))
     for junction in ("allOf", "anyOf", "oneOf", "not"):
         parts = schema.get(junction)
         parts = [parts] if isinstance(parts, dict) else parts or []
@@ -408,12 +402,18 @@ def structural_problems(schema: Any, path: str = "", root: bool = True) -> list[
         for part in parts:
             bad = {"type", "default", "nullable"} & set(part) if isinstance(part, dict) else set()
             if bad:
-                out.append(f"{here}.{junction}: {', '.join(sorted(bad))} inside {junction}")
+                out.append(
+                    Problem("", f"{here}.{junction}: {', '.join(sorted(bad))} inside {junction}")
+                )
     props = schema.get("properties") or {}
     if root and isinstance(props.get("metadata"), dict):
         extra = set(props["metadata"].get("properties") or {}) - {"name", "generateName"}
         if extra:
-            out.append(f".metadata: restricts {', '.join(sorted(extra))} (only name, generateName)")
+            out.append(
+                Problem(
+                    "", f".metadata: restricts {', '.join(sorted(extra))} (only name, generateName)"
+                )
+            )
     for key, sub in props.items():
         if not (root and key == "metadata"):
             out += structural_problems(sub, f"{path}.{key}", False)

@@ -9,191 +9,56 @@ IAM, policy and workload arguments (:mod:`components.stack.checks`). The produce
 ``message`` (``--format text``), the problems as objects (``--format json``) or GitHub workflow
 annotations at the line of ``path`` in the stack file (``--format github``; docs/checking.md).
 
+:class:`Problem` itself (and :func:`at`, :func:`in_object`, :func:`path_colon`,
+:func:`path_parts`) lives in :mod:`contract.problems`, standard library only on the lowest floor,
+so the workloads' argument checks (:mod:`contract.args.base`) make Problems too; it is
+re-exported here.
+
 The model follows pulumi-eks (validation errors collected with their property path, thrown once:
 https://github.com/pulumi/pulumi-eks, ``nodejs/eks/nodes/``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-SEVERITIES = ("error", "warning")
+from contract.problems import (
+    SEVERITIES,
+    Problem,
+    at,
+    field_line,
+    in_object,
+    path_colon,
+    path_parts,
+)
+
+__all__ = [
+    "ENTRY_KEYS",
+    "SEVERITIES",
+    "Problem",
+    "Rule",
+    "at",
+    "field_line",
+    "in_object",
+    "lines",
+    "path_colon",
+    "path_parts",
+    "problem_of",
+    "problems_of",
+]
+
 # The keys that name a list entry in a path (``node_pools[tpu]``), in order: most entries have a
 # ``name``; a Kueue flavor of a cluster queue is named by its ``pool`` (components.capacity.model).
 ENTRY_KEYS = ("name", "pool")
 
 
-class Problem(str):
-    """One problem of a stack: the readable line ``raygke check`` prints, carrying the stack
-    field it is about and the rule that found it.
-
-    A Problem *is* its printed line (a ``str`` subclass, immutable like one), so every consumer
-    of problem lines - ``--format text``, the policy pack, ``ConfigError.problems``, tests - reads
-    it unchanged, while ``--format json|github`` read :attr:`path` and :attr:`rule`.
-
-    Attributes:
-        path: the stack field it is about, as ``node_pools[tpu].tpu.topology``: top-level key,
-            then ``.key`` per mapping level and ``[name]`` per list entry (the entry's ``name``
-            where list entries have one, else its index); ``""`` when it is about the file as a
-            whole (a YAML error) or no one field (a render that fails).
-        message: the readable line (it names the field in its words); ``str(problem)``.
-        rule: the id of the rule or validator that found it (a rule function's name, ``field``
-            for a pydantic field error, ``crd-schema``, ``operator``, ``names``, ...).
-        severity: ``error`` (refused) or ``warning``.
-        line, column: the 1-based position in the stack file where the producer knows it and
-            the file cannot be walked by :attr:`path` (a key given twice: the YAML is not
-            loadable, so ``raygke check --format json|github`` takes the position from here);
-            None otherwise (the position is found from :attr:`path`, :mod:`raygke.report`).
-    """
-
-    path: str
-    rule: str
-    severity: str
-    line: int | None
-    column: int | None
-
-    def __new__(
-        cls,
-        path: str,
-        message: str,
-        rule: str = "",
-        severity: str = "error",
-        *,
-        line: int | None = None,
-        column: int | None = None,
-    ) -> Problem:
-        if severity not in SEVERITIES:
-            raise ValueError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
-        self = super().__new__(cls, path_colon(path, message))
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "rule", rule)
-        object.__setattr__(self, "severity", severity)
-        object.__setattr__(self, "line", line)
-        object.__setattr__(self, "column", column)
-        return self
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("a Problem is immutable")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.path, self.message, self.rule, self.severity, self.position))
-
-    def __repr__(self) -> str:
-        at = f", line={self.line!r}, column={self.column!r}" if self.line is not None else ""
-        return (
-            f"Problem(path={self.path!r}, message={self.message!r}, rule={self.rule!r}, "
-            f"severity={self.severity!r}{at})"
-        )
-
-    @property
-    def position(self) -> tuple[int, int] | None:
-        """(line, column), 1-based, when the producer gave them; else None."""
-        if self.line is None:
-            return None
-        return self.line, self.column or 1
-
-    def _replace(self, **changes: Any) -> Problem:
-        fields = {"path": self.path, "message": self.message, "rule": self.rule}
-        fields |= {"severity": self.severity, "line": self.line, "column": self.column}
-        fields |= changes
-        message = fields.pop("message")
-        return Problem(fields.pop("path"), message, **fields)
-
-    @property
-    def message(self) -> str:
-        """The printed line."""
-        return str.__str__(self)
-
-    def with_rule(self, rule: str) -> Problem:
-        """This problem with ``rule`` set when it has none."""
-        return self if self.rule or not rule else self._replace(rule=rule)
-
-    def with_path(self, path: str) -> Problem:
-        """This problem with ``path`` set when it has none."""
-        return self if self.path or not path else self._replace(path=path)
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{"path", "message", "rule", "severity"}`` (``--format json`` adds the position)."""
-        return {
-            "path": self.path,
-            "message": self.message,
-            "rule": self.rule,
-            "severity": self.severity,
-        }
-
-
-_LEAD = re.compile(r"([\w-]+(?:\.[\w.-]+|\[[^\]\s]+\])+) (?=['\"\d{\[(A-Z-])")
-
-
-def path_colon(path: str, message: str) -> str:
-    """``message`` in the one line shape ``<field>: <text>``: a message that opens with its
-    ``path`` (or an ancestor of it, a list entry as ``[name]`` or ``.name``) followed by a space
-    and a value (a quote, digit, ``{``, ``[``, ``(``, ``-`` or a capital: ``'q'``, ``1001``,
-    ``STRICT_PACK``), as ``jobs[x].queue 'q' is not declared`` of path ``jobs[x].queue``, gets the
-    colon after that field (``jobs[x].queue: 'q' is not declared``), as field errors and most
-    rules write it. A sentence (``jobs[x].worker_group is not set ...``), a bare word
-    (``capacity rules ...``) or any other opening is kept as written.
-
-    >>> path_colon("jobs[x].queue", "jobs[x].queue 'q' is not declared")
-    "jobs[x].queue: 'q' is not declared"
-    >>> path_colon("jobs[x].queue", "jobs[x]: queue 'q' is not declared")
-    "jobs[x]: queue 'q' is not declared"
-    """
-    m = _LEAD.match(message) if path else None
-    if m is None:
-        return message
-    lead = [p.strip("[]") for p in path_parts(m.group(1))]
-    if lead != [p.strip("[]") for p in path_parts(path)][: len(lead)]:
-        return message
-    return f"{m.group(1)}: {message[m.end() :]}"
-
-
-class FieldLine(str):
-    """A checker's line about one field of a rendered object, carrying that field: ``field`` is
-    its dotted path in the object (``spec.rayClusterSpec.workerGroupSpecs[1].replicas``), as the
-    CRD schema check (:func:`components.raycrs.crd.validate_manifest`, from jsonschema's error
-    path), the KubeRay operator rules (:mod:`components.raycrs.operator`, each rule giving the
-    field it checked) and the feature-gate check (:func:`components.raycrs.gates.gate_problems`)
-    know it, so :func:`components.stack.checks.check_manifests` finds the stack entry (the worker
-    group) from the data, not from the line's words. A ``str`` like the plain lines other
-    checkers give."""
-
-    field: str
-
-    def __new__(cls, line: str, field: str) -> FieldLine:
-        self = super().__new__(cls, line)
-        self.field = field
-        return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FieldLine, (str(self), self.field))
-
-
-def _rebuild(
-    path: str, message: str, rule: str, severity: str, position: tuple[int, int] | None
-) -> Problem:
-    """Unpickling (:meth:`Problem.__reduce__`)."""
-    line, column = position or (None, None)
-    return Problem(path, message, rule, severity, line=line, column=column)
-
-
-def at(path: str, message: str, rule: str = "") -> Problem:
-    """A problem of ``path`` whose printed line is ``message`` (the rule id set by the runner)."""
-    return Problem(path, message, rule)
-
-
-def field_line(path: str, text: str, rule: str = "") -> Problem:
-    """A problem printed ``<path>: <text>`` (the common line shape)."""
-    return Problem(path, f"{path}: {text}" if path else text, rule)
-
-
 def problem_of(item: Problem | str, path: str = "", rule: str = "") -> Problem:
     """``item`` as a :class:`Problem`: a Problem keeps its own path (its rule filled when unset);
-    a plain line (a producer not yet giving paths, e.g. a rule added in the old style) gets
-    ``path`` — the block its producer checks — and ``rule``."""
+    a plain line gets ``path`` and ``rule``. Checkers yield Problems (tests/test_checker_shape.py);
+    this is for what takes lines from outside them: :class:`components.kernel.base.ConfigError`
+    (a validator's message) and :func:`raygke.report.records`."""
     if isinstance(item, Problem):
         return item.with_path(path).with_rule(rule)
     return Problem(path, str(item), rule)
@@ -221,10 +86,11 @@ class Rule:
     * the KubeRay operator rules (:mod:`components.raycrs.operator`, built as
       ``Rule(check, kinds, since)``): ``kinds``, the custom-resource kinds it applies to;
       ``since``, the first carried KubeRay version with it; ``check(view)`` returns
-      :class:`FieldLine` lines (each with the object field it is about);
+      Problems made by :func:`in_object` (each with the object field it is about);
     * the policy pack's secure-default rules (:data:`components.security.policy.RULES`):
       ``rule_id`` (the policy name, ``bucket-cmek``), ``description``, ``kind`` (``resource``:
-      ``check(Resource) -> messages``; ``stack``: ``check(resources) -> (name, message)``) and
+      ``check(Resource) -> Problems``; ``stack``: ``check(resources) -> Violations``, each a
+      Problem and the resource it is about) and
       ``scope`` (``gcp`` or ``kubernetes``).
 
     Attributes:
@@ -236,7 +102,7 @@ class Rule:
         description: what it enforces, in words; default the name with spaces.
         kind: ``resource`` or ``stack`` (policy rules).
         scope: ``gcp`` or ``kubernetes`` (policy rules).
-        path: the stack field a plain line of the check is about (default: its one ``needs``).
+        path: the stack field its Problems that have none get (default: its one ``needs``).
     """
 
     check: Callable[..., Any]
@@ -275,25 +141,8 @@ class Rule:
         return None
 
     def problems(self, *args: Any) -> list[Problem]:
-        """Run the check on ``args``; every result a :class:`Problem` carrying this rule's id
-        (a plain line gets :attr:`path`, or the one of ``needs`` when there is one)."""
+        """Run the check on ``args``: its Problems, each carrying this rule's id where it has
+        none (and :attr:`path`, or the one of ``needs`` when there is one, where it has no
+        path)."""
         default = self.path or (next(iter(self.needs)) if len(self.needs) == 1 else "")
-        return problems_of(self.check(*args) or (), default, self.id)
-
-
-_SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
-
-
-def path_parts(path: str) -> list[str]:
-    """``node_pools[tpu].tpu.topology`` -> ``["node_pools", "[tpu]", "tpu", "topology"]``: keys
-    plain, list entries in brackets (their name or index; a quoted name unquoted)."""
-    out: list[str] = []
-    for key, item in _SEGMENT.findall(path):
-        if key:
-            out.append(key.strip("'\""))
-        else:
-            name = item
-            if len(name) >= 2 and name[0] == name[-1] and name[0] in "'\"":
-                name = name[1:-1]
-            out.append(f"[{name}]")
-    return out
+        return [p.with_path(default).with_rule(self.id) for p in self.check(*args) or ()]

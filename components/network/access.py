@@ -21,6 +21,8 @@ import ipaddress
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from components.kernel.problems import Problem
+
 if TYPE_CHECKING:
     from components.network.model import AuthorizedNetwork
 
@@ -40,8 +42,8 @@ def is_documentation_range(cidr: str) -> bool:
     return any(net.version == d.version and net.subnet_of(d) for d in DOCUMENTATION_RANGES)
 
 
-def reachability_problems(dns_endpoint: bool, nets: Sequence[AuthorizedNetwork]) -> list[str]:
-    """One line when no deployer outside the VPC could reach the Kubernetes API: the DNS-based
+def reachability_problems(dns_endpoint: bool, nets: Sequence[AuthorizedNetwork]) -> list[Problem]:
+    """One Problem (of ``network``, rule ``reachability``) when no deployer outside the VPC could reach the Kubernetes API: the DNS-based
     endpoint is off (``dns_endpoint``: ``cluster.dns_endpoint``) and every authorized network of
     ``nets`` (``network.master_authorized_networks``), if any, is a documentation range. Empty
     otherwise (the DNS endpoint is on, or a real range is authorized)."""
@@ -57,10 +59,11 @@ def reachability_problems(dns_endpoint: bool, nets: Sequence[AuthorizedNetwork])
         if nets
         else "is empty"
     )
-    return [
+    line = (
         "cluster.dns_endpoint: false and network.master_authorized_networks "
         f"{listed}: no `pulumi up` outside the VPC can reach the Kubernetes API that the "
         "namespace, service accounts, KubeRay and Ray resources are created through; set "
         "cluster.dns_endpoint: true (IAM-gated DNS endpoint, no IP allow-list) or list the CIDR "
         "you deploy from in network.master_authorized_networks"
-    ]
+    )
+    return [Problem("network", line, "reachability")]

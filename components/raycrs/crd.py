@@ -44,7 +44,7 @@ from components.kernel.crdschema import (  # noqa: F401 - re-exported: callers a
     validator,
     verify,
 )
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 from components.kuberay.render import CRD_FILES, carried_crds_dir
 
 _fmt, _json_schema, _load_schema, _validator, _verify = (
@@ -142,16 +142,16 @@ def server_view(
 
 def validate_manifest(
     manifest: dict[str, Any], directory: Path | None = None, version: str = DEFAULT_VERSION
-) -> list[FieldLine]:
+) -> list[Problem]:
     """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``,
-    a :class:`~components.kernel.problems.FieldLine` carrying ``<path>`` (``kind``, ``apiVersion``
-    or the schema error's path in the object).
+    a :class:`~components.kernel.problems.Problem` whose ``object_field`` is ``<path>`` (``kind``,
+    ``apiVersion`` or the schema error's path in the object).
 
     Checks apiVersion/kind, then everything the API server checks on create
     (:func:`components.kernel.crdschema.validate_object`: unknown (pruned) fields, the schema of
     the object as stored - omitted fields with their CRD defaults, non-nullable nulls pruned -,
     ``metadata``, list types and the CRD's CEL rules; a CEL rule not evaluated is a
-    :class:`~components.kernel.crdschema.NoteLine`).
+    ``warning`` Problem of rule ``crd-cel-not-evaluated``).
 
     Raises:
         CrdsMissingError: the CRD folder is absent.
@@ -162,9 +162,9 @@ def validate_manifest(
     api_version = manifest.get("apiVersion", "")
     if kind not in _CRD_FILES:
         valid = ", ".join(_CRD_FILES)
-        return [FieldLine(f"{head}: kind {kind!r} is not a KubeRay kind; valid: {valid}", "kind")]
+        return [in_object("kind", f"{head}: kind {kind!r} is not a KubeRay kind; valid: {valid}")]
     if not api_version.startswith("ray.io/"):
-        return [FieldLine(f"{head}: apiVersion {api_version!r} is not ray.io/v1", "apiVersion")]
+        return [in_object("apiVersion", f"{head}: apiVersion {api_version!r} is not ray.io/v1")]
     crd_schema(kind, api_version, directory, version)  # CrdsMissingError / unknown version
     d = directory or crds_dir(version)
     return validate_object(manifest, d / _CRD_FILES[kind], head=head)
@@ -174,9 +174,9 @@ def validate_manifests(
     manifests: Iterable[dict[str, Any]],
     directory: Path | None = None,
     version: str = DEFAULT_VERSION,
-) -> list[FieldLine]:
+) -> list[Problem]:
     """:func:`validate_manifest` over several objects, problems concatenated in order."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for m in manifests:
         out += validate_manifest(m, directory, version)
     return out
@@ -194,7 +194,7 @@ OTHER_CRD_FILES = {
 }
 
 
-def validate_other(manifest: dict[str, Any]) -> list[str]:
+def validate_other(manifest: dict[str, Any]) -> list[Problem]:
     """Problems of one rendered non-KubeRay custom resource whose CRD the product carries
     (:data:`OTHER_CRD_FILES`: Managed Prometheus ``PodMonitoring`` from
     ``components/monitoring/crds``, GKE ``ComputeClass`` from ``components/computeclass/crds``),

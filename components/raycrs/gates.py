@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 from components.kuberay.render import CHART_FEATURE_GATES, INCREMENTAL_UPGRADE, helm_values
 from components.stack.model import StackConfig
 
@@ -64,21 +64,21 @@ def _cluster_spec(manifest: dict[str, Any]) -> tuple[str, dict[str, Any]] | None
     return None
 
 
-def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> list[str]:
+def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> list[Problem]:
     """Problems of one rendered KubeRay object under ``gates``, one line each:
     ``<Kind> <name>: <field> needs the <Gate> feature gate, off in <source> (validation.go
     <function>)``."""
     kind = manifest.get("kind", "?")
     name = (manifest.get("metadata") or {}).get("name", "?")
     where = f", off in {source}" if source else ""
-    out: list[str] = []
+    out: list[Problem] = []
 
     def need(gate: str, field: str, fn: str) -> None:
         if not gates.get(gate, False):
             line = (
                 f"{kind} {name}: {field} needs the {gate} feature gate{where} (validation.go {fn})"
             )
-            out.append(FieldLine(line, field.split(" ")[0]))
+            out.append(in_object(field.split(" ")[0], line))
 
     found = _cluster_spec(manifest)
     if found is not None:
@@ -117,10 +117,10 @@ def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> l
     return out
 
 
-def gate_problems_all(manifests: Iterable[dict[str, Any]], cfg: StackConfig) -> list[str]:
+def gate_problems_all(manifests: Iterable[dict[str, Any]], cfg: StackConfig) -> list[Problem]:
     """:func:`gate_problems` over several objects with the stack's :func:`installed_gates`."""
     gates, source = installed_gates(cfg)
-    out: list[str] = []
+    out: list[Problem] = []
     for m in manifests:
         out += gate_problems(m, gates, source)
     return out

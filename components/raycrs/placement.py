@@ -2,7 +2,7 @@
 worker group against the node shapes it may run on, and of a job's placement strategy against
 its pool, run by :func:`components.stack.checks.check_stack` (checks 2 and 3 there).
 
-* :func:`schedule_problems` / :func:`fit_problems`: nodeSelector labels are a subset of a node
+* :func:`schedule_problems` / :func:`unfit_reasons`: nodeSelector labels are a subset of a node
   shape's labels (a declared pool's, :func:`components.nodepools.render.node_pool_specs`, or one
   NAP may create, :func:`nap_shapes`), the tolerations cover its taints
   (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/), the pod's
@@ -139,9 +139,10 @@ def _slice_of(spec: NodePoolSpec) -> catalog.TpuSlice | None:
     return None
 
 
-def fit_problems(group: dict[str, Any], spec: NodePoolSpec) -> list[str]:
+def unfit_reasons(group: dict[str, Any], spec: NodePoolSpec) -> list[str]:
     """Why the pods of ``group`` (a head or worker group spec) cannot run on nodes of ``spec``
-    (empty when they can). The nodeSelector is assumed to match already."""
+    (empty when they can), as clauses :func:`schedule_problems` joins into its one Problem. The
+    nodeSelector is assumed to match already."""
     template = group.get("template") or {}
     pod = template.get("spec") or {}
     why = []
@@ -181,7 +182,7 @@ def fit_problems(group: dict[str, Any], spec: NodePoolSpec) -> list[str]:
 
 def schedule_problems(
     where: str, group: dict[str, Any], candidates: list[NodePoolSpec]
-) -> list[str]:
+) -> list[Problem]:
     """One line if ``group`` fits no candidate node shape: why it fails on the first shape whose
     labels match its nodeSelector (declared pools come before NAP shapes), or that none matches."""
     pod = (group.get("template") or {}).get("spec") or {}
@@ -190,22 +191,30 @@ def schedule_problems(
     if not matching:
         sel = ", ".join(f"{k}: {v}" for k, v in sorted(selector.items())) or "none"
         return [
-            f"{where}: nodeSelector {{{sel}}} matches no declared node pool "
-            f"({', '.join(c.name for c in candidates if c.pool != 'nap')}) nor a shape NAP may "
-            "create; the pods would stay Pending"
+            Problem(
+                "",
+                f"{where}: nodeSelector {{{sel}}} matches no declared node pool "
+                f"({', '.join(c.name for c in candidates if c.pool != 'nap')}) nor a shape NAP may "
+                "create; the pods would stay Pending",
+            )
         ]
     failures = []
     for c in matching:
-        why = fit_problems(group, c)
+        why = unfit_reasons(group, c)
         if not why:
             return []
         failures.append(why)
     sel = ", ".join(f"{k}: {v}" for k, v in sorted(selector.items()))
     more = f" (and {len(failures) - 1} more matching shape(s) fail)" if len(failures) > 1 else ""
-    return [f"{where}: cannot schedule (nodeSelector {{{sel}}}): " + "; ".join(failures[0]) + more]
+    return [
+        Problem(
+            "",
+            f"{where}: cannot schedule (nodeSelector {{{sel}}}): " + "; ".join(failures[0]) + more,
+        )
+    ]
 
 
-def object_store_problems(where: str, group: dict[str, Any]) -> list[str]:
+def object_store_problems(where: str, group: dict[str, Any]) -> list[Problem]:
     """One line if the group's ``rayStartParams`` ``object-store-memory`` (bytes) exceeds
     :data:`components.raycrs.model.OBJECT_STORE_MAX_FRACTION` of its Ray container's memory (limit,
     else request): the object store is shared memory counted against the pod's memory
@@ -221,14 +230,21 @@ def object_store_problems(where: str, group: dict[str, Any]) -> list[str]:
     try:
         store, limit = float(raw), parse_quantity(memory) if memory else None
     except ValueError:
-        return [f"{where}: rayStartParams object-store-memory {raw!r} is not a number of bytes"]
+        return [
+            Problem(
+                "", f"{where}: rayStartParams object-store-memory {raw!r} is not a number of bytes"
+            )
+        ]
     if limit is None or store <= OBJECT_STORE_MAX_FRACTION * limit:
         return []
     return [
-        f"{where}: object_store_memory {store / 2**30:.2f} GiB is more than "
-        f"{OBJECT_STORE_MAX_FRACTION:.0%} of the worker pod's memory {memory} "
-        f"({OBJECT_STORE_MAX_FRACTION * limit / 2**30:.2f} GiB at most); lower it or raise the "
-        "worker group's memory"
+        Problem(
+            "",
+            f"{where}: object_store_memory {store / 2**30:.2f} GiB is more than "
+            f"{OBJECT_STORE_MAX_FRACTION:.0%} of the worker pod's memory {memory} "
+            f"({OBJECT_STORE_MAX_FRACTION * limit / 2**30:.2f} GiB at most); lower it or raise the "
+            "worker group's memory",
+        )
     ]
 
 

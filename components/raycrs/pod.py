@@ -34,6 +34,7 @@ from components.stack.naming import ksa_name
 from components.stack.plan import Plan
 from components.storage.fuse import Mount, cache_pod_settings
 from components.storage.fuse import mounts as fuse_mounts
+from contract.errors import ConfigurationError
 from contract.quantity import cpu_quantity, memory_quantity
 
 API_VERSION = "ray.io/v1"
@@ -69,7 +70,7 @@ DATASET_PATH = "lm-bytes"
 PART_OF = "ray-gke"
 
 
-class ManifestError(ValueError):
+class ManifestError(ConfigurationError):
     """A custom resource that cannot be built; the message names the field and value."""
 
 

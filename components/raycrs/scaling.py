@@ -31,9 +31,10 @@ from typing import Any
 from components.nodepools.model import CpuPool, GpuPool, TpuPool
 from components.raycrs.model import JobConfig
 from components.stack.resolve import JobTarget
+from contract.errors import ConfigurationError
 
 
-class ScalingError(ValueError):
+class ScalingError(ConfigurationError):
     """``ScalingConfig`` arguments that cannot be built (fewer than one replica); unresolvable
     targets raise :class:`components.stack.resolve.ResolveError` (see :func:`components.stack.resolve.resolve_job`)."""
 

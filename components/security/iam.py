@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+from components.kernel.problems import Problem
 from components.stack.model import StackConfig
 from components.stack.naming import (
     BucketPurpose,
@@ -95,10 +96,11 @@ def iam_problems(
     cfg: StackConfig,
     buckets: list[tuple[str, str, str]],
     project: list[tuple[str, str]],
-) -> list[str]:
-    """Problems with a set of bindings, one line each: a public member on a bucket or the project,
+) -> list[Problem]:
+    """Problems with a set of bindings (of ``workload_identities``, rule ``iam``), one each: a
+    public member on a bucket or the project,
     or any project-level ``roles/storage.*`` / owner / editor grant to a workload identity."""
-    problems = []
+    problems: list[str] = []
     workload_members = {service_account_member(cfg, a.name) for a in workload_accounts(cfg)}
     for purpose, role, member in buckets:
         if member in PUBLIC_MEMBERS:
@@ -113,7 +115,7 @@ def iam_problems(
                 f"project: {role} granted to workload identity {member}: workloads get "
                 "bucket-level roles only (no project-wide storage roles)"
             )
-    return problems
+    return [Problem("workload_identities", line, "iam") for line in problems]
 
 
 KMS_ROLE = "roles/cloudkms.cryptoKeyEncrypterDecrypter"

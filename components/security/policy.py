@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.kernel.problems import Rule
+from components.kernel.problems import Problem, Rule
 from components.security import rules as security
 
 UNKNOWN = "<unknown at preview>"
@@ -138,26 +138,43 @@ class Resource:
 
 # Each secure-default rule is a components.kernel.problems.Rule: ``name`` (``rule_id``) the policy name
 # (``bucket-cmek``), the same in the policy pack and ``raygke check``; ``description`` one line,
-# what the rule demands; ``kind`` ``resource`` (``check(Resource) -> list[str]`` messages) or
-# ``stack`` (``check(list[Resource]) -> list[(display name, message)]``, display name ``""`` when
-# the message is about the whole stack); ``scope`` ``gcp`` (needs the program's render) or
+# what the rule demands; ``kind`` ``resource`` (``check(Resource) -> list[Problem]``, each
+# printed as its message) or ``stack`` (``check(list[Resource]) -> list[Violation]``, each a
+# Problem with the resource it is about, display name ``""`` when about the whole stack); ``scope`` ``gcp`` (needs the program's render) or
 # ``kubernetes`` (rules of :mod:`components.security.rules`, which ``check_stack`` also runs over
 # the pure render).
 
 
 @dataclass(frozen=True)
 class Violation:
-    """A rule broken by a resource (:func:`display_name`; empty: by the stack as a whole)."""
+    """A rule broken by a resource: the rule's :class:`~components.kernel.problems.Problem` (its
+    message and its rule id) and the resource it is about (:func:`display_name`; empty: the stack
+    as a whole), which the pack does not print but ``raygke check`` maps to a stack field
+    (:func:`raygke.synth.policy_problems`)."""
 
-    rule: str
     resource: str
-    message: str
+    problem: Problem
+
+    @property
+    def rule(self) -> str:
+        """The rule's id (``bucket-cmek``)."""
+        return self.problem.rule
+
+    @property
+    def message(self) -> str:
+        """What the policy pack reports for it (``report_violation``)."""
+        return self.problem.message
 
     def line(self) -> str:
         """``<rule>: <resource>: <message>``, the line ``raygke check`` prints (the shape of
         :mod:`components.security.rules`'s lines)."""
         where = f"{self.resource}: " if self.resource else ""
         return f"{self.rule}: {where}{self.message}"
+
+    def as_problem(self, path: str = "") -> Problem:
+        """The violation as ``raygke check`` reports it: a Problem of the stack field ``path``
+        (rule ``policy``) printed :meth:`line`."""
+        return Problem(path, self.line(), "policy")
 
 
 def display_name(r: Resource) -> str:
@@ -188,28 +205,30 @@ def _set(value: Any) -> bool:
 # ------------------------------------------------------------------------------------ GCP rules
 
 
-def bucket_public_access_prevention(r: Resource) -> list[str]:
+def bucket_public_access_prevention(r: Resource) -> list[Problem]:
     if r.type != BUCKET:
         return []
     v = r.props.get("publicAccessPrevention")
     if v in ("enforced", UNKNOWN):
         return []
-    return [f"bucket public access prevention is {v or 'not set'}; set it to enforced"]
+    return [Problem("", f"bucket public access prevention is {v or 'not set'}; set it to enforced")]
 
 
-def bucket_uniform_access(r: Resource) -> list[str]:
+def bucket_uniform_access(r: Resource) -> list[Problem]:
     if r.type != BUCKET or r.props.get("uniformBucketLevelAccess") in (True, UNKNOWN):
         return []
-    return ["bucket has no uniform bucket-level access (object ACLs allowed); enable it"]
+    return [
+        Problem("", "bucket has no uniform bucket-level access (object ACLs allowed); enable it")
+    ]
 
 
-def bucket_cmek(r: Resource) -> list[str]:
+def bucket_cmek(r: Resource) -> list[Problem]:
     if r.type != BUCKET or _set(_get(r.props, "encryption", "defaultKmsKeyName")):
         return []
-    return ["bucket has no customer-managed key (encryption.defaultKmsKeyName)"]
+    return [Problem("", "bucket has no customer-managed key (encryption.defaultKmsKeyName)")]
 
 
-def secret_cmek(r: Resource) -> list[str]:
+def secret_cmek(r: Resource) -> list[Problem]:
     if r.type != SECRET:
         return []
     rep = r.props.get("replication") or {}
@@ -219,7 +238,9 @@ def secret_cmek(r: Resource) -> list[str]:
     if auto is not None:
         if _set(_get(auto, "customerManagedEncryption", "kmsKeyName")):
             return []
-        return ["secret is replicated automatically with Google-managed keys; use a CMEK"]
+        return [
+            Problem("", "secret is replicated automatically with Google-managed keys; use a CMEK")
+        ]
     replicas = _get(rep, "userManaged", "replicas") or []
     if replicas == UNKNOWN:
         return []
@@ -229,9 +250,9 @@ def secret_cmek(r: Resource) -> list[str]:
         if not _set(_get(x, "customerManagedEncryption", "kmsKeyName"))
     ]
     if not replicas:
-        return ["secret has no replication with a customer-managed key"]
+        return [Problem("", "secret has no replication with a customer-managed key")]
     if bare:
-        return [f"secret replica(s) in {', '.join(bare)} have no customer-managed key"]
+        return [Problem("", f"secret replica(s) in {', '.join(bare)} have no customer-managed key")]
     return []
 
 
@@ -261,17 +282,20 @@ def _nap_defaults(r: Resource) -> dict[str, Any] | None:
     return ca.get("autoProvisioningDefaults") or {}
 
 
-def boot_disk_cmek(r: Resource) -> list[str]:
+def boot_disk_cmek(r: Resource) -> list[Problem]:
     out = [
-        f"{where} boot disks have no customer-managed key (bootDiskKmsKey)"
+        Problem("", f"{where} boot disks have no customer-managed key (bootDiskKmsKey)")
         for where, nc in _node_configs(r)
         if not _set(nc.get("bootDiskKmsKey"))
     ]
     nap = _nap_defaults(r)
     if nap is not None and not _set(nap.get("bootDiskKmsKey")):
         out.append(
-            "node auto-provisioning defaults have no boot disk customer-managed key "
-            "(clusterAutoscaling.autoProvisioningDefaults.bootDiskKmsKey)"
+            Problem(
+                "",
+                "node auto-provisioning defaults have no boot disk customer-managed key "
+                "(clusterAutoscaling.autoProvisioningDefaults.bootDiskKmsKey)",
+            )
         )
     return out
 
@@ -280,7 +304,7 @@ def _forbidden_role(role: Any) -> bool:
     return isinstance(role, str) and (role.startswith("roles/storage.") or role in BASIC_ROLES)
 
 
-def no_project_storage_or_basic_roles(r: Resource) -> list[str]:
+def no_project_storage_or_basic_roles(r: Resource) -> list[Problem]:
     grants: list[tuple[Any, Any]] = []
     if r.type == PROJECT_IAM_MEMBER:
         grants = [(r.props.get("role"), r.props.get("member"))]
@@ -294,54 +318,74 @@ def no_project_storage_or_basic_roles(r: Resource) -> list[str]:
             bindings = []
         grants = [(b.get("role"), m) for b in bindings for m in b.get("members", [])]
     return [
-        f"project-wide {role} granted to {member}: grant bucket-level roles "
-        "(roles/storage.objectViewer / objectUser on the bucket), never storage or basic "
-        "roles on the project"
+        Problem(
+            "",
+            f"project-wide {role} granted to {member}: grant bucket-level roles "
+            "(roles/storage.objectViewer / objectUser on the bucket), never storage or basic "
+            "roles on the project",
+        )
         for role, member in grants
         if _forbidden_role(role)
     ]
 
 
-def no_service_account_keys(r: Resource) -> list[str]:
+def no_service_account_keys(r: Resource) -> list[Problem]:
     if r.type != SA_KEY:
         return []
-    return ["a service-account key is a long-lived credential; use Workload Identity instead"]
+    return [
+        Problem(
+            "", "a service-account key is a long-lived credential; use Workload Identity instead"
+        )
+    ]
 
 
-def workload_identity(r: Resource) -> list[str]:
+def workload_identity(r: Resource) -> list[Problem]:
     out = []
     if r.type == CLUSTER and not _set(_get(r.props, "workloadIdentityConfig", "workloadPool")):
-        out.append("cluster has no Workload Identity pool (workloadIdentityConfig.workloadPool)")
+        out.append(
+            Problem(
+                "", "cluster has no Workload Identity pool (workloadIdentityConfig.workloadPool)"
+            )
+        )
     for where, nc in _node_configs(r):
         mode = _get(nc, "workloadMetadataConfig", "mode")
         if mode not in ("GKE_METADATA", UNKNOWN):
             out.append(
-                f"{where} does not run the GKE metadata server (workloadMetadataConfig.mode is "
-                f"{mode or 'not set'}; set GKE_METADATA): pods would see the node's identity"
+                Problem(
+                    "",
+                    f"{where} does not run the GKE metadata server (workloadMetadataConfig.mode is "
+                    f"{mode or 'not set'}; set GKE_METADATA): pods would see the node's identity",
+                )
             )
     return out
 
 
-def secure_boot(r: Resource) -> list[str]:
+def secure_boot(r: Resource) -> list[Problem]:
     configs = list(_node_configs(r))
     nap = _nap_defaults(r)
     if nap is not None:
         configs.append(("node auto-provisioning defaults", nap))
     return [
-        f"{where} has no secure boot (shieldedInstanceConfig.enableSecureBoot)"
+        Problem("", f"{where} has no secure boot (shieldedInstanceConfig.enableSecureBoot)")
         for where, nc in configs
         if _get(nc, "shieldedInstanceConfig", "enableSecureBoot") not in (True, UNKNOWN)
     ]
 
 
-def private_nodes(r: Resource) -> list[str]:
+def private_nodes(r: Resource) -> list[Problem]:
     if r.type == CLUSTER:
         v = _get(r.props, "privateClusterConfig", "enablePrivateNodes")
         if v in (True, UNKNOWN):
             return []
-        return ["cluster nodes have external IPs (privateClusterConfig.enablePrivateNodes)"]
+        return [
+            Problem("", "cluster nodes have external IPs (privateClusterConfig.enablePrivateNodes)")
+        ]
     if r.type == NODE_POOL and _get(r.props, "networkConfig", "enablePrivateNodes") is False:
-        return ["node pool opts out of private nodes (networkConfig.enablePrivateNodes: false)"]
+        return [
+            Problem(
+                "", "node pool opts out of private nodes (networkConfig.enablePrivateNodes: false)"
+            )
+        ]
     return []
 
 
@@ -357,29 +401,33 @@ def _split(rule: str, line: str) -> tuple[str, str]:
     return (obj, message) if sep else ("", rest)
 
 
-def _k8s_rule(rule: str) -> Callable[[Resource], list[str]]:
+def _k8s_rule(rule: str) -> Callable[[Resource], list[Problem]]:
     fn = security.RULES[rule]
 
-    def check(r: Resource) -> list[str]:
+    def check(r: Resource) -> list[Problem]:
         if not r.type.startswith("kubernetes:"):
             return []
-        return [_split(rule, line)[1] for line in fn([r.props])]
+        return [Problem("", _split(rule, line)[1], rule) for line in fn([r.props])]
 
     check.__name__ = rule.replace("-", "_")
     return check
 
 
-def network_policy(resources: Sequence[Resource]) -> list[tuple[str, str]]:
+def network_policy(resources: Sequence[Resource]) -> list[Violation]:
     """Rule ``network-policy`` of :mod:`components.security.rules` over the stack's Kubernetes
     objects (it needs them all: policies and the Ray objects they guard)."""
     objects = [r.props for r in resources if r.type.startswith("kubernetes:")]
-    return [_split("network-policy", line) for line in security.check_network_policy(objects)]
+    out = []
+    for line in security.check_network_policy(objects):
+        resource, message = _split("network-policy", line)
+        out.append(Violation(resource, Problem("", message, "network-policy")))
+    return out
 
 
 def _resource_rule(
     name: str,
     description: str,
-    fn: Callable[[Resource], list[str]],
+    fn: Callable[[Resource], list[Problem]],
     scope: Literal["gcp", "kubernetes"] = "gcp",
 ) -> Rule:
     return Rule(fn, rule_id=name, description=description, kind="resource", scope=scope)
@@ -465,9 +513,9 @@ def run_rules(resources: Iterable[Resource], rules: Sequence[Rule] = RULES) -> l
     for rule in rules:
         if rule.kind == "resource":
             for r in res:
-                out += [Violation(rule.name, display_name(r), m) for m in rule.check(r)]
+                out += [Violation(display_name(r), p.with_rule(rule.id)) for p in rule.check(r)]
         else:
-            out += [Violation(rule.name, n, m) for n, m in rule.check(res)]
+            out += [Violation(v.resource, v.problem.with_rule(rule.id)) for v in rule.check(res)]
     return out
 
 
@@ -486,6 +534,9 @@ def resources_from_records(records: Iterable[Mapping[str, Any]]) -> list[Resourc
 GCP_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.scope == "gcp")
 
 
-def check_records(records: Iterable[Mapping[str, Any]], rules: Sequence[Rule] = RULES) -> list[str]:
-    """:func:`run_rules` over synth records, one ``<rule>: ...`` line per violation."""
-    return [v.line() for v in run_rules(resources_from_records(records), rules)]
+def check_records(
+    records: Iterable[Mapping[str, Any]], rules: Sequence[Rule] = RULES
+) -> list[Problem]:
+    """:func:`run_rules` over synth records, one Problem printed ``<rule>: ...`` per violation
+    (:meth:`Violation.as_problem`)."""
+    return [v.as_problem() for v in run_rules(resources_from_records(records), rules)]

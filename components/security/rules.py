@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from components.kernel.problems import Problem
+
 Obj = dict[str, Any]
 RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 WORKLOAD_KINDS = ("Pod", "Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
@@ -80,7 +82,7 @@ def ray_cluster_specs(o: Obj) -> Iterator[tuple[str, Obj]]:
         yield "spec.rayClusterConfig", spec["rayClusterConfig"]
 
 
-def check_ray_auth(objects: list[Obj]) -> list[str]:
+def check_ray_auth(objects: list[Obj]) -> list[Problem]:
     """Rule ``ray-auth`` (module docstring)."""
     out = []
     for o in objects:
@@ -90,9 +92,12 @@ def check_ray_auth(objects: list[Obj]) -> list[str]:
             auth = cluster.get("authOptions") or {}
             if auth.get("mode") != "token":
                 out.append(
-                    f"ray-auth: {_name(o)}: {path}.authOptions.mode is "
-                    f"{auth.get('mode')!r}, not 'token': the Ray dashboard / Jobs API would run "
-                    "code from anyone who reaches it"
+                    Problem(
+                        "",
+                        f"ray-auth: {_name(o)}: {path}.authOptions.mode is "
+                        f"{auth.get('mode')!r}, not 'token': the Ray dashboard / Jobs API would run "
+                        "code from anyone who reaches it",
+                    )
                 )
     return out
 
@@ -129,31 +134,33 @@ def pod_templates(o: Obj) -> Iterator[tuple[str, str, Obj]]:
 
 def container_problems(
     where: str, sc: dict[str, Any] | None, pod_sc: dict[str, Any] | None
-) -> list[str]:
+) -> list[Problem]:
     """What a container's ``securityContext`` (with its pod's) lacks of the rule, one line each."""
     sc, pod_sc = sc or {}, pod_sc or {}
     out = []
     if sc.get("privileged") is True:
-        out.append(f"{where}: privileged: true")
+        out.append(Problem("", f"{where}: privileged: true"))
     if sc.get("allowPrivilegeEscalation") is not False:
-        out.append(f"{where}: securityContext.allowPrivilegeEscalation is not false")
+        out.append(Problem("", f"{where}: securityContext.allowPrivilegeEscalation is not false"))
     drop = ((sc.get("capabilities") or {}).get("drop")) or []
     if "ALL" not in drop:
-        out.append(f"{where}: securityContext.capabilities.drop does not hold ALL")
+        out.append(Problem("", f"{where}: securityContext.capabilities.drop does not hold ALL"))
     if (sc.get("capabilities") or {}).get("add"):
-        out.append(f"{where}: securityContext.capabilities.add is set")
+        out.append(Problem("", f"{where}: securityContext.capabilities.add is set"))
     non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
     if non_root is not True:
-        out.append(f"{where}: runAsNonRoot is not true (container or pod securityContext)")
+        out.append(
+            Problem("", f"{where}: runAsNonRoot is not true (container or pod securityContext)")
+        )
     if sc.get("runAsUser", pod_sc.get("runAsUser")) == 0:
-        out.append(f"{where}: runAsUser is 0 (root)")
+        out.append(Problem("", f"{where}: runAsUser is 0 (root)"))
     seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
     if seccomp not in ("RuntimeDefault", "Localhost"):
-        out.append(f"{where}: seccompProfile.type is {seccomp!r}, not RuntimeDefault")
+        out.append(Problem("", f"{where}: seccompProfile.type is {seccomp!r}, not RuntimeDefault"))
     return out
 
 
-def _template_problems(name: str, path: str, role: str, tmpl: Obj) -> list[str]:
+def _template_problems(name: str, path: str, role: str, tmpl: Obj) -> list[Problem]:
     spec = tmpl.get("spec") or {}
     pod_sc = spec.get("securityContext") or {}
     out = []
@@ -165,23 +172,31 @@ def _template_problems(name: str, path: str, role: str, tmpl: Obj) -> list[str]:
         ed = v.get("emptyDir")
         if isinstance(ed, dict) and ed.get("medium") == "Memory" and not ed.get("sizeLimit"):
             out.append(
-                f"pod-security: {name}: {path} volume {v.get('name')!r}: memory-backed emptyDir "
-                "without sizeLimit"
+                Problem(
+                    "",
+                    f"pod-security: {name}: {path} volume {v.get('name')!r}: memory-backed emptyDir "
+                    "without sizeLimit",
+                )
             )
         if "hostPath" in v:
-            out.append(f"pod-security: {name}: {path} volume {v.get('name')!r}: hostPath")
+            out.append(
+                Problem("", f"pod-security: {name}: {path} volume {v.get('name')!r}: hostPath")
+            )
     for flag in ("hostNetwork", "hostPID", "hostIPC"):
         if spec.get(flag) is True:
-            out.append(f"pod-security: {name}: {path}: {flag}: true")
+            out.append(Problem("", f"pod-security: {name}: {path}: {flag}: true"))
     if role in ("worker", "submitter") and spec.get("automountServiceAccountToken") is not False:
         out.append(
-            f"pod-security: {name}: {path}: automountServiceAccountToken is not false ({role} "
-            "pods do not call the Kubernetes API)"
+            Problem(
+                "",
+                f"pod-security: {name}: {path}: automountServiceAccountToken is not false ({role} "
+                "pods do not call the Kubernetes API)",
+            )
         )
     return out
 
 
-def check_pod_security(objects: list[Obj]) -> list[str]:
+def check_pod_security(objects: list[Obj]) -> list[Problem]:
     """Rule ``pod-security`` (module docstring)."""
     out = []
     for o in objects:
@@ -192,8 +207,11 @@ def check_pod_security(objects: list[Obj]) -> list[str]:
             level = ((o.get("metadata") or {}).get("labels") or {}).get(PSA_ENFORCE)
             if level not in ("baseline", "restricted"):
                 out.append(
-                    f"pod-security: {name}: label {PSA_ENFORCE} is {level!r}, not restricted "
-                    "or baseline"
+                    Problem(
+                        "",
+                        f"pod-security: {name}: label {PSA_ENFORCE} is {level!r}, not restricted "
+                        "or baseline",
+                    )
                 )
             continue
         for path, cluster in ray_cluster_specs(o) if o.get("kind") in RAY_KINDS else ():
@@ -212,8 +230,11 @@ def check_pod_security(objects: list[Obj]) -> list[str]:
             account = (tmpl.get("spec") or {}).get("serviceAccountName") or "default"
             if role == "worker" and account in head_accounts:
                 out.append(
-                    f"pod-security: {name}: {path} runs as the head's service account "
-                    f"{account!r}, which holds the autoscaler's RBAC; give workers their own"
+                    Problem(
+                        "",
+                        f"pod-security: {name}: {path} runs as the head's service account "
+                        f"{account!r}, which holds the autoscaler's RBAC; give workers their own",
+                    )
                 )
     return out
 
@@ -257,7 +278,7 @@ def _covers_head_ports(rule: dict[str, Any]) -> bool:
     return any(p.get("port") in HEAD_API_PORTS or p.get("port") is None for p in ports)
 
 
-def check_network_policy(objects: list[Obj]) -> list[str]:
+def check_network_policy(objects: list[Obj]) -> list[Problem]:
     """Rule ``network-policy`` (module docstring)."""
     policies: dict[str, list[Obj]] = {}
     for o in objects:
@@ -280,34 +301,43 @@ def check_network_policy(objects: list[Obj]) -> list[str]:
                 for p in pols
             ):
                 out.append(
-                    f"network-policy: namespace {ns}: no default-deny ingress NetworkPolicy "
-                    "(empty podSelector, policyTypes [Ingress], no ingress rule)"
+                    Problem(
+                        "",
+                        f"network-policy: namespace {ns}: no default-deny ingress NetworkPolicy "
+                        "(empty podSelector, policyTypes [Ingress], no ingress rule)",
+                    )
                 )
         for path, cluster in ray_cluster_specs(o):
             labels = _head_labels(o, cluster)
             own = [p for p in pols if _selects((p.get("spec") or {}).get("podSelector"), labels)]
             if not own:
                 out.append(
-                    f"network-policy: {_name(o)}: no NetworkPolicy selects the head of "
-                    f"{path} (labels {labels})"
+                    Problem(
+                        "",
+                        f"network-policy: {_name(o)}: no NetworkPolicy selects the head of "
+                        f"{path} (labels {labels})",
+                    )
                 )
             for p in own:
                 for rule in (p.get("spec") or {}).get("ingress") or []:
                     if _open_to_all(rule) and _covers_head_ports(rule):
                         out.append(
-                            f"network-policy: {_name(p)} opens the head of {_name(o)} "
-                            f"({path}) on ports {HEAD_API_PORTS} to every source"
+                            Problem(
+                                "",
+                                f"network-policy: {_name(p)} opens the head of {_name(o)} "
+                                f"({path}) on ports {HEAD_API_PORTS} to every source",
+                            )
                         )
     return out
 
 
-RULES: dict[str, Callable[[list[Obj]], list[str]]] = {
+RULES: dict[str, Callable[[list[Obj]], list[Problem]]] = {
     "ray-auth": check_ray_auth,
     "pod-security": check_pod_security,
     "network-policy": check_network_policy,
 }
 
 
-def security_problems(objects: list[Obj]) -> list[str]:
+def security_problems(objects: list[Obj]) -> list[Problem]:
     """Every rule of :data:`RULES` over ``objects``, in that order."""
     return [line for rule in RULES.values() for line in rule(objects)]

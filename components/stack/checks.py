@@ -50,8 +50,8 @@ from typing import Any
 
 from components.computeclass.checks import compute_class_problems
 from components.images.checks import dependency_problems
-from components.kernel.crdschema import NoteLine, problems_with_notes
-from components.kernel.problems import FieldLine, Problem, at, problems_of
+from components.kernel.crdschema import NOTE_RULE, problems_with_notes
+from components.kernel.problems import Problem, at
 from components.kuberay.namespace import namespace_manifest, namespace_objects, resource_quota
 from components.nodepools.render import (
     node_pool_specs,
@@ -196,8 +196,8 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
         try:
             for m in manifests:
                 problems += [
-                    _note(_object_problem(m, line, "crd-schema"), line)
-                    for line in _validate_crds([m], version=version)
+                    _object_problem(m, p, "crd-schema")
+                    for p in _validate_crds([m], version=version)
                 ]
         except CrdsMissingError as e:
             problems.append(at("kuberay.chart_version", str(e), "crd-schema"))
@@ -215,14 +215,6 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
             ):
                 problems += [_edit(field, line, rule) for line in lines]
     return problems
-
-
-def _note(problem: Problem, line: str) -> Problem:
-    """``problem`` as a warning when its ``line`` is a note (a CEL rule of the CRD that was not
-    evaluated: :class:`components.kernel.crdschema.NoteLine`)."""
-    if isinstance(line, NoteLine):  # about the CRD, not the stack: no "edit <field>" advice
-        return Problem(problem.path, str(line), "crd-cel-not-evaluated", "warning")
-    return problem
 
 
 def stack_field(manifest: dict[str, Any], group: str | int | None = None) -> str | None:
@@ -260,14 +252,16 @@ def _edit(field: str | None, line: str, rule: str) -> Problem:
     return at(field, f"{line}; edit {field} in the stack file", rule)
 
 
-def _object_problem(manifest: dict[str, Any], line: FieldLine, rule: str) -> Problem:
-    """A CRD / operator / gate line of ``manifest`` as a Problem of its stack field: the group's
-    when the object field the line is about (``line.field``, a path into the object that the CRD
-    schema check, the operator rules and the gate check give with the line:
-    :class:`~components.kernel.problems.FieldLine`) lies in a group of the embedded RayCluster
-    spec; the line's words are never read."""
+def _object_problem(manifest: dict[str, Any], found: Problem, rule: str) -> Problem:
+    """A CRD / operator / gate problem of ``manifest`` as a Problem of its stack field: the
+    group's when the object field it is about (``found.object_field``, a path into the object
+    that the CRD schema check, the operator rules and the gate check give:
+    :func:`~components.kernel.problems.in_object`) lies in a group of the embedded RayCluster
+    spec; its words are never read. A note (a CEL rule of the CRD that was not evaluated,
+    :data:`~components.kernel.crdschema.NOTE_RULE`) is about the CRD, not the stack: a warning of
+    that field with no ``edit <field>`` advice."""
     kind = str(manifest.get("kind"))
-    where = line.field
+    where = found.object_field
     group: str | int | None = None
     spec = _CLUSTER_SPEC.get(kind)
     if spec and where.startswith(f"{spec}.headGroupSpec"):
@@ -280,7 +274,10 @@ def _object_problem(manifest: dict[str, Any], line: FieldLine, rule: str) -> Pro
             prefix = f"{spec}.workerGroupSpecs[{i}]"
             if where == prefix or where.startswith(f"{prefix}."):
                 group = i
-    return _edit(stack_field(manifest, group), line, rule)
+    field = stack_field(manifest, group)
+    if found.rule == NOTE_RULE:
+        return found.changed(path=field or "")
+    return _edit(field, found, rule)
 
 
 def workload_problems(cfg: StackConfig) -> list[Problem]:
@@ -408,8 +405,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     from contract.args.base import ArgError
 
     problems = workload_problems(cfg) + placement_problems(cfg)
-    problems += problems_of(dependency_problems(cfg), "", "image-dependencies")
-    problems += problems_of(name_problems(cfg), "", "names")
+    problems += dependency_problems(cfg) + name_problems(cfg)
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, sha))
@@ -435,8 +431,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     )
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
-    iam = iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
-    problems += problems_of(iam, "workload_identities", "iam")
+    problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
     # GPU networking's objects too: the installers' exemption is narrow (security/rules.py).
     from components.gpunet.render import gpunet_objects
 

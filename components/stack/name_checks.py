@@ -44,7 +44,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from components.kernel.problems import Problem, at, problems_of
+from components.kernel.problems import Problem, at
 from components.nodepools.render import GKE_LABEL_PREFIXES
 from components.stack.model import StackConfig
 from components.stack.naming import DerivedName, derived_names
@@ -88,26 +88,29 @@ _K8S_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
-def name_problem(n: DerivedName) -> str | None:
-    """Why ``n.name`` breaks its system's rule (one line naming the field), else None."""
+def name_problem(n: DerivedName) -> Problem | None:
+    """Why ``n.name`` breaks its system's rule (a Problem of ``n.field``, rule ``names``, its line
+    naming the field), else None."""
     rule = NAME_RULES[n.kind]
     ok = rule.min_len <= len(n.name) <= rule.max_len and rule.pattern.fullmatch(n.name)
     if n.kind == "bucket" and ok and (n.name.startswith("goog") or "google" in n.name):
-        return (
+        line = (
             f"{n.field}: the {n.what} name {n.name!r} starts with 'goog' or contains 'google', "
             "which GCS refuses; change the field"
         )
+        return at(n.field, line, "names")
     if ok:
         return None
-    return (
+    line = (
         f"{n.field}: the {n.what} name {n.name!r} derived from it is not valid: use "
         f"{rule.min_len}-{rule.max_len} characters ({rule.allowed}; end with a letter or digit)"
         f", got {len(n.name)}; shorten or change the field"
     )
+    return at(n.field, line, "names")
 
 
-def gcp_label_problems(field: str, labels: dict[str, str]) -> list[str]:
-    """GCP resource label rules for one labels mapping."""
+def gcp_label_problems(field: str, labels: dict[str, str]) -> list[Problem]:
+    """GCP resource label rules for one labels mapping (Problems of ``field``, rule ``labels``)."""
     problems = [
         f"{field}: label {k!r}={v!r} is not a GCP label: keys start with a lowercase letter, keys "
         "and values are at most 63 lowercase letters, digits, '_' or '-'"
@@ -116,11 +119,12 @@ def gcp_label_problems(field: str, labels: dict[str, str]) -> list[str]:
     ]
     if len(labels) > GCP_LABELS_MAX:
         problems.append(f"{field}: {len(labels)} labels; GCP allows at most {GCP_LABELS_MAX}")
-    return problems
+    return [at(field, line, "labels") for line in problems]
 
 
-def k8s_label_problems(field: str, labels: dict[str, str]) -> list[str]:
-    """Kubernetes label rules (and GKE's reserved prefixes) for node labels."""
+def k8s_label_problems(field: str, labels: dict[str, str]) -> list[Problem]:
+    """Kubernetes label rules (and GKE's reserved prefixes) for node labels (Problems of
+    ``field``, rule ``labels``)."""
     problems = []
     for k, v in labels.items():
         prefix, _, name = k.rpartition("/")
@@ -141,15 +145,13 @@ def k8s_label_problems(field: str, labels: dict[str, str]) -> list[str]:
                 f"{field}: {k!r} is a label GKE sets on nodes itself "
                 f"({', '.join(GKE_LABEL_PREFIXES)}); use a label of your own"
             )
-    return problems
+    return [at(field, line, "labels") for line in problems]
 
 
 def name_problems(cfg: StackConfig) -> list[Problem]:
     """Every derived name checked against its rule, collisions, and labels where applied."""
     names = derived_names(cfg)
-    problems: list[Problem | str] = [
-        at(n.field, p, "names") for n in names if (p := name_problem(n))
-    ]
+    problems = [p for n in names if (p := name_problem(n))]
     groups: dict[tuple[str, str, str], list[DerivedName]] = defaultdict(list)
     for n in names:
         groups[(n.kind, n.scope, n.name)].append(n)
@@ -164,12 +166,8 @@ def name_problems(cfg: StackConfig) -> list[Problem]:
                     "names",
                 )
             )
-    problems += problems_of(
-        gcp_label_problems("cluster.labels", {**cfg.labels, **cfg.cluster.labels}),
-        "cluster.labels",
-        "labels",
-    )
+    problems += gcp_label_problems("cluster.labels", {**cfg.labels, **cfg.cluster.labels})
     for pool in cfg.node_pools:
         field = f"node_pools[{pool.name}].labels"
-        problems += problems_of(k8s_label_problems(field, dict(pool.labels)), field, "labels")
-    return problems_of(problems)
+        problems += k8s_label_problems(field, dict(pool.labels))
+    return problems

@@ -54,6 +54,8 @@ class SetError(ConfigError):
     """A ``--set KEY=VALUE`` that cannot be applied (its key goes through a value of another
     shape, or names a list entry the file does not have): a usage error (``raygke`` exits 2)."""
 
+    exit_code = 2
+
 
 # ``--set`` keys: a top-level key, then ``.key`` per mapping level and ``[name]`` or ``[index]``
 # (or ``.index``) per list entry: the path shape problems are printed with

@@ -30,6 +30,7 @@ from components.nodepools.model import CpuPool, GpuPool, GpuSpec, TpuPool
 from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.raycrs.serve_model import ServiceConfig
 from components.storage.model import WorkloadIdentityConfig
+from contract.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 Pool = CpuPool | TpuPool | GpuPool
 
 
-class ResolveError(ValueError):
+class ResolveError(ConfigurationError):
     """A reference that names nothing declared, or that is ambiguous.
 
     ``field`` is the stack-file field (``jobs[train].node_pool``); ``str(error)`` is one line:

@@ -31,7 +31,7 @@ from components.computeclass.rules import (
 )
 from components.images.model import IMAGE_KINDS
 from components.kernel.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
-from components.kernel.problems import Problem, Rule, at, problems_of
+from components.kernel.problems import Problem, Rule, at
 from components.nodepools.model import GpuPool, TpuPool
 from components.raycrs.rules import (
     job_checkpoint_references,
@@ -417,7 +417,8 @@ def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
     (each rule cites its Kueue source file or GKE doc there)."""
     from components.capacity.rules import stack_rules
 
-    yield from problems_of(stack_rules(cfg), "capacity")
+    for p in stack_rules(cfg):
+        yield p.with_path("capacity")
 
 
 def fuse_caches_fit_boot_disks(cfg: StackConfig) -> Iterable[Problem]:

@@ -32,22 +32,26 @@ import dataclasses
 import json
 import math
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+
+from contract.errors import ConfigurationError
+from contract.problems import Problem
 
 # Largest integer argument: exact in JSON (IEEE double) and in every framework's int64.
 MAX_INT = 2**53
 
 
-class ArgError(ValueError):
+class ArgError(ConfigurationError):
     """Workload arguments that do not fit the workload's dataclass. ``problems`` holds one
-    readable line per problem (field named, value shown, what is allowed); ``str()`` joins
-    them with ``"; "``."""
+    :class:`~contract.problems.Problem` per problem (field named, value shown, what is allowed;
+    its ``path`` the argument's name, ``""`` for a rule over several); ``str()`` joins them with
+    ``"; "``."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: Sequence[Problem | str]) -> None:
         super().__init__("; ".join(problems))
-        self.problems = list(problems)
+        self.problems = [p if isinstance(p, Problem) else Problem("", p) for p in problems]
 
 
 def arg(
@@ -196,19 +200,24 @@ class WorkloadArgs:
         }
 
     @classmethod
-    def problems(cls, values: Mapping[str, Any]) -> list[str]:
-        """Problems with ``values`` (a subset of the arguments), one line each: an unknown name
+    def problems(cls, values: Mapping[str, Any]) -> list[Problem]:
+        """Problems with ``values`` (a subset of the arguments), one each: an unknown name
         (the accepted ones listed), a value of the wrong type (``None`` only where the type
-        allows it), a number under its minimum, or a field rule's complaint."""
+        allows it), a number under its minimum, or a field rule's complaint, each a Problem of
+        the argument's name (its ``path``); then, when each argument is right, the workload's
+        rules over several (:attr:`RULES`), Problems of no one argument (``path`` ``""``)."""
         hints = cls._hints()
         fields = {f.name: f for f in dataclasses.fields(cls)}
-        out = []
+        out: list[Problem] = []
         for key, value in values.items():
             f = fields.get(key)
             if f is None:
                 out.append(
-                    f"unknown argument {key!r} for workload {cls.WORKLOAD}; accepted: "
-                    f"{', '.join(sorted(fields))}"
+                    Problem(
+                        key,
+                        f"unknown argument {key!r} for workload {cls.WORKLOAD}; accepted: "
+                        f"{', '.join(sorted(fields))}",
+                    )
                 )
                 continue
             where = f"argument {key!r} of workload {cls.WORKLOAD} is {_show(value)}"
@@ -216,30 +225,36 @@ class WorkloadArgs:
             if not _accepts(tp, value):
                 default = f.metadata["default"]
                 eg = f" (e.g. {default!r})" if default is not None else ""
-                out.append(f"{where}; expected {_type_name(tp)}{eg}")
+                out.append(Problem(key, f"{where}; expected {_type_name(tp)}{eg}"))
                 continue
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if number and isinstance(value, float) and not math.isfinite(value):
-                out.append(f"{where}; must be a finite number")
+                out.append(Problem(key, f"{where}; must be a finite number"))
                 continue
             if number and isinstance(value, int) and abs(value) > MAX_INT:
-                out.append(f"{where}; must be at most {MAX_INT} in size (an exact JSON integer)")
+                out.append(
+                    Problem(
+                        key, f"{where}; must be at most {MAX_INT} in size (an exact JSON integer)"
+                    )
+                )
                 continue
             minimum, maximum = f.metadata["minimum"], f.metadata["maximum"]
             if number and minimum is not None and value < minimum:
-                out.append(f"{where}; must be >= {minimum:g}")
+                out.append(Problem(key, f"{where}; must be >= {minimum:g}"))
                 continue
             if number and maximum is not None and value > maximum:
-                out.append(f"{where}; must be <= {maximum:g}")
+                out.append(Problem(key, f"{where}; must be <= {maximum:g}"))
                 continue
             check = f.metadata["check"]
             why = check(value) if check is not None and value is not None else None
             if why:
-                out.append(f"{where}; {why}")
+                out.append(Problem(key, f"{where}; {why}"))
         if not out:
             merged = {**cls.defaults(), **values}
             out += [
-                f"workload {cls.WORKLOAD}: {why}" for rule in cls.RULES if (why := rule(merged))
+                Problem("", f"workload {cls.WORKLOAD}: {why}")
+                for rule in cls.RULES
+                if (why := rule(merged))
             ]
         return out
 

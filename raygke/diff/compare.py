@@ -46,6 +46,7 @@ from typing import Any
 
 import yaml
 
+from contract.errors import ConfigurationError
 from raygke.diff import disruption as dis
 from raygke.diff.replacement import (
     RAYCLUSTER,
@@ -76,13 +77,13 @@ SYMBOLS = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
 ORDER = ("create", "update", "replace", "delete")
 
 
-class DiffError(Exception):
-    """A side cannot be rendered; ``str(e)`` is one line, ``code`` the exit code: 2 (usage: not a
-    git work tree, a revision that names no commit), 1 (the stack does not render)."""
+class DiffError(ConfigurationError):
+    """A side cannot be rendered; ``str(e)`` is one line, ``exit_code`` the exit code: 2 (usage:
+    not a git work tree, a revision that names no commit), 1 (the stack does not render)."""
 
     def __init__(self, message: str, code: int = 2) -> None:
         super().__init__(message)
-        self.code = code
+        self.exit_code = code
 
 
 @dataclass

@@ -594,7 +594,7 @@ def test_diff_passes_set_to_both_renders_and_names_an_old_tree(tmp_path):
     (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
     with pytest.raises(DiffError, match="base's raygke synth has no --set option") as exc:
         render_tree(tmp_path, "dev", "base", ["project=x"])
-    assert exc.value.code == 2
+    assert exc.value.exit_code == 2
 
 
 # ---------------------------------------------------------------- from test_cli_policy.py: `raygke check` runs the policy pack's rules (components/security/policy.py) over the program's

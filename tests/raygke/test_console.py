@@ -172,3 +172,64 @@ def test_piped_output_takes_its_width_from_columns_else_160() -> None:
         for e in (env, {**env, "COLUMNS": "72"})
     ]
     assert widths == ["160", "72"]
+
+
+def test_a_configuration_error_from_any_layer_is_the_users_one_line_not_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one handler (raygke.cli.main): a ConfigurationError that reaches the command line -
+    here a ResolveError raised below the loader, which no command catches - prints ``error: <its
+    line>`` and exits with its ``exit_code`` (1 invalid, 2 usage); it is never an internal error."""
+    from components.stack.resolve import ResolveError
+    from raygke.stacks import StackChoiceError
+
+    def unresolved(path: object) -> None:
+        raise ResolveError("jobs[x].node_pool", "'nope' is not declared; declared: cpu")
+
+    monkeypatch.setattr(components.stack.loader, "load_stack_file", unresolved)
+    rc, out = run("check", "--config", DEV)
+    assert (rc, out) == (
+        EXIT_FAILED,
+        "error: jobs[x].node_pool: 'nope' is not declared; declared: cpu\n",
+    )
+
+    def usage(path: object) -> None:
+        raise StackChoiceError("give --stack or --config")
+
+    monkeypatch.setattr(components.stack.loader, "load_stack_file", usage)
+    assert run("check", "--config", DEV) == (EXIT_USAGE, "error: give --stack or --config\n")
+
+
+def test_every_configuration_error_has_the_one_base() -> None:
+    """Every configuration error of the project derives from contract.errors.ConfigurationError
+    (so raygke.cli.main handles them in one place); an internal fault (a damaged carried file)
+    does not."""
+    from components.capacity.preview import PodSetError
+    from components.catalog.labels import CatalogError
+    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.crdschema import CarriedFileError
+    from components.raycrs.pod import ManifestError
+    from components.raycrs.scaling import ScalingError
+    from components.stack.overrides import SetError
+    from components.stack.resolve import ResolveError
+    from contract.args.base import ArgError
+    from contract.errors import ConfigurationError
+    from contract.quantity import QuantityError
+    from raygke.diff.compare import DiffError
+    from raygke.k8s_export import SkipListError
+    from raygke.stacks import StackChoiceError
+    from workloads.common import InputError
+
+    errors = (PodSetError, CatalogError, ConfigError, StackFileError, ManifestError, ScalingError)
+    errors += (SetError, ResolveError, ArgError, QuantityError, DiffError, SkipListError)
+    errors += (StackChoiceError, InputError)
+    assert [e for e in errors if not issubclass(e, ConfigurationError)] == []
+    assert {e.__name__: e.exit_code for e in errors if e.exit_code != 1} == {
+        "StackFileError": 2,
+        "SetError": 2,
+        "StackChoiceError": 2,
+    }
+    # a DiffError carries its own: 2 (not a git work tree) by default, 1 (a side does not render)
+    assert DiffError("not a git work tree").exit_code == 2
+    assert DiffError("the base does not render", 1).exit_code == 1
+    assert not issubclass(CarriedFileError, ConfigurationError)

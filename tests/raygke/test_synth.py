@@ -221,11 +221,14 @@ def test_policy_problems_are_problems_of_the_block_that_declares_the_resource(mo
     """A GCP policy violation of a rendered resource is a problem of the stack block that
     declares it (a node pool's entry, a bucket's key, the cluster), found from the resource's
     type and name (data), so --format github annotates that line; the line is the pack's."""
+    from components.kernel.problems import Problem
     from components.security import policy
     from raygke.synth import policy_problems
 
     def every_resource_breaks(resources, rules):
-        return [policy.Violation("r", policy.display_name(r), "broken") for r in resources]
+        return [
+            policy.Violation(policy.display_name(r), Problem("", "broken", "r")) for r in resources
+        ]
 
     monkeypatch.setattr(policy, "run_rules", every_resource_breaks)
     found = {p.message: p for p in policy_problems(ROOT / "Pulumi.prod.yaml", "prod")}

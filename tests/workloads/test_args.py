@@ -56,6 +56,23 @@ def test_bools_ints_floats_literals_and_minimums() -> None:
     )
 
 
+def test_argument_problems_are_problems_of_the_argument_and_rules_of_none() -> None:
+    """Each argument's problem is a Problem whose path is the argument's name (so a caller tells
+    them from the workload's rules over several by the data, not by the words); a rule over
+    several arguments is a Problem of none; an ArgError holds them as Problems."""
+    from contract.args.serve_llm import ServeLlmArgs
+    from contract.problems import Problem
+
+    (unknown,) = TrainLmJaxArgs.problems({"use_gpu": True})
+    (low,) = TrainLmArgs.problems({"batch_size": 0})
+    assert isinstance(unknown, Problem) and (unknown.path, low.path) == ("use_gpu", "batch_size")
+    assert str(low) == "argument 'batch_size' of workload train_lm is 0; must be >= 1"
+    rules = ServeLlmArgs.problems({"model": "m", "min_replicas": 3, "max_replicas": 2})
+    assert rules and all(p.path == "" and p.startswith("workload serve_llm: ") for p in rules)
+    err = ArgError(["a plain line", low])
+    assert [(p.path, str(p)) for p in err.problems] == [("", "a plain line"), ("batch_size", low)]
+
+
 def test_scaling_shape_is_checked_the_same_for_both_trainers() -> None:
     for cls in (TrainLmArgs, TrainLmJaxArgs):
         assert cls.problems({"scaling": {"num_workers": 2, "use_gpu": True}}) == []

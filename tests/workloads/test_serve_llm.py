@@ -195,13 +195,12 @@ def test_fit_refuses_a_model_larger_than_the_hbm() -> None:
                    n_inner=6400)  # fmt: skip
     fits = dict(dtype="bfloat16", max_model_len=1024, devices=1, device_kind="tpu")
     assert fit_problems(xl, tensor_parallel_size=1, device_memory_gb=16, **fits) == []
-    (field, value, allowed), = fit_problems(
-        xl, tensor_parallel_size=1, device_memory_gb=2, **fits
-    )  # fmt: skip
-    assert field == "model" and "weights 3.1" in value and "at most 1.8 GB" in allowed
+    (big,) = fit_problems(xl, tensor_parallel_size=1, device_memory_gb=2, **fits)
+    assert big.path == "model" and big.startswith("model: ") and "weights 3.1" in big
+    assert "(allowed: at most 1.8 GB" in big
     probs = fit_problems(
         xl, dtype="bfloat16", max_model_len=1024, tensor_parallel_size=8, devices=4,
         device_memory_gb=16, device_kind="tpu",
     )  # fmt: skip
-    assert [p[0] for p in probs] == ["tensor_parallel_size", "tensor_parallel_size"]
-    assert "divisor of the model's 25" in probs[0][2] and "at most the 4 TPU" in probs[1][2]
+    assert [p.path for p in probs] == ["tensor_parallel_size", "tensor_parallel_size"]
+    assert "divisor of the model's 25" in probs[0] and "at most the 4 TPU" in probs[1]

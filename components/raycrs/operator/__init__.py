@@ -10,10 +10,11 @@ worker group names, ``ray-operator/pkg/webhooks/v1/raycluster_webhook.go``). Eve
 
     RayJob train: spec.ttlSecondsAfterFinished 3600 needs spec.shutdownAfterJobFinishes true ...
 
-carrying the object field it is about (a :class:`~components.kernel.problems.FieldLine`, ``field``
-``spec.ttlSecondsAfterFinished``), as the CRD and feature-gate checks give theirs: every rule
-returns ``list[FieldLine]``, so ``raygke check`` places a problem from that field, never from
-the line's words.
+a :class:`~components.kernel.problems.Problem` carrying the object field it is about
+(:attr:`~components.kernel.problems.Problem.object_field`, ``spec.ttlSecondsAfterFinished``;
+:func:`~components.kernel.problems.in_object`), as the CRD and feature-gate checks give theirs:
+every rule returns ``list[Problem]``, so ``raygke check`` places a problem from that field, never
+from the line's words.
 
 Rules that depend on something a manifest does not show are not checked: the operator's feature
 gates (``RayJobDeletionPolicy``, ``RayClusterHistoryServer``, ``RayClusterNetworkPolicy``,
@@ -40,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.kernel.problems import FieldLine, Rule
+from components.kernel.problems import Problem, Rule
 from components.raycrs.operator.cluster import (
     autoscaler_options,
     autoscaler_start_cmd_env,
@@ -152,10 +153,10 @@ def rules_for(kind: str, version: str = DEFAULT_VERSION) -> list[Rule]:
     return [r for r in (*OBJECT_RULES, *CLUSTER_RULES) if kind in r.kinds and _applies(r, version)]
 
 
-def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) -> list[FieldLine]:
+def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) -> list[Problem]:
     """Problems the KubeRay operator at ``version`` would report for one rendered custom resource,
     one line each: ``<Kind> <name>: <field> <why> (validation.go <function>)``, a
-    :class:`~components.kernel.problems.FieldLine` whose ``field`` is the object field the rule
+    :class:`~components.kernel.problems.Problem` whose ``object_field`` is the object field the rule
     found it at (a path into the object, ``spec.workerGroupSpecs[0].minReplicas``; every rule
     returns its lines with their field). Kinds other than RayCluster/RayJob/RayService get none
     (the CRD check reports them)."""
@@ -163,21 +164,21 @@ def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) 
     if o.kind not in ALL_KINDS:
         return []
     c = o.cluster()
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for r in rules_for(o.kind, version):
         if r in CLUSTER_RULES:
             if c is not None:
                 out += r.check(c)
         else:
             out += r.check(o)
-    return [FieldLine(f"{o.kind} {o.name}: {line}", line.field) for line in out]
+    return [p.changed(message=f"{o.kind} {o.name}: {p}") for p in out]
 
 
 def operator_problems_all(
     manifests: Iterable[dict[str, Any]], version: str = DEFAULT_VERSION
-) -> list[FieldLine]:
+) -> list[Problem]:
     """:func:`operator_problems` over several objects, in order."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for m in manifests:
         out += operator_problems(m, version)
     return out

@@ -7,7 +7,7 @@ the RayCluster spec of every kind: a RayJob's ``rayClusterSpec`` and a RayServic
 
 from __future__ import annotations
 
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 from components.raycrs.operator.common import (
     AUTOSCALER_START_CMD_ENV,
     AUTOSCALER_V2_ENV,
@@ -34,61 +34,61 @@ raycluster_name = name_rule("RayCluster", MAX_RAYCLUSTER_NAME, "ValidateRayClust
 # --------------------------------------------------------------------------- RayCluster spec rules
 
 
-def cluster_upgrade_strategy(o: Obj) -> list[FieldLine]:
+def cluster_upgrade_strategy(o: Obj) -> list[Problem]:
     """validation.go ValidateRayClusterUpgradeOptions: ``spec.upgradeStrategy.type`` is
     ``Recreate`` or ``None``, and is not set on a RayCluster created by a RayJob or RayService
     (label ``ray.io/originated-from-crd``)."""
     t = (o.spec.get("upgradeStrategy") or {}).get("type")
     if t is None:
         return []
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     if t not in ("Recreate", "None"):
         out.append(
-            FieldLine(
+            in_object(
+                "spec.upgradeStrategy.type",
                 f"spec.upgradeStrategy.type {t!r} is invalid; valid: Recreate, None "
                 "(validation.go ValidateRayClusterUpgradeOptions)",
-                "spec.upgradeStrategy.type",
             )
         )
     creator = (o.metadata.get("labels") or {}).get(ORIGINATED_FROM_CRD_LABEL)
     if creator in ("RayJob", "RayService"):
         out.append(
-            FieldLine(
+            in_object(
+                "spec.upgradeStrategy",
                 f"spec.upgradeStrategy cannot be set on a RayCluster created by {creator} "
                 "(validation.go ValidateRayClusterUpgradeOptions)",
-                "spec.upgradeStrategy",
             )
         )
     return out
 
 
-def head_has_container(c: ClusterSpec) -> list[FieldLine]:
+def head_has_container(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: the head pod template has at least one container."""
     if not containers_of(c.head):
         f = f"{c.path}.headGroupSpec.template.spec.containers"
         return [
-            FieldLine(f"{f} is empty; the head needs one (validation.go ValidateRayClusterSpec)", f)
+            in_object(f, f"{f} is empty; the head needs one (validation.go ValidateRayClusterSpec)")
         ]
     return []
 
 
-def workers_have_container(c: ClusterSpec) -> list[FieldLine]:
+def workers_have_container(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: every worker pod template has a container."""
     return [
-        FieldLine(
+        in_object(
+            f"{c.worker_path(i)}.template.spec.containers",
             f"{c.worker_path(i)}.template.spec.containers is empty; a worker group needs one "
             "(validation.go ValidateRayClusterSpec)",
-            f"{c.worker_path(i)}.template.spec.containers",
         )
         for i, g in enumerate(c.workers)
         if not containers_of(g)
     ]
 
 
-def group_resources_once(c: ClusterSpec) -> list[FieldLine]:
+def group_resources_once(c: ClusterSpec) -> list[Problem]:
     """validation.go validateRayGroupResources: a group sets resources either in
     ``rayStartParams`` (num-cpus, num-gpus, memory, resources) or in ``resources``, not both."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for path, g in [(f"{c.path}.headGroupSpec", c.head)] + [
         (c.worker_path(i), w) for i, w in enumerate(c.workers)
     ]:
@@ -97,74 +97,74 @@ def group_resources_once(c: ClusterSpec) -> list[FieldLine]:
             "resources"
         ):
             out.append(
-                FieldLine(
+                in_object(
+                    path,
                     f"{path}: resources are set in both rayStartParams and resources; use one "
                     "(validation.go validateRayGroupResources)",
-                    path,
                 )
             )
     return out
 
 
-def group_labels(c: ClusterSpec) -> list[FieldLine]:
+def group_labels(c: ClusterSpec) -> list[Problem]:
     """validation.go validateRayGroupLabels: no ``rayStartParams['labels']`` (use ``labels``);
     ``labels`` keys are qualified names and values valid label values."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for path, g in [(f"{c.path}.headGroupSpec", c.head)] + [
         (c.worker_path(i), w) for i, w in enumerate(c.workers)
     ]:
         if "labels" in (g.get("rayStartParams") or {}):
             out.append(
-                FieldLine(
+                in_object(
+                    f"{path}.rayStartParams.labels",
                     f"{path}.rayStartParams.labels is not supported; use {path}.labels "
                     "(validation.go validateRayGroupLabels)",
-                    f"{path}.rayStartParams.labels",
                 )
             )
         for k, v in (g.get("labels") or {}).items():
             if not is_qualified_name(str(k)):
                 out.append(
-                    FieldLine(
+                    in_object(
+                        f"{path}.labels",
                         f"{path}.labels key {k!r} is not a valid label key "
                         "(validation.go validateRayGroupLabels)",
-                        f"{path}.labels",
                     )
                 )
             if not is_label_value(str(v)):
                 out.append(
-                    FieldLine(
+                    in_object(
+                        f"{path}.labels[{k}]",
                         f"{path}.labels[{k}] value {v!r} is not a valid label value "
                         "(validation.go validateRayGroupLabels)",
-                        f"{path}.labels[{k}]",
                     )
                 )
     return out
 
 
-def worker_replicas(c: ClusterSpec) -> list[FieldLine]:
+def worker_replicas(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: without autoscaling both ``minReplicas`` and
     ``maxReplicas`` are set; neither is negative; ``minReplicas <= maxReplicas``."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     src = "(validation.go ValidateRayClusterSpec)"
     for i, g in enumerate(c.workers):
         p, lo, hi = c.worker_path(i), g.get("minReplicas"), g.get("maxReplicas")
         if not c.autoscaling and (lo is None or hi is None):
             out.append(
-                FieldLine(
+                in_object(
+                    p,
                     f"{p}: minReplicas and maxReplicas must both be set when "
                     f"enableInTreeAutoscaling is not true {src}",
-                    p,
                 )
             )
         for key, v in (("minReplicas", lo), ("maxReplicas", hi)):
             if isinstance(v, int) and v < 0:
-                out.append(FieldLine(f"{p}.{key} {v} is negative {src}", f"{p}.{key}"))
+                out.append(in_object(f"{p}.{key}", f"{p}.{key} {v} is negative {src}"))
         if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
-            out.append(FieldLine(f"{p}: minReplicas {lo} > maxReplicas {hi} {src}", p))
+            out.append(in_object(p, f"{p}: minReplicas {lo} > maxReplicas {hi} {src}"))
     return out
 
 
-def unique_worker_group_names(c: ClusterSpec) -> list[FieldLine]:
+def unique_worker_group_names(c: ClusterSpec) -> list[Problem]:
     """KubeRay's validating webhook (``ray-operator/pkg/webhooks/v1/raycluster_webhook.go``
     ``validateWorkerGroups``, on every RayCluster create and update, the ones the operator creates
     for a RayJob or RayService included): "worker group names must be unique", at the second
@@ -172,27 +172,27 @@ def unique_worker_group_names(c: ClusterSpec) -> list[FieldLine]:
     ``ray_clusters[<name>].worker_groups[<group>]`` (:func:`components.stack.rules.unique_names`);
     this rule holds for any manifest checked with the stack's rules."""
     seen: set[str] = set()
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for i, g in enumerate(c.workers):
         name = str(g.get("groupName", ""))
         if name in seen:
             p = c.worker_path(i)
             out.append(
-                FieldLine(
+                in_object(
+                    p,
                     f"{p}.groupName {name!r}: worker group names must be unique "
                     "(raycluster_webhook.go validateWorkerGroups)",
-                    p,
                 )
             )
         seen.add(name)
     return out
 
 
-def worker_idle_timeout(c: ClusterSpec) -> list[FieldLine]:
+def worker_idle_timeout(c: ClusterSpec) -> list[Problem]:
     """validation.go validateWorkerGroupIdleTimeout: a group's ``idleTimeoutSeconds`` is >= 0 and
     needs autoscaler v2 (``autoscalerOptions.version: v2`` or the head env
     ``RAY_enable_autoscaler_v2``)."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for i, g in enumerate(c.workers):
         t = g.get("idleTimeoutSeconds")
         if t is None:
@@ -200,23 +200,23 @@ def worker_idle_timeout(c: ClusterSpec) -> list[FieldLine]:
         p = f"{c.worker_path(i)}.idleTimeoutSeconds"
         if isinstance(t, int) and t < 0:
             out.append(
-                FieldLine(f"{p} {t} is negative (validation.go validateWorkerGroupIdleTimeout)", p)
+                in_object(p, f"{p} {t} is negative (validation.go validateWorkerGroupIdleTimeout)")
             )
         elif not (c.autoscaler_v2 or c.v2_by_env):
             out.append(
-                FieldLine(
+                in_object(
+                    p,
                     f"{p} needs autoscaler v2: set {c.path}.autoscalerOptions.version: v2 "
                     "(validation.go validateWorkerGroupIdleTimeout)",
-                    p,
                 )
             )
     return out
 
 
-def worker_priority(c: ClusterSpec) -> list[FieldLine]:
+def worker_priority(c: ClusterSpec) -> list[Problem]:
     """validation.go validateWorkerGroupPriority: a non-zero ``priority`` needs ``rayVersion`` >=
     2.56.0 and autoscaler v2."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     src = "(validation.go validateWorkerGroupPriority)"
     for i, g in enumerate(c.workers):
         if not g.get("priority"):
@@ -225,41 +225,41 @@ def worker_priority(c: ClusterSpec) -> list[FieldLine]:
         v = version_tuple(str(c.spec.get("rayVersion") or ""))
         if v is None:
             out.append(
-                FieldLine(
-                    f"{p} needs {c.path}.rayVersion 2.56.0 or later (unset or unparseable) {src}",
+                in_object(
                     p,
+                    f"{p} needs {c.path}.rayVersion 2.56.0 or later (unset or unparseable) {src}",
                 )
             )
         elif v < (2, 56, 0):
             out.append(
-                FieldLine(
+                in_object(
+                    p,
                     f"{p} needs {c.path}.rayVersion 2.56.0 or later, got "
                     f"{c.spec.get('rayVersion')} {src}",
-                    p,
                 )
             )
         elif not (c.autoscaler_v2 or c.v2_by_env):
             out.append(
-                FieldLine(f"{p} needs autoscaler v2 (autoscalerOptions.version: v2) {src}", p)
+                in_object(p, f"{p} needs autoscaler v2 (autoscalerOptions.version: v2) {src}")
             )
     return out
 
 
-def ft_annotation_and_options(c: ClusterSpec) -> list[FieldLine]:
+def ft_annotation_and_options(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: annotation ``ray.io/ft-enabled`` and
     ``gcsFaultToleranceOptions`` are not both set."""
     if c.annotations.get(FT_ANNOTATION) and c.spec.get("gcsFaultToleranceOptions") is not None:
         return [
-            FieldLine(
+            in_object(
+                f"metadata.annotations[{FT_ANNOTATION}]",
                 f"metadata.annotations[{FT_ANNOTATION}] and {c.path}.gcsFaultToleranceOptions "
                 "are both set; use gcsFaultToleranceOptions (validation.go ValidateRayClusterSpec)",
-                f"metadata.annotations[{FT_ANNOTATION}]",
             )
         ]
     return []
 
 
-def redis_address_needs_ft(c: ClusterSpec) -> list[FieldLine]:
+def redis_address_needs_ft(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: head env ``RAY_REDIS_ADDRESS`` without GCS fault
     tolerance enabled is refused; with ``gcsFaultToleranceOptions`` the head sets neither
     ``RAY_REDIS_ADDRESS`` nor ``REDIS_PASSWORD`` env, nor ``rayStartParams.redis-password``, nor
@@ -269,19 +269,19 @@ def redis_address_needs_ft(c: ClusterSpec) -> list[FieldLine]:
     head = f"{c.path}.headGroupSpec"
     if not c.ft_enabled and "RAY_REDIS_ADDRESS" in env:
         out.append(
-            FieldLine(
+            in_object(
+                head,
                 f"{head}: env RAY_REDIS_ADDRESS enables GCS fault tolerance implicitly; set "
                 f"{c.path}.gcsFaultToleranceOptions instead {src}",
-                head,
             )
         )
     if c.spec.get("gcsFaultToleranceOptions") is not None:
         if (c.head.get("rayStartParams") or {}).get("redis-password"):
             out.append(
-                FieldLine(
+                in_object(
+                    f"{head}.rayStartParams.redis-password",
                     f"{head}.rayStartParams.redis-password is refused with "
                     f"gcsFaultToleranceOptions; use its redisPassword {src}",
-                    f"{head}.rayStartParams.redis-password",
                 )
             )
         for name, use in (
@@ -290,24 +290,24 @@ def redis_address_needs_ft(c: ClusterSpec) -> list[FieldLine]:
         ):
             if name in env:
                 out.append(
-                    FieldLine(
+                    in_object(
+                        head,
                         f"{head}: env {name} is refused with gcsFaultToleranceOptions; use "
                         f"its {use} {src}",
-                        head,
                     )
                 )
         if c.annotations.get(EXTERNAL_STORAGE_NS_ANNOTATION):
             out.append(
-                FieldLine(
+                in_object(
+                    f"metadata.annotations[{EXTERNAL_STORAGE_NS_ANNOTATION}]",
                     f"metadata.annotations[{EXTERNAL_STORAGE_NS_ANNOTATION}] is refused with "
                     f"gcsFaultToleranceOptions; use its externalStorageNamespace {src}",
-                    f"metadata.annotations[{EXTERNAL_STORAGE_NS_ANNOTATION}]",
                 )
             )
     return out
 
 
-def ft_backend(c: ClusterSpec) -> list[FieldLine]:
+def ft_backend(c: ClusterSpec) -> list[Problem]:
     """validation.go validateGcsFaultToleranceBackend: backend ``rocksdb`` takes none of the
     redis fields, ``storage.claimName`` excludes size/storageClassName/accessModes, and the head
     sets neither ``RAY_gcs_storage*`` env nor the ``gcs-storage`` volume / ``/data/gcs`` mount;
@@ -322,9 +322,9 @@ def ft_backend(c: ClusterSpec) -> list[FieldLine]:
     if (ft.get("backend") or "redis") != "rocksdb":
         if "storage" not in ft:
             return []
-        return [FieldLine(f"{p}.storage applies only to backend rocksdb {src}", f"{p}.storage")]
+        return [in_object(f"{p}.storage", f"{p}.storage applies only to backend rocksdb {src}")]
     out = [
-        FieldLine(f"{p}.{k} is refused with backend rocksdb {src}", f"{p}.{k}")
+        in_object(f"{p}.{k}", f"{p}.{k} is refused with backend rocksdb {src}")
         for k in ("redisAddress", "redisUsername", "redisPassword", "externalStorageNamespace")
         if ft.get(k) not in (None, "")
     ]
@@ -333,19 +333,19 @@ def ft_backend(c: ClusterSpec) -> list[FieldLine]:
         storage.get(k) not in (None, [], "") for k in ("size", "storageClassName", "accessModes")
     ):
         out.append(
-            FieldLine(
-                f"{p}.storage.claimName excludes size, storageClassName and accessModes {src}",
+            in_object(
                 f"{p}.storage.claimName",
+                f"{p}.storage.claimName excludes size, storageClassName and accessModes {src}",
             )
         )
     cs = containers_of(c.head)
     head = cs[0] if cs else {}
     if any(n in env_by_name(head) for n in GCS_STORAGE_ENV):
         out.append(
-            FieldLine(
+            in_object(
+                f"{c.path}.headGroupSpec",
                 f"{c.path}.headGroupSpec: env {' / '.join(GCS_STORAGE_ENV)} is managed by "
                 f"KubeRay with backend rocksdb {src}",
-                f"{c.path}.headGroupSpec",
             )
         )
     mounts = [m for m in head.get("volumeMounts") or [] if isinstance(m, dict)]
@@ -355,30 +355,30 @@ def ft_backend(c: ClusterSpec) -> list[FieldLine]:
         for m in mounts
     ) or any(isinstance(v, dict) and v.get("name") == GCS_STORAGE_VOLUME for v in vols):
         out.append(
-            FieldLine(
+            in_object(
+                f"{c.path}.headGroupSpec",
                 f"{c.path}.headGroupSpec: volume {GCS_STORAGE_VOLUME!r} / mount "
                 f"{GCS_STORAGE_MOUNT_PATH} is managed by KubeRay with backend rocksdb {src}",
-                f"{c.path}.headGroupSpec",
             )
         )
     return out
 
 
-def redis_username(c: ClusterSpec) -> list[FieldLine]:
+def redis_username(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: no ``rayStartParams.redis-username`` nor head env
     ``REDIS_USERNAME`` (use ``gcsFaultToleranceOptions.redisUsername``)."""
     if (c.head.get("rayStartParams") or {}).get("redis-username") or "REDIS_USERNAME" in c.head_env:
         return [
-            FieldLine(
+            in_object(
+                f"{c.path}.headGroupSpec",
                 f"{c.path}.headGroupSpec: redis username in rayStartParams or env is refused; use "
                 "gcsFaultToleranceOptions.redisUsername (validation.go ValidateRayClusterSpec)",
-                f"{c.path}.headGroupSpec",
             )
         ]
     return []
 
 
-def autoscaler_v2_env(c: ClusterSpec) -> list[FieldLine]:
+def autoscaler_v2_env(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: without autoscaling the head env
     ``RAY_enable_autoscaler_v2`` is not ``1``/``true``; with autoscaling it is not set together
     with ``autoscalerOptions.version``."""
@@ -388,40 +388,40 @@ def autoscaler_v2_env(c: ClusterSpec) -> list[FieldLine]:
         return []
     if not c.autoscaling and env.get("value") in ("1", "true"):
         return [
-            FieldLine(
+            in_object(
+                f"{c.path}.headGroupSpec",
                 f"{c.path}.headGroupSpec: env {AUTOSCALER_V2_ENV}={env.get('value')} needs "
                 f"{c.path}.enableInTreeAutoscaling: true {src}",
-                f"{c.path}.headGroupSpec",
             )
         ]
     if c.autoscaling and (c.spec.get("autoscalerOptions") or {}).get("version") is not None:
         return [
-            FieldLine(
+            in_object(
+                f"{c.path}.autoscalerOptions.version",
                 f"{c.path}.autoscalerOptions.version and head env {AUTOSCALER_V2_ENV} are both "
                 f"set; use the former {src}",
-                f"{c.path}.autoscalerOptions.version",
             )
         ]
     return []
 
 
-def suspended_worker_with_autoscaling(c: ClusterSpec) -> list[FieldLine]:
+def suspended_worker_with_autoscaling(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: a worker group with ``suspend: true`` is refused
     with autoscaling enabled (and needs the RayJobDeletionPolicy feature gate, not checked)."""
     if not c.autoscaling:
         return []
     return [
-        FieldLine(
+        in_object(
+            f"{c.worker_path(i)}.suspend",
             f"{c.worker_path(i)}.suspend: true is refused with enableInTreeAutoscaling "
             "(validation.go ValidateRayClusterSpec)",
-            f"{c.worker_path(i)}.suspend",
         )
         for i, g in enumerate(c.workers)
         if g.get("suspend") is True
     ]
 
 
-def autoscaler_v2_restart_policy(c: ClusterSpec) -> list[FieldLine]:
+def autoscaler_v2_restart_policy(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: with autoscaling and autoscaler v2 the head and
     worker pods' ``restartPolicy`` is ``Never`` or unset."""
     if not (c.autoscaling and c.autoscaler_v2):
@@ -430,42 +430,42 @@ def autoscaler_v2_restart_policy(c: ClusterSpec) -> list[FieldLine]:
         (c.worker_path(i), g) for i, g in enumerate(c.workers)
     ]
     return [
-        FieldLine(
+        in_object(
+            f"{p}.template.spec.restartPolicy",
             f"{p}.template.spec.restartPolicy {restart_policy_of(g)!r} must be Never or unset "
             "with autoscaler v2 (validation.go ValidateRayClusterSpec)",
-            f"{p}.template.spec.restartPolicy",
         )
         for p, g in groups
         if restart_policy_of(g) not in ("", "Never")
     ]
 
 
-def autoscaler_options(c: ClusterSpec) -> list[FieldLine]:
+def autoscaler_options(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: ``autoscalerOptions.idleTimeoutSeconds`` >= 0."""
     opts = c.spec.get("autoscalerOptions") or {}
     t = opts.get("idleTimeoutSeconds")
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     if isinstance(t, int) and t < 0:
         out.append(
-            FieldLine(
+            in_object(
+                f"{c.path}.autoscalerOptions.idleTimeoutSeconds",
                 f"{c.path}.autoscalerOptions.idleTimeoutSeconds {t} is negative "
                 "(validation.go ValidateRayClusterSpec)",
-                f"{c.path}.autoscalerOptions.idleTimeoutSeconds",
             )
         )
     return out
 
 
-def autoscaler_start_cmd_env(c: ClusterSpec) -> list[FieldLine]:
+def autoscaler_start_cmd_env(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: ``autoscalerOptions.env`` has no
     ``KUBERAY_GEN_AUTOSCALER_START_CMD`` (KubeRay injects it)."""
     env = env_by_name(c.spec.get("autoscalerOptions") or {})
     if AUTOSCALER_START_CMD_ENV in env:
         return [
-            FieldLine(
+            in_object(
+                f"{c.path}.autoscalerOptions.env",
                 f"{c.path}.autoscalerOptions.env {AUTOSCALER_START_CMD_ENV} is managed by KubeRay "
                 "(validation.go ValidateRayClusterSpec)",
-                f"{c.path}.autoscalerOptions.env",
             )
         ]
     return []

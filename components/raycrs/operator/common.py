@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 
 # constant.go
 MAX_RAYCLUSTER_NAME = 53  # MaxRayClusterNameLength
@@ -189,23 +189,23 @@ class Obj:
 # ------------------------------------------------------------------------------- metadata rules
 
 
-def name_rule(kind: str, limit: int, go: str) -> Callable[[Obj], list[FieldLine]]:
-    def rule(o: Obj) -> list[FieldLine]:
+def name_rule(kind: str, limit: int, go: str) -> Callable[[Obj], list[Problem]]:
+    def rule(o: Obj) -> list[Problem]:
         out = []
         if len(o.name) > limit:
             out.append(
-                FieldLine(
+                in_object(
+                    "metadata.name",
                     f"metadata.name {o.name!r} has {len(o.name)} characters; KubeRay allows "
                     f"at most {limit} for a {kind} (validation.go {go})",
-                    "metadata.name",
                 )
             )
         if not is_dns1035_label(o.name):
             out.append(
-                FieldLine(
+                in_object(
+                    "metadata.name",
                     f"metadata.name {o.name!r} is not a DNS-1035 label (lowercase letters, "
                     f"digits, '-', starting with a letter) (validation.go {go})",
-                    "metadata.name",
                 )
             )
         return out

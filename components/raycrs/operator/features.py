@@ -7,7 +7,7 @@ v1.7.0 ``ray-operator/controllers/ray/utils/validation.go``; split from
 
 from __future__ import annotations
 
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 from components.raycrs.operator.common import (
     _DNS1123,
     COLLECTOR_CONTAINER,
@@ -22,7 +22,7 @@ from components.raycrs.operator.common import (
 )
 
 
-def history_server(c: ClusterSpec) -> list[FieldLine]:
+def history_server(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec / validateCollectorOptions: with
     ``historyServerOptions`` the ``collectorOptions`` are set with an ``image``, their env has none
     of the KubeRay-managed names, has ``STORAGE_BACKEND`` with a literal value and the variables
@@ -41,33 +41,33 @@ def history_server(c: ClusterSpec) -> list[FieldLine]:
     co = (h or {}).get("collectorOptions")
     if not isinstance(co, dict):
         f = f"{p}.collectorOptions"
-        return [FieldLine(f"{f} must be set (validation.go ValidateRayClusterSpec)", f)]
-    out: list[FieldLine] = []
+        return [in_object(f, f"{f} must be set (validation.go ValidateRayClusterSpec)")]
+    out: list[Problem] = []
     if not co.get("image"):
         out.append(
-            FieldLine(
-                f"{p}.collectorOptions.image must be set {src}", f"{p}.collectorOptions.image"
+            in_object(
+                f"{p}.collectorOptions.image", f"{p}.collectorOptions.image must be set {src}"
             )
         )
     env = env_by_name(co)
     f = f"{p}.collectorOptions.env"
     out += [
-        FieldLine(f"{f} {n} is managed by KubeRay {src}", f)
+        in_object(f, f"{f} {n} is managed by KubeRay {src}")
         for n in COLLECTOR_MANAGED_ENV
         if n in env
     ]
     if not (env.get("STORAGE_BACKEND") or {}).get("value"):
-        out.append(FieldLine(f"{f} needs STORAGE_BACKEND with a literal value {src}", f))
+        out.append(in_object(f, f"{f} needs STORAGE_BACKEND with a literal value {src}"))
     else:
-        out += [FieldLine(f"{f}: {why} {src}", f) for why in collector_backend_env(env)]
+        out += [in_object(f, f"{f}: {why} {src}") for why in collector_backend_env(env)]
     groups = [(f"{c.path}.headGroupSpec", c.head)] + [
         (c.worker_path(i), g) for i, g in enumerate(c.workers)
     ]
     out += [
-        FieldLine(
+        in_object(
+            gp,
             f"{gp}: a container named {COLLECTOR_CONTAINER!r} is refused with "
             "historyServerOptions (validation.go ValidateRayClusterSpec)",
-            gp,
         )
         for gp, g in groups
         if any(x.get("name") == COLLECTOR_CONTAINER for x in containers_of(g))
@@ -115,7 +115,7 @@ def collector_backend_env(env: dict[str, dict]) -> list[str]:
     return [] if has(conn) or has(url) else [f"either {conn} or {url} must be set {need}"]
 
 
-def auth_options(c: ClusterSpec) -> list[FieldLine]:
+def auth_options(c: ClusterSpec) -> list[Problem]:
     """validation.go ValidateRayClusterSpec: ``authOptions.mode: token`` needs a parseable
     ``rayVersion`` >= 2.52.0; ``enableK8sTokenAuth`` needs mode token, ``rayVersion`` >= 2.55.0 and
     no ``secretName``."""
@@ -124,42 +124,42 @@ def auth_options(c: ClusterSpec) -> list[FieldLine]:
     p = f"{c.path}.authOptions"
     if a.get("mode") != "token":
         f = f"{p}.enableK8sTokenAuth"
-        return [FieldLine(f"{f} needs {p}.mode: token {src}", f)] if k8s else []
+        return [in_object(f, f"{f} needs {p}.mode: token {src}")] if k8s else []
     raw = str(c.spec.get("rayVersion") or "")
     v = version_tuple(raw)
     if v is None:
         return [
-            FieldLine(
-                f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later (got {raw!r}) {src}",
+            in_object(
                 f"{p}.mode",
+                f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later (got {raw!r}) {src}",
             )
         ]
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     if v < (2, 52, 0):
         out.append(
-            FieldLine(
-                f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later, got {raw} {src}",
+            in_object(
                 f"{p}.mode",
+                f"{p}.mode token needs {c.path}.rayVersion 2.52.0 or later, got {raw} {src}",
             )
         )
     if k8s and v < (2, 55, 0):
         out.append(
-            FieldLine(
-                f"{p}.enableK8sTokenAuth needs {c.path}.rayVersion 2.55.0 or later, got {raw} {src}",
+            in_object(
                 f"{p}.enableK8sTokenAuth",
+                f"{p}.enableK8sTokenAuth needs {c.path}.rayVersion 2.55.0 or later, got {raw} {src}",
             )
         )
     if k8s and a.get("secretName"):
         out.append(
-            FieldLine(
-                f"{p}.enableK8sTokenAuth and {p}.secretName are both set {src}",
+            in_object(
                 f"{p}.enableK8sTokenAuth",
+                f"{p}.enableK8sTokenAuth and {p}.secretName are both set {src}",
             )
         )
     return out
 
 
-def network_policy(c: ClusterSpec) -> list[FieldLine]:
+def network_policy(c: ClusterSpec) -> list[Problem]:
     """validation.go validateNetworkPolicy: ingress rules only when ingress is denied, egress rules
     only when egress is denied (mode default ``DenyAll``); worker group names are DNS-1123 labels;
     every ``workerGroups[]`` entry names a worker group. (The RayClusterNetworkPolicy feature gate
@@ -169,7 +169,7 @@ def network_policy(c: ClusterSpec) -> list[FieldLine]:
         return []
     mode, p = np.get("mode") or "DenyAll", f"{c.path}.networkPolicy"
     src = "(validation.go validateNetworkPolicy)"
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     scopes = [(f"{p}.head", np.get("head")), (f"{p}.worker", np.get("worker"))] + [
         (f"{p}.workerGroups[{i}]", wg) for i, wg in enumerate(np.get("workerGroups") or [])
     ]
@@ -177,35 +177,35 @@ def network_policy(c: ClusterSpec) -> list[FieldLine]:
         scope = scope or {}
         if mode == "DenyAllEgress" and scope.get("ingressRules"):
             f = f"{sp}.ingressRules"
-            out.append(FieldLine(f"{f} cannot be set with mode {mode} {src}", f))
+            out.append(in_object(f, f"{f} cannot be set with mode {mode} {src}"))
         if mode == "DenyAllIngress" and scope.get("egressRules"):
             f = f"{sp}.egressRules"
-            out.append(FieldLine(f"{f} cannot be set with mode {mode} {src}", f))
+            out.append(in_object(f, f"{f} cannot be set with mode {mode} {src}"))
     names = set()
     for i, g in enumerate(c.workers):
         name = str(g.get("groupName", ""))
         names.add(name)
         if len(name) > 63 or not _DNS1123.fullmatch(name):
             out.append(
-                FieldLine(
+                in_object(
+                    f"{c.worker_path(i)}.groupName",
                     f"{c.worker_path(i)}.groupName {name!r} must be a DNS-1123 label with "
                     f"networkPolicy {src}",
-                    f"{c.worker_path(i)}.groupName",
                 )
             )
     for i, wg in enumerate(np.get("workerGroups") or []):
         if (wg or {}).get("groupName") not in names:
             out.append(
-                FieldLine(
+                in_object(
+                    f"{p}.workerGroups[{i}].groupName",
                     f"{p}.workerGroups[{i}].groupName {(wg or {}).get('groupName')!r} matches "
                     f"no worker group {src}",
-                    f"{p}.workerGroups[{i}].groupName",
                 )
             )
     return out
 
 
-def tls_options(c: ClusterSpec) -> list[FieldLine]:
+def tls_options(c: ClusterSpec) -> list[Problem]:
     """validation.go validateTLSOptions / validateNoConflictingTLSVolumeMount: with
     ``tlsOptions.enabled`` no Ray container and no ``autoscalerOptions`` sets the operator-managed
     TLS env (``RAY_USE_TLS``, ``RAY_TLS_*``) or a volume mount named ``ray-tls`` / at
@@ -223,11 +223,11 @@ def tls_options(c: ClusterSpec) -> list[FieldLine]:
             places.append((gp, cs[0]))
     if isinstance(c.spec.get("autoscalerOptions"), dict):
         places.append((f"{c.path}.autoscalerOptions", c.spec["autoscalerOptions"]))
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for where, holder in places:
         env = env_by_name(holder)
         out += [
-            FieldLine(f"{where}: env {n} is managed by KubeRay with tlsOptions {src}", where)
+            in_object(where, f"{where}: env {n} is managed by KubeRay with tlsOptions {src}")
             for n in TLS_MANAGED_ENV
             if n in env
         ]
@@ -236,10 +236,10 @@ def tls_options(c: ClusterSpec) -> list[FieldLine]:
                 m.get("name") == TLS_VOLUME or m.get("mountPath") == TLS_MOUNT_PATH
             ):
                 out.append(
-                    FieldLine(
+                    in_object(
+                        where,
                         f"{where}: volume mount {m.get('name')!r} at {m.get('mountPath')} "
                         f"conflicts with the KubeRay-managed TLS mount {src}",
-                        where,
                     )
                 )
     return out

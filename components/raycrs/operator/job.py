@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 from components.raycrs.operator.common import (
     CLUSTER_SELECTOR_KEY,
     MAX_RAYJOB_NAME,
@@ -24,21 +24,21 @@ def _selector_mode(o: Obj) -> bool:
     return bool(o.spec.get("clusterSelector"))
 
 
-def rayjob_suspend_needs_shutdown(o: Obj) -> list[FieldLine]:
+def rayjob_suspend_needs_shutdown(o: Obj) -> list[Problem]:
     """validation.go ValidateRayJobSpec: ``suspend: true`` needs ``shutdownAfterJobFinishes:
     true``."""
     if o.spec.get("suspend") is True and o.spec.get("shutdownAfterJobFinishes") is not True:
         return [
-            FieldLine(
+            in_object(
+                "spec.suspend",
                 "spec.suspend true needs spec.shutdownAfterJobFinishes true "
                 "(validation.go ValidateRayJobSpec)",
-                "spec.suspend",
             )
         ]
     return []
 
 
-def rayjob_ttl(o: Obj) -> list[FieldLine]:
+def rayjob_ttl(o: Obj) -> list[Problem]:
     """validation.go ValidateRayJobSpec and validateDeletionConfiguration:
     ``ttlSecondsAfterFinished`` >= 0, and above 0 only with ``shutdownAfterJobFinishes: true``."""
     ttl = o.spec.get("ttlSecondsAfterFinished")
@@ -46,24 +46,24 @@ def rayjob_ttl(o: Obj) -> list[FieldLine]:
         return []
     if ttl < 0:
         return [
-            FieldLine(
-                f"spec.ttlSecondsAfterFinished {ttl} is negative (validation.go ValidateRayJobSpec)",
+            in_object(
                 "spec.ttlSecondsAfterFinished",
+                f"spec.ttlSecondsAfterFinished {ttl} is negative (validation.go ValidateRayJobSpec)",
             )
         ]
     if ttl > 0 and o.spec.get("shutdownAfterJobFinishes") is not True:
         return [
-            FieldLine(
+            in_object(
+                "spec.ttlSecondsAfterFinished",
                 f"spec.ttlSecondsAfterFinished {ttl} needs spec.shutdownAfterJobFinishes true "
                 "(KubeRay refuses a TTL when the job does not shut its cluster down; "
                 "validation.go validateDeletionConfiguration)",
-                "spec.ttlSecondsAfterFinished",
             )
         ]
     return []
 
 
-def rayjob_deletion_strategy(o: Obj) -> list[FieldLine]:
+def rayjob_deletion_strategy(o: Obj) -> list[Problem]:
     """validation.go validateDeletionConfiguration and validateLegacyDeletionPolicies: with
     ``deletionStrategy``, ``deletionRules`` exclude ``shutdownAfterJobFinishes: true`` and the
     legacy ``onSuccess``/``onFailure``; one of the two forms is set; the legacy form sets both
@@ -80,23 +80,23 @@ def rayjob_deletion_strategy(o: Obj) -> list[FieldLine]:
     shutdown = o.spec.get("shutdownAfterJobFinishes") is True
     if rules and shutdown:
         f = f"{p}.deletionRules"
-        return [FieldLine(f"{f} and spec.shutdownAfterJobFinishes true are exclusive {src}", f)]
+        return [in_object(f, f"{f} and spec.shutdownAfterJobFinishes true are exclusive {src}")]
     if rules and legacy:
         return [
-            FieldLine(f"{p}: use either onSuccess/onFailure or deletionRules, not both {src}", p)
+            in_object(p, f"{p}: use either onSuccess/onFailure or deletionRules, not both {src}")
         ]
     if not rules and not legacy:
-        return [FieldLine(f"{p} needs both onSuccess and onFailure, or deletionRules {src}", p)]
+        return [in_object(p, f"{p} needs both onSuccess and onFailure, or deletionRules {src}")]
     if rules:
         return []
     lsrc = "(validation.go validateLegacyDeletionPolicies)"
     if ds.get("onSuccess") is None or ds.get("onFailure") is None:
-        return [FieldLine(f"{p}: onSuccess and onFailure must both be set {lsrc}", p)]
+        return [in_object(p, f"{p}: onSuccess and onFailure must both be set {lsrc}")]
     policies = {}
     for key in ("onSuccess", "onFailure"):
         pol = (ds.get(key) or {}).get("policy")
         if pol is None:
-            out.append(FieldLine(f"{p}.{key}.policy must be set {lsrc}", f"{p}.{key}.policy"))
+            out.append(in_object(f"{p}.{key}.policy", f"{p}.{key}.policy must be set {lsrc}"))
         policies[key] = pol
     if out:
         return out
@@ -104,17 +104,17 @@ def rayjob_deletion_strategy(o: Obj) -> list[FieldLine]:
     for key, pol in policies.items():
         if _selector_mode(o) and pol in ("DeleteCluster", "DeleteWorkers"):
             out.append(
-                FieldLine(
-                    f"{p}.{key}.policy {pol} is refused with spec.clusterSelector {lsrc}",
+                in_object(
                     f"{p}.{key}.policy",
+                    f"{p}.{key}.policy {pol} is refused with spec.clusterSelector {lsrc}",
                 )
             )
     if "DeleteWorkers" in policies.values() and c is not None and c.autoscaling:
-        out.append(FieldLine(f"{p}: DeleteWorkers is refused with autoscaling enabled {lsrc}", p))
+        out.append(in_object(p, f"{p}: DeleteWorkers is refused with autoscaling enabled {lsrc}"))
     if shutdown and "DeleteNone" in policies.values():
         out.append(
-            FieldLine(
-                f"{p}: DeleteNone is refused with spec.shutdownAfterJobFinishes true {lsrc}", p
+            in_object(
+                p, f"{p}: DeleteNone is refused with spec.shutdownAfterJobFinishes true {lsrc}"
             )
         )
     return out
@@ -123,7 +123,7 @@ def rayjob_deletion_strategy(o: Obj) -> list[FieldLine]:
 _DELETION_ORDER = ("DeleteWorkers", "DeleteCluster", "DeleteSelf")
 
 
-def rayjob_deletion_rules(o: Obj) -> list[FieldLine]:
+def rayjob_deletion_rules(o: Obj) -> list[Problem]:
     """validation.go validateDeletionRules / validateDeletionCondition / validateTTLConsistency:
     each rule's condition sets exactly one of ``jobStatus`` / ``jobDeploymentStatus`` and a
     ``ttlSeconds`` >= 0; no DeleteCluster/DeleteWorkers with ``clusterSelector``; no DeleteWorkers
@@ -132,7 +132,7 @@ def rayjob_deletion_rules(o: Obj) -> list[FieldLine]:
     rules = (o.spec.get("deletionStrategy") or {}).get("deletionRules") or []
     c = o.cluster()
     src = "(validation.go validateDeletionRules)"
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     seen: dict[tuple[str, str], dict[str, int]] = {}
     for i, r in enumerate(rules):
         p = f"spec.deletionStrategy.deletionRules[{i}]"
@@ -140,37 +140,37 @@ def rayjob_deletion_rules(o: Obj) -> list[FieldLine]:
         js, jds = cond.get("jobStatus"), cond.get("jobDeploymentStatus")
         if (js is None) == (jds is None):
             out.append(
-                FieldLine(
+                in_object(
+                    f"{p}.condition",
                     f"{p}.condition sets {'both' if js is not None else 'neither'} of "
                     "jobStatus and jobDeploymentStatus; set exactly one "
                     "(validation.go validateDeletionCondition)",
-                    f"{p}.condition",
                 )
             )
             continue
         ttl = cond.get("ttlSeconds", 0)
         if isinstance(ttl, int) and ttl < 0:
             out.append(
-                FieldLine(
+                in_object(
+                    f"{p}.condition.ttlSeconds",
                     f"{p}.condition.ttlSeconds {ttl} is negative "
                     "(validation.go validateDeletionCondition)",
-                    f"{p}.condition.ttlSeconds",
                 )
             )
             continue
         policy = (r or {}).get("policy")
         if _selector_mode(o) and policy in ("DeleteCluster", "DeleteWorkers"):
             out.append(
-                FieldLine(
-                    f"{p}.policy {policy} is refused with spec.clusterSelector {src}", f"{p}.policy"
+                in_object(
+                    f"{p}.policy", f"{p}.policy {policy} is refused with spec.clusterSelector {src}"
                 )
             )
             continue
         if c is not None and c.autoscaling and policy == "DeleteWorkers":
             out.append(
-                FieldLine(
-                    f"{p}.policy DeleteWorkers is refused with autoscaling enabled {src}",
+                in_object(
                     f"{p}.policy",
+                    f"{p}.policy DeleteWorkers is refused with autoscaling enabled {src}",
                 )
             )
             continue
@@ -178,7 +178,7 @@ def rayjob_deletion_rules(o: Obj) -> list[FieldLine]:
         group = seen.setdefault(key, {})
         if policy in group:
             out.append(
-                FieldLine(f"{p}: a second rule for policy {policy} and {key[0]} {key[1]} {src}", p)
+                in_object(p, f"{p}: a second rule for policy {policy} and {key[0]} {key[1]} {src}")
             )
             continue
         group[policy] = ttl if isinstance(ttl, int) else 0
@@ -189,18 +189,18 @@ def rayjob_deletion_rules(o: Obj) -> list[FieldLine]:
                 continue
             if prev is not None and ttls[policy] < ttls[prev]:
                 out.append(
-                    FieldLine(
+                    in_object(
+                        "spec.deletionStrategy.deletionRules",
                         f"spec.deletionStrategy.deletionRules for {what} {status}: {policy} TTL "
                         f"{ttls[policy]} < {prev} TTL {ttls[prev]} (validation.go "
                         "validateTTLConsistency)",
-                        "spec.deletionStrategy.deletionRules",
                     )
                 )
             prev = policy
     return out
 
 
-def rayjob_cluster_source(o: Obj) -> list[FieldLine]:
+def rayjob_cluster_source(o: Obj) -> list[Problem]:
     """validation.go ValidateRayJobSpec: one of ``rayClusterSpec`` / ``clusterSelector`` is set;
     with ``clusterSelector``: its ``ray.io/cluster`` is not empty, no ``suspend``, no
     SidecarMode, no ``backoffLimit`` above 0."""
@@ -208,79 +208,79 @@ def rayjob_cluster_source(o: Obj) -> list[FieldLine]:
     if not _selector_mode(o):
         if o.spec.get("rayClusterSpec") is None:
             return [
-                FieldLine(
-                    f"spec: one of rayClusterSpec or clusterSelector must be set {src}", "spec"
+                in_object(
+                    "spec", f"spec: one of rayClusterSpec or clusterSelector must be set {src}"
                 )
             ]
         return []
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     if o.spec.get("suspend") is True:
         out.append(
-            FieldLine(
-                f"spec.suspend true is refused with spec.clusterSelector {src}", "spec.suspend"
+            in_object(
+                "spec.suspend", f"spec.suspend true is refused with spec.clusterSelector {src}"
             )
         )
     if not (o.spec.get("clusterSelector") or {}).get(CLUSTER_SELECTOR_KEY):
         f = f"spec.clusterSelector[{CLUSTER_SELECTOR_KEY}]"
-        out.append(FieldLine(f"{f} must name a RayCluster {src}", f))
+        out.append(in_object(f, f"{f} must name a RayCluster {src}"))
     if o.spec.get("submissionMode") == "SidecarMode":
         out.append(
-            FieldLine(
-                f"spec.submissionMode SidecarMode is refused with spec.clusterSelector {src}",
+            in_object(
                 "spec.submissionMode",
+                f"spec.submissionMode SidecarMode is refused with spec.clusterSelector {src}",
             )
         )
     b = o.spec.get("backoffLimit")
     if isinstance(b, int) and b > 0:
         out.append(
-            FieldLine(
+            in_object(
+                "spec.backoffLimit",
                 f"spec.backoffLimit {b} is refused with spec.clusterSelector (retries need the "
                 f"job's own cluster) {src}",
-                "spec.backoffLimit",
             )
         )
     return out
 
 
-def rayjob_submission_mode(o: Obj) -> list[FieldLine]:
+def rayjob_submission_mode(o: Obj) -> list[Problem]:
     """validation.go ValidateRayJobSpec: InteractiveMode takes no ``backoffLimit`` above 0
     (kuberay#3525); SidecarMode takes no ``submitterPodTemplate`` / ``submitterConfig`` and a head
     ``restartPolicy`` of ``Never`` or unset."""
     mode, src = o.spec.get("submissionMode"), "(validation.go ValidateRayJobSpec)"
     b = o.spec.get("backoffLimit")
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     if mode == "InteractiveMode" and isinstance(b, int) and b > 0:
         out.append(
-            FieldLine(
-                f"spec.backoffLimit {b} is refused with InteractiveMode {src}", "spec.backoffLimit"
+            in_object(
+                "spec.backoffLimit", f"spec.backoffLimit {b} is refused with InteractiveMode {src}"
             )
         )
     if mode == "SidecarMode":
         for k in ("submitterPodTemplate", "submitterConfig"):
             if o.spec.get(k) is not None:
-                out.append(FieldLine(f"spec.{k} is refused with SidecarMode {src}", f"spec.{k}"))
+                out.append(in_object(f"spec.{k}", f"spec.{k} is refused with SidecarMode {src}"))
         head = (o.spec.get("rayClusterSpec") or {}).get("headGroupSpec") or {}
         if restart_policy_of(head) not in ("", "Never"):
             f = "spec.rayClusterSpec.headGroupSpec.template.spec.restartPolicy"
-            out.append(FieldLine(f"{f} must be Never or unset with SidecarMode {src}", f))
+            out.append(in_object(f, f"{f} must be Never or unset with SidecarMode {src}"))
     return out
 
 
-def k8s_token_auth_unsupported(o: Obj) -> list[FieldLine]:
+def k8s_token_auth_unsupported(o: Obj) -> list[Problem]:
     """validation.go ValidateRayJobSpec / ValidateRayServiceSpec: ``authOptions.enableK8sTokenAuth``
     is not supported for a RayJob's or RayService's cluster."""
     c = o.cluster()
     if o.kind != "RayCluster" and c is not None and c.auth.get("enableK8sTokenAuth") is True:
         f = f"{c.path}.authOptions.enableK8sTokenAuth"
         return [
-            FieldLine(
-                f"{f} is not supported for a {o.kind} (validation.go Validate{o.kind}Spec)", f
+            in_object(
+                f, f"{f} is not supported for a {o.kind} (validation.go Validate{o.kind}Spec)"
             )
         ]
     return []
 
 
-def rayjob_runtime_env_yaml(o: Obj) -> list[FieldLine]:
+def rayjob_runtime_env_yaml(o: Obj) -> list[Problem]:
     """validation.go ValidateRayJobSpec (dashboardclient.UnmarshalRuntimeEnvYAML):
     ``runtimeEnvYAML`` parses as YAML into a mapping (or is empty)."""
     text = o.spec.get("runtimeEnvYAML")
@@ -291,41 +291,41 @@ def rayjob_runtime_env_yaml(o: Obj) -> list[FieldLine]:
     except yaml.YAMLError as e:
         first = str(e).splitlines()[0]
         return [
-            FieldLine(
-                f"spec.runtimeEnvYAML is not valid YAML ({first}) (validation.go ValidateRayJobSpec)",
+            in_object(
                 "spec.runtimeEnvYAML",
+                f"spec.runtimeEnvYAML is not valid YAML ({first}) (validation.go ValidateRayJobSpec)",
             )
         ]
     if doc is not None and not isinstance(doc, dict):
         return [
-            FieldLine(
+            in_object(
+                "spec.runtimeEnvYAML",
                 f"spec.runtimeEnvYAML is a {type(doc).__name__}, not a mapping "
                 "(validation.go ValidateRayJobSpec)",
-                "spec.runtimeEnvYAML",
             )
         ]
     return []
 
 
-def rayjob_deadlines_and_backoff(o: Obj) -> list[FieldLine]:
+def rayjob_deadlines_and_backoff(o: Obj) -> list[Problem]:
     """validation.go ValidateRayJobSpec: ``activeDeadlineSeconds`` and
     ``preRunningDeadlineSeconds`` are above 0; ``backoffLimit`` is not negative."""
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     for k in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
         v = o.spec.get(k)
         if isinstance(v, int) and v <= 0:
             out.append(
-                FieldLine(
-                    f"spec.{k} {v} must be a positive integer (validation.go ValidateRayJobSpec)",
+                in_object(
                     f"spec.{k}",
+                    f"spec.{k} {v} must be a positive integer (validation.go ValidateRayJobSpec)",
                 )
             )
     b = o.spec.get("backoffLimit")
     if isinstance(b, int) and b < 0:
         out.append(
-            FieldLine(
-                f"spec.backoffLimit {b} is negative (validation.go ValidateRayJobSpec)",
+            in_object(
                 "spec.backoffLimit",
+                f"spec.backoffLimit {b} is negative (validation.go ValidateRayJobSpec)",
             )
         )
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 from components.raycrs.operator.common import (
     INITIALIZING_TIMEOUT_ANNOTATION,
     MAX_RAYSERVICE_NAME,
@@ -18,7 +18,7 @@ from components.raycrs.operator.common import (
 rayservice_name = name_rule("RayService", MAX_RAYSERVICE_NAME, "ValidateRayServiceMetadata")
 
 
-def rayservice_initializing_timeout(o: Obj) -> list[FieldLine]:
+def rayservice_initializing_timeout(o: Obj) -> list[Problem]:
     """validation.go validateInitializingTimeout: annotation ``ray.io/initializing-timeout`` is a
     positive Go duration (``30m``) or a positive integer of seconds."""
     v = (o.metadata.get("annotations") or {}).get(INITIALIZING_TIMEOUT_ANNOTATION)
@@ -31,27 +31,27 @@ def rayservice_initializing_timeout(o: Obj) -> list[FieldLine]:
     if seconds is not None:
         if seconds <= 0:
             return [
-                FieldLine(
-                    f"{where} must be a positive duration (validation.go validateInitializingTimeout)",
+                in_object(
                     field,
+                    f"{where} must be a positive duration (validation.go validateInitializingTimeout)",
                 )
             ]
         return []
     if re.fullmatch(r"[-+]?\d+", v):
         if int(v) <= 0:
             return [
-                FieldLine(
+                in_object(
+                    field,
                     f"{where} must be a positive integer of seconds "
                     "(validation.go validateInitializingTimeout)",
-                    field,
                 )
             ]
         return []
     return [
-        FieldLine(
+        in_object(
+            field,
             f"{where} is neither a Go duration (5m, 1h) nor an integer of seconds "
             "(validation.go validateInitializingTimeout)",
-            field,
         )
     ]
 
@@ -59,17 +59,17 @@ def rayservice_initializing_timeout(o: Obj) -> list[FieldLine]:
 # -------------------------------------------------------------------------------- RayService rules
 
 
-def rayservice_head_service_name(o: Obj) -> list[FieldLine]:
+def rayservice_head_service_name(o: Obj) -> list[Problem]:
     """validation.go ValidateRayServiceSpec: ``rayClusterConfig.headGroupSpec.headService``
     sets no ``metadata.name``."""
     head = (o.spec.get("rayClusterConfig") or {}).get("headGroupSpec") or {}
     if ((head.get("headService") or {}).get("metadata") or {}).get("name"):
         f = "spec.rayClusterConfig.headGroupSpec.headService.metadata.name"
-        return [FieldLine(f"{f} must not be set (validation.go ValidateRayServiceSpec)", f)]
+        return [in_object(f, f"{f} must not be set (validation.go ValidateRayServiceSpec)")]
     return []
 
 
-def rayservice_upgrade_strategy(o: Obj) -> list[FieldLine]:
+def rayservice_upgrade_strategy(o: Obj) -> list[Problem]:
     """validation.go ValidateRayServiceSpec / ValidateClusterUpgradeOptions: ``upgradeStrategy.type``
     is ``NewClusterWithIncrementalUpgrade``, ``NewCluster`` or ``None``; the incremental upgrade
     needs autoscaling and ``clusterUpgradeOptions`` with ``maxSurgePercent`` (default 100) and
@@ -82,29 +82,29 @@ def rayservice_upgrade_strategy(o: Obj) -> list[FieldLine]:
         return []
     if t not in valid:
         return [
-            FieldLine(
+            in_object(
+                "spec.upgradeStrategy.type",
                 f"spec.upgradeStrategy.type {t!r} is invalid; valid: {', '.join(valid)} "
                 "(validation.go ValidateRayServiceSpec)",
-                "spec.upgradeStrategy.type",
             )
         ]
     if t != "NewClusterWithIncrementalUpgrade":
         return []
     src = "(validation.go ValidateClusterUpgradeOptions)"
     c = o.cluster()
-    out: list[FieldLine] = []
+    out: list[Problem] = []
     if c is None or not c.autoscaling:
         out.append(
-            FieldLine(
+            in_object(
+                "spec.upgradeStrategy.type",
                 f"spec.upgradeStrategy.type {t} needs "
                 f"spec.rayClusterConfig.enableInTreeAutoscaling: true {src}",
-                "spec.upgradeStrategy.type",
             )
         )
     opts = us.get("clusterUpgradeOptions")
     p = "spec.upgradeStrategy.clusterUpgradeOptions"
     if not isinstance(opts, dict):
-        return [*out, FieldLine(f"{p} must be set for {t} {src}", p)]
+        return [*out, in_object(p, f"{p} must be set for {t} {src}")]
     surge, step, interval = (
         opts.get("maxSurgePercent", 100),
         opts.get("stepSizePercent"),
@@ -112,31 +112,31 @@ def rayservice_upgrade_strategy(o: Obj) -> list[FieldLine]:
     )
     if not isinstance(surge, int) or not 0 <= surge <= 100:
         f = f"{p}.maxSurgePercent"
-        out.append(FieldLine(f"{f} {surge} must be between 0 and 100 {src}", f))
+        out.append(in_object(f, f"{f} {surge} must be between 0 and 100 {src}"))
     if not isinstance(step, int) or not 0 <= step <= 100:
         f = f"{p}.stepSizePercent"
-        out.append(FieldLine(f"{f} {step} must be between 0 and 100 {src}", f))
+        out.append(in_object(f, f"{f} {step} must be between 0 and 100 {src}"))
     elif isinstance(surge, int) and step > surge:
         f = f"{p}.stepSizePercent"
-        out.append(FieldLine(f"{f} {step} > maxSurgePercent {surge} {src}", f))
+        out.append(in_object(f, f"{f} {step} > maxSurgePercent {surge} {src}"))
     if not isinstance(interval, int) or interval <= 0:
         f = f"{p}.intervalSeconds"
-        out.append(FieldLine(f"{f} {interval} must be greater than 0 {src}", f))
+        out.append(in_object(f, f"{f} {interval} must be greater than 0 {src}"))
     if not opts.get("gatewayClassName"):
         f = f"{p}.gatewayClassName"
-        out.append(FieldLine(f"{f} must be set {src}", f))
+        out.append(in_object(f, f"{f} must be set {src}"))
     return out
 
 
-def rayservice_deletion_delay(o: Obj) -> list[FieldLine]:
+def rayservice_deletion_delay(o: Obj) -> list[Problem]:
     """validation.go ValidateRayServiceSpec: ``rayClusterDeletionDelaySeconds`` >= 0."""
     v = o.spec.get("rayClusterDeletionDelaySeconds")
     if isinstance(v, int) and v < 0:
         return [
-            FieldLine(
+            in_object(
+                "spec.rayClusterDeletionDelaySeconds",
                 f"spec.rayClusterDeletionDelaySeconds {v} is negative "
                 "(validation.go ValidateRayServiceSpec)",
-                "spec.rayClusterDeletionDelaySeconds",
             )
         ]
     return []

@@ -152,7 +152,7 @@ def test_rayjob_deletion_strategy_rules(version: str) -> None:
         f"RayJob {name}: spec.deletionStrategy: deletionStrategy requires either BOTH onSuccess "
         "and onFailure, OR the deletionRules field (cannot be empty)"
     ]
-    assert validate_manifest(job, version=version)[0].field == "spec.deletionStrategy"
+    assert validate_manifest(job, version=version)[0].object_field == "spec.deletionStrategy"
 
 
 @pytest.mark.parametrize(

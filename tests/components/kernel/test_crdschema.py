@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.kernel.crdschema import (
-    NoteLine,
+    NOTE_RULE,
     load_crd,
     metadata_problems,
     problems_with_notes,
@@ -168,11 +168,12 @@ def test_cel_rule_defaults_field_path_runtime_error_and_unsupported_note(tmp_pat
         "\"quantity(self).isLessThan(quantity('1Gi'))\" not checked: ERROR: <input>:1:9: "
         "undeclared reference to 'quantity' (in container '')",
     ]
-    assert [type(p) for p in found] == [NoteLine.__mro__[1]] * 2 + [NoteLine] * 2
+    assert [p.rule for p in found] == ["", "", NOTE_RULE, NOTE_RULE]
     problems = problems_with_notes(found, "widgets", "widget-schema")
     assert [p.severity for p in problems] == ["error", "error", "warning", "warning"]
     assert problems[2].rule == "crd-cel-not-evaluated"
-    assert found[0].field == "spec.max"
+    assert [p.path for p in problems] == ["widgets"] * 4
+    assert found[0].object_field == "spec.max"
 
 
 def test_a_type_error_blocks_the_cel_rules_as_on_the_api_server(tmp_path: Path) -> None:

@@ -97,6 +97,30 @@ def test_a_problem_keeps_its_position_through_copies_and_pickling() -> None:
     assert Problem("a", "b").position is None
 
 
+def test_an_object_problem_keeps_its_object_field_through_copies_pickling_and_changes() -> None:
+    """A check of a rendered object gives the object's field apart from the stack path
+    (``in_object``): the printed line is the message as given (no ``path: `` rewriting), and
+    the field survives pickling (xdist), copies and the runner setting the stack path."""
+    from components.kernel.problems import in_object
+
+    p = in_object(
+        "spec.workerGroupSpecs[1].replicas", "RayCluster r: spec.workerGroupSpecs[1].replicas -1"
+    )
+    assert (p.path, p.object_field, p.rule, p.severity) == (
+        "",
+        "spec.workerGroupSpecs[1].replicas",
+        "",
+        "error",
+    )
+    assert str(p) == "RayCluster r: spec.workerGroupSpecs[1].replicas -1"
+    placed = p.with_path("ray_clusters[r].worker_groups[g]").with_rule("kuberay-operator")
+    for q in (pickle.loads(pickle.dumps(p)), copy.deepcopy(p), placed):
+        assert q.object_field == p.object_field and q.message == p.message
+    assert placed.path == "ray_clusters[r].worker_groups[g]" and placed.rule == "kuberay-operator"
+    assert p.changed(message="x").object_field == p.object_field
+    assert Problem("a", "b").object_field == ""
+
+
 def test_path_parts_split_keys_and_named_entries() -> None:
     assert path_parts("node_pools[tpu-v5e].tpu.topology") == [
         "node_pools",

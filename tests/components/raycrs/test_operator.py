@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.kernel.problems import FieldLine
+from components.kernel.problems import Problem, in_object
 from components.raycrs import operator as op
 from components.raycrs.operator import common
 from components.raycrs.render import render_manifests
@@ -805,7 +805,7 @@ def _target(rule: Callable, m: dict) -> Any:
 
 
 def test_every_rule_module_gives_each_finding_with_its_object_field() -> None:
-    """Every operator rule returns its lines as FieldLine: ``field`` is a path into the object
+    """Every operator rule returns its lines as Problems: ``object_field`` is a path into the object
     (``spec.workerGroupSpecs[0].minReplicas``), given by the rule (the data), and it is the field
     the line opens with; :func:`operator_problems` keeps it under the ``<Kind> <name>: `` head.
     Checked per rule module (cluster, features, job, service, and the name rule of common)."""
@@ -816,15 +816,15 @@ def test_every_rule_module_gives_each_finding_with_its_object_field() -> None:
         lines = rule(_target(rule, m))
         assert lines, rule.__name__
         for line in lines:
-            assert isinstance(line, FieldLine), (rule.__name__, line)
-            assert _FIELD.fullmatch(line.field), (rule.__name__, line.field)
-            assert line.startswith(line.field), (rule.__name__, line.field, str(line))
+            assert isinstance(line, Problem), (rule.__name__, line)
+            assert _FIELD.fullmatch(line.object_field), (rule.__name__, line.object_field)
+            assert line.startswith(line.object_field), (rule.__name__, line.object_field, line)
         modules.add(rule.__module__)
         head = f"{m['kind']} {m['metadata']['name']}: "
         every = {str(p): p for p in op.operator_problems(m)}
         for line in lines:
             p = every[head + line]
-            assert isinstance(p, FieldLine) and p.field == line.field
+            assert isinstance(p, Problem) and p.object_field == line.object_field
     assert modules == {
         f"components.raycrs.operator.{name}"
         for name in ("cluster", "features", "job", "service", "common")
@@ -841,20 +841,20 @@ def test_the_worker_group_of_an_operator_problem_comes_from_its_field() -> None:
     assert len(groups) >= 2
     groups[1]["maxReplicas"] = -1
     lines = op.operator_problems(m)
-    (line,) = [x for x in lines if x.field == "spec.workerGroupSpecs[1].maxReplicas"]
+    (line,) = [x for x in lines if x.object_field == "spec.workerGroupSpecs[1].maxReplicas"]
     group1 = f"ray_clusters[research].worker_groups[{groups[1]['groupName']}]"
     assert checks._object_problem(m, line, "kuberay-operator").path == group1
     found = [p for p in check_manifests(stack("dev"), [m]) if p.rule == "kuberay-operator"]
     assert len(found) == len(lines) and {p.path for p in found} == {group1}
     for words in ("RayCluster research: spec.workerGroupSpecs[0].maxReplicas -1", "no field"):
-        misleading = FieldLine(words, line.field)
+        misleading = in_object(line.object_field, words)
         assert checks._object_problem(m, misleading, "kuberay-operator").path == group1
-    head = FieldLine(str(line), "spec.headGroupSpec.template.spec.containers")
+    head = in_object("spec.headGroupSpec.template.spec.containers", line)
     assert checks._object_problem(m, head, "kuberay-operator").path == (
         "ray_clusters[research].head"
     )
-    meta = FieldLine(str(line), "metadata.name")
+    meta = in_object("metadata.name", line)
     assert checks._object_problem(m, meta, "kuberay-operator").path == "ray_clusters[research]"
     # a group index past the end is no group (the object's own path)
-    past = FieldLine(str(line), f"spec.workerGroupSpecs[{len(groups)}].x")
+    past = in_object(f"spec.workerGroupSpecs[{len(groups)}].x", line)
     assert checks._object_problem(m, past, "kuberay-operator").path == "ray_clusters[research]"

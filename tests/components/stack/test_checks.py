@@ -464,8 +464,8 @@ def test_security_problems_are_problems_of_the_stack_entry_their_object_comes_fr
 @needs_crds
 def test_crd_and_gate_lines_carry_the_object_field_and_the_group_is_found_from_it() -> None:
     """The worker group of a CRD or feature-gate problem comes from the field the checker gives
-    with its line (FieldLine), not from the line's words."""
-    from components.kernel.problems import FieldLine
+    with its problem (``object_field``), not from the line's words."""
+    from components.kernel.problems import Problem, in_object
     from components.raycrs.crd import validate_manifest
     from components.raycrs.gates import gate_problems
 
@@ -473,14 +473,14 @@ def test_crd_and_gate_lines_carry_the_object_field_and_the_group_is_found_from_i
     groups = m[0]["spec"]["workerGroupSpecs"]
     groups[1]["numOfHost"] = groups[1].pop("numOfHosts")
     (line,) = validate_manifest(m[0])
-    assert isinstance(line, FieldLine) and line.field == "spec.workerGroupSpecs[1].numOfHost"
+    assert isinstance(line, Problem) and line.object_field == "spec.workerGroupSpecs[1].numOfHost"
     # a line whose words name another group: the field decides
-    misleading = FieldLine("RayCluster research: spec.workerGroupSpecs[0].x: y", line.field)
+    misleading = in_object(line.object_field, "RayCluster research: spec.workerGroupSpecs[0].x: y")
     problem = checks._object_problem(m[0], misleading, "crd-schema")
     assert problem.path == f"ray_clusters[research].worker_groups[{groups[1]['groupName']}]"
     groups[0]["suspend"] = True
     (gate,) = gate_problems(m[0], {"RayJobDeletionPolicy": False})
-    assert gate.field == "spec.workerGroupSpecs[0].suspend"
+    assert gate.object_field == "spec.workerGroupSpecs[0].suspend"
     assert checks._object_problem(m[0], gate, "kuberay-feature-gate").path == (
         f"ray_clusters[research].worker_groups[{groups[0]['groupName']}]"
     )

@@ -413,13 +413,13 @@ def test_a_side_whose_stack_is_invalid_lists_its_problems_and_a_bad_set_stays_ex
     with pytest.raises(DiffError) as e:
         render_tree(root, "bad", "working tree", None, bad)
     message = str(e.value)
-    assert e.value.code == 1
+    assert e.value.exit_code == 1
     assert message.startswith("rendering working tree failed: the stack file is invalid")
     assert "\n  - cluster.regoinal: unknown key 'regoinal'; did you mean 'regional'?" in message
     assert "note:" not in message
     with pytest.raises(DiffError) as e:
         render_tree(root, "dev", "working tree", ["node_pools[nope].max_nodes=1"])
-    assert e.value.code == 2 and "node_pools has no entry 'nope'" in str(e.value)
+    assert e.value.exit_code == 2 and "node_pools has no entry 'nope'" in str(e.value)
     assert "error: error:" not in f"error: {e.value}"
 
 
