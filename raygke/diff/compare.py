@@ -46,6 +46,7 @@ from typing import Any
 
 import yaml
 
+from components.kernel.problems import Problem
 from contract.errors import ConfigurationError
 from raygke.diff import disruption as dis
 from raygke.diff.replacement import (
@@ -148,7 +149,7 @@ class Plan:
     cost: dict[str, Any] | None = None
     # what ``raygke check --no-policy`` refuses in the head side (its problem lines): a change
     # that renders but that the cluster or Kueue would never run (:func:`raygke.diff.sides.check_tree`)
-    refused: list[str] = field(default_factory=list)
+    refused: list[Problem] = field(default_factory=list)
 
     def disruptive(self) -> bool:
         """Whether any change stops or restarts running work (a non-empty ``disruption``)."""
@@ -184,7 +185,7 @@ class Plan:
             "disruptive": self.disruptive(),
             "changes": [asdict(c) for c in self.changes],
             "cost": self.cost,
-            "refused": self.refused,
+            "refused": [p.as_dict() for p in self.refused],
         }
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components.kernel.problems import Problem
 from raygke.diff.compare import DiffError, Plan, compare
 
 
@@ -156,8 +157,8 @@ def render_tree(
 
 def check_tree(
     tree: Path, stack: str, sets: list[str] | None = None, config: Path | None = None
-) -> list[str]:
-    """The problem lines ``tree``'s own ``raygke check --no-policy --format json`` finds in
+) -> list[Problem]:
+    """The problems (errors) ``tree``'s own ``raygke check --no-policy --format json`` finds in
     ``stack`` (or the stack file ``config``, relative to the repository root) with ``sets``: what
     renders but would be refused (a job no quota can ever admit, a CRD rule, an operator rule).
     Empty when the check passes, when the stack file is absent, or when that tree's check cannot
@@ -177,7 +178,11 @@ def check_tree(
         doc = json.loads(r.stdout)
     except ValueError:
         return []
-    return [p["message"] for p in doc.get("problems", []) if p.get("severity") != "warning"]
+    return [
+        Problem(p.get("path", ""), p["message"], p.get("rule", ""))
+        for p in doc.get("problems", [])
+        if p.get("severity") != "warning"
+    ]
 
 
 @dataclass

@@ -72,6 +72,7 @@ def test_the_head_sides_check_lists_what_renders_but_would_never_run() -> None:
     cut = "capacity.cluster_queues[dev].flavors[system].nominal.cpu=1"
     (line,) = check_tree(ROOT, "dev", [cut])
     assert line.startswith("jobs[train-lm-l4]: can never be admitted by queue dev")
+    assert line.path and line.rule  # the records of raygke check --format json
     assert check_tree(ROOT, "dev") == []
     assert check_tree(ROOT, "no-such-stack") == []  # no file on this side: nothing to check
 
@@ -82,10 +83,12 @@ def test_a_refused_head_is_listed_after_the_plan_and_never_exits_0(monkeypatch) 
     from typer.testing import CliRunner
 
     import raygke.diff.sides as sides
+    from components.kernel.problems import Problem
     from raygke.cli import app
     from raygke.diff.compare import Plan
 
-    plan = Plan("dev", "HEAD", "working tree", [], 12, refused=["jobs[x]: can never be admitted"])
+    refused = [Problem("jobs[x]", "jobs[x]: can never be admitted", "capacity")]
+    plan = Plan("dev", "HEAD", "working tree", [], 12, refused=refused)
     monkeypatch.setattr(sides, "plan_sides", lambda *a, **k: plan)
     for args, code in (([], 1), (["--exit-code"], 5)):
         r = CliRunner().invoke(app, ["diff", "--stack", "dev", *args], env={"NO_COLOR": "1"})
