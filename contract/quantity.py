@@ -48,6 +48,10 @@ class QuantityError(ConfigurationError):
     """Not a Kubernetes quantity; the message names the value and gives examples."""
 
 
+# a signed quantity where a request, a limit or a quota is meant (Kubernetes takes the sign)
+_UNSIGNED = "{value} has a sign; this takes a quantity of 0 or more (" + EXAMPLES + ")"
+
+
 def parse_quantity(value: str | int | float, *, signed: bool = False) -> Decimal:
     """``value`` in base units, exactly: ``"1.5Gi"`` -> 1610612736, ``"500m"`` -> 0.5,
     ``"1e3"`` -> 1000, ``"2Ki"`` -> 2048 (cores for ``cpu``, bytes for ``memory``).
@@ -68,10 +72,12 @@ def parse_quantity(value: str | int | float, *, signed: bool = False) -> Decimal
         if isinstance(value, float) and not math.isfinite(value):
             raise QuantityError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES})")
         if value < 0 and not signed:
-            raise QuantityError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES})")
+            raise QuantityError(_UNSIGNED.format(value=value))
         return Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     m = _GRAMMAR.fullmatch(str(value))
-    if not m or (m.group("sign") and not signed):
+    if m and m.group("sign") and not signed:
+        raise QuantityError(_UNSIGNED.format(value=repr(value)))
+    if not m:
         raise QuantityError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES}){_hint(value)}")
     suffix = m.group("suffix") or ""
     with localcontext(prec=_DIGITS):

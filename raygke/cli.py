@@ -32,6 +32,7 @@ from raygke.console import (
     EXIT_USAGE,
     console,
     err,
+    print_table,
     working,
 )
 from raygke.local import commands as local
@@ -198,7 +199,7 @@ def check(
         raise typer.Exit(EXIT_FAILED)
     from components.stack.outputs import accelerator_summary
 
-    console.print(
+    print_table(
         pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
     )
     note = ""

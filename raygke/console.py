@@ -24,14 +24,29 @@ EXIT_INTERNAL = 3  # a bug in raygke: one line on stderr (the traceback with --d
 
 def table(title: str, columns: Iterable[str], right: Iterable[str] = (), **kw: object) -> Table:
     """A rich table titled ``title`` with ``columns`` (left-aligned) then ``right`` (numbers,
-    right-aligned); ``kw`` go to :class:`rich.table.Table`. A value too wide for the console
-    folds onto the next line of its cell: a narrow terminal never cuts one with ``…``."""
+    right-aligned); ``kw`` go to :class:`rich.table.Table`. Print it with :func:`print_table`,
+    which keeps every value whole on a narrow console."""
     t = Table(title=title, **kw)  # type: ignore[arg-type]
     for col in columns:
-        t.add_column(col, overflow="fold")
+        t.add_column(col)
     for col in right:
-        t.add_column(col, justify="right", overflow="fold")
+        t.add_column(col, justify="right")
     return t
+
+
+def print_table(t: Table, on: Console | None = None) -> None:
+    """Print ``t`` on ``on`` (the stdout console) with every value whole: a table wider than
+    the console is printed at its natural width, one line per row, and the terminal wraps the
+    lines (as ``kubectl get -o wide`` does), rather than rich folding a machine type or a price
+    inside its cell; a log keeps each row on one line."""
+    on = on or console
+    width = on.width
+    natural = on.measure(t, options=on.options.update(max_width=10**5)).maximum
+    try:
+        on.width = max(width, natural)
+        on.print(t)
+    finally:
+        on.width = width
 
 
 def working(what: str) -> AbstractContextManager[object]:

@@ -18,7 +18,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
+from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err, print_table
 from raygke.console import table as make_table
 from raygke.stacks import SetOption, choose_or_exit, load_for_check
 
@@ -92,7 +92,7 @@ def queue(
                 a.topology,
                 v.state if i == 0 else "",
             )
-    console.print(table)
+    print_table(table)
     for v in verdicts:
         line = {
             "admitted": "admitted at once",

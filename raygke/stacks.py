@@ -139,10 +139,13 @@ def choose_stack(
             f"--stack {stack!r}: a stack name may only contain alphanumeric characters, hyphens, "
             "underscores or periods (Pulumi's rule); for a file elsewhere give --config FILE"
         )
-    path = (cwd or Path.cwd()) / f"Pulumi.{stack}.yaml"
+    folder = cwd or Path.cwd()
+    path = folder / f"Pulumi.{stack}.yaml"
     if stack == builtin and not path.exists():
         return StackChoice(builtin, None)
-    return StackChoice(stack, _readable(path, f" (stack {stack!r})"))
+    here = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+    known = f"; stacks here: {', '.join(here)}" if here and not path.exists() else ""
+    return StackChoice(stack, _readable(path, f" (stack {stack!r}{known})"))
 
 
 def choose_or_exit(

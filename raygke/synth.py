@@ -501,13 +501,14 @@ def synth(
 
 def print_summary(result: SynthResult, out: Path, console: Any) -> None:
     """Print resources by type, node pools with chips/hosts, and the outputs (rich console)."""
+    from raygke.console import print_table
     from raygke.console import table as make_table
 
     types = make_table(f"{len(result.resources)} resources", ("type",), ("count",))
     for t, c in result.by_type().items():
         types.add_row(t, str(c))
-    console.print(types)
-    console.print(pools_table(result.outputs.get("node_pools") or {}))
+    print_table(types, console)
+    print_table(pools_table(result.outputs.get("node_pools") or {}), console)
     for key, value in result.outputs.items():
         if key != "node_pools":
             console.print(f"{key}: {json.dumps(value, sort_keys=True)}", markup=False)

@@ -80,8 +80,11 @@ def valid_topology(topology: str) -> str | None:
         dims = [int(d) for d in topology.split("x")]
     except ValueError:
         dims = []
-    if len(dims) != 3 or any(d < 4 or d % 4 for d in dims) or dims != sorted(dims):
-        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k"
+    if len(dims) != 3 or any(d < 4 or d % 4 for d in dims):
+        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k (whole 4x4x4 cubes)"
+    if dims != sorted(dims):
+        ordered = "x".join(map(str, sorted(dims)))
+        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k: write {ordered}"
     cubes = (dims[0] // 4) * (dims[1] // 4) * (dims[2] // 4)
     if cubes > MAX_CUBES:
         return f"{topology!r} is {cubes} cubes; a super-slice has at most {MAX_CUBES}"

@@ -20,6 +20,7 @@ def _b(text: str, bound: bool) -> str:
 
 def print_cost(cost: StackCost, stack: str, console: Any) -> None:
     """Per-pool table (hourly and monthly at min and max scale), totals, and the sources."""
+    from raygke.console import print_table
     from raygke.console import table as make_table
 
     sources = sorted({s for p in cost.pools for s in p.sources} | {GKE_PRICING})
@@ -68,7 +69,7 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
         _m(cost.max_hourly, hi),
         style="bold",
     )
-    console.print(t)
+    print_table(t, console)
     if cost.min_hourly is None or cost.max_hourly is None:
         console.print(
             f"priced part only: {_m(cost.known_min_hourly)}/month at min scale, "

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import typer
 from rich.table import Table
 
-from raygke.console import EXIT_USAGE, console, err
+from raygke.console import EXIT_USAGE, console, err, print_table
 from raygke.console import table as make_table
 from raygke.local import cluster as local_cluster
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target, target_opts, with_target
@@ -134,7 +134,7 @@ def up(
                         ),
                         markup=False,
                     )
-                console.print(_nodes_table(state))
+                print_table(_nodes_table(state))
                 _print_endpoints(state)
                 return
             if len(dead) < len(nodes):
@@ -161,7 +161,7 @@ def up(
         if outside:  # Ray changed how it binds: say so rather than claim "local"
             shown = ", ".join(f"{s.ip}:{s.port} (pid {s.pid})" for s in outside[:5])
             err.print(f"warning: listening on more than 127.0.0.1: {shown}", markup=False)
-        console.print(_nodes_table(state))
+        print_table(_nodes_table(state))
         _print_endpoints(state)
     except local_cluster.LocalError as e:
         _fail(str(e))
@@ -200,7 +200,7 @@ def status(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> Non
         _fail(str(e))
     if state is None:
         _fail(f"no local cluster is recorded for stack {target.stack!r}; run `raygke local up`")
-    console.print(_nodes_table(state))
+    print_table(_nodes_table(state))
     _print_endpoints(state)
     dead = _dead(state)
     head = local_cluster.nodes_of(state)[0] if state["nodes"] else None
@@ -224,7 +224,7 @@ def status(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> Non
             table.add_row(
                 s.node_name, s.state, s.node_ip, "yes" if s.is_head_node else "", res, labels or "-"
             )
-        console.print(table)
+        print_table(table)
         _print_serve(target)
     if dead:
         names = ", ".join(f"{n.name} (pid {n.pid})" for n in dead)
@@ -257,7 +257,7 @@ def _print_serve(target: local_cluster.LocalTarget) -> None:
         )
         route = entry.get("route_prefix") or "/"
         table.add_row(name, entry.get("status", "?"), local_serve.url(port) + route, deps or "-")
-    console.print(table)
+    print_table(table)
 
 
 @app.command()

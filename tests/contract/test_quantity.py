@@ -74,8 +74,10 @@ def test_refuses_what_kubernetes_refuses(text: str) -> None:
 
 @pytest.mark.parametrize("value", [True, float("nan"), float("inf"), -1, "-1", "+1"])
 def test_refuses_signs_and_non_numbers_by_default(value: object) -> None:
-    with pytest.raises(QuantityError, match=f"^{value!r}".replace("+", r"\+")):
+    with pytest.raises(QuantityError, match=f"^{value!r}".replace("+", r"\+")) as e:
         parse_quantity(value)  # type: ignore[arg-type]
+    signed = value in (-1, "-1", "+1")
+    assert ("has a sign; this takes a quantity of 0 or more" in str(e.value)) == signed
 
 
 def test_signed_when_asked() -> None:

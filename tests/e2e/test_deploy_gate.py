@@ -121,8 +121,10 @@ def test_head_size_change_is_disruptive_and_a_label_change_is_not(repo: Path) ->
     non-empty ``disruption`` (upgradeStrategy Recreate: every pod is recreated) and exits 4; a
     label change (buckets and every labelled resource) shows none and exits 1. Since issue 21 no
     prod RayJob runs on ``training`` (each is queued and brings its own cluster), so the head
-    change interrupts no job: the cluster's recreation is the whole disruption."""
-    rc, plan = _diff_json(repo, 'head: {cpu: "4", memory: 16Gi}', 'head: {cpu: "8", memory: 32Gi}')
+    change interrupts no job: the cluster's recreation is the whole disruption. The bigger head
+    still fits the system pool's e2-standard-8 (8 CPU / 32Gi would not: ``raygke diff`` lists
+    such a head under ``Refused:`` and exits 5)."""
+    rc, plan = _diff_json(repo, 'head: {cpu: "4", memory: 16Gi}', 'head: {cpu: "6", memory: 24Gi}')
     assert rc == 4 and plan["disruptive"] is True
     (c,) = [c for c in plan["changes"] if c["type"] == "kubernetes:ray.io/v1:RayCluster"]
     assert c["op"] == "update"

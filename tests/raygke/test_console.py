@@ -137,23 +137,29 @@ def test_help_wraps_docstrings_and_shows_no_type_on_flags(monkeypatch) -> None:
     assert "<bool>" not in top and "Show this message and exit." in top
 
 
-def test_a_narrow_console_folds_table_values_instead_of_cutting_them() -> None:
-    """Every ``raygke`` table (raygke.console.table): at 40 columns a long machine type and a
-    price fold inside their cells; no value is cut with an ellipsis."""
+def test_a_narrow_console_prints_table_values_whole() -> None:
+    """Every ``raygke`` table (raygke.console.table, print_table): on a 40-column console a long
+    machine type and a price stay whole, each row on one line (the table printed at its natural
+    width for the terminal to wrap), never folded inside a cell nor cut with an ellipsis; on a
+    wide console the table is as before."""
     from rich.console import Console
 
-    from raygke.console import table
+    from raygke.console import print_table, table
 
-    t = table("cost", ("pool", "machine"), ("$/month max",))
-    t.add_row("tpu-v6e-4x4-dws", "a3-highgpu-8g-and-a-long-suffix", "<= $144,431.48")
-    out = io.StringIO()
-    Console(file=out, width=40, color_system=None).print(t)
-    text = out.getvalue()
-    assert "…" not in text
-    assert max(len(line) for line in text.splitlines()) <= 40
-    rows = [line.split("│")[1:-1] for line in text.splitlines() if line.startswith("│")]
-    columns = ["".join(cell.strip() for cell in col) for col in zip(*rows, strict=True)]
-    assert columns == ["tpu-v6e-4x4-dws", "a3-highgpu-8g-and-a-long-suffix", "<=$144,431.48"]
+    def render(width: int) -> str:
+        t = table("cost", ("pool", "machine"), ("$/month max",))
+        t.add_row("tpu-v6e-4x4-dws", "a3-highgpu-8g-and-a-long-suffix", "<= $144,431.48")
+        out = io.StringIO()
+        on = Console(file=out, width=width, color_system=None)
+        print_table(t, on)
+        assert on.width == width  # the console's width is left as it was
+        return out.getvalue()
+
+    narrow, wide = render(40), render(200)
+    assert narrow == wide and "…" not in narrow
+    (row,) = [line for line in narrow.splitlines() if line.startswith("│")]
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    assert cells == ["tpu-v6e-4x4-dws", "a3-highgpu-8g-and-a-long-suffix", "<= $144,431.48"]
 
 
 def test_piped_output_takes_its_width_from_columns_else_160() -> None:

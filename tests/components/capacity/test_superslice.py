@@ -214,7 +214,11 @@ def test_a_super_slice_job_spans_both_cubes_as_one_slice_from_one_source():
     ("job", "pool", "words"),
     [
         ({"super_slice": "4x8x8"}, POOL, "4x8x8 is 4 cubes; node pool 'ironwood' has 2"),
-        ({"super_slice": "8x4x4"}, POOL, "'8x4x4' is not 4i x 4j x 4k with i <= j <= k"),
+        (
+            {"super_slice": "8x4x4"},
+            POOL,
+            "'8x4x4' is not 4i x 4j x 4k with i <= j <= k: write 4x4x8",
+        ),
         ({"super_slice": "2x2x4"}, POOL, "'2x2x4' is not 4i x 4j x 4k"),
         (
             {"super_slice": "4x4x8"},

@@ -519,12 +519,14 @@ def test_zero_pod_resources_refused(where: str, key: str, value: Any, needles: t
         assert n in found[0], found[0]
 
 
-def test_negative_pod_resource_is_not_a_quantity() -> None:
+def test_negative_pod_resource_is_refused_for_its_sign() -> None:
+    """Kubernetes' grammar takes a sign; a request (or a quota) of ``-1`` is refused as signed,
+    not as something that is no quantity at all."""
     data = base()
     data["ray_clusters"][0]["head"] = {"cpu": "-1"}
     assert problems(data) == [
-        "ray_clusters[research].head.cpu: head.cpu '-1' is not a Kubernetes quantity "
-        "(e.g. 4, 500m, 16Gi)"
+        "ray_clusters[research].head.cpu: head.cpu '-1' has a sign; this takes a quantity of 0 "
+        "or more (e.g. 4, 500m, 16Gi)"
     ]
 
 
