@@ -238,6 +238,9 @@ def ray_job_manifest(
         metadata["labels"].update(queue_labels(job))
         if "rayClusterSpec" in spec:  # its pod sets ask for a topology level (TAS)
             annotate_worker_groups(
-                cfg, spec["rayClusterSpec"], {target.group.name: target.pool.name}
+                p.pool_specs,
+                cfg.capacity.topology,
+                spec["rayClusterSpec"],
+                {target.group.name: target.pool.name},
             )
     return {"apiVersion": API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}
