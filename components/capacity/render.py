@@ -8,7 +8,7 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
   taints and the pod's node selector, restricted to the flavor's label keys, matches the
   flavor's labels (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
   ``checkFlavorForPodSets``); on admission it adds the flavor's labels and tolerations to the pods.
-  The flavor of a node pool is derived from its :class:`components.nodepools.render.NodePoolSpec`
+  The flavor of a node pool is derived from its :class:`components.nodepools.spec.NodePoolSpec`
   (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
   includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
   (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,

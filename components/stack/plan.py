@@ -5,10 +5,13 @@
 (project, region, cluster, namespace, labels, bucket names), the declared node pools, ray
 clusters and workload identities by name, and one record per long-lived worker group
 (:class:`~components.stack.resolve.GroupTarget`), job
-(:class:`~components.stack.resolve.JobTarget`) and service (a ``GroupTarget``). The cross-field
+(:class:`~components.stack.resolve.JobTarget`) and service (a ``GroupTarget``), and the records
+derived from them: the GKE node pools of the stack (:attr:`Plan.node_pool_specs`,
+:attr:`Plan.pool_specs`, built by :mod:`components.nodepools.spec` on first use). The cross-field
 rules (:mod:`components.stack.rules`, :mod:`components.raycrs.rules`), the renders
-(:mod:`components.raycrs`, :mod:`components.images.render`) and the rendered-stack checks read
-these records instead of resolving again.
+(:mod:`components.raycrs`, :mod:`components.images.render`, the node pools, ComputeClasses and
+Kueue objects) and the rendered-stack checks read these records instead of resolving or building
+them again.
 
 A stack with a broken reference still has a plan: the record that cannot be resolved is left
 out and its :class:`~components.stack.resolve.ResolveError` is kept in :attr:`Plan.problems`
