@@ -279,10 +279,11 @@ def dws_objects() -> list[dict[str, Any]]:
     return [prc, check]
 
 
-def flavor_pools(cfg: StackConfig) -> list[str]:
-    """Every node pool some cluster queue lists, in first-listed order."""
+def flavor_pools(cluster_queues: Sequence[ClusterQueueConfig]) -> list[str]:
+    """Every node pool some cluster queue (``capacity.cluster_queues``) lists, in first-listed
+    order."""
     out: list[str] = []
-    for q in cfg.capacity.cluster_queues:
+    for q in cluster_queues:
         for f in q.flavors:
             if f.pool not in out:
                 out.append(f.pool)
@@ -312,11 +313,11 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
         }
         for p in cap.priority_classes
     ]
-    flavors = [resource_flavor(cfg, p) for p in flavor_pools(cfg)]
+    flavors = [resource_flavor(cfg, p) for p in flavor_pools(cap.cluster_queues)]
     out += topology_objects(flavors) + flavors  # a flavor's Topology first
     if uses_dws(cfg):
         out += dws_objects()
-    if any(super_slicing_pool(cfg, p) for p in flavor_pools(cfg)):
+    if any(super_slicing_pool(cfg, p) for p in flavor_pools(cap.cluster_queues)):
         out.append(slice_check())
     out += [cluster_queue(cfg, q) for q in cap.cluster_queues]
     out += [
@@ -348,20 +349,21 @@ def manager_config() -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def helm_values(cfg: StackConfig) -> dict[str, Any]:
+def helm_values(elastic_jobs: bool) -> dict[str, Any]:
     """Values of the Kueue chart: the controller on the system pool, the Ray integrations on
     (:func:`manager_config`), the chart's restricted pod security kept, and the
     ``ElasticJobsViaWorkloadSlices`` gate set explicitly to ``capacity.kueue.elastic_jobs``
     (``controllerManager.featureGates``, a list of ``{name, enabled}`` the chart turns into the
     manager's ``--feature-gates``: v0.19.2 ``charts/kueue/values.yaml``,
     ``templates/_helpers.tpl`` ``kueue.featureGates``), so a chart whose default changes does
-    not silently turn elastic admission off for the stack's elastic jobs and RayClusters."""
+    not silently turn elastic admission off for the stack's elastic jobs and RayClusters
+    (``elastic_jobs``: ``capacity.kueue.elastic_jobs``)."""
     return {
         "controllerManager": {
             "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
             "podDisruptionBudget": {"enabled": False},
             "featureGates": [
-                {"name": ELASTIC_GATE, "enabled": cfg.capacity.kueue.elastic_jobs},
+                {"name": ELASTIC_GATE, "enabled": elastic_jobs},
             ],
         },
         "managerConfig": {"controllerManagerConfigYaml": manager_config()},
