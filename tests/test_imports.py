@@ -215,7 +215,7 @@ FLOORS = (
     "kernel",  # components/kernel/: what every concept stands on (Problem, the model base)
     "models",  # components/<concept>/model.py (and *_model.py): the concepts' parts of the stack
     "stack model",  # components/stack/model.py: StackConfig, every concept's model
-    "plan",  # components/stack/resolve.py, plan.py: the stack resolved once
+    "plan",  # stack/context.py, resolve.py, plan.py, nodepools/spec.py: the stack resolved once
     "renders",  # the rest of a concept folder: render, rules, checks; the derived names
     "components",  # components/<concept>/component.py: the Pulumi ComponentResources
     "assembly",  # components/stack/: the rules table, checks, loader, outputs, Pulumi config
@@ -226,11 +226,16 @@ FLOORS = (
 # components/stack/ modules by floor (the package's other modules are the assembly).
 STACK_FLOORS = {
     "components.stack.model": "stack model",
+    "components.stack.context": "plan",
     "components.stack.resolve": "plan",
     "components.stack.plan": "plan",
     "components.stack.naming": "renders",
     "components.stack.name_checks": "renders",
 }
+
+# Concept modules on the plan floor: the builders of the records the plan derives once per stack
+# (they stand on the models and the stack's Context only).
+PLAN_RECORDS = {"components.nodepools.spec"}
 
 
 def floor(module: str) -> str:
@@ -250,6 +255,8 @@ def floor(module: str) -> str:
         return "models"
     if leaf == "component":
         return "components"
+    if module in PLAN_RECORDS:
+        return "plan"
     return "renders"
 
 
@@ -272,6 +279,8 @@ def test_floors_follow_the_roles() -> None:
     assert floor("components.raycrs.serve_model") == "models"
     assert floor("components.stack.model") == "stack model"
     assert floor("components.stack.plan") == "plan"
+    assert floor("components.stack.context") == "plan"
+    assert floor("components.nodepools.spec") == "plan"
     assert floor("components.raycrs.operator.cluster") == "renders"
     assert floor("components.nodepools.component") == "components"
     assert floor("components.stack.loader") == "assembly"

@@ -63,7 +63,7 @@ class Kueue(pulumi.ComponentResource):
             version=kueue.version,
             namespace=kueue.namespace,
             create_namespace=True,
-            values=helm_values(cfg),
+            values=helm_values(kueue.elastic_jobs),
             atomic=True,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on),
         )

@@ -8,7 +8,7 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
   taints and the pod's node selector, restricted to the flavor's label keys, matches the
   flavor's labels (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
   ``checkFlavorForPodSets``); on admission it adds the flavor's labels and tolerations to the pods.
-  The flavor of a node pool is derived from its :class:`components.nodepools.render.NodePoolSpec`
+  The flavor of a node pool is derived from its :class:`components.nodepools.spec.NodePoolSpec`
   (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
   includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
   (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
@@ -35,6 +35,7 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -43,7 +44,7 @@ from components import catalog
 from components.capacity.model import ClusterQueueConfig
 from components.capacity.superslice import SLICE_CHECK, SLICE_CONTROLLER
 from components.capacity.topology import topology_objects
-from components.nodepools.render import NodePoolSpec, specs_for_pool
+from components.nodepools.render import NodePoolSpec
 from components.stack.model import StackConfig
 from components.stack.plan import plan
 
@@ -80,12 +81,7 @@ def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
     return meta
 
 
-def pool_specs(cfg: StackConfig, pool: str) -> list[NodePoolSpec]:
-    """The GKE node pools of config pool ``pool`` (``system``: the system pool)."""
-    return specs_for_pool(cfg, pool)
-
-
-def flavor_labels(specs: list[NodePoolSpec]) -> dict[str, str]:
+def flavor_labels(specs: Sequence[NodePoolSpec]) -> dict[str, str]:
     """The node labels every GKE node pool of a config pool carries (their intersection)."""
     if not specs:
         return {}
@@ -108,13 +104,7 @@ CLASS_SHAPE_LABELS = (
 )
 
 
-def pool_compute_class(cfg: StackConfig, pool: str) -> str | None:
-    """The name of the ``compute_classes`` entry whose ``node_pool`` is ``pool`` (None: none;
-    the first when several: :attr:`components.stack.plan.Plan.compute_classes`)."""
-    return plan(cfg).compute_classes.get(pool)
-
-
-def class_flavor_labels(specs: list[NodePoolSpec], class_name: str) -> dict[str, str]:
+def class_flavor_labels(specs: Sequence[NodePoolSpec], class_name: str) -> dict[str, str]:
     """The node labels of a ComputeClass flavor: ``cloud.google.com/compute-class: <class>``
     plus the accelerator labels every priority's nodes carry (:data:`CLASS_SHAPE_LABELS`: GKE
     sets them on every GPU / TPU node it creates, and every priority has the pool's shape,
@@ -146,15 +136,16 @@ def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
     from components.capacity.topology import flavor_topology
     from components.computeclass.model import class_taint
 
-    specs = pool_specs(cfg, pool)
+    p = plan(cfg)
+    specs = p.pool_specs.get(pool)  # the pool's GKE node pools (``system``: the system pool)
     if not specs:
         raise KeyError(pool)
-    cc = pool_compute_class(cfg, pool)
+    cc = p.compute_classes.get(pool)  # the ComputeClass naming the pool (the first), if any
     labels = flavor_labels(specs) if cc is None else class_flavor_labels(specs, cc)
     if specs[0].super_slicing:  # the slice controller picks the cubes: select the accelerator
         labels = {catalog.TPU_ACCELERATOR_LABEL: labels[catalog.TPU_ACCELERATOR_LABEL]}
     spec: dict[str, Any] = {"nodeLabels": labels}
-    topology = flavor_topology(cfg, specs)
+    topology = flavor_topology(cfg.capacity.topology, specs)
     if topology:  # Topology Aware Scheduling (components.capacity.topology)
         spec["topologyName"] = topology
     taints = specs[0].node_taints
@@ -177,16 +168,19 @@ def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
 
 def queued_pool(cfg: StackConfig, pool: str) -> bool:
     """True when ``pool`` has ``provisioning: queued``."""
-    specs = pool_specs(cfg, pool)
+    specs = plan(cfg).pool_specs.get(pool)
     return bool(specs) and specs[0].queued
 
 
-def covered_resources(cfg: StackConfig, cq: ClusterQueueConfig) -> list[str]:
-    """``cpu``, ``memory``, then the accelerator resources the queue's flavors offer or name."""
+def covered_resources(
+    pool_specs: Mapping[str, Sequence[NodePoolSpec]], cq: ClusterQueueConfig
+) -> list[str]:
+    """``cpu``, ``memory``, then the accelerator resources the queue's flavors offer or name
+    (``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
     out = ["cpu", "memory"]
     for f in cq.flavors:
         names = set(f.nominal)
-        for s in pool_specs(cfg, f.pool)[:1]:
+        for s in pool_specs.get(f.pool, ())[:1]:
             names |= set(s.capacity)
         for r in (catalog.TPU_RESOURCE, catalog.GPU_RESOURCE):
             if r in names and r not in out:
@@ -197,7 +191,8 @@ def covered_resources(cfg: StackConfig, cq: ClusterQueueConfig) -> list[str]:
 def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
     """The ClusterQueue of ``cq``: one resource group, flavors in order, quotas as declared (0
     for a covered resource a flavor leaves out); admitted only from the Ray namespace."""
-    covered = covered_resources(cfg, cq)
+    p = plan(cfg)
+    covered = covered_resources(p.pool_specs, cq)
     flavors = []
     for f in cq.flavors:
         resources = []
@@ -210,9 +205,7 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
             resources.append(item)
         flavors.append({"name": f.pool, "resources": resources})
     spec: dict[str, Any] = {
-        "namespaceSelector": {
-            "matchLabels": {"kubernetes.io/metadata.name": plan(cfg).context.namespace}
-        },
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": p.context.namespace}},
         "queueingStrategy": cq.queueing_strategy,
         "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
         "preemption": {
@@ -239,7 +232,7 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
 
 def super_slicing_pool(cfg: StackConfig, pool: str) -> bool:
     """True when ``pool`` is a TPU7x super-slicing pool (:mod:`components.capacity.superslice`)."""
-    specs = pool_specs(cfg, pool)
+    specs = plan(cfg).pool_specs.get(pool)
     return bool(specs) and specs[0].super_slicing
 
 
@@ -286,10 +279,11 @@ def dws_objects() -> list[dict[str, Any]]:
     return [prc, check]
 
 
-def flavor_pools(cfg: StackConfig) -> list[str]:
-    """Every node pool some cluster queue lists, in first-listed order."""
+def flavor_pools(cluster_queues: Sequence[ClusterQueueConfig]) -> list[str]:
+    """Every node pool some cluster queue (``capacity.cluster_queues``) lists, in first-listed
+    order."""
     out: list[str] = []
-    for q in cfg.capacity.cluster_queues:
+    for q in cluster_queues:
         for f in q.flavors:
             if f.pool not in out:
                 out.append(f.pool)
@@ -319,11 +313,11 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
         }
         for p in cap.priority_classes
     ]
-    flavors = [resource_flavor(cfg, p) for p in flavor_pools(cfg)]
+    flavors = [resource_flavor(cfg, p) for p in flavor_pools(cap.cluster_queues)]
     out += topology_objects(flavors) + flavors  # a flavor's Topology first
     if uses_dws(cfg):
         out += dws_objects()
-    if any(super_slicing_pool(cfg, p) for p in flavor_pools(cfg)):
+    if any(super_slicing_pool(cfg, p) for p in flavor_pools(cap.cluster_queues)):
         out.append(slice_check())
     out += [cluster_queue(cfg, q) for q in cap.cluster_queues]
     out += [
@@ -355,20 +349,21 @@ def manager_config() -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def helm_values(cfg: StackConfig) -> dict[str, Any]:
+def helm_values(elastic_jobs: bool) -> dict[str, Any]:
     """Values of the Kueue chart: the controller on the system pool, the Ray integrations on
     (:func:`manager_config`), the chart's restricted pod security kept, and the
     ``ElasticJobsViaWorkloadSlices`` gate set explicitly to ``capacity.kueue.elastic_jobs``
     (``controllerManager.featureGates``, a list of ``{name, enabled}`` the chart turns into the
     manager's ``--feature-gates``: v0.19.2 ``charts/kueue/values.yaml``,
     ``templates/_helpers.tpl`` ``kueue.featureGates``), so a chart whose default changes does
-    not silently turn elastic admission off for the stack's elastic jobs and RayClusters."""
+    not silently turn elastic admission off for the stack's elastic jobs and RayClusters
+    (``elastic_jobs``: ``capacity.kueue.elastic_jobs``)."""
     return {
         "controllerManager": {
             "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
             "podDisruptionBudget": {"enabled": False},
             "featureGates": [
-                {"name": ELASTIC_GATE, "enabled": cfg.capacity.kueue.elastic_jobs},
+                {"name": ELASTIC_GATE, "enabled": elastic_jobs},
             ],
         },
         "managerConfig": {"controllerManagerConfigYaml": manager_config()},

@@ -42,14 +42,13 @@ host for one, the sub-block where its size is known and enough, else the block; 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from components.nodepools.model import TpuPool
 
 if TYPE_CHECKING:
     from components.nodepools.render import NodePoolSpec
-    from components.stack.model import StackConfig
     from components.stack.resolve import Pool
 
 BLOCK = "cloud.google.com/gce-topology-block"
@@ -116,10 +115,10 @@ def podset_topology(spec: NodePoolSpec, pods: int, mode: str) -> dict[str, str]:
     return {key: tightest_level(spec, pods)}
 
 
-def flavor_topology(cfg: StackConfig, specs: list[NodePoolSpec]) -> str | None:
+def flavor_topology(topology: str, specs: Sequence[NodePoolSpec]) -> str | None:
     """``topologyName`` of a flavor over ``specs`` (one config pool's GKE pools); None with
-    ``capacity.topology: off``."""
-    if cfg.capacity.topology == "off" or not specs:
+    ``topology`` (``capacity.topology``) ``off``."""
+    if topology == "off" or not specs:
         return None
     return pool_topology(specs[0])
 
@@ -152,22 +151,25 @@ def topology_objects(flavors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def annotate_worker_groups(
-    cfg: StackConfig, cluster_spec: dict[str, Any], pools: Mapping[str, Pool]
+    pool_specs: Mapping[str, Sequence[NodePoolSpec]],
+    topology: str,
+    cluster_spec: dict[str, Any],
+    pools: Mapping[str, Pool],
 ) -> None:
     """Add :func:`podset_topology` to each worker group of a queued RayJob's ``rayClusterSpec``
     or a queued RayCluster's ``spec`` (in place): ``pools`` maps group name -> the resolved pool
-    it renders from (a super-slice job's stitched pool, :meth:`TpuPool.stitched`); the pod
-    count is ``maxReplicas x numOfHosts`` (the most the group holds at once)."""
-    from components.nodepools.render import specs_for_pool
-
+    it renders from (a super-slice job's stitched pool, :meth:`TpuPool.stitched`),
+    ``pool_specs`` config pool -> its GKE node pools (:attr:`components.stack.plan.Plan.pool_specs`),
+    ``topology`` is ``capacity.topology``; the pod count is ``maxReplicas x numOfHosts`` (the
+    most the group holds at once)."""
     for g in cluster_spec.get("workerGroupSpecs") or []:
         pool = pools.get(g["groupName"])
-        specs = specs_for_pool(cfg, pool.name) if pool is not None else []
+        specs = pool_specs.get(pool.name, ()) if pool is not None else ()
         if not specs:
             continue
         hosts = int(g.get("numOfHosts") or 1)
         pods = int(g.get("maxReplicas") or g.get("replicas") or 1) * hosts
-        extra = podset_topology(specs[0], pods, cfg.capacity.topology)
+        extra = podset_topology(specs[0], pods, topology)
         if extra and specs[0].super_slicing and isinstance(pool, TpuPool):
             extra.update(superslice_annotations(pool.slice.topology))
         if extra:

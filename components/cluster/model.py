@@ -152,7 +152,7 @@ class SystemPool(NodeSettings, NodeBounds):
 
     # Its nodes take the settings every node pool shares (NodeSettings); the class attributes
     # and property at the end answer as a declared pool would, so one builder makes every kind
-    # of node pool (components.nodepools.render._spec).
+    # of node pool (components.nodepools.spec._spec).
 
     machine_type: str = Field(
         "e2-standard-8",

@@ -29,7 +29,7 @@ from typing import Any
 from components import catalog
 from components.computeclass.model import ComputeClassConfig
 from components.nodepools.model import GpuPool, TpuPool
-from components.nodepools.render import specs_for_pool, workload_policy_name
+from components.nodepools.render import workload_policy_name
 from components.stack.model import StackConfig
 from components.stack.naming import node_service_account_id
 from components.stack.plan import plan
@@ -87,7 +87,7 @@ def compute_class_manifest(cfg: StackConfig, cc: ComputeClassConfig) -> dict[str
         raise ValueError(f"compute class {cc.name}: node pool {pool.name!r} is a CPU pool")
     shape = _shape(ctx.cluster, pool)
     priorities: list[dict[str, Any]] = [
-        {"nodepools": [s.name for s in specs_for_pool(cfg, pool.name)]}
+        {"nodepools": [s.name for s in p.pool_specs.get(pool.name, ())]}
     ]
     priorities += [{**shape, **_capacity(cc, f)} for f in cc.fallback]
     zones = cfg.pool_zones(pool)[:1] if isinstance(pool, TpuPool) else cfg.pool_zones(pool)

@@ -1,4 +1,4 @@
-"""GKE node pools from the pure :class:`components.nodepools.render.NodePoolSpec` (never re-derived).
+"""GKE node pools from the pure :class:`components.nodepools.spec.NodePoolSpec` (never re-derived).
 
 Sources: node pool API https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
 TPU pools (COMPACT placement + ``tpu_topology`` for multi-host slices only)

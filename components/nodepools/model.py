@@ -43,7 +43,7 @@ MAX_NODES_DOC = (
 class NodeSettings(_Model):
     """What every node pool's nodes share, the system pool's included: the one model the node
     pool builder (:class:`components.nodepools.component.NodePool`) reads through
-    :attr:`components.nodepools.render.NodePoolSpec.config`. A field every node pool takes goes
+    :attr:`components.nodepools.spec.NodePoolSpec.config`. A field every node pool takes goes
     here and into that builder; nothing in between copies it.
     """
 

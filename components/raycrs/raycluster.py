@@ -46,7 +46,7 @@ from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
 from components.kernel.base import quantity_bytes
 from components.nodepools.model import CpuPool, GpuPool, TpuPool
-from components.nodepools.render import gpu_node_labels, pool_specs
+from components.nodepools.render import gpu_node_labels
 from components.raycrs.model import HeadConfig, RayClusterConfig, WorkerGroupConfig
 from components.raycrs.pod import (
     API_VERSION,
@@ -186,7 +186,7 @@ def worker_group_spec(
     """
     group, pool = target.group, target.pool
     cc = p.compute_classes.get(pool.name)  # the pool's ComputeClass, if one names it
-    specs = pool_specs(p.context, pool, cc)
+    specs = p.pool_specs.get(pool.name, ())  # with that class's node label and taint
     if not specs:
         raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
     spec = specs[0]
@@ -375,7 +375,10 @@ def ray_cluster_manifest(
         from components.capacity.topology import annotate_worker_groups
 
         annotate_worker_groups(
-            cfg, manifest["spec"], {g.name: p.group(rc, g).pool for g in rc.worker_groups}
+            p.pool_specs,
+            cfg.capacity.topology,
+            manifest["spec"],
+            {g.name: p.group(rc, g).pool for g in rc.worker_groups},
         )
     if rc.upgrade_strategy is not None:  # KubeRay v1.7.0 RayClusterUpgradeStrategy
         manifest["spec"]["upgradeStrategy"] = {"type": rc.upgrade_strategy}

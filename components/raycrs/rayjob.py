@@ -237,5 +237,10 @@ def ray_job_manifest(
 
         metadata["labels"].update(queue_labels(job))
         if "rayClusterSpec" in spec:  # its pod sets ask for a topology level (TAS)
-            annotate_worker_groups(cfg, spec["rayClusterSpec"], {target.group.name: target.pool})
+            annotate_worker_groups(
+                p.pool_specs,
+                cfg.capacity.topology,
+                spec["rayClusterSpec"],
+                {target.group.name: target.pool},
+            )
     return {"apiVersion": API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from components.nodepools.model import GpuPool, TpuPool
-from components.nodepools.render import specs_for_pool
 from components.stack import naming
 from components.stack.model import StackConfig
 from components.stack.plan import plan
@@ -56,8 +55,9 @@ def accelerator_summary(cfg: StackConfig) -> dict[str, dict[str, Any]]:
     for CPU ``max_nodes``.
     """
     out: dict[str, dict[str, Any]] = {}
+    pool_specs = plan(cfg).pool_specs
     for p in cfg.node_pools:
-        specs = specs_for_pool(cfg, p.name)
+        specs = pool_specs.get(p.name, ())
         row: dict[str, Any] = {
             "kind": p.kind,
             "machine_type": p.machine_type,

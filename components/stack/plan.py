@@ -5,10 +5,13 @@
 (project, region, cluster, namespace, labels, bucket names), the declared node pools, ray
 clusters and workload identities by name, and one record per long-lived worker group
 (:class:`~components.stack.resolve.GroupTarget`), job
-(:class:`~components.stack.resolve.JobTarget`) and service (a ``GroupTarget``). The cross-field
+(:class:`~components.stack.resolve.JobTarget`) and service (a ``GroupTarget``), and the records
+derived from them: the GKE node pools of the stack (:attr:`Plan.node_pool_specs`,
+:attr:`Plan.pool_specs`, built by :mod:`components.nodepools.spec` on first use). The cross-field
 rules (:mod:`components.stack.rules`, :mod:`components.raycrs.rules`), the renders
-(:mod:`components.raycrs`, :mod:`components.images.render`) and the rendered-stack checks read
-these records instead of resolving again.
+(:mod:`components.raycrs`, :mod:`components.images.render`, the node pools, ComputeClasses and
+Kueue objects) and the rendered-stack checks read these records instead of resolving or building
+them again.
 
 A stack with a broken reference still has a plan: the record that cannot be resolved is left
 out and its :class:`~components.stack.resolve.ResolveError` is kept in :attr:`Plan.problems`
@@ -30,10 +33,12 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from components.kernel.names import BucketPurpose, bucket_name
+from components.nodepools.spec import NodePoolSpec, pool_specs, system_pool_spec
+from components.stack.context import Context, context
 from components.stack.resolve import (
     GroupTarget,
     JobTarget,
@@ -46,70 +51,11 @@ from components.stack.resolve import (
 )
 
 if TYPE_CHECKING:
+    from components.cluster.model import SystemPool
     from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
     from components.raycrs.serve_model import ServiceConfig
     from components.stack.model import StackConfig
-    from components.storage.model import BucketsConfig, WorkloadIdentityConfig
-
-_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the renders need of a stack besides its records.
-
-    Attributes:
-        project: GCP project id.
-        region: GCP region (``us-central2``).
-        location: the cluster's location (:attr:`components.stack.model.StackConfig.location`:
-            the region for a regional control plane, else the first zone).
-        zones: the stack's zones.
-        cluster: the GKE cluster's name (``cluster.name``).
-        namespace: the Kubernetes namespace of the Ray objects (``kuberay.namespace``).
-        labels: the stack's common GCP labels (``labels``, already validated as GCP labels).
-        ray_version: the Ray version of every image and RayCluster (``ray.version``).
-        buckets: bucket purpose (``datasets``, ``checkpoints``, ``artifacts``) -> bucket name
-            (:func:`components.kernel.names.bucket_name`).
-        buckets_config: the ``buckets`` block (the FUSE profiles and caches of the mounts,
-            :mod:`components.storage.fuse`).
-    """
-
-    project: str
-    region: str
-    location: str
-    zones: tuple[str, ...]
-    cluster: str
-    namespace: str
-    labels: Mapping[str, str]
-    ray_version: str
-    buckets: Mapping[str, str]
-    buckets_config: BucketsConfig
-
-    def bucket_url(self, purpose: BucketPurpose) -> str:
-        """``gs://<bucket name>`` of ``purpose``."""
-        return f"gs://{self.buckets[purpose]}"
-
-
-def context(cfg: StackConfig) -> Context:
-    """The :class:`Context` of ``cfg``."""
-    return Context(
-        project=cfg.project,
-        region=cfg.region,
-        location=cfg.location,
-        zones=tuple(cfg.zones),
-        cluster=cfg.cluster.name,
-        namespace=cfg.kuberay.namespace,
-        labels=MappingProxyType(dict(cfg.labels)),
-        ray_version=cfg.ray.version,
-        buckets=MappingProxyType(
-            {
-                p: bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, p)
-                for p in _PURPOSES
-            }
-        ),
-        buckets_config=cfg.buckets,
-    )
-
+    from components.storage.model import WorkloadIdentityConfig
 
 RecordKind = Literal["worker_group", "job", "service", "identity"]
 
@@ -159,6 +105,14 @@ class Plan:
         services: every service's one worker group, config order (unresolvable ones left out).
         problems: the references that could not be followed, in the order met: worker groups,
             then jobs, then services, then identity references.
+        system_pool: ``cluster.system_pool`` (None for a stack validated only in part).
+        declared_pools: ``node_pools`` in config order, every entry (``pools`` keeps the first
+            of each name).
+
+    The derived records, computed on first use and kept (the plan is cached per config, so once
+    per stack): :attr:`node_pool_specs` and :attr:`pool_specs`, the GKE node pools
+    (:class:`~components.nodepools.spec.NodePoolSpec`) that the node pool component creates and
+    the Kueue flavors, ComputeClasses, Ray placement and outputs read.
     """
 
     partial_context: Context | None
@@ -170,6 +124,35 @@ class Plan:
     jobs: tuple[JobTarget, ...]
     services: tuple[tuple[ServiceConfig, GroupTarget], ...]
     problems: tuple[Unresolved, ...] = field(default=())
+    system_pool: SystemPool | None = None
+    declared_pools: tuple[Pool, ...] = ()
+
+    @cached_property
+    def node_pool_specs(self) -> tuple[NodePoolSpec, ...]:
+        """Every GKE node pool of the stack: the system pool first, then each declared pool's
+        (:func:`components.nodepools.spec.pool_specs`, with the node label and taint of the
+        ComputeClass naming it: :attr:`compute_classes`), in config order.
+
+        Raises:
+            ValueError: the stack was validated only in part (no :attr:`context`).
+        """
+        ctx = self.context
+        specs = [] if self.system_pool is None else [system_pool_spec(ctx, self.system_pool)]
+        for pool in self.declared_pools:
+            specs += pool_specs(ctx, pool, self.compute_classes.get(pool.name))
+        return tuple(specs)
+
+    @cached_property
+    def pool_specs(self) -> Mapping[str, tuple[NodePoolSpec, ...]]:
+        """Config pool name -> its GKE node pools (several for a multi-host TPU pool), from
+        :attr:`node_pool_specs`; ``system`` is the system pool (a declared pool cannot take that
+        name: the ``unique_names`` rule)."""
+        out: dict[str, tuple[NodePoolSpec, ...]] = {}
+        for s in self.node_pool_specs:
+            if s.pool == "system" and s.kind != "system":
+                continue
+            out[s.pool] = (*out.get(s.pool, ()), s)
+        return MappingProxyType(out)
 
     @property
     def context(self) -> Context:
@@ -282,6 +265,7 @@ def _build(cfg: StackConfig) -> Plan:
         ctx: Context | None = context(cfg)
     except AttributeError:  # a partial validation leaves out a required key that did not validate
         ctx = None
+    cluster = getattr(cfg, "cluster", None)
     return Plan(
         partial_context=ctx,
         pools=_first_by_name(cfg.node_pools),
@@ -292,6 +276,8 @@ def _build(cfg: StackConfig) -> Plan:
         jobs=tuple(jobs),
         services=tuple(services),
         problems=tuple(problems),
+        system_pool=getattr(cluster, "system_pool", None),
+        declared_pools=tuple(cfg.node_pools),
     )
 
 

@@ -67,12 +67,16 @@ def _raycluster(cfg: Any) -> dict[str, Any]:
 
 
 def test_helm_values_set_the_elastic_gate_from_the_stack() -> None:
-    on = helm_values(validate(_stack()))["controllerManager"]["featureGates"]
+    on = helm_values(validate(_stack()).capacity.kueue.elastic_jobs)["controllerManager"][
+        "featureGates"
+    ]
     assert on == [{"name": ELASTIC_GATE, "enabled": True}]
     stack = _stack(cluster=_cluster(autoscaling=False))
     stack["capacity"]["kueue"] = {"elastic_jobs": False}
     stack["jobs"] = []
-    off = helm_values(validate(stack))["controllerManager"]["featureGates"]
+    off = helm_values(validate(stack).capacity.kueue.elastic_jobs)["controllerManager"][
+        "featureGates"
+    ]
     assert off == [{"name": ELASTIC_GATE, "enabled": False}]
 
 

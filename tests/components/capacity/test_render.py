@@ -99,7 +99,7 @@ def test_queued_rayjob_carries_queue_and_priority_labels_and_no_suspend():
 
 
 def test_helm_values_turn_on_the_ray_integrations_on_the_system_pool():
-    values = helm_values(cfg())
+    values = helm_values(cfg().capacity.kueue.elastic_jobs)
     assert values["controllerManager"]["nodeSelector"] == {catalog.NODE_POOL_LABEL: "system"}
     manager = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     assert manager["integrations"]["frameworks"] == [

@@ -209,3 +209,80 @@ def test_an_invalid_context_key_is_a_config_error_not_a_render_error(key: str) -
     text = str(e.value)
     assert f"{key}: Input should be a valid string" in text
     assert f"not checked because {key} is invalid" in text and "capacity rules" in text
+
+
+@pytest.mark.parametrize("name", ["dev", "prod", "scale"])
+def test_the_rendered_node_pools_are_the_plans_specs(name: str) -> None:
+    """The node pools the program creates, the ComputeClasses' first priorities and the Kueue
+    flavors of a shipped stack are the plan's node-pool records (:attr:`Plan.node_pool_specs`,
+    :attr:`Plan.pool_specs`), not specs built again."""
+    from components.capacity.render import class_flavor_labels, flavor_labels, render_capacity
+    from components.computeclass.render import render_compute_classes
+    from components.nodepools.render import node_pool_specs, specs_for_pool
+    from raygke.synth import read_stack_config, run_program
+    from tests.helpers import by_name
+
+    cfg = stack(name)
+    p = plan(cfg)
+    records, _ = run_program(
+        read_stack_config(ROOT / f"Pulumi.{name}.yaml"), name, crd_specs="digest"
+    )
+    pools = by_name(records, "gcp:container/nodePool:NodePool")
+    assert sorted(s.name for s in p.node_pool_specs) == sorted(pools)  # every one, no other
+    for s in p.node_pool_specs:
+        assert pools[s.name]["nodeConfig"]["machineType"] == s.machine_type
+        assert pools[s.name]["nodeLocations"] == s.zones
+    assert p.pool_specs["system"] == (p.node_pool_specs[0],)
+    assert list(p.pool_specs) == ["system", *(pool.name for pool in cfg.node_pools)]
+    for pool, specs in p.pool_specs.items():
+        assert all(s.pool == pool for s in specs) and specs
+        got = specs_for_pool(cfg, pool)  # the entry points hand out the plan's own records
+        assert len(got) == len(specs) and all(a is b for a, b in zip(got, specs, strict=True))
+    assert all(a is b for a, b in zip(node_pool_specs(cfg), p.node_pool_specs, strict=True))
+    class_pools = {c.name: c.node_pool for c in cfg.compute_classes}
+    for cc in render_compute_classes(cfg):
+        pool = class_pools[cc["metadata"]["name"]]
+        assert cc["spec"]["priorities"][0] == {"nodepools": [s.name for s in p.pool_specs[pool]]}
+    flavors = [o for o in render_capacity(cfg) if o["kind"] == "ResourceFlavor"]
+    for f in flavors:
+        pool, labels = f["metadata"]["name"], f["spec"]["nodeLabels"]
+        cc = p.compute_classes.get(pool)
+        expected = (
+            flavor_labels(p.pool_specs[pool])
+            if cc is None
+            else class_flavor_labels(p.pool_specs[pool], cc)
+        )
+        assert labels.items() <= expected.items()
+    if name == "scale":  # the scale stack exercises the records beyond the system pool
+        assert len(p.node_pool_specs) > len(cfg.node_pools) + 1
+        assert flavors
+
+
+def test_the_node_pool_records_are_built_once_per_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every render and check of one stack reads the plan's node-pool records: each declared
+    pool's specs are built once (:func:`components.nodepools.spec.pool_specs`), however many
+    renders (node pools, Ray CRs, ComputeClasses, Kueue objects, outputs, checks) ask."""
+    from components.capacity.render import render_capacity
+    from components.computeclass.render import render_compute_classes
+    from components.nodepools.render import node_pool_specs
+    from components.stack.outputs import accelerator_summary
+
+    calls: list[str] = []
+    build = plan_module.pool_specs
+
+    def counting(ctx: Any, pool: Any, compute_class: str | None = None) -> Any:
+        calls.append(pool.name)
+        return build(ctx, pool, compute_class)
+
+    monkeypatch.setattr(plan_module, "pool_specs", counting)
+    cfg = validate(base())
+    render_manifests(cfg, WORKING_DIR)
+    check_stack(cfg)
+    render_capacity(cfg)
+    render_compute_classes(cfg)
+    accelerator_summary(cfg)
+    node_pool_specs(cfg)
+    assert sorted(calls) == sorted(pool.name for pool in cfg.node_pools)
+    other = cfg.model_copy(update={"node_pools": cfg.node_pools[:1]})  # its own records
+    assert [s.pool for s in plan(other).node_pool_specs][:2] == ["system", cfg.node_pools[0].name]
+    assert calls[len(cfg.node_pools) :] == [cfg.node_pools[0].name]
