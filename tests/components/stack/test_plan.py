@@ -211,6 +211,7 @@ def test_an_invalid_context_key_is_a_config_error_not_a_render_error(key: str) -
     assert f"not checked because {key} is invalid" in text and "capacity rules" in text
 
 
+@pytest.mark.slow  # the whole program under mocks per stack: make test, not make test-fast
 @pytest.mark.parametrize("name", ["dev", "prod", "scale"])
 def test_the_rendered_node_pools_are_the_plans_specs(name: str) -> None:
     """The node pools the program creates, the ComputeClasses' first priorities and the Kueue
