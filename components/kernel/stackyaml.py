@@ -93,8 +93,14 @@ def _parse(text: str, source: str | None) -> Any:
         ) from None
     except MarkedYAMLError as e:
         mark = e.problem_mark
-        at = f" at line {mark.line + 1}" if mark else ""
         problem = " ".join(str(x) for x in (e.context, e.problem) if x)
+        ended = "<stream end>" in problem or "end of stream" in problem
+        if ended and e.context_mark is not None and mark is not None:
+            # an unclosed [ { or quote: the parser notices at the end of the file, but the line
+            # to fix is where it opened (the context mark)
+            problem += f" (the file ends at line {mark.line + 1})"
+            mark = e.context_mark
+        at = f" at line {mark.line + 1}" if mark else ""
         # the position travels with the problem: --format json|github put it on that line
         line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
         message = f"not valid YAML{at}: {problem}"

@@ -379,3 +379,18 @@ def test_a_text_read_again_is_parsed_once_and_each_reader_gets_its_own_copy(monk
             read_stack_yaml("config: [\n", source)
         assert exc.value.source == source
     assert parses[1:] == ["config: [\n", "config: [\n"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["config:\n  ray-gke:project: [oops\n", 'config:\n  ray-gke:project: "oops\n'],
+)
+def test_an_unclosed_bracket_or_quote_is_reported_where_it_opened(text: str) -> None:
+    """The parser notices an unclosed ``[`` or quote at the end of the file; the problem points
+    at the line that opened it (the one to fix) and says where the file ends."""
+    with pytest.raises(StackFileError) as e:
+        read_stack_yaml(text, "f")
+    (problem,) = e.value.items
+    assert problem.message.startswith("not valid YAML at line 2: ")
+    assert problem.message.endswith("(the file ends at line 3)")
+    assert (problem.line, problem.column) == (2, 20)
