@@ -39,6 +39,7 @@ from raygke.local import commands as local
 from raygke.stacks import (
     SetOption,
     choose_or_exit,
+    format_or_exit,
     load_for_check,
     load_for_render,
     parse_sets_or_exit,
@@ -117,9 +118,7 @@ def check(
     same rule functions)."""
     from raygke.report import FORMATS
 
-    if fmt not in FORMATS:
-        err.print(f"error: --format {fmt!r}: expected one of {', '.join(FORMATS)}", markup=False)
-        raise typer.Exit(EXIT_USAGE)
+    format_or_exit(fmt, FORMATS)
     choice = choose_or_exit(stack, config, fmt=fmt)
     path = choice.path
     assert path is not None  # no built-in stack: a file is always chosen
@@ -272,11 +271,7 @@ def diff(
     it, delete), with the cost delta at minimum and maximum scale. --set values apply to the
     head side only (the change you are trying), never to the base. A head side that renders
     but that raygke check refuses is listed after the plan and exits 1 (5 with --exit-code)."""
-    if fmt not in DIFF_FORMATS:
-        err.print(
-            f"error: --format {fmt!r}: expected one of {', '.join(DIFF_FORMATS)}", markup=False
-        )
-        raise typer.Exit(EXIT_USAGE)
+    format_or_exit(fmt, DIFF_FORMATS)
     if (stack is None) == (config is None):
         err.print("error: give exactly one of --stack NAME or --config FILE", markup=False)
         raise typer.Exit(EXIT_USAGE)
@@ -324,9 +319,7 @@ def cost(
 ) -> None:
     """Hourly and monthly (730 h) list cost per node pool at minimum and maximum scale, plus the
     cluster fee, from the catalog's dated price table (unknown prices shown as unknown)."""
-    if fmt not in ("text", "json"):
-        err.print(f"error: --format {fmt!r}: expected one of text, json", markup=False)
-        raise typer.Exit(EXIT_USAGE)
+    format_or_exit(fmt, ("text", "json"))
     choice = choose_or_exit(stack, config)
     assert choice.path is not None  # no built-in stack: a file is always chosen
     _, overrides = load_for_render(choice.path, sets)

@@ -18,9 +18,9 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err, print_table
+from raygke.console import EXIT_FAILED, console, err, print_table
 from raygke.console import table as make_table
-from raygke.stacks import SetOption, choose_or_exit, load_for_check
+from raygke.stacks import SetOption, choose_or_exit, format_or_exit, load_for_check
 
 FORMATS = ("text", "json")
 
@@ -50,16 +50,15 @@ def queue(
     from components.raycrs.render import render_manifests
     from components.stack.plan import plan
 
-    if fmt not in FORMATS:
-        err.print(f"error: --format {fmt!r}: expected one of {', '.join(FORMATS)}", markup=False)
-        raise typer.Exit(EXIT_USAGE)
+    format_or_exit(fmt, FORMATS)
     choice = choose_or_exit(stack, config, fmt=fmt)
     assert choice.path is not None
     cfg = load_for_check(choice.path, sets, fmt).cfg
     unqueued = [j.name for j in cfg.jobs if not j.queue]
     if not cfg.capacity.enabled:
         if fmt == "json":
-            print(json.dumps({"kueue": False, "jobs": [], "not_queued": unqueued}, indent=2))
+            doc = {"kueue": False, "jobs": [], "not_queued": unqueued}
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
         console.print("no capacity.cluster_queues: Kueue is not installed, no job is queued")
         return

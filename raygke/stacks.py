@@ -148,6 +148,15 @@ def choose_stack(
     return StackChoice(stack, _readable(path, f" (stack {stack!r}{known})"))
 
 
+def format_or_exit(fmt: str, formats: tuple[str, ...]) -> str:
+    """``fmt`` when it is one of ``formats`` (a command's ``--format``); else one ``error:`` line
+    naming them and exit 2 (usage)."""
+    if fmt not in formats:
+        err.print(f"error: --format {fmt!r}: expected one of {', '.join(formats)}", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    return fmt
+
+
 def choose_or_exit(
     stack: str | None, config: Path | None, *, builtin: str | None = None, fmt: str = "text"
 ) -> StackChoice:

@@ -84,16 +84,29 @@ def checkout(root: Path, commit: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def synth_command(
-    stack: str, out: str, sets: list[str] | None = None, config: Path | None = None
+def raygke_command(
+    verb: str, stack: str, sets: list[str] | None, config: Path | None, *args: str
 ) -> list[str]:
-    """The ``python -m raygke synth`` command line that renders one side: ``--stack stack``, or
-    ``--config config`` (a stack file path) when given, with each ``--set KEY=VALUE`` passed on."""
+    """The ``python -m raygke <verb>`` command line for one side: ``--stack stack``, or
+    ``--config config`` (a stack file path) when given, then ``args``, with each ``--set
+    KEY=VALUE`` passed on."""
     target = ["--config", str(config)] if config is not None else ["--stack", stack]
-    cmd = [sys.executable, "-m", "raygke", "synth", *target, "--out", out]
+    cmd = [sys.executable, "-m", "raygke", verb, *target, *args]
     for item in sets or []:
         cmd += ["--set", item]
     return cmd
+
+
+def synth_command(
+    stack: str, out: str, sets: list[str] | None = None, config: Path | None = None
+) -> list[str]:
+    """The ``python -m raygke synth`` command line that renders one side (:func:`raygke_command`)."""
+    return raygke_command("synth", stack, sets, config, "--out", out)
+
+
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment a side's own ``raygke`` runs in: that tree's code, no colour."""
+    return {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
 
 
 def stack_file(tree: Path, stack: str, config: Path | None = None) -> Path:
@@ -122,11 +135,10 @@ def render_tree(
     if not path.is_file():
         return None
     with tempfile.TemporaryDirectory(prefix="raygke-render-") as out:
-        env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
         r = subprocess.run(
             synth_command(stack, out, sets, path if config is not None else None),
             cwd=tree,
-            env=env,
+            env=tree_env(tree),
             capture_output=True,
             text=True,
         )
@@ -168,12 +180,16 @@ def check_tree(
     path = stack_file(tree, stack, config)
     if not path.is_file():
         return []
-    target = ["--config", str(path)] if config is not None else ["--stack", stack]
-    cmd = [sys.executable, "-m", "raygke", "check", *target, "--no-policy", "--format", "json"]
-    for item in sets or []:
-        cmd += ["--set", item]
-    env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1"}
-    r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    cmd = raygke_command(
+        "check",
+        stack,
+        sets,
+        path if config is not None else None,
+        "--no-policy",
+        "--format",
+        "json",
+    )
+    r = subprocess.run(cmd, cwd=tree, env=tree_env(tree), capture_output=True, text=True)
     try:
         doc = json.loads(r.stdout)
     except ValueError:
