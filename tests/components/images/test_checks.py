@@ -51,7 +51,7 @@ def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -
 
 
 def test_declared_provides_at_the_pinned_versions_pass_other_versions_do_not() -> None:
-    good = {"torch": "2.13.0", "numpy": "2.4.6", "pyarrow": "26.0.1"}
+    good = {"torch": "2.13.0", "numpy": "2.3.5", "pyarrow": "26.0.1"}
     image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
     assert dependency_problems(validate(_prod(gpu={"image": image, "provides": good}))) == []
     old = {**good, "torch": "2.5.1"}
@@ -117,7 +117,7 @@ def test_a_service_is_checked_against_its_images_too() -> None:
     """prod's service lm serves on the cpu pool: a foreign cpu image without torch refuses it
     (serve_lm needs torch), with no runtime_env_pip hint (services have none)."""
     image = f"rayproject/ray:2.60.0-py311{DIGEST}"
-    cfg = validate(_prod(cpu={"image": image, "provides": {"numpy": "2.4.6"}}))
+    cfg = validate(_prod(cpu={"image": image, "provides": {"numpy": "2.3.5"}}))
     lines = [p for p in dependency_problems(cfg) if p.startswith("services[")]
     assert lines == [
         f"services[lm]: workload serve_lm needs torch, worker-group image {image} does not "
@@ -137,7 +137,7 @@ def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
     assert tune.needs_for({}) == tune.needs  # torch, the default trainer, is already there
     assert tune.needs_for({"trainer": "jax"})[-1] in get_workload("train_lm_jax").needs
 
-    torch_only = {"torch": "2.13.0", "numpy": "2.4.6", "pyarrow": "26.0.1"}
+    torch_only = {"torch": "2.13.0", "numpy": "2.3.5", "pyarrow": "26.0.1"}
     data = _prod(cpu={"image": f"rayproject/ray:2.60.0-py311{DIGEST}", "provides": torch_only})
     on_cpu = {"workload": "tune_lm", "cluster": "training", "worker_group": "cpu"}
     data["jobs"] += [
@@ -221,7 +221,7 @@ def test_a_prebuilt_gpu_tf_image_must_provide_tensorflow() -> None:
         "provide it; "
     )
     assert "ray.images.gpu-tf.provides: {tensorflow: 2.21.0}" in line
-    provides = {"tensorflow": "2.21.0", "keras": "3.15.1", "numpy": "2.4.6", "pyarrow": "26.0.1"}
+    provides = {"tensorflow": "2.21.0", "keras": "3.15.1", "numpy": "2.3.5", "pyarrow": "26.0.1"}
     full = validate(
         _job(node_pool="l4", ray={"images": {"gpu-tf": {"image": image, "provides": provides}}})
     )

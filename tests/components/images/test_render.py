@@ -47,7 +47,7 @@ def _copy_project(tmp_path: Path) -> Path:
 def test_a_changed_pin_makes_the_files_stale_until_locked(tmp_path: Path) -> None:
     root = _copy_project(tmp_path)
     py = root / "pyproject.toml"
-    py.write_text(py.read_text().replace('"numpy==2.4.6"', '"numpy==2.4.7"'))
+    py.write_text(py.read_text().replace('"numpy==2.3.5"', '"numpy==2.3.6"'))
     stale = stale_requirements(root)
     assert stale == [
         f"images/requirements-{k}.txt is stale: run `python -m raygke images lock` after "
@@ -56,7 +56,7 @@ def test_a_changed_pin_makes_the_files_stale_until_locked(tmp_path: Path) -> Non
     ]
     write_requirements(root)
     assert stale_requirements(root) == []
-    assert "numpy==2.4.7\n" in (root / "images" / "requirements-gpu.txt").read_text()
+    assert "numpy==2.3.6\n" in (root / "images" / "requirements-gpu.txt").read_text()
 
 
 def test_a_new_extra_is_one_entry_per_image(tmp_path: Path, monkeypatch) -> None:

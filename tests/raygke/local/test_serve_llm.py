@@ -34,7 +34,7 @@ def _post(url: str, body: dict) -> tuple[int, dict]:
 
 @pytest.mark.ray
 @pytest.mark.slow
-@pytest.mark.vllm  # deselected where vllm is absent (tests/conftest.py)
+@pytest.mark.vllm
 def test_local_serve_vllm_openai_api(tmp_path: Path) -> None:
     import openai
 
