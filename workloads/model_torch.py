@@ -463,47 +463,19 @@ def load_checkpoint(
 
 
 class KVCache:
-    """Keys and values of every block for ``rows`` sequences (room for ``capacity``):
-    ``k[layer]``, ``v[layer]``: ``[capacity, n_heads, context_length, d_model // n_heads]``, in
-    the model's parameter dtype and device; rows ``0..rows-1`` are in use. Position ``p`` of row
+    """Keys and values of every block for ``rows`` sequences (evaluate's sample):
+    ``k[layer]``, ``v[layer]``: ``[rows, n_heads, context_length, d_model // n_heads]``, in
+    the model's parameter dtype and device. Position ``p`` of row
     ``b`` holds that token's key/value once :func:`forward_cached` has run it; later positions
     hold stale values that the attention mask never reads."""
 
-    def __init__(self, model: GPT, rows: int, capacity: int = 0) -> None:
+    def __init__(self, model: GPT, rows: int) -> None:
         cfg = model.cfg
         w = model.tok.weight
-        cap = max(rows, capacity)
-        shape = (cap, cfg.n_heads, cfg.context_length, cfg.d_model // cfg.n_heads)
+        shape = (rows, cfg.n_heads, cfg.context_length, cfg.d_model // cfg.n_heads)
         self.k = [torch.zeros(shape, dtype=w.dtype, device=w.device) for _ in model.blocks]
         self.v = [torch.zeros(shape, dtype=w.dtype, device=w.device) for _ in model.blocks]
         self.rows = rows
-
-    @property
-    def capacity(self) -> int:
-        return self.k[0].shape[0] if self.k else 0
-
-    def keep(self, rows: list[int]) -> None:
-        """Keep only ``rows`` (in that order) as rows ``0..len(rows)-1`` — finished sequences
-        leave the batch (copies the kept rows only)."""
-        index = torch.tensor(rows, dtype=torch.long, device=self.k[0].device)
-        for t in self.k + self.v:
-            t[: len(rows)] = t.index_select(0, index)
-        self.rows = len(rows)
-
-    def append(self, other: KVCache) -> None:
-        """Add ``other``'s rows after this cache's (new sequences join the batch); the room
-        doubles when it runs out."""
-        n, m = self.rows, other.rows
-        if n + m > self.capacity:
-            cap = max(2 * self.capacity, n + m)
-            for ts in (self.k, self.v):
-                for i, t in enumerate(ts):
-                    grown = t.new_zeros((cap, *t.shape[1:]))
-                    grown[:n] = t[:n]
-                    ts[i] = grown
-        for mine, theirs in zip(self.k + self.v, other.k + other.v, strict=True):
-            mine[n : n + m] = theirs[:m]
-        self.rows = n + m
 
 
 @torch.no_grad()

@@ -38,7 +38,6 @@ CASES = [
     pytest.param(
         "train_overhead.py", id="train_overhead", marks=[pytest.mark.slow, pytest.mark.ray]
     ),
-    pytest.param("serve_load.py", id="serve_load", marks=[pytest.mark.slow, pytest.mark.ray]),
     pytest.param("scaling.py", id="scaling", marks=[pytest.mark.slow, pytest.mark.ray]),
     pytest.param(
         "serve_openai.py",
