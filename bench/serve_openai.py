@@ -191,7 +191,8 @@ def _run_fault(a: argparse.Namespace, base: str, prompt: str) -> bool:
     per = max(0.25, (a.cpus - 0.25) / 2)  # two engines beside the ingress
     app = build_app({"model": a.model, "model_id": "lm", "num_cpus": min(per, a.threads),
                      "cpu_threads": a.threads, "cpu_kv_cache_gb": a.kv_gb,
-                     "min_replicas": 2, "max_replicas": 2, "max_ongoing_requests": 64})  # fmt: skip
+                     "min_replicas": 2, "max_replicas": 2, "max_ongoing_requests": 64,
+                     **a.args})  # fmt: skip
     serve.run(app, blocking=False, name="lm")
     _wait_ready(base, 900)
     deadline = time.monotonic() + 900
@@ -250,11 +251,12 @@ def _start_serve(a: argparse.Namespace, port: int) -> None:
     from workloads.serve_llm import build_app
 
     # address="local": a Ray instance of its own, never a cluster another process left up
+    os.environ.update(a.env)  # the Serve processes inherit it: proxy, controller, replicas
     ray.init(address="local", num_cpus=a.cpus, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})  # fmt: skip
     app = build_app({"model": a.model, "model_id": "lm", "num_cpus": a.threads,
                      "cpu_kv_cache_gb": a.kv_gb, "max_ongoing_requests": 128,
-                     "target_ongoing_requests": 64})  # fmt: skip
+                     "target_ongoing_requests": 64, **a.args})  # fmt: skip
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     serve.run(app, blocking=False, name="lm")
 
@@ -278,9 +280,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kv-gb", type=float, default=1.0, help="VLLM_CPU_KVCACHE_SPACE, GiB")
     p.add_argument("--fault-streams", type=int, default=8, help="clients of the fault case")
     p.add_argument("--fault-seconds", type=float, default=30, help="length of the fault case")
+    p.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a serve_llm argument of the Serve side (repeatable)",
+    )
+    p.add_argument(
+        "--serve-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable of the Serve side's processes (repeatable), "
+        "e.g. RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0",
+    )
     p.add_argument("--no-fault", action="store_true", help="leave the fault case out")
     p.add_argument("--smoke", action="store_true", help="tiny model, levels 1,16, 1 round")
     a = p.parse_args(argv)
+    from contract.args.base import parse_value
+
+    a.args = {k: parse_value(v) for k, _, v in (x.partition("=") for x in a.serve_arg)}
+    a.env = dict(x.partition("=")[::2] for x in a.serve_env)
     # the figures, not the frameworks' INFO logs (Serve LLM's options at build, httpx's line per
     # request): vLLM's own server logs to <tmp>/vllm.log, Ray's workers to its session folder
     logging.disable(logging.INFO)

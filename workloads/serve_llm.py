@@ -163,6 +163,10 @@ def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape) -> dict[str, An
     }
     if args.accelerator_type:
         cfg["accelerator_type"] = args.accelerator_type
+    if args.stream_batching_interval_ms is not None:
+        cfg["experimental_configs"] = {
+            "stream_batching_interval_ms": args.stream_batching_interval_ms
+        }
     return cfg
 
 

@@ -80,3 +80,10 @@ class ServeLlmArgs(WorkloadArgs):
     max_ongoing_requests: int = arg(
         64, "requests one replica takes at once (more wait in the proxy)", "requests", minimum=1
     )
+    stream_batching_interval_ms: int | None = arg(
+        None,
+        "how long the engine replica gathers streamed tokens before sending them on (Ray Serve "
+        "LLM's experimental_configs stream_batching_interval_ms); None = Ray's default, 50",
+        "ms",
+        minimum=0,
+    )

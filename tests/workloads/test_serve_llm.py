@@ -119,6 +119,16 @@ def test_config_for_cpu_sets_engine_env_and_autoscaling(tmp_path: Path) -> None:
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "0.5" and env["OMP_NUM_THREADS"] == "2"
     auto = cfg["deployment_config"]["autoscaling_config"]
     assert (auto["min_replicas"], auto["max_replicas"]) == (0, 3)
+    assert "experimental_configs" not in cfg  # Ray's own stream batching interval
+
+
+def test_stream_batching_interval_reaches_ray_serve_llm(tmp_path: Path) -> None:
+    folder = tiny_hf_folder(tmp_path / "m")
+    cfg = app_config({"model": str(folder), "stream_batching_interval_ms": 200})
+    assert cfg["experimental_configs"] == {"stream_batching_interval_ms": 200}
+    from ray.serve.llm import LLMConfig
+
+    assert LLMConfig(**cfg).experimental_configs["stream_batching_interval_ms"] == 200
 
 
 def test_config_for_gpu_and_tpu_places_one_device_per_tensor_parallel_rank(
