@@ -172,6 +172,22 @@ def trained_shape(cfg: StackConfig, job_name: str) -> Gpt2Shape | None:
     )
 
 
+def _pod_cpus(p: Any, pool: str, group: Any) -> float | None:
+    """CPUs of one worker pod of the service (:func:`components.raycrs.pod.worker_pod_size` of
+    the pool's first GKE node pool in the plan), None when unknown."""
+    from components.raycrs.pod import ManifestError, worker_pod_size
+    from contract.quantity import quantity_float
+
+    specs = p.pool_specs.get(pool) or ()
+    if not specs:
+        return None
+    try:
+        cpu, _ = worker_pod_size(specs[0], group)
+    except ManifestError:
+        return None
+    return quantity_float(cpu)
+
+
 def _dataset_context(cfg: StackConfig) -> int:
     """The longest ``context_length`` of the stack's ``prepare`` jobs (the dataset's window a
     trainer without its own takes), else :data:`DEFAULT_CONTEXT`."""
@@ -188,6 +204,8 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
 
     * an argument the platform sets (:data:`PLATFORM_BOUND_SERVE_ARGS`);
     * a multi-host TPU slice (a replica's placement group must fit one worker pod);
+    * a replica's placement bundles (``tensor_parallel_size`` x 1 CPU, plus the replica actor's
+      1 CPU) above the CPUs of one worker pod (:func:`components.raycrs.pod.worker_pod_size`);
     * ``tensor_parallel_size`` (given or derived, :func:`tensor_parallel_size`) above the pod's
       devices, or not dividing the trained model's heads;
     * the trained model's weights + KV cache for ``max_model_len`` above ``tensor_parallel_size x
@@ -213,9 +231,10 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
                 f"from {PLATFORM_BOUND_SERVE_ARGS[key]})",
             )
         try:
-            pool = p.service(svc).pool
+            target = p.service(svc)
         except ResolveError:
             continue
+        pool = target.pool
         dev = serve_devices(pool)
         if dev is None:
             continue
@@ -230,6 +249,18 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
             continue
         tp = tensor_parallel_size(svc.args, dev)
         derived = "tensor_parallel_size" not in svc.args
+        cpus = _pod_cpus(p, pool.name, target.group)
+        # Ray Serve LLM's placement group: tp bundles of 1 CPU + 1 device, the replica actor's
+        # 1 CPU merged into the first (workloads/serve_llm.py llm_config); PACK in one pod
+        need = tp * 1 + 1
+        if cpus is not None and need > cpus:
+            yield at(
+                f"{where}.args.tensor_parallel_size",
+                f"{where}.args.tensor_parallel_size: {tp} needs {need} CPUs in one worker pod "
+                f"({tp} bundles of 1 CPU + the replica's 1) (allowed: at most {cpus:g} CPUs, "
+                f"the worker pod of pool {pool.name!r}; a larger machine_type or a smaller "
+                "tensor_parallel_size)",
+            )
         origin = f" (derived: the {dev.per_pod} devices of one node of pool {pool.name!r})"
         try:
             args = get_workload(VLLM_APP).parse(

@@ -17,6 +17,7 @@ from components.raycrs.serving import (
 )
 from components.stack.loader import validate
 from components.stack.model import StackConfig
+from components.stack.plan import plan
 from contract.serve_fit import Gpt2Shape
 from tests.helpers import config, stack
 
@@ -161,3 +162,23 @@ def test_prod_serves_from_an_l4_with_room_to_spare() -> None:
     assert list(service_fit_problems(cfg)) == []
     dev = serve_devices(cfg.pool("l4-serve"))
     assert dev is not None and (dev.per_pod, dev.ray_accelerator_type) == (1, "L4")
+
+
+def test_a_replica_whose_bundles_exceed_a_worker_pods_cpus_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """8 x H100 with tensor parallel 8 needs 9 CPUs in its pod (8 bundles + the replica
+    actor's 1): a3-highgpu-8g's worker pod has 194.5 (its allocatable CPUs less the headroom).
+    The catalog's GPU and TPU machines leave more than one CPU per device, so the pod is made
+    4 CPUs here."""
+    from components.raycrs import serving
+
+    cfg = validate(_data({"n_heads": 8}))
+    assert serving._pod_cpus(plan(cfg), "h100", None) == 194.5
+    monkeypatch.setattr(serving, "_pod_cpus", lambda p, pool, group: 4.0)
+    (line,) = [str(x) for x in service_fit_problems(cfg)]
+    assert line == (
+        "services[lm].args.tensor_parallel_size: 8 needs 9 CPUs in one worker pod (8 bundles of "
+        "1 CPU + the replica's 1) (allowed: at most 4 CPUs, the worker pod of pool 'h100'; a "
+        "larger machine_type or a smaller tensor_parallel_size)"
+    )
