@@ -174,11 +174,16 @@ def trained_shape(cfg: StackConfig, job_name: str) -> Gpt2Shape | None:
 
 def _pod_cpus(p: Any, pool: str, group: Any) -> float | None:
     """CPUs of one worker pod of the service (:func:`components.raycrs.pod.worker_pod_size` of
-    the pool's first GKE node pool in the plan), None when unknown."""
+    the pool's first GKE node pool in the plan), None when unknown: also for a stack whose
+    ``project`` or ``region`` did not validate, whose plan has no context to build node pools
+    with (:attr:`components.stack.plan.Plan.pool_specs` raises ``ValueError``)."""
     from components.raycrs.pod import ManifestError, worker_pod_size
     from contract.quantity import quantity_float
 
-    specs = p.pool_specs.get(pool) or ()
+    try:
+        specs = p.pool_specs.get(pool) or ()
+    except ValueError:  # "the stack validated only in part": its field errors are reported
+        return None
     if not specs:
         return None
     try:
