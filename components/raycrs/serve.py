@@ -47,20 +47,6 @@ SERVICE_LABEL = "ray-gke/service"
 APP_NAME = "lm"
 
 
-def service_checkpoint(ctx: Context, svc: ServiceConfig) -> str:
-    """The ``gs://`` URL of what the service serves: its ``gs://`` path as given, or
-    ``<checkpoints bucket URL>/<job name>`` for a job name (the job's experiment folder).
-
-    Raises:
-        ManifestError: a ``gs://`` path outside the checkpoints bucket.
-    """
-    root = ctx.bucket_url("checkpoints")
-    model_path(ctx, svc)  # refuses a path outside the bucket
-    if svc.checkpoint_job is not None:
-        return f"{root}/{svc.checkpoint_job}"
-    return svc.checkpoint.rstrip("/")
-
-
 def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[str, Any]:
     """The arguments of the vLLM application (:class:`contract.args.serve_llm.ServeLlmArgs`):
     ``svc.args`` (autoscaling, limits, dtype, ...) plus what the platform sets
@@ -212,6 +198,5 @@ __all__ = [
     "render_services",
     "serve_config",
     "service_args",
-    "service_checkpoint",
     "service_url",
 ]
