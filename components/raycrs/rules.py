@@ -184,7 +184,8 @@ def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
 
 def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``node_pool`` is declared, of a kind its Serve application supports
-    (``Workload.accelerators`` in :mod:`contract.registry`), ``min_workers`` <= the pool's
+    (``Workload.accelerators`` in :mod:`contract.registry`, with the recorded reason when not:
+    ``serve_llm`` on a CPU pool, :data:`contract.registry.SERVE_CPU_REFUSAL`), ``min_workers`` <= the pool's
     capacity (:func:`components.stack.resolve.resolve_service`), and a replica's ``args.num_gpus``
     / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
     p = plan(cfg)
@@ -205,13 +206,17 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
             )
         if _workload_problem(svc.workload, service=True):
             continue
-        kinds = _workload(svc.workload).accelerators
+        workload = _workload(svc.workload)
+        kinds = workload.accelerators
         if t.pool.kind not in kinds:
+            why = dict(workload.unsupported).get(t.pool.kind)
             yield (
                 at(
                     f"{where}.node_pool",
-                    f"{where}.node_pool {t.pool.name!r} is a {t.pool.kind} pool; Serve application "
-                    f"{svc.workload} runs on {', '.join(kinds)} pools",
+                    f"{where}.node_pool: {t.pool.name!r} is a {t.pool.kind} pool (allowed: "
+                    f"{' or '.join(k.upper() for k in kinds)} pools); Serve application "
+                    f"{svc.workload} runs on {', '.join(kinds)} pools"
+                    + (f": {why}" if why else ""),
                 )
             )
         # A replica runs in one worker pod, on one node: it can never ask for more than the node

@@ -32,47 +32,50 @@ from typing import Any
 
 import yaml
 
-from components.nodepools.model import GpuPool
+from components.images.render import service_image_kind
 from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.raycrs.serve_model import ServiceConfig
+from components.raycrs.serving import model_path, serve_devices, tensor_parallel_size
 from components.stack.model import StackConfig
 from components.stack.plan import Context, plan
 from components.stack.resolve import GroupTarget
-from contract.registry import get_workload
+from contract.registry import SERVE_CPU_REFUSAL, get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
 SERVICE_LABEL = "ray-gke/service"
 APP_NAME = "lm"
 
 
-def service_checkpoint(ctx: Context, svc: ServiceConfig) -> str:
-    """The ``checkpoint`` argument of the service: its ``gs://`` path as given, or
-    ``<checkpoints bucket URL>/<job name>`` for a job name (the job's experiment folder, whose
-    newest verifying checkpoint the application serves).
+def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[str, Any]:
+    """The arguments of the vLLM application (:class:`contract.args.serve_llm.ServeLlmArgs`):
+    ``svc.args`` (autoscaling, limits, dtype, ...) plus what the platform sets
+    (:mod:`components.raycrs.serving`): ``model`` (the checkpoint through the GCS FUSE mount,
+    :func:`~components.raycrs.serving.model_path`), ``accelerator`` (``gpu`` | ``tpu``, the
+    pool's kind), ``accelerator_type`` (Ray's name for the pool's GPU / TPU generation),
+    ``tensor_parallel_size`` (``args.tensor_parallel_size``, else the devices of one worker
+    pod) and ``max_replicas`` unless given (replicas that fit the worker group: pods x
+    devices per pod // tensor_parallel_size). ``target``: the service's worker group in the plan
+    (:meth:`components.stack.plan.Plan.service`).
 
     Raises:
-        ManifestError: a ``gs://`` path outside the checkpoints bucket.
+        ManifestError: a CPU pool (vLLM's CPU build is not in any image:
+            :data:`contract.registry.SERVE_CPU_REFUSAL`), a checkpoint outside the bucket.
+        contract.args.base.ArgError: args that do not fit the application.
     """
-    root = ctx.bucket_url("checkpoints")
-    if svc.checkpoint_job is not None:
-        return f"{root}/{svc.checkpoint_job}"
-    if svc.checkpoint != root and not svc.checkpoint.startswith(root + "/"):
+    dev = serve_devices(target.pool)
+    if dev is None:
         raise ManifestError(
-            f"services[{svc.name}].checkpoint {svc.checkpoint!r} is not in the checkpoints "
-            f"bucket {root}/ (the only bucket the serving identity reads checkpoints from)"
+            f"services[{svc.name}].node_pool: {target.pool.name!r} is a cpu pool (allowed: a "
+            f"GPU or TPU pool); {SERVE_CPU_REFUSAL}"
         )
-    return svc.checkpoint.rstrip("/")
-
-
-def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[str, Any]:
-    """The application's arguments: ``svc.args`` plus ``checkpoint`` (:func:`service_checkpoint`);
-    on a GPU pool (``target``: the service's worker group in the plan,
-    :meth:`components.stack.plan.Plan.service`) ``num_gpus: 1`` unless given (one replica per GPU)."""
     args = dict(svc.args)
-    if isinstance(target.pool, GpuPool):
-        args.setdefault("num_gpus", 1)
-    args["checkpoint"] = service_checkpoint(ctx, svc)
+    tp = tensor_parallel_size(args, dev)
+    args["model"] = model_path(ctx, svc)
+    args["accelerator"] = dev.kind
+    args["accelerator_type"] = dev.ray_accelerator_type
+    args["tensor_parallel_size"] = tp
+    args.setdefault("max_replicas", max(1, target.max_replicas * (dev.per_pod // tp)))
     get_workload(svc.workload).parse(args)
     return args
 
@@ -115,17 +118,23 @@ def ray_service_manifest(
 ) -> dict[str, Any]:
     """The ``ray.io/v1`` RayService for ``svc`` (namespace ``cfg.kuberay.namespace``):
     ``serveConfigV2`` (:func:`serve_config` as YAML), ``upgradeStrategy``, and a
-    ``rayClusterConfig`` with autoscaling on and one worker group on ``svc.node_pool``.
+    ``rayClusterConfig`` with autoscaling on and one worker group on ``svc.node_pool``; head and
+    workers run the service's image (:func:`components.images.render.service_image_kind`: the
+    ``gpu`` image with vLLM's CUDA build on GPU pools, ``tpu-serve`` with vllm-tpu on TPU pools).
 
     Raises:
-        ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
+        ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket, a CPU
+            pool.
         contract.args.base.ArgError: args that do not fit the application.
     """
     p = plan(cfg)
     target = p.service(svc)
     images = pod_images(cfg, images)
+    kind = service_image_kind(target.pool, get_workload(svc.workload).needs)
     group = _with_serve_port_and_label(
-        worker_group_spec(p, target, svc.service_account, images=images, autoscaled=True),
+        worker_group_spec(
+            p, target, svc.service_account, images=images, autoscaled=True, image_kind=kind
+        ),
         svc.name,
     )
     cluster = ray_cluster_spec(
@@ -138,7 +147,10 @@ def ray_service_manifest(
         auth_name=svc.name,
         images=images,
     )
-    _with_serve_port_and_label(cluster["headGroupSpec"], svc.name)
+    head = _with_serve_port_and_label(cluster["headGroupSpec"], svc.name)
+    # The head runs the workers' image: Serve's controller builds the application there
+    # (``import ray.serve.llm`` imports vLLM) and the OpenAI ingress may be placed there.
+    head["template"]["spec"]["containers"][0]["image"] = images[kind]
     strategy: dict[str, Any] = {"type": svc.upgrade_strategy}
     if svc.incremental_upgrade is not None:
         inc = svc.incremental_upgrade
@@ -186,6 +198,5 @@ __all__ = [
     "render_services",
     "serve_config",
     "service_args",
-    "service_checkpoint",
     "service_url",
 ]

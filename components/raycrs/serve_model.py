@@ -1,6 +1,7 @@
 """The ``services`` block: Ray Serve applications, each rendered as a KubeRay RayService.
 
-A service runs one registered Serve application (``contract.registry``, e.g. ``serve_lm``) on
+A service runs one registered Serve application (``contract.registry``: ``serve_llm``, vLLM behind
+Ray Serve LLM's OpenAI API) on
 its own RayCluster (the RayService's ``rayClusterConfig``): a head on the system pool and one
 autoscaling worker group on ``node_pool``. Its pods run as ``service_account`` (default the
 read-only ``ray-serve`` identity: checkpoints and artifacts read).
@@ -81,8 +82,10 @@ class ServiceConfig(_Model):
         "`http://<name>-serve-svc.<namespace>.svc.cluster.local:8000`.",
     )
     workload: str = Field(
-        "serve_lm",
-        description="A registered Serve application (`contract/registry.py`), e.g. `serve_lm`.",
+        "serve_llm",
+        description="A registered Serve application (`contract/registry.py`): `serve_llm`, vLLM "
+        "behind Ray Serve LLM (the OpenAI API: `/v1/models`, `/v1/completions`, "
+        "`/v1/chat/completions`).",
     )
     checkpoint: str = Field(
         description="What to serve: a `gs://` path in the checkpoints bucket (a checkpoint "
@@ -92,12 +95,18 @@ class ServiceConfig(_Model):
     )
     args: dict[str, Any] = Field(
         default_factory=dict,
-        description="Arguments of the Serve application (batching, autoscaling, limits; see "
-        "workloads), checked against its accepted arguments; `checkpoint` comes from the field "
-        "above.",
+        description="Arguments of the Serve application (`serve_llm`: autoscaling `min_replicas` "
+        "/ `max_replicas` / `target_ongoing_requests`, `max_model_len`, `dtype`, "
+        "`tensor_parallel_size` (default: the GPUs of one node / chips of the TPU slice; a "
+        "smaller divisor of the model's heads may be set), ...), checked against its accepted "
+        "arguments; `model`, `accelerator` and `accelerator_type` come from `checkpoint` and "
+        "the node pool.",
     )
     node_pool: str = Field(
-        description="Declared node pool of the service's one worker group (a CPU or GPU pool).",
+        description="Declared node pool of the service's one worker group: a GPU pool (vLLM's "
+        "CUDA build, the `gpu` image) or a single-host TPU slice pool (vllm-tpu, the "
+        "`tpu-serve` image); CPU pools are refused (vLLM's CPU build needs PyTorch's CPU wheel, "
+        "which the images cannot install from PyPI).",
     )
     min_workers: int = Field(
         1, ge=0, le=INT32_MAX, description="Worker pods kept at all times (`minReplicas`)."

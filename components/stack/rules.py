@@ -44,6 +44,7 @@ from components.raycrs.rules import (
     service_targets_fit,
     service_workloads_and_checkpoints,
 )
+from components.raycrs.serving import service_fit_problems
 from components.stack.plan import plan
 from components.stack.resolve import ResolveError, nap_needs, reference_problem
 
@@ -492,6 +493,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
+    _rule(service_fit_problems, "services", "node_pools", "jobs"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),

@@ -29,7 +29,13 @@ from typing import Any
 import pytest
 
 from components.images.model import IMAGE_KINDS
-from components.images.render import PYTHON_VERSION, project_pins, requirements, requirements_path
+from components.images.render import (
+    PYTHON_VERSION,
+    project_pins,
+    python_version,
+    requirements,
+    requirements_path,
+)
 from contract.registry import TF_GPU_CONFLICT
 
 pytestmark = pytest.mark.slow
@@ -46,7 +52,9 @@ def _uv() -> str:
     return found
 
 
-def _resolve(requirements_file: Path, tmp_path: Path) -> tuple[int, str, dict[str, Any]]:
+def _resolve(
+    requirements_file: Path, tmp_path: Path, python: str = PYTHON_VERSION
+) -> tuple[int, str, dict[str, Any]]:
     """``(returncode, stderr, packages)`` of resolving the file: ``packages`` maps each lower-case
     distribution name to its ``[[packages]]`` table of the ``pylock.toml`` uv writes (``version``,
     ``wheels`` with their ``url``); empty when the resolution fails."""
@@ -59,7 +67,7 @@ def _resolve(requirements_file: Path, tmp_path: Path) -> tuple[int, str, dict[st
         "--no-cache",
         "--quiet",
         "--python-version",
-        PYTHON_VERSION,
+        python,
         "--python-platform",
         PLATFORM,
         "--only-binary",
@@ -89,7 +97,7 @@ def _resolve(requirements_file: Path, tmp_path: Path) -> tuple[int, str, dict[st
 
 @pytest.mark.parametrize("kind", IMAGE_KINDS)
 def test_image_requirements_resolve(kind: str, tmp_path) -> None:
-    rc, stderr, packages = _resolve(requirements_path(kind), tmp_path)
+    rc, stderr, packages = _resolve(requirements_path(kind), tmp_path, python_version(kind))
     assert rc == 0, f"images/requirements-{kind}.txt does not resolve:\n{stderr[-3000:]}"
     got = {name: p["version"] for name, p in packages.items()}
     if kind == "gpu-tf":
@@ -102,7 +110,16 @@ def test_image_requirements_resolve(kind: str, tmp_path) -> None:
             majors = sorted(n for n in got if n.startswith(f"nvidia-{lib}-cu"))
             assert majors == [f"nvidia-{lib}-cu12"], majors
         return
+    if kind == "tpu-serve":
+        # vLLM's TPU build with its own jax/torch/libtpu, and Ray at the project's pin
+        pins = project_pins()
+        assert got.get("vllm-tpu") == pins["vllm-tpu"], sorted(got)
+        assert got.get("ray") == pins["ray"]
+        assert "vllm" not in got, "vllm-tpu is the vllm package; the CUDA build must not come too"
+        return
     assert got.get("torch") == "2.13.0"
+    if kind == "gpu":
+        assert got.get("vllm") == project_pins()["vllm"], sorted(got)
     if kind == "tpu":
         assert "libtpu" in got, sorted(got)
 

@@ -27,6 +27,8 @@ import pytest
 
 from components.capacity.render import render_capacity
 from components.computeclass.render import render_compute_classes
+from components.images.model import IMAGE_KINDS
+from components.images.render import BASE_SUFFIX
 from components.kernel.base import ConfigError
 from components.kuberay.namespace import namespace_manifest, namespace_objects
 from components.monitoring.render import render_monitoring
@@ -52,6 +54,7 @@ STEERS_CHECKS_ONLY = {
     "ray.images.cpu.architectures",
     "ray.images.tpu.architectures",
     "ray.images.gpu-tf.architectures",
+    "ray.images.tpu-serve.architectures",
 }
 # A maintenance exclusion for a stack that declares none (cluster.maintenance_exclusions).
 EXCLUSION = {
@@ -225,14 +228,14 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         # the repository locks one Ray version for the images it builds (ray_version_locked):
         # another version comes with prebuilt images for the kinds it would build
         images = out["ray"].setdefault("images", {})
-        for kind in ("cpu", "gpu", "gpu-tf", "tpu"):
-            suffix = "-py311-gpu" if kind in ("gpu", "gpu-tf") else "-py311"
+        for kind in IMAGE_KINDS:
+            suffix = _image_suffix(kind)
             images.setdefault(kind, {"image": f"rayproject/ray:{new}{suffix}@sha256:{'0' * 64}"})
         yield out
         return
     if schema.startswith("ray.images.") and value is None:
         # a prebuilt image instead of the project's (by digest: prod refuses tags)
-        suffix = "-py311-gpu" if path[-1] in ("gpu", "gpu-tf") else "-py311"
+        suffix = _image_suffix(path[-1])
         version = _get_dumped(data, ("ray", "version"))
         yield _set(data, path, f"rayproject/ray:{version}{suffix}@sha256:{'0' * 64}")
         return
@@ -256,10 +259,21 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             if new != value:
                 yield _set(_set(data, path, new), (*path[:-1], "args"), {})
         return
-    if schema == "services" and value == []:  # a service on a CPU pool from a trainer's checkpoints
-        pool = next(p["name"] for p in data["node_pools"] if "tpu" not in p and "gpu" not in p)
+    if schema == "services" and value == []:  # a vLLM service on a GPU pool, a trainer's model
+        pool = next(p["name"] for p in data["node_pools"] if "gpu" in p)
         job = next(j["name"] for j in data["jobs"] if j["workload"].startswith("train_lm"))
-        yield _set(data, path, [{"name": "lm", "checkpoint": job, "node_pool": pool}])
+        svc = {"name": "lm", "checkpoint": job, "node_pool": pool}
+        yield _set(data, path, [{**svc, "args": {"tensor_parallel_size": 1}}])
+        return
+    if schema == "services[].node_pool":
+        # another GPU pool (vLLM refuses CPU pools and multi-host TPU slices), one GPU per
+        # replica so any trained model's heads divide the tensor-parallel size
+        svc = _get(data, path[:-1])
+        for pool in (p["name"] for p in data["node_pools"] if "gpu" in p and p["name"] != value):
+            out = _set(data, path, pool)
+            yield _set(
+                out, (*path[:-1], "args"), {**svc.get("args", {}), "tensor_parallel_size": 1}
+            )
         return
     if schema == "services[].incremental_upgrade" and value is None:
         # needs kuberay.mode helm (the chart's feature gate; refused with the GKE add-on), and
@@ -728,6 +742,32 @@ KNOWN_NO_EFFECT = {
 }
 
 
+def _image_suffix(kind: str) -> str:
+    """The ``rayproject/ray`` tag suffix of a prebuilt image of ``kind`` (BASE_SUFFIX)."""
+    return BASE_SUFFIX[kind]
+
+
+def _with_tpu_service(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with its first service moved to a single-host v6e 2x4 slice pool (added, NAP's
+    TPU and memory limits raised): the tpu-serve image is built and used only for a vLLM service
+    on a TPU pool (components/images/render.py kinds_used); None without a service."""
+    if not data.get("services"):
+        return None
+    out = copy.deepcopy(data)
+    zone = next((p["zones"][0] for p in out["node_pools"] if "tpu" in p and p.get("zones")), None)
+    pool = {"name": "v6e-serve", "tpu": {"generation": "v6e", "topology": "2x4"}, "max_slices": 1}
+    if zone:
+        pool["zones"] = [zone]
+    out["node_pools"].append(pool)
+    limits = out.setdefault("nap", {}).setdefault("resource_limits", {})
+    limits["tpu-v6e-slice"] = limits.get("tpu-v6e-slice", 0) + 8
+    limits["memory"] = limits.get("memory", 0) + 720
+    limits["cpu"] = limits.get("cpu", 0) + 180
+    svc = out["services"][0]
+    svc.update(node_pool="v6e-serve", args={**svc.get("args", {}), "tensor_parallel_size": 1})
+    return out
+
+
 def _with_tf_gpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
     """``data`` plus a train_lm_tf job on its own cluster on the GPU pool of a GPU job (a copy of
     that job), None when the stack has no such job."""
@@ -842,13 +882,14 @@ NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "jobs[].suspend": _unqueued_jobs,
     "jobs[].shutdown_after_job_finishes": _unqueued_jobs,
     "ray.images.gpu-tf": _with_tf_gpu_job,
+    "ray.images.tpu-serve": _with_tpu_service,
     "jobs[].slices": _with_multi_host_tpu_job,
     "jobs[].super_slice": _with_super_slice_job,
 }
 
 # Schema paths with one valid value only (nothing to change them to): path -> why.
 ONE_VALID_VALUE = {
-    "services[].workload": "serve_lm is the only registered Serve application",
+    "services[].workload": "serve_llm is the only registered Serve application",
     "capacity.kueue.version": "0.19.2 is the only Kueue release whose CRDs are carried",
 }
 

@@ -40,7 +40,7 @@ def test_every_ray_pod_template_is_a_pod(prod_files):
         "pod-ray-train-lm-jax-v6e-head.yaml",
         "pod-ray-train-lm-jax-v6e-worker-tpu-v6e-4x4.yaml",
         "pod-ray-lm-head.yaml",
-        "pod-ray-lm-worker-cpu.yaml",
+        "pod-ray-lm-worker-l4-serve.yaml",
         "pod-ray-training-head.yaml",
         "pod-ray-training-worker-cpu.yaml",
         "pod-ray-training-worker-tpu-v6e.yaml",

@@ -34,9 +34,9 @@ def test_prod_whole_program(prod):
     assert all(set(r) == {"type", "name", "urn", "parent", "inputs", "options"} for r in records)
     types = result.by_type()
     assert types["gcp:container/cluster:Cluster"] == 1
-    # system + cpu + 2 v6e 4x4 slices (one pool each) + h100, and the DWS pools behind them
-    # (2 v6e slices + h100-dws)
-    assert types["gcp:container/nodePool:NodePool"] == 8
+    # system + cpu + 2 v6e 4x4 slices (one pool each) + h100 + l4-serve (the vLLM service), and
+    # the DWS pools behind them (2 v6e slices + h100-dws)
+    assert types["gcp:container/nodePool:NodePool"] == 9
     # prod runs KubeRay as the GKE Ray add-on (it brings the TPU webhook multi-host slices need);
     # the one Helm release is Kueue's
     (release,) = [r for r in records if r["type"] == "kubernetes:helm.sh/v3:Release"]
@@ -280,3 +280,26 @@ def test_prod_h100_pools_render_gpudirect_tcpx_networking(prod):
     assert "networking.gke.io/interfaces" not in groups["cpu"]["template"]["metadata"].get(
         "annotations", {}
     )
+
+
+def test_prod_renders_the_lm_service_as_vllm_on_the_l4_pool(prod):
+    """The program's RayService runs the Ray Serve LLM app (vLLM) on the l4-serve pool, head and
+    workers in the pushed gpu image (vLLM's CUDA build), the model read through the FUSE mount."""
+    out, _ = prod
+    m = yaml.safe_load((out / "manifests" / "rayservice-ray-lm.yaml").read_text())
+    (app,) = yaml.safe_load(m["spec"]["serveConfigV2"])["applications"]
+    assert app["import_path"] == "workloads.serve_llm:build_app"
+    assert app["args"]["model"] == "/mnt/gcs/checkpoints/train-lm-h100"
+    assert (app["args"]["accelerator"], app["args"]["accelerator_type"]) == ("gpu", "L4")
+    assert app["args"]["tensor_parallel_size"] == 1
+    cluster = m["spec"]["rayClusterConfig"]
+    (worker,) = cluster["workerGroupSpecs"]
+    pod = worker["template"]["spec"]
+    assert pod["nodeSelector"]["cloud.google.com/gke-accelerator"] == "nvidia-l4"
+    images = {
+        c["image"]
+        for g in (cluster["headGroupSpec"], worker)
+        for c in g["template"]["spec"]["containers"]
+        if c["name"].startswith("ray")
+    }
+    assert len(images) == 1 and "/ray-gpu@sha256:" in images.pop()

@@ -220,7 +220,7 @@ def test_incremental_service_enables_the_gate_and_the_gateway_api(rendered):
     service = {
         "name": "lm",
         "checkpoint": "gs://ray-gke-test-ray-test-checkpoints/train",
-        "node_pool": "cpu",
+        "node_pool": "l4",
         "upgrade_strategy": "NewClusterWithIncrementalUpgrade",
         "incremental_upgrade": {"gateway_class_name": "gke-l7-rilb"},
     }

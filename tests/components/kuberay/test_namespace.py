@@ -113,7 +113,7 @@ def test_quota_follows_nap_limits_unless_set():
         "requests.cpu": "4096",
         "requests.memory": "20480Gi",
         "limits.memory": "20480Gi",
-        "requests.nvidia.com/gpu": "32",
+        "requests.nvidia.com/gpu": "36",  # 32 H100 + 4 L4 (the l4-serve pool)
         "requests.google.com/tpu": "64",
     }
     # TPU7x's resource-limit type is ``tpu7x`` (no ``tpu-`` prefix): its chips count too
@@ -199,7 +199,7 @@ def test_operator_reaches_a_rayservice_heads_serve_port_for_its_health_probe(mod
     """KubeRay's RayService controller GETs ``http://<head IP>:8000/-/healthz``
     (CheckProxyActorHealth, ray-operator/controllers/ray/utils/httpproxy_httpclient.go) and only
     then labels the head to serve; the head policy admits the operator there, and only there."""
-    svc = {"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}
+    svc = {"name": "lm", "checkpoint": "gs://x/y", "node_pool": "l4"}
     cfg = validate(config(ray_clusters=[RC], services=[svc], kuberay={"mode": mode}))
     pols = network_policies(cfg)
     operator = (

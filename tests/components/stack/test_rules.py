@@ -49,13 +49,20 @@ def _old_gke(d: dict[str, Any]) -> None:
     d["cluster"] = {"min_master_version": "1.30.5-gke.100"}
 
 
+def _too_big_for_an_l4(d: dict[str, Any]) -> None:
+    """A 38.6e9-parameter model (d_model 8192, 48 layers) served from one 24 GB L4."""
+    big = {"d_model": 8192, "n_layers": 48, "n_heads": 64}
+    d["jobs"].append({"name": "big", "workload": "train_lm", "node_pool": "cpu", "args": big})
+    d["services"] = [{"name": "lm", "checkpoint": "big", "node_pool": "l4"}]
+
+
 def _incremental_on_addon(d: dict[str, Any]) -> None:
     d["kuberay"] = {"mode": "gke-addon"}
     d["services"] = [
         {
             "name": "lm",
             "checkpoint": "gs://x/y",
-            "node_pool": "cpu",
+            "node_pool": "l4",
             "upgrade_strategy": "NewClusterWithIncrementalUpgrade",
             "incremental_upgrade": {"gateway_class_name": "gke-l7-rilb"},
         }
@@ -140,16 +147,21 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "which has read access there",
     ),
     "service_targets_fit": (
-        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "tpu"}]),
-        "services[lm].node_pool: 'tpu' is a tpu pool; Serve application serve_lm runs on cpu, "
-        "gpu pools",
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}]),
+        "services[lm].node_pool: 'cpu' is a cpu pool (allowed: GPU or TPU pools); Serve "
+        "application serve_llm runs on gpu, tpu pools: vLLM's CPU build",
     ),
     "service_workloads_and_checkpoints": (
-        lambda d: d.update(services=[{"name": "lm", "checkpoint": "prep", "node_pool": "cpu"}]),
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "prep", "node_pool": "l4"}]),
         "services[lm].checkpoint: 'prep': job prep runs prepare, which writes no checkpoints",
     ),
+    "service_fit_problems": (
+        _too_big_for_an_l4,
+        "services[lm].checkpoint: 155.5 GB (weights 154.7 + KV cache 0.8 for max_model_len 256, "
+        "float32) (allowed: at most 21.6 GB (1 x 24 GB x 0.9))",
+    ),
     "service_identity_can_read": (
-        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}]),
+        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "l4"}]),
         "services[lm].service_account: 'ray-serve' cannot read the artifacts bucket",
     ),
     "incremental_upgrade_needs_helm": (

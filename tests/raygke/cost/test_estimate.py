@@ -101,6 +101,7 @@ def test_prod_stack_is_fully_priced(prod_records):
         "system",
         "cpu",
         "h100",
+        "l4-serve",  # the vLLM service's L4 pool
         "tpu-v6e-4x4-0",
         "tpu-v6e-4x4-1",
         "h100-dws",  # the DWS pools (provisioning: queued): on-demand, an upper bound

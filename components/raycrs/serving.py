@@ -1,0 +1,318 @@
+"""What a vLLM service (the ``serve_llm`` Serve application, :mod:`workloads.serve_llm`) gets from
+its node pool, what it serves, and whether that can start (pure; no Pulumi).
+
+One source of truth per fact:
+
+* the devices of one worker pod: a GPU pool's GPUs per node (``gpu.count``), a single-host TPU
+  slice's chips (``TpuSlice.chips_per_host``, = the slice's chips); the pool record of the
+  stack's plan (:meth:`components.stack.plan.Plan.service`). A replica's placement group
+  (``tensor_parallel_size`` bundles of one GPU or one TPU chip, ``PACK``:
+  :func:`workloads.serve_llm.llm_config`) lives in one worker pod, so a multi-host TPU slice
+  (several pods) is refused: vLLM's TPU build would need the slice's hosts in one engine.
+* memory per device: the catalog's GPU memory (:data:`components.catalog.GPU_TYPES`
+  ``memory_gb``) and TPU HBM (:func:`components.catalog.tpu_generation` ``hbm_gb``), each sourced
+  in :mod:`contract.accelerators`.
+* Ray's accelerator type: ``TPU-V6E`` / ``TPU-V5LITEPOD`` (``TpuFacts.ray_accelerator_type``), ``L4``
+  / ``H100`` / ... (``GpuFacts.ray_accelerator_type``; Ray 2.60
+  ``ray/util/accelerators/accelerators.py`` and ``ray/_private/accelerators/nvidia_gpu.py``).
+* ``tensor_parallel_size``: the pod's devices unless ``args.tensor_parallel_size`` sets a
+  smaller one (:func:`tensor_parallel_size`).
+* the model the workers read: the checkpoint through the pod's GCS FUSE mount of the
+  checkpoints bucket, ``/mnt/gcs/checkpoints/<path in the bucket>``
+  (:data:`components.raycrs.pod.MOUNT_ROOT`; :func:`model_path`); for a job name its experiment
+  folder, whose newest verifying checkpoint's ``hf/`` ``resolve_model`` serves.
+* the model's shape, for a checkpoint that names a job: the trained job's ``d_model``,
+  ``n_layers``, ``n_heads``, ``mlp_ratio``, ``context_length`` (else the stack's ``prepare``
+  job's, else prepare's default 256), mapped to GPT-2's ``config.json`` as
+  :func:`workloads.hf_export.hf_config` does (``vocab_size`` 256, ``n_positions`` = context,
+  ``n_embd`` = d_model, ``n_layer``, ``n_head``, ``n_inner`` = mlp_ratio x d_model)
+  (:func:`trained_shape`); :func:`contract.serve_fit.fit_problems` decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from components import catalog
+from components.kernel.problems import Problem, at
+from components.nodepools.model import GpuPool, TpuPool
+from components.raycrs.pod import MOUNT_ROOT
+from components.stack.plan import plan
+from components.stack.resolve import ResolveError
+from contract.serve_fit import Gpt2Shape, fit_problems
+
+if TYPE_CHECKING:
+    from components.raycrs.serve_model import ServiceConfig
+    from components.stack.model import StackConfig
+    from components.stack.plan import Context
+
+VLLM_APP = "serve_llm"
+# GPT-2 folder of our byte-level LM (workloads/hf_export.py VOCAB).
+BYTE_VOCAB = 256
+# prepare's default window (contract/args/prepare.py context_length), the trainers' default.
+DEFAULT_CONTEXT = 256
+# Arguments of serve_llm the platform sets (service_args): value -> what sets it.
+PLATFORM_BOUND_SERVE_ARGS: Mapping[str, str] = {
+    "model": "services[].checkpoint (read through the checkpoints bucket's GCS FUSE mount)",
+    "accelerator": "the node pool's kind",
+    "accelerator_type": "the node pool's GPU type or TPU generation (the catalog)",
+}
+# Training workloads whose arguments give the served model's shape (contract/args/train.py).
+SHAPED_TRAINERS = ("train_lm", "train_lm_jax", "train_lm_tf")
+
+
+@dataclass(frozen=True)
+class ServeDevices:
+    """The accelerators one worker pod of a service's pool has.
+
+    Attributes:
+        kind: ``gpu`` | ``tpu`` (``ServeLlmArgs.accelerator``).
+        per_pod: GPUs of one node, or chips of one TPU host (a single-host slice's chips).
+        memory_gb: memory per device, GB (the catalog).
+        ray_accelerator_type: Ray's accelerator type (``L4``, ``H100``, ``TPU-V6E``).
+        what: one phrase for messages (``8 x NVIDIA H100 80GB (80 GB each)``).
+        hosts: TPU hosts of one slice (1 for GPU pools and single-host slices).
+    """
+
+    kind: str
+    per_pod: int
+    memory_gb: float
+    ray_accelerator_type: str
+    what: str
+    hosts: int = 1
+
+
+def serve_devices(pool: object) -> ServeDevices | None:
+    """The devices of one worker pod of ``pool``; None for a CPU pool.
+
+    Raises:
+        components.catalog.CatalogError: a GPU type or TPU generation the catalog lacks (the
+            pool model refuses those first).
+    """
+    if isinstance(pool, GpuPool):
+        g = catalog.GPU_TYPES[pool.gpu.type]
+        return ServeDevices(
+            "gpu",
+            pool.gpu.count,
+            float(g.memory_gb),
+            g.ray_accelerator_type,
+            f"{pool.gpu.count} x {g.display} ({g.memory_gb} GB each)",
+        )
+    if isinstance(pool, TpuPool):
+        s = pool.slice
+        gen = catalog.tpu_generation(s.generation.name)
+        return ServeDevices(
+            "tpu",
+            s.chips_per_host,
+            float(gen.hbm_gb),
+            gen.ray_accelerator_type,
+            f"{s.chips_per_host} x TPU {gen.name} chip(s) of a {s.topology} slice "
+            f"({gen.hbm_gb} GB HBM each)",
+            s.hosts,
+        )
+    return None
+
+
+def tensor_parallel_size(args: Mapping[str, Any], devices: ServeDevices) -> int:
+    """``args.tensor_parallel_size`` when given (an int), else the pod's devices
+    (``devices.per_pod``): one engine over every GPU of a node / chip of a slice."""
+    tp = args.get("tensor_parallel_size")
+    return tp if isinstance(tp, int) and not isinstance(tp, bool) else devices.per_pod
+
+
+def model_path(ctx: Context, svc: ServiceConfig) -> str:
+    """The ``model`` argument: where the workers read the checkpoint, through the GCS FUSE mount
+    of the checkpoints bucket (``/mnt/gcs/checkpoints``): ``<mount>/<job name>`` for a job name
+    (its experiment folder), ``<mount>/<path>`` for ``gs://<checkpoints bucket>/<path>``.
+
+    Raises:
+        components.raycrs.pod.ManifestError: a ``gs://`` path outside the checkpoints bucket.
+    """
+    from components.raycrs.pod import ManifestError
+
+    mount = f"{MOUNT_ROOT}/checkpoints"
+    if svc.checkpoint_job is not None:
+        return f"{mount}/{svc.checkpoint_job}"
+    root = ctx.bucket_url("checkpoints")
+    if svc.checkpoint.rstrip("/") == root:
+        return mount
+    if not svc.checkpoint.startswith(root + "/"):
+        raise ManifestError(
+            f"services[{svc.name}].checkpoint {svc.checkpoint!r} is not in the checkpoints "
+            f"bucket {root}/ (allowed: a path under it, or a job name; the serving identity "
+            "reads checkpoints from that bucket only)"
+        )
+    return f"{mount}/{svc.checkpoint[len(root) + 1 :].rstrip('/')}"
+
+
+def trained_shape(cfg: StackConfig, job_name: str) -> Gpt2Shape | None:
+    """The GPT-2 shape job ``job_name`` trains (see the module docstring); None when the job is
+    not declared or does not run one of :data:`SHAPED_TRAINERS` (``tune_lm`` picks its own
+    widths), or its arguments do not parse (the job rules report that)."""
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
+
+    job = next((j for j in cfg.jobs if j.name == job_name), None)
+    if job is None or job.workload not in SHAPED_TRAINERS:
+        return None
+    try:
+        a = get_workload(job.workload).parse(dict(job.args))
+    except (ArgError, KeyError, TypeError, ValueError):
+        return None
+    context = a.context_length or _dataset_context(cfg)
+    return Gpt2Shape(
+        vocab_size=BYTE_VOCAB,
+        n_positions=context,
+        n_embd=a.d_model,
+        n_layer=a.n_layers,
+        n_head=a.n_heads,
+        n_inner=a.mlp_ratio * a.d_model,
+    )
+
+
+def _pod_cpus(p: Any, pool: str, group: Any) -> float | None:
+    """CPUs of one worker pod of the service (:func:`components.raycrs.pod.worker_pod_size` of
+    the pool's first GKE node pool in the plan), None when unknown: also for a stack whose
+    ``project`` or ``region`` did not validate, whose plan has no context to build node pools
+    with (:attr:`components.stack.plan.Plan.pool_specs` raises ``ValueError``)."""
+    from components.raycrs.pod import ManifestError, worker_pod_size
+    from contract.quantity import quantity_float
+
+    try:
+        specs = p.pool_specs.get(pool) or ()
+    except ValueError:  # "the stack validated only in part": its field errors are reported
+        return None
+    if not specs:
+        return None
+    try:
+        cpu, _ = worker_pod_size(specs[0], group)
+    except ManifestError:
+        return None
+    return quantity_float(cpu)
+
+
+def _dataset_context(cfg: StackConfig) -> int:
+    """The longest ``context_length`` of the stack's ``prepare`` jobs (the dataset's window a
+    trainer without its own takes), else :data:`DEFAULT_CONTEXT`."""
+    found = [
+        j.args.get("context_length", DEFAULT_CONTEXT) for j in cfg.jobs if j.workload == "prepare"
+    ]
+    found = [c for c in found if isinstance(c, int) and not isinstance(c, bool)]
+    return max(found, default=DEFAULT_CONTEXT)
+
+
+def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
+    """Why a vLLM service (workload ``serve_llm``) would not start on its pool, one Problem of
+    the field each, ``<field>: <value> (allowed: ...)``:
+
+    * an argument the platform sets (:data:`PLATFORM_BOUND_SERVE_ARGS`);
+    * a multi-host TPU slice (a replica's placement group must fit one worker pod);
+    * a replica's placement bundles (``tensor_parallel_size`` x 1 CPU, plus the replica actor's
+      1 CPU) above the CPUs of one worker pod (:func:`components.raycrs.pod.worker_pod_size`);
+    * ``tensor_parallel_size`` (given or derived, :func:`tensor_parallel_size`) above the pod's
+      devices, or not dividing the trained model's heads;
+    * the trained model's weights + KV cache for ``max_model_len`` above ``tensor_parallel_size x
+      device memory x 0.9`` (:func:`contract.serve_fit.fit_problems`), for a checkpoint naming a
+      job of :data:`SHAPED_TRAINERS` (a ``gs://`` checkpoint's shape is unknown offline: the
+      builder runs the same check on its ``config.json`` at start).
+
+    A CPU pool is refused by :func:`components.raycrs.rules.service_targets_fit`; unresolved
+    pools and bad arguments by their rules.
+    """
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
+
+    p = plan(cfg)
+    for svc in cfg.services:
+        if svc.workload != VLLM_APP:
+            continue
+        where = f"services[{svc.name}]"
+        for key in sorted(set(svc.args) & set(PLATFORM_BOUND_SERVE_ARGS)):
+            yield at(
+                f"{where}.args.{key}",
+                f"{where}.args.{key}: {svc.args[key]!r} (allowed: unset; the platform sets it "
+                f"from {PLATFORM_BOUND_SERVE_ARGS[key]})",
+            )
+        try:
+            target = p.service(svc)
+        except ResolveError:
+            continue
+        pool = target.pool
+        dev = serve_devices(pool)
+        if dev is None:
+            continue
+        if dev.hosts > 1:
+            yield at(
+                f"{where}.node_pool",
+                f"{where}.node_pool: {pool.name!r}, a multi-host {pool.slice.topology} slice "
+                f"({dev.hosts} hosts of {dev.per_pod} chips) (allowed: a GPU pool or a "
+                "single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM replica's "
+                "tensor-parallel group lives in one worker pod)",
+            )
+            continue
+        tp = tensor_parallel_size(svc.args, dev)
+        derived = "tensor_parallel_size" not in svc.args
+        cpus = _pod_cpus(p, pool.name, target.group)
+        # Ray Serve LLM's placement group: tp bundles of 1 CPU + 1 device, the replica actor's
+        # 1 CPU merged into the first (workloads/serve_llm.py llm_config); PACK in one pod
+        need = tp * 1 + 1
+        if cpus is not None and need > cpus:
+            yield at(
+                f"{where}.args.tensor_parallel_size",
+                f"{where}.args.tensor_parallel_size: {tp} needs {need} CPUs in one worker pod "
+                f"({tp} bundles of 1 CPU + the replica's 1) (allowed: at most {cpus:g} CPUs, "
+                f"the worker pod of pool {pool.name!r}; a larger machine_type or a smaller "
+                "tensor_parallel_size)",
+            )
+        origin = f" (derived: the {dev.per_pod} devices of one node of pool {pool.name!r})"
+        try:
+            args = get_workload(VLLM_APP).parse(
+                {**svc.args, "accelerator": dev.kind, "tensor_parallel_size": tp}
+            )
+        except (ArgError, KeyError, TypeError, ValueError):
+            continue  # service_workloads_and_checkpoints reports the arguments
+        job = svc.checkpoint_job
+        shape = None if job is None else trained_shape(cfg, job)
+        if shape is None:
+            if tp > dev.per_pod:
+                yield at(
+                    f"{where}.args.tensor_parallel_size",
+                    f"{where}.args.tensor_parallel_size: {tp} (allowed: at most the "
+                    f"{dev.per_pod} {dev.kind.upper()} device(s) of one node of pool "
+                    f"{pool.name!r})",
+                )
+            continue
+        found = fit_problems(
+            shape,
+            dtype=args.dtype,
+            max_model_len=args.max_model_len or shape.n_positions,
+            tensor_parallel_size=tp,
+            devices=dev.per_pod,
+            device_memory_gb=dev.memory_gb,
+            device_kind=dev.kind,
+        )
+        about = (
+            f"; model of job {job!r}: d_model {shape.n_embd}, n_layers {shape.n_layer}, "
+            f"n_heads {shape.n_head}, n_positions {shape.n_positions}; pool {pool.name!r}: "
+            f"{dev.what}"
+        )
+        for prob in found:
+            field = "checkpoint" if prob.path == "model" else f"args.{prob.path}"
+            text = str(prob).split(": ", 1)[1] if ": " in str(prob) else str(prob)
+            if prob.path == "tensor_parallel_size" and derived:
+                text = text.replace(f"{tp} (allowed:", f"{tp}{origin} (allowed:", 1)
+                text += f"; set {where}.args.tensor_parallel_size to a divisor of both"
+            yield at(f"{where}.{field}", f"{where}.{field}: {text}{about}")
+
+
+__all__ = [
+    "PLATFORM_BOUND_SERVE_ARGS",
+    "ServeDevices",
+    "model_path",
+    "serve_devices",
+    "service_fit_problems",
+    "tensor_parallel_size",
+    "trained_shape",
+]

