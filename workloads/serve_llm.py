@@ -28,7 +28,11 @@ training text makes of that; the template only keeps the bytes readable.
 
 What is served (:func:`resolve_model`): a folder with ``config.json`` as is; a checkpoint folder
 (``manifest.json``) is verified (sha256 of every file, :func:`workloads.checkpoint.verify_checkpoint`)
-and its ``hf/`` served; an experiment folder serves its newest verifying checkpoint's ``hf/``.
+and its ``hf/`` served; an experiment folder serves its newest verifying checkpoint's ``hf/``; a
+Hugging Face Hub repo id ``owner/name`` that is no local path is passed to vLLM as is (vLLM
+downloads it with huggingface_hub at ``model_revision``, authenticated by the token file
+``HF_TOKEN_PATH`` when the pod mounts one). A Hub model is not fit-checked here (its config.json
+is on the Hub: vLLM checks the memory at start) and keeps its own chat template.
 
 Standard library and the ``contract``/``workloads`` helpers at import; Ray and vLLM are imported in
 :func:`build_app` only.
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,12 +58,30 @@ CHAT_TEMPLATE = (
 )
 
 
+# A Hub repo id (huggingface_hub utils/_validators.py validate_repo_id: 1-96 characters of
+# letters, digits, "-", "_", "."; no "--" or ".."; not starting or ending with "-" or ".").
+_HUB_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
+_HUB_ID = re.compile(rf"{_HUB_PART}/{_HUB_PART}")
+
+
+def is_hub_id(model: str) -> bool:
+    """Whether ``model`` names a Hugging Face Hub repo (``owner/name``, :data:`_HUB_ID`, no
+    ``--`` or ``..``) rather than a local folder: it matches and no such path exists here."""
+    return (
+        bool(_HUB_ID.fullmatch(model))
+        and ".." not in model
+        and "--" not in model
+        and not Path(model).exists()
+    )
+
+
 class ModelError(ValueError):
     """The model folder cannot be served: one line naming the path and why."""
 
 
 def resolve_model(path: str) -> str:
-    """The Hugging Face folder to serve for ``path`` (see the module docstring).
+    """The Hugging Face folder to serve for ``path``, or ``path`` itself when it is a Hub repo
+    id (:func:`is_hub_id`; see the module docstring).
 
     Raises:
         ModelError: no ``config.json`` in ``path``, ``path/hf`` or the newest valid checkpoint's
@@ -66,6 +89,8 @@ def resolve_model(path: str) -> str:
     """
     from workloads.checkpoint import CheckpointError, latest_valid_checkpoint, verify_checkpoint
 
+    if is_hub_id(path):
+        return path
     p = Path(path)
     if (p / "config.json").is_file():
         return str(p)
@@ -99,35 +124,41 @@ def model_shape(folder: str) -> Gpt2Shape:
         raise ModelError(f"{folder}/config.json: {e}") from None
 
 
-def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape) -> dict[str, Any]:
+def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape | None) -> dict[str, Any]:
     """The keyword arguments of ``ray.serve.llm.LLMConfig`` for ``args`` serving folder
-    ``model`` (a plain dict, so tests and ``raygke synth`` read it without Ray).
+    ``model`` (a plain dict, so tests and ``raygke synth`` read it without Ray). ``shape``:
+    the folder's GPT-2 sizes; None for a Hub model (:func:`is_hub_id`), which is not
+    fit-checked, keeps its own chat template and ``max_model_len`` (unless
+    ``args.max_model_len``), and is downloaded at ``args.model_revision`` (vLLM ``revision``).
 
     Raises:
         ModelError: the model cannot start as configured (:func:`contract.serve_fit.fit_problems`
             on the replica's devices; no memory check on CPU, where vLLM's
             ``VLLM_CPU_KVCACHE_SPACE`` is checked by vLLM).
     """
-    max_len = args.max_model_len or shape.n_positions
     tp = args.tensor_parallel_size
-    devices = 1 if args.accelerator == "cpu" else tp
-    problems = fit_problems(
-        shape,
-        dtype=args.dtype,
-        max_model_len=max_len,
-        tensor_parallel_size=tp,
-        devices=devices,
-        device_memory_gb=None,
-        device_kind=args.accelerator,
-    )
-    if problems:
-        raise ModelError(problems[0])
-    engine: dict[str, Any] = {
-        "max_model_len": max_len,
-        "dtype": args.dtype,
-        "tensor_parallel_size": tp,
-        "chat_template": CHAT_TEMPLATE,
-    }
+    engine: dict[str, Any] = {"dtype": args.dtype, "tensor_parallel_size": tp}
+    if shape is not None:
+        max_len = args.max_model_len or shape.n_positions
+        devices = 1 if args.accelerator == "cpu" else tp
+        problems = fit_problems(
+            shape,
+            dtype=args.dtype,
+            max_model_len=max_len,
+            tensor_parallel_size=tp,
+            devices=devices,
+            device_memory_gb=None,
+            device_kind=args.accelerator,
+        )
+        if problems:
+            raise ModelError(problems[0])
+        engine["max_model_len"] = max_len
+        engine["chat_template"] = CHAT_TEMPLATE
+    else:
+        if args.max_model_len is not None:
+            engine["max_model_len"] = args.max_model_len
+        if args.model_revision is not None:
+            engine["revision"] = args.model_revision
     env: dict[str, str] = {}
     if args.accelerator == "cpu":
         bundles: list[dict[str, float]] = [{"CPU": args.num_cpus}]
@@ -181,7 +212,8 @@ def app_config(args: Mapping[str, Any]) -> dict[str, Any]:
     if not parsed.model:
         raise ModelError("model: required (a Hugging Face folder, checkpoint or experiment folder)")
     model = resolve_model(parsed.model)
-    return llm_config(parsed, model, model_shape(model))
+    shape = None if is_hub_id(model) else model_shape(model)
+    return llm_config(parsed, model, shape)
 
 
 def build_app(args: Mapping[str, Any]) -> Any:

@@ -19,9 +19,12 @@ Sources (GKE docs):
   networking (:func:`components.gpunet.render.networked_pools`; GoogleCloudPlatform/
   cluster-toolkit ``modules/scheduler/gke-cluster/main.tf``: additional networks turn it on, and
   it needs Dataplane V2): https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods
-* Gateway API (``gatewayApiConfig``, only for incremental RayService upgrades,
-  :func:`components.cluster.render.gateway_api_channel`):
+* Gateway API (``gatewayApiConfig``, only for incremental RayService upgrades and services with
+  a ``gateway``, :func:`components.cluster.render.gateway_api_channel`):
   https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways
+* Secret Manager add-on (``secretManagerConfig``, only when a service mounts a Hugging Face
+  token, :func:`components.cluster.render.secret_manager_enabled`):
+  https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component
 """
 
 from __future__ import annotations
@@ -33,7 +36,11 @@ import pulumi_gcp as gcp
 
 from components.capacity.superslice import super_slicing_pools
 from components.cluster.maintenance import exclusion_inputs
-from components.cluster.render import gateway_api_channel, nap_resource_limits
+from components.cluster.render import (
+    gateway_api_channel,
+    nap_resource_limits,
+    secret_manager_enabled,
+)
 from components.gpunet.render import networked_pools
 from components.security.iam import CLOUD_PLATFORM_SCOPE
 from components.stack.model import StackConfig
@@ -208,6 +215,11 @@ class Cluster(pulumi.ComponentResource):
             # The Gateway API for KubeRay's incremental RayService upgrades (gateway_api_channel).
             gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel=gateway_channel)
             if gateway_channel
+            else None,
+            # GKE's Secret Manager add-on for the services' Hugging Face token files
+            # (secret_manager_enabled); left unset otherwise.
+            secret_manager_config=gcp.container.ClusterSecretManagerConfigArgs(enabled=True)
+            if secret_manager_enabled(cfg.services)
             else None,
             cluster_autoscaling=autoscaling,
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(

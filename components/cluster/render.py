@@ -64,6 +64,22 @@ def gateway_api_channel(services: Iterable[ServiceConfig]) -> str | None:
     (https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways#enable-gateway,
     https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api). Enabling it is an
     in-place cluster update.
+
+    Also when a service has ``gateway`` (its Gateway and HTTPRoute,
+    :func:`components.raycrs.ingress.gateway_manifests`, need the same CRDs and controller).
     """
-    incremental = any(s.upgrade_strategy == "NewClusterWithIncrementalUpgrade" for s in services)
-    return GATEWAY_API_CHANNEL if incremental else None
+    needed = any(
+        s.upgrade_strategy == "NewClusterWithIncrementalUpgrade" or s.gateway is not None
+        for s in services
+    )
+    return GATEWAY_API_CHANNEL if needed else None
+
+
+def secret_manager_enabled(services: Iterable[ServiceConfig]) -> bool:
+    """Whether the cluster turns on GKE's Secret Manager add-on (``secretManagerConfig.enabled``,
+    pulumi-gcp ``gcp.container.Cluster(secret_manager_config=...)``): when one of ``services``
+    mounts a Hugging Face token (``hf_token_secret``) through its CSI driver
+    ``secrets-store-gke.csi.k8s.io``
+    (https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component). Else
+    False (the add-on stays off)."""
+    return any(s.hf_token_secret is not None for s in services)

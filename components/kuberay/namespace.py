@@ -26,6 +26,20 @@ GKE enforces NetworkPolicy with Dataplane V2, which the cluster runs):
   ``CheckProxyActorHealth`` in ray-operator/controllers/ray/utils/httpproxy_httpclient.go, called
   by ``updateHeadPodServeLabel`` in rayservice_controller.go) and labels the head
   ``ray.io/serve: true`` only when it answers, so without this rule the head never serves traffic.
+* a service with ``gateway``: its ``<name>-ray`` policy also admits, to Serve's port 8000, the
+  Google Cloud load balancers' health-check ranges :data:`LB_HEALTH_CHECK_RANGES` (35.191.0.0/16,
+  130.211.0.0/22; also the source of the global external Application Load Balancer's GFE
+  proxies) and ``gateway.proxy_subnet_cidr`` when set (the region's proxy-only subnet, the source
+  of the Envoy-based regional classes ``gke-l7-rilb`` and ``gke-l7-regional-external-managed``)
+  (https://cloud.google.com/load-balancing/docs/firewall-rules, "minimum required ingress allow
+  firewall rules"; GKE's Gateway sends to the pods through container-native NEGs, so the pod
+  sees those sources).
+
+Egress is not restricted: every policy here is ``Ingress`` only, so pods reach the internet
+through the cluster's Cloud NAT (:mod:`components.network.component`) — a service with
+``hf_model`` downloads from huggingface.co and its CDN on TCP 443 with no further rule. An
+``Egress`` policy selecting a Ray pod would have to list DNS, the GKE metadata server, Google
+APIs (GCS FUSE, Secret Manager) and every Ray port between the cluster's own pods as well.
 
 Why plain ``networking.k8s.io/v1`` objects and not KubeRay's ``spec.networkPolicy``: in KubeRay
 v1.7.0 that field is refused unless the operator runs with the ``RayClusterNetworkPolicy``
@@ -77,6 +91,9 @@ PSA_VERSION = "latest"
 # https://cloud.google.com/kubernetes-engine/multi-cloud/docs/attached/aks/how-to/managed-service-prometheus),
 # so on GKE no collector runs there and a policy admitting it leaves the metrics unscraped.
 GMP_NAMESPACE = "gke-gmp-system"
+# Google Cloud load balancer health-check (and GFE proxy) source ranges
+# (https://cloud.google.com/load-balancing/docs/firewall-rules).
+LB_HEALTH_CHECK_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
 METRICS_PORT = HEAD_PORTS["metrics"]
 OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "kuberay-operator"}
 NS_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
@@ -157,6 +174,7 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
     out[0]["spec"].pop("ingress")
     serve = cfg.kuberay.serve_from
     services = {svc.name for svc in cfg.services}
+    gateways = {svc.name: svc.gateway for svc in cfg.services if svc.gateway is not None}
     serve_peers = [
         {"namespaceSelector": {"matchLabels": {NS_NAME_LABEL: ns}}} for ns in serve.namespaces
     ] + [{"ipBlock": {"cidr": c}} for c in serve.cidrs]
@@ -171,6 +189,14 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
         ]
         if serve_peers:
             ingress.append({"from": serve_peers, "ports": _ports(SERVE_PORT)})
+        gw = gateways.get(name)
+        if gw is not None:  # the load balancer's health checks and proxies (module docstring)
+            cidrs = [*LB_HEALTH_CHECK_RANGES]
+            if gw.proxy_subnet_cidr is not None:
+                cidrs.append(gw.proxy_subnet_cidr)
+            ingress.append(
+                {"from": [{"ipBlock": {"cidr": c}} for c in cidrs], "ports": _ports(SERVE_PORT)}
+            )
         out.append(
             _policy(cfg.kuberay.namespace, f"{name}-ray", {"matchLabels": dict(labels)}, ingress)
         )

@@ -22,6 +22,9 @@ Children:
   ImageRegistry`, so a rebuilt image updates the Ray resources that run it); a RayJob whose spec
   changes is replaced (a re-run, :func:`rerun_options`)
   (https://www.pulumi.com/registry/packages/kubernetes/api-docs/apiextensions/customresource/).
+* per service, before the Ray objects, its Hugging Face token's ``SecretProviderClass`` and its
+  Gateway API ``Gateway`` and ``HTTPRoute``
+  (:func:`components.raycrs.ingress.render_service_objects`), as custom resources too.
 
 Outputs (``register_outputs`` and attributes):
 
@@ -55,6 +58,7 @@ import pulumi_random as random
 from components.computeclass.render import render_compute_classes
 from components.monitoring.render import render_monitoring
 from components.raycrs.archive import archive_object_name, working_dir_uri, workloads_archive
+from components.raycrs.ingress import render_service_objects
 from components.raycrs.pod import AUTH_TOKEN_KEY
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.raycrs.serve import service_url
@@ -127,6 +131,7 @@ class RayResources(pulumi.ComponentResource):
         # ComputeClasses first: the Ray pods that select one are created after it.
         self.manifests = (
             render_compute_classes(cfg)
+            + render_service_objects(cfg)
             + render_manifests(cfg, self.working_dir, images)
             + render_monitoring(cfg)
         )

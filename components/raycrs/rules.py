@@ -336,7 +336,7 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
 
 def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``service_account`` is a declared workload identity that may read the
-    checkpoints (the model) and artifacts (the workloads archive, its ``working_dir``) buckets
+    checkpoints (the model, for a ``checkpoint`` service) and artifacts (the workloads archive, its ``working_dir``) buckets
     (bucket roles per :mod:`components.security.iam`; https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
     p = plan(cfg)
     for svc in cfg.services:
@@ -346,7 +346,9 @@ def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
         identity = p.identities.get(svc.service_account)
         if errors or identity is None:
             continue
-        for purpose in ("checkpoints", "artifacts"):
+        # A Hub model (hf_model) is downloaded, not read from the checkpoints bucket.
+        purposes = ("checkpoints", "artifacts") if svc.checkpoint is not None else ("artifacts",)
+        for purpose in purposes:
             if identity.buckets.get(purpose) not in ("read", "write"):
                 yield (
                     at(
@@ -355,6 +357,69 @@ def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
                         f"workload_identities[{svc.service_account}].buckets.{purpose}: read",
                     )
                 )
+
+
+def service_hf_token_readable(cfg: StackConfig) -> Iterable[Problem]:
+    """A service's ``hf_token_secret`` names a declared ``secrets:`` entry whose ``readers``
+    include the service's ``service_account``: GKE's Secret Manager add-on reads the secret as
+    the pod's Kubernetes service account through Workload Identity, and only ``readers`` are
+    granted ``roles/secretmanager.secretAccessor`` on it
+    (https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component;
+    :mod:`components.security.component`), so without it the pod never starts (the volume
+    mount fails)."""
+    secrets = {s.name: s for s in cfg.secrets}
+    for svc in cfg.services:
+        name = svc.hf_token_secret
+        if name is None:
+            continue
+        where = f"services[{svc.name}].hf_token_secret"
+        secret = secrets.get(name)
+        if secret is None:
+            declared = ", ".join(sorted(secrets)) or "none"
+            yield at(
+                where,
+                f"{where}: {name!r} is not a declared secret (allowed: the name of a secrets: "
+                f"entry; declared: {declared})",
+            )
+        elif svc.service_account not in secret.readers:
+            readers = ", ".join(secret.readers) or "none"
+            yield at(
+                where,
+                f"{where}: {name!r}: its readers ({readers}) lack the service's service_account "
+                f"{svc.service_account!r}, so the pods cannot read the token (allowed: a secret "
+                f"whose readers include it; add {svc.service_account} to "
+                f"secrets[{name}].readers)",
+            )
+
+
+def service_gateway_not_public(cfg: StackConfig) -> Iterable[Problem]:
+    """A service's ``gateway`` is internal unless ``public: true`` (secure by default): Serve's
+    HTTP port 8000 has no authentication (Ray's token covers the head's APIs, not Serve), so a
+    public GatewayClass (``gke-l7-global-external-managed``,
+    ``gke-l7-regional-external-managed``, ``gke-l7-gxlb``, their ``-mc`` variants: an internet-
+    facing load balancer, https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api)
+    would serve the model to anyone. ``public: true`` with an internal class changes nothing and
+    is refused too."""
+    for svc in cfg.services:
+        gw = svc.gateway
+        if gw is None:
+            continue
+        where = f"services[{svc.name}].gateway"
+        if gw.is_public and not gw.public:
+            yield at(
+                f"{where}.gateway_class_name",
+                f"{where}.gateway_class_name: {gw.gateway_class_name!r} is a public (internet-"
+                "facing) load balancer and Serve's port has no authentication (allowed: an "
+                "internal class such as gke-l7-rilb, the default; or set gateway.public: true "
+                "with your own authentication in front)",
+            )
+        if gw.public and not gw.is_public:
+            yield at(
+                f"{where}.public",
+                f"{where}.public: true with the internal class {gw.gateway_class_name!r} changes "
+                "nothing (allowed: false, or true with a public class such as "
+                "gke-l7-global-external-managed)",
+            )
 
 
 def _workload(name: str) -> Any:

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from components.images.render import service_image_kind
+from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.raycrs.serve_model import ServiceConfig
@@ -51,7 +52,8 @@ def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[
     """The arguments of the vLLM application (:class:`contract.args.serve_llm.ServeLlmArgs`):
     ``svc.args`` (autoscaling, limits, dtype, ...) plus what the platform sets
     (:mod:`components.raycrs.serving`): ``model`` (the checkpoint through the GCS FUSE mount,
-    :func:`~components.raycrs.serving.model_path`), ``accelerator`` (``gpu`` | ``tpu``, the
+    or the Hub repo id of ``hf_model``: :func:`~components.raycrs.serving.model_path`),
+    ``model_revision`` (``hf_revision``, when set), ``accelerator`` (``gpu`` | ``tpu``, the
     pool's kind), ``accelerator_type`` (Ray's name for the pool's GPU / TPU generation),
     ``tensor_parallel_size`` (``args.tensor_parallel_size``, else the devices of one worker
     pod) and ``max_replicas`` unless given (replicas that fit the worker group: pods x
@@ -72,6 +74,8 @@ def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[
     args = dict(svc.args)
     tp = tensor_parallel_size(args, dev)
     args["model"] = model_path(ctx, svc)
+    if svc.hf_revision is not None:
+        args["model_revision"] = svc.hf_revision
     args["accelerator"] = dev.kind
     args["accelerator_type"] = dev.ray_accelerator_type
     args["tensor_parallel_size"] = tp
@@ -121,6 +125,8 @@ def ray_service_manifest(
     ``rayClusterConfig`` with autoscaling on and one worker group on ``svc.node_pool``; head and
     workers run the service's image (:func:`components.images.render.service_image_kind`: the
     ``gpu`` image with vLLM's CUDA build on GPU pools, ``tpu-serve`` with vllm-tpu on TPU pools).
+    With ``hf_token_secret`` the head and worker pods mount the token file read-only and set
+    ``HF_TOKEN_PATH`` (:func:`components.raycrs.ingress.add_hf_token`).
 
     Raises:
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket, a CPU
@@ -151,6 +157,10 @@ def ray_service_manifest(
     # The head runs the workers' image: Serve's controller builds the application there
     # (``import ray.serve.llm`` imports vLLM) and the OpenAI ingress may be placed there.
     head["template"]["spec"]["containers"][0]["image"] = images[kind]
+    # The Hub token file (hf_token_secret): the workers' engines download the model, and the
+    # head's Serve controller may read the model's config building the app.
+    for g in (head, group):
+        add_hf_token(g["template"], svc)
     strategy: dict[str, Any] = {"type": svc.upgrade_strategy}
     if svc.incremental_upgrade is not None:
         inc = svc.incremental_upgrade

@@ -28,6 +28,8 @@ Upgrades (KubeRay v1.7.0, ``ray.io_rayservices.yaml`` ``spec.upgradeStrategy`` a
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -36,6 +38,31 @@ from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model
 from components.raycrs.model import HeadConfig
 
 UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
+# A Hugging Face Hub repo id: ``owner/name``, each of letters, digits, ``-``, ``_``, ``.``, at most
+# 96 characters, not starting or ending with ``-`` or ``.`` (huggingface_hub
+# ``utils/_validators.py`` REPO_ID_REGEX and its 96-character limit).
+HF_REPO_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
+# A git revision on the Hub: a branch, tag or commit sha (no spaces, no ``..``).
+HF_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,254}")
+# GKE's GatewayClasses (https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api,
+# "GatewayClass capabilities"): internal ones get an address inside the VPC only.
+INTERNAL_GATEWAY_CLASSES = (
+    "gke-l7-rilb",
+    "gke-l7-rilb-mc",
+    "gke-l7-cross-regional-internal-managed-mc",
+)
+PUBLIC_GATEWAY_CLASSES = (
+    "gke-l7-global-external-managed",
+    "gke-l7-regional-external-managed",
+    "gke-l7-gxlb",
+    "gke-l7-global-external-managed-mc",
+    "gke-l7-regional-external-managed-mc",
+    "gke-l7-gxlb-mc",
+)
+# Classes served by Envoy proxies in the region's proxy-only subnet (regional Application Load
+# Balancers): the load balancer reaches the pods from that subnet
+# (https://cloud.google.com/load-balancing/docs/firewall-rules).
+PROXY_SUBNET_CLASSES = ("gke-l7-rilb", "gke-l7-regional-external-managed")
 
 
 class IncrementalUpgradeConfig(_Model):
@@ -72,6 +99,77 @@ class IncrementalUpgradeConfig(_Model):
         return self
 
 
+class GatewayConfig(_Model):
+    """Ingress to a service through GKE's Gateway controller: a Gateway API ``Gateway``
+    (``gateway.networking.k8s.io/v1``) of ``gateway_class_name`` listening on HTTP port 80, and an
+    ``HTTPRoute`` sending every path to the RayService's Serve Service ``<name>-serve-svc`` port
+    8000 (https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api;
+    :func:`components.raycrs.ingress.gateway_manifests`)."""
+
+    gateway_class_name: str = Field(
+        "gke-l7-rilb",
+        description="GKE GatewayClass (https://cloud.google.com/kubernetes-engine/docs/concepts/"
+        "gateway-api): `gke-l7-rilb` (default: a regional internal Application Load Balancer, an "
+        "address inside the VPC only), or a public class (`gke-l7-global-external-managed`, "
+        "`gke-l7-regional-external-managed`, `gke-l7-gxlb`, and their `-mc` variants), refused "
+        "unless `public: true`.",
+    )
+    hostname: str | None = Field(
+        None,
+        description="Host name the HTTPRoute matches (`spec.hostnames`), e.g. `lm.internal."
+        "example.com`; unset: every host name.",
+    )
+    public: bool = Field(
+        False,
+        description="Allow a public (internet-facing) GatewayClass. Serve's HTTP port has no "
+        "authentication (Ray's token does not cover it), so a public address serves the model "
+        "to anyone who finds it: set it only with your own authentication in front.",
+    )
+    proxy_subnet_cidr: str | None = Field(
+        None,
+        description="The region's proxy-only subnet (purpose `REGIONAL_MANAGED_PROXY`), from "
+        "which the Envoy proxies of `gke-l7-rilb` and `gke-l7-regional-external-managed` reach "
+        "the pods (https://cloud.google.com/load-balancing/docs/firewall-rules): the service's "
+        "NetworkPolicy admits it to port 8000. The stack does not create that subnet.",
+    )
+
+    @field_validator("hostname")
+    @classmethod
+    def _hostname(cls, v: str | None) -> str | None:
+        # Gateway API Hostname: RFC 1123 subdomain, optionally with a leading "*." wildcard.
+        if v is not None and not re.fullmatch(
+            r"(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", v
+        ):
+            raise ValueError(
+                f"gateway.hostname {v!r}: use a lowercase DNS name (RFC 1123), optionally "
+                "starting with '*.' (Gateway API Hostname)"
+            )
+        return v
+
+    @field_validator("proxy_subnet_cidr")
+    @classmethod
+    def _cidr(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            ipaddress.ip_network(v, strict=True)
+        except ValueError:
+            raise ValueError(
+                f"gateway.proxy_subnet_cidr {v!r}: use a network in CIDR notation, e.g. "
+                "10.129.0.0/23"
+            ) from None
+        if "/" not in v:
+            raise ValueError(f"gateway.proxy_subnet_cidr {v!r}: add the prefix length")
+        return v
+
+    @property
+    def is_public(self) -> bool:
+        """Whether the class is a public (external) GKE GatewayClass."""
+        return self.gateway_class_name in PUBLIC_GATEWAY_CLASSES or "external" in (
+            self.gateway_class_name
+        )
+
+
 class ServiceConfig(_Model):
     """A Ray Serve application served by a KubeRay RayService (see the module docstring)."""
 
@@ -87,11 +185,38 @@ class ServiceConfig(_Model):
         "behind Ray Serve LLM (the OpenAI API: `/v1/models`, `/v1/completions`, "
         "`/v1/chat/completions`).",
     )
-    checkpoint: str = Field(
-        description="What to serve: a `gs://` path in the checkpoints bucket (a checkpoint "
-        "folder, or an experiment folder whose newest verifying checkpoint is served), or the "
-        "name of a job in `jobs:` whose checkpoints (`<checkpoints bucket>/<job name>`) to "
-        "serve, newest verifying first.",
+    checkpoint: str | None = Field(
+        None,
+        description="What to serve (this or `hf_model`): a `gs://` path in the checkpoints "
+        "bucket (a checkpoint folder, or an experiment folder whose newest verifying checkpoint "
+        "is served), or the name of a job in `jobs:` whose checkpoints (`<checkpoints "
+        "bucket>/<job name>`) to serve, newest verifying first.",
+    )
+    hf_model: str | None = Field(
+        None,
+        description="What to serve (this or `checkpoint`): a Hugging Face Hub model repo id "
+        "`owner/name` (e.g. `Qwen/Qwen2.5-0.5B-Instruct`), downloaded by vLLM at start through "
+        "the cluster's Cloud NAT (TCP 443 to huggingface.co and its CDN). `raygke check` cannot "
+        "read its config.json offline, so the model's fit on the pool is not checked.",
+    )
+    hf_revision: str | None = Field(
+        None,
+        description="Branch, tag or commit of `hf_model` (vLLM `revision`); unset: `main`. A "
+        "commit sha pins what is served.",
+    )
+    hf_token_secret: str | None = Field(
+        None,
+        description="Name of a `secrets:` entry holding a Hugging Face access token (for gated "
+        "or private models); its `readers` must include `service_account`. It is mounted as the "
+        "file `/var/run/secrets/hf/hf-token` by GKE's Secret Manager add-on (which the cluster "
+        "then enables) and read by huggingface_hub through `HF_TOKEN_PATH`; it never enters "
+        "the stack or Ray's config.",
+    )
+    gateway: GatewayConfig | None = Field(
+        None,
+        description="Ingress through GKE's Gateway controller (a Gateway and an HTTPRoute to "
+        "`<name>-serve-svc:8000`; the cluster then enables the Gateway API); default class "
+        "`gke-l7-rilb`, internal only. Unset: in-cluster access only.",
     )
     args: dict[str, Any] = Field(
         default_factory=dict,
@@ -168,9 +293,48 @@ class ServiceConfig(_Model):
             raise ValueError(f"min_workers {self.min_workers} > max_workers {self.max_workers}")
         if "checkpoint" in self.args:
             raise ValueError("args.checkpoint: set the service's checkpoint field instead")
+        if (self.checkpoint is None) == (self.hf_model is None):
+            both = "both are set" if self.checkpoint is not None else "neither is set"
+            raise ValueError(
+                f"service {self.name}: set exactly one of checkpoint (a gs:// path or a job "
+                f"name) and hf_model (a Hugging Face Hub repo id owner/name); {both}"
+            )
+        if self.hf_model is not None and not _hub_id(self.hf_model):
+            raise ValueError(
+                f"hf_model {self.hf_model!r}: use a Hugging Face Hub repo id 'owner/name' "
+                "(letters, digits, '-', '_', '.'; each part at most 96 characters, not starting "
+                "or ending with '-' or '.')"
+            )
+        for key in ("hf_revision", "hf_token_secret"):
+            if getattr(self, key) is not None and self.hf_model is None:
+                raise ValueError(f"{key} is set but hf_model is not; remove it or set hf_model")
+        if self.hf_revision is not None and (
+            not HF_REVISION.fullmatch(self.hf_revision) or ".." in self.hf_revision
+        ):
+            raise ValueError(
+                f"hf_revision {self.hf_revision!r}: use a branch, tag or commit sha (letters, "
+                "digits, '.', '_', '-', '/'; no '..')"
+            )
+        if self.hf_token_secret is not None and not re.fullmatch(
+            r"[A-Za-z0-9_-]{1,255}", self.hf_token_secret
+        ):
+            raise ValueError(
+                f"hf_token_secret {self.hf_token_secret!r}: use the name of a secrets: entry "
+                "(1-255 letters, digits, '-' or '_')"
+            )
         return self
 
     @property
     def checkpoint_job(self) -> str | None:
-        """The job whose checkpoints are served, None for a ``gs://`` path."""
-        return None if self.checkpoint.startswith("gs://") else self.checkpoint
+        """The job whose checkpoints are served, None for a ``gs://`` path or a Hub model."""
+        if self.checkpoint is None or self.checkpoint.startswith("gs://"):
+            return None
+        return self.checkpoint
+
+
+def _hub_id(value: str) -> bool:
+    """Whether ``value`` is a Hub repo id ``owner/name`` (:data:`HF_REPO_ID` each part)."""
+    owner, sep, name = value.partition("/")
+    return bool(sep) and all(
+        HF_REPO_ID.fullmatch(x) and ".." not in x and "--" not in x for x in (owner, name)
+    )

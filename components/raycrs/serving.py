@@ -55,7 +55,9 @@ BYTE_VOCAB = 256
 DEFAULT_CONTEXT = 256
 # Arguments of serve_llm the platform sets (service_args): value -> what sets it.
 PLATFORM_BOUND_SERVE_ARGS: Mapping[str, str] = {
-    "model": "services[].checkpoint (read through the checkpoints bucket's GCS FUSE mount)",
+    "model": "services[].checkpoint (read through the checkpoints bucket's GCS FUSE mount) "
+    "or services[].hf_model",
+    "model_revision": "services[].hf_revision",
     "accelerator": "the node pool's kind",
     "accelerator_type": "the node pool's GPU type or TPU generation (the catalog)",
 }
@@ -123,7 +125,8 @@ def tensor_parallel_size(args: Mapping[str, Any], devices: ServeDevices) -> int:
 
 
 def model_path(ctx: Context, svc: ServiceConfig) -> str:
-    """The ``model`` argument: where the workers read the checkpoint, through the GCS FUSE mount
+    """The ``model`` argument: ``svc.hf_model`` (a Hub repo id vLLM downloads) as is; else where
+    the workers read the checkpoint, through the GCS FUSE mount
     of the checkpoints bucket (``/mnt/gcs/checkpoints``): ``<mount>/<job name>`` for a job name
     (its experiment folder), ``<mount>/<path>`` for ``gs://<checkpoints bucket>/<path>``.
 
@@ -132,6 +135,9 @@ def model_path(ctx: Context, svc: ServiceConfig) -> str:
     """
     from components.raycrs.pod import ManifestError
 
+    if svc.hf_model is not None:
+        return svc.hf_model
+    assert svc.checkpoint is not None  # ServiceConfig: exactly one of checkpoint, hf_model
     mount = f"{MOUNT_ROOT}/checkpoints"
     if svc.checkpoint_job is not None:
         return f"{mount}/{svc.checkpoint_job}"
@@ -216,7 +222,9 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
     * the trained model's weights + KV cache for ``max_model_len`` above ``tensor_parallel_size x
       device memory x 0.9`` (:func:`contract.serve_fit.fit_problems`), for a checkpoint naming a
       job of :data:`SHAPED_TRAINERS` (a ``gs://`` checkpoint's shape is unknown offline: the
-      builder runs the same check on its ``config.json`` at start).
+      builder runs the same check on its ``config.json`` at start; a Hub model's
+      (``hf_model``) is not checked at all: its config.json is not read offline, and vLLM
+      checks memory itself at start).
 
     A CPU pool is refused by :func:`components.raycrs.rules.service_targets_fit`; unresolved
     pools and bad arguments by their rules.

@@ -40,6 +40,8 @@ from components.raycrs.rules import (
     job_slices_fit,
     job_targets_exist,
     job_workloads_registered,
+    service_gateway_not_public,
+    service_hf_token_readable,
     service_identity_can_read,
     service_targets_fit,
     service_workloads_and_checkpoints,
@@ -497,6 +499,8 @@ RULES: tuple[Rule, ...] = (
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
+    _rule(service_hf_token_readable, "services", "secrets"),
+    _rule(service_gateway_not_public, "services"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
     _rule(super_slicing_supported, "node_pools", "cluster", "capacity", "jobs"),
     _rule(

@@ -29,9 +29,14 @@ class ServeLlmArgs(WorkloadArgs):
     model: str | None = arg(
         None,
         "the Hugging Face model folder vLLM loads (a checkpoint's hf/ folder), a checkpoint "
-        "folder (its hf/ is served) or an experiment folder (its newest verifying checkpoint's "
-        "hf/); required",
+        "folder (its hf/ is served), an experiment folder (its newest verifying checkpoint's "
+        "hf/), or a Hugging Face Hub repo id owner/name (downloaded by vLLM); required",
         "path",
+    )
+    model_revision: str | None = arg(
+        None,
+        "Hub model only: the branch, tag or commit vLLM downloads (vLLM revision); None = main",
+        "",
     )
     model_id: str = arg("lm", "the model name clients send (`model` of the OpenAI API)", "name")
     max_model_len: int | None = arg(

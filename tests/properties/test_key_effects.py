@@ -33,6 +33,7 @@ from components.kernel.base import ConfigError
 from components.kuberay.namespace import namespace_manifest, namespace_objects
 from components.monitoring.render import render_monitoring
 from components.raycrs.archive import working_dir_uri, workloads_archive
+from components.raycrs.ingress import render_service_objects
 from components.raycrs.render import render_manifests
 from components.stack.loader import stack_data_from_yaml, validate
 from components.stack.plan import plan
@@ -264,6 +265,22 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         job = next(j["name"] for j in data["jobs"] if j["workload"].startswith("train_lm"))
         svc = {"name": "lm", "checkpoint": job, "node_pool": pool}
         yield _set(data, path, [{**svc, "args": {"tensor_parallel_size": 1}}])
+        return
+    if schema == "services[].hf_model" and value is None:  # a Hub model instead of the checkpoint
+        out = _set(data, path, "Qwen/Qwen2.5-0.5B-Instruct")
+        yield _set(out, (*path[:-1], "checkpoint"), None)
+        return
+    if schema == "services[].hf_model":
+        yield _set(data, path, "Qwen/Qwen2.5-1.5B-Instruct")
+        return
+    if schema == "services[].hf_revision":
+        yield _set(data, path, "v2" if value else "main")
+        return
+    if schema == "services[].hf_token_secret" and value is None:
+        yield _set(data, path, HUB_TOKEN_SECRET)
+        return
+    if schema == "services[].gateway" and value is None:
+        yield _set(data, path, {})
         return
     if schema == "services[].node_pool":
         # another GPU pool (vLLM refuses CPU pools and multi-host TPU slices), one GPU per
@@ -618,6 +635,9 @@ PURE_KINDS = frozenset(
         "RayJob",
         "RayService",
         "PodMonitoring",
+        "SecretProviderClass",
+        "Gateway",
+        "HTTPRoute",
     }
 )
 _OBJECTS: dict[str, list[str]] = {}
@@ -646,6 +666,7 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
             *namespace_objects(cfg),
             *render_capacity(cfg),
             *render_compute_classes(cfg),
+            *render_service_objects(cfg),
             *render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)),
             *render_monitoring(cfg),
         ]
@@ -768,6 +789,24 @@ def _with_tpu_service(data: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+HUB_TOKEN_SECRET = "hf-token"
+
+
+def _with_hub_service(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with its first service serving a Hub model (``hf_model``, no ``checkpoint``) and a
+    ``secrets:`` entry its service account reads: ``hf_revision`` and ``hf_token_secret`` act
+    only with ``hf_model``; None without a service."""
+    if not data.get("services"):
+        return None
+    out = copy.deepcopy(data)
+    svc = out["services"][0]
+    svc.pop("checkpoint", None)
+    svc["hf_model"] = "Qwen/Qwen2.5-0.5B-Instruct"
+    reader = svc.get("service_account", "ray-serve")
+    out.setdefault("secrets", []).append({"name": HUB_TOKEN_SECRET, "readers": [reader]})
+    return out
+
+
 def _with_tf_gpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
     """``data`` plus a train_lm_tf job on its own cluster on the GPU pool of a GPU job (a copy of
     that job), None when the stack has no such job."""
@@ -883,6 +922,8 @@ NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "jobs[].shutdown_after_job_finishes": _unqueued_jobs,
     "ray.images.gpu-tf": _with_tf_gpu_job,
     "ray.images.tpu-serve": _with_tpu_service,
+    "services[].hf_revision": _with_hub_service,
+    "services[].hf_token_secret": _with_hub_service,
     "jobs[].slices": _with_multi_host_tpu_job,
     "jobs[].super_slice": _with_super_slice_job,
 }

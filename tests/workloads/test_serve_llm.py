@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from contract.serve_fit import Gpt2Shape, fit_problems
-from workloads.serve_llm import CHAT_TEMPLATE, ModelError, app_config, resolve_model
+from workloads.serve_llm import CHAT_TEMPLATE, ModelError, app_config, is_hub_id, resolve_model
 
 _B2U_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
 
@@ -187,6 +187,36 @@ def test_resolve_model_from_checkpoint_and_experiment(tmp_path: Path) -> None:
         resolve_model(str(newest))
     with pytest.raises(ModelError, match=r"no config\.json, no checkpoint"):
         resolve_model(str(tmp_path / "nothing"))
+
+
+def test_a_hub_id_passes_through_unresolved_and_unchecked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no local folder of that name here
+    assert is_hub_id("Qwen/Qwen2.5-0.5B-Instruct")
+    assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
+    for not_hub in ("/abs/path", "rel", "a/b/c", "own/bad--name", "./x"):
+        assert not is_hub_id(not_hub)
+    # a local folder of that shape is a folder, not the Hub
+    tiny_hf_folder(tmp_path / "own" / "model")
+    assert not is_hub_id("own/model")
+    assert resolve_model("own/model") == "own/model"
+    # no config.json is read (none exists offline): no fit check, the model's own chat
+    # template and max_model_len, the revision handed to vLLM
+    cfg = app_config(
+        {"model": "Qwen/Qwen2.5-0.5B-Instruct", "model_revision": "abc123", "accelerator": "gpu",
+         "tensor_parallel_size": 3, "dtype": "bfloat16"}
+    )  # fmt: skip
+    assert cfg["model_loading_config"]["model_source"] == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert cfg["engine_kwargs"] == {
+        "dtype": "bfloat16",
+        "tensor_parallel_size": 3,
+        "revision": "abc123",
+    }
+    assert cfg["placement_group_config"]["bundles"] == [{"CPU": 1, "GPU": 1}] * 3
+    cfg = app_config({"model": "Qwen/Qwen2.5-0.5B-Instruct", "max_model_len": 4096})
+    assert cfg["engine_kwargs"]["max_model_len"] == 4096
+    assert "revision" not in cfg["engine_kwargs"] and "chat_template" not in cfg["engine_kwargs"]
 
 
 def test_gpt2_sizes_match_the_tensors(tmp_path: Path) -> None:

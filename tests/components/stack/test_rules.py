@@ -164,6 +164,34 @@ CASES: dict[str, tuple[Mutation, str]] = {
         lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "l4"}]),
         "services[lm].service_account: 'ray-serve' cannot read the artifacts bucket",
     ),
+    "service_hf_token_readable": (
+        lambda d: d.update(
+            services=[
+                {
+                    "name": "lm",
+                    "hf_model": "Qwen/Qwen2.5-0.5B",
+                    "hf_token_secret": "hf-token",
+                    "node_pool": "l4",
+                }
+            ]
+        ),
+        "services[lm].hf_token_secret: 'hf-token' is not a declared secret (allowed: the name "
+        "of a secrets: entry; declared: none)",
+    ),
+    "service_gateway_not_public": (
+        lambda d: d.update(
+            services=[
+                {
+                    "name": "lm",
+                    "hf_model": "Qwen/Qwen2.5-0.5B",
+                    "node_pool": "l4",
+                    "gateway": {"gateway_class_name": "gke-l7-global-external-managed"},
+                }
+            ]
+        ),
+        "services[lm].gateway.gateway_class_name: 'gke-l7-global-external-managed' is a public "
+        "(internet-facing) load balancer and Serve's port has no authentication",
+    ),
     "incremental_upgrade_needs_helm": (
         _incremental_on_addon,
         "services[lm].upgrade_strategy: NewClusterWithIncrementalUpgrade needs the KubeRay "

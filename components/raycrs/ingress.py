@@ -1,0 +1,170 @@
+"""Pure builders of the Kubernetes objects a service needs besides its RayService (config in,
+``dict`` out): the Hugging Face token's ``SecretProviderClass`` and pod volume, and the Gateway
+API ``Gateway`` + ``HTTPRoute`` of ``services[].gateway``.
+
+Facts used (sources):
+
+* GKE's Secret Manager add-on mounts Secret Manager versions as files through the CSI driver
+  ``secrets-store-gke.csi.k8s.io``: a ``SecretProviderClass`` (``secrets-store.csi.x-k8s.io/v1``,
+  ``provider: gke``, ``parameters.secrets``: a YAML list of ``resourceName``
+  ``projects/<project>/secrets/<name>/versions/<version>`` and ``path``) named by the pod's
+  ``csi`` volume (``volumeAttributes.secretProviderClass``); the pod reads it as its Kubernetes
+  service account through Workload Identity
+  (https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component). The
+  cluster enables it (``secretManagerConfig.enabled``,
+  :func:`components.cluster.render.secret_manager_enabled`).
+* huggingface_hub reads the token from the file ``HF_TOKEN_PATH`` when ``HF_TOKEN`` is unset
+  (huggingface_hub ``constants.py`` ``HF_TOKEN_PATH``, ``utils/_auth.py`` ``_get_token_from_file``);
+  vLLM downloads Hub models with huggingface_hub, so the token never appears in Ray's config,
+  the Serve config or the stack.
+* Gateway API v1 ``Gateway`` (``spec.gatewayClassName``, ``listeners[]``) and ``HTTPRoute``
+  (``parentRefs``, ``hostnames``, ``rules[].backendRefs`` of a Service name and port)
+  (https://gateway-api.sigs.k8s.io/reference/spec/); GKE's GatewayClasses
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api). The backend is
+  KubeRay's Serve Service ``<name>-serve-svc`` port 8000
+  (:func:`components.raycrs.serve.service_url`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.raycrs.pod import PART_OF, SERVE_PORT
+from components.raycrs.serve_model import ServiceConfig
+from components.stack.model import StackConfig
+from components.stack.plan import Context, plan
+
+SECRETS_STORE_API = "secrets-store.csi.x-k8s.io/v1"
+GKE_SECRETS_CSI_DRIVER = "secrets-store-gke.csi.k8s.io"
+HF_TOKEN_VOLUME = "hf-token"
+HF_TOKEN_DIR = "/var/run/secrets/hf"
+HF_TOKEN_FILE = "hf-token"
+HF_TOKEN_PATH = f"{HF_TOKEN_DIR}/{HF_TOKEN_FILE}"
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+GATEWAY_HTTP_PORT = 80
+
+
+def _meta(ctx: Context, name: str, service: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": ctx.namespace,
+        "labels": {
+            "app.kubernetes.io/part-of": PART_OF,
+            "app.kubernetes.io/managed-by": "pulumi",
+            "ray-gke/service": service,
+        },
+    }
+
+
+def hf_token_class_name(svc: ServiceConfig) -> str:
+    """The SecretProviderClass of ``svc``'s Hub token: ``<service>-hf-token``."""
+    return f"{svc.name}-hf-token"
+
+
+def secret_provider_class(ctx: Context, svc: ServiceConfig) -> dict[str, Any]:
+    """The ``SecretProviderClass`` mounting the latest version of Secret Manager secret
+    ``svc.hf_token_secret`` (project ``ctx.project``) as the file :data:`HF_TOKEN_FILE`."""
+    resource = f"projects/{ctx.project}/secrets/{svc.hf_token_secret}/versions/latest"
+    return {
+        "apiVersion": SECRETS_STORE_API,
+        "kind": "SecretProviderClass",
+        "metadata": _meta(ctx, hf_token_class_name(svc), svc.name),
+        "spec": {
+            "provider": "gke",
+            "parameters": {
+                "secrets": f'- resourceName: "{resource}"\n  path: "{HF_TOKEN_FILE}"\n',
+            },
+        },
+    }
+
+
+def add_hf_token(template: dict[str, Any], svc: ServiceConfig) -> dict[str, Any]:
+    """``template`` (a pod template) with ``svc``'s Hub token: a read-only ``csi`` volume of
+    :data:`GKE_SECRETS_CSI_DRIVER` naming :func:`hf_token_class_name`, mounted read-only at
+    :data:`HF_TOKEN_DIR` in the first (Ray) container, and ``HF_TOKEN_PATH`` set to the file.
+    Unchanged when ``svc.hf_token_secret`` is unset."""
+    if svc.hf_token_secret is None:
+        return template
+    spec = template["spec"]
+    spec.setdefault("volumes", []).append(
+        {
+            "name": HF_TOKEN_VOLUME,
+            "csi": {
+                "driver": GKE_SECRETS_CSI_DRIVER,
+                "readOnly": True,
+                "volumeAttributes": {"secretProviderClass": hf_token_class_name(svc)},
+            },
+        }
+    )
+    container = spec["containers"][0]
+    container.setdefault("volumeMounts", []).append(
+        {"name": HF_TOKEN_VOLUME, "mountPath": HF_TOKEN_DIR, "readOnly": True}
+    )
+    container.setdefault("env", []).append({"name": "HF_TOKEN_PATH", "value": HF_TOKEN_PATH})
+    return template
+
+
+def gateway_manifests(ctx: Context, svc: ServiceConfig) -> list[dict[str, Any]]:
+    """``svc``'s ``Gateway`` ``<name>-gateway`` (class ``gateway.gateway_class_name``, one HTTP
+    listener on port 80, routes from its own namespace) and ``HTTPRoute`` ``<name>-route``
+    (``hostnames`` when ``gateway.hostname`` is set; every path to ``<name>-serve-svc`` port
+    8000); ``[]`` without ``gateway``."""
+    gw = svc.gateway
+    if gw is None:
+        return []
+    gateway_name = f"{svc.name}-gateway"
+    route: dict[str, Any] = {
+        "parentRefs": [{"name": gateway_name}],
+        "rules": [
+            {
+                "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                "backendRefs": [{"name": f"{svc.name}-serve-svc", "port": SERVE_PORT}],
+            }
+        ],
+    }
+    listener: dict[str, Any] = {
+        "name": "http",
+        "protocol": "HTTP",
+        "port": GATEWAY_HTTP_PORT,
+        "allowedRoutes": {"namespaces": {"from": "Same"}},
+    }
+    if gw.hostname is not None:
+        route["hostnames"] = [gw.hostname]
+        listener["hostname"] = gw.hostname
+    return [
+        {
+            "apiVersion": GATEWAY_API,
+            "kind": "Gateway",
+            "metadata": _meta(ctx, gateway_name, svc.name),
+            "spec": {"gatewayClassName": gw.gateway_class_name, "listeners": [listener]},
+        },
+        {
+            "apiVersion": GATEWAY_API,
+            "kind": "HTTPRoute",
+            "metadata": _meta(ctx, f"{svc.name}-route", svc.name),
+            "spec": route,
+        },
+    ]
+
+
+def render_service_objects(cfg: StackConfig) -> list[dict[str, Any]]:
+    """Per service (sorted by name): its Hub token's SecretProviderClass (with
+    ``hf_token_secret``), then its Gateway and HTTPRoute (with ``gateway``)."""
+    ctx = plan(cfg).context
+    out: list[dict[str, Any]] = []
+    for svc in sorted(cfg.services, key=lambda s: s.name):
+        if svc.hf_token_secret is not None:
+            out.append(secret_provider_class(ctx, svc))
+        out += gateway_manifests(ctx, svc)
+    return out
+
+
+__all__ = [
+    "GKE_SECRETS_CSI_DRIVER",
+    "HF_TOKEN_PATH",
+    "add_hf_token",
+    "gateway_manifests",
+    "hf_token_class_name",
+    "render_service_objects",
+    "secret_provider_class",
+]
