@@ -42,12 +42,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contract.args.serve_llm import ServeLlmArgs
+from contract.args.serve_llm import ServeLlmArgs, is_hub_repo_id
 from contract.serve_fit import Gpt2Shape, fit_problems
 
 HF_SUBDIR = "hf"
@@ -58,21 +57,10 @@ CHAT_TEMPLATE = (
 )
 
 
-# A Hub repo id (huggingface_hub utils/_validators.py validate_repo_id: 1-96 characters of
-# letters, digits, "-", "_", "."; no "--" or ".."; not starting or ending with "-" or ".").
-_HUB_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
-_HUB_ID = re.compile(rf"{_HUB_PART}/{_HUB_PART}")
-
-
 def is_hub_id(model: str) -> bool:
-    """Whether ``model`` names a Hugging Face Hub repo (``owner/name``, :data:`_HUB_ID`, no
-    ``--`` or ``..``) rather than a local folder: it matches and no such path exists here."""
-    return (
-        bool(_HUB_ID.fullmatch(model))
-        and ".." not in model
-        and "--" not in model
-        and not Path(model).exists()
-    )
+    """Whether ``model`` names a Hugging Face Hub repo rather than a local folder: it is written
+    as one (:func:`contract.args.serve_llm.is_hub_repo_id`) and no such path exists here."""
+    return is_hub_repo_id(model) and not Path(model).exists()
 
 
 class ModelError(ValueError):

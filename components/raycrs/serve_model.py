@@ -36,12 +36,9 @@ from pydantic import Field, field_validator, model_validator
 
 from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model
 from components.raycrs.model import HeadConfig
+from contract.args.serve_llm import is_hub_repo_id
 
 UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
-# A Hugging Face Hub repo id: ``owner/name``, each of letters, digits, ``-``, ``_``, ``.``, at most
-# 96 characters, not starting or ending with ``-`` or ``.`` (huggingface_hub
-# ``utils/_validators.py`` REPO_ID_REGEX and its 96-character limit).
-HF_REPO_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
 # A git revision on the Hub: a branch, tag or commit sha (no spaces, no ``..``).
 HF_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,254}")
 # GKE's GatewayClasses (https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api,
@@ -299,7 +296,7 @@ class ServiceConfig(_Model):
                 f"service {self.name}: set exactly one of checkpoint (a gs:// path or a job "
                 f"name) and hf_model (a Hugging Face Hub repo id owner/name); {both}"
             )
-        if self.hf_model is not None and not _hub_id(self.hf_model):
+        if self.hf_model is not None and not is_hub_repo_id(self.hf_model):
             raise ValueError(
                 f"hf_model {self.hf_model!r}: use a Hugging Face Hub repo id 'owner/name' "
                 "(letters, digits, '-', '_', '.'; each part at most 96 characters, not starting "
@@ -330,11 +327,3 @@ class ServiceConfig(_Model):
         if self.checkpoint is None or self.checkpoint.startswith("gs://"):
             return None
         return self.checkpoint
-
-
-def _hub_id(value: str) -> bool:
-    """Whether ``value`` is a Hub repo id ``owner/name`` (:data:`HF_REPO_ID` each part)."""
-    owner, sep, name = value.partition("/")
-    return bool(sep) and all(
-        HF_REPO_ID.fullmatch(x) and ".." not in x and "--" not in x for x in (owner, name)
-    )

@@ -3,11 +3,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import WorkloadArgs, arg
+
+# A Hugging Face Hub repo id ``owner/name``: each part 1-96 characters of letters, digits, ``-``,
+# ``_``, ``.``, not starting or ending with ``-`` or ``.``, no ``--`` or ``..`` (huggingface_hub
+# ``utils/_validators.py`` ``validate_repo_id`` / ``REPO_ID_REGEX``).
+HF_REPO_PART = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
+
+
+def is_hub_repo_id(value: str) -> bool:
+    """Whether ``value`` is written as a Hub repo id ``owner/name`` (:data:`HF_REPO_PART` each)."""
+    owner, sep, name = value.partition("/")
+    return bool(sep) and all(
+        HF_REPO_PART.fullmatch(x) and ".." not in x and "--" not in x for x in (owner, name)
+    )
 
 
 def _replicas(values: Mapping[str, Any]) -> str | None:
