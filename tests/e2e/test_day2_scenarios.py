@@ -37,6 +37,7 @@ PROD_LABELLED = {
     "pool-cpu-pool",
     "pool-h100-pool",
     "pool-h100-dws-pool",  # the DWS pools (issue 21) carry the stack's labels as every pool does
+    "pool-l4-serve-pool",
     "pool-system-pool",
     "pool-tpu-v6e-4x4-0-pool",
     "pool-tpu-v6e-4x4-1-pool",
@@ -271,20 +272,20 @@ SCENARIOS = [
         "prod",
         [
             Step(
-                "lm max_batch_size 16 -> 32 (serveConfigV2 only)",
-                lambda d: d["services"][0]["args"].update(max_batch_size=32),
+                "lm target_ongoing_requests 16 -> 32 (serveConfigV2 only)",
+                lambda d: d["services"][0]["args"].update(target_ongoing_requests=32),
                 {"ray-rayservice-lm": "update"},
                 {("RayService ray/lm", "rolling-restart")},
             )
         ],
     ),
     Scenario(
-        "give the RayService more workers",
+        "give the RayService fewer workers",
         "prod",
         [
             Step(
-                "lm max_workers 4 -> 6 (rayClusterConfig, outside the upgrade hash)",
-                lambda d: d["services"][0].update(max_workers=6),
+                "lm max_workers 3 -> 2 (rayClusterConfig, outside the upgrade hash)",
+                lambda d: d["services"][0].update(max_workers=2),
                 {"ray-rayservice-lm": "update"},
             ),
             Step(
@@ -360,19 +361,18 @@ SCENARIOS = [
                     d["nap"]["resource_limits"].update(memory=32768),
                 ),
                 # prepare-corpus now runs on its own cluster on the cpu pool (issue 21): its
-                # pods are resized, so the job re-runs instead of being interrupted on training
+                # pods are resized, so the job re-runs instead of being interrupted on training;
+                # the lm service serves from the l4-serve pool and is not touched
                 {
                     "cluster-gke": "update",
                     "pool-cpu-pool": "update",
                     QUOTA: "update",
                     "ray-raycluster-training": "update",
-                    "ray-rayservice-lm": "update",
                     "ray-rayjob-prepare-corpus": "re-run",
                 },
                 {
                     ("node pool cpu", "drained"),
                     *TRAINING_RECREATED,
-                    NEW_CLUSTER,
                     ("RayJob ray/prepare-corpus", "re-run"),
                 },
             )
@@ -548,12 +548,12 @@ SCENARIOS = [
         "prod",
         [
             Step(
-                "RayService lm-canary: lm with max_batch_size 32",
+                "RayService lm-canary: lm with target_ongoing_requests 32",
                 lambda d: d["services"].append(
                     {
                         **d["services"][0],
                         "name": "lm-canary",
-                        "args": {**d["services"][0]["args"], "max_batch_size": 32},
+                        "args": {**d["services"][0]["args"], "target_ongoing_requests": 32},
                     }
                 ),
                 {
@@ -566,9 +566,10 @@ SCENARIOS = [
                 },
             ),
             Step(
-                "canary max_batch_size 32 -> 64, max_ongoing_requests to 64 (serveConfigV2 only)",
+                "canary target_ongoing_requests 32 -> 8, max_ongoing_requests to 32 (serveConfigV2 "
+                "only)",
                 lambda d: d["services"][1]["args"].update(
-                    max_batch_size=64, max_ongoing_requests=64
+                    target_ongoing_requests=8, max_ongoing_requests=32
                 ),
                 {"ray-rayservice-lm-canary": "update"},
                 {("RayService ray/lm-canary", "rolling-restart")},

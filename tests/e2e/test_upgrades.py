@@ -70,8 +70,8 @@ def test_accelerator_pools_upgrade_without_spare_capacity_and_stream_images(base
             assert gcfs == {"enabled": True}, p["name"]
         else:
             assert settings is None and gcfs is None, p["name"]
-    # 2 on-demand slices + 2 DWS slices (tpu-v6e-4x4-dws, issue 21) + h100 + h100-dws
-    assert sum(1 for p in pools if p["inputs"].get("upgradeSettings")) == 6
+    # 2 on-demand slices + 2 DWS slices (tpu-v6e-4x4-dws, issue 21) + h100 + h100-dws + l4-serve
+    assert sum(1 for p in pools if p["inputs"].get("upgradeSettings")) == 7
 
 
 def test_gke_minor_bump_drains_the_pools(base_render) -> None:
@@ -84,8 +84,9 @@ def test_gke_minor_bump_drains_the_pools(base_render) -> None:
 
 
 def test_rayservice_upgrade_without_room_for_a_second_cluster_is_refused(base_render) -> None:
-    """prod's lm service may hold 4 of the cpu pool's 8 nodes: a new cluster fits. At 8 workers
-    the old cluster can hold the whole pool, so the NewCluster upgrade is flagged blocked."""
+    """prod's lm service may hold 3 of the l4-serve pool's 4 nodes: a new cluster fits. At 4
+    workers the old cluster can hold the whole pool, so the NewCluster upgrade is flagged
+    blocked."""
     data = copy.deepcopy(stack_data("prod"))
     data["services"][0]["head"] = {"cpu": "4", "memory": "16Gi"}
     fits = compare(base_render["prod"], render("prod", data), "prod")
@@ -94,16 +95,17 @@ def test_rayservice_upgrade_without_room_for_a_second_cluster_is_refused(base_re
     assert not [f for f in svc.flags if f.startswith("blocked")]
 
     full = copy.deepcopy(stack_data("prod"))
-    full["services"][0]["max_workers"] = 8
+    full["services"][0]["max_workers"] = 4
+    full["services"][0]["args"]["max_replicas"] = 4
     before = render("prod", full)
     full["services"][0]["head"] = {"cpu": "4", "memory": "16Gi"}
     plan = compare(before, render("prod", full), "prod")
     (svc,) = [c for c in plan.changes if c.type == dis.RAYSERVICE]
     (flag,) = [f for f in svc.flags if f.startswith("blocked")]
-    assert "needs 1 more node(s) on pool cpu" in flag and "at least 9" in flag
+    assert "needs 1 more node(s) on pool l4-serve" in flag and "at least 5" in flag
     # a serveConfigV2-only change needs no second cluster: nothing to check
     args = copy.deepcopy(full)
-    args["services"][0]["args"]["max_batch_size"] = 32
+    args["services"][0]["args"]["target_ongoing_requests"] = 32
     plan = compare(render("prod", full), render("prod", args), "prod")
     (svc,) = [c for c in plan.changes if c.type == dis.RAYSERVICE]
     assert svc.flags == [] and [d["effect"] for d in svc.disruption] == ["rolling-restart"]

@@ -61,7 +61,7 @@ def test_prod_serves_the_lm_from_the_h100_jobs_checkpoints() -> None:
         "tensor_parallel_size": 1,
         "dtype": "bfloat16",
         "min_replicas": 1,
-        "max_replicas": 4,
+        "max_replicas": 3,
         "target_ongoing_requests": 16,
     }
     assert m["spec"]["upgradeStrategy"] == {"type": "NewCluster"}
