@@ -63,8 +63,8 @@ def test_h100_to_spot_is_a_replacement_because_of_spot_with_cost_delta(repo: Pat
     stack = repo / "Pulumi.prod.yaml"
     original = stack.read_text()
     edited = original.replace(
-        "      max_nodes: 2\n      provisioning: on-demand\n    - name: h100-dws",
-        "      max_nodes: 2\n      provisioning: spot\n    - name: h100-dws",
+        "      max_nodes: 2\n      provisioning: on-demand\n    # Serving:",
+        "      max_nodes: 2\n      provisioning: spot\n    # Serving:",
     )
     assert edited != original
     stack.write_text(edited)
