@@ -86,12 +86,25 @@ def shuffle_seed(seed: int, epoch: int, step: int, rank: int) -> int:
 def resolve_args(args: TrainArgs) -> TrainArgs:
     """A copy with ``storage_path`` absolute when local (Ray Train resolves relative paths
     against each worker's own working directory) and ``context_length`` from the dataset's
-    manifest (256 when it has none) when not given."""
+    manifest (256 when it has none) when not given.
+
+    Raises:
+        InputError: ``context_length`` is shorter than the dataset's windows (the model could
+            not take one row; every worker would fail at its first step, ``max_failures`` times).
+    """
     changes: dict[str, Any] = {}
     if "://" not in args.storage_path:
         changes["storage_path"] = os.path.abspath(args.storage_path)
+    recorded = dataset_context_length(args.dataset)
     if args.context_length is None:
-        changes["context_length"] = dataset_context_length(args.dataset) or 256
+        changes["context_length"] = recorded or 256
+    elif recorded is not None and args.context_length < recorded:
+        raise InputError(
+            f"argument 'context_length' of workload {args.WORKLOAD} is {args.context_length}, "
+            f"shorter than the windows of dataset {args.dataset} ({recorded} bytes, prepare's "
+            f"_manifest.json): leave context_length unset (it follows the dataset), set it to "
+            f"{recorded} or more, or prepare the dataset with context_length {args.context_length}"
+        )
     return dataclasses.replace(args, **changes)
 
 

@@ -116,3 +116,31 @@ def test_the_row_check_reads_prepares_manifest_and_counts_only_without_one(
     with pytest.raises(DatasetTooSmall, match=f"has {rows} training rows; 20 worker"):
         train_dataset(args, num_workers=20)
     assert fake.counted == (2 if manifest_rows is None else 0)
+
+
+@pytest.mark.parametrize("args_cls", ["train_lm", "train_lm_jax", "train_lm_tf"])
+def test_the_context_follows_the_dataset_and_a_shorter_one_is_refused(
+    tmp_path: Path, args_cls: str
+) -> None:
+    """Unset, ``context_length`` is the dataset's (prepare's manifest); set longer it stands (the
+    model's positions cover the rows); set shorter than the rows it is refused before any worker
+    starts, naming both lengths and the fixes (seen on a GPU: the first step's ValueError, three
+    worker-group restarts, then Ray Train's error)."""
+    import json
+
+    from contract.registry import get_workload
+    from workloads.common import InputError
+    from workloads.train_loop import resolve_args
+
+    parse = get_workload(args_cls).args.parse
+    (tmp_path / "_manifest.json").write_text(json.dumps({"rows": 9, "context_length": 1024}))
+    assert resolve_args(parse({"dataset": str(tmp_path)})).context_length == 1024
+    assert (
+        resolve_args(parse({"dataset": str(tmp_path), "context_length": 2048})).context_length
+        == 2048
+    )
+    with pytest.raises(InputError) as e:
+        resolve_args(parse({"dataset": str(tmp_path), "context_length": 256}))
+    assert "'context_length' of workload" in str(e.value)
+    assert "is 256, shorter than the windows" in str(e.value) and "(1024 bytes" in str(e.value)
+    assert resolve_args(parse({"dataset": str(tmp_path / "none")})).context_length == 256
