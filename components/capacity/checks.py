@@ -215,17 +215,18 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[P
 
 
 def flavor_problems(cfg: StackConfig) -> list[Problem]:
-    """Two flavors of one cluster queue that select the same nodes."""
-    from components.capacity.render import resource_flavor
+    """Two flavors of one cluster queue that select the same nodes (the plan's flavors,
+    :attr:`components.stack.plan.Plan.resource_flavors`)."""
+    from components.stack.plan import plan
 
+    flavors = plan(cfg).resource_flavors
     out = []
     for q in cfg.capacity.cluster_queues:
         seen: dict[str, str] = {}
         for f in q.flavors:
-            try:
-                spec = resource_flavor(cfg, f.pool)["spec"]
-            except KeyError:
+            if f.pool not in flavors:  # an undeclared pool: the stack rules said so
                 continue
+            spec = flavors[f.pool]["spec"]
             key = repr(sorted(spec.get("nodeLabels", {}).items()))
             if key in seen:
                 out.append(
@@ -296,16 +297,17 @@ def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     nodes never carry a class label). The render leaves the class out of every queued object's
     worker groups (:func:`components.raycrs.render.worker_group_spec` ``compute_class``); this
     check catches a render where both apply to the same pods."""
-    from components.capacity.render import resource_flavor
     from components.computeclass.model import COMPUTE_CLASS_LABEL
+    from components.stack.plan import plan
 
+    flavors = plan(cfg).resource_flavors
     out = []
     for v in verdicts:
         for a in v.assignments:
             want = a.pod_set.node_selector.get(COMPUTE_CLASS_LABEL)
             if not want or not a.flavor:
                 continue
-            labels = resource_flavor(cfg, a.flavor)["spec"].get("nodeLabels") or {}
+            labels = flavors[a.flavor]["spec"].get("nodeLabels") or {}
             if labels.get(COMPUTE_CLASS_LABEL) != want:
                 out.append(
                     Problem(

@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.capacity.model import ClusterQueueConfig
-from components.capacity.render import cluster_queue, queued_pool, resource_flavor
+from components.capacity.render import cluster_queue, queued_pool
 from components.kernel.base import quantity_value
 from components.stack.model import StackConfig
+from components.stack.plan import plan
 from contract.errors import ConfigurationError
 from contract.quantity import QuantityError, parse_quantity
 
@@ -319,7 +320,8 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     rendered = cluster_queue(cfg, cq)
     quotas = _quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
-    flavors = {f.pool: resource_flavor(cfg, f.pool) for f in cq.flavors}
+    records = plan(cfg).resource_flavors  # the plan's flavors, read only
+    flavors = {f.pool: records[f.pool] for f in cq.flavors}
     tas_only = all("topologyName" in f["spec"] for f in flavors.values())
     verdict = Verdict(
         job=name,
