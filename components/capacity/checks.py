@@ -245,7 +245,9 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
     """One pod set per ProvisioningRequest (ray-project/ray#57839): per job at most one pod set on a
     queued flavor and never the head or submitter; the DWS check scoped with ``onFlavors``."""
     from components.capacity.render import DWS_CHECK, queued_pool
+    from components.stack.plan import plan
 
+    pool_specs = plan(cfg).pool_specs
     out = []
     for v in verdicts:
         on_dws = [a for a in v.assignments if a.flavor and a.provisioning]
@@ -274,7 +276,7 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
             f["name"]
             for g in spec["resourceGroups"]
             for f in g["flavors"]
-            if queued_pool(cfg, f["name"])
+            if queued_pool(pool_specs, f["name"])
         ]
         rules = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
         scoped = {f for r in rules if r.get("name") == DWS_CHECK for f in r.get("onFlavors") or []}

@@ -320,8 +320,8 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     rendered = cluster_queue(cfg, cq)
     quotas = _quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
-    records = plan(cfg).resource_flavors  # the plan's flavors, read only
-    flavors = {f.pool: records[f.pool] for f in cq.flavors}
+    stack_plan = plan(cfg)
+    flavors = {f.pool: stack_plan.resource_flavors[f.pool] for f in cq.flavors}  # read only
     tas_only = all("topologyName" in f["spec"] for f in flavors.values())
     verdict = Verdict(
         job=name,
@@ -372,10 +372,14 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                     fits_borrow = False
                     failures.setdefault(f.pool, []).append((r, total, available))
             if fits_nominal:
-                chosen = Assignment(ps, f.pool, "nominal", queued_pool(cfg, f.pool))
+                chosen = Assignment(
+                    ps, f.pool, "nominal", queued_pool(stack_plan.pool_specs, f.pool)
+                )
                 break
             if fits_borrow and chosen is None:
-                chosen = Assignment(ps, f.pool, "borrow", queued_pool(cfg, f.pool))
+                chosen = Assignment(
+                    ps, f.pool, "borrow", queued_pool(stack_plan.pool_specs, f.pool)
+                )
         if chosen is None:
             why = "; ".join(reasons) if reasons and len(reasons) == len(cq.flavors) else ""
             verdict.assignments.append(Assignment(ps, None, "never", why=why or "quota"))

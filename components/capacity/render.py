@@ -96,9 +96,10 @@ def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
     return copy.deepcopy(plan(cfg).resource_flavors[pool])
 
 
-def queued_pool(cfg: StackConfig, pool: str) -> bool:
-    """True when ``pool`` has ``provisioning: queued``."""
-    specs = plan(cfg).pool_specs.get(pool)
+def queued_pool(pool_specs: Mapping[str, Sequence[NodePoolSpec]], pool: str) -> bool:
+    """True when ``pool`` has ``provisioning: queued`` (``pool_specs``:
+    :attr:`components.stack.plan.Plan.pool_specs`)."""
+    specs = pool_specs.get(pool)
     return bool(specs) and specs[0].queued
 
 
@@ -145,9 +146,9 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
     }
     if cq.cohort:
         spec["cohortName"] = cq.cohort
-    dws = [f.pool for f in cq.flavors if queued_pool(cfg, f.pool)]
+    dws = [f.pool for f in cq.flavors if queued_pool(p.pool_specs, f.pool)]
     checks = [{"name": DWS_CHECK, "onFlavors": dws}] if dws else []
-    slices = [f.pool for f in cq.flavors if super_slicing_pool(cfg, f.pool)]
+    slices = [f.pool for f in cq.flavors if super_slicing_pool(p.pool_specs, f.pool)]
     if slices:  # GKE's slice controller forms the super-slice before the pods start
         checks.append({"name": SLICE_CHECK, "onFlavors": slices})
     if checks:
@@ -160,9 +161,10 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
     }
 
 
-def super_slicing_pool(cfg: StackConfig, pool: str) -> bool:
-    """True when ``pool`` is a TPU7x super-slicing pool (:mod:`components.capacity.superslice`)."""
-    specs = plan(cfg).pool_specs.get(pool)
+def super_slicing_pool(pool_specs: Mapping[str, Sequence[NodePoolSpec]], pool: str) -> bool:
+    """True when ``pool`` is a TPU7x super-slicing pool (:mod:`components.capacity.superslice`;
+    ``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
+    specs = pool_specs.get(pool)
     return bool(specs) and specs[0].super_slicing
 
 
@@ -177,9 +179,12 @@ def slice_check() -> dict[str, Any]:
     }
 
 
-def uses_dws(cfg: StackConfig) -> bool:
-    """Some cluster queue lists a queued node pool as a flavor."""
-    return any(queued_pool(cfg, f.pool) for q in cfg.capacity.cluster_queues for f in q.flavors)
+def uses_dws(
+    pool_specs: Mapping[str, Sequence[NodePoolSpec]], cluster_queues: Sequence[ClusterQueueConfig]
+) -> bool:
+    """Some cluster queue (``capacity.cluster_queues``) lists a queued node pool as a flavor
+    (``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
+    return any(queued_pool(pool_specs, f.pool) for q in cluster_queues for f in q.flavors)
 
 
 def dws_objects() -> list[dict[str, Any]]:
@@ -251,9 +256,9 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
         copy.deepcopy(stack_plan.resource_flavors[f]) for f in flavor_pools(cap.cluster_queues)
     ]
     out += topology_objects(flavors) + flavors  # a flavor's Topology first
-    if uses_dws(cfg):
+    if uses_dws(stack_plan.pool_specs, cap.cluster_queues):
         out += dws_objects()
-    if any(super_slicing_pool(cfg, f) for f in flavor_pools(cap.cluster_queues)):
+    if any(super_slicing_pool(stack_plan.pool_specs, f) for f in flavor_pools(cap.cluster_queues)):
         out.append(slice_check())
     out += [cluster_queue(cfg, q) for q in cap.cluster_queues]
     out += [
