@@ -215,7 +215,7 @@ FLOORS = (
     "kernel",  # components/kernel/: what every concept stands on (Problem, the model base)
     "models",  # components/<concept>/model.py (and *_model.py): the concepts' parts of the stack
     "stack model",  # components/stack/model.py: StackConfig, every concept's model
-    "plan",  # stack/context.py, resolve.py, plan.py, nodepools/spec.py: the stack resolved once
+    "plan",  # stack/context.py, resolve.py, plan.py, PLAN_RECORDS: the stack resolved once
     "renders",  # the rest of a concept folder: render, rules, checks; the derived names
     "components",  # components/<concept>/component.py: the Pulumi ComponentResources
     "assembly",  # components/stack/: the rules table, checks, loader, outputs, Pulumi config
@@ -234,8 +234,13 @@ STACK_FLOORS = {
 }
 
 # Concept modules on the plan floor: the builders of the records the plan derives once per stack
-# (they stand on the models and the stack's Context only).
-PLAN_RECORDS = {"components.nodepools.spec"}
+# (they stand on the models and the stack's Context only): the GKE node pools, the Kueue
+# ResourceFlavors, the ComputeClasses.
+PLAN_RECORDS = {
+    "components.nodepools.spec",
+    "components.capacity.flavor",
+    "components.computeclass.manifest",
+}
 
 
 def floor(module: str) -> str:
@@ -281,6 +286,8 @@ def test_floors_follow_the_roles() -> None:
     assert floor("components.stack.plan") == "plan"
     assert floor("components.stack.context") == "plan"
     assert floor("components.nodepools.spec") == "plan"
+    assert floor("components.capacity.flavor") == "plan"
+    assert floor("components.computeclass.manifest") == "plan"
     assert floor("components.raycrs.operator.cluster") == "renders"
     assert floor("components.nodepools.component") == "components"
     assert floor("components.stack.loader") == "assembly"

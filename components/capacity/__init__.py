@@ -3,9 +3,12 @@
 One concept folder (design.md "Capacity"):
 
 * :mod:`components.capacity.model` - the ``capacity:`` block of the stack file (pydantic);
-* :mod:`components.capacity.render` - pure render: ResourceFlavors (derived from the node pool
-  specs of :mod:`components.nodepools.render`), ClusterQueues, LocalQueues,
-  WorkloadPriorityClasses, AdmissionChecks and ProvisioningRequestConfigs, Kueue's Helm values;
+* :mod:`components.capacity.flavor` - the ResourceFlavor builder (derived from the node pool
+  specs of :mod:`components.nodepools.spec`), on the plan floor: the plan carries every pool's
+  flavor (:attr:`components.stack.plan.Plan.resource_flavors`);
+* :mod:`components.capacity.render` - pure render: the plan's ResourceFlavors, ClusterQueues,
+  LocalQueues, WorkloadPriorityClasses, AdmissionChecks and ProvisioningRequestConfigs, Kueue's
+  Helm values;
 * :mod:`components.capacity.rules` - Kueue's rules for queued Ray jobs and the DWS / flex-start
   limits on the stack model, each citing its source;
 * :mod:`components.capacity.checks` - the same on the rendered objects: Kueue's webhook rules

@@ -215,17 +215,18 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[P
 
 
 def flavor_problems(cfg: StackConfig) -> list[Problem]:
-    """Two flavors of one cluster queue that select the same nodes."""
-    from components.capacity.render import resource_flavor
+    """Two flavors of one cluster queue that select the same nodes (the plan's flavors,
+    :attr:`components.stack.plan.Plan.resource_flavors`)."""
+    from components.stack.plan import plan
 
+    flavors = plan(cfg).resource_flavors
     out = []
     for q in cfg.capacity.cluster_queues:
         seen: dict[str, str] = {}
         for f in q.flavors:
-            try:
-                spec = resource_flavor(cfg, f.pool)["spec"]
-            except KeyError:
+            if f.pool not in flavors:  # an undeclared pool: the stack rules said so
                 continue
+            spec = flavors[f.pool]["spec"]
             key = repr(sorted(spec.get("nodeLabels", {}).items()))
             if key in seen:
                 out.append(
@@ -244,7 +245,9 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
     """One pod set per ProvisioningRequest (ray-project/ray#57839): per job at most one pod set on a
     queued flavor and never the head or submitter; the DWS check scoped with ``onFlavors``."""
     from components.capacity.render import DWS_CHECK, queued_pool
+    from components.stack.plan import plan
 
+    pool_specs = plan(cfg).pool_specs
     out = []
     for v in verdicts:
         on_dws = [a for a in v.assignments if a.flavor and a.provisioning]
@@ -273,7 +276,7 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
             f["name"]
             for g in spec["resourceGroups"]
             for f in g["flavors"]
-            if queued_pool(cfg, f["name"])
+            if queued_pool(pool_specs, f["name"])
         ]
         rules = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
         scoped = {f for r in rules if r.get("name") == DWS_CHECK for f in r.get("onFlavors") or []}
@@ -296,16 +299,17 @@ def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     nodes never carry a class label). The render leaves the class out of every queued object's
     worker groups (:func:`components.raycrs.render.worker_group_spec` ``compute_class``); this
     check catches a render where both apply to the same pods."""
-    from components.capacity.render import resource_flavor
     from components.computeclass.model import COMPUTE_CLASS_LABEL
+    from components.stack.plan import plan
 
+    flavors = plan(cfg).resource_flavors
     out = []
     for v in verdicts:
         for a in v.assignments:
             want = a.pod_set.node_selector.get(COMPUTE_CLASS_LABEL)
             if not want or not a.flavor:
                 continue
-            labels = resource_flavor(cfg, a.flavor)["spec"].get("nodeLabels") or {}
+            labels = flavors[a.flavor]["spec"].get("nodeLabels") or {}
             if labels.get(COMPUTE_CLASS_LABEL) != want:
                 out.append(
                     Problem(

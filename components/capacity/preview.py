@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.capacity.model import ClusterQueueConfig
-from components.capacity.render import cluster_queue, queued_pool, resource_flavor
+from components.capacity.render import cluster_queue, queued_pool
 from components.kernel.base import quantity_value
 from components.stack.model import StackConfig
+from components.stack.plan import plan
 from contract.errors import ConfigurationError
 from contract.quantity import QuantityError, parse_quantity
 
@@ -319,7 +320,8 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     rendered = cluster_queue(cfg, cq)
     quotas = _quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
-    flavors = {f.pool: resource_flavor(cfg, f.pool) for f in cq.flavors}
+    stack_plan = plan(cfg)
+    flavors = {f.pool: stack_plan.resource_flavors[f.pool] for f in cq.flavors}  # read only
     tas_only = all("topologyName" in f["spec"] for f in flavors.values())
     verdict = Verdict(
         job=name,
@@ -370,10 +372,14 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                     fits_borrow = False
                     failures.setdefault(f.pool, []).append((r, total, available))
             if fits_nominal:
-                chosen = Assignment(ps, f.pool, "nominal", queued_pool(cfg, f.pool))
+                chosen = Assignment(
+                    ps, f.pool, "nominal", queued_pool(stack_plan.pool_specs, f.pool)
+                )
                 break
             if fits_borrow and chosen is None:
-                chosen = Assignment(ps, f.pool, "borrow", queued_pool(cfg, f.pool))
+                chosen = Assignment(
+                    ps, f.pool, "borrow", queued_pool(stack_plan.pool_specs, f.pool)
+                )
         if chosen is None:
             why = "; ".join(reasons) if reasons and len(reasons) == len(cq.flavors) else ""
             verdict.assignments.append(Assignment(ps, None, "never", why=why or "quota"))

@@ -15,7 +15,10 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
   which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes). The
   flavor of a ComputeClass's pool selects the class instead
   (:func:`resource_flavor`, :func:`class_flavor_labels`), so its pods reach the class's fallback
-  priorities as well as the pool.
+  priorities as well as the pool. The builder is :mod:`components.capacity.flavor` (on the plan
+  floor): the plan carries every pool's flavor
+  (:attr:`components.stack.plan.Plan.resource_flavors`, once per stack) and this module hands
+  out copies.
 * ClusterQueue: one resource group covering ``cpu``, ``memory`` and the accelerators of its
   flavors (every flavor of a group lists every covered resource: the CRD's validation);
   ``admissionChecksStrategy.admissionChecks[].onFlavors`` runs the DWS check only for pod sets
@@ -35,12 +38,22 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from components import catalog
+
+# The flavor builder and its helpers live on the plan floor (the plan carries the flavors);
+# re-exported here with the other Kueue renders.
+from components.capacity.flavor import API_VERSION as API_VERSION
+from components.capacity.flavor import CLASS_SHAPE_LABELS as CLASS_SHAPE_LABELS
+from components.capacity.flavor import PART_OF as PART_OF
+from components.capacity.flavor import class_flavor_labels as class_flavor_labels
+from components.capacity.flavor import flavor_labels as flavor_labels
+from components.capacity.flavor import meta
 from components.capacity.model import ClusterQueueConfig
 from components.capacity.superslice import SLICE_CHECK, SLICE_CONTROLLER
 from components.capacity.topology import topology_objects
@@ -48,7 +61,6 @@ from components.nodepools.render import NodePoolSpec
 from components.stack.model import StackConfig
 from components.stack.plan import plan
 
-API_VERSION = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
@@ -63,7 +75,6 @@ ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 # Resources DWS provisions for (the ProvisioningRequestConfig's managedResources): the
 # accelerators; cpu and memory of the same pods come with the nodes.
 DWS_MANAGED_RESOURCES = (catalog.TPU_RESOURCE, catalog.GPU_RESOURCE)
-PART_OF = {"app.kubernetes.io/part-of": "ray-gke", "app.kubernetes.io/managed-by": "pulumi"}
 
 
 def queue_labels(job: Any) -> dict[str, str]:
@@ -74,101 +85,21 @@ def queue_labels(job: Any) -> dict[str, str]:
     return labels
 
 
-def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": dict(PART_OF)}
-    if namespace:
-        meta["namespace"] = namespace
-    return meta
-
-
-def flavor_labels(specs: Sequence[NodePoolSpec]) -> dict[str, str]:
-    """The node labels every GKE node pool of a config pool carries (their intersection)."""
-    if not specs:
-        return {}
-    common = dict(specs[0].labels)
-    for s in specs[1:]:
-        common = {k: v for k, v in common.items() if s.labels.get(k) == v}
-    return dict(sorted(common.items()))
-
-
-def _taint(t: catalog.Taint) -> dict[str, str]:
-    return {"key": t.key, "value": t.value, "effect": t.effect}
-
-
-# The node labels of an accelerator shape, the same on every priority of a ComputeClass.
-CLASS_SHAPE_LABELS = (
-    catalog.GPU_ACCELERATOR_LABEL,
-    catalog.GPU_DRIVER_LABEL,
-    catalog.TPU_ACCELERATOR_LABEL,
-    catalog.TPU_TOPOLOGY_LABEL,
-)
-
-
-def class_flavor_labels(specs: Sequence[NodePoolSpec], class_name: str) -> dict[str, str]:
-    """The node labels of a ComputeClass flavor: ``cloud.google.com/compute-class: <class>``
-    plus the accelerator labels every priority's nodes carry (:data:`CLASS_SHAPE_LABELS`: GKE
-    sets them on every GPU / TPU node it creates, and every priority has the pool's shape,
-    https://cloud.google.com/kubernetes-engine/docs/how-to/gpus,
-    https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus). Left out: the
-    declared pool's own ``cloud.google.com/gke-nodepool``, ``cloud.google.com/gke-spot`` and its
-    stack ``labels:``, which the nodes of the class's other priorities do not carry, so a flavor
-    keeping them would pin the admitted pods to the declared pool."""
-    from components.computeclass.model import class_label
-
-    keep = {k: v for k, v in flavor_labels(specs).items() if k in CLASS_SHAPE_LABELS}
-    return dict(sorted({**keep, **class_label(class_name)}.items()))
-
-
 def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
-    """The ResourceFlavor of node pool ``pool`` (named after the pool), see the module docstring.
-
-    A pool that is a ComputeClass's ``node_pool`` gets a class flavor: its ``nodeLabels`` select
-    the class (:func:`class_flavor_labels`) and it tolerates the class's taint, so Kueue admits a
-    pod set on it and adds ``cloud.google.com/compute-class: <class>`` and the toleration to the
-    pods (kueue v0.19.2 ``pkg/podset/podset.go`` ``Merge``); GKE then places them by the class's
-    priorities: the declared pool, then its fallbacks
-    (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes:
-    pods select a class with the ``cloud.google.com/compute-class`` node selector).
+    """The ResourceFlavor of node pool ``pool`` (named after the pool), see the module docstring:
+    the plan's record (:attr:`components.stack.plan.Plan.resource_flavors`, built by
+    :func:`components.capacity.flavor.resource_flavor`), a copy the caller may change.
 
     Raises:
         KeyError: ``pool`` is not a declared node pool nor ``system``.
     """
-    from components.capacity.topology import flavor_topology
-    from components.computeclass.model import class_taint
-
-    p = plan(cfg)
-    specs = p.pool_specs.get(pool)  # the pool's GKE node pools (``system``: the system pool)
-    if not specs:
-        raise KeyError(pool)
-    cc = p.compute_classes.get(pool)  # the ComputeClass naming the pool (the first), if any
-    labels = flavor_labels(specs) if cc is None else class_flavor_labels(specs, cc)
-    if specs[0].super_slicing:  # the slice controller picks the cubes: select the accelerator
-        labels = {catalog.TPU_ACCELERATOR_LABEL: labels[catalog.TPU_ACCELERATOR_LABEL]}
-    spec: dict[str, Any] = {"nodeLabels": labels}
-    topology = flavor_topology(cfg.capacity.topology, specs)
-    if topology:  # Topology Aware Scheduling (components.capacity.topology)
-        spec["topologyName"] = topology
-    taints = specs[0].node_taints
-    if taints:
-        spec["nodeTaints"] = [_taint(t) for t in taints]
-    tolerations = []
-    if specs[0].queued:
-        tolerations.append(catalog.QUEUED_TAINT.toleration())
-    if cc is not None:
-        tolerations.append(class_taint(cc).toleration())
-    if tolerations:
-        spec["tolerations"] = tolerations
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ResourceFlavor",
-        "metadata": _meta(pool),
-        "spec": spec,
-    }
+    return copy.deepcopy(plan(cfg).resource_flavors[pool])
 
 
-def queued_pool(cfg: StackConfig, pool: str) -> bool:
-    """True when ``pool`` has ``provisioning: queued``."""
-    specs = plan(cfg).pool_specs.get(pool)
+def queued_pool(pool_specs: Mapping[str, Sequence[NodePoolSpec]], pool: str) -> bool:
+    """True when ``pool`` has ``provisioning: queued`` (``pool_specs``:
+    :attr:`components.stack.plan.Plan.pool_specs`)."""
+    specs = pool_specs.get(pool)
     return bool(specs) and specs[0].queued
 
 
@@ -215,9 +146,9 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
     }
     if cq.cohort:
         spec["cohortName"] = cq.cohort
-    dws = [f.pool for f in cq.flavors if queued_pool(cfg, f.pool)]
+    dws = [f.pool for f in cq.flavors if queued_pool(p.pool_specs, f.pool)]
     checks = [{"name": DWS_CHECK, "onFlavors": dws}] if dws else []
-    slices = [f.pool for f in cq.flavors if super_slicing_pool(cfg, f.pool)]
+    slices = [f.pool for f in cq.flavors if super_slicing_pool(p.pool_specs, f.pool)]
     if slices:  # GKE's slice controller forms the super-slice before the pods start
         checks.append({"name": SLICE_CHECK, "onFlavors": slices})
     if checks:
@@ -225,14 +156,15 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
-        "metadata": _meta(cq.name),
+        "metadata": meta(cq.name),
         "spec": spec,
     }
 
 
-def super_slicing_pool(cfg: StackConfig, pool: str) -> bool:
-    """True when ``pool`` is a TPU7x super-slicing pool (:mod:`components.capacity.superslice`)."""
-    specs = plan(cfg).pool_specs.get(pool)
+def super_slicing_pool(pool_specs: Mapping[str, Sequence[NodePoolSpec]], pool: str) -> bool:
+    """True when ``pool`` is a TPU7x super-slicing pool (:mod:`components.capacity.superslice`;
+    ``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
+    specs = pool_specs.get(pool)
     return bool(specs) and specs[0].super_slicing
 
 
@@ -242,14 +174,17 @@ def slice_check() -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "AdmissionCheck",
-        "metadata": _meta(SLICE_CHECK),
+        "metadata": meta(SLICE_CHECK),
         "spec": {"controllerName": SLICE_CONTROLLER},
     }
 
 
-def uses_dws(cfg: StackConfig) -> bool:
-    """Some cluster queue lists a queued node pool as a flavor."""
-    return any(queued_pool(cfg, f.pool) for q in cfg.capacity.cluster_queues for f in q.flavors)
+def uses_dws(
+    pool_specs: Mapping[str, Sequence[NodePoolSpec]], cluster_queues: Sequence[ClusterQueueConfig]
+) -> bool:
+    """Some cluster queue (``capacity.cluster_queues``) lists a queued node pool as a flavor
+    (``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
+    return any(queued_pool(pool_specs, f.pool) for q in cluster_queues for f in q.flavors)
 
 
 def dws_objects() -> list[dict[str, Any]]:
@@ -257,7 +192,7 @@ def dws_objects() -> list[dict[str, Any]]:
     prc = {
         "apiVersion": API_VERSION,
         "kind": "ProvisioningRequestConfig",
-        "metadata": _meta(DWS_CHECK),
+        "metadata": meta(DWS_CHECK),
         "spec": {
             "provisioningClassName": catalog.QUEUED_PROVISIONING_CLASS,
             "managedResources": list(DWS_MANAGED_RESOURCES),
@@ -266,7 +201,7 @@ def dws_objects() -> list[dict[str, Any]]:
     check = {
         "apiVersion": API_VERSION,
         "kind": "AdmissionCheck",
-        "metadata": _meta(DWS_CHECK),
+        "metadata": meta(DWS_CHECK),
         "spec": {
             "controllerName": PROVISIONING_CONTROLLER,
             "parameters": {
@@ -295,6 +230,8 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
     Topologies the flavors name (:mod:`components.capacity.topology`), ResourceFlavors,
     ProvisioningRequestConfig + AdmissionCheck (when a queue uses a queued pool), the slice
     AdmissionCheck (when one uses a super-slicing pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``). Empty without queues.
+    The ResourceFlavors are copies of the plan's
+    (:attr:`components.stack.plan.Plan.resource_flavors`).
 
     Raises:
         KeyError: a flavor names an undeclared pool (the stack rules report it first).
@@ -302,29 +239,33 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
     cap = cfg.capacity
     if not cap.enabled:
         return []
-    namespace = plan(cfg).context.namespace
+    stack_plan = plan(cfg)
+    namespace = stack_plan.context.namespace
     out: list[dict[str, Any]] = [
         {
             "apiVersion": API_VERSION,
             "kind": "WorkloadPriorityClass",
-            "metadata": _meta(p.name),
+            "metadata": meta(p.name),
             "value": p.value,
             **({"description": p.description} if p.description else {}),
         }
         for p in cap.priority_classes
     ]
-    flavors = [resource_flavor(cfg, p) for p in flavor_pools(cap.cluster_queues)]
+    # the plan's flavors (built once per stack), copied: the caller owns what is returned
+    flavors = [
+        copy.deepcopy(stack_plan.resource_flavors[f]) for f in flavor_pools(cap.cluster_queues)
+    ]
     out += topology_objects(flavors) + flavors  # a flavor's Topology first
-    if uses_dws(cfg):
+    if uses_dws(stack_plan.pool_specs, cap.cluster_queues):
         out += dws_objects()
-    if any(super_slicing_pool(cfg, p) for p in flavor_pools(cap.cluster_queues)):
+    if any(super_slicing_pool(stack_plan.pool_specs, f) for f in flavor_pools(cap.cluster_queues)):
         out.append(slice_check())
     out += [cluster_queue(cfg, q) for q in cap.cluster_queues]
     out += [
         {
             "apiVersion": API_VERSION,
             "kind": "LocalQueue",
-            "metadata": _meta(lq.name, namespace),
+            "metadata": meta(lq.name, namespace),
             "spec": {"clusterQueue": lq.cluster_queue},
         }
         for lq in cap.local_queues

@@ -36,6 +36,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+# The cube Topology is named by the flavor builder (on the plan floor); re-exported here.
+from components.capacity.flavor import SUPERSLICE_TOPOLOGY as TOPOLOGY
+
 if TYPE_CHECKING:
     from components.kernel.problems import Problem
     from components.nodepools.render import NodePoolSpec
@@ -52,7 +55,6 @@ PARTITION_LABEL = "cloud.google.com/gke-tpu-partition-4x4x4-id"
 SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 SLICE_CONTROLLER = "accelerator.gke.io/slice"
 SLICE_CHECK = "tpu-slice"
-TOPOLOGY = "tpu7x-superslice"
 TOPOLOGIES = {
     TOPOLOGY: ("cloud.google.com/gce-topology-block", PARTITION_LABEL, "kubernetes.io/hostname")
 }

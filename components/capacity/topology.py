@@ -45,6 +45,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+# The Topology a flavor names is part of the flavor, which the plan carries: its functions live
+# with the flavor builder (on the plan floor) and are re-exported here.
+from components.capacity.flavor import GPU_TOPOLOGY as GPU_TOPOLOGY
+from components.capacity.flavor import TAS_MACHINE_TYPES as TAS_MACHINE_TYPES
+from components.capacity.flavor import flavor_topology as flavor_topology
+from components.capacity.flavor import pool_topology as pool_topology
 from components.nodepools.model import TpuPool
 
 if TYPE_CHECKING:
@@ -56,10 +62,6 @@ SUBBLOCK = "cloud.google.com/gce-topology-subblock"
 HOST = "cloud.google.com/gce-topology-host"
 HOSTNAME = "kubernetes.io/hostname"
 GPU_LEVELS = (BLOCK, SUBBLOCK, HOST, HOSTNAME)
-GPU_TOPOLOGY = "gpu-blocks"
-TAS_MACHINE_TYPES = frozenset(
-    {"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g"}
-)
 SUBBLOCK_NODES = {"a4x-highgpu-4g": 18}
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
@@ -79,17 +81,6 @@ def topology_levels(name: str) -> tuple[str, ...]:
     from components.capacity import superslice
 
     return {GPU_TOPOLOGY: GPU_LEVELS, **superslice.TOPOLOGIES}[name]
-
-
-def pool_topology(spec: NodePoolSpec) -> str | None:
-    """The Topology a node pool's flavor names: :data:`GPU_TOPOLOGY` for a GPU pool of a machine
-    type that exposes the block labels, the TPU7x cube topology for a super-slicing pool
-    (:mod:`components.capacity.superslice`), else None."""
-    from components.capacity import superslice
-
-    if spec.kind == "gpu" and spec.machine_type in TAS_MACHINE_TYPES:
-        return GPU_TOPOLOGY
-    return superslice.pool_topology(spec)
 
 
 def tightest_level(spec: NodePoolSpec, pods: int) -> str:
@@ -113,14 +104,6 @@ def podset_topology(spec: NodePoolSpec, pods: int, mode: str) -> dict[str, str]:
         return {}
     key = REQUIRED if mode == "required" else PREFERRED
     return {key: tightest_level(spec, pods)}
-
-
-def flavor_topology(topology: str, specs: Sequence[NodePoolSpec]) -> str | None:
-    """``topologyName`` of a flavor over ``specs`` (one config pool's GKE pools); None with
-    ``topology`` (``capacity.topology``) ``off``."""
-    if topology == "off" or not specs:
-        return None
-    return pool_topology(specs[0])
 
 
 def topology_object(name: str) -> dict[str, Any]:

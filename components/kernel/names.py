@@ -1,5 +1,5 @@
 """Names computed from the stack config alone, needed by the spec's own rules as well as by the
-builders (:mod:`components.stack.naming` re-exports them)."""
+builders and the plan's records (:mod:`components.stack.naming` re-exports them)."""
 
 from __future__ import annotations
 
@@ -23,3 +23,20 @@ def bucket_name(project: str, cluster: str, prefix: str | None, purpose: BucketP
         digest = hashlib.sha256(prefix.encode()).hexdigest()[:8]
         name = f"{prefix[: 63 - len(purpose) - 10]}-{digest}-{purpose}"
     return name
+
+
+def node_service_account_id(cluster: str) -> str:
+    """Account id of the nodes' own least-privilege service account: ``<cluster>-nodes``
+    (``cluster``: ``cluster.name``).
+
+    Account ids are 6-30 characters and end with a letter or digit
+    (https://cloud.google.com/iam/docs/service-accounts-create#creating); a cluster name too
+    long for that is shortened with a stable hash, never cut mid-way (``...-`` would be refused).
+    """
+    suffix = "-nodes"
+    name = cluster + suffix
+    if len(name) <= 30:
+        return name
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:4]
+    head = cluster[: 30 - len(suffix) - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}{suffix}"

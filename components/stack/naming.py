@@ -10,9 +10,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
-# One definition, in the spec layer (its rules name buckets too); re-exported here.
+# One definition, in the kernel (the spec's rules name buckets too, the plan's ComputeClasses the
+# nodes' service account); re-exported here.
 from components.kernel.names import BucketPurpose as BucketPurpose
 from components.kernel.names import bucket_name as bucket_name
+from components.kernel.names import node_service_account_id as node_service_account_id
 from components.stack.model import StackConfig
 from components.storage.model import WorkloadIdentityConfig
 
@@ -95,23 +97,6 @@ def workload_identity_member(
     Workload Identity: ``serviceAccount:<project>.svc.id.goog[<namespace>/<ksa>]``
     (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
     return f"serviceAccount:{workload_pool(project)}[{namespace}/{ksa_name(identity)}]"
-
-
-def node_service_account_id(cluster: str) -> str:
-    """Account id of the nodes' own least-privilege service account: ``<cluster>-nodes``
-    (``cluster``: ``cluster.name``).
-
-    Account ids are 6-30 characters and end with a letter or digit
-    (https://cloud.google.com/iam/docs/service-accounts-create#creating); a cluster name too
-    long for that is shortened with a stable hash, never cut mid-way (``...-`` would be refused).
-    """
-    suffix = "-nodes"
-    name = cluster + suffix
-    if len(name) <= 30:
-        return name
-    digest = hashlib.sha256(cluster.encode()).hexdigest()[:4]
-    head = cluster[: 30 - len(suffix) - len(digest) - 1].rstrip("-")
-    return f"{head}-{digest}{suffix}"
 
 
 # ------------------------------------------------------------------ names the resources declare

@@ -6,12 +6,14 @@
 clusters and workload identities by name, and one record per long-lived worker group
 (:class:`~components.stack.resolve.GroupTarget`), job
 (:class:`~components.stack.resolve.JobTarget`) and service (a ``GroupTarget``), and the records
-derived from them: the GKE node pools of the stack (:attr:`Plan.node_pool_specs`,
-:attr:`Plan.pool_specs`, built by :mod:`components.nodepools.spec` on first use). The cross-field
-rules (:mod:`components.stack.rules`, :mod:`components.raycrs.rules`), the renders
-(:mod:`components.raycrs`, :mod:`components.images.render`, the node pools, ComputeClasses and
-Kueue objects) and the rendered-stack checks read these records instead of resolving or building
-them again.
+derived from them, each built on first use: the GKE node pools of the stack
+(:attr:`Plan.node_pool_specs`, :attr:`Plan.pool_specs`, by :mod:`components.nodepools.spec`), the
+Kueue ResourceFlavors of its pools (:attr:`Plan.resource_flavors`, by
+:mod:`components.capacity.flavor`) and its ComputeClasses (:attr:`Plan.compute_class_manifests`,
+by :mod:`components.computeclass.manifest`). The cross-field rules (:mod:`components.stack.rules`,
+:mod:`components.raycrs.rules`), the renders (:mod:`components.raycrs`,
+:mod:`components.images.render`, the node pools, ComputeClasses and Kueue objects) and the
+rendered-stack checks read these records instead of resolving or building them again.
 
 A stack with a broken reference still has a plan: the record that cannot be resolved is left
 out and its :class:`~components.stack.resolve.ResolveError` is kept in :attr:`Plan.problems`
@@ -37,6 +39,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from components.capacity.flavor import resource_flavor
+from components.computeclass.manifest import compute_class_manifest
 from components.nodepools.spec import NodePoolSpec, pool_specs, system_pool_spec
 from components.stack.context import Context, context
 from components.stack.resolve import (
@@ -52,6 +56,7 @@ from components.stack.resolve import (
 
 if TYPE_CHECKING:
     from components.cluster.model import SystemPool
+    from components.computeclass.model import ComputeClassConfig
     from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
     from components.raycrs.serve_model import ServiceConfig
     from components.stack.model import StackConfig
@@ -108,11 +113,20 @@ class Plan:
         system_pool: ``cluster.system_pool`` (None for a stack validated only in part).
         declared_pools: ``node_pools`` in config order, every entry (``pools`` keeps the first
             of each name).
+        declared_classes: ``compute_classes`` in config order, every entry.
+        capacity_topology: ``capacity.topology`` (``required``, ``preferred``, ``off``): whether
+            the Kueue flavors name a Topology; ``off`` for a stack validated only in part.
 
     The derived records, computed on first use and kept (the plan is cached per config, so once
     per stack): :attr:`node_pool_specs` and :attr:`pool_specs`, the GKE node pools
     (:class:`~components.nodepools.spec.NodePoolSpec`) that the node pool component creates and
-    the Kueue flavors, ComputeClasses, Ray placement and outputs read.
+    the Kueue flavors, ComputeClasses, Ray placement and outputs read;
+    :attr:`resource_flavors`, the Kueue ResourceFlavor of every pool
+    (:mod:`components.capacity.flavor`), which the Kueue render, the capacity checks and the
+    admission preview read; :attr:`compute_class_manifests`, the stack's ComputeClasses
+    (:mod:`components.computeclass.manifest`), which the Ray resources component and the
+    ComputeClass check read. The manifests are plain dicts: the renders hand out copies, so
+    nothing changes a record.
     """
 
     partial_context: Context | None
@@ -126,6 +140,8 @@ class Plan:
     problems: tuple[Unresolved, ...] = field(default=())
     system_pool: SystemPool | None = None
     declared_pools: tuple[Pool, ...] = ()
+    declared_classes: tuple[ComputeClassConfig, ...] = ()
+    capacity_topology: str = "off"
 
     @cached_property
     def node_pool_specs(self) -> tuple[NodePoolSpec, ...]:
@@ -153,6 +169,47 @@ class Plan:
                 continue
             out[s.pool] = (*out.get(s.pool, ()), s)
         return MappingProxyType(out)
+
+    @cached_property
+    def resource_flavors(self) -> Mapping[str, dict[str, Any]]:
+        """Config pool name -> its Kueue ResourceFlavor (named after the pool), for every pool of
+        :attr:`pool_specs` (``system`` included), in that order; the flavor of a pool a
+        ComputeClass names selects the class (:attr:`compute_classes`), and it names a Topology
+        unless :attr:`capacity_topology` is ``off``
+        (:func:`components.capacity.flavor.resource_flavor`). Read-only: copy before changing one
+        (:func:`components.capacity.render.render_capacity` does).
+
+        Raises:
+            ValueError: the stack was validated only in part (no :attr:`context`).
+        """
+        return MappingProxyType(
+            {
+                pool: resource_flavor(
+                    pool, specs, self.compute_classes.get(pool), self.capacity_topology
+                )
+                for pool, specs in self.pool_specs.items()
+            }
+        )
+
+    @cached_property
+    def compute_class_manifests(self) -> tuple[dict[str, Any], ...]:
+        """The ComputeClass object of every :attr:`declared_classes` entry, in config order
+        (:func:`components.computeclass.manifest.compute_class_manifest`), its first priority the
+        GKE node pools of its pool (:attr:`pool_specs`). Read-only: copy before changing one
+        (:func:`components.computeclass.render.render_compute_classes` does).
+
+        Raises:
+            ValueError: the stack was validated only in part (no :attr:`context`), or a class
+                names a CPU pool (the stack rules refuse it first).
+            KeyError: a class names an undeclared pool (the rules refuse it first).
+        """
+        ctx = self.context
+        out = []
+        for cc in self.declared_classes:
+            pool = self.pools[cc.node_pool]
+            gke_pools = [s.name for s in self.pool_specs.get(pool.name, ())]
+            out.append(compute_class_manifest(ctx, cc, pool, gke_pools))
+        return tuple(out)
 
     @property
     def context(self) -> Context:
@@ -278,6 +335,8 @@ def _build(cfg: StackConfig) -> Plan:
         problems=tuple(problems),
         system_pool=getattr(cluster, "system_pool", None),
         declared_pools=tuple(cfg.node_pools),
+        declared_classes=tuple(cfg.compute_classes),
+        capacity_topology=getattr(getattr(cfg, "capacity", None), "topology", "off"),
     )
 
 

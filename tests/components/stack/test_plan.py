@@ -287,3 +287,122 @@ def test_the_node_pool_records_are_built_once_per_stack(monkeypatch: pytest.Monk
     other = cfg.model_copy(update={"node_pools": cfg.node_pools[:1]})  # its own records
     assert [s.pool for s in plan(other).node_pool_specs][:2] == ["system", cfg.node_pools[0].name]
     assert calls[len(cfg.node_pools) :] == [cfg.node_pools[0].name]
+
+
+@pytest.mark.parametrize("name", ["dev", "prod", "scale"])
+def test_the_rendered_flavors_and_classes_are_the_plans_records(name: str) -> None:
+    """The Kueue ResourceFlavors and the ComputeClasses that the renders hand out are the plan's
+    records (:attr:`Plan.resource_flavors`, :attr:`Plan.compute_class_manifests`), as copies:
+    changing a rendered object leaves the plan's record as it was."""
+    import copy
+
+    from components.capacity.render import flavor_pools, render_capacity, resource_flavor
+    from components.computeclass.render import render_compute_classes
+
+    cfg = stack(name)
+    p = plan(cfg)
+    assert list(p.resource_flavors) == list(p.pool_specs)  # every pool, system included
+    for pool, flavor in p.resource_flavors.items():
+        assert flavor["kind"] == "ResourceFlavor" and flavor["metadata"]["name"] == pool
+        assert resource_flavor(cfg, pool) == flavor
+    rendered = [o for o in render_capacity(cfg) if o["kind"] == "ResourceFlavor"]
+    listed = flavor_pools(cfg.capacity.cluster_queues) if cfg.capacity.enabled else []
+    assert rendered == [p.resource_flavors[pool] for pool in listed]
+    classes = render_compute_classes(cfg)
+    assert classes == list(p.compute_class_manifests)
+    assert [c["metadata"]["name"] for c in classes] == [cc.name for cc in cfg.compute_classes]
+    records = copy.deepcopy((dict(p.resource_flavors), p.compute_class_manifests))
+    for o in [*rendered, *classes]:  # the caller owns what a render returns
+        o["spec"].clear()
+        o["metadata"]["labels"]["changed"] = "yes"
+    assert (dict(p.resource_flavors), p.compute_class_manifests) == records
+    if name == "prod":  # prod exercises both: class flavors and ComputeClasses
+        assert classes and any(
+            "cloud.google.com/compute-class" in f["spec"]["nodeLabels"]
+            for f in p.resource_flavors.values()
+        )
+
+
+@pytest.mark.slow  # the whole program under mocks per stack: make test, not make test-fast
+@pytest.mark.parametrize("name", ["dev", "prod", "scale"])
+def test_the_declared_flavors_and_classes_are_the_plans_records(name: str) -> None:
+    """The ResourceFlavors and ComputeClasses the Pulumi program of a shipped stack declares are
+    the plan's records, each one, no other."""
+    from raygke.synth import read_stack_config, run_program
+
+    cfg = stack(name)
+    p = plan(cfg)
+    records, _ = run_program(
+        read_stack_config(ROOT / f"Pulumi.{name}.yaml"), name, crd_specs="digest"
+    )
+
+    def declared(kind: str) -> dict[str, dict[str, Any]]:
+        return {
+            r["inputs"]["metadata"]["name"]: r["inputs"]
+            for r in records
+            if r["type"].endswith(f":{kind}") and r["type"].startswith("kubernetes:")
+        }
+
+    flavors = declared("ResourceFlavor")
+    if cfg.capacity.enabled:
+        assert flavors
+    for pool, inputs in flavors.items():
+        assert inputs == p.resource_flavors[pool]
+    classes = declared("ComputeClass")
+    assert sorted(classes) == sorted(c["metadata"]["name"] for c in p.compute_class_manifests)
+    for c in p.compute_class_manifests:
+        assert classes[c["metadata"]["name"]] == c
+    if name == "prod":
+        assert classes
+
+
+def test_the_flavor_and_class_records_are_built_once_per_stack(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every render and check of one stack reads the plan's ResourceFlavors and ComputeClasses:
+    each pool's flavor (:func:`components.capacity.flavor.resource_flavor`) and each class's
+    object (:func:`components.computeclass.manifest.compute_class_manifest`) is built once,
+    however many renders, checks and previews ask."""
+    from components.capacity.preview import preview
+    from components.capacity.render import render_capacity, resource_flavor
+    from components.computeclass.checks import compute_class_problems
+    from components.computeclass.render import render_compute_classes
+    from components.stack.loader import stack_data_from_yaml
+
+    flavors: list[str] = []
+    classes: list[str] = []
+    build_flavor, build_class = plan_module.resource_flavor, plan_module.compute_class_manifest
+
+    def count_flavor(pool: str, *args: Any) -> Any:
+        flavors.append(pool)
+        return build_flavor(pool, *args)
+
+    def count_class(ctx: Any, cc: Any, *args: Any) -> Any:
+        classes.append(cc.name)
+        return build_class(ctx, cc, *args)
+
+    import components.capacity.flavor as flavor_module
+    import components.computeclass.manifest as class_module
+    import components.computeclass.render as class_render
+
+    for module in (plan_module, flavor_module):  # wherever a render would look the builder up
+        monkeypatch.setattr(module, "resource_flavor", count_flavor)
+    for module in (plan_module, class_module, class_render):
+        monkeypatch.setattr(module, "compute_class_manifest", count_class)
+    # prod: capacity queues, class flavors and ComputeClasses; a fresh config, its own plan
+    cfg = validate(stack_data_from_yaml((ROOT / "Pulumi.prod.yaml").read_text()))
+    assert cfg.compute_classes and cfg.capacity.cluster_queues
+    manifests = render_manifests(cfg, WORKING_DIR)
+    for _ in range(2):
+        check_stack(cfg)
+        render_capacity(cfg)
+        render_compute_classes(cfg)
+        compute_class_problems(cfg)
+        preview(cfg, manifests)
+        for pool in plan(cfg).pool_specs:
+            resource_flavor(cfg, pool)
+    assert sorted(flavors) == sorted(plan(cfg).pool_specs)
+    assert classes == [cc.name for cc in cfg.compute_classes]
+    other = cfg.model_copy(update={"compute_classes": cfg.compute_classes[:1]})  # its own records
+    assert len(render_compute_classes(other)) == 1
+    assert classes[len(cfg.compute_classes) :] == [cfg.compute_classes[0].name]
