@@ -4,6 +4,7 @@ that several parts of the model apply.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -142,6 +143,34 @@ def _k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool 
             f"letters, digits and hyphens, starting with {start} and ending with a letter or digit"
         )
     return value
+
+
+def cidr(
+    value: str, what: str, *, example: str, ipv4_only: bool = False
+) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """``value`` as the network it writes in CIDR notation (``10.0.0.0/8``): an IPv4 network (or
+    an IPv6 one unless ``ipv4_only``) with its prefix length written and its host bits zero, as
+    GKE's and Kubernetes' CIDR fields take them (``cidrBlock``, ``ipBlock.cidr``). The one CIDR
+    check of the stack model's fields.
+
+    Raises:
+        ValueError: one line naming ``what`` and the value: not a network (with ``example``), no
+            prefix length (with the /32 or /128 to write for one address), or host bits set
+            (with the network they belong to).
+    """
+    parse = ipaddress.IPv4Network if ipv4_only else ipaddress.ip_network
+    kind = "an IPv4 network" if ipv4_only else "an IPv4 or IPv6 network"
+    try:
+        net = parse(value, strict=False)
+    except ValueError:
+        raise ValueError(
+            f"{what} {value!r} is not {kind} in CIDR notation (e.g. {example})"
+        ) from None
+    if "/" not in value:
+        raise ValueError(f"{what} {value!r} has no prefix length; write {net} for one address")
+    if net.network_address != ipaddress.ip_address(value.split("/")[0]):
+        raise ValueError(f"{what} {value!r} has host bits set; the network is {net}")
+    return net
 
 
 def repeated(values: Iterable[Any]) -> list[Any]:

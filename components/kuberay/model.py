@@ -13,6 +13,7 @@ from components.kernel.base import (
     _Model,
     _quantity,
     _unique,
+    cidr,
     reserved_namespace_problem,
 )
 
@@ -58,20 +59,8 @@ class ServeIngressConfig(_Model):
     @field_validator("cidrs")
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
-        import ipaddress
-
         for c in v:
-            try:
-                ipaddress.ip_network(c, strict=True)
-            except ValueError:
-                raise ValueError(
-                    f"kuberay.serve_from.cidrs entry {c!r} is not a network in CIDR notation "
-                    "with its host bits zero (e.g. 10.0.0.0/8)"
-                ) from None
-            if "/" not in c:
-                raise ValueError(
-                    f"kuberay.serve_from.cidrs entry {c!r} has no prefix length (e.g. {c}/32)"
-                )
+            cidr(c, "kuberay.serve_from.cidrs entry", example="10.0.0.0/8")
         return _unique(v, "kuberay.serve_from.cidrs")
 
 

@@ -11,7 +11,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.kernel.base import _gke_name, _Model, one_line
+from components.kernel.base import _gke_name, _Model, cidr, one_line
 
 # --------------------------------------------------------------------------------------- network
 
@@ -50,14 +50,7 @@ class AuthorizedNetwork(_Model):
     @field_validator("cidr")
     @classmethod
     def _cidr(cls, v: str) -> str:
-        try:
-            net = ipaddress.ip_network(v)
-        except ValueError:
-            raise ValueError(
-                f"cidr {v!r} is not an IPv4/IPv6 network (e.g. 203.0.113.0/24)"
-            ) from None
-        if "/" not in v:  # GKE takes CIDR blocks (cidrBlock); write the prefix length
-            raise ValueError(f"cidr {v!r} has no prefix length; write {net} for one address")
+        cidr(v, "cidr", example="203.0.113.0/24")  # GKE takes CIDR blocks (cidrBlock)
         return v
 
 
@@ -177,18 +170,7 @@ class NetworkConfig(_Model):
     @field_validator("subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr", "gpu_cidr")
     @classmethod
     def _cidrs(cls, v: str, info: Any) -> str:
-        try:
-            net = ipaddress.IPv4Network(v)
-        except ValueError:
-            try:
-                loose = ipaddress.IPv4Network(v, strict=False)
-            except ValueError:
-                raise ValueError(
-                    f"{info.field_name} {v!r} is not an IPv4 CIDR (e.g. 10.10.0.0/20)"
-                ) from None
-            raise ValueError(
-                f"{info.field_name} {v!r} has host bits set; the network is {loose}"
-            ) from None
+        net = cidr(v, info.field_name, example="10.10.0.0/20", ipv4_only=True)
         if not is_internal(net):
             raise ValueError(
                 f"{info.field_name} {v!r} is not a private range: use one inside {_INTERNAL_TEXT}"

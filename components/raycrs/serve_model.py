@@ -28,13 +28,12 @@ Upgrades (KubeRay v1.7.0, ``ray.io_rayservices.yaml`` ``spec.upgradeStrategy`` a
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model
+from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model, cidr
 from components.raycrs.model import HeadConfig
 from contract.args.serve_llm import is_hub_repo_id
 
@@ -146,17 +145,8 @@ class GatewayConfig(_Model):
     @field_validator("proxy_subnet_cidr")
     @classmethod
     def _cidr(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            ipaddress.ip_network(v, strict=True)
-        except ValueError:
-            raise ValueError(
-                f"gateway.proxy_subnet_cidr {v!r}: use a network in CIDR notation, e.g. "
-                "10.129.0.0/23"
-            ) from None
-        if "/" not in v:
-            raise ValueError(f"gateway.proxy_subnet_cidr {v!r}: add the prefix length")
+        if v is not None:
+            cidr(v, "gateway.proxy_subnet_cidr", example="10.129.0.0/23")
         return v
 
     @property

@@ -140,7 +140,7 @@ def test_quota_follows_nap_limits_unless_set():
     [
         (
             {"serve_from": {"cidrs": ["10.0.0.1/8"]}},
-            "kuberay.serve_from.cidrs entry '10.0.0.1/8' is not a network in CIDR notation",
+            "kuberay.serve_from.cidrs entry '10.0.0.1/8' has host bits set; the network is 10.0.0.0/8",
         ),
         (
             {"serve_from": {"namespaces": ["Gateway"]}},
