@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,19 +28,6 @@ os.environ.setdefault(
 os.environ.setdefault(
     local_cluster.LOCAL_PARQUET_FOOTER_ACTORS_ENV, local_cluster.LOCAL_PARQUET_FOOTER_ACTORS
 )
-
-# JAX compiles a jitted program once per process and per function object, and the tests build the
-# same small steps again and again (each stepper, trainer run, Ray worker and subprocess). XLA's
-# persistent compilation cache keys a compiled program by its HLO and compile options
-# (https://docs.jax.dev/en/latest/persistent_compilation_cache.html), so a program compiled in any
-# test process is read back from disk by the others: the xdist workers, and the Ray workers and
-# subprocesses, which inherit these variables. Every compile is kept (JAX's default keeps only
-# those over 1 s); the folder is shared by the runs on this machine, and a run on a fresh machine
-# (CI) starts with it empty.
-JAX_TEST_CACHE = Path(tempfile.gettempdir()) / "raygke-tests-jax-cache"
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(JAX_TEST_CACHE))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**30))
 
 
 @pytest.fixture(scope="session")
