@@ -61,11 +61,6 @@ TOPOLOGIES = {
 DOC = "https://cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing"
 
 
-def pool_topology(spec: NodePoolSpec) -> str | None:
-    """:data:`TOPOLOGY` for a GKE node pool of a super-slicing pool, else None."""
-    return TOPOLOGY if spec.super_slicing else None
-
-
 def tightest_level(spec: NodePoolSpec, pods: int) -> str:
     """The level that holds ``pods`` pods of a super-slicing pool: one host, one cube (16
     hosts), else one block (only cubes of one block form a slice)."""

@@ -87,7 +87,7 @@ def tightest_level(spec: NodePoolSpec, pods: int) -> str:
     """The tightest level of the pool's topology known to hold ``pods`` pods, one per node."""
     from components.capacity import superslice
 
-    if superslice.pool_topology(spec):
+    if spec.super_slicing:  # its flavor names the super-slice topology (flavor.pool_topology)
         return superslice.tightest_level(spec, pods)
     if pods <= 1:
         return HOSTNAME
