@@ -8,7 +8,7 @@ SUMMARY ?= .raygke/local/summary.json
 DATA ?=
 RUN_ARGS ?=
 PYTEST_ARGS ?=
-# pytest-xdist: 2 workers (CI's cores); the tests that start Ray run in two groups, one per
+# pytest-xdist: 2 workers (CI's cores); the tests that start Ray run in three groups, one per
 # worker at a time, longest groups first (tests/conftest.py). TEST_WORKERS=0 runs in one
 # process, as plain pytest.
 TEST_WORKERS ?= 2

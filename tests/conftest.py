@@ -113,19 +113,24 @@ def _held_cpus(grace_s: float = LEAK_GRACE_S) -> str:
 
 
 # Under pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``) the tests that start Ray run in
-# two groups, each in one worker, one test after another: RAY_GROUP, the tests on the session
-# ``ray_cluster`` (one session cluster per worker that runs them, started once), and
-# RAY_OWN_GROUP, the tests that start their own Ray instance (`raygke local up` on free ports and
-# a private temp dir, a benchmark's subprocess, the TPU emulation). The two groups may run at the
-# same time in the two workers: every instance has its own ports and temp dir
-# (``workloads.common.start_local_ray``: ``address="local"``, a private RAY_TMPDIR), so none finds
-# another's. Every other test runs with the rest of its file (as ``--dist loadfile``), so the work
-# a module caches (functools.cache, module fixtures) is done once. The workers take groups as
-# they finish the previous one, longest first (:func:`_schedule_rank`: xdist's own order, by test
-# count, is turned off in :func:`pytest_configure`), so neither worker is left with a long group
-# at the end. https://pytest-xdist.readthedocs.io/en/stable/distribution.html (--dist loadgroup)
+# three groups, each in one worker, one test after another: RAY_GROUP, the tests on the session
+# ``ray_cluster`` (one session cluster per worker that runs them, started once); VLLM_GROUP, the
+# tests that start their own Ray instance and vLLM engines behind Ray Serve (marked ``vllm``: a
+# few GiB and minutes of CPU each, so never two at once); and RAY_OWN_GROUP, the other tests that
+# start their own Ray instance (`raygke local up` on free ports and a private temp dir, a
+# benchmark's subprocess, the TPU emulation). Two groups may run at the same time in the two
+# workers: every instance has its own ports and temp dir (``workloads.common.start_local_ray``:
+# ``address="local"``, a private RAY_TMPDIR), so none finds another's. (One group of all the
+# tests that start their own Ray took ~15 of the suite's ~19 minutes by itself.) Every other
+# test runs with the rest of its file (as ``--dist loadfile``), so the work a module caches
+# (functools.cache, module fixtures) is done once. The workers take groups as they finish the
+# previous one, longest first (:func:`_schedule_rank`: xdist's own order, by test count, is
+# turned off in :func:`pytest_configure`), so neither worker is left with a long group at the
+# end. https://pytest-xdist.readthedocs.io/en/stable/distribution.html (--dist loadgroup)
 RAY_GROUP = "ray"
+VLLM_GROUP = "ray-own-vllm"
 RAY_OWN_GROUP = "ray-own"
+RAY_GROUPS = (RAY_GROUP, VLLM_GROUP, RAY_OWN_GROUP)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,18 +139,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def xdist_group(item: pytest.Item) -> str:
-    """The xdist group of ``item``: :data:`RAY_GROUP`, :data:`RAY_OWN_GROUP`, or its file."""
+    """The xdist group of ``item``: :data:`RAY_GROUP`, :data:`VLLM_GROUP`,
+    :data:`RAY_OWN_GROUP`, or its file."""
     if "ray_cluster" in getattr(item, "fixturenames", ()):
         return RAY_GROUP
     if needs_ray(item):
-        return RAY_OWN_GROUP
+        return VLLM_GROUP if item.get_closest_marker("vllm") is not None else RAY_OWN_GROUP
     return item.nodeid.split("::", 1)[0]
 
 
 def _schedule_rank(group: str, slow_groups: set[str]) -> int:
     """The order in which the groups are handed out: the Ray groups (the longest, minutes each),
     then the files with slow tests, then the rest."""
-    if group in (RAY_GROUP, RAY_OWN_GROUP):
+    if group in RAY_GROUPS:
         return 0
     return 1 if group in slow_groups else 2
 

@@ -3,7 +3,16 @@ left free."""
 
 from __future__ import annotations
 
-from tests.conftest import RAY_GROUP, _held_cpus, xdist_group
+import pytest
+
+from tests.conftest import (
+    RAY_GROUP,
+    RAY_OWN_GROUP,
+    VLLM_GROUP,
+    _held_cpus,
+    _schedule_rank,
+    xdist_group,
+)
 
 
 def test_an_actor_left_alive_on_the_session_cluster_is_named(ray_cluster, request) -> None:
@@ -23,3 +32,25 @@ def test_an_actor_left_alive_on_the_session_cluster_is_named(ray_cluster, reques
         ray.kill(actor)
     assert _held_cpus() == "", "every CPU is free once the actor is gone"
     assert xdist_group(request.node) == RAY_GROUP
+
+
+class _Item:
+    """What :func:`xdist_group` reads of a test item."""
+
+    def __init__(self, nodeid: str, markers: tuple[str, ...] = (), fixtures: tuple = ()) -> None:
+        self.nodeid, self.markers, self.fixturenames = nodeid, markers, fixtures
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return pytest.mark.ray if name in self.markers else None
+
+
+def test_tests_that_start_ray_are_grouped_by_what_they_start() -> None:
+    """The session cluster's tests, the vLLM ones and the other own-Ray ones: three groups that
+    the two workers take longest first; every other test goes with its file."""
+    own = _Item("tests/e2e/test_bench_smoke.py::test_smoke[scaling]", ("ray",))
+    vllm = _Item("tests/e2e/test_bench_smoke.py::test_smoke[serve_openai]", ("ray", "vllm"))
+    shared = _Item("tests/e2e/test_train_lm.py::test_x", (), ("tmp_path", "ray_cluster"))
+    plain = _Item("tests/raygke/test_cli.py::test_y", ("vllm",))
+    groups = [xdist_group(i) for i in (own, vllm, shared, plain)]  # type: ignore[arg-type]
+    assert groups == [RAY_OWN_GROUP, VLLM_GROUP, RAY_GROUP, "tests/raygke/test_cli.py"]
+    assert [_schedule_rank(g, {"tests/raygke/test_cli.py"}) for g in groups] == [0, 0, 0, 1]
