@@ -32,6 +32,7 @@ import json
 import re
 import runpy
 import shutil
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -202,19 +203,43 @@ class SynthMocks(pulumi.runtime.Mocks):
         return a, []
 
 
+class _InputsTap(pulumi.runtime.Mocks):
+    """The mocks of a :class:`_RecordingMonitor`: ``mocks``' answers, remembering on each thread
+    the inputs of its last :meth:`new_resource` call (the monitor runs each registration on one
+    thread of the SDK's executor, several at a time)."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        self.mocks = mocks
+        self.last = threading.local()
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+        self.last.inputs = args.inputs
+        return self.mocks.new_resource(args)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
+        return self.mocks.call(args)
+
+
 class _RecordingMonitor(pmocks.MockMonitor):
     """A mock monitor that also remembers each resource's URN, parent, registration inputs and
     resource options (read from the registration request itself, so every option the SDK sends is
-    seen, for custom and component resources alike)."""
+    seen, for custom and component resources alike). The inputs are those the mock monitor
+    deserialised from the request for ``mocks.new_resource`` (which must not mutate them;
+    :class:`SynthMocks` does not): deserialising the request's properties again would double the
+    cost of the largest ones (a CRD's schema)."""
 
     def __init__(self, mocks: SynthMocks) -> None:
-        super().__init__(mocks)
+        self.tap = _InputsTap(mocks)
+        super().__init__(self.tap)
         self.records: list[dict[str, Any]] = []
 
     def RegisterResource(self, request: Any) -> Any:
+        self.tap.last.inputs = None
         resp = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            inputs = rpc.deserialize_properties(request.object)
+            inputs = self.tap.last.inputs
+            if inputs is None:  # a monitor that did not ask the mocks
+                inputs = rpc.deserialize_properties(request.object)
             self.records.append(
                 {
                     "type": request.type,

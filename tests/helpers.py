@@ -65,11 +65,20 @@ def config(**overrides: Any) -> dict[str, Any]:
     return data
 
 
-def render(data: dict[str, Any], stack: str = "test") -> tuple[list[dict], dict]:
+def render(
+    data: dict[str, Any], stack: str = "test", *, crd_specs: str = "digest"
+) -> tuple[list[dict], dict]:
     """(resource records, outputs) of the program for a config mapping (validated first, so an
-    invalid test config fails with its problem lines)."""
+    invalid test config fails with its problem lines).
+
+    ``crd_specs``: as :func:`raygke.synth.run_program`; by default ``"digest"``, each KubeRay
+    CRD's ``spec`` as its digest (group, names, version names, sha256), every other record as in
+    a full render at a tenth of its cost (the ~6 MB of CRD schemas are most of a helm-mode
+    render's time). A test that reads a CRD's schema asks for ``"full"``."""
     validate(data)
-    return run_program(config_entries(data, {"project": data["project"]}), stack)
+    return run_program(
+        config_entries(data, {"project": data["project"]}), stack, crd_specs=crd_specs
+    )
 
 
 def of_type(records: list[dict], typ: str) -> list[dict]:
@@ -90,10 +99,12 @@ class _InputsOnlyMocks(SynthMocks):
         return f"{args.name}-id", dict(args.inputs)
 
 
-def preview_outputs(data: dict[str, Any], stack: str = "test") -> dict[str, tuple[bool, Any]]:
+def preview_outputs(
+    data: dict[str, Any], stack: str = "test", *, crd_specs: str = "digest"
+) -> dict[str, tuple[bool, Any]]:
     """Stack output name -> (known, value) of the program run in preview mode
     (``set_mocks(..., preview=True)``) with mocks that compute nothing (see
-    :class:`_InputsOnlyMocks`)."""
+    :class:`_InputsOnlyMocks`); ``crd_specs`` as for :func:`render`."""
     import runpy
 
     import pulumi
@@ -102,6 +113,7 @@ def preview_outputs(data: dict[str, Any], stack: str = "test") -> dict[str, tupl
     from pulumi.runtime.sync_await import _sync_await
 
     from components.kernel.base import PROJECT_NAMESPACE
+    from components.kuberay.render import crd_specs as crd_mode
     from raygke.synth import PROGRAM
 
     validate(data)
@@ -114,7 +126,8 @@ def preview_outputs(data: dict[str, Any], stack: str = "test") -> dict[str, tupl
     )
     root = psettings.get_root_resource()
     try:
-        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+        with crd_mode(crd_specs):
+            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
 
         async def _resolve() -> dict[str, tuple[bool, Any]]:
             out: dict[str, tuple[bool, Any]] = {}

@@ -27,6 +27,14 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     return out, synth(ROOT / "Pulumi.prod.yaml", out)
 
 
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """``raygke synth`` of Pulumi.dev.yaml (its output folder, its result), once for the tests
+    that only read it."""
+    out = tmp_path_factory.mktemp("dev")
+    return out, synth(ROOT / "Pulumi.dev.yaml", out)
+
+
 def test_prod_whole_program(prod):
     out, result = prod
     records = json.loads((out / "resources.json").read_text())
@@ -107,10 +115,9 @@ def test_prod_whole_program(prod):
     assert len(plain) == len(k8s)
 
 
-def test_dev_whole_program_and_determinism(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    ra = synth(ROOT / "Pulumi.dev.yaml", a)
-    synth(ROOT / "Pulumi.dev.yaml", b)
+def test_dev_whole_program_and_determinism(dev, tmp_path):
+    (a, ra), b = dev, tmp_path / "b"
+    synth(ROOT / "Pulumi.dev.yaml", b)  # a second render in the same process
     fa, fb = _files(a), _files(b)
     assert fa == fb  # identical bytes, file for file
     assert "resources.json" in fa and any(k.startswith("manifests/") for k in fa)
@@ -158,20 +165,20 @@ def test_program_reports_invalid_config_as_one_clean_error():
         run_program(config_entries(data), "bad")
 
 
-def test_crd_schemas_are_summarised_in_resources_json(tmp_path: Path) -> None:
+def test_crd_schemas_are_summarised_in_resources_json(dev) -> None:
     """The carried KubeRay CRDs are stack resources in helm mode (dev); resources.json keeps their
     group, names, versions and a sha256 of the full spec instead of ~6 MB of schema, and a
     different chart version shows as a different digest."""
     import hashlib
 
     from components.kuberay.render import crd_documents
-    from raygke.synth import CRD_TYPE, read_stack_config, run_program, synth
+    from raygke.synth import CRD_TYPE, read_stack_config, run_program
 
-    synth(ROOT / "Pulumi.dev.yaml", tmp_path)
-    records = json.loads((tmp_path / "resources.json").read_text())
+    out, _ = dev
+    records = json.loads((out / "resources.json").read_text())
     crds = [r for r in records if r["type"] == CRD_TYPE]
     assert len(crds) == 3
-    assert (tmp_path / "resources.json").stat().st_size < 500_000
+    assert (out / "resources.json").stat().st_size < 500_000
     by_kind = {r["inputs"]["spec"]["names"]["kind"]: r["inputs"]["spec"] for r in crds}
     for doc in crd_documents("1.7.0"):
         full = json.dumps(doc["spec"], sort_keys=True).encode()
@@ -211,8 +218,8 @@ def test_render_records_resource_options(prod):
     assert cluster["options"]["replace_on_changes"] == []
 
 
-def test_dev_keys_are_not_protected(tmp_path: Path) -> None:
-    result = synth(ROOT / "Pulumi.dev.yaml", tmp_path)
+def test_dev_keys_are_not_protected(dev) -> None:
+    _, result = dev
     keys = [r for r in result.resources if r["type"] == "gcp:kms/cryptoKey:CryptoKey"]
     assert keys and not any(r["options"]["protect"] for r in keys)
 

@@ -31,7 +31,7 @@ def _render(monkeypatch: pytest.MonkeyPatch, **overrides: Any) -> list[dict]:
     DEPENDENCIES.clear()
     monkeypatch.setattr(synth, "_RecordingMonitor", _DependencyMonitor)
     jobs = [{"name": "own", "workload": "train_lm", "node_pool": "l4"}]
-    records, _ = render(config(jobs=jobs, **overrides))
+    records, _ = render(config(jobs=jobs, **overrides), crd_specs="full")
     return records
 
 

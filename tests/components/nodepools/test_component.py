@@ -209,7 +209,9 @@ def test_a_shared_node_setting_takes_two_edits(monkeypatch):
     monkeypatch.setattr(render, "node_pool_specs", node_pool_specs)
     monkeypatch.setattr(component, "node_config_args", node_config_args)
     data = config()
-    records, _ = run_program(config_entries(data, {"project": data["project"]}), "test")
+    records, _ = run_program(
+        config_entries(data, {"project": data["project"]}), "test", crd_specs="digest"
+    )
     pools = by_name(records, NP)
     specs = {s.name: s for s in specs_of(validate(data))}
     assert {s.kind for s in specs.values()} == {"system", "cpu", "tpu", "gpu"}
