@@ -39,14 +39,21 @@ def _batch(rng: np.random.Generator, rows: int = 8) -> np.ndarray:
 
 
 @functools.cache  # the two tests below read the same first step
-def _first_update(lr: float = LR, muon_lr: float = MUON_LR):
-    """(params, clipped grads, update) of the first step (schedule factor 1: warmup 1)."""
-    params = jax.tree_util.tree_map(jnp.asarray, model_jax.init_params(CFG, 0))
-    grads = _grad(params, jnp.asarray(_batch(np.random.default_rng(0))), CFG)
+def _first_update():
+    """(params, clipped grads, update, schedule factor) of the trainer's first step
+    (``model_jax.make_train_step``, the shared setting: factor 0.5, step 0 of a warm-up of 2);
+    the update is the parameters' change."""
+    host = model_jax.init_params(CFG, 0)
+    tokens = _batch(np.random.default_rng(0))
+    grads = _grad(jax.tree_util.tree_map(jnp.asarray, host), jnp.asarray(tokens), CFG)
     grads, _ = optax.clip_by_global_norm(1.0).update(grads, optax.EmptyState())
-    opt = model_jax.make_optimizer(lr, 100, warmup=1, optimizer="muon", muon_lr=muon_lr)
-    update, _ = jax.jit(opt.update)(grads, opt.init(params), params)
-    return params, grads, update
+    opt = model_jax.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR)
+    mesh = model_jax.data_mesh()
+    state = model_jax.replicate(jax.tree_util.tree_map(np.asarray, opt.init(host)), mesh)
+    step = model_jax.make_train_step(CFG, opt, mesh, jnp.float32)
+    new, _, _ = step(model_jax.replicate(host, mesh), state, model_jax.shard_batch(tokens, mesh))
+    update = jax.tree_util.tree_map(lambda a, b: np.asarray(a) - b, new, host)
+    return host, grads, update, float(model_jax.lr_schedule(1.0, STEPS, WARMUP)(0))
 
 
 def test_labels_give_muon_exactly_the_blocks_matrices() -> None:
@@ -69,18 +76,18 @@ def _newton_schulz_on_singular_values(s: np.ndarray, frobenius: float) -> np.nda
 
 
 def test_block_matrix_update_is_orthogonalised_and_width_scaled() -> None:
-    """Update = -muon_lr * (sqrt(max(1, fan_out/fan_in)) * O + 0.01 * W) with O = U p(S) V^T
+    """Update = -f * muon_lr * (sqrt(max(1, fan_out/fan_in)) * O + 0.01 * W) (f: the
+    schedule's factor) with O = U p(S) V^T
     for the (first-step) gradient G = U S V^T and p the Newton-Schulz map of its normalised
     singular values: O's singular values are about equal (in the quintic's band 0.68..1.2) for
     every direction holding more than 1% of ||G||_F, while G's span a factor > 10 there."""
-    muon_lr = MUON_LR
-    params, grads, update = _first_update(muon_lr=muon_lr)
+    params, grads, update, f = _first_update()
     for i in range(CFG.n_layers):
         for name in MATRICES:
             w, g, u = (np.asarray(t["blocks"][i][name]["w"]) for t in (params, grads, update))
             fan_in, fan_out = w.shape
             scale = math.sqrt(max(1.0, fan_out / fan_in))
-            ortho = (-u / muon_lr - 0.01 * w) / scale
+            ortho = (-u / (f * MUON_LR) - 0.01 * w) / scale
             uu, s_g, vt = np.linalg.svd(g, full_matrices=False)
             d = uu.T @ ortho @ vt.T  # diagonal iff O has G's singular vectors
             assert np.abs(d - np.diag(np.diag(d))).max() < 2e-3, name
@@ -92,9 +99,9 @@ def test_block_matrix_update_is_orthogonalised_and_width_scaled() -> None:
 
 
 def test_embeddings_norms_and_biases_get_the_adamw_update() -> None:
-    """First AdamW step: m_hat / sqrt(v_hat) = sign(g), so update = -lr * (sign(g) + 0.01 w)."""
-    lr = LR
-    params, grads, update = _first_update(lr=lr)
+    """First AdamW step: m_hat / sqrt(v_hat) = sign(g), so update = -f * lr * (sign(g) + 0.01 w)
+    (f: the schedule's factor)."""
+    params, grads, update, f = _first_update()
     for path in (("tok",), ("pos",), ("ln_f", "scale"), ("blocks", 0, "mlp1", "b")):
         w, g, u = params, grads, update
         for k in path:
@@ -103,7 +110,7 @@ def test_embeddings_norms_and_biases_get_the_adamw_update() -> None:
         big = np.abs(g) > 1e-5  # where Adam's eps (1e-8) is negligible
         assert big.mean() > 0.5, path
         np.testing.assert_allclose(
-            u[big], (-lr * (np.sign(g) + 0.01 * w))[big], rtol=1e-3, err_msg=str(path)
+            u[big], (-f * LR * (np.sign(g) + 0.01 * w))[big], rtol=1e-3, err_msg=str(path)
         )
 
 
