@@ -77,10 +77,10 @@ def _newton_schulz_on_singular_values(s: np.ndarray, frobenius: float) -> np.nda
 
 def test_block_matrix_update_is_orthogonalised_and_width_scaled() -> None:
     """Update = -f * muon_lr * (sqrt(max(1, fan_out/fan_in)) * O + 0.01 * W) (f: the
-    schedule's factor) with O = U p(S) V^T
-    for the (first-step) gradient G = U S V^T and p the Newton-Schulz map of its normalised
-    singular values: O's singular values are about equal (in the quintic's band 0.68..1.2) for
-    every direction holding more than 1% of ||G||_F, while G's span a factor > 10 there."""
+    schedule's factor) with O = U p(S) V^T for the (first-step) gradient G = U S V^T and p the
+    Newton-Schulz map of its normalised singular values: O's singular values are about equal
+    (in the quintic's band 0.68..1.2) for every direction holding more than 1% of ||G||_F,
+    while G's span a factor > 10 there."""
     params, grads, update, f = _first_update()
     for i in range(CFG.n_layers):
         for name in MATRICES:
@@ -124,12 +124,12 @@ def test_three_steps_equal_torch_muon(ns_dtype: str) -> None:
     """Three steps on the same batches from the same weights, train_lm's torch Muon
     (``model_torch.DtypeMuon``, the blocks' matrices) + torch.optim.AdamW (the rest) vs the JAX
     optimizer in the JAX trainer's step (``model_jax.make_train_step``), both with Newton-Schulz
-    in ``ns_dtype``. In float32 (the CPU default of both,
-    ``workloads.common.resolve_ns_dtype``) the parameter changes agree to float32 rounding
-    (measured 4.4e-5 relative at most), so momentum, Nesterov, width scale, weight decay, schedule,
-    clipping and AdamW are the same; in bfloat16 (8-bit mantissa, the GPU/TPU default) the two
-    libraries round differently inside the iterations: the matrices' changes differ by a few
-    percent, the rest (whose later gradients follow the matrices) by up to 2.4% (measured)."""
+    in ``ns_dtype``. In float32 (the CPU default of both, ``workloads.common.resolve_ns_dtype``)
+    the parameter changes agree to float32 rounding (measured 4.4e-5 relative at most), so
+    momentum, Nesterov, width scale, weight decay, schedule, clipping and AdamW are the same; in
+    bfloat16 (8-bit mantissa, the GPU/TPU default) the two libraries round differently inside
+    the iterations: the matrices' changes differ by a few percent, the rest (whose later
+    gradients follow the matrices) by up to 2.4% (measured)."""
     torch = pytest.importorskip("torch")
     from workloads.model_torch import GPT, DtypeMuon, state_dict_from_jax
     from workloads.model_torch import ModelConfig as TorchConfig
