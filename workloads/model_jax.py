@@ -35,6 +35,7 @@ Optimizer (:func:`make_optimizer`, the rules of ``model_torch.make_optimizer``):
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -262,11 +263,35 @@ def make_optimizer(
     ``1/inner_states/muon/inner_state/0/1/trace/blocks/0/qkv/w`` (torch's momentum buffer) and
     ``1/inner_states/adamw/inner_state/0/mu/tok``...
 
+    Equal arguments (``ns_dtype`` resolved first; ``muon_lr`` and ``ns_dtype`` do not count for
+    ``"adamw"``) return the same transformation object, so that :func:`make_train_step` can
+    hand back the step it already compiled for it.
+
     Raises:
         ValueError: ``optimizer`` is not one of :data:`OPTIMIZERS`, or an unknown
             ``ns_dtype``.
     """
     from workloads.common import resolve_ns_dtype
+
+    if optimizer == "adamw":
+        return _optimizer(lr, steps, warmup, grad_clip, optimizer, None, None)
+    if optimizer == "muon":
+        ns = resolve_ns_dtype(ns_dtype, jax.default_backend())
+        return _optimizer(lr, steps, warmup, grad_clip, optimizer, muon_lr, ns)
+    raise ValueError(f"optimizer {optimizer!r} is not one of {', '.join(map(repr, OPTIMIZERS))}")
+
+
+@functools.lru_cache(maxsize=16)
+def _optimizer(
+    lr: float,
+    steps: int,
+    warmup: int,
+    grad_clip: float,
+    optimizer: str,
+    muon_lr: float | None,
+    ns_dtype: str | None,
+) -> optax.GradientTransformation:
+    """:func:`make_optimizer`'s transformation, one object per distinct (resolved) argument set."""
 
     def adamw(peak: float) -> optax.GradientTransformation:
         sched = lr_schedule(peak, steps, warmup)
@@ -274,17 +299,13 @@ def make_optimizer(
 
     if optimizer == "adamw":
         inner = adamw(lr)
-    elif optimizer == "muon":
+    else:
         muon = optax.chain(
-            scale_by_muon_torch(ns_dtype=resolve_ns_dtype(ns_dtype, jax.default_backend())),
+            scale_by_muon_torch(ns_dtype=ns_dtype),
             optax.add_decayed_weights(WEIGHT_DECAY),
             optax.scale_by_learning_rate(lr_schedule(muon_lr, steps, warmup)),
         )
         inner = optax.multi_transform({"muon": muon, "adamw": adamw(lr)}, param_labels)
-    else:
-        raise ValueError(
-            f"optimizer {optimizer!r} is not one of {', '.join(map(repr, OPTIMIZERS))}"
-        )
     return optax.chain(optax.clip_by_global_norm(grad_clip), inner)
 
 
@@ -338,7 +359,19 @@ def make_train_step(
     ``tokens`` is sharded along ``"data"`` (see :func:`shard_batch`), params/opt_state are
     replicated; the loss is the global-batch mean, so gradients are averaged over every device
     of every process by the all-reduce XLA inserts. Inputs ``params``/``opt_state`` are donated.
+
+    Equal arguments return the same jitted function (the last 16 argument sets are kept), so a
+    stepper built again in the same process for the same model, optimizer (see
+    :func:`make_optimizer`), mesh and dtype -- a run resumed from its checkpoint, a Tune trial
+    in a reused actor -- runs the program already compiled instead of compiling it again.
     """
+    return _train_step(cfg, optimizer, mesh, dtype)
+
+
+@functools.lru_cache(maxsize=16)
+def _train_step(
+    cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh, dtype: Any
+) -> Callable[[Params, Any, jax.Array], tuple[Params, Any, jax.Array]]:
     repl = NamedSharding(mesh, P())
     data = NamedSharding(mesh, P(DATA_AXIS))
 

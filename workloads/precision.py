@@ -34,6 +34,7 @@ rate this worker can reach, the denominator of its MFU (:func:`workloads.flops.m
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -127,19 +128,28 @@ def matmul_flops(
     return best_rate(call, 2.0 * m * k * n, seconds)
 
 
+@functools.cache
 def jax_matmul_flops(
     dtype: str, shape: tuple[int, int, int] = (MAX_ROWS, 128, 512), seconds: float = MEASURE_S
 ) -> float:
     """:func:`matmul_flops` with ``jnp.dot`` (jitted) on JAX's default device (a CPU, a GPU or
-    one TPU chip), blocking on each result (``block_until_ready``)."""
+    one TPU chip), blocking on each result (``block_until_ready``). The operands are drawn on
+    the host (NumPy) and copied over: ``jax.random`` would compile its own programs first (on
+    a CPU, seconds: more than the measurement).
+
+    Measured once per process for each argument set and then remembered: JAX's default device
+    and XLA's CPU thread pool are fixed when its backend starts, so a later measurement in the
+    same process (a run resumed in place, a Tune trial in a reused actor) could only add noise
+    to the same peak, at about ``seconds`` per dtype each time."""
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
     jdtype = {"fp32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
     m, k, n = shape
-    ka, kb = jax.random.split(jax.random.PRNGKey(0))
-    a = jax.random.normal(ka, (m, k), jdtype)
-    b = jax.random.normal(kb, (k, n), jdtype)
+    rng = np.random.default_rng(0)
+    a = jax.device_put(rng.standard_normal((m, k), np.float32).astype(jdtype))
+    b = jax.device_put(rng.standard_normal((k, n), np.float32).astype(jdtype))
     mm = jax.jit(jnp.dot)
     return best_rate(lambda: mm(a, b).block_until_ready(), 2.0 * m * k * n, seconds)
 

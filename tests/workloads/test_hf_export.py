@@ -106,10 +106,13 @@ def _our_logits(framework: str, checkpoint: Path, x: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             return model.eval()(torch.from_numpy(x.astype(np.int64))).numpy()
     if framework == "jax":
+        import jax
+
         from workloads import model_jax as M
 
         cfg, params, _, _ = M.load_checkpoint(checkpoint)
-        return np.asarray(M.forward(params, x.astype(np.int32), cfg))
+        # jitted: one compile instead of one per primitive (eager), as the trainer runs it
+        return np.asarray(jax.jit(M.forward, static_argnums=2)(params, x.astype(np.int32), cfg))
     from workloads import model_tf as M
 
     meta = verify_checkpoint(checkpoint)

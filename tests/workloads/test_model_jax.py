@@ -22,8 +22,11 @@ def _batch(rng: np.random.Generator, rows: int = 8) -> np.ndarray:
 
 
 def _train(steps: int):
+    """``steps`` steps of one optimizer setting (a 40-step schedule) for every test, so the
+    module compiles one step: model_jax.make_train_step returns the same jitted step for equal
+    arguments (and test_model_jax_muon.py's tests use the same setting)."""
     mesh = model_jax.data_mesh()
-    opt = model_jax.make_optimizer(3e-3, steps, warmup=5)
+    opt = model_jax.make_optimizer(3e-3, 40, warmup=2, muon_lr=0.02)
     host = model_jax.init_params(CFG, 0)
     params = model_jax.replicate(host, mesh)
     state = model_jax.replicate(jax.tree_util.tree_map(np.asarray, opt.init(host)), mesh)

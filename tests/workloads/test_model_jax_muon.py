@@ -5,6 +5,7 @@ optimizer, resume, and refuse the other optimizer's state naming both."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -21,6 +22,11 @@ from workloads.checkpoint import CheckpointError
 CFG = model_jax.ModelConfig(d_model=32, n_layers=1, n_heads=4, context_length=32)
 TEXT = np.frombuffer(b"def train(step):\n    return step + 1\n" * 100, np.uint8)
 MATRICES = ("qkv", "proj", "mlp1", "mlp2")
+# One optimizer setting for every test that steps the model (three steps against torch, the
+# loss curves, the trainer's steppers): model_jax.make_train_step hands back the step it already
+# compiled for equal arguments, so the module compiles one step per optimizer / ns_dtype, not
+# one per test. Steps 0-2 run at 0.5, 1 and 1 times the peaks (warm-up of 2, cosine from 2).
+LR, MUON_LR, STEPS, WARMUP = 3e-3, 0.02, 40, 2
 
 
 # jitted once per module: eagerly, JAX dispatches (and compiles) each primitive on its own
@@ -32,14 +38,22 @@ def _batch(rng: np.random.Generator, rows: int = 8) -> np.ndarray:
     return np.stack([TEXT[i : i + CFG.context_length + 1] for i in idx]).astype(np.int32)
 
 
-def _first_update(lr: float = 3e-3, muon_lr: float = 0.02):
-    """(params, clipped grads, update) of the first step (schedule factor 1: warmup 1)."""
-    params = jax.tree_util.tree_map(jnp.asarray, model_jax.init_params(CFG, 0))
-    grads = _grad(params, jnp.asarray(_batch(np.random.default_rng(0))), CFG)
+@functools.cache  # the two tests below read the same first step
+def _first_update():
+    """(params, clipped grads, update, schedule factor) of the trainer's first step
+    (``model_jax.make_train_step``, the shared setting: factor 0.5, step 0 of a warm-up of 2);
+    the update is the parameters' change."""
+    host = model_jax.init_params(CFG, 0)
+    tokens = _batch(np.random.default_rng(0))
+    grads = _grad(jax.tree_util.tree_map(jnp.asarray, host), jnp.asarray(tokens), CFG)
     grads, _ = optax.clip_by_global_norm(1.0).update(grads, optax.EmptyState())
-    opt = model_jax.make_optimizer(lr, 100, warmup=1, optimizer="muon", muon_lr=muon_lr)
-    update, _ = jax.jit(opt.update)(grads, opt.init(params), params)
-    return params, grads, update
+    opt = model_jax.make_optimizer(LR, STEPS, WARMUP, optimizer="muon", muon_lr=MUON_LR)
+    mesh = model_jax.data_mesh()
+    state = model_jax.replicate(jax.tree_util.tree_map(np.asarray, opt.init(host)), mesh)
+    step = model_jax.make_train_step(CFG, opt, mesh, jnp.float32)
+    new, _, _ = step(model_jax.replicate(host, mesh), state, model_jax.shard_batch(tokens, mesh))
+    update = jax.tree_util.tree_map(lambda a, b: np.asarray(a) - b, new, host)
+    return host, grads, update, float(model_jax.lr_schedule(1.0, STEPS, WARMUP)(0))
 
 
 def test_labels_give_muon_exactly_the_blocks_matrices() -> None:
@@ -62,18 +76,18 @@ def _newton_schulz_on_singular_values(s: np.ndarray, frobenius: float) -> np.nda
 
 
 def test_block_matrix_update_is_orthogonalised_and_width_scaled() -> None:
-    """Update = -muon_lr * (sqrt(max(1, fan_out/fan_in)) * O + 0.01 * W) with O = U p(S) V^T
-    for the (first-step) gradient G = U S V^T and p the Newton-Schulz map of its normalised
-    singular values: O's singular values are about equal (in the quintic's band 0.68..1.2) for
-    every direction holding more than 1% of ||G||_F, while G's span a factor > 10 there."""
-    muon_lr = 0.02
-    params, grads, update = _first_update(muon_lr=muon_lr)
+    """Update = -f * muon_lr * (sqrt(max(1, fan_out/fan_in)) * O + 0.01 * W) (f: the
+    schedule's factor) with O = U p(S) V^T for the (first-step) gradient G = U S V^T and p the
+    Newton-Schulz map of its normalised singular values: O's singular values are about equal
+    (in the quintic's band 0.68..1.2) for every direction holding more than 1% of ||G||_F,
+    while G's span a factor > 10 there."""
+    params, grads, update, f = _first_update()
     for i in range(CFG.n_layers):
         for name in MATRICES:
             w, g, u = (np.asarray(t["blocks"][i][name]["w"]) for t in (params, grads, update))
             fan_in, fan_out = w.shape
             scale = math.sqrt(max(1.0, fan_out / fan_in))
-            ortho = (-u / muon_lr - 0.01 * w) / scale
+            ortho = (-u / (f * MUON_LR) - 0.01 * w) / scale
             uu, s_g, vt = np.linalg.svd(g, full_matrices=False)
             d = uu.T @ ortho @ vt.T  # diagonal iff O has G's singular vectors
             assert np.abs(d - np.diag(np.diag(d))).max() < 2e-3, name
@@ -85,9 +99,9 @@ def test_block_matrix_update_is_orthogonalised_and_width_scaled() -> None:
 
 
 def test_embeddings_norms_and_biases_get_the_adamw_update() -> None:
-    """First AdamW step: m_hat / sqrt(v_hat) = sign(g), so update = -lr * (sign(g) + 0.01 w)."""
-    lr = 3e-3
-    params, grads, update = _first_update(lr=lr)
+    """First AdamW step: m_hat / sqrt(v_hat) = sign(g), so update = -f * lr * (sign(g) + 0.01 w)
+    (f: the schedule's factor)."""
+    params, grads, update, f = _first_update()
     for path in (("tok",), ("pos",), ("ln_f", "scale"), ("blocks", 0, "mlp1", "b")):
         w, g, u = params, grads, update
         for k in path:
@@ -96,7 +110,7 @@ def test_embeddings_norms_and_biases_get_the_adamw_update() -> None:
         big = np.abs(g) > 1e-5  # where Adam's eps (1e-8) is negligible
         assert big.mean() > 0.5, path
         np.testing.assert_allclose(
-            u[big], (-lr * (np.sign(g) + 0.01 * w))[big], rtol=1e-3, err_msg=str(path)
+            u[big], (-f * LR * (np.sign(g) + 0.01 * w))[big], rtol=1e-3, err_msg=str(path)
         )
 
 
@@ -109,18 +123,19 @@ def test_unknown_optimizer_is_refused() -> None:
 def test_three_steps_equal_torch_muon(ns_dtype: str) -> None:
     """Three steps on the same batches from the same weights, train_lm's torch Muon
     (``model_torch.DtypeMuon``, the blocks' matrices) + torch.optim.AdamW (the rest) vs the JAX
-    optimizer, both with Newton-Schulz in ``ns_dtype``. In float32 (the CPU default of both,
-    ``workloads.common.resolve_ns_dtype``) the parameter changes agree to float32 rounding
-    (measured 4.4e-5 relative at most), so momentum, Nesterov, width scale, weight decay, schedule,
-    clipping and AdamW are the same; in bfloat16 (8-bit mantissa, the GPU/TPU default) the two
-    libraries round differently inside the iterations: the matrices' changes differ by a few
-    percent, the rest (whose later gradients follow the matrices) by up to 2.4% (measured)."""
+    optimizer in the JAX trainer's step (``model_jax.make_train_step``), both with Newton-Schulz
+    in ``ns_dtype``. In float32 (the CPU default of both, ``workloads.common.resolve_ns_dtype``)
+    the parameter changes agree to float32 rounding (measured 4.4e-5 relative at most), so
+    momentum, Nesterov, width scale, weight decay, schedule, clipping and AdamW are the same; in
+    bfloat16 (8-bit mantissa, the GPU/TPU default) the two libraries round differently inside
+    the iterations: the matrices' changes differ by a few percent, the rest (whose later
+    gradients follow the matrices) by up to 2.4% (measured)."""
     torch = pytest.importorskip("torch")
     from workloads.model_torch import GPT, DtypeMuon, state_dict_from_jax
     from workloads.model_torch import ModelConfig as TorchConfig
     from workloads.model_torch import loss_fn as torch_loss
 
-    steps, warmup, lr, muon_lr = 10, 2, 3e-3, 0.02
+    steps, warmup, lr, muon_lr = STEPS, WARMUP, LR, MUON_LR
     rng = np.random.default_rng(0)
     batches = [_batch(rng) for _ in range(3)]
     p0 = model_jax.init_params(CFG, 0)
@@ -128,13 +143,12 @@ def test_three_steps_equal_torch_muon(ns_dtype: str) -> None:
     opt = model_jax.make_optimizer(
         lr, steps, warmup, optimizer="muon", muon_lr=muon_lr, ns_dtype=ns_dtype
     )
-    p = jax.tree_util.tree_map(jnp.asarray, p0)
-    state = opt.init(p)
-    update = jax.jit(opt.update)
+    mesh = model_jax.data_mesh()
+    p = model_jax.replicate(p0, mesh)
+    state = model_jax.replicate(jax.tree_util.tree_map(np.asarray, opt.init(p0)), mesh)
+    step = model_jax.make_train_step(CFG, opt, mesh, jnp.float32)
     for b in batches:
-        g = _grad(p, jnp.asarray(b), CFG)
-        u, state = update(g, state, p)
-        p = optax.apply_updates(p, u)
+        p, state, _ = step(p, state, model_jax.shard_batch(b, mesh))
 
     tcfg = TorchConfig(d_model=32, n_layers=CFG.n_layers, n_heads=4, context_length=32)
     tm = GPT(tcfg)
@@ -175,13 +189,13 @@ def test_three_steps_equal_torch_muon(ns_dtype: str) -> None:
 @pytest.mark.parametrize("optimizer", ["muon", "adamw"])
 def test_loss_decreases_with_either_optimizer(optimizer: str) -> None:
     mesh = model_jax.data_mesh()
-    opt = model_jax.make_optimizer(3e-3, 40, warmup=5, optimizer=optimizer)
+    opt = model_jax.make_optimizer(LR, STEPS, WARMUP, optimizer=optimizer, muon_lr=MUON_LR)
     host = model_jax.init_params(CFG, 0)
     params = model_jax.replicate(host, mesh)
     state = model_jax.replicate(jax.tree_util.tree_map(np.asarray, opt.init(host)), mesh)
     step = model_jax.make_train_step(CFG, opt, mesh, jnp.float32)
     rng, losses = np.random.default_rng(0), []
-    for _ in range(40):
+    for _ in range(STEPS):
         params, state, loss = step(params, state, model_jax.shard_batch(_batch(rng), mesh))
         losses.append(float(loss))
     assert np.mean(losses[-5:]) < 0.5 * losses[0]
@@ -193,8 +207,10 @@ def _args(tmp_path, **over) -> TrainLmJaxArgs:
         "n_layers": CFG.n_layers,
         "n_heads": 4,
         "context_length": 32,
-        "steps": 20,
-        "warmup": 2,
+        "steps": STEPS,
+        "warmup": WARMUP,
+        "lr": LR,
+        "muon_lr": MUON_LR,
         "compute_dtype": "float32",
         "storage_path": str(tmp_path),
     }
