@@ -220,6 +220,12 @@ def synth(
     config: Path | None = typer.Option(None, "--config", "-c", help="Path to a stack file"),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (resources.json, manifests/)"),
     sets: SetOption = None,
+    resources_only: bool = typer.Option(
+        False,
+        "--resources-only",
+        help="Write resources.json and outputs.json only, no manifests/ (what raygke diff "
+        "reads; faster for a stack that installs the KubeRay CRDs)",
+    ),
 ) -> None:
     """Run the real Pulumi program under mocks (no CLI, no cloud) and write what it declares."""
     choice = choose_or_exit(stack, config)
@@ -229,7 +235,9 @@ def synth(
     import raygke.synth  # pulumi is imported only for this command
 
     with working(f"rendering {choice.path.name} under mocks"):
-        result = raygke.synth.synth(choice.path, out, choice.name, overrides)
+        result = raygke.synth.synth(
+            choice.path, out, choice.name, overrides, manifests=not resources_only
+        )
     raygke.synth.print_summary(result, out, console)
 
 

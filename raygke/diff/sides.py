@@ -97,11 +97,21 @@ def raygke_command(
     return cmd
 
 
+RESOURCES_ONLY = "--resources-only"
+
+
 def synth_command(
-    stack: str, out: str, sets: list[str] | None = None, config: Path | None = None
+    stack: str,
+    out: str,
+    sets: list[str] | None = None,
+    config: Path | None = None,
+    resources_only: bool = True,
 ) -> list[str]:
-    """The ``python -m raygke synth`` command line that renders one side (:func:`raygke_command`)."""
-    return raygke_command("synth", stack, sets, config, "--out", out)
+    """The ``python -m raygke synth`` command line that renders one side (:func:`raygke_command`):
+    ``--resources-only`` (resources.json, the CRDs rendered as their digests: what the diff
+    reads) unless ``resources_only`` is False (for a tree whose synth predates the option)."""
+    extra = [RESOURCES_ONLY] if resources_only else []
+    return raygke_command("synth", stack, sets, config, "--out", out, *extra)
 
 
 def tree_env(tree: Path) -> dict[str, str]:
@@ -123,8 +133,9 @@ def render_tree(
     config: Path | None = None,
 ) -> list[dict[str, Any]] | None:
     """``resources.json`` of ``stack`` (or of the stack file ``config``, a path relative to the
-    repository root) rendered by ``tree``'s own ``raygke synth`` in a subprocess, with ``sets``
-    (``--set KEY=VALUE`` items); None when ``tree`` has no such stack file (every resource is
+    repository root) rendered by ``tree``'s own ``raygke synth --resources-only`` in a
+    subprocess (without the option for a tree older than it), with ``sets`` (``--set KEY=VALUE``
+    items); None when ``tree`` has no such stack file (every resource is
     new).
 
     Raises:
@@ -135,13 +146,16 @@ def render_tree(
     if not path.is_file():
         return None
     with tempfile.TemporaryDirectory(prefix="raygke-render-") as out:
-        r = subprocess.run(
-            synth_command(stack, out, sets, path if config is not None else None),
-            cwd=tree,
-            env=tree_env(tree),
-            capture_output=True,
-            text=True,
-        )
+
+        def run(resources_only: bool) -> subprocess.CompletedProcess[str]:
+            cmd = synth_command(
+                stack, out, sets, path if config is not None else None, resources_only
+            )
+            return subprocess.run(cmd, cwd=tree, env=tree_env(tree), capture_output=True, text=True)
+
+        r = run(resources_only=True)
+        if r.returncode != 0 and f"No such option: {RESOURCES_ONLY}" in (r.stderr or ""):
+            r = run(resources_only=False)  # a revision older than the option: the full render
         if r.returncode != 0 and sets and "No such option: --set" in (r.stderr or ""):
             raise DiffError(
                 f"{label}'s raygke synth has no --set option (it predates it); diff without "

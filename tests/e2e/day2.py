@@ -27,11 +27,13 @@ def stack_data(stack: str) -> dict[str, Any]:
 
 def render(stack: str, data: dict[str, Any]) -> list[dict[str, Any]]:
     """``resources.json`` records of the program run on ``data`` (the stack file's ``gcp:`` and
-    other entries kept)."""
+    other entries kept), as ``raygke diff`` reads them from ``raygke synth --resources-only``:
+    each KubeRay CRD's spec as its digest (``crd_specs="digest"``)."""
     entries = rsynth.read_stack_config(ROOT / f"Pulumi.{stack}.yaml")
     gcp = {k.split(":", 1)[1]: v for k, v in entries.items() if k.startswith("gcp:")}
     kept = {k: v for k, v in entries.items() if not k.startswith(("ray-gke:", "gcp:"))}
-    records, _ = rsynth.run_program({**kept, **rsynth.config_entries(data, gcp)}, stack)
+    config = {**kept, **rsynth.config_entries(data, gcp)}
+    records, _ = rsynth.run_program(config, stack, crd_specs="digest")
     return records
 
 

@@ -32,10 +32,12 @@ from components.images.render import BASE_SUFFIX
 from components.kernel.base import ConfigError
 from components.kuberay.namespace import namespace_manifest, namespace_objects
 from components.monitoring.render import render_monitoring
+from components.raycrs import component as raycrs_component
 from components.raycrs.archive import working_dir_uri, workloads_archive
 from components.raycrs.ingress import render_service_objects
 from components.raycrs.render import render_manifests
 from components.stack.loader import stack_data_from_yaml, validate
+from components.stack.model import StackConfig
 from components.stack.plan import plan
 from raygke.local.cluster import make_target
 from raygke.synth import config_entries, run_program
@@ -145,7 +147,7 @@ def _is_free_mapping(path: Path) -> bool:
 
 
 def _model_leaves(data: dict[str, Any]) -> list[Path]:
-    dump = validate(data).model_dump(mode="json", by_alias=True)
+    dump = _validated(data).model_dump(mode="json", by_alias=True)
     return list(_leaves(dump, (), _is_free_mapping))
 
 
@@ -187,7 +189,7 @@ def _unlisted_zones_ok(data: dict[str, Any]) -> dict[str, Any]:
 
 def _full(data: dict[str, Any]) -> dict[str, Any]:
     """The stack with every default written out (renders the same)."""
-    return validate(data).model_dump(mode="json", by_alias=True, exclude_none=True)
+    return _validated(data).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _candidates(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]:
@@ -595,13 +597,33 @@ def _super_slicing_pool(data: dict[str, Any], pool_path: Path) -> dict[str, Any]
 
 
 def _get_dumped(data: dict[str, Any], path: Path) -> Any:
-    dump = validate(data).model_dump(mode="json", by_alias=True)
+    dump = _validated(data).model_dump(mode="json", by_alias=True)
     return _get(dump, path)
+
+
+# canonical JSON of the data -> its validated model, or the ConfigError validating it raised: a
+# variant is validated by _valid, then by _pure_objects, the same data again by _get_dumped and
+# _full; validation is a pure function of the data. Models are read only, never mutated.
+_VALIDATED: dict[str, StackConfig | ConfigError] = {}
+
+
+def _validated(data: dict[str, Any]) -> StackConfig:
+    """:func:`validate` of ``data``, once per data (raises its ConfigError again)."""
+    key = json.dumps(data, sort_keys=True, default=repr)
+    if key not in _VALIDATED:
+        try:
+            _VALIDATED[key] = validate(data)
+        except ConfigError as e:
+            _VALIDATED[key] = e
+    out = _VALIDATED[key]
+    if isinstance(out, ConfigError):
+        raise out.with_traceback(None)
+    return out
 
 
 def _valid(data: dict[str, Any]) -> bool:
     try:
-        validate(data)
+        _validated(data)
     except ConfigError:
         return False
     return True
@@ -659,7 +681,7 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
     kinds, so objects that differ mean renders that differ, at a few percent of a render's cost."""
     key = json.dumps(data, sort_keys=True, default=repr)
     if key not in _OBJECTS:
-        cfg = validate(data)
+        cfg = _validated(data)
         _, sha = workloads_archive()
         objects = [
             namespace_manifest(cfg),
@@ -722,7 +744,7 @@ def _local_target(name: str, data: dict[str, Any]) -> Any:
     free port each run picks, so two targets of one file compare equal)."""
     import dataclasses
 
-    local = validate(data).local
+    local = _validated(data).local
     target = make_target(name, local)
     return dataclasses.replace(target, gcs_port=local.gcs_port, dashboard_port=local.dashboard_port)
 
@@ -944,6 +966,11 @@ def test_every_key_of_the_shipped_stacks_has_an_effect(monkeypatch: pytest.Monke
     other rules pin (no valid other value) is skipped, but every schema path must show an effect
     somewhere in the two stacks."""
     monkeypatch.delenv("RAYGKE_LOCAL_ROOT", raising=False)
+    # the workloads archive (zipped at level 9, ~25 ms) of files that do not change during the
+    # sweep, built once instead of once per program run and per pure render
+    archive = workloads_archive()
+    monkeypatch.setattr(raycrs_component, "workloads_archive", lambda: archive)
+    monkeypatch.setattr(f"{__name__}.workloads_archive", lambda: archive)
     baselines = {name: _render(_stack_data(name), name) for name in STACKS}
     problems: list[str] = []
     for schema, occurrences in sorted(_occurrences().items()):

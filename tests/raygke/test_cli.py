@@ -602,6 +602,27 @@ def test_diff_passes_set_to_both_renders_and_names_an_old_tree(tmp_path):
     assert exc.value.exit_code == 2
 
 
+def test_diff_renders_resources_only_and_falls_back_for_an_old_tree(tmp_path):
+    """Each side is rendered with ``synth --resources-only``; a tree whose raygke predates the
+    option (click's usage error) is rendered again without it."""
+    from raygke.diff.sides import render_tree, synth_command
+
+    assert synth_command("dev", "/o")[-3:] == ["--out", "/o", "--resources-only"]
+    assert "--resources-only" not in synth_command("dev", "/o", resources_only=False)
+    (tmp_path / "raygke").mkdir()
+    (tmp_path / "raygke" / "__init__.py").write_text("")
+    (tmp_path / "raygke" / "__main__.py").write_text(
+        "import json, pathlib, sys\n"
+        "if '--resources-only' in sys.argv:\n"
+        "    sys.stderr.write('Error: No such option: --resources-only\\n')\n"
+        "    sys.exit(2)\n"
+        "out = pathlib.Path(sys.argv[sys.argv.index('--out') + 1])\n"
+        "(out / 'resources.json').write_text(json.dumps([{'type': 't', 'name': 'old'}]))\n"
+    )
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    assert render_tree(tmp_path, "dev", "base") == [{"type": "t", "name": "old"}]
+
+
 # ---------------------------------------------------------------- from test_cli_policy.py: `raygke check` runs the policy pack's rules (components/security/policy.py) over the program's
 
 

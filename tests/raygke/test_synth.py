@@ -187,6 +187,11 @@ def test_crd_schemas_are_summarised_in_resources_json(dev) -> None:
     # CRD spec given as that summary from the start
     digest, _ = run_program(read_stack_config(ROOT / "Pulumi.dev.yaml"), "dev", crd_specs="digest")
     assert json.loads(json.dumps(digest)) == records
+    # `raygke synth --resources-only` (what raygke diff reads) writes those bytes from it
+    full = {k: v for k, v in _files(tmp_path).items() if not k.startswith("manifests/")}
+    only = tmp_path / "only"
+    synth(ROOT / "Pulumi.dev.yaml", only, manifests=False)
+    assert _files(only) == full
     with pytest.raises(ValueError, match="crd_specs mode 'schema'"):
         run_program(read_stack_config(ROOT / "Pulumi.dev.yaml"), "dev", crd_specs="schema")
 

@@ -17,10 +17,12 @@ pytestmark = pytest.mark.slow
 
 
 def _render(stack: str, overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The records ``raygke diff`` compares (``raygke synth --resources-only``: each KubeRay
+    CRD's spec as its digest)."""
     import raygke.synth
 
     config = raygke.synth.program_config(ROOT / f"Pulumi.{stack}.yaml", overrides or {})
-    records, _ = raygke.synth.run_program(config, stack)
+    records, _ = raygke.synth.run_program(config, stack, crd_specs="digest")
     return records
 
 
