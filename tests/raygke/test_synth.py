@@ -165,7 +165,7 @@ def test_program_reports_invalid_config_as_one_clean_error():
         run_program(config_entries(data), "bad")
 
 
-def test_crd_schemas_are_summarised_in_resources_json(dev) -> None:
+def test_crd_schemas_are_summarised_in_resources_json(dev, tmp_path: Path) -> None:
     """The carried KubeRay CRDs are stack resources in helm mode (dev); resources.json keeps their
     group, names, versions and a sha256 of the full spec instead of ~6 MB of schema, and a
     different chart version shows as a different digest."""
@@ -188,7 +188,7 @@ def test_crd_schemas_are_summarised_in_resources_json(dev) -> None:
     digest, _ = run_program(read_stack_config(ROOT / "Pulumi.dev.yaml"), "dev", crd_specs="digest")
     assert json.loads(json.dumps(digest)) == records
     # `raygke synth --resources-only` (what raygke diff reads) writes those bytes from it
-    full = {k: v for k, v in _files(tmp_path).items() if not k.startswith("manifests/")}
+    full = {k: v for k, v in _files(out).items() if not k.startswith("manifests/")}
     only = tmp_path / "only"
     synth(ROOT / "Pulumi.dev.yaml", only, manifests=False)
     assert _files(only) == full
