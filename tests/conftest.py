@@ -156,6 +156,21 @@ def _schedule_rank(group: str, slow_groups: set[str]) -> int:
     return 1 if group in slow_groups else 2
 
 
+def _suffix_group(item: pytest.Item, group: str) -> None:
+    """Give ``item`` the node id ``<nodeid>@<group>``, from which xdist's loadgroup scheduler
+    reads its group (xdist/scheduler/loadgroup.py ``_split_scope``).
+
+    pytest-xdist 3.8 appends the suffix to ``item._nodeid`` on each worker (xdist/remote.py
+    ``WorkerInteractor.pytest_collection_modifyitems``), but pytest 9.2's ``Node.nodeid`` is
+    ``str(item._id)`` (_pytest/nodes.py) and no longer reads ``_nodeid``: every test reached the
+    scheduler as a scope of its own, and ``--dist loadgroup`` ran as ``--dist load`` (module
+    fixtures and the session cluster set up in both workers, the Ray groups' tests on both at
+    once). The suffix is set here where pytest 9.2 reads it."""
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
 def needs_ray(item: pytest.Item) -> bool:
     """Whether ``item`` starts Ray: marked ``ray`` or using the ``ray_cluster`` fixture (also
     through another fixture)."""
@@ -183,6 +198,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     groups = {item: xdist_group(item) for item in items}
     for item, group in groups.items():
         item.add_marker(pytest.mark.xdist_group(group))
+        if getattr(config.option, "loadgroup", False):  # an xdist worker under loadgroup
+            _suffix_group(item, group)
     slow = {groups[i] for i in items if i.get_closest_marker("slow") is not None}
     items.sort(key=lambda i: _schedule_rank(groups[i], slow))  # stable: file order kept
 

@@ -44,9 +44,11 @@ class _Item:
         return pytest.mark.ray if name in self.markers else None
 
 
-def test_tests_that_start_ray_are_grouped_by_what_they_start() -> None:
+def test_tests_that_start_ray_are_grouped_by_what_they_start(request) -> None:
     """The session cluster's tests, the vLLM ones and the other own-Ray ones: three groups that
-    the two workers take longest first; every other test goes with its file."""
+    the two workers take longest first; every other test goes with its file. Under
+    ``--dist loadgroup`` (``make test``) this test's node id carries its group, which is what
+    xdist's scheduler reads (pytest 9.2 ignores where pytest-xdist 3.8 puts it)."""
     own = _Item("tests/e2e/test_bench_smoke.py::test_smoke[scaling]", ("ray",))
     vllm = _Item("tests/e2e/test_bench_smoke.py::test_smoke[serve_openai]", ("ray", "vllm"))
     shared = _Item("tests/e2e/test_train_lm.py::test_x", (), ("tmp_path", "ray_cluster"))
@@ -54,3 +56,5 @@ def test_tests_that_start_ray_are_grouped_by_what_they_start() -> None:
     groups = [xdist_group(i) for i in (own, vllm, shared, plain)]  # type: ignore[arg-type]
     assert groups == [RAY_OWN_GROUP, VLLM_GROUP, RAY_GROUP, "tests/raygke/test_cli.py"]
     assert [_schedule_rank(g, {"tests/raygke/test_cli.py"}) for g in groups] == [0, 0, 0, 1]
+    if getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith("::" + request.node.name + "@tests/test_conftest.py")
