@@ -1,7 +1,7 @@
 """Offline render of a stack: the real Pulumi program (``__main__.py``) under Pulumi's mocks.
 
 No ``pulumi`` CLI, no credentials, no network: :func:`synth` sets the stack's config, installs
-:class:`SynthMocks` (realistic, deterministic outputs: ids, self links, endpoints, emails, project
+:class:`raygke.mocks.SynthMocks` (realistic, deterministic outputs: ids, self links, endpoints, emails, project
 numbers) with :func:`pulumi.runtime.set_mocks`, runs the program in this process and writes
 
 * ``<out>/resources.json``: ``[{"type", "name", "urn", "parent", "inputs", "options"}]`` sorted by
@@ -26,14 +26,11 @@ Two runs on the same config write identical bytes. It can run several times in o
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import hashlib
 import json
 import re
 import runpy
 import shutil
-import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,8 +39,6 @@ from typing import Any
 
 import pulumi
 import yaml
-from pulumi.runtime import mocks as pmocks
-from pulumi.runtime import resource as presource
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
@@ -53,233 +48,12 @@ from components.kernel.base import PROJECT_NAMESPACE
 from components.kernel.problems import Problem
 from components.kuberay import render as kuberay_render
 from components.stack.loader import read_stack_yaml
+from raygke.mocks import RecordingMonitor, SynthMocks, no_stack_traces
 from raygke.stacks import pools_table, stack_name_for
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
 SECRET = "[secret]"
-
-
-def project_number(project: str) -> str:
-    """A stable fake 12-digit project number for a project id."""
-    return str(int(hashlib.sha256(project.encode()).hexdigest(), 16) % 10**12).rjust(12, "1")
-
-
-def _ip(seed: str) -> str:
-    h = hashlib.sha256(seed.encode()).digest()
-    return f"34.{h[0]}.{h[1]}.{h[2] or 1}"
-
-
-def _fake_ca(seed: str) -> str:
-    body = base64.b64encode(hashlib.sha512(seed.encode()).digest() * 8).decode()
-    pem = "-----BEGIN CERTIFICATE-----\n" + body + "\n-----END CERTIFICATE-----\n"
-    return base64.b64encode(pem.encode()).decode()
-
-
-DOCKER_IMAGE_TYPE = "docker-build:index:Image"
-
-
-def fake_digest(inputs: dict[str, Any]) -> str:
-    """``sha256:<64 hex>``: a deterministic stand-in for a pushed image's digest, a hash of the
-    build's inputs (secrets left out), so a changed Dockerfile, requirement set or build argument
-    changes the digest the rendered Ray resources reference, as a real build would."""
-    public = {k: v for k, v in inputs.items() if k != "registries"}
-    text = json.dumps(public, sort_keys=True, default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-MOCK_TOKEN = "mock-ray-auth-token-not-a-secret"
-
-
-class SynthMocks(pulumi.runtime.Mocks):
-    """Deterministic, realistic outputs for the resources and invokes the program uses."""
-
-    def __init__(self, project: str) -> None:
-        self.project = project
-        self.number = project_number(project)
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
-        t, n, i = args.typ, args.name, dict(args.inputs)
-        p = i.get("project", self.project)
-        name = i.get("name", n)
-        state: dict[str, Any] = {}
-        rid = f"{n}-id"
-        if t == "gcp:compute/network:Network":
-            rid = f"projects/{p}/global/networks/{name}"
-        elif t == "gcp:compute/subnetwork:Subnetwork":
-            rid = f"projects/{p}/regions/{i.get('region')}/subnetworks/{name}"
-            state["gatewayAddress"] = i.get("ipCidrRange", "10.0.0.0/20").split("/")[0][:-1] + "1"
-        elif t == "gcp:compute/router:Router":
-            rid = f"projects/{p}/regions/{i.get('region')}/routers/{name}"
-        elif t == "gcp:compute/routerNat:RouterNat":
-            rid = f"{p}/{i.get('region')}/{i.get('router')}/{name}"
-        elif t == "gcp:kms/keyRing:KeyRing":
-            rid = f"projects/{p}/locations/{i.get('location')}/keyRings/{name}"
-        elif t == "gcp:kms/cryptoKey:CryptoKey":
-            rid = f"{i.get('keyRing')}/cryptoKeys/{name}"
-        elif t == "gcp:serviceaccount/account:Account":
-            email = f"{i['accountId']}@{p}.iam.gserviceaccount.com"
-            rid = f"projects/{p}/serviceAccounts/{email}"
-            uid = int(hashlib.sha256(email.encode()).hexdigest(), 16) % 10**21
-            state.update(email=email, name=rid, uniqueId=str(uid), member=f"serviceAccount:{email}")
-        elif t == "gcp:container/cluster:Cluster":
-            rid = f"projects/{p}/locations/{i.get('location')}/clusters/{name}"
-            state.update(
-                endpoint=_ip(rid),
-                masterAuth={"clusterCaCertificate": _fake_ca(rid)},
-                masterVersion=i.get("minMasterVersion") or "1.32.2-gke.1297002",
-                labelFingerprint=hashlib.sha256(rid.encode()).hexdigest()[:8],
-            )
-            cpe = dict(i.get("controlPlaneEndpointsConfig") or {})
-            dns = dict(cpe.get("dnsEndpointConfig") or {})
-            uid = hashlib.sha256(rid.encode()).hexdigest()[:24]
-            dns["endpoint"] = f"gke-{uid}.{i.get('location')}.gke.goog"
-            state["controlPlaneEndpointsConfig"] = {**cpe, "dnsEndpointConfig": dns}
-        elif t == "gcp:container/nodePool:NodePool":
-            rid = f"{i.get('cluster')}/nodePools/{name}"
-        elif t == "gcp:storage/bucket:Bucket":
-            rid = name
-            state.update(
-                url=f"gs://{name}", selfLink=f"https://www.googleapis.com/storage/v1/b/{name}"
-            )
-        elif t == "gcp:storage/bucketObject:BucketObject":
-            rid = f"{i.get('bucket')}-{name}"
-            state.update(
-                selfLink=f"https://www.googleapis.com/storage/v1/b/{i.get('bucket')}/o/{name}",
-                mediaLink=f"https://storage.googleapis.com/download/storage/v1/b/{i.get('bucket')}/o/{name}",
-            )
-        elif t == "gcp:secretmanager/secret:Secret":
-            rid = f"projects/{p}/secrets/{i.get('secretId')}"
-            state["name"] = f"projects/{self.number}/secrets/{i.get('secretId')}"
-        elif t.startswith("kubernetes:") and not t.startswith("kubernetes:helm"):
-            meta = i.get("metadata") or {}
-            ns = meta.get("namespace")
-            rid = f"{ns}/{meta.get('name', n)}" if ns else str(meta.get("name", n))
-        elif t == "kubernetes:helm.sh/v3:Release":
-            rid = f"{i.get('namespace')}/{name}"
-            state["status"] = {"status": "deployed", "version": i.get("version"), "revision": 1}
-        elif t == "gcp:artifactregistry/repository:Repository":
-            rid = f"projects/{p}/locations/{i.get('location')}/repositories/{i.get('repositoryId')}"
-            state["name"] = i.get("repositoryId")
-        elif t == "gcp:monitoring/dashboard:Dashboard":
-            uid = hashlib.sha256(f"{p}/{n}".encode()).hexdigest()
-            rid = (
-                f"projects/{self.number}/dashboards/{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:28]}"
-            )
-        elif t == DOCKER_IMAGE_TYPE:
-            digest = fake_digest(i)
-            tags = list(i.get("tags") or [])
-            repo = tags[0].rsplit(":", 1)[0] if tags else n
-            rid = digest
-            state.update(digest=digest, ref=f"{repo}@{digest}")
-        elif t == "random:index/randomPassword:RandomPassword":
-            # a fixed fake: the render never holds a real token
-            state.update(result=MOCK_TOKEN, bcryptHash="mock")
-        elif "IAMMember" in t or "IamMember" in t:
-            rid = f"{n}/{i.get('role')}/{i.get('member')}"
-            state["etag"] = "BwY" + hashlib.sha256(rid.encode()).hexdigest()[:9]
-        if "selfLink" not in state and t.startswith("gcp:compute/"):
-            state["selfLink"] = f"https://www.googleapis.com/compute/v1/{rid}"
-        return rid, {**i, **state}
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list | None]:
-        a = dict(args.args)
-        if args.token == "gcp:organizations/getProject:getProject":
-            p = a.get("projectId", self.project)
-            return {
-                "id": f"projects/{p}",
-                "projectId": p,
-                "name": p,
-                "number": self.number,
-            }, []
-        if args.token == "gcp:storage/getProjectServiceAccount:getProjectServiceAccount":
-            email = f"service-{self.number}@gs-project-accounts.iam.gserviceaccount.com"
-            return {
-                "id": email,
-                "emailAddress": email,
-                "member": f"serviceAccount:{email}",
-                "project": a.get("project", self.project),
-            }, []
-        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
-            return {"project": self.project, "accessToken": "mock", "id": "mock"}, []
-        return a, []
-
-
-class _InputsTap(pulumi.runtime.Mocks):
-    """The mocks of a :class:`_RecordingMonitor`: ``mocks``' answers, remembering on each thread
-    the inputs of its last :meth:`new_resource` call (the monitor runs each registration on one
-    thread of the SDK's executor, several at a time)."""
-
-    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
-        self.mocks = mocks
-        self.last = threading.local()
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
-        self.last.inputs = args.inputs
-        return self.mocks.new_resource(args)
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
-        return self.mocks.call(args)
-
-
-class _RecordingMonitor(pmocks.MockMonitor):
-    """A mock monitor that also remembers each resource's URN, parent, registration inputs and
-    resource options (read from the registration request itself, so every option the SDK sends is
-    seen, for custom and component resources alike). The inputs are those the mock monitor
-    deserialised from the request for ``mocks.new_resource`` (which must not mutate them;
-    :class:`SynthMocks` does not): deserialising the request's properties again would double the
-    cost of the largest ones (a CRD's schema)."""
-
-    def __init__(self, mocks: SynthMocks) -> None:
-        self.tap = _InputsTap(mocks)
-        super().__init__(self.tap)
-        self.records: list[dict[str, Any]] = []
-
-    def RegisterResource(self, request: Any) -> Any:
-        self.tap.last.inputs = None
-        resp = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            inputs = self.tap.last.inputs
-            if inputs is None:  # a monitor that did not ask the mocks
-                inputs = rpc.deserialize_properties(request.object)
-            self.records.append(
-                {
-                    "type": request.type,
-                    "name": request.name,
-                    "urn": resp.urn,
-                    "parent": _urn_ref(request.parent),
-                    "inputs": inputs,
-                    "options": _options(request),
-                }
-            )
-        return resp
-
-
-def _options(request: Any) -> dict[str, Any]:
-    """The resource options of a ``RegisterResourceRequest`` as plain, sorted data."""
-    provider = request.provider.split("::", 4)
-    provider_ref = _urn_ref("::".join(provider[:4])) if request.provider else None
-    return {
-        "protect": bool(request.protect) if request.HasField("protect") else False,
-        "ignore_changes": sorted(request.ignoreChanges),
-        "replace_on_changes": sorted(request.replaceOnChanges),
-        "delete_before_replace": bool(request.deleteBeforeReplace),
-        "retain_on_delete": bool(request.retainOnDelete)
-        if request.HasField("retainOnDelete")
-        else False,
-        "depends_on": sorted({_urn_ref(u) for u in request.dependencies if u}),
-        "provider": provider_ref,
-    }
-
-
-def _urn_ref(urn: str) -> str | None:
-    """``urn:pulumi:s::p::a$b::name`` -> ``b::name``."""
-    if not urn:
-        return None
-    _, _, rest = urn.partition("::")
-    _, _, rest = rest.partition("::")
-    typ, _, name = rest.partition("::")
-    return f"{typ.split('$')[-1]}::{name}"
 
 
 def _plain(value: Any) -> Any:
@@ -401,33 +175,8 @@ def run_program(
     Raises whatever the program raises (e.g. ``pulumi.RunError`` on an invalid config);
     ValueError for another ``crd_specs``.
     """
-    with kuberay_render.crd_specs(crd_specs), _no_stack_traces():
+    with kuberay_render.crd_specs(crd_specs), no_stack_traces():
         return _run_program(config, stack, program)
-
-
-def _empty_stack_trace() -> Any:
-    return presource.source_pb2.StackTrace()
-
-
-@contextlib.contextmanager
-def _no_stack_traces() -> Any:
-    """Within the block, Pulumi's SDK sends each registration an empty stack trace (and so no
-    source position), as it does when it finds no resource constructor on the stack.
-
-    The trace is for the engine's diagnostics; under mocks nothing reads it (the records take
-    neither), yet collecting it walks the whole Python stack and makes a file URI of every frame
-    for each resource: 15-30 % of a mocked run, more the deeper the caller's stack (a test
-    runner's). ``_get_stack_trace`` is the SDK's private helper (pulumi 3.272): should a release
-    drop it, the traces are simply collected."""
-    original = getattr(presource, "_get_stack_trace", None)
-    if original is None:
-        yield
-        return
-    presource._get_stack_trace = _empty_stack_trace
-    try:
-        yield
-    finally:
-        presource._get_stack_trace = original
 
 
 def _run_program(
@@ -435,7 +184,7 @@ def _run_program(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     project = config.get(f"{PROJECT_NAMESPACE}:project") or config.get("gcp:project") or "project"
     mocks = SynthMocks(project)
-    monitor = _RecordingMonitor(mocks)
+    monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_all_config(dict(config))
     psettings.ROOT.set(None)
     psettings.SETTINGS.rpc_manager.clear()

@@ -12,7 +12,8 @@ import pytest
 from components.raycrs.crd import crds_available, missing_crds_message
 from components.stack.loader import load_stack_file, validate
 from components.stack.model import StackConfig
-from raygke.synth import SynthMocks, config_entries, run_program
+from raygke.mocks import SynthMocks
+from raygke.synth import config_entries, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = ("dev", "prod")

@@ -16,7 +16,8 @@ from pulumi.runtime.sync_await import _sync_await
 from components.apis.render import REQUIRED_APIS, SERVICE_TYPE, apis_for_type
 from components.kernel.base import PROJECT_NAMESPACE
 from components.stack.loader import validate
-from raygke.synth import PROGRAM, SynthMocks, config_entries
+from raygke.mocks import SynthMocks
+from raygke.synth import PROGRAM, config_entries
 from tests.helpers import config
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import raygke.mocks as mocks
 import raygke.synth as synth
 from components.kuberay.render import crd_documents
 from tests.helpers import config, of_type, render
@@ -17,19 +18,19 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 DEPENDENCIES: dict[str, list[str]] = {}
 
 
-class _DependencyMonitor(synth._RecordingMonitor):
+class _DependencyMonitor(mocks.RecordingMonitor):
     """Also records each resource's ``dependsOn`` (as ``<type>::<name>``)."""
 
     def RegisterResource(self, request: Any) -> Any:
         DEPENDENCIES[f"{request.type}::{request.name}"] = [
-            synth._urn_ref(u) for u in request.dependencies
+            mocks._urn_ref(u) for u in request.dependencies
         ]
         return super().RegisterResource(request)
 
 
 def _render(monkeypatch: pytest.MonkeyPatch, **overrides: Any) -> list[dict]:
     DEPENDENCIES.clear()
-    monkeypatch.setattr(synth, "_RecordingMonitor", _DependencyMonitor)
+    monkeypatch.setattr(synth, "RecordingMonitor", _DependencyMonitor)
     jobs = [{"name": "own", "workload": "train_lm", "node_pool": "l4"}]
     records, _ = render(config(jobs=jobs, **overrides), crd_specs="full")
     return records

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.security.iam import NODE_PROJECT_ROLES, gke_service_agent
-from raygke.synth import project_number
+from raygke.mocks import project_number
 from tests.helpers import by_name, config, of_type, render
 
 NUMBER = project_number("ray-gke-test")

@@ -22,7 +22,8 @@ from components.security.rules import (
 )
 from components.stack.checks import check_stack
 from components.stack.loader import stack_data_from_yaml
-from raygke.synth import MOCK_TOKEN, config_entries, run_program
+from raygke.mocks import MOCK_TOKEN
+from raygke.synth import config_entries, run_program
 from tests.helpers import ROOT, STACKS, of_type, stack
 
 K8S_VERSION = "1.35"  # prod's min_master_version

@@ -772,9 +772,14 @@ def test_up_interrupted_while_starting_leaves_no_ray_process(
     cfg.write_text(cfg.read_text().replace("workers: 1", "workers: 3"))
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
     env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    # Ctrl-C as a terminal delivers it, whatever this test runs under: a shell's background job
+    # (`make test &`, nohup) inherits SIGINT ignored, and Python turns SIGINT into
+    # KeyboardInterrupt only "if the parent process has not changed it"
+    # (https://docs.python.org/3/library/signal.html, General rules)
     proc = subprocess.Popen(
         [str(RAYGKE), "local", "up", "--config", str(cfg)], cwd=tmp_path, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     state_file = tmp_path / "root" / "t" / "state.json"
     # whatever fails below (up finished before the interrupt, nodes left), no cluster leaks
