@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from components.stack.loader import stack_data_from_yaml
+from raygke import mocks as rmocks
 from raygke import synth as rsynth
 from raygke.diff.compare import Plan, compare
 
@@ -56,7 +57,7 @@ class Step:
         mutate: edits the config data in place (None: config unchanged, e.g. a CA rotation).
         plan: the expected ``{resource name: op}`` (exactly these changes, nothing else).
         disruption: the expected ``{(target, effect)}`` (exactly; empty: nothing stops).
-        mocks: ``{"raygke.synth attribute": replacement}`` patched while rendering (the cloud's
+        mocks: ``{"raygke.mocks attribute": replacement}`` patched while rendering (the cloud's
             side of the change, e.g. a new CA).
     """
 
@@ -86,7 +87,7 @@ def run(scenario: Scenario, monkeypatch: Any, base: list[dict[str, Any]]) -> lis
         if step.mutate is not None:
             step.mutate(data)
         for attr, value in step.mocks.items():
-            monkeypatch.setattr(rsynth, attr, value)
+            monkeypatch.setattr(rmocks, attr, value)
         head = render(scenario.stack, data)
         plans.append(compare(prev, head, scenario.stack))
         prev = head

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from raygke import synth as rsynth
+from raygke import mocks as rmocks
 from raygke.diff import disruption as dis
 from raygke.diff.compare import compare
 from raygke.diff.formats import disruption_summary
@@ -41,8 +41,8 @@ def test_ca_and_endpoint_rotation_replaces_no_kubernetes_resource(base_render, m
     """The cloud side changes (new CA, new IP endpoint, new DNS endpoint host): the kubeconfig
     changes, the identity does not, so nothing Kubernetes is replaced and nothing stops."""
     rotated = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnew\n-----END CERTIFICATE-----\n")
-    monkeypatch.setattr(rsynth, "_fake_ca", lambda seed: rotated.decode())
-    monkeypatch.setattr(rsynth, "_ip", lambda seed: "34.1.2.3")
+    monkeypatch.setattr(rmocks, "_fake_ca", lambda seed: rotated.decode())
+    monkeypatch.setattr(rmocks, "_ip", lambda seed: "34.1.2.3")
     head = render("prod", stack_data("prod"))
     base = base_render["prod"]
     assert (
