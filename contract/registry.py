@@ -13,6 +13,7 @@ its argument class and one entry here (or :func:`contract.workload.register` at 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -43,12 +44,14 @@ __all__ = [
     "DEFAULT_PIPELINE",
     "FAULTS_ENV",
     "PROGRESS_PREFIX",
+    "RENAMED",
     "RESULT_PREFIX",
     "SERVE_CPU_REFUSAL",
     "TF_GPU_CONFLICT",
     "WORKLOADS",
     "ArgError",
     "JobContext",
+    "Renamed",
     "Workload",
     "args_classes",
     "bind_job_args",
@@ -232,6 +235,69 @@ for _w in BUILTIN:
         register(_w)
 
 DEFAULT_PIPELINE: tuple[str, ...] = ("prepare", "train_lm", "evaluate")
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A workload renamed (or retired into another): stack files that name it are read as
+    :attr:`new` with a warning for at least one release, then it is removed (docs/upgrading.md).
+
+    Attributes:
+        old: the old name.
+        new: the workload it is read as.
+        since: the release (date) that renamed it.
+        why: what changed, in words.
+        args: old argument -> the argument of :attr:`new` with the same meaning.
+        dropped: old argument -> why no argument of :attr:`new` means it (it is ignored, with a
+            warning, since leaving it out changes nothing the new workload does).
+    """
+
+    old: str
+    new: str
+    since: str
+    why: str
+    args: Mapping[str, str]
+    dropped: Mapping[str, str]
+
+
+RENAMED: Mapping[str, Renamed] = MappingProxyType(
+    {
+        "serve_lm": Renamed(
+            old="serve_lm",
+            new="serve_llm",
+            since="2026-12-04",
+            why="the home-made engine (POST /generate) was retired for vLLM behind Ray Serve LLM "
+            "(the OpenAI API: /v1/completions, /v1/chat/completions)",
+            args=MappingProxyType(
+                {
+                    "torch_threads": "cpu_threads",
+                    **{
+                        a: a
+                        for a in (
+                            "num_cpus",
+                            "min_replicas",
+                            "max_replicas",
+                            "target_ongoing_requests",
+                            "max_ongoing_requests",
+                        )
+                    },
+                }
+            ),
+            dropped=MappingProxyType(
+                {
+                    "max_batch_size": "vLLM batches requests continuously",
+                    "batch_wait_timeout_s": "vLLM batches requests continuously",
+                    "max_prompt_bytes": "max_model_len bounds prompt and completion together",
+                    "max_new_tokens": "max_model_len bounds prompt and completion together",
+                    "default_new_tokens": "a request gives its own max_tokens",
+                    "max_body_bytes": "the OpenAI ingress sets no body limit of its own",
+                    "num_gpus": "the node pool's accelerator places the engine",
+                }
+            ),
+        ),
+    }
+)
+"""Every renamed workload, by its old name (:class:`Renamed`)."""
 
 
 def args_classes() -> Mapping[str, type[WorkloadArgs]]:

@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from components.kernel.base import plural
 from components.nodepools.model import GpuPool, TpuPool
+from components.stack.epochs import epoch_note
 from components.stack.model import StackConfig
 from contract.errors import ConfigurationError
 from raygke import images as images_cli
@@ -139,11 +140,19 @@ def check(
     from components.kernel.problems import Problem
     from components.network.access import reachability_problems
 
-    warnings = image_warnings(cfg.ray.images)
+    warnings = list(cfg.notices)  # deprecated spellings, refusals newer than the stack's epoch
+    warnings += image_warnings(cfg.ray.images)
     warnings += maintenance_warnings(cfg)
     warnings += list(multi_node_jobs_without_gpu_networking(cfg))
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
+    held = [Problem(h.path, h.note(), "newer-default", "warning") for h in cfg.held_defaults]
+    if fmt == "text":
+        for line in held:
+            err.print(f"note: {line}", markup=False)
+        if cfg.epoch.why:
+            err.print(f"note: {epoch_note(path, cfg.epoch)}", markup=False)
+    warnings += held
     problems: list[Problem] = reachability_problems(
         cfg.cluster.dns_endpoint, cfg.network.master_authorized_networks
     )

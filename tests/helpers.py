@@ -26,7 +26,10 @@ def stack(name: str) -> StackConfig:
 
 needs_crds = pytest.mark.skipif(not crds_available(), reason=missing_crds_message())
 
+from components.kernel.release import RELEASE  # noqa: E402
+
 BASE: dict[str, Any] = {
+    "defaults": RELEASE,  # a new stack: this release's defaults (components/stack/epochs.py)
     "project": "ray-gke-test",
     "region": "us-east5",
     "zones": ["us-east5-b"],

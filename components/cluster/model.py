@@ -10,7 +10,6 @@ from typing import ClassVar, Literal
 
 from pydantic import (
     Field,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -294,20 +293,14 @@ class ClusterConfig(_Model):
 
     @field_validator("min_master_version")
     @classmethod
-    def _version(cls, v: str | None, info: ValidationInfo) -> str | None:
-        """A pinned version parses and is one GKE offers for new clusters in the release
-        channel (:func:`components.catalog.gke_version_problem`). Checked at the field (the
-        channel is validated before it), so the problem is located at
-        ``cluster.min_master_version`` and the other ``cluster`` keys are still checked."""
-        if v is None:
-            return v
-        catalog.parse_gke_version(v)
-        channel = info.data.get("release_channel")
-        if channel is None:  # the channel is invalid itself: reported there
-            return v
-        problem = catalog.gke_version_problem(v, channel)
-        if problem:
-            raise ValueError(f"min_master_version {problem}")
+    def _version(cls, v: str | None) -> str | None:
+        """A pinned version parses (:func:`components.catalog.parse_gke_version`); whether GKE
+        still offers it for new clusters is the rule
+        :func:`components.stack.rules.gke_version_offered` (a warning for stacks written before
+        it, :mod:`components.stack.epochs`: GKE stops offering a minor as time passes, while an
+        existing cluster keeps running at or above it)."""
+        if v is not None:
+            catalog.parse_gke_version(v)
         return v
 
 

@@ -340,7 +340,8 @@ class GpuPool(_PoolBase, NodeBounds):
         "`tcpxo` / `rdma` name the family's technology and are refused on another family "
         "(https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth, "
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx; "
-        "docs/deploying.md, GPU networking). Changing it replaces the node pool.",
+        "docs/deploying.md, GPU networking). Changing it replaces the node pool. Unset in a "
+        "stack without `defaults` 2026-12-03 or later: `off` (what those stacks created).",
     )
     min_nodes: MinNodes = Field(0, description=MIN_NODES_DOC)
     max_nodes: MaxNodes = Field(1, description=MAX_NODES_DOC)

@@ -33,6 +33,8 @@ from components.kernel.stackyaml import (  # noqa: F401  (re-exported: the YAML 
     WrittenFloat,
     read_stack_yaml,
 )
+from components.stack.deprecations import modernized
+from components.stack.epochs import hold_defaults, read_epoch
 from components.stack.model import StackConfig
 from components.stack.overrides import (  # noqa: F401  (re-exported: the ESC and --set API)
     SetError,
@@ -291,6 +293,8 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     """
     if not isinstance(data, Mapping):
         raise ConfigError([f"expected a mapping of config keys, got {type(data).__name__}"], source)
+    epoch = read_epoch(data)  # from the file as written, before the rewrites below
+    data, deprecated = modernized(data)
     data = dict(data)
     try:
         cfg = StackConfig.model_validate(data)
@@ -300,14 +304,20 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
         partial = _valid_blocks(data, e)
         if partial is not None:
             cfg, broken = partial
-            problems += rule_problems(cfg, broken=broken)
+            cfg._epoch = epoch
+            hold_defaults(cfg, epoch)
+            problems += [p for p in rule_problems(cfg, broken=broken) if p.severity != "warning"]
             notes = skipped_rules(broken=broken)
         raise ConfigError(problems, source, notes) from None
     except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
         raise ConfigError([str(e)], source) from None
+    cfg._epoch = epoch
+    cfg._held = tuple(hold_defaults(cfg, epoch))
     problems = rule_problems(cfg)  # the rules run once, over the validated model
-    if problems:
-        raise ConfigError(problems, source)
+    errors = [p for p in problems if p.severity != "warning"]
+    if errors:
+        raise ConfigError(errors, source)
+    cfg._notices = (*deprecated, *problems)  # warnings only: deprecations, newer refusals
     return cfg
 
 

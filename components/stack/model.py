@@ -8,9 +8,12 @@ rule itself (so this module imports neither the rules nor the resolver)."""
 from __future__ import annotations
 
 import re
+from datetime import date
+from typing import Any
 
 from pydantic import (
     Field,
+    PrivateAttr,
     field_validator,
 )
 
@@ -18,6 +21,7 @@ from components import catalog
 from components.capacity.model import CapacityConfig
 from components.cluster.model import ClusterConfig, NapConfig
 from components.computeclass.model import ComputeClassConfig
+from components.kernel import release
 from components.kernel.base import _REGION, _Model, _unique, gcp_labels
 from components.kuberay.model import KubeRayConfig
 from components.network.model import NetworkConfig
@@ -75,6 +79,14 @@ class LocalConfig(_Model):
 class StackConfig(_Model):
     """Everything one stack (``dev``, ``prod``, ...) declares. See the README and docs/ for a tour."""
 
+    defaults: str | None = Field(
+        None,
+        description="The release whose defaults the stack file is written for, an ISO date "
+        f"(`{release.RELEASE}` is this release's; `raygke new` and `raygke migrate` write it). A "
+        "default that changes what gets created, and a new refusal, apply only to stacks at or "
+        "after the release that introduced them; unset: the oldest release "
+        "(docs/upgrading.md).",
+    )
     project: str = Field(
         description="GCP project id every resource is created in (6-30 lowercase letters, digits "
         "and hyphens); `gcp:project` fills it when absent and must not differ.",
@@ -157,6 +169,42 @@ class StackConfig(_Model):
         default_factory=LocalConfig,
         description="The local environment of `raygke local`; nothing in the cloud render changes.",
     )
+
+    # Set by the loader (components.stack.loader.validate), which reads a file's epoch
+    _notices: tuple[Any, ...] = PrivateAttr(default=())
+    _held: tuple[Any, ...] = PrivateAttr(default=())
+    _epoch: release.Epoch | None = PrivateAttr(default=None)
+
+    @field_validator("defaults", mode="before")
+    @classmethod
+    def _defaults(cls, v: Any) -> Any:
+        """An ISO date (YAML may read an unquoted one as a date) up to this release's
+        (:func:`components.kernel.release.epoch_problem`)."""
+        if isinstance(v, date):
+            v = v.isoformat()
+        if isinstance(v, str) and (problem := release.epoch_problem(v)):
+            raise ValueError(problem)
+        return v
+
+    @property
+    def held_defaults(self) -> tuple[Any, ...]:
+        """The newer defaults this stack does not get, its epoch being older than theirs
+        (:class:`components.stack.epochs.Held`)."""
+        return self._held
+
+    @property
+    def epoch(self) -> release.Epoch:
+        """The release whose defaults the stack is read with
+        (:func:`components.stack.epochs.read_epoch`; a model not read from a stack file:
+        its ``defaults``, else this release's)."""
+        return self._epoch or release.Epoch(self.defaults or release.RELEASE, "")
+
+    @property
+    def notices(self) -> tuple[Any, ...]:
+        """Warnings found while the stack was loaded (:func:`components.stack.loader.validate`):
+        deprecated spellings, refusals newer than the stack's epoch (Problems, severity
+        ``warning``)."""
+        return self._notices
 
     @field_validator("project")
     @classmethod

@@ -157,6 +157,18 @@ def accelerator_zones_offered(cfg: StackConfig) -> Iterable[Problem]:
                 )
 
 
+def gke_version_offered(cfg: StackConfig) -> Iterable[Problem]:
+    """A pinned ``cluster.min_master_version`` is one GKE offers for new clusters in the
+    cluster's release channel (:func:`components.catalog.gke_version_problem`, from the catalog's
+    dated record of https://cloud.google.com/kubernetes-engine/docs/release-schedule)."""
+    have = cfg.cluster.min_master_version
+    if have and (problem := catalog.gke_version_problem(have, cfg.cluster.release_channel)):
+        yield at(
+            "cluster.min_master_version",
+            f"cluster.min_master_version: min_master_version {problem}",
+        )
+
+
 def tpu_min_gke_version(cfg: StackConfig) -> Iterable[Problem]:
     """``cluster.min_master_version`` is at least the minimum GKE version for node pools of each
     declared TPU generation (``TpuGeneration.min_gke_version`` in :mod:`components.catalog`, from
@@ -462,6 +474,7 @@ RULES: tuple[Rule, ...] = (
     _rule(pool_zones_in_region, "region", "node_pools"),
     _rule(unique_names),
     _rule(accelerator_zones_offered, "zones", "node_pools"),
+    _rule(gke_version_offered, "cluster.min_master_version", "cluster.release_channel"),
     _rule(tpu_min_gke_version, "cluster.min_master_version", "node_pools"),
     _rule(nap_limits_cover_pools, "nap", "cluster.system_pool", "node_pools"),
     _rule(pool_node_counts_within_gke_limits, "cluster.system_pool", "zones", "node_pools"),
@@ -550,12 +563,14 @@ def rule_problems(
     :class:`~components.kernel.problems.Problem` with its path and the rule's name), in
     :data:`RULES` order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
     paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``)."""
+    from components.stack.epochs import gate_refusals
+
     bad = _blocked(valid, broken)
     problems: list[Problem] = []
     for r in RULES:
         if r.blocked_by(bad) is None:
             problems.extend(r.problems(cfg))
-    return problems
+    return gate_refusals(cfg, problems)
 
 
 def skipped_rules(

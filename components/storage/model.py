@@ -53,8 +53,9 @@ class BucketConfig(_Model):
         description="Hierarchical namespace: real folders, so renaming a folder (a checkpoint "
         "commit) is one atomic operation, and higher request rates; set at creation only "
         "(changing it replaces the bucket), no object versioning "
-        "(https://cloud.google.com/storage/docs/hns-overview). Unset: on for checkpoints, off "
-        "for the others.",
+        "(https://cloud.google.com/storage/docs/hns-overview). Unset: on for checkpoints "
+        "(stacks with `defaults` 2026-12-03 or later, unless `versioning` or "
+        "`noncurrent_version_days` is set), off for the others.",
     )
     fuse_profile: Literal["dataset", "checkpoints", "model", "plain"] | None = Field(
         None,
@@ -120,7 +121,8 @@ class BucketsConfig(_Model):
     checkpoints: BucketConfig = Field(
         default_factory=BucketConfig,
         description="The checkpoints bucket (Ray Train `storage_path`); hierarchical namespace "
-        "by default, so no object versioning (soft delete keeps deleted objects 7 days).",
+        "by default (stacks with `defaults` 2026-12-03 or later), so no object versioning "
+        "(soft delete keeps deleted objects 7 days); `versioning: true` makes it flat.",
     )
     artifacts: BucketConfig = Field(
         default_factory=lambda: BucketConfig(versioning=True),
@@ -141,13 +143,12 @@ class BucketsConfig(_Model):
         (https://cloud.google.com/storage/docs/hns-overview, incompatible features)."""
         for purpose in ("datasets", "checkpoints", "artifacts"):
             bc = getattr(self, purpose)
-            if hns_of(purpose, bc) and (bc.versioning or bc.noncurrent_version_days):
+            if bc.hierarchical_namespace and (bc.versioning or bc.noncurrent_version_days):
                 raise ValueError(
-                    f"{purpose}: hierarchical namespace (the default for checkpoints) does not "
-                    "support object versioning; drop versioning / noncurrent_version_days "
-                    "(soft_delete_days still recovers deleted objects) or set "
-                    "hierarchical_namespace: false (https://cloud.google.com/storage/docs/"
-                    "hns-overview)"
+                    f"{purpose}: hierarchical namespace does not support object versioning; "
+                    "drop versioning / noncurrent_version_days (soft_delete_days still recovers "
+                    "deleted objects), or drop hierarchical_namespace for a flat bucket that "
+                    "versions objects (https://cloud.google.com/storage/docs/hns-overview)"
                 )
         return self
 
@@ -187,9 +188,14 @@ commit is one atomic folder rename, components/storage/fuse.py)."""
 
 def hns_of(purpose: str, bucket: BucketConfig) -> bool:
     """Whether the bucket of ``purpose`` has hierarchical namespace: its
-    ``hierarchical_namespace``, else :data:`PURPOSE_HNS`."""
+    ``hierarchical_namespace``; unset, a flat bucket where it asks for object versioning
+    (``versioning`` or ``noncurrent_version_days``, which hierarchical namespace does not
+    support), else :data:`PURPOSE_HNS` (stacks written before hierarchical namespace became the
+    checkpoints default keep a flat one: :mod:`components.stack.epochs`)."""
     if bucket.hierarchical_namespace is not None:
         return bucket.hierarchical_namespace
+    if bucket.versioning or bucket.noncurrent_version_days:
+        return False
     return PURPOSE_HNS[purpose]
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from components import catalog
 from components.kernel.base import ConfigError, StackFileError
+from components.kernel.release import RELEASE
 from components.nodepools.model import GpuPool, TpuPool
 from components.stack.loader import stack_data_from_yaml, validate
 from components.stack.resolve import nap_needs
@@ -18,6 +19,7 @@ from tests.helpers import STACKS, stack
 
 def base() -> dict[str, Any]:
     return {
+        "defaults": RELEASE,  # a new stack
         "project": "ray-gke-test",
         "region": "us-central1",
         "zones": ["us-central1-a"],

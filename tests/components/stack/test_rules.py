@@ -100,6 +100,11 @@ CASES: dict[str, tuple[Mutation, str]] = {
         lambda d: d.update(zones=["us-central1-f"]),
         "node_pools[tpu]: TPU v5e is not offered in zone us-central1-f",
     ),
+    "gke_version_offered": (
+        lambda d: d.update(cluster={"min_master_version": "1.27.3-gke.100"}),
+        "cluster.min_master_version: min_master_version 1.27.3-gke.100 is not offered for "
+        "new clusters in the REGULAR channel",
+    ),
     "tpu_min_gke_version": (
         _old_gke,
         "cluster.min_master_version: 1.30.5-gke.100 is older than 1.31.2-gke.1115000",

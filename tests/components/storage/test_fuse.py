@@ -130,10 +130,21 @@ def test_defaults_by_purpose_and_pure_options():
 
 def test_hns_refuses_versioning_in_one_line():
     with pytest.raises(ConfigError) as e:
-        validate(config(buckets={"checkpoints": {"versioning": True}}))
+        validate(
+            config(buckets={"checkpoints": {"versioning": True, "hierarchical_namespace": True}})
+        )
     (line,) = e.value.problems
     assert line.path == "buckets"
     assert "does not support object versioning" in line
+
+
+def test_versioning_without_hierarchical_namespace_means_a_flat_bucket():
+    """An explicit ``versioning: true`` (as stack files before hierarchical namespace wrote the
+    checkpoints bucket) asks for a flat bucket, never an error (issue 46)."""
+    for checkpoints in ({"versioning": True}, {"noncurrent_version_days": 7}):
+        b = validate(config(buckets={"checkpoints": checkpoints})).buckets
+        assert hns_of("checkpoints", b.checkpoints) is False
+    assert hns_of("checkpoints", validate(config()).buckets.checkpoints) is True
 
 
 def test_caches_larger_than_half_the_boot_disk_are_refused():

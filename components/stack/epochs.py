@@ -1,0 +1,317 @@
+"""Defaults epochs: which defaults and refusals a stack file was written for.
+
+A stack file names the release whose defaults it was written for, ``ray-gke:defaults: <date>``
+(an ISO date; ``raygke new`` and ``raygke migrate`` write :data:`RELEASE`). A default that
+changes what gets created applies only to stacks at or after the release that introduced it
+(:data:`NEW_DEFAULTS`). A stack with no ``defaults`` is read as written for the oldest release
+that accepts it: the newest release among the features it uses (:data:`MARKERS`), else before
+every default change. Likewise a refusal added after the first release (:data:`NEW_REFUSALS`) is a
+warning for older stacks: they keep checking, as they did, while the warning says what to fix.
+That is the compatibility contract of docs/upgrading.md (AWS CDK's feature flags are the model:
+``cdk init`` writes the new behaviours into a new project, existing projects opt in one at a
+time, https://docs.aws.amazon.com/cdk/v2/guide/featureflags.html).
+
+Every later change of a default or new refusal adds its line here, with the release date it
+lands in, and a line to CHANGELOG.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from components.kernel.problems import Problem
+from components.kernel.release import RELEASE, Epoch, epoch_problem
+
+__all__ = ["RELEASE", "Epoch", "epoch_problem"]  # re-exported: the release's epoch facts
+
+if TYPE_CHECKING:
+    from components.stack.model import StackConfig
+
+
+@dataclass(frozen=True)
+class Held:
+    """A newer default that one place of a stack does not get, and the value it keeps.
+
+    Attributes:
+        path: the stack key, as problems print it (``node_pools[h100].gpu_networking``).
+        value: the value the key keeps (what ``raygke migrate`` writes to pin it).
+        change: the :class:`NewDefault` it is held back from.
+    """
+
+    path: str
+    value: Any
+    change: NewDefault
+
+    def note(self) -> str:
+        """The one-line note ``raygke check`` prints."""
+        c = self.change
+        key = self.path.rsplit(".", 1)[-1]
+        return (
+            f"{self.path} keeps {_yaml(self.value)} ({c.old}), the default before {c.since}; "
+            f"newer stacks get {c.new}. To opt in: {key}: {_yaml(c.new_value)} ({c.opt_in})"
+        )
+
+
+def _yaml(value: Any) -> str:
+    """``value`` as a stack file writes it (``true``, ``off``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True)
+class NewDefault:
+    """A default that changed what gets created, applied only to stacks from :attr:`since`.
+
+    Attributes:
+        key: the key, as docs/stack-config.md lists it.
+        since: the release (date) that introduced it.
+        old: what older stacks keep, in words.
+        new: what newer stacks get, in words.
+        new_value: the value a stack writes to opt in.
+        opt_in: what opting in does to a deployed stack (what ``raygke diff`` then shows).
+        held: the places of a stack (validated as written) that take the default where the
+            newer one differs from the older: ``(path, old value, apply)``, ``apply(cfg)``
+            returning the stack with the old value in place.
+    """
+
+    key: str
+    since: str
+    old: str
+    new: str
+    new_value: Any
+    opt_in: str
+    held: Callable[[StackConfig], Iterable[tuple[str, Any, Callable[[StackConfig], None]]]]
+
+
+def _checkpoints_hns(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+    """The checkpoints bucket when its ``hierarchical_namespace`` is unset and nothing in it
+    already makes it flat (:func:`components.storage.model.hns_of`)."""
+    from components.storage.model import hns_of
+
+    bucket = cfg.buckets.checkpoints
+    if bucket.hierarchical_namespace is None and hns_of("checkpoints", bucket):
+
+        def apply(c: StackConfig) -> None:
+            flat = c.buckets.checkpoints.model_copy(update={"hierarchical_namespace": False})
+            _set(c, "buckets", c.buckets.model_copy(update={"checkpoints": flat}))
+
+        yield "buckets.checkpoints.hierarchical_namespace", False, apply
+
+
+def _gpu_networking(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+    """GPU pools that leave ``gpu_networking`` unset on a machine type that has GPU networking
+    (elsewhere ``auto`` and the old behaviour are the same: no extra NICs)."""
+    from components.nodepools.model import GpuPool
+
+    for i, pool in enumerate(cfg.node_pools):
+        if (
+            isinstance(pool, GpuPool)
+            and "gpu_networking" not in pool.model_fields_set
+            and pool.gpu_net is not None
+        ):
+
+            def apply(c: StackConfig, i: int = i) -> None:
+                pools = list(c.node_pools)
+                pools[i] = pools[i].model_copy(update={"gpu_networking": "off"})
+                _set(c, "node_pools", pools)
+
+            yield f"node_pools[{pool.name}].gpu_networking", "off", apply
+
+
+def _set(cfg: StackConfig, name: str, value: Any) -> None:
+    # The model is frozen; this runs inside its own validation, before anyone reads or hashes it.
+    object.__setattr__(cfg, name, value)
+
+
+NEW_DEFAULTS: tuple[NewDefault, ...] = (
+    NewDefault(
+        key="buckets.checkpoints.hierarchical_namespace",
+        since="2026-12-03",
+        old="a flat bucket",
+        new="hierarchical namespace (a checkpoint commit is one atomic folder rename)",
+        new_value=True,
+        opt_in="hierarchical namespace is set at creation only, so this replaces the "
+        "checkpoints bucket (copy the checkpoints first; with force_destroy the old ones are "
+        "deleted)",
+        held=_checkpoints_hns,
+    ),
+    NewDefault(
+        key="node_pools[].gpu_networking",
+        since="2026-12-03",
+        old="the primary NIC only, NCCL over TCP",
+        new="auto, the machine family's GPUDirect NICs",
+        new_value="auto",
+        opt_in="extra NICs are set at creation only, so this replaces the node pool (its nodes "
+        "drained, the Ray pods on them restarted)",
+        held=_gpu_networking,
+    ),
+)
+"""Every default that changed what gets created, with the release that changed it."""
+
+
+NEW_REFUSALS: dict[str, str] = {
+    "multi_host_tpu_needs_webhook": "2026-11-29",
+    "job_identity_can_write_outputs": "2026-11-30",
+    "gke_version_offered": "2026-11-30",
+}
+"""Rules (by name) that refuse what an earlier release accepted, with the release that added
+them: a warning for stacks written for an earlier epoch."""
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A feature of a stack file that first appeared in a release: a file that uses it was
+    written for that release or a later one.
+
+    Attributes:
+        what: the feature, in words (``node_pools[].gpu_networking``).
+        since: the release it appeared in.
+        found: whether a stack's data (keys without the prefix, as written) uses it.
+    """
+
+    what: str
+    since: str
+    found: Callable[[Mapping[str, Any]], bool]
+
+
+def _entries(data: Mapping[str, Any], block: str) -> list[Mapping[str, Any]]:
+    items = data.get(block)
+    return [e for e in items if isinstance(e, Mapping)] if isinstance(items, list) else []
+
+
+def _sub(data: Mapping[str, Any], *keys: str) -> Mapping[str, Any]:
+    for k in keys:
+        data = data.get(k) if isinstance(data.get(k), Mapping) else {}
+    return data
+
+
+def _key(block: str, key: str) -> Callable[[Mapping[str, Any]], bool]:
+    """``key`` given in an entry of the list ``block``, or in the mapping at dotted ``block``."""
+
+    def found(data: Mapping[str, Any]) -> bool:
+        if isinstance(data.get(block), list):
+            return any(key in e for e in _entries(data, block))
+        return key in _sub(data, *block.split("."))
+
+    return found
+
+
+def _bucket_key(key: str) -> Callable[[Mapping[str, Any]], bool]:
+    buckets = ("datasets", "checkpoints", "artifacts")
+    return lambda data: any(key in _sub(data, "buckets", b) for b in buckets)
+
+
+def _serve_llm(data: Mapping[str, Any]) -> bool:
+    return any(e.get("workload") == "serve_llm" for e in _entries(data, "services"))
+
+
+def _checkpoints_unversioned(data: Mapping[str, Any]) -> bool:
+    """``buckets.checkpoints`` written without object versioning: the shipped stacks before
+    2026-12-03 versioned it; from 2026-12-03 they dropped versioning for hierarchical namespace."""
+    checkpoints = _sub(data, "buckets").get("checkpoints")
+    return isinstance(checkpoints, Mapping) and not (
+        checkpoints.get("versioning") or checkpoints.get("noncurrent_version_days")
+    )
+
+
+MARKERS: tuple[Marker, ...] = (
+    Marker("node_pools[].gpu_networking", "2026-12-03", _key("node_pools", "gpu_networking")),
+    Marker("network.gpu_cidr", "2026-12-03", _key("network", "gpu_cidr")),
+    Marker("node_pools[].super_slicing", "2026-12-03", _key("node_pools", "super_slicing")),
+    Marker(
+        "cluster.maintenance_exclusions",
+        "2026-12-03",
+        _key("cluster", "maintenance_exclusions"),
+    ),
+    Marker("capacity.topology", "2026-12-03", _key("capacity", "topology")),
+    Marker("buckets.file_cache_medium", "2026-12-03", _key("buckets", "file_cache_medium")),
+    Marker(
+        "buckets.<bucket>.hierarchical_namespace",
+        "2026-12-03",
+        _bucket_key("hierarchical_namespace"),
+    ),
+    Marker("buckets.<bucket>.fuse_profile", "2026-12-03", _bucket_key("fuse_profile")),
+    Marker("buckets.<bucket>.file_cache_size", "2026-12-03", _bucket_key("file_cache_size")),
+    Marker(
+        "buckets.checkpoints without versioning",
+        "2026-12-03",
+        _checkpoints_unversioned,
+    ),
+    Marker("jobs[].super_slice", "2026-12-04", _key("jobs", "super_slice")),
+    Marker("ray.images.tpu-serve", "2026-12-04", _key("ray.images", "tpu-serve")),
+    Marker("services[].workload serve_llm", "2026-12-04", _serve_llm),
+    Marker("services[].hf_model", "2026-12-04", _key("services", "hf_model")),
+    Marker("services[].gateway", "2026-12-04", _key("services", "gateway")),
+)
+"""Features that appeared from the first default change (2026-12-03) on, with their release
+(docs/stack-config.md's history): what dates a stack file that names no ``defaults``."""
+
+
+def read_epoch(data: Mapping[str, Any]) -> Epoch:
+    """The epoch of a stack's data (keys without the prefix, as written): its ``defaults``;
+    else the newest release among the :data:`MARKERS` it uses (the oldest release that accepts
+    the file); else ``""``, before every release."""
+    written = data.get("defaults")
+    if isinstance(written, date):
+        written = written.isoformat()
+    if isinstance(written, str):
+        return Epoch(written, "")
+    found = [m for m in MARKERS if m.found(data)]
+    if not found:
+        return Epoch("", "it uses no feature newer than the first default change")
+    newest = max(m.since for m in found)
+    uses = ", ".join(m.what for m in found if m.since == newest)
+    return Epoch(newest, f"it uses {uses}, which {newest} introduced")
+
+
+def epoch_note(path: Any, epoch: Epoch) -> str:
+    """What ``raygke check`` says of a stack file that names no ``defaults``."""
+    read = f"as written for {epoch.date}" if epoch.date else "as written before every release"
+    return (
+        f"{path} names no ray-gke:defaults, so it is read {read} ({epoch.why}); if it was "
+        f"deployed with a later release, write that release's date there. `raygke migrate "
+        f"--config {path}` writes the defaults it is read with into the file; `--adopt` shows "
+        "what taking this release's would replace (docs/upgrading.md)"
+    )
+
+
+def held_defaults(cfg: StackConfig, epoch: Epoch) -> list[Held]:
+    """The newer defaults a stack (as validated, with today's defaults) read at ``epoch`` does
+    not get, one per place."""
+    return [
+        Held(path, value, change)
+        for change in NEW_DEFAULTS
+        if epoch.date < change.since
+        for path, value, _ in change.held(cfg)
+    ]
+
+
+def hold_defaults(cfg: StackConfig, epoch: Epoch) -> list[Held]:
+    """Put the defaults of ``epoch`` in place of newer ones in ``cfg`` (just validated, not yet
+    handed to anyone: the loader's) and return them."""
+    held: list[Held] = []
+    for change in NEW_DEFAULTS:
+        if epoch.date < change.since:
+            for path, value, apply in list(change.held(cfg)):
+                apply(cfg)
+                held.append(Held(path, value, change))
+    return held
+
+
+def gate_refusals(cfg: StackConfig, problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` with those of a rule newer than the stack's epoch made warnings that say
+    so (:data:`NEW_REFUSALS`)."""
+    epoch = cfg.epoch
+    out: list[Problem] = []
+    for p in problems:
+        since = NEW_REFUSALS.get(p.rule)
+        if since is not None and epoch.date < since and p.severity == "error":
+            p = p.changed(
+                message=f"{p.message} (refused for stacks written for defaults {since} or "
+                f"later; this one is read as {epoch.date or 'older'})",
+                severity="warning",
+            )
+        out.append(p)
+    return out
