@@ -26,6 +26,7 @@ from components.stack.epochs import epoch_note
 from components.stack.model import StackConfig
 from contract.errors import ConfigurationError
 from raygke import images as images_cli
+from raygke import migrate as migrate_cli
 from raygke import submit
 from raygke.console import (
     EXIT_FAILED,
@@ -417,6 +418,8 @@ def docs(
 
 
 app.command()(submit.submit)
+app.command()(migrate_cli.migrate)
+app.command()(migrate_cli.new)
 from raygke.queue import queue as _queue  # noqa: E402  (the admission preview, raygke/queue.py)
 
 app.command(name="queue")(_queue)

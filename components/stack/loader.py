@@ -42,6 +42,7 @@ from components.stack.overrides import (  # noqa: F401  (re-exported: the ESC an
     esc_stand_ins,
     parse_set,
     required_keys,
+    set_key,
     set_key_parts,
     stack_environments,
 )

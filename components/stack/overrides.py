@@ -145,58 +145,69 @@ def apply_overrides(
 
     out = copy.deepcopy(dict(data))
     for key, value in overrides.items():
-        parts = set_key_parts(key) or [("key", key)]
-        node: Any = out
-        for i, (kind, name) in enumerate(parts):
-            last = i == len(parts) - 1
-            where = _set_label(parts[:i]) or "the stack"
-            if isinstance(node, list) and (kind == "item" or re.fullmatch(r"-?\d+", name)):
-                index = _entry_index(node, name)
-                if index is None:
-                    raise SetError(
-                        [
-                            f"--set {key}: {where} has no entry {name!r}; its entries: "
-                            f"{_entry_names(node)} (by name or index)"
-                        ],
-                        source,
-                    )
-                if last:
-                    node[index] = value
-                else:
-                    node = node[index]
-            elif isinstance(node, dict) and (kind == "key" or not re.fullmatch(r"-?\d+", name)):
-                # ``.name``, or ``[name]`` as problems print a mapping's key (``[google.com/tpu]``)
-                if last:
-                    node[name] = value
-                elif node.get(name) is None:
-                    if parts[i + 1][0] == "item" or re.fullmatch(r"-?\d+", parts[i + 1][1]):
-                        raise SetError(
-                            [
-                                f"--set {key}: {_set_label(parts[: i + 1])} is not in the file, so "
-                                "it has no entry to set; give the whole list: --set "
-                                f"'{_set_label(parts[: i + 1])}=[...]'"
-                            ],
-                            source,
-                        )
-                    node[name] = {}
-                node = node[name]
-            elif isinstance(node, list):
+        set_key(out, key, value, source)
+    return out
+
+
+def set_key(data: dict[str, Any], key: str, value: Any, source: str | None = None) -> None:
+    """Set ``key`` (as :func:`parse_set` accepts it) to ``value`` in ``data`` itself (plain
+    mappings or ruamel's round-trip ones, whose comments stay), as :func:`apply_overrides`
+    does.
+
+    Raises:
+        SetError: as :func:`apply_overrides`.
+    """
+    parts = set_key_parts(key) or [("key", key)]
+    node: Any = data
+    for i, (kind, name) in enumerate(parts):
+        last = i == len(parts) - 1
+        where = _set_label(parts[:i]) or "the stack"
+        if isinstance(node, list) and (kind == "item" or re.fullmatch(r"-?\d+", name)):
+            index = _entry_index(node, name)
+            if index is None:
                 raise SetError(
                     [
-                        f"--set {key}: {where} is a list; name an entry as {where}[<name>] or "
-                        f"{where}[<index>] (its entries: {_entry_names(node)})"
+                        f"--set {key}: {where} has no entry {name!r}; its entries: "
+                        f"{_entry_names(node)} (by name or index)"
                     ],
                     source,
                 )
+            if last:
+                node[index] = value
             else:
-                what = "a mapping" if isinstance(node, dict) else f"{type(node).__name__} {node!r}"
-                raise SetError(
-                    [f"--set {key}: {where} is {what}, not a list: it has no entry [{name}]"]
-                    if isinstance(node, dict)
-                    else [f"--set {key}: {where} is not a mapping or a list (it is {what})"],
-                    source,
-                )
-    return out
+                node = node[index]
+        elif isinstance(node, dict) and (kind == "key" or not re.fullmatch(r"-?\d+", name)):
+            # ``.name``, or ``[name]`` as problems print a mapping's key (``[google.com/tpu]``)
+            if last:
+                node[name] = value
+            elif node.get(name) is None:
+                if parts[i + 1][0] == "item" or re.fullmatch(r"-?\d+", parts[i + 1][1]):
+                    raise SetError(
+                        [
+                            f"--set {key}: {_set_label(parts[: i + 1])} is not in the file, so "
+                            "it has no entry to set; give the whole list: --set "
+                            f"'{_set_label(parts[: i + 1])}=[...]'"
+                        ],
+                        source,
+                    )
+                node[name] = {}
+            node = node[name]
+        elif isinstance(node, list):
+            raise SetError(
+                [
+                    f"--set {key}: {where} is a list; name an entry as {where}[<name>] or "
+                    f"{where}[<index>] (its entries: {_entry_names(node)})"
+                ],
+                source,
+            )
+        else:
+            what = "a mapping" if isinstance(node, dict) else f"{type(node).__name__} {node!r}"
+            raise SetError(
+                [f"--set {key}: {where} is {what}, not a list: it has no entry [{name}]"]
+                if isinstance(node, dict)
+                else [f"--set {key}: {where} is not a mapping or a list (it is {what})"],
+                source,
+            )
 
 
 def _set_label(parts: list[tuple[str, str]]) -> str:

@@ -150,6 +150,19 @@ class Plan:
     # what ``raygke check --no-policy`` refuses in the head side (its problem lines): a change
     # that renders but that the cluster or Kueue would never run (:func:`raygke.diff.sides.check_tree`)
     refused: list[Problem] = field(default_factory=list)
+    # the stack file is the same on both sides: every change comes from ray-gke itself (its
+    # images, the workloads archive, its renders), docs/upgrading.md
+    product_upgrade: bool = False
+
+    def product_line(self) -> str | None:
+        """The line that names a product upgrade (None when the stack file changed)."""
+        if not self.product_upgrade or not self.changes:
+            return None
+        return (
+            "Product upgrade: the stack file is the same on both sides, so every change below "
+            "comes from ray-gke itself (its images, the workloads archive, its renders); "
+            "docs/upgrading.md says what an upgrade may change"
+        )
 
     def disruptive(self) -> bool:
         """Whether any change stops or restarts running work (a non-empty ``disruption``)."""
@@ -186,6 +199,7 @@ class Plan:
             "changes": [asdict(c) for c in self.changes],
             "cost": self.cost,
             "refused": [p.as_dict() for p in self.refused],
+            "product_upgrade": self.product_upgrade,
         }
 
 

@@ -49,6 +49,8 @@ def render_text(plan: Plan, console: Any, full: bool = False) -> None:
     console.print(
         Text(f"Stack {plan.stack}: {plan.base} -> {plan.head}", style="bold"), soft_wrap=True
     )
+    if product := plan.product_line():
+        console.print(Text(product, style="bold"), soft_wrap=True)
     for c in plan.changes:
         sym = SYMBOLS[c.op]
         console.print(Text(f"  {sym:<2} {_headline(c)}", style=styles[c.op]), soft_wrap=True)
@@ -142,6 +144,8 @@ def render_markdown(plan: Plan) -> str:
         f"{_md(plan.base)} → {_md(plan.head)}",
         "",
     ]
+    if product := plan.product_line():
+        lines += [f"**{_md(product)}**", ""]
     if plan.changes:
         lines += ["| | resource | type | why |", "|---|---|---|---|"]
         for c in plan.changes:

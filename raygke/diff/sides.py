@@ -361,9 +361,15 @@ def plan_sides(
         plan = compare(b.records, h.records, name, b.label, h.label)
         if sets:
             plan.head += " with --set " + " ".join(sets)
+        plan.product_upgrade = not sets and _same_file(b.stack_file, h.stack_file)
         plan.cost = cost_delta(b.records, h.records)
         plan.refused = checked.result()
     return plan
+
+
+def _same_file(a: Path | None, b: Path | None) -> bool:
+    """Whether both sides have the stack file and its bytes are the same."""
+    return a is not None and b is not None and a.read_bytes() == b.read_bytes()
 
 
 def cost_delta(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> dict[str, Any]:
