@@ -64,3 +64,52 @@ def test_activation_checkpointing_gives_the_same_gradients() -> None:
     for (name, a), b in zip(plain.named_parameters(), ckpt.parameters(), strict=True):
         torch.testing.assert_close(a.grad, b.grad, msg=name)
     assert set(plain.state_dict()) == set(ckpt.state_dict())  # the checkpoint files are alike
+
+
+@pytest.fixture
+def one_rank_group(tmp_path):
+    """A gloo process group of this process alone (FSDP2 needs one; two ranks run in
+    tests/e2e/test_train_lm_fsdp.py)."""
+    import torch.distributed as dist
+
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_sharded_checkpoint_is_a_ddp_checkpoint_and_resumes_exactly(
+    one_rank_group: None, tmp_path
+) -> None:
+    from functools import partial
+
+    from workloads.fsdp import fsdp_wrap, is_sharded
+    from workloads.model_torch import load_checkpoint
+    from workloads.precision import Precision
+    from workloads.train_lm import build_stepper
+
+    args = _args(
+        d_model=32, n_layers=2, n_heads=2, context_length=16, steps=10, warmup=2, ns_dtype="float32"
+    )
+    wrap = partial(fsdp_wrap, device=CPU, precision="fp32", degree=1, world=1)
+    fp32 = Precision("fp32", "test")
+    torch.manual_seed(0)
+    stepper, _, _ = build_stepper(args, None, CPU, wrap=wrap, precision=fp32)
+    assert stepper.sharded and stepper.parallelism == "fsdp"
+    gen = torch.Generator().manual_seed(1)
+    batches = [torch.randint(0, 256, (4, 17), generator=gen) for _ in range(4)]
+    for b in batches[:2]:
+        stepper.step(b)
+    with pytest.raises(RuntimeError, match="gather"):
+        stepper.save(str(tmp_path / "no"), step=2, first_loss=None)
+    stepper.gather()
+    path = stepper.save(str(tmp_path / "ckpt"), step=2, first_loss=5.5)
+    model, meta, opt_state = load_checkpoint(path)
+    assert (meta["step"], meta["parallelism"]) == (2, "fsdp")
+    assert not is_sharded(model) and opt_state is not None  # plain tensors, DDP's format
+    went_on = [stepper.step(b)[0] for b in batches[2:]]
+    resumed, start, first = build_stepper(args, str(path), CPU, wrap=wrap, precision=fp32)
+    assert (start, first) == (2, 5.5)
+    assert [resumed.step(b)[0] for b in batches[2:]] == pytest.approx(went_on, rel=1e-6)
