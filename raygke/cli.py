@@ -211,6 +211,10 @@ def check(
     print_table(
         pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
     )
+    from components.raycrs.training_fit import training_fit_lines
+
+    for line in training_fit_lines(cfg):  # each training job's bytes per device (its fit check)
+        console.print(escape(line), soft_wrap=True)
     note = ""
     if not render:
         note = f" (config only; render checks skipped: {', '.join(skipped)})"

@@ -72,6 +72,10 @@ class GPT(nn.Module):
         self.pos = nn.Embedding(cfg.context_length, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
+        # activation checkpointing: each block's activations recomputed in the backward pass
+        # (torch.utils.checkpoint, non-reentrant: works under DDP and FSDP2); not a parameter, so
+        # the state_dict and checkpoints are the same either way
+        self.checkpointing = False
         self.apply(self._init)
         for name, p in self.named_parameters():
             if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
@@ -91,7 +95,10 @@ class GPT(nn.Module):
             raise ValueError(f"sequence length {t} > context_length {self.cfg.context_length}")
         x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
         for blk in self.blocks:
-            x = blk(x)
+            if self.checkpointing and torch.is_grad_enabled():
+                x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+            else:
+                x = blk(x)
         return self.ln_f(x) @ self.tok.weight.T  # tied embeddings
 
 
@@ -337,25 +344,32 @@ def save_checkpoint(
     scheduler: Any | None = None,
     extra: Mapping[str, Any] | None = None,
     hf: bool = False,
+    state: Mapping[str, torch.Tensor] | None = None,
+    optimizer_state: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write weights (+ optimizer/scheduler state) in the :mod:`workloads.checkpoint` format;
     with ``hf`` also the Hugging Face model folder ``hf/`` (:func:`workloads.hf_export.hf_files`)
-    in the same atomic write and manifest."""
+    in the same atomic write and manifest. ``state`` / ``optimizer_state``: the full (gathered)
+    state dicts to write instead of ``model.state_dict()`` / ``optimizer.state_dict()`` (an FSDP
+    model's own are sharded: :func:`workloads.fsdp.full_state`), so the files are the same
+    whichever way the model was trained."""
     m = _unwrap(model)
+    weights = dict(state) if state is not None else m.state_dict()
     files: dict[str, bytes] = {}
     if hf:
         from workloads.hf_export import hf_files
 
-        files.update(hf_files(jax_arrays(m), m.cfg))
+        files.update(hf_files(jax_arrays(m, weights), m.cfg))
     buf = io.BytesIO()
-    torch.save(m.state_dict(), buf)
+    torch.save(weights, buf)
     files[WEIGHTS] = buf.getvalue()
-    if optimizer is not None:
+    if optimizer is not None or optimizer_state is not None:
         buf = io.BytesIO()
-        state = {"optimizer": optimizer.state_dict()}
+        opt_sd = optimizer_state if optimizer_state is not None else optimizer.state_dict()  # type: ignore[union-attr]
+        saved: dict[str, Any] = {"optimizer": opt_sd}
         if scheduler is not None:
-            state["scheduler"] = scheduler.state_dict()
-        torch.save(state, buf)
+            saved["scheduler"] = scheduler.state_dict()
+        torch.save(saved, buf)
         files[OPTIMIZER] = buf.getvalue()
     metadata = {"step": int(step), "framework": "torch", "model": asdict(m.cfg), **(extra or {})}
     return write_checkpoint(target_dir, files, metadata)
@@ -377,12 +391,16 @@ JAX_TO_TORCH_BLOCK = {
 }
 
 
-def jax_arrays(model: nn.Module) -> dict[str, np.ndarray]:
-    """This model's parameters as float32 NumPy arrays under the JAX model's names and layouts
-    (``tok``, ``blocks/<i>/qkv/w`` ``[in, out]`` ...): the inverse of
-    :func:`state_dict_from_jax` (``nn.Linear`` weights ``[out, in]`` are transposed)."""
+def jax_arrays(
+    model: nn.Module, state: Mapping[str, torch.Tensor] | None = None
+) -> dict[str, np.ndarray]:
+    """This model's parameters (or ``state``, a full state dict of it) as float32 NumPy arrays
+    under the JAX model's names and layouts (``tok``, ``blocks/<i>/qkv/w`` ``[in, out]`` ...):
+    the inverse of :func:`state_dict_from_jax` (``nn.Linear`` weights ``[out, in]`` are
+    transposed)."""
     m = _unwrap(model)
-    sd = {k: v.detach().to("cpu", torch.float32).numpy() for k, v in m.state_dict().items()}
+    src = m.state_dict() if state is None else state
+    sd = {k: v.detach().to("cpu", torch.float32).numpy() for k, v in src.items()}
     out = {"tok": sd["tok.weight"], "pos": sd["pos.weight"]}
     out["ln_f/scale"], out["ln_f/bias"] = sd["ln_f.weight"], sd["ln_f.bias"]
     for i in range(m.cfg.n_layers):

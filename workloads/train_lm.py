@@ -1,11 +1,14 @@
-"""Train the byte-level transformer LM with Ray Train (``TorchTrainer``, DDP).
+"""Train the byte-level transformer LM with Ray Train (``TorchTrainer``, DDP or FSDP2).
 
 The loop, data, shuffle, report/checkpoint schedule, resume rule and throughput are the shared
 ones of :mod:`workloads.train_loop` (the same as :mod:`workloads.train_lm_jax`); this module
 brings the PyTorch step: :func:`workloads.model_torch.train_step` on a model wrapped by
-``ray.train.torch.prepare_model`` (DDP across workers), checkpoints ``model.pt`` + optimizer /
-scheduler state (:func:`workloads.model_torch.save_checkpoint`, format of
-:mod:`workloads.checkpoint`, written by rank 0). On (re)start the worker restores from
+``ray.train.torch.prepare_model`` (DDP across workers) or sharded with FSDP2
+(:mod:`workloads.fsdp`: ``parallelism`` ``ddp`` | ``fsdp`` | ``auto``, the last from the memory
+estimate ``raygke check`` reads, :mod:`contract.train_fit`; rank 0 decides and prints one
+``parallelism:`` line), checkpoints ``model.pt`` + optimizer / scheduler state
+(:func:`workloads.model_torch.save_checkpoint`, format of :mod:`workloads.checkpoint`, written by
+rank 0; under FSDP from the full state every rank helps gather, the same files). On (re)start the worker restores from
 ``ray.train.get_checkpoint()`` after verifying its manifest; if that one is damaged it falls
 back to the newest checkpoint under ``<storage_path>/<name>`` that verifies. The step counter
 continues from the checkpoint's step, so with ``FailureConfig(max_failures)`` every step is
@@ -24,18 +27,21 @@ checkpoint's recorded one kept under ``auto``), printed once, recorded in every 
 Metrics reported per logging step: ``step``, ``loss`` (nats/byte), ``first_loss``,
 ``tokens_per_s`` (global, this attempt's steady-state mean), ``step_time_s``, ``epoch``,
 ``mfu``, ``peak_flops`` (the workers' measured matmul peak in the run's dtype, FLOP/s),
-``model_flops`` (achieved model FLOP/s), ``precision``.
+``model_flops`` (achieved model FLOP/s), ``precision``, ``parallelism``, ``param_bytes``
+(rank 0's parameter bytes: its shards under FSDP).
 Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "checkpoint", "hf_model", "mfu",
-"peak_flops", "model_flops", "precision"}`` (``hf_model``: ``<checkpoint>/hf``, the Hugging Face
+"peak_flops", "model_flops", "precision", "parallelism", "param_bytes"}`` (``hf_model``: ``<checkpoint>/hf``, the Hugging Face
 model folder, :mod:`workloads.hf_export`).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from contract.args.train_lm import TrainLmArgs
 from workloads.common import cpu_threads, restore_checkpoint, run_cli, set_torch_threads
+from workloads.fsdp import decide_parallelism, fsdp_wrap
 from workloads.lm_config import ModelConfig
 from workloads.precision import Precision, for_run, for_workers, matmul_shape, mfu_metrics
 from workloads.train_loop import fit, fit_summary, run_loop
@@ -67,8 +73,17 @@ class TorchStepper:
         ns_dtype: str,
         precision: Precision | None = None,
         devices: int = 1,
+        rank: int = 0,
     ) -> None:
+        from workloads.fsdp import is_sharded, local_param_bytes
+
         self.model, self.opt, self.sched, self.device = model, opt, sched, device
+        self.rank = rank
+        # FSDP2: every rank gathers the full state at a checkpoint step (gather), rank 0 writes it
+        self.sharded = is_sharded(model)
+        self.parallelism = "fsdp" if self.sharded else "ddp"
+        self.param_bytes = local_param_bytes(model)  # this rank's parameters (its shards)
+        self._full: tuple[dict[str, Any], Any] | None = None
         self.ns_dtype = ns_dtype  # Muon's Newton-Schulz dtype, recorded in every checkpoint
         # the run's compute dtype (recorded in every checkpoint) and its measured matmul peak
         self.precision = precision or Precision("fp32", "not decided")
@@ -91,11 +106,24 @@ class TorchStepper:
             torch.cuda.synchronize()
         return loss, tokens.shape[0] * (tokens.shape[1] - 1)
 
+    def gather(self) -> None:
+        """On every rank before a checkpoint step's save: under FSDP the full state dicts are
+        gathered (collectives; rank 0 keeps them, :func:`workloads.fsdp.full_state`)."""
+        if self.sharded:
+            from workloads.fsdp import full_state
+
+            self._full = full_state(self.model, self.opt, self.rank)
+
     def save(
         self, directory: str, *, step: int, first_loss: float | None, final: bool = False
     ) -> Any:
         from workloads.model_torch import save_checkpoint
 
+        state = optimizer_state = None
+        if self.sharded:
+            if self._full is None:
+                raise RuntimeError("a sharded model's checkpoint needs gather() on every rank")
+            (state, optimizer_state), self._full = self._full, None
         return save_checkpoint(
             directory,
             model=self.model,
@@ -106,12 +134,19 @@ class TorchStepper:
                 "first_loss": first_loss,
                 "ns_dtype": self.ns_dtype,
                 "precision": self.precision.dtype,
+                "parallelism": self.parallelism,
             },
             hf=final,
+            state=state,
+            optimizer_state=optimizer_state,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
-        return mfu_metrics(tokens_per_s, self.flops_per_token, self.precision, self.devices)
+        return {
+            **mfu_metrics(tokens_per_s, self.flops_per_token, self.precision, self.devices),
+            "parallelism": self.parallelism,
+            "param_bytes": self.param_bytes,
+        }
 
 
 def build_stepper(
@@ -121,11 +156,15 @@ def build_stepper(
     wrap: Any = None,
     precision: Precision | None = None,
     devices: int = 1,
+    rank: int = 0,
 ) -> tuple[TorchStepper, int, float | None]:
     """The stepper, start step and first loss: from the verified checkpoint folder ``restored``
     (model, optimizer and scheduler state; the step counter continues) or fresh from
-    ``args``; ``wrap`` (e.g. ``ray.train.torch.prepare_model``) wraps the model before the
-    optimizer is built.
+    ``args``; ``wrap`` (``ray.train.torch.prepare_model``, DDP, or
+    :func:`workloads.fsdp.fsdp_wrap`) wraps the model before the optimizer is built. A sharded
+    model loads the full checkpoint before sharding and its optimizer state is cut to the
+    shards (:func:`workloads.fsdp.shard_optimizer_state`). ``args.activation_checkpointing``
+    recomputes each block's activations in the backward pass.
 
     Muon's Newton-Schulz dtype is ``args.ns_dtype`` resolved for ``device`` once per run
     (:func:`workloads.common.ns_dtype_for_run`: a checkpoint's recorded one is kept under
@@ -148,6 +187,7 @@ def build_stepper(
         model = model.to(device)
     else:
         model = GPT(ModelConfig.from_config(args.to_dict())).to(device)
+    model.checkpointing = args.activation_checkpointing
     if wrap is not None:
         model = wrap(model)
     ns_dtype = ns_dtype_for_run(args.ns_dtype, device.type, meta, str(restored))
@@ -170,10 +210,13 @@ def build_stepper(
                 f"optimizer {args.optimizer} (set optimizer={saved} to resume it, or use a new "
                 "run name)"
             )
-        opt.load_state_dict(opt_state["optimizer"])
+        from workloads.fsdp import is_sharded, shard_optimizer_state
+
+        state = opt_state["optimizer"]
+        opt.load_state_dict(shard_optimizer_state(opt, state) if is_sharded(model) else state)
         if "scheduler" in opt_state:
             sched.load_state_dict(opt_state["scheduler"])
-    stepper = TorchStepper(model, opt, sched, device, ns_dtype, precision, devices)
+    stepper = TorchStepper(model, opt, sched, device, ns_dtype, precision, devices, rank)
     return stepper, start_step, first_loss
 
 
@@ -199,6 +242,30 @@ def tune_stepper(
     return stepper, start_step, first_loss
 
 
+def parallelism_for_workers(
+    args: TrainLmArgs, device: Any, precision: Precision, ctx: Any
+) -> dict[str, Any]:
+    """DDP or FSDP for this run (:func:`workloads.fsdp.decide_parallelism`): rank 0 decides,
+    prints one line and sends its choice to the other workers, as for the precision."""
+    import sys
+
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    chosen = None
+    if rank == 0:
+        chosen = decide_parallelism(
+            args, device, world, ctx.get_local_world_size(), compute=precision.dtype
+        )
+        over = f" over {chosen['degree']} of {world} workers" if chosen["mode"] == "fsdp" else ""
+        sys.stdout.write(f"parallelism: {chosen['mode']}{over} ({chosen['reason']})\n")
+        sys.stdout.flush()
+    if world > 1:
+        import ray.train.collective
+
+        chosen = ray.train.collective.broadcast_from_rank_zero(chosen)
+    assert chosen is not None
+    return chosen
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """The Ray Train worker function (one per worker, DDP via ``prepare_model``); ``config`` is
     :meth:`TrainLmArgs.to_dict` of the resolved arguments."""
@@ -218,13 +285,20 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     precision = for_workers(
         lambda: decide_precision(args, device.type, meta, str(path)), rank, world
     )
+    shard = parallelism_for_workers(args, device, precision, ctx)
+    wrap = ray.train.torch.prepare_model
+    if shard["mode"] == "fsdp":
+        wrap = partial(
+            fsdp_wrap, device=device, precision=precision.dtype, degree=shard["degree"], world=world
+        )
     stepper, start_step, first_loss = build_stepper(
         args,
         path,
         device,
-        wrap=ray.train.torch.prepare_model,
+        wrap=wrap,
         precision=precision,
         devices=world,
+        rank=rank,
     )
     run_loop(
         args,

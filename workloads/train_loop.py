@@ -75,7 +75,10 @@ class Stepper(Protocol):
         (:data:`contract.checkpoint.HF_SUBDIR`, :mod:`workloads.hf_export`)."""
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
-        """Metrics added to each report (e.g. ``mfu``, ``devices``)."""
+        """Metrics added to each report (e.g. ``mfu``, ``devices``).
+
+        A stepper may also have ``gather()``, called on every rank at each checkpoint step
+        before rank 0's ``save`` (FSDP gathers the full state there: collectives)."""
 
 
 def shuffle_seed(seed: int, epoch: int, step: int, rank: int) -> int:
@@ -216,7 +219,9 @@ def fit_summary(result: Any) -> dict[str, Any]:
     (``<checkpoint>/hf``, the Hugging Face model folder a finished run writes into its last
     checkpoint, :mod:`workloads.hf_export`; None without a checkpoint) and the run's ``mfu``,
     ``peak_flops``, ``model_flops`` (FLOP/s) and ``precision``
-    (:func:`workloads.precision.mfu_metrics`; None where the trainer did not report them)."""
+    (:func:`workloads.precision.mfu_metrics`), ``parallelism`` (``ddp`` / ``fsdp``) and
+    ``param_bytes`` (rank 0's parameter bytes: its shards under FSDP) (None where the trainer
+    did not report them)."""
     from contract.checkpoint import HF_SUBDIR
 
     m = result.metrics or {}
@@ -228,7 +233,10 @@ def fit_summary(result: Any) -> dict[str, Any]:
         "tokens_per_s": m.get("tokens_per_s"),
         "checkpoint": path,
         "hf_model": f"{path.rstrip('/')}/{HF_SUBDIR}" if path else None,
-        **{k: m.get(k) for k in ("mfu", "peak_flops", "model_flops", "precision")},
+        **{
+            k: m.get(k)
+            for k in ("mfu", "peak_flops", "model_flops", "precision", "parallelism", "param_bytes")
+        },
     }
 
 
@@ -287,6 +295,9 @@ def run_loop(
                 with open(step_log, "a") as f:
                     f.write(json.dumps({"attempt": attempt, "step": step, "loss": loss}) + "\n")
             crash_after_step(rank, step)
+            gather = getattr(stepper, "gather", None)  # FSDP: every rank gathers the full state
+            if gather is not None and (step % ckpt_every == 0 or step >= steps):
+                gather()
             tps = tok_count / tok_time if tok_time else 0.0
             metrics = {
                 "step": step,

@@ -47,6 +47,7 @@ from components.raycrs.rules import (
     service_workloads_and_checkpoints,
 )
 from components.raycrs.serving import service_fit_problems
+from components.raycrs.training_fit import job_memory_fits
 from components.stack.plan import plan
 from components.stack.resolve import ResolveError, nap_needs, reference_problem
 
@@ -492,6 +493,8 @@ RULES: tuple[Rule, ...] = (
     _rule(job_service_accounts_declared, "jobs", "workload_identities"),
     _rule(job_slices_fit, "jobs", "ray_clusters", "node_pools"),
     _rule(job_workloads_registered, "jobs"),
+    # project and region too: a CPU pool's worker pod size comes from the plan's node pools
+    _rule(job_memory_fits, "jobs", "ray_clusters", "node_pools", "project", "region"),
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
     _rule(secret_readers_declared, "secrets", "workload_identities"),
     _rule(prebuilt_images_pinned_when_protected, "cluster.deletion_protection", "ray.images"),

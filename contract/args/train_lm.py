@@ -1,19 +1,31 @@
-"""Arguments of :mod:`workloads.train_lm` (PyTorch, DDP under Ray Train)."""
+"""Arguments of :mod:`workloads.train_lm` (PyTorch, DDP or FSDP2 under Ray Train)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
 from contract.args.base import arg
-from contract.args.train import TrainArgs
+from contract.args.train import TrainArgs, _heads_divide_width
+
+
+def _shard_degree_needs_fsdp(values: Mapping[str, Any]) -> str | None:
+    """``shard_degree`` only with ``parallelism: fsdp`` (or ``auto``, which may pick it)."""
+    if values.get("shard_degree") is not None and values.get("parallelism") == "ddp":
+        return "shard_degree is for parallelism fsdp (or auto); ddp replicates the model"
+    return None
 
 
 @dataclass(frozen=True)
 class TrainLmArgs(TrainArgs):
-    """Arguments of :mod:`workloads.train_lm` (PyTorch, DDP)."""
+    """Arguments of :mod:`workloads.train_lm` (PyTorch, DDP or FSDP2)."""
 
     WORKLOAD: ClassVar[str] = "train_lm"
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (
+        _heads_divide_width,
+        _shard_degree_needs_fsdp,
+    )
 
     name: str = arg("train_lm", "experiment (run) name under storage_path")
     use_gpu: bool = arg(False, "one GPU per worker when scaling is None")
@@ -22,4 +34,23 @@ class TrainLmArgs(TrainArgs):
         "torch intra-/inter-op threads; None = the CPUs Ray gave the worker",
         "threads",
         minimum=1,
+    )
+    parallelism: Literal["auto", "ddp", "fsdp"] = arg(
+        "auto",
+        "ddp: every worker holds a replica (Ray Train's prepare_model); fsdp: FSDP2 fully_shard "
+        "per transformer block and the root, over shard_degree workers; auto: ddp when a replica "
+        "fits a device with margin, else fsdp (contract/train_fit.py, the estimate raygke check "
+        "reads)",
+    )
+    shard_degree: int | None = arg(
+        None,
+        "workers FSDP shards the model over (must divide the workers; replicated across the "
+        "groups, HSDP); None = all workers",
+        "workers",
+        minimum=1,
+    )
+    activation_checkpointing: bool = arg(
+        False,
+        "recompute each transformer block's activations in the backward pass instead of keeping "
+        "them (less memory, about a third more compute)",
     )

@@ -55,16 +55,23 @@ def _refused(job_args: dict[str, Any], **service: Any) -> list[str]:
 
 def test_a_model_larger_than_the_accelerator_memory_is_refused() -> None:
     # 8192 wide, 48 layers: 38.7e9 parameters, 154.7 GB of float32 weights; a v5e 2x2 slice has
-    # 4 chips x 16 GB HBM
-    (line,) = _refused({"d_model": 8192, "n_layers": 48, "n_heads": 64}, node_pool="v5e-4")
+    # 4 chips x 16 GB HBM (the training job cannot fit its CPU pod either: job_memory_fits,
+    # tests/components/raycrs/test_training_fit.py)
+    found = _refused({"d_model": 8192, "n_layers": 48, "n_heads": 64}, node_pool="v5e-4")
+    (line,) = [p for p in found if p.startswith("services[")]
     assert line.startswith(
         "services[lm].checkpoint: 155.5 GB (weights 154.7 + KV cache 0.8 for max_model_len 256, "
         "float32) (allowed: at most 57.6 GB (4 x 16 GB x 0.9)); model of job 'train': d_model "
         "8192, n_layers 48, n_heads 64, n_positions 256; pool 'v5e-4': 4 x TPU v5e chip(s) of a "
         "2x2 slice (16 GB HBM each)"
     ), line
-    # the same model in bfloat16 on a whole 8 x H100 node fits (77.7 GB <= 576 GB)
-    validate(_data({"d_model": 8192, "n_layers": 48, "n_heads": 64}, args={"dtype": "bfloat16"}))
+    # the same model in bfloat16 on a whole 8 x H100 node fits (77.7 GB <= 576 GB): only its
+    # training on the CPU pool is refused
+    with pytest.raises(ConfigError) as e:
+        validate(
+            _data({"d_model": 8192, "n_layers": 48, "n_heads": 64}, args={"dtype": "bfloat16"})
+        )
+    assert [p.rule for p in e.value.problems] == ["job_memory_fits"]
 
 
 def test_a_derived_tensor_parallel_size_that_does_not_divide_the_heads_is_refused() -> None:

@@ -146,6 +146,19 @@ CASES: dict[str, tuple[Mutation, str]] = {
         lambda d: d["jobs"][0].update(workload="train_gpt5"),
         "jobs[prep].workload: 'train_gpt5' is not a registered workload",
     ),
+    "job_memory_fits": (
+        # a 51.5e9-parameter model replicated on each chip of the research cluster's v5e group
+        lambda d: d["jobs"].append(
+            {
+                "name": "big",
+                "workload": "train_lm_jax",
+                "cluster": "research",
+                "worker_group": "tpu",
+                "args": {"d_model": 8192, "n_layers": 64, "n_heads": 64},
+            }
+        ),
+        "jobs[big]: train_lm_jax does not fit a TPU v5e chip (16 GB HBM): 662 GB per device",
+    ),
     "job_identity_can_write_outputs": (
         lambda d: d["workload_identities"][0]["buckets"].update(datasets="read"),
         "jobs[prep]: workload prepare writes to the datasets bucket but runs as 'ray-train', "

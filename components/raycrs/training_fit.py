@@ -1,0 +1,293 @@
+"""Does a training job fit its devices? The stack side of :mod:`contract.train_fit` (pure; no
+Pulumi): the devices of a job's target and their memory, the job's model, batch and
+parallelism from its arguments, and the rule ``job_memory_fits`` that refuses a job whose
+estimate exceeds a device's usable memory.
+
+One source of truth per fact:
+
+* the devices: a GPU pool's GPUs (one Ray Train worker each, ``GpuType.scaling_config``), a TPU
+  slice's chips (a worker per host, ``chips_per_host`` chips each), a CPU pool's worker pods (one
+  worker each); how many from the job's ``ScalingConfig``
+  (:func:`components.raycrs.scaling.scaling_config_for_job`), an elastic job at its minimum;
+* memory per device: the catalog's GPU memory and TPU HBM per chip
+  (:mod:`contract.accelerators`), a CPU worker pod's memory
+  (:func:`components.raycrs.pod.worker_pod_size`);
+* the model: the trainer's ``d_model``, ``n_layers``, ``mlp_ratio`` and ``context_length`` (else
+  the stack's ``prepare`` job's, :func:`components.raycrs.serving._dataset_context`); the batch:
+  ``batch_size`` rows per worker, split over a TPU host's chips by the JAX trainer;
+* the compute dtype: ``precision`` (``auto``: bf16 on GPUs and TPUs, fp32 on CPUs, where the
+  trainer measures and fp32 is the larger estimate); the JAX trainer's ``compute_dtype``;
+* parallelism: ``train_lm``'s ``parallelism`` (``auto`` decided by
+  :func:`contract.train_fit.choose_parallelism`, as the trainer decides it), ``shard_degree`` and
+  ``activation_checkpointing``; the other trainers replicate the model on every device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from components import catalog
+from components.kernel.problems import Problem, at
+from components.nodepools.model import GpuPool, TpuPool
+from components.stack.plan import plan
+from components.stack.resolve import ResolveError
+from contract.train_fit import (
+    GB,
+    Estimate,
+    LmShape,
+    choose_parallelism,
+    estimate,
+    fixes,
+)
+
+if TYPE_CHECKING:
+    from components.stack.model import StackConfig
+
+# Trainers whose arguments give the model (contract/args/train.py) and their framework.
+FIT_TRAINERS = {"train_lm": "torch", "train_lm_jax": "jax", "train_lm_tf": "tensorflow"}
+
+
+@dataclass(frozen=True)
+class JobDevices:
+    """The devices a job trains on.
+
+    Attributes:
+        kind: ``gpu`` | ``tpu`` | ``cpu``.
+        count: devices of the job (at its minimum size when elastic).
+        per_worker: devices of one Ray Train worker (a TPU host's chips; else 1).
+        memory: bytes of one device (0 when unknown).
+        most: the most devices the job's pool holds (the "more chips" fix).
+        what: one phrase for messages (``TPU v6e chip (32 GB HBM)``).
+    """
+
+    kind: str
+    count: int
+    per_worker: int
+    memory: float
+    most: int
+    what: str
+
+
+def job_devices(p: Any, target: Any) -> JobDevices | None:
+    """The devices of ``target`` (a :class:`components.stack.resolve.JobTarget` of plan ``p``);
+    None when the worker pod's size is unknown (a stack that validated only in part)."""
+    from components.raycrs.scaling import ScalingError, scaling_config_for_job
+
+    try:
+        scaling = scaling_config_for_job(target)
+    except ScalingError:
+        return None
+    n = scaling["num_workers"]
+    workers = int(n[0]) if isinstance(n, (list, tuple)) else int(n)
+    pool = target.pool
+    if isinstance(pool, TpuPool):
+        s = pool.slice
+        gen = catalog.tpu_generation(s.generation.name)
+        return JobDevices(
+            "tpu",
+            workers * s.chips_per_host,
+            s.chips_per_host,
+            gen.hbm_gb * GB,
+            pool.max_slices * s.chips,
+            f"TPU {gen.name} chip ({gen.hbm_gb} GB HBM)",
+        )
+    if isinstance(pool, GpuPool):
+        g = catalog.GPU_TYPES[pool.gpu.type]
+        return JobDevices(
+            "gpu",
+            workers,
+            1,
+            g.memory_gb * GB,
+            pool.max_nodes * pool.gpu.count,
+            f"{g.display} ({g.memory_gb} GB)",
+        )
+    memory = _pod_memory(p, pool.name, target.group)
+    if memory is None:
+        return None
+    return JobDevices(
+        "cpu", workers, 1, memory, pool.max_nodes, f"CPU worker pod ({memory / GB:.1f} GB)"
+    )
+
+
+def _pod_memory(p: Any, pool: str, group: Any) -> float | None:
+    from components.raycrs.pod import ManifestError, worker_pod_size
+    from contract.quantity import quantity_float
+
+    try:
+        specs = p.pool_specs.get(pool) or ()
+    except ValueError:  # the stack validated only in part: its field errors are reported
+        return None
+    if not specs:
+        return None
+    try:
+        _, memory = worker_pod_size(specs[0], group)
+    except ManifestError:
+        return None
+    return quantity_float(memory)
+
+
+@dataclass(frozen=True)
+class JobFit:
+    """A training job's estimate and what produced it."""
+
+    job: str
+    estimate: Estimate
+    shape: LmShape
+    devices: JobDevices
+    options: dict[str, Any]
+    fsdp_available: bool
+    checkpointing_available: bool
+    shard_problem: str | None = None
+
+
+def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
+    """The fit of ``job``; None when it is not a trainer of :data:`FIT_TRAINERS`, its target or
+    arguments do not resolve (their rules report them) or its devices are unknown."""
+    from components.raycrs.serving import _dataset_context
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
+
+    framework = FIT_TRAINERS.get(job.workload)
+    if framework is None:
+        return None
+    p = plan(cfg)
+    try:
+        target = p.job(job)
+        a = get_workload(job.workload).parse(dict(job.args))
+    except (ResolveError, ArgError, KeyError, TypeError, ValueError):
+        return None
+    dev = job_devices(p, target)
+    if dev is None:
+        return None
+    shape = LmShape(a.d_model, a.n_layers, a.context_length or _dataset_context(cfg), a.mlp_ratio)
+    compute = _compute_dtype(a, dev.kind)
+    options: dict[str, Any] = {
+        "optimizer": a.optimizer,
+        "compute": compute,
+        "framework": framework,
+        "kind": dev.kind,
+    }
+    rows = a.batch_size / dev.per_worker
+    parallelism = getattr(a, "parallelism", None)
+    checkpointing = bool(getattr(a, "activation_checkpointing", False))
+    replica = estimate(
+        shape,
+        rows=rows,
+        memory=dev.memory,
+        checkpointing=checkpointing,
+        parallelism="ddp" if parallelism is not None else "replicated",
+        **options,
+    )
+    shard_problem = None
+    if parallelism is None:
+        est = replica
+    else:
+        mode = choose_parallelism(replica) if parallelism == "auto" else parallelism
+        degree = dev.count
+        shard = getattr(a, "shard_degree", None)
+        if mode == "fsdp" and shard is not None:
+            if dev.count % shard:
+                shard_problem = (
+                    f"shard_degree {shard} does not divide the job's {dev.count} workers "
+                    "(FSDP shards over groups of shard_degree workers and replicates across them)"
+                )
+            degree = min(shard, dev.count)
+        est = (
+            replica
+            if mode == "ddp"
+            else estimate(
+                shape,
+                rows=rows,
+                memory=dev.memory,
+                checkpointing=checkpointing,
+                parallelism="fsdp",
+                degree=degree,
+                **options,
+            )
+        )
+    return JobFit(
+        job.name,
+        est,
+        shape,
+        dev,
+        options,
+        fsdp_available=parallelism is not None,
+        checkpointing_available=hasattr(a, "activation_checkpointing"),
+        shard_problem=shard_problem,
+    )
+
+
+def _compute_dtype(a: Any, kind: str) -> str:
+    explicit = getattr(a, "compute_dtype", "auto")
+    if explicit in ("bfloat16", "bf16"):
+        return "bf16"
+    if explicit == "float32":
+        return "fp32"
+    if a.precision != "auto":
+        return a.precision
+    return "fp32" if kind == "cpu" else "bf16"
+
+
+def job_memory_fits(cfg: StackConfig) -> Iterable[Problem]:
+    """A training job (``train_lm``, ``train_lm_jax``, ``train_lm_tf``) fits the memory of each
+    of its devices: parameters, gradients and optimizer state (divided by the sharding degree)
+    plus activations at its batch and context, against the catalog's memory per chip or GPU (a
+    CPU pool's worker pod) less the runtime's reserve (:mod:`contract.train_fit`, the estimate
+    ``parallelism: auto`` also reads). The problem gives the bytes per device and the fixes in
+    order: fsdp, more chips, activation checkpointing, a smaller batch. Also: a ``shard_degree``
+    that does not divide the job's workers."""
+    for job in cfg.jobs:
+        fit = job_fit(cfg, job)
+        if fit is None:
+            continue
+        where = f"jobs[{job.name}]"
+        if fit.shard_problem:
+            yield at(
+                f"{where}.args.shard_degree", f"{where}.args.shard_degree: {fit.shard_problem}"
+            )
+        est = fit.estimate
+        if est.fits:
+            continue
+        steps = fixes(
+            est,
+            fit.shape,
+            workers_degree=fit.devices.count,
+            more_devices=fit.devices.most,
+            fsdp_available=fit.fsdp_available,
+            checkpointing_available=fit.checkpointing_available,
+            **fit.options,
+        )
+        listed = "; ".join(f"{i}) {s}" for i, s in enumerate(steps, 1))
+        yield at(
+            f"{where}.args",
+            f"{where}: {job.workload} does not fit a {fit.devices.what}: {est.describe()} "
+            f"(d_model {fit.shape.d_model}, n_layers {fit.shape.n_layers}, context "
+            f"{fit.shape.context}, optimizer {fit.options['optimizer']}, "
+            f"{fit.options['compute']} compute, {fit.devices.count} devices); fixes in order: "
+            f"{listed}",
+        )
+
+
+def training_fit_lines(cfg: StackConfig) -> list[str]:
+    """One line per training job: its bytes per device (``raygke check`` prints them)."""
+    out = []
+    for job in cfg.jobs:
+        fit = job_fit(cfg, job)
+        if fit is not None:
+            out.append(
+                f"job {job.name}: {fit.estimate.describe()} ({fit.devices.count} x "
+                f"{fit.devices.what})"
+            )
+    return out
+
+
+__all__ = [
+    "FIT_TRAINERS",
+    "JobDevices",
+    "JobFit",
+    "job_fit",
+    "job_memory_fits",
+    "training_fit_lines",
+]

@@ -1,0 +1,106 @@
+"""The training fit check (components/raycrs/training_fit.py, rule ``job_memory_fits``) through
+the stack loader's rules (what ``raygke check`` runs), on prod's jobs: a job that cannot fit its
+devices is refused with its bytes per device and the fixes in order; the same job fits sharded."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components.kernel.base import ConfigError
+from components.raycrs.training_fit import job_fit, training_fit_lines
+from components.stack.loader import stack_data_from_yaml, validate
+from tests.helpers import ROOT, stack
+
+BIG = {"d_model": 8192, "n_layers": 64, "n_heads": 64}
+
+
+@pytest.fixture(scope="module")
+def prod_data() -> dict[str, Any]:
+    return stack_data_from_yaml((ROOT / "Pulumi.prod.yaml").read_text())
+
+
+def _with_args(data: dict[str, Any], job: str, **args: Any) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    entry = next(j for j in data["jobs"] if j["name"] == job)
+    entry["args"] = {**entry.get("args", {}), **args}
+    # the served model follows train-lm-h100: serve a gs:// path instead (its shape is unknown
+    # offline), so only the training rule speaks
+    for svc in data.get("services", []):
+        svc["checkpoint"] = "gs://ray-gke-prod-ray-prod-checkpoints/x"
+    return data
+
+
+def _fit_problems(data: dict[str, Any]) -> list[Any]:
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    return [p for p in e.value.problems if p.rule == "job_memory_fits"]
+
+
+@pytest.mark.parametrize("name", ["dev", "prod", "scale"])
+def test_the_shipped_jobs_fit_replicated(name: str) -> None:
+    cfg = stack(name)  # validates: every rule, job_memory_fits included
+    fits = [f for j in cfg.jobs if (f := job_fit(cfg, j)) is not None]
+    assert fits, name
+    for f in fits:
+        assert f.estimate.fits
+        # auto picks DDP for the shipped small model (replicated for the other trainers)
+        assert f.estimate.parallelism in ("ddp", "replicated")
+        assert f.estimate.degree == 1
+    lines = training_fit_lines(cfg)
+    assert len(lines) == len(fits)
+    assert all(" GB per device (" in line and " GB usable" in line for line in lines)
+
+
+def test_prods_v6e_job_at_51b_parameters_is_refused(prod_data: dict[str, Any]) -> None:
+    (p,) = _fit_problems(_with_args(prod_data, "train-lm-jax-v6e", **BIG))
+    assert p.path == "jobs[train-lm-jax-v6e].args"
+    text = str(p)
+    assert "train_lm_jax does not fit a TPU v6e chip (32 GB HBM): 662 GB per device" in text
+    assert "51,550.6M parameters" in text
+    # the JAX trainer replicates: the fixes it lacks are said, and the batch alone cannot help
+    assert "1) fsdp: this trainer replicates the model" in text
+    assert "a smaller model is needed" in text
+
+
+def test_a_torch_job_refused_replicated_fits_sharded(prod_data: dict[str, Any]) -> None:
+    (p,) = _fit_problems(_with_args(prod_data, "train-lm-h100", parallelism="ddp", **BIG))
+    text = str(p)
+    assert p.path == "jobs[train-lm-h100].args"
+    assert "984 GB per device (ddp;" in text
+    # fixes in order: fsdp over the job's 16 GPUs, then activation checkpointing
+    fsdp = text.index("1) parallelism: fsdp over the job's 16 devices: 205 GB per device")
+    assert fsdp < text.index("2) activation_checkpointing: true: 69.56 GB per device (fits)")
+    sharded = _with_args(
+        prod_data,
+        "train-lm-h100",
+        parallelism="fsdp",
+        activation_checkpointing=True,
+        batch_size=16,
+        **BIG,
+    )
+    cfg = validate(sharded)
+    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    assert f is not None and f.estimate.fits
+    assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
+
+
+def test_auto_shards_what_a_replica_cannot_hold(prod_data: dict[str, Any]) -> None:
+    # 6.5B parameters: a replica's states (12 bytes each with Muon, +4 DDP buckets) are over
+    # the H100's 71 GB usable; auto picks fsdp over the 16 GPUs, which fits
+    args = {"d_model": 4096, "n_layers": 32, "n_heads": 32, "batch_size": 8}
+    cfg = validate(_with_args(prod_data, "train-lm-h100", **args))
+    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    assert f is not None and f.estimate.fits
+    assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
+    forced = _with_args(prod_data, "train-lm-h100", parallelism="ddp", **args)
+    (p,) = _fit_problems(forced)
+    assert "(ddp;" in str(p)
+
+
+def test_a_shard_degree_must_divide_the_workers(prod_data: dict[str, Any]) -> None:
+    (p,) = _fit_problems(_with_args(prod_data, "train-lm-h100", parallelism="fsdp", shard_degree=3))
+    assert p.path == "jobs[train-lm-h100].args.shard_degree"
+    assert "does not divide the job's 16 workers" in str(p)
