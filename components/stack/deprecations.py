@@ -45,10 +45,14 @@ def _rename_key(mapping: MutableMapping[str, Any], old: str, new: str) -> None:
     """``old`` renamed ``new`` in place, at the same position (a ruamel ``CommentedMap`` keeps
     the comments of the entries around it)."""
     keys = list(mapping)
+    comments = getattr(getattr(mapping, "ca", None), "items", {})
+    comment = comments.pop(old, None)
     value = mapping.pop(old)
     at = keys.index(old)
     if hasattr(mapping, "insert"):
         mapping.insert(at, new, value)
+        if comment is not None:
+            comments[new] = comment
         return
     rest = [(k, mapping.pop(k)) for k in keys[at + 1 :]]
     mapping[new] = value

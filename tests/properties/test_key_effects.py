@@ -532,6 +532,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "master_ipv4_cidr": ["172.16.0.16/28"],
             "gpu_cidr": ["172.20.0.0/16"],  # network.gpu_cidr: prod's H100 pools' subnets
             "gpu_networking": ["off", "tcpx"],  # node_pools[]: prod's A3 High pools
+            "defaults": ["2026-12-02"],  # older defaults: prod's H100 pools keep one NIC
             "root": ["/tmp/raygke-other"],
             "data": ["gs://other/text/"],
             "pod_security": ["baseline", "restricted"],  # kuberay.pod_security
