@@ -88,9 +88,7 @@ def shipped_versions() -> dict[str, tuple[str, list[str]]]:
         out.setdefault(name, (text, []))[1].append(commit)
     for path in sorted(ROOT.glob(PATTERN)):
         text = path.read_text(encoding="utf-8")
-        out.setdefault(frozen_name(stack_of(path.name), text), (text, []))[1].append(
-            "working tree"
-        )
+        out.setdefault(frozen_name(stack_of(path.name), text), (text, []))[1].append("working tree")
     return out
 
 
