@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: local serve venv test test-fast lint check policy-venv policy-check scan
+.PHONY: local serve venv test test-fast test-upgrade lint check policy-venv policy-check scan
 
 venv: $(STAMP)
 
@@ -60,6 +60,11 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+# The upgrade tests over every stack file the project shipped and every release render
+# (tests/upgrade/; make test runs a sample of them).
+test-upgrade: $(STAMP)
+	RAYGKE_UPGRADE_ALL=1 $(BIN)/python -m pytest $(XDIST) tests/upgrade $(PYTEST_ARGS)
 
 # Everything but the slow tests: tests/e2e/ and tests/properties/ as a whole (tests/conftest.py),
 # real local Ray clusters, whole training runs, the package-index resolutions.
