@@ -44,6 +44,10 @@ except ConfigError as e:
     raise pulumi.RunError(
         f"invalid stack config: {len(e.problems)} problem(s), listed above"
     ) from None
+# Deprecated spellings, refusals newer than the stack file, newer defaults it does not get
+# (docs/upgrading.md): `pulumi preview` shows them as `raygke check` does.
+for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
+    pulumi.log.warn(str(notice))
 # Every reference resolved once (components/stack/plan.py): the components read its records.
 stack_plan = plan(cfg)
 
