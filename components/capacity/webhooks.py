@@ -23,8 +23,8 @@ Each error is a :class:`FieldError` printed as Go's ``field.Error`` prints
 (``spec.resourceGroups[0].flavors[1].resources[2].lendingLimit: Invalid value: "32": must be less
 than or equal to the nominalQuota``); :func:`webhook_problems` maps every error on a rendered
 Kueue object back to the stack field that produced it (``capacity.cluster_queues[team-a].
-flavors[v6e].lending_limit``), so ``raygke check`` and ``pulumi up`` refuse it at the field with
-Kueue's reason.
+flavors[v6e].lending_limit[google.com/tpu]``, the resource named, not ``resources[2]``), so
+``raygke check`` and ``pulumi up`` refuse it at the field with Kueue's reason.
 """
 
 from __future__ import annotations
@@ -517,21 +517,49 @@ _RES_FIELD = {
 }
 
 
+_RESOURCE_PATH = re.compile(
+    r"spec\.resourceGroups\[(\d+)\]\.flavors\[(\d+)\](?:\.resources\[(\d+)\](?:\.(\w+))?)?"
+)
+
+
+def _quota_resource(cq: dict[str, Any], err: FieldError) -> tuple[str, str] | None:
+    """``(flavor, resource name)`` of an error inside a flavor's ``resources[i]`` of a rendered
+    ClusterQueue (``("v6e", "google.com/tpu")``); None elsewhere."""
+    m = _RESOURCE_PATH.match(err.path)
+    if not m or m.group(3) is None:
+        return None
+    flavor = cq["spec"]["resourceGroups"][int(m.group(1))]["flavors"][int(m.group(2))]
+    return flavor["name"], flavor["resources"][int(m.group(3))]["name"]
+
+
+def _named_resources(cq: dict[str, Any], err: FieldError) -> str:
+    """``err`` as printed, its ``resources[i]`` written as the resource it is
+    (``resources[nvidia.com/gpu]``): the index alone names nothing in the stack file."""
+    found = _quota_resource(cq, err)
+    if found is None:
+        return str(err)
+    m = _RESOURCE_PATH.match(err.path)
+    assert m is not None
+    head = m.group(0).replace(f".resources[{m.group(3)}]", f".resources[{found[1]}]", 1)
+    return head + str(err)[len(m.group(0)) :]
+
+
 def _cluster_queue_field(cfg: StackConfig, cq: dict[str, Any], err: FieldError) -> str:
     """The stack field of an error on a rendered ClusterQueue: ``capacity.cluster_queues[<q>]``,
     then ``.flavors[<pool>]`` for an error inside a flavor and ``.nominal`` /
-    ``.borrowing_limit`` / ``.lending_limit`` for one on a quota."""
+    ``.borrowing_limit`` / ``.lending_limit`` with the resource (``.lending_limit[nvidia.com/gpu]``,
+    the key ``--set`` takes) for one on a quota."""
     name = cq["metadata"]["name"]
     base = f"capacity.cluster_queues[{name}]"
-    m = re.match(
-        r"spec\.resourceGroups\[(\d+)\]\.flavors\[(\d+)\](?:\.resources\[\d+\]\.(\w+))?", err.path
-    )
+    m = _RESOURCE_PATH.match(err.path)
     if not m:
         return base
     group = cq["spec"]["resourceGroups"][int(m.group(1))]
     pool = group["flavors"][int(m.group(2))]["name"]
-    leaf = _RES_FIELD.get(m.group(3) or "")
-    return f"{base}.flavors[{pool}]" + (f".{leaf}" if leaf else "")
+    leaf = _RES_FIELD.get(m.group(4) or "")
+    found = _quota_resource(cq, err)
+    key = f"[{found[1]}]" if found is not None else ""
+    return f"{base}.flavors[{pool}]" + (f".{leaf}{key}" if leaf else "")
 
 
 def _flavor_field(rf: dict[str, Any], err: FieldError) -> str:
@@ -547,9 +575,10 @@ def _flavor_field(rf: dict[str, Any], err: FieldError) -> str:
 def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
     """Kueue's webhooks on every rendered Kueue object of the stack (:func:`validate_cluster_queue`,
     :func:`validate_cohort`, :func:`validate_resource_flavor`), each error at the stack field
-    behind it with Kueue's reason and source, e.g. ``capacity.cluster_queues[a].flavors[v6e].
-    lending_limit: ... lendingLimit: Invalid value: "32": must be less than or equal to the
-    nominalQuota``. A render that fails (an undeclared pool) is reported by the reference rules."""
+    behind it with Kueue's reason and source, a quota's resource named (not its index), e.g.
+    ``capacity.cluster_queues[a].flavors[v6e].lending_limit[google.com/tpu]: ...
+    resources[google.com/tpu].lendingLimit: Invalid value: "32": must be less than or equal to
+    the nominalQuota``. A render that fails (an undeclared pool) is reported by the reference rules."""
     from components.capacity.render import render_capacity
 
     if not cfg.capacity.enabled:
@@ -570,9 +599,11 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
             continue
         for e in errors:
             path = where(cfg, obj, e)
+            text = _named_resources(obj, e) if kind == "ClusterQueue" else str(e)
             yield at(
                 path,
-                f"{path}: Kueue's {kind} webhook refuses {kind} {name}: {e} ({KUEUE} {e.source})",
+                f"{path}: Kueue's {kind} webhook refuses {kind} {name}: {text} ({KUEUE} "
+                f"{e.source})",
             )
 
 
