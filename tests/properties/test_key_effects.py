@@ -493,6 +493,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "release_channel": ["STABLE", "REGULAR", "RAPID"],
             "aggregation_interval": ["INTERVAL_1_MIN", "INTERVAL_5_SEC"],
             "flow_sampling": [0.25, 1.0],
+            "gpu_flow_sampling": [0.25, 1.0],
             "autoscaling_profile": ["BALANCED", "OPTIMIZE_UTILIZATION"],
             "provisioning": ["spot", "on-demand", "queued", "flex-start"],
             "queueing_strategy": ["StrictFIFO", "BestEffortFIFO"],
