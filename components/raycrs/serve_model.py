@@ -210,7 +210,8 @@ class ServiceConfig(_Model):
         description="Arguments of the Serve application (`serve_llm`: autoscaling `min_replicas` "
         "/ `max_replicas` / `target_ongoing_requests`, `max_model_len`, `dtype`, "
         "`tensor_parallel_size` (default: the GPUs of one node / chips of the TPU slice; a "
-        "smaller divisor of the model's heads may be set), ...), checked against its accepted "
+        "smaller divisor of the model's heads may be set; 1 on a CPU pool, where `num_cpus` "
+        "and `cpu_kv_cache_gb` size each engine), ...), checked against its accepted "
         "arguments; `model`, `accelerator` and `accelerator_type` come from `checkpoint` and "
         "the node pool.",
     )
