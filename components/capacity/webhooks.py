@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from components.capacity.fields import cluster_queue_field, flavor_field, named_resources
 from components.kernel.problems import Problem, at
 from components.raycrs.operator.common import is_label_value, is_qualified_name
 from contract.quantity import QuantityError, parse_quantity
@@ -509,67 +510,7 @@ def validate_ray_object(obj: dict[str, Any], gate: bool = True) -> list[FieldErr
 
 
 # ------------------------------------------------------------------ the stack fields
-
-_RES_FIELD = {
-    "nominalQuota": "nominal",
-    "borrowingLimit": "borrowing_limit",
-    "lendingLimit": "lending_limit",
-}
-
-
-_RESOURCE_PATH = re.compile(
-    r"spec\.resourceGroups\[(\d+)\]\.flavors\[(\d+)\](?:\.resources\[(\d+)\](?:\.(\w+))?)?"
-)
-
-
-def _quota_resource(cq: dict[str, Any], err: FieldError) -> tuple[str, str] | None:
-    """``(flavor, resource name)`` of an error inside a flavor's ``resources[i]`` of a rendered
-    ClusterQueue (``("v6e", "google.com/tpu")``); None elsewhere."""
-    m = _RESOURCE_PATH.match(err.path)
-    if not m or m.group(3) is None:
-        return None
-    flavor = cq["spec"]["resourceGroups"][int(m.group(1))]["flavors"][int(m.group(2))]
-    return flavor["name"], flavor["resources"][int(m.group(3))]["name"]
-
-
-def _named_resources(cq: dict[str, Any], err: FieldError) -> str:
-    """``err`` as printed, its ``resources[i]`` written as the resource it is
-    (``resources[nvidia.com/gpu]``): the index alone names nothing in the stack file."""
-    found = _quota_resource(cq, err)
-    if found is None:
-        return str(err)
-    m = _RESOURCE_PATH.match(err.path)
-    assert m is not None
-    head = m.group(0).replace(f".resources[{m.group(3)}]", f".resources[{found[1]}]", 1)
-    return head + str(err)[len(m.group(0)) :]
-
-
-def _cluster_queue_field(cfg: StackConfig, cq: dict[str, Any], err: FieldError) -> str:
-    """The stack field of an error on a rendered ClusterQueue: ``capacity.cluster_queues[<q>]``,
-    then ``.flavors[<pool>]`` for an error inside a flavor and ``.nominal`` /
-    ``.borrowing_limit`` / ``.lending_limit`` with the resource (``.lending_limit[nvidia.com/gpu]``,
-    the key ``--set`` takes) for one on a quota."""
-    name = cq["metadata"]["name"]
-    base = f"capacity.cluster_queues[{name}]"
-    m = _RESOURCE_PATH.match(err.path)
-    if not m:
-        return base
-    group = cq["spec"]["resourceGroups"][int(m.group(1))]
-    pool = group["flavors"][int(m.group(2))]["name"]
-    leaf = _RES_FIELD.get(m.group(4) or "")
-    found = _quota_resource(cq, err)
-    key = f"[{found[1]}]" if found is not None else ""
-    return f"{base}.flavors[{pool}]" + (f".{leaf}{key}" if leaf else "")
-
-
-def _flavor_field(rf: dict[str, Any], err: FieldError) -> str:
-    """A ResourceFlavor is named after its node pool: an error on its labels is the pool's
-    ``labels``; on its taints or tolerations the pool (derived from its shape)."""
-    pool = rf["metadata"]["name"]
-    if pool == "system":  # the system pool's flavor: cluster.system_pool, no labels: key
-        return "cluster.system_pool"
-    base = f"node_pools[{pool}]"
-    return f"{base}.labels" if err.path.startswith("spec.nodeLabels") else base
+# Which stack field an error on a rendered object comes from: components/capacity/fields.py.
 
 
 def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
@@ -590,16 +531,16 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
     for obj in objects:
         kind, name = obj["kind"], obj["metadata"]["name"]
         if kind == "ClusterQueue":
-            errors, where = validate_cluster_queue(obj), _cluster_queue_field
+            errors, where = validate_cluster_queue(obj), cluster_queue_field
         elif kind == "Cohort":
             errors, where = validate_cohort(obj), lambda _c, o, e: "capacity.cluster_queues"
         elif kind == "ResourceFlavor":
-            errors, where = validate_resource_flavor(obj), lambda _c, o, e: _flavor_field(o, e)
+            errors, where = validate_resource_flavor(obj), lambda _c, o, e: flavor_field(o, e)
         else:
             continue
         for e in errors:
             path = where(cfg, obj, e)
-            text = _named_resources(obj, e) if kind == "ClusterQueue" else str(e)
+            text = named_resources(obj, e) if kind == "ClusterQueue" else str(e)
             yield at(
                 path,
                 f"{path}: Kueue's {kind} webhook refuses {kind} {name}: {text} ({KUEUE} "
