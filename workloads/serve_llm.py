@@ -121,8 +121,8 @@ def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape | None) -> dict[
 
     Raises:
         ModelError: the model cannot start as configured (:func:`contract.serve_fit.fit_problems`
-            on the replica's devices; no memory check on CPU, where vLLM's
-            ``VLLM_CPU_KVCACHE_SPACE`` is checked by vLLM).
+            on the replica's devices; on CPU, one ``max_model_len`` sequence against the KV
+            cache space ``cpu_kv_cache_gb``, ``VLLM_CPU_KVCACHE_SPACE``).
     """
     tp = args.tensor_parallel_size
     engine: dict[str, Any] = {"dtype": args.dtype, "tensor_parallel_size": tp}
@@ -137,6 +137,7 @@ def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape | None) -> dict[
             devices=devices,
             device_memory_gb=None,
             device_kind=args.accelerator,
+            cpu_kv_cache_gib=args.cpu_kv_cache_gb if args.accelerator == "cpu" else None,
         )
         if problems:
             raise ModelError(problems[0])

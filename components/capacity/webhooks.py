@@ -23,8 +23,8 @@ Each error is a :class:`FieldError` printed as Go's ``field.Error`` prints
 (``spec.resourceGroups[0].flavors[1].resources[2].lendingLimit: Invalid value: "32": must be less
 than or equal to the nominalQuota``); :func:`webhook_problems` maps every error on a rendered
 Kueue object back to the stack field that produced it (``capacity.cluster_queues[team-a].
-flavors[v6e].lending_limit``), so ``raygke check`` and ``pulumi up`` refuse it at the field with
-Kueue's reason.
+flavors[v6e].lending_limit[google.com/tpu]``, the resource named, not ``resources[2]``), so
+``raygke check`` and ``pulumi up`` refuse it at the field with Kueue's reason.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from components.capacity.fields import cluster_queue_field, flavor_field, named_resources
 from components.kernel.problems import Problem, at
 from components.raycrs.operator.common import is_label_value, is_qualified_name
 from contract.quantity import QuantityError, parse_quantity
@@ -509,47 +510,16 @@ def validate_ray_object(obj: dict[str, Any], gate: bool = True) -> list[FieldErr
 
 
 # ------------------------------------------------------------------ the stack fields
-
-_RES_FIELD = {
-    "nominalQuota": "nominal",
-    "borrowingLimit": "borrowing_limit",
-    "lendingLimit": "lending_limit",
-}
-
-
-def _cluster_queue_field(cfg: StackConfig, cq: dict[str, Any], err: FieldError) -> str:
-    """The stack field of an error on a rendered ClusterQueue: ``capacity.cluster_queues[<q>]``,
-    then ``.flavors[<pool>]`` for an error inside a flavor and ``.nominal`` /
-    ``.borrowing_limit`` / ``.lending_limit`` for one on a quota."""
-    name = cq["metadata"]["name"]
-    base = f"capacity.cluster_queues[{name}]"
-    m = re.match(
-        r"spec\.resourceGroups\[(\d+)\]\.flavors\[(\d+)\](?:\.resources\[\d+\]\.(\w+))?", err.path
-    )
-    if not m:
-        return base
-    group = cq["spec"]["resourceGroups"][int(m.group(1))]
-    pool = group["flavors"][int(m.group(2))]["name"]
-    leaf = _RES_FIELD.get(m.group(3) or "")
-    return f"{base}.flavors[{pool}]" + (f".{leaf}" if leaf else "")
-
-
-def _flavor_field(rf: dict[str, Any], err: FieldError) -> str:
-    """A ResourceFlavor is named after its node pool: an error on its labels is the pool's
-    ``labels``; on its taints or tolerations the pool (derived from its shape)."""
-    pool = rf["metadata"]["name"]
-    if pool == "system":  # the system pool's flavor: cluster.system_pool, no labels: key
-        return "cluster.system_pool"
-    base = f"node_pools[{pool}]"
-    return f"{base}.labels" if err.path.startswith("spec.nodeLabels") else base
+# Which stack field an error on a rendered object comes from: components/capacity/fields.py.
 
 
 def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
     """Kueue's webhooks on every rendered Kueue object of the stack (:func:`validate_cluster_queue`,
     :func:`validate_cohort`, :func:`validate_resource_flavor`), each error at the stack field
-    behind it with Kueue's reason and source, e.g. ``capacity.cluster_queues[a].flavors[v6e].
-    lending_limit: ... lendingLimit: Invalid value: "32": must be less than or equal to the
-    nominalQuota``. A render that fails (an undeclared pool) is reported by the reference rules."""
+    behind it with Kueue's reason and source, a quota's resource named (not its index), e.g.
+    ``capacity.cluster_queues[a].flavors[v6e].lending_limit[google.com/tpu]: ...
+    resources[google.com/tpu].lendingLimit: Invalid value: "32": must be less than or equal to
+    the nominalQuota``. A render that fails (an undeclared pool) is reported by the reference rules."""
     from components.capacity.render import render_capacity
 
     if not cfg.capacity.enabled:
@@ -561,18 +531,20 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
     for obj in objects:
         kind, name = obj["kind"], obj["metadata"]["name"]
         if kind == "ClusterQueue":
-            errors, where = validate_cluster_queue(obj), _cluster_queue_field
+            errors, where = validate_cluster_queue(obj), cluster_queue_field
         elif kind == "Cohort":
             errors, where = validate_cohort(obj), lambda _c, o, e: "capacity.cluster_queues"
         elif kind == "ResourceFlavor":
-            errors, where = validate_resource_flavor(obj), lambda _c, o, e: _flavor_field(o, e)
+            errors, where = validate_resource_flavor(obj), lambda _c, o, e: flavor_field(o, e)
         else:
             continue
         for e in errors:
             path = where(cfg, obj, e)
+            text = named_resources(obj, e) if kind == "ClusterQueue" else str(e)
             yield at(
                 path,
-                f"{path}: Kueue's {kind} webhook refuses {kind} {name}: {e} ({KUEUE} {e.source})",
+                f"{path}: Kueue's {kind} webhook refuses {kind} {name}: {text} ({KUEUE} "
+                f"{e.source})",
             )
 
 

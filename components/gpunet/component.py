@@ -6,7 +6,9 @@
   reach each other (a VPC denies ingress by default, https://cloud.google.com/firewall/docs/
   firewalls#default_firewall_rules; cluster-toolkit's blueprints add the same internal rule,
   ``examples/gke-a4/gke-a4.yaml``). An RDMA VPC takes no firewall rules
-  (https://cloud.google.com/vpc/docs/rdma-network-profiles, supported features).
+  (https://cloud.google.com/vpc/docs/rdma-network-profiles, supported features). The regular
+  VPCs' subnets record VPC Flow Logs (``log_config``: :func:`components.gpunet.render.
+  subnet_flow_logs`, sampled at ``network.flow_logs.gpu_flow_sampling``).
 * :class:`GpuNetworkObjects` (``ray-gke:gpunet:GpuNetworkObjects``): the ``GKENetworkParamSet``
   and ``Network`` objects (``k8s.apiextensions.CustomResource``; GKE installs their CRDs with
   multi-networking) and the installer DaemonSets in ``kube-system``.
@@ -21,7 +23,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.gpunet.render import gpu_vpcs, gpunet_objects
+from components.gpunet.render import gpu_vpcs, gpunet_objects, subnet_flow_logs
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -75,6 +77,7 @@ class GpuNetworks(pulumi.ComponentResource):
             )
             self.networks[vpc.name] = net
             self.resources.append(net)
+            logs = subnet_flow_logs(cfg, vpc)
             for s in vpc.subnets:
                 sub = gcp.compute.Subnetwork(
                     f"{name}-{s.name}",
@@ -84,6 +87,9 @@ class GpuNetworks(pulumi.ComponentResource):
                     network=net.id,
                     ip_cidr_range=s.cidr,
                     private_ip_google_access=vpc.profile_zone is None,
+                    log_config=(
+                        None if logs is None else gcp.compute.SubnetworkLogConfigArgs(**logs)
+                    ),
                     opts=child,
                 )
                 self.subnets[s.name] = sub

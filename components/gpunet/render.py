@@ -91,6 +91,25 @@ class GpuVpc:
         return f"projects/{project}/global/networkProfiles/{self.profile_zone}-vpc-roce"
 
 
+def subnet_flow_logs(cfg: Any, vpc: GpuVpc) -> dict[str, Any] | None:
+    """The ``log_config`` of ``vpc``'s subnets (Pulumi input names): VPC Flow Logs with
+    ``network.flow_logs``' aggregation interval and metadata and its ``gpu_flow_sampling``;
+    None when the stack's flow logs are off, and for the RDMA VPC: its traffic is RoCE v2
+    between the CX-7 NICs, and an RDMA network profile takes only the features it lists (Google
+    Cloud returns an error for any other: https://cloud.google.com/vpc/docs/create-vpc-network-rdma),
+    which the stack does not assume flow logs to be, as it sets no firewall rule and no Private
+    Google Access there. ``log_config`` is not ForceNew in the provider, so adding it to an
+    existing subnet updates the subnet in place (:mod:`raygke.diff.replacement`)."""
+    logs = cfg.network.flow_logs
+    if not logs.enabled or vpc.profile_zone is not None:
+        return None
+    return {
+        "aggregation_interval": logs.aggregation_interval,
+        "flow_sampling": logs.gpu_flow_sampling,
+        "metadata": logs.metadata,
+    }
+
+
 def networked_pools(cfg: Any) -> list[tuple[Any, GpuNetFamily]]:
     """``(pool, family)`` of every GPU pool with GPU networking, in config order."""
     return [

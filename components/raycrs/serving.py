@@ -4,17 +4,24 @@ its node pool, what it serves, and whether that can start (pure; no Pulumi).
 One source of truth per fact:
 
 * the devices of one worker pod: a GPU pool's GPUs per node (``gpu.count``), a single-host TPU
-  slice's chips (``TpuSlice.chips_per_host``, = the slice's chips); the pool record of the
+  slice's chips (``TpuSlice.chips_per_host``, = the slice's chips), on a CPU pool one "device":
+  the pod's CPUs, where a replica is one engine process in one placement bundle of
+  ``args.num_cpus`` CPUs (vLLM's CPU build, ``tensor_parallel_size`` 1); the pool record of the
   stack's plan (:meth:`components.stack.plan.Plan.service`). A replica's placement group
   (``tensor_parallel_size`` bundles of one GPU or one TPU chip, ``PACK``:
   :func:`workloads.serve_llm.llm_config`) lives in one worker pod, so a multi-host TPU slice
   (several pods) is refused: vLLM's TPU build would need the slice's hosts in one engine.
 * memory per device: the catalog's GPU memory (:data:`components.catalog.GPU_TYPES`
   ``memory_gb``) and TPU HBM (:func:`components.catalog.tpu_generation` ``hbm_gb``), each sourced
-  in :mod:`contract.accelerators`.
+  in :mod:`contract.accelerators`. On a CPU pool the engines of one worker pod share its memory
+  (:func:`components.raycrs.pod.worker_pod_size`) less Ray's object store (Ray's default: 30 %
+  of the memory, at most 200 GB: ``ray_constants.DEFAULT_OBJECT_STORE_MEMORY_PROPORTION``,
+  ``DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES``), each its weights plus its KV cache space
+  (``args.cpu_kv_cache_gb``, ``VLLM_CPU_KVCACHE_SPACE``).
 * Ray's accelerator type: ``TPU-V6E`` / ``TPU-V5LITEPOD`` (``TpuFacts.ray_accelerator_type``), ``L4``
   / ``H100`` / ... (``GpuFacts.ray_accelerator_type``; Ray 2.60
-  ``ray/util/accelerators/accelerators.py`` and ``ray/_private/accelerators/nvidia_gpu.py``).
+  ``ray/util/accelerators/accelerators.py`` and ``ray/_private/accelerators/nvidia_gpu.py``);
+  none on a CPU pool (no accelerator resource is asked for).
 * ``tensor_parallel_size``: the pod's devices unless ``args.tensor_parallel_size`` sets a
   smaller one (:func:`tensor_parallel_size`).
 * the model the workers read: the checkpoint through the pod's GCS FUSE mount of the
@@ -63,6 +70,11 @@ PLATFORM_BOUND_SERVE_ARGS: Mapping[str, str] = {
 }
 # Training workloads whose arguments give the served model's shape (contract/args/train.py).
 SHAPED_TRAINERS = ("train_lm", "train_lm_jax", "train_lm_tf")
+# Ray's object store on a node without object_store_memory: 30 % of its memory, at most 200 GB
+# (ray/_private/ray_constants.py DEFAULT_OBJECT_STORE_MEMORY_PROPORTION,
+# DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES); the rest is what a CPU pod's vLLM engines may use.
+OBJECT_STORE_FRACTION = 0.3
+OBJECT_STORE_MAX_GB = 200.0
 
 
 @dataclass(frozen=True)
@@ -70,24 +82,27 @@ class ServeDevices:
     """The accelerators one worker pod of a service's pool has.
 
     Attributes:
-        kind: ``gpu`` | ``tpu`` (``ServeLlmArgs.accelerator``).
-        per_pod: GPUs of one node, or chips of one TPU host (a single-host slice's chips).
-        memory_gb: memory per device, GB (the catalog).
-        ray_accelerator_type: Ray's accelerator type (``L4``, ``H100``, ``TPU-V6E``).
+        kind: ``gpu`` | ``tpu`` | ``cpu`` (``ServeLlmArgs.accelerator``).
+        per_pod: GPUs of one node, or chips of one TPU host (a single-host slice's chips); 1 on
+            a CPU pool (one engine process: ``tensor_parallel_size`` 1).
+        memory_gb: memory per device, GB (the catalog); None on a CPU pool (the pod's memory,
+            known from the plan: :func:`service_fit_problems`).
+        ray_accelerator_type: Ray's accelerator type (``L4``, ``H100``, ``TPU-V6E``); None on a
+            CPU pool.
         what: one phrase for messages (``8 x NVIDIA H100 80GB (80 GB each)``).
         hosts: TPU hosts of one slice (1 for GPU pools and single-host slices).
     """
 
     kind: str
     per_pod: int
-    memory_gb: float
-    ray_accelerator_type: str
+    memory_gb: float | None
+    ray_accelerator_type: str | None
     what: str
     hosts: int = 1
 
 
-def serve_devices(pool: object) -> ServeDevices | None:
-    """The devices of one worker pod of ``pool``; None for a CPU pool.
+def serve_devices(pool: object) -> ServeDevices:
+    """The devices of one worker pod of ``pool`` (a CPU pool: its CPUs, one engine).
 
     Raises:
         components.catalog.CatalogError: a GPU type or TPU generation the catalog lacks (the
@@ -114,7 +129,8 @@ def serve_devices(pool: object) -> ServeDevices | None:
             f"({gen.hbm_gb} GB HBM each)",
             s.hosts,
         )
-    return None
+    machine = getattr(pool, "machine_type", "?")
+    return ServeDevices("cpu", 1, None, None, f"the CPUs of one {machine} node")
 
 
 def tensor_parallel_size(args: Mapping[str, Any], devices: ServeDevices) -> int:
@@ -178,11 +194,12 @@ def trained_shape(cfg: StackConfig, job_name: str) -> Gpt2Shape | None:
     )
 
 
-def _pod_cpus(p: Any, pool: str, group: Any) -> float | None:
-    """CPUs of one worker pod of the service (:func:`components.raycrs.pod.worker_pod_size` of
-    the pool's first GKE node pool in the plan), None when unknown: also for a stack whose
-    ``project`` or ``region`` did not validate, whose plan has no context to build node pools
-    with (:attr:`components.stack.plan.Plan.pool_specs` raises ``ValueError``)."""
+def _pod_size(p: Any, pool: str, group: Any) -> tuple[float, float] | None:
+    """CPUs and memory (GB) of one worker pod of the service
+    (:func:`components.raycrs.pod.worker_pod_size` of the pool's first GKE node pool in the
+    plan), None when unknown: also for a stack whose ``project`` or ``region`` did not
+    validate, whose plan has no context to build node pools with
+    (:attr:`components.stack.plan.Plan.pool_specs` raises ``ValueError``)."""
     from components.raycrs.pod import ManifestError, worker_pod_size
     from contract.quantity import quantity_float
 
@@ -193,10 +210,16 @@ def _pod_cpus(p: Any, pool: str, group: Any) -> float | None:
     if not specs:
         return None
     try:
-        cpu, _ = worker_pod_size(specs[0], group)
+        cpu, memory = worker_pod_size(specs[0], group)
     except ManifestError:
         return None
-    return quantity_float(cpu)
+    return quantity_float(cpu), quantity_float(memory) / 1e9
+
+
+def engine_memory_gb(pod_memory_gb: float) -> float:
+    """What the vLLM engines of a CPU worker pod may use: its memory less Ray's object store
+    (:data:`OBJECT_STORE_FRACTION` of it, at most :data:`OBJECT_STORE_MAX_GB`)."""
+    return pod_memory_gb - min(pod_memory_gb * OBJECT_STORE_FRACTION, OBJECT_STORE_MAX_GB)
 
 
 def _dataset_context(cfg: StackConfig) -> int:
@@ -216,18 +239,22 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
     * an argument the platform sets (:data:`PLATFORM_BOUND_SERVE_ARGS`);
     * a multi-host TPU slice (a replica's placement group must fit one worker pod);
     * a replica's placement bundles (``tensor_parallel_size`` x 1 CPU, plus the replica actor's
-      1 CPU) above the CPUs of one worker pod (:func:`components.raycrs.pod.worker_pod_size`);
+      1 CPU; on a CPU pool the engine's one bundle of ``args.num_cpus``) above the CPUs of one
+      worker pod (:func:`components.raycrs.pod.worker_pod_size`);
     * ``tensor_parallel_size`` (given or derived, :func:`tensor_parallel_size`) above the pod's
-      devices, or not dividing the trained model's heads;
+      devices (on a CPU pool: above 1), or not dividing the trained model's heads;
     * the trained model's weights + KV cache for ``max_model_len`` above ``tensor_parallel_size x
       device memory x 0.9`` (:func:`contract.serve_fit.fit_problems`), for a checkpoint naming a
       job of :data:`SHAPED_TRAINERS` (a ``gs://`` checkpoint's shape is unknown offline: the
       builder runs the same check on its ``config.json`` at start; a Hub model's
       (``hf_model``) is not checked at all: its config.json is not read offline, and vLLM
-      checks memory itself at start).
+      checks memory itself at start);
+    * on a CPU pool, instead of device memory: one ``max_model_len`` sequence's KV cache above
+      ``args.cpu_kv_cache_gb``, and the engines one worker pod can place (its CPUs //
+      ``num_cpus``, at most ``max_replicas``), each its weights (a trained shape's) plus its KV
+      cache space, above the pod's memory less Ray's object store (:func:`engine_memory_gb`).
 
-    A CPU pool is refused by :func:`components.raycrs.rules.service_targets_fit`; unresolved
-    pools and bad arguments by their rules.
+    Unresolved pools and bad arguments are left to their rules.
     """
     from contract.args.base import ArgError
     from contract.registry import get_workload
@@ -249,20 +276,22 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
             continue
         pool = target.pool
         dev = serve_devices(pool)
-        if dev is None:
-            continue
         if dev.hosts > 1:
             yield at(
                 f"{where}.node_pool",
                 f"{where}.node_pool: {pool.name!r}, a multi-host {pool.slice.topology} slice "
-                f"({dev.hosts} hosts of {dev.per_pod} chips) (allowed: a GPU pool or a "
-                "single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM replica's "
+                f"({dev.hosts} hosts of {dev.per_pod} chips) (allowed: a GPU pool, a CPU pool "
+                "or a single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM replica's "
                 "tensor-parallel group lives in one worker pod)",
             )
             continue
         tp = tensor_parallel_size(svc.args, dev)
         derived = "tensor_parallel_size" not in svc.args
-        cpus = _pod_cpus(p, pool.name, target.group)
+        size = _pod_size(p, pool.name, target.group)
+        if dev.kind == "cpu":
+            yield from _cpu_fit(cfg, svc, target, size)
+            continue
+        cpus = None if size is None else size[0]
         # Ray Serve LLM's placement group: tp bundles of 1 CPU + 1 device, the replica actor's
         # 1 CPU merged into the first (workloads/serve_llm.py llm_config); PACK in one pod
         need = tp * 1 + 1
@@ -301,18 +330,110 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
             device_memory_gb=dev.memory_gb,
             device_kind=dev.kind,
         )
-        about = (
-            f"; model of job {job!r}: d_model {shape.n_embd}, n_layers {shape.n_layer}, "
-            f"n_heads {shape.n_head}, n_positions {shape.n_positions}; pool {pool.name!r}: "
-            f"{dev.what}"
+        yield from _fit_lines(where, found, tp, derived, origin, job, shape, pool.name, dev)
+
+
+def _fit_lines(
+    where: str,
+    found: Iterable[Problem],
+    tp: int,
+    derived: bool,
+    origin: str,
+    job: str,
+    shape: Gpt2Shape,
+    pool: str,
+    dev: ServeDevices,
+) -> Iterable[Problem]:
+    """:func:`contract.serve_fit.fit_problems`' lines as the service's fields, with the model
+    and the pool they were measured on."""
+    about = (
+        f"; model of job {job!r}: d_model {shape.n_embd}, n_layers {shape.n_layer}, "
+        f"n_heads {shape.n_head}, n_positions {shape.n_positions}; pool {pool!r}: {dev.what}"
+    )
+    for prob in found:
+        on_model = prob.path in ("model", "model head size")
+        field = "checkpoint" if on_model else f"args.{prob.path}"
+        text = str(prob).split(": ", 1)[1] if ": " in str(prob) else str(prob)
+        if prob.path == "model head size":  # vLLM's CPU attention (the checkpoint's shape)
+            text = f"model head size {text}"
+        if prob.path == "tensor_parallel_size" and derived:
+            text = text.replace(f"{tp} (allowed:", f"{tp}{origin} (allowed:", 1)
+            text += f"; set {where}.args.tensor_parallel_size to a divisor of both"
+        yield at(f"{where}.{field}", f"{where}.{field}: {text}{about}")
+
+
+def _cpu_fit(
+    cfg: StackConfig, svc: ServiceConfig, target: Any, size: tuple[float, float] | None
+) -> Iterable[Problem]:
+    """The CPU pool part of :func:`service_fit_problems` (vLLM's CPU build: one engine process
+    per replica, one placement bundle of ``num_cpus`` CPUs, a fixed KV cache space)."""
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
+
+    where = f"services[{svc.name}]"
+    pool = target.pool
+    dev = serve_devices(pool)
+    tp = svc.args.get("tensor_parallel_size", 1)
+    if tp != 1:
+        yield at(
+            f"{where}.args.tensor_parallel_size",
+            f"{where}.args.tensor_parallel_size: {tp!r} (allowed: 1 on CPU pool {pool.name!r}: "
+            "a replica of vLLM's CPU build is one engine process, one placement bundle of "
+            "args.num_cpus CPUs; give it more CPUs with args.num_cpus)",
         )
-        for prob in found:
-            field = "checkpoint" if prob.path == "model" else f"args.{prob.path}"
-            text = str(prob).split(": ", 1)[1] if ": " in str(prob) else str(prob)
-            if prob.path == "tensor_parallel_size" and derived:
-                text = text.replace(f"{tp} (allowed:", f"{tp}{origin} (allowed:", 1)
-                text += f"; set {where}.args.tensor_parallel_size to a divisor of both"
-            yield at(f"{where}.{field}", f"{where}.{field}: {text}{about}")
+        return
+    try:
+        args = get_workload(VLLM_APP).parse({**svc.args, "accelerator": "cpu"})
+    except (ArgError, KeyError, TypeError, ValueError):
+        return  # service_workloads_and_checkpoints reports the arguments
+    if size is None:
+        return
+    cpus, memory_gb = size
+    try:
+        vcpus = catalog.machine_shape(pool.machine_type).vcpus
+    except catalog.CatalogError:
+        vcpus = None
+    if args.num_cpus > cpus:
+        if vcpus is None or args.num_cpus <= vcpus:  # above the node: service_targets_fit
+            yield at(
+                f"{where}.args.num_cpus",
+                f"{where}.args.num_cpus: {args.num_cpus:g} (allowed: at most {cpus:g} CPUs, the "
+                f"worker pod of pool {pool.name!r}: a replica's engine is one placement bundle "
+                "of num_cpus CPUs in one pod)",
+            )
+        return
+    replicas = svc.args.get("max_replicas", target.max_replicas)
+    per_pod = int(cpus // args.num_cpus) if args.num_cpus > 0 else replicas
+    engines = max(1, min(per_pod, replicas))
+    room = engine_memory_gb(memory_gb)
+    job = svc.checkpoint_job
+    shape = None if job is None else trained_shape(cfg, job)
+    if shape is None:
+        # weights unknown offline (a gs:// checkpoint, a Hub model): the KV cache spaces alone
+        space = args.cpu_kv_cache_gb * 2**30 / 1e9
+        if engines * space > room:
+            yield at(
+                f"{where}.args.cpu_kv_cache_gb",
+                f"{where}.args.cpu_kv_cache_gb: {args.cpu_kv_cache_gb:g} GiB x {engines} "
+                f"engine(s) per worker pod = {engines * space:.1f} GB (allowed: at most "
+                f"{room:.1f} GB together, the {memory_gb:.1f} GB of one worker pod of pool "
+                f"{pool.name!r} less Ray's object store; a larger args.num_cpus places fewer "
+                "engines per pod)",
+            )
+        return
+    found = fit_problems(
+        shape,
+        dtype=args.dtype,
+        max_model_len=args.max_model_len or shape.n_positions,
+        tensor_parallel_size=1,
+        devices=1,
+        device_memory_gb=None,
+        device_kind="cpu",
+        cpu_kv_cache_gib=args.cpu_kv_cache_gb,
+        host_memory_gb=room,
+        engines_per_host=engines,
+    )
+    yield from _fit_lines(where, found, 1, False, "", job, shape, pool.name, dev)
 
 
 __all__ = [

@@ -37,6 +37,10 @@ The rules (:data:`RULES`, names as the policy pack reports them):
   and the NAP defaults (https://cloud.google.com/kubernetes-engine/docs/how-to/shielded-gke-nodes).
 * ``private-nodes``: the cluster's nodes have no external IPs, and no node pool opts out
   (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters).
+* ``subnet-flow-logs`` (stack-wide): when the stack's subnets record VPC Flow Logs
+  (``logConfig``; ``network.flow_logs``), every subnet does, the GPU NIC subnets included, but
+  those of a VPC with a network profile (the RDMA VPC) and those whose network is unknown at
+  preview (https://cloud.google.com/vpc/docs/flow-logs). A stack with flow logs off has none.
 * ``ray-auth``, ``pod-security``, ``network-policy`` (the last stack-wide): the Kubernetes rules
   of :mod:`components.security.rules` (Ray token auth on every Ray cluster, the restricted pod
   security context on every pod template and the autoscaler, Pod Security Admission on the
@@ -81,6 +85,8 @@ SA_KEY = "gcp:serviceaccount/key:Key"
 PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 PROJECT_IAM_BINDING = "gcp:projects/iAMBinding:IAMBinding"
 PROJECT_IAM_POLICY = "gcp:projects/iAMPolicy:IAMPolicy"
+NETWORK = "gcp:compute/network:Network"
+SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
 BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
 
 
@@ -389,6 +395,34 @@ def private_nodes(r: Resource) -> list[Problem]:
     return []
 
 
+def subnet_flow_logs(resources: Sequence[Resource]) -> list[Violation]:
+    """Rule ``subnet-flow-logs`` (module docstring): each subnet without ``logConfig`` while
+    another subnet of the stack has one, unless its VPC (``network``, matched by name) has a
+    ``networkProfile`` or is unknown at preview."""
+    subnets = [r for r in resources if r.type == SUBNETWORK]
+    logged = [r.props.get("name", r.name) for r in subnets if _set(r.props.get("logConfig"))]
+    if not logged:
+        return []  # the stack's flow logs are off (network.flow_logs.enabled: false)
+    profiled = {
+        r.props.get("name")
+        for r in resources
+        if r.type == NETWORK and _set(r.props.get("networkProfile"))
+    }
+    out = []
+    for r in subnets:
+        net = r.props.get("network")
+        if _set(r.props.get("logConfig")) or not isinstance(net, str) or net == UNKNOWN:
+            continue
+        if net.rsplit("/", 1)[-1] in profiled:
+            continue
+        message = (
+            f"subnet {r.props.get('name', r.name)} records no VPC Flow Logs (logConfig) while "
+            f"{', '.join(logged)} does: traffic on it would go unrecorded"
+        )
+        out.append(Violation(display_name(r), Problem("", message, "subnet-flow-logs")))
+    return out
+
+
 # ----------------------------------------------------------------------------- Kubernetes rules
 # One implementation: the rule functions of components/security/rules.py, which `raygke check`
 # runs over the pure render (check_stack). Here they get the objects of the program's render.
@@ -479,6 +513,14 @@ RULES: tuple[Rule, ...] = (
         secure_boot,
     ),
     _resource_rule("private-nodes", "Cluster nodes have internal IPs only.", private_nodes),
+    Rule(
+        subnet_flow_logs,
+        rule_id="subnet-flow-logs",
+        description="When the stack's subnets record VPC Flow Logs, every subnet does (the GPU "
+        "NIC subnets included; not an RDMA-profile VPC's).",
+        kind="stack",
+        scope="gcp",
+    ),
     _resource_rule(
         "ray-auth",
         "Every Ray cluster (RayCluster, a RayJob's own cluster, RayService) uses token "

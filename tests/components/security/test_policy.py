@@ -119,6 +119,11 @@ def _no_network_policy(rs: Records) -> None:
     rs[:] = [r for r in rs if r["type"] != "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
 
 
+def _unlogged_subnet(rs: Records) -> None:
+    net = "projects/p/global/networks/extra"
+    _add(rs, "gcp:compute/subnetwork:Subnetwork", "extra-sub", {"name": "x-sub", "network": net})
+
+
 WEAKEN: dict[str, tuple[Callable[[Records], None], str]] = {
     "bucket-public-access-prevention": (_public_bucket, "public access prevention is inherited"),
     "bucket-uniform-access": (_acl_bucket, "no uniform bucket-level access"),
@@ -133,6 +138,7 @@ WEAKEN: dict[str, tuple[Callable[[Records], None], str]] = {
     "ray-auth": (_no_ray_auth, "authOptions.mode is None, not 'token'"),
     "pod-security": (_privileged_head, "allowPrivilegeEscalation is not false"),
     "network-policy": (_no_network_policy, "no default-deny ingress NetworkPolicy"),
+    "subnet-flow-logs": (_unlogged_subnet, "subnet x-sub records no VPC Flow Logs (logConfig)"),
 }
 
 
@@ -201,3 +207,35 @@ def test_kubernetes_rules_are_the_security_module_rules():
     from components.security import rules as security
 
     assert {r.name for r in RULES if r.scope == "kubernetes"} == set(security.RULES)
+
+
+def test_subnet_flow_logs_exempts_rdma_vpcs_unknown_networks_and_stacks_without_logs():
+    """subnet-flow-logs: with the main subnet logged, a GPU NIC subnet without logConfig is a
+    violation naming it; a subnet of a VPC with a network profile (the RDMA VPC, whose RoCE
+    subnets the stack leaves unlogged) or of a network unknown at preview is not; a stack whose
+    flow logs are off (no subnet logs) passes."""
+    from components.security.policy import subnet_flow_logs
+
+    log = {"aggregationInterval": "INTERVAL_5_SEC", "flowSampling": 0.5}
+
+    def sub(name: str, network: str, logged: bool) -> Resource:
+        props = {"name": name, "network": network, **({"logConfig": log} if logged else {})}
+        return Resource("gcp:compute/subnetwork:Subnetwork", f"r-{name}", props)
+
+    rdma = Resource(
+        "gcp:compute/network:Network",
+        "r-rdma",
+        {"name": "ray-rdma", "networkProfile": "projects/p/global/networkProfiles/z-vpc-roce"},
+    )
+    main = sub("ray-main", "projects/p/global/networks/ray", True)
+    tcpx = sub("ray-tcpx-1-sub", "projects/p/global/networks/ray-tcpx-1", False)
+    roce = sub("ray-rdma-sub-0", "projects/p/global/networks/ray-rdma", False)
+    unknown = sub("ray-new-sub", UNKNOWN, False)
+    (v,) = subnet_flow_logs([rdma, main, tcpx, roce, unknown])
+    assert v.resource == "Subnetwork r-ray-tcpx-1-sub" and v.rule == "subnet-flow-logs"
+    assert v.message == (
+        "subnet ray-tcpx-1-sub records no VPC Flow Logs (logConfig) while ray-main does: "
+        "traffic on it would go unrecorded"
+    )
+    off = sub("ray-main", "projects/p/global/networks/ray", False)
+    assert subnet_flow_logs([rdma, off, tcpx, roce]) == []

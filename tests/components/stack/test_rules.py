@@ -165,9 +165,12 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "which has read access there",
     ),
     "service_targets_fit": (
-        lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu"}]),
-        "services[lm].node_pool: 'cpu' is a cpu pool (allowed: GPU or TPU pools); Serve "
-        "application serve_llm runs on gpu, tpu pools: vLLM's CPU build",
+        lambda d: d.update(
+            services=[
+                {"name": "lm", "checkpoint": "gs://x/y", "node_pool": "cpu", "min_workers": 5}
+            ]
+        ),
+        "services[lm].min_workers: 5 > 2 (max_workers, else the capacity of node pool 'cpu')",
     ),
     "service_workloads_and_checkpoints": (
         lambda d: d.update(services=[{"name": "lm", "checkpoint": "prep", "node_pool": "l4"}]),
