@@ -48,7 +48,7 @@ LOCAL_ARGS ?= --set train_lm.num_workers=2 --set train_lm.batch_size=16 --set tr
 local: $(STAMP)
 	@trap 'exit 130' INT TERM; \
 	$(BIN)/raygke local up --workers $(LOCAL_WORKERS) || exit $$?; \
-	trap '$(BIN)/raygke local down' EXIT; \
+	trap '$(BIN)/raygke local down --if-mine' EXIT; \
 	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) \
 	  $(LOCAL_ARGS) $(RUN_ARGS)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from rich.text import Text
 
 from raygke.console import EXIT_USAGE, console, err
 from raygke.local import cluster as local_cluster
+from raygke.local import leases
 from raygke.local import summary as local_summary
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target
 from raygke.local.app import api_errors as _api_errors
@@ -221,6 +223,14 @@ def run(
                 f"node {d.name} (pid {d.pid}) is dead; run `raygke local down` and then "
                 "`raygke local up`"
             )
+        try:  # one pipeline per cluster; a refused run writes nothing
+            exits.enter_context(leases.hold(target.dir, exclusive_of="raygke local run"))
+        except leases.Busy as busy:
+            _fail(
+                f"local cluster {target.stack!r} is in use by {busy}; wait for it to finish "
+                "(`raygke local status` lists who uses the cluster) or use another stack. "
+                "Nothing was submitted"
+            )
         if accelerator == "tpu":
             local_jobs.tpu_args(state)
         if accelerator == "gpu":
@@ -314,7 +324,7 @@ def run(
             stall = StallWatch(
                 name, stall_minutes * 60 or None, describe=lambda: _free_now(target, state)
             )
-            with _api_errors(state, name):
+            with _api_errors(state, name, _resume_hint(trains)):
                 outcome = _run_shown(
                     target, state, name, args, working_dir, run_log, verbose, stall
                 )
@@ -374,6 +384,13 @@ def run(
         raise typer.Exit(130) from None
     finally:
         exits.close()
+
+
+def _resume_hint(trains: bool) -> str:
+    """How to go on after this run was cut short: the command that resumes it."""
+    again = "raygke " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    hint = f"start it again with `raygke local up`, then run `{again}`"
+    return hint + (": it resumes from the newest checkpoint" if trains else "")
 
 
 def _run_shown(

@@ -158,8 +158,8 @@ def test_local_serve_openai_api_refusals_metrics_and_stop(tmp_path: Path) -> Non
         with pytest.raises(urllib.error.URLError):
             urllib.request.urlopen(f"{base}/models", timeout=10)
     finally:
-        if state_file.exists():
-            _raygke("down", "--config", str(cfg), cwd=tmp_path)
+        if state_file.exists():  # --force: a failed test may leave the application's lease
+            _raygke("down", "--force", "--config", str(cfg), cwd=tmp_path)
 
 
 def test_serve_config_runs_the_serve_llm_builder_and_prints_openai_calls() -> None:
