@@ -413,6 +413,7 @@ def serve(
             _fail(f"--checkpoint: {problem}", EXIT_USAGE)
         working_dir = local_serve.stage_archive(state["buckets"]["artifacts"])
         cfg = local_serve.serve_config(working_dir, args, port)
+        t0 = time.monotonic()
         with (
             console.status("deploying vLLM behind Ray Serve LLM") as spin,
             _api_errors(state, "serve"),
@@ -423,10 +424,22 @@ def serve(
                 timeout_s=900.0,  # vLLM imports and starts its engine for minutes on 2 cores
                 on_status=lambda s: spin.update(f"vLLM: {s}"),
             )
-        leases.serve_lease(target.dir, local_serve.APP_NAME)  # `down` asks before stopping it
+            leases.serve_lease(target.dir, local_serve.APP_NAME)  # `down` asks before stopping
+            loaded = time.monotonic() - t0
+            spin.update("vLLM: the warm-up request")
+            first = local_serve.warm_up(port, parsed.model_id)
     except local_cluster.LocalError as e:
         _fail(str(e))
+    outside = [s for s in local_cluster.cluster_sockets(state) if not s.loopback]
+    if outside:  # Ray changed how Serve binds: say so rather than claim "local"
+        shown = ", ".join(f"{s.ip}:{s.port} (pid {s.pid})" for s in outside[:5])
+        err.print(f"warning: listening on more than 127.0.0.1: {shown}", markup=False)
     console.print(f"[green]serving[/] {path}", highlight=False)
+    console.print(
+        f"ready      loading took {loaded:.0f} s; the warm-up request answered in {first:.1f} s",
+        markup=False,
+        highlight=False,
+    )
     for line in local_serve.openai_lines(port, parsed.model_id):
         console.print(line, markup=False, highlight=False)
     console.print(f"stop       raygke local serve --stop{target_opts()}", markup=False)
