@@ -37,7 +37,7 @@ LAST_DOWN = "last_down.json"
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "fish"}
 
 
-def _cmdline(pid: int) -> list[str]:
+def cmdline(pid: int) -> list[str]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -45,7 +45,7 @@ def _cmdline(pid: int) -> list[str]:
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
-def _ppid(pid: int) -> int | None:
+def parent_pid(pid: int) -> int | None:
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -59,14 +59,14 @@ def describe(pid: int, fallback: str) -> str:
     an interactive shell (the command was typed by hand) or unknown."""
     seen = 0
     while pid and pid > 1 and seen < 5:
-        argv = _cmdline(pid)
+        argv = cmdline(pid)
         if not argv:
             break
         prog = Path(argv[0]).name.lstrip("-")
         if prog in _SHELLS:
             if "-c" not in argv[1:]:
                 return fallback  # an interactive shell: typed by hand
-            pid = _ppid(pid) or 0
+            pid = parent_pid(pid) or 0
             seen += 1
             continue
         if prog.startswith("python") and len(argv) > 1:

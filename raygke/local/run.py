@@ -19,6 +19,7 @@ from rich.text import Text
 from raygke.console import EXIT_USAGE, console, err
 from raygke.local import cluster as local_cluster
 from raygke.local import leases
+from raygke.local import resume as local_resume
 from raygke.local import summary as local_summary
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target
 from raygke.local.app import api_errors as _api_errors
@@ -121,7 +122,10 @@ def _summary_table(summary: dict[str, Any]) -> Table:
         "PPMd order 16, same rows (nats/byte)", num(summary.get("ppmd_nats_per_byte"), ".3f")
     )
     table.add_row("model / PPMd (< 1 beats PPMd)", num(summary.get("val_vs_ppmd"), ".3f"))
-    table.add_row("tokens/s", num(summary["tokens_per_s"], ",.0f"))
+    segments = summary.get("segments")
+    table.add_row(
+        "tokens/s (last segment)" if segments else "tokens/s", num(summary["tokens_per_s"], ",.0f")
+    )
     mfu, peak = summary.get("mfu"), summary.get("peak_flops")
     table.add_row(
         "MFU (model FLOP/s / measured matmul peak)",
@@ -132,7 +136,12 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_row("checkpoint", summary["checkpoint"] or "-")
     table.add_row("Hugging Face model", summary.get("hf_model") or "-")
     table.add_row("sample", Text(repr(summary["sample"])) if summary["sample"] else "-")
-    table.add_row("wall time (s)", f"{summary['seconds']:.1f}")
+    if segments:  # a resumed run: every segment, the total below
+        table.add_row("segments", Text(local_resume.segments_text(segments)))
+    table.add_row(
+        "wall time (s)",
+        f"{summary['seconds']:.1f}" + (f" (all {len(segments)} segments)" if segments else ""),
+    )
     return table
 
 
@@ -211,6 +220,9 @@ def run(
     target = resolve_target(stack, config)
     _queue_note(stack, config, names)
     exits = contextlib.ExitStack()  # the run log, and Ray's logger sent into it
+    # what an interrupt or a failure records and says (raygke/local/resume.py)
+    run_name, trains, record, current, t0, from_step = None, False, None, None, 0.0, 0
+    state: dict[str, Any] | None = None
     try:
         local_cluster.require_ray()
         state = local_cluster.read_state(target)
@@ -261,7 +273,15 @@ def run(
         _refuse_what_cannot_start(target, state, planned)
         # the jobs that succeeded in the interrupted run (reused below where still valid)
         done: dict[str, Any] = dict((pending or {}).get("done") or {}) if resumed else {}
-        record = {"key": key, "run_name": run_name, "jobs": names, "started": stamp, "done": done}
+        earlier = list((pending or {}).get("segments") or []) if resumed else []
+        record = {
+            "key": key,
+            "run_name": run_name,
+            "jobs": names,
+            "started": stamp,
+            "done": done,
+            "segments": earlier,
+        }
         if trains:
             local_jobs.write_pending(target, record)
         working_dir = local_jobs.stage_working_dir(state["buckets"]["artifacts"])
@@ -310,8 +330,10 @@ def run(
                 )
                 continue
             done.pop(name, None)  # runs again: an older result of it is stale
+            current = name
             if resumed and get_workload(name).trains:
                 point = local_jobs.resume_point(state["buckets"]["checkpoints"], run_name)
+                from_step = point[0] if point else 0
                 console.print(
                     f"resumed from checkpoint {point[0]} ({point[1]})"
                     if point
@@ -365,6 +387,7 @@ def run(
             local_jobs.write_pending(target, None)  # finished: the next run starts anew
         summary = local_summary.summarize(results)
         summary["seconds"] = time.monotonic() - t0
+        local_resume.whole_run(summary, earlier, from_step)  # a resumed run: every segment
         console.print(_summary_table(summary))
         if summary_json is not None:
             payload = {
@@ -379,11 +402,44 @@ def run(
             console.print(f"summary written to {summary_json}", markup=False)
     except local_cluster.LocalError as e:
         _fail(str(e))
+    except typer.Exit as e:
+        if e.exit_code and trains:  # a job failed, the cluster went away: a segment ended
+            _end_segment(target, state, record, t0, from_step, "failed")
+        raise
     except KeyboardInterrupt:
-        err.print("interrupted; the running job was stopped")
+        point = _end_segment(
+            target, state, record if trains else None, t0, from_step, "interrupted"
+        )
+        for line in local_resume.interrupted_lines(current, run_name, trains, point):
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
     finally:
         exits.close()
+
+
+def _end_segment(
+    target: local_cluster.LocalTarget,
+    state: dict[str, Any] | None,
+    record: dict[str, Any] | None,
+    t0: float,
+    from_step: int,
+    ended: str,
+) -> tuple[int, str] | None:
+    """Add this run's segment to the pending record of a training run that did not finish
+    (:mod:`raygke.local.resume`); return the newest checkpoint it left, ``(step, path)``."""
+    from raygke.local import jobs as local_jobs
+
+    if record is None or state is None or not t0:
+        return None
+    point = local_jobs.resume_point(state["buckets"]["checkpoints"], record["run_name"])
+    to_step = point[0] if point else from_step
+    seconds = time.monotonic() - t0
+    record["segments"] = [
+        *record.get("segments", []),
+        local_resume.segment(seconds, from_step, to_step, ended),
+    ]
+    local_jobs.write_pending(target, record)
+    return point
 
 
 def _resume_hint(trains: bool) -> str:

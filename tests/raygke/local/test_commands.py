@@ -131,7 +131,12 @@ def test_job_args_wire_bucket_folders() -> None:
     ds = prep["dataset"]
     assert ds.startswith("/b/datasets/corpus-") and prep["data"] == "/data/corpus"
     train = local_jobs.job_args("train_lm", state, "/data/corpus", "run1", {})
-    assert train == {"dataset": ds, "storage_path": "/b/checkpoints", "name": "run1"}
+    assert train == {
+        "dataset": ds,
+        "storage_path": "/b/checkpoints",
+        "name": "run1",
+        "checkpoint_every": 50,  # the local cadence (contract.registry.LOCAL_CHECKPOINTS)
+    }
     ev = local_jobs.job_args(
         "evaluate", state, "/data/corpus", "run1", {"train_lm": {"checkpoint": "/c"}}
     )
@@ -685,6 +690,9 @@ def test_an_unfinished_run_resumes_from_its_checkpoint_and_a_worker_retry_is_sho
     assert (run_dir / "checkpoint_00000020").is_dir()
     pending = json.loads((runs / "pending_run.json").read_text())
     assert pending["run_name"] == run_dir.name
+    (first_segment,) = pending["segments"]  # the run's first segment, for the summary
+    assert (first_segment["from_step"], first_segment["to_step"]) == (0, 20)
+    assert first_segment["ended"] == "failed" and first_segment["seconds"] > 0
     assert pending["done"]["prepare"]["result"]["rows"] > 0, "prepare's result is recorded"
     step_log.unlink()
     once = {"fail_at_step": 35, "fail_marker": str(crashed)}
@@ -709,6 +717,60 @@ def test_an_unfinished_run_resumes_from_its_checkpoint_and_a_worker_retry_is_sho
     shown = [ln for ln in r.stdout.splitlines() if "train_lm: " in ln and "retr" in ln.lower()]
     shown += [ln for ln in r.stdout.splitlines() if "train_lm: workers restarted at step" in ln]
     assert shown, r.stdout[-4000:]
+    # the summary covers the whole run: both segments and their total wall time
+    seg = re.search(
+        r"segments\s+│\s+([\d.]+) s \(steps 0-20, failed\), ([\d.]+) s \(steps 20-40\)", r.stdout
+    )
+    assert seg, r.stdout[-3000:]
+    total = re.search(r"wall time \(s\)\s+│\s+([\d.]+) \(all 2 segments\)", r.stdout)
+    assert total and float(total.group(1)) == pytest.approx(
+        float(seg.group(1)) + float(seg.group(2)), abs=0.2
+    )
+    assert "tokens/s (last segment)" in r.stdout
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ctrl_c_says_what_was_saved_and_the_exact_command_that_resumes(cluster) -> None:
+    """Ctrl-C during training: the job is stopped, the newest checkpoint is named, and the
+    command that resumes is this one as typed; the pending record keeps the segment."""
+    step_log = cluster["base"] / "ctrl-c-steps.jsonl"
+    args = [
+        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
+        "--set", "train_lm.steps=100000", "--set", f"train_lm.step_log={step_log}",
+        "--config", str(cluster["cfg"]),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [str(RAYGKE), "local", *args], cwd=cluster["base"], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    runs = cluster["base"] / "root" / "t" / "runs"
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if step_log.exists() and len(step_log.read_text().splitlines()) >= 6:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:] + errs
+    assert "interrupted; the running job train_lm was stopped" in errs, errs
+    saved = re.search(r"saved: checkpoint (\d+) of run (lm-\S+) \((\S+)\)", errs)
+    assert saved and int(saved.group(1)) >= 2, errs
+    assert Path(saved.group(3)).name == f"checkpoint_{int(saved.group(1)):08d}"
+    assert f"resume: {shlex.join(['raygke', 'local', *args])}  (continues from step " in errs
+    pending = json.loads((runs / "pending_run.json").read_text())
+    assert pending["run_name"] == saved.group(2)
+    (segment,) = pending["segments"]
+    assert segment["ended"] == "interrupted" and segment["to_step"] == int(saved.group(1))
+    (runs / "pending_run.json").unlink()  # the later tests start their own runs
 
 
 @pytest.mark.ray
