@@ -26,76 +26,27 @@ from raygke.local.app import api_errors as _api_errors
 from raygke.local.app import dead_nodes as _dead
 from raygke.local.app import fail as _fail
 from raygke.local.app import queue_note as _queue_note
+from raygke.local.brief import (
+    BRIEF_STR_MAX,
+    corpus_files,
+    job_summary,
+    result_brief,
+    shorten,
+    skip_reason,
+    success_line,
+)
 from raygke.local.capacity import STALL_MINUTES, StallWatch
 
-BRIEF_STR_MAX = 60  # characters of a string value on a job's console line
-
-
-def shorten(text: str, limit: int = BRIEF_STR_MAX) -> str:
-    """``text`` in at most ``limit`` characters, cut only at a separator, never inside a word.
-
-    A path (a ``/`` and no whitespace) keeps its first component (two when they fit) and as many
-    last components as fit, the middle as ``…``: ``/work/…/checkpoints/run-1/checkpoint_000010``;
-    when only the last component fits, ``…/`` and it. Other text is cut after its last word that
-    fits and ends in ``…``. Only a single word (or last path component) longer than ``limit``,
-    with no separator to cut at, is cut inside: its first ``limit - 1`` characters and ``…``.
-    """
-    if len(text) <= limit:
-        return text
-    if "/" in text and not any(c.isspace() for c in text):
-        parts = text.split("/")
-        for k in range(2, len(parts)):  # the most last components first
-            tail = "/".join(parts[k:])
-            for head in ("/".join(parts[:2]) if k > 2 else None, parts[0]):
-                if head is not None and len(head) + 3 + len(tail) <= limit:
-                    return f"{head}/…/{tail}"
-        last = "…/" + parts[-1]
-        return last if len(last) <= limit else last[: limit - 1] + "…"
-    cut = text[: limit - 1]
-    if not text[limit - 1].isspace():  # the cut is inside a word: drop that word
-        cut = cut[: max((i for i, c in enumerate(cut) if c.isspace()), default=0)]
-    return (cut.rstrip() or text[: limit - 1]) + "…"
-
-
-def result_brief(result: Any) -> str:
-    """A job's result as its one console line: JSON of the mapping's numbers, booleans and
-    strings (a string over :data:`BRIEF_STR_MAX` characters - a path, the sample text -
-    :func:`shorten`-ed to about that, cut at a ``/`` or a space, never inside a word), a nested
-    mapping or list as ``"{N keys}"`` / ``"[N items]"``; a result that is not a mapping as its
-    JSON, :func:`shorten`-ed to 300 characters. The whole result is in the run's summary (the
-    table after the run, ``--summary-json``)."""
-    if not isinstance(result, dict):
-        return shorten(json.dumps(result, default=str), 300)
-
-    def brief(v: Any) -> Any:
-        if isinstance(v, dict):
-            return f"{{{len(v)} keys}}"
-        if isinstance(v, list | tuple):
-            return f"[{len(v)} items]"
-        if isinstance(v, str):
-            return shorten(v)
-        return v
-
-    return json.dumps({k: brief(v) for k, v in result.items()}, default=str, ensure_ascii=False)
-
-
-def success_line(name: str, seconds: float, result: Any) -> str:
-    """The console line (rich markup) of job ``name`` that succeeded in ``seconds`` with
-    ``result`` (:func:`result_brief`, escaped: a ``[...]`` in a path is text, not a style)."""
-    return f"[green]{name} succeeded[/] in {seconds:.1f} s: {escape(result_brief(result))}"
-
-
-def corpus_files(files: int | None, skipped_by: dict[str, int] | None) -> str:
-    """The summary's corpus line: ``"1,234 kept, 814 skipped (exclude '.git/*': 786, empty:
-    28)"``; the skipped figure is the sum of the per-filter counts listed, the same figure as
-    prepare's ``skipped`` on its success line (:func:`workloads.prepare.result_of`)."""
-    if files is None:
-        return "-"
-    by = {k: v for k, v in (skipped_by or {}).items() if v}
-    text = f"{files:,} kept, {sum(by.values()):,} skipped"
-    if by:
-        text += " (" + ", ".join(f"{k}: {v:,}" for k, v in by.items()) + ")"
-    return text
+__all__ = [
+    "BRIEF_STR_MAX",
+    "corpus_files",
+    "job_summary",
+    "result_brief",
+    "run",
+    "shorten",
+    "skip_reason",
+    "success_line",
+]
 
 
 def _summary_table(summary: dict[str, Any]) -> Table:

@@ -346,9 +346,10 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     assert " INFO " in text, "Ray's INFO lines are in the log file"
     assert RESULT_PREFIX.strip() not in r.stdout and " INFO " not in r.stdout + r.stderr
     assert "  prepare  " in r.stdout and "shards" in r.stdout, "a plain progress line"
-    # one skipped figure: the success line's is the summary's (the sum of its filters)
-    assert '"files": 4' in r.stdout and '"skipped": 0' in r.stdout
-    assert "4 kept, 0 skipped" in r.stdout
+    # one line in words, no JSON; one skipped figure: the success line's is the summary's
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("prepare succeeded in ")]
+    assert "training windows" in line and "corpus files: 4 kept, 0 skipped" in line, line
+    assert "{" not in line and "4 kept, 0 skipped" in r.stdout.split(line, 1)[1]
 
 
 @pytest.mark.ray
@@ -581,9 +582,15 @@ def test_submit_local_twin_runs_a_script_on_the_local_cluster(cluster) -> None:
     r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "train.py"), cwd=work)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert "alive nodes 2 answer 42" in r.stdout and "SUCCEEDED" in r.stdout
+    # ray.init()'s INFO records are in the job's log file, not on the terminal, no ANSI codes
+    assert not re.search(r"\sINFO \S+\.py:\d+ -- ", r.stdout) and "\x1b[" not in r.stdout
+    (log,) = [ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("log        ")]
+    assert Path(log).parent == cluster["base"] / "root" / "t" / "runs"
+    assert re.search(r"\sINFO \S+\.py:\d+ -- ", Path(log).read_text())
     (work / "bad.py").write_text("raise SystemExit(3)\n")
     r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "bad.py"), cwd=work)
     assert r.returncode == 1 and "FAILED" in r.stderr, r.stdout[-2000:] + r.stderr
+    assert "exit code 3" in r.stderr, r.stderr
 
 
 @pytest.mark.ray

@@ -188,4 +188,4 @@ def test_describe_names_the_command_behind_a_shell_wrapper() -> None:
 
 def test_make_local_stops_the_cluster_only_through_down_if_mine() -> None:
     makefile = (REPO / "Makefile").read_text()
-    assert "trap '$(BIN)/raygke local down --if-mine' EXIT" in makefile
+    assert "trap 'rc=$$?; $(BIN)/raygke local down --if-mine; " in makefile
