@@ -189,3 +189,27 @@ def test_describe_names_the_command_behind_a_shell_wrapper() -> None:
 def test_make_local_stops_the_cluster_only_through_down_if_mine() -> None:
     makefile = (REPO / "Makefile").read_text()
     assert "trap 'rc=$$?; $(BIN)/raygke local down --if-mine; " in makefile
+
+
+def test_a_command_whose_cluster_was_stopped_says_who_stopped_it_and_how_to_go_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import typer
+
+    from raygke.local import app
+
+    state = {"token_file": str(tmp_path / "auth_token"), "dashboard_url": "http://127.0.0.1:1"}
+    entry = {"by": "raygke local down --force", "caller": "", "pid": 77, "at": time.time() + 1}
+    (tmp_path / leases.LAST_DOWN).write_text(json.dumps(entry))
+    with pytest.raises(typer.Exit) as e, app.api_errors(state, "train_lm", "rerun it"):
+        raise ConnectionError("('Connection aborted.', RemoteDisconnected(...))")
+    assert e.value.exit_code == 1
+    err = capsys.readouterr().err
+    assert "error: job train_lm: the local cluster was stopped at " in err
+    assert "by `raygke local down --force` (pid 77) while this command ran; rerun it" in err
+    assert "Connection aborted" not in err
+    # no such record: the Jobs API's failure, as before
+    (tmp_path / leases.LAST_DOWN).unlink()
+    with pytest.raises(typer.Exit), app.api_errors(state, "train_lm"):
+        raise ConnectionError("refused")
+    assert "the Jobs API at http://127.0.0.1:1 failed: refused" in capsys.readouterr().err

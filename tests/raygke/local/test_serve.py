@@ -10,7 +10,10 @@ naming the file; ``--stop`` removes the application. One cluster, one test (2 sh
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -19,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from raygke.local import cluster as local_cluster
-from tests.raygke.local.test_commands import RAYGKE, _raygke, _stack_file
+from tests.raygke.local.test_commands import RAYGKE, REPO, _raygke, _stack_file
 from tests.workloads.test_serve_llm import tiny_hf_folder
 
 pytestmark = pytest.mark.skipif(not RAYGKE.exists(), reason=f"console script {RAYGKE} missing")
@@ -33,6 +36,22 @@ def _post(url: str, body: dict) -> tuple[int, dict]:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def _make_local_recipe(cfg: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The Makefile's `local` recipe (up, the EXIT trap's `down --if-mine`, run) in one shell,
+    on the stack file ``cfg``, with `run prepare train_lm`."""
+    raygke, c = shlex.quote(str(RAYGKE)), shlex.quote(str(cfg))
+    script = (
+        f"{raygke} local up --config {c} || exit $?; "
+        f"trap '{raygke} local down --if-mine --config {c}' EXIT; "
+        f"{raygke} local run prepare train_lm --config {c}"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    return subprocess.run(
+        ["sh", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def _cmdline(pid: int) -> str:
@@ -137,8 +156,15 @@ def test_local_serve_openai_api_refusals_metrics_and_stop(tmp_path: Path) -> Non
         # the first hour's silent hang: the engine replica (1 CPU) and the OpenAI ingress (0.25)
         # hold 1.25 of the 2 CPUs; prepare's Ray Data tasks need a whole one. Refused before
         # anything is submitted, with the numbers (a hang would end in TimeoutExpired here).
-        r = _raygke("run", "prepare", "train_lm", "--config", str(cfg), cwd=tmp_path, timeout=180)
+        # Run as `make local`'s recipe runs it (up, the EXIT trap's `down --if-mine`, run): the
+        # refused command stops nothing, serving survives it (issue 50).
+        r = _make_local_recipe(cfg, tmp_path)
         assert r.returncode == 1, r.stdout + r.stderr
+        assert "reusing local cluster 't'" in r.stdout
+        assert "left local cluster 't' up: it was started by" in r.stdout, r.stdout
+        assert 'in use by "raygke local serve (application lm)"' in r.stdout
+        after = client.completions.create(model="tiny", prompt="def ", max_tokens=5, temperature=0)
+        assert after.choices[0].text == done.choices[0].text, "still serving"
         assert (
             "job prepare needs 1 CPU for Ray Data's tasks; the local cluster has 0.75 CPU free "
             "of 2 CPU (1.25 CPU in use, a Serve application among them)" in r.stderr
