@@ -73,6 +73,24 @@ def _raygke(
     )
 
 
+def _make_local_recipe(
+    cfg: Path, cwd: Path, *run: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """The Makefile's `local` recipe (up, the EXIT trap's `down --if-mine`, run) in one shell,
+    on the stack file ``cfg``, with `run` + ``run`` (default: prepare train_lm)."""
+    raygke, c = shlex.quote(str(RAYGKE)), shlex.quote(str(cfg))
+    script = (
+        f"{raygke} local up --config {c} || exit $?; "
+        f"trap '{raygke} local down --if-mine --config {c}' EXIT; "
+        f"{raygke} local run {shlex.join(run or ('prepare', 'train_lm'))} --config {c}"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    return subprocess.run(
+        ["sh", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 # ------------------------------------------------------------------------- fast: no Ray processes
 
 
@@ -762,6 +780,20 @@ def test_ctrl_c_says_what_was_saved_and_the_exact_command_that_resumes(cluster) 
                 break
             time.sleep(0.5)
         assert proc.poll() is None, "the run ended before it could be interrupted"
+        # a second `make local` beside it (issue 50): refused before it submits or writes
+        # anything, and its exit step leaves the cluster up; the first one trains on
+        pending_before = (runs / "pending_run.json").read_text()
+        second = _make_local_recipe(cluster["cfg"], cluster["base"], "prepare")
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert 'is in use by "raygke local run" (pid ' in second.stderr, second.stderr
+        assert "Nothing was submitted" in second.stderr
+        assert "left local cluster 't' up: it was started by" in second.stdout
+        assert (runs / "pending_run.json").read_text() == pending_before
+        steps = len(step_log.read_text().splitlines())
+        deadline = time.monotonic() + 120
+        while len(step_log.read_text().splitlines()) == steps and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert proc.poll() is None and len(step_log.read_text().splitlines()) > steps
         proc.send_signal(signal.SIGINT)
         out, errs = proc.communicate(timeout=180)
     finally:

@@ -10,10 +10,7 @@ naming the file; ``--stop`` removes the application. One cluster, one test (2 sh
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from raygke.local import cluster as local_cluster
-from tests.raygke.local.test_commands import RAYGKE, REPO, _raygke, _stack_file
+from tests.raygke.local.test_commands import RAYGKE, _make_local_recipe, _raygke, _stack_file
 from tests.workloads.test_serve_llm import tiny_hf_folder
 
 pytestmark = pytest.mark.skipif(not RAYGKE.exists(), reason=f"console script {RAYGKE} missing")
@@ -36,22 +33,6 @@ def _post(url: str, body: dict) -> tuple[int, dict]:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
-
-
-def _make_local_recipe(cfg: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The Makefile's `local` recipe (up, the EXIT trap's `down --if-mine`, run) in one shell,
-    on the stack file ``cfg``, with `run prepare train_lm`."""
-    raygke, c = shlex.quote(str(RAYGKE)), shlex.quote(str(cfg))
-    script = (
-        f"{raygke} local up --config {c} || exit $?; "
-        f"trap '{raygke} local down --if-mine --config {c}' EXIT; "
-        f"{raygke} local run prepare train_lm --config {c}"
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
-    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
-    return subprocess.run(
-        ["sh", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
 
 
 def _cmdline(pid: int) -> str:
