@@ -475,7 +475,10 @@ def submit(
             if dry_run:
                 console.print(f"entrypoint {sub.entrypoint}", markup=False)
                 return
-            _run(url, token, sub, wait, {"raygke_stack": name}, log_dir)
+            from raygke.local import leases
+
+            with leases.hold(log_dir.parent):  # `down` names it while the job is followed
+                _run(url, token, sub, wait, {"raygke_stack": name}, log_dir)
             return
         from raygke.stacks import choose_or_exit, load_or_exit
 

@@ -262,3 +262,36 @@ def test_a_failed_job_is_named_with_its_exit_code(monkeypatch) -> None:
     assert detail == " (Job entrypoint command failed with exit code 3)"
     Info.message = "stopped"
     assert failure_detail("u", {"Authorization": "Bearer t"}, "x") == " (exit code 3: stopped)"
+
+
+def test_a_local_submission_holds_a_lease_while_it_follows_the_job(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`raygke local down` names a followed `raygke submit --local` (issue 50)."""
+    from raygke.local import leases
+
+    state_dir = tmp_path / "root" / "local"
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    monkeypatch.setattr(
+        submit,
+        "_local_endpoint",
+        lambda stack, config: (
+            "local",
+            "http://127.0.0.1:1",
+            "t",
+            "127.0.0.1:2",
+            state_dir / "runs",
+        ),
+    )
+    held: list[list[str]] = []
+
+    def fake_run(url, token, sub, wait, metadata, log_dir) -> None:
+        held.append([x.command for x in leases.live_leases(state_dir)])
+
+    monkeypatch.setattr(submit, "_run", fake_run)
+    monkeypatch.setattr("sys.argv", ["raygke", "submit", str(script), "--local"])
+    rc, out = run("submit", "--local", str(script))
+    assert rc == 0, out
+    assert held == [[f"raygke submit {script}"]]
+    assert leases.live_leases(state_dir) == [], "released when the command ends"
