@@ -35,8 +35,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -c "import transformers.models.gpt2, vllm"
 	touch $@
 
-# Cluster up -> prepare -> train_lm -> evaluate on the stdlib sources -> summary -> cluster down,
-# the last step also on failure or Ctrl-C once the cluster is up (a failed `up` stops what it
+# Cluster up -> prepare -> train_lm -> evaluate on the stdlib sources -> summary -> cluster down
+# (`down --if-mine`: only a cluster this recipe's `up` started and no other command uses), the
+# last step also on failure or Ctrl-C once the cluster is up (a failed `up` stops what it
 # started and its error is the last line). The exit status is the pipeline's. The cluster takes
 # free ports, so another checkout's cluster may be up meanwhile.
 # The main job's shape (docs/local.md, "How make local's defaults were found"): two worker nodes
@@ -44,11 +45,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # a global batch of 32, for 900 steps; the head's CPU is left to Ray Data, the drivers and
 # evaluate. RUN_ARGS come after LOCAL_ARGS, so `--set train_lm.steps=N` there wins.
 LOCAL_WORKERS ?= 2
+# The last line of a `make local` that succeeded (after the cluster is stopped): what to do next.
+NEXT_LOCAL := next: make serve  (the trained model behind the OpenAI API on http://127.0.0.1:8000/v1; docs/local.md, Serving with vLLM)
 LOCAL_ARGS ?= --set train_lm.num_workers=2 --set train_lm.batch_size=16 --set train_lm.steps=900
 local: $(STAMP)
 	@trap 'exit 130' INT TERM; \
 	$(BIN)/raygke local up --workers $(LOCAL_WORKERS) || exit $$?; \
-	trap '$(BIN)/raygke local down' EXIT; \
+	trap 'rc=$$?; $(BIN)/raygke local down --if-mine; [ $$rc -ne 0 ] || echo "$(NEXT_LOCAL)"' EXIT; \
 	$(BIN)/raygke local run $(if $(DATA),--data '$(DATA)') --summary-json $(SUMMARY) \
 	  $(LOCAL_ARGS) $(RUN_ARGS)
 

@@ -66,6 +66,11 @@ __all__ = [
     "with_role",
 ]
 
+# `raygke local run` checkpoints a trainer every 50 steps (the workloads' default: 100): a step
+# of `make local` takes 0.57 s on a quiet 2-core machine and about 1 s under load (docs/local.md),
+# so a Ctrl-C loses at most 29-50 s of training, under a minute. A --set of the job wins.
+LOCAL_CHECKPOINTS: Mapping[str, Any] = MappingProxyType({"checkpoint_every": 50})
+
 RESULT_PREFIX = "RAYGKE_RESULT "
 # ``RAYGKE_PROGRESS {"stage", "done", "total", ...}``: a stage's progress, printed by
 # ``workloads.common.emit_progress``; ``raygke local run`` draws it as a bar.
@@ -129,7 +134,7 @@ BUILTIN: tuple[Workload, ...] = (
         writes=("checkpoints",),
         needs=("torch", "numpy", "pyarrow"),
         local_variants={"tpu": "train_lm_jax"},
-        local_args={"gpu": {"use_gpu": True}},
+        local_args={"gpu": {"use_gpu": True}, "cpu": LOCAL_CHECKPOINTS},
         tune_name="torch",
         tune_stepper="workloads.train_lm:tune_stepper",
     ),
@@ -144,6 +149,7 @@ BUILTIN: tuple[Workload, ...] = (
         accelerators=("tpu", "cpu"),
         writes=("checkpoints",),
         needs=("jax", "jaxlib", "optax", "numpy", "pyarrow"),
+        local_args={"tpu": LOCAL_CHECKPOINTS, "cpu": LOCAL_CHECKPOINTS},
         tune_name="jax",
         tune_stepper="workloads.train_lm_jax:tune_stepper",
     ),
@@ -164,7 +170,7 @@ BUILTIN: tuple[Workload, ...] = (
         unsupported=(
             ("tpu", "TensorFlow on TPU is not part of this product; use train_lm_jax on TPUs"),
         ),
-        local_args={"gpu": {"use_gpu": True}},
+        local_args={"gpu": {"use_gpu": True}, "cpu": LOCAL_CHECKPOINTS},
         tune_name="tf",
         tune_stepper="workloads.train_lm_tf:tune_stepper",
     ),

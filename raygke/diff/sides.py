@@ -243,26 +243,30 @@ def render_sides(
     stack: str,
     sets: list[list[str] | None],
     config: Path | None = None,
+    per_side: list[tuple[str, Path | None]] | None = None,
 ) -> list[Side]:
-    """Render ``stack`` (or the stack file ``config``, relative to each tree) in each
-    ``(label, tree)`` with its ``sets`` (:func:`render_tree`), the sides' subprocesses at the same
-    time (each its own interpreter and tree, so on a machine with more than one core a diff
-    takes about one render's time, not two).
+    """Render ``stack`` (or the stack file ``config``, relative to each tree; an absolute path
+    is that file) in each ``(label, tree)`` with its ``sets`` (:func:`render_tree`), the sides'
+    subprocesses at the same time (each its own interpreter and tree, so on a machine with more
+    than one core a diff takes about one render's time, not two). ``per_side``: ``(stack,
+    config)`` of each side instead, when the sides render different stack files (``raygke diff
+    --config FILE --against STACK``).
 
     Raises:
         DiffError: as :func:`render_tree`, the first side's first.
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    what = per_side or [(stack, config)] * len(trees)
     with ThreadPoolExecutor(max_workers=len(trees)) as pool:
         futures = [
-            pool.submit(render_tree, tree, stack, label, extra, config)
-            for (label, tree), extra in zip(trees, sets, strict=True)
+            pool.submit(render_tree, tree, st, label, extra, cf)
+            for (label, tree), extra, (st, cf) in zip(trees, sets, what, strict=True)
         ]
         out = []
-        for (label, tree), future in zip(trees, futures, strict=True):
+        for (label, tree), future, (st, cf) in zip(trees, futures, what, strict=True):
             records = future.result()
-            f = stack_file(tree, stack, config)
+            f = stack_file(tree, st, cf)
             out.append(Side(label, records or [], f if f.is_file() else None, tree))
     return out
 
@@ -270,12 +274,14 @@ def render_sides(
 DEFAULT_CONFIG_BASES = ("main", "origin/main")
 
 
-def config_in_repo(root: Path, config: Path) -> Path:
+def config_in_repo(root: Path, config: Path, outside_ok: bool = False) -> Path:
     """``config`` (a stack file path, absolute or relative to the current directory) as a path
-    relative to the repository root ``root``, so the base side finds its version at a revision.
+    relative to the repository root ``root``, so the base side finds its version at a revision;
+    with ``outside_ok``, a file outside the repository as its absolute path.
 
     Raises:
-        DiffError: the file does not exist, or lies outside the repository (code 2).
+        DiffError: the file does not exist, or lies outside the repository and not
+            ``outside_ok`` (code 2).
     """
     p = config if config.is_absolute() else Path.cwd() / config
     if not p.is_file():
@@ -283,10 +289,38 @@ def config_in_repo(root: Path, config: Path) -> Path:
     try:
         return p.resolve().relative_to(root.resolve())
     except ValueError:
+        if outside_ok:
+            return p.resolve()
         raise DiffError(
             f"--config {config}: outside the git work tree {root}; diff compares the file with "
-            "its version at a revision of that repository"
+            "its version at a revision of that repository, or with a stack of it: give "
+            "--against STACK"
         ) from None
+
+
+def base_side_of(root: Path, rel: Path, against: str | None) -> tuple[str, Path | None, str]:
+    """What the base side renders for ``--config`` (``rel``: :func:`config_in_repo`):
+    ``(stack, config, note)``. ``against``: that stack's ``Pulumi.<against>.yaml``; else a file
+    in the repository at its own path; else (a file outside it) the repository's file of the same
+    name (``Pulumi.dev.yaml`` -> ``--against dev``) when its name is a stack file's.
+
+    Raises:
+        DiffError: a file outside the repository whose name is no ``Pulumi.NAME.yaml`` and no
+            ``--against`` (code 2).
+    """
+    if against is not None:
+        return against, None, f"Pulumi.{against}.yaml"
+    if not rel.is_absolute():
+        return stack_label(None, rel), rel, str(rel)
+    name = rel.name
+    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
+        stack = stack_label(None, rel)
+        return stack, None, f"Pulumi.{stack}.yaml, the repository's file of the same name"
+    raise DiffError(
+        f"--config {rel}: outside the repository and not named Pulumi.NAME.yaml: give "
+        "--against STACK (the stack of this repository it is compared with)",
+        code=2,
+    )
 
 
 def default_base(root: Path, config: Path | None) -> str:
@@ -329,36 +363,61 @@ def plan_sides(
     head: str | None,
     sets: list[str] | None = None,
     root: Path | None = None,
+    against: str | None = None,
 ) -> Plan:
     """Render both sides and compare them: ``stack`` (``Pulumi.<stack>.yaml``) or ``config`` (a
-    stack file in the repository) at ``base`` (None: :func:`default_base`) and at ``head`` (None:
-    the working tree). ``sets`` (``--set KEY=VALUE``) apply to the head side only: the base is
-    what is deployed or reviewed, the head what you try.
+    stack file) at ``base`` (None: :func:`default_base`) and at ``head`` (None: the working
+    tree). ``sets`` (``--set KEY=VALUE``) apply to the head side only: the base is what is
+    deployed or reviewed, the head what you try. A ``config`` inside the repository is compared
+    with the same path at ``base``; with ``against`` (a stack name), or for a file outside the
+    repository, with that stack's ``Pulumi.<stack>.yaml`` at ``base`` (:func:`base_side_of`).
+    When the base side has no such file, its label says so (every resource is then new).
 
     Raises:
         DiffError: not a git work tree, a revision that names no commit, a config outside the
-            repository, no stack file on either side (code 2), or a side that does not render
-            (code 1). A head side that renders but that ``raygke check`` refuses is a plan with
-            :attr:`Plan.refused` set (:func:`check_tree`).
+            repository with no stack to compare it with, no stack file on either side (code 2),
+            or a side that does not render (code 1). A head side that renders but that ``raygke
+            check`` refuses is a plan with :attr:`Plan.refused` set (:func:`check_tree`).
     """
     root = root or repo_root()
-    rel = config_in_repo(root, config) if config is not None else None
+    rel = config_in_repo(root, config, outside_ok=True) if config is not None else None
     name = stack_label(stack, rel)
+    per_side = None
+    base_what = f"Pulumi.{name}.yaml"
+    base_stack, base_config = name, rel
+    if rel is not None:
+        base_stack, base_config, base_what = base_side_of(root, rel, against)
     base_rev = base if base is not None else default_base(root, rel)
     from concurrent.futures import ThreadPoolExecutor
 
     with (
         side_tree(root, base_rev) as base_tree,
         side_tree(root, head) as head_tree,
+        tempfile.TemporaryDirectory(prefix="raygke-diff-") as tmp,
         ThreadPoolExecutor(max_workers=1) as pool,
     ):
+        head_config = rel
+        if rel is not None and base_config is None:
+            # compared with a stack: the head renders as that stack (a resource's URN holds the
+            # stack's name), from a copy named Pulumi.<stack>.yaml
+            name = base_stack
+            src = stack_file(head_tree[1], name, rel)
+            if src.is_file() and src.name != f"Pulumi.{name}.yaml":
+                head_config = Path(tmp) / f"Pulumi.{name}.yaml"
+                head_config.write_bytes(src.read_bytes())
+            per_side = [(base_stack, None), (name, head_config)]
         # the head side's check runs beside the two renders (its own interpreter and tree)
-        checked = pool.submit(check_tree, head_tree[1], name, sets, rel)
-        b, h = render_sides([base_tree, head_tree], name, [None, sets], rel)
+        checked = pool.submit(check_tree, head_tree[1], name, sets, head_config)
+        b, h = render_sides([base_tree, head_tree], name, [None, sets], rel, per_side)
         if b.stack_file is None and h.stack_file is None:
             what = str(rel) if rel is not None else f"Pulumi.{name}.yaml"
             raise DiffError(f"no {what} on either side")
-        plan = compare(b.records, h.records, name, b.label, h.label)
+        base_label = b.label
+        if rel is not None and per_side and per_side[0][1] is None:
+            base_label += f" {base_what}"
+        if b.stack_file is None:  # say it plainly: the whole head side is new
+            base_label += f" (has no {base_what}: every resource is new)"
+        plan = compare(b.records, h.records, name, base_label, h.label)
         if sets:
             plan.head += " with --set " + " ".join(sets)
         plan.product_upgrade = not sets and _same_file(b.stack_file, h.stack_file)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -100,13 +102,29 @@ def dead_nodes(state: dict[str, Any]) -> list[local_cluster.NodeRecord]:
     return [n for n in local_cluster.nodes_of(state) if not n.alive]
 
 
+# When this command started: a `down` recorded after it stopped this command's cluster.
+STARTED_AT = time.time()
+
+
 @contextlib.contextmanager
-def api_errors(state: dict[str, Any], name: str) -> Iterator[None]:
-    """Turn a Jobs API failure (connection refused, HTTP error) into a one-line exit 1."""
+def api_errors(state: dict[str, Any], name: str, resume: str | None = None) -> Iterator[None]:
+    """Turn a Jobs API failure (connection refused, HTTP error) into a one-line exit 1; when a
+    ``raygke local down`` stopped the cluster meanwhile, say who and when, and ``resume`` (how
+    to go on; default: start it again and rerun this command)."""
     try:
         yield
     except (typer.Exit, KeyboardInterrupt, local_cluster.LocalError):
         raise
     except Exception as e:
+        from raygke.local.leases import vanished_note
+
+        again = "raygke " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        note = vanished_note(
+            Path(state["token_file"]).parent,
+            STARTED_AT,
+            resume or f"start it again with `raygke local up`, then run `{again}` again",
+        )
+        if note:
+            fail(f"job {name}: {note}")
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         fail(f"job {name}: the Jobs API at {state['dashboard_url']} failed: {first}")

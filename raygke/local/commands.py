@@ -28,6 +28,7 @@ from rich.table import Table
 from raygke.console import EXIT_USAGE, console, err, print_table
 from raygke.console import table as make_table
 from raygke.local import cluster as local_cluster
+from raygke.local import leases
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target, target_opts, with_target
 from raygke.local.app import api_errors as _api_errors
 from raygke.local.app import dead_nodes as _dead
@@ -136,6 +137,7 @@ def up(
                     )
                 print_table(_nodes_table(state))
                 _print_endpoints(state)
+                _print_users(target, state)
                 return
             if len(dead) < len(nodes):
                 d = dead[0]
@@ -153,6 +155,9 @@ def up(
             state = local_cluster.start_cluster(
                 target, extra, tpu_state, on_progress=lambda m: status.update(m)
             )
+        state["started_by"] = leases.caller()  # who started it: `down --if-mine` reads it
+        local_cluster.write_state(target, state)
+        leases.forget(target.dir)  # a former cluster's Serve lease and last `down`
         console.print(
             f"[green]up[/] local cluster {target.stack!r}: {len(state['nodes'])} node(s) "
             f"in {time.monotonic() - t0:.1f} s"
@@ -179,6 +184,20 @@ def up(
         raise typer.Exit(130) from None
 
 
+def _print_users(target: local_cluster.LocalTarget, state: dict[str, Any]) -> None:
+    """Who started the cluster and which commands use it now (:mod:`raygke.local.leases`)."""
+    owner = state.get("started_by") or {}
+    if owner:
+        since = time.strftime("%H:%M:%S", time.localtime(owner.get("at") or 0))
+        console.print(
+            f"started by `{owner.get('command')}` (pid {owner.get('pid')}, at {since})",
+            markup=False,
+            highlight=False,
+        )
+    for lease in leases.live_leases(target.dir, exclude_pid=None):
+        console.print(f"used by    {lease.describe()}", markup=False, highlight=False)
+
+
 def _interrupt(signum: int, _frame: Any) -> NoReturn:
     raise KeyboardInterrupt
 
@@ -202,6 +221,7 @@ def status(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> Non
         _fail(f"no local cluster is recorded for stack {target.stack!r}; run `raygke local up`")
     print_table(_nodes_table(state))
     _print_endpoints(state)
+    _print_users(target, state)
     dead = _dead(state)
     head = local_cluster.nodes_of(state)[0] if state["nodes"] else None
     if head is not None and head.alive:
@@ -261,8 +281,23 @@ def _print_serve(target: local_cluster.LocalTarget) -> None:
 
 
 @app.command()
-def down(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> None:
-    """Stop exactly the processes `up` started (and their sessions). Idempotent."""
+def down(
+    stack: str | None = StackOpt,
+    config: Path | None = ConfigOpt,
+    force: bool = typer.Option(
+        False, "--force", help="Stop it even while other commands use it (they are interrupted)"
+    ),
+    if_mine: bool = typer.Option(
+        False,
+        "--if-mine",
+        help="Stop it only if this shell's `raygke local up` started it and no other command "
+        "uses it; else leave it up and say who holds it (the Makefile's exit step)",
+    ),
+) -> None:
+    """Stop exactly the processes `up` started (and their sessions). Idempotent.
+
+    While another command uses the cluster (a `raygke local run`, a Serve application), it
+    names them and stops nothing unless --force is given."""
     target = resolve_target(stack, config)
     try:
         state = local_cluster.read_state(target)
@@ -271,14 +306,46 @@ def down(stack: str | None = StackOpt, config: Path | None = ConfigOpt) -> None:
     if state is None:
         console.print(f"no local cluster is recorded for stack {target.stack!r}; nothing to stop")
         return
+    users = leases.live_leases(target.dir, exclude_pid=None)
+    if if_mine:
+        owner = state.get("started_by") or {}
+        held = "; ".join(x.describe() for x in users)
+        if not leases.started_here(state):
+            who = f"`{owner['command']}` (pid {owner['pid']})" if owner else "another command"
+            console.print(
+                f"left local cluster {target.stack!r} up: it was started by {who}, not by this "
+                "command" + (f"; in use by {held}" if held else ""),
+                markup=False,
+                highlight=False,
+            )
+            return
+        if users:
+            console.print(
+                with_target(
+                    f"left local cluster {target.stack!r} up: in use by {held}; "
+                    "`raygke local down` stops it once they are done"
+                ),
+                markup=False,
+                highlight=False,
+            )
+            return
+    elif users and not force:
+        held = "".join(f"\n  {x.describe()}" for x in users)
+        _fail(
+            f"local cluster {target.stack!r} is in use; stopping it would interrupt:{held}\n"
+            "run `raygke local down --force` to stop it anyway",
+        )
     nodes = local_cluster.nodes_of(state)
     with console.status(f"stopping {len(nodes)} node(s)"):
         left = local_cluster.stop_nodes(nodes)
     if left:
         _fail(f"could not stop pid(s) {', '.join(map(str, left))}; state kept in {target.dir}")
+    leases.record_down(target.dir, users)
     target.state_file.unlink(missing_ok=True)
     pids = ", ".join(str(n.pid) for n in nodes)
     console.print(f"[green]down[/] local cluster {target.stack!r}: stopped pid(s) {pids}")
+    for x in users:
+        console.print(f"interrupted {x.describe()}", markup=False, highlight=False)
 
 
 @app.command()
@@ -327,6 +394,7 @@ def serve(
         if stop:
             with _api_errors(state, "serve"):
                 local_serve.stop(target)
+            leases.drop_serve_lease(target.dir, local_serve.APP_NAME)
             console.print(f"[green]stopped[/] Serve on local cluster {target.stack!r}")
             return
         if checkpoint is None:
@@ -345,6 +413,7 @@ def serve(
             _fail(f"--checkpoint: {problem}", EXIT_USAGE)
         working_dir = local_serve.stage_archive(state["buckets"]["artifacts"])
         cfg = local_serve.serve_config(working_dir, args, port)
+        t0 = time.monotonic()
         with (
             console.status("deploying vLLM behind Ray Serve LLM") as spin,
             _api_errors(state, "serve"),
@@ -355,9 +424,22 @@ def serve(
                 timeout_s=900.0,  # vLLM imports and starts its engine for minutes on 2 cores
                 on_status=lambda s: spin.update(f"vLLM: {s}"),
             )
+            leases.serve_lease(target.dir, local_serve.APP_NAME)  # `down` asks before stopping
+            loaded = time.monotonic() - t0
+            spin.update("vLLM: the warm-up request")
+            first = local_serve.warm_up(port, parsed.model_id)
     except local_cluster.LocalError as e:
         _fail(str(e))
+    outside = [s for s in local_cluster.cluster_sockets(state) if not s.loopback]
+    if outside:  # Ray changed how Serve binds: say so rather than claim "local"
+        shown = ", ".join(f"{s.ip}:{s.port} (pid {s.pid})" for s in outside[:5])
+        err.print(f"warning: listening on more than 127.0.0.1: {shown}", markup=False)
     console.print(f"[green]serving[/] {path}", highlight=False)
+    console.print(
+        f"ready      loading took {loaded:.0f} s; the warm-up request answered in {first:.1f} s",
+        markup=False,
+        highlight=False,
+    )
     for line in local_serve.openai_lines(port, parsed.model_id):
         console.print(line, markup=False, highlight=False)
     console.print(f"stop       raygke local serve --stop{target_opts()}", markup=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -17,82 +18,35 @@ from rich.text import Text
 
 from raygke.console import EXIT_USAGE, console, err
 from raygke.local import cluster as local_cluster
+from raygke.local import leases
+from raygke.local import resume as local_resume
 from raygke.local import summary as local_summary
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target
 from raygke.local.app import api_errors as _api_errors
 from raygke.local.app import dead_nodes as _dead
 from raygke.local.app import fail as _fail
 from raygke.local.app import queue_note as _queue_note
+from raygke.local.brief import (
+    BRIEF_STR_MAX,
+    corpus_files,
+    job_summary,
+    result_brief,
+    shorten,
+    skip_reason,
+    success_line,
+)
 from raygke.local.capacity import STALL_MINUTES, StallWatch
 
-BRIEF_STR_MAX = 60  # characters of a string value on a job's console line
-
-
-def shorten(text: str, limit: int = BRIEF_STR_MAX) -> str:
-    """``text`` in at most ``limit`` characters, cut only at a separator, never inside a word.
-
-    A path (a ``/`` and no whitespace) keeps its first component (two when they fit) and as many
-    last components as fit, the middle as ``…``: ``/work/…/checkpoints/run-1/checkpoint_000010``;
-    when only the last component fits, ``…/`` and it. Other text is cut after its last word that
-    fits and ends in ``…``. Only a single word (or last path component) longer than ``limit``,
-    with no separator to cut at, is cut inside: its first ``limit - 1`` characters and ``…``.
-    """
-    if len(text) <= limit:
-        return text
-    if "/" in text and not any(c.isspace() for c in text):
-        parts = text.split("/")
-        for k in range(2, len(parts)):  # the most last components first
-            tail = "/".join(parts[k:])
-            for head in ("/".join(parts[:2]) if k > 2 else None, parts[0]):
-                if head is not None and len(head) + 3 + len(tail) <= limit:
-                    return f"{head}/…/{tail}"
-        last = "…/" + parts[-1]
-        return last if len(last) <= limit else last[: limit - 1] + "…"
-    cut = text[: limit - 1]
-    if not text[limit - 1].isspace():  # the cut is inside a word: drop that word
-        cut = cut[: max((i for i, c in enumerate(cut) if c.isspace()), default=0)]
-    return (cut.rstrip() or text[: limit - 1]) + "…"
-
-
-def result_brief(result: Any) -> str:
-    """A job's result as its one console line: JSON of the mapping's numbers, booleans and
-    strings (a string over :data:`BRIEF_STR_MAX` characters - a path, the sample text -
-    :func:`shorten`-ed to about that, cut at a ``/`` or a space, never inside a word), a nested
-    mapping or list as ``"{N keys}"`` / ``"[N items]"``; a result that is not a mapping as its
-    JSON, :func:`shorten`-ed to 300 characters. The whole result is in the run's summary (the
-    table after the run, ``--summary-json``)."""
-    if not isinstance(result, dict):
-        return shorten(json.dumps(result, default=str), 300)
-
-    def brief(v: Any) -> Any:
-        if isinstance(v, dict):
-            return f"{{{len(v)} keys}}"
-        if isinstance(v, list | tuple):
-            return f"[{len(v)} items]"
-        if isinstance(v, str):
-            return shorten(v)
-        return v
-
-    return json.dumps({k: brief(v) for k, v in result.items()}, default=str, ensure_ascii=False)
-
-
-def success_line(name: str, seconds: float, result: Any) -> str:
-    """The console line (rich markup) of job ``name`` that succeeded in ``seconds`` with
-    ``result`` (:func:`result_brief`, escaped: a ``[...]`` in a path is text, not a style)."""
-    return f"[green]{name} succeeded[/] in {seconds:.1f} s: {escape(result_brief(result))}"
-
-
-def corpus_files(files: int | None, skipped_by: dict[str, int] | None) -> str:
-    """The summary's corpus line: ``"1,234 kept, 814 skipped (exclude '.git/*': 786, empty:
-    28)"``; the skipped figure is the sum of the per-filter counts listed, the same figure as
-    prepare's ``skipped`` on its success line (:func:`workloads.prepare.result_of`)."""
-    if files is None:
-        return "-"
-    by = {k: v for k, v in (skipped_by or {}).items() if v}
-    text = f"{files:,} kept, {sum(by.values()):,} skipped"
-    if by:
-        text += " (" + ", ".join(f"{k}: {v:,}" for k, v in by.items()) + ")"
-    return text
+__all__ = [
+    "BRIEF_STR_MAX",
+    "corpus_files",
+    "job_summary",
+    "result_brief",
+    "run",
+    "shorten",
+    "skip_reason",
+    "success_line",
+]
 
 
 def _summary_table(summary: dict[str, Any]) -> Table:
@@ -119,7 +73,10 @@ def _summary_table(summary: dict[str, Any]) -> Table:
         "PPMd order 16, same rows (nats/byte)", num(summary.get("ppmd_nats_per_byte"), ".3f")
     )
     table.add_row("model / PPMd (< 1 beats PPMd)", num(summary.get("val_vs_ppmd"), ".3f"))
-    table.add_row("tokens/s", num(summary["tokens_per_s"], ",.0f"))
+    segments = summary.get("segments")
+    table.add_row(
+        "tokens/s (last segment)" if segments else "tokens/s", num(summary["tokens_per_s"], ",.0f")
+    )
     mfu, peak = summary.get("mfu"), summary.get("peak_flops")
     table.add_row(
         "MFU (model FLOP/s / measured matmul peak)",
@@ -130,7 +87,12 @@ def _summary_table(summary: dict[str, Any]) -> Table:
     table.add_row("checkpoint", summary["checkpoint"] or "-")
     table.add_row("Hugging Face model", summary.get("hf_model") or "-")
     table.add_row("sample", Text(repr(summary["sample"])) if summary["sample"] else "-")
-    table.add_row("wall time (s)", f"{summary['seconds']:.1f}")
+    if segments:  # a resumed run: every segment, the total below
+        table.add_row("segments", Text(local_resume.segments_text(segments)))
+    table.add_row(
+        "wall time (s)",
+        f"{summary['seconds']:.1f}" + (f" (all {len(segments)} segments)" if segments else ""),
+    )
     return table
 
 
@@ -209,6 +171,9 @@ def run(
     target = resolve_target(stack, config)
     _queue_note(stack, config, names)
     exits = contextlib.ExitStack()  # the run log, and Ray's logger sent into it
+    # what an interrupt or a failure records and says (raygke/local/resume.py)
+    run_name, trains, record, current, t0, from_step = None, False, None, None, 0.0, 0
+    state: dict[str, Any] | None = None
     try:
         local_cluster.require_ray()
         state = local_cluster.read_state(target)
@@ -220,6 +185,14 @@ def run(
             _fail(
                 f"node {d.name} (pid {d.pid}) is dead; run `raygke local down` and then "
                 "`raygke local up`"
+            )
+        try:  # one pipeline per cluster; a refused run writes nothing
+            exits.enter_context(leases.hold(target.dir, exclusive_of="raygke local run"))
+        except leases.Busy as busy:
+            _fail(
+                f"local cluster {target.stack!r} is in use by {busy}; wait for it to finish "
+                "(`raygke local status` lists who uses the cluster) or use another stack. "
+                "Nothing was submitted"
             )
         if accelerator == "tpu":
             local_jobs.tpu_args(state)
@@ -251,7 +224,15 @@ def run(
         _refuse_what_cannot_start(target, state, planned)
         # the jobs that succeeded in the interrupted run (reused below where still valid)
         done: dict[str, Any] = dict((pending or {}).get("done") or {}) if resumed else {}
-        record = {"key": key, "run_name": run_name, "jobs": names, "started": stamp, "done": done}
+        earlier = list((pending or {}).get("segments") or []) if resumed else []
+        record = {
+            "key": key,
+            "run_name": run_name,
+            "jobs": names,
+            "started": stamp,
+            "done": done,
+            "segments": earlier,
+        }
         if trains:
             local_jobs.write_pending(target, record)
         working_dir = local_jobs.stage_working_dir(state["buckets"]["artifacts"])
@@ -300,8 +281,10 @@ def run(
                 )
                 continue
             done.pop(name, None)  # runs again: an older result of it is stale
+            current = name
             if resumed and get_workload(name).trains:
                 point = local_jobs.resume_point(state["buckets"]["checkpoints"], run_name)
+                from_step = point[0] if point else 0
                 console.print(
                     f"resumed from checkpoint {point[0]} ({point[1]})"
                     if point
@@ -314,7 +297,7 @@ def run(
             stall = StallWatch(
                 name, stall_minutes * 60 or None, describe=lambda: _free_now(target, state)
             )
-            with _api_errors(state, name):
+            with _api_errors(state, name, _resume_hint(trains)):
                 outcome = _run_shown(
                     target, state, name, args, working_dir, run_log, verbose, stall
                 )
@@ -355,6 +338,7 @@ def run(
             local_jobs.write_pending(target, None)  # finished: the next run starts anew
         summary = local_summary.summarize(results)
         summary["seconds"] = time.monotonic() - t0
+        local_resume.whole_run(summary, earlier, from_step)  # a resumed run: every segment
         console.print(_summary_table(summary))
         if summary_json is not None:
             payload = {
@@ -369,11 +353,51 @@ def run(
             console.print(f"summary written to {summary_json}", markup=False)
     except local_cluster.LocalError as e:
         _fail(str(e))
+    except typer.Exit as e:
+        if e.exit_code and trains:  # a job failed, the cluster went away: a segment ended
+            _end_segment(target, state, record, t0, from_step, "failed")
+        raise
     except KeyboardInterrupt:
-        err.print("interrupted; the running job was stopped")
+        point = _end_segment(
+            target, state, record if trains else None, t0, from_step, "interrupted"
+        )
+        for line in local_resume.interrupted_lines(current, run_name, trains, point):
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
     finally:
         exits.close()
+
+
+def _end_segment(
+    target: local_cluster.LocalTarget,
+    state: dict[str, Any] | None,
+    record: dict[str, Any] | None,
+    t0: float,
+    from_step: int,
+    ended: str,
+) -> tuple[int, str] | None:
+    """Add this run's segment to the pending record of a training run that did not finish
+    (:mod:`raygke.local.resume`); return the newest checkpoint it left, ``(step, path)``."""
+    from raygke.local import jobs as local_jobs
+
+    if record is None or state is None or not t0:
+        return None
+    point = local_jobs.resume_point(state["buckets"]["checkpoints"], record["run_name"])
+    to_step = point[0] if point else from_step
+    seconds = time.monotonic() - t0
+    record["segments"] = [
+        *record.get("segments", []),
+        local_resume.segment(seconds, from_step, to_step, ended),
+    ]
+    local_jobs.write_pending(target, record)
+    return point
+
+
+def _resume_hint(trains: bool) -> str:
+    """How to go on after this run was cut short: the command that resumes it."""
+    again = "raygke " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    hint = f"start it again with `raygke local up`, then run `{again}`"
+    return hint + (": it resumes from the newest checkpoint" if trains else "")
 
 
 def _run_shown(

@@ -168,11 +168,18 @@ def test_config_with_base_rev_and_a_file_outside_the_repo(repo: Path, tmp_path: 
     same = _diff_config(repo, "--config", "Pulumi.dev.yaml", "--base", "HEAD", "--exit-code")
     assert same.returncode == 0, same.stderr
     assert "Resources: no changes" in same.stdout
-    outside = tmp_path / "Pulumi.x.yaml"
+    # a copy outside the repository: compared with the stack --against names, at --base
+    outside = tmp_path / "my-dev.yaml"
     outside.write_text((repo / "Pulumi.dev.yaml").read_text())
-    r = _diff_config(repo, "--config", str(outside))
-    assert r.returncode == 2
-    assert "outside the git work tree" in r.stderr
+    r = _diff_config(repo, "--config", str(outside), "--base", "HEAD", "--exit-code")
+    assert r.returncode == 2 and "give --against STACK" in r.stderr, r.stderr
+    r = _diff_config(
+        repo, "--config", str(outside), "--against", "dev", "--base", "HEAD", "--exit-code"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Pulumi.dev.yaml -> working tree" in r.stdout and "Resources: no changes" in r.stdout
+    r = _diff_config(repo, "--stack", "dev", "--against", "prod")
+    assert r.returncode == 2 and "--against STACK goes with --config FILE" in r.stderr
     both = _diff_config(repo, "--config", "Pulumi.dev.yaml", "--stack", "dev")
     assert both.returncode == 2 and "exactly one of --stack NAME or --config FILE" in both.stderr
 

@@ -758,3 +758,36 @@ def test_the_summary_line_counts_in_the_right_number():
     one = cfg.model_copy(update={"jobs": cfg.jobs[:1], "node_pools": cfg.node_pools[:1]})
     assert summary_line(one).startswith("1 node pool, 0 TPU chips on 0 hosts, 0 GPUs")
     assert ", 1 job, " in summary_line(one)
+
+
+def test_the_rules_a_broken_key_kept_from_running_are_one_head_line_and_wrapped_names(
+    tmp_path: Path,
+) -> None:
+    """Issue 50: the note was one line of 628 characters; now a head line with the count, then
+    the rule names, never one cut in two, in lines of at most 100 characters."""
+    import re
+
+    from components.stack.rules import skipped_rules
+
+    path, _ = _broken_copy(
+        tmp_path, {"tpu: {generation: v5e, topology: 2x2}": "tpu: {generation: v5e, topology: 3x3}"}
+    )
+    r = raygke("check", "--config", str(path), cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.splitlines()
+    (i,) = [n for n, ln in enumerate(lines) if "note: not checked because node_pools" in ln]
+    head = re.fullmatch(
+        r"  note: not checked because node_pools is invalid \(fix it first\): (\d+) rules",
+        lines[i],
+    )
+    assert head, lines[i]
+    body = []
+    for ln in lines[i + 1 :]:
+        if not ln.startswith(" " * 8):
+            break
+        body.append(ln)
+    assert body and all(len(ln) <= 100 for ln in [lines[i], *body]), body
+    names = " ".join(ln.strip() for ln in body).split(", ")
+    (note,) = [n for n in skipped_rules(broken={"node_pools"}) if "node_pools" in n]
+    assert names == note.split(": ", 1)[1].removesuffix(" (fix it first)").split(", ")
+    assert len(names) == int(head.group(1)) and "nap limits cover pools" in names

@@ -211,3 +211,87 @@ def test_without_a_target_submit_names_local_too(tmp_path: Path) -> None:
     rc, out = run("submit", str(script))
     assert rc == 2, out
     assert "give --stack NAME or --config FILE" in out and "or --local" in out
+
+
+def test_a_jobs_output_keeps_rays_own_records_in_its_log_file_only(tmp_path: Path, capsys) -> None:
+    """Issue 50: `submit` printed Ray's INFO lines with raw ANSI codes."""
+    from raygke.submit_log import JobLog
+
+    log = JobLog(tmp_path / "runs" / "submit-x.log")
+    lines = [
+        "2026-12-07 03:40:12,345\tINFO worker.py:1917 -- Connecting to existing Ray cluster at "
+        "address: 127.0.0.1:6379...",
+        "\x1b[36m(pid=4242, ip=127.0.0.1)\x1b[0m 2026-12-07 03:40:13,001\tINFO "
+        "streaming_executor.py:108 -- Starting execution",
+        "\x1b[32mepoch 1\x1b[0m loss 2.5",
+        "2026-12-07 03:40:14,000\tWARNING worker.py:10 -- something the user should see",
+        "plain output",
+    ]
+    for line in lines:
+        log.line(line)
+    log.close()
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "epoch 1 loss 2.5",
+        "2026-12-07 03:40:14,000\tWARNING worker.py:10 -- something the user should see",
+        "plain output",
+    ]
+    written = log.path.read_text().splitlines()
+    assert len(written) == 5 and "\x1b[" not in log.path.read_text() and log.hidden == 2
+    assert written[1].startswith("(pid=4242, ip=127.0.0.1) 2026-12-07")
+
+
+def test_a_failed_job_is_named_with_its_exit_code(monkeypatch) -> None:
+    import ray.job_submission
+
+    from raygke.submit_log import failure_detail
+
+    class Info:
+        driver_exit_code = 3
+        message = "Job entrypoint command failed with exit code 3, last available logs:\n..."
+
+    class Client:
+        def __init__(self, url: str, headers: dict) -> None:
+            assert headers == {"Authorization": "Bearer t"}
+
+        def get_job_info(self, job_id: str) -> Info:
+            return Info()
+
+    monkeypatch.setattr(ray.job_submission, "JobSubmissionClient", Client)
+    detail = failure_detail("http://127.0.0.1:1", {"Authorization": "Bearer t"}, "raysubmit_x")
+    assert detail == " (Job entrypoint command failed with exit code 3)"
+    Info.message = "stopped"
+    assert failure_detail("u", {"Authorization": "Bearer t"}, "x") == " (exit code 3: stopped)"
+
+
+def test_a_local_submission_holds_a_lease_while_it_follows_the_job(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`raygke local down` names a followed `raygke submit --local` (issue 50)."""
+    from raygke.local import leases
+
+    state_dir = tmp_path / "root" / "local"
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    monkeypatch.setattr(
+        submit,
+        "_local_endpoint",
+        lambda stack, config: (
+            "local",
+            "http://127.0.0.1:1",
+            "t",
+            "127.0.0.1:2",
+            state_dir / "runs",
+        ),
+    )
+    held: list[list[str]] = []
+
+    def fake_run(url, token, sub, wait, metadata, log_dir) -> None:
+        held.append([x.command for x in leases.live_leases(state_dir)])
+
+    monkeypatch.setattr(submit, "_run", fake_run)
+    monkeypatch.setattr("sys.argv", ["raygke", "submit", str(script), "--local"])
+    rc, out = run("submit", "--local", str(script))
+    assert rc == 0, out
+    assert held == [[f"raygke submit {script}"]]
+    assert leases.live_leases(state_dir) == [], "released when the command ends"

@@ -200,3 +200,89 @@ def test_json_hourly_figures_are_rounded_sums_not_float_noise():
     assert all(f > 0 for f in figures)
     for f in figures:
         assert f == round(f, 5) and len(json.dumps(f).partition(".")[2]) <= 5, f
+
+
+# ------------------------------------------------- what the long-lived Ray clusters keep up
+
+
+def _service_group(records: list[dict]) -> dict:
+    (svc,) = [r for r in records if r["type"] == "kubernetes:ray.io/v1:RayService"]
+    (group,) = svc["inputs"]["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    return group
+
+
+def test_a_services_min_workers_keep_their_pools_nodes_up_at_minimum_scale(prod_records):
+    cost = stack_cost(prod_records)
+    pools = {p.name: p for p in cost.pools}
+    l4 = pools["l4-serve"]
+    # prod's lm service: min_workers 1 on l4-serve (min_nodes 0): one g2-standard-8 + L4 stays up
+    assert (l4.min_nodes, l4.floor_nodes, l4.min_scale_nodes) == (0, 1, 1)
+    assert l4.floor_by == ["RayService lm: 1 l4-serve worker(s)"]
+    assert l4.min_hourly == pytest.approx(l4.node_hourly) and l4.min_hourly > 0.5
+    # the heads (2 CPUs each) share the system pool's one node
+    assert pools["system"].min_scale_nodes == 1
+    assert pools["system"].floor_by == ["RayCluster training: head", "RayService lm: head"]
+    assert cost.min_hourly == pytest.approx(
+        pools["system"].node_hourly + l4.node_hourly + cost.cluster_fee_hourly
+    )
+    data = cost.to_json()
+    (row,) = [p for p in data["pools"] if p["name"] == "l4-serve"]
+    assert row["floor_nodes"] == 1 and row["min_monthly"] == pytest.approx(
+        l4.node_hourly * 730, abs=0.01
+    )
+
+
+def test_adding_removing_and_rescaling_a_service_shows_its_floors_cost(prod_records):
+    import copy
+
+    without = [r for r in prod_records if r["type"] != "kubernetes:ray.io/v1:RayService"]
+    base, added = stack_cost(without), stack_cost(prod_records)
+    node = {p.name: p for p in added.pools}["l4-serve"].node_hourly * 730
+    lines = delta_lines(base, added)
+    assert lines[0] == (
+        f"pool l4-serve (changed; kept up by Ray: 0 -> 1 node(s) (RayService lm: 1 l4-serve "
+        f"worker(s))): +${node:,.2f}/month at min scale, $0.00/month at max scale "
+        "($2,492.54 -> $2,492.54)"
+    )
+    assert lines[-1].startswith(f"total: +${node:,.2f}/month at min scale, $0.00/month")
+    removed = delta_lines(added, base)
+    assert removed[0].startswith("pool l4-serve (changed; kept up by Ray: 1 -> 0 node(s)")
+    assert f"-${node:,.2f}/month at min scale" in removed[0]
+
+    rescaled = copy.deepcopy(prod_records)
+    _service_group(rescaled)["minReplicas"] = 3
+    lines = delta_lines(added, stack_cost(rescaled))
+    assert "kept up by Ray: 1 -> 3 node(s)" in lines[0]
+    assert f"+${2 * node:,.2f}/month at min scale" in lines[0]
+
+
+def test_a_floor_goes_on_a_pool_the_pods_can_land_on_the_cheapest_when_several(prod_records):
+    import copy
+
+    spot = copy.deepcopy(
+        next(r for r in prod_records if r.get("inputs", {}).get("name") == "l4-serve")
+    )
+    spot["name"] = spot["inputs"]["name"] = "l4-spot"
+    spot["inputs"]["nodeConfig"]["spot"] = True
+    pools = {p.name: p for p in stack_cost([*prod_records, spot]).pools}
+    assert (pools["l4-spot"].floor_nodes, pools["l4-serve"].floor_nodes) == (1, 0)
+
+    nowhere = copy.deepcopy(prod_records)
+    _service_group(nowhere)["template"]["spec"]["nodeSelector"] = {"team": "x"}
+    assert {p.name: p for p in stack_cost(nowhere).pools}["l4-serve"].floor_nodes == 0
+    untolerated = copy.deepcopy(prod_records)
+    _service_group(untolerated)["template"]["spec"]["tolerations"] = []
+    assert {p.name: p for p in stack_cost(untolerated).pools}["l4-serve"].floor_nodes == 0
+
+
+def test_cli_cost_marks_the_nodes_a_service_keeps_up(capsys, monkeypatch):
+    from raygke.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(["cost", "--stack", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert "1*-4" in out
+    assert (
+        "* l4-serve: 1 node kept up at minimum scale (the pool's own minimum: 0) by "
+        "RayService lm: 1 l4-serve worker(s)"
+    ) in out

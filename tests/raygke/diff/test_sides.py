@@ -102,3 +102,73 @@ def test_a_refused_head_is_listed_after_the_plan_and_never_exits_0(monkeypatch) 
     assert "- jobs[x]: can never be admitted" in r.output
     plan.refused = []
     assert CliRunner().invoke(app, ["diff", "--stack", "dev", "--exit-code"]).exit_code == 0
+
+
+# A stand-in ``raygke`` whose synth renders one resource holding the stack file's text, its URN
+# holding the stack's name as Pulumi's does (``check`` prints no JSON: nothing refused), for
+# plan_sides in a real git repository.
+ECHO_MAIN = """
+import json, sys
+from pathlib import Path
+args = sys.argv[1:]
+if args[0] != "synth":
+    sys.exit(3)
+if "--config" in args:
+    path = Path(args[args.index("--config") + 1])
+else:
+    path = Path(f"Pulumi.{args[args.index('--stack') + 1]}.yaml")
+out = Path(args[args.index("--out") + 1])
+stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")  # as raygke names the stack
+text = path.read_text()
+record = {"type": "t:index:R", "name": "r", "urn": f"urn:{stack}:r", "inputs": {"text": text}}
+(out / "resources.json").write_text(json.dumps([record]))
+"""
+
+
+def _repo(tmp_path: Path) -> Path:
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "raygke").mkdir(parents=True)
+    (repo / "raygke" / "__init__.py").write_text("")
+    (repo / "raygke" / "__main__.py").write_text(textwrap.dedent(ECHO_MAIN))
+    (repo / "Pulumi.dev.yaml").write_text("config: {a: 1}\n")
+    for cmd in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base"],
+    ):
+        subprocess.run(["git", *cmd], cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def test_a_config_outside_the_repository_is_compared_with_the_stack_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raygke.diff.sides import plan_sides
+
+    repo = _repo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "copy.yaml"
+    mine.write_text("config: {a: 2}\n")
+    plan = plan_sides(None, mine, None, None, root=repo, against="dev")
+    assert plan.base.startswith("main (") and plan.base.endswith(" Pulumi.dev.yaml"), plan.base
+    (change,) = plan.changes  # rendered as stack dev, so the same URN: an update
+    assert change.op == "update" and "has no" not in plan.base and plan.stack == "dev"
+
+    # no --against: a file named like a stack file is compared with the repository's one
+    same = tmp_path / "Pulumi.dev.yaml"
+    same.write_text("config: {a: 1}\n")
+    plan = plan_sides(None, same, None, None, root=repo)
+    assert plan.changes == [] and "the repository's file of the same name" in plan.base
+    with pytest.raises(DiffError, match="give --against STACK"):
+        plan_sides(None, mine, None, None, root=repo)
+
+    # a new file inside the repository: the base side has none, and says so
+    (repo / "Pulumi.new.yaml").write_text("config: {a: 3}\n")
+    plan = plan_sides(None, repo / "Pulumi.new.yaml", None, None, root=repo)
+    assert plan.base.endswith("(has no Pulumi.new.yaml: every resource is new)"), plan.base
+    assert [c.op for c in plan.changes] == ["create"]
+    # the signature other commands call keeps working (positional, no against)
+    plan = plan_sides("dev", None, "HEAD", None, [], repo)
+    assert plan.changes == [] and plan.stack == "dev"

@@ -73,6 +73,24 @@ def _raygke(
     )
 
 
+def _make_local_recipe(
+    cfg: Path, cwd: Path, *run: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """The Makefile's `local` recipe (up, the EXIT trap's `down --if-mine`, run) in one shell,
+    on the stack file ``cfg``, with `run` + ``run`` (default: prepare train_lm)."""
+    raygke, c = shlex.quote(str(RAYGKE)), shlex.quote(str(cfg))
+    script = (
+        f"{raygke} local up --config {c} || exit $?; "
+        f"trap '{raygke} local down --if-mine --config {c}' EXIT; "
+        f"{raygke} local run {shlex.join(run or ('prepare', 'train_lm'))} --config {c}"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    return subprocess.run(
+        ["sh", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 # ------------------------------------------------------------------------- fast: no Ray processes
 
 
@@ -131,7 +149,12 @@ def test_job_args_wire_bucket_folders() -> None:
     ds = prep["dataset"]
     assert ds.startswith("/b/datasets/corpus-") and prep["data"] == "/data/corpus"
     train = local_jobs.job_args("train_lm", state, "/data/corpus", "run1", {})
-    assert train == {"dataset": ds, "storage_path": "/b/checkpoints", "name": "run1"}
+    assert train == {
+        "dataset": ds,
+        "storage_path": "/b/checkpoints",
+        "name": "run1",
+        "checkpoint_every": 50,  # the local cadence (contract.registry.LOCAL_CHECKPOINTS)
+    }
     ev = local_jobs.job_args(
         "evaluate", state, "/data/corpus", "run1", {"train_lm": {"checkpoint": "/c"}}
     )
@@ -341,9 +364,10 @@ def test_run_prepare_writes_summary_json(cluster) -> None:
     assert " INFO " in text, "Ray's INFO lines are in the log file"
     assert RESULT_PREFIX.strip() not in r.stdout and " INFO " not in r.stdout + r.stderr
     assert "  prepare  " in r.stdout and "shards" in r.stdout, "a plain progress line"
-    # one skipped figure: the success line's is the summary's (the sum of its filters)
-    assert '"files": 4' in r.stdout and '"skipped": 0' in r.stdout
-    assert "4 kept, 0 skipped" in r.stdout
+    # one line in words, no JSON; one skipped figure: the success line's is the summary's
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("prepare succeeded in ")]
+    assert "training windows" in line and "corpus files: 4 kept, 0 skipped" in line, line
+    assert "{" not in line and "4 kept, 0 skipped" in r.stdout.split(line, 1)[1]
 
 
 @pytest.mark.ray
@@ -576,9 +600,15 @@ def test_submit_local_twin_runs_a_script_on_the_local_cluster(cluster) -> None:
     r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "train.py"), cwd=work)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert "alive nodes 2 answer 42" in r.stdout and "SUCCEEDED" in r.stdout
+    # ray.init()'s INFO records are in the job's log file, not on the terminal, no ANSI codes
+    assert not re.search(r"\sINFO \S+\.py:\d+ -- ", r.stdout) and "\x1b[" not in r.stdout
+    (log,) = [ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("log        ")]
+    assert Path(log).parent == cluster["base"] / "root" / "t" / "runs"
+    assert re.search(r"\sINFO \S+\.py:\d+ -- ", Path(log).read_text())
     (work / "bad.py").write_text("raise SystemExit(3)\n")
     r = _submit("--local", "--config", str(cluster["cfg"]), str(work / "bad.py"), cwd=work)
     assert r.returncode == 1 and "FAILED" in r.stderr, r.stdout[-2000:] + r.stderr
+    assert "exit code 3" in r.stderr, r.stderr
 
 
 @pytest.mark.ray
@@ -685,6 +715,9 @@ def test_an_unfinished_run_resumes_from_its_checkpoint_and_a_worker_retry_is_sho
     assert (run_dir / "checkpoint_00000020").is_dir()
     pending = json.loads((runs / "pending_run.json").read_text())
     assert pending["run_name"] == run_dir.name
+    (first_segment,) = pending["segments"]  # the run's first segment, for the summary
+    assert (first_segment["from_step"], first_segment["to_step"]) == (0, 20)
+    assert first_segment["ended"] == "failed" and first_segment["seconds"] > 0
     assert pending["done"]["prepare"]["result"]["rows"] > 0, "prepare's result is recorded"
     step_log.unlink()
     once = {"fail_at_step": 35, "fail_marker": str(crashed)}
@@ -709,6 +742,74 @@ def test_an_unfinished_run_resumes_from_its_checkpoint_and_a_worker_retry_is_sho
     shown = [ln for ln in r.stdout.splitlines() if "train_lm: " in ln and "retr" in ln.lower()]
     shown += [ln for ln in r.stdout.splitlines() if "train_lm: workers restarted at step" in ln]
     assert shown, r.stdout[-4000:]
+    # the summary covers the whole run: both segments and their total wall time
+    seg = re.search(
+        r"segments\s+│\s+([\d.]+) s \(steps 0-20, failed\), ([\d.]+) s \(steps 20-40\)", r.stdout
+    )
+    assert seg, r.stdout[-3000:]
+    total = re.search(r"wall time \(s\)\s+│\s+([\d.]+) \(all 2 segments\)", r.stdout)
+    assert total and float(total.group(1)) == pytest.approx(
+        float(seg.group(1)) + float(seg.group(2)), abs=0.2
+    )
+    assert "tokens/s (last segment)" in r.stdout
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ctrl_c_says_what_was_saved_and_the_exact_command_that_resumes(cluster) -> None:
+    """Ctrl-C during training: the job is stopped, the newest checkpoint is named, and the
+    command that resumes is this one as typed; the pending record keeps the segment."""
+    step_log = cluster["base"] / "ctrl-c-steps.jsonl"
+    args = [
+        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])), *TRAIN_SETS,
+        "--set", "train_lm.steps=100000", "--set", f"train_lm.step_log={step_log}",
+        "--config", str(cluster["cfg"]),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", local_cluster.ROOT_ENV)}
+    env.update(COLUMNS="250", PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [str(RAYGKE), "local", *args], cwd=cluster["base"], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    runs = cluster["base"] / "root" / "t" / "runs"
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if step_log.exists() and len(step_log.read_text().splitlines()) >= 6:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        # a second `make local` beside it (issue 50): refused before it submits or writes
+        # anything, and its exit step leaves the cluster up; the first one trains on
+        pending_before = (runs / "pending_run.json").read_text()
+        second = _make_local_recipe(cluster["cfg"], cluster["base"], "prepare")
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert 'is in use by "raygke local run" (pid ' in second.stderr, second.stderr
+        assert "Nothing was submitted" in second.stderr
+        assert "left local cluster 't' up: it was started by" in second.stdout
+        assert (runs / "pending_run.json").read_text() == pending_before
+        steps = len(step_log.read_text().splitlines())
+        deadline = time.monotonic() + 120
+        while len(step_log.read_text().splitlines()) == steps and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert proc.poll() is None and len(step_log.read_text().splitlines()) > steps
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:] + errs
+    assert "interrupted; the running job train_lm was stopped" in errs, errs
+    saved = re.search(r"saved: checkpoint (\d+) of run (lm-\S+) \((\S+)\)", errs)
+    assert saved and int(saved.group(1)) >= 2, errs
+    assert Path(saved.group(3)).name == f"checkpoint_{int(saved.group(1)):08d}"
+    assert f"resume: {shlex.join(['raygke', 'local', *args])}  (continues from step " in errs
+    pending = json.loads((runs / "pending_run.json").read_text())
+    assert pending["run_name"] == saved.group(2)
+    (segment,) = pending["segments"]
+    assert segment["ended"] == "interrupted" and segment["to_step"] == int(saved.group(1))
+    (runs / "pending_run.json").unlink()  # the later tests start their own runs
 
 
 @pytest.mark.ray

@@ -81,6 +81,14 @@ def test_make_local_stops_the_cluster_when_the_run_fails(tmp_path: Path) -> None
     assert r.returncode != 0
     calls = [c.split()[1] for c in (tmp_path / "calls").read_text().splitlines()]
     assert calls == ["up", "run", "down"]
+    assert "next:" not in r.stdout, "a failed run names no next step"
+    assert (tmp_path / "calls").read_text().splitlines()[-1] == "local down --if-mine"
+
+
+def test_make_local_that_succeeded_ends_on_the_next_step(tmp_path: Path) -> None:
+    r = _make_local(_fake_venv(tmp_path, up_rc=0, run_rc=0))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].startswith("next: make serve  (the trained model behind")
 
 
 def _portless_stack(folder: Path, root: Path) -> Path:

@@ -41,9 +41,41 @@ def test_a_result_that_is_not_a_mapping_is_its_json_cut_with_an_ellipsis() -> No
 
 def test_the_success_line_prints_brackets_in_a_result_as_text() -> None:
     console = Console(record=True, width=200, color_system=None)
-    console.print(success_line("prepare", 9.74, {"dataset": "/data/[train]/x", "rows": 3}))
+    result = {"steps": 3, "first_loss": 5.5, "last_loss": 2.0, "tokens_per_s": 1234.5}
+    console.print(success_line("train_lm", 9.74, {**result, "checkpoint": "/data/[train]/x"}))
     text = console.export_text()
-    assert text.strip() == 'prepare succeeded in 9.7 s: {"dataset": "/data/[train]/x", "rows": 3}'
+    assert text.strip() == (
+        "train_lm succeeded in 9.7 s: 3 steps, loss 5.500 -> 2.000 nats/byte, 1,234 tokens/s; "
+        "checkpoint /data/[train]/x"
+    )
+
+
+def test_each_stage_says_what_it_did_in_one_line_of_words_not_json() -> None:
+    """Issue 50: the success lines printed raw JSON (``"skipped_by": "{11 keys}"``) and
+    ``include '*.py': 660`` for 660 files the filter left out."""
+    from raygke.local.run import job_summary
+
+    prep = {
+        "rows": 116046, "val_rows": 1024, "files": 1750, "bytes": 31512085, "dataset": "/d",
+        "skipped_by": {"include '*.py'": 660, "exclude '.git/*'": 0, "empty": 28},
+        "val_carved": None, "skipped": 688,
+    }  # fmt: skip
+    assert job_summary("prepare", prep) == (
+        "116,046 training windows, 1,024 validation; corpus files: 1,750 kept, 688 skipped "
+        "(660 not matching include '*.py', 28 empty)"
+    )
+    ev = {"val_loss": 1.0823, "val_rows": 4096, "xz_nats_per_byte": 1.084, "val_vs_xz": 0.998}
+    assert job_summary("evaluate", {**ev, "sample": "def f():\n"}) == (
+        "validation loss 1.082 nats/byte on 4,096 rows (xz -9e 1.084, model/xz 0.998)"
+    )
+    train = job_summary("train_lm", {"steps": 900, "first_loss": 5.6, "last_loss": 1.1,
+                                     "tokens_per_s": 15241.2, "checkpoint": CKPT})  # fmt: skip
+    assert train.startswith("900 steps, loss 5.600 -> 1.100 nats/byte, 15,241 tokens/s; ")
+    assert train.endswith("/checkpoint_000010")
+    other = job_summary("tune_lm", {"best_trial": "t_1", "val_loss": 1.23456, "trials": {"a": 1}})
+    assert other == "best_trial t_1, val_loss 1.235"
+    for line in (job_summary("prepare", prep), train, other):
+        assert "{" not in line and '"' not in line
 
 
 CKPT = (
@@ -96,12 +128,12 @@ def test_prepare_counts_add_up_on_its_success_line_and_in_the_summary() -> None:
     }  # fmt: skip
     result = result_of(manifest)
     assert result["skipped"] == 814 == sum(by.values())
-    assert json.loads(result_brief(result))["skipped"] == 814  # the success line
+    assert "1,234 kept, 814 skipped (" in success_line("prepare", 1.0, result)  # the success line
     summary = summarize({"prepare": result})
     line = corpus_files(summary["files"], summary["skipped_by"])
-    assert line.startswith("1,234 kept, 814 skipped (")
+    assert line.startswith("1,234 kept, 814 skipped (754 not matching include '*.py', ")
     listed = [
-        int(p.rsplit(": ", 1)[1].replace(",", "")) for p in line[:-1].split(" (", 1)[1].split(", ")
+        int(p.split(" ", 1)[0].replace(",", "")) for p in line[:-1].split(" (", 1)[1].split(", ")
     ]
     assert sum(listed) == 814 and "exclude '.git/*'" not in line  # zero counts left out
     assert corpus_files(5, None) == "5 kept, 0 skipped" and corpus_files(None, by) == "-"
