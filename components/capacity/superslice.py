@@ -50,7 +50,6 @@ CUBE_HOSTS = 16
 MIN_GKE_VERSION = "1.35.2-gke.1842000"
 CHANNEL = "RAPID"
 MIN_KUEUE_VERSION = (0, 15, 2)
-MAX_CUBES = 144
 PARTITION_LABEL = "cloud.google.com/gke-tpu-partition-4x4x4-id"
 SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 SLICE_CONTROLLER = "accelerator.gke.io/slice"
@@ -70,22 +69,18 @@ def tightest_level(spec: NodePoolSpec, pods: int) -> str:
     return cube if pods <= CUBE_HOSTS else block
 
 
+def slice_cubes(topology: str) -> int:
+    """The 4x4x4 cubes of a super-slice topology (``4x4x16`` -> 4)."""
+    i, j, k = (int(d) // 4 for d in topology.split("x"))
+    return i * j * k
+
+
 def valid_topology(topology: str) -> str | None:
-    """Why ``topology`` is not a super-slice topology (None: it is): ``4i x 4j x 4k``, ``i <= j
-    <= k``, at most :data:`MAX_CUBES` cubes."""
-    try:
-        dims = [int(d) for d in topology.split("x")]
-    except ValueError:
-        dims = []
-    if len(dims) != 3 or any(d < 4 or d % 4 for d in dims):
-        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k (whole 4x4x4 cubes)"
-    if dims != sorted(dims):
-        ordered = "x".join(map(str, sorted(dims)))
-        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k: write {ordered}"
-    cubes = (dims[0] // 4) * (dims[1] // 4) * (dims[2] // 4)
-    if cubes > MAX_CUBES:
-        return f"{topology!r} is {cubes} cubes; a super-slice has at most {MAX_CUBES}"
-    return None
+    """Why ``topology`` is not a super-slice topology (None: it is):
+    :func:`components.catalog.tpu.super_slice_problem`."""
+    from components.catalog.tpu import super_slice_problem
+
+    return super_slice_problem(topology)
 
 
 def super_slicing_pools(cfg: StackConfig) -> list[str]:
@@ -168,8 +163,7 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
 def _super_slice_jobs(cfg: StackConfig) -> Iterable[Problem]:
     """``jobs[].super_slice`` only where it can be formed: a job with its own RayCluster
     (``node_pool``) on a super-slicing pool, a super-slice topology (:func:`valid_topology`)
-    the catalog has for tpu7x, of no more cubes than the pool has (``max_slices``)."""
-    from components import catalog
+    of no more cubes than the pool has (``max_slices``)."""
     from components.kernel.problems import Problem
 
     pools = {p.name: p for p in cfg.node_pools}
@@ -193,16 +187,8 @@ def _super_slice_jobs(cfg: StackConfig) -> Iterable[Problem]:
             )
         elif (bad := valid_topology(job.super_slice)) is not None:
             why = bad
-        elif job.super_slice not in catalog.TPU_GENERATIONS[GENERATION].topologies:
-            whole = [
-                t for t in catalog.TPU_GENERATIONS[GENERATION].topologies if not valid_topology(t)
-            ]
-            why = (
-                f"{job.super_slice!r} is not a tpu7x topology GKE offers; super-slices: "
-                f"{', '.join(whole)}"
-            )
         else:
-            cubes = catalog.TPU_GENERATIONS[GENERATION].topologies[job.super_slice] // 64
+            cubes = slice_cubes(job.super_slice)
             if cubes > pool.max_slices:
                 why = (
                     f"{job.super_slice} is {cubes} cubes; node pool {pool.name!r} has "

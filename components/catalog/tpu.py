@@ -43,6 +43,7 @@ The zone lists are not complete (Google adds zones); pools can override the zone
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -266,6 +267,34 @@ def tpu_generation(name: str) -> TpuGeneration:
         ) from None
 
 
+SUPER_SLICE_MAX_CUBES = 144
+"""The most 4x4x4 cubes one TPU7x super-slice stitches (9,216 chips): GKE's Slice resource
+(https://cloud.google.com/kubernetes-engine/docs/reference/crds/slice); xpk
+``_SUPER_SLICING_MAX_CUBES``."""
+
+
+def super_slice_problem(topology: str) -> str | None:
+    """Why ``topology`` is not a TPU7x super-slice topology (None: it is): any ``AxBxC`` whose
+    sides are multiples of 4, written in ascending order, of at most
+    :data:`SUPER_SLICE_MAX_CUBES` cubes, as GKE's Slice resource takes it (``spec.topology``,
+    https://cloud.google.com/kubernetes-engine/docs/reference/crds/slice; xpk
+    ``core/scheduling.py`` ``_check_super_slicing_topology`` checks the same), not only the
+    topologies a TPU7x node pool is created with."""
+    try:
+        dims = [int(d) for d in topology.split("x")]
+    except ValueError:
+        dims = []
+    if len(dims) != 3 or any(d < 4 or d % 4 for d in dims):
+        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k (whole 4x4x4 cubes)"
+    if dims != sorted(dims):
+        ordered = "x".join(map(str, sorted(dims)))
+        return f"{topology!r} is not 4i x 4j x 4k with i <= j <= k: write {ordered}"
+    cubes = (dims[0] // 4) * (dims[1] // 4) * (dims[2] // 4)
+    if cubes > SUPER_SLICE_MAX_CUBES:
+        return f"{topology!r} is {cubes} cubes; a super-slice has at most {SUPER_SLICE_MAX_CUBES}"
+    return None
+
+
 @dataclass(frozen=True)
 class TpuSlice:
     """One TPU slice (``generation`` x ``topology``) and everything derived from it.
@@ -278,8 +307,10 @@ class TpuSlice:
 
     @property
     def chips(self) -> int:
-        """Chips in the slice (product of the topology's dimensions)."""
-        return self.generation.topologies[self.topology]
+        """Chips in the slice (product of the topology's dimensions; a TPU7x super-slice's
+        topology need not be one the catalog lists, :func:`super_slice_problem`)."""
+        listed = self.generation.topologies.get(self.topology)
+        return listed if listed is not None else math.prod(map(int, self.topology.split("x")))
 
     @property
     def hosts(self) -> int:

@@ -212,7 +212,9 @@ class TpuSpec(_Model):
 
     @property
     def slice(self) -> catalog.TpuSlice:
-        return catalog.tpu_slice(self.generation, self.topology)
+        """The slice (validated at ``topology``: a pool's topology is one the catalog lists; a
+        stitched super-slice's, :meth:`TpuPool.stitched`, one GKE's Slice resource takes)."""
+        return catalog.TpuSlice(catalog.tpu_generation(self.generation), self.topology)
 
 
 class TpuPool(_PoolBase):
@@ -260,16 +262,17 @@ class TpuPool(_PoolBase):
         """This super-slicing pool as a job spanning super-slices of ``topology`` sees it: each
         slice a ``topology`` TPU7x slice stitched from ``chips / 64`` of the pool's 4x4x4 cubes,
         ``max_slices`` (and ``min_slices``) the whole super-slices its cubes make. None when the
-        pool is not super-slicing, ``topology`` is no tpu7x topology of the catalog or is not a
-        whole number of cubes, or the pool has too few cubes; ``jobs[].super_slice``'s rule
+        pool is not super-slicing, ``topology`` is no super-slice topology
+        (:func:`components.catalog.tpu.super_slice_problem`), or the pool has too few cubes; ``jobs[].super_slice``'s rule
         (:func:`components.capacity.superslice.problems`) reports those. The one slice every
         render of the job derives from (numOfHosts, the TPU env, ScalingConfig, the slice
         annotation), as a pool's own slice is (docs/design: one source of truth per slice)."""
-        gen = self.tpu.generation
-        if not self.super_slicing or topology not in catalog.TPU_GENERATIONS[gen].topologies:
+        from components.catalog.tpu import TpuSlice, super_slice_problem
+
+        if not self.super_slicing or super_slice_problem(topology) is not None:
             return None
         cube = self.slice.chips
-        chips = catalog.TPU_GENERATIONS[gen].topologies[topology]
+        chips = TpuSlice(self.slice.generation, topology).chips
         if chips % cube or chips // cube > self.max_slices:
             return None
         cubes = chips // cube

@@ -494,8 +494,9 @@ class JobConfig(_Model):
     super_slice: str | None = Field(
         None,
         description="TPU7x super-slice each replica of the job spans, on a `super_slicing` pool "
-        "(`node_pool`): a tpu7x topology of whole 4x4x4 cubes, `4i x 4j x 4k` with i <= j <= k "
-        "(`4x4x8`: 2 cubes, 32 hosts, 128 chips on one ICI domain), stitched by GKE's slice "
+        "(`node_pool`): whole 4x4x4 cubes, `4i x 4j x 4k` with i <= j <= k, at most 144 "
+        "cubes (`4x4x8`: 2 cubes, 32 hosts, 128 chips on one ICI domain; `4x4x16`: 4 cubes; "
+        "https://cloud.google.com/kubernetes-engine/docs/reference/crds/slice), stitched by GKE's slice "
         "controller from cubes of one block. Replicas: the pool's cubes over the cubes of one "
         "super-slice (`slices` counts these). Unset: each replica is one cube "
         "(https://cloud.google.com/kubernetes-engine/docs/how-to/use-gke-dynamic-slicing).",

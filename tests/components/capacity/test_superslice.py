@@ -153,11 +153,28 @@ def test_super_slicing_is_refused_where_it_cannot_run(change, path, words):
     assert words in found[0]
 
 
-def test_super_slice_topologies_follow_xpk():
+def test_super_slice_topologies_follow_gkes_slice_rule():
+    """Any AxBxC of multiples of 4 in ascending order, up to 144 cubes (9,216 chips): GKE's
+    Slice reference, not only the topologies the catalog lists (issue 49)."""
     assert superslice.valid_topology("4x4x8") is None
+    assert superslice.valid_topology("4x4x16") is None  # not a listed tpu7x topology
+    assert superslice.valid_topology("12x12x16") is None  # 144 cubes, 9,216 chips
     assert superslice.valid_topology("4x8x4") is not None  # i <= j <= k
     assert superslice.valid_topology("4x4x6") is not None
     assert "at most 144" in superslice.valid_topology("28x28x28")
+    assert "160 cubes" in superslice.valid_topology("16x16x40")
+
+
+def test_a_super_slice_gke_takes_but_the_catalog_does_not_list_renders():
+    """``super_slice: 4x4x16`` on a pool of 4 cubes: one slice of 64 hosts (256 chips)."""
+    data = _data({**POOL, "max_slices": 4})
+    data["capacity"]["cluster_queues"][0]["flavors"][0]["nominal"]["google.com/tpu"] = 4 * 64
+    data["jobs"][0]["super_slice"] = "4x4x16"
+    group, scaling = _group_and_scaling(data)
+    assert (group["replicas"], group["numOfHosts"]) == (1, 64)
+    env = {e["name"]: e["value"] for e in group["template"]["spec"]["containers"][0]["env"]}
+    assert (env["TPU_TOPOLOGY"], env["TPU_ACCELERATOR_TYPE"]) == ("4x4x16", "v7x-512")
+    assert (scaling["num_workers"], scaling["topology"]) == (64, "4x4x16")
 
 
 def test_an_unqueued_job_on_a_super_slicing_pool_is_refused():
