@@ -156,6 +156,7 @@ NEW_REFUSALS: dict[str, str] = {
     "job_identity_can_write_outputs": "2026-11-30",
     "gke_version_offered": "2026-11-30",
     "job_memory_fits": "2026-12-07",
+    "fuse-cache-memory": "2026-12-07",
 }
 """Rules (by name) that refuse what an earlier release accepted, with the release that added
 them: a warning for stacks written for an earlier epoch."""

@@ -437,8 +437,9 @@ def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
         yield p.with_path("capacity")
 
 
-def fuse_caches_fit_boot_disks(cfg: StackConfig) -> Iterable[Problem]:
-    """GCS FUSE file caches on ephemeral storage fit the boot disks of the pools they run on
+def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:
+    """GCS FUSE file caches fit where they live: on ephemeral storage the boot disks of the
+    pools they run on, in memory each Ray pod beside its object store
     (:func:`components.storage.fuse.cache_problems`;
     https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf)."""
     from components.storage.fuse import cache_problems
@@ -520,7 +521,7 @@ RULES: tuple[Rule, ...] = (
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
     _rule(super_slicing_supported, "node_pools", "cluster", "capacity", "jobs"),
     _rule(
-        fuse_caches_fit_boot_disks,
+        fuse_caches_fit,
         "buckets",
         "workload_identities",
         "node_pools",

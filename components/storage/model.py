@@ -133,7 +133,8 @@ class BucketsConfig(_Model):
         description="Where the GCS FUSE file caches of a pod live: `ephemeral` (the node's "
         "ephemeral storage: boot disk, or Local SSD where the node has it; A3 GPU hosts) or "
         "`memory` (a RAM disk, `gke-gcsfuse-cache` memory emptyDir: recommended for TPU v6+ "
-        "hosts; it counts against the pod's memory) "
+        "hosts; it counts against the pod's memory: `raygke check` refuses a pod whose caches "
+        "and object store take more than 80% of it) "
         "(https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf).",
     )
 

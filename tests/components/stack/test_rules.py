@@ -318,7 +318,7 @@ CASES: dict[str, tuple[Mutation, str]] = {
         lambda d: d["jobs"][-1].update(queue="nope"),
         "queue: 'nope' is not a capacity.local_queues entry; declared: none",
     ),
-    "fuse_caches_fit_boot_disks": (
+    "fuse_caches_fit": (
         # ray-train's datasets (60 GiB) + checkpoints (20 GiB) caches on the 100 GB boot disks
         lambda d: d.update(buckets={"datasets": {"file_cache_size": "60Gi"}}),
         "(checkpoints 20480 MiB, datasets 61440 MiB: 85.9 GB) take more than 50% of pool cpu's "

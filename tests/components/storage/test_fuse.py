@@ -105,9 +105,10 @@ def test_the_cache_sits_on_ephemeral_storage_or_in_ram():
     assert CACHE_VOLUME not in {v["name"] for v in t["spec"]["volumes"]}
     env = {e["name"]: e["value"] for e in t["spec"]["containers"][0]["env"]}
     assert env[HNS_MOUNTS_ENV] == "/mnt/gcs/checkpoints"
-    ram = _worker_template(_stack(file_cache_medium="memory"))
+    small = {"file_cache_size": "1Gi"}
+    ram = _worker_template(_stack(file_cache_medium="memory", datasets=small, checkpoints=small))
     (cache,) = [v for v in ram["spec"]["volumes"] if v["name"] == CACHE_VOLUME]
-    assert cache["emptyDir"] == {"medium": "Memory", "sizeLimit": "41984Mi"}
+    assert cache["emptyDir"] == {"medium": "Memory", "sizeLimit": "3072Mi"}
     assert EPHEMERAL_LIMIT_ANNOTATION not in ram["metadata"]["annotations"]
 
 
@@ -157,4 +158,24 @@ def test_caches_larger_than_half_the_boot_disk_are_refused():
     assert "(checkpoints 20480 MiB, datasets 40960 MiB: 64.4 GB)" in line
     assert "pool l4's 100 GB boot disk" in line
     validate(_stack(datasets={"file_cache_size": "10Gi"}))
-    validate(_stack(datasets={"file_cache_size": "40Gi"}, file_cache_medium="memory"))
+
+
+def test_a_memory_cache_must_fit_beside_the_object_store_in_each_pod():
+    """A RAM disk counts against the pod's memory (issue 49): the 20 GiB default caches do not
+    fit the tests' 8 GiB head nor its 11.8 GiB L4 workers; each pod is named with its numbers."""
+    with pytest.raises(ConfigError) as e:
+        validate(_stack(file_cache_medium="memory"))
+    head, worker = e.value.problems
+    assert head.rule == worker.rule == "fuse-cache-memory" and head.path == "buckets"
+    assert "a 41.0 GiB RAM disk) and Ray's object store (2.4 GiB)" in head
+    assert "80% of the 8.0 GiB memory of ray_clusters[rc] head's pods" in head
+    assert "of ray_clusters[rc].worker_groups[l4]'s pods" in worker
+    # 1 GiB each (3 GiB with the headroom) fits both pods beside their object stores
+    small = {"file_cache_size": "1Gi"}
+    validate(_stack(file_cache_medium="memory", datasets=small, checkpoints=small))
+    # a stack written before the rule: a warning that says so
+    old = _stack(file_cache_medium="memory")
+    del old["defaults"]
+    old["buckets"]["checkpoints"] = {"hierarchical_namespace": True}
+    notices = [n for n in validate(old).notices if n.rule == "fuse-cache-memory"]
+    assert len(notices) == 2 and all(n.severity == "warning" for n in notices)
