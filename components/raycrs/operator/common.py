@@ -170,11 +170,16 @@ class Obj:
         )
 
     def cluster(self) -> ClusterSpec | None:
-        """The embedded RayCluster spec, if any."""
+        """The embedded RayCluster spec, if any. A RayService always has one: its
+        ``rayClusterConfig`` is a value, not a pointer (``RayServiceSpec.RayClusterSpec``), so the
+        operator validates a missing one as empty (validation.go ``ValidateRayServiceSpec``); a
+        RayJob's ``rayClusterSpec`` is optional (a job may select a running cluster)."""
         key = {"RayCluster": None, "RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}
         if self.kind not in key:
             return None
         sub = self.spec if key[self.kind] is None else self.spec.get(key[self.kind])
+        if self.kind == "RayService" and sub is None:
+            sub = {}
         if not isinstance(sub, dict):
             return None
         path = "spec" if key[self.kind] is None else f"spec.{key[self.kind]}"

@@ -698,6 +698,13 @@ CASES: list[tuple[Callable, Callable[[], dict], Callable[[dict], None], str, str
         "ValidateClusterUpgradeOptions",
     ),
     (
+        op.head_has_container,
+        service,
+        _set("spec.rayClusterConfig.headGroupSpec.template.spec.containers", []),
+        "the head needs one",
+        "ValidateRayClusterSpec",
+    ),
+    (
         op.rayservice_deletion_delay,
         service,
         _set("spec.rayClusterDeletionDelaySeconds", -1),
@@ -858,3 +865,19 @@ def test_the_worker_group_of_an_operator_problem_comes_from_its_field() -> None:
     # a group index past the end is no group (the object's own path)
     past = in_object(f"spec.workerGroupSpecs[{len(groups)}].x", line)
     assert checks._object_problem(m, past, "kuberay-operator").path == "ray_clusters[research]"
+
+
+def test_a_rayservice_without_its_cluster_is_refused_as_the_operator_does() -> None:
+    """A RayService's ``rayClusterConfig`` is a value (``RayServiceSpec.RayClusterSpec``), so
+    KubeRay validates a missing one as an empty spec and refuses its head without a container
+    (validation.go ``ValidateRayServiceSpec`` -> ``ValidateRayClusterSpec``, issue 49)."""
+    m = service()
+    del m["spec"]["rayClusterConfig"]
+    lines = op.operator_problems(m)
+    assert any(
+        "spec.rayClusterConfig.headGroupSpec.template.spec.containers is empty" in p for p in lines
+    ), lines
+    # a RayJob's rayClusterSpec is optional: a job on a running cluster selects it instead
+    job = service()
+    job["kind"], job["spec"] = "RayJob", {"entrypoint": "python x.py"}
+    assert op.Obj.of(job).cluster() is None
