@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import runpy
 import shutil
@@ -179,6 +180,14 @@ def run_program(
         return _run_program(config, stack, program)
 
 
+# What the program logs (pulumi.log) under mocks: the stack's warnings and problems, which the
+# raygke command that runs it has printed already from its own load of the stack file, so they go
+# to this logger, not to the terminal a second time (Python's last-resort handler).
+PROGRAM_LOG = logging.getLogger("raygke.program")
+PROGRAM_LOG.propagate = False
+PROGRAM_LOG.addHandler(logging.NullHandler())
+
+
 def _run_program(
     config: dict[str, str], stack: str, program: Path
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -190,7 +199,12 @@ def _run_program(
     psettings.SETTINGS.rpc_manager.clear()
     psettings.SETTINGS.outputs.clear()
     pulumi.runtime.set_mocks(
-        mocks, project=PROJECT_NAMESPACE, stack=stack, preview=False, monitor=monitor
+        mocks,
+        project=PROJECT_NAMESPACE,
+        stack=stack,
+        preview=False,
+        monitor=monitor,
+        logger=PROGRAM_LOG,
     )
     root = psettings.get_root_resource()
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
