@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import arg
-from contract.args.train import TrainArgs, _heads_divide_width
+from contract.args.train import TrainArgs, _heads_divide_width, hf_source_problem
 
 
 def _shard_degree_needs_fsdp(values: Mapping[str, Any]) -> str | None:
@@ -53,4 +53,14 @@ class TrainLmArgs(TrainArgs):
         False,
         "recompute each transformer block's activations in the backward pass instead of keeping "
         "them (less memory, about a third more compute)",
+    )
+    init_model: str | None = arg(
+        None,
+        "fine-tune this Hugging Face causal LM (a folder, a gs:// folder or a Hub repo id "
+        "owner/name; GPT-2 or Llama architecture, the trainers' own hf/ exports included) "
+        "instead of training the byte-level model from scratch; the dataset must be prepared "
+        "with its tokenizer (prepare's tokenizer), the model-size arguments are then unused and "
+        "every checkpoint holds its Hugging Face folder (hf/, with the tokenizer)",
+        "path, URI or Hub id",
+        check=hf_source_problem,
     )
