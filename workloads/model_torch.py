@@ -462,6 +462,11 @@ def load_checkpoint(
             f"{metadata.get('framework')}): load its hf/ with transformers"
         )
     model = GPT(ModelConfig(**metadata["model"]))
+    if metadata.get("sharded"):  # every rank's shard (workloads/sharded_checkpoint.py)
+        from workloads.sharded_checkpoint import load_model_state
+
+        load_model_state(path, model)
+        return model.to(device), metadata, None
     if metadata.get("framework") in NPZ_FRAMEWORKS:
         try:
             with np.load(Path(path) / JAX_PARAMS, allow_pickle=False) as z:

@@ -89,11 +89,14 @@ class TorchStepper:
         precision: Precision | None = None,
         devices: int = 1,
         rank: int = 0,
+        sharded_checkpoints: bool = False,
     ) -> None:
         from workloads.fsdp import is_sharded, local_param_bytes
 
         self.model, self.opt, self.sched, self.device = model, opt, sched, device
         self.rank = rank
+        # every rank writes its own shard of each checkpoint (workloads/sharded_checkpoint.py)
+        self.saves_on_every_rank = sharded_checkpoints
         # FSDP2: every rank gathers the full state at a checkpoint step (gather), rank 0 writes it
         self.sharded = is_sharded(model)
         self.parallelism = "fsdp" if self.sharded else "ddp"
@@ -124,7 +127,7 @@ class TorchStepper:
     def gather(self) -> None:
         """On every rank before a checkpoint step's save: under FSDP the full state dicts are
         gathered (collectives; rank 0 keeps them, :func:`workloads.fsdp.full_state`)."""
-        if self.sharded:
+        if self.sharded and not self.saves_on_every_rank:
             from workloads.fsdp import full_state
 
             self._full = full_state(self.model, self.opt, self.rank)
@@ -135,6 +138,8 @@ class TorchStepper:
         from workloads.hf_model import is_hf
         from workloads.model_torch import save_checkpoint
 
+        if self.saves_on_every_rank:
+            return self._save_shards(directory, step=step, first_loss=first_loss, final=final)
         state = optimizer_state = None
         if self.sharded:
             if self._full is None:
@@ -159,6 +164,50 @@ class TorchStepper:
 
             return hf_model.save_checkpoint(directory, **common)
         return save_checkpoint(directory, hf=final, **common)
+
+    def _save_shards(
+        self, directory: str, *, step: int, first_loss: float | None, final: bool
+    ) -> Any:
+        """This rank's part of a sharded checkpoint (:mod:`workloads.sharded_checkpoint`; every
+        rank calls it). The last one also holds ``hf/`` from the full weights (gathered)."""
+        from dataclasses import asdict
+
+        from workloads import sharded_checkpoint
+        from workloads.model_torch import _unwrap, jax_arrays
+
+        m = _unwrap(self.model)
+        hf = None
+        if final:
+            weights = m.state_dict()
+            if self.sharded:  # a collective: every rank helps, rank 0 keeps it
+                from torch.distributed.checkpoint.state_dict import (
+                    StateDictOptions,
+                    get_model_state_dict,
+                )
+
+                options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+                weights = get_model_state_dict(self.model, options=options)
+            if self.rank == 0:
+                from workloads.hf_export import hf_files
+
+                hf = hf_files(jax_arrays(m, weights), m.cfg)
+        meta = {
+            "framework": "torch",
+            "model": asdict(m.cfg),
+            "first_loss": first_loss,
+            "ns_dtype": self.ns_dtype,
+            "precision": self.precision.dtype,
+            "parallelism": self.parallelism,
+        }
+        return sharded_checkpoint.save(
+            directory,
+            model=self.model,
+            optimizer=self.opt,
+            scheduler=self.sched,
+            step=step,
+            metadata=meta,
+            hf_files=hf,
+        )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
         return {
@@ -196,13 +245,17 @@ def build_stepper(
             ``ns_dtype``.
     """
     from workloads import hf_model
-    from workloads.checkpoint import CheckpointError
+    from workloads.checkpoint import CheckpointError, read_manifest, verify_checkpoint
     from workloads.common import ns_dtype_for_run
     from workloads.model_torch import GPT, load_checkpoint, make_optimizer, optimizer_kind
 
-    start_step, first_loss, opt_state, meta = 0, None, None, None
+    start_step, first_loss, opt_state, meta, shards = 0, None, None, None, None
     if restored is not None and args.init_model:
         model, meta, opt_state = hf_model.load_checkpoint(restored, args.init_model)
+    elif restored is not None and read_manifest(restored).get("metadata", {}).get("sharded"):
+        # every rank's shard: the model is built here, loaded after wrapping (any workers)
+        meta = verify_checkpoint(restored)
+        model, shards = GPT(ModelConfig(**meta["model"])), restored
     elif restored is not None:
         model, meta, opt_state = load_checkpoint(restored)
     elif args.init_model:  # fine-tuning (workloads/hf_model.py)
@@ -246,7 +299,13 @@ def build_stepper(
         opt.load_state_dict(shard_optimizer_state(opt, state) if is_sharded(model) else state)
         if "scheduler" in opt_state:
             sched.load_state_dict(opt_state["scheduler"])
-    stepper = TorchStepper(model, opt, sched, device, ns_dtype, precision, devices, rank)
+    if shards is not None:
+        from workloads.sharded_checkpoint import load_into
+
+        load_into(shards, model, opt, sched)
+    stepper = TorchStepper(
+        model, opt, sched, device, ns_dtype, precision, devices, rank, args.sharded_checkpoints
+    )
     return stepper, start_step, first_loss
 
 
