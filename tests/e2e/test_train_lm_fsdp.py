@@ -200,3 +200,53 @@ def test_two_workers_write_their_own_shards_and_one_worker_resumes_from_them(
     assert "dcp/__1_0.distcp" not in read_manifest(second["checkpoint"])["files"]
     losses = [r["loss"] for r in json_lines(log)]
     assert all(0 < x < 6 for x in losses) and losses[-1] < losses[0]
+
+
+def test_two_fsdp_workers_fine_tune_a_hugging_face_gpt2_folder(
+    ray_cluster: object, tmp_path: Path
+) -> None:
+    """Fine-tuning (issue 47 item 3) across two workers: prepare tokenizes with the folder's
+    tokenizer on Ray Data, FSDP2 shards the transformers model's decoder layers over the two
+    workers (half the parameter bytes per rank), and the gathered checkpoint's hf/ loads in
+    transformers."""
+    from transformers import AutoModelForCausalLM
+
+    from tests.workloads.hf_folders import make_folder
+    from workloads import prepare, train_lm
+
+    folder = make_folder("gpt2", tmp_path / "gpt2")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(6):
+        (corpus / f"m{i}.txt").write_text(f"line {i}: the quick brown fox\n" * 80)
+    ds = tmp_path / "ds"
+    prepared = prepare.main(
+        {
+            "data": str(corpus),
+            "dataset": str(ds),
+            "context_length": 16,
+            "num_shards": 2,
+            "tokenizer": str(folder),
+        }
+    )
+    assert prepared["rows"] >= 16
+    cfg = {
+        **TINY,
+        "dataset": str(ds),
+        "storage_path": str(tmp_path / "runs"),
+        "name": "tune",
+        "init_model": str(folder),
+        "parallelism": "fsdp",
+        "optimizer": "adamw",
+        "batch_size": 4,
+        "steps": 3,
+        "checkpoint_every": 0,
+    }
+    out = train_lm.main(cfg)
+    assert (out["steps"], out["parallelism"]) == (3, "fsdp")
+    tuned = AutoModelForCausalLM.from_pretrained(out["hf_model"])
+    full_bytes = sum(p.numel() * p.element_size() for p in tuned.parameters())
+    assert out["param_bytes"] * 2 == pytest.approx(full_bytes, rel=0.02)
+    start = AutoModelForCausalLM.from_pretrained(folder).state_dict()
+    assert any(not (v == start[k]).all() for k, v in tuned.state_dict().items())
+    assert 0 < out["last_loss"] < 10
