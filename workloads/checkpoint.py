@@ -144,22 +144,7 @@ def write_checkpoint(
                 p = tmp / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_bytes(data)
-        entries: dict[str, dict[str, Any]] = {}
-        for p in sorted(tmp.rglob("*")):
-            if not p.is_file():
-                continue
-            rel = p.relative_to(tmp).as_posix()
-            if rel == MANIFEST:
-                raise ValueError(f"{MANIFEST} is reserved")
-            with open(p, "rb") as f:
-                os.fsync(f.fileno())
-            entries[rel] = {"sha256": _sha256_file(p), "size": p.stat().st_size}
-        manifest = {"format": FORMAT_VERSION, "files": entries, "metadata": dict(metadata)}
-        with open(tmp / MANIFEST, "w") as f:
-            json.dump(manifest, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        _fsync_dir(tmp)
+        write_manifest(tmp, file_entries(tmp), metadata)
         if in_place:
             pass  # the manifest, written last, committed it
         elif target.exists():
@@ -174,6 +159,44 @@ def write_checkpoint(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def file_entries(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """``{relative path: {"sha256", "size"}}`` of every file under ``folder``, each fsynced
+    first (what a manifest lists).
+
+    Raises:
+        ValueError: ``folder`` already holds a ``manifest.json`` (reserved).
+    """
+    root = Path(folder)
+    entries: dict[str, dict[str, Any]] = {}
+    for p in sorted(root.rglob("*")):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(root).as_posix()
+        if rel == MANIFEST:
+            raise ValueError(f"{MANIFEST} is reserved")
+        with open(p, "rb") as f:
+            os.fsync(f.fileno())
+        entries[rel] = {"sha256": _sha256_file(p), "size": p.stat().st_size}
+    return entries
+
+
+def write_manifest(
+    folder: str | os.PathLike[str],
+    entries: Mapping[str, Mapping[str, Any]],
+    metadata: Mapping[str, Any],
+) -> None:
+    """Write ``manifest.json`` (``entries`` from :func:`file_entries`, possibly of several
+    writers' folders merged: a sharded checkpoint's ranks, :mod:`workloads.sharded_checkpoint`)
+    into ``folder`` and fsync it: the commit of a checkpoint's contents."""
+    root = Path(folder)
+    manifest = {"format": FORMAT_VERSION, "files": dict(entries), "metadata": dict(metadata)}
+    with open(root / MANIFEST, "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_dir(root)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -7,8 +7,9 @@ full state dicts a sharded run checkpoints.
   memory, a CPU worker's share of its host's (or container's) memory. Degree: ``shard_degree``,
   else every worker; it must divide the workers (HSDP: a 2-D mesh ``(replicate, shard)``,
   replicated across the groups, sharded within).
-* sharding (:func:`fsdp_wrap`): ``torch.distributed.fsdp.fully_shard`` per transformer block,
-  then the root (the embeddings, the final LayerNorm; the tied output head is the token
+* sharding (:func:`fsdp_wrap`): ``torch.distributed.fsdp.fully_shard`` per transformer block
+  (``model.blocks``: a fine-tuned ``transformers`` model's decoder layers,
+  :class:`workloads.hf_model.HFCausalLM`), then the root (the embeddings, the final LayerNorm; the tied output head is the token
   embedding), after the model is on its device (Ray Train's ``prepare_model`` is DDP; FSDP2
   is applied here instead, on the process group Ray Train's TorchTrainer set up: NCCL on GPUs,
   gloo on CPUs). Mixed precision from the run's precision (:mod:`workloads.precision`): on a
@@ -61,16 +62,23 @@ def device_memory(device: Any, local_world: int = 1) -> float:
 
 
 def decide_parallelism(
-    args: Any, device: Any, world: int, local_world: int = 1, compute: str = "fp32"
+    args: Any,
+    device: Any,
+    world: int,
+    local_world: int = 1,
+    compute: str = "fp32",
+    shape: LmShape | None = None,
 ) -> dict[str, Any]:
     """``{"mode": "ddp"|"fsdp", "degree": int, "reason": str, "bytes_per_device": float}`` for
     this run (see the module docstring); ``args``: :class:`contract.args.train_lm.TrainLmArgs`
-    with ``context_length`` resolved.
+    with ``context_length`` resolved; ``shape``: the model's sizes when not ``args``' (a
+    fine-tuned model's, :func:`workloads.hf_model.lm_shape`).
 
     Raises:
         ValueError: ``shard_degree`` does not divide the workers.
     """
-    shape = LmShape(args.d_model, args.n_layers, args.context_length or 256, args.mlp_ratio)
+    if shape is None:
+        shape = LmShape(args.d_model, args.n_layers, args.context_length or 256, args.mlp_ratio)
     kind = "gpu" if device.type == "cuda" else "cpu"
     common = {
         "rows": args.batch_size,

@@ -104,8 +104,8 @@ class GPT(nn.Module):
 
 def loss_fn(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """Mean next-byte cross-entropy in nats/byte over ``tokens[B, T+1]`` (x=[:, :-1], y=[:, 1:])."""
-    logits = model(tokens[:, :-1])
-    return F.cross_entropy(logits.float().reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
+    logits = model(tokens[:, :-1])  # [B, T, V]: V = 256, or a fine-tuned model's vocabulary
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
 
 
 def autocast_for(device: torch.device, precision: str | None = None):
@@ -148,13 +148,13 @@ def train_step(
 
 
 def arrow_to_tokens(batch: Any, device: torch.device | str = "cpu") -> torch.Tensor:
-    """Convert a pyarrow table/record batch with column ``tokens`` (fixed_size_list<uint8>)
-    into an int64 tensor ``[B, L+1]``."""
+    """Convert a pyarrow table/record batch with column ``tokens`` (fixed_size_list<uint8>, or
+    <int32> token ids of a Hugging Face tokenizer) into an int64 tensor ``[B, L+1]``."""
     col = batch.column("tokens")
     if hasattr(col, "combine_chunks"):
         col = col.combine_chunks()
     width = col.type.list_size
-    arr = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    arr = np.asarray(col.flatten().to_numpy(zero_copy_only=False))
     return torch.from_numpy(arr.reshape(-1, width).astype(np.int64)).to(device)
 
 
@@ -164,7 +164,9 @@ def muon_matrices(model: nn.Module) -> list[str]:
     position embedding, LayerNorm and biases are AdamW's (Muon is defined for hidden-layer
     matrices: https://kellerjordan.github.io/posts/muon/ ; torch.optim.Muon accepts 2-D
     parameters only)."""
-    return [n for n, p in model.named_parameters() if p.ndim == 2 and "blocks." in n]
+    blocks = getattr(_unwrap(model), "blocks", None)  # a fine-tuned model's decoder layers
+    inside = {id(p) for p in blocks.parameters()} if blocks is not None else set()
+    return [n for n, p in model.named_parameters() if p.ndim == 2 and id(p) in inside]
 
 
 NS_TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -454,7 +456,17 @@ def load_checkpoint(
             fit the model.
     """
     metadata = verify_checkpoint(path)
+    if "model" not in metadata:  # a fine-tuning run's (workloads/hf_model.py): hf/ is its model
+        raise CheckpointError(
+            f"checkpoint {path} holds a Hugging Face model (framework "
+            f"{metadata.get('framework')}): load its hf/ with transformers"
+        )
     model = GPT(ModelConfig(**metadata["model"]))
+    if metadata.get("sharded"):  # every rank's shard (workloads/sharded_checkpoint.py)
+        from workloads.sharded_checkpoint import load_model_state
+
+        load_model_state(path, model)
+        return model.to(device), metadata, None
     if metadata.get("framework") in NPZ_FRAMEWORKS:
         try:
             with np.load(Path(path) / JAX_PARAMS, allow_pickle=False) as z:

@@ -11,7 +11,8 @@ Output layout under ``dataset`` (local path or ``gs://``)::
     _manifest.json   {"rows", "val_rows", "files", "bytes", "shards", "skipped",
                       "skipped_by", "val_carved", ...}
 
-Row schema: one column ``tokens``: ``fixed_size_list<uint8>[context_length + 1]``. A shard is
+Row schema: one column ``tokens``: ``fixed_size_list<uint8>[context_length + 1]`` (with
+``tokenizer``, a Hugging Face folder, its ``int32`` ids: :mod:`workloads.hf_model`). A shard is
 the concatenation of its documents sorted by relative path, each followed by the separator byte
 ``0``, cut into windows of ``context_length + 1`` bytes with stride ``context_length`` (so
 ``x = tokens[:-1]``, ``y = tokens[1:]`` cover every byte once as a target); the last
@@ -61,6 +62,7 @@ from typing import Any
 
 from contract.args.prepare import PrepareArgs
 from workloads.common import InputError, emit_progress, ensure_ray, is_local, resolve_fs, run_cli
+from workloads.hf_model import load_tokenizer, token_windows, tokenizer_facts
 
 log = logging.getLogger(__name__)
 
@@ -280,10 +282,13 @@ def classify(rel: str, data: bytes, val_fraction: float, num_shards: int) -> tup
     return ("", why) if why else (group_of(rel, val_fraction, num_shards), "")
 
 
-def windows(docs: list[bytes], context_length: int):
-    """Cut ``doc + SEP`` concatenated into ``[n, context_length + 1]`` uint8 rows, stride L."""
+def windows(docs: list[bytes], context_length: int, tokenizer: Any = None):
+    """Cut ``doc + SEP`` concatenated into ``[n, context_length + 1]`` uint8 rows, stride L;
+    with a Hugging Face ``tokenizer`` its int32 ids (:func:`workloads.hf_model.token_windows`)."""
     import numpy as np
 
+    if tokenizer is not None:
+        return token_windows(tokenizer, docs, context_length)
     sep = bytes([SEPARATOR])
     stream = np.frombuffer(sep.join(docs) + sep, dtype=np.uint8) if docs else np.zeros(0, np.uint8)
     n = max(0, (len(stream) - 1) // context_length)
@@ -294,22 +299,24 @@ def windows(docs: list[bytes], context_length: int):
 
 
 def write_shard(fs: Any, path: str, rows) -> None:
-    """Write a ``[n, L+1]`` uint8 array as Parquet (column ``tokens``), via a temp name."""
+    """Write a ``[n, L+1]`` uint8 (int32: token ids) array as Parquet (column ``tokens``)."""
     import pyarrow as pa
 
-    flat = pa.array(rows.reshape(-1), type=pa.uint8())
+    flat = pa.array(rows.reshape(-1), type=pa.from_numpy_dtype(rows.dtype))
     col = pa.FixedSizeListArray.from_arrays(flat, rows.shape[1])
     _write_table(fs, path, pa.table({"tokens": col}))
 
 
-def build_group(fs: Any, out_dir: str, group: str, rels: list[str], docs: list[bytes], L: int):
+def build_group(
+    fs: Any, out_dir: str, group: str, rels: list[str], docs: list[bytes], L: int, tok: Any = None
+):
     """Sort a shard's documents by relative path, window them and write the shard.
 
     Returns ``(rows, files, bytes)`` for the shard.
     """
     order = sorted(range(len(rels)), key=lambda i: rels[i])
     sorted_docs = [docs[i] for i in order]
-    rows = windows(sorted_docs, L)
+    rows = windows(sorted_docs, L, tok)
     if len(rows):
         write_shard(fs, f"{out_dir}/{group}.parquet", rows)
     return len(rows), len(docs), sum(len(d) for d in docs)
@@ -505,11 +512,13 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     scheme = "" if is_local(data) else data.split("://", 1)[0] + "://"
     base_uri = scheme + base
     groups = assign_groups(rels, val_fraction, num_shards)
+    vocab = tokenizer_facts(args.tokenizer) if args.tokenizer else {}  # refused here, first
 
     def work(batch: dict[str, Any]) -> dict[str, Any]:
         """One shard: read its files by URI, drop non-text ones, window and write."""
         rfs, rbase = resolve_fs(base_uri)
         wfs, wdir = resolve_fs(write_uri)
+        tok = load_tokenizer(str(args.tokenizer)) if args.tokenizer else None
         out: dict[str, list[Any]] = {k: [] for k in ("group", "rows", "files", "bytes", "skipped")}
         for group, rels_json in zip(batch["group"], batch["rels"], strict=True):
             kept, docs, skipped = [], [], []
@@ -529,7 +538,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
                 else:
                     kept.append(rel)
                     docs.append(blob)
-            n_rows, n_files, n_bytes = build_group(wfs, wdir, str(group), kept, docs, L)
+            n_rows, n_files, n_bytes = build_group(wfs, wdir, str(group), kept, docs, L, tok)
             for k, v in zip(
                 out, (str(group), n_rows, n_files, n_bytes, json.dumps(skipped)), strict=True
             ):
@@ -549,6 +558,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
                 "prepare", len(results), len(items), unit="shards", files=files, rows=rows
             )
     summary = _summarize(results, dataset, args, filtered)
+    summary.update(vocab)
     try:
         _check(summary, explicit, data)
         carve_validation(summary, *resolve_fs(write_uri), data)

@@ -15,6 +15,14 @@ continues from the checkpoint's step, so with ``FailureConfig(max_failures)`` ev
 counted exactly once across a failure and restore (steps run after the last checkpoint and
 before a crash are redone, and logged again under the new attempt).
 
+Fine-tuning (``init_model``, :mod:`workloads.hf_model`): the model is a Hugging Face causal LM
+(GPT-2 or Llama architecture through ``transformers``, the trainers' own ``hf/`` exports
+included) instead of the byte-level one; the dataset must hold its tokenizer's ids (prepare's
+``tokenizer``; :func:`check_tokens` refuses a mismatch on the driver), the loss is then in nats
+per token, FSDP shards its decoder layers, and every checkpoint holds its ``save_pretrained``
+folder with the tokenizer (``hf/``) beside ``optimizer.pt``; a resume loads that folder. The
+model's own dropout settings apply.
+
 Arguments: :class:`contract.args.train_lm.TrainLmArgs` (names, types, defaults, units). Scaling: the
 ``scaling`` argument (ScalingConfig kwargs of a CPU/GPU node pool) or ``num_workers`` workers
 (one GPU each with ``use_gpu``).
@@ -40,7 +48,14 @@ from functools import partial
 from typing import Any
 
 from contract.args.train_lm import TrainLmArgs
-from workloads.common import cpu_threads, restore_checkpoint, run_cli, set_torch_threads
+from workloads.common import (
+    InputError,
+    cpu_threads,
+    dataset_manifest,
+    restore_checkpoint,
+    run_cli,
+    set_torch_threads,
+)
 from workloads.fsdp import decide_parallelism, fsdp_wrap
 from workloads.lm_config import ModelConfig
 from workloads.precision import Precision, for_run, for_workers, matmul_shape, mfu_metrics
@@ -74,11 +89,14 @@ class TorchStepper:
         precision: Precision | None = None,
         devices: int = 1,
         rank: int = 0,
+        sharded_checkpoints: bool = False,
     ) -> None:
         from workloads.fsdp import is_sharded, local_param_bytes
 
         self.model, self.opt, self.sched, self.device = model, opt, sched, device
         self.rank = rank
+        # every rank writes its own shard of each checkpoint (workloads/sharded_checkpoint.py)
+        self.saves_on_every_rank = sharded_checkpoints
         # FSDP2: every rank gathers the full state at a checkpoint step (gather), rank 0 writes it
         self.sharded = is_sharded(model)
         self.parallelism = "fsdp" if self.sharded else "ddp"
@@ -109,7 +127,7 @@ class TorchStepper:
     def gather(self) -> None:
         """On every rank before a checkpoint step's save: under FSDP the full state dicts are
         gathered (collectives; rank 0 keeps them, :func:`workloads.fsdp.full_state`)."""
-        if self.sharded:
+        if self.sharded and not self.saves_on_every_rank:
             from workloads.fsdp import full_state
 
             self._full = full_state(self.model, self.opt, self.rank)
@@ -117,28 +135,78 @@ class TorchStepper:
     def save(
         self, directory: str, *, step: int, first_loss: float | None, final: bool = False
     ) -> Any:
+        from workloads.hf_model import is_hf
         from workloads.model_torch import save_checkpoint
 
+        if self.saves_on_every_rank:
+            return self._save_shards(directory, step=step, first_loss=first_loss, final=final)
         state = optimizer_state = None
         if self.sharded:
             if self._full is None:
                 raise RuntimeError("a sharded model's checkpoint needs gather() on every rank")
             (state, optimizer_state), self._full = self._full, None
-        return save_checkpoint(
-            directory,
-            model=self.model,
-            step=step,
-            optimizer=self.opt,
-            scheduler=self.sched,
-            extra={
+        common = {
+            "model": self.model,
+            "step": step,
+            "optimizer": self.opt,
+            "scheduler": self.sched,
+            "extra": {
                 "first_loss": first_loss,
                 "ns_dtype": self.ns_dtype,
                 "precision": self.precision.dtype,
                 "parallelism": self.parallelism,
             },
-            hf=final,
-            state=state,
-            optimizer_state=optimizer_state,
+            "state": state,
+            "optimizer_state": optimizer_state,
+        }
+        if is_hf(self.model):  # a fine-tuning run: every checkpoint holds its hf/ folder
+            from workloads import hf_model
+
+            return hf_model.save_checkpoint(directory, **common)
+        return save_checkpoint(directory, hf=final, **common)
+
+    def _save_shards(
+        self, directory: str, *, step: int, first_loss: float | None, final: bool
+    ) -> Any:
+        """This rank's part of a sharded checkpoint (:mod:`workloads.sharded_checkpoint`; every
+        rank calls it). The last one also holds ``hf/`` from the full weights (gathered)."""
+        from dataclasses import asdict
+
+        from workloads import sharded_checkpoint
+        from workloads.model_torch import _unwrap, jax_arrays
+
+        m = _unwrap(self.model)
+        hf = None
+        if final:
+            weights = m.state_dict()
+            if self.sharded:  # a collective: every rank helps, rank 0 keeps it
+                from torch.distributed.checkpoint.state_dict import (
+                    StateDictOptions,
+                    get_model_state_dict,
+                )
+
+                options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+                weights = get_model_state_dict(self.model, options=options)
+            if self.rank == 0:
+                from workloads.hf_export import hf_files
+
+                hf = hf_files(jax_arrays(m, weights), m.cfg)
+        meta = {
+            "framework": "torch",
+            "model": asdict(m.cfg),
+            "first_loss": first_loss,
+            "ns_dtype": self.ns_dtype,
+            "precision": self.precision.dtype,
+            "parallelism": self.parallelism,
+        }
+        return sharded_checkpoint.save(
+            directory,
+            model=self.model,
+            optimizer=self.opt,
+            scheduler=self.sched,
+            step=step,
+            metadata=meta,
+            hf_files=hf,
         )
 
     def extra_metrics(self, tokens_per_s: float) -> dict[str, Any]:
@@ -176,17 +244,32 @@ def build_stepper(
             ``optimizer`` (its state cannot drive this one), or with another explicit
             ``ns_dtype``.
     """
-    from workloads.checkpoint import CheckpointError
+    from workloads import hf_model
+    from workloads.checkpoint import CheckpointError, read_manifest, verify_checkpoint
     from workloads.common import ns_dtype_for_run
     from workloads.model_torch import GPT, load_checkpoint, make_optimizer, optimizer_kind
 
-    start_step, first_loss, opt_state, meta = 0, None, None, None
-    if restored is not None:
+    start_step, first_loss, opt_state, meta, shards = 0, None, None, None, None
+    if restored is not None and args.init_model:
+        model, meta, opt_state = hf_model.load_checkpoint(restored, args.init_model)
+    elif restored is not None and read_manifest(restored).get("metadata", {}).get("sharded"):
+        # every rank's shard: the model is built here, loaded after wrapping (any workers)
+        meta = verify_checkpoint(restored)
+        model, shards = GPT(ModelConfig(**meta["model"])), restored
+    elif restored is not None:
         model, meta, opt_state = load_checkpoint(restored)
-        start_step, first_loss = int(meta["step"]), meta.get("first_loss")
-        model = model.to(device)
+    elif args.init_model:  # fine-tuning (workloads/hf_model.py)
+        model = hf_model.load_model(args.init_model)
     else:
-        model = GPT(ModelConfig.from_config(args.to_dict())).to(device)
+        model = GPT(ModelConfig.from_config(args.to_dict()))
+    if meta is not None:
+        start_step, first_loss = int(meta["step"]), meta.get("first_loss")
+    if args.init_model and (args.context_length or 0) > model.cfg.context_length:
+        raise InputError(
+            f"argument 'context_length' of workload train_lm is {args.context_length}, more "
+            f"than the {model.cfg.context_length} positions of init_model {args.init_model}"
+        )
+    model = model.to(device)
     model.checkpointing = args.activation_checkpointing
     if wrap is not None:
         model = wrap(model)
@@ -216,7 +299,13 @@ def build_stepper(
         opt.load_state_dict(shard_optimizer_state(opt, state) if is_sharded(model) else state)
         if "scheduler" in opt_state:
             sched.load_state_dict(opt_state["scheduler"])
-    stepper = TorchStepper(model, opt, sched, device, ns_dtype, precision, devices, rank)
+    if shards is not None:
+        from workloads.sharded_checkpoint import load_into
+
+        load_into(shards, model, opt, sched)
+    stepper = TorchStepper(
+        model, opt, sched, device, ns_dtype, precision, devices, rank, args.sharded_checkpoints
+    )
     return stepper, start_step, first_loss
 
 
@@ -252,8 +341,13 @@ def parallelism_for_workers(
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     chosen = None
     if rank == 0:
+        shape = None
+        if args.init_model:  # the fine-tuned model's sizes, from its config.json
+            from workloads.hf_model import lm_shape
+
+            shape = lm_shape(args.init_model, args.context_length or 256)
         chosen = decide_parallelism(
-            args, device, world, ctx.get_local_world_size(), compute=precision.dtype
+            args, device, world, ctx.get_local_world_size(), compute=precision.dtype, shape=shape
         )
         over = f" over {chosen['degree']} of {world} workers" if chosen["mode"] == "fsdp" else ""
         sys.stdout.write(f"parallelism: {chosen['mode']}{over} ({chosen['reason']})\n")
@@ -321,7 +415,46 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     from ray.train.torch import TorchTrainer
 
     args = TrainLmArgs.parse(config)
+    check_tokens(args)
     return fit_summary(fit(TorchTrainer, train_loop_per_worker, args))
+
+
+def check_tokens(args: TrainLmArgs) -> None:
+    """On the driver, before any worker starts: the dataset's token ids are the model's. A
+    byte-level dataset trains the byte-level model only; one prepared with a Hugging Face
+    tokenizer (its manifest's ``tokenizer`` and ``vocab_size``) trains ``init_model`` only, and
+    its ids must fit the model's vocabulary.
+
+    Raises:
+        InputError: the dataset's tokens and the model do not match (what to change named).
+    """
+    manifest = dataset_manifest(args.dataset) or {}
+    tokenizer, vocab = manifest.get("tokenizer"), manifest.get("vocab_size")
+    if args.init_model is None:
+        if tokenizer is not None:
+            raise InputError(
+                f"dataset {args.dataset} holds token ids of the tokenizer {tokenizer} "
+                f"({vocab} ids); the byte-level model takes bytes: set init_model (the model "
+                "to fine-tune) or prepare the dataset without tokenizer"
+            )
+        return
+    if tokenizer is None:
+        raise InputError(
+            f"argument 'init_model' of workload train_lm is {args.init_model!r}, but dataset "
+            f"{args.dataset} holds bytes (prepared without tokenizer); prepare it with "
+            f"tokenizer={args.init_model}"
+        )
+    from transformers import AutoConfig
+
+    from workloads.hf_model import local_folder
+
+    model_vocab = int(AutoConfig.from_pretrained(local_folder(args.init_model)).vocab_size)
+    if isinstance(vocab, int) and vocab > model_vocab:
+        raise InputError(
+            f"dataset {args.dataset} was prepared with the tokenizer of {tokenizer} ({vocab} "
+            f"ids), more than the {model_vocab} of init_model {args.init_model}; prepare it "
+            f"with tokenizer={args.init_model}"
+        )
 
 
 if __name__ == "__main__":

@@ -78,7 +78,9 @@ class Stepper(Protocol):
         """Metrics added to each report (e.g. ``mfu``, ``devices``).
 
         A stepper may also have ``gather()``, called on every rank at each checkpoint step
-        before rank 0's ``save`` (FSDP gathers the full state there: collectives)."""
+        before rank 0's ``save`` (FSDP gathers the full state there: collectives), and
+        ``saves_on_every_rank`` (true: ``save`` runs on every rank, each writing its shard,
+        and every rank reports its folder: Ray Train merges them into one checkpoint)."""
 
 
 def shuffle_seed(seed: int, epoch: int, step: int, rank: int) -> int:
@@ -315,7 +317,7 @@ def run_loop(
                 checkpoint_every=ckpt_every,
                 log_every=args.log_every,
                 save=partial(stepper.save, step=step, first_loss=first_loss, final=step >= steps)
-                if rank == 0
+                if rank == 0 or getattr(stepper, "saves_on_every_rank", False)
                 else None,
                 report=report,
                 rank=rank if report is not None else None,

@@ -216,10 +216,10 @@ class Cluster(pulumi.ComponentResource):
             gateway_api_config=gcp.container.ClusterGatewayApiConfigArgs(channel=gateway_channel)
             if gateway_channel
             else None,
-            # GKE's Secret Manager add-on for the services' Hugging Face token files
+            # GKE's Secret Manager add-on for the services' and jobs' Hugging Face token files
             # (secret_manager_enabled); left unset otherwise.
             secret_manager_config=gcp.container.ClusterSecretManagerConfigArgs(enabled=True)
-            if secret_manager_enabled(cfg.services)
+            if secret_manager_enabled([*cfg.services, *cfg.jobs])
             else None,
             cluster_autoscaling=autoscaling,
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from components import catalog
 
 if TYPE_CHECKING:
+    from components.raycrs.model import JobConfig
     from components.raycrs.serve_model import ServiceConfig
 
 _ACCELERATOR_TYPES = frozenset(catalog.NAP_RESOURCE_TYPES) - {"cpu", "memory"}
@@ -75,10 +76,10 @@ def gateway_api_channel(services: Iterable[ServiceConfig]) -> str | None:
     return GATEWAY_API_CHANNEL if needed else None
 
 
-def secret_manager_enabled(services: Iterable[ServiceConfig]) -> bool:
+def secret_manager_enabled(services: Iterable[ServiceConfig | JobConfig]) -> bool:
     """Whether the cluster turns on GKE's Secret Manager add-on (``secretManagerConfig.enabled``,
     pulumi-gcp ``gcp.container.Cluster(secret_manager_config=...)``): when one of ``services``
-    mounts a Hugging Face token (``hf_token_secret``) through its CSI driver
+    (services and jobs) mounts a Hugging Face token (``hf_token_secret``) through its CSI driver
     ``secrets-store-gke.csi.k8s.io``
     (https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component). Else
     False (the add-on stays off)."""

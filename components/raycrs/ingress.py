@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.raycrs.model import JobConfig
 from components.raycrs.pod import PART_OF, SERVE_PORT
 from components.raycrs.serve_model import ServiceConfig
 from components.stack.model import StackConfig
@@ -44,31 +45,33 @@ GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_HTTP_PORT = 80
 
 
-def _meta(ctx: Context, name: str, service: str) -> dict[str, Any]:
+def _meta(ctx: Context, name: str, service: str, kind: str = "service") -> dict[str, Any]:
     return {
         "name": name,
         "namespace": ctx.namespace,
         "labels": {
             "app.kubernetes.io/part-of": PART_OF,
             "app.kubernetes.io/managed-by": "pulumi",
-            "ray-gke/service": service,
+            f"ray-gke/{kind}": service,
         },
     }
 
 
-def hf_token_class_name(svc: ServiceConfig) -> str:
-    """The SecretProviderClass of ``svc``'s Hub token: ``<service>-hf-token``."""
-    return f"{svc.name}-hf-token"
+def hf_token_class_name(svc: ServiceConfig | JobConfig) -> str:
+    """The SecretProviderClass of ``svc``'s Hub token: ``<service>-hf-token``, for a job
+    (fine-tuning a Hub model, ``jobs[].hf_token_secret``) ``<job>-job-hf-token``."""
+    return f"{svc.name}-job-hf-token" if isinstance(svc, JobConfig) else f"{svc.name}-hf-token"
 
 
-def secret_provider_class(ctx: Context, svc: ServiceConfig) -> dict[str, Any]:
+def secret_provider_class(ctx: Context, svc: ServiceConfig | JobConfig) -> dict[str, Any]:
     """The ``SecretProviderClass`` mounting the latest version of Secret Manager secret
     ``svc.hf_token_secret`` (project ``ctx.project``) as the file :data:`HF_TOKEN_FILE`."""
     resource = f"projects/{ctx.project}/secrets/{svc.hf_token_secret}/versions/latest"
+    kind = "job" if isinstance(svc, JobConfig) else "service"
     return {
         "apiVersion": SECRETS_STORE_API,
         "kind": "SecretProviderClass",
-        "metadata": _meta(ctx, hf_token_class_name(svc), svc.name),
+        "metadata": _meta(ctx, hf_token_class_name(svc), svc.name, kind),
         "spec": {
             "provider": "gke",
             "parameters": {
@@ -78,7 +81,7 @@ def secret_provider_class(ctx: Context, svc: ServiceConfig) -> dict[str, Any]:
     }
 
 
-def add_hf_token(template: dict[str, Any], svc: ServiceConfig) -> dict[str, Any]:
+def add_hf_token(template: dict[str, Any], svc: ServiceConfig | JobConfig) -> dict[str, Any]:
     """``template`` (a pod template) with ``svc``'s Hub token: a read-only ``csi`` volume of
     :data:`GKE_SECRETS_CSI_DRIVER` naming :func:`hf_token_class_name`, mounted read-only at
     :data:`HF_TOKEN_DIR` in the first (Ray) container, and ``HF_TOKEN_PATH`` set to the file.
@@ -149,13 +152,17 @@ def gateway_manifests(ctx: Context, svc: ServiceConfig) -> list[dict[str, Any]]:
 
 def render_service_objects(cfg: StackConfig) -> list[dict[str, Any]]:
     """Per service (sorted by name): its Hub token's SecretProviderClass (with
-    ``hf_token_secret``), then its Gateway and HTTPRoute (with ``gateway``)."""
+    ``hf_token_secret``), then its Gateway and HTTPRoute (with ``gateway``); then the Hub token
+    SecretProviderClass of each job with ``hf_token_secret`` and its own cluster (sorted)."""
     ctx = plan(cfg).context
     out: list[dict[str, Any]] = []
     for svc in sorted(cfg.services, key=lambda s: s.name):
         if svc.hf_token_secret is not None:
             out.append(secret_provider_class(ctx, svc))
         out += gateway_manifests(ctx, svc)
+    for job in sorted(cfg.jobs, key=lambda j: j.name):
+        if job.hf_token_secret is not None and not job.cluster:
+            out.append(secret_provider_class(ctx, job))
     return out
 
 

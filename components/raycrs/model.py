@@ -482,6 +482,14 @@ class JobConfig(_Model):
         "nodes). Unset: Ray Train's default, PACK.",
     )
 
+    hf_token_secret: str | None = Field(
+        None,
+        description="Name of a `secrets:` entry holding a Hugging Face access token, for a job "
+        "whose `args.init_model` (train_lm) or `args.tokenizer` (prepare) is a Hub repo id of a "
+        "gated or private model; its `readers` must include `service_account`, and the job "
+        "brings its own cluster (`node_pool`), whose pods mount it as services do "
+        "(`/var/run/secrets/hf/hf-token`, `HF_TOKEN_PATH`). Unset: no token.",
+    )
     slices: SliceRange | None = Field(
         None,
         description="Elastic TPU training: `{min, max}` slices of a multi-host TPU pool, "

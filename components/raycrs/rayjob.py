@@ -123,7 +123,7 @@ def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> 
         low, high = elastic
         group = group_target.group.model_copy(update={"min_replicas": low, "max_replicas": high})
         group_target, replicas = dataclasses.replace(group_target, group=group), low
-    return ray_cluster_spec(
+    spec = ray_cluster_spec(
         p,
         head=HeadConfig(),
         service_account=job.service_account,
@@ -145,6 +145,12 @@ def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> 
         auth_name=job.name,
         labels=labels,
     )
+    if job.hf_token_secret is not None:  # the Hub token of a fine-tuning job's model
+        from components.raycrs.ingress import add_hf_token
+
+        for group in [spec["headGroupSpec"], *spec["workerGroupSpecs"]]:
+            add_hf_token(group["template"], job)
+    return spec
 
 
 def job_runtime_env(target: JobTarget, working_dir_uri: str) -> dict[str, Any]:

@@ -369,27 +369,102 @@ def service_hf_token_readable(cfg: StackConfig) -> Iterable[Problem]:
     mount fails)."""
     secrets = {s.name: s for s in cfg.secrets}
     for svc in cfg.services:
-        name = svc.hf_token_secret
+        if svc.hf_token_secret is not None:
+            where = f"services[{svc.name}].hf_token_secret"
+            yield from _token_readable(
+                where, svc.hf_token_secret, svc.service_account, "service", secrets
+            )
+
+
+def _token_readable(
+    where: str, name: str, account: str, owner: str, secrets: dict[str, Any]
+) -> Iterable[Problem]:
+    """``name`` is a declared secret whose readers include ``account`` (a ``owner``'s)."""
+    secret = secrets.get(name)
+    if secret is None:
+        declared = ", ".join(sorted(secrets)) or "none"
+        yield at(
+            where,
+            f"{where}: {name!r} is not a declared secret (allowed: the name of a secrets: "
+            f"entry; declared: {declared})",
+        )
+    elif account not in secret.readers:
+        readers = ", ".join(secret.readers) or "none"
+        yield at(
+            where,
+            f"{where}: {name!r}: its readers ({readers}) lack the {owner}'s service_account "
+            f"{account!r}, so the pods cannot read the token (allowed: a secret "
+            f"whose readers include it; add {account} to "
+            f"secrets[{name}].readers)",
+        )
+
+
+# The workload arguments naming a Hugging Face model a job's pods read (contract/args/).
+HF_SOURCE_ARGS = ("init_model", "tokenizer")
+
+
+def job_hf_sources(cfg: StackConfig) -> Iterable[Problem]:
+    """A job's Hugging Face model (``args.init_model`` of train_lm, ``args.tokenizer`` of
+    prepare: issue 47's fine-tuning, :mod:`workloads.hf_model`) is read by the job's pods, so it is a ``gs://`` folder in
+    the checkpoints bucket (which the job's ``service_account`` reads) or a Hub repo id
+    ``owner/name`` (downloaded through the cluster's Cloud NAT); ``hf_token_secret`` goes with
+    a Hub id, on a job with its own cluster (``node_pool``: a long-lived RayCluster's pods
+    cannot mount the job's token), and names a declared secret the job's ``service_account``
+    reads (as a service's)."""
+    from components.kernel.names import bucket_name
+    from contract.args.serve_llm import is_hub_repo_id
+
+    bucket = bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, "checkpoints")
+    allowed = (
+        f"allowed: a folder gs://{bucket}/<path> in the checkpoints bucket or a Hugging Face "
+        "Hub repo id owner/name"
+    )
+    p = plan(cfg)
+    secrets = {s.name: s for s in cfg.secrets}
+    for job in cfg.jobs:
+        names = set() if _workload_problem(job.workload) else _workload(job.workload).args.names()
+        hub = False
+        for key in HF_SOURCE_ARGS:
+            value = job.args.get(key)
+            if key not in names or not isinstance(value, str):
+                continue  # unknown or mistyped arguments: the workload arguments' rule
+            where = f"jobs[{job.name}].args.{key}"
+            if is_hub_repo_id(value):
+                hub = True
+                continue
+            b, _, rest = value.removeprefix("gs://").partition("/")
+            if not value.startswith("gs://") or b != bucket or not rest.strip("/"):
+                yield at(where, f"{where} {value!r} is not readable by the job's pods; {allowed}")
+                continue
+            identity = p.identities.get(job.service_account)
+            if identity is not None and identity.buckets.get("checkpoints") not in (
+                "read",
+                "write",
+            ):
+                yield at(
+                    where,
+                    f"{where} {value!r}: the job's service_account {job.service_account!r} "
+                    "cannot read the checkpoints bucket (allowed: an identity that reads it; set "
+                    f"workload_identities[{job.service_account}].buckets.checkpoints: read)",
+                )
+        name = job.hf_token_secret
         if name is None:
             continue
-        where = f"services[{svc.name}].hf_token_secret"
-        secret = secrets.get(name)
-        if secret is None:
-            declared = ", ".join(sorted(secrets)) or "none"
+        where = f"jobs[{job.name}].hf_token_secret"
+        if not hub:
             yield at(
                 where,
-                f"{where}: {name!r} is not a declared secret (allowed: the name of a secrets: "
-                f"entry; declared: {declared})",
+                f"{where} {name!r} is set but neither args.init_model nor args.tokenizer of the "
+                "job names a Hub repo id (allowed: only with a Hub model; remove it)",
             )
-        elif svc.service_account not in secret.readers:
-            readers = ", ".join(secret.readers) or "none"
+        if job.cluster:
             yield at(
                 where,
-                f"{where}: {name!r}: its readers ({readers}) lack the service's service_account "
-                f"{svc.service_account!r}, so the pods cannot read the token (allowed: a secret "
-                f"whose readers include it; add {svc.service_account} to "
-                f"secrets[{name}].readers)",
+                f"{where} {name!r} with cluster: {job.cluster}: that RayCluster's pods cannot "
+                "mount the job's token (allowed: a job with node_pool, which brings its own "
+                "cluster)",
             )
+        yield from _token_readable(where, name, job.service_account, "job", secrets)
 
 
 def service_gateway_not_public(cfg: StackConfig) -> Iterable[Problem]:

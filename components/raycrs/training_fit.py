@@ -17,6 +17,8 @@ One source of truth per fact:
   ``batch_size`` rows per worker, split over a TPU host's chips by the JAX trainer;
 * the compute dtype: ``precision`` (``auto``: bf16 on GPUs and TPUs, fp32 on CPUs, where the
   trainer measures and fp32 is the larger estimate); the JAX trainer's ``compute_dtype``;
+* a fine-tuning job (``init_model``, a Hugging Face model) is not estimated: its config.json is
+  not read offline (as a service's ``hf_model``); its line says so;
 * parallelism: ``train_lm``'s ``parallelism`` (``auto`` decided by
   :func:`contract.train_fit.choose_parallelism`, as the trainer decides it), ``shard_degree`` and
   ``activation_checkpointing``; the other trainers replicate the model on every device.
@@ -159,7 +161,7 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     except (ResolveError, ArgError, KeyError, TypeError, ValueError):
         return None
     dev = job_devices(p, target)
-    if dev is None:
+    if dev is None or getattr(a, "init_model", None):  # a fine-tune: training_fit_lines says so
         return None
     shape = LmShape(a.d_model, a.n_layers, a.context_length or _dataset_context(cfg), a.mlp_ratio)
     compute = _compute_dtype(a, dev.kind)
@@ -275,7 +277,13 @@ def training_fit_lines(cfg: StackConfig) -> list[str]:
     out = []
     for job in cfg.jobs:
         fit = job_fit(cfg, job)
-        if fit is not None:
+        source = job.args.get("init_model") if job.workload in FIT_TRAINERS else None
+        if fit is None and isinstance(source, str):
+            out.append(
+                f"job {job.name}: fit not checked: it fine-tunes {source}, whose config.json "
+                "raygke check does not read (the trainer's parallelism auto measures it)"
+            )
+        elif fit is not None:
             out.append(
                 f"job {job.name}: {fit.estimate.describe()} ({fit.devices.count} x "
                 f"{fit.devices.what})"

@@ -246,6 +246,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker("services[].workload serve_llm", "2026-12-04", _serve_llm),
     Marker("services[].hf_model", "2026-12-04", _key("services", "hf_model")),
     Marker("services[].gateway", "2026-12-04", _key("services", "gateway")),
+    Marker("jobs[].hf_token_secret", "2026-12-07", _key("jobs", "hf_token_secret")),
 )
 """Features that appeared from the first default change (2026-12-03) on, with their release
 (docs/stack-config.md's history): what dates a stack file that names no ``defaults``."""

@@ -35,6 +35,7 @@ from components.kernel.problems import Problem, Rule, at
 from components.nodepools.model import GpuPool, TpuPool
 from components.raycrs.rules import (
     job_checkpoint_references,
+    job_hf_sources,
     job_identity_can_write_outputs,
     job_service_accounts_declared,
     job_slices_fit,
@@ -517,6 +518,9 @@ RULES: tuple[Rule, ...] = (
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),
     _rule(service_hf_token_readable, "services", "secrets"),
+    _rule(
+        job_hf_sources, "jobs", "secrets", "workload_identities", "project", "cluster", "buckets"
+    ),
     _rule(service_gateway_not_public, "services"),
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
     _rule(super_slicing_supported, "node_pools", "cluster", "capacity", "jobs"),

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from contract.args.base import WorkloadArgs, arg
+from contract.args.train import hf_source_problem
 
 
 def _fraction(value: float) -> str | None:
@@ -40,3 +41,12 @@ class PrepareArgs(WorkloadArgs):
         0.05, "share of files that go to the validation split", "fraction", check=_fraction
     )
     num_shards: int = arg(8, "Parquet shards per split", "files", minimum=1)
+    tokenizer: str | None = arg(
+        None,
+        "Hugging Face model whose tokenizer makes the token ids (a folder, a gs:// folder or a "
+        "Hub repo id owner/name; the rows are then int32 ids joined by its end-of-sequence id, "
+        "context_length counts tokens, and the manifest records tokenizer and vocab_size); "
+        "None = byte-level (uint8 bytes, 256 ids)",
+        "path, URI or Hub id",
+        check=hf_source_problem,
+    )

@@ -64,6 +64,22 @@ OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 D_MODEL, N_LAYERS, N_HEADS, MLP_RATIO, DROPOUT = 128, 4, 4, 4, 0.0
 
 
+def hf_source_problem(value: Any) -> str | None:
+    """A Hugging Face model source (``prepare``'s ``tokenizer``, ``train_lm``'s ``init_model``):
+    a local folder, a ``gs://`` folder or a Hub repo id ``owner/name``."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return "must be a folder, a gs:// folder or a Hugging Face Hub repo id owner/name"
+    scheme = value.split("://", 1)[0] if "://" in value else None
+    if scheme is not None and scheme != "gs":
+        return (
+            f"{value!r} has scheme {scheme}://; allowed: a local folder, a gs:// folder or a "
+            "Hugging Face Hub repo id owner/name"
+        )
+    return None
+
+
 def _heads_divide_width(values: Mapping[str, Any]) -> str | None:
     """Multi-head attention splits ``d_model`` evenly over the heads."""
     d, h = values.get("d_model"), values.get("n_heads")

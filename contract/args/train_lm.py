@@ -7,7 +7,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import arg
-from contract.args.train import TrainArgs, _heads_divide_width
+from contract.args.train import TrainArgs, _heads_divide_width, hf_source_problem
+
+
+def _sharded_checkpoints_of_the_byte_model(values: Mapping[str, Any]) -> str | None:
+    """Sharded checkpoints hold the byte-level model's state (a fine-tuning run writes its
+    Hugging Face folder into every checkpoint)."""
+    if values.get("sharded_checkpoints") and values.get("init_model"):
+        return (
+            "sharded_checkpoints is for the byte-level model; a fine-tuning run (init_model) "
+            "writes its Hugging Face folder into every checkpoint: leave sharded_checkpoints false"
+        )
+    return None
 
 
 def _shard_degree_needs_fsdp(values: Mapping[str, Any]) -> str | None:
@@ -25,6 +36,7 @@ class TrainLmArgs(TrainArgs):
     RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (
         _heads_divide_width,
         _shard_degree_needs_fsdp,
+        _sharded_checkpoints_of_the_byte_model,
     )
 
     name: str = arg("train_lm", "experiment (run) name under storage_path")
@@ -53,4 +65,21 @@ class TrainLmArgs(TrainArgs):
         False,
         "recompute each transformer block's activations in the backward pass instead of keeping "
         "them (less memory, about a third more compute)",
+    )
+    init_model: str | None = arg(
+        None,
+        "fine-tune this Hugging Face causal LM (a folder, a gs:// folder or a Hub repo id "
+        "owner/name; GPT-2 or Llama architecture, the trainers' own hf/ exports included) "
+        "instead of training the byte-level model from scratch; the dataset must be prepared "
+        "with its tokenizer (prepare's tokenizer), the model-size arguments are then unused and "
+        "every checkpoint holds its Hugging Face folder (hf/, with the tokenizer)",
+        "path, URI or Hub id",
+        check=hf_source_problem,
+    )
+    sharded_checkpoints: bool = arg(
+        False,
+        "every worker writes its own shard of each checkpoint with torch.distributed.checkpoint "
+        "(in parallel, no gather to rank 0; workloads/sharded_checkpoint.py), the manifest over "
+        "all shards written last; a resume reshards to any number of workers; false = rank 0 "
+        "writes the full state (model.pt, optimizer.pt)",
     )

@@ -149,3 +149,104 @@ def test_a_sharded_run_checkpoints_the_full_state_and_resumes_sharded(
     steps = [r["step"] for r in json_lines(log)]
     assert steps == [1, 2, 3, 4, 5, 6]  # resumed at 4, every step counted once
     assert verify_checkpoint(second["checkpoint"])["step"] == 6
+
+
+def test_two_workers_write_their_own_shards_and_one_worker_resumes_from_them(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    """Sharded checkpoints (issue 47 item 4): two FSDP2 workers each write their shard (DCP),
+    Ray Train merges their folders, the manifest lists both shards; the run resumes on ONE
+    worker (DCP reshards 2 -> 1), every step counted once; the Hugging Face export of the
+    two-worker checkpoint loads in transformers with its weights."""
+    from transformers import AutoModelForCausalLM
+
+    from workloads import train_lm
+    from workloads.checkpoint import read_manifest, verify_checkpoint
+    from workloads.hf_from_checkpoint import export_checkpoint
+    from workloads.model_torch import load_checkpoint
+
+    log = tmp_path / "steps.jsonl"
+    cfg = {
+        **TINY,
+        "dataset": str(tiny_dataset),
+        "storage_path": str(tmp_path / "runs"),
+        "name": "shards",
+        "parallelism": "fsdp",
+        "sharded_checkpoints": True,
+        "steps": 4,
+        "checkpoint_every": 2,
+        "step_log": str(log),
+    }
+    first = train_lm.main(cfg)
+    assert (first["steps"], first["parallelism"]) == (4, "fsdp")
+    meta = verify_checkpoint(first["checkpoint"])
+    assert (meta["step"], meta["sharded"]) == (4, 2)
+    files = set(read_manifest(first["checkpoint"])["files"])
+    assert {"dcp/.metadata", "dcp/__0_0.distcp", "dcp/__1_0.distcp", "scheduler.pt"} <= files
+    assert "model.pt" not in files and "hf/model.safetensors" in files
+    model, _, _ = load_checkpoint(first["checkpoint"])  # no process group: every shard read
+    full_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert first["param_bytes"] * 2 == full_bytes
+    hf = AutoModelForCausalLM.from_pretrained(
+        export_checkpoint(first["checkpoint"], tmp_path / "export")
+    )
+    assert hf.state_dict()["transformer.wte.weight"].tolist() == model.tok.weight.tolist()
+    second = train_lm.main({**cfg, "steps": 6, "num_workers": 1, "cpus_per_worker": 1.0})
+    assert second["steps"] == 6
+    steps = [r["step"] for r in json_lines(log)]
+    assert steps == [1, 2, 3, 4, 5, 6]  # resumed at 4 on one worker, every step counted once
+    meta = verify_checkpoint(second["checkpoint"])
+    assert (meta["step"], meta["sharded"]) == (6, 1)
+    assert "dcp/__1_0.distcp" not in read_manifest(second["checkpoint"])["files"]
+    losses = [r["loss"] for r in json_lines(log)]
+    assert all(0 < x < 6 for x in losses) and losses[-1] < losses[0]
+
+
+def test_two_fsdp_workers_fine_tune_a_hugging_face_gpt2_folder(
+    ray_cluster: object, tmp_path: Path
+) -> None:
+    """Fine-tuning (issue 47 item 3) across two workers: prepare tokenizes with the folder's
+    tokenizer on Ray Data, FSDP2 shards the transformers model's decoder layers over the two
+    workers (half the parameter bytes per rank), and the gathered checkpoint's hf/ loads in
+    transformers."""
+    from transformers import AutoModelForCausalLM
+
+    from tests.workloads.hf_folders import make_folder
+    from workloads import prepare, train_lm
+
+    folder = make_folder("gpt2", tmp_path / "gpt2")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(6):
+        (corpus / f"m{i}.txt").write_text(f"line {i}: the quick brown fox\n" * 80)
+    ds = tmp_path / "ds"
+    prepared = prepare.main(
+        {
+            "data": str(corpus),
+            "dataset": str(ds),
+            "context_length": 16,
+            "num_shards": 2,
+            "tokenizer": str(folder),
+        }
+    )
+    assert prepared["rows"] >= 16
+    cfg = {
+        **TINY,
+        "dataset": str(ds),
+        "storage_path": str(tmp_path / "runs"),
+        "name": "tune",
+        "init_model": str(folder),
+        "parallelism": "fsdp",
+        "optimizer": "adamw",
+        "batch_size": 4,
+        "steps": 3,
+        "checkpoint_every": 0,
+    }
+    out = train_lm.main(cfg)
+    assert (out["steps"], out["parallelism"]) == (3, "fsdp")
+    tuned = AutoModelForCausalLM.from_pretrained(out["hf_model"])
+    full_bytes = sum(p.numel() * p.element_size() for p in tuned.parameters())
+    assert out["param_bytes"] * 2 == pytest.approx(full_bytes, rel=0.02)
+    start = AutoModelForCausalLM.from_pretrained(folder).state_dict()
+    assert any(not (v == start[k]).all() for k, v in tuned.state_dict().items())
+    assert 0 < out["last_loss"] < 10

@@ -279,7 +279,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
     if schema == "services[].hf_revision":
         yield _set(data, path, "v2" if value else "main")
         return
-    if schema == "services[].hf_token_secret" and value is None:
+    if schema in ("services[].hf_token_secret", "jobs[].hf_token_secret") and value is None:
         yield _set(data, path, HUB_TOKEN_SECRET)
         return
     if schema == "services[].gateway" and value is None:
@@ -849,6 +849,20 @@ def _with_hub_service(data: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def _with_hub_job(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with each train_lm job on its own cluster fine-tuning a Hub model
+    (``args.init_model``) and a ``secrets:`` entry their service accounts read:
+    ``jobs[].hf_token_secret`` acts only there (a job on a long-lived cluster is refused one)."""
+    out = copy.deepcopy(data)
+    readers = set()
+    for job in out.get("jobs", []):
+        if job["workload"] == "train_lm" and job.get("node_pool"):
+            job["args"] = {**job.get("args", {}), "init_model": "owner/model"}
+            readers.add(job.get("service_account", "ray-train"))
+    out.setdefault("secrets", []).append({"name": HUB_TOKEN_SECRET, "readers": sorted(readers)})
+    return out
+
+
 def _with_tf_gpu_job(data: dict[str, Any]) -> dict[str, Any] | None:
     """``data`` plus a train_lm_tf job on its own cluster on the GPU pool of a GPU job (a copy of
     that job), None when the stack has no such job."""
@@ -967,6 +981,7 @@ NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "ray.images.cpu-serve": _with_cpu_service,
     "services[].hf_revision": _with_hub_service,
     "services[].hf_token_secret": _with_hub_service,
+    "jobs[].hf_token_secret": _with_hub_job,
     "jobs[].slices": _with_multi_host_tpu_job,
     "jobs[].super_slice": _with_super_slice_job,
 }

@@ -1,9 +1,11 @@
 """Services serving a Hugging Face Hub model (``hf_model``, its token file from Secret Manager)
 and reached through a GKE Gateway (``gateway``): the rendered RayService, SecretProviderClass,
-Gateway, HTTPRoute and NetworkPolicy, the refusals, and the cluster flags."""
+Gateway, HTTPRoute and NetworkPolicy, the refusals, and the cluster flags; and jobs fine-tuning a
+Hugging Face model (``args.init_model`` / ``args.tokenizer``, ``hf_token_secret``)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -257,3 +259,118 @@ def test_the_program_enables_the_add_on_and_gateway_api_and_applies_the_objects(
     plain, _ = render(config(workload_identities=IDENTITIES))
     (cluster,) = of_type(plain, "gcp:container/cluster:Cluster")
     assert "secretManagerConfig" not in cluster["inputs"]
+
+
+# ------------------------------------------- jobs fine-tuning a Hugging Face model (issue 47)
+
+
+def _job_data(job: dict[str, Any], secrets: list[dict[str, Any]] | None = None) -> Any:
+    base = {"name": "tune", "workload": "train_lm", "node_pool": "cpu"}
+    return config(
+        jobs=[{**base, **job}],
+        workload_identities=IDENTITIES,
+        secrets=[{"name": "hf-token", "readers": ["ray-train"]}] if secrets is None else secrets,
+    )
+
+
+def _checkpoints_bucket(data: dict[str, Any]) -> str:
+    from components.stack.plan import plan
+
+    return plan(validate(config())).context.buckets["checkpoints"]
+
+
+def _problems(data: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    return str(e.value)
+
+
+def test_a_job_fine_tunes_from_the_checkpoints_bucket_or_a_hub_id_with_its_token() -> None:
+    bucket = _checkpoints_bucket(config())
+    validate(_job_data({"args": {"init_model": f"gs://{bucket}/models/tiny"}}))
+    cfg = validate(
+        _job_data({"args": {"init_model": "owner/model"}, "hf_token_secret": "hf-token"})
+    )
+    (job,) = [m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayJob"]
+    entry = job["spec"]["entrypoint"]
+    assert json.loads(entry.split("--config-json ", 1)[1].strip("'"))["init_model"] == "owner/model"
+    cluster = job["spec"]["rayClusterSpec"]
+    pods = [cluster["headGroupSpec"]["template"]] + [
+        g["template"] for g in cluster["workerGroupSpecs"]
+    ]
+    for pod in pods:
+        (vol,) = [v for v in pod["spec"]["volumes"] if v["name"] == "hf-token"]
+        assert vol["csi"]["volumeAttributes"] == {"secretProviderClass": "tune-job-hf-token"}
+        c = pod["spec"]["containers"][0]
+        assert {"name": "HF_TOKEN_PATH", "value": HF_TOKEN_PATH} in c["env"]
+    (spc,) = render_service_objects(cfg)
+    assert spc["metadata"]["name"] == "tune-job-hf-token"
+    assert spc["metadata"]["labels"]["ray-gke/job"] == "tune"
+    assert "secrets/hf-token/versions/latest" in spc["spec"]["parameters"]["secrets"]
+    assert secret_manager_enabled([*cfg.services, *cfg.jobs]) is True
+    # no token: nothing mounted, no class, no add-on
+    plain = validate(_job_data({"args": {"init_model": "owner/model"}}))
+    assert render_service_objects(plain) == []
+    assert secret_manager_enabled([*plain.services, *plain.jobs]) is False
+
+
+@pytest.mark.parametrize(
+    ("job", "words"),
+    [
+        (
+            {"args": {"init_model": "/models/tiny"}},
+            "jobs[tune].args.init_model: '/models/tiny' is not readable by the job's pods; "
+            "allowed: a folder gs://",
+        ),
+        (
+            {"args": {"init_model": "gs://other-bucket/m"}},
+            "jobs[tune].args.init_model: 'gs://other-bucket/m' is not readable",
+        ),
+        (
+            {"workload": "prepare", "args": {"tokenizer": "gs://other/tok"}},
+            "jobs[tune].args.tokenizer: 'gs://other/tok' is not readable by the job's pods",
+        ),
+        (
+            {"args": {"init_model": "s3://b/m"}},
+            "'s3://b/m' has scheme s3://; allowed: a local folder, a gs:// folder or a Hugging "
+            "Face Hub repo id owner/name",
+        ),
+        (
+            {"hf_token_secret": "hf-token"},
+            "jobs[tune].hf_token_secret: 'hf-token' is set but neither args.init_model nor "
+            "args.tokenizer of the job names a Hub repo id (allowed: only with a Hub model",
+        ),
+    ],
+)
+def test_a_job_model_source_refusal_names_the_field_the_value_and_what_is_allowed(
+    job: dict[str, Any], words: str
+) -> None:
+    assert words in _problems(_job_data(job))
+
+
+def test_a_jobs_token_is_a_declared_secret_it_reads_on_its_own_cluster() -> None:
+    hub = {"args": {"init_model": "owner/model"}, "hf_token_secret": "hf-token"}
+    text = _problems(_job_data(hub, secrets=[{"name": "hf-token", "readers": ["ray-serve"]}]))
+    assert (
+        "jobs[tune].hf_token_secret: 'hf-token': its readers (ray-serve) lack the job's "
+        "service_account 'ray-train'"
+    ) in text
+    assert "is not a declared secret" in _problems(_job_data(hub, secrets=[]))
+    data = _job_data(hub)
+    data["ray_clusters"] = [{"name": "rc", "worker_groups": [{"name": "cpu", "node_pool": "cpu"}]}]
+    data["jobs"][0] = {**data["jobs"][0], "cluster": "rc", "node_pool": None}
+    assert (
+        "jobs[tune].hf_token_secret: 'hf-token' with cluster: rc: that RayCluster's pods cannot "
+        "mount the job's token (allowed: a job with node_pool"
+    ) in _problems(data)
+
+
+def test_a_fine_tuning_job_is_not_estimated_and_says_so() -> None:
+    from components.raycrs.training_fit import job_fit, training_fit_lines
+
+    cfg = validate(_job_data({"args": {"init_model": "owner/model"}}))
+    assert job_fit(cfg, cfg.jobs[0]) is None
+    assert training_fit_lines(cfg) == [
+        "job tune: fit not checked: it fine-tunes owner/model, whose config.json raygke check "
+        "does not read (the trainer's parallelism auto measures it)"
+    ]

@@ -243,6 +243,19 @@ CASES: dict[str, tuple[Mutation, str]] = {
         ),
         "jobs[ev].args.name: 'nope' names no job that writes checkpoints",
     ),
+    "job_hf_sources": (
+        lambda d: d["jobs"].append(
+            {
+                "name": "tune",
+                "workload": "train_lm",
+                "cluster": "research",
+                "worker_group": "cpu",
+                "args": {"init_model": "/models/tiny"},
+            }
+        ),
+        "jobs[tune].args.init_model: '/models/tiny' is not readable by the job's pods; allowed: "
+        "a folder gs://",
+    ),
     "ray_version_locked": (
         lambda d: d.update(ray={"version": "2.99.0"}),
         "ray.version: '2.99.0' is newer than every Ray release this repository knows",

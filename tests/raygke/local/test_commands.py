@@ -814,6 +814,52 @@ def test_ctrl_c_says_what_was_saved_and_the_exact_command_that_resumes(cluster) 
 
 @pytest.mark.ray
 @pytest.mark.slow
+def test_run_fine_tunes_a_hugging_face_llama_folder_and_the_result_loads(cluster) -> None:
+    """prepare with the folder's tokenizer, then train_lm from the folder (issue 47 item 3): a
+    tiny Llama built by the test (tests/workloads/hf_folders.py, nothing downloads); its
+    exported hf/ loads in transformers with the folder's tokenizer, and the weights changed."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.workloads.hf_folders import make_folder
+
+    folder = make_folder("llama", cluster["base"] / "tiny-llama")
+    out = cluster["base"] / "finetune.json"
+    r = _raygke(
+        "run", "prepare", "train_lm", "--data", str(_train_corpus(cluster["base"])),
+        "--set", "prepare.context_length=16", "--set", f"prepare.tokenizer={folder}",
+        "--set", f"train_lm.init_model={folder}", "--set", "train_lm.steps=6",
+        "--set", "train_lm.batch_size=4", "--set", "train_lm.optimizer=adamw",
+        "--set", "train_lm.lr=0.01", "--set", "train_lm.warmup=1",
+        "--set", "train_lm.log_every=1000", "--set", "train_lm.checkpoint_every=0",
+        "--set", "train_lm.precision=fp32", "--set", "train_lm.name=finetune",
+        "--summary-json", str(out), "--config", str(cluster["cfg"]), cwd=cluster["base"],
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    summary = json.loads(out.read_text())
+    assert summary["steps"] == 6
+    assert 0 < summary["last_loss"] < summary["first_loss"], summary
+    manifest = json.loads(
+        (
+            Path(cluster["state"]["buckets"]["datasets"])
+            / local_jobs.dataset_name(str(_train_corpus(cluster["base"])))
+            / "_manifest.json"
+        ).read_text()
+    )
+    assert manifest["tokenizer"] == str(folder) and manifest["vocab_size"] > 256
+    hf = Path(summary["hf_model"])
+    tuned = AutoModelForCausalLM.from_pretrained(hf)
+    start = AutoModelForCausalLM.from_pretrained(folder)
+    text = "line 3: the quick brown fox"
+    assert AutoTokenizer.from_pretrained(hf).encode(text) == AutoTokenizer.from_pretrained(
+        folder
+    ).encode(text)
+    before = start.state_dict()
+    assert any(not torch.equal(v, before[k]) for k, v in tuned.state_dict().items())
+
+
+@pytest.mark.ray
+@pytest.mark.slow
 def test_down_leaves_nothing_behind(cluster) -> None:
     nodes = cluster["state"]["nodes"]
     r = _raygke("down", "--config", str(cluster["cfg"]), cwd=cluster["base"])
