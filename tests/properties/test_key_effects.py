@@ -971,7 +971,18 @@ def _class_pools_free(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _small_caches(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with 512 MiB file caches, so that moving them into memory fits every Ray pod
+    beside its object store (components/storage/fuse.py ``_memory_cache_problems``)."""
+    out = copy.deepcopy(data)
+    buckets = out.setdefault("buckets", {})
+    for purpose in ("datasets", "checkpoints"):
+        buckets[purpose] = {**(buckets.get(purpose) or {}), "file_cache_size": "512Mi"}
+    return out
+
+
 NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
+    "buckets.file_cache_medium": _small_caches,
     "capacity.kueue.elastic_jobs": _no_elastic_queued_work,
     "compute_classes[].node_pool": _class_pools_free,
     "jobs[].suspend": _unqueued_jobs,
