@@ -443,9 +443,11 @@ def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:
     pools they run on, in memory each Ray pod beside its object store
     (:func:`components.storage.fuse.cache_problems`;
     https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf)."""
+    from components.raycrs.cache_fit import memory_cache_problems
     from components.storage.fuse import cache_problems
 
     yield from cache_problems(cfg)
+    yield from memory_cache_problems(cfg)
 
 
 def super_slicing_supported(cfg: StackConfig) -> Iterable[Problem]:
