@@ -2,6 +2,8 @@
 mesh computes the unsharded program's loss over a few steps, every device holds a quarter of
 each sharded parameter and of its optimizer state, the trainer's stepper builds that mesh from
 its arguments and checkpoints the whole state; (data 2, fsdp 2, tensor 2) also keeps the loss.
+Across two processes joined by ``jax.distributed`` (2 host devices each, fsdp over all 4) the
+stepper gives the unsharded loss and gathers its shards for rank 0's checkpoint.
 
 JAX reads ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` when its CPU backend starts,
 which in the test process has already happened (one device), so the check runs in a fresh
@@ -89,17 +91,62 @@ print(json.dumps({
 }))
 """
 
+TWO_PROCESSES = r"""
+import json, sys, tempfile
+rank, port = int(sys.argv[1]), sys.argv[2]
+import jax
+jax.distributed.initialize(f"127.0.0.1:{port}", 2, rank)
+import jax.numpy as jnp, numpy as np
+from contract.args.train_lm_jax import TrainLmJaxArgs
+from workloads import model_jax as M
+from workloads.train_lm_jax import build_stepper
+from workloads.precision import Precision
+
+args = TrainLmJaxArgs.parse({
+    "d_model": 32, "n_layers": 1, "n_heads": 4, "context_length": 16, "steps": 10, "warmup": 1,
+    "lr": 1e-2, "muon_lr": 0.02, "ns_dtype": "float32", "batch_size": 4,
+    "parallelism": "fsdp", "compute_dtype": "float32"})
+rng = np.random.default_rng(0)
+batches = [rng.integers(0, 256, (8, 17)).astype(np.int32) for _ in range(2)]
+stepper, _, _ = build_stepper(args, None, Precision("fp32", "test"))
+losses = [stepper.step(b[4 * rank : 4 * rank + 4])[0] for b in batches]  # this worker's rows
+stepper.gather()  # every rank: the collectives
+out = {"rank": rank, "losses": losses, "mesh": dict(stepper.mesh.shape)}
+if rank == 0:
+    with tempfile.TemporaryDirectory() as d:
+        _, saved, _, _ = M.load_checkpoint(stepper.save(d + "/c", step=2, first_loss=losses[0]))
+    opt = M.make_optimizer(args.lr, args.steps, args.warmup, args.grad_clip,
+                           muon_lr=args.muon_lr, ns_dtype="float32")
+    host = M.init_params(stepper.cfg, 0)
+    mesh = M.data_mesh(jax.local_devices()[:1])  # the unsharded program on one device
+    p = M.replicate(host, mesh)
+    s = M.replicate(jax.tree_util.tree_map(np.asarray, opt.init(host)), mesh)
+    step = M.make_train_step(stepper.cfg, opt, mesh, jnp.float32)
+    out["unsharded"] = []
+    for b in batches:
+        p, s, loss = step(p, s, M.shard_batch(b, mesh))
+        out["unsharded"].append(float(loss))
+    ph, sh = M.to_host(p), M.to_host(saved)
+    out["max_param_diff"] = max(float(np.abs(ph[k] - sh[k]).max()) for k in ph)
+print(json.dumps(out), flush=True)
+jax.distributed.shutdown()
+"""
+
 SHARDED = {"tok", "pos", "qkv/w", "proj/w", "mlp1/w", "mlp2/w"}
+
+
+def _env(devices: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+    }
 
 
 @functools.cache
 def _check() -> dict:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
-    }
+    env = _env(8)
     proc = subprocess.run(
         [sys.executable, "-c", CHECK],
         cwd=ROOT,
@@ -158,3 +205,36 @@ def test_the_stepper_builds_the_mesh_from_its_arguments_and_checkpoints_the_whol
     # the checkpoint holds the whole arrays: the same parameters as the sharded run's
     assert out["max_param_diff"] < 1e-5
     assert out["checkpoint_opt_leaves"] == len(out["opt_state"])
+
+
+def test_two_processes_shard_over_each_other_and_gather_for_the_checkpoint() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", TWO_PROCESSES, str(rank), port],
+            cwd=ROOT,
+            env=_env(2),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outs = []
+    for proc in procs:
+        try:
+            stdout, stderr = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, (stdout + stderr)[-4000:]
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    first, second = outs
+    assert first["mesh"] == second["mesh"] == {"data": 1, "fsdp": 4, "tensor": 1}
+    assert first["losses"] == second["losses"]
+    assert first["losses"] == pytest.approx(first["unsharded"], rel=1e-5)
+    assert first["max_param_diff"] < 1e-4  # rank 0's checkpoint: the whole, gathered arrays
