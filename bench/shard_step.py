@@ -21,9 +21,10 @@ Usage: ``python bench/shard_step.py [--sizes 64x2,128x4,256x4] [--context 128] [
 Side by side: each round times ``--steps`` steps of one mode, then of the other (the order
 alternating per round, after untimed warm-up steps in the first round), so a load change on a
 shared machine hits both; the median of the rounds' step times is reported. MFU is against
-the matmul peak measured on this machine (:func:`workloads.precision.matmul_flops`,
-:func:`workloads.precision.jax_matmul_flops`, at the size's widest matmul, in the step's dtype,
-over all of the host's cores for CPUs, the sum of the devices' peaks on accelerators), and
+the matmul peak measured on this machine in every round, the best round kept
+(:func:`workloads.precision.matmul_flops` on each rank's core or GPU, summed over the two
+ranks; ``jnp.dot`` on one JAX device, which on a CPU runs on all of the host's cores, times the
+devices on accelerators; at the size's widest matmul, in the step's dtype), and
 against the datasheet peak where the catalog has one (GPUs, TPU chips:
 :func:`contract.accelerators.peak_flops`; none for a CPU). FLOPs per token:
 :func:`workloads.flops.flops_per_token`.
@@ -61,16 +62,21 @@ def heads(d_model: int) -> int:
     return max(1, d_model // 32)
 
 
-def alternate(rounds: int, modes: tuple[str, str], warmup, timed) -> dict[str, list[float]]:
-    """Per mode the seconds per step of each round: ``warmup(mode)`` once per mode, then each
-    round ``timed(mode)`` for both modes, the order alternating."""
+def alternate(
+    rounds: int, modes: tuple[str, str], warmup, timed, peak
+) -> tuple[dict[str, list[float]], float]:
+    """Per mode the seconds per step of each round, and the best matmul peak: ``warmup(mode)``
+    once per mode, then each round ``timed(mode)`` for both modes (the order alternating) and
+    ``peak()`` (FLOP/s), so the peak is taken under the same load as the steps."""
     for m in modes:
         warmup(m)
     out: dict[str, list[float]] = {m: [] for m in modes}
+    best = 0.0
     for r in range(rounds):
         for m in modes if r % 2 == 0 else modes[::-1]:
             out[m].append(timed(m))
-    return out
+        best = max(best, peak())
+    return out, best
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,6 +90,7 @@ def torch_worker(a: argparse.Namespace) -> None:
     from workloads.common import set_torch_threads
     from workloads.fsdp import fsdp_wrap, local_param_bytes
     from workloads.model_torch import GPT, ModelConfig, make_optimizer, train_step
+    from workloads.precision import matmul_flops, matmul_shape
 
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", a.rank) if cuda else torch.device("cpu")
@@ -123,14 +130,22 @@ def torch_worker(a: argparse.Namespace) -> None:
             sync()
             return (time.perf_counter() - t0) / steps
 
-        times = alternate(
-            a.rounds, ("ddp", "fsdp"), lambda m: run(m, a.warmup), lambda m: run(m, a.steps)
+        mm = matmul_shape(d, 4, a.batch, a.context)
+        times, best = alternate(
+            a.rounds,
+            ("ddp", "fsdp"),
+            lambda m: run(m, a.warmup),
+            lambda m: run(m, a.steps),
+            lambda mm=mm: matmul_flops(a.precision, mm, 0.5, device.type),
         )
+        total = torch.tensor([best], dtype=torch.float64, device=device)
+        dist.all_reduce(total)  # the two ranks' devices (cores) together
         results.append(
             {
                 "size": f"{d}x{n}",
                 "step_time_s": times,
                 "param_bytes_per_rank": {m: built[m][3] for m in built},
+                "measured_peak": float(total.item()),
             }
         )
         del built
@@ -149,7 +164,7 @@ def jax_worker(a: argparse.Namespace) -> None:
     from contract.mesh import mesh_shape
     from workloads import mesh_jax as MJ
     from workloads import model_jax as M
-    from workloads.precision import jax_matmul_flops, matmul_shape
+    from workloads.precision import best_rate, matmul_shape
 
     n_dev = jax.device_count()
     fsdp = n_dev if n_dev <= 3 else n_dev // 2
@@ -157,6 +172,7 @@ def jax_worker(a: argparse.Namespace) -> None:
     meshes = {"data": M.data_mesh(), "fsdp": MJ.make_mesh(shape)}
     dtype = jnp.bfloat16 if a.precision == "bf16" else jnp.float32
     rows = 2 * a.batch  # the global batch of PyTorch's two ranks
+    dot = jax.jit(jnp.dot)
     results = []
     for d, n in parse_sizes(a.sizes):
         cfg = M.ModelConfig(d_model=d, n_layers=n, n_heads=heads(d), context_length=a.context)
@@ -179,10 +195,21 @@ def jax_worker(a: argparse.Namespace) -> None:
             float(loss)
             return (time.perf_counter() - t0) / steps
 
-        times = alternate(
-            a.rounds, ("data", "fsdp"), lambda m: run(m, a.warmup), lambda m: run(m, a.steps)
+        m_, k_, n_ = matmul_shape(d, 4, rows, a.context)
+        rng = np.random.default_rng(0)
+        x = jax.device_put(rng.standard_normal((m_, k_), np.float32).astype(dtype))
+        w = jax.device_put(rng.standard_normal((k_, n_), np.float32).astype(dtype))
+
+        def measure(x=x, w=w, flops=2.0 * m_ * k_ * n_) -> float:  # jnp.dot on one device
+            return best_rate(lambda: dot(x, w).block_until_ready(), flops, 0.5)
+
+        times, peak = alternate(
+            a.rounds,
+            ("data", "fsdp"),
+            lambda m: run(m, a.warmup),
+            lambda m: run(m, a.steps),
+            measure,
         )
-        peak = jax_matmul_flops(a.precision, matmul_shape(d, 4, rows, a.context), 0.5)
         if jax.devices()[0].platform != "cpu":  # one device's; host devices share the cores
             peak *= n_dev
         results.append(
@@ -258,7 +285,7 @@ def run_jax(a: argparse.Namespace, tmp: str) -> dict:
 
 
 def summarise(
-    sizes: list[dict], modes: tuple[str, str], fpt, peak, datasheet, tokens, devices: int
+    sizes: list[dict], modes: tuple[str, str], fpt, datasheet, tokens, devices: int
 ) -> None:
     """Add tokens/s and both MFUs per mode (median step time of the rounds) to each size."""
     from workloads.flops import mfu
@@ -269,7 +296,7 @@ def summarise(
         for m in modes:
             t = statistics.median(s["step_time_s"][m])
             tps = tokens / t
-            measured = s.get("measured_peak") or peak(d)
+            measured = s["measured_peak"]
             per[m] = {
                 "median_step_time_s": t,
                 "tokens_per_s": tps,
@@ -307,7 +334,7 @@ def main() -> None:
 
     from contract.accelerators import peak_flops
     from workloads.flops import flops_per_token
-    from workloads.precision import cpu_flags, matmul_flops, matmul_shape, native_bf16
+    from workloads.precision import cpu_flags, native_bf16
 
     def fpt(d: int, n: int) -> float:
         return flops_per_token(d, n, a.context)
@@ -323,25 +350,13 @@ def main() -> None:
             t = run_torch(a, tmp)
             datasheet = peak_flops("cuda", t["device"]) if t["device"] != "cpu" else None
 
-            def torch_peak(d: int) -> float:  # both ranks' devices: the host's cores together
-                import torch
-
-                from workloads.common import host_cpus, set_torch_threads
-
-                dev = "cuda" if torch.cuda.is_available() else "cpu"
-                set_torch_threads(host_cpus())
-                one = matmul_flops(a.precision, matmul_shape(d, 4, a.batch, a.context), 0.5, dev)
-                return 2 * one if dev == "cuda" else one
-
-            summarise(t["sizes"], ("ddp", "fsdp"), fpt, torch_peak, datasheet, tokens, 2)
+            summarise(t["sizes"], ("ddp", "fsdp"), fpt, datasheet, tokens, 2)
             summary["torch"] = t
         if a.only in (None, "jax"):
             j = run_jax(a, tmp)
             platform, _, kind = j["device"].partition(":")
             datasheet = peak_flops(platform, kind)
-            summarise(
-                j["sizes"], ("data", "fsdp"), fpt, lambda d: 0.0, datasheet, tokens, j["devices"]
-            )
+            summarise(j["sizes"], ("data", "fsdp"), fpt, datasheet, tokens, j["devices"])
             summary["jax"] = j
     print(json.dumps(summary))
     t_ratio = summary.get("torch", {}).get("sizes", [{}])[-1].get("fsdp_over_ddp_tokens_per_s")
