@@ -207,6 +207,7 @@ def test_the_stepper_builds_the_mesh_from_its_arguments_and_checkpoints_the_whol
     assert out["checkpoint_opt_leaves"] == len(out["opt_state"])
 
 
+@pytest.mark.slow  # two JAX processes, each importing and compiling (about 35 s on 2 cores)
 def test_two_processes_shard_over_each_other_and_gather_for_the_checkpoint() -> None:
     import socket
 
