@@ -1,7 +1,9 @@
 """Will a training job fit its devices? The one memory estimate of a training step, read by
 ``raygke check`` (:func:`components.raycrs.training_fit.job_memory_fits`: the catalog's memory
 per chip or GPU, or the CPU pod's) and by the PyTorch trainer's ``parallelism: auto``
-(:mod:`workloads.train_lm`: DDP when a replica fits with margin, else FSDP).
+(:mod:`workloads.train_lm`: DDP when a replica fits with margin, else FSDP) and the JAX
+trainer's mesh (:mod:`contract.mesh`: data-only when a replica fits with margin, else the
+smallest fsdp degree that does, :func:`auto_shard_degree`).
 
 Standard library only (``components/`` and ``workloads/`` both import it).
 
@@ -36,6 +38,7 @@ refusals can be argued with; the terms are :class:`Estimate`'s fields.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 GB = 1e9
@@ -180,8 +183,8 @@ def estimate(
         optimizer: ``muon`` | ``adamw``.
         compute: the compute dtype, ``bf16`` | ``fp32``.
         degree: devices the model state is sharded over (1: each holds a replica).
-        parallelism: ``ddp`` | ``fsdp`` | ``replicated`` (the JAX and TensorFlow trainers'
-            data parallelism; ``fsdp`` with ``degree`` 1 is FSDP's gathered transients without
+        parallelism: ``ddp`` | ``fsdp`` | ``replicated`` (the TensorFlow trainer's and the JAX
+            trainer's data-only mesh; ``fsdp`` with ``degree`` 1 is FSDP's gathered transients without
             the sharding).
         checkpointing: activation checkpointing per block.
         framework: ``torch`` (DDP keeps a bucket copy of the gradients), ``jax``, ``tensorflow``.
@@ -230,6 +233,25 @@ def choose_parallelism(replica: Estimate) -> str:
     return "fsdp"
 
 
+def auto_shard_degree(
+    replica: Estimate, sharded: Callable[[int], Estimate], candidates: Sequence[int]
+) -> tuple[int, str]:
+    """The JAX trainer's ``parallelism: auto`` (:func:`contract.mesh.mesh_shape`): ``(degree,
+    reason)``, degree 1 (replicated) when :func:`choose_parallelism` picks ``ddp`` for the
+    replica's estimate, else the smallest of ``candidates`` (ascending fsdp degrees) whose
+    estimate ``sharded(degree)`` needs at most :data:`DDP_MARGIN` of the usable memory, else the
+    largest candidate."""
+    if choose_parallelism(replica) == "ddp":
+        return 1, f"auto: a replica needs {replica.describe()}"
+    for d in candidates:
+        if d > 1:
+            e = sharded(d)
+            if e.total <= DDP_MARGIN * e.usable:
+                return d, f"auto: sharded {e.describe()}"
+    top = max(candidates)
+    return top, f"auto: sharded {sharded(top).describe()}" if top > 1 else "auto: one device"
+
+
 def fixes(
     est: Estimate,
     shape: LmShape,
@@ -238,6 +260,7 @@ def fixes(
     more_devices: int | None,
     fsdp_available: bool,
     checkpointing_available: bool,
+    scope: str = "the job's {n} devices",
     **kwargs: object,
 ) -> list[str]:
     """The fixes of an estimate that does not fit, in order (fsdp, more chips, activation
@@ -251,6 +274,7 @@ def fixes(
         more_devices: the most devices the job could get (e.g. the pool's capacity), or None.
         fsdp_available: the trainer takes ``parallelism: fsdp``.
         checkpointing_available: the trainer takes ``activation_checkpointing``.
+        scope: what FSDP shards over, ``{n}`` its devices (the JAX trainer: a slice's chips).
         kwargs: the other :func:`estimate` arguments of the job (optimizer, compute, ...).
     """
     out: list[str] = []
@@ -274,7 +298,7 @@ def fixes(
 
     if fsdp_available and cur.degree < workers_degree:
         cur = again(parallelism="fsdp", degree=workers_degree)
-        out.append(line(f"parallelism: fsdp over the job's {workers_degree} devices", cur))
+        out.append(line(f"parallelism: fsdp over {scope.format(n=workers_degree)}", cur))
     elif not fsdp_available:
         out.append("fsdp: this trainer replicates the model (no parallelism argument)")
     if fsdp_available and more_devices and more_devices > cur.degree and not cur.fits:

@@ -468,6 +468,24 @@ def host_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def host_memory() -> float:
+    """Bytes of this host's physical memory, or its container's cgroup limit when lower; 0
+    when unknown (the CPU device memory the trainers' fit estimate reads)."""
+    try:
+        total = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0.0
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, float(text))
+    return total
+
+
 def ray_cpus() -> float | None:
     """CPUs Ray assigned to the calling worker, actor or task (a Ray Train worker's
     ``resources_per_worker["CPU"]``, a Tune trial's, a task's ``num_cpus``), from

@@ -29,7 +29,6 @@ full state dicts a sharded run checkpoints.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,18 +45,9 @@ def device_memory(device: Any, local_world: int = 1) -> float:
 
     if device.type == "cuda":
         return float(torch.cuda.get_device_properties(device).total_memory)
-    try:
-        total = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 0.0
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path) as f:
-                text = f.read().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            total = min(total, float(text))
+    from workloads.common import host_memory
+
+    total = host_memory()
     return total / max(1, local_world)
 
 

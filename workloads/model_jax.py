@@ -15,8 +15,10 @@ here: bfloat16 on TPU/GPU, float32 on CPU) is the dtype of the activations and o
 inputs; LayerNorm statistics, softmax and the loss are computed in float32.
 
 Data parallelism (:func:`make_train_step`): a 1-D ``jax.sharding.Mesh`` over *all* devices of
-all processes (axis ``"data"``); the global batch is sharded along it, parameters and optimizer
-state are replicated. The jitted step computes the mean loss over the global batch, so XLA
+all processes (axis ``"data"``, :func:`data_mesh`); the global batch is sharded along it,
+parameters and optimizer state are replicated. On a ``data`` x ``fsdp`` x ``tensor`` mesh
+(:mod:`workloads.mesh_jax`, what the trainer builds) parameters and optimizer state are sharded
+by that module's partition rules and the batch over ``data`` x ``fsdp``. The jitted step computes the mean loss over the global batch, so XLA
 inserts the cross-device / cross-process all-reduce of the gradients (ICI/DCN on a TPU slice,
 gloo on CPU processes joined by ``jax.distributed``). See
 https://docs.jax.dev/en/latest/multi_process.html and
@@ -53,6 +55,7 @@ from jax.sharding import PartitionSpec as P
 
 from workloads.checkpoint import CheckpointError, verify_checkpoint, write_checkpoint
 from workloads.lm_config import ModelConfig
+from workloads.mesh_jax import path_name as _path_name
 
 VOCAB = 256
 PARAMS = "params.npz"
@@ -119,8 +122,16 @@ def _dense(x: jax.Array, p: Mapping[str, jax.Array], dtype: Any) -> jax.Array:
     return x @ p["w"].astype(dtype) + p["b"].astype(dtype)
 
 
-def forward(params: Params, idx: jax.Array, cfg: ModelConfig, dtype: Any = jnp.float32):
+def forward(
+    params: Params,
+    idx: jax.Array,
+    cfg: ModelConfig,
+    dtype: Any = jnp.float32,
+    constrain: Callable[[jax.Array, str], jax.Array] | None = None,
+):
     """Logits ``[B, T, 256]`` (float32) for byte ids ``idx[B, T]``, ``T <= context_length``.
+    ``constrain(x, kind)`` (``resid``, ``heads``, ``hidden``) holds the activations to a mesh's
+    shardings (:func:`workloads.mesh_jax.activation_constraint`); None: XLA's choice.
 
     Raises:
         ValueError: ``T > context_length`` (at trace time).
@@ -129,21 +140,28 @@ def forward(params: Params, idx: jax.Array, cfg: ModelConfig, dtype: Any = jnp.f
     if t > cfg.context_length:
         raise ValueError(f"sequence length {t} > context_length {cfg.context_length}")
     nh, c = cfg.n_heads, cfg.d_model
-    x = (params["tok"][idx] + params["pos"][:t]).astype(dtype)
+    hold = constrain or (lambda z, _kind: z)
+    x = hold((params["tok"][idx] + params["pos"][:t]).astype(dtype), "resid")
     for blk in params["blocks"]:
         q, k, v = jnp.split(_dense(_layer_norm(x, blk["ln1"], dtype), blk["qkv"], dtype), 3, -1)
-        q, k, v = (z.reshape(b, t, nh, c // nh) for z in (q, k, v))
+        q, k, v = (hold(z.reshape(b, t, nh, c // nh), "heads") for z in (q, k, v))
         y = jax.nn.dot_product_attention(q, k, v, is_causal=True)  # [B, T, H, D]
-        x = x + _dense(y.reshape(b, t, c), blk["proj"], dtype)
-        m = jax.nn.gelu(_dense(_layer_norm(x, blk["ln2"], dtype), blk["mlp1"], dtype), False)
-        x = x + _dense(m, blk["mlp2"], dtype)
+        x = hold(x + _dense(y.reshape(b, t, c), blk["proj"], dtype), "resid")
+        m = hold(_dense(_layer_norm(x, blk["ln2"], dtype), blk["mlp1"], dtype), "hidden")
+        x = hold(x + _dense(jax.nn.gelu(m, False), blk["mlp2"], dtype), "resid")
     h = _layer_norm(x, params["ln_f"], dtype)
     return (h @ params["tok"].astype(dtype).T).astype(jnp.float32)  # tied embeddings
 
 
-def loss_fn(params: Params, tokens: jax.Array, cfg: ModelConfig, dtype: Any = jnp.float32):
+def loss_fn(
+    params: Params,
+    tokens: jax.Array,
+    cfg: ModelConfig,
+    dtype: Any = jnp.float32,
+    constrain: Callable[[jax.Array, str], jax.Array] | None = None,
+):
     """Mean next-byte cross-entropy (nats/byte, float32 scalar) over ``tokens[B, T+1]``."""
-    logits = forward(params, tokens[:, :-1], cfg, dtype)
+    logits = forward(params, tokens[:, :-1], cfg, dtype, constrain)
     return optax.softmax_cross_entropy_with_integer_labels(logits, tokens[:, 1:]).mean()
 
 
@@ -337,17 +355,21 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
 
 
 def shard_batch(local_tokens: np.ndarray, mesh: Mesh) -> jax.Array:
-    """Global ``[B * processes, T+1]`` array from this process's rows, split on ``"data"``.
+    """Global ``[B * processes, T+1]`` array from this process's rows, split on ``"data"``
+    (and ``"fsdp"`` where the mesh has it: :func:`workloads.mesh_jax.batch_spec`).
 
     Raises:
-        ValueError: the local rows do not divide over this process's devices.
+        ValueError: the local rows do not divide over this process's devices (over
+            ``tensor``: they share their rows).
     """
-    n_local = len(mesh.local_devices)
-    if local_tokens.shape[0] % n_local:
+    from workloads.mesh_jax import batch_spec
+
+    n_local = len(mesh.local_devices) // dict(mesh.shape).get("tensor", 1)
+    if local_tokens.shape[0] % max(1, n_local):
         raise ValueError(
             f"batch of {local_tokens.shape[0]} rows does not divide over {n_local} local devices"
         )
-    sharding = NamedSharding(mesh, P(DATA_AXIS))
+    sharding = NamedSharding(mesh, batch_spec(mesh))
     return jax.make_array_from_process_local_data(sharding, local_tokens)
 
 
@@ -356,9 +378,14 @@ def make_train_step(
 ) -> Callable[[Params, Any, jax.Array], tuple[Params, Any, jax.Array]]:
     """``step(params, opt_state, tokens) -> (params, opt_state, loss)``, jitted over ``mesh``.
 
-    ``tokens`` is sharded along ``"data"`` (see :func:`shard_batch`), params/opt_state are
-    replicated; the loss is the global-batch mean, so gradients are averaged over every device
-    of every process by the all-reduce XLA inserts. Inputs ``params``/``opt_state`` are donated.
+    ``tokens`` is sharded along ``"data"`` (and ``"fsdp"``, see :func:`shard_batch`);
+    params/opt_state keep the shardings they come with (replicated on the 1-D
+    :func:`data_mesh`; on a ``data`` x ``fsdp`` x ``tensor`` mesh the partition rules of
+    :mod:`workloads.mesh_jax`, :func:`workloads.mesh_jax.place`), and the gradients, the new
+    params and opt_state are held to those rules, the activations to
+    :func:`workloads.mesh_jax.activation_constraint`. The loss is the global-batch mean, so
+    gradients are averaged over every device of every process by the all-reduce (or, sharded,
+    reduce-scatter) XLA inserts. Inputs ``params``/``opt_state`` are donated.
 
     Equal arguments return the same jitted function (the last 16 argument sets are kept), so a
     stepper built again in the same process for the same model, optimizer (see
@@ -372,20 +399,35 @@ def make_train_step(
 def _train_step(
     cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh, dtype: Any
 ) -> Callable[[Params, Any, jax.Array], tuple[Params, Any, jax.Array]]:
+    from workloads.mesh_jax import activation_constraint, batch_spec, constrain
+
     repl = NamedSharding(mesh, P())
-    data = NamedSharding(mesh, P(DATA_AXIS))
+    data = NamedSharding(mesh, batch_spec(mesh))
+    if mesh.axis_names == (DATA_AXIS,):  # the 1-D data mesh: everything replicated
 
-    def step(params, opt_state, tokens):
-        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, cfg, dtype)
+        def step(params, opt_state, tokens):
+            loss, grads = jax.value_and_grad(loss_fn)(params, tokens, cfg, dtype)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
+
+        return jax.jit(
+            step,
+            in_shardings=(repl, repl, data),
+            out_shardings=(repl, repl, repl),
+            donate_argnums=(0, 1),
+        )
+    act = activation_constraint(mesh)
+
+    def sharded_step(params, opt_state, tokens):
+        tokens = jax.lax.with_sharding_constraint(tokens, data)
+        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, cfg, dtype, act)
+        grads = constrain(grads, mesh)
         updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+        new = constrain(optax.apply_updates(params, updates), mesh)
+        return new, constrain(opt_state, mesh), loss
 
-    return jax.jit(
-        step,
-        in_shardings=(repl, repl, data),
-        out_shardings=(repl, repl, repl),
-        donate_argnums=(0, 1),
-    )
+    # inputs keep the shardings they come with (mesh_jax.place, shard_batch)
+    return jax.jit(sharded_step, donate_argnums=(0, 1))
 
 
 def arrow_to_tokens(batch: Any) -> np.ndarray:
@@ -403,23 +445,13 @@ def arrow_to_tokens(batch: Any) -> np.ndarray:
 # Checkpoints
 
 
-def _path_name(path: tuple[Any, ...]) -> str:
-    parts = []
-    for k in path:
-        for attr in ("key", "idx", "name"):
-            if hasattr(k, attr):
-                parts.append(str(getattr(k, attr)))
-                break
-        else:
-            parts.append(str(k))
-    return "/".join(parts)
-
-
 def to_host(tree: Any) -> dict[str, np.ndarray]:
     """Flatten a pytree of (replicated) arrays to ``{path: np.ndarray}`` on this host."""
     out = {}
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            if not leaf.sharding.is_fully_replicated:  # workloads.mesh_jax.host_tree first
+                raise ValueError(f"{_path_name(path)} is sharded across processes: gather it")
             leaf = leaf.addressable_data(0)  # replicated: every shard holds the full value
         out[_path_name(path)] = np.asarray(leaf)
     return out

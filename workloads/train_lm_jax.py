@@ -21,11 +21,22 @@ variables when there are several slices. Without ``scaling``: ``num_workers`` CP
 (``cpus_per_worker`` CPUs each); with more than one, this module joins them with
 ``jax.distributed`` itself (rank 0's address broadcast with ``ray.train.collective``).
 
-Data parallelism is the same code on every platform: one JAX process per Ray Train worker
-(= TPU host), a 1-D mesh over all devices of all processes, the global batch sharded over it,
-params replicated, gradients averaged by the all-reduce XLA inserts for the global-mean loss
+The mesh is the same code on every platform: one JAX process per Ray Train worker (= TPU
+host), a ``data`` x ``fsdp`` x ``tensor`` mesh over all devices of all processes
+(:mod:`workloads.mesh_jax`), its sizes from the worker group and the arguments
+(:func:`run_mesh_shape`, :func:`contract.mesh.mesh_shape`, the sizing ``raygke check`` uses):
+the devices are hosts x chips per host (``jax.device_count()``), the slices those of the
+devices' ``slice_index`` (else ``scaling``'s ``num_workers`` over a slice's hosts,
+:func:`contract.mesh.slices_from_scaling`) on the outer ``data`` axis; ``parallelism``,
+``shard_degree`` and ``tensor_degree`` the split (``auto``: data-only when a replica fits this
+device's memory with margin, :mod:`contract.train_fit`, :func:`device_memory`). Rank 0 prints one ``mesh:`` line. The global batch is sharded over
+``data`` x ``fsdp``, parameters and optimizer state by the partition rules (replicated when
+``fsdp`` and ``tensor`` are 1, the trainer before meshes), gradients averaged by the
+all-reduce / reduce-scatter XLA inserts for the global-mean loss
 (:func:`workloads.model_jax.make_train_step`). Per-worker ``batch_size`` must divide by the
-host's local device count (4 on a 4-chip host).
+host's local device count (4 on a 4-chip host). At a checkpoint step every worker gathers the
+state sharded across processes (:meth:`JaxStepper.gather`, collectives) and rank 0 writes the
+same files as a replicated run.
 
 Emulated TPU slice (``raygke local up --tpu ...``, :mod:`raygke.local.tpu_emulation`) vs a real one:
 the Ray side is identical (the same ``TPU`` / ``TPU-<pod type>-head`` resources, node labels and
@@ -45,16 +56,18 @@ with ``jnp.dot`` in that dtype on one of this worker's devices
 Arguments: :class:`contract.args.train_lm_jax.TrainLmJaxArgs` (names, types, defaults, units); the same
 ``scaling`` shape as :mod:`workloads.train_lm`. ``optimizer`` (default ``"muon"``: Muon at
 ``muon_lr`` for the blocks' matrices, AdamW at ``lr`` for the rest; ``"adamw"``: AdamW for all)
-is :func:`workloads.model_jax.make_optimizer`; its state is replicated like the parameters, and a
+is :func:`workloads.model_jax.make_optimizer`; its state is placed like the parameters, and a
 checkpoint records it: resuming with the other optimizer stops with one ``CheckpointError``
 naming both.
 
 Metrics per logging step: ``step``, ``loss`` (nats/byte, global batch), ``first_loss``,
 ``tokens_per_s`` (global, steady-state mean, first compiled step excluded), ``step_time_s``,
 ``mfu``, ``peak_flops``, ``model_flops``, ``precision``, ``epoch``, ``devices``,
-``processes``.
+``processes``, ``parallelism`` (``data`` | ``fsdp``), ``mesh`` (``{"data", "fsdp", "tensor"}``),
+``param_bytes`` (parameter bytes on rank 0's first device: its shards).
 Result: ``{"steps", "first_loss", "last_loss", "tokens_per_s", "mfu", "peak_flops",
-"model_flops", "precision", "devices", "checkpoint", "hf_model"}`` (``hf_model``: the Hugging Face
+"model_flops", "precision", "parallelism", "param_bytes", "mesh", "devices", "checkpoint",
+"hf_model"}`` (``hf_model``: the Hugging Face
 folder in the last checkpoint, :mod:`workloads.hf_export`).
 """
 
@@ -169,10 +182,11 @@ def _params_digest(params: Any) -> str:
     """sha256 over this process's copy of every parameter (equal on all workers iff in sync)."""
     import hashlib
 
+    from workloads.mesh_jax import host_tree
     from workloads.model_jax import to_host
 
     h = hashlib.sha256()
-    for name, arr in sorted(to_host(params).items()):
+    for name, arr in sorted(to_host(host_tree(params)).items()):
         h.update(name.encode())
         h.update(arr.tobytes())
     return h.hexdigest()
@@ -194,17 +208,25 @@ class JaxStepper:
         import jax
 
         from workloads import model_jax as M
+        from workloads.mesh_jax import device_bytes, make_mesh, place
         from workloads.precision import Precision
 
         self.cfg = cfg
         self.optimizer_name = args.optimizer
         self.ns_dtype = ns_dtype  # Muon's Newton-Schulz dtype, recorded in every checkpoint
-        self.mesh = M.data_mesh()
-        self.params = M.replicate(params, self.mesh)
-        self.opt_state = M.replicate(opt_state, self.mesh)
+        precision = precision or Precision("fp32", "not decided")
+        self.mesh_shape = run_mesh_shape(args, cfg, precision.dtype)
+        if jax.process_index() == 0:
+            print(f"mesh: {self.mesh_shape.describe()} ({self.mesh_shape.reason})", flush=True)
+        # data-only: the 1-D data mesh, every leaf replicated (the program before meshes)
+        sharded = self.mesh_shape.parallelism != "data"
+        self.mesh = make_mesh(self.mesh_shape) if sharded else M.data_mesh()
+        self.params = place(params, self.mesh)
+        self.opt_state = place(opt_state, self.mesh)
+        self.param_bytes = device_bytes(self.params)
+        self._host: tuple[Any, Any] | None = None  # gathered at a checkpoint step (gather)
         # the run's compute dtype (recorded in every checkpoint); MFU's peak: the catalog's
         # figure when given, else the one measured at start
-        precision = precision or Precision("fp32", "not decided")
         if args.peak_flops_per_device:
             precision = dataclasses.replace(precision, peak_flops=args.peak_flops_per_device)
         self.precision = precision
@@ -227,17 +249,31 @@ class JaxStepper:
         )
         return float(loss), tokens.shape[0] * (tokens.shape[1] - 1)  # float() blocks
 
+    def gather(self) -> None:
+        """Every worker: the state as whole host arrays, gathered where it is sharded across
+        processes (collectives, :func:`workloads.mesh_jax.host_tree`); rank 0's ``save``
+        writes them."""
+        from workloads.mesh_jax import host_tree, needs_gather
+
+        if needs_gather(self.params) or needs_gather(self.opt_state):
+            self._host = (host_tree(self.params), host_tree(self.opt_state))
+
     def save(
         self, directory: str, *, step: int, first_loss: float | None, final: bool = False
     ) -> Any:
+        from workloads.mesh_jax import needs_gather
         from workloads.model_jax import save_checkpoint
 
+        params, opt_state = self._host or (self.params, self.opt_state)
+        self._host = None
+        if params is self.params and needs_gather(params):
+            raise RuntimeError("a state sharded across processes needs gather() on every rank")
         return save_checkpoint(
             directory,
             cfg=self.cfg,
-            params=self.params,
+            params=params,
             step=step,
-            opt_state=self.opt_state,
+            opt_state=opt_state,
             extra={
                 "first_loss": first_loss,
                 "ns_dtype": self.ns_dtype,
@@ -254,7 +290,94 @@ class JaxStepper:
             **mfu_metrics(tokens_per_s, self.flops_per_token, self.precision, self.devices),
             "devices": self.devices,
             "processes": self.processes,
+            "parallelism": self.mesh_shape.parallelism,
+            "mesh": dict(zip(("data", "fsdp", "tensor"), self.mesh_shape.shape, strict=True)),
+            "param_bytes": self.param_bytes,
         }
+
+
+def device_memory() -> float:
+    """Bytes one JAX device of this process may use: ``memory_stats()["bytes_limit"]`` on a TPU
+    or GPU; on a CPU (no memory stats) the host's (or container's) memory over this process's
+    devices and the Ray Train workers sharing the host, as the PyTorch trainer's CPU rule
+    (:func:`workloads.common.host_memory`)."""
+    import jax
+
+    from workloads.common import host_memory
+
+    device = jax.local_devices()[0]
+    if device.platform == "cpu":
+        return host_memory() / jax.local_device_count() / _local_workers()
+    try:
+        stats = device.memory_stats() or {}
+    except (RuntimeError, NotImplementedError):
+        return 0.0
+    return float(stats.get("bytes_limit") or 0)
+
+
+def _local_workers() -> int:
+    """Ray Train workers on this host (1 outside a Ray Train worker)."""
+    import sys
+
+    if "ray.train" not in sys.modules:
+        return 1
+    try:
+        import ray.train
+
+        return max(1, int(ray.train.get_context().get_local_world_size()))
+    except Exception:  # no Train context here (a Tune trial, a bench): this process alone
+        return 1
+
+
+def run_mesh_shape(args: TrainLmJaxArgs, cfg: Any, compute: str) -> Any:
+    """This run's :class:`contract.mesh.MeshShape` (the module docstring): the devices of every
+    process, the slices, the arguments, and for ``parallelism: auto`` the estimate of
+    :mod:`contract.train_fit` at this device's memory (:func:`device_memory`) and the run's
+    compute dtype ``compute`` (``bf16`` | ``fp32``).
+
+    Raises:
+        contract.mesh.MeshError: the degrees do not divide the devices or the heads."""
+    import jax
+
+    from contract.mesh import mesh_shape, slices_from_scaling
+    from contract.train_fit import LmShape, auto_shard_degree, estimate
+
+    devices = jax.devices()
+    if all(hasattr(d, "slice_index") for d in devices):
+        slices = len({d.slice_index for d in devices})
+    else:
+        slices = slices_from_scaling(args.scaling, jax.process_count())
+    memory = device_memory()
+    auto = None
+    if memory:
+        shape = LmShape(cfg.d_model, cfg.n_layers, cfg.context_length, cfg.mlp_ratio)
+        kind = jax.default_backend() if jax.default_backend() in ("tpu", "gpu") else "cpu"
+        common: dict[str, Any] = {
+            "rows": args.batch_size / jax.local_device_count(),
+            "optimizer": args.optimizer,
+            "compute": compute,
+            "framework": "jax",
+            "memory": memory,
+            "kind": kind,
+        }
+        replica = estimate(shape, parallelism="replicated", **common)
+        t = args.tensor_degree
+
+        def auto(candidates: list[int]) -> tuple[int, str]:
+            def sharded(d: int) -> Any:
+                return estimate(shape, parallelism="fsdp", degree=d * t, **common)
+
+            return auto_shard_degree(replica, sharded, candidates)
+
+    return mesh_shape(
+        len(devices),
+        slices=slices,
+        parallelism=args.parallelism,
+        shard_degree=args.shard_degree,
+        tensor=args.tensor_degree,
+        n_heads=cfg.n_heads,
+        auto=auto,
+    )
 
 
 def decide_precision(args: TrainLmJaxArgs, metadata: dict[str, Any] | None, source: str = ""):
@@ -366,8 +489,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         args, stepper, rank=rank, world=world, start_step=start_step, first_loss=first_loss
     )
     if args.placement_log:
+        digest = _params_digest(stepper.params)  # every rank: may gather (collectives)
         with open(args.placement_log, "a") as f:
-            digest = _params_digest(stepper.params)
             f.write(json.dumps({"rank": rank, "step": step, "params_sha256": digest}))
             f.write("\n")
 
@@ -385,7 +508,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     args = TrainLmJaxArgs.parse(config)
     result = fit(JaxTrainer, train_loop_per_worker, args)
     m = result.metrics or {}
-    return {**fit_summary(result), "devices": m.get("devices")}
+    return {**fit_summary(result), "devices": m.get("devices"), "mesh": m.get("mesh")}
 
 
 if __name__ == "__main__":

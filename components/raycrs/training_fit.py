@@ -21,7 +21,9 @@ One source of truth per fact:
   not read offline (as a service's ``hf_model``); its line says so;
 * parallelism: ``train_lm``'s ``parallelism`` (``auto`` decided by
   :func:`contract.train_fit.choose_parallelism`, as the trainer decides it), ``shard_degree`` and
-  ``activation_checkpointing``; the other trainers replicate the model on every device.
+  ``activation_checkpointing``; ``train_lm_jax``'s mesh (:func:`contract.mesh.mesh_shape`, the
+  sizing the trainer uses: ``parallelism``, ``shard_degree``, ``tensor_degree``, fsdp within one
+  slice, slices on the data axis); ``train_lm_tf`` replicates the model on every device.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from contract.train_fit import (
     GB,
     Estimate,
     LmShape,
+    auto_shard_degree,
     choose_parallelism,
     estimate,
     fixes,
@@ -62,6 +65,7 @@ class JobDevices:
         memory: bytes of one device (0 when unknown).
         most: the most devices the job's pool holds (the "more chips" fix).
         what: one phrase for messages (``TPU v6e chip (32 GB HBM)``).
+        per_slice: devices of one TPU slice (all of the job's elsewhere).
     """
 
     kind: str
@@ -70,6 +74,7 @@ class JobDevices:
     memory: float
     most: int
     what: str
+    per_slice: int = 0
 
 
 def job_devices(p: Any, target: Any) -> JobDevices | None:
@@ -94,6 +99,7 @@ def job_devices(p: Any, target: Any) -> JobDevices | None:
             gen.hbm_gb * GB,
             pool.max_slices * s.chips,
             f"TPU {gen.name} chip ({gen.hbm_gb} GB HBM)",
+            s.chips,
         )
     if isinstance(pool, GpuPool):
         g = catalog.GPU_TYPES[pool.gpu.type]
@@ -142,6 +148,9 @@ class JobFit:
     fsdp_available: bool
     checkpointing_available: bool
     shard_problem: str | None = None
+    shard_field: str = "shard_degree"
+    shard_over: int = 0
+    scope: str = "the job's {n} devices"
 
 
 def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
@@ -172,6 +181,8 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
         "kind": dev.kind,
     }
     rows = a.batch_size / dev.per_worker
+    if framework == "jax":
+        return _jax_fit(job.name, a, shape, dev, rows, options)
     parallelism = getattr(a, "parallelism", None)
     checkpointing = bool(getattr(a, "activation_checkpointing", False))
     replica = estimate(
@@ -221,6 +232,55 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     )
 
 
+def _jax_fit(
+    name: str, a: Any, shape: LmShape, dev: JobDevices, rows: float, options: dict[str, Any]
+) -> JobFit:
+    """The JAX trainer's fit: its mesh as the trainer sizes it (:func:`contract.mesh.mesh_shape`
+    over the job's devices and slices, ``auto`` from the same estimate), the state divided by
+    ``fsdp`` x ``tensor``; fsdp spans at most one slice (more slices add data parallelism)."""
+    from contract.mesh import MeshError, mesh_shape
+
+    per_slice = dev.per_slice or dev.count
+    slices = max(1, dev.count // per_slice)
+    t = a.tensor_degree
+
+    def sharded(d: int) -> Estimate:
+        return estimate(
+            shape, rows=rows, memory=dev.memory, parallelism="fsdp", degree=d * t, **options
+        )
+
+    replica = estimate(shape, rows=rows, memory=dev.memory, parallelism="replicated", **options)
+    problem, field, est = None, "shard_degree", replica
+    try:
+        m = mesh_shape(
+            dev.count,
+            slices=slices,
+            parallelism=a.parallelism,
+            shard_degree=a.shard_degree,
+            tensor=t,
+            n_heads=a.n_heads,
+            auto=lambda c: auto_shard_degree(replica, sharded, c),
+        )
+    except MeshError as e:
+        problem, field = str(e), e.field
+    else:
+        if m.fsdp * m.tensor > 1:
+            est = sharded(m.fsdp)
+    return JobFit(
+        name,
+        est,
+        shape,
+        dev,
+        options,
+        fsdp_available=True,
+        checkpointing_available=False,
+        shard_problem=problem,
+        shard_field=field,
+        shard_over=max(1, per_slice // t) if per_slice % t == 0 else 1,
+        scope="a slice's {n} chips" if dev.kind == "tpu" else "the job's {n} devices",
+    )
+
+
 def _compute_dtype(a: Any, kind: str) -> str:
     explicit = getattr(a, "compute_dtype", "auto")
     if explicit in ("bfloat16", "bf16"):
@@ -246,19 +306,20 @@ def job_memory_fits(cfg: StackConfig) -> Iterable[Problem]:
             continue
         where = f"jobs[{job.name}]"
         if fit.shard_problem:
-            yield at(
-                f"{where}.args.shard_degree", f"{where}.args.shard_degree: {fit.shard_problem}"
-            )
+            field = f"{where}.args.{fit.shard_field}"
+            yield at(field, f"{field}: {fit.shard_problem}")
         est = fit.estimate
         if est.fits:
             continue
         steps = fixes(
             est,
             fit.shape,
-            workers_degree=fit.devices.count,
-            more_devices=fit.devices.most,
+            # the JAX mesh shards within one slice: its fsdp axis, no "more chips" beyond it
+            workers_degree=fit.shard_over or fit.devices.count,
+            more_devices=None if fit.shard_over else fit.devices.most,
             fsdp_available=fit.fsdp_available,
             checkpointing_available=fit.checkpointing_available,
+            scope=fit.scope,
             **fit.options,
         )
         listed = "; ".join(f"{i}) {s}" for i, s in enumerate(steps, 1))

@@ -34,6 +34,7 @@ CASES = [
     pytest.param("jax_step.py", id="jax_step"),
     pytest.param("optimizer_step.py", id="optimizer_step"),
     pytest.param("contention.py", id="contention"),
+    pytest.param("shard_step.py", id="shard_step"),
     pytest.param("prepare.py", id="prepare", marks=[pytest.mark.slow, pytest.mark.ray]),
     pytest.param(
         "train_overhead.py", id="train_overhead", marks=[pytest.mark.slow, pytest.mark.ray]
@@ -99,6 +100,32 @@ def test_step_benchmarks_report_tokens_per_second(script: str) -> None:
         assert summary["mfu"] is None and ratio["value"] == "n/a"
     else:
         assert summary["mfu"] == pytest.approx(float(ratio["value"]), rel=1e-3)
+
+
+def test_shard_step_compares_ddp_with_fsdp_and_data_with_data_by_fsdp() -> None:
+    """``bench/shard_step.py``: PyTorch DDP vs FSDP2 over two gloo processes and JAX data-only
+    vs data x fsdp on two host devices, side by side, each with tokens/s and the MFU against
+    the measured matmul peak (no datasheet peak for a CPU); FSDP holds half the parameters per
+    rank, the fsdp mesh about half per device."""
+    proc = run_smoke("shard_step.py")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    summary = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    pairs = {"torch": ("ddp", "fsdp"), "jax": ("data", "fsdp")}
+    for framework, modes in pairs.items():
+        (size,) = summary[framework]["sizes"]
+        assert len(size["step_time_s"][modes[0]]) == len(size["step_time_s"][modes[1]]) == 1
+        for m in modes:
+            assert size["modes"][m]["tokens_per_s"] > 0
+            assert size["modes"][m]["mfu_measured_peak"] > 0
+            assert size["modes"][m]["mfu_datasheet"] is None  # a CPU: no datasheet peak
+    torch_bytes = summary["torch"]["sizes"][0]["param_bytes_per_rank"]
+    assert torch_bytes["fsdp"] * 2 == torch_bytes["ddp"]
+    jax_bytes = summary["jax"]["sizes"][0]["param_bytes_per_device"]
+    assert jax_bytes["fsdp"] < 0.6 * jax_bytes["data"]  # LayerNorms and biases replicated
+    ratio = RATIO.search(proc.stdout)
+    assert ratio is not None and ratio["name"] == "fsdp/ddp tokens/s"
+    want = summary["torch"]["sizes"][0]["fsdp_over_ddp_tokens_per_s"]
+    assert float(ratio["value"]) == pytest.approx(want, rel=1e-3)
 
 
 def test_contention_trains_with_the_threads_of_its_ray_cpus() -> None:

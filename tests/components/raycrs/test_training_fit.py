@@ -58,11 +58,43 @@ def test_prods_v6e_job_at_51b_parameters_is_refused(prod_data: dict[str, Any]) -
     (p,) = _fit_problems(_with_args(prod_data, "train-lm-jax-v6e", **BIG))
     assert p.path == "jobs[train-lm-jax-v6e].args"
     text = str(p)
-    assert "train_lm_jax does not fit a TPU v6e chip (32 GB HBM): 662 GB per device" in text
-    assert "51,550.6M parameters" in text
-    # the JAX trainer replicates: the fixes it lacks are said, and the batch alone cannot help
-    assert "1) fsdp: this trainer replicates the model" in text
+    # auto already shards over the slice's 16 chips (the JAX mesh's fsdp axis), still too big
+    assert "train_lm_jax does not fit a TPU v6e chip (32 GB HBM): 88.20 GB per device" in text
+    assert "(fsdp over 16; 51,550.6M parameters" in text
+    # the fixes the JAX trainer lacks are said, and the batch alone cannot help
+    assert "1) activation checkpointing: not available in this trainer" in text
     assert "a smaller model is needed" in text
+
+
+JAX_6B = {"d_model": 4096, "n_layers": 32, "n_heads": 32, "batch_size": 8}
+
+
+def test_a_jax_job_refused_data_only_fits_on_the_slices_fsdp_axis(
+    prod_data: dict[str, Any],
+) -> None:
+    """6.4B parameters: a replica's states are over a v6e chip's 29.9 GB usable; the fix is
+    the mesh's fsdp axis over one slice's 16 chips (not the job's two slices: fsdp stays inside
+    a slice, slices replicate on the data axis)."""
+    (p,) = _fit_problems(_with_args(prod_data, "train-lm-jax-v6e", parallelism="data", **JAX_6B))
+    text = str(p)
+    assert "80.88 GB per device (replicated;" in text
+    assert text.endswith("1) parallelism: fsdp over a slice's 16 chips: 9.95 GB per device (fits)")
+    cfg = validate(_with_args(prod_data, "train-lm-jax-v6e", parallelism="fsdp", **JAX_6B))
+    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-jax-v6e"))
+    assert f is not None and f.estimate.fits
+    assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
+    # auto: the smallest fsdp degree whose estimate fits with the margin, as the trainer picks
+    cfg = validate(_with_args(prod_data, "train-lm-jax-v6e", **JAX_6B))
+    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-jax-v6e"))
+    assert f is not None and f.estimate.fits
+    assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 8)
+
+
+def test_a_jax_shard_degree_must_divide_a_slice(prod_data: dict[str, Any]) -> None:
+    data = _with_args(prod_data, "train-lm-jax-v6e", parallelism="fsdp", shard_degree=3)
+    (p,) = _fit_problems(data)
+    assert p.path == "jobs[train-lm-jax-v6e].args.shard_degree"
+    assert "shard_degree 3 does not divide the 16 devices of a slice" in str(p)
 
 
 def test_a_torch_job_refused_replicated_fits_sharded(prod_data: dict[str, Any]) -> None:

@@ -222,6 +222,8 @@ def test_two_host_emulated_slice_trains_through_the_tpu_path(emulated_cluster, t
         "max_failures": 0,
         "seed": 0,
         "placement_log": str(placement),
+        # the slice's two hosts on the mesh's fsdp axis: the state sharded across processes
+        "parallelism": "fsdp",
     }
     out = subprocess.run(
         [sys.executable, "-m", "workloads.train_lm_jax", "--config-json", json.dumps(config)],
@@ -236,6 +238,9 @@ def test_two_host_emulated_slice_trains_through_the_tpu_path(emulated_cluster, t
     assert last.startswith("RAYGKE_RESULT ")
     result = json.loads(last.removeprefix("RAYGKE_RESULT "))
     assert result["steps"] == 6 and result["devices"] == 2
+    assert result["mesh"] == {"data": 1, "fsdp": 2, "tensor": 1}
+    assert result["parallelism"] == "fsdp"
+    assert "mesh: data 1 x fsdp 2 x tensor 1 (set by the parallelism argument)" in out.stdout
     assert np.isfinite(result["last_loss"]) and result["tokens_per_s"] > 0
 
     records = [json.loads(line) for line in placement.read_text().splitlines()]
@@ -259,7 +264,8 @@ def test_two_host_emulated_slice_trains_through_the_tpu_path(emulated_cluster, t
     head_nodes = {n for pg in heads for n in pg["nodes"].values()}
     worker0 = [w["node_id"] for w in where.values() if w["env"]["TPU_WORKER_ID"] == "0"]
     assert heads and head_nodes == set(worker0)
-    # Data-parallel: different shards per worker, yet identical parameters after training.
+    # Different batch rows per worker, parameter shards across them, and after training the
+    # same whole parameters gathered on both.
     assert final[0]["params_sha256"] == final[1]["params_sha256"]
     assert final[0]["step"] == final[1]["step"] == 6
 
