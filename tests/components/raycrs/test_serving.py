@@ -59,7 +59,7 @@ def _service_problems(job_args: dict[str, Any], **service: Any) -> list[str]:
     try:
         validate(_data(job_args, **service))
     except ConfigError as e:
-        return [p for p in e.value.problems if p.startswith("services[")]
+        return [p for p in e.problems if p.startswith("services[")]
     return []
 
 
