@@ -157,7 +157,7 @@ CASES: dict[str, tuple[Mutation, str]] = {
                 "args": {"d_model": 8192, "n_layers": 64, "n_heads": 64},
             }
         ),
-        "jobs[big]: train_lm_jax does not fit a TPU v5e chip (16 GB HBM): 662 GB per device",
+        "jobs[big]: train_lm_jax does not fit a TPU v5e chip (16 GB HBM): 204 GB per device",
     ),
     "job_identity_can_write_outputs": (
         lambda d: d["workload_identities"][0]["buckets"].update(datasets="read"),
