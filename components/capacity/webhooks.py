@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from components.capacity.concurrent import concurrent_admission_errors
 from components.capacity.fields import cluster_queue_field, flavor_field, named_resources
 from components.capacity.labelselector import label_selector_errors
 from components.kernel.problems import Problem, at
@@ -238,7 +239,9 @@ def _validate_fair_sharing(fs: dict[str, Any] | None, path: str) -> list[FieldEr
     return []
 
 
-def validate_cluster_queue(cq: dict[str, Any]) -> list[FieldError]:
+def validate_cluster_queue(
+    cq: dict[str, Any], concurrent_admission: bool = False
+) -> list[FieldError]:
     """``ValidateClusterQueue`` (``pkg/webhooks/clusterqueue_webhook.go``, create): the resource
     groups (:func:`validate_resource_groups`, lending at most nominal), the preemption
     combination ``reclaimWithinCohort: Never`` with a ``borrowWithinCohort`` policy other than
@@ -246,9 +249,9 @@ def validate_cluster_queue(cq: dict[str, Any]) -> list[FieldError]:
     most 256 flavors and 256 covered resources in all and 512 flavor-resource combinations per
     group, every ``admissionChecksStrategy`` ``onFlavors`` entry a flavor of the queue
     (``validateAdmissionCheckOnFlavors``) and the namespace selector a valid label selector
-    (:mod:`components.capacity.labelselector`). ``validateConcurrentAdmissionPolicy`` is not
-    ported: it runs only under the ``ConcurrentAdmission`` feature gate, alpha and off in v0.19.2
-    (``pkg/features/kube_features.go``), and the stack renders no ``concurrentAdmissionPolicy``."""
+    (:mod:`components.capacity.labelselector`); with ``concurrent_admission`` (Kueue's
+    ``ConcurrentAdmission`` gate, alpha and off in v0.19.2) ``validateConcurrentAdmissionPolicy``
+    too (:mod:`components.capacity.concurrent`)."""
     spec = cq.get("spec") or {}
     groups = spec.get("resourceGroups") or []
     out = validate_resource_groups(
@@ -312,6 +315,10 @@ def validate_cluster_queue(cq: dict[str, Any]) -> list[FieldError]:
                     CQ_GO,
                 )
             )
+    if concurrent_admission:
+        out += concurrent_admission_errors(
+            spec, lambda p, kind, value, detail: FieldError(p, kind, value, detail, CQ_GO)
+        )
     checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
     for i, check in enumerate(checks):
         for j, f in enumerate(check.get("onFlavors") or []):
