@@ -376,3 +376,24 @@ def test_each_documented_constraint_refuses_its_breach(
     obj = _base()
     breach(obj["spec"])
     assert words in _errors(obj), constraint
+
+
+def test_a_refused_rendered_class_names_its_stack_entry() -> None:
+    """A rendered ComputeClass GKE would refuse is reported at ``compute_classes[<name>]``."""
+    from components.computeclass.checks import compute_class_problems
+    from components.stack.loader import validate
+    from components.stack.plan import plan
+    from tests.helpers import config
+
+    cfg = validate(
+        config(compute_classes=[{"name": "l4-spot", "node_pool": "l4", "fallback": ["on-demand"]}])
+    )
+    assert compute_class_problems(cfg) == []
+    (cc,) = plan(cfg).compute_class_manifests
+    cc["spec"]["priorities"][1]["machineFamily"] = "g2"  # with its machineType: GKE refuses
+    try:
+        (p,) = compute_class_problems(cfg)
+    finally:
+        del cc["spec"]["priorities"][1]["machineFamily"]
+    assert p.path == "compute_classes[l4-spot]"
+    assert "MachineFamily and MachineType cannot be set together" in p
