@@ -47,12 +47,8 @@ def admission_problems(
     kind = obj.get("kind")
     if kind in ("RayJob", "RayCluster", "RayService"):
         # as checks.render_problems runs them on a rendered queued Ray object
-        if kind == "RayJob" and _queued(obj):
-            if obj.get("spec", {}).get("clusterSelector") and "rayClusterSpec" not in obj["spec"]:
-                return []  # an existing cluster: Kueue's validateCreate returns before anything
-            return checks.rayjob_problems(obj, elastic_gate) + checks.job_on_create(obj)
-        if kind == "RayCluster" and _queued(obj):
-            return checks.raycluster_problems(obj, elastic_gate) + checks.job_on_create(obj)
+        if kind in ("RayJob", "RayCluster") and _queued(obj):
+            return checks.queued_ray_problems(obj, elastic_gate)
         return webhooks.ray_object_problems([obj], elastic_gate)
     if kind not in CARRIED or not str(obj.get("apiVersion", "")).startswith(KUEUE_API):
         return [

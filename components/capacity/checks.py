@@ -374,6 +374,19 @@ def job_on_create(obj: dict[str, Any]) -> list[Problem]:
     ]
 
 
+def queued_ray_problems(obj: dict[str, Any], elastic_gate: bool = True) -> list[Problem]:
+    """Kueue's webhook rules on one queued RayJob or RayCluster: :func:`rayjob_problems` or
+    :func:`raycluster_problems`, then :func:`job_on_create`; a RayJob on an existing cluster
+    (``clusterSelector``, no ``rayClusterSpec``) is not Kueue's: its ``validateCreate``
+    (``rayjob_webhook.go``) returns before checking anything, ``ValidateJobOnCreate`` included."""
+    if obj.get("kind") == "RayJob":
+        spec = obj.get("spec") or {}
+        if spec.get("clusterSelector") and "rayClusterSpec" not in spec:
+            return []
+        return rayjob_problems(obj, elastic_gate) + job_on_create(obj)
+    return raycluster_problems(obj, elastic_gate) + job_on_create(obj)
+
+
 def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
     """Every render-level capacity problem (see the module docstring); ``manifests`` are the
     rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
@@ -396,10 +409,8 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     ]
     gate = cfg.capacity.kueue.elastic_jobs
     for m in queued:
-        if m["kind"] == "RayJob":
-            out += rayjob_problems(m, gate) + job_on_create(m)
-        elif m["kind"] == "RayCluster":
-            out += raycluster_problems(m, gate) + job_on_create(m)
+        if m["kind"] in ("RayJob", "RayCluster"):
+            out += queued_ray_problems(m, gate)
         else:
             out += webhooks.ray_object_problems([m], gate)
     queued = [m for m in queued if m["kind"] != "RayService"]

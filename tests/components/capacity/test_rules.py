@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from components.capacity.checks import rayjob_problems, render_problems
+from components.capacity.checks import queued_ray_problems, rayjob_problems, render_problems
 from components.capacity.rules import flavor_quota_shape_problems, pool_problems
 from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
@@ -228,3 +228,7 @@ def test_a_queued_rayjob_on_an_existing_cluster_is_not_kueues_and_both_is_refuse
     alone = copy.deepcopy(both)
     del alone["spec"]["rayClusterSpec"]
     assert rayjob_problems(alone) == []
+    # not Kueue's at all: not even its queue-name rule runs (validateCreate returns first)
+    alone["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "Not_A_Name"
+    assert queued_ray_problems(alone) == []
+    assert "queue-name" in "\n".join(queued_ray_problems(dict(job, metadata=alone["metadata"])))
