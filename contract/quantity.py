@@ -8,10 +8,12 @@ https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/
     <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
     <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
     <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
-    <decimalSI>       ::= m | "" | k | M | G | T | P | E
+    <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
     <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
 
-("1E" is 10^18, "1E3" is 1000.) The API server keeps a quantity as written only when it holds
+(quantity.go's comment lists ``m`` as the finest decimal suffix, but its parser takes ``n`` and
+``u`` too: ``suffix.go`` ``newSuffixer``; Kueue's own tests write fair-sharing weights ``1u``,
+``2n``.) ("1E" is 10^18, "1E3" is 1000.) The API server keeps a quantity as written only when it holds
 at most 2^63-1 base units and is no finer than 1m ("no quantity may represent a number greater
 than 2^63-1 in magnitude, nor may it have more than 3 decimal places"): :func:`kept_as_written`.
 """
@@ -30,13 +32,13 @@ EXAMPLES = "e.g. 4, 500m, 16Gi"
 
 BINARY_SI = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL_SI = {
-    "m": Decimal("0.001"), "": Decimal(1), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6,
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("0.001"), "": Decimal(1), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6,
     "G": Decimal(10) ** 9, "T": Decimal(10) ** 12, "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
 }  # fmt: skip
 
 _GRAMMAR = re.compile(
     r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?)"
+    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)"
 )
 
 

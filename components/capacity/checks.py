@@ -11,7 +11,8 @@ checks):
     use autoscaling when workload slicing is enabled", ``pkg/controller/jobs/raycluster/common.go``
     ``ValidateCreate``), at most ``MaxPodSets`` pod sets (18 in v0.19.2,
     ``pkg/controller/jobframework/constants.go``), no worker group called ``head`` (same
-    function), no ``spec.suspend`` rendered;
+    function); ``spec.suspend`` is Kueue's to set, not refused on the object (the stack field is,
+    with a queue: :mod:`components.capacity.rules`);
   - Kueue's ``ValidateJobOnCreate`` on every queued Ray object and its RayService webhook on a
     queued RayService (:mod:`components.capacity.webhooks`);
   - GKE accepts one PodSet per ProvisioningRequest (ray-project/ray#57839): at most one pod set of
@@ -103,7 +104,10 @@ def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[P
     kueue.x-k8s.io/elastic-job annotation"; the elastic-job scheduling gate the same webhook
     requires on every pod template is added by its defaulter, ``Default`` ``GateTemplate``, so the
     stack does not render it), at most ``MaxPodSets`` pod sets (head + worker groups), no worker
-    group called ``head``; Kueue owns ``spec.suspend``."""
+    group called ``head``. ``spec.suspend`` is not refused: Kueue's own defaulter sets it on create
+    (``pkg/controller/jobframework/defaults.go`` ``ApplyDefaultForSuspend``) and its validator does
+    not read it; the stack field is refused with a queue (:mod:`components.capacity.rules`), so
+    no render of a queued object carries it."""
     name = rc["metadata"]["name"]
     spec = rc.get("spec") or {}
     where = f"RayCluster {name}"
@@ -116,13 +120,6 @@ def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[P
                 "elastic job; Kueue refuses it ('a kueue-managed RayCluster can use autoscaling only "
                 "as an elastic job', kueue pkg/controller/jobs/raycluster/raycluster_webhook.go): "
                 "the kueue.x-k8s.io/elastic-job annotation and capacity.kueue.elastic_jobs: true",
-            )
-        )
-    if "suspend" in spec:
-        out.append(
-            Problem(
-                "",
-                f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)",
             )
         )
     groups = spec.get("workerGroupSpecs") or []
@@ -149,18 +146,28 @@ def raycluster_problems(rc: dict[str, Any], elastic_gate: bool = True) -> list[P
 def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[Problem]:
     """Kueue's webhook rules on one rendered queued RayJob (sources in the module docstring);
     in-tree autoscaling is allowed on an elastic RayJob (gate on and the elastic-job annotation:
-    ``ValidateCreate`` in ``pkg/controller/jobs/raycluster/common.go`` of v0.19.2)."""
+    ``ValidateCreate`` in ``pkg/controller/jobs/raycluster/common.go`` of v0.19.2). As Kueue's
+    ``validateCreate`` (``rayjob_webhook.go``): a ``clusterSelector`` alone is a job on an
+    existing cluster, which Kueue does not manage (nothing more is checked), a ``clusterSelector``
+    with a ``rayClusterSpec`` is refused; ``spec.suspend`` is Kueue's to set (its create-time
+    defaulter, ``ApplyDefaultForSuspend``) and not refused here. KubeRay's own suspend rules
+    (``suspend`` needs ``shutdownAfterJobFinishes``, none with ``clusterSelector``: validation.go
+    ``ValidateRayJobSpec``) are the operator check's (:mod:`components.raycrs.operator`)."""
     name = rayjob["metadata"]["name"]
     spec = rayjob.get("spec") or {}
     where = f"RayJob {name}"
     out = []
+    cluster = spec.get("rayClusterSpec")
     if spec.get("clusterSelector"):
+        if cluster is None:  # an existing cluster: Kueue does not manage the job
+            return out
         out.append(
             Problem(
-                "", f"{where}: spec.clusterSelector on a queued RayJob ({KUEUE_RAYJOB_WEBHOOK})"
+                "",
+                f"{where}: spec.clusterSelector with spec.rayClusterSpec on a queued RayJob: a "
+                f"kueue managed job should not use an existing cluster ({KUEUE_RAYJOB_WEBHOOK})",
             )
         )
-    cluster = spec.get("rayClusterSpec")
     if not cluster:
         out.append(
             Problem(
@@ -173,13 +180,6 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[P
         out.append(
             Problem(
                 "", f"{where}: spec.shutdownAfterJobFinishes must be true ({KUEUE_RAYJOB_WEBHOOK})"
-            )
-        )
-    if "suspend" in spec:
-        out.append(
-            Problem(
-                "",
-                f"{where}: spec.suspend is set; Kueue owns it (jobframework ApplyDefaultForSuspend)",
             )
         )
     if cluster.get("enableInTreeAutoscaling") and not _elastic(rayjob, elastic_gate):
@@ -364,7 +364,7 @@ def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     return out
 
 
-def _job_on_create(obj: dict[str, Any]) -> list[Problem]:
+def job_on_create(obj: dict[str, Any]) -> list[Problem]:
     """Kueue's ``ValidateJobOnCreate`` on a queued Ray object
     (:func:`components.capacity.webhooks.validate_job_on_create`), one line each."""
     name = obj["metadata"]["name"]
@@ -372,6 +372,19 @@ def _job_on_create(obj: dict[str, Any]) -> list[Problem]:
         Problem("", f"{obj['kind']} {name}: {e} ({webhooks.KUEUE} {e.source})")
         for e in webhooks.validate_job_on_create(obj)
     ]
+
+
+def queued_ray_problems(obj: dict[str, Any], elastic_gate: bool = True) -> list[Problem]:
+    """Kueue's webhook rules on one queued RayJob or RayCluster: :func:`rayjob_problems` or
+    :func:`raycluster_problems`, then :func:`job_on_create`; a RayJob on an existing cluster
+    (``clusterSelector``, no ``rayClusterSpec``) is not Kueue's: its ``validateCreate``
+    (``rayjob_webhook.go``) returns before checking anything, ``ValidateJobOnCreate`` included."""
+    if obj.get("kind") == "RayJob":
+        spec = obj.get("spec") or {}
+        if spec.get("clusterSelector") and "rayClusterSpec" not in spec:
+            return []
+        return rayjob_problems(obj, elastic_gate) + job_on_create(obj)
+    return raycluster_problems(obj, elastic_gate) + job_on_create(obj)
 
 
 def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
@@ -396,10 +409,8 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     ]
     gate = cfg.capacity.kueue.elastic_jobs
     for m in queued:
-        if m["kind"] == "RayJob":
-            out += rayjob_problems(m, gate) + _job_on_create(m)
-        elif m["kind"] == "RayCluster":
-            out += raycluster_problems(m, gate) + _job_on_create(m)
+        if m["kind"] in ("RayJob", "RayCluster"):
+            out += queued_ray_problems(m, gate)
         else:
             out += webhooks.ray_object_problems([m], gate)
     queued = [m for m in queued if m["kind"] != "RayService"]

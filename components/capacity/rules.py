@@ -13,7 +13,15 @@ with the other rules, so ``raygke check`` and ``pulumi up`` both refuse them):
     finishing", ``shutdownAfterJobFinishes``);
   - Kueue owns ``suspend``: its webhook sets it on create and the job controller flips it on
     admission (``pkg/controller/jobframework/defaults.go`` ``ApplyDefaultForSuspend``,
-    ``rayjob_controller.go`` ``Suspend``/``RunWithPodSetsInfo``), so ``suspend: true`` is refused;
+    ``rayjob_controller.go`` ``Suspend``/``RunWithPodSetsInfo``), so ``suspend: true`` is refused
+    on the stack field. Kueue's webhooks themselves accept a RayJob created with ``suspend: true``
+    (the rendered-object check follows them, :func:`components.capacity.checks.rayjob_problems`);
+    the stack refuses it because the field would be the stack's to apply: Kueue's defaulting
+    webhook runs on create only (``rayjob_webhook.go``: ``mutating=true ... verbs=create``), so
+    every later ``pulumi up`` would re-apply the stack's ``suspend: true`` over the ``false`` Kueue
+    set on admission and stop an admitted job (KubeRay tears a suspended RayJob's cluster down,
+    which is why validation.go ``ValidateRayJobSpec`` allows ``suspend`` only with
+    ``shutdownAfterJobFinishes``);
   - a job on a ``queued`` pool names a queue: only Kueue's ProvisioningRequest gets nodes there
     ([GKE-DWS-QUEUED] in :mod:`components.catalog`);
   - a ``queued`` / ``flex-start`` pool: minimum GKE versions, non-queued TPU flex-start single-host

@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from components.capacity.concurrent import concurrent_admission_errors
 from components.capacity.fields import cluster_queue_field, flavor_field, named_resources
+from components.capacity.labelselector import label_selector_errors
 from components.kernel.problems import Problem, at
 from components.raycrs.operator.common import is_label_value, is_qualified_name
 from contract.quantity import QuantityError, parse_quantity
@@ -237,19 +239,28 @@ def _validate_fair_sharing(fs: dict[str, Any] | None, path: str) -> list[FieldEr
     return []
 
 
-def validate_cluster_queue(cq: dict[str, Any]) -> list[FieldError]:
+def validate_cluster_queue(
+    cq: dict[str, Any], concurrent_admission: bool = False
+) -> list[FieldError]:
     """``ValidateClusterQueue`` (``pkg/webhooks/clusterqueue_webhook.go``, create): the resource
     groups (:func:`validate_resource_groups`, lending at most nominal), the preemption
     combination ``reclaimWithinCohort: Never`` with a ``borrowWithinCohort`` policy other than
     ``Never``, a fungibility ``preference`` only with both ``TryNextFlavor``, fair sharing, at
     most 256 flavors and 256 covered resources in all and 512 flavor-resource combinations per
-    group, and every ``admissionChecksStrategy`` ``onFlavors`` entry a flavor of the queue
-    (``validateAdmissionCheckOnFlavors``). The namespace selector is a label selector the stack
-    renders from a Kubernetes name."""
+    group, every ``admissionChecksStrategy`` ``onFlavors`` entry a flavor of the queue
+    (``validateAdmissionCheckOnFlavors``) and the namespace selector a valid label selector
+    (:mod:`components.capacity.labelselector`); with ``concurrent_admission`` (Kueue's
+    ``ConcurrentAdmission`` gate, alpha and off in v0.19.2) ``validateConcurrentAdmissionPolicy``
+    too (:mod:`components.capacity.concurrent`)."""
     spec = cq.get("spec") or {}
     groups = spec.get("resourceGroups") or []
     out = validate_resource_groups(
         groups, "spec.resourceGroups", bool(spec.get("cohortName")), True, cohort=False
+    )
+    out += label_selector_errors(
+        spec.get("namespaceSelector"),
+        "spec.namespaceSelector",
+        lambda p, kind, value, detail: FieldError(p, kind, value, detail, CQ_GO),
     )
     pre = spec.get("preemption") or {}
     borrow = (pre.get("borrowWithinCohort") or {}).get("policy")
@@ -304,6 +315,10 @@ def validate_cluster_queue(cq: dict[str, Any]) -> list[FieldError]:
                     CQ_GO,
                 )
             )
+    if concurrent_admission:
+        out += concurrent_admission_errors(
+            spec, lambda p, kind, value, detail: FieldError(p, kind, value, detail, CQ_GO)
+        )
     checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
     for i, check in enumerate(checks):
         for j, f in enumerate(check.get("onFlavors") or []):
@@ -451,7 +466,8 @@ def validate_ray_object(obj: dict[str, Any], gate: bool = True) -> list[FieldErr
     label (``manageJobsWithoutQueueName: false``, :func:`components.capacity.render.
     manager_config`): ``validateCreate`` of ``pkg/controller/jobs/rayjob/rayjob_webhook.go``
     (no ``clusterSelector`` with a ``rayClusterSpec``, a ``rayClusterSpec`` without one,
-    ``shutdownAfterJobFinishes``), ``raycluster_webhook.go`` (autoscaling only as an elastic
+    ``shutdownAfterJobFinishes``; a ``clusterSelector`` alone is accepted unchecked: Kueue does not
+    manage a job on an existing cluster), ``raycluster_webhook.go`` (autoscaling only as an elastic
     job) and ``rayservice_webhook.go``, each with :func:`validate_ray_cluster_spec` and
     :func:`validate_job_on_create`. ``gate``: the ``ElasticJobsViaWorkloadSlices`` feature gate."""
     kind = obj.get("kind")
@@ -470,7 +486,9 @@ def validate_ray_object(obj: dict[str, Any], gate: bool = True) -> list[FieldErr
                     go,
                 )
             )
-        elif cluster is None and not has_sel:
+        elif has_sel:  # an existing cluster: not Kueue's job, nothing more is validated
+            return out
+        elif cluster is None:
             out.append(
                 FieldError(
                     "spec.rayClusterSpec",

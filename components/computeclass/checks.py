@@ -4,7 +4,7 @@
 schema ``components/computeclass/crds/cloud.google.com_computeclasses.yaml`` (written from
 https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass; see that folder's
 README) with :func:`components.raycrs.crd.validate_other`: unknown (pruned) fields, types, enums
-and required fields, one line each."""
+and required fields, GKE's validation rules, one line each, at ``compute_classes[<name>]``."""
 
 from __future__ import annotations
 
@@ -19,5 +19,7 @@ def compute_class_problems(cfg: StackConfig) -> list[Problem]:
 
     out: list[Problem] = []
     for m in plan(cfg).compute_class_manifests:
-        out += validate_other(m)
+        # the stack entry behind the object: compute_classes[<name>] (the class's name)
+        where = f"compute_classes[{m['metadata']['name']}]"
+        out += [p.with_path(where) for p in validate_other(m)]
     return out

@@ -38,6 +38,8 @@ from contract.quantity import (
         ("2.5e-3", Decimal("0.0025")),
         (".5", Decimal("0.5")),
         ("5.", Decimal(5)),
+        ("2n", Decimal("2e-9")),  # nano and micro: suffix.go newSuffixer (Kueue's weights)
+        ("1u", Decimal("0.000001")),
         (4, Decimal(4)),
         (0.25, Decimal("0.25")),
     ],
@@ -60,6 +62,8 @@ def test_parses_kubernetes_quantities(text: str | int | float, base: Decimal) ->
         "1e3Gi",
         "1gi",
         "1K",
+        "1N",
+        "1U",
         "0x10",
         "1_000",
         "--1",

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from components.capacity.checks import rayjob_problems, render_problems
+from components.capacity.checks import queued_ray_problems, rayjob_problems, render_problems
 from components.capacity.rules import flavor_quota_shape_problems, pool_problems
 from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
@@ -112,7 +112,7 @@ def _rayjob(c):
     return job
 
 
-def test_rendered_rayjob_rules_autoscaling_suspend_head_name_and_pod_set_limit():
+def test_rendered_rayjob_rules_autoscaling_head_name_and_pod_set_limit_not_suspend():
     job = _rayjob(cfg())
     assert rayjob_problems(job) == []
     bad = copy.deepcopy(job)
@@ -123,7 +123,10 @@ def test_rendered_rayjob_rules_autoscaling_suspend_head_name_and_pod_set_limit()
         {**group, "groupName": "head" if i == 0 else f"g{i}"} for i in range(18)
     ]
     text = "\n".join(rayjob_problems(bad))
-    assert "spec.suspend is set" in text
+    # spec.suspend is Kueue's to set (its create-time defaulter), not a refusal of Kueue's webhook
+    assert "suspend" not in text
+    for suspend in (True, False):
+        assert rayjob_problems(dict(job, spec={**job["spec"], "suspend": suspend})) == []
     assert "only use autoscaling when workload slicing is enabled" in text
     assert "'head' is reserved" in text
     assert "20 pod sets; a Kueue workload has at most 18" in text  # head + 18 + submitter
@@ -213,3 +216,19 @@ def test_a_class_flavor_with_fallbacks_may_hold_more_than_its_pool():
     assert not list(flavor_quota_shape_problems(cfg(capacity=capacity, compute_classes=spot)))
     only_pool = [{"name": "v6e-cc", "node_pool": "v6e", "fallback": []}]
     assert refused in _problems(capacity=capacity, compute_classes=only_pool)
+
+
+def test_a_queued_rayjob_on_an_existing_cluster_is_not_kueues_and_both_is_refused():
+    """Kueue v0.19.2 rayjob_webhook.go validateCreate: clusterSelector alone is not managed
+    (nothing more checked); with a rayClusterSpec it is refused."""
+    job = _rayjob(cfg())
+    both = dict(job, spec={**job["spec"], "clusterSelector": {"ray.io/cluster": "x"}})
+    (p,) = rayjob_problems(both)
+    assert "spec.clusterSelector with spec.rayClusterSpec" in p and "existing cluster" in p
+    alone = copy.deepcopy(both)
+    del alone["spec"]["rayClusterSpec"]
+    assert rayjob_problems(alone) == []
+    # not Kueue's at all: not even its queue-name rule runs (validateCreate returns first)
+    alone["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "Not_A_Name"
+    assert queued_ray_problems(alone) == []
+    assert "queue-name" in "\n".join(queued_ray_problems(dict(job, metadata=alone["metadata"])))

@@ -29,8 +29,13 @@ def _gpu(spec: dict) -> dict:
     return next(p for p in spec["priorities"] if "gpu" in p)
 
 
+def _scored(spec: dict, score: int) -> None:
+    spec["priorities"] = [dict(p, priorityScore=score) for p in spec["priorities"] if "gpu" in p]
+
+
 DOCUMENTED: list[tuple[str, Callable[[dict], None]]] = [
-    ("priorities[].priorityScore", lambda s: _gpu(s).update(priorityScore=100)),
+    # GKE: on every priority or none, and a nodepools priority takes no other field
+    ("priorities[].priorityScore", lambda s: _scored(s, 100)),
     (
         "priorities[].location.zoneTypes",
         lambda s: _gpu(s).update(location={"zones": ["us-east5-b"], "zoneTypes": ["AI"]}),

@@ -240,8 +240,15 @@ def test_gpu_class_renders_machine_type_and_driver() -> None:
             "priorities[1].reservations.affinity: 'Any' is not one of",
         ),
         (lambda s: s.update(whenUnsatisfiable="Never"), "whenUnsatisfiable: 'Never' is not one"),
-        (lambda s: s["priorities"][2]["tpu"].pop("topology"), "'topology' is a required property"),
-        (lambda s: s.update(priorities=[]), "priorities: [] should be non-empty"),
+        # GKE's own rules (the types leave tpu.topology and an empty list of priorities to it)
+        (
+            lambda s: s["priorities"][2].update(nodepools=["x"]),
+            "priorities[2]: Nodepool field cannot be set along with other fields",
+        ),
+        (
+            lambda s: s["priorities"][1]["reservations"].pop("specific"),
+            "At least 1 specific reservation required for specific affinity",
+        ),
     ],
 )
 def test_schema_catches_a_wrong_object(mutate: Any, needle: str) -> None:
