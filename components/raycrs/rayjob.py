@@ -62,7 +62,8 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
       so each job checkpoints to and resumes from its own folder ``<storage_path>/<job name>``
       (two jobs running the same trainer never share one). A reader such as ``evaluate`` keeps
       its default; set its ``args.name`` to the training job's name;
-    * ``dataset``: ``<datasets bucket URL>/lm-bytes``;
+    * ``dataset``: ``<datasets bucket URL>/<args.dataset>``, a folder of the datasets bucket
+      (default ``lm-bytes``; a fine-tuning job's tokenized dataset names its own);
     * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
 
     Raises:
@@ -72,15 +73,17 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
     """
     job = target.job
     workload = get_workload(job.workload)
+    folder = job.args.get("dataset") or DATASET_PATH
     context = JobContext(
-        dataset=f"{ctx.bucket_url('datasets')}/{DATASET_PATH}",
+        dataset=f"{ctx.bucket_url('datasets')}/{folder}",
         storage_path=ctx.bucket_url("checkpoints"),
         name=job.name if "checkpoints" in workload.writes else None,
         scaling=scaling_config_for_job_target(job, target.pool, target.replicas),
         max_failures=job.max_failures,
         peak_flops_per_device=peak_flops_per_device(target.pool),
     )
-    return bind_job_args(job.workload, context, job.args)
+    args = {k: v for k, v in job.args.items() if k != "dataset"}  # the folder, bound above
+    return bind_job_args(job.workload, context, args)
 
 
 # Idle seconds before the autoscaler of an elastic job's cluster removes a slice Ray Train no

@@ -11,6 +11,7 @@ reference is reported once and reads the same at every layer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -105,9 +106,25 @@ PLATFORM_BOUND_ARGS: dict[str, str] = {
     "max_failures": "jobs[].max_failures",
     "storage_path": "the checkpoints bucket",
     "name": "the job name (its checkpoint folder <checkpoints bucket>/<job name>)",
-    "dataset": "the datasets bucket (<datasets bucket>/lm-bytes)",
+    "dataset": "the datasets bucket (<datasets bucket>/<folder>)",
     "peak_flops_per_device": "the catalog's accelerator facts",
 }
+
+
+_FOLDER = re.compile(r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*")
+
+
+def _dataset_folder_problem(value: object) -> str | None:
+    """Why a job's ``args.dataset`` is not a folder of the datasets bucket (the platform puts the
+    dataset in ``<datasets bucket>/<folder>``, default ``lm-bytes``: a fine-tuning job's
+    tokenized dataset names its own), else None."""
+    if isinstance(value, str) and _FOLDER.fullmatch(value) and ".." not in value.split("/"):
+        return None
+    return (
+        f"{value!r} is not a folder of the datasets bucket; write a name such as llama-tokens "
+        "(lowercase letters, digits, '.', '_', '-', '/' between parts): the platform reads and "
+        "writes <datasets bucket>/<folder>, default lm-bytes"
+    )
 
 
 def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
@@ -127,6 +144,12 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
         for key in sorted(set(job.args) & set(PLATFORM_BOUND_ARGS)):
             if key == "name" and "checkpoints" not in workload.writes:
                 continue  # a reader (evaluate) names the run it reads
+            if key == "dataset":
+                if (why := _dataset_folder_problem(job.args[key])) is not None:
+                    yield at(
+                        f"jobs[{job.name}].args.dataset", f"jobs[{job.name}].args.dataset: {why}"
+                    )
+                continue
             yield (
                 at(
                     f"jobs[{job.name}].args.{key}",

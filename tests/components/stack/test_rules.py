@@ -534,7 +534,6 @@ def test_config_error_lists_field_then_rule_problems() -> None:
     [
         ("scaling", {"num_workers": 3}, "the job's node pool or worker group"),
         ("storage_path", "gs://elsewhere/x", "the checkpoints bucket"),
-        ("dataset", "gs://foo/bar", "the datasets bucket"),
         ("max_failures", 0, "jobs[].max_failures"),
         ("name", "other", "the job name"),
     ],
@@ -547,6 +546,28 @@ def test_job_args_may_not_set_what_the_platform_binds(key: str, value, what: str
         validate(config(jobs=[job]))
     (line,) = [p for p in e.value.problems if p.startswith(f"jobs[t].args.{key}")]
     assert f"the platform sets it from {what}" in line and line.endswith("remove it")
+
+
+def test_a_job_names_its_dataset_folder_in_the_datasets_bucket_only() -> None:
+    """``args.dataset`` is a folder of the datasets bucket (a fine-tuning job's tokenized data
+    beside the byte-level ``lm-bytes``); the bucket stays the platform's."""
+    from components.raycrs.rayjob import job_args
+    from components.stack.plan import plan
+
+    for bad in ("gs://foo/bar", "/abs/path", "../up", "Llama Tokens"):
+        job = {"name": "t", "workload": "train_lm", "node_pool": "l4", "args": {"dataset": bad}}
+        with pytest.raises(ConfigError) as e:
+            validate(config(jobs=[job]))
+        (line,) = [p for p in e.value.problems if p.startswith("jobs[t].args.dataset")]
+        assert f"{bad!r} is not a folder of the datasets bucket" in line
+    job = {"name": "t", "workload": "train_lm", "node_pool": "l4", "args": {"dataset": "tok/v1"}}
+    cfg = validate(config(jobs=[job]))
+    p = plan(cfg)
+    bound = job_args(p.context, p.job(cfg.jobs[0]))
+    assert bound["dataset"] == "gs://ray-gke-test-ray-test-datasets/tok/v1"
+    default = validate(config(jobs=[{**job, "args": {}}]))
+    p = plan(default)
+    assert job_args(p.context, p.job(default.jobs[0]))["dataset"].endswith("-datasets/lm-bytes")
 
 
 def test_a_reader_may_name_the_run_it_reads() -> None:
