@@ -32,7 +32,8 @@ def test_every_ray_pod_template_is_a_pod(prod_files):
     out, files = prod_files
     pods = {f for f in files if f.startswith("pod-")}
     # prod: RayCluster training (head + 3 worker groups), each queued job's own cluster (head + 1
-    # group: prepare-corpus, train-lm-h100, train-lm-jax-v6e), a submitter for each of the 3 jobs,
+    # group: prepare-corpus, train-lm-h100, train-lm-jax-v6e, tokenize-llama, finetune-llama-h100),
+    # a submitter for each of the 5 jobs,
     # and RayService lm (head + 1 group)
     assert pods == {
         "pod-ray-prepare-corpus-head.yaml",
@@ -50,6 +51,12 @@ def test_every_ray_pod_template_is_a_pod(prod_files):
         "pod-ray-train-lm-h100-submitter.yaml",
         "pod-ray-prepare-corpus-submitter.yaml",
         "pod-ray-train-lm-jax-v6e-submitter.yaml",
+        "pod-ray-tokenize-llama-head.yaml",
+        "pod-ray-tokenize-llama-worker-cpu.yaml",
+        "pod-ray-tokenize-llama-submitter.yaml",
+        "pod-ray-finetune-llama-h100-head.yaml",
+        "pod-ray-finetune-llama-h100-worker-h100.yaml",
+        "pod-ray-finetune-llama-h100-submitter.yaml",
     }
     for f in pods:
         doc = yaml.safe_load((out / f).read_text())

@@ -99,7 +99,7 @@ def test_prod_whole_program(prod):
     pools = [r["inputs"] for r in records if r["type"] == "gcp:container/nodePool:NodePool"]
     assert any(p.get("queuedProvisioning") == {"enabled": True} for p in pools)
     rayjobs = [yaml.safe_load(p.read_text()) for p in manifests.glob("rayjob-*.yaml")]
-    assert len(rayjobs) == 3
+    assert len(rayjobs) == 5  # prepare, train on v6e and H100, tokenize and fine-tune
     for job in rayjobs:
         assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "ml-batch"
         assert "rayClusterSpec" in job["spec"] and "clusterSelector" not in job["spec"]

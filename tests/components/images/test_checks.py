@@ -41,7 +41,7 @@ def test_shipped_stacks_use_the_project_images(name: str) -> None:
 
 def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -> None:
     cfg = validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"}))
-    (line,) = [p for p in dependency_problems(cfg) if p.startswith("jobs[")]
+    (line,) = [p for p in dependency_problems(cfg) if p.startswith("jobs[train-lm-h100]")]
     assert line == (
         f"jobs[train-lm-h100]: workload train_lm needs torch, worker-group image "
         f"rayproject/ray:2.60.0-py311-gpu{DIGEST} does not provide it; use the project's images "
@@ -55,7 +55,8 @@ def test_declared_provides_at_the_pinned_versions_pass_other_versions_do_not() -
     image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
     assert dependency_problems(validate(_prod(gpu={"image": image, "provides": good}))) == []
     old = {**good, "torch": "2.5.1"}
-    (line,) = dependency_problems(validate(_prod(gpu={"image": image, "provides": old})))
+    found = dependency_problems(validate(_prod(gpu={"image": image, "provides": old})))
+    (line,) = [p for p in found if p.startswith("jobs[train-lm-h100]")]
     assert "needs torch==2.13.0 (the project's pin)" in line
     assert f"image {image} provides torch 2.5.1" in line
 
@@ -74,8 +75,9 @@ def test_head_image_runs_the_driver_and_is_checked_too() -> None:
 
 def test_runtime_env_pip_provides_the_pins_and_renders_them() -> None:
     data = _prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"})
-    job = next(j for j in data["jobs"] if j["name"] == "train-lm-h100")
-    job["runtime_env_pip"] = True
+    for job in data["jobs"]:
+        if job["node_pool"] == "h100":  # train-lm-h100, finetune-llama-h100
+            job["runtime_env_pip"] = True
     cfg = validate(data)
     # the service on the GPU pool has no runtime_env_pip: the foreign image's missing vLLM stays
     assert [p.path for p in dependency_problems(cfg)] == ["services[lm]"]

@@ -64,7 +64,9 @@ def test_each_rayjob_cluster_is_scraped_by_its_own_pod_monitoring() -> None:
     cfg = stack("prod")
     jobs = _own_cluster_jobs(cfg)
     assert [j["metadata"]["name"] for j in jobs] == [
+        "finetune-llama-h100",
         "prepare-corpus",
+        "tokenize-llama",
         "train-lm-h100",
         "train-lm-jax-v6e",
     ]  # prod queues every RayJob, each with its own cluster (Kueue needs that)

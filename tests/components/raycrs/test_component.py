@@ -56,9 +56,9 @@ def test_one_custom_resource_per_manifest_and_hashed_archive():
         assert sha[:16] in obj["name"] and obj["bucket"] == "ray-gke-prod-ray-prod-artifacts"
         crs = [(n, i) for t, n, i in CREATED if t.startswith("kubernetes:ray.io/v1:")]
         expected = render_manifests(cfg, rr.working_dir)
-        assert len(crs) == len(expected) == 5
+        assert len(crs) == len(expected) == 7
         kinds = sorted(t.rsplit(":", 1)[1] for t, _, _ in CREATED if t.startswith("kubernetes:ray"))
-        assert kinds == ["RayCluster", "RayJob", "RayJob", "RayJob", "RayService"]
+        assert kinds == ["RayCluster", *["RayJob"] * 5, "RayService"]
         monitors = [
             i["metadata"]["name"]
             for t, _, i in CREATED
@@ -68,8 +68,10 @@ def test_one_custom_resource_per_manifest_and_hashed_archive():
             sorted(monitors)
             == sorted(rr.pod_monitorings)
             == [
+                "finetune-llama-h100-ray-metrics",
                 "lm-ray-metrics",
                 "prepare-corpus-ray-metrics",
+                "tokenize-llama-ray-metrics",
                 "train-lm-h100-ray-metrics",
                 "train-lm-jax-v6e-ray-metrics",
                 "training-ray-metrics",
@@ -87,7 +89,13 @@ def test_one_custom_resource_per_manifest_and_hashed_archive():
                 "client": "ray://training-head-svc.ray.svc.cluster.local:10001",
             }
         }
-        assert rr.jobs == ["prepare-corpus", "train-lm-h100", "train-lm-jax-v6e"]
+        assert rr.jobs == [
+            "finetune-llama-h100",
+            "prepare-corpus",
+            "tokenize-llama",
+            "train-lm-h100",
+            "train-lm-jax-v6e",
+        ]
 
     ids = [cr.id for cr in rr.custom_resources.values()]
     return pulumi.Output.all(rr.archive.name, *ids).apply(check)

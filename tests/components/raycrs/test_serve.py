@@ -303,7 +303,9 @@ def test_pod_monitorings_validate_against_the_gmp_crd() -> None:
         "training-ray-metrics",
         "lm-ray-metrics",
         # the RayJobs' own clusters (tests/.../test_monitoring.py); prod queues them all
+        "finetune-llama-h100-ray-metrics",
         "prepare-corpus-ray-metrics",
+        "tokenize-llama-ray-metrics",
         "train-lm-h100-ray-metrics",
         "train-lm-jax-v6e-ray-metrics",
     ]

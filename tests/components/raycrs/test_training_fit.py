@@ -40,17 +40,20 @@ def _fit_problems(data: dict[str, Any]) -> list[Any]:
 
 
 @pytest.mark.parametrize("name", ["dev", "prod", "scale"])
-def test_the_shipped_jobs_fit_replicated(name: str) -> None:
+def test_the_shipped_jobs_fit_replicated_or_as_they_shard(name: str) -> None:
     cfg = stack(name)  # validates: every rule, job_memory_fits included
-    fits = [f for j in cfg.jobs if (f := job_fit(cfg, j)) is not None]
+    fits = {j.name: f for j in cfg.jobs if (f := job_fit(cfg, j)) is not None}
     assert fits, name
-    for f in fits:
+    for job, f in fits.items():
         assert f.estimate.fits
+        if (name, job) == ("prod", "train-lm-jax-v6e"):  # 1.2B parameters over a slice's chips
+            assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
+            continue
         # auto picks DDP for the shipped small model (replicated for the other trainers)
         assert f.estimate.parallelism in ("ddp", "replicated")
         assert f.estimate.degree == 1
-    lines = training_fit_lines(cfg)
-    assert len(lines) == len(fits)
+    lines = [ln for ln in training_fit_lines(cfg) if "fit not checked" not in ln]
+    assert len(lines) == len(fits)  # prod's fine-tuning job: its model's size is not read
     assert all(" GB per device (" in line and " GB usable" in line for line in lines)
 
 
@@ -84,7 +87,7 @@ def test_a_jax_job_refused_data_only_fits_on_the_slices_fsdp_axis(
     assert f is not None and f.estimate.fits
     assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
     # auto: the smallest fsdp degree whose estimate fits with the margin, as the trainer picks
-    cfg = validate(_with_args(prod_data, "train-lm-jax-v6e", **JAX_6B))
+    cfg = validate(_with_args(prod_data, "train-lm-jax-v6e", parallelism="auto", **JAX_6B))
     f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-jax-v6e"))
     assert f is not None and f.estimate.fits
     assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 8)
