@@ -180,8 +180,14 @@ def build_openai_app(llm_config: LLMConfig, ingress_num_cpus: float) -> Any:
     """What ``ray.serve.llm.build_openai_app`` builds for one ``LLMConfig`` (an engine
     deployment behind the OpenAI ingress), with :class:`LocalLLMServer`, :class:`LocalIngress`
     and :func:`openai_fastapi_app`."""
-    server = build_llm_deployment(llm_config, deployment_cls=LocalLLMServer)
+    # Ray Serve LLM's own deployment names (``LLMServer:<model id>``, ``OpenAiIngress``), not the
+    # subclasses': a Serve config's ``deployments`` overrides (bench/serve_openai.py) and a
+    # running RayService's deployments keep their names, so an upgrade updates them in place.
+    server = build_llm_deployment(
+        llm_config, deployment_cls=LocalLLMServer, name_prefix=f"{LLMServer.__name__}:"
+    )
     options = LocalIngress.get_deployment_options([llm_config])
+    options.setdefault("name", OpenAiIngress.__name__)
     options.setdefault("ray_actor_options", {})["num_cpus"] = ingress_num_cpus
     ingress = make_fastapi_ingress(LocalIngress, app=openai_fastapi_app())
     model_id = llm_config.model_id
