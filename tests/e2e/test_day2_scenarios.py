@@ -48,6 +48,7 @@ PROD_LABELLED = {
     "security-gke-secrets",
     "security-registry",
     "security-secret-manager",
+    "security-secret-hf-token",
     "security-secret-wandb-api-key",
     "storage-artifacts",
     "storage-checkpoints",
@@ -75,18 +76,25 @@ BUCKET_ACCESS = [
     "access-ray-train-head-datasets-objectUser",
 ]
 PROD_RERUNS = {
+    "ray-rayjob-finetune-llama-h100": "re-run",
     "ray-rayjob-prepare-corpus": "re-run",
+    "ray-rayjob-tokenize-llama": "re-run",
     "ray-rayjob-train-lm-h100": "re-run",
     "ray-rayjob-train-lm-jax-v6e": "re-run",
 }
 RERUN_EFFECTS = {
+    ("RayJob ray/finetune-llama-h100", "re-run"),
     ("RayJob ray/prepare-corpus", "re-run"),
+    ("RayJob ray/tokenize-llama", "re-run"),
     ("RayJob ray/train-lm-h100", "re-run"),
     ("RayJob ray/train-lm-jax-v6e", "re-run"),
 }
 NEW_CLUSTER = ("RayService ray/lm", "upgrade-new-cluster")
 QUOTA = "kuberay-resourcequota-ray-quota"
 GROW_CPU = {"cluster-gke": "update", "pool-cpu-pool": "update", QUOTA: "update"}
+# the queued jobs that bring their own cluster on prod's cpu pool
+CPU_JOBS_RERUN = {"ray-rayjob-prepare-corpus": "re-run", "ray-rayjob-tokenize-llama": "re-run"}
+CPU_JOB_EFFECTS = {("RayJob ray/prepare-corpus", "re-run"), ("RayJob ray/tokenize-llama", "re-run")}
 
 
 def _updates(names: set[str]) -> dict[str, str]:
@@ -193,8 +201,8 @@ SCENARIOS = [
                 # prepare-corpus (queued since issue 21) brings its own cluster on this pool,
                 # sized to it with fixed replicas (Kueue admits no in-tree autoscaling): its
                 # worker group goes 8 -> 24 replicas, so the RayJob re-runs
-                {**GROW_CPU, "ray-rayjob-prepare-corpus": "re-run"},
-                {("RayJob ray/prepare-corpus", "re-run")},
+                {**GROW_CPU, **CPU_JOBS_RERUN},
+                CPU_JOB_EFFECTS,
             ),
             Step(
                 "back to 8 nodes (and prod's limits)",
@@ -202,8 +210,8 @@ SCENARIOS = [
                     _pool(d, "cpu").update(max_nodes=8),
                     d["nap"]["resource_limits"].update(cpu=4096, memory=20480),
                 ),
-                {**GROW_CPU, "ray-rayjob-prepare-corpus": "re-run"},
-                {("RayJob ray/prepare-corpus", "re-run")},
+                {**GROW_CPU, **CPU_JOBS_RERUN},
+                CPU_JOB_EFFECTS,
             ),
         ],
     ),
@@ -368,12 +376,12 @@ SCENARIOS = [
                     "pool-cpu-pool": "update",
                     QUOTA: "update",
                     "ray-raycluster-training": "update",
-                    "ray-rayjob-prepare-corpus": "re-run",
+                    **CPU_JOBS_RERUN,
                 },
                 {
                     ("node pool cpu", "drained"),
                     *TRAINING_RECREATED,
-                    ("RayJob ray/prepare-corpus", "re-run"),
+                    *CPU_JOB_EFFECTS,
                 },
             )
         ],

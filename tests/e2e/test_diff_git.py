@@ -95,10 +95,10 @@ def test_comment_in_workloads_reruns_the_rayjobs(repo: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("<!-- raygke-diff:prod -->")
     reruns = [line for line in r.stdout.splitlines() if "| +- job re-run |" in line]
-    assert len(reruns) == 3
-    # 3 RayJobs + the archive object replaced; RayService lm updated in place: its Serve config
+    assert len(reruns) == 5  # prod's 5 RayJobs
+    # 5 RayJobs + the archive object replaced; RayService lm updated in place: its Serve config
     # names the new archive (working_dir), and only that leaf changed
-    assert "Resources: ~ 1 to update, +-4 to replace" in r.stdout
+    assert "Resources: ~ 1 to update, +-6 to replace" in r.stdout
     (service,) = [line for line in r.stdout.splitlines() if line.startswith("| ~ update |")]
     assert "`kubernetes:ray.io/v1:RayService`" in service
     assert "`spec.serveConfigV2.applications[0].runtime_env.working_dir`" in service

@@ -834,6 +834,16 @@ def _with_cpu_service(data: dict[str, Any]) -> dict[str, Any] | None:
 HUB_TOKEN_SECRET = "hf-token"
 
 
+def _add_token_readers(data: dict[str, Any], readers: set[str]) -> None:
+    """The Hub token secret in ``data`` (prod declares it already) read by ``readers`` too."""
+    secrets = data.setdefault("secrets", [])
+    found = next((s for s in secrets if s.get("name") == HUB_TOKEN_SECRET), None)
+    if found is None:
+        secrets.append({"name": HUB_TOKEN_SECRET, "readers": sorted(readers)})
+    else:
+        found["readers"] = sorted(set(found.get("readers", [])) | readers)
+
+
 def _with_hub_service(data: dict[str, Any]) -> dict[str, Any] | None:
     """``data`` with its first service serving a Hub model (``hf_model``, no ``checkpoint``) and a
     ``secrets:`` entry its service account reads: ``hf_revision`` and ``hf_token_secret`` act
@@ -845,7 +855,7 @@ def _with_hub_service(data: dict[str, Any]) -> dict[str, Any] | None:
     svc.pop("checkpoint", None)
     svc["hf_model"] = "Qwen/Qwen2.5-0.5B-Instruct"
     reader = svc.get("service_account", "ray-serve")
-    out.setdefault("secrets", []).append({"name": HUB_TOKEN_SECRET, "readers": [reader]})
+    _add_token_readers(out, {reader})
     return out
 
 
@@ -859,7 +869,7 @@ def _with_hub_job(data: dict[str, Any]) -> dict[str, Any]:
         if job["workload"] == "train_lm" and job.get("node_pool"):
             job["args"] = {**job.get("args", {}), "init_model": "owner/model"}
             readers.add(job.get("service_account", "ray-train"))
-    out.setdefault("secrets", []).append({"name": HUB_TOKEN_SECRET, "readers": sorted(readers)})
+    _add_token_readers(out, readers)
     return out
 
 
