@@ -51,7 +51,7 @@ def memory_cache_problems(cfg: Any) -> Iterable[Problem]:
     the Ray processes'. One problem per pod that cannot hold them, at ``buckets``."""
     from components.kernel.base import quantity_value
     from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
-    from components.raycrs.serving import OBJECT_STORE_FRACTION, OBJECT_STORE_MAX_GB
+    from components.raycrs.serving import default_object_store_gb
     from components.stack.plan import plan
 
     if cfg.buckets.file_cache_medium != "memory":
@@ -69,9 +69,7 @@ def memory_cache_problems(cfg: Any) -> Iterable[Problem]:
         ram_disk = (total + CACHE_HEADROOM_MIB) * 2**20
         pod = quantity_value(memory)
         objects = (
-            quantity_value(store)
-            if store is not None
-            else min(pod * OBJECT_STORE_FRACTION, OBJECT_STORE_MAX_GB * 1e9)
+            quantity_value(store) if store is not None else default_object_store_gb(pod / 1e9) * 1e9
         )
         if ram_disk + objects <= pod * OBJECT_STORE_MAX_FRACTION:
             continue

@@ -216,10 +216,16 @@ def _pod_size(p: Any, pool: str, group: Any) -> tuple[float, float] | None:
     return quantity_float(cpu), quantity_float(memory) / 1e9
 
 
+def default_object_store_gb(pod_memory_gb: float) -> float:
+    """Ray's object store in a pod of ``pod_memory_gb`` when nothing sets it:
+    :data:`OBJECT_STORE_FRACTION` of the memory, at most :data:`OBJECT_STORE_MAX_GB`."""
+    return min(pod_memory_gb * OBJECT_STORE_FRACTION, OBJECT_STORE_MAX_GB)
+
+
 def engine_memory_gb(pod_memory_gb: float) -> float:
     """What the vLLM engines of a CPU worker pod may use: its memory less Ray's object store
-    (:data:`OBJECT_STORE_FRACTION` of it, at most :data:`OBJECT_STORE_MAX_GB`)."""
-    return pod_memory_gb - min(pod_memory_gb * OBJECT_STORE_FRACTION, OBJECT_STORE_MAX_GB)
+    (:func:`default_object_store_gb`)."""
+    return pod_memory_gb - default_object_store_gb(pod_memory_gb)
 
 
 def _dataset_context(cfg: StackConfig) -> int:

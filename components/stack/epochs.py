@@ -1,9 +1,9 @@
 """Defaults epochs: which defaults and refusals a stack file was written for.
 
 A stack file names the release whose defaults it was written for, ``ray-gke:defaults: <date>``
-(an ISO date; ``raygke new`` and ``raygke migrate`` write :data:`RELEASE`). A default that
-changes what gets created applies only to stacks at or after the release that introduced it
-(:data:`NEW_DEFAULTS`). A stack with no ``defaults`` is read as written for the oldest release
+(an ISO date; ``raygke new`` and ``raygke migrate`` write
+:data:`components.kernel.release.RELEASE`). A default that changes what gets created applies
+only to stacks at or after the release that introduced it (:data:`NEW_DEFAULTS`). A stack with no ``defaults`` is read as written for the oldest release
 that accepts it: the newest release among the features it uses (:data:`MARKERS`), else before
 every default change. Likewise a refusal added after the first release (:data:`NEW_REFUSALS`) is a
 warning for older stacks: they keep checking, as they did, while the warning says what to fix.
@@ -23,9 +23,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from components.kernel.problems import Problem
-from components.kernel.release import RELEASE, Epoch, epoch_problem
-
-__all__ = ["RELEASE", "Epoch", "epoch_problem"]  # re-exported: the release's epoch facts
+from components.kernel.release import Epoch
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -278,17 +276,6 @@ def epoch_note(path: Any, epoch: Epoch) -> str:
         f"--config {path}` writes the defaults it is read with into the file; `--adopt` shows "
         "what taking this release's would replace (docs/upgrading.md)"
     )
-
-
-def held_defaults(cfg: StackConfig, epoch: Epoch) -> list[Held]:
-    """The newer defaults a stack (as validated, with today's defaults) read at ``epoch`` does
-    not get, one per place."""
-    return [
-        Held(path, value, change)
-        for change in NEW_DEFAULTS
-        if epoch.date < change.since
-        for path, value, _ in change.held(cfg)
-    ]
 
 
 def hold_defaults(cfg: StackConfig, epoch: Epoch) -> list[Held]:
