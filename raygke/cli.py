@@ -136,7 +136,7 @@ def check(
             markup=False,
         )
     from components.cluster.maintenance import maintenance_warnings
-    from components.gpunet.rules import multi_node_jobs_without_gpu_networking
+    from components.gpunet.rules import gpudirect_grants, multi_node_jobs_without_gpu_networking
     from components.images.checks import image_warnings
     from components.kernel.problems import Problem
     from components.network.access import reachability_problems
@@ -145,6 +145,7 @@ def check(
     warnings += image_warnings(cfg.ray.images)
     warnings += maintenance_warnings(cfg)
     warnings += list(multi_node_jobs_without_gpu_networking(cfg))
+    warnings += gpudirect_grants(cfg)  # what gpu_networking: gpudirect grants, said every run
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
     held = [Problem(h.path, h.note(), "newer-default", "warning") for h in cfg.held_defaults]

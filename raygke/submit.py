@@ -69,7 +69,8 @@ class SubmitPlan:
     Attributes:
         stack: stack name.
         cluster: the RayCluster's name.
-        namespace: its namespace (``kuberay.namespace``).
+        namespace: its namespace (``kuberay.namespace``, or the ``-gpudirect`` one of a cluster
+            on a ``gpu_networking: gpudirect`` pool).
         service: KubeRay's head Service (``<cluster>-head-svc``).
         port: the head's dashboard / Jobs API port (8265).
         secret: the Secret holding the cluster's Ray token (``<cluster>-ray-auth``).
@@ -151,7 +152,8 @@ def plan_for_stack(
             f"--cluster {cluster!r} is not a RayCluster of stack {stack!r}; it has: "
             f"{', '.join(names)}"
         )
-    host = head_service_host(plan(cfg).context, cluster)
+    ctx = plan(cfg).context
+    host = head_service_host(ctx, cluster)
     kubectl = ["kubectl"]
     if kubeconfig:
         kubectl += ["--kubeconfig", kubeconfig]
@@ -160,7 +162,7 @@ def plan_for_stack(
     return SubmitPlan(
         stack=stack,
         cluster=cluster,
-        namespace=cfg.kuberay.namespace,
+        namespace=ctx.namespace_of(cluster),
         service=host.split(".", 1)[0],
         port=pod.DASHBOARD_PORT,
         secret=pod.auth_secret_name(cluster),

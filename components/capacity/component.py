@@ -67,12 +67,23 @@ class Kueue(pulumi.ComponentResource):
             atomic=True,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on),
         )
+        ray_ns = cfg.kuberay.namespace
         for m in render_capacity(cfg):
             kind, mname = m["kind"], m["metadata"]["name"]
             obj_opts = pulumi.ResourceOptions(
                 parent=self, provider=provider, depends_on=[self.release]
             )
-            if "spec" in m:
+            ns = m["metadata"].get("namespace")
+            if ns not in (None, ray_ns):  # a LocalQueue of the gpudirect namespace
+                self.objects[f"{ns}/{kind}/{mname}"] = k8s.apiextensions.CustomResource(
+                    f"{name}-gpudirect-{kind.lower()}-{mname}",
+                    api_version=m["apiVersion"],
+                    kind=kind,
+                    metadata=m["metadata"],
+                    spec=m["spec"],
+                    opts=obj_opts,
+                )
+            elif "spec" in m:
                 self.objects[f"{kind}/{mname}"] = k8s.apiextensions.CustomResource(
                     f"{name}-{kind.lower()}-{mname}",
                     api_version=m["apiVersion"],

@@ -119,9 +119,27 @@ def covered_resources(
     return out
 
 
+def namespace_selector(namespaces: Sequence[str]) -> dict[str, Any]:
+    """A ClusterQueue's ``namespaceSelector``: the Ray namespace by name, or with a
+    ``gpudirect`` namespace both (``In``)."""
+    key = "kubernetes.io/metadata.name"
+    if len(namespaces) == 1:
+        return {"matchLabels": {key: namespaces[0]}}
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": list(namespaces)}]}
+
+
+def gpudirect_queues(cfg: StackConfig) -> list[str]:
+    """The LocalQueues the ``gpudirect`` namespace needs too: those its queued RayClusters and
+    RayJobs name (:attr:`components.stack.context.Context.ray_namespaces`), config order."""
+    moved = plan(cfg).context.ray_namespaces
+    names = [x.queue for x in [*cfg.ray_clusters, *cfg.jobs] if x.name in moved and x.queue]
+    return list(dict.fromkeys(names))
+
+
 def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
     """The ClusterQueue of ``cq``: one resource group, flavors in order, quotas as declared (0
-    for a covered resource a flavor leaves out); admitted only from the Ray namespace."""
+    for a covered resource a flavor leaves out); admitted only from the Ray namespaces
+    (:func:`namespace_selector`)."""
     p = plan(cfg)
     covered = covered_resources(p.pool_specs, cq)
     flavors = []
@@ -136,7 +154,7 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
             resources.append(item)
         flavors.append({"name": f.pool, "resources": resources})
     spec: dict[str, Any] = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": p.context.namespace}},
+        "namespaceSelector": namespace_selector(p.context.namespaces),
         "queueingStrategy": cq.queueing_strategy,
         "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
         "preemption": {
@@ -229,7 +247,8 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
     """Every Kueue object of the stack, in creation order: WorkloadPriorityClasses, the
     Topologies the flavors name (:mod:`components.capacity.topology`), ResourceFlavors,
     ProvisioningRequestConfig + AdmissionCheck (when a queue uses a queued pool), the slice
-    AdmissionCheck (when one uses a super-slicing pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``). Empty without queues.
+    AdmissionCheck (when one uses a super-slicing pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``; those the ``gpudirect`` namespace's
+    objects name again there, :func:`gpudirect_queues`). Empty without queues.
     The ResourceFlavors are copies of the plan's
     (:attr:`components.stack.plan.Plan.resource_flavors`).
 
@@ -269,6 +288,18 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
             "spec": {"clusterQueue": lq.cluster_queue},
         }
         for lq in cap.local_queues
+    ]
+    gpudirect = stack_plan.context.gpudirect_namespace
+    wanted = gpudirect_queues(cfg)
+    out += [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "LocalQueue",
+            "metadata": meta(lq.name, gpudirect),
+            "spec": {"clusterQueue": lq.cluster_queue},
+        }
+        for lq in cap.local_queues
+        if gpudirect and lq.name in wanted
     ]
     return out
 

@@ -386,6 +386,16 @@ def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
             "Kueue's webhook (failurePolicy Fail): every RayJob create would be refused; use a "
             "namespace of its own (the default kueue-system)",
         )
+    gpudirect = plan(cfg).context.gpudirect_namespace if cap.enabled else None
+    if gpudirect is not None and cap.kueue.namespace == gpudirect:
+        yield at(
+            "capacity.kueue.namespace",
+            f"capacity.kueue.namespace {cap.kueue.namespace!r} is the GPUDirect namespace of the "
+            "gpudirect pools' Ray clusters, whose default-deny ingress policy keeps the API "
+            "server from Kueue's webhook (failurePolicy Fail) and whose admission policy admits "
+            "Ray pods and the RxDM sidecar only; use a namespace of its own (the default "
+            "kueue-system)",
+        )
 
 
 def stack_rules(cfg: StackConfig) -> Iterable[Problem]:

@@ -30,9 +30,8 @@ Sources (each fact below cites one of these):
   privileged init containers with ``hostNetwork``/``hostPID`` and hostPath ``/home/kubernetes/bin``
   that copy the plugin into the host's ``/home/kubernetes/bin/nvidia/lib64``; the pause container
   pinned ``gke.gcr.io/pause:3.8@sha256:880e63f9...``. Google publishes the installer images by
-  tag only (no digest in either repository), so :data:`INSTALLER_IMAGES` keeps the tag and
-  ``gpu_networking_installer_images`` in the stack pins a digest (``raygke check`` warns until
-  it does). The workload side: ``gpudirect-tcpx/nccl-test-unprivileged-without-hostnetwork.yaml``
+  tag only (no digest in either repository), so :data:`INSTALLERS` keeps the tag: the render
+  cannot pin a digest it was never given (docs/deploying.md). The workload side: ``gpudirect-tcpx/nccl-test-unprivileged-without-hostnetwork.yaml``
   and ``gpudirect-tcpxo/nccl-test-unprivileged-without-hostnetwork.yaml`` (interfaces ``eth1..eth4``
   on networks ``vpc1..vpc4``, ``eth1..eth8`` on ``vpc1..vpc8``; the ``tcpx-daemon`` /
   ``tcpxo-daemon`` RxDM sidecar with capabilities ``NET_ADMIN`` (+ ``NET_BIND_SERVICE`` for
@@ -58,6 +57,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from .gpudirect import TCPXO_PRE_INSTALL_IMAGE, TCPXO_PRE_INSTALL_SCRIPT
 
 GpuNetKind = str  # "tcpx" | "tcpxo" | "rdma"
 KINDS = ("tcpx", "tcpxo", "rdma")
@@ -167,7 +168,9 @@ class Installer:
         command: the init container's shell script.
         host_dirs: volume name -> (host path, mount path) of the init container.
         arch: ``kubernetes.io/arch`` it runs on, None for any.
-        accelerators: the accelerator label values it selects.
+        pre_install: ``(image, command)`` of an init container that runs first, in the host's
+            namespaces (the TCPXO installer's ``pre-installation``,
+            :data:`components.catalog.gpudirect.TCPXO_PRE_INSTALL_SCRIPT`); None for none.
     """
 
     name: str
@@ -175,10 +178,11 @@ class Installer:
     script: str
     host_dirs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     arch: str | None = None
+    pre_install: tuple[str, tuple[str, ...]] | None = None
 
 
 _TCPX_SCRIPT = (
-    "set -ex\n/scripts/container_entry.sh install --install-nccl\n"
+    "set -ex\n{chmod}/scripts/container_entry.sh install --install-nccl\n"
     "mkdir -p /usr/local/nvidia/lib64\ncp -r /var/lib/{d}/lib64/. /usr/local/nvidia/lib64\n"
     'echo "installation finishes"\n'
 )
@@ -204,14 +208,18 @@ INSTALLERS: Mapping[tuple[str, str], Installer] = {
     ("tcpx", "amd64"): Installer(
         "nccl-tcpx-installer",
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
-        _TCPX_SCRIPT.format(d="tcpx"),
+        _TCPX_SCRIPT.format(d="tcpx", chmod=""),
         _TCPX_DIRS,
     ),
     ("tcpxo", "amd64"): Installer(
         "nccl-tcpxo-installer",
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
-        _TCPX_SCRIPT.format(d="tcpxo"),
+        _TCPX_SCRIPT.format(d="tcpxo", chmod="chmod 755 /scripts/container_entry.sh\n"),
         _TCPX_DIRS,
+        pre_install=(
+            TCPXO_PRE_INSTALL_IMAGE,
+            ("nsenter", "-at", "1", "--", "sh", "-c", TCPXO_PRE_INSTALL_SCRIPT),
+        ),
     ),
     ("rdma", "amd64"): Installer(
         "nccl-rdma-installer",
@@ -292,7 +300,9 @@ _RDMA_ENV = {
 # (``tcpx-daemon`` / ``tcpxo-daemon``) with these capabilities and hostPath volumes. Pod Security
 # ``restricted`` and ``baseline`` forbid both (hostPath volumes; capabilities beyond the baseline
 # set: https://kubernetes.io/docs/concepts/security/pod-security-standards/), so the stack, which
-# keeps the Ray namespace ``restricted``, does not render the sidecar (:func:`ray_nccl_env`).
+# keeps the Ray namespace ``restricted``, renders the sidecar only for a pool that opts in
+# (``gpu_networking: gpudirect``), in a namespace of its own (:mod:`components.catalog.gpudirect`,
+# :mod:`components.gpunet.gpudirect`); elsewhere the Ray pods get :func:`ray_nccl_env`.
 RXDM_NEEDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "tcpx": (("NET_ADMIN",), ("/sys", "/proc/sys", "/home/kubernetes/bin/nvidia/lib64")),
     "tcpxo": (
@@ -304,7 +314,8 @@ RXDM_NEEDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 def ray_nccl_env(fam: GpuNetFamily) -> dict[str, str]:
     """The NCCL environment the stack gives a Ray worker on a ``fam`` node, whose namespace
-    enforces Pod Security ``restricted``.
+    enforces Pod Security ``restricted`` (a ``gpudirect`` pool's workers get Google's full
+    recipe, :func:`nccl_env`, beside the RxDM sidecar).
 
     RDMA: Google's environment (:func:`nccl_env`): the gIB plugin needs no sidecar, no
     capability and no hostPath (its libraries reach ``/usr/local/nvidia/lib64`` through the GPU

@@ -11,7 +11,10 @@
   subnet_flow_logs`, sampled at ``network.flow_logs.gpu_flow_sampling``).
 * :class:`GpuNetworkObjects` (``ray-gke:gpunet:GpuNetworkObjects``): the ``GKENetworkParamSet``
   and ``Network`` objects (``k8s.apiextensions.CustomResource``; GKE installs their CRDs with
-  multi-networking) and the installer DaemonSets in ``kube-system``.
+  multi-networking), the installer DaemonSets in ``kube-system`` (with ``gpu_networking:
+  gpudirect`` also the TCPX / TCPXO installer and the NRI device injector), and the ``gpudirect``
+  namespace's ``ValidatingAdmissionPolicy`` and binding (:mod:`components.gpunet.gpudirect`),
+  which the Ray objects wait for.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ from components.gpunet.render import gpu_vpcs, gpunet_objects, subnet_flow_logs
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
+
+# The gpudirect namespace's admission policy (components/gpunet/gpudirect.py).
+_ADMISSION = {
+    "ValidatingAdmissionPolicy": k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
+    "ValidatingAdmissionPolicyBinding": k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
+}
 
 
 @dataclass
@@ -130,6 +139,10 @@ class GpuNetworkObjects(pulumi.ComponentResource):
             rname = f"{name}-{kind.lower()}-{oname}"
             if kind == "DaemonSet":
                 res: pulumi.CustomResource = k8s.apps.v1.DaemonSet(
+                    rname, metadata=doc["metadata"], spec=doc["spec"], opts=k8s_opts
+                )
+            elif kind in _ADMISSION:
+                res = _ADMISSION[kind](
                     rname, metadata=doc["metadata"], spec=doc["spec"], opts=k8s_opts
                 )
             else:

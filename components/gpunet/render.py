@@ -21,9 +21,11 @@ one ``GKENetworkParamSet`` (``deviceMode`` ``NetDevice``, or ``RDMA`` for CX-7 N
 The Ray namespace stays Pod Security ``restricted``: the RDMA installers (privileged, hostPath,
 ``hostNetwork``) run in ``kube-system`` as Google ships them, and a Ray worker gets only
 annotations and environment (:func:`worker_pod_extras`). TCPX / TCPXO's RxDM sidecar cannot run
-in ``restricted`` (:data:`components.catalog.gpu_network.RXDM_NEEDS`), so the stack does not
-install their plugin and runs NCCL's socket transport over the pod's GPU NICs instead
-(:func:`components.catalog.gpu_network.ray_nccl_env`).
+in ``restricted`` (:data:`components.catalog.gpu_network.RXDM_NEEDS`), so by default the stack
+does not install their plugin and runs NCCL's socket transport over the pod's GPU NICs instead
+(:func:`components.catalog.gpu_network.ray_nccl_env`). A pool that opts in
+(``gpu_networking: gpudirect``) gets the plugin installer, the NRI device injector and, in its
+Ray workers, the sidecar, in a namespace of their own (:mod:`components.gpunet.gpudirect`).
 """
 
 from __future__ import annotations
@@ -39,8 +41,17 @@ from components.catalog.gpu_network import (
     INSTALLERS,
     PAUSE_IMAGE,
     GpuNetFamily,
+    nccl_env,
     ray_nccl_env,
 )
+from components.gpunet.gpudirect import (
+    admission_policy,
+    device_injector,
+    gpudirect_accelerators,
+    rxdm_of,
+    worker_parts,
+)
+from components.kernel.names import gpudirect_namespace
 from components.kernel.problems import Problem
 
 SUBNET_PREFIX = 22
@@ -240,17 +251,19 @@ def multi_network_objects(cfg: Any) -> list[dict[str, Any]]:
 
 
 def installer_daemonsets(cfg: Any) -> list[dict[str, Any]]:
-    """The NCCL plugin installer DaemonSets the stack's RDMA pools need, as Google ships them
-    (``kube-system``, privileged init container, ``hostNetwork``/``hostPID``, hostPath,
-    ``system-node-critical``) [CEA]; the node affinity lists the accelerators of the stack's
-    pools of that architecture. TCPX / TCPXO get none (module docstring)."""
-    by_arch: dict[str, set[str]] = {}
+    """The NCCL plugin installer DaemonSets the stack's RDMA pools and ``gpudirect`` pools need,
+    as Google ships them (``kube-system``, privileged init container, ``hostNetwork``/``hostPID``,
+    hostPath, ``system-node-critical``; TCPXO's ``pre-installation`` step first) [CEA]; the node
+    affinity lists the accelerators of the stack's pools of that kind and architecture. TCPX /
+    TCPXO pools without ``gpudirect`` get none (module docstring); with it, the NRI device
+    injector comes last (:func:`components.gpunet.gpudirect.device_injector`)."""
+    by_key: dict[tuple[str, str], set[str]] = {}
     for pool, fam in networked_pools(cfg):
-        if fam.kind == "rdma":
-            by_arch.setdefault(fam.arch, set()).add(pool.gpu.type)
+        if fam.kind == "rdma" or rxdm_of(pool) is not None:
+            by_key.setdefault((fam.kind, fam.arch), set()).add(pool.gpu.type)
     out = []
-    for arch, accels in sorted(by_arch.items()):
-        inst = INSTALLERS[("rdma", arch)]
+    for key, accels in sorted(by_key.items(), key=lambda kv: (kv[0][0] != "rdma", kv[0])):
+        inst = INSTALLERS[key]
         match = [{"key": ACCELERATOR_LABEL, "operator": "In", "values": sorted(accels)}]
         if inst.arch:
             match.append({"key": "kubernetes.io/arch", "operator": "In", "values": [inst.arch]})
@@ -286,6 +299,7 @@ def installer_daemonsets(cfg: Any) -> list[dict[str, Any]]:
                                 for n, (host, _) in inst.host_dirs.items()
                             ],
                             "initContainers": [
+                                *_pre_install(inst),
                                 {
                                     "name": inst.name,
                                     "image": inst.image,
@@ -297,7 +311,7 @@ def installer_daemonsets(cfg: Any) -> list[dict[str, Any]]:
                                     ],
                                     "command": ["/bin/sh", "-c"],
                                     "args": [inst.script],
-                                }
+                                },
                             ],
                             "containers": [{"name": "pause", "image": PAUSE_IMAGE}],
                         },
@@ -305,13 +319,41 @@ def installer_daemonsets(cfg: Any) -> list[dict[str, Any]]:
                 },
             }
         )
+    accels = gpudirect_accelerators(cfg.node_pools)
+    if accels:
+        out.append(device_injector(accels))
     return out
 
 
+def _pre_install(inst: Any) -> list[dict[str, Any]]:
+    """The installer's ``pre-installation`` init container (TCPXO's), as Google ships it:
+    privileged, its command run in the host's namespaces; [] for the others."""
+    if inst.pre_install is None:
+        return []
+    image, command = inst.pre_install
+    return [
+        {
+            "name": "pre-installation",
+            "image": image,
+            "securityContext": {"privileged": True},
+            "command": list(command),
+        }
+    ]
+
+
+def gpudirect_objects(cfg: Any) -> list[dict[str, Any]]:
+    """The admission policy of the ``gpudirect`` namespace and its binding
+    (:func:`components.gpunet.gpudirect.admission_policy`); [] without a ``gpudirect`` pool."""
+    kinds = [r.kind for pool in cfg.node_pools if (r := rxdm_of(pool)) is not None]
+    if not kinds:
+        return []
+    return admission_policy(gpudirect_namespace(cfg.kuberay.namespace), kinds)
+
+
 def gpunet_objects(cfg: Any) -> list[dict[str, Any]]:
-    """Every Kubernetes object of the stack's GPU networking: the multi-networking objects, then
-    the installers."""
-    return [*multi_network_objects(cfg), *installer_daemonsets(cfg)]
+    """Every Kubernetes object of the stack's GPU networking: the multi-networking objects, the
+    installers, then the ``gpudirect`` namespace's admission policy."""
+    return [*multi_network_objects(cfg), *installer_daemonsets(cfg), *gpudirect_objects(cfg)]
 
 
 def worker_pod_extras(pool: Any) -> tuple[dict[str, str], dict[str, str]]:
@@ -319,7 +361,10 @@ def worker_pod_extras(pool: Any) -> tuple[dict[str, str], dict[str, str]]:
     (``networking.gke.io/default-interface: eth0`` and ``networking.gke.io/interfaces``, the
     JSON list of :meth:`~components.catalog.gpu_network.GpuNetFamily.pod_interfaces`) [CEA] and
     the NCCL environment (:func:`components.catalog.gpu_network.ray_nccl_env`); ``({}, {})``
-    without GPU networking."""
+    without GPU networking. A ``gpudirect`` pool's workers also get the RxDM sidecar's device
+    annotation and Google's NCCL environment for the plugin
+    (:func:`components.catalog.gpu_network.nccl_env`); the sidecar itself, its volumes and the
+    Ray container's mounts are :func:`components.gpunet.gpudirect.worker_parts`."""
     fam = pool.gpu_net if getattr(pool, "kind", "cpu") == "gpu" else None
     if fam is None:
         return {}, {}
@@ -328,6 +373,9 @@ def worker_pod_extras(pool: Any) -> tuple[dict[str, str], dict[str, str]]:
         DEFAULT_INTERFACE_ANNOTATION: "eth0",
         INTERFACES_ANNOTATION: json.dumps(interfaces, separators=(",", ":")),
     }
+    parts = worker_parts(pool)
+    if parts is not None:
+        return {**annotations, **parts.annotations}, nccl_env(fam)
     return annotations, ray_nccl_env(fam)
 
 

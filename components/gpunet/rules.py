@@ -2,8 +2,10 @@
 :data:`components.stack.rules.RULES`) from :func:`components.gpunet.render.gpunet_problems` (an
 RDMA pool outside its profile's zone, too small a ``network.gpu_cidr``) and a warning, which
 ``raygke check`` prints without failing (raygke/cli.py), for a multi-node GPU job on a family
-whose GPU networking is turned off. The mismatch of ``gpu_networking`` and machine family
-(``tcpxo`` on ``a3-highgpu-8g``) is refused by the field itself
+whose GPU networking is turned off, and one per ``gpu_networking: gpudirect`` pool saying what
+that choice grants (:func:`components.gpunet.gpudirect.gpudirect_grants`). The mismatch of
+``gpu_networking`` and machine family (``tcpxo`` on ``a3-highgpu-8g``, ``gpudirect`` on a family
+without GPUDirect-TCPX / -TCPXO) is refused by the field itself
 (:class:`components.nodepools.model.GpuPool`).
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from components.catalog.gpu_network import gpu_net_family
+from components.gpunet.gpudirect import gpudirect_grants as gpudirect_grants
 from components.gpunet.render import gpunet_problems
 from components.kernel.problems import Problem
 from components.stack.plan import plan

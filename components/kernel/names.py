@@ -40,3 +40,18 @@ def node_service_account_id(cluster: str) -> str:
     digest = hashlib.sha256(cluster.encode()).hexdigest()[:4]
     head = cluster[: 30 - len(suffix) - len(digest) - 1].rstrip("-")
     return f"{head}-{digest}{suffix}"
+
+
+GPUDIRECT_NAMESPACE_SUFFIX = "-gpudirect"
+"""The namespace of the Ray objects on ``gpu_networking: gpudirect`` pools is the Ray namespace's
+name with this suffix (:func:`gpudirect_namespace`)."""
+GPUDIRECT_LABEL = "ray-gke.io/gpudirect"
+"""The label (value :data:`GPUDIRECT_LABEL_VALUE`) that names that namespace's Pod Security
+exception (docs/security.md; :mod:`components.security.rules` writes both out)."""
+GPUDIRECT_LABEL_VALUE = "rxdm"
+
+
+def gpudirect_namespace(ray_namespace: str) -> str:
+    """The namespace of the Ray clusters with a worker group on a ``gpudirect`` pool, which runs
+    the GPUDirect-TCPX(O) RxDM sidecar: ``<ray_namespace>-gpudirect`` (``kuberay.namespace``)."""
+    return f"{ray_namespace}{GPUDIRECT_NAMESPACE_SUFFIX}"

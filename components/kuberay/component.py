@@ -3,7 +3,10 @@
 * The namespace carries Pod Security Admission labels and holds the NetworkPolicies,
   ResourceQuota and LimitRange of :mod:`components.kuberay.namespace`; two KSAs per workload
   identity (workers/submitters and head, :func:`components.stack.naming.workload_accounts`),
-  none with an automounted token (the head's pod template opts in for the autoscaler).
+  none with an automounted token (the head's pod template opts in for the autoscaler). With a
+  ``gpu_networking: gpudirect`` pool also the ``<namespace>-gpudirect`` namespace, its own
+  guards and the KSAs of the identities its Ray objects run as
+  (:func:`components.stack.naming.namespace_accounts`).
 
 * Kubeconfig: cluster endpoint + CA, user authenticated by the ``gke-gcloud-auth-plugin`` exec
   plugin (no static credentials) -
@@ -33,7 +36,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kuberay.namespace import namespace_manifest, namespace_objects
+from components.kuberay.namespace import (
+    gpudirect_namespace_manifest,
+    namespace_manifest,
+    namespace_objects,
+)
 from components.kuberay.render import (
     KUBERAY_CHART,
     KUBERAY_HELM_REPO,
@@ -112,9 +119,28 @@ class KubeRay(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=ns_doc["metadata"]["labels"]),
             opts=k8s_opts,
         )
-        ns_opts = pulumi.ResourceOptions(
-            parent=self, provider=self.provider, depends_on=[self.namespace]
-        )
+        # The gpudirect namespace (gpu_networking: gpudirect pools only): its own guards and
+        # KSAs below; objects there get resource names with "gpudirect" in them.
+        gd_doc = gpudirect_namespace_manifest(cfg)
+        self.gpudirect_namespace: k8s.core.v1.Namespace | None = None
+        if gd_doc is not None:
+            self.gpudirect_namespace = k8s.core.v1.Namespace(
+                f"{name}-ns-gpudirect",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=gd_doc["metadata"]["name"], labels=gd_doc["metadata"]["labels"]
+                ),
+                opts=k8s_opts,
+            )
+        namespaces = [self.namespace]
+        if self.gpudirect_namespace is not None:
+            namespaces.append(self.gpudirect_namespace)
+        ns_opts = pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=namespaces)
+
+        def _rname(kind: str, oname: str, namespace: str) -> tuple[str, str]:
+            if namespace == ns:  # the Ray namespace's objects keep the names they had
+                return f"{kind}/{oname}", f"{name}-{kind.lower()}-{oname}"
+            return f"{namespace}/{kind}/{oname}", f"{name}-gpudirect-{kind.lower()}-{oname}"
+
         # NetworkPolicies, ResourceQuota, LimitRange (components/kuberay/namespace.py).
         self.guards: dict[str, pulumi.CustomResource] = {}
         kinds = {
@@ -124,19 +150,21 @@ class KubeRay(pulumi.ComponentResource):
         }
         for doc in namespace_objects(cfg):
             kind, oname = doc["kind"], doc["metadata"]["name"]
-            self.guards[f"{kind}/{oname}"] = kinds[kind](
-                f"{name}-{kind.lower()}-{oname}",
+            key, rname = _rname(kind, oname, doc["metadata"]["namespace"])
+            self.guards[key] = kinds[kind](
+                rname,
                 metadata=doc["metadata"],
                 spec=doc["spec"],
                 opts=ns_opts,
             )
         self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
-        for acct in naming.workload_accounts(cfg):
-            self.service_accounts[acct.name] = k8s.core.v1.ServiceAccount(
-                f"{name}-ksa-{acct.name}",
+        for acct_ns, acct in naming.namespace_accounts(cfg):
+            key, rname = _rname("ksa", acct.name, acct_ns)
+            self.service_accounts[acct.name if acct_ns == ns else key] = k8s.core.v1.ServiceAccount(
+                rname,
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=acct.name,
-                    namespace=ns,
+                    namespace=acct_ns,
                     annotations={WI_ANNOTATION: args.gsa_emails[acct.name]},
                     labels={"app.kubernetes.io/part-of": "ray-gke"},
                 ),
@@ -182,7 +210,7 @@ class KubeRay(pulumi.ComponentResource):
                 ),
             )
         self.ready: list[pulumi.Resource] = [
-            self.namespace,
+            *namespaces,
             *self.guards.values(),
             *self.service_accounts.values(),
             *self.crds.values(),

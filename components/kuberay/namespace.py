@@ -48,6 +48,16 @@ RayClusterNetworkPolicy feature gate"). The GKE add-on's operator flags are GKE'
 the gate cannot be relied on in ``gke-addon`` mode; plain objects work in both modes, cover a
 RayJob's own cluster and submitters the same way, and validate against the Kubernetes schemas.
 
+The ``gpudirect`` namespace (``<kuberay.namespace>-gpudirect``, only with a pool that sets
+``gpu_networking: gpudirect``) holds the Ray clusters with a worker group on such a pool
+(:attr:`components.stack.context.Context.ray_namespaces`) and gets the same guard rails: its own
+``default-deny-ingress`` and per-cluster policies (with ``mode: helm`` the operator's pods are
+matched in ``kuberay.namespace`` by a ``namespaceSelector``), the same ResourceQuota and
+LimitRange. Its Pod Security level is ``privileged`` (``warn`` / ``audit`` stay ``restricted``):
+the GPUDirect-TCPX(O) RxDM sidecar needs ``NET_ADMIN`` and hostPath, which ``baseline`` forbids,
+and the admission policy of :mod:`components.gpunet.gpudirect` narrows ``privileged`` to exactly
+that sidecar.
+
 Pod Security Admission (https://kubernetes.io/docs/concepts/security/pod-security-admission/):
 ``enforce: restricted`` (``kuberay.pod_security`` may lower it to ``baseline`` if a container
 injected by something we do not render, e.g. a KubeRay init container or a GKE sidecar of a
@@ -67,6 +77,7 @@ from typing import Any
 from components.catalog.gpu import GPU_TYPES
 from components.catalog.tpu import TPU_GENERATIONS
 from components.cluster.render import nap_resource_limits
+from components.kernel.names import GPUDIRECT_LABEL, GPUDIRECT_LABEL_VALUE
 from components.raycrs.pod import (
     CLUSTER_LABEL,
     HEAD_PORTS,
@@ -77,6 +88,7 @@ from components.raycrs.pod import (
 )
 from components.raycrs.serve import SERVICE_LABEL
 from components.stack.model import StackConfig
+from components.stack.plan import plan
 from components.stack.resolve import nap_needs
 
 PSA_LEVEL = "restricted"
@@ -119,6 +131,42 @@ def psa_labels(enforce: str = PSA_LEVEL) -> dict[str, str]:
     return out
 
 
+def gpudirect_psa_labels() -> dict[str, str]:
+    """Pod Security Admission labels of the ``gpudirect`` namespace (module docstring):
+    ``enforce: privileged``, the only level the RxDM sidecar passes; ``warn`` and ``audit``
+    stay ``restricted``, so the API server records each pod that goes beyond it."""
+    return {**psa_labels(), "pod-security.kubernetes.io/enforce": "privileged"}
+
+
+def gpudirect_namespace_manifest(cfg: StackConfig) -> dict[str, Any] | None:
+    """The ``v1`` Namespace ``<kuberay.namespace>-gpudirect`` of the Ray clusters on
+    ``gpu_networking: gpudirect`` pools, labelled with the exception it holds
+    (:data:`components.kernel.names.GPUDIRECT_LABEL`: ``rxdm``) and
+    :func:`gpudirect_psa_labels`; None without such a pool."""
+    ns = plan(cfg).context.gpudirect_namespace
+    if ns is None:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": ns,
+            "labels": {
+                "app.kubernetes.io/part-of": PART_OF,
+                GPUDIRECT_LABEL: GPUDIRECT_LABEL_VALUE,
+                **gpudirect_psa_labels(),
+            },
+        },
+    }
+
+
+def namespace_manifests(cfg: StackConfig) -> list[dict[str, Any]]:
+    """The stack's Namespaces: ``kuberay.namespace`` (:func:`namespace_manifest`), then the
+    ``gpudirect`` one when there is one (:func:`gpudirect_namespace_manifest`)."""
+    gpudirect = gpudirect_namespace_manifest(cfg)
+    return [namespace_manifest(cfg), *([gpudirect] if gpudirect else [])]
+
+
 def namespace_manifest(cfg: StackConfig) -> dict[str, Any]:
     """The ``v1`` Namespace ``kuberay.namespace`` with the PSA labels."""
     return {
@@ -152,9 +200,15 @@ def _ports(*ports: int) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": p} for p in ports]
 
 
-def _operator_peers(cfg: StackConfig) -> list[dict[str, Any]]:
+def _operator_peers(cfg: StackConfig, namespace: str) -> list[dict[str, Any]]:
+    """The KubeRay operator as a NetworkPolicy peer of a policy in ``namespace``: with ``helm``
+    its pods in ``kuberay.namespace`` (a ``namespaceSelector`` beside the ``podSelector`` from
+    another namespace), with ``gke-addon`` the control plane's range."""
     if cfg.kuberay.mode == "helm":
-        return [{"podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)}}]
+        peer: dict[str, Any] = {"podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)}}
+        if namespace != cfg.kuberay.namespace:
+            peer["namespaceSelector"] = {"matchLabels": {NS_NAME_LABEL: cfg.kuberay.namespace}}
+        return [peer]
     return [{"ipBlock": {"cidr": cfg.network.master_ipv4_cidr}}]
 
 
@@ -167,10 +221,13 @@ def _policy(namespace: str, name: str, selector: dict[str, Any], ingress: list[d
     }
 
 
-def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
-    """The Ray namespace's NetworkPolicies (module docstring): ``default-deny-ingress``, then per
-    Ray cluster (sorted by name) ``<name>-ray`` and ``<name>-ray-head``."""
-    out = [_policy(cfg.kuberay.namespace, "default-deny-ingress", {}, [])]
+def network_policies(cfg: StackConfig, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The NetworkPolicies of ``namespace`` (default ``kuberay.namespace``; the ``gpudirect``
+    namespace has its own, module docstring): ``default-deny-ingress``, then per Ray cluster
+    in it (sorted by name) ``<name>-ray`` and ``<name>-ray-head``."""
+    ns = namespace or cfg.kuberay.namespace
+    ctx = plan(cfg).context
+    out = [_policy(ns, "default-deny-ingress", {}, [])]
     out[0]["spec"].pop("ingress")
     serve = cfg.kuberay.serve_from
     services = {svc.name for svc in cfg.services}
@@ -179,6 +236,8 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
         {"namespaceSelector": {"matchLabels": {NS_NAME_LABEL: ns}}} for ns in serve.namespaces
     ] + [{"ipBlock": {"cidr": c}} for c in serve.cidrs]
     for name, labels in sorted(ray_cluster_selectors(cfg).items()):
+        if ctx.namespace_of(name) != ns:
+            continue
         own = {"podSelector": {"matchLabels": dict(labels)}}
         ingress: list[dict[str, Any]] = [
             {"from": [own]},
@@ -197,22 +256,20 @@ def network_policies(cfg: StackConfig) -> list[dict[str, Any]]:
             ingress.append(
                 {"from": [{"ipBlock": {"cidr": c}} for c in cidrs], "ports": _ports(SERVE_PORT)}
             )
-        out.append(
-            _policy(cfg.kuberay.namespace, f"{name}-ray", {"matchLabels": dict(labels)}, ingress)
-        )
+        out.append(_policy(ns, f"{name}-ray", {"matchLabels": dict(labels)}, ingress))
         head = {"matchLabels": {**labels, "ray.io/node-type": "head"}}
         submitters = {"podSelector": {"matchLabels": {SUBMITTER_LABEL: name}}}
         head_ingress: list[dict[str, Any]] = [
             {
-                "from": [*_operator_peers(cfg), submitters],
+                "from": [*_operator_peers(cfg, ns), submitters],
                 "ports": _ports(
                     HEAD_PORTS["gcs-server"], HEAD_PORTS["dashboard"], HEAD_PORTS["client"]
                 ),
             }
         ]
         if name in services:  # the operator's Serve proxy health probe (module docstring)
-            head_ingress.append({"from": _operator_peers(cfg), "ports": _ports(SERVE_PORT)})
-        out.append(_policy(cfg.kuberay.namespace, f"{name}-ray-head", head, head_ingress))
+            head_ingress.append({"from": _operator_peers(cfg, ns), "ports": _ports(SERVE_PORT)})
+        out.append(_policy(ns, f"{name}-ray-head", head, head_ingress))
     return out
 
 
@@ -229,7 +286,7 @@ def _limits_total(cfg: StackConfig, resource_types: Collection[str]) -> int:
 _TPU_LIMIT_TYPES = frozenset(g.gke_accelerator for g in TPU_GENERATIONS.values())
 
 
-def resource_quota(cfg: StackConfig) -> dict[str, Any]:
+def resource_quota(cfg: StackConfig, namespace: str | None = None) -> dict[str, Any]:
     """The ``v1`` ResourceQuota ``ray-quota`` of the Ray namespace: ``requests.cpu``,
     ``requests.memory`` / ``limits.memory``, ``requests.nvidia.com/gpu``,
     ``requests.google.com/tpu`` (extended resources are quota'd by request,
@@ -260,19 +317,19 @@ def resource_quota(cfg: StackConfig) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": _meta(cfg.kuberay.namespace, "ray-quota"),
+        "metadata": _meta(namespace or cfg.kuberay.namespace, "ray-quota"),
         "spec": {"hard": hard},
     }
 
 
-def limit_range(cfg: StackConfig) -> dict[str, Any]:
+def limit_range(cfg: StackConfig, namespace: str | None = None) -> dict[str, Any]:
     """The ``v1`` LimitRange ``ray-defaults``: ``kuberay.limit_range``'s default requests and
     limits for a container that sets none (the quota refuses such a pod otherwise)."""
     lr = cfg.kuberay.limit_range
     return {
         "apiVersion": "v1",
         "kind": "LimitRange",
-        "metadata": _meta(cfg.kuberay.namespace, "ray-defaults"),
+        "metadata": _meta(namespace or cfg.kuberay.namespace, "ray-defaults"),
         "spec": {
             "limits": [
                 {
@@ -289,6 +346,12 @@ def limit_range(cfg: StackConfig) -> dict[str, Any]:
 
 
 def namespace_objects(cfg: StackConfig) -> list[dict[str, Any]]:
-    """Everything of this module inside the namespace: NetworkPolicies, ResourceQuota,
-    LimitRange (the Namespace itself is :func:`namespace_manifest`)."""
-    return [*network_policies(cfg), resource_quota(cfg), limit_range(cfg)]
+    """Everything of this module inside the namespaces: the Ray namespace's NetworkPolicies,
+    ResourceQuota and LimitRange, then the ``gpudirect`` namespace's (its own policies, the same
+    quota and defaults) when there is one (the Namespaces themselves are
+    :func:`namespace_manifests`)."""
+    out = [*network_policies(cfg), resource_quota(cfg), limit_range(cfg)]
+    ns = plan(cfg).context.gpudirect_namespace
+    if ns is not None:
+        out += [*network_policies(cfg, ns), resource_quota(cfg, ns), limit_range(cfg, ns)]
+    return out

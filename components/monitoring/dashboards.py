@@ -53,11 +53,18 @@ def _grid(panels: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
     ]
 
 
+def _namespace_matcher(namespace: str) -> str:
+    """The PromQL matcher of ``namespace``: ``namespace="ray"``, or for several, joined by
+    ``|`` (the Ray namespace and its ``-gpudirect`` one), ``namespace=~"ray|ray-gpudirect"``."""
+    return f'namespace=~"{namespace}"' if "|" in namespace else f'namespace="{namespace}"'
+
+
 def cluster_panels(namespace: str) -> list[tuple[str, str, str]]:
     """``(title, PromQL, unit)`` of the "Ray cluster" dashboard, after Ray's default Grafana
     dashboard (default_dashboard_panels.py: node CPU, memory, GPU, object store, tasks, actors),
-    by Ray cluster (``ray_io_cluster``, the pod label ``ray.io/cluster``) in ``namespace``."""
-    ns = f'namespace="{namespace}"'
+    by Ray cluster (``ray_io_cluster``, the pod label ``ray.io/cluster``) in ``namespace``
+    (several joined by ``|``)."""
+    ns = _namespace_matcher(namespace)
     return [
         (
             "Node CPU utilization (%)",
@@ -89,7 +96,7 @@ def cluster_panels(namespace: str) -> list[tuple[str, str, str]]:
 def serve_panels(namespace: str) -> list[tuple[str, str, str]]:
     """``(title, PromQL, unit)`` of the "Ray Serve" dashboard, after Ray's Serve Grafana dashboard
     (serve_dashboard_panels.py: QPS, errors, P50/P99 latency, replicas) per application."""
-    ns = f'namespace="{namespace}"'
+    ns = _namespace_matcher(namespace)
     lat = f"ray_serve_http_request_latency_ms_bucket{{{ns}}}"
     return [
         (
@@ -131,17 +138,20 @@ def dashboards(cfg: StackConfig) -> dict[str, dict[str, Any]]:
     name, so two stacks in one project keep apart."""
     if not cfg.cluster.managed_prometheus:
         return {}
+    from components.stack.plan import plan
+
     ns = cfg.kuberay.namespace
+    matched = "|".join(plan(cfg).context.namespaces)  # with the gpudirect namespace, both
     out = {
         "ray-cluster": {
             "displayName": f"Ray cluster ({cfg.cluster.name}/{ns})",
-            "mosaicLayout": {"columns": 12, "tiles": _grid(cluster_panels(ns))},
+            "mosaicLayout": {"columns": 12, "tiles": _grid(cluster_panels(matched))},
         }
     }
     if cfg.services:
         out["ray-serve"] = {
             "displayName": f"Ray Serve ({cfg.cluster.name}/{ns})",
-            "mosaicLayout": {"columns": 12, "tiles": _grid(serve_panels(ns))},
+            "mosaicLayout": {"columns": 12, "tiles": _grid(serve_panels(matched))},
         }
     return out
 

@@ -49,6 +49,7 @@ from typing import Any
 from components.raycrs.pod import JOB_CLUSTER_LABEL, PART_OF
 from components.raycrs.serve import SERVICE_LABEL
 from components.stack.model import StackConfig
+from components.stack.plan import plan
 
 API_VERSION = "monitoring.googleapis.com/v1"
 METRICS_PORT = 8080  # KubeRay constant.go DefaultMetricsPort
@@ -103,17 +104,18 @@ def render_monitoring(cfg: StackConfig) -> list[dict[str, Any]]:
     (``cluster:``) are scraped by that cluster's monitor."""
     if not cfg.cluster.managed_prometheus:
         return []
+    ns = plan(cfg).context.namespace_of  # a gpudirect pool's clusters are in their own namespace
     out = [
-        pod_monitoring(cfg.kuberay.namespace, f"{rc.name}-ray-metrics", {CLUSTER_LABEL: rc.name})
+        pod_monitoring(ns(rc.name), f"{rc.name}-ray-metrics", {CLUSTER_LABEL: rc.name})
         for rc in sorted(cfg.ray_clusters, key=lambda c: c.name)
     ]
     out += [
-        pod_monitoring(cfg.kuberay.namespace, f"{s.name}-ray-metrics", {SERVICE_LABEL: s.name})
+        pod_monitoring(ns(s.name), f"{s.name}-ray-metrics", {SERVICE_LABEL: s.name})
         for s in sorted(cfg.services, key=lambda s: s.name)
     ]
     out += [
         pod_monitoring(
-            cfg.kuberay.namespace,
+            ns(j.name),
             f"{j.name}-ray-metrics",
             {JOB_CLUSTER_LABEL: j.name},
             [JOB_TARGET_LABEL],

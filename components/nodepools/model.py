@@ -332,7 +332,7 @@ class GpuPool(_PoolBase, NodeBounds):
         description="NVIDIA driver GKE installs (`gpuDriverInstallationConfig`, "
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#installing_drivers).",
     )
-    gpu_networking: Literal["auto", "off", "tcpx", "tcpxo", "rdma"] = Field(
+    gpu_networking: Literal["auto", "off", "tcpx", "tcpxo", "rdma", "gpudirect"] = Field(
         "auto",
         description="GPU-to-GPU networking of the pool's nodes: `auto` (default) is the "
         "machine family's own - GPUDirect-TCPX's 4 extra NICs on `a3-highgpu-8g`, "
@@ -343,7 +343,12 @@ class GpuPool(_PoolBase, NodeBounds):
         "`tcpxo` / `rdma` name the family's technology and are refused on another family "
         "(https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth, "
         "https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx; "
-        "docs/deploying.md, GPU networking). Changing it replaces the node pool. Unset in a "
+        "docs/deploying.md, GPU networking). On A3 High / A3 Mega `auto`, `tcpx` and `tcpxo` "
+        "run NCCL's socket transport over those NICs; `gpudirect` (A3 High and A3 Mega only) "
+        "runs GPUDirect-TCPX / -TCPXO itself: Google's NCCL plugin installer and the RxDM "
+        "sidecar in the Ray workers on the pool, whose Ray clusters move to the namespace "
+        "`<kuberay.namespace>-gpudirect` at Pod Security `privileged` (docs/security.md, "
+        "GPUDirect). Changing it between `off` and the others replaces the node pool. Unset in a "
         "stack without `defaults` 2026-12-03 or later: `off` (what those stacks created).",
     )
     min_nodes: MinNodes = Field(0, description=MIN_NODES_DOC)
@@ -377,6 +382,8 @@ class GpuPool(_PoolBase, NodeBounds):
 
         machine = info.data.get("machine_type_override") or gpu.gpu.machine_type(gpu.count)
         fam = gpu_net_family(machine)
+        if v == "gpudirect":
+            return _gpudirect_fits(v, machine, gpu, fam)
         if v == "off":
             if fam is None:  # every key has an effect or is refused
                 raise ValueError(
@@ -400,6 +407,40 @@ class GpuPool(_PoolBase, NodeBounds):
         from components.catalog.gpu_network import gpu_net_family
 
         return None if self.gpu_networking == "off" else gpu_net_family(self.machine_type)
+
+    @property
+    def gpudirect(self) -> bool:
+        """``gpu_networking: gpudirect``: the pool's Ray workers run the GPUDirect-TCPX(O) RxDM
+        sidecar (:mod:`components.catalog.gpudirect`)."""
+        return self.gpu_networking == "gpudirect"
+
+
+def _gpudirect_fits(v: str, machine: str, gpu: GpuSpec, fam: Any) -> str:
+    """``gpudirect`` on a machine type whose GPUDirect kind runs the RxDM sidecar (TCPX, TCPXO),
+    else the refusal naming the value, the machine and the machine types it takes."""
+    from components.catalog.gpu_network import GPU_NET_FAMILIES
+    from components.catalog.gpudirect import KINDS
+
+    if fam is not None and fam.kind in KINDS:
+        return v
+    fits = ", ".join(
+        f"{m} ({f.family}: gpu {{type: {f.accelerators[0]}, count: 8}}, GPUDirect-{f.kind.upper()})"
+        for m, f in GPU_NET_FAMILIES.items()
+        if f.kind in KINDS
+    )
+    if fam is None:
+        have = f"{gpu.type} x {gpu.count}, which has no GPUDirect-TCPX or -TCPXO"
+        allowed = "auto"
+    else:
+        have = (
+            f"{fam.family}: GPUDirect RDMA, whose gIB NCCL plugin needs no RxDM sidecar and "
+            "already runs with auto or rdma"
+        )
+        allowed = f"auto, off, {fam.kind}"
+    raise ValueError(
+        f"{v!r} does not fit machine type {machine} ({have}); gpudirect runs the GPUDirect-TCPX "
+        f"/ -TCPXO RxDM sidecar and takes only {fits}; allowed here: {allowed}"
+    )
 
 
 def _pool_kind(v: Any) -> str:

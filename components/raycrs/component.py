@@ -69,17 +69,19 @@ TYPE_TOKEN = "ray-gke:ray:RayResources"
 AUTH_TOKEN_LENGTH = 48  # letters and digits: ~285 bits
 
 
-def auth_secret_names(manifests: list[dict[str, Any]]) -> list[str]:
-    """The ``authOptions.secretName`` of every Ray cluster spec in ``manifests`` (a RayCluster's
-    ``spec``, a RayJob's ``rayClusterSpec``, a RayService's ``rayClusterConfig``), in order: the
-    Secrets the stack creates."""
-    out = []
+def auth_secret_names(manifests: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(namespace, name)`` of the ``authOptions.secretName`` of every Ray cluster spec in
+    ``manifests`` (a RayCluster's ``spec``, a RayJob's ``rayClusterSpec``, a RayService's
+    ``rayClusterConfig``), in order: the Secrets the stack creates, each in the namespace of the
+    object that names it (``kuberay.namespace``, or its ``-gpudirect`` namespace)."""
+    out: list[tuple[str, str]] = []
     for m in manifests:
         spec = m.get("spec") or {}
         cluster = {"RayJob": spec.get("rayClusterSpec"), "RayService": spec.get("rayClusterConfig")}
         secret = ((cluster.get(m["kind"], spec) or {}).get("authOptions") or {}).get("secretName")
-        if secret and secret not in out:
-            out.append(secret)
+        key = (str((m.get("metadata") or {}).get("namespace")), secret)
+        if secret and key not in out:
+            out.append(key)
     return out
 
 
@@ -139,7 +141,7 @@ class RayResources(pulumi.ComponentResource):
         # random, in the Secret its authOptions.secretName names; never exported or printed
         # (RandomPassword.result is a secret output, and so is the Secret's data).
         self.auth_secrets: dict[str, k8s.core.v1.Secret] = {}
-        for secret in auth_secret_names(self.manifests):
+        for namespace, secret in auth_secret_names(self.manifests):
             token = random.RandomPassword(
                 f"{name}-token-{secret}",
                 length=AUTH_TOKEN_LENGTH,
@@ -150,7 +152,7 @@ class RayResources(pulumi.ComponentResource):
                 f"{name}-secret-{secret}",
                 metadata={
                     "name": secret,
-                    "namespace": cfg.kuberay.namespace,
+                    "namespace": namespace,
                     "labels": {"app.kubernetes.io/part-of": "ray-gke"},
                 },
                 type="Opaque",

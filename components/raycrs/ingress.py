@@ -48,7 +48,7 @@ GATEWAY_HTTP_PORT = 80
 def _meta(ctx: Context, name: str, service: str, kind: str = "service") -> dict[str, Any]:
     return {
         "name": name,
-        "namespace": ctx.namespace,
+        "namespace": ctx.namespace_of(service),
         "labels": {
             "app.kubernetes.io/part-of": PART_OF,
             "app.kubernetes.io/managed-by": "pulumi",

@@ -77,10 +77,16 @@ class ManifestError(ConfigurationError):
 # ------------------------------------------------------------------------------ sizing helpers
 
 
-def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) -> tuple[str, str]:
+def worker_pod_size(
+    spec: NodePoolSpec,
+    group: WorkerGroupConfig | None = None,
+    reserve: Mapping[str, float] | None = None,
+) -> tuple[str, str]:
     """CPU and memory (request = limit) of a worker pod filling one node of ``spec``.
 
-    ``NodePoolSpec.capacity`` minus :data:`NODE_HEADROOM`, floored to 100m and to 256Mi (1Gi from 16Gi up); the worker
+    ``NodePoolSpec.capacity`` minus :data:`NODE_HEADROOM` (and ``reserve``: cores and GiB of the
+    pod's other containers, the RxDM sidecar of a ``gpudirect`` pool), floored to 100m and to
+    256Mi (1Gi from 16Gi up); the worker
     group's ``cpu`` / ``memory`` override wins where given. Nodes of unknown shape get 1 CPU, 4Gi.
 
     Returns:
@@ -93,8 +99,9 @@ def worker_pod_size(spec: NodePoolSpec, group: WorkerGroupConfig | None = None) 
     if cpu_cap is None or mem_cap is None:
         cpu, mem = "1", "4Gi"
     else:
-        cpu_left = cpu_cap - NODE_HEADROOM["cpu"]
-        mem_left = mem_cap - NODE_HEADROOM["memory"]
+        reserve = reserve or {}
+        cpu_left = cpu_cap - NODE_HEADROOM["cpu"] - reserve.get("cpu", 0.0)
+        mem_left = mem_cap - NODE_HEADROOM["memory"] - reserve.get("memory", 0.0)
         if cpu_left < 0.1 or mem_left < 0.25:
             raise ManifestError(
                 f"node pool {spec.name!r} ({spec.machine_type}) is too small for a Ray worker "
@@ -279,12 +286,16 @@ def pod_template(
     automount_token: bool = False,
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
+    sidecars: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A Ray pod template. ``service_account`` is the workload identity (its buckets are
     mounted); ``account`` the Kubernetes service account the pod runs as (default: the
     identity's workers' account). ``automount_token``: mount the KSA token (only the head with
     the autoscaler calls the Kubernetes API). ``annotations``: extra pod annotations (GPU
-    networking's interfaces, :func:`components.gpunet.render.worker_pod_extras`)."""
+    networking's interfaces, :func:`components.gpunet.render.worker_pod_extras`).
+    ``sidecars``: containers after the Ray container, kept as given (the RxDM sidecar of a
+    ``gpudirect`` pool, :func:`components.gpunet.gpudirect.worker_parts`; KubeRay takes the
+    first container as the Ray container)."""
     volumes, mounts = gcs_fuse_volumes(p, service_account)
     cache_annotations, cache_volumes, fuse_env = cache_pod_settings(
         p.context.buckets_config.file_cache_medium, _fuse_mounts(p, service_account), MOUNT_ROOT
@@ -301,7 +312,7 @@ def pod_template(
         "automountServiceAccountToken": automount_token,
         "securityContext": pod_security_context(),
         "nodeSelector": dict(node_selector),
-        "containers": [container],
+        "containers": [container, *(sidecars or [])],
     }
     if tolerations:
         spec["tolerations"] = tolerations

@@ -41,7 +41,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from components import catalog
+from components.catalog.gpudirect import RXDM_RESERVE
 from components.computeclass.model import class_label, class_taint
+from components.gpunet.gpudirect import worker_parts
 from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
 from components.kernel.base import quantity_bytes
@@ -190,7 +192,8 @@ def worker_group_spec(
     if not specs:
         raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
     spec = specs[0]
-    cpu, memory = worker_pod_size(spec, group)
+    parts = worker_parts(pool)  # a gpudirect pool: the RxDM sidecar takes its share of the node
+    cpu, memory = worker_pod_size(spec, group, RXDM_RESERVE if parts is not None else None)
     max_replicas = target.max_replicas
     out: dict[str, Any] = {"groupName": group.name}
     if not autoscaled:
@@ -212,6 +215,7 @@ def worker_group_spec(
         extra_mounts.append({"name": SPILL_VOLUME, "mountPath": group.spill_dir})
     tolerations: list[dict[str, str]] = []
     annotations: dict[str, str] = {}
+    sidecars: list[dict[str, Any]] = []
     if isinstance(pool, TpuPool):
         s = pool.slice
         out["numOfHosts"] = s.hosts
@@ -243,9 +247,15 @@ def worker_group_spec(
             "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
         }
         # GPU networking: the pool's GPU NICs in the pod and NCCL's settings for them
-        # (components/gpunet/render.py worker_pod_extras); nothing without it.
+        # (components/gpunet/render.py worker_pod_extras); nothing without it. A gpudirect pool
+        # adds the RxDM sidecar after the Ray container, its volumes and the Ray container's
+        # mounts of them (components/gpunet/gpudirect.py).
         annotations, nccl = worker_pod_extras(pool)
         env.update(nccl)
+        if parts is not None:
+            sidecars.append(parts.sidecar)
+            extra_volumes += parts.volumes
+            extra_mounts += parts.mounts
         container.update(
             resources=pod_resources(cpu, memory, {catalog.GPU_RESOURCE: str(g.count)}),
             env=[{"name": k, "value": v} for k, v in env.items()],
@@ -277,6 +287,7 @@ def worker_group_spec(
         extra_mounts=[*extra_mounts, mount],
         labels=labels,
         annotations=annotations,
+        sidecars=sidecars,
     )
     return out
 
@@ -318,10 +329,12 @@ def ray_cluster_spec(
 
 
 def object_metadata(ctx: Context, name: str) -> dict[str, Any]:
-    """``metadata`` of a Ray object ``name`` in the stack's namespace (``ctx.namespace``)."""
+    """``metadata`` of a Ray object ``name`` in its namespace (:meth:`Context.namespace_of`:
+    ``kuberay.namespace``, or its ``-gpudirect`` namespace for a Ray cluster on a
+    ``gpudirect`` pool)."""
     return {
         "name": name,
-        "namespace": ctx.namespace,
+        "namespace": ctx.namespace_of(name),
         "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
     }
 
@@ -329,7 +342,7 @@ def object_metadata(ctx: Context, name: str) -> dict[str, Any]:
 def ray_cluster_manifest(
     cfg: StackConfig, rc: RayClusterConfig, images: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The ``ray.io/v1`` RayCluster for ``rc`` (namespace ``cfg.kuberay.namespace``).
+    """The ``ray.io/v1`` RayCluster for ``rc`` (namespace :meth:`Context.namespace_of`).
 
     Its worker groups are the plan's records (:meth:`components.stack.plan.Plan.group`).
 

@@ -47,7 +47,7 @@ def _name(x: Any) -> str:
 
 def head_service_host(ctx: Context, cluster_name: str) -> str:
     """In-cluster DNS name of a RayCluster's head Service (KubeRay names it ``<name>-head-svc``)."""
-    return f"{cluster_name}-head-svc.{ctx.namespace}.svc.cluster.local"
+    return f"{cluster_name}-head-svc.{ctx.namespace_of(cluster_name)}.svc.cluster.local"
 
 
 def cluster_endpoints(ctx: Context, cluster_name: str) -> dict[str, str]:

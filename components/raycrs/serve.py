@@ -116,7 +116,7 @@ def ray_service_manifest(
     working_dir_uri: str,
     images: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``ray.io/v1`` RayService for ``svc`` (namespace ``cfg.kuberay.namespace``):
+    """The ``ray.io/v1`` RayService for ``svc`` (namespace :meth:`Context.namespace_of`):
     ``serveConfigV2`` (:func:`serve_config` as YAML), ``upgradeStrategy``, and a
     ``rayClusterConfig`` with autoscaling on and one worker group on ``svc.node_pool``; head and
     workers run the service's image (:func:`components.images.render.service_image_kind`: the
@@ -194,7 +194,7 @@ def render_services(
 
 def service_url(ctx: Context, name: str) -> str:
     """In-cluster URL of a service: ``http://<name>-serve-svc.<ns>.svc.cluster.local:8000``."""
-    return f"http://{name}-serve-svc.{ctx.namespace}.svc.cluster.local:{SERVE_PORT}"
+    return f"http://{name}-serve-svc.{ctx.namespace_of(name)}.svc.cluster.local:{SERVE_PORT}"
 
 
 __all__ = [

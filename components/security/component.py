@@ -264,17 +264,21 @@ class WorkloadAccess(pulumi.ComponentResource):
         super().__init__("ray-gke:security:WorkloadAccess", name, None, opts)
         cfg = args.cfg
         child = pulumi.ResourceOptions(parent=self)
+        # One binding per (namespace, KSA): the Ray namespace's keep their names; a gpudirect
+        # namespace's KSAs (components/stack/naming.py namespace_accounts) get their own.
         self.wi_bindings = {
-            acct.name: gcp.serviceaccount.IAMMember(
-                f"{name}-wi-{acct.name}",
-                service_account_id=args.gsas[acct.name].name,
-                role=iam.WORKLOAD_IDENTITY_ROLE,
-                member=naming.workload_identity_member(
-                    cfg.project, cfg.kuberay.namespace, acct.name
-                ),
-                opts=child,
+            (acct.name if ns == cfg.kuberay.namespace else f"{ns}/{acct.name}"): (
+                gcp.serviceaccount.IAMMember(
+                    f"{name}-wi-{acct.name}"
+                    if ns == cfg.kuberay.namespace
+                    else f"{name}-wi-gpudirect-{acct.name}",
+                    service_account_id=args.gsas[acct.name].name,
+                    role=iam.WORKLOAD_IDENTITY_ROLE,
+                    member=naming.workload_identity_member(cfg.project, ns, acct.name),
+                    opts=child,
+                )
             )
-            for acct in naming.workload_accounts(cfg)
+            for ns, acct in naming.namespace_accounts(cfg)
         }
         # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.

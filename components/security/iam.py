@@ -30,6 +30,7 @@ from components.stack.model import StackConfig
 from components.stack.naming import (
     BucketPurpose,
     gsa_email,
+    namespace_accounts,
     node_service_account_id,
     workload_accounts,
     workload_identity_member,
@@ -70,14 +71,15 @@ def project_bindings(cfg: StackConfig) -> list[tuple[str, str]]:
 
 def workload_identity_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
     """``(gsa email, role, member)``: each KSA may impersonate its own GSA only (workers' and
-    heads' accounts: :func:`components.stack.naming.workload_accounts`)."""
+    heads' accounts in each namespace that has them:
+    :func:`components.stack.naming.namespace_accounts`)."""
     return [
         (
             gsa_email(cfg.project, a.name),
             WORKLOAD_IDENTITY_ROLE,
-            workload_identity_member(cfg.project, cfg.kuberay.namespace, a.name),
+            workload_identity_member(cfg.project, ns, a.name),
         )
-        for a in workload_accounts(cfg)
+        for ns, a in namespace_accounts(cfg)
     ]
 
 

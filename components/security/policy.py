@@ -44,7 +44,9 @@ The rules (:data:`RULES`, names as the policy pack reports them):
 * ``ray-auth``, ``pod-security``, ``network-policy`` (the last stack-wide): the Kubernetes rules
   of :mod:`components.security.rules` (Ray token auth on every Ray cluster, the restricted pod
   security context on every pod template and the autoscaler, Pod Security Admission on the
-  namespace, default-deny and per-head NetworkPolicies), fed the render's Kubernetes objects.
+  namespace, default-deny and per-head NetworkPolicies), fed the render's Kubernetes objects;
+  the pod-security rule names the one exception, the GPUDirect RxDM sidecar in the ``-gpudirect``
+  namespace (``gpu_networking: gpudirect``).
 """
 
 from __future__ import annotations
@@ -532,7 +534,8 @@ RULES: tuple[Rule, ...] = (
         "pod-security",
         "Every container of every pod template (Ray heads, workers, submitters, the autoscaler) "
         "runs restricted: no privilege escalation, all capabilities dropped, non-root, "
-        "RuntimeDefault seccomp; the namespace enforces Pod Security.",
+        "RuntimeDefault seccomp; the namespace enforces Pod Security. One exception, in the "
+        "-gpudirect namespace only: a worker group's GPUDirect-TCPX(O) RxDM sidecar.",
         _k8s_rule("pod-security"),
         "kubernetes",
     ),

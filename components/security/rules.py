@@ -25,7 +25,21 @@ each starting with the rule's name (:data:`RULES`): an empty list means the rule
   ``kube-system`` only, by name), which Google ships privileged with hostPath, ``hostNetwork``
   and ``hostPID`` (GoogleCloudPlatform/container-engine-accelerators ``gpudirect-rdma/
   nccl-rdma-installer.yaml``): they write the plugin to the host, outside the Ray namespace,
-  whose pods stay ``restricted`` (:mod:`components.gpunet.render`).
+  whose pods stay ``restricted`` (:mod:`components.gpunet.render`); with ``gpu_networking:
+  gpudirect`` also Google's TCPX / TCPXO installers and its NRI ``device-injector``
+  (container-engine-accelerators ``gpudirect-tcpx(o)/nccl-tcpx(o)-installer.yaml``,
+  ``nri_device_injector/nri-device-injector.yaml``).
+  And one exception, named here for the GPUDirect namespace only (:data:`GPUDIRECT_SUFFIX`,
+  :data:`RXDM_SHAPES`; docs/security.md, GPUDirect): a Namespace whose name ends in
+  ``-gpudirect`` and that carries the label ``ray-gke.io/gpudirect: rxdm`` may enforce
+  ``privileged`` if its ``warn`` and ``audit`` stay ``restricted``; in a Ray object of such a
+  namespace, a worker group's pod template may hold the GPUDirect-TCPX(O) RxDM sidecar of its
+  accelerator (``tcpx-daemon`` on ``nvidia-h100-80gb``, ``tcpxo-daemon`` on
+  ``nvidia-h100-mega-80gb``; Google's image repository), which may run as root and add its own
+  capabilities (``NET_ADMIN``, and ``NET_BIND_SERVICE`` for TCPXO), never privileged nor
+  escalating, and hostPath volumes at its paths only (``/sys`` and ``/proc/sys`` mounted by it
+  alone; the plugin directory and ``/dev/aperture_devices`` by the Ray container too). Anything
+  else there is held to ``restricted`` as everywhere.
 * ``network-policy`` (:func:`check_network_policy`): every namespace holding a Ray object has a
   default-deny ingress NetworkPolicy (empty ``podSelector``, ``Ingress`` in ``policyTypes``, no
   rule), every Ray cluster's head is selected by a NetworkPolicy of its own, and no policy opens
@@ -35,6 +49,7 @@ each starting with the rule's name (:data:`RULES`): an empty list means the rule
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from components.kernel.problems import Problem
@@ -54,8 +69,105 @@ INSTALLER_EXEMPT = frozenset(
         "nccl-rdma-installer-arm64",
         "nccl-tcpx-installer",
         "nccl-tcpxo-installer",
+        "device-injector",
     )
 )
+
+
+# The GPUDirect namespace's exception (module docstring), written out as
+# components.catalog.gpudirect.RXDM and components.kernel.names have it (a test compares them).
+GPUDIRECT_SUFFIX = "-gpudirect"
+GPUDIRECT_LABEL = ("ray-gke.io/gpudirect", "rxdm")
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+_LIB = "/home/kubernetes/bin/nvidia/lib64"
+
+
+@dataclass(frozen=True)
+class RxdmShape:
+    """What the exception allows one RxDM sidecar: its image repository (``<repo>:``),
+    capabilities, accelerator, the host paths of the pod's hostPath volumes, and those of them
+    the other containers may mount."""
+
+    image_prefix: str
+    capabilities: tuple[str, ...]
+    accelerator: str
+    host_paths: frozenset[str]
+    shared_paths: frozenset[str]
+
+
+RXDM_SHAPES: dict[str, RxdmShape] = {
+    "tcpx-daemon": RxdmShape(
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:",
+        ("NET_ADMIN",),
+        "nvidia-h100-80gb",
+        frozenset({_LIB, "/sys", "/proc/sys"}),
+        frozenset({_LIB}),
+    ),
+    "tcpxo-daemon": RxdmShape(
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:",
+        ("NET_ADMIN", "NET_BIND_SERVICE"),
+        "nvidia-h100-mega-80gb",
+        frozenset({_LIB, "/sys", "/proc/sys", "/dev/aperture_devices"}),
+        frozenset({_LIB, "/dev/aperture_devices"}),
+    ),
+}
+
+
+def gpudirect_namespace(name: str | None) -> bool:
+    """A namespace the exception may apply in: its name ends in :data:`GPUDIRECT_SUFFIX`."""
+    return bool(name) and str(name).endswith(GPUDIRECT_SUFFIX)
+
+
+def _gpudirect_namespace_ok(o: Obj) -> bool:
+    """A Namespace that may enforce ``privileged``: the GPUDirect namespace (its name, its
+    label) whose ``warn`` and ``audit`` levels stay ``restricted``."""
+    meta = o.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    key, value = GPUDIRECT_LABEL
+    return (
+        gpudirect_namespace(meta.get("name"))
+        and labels.get(key) == value
+        and labels.get("pod-security.kubernetes.io/warn") == "restricted"
+        and labels.get("pod-security.kubernetes.io/audit") == "restricted"
+    )
+
+
+def _rxdm_shape(c: Obj, spec: Obj) -> RxdmShape | None:
+    """The exception's shape for container ``c`` of pod spec ``spec``: its name's, when its
+    image is that sidecar's and the pod selects that sidecar's accelerator; else None."""
+    shape = RXDM_SHAPES.get(str(c.get("name")))
+    if shape is None or not str(c.get("image") or "").startswith(shape.image_prefix):
+        return None
+    if (spec.get("nodeSelector") or {}).get(ACCELERATOR_LABEL) != shape.accelerator:
+        return None
+    return shape
+
+
+def rxdm_container_problems(
+    where: str, sc: dict[str, Any] | None, pod_sc: dict[str, Any] | None, shape: RxdmShape
+) -> list[Problem]:
+    """What an RxDM sidecar's ``securityContext`` holds beyond the exception: it may run as
+    root and add ``shape``'s capabilities without dropping the rest; nothing else differs from
+    :func:`container_problems`."""
+    sc, pod_sc = sc or {}, pod_sc or {}
+    out = []
+    if sc.get("privileged") is True:
+        out.append(Problem("", f"{where}: privileged: true"))
+    if sc.get("allowPrivilegeEscalation") is not False:
+        out.append(Problem("", f"{where}: securityContext.allowPrivilegeEscalation is not false"))
+    extra = sorted(set((sc.get("capabilities") or {}).get("add") or []) - set(shape.capabilities))
+    if extra:
+        out.append(
+            Problem(
+                "",
+                f"{where}: securityContext.capabilities.add holds {', '.join(extra)}, beyond the "
+                f"RxDM sidecar's {', '.join(shape.capabilities)}",
+            )
+        )
+    seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        out.append(Problem("", f"{where}: seccompProfile.type is {seccomp!r}, not RuntimeDefault"))
+    return out
 
 
 def _exempt(o: Obj) -> bool:
@@ -160,14 +272,42 @@ def container_problems(
     return out
 
 
-def _template_problems(name: str, path: str, role: str, tmpl: Obj) -> list[Problem]:
+def _template_problems(
+    name: str, path: str, role: str, tmpl: Obj, gpudirect: bool = False
+) -> list[Problem]:
     spec = tmpl.get("spec") or {}
     pod_sc = spec.get("securityContext") or {}
     out = []
+    # the GPUDirect exception: a worker's RxDM sidecar in the GPUDirect namespace (module doc)
+    rxdm: dict[int, RxdmShape] = {}
+    if gpudirect and role == "worker":
+        for c in spec.get("containers") or []:
+            if (shape := _rxdm_shape(c, spec)) is not None:
+                rxdm[id(c)] = shape
+    host_ok = set().union(*(s.host_paths for s in rxdm.values())) if rxdm else set()
+    shared_ok = set().union(*(s.shared_paths for s in rxdm.values())) if rxdm else set()
+    host_volumes = {
+        v.get("name"): (v.get("hostPath") or {}).get("path")
+        for v in spec.get("volumes") or []
+        if "hostPath" in v
+    }
     for key in ("containers", "initContainers"):
         for c in spec.get(key) or []:
             where = f"pod-security: {name}: {path} container {c.get('name')!r}"
+            shape = rxdm.get(id(c)) if key == "containers" else None
+            if shape is not None:
+                out += rxdm_container_problems(where, c.get("securityContext"), pod_sc, shape)
+                continue
             out += container_problems(where, c.get("securityContext"), pod_sc)
+            for m in (c.get("volumeMounts") or []) if rxdm else []:
+                if host_volumes.get(m.get("name")) in host_ok - shared_ok:
+                    out.append(
+                        Problem(
+                            "",
+                            f"{where}: mounts hostPath {host_volumes[m.get('name')]} (volume "
+                            f"{m.get('name')!r}), which only the RxDM sidecar may mount",
+                        )
+                    )
     for v in spec.get("volumes") or []:
         ed = v.get("emptyDir")
         if isinstance(ed, dict) and ed.get("medium") == "Memory" and not ed.get("sizeLimit"):
@@ -178,7 +318,7 @@ def _template_problems(name: str, path: str, role: str, tmpl: Obj) -> list[Probl
                     "without sizeLimit",
                 )
             )
-        if "hostPath" in v:
+        if "hostPath" in v and (v.get("hostPath") or {}).get("path") not in host_ok:
             out.append(
                 Problem("", f"pod-security: {name}: {path} volume {v.get('name')!r}: hostPath")
             )
@@ -205,15 +345,25 @@ def check_pod_security(objects: list[Obj]) -> list[Problem]:
             continue
         if o.get("kind") == "Namespace":
             level = ((o.get("metadata") or {}).get("labels") or {}).get(PSA_ENFORCE)
+            if level == "privileged" and _gpudirect_namespace_ok(o):
+                continue  # the GPUDirect exception (module docstring)
             if level not in ("baseline", "restricted"):
+                why = (
+                    " (privileged only for the GPUDirect namespace: a name ending "
+                    f"{GPUDIRECT_SUFFIX}, label {GPUDIRECT_LABEL[0]}: {GPUDIRECT_LABEL[1]}, "
+                    "warn and audit restricted)"
+                    if level == "privileged"
+                    else ""
+                )
                 out.append(
                     Problem(
                         "",
                         f"pod-security: {name}: label {PSA_ENFORCE} is {level!r}, not restricted "
-                        "or baseline",
+                        f"or baseline{why}",
                     )
                 )
             continue
+        gpudirect = gpudirect_namespace((o.get("metadata") or {}).get("namespace"))
         for path, cluster in ray_cluster_specs(o) if o.get("kind") in RAY_KINDS else ():
             if cluster.get("enableInTreeAutoscaling") is True:
                 where = f"pod-security: {name}: {path}.autoscalerOptions (autoscaler sidecar)"
@@ -223,7 +373,7 @@ def check_pod_security(objects: list[Obj]) -> list[Problem]:
         head_accounts: set[str] = set()
         templates = list(pod_templates(o))
         for path, role, tmpl in templates:
-            out += _template_problems(name, path, role, tmpl)
+            out += _template_problems(name, path, role, tmpl, gpudirect)
             if role == "head":
                 head_accounts.add((tmpl.get("spec") or {}).get("serviceAccountName") or "default")
         for path, role, tmpl in templates:

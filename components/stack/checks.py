@@ -52,7 +52,7 @@ from components.computeclass.checks import compute_class_problems
 from components.images.checks import dependency_problems
 from components.kernel.crdschema import NOTE_RULE, problems_with_notes
 from components.kernel.problems import Problem, at
-from components.kuberay.namespace import namespace_manifest, namespace_objects, resource_quota
+from components.kuberay.namespace import namespace_manifests, namespace_objects, resource_quota
 from components.nodepools.render import (
     node_pool_specs,
 )
@@ -420,7 +420,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
         ]
     except (ValueError, KeyError) as e:
         return [*problems, at("", f"rendering the KubeRay objects failed: {e}", "render")]
-    too_big = object_size_problems([namespace_manifest(cfg), *namespace_objects(cfg), *manifests])
+    too_big = object_size_problems([*namespace_manifests(cfg), *namespace_objects(cfg), *manifests])
     problems += too_big
     if too_big:  # schema and rule checks of a many-MiB object take long and add nothing
         return problems
@@ -435,7 +435,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     # GPU networking's objects too: the installers' exemption is narrow (security/rules.py).
     from components.gpunet.render import gpunet_objects
 
-    objects = [namespace_manifest(cfg), *namespace_objects(cfg), *manifests, *gpunet_objects(cfg)]
+    objects = [*namespace_manifests(cfg), *namespace_objects(cfg), *manifests, *gpunet_objects(cfg)]
     problems += locate_security_lines(objects, security_problems(objects))
     return problems
 

@@ -8,11 +8,11 @@ and re-exports it) so that the records the plan derives, the node-pool specs of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from components.kernel.names import BucketPurpose, bucket_name
+from components.kernel.names import BucketPurpose, bucket_name, gpudirect_namespace
 
 if TYPE_CHECKING:
     from components.stack.model import StackConfig
@@ -39,6 +39,15 @@ class Context:
             (:func:`components.kernel.names.bucket_name`).
         buckets_config: the ``buckets`` block (the FUSE profiles and caches of the mounts,
             :mod:`components.storage.fuse`).
+        gpudirect_namespace: ``<namespace>-gpudirect`` when a node pool sets
+            ``gpu_networking: gpudirect`` (:func:`components.kernel.names.gpudirect_namespace`),
+            else None.
+        ray_namespaces: Ray object name -> its namespace, for the objects outside
+            :attr:`namespace` (read it with :meth:`namespace_of`): every Ray cluster with a
+            worker group on a ``gpudirect`` pool (a RayCluster, a job's own cluster, a
+            RayService) and every job submitted to such a RayCluster runs in
+            :attr:`gpudirect_namespace`, whose Pod Security level lets their RxDM sidecars run
+            (docs/security.md).
     """
 
     project: str
@@ -51,14 +60,51 @@ class Context:
     ray_version: str
     buckets: Mapping[str, str]
     buckets_config: BucketsConfig
+    gpudirect_namespace: str | None = None
+    ray_namespaces: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def namespace_of(self, name: str) -> str:
+        """The namespace of the Ray object ``name`` (a RayCluster, RayJob or RayService: a
+        ``ray_clusters``, ``jobs`` or ``services`` entry's name) and of what belongs to it (its
+        auth Secret, NetworkPolicies, PodMonitoring, Hub token class, Gateway)."""
+        return self.ray_namespaces.get(name, self.namespace)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """The namespaces holding the stack's Ray objects: :attr:`namespace`, then
+        :attr:`gpudirect_namespace` when there is one."""
+        extra = (self.gpudirect_namespace,) if self.gpudirect_namespace else ()
+        return (self.namespace, *extra)
 
     def bucket_url(self, purpose: BucketPurpose) -> str:
         """``gs://<bucket name>`` of ``purpose``."""
         return f"gs://{self.buckets[purpose]}"
 
 
+def _ray_namespaces(cfg: StackConfig) -> tuple[str | None, dict[str, str]]:
+    """``(gpudirect namespace, {Ray object name: that namespace})`` (:class:`Context`); read
+    from the config alone, by pool name (a reference to an undeclared pool moves nothing)."""
+    gpudirect = {
+        p.name for p in cfg.node_pools if getattr(p, "gpu_networking", None) == "gpudirect"
+    }
+    if not gpudirect:
+        return None, {}
+    ns = gpudirect_namespace(cfg.kuberay.namespace)
+    out = {
+        rc.name: ns
+        for rc in cfg.ray_clusters
+        if any(g.node_pool in gpudirect for g in rc.worker_groups)
+    }
+    for job in cfg.jobs:
+        if (job.cluster and job.cluster in out) or (not job.cluster and job.node_pool in gpudirect):
+            out[job.name] = ns
+    out.update({s.name: ns for s in cfg.services if s.node_pool in gpudirect})
+    return ns, out
+
+
 def context(cfg: StackConfig) -> Context:
     """The :class:`Context` of ``cfg``."""
+    gpudirect, ray_namespaces = _ray_namespaces(cfg)
     return Context(
         project=cfg.project,
         region=cfg.region,
@@ -75,4 +121,6 @@ def context(cfg: StackConfig) -> Context:
             }
         ),
         buckets_config=cfg.buckets,
+        gpudirect_namespace=gpudirect,
+        ray_namespaces=MappingProxyType(ray_namespaces),
     )

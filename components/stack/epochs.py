@@ -149,6 +149,10 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
 """Every default that changed what gets created, with the release that changed it."""
 
 
+# Not here, because no earlier release accepted what they refuse: the refusals that came with
+# ``gpu_networking: gpudirect`` (2026-12-07: the value on a family without TCPX / TCPXO, a Kueue
+# namespace that is the GPUDirect one) concern that value only, which earlier releases refused
+# as unknown; a stack file that uses it is dated 2026-12-07 by its marker (:data:`MARKERS`).
 NEW_REFUSALS: dict[str, str] = {
     "multi_host_tpu_needs_webhook": "2026-11-29",
     "job_identity_can_write_outputs": "2026-11-30",
@@ -207,6 +211,12 @@ def _serve_llm(data: Mapping[str, Any]) -> bool:
     return any(e.get("workload") == "serve_llm" for e in _entries(data, "services"))
 
 
+def _gpudirect(data: Mapping[str, Any]) -> bool:
+    """A node pool with ``gpu_networking: gpudirect`` (GPUDirect-TCPX / -TCPXO's RxDM sidecar in
+    its own namespace), which 2026-12-07 introduced."""
+    return any(e.get("gpu_networking") == "gpudirect" for e in _entries(data, "node_pools"))
+
+
 def _checkpoints_unversioned(data: Mapping[str, Any]) -> bool:
     """``buckets.checkpoints`` written without object versioning: the shipped stacks before
     2026-12-03 versioned it; from 2026-12-03 they dropped versioning for hierarchical namespace."""
@@ -245,6 +255,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker("services[].hf_model", "2026-12-04", _key("services", "hf_model")),
     Marker("services[].gateway", "2026-12-04", _key("services", "gateway")),
     Marker("jobs[].hf_token_secret", "2026-12-07", _key("jobs", "hf_token_secret")),
+    Marker("node_pools[].gpu_networking gpudirect", "2026-12-07", _gpudirect),
 )
 """Features that appeared from the first default change (2026-12-03) on, with their release
 (docs/stack-config.md's history): what dates a stack file that names no ``defaults``."""

@@ -85,6 +85,27 @@ def workload_accounts(cfg: StackConfig) -> list[WorkloadAccount]:
     return out
 
 
+def namespace_accounts(cfg: StackConfig) -> list[tuple[str, WorkloadAccount]]:
+    """``(namespace, account)`` of every Kubernetes service account the stack creates: every
+    :func:`workload_accounts` entry in ``kuberay.namespace``, then, when there is a ``gpudirect``
+    namespace (:attr:`components.stack.context.Context.gpudirect_namespace`), the accounts of
+    the identities its Ray objects run as (a RayCluster's, a job's, a service's
+    ``service_account``), each bound to the same Google service account."""
+    accounts = workload_accounts(cfg)
+    out = [(cfg.kuberay.namespace, a) for a in accounts]
+    from components.stack.plan import plan
+
+    ctx = plan(cfg).context
+    if ctx.gpudirect_namespace is None:
+        return out
+    moved = set(ctx.ray_namespaces)
+    used = {
+        x.service_account for x in [*cfg.ray_clusters, *cfg.jobs, *cfg.services] if x.name in moved
+    }
+    out += [(ctx.gpudirect_namespace, a) for a in accounts if a.identity.name in used]
+    return out
+
+
 def workload_pool(project: str) -> str:
     """The Workload Identity pool ``<project>.svc.id.goog``."""
     return f"{project}.svc.id.goog"
@@ -200,6 +221,18 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
             "k8s-label", "namespace", cfg.kuberay.namespace, "kuberay.namespace", "namespace"
         ),
     ]
+    if any(getattr(p, "gpu_networking", None) == "gpudirect" for p in cfg.node_pools):
+        from components.kernel.names import gpudirect_namespace
+
+        out.append(
+            DerivedName(
+                "k8s-label",
+                "GPUDirect namespace",
+                gpudirect_namespace(cfg.kuberay.namespace),
+                "kuberay.namespace",
+                "namespace gpudirect",
+            )
+        )
     generation = cfg.kms.key_ring_generation
     for loc in dict.fromkeys(key_ring_locations(cfg.region, cfg.buckets.location).values()):
         ring = key_ring_name(cfg.cluster.name, generation, loc)

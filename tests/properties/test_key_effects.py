@@ -30,7 +30,7 @@ from components.computeclass.render import render_compute_classes
 from components.images.model import IMAGE_KINDS
 from components.images.render import BASE_SUFFIX
 from components.kernel.base import ConfigError
-from components.kuberay.namespace import namespace_manifest, namespace_objects
+from components.kuberay.namespace import namespace_manifests, namespace_objects
 from components.monitoring.render import render_monitoring
 from components.raycrs import component as raycrs_component
 from components.raycrs.archive import working_dir_uri, workloads_archive
@@ -534,7 +534,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "services_cidr": ["10.21.0.0/20"],
             "master_ipv4_cidr": ["172.16.0.16/28"],
             "gpu_cidr": ["172.20.0.0/16"],  # network.gpu_cidr: prod's H100 pools' subnets
-            "gpu_networking": ["off", "tcpx"],  # node_pools[]: prod's A3 High pools
+            "gpu_networking": ["off", "tcpx", "gpudirect"],  # node_pools[]: prod's A3 High pools
             "defaults": ["2026-12-02"],  # older defaults: prod's H100 pools keep one NIC
             "root": ["/tmp/raygke-other"],
             "data": ["gs://other/text/"],
@@ -688,7 +688,7 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
         cfg = _validated(data)
         _, sha = workloads_archive()
         objects = [
-            namespace_manifest(cfg),
+            *namespace_manifests(cfg),
             *namespace_objects(cfg),
             *render_capacity(cfg),
             *render_compute_classes(cfg),

@@ -171,7 +171,12 @@ def test_scale_multi_network_objects_and_installer(scale):
 
 
 def test_installer_exemption_names_the_catalogs_installers():
-    assert sorted(n for _, _, n in INSTALLER_EXEMPT) == sorted(INSTALLER_NAMES)
+    """The installers and, for gpu_networking: gpudirect, the NRI device injector."""
+    from components.catalog.gpudirect import DEVICE_INJECTOR_NAME
+
+    assert sorted(n for _, _, n in INSTALLER_EXEMPT) == sorted(
+        [*INSTALLER_NAMES, DEVICE_INJECTOR_NAME]
+    )
 
 
 def test_prod_h100_pools_get_gpudirect_tcpx():
