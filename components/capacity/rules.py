@@ -395,6 +395,7 @@ def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
             "server from Kueue's webhook (failurePolicy Fail) and whose admission policy admits "
             "Ray pods and the RxDM sidecar only; use a namespace of its own (the default "
             "kueue-system)",
+            "gpudirect_kueue_namespace",
         )
 
 

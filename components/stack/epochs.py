@@ -149,16 +149,17 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
 """Every default that changed what gets created, with the release that changed it."""
 
 
-# Not here, because no earlier release accepted what they refuse: the refusals that came with
-# ``gpu_networking: gpudirect`` (2026-12-07: the value on a family without TCPX / TCPXO, a Kueue
-# namespace that is the GPUDirect one) concern that value only, which earlier releases refused
-# as unknown; a stack file that uses it is dated 2026-12-07 by its marker (:data:`MARKERS`).
+# ``gpu_networking: gpudirect`` (2026-12-07) is refused on a family without TCPX / TCPXO by its
+# field (pydantic, not a rule, so not gated here; earlier releases refused the value as unknown),
+# and ``gpudirect_kueue_namespace`` below refuses Kueue in its namespace. No stack an earlier
+# release accepted meets either; a file that uses the value is dated 2026-12-07 (:data:`MARKERS`).
 NEW_REFUSALS: dict[str, str] = {
     "multi_host_tpu_needs_webhook": "2026-11-29",
     "job_identity_can_write_outputs": "2026-11-30",
     "gke_version_offered": "2026-11-30",
     "job_memory_fits": "2026-12-07",
     "fuse-cache-memory": "2026-12-07",
+    "gpudirect_kueue_namespace": "2026-12-07",
 }
 """Rules (by name) that refuse what an earlier release accepted, with the release that added
 them: a warning for stacks written for an earlier epoch."""

@@ -330,6 +330,16 @@ def test_kueue_admits_from_both_namespaces_and_the_gpudirect_one_has_its_queue()
     assert queues == [("ray", "ml-batch"), ("ray", "research"), ("ray-gpudirect", "ml-batch")]
 
 
+def test_kueue_in_the_gpudirect_namespace_is_refused() -> None:
+    data = _prod_data()
+    data["capacity"]["kueue"]["namespace"] = "ray-gpudirect"
+    with pytest.raises(ConfigError) as e:
+        validate(data)
+    (line,) = [p for p in e.value.problems if p.path == "capacity.kueue.namespace"]
+    assert line.rule == "gpudirect_kueue_namespace"
+    assert "'ray-gpudirect' is the GPUDirect namespace" in line
+
+
 def test_the_moved_identity_gets_its_accounts_and_workload_identity_there() -> None:
     members = {m for _, _, m in workload_identity_bindings(_prod_gpudirect())}
     pool = "ray-gke-prod.svc.id.goog"
