@@ -96,3 +96,38 @@ def test_wrappers_report_the_rule_messages(stub):
         "no default-deny ingress NetworkPolicy (empty podSelector, policyTypes [Ingress], "
         "no ingress rule)"
     )
+
+
+def test_the_pod_security_policy_passes_the_gpudirect_namespace_only(stub):
+    """gpu_networking: gpudirect (docs/security.md, GPUDirect): the pack's pod-security policy,
+    fed one resource at a time as the engine does, passes the GPUDirect namespace and its Ray
+    objects with the RxDM sidecar, and refuses the same RayCluster in the Ray namespace."""
+    import copy
+
+    from components.kuberay.namespace import namespace_manifests
+    from components.raycrs.render import render_manifests
+    from components.stack.loader import validate
+    from tests.components.gpunet.test_gpudirect import _prod_data
+    from tests.helpers import WORKING_DIR
+
+    policies = {p.name: p for p in runpy.run_path(str(PACK), run_name="t")["policies"]()}
+    cfg = validate(_prod_data())
+    objects = [*namespace_manifests(cfg), *render_manifests(cfg, WORKING_DIR)]
+
+    def reported(obj: dict[str, Any]) -> list[str]:
+        out: list[str] = []
+        kind = obj["kind"]
+        args = types.SimpleNamespace(resource_type=f"kubernetes:x:{kind}", name=kind, props=obj)
+        policies["pod-security"].validate(args, out.append)
+        return out
+
+    assert [line for o in objects for line in reported(o)] == []
+    (rc,) = [o for o in objects if o["kind"] == "RayCluster"]
+    assert rc["metadata"]["namespace"] == "ray-gpudirect"
+    moved = copy.deepcopy(rc)
+    moved["metadata"]["namespace"] = "ray"
+    lines = reported(moved)
+    assert any("'tcpx-daemon': securityContext.capabilities.add is set" in x for x in lines)
+    gd = copy.deepcopy(objects[1])
+    gd["metadata"]["name"] = "team-a"  # privileged, but not the GPUDirect namespace
+    assert any("privileged only for the GPUDirect namespace" in x for x in reported(gd))
