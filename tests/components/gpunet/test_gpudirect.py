@@ -658,6 +658,26 @@ def test_the_program_renders_the_namespace_and_the_policy_pack_passes() -> None:
     assert check_records(records) == []
 
 
+def test_opting_in_moves_the_ray_objects_and_replaces_no_node_pool() -> None:
+    """What ``raygke diff`` shows for prod's h100 pool going from auto to gpudirect: the pool and
+    every GCP network resource unchanged (same NICs), the Ray objects on it replaced (their
+    namespace), the namespace, its guards, installer and admission policy created."""
+    from raygke.diff.compare import compare
+    from tests.helpers import render
+
+    base, _ = render(_prod_data(value="auto"), "prod")
+    head, _ = render(_prod_data(), "prod")
+    plan_ = compare(base, head, "prod")
+    ops = {(c.type.rsplit(":", 1)[-1], c.name): c.op for c in plan_.changes}
+    assert not any(t in ("NodePool", "Network", "Subnetwork", "Cluster") for t, _ in ops)
+    assert ops[("RayCluster", "ray-raycluster-training")] == "replace"
+    assert ops[("RayJob", "ray-rayjob-train-lm-h100")] == "replace"
+    assert ("RayJob", "ray-rayjob-prepare-corpus") not in ops
+    assert ops[("Namespace", "kuberay-ns-gpudirect")] == "create"
+    assert ops[("DaemonSet", "gpunet-k8s-daemonset-nccl-tcpx-installer")] == "create"
+    assert ops[("DaemonSet", "gpunet-k8s-daemonset-device-injector")] == "create"
+
+
 def test_docs_say_what_the_choice_grants() -> None:
     security = (ROOT / "docs" / "security.md").read_text()
     deploying = (ROOT / "docs" / "deploying.md").read_text()
