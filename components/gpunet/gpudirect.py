@@ -283,7 +283,6 @@ def admission_policy(namespace: str, kinds: Iterable[str]) -> list[dict[str, Any
     worker_paths = sorted(
         {r.host_paths[n] for r in rx for n in r.worker_mounts if n in r.host_paths}
     )
-    volumes = "(has(object.spec.volumes) ? object.spec.volumes : [])"
     pod_sc = "object.spec.securityContext"
     variables = [
         ("accelerator", f"has(object.spec.nodeSelector) && '{ACCELERATOR_LABEL}' in "
@@ -293,15 +292,14 @@ def admission_policy(namespace: str, kinds: Iterable[str]) -> list[dict[str, Any
          f"{pod_sc}.seccompProfile.type in ['RuntimeDefault', 'Localhost']"),
         ("rxdmKind", kind_expr),
         ("hostPaths", f"{json.dumps(host_paths)}"),
-        ("initContainers", "has(object.spec.initContainers) ? object.spec.initContainers : []"),
-        ("hostPathVolumes", f"{volumes}.filter(v, has(v.hostPath)).map(v, v.name)"),
-        ("workerHostVolumes", f"{volumes}.filter(v, has(v.hostPath) && v.hostPath.path in "
-         f"{json.dumps(worker_paths)}).map(v, v.name)"),
     ]  # fmt: skip
+    # no list-valued conditionals (has(x) ? x : []): every optional list is guarded by has()
     mounts_ok = (
-        "!has(c.volumeMounts) || c.volumeMounts.all(m, !(m.name in variables.hostPathVolumes) "
-        "|| m.name in variables.workerHostVolumes)"
+        "!has(c.volumeMounts) || !has(object.spec.volumes) || c.volumeMounts.all(m, "
+        "!object.spec.volumes.exists(v, v.name == m.name && has(v.hostPath) && "
+        f"!(v.hostPath.path in {json.dumps(worker_paths)})))"
     )
+    init = "!has(object.spec.initContainers) || object.spec.initContainers.all(c, {})"
     restricted = "{c} && {caps} && {root}"
     validations = [
         (
@@ -320,7 +318,7 @@ def admission_policy(namespace: str, kinds: Iterable[str]) -> list[dict[str, Any
         ),
         (
             f"object.spec.containers.all(c, {any_rxdm} || {mounts_ok}) && "
-            f"variables.initContainers.all(c, {mounts_ok})",
+            + init.format(mounts_ok),
             "hostPath mounts: the host's /sys and /proc/sys by the RxDM sidecar only",
         ),
         (
@@ -351,9 +349,9 @@ def admission_policy(namespace: str, kinds: Iterable[str]) -> list[dict[str, Any
             "containers: run as non-root (the RxDM sidecar alone runs as root)",
         ),
         (
-            "variables.initContainers.all(c, "
-            + restricted.format(c=_common("c"), caps=_restricted_caps("c"), root=_non_root("c"))
-            + ")",
+            init.format(
+                restricted.format(c=_common("c"), caps=_restricted_caps("c"), root=_non_root("c"))
+            ),
             "init containers: restricted",
         ),
         (
