@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from contract.args.base import ArgError, JobContext, WorkloadArgs, bind
+from contract.args.batch_generate import BatchGenerateArgs
 from contract.args.evaluate import EvaluateArgs
 from contract.args.prepare import PrepareArgs
 from contract.args.serve_llm import ServeLlmArgs
@@ -205,6 +206,20 @@ BUILTIN: tuple[Workload, ...] = (
         num_cpus=1.0,
         accelerators=("cpu", "gpu"),
         needs=("torch", "numpy", "pyarrow"),
+    ),
+    Workload(
+        name="batch_generate",
+        role="inference",
+        module="workloads.batch_generate",
+        description="Ray Data LLM: a trained model's completions for a prompt set (vLLM "
+        "engines under Ray Data), written as JSON lines to the artifacts bucket",
+        args=BatchGenerateArgs,
+        num_cpus=1.0,
+        # vLLM's CPU build (cpu-serve image), CUDA build (gpu image) or TPU build (tpu-serve
+        # image), as serve_llm; a multi-host TPU slice is refused (raygke check)
+        accelerators=("cpu", "gpu", "tpu"),
+        writes=("artifacts",),
+        needs=("vllm",),
     ),
     Workload(
         name="serve_llm",

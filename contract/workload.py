@@ -23,9 +23,10 @@ from contract.problems import Problem
 
 # What a workload is for; ``raygke local run`` and the stack checks key on this, never on names.
 #   data: writes the dataset (prepare); trainer: trains one model and writes checkpoints;
-#   tuner: a sweep over a trainer; evaluator: scores a checkpoint; service: a Ray Serve app.
-Role = Literal["data", "trainer", "tuner", "evaluator", "service"]
-ROLES: tuple[str, ...] = ("data", "trainer", "tuner", "evaluator", "service")
+#   tuner: a sweep over a trainer; evaluator: scores a checkpoint; inference: runs a trained
+#   model over a dataset (batch inference, writes artifacts); service: a Ray Serve app.
+Role = Literal["data", "trainer", "tuner", "evaluator", "inference", "service"]
+ROLES: tuple[str, ...] = ("data", "trainer", "tuner", "evaluator", "inference", "service")
 ACCELERATORS: tuple[str, ...] = ("cpu", "gpu", "tpu")
 
 

@@ -6,6 +6,12 @@ or must borrow; the verdict ``admitted`` (fits at once), ``waits`` (needs quota 
 cohort) or ``never`` (the resource, what it needs, what the queue can ever have). Exit 1 when some
 job can never be admitted (``raygke check`` refuses it too). ``--set`` tries a change (a quota, a
 job's size) without editing the file; ``--format json`` gives the verdicts as data.
+
+Services (RayServices) are not Kueue workloads: the Ray autoscaler scales each within its worker
+group. For each the preview shows its replicas (:func:`components.raycrs.serve_replicas.replica_plan`):
+what one replica takes, the pods of its worker group, the replicas they hold against Serve's
+``min_replicas`` .. ``max_replicas``, the autoscaling target and delays and the routing; a
+``max_replicas`` the group cannot hold is also refused by ``raygke check``.
 """
 
 from __future__ import annotations
@@ -55,18 +61,22 @@ def queue(
     assert choice.path is not None
     cfg = load_for_check(choice.path, sets, fmt).cfg
     unqueued = [j.name for j in cfg.jobs if not j.queue]
+    services = service_plans(cfg)
     if not cfg.capacity.enabled:
         if fmt == "json":
             doc = {"kueue": False, "jobs": [], "not_queued": unqueued}
+            doc["services"] = [p.as_json() for p in services]
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
         console.print("no capacity.cluster_queues: Kueue is not installed, no job is queued")
+        print_services(services)
         return
     _, sha = workloads_archive()
     verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)))
     never = [v for v in verdicts if v.state == "never"]
     if fmt == "json":
         doc = {"kueue": True, "jobs": [_verdict_json(v) for v in verdicts]}
+        doc["services"] = [p.as_json() for p in services]
         sys.stdout.write(json.dumps({**doc, "not_queued": unqueued}, indent=2) + "\n")
         if never:
             raise typer.Exit(EXIT_FAILED)
@@ -106,11 +116,59 @@ def queue(
             console.print(f"  {escape(v.note)}", soft_wrap=True)
     if unqueued:
         console.print(f"not queued (no queue:): {', '.join(unqueued)}")
+    print_services(services)
     if never:
         from components.kernel.base import plural
 
         err.print(f"{plural(len(never), 'job')} can never be admitted", markup=False)
         raise typer.Exit(EXIT_FAILED)
+
+
+def service_plans(cfg: Any) -> list[Any]:
+    """Every vLLM service's :class:`components.raycrs.serve_replicas.ReplicaPlan`, by name."""
+    from components.raycrs.serve_replicas import replica_plan
+
+    found = (replica_plan(cfg, s) for s in sorted(cfg.services, key=lambda s: s.name))
+    return [p for p in found if p is not None]
+
+
+def _delay(value: float | None, default: float) -> str:
+    return f"{value:g} s" if value is not None else f"{default:g} s (Ray's)"
+
+
+def print_services(plans: list[Any]) -> None:
+    """The services' replicas, one row each (nothing without services)."""
+    if not plans:
+        return
+    table = make_table(
+        "Services: replicas on their worker groups (not Kueue workloads: the Ray autoscaler "
+        "scales them)",
+        ("service", "pool", "per replica", "pods", "replicas", "autoscaling", "routing"),
+    )
+    for p in plans:
+        share = (
+            f"{p.pods_per_replica} pods each"
+            if p.pods_per_replica > 1
+            else f"{p.replicas_per_pod} per pod"
+        )
+        table.add_row(
+            p.service,
+            p.pool,
+            f"{p.per_replica} ({share})",
+            f"{p.min_pods}..{p.max_pods}",
+            f"{p.min_replicas}..{p.max_replicas} (group holds {p.fits})",
+            f"target {p.target_ongoing_requests:g} of max {p.max_ongoing_requests} ongoing; up "
+            f"after {_delay(p.upscale_delay_s, 30)}, down after {_delay(p.downscale_delay_s, 600)}",
+            p.routing,
+        )
+    print_table(table)
+    for p in plans:
+        if p.max_replicas > p.fits:
+            console.print(
+                f"{escape(p.service)}: max_replicas {p.max_replicas} > the {p.fits} its worker "
+                "group holds (raygke check refuses it)",
+                soft_wrap=True,
+            )
 
 
 def _verdict_json(v: Any) -> dict[str, Any]:

@@ -12,6 +12,16 @@ seeded by ``seed`` (so a run repeats exactly); 0 means greedy, which on a small 
 model soon loops on one word. Both run in ``precision`` (:mod:`workloads.precision`, decided
 for this process's CPU/GPU; the loss summed in float32).
 
+The sample keeps this loop rather than vLLM (the engine of :mod:`workloads.batch_generate` and
+the services), with a measured reason: it is one 200-byte continuation from the model this
+process has already loaded for the loss, and vLLM would first have to start. Measured
+2026-12-07 on the 2-core development machine under the same load (load average ~25), make
+local's model shape (d_model 128, 4 layers, 256 positions), one thread: this loop's 200 bytes
+took 1.1 s; the same sample through ``batch_generate`` (one prompt, ``max_tokens`` 200, its
+Hugging Face export) took 164 s, of which generation was a fraction of a second and the rest
+vLLM's start (Ray Data's engine actor, vLLM's engine core and its CPU worker, each importing
+vLLM and torch). Batch generation over many prompts is ``batch_generate``'s.
+
 Arguments: :class:`contract.args.evaluate.EvaluateArgs` (names, types, defaults, units).
 Result: ``{"val_loss", "val_rows" (the rows the loss was computed on), "val_bytes",
 "xz_nats_per_byte", "val_vs_xz" (val_loss / xz_nats_per_byte: below 1 beats xz),

@@ -162,6 +162,7 @@ def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape | None) -> dict[
     else:
         device = "GPU" if args.accelerator == "gpu" else "TPU"
         bundles = [{"CPU": 1, device: 1} for _ in range(tp)]
+    slice_cfg = multi_host_tpu(args)
     cfg: dict[str, Any] = {
         "model_loading_config": {"model_id": args.model_id, "model_source": model},
         "llm_engine": "vLLM",
@@ -169,11 +170,8 @@ def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape | None) -> dict[
         "accelerator_config": {"kind": args.accelerator},
         "placement_group_config": {"bundles": bundles, "strategy": "PACK"},
         "deployment_config": {
-            "autoscaling_config": {
-                "min_replicas": args.min_replicas,
-                "max_replicas": args.max_replicas,
-                "target_ongoing_requests": args.target_ongoing_requests,
-            },
+            "autoscaling_config": autoscaling_config(args),
+            **request_router_config(args),
             "max_ongoing_requests": args.max_ongoing_requests,
             # Ray Serve LLM adds the replica actor's CPUs to the first bundle
             # (llm_server.py _merge_replica_actor_and_child_actor_bundles); on CPU the bundle
@@ -184,11 +182,77 @@ def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape | None) -> dict[
     }
     if args.accelerator_type:
         cfg["accelerator_type"] = args.accelerator_type
+    if slice_cfg:
+        cfg.pop("placement_group_config")  # Ray Serve LLM's per-host bundles of the slice
+        cfg["accelerator_config"] = slice_cfg["accelerator_config"]
+        cfg["runtime_env"]["env_vars"].update(slice_cfg["env_vars"])
+        cfg["deployment_config"]["ray_actor_options"] = {"num_cpus": 1}
     if args.stream_batching_interval_ms is not None:
         cfg["experimental_configs"] = {
             "stream_batching_interval_ms": args.stream_batching_interval_ms
         }
     return cfg
+
+
+def multi_host_tpu(args: ServeLlmArgs) -> dict[str, Any]:
+    """What a replica spanning a multi-host TPU slice (``tpu_topology`` set) changes; empty
+    otherwise. Ray 2.60's Serve LLM supports it (ray-project/ray#61906, #62941, #63177; the
+    user guide of #65026; tracked by ray-project/ray#57137): with
+    ``accelerator_config: {kind: tpu, topology}`` and ``accelerator_type`` the replica defers
+    its placement group and reserves the whole slice as a ``SlicePlacementGroup``, one bundle of
+    ``chips per host`` per host (``TPUAccelerator.default_bundles``: so no
+    ``placement_group_config`` of our own, whose per-chip bundles would make one vLLM worker per
+    chip), pinned to one slice by its ``ray.io/tpu-slice-name`` label
+    (``ray/llm/_internal/serve/core/configs/accelerators.py``); the replica actor itself asks
+    for 1 CPU outside it. vLLM's TPU build (tpu-inference 0.25.0, what vllm-tpu 0.25.0 pins)
+    then runs the engine over the slice's hosts with its Ray executor when
+    ``TPU_MULTIHOST_BACKEND=ray`` (``tpu_inference/platforms/tpu_platform.py``), reusing the
+    placement group Serve LLM made (``tpu_inference/executors/ray_distributed_executor.py``
+    ``_initialize_ray_cluster``); ``tensor_parallel_size`` is the slice's chips."""
+    if args.accelerator != "tpu" or not args.tpu_topology:
+        return {}
+    return {
+        "accelerator_config": {"kind": "tpu", "topology": args.tpu_topology},
+        "env_vars": {"TPU_MULTIHOST_BACKEND": "ray"},
+    }
+
+
+def autoscaling_config(args: ServeLlmArgs) -> dict[str, Any]:
+    """The engine deployment's ``autoscaling_config`` (Ray Serve ``AutoscalingConfig``, Ray 2.60
+    ``ray/serve/config.py``): ``min_replicas``, ``max_replicas``, ``target_ongoing_requests``,
+    and ``upscale_delay_s`` / ``downscale_delay_s`` when given (unset: Ray's 30 s / 600 s)."""
+    out: dict[str, Any] = {
+        "min_replicas": args.min_replicas,
+        "max_replicas": args.max_replicas,
+        "target_ongoing_requests": args.target_ongoing_requests,
+    }
+    for key in ("upscale_delay_s", "downscale_delay_s"):
+        if getattr(args, key) is not None:
+            out[key] = getattr(args, key)
+    return out
+
+
+def request_router_config(args: ServeLlmArgs) -> dict[str, Any]:
+    """``{"request_router_config": ...}`` of the engine deployment for ``routing:
+    prefix_cache`` (Ray Serve LLM's ``PrefixCacheAffinityRouter`` by its import path, its
+    thresholds as ``request_router_kwargs``: Ray 2.60 ``ray/serve/config.py``
+    ``RequestRouterConfig``); empty for ``power_of_two``, Serve's default router. The ingress's
+    handle to the engine deployment routes with it (the ingress picks the replica)."""
+    from contract.args.serve_llm import PREFIX_OPTIONS, PREFIX_ROUTER
+
+    if args.routing != "prefix_cache":
+        return {}
+    kwargs = {
+        ray_key: getattr(args, key)
+        for key, ray_key in PREFIX_OPTIONS.items()
+        if getattr(args, key) is not None
+    }
+    return {
+        "request_router_config": {
+            "request_router_class": PREFIX_ROUTER,
+            "request_router_kwargs": kwargs,
+        }
+    }
 
 
 def app_config(args: Mapping[str, Any]) -> dict[str, Any]:

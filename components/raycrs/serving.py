@@ -9,8 +9,12 @@ One source of truth per fact:
   ``args.num_cpus`` CPUs (vLLM's CPU build, ``tensor_parallel_size`` 1); the pool record of the
   stack's plan (:meth:`components.stack.plan.Plan.service`). A replica's placement group
   (``tensor_parallel_size`` bundles of one GPU or one TPU chip, ``PACK``:
-  :func:`workloads.serve_llm.llm_config`) lives in one worker pod, so a multi-host TPU slice
-  (several pods) is refused: vLLM's TPU build would need the slice's hosts in one engine.
+  :func:`workloads.serve_llm.llm_config`) lives in one worker pod. On a multi-host TPU slice a
+  replica is the whole slice instead (``tensor_parallel_size`` = its chips, ``tpu_topology`` =
+  its topology): Ray 2.60's Serve LLM reserves it as one ``SlicePlacementGroup`` and vLLM's TPU
+  build runs one engine over its hosts (:func:`workloads.serve_llm.multi_host_tpu`, the sources
+  cited there; ray-project/ray#57137 tracks TPU support in Ray Serve LLM). That needs the TPU
+  initialization webhook, as multi-host training does (``TPU_WORKER_ID``, the slice's labels).
 * memory per device: the catalog's GPU memory (:data:`components.catalog.GPU_TYPES`
   ``memory_gb``) and TPU HBM (:func:`components.catalog.tpu_generation` ``hbm_gb``), each sourced
   in :mod:`contract.accelerators`. On a CPU pool the engines of one worker pod share its memory
@@ -67,6 +71,7 @@ PLATFORM_BOUND_SERVE_ARGS: Mapping[str, str] = {
     "model_revision": "services[].hf_revision",
     "accelerator": "the node pool's kind",
     "accelerator_type": "the node pool's GPU type or TPU generation (the catalog)",
+    "tpu_topology": "the node pool's TPU topology (a multi-host slice)",
 }
 # Training workloads whose arguments give the served model's shape (contract/args/train.py).
 SHAPED_TRAINERS = ("train_lm", "train_lm_jax", "train_lm_tf")
@@ -135,9 +140,28 @@ def serve_devices(pool: object) -> ServeDevices:
 
 def tensor_parallel_size(args: Mapping[str, Any], devices: ServeDevices) -> int:
     """``args.tensor_parallel_size`` when given (an int), else the pod's devices
-    (``devices.per_pod``): one engine over every GPU of a node / chip of a slice."""
+    (``devices.per_pod``): one engine over every GPU of a node / chip of a slice (a
+    multi-host slice: every chip of its hosts)."""
     tp = args.get("tensor_parallel_size")
-    return tp if isinstance(tp, int) and not isinstance(tp, bool) else devices.per_pod
+    if isinstance(tp, int) and not isinstance(tp, bool):
+        return tp
+    return devices.per_pod * devices.hosts
+
+
+def slice_args(devices: ServeDevices, pool: object) -> dict[str, Any]:
+    """``{"tpu_topology": <topology>}`` for a multi-host TPU slice pool (a replica spans the
+    slice: :func:`workloads.serve_llm.multi_host_tpu`), else empty."""
+    if devices.hosts > 1 and isinstance(pool, TpuPool):
+        return {"tpu_topology": pool.slice.topology}
+    return {}
+
+
+def replicas_that_fit(target: Any, devices: ServeDevices, tp: int) -> int:
+    """The default ``max_replicas``: what the worker group holds (its pods x devices per pod //
+    ``tp``; one per slice on a multi-host slice; at least 1)."""
+    if devices.hosts > 1:
+        return max(1, target.max_replicas)
+    return max(1, target.max_replicas * (devices.per_pod // tp))
 
 
 def model_path(ctx: Context, svc: ServiceConfig) -> str:
@@ -243,7 +267,8 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
     the field each, ``<field>: <value> (allowed: ...)``:
 
     * an argument the platform sets (:data:`PLATFORM_BOUND_SERVE_ARGS`);
-    * a multi-host TPU slice (a replica's placement group must fit one worker pod);
+    * on a multi-host TPU slice (a replica spans it): a ``tensor_parallel_size`` other than its
+      chips, or no TPU webhook (:func:`_multi_host_problems`);
     * a replica's placement bundles (``tensor_parallel_size`` x 1 CPU, plus the replica actor's
       1 CPU; on a CPU pool the engine's one bundle of ``args.num_cpus``) above the CPUs of one
       worker pod (:func:`components.raycrs.pod.worker_pod_size`);
@@ -283,14 +308,10 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
         pool = target.pool
         dev = serve_devices(pool)
         if dev.hosts > 1:
-            yield at(
-                f"{where}.node_pool",
-                f"{where}.node_pool: {pool.name!r}, a multi-host {pool.slice.topology} slice "
-                f"({dev.hosts} hosts of {dev.per_pod} chips) (allowed: a GPU pool, a CPU pool "
-                "or a single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM replica's "
-                "tensor-parallel group lives in one worker pod)",
-            )
-            continue
+            found = list(_multi_host_problems(cfg, svc, dev, pool))
+            yield from found
+            if found:
+                continue
         tp = tensor_parallel_size(svc.args, dev)
         derived = "tensor_parallel_size" not in svc.args
         size = _pod_size(p, pool.name, target.group)
@@ -301,7 +322,7 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
         # Ray Serve LLM's placement group: tp bundles of 1 CPU + 1 device, the replica actor's
         # 1 CPU merged into the first (workloads/serve_llm.py llm_config); PACK in one pod
         need = tp * 1 + 1
-        if cpus is not None and need > cpus:
+        if cpus is not None and need > cpus and dev.hosts == 1:
             yield at(
                 f"{where}.args.tensor_parallel_size",
                 f"{where}.args.tensor_parallel_size: {tp} needs {need} CPUs in one worker pod "
@@ -309,7 +330,11 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
                 f"the worker pod of pool {pool.name!r}; a larger machine_type or a smaller "
                 "tensor_parallel_size)",
             )
-        origin = f" (derived: the {dev.per_pod} devices of one node of pool {pool.name!r})"
+        origin = (
+            f" (derived: the {dev.per_pod} devices of one node of pool {pool.name!r})"
+            if dev.hosts == 1
+            else f" (derived: the {tp} chips of the slice of pool {pool.name!r})"
+        )
         try:
             args = get_workload(VLLM_APP).parse(
                 {**svc.args, "accelerator": dev.kind, "tensor_parallel_size": tp}
@@ -319,7 +344,7 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
         job = svc.checkpoint_job
         shape = None if job is None else trained_shape(cfg, job)
         if shape is None:
-            if tp > dev.per_pod:
+            if tp > dev.per_pod and dev.hosts == 1:  # a slice's: _multi_host_problems
                 yield at(
                     f"{where}.args.tensor_parallel_size",
                     f"{where}.args.tensor_parallel_size: {tp} (allowed: at most the "
@@ -332,11 +357,40 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
             dtype=args.dtype,
             max_model_len=args.max_model_len or shape.n_positions,
             tensor_parallel_size=tp,
-            devices=dev.per_pod,
+            devices=dev.per_pod * dev.hosts,
             device_memory_gb=dev.memory_gb,
             device_kind=dev.kind,
         )
         yield from _fit_lines(where, found, tp, derived, origin, job, shape, pool.name, dev)
+
+
+def _multi_host_problems(
+    cfg: StackConfig, svc: ServiceConfig, dev: ServeDevices, pool: Any
+) -> Iterable[Problem]:
+    """A service on a multi-host TPU slice: one replica spans the whole slice, so
+    ``tensor_parallel_size`` is its chips (Ray Serve LLM's slice placement group has one bundle
+    per host, and tpu-inference's Ray executor one worker per bundle); the pods need the TPU
+    initialization webhook (``kuberay.mode: helm`` without ``kuberay.tpu_webhook``), as
+    :func:`components.stack.rules.multi_host_tpu_needs_webhook` says for jobs and clusters."""
+    where = f"services[{svc.name}]"
+    chips = dev.per_pod * dev.hosts
+    tp = svc.args.get("tensor_parallel_size", chips)
+    if tp != chips:
+        yield at(
+            f"{where}.args.tensor_parallel_size",
+            f"{where}.args.tensor_parallel_size: {tp!r} (allowed: {chips}, every chip of the "
+            f"multi-host {pool.slice.topology} slice of pool {pool.name!r}: a replica reserves "
+            "the whole slice, one engine over its hosts; a smaller model fits a single-host "
+            "slice pool)",
+        )
+    if cfg.kuberay.mode == "helm" and not cfg.kuberay.tpu_webhook:
+        yield at(
+            f"{where}.node_pool",
+            f"{where}.node_pool: {pool.name!r}, a multi-host {pool.slice.topology} slice "
+            "(allowed with kuberay.mode: gke-addon, or kuberay.tpu_webhook: true once the "
+            "KubeRay TPU webhook is installed: it gives each pod TPU_WORKER_ID and "
+            "TPU_WORKER_HOSTNAMES, which the slice's Ray nodes need)",
+        )
 
 
 def _fit_lines(
@@ -446,8 +500,10 @@ __all__ = [
     "PLATFORM_BOUND_SERVE_ARGS",
     "ServeDevices",
     "model_path",
+    "replicas_that_fit",
     "serve_devices",
     "service_fit_problems",
+    "slice_args",
     "tensor_parallel_size",
     "trained_shape",
 ]

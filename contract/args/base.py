@@ -308,7 +308,8 @@ class JobContext:
         max_failures: the job's restart budget.
         peak_flops_per_device: the catalog's peak FLOP/s of one accelerator (for MFU).
         data: the corpus URI (prepare).
-        checkpoint: the checkpoint to evaluate.
+        checkpoint: the checkpoint to evaluate (or to run batch inference with).
+        artifacts: the artifacts root (batch inference writes its outputs under it).
     """
 
     dataset: str | None = None
@@ -319,6 +320,7 @@ class JobContext:
     peak_flops_per_device: float | None = None
     data: str | None = None
     checkpoint: str | None = None
+    artifacts: str | None = None
 
 
 def bind(

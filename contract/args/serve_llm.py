@@ -32,13 +32,41 @@ def _replicas(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+# Ray Serve LLM's prefix-aware request router (Ray 2.60 ``ray/serve/llm/request_router.py``),
+# given to Serve as the LLM deployment's ``request_router_config.request_router_class``.
+PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
+ROUTINGS = ("power_of_two", "prefix_cache")
+
+
+def _prefix_options(values: Mapping[str, Any]) -> str | None:
+    """The prefix router's thresholds only with ``routing: prefix_cache``."""
+    given = [k for k in PREFIX_OPTIONS if values.get(k) is not None]
+    if given and values.get("routing") != "prefix_cache":
+        return (
+            f"{given[0]} is set but routing is {values.get('routing')!r}; it tunes "
+            "routing: prefix_cache only"
+        )
+    return None
+
+
+# ServeLlmArgs field -> PrefixCacheAffinityRouter.initialize_state keyword (Ray 2.60
+# ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py).
+PREFIX_OPTIONS = {
+    "prefix_imbalanced_threshold": "imbalanced_threshold",
+    "prefix_match_rate_threshold": "match_rate_threshold",
+}
+
+
 @dataclass(frozen=True)
 class ServeLlmArgs(WorkloadArgs):
     """Arguments of :mod:`workloads.serve_llm` (its builder ``workloads.serve_llm:build_app``
     receives them as the Serve config's ``args``)."""
 
     WORKLOAD: ClassVar[str] = "serve_llm"
-    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (_replicas,)
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (
+        _replicas,
+        _prefix_options,
+    )
 
     model: str | None = arg(
         None,
@@ -74,6 +102,13 @@ class ServeLlmArgs(WorkloadArgs):
         1, "devices one engine splits the model over (vLLM --tensor-parallel-size)", "devices",
         minimum=1,
     )  # fmt: skip
+    tpu_topology: str | None = arg(
+        None,
+        "TPU only: the topology of a multi-host slice (e.g. 4x4) one replica spans; Ray Serve "
+        "LLM reserves the whole slice (TPUConfig topology, a SlicePlacementGroup) and vLLM's "
+        "TPU build runs over its hosts with its Ray executor; None = a single host",
+        "",
+    )
     cpu_kv_cache_gb: float = arg(
         1.0, "CPU only: KV cache space per replica (VLLM_CPU_KVCACHE_SPACE)", "GiB", minimum=0.1
     )
@@ -98,6 +133,44 @@ class ServeLlmArgs(WorkloadArgs):
     )
     max_ongoing_requests: int = arg(
         64, "requests one replica takes at once (more wait in the proxy)", "requests", minimum=1
+    )
+    upscale_delay_s: float | None = arg(
+        None,
+        "autoscaling: how long the load must stay above target_ongoing_requests before Serve "
+        "adds a replica (AutoscalingConfig upscale_delay_s); None = Ray's default, 30",
+        "s",
+        minimum=0,
+    )
+    downscale_delay_s: float | None = arg(
+        None,
+        "autoscaling: how long the load must stay below target before Serve removes a replica "
+        "(AutoscalingConfig downscale_delay_s); None = Ray's default, 600",
+        "s",
+        minimum=0,
+    )
+    routing: Literal["power_of_two", "prefix_cache"] = arg(
+        "power_of_two",
+        "how a request picks an engine replica: Serve's power-of-two choices (the shorter queue "
+        "of two replicas), or prefix_cache, Ray Serve LLM's PrefixCacheAffinityRouter: the "
+        "replica that served the longest prefix of the prompt while the queues are balanced, "
+        "so vLLM's prefix cache is hit (ray.serve.llm.request_router)",
+        "",
+    )
+    prefix_imbalanced_threshold: float | None = arg(
+        None,
+        "prefix_cache routing: queue-length difference between replicas beyond which a request "
+        "goes by power of two instead (imbalanced_threshold); None = Ray's default, infinite",
+        "requests",
+        minimum=0,
+    )
+    prefix_match_rate_threshold: float | None = arg(
+        None,
+        "prefix_cache routing: share of the prompt a replica's cached prefix must match, else "
+        "the request goes to the replica holding the least cached text (match_rate_threshold); "
+        "None = Ray's default, 0.1",
+        "",
+        minimum=0,
+        maximum=1,
     )
     stream_batching_interval_ms: int | None = arg(
         None,

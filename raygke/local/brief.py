@@ -92,6 +92,11 @@ def job_summary(name: str, result: Any) -> str:
         return line + (
             f"; checkpoint {shorten(result['checkpoint'])}" if result.get("checkpoint") else ""
         )
+    if role == "inference" and "completions" in result:
+        return (
+            f"{n('completions')} completions ({n('completion_tokens')} tokens, "
+            f"{n('tokens_per_s', ',.1f')} tokens/s) written to {result.get('output')}"
+        )
     if role == "evaluator" and "val_loss" in result:
         line = f"validation loss {n('val_loss', '.3f')} nats/byte on {n('val_rows')} rows"
         if result.get("xz_nats_per_byte") is not None:

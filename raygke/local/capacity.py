@@ -14,6 +14,10 @@ What a job asks for (:func:`job_need`), by its role (``contract.registry``):
   ``ray/data/_internal/execution/resource_manager.py``, Ray 2.60);
 * tuner: one trial's resources (:func:`workloads.tune_lm.trial_resources`), so that at least one
   trial runs;
+* inference (batch_generate): its vLLM engines, Ray Data's actor pool (``concurrency`` engines
+  of ``num_cpus`` CPUs on ``cpu``; of ``tensor_parallel_size`` GPUs or TPU chips otherwise, as
+  :func:`workloads.batch_generate.processor_settings` asks), plus :data:`READ_CPUS` CPU for
+  Ray Data's read and map tasks around them;
 * evaluator: nothing: it runs in the job's driver, which asks Ray for no CPU (the Jobs API's
   ``entrypoint_num_cpus`` defaults to 0:
   https://docs.ray.io/en/latest/cluster/running-applications/job-submission/doc/ray.job_submission.JobSubmissionClient.submit_job.html).
@@ -117,6 +121,11 @@ def job_need(name: str, args: Mapping[str, Any]) -> Need:
             placement=str(scaling.get("placement_strategy") or "PACK"),
             sets_workers=not args.get("scaling"),
         )
+    if workload.role == "inference":
+        a = workload.parse(dict(args))
+        device = {"gpu": "GPU", "tpu": "TPU"}.get(a.accelerator)
+        per = {"CPU": a.num_cpus} if device is None else {device: float(a.tensor_parallel_size)}
+        return Need(name, a.concurrency, per, task_cpus=READ_CPUS, unit="engine")
     if workload.role == "tuner":
         from workloads.tune_lm import trial_resources
 

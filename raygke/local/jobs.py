@@ -43,6 +43,8 @@ ACCELERATORS = ("cpu", "gpu", "tpu")
 PACKAGES = ("workloads", "contract")
 ROOT = Path(__file__).resolve().parents[2]
 TPU_HINT = "no emulated TPU hosts; run `raygke local up --tpu v5e:2x2`"
+# Roles that read the checkpoint this run trained (job_args binds it as their `checkpoint`).
+READS_TRAINED = ("evaluator", "inference")
 
 
 def dataset_name(data: str | None) -> str:
@@ -211,7 +213,8 @@ def job_args(
     The data job (prepare) writes ``<datasets>/<dataset_name(data)>``; a trainer or tuner reads
     it and stores checkpoints under ``<checkpoints>/<run_name>``; an evaluator reads the
     checkpoint the trainer reported in this run (``results``), else the newest valid one of
-    ``run_name``. Each value reaches a job only where its arguments have the field
+    ``run_name``, and so does a batch-inference job (role ``inference``), which writes under
+    ``<artifacts>``. Each value reaches a job only where its arguments have the field
     (:func:`contract.registry.bind_job_args`). On ``tpu`` a job taking ``scaling`` gets the
     emulated TPU hosts'. Then the entry's :attr:`~contract.workload.Workload.local_args` for
     ``accelerator`` (``use_gpu`` on ``gpu``; tune_lm's ``trainer: jax`` on ``tpu``), then the
@@ -233,7 +236,8 @@ def job_args(
         name=run_name,
         scaling=scaling,
         data=data,
-        checkpoint=trained.get("checkpoint") if workload.role == "evaluator" else None,
+        checkpoint=trained.get("checkpoint") if workload.role in READS_TRAINED else None,
+        artifacts=buckets["artifacts"],
     )
     args: dict[str, Any] = json.loads(json.dumps(dict(workload.local_args.get(accelerator, {}))))
     overrides = overrides or {}

@@ -96,3 +96,18 @@ def test_queue_tries_a_set_and_gives_json() -> None:
     r = raygke("queue", "--stack", "dev", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["jobs"][0]["state"] == "admitted"
     assert raygke("queue", "--stack", "dev", "--format", "xml").returncode == 2
+
+
+def test_queue_shows_a_services_replicas_beside_the_queued_jobs() -> None:
+    """RayServices are not Kueue workloads: prod's service shows its replicas on its worker
+    group (1 L4 each, 1..3 of the 3 the l4-serve pool holds) and its autoscaling and routing."""
+    import json
+
+    r = raygke("queue", "--stack", "prod")
+    assert r.returncode == 0, r.stderr
+    assert "Services: replicas on their worker groups" in r.stdout
+    assert "1 x NVIDIA L4 (1 per pod)" in r.stdout and "1..3 (group holds 3)" in r.stdout
+    assert "up after 30 s (Ray's), down after 600 s (Ray's)" in r.stdout
+    r = raygke("queue", "--stack", "prod", "--format", "json")
+    (svc,) = json.loads(r.stdout)["services"]
+    assert (svc["service"], svc["fits"], svc["routing"]) == ("lm", 3, "power_of_two")

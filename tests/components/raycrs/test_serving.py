@@ -113,14 +113,56 @@ def test_a_tensor_parallel_size_above_the_devices_of_a_pod_is_refused() -> None:
     )
 
 
-def test_a_multi_host_tpu_slice_is_refused() -> None:
-    """The helpers' v6e pool is a 4x4 slice: 4 hosts of 4 chips; a replica lives in one pod."""
-    (line,) = _refused({}, node_pool="v6e")
-    assert line == (
-        "services[lm].node_pool: 'v6e', a multi-host 4x4 slice (4 hosts of 4 chips) (allowed: a "
-        "GPU pool, a CPU pool or a single-host TPU slice, topology 1x1, 2x2 or 2x4: one vLLM "
-        "replica's tensor-parallel group lives in one worker pod)"
+def test_a_multi_host_tpu_slice_serves_one_replica_per_slice() -> None:
+    """The helpers' v6e pool is a 4x4 slice: 4 hosts of 4 chips. Ray 2.60's Serve LLM reserves a
+    whole slice per replica (TPUConfig topology), so the service renders one engine over its 16
+    chips, the topology in its args, one replica per slice; a tensor-parallel size that is not
+    the slice's chips, or a Helm-installed operator without the TPU webhook, is refused."""
+    from components.raycrs.serve import ray_service_manifest
+
+    data = _data(WIDE, node_pool="v6e")
+    cfg = validate({**data, "kuberay": {"mode": "gke-addon"}})
+    assert list(service_fit_problems(cfg)) == []
+    (svc,) = cfg.services
+    manifest = ray_service_manifest(cfg, svc, "gs://b/w.zip")
+    import yaml
+
+    args = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]
+    assert args["tensor_parallel_size"] == 16 and args["tpu_topology"] == "4x4"
+    assert args["accelerator_type"] == "TPU-V6E" and args["max_replicas"] == 2  # max_slices 2
+    (group,) = manifest["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    assert group["numOfHosts"] == 4
+
+    found = _service_problems_with(
+        {"kuberay": {"mode": "gke-addon"}}, node_pool="v6e", args={"tensor_parallel_size": 4}
     )
+    assert found == [
+        "services[lm].args.tensor_parallel_size: 4 (allowed: 16, every chip of the multi-host "
+        "4x4 slice of pool 'v6e': a replica reserves the whole slice, one engine over its "
+        "hosts; a smaller model fits a single-host slice pool)"
+    ]
+    found = _service_problems_with(
+        {"kuberay": {"mode": "helm", "tpu_webhook": False}}, node_pool="v6e"
+    )
+    assert found == [
+        "services[lm].node_pool: 'v6e', a multi-host 4x4 slice (allowed with kuberay.mode: "
+        "gke-addon, or kuberay.tpu_webhook: true once the KubeRay TPU webhook is installed: it "
+        "gives each pod TPU_WORKER_ID and TPU_WORKER_HOSTNAMES, which the slice's Ray nodes "
+        "need)"
+    ]
+
+
+# A trained model whose 16 heads (of 32 wide) a 16-chip tensor-parallel group divides.
+WIDE = {"d_model": 512, "n_heads": 16}
+
+
+def _service_problems_with(top: dict[str, Any], **service: Any) -> list[str]:
+    data = {**_data(WIDE, **service), **top}
+    try:
+        validate(data)
+    except ConfigError as e:
+        return [p for p in e.problems if p.startswith("services[")]
+    return []
 
 
 def test_a_cpu_pool_serves_the_trained_model() -> None:

@@ -135,3 +135,20 @@ def test_printed_local_commands_carry_the_stack_options_given(tmp_path) -> None:
         assert app.target_opts() == " --config '/a b/Pulumi.x.yaml'"
     finally:
         app._target_opts[:] = []
+
+
+def test_a_batch_inference_job_needs_its_engines_and_a_cpu_for_ray_data() -> None:
+    from raygke.local.brief import job_summary
+
+    need = job_need("batch_generate", {"prompts": "/p", "num_cpus": 2, "concurrency": 1})
+    assert (need.workers, dict(need.per_worker), need.task_cpus) == (1, {"CPU": 2.0}, 1.0)
+    assert need.describe() == "1 engine x 2 CPU + 1 CPU for Ray Data's tasks = 3 CPU"
+    gpu = job_need(
+        "batch_generate", {"prompts": "/p", "accelerator": "gpu", "tensor_parallel_size": 2}
+    )
+    assert dict(gpu.per_worker) == {"GPU": 2.0}
+    line = job_summary(
+        "batch_generate",
+        {"completions": 3, "completion_tokens": 12, "tokens_per_s": 0.5, "output": "/a/g/r/t"},
+    )
+    assert line == "3 completions (12 tokens, 0.5 tokens/s) written to /a/g/r/t"

@@ -1,0 +1,197 @@
+"""A vLLM service's replicas on its worker group: what one replica takes, how many the group
+holds, and the checks of the stack's autoscaling arguments against them (pure; no Pulumi).
+
+A replica of ``serve_llm`` (:mod:`workloads.serve_llm`) is one vLLM engine:
+
+* on a GPU pool or a single-host TPU slice, ``tensor_parallel_size`` devices of one worker pod
+  (its placement group is ``PACK``ed into one pod), so a pod holds ``devices // tp`` replicas;
+* on a multi-host TPU slice, the whole slice: Ray Serve LLM reserves it as one
+  ``SlicePlacementGroup`` (Ray 2.60 ``ray/llm/_internal/serve/core/configs/accelerators.py``
+  ``TPUAccelerator``), so a replica is ``hosts`` pods and the group holds one per slice;
+* on a CPU pool, one bundle of ``args.num_cpus`` CPUs, so a pod holds ``its CPUs // num_cpus``
+  (:func:`components.raycrs.pod.worker_pod_size`).
+
+The worker group holds ``maxReplicas`` pods (``services[].max_workers``, else the pool's
+``max_nodes`` / ``max_slices``): the most replicas that can ever run is that many pods' worth
+(:func:`replica_plan`). Serve's autoscaler asks for a replica more whenever the load is above
+``target_ongoing_requests`` per replica, up to ``max_replicas``; one the group cannot place stays
+pending forever (the Ray autoscaler cannot add a pod past ``maxReplicas``), so ``raygke check``
+refuses (:func:`autoscaling_problems`, rule ``serve-autoscaling-fit``):
+
+* ``max_replicas`` (given) or ``min_replicas`` above the replicas the group holds;
+* ``target_ongoing_requests`` above ``max_ongoing_requests``: a replica never holds more than
+  ``max_ongoing_requests`` (the rest wait in the proxy and are not counted per replica), so the
+  average never reaches the target and Serve never adds a replica
+  (https://docs.ray.io/en/latest/serve/advanced-guides/advanced-autoscaling.html,
+  "target_ongoing_requests" / "max_ongoing_requests").
+
+``raygke queue`` prints :func:`replica_plan` for every service (RayServices are not Kueue
+workloads: the Ray autoscaler scales them within the pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from components.kernel.problems import Problem, at
+
+if TYPE_CHECKING:
+    from components.raycrs.serve_model import ServiceConfig
+    from components.stack.model import StackConfig
+
+RULE = "serve-autoscaling-fit"
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """A service's replicas on its worker group.
+
+    Attributes:
+        service: the service's name.
+        pool: the node pool.
+        per_replica: what one replica takes, in words (``1 x NVIDIA L4``, ``2 CPUs``, ``a v6e
+            4x4 slice (4 hosts x 4 chips)``).
+        pods_per_replica: worker pods one replica spans (a multi-host slice's hosts, else 1).
+        replicas_per_pod: replicas one worker pod holds (0 for a multi-host replica).
+        min_pods: worker pods kept (``minReplicas``); max_pods: most worker pods (``maxReplicas``).
+        fits: the most replicas the group holds.
+        min_replicas, max_replicas: Serve's autoscaling bounds (``max_replicas`` as rendered:
+            the stack's, else :attr:`fits`).
+        target_ongoing_requests, max_ongoing_requests: per replica.
+        upscale_delay_s, downscale_delay_s: None = Ray's defaults (30 s, 600 s).
+        routing: ``power_of_two`` | ``prefix_cache``.
+    """
+
+    service: str
+    pool: str
+    per_replica: str
+    pods_per_replica: int
+    replicas_per_pod: int
+    min_pods: int
+    max_pods: int
+    fits: int
+    min_replicas: int
+    max_replicas: int
+    target_ongoing_requests: float
+    max_ongoing_requests: int
+    upscale_delay_s: float | None
+    downscale_delay_s: float | None
+    routing: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan as data (``raygke queue --format json``)."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def replica_plan(cfg: StackConfig, svc: ServiceConfig) -> ReplicaPlan | None:
+    """``svc``'s :class:`ReplicaPlan`; None for a workload other than ``serve_llm``, an
+    undeclared pool or arguments that do not parse (their rules report those)."""
+    from components.raycrs.serving import VLLM_APP, _pod_size, serve_devices, tensor_parallel_size
+    from components.stack.plan import plan
+    from components.stack.resolve import ResolveError
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
+
+    if svc.workload != VLLM_APP:
+        return None
+    p = plan(cfg)
+    try:
+        target = p.service(svc)
+    except ResolveError:
+        return None
+    dev = serve_devices(target.pool)
+    tp = tensor_parallel_size(svc.args, dev) if dev.kind != "cpu" else 1
+    try:
+        args = get_workload(VLLM_APP).parse(
+            {**svc.args, "accelerator": dev.kind, "tensor_parallel_size": tp}
+        )
+    except (ArgError, KeyError, TypeError, ValueError):
+        return None
+    groups, kept = target.max_replicas, target.group.min_replicas
+    if dev.kind == "cpu":
+        size = _pod_size(p, target.pool.name, target.group)
+        per_pod = 1 if size is None or args.num_cpus <= 0 else int(size[0] // args.num_cpus)
+        per_replica, pods, fits = f"{args.num_cpus:g} CPUs", 1, groups * per_pod
+    elif dev.hosts > 1:
+        s = target.pool.slice
+        per_replica = (
+            f"a {s.generation.name} {s.topology} slice ({dev.hosts} hosts x {dev.per_pod} chips)"
+        )
+        per_pod, pods, fits = 0, dev.hosts, groups
+    else:
+        name = dev.what.split(" (")[0].split(" x ", 1)[-1]
+        per_replica = f"{tp} x {name}"
+        per_pod, pods, fits = dev.per_pod // tp if tp else 0, 1, groups * (dev.per_pod // tp)
+    return ReplicaPlan(
+        service=svc.name,
+        pool=target.pool.name,
+        per_replica=per_replica,
+        pods_per_replica=pods,
+        replicas_per_pod=per_pod,
+        min_pods=kept * dev.hosts,
+        max_pods=groups * dev.hosts,
+        fits=fits,
+        min_replicas=args.min_replicas,
+        max_replicas=int(svc.args.get("max_replicas", max(1, fits))),
+        target_ongoing_requests=args.target_ongoing_requests,
+        max_ongoing_requests=args.max_ongoing_requests,
+        upscale_delay_s=args.upscale_delay_s,
+        downscale_delay_s=args.downscale_delay_s,
+        routing=args.routing,
+    )
+
+
+def autoscaling_problems(cfg: StackConfig, svc: ServiceConfig) -> Iterable[Problem]:
+    """What of ``svc``'s autoscaling arguments can never take effect (the module docstring's
+    rules), one Problem of the argument each, rule :data:`RULE`."""
+    rp = replica_plan(cfg, svc)
+    if rp is None or rp.fits < 1:  # a replica fits no pod: service_fit_problems says why
+        return
+    where = f"services[{svc.name}].args"
+    holds = (
+        f"the worker group holds {rp.fits} replica(s) of {rp.per_replica}: {rp.max_pods} pod(s) "
+        f"of pool {rp.pool!r} (services[{svc.name}].max_workers, else the pool's max_nodes / "
+        "max_slices)"
+    )
+    if "max_replicas" in svc.args and rp.max_replicas > rp.fits:
+        yield at(
+            f"{where}.max_replicas",
+            f"{where}.max_replicas: {rp.max_replicas} (allowed: at most {rp.fits}; {holds}; a "
+            "replica past that waits for a pod the autoscaler may not add)",
+            RULE,
+        )
+    if rp.min_replicas > rp.fits:
+        yield at(
+            f"{where}.min_replicas",
+            f"{where}.min_replicas: {rp.min_replicas} (allowed: at most {rp.fits}; {holds})",
+            RULE,
+        )
+    if rp.target_ongoing_requests > rp.max_ongoing_requests:
+        yield at(
+            f"{where}.target_ongoing_requests",
+            f"{where}.target_ongoing_requests: {rp.target_ongoing_requests:g} (allowed: at most "
+            f"max_ongoing_requests {rp.max_ongoing_requests}: a replica never holds more, so "
+            "Serve's autoscaler would never add one)",
+            RULE,
+        )
+
+
+def service_autoscaling_problems(cfg: StackConfig) -> Iterable[Problem]:
+    """:func:`autoscaling_problems` of every service (the stack rule; the facts in
+    :mod:`components.raycrs.serve_replicas`' docstring,
+    https://docs.ray.io/en/latest/serve/advanced-guides/advanced-autoscaling.html)."""
+    for svc in cfg.services:
+        yield from autoscaling_problems(cfg, svc)
+
+
+__all__ = [
+    "RULE",
+    "ReplicaPlan",
+    "autoscaling_problems",
+    "replica_plan",
+    "service_autoscaling_problems",
+]
