@@ -222,8 +222,8 @@ def job_args(
     replaces first (``train_lm``'s apply to ``train_lm_jax``), then the job's own.
 
     Raises:
-        LocalError: no emulated TPU hosts for ``accelerator="tpu"``, or an override the
-            workload does not accept.
+        LocalError: no emulated TPU hosts for ``accelerator="tpu"``, an override the workload
+            does not accept, or a batch-inference job without its ``prompts``.
     """
     buckets = state["buckets"]
     trained = trained_result(results)
@@ -246,9 +246,15 @@ def job_args(
         args.update(overrides.get(original, {}))
     args.update(overrides.get(name, {}))
     try:
-        return bind_job_args(name, context, args)
+        bound = bind_job_args(name, context, args)
     except ArgError as e:
         raise LocalError(f"job {name}: {e.problems[0]}") from None
+    if workload.role == "inference" and not bound.get("prompts"):
+        raise LocalError(
+            f"job {name}: prompts: required (a folder, glob or gs:// prefix of .jsonl or .txt "
+            f"files); give it with --set {name}.prompts=PATH"
+        )
+    return bound
 
 
 def trained_result(results: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:

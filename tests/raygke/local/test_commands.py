@@ -165,6 +165,21 @@ def test_job_args_wire_bucket_folders() -> None:
         local_jobs.job_args("train_lm", state, None, "r", {}, accelerator="tpu")
 
 
+def test_batch_generate_reads_the_trained_checkpoint_and_writes_to_the_artifacts() -> None:
+    state = {"buckets": {b: f"/b/{b}" for b in local_cluster.BUCKETS}, "tpu": None}
+    args = local_jobs.job_args(
+        "batch_generate", state, None, "run1", {"train_lm": {"checkpoint": "/c"}},
+        overrides={"batch_generate": {"prompts": "/p"}},
+    )  # fmt: skip
+    assert args == {
+        "prompts": "/p", "checkpoint": "/c", "storage_path": "/b/checkpoints", "name": "run1",
+        "artifacts": "/b/artifacts",
+    }  # fmt: skip
+    # no prompts: refused before anything is submitted, naming the --set that gives them
+    with pytest.raises(local_cluster.LocalError, match=r"--set batch_generate\.prompts=PATH"):
+        local_jobs.job_args("batch_generate", state, None, "run1", {})
+
+
 def test_train_lm_tf_jobs_locally() -> None:
     state = {"buckets": {b: f"/b/{b}" for b in local_cluster.BUCKETS}, "tpu": None}
     assert local_jobs.resolve_jobs(["prepare", "train_lm_tf", "evaluate"], "cpu") == [
