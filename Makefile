@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: local serve venv test test-fast test-upgrade lint check policy-venv policy-check scan
+.PHONY: local serve venv system-deps test test-fast test-upgrade lint check policy-venv policy-check scan
 
 venv: $(STAMP)
 
@@ -34,6 +34,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip uninstall -y $(CUDA_ONLY_WHEELS)
 	$(BIN)/python -c "import transformers.models.gpt2, vllm"
 	touch $@
+
+# The system packages beside the venv (Debian/Ubuntu, apt-get): redis-server, the Redis of
+# `raygke local up --gcs-ft` and of its test (tests/raygke/local/test_gcs_ft.py). Installed only
+# when missing; as root directly (CI), else through sudo.
+SYSTEM_PACKAGES := redis-server
+system-deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends $(SYSTEM_PACKAGES); }
 
 # Cluster up -> prepare -> train_lm -> evaluate on the stdlib sources -> summary -> cluster down
 # (`down --if-mine`: only a cluster this recipe's `up` started and no other command uses), the

@@ -16,6 +16,8 @@ import pulumi
 from components.apis.component import Apis, ApisArgs
 from components.capacity.component import Kueue, KueueArgs
 from components.cluster.component import Cluster, ClusterArgs
+from components.gcsft.component import GcsFaultTolerance, GcsFaultToleranceArgs
+from components.gcsft.render import ft_enabled
 from components.gpunet.component import (
     GpuNetworkObjects,
     GpuNetworkObjectsArgs,
@@ -109,6 +111,24 @@ access = WorkloadAccess(
     ),
     opts=pulumi.ResourceOptions(depends_on=[cluster]),
 )
+# The Redis of the RayServices' GCS fault tolerance (Memorystore, private services access, CMEK,
+# its AUTH string in Secret Manager): only with services and gcs_fault_tolerance.enabled.
+gcs_ft = (
+    GcsFaultTolerance(
+        "gcsft",
+        GcsFaultToleranceArgs(
+            cfg=cfg,
+            network=network.vpc.id,
+            key_ring=security.secrets_key.key_ring,
+            secrets_key=security.secrets_key.id,
+            project_number=security.project_number,
+            depends_on=[security.secrets_key_grant],
+            gsas=list(security.gsas.values()),
+        ),
+    )
+    if ft_enabled(cfg)
+    else None
+)
 registry = ImageRegistry(
     "images",
     ImageRegistryArgs(
@@ -154,6 +174,8 @@ ray = RayResources(
         images=registry.refs,
         depends_on=[*kuberay.ready, cluster, *capacity.ready, *gpu_objects.objects.values()],
         stack_plan=stack_plan,
+        redis_address=gcs_ft.address if gcs_ft else None,
+        redis_ca=gcs_ft.ca_cert if gcs_ft else None,
     ),
 )
 # Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import ipaddress
 import json
 import threading
 from typing import Any
@@ -56,6 +57,7 @@ class SynthMocks(pulumi.runtime.Mocks):
     def __init__(self, project: str) -> None:
         self.project = project
         self.number = project_number(project)
+        self.ranges: dict[str, str] = {}  # global address name -> its CIDR (private services)
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         t, n, i = args.typ, args.name, dict(args.inputs)
@@ -110,6 +112,24 @@ class SynthMocks(pulumi.runtime.Mocks):
         elif t == "gcp:secretmanager/secret:Secret":
             rid = f"projects/{p}/secrets/{i.get('secretId')}"
             state["name"] = f"projects/{self.number}/secrets/{i.get('secretId')}"
+        elif t == "gcp:compute/globalAddress:GlobalAddress" and i.get("prefixLength"):
+            self.ranges[name] = f"{i.get('address')}/{int(i['prefixLength'])}"
+        elif t == "gcp:redis/instance:Instance":
+            rid = f"projects/{p}/locations/{i.get('region')}/instances/{name}"
+            h = hashlib.sha256(rid.encode()).digest()
+            ca = base64.b64decode(_fake_ca(rid)).decode()
+            # the first host of its reserved range, as an offline render plans it
+            # (components.gcsft.render.planned_address)
+            cidr = self.ranges.get(str(i.get("reservedIpRange")), "10.24.0.0/20")
+            state.update(
+                host=str(next(ipaddress.ip_network(cidr).hosts())),
+                port=6378 if i.get("transitEncryptionMode") == "SERVER_AUTHENTICATION" else 6379,
+                authString="mock-redis-auth-not-a-secret",
+                serverCaCerts=[{"cert": ca, "sha1Fingerprint": h.hex()[:40]}],
+            )
+        elif t == "gcp:secretmanager/secretVersion:SecretVersion":
+            rid = f"{i.get('secret')}/versions/1"
+            state["name"] = rid
         elif t.startswith("kubernetes:") and not t.startswith("kubernetes:helm"):
             meta = i.get("metadata") or {}
             ns = meta.get("namespace")

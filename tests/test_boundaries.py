@@ -96,6 +96,7 @@ CONCEPTS = {
     "capacity",
     "cluster",
     "computeclass",
+    "gcsft",
     "images",
     "gpunet",
     "kuberay",

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.apis.render import REQUIRED_APIS, apis_for_type
+from components.apis.render import GCS_FT_APIS, REQUIRED_APIS, apis_for_type
+from components.gcsft.render import ft_enabled
 from components.stack.model import StackConfig
 
 
@@ -21,7 +22,9 @@ class ApisArgs:
 
 
 class Apis(pulumi.ComponentResource):
-    """One ``gcp.projects.Service`` per API of :data:`REQUIRED_APIS` with
+    """One ``gcp.projects.Service`` per API of :data:`REQUIRED_APIS` (and of
+    :data:`~components.apis.render.GCS_FT_APIS` when the stack creates its Redis,
+    :func:`components.gcsft.render.ft_enabled`) with
     ``disable_on_destroy=False`` (destroying the stack leaves them on) and
     ``disable_dependent_services=False``.
 
@@ -42,7 +45,7 @@ class Apis(pulumi.ComponentResource):
                 disable_dependent_services=False,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for api in REQUIRED_APIS
+            for api in [*REQUIRED_APIS, *(GCS_FT_APIS if ft_enabled(cfg) else ())]
         }
         self.register_outputs({"services": list(self.services)})
 

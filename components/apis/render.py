@@ -33,6 +33,15 @@ REQUIRED_APIS: dict[str, str] = {
     "logging.googleapis.com": "GKE system and workload logs",
 }
 
+# APIs of GCS fault tolerance (components/gcsft), enabled only where it creates its Redis:
+# Memorystore for Redis, and Service Networking for the private services access connection
+# (https://cloud.google.com/memorystore/docs/redis/create-instance-gcloud,
+# https://cloud.google.com/vpc/docs/configure-private-services-access).
+GCS_FT_APIS: dict[str, str] = {
+    "redis.googleapis.com": "the Memorystore for Redis of GCS fault tolerance",
+    "servicenetworking.googleapis.com": "its private services access connection",
+}
+
 # Resource type token prefix -> the APIs a resource of that type calls (first match wins).
 _TYPE_APIS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -55,7 +64,11 @@ _TYPE_APIS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The one service identity the stack requests is Secret Manager's (resources/security.py):
     # generating a service's agent needs that service enabled
     # (https://cloud.google.com/secret-manager/docs/cmek).
-    ("gcp:projects/serviceIdentity:", ("secretmanager.googleapis.com",)),
+    # and Memorystore's, with GCS fault tolerance (components/gcsft/component.py); a stack waits
+    # only for the APIs it enables.
+    ("gcp:projects/serviceIdentity:", ("secretmanager.googleapis.com", "redis.googleapis.com")),
+    ("gcp:redis/", ("redis.googleapis.com",)),
+    ("gcp:servicenetworking/", ("servicenetworking.googleapis.com", "compute.googleapis.com")),
     ("gcp:storage/", ("storage.googleapis.com",)),
     ("gcp:artifactregistry/", ("artifactregistry.googleapis.com",)),
 )

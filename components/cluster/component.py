@@ -41,6 +41,7 @@ from components.cluster.render import (
     nap_resource_limits,
     secret_manager_enabled,
 )
+from components.gcsft.render import ft_enabled
 from components.gpunet.render import networked_pools
 from components.security.iam import CLOUD_PLATFORM_SCOPE
 from components.stack.model import StackConfig
@@ -217,9 +218,10 @@ class Cluster(pulumi.ComponentResource):
             if gateway_channel
             else None,
             # GKE's Secret Manager add-on for the services' and jobs' Hugging Face token files
-            # (secret_manager_enabled); left unset otherwise.
+            # (secret_manager_enabled) and the GCS fault tolerance Redis AUTH string
+            # (components.gcsft.render); left unset otherwise.
             secret_manager_config=gcp.container.ClusterSecretManagerConfigArgs(enabled=True)
-            if secret_manager_enabled([*cfg.services, *cfg.jobs])
+            if secret_manager_enabled([*cfg.services, *cfg.jobs]) or ft_enabled(cfg)
             else None,
             cluster_autoscaling=autoscaling,
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(

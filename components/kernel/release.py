@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-RELEASE = "2026-12-07"
+RELEASE = "2026-12-08"
 """This release's defaults epoch: what a new stack file is written for."""
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

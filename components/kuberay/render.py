@@ -221,7 +221,7 @@ def cluster_identifier(ctx: Context, net: NetworkConfig) -> str:
 def incremental_services(services: Iterable[ServiceConfig]) -> list[str]:
     """Names of the ``services`` with ``upgrade_strategy: NewClusterWithIncrementalUpgrade``,
     sorted."""
-    return sorted(s.name for s in services if s.upgrade_strategy == INCREMENTAL_UPGRADE)
+    return sorted(s.name for s in services if s.strategy == INCREMENTAL_UPGRADE)
 
 
 def feature_gates(

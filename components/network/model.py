@@ -153,6 +153,14 @@ class NetworkConfig(_Model):
         "+ 8 RDMA for GPUDirect RDMA; docs/deploying.md, GPU networking); used only when a GPU "
         "pool has `gpu_networking`. Private, disjoint from the other ranges.",
     )
+    psa_cidr: str = Field(
+        "10.24.0.0/20",
+        description="Range allocated to private services access (a `VPC_PEERING` global address "
+        "and the `servicenetworking` connection of the VPC), from which Google-managed services "
+        "take their addresses: the Memorystore for Redis of `gcs_fault_tolerance` (used only "
+        "with it). A /24 or larger, private, disjoint from the other ranges "
+        "(https://cloud.google.com/vpc/docs/configure-private-services-access).",
+    )
     private_nodes: bool = Field(
         True,
         description="Nodes get internal IPs only and reach the internet through Cloud NAT "
@@ -182,7 +190,9 @@ class NetworkConfig(_Model):
     def _name(cls, v: str) -> str:
         return _gke_name(v, "network.name", 63)
 
-    @field_validator("subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr", "gpu_cidr")
+    @field_validator(
+        "subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr", "gpu_cidr", "psa_cidr"
+    )
     @classmethod
     def _cidrs(cls, v: str, info: Any) -> str:
         net = cidr(v, info.field_name, example="10.10.0.0/20", ipv4_only=True)
@@ -192,6 +202,11 @@ class NetworkConfig(_Model):
             )
         if info.field_name == "master_ipv4_cidr" and net.prefixlen != 28:
             raise ValueError(f"master_ipv4_cidr {v!r} must be a /28 (GKE private control plane)")
+        if info.field_name == "psa_cidr" and net.prefixlen > 24:
+            raise ValueError(
+                f"psa_cidr {v!r} is smaller than a /24, the least private services access "
+                "allocates (https://cloud.google.com/vpc/docs/configure-private-services-access)"
+            )
         return v
 
     @model_validator(mode="after")

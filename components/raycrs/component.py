@@ -56,6 +56,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components.computeclass.render import render_compute_classes
+from components.gcsft.render import ca_config_map, ft_enabled, redis_namespaces
 from components.monitoring.render import render_monitoring
 from components.raycrs.archive import archive_object_name, working_dir_uri, workloads_archive
 from components.raycrs.ingress import render_service_objects
@@ -98,6 +99,9 @@ class RayResourcesArgs:
         depends_on: what the Ray objects wait for (``KubeRay.ready``: CRDs, operator; the
             cluster; Kueue's webhook).
         stack_plan: the stack's plan (:mod:`components.stack.plan`); None: ``plan(cfg)``.
+        redis_address / redis_ca: with GCS fault tolerance, the stack's Redis address and CA
+            certificate (:class:`components.gcsft.component.GcsFaultTolerance`): the RayServices'
+            ``gcsFaultToleranceOptions`` and the CA ConfigMap their heads mount.
     """
 
     cfg: StackConfig
@@ -106,6 +110,8 @@ class RayResourcesArgs:
     images: Mapping[str, pulumi.Input[str]] | None = None
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     stack_plan: Plan | None = None
+    redis_address: pulumi.Input[str] | None = None
+    redis_ca: pulumi.Input[str] | None = None
 
 
 class RayResources(pulumi.ComponentResource):
@@ -134,7 +140,7 @@ class RayResources(pulumi.ComponentResource):
         self.manifests = (
             render_compute_classes(cfg)
             + render_service_objects(cfg)
-            + render_manifests(cfg, self.working_dir, images)
+            + render_manifests(cfg, self.working_dir, images, args.redis_address)
             + render_monitoring(cfg)
         )
         # One Ray auth token per Ray cluster (long-lived RayCluster, or a RayJob's own cluster),
@@ -161,6 +167,19 @@ class RayResources(pulumi.ComponentResource):
                     parent=self, provider=provider, depends_on=list(depends_on)
                 ),
             )
+        # GCS fault tolerance: in each namespace of a RayService, the Redis CA its head mounts
+        # (components.gcsft.render; the AUTH string's SecretProviderClass is a manifest above).
+        self.redis_objects: list[pulumi.Resource] = []
+        after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
+        for ns in redis_namespaces(cfg) if ft_enabled(cfg) else []:
+            suffix = "" if ns == cfg.kuberay.namespace else f"-{ns}"
+            ca = ca_config_map(ns, args.redis_ca)
+            self.redis_objects.append(
+                k8s.core.v1.ConfigMap(
+                    f"{name}-redis-ca{suffix}", metadata=ca["metadata"], data=ca["data"], opts=after
+                )
+            )
+        ready = self.redis_objects
         self.custom_resources: dict[str, k8s.apiextensions.CustomResource] = {}
         for m in self.manifests:
             kind, mname = m["kind"], m["metadata"]["name"]
@@ -173,7 +192,12 @@ class RayResources(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=provider,
-                    depends_on=[*depends_on, self.archive, *self.auth_secrets.values()],
+                    depends_on=[
+                        *depends_on,
+                        self.archive,
+                        *self.auth_secrets.values(),
+                        *ready,
+                    ],
                     **rerun_options(kind),
                 ),
             )

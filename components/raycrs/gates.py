@@ -27,8 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.kernel.problems import Problem, in_object
-from components.kuberay.render import CHART_FEATURE_GATES, INCREMENTAL_UPGRADE, helm_values
+from components.kernel.problems import Problem, at, in_object
+from components.kuberay.render import (
+    CHART_FEATURE_GATES,
+    INCREMENTAL_UPGRADE,
+    INCREMENTAL_UPGRADE_GATE,
+    helm_values,
+)
 from components.stack.model import StackConfig
 
 Gates = dict[str, bool]
@@ -124,3 +129,39 @@ def gate_problems_all(manifests: Iterable[dict[str, Any]], cfg: StackConfig) -> 
     for m in manifests:
         out += gate_problems(m, gates, source)
     return out
+
+
+def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[Problem]:
+    """``NewClusterWithIncrementalUpgrade`` (set, or the default of a service with a ``gateway``:
+    :attr:`components.raycrs.serve_model.ServiceConfig.strategy`) needs the KubeRay operator's
+    ``RayServiceIncrementalUpgrade`` feature gate (``IsIncrementalUpgradeEnabled`` in
+    ray-operator/controllers/ray/utils/util.go, gate in ray-operator/pkg/features/features.go;
+    https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).
+    With ``kuberay.mode: helm`` the stack turns it on
+    (:func:`components.kuberay.render.feature_gates`); the GKE Ray add-on runs an operator
+    whose flags GKE sets and the stack cannot
+    (https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke),
+    so its gates are taken to be the chart defaults of ``kuberay.chart_version``
+    (:func:`installed_gates`): on (beta) in 1.7.0, off (alpha) in 1.6.2.
+    Without the gate KubeRay silently treats the strategy as no zero-downtime upgrade
+    (``isZeroDowntimeUpgradeEnabled`` in rayservice_controller.go)."""
+    if cfg.kuberay.mode != "gke-addon":
+        return
+    gates, _ = installed_gates(cfg)
+    if gates.get(INCREMENTAL_UPGRADE_GATE):
+        return
+    version = cfg.kuberay.chart_version
+    for svc in cfg.services:
+        if svc.strategy == "NewClusterWithIncrementalUpgrade":
+            why = "" if svc.upgrade_strategy else " (the default of a service with a gateway)"
+            yield (
+                at(
+                    f"services[{svc.name}].upgrade_strategy",
+                    f"services[{svc.name}].upgrade_strategy: NewClusterWithIncrementalUpgrade"
+                    f"{why} needs the KubeRay operator's RayServiceIncrementalUpgrade feature "
+                    f"gate, off by default in KubeRay {version}, which kuberay.mode 'gke-addon' "
+                    "cannot set (GKE runs that operator; without the gate a cluster change is "
+                    "not rolled out); use upgrade_strategy: NewCluster, kuberay.mode: helm, or "
+                    "kuberay.chart_version 1.7.0",
+                )
+            )

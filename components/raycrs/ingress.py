@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.gcsft.render import redis_objects
 from components.raycrs.model import JobConfig
 from components.raycrs.pod import PART_OF, SERVE_PORT
-from components.raycrs.serve_model import ServiceConfig
+from components.raycrs.serve_model import INCREMENTAL, ServiceConfig
 from components.stack.model import StackConfig
 from components.stack.plan import Context, plan
 
@@ -111,9 +112,12 @@ def gateway_manifests(ctx: Context, svc: ServiceConfig) -> list[dict[str, Any]]:
     """``svc``'s ``Gateway`` ``<name>-gateway`` (class ``gateway.gateway_class_name``, one HTTP
     listener on port 80, routes from its own namespace) and ``HTTPRoute`` ``<name>-route``
     (``hostnames`` when ``gateway.hostname`` is set; every path to ``<name>-serve-svc`` port
-    8000); ``[]`` without ``gateway``."""
+    8000); ``[]`` without ``gateway``, and with the incremental upgrade strategy, whose gateway
+    and route KubeRay creates itself under these names (``<name>-gateway``, ``<name>-httproute``:
+    rayservice_controller.go ``createGateway`` / ``createHTTPRoute``; the two would fight over
+    the Gateway)."""
     gw = svc.gateway
-    if gw is None:
+    if gw is None or svc.strategy == INCREMENTAL:
         return []
     gateway_name = f"{svc.name}-gateway"
     route: dict[str, Any] = {
@@ -153,7 +157,8 @@ def gateway_manifests(ctx: Context, svc: ServiceConfig) -> list[dict[str, Any]]:
 def render_service_objects(cfg: StackConfig) -> list[dict[str, Any]]:
     """Per service (sorted by name): its Hub token's SecretProviderClass (with
     ``hf_token_secret``), then its Gateway and HTTPRoute (with ``gateway``); then the Hub token
-    SecretProviderClass of each job with ``hf_token_secret`` and its own cluster (sorted)."""
+    SecretProviderClass of each job with ``hf_token_secret`` and its own cluster (sorted); then
+    the GCS fault tolerance Redis AUTH string's (:func:`components.gcsft.render.redis_objects`)."""
     ctx = plan(cfg).context
     out: list[dict[str, Any]] = []
     for svc in sorted(cfg.services, key=lambda s: s.name):
@@ -163,7 +168,7 @@ def render_service_objects(cfg: StackConfig) -> list[dict[str, Any]]:
     for job in sorted(cfg.jobs, key=lambda j: j.name):
         if job.hf_token_secret is not None and not job.cluster:
             out.append(secret_provider_class(ctx, job))
-    return out
+    return out + redis_objects(cfg)
 
 
 __all__ = [

@@ -22,7 +22,10 @@ from components.stack.plan import Context, plan
 
 
 def render_manifests(
-    cfg: StackConfig, working_dir_uri: str, images: Mapping[str, Any] | None = None
+    cfg: StackConfig,
+    working_dir_uri: str,
+    images: Mapping[str, Any] | None = None,
+    redis_address: Any = None,
 ) -> list[dict[str, Any]]:
     """Every RayCluster (sorted by name), then every RayJob, then every RayService
     (:func:`components.raycrs.serve.render_services`), each sorted by name.
@@ -31,6 +34,9 @@ def render_manifests(
     and submitter of that kind uses; the Pulumi program passes the pushed digests
     (``pulumi.Output`` values, resolved by the engine). Unset:
     :func:`components.images.render.planned_refs` (the offline render of ``raygke check``).
+    ``redis_address``: the address of the stack's Redis the RayServices' GCS fault tolerance uses
+    (the program passes the Memorystore instance's, :class:`components.gcsft.component.
+    GcsFaultTolerance`); unset: :func:`components.gcsft.render.planned_address`.
     """
     p = plan(cfg)  # the records of every worker group, job and service, resolved once
     clusters = [ray_cluster_manifest(cfg, rc, images) for rc in sorted(cfg.ray_clusters, key=_name)]
@@ -38,7 +44,7 @@ def render_manifests(
         ray_job_manifest(cfg, p.job(j), working_dir_uri, images)
         for j in sorted(cfg.jobs, key=_name)
     ]
-    return clusters + jobs + render_services(cfg, working_dir_uri, images)
+    return clusters + jobs + render_services(cfg, working_dir_uri, images, redis_address)
 
 
 def _name(x: Any) -> str:

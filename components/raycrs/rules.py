@@ -520,6 +520,47 @@ def service_gateway_not_public(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
+def incremental_upgrade_gateway(cfg: StackConfig) -> Iterable[Problem]:
+    """With ``NewClusterWithIncrementalUpgrade`` KubeRay's own Gateway ``<name>-gateway`` (class
+    ``clusterUpgradeOptions.gatewayClassName``, one HTTP listener on port 80, every host) and
+    HTTPRoute ``<name>-httproute`` are the service's ingress in place of its ``gateway``'s
+    (rayservice_controller.go ``createGateway`` / ``createHTTPRoute``;
+    :func:`components.raycrs.ingress.gateway_manifests`): a ``gateway.hostname`` would not be
+    honoured, an ``incremental_upgrade.gateway_class_name`` other than the gateway's class would
+    put the Gateway on a class its NetworkPolicy does not admit, and a public class needs
+    ``gateway.public`` as :func:`service_gateway_not_public` says
+    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).
+    """
+    from components.raycrs.serve_model import GatewayConfig
+
+    for svc in cfg.services:
+        opts = svc.upgrade_options
+        if opts is None:
+            continue
+        gw, where = svc.gateway, f"services[{svc.name}]"
+        if gw is not None and gw.hostname is not None:
+            yield at(
+                f"{where}.gateway.hostname",
+                f"{where}.gateway.hostname {gw.hostname!r}: the incremental upgrade's Gateway "
+                "(KubeRay's) matches every host name; remove it, or set upgrade_strategy: "
+                "NewCluster to keep the service's own Gateway",
+            )
+        if gw is not None and opts.gateway_class_name != gw.gateway_class_name:
+            yield at(
+                f"{where}.incremental_upgrade.gateway_class_name",
+                f"{where}.incremental_upgrade.gateway_class_name {opts.gateway_class_name!r} "
+                f"differs from gateway.gateway_class_name {gw.gateway_class_name!r}: KubeRay's "
+                "Gateway replaces the service's; leave it unset (it takes the gateway's)",
+            )
+        if gw is None and GatewayConfig(gateway_class_name=str(opts.gateway_class_name)).is_public:
+            yield at(
+                f"{where}.incremental_upgrade.gateway_class_name",
+                f"{where}.incremental_upgrade.gateway_class_name {opts.gateway_class_name!r} is "
+                "a public load balancer and Serve's port has no authentication; use an internal "
+                "class (gke-l7-rilb), or a gateway with public: true",
+            )
+
+
 def _workload(name: str) -> Any:
     from contract.registry import get_workload
 

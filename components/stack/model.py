@@ -21,6 +21,7 @@ from components import catalog
 from components.capacity.model import CapacityConfig
 from components.cluster.model import ClusterConfig, NapConfig
 from components.computeclass.model import ComputeClassConfig
+from components.gcsft.model import GcsFaultToleranceConfig
 from components.kernel import release
 from components.kernel.base import _REGION, _Model, _unique, gcp_labels
 from components.kuberay.model import KubeRayConfig
@@ -142,6 +143,12 @@ class StackConfig(_Model):
         default_factory=list,
         description="Ray Serve applications, each a KubeRay RayService with its own RayCluster "
         "(e.g. the LM from a training job's checkpoints).",
+    )
+    gcs_fault_tolerance: GcsFaultToleranceConfig = Field(
+        default_factory=GcsFaultToleranceConfig,
+        description="GCS fault tolerance of the RayServices: KubeRay's "
+        "`gcsFaultToleranceOptions` with a Memorystore for Redis the stack creates "
+        "(docs/deploying.md, GCS fault tolerance).",
     )
     capacity: CapacityConfig = Field(
         default_factory=CapacityConfig,

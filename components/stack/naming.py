@@ -10,6 +10,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
+from components.gcsft.names import auth_secret_id, ft_enabled
+
 # One definition, in the kernel (the spec's rules name buckets too, the plan's ComputeClasses the
 # nodes' service account); re-exported here.
 from components.kernel.names import BucketPurpose as BucketPurpose
@@ -272,6 +274,8 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
         out.append(DerivedName("k8s-label", "Kubernetes service account", acct.name, field, "ksa"))
     for secret in cfg.secrets:
         out.append(DerivedName("secret", "secret", secret.name, f"secrets[{secret.name}].name"))
+    if ft_enabled(cfg):  # the GCS fault tolerance Redis's AUTH string (components/gcsft)
+        out.append(DerivedName("secret", "secret", auth_secret_id(cfg), "cluster.name"))
     for rc in cfg.ray_clusters:
         out.append(
             DerivedName("k8s-label", "RayCluster", rc.name, f"ray_clusters[{rc.name}].name", "ray")

@@ -29,11 +29,14 @@ from components.computeclass.rules import (
     compute_class_pools_not_queued,
     compute_class_shapes_fit_nap,
 )
+from components.gcsft.rules import gcs_ft_rules
 from components.images.model import IMAGE_KINDS
 from components.kernel.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
 from components.kernel.problems import Problem, Rule, at
 from components.nodepools.model import GpuPool, TpuPool
+from components.raycrs.gates import incremental_upgrade_needs_helm
 from components.raycrs.rules import (
+    incremental_upgrade_gateway,
     job_checkpoint_references,
     job_hf_sources,
     job_identity_can_write_outputs,
@@ -335,33 +338,6 @@ def ray_version_locked(cfg: StackConfig) -> Iterable[Problem]:
         yield at("ray.version", f"ray.version {problem}")
 
 
-def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[Problem]:
-    """``upgrade_strategy: NewClusterWithIncrementalUpgrade`` needs the KubeRay operator's
-    ``RayServiceIncrementalUpgrade`` feature gate (``IsIncrementalUpgradeEnabled`` in
-    ray-operator/controllers/ray/utils/util.go, gate in ray-operator/pkg/features/features.go;
-    https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).
-    With ``kuberay.mode: helm`` the stack turns it on
-    (:func:`components.kuberay.render.feature_gates`); the GKE Ray add-on runs an operator
-    whose flags GKE sets and the stack cannot
-    (https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke),
-    and without the gate KubeRay silently treats the strategy as no zero-downtime upgrade
-    (``isZeroDowntimeUpgradeEnabled`` in rayservice_controller.go)."""
-    if cfg.kuberay.mode != "gke-addon":
-        return
-    for svc in cfg.services:
-        if svc.upgrade_strategy == "NewClusterWithIncrementalUpgrade":
-            yield (
-                at(
-                    f"services[{svc.name}].upgrade_strategy",
-                    f"services[{svc.name}].upgrade_strategy: NewClusterWithIncrementalUpgrade needs "
-                    "the KubeRay operator's RayServiceIncrementalUpgrade feature gate, which "
-                    "kuberay.mode 'gke-addon' cannot set (GKE runs that operator; without the gate "
-                    "a cluster change is not rolled out); use upgrade_strategy: NewCluster, or "
-                    "kuberay.mode: helm",
-                )
-            )
-
-
 def secret_readers_declared(cfg: StackConfig) -> Iterable[Problem]:
     """A secret's ``readers`` are declared workload identities: each is granted
     ``roles/secretmanager.secretAccessor`` on the secret
@@ -524,7 +500,9 @@ RULES: tuple[Rule, ...] = (
         job_hf_sources, "jobs", "secrets", "workload_identities", "project", "cluster", "buckets"
     ),
     _rule(service_gateway_not_public, "services"),
-    _rule(incremental_upgrade_needs_helm, "kuberay.mode", "services"),
+    _rule(incremental_upgrade_needs_helm, "kuberay.mode", "kuberay.chart_version", "services"),
+    _rule(incremental_upgrade_gateway, "services"),
+    _rule(gcs_ft_rules, "gcs_fault_tolerance", "services", "cluster", "network", "secrets"),
     _rule(super_slicing_supported, "node_pools", "cluster", "capacity", "jobs"),
     _rule(
         fuse_caches_fit,

@@ -49,6 +49,7 @@ import yaml
 from components.kernel.problems import Problem
 from contract.errors import ConfigurationError
 from raygke.diff import disruption as dis
+from raygke.diff import upgrades
 from raygke.diff.replacement import (
     RAYCLUSTER,
     RERUN_TYPES,
@@ -338,7 +339,7 @@ def _annotate_disruption(
     for c in changes:
         o, n = olds.get(c.urn), news.get(c.urn)
         paths = [f.path for f in c.fields]
-        found = dis.assess(c.op, o, n, paths, base, head, c.reasons)
+        found = upgrades.detailed(dis.assess(c.op, o, n, paths, base, head, c.reasons), n, head)
         c.disruption = [d.to_json() for d in found]
         if any(d.effect == "recreated" for d in found):  # Recreate: the template does reach them
             c.notes = [x for x in c.notes if x != TEMPLATE_NOTE]

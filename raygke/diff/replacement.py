@@ -225,6 +225,48 @@ RULES: dict[str, TypeRule] = {
         TF + "secretmanager/resource_secret_manager_secret.go",
         name_input="secretId",
     ),
+    "gcp:secretmanager/secretVersion:SecretVersion": TypeRule(
+        _f("secret", "secretData=secret_data", "isSecretDataBase64=is_secret_data_base64"),
+        TF + "secretmanager/resource_secret_manager_secret_version.go",
+        name_input=None,
+    ),
+    "gcp:compute/globalAddress:GlobalAddress": TypeRule(
+        _f(
+            "name",
+            "project",
+            "address",
+            "addressType=address_type",
+            "description",
+            "ipVersion=ip_version",
+            "network",
+            "prefixLength=prefix_length",
+            "purpose",
+        ),
+        TF + "compute/resource_compute_global_address.go",
+    ),
+    "gcp:servicenetworking/connection:Connection": TypeRule(
+        _f("network", "service"),
+        TF + "servicenetworking/resource_service_networking_connection.go",
+        name_input=None,
+    ),
+    "gcp:redis/instance:Instance": TypeRule(
+        _f(
+            "name",
+            "project",
+            "region",
+            "locationId=location_id",
+            "alternativeLocationId=alternative_location_id",
+            "authorizedNetwork=authorized_network",
+            "connectMode=connect_mode",
+            "tier",
+            "reservedIpRange=reserved_ip_range",
+            "secondaryIpRange=secondary_ip_range",
+            "transitEncryptionMode=transit_encryption_mode",
+            "customerManagedKey=customer_managed_key",
+        ),
+        TF + "redis/resource_redis_instance.go",
+        deletion_guard="deletionProtection",
+    ),
     "gcp:storage/bucket:Bucket": TypeRule(
         _f(
             "name",

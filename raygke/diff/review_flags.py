@@ -13,6 +13,7 @@ cannot say as an effect on running work, shown as a flag on the change.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from raygke.diff.disruption import (
@@ -52,9 +53,15 @@ def pool_max_nodes(pool: dict[str, Any]) -> int:
 
 
 def upgrade_room(
-    old: dict[str, Any] | None, new: dict[str, Any], head: list[dict[str, Any]]
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    head: list[dict[str, Any]],
+    surge: int = 100,
+    kind: str = "NewCluster",
 ) -> list[str]:
-    """Why a RayService's ``NewCluster`` upgrade cannot complete, one line per worker group (empty
+    """Why a RayService's ``NewCluster`` upgrade (``surge`` 100) or incremental upgrade (``surge``:
+    its ``maxSurgePercent``: the new cluster's first round holds that share of the capacity,
+    :mod:`raygke.diff.upgrades`) cannot complete, one line per worker group (empty
     when it fits). The new cluster must serve before KubeRay moves traffic and deletes the old
     one (kuberay#4239), so it needs ``minReplicas x numOfHosts`` worker nodes (one worker pod
     per node: :func:`components.raycrs.pod.worker_pod_size`) on the group's pools while
@@ -71,14 +78,14 @@ def upgrade_room(
         if not mine:
             continue
         hosts = int(g.get("numOfHosts") or 1)
-        need = max(1, int(g.get("minReplicas") or 0)) * hosts
+        need = max(1, math.ceil(int(g.get("minReplicas") or 0) * surge / 100)) * hosts
         was = old_groups.get(g.get("groupName"), g)
         held = int(was.get("maxReplicas") or 0) * int(was.get("numOfHosts") or 1)
         cap = sum(pool_max_nodes(p) for p in mine)
         if need > cap - held:
             names = ", ".join(sorted(str(dig(p, "inputs", "name")) for p in mine))
             out.append(
-                f"blocked: the NewCluster upgrade of {k8s_target(new)} needs {need} more "
+                f"blocked: the {kind} upgrade of {k8s_target(new)} needs {need} more "
                 f"node(s) on pool {names} (group {g.get('groupName')}: minReplicas x hosts) "
                 f"while the old cluster holds up to {held} of its {cap}: the new cluster stays "
                 f"pending and the upgrade never completes; raise the pool's max to at least "
@@ -95,12 +102,16 @@ def upgrade_flags(
     head: list[dict[str, Any]],
 ) -> list[str]:
     """Review flags of a change's upgrade: a RayService update that brings up a second cluster
-    (:func:`upgrade_room`)."""
+    (:func:`upgrade_room`, all at once or an incremental upgrade's first round)."""
     if op != "update" or new is None or new["type"] != RAYSERVICE:
         return []
-    if not any(d.effect == "upgrade-new-cluster" for d in disruption):
-        return []
-    return upgrade_room(old, new, head)
+    if any(d.effect == "upgrade-new-cluster" for d in disruption):
+        return upgrade_room(old, new, head)
+    if any(d.effect == "upgrade-incremental" for d in disruption):
+        opts = dig(new, "inputs", "spec", "upgradeStrategy", "clusterUpgradeOptions") or {}
+        surge = int(opts.get("maxSurgePercent", 100))
+        return upgrade_room(old, new, head, surge, f"incremental ({surge}% surge)")
+    return []
 
 
 # ------------------------------------------------------------------------ maintenance exclusions

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raygke.local import gcs_ft as gcs
 from raygke.local.procs import (
     LOCALHOST,
     ListeningSocket,
@@ -305,11 +306,12 @@ def _launch(
     resources: Mapping[str, float] | None = None,
     labels: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
+    script: str = LOOPBACK_RAY_START,
 ) -> NodeRecord:
     logs = target.dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"{name}.log"
-    cmd = [sys.executable, "-c", LOOPBACK_RAY_START, "start", "--block", *args]
+    cmd = [sys.executable, "-c", script, "start", "--block", *args]
     cmd += ["--num-cpus", str(num_cpus)]
     env = {**(env or {}), **(LOOPBACK_HEAD_ENV if role == "head" else {})}
     # Each node gets its own temp dir: nodes sharing one also share its session log folder,
@@ -402,8 +404,10 @@ def start_cluster(
     extra_nodes: list[ExtraNode] | None = None,
     tpu: Mapping[str, Any] | None = None,
     on_progress: Callable[[str], None] = lambda _msg: None,
+    gcs_ft: bool = False,
 ) -> dict[str, Any]:
     """Start the head and workers (plus ``extra_nodes``), wait until ready, record state.json.
+    ``gcs_ft``: a local Redis holds the GCS, the head restarts (:mod:`raygke.local.gcs_ft`).
 
     Returns:
         The state dict: ``stack``, ``address`` (``127.0.0.1:<gcs_port>``), ``dashboard_url``,
@@ -452,6 +456,11 @@ def start_cluster(
         "metrics": {},
     }
     nodes: list[NodeRecord] = []
+    head_env, head_script, worker_env = {}, LOOPBACK_RAY_START, {}
+    if gcs_ft:  # state["gcs_ft"]: the Redis; raises gcs.RedisError
+        on_progress("starting redis-server")
+        ft = gcs.prepare(target.dir, target.stack, LOOPBACK_RAY_START)
+        state["gcs_ft"], head_env, head_script, worker_env = ft
 
     def record() -> None:
         state["nodes"] = [asdict(n) for n in nodes]
@@ -483,7 +492,7 @@ def start_cluster(
             str(free_port()),
             *_metrics_args(state, "head"),
         ]
-        launch("head", "head", head_args, target.cpus_per_node)
+        launch("head", "head", head_args, target.cpus_per_node, {}, {}, head_env, head_script)
         wait_ready(target, nodes)
         worker_args = ["--address", address, "--node-ip-address", LOCALHOST, "--num-gpus", "0"]
         workers = [
@@ -498,13 +507,13 @@ def start_cluster(
                 str(free_port()),
                 *_metrics_args(state, x.name),
             ]
-            launch(x.name, x.role, args, x.num_cpus, x.resources, x.labels, x.env)
+            launch(x.name, x.role, args, x.num_cpus, x.resources, x.labels, {**x.env, **worker_env})
         on_progress("waiting for all nodes")
         wait_ready(target, nodes)
     except BaseException:
         on_progress(f"stopping {len(nodes)} node(s)")
         with _interrupts_deferred():  # a second Ctrl-C must not cut the cleanup short
-            left = stop_nodes(nodes)
+            left = stop_nodes(nodes) + gcs.stop_redis(state.get("gcs_ft"))
             if not left:  # else state.json stays, so that `down` can finish the job
                 with contextlib.suppress(FileNotFoundError):
                     target.state_file.unlink()

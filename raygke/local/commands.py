@@ -28,6 +28,7 @@ from rich.table import Table
 from raygke.console import EXIT_USAGE, console, err, print_table
 from raygke.console import table as make_table
 from raygke.local import cluster as local_cluster
+from raygke.local import gcs_ft as local_gcs_ft
 from raygke.local import leases
 from raygke.local.app import ConfigOpt, StackOpt, app, resolve_target, target_opts, with_target
 from raygke.local.app import api_errors as _api_errors
@@ -52,6 +53,13 @@ def _print_endpoints(state: dict[str, Any]) -> None:
     console.print(f"dashboard  {state['dashboard_url']}  (Jobs API; Ray token auth is on)")
     for bucket, folder in state["buckets"].items():
         console.print(f"bucket     {bucket:<12} {folder}")
+    redis = state.get("gcs_ft")
+    if redis:
+        console.print(
+            f"gcs ft     redis-server {redis['address']} (pid {redis['pid']}); the head restarts "
+            "when it exits and its GCS recovers from Redis",
+            markup=False,
+        )
     for node, url in sorted((state.get("metrics") or {}).items()):
         console.print(f"metrics    {node:<12} {url}  (Prometheus; Ray and Serve metrics)")
     console.print(
@@ -97,6 +105,13 @@ def up(
     tpu: str | None = typer.Option(
         None, "--tpu", help="Also start hosts emulating a TPU slice, e.g. v5e:2x2"
     ),
+    gcs_ft: bool = typer.Option(
+        False,
+        "--gcs-ft",
+        help="GCS fault tolerance: the head's GCS in a local redis-server (started and stopped "
+        "with the cluster) and the head restarted when it exits, as KubeRay runs a RayService "
+        "with gcsFaultToleranceOptions",
+    ),
 ) -> None:
     """Start a Ray head and worker nodes on 127.0.0.1 (one `ray start` each); reuse if up.
 
@@ -122,6 +137,11 @@ def up(
                         f"{'with TPU hosts ' + running_tpu if running_tpu else 'without TPU hosts'}"
                         f"; run `raygke local down` first to start it with --tpu {tpu}"
                     )
+                if gcs_ft and not state.get("gcs_ft"):
+                    _fail(
+                        f"local cluster {target.stack!r} is already up without GCS fault "
+                        "tolerance; run `raygke local down` first to start it with --gcs-ft"
+                    )
                 local_cluster.wait_ready(target, nodes, timeout_s=30)
                 console.print(
                     f"[green]reusing[/] local cluster {target.stack!r}: already up with "
@@ -146,6 +166,7 @@ def up(
                     "run `raygke local down` and then `raygke local up`"
                 )
             local_cluster.stop_nodes(nodes)  # every node is gone: sweep leftovers, start afresh
+            local_gcs_ft.stop_redis(state.get("gcs_ft"))
             target.state_file.unlink(missing_ok=True)
             console.print(f"the previous local cluster {target.stack!r} is gone; starting anew")
         extra = _tpu_nodes(tpu) if tpu else []
@@ -153,7 +174,7 @@ def up(
         t0 = time.monotonic()
         with console.status("starting the local Ray cluster") as status:
             state = local_cluster.start_cluster(
-                target, extra, tpu_state, on_progress=lambda m: status.update(m)
+                target, extra, tpu_state, on_progress=lambda m: status.update(m), gcs_ft=gcs_ft
             )
         state["started_by"] = leases.caller()  # who started it: `down --if-mine` reads it
         local_cluster.write_state(target, state)
@@ -168,7 +189,7 @@ def up(
             err.print(f"warning: listening on more than 127.0.0.1: {shown}", markup=False)
         print_table(_nodes_table(state))
         _print_endpoints(state)
-    except local_cluster.LocalError as e:
+    except (local_cluster.LocalError, local_gcs_ft.RedisError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         left = local_cluster.session_pids(
@@ -337,7 +358,7 @@ def down(
         )
     nodes = local_cluster.nodes_of(state)
     with console.status(f"stopping {len(nodes)} node(s)"):
-        left = local_cluster.stop_nodes(nodes)
+        left = local_cluster.stop_nodes(nodes) + local_gcs_ft.stop_redis(state.get("gcs_ft"))
     if left:
         _fail(f"could not stop pid(s) {', '.join(map(str, left))}; state kept in {target.dir}")
     leases.record_down(target.dir, users)

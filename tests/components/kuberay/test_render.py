@@ -69,13 +69,18 @@ def test_the_cluster_gets_the_gateway_api_for_an_incremental_service() -> None:
     assert gateway_api_channel(cfg.services) == "CHANNEL_STANDARD"
 
 
-def test_gke_addon_refuses_the_incremental_strategy_in_one_line() -> None:
+def test_gke_addon_refuses_the_incremental_strategy_in_one_line_where_its_gate_is_off() -> None:
+    # the add-on's gates are taken as the chart defaults: off in 1.6.2 (alpha), on in 1.7.0
     with pytest.raises(ConfigError) as e:
-        validate(_data(INCREMENTAL, mode="gke-addon"))
+        validate(_data(INCREMENTAL, mode="gke-addon", chart_version="1.6.2"))
     lines = [ln for ln in str(e.value).splitlines() if "upgrade_strategy" in ln]
     assert len(lines) == 1, str(e.value)
     assert "services[lm0].upgrade_strategy: NewClusterWithIncrementalUpgrade" in lines[0]
-    assert "RayServiceIncrementalUpgrade feature gate" in lines[0]
-    assert "upgrade_strategy: NewCluster, or kuberay.mode: helm" in lines[0]
-    # The same stack with the default strategy is fine on the add-on.
-    validate(_data({}, mode="gke-addon"))
+    assert "RayServiceIncrementalUpgrade feature gate, off by default in KubeRay 1.6.2" in lines[0]
+    assert (
+        "upgrade_strategy: NewCluster, kuberay.mode: helm, or kuberay.chart_version 1.7.0"
+        in (lines[0])
+    )
+    # The same stack with the default strategy is fine on the add-on, and so is 1.7.0's gate.
+    validate(_data({}, mode="gke-addon", chart_version="1.6.2"))
+    validate(_data(INCREMENTAL, mode="gke-addon"))

@@ -36,6 +36,9 @@ def _data(secrets: list[dict[str, Any]] | None = None, **service: Any) -> dict[s
         services=[{**HUB, **service}],
         workload_identities=IDENTITIES,
         secrets=SECRETS if secrets is None else secrets,
+        # the Hub token's and the gateway's objects only (GCS fault tolerance's SecretProviderClass
+        # and the add-on it needs too: tests/components/gcsft/)
+        gcs_fault_tolerance={"enabled": False},
     )
 
 
@@ -172,7 +175,7 @@ def test_a_hub_service_needs_no_checkpoints_bucket() -> None:
 
 
 def test_a_gateway_routes_to_the_serve_service_internally_by_default() -> None:
-    cfg = _cfg(gateway={})
+    cfg = _cfg(gateway={}, upgrade_strategy="NewCluster")
     gw, route = render_service_objects(cfg)
     ns = cfg.kuberay.namespace
     assert gw["apiVersion"] == route["apiVersion"] == "gateway.networking.k8s.io/v1"
@@ -192,10 +195,25 @@ def test_a_gateway_routes_to_the_serve_service_internally_by_default() -> None:
     assert "hostnames" not in route["spec"]
     assert gateway_api_channel(cfg.services) == "CHANNEL_STANDARD"
     assert gateway_api_channel(_cfg().services) is None
+    # with a gateway a service upgrades incrementally (the default from 2026-12-08): KubeRay
+    # creates <name>-gateway and <name>-httproute itself, on the gateway's class
+    incremental = _cfg(gateway={})
+    assert render_service_objects(incremental) == []
+    strategy = _service(incremental)["spec"]["upgradeStrategy"]
+    assert strategy["type"] == "NewClusterWithIncrementalUpgrade"
+    assert strategy["clusterUpgradeOptions"] == {
+        "gatewayClassName": "gke-l7-rilb",
+        "stepSizePercent": 10,
+        "intervalSeconds": 30,
+        "maxSurgePercent": 100,
+    }
+    assert gateway_api_channel(incremental.services) == "CHANNEL_STANDARD"
 
 
 def test_a_gateway_hostname_is_matched_by_listener_and_route() -> None:
-    gw, route = render_service_objects(_cfg(gateway={"hostname": "lm.internal.example.com"}))
+    gw, route = render_service_objects(
+        _cfg(gateway={"hostname": "lm.internal.example.com"}, upgrade_strategy="NewCluster")
+    )
     assert gw["spec"]["listeners"][0]["hostname"] == "lm.internal.example.com"
     assert route["spec"]["hostnames"] == ["lm.internal.example.com"]
 
@@ -208,7 +226,8 @@ def test_check_refuses_a_public_class_unless_public_and_public_with_an_internal_
             f"services[chat].gateway.gateway_class_name: {cls!r} is a public (internet-facing) "
             "load balancer and Serve's port has no authentication (allowed: an internal class"
         ) in str(e.value)
-        (gw, _) = render_service_objects(_cfg(gateway={"gateway_class_name": cls, "public": True}))
+        public = {"gateway_class_name": cls, "public": True}
+        (gw, _) = render_service_objects(_cfg(gateway=public, upgrade_strategy="NewCluster"))
         assert gw["spec"]["gatewayClassName"] == cls
     with pytest.raises(ConfigError) as e:
         _cfg(gateway={"public": True})
@@ -245,7 +264,9 @@ def test_egress_stays_unrestricted_so_a_hub_model_downloads_through_nat() -> Non
 
 
 def test_the_program_enables_the_add_on_and_gateway_api_and_applies_the_objects() -> None:
-    records, _ = render(_data(hf_token_secret="hf-token", gateway={}))
+    records, _ = render(
+        _data(hf_token_secret="hf-token", gateway={}, upgrade_strategy="NewCluster")
+    )
     (cluster,) = of_type(records, "gcp:container/cluster:Cluster")
     assert cluster["inputs"]["secretManagerConfig"] == {"enabled": True}
     assert cluster["inputs"]["gatewayApiConfig"] == {"channel": "CHANNEL_STANDARD"}

@@ -64,8 +64,21 @@ def test_prod_serves_the_lm_from_the_h100_jobs_checkpoints() -> None:
         "max_replicas": 3,
         "target_ongoing_requests": 16,
     }
-    assert m["spec"]["upgradeStrategy"] == {"type": "NewCluster"}
+    # its gateway makes it upgrade incrementally (the default from 2026-12-08), the options
+    # from the stack's incremental_upgrade and the gateway's class
+    assert m["spec"]["upgradeStrategy"] == {
+        "type": "NewClusterWithIncrementalUpgrade",
+        "clusterUpgradeOptions": {
+            "gatewayClassName": "gke-l7-rilb",
+            "stepSizePercent": 25,
+            "intervalSeconds": 60,
+            "maxSurgePercent": 34,
+        },
+    }
     cluster = m["spec"]["rayClusterConfig"]
+    # GCS fault tolerance against the stack's Memorystore (the address is the instance's once it
+    # exists; offline the first host of network.psa_cidr)
+    assert cluster["gcsFaultToleranceOptions"]["redisAddress"] == "rediss://10.24.0.1:6378"
     groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
     for g, account in zip(groups, ["ray-serve-head", "ray-serve"], strict=False):
         pod = g["template"]
@@ -250,7 +263,8 @@ def test_incremental_upgrade_renders_its_options_and_the_operator_rule_guards_th
     [
         (
             {"upgrade_strategy": "NewClusterWithIncrementalUpgrade"},
-            "needs incremental_upgrade: {gateway_class_name: ...}",
+            "needs a gateway class: set incremental_upgrade: {gateway_class_name: ...} or the "
+            "service's gateway",
         ),
         (
             {

@@ -140,7 +140,8 @@ def test_a_refusal_newer_than_the_stack_is_a_warning_that_says_so() -> None:
 def test_every_new_default_names_its_release_and_what_opting_in_does() -> None:
     for change in NEW_DEFAULTS:
         assert change.since <= RELEASE
-        assert "replaces" in change.opt_in  # both so far are set at creation only
+        # what opting in does to a deployed stack: a replacement, a creation or an upgrade
+        assert any(w in change.opt_in for w in ("replaces", "creates", "in place")), change.key
     assert all(since <= RELEASE for since in NEW_REFUSALS.values())
 
 

@@ -57,7 +57,8 @@ def _too_big_for_an_l4(d: dict[str, Any]) -> None:
 
 
 def _incremental_on_addon(d: dict[str, Any]) -> None:
-    d["kuberay"] = {"mode": "gke-addon"}
+    # the GKE add-on's gates are taken as the chart defaults: off in 1.6.2, on in 1.7.0
+    d["kuberay"] = {"mode": "gke-addon", "chart_version": "1.6.2"}
     d["services"] = [
         {
             "name": "lm",
@@ -216,8 +217,31 @@ CASES: dict[str, tuple[Mutation, str]] = {
     "incremental_upgrade_needs_helm": (
         _incremental_on_addon,
         "services[lm].upgrade_strategy: NewClusterWithIncrementalUpgrade needs the KubeRay "
-        "operator's RayServiceIncrementalUpgrade feature gate, which kuberay.mode 'gke-addon' "
-        "cannot set",
+        "operator's RayServiceIncrementalUpgrade feature gate, off by default in KubeRay 1.6.2, "
+        "which kuberay.mode 'gke-addon' cannot set",
+    ),
+    "incremental_upgrade_gateway": (
+        lambda d: d.update(
+            services=[
+                {
+                    "name": "lm",
+                    "checkpoint": "gs://x/y",
+                    "node_pool": "l4",
+                    "gateway": {"hostname": "lm.internal.example.com"},
+                }
+            ]
+        ),
+        "'lm.internal.example.com': the incremental upgrade's Gateway (KubeRay's) matches every "
+        "host name",
+    ),
+    "gcs_ft_rules": (
+        lambda d: d.update(
+            services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "l4"}],
+            cluster={"min_master_version": "1.34"},
+        ),
+        "gcs_fault_tolerance needs Kubernetes 1.35 or later (the head reads the Redis AUTH "
+        "string through an env file, valueFrom.fileKeyRef, on by default from 1.35) but "
+        "cluster.min_master_version is 1.34",
     ),
     "secret_readers_declared": (
         lambda d: d.update(secrets=[{"name": "hf-token", "readers": ["ray-nobody"]}]),

@@ -116,6 +116,87 @@ def test_rayservice_upgrades_by_strategy() -> None:
     assert d["effect"] == "rolling-restart" and "application(s) lm" in d["detail"]
 
 
+def _served(strategy: str | None, head_cpu: str = "2", **options: int) -> dict:
+    """:func:`_svc` with an L4 worker group (1 to 3 replicas) and ``clusterUpgradeOptions``."""
+    rec = _svc(strategy, head_cpu=head_cpu)
+    spec = rec["inputs"]["spec"]
+    head = spec["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"] = {"requests": {"cpu": head_cpu, "memory": "8Gi"}}
+    spec["rayClusterConfig"]["workerGroupSpecs"] = [
+        {
+            "groupName": "l4",
+            "minReplicas": 1,
+            "maxReplicas": 3,
+            "template": {"spec": {"nodeSelector": {"cloud.google.com/gke-nodepool": "l4-serve"}}},
+        }
+    ]
+    if options:
+        spec["upgradeStrategy"]["clusterUpgradeOptions"] = {
+            "gatewayClassName": "gke-l7-rilb",
+            **options,
+        }
+    return rec
+
+
+L4_POOL = _rec(
+    dis.NODEPOOL,
+    "pool",
+    {"name": "l4-serve", "autoscaling": {"totalMaxNodeCount": 4}, "nodeConfig": {}},
+)
+
+
+def _detail(base: dict, head: dict) -> tuple[str, str, list[str]]:
+    plan = compare([base, L4_POOL], [head, L4_POOL], "prod")
+    (change,) = [c for c in plan.changes if c.type == dis.RAYSERVICE]
+    (d,) = change.disruption
+    return d["effect"], d["detail"], change.flags
+
+
+def test_diff_names_the_upgrade_kind_its_steps_and_the_capacity_while_both_run() -> None:
+    inc = "NewClusterWithIncrementalUpgrade"
+    opts = {"maxSurgePercent": 34, "stepSizePercent": 25, "intervalSeconds": 60}
+    effect, detail, flags = _detail(_served(inc, **opts), _served(inc, head_cpu="4", **opts))
+    assert effect == "upgrade-incremental"
+    assert detail.startswith("incremental upgrade (NewClusterWithIncrementalUpgrade)")
+    assert "rises 34% per round (3 round(s))" in detail
+    assert (
+        "traffic moves 25% every 60 s through Gateway gke-l7-rilb (4 step(s), at least 4 min"
+        in detail
+    )
+    # 34% of 1..3 workers (rounded up), beside a second head
+    assert (
+        "a head pod (cpu 4, memory 8Gi) and 1 (up to 2) worker pod(s) of group l4 on pool "
+        "l4-serve" in detail
+    )
+    assert flags == []
+    effect, detail, flags = _detail(_served("NewCluster"), _served("NewCluster", head_cpu="4"))
+    assert effect == "upgrade-new-cluster" and detail.startswith("new cluster (NewCluster)")
+    assert "1 (up to 3) worker pod(s) of group l4 on pool l4-serve" in detail
+    base, head = _served(None), _served(None)
+    head["inputs"]["spec"]["serveConfigV2"] = yaml.safe_dump(
+        {"applications": [{"name": "lm", "args": {"max_batch_size": 8}}]}
+    )
+    effect, detail, _ = _detail(base, head)
+    assert effect == "rolling-restart" and detail.startswith("in-place Serve config update:")
+
+
+def test_an_incremental_upgrade_without_room_for_its_first_round_is_flagged() -> None:
+    inc = "NewClusterWithIncrementalUpgrade"
+    opts = {"maxSurgePercent": 100, "stepSizePercent": 10, "intervalSeconds": 30}
+    base, head = _served(inc, **opts), _served(inc, head_cpu="4", **opts)
+    for rec in (base, head):  # the old cluster may hold all 4 nodes of the pool
+        rec["inputs"]["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["maxReplicas"] = 4
+    _, _, flags = _detail(base, head)
+    assert len(flags) == 1 and "incremental (100% surge) upgrade" in flags[0]
+    assert "needs 1 more node(s) on pool l4-serve" in flags[0]
+    opts["maxSurgePercent"] = 25
+    base, head = _served(inc, **opts), _served(inc, head_cpu="4", **opts)
+    for rec in (base, head):
+        rec["inputs"]["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["maxReplicas"] = 4
+    _, _, flags = _detail(base, head)
+    assert len(flags) == 1 and "incremental (25% surge) upgrade" in flags[0]
+
+
 def test_crd_delete_operator_update_and_pools() -> None:
     crd = _rec(
         dis.CRD,

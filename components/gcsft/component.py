@@ -1,0 +1,207 @@
+"""``ray-gke:gcsft:GcsFaultTolerance``: the Memorystore for Redis of the RayServices' GCS fault
+tolerance, and what it needs (:mod:`components.gcsft.model`; created only when
+:func:`components.gcsft.render.ft_enabled`).
+
+Children:
+
+* private services access on the stack's VPC: a ``gcp.compute.GlobalAddress`` (purpose
+  ``VPC_PEERING``, ``network.psa_cidr``) and the ``gcp.servicenetworking.Connection`` that peers
+  it with Google's services network
+  (https://cloud.google.com/vpc/docs/configure-private-services-access);
+* a KMS key ``memorystore`` in the region's key ring and the Memorystore service agent's
+  ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` on it (the agent
+  ``service-<number>@cloud-redis.iam.gserviceaccount.com``, requested with
+  ``gcp.projects.ServiceIdentity``; https://cloud.google.com/memorystore/docs/redis/cmek);
+* the ``gcp.redis.Instance`` (``connect_mode: PRIVATE_SERVICE_ACCESS`` on that range,
+  ``auth_enabled``, ``transit_encryption_mode: SERVER_AUTHENTICATION``, ``customer_managed_key``;
+  https://cloud.google.com/memorystore/docs/redis/networking,
+  https://cloud.google.com/memorystore/docs/redis/about-redis-auth,
+  https://cloud.google.com/memorystore/docs/redis/about-in-transit-encryption), with
+  ``deletion_protection`` as the cluster's;
+* the Secret Manager secret :func:`components.gcsft.render.auth_secret_id` (replicated in the
+  region under the stack's Secret Manager key, as every secret of the stack) with one version,
+  the instance's ``auth_string``, and ``roles/secretmanager.secretAccessor`` on it for the head
+  account of every service's identity (Workload Identity; the head mounts it,
+  :func:`components.gcsft.render.add_gcs_ft`).
+
+Outputs: ``address`` (``rediss://<host>:<port>``) and ``ca_cert`` (PEM of the instance's first
+server CA), which :class:`components.raycrs.component.RayResources` renders into the RayServices
+and the CA ConfigMap.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcsft.render import (
+    auth_secret_id,
+    instance_name,
+    psa_range_name,
+    redis_address,
+    redis_head_readers,
+)
+from components.security.iam import KEY_ROTATION_PERIOD, KMS_ROLE, SECRET_ACCESSOR_ROLE
+from components.stack.model import StackConfig
+from components.stack.naming import gsa_email
+
+REDIS_KEY_NAME = "memorystore"
+
+
+def redis_service_agent(project_number: str) -> str:
+    """IAM member of the Memorystore for Redis service agent of a project number
+    (https://cloud.google.com/memorystore/docs/redis/cmek)."""
+    return f"serviceAccount:service-{project_number}@cloud-redis.iam.gserviceaccount.com"
+
+
+@dataclass
+class GcsFaultToleranceArgs:
+    """Inputs of :class:`GcsFaultTolerance`.
+
+    Attributes:
+        cfg: the validated stack config.
+        network: the VPC's id (``projects/<p>/global/networks/<name>``).
+        key_ring: the region's KMS key ring id (the ring of the stack's GKE and Secret Manager
+            keys).
+        secrets_key: the Secret Manager CMEK key id.
+        project_number: the project's number (an Output).
+        depends_on: what the secret waits for (the Secret Manager agent's key grant).
+        gsas: the workload Google service accounts (:attr:`components.security.component.
+            Security.gsas`): the readers' grants wait for them.
+    """
+
+    cfg: StackConfig
+    network: pulumi.Input[str]
+    key_ring: pulumi.Input[str]
+    secrets_key: pulumi.Input[str]
+    project_number: pulumi.Input[str]
+    depends_on: list[pulumi.Resource]
+    gsas: list[pulumi.Resource]
+
+
+class GcsFaultTolerance(pulumi.ComponentResource):
+    """The Memorystore instance, its network, key and AUTH secret (module docstring).
+
+    Attributes: ``instance`` (``gcp.redis.Instance``), ``secret``, ``address`` and ``ca_cert``
+    (Outputs)."""
+
+    def __init__(
+        self, name: str, args: GcsFaultToleranceArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("ray-gke:gcsft:GcsFaultTolerance", name, None, opts)
+        cfg = args.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        protect = cfg.cluster.deletion_protection
+        psa = ipaddress.ip_network(cfg.network.psa_cidr)
+        self.psa_range = gcp.compute.GlobalAddress(
+            f"{name}-psa",
+            name=psa_range_name(cfg),
+            project=cfg.project,
+            purpose="VPC_PEERING",
+            address_type="INTERNAL",
+            address=str(psa.network_address),
+            prefix_length=psa.prefixlen,
+            network=args.network,
+            opts=child,
+        )
+        self.psa_connection = gcp.servicenetworking.Connection(
+            f"{name}-psa-connection",
+            network=args.network,
+            service="servicenetworking.googleapis.com",
+            reserved_peering_ranges=[self.psa_range.name],
+            opts=child,
+        )
+        self.key = gcp.kms.CryptoKey(
+            f"{name}-key",
+            name=REDIS_KEY_NAME,
+            key_ring=args.key_ring,
+            purpose="ENCRYPT_DECRYPT",
+            rotation_period=KEY_ROTATION_PERIOD,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
+        )
+        agent = gcp.projects.ServiceIdentity(
+            f"{name}-redis-agent", project=cfg.project, service="redis.googleapis.com", opts=child
+        )
+        self.key_grant = gcp.kms.CryptoKeyIAMMember(
+            f"{name}-redis-agent-kms",
+            crypto_key_id=self.key.id,
+            role=KMS_ROLE,
+            member=pulumi.Output.from_input(args.project_number).apply(redis_service_agent),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[agent]),
+        )
+        ft = cfg.gcs_fault_tolerance
+        self.instance = gcp.redis.Instance(
+            f"{name}-redis",
+            name=instance_name(cfg),
+            project=cfg.project,
+            region=cfg.region,
+            tier=ft.tier,
+            memory_size_gb=ft.memory_size_gb,
+            redis_version=ft.redis_version,
+            authorized_network=args.network,
+            connect_mode="PRIVATE_SERVICE_ACCESS",
+            reserved_ip_range=self.psa_range.name,
+            auth_enabled=True,
+            transit_encryption_mode="SERVER_AUTHENTICATION",
+            customer_managed_key=self.key.id,
+            deletion_protection=protect,
+            labels=dict(cfg.labels),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[self.psa_connection, self.key_grant]
+            ),
+        )
+        self.secret = gcp.secretmanager.Secret(
+            f"{name}-auth",
+            secret_id=auth_secret_id(cfg),
+            project=cfg.project,
+            labels=dict(cfg.labels),
+            replication=gcp.secretmanager.SecretReplicationArgs(
+                user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
+                    replicas=[
+                        gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(
+                            location=cfg.region,
+                            customer_managed_encryption=gcp.secretmanager.SecretReplicationUserManagedReplicaCustomerManagedEncryptionArgs(
+                                kms_key_name=args.secrets_key
+                            ),
+                        )
+                    ]
+                )
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
+        self.secret_version = gcp.secretmanager.SecretVersion(
+            f"{name}-auth-version",
+            secret=self.secret.id,
+            secret_data=self.instance.auth_string,
+            opts=child,
+        )
+        self.readers = [
+            gcp.secretmanager.SecretIamMember(
+                f"{name}-auth-{account}",
+                project=cfg.project,
+                secret_id=self.secret.secret_id,
+                role=SECRET_ACCESSOR_ROLE,
+                member=f"serviceAccount:{gsa_email(cfg.project, account)}",
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas)),
+            )
+            for account in redis_head_readers(cfg)
+        ]
+        self.address: pulumi.Output[str] = pulumi.Output.all(
+            self.instance.host, self.instance.port
+        ).apply(lambda hp: redis_address(str(hp[0]), int(hp[1])))
+        self.ca_cert: pulumi.Output[Any] = self.instance.server_ca_certs.apply(_first_cert)
+        self.register_outputs({"address": self.address, "instance": self.instance.name})
+
+
+def _first_cert(certs: Any) -> str | None:
+    """The PEM of the first of an instance's ``server_ca_certs`` (output objects or, under
+    mocks, plain mappings)."""
+    if not certs:
+        return None
+    first = certs[0]
+    return getattr(first, "cert", None) or (first.get("cert") if hasattr(first, "get") else None)

@@ -1,0 +1,41 @@
+"""The names of GCS fault tolerance's GCP objects, and whether a stack creates them (standard
+pieces of :mod:`components.gcsft.render`, which re-exports them; here so that
+:func:`components.stack.naming.derived_names` lists them without importing the render)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from components.kernel.base import GKE_NAME_MAX
+from components.stack.model import StackConfig
+
+
+def ft_enabled(cfg: StackConfig) -> bool:
+    """Whether the stack's RayServices get GCS fault tolerance: ``gcs_fault_tolerance.enabled``
+    and at least one service (nothing is created without one)."""
+    return cfg.gcs_fault_tolerance.enabled and bool(cfg.services)
+
+
+def _bounded(name: str, limit: int) -> str:
+    """``name`` when it fits ``limit`` characters, else its start and a stable 4-hex hash."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:4]
+    return f"{name[: limit - 5].rstrip('-')}-{digest}"
+
+
+def instance_name(cfg: StackConfig) -> str:
+    """The Memorystore instance id ``<cluster>-gcs`` (1-40 lowercase letters, digits and
+    hyphens, https://cloud.google.com/memorystore/docs/redis/create-manage-instances)."""
+    return _bounded(f"{cfg.cluster.name}-gcs", GKE_NAME_MAX)
+
+
+def auth_secret_id(cfg: StackConfig) -> str:
+    """The Secret Manager secret holding the instance's AUTH string: ``<cluster>-redis-auth``."""
+    return f"{cfg.cluster.name}-redis-auth"
+
+
+def psa_range_name(cfg: StackConfig) -> str:
+    """The global address reserved for private services access: ``<network>-psa`` (at most 63
+    characters, a Compute Engine name)."""
+    return _bounded(f"{cfg.network.name}-psa", 63)
