@@ -70,8 +70,7 @@ def gateway_api_channel(services: Iterable[ServiceConfig]) -> str | None:
     :func:`components.raycrs.ingress.gateway_manifests`, need the same CRDs and controller).
     """
     needed = any(
-        s.strategy == "NewClusterWithIncrementalUpgrade" or s.gateway is not None
-        for s in services
+        s.strategy == "NewClusterWithIncrementalUpgrade" or s.gateway is not None for s in services
     )
     return GATEWAY_API_CHANNEL if needed else None
 

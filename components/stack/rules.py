@@ -34,6 +34,7 @@ from components.images.model import IMAGE_KINDS
 from components.kernel.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
 from components.kernel.problems import Problem, Rule, at
 from components.nodepools.model import GpuPool, TpuPool
+from components.raycrs.batch_fit import batch_job_problems
 from components.raycrs.gates import incremental_upgrade_needs_helm
 from components.raycrs.rules import (
     incremental_upgrade_gateway,
@@ -50,6 +51,7 @@ from components.raycrs.rules import (
     service_targets_fit,
     service_workloads_and_checkpoints,
 )
+from components.raycrs.serve_replicas import service_autoscaling_problems
 from components.raycrs.serving import service_fit_problems
 from components.raycrs.training_fit import job_memory_fits
 from components.stack.plan import plan
@@ -473,6 +475,7 @@ RULES: tuple[Rule, ...] = (
     _rule(job_service_accounts_declared, "jobs", "workload_identities"),
     _rule(job_slices_fit, "jobs", "ray_clusters", "node_pools"),
     _rule(job_workloads_registered, "jobs"),
+    _rule(batch_job_problems, "jobs", "ray_clusters", "node_pools"),
     # project and region too: a CPU pool's worker pod size comes from the plan's node pools
     _rule(job_memory_fits, "jobs", "ray_clusters", "node_pools", "project", "region"),
     _rule(job_identity_can_write_outputs, "jobs", "ray_clusters", "workload_identities"),
@@ -492,6 +495,8 @@ RULES: tuple[Rule, ...] = (
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
     _rule(service_fit_problems, "services", "node_pools", "jobs"),
+    # project and region too: a CPU pool's pod size (replicas per pod) comes from the plan
+    _rule(service_autoscaling_problems, "services", "node_pools", "project", "region"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),
     _rule(ray_version_locked, "ray", "node_pools"),
     _rule(service_identity_can_read, "services", "workload_identities"),

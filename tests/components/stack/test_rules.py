@@ -182,6 +182,33 @@ CASES: dict[str, tuple[Mutation, str]] = {
         "services[lm].checkpoint: 155.5 GB (weights 154.7 + KV cache 0.8 for max_model_len 256, "
         "float32) (allowed: at most 21.6 GB (1 x 24 GB x 0.9))",
     ),
+    "service_autoscaling_problems": (
+        lambda d: d.update(
+            services=[
+                {
+                    "name": "lm",
+                    "checkpoint": "gs://x/y",
+                    "node_pool": "l4",
+                    "args": {"max_replicas": 3},
+                }
+            ]
+        ),
+        "services[lm].args.max_replicas: 3 (allowed: at most 2; the worker group holds 2 "
+        "replica(s) of 1 x NVIDIA L4",
+    ),
+    "batch_job_problems": (
+        lambda d: d["jobs"].append(
+            {
+                "name": "gen",
+                "workload": "batch_generate",
+                "cluster": "research",
+                "worker_group": "cpu",
+                "args": {"prompts": "gs://x/p/"},
+            }
+        ),
+        "jobs[gen].cluster: 'research' (allowed: unset, with node_pool: a batch_generate job "
+        "brings its own cluster",
+    ),
     "service_identity_can_read": (
         lambda d: d.update(services=[{"name": "lm", "checkpoint": "gs://x/y", "node_pool": "l4"}]),
         "services[lm].service_account: 'ray-serve' cannot read the artifacts bucket",
