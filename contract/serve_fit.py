@@ -1,4 +1,4 @@
-"""Will a GPT-2-style Hugging Face model start under vLLM on a given accelerator? The checks
+"""Will a GPT-2 or Llama Hugging Face model start under vLLM on a given accelerator? The checks
 ``raygke check`` runs on a vLLM service and the builder of :mod:`workloads.serve_llm` runs before
 it starts an engine: memory (weights + KV cache for ``max_model_len``) against the accelerator
 memory the replica gets, and the tensor-parallel size against the heads and the chips.
@@ -12,8 +12,11 @@ Sizes (vLLM 0.29.0, ``vllm/model_executor/models/gpt2.py`` and ``vllm/v1/kv_cach
   embeddings; the output head is the tied token embedding) ``+ L * (12*d*d + 13*d)`` for
   ``n_inner = 4d`` (in general ``L * (4*d*d + 2*d*h + 9*d + h)``: qkv ``d*3d + 3d``, proj
   ``d*d + d``, two LayerNorms ``4d``, MLP ``d*h + h + h*d + d``) ``+ 2d`` (final LayerNorm).
-* KV cache of one full-length sequence: ``2 (K and V) * L * max_model_len * d * dtype_bytes``
-  (``num_kv_heads * head_size = d`` for GPT-2's multi-head attention). vLLM refuses to start when
+  Llama (``vllm/model_executor/models/llama.py``): ``V*d`` (twice when the head is untied)
+  ``+ L * (2*d*H*hd + 2*d*KV*hd + 3*d*h + 2d)`` (q and o, k and v of ``KV`` key/value heads of
+  ``hd`` units, the gated MLP's gate, up and down, two RMSNorms; no biases) ``+ d``.
+* KV cache of one full-length sequence: ``2 (K and V) * L * max_model_len * KV * hd *
+  dtype_bytes`` (``KV * hd = d`` for GPT-2's multi-head attention). vLLM refuses to start when
   one ``max_model_len`` sequence does not fit in the KV space it has
   (``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory``: "To serve at least one
   request with the models's max seq len ... needed").
@@ -50,9 +53,23 @@ GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization
 
 
 @dataclass(frozen=True)
-class Gpt2Shape:
-    """The sizes of a ``GPT2LMHeadModel`` ``config.json``: vocabulary ``V``, positions ``P``,
-    width ``d``, layers ``L``, heads, MLP width ``h`` (``n_inner``, default ``4d``)."""
+class CausalLmShape:
+    """The sizes of a GPT-2 (``GPT2LMHeadModel``) or Llama (``LlamaForCausalLM``)
+    ``config.json``: vocabulary ``V``, positions ``P``, width ``d``, layers ``L``, heads, MLP
+    width ``h``; for Llama also the key/value heads (grouped-query attention), the head size and
+    whether the output head is tied to the token embedding.
+
+    Attributes:
+        vocab_size, n_positions, n_embd, n_layer, n_head, n_inner: GPT-2's names; a Llama
+            config's ``max_position_embeddings``, ``hidden_size``, ``num_hidden_layers``,
+            ``num_attention_heads``, ``intermediate_size`` map onto them.
+        n_kv_head: key/value heads (``num_key_value_heads``; GPT-2: ``n_head``).
+        head_dim: units per head (Llama's ``head_dim``, else ``n_embd // n_head``); 0 = that.
+        tied: the output head is the token embedding (GPT-2 always; Llama's
+            ``tie_word_embeddings``, default false in ``LlamaConfig``).
+        llama: Llama's layout (no position embedding, RMSNorm, gated MLP, no biases).
+        positions_key: the config key ``n_positions`` came from (for messages).
+    """
 
     vocab_size: int
     n_positions: int
@@ -60,45 +77,78 @@ class Gpt2Shape:
     n_layer: int
     n_head: int
     n_inner: int
+    n_kv_head: int = 0
+    head_dim: int = 0
+    tied: bool = True
+    llama: bool = False
+    positions_key: str = "n_positions"
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> Gpt2Shape:
-        """From a parsed ``config.json``.
+    def from_config(cls, cfg: Mapping[str, Any]) -> CausalLmShape:
+        """From a parsed ``config.json`` (``model_type`` ``llama``, else GPT-2's keys).
 
         Raises:
             ValueError: a key is missing or not a positive integer (names it).
         """
-        vals: dict[str, int] = {}
-        for key in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
-            v = cfg.get(key)
+
+        def size(key: str, default: Any = None) -> int:
+            v = cfg.get(key, default)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"config.json {key}: {v!r} is not a positive integer")
-            vals[key] = v
-        inner = cfg.get("n_inner") or 4 * vals["n_embd"]
-        if not isinstance(inner, int) or inner < 1:
+            return v
+
+        if cfg.get("model_type") == "llama":
+            heads = size("num_attention_heads")
+            d = size("hidden_size")
+            return cls(
+                vocab_size=size("vocab_size"),
+                n_positions=size("max_position_embeddings"),
+                n_embd=d,
+                n_layer=size("num_hidden_layers"),
+                n_head=heads,
+                n_inner=size("intermediate_size"),
+                n_kv_head=size("num_key_value_heads", heads),
+                head_dim=size("head_dim", d // heads) if cfg.get("head_dim") else d // heads,
+                tied=bool(cfg.get("tie_word_embeddings", False)),
+                llama=True,
+                positions_key="max_position_embeddings",
+            )
+        vals = {k: size(k) for k in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head")}
+        inner = cfg.get("n_inner") or 4 * vals["n_embd"]  # GPT2Config's None means 4 * n_embd
+        if not isinstance(inner, int) or isinstance(inner, bool) or inner < 1:
             raise ValueError(f"config.json n_inner: {inner!r} is not a positive integer")
         return cls(n_inner=inner, **vals)
 
     @property
     def head_size(self) -> int:
-        return self.n_embd // self.n_head
+        return self.head_dim or self.n_embd // self.n_head
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_head or self.n_head
 
     def params(self) -> int:
-        """Parameter count (tied output head counted once)."""
-        d, h, n = self.n_embd, self.n_inner, self.n_layer
-        block = 4 * d * d + 2 * d * h + 9 * d + h
-        return self.vocab_size * d + self.n_positions * d + n * block + 2 * d
+        """Parameter count (a tied output head counted once), as ``transformers`` counts it."""
+        d, h, n, v = self.n_embd, self.n_inner, self.n_layer, self.vocab_size
+        if not self.llama:
+            block = 4 * d * d + 2 * d * h + 9 * d + h
+            return v * d + self.n_positions * d + n * block + 2 * d
+        q = self.n_head * self.head_size
+        kv = self.kv_heads * self.head_size
+        block = 2 * d * q + 2 * d * kv + 3 * d * h + 2 * d  # q, o, k, v; gated MLP; 2 RMSNorms
+        return v * d * (1 if self.tied else 2) + n * block + d
 
     def weights_gb(self, dtype: str) -> float:
         return self.params() * DTYPE_BYTES[dtype] / GB
 
     def kv_cache_gb(self, max_model_len: int, dtype: str) -> float:
         """KV cache of one sequence of ``max_model_len`` tokens, GB."""
-        return 2 * self.n_layer * max_model_len * self.n_embd * DTYPE_BYTES[dtype] / GB
+        width = self.kv_heads * self.head_size
+        return 2 * self.n_layer * max_model_len * width * DTYPE_BYTES[dtype] / GB
 
 
 def fit_problems(
-    shape: Gpt2Shape,
+    shape: CausalLmShape,
     *,
     dtype: str,
     max_model_len: int,
@@ -135,7 +185,11 @@ def fit_problems(
         return _problems(found)
     if max_model_len > shape.n_positions:
         found.append(
-            ("max_model_len", max_model_len, f"at most the model's n_positions {shape.n_positions}")
+            (
+                "max_model_len",
+                max_model_len,
+                f"at most the model's {shape.positions_key} {shape.n_positions}",
+            )
         )
     if shape.n_head % tensor_parallel_size:
         found.append(

@@ -4,7 +4,8 @@ full state dicts a sharded run checkpoints.
 * choice (:func:`decide_parallelism`): ``args.parallelism`` ``ddp`` or ``fsdp``; ``auto`` reads
   :func:`contract.train_fit.choose_parallelism` over the same estimate ``raygke check`` uses
   (:mod:`contract.train_fit`), with this device's memory (:func:`device_memory`): a GPU's total
-  memory, a CPU worker's share of its host's (or container's) memory. Degree: ``shard_degree``,
+  memory, a CPU worker's share of its host's (or container's) memory; ``device_memory_gb``
+  when the job sets it (a smaller device emulated). Degree: ``shard_degree``,
   else every worker; it must divide the workers (HSDP: a 2-D mesh ``(replicate, shard)``,
   replicated across the groups, sharded within).
 * sharding (:func:`fsdp_wrap`): ``torch.distributed.fsdp.fully_shard`` per transformer block
@@ -32,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contract.train_fit import LmShape, choose_parallelism, estimate
+from contract.train_fit import GB, LmShape, choose_parallelism, estimate
 
 MODES = ("ddp", "fsdp")
 
@@ -75,7 +76,11 @@ def decide_parallelism(
         "optimizer": args.optimizer,
         "compute": compute,
         "checkpointing": args.activation_checkpointing,
-        "memory": device_memory(device, local_world),
+        "memory": (
+            args.device_memory_gb * GB
+            if getattr(args, "device_memory_gb", None)
+            else device_memory(device, local_world)
+        ),
         "kind": kind,
     }
     replica = estimate(shape, parallelism="ddp", **common)

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.args.serve_llm import ServeLlmArgs, is_hub_repo_id
-from contract.serve_fit import Gpt2Shape, fit_problems
+from contract.serve_fit import CausalLmShape, fit_problems
 
 HF_SUBDIR = "hf"
 
@@ -100,23 +100,23 @@ def resolve_model(path: str) -> str:
     return str(hf)
 
 
-def model_shape(folder: str) -> Gpt2Shape:
-    """The GPT-2 sizes of ``<folder>/config.json``.
+def model_shape(folder: str) -> CausalLmShape:
+    """The sizes of ``<folder>/config.json`` (GPT-2 or Llama).
 
     Raises:
         ModelError: unreadable JSON or a size missing.
     """
     try:
         cfg = json.loads((Path(folder) / "config.json").read_text())
-        return Gpt2Shape.from_config(cfg)
+        return CausalLmShape.from_config(cfg)
     except (OSError, ValueError) as e:
         raise ModelError(f"{folder}/config.json: {e}") from None
 
 
-def llm_config(args: ServeLlmArgs, model: str, shape: Gpt2Shape | None) -> dict[str, Any]:
+def llm_config(args: ServeLlmArgs, model: str, shape: CausalLmShape | None) -> dict[str, Any]:
     """The keyword arguments of ``ray.serve.llm.LLMConfig`` for ``args`` serving folder
     ``model`` (a plain dict, so tests and ``raygke synth`` read it without Ray). ``shape``:
-    the folder's GPT-2 sizes; None for a Hub model (:func:`is_hub_id`), which is not
+    the folder's sizes; None for a Hub model (:func:`is_hub_id`), which is not
     fit-checked, keeps its own chat template and ``max_model_len`` (unless
     ``args.max_model_len``), and is downloaded at ``args.model_revision`` (vLLM ``revision``).
 

@@ -340,14 +340,14 @@ def run_mesh_shape(args: TrainLmJaxArgs, cfg: Any, compute: str) -> Any:
     import jax
 
     from contract.mesh import mesh_shape, slices_from_scaling
-    from contract.train_fit import LmShape, auto_shard_degree, estimate
+    from contract.train_fit import GB, LmShape, auto_shard_degree, estimate
 
     devices = jax.devices()
     if all(hasattr(d, "slice_index") for d in devices):
         slices = len({d.slice_index for d in devices})
     else:
         slices = slices_from_scaling(args.scaling, jax.process_count())
-    memory = device_memory()
+    memory = args.device_memory_gb * GB if args.device_memory_gb else device_memory()
     auto = None
     if memory:
         shape = LmShape(cfg.d_model, cfg.n_layers, cfg.context_length, cfg.mlp_ratio)

@@ -52,7 +52,7 @@ from components.nodepools.model import GpuPool, TpuPool
 from components.raycrs.pod import MOUNT_ROOT
 from components.stack.plan import plan
 from components.stack.resolve import ResolveError
-from contract.serve_fit import Gpt2Shape, fit_problems
+from contract.serve_fit import CausalLmShape, fit_problems
 
 if TYPE_CHECKING:
     from components.raycrs.serve_model import ServiceConfig
@@ -193,7 +193,7 @@ def model_path(ctx: Context, svc: ServiceConfig) -> str:
     return f"{mount}/{svc.checkpoint[len(root) + 1 :].rstrip('/')}"
 
 
-def trained_shape(cfg: StackConfig, job_name: str) -> Gpt2Shape | None:
+def trained_shape(cfg: StackConfig, job_name: str) -> CausalLmShape | None:
     """The GPT-2 shape job ``job_name`` trains (see the module docstring); None when the job is
     not declared or does not run one of :data:`SHAPED_TRAINERS` (``tune_lm`` picks its own
     widths), or its arguments do not parse (the job rules report that)."""
@@ -208,7 +208,7 @@ def trained_shape(cfg: StackConfig, job_name: str) -> Gpt2Shape | None:
     except (ArgError, KeyError, TypeError, ValueError):
         return None
     context = a.context_length or _dataset_context(cfg)
-    return Gpt2Shape(
+    return CausalLmShape(
         vocab_size=BYTE_VOCAB,
         n_positions=context,
         n_embd=a.d_model,
@@ -400,7 +400,7 @@ def _fit_lines(
     derived: bool,
     origin: str,
     job: str,
-    shape: Gpt2Shape,
+    shape: CausalLmShape,
     pool: str,
     dev: ServeDevices,
 ) -> Iterable[Problem]:

@@ -11,7 +11,8 @@ One source of truth per fact:
   (:func:`components.raycrs.scaling.scaling_config_for_job`), an elastic job at its minimum;
 * memory per device: the catalog's GPU memory and TPU HBM per chip
   (:mod:`contract.accelerators`), a CPU worker pod's memory
-  (:func:`components.raycrs.pod.worker_pod_size`);
+  (:func:`components.raycrs.pod.worker_pod_size`); a trainer's ``device_memory_gb`` instead
+  when it sets one (at most the device's: :func:`device_memory_problems`);
 * the model: the trainer's ``d_model``, ``n_layers``, ``mlp_ratio`` and ``context_length`` (else
   the stack's ``prepare`` job's, :func:`components.raycrs.serving._dataset_context`); the batch:
   ``batch_size`` rows per worker, split over a TPU host's chips by the JAX trainer;
@@ -29,7 +30,7 @@ One source of truth per fact:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
@@ -172,6 +173,9 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     dev = job_devices(p, target)
     if dev is None or getattr(a, "init_model", None):  # a fine-tune: training_fit_lines says so
         return None
+    assumed = getattr(a, "device_memory_gb", None)
+    if assumed and _memory_problem(assumed, dev) is None:
+        dev = replace(dev, memory=assumed * GB, what=f"{dev.what} taken as {assumed:g} GB")
     shape = LmShape(a.d_model, a.n_layers, a.context_length or _dataset_context(cfg), a.mlp_ratio)
     compute = _compute_dtype(a, dev.kind)
     options: dict[str, Any] = {
@@ -281,6 +285,39 @@ def _jax_fit(
     )
 
 
+def _memory_problem(assumed: float, dev: JobDevices) -> str | None:
+    """``device_memory_gb`` (``assumed``, GB) above the memory of one of the job's devices."""
+    if dev.memory and assumed * GB > dev.memory:
+        return (
+            f"{assumed:g} GB is more than one {dev.what} holds (allowed: at most "
+            f"{dev.memory / GB:g}; unset, the fit and the trainer use the device's own memory)"
+        )
+    return None
+
+
+def device_memory_problems(cfg: StackConfig) -> Iterable[Problem]:
+    """A trainer's ``device_memory_gb`` no larger than its devices' memory (the catalog's GPU
+    memory or TPU HBM per chip, a CPU worker pod's memory): ``parallelism: auto`` may assume a
+    smaller device, never a bigger one."""
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
+
+    p = plan(cfg)
+    for job in cfg.jobs:
+        assumed = job.args.get("device_memory_gb") if job.workload in FIT_TRAINERS else None
+        if not isinstance(assumed, (int, float)) or isinstance(assumed, bool):
+            continue
+        try:
+            get_workload(job.workload).parse(dict(job.args))
+            dev = job_devices(p, p.job(job))
+        except (ResolveError, ArgError, KeyError, TypeError, ValueError):
+            continue
+        problem = dev and _memory_problem(float(assumed), dev)
+        if problem:
+            field = f"jobs[{job.name}].args.device_memory_gb"
+            yield at(field, f"{field}: {problem}")
+
+
 def _compute_dtype(a: Any, kind: str) -> str:
     explicit = getattr(a, "compute_dtype", "auto")
     if explicit in ("bfloat16", "bf16"):
@@ -299,7 +336,9 @@ def job_memory_fits(cfg: StackConfig) -> Iterable[Problem]:
     CPU pool's worker pod) less the runtime's reserve (:mod:`contract.train_fit`, the estimate
     ``parallelism: auto`` also reads). The problem gives the bytes per device and the fixes in
     order: fsdp, more chips, activation checkpointing, a smaller batch. Also: a ``shard_degree``
-    that does not divide the job's workers."""
+    that does not divide the job's workers, or a ``device_memory_gb`` above the device's
+    (:func:`device_memory_problems`)."""
+    yield from device_memory_problems(cfg)
     for job in cfg.jobs:
         fit = job_fit(cfg, job)
         if fit is None:
@@ -356,6 +395,7 @@ __all__ = [
     "FIT_TRAINERS",
     "JobDevices",
     "JobFit",
+    "device_memory_problems",
     "job_fit",
     "job_memory_fits",
     "training_fit_lines",

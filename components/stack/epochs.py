@@ -210,6 +210,7 @@ NEW_REFUSALS: dict[str, str] = {
     "fuse-cache-memory": "2026-12-07",
     "gpudirect_kueue_namespace": "2026-12-07",
     "incremental_upgrade_gateway": "2026-12-08",
+    "serve-autoscaling-fit": "2026-12-08",
 }
 """Rules (by name) that refuse what an earlier release accepted, with the release that added
 them: a warning for stacks written for an earlier epoch."""
@@ -262,6 +263,28 @@ def _serve_llm(data: Mapping[str, Any]) -> bool:
     return any(e.get("workload") == "serve_llm" for e in _entries(data, "services"))
 
 
+def _batch_generate(data: Mapping[str, Any]) -> bool:
+    """A ``batch_generate`` job (batch inference, Ray Data LLM), which 2026-12-08 introduced."""
+    return any(e.get("workload") == "batch_generate" for e in _entries(data, "jobs"))
+
+
+def _serve_routing_args(data: Mapping[str, Any]) -> bool:
+    """A service's routing or autoscaling-delay argument, which 2026-12-08 introduced."""
+    keys = ("routing", "upscale_delay_s", "downscale_delay_s")
+    return any(
+        isinstance(e.get("args"), Mapping) and any(k in e["args"] for k in keys)
+        for e in _entries(data, "services")
+    )
+
+
+def _device_memory_gb(data: Mapping[str, Any]) -> bool:
+    """A trainer's ``device_memory_gb`` argument, which 2026-12-08 introduced."""
+    return any(
+        isinstance(e.get("args"), Mapping) and "device_memory_gb" in e["args"]
+        for e in _entries(data, "jobs")
+    )
+
+
 def _gpudirect(data: Mapping[str, Any]) -> bool:
     """A node pool with ``gpu_networking: gpudirect`` (GPUDirect-TCPX / -TCPXO's RxDM sidecar in
     its own namespace), which 2026-12-07 introduced."""
@@ -309,6 +332,13 @@ MARKERS: tuple[Marker, ...] = (
     Marker("node_pools[].gpu_networking gpudirect", "2026-12-07", _gpudirect),
     Marker("gcs_fault_tolerance", "2026-12-08", lambda data: "gcs_fault_tolerance" in data),
     Marker("network.psa_cidr", "2026-12-08", _key("network", "psa_cidr")),
+    Marker("jobs[].workload batch_generate", "2026-12-08", _batch_generate),
+    Marker(
+        "services[].args routing / upscale_delay_s / downscale_delay_s",
+        "2026-12-08",
+        _serve_routing_args,
+    ),
+    Marker("jobs[].args device_memory_gb", "2026-12-08", _device_memory_gb),
 )
 """Features that appeared from the first default change (2026-12-03) on, with their release
 (docs/stack-config.md's history): what dates a stack file that names no ``defaults``."""

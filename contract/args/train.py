@@ -88,6 +88,23 @@ def _heads_divide_width(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def device_memory_arg() -> Any:
+    """The ``device_memory_gb`` argument of the trainers whose ``parallelism: auto`` reads the
+    fit estimate (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`): the memory of one
+    device the choice assumes instead of the device's own (a GPU's total, TPU HBM's
+    ``bytes_limit``, a CPU worker's share of its host). Below the device's it makes the run
+    shard what a smaller device could not hold (a model meant for a bigger slice tried on a
+    smaller one, or the tests' emulated devices); ``raygke check`` reads it too and refuses a
+    value above the catalog's memory (components/raycrs/training_fit.py)."""
+    return arg(
+        None,
+        "memory of one device (GB, 1e9 bytes) that parallelism auto and raygke check's fit "
+        "assume instead of the device's own; at most the device's; None = the device's",
+        "GB",
+        minimum=0.001,
+    )
+
+
 @dataclass(frozen=True)
 class TrainArgs(WorkloadArgs):
     """Arguments every trainer takes (:mod:`workloads.train_lm`, :mod:`workloads.train_lm_jax`,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import arg
-from contract.args.train import TrainArgs, _heads_divide_width, hf_source_problem
+from contract.args.train import TrainArgs, _heads_divide_width, device_memory_arg, hf_source_problem
 
 
 def _sharded_checkpoints_of_the_byte_model(values: Mapping[str, Any]) -> str | None:
@@ -61,6 +61,7 @@ class TrainLmArgs(TrainArgs):
         "workers",
         minimum=1,
     )
+    device_memory_gb: float | None = device_memory_arg()
     activation_checkpointing: bool = arg(
         False,
         "recompute each transformer block's activations in the backward pass instead of keeping "

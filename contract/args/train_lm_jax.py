@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import arg
-from contract.args.train import N_HEADS, TrainArgs, _heads_divide_width
+from contract.args.train import N_HEADS, TrainArgs, _heads_divide_width, device_memory_arg
 
 
 def _shard_degree_needs_fsdp(values: Mapping[str, Any]) -> str | None:
@@ -79,6 +79,7 @@ class TrainLmJaxArgs(TrainArgs):
         "devices",
         minimum=1,
     )
+    device_memory_gb: float | None = device_memory_arg()
     tensor_degree: int = arg(
         1,
         "devices of the tensor mesh axis: attention heads and MLP hidden units split over them "

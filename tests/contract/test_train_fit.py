@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from contract.serve_fit import Gpt2Shape
+from contract.serve_fit import CausalLmShape
 from contract.train_fit import (
     GB,
     LmShape,
@@ -20,7 +20,7 @@ SMALL = LmShape(d_model=128, n_layers=4, context=256)
 
 def test_parameters_are_the_gpt2_count_of_the_same_network() -> None:
     for s in (SMALL, LmShape(8192, 64, 256), LmShape(96, 3, 64, mlp_ratio=2)):
-        g = Gpt2Shape(s.vocab, s.context, s.d_model, s.n_layers, 1, s.hidden)
+        g = CausalLmShape(s.vocab, s.context, s.d_model, s.n_layers, 1, s.hidden)
         assert s.params() == g.params()
 
 

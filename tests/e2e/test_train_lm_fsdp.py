@@ -113,9 +113,12 @@ def test_fsdp_gives_ddps_losses_with_half_the_parameter_bytes_per_rank(
         assert m["param_bytes"][fsdp] * 2 == m["param_bytes"][ddp]
 
 
-def test_a_sharded_run_checkpoints_the_full_state_and_resumes_sharded(
+def test_auto_shards_a_model_a_device_cannot_hold_and_the_run_checkpoints_and_resumes_sharded(
     tiny_dataset: Path, tmp_path: Path
 ) -> None:
+    """parallelism auto on an emulated device of 2.2 GB (0.04 GB usable after the CPU reserve,
+    contract/train_fit.py): a DDP replica of d_model 256 (3.2M parameters, 0.05 GB of float32
+    weights, gradients and Muon/AdamW state) does not fit it, so the run shards with FSDP2."""
     from workloads import train_lm
     from workloads.checkpoint import read_manifest, verify_checkpoint
     from workloads.model_torch import load_checkpoint
@@ -126,7 +129,10 @@ def test_a_sharded_run_checkpoints_the_full_state_and_resumes_sharded(
         "dataset": str(tiny_dataset),
         "storage_path": str(tmp_path / "runs"),
         "name": "fsdp",
-        "parallelism": "fsdp",
+        "d_model": 256,
+        "n_heads": 4,
+        "parallelism": "auto",
+        "device_memory_gb": 2.2,
         "activation_checkpointing": True,
         "steps": 4,
         "checkpoint_every": 2,

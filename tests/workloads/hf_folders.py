@@ -54,11 +54,13 @@ def make_folder(kind: str, out: Path, positions: int = 64) -> Path:
     else:
         cfg = LlamaConfig(
             vocab_size=vocab,
-            hidden_size=32,
-            intermediate_size=64,
+            # heads of 32 units, the smallest vLLM's CPU attention takes (the fine-tuned
+            # folder is served in tests/raygke/local/test_commands.py); grouped-query attention
+            hidden_size=64,
+            intermediate_size=96,
             num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
             max_position_embeddings=positions,
             eos_token_id=tok.eos_token_id,
             bos_token_id=tok.eos_token_id,

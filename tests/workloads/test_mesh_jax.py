@@ -78,7 +78,19 @@ with tempfile.TemporaryDirectory() as d:
     path = stepper.save(d + "/ckpt", step=3, first_loss=stepped[0])
     _, saved, _, saved_opt = M.load_checkpoint(path, opt, "muon")
 saved_host = M.to_host(saved)
+
+# parallelism auto at d_model 256 (3.2M parameters): a replica fits an 8 GB device with margin,
+# so data 8; on an emulated device of 2.2 GB (0.04 GB usable after the CPU reserve) the
+# estimate shards over the smallest fsdp degree that fits with margin, 4
+from workloads.train_lm_jax import run_mesh_shape
+def auto_mesh(**extra):
+    a = TrainLmJaxArgs.parse({**{k: v for k, v in ARGS.items() if k != "shard_degree"},
+                              "d_model": 256, "n_layers": 4, "parallelism": "auto", **extra})
+    c = M.ModelConfig(d_model=256, n_layers=4, n_heads=4, context_length=16)
+    return dict(zip(("data", "fsdp", "tensor"), run_mesh_shape(a, c, "fp32").shape))
+
 print(json.dumps({
+    "auto_mesh": auto_mesh(device_memory_gb=8), "auto_mesh_small_device": auto_mesh(device_memory_gb=2.2),
     "devices": jax.device_count(),
     "mesh": dict(stepper.mesh.shape),
     "metrics": {k: v for k, v in stepper.extra_metrics(1.0).items()
@@ -205,6 +217,12 @@ def test_the_stepper_builds_the_mesh_from_its_arguments_and_checkpoints_the_whol
     # the checkpoint holds the whole arrays: the same parameters as the sharded run's
     assert out["max_param_diff"] < 1e-5
     assert out["checkpoint_opt_leaves"] == len(out["opt_state"])
+
+
+def test_auto_shards_over_the_fsdp_axis_what_an_emulated_device_cannot_hold() -> None:
+    out = _check()
+    assert out["auto_mesh"] == {"data": 8, "fsdp": 1, "tensor": 1}
+    assert out["auto_mesh_small_device"] == {"data": 2, "fsdp": 4, "tensor": 1}
 
 
 @pytest.mark.slow  # two JAX processes, each importing and compiling (about 35 s on 2 cores)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from contract.serve_fit import Gpt2Shape, fit_problems
+from contract.serve_fit import CausalLmShape, fit_problems
 from workloads.serve_llm import CHAT_TEMPLATE, ModelError, app_config, is_hub_id, resolve_model
 
 _B2U_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
@@ -223,15 +223,62 @@ def test_gpt2_sizes_match_the_tensors(tmp_path: Path) -> None:
     from safetensors.numpy import load_file
 
     folder = tiny_hf_folder(tmp_path / "m", n_embd=64, n_layer=3)
-    shape = Gpt2Shape.from_config(json.loads((folder / "config.json").read_text()))
+    shape = CausalLmShape.from_config(json.loads((folder / "config.json").read_text()))
     tensors = load_file(str(folder / "model.safetensors"))
     assert shape.params() == sum(a.size for a in tensors.values())
     assert shape.kv_cache_gb(64, "float32") == 2 * 3 * 64 * 64 * 4 / 1e9
 
 
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_causal_lm_sizes_are_transformers_parameter_counts(kind: str, tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from tests.workloads.hf_folders import make_folder
+
+    folder = make_folder(kind, tmp_path / kind)
+    cfg = json.loads((folder / "config.json").read_text())
+    shape = CausalLmShape.from_config(cfg)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    assert shape.params() == sum(p.numel() for p in model.parameters())
+    if kind == "llama":  # grouped-query attention: one key/value head of 32 units
+        assert (shape.kv_heads, shape.head_size, shape.tied) == (1, 32, False)
+        assert shape.kv_cache_gb(64, "float32") == 2 * 2 * 64 * 32 * 4 / 1e9
+
+
+def test_llama_3_2_1b_sizes() -> None:
+    """Llama-3.2-1B's config.json (huggingface.co/meta-llama/Llama-3.2-1B): 1,235,814,400
+    parameters, as its model card's 1.24B; 8 key/value heads of 64 units."""
+    shape = CausalLmShape.from_config(
+        {
+            "model_type": "llama",
+            "vocab_size": 128256,
+            "hidden_size": 2048,
+            "intermediate_size": 8192,
+            "num_hidden_layers": 16,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 64,
+            "max_position_embeddings": 131072,
+            "tie_word_embeddings": True,
+        }
+    )
+    assert shape.params() == 1_235_814_400
+    assert shape.kv_cache_gb(1000, "bfloat16") == 2 * 16 * 1000 * 8 * 64 * 2 / 1e9
+    (p,) = fit_problems(
+        shape,
+        dtype="bfloat16",
+        max_model_len=200_000,
+        tensor_parallel_size=1,
+        devices=1,
+        device_memory_gb=80,
+        device_kind="gpu",
+    )
+    assert p.path == "max_model_len" and "max_position_embeddings 131072" in p
+
+
 def test_fit_refuses_a_model_larger_than_the_hbm() -> None:
     # GPT-2 XL-like: 48 layers, d 1600, 25 heads; 1.56e9 params, bf16 ~3.1 GB.
-    xl = Gpt2Shape(vocab_size=50257, n_positions=1024, n_embd=1600, n_layer=48, n_head=25,
+    xl = CausalLmShape(vocab_size=50257, n_positions=1024, n_embd=1600, n_layer=48, n_head=25,
                    n_inner=6400)  # fmt: skip
     fits = dict(dtype="bfloat16", max_model_len=1024, devices=1, device_kind="tpu")
     assert fit_problems(xl, tensor_parallel_size=1, device_memory_gb=16, **fits) == []
@@ -254,7 +301,7 @@ def test_on_cpu_the_kv_cache_space_holds_one_full_sequence_and_the_pod_holds_the
     from workloads.serve_llm import llm_config
 
     # 24 layers, d 1024, 1024 positions: one sequence's float32 KV cache is 0.201 GB (0.1875 GiB)
-    shape = Gpt2Shape(vocab_size=256, n_positions=1024, n_embd=1024, n_layer=24, n_head=16,
+    shape = CausalLmShape(vocab_size=256, n_positions=1024, n_embd=1024, n_layer=24, n_head=16,
                       n_inner=4096)  # fmt: skip
     cpu = dict(dtype="float32", max_model_len=1024, tensor_parallel_size=1, devices=1,
                device_memory_gb=None, device_kind="cpu")  # fmt: skip

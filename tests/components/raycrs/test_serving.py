@@ -18,7 +18,7 @@ from components.raycrs.serving import (
 from components.stack.loader import validate
 from components.stack.model import StackConfig
 from components.stack.plan import plan
-from contract.serve_fit import Gpt2Shape
+from contract.serve_fit import CausalLmShape
 from tests.helpers import config, stack
 
 IDENTITIES = [
@@ -251,7 +251,7 @@ def test_the_trained_shape_follows_the_hf_export_mapping() -> None:
     cfg = validate(
         _data({"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 2, "context_length": 96})
     )
-    assert trained_shape(cfg, "train") == Gpt2Shape(
+    assert trained_shape(cfg, "train") == CausalLmShape(
         vocab_size=256, n_positions=96, n_embd=64, n_layer=3, n_head=8, n_inner=128
     )
     assert trained_shape(cfg, "nope") is None

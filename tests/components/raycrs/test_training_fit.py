@@ -139,3 +139,24 @@ def test_a_shard_degree_must_divide_the_workers(prod_data: dict[str, Any]) -> No
     (p,) = _fit_problems(_with_args(prod_data, "train-lm-h100", parallelism="fsdp", shard_degree=3))
     assert p.path == "jobs[train-lm-h100].args.shard_degree"
     assert "does not divide the job's 16 workers" in str(p)
+
+
+def test_device_memory_gb_makes_auto_shard_for_a_smaller_device_and_is_at_most_the_devices(
+    prod_data: dict[str, Any],
+) -> None:
+    # 1.6B parameters (d_model 2048, 32 layers): a replica fits an H100's 80 GB with margin, so
+    # auto keeps DDP; taken as a 24 GB device, the same job's auto estimate shards it
+    args = {"d_model": 2048, "n_layers": 32, "n_heads": 16, "batch_size": 8}
+    cfg = validate(_with_args(prod_data, "train-lm-h100", **args))
+    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    assert f is not None and (f.estimate.parallelism, f.estimate.degree) == ("ddp", 1)
+    cfg = validate(_with_args(prod_data, "train-lm-h100", device_memory_gb=24, **args))
+    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    assert f is not None and (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
+    assert f.estimate.fits
+    assert "taken as 24 GB" in f.devices.what
+    with pytest.raises(ConfigError) as e:
+        validate(_with_args(prod_data, "train-lm-h100", device_memory_gb=100, **args))
+    (p,) = [p for p in e.value.problems if p.path.endswith("device_memory_gb")]
+    assert p.path == "jobs[train-lm-h100].args.device_memory_gb"
+    assert "100 GB is more than one NVIDIA H100 80GB (80 GB) holds (allowed: at most 80" in str(p)

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -829,10 +830,15 @@ def test_ctrl_c_says_what_was_saved_and_the_exact_command_that_resumes(cluster) 
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_run_fine_tunes_a_hugging_face_llama_folder_and_the_result_loads(cluster) -> None:
+@pytest.mark.vllm
+def test_run_fine_tunes_a_hugging_face_llama_folder_and_the_result_loads_and_serves(
+    cluster,
+) -> None:
     """prepare with the folder's tokenizer, then train_lm from the folder (issue 47 item 3): a
     tiny Llama built by the test (tests/workloads/hf_folders.py, nothing downloads); its
-    exported hf/ loads in transformers with the folder's tokenizer, and the weights changed."""
+    exported hf/ loads in transformers with the folder's tokenizer, the weights changed, and
+    ``raygke local serve`` serves the checkpoint with vLLM behind Ray Serve LLM (a completion
+    of the prompt's tokens, counted by the folder's tokenizer)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -871,6 +877,29 @@ def test_run_fine_tunes_a_hugging_face_llama_folder_and_the_result_loads(cluster
     ).encode(text)
     before = start.state_dict()
     assert any(not torch.equal(v, before[k]) for k, v in tuned.state_dict().items())
+
+    port = str(local_cluster.free_port())
+    r = _raygke(
+        "serve", "--checkpoint", str(hf.parent), "--port", port, "--set", "model_id=tuned",
+        "--config", str(cluster["cfg"]), cwd=cluster["base"], timeout=1200,
+    )  # fmt: skip
+    try:
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+        body = json.dumps({"model": "tuned", "prompt": text, "max_tokens": 3, "temperature": 0})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/completions",
+            data=body.encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            done = json.loads(resp.read())
+        usage = done["usage"]
+        prompt_tokens = len(AutoTokenizer.from_pretrained(hf).encode(text))
+        assert usage["prompt_tokens"] == prompt_tokens and usage["completion_tokens"] >= 1, done
+        assert isinstance(done["choices"][0]["text"], str)
+    finally:
+        stop = _raygke("serve", "--stop", "--config", str(cluster["cfg"]), cwd=cluster["base"])
+    assert stop.returncode == 0, stop.stdout + stop.stderr
 
 
 @pytest.mark.ray
