@@ -25,6 +25,34 @@ targets' order (A B, B A, ...), so drift in the machine's load hits both; median
 compared. Printed: one row per target and level, then ``ratio: serve/vllm tokens/s = R`` at 16
 streams (the largest level below 16 when 16 is not run) and ``TTFT p99 serve/vllm``.
 
+The fair setting (issue 51 item 1): the vLLM engine process of each side (``VLLM::EngineCore``,
+vLLM V1's engine core, which runs the model and the scheduler) is pinned to ``--engine-cpus``
+(default: the last CPU), everything else to the remaining CPUs (this driver and its load
+clients, Ray's processes, Serve's proxy, controller, ingress and LLMServer replica processes,
+vLLM's own API server process), as on GKE, where the proxy and the OpenAI ingress run beside
+the engine with CPUs of their own; the split is printed (``cpu split: ...``). Both sides' engines
+are pinned again before every level (``sched_setaffinity`` on every thread of each
+``VLLM::`` process below this one).
+
+Variants (``--variants``, joined with ``,``; each a fresh Ray and Serve, measured against the
+same vLLM server, alternating rounds): ``default`` (Ray Serve's defaults), ``throughput``
+(``RAY_SERVE_THROUGHPUT_OPTIMIZED=1``: gRPC between proxy and replicas, no separate router loop
+or user-code thread, GC frozen at start; ray/serve/_private/constants.py) and ``batchN``
+(serve_llm's ``stream_batching_interval_ms=N``: how long a replica gathers streamed tokens
+before sending them), combined with ``+`` (``throughput+batch0``). Printed per variant: its
+rows, the CPU milliseconds per output token of each process group at 16 streams (``cpu ms per
+token, serve at 16 streams: ray::ProxyActor ..., ray::ServeReplica:lm:OpenAiIngress ...,
+VLLM::EngineCore ...``: the cost of each hop of the request path, from ``/proc/<pid>/stat``
+before and after the level) and ``variant <name>: serve/vllm tokens/s = R, TTFT p99
+serve/vllm = T``; the one
+``ratio:`` line is the first variant's. Ray Serve LLM's direct streaming
+(``RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING=1``) is not a variant: in Ray 2.60 it needs Serve's
+HAProxy ingress (``ingress_request_router requires HAProxy. Set RAY_SERVE_ENABLE_HA_PROXY=1``),
+an HAProxy binary and a listener Serve binds on every interface, which the local cluster's
+loopback-only rule refuses, and it takes no ingress deployment config (our OpenAI ingress).
+Before a variant is measured each side answers one warm-up request (a cold Serve replica's
+first request was the whole 40 s TTFT tail the issue saw).
+
 Fault case (after the comparison; ``--no-fault`` leaves it out): vLLM's server is stopped and the
 Serve app scaled to two engine replicas (the same config with the engine deployment's replicas
 set: Serve keeps the running replica and adds one; printed: ``scale-up: ... kept``); ``--fault-streams`` clients stream requests back to back for ``--fault-seconds``, and
@@ -210,7 +238,8 @@ def _serve_config(a: argparse.Namespace, replicas: int = 1) -> Any:
         "runtime_env": {"env_vars": {"PYTHONPATH": str(REPO)}},
         "args": {"model": a.model, "model_id": "lm", "num_cpus": min(per, a.threads),
                  "cpu_threads": a.threads, "cpu_kv_cache_gb": a.kv_gb,
-                 "max_ongoing_requests": 128, "target_ongoing_requests": 64, **a.args},
+                 "max_ongoing_requests": 128, "target_ongoing_requests": 64, **a.args,
+                 **a.variant_args},
     }  # fmt: skip
     # in every deploy, the first too: whether a deployment sets an autoscaling config is hashed
     scaling = {"min_replicas": replicas, "max_replicas": replicas}
@@ -247,6 +276,133 @@ def _run_fault(a: argparse.Namespace, base: str, prompt: str) -> bool:
         if err is not None and start > res["killed_at"]:
             print(f"  failed after the kill: {err}", file=sys.stderr)
     return ok
+
+
+def _descendants(root: int) -> list[int]:
+    """Process ids below ``root`` (from ``/proc/<pid>/stat``'s parent ids)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def pin_engines(cpus: set[int]) -> list[str]:
+    """Pin every thread of each vLLM engine process below this one (a command line starting
+    ``VLLM::``, vLLM's process titles: ``VLLM::EngineCore``, ``VLLM::Worker``) to ``cpus``;
+    returns the titles of the processes pinned."""
+    pinned: list[str] = []
+    for pid in _descendants(os.getpid()):
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if not title.startswith(b"VLLM::"):
+            continue
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                os.sched_setaffinity(int(tid), cpus)
+        except OSError:  # the process or a thread ended meanwhile
+            continue
+        pinned.append(title.split(b"\0")[0].decode(errors="replace"))
+    return pinned
+
+
+def cpu_split(spec: str | None) -> tuple[set[int], set[int]]:
+    """(engine CPUs, the rest) of this process' CPUs; ``spec``: ``1`` or ``2,3`` (default: the
+    last CPU). With one CPU both are that CPU.
+
+    Raises:
+        ValueError: a CPU of ``spec`` is not this process'."""
+    mine = sorted(os.sched_getaffinity(0))
+    engine = {int(x) for x in spec.split(",")} if spec else {mine[-1]}
+    if not engine <= set(mine):
+        raise ValueError(f"--engine-cpus {spec}: this process may use CPUs {mine} only")
+    rest = set(mine) - engine
+    return engine, rest or set(mine)
+
+
+def _hop(pid: int, cmdline: bytes) -> str:
+    """The request path's part a process is (for the CPU cost per token): Ray's worker
+    processes by their titles (``ray::ProxyActor``, ``ray::ServeReplica:lm:OpenAiIngress``,
+    ``ray::ServeReplica:lm:LLMServer:lm``), vLLM's (``VLLM::EngineCore``), vLLM's own API
+    server, this driver (the load clients), else the program's name (raylet, gcs_server)."""
+    if pid == os.getpid():
+        return "bench clients"
+    first = cmdline.split(b"\0")[0].decode(errors="replace")
+    if first.startswith(("ray::", "VLLM::")):
+        # a Ray worker's title names the task it runs (ray::ServeController.listen_for_change)
+        return first.split(" ")[0].split(".")[0]
+    if b"vllm.entrypoints" in cmdline:
+        return "vllm api_server"
+    return Path(first).name or "?"
+
+
+def cpu_by_process() -> dict[int, tuple[str, float]]:
+    """Per process (this one and every one below it): its :func:`_hop` and the CPU seconds
+    (user + system) it has used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[str, float]] = {}
+    for pid in [os.getpid(), *_descendants(os.getpid())]:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        out[pid] = (_hop(pid, cmdline), (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def cpu_used(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds each hop used between two :func:`cpu_by_process` snapshots (per process,
+    then summed: a process started in between counts from its start)."""
+    used: dict[str, float] = {}
+    for pid, (hop, sec) in after.items():
+        used[hop] = used.get(hop, 0.0) + sec - before.get(pid, (hop, 0.0))[1]
+    return used
+
+
+VARIANT_ENV = {"throughput": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}}
+
+
+def variant_settings(name: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """(environment, serve_llm arguments) of a variant (see the module docstring).
+
+    Raises:
+        ValueError: an unknown part."""
+    env: dict[str, str] = {}
+    args: dict[str, Any] = {}
+    for part in name.split("+"):
+        if part == "default":
+            continue
+        if part in VARIANT_ENV:
+            env.update(VARIANT_ENV[part])
+        elif part.startswith("batch") and part[5:].isdigit():
+            args["stream_batching_interval_ms"] = int(part[5:])
+        else:
+            raise ValueError(
+                f"variant part {part!r}: allowed: default, throughput, batch<ms>, joined with +"
+            )
+    return env, args
+
+
+def _warm(base: str, prompt: str) -> None:
+    """One request, so that neither side's first measured request is its cold one."""
+    asyncio.run(_level(base, "lm", 1, 1, prompt, 2))
 
 
 def _wait_ready(base: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
@@ -287,6 +443,7 @@ def _start_serve(a: argparse.Namespace, port: int) -> None:
 
     # address="local": a Ray instance of its own, never a cluster another process left up
     os.environ.update(a.env)  # the Serve processes inherit it: proxy, controller, replicas
+    os.environ.update(a.variant_env)
     ray.init(address="local", num_cpus=a.cpus, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})  # fmt: skip
     serve_start(http_options={"host": "127.0.0.1", "port": port}).deploy_apps(_serve_config(a))
@@ -326,6 +483,17 @@ def main(argv: list[str] | None = None) -> int:
         help="an environment variable of the Serve side's processes (repeatable), "
         "e.g. RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0",
     )
+    p.add_argument(
+        "--engine-cpus",
+        help="CPUs the vLLM engine processes of both sides are pinned to, e.g. 1 or 2,3 "
+        "(default: the last CPU); the rest run everything else",
+    )
+    p.add_argument(
+        "--variants",
+        default="default",
+        help="Serve settings measured against the same vLLM server, comma-separated: default, "
+        "throughput, batch<ms>, joined with + (e.g. default,throughput,throughput+batch0)",
+    )
     p.add_argument("--no-fault", action="store_true", help="leave the fault case out")
     p.add_argument("--smoke", action="store_true", help="tiny model, levels 1,16, 1 round")
     a = p.parse_args(argv)
@@ -345,47 +513,58 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--model is required without --smoke")
         a.model = _tiny_model(tmp)
     levels = [int(x) for x in a.levels.split(",")]
+    variants = [v.strip() for v in a.variants.split(",") if v.strip()]
+    try:
+        settings = {v: variant_settings(v) for v in variants}
+        engine_cpus, rest = cpu_split(a.engine_cpus)
+    except ValueError as e:
+        p.error(str(e))
     from raygke.local.cluster import free_port
 
-    sport, vport = free_port(), free_port()
-    bases = {"serve": f"http://127.0.0.1:{sport}/v1", "vllm": f"http://127.0.0.1:{vport}/v1"}
+    os.sched_setaffinity(0, rest)  # inherited by everything started from here
+    print(
+        f"cpu split: vLLM engine processes on CPU(s) {sorted(engine_cpus)}; this driver, its "
+        f"clients, Ray, Serve's proxy, controller, ingress and replica processes and vLLM's "
+        f"API server on CPU(s) {sorted(rest)}; cpu: {_cpu()}"
+    )
+    vport = free_port()
+    vbase = f"http://127.0.0.1:{vport}/v1"
     proc = _start_vllm(a, vport, tmp / "vllm.log")
+    prompt = ("def f(x):\n    return x\n" * 64)[: a.prompt_bytes]
+    at = 16 if 16 in levels else max(x for x in levels if x <= 16)
+    first: tuple[float, float] | None = None
+    fault_ok = True
     try:
-        _start_serve(a, sport)
-        _wait_ready(bases["serve"], 900)
-        _wait_ready(bases["vllm"], 900, proc)
-        prompt = ("def f(x):\n    return x\n" * 64)[: a.prompt_bytes]
-        res: dict[tuple[str, int], list[dict]] = {}
-        order = ["serve", "vllm"]
-        for rnd in range(a.rounds):
-            for target in order if rnd % 2 == 0 else order[::-1]:
-                for s in levels:
-                    r = asyncio.run(_level(bases[target], "lm", s, a.requests, prompt, a.tokens))
-                    res.setdefault((target, s), []).append(r)
-        print(f"{'target':7} {'streams':>7} {'tok/s':>9} {'TTFT p50':>9} {'TTFT p99':>9} "
-              f"{'ITL p50':>8} {'ITL p99':>8}   (ms; median tok/s of {a.rounds} rounds)")  # fmt: skip
-        summary: dict[tuple[str, int], tuple[float, float]] = {}
-        for s in levels:
-            for target in order:
-                rs = res[(target, s)]
-                tok = statistics.median(r["tok_s"] for r in rs)
-                ttft = [x for r in rs for x in r["ttft"]]
-                itl = [x for r in rs for x in r["itl"]]
-                summary[(target, s)] = (tok, _pct(ttft, 99))
-                print(f"{target:7} {s:>7} {tok:>9.1f} {_pct(ttft, 50) * 1e3:>9.1f} "
-                      f"{_pct(ttft, 99) * 1e3:>9.1f} {_pct(itl, 50) * 1e3:>8.1f} "
-                      f"{_pct(itl, 99) * 1e3:>8.1f}")  # fmt: skip
-        at = 16 if 16 in levels else max(x for x in levels if x <= 16)
-        (st, sp), (vt, vp) = summary[("serve", at)], summary[("vllm", at)]
-        if not vt or not st:
-            print("error: a target streamed no tokens", file=sys.stderr)
-            return 1
-        print(f"ratio: serve/vllm tokens/s = {st / vt:.3f} (at {at} streams)")
-        print(f"TTFT p99 serve/vllm = {sp / vp:.3f} (at {at} streams)")
-        fault_ok = True
-        if not a.no_fault:
-            proc.terminate()  # its CPU to the two engines
-            fault_ok = _run_fault(a, bases["serve"], prompt)
+        _wait_ready(vbase, 900, proc)
+        _warm(vbase, prompt)
+        for i, variant in enumerate(variants):
+            a.variant_env, a.variant_args = settings[variant]
+            sport = free_port()
+            sbase = f"http://127.0.0.1:{sport}/v1"
+            _start_serve(a, sport)
+            try:
+                _wait_ready(sbase, 900)
+                _warm(sbase, prompt)
+                summary = _compare(a, {"serve": sbase, "vllm": vbase}, levels, prompt, engine_cpus)
+                (st, sp), (vt, vp) = summary[("serve", at)], summary[("vllm", at)]
+                if not vt or not st:
+                    print("error: a target streamed no tokens", file=sys.stderr)
+                    return 1
+                print(
+                    f"variant {variant}: serve/vllm tokens/s = {st / vt:.3f}, TTFT p99 "
+                    f"serve/vllm = {sp / vp:.3f} (at {at} streams)"
+                )
+                if first is None:
+                    first = (st / vt, sp / vp)
+                if i == len(variants) - 1 and not a.no_fault:
+                    proc.terminate()  # its CPU to the two engines
+                    print(f"fault case on variant {variant}")
+                    fault_ok = _run_fault(a, sbase, prompt)
+            finally:
+                _stop_serve(a)
+        assert first is not None
+        print(f"ratio: serve/vllm tokens/s = {first[0]:.3f} (at {at} streams; {variants[0]})")
+        print(f"TTFT p99 serve/vllm = {first[1]:.3f} (at {at} streams; {variants[0]})")
         print(f"cpu: {_cpu()}; load average {os.getloadavg()[0]:.1f}")
         return 0 if fault_ok else 1
     finally:
@@ -394,16 +573,75 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait(60)
         except subprocess.TimeoutExpired:
             proc.kill()
-        try:
-            import ray
 
-            if ray.is_initialized():
-                from ray import serve
 
-                serve.shutdown()
-                ray.shutdown()
-        except ImportError:
-            pass
+def _compare(
+    a: argparse.Namespace,
+    bases: dict[str, str],
+    levels: list[int],
+    prompt: str,
+    engine_cpus: set[int],
+) -> dict[tuple[str, int], tuple[float, float]]:
+    """Both targets at every level, ``a.rounds`` rounds of alternating order; prints one row
+    per target and level; returns (median tokens/s, TTFT p99) per (target, level)."""
+    res: dict[tuple[str, int], list[dict]] = {}
+    order = ["serve", "vllm"]
+    titles = pin_engines(engine_cpus)
+    print(f"engine processes pinned: {len(titles)} ({', '.join(sorted(titles))})")
+    for rnd in range(a.rounds):
+        for target in order if rnd % 2 == 0 else order[::-1]:
+            for s in levels:
+                pin_engines(engine_cpus)
+                before = cpu_by_process()
+                r = asyncio.run(_level(bases[target], "lm", s, a.requests, prompt, a.tokens))
+                r["cpu"] = cpu_used(before, cpu_by_process())
+                res.setdefault((target, s), []).append(r)
+    print(f"{'target':7} {'streams':>7} {'tok/s':>9} {'TTFT p50':>9} {'TTFT p99':>9} "
+          f"{'ITL p50':>8} {'ITL p99':>8}   (ms; median tok/s of {a.rounds} rounds)")  # fmt: skip
+    summary: dict[tuple[str, int], tuple[float, float]] = {}
+    for s in levels:
+        for target in order:
+            rs = res[(target, s)]
+            tok = statistics.median(r["tok_s"] for r in rs)
+            ttft = [x for r in rs for x in r["ttft"]]
+            itl = [x for r in rs for x in r["itl"]]
+            summary[(target, s)] = (tok, _pct(ttft, 99))
+            print(f"{target:7} {s:>7} {tok:>9.1f} {_pct(ttft, 50) * 1e3:>9.1f} "
+                  f"{_pct(ttft, 99) * 1e3:>9.1f} {_pct(itl, 50) * 1e3:>8.1f} "
+                  f"{_pct(itl, 99) * 1e3:>8.1f}")  # fmt: skip
+    at = 16 if 16 in levels else max(x for x in levels if x <= 16)
+    for target in order:
+        print(f"cpu ms per token, {target} at {at} streams: {hop_costs(res[(target, at)])}")
+    return summary
+
+
+def hop_costs(runs: list[dict[str, Any]]) -> str:
+    """Each process group's CPU milliseconds per output token over ``runs`` (their ``cpu`` and
+    ``tokens``), largest first, those of 0.01 ms or more, and the total."""
+    tokens = sum(r["tokens"] for r in runs) or 1
+    cost: dict[str, float] = {}
+    for r in runs:
+        for hop, sec in r["cpu"].items():
+            cost[hop] = cost.get(hop, 0.0) + sec * 1e3 / tokens
+    shown = sorted(((v, h) for h, v in cost.items() if v >= 0.01), reverse=True)
+    parts = ", ".join(f"{h} {v:.2f}" for v, h in shown)
+    return f"{parts}; total {sum(cost.values()):.2f}"
+
+
+def _stop_serve(a: argparse.Namespace) -> None:
+    """Serve and the local Ray stopped; the variant's environment taken back."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            from ray import serve
+
+            serve.shutdown()
+            ray.shutdown()
+    except ImportError:
+        pass
+    for key in a.variant_env:
+        os.environ.pop(key, None)
 
 
 def _cpu() -> str:

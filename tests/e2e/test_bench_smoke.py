@@ -169,3 +169,56 @@ def test_serve_fault_case_scales_the_running_app_and_loses_no_request_after_the_
     assert "scale-up: 1 of 1 running engine replicas kept" in proc.stdout, proc.stdout
     fault = [ln for ln in proc.stdout.splitlines() if ln.startswith("fault: ")]
     assert len(fault) == 1 and ", 0 of them failed;" in fault[0], proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@pytest.mark.vllm
+def test_serve_bench_pins_both_engines_and_prices_each_hop() -> None:
+    """The fair setting (issue 51 item 1), from the same smoke run: both sides' vLLM engine
+    processes pinned to the engine CPU, everything else on the rest, and the CPU cost per token
+    of the Serve side's hops (proxy, ingress, engine replica) and vLLM's API server printed."""
+    proc = run_smoke("serve_openai.py")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert re.search(r"^cpu split: vLLM engine processes on CPU\(s\) \[\d+\]", proc.stdout, re.M)
+    pinned = re.search(r"^engine processes pinned: (\d+) \((.*)\)$", proc.stdout, re.M)
+    assert pinned and pinned[2].count("VLLM::EngineCore") == 2, proc.stdout  # one per side
+    costs = dict(re.findall(r"^cpu ms per token, (\w+) at 16 streams: (.*)$", proc.stdout, re.M))
+    assert set(costs) == {"serve", "vllm"}, proc.stdout
+    for hop in ("ray::ProxyActor", "ray::ServeReplica:lm:OpenAiIngress", "VLLM::EngineCore"):
+        assert hop in costs["serve"], costs
+    assert "vllm api_server" in costs["vllm"], costs
+    assert re.search(r"^variant default: serve/vllm tokens/s = [\d.]+", proc.stdout, re.M)
+
+
+def _serve_bench() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("serve_openai", BENCH / "serve_openai.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_serve_bench_variants_and_cpu_split() -> None:
+    bench = _serve_bench()
+    assert bench.variant_settings("default") == ({}, {})
+    assert bench.variant_settings("throughput+batch0") == (
+        {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
+        {"stream_batching_interval_ms": 0},
+    )
+    with pytest.raises(ValueError, match="variant part 'fast'"):
+        bench.variant_settings("throughput+fast")
+    mine = sorted(os.sched_getaffinity(0))
+    engine, rest = bench.cpu_split(None)
+    assert engine == {mine[-1]} and rest == (set(mine) - engine or set(mine))
+    with pytest.raises(ValueError, match="may use CPUs"):
+        bench.cpu_split(str(max(mine) + 100))
+    before = {1: ("ray::ProxyActor", 2.0), 2: ("VLLM::EngineCore", 5.0)}
+    after = {1: ("ray::ProxyActor", 2.5), 2: ("VLLM::EngineCore", 6.0), 3: ("raylet", 0.25)}
+    assert bench.cpu_used(before, after) == {
+        "ray::ProxyActor": 0.5,
+        "VLLM::EngineCore": 1.0,
+        "raylet": 0.25,
+    }
