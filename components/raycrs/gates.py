@@ -122,15 +122,6 @@ def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> l
     return out
 
 
-def gate_problems_all(manifests: Iterable[dict[str, Any]], cfg: StackConfig) -> list[Problem]:
-    """:func:`gate_problems` over several objects with the stack's :func:`installed_gates`."""
-    gates, source = installed_gates(cfg)
-    out: list[Problem] = []
-    for m in manifests:
-        out += gate_problems(m, gates, source)
-    return out
-
-
 def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[Problem]:
     """``NewClusterWithIncrementalUpgrade`` (set, or the default of a service with a ``gateway``:
     :attr:`components.raycrs.serve_model.ServiceConfig.strategy`) needs the KubeRay operator's
