@@ -71,6 +71,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import json
 import logging
 import os
 import statistics
@@ -84,6 +86,15 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from bench.serving.fair import (  # noqa: E402 (after the path insert, as a script)
+    cpu_by_process,
+    cpu_split,
+    cpu_used,
+    hop_costs,
+    pin_engines,
+    variant_settings,
+)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -278,146 +289,62 @@ def _run_fault(a: argparse.Namespace, base: str, prompt: str) -> bool:
     return ok
 
 
-def _descendants(root: int) -> list[int]:
-    """Process ids below ``root`` (from ``/proc/<pid>/stat``'s parent ids)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def pin_engines(cpus: set[int]) -> list[str]:
-    """Pin every thread of each vLLM engine process below this one (a command line starting
-    ``VLLM::``, vLLM's process titles: ``VLLM::EngineCore``, ``VLLM::Worker``) to ``cpus``;
-    returns the titles of the processes pinned."""
-    pinned: list[str] = []
-    for pid in _descendants(os.getpid()):
-        try:
-            title = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if not title.startswith(b"VLLM::"):
-            continue
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                os.sched_setaffinity(int(tid), cpus)
-        except OSError:  # the process or a thread ended meanwhile
-            continue
-        pinned.append(title.split(b"\0")[0].decode(errors="replace"))
-    return pinned
-
-
-def cpu_split(spec: str | None) -> tuple[set[int], set[int]]:
-    """(engine CPUs, the rest) of this process' CPUs; ``spec``: ``1`` or ``2,3`` (default: the
-    last CPU). With one CPU both are that CPU.
-
-    Raises:
-        ValueError: a CPU of ``spec`` is not this process'."""
-    mine = sorted(os.sched_getaffinity(0))
-    engine = {int(x) for x in spec.split(",")} if spec else {mine[-1]}
-    if not engine <= set(mine):
-        raise ValueError(f"--engine-cpus {spec}: this process may use CPUs {mine} only")
-    rest = set(mine) - engine
-    return engine, rest or set(mine)
-
-
-def _hop(pid: int, cmdline: bytes) -> str:
-    """The request path's part a process is (for the CPU cost per token): Ray's worker
-    processes by their titles (``ray::ProxyActor``, ``ray::ServeReplica:lm:OpenAiIngress``,
-    ``ray::ServeReplica:lm:LLMServer:lm``), vLLM's (``VLLM::EngineCore``), vLLM's own API
-    server, this driver (the load clients), else the program's name (raylet, gcs_server)."""
-    if pid == os.getpid():
-        return "bench clients"
-    first = cmdline.split(b"\0")[0].decode(errors="replace")
-    if first.startswith(("ray::", "VLLM::")):
-        # a Ray worker's title names the task it runs (ray::ServeController.listen_for_change)
-        return first.split(" ")[0].split(".")[0]
-    if b"vllm.entrypoints" in cmdline:
-        return "vllm api_server"
-    return Path(first).name or "?"
-
-
-def cpu_by_process() -> dict[int, tuple[str, float]]:
-    """Per process (this one and every one below it): its :func:`_hop` and the CPU seconds
-    (user + system) it has used so far."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[int, tuple[str, float]] = {}
-    for pid in [os.getpid(), *_descendants(os.getpid())]:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        out[pid] = (_hop(pid, cmdline), (int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
-def cpu_used(
-    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
-) -> dict[str, float]:
-    """CPU seconds each hop used between two :func:`cpu_by_process` snapshots (per process,
-    then summed: a process started in between counts from its start)."""
-    used: dict[str, float] = {}
-    for pid, (hop, sec) in after.items():
-        used[hop] = used.get(hop, 0.0) + sec - before.get(pid, (hop, 0.0))[1]
-    return used
-
-
-VARIANT_ENV = {"throughput": {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"}}
-
-
-def variant_settings(name: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """(environment, serve_llm arguments) of a variant (see the module docstring).
-
-    Raises:
-        ValueError: an unknown part."""
-    env: dict[str, str] = {}
-    args: dict[str, Any] = {}
-    for part in name.split("+"):
-        if part == "default":
-            continue
-        if part in VARIANT_ENV:
-            env.update(VARIANT_ENV[part])
-        elif part.startswith("batch") and part[5:].isdigit():
-            args["stream_batching_interval_ms"] = int(part[5:])
-        else:
-            raise ValueError(
-                f"variant part {part!r}: allowed: default, throughput, batch<ms>, joined with +"
-            )
-    return env, args
-
-
 def _warm(base: str, prompt: str) -> None:
     """One request, so that neither side's first measured request is its cold one."""
     asyncio.run(_level(base, "lm", 1, 1, prompt, 2))
 
 
 def _wait_ready(base: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
+    """Until ``base`` lists the model ``lm`` (another program that took the port meanwhile
+    answers something else, or not HTTP at all: not ready).
+
+    Raises:
+        RuntimeError: ``proc`` exited, or ``timeout_s`` passed."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"vllm serve exited with {proc.returncode}")
         try:
             with urllib.request.urlopen(f"{base}/models", timeout=5) as r:
-                if r.status == 200:
+                models = json.loads(r.read()).get("data") or []
+                if any(m.get("id") == "lm" for m in models):
                     return
-        except OSError:
+        except (OSError, http.client.HTTPException, ValueError, AttributeError):
             pass
         time.sleep(1)
     raise RuntimeError(f"{base} not ready after {timeout_s:.0f} s")
+
+
+def _start_vllm_ready(a: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen, str]:
+    """vLLM's own server on a free port, ready, and its base URL. vLLM binds the port only after
+    its imports, tens of seconds after :func:`free_port` picked it, so another program (a Ray
+    worker of a test beside this run) may take it meanwhile: then vLLM exits and is started
+    again on another port, three tries in all.
+
+    Raises:
+        RuntimeError: the third try failed too."""
+    from raygke.local.cluster import free_port
+
+    for attempt in range(3):
+        port = free_port()
+        proc = _start_vllm(a, port, tmp / f"vllm-{attempt}.log")
+        base = f"http://127.0.0.1:{port}/v1"
+        try:
+            _wait_ready(base, 900, proc)
+            return proc, base
+        except RuntimeError:
+            _stop(proc)
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def _start_vllm(a: argparse.Namespace, port: int, log: Path) -> subprocess.Popen:
@@ -527,15 +454,12 @@ def main(argv: list[str] | None = None) -> int:
         f"clients, Ray, Serve's proxy, controller, ingress and replica processes and vLLM's "
         f"API server on CPU(s) {sorted(rest)}; cpu: {_cpu()}"
     )
-    vport = free_port()
-    vbase = f"http://127.0.0.1:{vport}/v1"
-    proc = _start_vllm(a, vport, tmp / "vllm.log")
+    proc, vbase = _start_vllm_ready(a, tmp)
     prompt = ("def f(x):\n    return x\n" * 64)[: a.prompt_bytes]
     at = 16 if 16 in levels else max(x for x in levels if x <= 16)
     first: tuple[float, float] | None = None
     fault_ok = True
     try:
-        _wait_ready(vbase, 900, proc)
         _warm(vbase, prompt)
         for i, variant in enumerate(variants):
             a.variant_env, a.variant_args = settings[variant]
@@ -568,11 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cpu: {_cpu()}; load average {os.getloadavg()[0]:.1f}")
         return 0 if fault_ok else 1
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
 
 
 def _compare(
@@ -613,19 +533,6 @@ def _compare(
     for target in order:
         print(f"cpu ms per token, {target} at {at} streams: {hop_costs(res[(target, at)])}")
     return summary
-
-
-def hop_costs(runs: list[dict[str, Any]]) -> str:
-    """Each process group's CPU milliseconds per output token over ``runs`` (their ``cpu`` and
-    ``tokens``), largest first, those of 0.01 ms or more, and the total."""
-    tokens = sum(r["tokens"] for r in runs) or 1
-    cost: dict[str, float] = {}
-    for r in runs:
-        for hop, sec in r["cpu"].items():
-            cost[hop] = cost.get(hop, 0.0) + sec * 1e3 / tokens
-    shown = sorted(((v, h) for h, v in cost.items() if v >= 0.01), reverse=True)
-    parts = ", ".join(f"{h} {v:.2f}" for v, h in shown)
-    return f"{parts}; total {sum(cost.values()):.2f}"
 
 
 def _stop_serve(a: argparse.Namespace) -> None:

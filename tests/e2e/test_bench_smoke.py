@@ -191,18 +191,9 @@ def test_serve_bench_pins_both_engines_and_prices_each_hop() -> None:
     assert re.search(r"^variant default: serve/vllm tokens/s = [\d.]+", proc.stdout, re.M)
 
 
-def _serve_bench() -> object:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("serve_openai", BENCH / "serve_openai.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_serve_bench_variants_and_cpu_split() -> None:
-    bench = _serve_bench()
+    from bench.serving import fair as bench
+
     assert bench.variant_settings("default") == ({}, {})
     assert bench.variant_settings("throughput+batch0") == (
         {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},

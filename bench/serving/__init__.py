@@ -1,0 +1,1 @@
+"""Helpers of the serving benchmark (bench/serve_openai.py); not benchmarks themselves."""
