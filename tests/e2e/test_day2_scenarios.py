@@ -187,6 +187,20 @@ SCENARIOS = [
         ],
     ),
     Scenario(
+        "rotate the Memorystore server CA",
+        "prod",
+        [
+            Step(
+                # the GCS Redis's own CA (not the cluster's): only the ConfigMap the RayService
+                # heads mount changes; the RayService itself names the ConfigMap, not its data
+                "Memorystore rotates the GCS Redis's server CA (the heads' CA ConfigMap follows)",
+                None,
+                {"ray-redis-ca": "update"},
+                mocks={"_fake_redis_ca": lambda seed: base64.b64decode(ROTATED_CA).decode()},
+            )
+        ],
+    ),
+    Scenario(
         "grow a pool, then shrink it back",
         "prod",
         [
