@@ -36,6 +36,14 @@ def _fake_ca(seed: str) -> str:
     return base64.b64encode(pem.encode()).decode()
 
 
+def _fake_redis_ca(seed: str) -> str:
+    """The PEM of a Memorystore instance's server CA (``server_ca_certs[].cert``): the instance's
+    own CA, apart from the GKE cluster's (:func:`_fake_ca`), so a cluster CA rotation leaves it,
+    and the ConfigMap that holds it, as they were."""
+    body = base64.b64encode(hashlib.sha512(f"redis-ca/{seed}".encode()).digest() * 8).decode()
+    return "-----BEGIN CERTIFICATE-----\n" + body + "\n-----END CERTIFICATE-----\n"
+
+
 DOCKER_IMAGE_TYPE = "docker-build:index:Image"
 
 
@@ -117,7 +125,7 @@ class SynthMocks(pulumi.runtime.Mocks):
         elif t == "gcp:redis/instance:Instance":
             rid = f"projects/{p}/locations/{i.get('region')}/instances/{name}"
             h = hashlib.sha256(rid.encode()).digest()
-            ca = base64.b64decode(_fake_ca(rid)).decode()
+            ca = _fake_redis_ca(rid)
             # the first host of its reserved range, as an offline render plans it
             # (components.gcsft.render.planned_address)
             cidr = self.ranges.get(str(i.get("reservedIpRange")), "10.24.0.0/20")

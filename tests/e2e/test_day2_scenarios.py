@@ -53,6 +53,11 @@ PROD_LABELLED = {
     "storage-artifacts",
     "storage-checkpoints",
     "storage-datasets",
+    # GCS fault tolerance (defaults 2026-12-08): the Memorystore instance, its KMS key and the
+    # AUTH string's secret carry the stack's labels too
+    "gcsft-key",
+    "gcsft-redis",
+    "gcsft-auth",
 }
 PROTECTED = {
     "images-repository",
@@ -62,6 +67,9 @@ PROTECTED = {
     "security-gke-secrets",
     "security-registry",
     "security-secret-manager",
+    # the Memorystore instance (deletion_protection) and its KMS key (`protect`)
+    "gcsft-key",
+    "gcsft-redis",
 }
 BUCKET_ACCESS = [
     "access-ray-serve-artifacts-objectViewer",
@@ -89,7 +97,9 @@ RERUN_EFFECTS = {
     ("RayJob ray/train-lm-h100", "re-run"),
     ("RayJob ray/train-lm-jax-v6e", "re-run"),
 }
-NEW_CLUSTER = ("RayService ray/lm", "upgrade-new-cluster")
+# prod's lm sits behind a gateway: it upgrades with NewClusterWithIncrementalUpgrade (the default
+# from defaults 2026-12-08); tests/e2e/test_upgrades.py checks the NewCluster path
+INCREMENTAL = ("RayService ray/lm", "upgrade-incremental")
 QUOTA = "kuberay-resourcequota-ray-quota"
 GROW_CPU = {"cluster-gke": "update", "pool-cpu-pool": "update", QUOTA: "update"}
 # the queued jobs that bring their own cluster on prod's cpu pool
@@ -187,6 +197,20 @@ SCENARIOS = [
         ],
     ),
     Scenario(
+        "rotate the Memorystore server CA",
+        "prod",
+        [
+            Step(
+                # the GCS Redis's own CA (not the cluster's): only the ConfigMap the RayService
+                # heads mount changes; the RayService itself names the ConfigMap, not its data
+                "Memorystore rotates the GCS Redis's server CA (the heads' CA ConfigMap follows)",
+                None,
+                {"ray-redis-ca": "update"},
+                mocks={"_fake_redis_ca": lambda seed: base64.b64decode(ROTATED_CA).decode()},
+            )
+        ],
+    ),
+    Scenario(
         "grow a pool, then shrink it back",
         "prod",
         [
@@ -253,7 +277,7 @@ SCENARIOS = [
                     "ray-rayservice-lm": "update",
                     **PROD_RERUNS,
                 },
-                TRAINING_RECREATED | RERUN_EFFECTS | {NEW_CLUSTER},
+                TRAINING_RECREATED | RERUN_EFFECTS | {INCREMENTAL},
             )
         ],
     ),
@@ -292,15 +316,22 @@ SCENARIOS = [
         "prod",
         [
             Step(
-                "lm max_workers 3 -> 2 (rayClusterConfig, outside the upgrade hash)",
-                lambda d: d["services"][0].update(max_workers=2),
+                # serve-autoscaling-fit: Serve's max_replicas may not outgrow the worker group,
+                # so it comes down with it (a serveConfigV2 change, applied in place)
+                "lm max_workers 3 -> 2 (rayClusterConfig, outside the upgrade hash) and "
+                "args.max_replicas 3 -> 2",
+                lambda d: (
+                    d["services"][0].update(max_workers=2),
+                    d["services"][0]["args"].update(max_replicas=2),
+                ),
                 {"ray-rayservice-lm": "update"},
+                {("RayService ray/lm", "rolling-restart")},
             ),
             Step(
-                "then a bigger head: a new cluster (NewCluster)",
+                "then a bigger head: a new cluster (NewClusterWithIncrementalUpgrade)",
                 lambda d: d["services"][0].setdefault("head", {}).update(cpu="4", memory="16Gi"),
                 {"ray-rayservice-lm": "update"},
-                {NEW_CLUSTER},
+                {INCREMENTAL},
             ),
         ],
     ),
@@ -353,7 +384,7 @@ SCENARIOS = [
                     "ray-rayservice-lm": "update",
                     **PROD_RERUNS,
                 },
-                TRAINING_RECREATED | RERUN_EFFECTS | {NEW_CLUSTER},
+                TRAINING_RECREATED | RERUN_EFFECTS | {INCREMENTAL},
             )
         ],
     ),

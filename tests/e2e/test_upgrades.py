@@ -33,7 +33,22 @@ def test_ray_bump_on_the_long_lived_cluster_recreates_it_under_recreate(
     # Kueue): nothing is interrupted there, and every job re-runs on the new Ray version
     assert not {e for e in effects if e[1] == "interrupted"}
     assert ("RayJob ray/train-lm-jax-v6e", "re-run") in effects
-    assert ("RayService ray/lm", "upgrade-new-cluster") in effects
+    # prod's lm sits behind a gateway: it upgrades incrementally (defaults 2026-12-08), in
+    # rounds of its max surge through KubeRay's Gateway; the NewCluster path is checked below
+    assert ("RayService ray/lm", "upgrade-incremental") in effects
+    assert ("RayService ray/lm", "upgrade-new-cluster") not in effects
+    (svc,) = [c for c in plan.changes if c.type == dis.RAYSERVICE]
+    (detail,) = [d["detail"] for d in svc.disruption]
+    assert "rises 34% per round (3 round(s))" in detail and "gke-l7-rilb" in detail
+
+
+def _new_cluster(data: dict) -> dict:
+    """``data`` with prod's lm upgraded with NewCluster (its incremental options dropped)."""
+    out = copy.deepcopy(data)
+    svc = out["services"][0]
+    svc["upgrade_strategy"] = "NewCluster"
+    svc.pop("incremental_upgrade", None)
+    return out
 
 
 def test_kuberay_chart_upgrade_applies_the_crds_first(base_render) -> None:
@@ -86,15 +101,26 @@ def test_gke_minor_bump_drains_the_pools(base_render) -> None:
 def test_rayservice_upgrade_without_room_for_a_second_cluster_is_refused(base_render) -> None:
     """prod's lm service may hold 3 of the l4-serve pool's 4 nodes: a new cluster fits. At 4
     workers the old cluster can hold the whole pool, so the NewCluster upgrade is flagged
-    blocked."""
+    blocked. (prod's lm upgrades incrementally, needing a round's surge only: as shipped the
+    same head change is an incremental upgrade that fits; the NewCluster cases set the
+    strategy.)"""
+    head = {"cpu": "4", "memory": "16Gi"}
     data = copy.deepcopy(stack_data("prod"))
-    data["services"][0]["head"] = {"cpu": "4", "memory": "16Gi"}
-    fits = compare(base_render["prod"], render("prod", data), "prod")
+    data["services"][0]["head"] = head
+    shipped = compare(base_render["prod"], render("prod", data), "prod")
+    (svc,) = [c for c in shipped.changes if c.type == dis.RAYSERVICE]
+    assert [d["effect"] for d in svc.disruption] == ["upgrade-incremental"]
+    assert not [f for f in svc.flags if f.startswith("blocked")]
+
+    data = _new_cluster(stack_data("prod"))
+    before = render("prod", data)
+    data["services"][0]["head"] = head
+    fits = compare(before, render("prod", data), "prod")
     (svc,) = [c for c in fits.changes if c.type == dis.RAYSERVICE]
     assert [d["effect"] for d in svc.disruption] == ["upgrade-new-cluster"]
     assert not [f for f in svc.flags if f.startswith("blocked")]
 
-    full = copy.deepcopy(stack_data("prod"))
+    full = _new_cluster(stack_data("prod"))
     full["services"][0]["max_workers"] = 4
     full["services"][0]["args"]["max_replicas"] = 4
     before = render("prod", full)

@@ -59,6 +59,9 @@ STEERS_CHECKS_ONLY = {
     "ray.images.gpu-tf.architectures",
     "ray.images.tpu-serve.architectures",
     "ray.images.cpu-serve.architectures",
+    # allows a public GatewayClass (service_gateway_not_public, components/raycrs/rules.py):
+    # refused with an internal class, required with a public one; the class is what renders
+    "services[].gateway.public",
 }
 # A maintenance exclusion for a stack that declares none (cluster.maintenance_exclusions).
 EXCLUSION = {
@@ -305,6 +308,18 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
         kuberay = {**out.get("kuberay", {}), "mode": "helm", "tpu_webhook": True}
         yield _set(out, ("kuberay",), kuberay)
         return
+    if schema == "services[].upgrade_strategy":
+        # another strategy than the one in effect (unset: incremental with a gateway); the
+        # incremental options are refused with another strategy, so they go with it
+        svc = _validated(data).services[path[1]]
+        for new in ("NewCluster", "None", "NewClusterWithIncrementalUpgrade"):
+            if new == svc.strategy:
+                continue
+            out = _set(data, path, new)
+            if new != "NewClusterWithIncrementalUpgrade":
+                out = _set(out, (*path[:-1], "incremental_upgrade"), None)
+            yield out
+        return
     if schema in ("node_pools[].max_nodes", "node_pools[].max_slices"):
         # one less, with the worker groups on the pool clamped to it (the GKE pools change anyway)
         pool = _get(data, path[:-1])["name"]
@@ -466,6 +481,7 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "placement_strategy": ["SPREAD", "STRICT_PACK"],
             "max_run_duration": ["1d"],
             "cohort": ["shared"],
+            "hostname": ["lm.internal.example.com"],  # services[].gateway.hostname
             "gcs_port": [6390],  # local.*: unset = a free port; a fixed one is the other value
             "dashboard_port": [8276],
         }
@@ -547,6 +563,14 @@ def _candidates_of(data: dict[str, Any], path: Path) -> Iterator[dict[str, Any]]
             "when_unsatisfiable": ["ScaleUpAnyway", "DoNotScaleUp"],  # compute_classes[]
             "checkpoint": _names(data, "jobs"),
             "file_cache_medium": ["memory", "ephemeral"],  # buckets.file_cache_medium
+            # gcs_fault_tolerance.* (the Memorystore instance), network.psa_cidr (its range,
+            # disjoint from the other ranges), a service gateway's proxy-only subnet
+            "tier": ["BASIC", "STANDARD_HA"],
+            "redis_version": ["REDIS_7_0", "REDIS_6_X", "REDIS_7_2"],
+            "psa_cidr": ["10.32.0.0/20"],
+            "proxy_subnet_cidr": ["10.130.0.0/23"],
+            # an internal class (a public one needs gateway.public)
+            "gateway_class_name": ["gke-l7-rilb", "gke-l7-rilb-mc"],
         }
         for new in literals.get(key, []):
             if new != value:
@@ -991,7 +1015,40 @@ def _small_caches(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _new_cluster_services(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with its services behind a gateway upgraded with ``NewCluster`` (incremental
+    options dropped): the stack's own Gateway and HTTPRoute, and so ``gateway.hostname``, exist
+    only then (KubeRay's incremental-upgrade Gateway replaces them and matches every host:
+    components/raycrs/rules.py ``incremental_upgrade_gateway``); None without such a service."""
+    out = copy.deepcopy(data)
+    services = [s for s in out.get("services", []) if s.get("gateway") is not None]
+    for svc in services:
+        svc["upgrade_strategy"] = "NewCluster"
+        svc.pop("incremental_upgrade", None)
+    return out if services else None
+
+
+def _incremental_without_gateway(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``data`` with its services behind a gateway upgraded incrementally without one, the
+    class written in ``incremental_upgrade``: with a gateway that class may only be the
+    gateway's (components/raycrs/rules.py ``incremental_upgrade_gateway``), so
+    ``incremental_upgrade.gateway_class_name`` chooses a class only without one; None without
+    such a service."""
+    out = copy.deepcopy(data)
+    services = [s for s in out.get("services", []) if s.get("gateway") is not None]
+    for svc in services:
+        cls = svc.pop("gateway").get("gateway_class_name", "gke-l7-rilb")
+        svc["upgrade_strategy"] = "NewClusterWithIncrementalUpgrade"
+        svc["incremental_upgrade"] = {
+            **svc.get("incremental_upgrade", {}),
+            "gateway_class_name": cls,
+        }
+    return out if services else None
+
+
 NEEDS_CONTEXT: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
+    "services[].gateway.hostname": _new_cluster_services,
+    "services[].incremental_upgrade.gateway_class_name": _incremental_without_gateway,
     "buckets.file_cache_medium": _small_caches,
     "capacity.kueue.elastic_jobs": _no_elastic_queued_work,
     "compute_classes[].node_pool": _class_pools_free,
