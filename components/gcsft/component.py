@@ -24,8 +24,8 @@ Children:
   account of every service's identity (Workload Identity; the head mounts it,
   :func:`components.gcsft.render.add_gcs_ft`).
 
-Outputs: ``address`` (``rediss://<host>:<port>``) and ``ca_cert`` (PEM of the instance's first
-server CA), which :class:`components.raycrs.component.RayResources` renders into the RayServices
+Outputs: ``address`` (``rediss://<host>:<port>``) and ``ca_cert`` (PEMs of the instance's
+server CAs, :func:`ca_bundle`: two while Memorystore rotates its CA), which :class:`components.raycrs.component.RayResources` renders into the RayServices
 and the CA ConfigMap.
 """
 
@@ -194,14 +194,22 @@ class GcsFaultTolerance(pulumi.ComponentResource):
         self.address: pulumi.Output[str] = pulumi.Output.all(
             self.instance.host, self.instance.port
         ).apply(lambda hp: redis_address(str(hp[0]), int(hp[1])))
-        self.ca_cert: pulumi.Output[Any] = self.instance.server_ca_certs.apply(_first_cert)
+        self.ca_cert: pulumi.Output[Any] = self.instance.server_ca_certs.apply(ca_bundle)
         self.register_outputs({"address": self.address, "instance": self.instance.name})
 
 
-def _first_cert(certs: Any) -> str | None:
-    """The PEM of the first of an instance's ``server_ca_certs`` (output objects or, under
-    mocks, plain mappings)."""
-    if not certs:
-        return None
-    first = certs[0]
-    return getattr(first, "cert", None) or (first.get("cert") if hasattr(first, "get") else None)
+def ca_bundle(certs: Any) -> str | None:
+    """The PEMs of every one of an instance's ``server_ca_certs`` (output objects or, under mocks,
+    plain mappings), one after another; the single PEM as it is when there is one. While
+    Memorystore rotates an instance's server CA it lists the old and the new one, and a client
+    must trust both
+    (https://cloud.google.com/memorystore/docs/redis/manage-in-transit-encryption, "Certificate
+    authority rotation"); None when there is none."""
+    pems = []
+    for c in certs or ():
+        pem = getattr(c, "cert", None) or (c.get("cert") if hasattr(c, "get") else None)
+        if pem:
+            pems.append(pem)
+    if len(pems) <= 1:
+        return pems[0] if pems else None
+    return "".join(p if p.endswith("\n") else p + "\n" for p in pems)

@@ -187,9 +187,9 @@ def auth_provider_class(cfg: StackConfig, namespace: str) -> dict[str, Any]:
 
 
 def ca_config_map(namespace: str, ca_cert: Any) -> dict[str, Any]:
-    """The ``v1`` ConfigMap :func:`ca_config_map_name` (in ``namespace``) with ``ca_cert`` (PEM;
-    the instance's ``server_ca_certs[0].cert``, a ``pulumi.Output`` in the program) under
-    :data:`CA_FILE`."""
+    """The ``v1`` ConfigMap :func:`ca_config_map_name` (in ``namespace``) with ``ca_cert`` (every
+    PEM of the instance's ``server_ca_certs``, :func:`components.gcsft.component.ca_bundle`; a
+    ``pulumi.Output`` in the program) under :data:`CA_FILE`."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -88,3 +88,14 @@ def test_an_opted_out_stack_creates_none_of_it() -> None:
     }
     apis = {r["inputs"]["service"] for r in of_type(records, "gcp:projects/service:Service")}
     assert "redis.googleapis.com" not in apis
+
+
+def test_the_ca_bundle_holds_every_server_ca_while_memorystore_rotates_it() -> None:
+    from types import SimpleNamespace
+
+    from components.gcsft.component import ca_bundle
+
+    old, new = "-----BEGIN CERTIFICATE-----\nOLD\n-----END CERTIFICATE-----", "NEW PEM\n"
+    assert ca_bundle([{"cert": old}]) == old  # one CA: the PEM as the instance gives it
+    assert ca_bundle([SimpleNamespace(cert=old), {"cert": new}]) == old + "\n" + new
+    assert ca_bundle([]) is None and ca_bundle(None) is None
