@@ -224,6 +224,21 @@ def estimate(
     )
 
 
+def assumed_memory(device_bytes: float, assumed_gb: float | None) -> tuple[float, str]:
+    """The memory per device a trainer's ``parallelism: auto`` uses, and a note for its printed
+    reason: ``assumed_gb`` (a trainer's ``device_memory_gb``) when set and at most the device's
+    ``device_bytes`` (or that is unknown, 0), else the device's own; ``raygke check`` refuses a
+    larger value for a stack's job, the run falls back to the device's and says so."""
+    if not assumed_gb:
+        return device_bytes, ""
+    if device_bytes and assumed_gb * GB > device_bytes:
+        return device_bytes, (
+            f"; device_memory_gb {assumed_gb:g} is more than this device's "
+            f"{device_bytes / GB:.1f} GB, which is used"
+        )
+    return assumed_gb * GB, f"; a device of {assumed_gb:g} GB assumed (device_memory_gb)"
+
+
 def choose_parallelism(replica: Estimate) -> str:
     """What ``parallelism: auto`` picks from the estimate of a replica (degree 1): ``ddp`` when
     it needs at most :data:`DDP_MARGIN` of the usable memory (or the memory is unknown), else

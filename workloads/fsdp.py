@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from contract.train_fit import GB, LmShape, choose_parallelism, estimate
+from contract.train_fit import LmShape, assumed_memory, choose_parallelism, estimate
 
 MODES = ("ddp", "fsdp")
 
@@ -71,22 +71,21 @@ def decide_parallelism(
     if shape is None:
         shape = LmShape(args.d_model, args.n_layers, args.context_length or 256, args.mlp_ratio)
     kind = "gpu" if device.type == "cuda" else "cpu"
+    memory, note = assumed_memory(
+        device_memory(device, local_world), getattr(args, "device_memory_gb", None)
+    )
     common = {
         "rows": args.batch_size,
         "optimizer": args.optimizer,
         "compute": compute,
         "checkpointing": args.activation_checkpointing,
-        "memory": (
-            args.device_memory_gb * GB
-            if getattr(args, "device_memory_gb", None)
-            else device_memory(device, local_world)
-        ),
+        "memory": memory,
         "kind": kind,
     }
     replica = estimate(shape, parallelism="ddp", **common)
     if args.parallelism == "auto":
         mode = choose_parallelism(replica) if world > 1 else "ddp"
-        reason = f"auto: a replica needs {replica.describe()}"
+        reason = f"auto: a replica needs {replica.describe()}{note}"
     else:
         mode, reason = args.parallelism, "set by the parallelism argument"
     degree = 1

@@ -340,14 +340,14 @@ def run_mesh_shape(args: TrainLmJaxArgs, cfg: Any, compute: str) -> Any:
     import jax
 
     from contract.mesh import mesh_shape, slices_from_scaling
-    from contract.train_fit import GB, LmShape, auto_shard_degree, estimate
+    from contract.train_fit import LmShape, assumed_memory, auto_shard_degree, estimate
 
     devices = jax.devices()
     if all(hasattr(d, "slice_index") for d in devices):
         slices = len({d.slice_index for d in devices})
     else:
         slices = slices_from_scaling(args.scaling, jax.process_count())
-    memory = args.device_memory_gb * GB if args.device_memory_gb else device_memory()
+    memory, note = assumed_memory(device_memory(), args.device_memory_gb)
     auto = None
     if memory:
         shape = LmShape(cfg.d_model, cfg.n_layers, cfg.context_length, cfg.mlp_ratio)
@@ -367,7 +367,8 @@ def run_mesh_shape(args: TrainLmJaxArgs, cfg: Any, compute: str) -> Any:
             def sharded(d: int) -> Any:
                 return estimate(shape, parallelism="fsdp", degree=d * t, **common)
 
-            return auto_shard_degree(replica, sharded, candidates)
+            degree, reason = auto_shard_degree(replica, sharded, candidates)
+            return degree, reason + note
 
     return mesh_shape(
         len(devices),

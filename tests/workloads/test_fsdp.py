@@ -42,6 +42,17 @@ def test_auto_picks_ddp_for_the_shipped_model_and_fsdp_for_one_a_worker_cannot_h
     assert decide_parallelism(big, CPU, world=1)["mode"] == "ddp"
 
 
+def test_device_memory_gb_shards_for_a_smaller_device_and_never_assumes_a_bigger_one() -> None:
+    args = {"d_model": 256, "n_layers": 4, "n_heads": 4, "batch_size": 8, "context_length": 16}
+    assert decide_parallelism(_args(**args, device_memory_gb=64), CPU, world=2)["mode"] == "ddp"
+    small = decide_parallelism(_args(**args, device_memory_gb=2.2), CPU, world=2)
+    assert (small["mode"], small["degree"]) == ("fsdp", 2)
+    assert small["reason"].endswith("; a device of 2.2 GB assumed (device_memory_gb)")
+    real = device_memory(CPU, 1)
+    huge = decide_parallelism(_args(**args, device_memory_gb=real / 1e9 * 10), CPU, world=2)
+    assert "is more than this device's" in huge["reason"] and "which is used" in huge["reason"]
+
+
 def test_an_explicit_choice_wins_and_the_degree_must_divide_the_workers() -> None:
     assert decide_parallelism(_args(parallelism="fsdp"), CPU, world=2)["degree"] == 2
     hsdp = decide_parallelism(_args(parallelism="fsdp", shard_degree=2), CPU, world=4)
