@@ -108,7 +108,7 @@ class CausalLmShape:
                 n_head=heads,
                 n_inner=size("intermediate_size"),
                 n_kv_head=size("num_key_value_heads", heads),
-                head_dim=size("head_dim", d // heads) if cfg.get("head_dim") else d // heads,
+                head_dim=d // heads if cfg.get("head_dim") is None else size("head_dim"),
                 tied=bool(cfg.get("tie_word_embeddings", False)),
                 llama=True,
                 positions_key="max_position_embeddings",

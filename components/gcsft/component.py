@@ -25,8 +25,9 @@ Children:
   :func:`components.gcsft.render.add_gcs_ft`).
 
 Outputs: ``address`` (``rediss://<host>:<port>``) and ``ca_cert`` (PEMs of the instance's
-server CAs, :func:`ca_bundle`: two while Memorystore rotates its CA), which :class:`components.raycrs.component.RayResources` renders into the RayServices
-and the CA ConfigMap.
+server CAs, :func:`ca_bundle`: two while Memorystore rotates its CA), which
+:class:`components.raycrs.component.RayResources` renders into the RayServices and the CA
+ConfigMap.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from contract.train_fit import (
     GB,
     Estimate,
     LmShape,
+    assumed_memory,
     auto_shard_degree,
     choose_parallelism,
     estimate,
@@ -173,9 +174,9 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     dev = job_devices(p, target)
     if dev is None or getattr(a, "init_model", None):  # a fine-tune: training_fit_lines says so
         return None
-    assumed = getattr(a, "device_memory_gb", None)
-    if assumed and _memory_problem(assumed, dev) is None:
-        dev = replace(dev, memory=assumed * GB, what=f"{dev.what} taken as {assumed:g} GB")
+    memory, _ = assumed_memory(dev.memory, getattr(a, "device_memory_gb", None))
+    if memory != dev.memory:  # the run's rule: device_memory_gb when at most the device's
+        dev = replace(dev, memory=memory, what=f"{dev.what} taken as {memory / GB:g} GB")
     shape = LmShape(a.d_model, a.n_layers, a.context_length or _dataset_context(cfg), a.mlp_ratio)
     compute = _compute_dtype(a, dev.kind)
     options: dict[str, Any] = {
@@ -286,8 +287,9 @@ def _jax_fit(
 
 
 def _memory_problem(assumed: float, dev: JobDevices) -> str | None:
-    """``device_memory_gb`` (``assumed``, GB) above the memory of one of the job's devices."""
-    if dev.memory and assumed * GB > dev.memory:
+    """``device_memory_gb`` (``assumed``, GB) above the memory of one of the job's devices,
+    where the run would use the device's own (:func:`contract.train_fit.assumed_memory`)."""
+    if assumed_memory(dev.memory, assumed)[0] != assumed * GB:
         return (
             f"{assumed:g} GB is more than one {dev.what} holds (allowed: at most "
             f"{dev.memory / GB:g}; unset, the fit and the trainer use the device's own memory)"
