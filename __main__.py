@@ -32,11 +32,11 @@ from components.monitoring.component import Dashboards, DashboardsArgs
 from components.network.component import Network, NetworkArgs
 from components.nodepools.component import NodePool, NodePoolArgs
 from components.nodepools.render import node_pool_specs
+from components.plan.plan import plan
 from components.raycrs.component import RayResources, RayResourcesArgs
 from components.security.component import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
 from components.stack.component import load_pulumi_config
 from components.stack.outputs import config_outputs
-from components.stack.plan import plan
 from components.storage.component import Storage, StorageArgs
 
 try:
@@ -50,7 +50,7 @@ except ConfigError as e:
 # (docs/upgrading.md): `pulumi preview` shows them as `raygke check` does.
 for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
     pulumi.log.warn(str(notice))
-# Every reference resolved once (components/stack/plan.py): the components read its records.
+# Every reference resolved once (components/plan/plan.py): the components read its records.
 stack_plan = plan(cfg)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.

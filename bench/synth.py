@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from components.kernel.base import PROJECT_NAMESPACE  # noqa: E402
+from components.plan.resolve import nap_needs  # noqa: E402
 from components.stack.loader import read_stack_yaml, validate  # noqa: E402
-from components.stack.resolve import nap_needs  # noqa: E402
 from raygke.synth import synth  # noqa: E402
 
 # One pool kind per slot, rotating. The shapes and zones are the shipped prod stack's (region
@@ -59,7 +59,7 @@ def generated_stack(pools: int, jobs: int, base: Path = ROOT / "Pulumi.prod.yaml
     (CPU, v5e 2x2, v6e 4x4, L4, 8xH100 rotating), one RayCluster with a worker group per pool,
     and ``jobs`` RayJobs spread over those groups (prepare on CPU groups, train_lm_jax on TPU,
     train_lm on GPU). NAP limits are exactly what the pools can scale to
-    (:func:`components.stack.resolve.nap_needs`), memory 64 GiB per vCPU.
+    (:func:`components.plan.resolve.nap_needs`), memory 64 GiB per vCPU.
 
     Raises:
         ConfigError: the generated stack does not validate (a rule changed; fix the shapes here).

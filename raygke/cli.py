@@ -20,10 +20,10 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from components.config.epochs import epoch_note
+from components.config.nodepools import GpuPool, TpuPool
+from components.config.stack import StackConfig
 from components.kernel.base import plural
-from components.nodepools.model import GpuPool, TpuPool
-from components.stack.epochs import epoch_note
-from components.stack.model import StackConfig
 from contract.errors import ConfigurationError
 from raygke import images as images_cli
 from raygke import migrate as migrate_cli
@@ -400,7 +400,7 @@ def docs(
 ) -> None:
     """Print the stack file reference, generated from the stack model (--write: write it to
     the tracked file; --check: exit 1 when that file is stale)."""
-    from components.stack.reference import render_reference
+    from components.config.reference import render_reference
 
     if write and check:
         err.print("error: --write and --check exclude each other", markup=False)

@@ -3,11 +3,11 @@
 The file is edited as round-trip YAML (ruamel.yaml: comments, order, anchors and quoting stay;
 the shipped stack files round-trip byte for byte). What is rewritten:
 
-* deprecated spellings (:func:`components.stack.deprecations.modernize`: a renamed workload
+* deprecated spellings (:func:`components.config.deprecations.modernize`: a renamed workload
   and its arguments);
 * ``ray-gke:defaults`` set to this release's (:data:`components.kernel.release.RELEASE`), and,
   unless ``adopt``, every newer default the file did not get written into it with the value it
-  keeps (:class:`components.stack.epochs.Held`), so the migrated file plans nothing new. With
+  keeps (:class:`components.config.epochs.Held`), so the migrated file plans nothing new. With
   ``adopt`` the newer defaults apply, and the plan says what they replace.
 
 The file is refused, unchanged, when today's product refuses it, and when the migrated file
@@ -78,7 +78,7 @@ def migrate_text(text: str, source: str, *, adopt: bool = False) -> Migration:
     """
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-    from components.stack.deprecations import modernize
+    from components.config.deprecations import modernize
     from components.stack.loader import set_key, stack_data_from_yaml, validate
 
     cfg = validate(stack_data_from_yaml(text, source), source)  # refuses an invalid file

@@ -52,9 +52,9 @@ def queue(
 ) -> None:
     """Preview Kueue admission offline: per queued job its pod sets, flavors and quota verdict."""
     from components.capacity.preview import preview
+    from components.plan.plan import plan
     from components.raycrs.archive import working_dir_uri, workloads_archive
     from components.raycrs.render import render_manifests
-    from components.stack.plan import plan
 
     format_or_exit(fmt, FORMATS)
     choice = choose_or_exit(stack, config, fmt=fmt)

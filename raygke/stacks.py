@@ -32,7 +32,7 @@ from raygke.console import EXIT_FAILED, EXIT_USAGE, err
 from raygke.console import table as make_table
 
 # ``--set KEY=VALUE``, one definition for every command that reads a stack file's values
-# (check, synth, diff, cost, queue): components.stack.overrides.parse_set / apply_overrides.
+# (check, synth, diff, cost, queue): components.config.overrides.parse_set / apply_overrides.
 SetOption = Annotated[
     list[str] | None,
     typer.Option(

@@ -130,9 +130,9 @@ def plan_for_stack(
         SubmitError: the stack has no RayCluster, ``cluster`` is not one of them, or it has
             several and none was named.
     """
+    from components.plan.plan import plan
     from components.raycrs import pod
     from components.raycrs.render import head_service_host
-    from components.stack.plan import plan
 
     names = [rc.name for rc in cfg.ray_clusters]
     if not names:

@@ -118,7 +118,7 @@ def program_config(path: Path, overrides: Mapping[str, Any] | None = None) -> di
     the project's ``ray-gke:`` keys, as :func:`components.stack.loader.load_stack_file` applies them.
 
     ``project`` and ``region`` overrides also set ``gcp:project`` / ``gcp:region``: the two
-    must not differ (:class:`components.stack.model.StackConfig`), and the Google provider creates every
+    must not differ (:class:`components.config.stack.StackConfig`), and the Google provider creates every
     resource that names no project in ``gcp:project``
     (https://www.pulumi.com/registry/packages/gcp/installation-configuration/), so an override of
     one alone would render (and deploy) into the file's project. Other ``gcp:``, ``kubernetes:``

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from components.config.stack import StackConfig
 from components.raycrs.crd import crds_available, missing_crds_message
 from components.stack.loader import load_stack_file, validate
-from components.stack.model import StackConfig
 from raygke.mocks import SynthMocks
 from raygke.synth import config_entries, run_program
 
@@ -29,7 +29,7 @@ needs_crds = pytest.mark.skipif(not crds_available(), reason=missing_crds_messag
 from components.kernel.release import RELEASE  # noqa: E402
 
 BASE: dict[str, Any] = {
-    "defaults": RELEASE,  # a new stack: this release's defaults (components/stack/epochs.py)
+    "defaults": RELEASE,  # a new stack: this release's defaults (components/config/epochs.py)
     "project": "ray-gke-test",
     "region": "us-east5",
     "zones": ["us-east5-b"],

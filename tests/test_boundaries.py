@@ -110,9 +110,14 @@ CONCEPTS = {
 }
 
 
+# The folders of components/ that are floors of their own (tests/test_imports.py's layer table):
+# what every concept stands on, the stack file as typed data, the stack resolved once.
+FLOOR_FOLDERS = {"catalog", "kernel", "config", "plan"}
+
+
 def test_components_top_level_is_concepts_and_catalog() -> None:
-    """Only the concept folders, the catalog and the kernel (what every concept stands on,
-    tests/test_imports.py's layer table) sit at the top of ``components/``."""
+    """Only the concept folders and the floors below them (the catalog, the kernel, config and
+    plan: tests/test_imports.py's layer table) sit at the top of ``components/``."""
     modules = {p.name for p in (ROOT / "components").glob("*.py")}
     folders = {
         p.name
@@ -120,11 +125,11 @@ def test_components_top_level_is_concepts_and_catalog() -> None:
         if p.is_dir() and (p / "__init__.py").exists()
     }
     assert modules == {"__init__.py"}
-    assert folders == CONCEPTS | {"catalog", "kernel"}
+    assert folders == CONCEPTS | FLOOR_FOLDERS
 
 
 def _concept_files() -> list[Path]:
-    folders = sorted(CONCEPTS | {"kernel"})
+    folders = sorted(CONCEPTS | {"kernel", "config", "plan"})
     return [p for c in folders for p in sorted((ROOT / "components" / c).rglob("*.py"))]
 
 

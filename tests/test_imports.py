@@ -207,62 +207,43 @@ def test_raygke_groups_by_folder_not_by_module_name_prefix() -> None:
 
 
 # The floors, lowest first: a module may import its own floor and the floors below it, never one
-# above (issue 35). A module's floor is its role, so a concept folder spans floors: its model.py on
-# "models", its render/rules/checks on "renders", its component.py on "components".
+# above (issues 35, 48). A module's floor is its folder; within a concept folder the Pulumi
+# ComponentResource (``component.py``) stands above the folder's pure modules.
 FLOORS = (
     "contract",  # contract/: standard library only, shared with the Ray image
     "catalog",  # components/catalog/: sourced facts
     "kernel",  # components/kernel/: what every concept stands on (Problem, the model base)
-    "models",  # components/<concept>/model.py (and *_model.py): the concepts' parts of the stack
-    "stack model",  # components/stack/model.py: StackConfig, every concept's model
-    "plan",  # stack/context.py, resolve.py, plan.py, PLAN_RECORDS: the stack resolved once
-    "renders",  # the rest of a concept folder: render, rules, checks; the derived names
+    "config",  # components/config/: StackConfig and the concept models it composes
+    "plan",  # components/plan/: context, resolve, plan, the record builders, derived names
+    "concepts",  # components/<concept>/: renders, rules, checks (pure)
     "components",  # components/<concept>/component.py: the Pulumi ComponentResources
-    "assembly",  # components/stack/: the rules table, checks, loader, outputs, Pulumi config
+    "assembly",  # components/stack/: the rules table, checks, loader, outputs, the root component
     "workloads",  # workloads/: Ray programs (nothing below imports them)
     "cli",  # raygke/: the command-line tool
 )
 
-# components/stack/ modules by floor (the package's other modules are the assembly).
-STACK_FLOORS = {
-    "components.stack.model": "stack model",
-    "components.stack.context": "plan",
-    "components.stack.resolve": "plan",
-    "components.stack.plan": "plan",
-    "components.stack.naming": "renders",
-    "components.stack.name_checks": "renders",
-}
-
-# Concept modules on the plan floor: the builders of the records the plan derives once per stack
-# (they stand on the models and the stack's Context only): the GKE node pools, the Kueue
-# ResourceFlavors, the ComputeClasses.
-PLAN_RECORDS = {
-    "components.nodepools.spec",
-    "components.capacity.flavor",
-    "components.computeclass.manifest",
+# The folders of components/ that are a floor of their own; every other folder is a concept.
+FOLDER_FLOORS = {
+    "catalog": "catalog",
+    "kernel": "kernel",
+    "config": "config",
+    "plan": "plan",
+    "stack": "assembly",
 }
 
 
 def floor(module: str) -> str:
-    """The floor of a project module (one of ``FLOORS``), by the folder and role of its file."""
+    """The floor of a project module (one of ``FLOORS``), by its folder (and, in a concept
+    folder, whether it is the folder's ``component.py``)."""
     parts = module.split(".")
     top_level = {"contract": "contract", "workloads": "workloads", "raygke": "cli"}
     if parts[0] in top_level:
         return top_level[parts[0]]
-    if len(parts) == 1 or parts[1] == "kernel":
+    if len(parts) == 1:
         return "kernel"  # components/__init__.py imports nothing
-    if parts[1] == "catalog":
-        return "catalog"
-    if parts[1] == "stack":
-        return STACK_FLOORS.get(module, "assembly")
-    leaf = parts[2] if len(parts) > 2 else "__init__"
-    if leaf == "model" or leaf.endswith("_model"):
-        return "models"
-    if leaf == "component":
-        return "components"
-    if module in PLAN_RECORDS:
-        return "plan"
-    return "renders"
+    if parts[1] in FOLDER_FLOORS:
+        return FOLDER_FLOORS[parts[1]]
+    return "components" if parts[-1] == "component" else "concepts"
 
 
 def wrong_way(g: dict[str, set[str]]) -> list[str]:
@@ -276,36 +257,33 @@ def wrong_way(g: dict[str, set[str]]) -> list[str]:
     )
 
 
-def test_floors_follow_the_roles() -> None:
+def test_floors_follow_the_folders() -> None:
     assert floor("contract.quantity") == "contract"
     assert floor("components.catalog.tpu") == "catalog"
     assert floor("components.kernel.problems") == "kernel"
-    assert floor("components.nodepools.model") == "models"
-    assert floor("components.raycrs.serve_model") == "models"
-    assert floor("components.stack.model") == "stack model"
-    assert floor("components.stack.plan") == "plan"
-    assert floor("components.stack.context") == "plan"
-    assert floor("components.nodepools.spec") == "plan"
-    assert floor("components.capacity.flavor") == "plan"
-    assert floor("components.computeclass.manifest") == "plan"
-    assert floor("components.raycrs.operator.cluster") == "renders"
+    assert floor("components.config.stack") == "config"
+    assert floor("components.config.nodepools") == "config"
+    assert floor("components.plan.plan") == "plan"
+    assert floor("components.plan.nodepools") == "plan"
+    assert floor("components.raycrs.operator.cluster") == "concepts"
+    assert floor("components.nodepools.render") == "concepts"
     assert floor("components.nodepools.component") == "components"
     assert floor("components.stack.loader") == "assembly"
     assert floor("raygke.local.run") == "cli"
 
 
 def test_a_wrong_way_import_is_found_and_printed() -> None:
-    """A made-up graph with a kernel module importing the stack model and a concept model
+    """A made-up graph with a kernel module importing the stack's config and a concept's config
     importing its render: both are flagged; the right-way imports are not."""
     g = {
-        "components.kernel.base": {"components.kernel.problems", "components.stack.model"},
-        "components.nodepools.model": {"components.nodepools.render", "components.kernel.base"},
-        "components.nodepools.render": {"components.stack.plan", "components.nodepools.model"},
+        "components.kernel.base": {"components.kernel.problems", "components.config.stack"},
+        "components.config.nodepools": {"components.nodepools.render", "components.kernel.base"},
+        "components.nodepools.render": {"components.plan.plan", "components.config.nodepools"},
         "raygke.cli": {"components.stack.checks", "workloads.prepare"},
     }
     assert wrong_way(g) == [
-        "components.kernel.base (kernel) imports components.stack.model (stack model)",
-        "components.nodepools.model (models) imports components.nodepools.render (renders)",
+        "components.config.nodepools (config) imports components.nodepools.render (concepts)",
+        "components.kernel.base (kernel) imports components.config.stack (config)",
     ]
 
 
@@ -329,3 +307,36 @@ def test_the_kernel_imports_no_concept() -> None:
         and w != "components"
     )
     assert not bad, "\n".join(bad)
+
+
+def folder_of(module: str) -> str:
+    """The folder a module counts in for :func:`mutual_folders`: ``components/<folder>`` or the
+    top-level package."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "components" and len(parts) > 1 else parts[0]
+
+
+def mutual_folders(g: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The pairs of folders that import each other (each through any of their modules)."""
+    edges = {(folder_of(m), folder_of(w)) for m, deps in g.items() for w in deps}
+    return sorted((a, b) for a, b in edges if a < b and (b, a) in edges)
+
+
+def test_mutual_folders_are_found() -> None:
+    g = {
+        "components.a.x": {"components.b.y"},
+        "components.b.z": {"components.a.w"},
+        "raygke.c": {"components.a.x"},
+    }
+    assert mutual_folders(g) == [("components.a", "components.b")]
+
+
+# Issue 48: concept folders that import each other, at most 4 pairs (21 before the floors).
+MAX_MUTUAL_FOLDERS = 4
+
+
+def test_at_most_four_pairs_of_folders_import_each_other() -> None:
+    pairs = mutual_folders(graph())
+    assert len(pairs) <= MAX_MUTUAL_FOLDERS, "folders that import each other:\n" + "\n".join(
+        f"{a} <-> {b}" for a, b in pairs
+    )

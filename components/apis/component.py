@@ -9,8 +9,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.apis.render import GCS_FT_APIS, REQUIRED_APIS, apis_for_type
+from components.config.stack import StackConfig
 from components.gcsft.render import ft_enabled
-from components.stack.model import StackConfig
 
 
 @dataclass

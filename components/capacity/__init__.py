@@ -2,10 +2,10 @@
 
 One concept folder (design.md "Capacity"):
 
-* :mod:`components.capacity.model` - the ``capacity:`` block of the stack file (pydantic);
-* :mod:`components.capacity.flavor` - the ResourceFlavor builder (derived from the node pool
-  specs of :mod:`components.nodepools.spec`), on the plan floor: the plan carries every pool's
-  flavor (:attr:`components.stack.plan.Plan.resource_flavors`);
+* :mod:`components.config.capacity` (the config floor) - the ``capacity:`` block of the stack
+  file (pydantic);
+* :mod:`components.plan.flavors` (the plan floor) - the ResourceFlavor builder: the plan carries
+  every pool's flavor (:attr:`components.plan.plan.Plan.resource_flavors`);
 * :mod:`components.capacity.render` - pure render: the plan's ResourceFlavors, ClusterQueues,
   LocalQueues, WorkloadPriorityClasses, AdmissionChecks and ProvisioningRequestConfigs, Kueue's
   Helm values;

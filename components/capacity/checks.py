@@ -37,7 +37,7 @@ from components.capacity.rules import KUEUE_RAYJOB_WEBHOOK
 from components.kernel.problems import Problem
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 CRDS_ROOT = Path(__file__).resolve().parent / "crds"
 MAX_POD_SETS = 18  # kueue v0.19.2 pkg/controller/jobframework/constants.go MaxPodSets
@@ -216,8 +216,8 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[P
 
 def flavor_problems(cfg: StackConfig) -> list[Problem]:
     """Two flavors of one cluster queue that select the same nodes (the plan's flavors,
-    :attr:`components.stack.plan.Plan.resource_flavors`)."""
-    from components.stack.plan import plan
+    :attr:`components.plan.plan.Plan.resource_flavors`)."""
+    from components.plan.plan import plan
 
     flavors = plan(cfg).resource_flavors
     out = []
@@ -245,7 +245,7 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
     """One pod set per ProvisioningRequest (ray-project/ray#57839): per job at most one pod set on a
     queued flavor and never the head or submitter; the DWS check scoped with ``onFlavors``."""
     from components.capacity.render import DWS_CHECK, queued_pool
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     pool_specs = plan(cfg).pool_specs
     out = []
@@ -299,8 +299,8 @@ def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     nodes never carry a class label). The render leaves the class out of every queued object's
     worker groups (:func:`components.raycrs.render.worker_group_spec` ``compute_class``); this
     check catches a render where both apply to the same pods."""
-    from components.computeclass.model import COMPUTE_CLASS_LABEL
-    from components.stack.plan import plan
+    from components.config.computeclass import COMPUTE_CLASS_LABEL
+    from components.plan.plan import plan
 
     flavors = plan(cfg).resource_flavors
     out = []

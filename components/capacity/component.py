@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.capacity.model import KUEUE_CHART
 from components.capacity.render import helm_values, render_capacity
-from components.stack.model import StackConfig
+from components.config.capacity import KUEUE_CHART
+from components.config.stack import StackConfig
 
 
 @dataclass

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 # ``err`` below is a components.capacity.webhooks.FieldError (its ``path`` and ``str``); not
 # imported, since webhooks imports this module.

@@ -40,11 +40,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.capacity.model import ClusterQueueConfig
 from components.capacity.render import cluster_queue, queued_pool
+from components.config.capacity import ClusterQueueConfig
+from components.config.stack import StackConfig
 from components.kernel.base import quantity_value
-from components.stack.model import StackConfig
-from components.stack.plan import plan
+from components.plan.plan import plan
 from contract.errors import ConfigurationError
 from contract.quantity import QuantityError, parse_quantity
 

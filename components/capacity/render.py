@@ -8,16 +8,16 @@ Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v
   taints and the pod's node selector, restricted to the flavor's label keys, matches the
   flavor's labels (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
   ``checkFlavorForPodSets``); on admission it adds the flavor's labels and tolerations to the pods.
-  The flavor of a node pool is derived from its :class:`components.nodepools.spec.NodePoolSpec`
+  The flavor of a node pool is derived from its :class:`components.plan.nodepools.NodePoolSpec`
   (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
   includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
   (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
   which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes). The
   flavor of a ComputeClass's pool selects the class instead
   (:func:`resource_flavor`, :func:`class_flavor_labels`), so its pods reach the class's fallback
-  priorities as well as the pool. The builder is :mod:`components.capacity.flavor` (on the plan
+  priorities as well as the pool. The builder is :mod:`components.plan.flavors` (on the plan
   floor): the plan carries every pool's flavor
-  (:attr:`components.stack.plan.Plan.resource_flavors`, once per stack) and this module hands
+  (:attr:`components.plan.plan.Plan.resource_flavors`, once per stack) and this module hands
   out copies.
 * ClusterQueue: one resource group covering ``cpu``, ``memory`` and the accelerators of its
   flavors (every flavor of a group lists every covered resource: the CRD's validation);
@@ -45,21 +45,21 @@ from typing import Any
 import yaml
 
 from components import catalog
+from components.capacity.superslice import SLICE_CHECK, SLICE_CONTROLLER
+from components.capacity.topology import topology_objects
+from components.config.capacity import ClusterQueueConfig
+from components.config.stack import StackConfig
+from components.nodepools.render import NodePoolSpec
 
 # The flavor builder and its helpers live on the plan floor (the plan carries the flavors);
 # re-exported here with the other Kueue renders.
-from components.capacity.flavor import API_VERSION as API_VERSION
-from components.capacity.flavor import CLASS_SHAPE_LABELS as CLASS_SHAPE_LABELS
-from components.capacity.flavor import PART_OF as PART_OF
-from components.capacity.flavor import class_flavor_labels as class_flavor_labels
-from components.capacity.flavor import flavor_labels as flavor_labels
-from components.capacity.flavor import meta
-from components.capacity.model import ClusterQueueConfig
-from components.capacity.superslice import SLICE_CHECK, SLICE_CONTROLLER
-from components.capacity.topology import topology_objects
-from components.nodepools.render import NodePoolSpec
-from components.stack.model import StackConfig
-from components.stack.plan import plan
+from components.plan.flavors import API_VERSION as API_VERSION
+from components.plan.flavors import CLASS_SHAPE_LABELS as CLASS_SHAPE_LABELS
+from components.plan.flavors import PART_OF as PART_OF
+from components.plan.flavors import class_flavor_labels as class_flavor_labels
+from components.plan.flavors import flavor_labels as flavor_labels
+from components.plan.flavors import meta
+from components.plan.plan import plan
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -87,8 +87,8 @@ def queue_labels(job: Any) -> dict[str, str]:
 
 def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
     """The ResourceFlavor of node pool ``pool`` (named after the pool), see the module docstring:
-    the plan's record (:attr:`components.stack.plan.Plan.resource_flavors`, built by
-    :func:`components.capacity.flavor.resource_flavor`), a copy the caller may change.
+    the plan's record (:attr:`components.plan.plan.Plan.resource_flavors`, built by
+    :func:`components.plan.flavors.resource_flavor`), a copy the caller may change.
 
     Raises:
         KeyError: ``pool`` is not a declared node pool nor ``system``.
@@ -98,7 +98,7 @@ def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
 
 def queued_pool(pool_specs: Mapping[str, Sequence[NodePoolSpec]], pool: str) -> bool:
     """True when ``pool`` has ``provisioning: queued`` (``pool_specs``:
-    :attr:`components.stack.plan.Plan.pool_specs`)."""
+    :attr:`components.plan.plan.Plan.pool_specs`)."""
     specs = pool_specs.get(pool)
     return bool(specs) and specs[0].queued
 
@@ -107,7 +107,7 @@ def covered_resources(
     pool_specs: Mapping[str, Sequence[NodePoolSpec]], cq: ClusterQueueConfig
 ) -> list[str]:
     """``cpu``, ``memory``, then the accelerator resources the queue's flavors offer or name
-    (``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
+    (``pool_specs``: :attr:`components.plan.plan.Plan.pool_specs`)."""
     out = ["cpu", "memory"]
     for f in cq.flavors:
         names = set(f.nominal)
@@ -130,7 +130,7 @@ def namespace_selector(namespaces: Sequence[str]) -> dict[str, Any]:
 
 def gpudirect_queues(cfg: StackConfig) -> list[str]:
     """The LocalQueues the ``gpudirect`` namespace needs too: those its queued RayClusters and
-    RayJobs name (:attr:`components.stack.context.Context.ray_namespaces`), config order."""
+    RayJobs name (:attr:`components.plan.context.Context.ray_namespaces`), config order."""
     moved = plan(cfg).context.ray_namespaces
     names = [x.queue for x in [*cfg.ray_clusters, *cfg.jobs] if x.name in moved and x.queue]
     return list(dict.fromkeys(names))
@@ -181,7 +181,7 @@ def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
 
 def super_slicing_pool(pool_specs: Mapping[str, Sequence[NodePoolSpec]], pool: str) -> bool:
     """True when ``pool`` is a TPU7x super-slicing pool (:mod:`components.capacity.superslice`;
-    ``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
+    ``pool_specs``: :attr:`components.plan.plan.Plan.pool_specs`)."""
     specs = pool_specs.get(pool)
     return bool(specs) and specs[0].super_slicing
 
@@ -201,7 +201,7 @@ def uses_dws(
     pool_specs: Mapping[str, Sequence[NodePoolSpec]], cluster_queues: Sequence[ClusterQueueConfig]
 ) -> bool:
     """Some cluster queue (``capacity.cluster_queues``) lists a queued node pool as a flavor
-    (``pool_specs``: :attr:`components.stack.plan.Plan.pool_specs`)."""
+    (``pool_specs``: :attr:`components.plan.plan.Plan.pool_specs`)."""
     return any(queued_pool(pool_specs, f.pool) for q in cluster_queues for f in q.flavors)
 
 
@@ -250,7 +250,7 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
     AdmissionCheck (when one uses a super-slicing pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``; those the ``gpudirect`` namespace's
     objects name again there, :func:`gpudirect_queues`). Empty without queues.
     The ResourceFlavors are copies of the plan's
-    (:attr:`components.stack.plan.Plan.resource_flavors`).
+    (:attr:`components.plan.plan.Plan.resource_flavors`).
 
     Raises:
         KeyError: a flavor names an undeclared pool (the stack rules report it first).

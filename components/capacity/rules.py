@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING
 from components import catalog
 from components.kernel.base import repeated
 from components.kernel.problems import Problem, at
-from components.stack.plan import plan
+from components.plan.plan import plan
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 KUEUE_RAYJOB_WEBHOOK = "kueue pkg/controller/jobs/rayjob/rayjob_webhook.go"
 
@@ -63,7 +63,7 @@ def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     :mod:`components.catalog.capabilities` (flex-start and queued provisioning exclude A4X and
     G4; flex-start without queueing takes single-host TPU slices only), the table ComputeClass
     fallbacks read too (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)."""
-    from components.nodepools.model import GpuPool, TpuPool
+    from components.config.nodepools import GpuPool, TpuPool
 
     have = cfg.cluster.min_master_version
     for pool in cfg.node_pools:
@@ -241,15 +241,15 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
       GKE creates them atomically; a GPU node's GPUs): no worker pod set of that pool is ever
       admitted on it, the never-admitted case.
 
-    Every priority of a ComputeClass has its pool's shape (:mod:`components.computeclass.model`),
+    Every priority of a ComputeClass has its pool's shape (:mod:`components.config.computeclass`),
     so the scaling-unit check of a class flavor covers every priority a pod admitted on it can
     land on. The pool-size check does not apply to a class flavor with fallbacks: past the
     declared pool's ``max_*``, GKE creates nodes for the class's fallback priorities, bounded by
     Node Auto Provisioning's limits (:func:`components.computeclass.rules.
     compute_class_shapes_fit_nap`), not by the pool."""
     from components.capacity.preview import borrowable
+    from components.config.nodepools import GpuPool, TpuPool
     from components.kernel.base import quantity_value
-    from components.nodepools.model import GpuPool, TpuPool
 
     declared = plan(cfg).pools
     total: dict[tuple[str, str], float] = {}
@@ -374,7 +374,7 @@ def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
     ``charts/kueue/values.yaml`` ``webhook``), whose validating and mutating webhooks on RayJobs,
     RayClusters and Kueue's own objects have ``failurePolicy: Fail``
     (``pkg/controller/jobs/rayjob/rayjob_webhook.go`` kubebuilder markers), so every create
-    would be refused. Refused, as reserved namespaces are (:class:`components.capacity.model.
+    would be refused. Refused, as reserved namespaces are (:class:`components.config.capacity.
     KueueConfig`), rather than opened: the KubeRay add-on's model keeps the Ray namespace for Ray
     pods only."""
     cap = cfg.capacity

@@ -37,12 +37,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 # The cube Topology is named by the flavor builder (on the plan floor); re-exported here.
-from components.capacity.flavor import SUPERSLICE_TOPOLOGY as TOPOLOGY
+from components.plan.flavors import SUPERSLICE_TOPOLOGY as TOPOLOGY
 
 if TYPE_CHECKING:
+    from components.config.stack import StackConfig
     from components.kernel.problems import Problem
     from components.nodepools.render import NodePoolSpec
-    from components.stack.model import StackConfig
 
 CUBE = "4x4x4"
 GENERATION = "tpu7x"
@@ -203,7 +203,7 @@ def _unqueued(cfg: StackConfig, pools: set[str]) -> Iterable[Problem]:
     pods would get no slice annotations and no ``tpu-slice`` admission check, and the cubes are
     provisioned only (``PROVISION_ONLY``), so no slice would ever be formed for them."""
     from components.kernel.problems import Problem
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     p = plan(cfg)
     for t in p.jobs:

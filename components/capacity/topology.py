@@ -45,17 +45,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from components.config.nodepools import TpuPool
+
 # The Topology a flavor names is part of the flavor, which the plan carries: its functions live
 # with the flavor builder (on the plan floor) and are re-exported here.
-from components.capacity.flavor import GPU_TOPOLOGY as GPU_TOPOLOGY
-from components.capacity.flavor import TAS_MACHINE_TYPES as TAS_MACHINE_TYPES
-from components.capacity.flavor import flavor_topology as flavor_topology
-from components.capacity.flavor import pool_topology as pool_topology
-from components.nodepools.model import TpuPool
+from components.plan.flavors import GPU_TOPOLOGY as GPU_TOPOLOGY
+from components.plan.flavors import TAS_MACHINE_TYPES as TAS_MACHINE_TYPES
+from components.plan.flavors import flavor_topology as flavor_topology
+from components.plan.flavors import pool_topology as pool_topology
 
 if TYPE_CHECKING:
     from components.nodepools.render import NodePoolSpec
-    from components.stack.resolve import Pool
+    from components.plan.resolve import Pool
 
 BLOCK = "cloud.google.com/gce-topology-block"
 SUBBLOCK = "cloud.google.com/gce-topology-subblock"
@@ -142,7 +143,7 @@ def annotate_worker_groups(
     """Add :func:`podset_topology` to each worker group of a queued RayJob's ``rayClusterSpec``
     or a queued RayCluster's ``spec`` (in place): ``pools`` maps group name -> the resolved pool
     it renders from (a super-slice job's stitched pool, :meth:`TpuPool.stitched`),
-    ``pool_specs`` config pool -> its GKE node pools (:attr:`components.stack.plan.Plan.pool_specs`),
+    ``pool_specs`` config pool -> its GKE node pools (:attr:`components.plan.plan.Plan.pool_specs`),
     ``topology`` is ``capacity.topology``; the pod count is ``maxReplicas x numOfHosts`` (the
     most the group holds at once)."""
     for g in cluster_spec.get("workerGroupSpecs") or []:

@@ -43,7 +43,7 @@ from components.raycrs.operator.common import is_label_value, is_qualified_name
 from contract.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 KUEUE = "kueue v0.19.2"
 CQ_GO = "pkg/webhooks/clusterqueue_webhook.go"

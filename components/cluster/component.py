@@ -41,12 +41,12 @@ from components.cluster.render import (
     nap_resource_limits,
     secret_manager_enabled,
 )
+from components.config.stack import StackConfig
 from components.gcsft.render import ft_enabled
 from components.gpunet.render import networked_pools
+from components.plan.naming import workload_pool
+from components.plan.resolve import nap_needs
 from components.security.iam import CLOUD_PLATFORM_SCOPE
-from components.stack.model import StackConfig
-from components.stack.naming import workload_pool
-from components.stack.resolve import nap_needs
 
 
 @dataclass

@@ -52,10 +52,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from components.cluster.model import MAINTENANCE_DOC, parse_time
+from components.config.cluster import MAINTENANCE_DOC, parse_time
 from components.kernel.problems import Problem
 
-# The limits the model checks live with it (components.cluster.model): MAX_EXCLUSIONS,
+# The limits the model checks live with it (components.config.cluster): MAX_EXCLUSIONS,
 # NO_UPGRADES_MAX_SECONDS, parse_time, MAINTENANCE_DOC.
 WINDOW_SECONDS = 4 * 3600
 DAY_SECONDS = 24 * 3600
@@ -66,7 +66,7 @@ DOC = MAINTENANCE_DOC
 
 def exclusion_inputs(exclusions: Sequence[Any]) -> list[dict[str, Any]]:
     """The cluster's ``maintenancePolicy.maintenanceExclusions``, one dict per exclusion
-    (``cluster.maintenance_exclusions``, :class:`components.cluster.model.MaintenanceExclusion`), in the
+    (``cluster.maintenance_exclusions``, :class:`components.config.cluster.MaintenanceExclusion`), in the
     order given: ``{"exclusion_name", "start_time", "end_time" (None with end of support),
     "scope", "end_time_behavior" (``UNTIL_END_OF_SUPPORT`` or None)}`` - the pulumi-gcp 10.2.0
     ``ClusterMaintenancePolicyMaintenanceExclusionArgs`` fields (exactly one of ``end_time`` and
@@ -136,7 +136,7 @@ def _merged(spans: Iterable[tuple[datetime, datetime]]) -> list[tuple[datetime, 
 
 def upgrade_free_seconds(cluster: Any) -> Stretch | None:
     """The longest stretch in which GKE may start no node upgrade (see the module docstring) for
-    ``cluster`` (the ``cluster`` block, :class:`components.cluster.model.ClusterConfig`).
+    ``cluster`` (the ``cluster`` block, :class:`components.config.cluster.ClusterConfig`).
 
     Returns None when a node-excluding exclusion (:data:`NODE_SCOPES`) lasts until the minor
     version's end of support: its end is GKE's to know, so no run of a stack is said to outlast
@@ -166,7 +166,7 @@ def _hours(seconds: float) -> str:
 
 def maintenance_warnings(cfg: Any) -> list[Problem]:
     """``raygke check``'s warnings for the stack ``cfg`` (a validated
-    :class:`components.stack.model.StackConfig`): a job that may run longer than GKE leaves
+    :class:`components.config.stack.StackConfig`): a job that may run longer than GKE leaves
     without a node upgrade (:func:`upgrade_free_seconds`), one :class:`Problem` (severity ``warning``, rule
     ``maintenance-exclusion``) per job.
 
@@ -175,8 +175,8 @@ def maintenance_warnings(cfg: Any) -> list[Problem]:
     nodes then); a job with neither is not judged (its length is not known). The warning is at
     the field that sets the length.
     """
-    from components.capacity.model import duration_seconds
-    from components.stack.plan import plan
+    from components.config.capacity import duration_seconds
+    from components.plan.plan import plan
 
     stretch = upgrade_free_seconds(cfg.cluster)
     if stretch is None:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from components import catalog
 
 if TYPE_CHECKING:
-    from components.raycrs.model import JobConfig
-    from components.raycrs.serve_model import ServiceConfig
+    from components.config.raycrs import JobConfig
+    from components.config.serve import ServiceConfig
 
 _ACCELERATOR_TYPES = frozenset(catalog.NAP_RESOURCE_TYPES) - {"cpu", "memory"}
 
@@ -26,7 +26,7 @@ def nap_resource_limits(
     cpu (vCPUs) and memory (GB) come from ``limits`` (``nap.effective_limits``: the
     ``nap.resource_limits`` with defaults 256 / 1024). Every accelerator named in ``limits`` or
     in ``needs`` (what the declared pools can scale to, chips or GPUs:
-    :func:`components.stack.resolve.nap_needs`) gets ``max(config limit, need)``.
+    :func:`components.plan.resolve.nap_needs`) gets ``max(config limit, need)``.
     """
     accelerators = sorted(
         {k for k in limits if k in _ACCELERATOR_TYPES}

@@ -5,7 +5,7 @@ One object per class (https://cloud.google.com/kubernetes-engine/docs/reference/
 * ``spec.priorities[0]``: ``nodepools``: the class's declared GKE node pools, which carry the
   class's node label ``cloud.google.com/compute-class: <name>`` and taint
   ``cloud.google.com/compute-class=<name>:NoSchedule``
-  (:func:`components.computeclass.model.class_label`, ``class_taint``; GKE puts both on the
+  (:func:`components.config.computeclass.class_label`, ``class_taint``; GKE puts both on the
   nodes it creates for a class itself);
 * then one priority per ``fallback`` entry, each with the pool's shape: a TPU slice as
   ``tpu: {type, count (chips per node), topology}`` (TPU7x multi-host slices also
@@ -27,18 +27,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from components.config.stack import StackConfig
+
 # The builder lives on the plan floor (the plan carries the stack's ComputeClasses); re-exported.
-from components.computeclass.manifest import API_VERSION as API_VERSION
-from components.computeclass.manifest import KIND as KIND
-from components.computeclass.manifest import MANAGED_BY as MANAGED_BY
-from components.computeclass.manifest import compute_class_manifest as compute_class_manifest
-from components.stack.model import StackConfig
-from components.stack.plan import plan
+from components.plan.computeclasses import API_VERSION as API_VERSION
+from components.plan.computeclasses import KIND as KIND
+from components.plan.computeclasses import MANAGED_BY as MANAGED_BY
+from components.plan.computeclasses import compute_class_manifest as compute_class_manifest
+from components.plan.plan import plan
 
 
 def render_compute_classes(cfg: StackConfig) -> list[dict[str, Any]]:
     """Every ComputeClass of the stack, in ``compute_classes`` order: the plan's records
-    (:attr:`components.stack.plan.Plan.compute_class_manifests`), copies the caller may change.
+    (:attr:`components.plan.plan.Plan.compute_class_manifests`), copies the caller may change.
 
     Raises:
         KeyError: a class's ``node_pool`` is not a declared pool (the stack rules refuse it first).

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from components import catalog
 from components.kernel.problems import Problem, at
-from components.stack.plan import plan
+from components.plan.plan import plan
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Shape:
 
 def pool_shape(pool: object) -> Shape | None:
     """The :class:`Shape` of a TPU or GPU pool of the stack model; None for a CPU pool."""
-    from components.nodepools.model import GpuPool, TpuPool
+    from components.config.nodepools import GpuPool, TpuPool
 
     if isinstance(pool, TpuPool):
         s = pool.slice
@@ -70,7 +70,7 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[Problem]:
     carries), class names are unique, and a pool has at most one class (a pod selects one
     ``cloud.google.com/compute-class``,
     https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass)."""
-    from components.nodepools.model import GpuPool, TpuPool
+    from components.config.nodepools import GpuPool, TpuPool
 
     declared = plan(cfg).pools
     for name, n in sorted(Counter(c.name for c in cfg.compute_classes).items()):
@@ -114,11 +114,11 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
     one slice (or node) needs more ``cpu``, ``memory`` or chips/GPUs than the limit is never
     created (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits).
     ``cpu``/``memory`` use the defaults when not given; an accelerator without a limit is set to
-    what the declared pools need (:func:`components.stack.resolve.nap_needs`), which covers the pool's own
+    what the declared pools need (:func:`components.plan.resolve.nap_needs`), which covers the pool's own
     shape."""
     if not cfg.nap.enabled:
         return
-    from components.stack.resolve import nap_needs
+    from components.plan.resolve import nap_needs
 
     limits = {**nap_needs(cfg), **cfg.nap.effective_limits}
     declared = plan(cfg).pools
@@ -158,7 +158,7 @@ def compute_class_pools_not_queued(cfg: StackConfig) -> Iterable[Problem]:
     (:func:`components.capacity.render.resource_flavor`), so pods admitted on it land on the
     pool or on the nodes GKE creates for the class's fallbacks, DWS flex-start VMs included.
     Queued provisioning for the same shape is a separate ``queued`` pool and flavor of the queue."""
-    from components.nodepools.model import GpuPool, TpuPool
+    from components.config.nodepools import GpuPool, TpuPool
 
     declared = plan(cfg).pools
     for c in cfg.compute_classes:
@@ -193,7 +193,7 @@ def compute_class_flex_start_min_gke_version(cfg: StackConfig) -> Iterable[Probl
     (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes),
     below every version GKE offers (``GKE_OFFERED_MINORS``), so that is not checked. Unset
     ``min_master_version``: the release channel's default, not checked."""
-    from components.nodepools.model import GpuPool, TpuPool
+    from components.config.nodepools import GpuPool, TpuPool
 
     have = cfg.cluster.min_master_version
     if not have:
@@ -231,7 +231,7 @@ def compute_class_fallback_capabilities(cfg: StackConfig) -> Iterable[Problem]:
     ``flex-start`` fallback on an A4X (GB200) or G4 pool is refused as a flex-start pool of that
     shape is, and on a multi-host TPU slice too (a ``flexStart`` priority is flex-start without
     queueing, single-host TPU slices only: the table's sources)."""
-    from components.nodepools.model import GpuPool, TpuPool
+    from components.config.nodepools import GpuPool, TpuPool
 
     pools = plan(cfg).pools
     for c in cfg.compute_classes:

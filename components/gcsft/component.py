@@ -1,5 +1,5 @@
 """``ray-gke:gcsft:GcsFaultTolerance``: the Memorystore for Redis of the RayServices' GCS fault
-tolerance, and what it needs (:mod:`components.gcsft.model`; created only when
+tolerance, and what it needs (:mod:`components.config.gcsft`; created only when
 :func:`components.gcsft.render.ft_enabled`).
 
 Children:
@@ -39,6 +39,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from components.config.stack import StackConfig
 from components.gcsft.render import (
     auth_secret_id,
     instance_name,
@@ -46,9 +47,8 @@ from components.gcsft.render import (
     redis_address,
     redis_head_readers,
 )
+from components.plan.naming import gsa_email
 from components.security.iam import KEY_ROTATION_PERIOD, KMS_ROLE, SECRET_ACCESSOR_ROLE
-from components.stack.model import StackConfig
-from components.stack.naming import gsa_email
 
 REDIS_KEY_NAME = "memorystore"
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from components.gcsft.names import auth_secret_id, ft_enabled, instance_name, psa_range_name
-from components.stack.model import StackConfig
+from components.config.stack import StackConfig
+from components.plan.gcsft_names import auth_secret_id, ft_enabled, instance_name, psa_range_name
 
 # GKE's Secret Manager add-on (as for the Hub token, components.raycrs.ingress)
 SECRETS_STORE_API = "secrets-store.csi.x-k8s.io/v1"
@@ -151,9 +151,9 @@ def add_gcs_ft(template: dict[str, Any], auth_class: str | None = None) -> dict[
 
 def redis_namespaces(cfg: StackConfig) -> list[str]:
     """The namespaces of the stack's RayServices (``kuberay.namespace``, or the GPUDirect
-    namespace of a service on such a pool: :meth:`components.stack.context.Context.namespace_of`),
+    namespace of a service on such a pool: :meth:`components.plan.context.Context.namespace_of`),
     sorted: each holds the two objects the heads there mount."""
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     ctx = plan(cfg).context
     return sorted({ctx.namespace_of(s.name) for s in cfg.services})
@@ -208,9 +208,9 @@ def redis_objects(cfg: StackConfig) -> list[dict[str, Any]]:
 
 
 def redis_head_readers(cfg: StackConfig) -> list[str]:
-    """The head accounts (KSA name = GSA id, :func:`components.stack.naming.head_account_id`)
+    """The head accounts (KSA name = GSA id, :func:`components.plan.naming.head_account_id`)
     that read the AUTH string: the head of every service's identity, sorted, each once."""
-    from components.stack.naming import head_account_id
+    from components.plan.naming import head_account_id
 
     return sorted({head_account_id(s.service_account) for s in cfg.services})
 

@@ -1,4 +1,4 @@
-"""Stack rules of GCS fault tolerance (:mod:`components.gcsft.model`), run only when it is on
+"""Stack rules of GCS fault tolerance (:mod:`components.config.gcsft`), run only when it is on
 (:func:`components.gcsft.render.ft_enabled`). KubeRay's own refusals of the rendered
 ``gcsFaultToleranceOptions`` (the ``ray.io/ft-enabled`` annotation beside it, ``RAY_REDIS_ADDRESS``
 / ``REDIS_PASSWORD`` / ``redis-password`` set by hand, the external-storage-namespace annotation,
@@ -11,9 +11,9 @@ import ipaddress
 from collections.abc import Iterable
 
 from components.catalog.gke import GKE_OFFERED_MINORS, parse_gke_version
+from components.config.stack import StackConfig
 from components.gcsft.render import auth_secret_id, ft_enabled
 from components.kernel.problems import Problem, at
-from components.stack.model import StackConfig
 
 # Kubernetes EnvFiles (``valueFrom.fileKeyRef``), which the head's Redis password is read
 # through: alpha (off) in 1.34, beta and on by default from 1.35

@@ -29,7 +29,7 @@ import pulumi_kubernetes as k8s
 from components.gpunet.render import gpu_vpcs, gpunet_objects, subnet_flow_logs
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 # The gpudirect namespace's admission policy (components/gpunet/gpudirect.py).
 _ADMISSION = {

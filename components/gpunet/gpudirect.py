@@ -15,7 +15,7 @@ that keeps the namespace those pods run in to exactly that. Facts and their sour
   Google ships them (:func:`components.gpunet.render.installer_daemonsets`), on the stack's
   ``gpudirect`` accelerators only.
 * The namespace ``<kuberay.namespace>-gpudirect`` (:func:`components.kernel.names.gpudirect_namespace`)
-  holds the Ray clusters with a worker group on such a pool (:attr:`components.stack.context.
+  holds the Ray clusters with a worker group on such a pool (:attr:`components.plan.context.
   Context.ray_namespaces`); it enforces Pod Security ``privileged`` (the only level the sidecar
   passes), warns and audits at ``restricted``
   (:func:`components.kuberay.namespace.gpudirect_namespace_manifest`). Pod Security cannot allow
@@ -405,7 +405,7 @@ def admission_policy(namespace: str, kinds: Iterable[str]) -> list[dict[str, Any
 def gpudirect_grants(cfg: Any) -> list[Problem]:
     """One warning per ``gpudirect`` pool, which ``raygke check`` prints (never failing): what
     the choice grants, where, and what stays as it was (docs/security.md, GPUDirect)."""
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     ctx = plan(cfg).context
     out = []

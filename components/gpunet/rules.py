@@ -6,7 +6,7 @@ whose GPU networking is turned off, and one per ``gpu_networking: gpudirect`` po
 that choice grants (:func:`components.gpunet.gpudirect.gpudirect_grants`). The mismatch of
 ``gpu_networking`` and machine family (``tcpxo`` on ``a3-highgpu-8g``, ``gpudirect`` on a family
 without GPUDirect-TCPX / -TCPXO) is refused by the field itself
-(:class:`components.nodepools.model.GpuPool`).
+(:class:`components.config.nodepools.GpuPool`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from components.catalog.gpu_network import gpu_net_family
 from components.gpunet.gpudirect import gpudirect_grants as gpudirect_grants
 from components.gpunet.render import gpunet_problems
 from components.kernel.problems import Problem
-from components.stack.plan import plan
+from components.plan.plan import plan
 
 
 def multi_node_jobs_without_gpu_networking(cfg: Any) -> Iterable[Problem]:

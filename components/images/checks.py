@@ -27,7 +27,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from components.images.model import IMAGE_KINDS
+from components.config.images import IMAGE_KINDS
+from components.config.stack import StackConfig
 from components.images.render import (
     TENSORFLOW,
     job_image_kind,
@@ -41,12 +42,11 @@ from components.images.render import (
     service_needs,
 )
 from components.kernel.problems import Problem, at
-from components.stack.model import StackConfig
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError
 
 if TYPE_CHECKING:
-    from components.raycrs.model import RayImages
+    from components.config.raycrs import RayImages
 
 
 def _fix(images: RayImages, where: str, kind: str, name: str, version: str, pip: bool) -> str:

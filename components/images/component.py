@@ -51,10 +51,10 @@ import pulumi
 import pulumi_docker_build as docker_build
 import pulumi_gcp as gcp
 
+from components.config.stack import StackConfig
 from components.images import render as images
+from components.plan.plan import plan
 from components.security.iam import REGISTRY_READER_ROLE
-from components.stack.model import StackConfig
-from components.stack.plan import plan
 
 DAY_SECONDS = 86400
 
@@ -84,7 +84,7 @@ class ImageRegistry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-gke:images:ImageRegistry", name, None, opts)
         cfg = args.cfg
-        ctx = plan(cfg).context  # the stack's plan (components.stack.plan), computed once
+        ctx = plan(cfg).context  # the stack's plan (components.plan.plan), computed once
         self.url = images.repository_url(ctx)
         self.repository = gcp.artifactregistry.Repository(
             f"{name}-repository",

@@ -49,14 +49,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.images.model import IMAGE_KINDS
-from components.nodepools.model import GpuPool, TpuPool
-from components.raycrs.model import JobConfig
-from components.stack.model import StackConfig
-from components.stack.resolve import JobTarget
+from components.config.images import IMAGE_KINDS
+from components.config.nodepools import GpuPool, TpuPool
+from components.config.raycrs import JobConfig
+from components.config.stack import StackConfig
+from components.plan.resolve import JobTarget
 
 if TYPE_CHECKING:
-    from components.stack.plan import Context
+    from components.plan.plan import Context
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_DIR = "images"
@@ -334,7 +334,7 @@ def job_needs(job: JobConfig) -> tuple[str, ...]:
 
 def job_image_kind(target: JobTarget) -> str:
     """The image kind of a job's workers (``target``: its record in the stack's plan,
-    :meth:`components.stack.plan.Plan.job`): on a long-lived RayCluster its worker group's
+    :meth:`components.plan.plan.Plan.job`): on a long-lived RayCluster its worker group's
     (:func:`pool_image_kind`: every job on that cluster shares the group's pods), on its own
     RayCluster :func:`worker_image_kind` of its pool and :func:`job_needs`."""
     kind = pool_image_kind(target.pool)
@@ -348,9 +348,9 @@ def kinds_used(cfg: StackConfig) -> list[str]:
     service's (:func:`service_image_kind`), in :data:`IMAGE_KINDS` order: ``gpu-tf`` only with
     a TensorFlow job on a GPU pool, ``tpu-serve`` / ``cpu-serve`` only with a vLLM service on
     a TPU / CPU pool. Read
-    from the stack's plan (:func:`components.stack.plan.plan`): unresolvable references add
+    from the stack's plan (:func:`components.plan.plan.plan`): unresolvable references add
     nothing."""
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     p = plan(cfg)
     used = {"cpu"}
@@ -422,7 +422,7 @@ def planned_refs(cfg: StackConfig) -> dict[str, str]:
     """Kind -> the image reference pods use, as known offline: a prebuilt image's reference, or
     the tag the project's build pushes (under Pulumi the pushed digest,
     ``<repo>/ray-<kind>@sha256:...``, replaces it)."""
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     ctx = plan(cfg).context
     out = {}

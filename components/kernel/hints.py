@@ -3,7 +3,7 @@ one table, with the explanation a refused key gets instead of "unknown key (chec
 
 :func:`components.stack.loader.format_validation_error` looks an ``extra_forbidden`` error up
 here by its model path (list indices dropped, the node pool kind kept: ``node_pools.tpu.
-machine_type``); ``docs/stack-config.md`` lists the table (:mod:`components.stack.reference`).
+machine_type``); ``docs/stack-config.md`` lists the table (:mod:`components.config.reference`).
 Derived values come from the catalog (:mod:`components.catalog`), as the builders derive them.
 """
 

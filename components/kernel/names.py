@@ -1,5 +1,5 @@
 """Names computed from the stack config alone, needed by the spec's own rules as well as by the
-builders and the plan's records (:mod:`components.stack.naming` re-exports them)."""
+builders and the plan's records (:mod:`components.plan.naming` re-exports them)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def bucket_name(project: str, cluster: str, prefix: str | None, purpose: BucketP
 
     Bucket names are 3-63 characters (https://cloud.google.com/storage/docs/buckets#naming); a
     longer default prefix is shortened with a stable hash suffix. The stack's own names are in
-    :attr:`components.stack.plan.Context.buckets`.
+    :attr:`components.plan.plan.Context.buckets`.
     """
     prefix = prefix or f"{project}-{cluster}"
     name = f"{prefix}-{purpose}"

@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 # The keys that name a list entry in a path (``node_pools[tpu]``), in order: most entries have a
-# ``name``; a Kueue flavor of a cluster queue is named by its ``pool`` (components.capacity.model).
+# ``name``; a Kueue flavor of a cluster queue is named by its ``pool`` (components.config.capacity).
 ENTRY_KEYS = ("name", "pool")
 
 

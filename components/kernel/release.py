@@ -1,6 +1,6 @@
 """This release's defaults epoch and how a stack file writes one (``ray-gke:defaults``).
 
-The kernel's part of :mod:`components.stack.epochs` (which holds what each epoch changes): the
+The kernel's part of :mod:`components.config.epochs` (which holds what each epoch changes): the
 stack model validates ``defaults`` with :func:`epoch_problem`.
 """
 

@@ -2,11 +2,11 @@
 
 * The namespace carries Pod Security Admission labels and holds the NetworkPolicies,
   ResourceQuota and LimitRange of :mod:`components.kuberay.namespace`; two KSAs per workload
-  identity (workers/submitters and head, :func:`components.stack.naming.workload_accounts`),
+  identity (workers/submitters and head, :func:`components.plan.naming.workload_accounts`),
   none with an automounted token (the head's pod template opts in for the autoscaler). With a
   ``gpu_networking: gpudirect`` pool also the ``<namespace>-gpudirect`` namespace, its own
   guards and the KSAs of the identities its Ray objects run as
-  (:func:`components.stack.naming.namespace_accounts`).
+  (:func:`components.plan.naming.namespace_accounts`).
 
 * Kubeconfig: cluster endpoint + CA, user authenticated by the ``gke-gcloud-auth-plugin`` exec
   plugin (no static credentials) -
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.config.stack import StackConfig
 from components.kuberay.namespace import (
     gpudirect_namespace_manifest,
     namespace_manifest,
@@ -50,9 +51,8 @@ from components.kuberay.render import (
     kubeconfig,
     program_crd_documents,
 )
-from components.stack import naming
-from components.stack.model import StackConfig
-from components.stack.plan import plan
+from components.plan import naming
+from components.plan.plan import plan
 
 
 @dataclass

@@ -50,7 +50,7 @@ RayJob's own cluster and submitters the same way, and validate against the Kuber
 
 The ``gpudirect`` namespace (``<kuberay.namespace>-gpudirect``, only with a pool that sets
 ``gpu_networking: gpudirect``) holds the Ray clusters with a worker group on such a pool
-(:attr:`components.stack.context.Context.ray_namespaces`) and gets the same guard rails: its own
+(:attr:`components.plan.context.Context.ray_namespaces`) and gets the same guard rails: its own
 ``default-deny-ingress`` and per-cluster policies (with ``mode: helm`` the operator's pods are
 matched in ``kuberay.namespace`` by a ``namespaceSelector``), the same ResourceQuota and
 LimitRange. Its Pod Security level is ``privileged`` (``warn`` / ``audit`` stay ``restricted``):
@@ -77,7 +77,10 @@ from typing import Any
 from components.catalog.gpu import GPU_TYPES
 from components.catalog.tpu import TPU_GENERATIONS
 from components.cluster.render import nap_resource_limits
+from components.config.stack import StackConfig
 from components.kernel.names import GPUDIRECT_LABEL, GPUDIRECT_LABEL_VALUE
+from components.plan.plan import plan
+from components.plan.resolve import nap_needs
 from components.raycrs.pod import (
     CLUSTER_LABEL,
     HEAD_PORTS,
@@ -87,9 +90,6 @@ from components.raycrs.pod import (
     SUBMITTER_LABEL,
 )
 from components.raycrs.serve import SERVICE_LABEL
-from components.stack.model import StackConfig
-from components.stack.plan import plan
-from components.stack.resolve import nap_needs
 
 PSA_LEVEL = "restricted"
 PSA_VERSION = "latest"

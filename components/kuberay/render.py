@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.config.kuberay import KUBERAY_CHART_VERSIONS
 from components.kernel.yamlcache import load_yaml_cached
-from components.kuberay.model import KUBERAY_CHART_VERSIONS
 
 if TYPE_CHECKING:
-    from components.network.model import NetworkConfig
-    from components.raycrs.serve_model import ServiceConfig
-    from components.stack.plan import Context
+    from components.config.network import NetworkConfig
+    from components.config.serve import ServiceConfig
+    from components.plan.plan import Context
 
 KUBERAY_HELM_REPO = "https://ray-project.github.io/kuberay-helm/"
 KUBERAY_CHART = "kuberay-operator"
@@ -200,7 +200,7 @@ def cluster_identifier(ctx: Context, net: NetworkConfig) -> str:
     ``<gen>`` is the first 12 hex digits of the sha256 of the cluster inputs that force a
     replacement and come from the config (``name``, ``project``, ``location``, the network's
     ``name``, ``subnet_cidr``, ``pods_cidr``, ``services_cidr``, ``master_ipv4_cidr``: the
-    stack's :class:`~components.stack.plan.Context` and its ``network`` section; the
+    stack's :class:`~components.plan.plan.Context` and its ``network`` section; the
     ``ForceNew`` attributes of terraform-provider-google v7.30.0
     ``container/resource_container_cluster.go``, see :mod:`raygke.diff.replacement`).
     """

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.config.stack import StackConfig
 from components.monitoring.dashboards import dashboard_json, dashboard_url, dashboards
-from components.stack.model import StackConfig
 
 
 @dataclass

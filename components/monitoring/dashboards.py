@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.stack.model import StackConfig
+from components.config.stack import StackConfig
 
 CONSOLE = "https://console.cloud.google.com/monitoring/dashboards/builder"
 
@@ -138,7 +138,7 @@ def dashboards(cfg: StackConfig) -> dict[str, dict[str, Any]]:
     name, so two stacks in one project keep apart."""
     if not cfg.cluster.managed_prometheus:
         return {}
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     ns = cfg.kuberay.namespace
     matched = "|".join(plan(cfg).context.namespaces)  # with the gpudirect namespace, both

@@ -46,10 +46,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.config.stack import StackConfig
+from components.plan.plan import plan
 from components.raycrs.pod import JOB_CLUSTER_LABEL, PART_OF
 from components.raycrs.serve import SERVICE_LABEL
-from components.stack.model import StackConfig
-from components.stack.plan import plan
 
 API_VERSION = "monitoring.googleapis.com/v1"
 METRICS_PORT = 8080  # KubeRay constant.go DefaultMetricsPort

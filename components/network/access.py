@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from components.kernel.problems import Problem
 
 if TYPE_CHECKING:
-    from components.network.model import AuthorizedNetwork
+    from components.config.network import AuthorizedNetwork
 
 DOCUMENTATION_RANGES = tuple(
     ipaddress.ip_network(n)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.stack import naming
-from components.stack.model import StackConfig
+from components.config.stack import StackConfig
+from components.plan import naming
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"

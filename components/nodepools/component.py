@@ -1,4 +1,4 @@
-"""GKE node pools from the pure :class:`components.nodepools.spec.NodePoolSpec` (never re-derived).
+"""GKE node pools from the pure :class:`components.plan.nodepools.NodePoolSpec` (never re-derived).
 
 Sources: node pool API https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
 TPU pools (COMPACT placement + ``tpu_topology`` for multi-host slices only)
@@ -28,8 +28,8 @@ from components.nodepools.render import (
     initial_node_count,
     upgrade_settings,
 )
+from components.plan.plan import Context
 from components.security.iam import CLOUD_PLATFORM_SCOPE
-from components.stack.plan import Context
 
 
 @dataclass
@@ -37,7 +37,7 @@ class NodePoolArgs:
     """Inputs of :class:`NodePool`.
 
     Attributes:
-        context: the stack's :class:`~components.stack.plan.Context` (project, region, cluster
+        context: the stack's :class:`~components.plan.plan.Context` (project, region, cluster
             location, labels), from the stack's plan.
         spec: the pure node pool spec.
         cluster: the cluster's id (or name).
@@ -146,7 +146,7 @@ def node_config_args(
 ) -> gcp.container.NodePoolNodeConfigArgs:
     """The ``node_config`` of the GKE node pool of ``spec``: the one place the settings every
     node pool shares are read, from the declared pool (``spec.config``,
-    :class:`components.nodepools.model.NodeSettings`) as it was validated; a new shared setting
+    :class:`components.config.nodepools.NodeSettings`) as it was validated; a new shared setting
     is a field there and an argument here (tests/components/nodepools/test_component.py
     ``test_a_shared_node_setting_takes_two_edits``)."""
     guest = (

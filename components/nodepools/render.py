@@ -2,8 +2,8 @@
 pool component reads of each (labels, autoscaling, upgrades, image streaming).
 
 The specs themselves (:class:`NodePoolSpec`, one per GKE node pool) are built once per stack by
-:mod:`components.nodepools.spec` and carried by the plan
-(:attr:`components.stack.plan.Plan.pool_specs`); this module re-exports the builder's names.
+:mod:`components.plan.nodepools` and carried by the plan
+(:attr:`components.plan.plan.Plan.pool_specs`); this module re-exports the builder's names.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.computeclass.model import COMPUTE_CLASS_LABEL
-from components.nodepools.spec import (
+from components.config.computeclass import COMPUTE_CLASS_LABEL
+from components.config.stack import StackConfig
+from components.plan.nodepools import (
     PROVISION_ONLY,
     RESOURCE_POLICY_NAME_MAX,
     NodePoolSpec,
@@ -24,8 +25,7 @@ from components.nodepools.spec import (
     tpu_host_capacity,
     workload_policy_name,
 )
-from components.stack.model import StackConfig
-from components.stack.plan import plan
+from components.plan.plan import plan
 
 __all__ = [
     "GKE_LABEL_PREFIXES",
@@ -52,7 +52,7 @@ __all__ = [
 
 def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
     """Every GKE node pool of the stack, the system pool first, in config order
-    (:attr:`components.stack.plan.Plan.node_pool_specs`)."""
+    (:attr:`components.plan.plan.Plan.node_pool_specs`)."""
     return list(plan(cfg).node_pool_specs)
 
 

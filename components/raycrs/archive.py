@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from components.stack.plan import Context
+    from components.plan.plan import Context
 
 WORKLOADS_DIR = Path(__file__).resolve().parents[2] / "workloads"
 CONTRACT_DIR = Path(__file__).resolve().parents[2] / "contract"
@@ -83,5 +83,5 @@ def archive_object_name(sha: str) -> str:
 
 def working_dir_uri(ctx: Context, sha: str) -> str:
     """``gs://<artifacts bucket>/workloads/<sha[:16]>.zip`` (the RayJob ``working_dir``; ``ctx``:
-    the stack's :class:`~components.stack.plan.Context`)."""
+    the stack's :class:`~components.plan.plan.Context`)."""
     return f"{ctx.bucket_url('artifacts')}/{archive_object_name(sha)}"

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from components.kernel.problems import Problem, at
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
-    from components.stack.resolve import JobTarget
+    from components.config.stack import StackConfig
+    from components.plan.resolve import JobTarget
 
 INFERENCE = "inference"
 PLATFORM_BOUND_BATCH_ARGS: Mapping[str, str] = {
@@ -85,9 +85,9 @@ def batch_platform_args(
 def batch_job_problems(cfg: StackConfig) -> Iterable[Problem]:
     """What of a batch-inference job cannot run (:mod:`components.raycrs.batch_fit`'s docstring;
     https://docs.ray.io/en/latest/data/working-with-llms.html), one Problem each."""
+    from components.plan.plan import plan
+    from components.plan.resolve import ResolveError
     from components.raycrs.serving import serve_devices
-    from components.stack.plan import plan
-    from components.stack.resolve import ResolveError
 
     p = plan(cfg)
     for job in cfg.jobs:

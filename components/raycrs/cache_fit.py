@@ -15,7 +15,7 @@ def _ray_pods(cfg: Any, p: Any) -> Iterable[tuple[str, str, str, str | None]]:
     buckets: the long-lived clusters' and services' heads and worker groups, the jobs' own
     clusters' heads and workers (a worker fills one node of its pool,
     :func:`components.raycrs.pod.worker_pod_size`)."""
-    from components.raycrs.model import HeadConfig
+    from components.config.raycrs import HeadConfig
     from components.raycrs.pod import ManifestError, worker_pod_size
 
     def worker(pool: Any, group: Any) -> str | None:
@@ -47,12 +47,12 @@ def memory_cache_problems(cfg: Any) -> Iterable[Problem]:
     https://kubernetes.io/docs/concepts/storage/volumes/#emptydir) beside Ray's object store in
     ``/dev/shm`` (its ``object_store_memory``, else Ray's default 30 % of the pod, at most 200 GB:
     ``ray_constants.DEFAULT_OBJECT_STORE_MEMORY_PROPORTION``); both together may take at most
-    :data:`components.raycrs.model.OBJECT_STORE_MAX_FRACTION` of the pod's memory, the rest being
+    :data:`components.config.raycrs.OBJECT_STORE_MAX_FRACTION` of the pod's memory, the rest being
     the Ray processes'. One problem per pod that cannot hold them, at ``buckets``."""
+    from components.config.raycrs import OBJECT_STORE_MAX_FRACTION
     from components.kernel.base import quantity_value
-    from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
+    from components.plan.plan import plan
     from components.raycrs.serving import default_object_store_gb
-    from components.stack.plan import plan
 
     if cfg.buckets.file_cache_medium != "memory":
         return

@@ -56,15 +56,15 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components.computeclass.render import render_compute_classes
+from components.config.stack import StackConfig
 from components.gcsft.render import ca_config_map, ft_enabled, redis_namespaces
 from components.monitoring.render import render_monitoring
+from components.plan.plan import Plan, plan
 from components.raycrs.archive import archive_object_name, working_dir_uri, workloads_archive
 from components.raycrs.ingress import render_service_objects
 from components.raycrs.pod import AUTH_TOKEN_KEY
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.raycrs.serve import service_url
-from components.stack.model import StackConfig
-from components.stack.plan import Plan, plan
 
 TYPE_TOKEN = "ray-gke:ray:RayResources"
 AUTH_TOKEN_LENGTH = 48  # letters and digits: ~285 bits
@@ -98,7 +98,7 @@ class RayResourcesArgs:
             the pushed digests); None: the references of ``ray.images`` / the project's.
         depends_on: what the Ray objects wait for (``KubeRay.ready``: CRDs, operator; the
             cluster; Kueue's webhook).
-        stack_plan: the stack's plan (:mod:`components.stack.plan`); None: ``plan(cfg)``.
+        stack_plan: the stack's plan (:mod:`components.plan.plan`); None: ``plan(cfg)``.
         redis_address / redis_ca: with GCS fault tolerance, the stack's Redis address and CA
             certificate (:class:`components.gcsft.component.GcsFaultTolerance`): the RayServices'
             ``gcsFaultToleranceOptions`` and the CA ConfigMap their heads mount.

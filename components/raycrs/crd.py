@@ -17,7 +17,7 @@ rules, those reading ``oldSelf``, are skipped as the API server skips them on cr
 rule that cannot be evaluated here is a note (a warning), never passed silently.
 
 The CRD folder is ``components/kuberay/crds/v<version>`` for the stack's
-``kuberay.chart_version`` (one of ``components.kuberay.model.KUBERAY_CHART_VERSIONS``: 1.7.0, 1.6.2;
+``kuberay.chart_version`` (one of ``components.config.kuberay.KUBERAY_CHART_VERSIONS``: 1.7.0, 1.6.2;
 carried inside the repository, so a clone with nothing beside it can run the check) unless the
 environment variable ``RAYGKE_CRDS_DIR`` names another; it holds ``ray.io_rayclusters.yaml``,
 ``ray.io_rayjobs.yaml``, ``ray.io_rayservices.yaml`` as published with that KubeRay version

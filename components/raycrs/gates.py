@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from components.config.stack import StackConfig
 from components.kernel.problems import Problem, at, in_object
 from components.kuberay.render import (
     CHART_FEATURE_GATES,
@@ -34,7 +35,6 @@ from components.kuberay.render import (
     INCREMENTAL_UPGRADE_GATE,
     helm_values,
 )
-from components.stack.model import StackConfig
 
 Gates = dict[str, bool]
 
@@ -124,7 +124,7 @@ def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> l
 
 def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[Problem]:
     """``NewClusterWithIncrementalUpgrade`` (set, or the default of a service with a ``gateway``:
-    :attr:`components.raycrs.serve_model.ServiceConfig.strategy`) needs the KubeRay operator's
+    :attr:`components.config.serve.ServiceConfig.strategy`) needs the KubeRay operator's
     ``RayServiceIncrementalUpgrade`` feature gate (``IsIncrementalUpgradeEnabled`` in
     ray-operator/controllers/ray/utils/util.go, gate in ray-operator/pkg/features/features.go;
     https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).

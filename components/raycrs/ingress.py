@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.config.raycrs import JobConfig
+from components.config.serve import INCREMENTAL, ServiceConfig
+from components.config.stack import StackConfig
 from components.gcsft.render import redis_objects
-from components.raycrs.model import JobConfig
+from components.plan.plan import Context, plan
 from components.raycrs.pod import PART_OF, SERVE_PORT
-from components.raycrs.serve_model import INCREMENTAL, ServiceConfig
-from components.stack.model import StackConfig
-from components.stack.plan import Context, plan
 
 SECRETS_STORE_API = "secrets-store.csi.x-k8s.io/v1"
 GKE_SECRETS_CSI_DRIVER = "secrets-store-gke.csi.k8s.io"

@@ -20,6 +20,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.config.raycrs import OBJECT_STORE_MAX_FRACTION
 from components.kernel.problems import Problem, at
 from components.nodepools.render import (
     NodePoolSpec,
@@ -27,14 +28,13 @@ from components.nodepools.render import (
     gpu_node_labels,
     tpu_host_capacity,
 )
-from components.raycrs.model import OBJECT_STORE_MAX_FRACTION
+from components.plan.plan import Context, plan
+from components.plan.resolve import ResolveError
 from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
-from components.stack.plan import Context, plan
-from components.stack.resolve import ResolveError
 from contract.quantity import quantity_float
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 
 def parse_quantity(value: str | int | float) -> float:
@@ -216,7 +216,7 @@ def schedule_problems(
 
 def object_store_problems(where: str, group: dict[str, Any]) -> list[Problem]:
     """One line if the group's ``rayStartParams`` ``object-store-memory`` (bytes) exceeds
-    :data:`components.raycrs.model.OBJECT_STORE_MAX_FRACTION` of its Ray container's memory (limit,
+    :data:`components.config.raycrs.OBJECT_STORE_MAX_FRACTION` of its Ray container's memory (limit,
     else request): the object store is shared memory counted against the pod's memory
     (https://docs.ray.io/en/latest/ray-core/scheduling/memory-management.html), so a larger one
     leaves the worker processes too little and the pod is OOM-killed. Empty when not set or
@@ -281,7 +281,7 @@ def node_ray_resources(ctx: Context, pool: Any, group: Any) -> dict[str, float]:
     TPU host): ``CPU`` = the pod's CPU limit rounded up (KubeRay sets ``ray start --num-cpus``
     from it: ray-operator/controllers/ray/common/pod.go ``generateRayStartCommand``,
     ``Quantity.Value()`` rounds up), ``GPU`` = the node's GPUs, ``TPU`` = the host's chips."""
-    from components.nodepools.model import GpuPool, TpuPool
+    from components.config.nodepools import GpuPool, TpuPool
     from components.nodepools.render import pool_specs
     from components.raycrs.pod import worker_pod_size
 

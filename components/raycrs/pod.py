@@ -26,12 +26,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from components.config.raycrs import WorkerGroupConfig
+from components.config.stack import StackConfig
 from components.images.render import planned_refs
 from components.nodepools.render import NodePoolSpec
-from components.raycrs.model import WorkerGroupConfig
-from components.stack.model import StackConfig
-from components.stack.naming import ksa_name
-from components.stack.plan import Plan
+from components.plan.naming import ksa_name
+from components.plan.plan import Plan
 from components.storage.fuse import Mount, cache_pod_settings
 from components.storage.fuse import mounts as fuse_mounts
 from contract.errors import ConfigurationError

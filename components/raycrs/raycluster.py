@@ -42,14 +42,18 @@ from typing import Any
 
 from components import catalog
 from components.catalog.gpudirect import RXDM_RESERVE
-from components.computeclass.model import class_label, class_taint
+from components.config.computeclass import class_label, class_taint
+from components.config.nodepools import CpuPool, GpuPool, TpuPool
+from components.config.raycrs import HeadConfig, RayClusterConfig, WorkerGroupConfig
+from components.config.stack import StackConfig
 from components.gpunet.gpudirect import worker_parts
 from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
 from components.kernel.base import quantity_bytes
-from components.nodepools.model import CpuPool, GpuPool, TpuPool
 from components.nodepools.render import gpu_node_labels
-from components.raycrs.model import HeadConfig, RayClusterConfig, WorkerGroupConfig
+from components.plan.naming import head_account_id
+from components.plan.plan import Context, Plan, plan
+from components.plan.resolve import GroupTarget
 from components.raycrs.pod import (
     API_VERSION,
     HEAD_PORTS,
@@ -66,10 +70,6 @@ from components.raycrs.pod import (
     shm_volume,
     worker_pod_size,
 )
-from components.stack.model import StackConfig
-from components.stack.naming import head_account_id
-from components.stack.plan import Context, Plan, plan
-from components.stack.resolve import GroupTarget
 
 # ------------------------------------------------------------------------------------ head group
 
@@ -94,7 +94,7 @@ def head_group_spec(
     The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
     tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it (the
     NetworkPolicies of :mod:`components.kuberay.namespace` decide who). The head runs as the
-    identity's own head account (:func:`components.stack.naming.head_account_id`), to which
+    identity's own head account (:func:`components.plan.naming.head_account_id`), to which
     KubeRay binds the autoscaler's RBAC; its token is mounted only when ``autoscaling``.
     """
     volume, mount = shm_volume(head.memory)
@@ -159,8 +159,8 @@ def worker_group_spec(
     compute_class: bool = True,
 ) -> dict[str, Any]:
     """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
-    (a record of the stack's plan, :meth:`components.stack.plan.Plan.group` /
-    :meth:`~components.stack.plan.Plan.service`, or :attr:`components.stack.resolve.JobTarget.group_target`).
+    (a record of the stack's plan, :meth:`components.plan.plan.Plan.group` /
+    :meth:`~components.plan.plan.Plan.service`, or :attr:`components.plan.resolve.JobTarget.group_target`).
 
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
@@ -344,7 +344,7 @@ def ray_cluster_manifest(
 ) -> dict[str, Any]:
     """The ``ray.io/v1`` RayCluster for ``rc`` (namespace :meth:`Context.namespace_of`).
 
-    Its worker groups are the plan's records (:meth:`components.stack.plan.Plan.group`).
+    Its worker groups are the plan's records (:meth:`components.plan.plan.Plan.group`).
 
     Raises:
         ResolveError: a worker group references an undeclared node pool.

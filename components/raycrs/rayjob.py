@@ -16,10 +16,14 @@ from typing import Any
 import yaml
 
 from components import catalog
+from components.config.nodepools import TpuPool
+from components.config.raycrs import HeadConfig
+from components.config.stack import StackConfig
 from components.images.render import job_image_kind
 from components.images.render import runtime_env_pip as _runtime_env_pip
-from components.nodepools.model import TpuPool
-from components.raycrs.model import HeadConfig
+from components.plan.naming import ksa_name
+from components.plan.plan import Context, Plan, plan
+from components.plan.resolve import JobTarget
 from components.raycrs.pod import (
     API_VERSION,
     DATASET_PATH,
@@ -38,10 +42,6 @@ from components.raycrs.raycluster import (
     worker_group_spec,
 )
 from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
-from components.stack.model import StackConfig
-from components.stack.naming import ksa_name
-from components.stack.plan import Context, Plan, plan
-from components.stack.resolve import JobTarget
 from contract.args.base import JobContext
 from contract.registry import bind_job_args, get_workload
 
@@ -50,7 +50,7 @@ from contract.registry import bind_job_args, get_workload
 
 def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
     """The workload arguments of ``target.job`` (its record in the stack's plan,
-    :meth:`components.stack.plan.Plan.job`; ``ctx`` the plan's context), bound by :func:`contract.registry.bind_job_args` (the
+    :meth:`components.plan.plan.Plan.job`; ``ctx`` the plan's context), bound by :func:`contract.registry.bind_job_args` (the
     one binding ``raygke local run`` uses too): ``job.args`` on top of the platform values the
     workload has an argument for:
 
@@ -111,7 +111,7 @@ def elastic_slices(target: JobTarget) -> tuple[int, int] | None:
 
 def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> dict[str, Any]:
     """The ``rayClusterSpec`` of a job bringing its own RayCluster: one worker group spanning
-    the whole node pool (:func:`components.stack.resolve.own_cluster_group`), fixed size.
+    the whole node pool (:func:`components.plan.resolve.own_cluster_group`), fixed size.
 
     An elastic job (:func:`elastic_slices`, ``slices: {min, max}``) renders at its minimum:
     the group's ``replicas`` and ``minReplicas`` are ``min`` slices, ``maxReplicas`` is ``max``,
@@ -188,7 +188,7 @@ def ray_job_manifest(
     images: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``ray.io/v1`` RayJob for the job of ``target`` (its record in ``plan(cfg)``,
-    :meth:`components.stack.plan.Plan.job`; ``cfg`` gives the images, node-pool shapes,
+    :meth:`components.plan.plan.Plan.job`; ``cfg`` gives the images, node-pool shapes,
     ComputeClasses and identity buckets its pods use).
 
     ``entrypoint`` from the workload registry with :func:`job_args`; ``runtimeEnvYAML`` sets

@@ -5,7 +5,7 @@ Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
 :class:`~components.kernel.problems.Problem` per problem, with a docstring citing where its fact
 comes from; :data:`components.stack.rules.RULES` lists them with the other cross-field rules,
 each with the top-level keys it reads, and runs them. References are read from the stack's
-:func:`~components.stack.plan.plan` (resolved once by :mod:`components.stack.resolve`), so a wrong
+:func:`~components.plan.plan.plan` (resolved once by :mod:`components.plan.resolve`), so a wrong
 reference is reported once and reads the same at every layer.
 """
 
@@ -16,13 +16,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.config.nodepools import GpuPool, TpuPool
 from components.kernel.problems import Problem, at
-from components.nodepools.model import GpuPool, TpuPool
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError, reference_problem
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError, reference_problem
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 
 # ----------------------------------------------------------------------------------------- jobs
@@ -178,7 +178,7 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
 
 
 def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
-    """The identity a job's Ray processes run as (:meth:`components.stack.plan.Plan.runs_as`:
+    """The identity a job's Ray processes run as (:meth:`components.plan.plan.Plan.runs_as`:
     the RayCluster's service account on a long-lived cluster, else the job's own) has ``write``
     on every bucket its workload writes (``Workload.writes``); the bucket-level roles are
     granted per :mod:`components.security.iam`
@@ -209,7 +209,7 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
     """A service's ``node_pool`` is declared, of a kind its Serve application supports
     (``Workload.accelerators`` in :mod:`contract.registry`, with the recorded reason when not;
     ``serve_llm`` runs on all three kinds), ``min_workers`` <= the pool's
-    capacity (:func:`components.stack.resolve.resolve_service`), and a replica's ``args.num_gpus``
+    capacity (:func:`components.plan.resolve.resolve_service`), and a replica's ``args.num_gpus``
     / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
     p = plan(cfg)
     for svc in cfg.services:
@@ -531,7 +531,7 @@ def incremental_upgrade_gateway(cfg: StackConfig) -> Iterable[Problem]:
     ``gateway.public`` as :func:`service_gateway_not_public` says
     (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html).
     """
-    from components.raycrs.serve_model import GatewayConfig
+    from components.config.serve import GatewayConfig
 
     for svc in cfg.services:
         opts = svc.upgrade_options

@@ -2,8 +2,8 @@
 
 A job runs either on a worker group of a long-lived RayCluster (``cluster`` + ``worker_group``) or
 on its own RayCluster built from a node pool (``node_pool``); its
-:class:`~components.stack.resolve.JobTarget` (the stack's :func:`~components.stack.plan.plan`,
-resolved once by :func:`components.stack.resolve.resolve_job`) says which pool and how many replicas. Either way the node pool it lands on
+:class:`~components.plan.resolve.JobTarget` (the stack's :func:`~components.plan.plan.plan`,
+resolved once by :func:`components.plan.resolve.resolve_job`) says which pool and how many replicas. Either way the node pool it lands on
 is a declared pool, and the ``ScalingConfig`` keyword arguments come from the catalog's entry for
 that pool's shape — never typed a second time:
 
@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.nodepools.model import CpuPool, GpuPool, TpuPool
-from components.raycrs.model import JobConfig
-from components.stack.resolve import JobTarget
+from components.config.nodepools import CpuPool, GpuPool, TpuPool
+from components.config.raycrs import JobConfig
+from components.plan.resolve import JobTarget
 from contract.errors import ConfigurationError
 
 
 class ScalingError(ConfigurationError):
     """``ScalingConfig`` arguments that cannot be built (fewer than one replica); unresolvable
-    targets raise :class:`components.stack.resolve.ResolveError` (see :func:`components.stack.resolve.resolve_job`)."""
+    targets raise :class:`components.plan.resolve.ResolveError` (see :func:`components.plan.resolve.resolve_job`)."""
 
 
 def scaling_config_for_pool(pool: CpuPool | TpuPool | GpuPool, replicas: int) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def scaling_config_for_job_target(
 
 def scaling_config_for_job(target: JobTarget) -> dict[str, Any]:
     """``ray.train.ScalingConfig`` keyword arguments for a job's target (see the module
-    docstring; ``plan(cfg).job(job)``, :meth:`components.stack.plan.Plan.job`).
+    docstring; ``plan(cfg).job(job)``, :meth:`components.plan.plan.Plan.job`).
 
     Returns e.g. for a v6e 4x4 worker group with ``max_replicas: 2``::
 

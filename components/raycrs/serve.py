@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from components.config.serve import ServiceConfig
+from components.config.stack import StackConfig
 from components.gcsft.render import (
     add_gcs_ft,
     auth_class_name,
@@ -40,10 +42,11 @@ from components.gcsft.render import (
     planned_address,
 )
 from components.images.render import service_image_kind
+from components.plan.plan import Context, plan
+from components.plan.resolve import GroupTarget
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION, SERVE_PORT, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
-from components.raycrs.serve_model import ServiceConfig
 from components.raycrs.serving import (
     model_path,
     replicas_that_fit,
@@ -51,9 +54,6 @@ from components.raycrs.serving import (
     slice_args,
     tensor_parallel_size,
 )
-from components.stack.model import StackConfig
-from components.stack.plan import Context, plan
-from components.stack.resolve import GroupTarget
 from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
@@ -72,7 +72,7 @@ def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[
     else the devices of one worker pod; 1 on a CPU pool) and ``max_replicas`` unless given
     (replicas that fit the worker group: pods x devices per pod // tensor_parallel_size; on a
     CPU pool one per pod). ``target``: the service's worker group in the plan
-    (:meth:`components.stack.plan.Plan.service`).
+    (:meth:`components.plan.plan.Plan.service`).
 
     Raises:
         ManifestError: a checkpoint outside the bucket.

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from components.kernel.problems import Problem, at
 
 if TYPE_CHECKING:
-    from components.raycrs.serve_model import ServiceConfig
-    from components.stack.model import StackConfig
+    from components.config.serve import ServiceConfig
+    from components.config.stack import StackConfig
 
 RULE = "serve-autoscaling-fit"
 
@@ -90,9 +90,9 @@ class ReplicaPlan:
 def replica_plan(cfg: StackConfig, svc: ServiceConfig) -> ReplicaPlan | None:
     """``svc``'s :class:`ReplicaPlan`; None for a workload other than ``serve_llm``, an
     undeclared pool or arguments that do not parse (their rules report those)."""
+    from components.plan.plan import plan
+    from components.plan.resolve import ResolveError
     from components.raycrs.serving import VLLM_APP, _pod_size, serve_devices, tensor_parallel_size
-    from components.stack.plan import plan
-    from components.stack.resolve import ResolveError
     from contract.args.base import ArgError
     from contract.registry import get_workload
 

@@ -7,7 +7,7 @@ One source of truth per fact:
   slice's chips (``TpuSlice.chips_per_host``, = the slice's chips), on a CPU pool one "device":
   the pod's CPUs, where a replica is one engine process in one placement bundle of
   ``args.num_cpus`` CPUs (vLLM's CPU build, ``tensor_parallel_size`` 1); the pool record of the
-  stack's plan (:meth:`components.stack.plan.Plan.service`). A replica's placement group
+  stack's plan (:meth:`components.plan.plan.Plan.service`). A replica's placement group
   (``tensor_parallel_size`` bundles of one GPU or one TPU chip, ``PACK``:
   :func:`workloads.serve_llm.llm_config`) lives in one worker pod. On a multi-host TPU slice a
   replica is the whole slice instead (``tensor_parallel_size`` = its chips, ``tpu_topology`` =
@@ -47,17 +47,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.config.nodepools import GpuPool, TpuPool
 from components.kernel.problems import Problem, at
-from components.nodepools.model import GpuPool, TpuPool
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError
 from components.raycrs.pod import MOUNT_ROOT
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError
 from contract.serve_fit import CausalLmShape, fit_problems
 
 if TYPE_CHECKING:
-    from components.raycrs.serve_model import ServiceConfig
-    from components.stack.model import StackConfig
-    from components.stack.plan import Context
+    from components.config.serve import ServiceConfig
+    from components.config.stack import StackConfig
+    from components.plan.plan import Context
 
 VLLM_APP = "serve_llm"
 # GPT-2 folder of our byte-level LM (workloads/hf_export.py VOCAB).
@@ -223,7 +223,7 @@ def _pod_size(p: Any, pool: str, group: Any) -> tuple[float, float] | None:
     (:func:`components.raycrs.pod.worker_pod_size` of the pool's first GKE node pool in the
     plan), None when unknown: also for a stack whose ``project`` or ``region`` did not
     validate, whose plan has no context to build node pools with
-    (:attr:`components.stack.plan.Plan.pool_specs` raises ``ValueError``)."""
+    (:attr:`components.plan.plan.Plan.pool_specs` raises ``ValueError``)."""
     from components.raycrs.pod import ManifestError, worker_pod_size
     from contract.quantity import quantity_float
 

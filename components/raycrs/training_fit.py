@@ -34,10 +34,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
+from components.config.nodepools import GpuPool, TpuPool
 from components.kernel.problems import Problem, at
-from components.nodepools.model import GpuPool, TpuPool
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError
 from contract.train_fit import (
     GB,
     Estimate,
@@ -50,7 +50,7 @@ from contract.train_fit import (
 )
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 # Trainers whose arguments give the model (contract/args/train.py) and their framework.
 FIT_TRAINERS = {"train_lm": "torch", "train_lm_jax": "jax", "train_lm_tf": "tensorflow"}
@@ -80,7 +80,7 @@ class JobDevices:
 
 
 def job_devices(p: Any, target: Any) -> JobDevices | None:
-    """The devices of ``target`` (a :class:`components.stack.resolve.JobTarget` of plan ``p``);
+    """The devices of ``target`` (a :class:`components.plan.resolve.JobTarget` of plan ``p``);
     None when the worker pod's size is unknown (a stack that validated only in part)."""
     from components.raycrs.scaling import ScalingError, scaling_config_for_job
 

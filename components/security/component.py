@@ -46,6 +46,8 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from components.config.stack import StackConfig
+from components.plan import naming
 from components.security import iam
 from components.security.iam import (
     KEY_ROTATION_PERIOD,
@@ -55,8 +57,6 @@ from components.security.iam import (
     gke_service_agent,
     secret_manager_service_agent,
 )
-from components.stack import naming
-from components.stack.model import StackConfig
 
 
 @dataclass
@@ -240,7 +240,7 @@ class WorkloadAccessArgs:
 
     Attributes:
         cfg: the validated stack config.
-        gsas: account name (:func:`components.stack.naming.workload_accounts`) -> its Google
+        gsas: account name (:func:`components.plan.naming.workload_accounts`) -> its Google
             service account (from :class:`Security`).
         buckets: purpose (``datasets`` | ``checkpoints`` | ``artifacts``) -> ``gcp.storage.Bucket``.
         secrets: secret name -> ``gcp.secretmanager.Secret``.
@@ -265,7 +265,7 @@ class WorkloadAccess(pulumi.ComponentResource):
         cfg = args.cfg
         child = pulumi.ResourceOptions(parent=self)
         # One binding per (namespace, KSA): the Ray namespace's keep their names; a gpudirect
-        # namespace's KSAs (components/stack/naming.py namespace_accounts) get their own.
+        # namespace's KSAs (components/plan/naming.py namespace_accounts) get their own.
         self.wi_bindings = {
             (acct.name if ns == cfg.kuberay.namespace else f"{ns}/{acct.name}"): (
                 gcp.serviceaccount.IAMMember(

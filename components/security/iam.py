@@ -25,9 +25,9 @@
 
 from __future__ import annotations
 
+from components.config.stack import StackConfig
 from components.kernel.problems import Problem
-from components.stack.model import StackConfig
-from components.stack.naming import (
+from components.plan.naming import (
     BucketPurpose,
     gsa_email,
     namespace_accounts,
@@ -72,7 +72,7 @@ def project_bindings(cfg: StackConfig) -> list[tuple[str, str]]:
 def workload_identity_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
     """``(gsa email, role, member)``: each KSA may impersonate its own GSA only (workers' and
     heads' accounts in each namespace that has them:
-    :func:`components.stack.naming.namespace_accounts`)."""
+    :func:`components.plan.naming.namespace_accounts`)."""
     return [
         (
             gsa_email(cfg.project, a.name),

@@ -49,6 +49,7 @@ import contextlib
 from typing import Any
 
 from components.computeclass.checks import compute_class_problems
+from components.config.stack import StackConfig
 from components.images.checks import dependency_problems
 from components.kernel.crdschema import NOTE_RULE, problems_with_notes
 from components.kernel.problems import Problem, at
@@ -56,6 +57,8 @@ from components.kuberay.namespace import namespace_manifests, namespace_objects,
 from components.nodepools.render import (
     node_pool_specs,
 )
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError
 from components.raycrs.crd import (
     CrdsMissingError,
     crds_available,
@@ -76,10 +79,7 @@ from components.raycrs.rayjob import job_args
 from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.security.rules import security_problems
-from components.stack.model import StackConfig
 from components.stack.name_checks import name_problems
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError
 
 _CLUSTER_SPEC = {
     "RayCluster": "spec",
@@ -282,7 +282,7 @@ def _object_problem(manifest: dict[str, Any], found: Problem, rule: str) -> Prob
 
 def workload_problems(cfg: StackConfig) -> list[Problem]:
     """A job whose workload does not support the accelerator kind of its node pool (resolved by
-    the stack's plan, :meth:`components.stack.plan.Plan.job`), whose target or workload cannot be resolved, or whose
+    the stack's plan, :meth:`components.plan.plan.Plan.job`), whose target or workload cannot be resolved, or whose
     arguments, bound with what its pool provides (:func:`components.raycrs.rayjob.job_args`:
     the pool's ``scaling`` among them), break a rule of the workload (e.g. ``tune_lm`` on a TPU
     slice with a trainer other than ``jax``)."""

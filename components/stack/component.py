@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from components.config.stack import StackConfig
 from components.kernel.base import PROJECT_NAMESPACE
 from components.stack.loader import validate
-from components.stack.model import StackConfig
 
 
 def load_pulumi_config() -> StackConfig:

@@ -16,6 +16,19 @@ from pydantic import (
 )
 
 from components import catalog
+from components.config.deprecations import modernized
+from components.config.epochs import hold_defaults, read_epoch
+from components.config.overrides import (  # noqa: F401  (re-exported: the ESC and --set API)
+    SetError,
+    apply_overrides,
+    esc_stand_ins,
+    parse_set,
+    required_keys,
+    set_key,
+    set_key_parts,
+    stack_environments,
+)
+from components.config.stack import StackConfig
 from components.kernel.base import (
     OTHER_NAMESPACES,
     PROJECT_NAMESPACE,
@@ -32,19 +45,6 @@ from components.kernel.stackyaml import (  # noqa: F401  (re-exported: the YAML 
     MAX_VALUES,
     WrittenFloat,
     read_stack_yaml,
-)
-from components.stack.deprecations import modernized
-from components.stack.epochs import hold_defaults, read_epoch
-from components.stack.model import StackConfig
-from components.stack.overrides import (  # noqa: F401  (re-exported: the ESC and --set API)
-    SetError,
-    apply_overrides,
-    esc_stand_ins,
-    parse_set,
-    required_keys,
-    set_key,
-    set_key_parts,
-    stack_environments,
 )
 from components.stack.rules import rule_problems, skipped_rules
 

@@ -1,6 +1,6 @@
 """Every name that reaches GCP or Kubernetes, derived names included, against that system's rule.
 
-The names come from :func:`components.stack.naming.derived_names` (the same functions the
+The names come from :func:`derived_names` (the same functions the
 Pulumi resources and the manifests call), so a name that breaks a rule is reported with the
 stack-file field to change. Two config entries that produce the same name are refused too.
 Labels are checked where they are applied: GCP resource labels (stack ``labels`` and
@@ -44,10 +44,21 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from components.config.stack import StackConfig
 from components.kernel.problems import Problem, at
 from components.nodepools.render import GKE_LABEL_PREFIXES
-from components.stack.model import StackConfig
-from components.stack.naming import DerivedName, derived_names
+from components.plan.gcsft_names import auth_secret_id, ft_enabled
+from components.plan.naming import (
+    BUCKET_PURPOSES,
+    bucket_name,
+    key_ring_locations,
+    key_ring_name,
+    nat_name,
+    node_service_account_id,
+    router_name,
+    subnet_name,
+    workload_accounts,
+)
 
 
 @dataclass(frozen=True)
@@ -171,3 +182,114 @@ def name_problems(cfg: StackConfig) -> list[Problem]:
         field = f"node_pools[{pool.name}].labels"
         problems += k8s_label_problems(field, dict(pool.labels))
     return problems
+
+
+@dataclass(frozen=True)
+class DerivedName:
+    """One name the stack declares in GCP or Kubernetes.
+
+    Attributes:
+        kind: the naming rule that applies (keys of ``components.stack.name_checks.NAME_RULES``).
+        what: the object, for messages (``node pool``, ``bucket``, ...).
+        name: the name as it will be sent to the API.
+        field: the stack-file field whose value it comes from (what to edit).
+        scope: names must be unique within ``(kind, scope)``.
+    """
+
+    kind: str
+    what: str
+    name: str
+    field: str
+    scope: str = ""
+
+
+def derived_names(cfg: StackConfig) -> list[DerivedName]:
+    """Every GCP and Kubernetes object name the Pulumi program and the manifests declare, each
+    with the stack-file field it derives from. Node pool names come from
+    :func:`components.nodepools.render.node_pool_specs` (``<pool>-<i>`` per multi-host slice)."""
+    from components.nodepools.render import node_pool_specs
+
+    out = [
+        DerivedName("gke-cluster", "GKE cluster", cfg.cluster.name, "cluster.name"),
+        DerivedName("compute", "VPC network", cfg.network.name, "network.name", "network"),
+        DerivedName(
+            "compute",
+            "subnetwork",
+            subnet_name(cfg.network.name, cfg.region),
+            "network.name",
+            "subnet",
+        ),
+        DerivedName(
+            "compute", "Cloud Router", router_name(cfg.network.name), "network.name", "router"
+        ),
+        DerivedName("compute", "Cloud NAT", nat_name(cfg.network.name), "network.name", "nat"),
+        DerivedName(
+            "service-account",
+            "node service account",
+            node_service_account_id(cfg.cluster.name),
+            "cluster.name",
+        ),
+        DerivedName(
+            "k8s-label", "namespace", cfg.kuberay.namespace, "kuberay.namespace", "namespace"
+        ),
+    ]
+    if any(getattr(p, "gpu_networking", None) == "gpudirect" for p in cfg.node_pools):
+        from components.kernel.names import gpudirect_namespace
+
+        out.append(
+            DerivedName(
+                "k8s-label",
+                "GPUDirect namespace",
+                gpudirect_namespace(cfg.kuberay.namespace),
+                "kuberay.namespace",
+                "namespace gpudirect",
+            )
+        )
+    generation = cfg.kms.key_ring_generation
+    for loc in dict.fromkeys(key_ring_locations(cfg.region, cfg.buckets.location).values()):
+        ring = key_ring_name(cfg.cluster.name, generation, loc)
+        out.append(DerivedName("kms", "KMS key ring", ring, "cluster.name", f"keyring {loc}"))
+    for spec in node_pool_specs(cfg):
+        field = "cluster.system_pool" if spec.kind == "system" else f"node_pools[{spec.pool}].name"
+        out.append(DerivedName("gke-node-pool", "node pool", spec.name, field))
+    from components.gpunet.render import gpu_vpcs, networked_pools
+
+    try:
+        vpcs = gpu_vpcs(cfg)
+    except ValueError:  # too small a network.gpu_cidr: the gpu-networking rule says so
+        vpcs = []
+    for vpc in vpcs:  # GPU networking's VPCs, subnets, firewalls, GKE Network objects
+        out.append(DerivedName("compute", "GPU VPC network", vpc.name, "network.name", "network"))
+        if vpc.firewall:
+            out.append(
+                DerivedName("compute", "firewall rule", vpc.firewall, "network.name", "firewall")
+            )
+        for sub in vpc.subnets:
+            out.append(DerivedName("compute", "GPU subnetwork", sub.name, "network.name", "subnet"))
+            field = f"node_pools[{networked_pools(cfg)[0][0].name}].gpu_networking"
+            out.append(DerivedName("k8s-label", "GKE Network", sub.k8s_name, field, "gke-network"))
+    for purpose in BUCKET_PURPOSES:
+        field = "buckets.prefix" if cfg.buckets.prefix else "project / cluster.name"
+        out.append(
+            DerivedName(
+                "bucket",
+                "bucket",
+                bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, purpose),
+                field,
+            )
+        )
+    for acct in workload_accounts(cfg):
+        field = f"workload_identities[{acct.identity.name}].name"
+        out.append(DerivedName("service-account", "service account", acct.name, field))
+        out.append(DerivedName("k8s-label", "Kubernetes service account", acct.name, field, "ksa"))
+    for secret in cfg.secrets:
+        out.append(DerivedName("secret", "secret", secret.name, f"secrets[{secret.name}].name"))
+    if ft_enabled(cfg):  # the GCS fault tolerance Redis's AUTH string (components/gcsft)
+        out.append(DerivedName("secret", "secret", auth_secret_id(cfg), "cluster.name"))
+    for rc in cfg.ray_clusters:
+        out.append(
+            DerivedName("k8s-label", "RayCluster", rc.name, f"ray_clusters[{rc.name}].name", "ray")
+        )
+    for job in cfg.jobs:
+        out.append(DerivedName("k8s-label", "RayJob", job.name, f"jobs[{job.name}].name", "job"))
+    return out

@@ -3,7 +3,7 @@
 Outputs that follow from config are computed here rather than read from resource outputs, so a
 first ``pulumi preview`` (where a resource's computed outputs are unknown) and a consumer's
 ``StackReference`` already see them: bucket URLs (``gs://<name>``, names chosen by
-:func:`components.stack.naming.bucket_name`) and service account emails
+:func:`components.plan.naming.bucket_name`) and service account emails
 (``<account id>@<project>.iam.gserviceaccount.com``,
 https://cloud.google.com/iam/docs/service-account-overview#identifiers).
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.nodepools.model import GpuPool, TpuPool
-from components.stack import naming
-from components.stack.model import StackConfig
-from components.stack.plan import plan
+from components.config.nodepools import GpuPool, TpuPool
+from components.config.stack import StackConfig
+from components.plan import naming
+from components.plan.plan import plan
 
 # The version of the outputs contract (docs/outputs.md). Adding an output keeps it; renaming or
 # removing one, or changing its type, raises it, so a consumer can refuse a stack it does not know.

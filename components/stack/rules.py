@@ -7,8 +7,8 @@ they run, each with the top-level keys it reads (``needs``); :func:`rule_problem
 whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
 ``jobs[x].node_pool`` (:func:`components.stack.loader.validate`).
 
-References are read from the stack's :func:`~components.stack.plan.plan`, resolved once by
-:mod:`components.stack.resolve` (the one resolver), whose records the builders and checks use too,
+References are read from the stack's :func:`~components.plan.plan.plan`, resolved once by
+:mod:`components.plan.resolve` (the one resolver), whose records the builders and checks use too,
 so a wrong reference is reported once and reads the same at every layer. The rules on jobs and
 services live with the Ray CRs (:mod:`components.raycrs.rules`), the compute-class rules in
 :mod:`components.computeclass.rules`, the capacity rules in :mod:`components.capacity`;
@@ -29,11 +29,13 @@ from components.computeclass.rules import (
     compute_class_pools_not_queued,
     compute_class_shapes_fit_nap,
 )
+from components.config.images import IMAGE_KINDS
+from components.config.nodepools import GpuPool, TpuPool
 from components.gcsft.rules import gcs_ft_rules
-from components.images.model import IMAGE_KINDS
 from components.kernel.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
 from components.kernel.problems import Problem, Rule, at
-from components.nodepools.model import GpuPool, TpuPool
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError, nap_needs, reference_problem
 from components.raycrs.batch_fit import batch_job_problems
 from components.raycrs.gates import incremental_upgrade_needs_helm
 from components.raycrs.rules import (
@@ -54,11 +56,9 @@ from components.raycrs.rules import (
 from components.raycrs.serve_replicas import service_autoscaling_problems
 from components.raycrs.serving import service_fit_problems
 from components.raycrs.training_fit import job_memory_fits
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError, nap_needs, reference_problem
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 
 def _duplicates(names: Iterable[str]) -> list[str]:
@@ -521,7 +521,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(gpu_networking, "node_pools", "network", "zones", "jobs", "ray_clusters"),
     # project and region too: flavors and queues are built from the rendered node pools, which
-    # need the stack's Context (components.stack.plan.context)
+    # need the stack's Context (components.plan.plan.context)
     _rule(
         capacity_rules,
         "capacity",
@@ -541,7 +541,7 @@ RULES: tuple[Rule, ...] = (
 
 def _blocked(valid: Collection[str] | None, broken: Collection[str]) -> set[str]:
     """The invalid paths: ``broken``, plus every top-level key not in ``valid``."""
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
     out = set(broken)
     if valid is not None:
@@ -556,7 +556,7 @@ def rule_problems(
     :class:`~components.kernel.problems.Problem` with its path and the rule's name), in
     :data:`RULES` order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
     paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``)."""
-    from components.stack.epochs import gate_refusals
+    from components.config.epochs import gate_refusals
 
     bad = _blocked(valid, broken)
     problems: list[Problem] = []

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.stack import naming
-from components.stack.model import StackConfig
-from components.stack.plan import plan
+from components.config.stack import StackConfig
+from components.config.storage import BucketConfig
+from components.plan import naming
+from components.plan.plan import plan
 from components.storage.fuse import hns_of
-from components.storage.model import BucketConfig
-from components.storage.render import DAY_SECONDS, bucket_location, lifecycle_rules
+from components.storage.render import DAY_SECONDS, lifecycle_rules
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Storage(pulumi.ComponentResource):
                 f"{name}-{purpose}",
                 name=plan(cfg).context.buckets[purpose],
                 project=cfg.project,
-                location=bucket_location(cfg.buckets.location, cfg.region),
+                location=naming.bucket_location(cfg.buckets.location, cfg.region),
                 uniform_bucket_level_access=True,
                 public_access_prevention="enforced",
                 encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=args.kms_key_id),

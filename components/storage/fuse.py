@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from components.storage.model import BucketConfig, BucketsConfig, hns_of
+from components.config.storage import BucketConfig, BucketsConfig, hns_of
 from contract.quantity import quantity_float
 from contract.storage import HNS_MOUNTS_ENV
 
@@ -169,12 +169,12 @@ def cache_pod_settings(
 
 
 def cache_problems(cfg: Any) -> Iterable[Problem]:
-    """For the stack ``cfg`` (a validated :class:`components.stack.model.StackConfig`): caches on
+    """For the stack ``cfg`` (a validated :class:`components.config.stack.StackConfig`): caches on
     ``ephemeral`` storage that take more than :data:`EPHEMERAL_SHARE` of the boot
     disk of a pool a worker group or job of the identity runs on, one problem per (identity,
     pool), at ``buckets`` (caches in ``memory``: :mod:`components.raycrs.cache_fit`)."""
     from components.kernel.problems import Problem
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     if cfg.buckets.file_cache_medium != "ephemeral":
         return  # in memory: components.raycrs.cache_fit

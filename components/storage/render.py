@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.storage.model import BucketConfig
+from components.config.storage import BucketConfig
 
 DAY_SECONDS = 86400
 
@@ -30,9 +30,3 @@ def lifecycle_rules(bucket: BucketConfig) -> list[dict[str, Any]]:
     if bucket.delete_after_days is not None:
         rules.append({"action": {"type": "Delete"}, "condition": {"age": bucket.delete_after_days}})
     return rules
-
-
-def bucket_location(location: str | None, region: str) -> str:
-    """Bucket location: ``location`` (``buckets.location``) or the stack's ``region``, upper case
-    (``US-EAST5``)."""
-    return (location or region).upper()

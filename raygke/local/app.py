@@ -71,7 +71,7 @@ def resolve_target(
         typer.Exit(2): both options, a missing stack file, or ``--workers`` out of 0..16.
         typer.Exit(1): an invalid stack file (every problem listed).
     """
-    from components.stack.model import LocalConfig
+    from components.config.stack import LocalConfig
 
     choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
     _target_opts[:] = (

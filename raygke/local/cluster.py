@@ -16,7 +16,7 @@ also the session id of every process it spawns (GCS, raylet, dashboard, workers)
 
 Every node's IP is 127.0.0.1, so every server of the cluster (GCS, raylets, object managers,
 dashboard and its agents, runtime-env agents, metrics exporters, Ray Client server, workers)
-listens on 127.0.0.1 only (see :data:`LOOPBACK_RAY_START`); :func:`cluster_sockets` lists them.
+listens on 127.0.0.1 only (see :data:`raygke.local.ray_settings.LOOPBACK_RAY_START`); :func:`cluster_sockets` lists them.
 At most :data:`MAX_NODES` CPU workers and as many emulated TPU hosts. An interrupted
 :func:`start_cluster` stops every node it started.
 
@@ -35,7 +35,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from raygke.local.procs import (
     ListeningSocket,
     cluster_ports,
     free_port,
+    interrupts_deferred,
     is_alive,
     listening_sockets,
     port_in_use,
@@ -61,6 +62,8 @@ from raygke.local.ray_settings import (
     LOCAL_PREEMPTION_WATCHER_ENV,
     LOCAL_TRAIN_POLL_ENV,
     LOCAL_TRAIN_POLL_S,
+    LOOPBACK_HEAD_ENV,
+    LOOPBACK_RAY_START,
 )
 
 BUILTIN_STACK = "local"
@@ -69,28 +72,6 @@ BUCKETS = ("datasets", "checkpoints", "artifacts")
 # The most CPU worker nodes, and the most emulated TPU hosts, one ``ray start`` process each
 # (each node runs a raylet, agents and workers: about 0.5 GB and a core while starting).
 MAX_NODES = 16
-# Ray 2.60 turns a loopback ``--node-ip-address`` into the machine's address
-# (``ray/scripts/scripts.py`` ``start``: ``services.resolve_ip_for_localhost``, which calls
-# ``services.get_node_ip_address()``: the address of the interface that routes to 8.8.8.8), and
-# its C++ servers (GCS, raylet: node manager and object manager) listen on 0.0.0.0 unless the node
-# IP is exactly 127.0.0.1 (``listen_to_localhost_only``, ``src/ray/rpc/grpc_server.cc``); the
-# Python agents (dashboard agent, runtime-env agent, Ray Client server) bind the node IP
-# (``ray/dashboard/agent.py``, ``ray/_private/runtime_env/agent/main.py``). So every node is
-# started through LOOPBACK_RAY_START, which makes ``get_node_ip_address`` answer 127.0.0.1 in the
-# ``ray start`` process; the head's processes also get LOOPBACK_HEAD_ENV, Ray's own switch
-# (``ray_constants.ENABLE_RAY_CLUSTER``) for "the node IP is the loopback address", so job drivers
-# on the head resolve the same address. (A worker node cannot take that switch: ``ray start
-# --address`` then refuses to join, "Multi-node Ray clusters are not supported".) The test
-# ``tests/raygke/local/test_commands.py::test_every_listening_socket_is_on_loopback`` lists the sockets.
-LOOPBACK_HEAD_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-LOOPBACK_RAY_START = (
-    "import sys\n"
-    "import ray._private.services as services\n"
-    f"services.get_node_ip_address = lambda address=None: {LOCALHOST!r}\n"
-    "from ray.scripts.scripts import main\n"
-    "sys.argv[0] = 'ray'\n"
-    "sys.exit(main())\n"
-)
 
 
 class LocalError(RuntimeError):
@@ -480,7 +461,7 @@ def start_cluster(
 
     def launch(*args: Any) -> None:
         # a node is recorded before an interrupt can unwind: none is ever started unrecorded
-        with _interrupts_deferred():
+        with interrupts_deferred():
             nodes.append(_launch(target, *args))
             launched[args[0]] = args
             record()
@@ -498,7 +479,7 @@ def start_cluster(
                 raise
         for n in timed_out:
             on_progress(f"{n.name} timed out registering with Ray's GCS; starting it again")
-            with _interrupts_deferred():
+            with interrupts_deferred():
                 stop_nodes([n])
                 nodes.remove(n)
                 Path(n.log).replace(f"{n.log}.1")
@@ -546,7 +527,7 @@ def start_cluster(
         wait_all()
     except BaseException:
         on_progress(f"stopping {len(nodes)} node(s)")
-        with _interrupts_deferred():  # a second Ctrl-C must not cut the cleanup short
+        with interrupts_deferred():  # a second Ctrl-C must not cut the cleanup short
             left = stop_nodes(nodes) + gcs.stop_redis(state.get("gcs_ft"))
             if not left:  # else state.json stays, so that `down` can finish the job
                 with contextlib.suppress(FileNotFoundError):
@@ -555,27 +536,6 @@ def start_cluster(
     state["status"] = "up"
     record()
     return state
-
-
-@contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[None]:
-    """Hold SIGINT (Ctrl-C), SIGTERM and SIGHUP until the block ends, then act on the first
-    (as KeyboardInterrupt). Main thread only (elsewhere the block just runs)."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    saved = {sig: signal.signal(sig, lambda n, _f: caught.append(n)) for sig in sigs}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-    if caught:
-        raise KeyboardInterrupt
 
 
 def _metrics_args(state: dict[str, Any], node: str) -> list[str]:

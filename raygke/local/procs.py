@@ -1,6 +1,7 @@
 """Process and socket facts from ``/proc`` for the local Ray environment (Linux): a process's
 start time (so a recycled pid is never taken for a node), its session's members, whether a port
-is free, and which sockets a set of processes listen on. Standard library only.
+is free, which sockets a set of processes listen on; and a block that holds Ctrl-C until it
+ends (:func:`interrupts_deferred`). Standard library only.
 
 Sources: proc(5) (``/proc/<pid>/stat`` field 22 ``starttime``, ``/proc/net/tcp`` columns,
 ``/proc/<pid>/fd`` socket inodes), https://man7.org/linux/man-pages/man5/proc.5.html.
@@ -11,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,3 +170,24 @@ def listening_sockets(pids: Iterable[int]) -> list[ListeningSocket]:
                     ListeningSocket(inodes[cols[9]], proto, _proc_net_ip(hexip), int(hexport, 16))
                 )
     return sorted(found, key=lambda s: (s.pid, s.proto, s.port, s.ip))
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C), SIGTERM and SIGHUP until the block ends, then act on the first
+    (as KeyboardInterrupt). Main thread only (elsewhere the block just runs)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved = {sig: signal.signal(sig, lambda n, _f: caught.append(n)) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    if caught:
+        raise KeyboardInterrupt

@@ -1,6 +1,9 @@
 """The Ray settings of every local node (:func:`raygke.local.cluster.node_env`), each a Ray
 environment variable with the value the local cluster gives it and why; GKE keeps Ray's
-defaults, and a value in the caller's environment wins. Standard library only."""
+defaults, and a value in the caller's environment wins; and how a local node is started on the
+loopback address only (:data:`LOOPBACK_RAY_START`). Standard library only."""
+
+from raygke.local.procs import LOCALHOST
 
 # Ray Train's controller polls its workers every RAY_TRAIN_HEALTH_CHECK_INTERVAL_S seconds
 # (default 2.0, ray 2.60: ray/train/v2/_internal/constants.py, controller.py ``_poll_workers``;
@@ -40,3 +43,27 @@ LOCAL_PREEMPTION_WATCHER = "0"
 # keeps Ray's default. A value in the caller's environment wins.
 LOCAL_PARQUET_FOOTER_ACTORS_ENV = "RAY_DATA_PARQUET_FOOTER_NUM_ACTORS"
 LOCAL_PARQUET_FOOTER_ACTORS = "1"
+
+
+# Ray 2.60 turns a loopback ``--node-ip-address`` into the machine's address
+# (``ray/scripts/scripts.py`` ``start``: ``services.resolve_ip_for_localhost``, which calls
+# ``services.get_node_ip_address()``: the address of the interface that routes to 8.8.8.8), and
+# its C++ servers (GCS, raylet: node manager and object manager) listen on 0.0.0.0 unless the node
+# IP is exactly 127.0.0.1 (``listen_to_localhost_only``, ``src/ray/rpc/grpc_server.cc``); the
+# Python agents (dashboard agent, runtime-env agent, Ray Client server) bind the node IP
+# (``ray/dashboard/agent.py``, ``ray/_private/runtime_env/agent/main.py``). So every node is
+# started through LOOPBACK_RAY_START, which makes ``get_node_ip_address`` answer 127.0.0.1 in the
+# ``ray start`` process; the head's processes also get LOOPBACK_HEAD_ENV, Ray's own switch
+# (``ray_constants.ENABLE_RAY_CLUSTER``) for "the node IP is the loopback address", so job drivers
+# on the head resolve the same address. (A worker node cannot take that switch: ``ray start
+# --address`` then refuses to join, "Multi-node Ray clusters are not supported".) The test
+# ``tests/raygke/local/test_commands.py::test_every_listening_socket_is_on_loopback`` lists the sockets.
+LOOPBACK_HEAD_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+LOOPBACK_RAY_START = (
+    "import sys\n"
+    "import ray._private.services as services\n"
+    f"services.get_node_ip_address = lambda address=None: {LOCALHOST!r}\n"
+    "from ray.scripts.scripts import main\n"
+    "sys.argv[0] = 'ray'\n"
+    "sys.exit(main())\n"
+)

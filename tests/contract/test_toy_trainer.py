@@ -170,7 +170,7 @@ def test_raygke_check_asks_its_image_for_its_needs(toy: Workload) -> None:
 
 
 def test_raygke_docs_documents_its_arguments(toy: Workload) -> None:
-    from components.stack.reference import render_reference
+    from components.config.reference import render_reference
     from raygke.cli import app
 
     text = render_reference()

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from components.images.model import IMAGE_KINDS
+from components.config.images import IMAGE_KINDS
 from components.images.render import (
     PYTHON_VERSION,
     project_pins,

@@ -248,11 +248,11 @@ def assert_renders(path: Path) -> None:
     """What ``pulumi up`` would be given: manifests, node pools and outputs build, and are strict
     JSON (no NaN, no dates)."""
     from components.nodepools.render import node_pool_specs
+    from components.plan.plan import plan
     from components.raycrs.archive import working_dir_uri
     from components.raycrs.render import render_manifests
     from components.stack.loader import load_stack_file
     from components.stack.outputs import accelerator_summary
-    from components.stack.plan import plan
 
     cfg = load_stack_file(path)
     manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, "0123456789abcdef"))

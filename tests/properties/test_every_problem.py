@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from components.config.network import INTERNAL_RANGES, is_internal
+from components.config.stack import StackConfig
 from components.kernel.base import INT32_MAX, INT64_MAX, POOL_NODES_MAX, ConfigError, one_line
-from components.network.model import INTERNAL_RANGES, is_internal
 from components.stack.loader import validate
-from components.stack.model import StackConfig
-from tests.components.stack.test_model import base
+from tests.components.config.test_stack import base
 
 
 def _error(data: dict[str, Any]) -> ConfigError:

@@ -27,18 +27,18 @@ import pytest
 
 from components.capacity.render import render_capacity
 from components.computeclass.render import render_compute_classes
-from components.images.model import IMAGE_KINDS
+from components.config.images import IMAGE_KINDS
+from components.config.stack import StackConfig
 from components.images.render import BASE_SUFFIX
 from components.kernel.base import ConfigError
 from components.kuberay.namespace import namespace_manifests, namespace_objects
 from components.monitoring.render import render_monitoring
+from components.plan.plan import plan
 from components.raycrs import component as raycrs_component
 from components.raycrs.archive import working_dir_uri, workloads_archive
 from components.raycrs.ingress import render_service_objects
 from components.raycrs.render import render_manifests
 from components.stack.loader import stack_data_from_yaml, validate
-from components.stack.model import StackConfig
-from components.stack.plan import plan
 from raygke.local.cluster import make_target
 from raygke.synth import config_entries, run_program
 from tests.helpers import ROOT, STACKS

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from components.config.stack import StackConfig
 from components.kernel.base import ConfigError
 from components.stack.loader import stack_data_from_yaml, validate
-from components.stack.model import StackConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = [stack_data_from_yaml((ROOT / f"Pulumi.{s}.yaml").read_text()) for s in ("dev", "prod")]

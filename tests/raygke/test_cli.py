@@ -15,9 +15,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from components.config.reference import render_reference
 from components.kernel.base import ConfigError, StackFileError
 from components.stack.loader import apply_overrides, esc_stand_ins, parse_set, stack_environments
-from components.stack.reference import render_reference
 from raygke import synth as synth_module
 from raygke.cli import app, main
 

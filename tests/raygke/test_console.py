@@ -186,7 +186,7 @@ def test_a_configuration_error_from_any_layer_is_the_users_one_line_not_an_inter
     """The one handler (raygke.cli.main): a ConfigurationError that reaches the command line -
     here a ResolveError raised below the loader, which no command catches - prints ``error: <its
     line>`` and exits with its ``exit_code`` (1 invalid, 2 usage); it is never an internal error."""
-    from components.stack.resolve import ResolveError
+    from components.plan.resolve import ResolveError
     from raygke.stacks import StackChoiceError
 
     def unresolved(path: object) -> None:
@@ -212,12 +212,12 @@ def test_every_configuration_error_has_the_one_base() -> None:
     does not."""
     from components.capacity.preview import PodSetError
     from components.catalog.labels import CatalogError
+    from components.config.overrides import SetError
     from components.kernel.base import ConfigError, StackFileError
     from components.kernel.crdschema import CarriedFileError
+    from components.plan.resolve import ResolveError
     from components.raycrs.pod import ManifestError
     from components.raycrs.scaling import ScalingError
-    from components.stack.overrides import SetError
-    from components.stack.resolve import ResolveError
     from contract.args.base import ArgError
     from contract.errors import ConfigurationError
     from contract.quantity import QuantityError

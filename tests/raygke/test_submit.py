@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from components.plan.plan import plan as stack_plan
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.render import cluster_endpoints
-from components.stack.plan import plan as stack_plan
 from raygke import submit
 from raygke.cli import main
 from tests.helpers import ROOT, stack

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from components.security.policy import check_records
-from components.stack import naming
+from components.stack import name_checks
 from components.stack.checks import check_stack
 from components.stack.loader import stack_data_from_yaml
 from raygke.cost.estimate import stack_cost
@@ -71,7 +71,7 @@ def test_scale_render_passes_the_policy_pack_and_name_rules(records):
     assert check_records(records) == []
     data = stack_data_from_yaml((ROOT / "Pulumi.scale.yaml").read_text())
     named = run_program(config_entries(data, {"project": data["project"]}), "scale")[0]
-    declared = {n.name for n in naming.derived_names(stack("scale"))}
+    declared = {n.name for n in name_checks.derived_names(stack("scale"))}
     for r in named:
         if r["type"] in (
             "gcp:compute/network:Network",

@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from components.stack.plan import plan
+from components.plan.plan import plan
 from contract.args.base import ArgError, JobContext, parse_value
 from contract.args.train_lm import TrainLmArgs
 from contract.args.train_lm_jax import TrainLmJaxArgs

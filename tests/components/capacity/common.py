@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from components.config.stack import StackConfig
 from components.stack.loader import validate
-from components.stack.model import StackConfig
 from tests.helpers import BASE, config
 
 DWS_POOL = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components.capacity.model import KUEUE_CHART
+from components.config.capacity import KUEUE_CHART
 from tests.components.capacity.common import DWS_POOL, data
 from tests.helpers import by_name, of_type, render
 

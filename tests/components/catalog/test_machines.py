@@ -9,7 +9,7 @@ from components import catalog
 from components.catalog import CatalogError, cpu_machine_problem, gpu_machine_problem, machine_shape
 from components.nodepools.render import node_pool_specs
 from components.stack.loader import validate
-from tests.components.stack.test_model import base, one_problem
+from tests.components.config.test_stack import base, one_problem
 
 
 def test_predefined_custom_and_tpu_shapes() -> None:

@@ -9,8 +9,8 @@ import pytest
 from components.cluster.render import nap_resource_limits
 from components.kernel.base import ConfigError
 from components.kuberay.render import KUBERAY_HELM_REPO, kubeconfig
+from components.plan.resolve import nap_needs
 from components.stack.loader import validate
-from components.stack.resolve import nap_needs
 from tests.helpers import by_name, config, of_type, render
 
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -381,8 +381,8 @@ def test_each_documented_constraint_refuses_its_breach(
 def test_a_refused_rendered_class_names_its_stack_entry() -> None:
     """A rendered ComputeClass GKE would refuse is reported at ``compute_classes[<name>]``."""
     from components.computeclass.checks import compute_class_problems
+    from components.plan.plan import plan
     from components.stack.loader import validate
-    from components.stack.plan import plan
     from tests.helpers import config
 
     cfg = validate(

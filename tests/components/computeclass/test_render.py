@@ -11,14 +11,14 @@ import pytest
 from pydantic import ValidationError
 
 from components.computeclass.checks import compute_class_problems
-from components.computeclass.model import ComputeClassConfig
 from components.computeclass.render import render_compute_classes
+from components.config.computeclass import ComputeClassConfig
 from components.nodepools.render import config_labels, node_pool_specs
 from components.raycrs.crd import validate_other
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
 from components.stack.loader import validate
-from tests.components.stack.test_model import problems
+from tests.components.config.test_stack import problems
 from tests.helpers import WORKING_DIR, by_name, config, of_type, render
 
 # Every fallback a multi-host v6e slice may take: not flex-start, which without queueing takes

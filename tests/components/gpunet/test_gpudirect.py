@@ -15,17 +15,17 @@ import yaml
 
 from components.capacity.render import render_capacity
 from components.catalog.gpudirect import RXDM
+from components.config.epochs import read_epoch
 from components.gpunet.gpudirect import admission_policy, gpudirect_grants
 from components.gpunet.render import gpunet_objects
 from components.kernel.base import ConfigError
 from components.kuberay.namespace import namespace_manifests, namespace_objects
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.security.iam import workload_identity_bindings
 from components.security.rules import RXDM_SHAPES, check_pod_security, pod_templates
 from components.stack.checks import check_stack
-from components.stack.epochs import read_epoch
 from components.stack.loader import validate
-from components.stack.plan import plan
 from tests.helpers import ROOT, WORKING_DIR, config
 
 # Google's facts, written out from the sources (GoogleCloudPlatform/container-engine-accelerators

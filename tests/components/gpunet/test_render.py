@@ -13,6 +13,7 @@ from components.catalog.gpu_network import (
     INSTALLER_NAMES,
     nccl_env,
 )
+from components.config.stack import StackConfig
 from components.gpunet.render import (
     gpu_vpcs,
     gpunet_objects,
@@ -26,7 +27,6 @@ from components.kernel.base import ConfigError
 from components.raycrs.render import render_manifests
 from components.security.rules import INSTALLER_EXEMPT, check_pod_security
 from components.stack.loader import validate
-from components.stack.model import StackConfig
 from components.stack.rules import rule_problems
 from tests.helpers import WORKING_DIR, config, stack
 

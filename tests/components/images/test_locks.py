@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from components.images.model import IMAGE_KINDS
+from components.config.images import IMAGE_KINDS
 from components.images.render import (
     locked_ray_versions,
     pins,

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from components.config.images import IMAGE_KINDS
+from components.config.nodepools import CpuPool, GpuPool, TpuPool
 from components.images import render as images
-from components.images.model import IMAGE_KINDS
 from components.images.render import (
     ALSO_PROVIDES,
     IMAGE_EXTRAS,
@@ -29,9 +30,8 @@ from components.images.render import (
     worker_image_kind,
     write_requirements,
 )
-from components.nodepools.model import CpuPool, GpuPool, TpuPool
+from components.plan.plan import plan
 from components.stack.loader import validate
-from components.stack.plan import plan
 from contract.registry import WORKLOADS
 from tests.helpers import ROOT, config, stack
 

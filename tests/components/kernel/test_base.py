@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components.kernel.base import ConfigError, plural
-from tests.components.stack.test_model import base, one_problem
+from tests.components.config.test_stack import base, one_problem
 
 
 @pytest.mark.parametrize(

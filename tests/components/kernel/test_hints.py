@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from components.config.reference import render_reference
 from components.kernel.base import ConfigError
 from components.kernel.hints import KEY_HINTS
 from components.stack.loader import validate
-from components.stack.reference import render_reference
 from tests.helpers import config
 
 

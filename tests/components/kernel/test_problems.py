@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.config.stack import StackConfig
 from components.kernel.base import ConfigError
 from components.kernel.problems import Problem, Rule, path_colon, path_parts, problems_of
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
-from components.stack.model import StackConfig
 from tests.helpers import WORKING_DIR, stack
 
 ROOT = Path(__file__).resolve().parents[3]

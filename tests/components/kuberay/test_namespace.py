@@ -14,8 +14,8 @@ from components.kuberay.namespace import (
     ray_cluster_selectors,
     resource_quota,
 )
+from components.plan.naming import head_account_id, workload_accounts
 from components.stack.loader import validate
-from components.stack.naming import head_account_id, workload_accounts
 from tests.helpers import config, stack
 
 RC = {"name": "rc", "worker_groups": [{"name": "cpu", "node_pool": "cpu"}]}

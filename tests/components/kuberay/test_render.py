@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from components.cluster.render import gateway_api_channel
+from components.config.kuberay import KUBERAY_CHART_VERSIONS
 from components.kernel.base import ConfigError
-from components.kuberay.model import KUBERAY_CHART_VERSIONS
 from components.kuberay.render import CHART_FEATURE_GATES, feature_gates, helm_values
 from components.stack.loader import validate
 from tests.helpers import config

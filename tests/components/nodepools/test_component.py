@@ -171,7 +171,7 @@ def test_workload_policy_name_stays_within_63() -> None:
 
 def test_a_shared_node_setting_takes_two_edits(monkeypatch):
     """A setting every node pool shares lands in two places: the model
-    (:class:`components.nodepools.model.NodeSettings`; here each pool kind's subclass with a
+    (:class:`components.config.nodepools.NodeSettings`; here each pool kind's subclass with a
     ``disk_type`` field, the system pool's included) and the one builder of the GKE node config
     (:func:`components.nodepools.component.node_config_args`; here wrapped to read it). The
     program then renders it on every GKE node pool: nothing in between (the specs, the per-kind
@@ -179,9 +179,9 @@ def test_a_shared_node_setting_takes_two_edits(monkeypatch):
     import pulumi
     from pydantic import create_model
 
-    from components.cluster.model import SystemPool
+    from components.config.cluster import SystemPool
+    from components.config.nodepools import CpuPool, GpuPool, TpuPool
     from components.nodepools import component, render
-    from components.nodepools.model import CpuPool, GpuPool, TpuPool
     from raygke.synth import config_entries, run_program
 
     kinds = {m: create_model(m.__name__, __base__=m, disk_type=(str, "pd-balanced"))

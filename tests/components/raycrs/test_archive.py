@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from components.plan.plan import plan
 from components.raycrs.archive import (
     archive_object_name,
     working_dir_uri,
     workloads_archive,
 )
-from components.stack.plan import plan
 from tests.helpers import ROOT, stack
 
 

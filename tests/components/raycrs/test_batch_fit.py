@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from components.config.stack import StackConfig
+from components.plan.plan import plan
 from components.raycrs.batch_fit import batch_job_problems
 from components.raycrs.rayjob import ray_job_manifest
 from components.stack.loader import validate
-from components.stack.model import StackConfig
-from components.stack.plan import plan
 from tests.helpers import WORKING_DIR, config
 
 PROMPTS = "gs://ray-gke-test-ray-test-datasets/prompts/"

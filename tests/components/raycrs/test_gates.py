@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import copy
 
+from components.config.stack import StackConfig
 from components.raycrs.crd import apply_defaults, crd_schema, server_view, validate_manifest
 from components.raycrs.gates import gate_problems, installed_gates
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_manifests
-from components.stack.model import StackConfig
 from tests.helpers import WORKING_DIR, stack
 
 

@@ -295,7 +295,7 @@ def _job_data(job: dict[str, Any], secrets: list[dict[str, Any]] | None = None) 
 
 
 def _checkpoints_bucket(data: dict[str, Any]) -> str:
-    from components.stack.plan import plan
+    from components.plan.plan import plan
 
     return plan(validate(config())).context.buckets["checkpoints"]
 

@@ -10,17 +10,17 @@ import pytest
 import yaml
 
 from components import catalog
+from components.config.nodepools import GpuPool
+from components.config.raycrs import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
 from components.images.render import planned_refs
 from components.kernel.base import ConfigError, quantity_bytes
-from components.nodepools.model import GpuPool
 from components.nodepools.render import specs_for_pool
-from components.raycrs.model import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
+from components.plan.plan import plan
 from components.raycrs.placement import parse_quantity
 from components.raycrs.pod import shm_size
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.stack.checks import check_manifests
 from components.stack.loader import validate
-from components.stack.plan import plan
 from contract.args.train import PLACEMENT_STRATEGIES
 from contract.args.train_lm_tf import TrainLmTfArgs
 from tests.helpers import WORKING_DIR, config, of_type, render, stack

@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.raycrs.model import JobConfig
+from components.config.raycrs import JobConfig
+from components.config.stack import StackConfig
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError, resolve_job
 from components.raycrs.rayjob import job_args, ray_job_manifest
 from components.raycrs.scaling import scaling_config_for_job
 from components.stack.loader import validate
-from components.stack.model import StackConfig
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError, resolve_job
-from tests.components.stack.test_model import problems
+from tests.components.config.test_stack import problems
 from tests.helpers import WORKING_DIR, config, stack
 
 # topology -> (hosts, chips per host), independent of the catalog's own arithmetic.

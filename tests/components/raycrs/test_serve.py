@@ -11,6 +11,7 @@ import yaml
 
 from components.kernel.base import ConfigError
 from components.monitoring.render import render_monitoring
+from components.plan.plan import plan
 from components.raycrs.crd import validate_manifest, validate_other
 from components.raycrs.operator import operator_problems
 from components.raycrs.pod import ManifestError
@@ -18,7 +19,6 @@ from components.raycrs.render import render_manifests
 from components.raycrs.serve import ray_service_manifest, service_url
 from components.stack.checks import check_stack
 from components.stack.loader import validate
-from components.stack.plan import plan
 from tests.helpers import ROOT, WORKING_DIR, config, needs_crds, stack
 
 SERVICE = {"name": "lm", "checkpoint": "train", "node_pool": "l4"}

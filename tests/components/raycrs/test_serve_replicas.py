@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.config.stack import StackConfig
 from components.raycrs.serve_replicas import RULE, replica_plan, service_autoscaling_problems
 from components.stack.loader import validate
-from components.stack.model import StackConfig
 from tests.helpers import config, stack
 
 
@@ -20,7 +20,7 @@ def _data(pool: str, **args: Any) -> dict[str, Any]:
 
 def _refused(pool: str, **args: Any) -> list[Any]:
     """The rule's problems (an error for stacks written for 2026-12-08 or later; a warning for
-    older ones: components/stack/epochs.py NEW_REFUSALS)."""
+    older ones: components/config/epochs.py NEW_REFUSALS)."""
     found = list(service_autoscaling_problems(StackConfig.model_validate(_data(pool, **args))))
     assert all(p.rule == RULE for p in found)
     return found

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from components.config.stack import StackConfig
 from components.kernel.base import ConfigError
+from components.plan.plan import plan
 from components.raycrs.serving import (
     serve_devices,
     service_fit_problems,
@@ -16,8 +18,6 @@ from components.raycrs.serving import (
     trained_shape,
 )
 from components.stack.loader import validate
-from components.stack.model import StackConfig
-from components.stack.plan import plan
 from contract.serve_fit import CausalLmShape
 from tests.helpers import config, stack
 

@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from components.kernel.base import ConfigError
+from components.plan.plan import plan
 from components.raycrs import placement
 from components.raycrs.render import render_manifests
 from components.security.iam import bucket_bindings, iam_problems, project_bindings
 from components.stack import checks
 from components.stack.checks import check_manifests, check_stack, stack_field
 from components.stack.loader import validate
-from components.stack.plan import plan
 from raygke.cli import app
 from tests.helpers import ROOT, STACKS, WORKING_DIR, config, needs_crds, stack
 

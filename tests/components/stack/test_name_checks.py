@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from components.stack import naming
+from components.plan import naming
+from components.stack import name_checks
 from components.stack.loader import validate
 from components.stack.name_checks import name_problems
 from raygke.synth import config_entries, run_program
-from tests.components.stack.test_model import base
+from tests.components.config.test_stack import base
 from tests.helpers import STACKS, stack
 
 
@@ -94,8 +95,8 @@ def test_bucket_name_with_google_is_refused() -> None:
     """https://cloud.google.com/storage/docs/buckets#naming: the prefix is refused by the stack
     model already (with the config's other problems), and the derived-name check still knows the
     rule for a name that reaches it."""
+    from components.config.stack import StackConfig
     from components.kernel.base import ConfigError
-    from components.stack.model import StackConfig
 
     data = base()
     data["buckets"] = {"prefix": "google-data"}
@@ -148,7 +149,7 @@ def test_every_rendered_gcp_name_is_a_derived_name(name: str) -> None:
 
     data = stack_data_from_yaml((ROOT / f"Pulumi.{name}.yaml").read_text())
     records, _ = run_program(config_entries(data, {"project": data["project"]}), name)
-    declared = {n.name for n in naming.derived_names(cfg)}
+    declared = {n.name for n in name_checks.derived_names(cfg)}
     name_inputs = {
         "gcp:container/cluster:Cluster": "name",
         "gcp:container/nodePool:NodePool": "name",

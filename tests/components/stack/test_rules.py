@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 
 from components import catalog
+from components.config.raycrs import JobConfig, RayClusterConfig, WorkerGroupConfig
+from components.config.stack import StackConfig
 from components.kernel.base import ConfigError
 from components.kernel.problems import Problem
 from components.nodepools.render import node_pool_specs
-from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError, resolve_group, resolve_job
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.render import render_manifests
@@ -21,11 +24,8 @@ from components.raycrs.rules import job_checkpoint_references
 from components.raycrs.scaling import scaling_config_for_job
 from components.stack.checks import workload_problems
 from components.stack.loader import validate
-from components.stack.model import StackConfig
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError, resolve_group, resolve_job
 from components.stack.rules import RULES
-from tests.components.stack.test_model import base, problems
+from tests.components.config.test_stack import base, problems
 from tests.helpers import WORKING_DIR, config
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -602,8 +602,8 @@ def test_job_args_may_not_set_what_the_platform_binds(key: str, value, what: str
 def test_a_job_names_its_dataset_folder_in_the_datasets_bucket_only() -> None:
     """``args.dataset`` is a folder of the datasets bucket (a fine-tuning job's tokenized data
     beside the byte-level ``lm-bytes``); the bucket stays the platform's."""
+    from components.plan.plan import plan
     from components.raycrs.rayjob import job_args
-    from components.stack.plan import plan
 
     for bad in ("gs://foo/bar", "/abs/path", "../up", "Llama Tokens"):
         job = {"name": "t", "workload": "train_lm", "node_pool": "l4", "args": {"dataset": bad}}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.storage.model import BucketConfig
+from components.config.storage import BucketConfig
 from components.storage.render import lifecycle_rules
 from tests.helpers import by_name, config, render
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components.stack.model import LocalConfig
+from components.config.stack import LocalConfig
 from raygke.local import cluster as local_cluster
 from tests.raygke.local.test_commands import RAYGKE, REPO, _raygke
 
@@ -137,7 +137,7 @@ def test_a_cluster_comes_up_beside_one_on_the_old_fixed_ports(tmp_path: Path) ->
 # process may have imported it before ``use_cluster_auth`` set them.
 _RETRY_SCRIPT = """
 import json, sys
-from components.stack.model import LocalConfig
+from components.config.stack import LocalConfig
 from raygke.local import cluster as c
 
 real_launch, calls, said = c._launch, [], []

@@ -13,8 +13,8 @@ The node labels listed are the ones GKE itself puts on the nodes, so the schedul
 worker groups against them.
 
 On the plan floor (``tests/test_imports.py`` ``FLOORS``): it stands on the models and the stack's
-:class:`~components.stack.context.Context` only, so the plan carries its records
-(:attr:`components.stack.plan.Plan.pool_specs`, computed once per stack) and every render reads
+:class:`~components.plan.context.Context` only, so the plan carries its records
+(:attr:`components.plan.plan.Plan.pool_specs`, computed once per stack) and every render reads
 them there instead of building them again. :mod:`components.nodepools.render` re-exports it with
 the node-pool render helpers (labels, autoscaling, upgrades).
 """
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components import catalog
-from components.cluster.model import SystemPool
-from components.computeclass.model import class_label, class_taint
-from components.nodepools.model import CpuPool, GpuPool, NodeSettings, TpuPool
-from components.stack.context import Context
+from components.config.cluster import SystemPool
+from components.config.computeclass import class_label, class_taint
+from components.config.nodepools import CpuPool, GpuPool, NodeSettings, TpuPool
+from components.plan.context import Context
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,14 @@ class NodePoolSpec:
         spot / reservation: provisioning.
         config: the declared pool (the system pool's model for ``system``; default settings for
             a NAP shape): what every node pool's nodes share
-            (:class:`~components.nodepools.model.NodeSettings`, e.g. ``disk_size_gb``), read by
+            (:class:`~components.config.nodepools.NodeSettings`, e.g. ``disk_size_gb``), read by
             the node pool builder as declared, never copied.
         gvnic: the Google Virtual NIC; on for GPU pools, whose multi-node NCCL traffic GKE's
             GPU networking guidance runs over gVNIC
             (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic,
             https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx).
         gpu_networking: the GPUDirect kind of a GPU pool with GPU networking (``tcpx``,
-            ``tcpxo``, ``rdma``; :attr:`components.nodepools.model.GpuPool.gpu_net`), else None;
+            ``tcpxo``, ``rdma``; :attr:`components.config.nodepools.GpuPool.gpu_net`), else None;
             its extra NICs are :func:`components.gpunet.render.pool_networks`.
     """
 
@@ -113,7 +113,7 @@ def dws_fields(pool: CpuPool | TpuPool | GpuPool | SystemPool) -> dict[str, Any]
     ``maxRunDuration`` wants it ([GKE-DWS-QUEUED], [GKE-FLEX-START] in :mod:`components.catalog`)."""
     if pool.provisioning not in ("queued", "flex-start"):
         return {}
-    from components.capacity.model import duration_seconds
+    from components.config.capacity import duration_seconds
 
     run = pool.max_run_duration
     return {
@@ -292,7 +292,7 @@ def pool_specs(
     ctx: Context, pool: CpuPool | TpuPool | GpuPool, compute_class: str | None = None
 ) -> list[NodePoolSpec]:
     """The GKE node pools made from one declared pool (a record of the stack's plan,
-    :attr:`components.stack.plan.Plan.pools`; several for multi-host TPU slices) in the stack's
+    :attr:`components.plan.plan.Plan.pools`; several for multi-host TPU slices) in the stack's
     ``ctx`` (zones, cluster name). The pools of the ``compute_classes`` entry named
     ``compute_class`` (the one whose ``node_pool`` is this pool) carry its node label and taint
     (:mod:`components.computeclass.render`: they are the class's first priority)."""

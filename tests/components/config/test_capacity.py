@@ -1,4 +1,4 @@
-"""The capacity block's model (components/capacity/model.py): each rule valid and invalid."""
+"""The capacity block's model (components/config/capacity.py): each rule valid and invalid."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from components.capacity.model import duration_seconds
+from components.config.capacity import duration_seconds
 from components.kernel.base import ConfigError
 from tests.components.capacity.common import CAPACITY, cfg
 

@@ -30,7 +30,7 @@ Upgrades (KubeRay v1.7.0, ``ray.io_rayservices.yaml`` ``spec.upgradeStrategy`` a
 Unset ``upgrade_strategy`` (:attr:`ServiceConfig.strategy`): ``NewClusterWithIncrementalUpgrade``
 for a service with a ``gateway`` (its clients come through the Gateway API, whose class the
 upgrade's gateway takes), ``NewCluster`` otherwise. Stacks written before 2026-12-08 keep
-``NewCluster`` (:mod:`components.stack.epochs`).
+``NewCluster`` (:mod:`components.config.epochs`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from components.config.raycrs import HeadConfig
 from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model, cidr
-from components.raycrs.model import HeadConfig
 from contract.args.serve_llm import is_hub_repo_id
 
 UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")

@@ -1,6 +1,6 @@
 """The one ResourceFlavor builder: a config pool's GKE node pools -> its Kueue ResourceFlavor.
 
-The flavor of a node pool is derived from its :class:`components.nodepools.spec.NodePoolSpec`
+The flavor of a node pool is derived from its :class:`components.plan.nodepools.NodePoolSpec`
 records (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
 includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
 (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
@@ -12,7 +12,7 @@ reach the class's fallback priorities as well as the pool. Kueue's side of it is
 
 On the plan floor (``tests/test_imports.py`` ``FLOORS``): it stands on the node-pool records and
 the models only, so the plan carries the flavors
-(:attr:`components.stack.plan.Plan.resource_flavors`, built once per stack) and the renders and
+(:attr:`components.plan.plan.Plan.resource_flavors`, built once per stack) and the renders and
 checks read them there.
 :mod:`components.capacity.render` and :mod:`components.capacity.topology` re-export its helpers.
 """
@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
-from components.computeclass.model import class_label, class_taint
+from components.config.computeclass import class_label, class_taint
 
 if TYPE_CHECKING:
-    from components.nodepools.spec import NodePoolSpec
+    from components.plan.nodepools import NodePoolSpec
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 PART_OF = {"app.kubernetes.io/part-of": "ray-gke", "app.kubernetes.io/managed-by": "pulumi"}
@@ -106,7 +106,7 @@ def resource_flavor(
     pool: str, specs: Sequence[NodePoolSpec], compute_class: str | None, topology: str
 ) -> dict[str, Any]:
     """The ResourceFlavor of config pool ``pool`` (named after the pool) over its GKE node pools
-    ``specs`` (:attr:`components.stack.plan.Plan.pool_specs`; ``system``: the system pool).
+    ``specs`` (:attr:`components.plan.plan.Plan.pool_specs`; ``system``: the system pool).
 
     ``compute_class``: the ComputeClass naming the pool (the first), if any: then the flavor is a
     class flavor: its ``nodeLabels`` select the class (:func:`class_flavor_labels`) and it

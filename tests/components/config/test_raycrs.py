@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from components.config.kuberay import KUBERAY_CHART_VERSIONS
+from components.config.raycrs import DEFAULT_JOB_TTL_SECONDS
+from components.config.stack import StackConfig
 from components.kernel.base import ConfigError
-from components.kuberay.model import KUBERAY_CHART_VERSIONS
 from components.kuberay.render import CARRIED_CRDS, carried_crds_dir
+from components.plan.plan import plan
 from components.raycrs.crd import crds_dir, validate_manifests
-from components.raycrs.model import DEFAULT_JOB_TTL_SECONDS
 from components.raycrs.rayjob import job_args
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_manifests
 from components.stack.loader import validate
-from components.stack.model import StackConfig
-from components.stack.plan import plan
 from tests.helpers import WORKING_DIR, config
 
 CLUSTERS = [

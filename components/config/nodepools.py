@@ -43,7 +43,7 @@ MAX_NODES_DOC = (
 class NodeSettings(_Model):
     """What every node pool's nodes share, the system pool's included: the one model the node
     pool builder (:class:`components.nodepools.component.NodePool`) reads through
-    :attr:`components.nodepools.spec.NodePoolSpec.config`. A field every node pool takes goes
+    :attr:`components.plan.nodepools.NodePoolSpec.config`. A field every node pool takes goes
     here and into that builder; nothing in between copies it.
     """
 
@@ -135,7 +135,7 @@ class _PoolBase(NodeSettings):
     def _run_duration(self) -> _PoolBase:
         if self.max_run_duration is None:
             return self
-        from components.capacity.model import duration_seconds
+        from components.config.capacity import duration_seconds
 
         if self.provisioning not in ("queued", "flex-start"):
             raise ValueError(

@@ -1,13 +1,13 @@
 """The names of GCS fault tolerance's GCP objects, and whether a stack creates them (standard
 pieces of :mod:`components.gcsft.render`, which re-exports them; here so that
-:func:`components.stack.naming.derived_names` lists them without importing the render)."""
+:func:`components.stack.name_checks.derived_names` lists them without importing the render)."""
 
 from __future__ import annotations
 
 import hashlib
 
+from components.config.stack import StackConfig
 from components.kernel.base import GKE_NAME_MAX
-from components.stack.model import StackConfig
 
 
 def ft_enabled(cfg: StackConfig) -> bool:

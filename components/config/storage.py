@@ -192,7 +192,7 @@ def hns_of(purpose: str, bucket: BucketConfig) -> bool:
     ``hierarchical_namespace``; unset, a flat bucket where it asks for object versioning
     (``versioning`` or ``noncurrent_version_days``, which hierarchical namespace does not
     support), else :data:`PURPOSE_HNS` (stacks written before hierarchical namespace became the
-    checkpoints default keep a flat one: :mod:`components.stack.epochs`)."""
+    checkpoints default keep a flat one: :mod:`components.config.epochs`)."""
     if bucket.hierarchical_namespace is not None:
         return bucket.hierarchical_namespace
     if bucket.versioning or bucket.noncurrent_version_days:

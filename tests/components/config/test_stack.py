@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from components import catalog
+from components.config.nodepools import GpuPool, TpuPool
 from components.kernel.base import ConfigError, StackFileError
 from components.kernel.release import RELEASE
-from components.nodepools.model import GpuPool, TpuPool
+from components.plan.resolve import nap_needs
 from components.stack.loader import stack_data_from_yaml, validate
-from components.stack.resolve import nap_needs
 from tests.helpers import STACKS, stack
 
 

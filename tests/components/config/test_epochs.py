@@ -1,5 +1,5 @@
-"""Defaults epochs (components/stack/epochs.py) and deprecated spellings
-(components/stack/deprecations.py): an old stack keeps what it created, a new one gets today's
+"""Defaults epochs (components/config/epochs.py) and deprecated spellings
+(components/config/deprecations.py): an old stack keeps what it created, a new one gets today's
 defaults, a renamed workload is read with a warning (issue 46, docs/upgrading.md)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from components.config.epochs import NEW_DEFAULTS, NEW_REFUSALS, read_epoch
+from components.config.storage import hns_of
 from components.kernel.base import ConfigError
 from components.kernel.release import RELEASE
-from components.stack.epochs import NEW_DEFAULTS, NEW_REFUSALS, read_epoch
 from components.stack.loader import validate
-from components.storage.model import hns_of
 from tests.helpers import config
 
 H100 = {

@@ -1,8 +1,8 @@
 """The stack's :class:`Context`: what the renders need of a stack besides its records.
 
-Below :mod:`components.stack.plan` (which carries it as :attr:`~components.stack.plan.Plan.context`
+Below :mod:`components.plan.plan` (which carries it as :attr:`~components.plan.plan.Plan.context`
 and re-exports it) so that the records the plan derives, the node-pool specs of
-:mod:`components.nodepools.spec`, can be built from it. Pure: no Pulumi, no I/O.
+:mod:`components.plan.nodepools`, can be built from it. Pure: no Pulumi, no I/O.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from components.kernel.names import BucketPurpose, bucket_name, gpudirect_namespace
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
-    from components.storage.model import BucketsConfig
+    from components.config.stack import StackConfig
+    from components.config.storage import BucketsConfig
 
 _PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
 
@@ -28,7 +28,7 @@ class Context:
     Attributes:
         project: GCP project id.
         region: GCP region (``us-central2``).
-        location: the cluster's location (:attr:`components.stack.model.StackConfig.location`:
+        location: the cluster's location (:attr:`components.config.stack.StackConfig.location`:
             the region for a regional control plane, else the first zone).
         zones: the stack's zones.
         cluster: the GKE cluster's name (``cluster.name``).

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from components import catalog
+from components.config.stack import StackConfig
 from components.kernel.base import PROJECT_NAMESPACE, ConfigError, StackFileError
 from components.kernel.problems import ENTRY_KEYS
 from components.kernel.stackyaml import read_stack_yaml
-from components.stack.model import StackConfig
 
 # ------------------------------------------------------------------------ ESC and --set values
 #

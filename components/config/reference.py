@@ -1,6 +1,6 @@
 """The stack file reference (``docs/stack-config.md``), generated from the pydantic model.
 
-:func:`render_reference` walks :class:`~components.stack.model.StackConfig` recursively (its
+:func:`render_reference` walks :class:`~components.config.stack.StackConfig` recursively (its
 ``model_fields``: key, type with bounds, default, ``description``) and returns Markdown: one
 section per mapping (``network``, ``cluster.system_pool``, ``ray_clusters[]`` ...), node pools as
 one section per kind (CPU, TPU, GPU). Pure: no I/O; ``raygke docs`` writes or checks the file.
@@ -20,9 +20,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from components.config.stack import StackConfig
 from components.kernel.base import PROJECT_NAMESPACE
 from components.kernel.hints import KEY_HINTS
-from components.stack.model import StackConfig
 from contract.registry import args_classes, markdown_table
 
 REGENERATE = "raygke docs --write"
@@ -30,7 +30,7 @@ REGENERATE = "raygke docs --write"
 _INTRO = f"""\
 # Stack file reference
 
-<!-- Generated from the stack model (components/stack/) by `{REGENERATE}`; do not edit by hand:
+<!-- Generated from the stack model (components/config/) by `{REGENERATE}`; do not edit by hand:
 a test fails when this file differs from the model. -->
 
 Every key below is set in `Pulumi.<stack>.yaml` under `config:` as `{PROJECT_NAMESPACE}:<top-level key>`

@@ -3,8 +3,8 @@
 :mod:`components.computeclass.render`'s docstring).
 
 On the plan floor (``tests/test_imports.py`` ``FLOORS``): it stands on the models, the node-pool
-records and the stack's :class:`~components.stack.context.Context` only, so the plan carries the
-stack's ComputeClasses (:attr:`components.stack.plan.Plan.compute_class_manifests`, built once
+records and the stack's :class:`~components.plan.context.Context` only, so the plan carries the
+stack's ComputeClasses (:attr:`components.plan.plan.Plan.compute_class_manifests`, built once
 per stack) and the render, the check and the component read them there.
 :mod:`components.computeclass.render` re-exports it.
 """
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
-from components.computeclass.model import ComputeClassConfig
+from components.config.computeclass import ComputeClassConfig
+from components.config.nodepools import CpuPool, GpuPool, TpuPool
 from components.kernel.names import node_service_account_id
-from components.nodepools.model import CpuPool, GpuPool, TpuPool
-from components.nodepools.spec import workload_policy_name
+from components.plan.nodepools import workload_policy_name
 
 if TYPE_CHECKING:
-    from components.stack.context import Context
+    from components.plan.context import Context
 
 API_VERSION = "cloud.google.com/v1"
 KIND = "ComputeClass"
@@ -70,7 +70,7 @@ def compute_class_manifest(
 ) -> dict[str, Any]:
     """The ComputeClass object of ``cc`` (see :mod:`components.computeclass.render`'s docstring):
     ``pool`` is its ``node_pool`` as declared, ``nodepools`` the names of that pool's GKE node pools
-    (:attr:`components.stack.plan.Plan.pool_specs`), ``ctx`` the stack's cluster, project and
+    (:attr:`components.plan.plan.Plan.pool_specs`), ``ctx`` the stack's cluster, project and
     zones.
 
     Raises:

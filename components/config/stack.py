@@ -18,24 +18,24 @@ from pydantic import (
 )
 
 from components import catalog
-from components.capacity.model import CapacityConfig
-from components.cluster.model import ClusterConfig, NapConfig
-from components.computeclass.model import ComputeClassConfig
-from components.gcsft.model import GcsFaultToleranceConfig
-from components.kernel import release
-from components.kernel.base import _REGION, _Model, _unique, gcp_labels
-from components.kuberay.model import KubeRayConfig
-from components.network.model import NetworkConfig
-from components.nodepools.model import CpuPool, GpuPool, NodePool, TpuPool
-from components.raycrs.model import JobConfig, RayClusterConfig, RayConfig
-from components.raycrs.serve_model import ServiceConfig
-from components.storage.model import (
+from components.config.capacity import CapacityConfig
+from components.config.cluster import ClusterConfig, NapConfig
+from components.config.computeclass import ComputeClassConfig
+from components.config.gcsft import GcsFaultToleranceConfig
+from components.config.kuberay import KubeRayConfig
+from components.config.network import NetworkConfig
+from components.config.nodepools import CpuPool, GpuPool, NodePool, TpuPool
+from components.config.raycrs import JobConfig, RayClusterConfig, RayConfig
+from components.config.serve import ServiceConfig
+from components.config.storage import (
     BucketsConfig,
     KmsConfig,
     SecretConfig,
     WorkloadIdentityConfig,
     _default_identities,
 )
+from components.kernel import release
+from components.kernel.base import _REGION, _Model, _unique, gcp_labels
 
 
 class LocalConfig(_Model):
@@ -196,13 +196,13 @@ class StackConfig(_Model):
     @property
     def held_defaults(self) -> tuple[Any, ...]:
         """The newer defaults this stack does not get, its epoch being older than theirs
-        (:class:`components.stack.epochs.Held`)."""
+        (:class:`components.config.epochs.Held`)."""
         return self._held
 
     @property
     def epoch(self) -> release.Epoch:
         """The release whose defaults the stack is read with
-        (:func:`components.stack.epochs.read_epoch`; a model not read from a stack file:
+        (:func:`components.config.epochs.read_epoch`; a model not read from a stack file:
         its ``defaults``, else this release's)."""
         return self._epoch or release.Epoch(self.defaults or release.RELEASE, "")
 

@@ -18,7 +18,7 @@ encryption (server authentication: TLS on port 6378, the instance's CA in the he
 encrypted at rest with the stack's own KMS key (:mod:`components.gcsft.render`).
 
 New default: on for stacks written for defaults 2026-12-08 or later; older stacks keep it off
-(:mod:`components.stack.epochs`).
+(:mod:`components.config.epochs`).
 """
 
 from __future__ import annotations

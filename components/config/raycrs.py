@@ -1,5 +1,5 @@
 """The ``ray``, ``ray_clusters`` and ``jobs`` blocks (the ``kuberay`` block is
-:mod:`components.kuberay.model`, the ``ray.images`` block :mod:`components.images.model`)."""
+:mod:`components.config.kuberay`, the ``ray.images`` block :mod:`components.config.images`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.images.model import IMAGE_KINDS, RayImages
+from components.config.images import IMAGE_KINDS, RayImages
 from components.kernel.base import (
     INT32_MAX,
     RAYJOB_NAME_MAX,

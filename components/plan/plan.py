@@ -1,22 +1,22 @@
 """The plan of a validated stack: every reference resolved once, into records.
 
-:func:`plan` walks a :class:`~components.stack.model.StackConfig` once with the one resolver
-(:mod:`components.stack.resolve`) and returns a :class:`Plan`: the stack's :class:`Context`
+:func:`plan` walks a :class:`~components.config.stack.StackConfig` once with the one resolver
+(:mod:`components.plan.resolve`) and returns a :class:`Plan`: the stack's :class:`Context`
 (project, region, cluster, namespace, labels, bucket names), the declared node pools, ray
 clusters and workload identities by name, and one record per long-lived worker group
-(:class:`~components.stack.resolve.GroupTarget`), job
-(:class:`~components.stack.resolve.JobTarget`) and service (a ``GroupTarget``), and the records
+(:class:`~components.plan.resolve.GroupTarget`), job
+(:class:`~components.plan.resolve.JobTarget`) and service (a ``GroupTarget``), and the records
 derived from them, each built on first use: the GKE node pools of the stack
-(:attr:`Plan.node_pool_specs`, :attr:`Plan.pool_specs`, by :mod:`components.nodepools.spec`), the
+(:attr:`Plan.node_pool_specs`, :attr:`Plan.pool_specs`, by :mod:`components.plan.nodepools`), the
 Kueue ResourceFlavors of its pools (:attr:`Plan.resource_flavors`, by
-:mod:`components.capacity.flavor`) and its ComputeClasses (:attr:`Plan.compute_class_manifests`,
-by :mod:`components.computeclass.manifest`). The cross-field rules (:mod:`components.stack.rules`,
+:mod:`components.plan.flavors`) and its ComputeClasses (:attr:`Plan.compute_class_manifests`,
+by :mod:`components.plan.computeclasses`). The cross-field rules (:mod:`components.stack.rules`,
 :mod:`components.raycrs.rules`), the renders (:mod:`components.raycrs`,
 :mod:`components.images.render`, the node pools, ComputeClasses and Kueue objects) and the
 rendered-stack checks read these records instead of resolving or building them again.
 
 A stack with a broken reference still has a plan: the record that cannot be resolved is left
-out and its :class:`~components.stack.resolve.ResolveError` is kept in :attr:`Plan.problems`
+out and its :class:`~components.plan.resolve.ResolveError` is kept in :attr:`Plan.problems`
 (an :class:`Unresolved`), so each rule reports it once, with the resolver's message::
 
     jobs[train].node_pool 'x' is not a declared node pool; declared: cpu, tpu-v6e
@@ -39,11 +39,11 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from components.capacity.flavor import resource_flavor
-from components.computeclass.manifest import compute_class_manifest
-from components.nodepools.spec import NodePoolSpec, pool_specs, system_pool_spec
-from components.stack.context import Context, context
-from components.stack.resolve import (
+from components.plan.computeclasses import compute_class_manifest
+from components.plan.context import Context, context
+from components.plan.flavors import resource_flavor
+from components.plan.nodepools import NodePoolSpec, pool_specs, system_pool_spec
+from components.plan.resolve import (
     GroupTarget,
     JobTarget,
     Pool,
@@ -55,12 +55,12 @@ from components.stack.resolve import (
 )
 
 if TYPE_CHECKING:
-    from components.cluster.model import SystemPool
-    from components.computeclass.model import ComputeClassConfig
-    from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
-    from components.raycrs.serve_model import ServiceConfig
-    from components.stack.model import StackConfig
-    from components.storage.model import WorkloadIdentityConfig
+    from components.config.cluster import SystemPool
+    from components.config.computeclass import ComputeClassConfig
+    from components.config.raycrs import JobConfig, RayClusterConfig, WorkerGroupConfig
+    from components.config.serve import ServiceConfig
+    from components.config.stack import StackConfig
+    from components.config.storage import WorkloadIdentityConfig
 
 RecordKind = Literal["worker_group", "job", "service", "identity"]
 
@@ -119,12 +119,12 @@ class Plan:
 
     The derived records, computed on first use and kept (the plan is cached per config, so once
     per stack): :attr:`node_pool_specs` and :attr:`pool_specs`, the GKE node pools
-    (:class:`~components.nodepools.spec.NodePoolSpec`) that the node pool component creates and
+    (:class:`~components.plan.nodepools.NodePoolSpec`) that the node pool component creates and
     the Kueue flavors, ComputeClasses, Ray placement and outputs read;
     :attr:`resource_flavors`, the Kueue ResourceFlavor of every pool
-    (:mod:`components.capacity.flavor`), which the Kueue render, the capacity checks and the
+    (:mod:`components.plan.flavors`), which the Kueue render, the capacity checks and the
     admission preview read; :attr:`compute_class_manifests`, the stack's ComputeClasses
-    (:mod:`components.computeclass.manifest`), which the Ray resources component and the
+    (:mod:`components.plan.computeclasses`), which the Ray resources component and the
     ComputeClass check read. The manifests are plain dicts: the renders hand out copies, so
     nothing changes a record.
     """
@@ -146,7 +146,7 @@ class Plan:
     @cached_property
     def node_pool_specs(self) -> tuple[NodePoolSpec, ...]:
         """Every GKE node pool of the stack: the system pool first, then each declared pool's
-        (:func:`components.nodepools.spec.pool_specs`, with the node label and taint of the
+        (:func:`components.plan.nodepools.pool_specs`, with the node label and taint of the
         ComputeClass naming it: :attr:`compute_classes`), in config order.
 
         Raises:
@@ -176,7 +176,7 @@ class Plan:
         :attr:`pool_specs` (``system`` included), in that order; the flavor of a pool a
         ComputeClass names selects the class (:attr:`compute_classes`), and it names a Topology
         unless :attr:`capacity_topology` is ``off``
-        (:func:`components.capacity.flavor.resource_flavor`). Read-only: copy before changing one
+        (:func:`components.plan.flavors.resource_flavor`). Read-only: copy before changing one
         (:func:`components.capacity.render.render_capacity` does).
 
         Raises:
@@ -194,7 +194,7 @@ class Plan:
     @cached_property
     def compute_class_manifests(self) -> tuple[dict[str, Any], ...]:
         """The ComputeClass object of every :attr:`declared_classes` entry, in config order
-        (:func:`components.computeclass.manifest.compute_class_manifest`), its first priority the
+        (:func:`components.plan.computeclasses.compute_class_manifest`), its first priority the
         GKE node pools of its pool (:attr:`pool_specs`). Read-only: copy before changing one
         (:func:`components.computeclass.render.render_compute_classes` does).
 
@@ -248,7 +248,7 @@ class Plan:
         raise self._left_out(group, "worker_group")
 
     def job(self, job: JobConfig) -> JobTarget:
-        """The target of ``job`` (:func:`components.stack.resolve.resolve_job`).
+        """The target of ``job`` (:func:`components.plan.resolve.resolve_job`).
 
         Raises:
             ResolveError: its target cannot be resolved (the resolver's error).
@@ -260,7 +260,7 @@ class Plan:
         raise self._left_out(job, "job")
 
     def service(self, svc: ServiceConfig) -> GroupTarget:
-        """The one worker group of service ``svc`` (:func:`components.stack.resolve.resolve_service`).
+        """The one worker group of service ``svc`` (:func:`components.plan.resolve.resolve_service`).
 
         Raises:
             ResolveError: its ``node_pool`` is undeclared (the resolver's error).
@@ -273,7 +273,7 @@ class Plan:
 
     def runs_as(self, job: JobConfig) -> str | None:
         """The workload identity ``job``'s Ray processes run as
-        (:func:`components.stack.resolve.job_runs_as`); None when its ``cluster`` is undeclared."""
+        (:func:`components.plan.resolve.job_runs_as`); None when its ``cluster`` is undeclared."""
         if not job.cluster:
             return job.service_account
         rc = self.clusters.get(job.cluster)

@@ -26,7 +26,7 @@ from components.kernel.problems import Problem
 from components.kernel.release import Epoch
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,8 @@ class NewDefault:
 
 def _checkpoints_hns(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
     """The checkpoints bucket when its ``hierarchical_namespace`` is unset and nothing in it
-    already makes it flat (:func:`components.storage.model.hns_of`)."""
-    from components.storage.model import hns_of
+    already makes it flat (:func:`components.config.storage.hns_of`)."""
+    from components.config.storage import hns_of
 
     bucket = cfg.buckets.checkpoints
     if bucket.hierarchical_namespace is None and hns_of("checkpoints", bucket):
@@ -101,7 +101,7 @@ def _checkpoints_hns(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
 def _gpu_networking(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
     """GPU pools that leave ``gpu_networking`` unset on a machine type that has GPU networking
     (elsewhere ``auto`` and the old behaviour are the same: no extra NICs)."""
-    from components.nodepools.model import GpuPool
+    from components.config.nodepools import GpuPool
 
     for i, pool in enumerate(cfg.node_pools):
         if (

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 import components
+from components.config.reference import REGENERATE, render_reference, sections
 from components.kernel.base import ConfigError, _Model
 from components.stack.loader import validate
-from components.stack.reference import REGENERATE, render_reference, sections
 from raygke.cli import app
 from tests.helpers import ROOT
 

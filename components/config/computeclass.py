@@ -11,7 +11,7 @@ custom ComputeClasses need GKE Standard 1.30.3-gke.1451000 or later
 (https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes).
 
 Pure pydantic: no Pulumi, and no import of :mod:`components.stack` (which imports this module for
-:class:`components.stack.model.StackConfig`). The cross-field rules are in
+:class:`components.config.stack.StackConfig`). The cross-field rules are in
 :mod:`components.computeclass.rules`, the render in :mod:`components.computeclass.render`.
 """
 

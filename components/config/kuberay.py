@@ -20,7 +20,7 @@ from components.kernel.base import (
 # KubeRay versions whose CRDs the product carries (components/kuberay/crds/v<version>/, from
 # the kuberay-operator chart's ``crds/`` of that tag); ``raygke check`` validates against that
 # version's CRD schema and operator rules, and helm mode installs that version's CRDs.
-# tests/components/raycrs/test_model.py keeps this tuple and the folders in step.
+# tests/components/config/test_raycrs.py keeps this tuple and the folders in step.
 KUBERAY_CHART_VERSIONS = ("1.7.0", "1.6.2")
 
 

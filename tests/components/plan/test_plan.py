@@ -1,4 +1,4 @@
-"""The plan of a stack (:mod:`components.stack.plan`): every reference resolved once into records;
+"""The plan of a stack (:mod:`components.plan.plan`): every reference resolved once into records;
 a broken reference is one problem, reported once with the resolver's message (by the rules and
 by ``raygke check``); the plan of one ``StackConfig`` is computed once."""
 
@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-import components.stack.plan as plan_module
+import components.plan.plan as plan_module
 from components.kernel.base import ConfigError
+from components.plan.plan import plan
+from components.plan.resolve import ResolveError, resolve_job
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
 from components.stack.loader import validate
-from components.stack.plan import plan
-from components.stack.resolve import ResolveError, resolve_job
 from raygke.cli import main
-from tests.components.stack.test_model import base
+from tests.components.config.test_stack import base
 from tests.helpers import ROOT, STACKS, WORKING_DIR, stack
 
 # The resolver's own lines (its format is the resolver's; the plan and the rules keep it as is).
@@ -261,7 +261,7 @@ def test_the_rendered_node_pools_are_the_plans_specs(name: str) -> None:
 
 def test_the_node_pool_records_are_built_once_per_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every render and check of one stack reads the plan's node-pool records: each declared
-    pool's specs are built once (:func:`components.nodepools.spec.pool_specs`), however many
+    pool's specs are built once (:func:`components.plan.nodepools.pool_specs`), however many
     renders (node pools, Ray CRs, ComputeClasses, Kueue objects, outputs, checks) ask."""
     from components.capacity.render import render_capacity
     from components.computeclass.render import render_compute_classes
@@ -360,8 +360,8 @@ def test_the_flavor_and_class_records_are_built_once_per_stack(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every render and check of one stack reads the plan's ResourceFlavors and ComputeClasses:
-    each pool's flavor (:func:`components.capacity.flavor.resource_flavor`) and each class's
-    object (:func:`components.computeclass.manifest.compute_class_manifest`) is built once,
+    each pool's flavor (:func:`components.plan.flavors.resource_flavor`) and each class's
+    object (:func:`components.plan.computeclasses.compute_class_manifest`) is built once,
     however many renders, checks and previews ask."""
     from components.capacity.preview import preview
     from components.capacity.render import render_capacity, resource_flavor
@@ -381,9 +381,9 @@ def test_the_flavor_and_class_records_are_built_once_per_stack(
         classes.append(cc.name)
         return build_class(ctx, cc, *args)
 
-    import components.capacity.flavor as flavor_module
-    import components.computeclass.manifest as class_module
     import components.computeclass.render as class_render
+    import components.plan.computeclasses as class_module
+    import components.plan.flavors as flavor_module
 
     for module in (plan_module, flavor_module):  # wherever a render would look the builder up
         monkeypatch.setattr(module, "resource_flavor", count_flavor)

@@ -1,7 +1,7 @@
 """The one resolver from a stack's references to what they land on: which node pool, which TPU
 slice or GPU shape, how many replicas.
 
-A stack is resolved once, by :func:`components.stack.plan.plan`, which calls this module for
+A stack is resolved once, by :func:`components.plan.plan.plan`, which calls this module for
 every pool, worker group, job, service and identity reference; every layer that follows a
 reference reads that plan's records — the cross-field rules (:mod:`components.stack.rules`), the
 ``ScalingConfig`` (:mod:`components.raycrs.scaling`), the KubeRay manifests
@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from components import catalog
+from components.config.nodepools import CpuPool, GpuPool, GpuSpec, TpuPool
+from components.config.raycrs import JobConfig, RayClusterConfig, WorkerGroupConfig
+from components.config.serve import ServiceConfig
+from components.config.storage import WorkloadIdentityConfig
 from components.kernel.problems import Problem, at, path_colon
-from components.nodepools.model import CpuPool, GpuPool, GpuSpec, TpuPool
-from components.raycrs.model import JobConfig, RayClusterConfig, WorkerGroupConfig
-from components.raycrs.serve_model import ServiceConfig
-from components.storage.model import WorkloadIdentityConfig
 from contract.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from components.stack.model import StackConfig
+    from components.config.stack import StackConfig
 
 Pool = CpuPool | TpuPool | GpuPool
 

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from components import catalog
+from components.config.nodepools import MaxNodes, MinNodes, NodeBounds, NodeSettings
 from components.kernel.base import (
     INT64_MAX,
     _cpu_machine_type,
@@ -23,7 +24,6 @@ from components.kernel.base import (
     _unique,
     gcp_labels,
 )
-from components.nodepools.model import MaxNodes, MinNodes, NodeBounds, NodeSettings
 
 # --------------------------------------------------------------------------------------- cluster
 
@@ -151,7 +151,7 @@ class SystemPool(NodeSettings, NodeBounds):
 
     # Its nodes take the settings every node pool shares (NodeSettings); the class attributes
     # and property at the end answer as a declared pool would, so one builder makes every kind
-    # of node pool (components.nodepools.spec._spec).
+    # of node pool (components.plan.nodepools._spec).
 
     machine_type: str = Field(
         "e2-standard-8",
@@ -297,7 +297,7 @@ class ClusterConfig(_Model):
         """A pinned version parses (:func:`components.catalog.parse_gke_version`); whether GKE
         still offers it for new clusters is the rule
         :func:`components.stack.rules.gke_version_offered` (a warning for stacks written before
-        it, :mod:`components.stack.epochs`: GKE stops offering a minor as time passes, while an
+        it, :mod:`components.config.epochs`: GKE stops offering a minor as time passes, while an
         existing cluster keeps running at or above it)."""
         if v is not None:
             catalog.parse_gke_version(v)
