@@ -8,6 +8,8 @@ requests, and the Ray Train ``ScalingConfig`` arguments, so the three can never 
 
 One module per family, each citing its sources in its docstring:
 
+* :mod:`.accelerators`: one record per GPU type / TPU generation (machine types, GPUDirect kind,
+  topology blocks, capacity options, price SKUs) that the tables below derive from;
 * :mod:`.labels`: node labels, extended resources, taints, :class:`CatalogError`;
 * :mod:`.tpu`: TPU generations (v5e, v6e, v5p, TPU7x), topologies and slices;
 * :mod:`.gpu`: GPU types (L4, A100, H100, H200, B200, GB200) and driver versions;
@@ -25,6 +27,15 @@ copy in :mod:`contract.accelerators`; the list prices live with ``raygke cost`` 
 
 from __future__ import annotations
 
+from .accelerators import (
+    ACCELERATORS,
+    NETWORK_KINDS,
+    Accelerator,
+    accelerators,
+    network_kind,
+    sku_names,
+    topology_block_machine_types,
+)
 from .capabilities import (
     CAPABILITIES,
     FAMILY_CAPABILITIES,
@@ -32,6 +43,7 @@ from .capabilities import (
     Cell,
     capability,
     capability_problem,
+    capability_rows,
     machine_series,
 )
 from .capacity import (
@@ -103,6 +115,7 @@ from .tpu import (
 )
 
 __all__ = [
+    "ACCELERATORS",
     "ARCH_LABEL",
     "BUCKET_MULTI_REGIONS",
     "CAPABILITIES",
@@ -124,6 +137,7 @@ __all__ = [
     "MACHINE_SHAPES",
     "MULTI_HOST_CHIPS_PER_HOST",
     "NAP_RESOURCE_TYPES",
+    "NETWORK_KINDS",
     "NODE_POOL_LABEL",
     "PROVISIONING_CAPABILITY",
     "QUEUED_MIN_GKE_VERSION",
@@ -140,6 +154,7 @@ __all__ = [
     "TPU_TOPOLOGY_LABEL",
     "V5P_TOPOLOGIES",
     "WORKLOAD_POLICY_TYPE",
+    "Accelerator",
     "CatalogError",
     "Cell",
     "GpuType",
@@ -147,9 +162,11 @@ __all__ = [
     "Taint",
     "TpuGeneration",
     "TpuSlice",
+    "accelerators",
     "bucket_location_problem",
     "capability",
     "capability_problem",
+    "capability_rows",
     "cpu_machine_problem",
     "gke_version_problem",
     "gpu_driver_label",
@@ -157,8 +174,11 @@ __all__ = [
     "gpu_type",
     "machine_series",
     "machine_shape",
+    "network_kind",
     "parse_gke_version",
     "region_problem",
+    "sku_names",
+    "topology_block_machine_types",
     "tpu_generation",
     "tpu_machine",
     "tpu_slice",

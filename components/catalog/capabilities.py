@@ -5,7 +5,8 @@ One table, read by every rule that asks "may this shape get capacity this way": 
 ``provisioning`` (:func:`components.capacity.rules.pool_problems`) and a ComputeClass's
 ``fallback`` priorities (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)
 both call :func:`capability_problem`, so a pool and a class fallback of the same shape cannot get
-different answers.
+different answers. The accelerator series' rows derive from the accelerator records
+(:func:`capability_rows` over :data:`components.catalog.accelerators.ACCELERATORS`).
 
 A machine series is the machine type's first dash-separated part (``a4x-highgpu-4g`` -> ``a4x``,
 ``ct6e-standard-4t`` -> ``ct6e``), the unit Compute Engine's pages state support by. A cell is
@@ -43,8 +44,10 @@ Sources:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from .accelerators import ACCELERATORS, Accelerator
 
 CAPABILITIES = (
     "flex-start",
@@ -104,25 +107,55 @@ def _tpu_row() -> Mapping[str, Cell]:
 
 
 _NO_NET = Cell(False, GKE_TCPX, "no GPUDirect")
+_KIND_NAMES = {"tcpx": "GPUDirect-TCPX", "tcpxo": "GPUDirect-TCPXO", "rdma": "GPUDirect RDMA"}
+# Machine series the catalog offers no accelerator record for, recorded for the class fallbacks:
+# G4 (RTX PRO 6000): flex-start excluded [GCE-FLEX], Spot and networking not recorded.
+_SERIES_WITHOUT_RECORD: Mapping[str, Mapping[str, Cell]] = {
+    "g4": _gpu_row(False, _UNKNOWN, spot=_UNKNOWN),
+}
+
+
+def _net_cell(records: list[Accelerator]) -> Cell:
+    """The ``gpu-networking`` cell of a series from its records' GPUDirect kinds [GKE-GPU-NET]."""
+    kinds = [(a.network, m) for a in records for m in a.network_machine_types]
+    if not kinds:
+        return _NO_NET
+    tcp = any(k in ("tcpx", "tcpxo") for k, _ in kinds)
+    note = ", ".join(f"{_KIND_NAMES[k]} ({m})" for k, m in kinds)
+    return Cell(True, GKE_TCPX if tcp else GKE_RDMA, note)
+
+
+def capability_rows(records: Iterable[Accelerator]) -> dict[str, Mapping[str, Cell]]:
+    """Machine series -> capability -> cell, derived from accelerator records
+    (:data:`components.catalog.accelerators.ACCELERATORS`): a GPU series from its records'
+    ``flex_start``, ``spot`` and GPUDirect kinds, a TPU series the TPU row.
+
+    Raises:
+        ValueError: two records of one series disagree on flex-start or Spot.
+    """
+    by_series: dict[str, list[Accelerator]] = {}
+    for a in records:
+        for s in a.series:
+            by_series.setdefault(s, []).append(a)
+    rows: dict[str, Mapping[str, Cell]] = {}
+    for series, recs in by_series.items():
+        if {(a.kind, a.flex_start, a.spot) for a in recs} != {
+            (recs[0].kind, recs[0].flex_start, recs[0].spot)
+        }:
+            raise ValueError(f"records of machine series {series} disagree: {recs}")
+        a = recs[0]
+        if a.kind == "tpu":
+            rows[series] = _tpu_row()
+            continue
+        spot = Cell(True, GKE_SPOT) if a.spot else _UNKNOWN if a.spot is None else Cell(False)
+        rows[series] = _gpu_row(a.flex_start, _net_cell(recs), spot=spot)
+    return rows
+
+
 # Machine series -> capability -> cell (module docstring for the sources).
 FAMILY_CAPABILITIES: Mapping[str, Mapping[str, Cell]] = {
-    "g2": _gpu_row(True, _NO_NET),
-    "a2": _gpu_row(True, _NO_NET),
-    "a3": _gpu_row(
-        True,
-        Cell(
-            True,
-            GKE_TCPX,
-            "GPUDirect-TCPX (a3-highgpu-8g), -TCPXO (a3-megagpu-8g), RDMA (a3-ultragpu-8g)",
-        ),
-    ),
-    "a4": _gpu_row(True, Cell(True, GKE_RDMA, "GPUDirect RDMA")),
-    "a4x": _gpu_row(False, Cell(True, GKE_RDMA, "GPUDirect RDMA"), spot=_UNKNOWN),
-    "g4": _gpu_row(False, _UNKNOWN, spot=_UNKNOWN),
-    "ct5lp": _tpu_row(),  # TPU v5e
-    "ct6e": _tpu_row(),  # TPU v6e
-    "ct5p": _tpu_row(),  # TPU v5p
-    "tpu7x": _tpu_row(),  # Ironwood
+    **capability_rows(ACCELERATORS.values()),
+    **_SERIES_WITHOUT_RECORD,
 }
 
 # What the stack names a way of getting capacity -> the capability it needs.

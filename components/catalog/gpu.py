@@ -49,6 +49,7 @@ from typing import Any
 
 from contract.accelerators import GPUS
 
+from .accelerators import ACCELERATORS
 from .labels import CatalogError
 from .machines import machine_shape
 
@@ -141,12 +142,14 @@ _COMMON_GPU_ZONES = (
 
 
 def _gpu(name: str, **infra: Any) -> GpuType:
-    """A GPU type: the facts of :data:`contract.accelerators.GPUS` (product name, memory, peak)
-    plus the infrastructure facts given here (machine types, zones, architecture)."""
+    """A GPU type: the facts of :data:`contract.accelerators.GPUS` (product name, memory, peak),
+    the machine types of its record in :data:`components.catalog.accelerators.ACCELERATORS`, plus
+    the infrastructure facts given here (zones, architecture)."""
     f = GPUS[name]
     return GpuType(
         name=name,
         display=f.display,
+        machine_types=ACCELERATORS[name].machine_types,
         memory_gb=f.memory_gb,
         peak_bf16_tflops=f.peak_bf16_tflops,
         ray_accelerator_type=f.ray_accelerator_type,
@@ -157,23 +160,10 @@ def _gpu(name: str, **infra: Any) -> GpuType:
 GPU_TYPES: Mapping[str, GpuType] = {
     "nvidia-l4": _gpu(
         "nvidia-l4",
-        machine_types={
-            1: "g2-standard-4",
-            2: "g2-standard-24",
-            4: "g2-standard-48",
-            8: "g2-standard-96",
-        },
         zones=_COMMON_GPU_ZONES,
     ),
     "nvidia-tesla-a100": _gpu(
         "nvidia-tesla-a100",
-        machine_types={
-            1: "a2-highgpu-1g",
-            2: "a2-highgpu-2g",
-            4: "a2-highgpu-4g",
-            8: "a2-highgpu-8g",
-            16: "a2-megagpu-16g",
-        },
         zones=(
             "us-central1-a",
             "us-central1-b",
@@ -190,12 +180,6 @@ GPU_TYPES: Mapping[str, GpuType] = {
     ),
     "nvidia-a100-80gb": _gpu(
         "nvidia-a100-80gb",
-        machine_types={
-            1: "a2-ultragpu-1g",
-            2: "a2-ultragpu-2g",
-            4: "a2-ultragpu-4g",
-            8: "a2-ultragpu-8g",
-        },
         zones=(
             "us-central1-a",
             "us-central1-c",
@@ -207,12 +191,6 @@ GPU_TYPES: Mapping[str, GpuType] = {
     ),
     "nvidia-h100-80gb": _gpu(
         "nvidia-h100-80gb",
-        machine_types={
-            1: "a3-highgpu-1g",
-            2: "a3-highgpu-2g",
-            4: "a3-highgpu-4g",
-            8: "a3-highgpu-8g",
-        },
         zones=(
             "us-central1-a",
             "us-central1-c",
@@ -232,12 +210,10 @@ GPU_TYPES: Mapping[str, GpuType] = {
     # (topology.kubernetes.io/zone: us-central1-c); not a complete list (allow_unlisted_zone).
     "nvidia-h100-mega-80gb": _gpu(
         "nvidia-h100-mega-80gb",
-        machine_types={8: "a3-megagpu-8g"},
         zones=("us-central1-c",),
     ),
     "nvidia-h200-141gb": _gpu(
         "nvidia-h200-141gb",
-        machine_types={8: "a3-ultragpu-8g"},
         zones=(
             "us-central1-b",
             "us-east4-b",
@@ -260,7 +236,6 @@ GPU_TYPES: Mapping[str, GpuType] = {
     # allow_unlisted_zone for other zones.
     "nvidia-b200": _gpu(
         "nvidia-b200",
-        machine_types={8: "a4-highgpu-8g"},
         zones=("us-central1-b", "us-east4-b", "us-south1-b", "europe-west4-b"),
     ),
     # A4X [GCE-GPU]: 4 x GB200 per a4x-highgpu-4g, NVIDIA Grace (Arm) host CPUs: arm64 nodes
@@ -276,7 +251,6 @@ GPU_TYPES: Mapping[str, GpuType] = {
     # allow_unlisted_zone: true.
     "nvidia-gb200": _gpu(
         "nvidia-gb200",
-        machine_types={4: "a4x-highgpu-4g"},
         zones=("us-central1-b",),
         arch="arm64",
     ),

@@ -58,6 +58,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .accelerators import network_kind
 from .gpudirect import TCPXO_PRE_INSTALL_IMAGE, TCPXO_PRE_INSTALL_SCRIPT
 
 GpuNetKind = str  # "tcpx" | "tcpxo" | "rdma"
@@ -112,15 +113,31 @@ class GpuNetFamily:
         return ",".join(f"eth{self.first_pod_interface + i}" for i in range(self.nics))
 
 
+# Machine type -> its GPU networking; the kind comes from the accelerator record
+# (:func:`components.catalog.accelerators.network_kind`), the rest from [GCE-NET], [CEA].
 GPU_NET_FAMILIES: Mapping[str, GpuNetFamily] = {
     f.machine_type: f
     for f in (
-        GpuNetFamily("a3-highgpu-8g", "A3 High", "tcpx", 4, 1000, ("nvidia-h100-80gb",)),
-        GpuNetFamily("a3-megagpu-8g", "A3 Mega", "tcpxo", 8, 1800, ("nvidia-h100-mega-80gb",)),
+        GpuNetFamily(
+            "a3-highgpu-8g",
+            "A3 High",
+            network_kind("a3-highgpu-8g"),
+            4,
+            1000,
+            ("nvidia-h100-80gb",),
+        ),
+        GpuNetFamily(
+            "a3-megagpu-8g",
+            "A3 Mega",
+            network_kind("a3-megagpu-8g"),
+            8,
+            1800,
+            ("nvidia-h100-mega-80gb",),
+        ),
         GpuNetFamily(
             "a3-ultragpu-8g",
             "A3 Ultra",
-            "rdma",
+            network_kind("a3-ultragpu-8g"),
             8,
             3600,
             ("nvidia-h200-141gb", "nvidia-b200"),
@@ -130,7 +147,7 @@ GPU_NET_FAMILIES: Mapping[str, GpuNetFamily] = {
         GpuNetFamily(
             "a4-highgpu-8g",
             "A4",
-            "rdma",
+            network_kind("a4-highgpu-8g"),
             8,
             3600,
             ("nvidia-h200-141gb", "nvidia-b200"),
@@ -140,7 +157,7 @@ GPU_NET_FAMILIES: Mapping[str, GpuNetFamily] = {
         GpuNetFamily(
             "a4x-highgpu-4g",
             "A4X",
-            "rdma",
+            network_kind("a4x-highgpu-4g"),
             4,
             2000,
             ("nvidia-gb200",),

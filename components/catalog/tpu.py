@@ -50,6 +50,7 @@ from typing import Any
 
 from contract.accelerators import TPUS
 
+from .accelerators import ACCELERATORS
 from .labels import TPU_ACCELERATOR_LABEL, TPU_TAINT, TPU_TOPOLOGY_LABEL, CatalogError, Taint
 
 
@@ -145,11 +146,13 @@ WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"
 
 def _generation(name: str, **infra: Any) -> TpuGeneration:
     """A generation: the workload-facing facts of :data:`contract.accelerators.TPUS` (Ray
-    accelerator type, pod type prefix, HBM, peak, TensorCores) plus the infrastructure facts
-    given here (GKE label, machine types, zones, GKE version, host shapes, topologies)."""
+    accelerator type, pod type prefix, HBM, peak, TensorCores), the machine types of its record
+    in :data:`components.catalog.accelerators.ACCELERATORS`, plus the infrastructure facts
+    given here (GKE label, zones, GKE version, host shapes, topologies)."""
     f = TPUS[name]
     return TpuGeneration(
         name=name,
+        machine_types=ACCELERATORS[name].machine_types,
         ray_accelerator_type=f.ray_accelerator_type,
         pod_type_prefix=f.pod_type_prefix,
         hbm_gb=f.hbm_gb,
@@ -163,7 +166,6 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
     "v5e": _generation(
         "v5e",
         gke_accelerator="tpu-v5-lite-podslice",
-        machine_types={1: "ct5lp-hightpu-1t", 4: "ct5lp-hightpu-4t", 8: "ct5lp-hightpu-8t"},
         min_gke_version="1.27.2-gke.2100",
         zones=(
             "us-central1-a",
@@ -182,7 +184,6 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
     "v6e": _generation(
         "v6e",
         gke_accelerator="tpu-v6e-slice",
-        machine_types={1: "ct6e-standard-1t", 4: "ct6e-standard-4t", 8: "ct6e-standard-8t"},
         min_gke_version="1.31.2-gke.1115000",
         zones=(
             "us-central1-b",
@@ -200,7 +201,6 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
     "v5p": _generation(
         "v5p",
         gke_accelerator="tpu-v5p-slice",
-        machine_types={4: "ct5p-hightpu-4t"},
         # No Google page in this session's indexes states a minimum GKE version for v5p node
         # pools (searched: "TPU v5p GKE version", "ct5p-hightpu-4t GKE version", GKE's
         # plan-tpus availability table, GKE release notes; the 1.28.3-gke.1024000 recorded
@@ -229,7 +229,6 @@ TPU_GENERATIONS: Mapping[str, TpuGeneration] = {
     "tpu7x": _generation(
         "tpu7x",
         gke_accelerator="tpu7x",
-        machine_types={4: "tpu7x-standard-4t"},
         min_gke_version="1.34.0-gke.2201000",
         # min_gke_version (GKE Standard): https://docs.cloud.google.com/kubernetes-engine/docs/
         # concepts/tpu-ironwood ("Availability"). Zone us-central1-c confirmed by TPU regions and

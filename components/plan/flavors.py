@@ -32,11 +32,10 @@ API_VERSION = "kueue.x-k8s.io/v1beta2"
 PART_OF = {"app.kubernetes.io/part-of": "ray-gke", "app.kubernetes.io/managed-by": "pulumi"}
 
 # The Topology of a GPU pool whose machine type exposes the block labels, and those machine types
-# (sources: :mod:`components.capacity.topology`'s docstring).
+# (sources: :mod:`components.capacity.topology`'s docstring), from the accelerator records'
+# ``topology_blocks`` (:data:`components.catalog.accelerators.ACCELERATORS`).
 GPU_TOPOLOGY = "gpu-blocks"
-TAS_MACHINE_TYPES = frozenset(
-    {"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g"}
-)
+TAS_MACHINE_TYPES = catalog.topology_block_machine_types()
 # The Topology of a TPU7x super-slicing pool's cubes (:mod:`components.capacity.superslice`,
 # which re-exports it as ``TOPOLOGY``).
 SUPERSLICE_TOPOLOGY = "tpu7x-superslice"

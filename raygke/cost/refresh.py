@@ -14,8 +14,12 @@ It lists the SKUs of the Compute Engine service (``services/6F81-5844-456A``) wi
   ``vcpu_spot``/``gb_spot``; commitments, custom, sole-tenant and reserved SKUs are skipped
   (SKU descriptions as mapped by https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator
   ``build/mapping.csv``);
-* per GPU, ``"Nvidia <Model> GPU running in <place>"`` (resource group ``GPU``);
-* per TPU generation, the Cloud TPU service's ``"TPU <gen> ..."`` chip-hour SKUs (``--tpu-service``).
+* per GPU, the SKUs of resource group ``GPU`` whose description (:func:`sku_stem`) is one of its
+  accelerator record's ``price_skus`` (``"Nvidia L4 GPU running in <place>"``, ``"A4 Nvidia B200
+  (1 gpu slice) running in <place>"``; :data:`components.catalog.accelerators.ACCELERATORS`);
+* per TPU generation, the Compute Engine SKUs of resource group ``TPU`` named likewise
+  (``"TpuV6e running in <place>"``, ``"TPU7x running in Americas"``), and the Cloud TPU
+  service's chip-hour SKUs that contain one of the names (``--tpu-service``).
 
 A price is ``units + nanos / 1e9`` of the last tiered rate of the first ``pricingInfo`` entry
 (``pricingExpression.tieredRates``), for each region in the SKU's ``serviceRegions``. The result
@@ -35,31 +39,42 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from components.catalog import sku_names
+
 API = "https://cloudbilling.googleapis.com/v1"
 COMPUTE_SERVICE = "services/6F81-5844-456A"
 TPU_SERVICE = "services/E000-3F24-B8AA"  # Cloud TPU
 
-# SKU description model names -> GKE GPU type (https://cloud.google.com/compute/gpus-pricing).
-GPU_MODELS: Mapping[str, str] = {
-    "L4": "nvidia-l4",
-    "A100": "nvidia-tesla-a100",
-    "A100 80GB": "nvidia-a100-80gb",
-    "H100 80GB": "nvidia-h100-80gb",
-    "H200 141GB": "nvidia-h200-141gb",
-}
-TPU_SKU_GENERATIONS: Mapping[str, str] = {
-    "v5e": "v5e",
-    "v5 lite": "v5e",
-    "v6e": "v6e",
-    "Trillium": "v6e",
-}
+# Billing SKU description (without " running in <place>" and the Spot wording) -> GKE GPU type /
+# TPU generation: derived from the accelerator records' ``price_skus``
+# (:data:`components.catalog.accelerators.ACCELERATORS`, which cites the SKU descriptions).
+GPU_MODELS: Mapping[str, str] = sku_names("gpu")
+TPU_SKU_GENERATIONS: Mapping[str, str] = sku_names("tpu")
 
 _SERIES = re.compile(
     r"^(?:Spot Preemptible )?(?P<series>[A-Z][A-Z0-9]{1,3}) (?:AMD |Arm )?Instance "
     r"(?P<what>Core|Ram) running in "
 )
-_GPU = re.compile(r"^(?:Spot Preemptible )?Nvidia (?P<model>.+?) GPU running in ")
-_SKIP = ("Commitment", "Custom", "Sole Tenancy", "Reserved", "Extended", "Premium")
+_RUNNING_IN = re.compile(r" running in .*$")
+_SKIP = (
+    "Commitment",
+    "Custom",
+    "Sole Tenancy",
+    "Reserved",
+    "Extended",
+    "Premium",
+    "Calendar Mode",
+    "DWS",
+    "Defined Duration",
+)
+
+
+def sku_stem(description: str) -> str:
+    """A SKU description without its place and Spot wording (``Spot Preemptible Nvidia L4 GPU
+    running in Netherlands`` and ``Nvidia L4 GPU attached to Spot Preemptible VMs running in
+    Tokyo`` -> ``Nvidia L4 GPU``): the key of :data:`GPU_MODELS` / :data:`TPU_SKU_GENERATIONS`."""
+    stem = _RUNNING_IN.sub("", description).removeprefix("Spot Preemptible ")
+    return stem.removesuffix(" attached to Spot Preemptible VMs")
 
 
 def unit_price(sku: Mapping[str, Any]) -> float | None:
@@ -91,11 +106,22 @@ def parse_skus(
         cat = sku.get("category") or {}
         if any(s in desc for s in _SKIP) or cat.get("resourceFamily") != "Compute":
             continue
-        spot = cat.get("usageType") == "Preemptible"
+        spot = cat.get("usageType") == "Preemptible" or "Spot Preemptible" in desc
         if cat.get("usageType") not in ("OnDemand", "Preemptible"):
             continue
         price = _usd(sku)
         if price is None:
+            continue
+        group = cat.get("resourceGroup")
+        if group in ("GPU", "TPU"):
+            names = GPU_MODELS if group == "GPU" else TPU_SKU_GENERATIONS
+            name = names.get(sku_stem(desc))
+            if name is not None:
+                entry = (gpus if group == "GPU" else tpus).setdefault(
+                    name, {"source": "API", "regions": {}}
+                )
+                for region in sku.get("serviceRegions") or []:
+                    entry["regions"].setdefault(region, {})["spot" if spot else "on_demand"] = price
             continue
         m = _SERIES.match(desc)
         if m and cat.get("resourceGroup") in ("CPU", "RAM", "N1Standard", "G1Small", "F1Micro"):
@@ -104,11 +130,6 @@ def parse_skus(
             for region in sku.get("serviceRegions") or []:
                 fam["regions"].setdefault(region, {})[key] = price
             continue
-        g = _GPU.match(desc)
-        if g and cat.get("resourceGroup") == "GPU" and g["model"] in GPU_MODELS:
-            entry = gpus.setdefault(GPU_MODELS[g["model"]], {"source": "API", "regions": {}})
-            for region in sku.get("serviceRegions") or []:
-                entry["regions"].setdefault(region, {})["spot" if spot else "on_demand"] = price
     for sku in tpu_skus:
         desc = str(sku.get("description", ""))
         cat = sku.get("category") or {}

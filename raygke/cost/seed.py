@@ -6,7 +6,10 @@ every number in it is traceable to a source row or a stated derivation. With API
 
 Sources (public files, read 2026-12-01): SKY = SkyPilot's GCP catalog (generated from the Cloud
 Billing Catalog API), CA = Kubernetes cluster-autoscaler's GCE price table (us-central1 list
-prices per vCPU and GB).
+prices per vCPU and GB), GKE-CA = GKE's cluster-autoscaler machine table (A3 Mega, A4X instance
+prices), SKU = a Cloud Billing SKU as captured from the Catalog API (TPU7x). Every accelerator
+record (:data:`components.catalog.accelerators.ACCELERATORS`) must have a figure here or a
+``not_priced`` reason: :func:`seed` raises otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from components.catalog import accelerators
 
 OUT = Path(__file__).resolve().parent / "prices.json"
 
@@ -25,6 +30,11 @@ def seed() -> dict[str, Any]:
         "https://github.com/skypilot-org/skypilot-catalog/blob/"
         "006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv"
     )
+    GKE_CA = (
+        "https://github.com/GoogleCloudPlatform/cluster-autoscaler/blob/7d25050/"
+        "pkg/cloudprovider/gke/machinetypes/deprecated_machine_types_config.go"
+    )
+    SKU = "https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list"
     CA = (
         "https://github.com/kubernetes/autoscaler/blob/0411d1c8af6b4b095f968868a0f013003fd8a2d8/"
         "cluster-autoscaler/cloudprovider/gce/gce_price_info.go"
@@ -214,6 +224,29 @@ def seed() -> dict[str, Any]:
             SKY,
             "SKY B200 x 8 us-central1 row / 8",
         ),
+        # A3 Mega: GKE's autoscaler prices a3-megagpu-8g (with its 8 GPUs) 93.40, Spot 65.39;
+        # less the A3 host of the same shape (208 vCPU, 1872 GB = 8 x a3-highgpu-1g's host:
+        # 8 x 1.18251, Spot 8 x 0.36117), / 8
+        "nvidia-h100-mega-80gb": (
+            round((93.40 - 8 * 1.18251) / 8, 5),
+            round((65.39 - 8 * 0.36117) / 8, 5),
+            GKE_CA,
+            "GKE cluster-autoscaler a3-megagpu-8g 93.40 (Spot 65.39) less its A3 host "
+            "8 x 1.18251 (Spot 8 x 0.36117), / 8 GPUs; the Billing SKU 'Nvidia H100 80GB Plus "
+            "GPU running in Americas' (billing family of A3 Mega) is 10.344275712, 1.4% below",
+        ),
+        # A4X: GKE's autoscaler prices a4x-highgpu-4g (host and 4 GPUs) 140.1, Spot 98.085,
+        # marked "TODO(b/405041492): update pricing info when available" (the A4 and A3 Ultra
+        # figures there are the same): the only figure found, a placeholder, not a list price
+        "nvidia-gb200": (
+            round(140.1 / 4, 5),
+            round(98.085 / 4, 5),
+            GKE_CA,
+            "PLACEHOLDER, not a list price: GKE cluster-autoscaler a4x-highgpu-4g 140.1 (Spot "
+            "98.085) / 4 GPUs, host included (A4X host not priced apart); the source marks it "
+            "'TODO(b/405041492): update pricing info when available'; no GB200 Billing SKU or "
+            "SKY row was found; a refresh from the API replaces it",
+        ),
     }
     gpu_out = {}
     for gpu, (od0, sp0, src, note) in gpus.items():
@@ -233,7 +266,21 @@ def seed() -> dict[str, Any]:
     }
     v5p = {r: [round(od / 5888, 5), round(sp / 5888, 5)] for r, (od, sp) in V5P.items()}
     tpus = {"v5e": (1.20, 0.24493), "v6e": (2.70, 0.54421), "v5p": tuple(v5p["us-central1"])}
-    tpu_out = {}
+    tpu_out: dict[str, Any] = {
+        # Billing SKU 0F71-4391-B6CA "TPU7x running in Americas" (Compute Engine service,
+        # resource group TPU), 12.00 USD per chip-hour on demand in its service regions, as
+        # captured from the Cloud Billing Catalog API on 2026-06-14 in a public test fixture; no
+        # Spot SKU for TPU7x was found (not_priced says so), so spot is null
+        "tpu7x": {
+            "source": SKU,
+            "note": "Billing SKU 0F71-4391-B6CA 'TPU7x running in Americas' (per chip-hour, "
+            "on-demand only; its service regions us-central1, us-east1, us-west1)",
+            "regions": {
+                r: {"on_demand": 12.0, "spot": None}
+                for r in ("us-central1", "us-east1", "us-west1")
+            },
+        }
+    }
     for gen, (od0, sp0) in tpus.items():
         regs = {
             region: {"on_demand": round(od0 * f, 5), "spot": round(sp0 * fs, 5)}
@@ -323,6 +370,8 @@ def seed() -> dict[str, Any]:
         "sources": {
             "SKY": SKY,
             "CA": CA,
+            "GKE-CA": GKE_CA,
+            "SKU": SKU,
             "GCE": "https://cloud.google.com/compute/vm-instance-pricing",
             "GPU": "https://cloud.google.com/compute/gpus-pricing",
             "TPU": "https://cloud.google.com/tpu/pricing",
@@ -336,25 +385,22 @@ def seed() -> dict[str, Any]:
             "C4 rates of a region = the vCPU and GB rates that SKY's c4-highcpu-16 (16 vCPU, 32 GB) and c4-highmem-16 (16 vCPU, 124 GB) rows there imply; regions without both rows: the us-central1 rates x the regional factor (derived).",
             "A3 Ultra (a3-ultragpu-8g): host from SKY's a3-ultragpu-8g rows (exact) or the A3 family rates (derived); nvidia-h200-141gb per GPU = SKY's H200 x 8 us-central1 row / 8 x the regional factor (derived), exact rows where SKY's Spot is below its on-demand.",
             "nvidia-b200 per GPU = SKY's B200 x 8 rows / 8 (exact where listed, else the us-central1 row x the regional factor, derived). TPU v5p per chip = SKY's tpu-v5p-11776 rows / 5888 chips (exact where listed, else us-central1 x the regional factor, derived).",
+            "nvidia-h100-mega-80gb per GPU = GKE-CA's a3-megagpu-8g price less the A3 host (A3 family rates), / 8, x the regional factor (derived). nvidia-gb200 per GPU = GKE-CA's a4x-highgpu-4g placeholder price / 4, host included, x the regional factor (derived; a placeholder, see its note). TPU7x per chip = Billing SKU 0F71-4391-B6CA in its three service regions, on-demand only.",
             "not_priced: what no source prices, with the reason; raygke cost shows it as unknown.",
         ],
         "not_priced": {
             "families": {
                 "a4": "SKY lists every a4-highgpu-8g row at 0.0 (no host SKU matched) and CA has no A4; the A4 host (vCPU, memory) is not priced, its B200 GPUs are",
-                "a4x": "neither SKY nor CA lists a4x-highgpu-4g (A4X, Grace host)",
+                "a4x": "neither SKY nor CA lists a4x-highgpu-4g (A4X, Grace host); the nvidia-gb200 figure includes the host",
             },
-            "gpus": {
-                "nvidia-gb200": "neither SKY (no GB200 accelerator rows) nor CA lists GB200",
-                "nvidia-h100-mega-80gb": (
-                    "A3 Mega's GPUs (added with GPU networking): no per-region figure in the "
-                    "sources read; GKE's cluster-autoscaler machine table (GoogleCloudPlatform/"
-                    "cluster-autoscaler deprecated_machine_types_config.go) gives a3-megagpu-8g "
-                    "93.40 $/h on-demand and 65.39 Spot with its 8 GPUs, region not stated, and "
-                    "SKY's vms.csv was not searched for H100-MEGA rows"
-                ),
-            },
+            "gpus": {},
             "tpus": {
-                "tpu7x": "SKY's TPU rows end at tpu-v6e; CA has no TPU prices; no TPU7x (Ironwood) figure in either",
+                "tpu7x": (
+                    "Spot, and regions other than us-central1, us-east1 and us-west1: SKY's TPU "
+                    "rows end at tpu-v6e, CA has no TPU prices, and no Spot TPU7x Billing SKU "
+                    "was found; the on-demand price of the three regions is Billing SKU "
+                    "0F71-4391-B6CA (tpus.tpu7x)"
+                ),
             },
             "source": SKY,
         },
@@ -363,6 +409,11 @@ def seed() -> dict[str, Any]:
         "tpus": tpu_out,
         "exact": exact,
     }
+    # every accelerator record is priced or says why not (components.catalog.accelerators)
+    for section, kind in (("gpus", "gpu"), ("tpus", "tpu")):
+        for acc in accelerators(kind):
+            if acc.name not in doc[section] and acc.name not in doc["not_priced"][section]:
+                raise KeyError(f"{kind} {acc.name}: no seed figure and no not_priced reason")
     return doc
 
 

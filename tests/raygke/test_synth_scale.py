@@ -103,18 +103,20 @@ def test_turning_gpu_networking_off_replaces_the_pool(records):
 
 
 def test_scale_cost_prices_what_has_a_price_and_names_the_rest(records):
-    """``raygke cost --stack scale``: the CPU and system pools and the cluster fee are priced;
-    the A3 Mega GPUs and the A4 host have no recorded price (raygke/cost/prices.json not_priced says
-    why), so those pools' maximum is unknown, never $0; at minimum scale (0 GPU nodes) the stack
-    costs the system pool and the fee."""
+    """``raygke cost --stack scale``: the CPU, system and A3 Mega pools and the cluster fee are
+    priced (A3 Mega's GPUs from GKE's autoscaler table, raygke/cost/seed.py); the A4 host has no
+    recorded price (raygke/cost/prices.json not_priced says why), so that pool's maximum is
+    unknown, never $0; at minimum scale (0 GPU nodes) the stack costs the system pool and the
+    fee."""
     cost = stack_cost(records)
     pools = {p.name: p for p in cost.pools}
-    assert pools["a3-mega"].missing == ["nvidia-h100-mega-80gb in us-central1 (on-demand)"]
+    assert pools["a3-mega"].missing == []
+    assert pools["a3-mega"].max_hourly and pools["a3-mega"].min_hourly == 0.0
     assert pools["a4"].missing == ["a4-highgpu-8g in us-central1 (on-demand)"]
-    assert pools["a3-mega"].max_hourly is None and pools["a3-mega"].min_hourly == 0.0
+    assert pools["a4"].max_hourly is None and pools["a4"].min_hourly == 0.0
     assert pools["cpu"].max_hourly and pools["system"].min_hourly
     assert cost.max_hourly is None and cost.min_hourly is not None and cost.min_hourly > 0
-    assert "nvidia-h100-mega-80gb" in price_list()["not_priced"]["gpus"]
+    assert "a4" in price_list()["not_priced"]["families"]
 
 
 def test_scale_queue_names_the_topology_level_each_job_gets():
