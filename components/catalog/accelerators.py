@@ -6,7 +6,7 @@ Derived from :data:`ACCELERATORS`: :data:`components.catalog.gpu.GPU_TYPES` and
 :data:`components.catalog.capabilities.FAMILY_CAPABILITIES` (:func:`capability_rows`: flex-start,
 queued provisioning, Spot, GPU networking per machine series), the GPUDirect kind of
 :data:`components.catalog.gpu_network.GPU_NET_FAMILIES`,
-:data:`components.capacity.flavor.TAS_MACHINE_TYPES` (:func:`topology_block_machine_types`), the
+:data:`components.plan.flavors.TAS_MACHINE_TYPES` (:func:`topology_block_machine_types`), the
 refresher's SKU maps (:func:`sku_names`, :mod:`raygke.cost.refresh`) and the accelerators the
 seeded price list must price (:mod:`raygke.cost.seed`). The workload-facing figures (memory, peak
 bf16, Ray accelerator type) stay in :mod:`contract.accelerators` (standard library, shared with

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from components import catalog
-from components.capacity import flavor
 from components.catalog.accelerators import Accelerator
+from components.plan import flavors
 from raygke.cost import prices, refresh
 
 FAKE = Accelerator(
@@ -44,7 +44,7 @@ def flavor_of(acc: Accelerator, machine_type: str) -> dict:
         node_taints=(),
         queued=False,
     )
-    return flavor.resource_flavor("pool", [spec], None, "on")
+    return flavors.resource_flavor("pool", [spec], None, "on")
 
 
 @pytest.mark.parametrize("name", list(catalog.ACCELERATORS))
@@ -58,7 +58,7 @@ def test_every_accelerator_has_a_price_a_flavor_rule_and_a_network_kind(name: st
     for machine_type in acc.machine_types.values():
         f = flavor_of(acc, machine_type)["spec"]
         assert f["nodeLabels"], (name, machine_type)
-        want = flavor.GPU_TOPOLOGY if machine_type in acc.topology_blocks else None
+        want = flavors.GPU_TOPOLOGY if machine_type in acc.topology_blocks else None
         assert f.get("topologyName") == want, (name, machine_type)
     # a network kind, the same in the GPU networking table and the capability row
     assert acc.network in catalog.NETWORK_KINDS, name
@@ -88,7 +88,7 @@ def test_the_catalog_tables_are_the_records() -> None:
         assert dict(catalog.TPU_GENERATIONS[name].machine_types) == dict(a.machine_types)
     assert dict(refresh.GPU_MODELS) == catalog.sku_names("gpu")
     assert set(refresh.TPU_SKU_GENERATIONS.values()) == set(tpus)
-    assert catalog.topology_block_machine_types() == flavor.TAS_MACHINE_TYPES
+    assert catalog.topology_block_machine_types() == flavors.TAS_MACHINE_TYPES
     # the SKU maps cover every record except GB200, whose SKU description no source gave
     assert set(gpus) - set(refresh.GPU_MODELS.values()) == {"nvidia-gb200"}
 
