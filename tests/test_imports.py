@@ -340,3 +340,46 @@ def test_at_most_four_pairs_of_folders_import_each_other() -> None:
     assert len(pairs) <= MAX_MUTUAL_FOLDERS, "folders that import each other:\n" + "\n".join(
         f"{a} <-> {b}" for a, b in pairs
     )
+
+
+def stack_config_functions(roots: tuple[str, ...] = ("components", "raygke")) -> list[str]:
+    """Every function (``module:qualname``) of ``roots`` with a parameter annotated
+    ``StackConfig`` (alone or in a union): the functions handed the whole stack."""
+    out = []
+    for pkg in roots:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                a = node.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+                if any(p.annotation and "StackConfig" in ast.unparse(p.annotation) for p in params):
+                    out.append(f"{module_name(path)}:{node.name}")
+    return out
+
+
+def test_stack_config_functions_are_found() -> None:
+    found = stack_config_functions()
+    assert "components.stack.rules:unique_names" in found  # cfg: StackConfig
+    assert "components.plan.plan:plan" in found
+    assert "components.plan.plan:_build" in found  # private ones count too
+    assert not any(f.startswith("components.plan.naming:gsa_email") for f in found)  # narrow
+
+
+# Issue 48: the functions handed the whole StackConfig (the rules, the whole-stack entry points,
+# and renders not yet narrowed to the Plan and their record). The target is 40; this ceiling only
+# goes down: a new render takes the Plan and its record (pool spec, job, service), not the stack.
+MAX_STACK_CONFIG_FUNCTIONS = 169
+
+
+def test_no_more_functions_take_the_whole_stack_config() -> None:
+    found = stack_config_functions()
+    by_module: dict[str, int] = {}
+    for f in found:
+        by_module[f.split(":")[0]] = by_module.get(f.split(":")[0], 0) + 1
+    worst = ", ".join(f"{m} {n}" for m, n in sorted(by_module.items(), key=lambda x: -x[1])[:8])
+    assert len(found) <= MAX_STACK_CONFIG_FUNCTIONS, (
+        f"{len(found)} functions take StackConfig (at most {MAX_STACK_CONFIG_FUNCTIONS}; "
+        f"most in: {worst}); hand a render the Plan and its record instead"
+    )
