@@ -14,10 +14,8 @@ Facts used (sources):
 * GCS FUSE: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-ephemeral
   (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
   ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
-* TPU ports: 8471 TPU runtime between the hosts of a slice and 8431 TPU runtime metrics
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, multi-host workload example);
-  8081 the multi-slice (megascale) coordinator, ``DEFAULT_MEGASCALE_PORT`` in
-  ``ray/_private/accelerators/tpu.py``.
+
+Ray's ports and the Ray pods' labels are :mod:`components.kernel.ray` (with their sources).
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from typing import Any
 from components.config.raycrs import WorkerGroupConfig
 from components.config.stack import StackConfig
 from components.images.render import planned_refs
+from components.kernel.ray import PART_OF
 from components.nodepools.render import NodePoolSpec
 from components.plan.naming import ksa_name
 from components.plan.plan import Plan
@@ -45,13 +44,6 @@ GCSFUSE_SIDECAR = {"cpu": 0.25, "memory": 0.25}  # cores, GiB
 # Headroom left on a node for GKE's daemonsets (logging, metrics, CSI, networking) and the GCS
 # FUSE sidecar, subtracted from NodePoolSpec.capacity when sizing a worker pod: cores, GiB.
 NODE_HEADROOM = {"cpu": 1.0, "memory": 2.0}
-HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001, "metrics": 8080}
-DASHBOARD_PORT = HEAD_PORTS["dashboard"]
-CLIENT_PORT = HEAD_PORTS["client"]
-TPU_RUNTIME_PORT = 8471
-TPU_METRICS_PORT = 8431
-MEGASCALE_PORT = 8081
-SERVE_PORT = 8000  # Ray Serve HTTP; KubeRay constant.go DefaultServingPort
 MOUNT_ROOT = "/mnt/gcs"
 # Pod security (see pod_security_context / container_security_context): the Ray image's user.
 RAY_UID = 1000
@@ -61,13 +53,7 @@ SHM_FRACTION = 0.5
 AUTH_MODE = "token"
 AUTH_TOKEN_KEY = "auth_token"
 AUTH_MIN_RAY_VERSION = (2, 52, 0)
-# Pod label naming the Ray cluster a pod belongs to (own clusters of RayJobs, whose RayCluster
-# name KubeRay generates) and the one a submitter submits to; NetworkPolicies select on them.
-CLUSTER_LABEL = "ray.io/cluster"
-JOB_CLUSTER_LABEL = "ray-gke.io/job-cluster"
-SUBMITTER_LABEL = "ray-gke.io/submits-to"
 DATASET_PATH = "lm-bytes"
-PART_OF = "ray-gke"
 
 
 class ManifestError(ConfigurationError):

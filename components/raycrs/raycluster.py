@@ -50,17 +50,19 @@ from components.gpunet.gpudirect import worker_parts
 from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
 from components.kernel.base import quantity_bytes
+from components.kernel.ray import (
+    HEAD_PORTS,
+    MEGASCALE_PORT,
+    PART_OF,
+    TPU_METRICS_PORT,
+    TPU_RUNTIME_PORT,
+)
 from components.nodepools.render import gpu_node_labels
 from components.plan.naming import head_account_id
 from components.plan.plan import Context, Plan, plan
 from components.plan.resolve import GroupTarget
 from components.raycrs.pod import (
     API_VERSION,
-    HEAD_PORTS,
-    MEGASCALE_PORT,
-    PART_OF,
-    TPU_METRICS_PORT,
-    TPU_RUNTIME_PORT,
     ManifestError,
     auth_options,
     container_security_context,

@@ -21,15 +21,13 @@ from components.config.raycrs import HeadConfig
 from components.config.stack import StackConfig
 from components.images.render import job_image_kind
 from components.images.render import runtime_env_pip as _runtime_env_pip
+from components.kernel.ray import JOB_CLUSTER_LABEL, PART_OF, SUBMITTER_LABEL
 from components.plan.naming import ksa_name
 from components.plan.plan import Context, Plan, plan
 from components.plan.resolve import JobTarget
 from components.raycrs.pod import (
     API_VERSION,
     DATASET_PATH,
-    JOB_CLUSTER_LABEL,
-    PART_OF,
-    SUBMITTER_LABEL,
     container_security_context,
     pod_images,
     pod_resources,
