@@ -130,6 +130,7 @@ def plan_for_stack(
         SubmitError: the stack has no RayCluster, ``cluster`` is not one of them, or it has
             several and none was named.
     """
+    from components.kernel.ray import DASHBOARD_PORT
     from components.plan.plan import plan
     from components.raycrs import pod
     from components.raycrs.render import head_service_host
@@ -164,7 +165,7 @@ def plan_for_stack(
         cluster=cluster,
         namespace=ctx.namespace_of(cluster),
         service=host.split(".", 1)[0],
-        port=pod.DASHBOARD_PORT,
+        port=DASHBOARD_PORT,
         secret=pod.auth_secret_name(cluster),
         secret_key=pod.AUTH_TOKEN_KEY,
         kubectl=tuple(kubectl),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from components.raycrs.operator.common import is_label_value, is_qualified_name
+from components.kernel.labels import is_label_value, is_qualified_name
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")  # metav1.LabelSelectorOperator
 

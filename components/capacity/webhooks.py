@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from components.capacity.concurrent import concurrent_admission_errors
 from components.capacity.fields import cluster_queue_field, flavor_field, named_resources
 from components.capacity.labelselector import label_selector_errors
+from components.kernel.labels import is_label_value, is_qualified_name
 from components.kernel.problems import Problem, at
-from components.raycrs.operator.common import is_label_value, is_qualified_name
 from contract.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from components import catalog
+from components.kernel.labels import is_gcp_label
 from contract import quantity
 from contract.errors import ConfigurationError
 
@@ -236,8 +237,7 @@ def gcp_labels(v: dict[str, str]) -> dict[str, str]:
         f"label {key!r}={value!r}: GCP labels are lowercase letters, digits, '_' and '-', keys "
         "start with a letter, at most 63 characters"
         for key, value in v.items()
-        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", str(key))
-        or not re.fullmatch(r"[a-z0-9_-]{0,63}", str(value))
+        if not is_gcp_label(str(key), str(value))
     ]
     if bad:
         raise ValueError("\n".join(bad))

@@ -38,7 +38,6 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,12 @@ import jsonschema
 import yaml
 
 from components.kernel import crdcel
+from components.kernel.labels import (
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    QUALIFIED_NAME,
+    is_label_value,
+)
 from components.kernel.problems import Problem, in_object
 from components.kernel.yamlcache import load_yaml_cached
 
@@ -253,9 +258,6 @@ def list_type_problems(obj: Any, schema: Any, path: tuple = ()) -> list[tuple[tu
     return out
 
 
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 ANNOTATIONS_BYTES_MAX = 256 * 1024  # objectmeta.go TotalAnnotationSizeLimitB
 
 
@@ -263,9 +265,9 @@ def _qualified_name(key: str) -> str | None:
     """Why ``key`` is not a qualified name (``[prefix/]name``), or None (validation.go
     ``IsQualifiedName``)."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return "the prefix must be a DNS subdomain of at most 253 characters"
-    if not name or len(name) > 63 or not _QUALIFIED.fullmatch(name):
+    if not name or len(name) > 63 or not QUALIFIED_NAME.fullmatch(name):
         return (
             "the name part must be 1-63 characters of alphanumerics, '-', '_' or '.', starting "
             "and ending with an alphanumeric"
@@ -281,7 +283,7 @@ def metadata_problems(meta: Any, namespaced: bool) -> list[tuple[tuple, str]]:
     name = meta.get("name") or ""
     if not name and not meta.get("generateName"):
         out.append((("metadata", "name"), "Required value: name or generateName is required"))
-    if name and (len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name)):
+    if name and (len(name) > 253 or not DNS1123_SUBDOMAIN.fullmatch(name)):
         out.append(
             (
                 ("metadata", "name"),
@@ -293,13 +295,13 @@ def metadata_problems(meta: Any, namespaced: bool) -> list[tuple[tuple, str]]:
     ns = meta.get("namespace")
     if ns and not namespaced:
         out.append((("metadata", "namespace"), "not allowed on this type (cluster-scoped)"))
-    elif ns and (len(ns) > 63 or not _DNS_LABEL.fullmatch(str(ns))):
+    elif ns and (len(ns) > 63 or not DNS1123_LABEL.fullmatch(str(ns))):
         out.append((("metadata", "namespace"), f"{ns!r}: must be a DNS label (RFC 1123)"))
     for key, value in (meta.get("labels") or {}).items():
         if why := _qualified_name(str(key)):
             out.append((("metadata", "labels", key), f"label key {key!r}: {why}"))
         v = "" if value is None else str(value)
-        if v and (len(v) > 63 or not _QUALIFIED.fullmatch(v)):
+        if not is_label_value(v):
             out.append(
                 (
                     ("metadata", "labels", key),

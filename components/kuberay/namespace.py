@@ -79,17 +79,18 @@ from components.catalog.tpu import TPU_GENERATIONS
 from components.cluster.render import nap_resource_limits
 from components.config.stack import StackConfig
 from components.kernel.names import GPUDIRECT_LABEL, GPUDIRECT_LABEL_VALUE
-from components.plan.plan import plan
-from components.plan.resolve import nap_needs
-from components.raycrs.pod import (
+from components.kernel.ray import (
     CLUSTER_LABEL,
     HEAD_PORTS,
     JOB_CLUSTER_LABEL,
+    METRICS_PORT,
     PART_OF,
     SERVE_PORT,
+    SERVICE_LABEL,
     SUBMITTER_LABEL,
 )
-from components.raycrs.serve import SERVICE_LABEL
+from components.plan.plan import plan
+from components.plan.resolve import nap_needs
 
 PSA_LEVEL = "restricted"
 PSA_VERSION = "latest"
@@ -106,7 +107,6 @@ GMP_NAMESPACE = "gke-gmp-system"
 # Google Cloud load balancer health-check (and GFE proxy) source ranges
 # (https://cloud.google.com/load-balancing/docs/firewall-rules).
 LB_HEALTH_CHECK_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
-METRICS_PORT = HEAD_PORTS["metrics"]
 OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "kuberay-operator"}
 NS_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -186,7 +186,7 @@ def ray_cluster_selectors(cfg: StackConfig) -> dict[str, dict[str, str]]:
     """Ray cluster name -> the pod labels selecting all of its pods: ``ray.io/cluster: <name>``
     for each long-lived RayCluster, ``ray-gke.io/job-cluster: <job>`` for each RayJob bringing its
     own cluster (named after the job), ``ray-gke/service: <name>`` for each RayService
-    (:data:`components.raycrs.serve.SERVICE_LABEL`)."""
+    (:data:`components.kernel.ray.SERVICE_LABEL`)."""
     out = {rc.name: {CLUSTER_LABEL: rc.name} for rc in cfg.ray_clusters}
     for job in cfg.jobs:
         if not job.cluster:

@@ -9,15 +9,15 @@ What is scraped: every Ray pod's metrics agent on port 8080 — KubeRay's ``Defa
 (constant.go), which the operator passes to ``ray start`` as ``--metrics-export-port`` on head and
 workers when rayStartParams do not set it (``setMissingRayStartParams`` in
 ray-operator/controllers/ray/common/pod.go; KubeRay's rayStartParams guide; the head container
-also declares it as port ``metrics``, HEAD_PORTS in :mod:`components.raycrs.pod`;
+also declares it as port ``metrics``, HEAD_PORTS in :mod:`components.kernel.ray`;
 https://docs.ray.io/en/latest/cluster/kubernetes/k8s-ecosystem/prometheus-grafana.html).
 Ray's system metrics and the metrics of
 Ray Serve (``ray_serve_*``: requests, latency, replicas; https://docs.ray.io/en/latest/serve/monitoring.html#built-in-ray-serve-metrics)
 are exported there, by the node a process runs on. Selectors: ``ray.io/cluster: <name>`` (the
 label KubeRay puts on a RayCluster's pods) for a long-lived RayCluster; ``ray-gke/service:
-<name>`` (set by :mod:`components.raycrs.serve` on the pod templates) for a service, whose
+<name>`` (:data:`components.kernel.ray.SERVICE_LABEL`, set by :mod:`components.raycrs.serve` on the pod templates) for a service, whose
 RayCluster name is generated and changes on every upgrade; ``ray-gke.io/job-cluster: <job>``
-(:data:`components.raycrs.pod.JOB_CLUSTER_LABEL`, set on the head and worker templates
+(:data:`components.kernel.ray.JOB_CLUSTER_LABEL`, set on the head and worker templates
 of the job's ``rayClusterSpec``) for the RayCluster a RayJob with ``node_pool:`` brings.
 
 A RayJob's own cluster: KubeRay names it ``<job>-<5 random chars>``
@@ -47,14 +47,17 @@ from __future__ import annotations
 from typing import Any
 
 from components.config.stack import StackConfig
+from components.kernel.ray import (
+    CLUSTER_LABEL,
+    JOB_CLUSTER_LABEL,
+    METRICS_PORT,
+    PART_OF,
+    SERVICE_LABEL,
+)
 from components.plan.plan import plan
-from components.raycrs.pod import JOB_CLUSTER_LABEL, PART_OF
-from components.raycrs.serve import SERVICE_LABEL
 
 API_VERSION = "monitoring.googleapis.com/v1"
-METRICS_PORT = 8080  # KubeRay constant.go DefaultMetricsPort
 SCRAPE_INTERVAL = "30s"
-CLUSTER_LABEL = "ray.io/cluster"  # constant.go RayClusterLabelKey
 # Pod labels copied onto the scraped series: head or worker, and the worker group
 # (constant.go RayNodeTypeLabelKey, RayNodeGroupLabelKey).
 TARGET_LABELS = [

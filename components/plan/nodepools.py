@@ -11,6 +11,8 @@ get a Compute Engine workload-policy resource policy (``HIGH_THROUGHPUT``, the s
 --tpu-topology flag used by other TPU versions"; :attr:`components.catalog.TpuSlice.workload_policy`).
 The node labels listed are the ones GKE itself puts on the nodes, so the scheduling check can match
 worker groups against them.
+:func:`nap_shapes` builds the same records for the node shapes node auto-provisioning may create,
+which the scheduling check matches too.
 
 On the plan floor (``tests/test_imports.py`` ``FLOORS``): it stands on the models and the stack's
 :class:`~components.plan.context.Context` only, so the plan carries its records
@@ -22,11 +24,12 @@ the node-pool render helpers (labels, autoscaling, upgrades).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components import catalog
-from components.config.cluster import SystemPool
+from components.config.cluster import NapConfig, SystemPool
 from components.config.computeclass import class_label, class_taint
 from components.config.nodepools import CpuPool, GpuPool, NodeSettings, TpuPool
 from components.plan.context import Context
@@ -317,3 +320,57 @@ def pool_specs(
 def system_pool_spec(ctx: Context, pool: SystemPool) -> NodePoolSpec:
     """The GKE node pool of ``cluster.system_pool`` (named ``system``, in the stack's zones)."""
     return _cpu_like(ctx, pool, "system")
+
+
+def nap_shapes(nap: NapConfig) -> list[NodePoolSpec]:
+    """Node shapes NAP may create (``nap``: the stack's ``nap`` section): every TPU slice
+    (generation x topology) and GPU shape (type x count) whose accelerator type has a NAP
+    resource limit at least one node's worth; none with NAP off. Not node pools of the stack:
+    the scheduling check matches worker groups against them beside the declared pools'."""
+    if not nap.enabled:
+        return []
+    limits = nap.resource_limits
+    shapes: list[NodePoolSpec] = []
+    for gen in catalog.TPU_GENERATIONS.values():
+        for topo in gen.topologies:
+            s = catalog.tpu_slice(gen.name, topo)
+            if limits.get(gen.gke_accelerator, 0) < s.chips:
+                continue
+            shapes.append(
+                NodePoolSpec(
+                    name=f"NAP {gen.gke_accelerator} {topo}",
+                    pool="nap",
+                    kind="tpu",
+                    machine_type=s.machine_type,
+                    zones=[],
+                    min_nodes=0,
+                    max_nodes=s.hosts,
+                    labels=dict(s.node_labels),
+                    taints=[s.taint],
+                    tpu_topology=topo if s.multi_host else None,
+                    capacity=tpu_host_capacity(s),
+                )
+            )
+    for g, driver in itertools.product(catalog.GPU_TYPES.values(), ("DEFAULT", "LATEST")):
+        # NAP installs the driver version the pod selects (catalog.GPU_DRIVER_LABEL).
+        for count, machine in g.machine_types.items():
+            if limits.get(g.name, 0) < count:
+                continue
+            cap = allocatable(g.host_vcpus[count], g.host_memory_gb[count])
+            shapes.append(
+                NodePoolSpec(
+                    name=f"NAP {count}x {g.name} ({driver.lower()} driver)",
+                    pool="nap",
+                    kind="gpu",
+                    machine_type=machine,
+                    zones=[],
+                    min_nodes=0,
+                    max_nodes=1,
+                    labels=gpu_node_labels(g.name, driver),
+                    taints=[catalog.GPU_TAINT],
+                    accelerator_type=g.name,
+                    accelerator_count=count,
+                    capacity={**cap, catalog.GPU_RESOURCE: float(count)},
+                )
+            )
+    return shapes

@@ -33,8 +33,8 @@ from components.config.raycrs import JobConfig
 from components.config.serve import INCREMENTAL, ServiceConfig
 from components.config.stack import StackConfig
 from components.gcsft.render import redis_objects
+from components.kernel.ray import PART_OF, SERVE_PORT
 from components.plan.plan import Context, plan
-from components.raycrs.pod import PART_OF, SERVE_PORT
 
 SECRETS_STORE_API = "secrets-store.csi.x-k8s.io/v1"
 GKE_SECRETS_CSI_DRIVER = "secrets-store-gke.csi.k8s.io"

@@ -4,7 +4,7 @@ its pool, run by :func:`components.stack.checks.check_stack` (checks 2 and 3 the
 
 * :func:`schedule_problems` / :func:`unfit_reasons`: nodeSelector labels are a subset of a node
   shape's labels (a declared pool's, :func:`components.nodepools.render.node_pool_specs`, or one
-  NAP may create, :func:`nap_shapes`), the tolerations cover its taints
+  NAP may create, :func:`components.plan.nodepools.nap_shapes`), the tolerations cover its taints
   (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/), the pod's
   requests (plus the GCS FUSE sidecar when injected) fit its allocatable, and a TPU group's
   ``numOfHosts`` / ``google.com/tpu`` match the slice
@@ -15,19 +15,13 @@ its pool, run by :func:`components.stack.checks.check_stack` (checks 2 and 3 the
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
 from components.config.raycrs import OBJECT_STORE_MAX_FRACTION
 from components.kernel.problems import Problem, at
-from components.nodepools.render import (
-    NodePoolSpec,
-    allocatable,
-    gpu_node_labels,
-    tpu_host_capacity,
-)
+from components.nodepools.render import NodePoolSpec
 from components.plan.plan import Context, plan
 from components.plan.resolve import ResolveError
 from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
@@ -76,58 +70,6 @@ def _tolerated(taint: catalog.Taint, tolerations: list[dict[str, Any]]) -> bool:
         if op == "Equal" and t.get("key") == taint.key and t.get("value", "") == taint.value:
             return True
     return False
-
-
-def nap_shapes(cfg: StackConfig) -> list[NodePoolSpec]:
-    """Node shapes NAP may create: every TPU slice (generation x topology) and GPU shape (type x
-    count) whose accelerator type has a NAP resource limit at least one node's worth."""
-    if not cfg.nap.enabled:
-        return []
-    limits = cfg.nap.resource_limits
-    shapes: list[NodePoolSpec] = []
-    for gen in catalog.TPU_GENERATIONS.values():
-        for topo in gen.topologies:
-            s = catalog.tpu_slice(gen.name, topo)
-            if limits.get(gen.gke_accelerator, 0) < s.chips:
-                continue
-            shapes.append(
-                NodePoolSpec(
-                    name=f"NAP {gen.gke_accelerator} {topo}",
-                    pool="nap",
-                    kind="tpu",
-                    machine_type=s.machine_type,
-                    zones=[],
-                    min_nodes=0,
-                    max_nodes=s.hosts,
-                    labels=dict(s.node_labels),
-                    taints=[s.taint],
-                    tpu_topology=topo if s.multi_host else None,
-                    capacity=tpu_host_capacity(s),
-                )
-            )
-    for g, driver in itertools.product(catalog.GPU_TYPES.values(), ("DEFAULT", "LATEST")):
-        # NAP installs the driver version the pod selects (catalog.GPU_DRIVER_LABEL).
-        for count, machine in g.machine_types.items():
-            if limits.get(g.name, 0) < count:
-                continue
-            cap = allocatable(g.host_vcpus[count], g.host_memory_gb[count])
-            shapes.append(
-                NodePoolSpec(
-                    name=f"NAP {count}x {g.name} ({driver.lower()} driver)",
-                    pool="nap",
-                    kind="gpu",
-                    machine_type=machine,
-                    zones=[],
-                    min_nodes=0,
-                    max_nodes=1,
-                    labels=gpu_node_labels(g.name, driver),
-                    taints=[catalog.GPU_TAINT],
-                    accelerator_type=g.name,
-                    accelerator_count=count,
-                    capacity={**cap, catalog.GPU_RESOURCE: float(count)},
-                )
-            )
-    return shapes
 
 
 def _slice_of(spec: NodePoolSpec) -> catalog.TpuSlice | None:

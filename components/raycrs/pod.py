@@ -1,7 +1,9 @@
-"""The pod template every Ray pod of the stack shares: ports, labels, sizing of a worker pod on
-its node, GCS FUSE volumes, the Pod Security ``restricted`` settings, ``/dev/shm`` and token
-authentication. :mod:`components.raycrs.raycluster` builds the head and worker groups on it,
-:mod:`components.raycrs.rayjob` the submitter.
+"""The pod template every Ray pod of the stack shares (:func:`pod_template`): labels, sizing of a
+worker pod on its node, GCS FUSE volumes, the Pod Security ``restricted`` settings, ``/dev/shm``;
+the RayJob submitter's (:func:`submitter_template`) and token authentication.
+:mod:`components.raycrs.raycluster` builds the head and worker groups each with one call of
+:func:`pod_template`, :mod:`components.raycrs.rayjob` the submitter with
+:func:`submitter_template`.
 
 Facts used (sources):
 
@@ -14,10 +16,8 @@ Facts used (sources):
 * GCS FUSE: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-ephemeral
   (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
   ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
-* TPU ports: 8471 TPU runtime between the hosts of a slice and 8431 TPU runtime metrics
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, multi-host workload example);
-  8081 the multi-slice (megascale) coordinator, ``DEFAULT_MEGASCALE_PORT`` in
-  ``ray/_private/accelerators/tpu.py``.
+
+Ray's ports and the Ray pods' labels are :mod:`components.kernel.ray` (with their sources).
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from components import catalog
 from components.config.raycrs import WorkerGroupConfig
 from components.config.stack import StackConfig
 from components.images.render import planned_refs
+from components.kernel.ray import PART_OF, SUBMITTER_LABEL
 from components.nodepools.render import NodePoolSpec
 from components.plan.naming import ksa_name
 from components.plan.plan import Plan
@@ -45,13 +47,6 @@ GCSFUSE_SIDECAR = {"cpu": 0.25, "memory": 0.25}  # cores, GiB
 # Headroom left on a node for GKE's daemonsets (logging, metrics, CSI, networking) and the GCS
 # FUSE sidecar, subtracted from NodePoolSpec.capacity when sizing a worker pod: cores, GiB.
 NODE_HEADROOM = {"cpu": 1.0, "memory": 2.0}
-HEAD_PORTS = {"gcs-server": 6379, "dashboard": 8265, "client": 10001, "metrics": 8080}
-DASHBOARD_PORT = HEAD_PORTS["dashboard"]
-CLIENT_PORT = HEAD_PORTS["client"]
-TPU_RUNTIME_PORT = 8471
-TPU_METRICS_PORT = 8431
-MEGASCALE_PORT = 8081
-SERVE_PORT = 8000  # Ray Serve HTTP; KubeRay constant.go DefaultServingPort
 MOUNT_ROOT = "/mnt/gcs"
 # Pod security (see pod_security_context / container_security_context): the Ray image's user.
 RAY_UID = 1000
@@ -61,13 +56,7 @@ SHM_FRACTION = 0.5
 AUTH_MODE = "token"
 AUTH_TOKEN_KEY = "auth_token"
 AUTH_MIN_RAY_VERSION = (2, 52, 0)
-# Pod label naming the Ray cluster a pod belongs to (own clusters of RayJobs, whose RayCluster
-# name KubeRay generates) and the one a submitter submits to; NetworkPolicies select on them.
-CLUSTER_LABEL = "ray.io/cluster"
-JOB_CLUSTER_LABEL = "ray-gke.io/job-cluster"
-SUBMITTER_LABEL = "ray-gke.io/submits-to"
 DATASET_PATH = "lm-bytes"
-PART_OF = "ray-gke"
 
 
 class ManifestError(ConfigurationError):
@@ -279,6 +268,11 @@ def pod_template(
     container: dict[str, Any],
     *,
     node_selector: dict[str, str],
+    size: tuple[str, str] | None = None,
+    node: NodePoolSpec | None = None,
+    group: WorkerGroupConfig | None = None,
+    reserve: Mapping[str, float] | None = None,
+    devices: Mapping[str, str] | None = None,
     tolerations: list[dict[str, str]] | None = None,
     extra_volumes: list[dict[str, Any]] | None = None,
     extra_mounts: list[dict[str, Any]] | None = None,
@@ -288,25 +282,48 @@ def pod_template(
     annotations: dict[str, str] | None = None,
     sidecars: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A Ray pod template. ``service_account`` is the workload identity (its buckets are
-    mounted); ``account`` the Kubernetes service account the pod runs as (default: the
-    identity's workers' account). ``automount_token``: mount the KSA token (only the head with
-    the autoscaler calls the Kubernetes API). ``annotations``: extra pod annotations (GPU
-    networking's interfaces, :func:`components.gpunet.render.worker_pod_extras`).
+    """A Ray pod template: the one call that builds a head's or a worker group's pod.
+
+    ``container`` is the Ray container without its resources; the template gives it its
+    ``resources`` (request = limit): ``size`` (``(cpu, memory)``, the head's) or, for a worker,
+    one node of ``node`` (:func:`worker_pod_size`: ``group``'s ``cpu`` / ``memory`` win where
+    set, ``reserve`` is what the pod's other containers take), plus ``devices`` (the
+    accelerator requests, ``google.com/tpu`` / ``nvidia.com/gpu``); the Pod Security
+    ``restricted`` settings; the GCS FUSE volumes of ``service_account`` (the workload
+    identity: its buckets are mounted), then ``extra_volumes`` / ``extra_mounts``, then the
+    memory-backed ``/dev/shm`` sized to the container's memory (:func:`shm_volume`; Ray's object
+    store, NCCL on GPU nodes). ``account`` is the Kubernetes service account the pod runs as
+    (default: the identity's workers' account). ``automount_token``: mount the KSA token (only
+    the head with the autoscaler calls the Kubernetes API). ``annotations``: extra pod
+    annotations (GPU networking's interfaces, :func:`components.gpunet.render.worker_pod_extras`).
     ``sidecars``: containers after the Ray container, kept as given (the RxDM sidecar of a
     ``gpudirect`` pool, :func:`components.gpunet.gpudirect.worker_parts`; KubeRay takes the
-    first container as the Ray container)."""
+    first container as the Ray container).
+
+    Raises:
+        ManifestError: ``node`` is too small for a Ray worker (:func:`worker_pod_size`).
+    """
+    if node is not None:
+        cpu, memory = worker_pod_size(node, group, reserve)
+    elif size is not None:
+        cpu, memory = size
+    else:
+        raise TypeError("pod_template needs a size or a node")
+    shm, shm_mount = shm_volume(memory)
     volumes, mounts = gcs_fuse_volumes(p, service_account)
     cache_annotations, cache_volumes, fuse_env = cache_pod_settings(
         p.context.buckets_config.file_cache_medium, _fuse_mounts(p, service_account), MOUNT_ROOT
     )
-    volumes = volumes + cache_volumes + list(extra_volumes or [])
-    mounts = mounts + list(extra_mounts or [])
-    container = {**container, "securityContext": container_security_context()}
+    volumes = [*volumes, *cache_volumes, *(extra_volumes or []), shm]
+    mounts = [*mounts, *(extra_mounts or []), shm_mount]
+    container = {
+        **container,
+        "resources": pod_resources(cpu, memory, dict(devices) if devices else None),
+        "securityContext": container_security_context(),
+    }
     if fuse_env:
         container = {**container, "env": [*container.get("env", []), *fuse_env]}
-    if mounts:
-        container = {**container, "volumeMounts": mounts}
+    container = {**container, "volumeMounts": mounts}
     spec: dict[str, Any] = {
         "serviceAccountName": account or ksa_name(service_account),
         "automountServiceAccountToken": automount_token,
@@ -316,8 +333,7 @@ def pod_template(
     }
     if tolerations:
         spec["tolerations"] = tolerations
-    if volumes:
-        spec["volumes"] = volumes
+    spec["volumes"] = volumes
     metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF, **(labels or {})}}
     notes = dict(annotations or {})
     if any("csi" in v for v in volumes):
@@ -325,3 +341,29 @@ def pod_template(
     if notes:
         metadata["annotations"] = notes
     return {"metadata": metadata, "spec": spec}
+
+
+def submitter_template(service_account: str, image: Any, submits_to: str) -> dict[str, Any]:
+    """The pod template of a RayJob's submitter (``submitterPodTemplate``): one small container
+    (500m, 1Gi) on the system pool, as the identity's workers' account without a mounted token,
+    with the Pod Security ``restricted`` settings, never restarted (KubeRay's submitter Job
+    retries), labelled :data:`components.kernel.ray.SUBMITTER_LABEL` ``submits_to`` (the cluster
+    it submits to; the head's NetworkPolicy admits it, :mod:`components.kuberay.namespace`)."""
+    return {
+        "metadata": {"labels": {"app.kubernetes.io/part-of": PART_OF, SUBMITTER_LABEL: submits_to}},
+        "spec": {
+            "serviceAccountName": ksa_name(service_account),
+            "automountServiceAccountToken": False,
+            "securityContext": pod_security_context(),
+            "restartPolicy": "Never",
+            "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
+            "containers": [
+                {
+                    "name": "ray-job-submitter",
+                    "image": image,
+                    "resources": pod_resources("500m", "1Gi"),
+                    "securityContext": container_security_context(),
+                }
+            ],
+        },
+    }

@@ -50,25 +50,24 @@ from components.gpunet.gpudirect import worker_parts
 from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
 from components.kernel.base import quantity_bytes
+from components.kernel.ray import (
+    HEAD_PORTS,
+    MEGASCALE_PORT,
+    PART_OF,
+    TPU_METRICS_PORT,
+    TPU_RUNTIME_PORT,
+)
 from components.nodepools.render import gpu_node_labels
 from components.plan.naming import head_account_id
 from components.plan.plan import Context, Plan, plan
 from components.plan.resolve import GroupTarget
 from components.raycrs.pod import (
     API_VERSION,
-    HEAD_PORTS,
-    MEGASCALE_PORT,
-    PART_OF,
-    TPU_METRICS_PORT,
-    TPU_RUNTIME_PORT,
     ManifestError,
     auth_options,
     container_security_context,
     pod_images,
-    pod_resources,
     pod_template,
-    shm_volume,
-    worker_pod_size,
 )
 
 # ------------------------------------------------------------------------------------ head group
@@ -97,11 +96,9 @@ def head_group_spec(
     identity's own head account (:func:`components.plan.naming.head_account_id`), to which
     KubeRay binds the autoscaler's RBAC; its token is mounted only when ``autoscaling``.
     """
-    volume, mount = shm_volume(head.memory)
     container = {
         "name": "ray-head",
         "image": images["cpu"],
-        "resources": pod_resources(head.cpu, head.memory),
         "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS.items()],
     }
     return {
@@ -112,8 +109,7 @@ def head_group_spec(
             service_account,
             container,
             node_selector={catalog.NODE_POOL_LABEL: "system"},
-            extra_volumes=[volume],
-            extra_mounts=[mount],
+            size=(head.cpu, head.memory),
             account=head_account_id(service_account),
             automount_token=autoscaling,
             labels=labels,
@@ -193,7 +189,6 @@ def worker_group_spec(
         raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
     spec = specs[0]
     parts = worker_parts(pool)  # a gpudirect pool: the RxDM sidecar takes its share of the node
-    cpu, memory = worker_pod_size(spec, group, RXDM_RESERVE if parts is not None else None)
     max_replicas = target.max_replicas
     out: dict[str, Any] = {"groupName": group.name}
     if not autoscaled:
@@ -216,6 +211,7 @@ def worker_group_spec(
     tolerations: list[dict[str, str]] = []
     annotations: dict[str, str] = {}
     sidecars: list[dict[str, Any]] = []
+    devices: dict[str, str] = {}
     if isinstance(pool, TpuPool):
         s = pool.slice
         out["numOfHosts"] = s.hosts
@@ -228,8 +224,8 @@ def worker_group_spec(
         if s.multi_host and max_replicas > 1:  # Multislice: multi-host slices only
             env["MEGASCALE_PORT"] = str(MEGASCALE_PORT)
             ports["megascale"] = MEGASCALE_PORT
+        devices = {catalog.TPU_RESOURCE: str(s.chips_per_host)}
         container.update(
-            resources=pod_resources(cpu, memory, {catalog.TPU_RESOURCE: str(s.chips_per_host)}),
             env=[{"name": k, "value": v} for k, v in env.items()],
             ports=[{"name": n, "containerPort": p} for n, p in ports.items()],
         )
@@ -256,17 +252,14 @@ def worker_group_spec(
             sidecars.append(parts.sidecar)
             extra_volumes += parts.volumes
             extra_mounts += parts.mounts
-        container.update(
-            resources=pod_resources(cpu, memory, {catalog.GPU_RESOURCE: str(g.count)}),
-            env=[{"name": k, "value": v} for k, v in env.items()],
-        )
+        devices = {catalog.GPU_RESOURCE: str(g.count)}
+        container.update(env=[{"name": k, "value": v} for k, v in env.items()])
         # The driver-version label too: a pod that selects it gets a driver on a NAP-created node
         # (NAP installs none otherwise) and matches declared pools whose driver GKE installs.
         node_selector = gpu_node_labels(g.type, pool.driver_version)
         tolerations = [catalog.GPU_TAINT.toleration()]
     else:
         assert isinstance(pool, CpuPool)
-        container.update(resources=pod_resources(cpu, memory))
         node_selector = {catalog.NODE_POOL_LABEL: pool.name}
     # A queued job's cluster gets its nodes from the Kueue flavor it is admitted to (Kueue adds
     # the flavor's nodeLabels to the pods: kueue pkg/podset/podset.go Merge); the pool's
@@ -276,15 +269,18 @@ def worker_group_spec(
     ):  # the pool's class: its nodes, then its fallbacks (computeclass/render.py)
         node_selector = {**node_selector, **class_label(cc)}
         tolerations = [*tolerations, class_taint(cc).toleration()]
-    volume, mount = shm_volume(memory)  # every Ray node's object store; NCCL on GPU nodes too
-    out["template"] = pod_template(
+    out["template"] = pod_template(  # sized to one node; /dev/shm: the object store, NCCL
         p,
         service_account,
         container,
         node_selector=node_selector,
+        node=spec,
+        group=group,
+        reserve=RXDM_RESERVE if parts is not None else None,
+        devices=devices,
         tolerations=tolerations,
-        extra_volumes=[*extra_volumes, volume],
-        extra_mounts=[*extra_mounts, mount],
+        extra_volumes=extra_volumes,
+        extra_mounts=extra_mounts,
         labels=labels,
         annotations=annotations,
         sidecars=sidecars,

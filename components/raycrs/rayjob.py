@@ -15,26 +15,15 @@ from typing import Any
 
 import yaml
 
-from components import catalog
 from components.config.nodepools import TpuPool
 from components.config.raycrs import HeadConfig
 from components.config.stack import StackConfig
 from components.images.render import job_image_kind
 from components.images.render import runtime_env_pip as _runtime_env_pip
-from components.plan.naming import ksa_name
+from components.kernel.ray import JOB_CLUSTER_LABEL
 from components.plan.plan import Context, Plan, plan
 from components.plan.resolve import JobTarget
-from components.raycrs.pod import (
-    API_VERSION,
-    DATASET_PATH,
-    JOB_CLUSTER_LABEL,
-    PART_OF,
-    SUBMITTER_LABEL,
-    container_security_context,
-    pod_images,
-    pod_resources,
-    pod_security_context,
-)
+from components.raycrs.pod import API_VERSION, DATASET_PATH, pod_images, submitter_template
 from components.raycrs.raycluster import (
     ELASTIC_JOB,
     object_metadata,
@@ -223,29 +212,9 @@ def ray_job_manifest(
         spec["activeDeadlineSeconds"] = job.active_deadline_seconds
     if job.suspend:
         spec["suspend"] = True
-    spec["submitterPodTemplate"] = {
-        "metadata": {
-            "labels": {
-                "app.kubernetes.io/part-of": PART_OF,
-                SUBMITTER_LABEL: job.cluster or job.name,
-            }
-        },
-        "spec": {
-            "serviceAccountName": ksa_name(job.service_account),
-            "automountServiceAccountToken": False,
-            "securityContext": pod_security_context(),
-            "restartPolicy": "Never",
-            "nodeSelector": {catalog.NODE_POOL_LABEL: "system"},
-            "containers": [
-                {
-                    "name": "ray-job-submitter",
-                    "image": images["cpu"],
-                    "resources": pod_resources("500m", "1Gi"),
-                    "securityContext": container_security_context(),
-                }
-            ],
-        },
-    }
+    spec["submitterPodTemplate"] = submitter_template(
+        job.service_account, images["cpu"], job.cluster or job.name
+    )
     metadata = object_metadata(ctx, job.name)
     if job.slices is not None and job.slices.elastic:
         # Kueue's elastic-job marker (kueue pkg/constants/constants.go ElasticJobAnnotation;

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.config.stack import StackConfig
+from components.kernel.ray import CLIENT_PORT, DASHBOARD_PORT
 from components.plan.plan import Context, plan
-from components.raycrs.pod import CLIENT_PORT, DASHBOARD_PORT
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.rayjob import ray_job_manifest
 from components.raycrs.serve import render_services

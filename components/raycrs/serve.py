@@ -42,10 +42,11 @@ from components.gcsft.render import (
     planned_address,
 )
 from components.images.render import service_image_kind
+from components.kernel.ray import SERVE_PORT, SERVICE_LABEL
 from components.plan.plan import Context, plan
 from components.plan.resolve import GroupTarget
 from components.raycrs.ingress import add_hf_token
-from components.raycrs.pod import API_VERSION, SERVE_PORT, pod_images
+from components.raycrs.pod import API_VERSION, pod_images
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.raycrs.serving import (
     model_path,
@@ -57,7 +58,6 @@ from components.raycrs.serving import (
 from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
-SERVICE_LABEL = "ray-gke/service"
 APP_NAME = "lm"
 
 
@@ -225,8 +225,6 @@ def service_url(ctx: Context, name: str) -> str:
 
 
 __all__ = [
-    "SERVE_PORT",
-    "SERVICE_LABEL",
     "ray_service_manifest",
     "render_services",
     "serve_config",

@@ -57,6 +57,7 @@ from components.kuberay.namespace import namespace_manifests, namespace_objects,
 from components.nodepools.render import (
     node_pool_specs,
 )
+from components.plan.nodepools import nap_shapes
 from components.plan.plan import plan
 from components.plan.resolve import ResolveError
 from components.raycrs.crd import (
@@ -69,7 +70,6 @@ from components.raycrs.crd import validate_manifests as _validate_crds
 from components.raycrs.gates import gate_problems, installed_gates
 from components.raycrs.operator import operator_problems
 from components.raycrs.placement import (
-    nap_shapes,
     object_store_problems,
     parse_quantity,
     placement_problems,
@@ -189,7 +189,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     # the operator's rules and its feature gates apply to what the cluster stores (CRD defaults)
     stored = _server_views(manifests, version)
     gates, source = installed_gates(cfg)
-    candidates = node_pool_specs(cfg) + nap_shapes(cfg)
+    candidates = node_pool_specs(cfg) + nap_shapes(cfg.nap)
     # in today's order: every object's schema problems, then operator rules, then feature gates,
     # then scheduling and object-store memory per group
     if with_crds:

@@ -45,6 +45,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from components.config.stack import StackConfig
+from components.kernel.labels import is_gcp_label, is_label_value, is_qualified_name
 from components.kernel.problems import Problem, at
 from components.nodepools.render import GKE_LABEL_PREFIXES
 from components.plan.gcsft_names import auth_secret_id, ft_enabled
@@ -93,10 +94,6 @@ NAME_RULES: dict[str, NameRule] = {
     ),
 }
 GCP_LABELS_MAX = 64
-_GCP_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
-_GCP_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
-_K8S_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def name_problem(n: DerivedName) -> Problem | None:
@@ -126,7 +123,7 @@ def gcp_label_problems(field: str, labels: dict[str, str]) -> list[Problem]:
         f"{field}: label {k!r}={v!r} is not a GCP label: keys start with a lowercase letter, keys "
         "and values are at most 63 lowercase letters, digits, '_' or '-'"
         for k, v in labels.items()
-        if not (_GCP_LABEL_KEY.fullmatch(k) and _GCP_LABEL_VALUE.fullmatch(str(v)))
+        if not is_gcp_label(k, str(v))
     ]
     if len(labels) > GCP_LABELS_MAX:
         problems.append(f"{field}: {len(labels)} labels; GCP allows at most {GCP_LABELS_MAX}")
@@ -138,14 +135,7 @@ def k8s_label_problems(field: str, labels: dict[str, str]) -> list[Problem]:
     ``field``, rule ``labels``)."""
     problems = []
     for k, v in labels.items():
-        prefix, _, name = k.rpartition("/")
-        ok_key = (
-            0 < len(name) <= 63
-            and _K8S_LABEL_NAME.fullmatch(name)
-            and (not prefix or (len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)))
-        )
-        ok_value = len(str(v)) <= 63 and _K8S_LABEL_NAME.fullmatch(str(v))
-        if not (ok_key and ok_value):
+        if not (is_qualified_name(k) and is_label_value(str(v))):
             problems.append(
                 f"{field}: {k!r}={v!r} is not a Kubernetes label: an optional DNS prefix and '/', "
                 "then at most 63 letters, digits, '-', '_' or '.', starting and ending "

@@ -7,6 +7,7 @@ the RayCluster spec of every kind: a RayJob's ``rayClusterSpec`` and a RayServic
 
 from __future__ import annotations
 
+from components.kernel.labels import is_label_value, is_qualified_name
 from components.kernel.problems import Problem, in_object
 from components.raycrs.operator.common import (
     AUTOSCALER_START_CMD_ENV,
@@ -22,8 +23,6 @@ from components.raycrs.operator.common import (
     Obj,
     containers_of,
     env_by_name,
-    is_label_value,
-    is_qualified_name,
     name_rule,
     restart_policy_of,
     version_tuple,

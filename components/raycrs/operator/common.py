@@ -1,6 +1,5 @@
 """What every KubeRay operator rule reads (:mod:`components.raycrs.operator`): the limits and keys
-of KubeRay v1.7.0 ``constant.go``, the Kubernetes name checks the operator calls
-(``k8s.io/apimachinery/pkg/util/validation``), Go durations, and the views of a rendered object
+of KubeRay v1.7.0 ``constant.go``, Go durations, and the views of a rendered object
 (:class:`Obj`) and of its RayCluster spec (:class:`ClusterSpec`).
 """
 
@@ -11,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.kernel.labels import is_dns1035_label
 from components.kernel.problems import Problem, in_object
 
 # constant.go
@@ -40,32 +40,8 @@ TLS_VOLUME, TLS_MOUNT_PATH = "ray-tls", "/etc/ray/tls"  # RayTLSVolumeName, RayT
 GCS_STORAGE_ENV = ("RAY_gcs_storage", "RAY_gcs_storage_path")
 GCS_STORAGE_VOLUME, GCS_STORAGE_MOUNT_PATH = "gcs-storage", "/data/gcs"
 
-# k8s.io/apimachinery/pkg/util/validation
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def is_dns1035_label(value: str) -> bool:
-    """``IsDNS1035Label``: at most 63 chars, ``[a-z]([-a-z0-9]*[a-z0-9])?``."""
-    return len(value) <= 63 and _DNS1035.fullmatch(value) is not None
-
-
-def is_qualified_name(key: str) -> bool:
-    """``IsQualifiedName``: optional DNS-1123 subdomain prefix (<= 253) + ``/`` + a name of at
-    most 63 chars of alphanumerics, ``-``, ``_``, ``.``, alphanumeric at both ends."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED.fullmatch(name) is not None
-
-
-def is_label_value(value: str) -> bool:
-    """``IsValidLabelValue``: empty, or a name as in :func:`is_qualified_name` (no prefix)."""
-    return value == "" or (len(value) <= 63 and _QUALIFIED.fullmatch(value) is not None)
 
 
 def go_duration_seconds(text: str) -> float | None:

@@ -7,9 +7,9 @@ v1.7.0 ``ray-operator/controllers/ray/utils/validation.go``; split from
 
 from __future__ import annotations
 
+from components.kernel.labels import DNS1123_LABEL
 from components.kernel.problems import Problem, in_object
 from components.raycrs.operator.common import (
-    _DNS1123,
     COLLECTOR_CONTAINER,
     COLLECTOR_MANAGED_ENV,
     TLS_MANAGED_ENV,
@@ -185,7 +185,7 @@ def network_policy(c: ClusterSpec) -> list[Problem]:
     for i, g in enumerate(c.workers):
         name = str(g.get("groupName", ""))
         names.add(name)
-        if len(name) > 63 or not _DNS1123.fullmatch(name):
+        if len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
             out.append(
                 in_object(
                     f"{c.worker_path(i)}.groupName",

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.kernel.ray import METRICS_PORT
 from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL, network_policies
-from components.monitoring.render import METRICS_PORT, render_monitoring
+from components.monitoring.render import render_monitoring
 from components.raycrs.crd import validate_other
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate

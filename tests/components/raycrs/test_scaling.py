@@ -153,7 +153,7 @@ def test_multislice_only_on_multi_host_groups() -> None:
     (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice): the dev stack's
     JAX job on two single-host v5e 2x2 slices uses one slice and its group gets no MEGASCALE
     port; prod's v6e 4x4 x 2 group keeps it."""
-    from components.raycrs.pod import MEGASCALE_PORT
+    from components.kernel.ray import MEGASCALE_PORT
     from components.raycrs.render import render_manifests
     from tests.helpers import WORKING_DIR, stack
 

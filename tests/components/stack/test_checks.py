@@ -115,16 +115,6 @@ def test_requests_above_allocatable() -> None:
     assert "worker group cpu" in line and "requests cpu 64" in line
 
 
-def test_nap_shapes_follow_resource_limits() -> None:
-    cfg = stack("dev")  # NAP limits: tpu-v5-lite-podslice 8, nvidia-l4 4
-    names = {s.name for s in placement.nap_shapes(cfg)}
-    assert "NAP tpu-v5-lite-podslice 2x4" in names
-    assert "NAP tpu-v5-lite-podslice 4x4" not in names  # 16 chips > limit 8
-    assert "NAP 4x nvidia-l4 (latest driver)" in names
-    assert "NAP 4x nvidia-l4 (default driver)" in names
-    assert not any(n.startswith("NAP 8x nvidia-l4") for n in names)
-
-
 def test_iam_public_bucket_and_project_storage_role() -> None:
     cfg = stack("prod")
     assert iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg)) == []
