@@ -1,0 +1,76 @@
+"""The path of a RayJob's render (issue 48): how many times rendering one job's manifest enters
+each module of ``components`` from another (calls of module-level functions, traced with
+``sys.setprofile``). The issue's target: each module once, ``pod.py`` at most twice; the
+ceilings below hold what the render does today and only go down."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from components.plan.plan import plan
+from components.raycrs.rayjob import ray_job_manifest
+from tests.helpers import stack
+
+# module -> the most entries one job's render may make into it (today's figures).
+CEILINGS = {
+    "components.raycrs.pod": 6,
+    "components.raycrs.raycluster": 3,
+    "components.raycrs.rayjob": 1,
+}
+
+
+def render_entries(stack_name: str, job_name: str) -> Counter[str]:
+    """Module -> entries from another module while ``ray_job_manifest`` renders ``job_name`` of
+    the shipped stack ``stack_name`` (the plan built before, as every render finds it)."""
+    cfg = stack(stack_name)
+    target = plan(cfg).job(next(j for j in cfg.jobs if j.name == job_name))
+    entries: Counter[str] = Counter()
+
+    def on_call(frame: FrameType, event: str, _arg: Any) -> None:
+        if event != "call":
+            return
+        module = frame.f_globals.get("__name__", "")
+        function = frame.f_globals.get(frame.f_code.co_name)
+        if (
+            not module.startswith("components.")
+            or getattr(function, "__code__", None) is not frame.f_code
+        ):
+            return  # not a module-level function of ours (a method, property, comprehension)
+        caller = frame.f_back.f_globals.get("__name__", "") if frame.f_back else ""
+        if caller != module:
+            entries[module] += 1
+
+    sys.setprofile(on_call)
+    try:
+        ray_job_manifest(cfg, target, "gs://bucket/workloads.zip")
+    finally:
+        sys.setprofile(None)
+    return entries
+
+
+def test_the_trace_counts_entries_from_other_modules_only() -> None:
+    """The tracer is not vacuous: the render enters pod.py (pod_template, from raycluster.py)
+    and the job module itself once (the call from this test)."""
+    entries = render_entries("prod", "train-lm-h100")
+    assert entries["components.raycrs.rayjob"] == 1
+    assert entries["components.raycrs.pod"] >= 2 and entries["components.raycrs.raycluster"] >= 1
+
+
+@pytest.mark.parametrize("stack_name", ["prod", "scale"])
+def test_a_job_render_enters_the_pod_and_cluster_builders_at_most_the_ceilings(
+    stack_name: str,
+) -> None:
+    cfg = stack(stack_name)
+    for job in cfg.jobs:
+        if job.cluster:  # a job on a long-lived cluster renders no pods of its own
+            continue
+        entries = render_entries(stack_name, job.name)
+        over = {m: (entries[m], n) for m, n in CEILINGS.items() if entries[m] > n}
+        assert not over, (
+            f"{stack_name} {job.name}: entries (found, ceiling) {over}; all: {dict(entries)}"
+        )
