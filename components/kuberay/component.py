@@ -113,7 +113,7 @@ class KubeRay(pulumi.ComponentResource):
         )
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)
         ns = cfg.kuberay.namespace
-        ns_doc = namespace_manifest(cfg)
+        ns_doc = namespace_manifest(cfg.kuberay)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=ns_doc["metadata"]["labels"]),
@@ -121,7 +121,7 @@ class KubeRay(pulumi.ComponentResource):
         )
         # The gpudirect namespace (gpu_networking: gpudirect pools only): its own guards and
         # KSAs below; objects there get resource names with "gpudirect" in them.
-        gd_doc = gpudirect_namespace_manifest(cfg)
+        gd_doc = gpudirect_namespace_manifest(plan(cfg).context)
         self.gpudirect_namespace: k8s.core.v1.Namespace | None = None
         if gd_doc is not None:
             self.gpudirect_namespace = k8s.core.v1.Namespace(

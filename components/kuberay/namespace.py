@@ -71,12 +71,13 @@ the cluster's own Kubernetes minor version, which GKE's release channel moves).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from components.catalog.gpu import GPU_TYPES
 from components.catalog.tpu import TPU_GENERATIONS
 from components.cluster.render import nap_resource_limits
+from components.config.kuberay import KubeRayConfig
 from components.config.stack import StackConfig
 from components.kernel.names import GPUDIRECT_LABEL, GPUDIRECT_LABEL_VALUE
 from components.kernel.ray import (
@@ -89,6 +90,7 @@ from components.kernel.ray import (
     SERVICE_LABEL,
     SUBMITTER_LABEL,
 )
+from components.plan.context import Context
 from components.plan.plan import plan
 from components.plan.resolve import nap_needs
 
@@ -138,12 +140,12 @@ def gpudirect_psa_labels() -> dict[str, str]:
     return {**psa_labels(), "pod-security.kubernetes.io/enforce": "privileged"}
 
 
-def gpudirect_namespace_manifest(cfg: StackConfig) -> dict[str, Any] | None:
+def gpudirect_namespace_manifest(ctx: Context) -> dict[str, Any] | None:
     """The ``v1`` Namespace ``<kuberay.namespace>-gpudirect`` of the Ray clusters on
-    ``gpu_networking: gpudirect`` pools, labelled with the exception it holds
-    (:data:`components.kernel.names.GPUDIRECT_LABEL`: ``rxdm``) and
+    ``gpu_networking: gpudirect`` pools (``ctx.gpudirect_namespace``), labelled with the
+    exception it holds (:data:`components.kernel.names.GPUDIRECT_LABEL`: ``rxdm``) and
     :func:`gpudirect_psa_labels`; None without such a pool."""
-    ns = plan(cfg).context.gpudirect_namespace
+    ns = ctx.gpudirect_namespace
     if ns is None:
         return None
     return {
@@ -163,20 +165,21 @@ def gpudirect_namespace_manifest(cfg: StackConfig) -> dict[str, Any] | None:
 def namespace_manifests(cfg: StackConfig) -> list[dict[str, Any]]:
     """The stack's Namespaces: ``kuberay.namespace`` (:func:`namespace_manifest`), then the
     ``gpudirect`` one when there is one (:func:`gpudirect_namespace_manifest`)."""
-    gpudirect = gpudirect_namespace_manifest(cfg)
-    return [namespace_manifest(cfg), *([gpudirect] if gpudirect else [])]
+    gpudirect = gpudirect_namespace_manifest(plan(cfg).context)
+    return [namespace_manifest(cfg.kuberay), *([gpudirect] if gpudirect else [])]
 
 
-def namespace_manifest(cfg: StackConfig) -> dict[str, Any]:
-    """The ``v1`` Namespace ``kuberay.namespace`` with the PSA labels."""
+def namespace_manifest(kuberay: KubeRayConfig) -> dict[str, Any]:
+    """The ``v1`` Namespace ``kuberay.namespace`` with the PSA labels of
+    ``kuberay.pod_security``."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": cfg.kuberay.namespace,
+            "name": kuberay.namespace,
             "labels": {
                 "app.kubernetes.io/part-of": PART_OF,
-                **psa_labels(cfg.kuberay.pod_security),
+                **psa_labels(kuberay.pod_security),
             },
         },
     }
@@ -200,16 +203,18 @@ def _ports(*ports: int) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": p} for p in ports]
 
 
-def _operator_peers(cfg: StackConfig, namespace: str) -> list[dict[str, Any]]:
+def _operator_peers(
+    kuberay: KubeRayConfig, master_ipv4_cidr: str, namespace: str
+) -> list[dict[str, Any]]:
     """The KubeRay operator as a NetworkPolicy peer of a policy in ``namespace``: with ``helm``
     its pods in ``kuberay.namespace`` (a ``namespaceSelector`` beside the ``podSelector`` from
-    another namespace), with ``gke-addon`` the control plane's range."""
-    if cfg.kuberay.mode == "helm":
+    another namespace), with ``gke-addon`` the control plane's range (``network.master_ipv4_cidr``)."""
+    if kuberay.mode == "helm":
         peer: dict[str, Any] = {"podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)}}
-        if namespace != cfg.kuberay.namespace:
-            peer["namespaceSelector"] = {"matchLabels": {NS_NAME_LABEL: cfg.kuberay.namespace}}
+        if namespace != kuberay.namespace:
+            peer["namespaceSelector"] = {"matchLabels": {NS_NAME_LABEL: kuberay.namespace}}
         return [peer]
-    return [{"ipBlock": {"cidr": cfg.network.master_ipv4_cidr}}]
+    return [{"ipBlock": {"cidr": master_ipv4_cidr}}]
 
 
 def _policy(namespace: str, name: str, selector: dict[str, Any], ingress: list[dict[str, Any]]):
@@ -261,26 +266,31 @@ def network_policies(cfg: StackConfig, namespace: str | None = None) -> list[dic
         submitters = {"podSelector": {"matchLabels": {SUBMITTER_LABEL: name}}}
         head_ingress: list[dict[str, Any]] = [
             {
-                "from": [*_operator_peers(cfg, ns), submitters],
+                "from": [
+                    *_operator_peers(cfg.kuberay, cfg.network.master_ipv4_cidr, ns),
+                    submitters,
+                ],
                 "ports": _ports(
                     HEAD_PORTS["gcs-server"], HEAD_PORTS["dashboard"], HEAD_PORTS["client"]
                 ),
             }
         ]
         if name in services:  # the operator's Serve proxy health probe (module docstring)
-            head_ingress.append({"from": _operator_peers(cfg, ns), "ports": _ports(SERVE_PORT)})
+            head_ingress.append(
+                {
+                    "from": _operator_peers(cfg.kuberay, cfg.network.master_ipv4_cidr, ns),
+                    "ports": _ports(SERVE_PORT),
+                }
+            )
         out.append(_policy(ns, f"{name}-ray-head", head, head_ingress))
     return out
 
 
-def _limits_total(cfg: StackConfig, resource_types: Collection[str]) -> int:
-    """The sum of the NAP limits of ``resource_types`` (GKE's resource-limit types: the
-    catalog's GPU types and TPU accelerator names, ``tpu7x`` included)."""
-    return sum(
-        int(limit["maximum"])  # type: ignore[call-overload]
-        for limit in nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
-        if str(limit["resource_type"]) in resource_types
-    )
+def _limits_total(limits: Mapping[str, object], resource_types: Collection[str]) -> int:
+    """The sum of the NAP ``limits`` (resource type -> maximum) of ``resource_types`` (GKE's
+    resource-limit types: the catalog's GPU types and TPU accelerator names, ``tpu7x``
+    included)."""
+    return sum(int(n) for t, n in limits.items() if t in resource_types)  # type: ignore[call-overload]
 
 
 _TPU_LIMIT_TYPES = frozenset(g.gke_accelerator for g in TPU_GENERATIONS.values())
@@ -306,10 +316,10 @@ def resource_quota(cfg: StackConfig, namespace: str | None = None) -> dict[str, 
         "requests.memory": memory,
         "limits.memory": memory,
         f"requests.{GPU_RESOURCE}": str(
-            q.gpus if q.gpus is not None else _limits_total(cfg, GPU_TYPES)
+            q.gpus if q.gpus is not None else _limits_total(limits, GPU_TYPES)
         ),
         f"requests.{TPU_RESOURCE}": str(
-            q.tpus if q.tpus is not None else _limits_total(cfg, _TPU_LIMIT_TYPES)
+            q.tpus if q.tpus is not None else _limits_total(limits, _TPU_LIMIT_TYPES)
         ),
     }
     if q.pods is not None:
@@ -322,14 +332,15 @@ def resource_quota(cfg: StackConfig, namespace: str | None = None) -> dict[str, 
     }
 
 
-def limit_range(cfg: StackConfig, namespace: str | None = None) -> dict[str, Any]:
-    """The ``v1`` LimitRange ``ray-defaults``: ``kuberay.limit_range``'s default requests and
-    limits for a container that sets none (the quota refuses such a pod otherwise)."""
-    lr = cfg.kuberay.limit_range
+def limit_range(kuberay: KubeRayConfig, namespace: str | None = None) -> dict[str, Any]:
+    """The ``v1`` LimitRange ``ray-defaults`` of ``namespace`` (default ``kuberay.namespace``):
+    ``kuberay.limit_range``'s default requests and limits for a container that sets none (the
+    quota refuses such a pod otherwise)."""
+    lr = kuberay.limit_range
     return {
         "apiVersion": "v1",
         "kind": "LimitRange",
-        "metadata": _meta(namespace or cfg.kuberay.namespace, "ray-defaults"),
+        "metadata": _meta(namespace or kuberay.namespace, "ray-defaults"),
         "spec": {
             "limits": [
                 {
@@ -350,8 +361,8 @@ def namespace_objects(cfg: StackConfig) -> list[dict[str, Any]]:
     ResourceQuota and LimitRange, then the ``gpudirect`` namespace's (its own policies, the same
     quota and defaults) when there is one (the Namespaces themselves are
     :func:`namespace_manifests`)."""
-    out = [*network_policies(cfg), resource_quota(cfg), limit_range(cfg)]
+    out = [*network_policies(cfg), resource_quota(cfg), limit_range(cfg.kuberay)]
     ns = plan(cfg).context.gpudirect_namespace
     if ns is not None:
-        out += [*network_policies(cfg, ns), resource_quota(cfg, ns), limit_range(cfg, ns)]
+        out += [*network_policies(cfg, ns), resource_quota(cfg, ns), limit_range(cfg.kuberay, ns)]
     return out

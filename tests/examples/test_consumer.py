@@ -135,7 +135,7 @@ def _platform_guard_rails(stack: str = "prod") -> list[dict]:
     from components.stack.loader import load_stack_file
 
     cfg = load_stack_file(ROOT / f"Pulumi.{stack}.yaml")
-    return [namespace_manifest(cfg), *network_policies(cfg)]
+    return [namespace_manifest(cfg.kuberay), *network_policies(cfg)]
 
 
 def test_consumer_rayjob_passes_the_platforms_own_security_checks(platform_outputs):

@@ -128,7 +128,7 @@ def test_quota_follows_nap_limits_unless_set():
         "requests.google.com/tpu": "0",
         "pods": "300",
     }
-    lr = limit_range(_cfg(limit_range={"default_cpu": "2", "default_request_cpu": "250m"}))
+    lr = limit_range(_cfg(limit_range={"default_cpu": "2", "default_request_cpu": "250m"}).kuberay)
     assert lr["spec"]["limits"][0]["default"] == {"cpu": "2", "memory": "1Gi"}
     assert lr["spec"]["limits"][0]["defaultRequest"] == {"cpu": "250m", "memory": "256Mi"}
     kubernetes_validate.validate(resource_quota(cfg), "1.35", strict=True)
@@ -186,7 +186,7 @@ def test_in_cluster_client_env_reads_the_cluster_secret():
 def test_pod_security_enforce_level_from_config():
     from components.kuberay.namespace import namespace_manifest
 
-    labels = namespace_manifest(_cfg(pod_security="baseline"))["metadata"]["labels"]
+    labels = namespace_manifest(_cfg(pod_security="baseline").kuberay)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
     assert labels["pod-security.kubernetes.io/warn"] == "restricted"
     with pytest.raises(ConfigError) as e:

@@ -184,7 +184,11 @@ def prod_objects() -> list[dict[str, Any]]:
     from tests.helpers import WORKING_DIR
 
     cfg = stack("prod")
-    return [namespace_manifest(cfg), *namespace_objects(cfg), *render_manifests(cfg, WORKING_DIR)]
+    return [
+        namespace_manifest(cfg.kuberay),
+        *namespace_objects(cfg),
+        *render_manifests(cfg, WORKING_DIR),
+    ]
 
 
 def _weaken(objects: list[dict], kind: str, fn) -> list[dict]:

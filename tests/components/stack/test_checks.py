@@ -438,7 +438,7 @@ def test_security_problems_are_problems_of_the_stack_entry_their_object_comes_fr
     manifests = copy.deepcopy(render_manifests(cfg, WORKING_DIR))
     job = next(m for m in manifests if m["kind"] == "RayJob" and m["spec"].get("rayClusterSpec"))
     job["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "disabled"}
-    namespace = namespace_manifest(cfg)
+    namespace = namespace_manifest(cfg.kuberay)
     namespace["metadata"]["labels"] = {}  # no Pod Security Admission label
     objects = [namespace, *namespace_objects(cfg), *manifests]
     lines = security_problems(objects)
