@@ -100,7 +100,7 @@ class GcsFaultTolerance(pulumi.ComponentResource):
         psa = ipaddress.ip_network(cfg.network.psa_cidr)
         self.psa_range = gcp.compute.GlobalAddress(
             f"{name}-psa",
-            name=psa_range_name(cfg),
+            name=psa_range_name(cfg.network.name),
             project=cfg.project,
             purpose="VPC_PEERING",
             address_type="INTERNAL",
@@ -138,7 +138,7 @@ class GcsFaultTolerance(pulumi.ComponentResource):
         ft = cfg.gcs_fault_tolerance
         self.instance = gcp.redis.Instance(
             f"{name}-redis",
-            name=instance_name(cfg),
+            name=instance_name(cfg.cluster.name),
             project=cfg.project,
             region=cfg.region,
             tier=ft.tier,
@@ -158,7 +158,7 @@ class GcsFaultTolerance(pulumi.ComponentResource):
         )
         self.secret = gcp.secretmanager.Secret(
             f"{name}-auth",
-            secret_id=auth_secret_id(cfg),
+            secret_id=auth_secret_id(cfg.cluster.name),
             project=cfg.project,
             labels=dict(cfg.labels),
             replication=gcp.secretmanager.SecretReplicationArgs(

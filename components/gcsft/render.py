@@ -174,7 +174,7 @@ def _meta(namespace: str, name: str) -> dict[str, Any]:
 def auth_provider_class(cfg: StackConfig, namespace: str) -> dict[str, Any]:
     """The ``SecretProviderClass`` (in ``namespace``) mounting the latest version of
     :func:`auth_secret_id` as the file :data:`AUTH_FILE`."""
-    resource = f"projects/{cfg.project}/secrets/{auth_secret_id(cfg)}/versions/latest"
+    resource = f"projects/{cfg.project}/secrets/{auth_secret_id(cfg.cluster.name)}/versions/latest"
     return {
         "apiVersion": SECRETS_STORE_API,
         "kind": "SecretProviderClass",

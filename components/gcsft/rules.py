@@ -75,7 +75,7 @@ def gcs_ft_secret_name_free(cfg: StackConfig) -> Iterable[Problem]:
     the instance's AUTH string (:func:`components.gcsft.render.auth_secret_id`)."""
     if not ft_enabled(cfg):
         return
-    name = auth_secret_id(cfg)
+    name = auth_secret_id(cfg.cluster.name)
     if any(s.name == name for s in cfg.secrets):
         yield at(
             f"secrets[{name}].name",

@@ -24,18 +24,19 @@ def _bounded(name: str, limit: int) -> str:
     return f"{name[: limit - 5].rstrip('-')}-{digest}"
 
 
-def instance_name(cfg: StackConfig) -> str:
-    """The Memorystore instance id ``<cluster>-gcs`` (1-40 lowercase letters, digits and
-    hyphens, https://cloud.google.com/memorystore/docs/redis/create-manage-instances)."""
-    return _bounded(f"{cfg.cluster.name}-gcs", GKE_NAME_MAX)
+def instance_name(cluster: str) -> str:
+    """The Memorystore instance id ``<cluster>-gcs`` (``cluster.name``; 1-40 lowercase letters,
+    digits and hyphens, https://cloud.google.com/memorystore/docs/redis/create-manage-instances)."""
+    return _bounded(f"{cluster}-gcs", GKE_NAME_MAX)
 
 
-def auth_secret_id(cfg: StackConfig) -> str:
-    """The Secret Manager secret holding the instance's AUTH string: ``<cluster>-redis-auth``."""
-    return f"{cfg.cluster.name}-redis-auth"
+def auth_secret_id(cluster: str) -> str:
+    """The Secret Manager secret holding the instance's AUTH string: ``<cluster>-redis-auth``
+    (``cluster.name``)."""
+    return f"{cluster}-redis-auth"
 
 
-def psa_range_name(cfg: StackConfig) -> str:
-    """The global address reserved for private services access: ``<network>-psa`` (at most 63
-    characters, a Compute Engine name)."""
-    return _bounded(f"{cfg.network.name}-psa", 63)
+def psa_range_name(network: str) -> str:
+    """The global address reserved for private services access: ``<network>-psa``
+    (``network.name``; at most 63 characters, a Compute Engine name)."""
+    return _bounded(f"{network}-psa", 63)

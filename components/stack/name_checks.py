@@ -275,7 +275,9 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
     for secret in cfg.secrets:
         out.append(DerivedName("secret", "secret", secret.name, f"secrets[{secret.name}].name"))
     if ft_enabled(cfg):  # the GCS fault tolerance Redis's AUTH string (components/gcsft)
-        out.append(DerivedName("secret", "secret", auth_secret_id(cfg), "cluster.name"))
+        out.append(
+            DerivedName("secret", "secret", auth_secret_id(cfg.cluster.name), "cluster.name")
+        )
     for rc in cfg.ray_clusters:
         out.append(
             DerivedName("k8s-label", "RayCluster", rc.name, f"ray_clusters[{rc.name}].name", "ray")

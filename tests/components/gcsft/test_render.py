@@ -123,10 +123,12 @@ def test_an_old_stack_keeps_no_fault_tolerance_and_new_cluster_upgrades() -> Non
 
 def test_names_fit_their_apis() -> None:
     cfg = validate(config(cluster={**V135, "name": "a" * 40}, network={"name": "n" * 63}))
-    assert len(gr.instance_name(cfg)) <= 40 and gr.instance_name(cfg).startswith("a" * 30)
-    assert len(gr.psa_range_name(cfg)) <= 63
-    assert gr.instance_name(_cfg()) == "ray-test-gcs"
-    assert gr.auth_secret_id(_cfg()) == "ray-test-redis-auth"
+    assert len(gr.instance_name(cfg.cluster.name)) <= 40 and gr.instance_name(
+        cfg.cluster.name
+    ).startswith("a" * 30)
+    assert len(gr.psa_range_name(cfg.network.name)) <= 63
+    assert gr.instance_name(_cfg().cluster.name) == "ray-test-gcs"
+    assert gr.auth_secret_id(_cfg().cluster.name) == "ray-test-redis-auth"
 
 
 def test_the_auth_class_and_ca_config_map() -> None:
