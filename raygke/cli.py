@@ -36,6 +36,7 @@ from raygke.console import (
     EXIT_USAGE,
     console,
     err,
+    gc_paused,
     print_table,
     working,
 )
@@ -92,6 +93,7 @@ def summary_line(cfg: StackConfig) -> str:
 
 @app.command()
 def check(
+    ctx: typer.Context,
     stack: str | None = typer.Option(
         None, "--stack", "-s", help="Stack name: reads Pulumi.NAME.yaml"
     ),
@@ -122,6 +124,7 @@ def check(
     same rule functions)."""
     from raygke.report import FORMATS
 
+    ctx.with_resource(gc_paused())  # seconds of work over long-lived objects (raygke.console)
     format_or_exit(fmt, FORMATS)
     choice = choose_or_exit(stack, config, fmt=fmt)
     path = choice.path

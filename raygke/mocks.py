@@ -1,15 +1,13 @@
 """The Pulumi mocks a render runs the program under (:mod:`raygke.synth`): :class:`SynthMocks`
 answers each registration with realistic, deterministic outputs (ids, self links, endpoints,
 emails, project numbers); :class:`RecordingMonitor` remembers what each registration sent; and
-:func:`no_stack_traces` spares the SDK a stack walk per resource that nothing under mocks reads;
-:func:`gc_paused` spares the run the cyclic collector's passes over the providers' classes.
+:func:`no_stack_traces` spares the SDK a stack walk per resource that nothing under mocks reads.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import gc
 import hashlib
 import ipaddress
 import json
@@ -294,23 +292,3 @@ def no_stack_traces() -> Any:
         yield
     finally:
         presource._get_stack_trace = original
-
-
-@contextlib.contextmanager
-def gc_paused() -> Any:
-    """Within the block, Python's cyclic garbage collector does not run (as it was after).
-
-    A render imports the providers' generated modules (``pulumi_gcp.compute`` alone defines
-    thousands of classes and typing objects) and registers hundreds of resources: millions of
-    objects that live until the process ends, which the collector traverses again each time the
-    heap grows by a quarter (CPython 3.11's full-collection rule), a third of a render's CPU time
-    for nothing freed. What the block makes is freed by reference counting as before; the few
-    cycles it leaves are collected by the first collection after it (``raygke check --stack prod``
-    peaks at the same resident size either way)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -49,7 +49,8 @@ from components.kernel.base import PROJECT_NAMESPACE
 from components.kernel.problems import Problem
 from components.kuberay import render as kuberay_render
 from components.stack.loader import read_stack_yaml
-from raygke.mocks import RecordingMonitor, SynthMocks, gc_paused, no_stack_traces
+from raygke.console import gc_paused
+from raygke.mocks import RecordingMonitor, SynthMocks, no_stack_traces
 from raygke.stacks import pools_table, stack_name_for
 
 ROOT = Path(__file__).resolve().parent.parent
