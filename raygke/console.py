@@ -60,26 +60,22 @@ def working(what: str) -> AbstractContextManager[object]:
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Within the block, Python's cyclic garbage collector does not run (as it was after).
+def gc_paused(resume: bool = True) -> Iterator[None]:
+    """Within the block, Python's cyclic garbage collector does not run; after it, it runs as it
+    did before (``resume=False``: it stays off, for a process that ends with the block).
 
-    For a command of seconds over a heap of long-lived objects: a render imports the providers'
+    For work of seconds over a heap of long-lived objects: a render imports the providers'
     generated modules (``pulumi_gcp.compute`` alone defines thousands of classes and typing
     objects) and registers hundreds of resources, millions of objects that live until the process
     ends, which the collector traverses again each time the heap grows by a quarter (CPython
     3.11's full-collection rule): a third of ``raygke check``'s CPU time, for nothing freed. What
-    the block makes is freed by reference counting as before; at its end, what it made joins the
-    oldest generation untraversed (``gc.freeze`` then ``gc.unfreeze``: the documented move to the
-    permanent generation and back to the oldest), so the next young collection does not walk it
-    all, and the cycles it left are freed by the next full one (``raygke check --stack prod``
-    peaks at the same resident size either way). Not for a command that runs for long (``raygke
-    local``, a followed job)."""
+    the block makes is freed by reference counting as before; the cycles it leaves are collected
+    after it (resumed, the first young collection walks what the block made, once). Not for a
+    command that runs for long (``raygke local``, a followed job)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if enabled:
-            gc.freeze()
-            gc.unfreeze()
+        if enabled and resume:
             gc.enable()
