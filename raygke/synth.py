@@ -49,6 +49,7 @@ from components.kernel.base import PROJECT_NAMESPACE
 from components.kernel.problems import Problem
 from components.kuberay import render as kuberay_render
 from components.stack.loader import read_stack_yaml
+from raygke.console import gc_paused
 from raygke.mocks import RecordingMonitor, SynthMocks, no_stack_traces
 from raygke.stacks import pools_table, stack_name_for
 
@@ -176,7 +177,7 @@ def run_program(
     Raises whatever the program raises (e.g. ``pulumi.RunError`` on an invalid config);
     ValueError for another ``crd_specs``.
     """
-    with kuberay_render.crd_specs(crd_specs), no_stack_traces():
+    with kuberay_render.crd_specs(crd_specs), no_stack_traces(), gc_paused():
         return _run_program(config, stack, program)
 
 

@@ -42,6 +42,7 @@ rendered pods use.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import tomllib
@@ -157,8 +158,12 @@ def split_requirement(line: str) -> tuple[str, set[str], str]:
 
 
 def _extras(pyproject: Path) -> dict[str, list[str]]:
-    data = tomllib.loads(pyproject.read_text())
-    return data["project"]["optional-dependencies"]
+    return _parsed_extras(pyproject.read_text())
+
+
+@functools.lru_cache(maxsize=4)  # a check asks for every image's pins ~70 times; read only
+def _parsed_extras(text: str) -> dict[str, list[str]]:
+    return tomllib.loads(text)["project"]["optional-dependencies"]
 
 
 def requirements(kind: str, root: Path = ROOT) -> list[str]:

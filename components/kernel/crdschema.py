@@ -173,8 +173,9 @@ def json_schema(schema: Any) -> Any:
 
 @functools.lru_cache(maxsize=32)
 def validator(path: str, version: str) -> jsonschema.protocols.Validator:
-    """The jsonschema validator of ``version`` of the CRD file ``path`` (built once)."""
-    schema = json_schema(copy.deepcopy(load_schema(path, version)))
+    """The jsonschema validator of ``version`` of the CRD file ``path`` (built once;
+    :func:`json_schema` builds a new tree, so the loaded schema is not copied first)."""
+    schema = json_schema(load_schema(path, version))
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
     return cls(schema)
 

@@ -14,6 +14,7 @@ the bytes, changes exactly when a workload file changes and shows up in ``pulumi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import zipfile
@@ -56,16 +57,24 @@ def workloads_archive(*roots: Path) -> tuple[bytes, str]:
     for root in folders:
         if not root.is_dir():
             raise FileNotFoundError(f"workloads folder {root} does not exist")
-    entries = [(root, path) for root in folders for path in _files(root)]
+    entries = tuple(
+        (f"{TOP_LEVEL}/{root.name}/{path.relative_to(root).as_posix()}", path.read_bytes())
+        for root in folders
+        for path in _files(root)
+    )
+    return _zip(entries)
+
+
+@functools.lru_cache(maxsize=2)  # a check zips the same files twice (its render, the program's)
+def _zip(entries: tuple[tuple[str, bytes], ...]) -> tuple[bytes, str]:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for root, path in entries:
-            arcname = f"{TOP_LEVEL}/{root.name}/{path.relative_to(root).as_posix()}"
+        for arcname, content in entries:
             info = zipfile.ZipInfo(arcname, _FIXED_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = (0o100644 & 0xFFFF) << 16
             info.create_system = 3  # unix, so the mode bits are honoured
-            zf.writestr(info, path.read_bytes(), compresslevel=9)
+            zf.writestr(info, content, compresslevel=9)
     data = buf.getvalue()
     return data, hashlib.sha256(data).hexdigest()
 

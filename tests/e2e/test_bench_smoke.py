@@ -83,6 +83,21 @@ def test_smoke_completes_and_prints_a_ratio(script: str) -> None:
         assert float(value) > 0, proc.stdout
 
 
+def test_check_time_reports_check_over_the_bare_sdk_import() -> None:
+    """bench/check_time.py's ratio is issue 48's yardstick: ``raygke check`` against the bare
+    import of Pulumi's SDKs (``import-sdk``), CPU seconds, both fresh processes; the figure
+    itself is the benchmark's to report, not the test's to hold."""
+    proc = run_smoke("check_time.py")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    summary = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    assert {"check", "check-cold", "no-render", "import-sdk"} <= set(summary)
+    ratio = RATIO.search(proc.stdout)
+    assert ratio is not None and ratio["name"] == "check/import-sdk cpu", proc.stdout
+    want = summary["check"]["cpu_s"] / summary["import-sdk"]["cpu_s"]
+    assert float(ratio["value"]) == pytest.approx(want, rel=1e-2)
+    assert re.search(r"^cache: check/check-cold cpu = [\d.]+$", proc.stdout, re.M), proc.stdout
+
+
 @pytest.mark.parametrize("script", ["torch_step.py", "jax_step.py"])
 def test_step_benchmarks_report_tokens_per_second(script: str) -> None:
     proc = run_smoke(script)
