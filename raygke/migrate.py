@@ -177,14 +177,14 @@ def migrate(
     from rich.markup import escape
 
     from components.kernel.base import one_line
-    from components.stack.loader import _read_text
+    from components.stack.loader import read_stack_text
     from raygke.console import EXIT_FAILED, console, err, working
-    from raygke.stacks import _refuse, choose_or_exit
+    from raygke.stacks import choose_or_exit, refuse_stack
 
     choice = choose_or_exit(stack, config)
     path = choice.path
     assert path is not None  # no built-in stack: a file is always chosen
-    text = _read_text(path)
+    text = read_stack_text(path)
     try:
         m = migrate_text(text, str(path), adopt=adopt)
     except Exception as e:
@@ -192,7 +192,7 @@ def migrate(
 
         if not isinstance(e, ConfigError):
             raise
-        _refuse(path, e, checking=True)
+        refuse_stack(path, e, checking=True)
     if not m.changes:
         console.print(f"{escape(str(path))}: nothing to migrate (written for {RELEASE})")
         return

@@ -187,10 +187,12 @@ def load_or_exit(
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
     except (ConfigError, OSError, UnicodeDecodeError) as e:
-        _refuse(path, e, checking=checking, fmt=fmt)
+        refuse_stack(path, e, checking=checking, fmt=fmt)
 
 
-def _refuse(path: Path, e: Exception, *, checking: bool = False, fmt: str = "text") -> NoReturn:
+def refuse_stack(
+    path: Path, e: Exception, *, checking: bool = False, fmt: str = "text"
+) -> NoReturn:
     """Print why the stack file ``path`` was not loaded and exit: a ``--set`` that does not fit
     it (:class:`components.stack.loader.SetError`) is a usage error (2); a file that is not a
     stack file (``StackFileError``) or cannot be read (``OSError``, not UTF-8) is unreadable (2);
@@ -346,7 +348,7 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
     except (ConfigError, OSError, UnicodeDecodeError) as e:
-        _refuse(path, e, checking=True, fmt=fmt)
+        refuse_stack(path, e, checking=True, fmt=fmt)
     expected = tuple(k for k in required_keys() if k not in data) if envs else ()
     try:
         cfg = validate(data, str(path))

@@ -434,7 +434,7 @@ def tpu_slice(generation: str, topology: str) -> TpuSlice:
     return TpuSlice(gen, topology)
 
 
-def _tpu_machine_types() -> dict[str, tuple[TpuGeneration, int]]:
+def tpu_machine_types() -> dict[str, tuple[TpuGeneration, int]]:
     return {
         machine: (gen, chips)
         for gen in TPU_GENERATIONS.values()
@@ -445,5 +445,5 @@ def _tpu_machine_types() -> dict[str, tuple[TpuGeneration, int]]:
 def tpu_machine(machine_type: str) -> tuple[str, int] | None:
     """``(generation name, chips per host)`` of a TPU machine type (``ct6e-standard-4t`` ->
     ``("v6e", 4)``), or None for any other machine type [TPU-V5E], [TPU-V6E]."""
-    found = _tpu_machine_types().get(machine_type)
+    found = tpu_machine_types().get(machine_type)
     return (found[0].name, found[1]) if found else None

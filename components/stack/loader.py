@@ -460,7 +460,7 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
     return data
 
 
-def _read_text(path: Path) -> str:
+def read_stack_text(path: Path) -> str:
     if path.exists() and not path.is_file():  # a FIFO or device: reading could block forever
         what = "a directory" if path.is_dir() else "not a regular file"
         raise StackFileError([f"{what}; a stack file is a regular file"], str(path))
@@ -482,5 +482,5 @@ def load_stack_file(path: str | Path, overrides: Mapping[str, Any] | None = None
         OSError: the file cannot be read.
     """
     path = Path(path)
-    data = stack_data_from_yaml(_read_text(path), str(path))
+    data = stack_data_from_yaml(read_stack_text(path), str(path))
     return validate(apply_overrides(data, overrides or {}, str(path)), str(path))

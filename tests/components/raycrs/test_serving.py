@@ -302,9 +302,9 @@ def test_a_replica_whose_bundles_exceed_a_worker_pods_cpus_is_refused(
     from components.raycrs import serving
 
     cfg = validate(_data({"n_heads": 8}))
-    cpus, memory_gb = serving._pod_size(plan(cfg), "h100", None)
+    cpus, memory_gb = serving.pod_size(plan(cfg), "h100", None)
     assert cpus == 194.5
-    monkeypatch.setattr(serving, "_pod_size", lambda p, pool, group: (4.0, memory_gb))
+    monkeypatch.setattr(serving, "pod_size", lambda p, pool, group: (4.0, memory_gb))
     (line,) = [str(x) for x in service_fit_problems(cfg)]
     assert line == (
         "services[lm].args.tensor_parallel_size: 8 needs 9 CPUs in one worker pod (8 bundles of "
