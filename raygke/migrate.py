@@ -73,7 +73,7 @@ def migrate_text(text: str, source: str, *, adopt: bool = False) -> Migration:
     """Migrate the stack file ``text`` (named ``source`` in messages).
 
     Raises:
-        ConfigError: the file as written is invalid (its problems; nothing is migrated).
+        StackConfigError: the file as written is invalid (its problems; nothing is migrated).
         StackFileError: not a stack file.
     """
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
@@ -112,11 +112,11 @@ def migrate_text(text: str, source: str, *, adopt: bool = False) -> Migration:
     new = out.getvalue() if changes else text
     migration = Migration(text, new, changes)
     if changes:
-        from components.kernel.base import ConfigError
+        from components.kernel.base import StackConfigError
 
         try:
             validate(stack_data_from_yaml(new, source), source)
-        except ConfigError as e:
+        except StackConfigError as e:
             migration.refused = list(e.items)
     return migration
 
@@ -188,9 +188,9 @@ def migrate(
     try:
         m = migrate_text(text, str(path), adopt=adopt)
     except Exception as e:
-        from components.kernel.base import ConfigError
+        from components.kernel.base import StackConfigError
 
-        if not isinstance(e, ConfigError):
+        if not isinstance(e, StackConfigError):
             raise
         refuse_stack(path, e, checking=True)
     if not m.changes:

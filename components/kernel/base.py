@@ -80,8 +80,11 @@ def plural(count: int, noun: str, many: str | None = None, *, with_count: bool =
     return f"{count} {word}" if with_count else word
 
 
-class ConfigError(ConfigurationError):
-    """An invalid stack configuration.
+class StackConfigError(ConfigurationError):
+    """An invalid stack configuration, as the list of its problems: the one configuration error
+    that carries them one by one, each with its stack path (what ``raygke check --format
+    json|github`` and ``raygke migrate`` read), the file they come from and the notes on what
+    was not checked. Every other :class:`~contract.errors.ConfigurationError` is one message.
 
     Attributes:
         items: every problem (:class:`components.kernel.problems.Problem`, with its stack path);
@@ -110,7 +113,7 @@ class ConfigError(ConfigurationError):
         )
 
 
-class StackFileError(ConfigError):
+class StackFileError(StackConfigError):
     """The file is not a readable Pulumi stack file (not YAML, or no ``config:`` mapping)."""
 
     exit_code = 2  # an unreadable file

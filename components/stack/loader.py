@@ -32,7 +32,7 @@ from components.config.stack import StackConfig
 from components.kernel.base import (
     OTHER_NAMESPACES,
     PROJECT_NAMESPACE,
-    ConfigError,
+    StackConfigError,
     StackFileError,
     one_line,
 )
@@ -286,14 +286,16 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     :mod:`components.stack.rules` runs that reads no invalid key (``Rule.needs``): an unsupported
     ``cluster.min_master_version`` still lets a NAP limit below the node pools be reported. Field
     problems come first, then rule problems in :data:`components.stack.rules.RULES` order; the
-    rules that could not run are listed in ``ConfigError.notes``.
+    rules that could not run are listed in ``StackConfigError.notes``.
 
     Raises:
-        ConfigError: with every problem found (``items``: Problems with their stack paths;
+        StackConfigError: with every problem found (``items``: Problems with their stack paths;
             ``problems``: one line each).
     """
     if not isinstance(data, Mapping):
-        raise ConfigError([f"expected a mapping of config keys, got {type(data).__name__}"], source)
+        raise StackConfigError(
+            [f"expected a mapping of config keys, got {type(data).__name__}"], source
+        )
     epoch = read_epoch(data)  # from the file as written, before the rewrites below
     data, deprecated = modernized(data)
     data = dict(data)
@@ -309,15 +311,15 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
             hold_defaults(cfg, epoch)
             problems += [p for p in rule_problems(cfg, broken=broken) if p.severity != "warning"]
             notes = skipped_rules(broken=broken)
-        raise ConfigError(problems, source, notes) from None
+        raise StackConfigError(problems, source, notes) from None
     except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
-        raise ConfigError([str(e)], source) from None
+        raise StackConfigError([str(e)], source) from None
     cfg._epoch = epoch
     cfg._held = tuple(hold_defaults(cfg, epoch))
     problems = rule_problems(cfg)  # the rules run once, over the validated model
     errors = [p for p in problems if p.severity != "warning"]
     if errors:
-        raise ConfigError(errors, source)
+        raise StackConfigError(errors, source)
     cfg._notices = (*deprecated, *problems)  # warnings only: deprecations, newer refusals
     return cfg
 
@@ -426,7 +428,7 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
 
     Raises:
         StackFileError: not YAML, or not a ``config:`` mapping.
-        ConfigError: a key given twice (see :func:`read_stack_yaml`).
+        StackConfigError: a key given twice (see :func:`read_stack_yaml`).
     """
     doc = read_stack_yaml(text, source)
     if isinstance(doc, Mapping) and doc.get("config") is None and "environment" in doc:
@@ -456,7 +458,7 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
             )
         data.setdefault(k, v)
     if problems:
-        raise ConfigError(problems, source)
+        raise StackConfigError(problems, source)
     return data
 
 
@@ -477,7 +479,7 @@ def load_stack_file(path: str | Path, overrides: Mapping[str, Any] | None = None
     ``overrides`` (:func:`parse_set`) applied first.
 
     Raises:
-        ConfigError: the file is invalid; ``problems`` lists every problem.
+        StackConfigError: the file is invalid; ``problems`` lists every problem.
         StackFileError: the file is not UTF-8 text.
         OSError: the file cannot be read.
     """

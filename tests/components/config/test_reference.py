@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import components
 from components.config.reference import REGENERATE, render_reference, sections
-from components.kernel.base import ConfigError, StrictModel
+from components.kernel.base import StackConfigError, StrictModel
 from components.stack.loader import validate
 from raygke.cli import app
 from tests.helpers import ROOT
@@ -97,7 +97,7 @@ def test_removed_ray_addon_says_what_to_write_instead(value: bool) -> None:
         "zones": ["us-central1-a"],
         "cluster": {"name": "ray", "ray_addon": value},
     }
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     (line,) = exc.value.problems
     assert line.startswith("cluster: ray_addon was removed")

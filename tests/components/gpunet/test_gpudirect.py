@@ -18,7 +18,7 @@ from components.catalog.gpudirect import RXDM
 from components.config.epochs import read_epoch
 from components.gpunet.gpudirect import admission_policy, gpudirect_grants
 from components.gpunet.render import gpunet_objects
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.namespace import namespace_manifests, namespace_objects
 from components.plan.plan import plan
 from components.raycrs.render import render_manifests
@@ -134,7 +134,7 @@ def test_gpudirect_on_a_family_without_tcpx_or_tcpxo_is_refused_at_its_field(
         node_pools=[{"name": "g", "gpu": gpu, "gpu_networking": "gpudirect", "zones": [zone]}],
         nap={"resource_limits": {"cpu": 512, "memory": 16384}},
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     (line,) = [p for p in e.value.problems if p.path == "node_pools[g].gpu_networking"]
     assert f"'gpudirect' does not fit machine type {machine}" in line
@@ -156,7 +156,7 @@ def test_a_file_using_gpudirect_is_dated_by_it_and_its_refusal_stays_an_error() 
         ]
     )
     del data["defaults"]
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     assert any(p.path == "node_pools[l4].gpu_networking" for p in e.value.problems)
 
@@ -333,7 +333,7 @@ def test_kueue_admits_from_both_namespaces_and_the_gpudirect_one_has_its_queue()
 def test_kueue_in_the_gpudirect_namespace_is_refused() -> None:
     data = _prod_data()
     data["capacity"]["kueue"]["namespace"] = "ray-gpudirect"
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     (line,) = [p for p in e.value.problems if p.path == "capacity.kueue.namespace"]
     assert line.rule == "gpudirect_kueue_namespace"

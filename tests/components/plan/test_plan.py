@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import components.plan.plan as plan_module
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.plan.plan import plan
 from components.plan.resolve import ResolveError, resolve_job
 from components.raycrs.render import render_manifests
@@ -81,7 +81,7 @@ def test_prod_plan_has_a_service() -> None:
 def test_a_broken_reference_leaves_its_record_out_and_is_one_problem() -> None:
     cfg = validate(base())
     d = _broken()
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(d)
     # each broken reference once, with the resolver's message; the job on the broken group is
     # not reported a second time
@@ -181,7 +181,7 @@ def test_the_plan_is_computed_once_per_stack(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_stack_validated_in_part_has_a_plan_without_context() -> None:
     d = base()
     d["region"] = "moon"
-    with pytest.raises(ConfigError) as exc:  # the rules still ran over the plan
+    with pytest.raises(StackConfigError) as exc:  # the rules still ran over the plan
         validate(d)
     assert any(p.startswith("region:") for p in exc.value.problems)
     cfg = validate(base())
@@ -204,7 +204,7 @@ def test_an_invalid_context_key_is_a_config_error_not_a_render_error(key: str) -
 
     data = stack_data_from_yaml((ROOT / "Pulumi.prod.yaml").read_text())
     data[key] = 5
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     text = str(e.value)
     assert f"{key}: Input should be a valid string" in text

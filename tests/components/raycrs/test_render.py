@@ -13,7 +13,7 @@ from components import catalog
 from components.config.nodepools import GpuPool
 from components.config.raycrs import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
 from components.images.render import planned_refs
-from components.kernel.base import ConfigError, quantity_bytes
+from components.kernel.base import StackConfigError, quantity_bytes
 from components.nodepools.render import specs_for_pool
 from components.plan.plan import plan
 from components.raycrs.placement import parse_quantity
@@ -300,7 +300,7 @@ def test_object_store_above_the_share_of_pod_memory_is_refused_by_check() -> Non
     ],
 )
 def test_bad_memory_and_spill_values_get_one_line(group: dict, needle: str) -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(group))
     (line,) = e.value.problems
     assert needle in line
@@ -318,17 +318,17 @@ def test_placement_strategy_reaches_scaling_config(strategy: str) -> None:
 def test_placement_strategy_unset_leaves_ray_default_and_bad_values_are_refused() -> None:
     job = _manifests(_data())["RayJob"]
     assert "placement_strategy" not in _job_args(job)["scaling"]
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job={"placement_strategy": "pack"}))
     assert e.value.problems == [
         "jobs[tf].placement_strategy: Input should be 'PACK', 'SPREAD', 'STRICT_PACK' or "
         "'STRICT_SPREAD'; got 'pack'"
     ]
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job={"name": "ev", "workload": "evaluate", "placement_strategy": "SPREAD"}))
     (line,) = [p for p in e.value.problems if "placement_strategy" in p]
     assert "jobs[ev].placement_strategy: SPREAD" in line and "no scaling argument" in line
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job={"name": "sweep", "workload": "tune_lm", "placement_strategy": "PACK"}))
     (line,) = e.value.problems
     assert "jobs[sweep].placement_strategy: PACK: tune_lm runs each trial" in line

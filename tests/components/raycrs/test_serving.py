@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.config.stack import StackConfig
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.plan.plan import plan
 from components.raycrs.serving import (
     serve_devices,
@@ -48,7 +48,7 @@ def _data(job_args: dict[str, Any], **service: Any) -> dict[str, Any]:
 
 
 def _refused(job_args: dict[str, Any], **service: Any) -> list[str]:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job_args, **service))
     return list(e.value.problems)
 
@@ -58,7 +58,7 @@ def _service_problems(job_args: dict[str, Any], **service: Any) -> list[str]:
     tests/components/raycrs/test_training_fit.py)."""
     try:
         validate(_data(job_args, **service))
-    except ConfigError as e:
+    except StackConfigError as e:
         return [p for p in e.problems if p.startswith("services[")]
     return []
 
@@ -77,7 +77,7 @@ def test_a_model_larger_than_the_accelerator_memory_is_refused() -> None:
     ), line
     # the same model in bfloat16 on a whole 8 x H100 node fits (77.7 GB <= 576 GB): only its
     # training on the CPU pool is refused
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(
             _data({"d_model": 8192, "n_layers": 48, "n_heads": 64}, args={"dtype": "bfloat16"})
         )
@@ -160,7 +160,7 @@ def _service_problems_with(top: dict[str, Any], **service: Any) -> list[str]:
     data = {**_data(WIDE, **service), **top}
     try:
         validate(data)
-    except ConfigError as e:
+    except StackConfigError as e:
         return [p for p in e.problems if p.startswith("services[")]
     return []
 
