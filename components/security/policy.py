@@ -577,11 +577,3 @@ def resources_from_records(records: Iterable[Mapping[str, Any]]) -> list[Resourc
 
 
 GCP_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.scope == "gcp")
-
-
-def check_records(
-    records: Iterable[Mapping[str, Any]], rules: Sequence[Rule] = RULES
-) -> list[Problem]:
-    """:func:`run_rules` over synth records, one Problem printed ``<rule>: ...`` per violation
-    (:meth:`Violation.as_problem`)."""
-    return [v.as_problem() for v in run_rules(resources_from_records(records), rules)]

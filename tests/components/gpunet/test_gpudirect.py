@@ -20,9 +20,9 @@ from components.gpunet.gpudirect import admission_policy, gpudirect_grants
 from components.gpunet.render import gpunet_objects
 from components.kernel.base import StackConfigError
 from components.kuberay.namespace import namespace_manifests, namespace_objects
+from components.plan.naming import namespace_accounts, workload_identity_member
 from components.plan.plan import plan
 from components.raycrs.render import render_manifests
-from components.security.iam import workload_identity_bindings
 from components.security.rules import RXDM_SHAPES, check_pod_security, pod_templates
 from components.stack.checks import check_stack
 from components.stack.loader import validate
@@ -341,7 +341,12 @@ def test_kueue_in_the_gpudirect_namespace_is_refused() -> None:
 
 
 def test_the_moved_identity_gets_its_accounts_and_workload_identity_there() -> None:
-    members = {m for _, _, m in workload_identity_bindings(_prod_gpudirect())}
+    """The Workload Identity members the security component binds (one per namespace and KSA
+    of components.plan.naming.namespace_accounts)."""
+    cfg = _prod_gpudirect()
+    members = {
+        workload_identity_member(cfg.project, ns, a.name) for ns, a in namespace_accounts(cfg)
+    }
     pool = "ray-gke-prod.svc.id.goog"
     assert f"serviceAccount:{pool}[ray-gpudirect/ray-train]" in members
     assert f"serviceAccount:{pool}[ray-gpudirect/ray-train-head]" in members
@@ -633,8 +638,7 @@ def test_the_admission_policy_denies_anything_beyond_the_sidecar(change, says) -
 
 
 def test_the_program_renders_the_namespace_and_the_policy_pack_passes() -> None:
-    from components.security.policy import check_records
-    from tests.helpers import render
+    from tests.helpers import check_records, render
 
     records, _ = render(_prod_data())
     by = {(r["type"].rsplit(":", 1)[-1], r["name"]): r["inputs"] for r in records}

@@ -14,7 +14,6 @@ from components.config.nodepools import GpuPool
 from components.config.raycrs import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
 from components.images.render import planned_refs
 from components.kernel.base import StackConfigError, quantity_bytes
-from components.nodepools.render import specs_for_pool
 from components.plan.plan import plan
 from components.raycrs.placement import parse_quantity
 from components.raycrs.pod import shm_size
@@ -44,7 +43,7 @@ def test_v6e_4x4_worker_group_matches_its_node_pool() -> None:
     rc = _by_name(render_manifests(cfg, WORKING_DIR))[("RayCluster", "training")]
     g = _group(rc, "tpu-v6e")
     pod = g["template"]["spec"]
-    specs = specs_for_pool(cfg, "tpu-v6e-4x4")
+    specs = list(plan(cfg).pool_specs["tpu-v6e-4x4"])
     assert len(specs) == 2  # one GKE node pool per slice
     # training is queued: Kueue adds its flavor's tolerations on admission (the pool's
     # ComputeClass taint, components/capacity/render.py resource_flavor)
@@ -209,7 +208,6 @@ def test_gpu_groups_select_the_driver_gke_installs(driver: str, label: str | Non
     declared pool's nodes carry the same label when GKE installs their driver
     (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers),
     and the pool uses gVNIC (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic)."""
-    from components.nodepools.render import specs_for_pool
     from components.stack.checks import check_manifests
     from components.stack.loader import validate
 
@@ -219,7 +217,7 @@ def test_gpu_groups_select_the_driver_gke_installs(driver: str, label: str | Non
             p["driver_version"] = driver
     cfg = validate(data)
     pool = next(p for p in cfg.node_pools if isinstance(p, GpuPool))
-    spec = specs_for_pool(cfg, pool.name)[0]
+    spec = plan(cfg).pool_specs[pool.name][0]
     assert spec.gvnic
     assert spec.labels.get(catalog.GPU_DRIVER_LABEL) == label
     manifests = render_manifests(cfg, WORKING_DIR)
