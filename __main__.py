@@ -26,7 +26,7 @@ from components.gpunet.component import (
 )
 from components.gpunet.render import pool_networks
 from components.images.component import ImageRegistry, ImageRegistryArgs
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.component import KubeRay, KubeRayArgs
 from components.monitoring.component import Dashboards, DashboardsArgs
 from components.network.component import Network, NetworkArgs
@@ -41,7 +41,7 @@ from components.storage.component import Storage, StorageArgs
 
 try:
     cfg = load_pulumi_config()
-except ConfigError as e:
+except StackConfigError as e:
     pulumi.log.error(str(e))
     raise pulumi.RunError(
         f"invalid stack config: {len(e.problems)} problem(s), listed above"

@@ -62,7 +62,7 @@ def generated_stack(pools: int, jobs: int, base: Path = ROOT / "Pulumi.prod.yaml
     (:func:`components.plan.resolve.nap_needs`), memory 64 GiB per vCPU.
 
     Raises:
-        ConfigError: the generated stack does not validate (a rule changed; fix the shapes here).
+        StackConfigError: the generated stack does not validate (a rule changed; fix the shapes here).
     """
     prefix = PROJECT_NAMESPACE + ":"
     cfg = copy.deepcopy(read_stack_yaml(base.read_text(), str(base))["config"])

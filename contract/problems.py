@@ -20,7 +20,7 @@ class Problem(str):
     field it is about and the rule that found it.
 
     A Problem *is* its printed line (a ``str`` subclass, immutable like one), so every consumer
-    of problem lines - ``--format text``, the policy pack, ``ConfigError.problems``, tests - reads
+    of problem lines - ``--format text``, the policy pack, ``StackConfigError.problems``, tests - reads
     it unchanged, while ``--format json|github`` read :attr:`path` and :attr:`rule`.
 
     Attributes:

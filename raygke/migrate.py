@@ -73,7 +73,7 @@ def migrate_text(text: str, source: str, *, adopt: bool = False) -> Migration:
     """Migrate the stack file ``text`` (named ``source`` in messages).
 
     Raises:
-        ConfigError: the file as written is invalid (its problems; nothing is migrated).
+        StackConfigError: the file as written is invalid (its problems; nothing is migrated).
         StackFileError: not a stack file.
     """
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
@@ -112,11 +112,11 @@ def migrate_text(text: str, source: str, *, adopt: bool = False) -> Migration:
     new = out.getvalue() if changes else text
     migration = Migration(text, new, changes)
     if changes:
-        from components.kernel.base import ConfigError
+        from components.kernel.base import StackConfigError
 
         try:
             validate(stack_data_from_yaml(new, source), source)
-        except ConfigError as e:
+        except StackConfigError as e:
             migration.refused = list(e.items)
     return migration
 
@@ -177,22 +177,22 @@ def migrate(
     from rich.markup import escape
 
     from components.kernel.base import one_line
-    from components.stack.loader import _read_text
+    from components.stack.loader import read_stack_text
     from raygke.console import EXIT_FAILED, console, err, working
-    from raygke.stacks import _refuse, choose_or_exit
+    from raygke.stacks import choose_or_exit, refuse_stack
 
     choice = choose_or_exit(stack, config)
     path = choice.path
     assert path is not None  # no built-in stack: a file is always chosen
-    text = _read_text(path)
+    text = read_stack_text(path)
     try:
         m = migrate_text(text, str(path), adopt=adopt)
     except Exception as e:
-        from components.kernel.base import ConfigError
+        from components.kernel.base import StackConfigError
 
-        if not isinstance(e, ConfigError):
+        if not isinstance(e, StackConfigError):
             raise
-        _refuse(path, e, checking=True)
+        refuse_stack(path, e, checking=True)
     if not m.changes:
         console.print(f"{escape(str(path))}: nothing to migrate (written for {RELEASE})")
         return

@@ -181,28 +181,30 @@ def load_or_exit(
     """Load and validate a stack file (``components.stack.loader.load_stack_file``, with ``overrides``
     from ``--set``) into a ``StackConfig``; print every problem and exit 1 when invalid, 2 when
     unreadable."""
-    from components.kernel.base import ConfigError
+    from components.kernel.base import StackConfigError
     from components.stack.loader import load_stack_file
 
     try:
         return load_stack_file(path, overrides) if overrides else load_stack_file(path)
-    except (ConfigError, OSError, UnicodeDecodeError) as e:
-        _refuse(path, e, checking=checking, fmt=fmt)
+    except (StackConfigError, OSError, UnicodeDecodeError) as e:
+        refuse_stack(path, e, checking=checking, fmt=fmt)
 
 
-def _refuse(path: Path, e: Exception, *, checking: bool = False, fmt: str = "text") -> NoReturn:
+def refuse_stack(
+    path: Path, e: Exception, *, checking: bool = False, fmt: str = "text"
+) -> NoReturn:
     """Print why the stack file ``path`` was not loaded and exit: a ``--set`` that does not fit
     it (:class:`components.stack.loader.SetError`) is a usage error (2); a file that is not a
     stack file (``StackFileError``) or cannot be read (``OSError``, not UTF-8) is unreadable (2);
-    an invalid config (``ConfigError``) prints its problems in ``fmt`` and exits 1."""
-    from components.kernel.base import ConfigError, StackFileError
+    an invalid config (``StackConfigError``) prints its problems in ``fmt`` and exits 1."""
+    from components.kernel.base import StackConfigError, StackFileError
     from components.stack.loader import SetError
 
     if isinstance(e, SetError):
         _bad_set(e)
     if isinstance(e, StackFileError):
         _unreadable_stack_file(path, e, fmt)
-    if isinstance(e, ConfigError):
+    if isinstance(e, StackConfigError):
         _print_invalid(path, e.problems, e.notes, checking=checking, fmt=fmt)
     _unreadable(path, f"cannot read {path}: {e}", fmt)
 
@@ -263,12 +265,12 @@ class CheckedStack:
 def parse_sets_or_exit(sets: list[str] | None) -> dict[str, Any]:
     """The ``--set KEY=VALUE`` items as overrides (:func:`components.stack.loader.parse_set`); a bad item
     is a usage error: its one line is printed and the command exits 2."""
-    from components.kernel.base import ConfigError
+    from components.kernel.base import StackConfigError
     from components.stack.loader import parse_set
 
     try:
         return parse_set(list(sets or []))
-    except ConfigError as e:
+    except StackConfigError as e:
         err.print(f"error: {'; '.join(e.problems)}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
 
@@ -283,14 +285,14 @@ def _bad_set(e: Exception) -> NoReturn:
 def _environments(path: Path) -> tuple[str, ...]:
     """The ESC environments ``path`` imports; ``()`` when none or unreadable (the loader then
     says what is wrong with the file)."""
-    from components.kernel.base import ConfigError  # StackFileError is one
+    from components.kernel.base import StackConfigError  # StackFileError is one
     from components.stack.loader import stack_environments
 
     try:
         text = path.read_text(encoding="utf-8")
         # the YAML is read a second time only where it can name an environment
         return stack_environments(text, str(path)) if "environment" in text else ()
-    except (ConfigError, OSError, UnicodeDecodeError):
+    except (StackConfigError, OSError, UnicodeDecodeError):
         return ()
 
 
@@ -300,7 +302,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     does. Nothing stands in for values a Pulumi ESC ``environment:`` provides (a render needs
     real ones): when the file imports one and required keys are missing, a note says to give
     them with ``--set`` before the problems are printed (exit 1)."""
-    from components.kernel.base import ConfigError  # StackFileError is one
+    from components.kernel.base import StackConfigError  # StackFileError is one
     from components.stack.loader import required_keys, stack_data_from_yaml
 
     overrides = parse_sets_or_exit(sets)
@@ -308,7 +310,7 @@ def load_for_render(path: Path, sets: list[str] | None) -> tuple[Any, dict[str, 
     if envs:
         try:
             data = stack_data_from_yaml(path.read_text(encoding="utf-8"), str(path))
-        except (ConfigError, OSError, UnicodeDecodeError):
+        except (StackConfigError, OSError, UnicodeDecodeError):
             data = {}  # load_or_exit below says what is wrong with the file
         top = {re.split(r"[.\[]", k, maxsplit=1)[0] for k in overrides}
         missing = [k for k in required_keys() if k not in data and k not in top]
@@ -328,7 +330,7 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     refused, and the other keys are checked. Prints and exits like :func:`load_or_exit` (a bad
     ``--set`` is a usage error, 2); ``fmt``: how problems are printed (``raygke check --format``,
     :mod:`raygke.report`)."""
-    from components.kernel.base import ConfigError
+    from components.kernel.base import StackConfigError
     from components.kernel.problems import Problem
     from components.stack.loader import (
         apply_overrides,
@@ -345,19 +347,19 @@ def load_for_check(path: Path, sets: list[str] | None, fmt: str = "text") -> Che
     try:
         text = path.read_text(encoding="utf-8")
         data = apply_overrides(stack_data_from_yaml(text, str(path)), overrides, str(path))
-    except (ConfigError, OSError, UnicodeDecodeError) as e:
-        _refuse(path, e, checking=True, fmt=fmt)
+    except (StackConfigError, OSError, UnicodeDecodeError) as e:
+        refuse_stack(path, e, checking=True, fmt=fmt)
     expected = tuple(k for k in required_keys() if k not in data) if envs else ()
     try:
         cfg = validate(data, str(path))
-    except ConfigError as e:
+    except StackConfigError as e:
         missing = {f"{k}: required field is missing" for k in expected}
         problems = [p for p in e.problems if p not in missing]
         if problems or not expected:
             _print_invalid(path, problems or e.problems, e.notes, checking=True, fmt=fmt)
         try:
             cfg = validate({**data, **esc_stand_ins(data, expected)}, str(path))
-        except ConfigError as e2:  # the stand-ins do not fit the rest: say which keys to --set
+        except StackConfigError as e2:  # the stand-ins do not fit the rest: say which keys to --set
             _print_invalid(
                 path,
                 [

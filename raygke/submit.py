@@ -51,6 +51,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from contract.errors import ConfigurationError
 from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
 from raygke.submit_log import JobLog, failure_detail
 from raygke.upload import DEFAULT_EXCLUDES, DEFAULT_MAX_UPLOAD_MIB
@@ -58,8 +59,9 @@ from raygke.upload import DEFAULT_EXCLUDES, DEFAULT_MAX_UPLOAD_MIB
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
 
 
-class SubmitError(RuntimeError):
-    """A user-facing failure; ``str(e)`` is the one-line message."""
+class SubmitError(ConfigurationError):
+    """A user-facing failure of a submission; ``str(e)`` is the one-line message (``error:
+    <message>``, exit 1)."""
 
 
 @dataclass(frozen=True)

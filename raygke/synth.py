@@ -126,7 +126,7 @@ def program_config(path: Path, overrides: Mapping[str, Any] | None = None) -> di
     and ``pulumi:`` entries are kept.
 
     Raises:
-        components.kernel.base.ConfigError / StackFileError: as ``load_stack_file`` (validate first).
+        components.kernel.base.StackConfigError / StackFileError: as ``load_stack_file`` (validate first).
     """
     entries = read_stack_config(path)
     if not overrides:
@@ -317,11 +317,11 @@ def synth(
     about a second instead of five.
 
     Raises:
-        components.kernel.base.ConfigError: the config is invalid (checked before the program runs).
+        components.kernel.base.StackConfigError: the config is invalid (checked before the program runs).
     """
     from components.stack.loader import load_stack_file
 
-    # raises ConfigError with the same problem lines as `raygke check`
+    # raises StackConfigError with the same problem lines as `raygke check`
     load_stack_file(path, overrides)
     config = program_config(path, overrides)
     crd_specs = "full" if manifests else "digest"

@@ -160,3 +160,12 @@ def steps_by_attempt(step_log: Path) -> list[list[int]]:
     entries = json_lines(step_log)
     attempts = list(dict.fromkeys(e["attempt"] for e in entries))
     return [[e["step"] for e in entries if e["attempt"] == a] for a in attempts]
+
+
+def check_records(records: list[dict[str, Any]]) -> list[Any]:
+    """Every rule of the policy pack (:data:`components.security.policy.RULES`) over synth
+    records, one Problem printed ``<rule>: ...`` per violation (``raygke synth`` runs the GCP ones,
+    the pack all of them at ``pulumi preview``)."""
+    from components.security.policy import RULES, resources_from_records, run_rules
+
+    return [v.as_problem() for v in run_rules(resources_from_records(records), RULES)]

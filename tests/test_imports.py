@@ -384,3 +384,53 @@ def test_no_more_functions_take_the_whole_stack_config() -> None:
         f"{len(found)} functions take StackConfig (at most {MAX_STACK_CONFIG_FUNCTIONS}; "
         f"most in: {worst}); hand a render the Plan and its record instead"
     )
+
+
+def private_imports(path: Path, name: str) -> list[str]:
+    """Each ``from <project module> import _name`` of ``path`` (module ``name``) where the module
+    is another one: ``<line>: from <module> import <_name>``. Relative imports resolved; ``import
+    x as _y`` of a public name is not one (the name imported is public)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            base = ".".join([*up, base] if base else up)
+        if base.split(".")[0] not in PACKAGES or base == name:
+            continue
+        out += [
+            f"{node.lineno}: from {base} import {a.name}"
+            for a in node.names
+            if a.name.startswith("_")
+        ]
+    return out
+
+
+def test_a_private_import_is_found(tmp_path) -> None:
+    """The scan sees a private name imported from another module, relative or absolute, at
+    function level too; a public name imported under a private alias is not one."""
+    (tmp_path / "components").mkdir()
+    a = tmp_path / "components" / "a.py"
+    a.write_text(
+        "from components.b import _x, y as _y\n"
+        "def f():\n    from . import _c\n    from components.a import _own\n"
+    )
+    assert private_imports(a, "components.a") == [
+        "1: from components.b import _x",
+        "3: from components import _c",
+    ]
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    """A name another module imports is public (no ``_`` prefix): what the kernel and each floor
+    share is their interface, not a private detail (issue 48). Tests may import privates."""
+    found = [
+        f"{mod} {line}"
+        for mod, path in {**modules(), "__main__": ROOT / "__main__.py"}.items()
+        for line in private_imports(path, mod)
+    ]
+    assert not found, "private names imported from another module:\n" + "\n".join(found)

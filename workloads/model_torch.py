@@ -164,7 +164,7 @@ def muon_matrices(model: nn.Module) -> list[str]:
     position embedding, LayerNorm and biases are AdamW's (Muon is defined for hidden-layer
     matrices: https://kellerjordan.github.io/posts/muon/ ; torch.optim.Muon accepts 2-D
     parameters only)."""
-    blocks = getattr(_unwrap(model), "blocks", None)  # a fine-tuned model's decoder layers
+    blocks = getattr(unwrap_model(model), "blocks", None)  # a fine-tuned model's decoder layers
     inside = {id(p) for p in blocks.parameters()} if blocks is not None else set()
     return [n for n, p in model.named_parameters() if p.ndim == 2 and id(p) in inside]
 
@@ -317,7 +317,7 @@ def make_optimizer(
         ValueError: another ``optimizer`` name, or an unknown ``ns_dtype``.
     """
     if optimizer == "muon":
-        device = next(_unwrap(model).parameters()).device.type
+        device = next(unwrap_model(model).parameters()).device.type
         resolved = resolve_ns_dtype(ns_dtype, device)
         opt: torch.optim.Optimizer = MuonAdamW(model, lr, muon_lr, ns_dtype=resolved)
     elif optimizer == "adamw":
@@ -334,7 +334,7 @@ def make_optimizer(
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
-def _unwrap(model: nn.Module) -> nn.Module:
+def unwrap_model(model: nn.Module) -> nn.Module:
     return model.module if hasattr(model, "module") else model
 
 
@@ -355,7 +355,7 @@ def save_checkpoint(
     state dicts to write instead of ``model.state_dict()`` / ``optimizer.state_dict()`` (an FSDP
     model's own are sharded: :func:`workloads.fsdp.full_state`), so the files are the same
     whichever way the model was trained."""
-    m = _unwrap(model)
+    m = unwrap_model(model)
     weights = dict(state) if state is not None else m.state_dict()
     files: dict[str, bytes] = {}
     if hf:
@@ -400,7 +400,7 @@ def jax_arrays(
     under the JAX model's names and layouts (``tok``, ``blocks/<i>/qkv/w`` ``[in, out]`` ...):
     the inverse of :func:`state_dict_from_jax` (``nn.Linear`` weights ``[out, in]`` are
     transposed)."""
-    m = _unwrap(model)
+    m = unwrap_model(model)
     src = m.state_dict() if state is None else state
     sd = {k: v.detach().to("cpu", torch.float32).numpy() for k, v in src.items()}
     out = {"tok": sd["tok.weight"], "pos": sd["pos.weight"]}

@@ -173,9 +173,9 @@ class TorchStepper:
         from dataclasses import asdict
 
         from workloads import sharded_checkpoint
-        from workloads.model_torch import _unwrap, jax_arrays
+        from workloads.model_torch import jax_arrays, unwrap_model
 
-        m = _unwrap(self.model)
+        m = unwrap_model(self.model)
         hf = None
         if final:
             weights = m.state_dict()

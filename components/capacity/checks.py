@@ -334,13 +334,13 @@ def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     only label is ``cloud.google.com/gke-nodepool``, a key accelerator pods do not select)
     could never scale up. Fix: list the accelerator flavors before the CPU ones in the queue
     (taints keep CPU pods off them), or a ``min_replicas`` of at least 1."""
-    from components.capacity.preview import _quotas, borrowable
+    from components.capacity.preview import borrowable, queue_quotas
     from components.capacity.render import cluster_queue
 
     out = []
     for v in verdicts:
         cq = cfg.capacity.cluster_queue(v.cluster_queue)
-        quotas = _quotas(cluster_queue(cfg, cq))
+        quotas = queue_quotas(cluster_queue(cfg, cq))
         for a in v.assignments:
             if a.pod_set.count or not a.flavor:
                 continue

@@ -268,7 +268,7 @@ def flavor_match(ps: PodSet, flavor: dict[str, Any], tas_only: bool = False) -> 
     return None
 
 
-def _quotas(cq: dict[str, Any]) -> dict[str, dict[str, dict[str, float | None]]]:
+def queue_quotas(cq: dict[str, Any]) -> dict[str, dict[str, dict[str, float | None]]]:
     """flavor -> resource -> {nominal, borrowing, lending} from a rendered ClusterQueue."""
     out: dict[str, dict[str, dict[str, float | None]]] = {}
     for group in cq["spec"]["resourceGroups"]:
@@ -293,10 +293,10 @@ def borrowable(cfg: StackConfig, cq: ClusterQueueConfig, flavor: str, resource: 
     for other in cfg.capacity.cluster_queues:
         if other.name == cq.name or other.cohort != cq.cohort:
             continue
-        q = _quotas(cluster_queue(cfg, other)).get(flavor, {}).get(resource)
+        q = queue_quotas(cluster_queue(cfg, other)).get(flavor, {}).get(resource)
         if q:
             lent += q["lending"] if q["lending"] is not None else float(q["nominal"] or 0)
-    mine = _quotas(cluster_queue(cfg, cq)).get(flavor, {}).get(resource) or {}
+    mine = queue_quotas(cluster_queue(cfg, cq)).get(flavor, {}).get(resource) or {}
     limit = mine.get("borrowing")
     return lent if limit is None else min(lent, limit)
 
@@ -318,7 +318,7 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     lq = cfg.capacity.local_queue(queue)
     cq = cfg.capacity.cluster_queue(lq.cluster_queue)
     rendered = cluster_queue(cfg, cq)
-    quotas = _quotas(rendered)
+    quotas = queue_quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
     stack_plan = plan(cfg)
     flavors = {f.pool: stack_plan.resource_flavors[f.pool] for f in cq.flavors}  # read only
@@ -438,7 +438,7 @@ def elastic_note(cfg: StackConfig, obj: dict[str, Any], verdict: Verdict) -> str
         return ""
     most = _group_max_pods(obj)
     cq = cfg.capacity.cluster_queue(verdict.cluster_queue)
-    quotas = _quotas(cluster_queue(cfg, cq))
+    quotas = queue_quotas(cluster_queue(cfg, cq))
     parts = []
     for a in verdict.assignments:
         top = most.get(a.pod_set.name, 0)

@@ -1,45 +1,16 @@
 """What GKE and Compute Engine offer per accelerator machine series: flex-start, queued
 provisioning, Spot, reservations, compact placement and GPU networking, each cell with its source.
 
-One table, read by every rule that asks "may this shape get capacity this way": a node pool's
-``provisioning`` (:func:`components.capacity.rules.pool_problems`) and a ComputeClass's
-``fallback`` priorities (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)
-both call :func:`capability_problem`, so a pool and a class fallback of the same shape cannot get
-different answers. The accelerator series' rows derive from the accelerator records
-(:func:`capability_rows` over :data:`components.catalog.accelerators.ACCELERATORS`).
+One table, read by every rule that asks "may this shape get capacity this way" (a node pool's
+``provisioning``, :func:`components.capacity.rules.pool_problems`; a ComputeClass's ``fallback``,
+:func:`components.computeclass.rules.compute_class_fallback_capabilities`; both through
+:func:`capability_problem`). The accelerator series' rows derive from the accelerator records
+(:func:`capability_rows`). A machine series is the machine type's first dash-separated part
+(``a4x-highgpu-4g`` -> ``a4x``). A cell is ``True`` (offered, maybe with a condition), ``False``
+(refused) or ``None`` (not recorded: never refused on that ground).
 
-A machine series is the machine type's first dash-separated part (``a4x-highgpu-4g`` -> ``a4x``,
-``ct6e-standard-4t`` -> ``ct6e``), the unit Compute Engine's pages state support by. A cell is
-``True`` (offered, maybe with a condition), ``False`` (not offered: refused) or ``None`` (not
-recorded: no Google page read for it; never refused on that ground, :func:`capability_problem`
-says nothing).
-
-Sources:
-
-* [GCE-FLEX] https://cloud.google.com/compute/docs/instances/about-flex-start-vms: "Flex-start
-  VMs support all accelerator-optimized machine types (except A4X and G4) and H4D machine types".
-* [GKE-FLEX-START] :mod:`components.catalog.capacity` (GKE's flex-start pages: TPUs from GKE
-  1.33.0-gke.1712000, single-host slices only without queueing). A ComputeClass ``flexStart``
-  priority asks GKE for flex-start VMs node by node, without queueing
-  (https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass
-  ``priorities[].flexStart``; "directly" or "through custom ComputeClasses",
-  https://cloud.google.com/kubernetes-engine/docs/concepts/dws), so it has the same limit as a
-  flex-start node pool: a multi-host slice needs queued provisioning, which only a ``queued``
-  pool with Kueue's ProvisioningRequest gives.
-* [GKE-DWS-QUEUED] :mod:`components.catalog.capacity` (GKE's provisioningrequest page): GPUs and
-  TPUs, multi-host slices included (GKE's Ray + Kueue + DWS tutorial runs a multi-host v6e slice,
-  https://cloud.google.com/kubernetes-engine/docs/tutorials/ray-kueue-dws); the pool this project
-  renders is a flex-start pool (``--flex-start --enable-queued-provisioning``), so a series
-  [GCE-FLEX] excludes is excluded here too.
-* [GKE-SPOT] https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms (GPU node pools
-  may use Spot VMs) and https://cloud.google.com/kubernetes-engine/docs/concepts/tpus ("GKE also
-  supports Spot VMs and using reserved Cloud TPU").
-* [GKE-RESERVATIONS] https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations
-  and the TPU page above.
-* [GKE-GPU-NET] GPUDirect on GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx
-  (A3 High: GPUDirect-TCPX; A3 Mega: GPUDirect-TCPXO) and
-  https://cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute (A3 Ultra, A4, A4X:
-  GPUDirect RDMA); G2 and A2 have none.
+Sources (the tags [GCE-FLEX], [GKE-FLEX-START], [GKE-DWS-QUEUED], [GKE-SPOT], [GKE-RESERVATIONS],
+[GKE-GPU-NET] cited below): docs/sources.md#catalog-capabilities
 """
 
 from __future__ import annotations

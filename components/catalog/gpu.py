@@ -1,44 +1,10 @@
 """GPU types as GKE and Compute Engine name them: machine types per GPU count, zones, driver
-versions. Product name, memory and peak come from :mod:`contract.accelerators`.
+versions. Product name, memory and peak come from :mod:`contract.accelerators`. The zone lists
+are not complete (Google adds zones); a pool may set ``allow_unlisted_zone``.
 
-Sources (each fact below cites one of these):
-
-* [GCE-GPU]  GPU machine types: https://cloud.google.com/compute/docs/gpus and
-  https://cloud.google.com/compute/docs/accelerator-optimized-machines  (G2, A2, A3 shapes; A4:
-  ``a4-highgpu-8g`` with 8 x B200; A4X: ``a4x-highgpu-4g`` with 4 x GB200 on NVIDIA Grace, Arm,
-  CPUs). The machine-type names and GKE labels ``nvidia-b200`` / ``nvidia-gb200`` as in xpk
-  ``system_characteristics.py`` (``b200-8``, ``gb200-4``, the latter with
-  ``docker_platform=linux/arm64``). GPU memory confirmed from NVIDIA's GB200 NVL72 / HGX B200
-  specification table (B200 in HGX: 180 GB HBM3E; GB200: 186 GB HBM3E), as reproduced at
-  https://zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html. A4X confirmed by
-  Compute Engine's "Arm VMs on Compute" page (https://cloud.google.com/compute/docs/instances/
-  arm-on-compute, read in a stored copy this session): "A4X: offers machine types that have up
-  to 140 vCPUs and 884 GB of memory. It uses NVIDIA GB200 Superchips, which have B200 GPUs that
-  offer 186 GB memory per GPU. A4X is available in the a4x-highgpu-4g machine type", and "A4X
-  Max and A4X instances support public Arm-based OS images" (arm64 nodes). a4-highgpu-8g has
-  224 vCPUs and 3968 GB, confirmed by GKE's cluster autoscaler machine table
-  (GoogleCloudPlatform/cluster-autoscaler @7d25050,
-  ``pkg/cloudprovider/gke/machinetypes/deprecated_machine_types_config.go``:
-  ``NewMachineTypeInfo("a4-highgpu-8g", 224, 3968).withGpuOverride(NvidiaB200, 8)``; the same
-  table gives a4x-highgpu-4g 140 vCPUs / 884 GB). The B200's 180 GB is also the accelerator
-  type's own description, ``nvidia-b200 ... NVIDIA B200 180GB`` in ``gcloud compute
-  accelerator-types list`` output (quoted, for us-west2-c, in text in the code index that reads
-  as a copy of Google's GPU how-to; the index does not name its repository).
-  Zones: see the comments on the entries; no Google page in the search index gave the full
-  A4 / A4X zone list (``allow_unlisted_zone`` for other zones).
-* [GPU-ZONES] GPU regions and zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
-* [GKE-GPU]  GPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
-  (label ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu=present:NoSchedule``,
-  ``gpu_driver_version`` DEFAULT / LATEST / INSTALLATION_DISABLED).
-* [NVIDIA]   Peak dense bf16 tensor throughput from NVIDIA's data sheets: L4 121 TFLOP/s,
-  A100 312 TFLOP/s, H100 SXM 989 TFLOP/s, H200 989 TFLOP/s, B200 (HGX) 2250 TFLOP/s, GB200
-  2500 TFLOP/s (the Blackwell figures: NVIDIA's GB200 NVL72 / HGX B200 table gives FP16/BF16
-  Tensor Core 5 and 4.5 PFLOPS per GPU with 2:4 sparsity, so 2.5 and 2.25 dense; as reproduced
-  at https://zdszero.github.io/Computer/Artificial_Intelligence/Hardware.html and
-  https://glennklockwood.com/garden/processors/B200, which lists BF16 2500 / 2250 dense).
-
-The zone lists are not complete (Google adds zones); pools can override the zone check with
-``allow_unlisted_zone`` in the stack config.
+Sources (the tags [GCE-GPU], [GPU-ZONES], [GKE-GPU], [NVIDIA] cited below; [GCE-AO] is
+:mod:`components.catalog.machines`', [NAP] :mod:`components.catalog.gke`', [RAY-GPU]
+:mod:`contract.accelerators`'): docs/sources.md#catalog-gpu
 """
 
 from __future__ import annotations

@@ -2,55 +2,8 @@
 many extra NICs, the networks GKE multi-networking gives a pod, the NCCL plugin installer and the
 NCCL environment of a workload pod.
 
-Sources (each fact below cites one of these):
-
-* [GCE-NET]  Compute Engine, "Networking and GPU machines":
-  https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth. Its overview table: A4X
-  2,000 Gbps GPUDirect RDMA; A4 and A3 Ultra 3,600 Gbps GPUDirect RDMA; A3 Mega 1,800 Gbps
-  GPUDirect-TCPXO; A3 High 1,000 Gbps GPUDirect-TCPX. "A4 and A3 Ultra ... eight NVIDIA
-  ConnectX-7 (CX7) network interface cards (NICs) and two Google virtual NICs (gVNIC). The eight
-  CX7 NICs deliver a total network bandwidth of 3,200 Gbps"; A4X "four NVIDIA ConnectX-7 (CX-7)
-  ... and two Titanium NICs".
-* [GKE-TCPX] GKE, "Maximize GPU network bandwidth with GPUDirect-TCPX(O) and multi-networking":
-  https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx ("Up to
-  four secondary NICs" on A3 High, "up to eight on A3 Mega machine types", "each supporting up to
-  200 Gbps").
-* [RDMA-PROFILE] VPC, "RDMA network profile": https://cloud.google.com/vpc/docs/rdma-network-profiles
-  (a VPC made with the profile ``<zone>-vpc-roce`` takes only MRDMA NICs - A3 Ultra, A4, A4X -
-  "the network is constrained to the zone of the network profile"; the profile "is not available
-  in all zones").
-* [CEA] GoogleCloudPlatform/container-engine-accelerators @992db81 (2026-06-11):
-  ``gpudirect-tcpx/nccl-tcpx-installer.yaml`` (image ``.../gpudirect-tcpx/
-  nccl-plugin-gpudirecttcpx-dev:v3.1.9``, node affinity ``nvidia-h100-80gb``),
-  ``gpudirect-tcpxo/nccl-tcpxo-installer.yaml`` (``.../gpudirect-tcpxo/
-  nccl-plugin-gpudirecttcpx-dev:v1.0.15``, ``nvidia-h100-mega-80gb``),
-  ``gpudirect-rdma/nccl-rdma-installer.yaml`` (``.../gpudirect-gib/nccl-plugin-gib:v1.1.1``,
-  ``nvidia-h200-141gb`` and ``nvidia-b200``), ``gpudirect-rdma/nccl-rdma-installer-a4x.yaml``
-  (``nccl-plugin-gib-arm64:v1.1.0``, ``nvidia-gb200`` on arm64): DaemonSets in ``kube-system``,
-  privileged init containers with ``hostNetwork``/``hostPID`` and hostPath ``/home/kubernetes/bin``
-  that copy the plugin into the host's ``/home/kubernetes/bin/nvidia/lib64``; the pause container
-  pinned ``gke.gcr.io/pause:3.8@sha256:880e63f9...``. Google publishes the installer images by
-  tag only (no digest in either repository), so :data:`INSTALLERS` keeps the tag: the render
-  cannot pin a digest it was never given (docs/deploying.md). The workload side: ``gpudirect-tcpx/nccl-test-unprivileged-without-hostnetwork.yaml``
-  and ``gpudirect-tcpxo/nccl-test-unprivileged-without-hostnetwork.yaml`` (interfaces ``eth1..eth4``
-  on networks ``vpc1..vpc4``, ``eth1..eth8`` on ``vpc1..vpc8``; the ``tcpx-daemon`` /
-  ``tcpxo-daemon`` RxDM sidecar with capabilities ``NET_ADMIN`` (+ ``NET_BIND_SERVICE`` for
-  TCPXO) and hostPath ``/sys``, ``/proc/sys``), ``gpudirect-rdma/nccl-test.yaml`` and
-  ``nccl-test-imex-a4x.yaml`` (``eth2..eth9`` on ``rdma-0..rdma-7``; ``eth2..eth5`` on
-  ``rdma-0..rdma-3`` for A4X); ``gpudirect-tcpx/nccl-config.yaml`` (the TCPX NCCL settings) and
-  ``gpudirect-tcpxo/README.md`` (the TCPXO NCCL configs of each release).
-* [CT] GoogleCloudPlatform/cluster-toolkit @1047080 (2026-06-25): ``examples/gke-a3-highgpu/
-  gke-a3-highgpu.yaml`` (4 extra VPCs, ``mtu: 8244``), ``examples/gke-a3-megagpu/
-  gke-a3-megagpu.yaml`` (8, ``mtu: 8244``), ``examples/gke-a4/gke-a4.yaml`` (a second gVNIC VPC
-  plus an RDMA VPC with ``network_profile .../networkProfiles/<zone>-vpc-roce`` and 8 subnets),
-  ``modules/scheduler/gke-cluster/main.tf`` (additional networks turn on
-  ``enable_multi_networking`` and Dataplane V2; one ``GKENetworkParamSet`` {vpc, vpcSubnet,
-  deviceMode ``RDMA`` for RDMA NICs, else ``NetDevice``} and one ``Network`` {type ``Device``,
-  parametersRef} per extra network; names ``gvnic-1..`` and ``rdma-0..``),
-  ``modules/compute/gke-node-pool/main.tf`` (``network_config.additional_node_network_configs``
-  {network, subnetwork} per extra NIC), ``examples/machine-learning/a3-ultragpu-8g/
-  nemo-framework/Dockerfile`` (the RDMA NCCL environment, "to match what is in
-  /usr/local/gib/scripts/set_nccl_env.sh").
+Sources (the tags [GCE-NET], [GKE-TCPX], [RDMA-PROFILE], [CEA], [CT] cited below):
+docs/sources.md#catalog-gpu-network
 """
 
 from __future__ import annotations

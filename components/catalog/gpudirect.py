@@ -3,55 +3,10 @@ A3 High (``a3-highgpu-8g``, TCPX) and A3 Mega (``a3-megagpu-8g``, TCPXO) beside 
 of :mod:`components.catalog.gpu_network`: the RxDM sidecar (the receive-data-path manager that
 programs the NICs' flow steering and hands received buffers to the GPUs), the NCCL plugin installer
 DaemonSet, the NRI device injector that gives the sidecar the GPU devices, and what the GPU
-container of the workload pod mounts. GPUDirect RDMA (A3 Ultra, A4, A4X) has none of this: its
-gIB plugin runs in the workload container alone ([GCE-NET], [CEA] ``gpudirect-rdma/``).
+container of the workload pod mounts. GPUDirect RDMA (A3 Ultra, A4, A4X) has none of this.
 
-Sources (each fact below cites one of these):
-
-* [CEA] GoogleCloudPlatform/container-engine-accelerators @992db81 (2026-06-11):
-  ``gpudirect-tcpx/nccl-test-unprivileged-without-hostnetwork.yaml`` (the ``tcpx-daemon`` sidecar:
-  image ``us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12``, its command,
-  ``capabilities.add: [NET_ADMIN]``, hostPath ``/home/kubernetes/bin/nvidia/lib64``, ``/sys``,
-  ``/proc/sys``, the ``devices.gke.io/container.tcpx-daemon`` annotation listing
-  ``/dev/nvidia0..7``, ``/dev/nvidiactl``, ``/dev/nvidia-uvm``);
-  ``gpudirect-tcpxo/nccl-test-unprivileged-without-hostnetwork.yaml`` (``tcpxo-daemon``:
-  ``.../gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21``, ``NET_ADMIN`` and ``NET_BIND_SERVICE``, the
-  same host paths plus ``/dev/aperture_devices`` for the GPU container, ``/dev/dmabuf_import_helper``
-  among the devices, ``NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY``); ``gpudirect-tcpxo/README.md``,
-  release "Jan 9, 2026" (installer ``nccl-plugin-gpudirecttcpx-dev:v1.0.15`` with daemon
-  ``tcpgpudmarxd-dev:v1.0.21``; "The tcpxo-daemon version is coupled with the NCCL plugin
-  installer version"); ``gpudirect-tcpxo/nccl-tcpxo-installer.yaml`` (the installer's
-  ``pre-installation`` init container: image ``ubuntu``, privileged, ``nsenter -at 1`` into the
-  host, which inserts ``iptables -I INPUT -p tcp -m tcp -j ACCEPT``, loads ``import-helper`` and
-  bind-mounts the NICs' PCI BARs under ``/dev/aperture_devices``);
-  ``nri_device_injector/nri-device-injector.yaml`` (DaemonSet ``device-injector`` in
-  ``kube-system``: ``gcr.io/gke-release/nri-device-injector@sha256:6e79483d...``, privileged,
-  ``hostNetwork``/``hostPID``, hostPath ``/dev`` and ``/var/run/nri``; what turns a pod's
-  ``devices.gke.io/container.<name>`` annotation into devices of that container).
-* [CT] GoogleCloudPlatform/cluster-toolkit @1047080 (2026-06-25):
-  ``modules/compute/gke-node-pool/gpu_direct.tf`` (for ``a3-highgpu-8g``: the TCPX installer,
-  its NCCL config and the NRI device injector, ``rxdm_version = "v2.0.12" # matching
-  nccl-tcpx-installer version v3.1.9``; for ``a3-megagpu-8g``: the TCPXO installer and the NRI
-  device injector), ``gpu-direct-workload/scripts/enable-tcpx-in-workload.py`` and
-  ``enable-tcpxo-in-workload.py`` (what a workload gets: the sidecar first, an ``emptyDir``
-  ``tcpx-socket`` at ``/run/tcpx`` in the sidecar and ``/tmp`` in the GPU container,
-  ``LD_LIBRARY_PATH=/usr/local/nvidia/lib64``; the TCPXO entrypoint's arguments
-  ``--num_hops=2 --num_nics=8 --uid= --alsologtostderr``): the steps of GKE's page
-  https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx
-  ("Add GPUDirect to your manifests"), as a script.
-* [PSS] https://kubernetes.io/docs/concepts/security/pod-security-standards/: ``baseline``
-  forbids hostPath volumes and capabilities beyond its list (``NET_ADMIN`` is not on it);
-  ``restricted`` also requires non-root and ``drop: [ALL]``. So the sidecar runs only in a
-  namespace enforcing ``privileged``.
-
-What differs from Google's manifests, and why: the sidecar is the second container (KubeRay
-takes the first container of a Ray pod template as the Ray container, ``RayContainerIndex = 0``
-in ray-operator/controllers/ray/utils/constant.go); it runs as root explicitly (``runAsUser: 0``:
-the Ray pod's own ``runAsUser: 1000`` would apply to it otherwise, and a non-root process does
-not get added capabilities as effective ones), with ``allowPrivilegeEscalation: false`` and the
-pod's ``RuntimeDefault`` seccomp profile (Google's samples set neither; ``NET_ADMIN`` needs no
-escalation); the GPU container mounts the plugin directory read-only. The NRI device injector
-drops Google's ``root`` volume (hostPath ``/``), which no container of it mounts.
+Sources (the tags [CEA], [CT], [PSS], [GCE-NET] cited below, and what differs from Google's
+manifests and why): docs/sources.md#catalog-gpudirect
 """
 
 from __future__ import annotations

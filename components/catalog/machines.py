@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .labels import CatalogError
-from .tpu import _tpu_machine_types
+from .tpu import tpu_machine_types
 
 # ------------------------------------------------------------------------------- machine shapes
 
@@ -189,7 +189,7 @@ def machine_shape(machine_type: str) -> MachineShape:
     """
     if machine_type in MACHINE_SHAPES:
         return MACHINE_SHAPES[machine_type]
-    tpu = _tpu_machine_types().get(machine_type)
+    tpu = tpu_machine_types().get(machine_type)
     if tpu:
         gen, chips = tpu
         return MachineShape(
@@ -239,7 +239,7 @@ def cpu_machine_problem(machine_type: str) -> str | None:
     except CatalogError as e:
         return str(e)
     if shape.tpu:
-        gen, chips = _tpu_machine_types()[machine_type]
+        gen, chips = tpu_machine_types()[machine_type]
         return (
             f"{machine_type} is a TPU machine type ({chips} x TPU {gen.name}); declare the pool "
             f"with tpu: {{generation: {gen.name}, topology: ...}} instead (the machine type is "

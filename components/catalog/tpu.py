@@ -1,44 +1,12 @@
 """TPU generations and slices: one declared ``generation`` + ``topology`` gives the node pool's
 machine type, node labels and taint, the KubeRay worker group's ``numOfHosts`` and requests, and
 the Ray Train ``ScalingConfig`` arguments. The workload-facing facts (Ray accelerator type, pod
-type prefix, HBM, peak bf16) come from :mod:`contract.accelerators`, their one copy.
+type prefix, HBM, peak bf16) come from :mod:`contract.accelerators`, their one copy. The zone
+lists are not complete (Google adds zones); a pool may set ``allow_unlisted_zone``.
 
-Sources (each fact below cites one of these):
-
-* [TPU-V5E]  Cloud TPU v5e: https://cloud.google.com/tpu/docs/v5e  (machine types ct5lp-hightpu-1t/4t/8t,
-  topologies, 16 GB HBM2 per chip, 197 TFLOP/s peak bf16 per chip).
-* [TPU-V6E]  Cloud TPU v6e (Trillium): https://cloud.google.com/tpu/docs/v6e  (ct6e-standard-1t/4t/8t,
-  topologies, 32 GB HBM per chip, 918 TFLOP/s peak bf16 per chip).
-* [TPU-V5P]  Cloud TPU v5p: https://cloud.google.com/tpu/docs/v5p  (ct5p-hightpu-4t, 4 chips per
-  host, 3-D topologies ``AxBxC``); HBM 95 GiB and 459 TFLOP/s peak bf16 per chip from the
-  comparison table of [TPU-7X]; GKE label ``tpu-v5p-slice`` and the topology list as in
-  xpk ``src/xpk/core/system_characteristics.py`` (AI-Hypercomputer/xpk @367c838) and Ray's
-  ``VALID_TPU_TOPOLOGY["v5p"]`` (``ray/_private/accelerators/tpu.py``, Ray 2.60.0).
-* [TPU-7X]   TPU7x (Ironwood): https://cloud.google.com/tpu/docs/tpu7x  (two TensorCores per chip,
-  192 GiB HBM and 2307 TFLOP/s peak bf16 per chip) and
-  https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood  (GKE Standard
-  1.34.0-gke.2201000 and later; each VM has four chips; multi-host slice node pools use a
-  *workload policy* applied with ``--placement-policy`` in place of ``--tpu-topology``; the High
-  throughput workload policy). Machine type ``tpu7x-standard-4t``, GKE accelerator label
-  ``tpu7x`` and ``gcloud compute resource-policies create workload-policy --type=HIGH_THROUGHPUT
-  --accelerator-topology=<topology>`` as xpk does it (``src/xpk/core/nodepool.py``
-  ``ensure_resource_policy_exists``, AI-Hypercomputer/xpk @367c838); topologies are the ones
-  Ray 2.60 accepts for ``v7x`` (``VALID_TPU_TOPOLOGY``), all in xpk's list.
-* [TPU-ZONES] TPU regions and zones: https://cloud.google.com/tpu/docs/regions-zones
-* [GKE-TPU]  TPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/concepts/tpus and
-  https://cloud.google.com/kubernetes-engine/docs/how-to/tpus  (node labels
-  ``cloud.google.com/gke-tpu-accelerator`` / ``cloud.google.com/gke-tpu-topology``, taint
-  ``google.com/tpu=present:NoSchedule``, single-host vs multi-host slices, COMPACT placement,
-  minimum GKE versions: v5e 1.27.2-gke.2100, v6e 1.31.2-gke.1115000).
-* [KUBERAY-TPU] KubeRay TPU guide: https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html
-  (``numOfHosts``, ``google.com/tpu`` requests, the ``TPU`` and ``TPU-<pod type>-head`` Ray resources).
-* [RAY-TPU]  Ray Train on TPUs: https://docs.ray.io/en/latest/train/getting-started-jax.html
-  (``ScalingConfig(use_tpu=True, topology=..., accelerator_type="TPU-V6E")``) and
-  ``ray/_private/accelerators/tpu.py`` (accelerator types ``TPU-V5LITEPOD``, ``TPU-V6E``, pod types
-  ``v5litepod-N``, ``v6e-N``).
-
-The zone lists are not complete (Google adds zones); pools can override the zone check with
-``allow_unlisted_zone`` in the stack config.
+Sources (the tags [TPU-V5E], [TPU-V6E], [TPU-V5P], [TPU-7X], [TPU-ZONES], [GKE-TPU],
+[KUBERAY-TPU], [RAY-TPU] cited below; [NAP] is :mod:`components.catalog.gke`'):
+docs/sources.md#catalog-tpu
 """
 
 from __future__ import annotations
@@ -434,7 +402,7 @@ def tpu_slice(generation: str, topology: str) -> TpuSlice:
     return TpuSlice(gen, topology)
 
 
-def _tpu_machine_types() -> dict[str, tuple[TpuGeneration, int]]:
+def tpu_machine_types() -> dict[str, tuple[TpuGeneration, int]]:
     return {
         machine: (gen, chips)
         for gen in TPU_GENERATIONS.values()
@@ -445,5 +413,5 @@ def _tpu_machine_types() -> dict[str, tuple[TpuGeneration, int]]:
 def tpu_machine(machine_type: str) -> tuple[str, int] | None:
     """``(generation name, chips per host)`` of a TPU machine type (``ct6e-standard-4t`` ->
     ``("v6e", 4)``), or None for any other machine type [TPU-V5E], [TPU-V6E]."""
-    found = _tpu_machine_types().get(machine_type)
+    found = tpu_machine_types().get(machine_type)
     return (found[0].name, found[1]) if found else None

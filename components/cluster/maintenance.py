@@ -1,48 +1,13 @@
 """Maintenance exclusions: upgrades that wait for the job.
 
-GKE upgrades nodes automatically (node auto-upgrade is on in every pool this stack declares) and
-does so only inside the cluster's maintenance window and outside its maintenance exclusions
-(https://cloud.google.com/kubernetes-engine/docs/concepts/maintenance-windows-and-exclusions,
-"About GKE maintenance policies": a maintenance window is a repeating window in which automatic
-maintenance is permitted, a maintenance exclusion a non-repeating window in which it is
-forbidden; GKE makes changes when a window is open and no exclusion is active). A node upgrade
-drains the node: a multi-day training run on it stops.
+GKE upgrades nodes (auto-upgrade is on in every pool) only inside the cluster's daily
+maintenance window (:data:`WINDOW_SECONDS`) and outside its exclusions; an upgrade drains the
+node, and a multi-day run on it stops. An exclusion of :data:`NODE_SCOPES` keeps a job's nodes
+(:data:`MAX_EXCLUSIONS`, :data:`NO_UPGRADES_MAX_SECONDS`). :func:`upgrade_free_seconds` is the
+longest stretch in which no node upgrade may start (20 h with no exclusion: 24 h less the 4-hour
+window), the figure of ``raygke check``'s warning (:func:`maintenance_warnings`).
 
-Facts used here, each with its source:
-
-* **Daily window**: ``maintenancePolicy.dailyMaintenanceWindow.startTime`` opens a 4-hour block
-  every day ("Non-emergency maintenance will occur in the 4 hour block starting at the specified
-  time", gcloud ``container clusters update --maintenance-window``,
-  https://cloud.google.com/sdk/gcloud/reference/container/clusters/update); GKE counts only
-  contiguous windows of at least four hours (https://cloud.google.com/kubernetes-engine/docs/how-to/maintenance-windows-and-exclusions,
-  "Considerations when configuring a maintenance window"). :data:`WINDOW_SECONDS`.
-* **Scopes** (``MaintenanceExclusionOptions.Scope``, GKE API v1,
-  https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope):
-  ``NO_UPGRADES`` excludes every upgrade (control plane and nodes, patch and minor);
-  ``NO_MINOR_UPGRADES`` excludes minor upgrades only (node patch upgrades still happen);
-  ``NO_MINOR_OR_NODE_UPGRADES`` excludes minor upgrades and every node pool upgrade (only
-  control-plane patches). So :data:`NODE_SCOPES` keep a job's nodes: the two that exclude node
-  upgrades. cluster-toolkit's GKE blueprints hold training clusters with a
-  ``NO_MINOR_OR_NODE_UPGRADES`` exclusion (``modules/file-system/gke-storage/README.md``,
-  ``maintenance_exclusions: exclusion_scope: NO_MINOR_OR_NODE_UPGRADES``).
-* **Limits**: a ``NO_UPGRADES`` exclusion lasts at most 30 days (GKE's maintenance windows and
-  exclusions page, "Scope of upgrades": "No upgrades", up to 30 days); the minor scopes may end
-  at the minor version's end of support (``exclusionOptions.endTimeBehavior:
-  UNTIL_END_OF_SUPPORT``, pulumi-gcp 10.2.0
-  ``ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs``); a cluster holds at most
-  20 exclusions at a time (pulumi-gcp 10.2.0 ``ClusterMaintenancePolicyArgs.maintenance_exclusions``,
-  after the same GKE page). :data:`MAX_EXCLUSIONS`, :data:`NO_UPGRADES_MAX_SECONDS`.
-* GKE may still override the policy for critical security fixes, and Compute Engine's own host
-  maintenance does not follow it (same page, "Automatic maintenance that doesn't respect
-  maintenance policies"): an exclusion is not a guarantee, a job still checkpoints.
-
-:func:`upgrade_free_seconds` is the precise "window GKE may upgrade in" of ``raygke check``'s
-warning (:func:`maintenance_warnings`): the longest stretch of time in which no node upgrade may
-start, i.e. the longest gap between two daily windows that are not covered by a node-excluding
-exclusion. Without such an exclusion that is 24 h - 4 h = 20 h, so any run longer than 20 h meets
-at least one window wherever it starts; an exclusion of scope :data:`NODE_SCOPES` covers the
-windows inside it, and the stretch grows to reach from the end of the last open window before it
-to the start of the first open window after it.
+Sources: docs/sources.md#cluster-maintenance
 """
 
 from __future__ import annotations

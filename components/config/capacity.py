@@ -25,11 +25,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from components.kernel.base import (
-    _k8s_name,
-    _Model,
-    _quantity,
-    _unique,
+    StrictModel,
+    k8s_name,
+    k8s_quantity,
     reserved_namespace_problem,
+    unique,
 )
 
 # Kueue releases whose CRDs the repository carries (components/capacity/crds/kueue-v<version>/,
@@ -61,11 +61,11 @@ def _quantities(v: Any) -> dict[str, str]:
             )
         if isinstance(q, bool) or not isinstance(q, (int, str)):
             raise ValueError(f"{k} {q!r} is not a quantity (e.g. 64, 256Gi)")
-        out[k] = _quantity(str(q), k)
+        out[k] = k8s_quantity(str(q), k)
     return out
 
 
-class KueueConfig(_Model):
+class KueueConfig(StrictModel):
     """How Kueue is installed: the release's Helm chart, controller on the system pool."""
 
     version: str = Field(
@@ -107,7 +107,7 @@ class KueueConfig(_Model):
         ``kuberay.namespace``): the chart creates its Deployment, webhook Service and RBAC there
         and ``pulumi destroy`` deletes them; a namespace GKE manages refuses them (its
         ``gke-*`` namespaces) or mixes Kueue into system components."""
-        _k8s_name(v, "kueue.namespace")
+        k8s_name(v, "kueue.namespace")
         if problem := reserved_namespace_problem(v):
             raise ValueError(
                 f"kueue.namespace {problem}: the Kueue chart installs its controller and "
@@ -116,7 +116,7 @@ class KueueConfig(_Model):
         return v
 
 
-class FlavorQuota(_Model):
+class FlavorQuota(StrictModel):
     """One flavor (a node pool) of a cluster queue and its quota per resource."""
 
     pool: str = Field(
@@ -145,7 +145,7 @@ class FlavorQuota(_Model):
         return _quantities(v)
 
 
-class ClusterQueueConfig(_Model):
+class ClusterQueueConfig(StrictModel):
     """A Kueue ClusterQueue: quotas per flavor, optionally in a cohort with other teams."""
 
     name: str = Field(description="ClusterQueue name (a DNS-1123 subdomain, 63 characters).")
@@ -173,7 +173,7 @@ class ClusterQueueConfig(_Model):
     @field_validator("name", "cohort")
     @classmethod
     def _name(cls, v: str | None, info: Any) -> str | None:
-        return None if v is None else _k8s_name(v, f"cluster queue {info.field_name}")
+        return None if v is None else k8s_name(v, f"cluster queue {info.field_name}")
 
     @field_validator("queueing_strategy")
     @classmethod
@@ -187,7 +187,7 @@ class ClusterQueueConfig(_Model):
 
     @model_validator(mode="after")
     def _cohort_limits(self) -> ClusterQueueConfig:
-        _unique([f.pool for f in self.flavors], f"cluster queue {self.name}: flavors")
+        unique([f.pool for f in self.flavors], f"cluster queue {self.name}: flavors")
         if self.cohort is None:
             for f in self.flavors:
                 for what in ("borrowing_limit", "lending_limit"):
@@ -200,7 +200,7 @@ class ClusterQueueConfig(_Model):
         return self
 
 
-class LocalQueueConfig(_Model):
+class LocalQueueConfig(StrictModel):
     """A Kueue LocalQueue in the Ray namespace, pointing at one ClusterQueue."""
 
     name: str = Field(description="LocalQueue name; jobs name it as `queue`.")
@@ -209,10 +209,10 @@ class LocalQueueConfig(_Model):
     @field_validator("name", "cluster_queue")
     @classmethod
     def _name(cls, v: str, info: Any) -> str:
-        return _k8s_name(v, f"local queue {info.field_name}")
+        return k8s_name(v, f"local queue {info.field_name}")
 
 
-class PriorityClassConfig(_Model):
+class PriorityClassConfig(StrictModel):
     """A Kueue WorkloadPriorityClass (``kueue.x-k8s.io/priority-class`` on a job)."""
 
     name: str = Field(description="WorkloadPriorityClass name; jobs name it as `priority`.")
@@ -226,10 +226,10 @@ class PriorityClassConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _k8s_name(v, "priority class name")
+        return k8s_name(v, "priority class name")
 
 
-class CapacityConfig(_Model):
+class CapacityConfig(StrictModel):
     """Kueue queues in front of the stack's RayJobs (empty: Kueue is not installed)."""
 
     topology: Literal["required", "preferred", "off"] = Field(

@@ -18,11 +18,11 @@ from components import catalog
 from components.config.nodepools import MaxNodes, MinNodes, NodeBounds, NodeSettings
 from components.kernel.base import (
     INT64_MAX,
-    _cpu_machine_type,
-    _gke_name,
-    _Model,
-    _unique,
+    StrictModel,
+    cpu_machine_type,
     gcp_labels,
+    gke_name,
+    unique,
 )
 
 # --------------------------------------------------------------------------------------- cluster
@@ -55,7 +55,7 @@ def parse_time(value: str) -> datetime:
     return t.astimezone(UTC)
 
 
-class MaintenanceWindow(_Model):
+class MaintenanceWindow(StrictModel):
     """Daily maintenance window start (UTC, ``HH:MM``)."""
 
     start_time: str = Field(
@@ -73,7 +73,7 @@ class MaintenanceWindow(_Model):
         return v
 
 
-class MaintenanceExclusion(_Model):
+class MaintenanceExclusion(StrictModel):
     """One maintenance exclusion: a non-repeating time in which GKE starts no automatic upgrade
     of the excluded scope (:mod:`components.cluster.maintenance`)."""
 
@@ -107,7 +107,7 @@ class MaintenanceExclusion(_Model):
     @field_validator("name")
     @classmethod
     def _exclusion_name(cls, v: str) -> str:
-        return _gke_name(v, "maintenance exclusion name")
+        return gke_name(v, "maintenance exclusion name")
 
     @field_validator("start_time", "end_time")
     @classmethod
@@ -177,9 +177,9 @@ class SystemPool(NodeSettings, NodeBounds):
     @field_validator("machine_type")
     @classmethod
     def _cpu_shape(cls, v: str) -> str:
-        return _cpu_machine_type(v)
+        return cpu_machine_type(v)
 
-    name: ClassVar[str] = "system"  # the GKE node pool's name (reserved for pools: _gke_name)
+    name: ClassVar[str] = "system"  # the GKE node pool's name (reserved for pools: gke_name)
     zones: ClassVar[None] = None  # the cluster's zones
     reservation: ClassVar[None] = None
     max_run_duration: ClassVar[None] = None
@@ -190,7 +190,7 @@ class SystemPool(NodeSettings, NodeBounds):
         return "spot" if self.spot else "on-demand"
 
 
-class ClusterConfig(_Model):
+class ClusterConfig(StrictModel):
     """The GKE Standard cluster."""
 
     name: str = Field(
@@ -271,7 +271,7 @@ class ClusterConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _gke_name(v, "cluster.name")
+        return gke_name(v, "cluster.name")
 
     @field_validator("labels")
     @classmethod
@@ -288,7 +288,7 @@ class ClusterConfig(_Model):
                 f"maintenance_exclusions has {len(v)} entries; a GKE cluster holds at most "
                 f"{MAX_EXCLUSIONS}"
             )
-        _unique([e.name for e in v], "maintenance_exclusions names")
+        unique([e.name for e in v], "maintenance_exclusions names")
         return v
 
     @field_validator("min_master_version")
@@ -309,7 +309,7 @@ class ClusterConfig(_Model):
 NAP_DEFAULT_LIMITS: dict[str, int] = {"cpu": 256, "memory": 1024}
 
 
-class NapConfig(_Model):
+class NapConfig(StrictModel):
     """Node Auto Provisioning (``cluster_autoscaling``)."""
 
     enabled: bool = Field(

@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from components.kernel.base import _Model
+from components.kernel.base import StrictModel
 
 # Memorystore for Redis capacity per instance: 1-300 GB (https://cloud.google.com/memorystore/
 # docs/redis/pricing, "capacity tiers"; the API's memorySizeGb).
@@ -35,7 +35,7 @@ REDIS_MEMORY_GB_MAX = 300
 REDIS_VERSIONS = ("REDIS_7_2", "REDIS_7_0", "REDIS_6_X")
 
 
-class GcsFaultToleranceConfig(_Model):
+class GcsFaultToleranceConfig(StrictModel):
     """GCS fault tolerance of the RayServices (KubeRay's ``gcsFaultToleranceOptions``) and the
     Memorystore for Redis the stack creates for it: private services access, AUTH, TLS, CMEK
     (docs/deploying.md, "GCS fault tolerance")."""

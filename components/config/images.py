@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.kernel.base import _Model
+from components.kernel.base import StrictModel
 
 # A digest reference: ``<name>@sha256:<64 hex>`` (https://github.com/opencontainers/image-spec/blob/main/descriptor.md#digests).
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
@@ -21,7 +21,7 @@ _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 IMAGE_KINDS = ("cpu", "cpu-serve", "gpu", "gpu-tf", "tpu", "tpu-serve")
 
 
-class PrebuiltImage(_Model):
+class PrebuiltImage(StrictModel):
     """An image this project does not build, and what it contains.
 
     Written as a mapping ``{image: ..., provides: {torch: "2.13.0"}}`` or, for an image that
@@ -68,7 +68,7 @@ class PrebuiltImage(_Model):
         return bool(_DIGEST.search(self.image))
 
 
-class RayImages(_Model):
+class RayImages(StrictModel):
     """Prebuilt Ray container images per accelerator kind. A kind left unset runs this project's
     own image, built from ``images/<kind>/Dockerfile`` and pushed to the stack's Artifact Registry
     repository during ``pulumi up`` (the pods reference it by digest)."""

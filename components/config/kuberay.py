@@ -9,12 +9,12 @@ from pydantic import Field, field_validator, model_validator
 
 from components.kernel.base import (
     INT64_MAX,
-    _k8s_name,
-    _Model,
-    _quantity,
-    _unique,
+    StrictModel,
     cidr,
+    k8s_name,
+    k8s_quantity,
     reserved_namespace_problem,
+    unique,
 )
 
 # KubeRay versions whose CRDs the product carries (components/kuberay/crds/v<version>/, from
@@ -24,7 +24,7 @@ from components.kernel.base import (
 KUBERAY_CHART_VERSIONS = ("1.7.0", "1.6.2")
 
 
-class ServeIngressConfig(_Model):
+class ServeIngressConfig(StrictModel):
     """Who may reach Ray Serve's HTTP port (8000) of the stack's Ray clusters from outside the
     cluster's own pods, rendered as one NetworkPolicy ingress rule
     (https://kubernetes.io/docs/concepts/services-networking/network-policies/). Empty (the
@@ -48,23 +48,23 @@ class ServeIngressConfig(_Model):
         """Kubernetes names, each once, none reserved (:data:`RESERVED_NAMESPACES`: admitting
         one opens Serve's port to every pod there)."""
         for n in v:
-            _k8s_name(n, "kuberay.serve_from.namespaces entry")
+            k8s_name(n, "kuberay.serve_from.namespaces entry")
             if problem := reserved_namespace_problem(n):
                 raise ValueError(
                     f"kuberay.serve_from.namespaces entry {problem}: admitting it would let every "
                     "pod there call Serve; name the namespace of your gateway or clients"
                 )
-        return _unique(v, "kuberay.serve_from.namespaces")
+        return unique(v, "kuberay.serve_from.namespaces")
 
     @field_validator("cidrs")
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
         for c in v:
             cidr(c, "kuberay.serve_from.cidrs entry", example="10.0.0.0/8")
-        return _unique(v, "kuberay.serve_from.cidrs")
+        return unique(v, "kuberay.serve_from.cidrs")
 
 
-class QuotaConfig(_Model):
+class QuotaConfig(StrictModel):
     """The Ray namespace's ResourceQuota (https://kubernetes.io/docs/concepts/policy/
     resource-quotas/): totals of what all pods in the namespace may request. Each unset key is
     derived from the Node Auto Provisioning limits, which already bound the whole cluster
@@ -102,10 +102,10 @@ class QuotaConfig(_Model):
     @field_validator("cpu", "memory", mode="before")
     @classmethod
     def _q(cls, v: Any, info: Any) -> str | None:
-        return None if v is None else _quantity(str(v), f"kuberay.quota.{info.field_name}")
+        return None if v is None else k8s_quantity(str(v), f"kuberay.quota.{info.field_name}")
 
 
-class LimitRangeConfig(_Model):
+class LimitRangeConfig(StrictModel):
     """The Ray namespace's LimitRange (https://kubernetes.io/docs/concepts/policy/limit-range/):
     requests and limits given to a container that sets none (the quota refuses such a pod
     otherwise). Ray pods set their own; this covers injected or hand-made ones."""
@@ -124,7 +124,7 @@ class LimitRangeConfig(_Model):
     @field_validator("*", mode="before")
     @classmethod
     def _q(cls, v: Any, info: Any) -> str:
-        return _quantity(str(v), f"kuberay.limit_range.{info.field_name}")
+        return k8s_quantity(str(v), f"kuberay.limit_range.{info.field_name}")
 
     @model_validator(mode="after")
     def _order(self) -> LimitRangeConfig:
@@ -140,7 +140,7 @@ class LimitRangeConfig(_Model):
         return self
 
 
-class KubeRayConfig(_Model):
+class KubeRayConfig(StrictModel):
     """How KubeRay is installed: the ``kuberay-operator`` Helm chart or the GKE Ray add-on.
 
     Multi-host TPU slices need the TPU initialization webhook, which injects each pod's
@@ -217,7 +217,7 @@ class KubeRayConfig(_Model):
         """A Kubernetes name that is not reserved (:data:`RESERVED_NAMESPACES`): the stack puts
         Pod Security ``restricted``, default-deny NetworkPolicies, a quota and a LimitRange on
         its namespace and owns it."""
-        _k8s_name(v, "kuberay.namespace")
+        k8s_name(v, "kuberay.namespace")
         if problem := reserved_namespace_problem(v):
             raise ValueError(
                 f"kuberay.namespace {problem}: the stack would enforce Pod Security restricted, "

@@ -11,7 +11,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.kernel.base import _gke_name, _Model, cidr, one_line
+from components.kernel.base import StrictModel, cidr, gke_name, one_line
 
 # --------------------------------------------------------------------------------------- network
 
@@ -34,7 +34,7 @@ def is_internal(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> bool:
     return any(net.version == r.version and net.subnet_of(r) for r in INTERNAL_RANGES)  # type: ignore[arg-type]
 
 
-class AuthorizedNetwork(_Model):
+class AuthorizedNetwork(StrictModel):
     """A CIDR allowed to reach the GKE control plane."""
 
     name: str = Field(
@@ -54,7 +54,7 @@ class AuthorizedNetwork(_Model):
         return v
 
 
-class FlowLogsConfig(_Model):
+class FlowLogsConfig(StrictModel):
     """VPC Flow Logs of the subnet (``log_config`` of the subnetwork,
     https://cloud.google.com/vpc/docs/flow-logs#key_properties). The defaults are Compute Engine's
     own (5-second aggregation, half the flows sampled, all metadata). The GPU NIC subnets of
@@ -115,7 +115,7 @@ class FlowLogsConfig(_Model):
         return self
 
 
-class NetworkConfig(_Model):
+class NetworkConfig(StrictModel):
     """VPC, subnet and its secondary ranges, private nodes, control-plane access."""
 
     name: str = Field(
@@ -188,7 +188,7 @@ class NetworkConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _gke_name(v, "network.name", 63)
+        return gke_name(v, "network.name", 63)
 
     @field_validator(
         "subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr", "gpu_cidr", "psa_cidr"

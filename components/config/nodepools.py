@@ -19,11 +19,11 @@ from components import catalog
 from components.kernel.base import (
     DISK_SIZE_MAX_GB,
     POOL_NODES_MAX,
-    _cpu_machine_type,
-    _gke_name,
-    _min_le_max,
-    _Model,
-    _unique,
+    StrictModel,
+    cpu_machine_type,
+    gke_name,
+    min_le_max,
+    unique,
 )
 
 # ------------------------------------------------------------------------------------ node pools
@@ -40,7 +40,7 @@ MAX_NODES_DOC = (
 )
 
 
-class NodeSettings(_Model):
+class NodeSettings(StrictModel):
     """What every node pool's nodes share, the system pool's included: the one model the node
     pool builder (:class:`components.nodepools.component.NodePool`) reads through
     :attr:`components.plan.nodepools.NodePoolSpec.config`. A field every node pool takes goes
@@ -55,13 +55,13 @@ class NodeSettings(_Model):
     )
 
 
-class NodeBounds(_Model):
+class NodeBounds(StrictModel):
     """``min_nodes <= max_nodes`` for a pool with :data:`MinNodes` / :data:`MaxNodes` fields
     (CPU, GPU and system pools; a TPU pool counts slices)."""
 
     @model_validator(mode="after")
     def _min_max(self) -> NodeBounds:
-        return _min_le_max(self, "min_nodes", "max_nodes")
+        return min_le_max(self, "min_nodes", "max_nodes")
 
 
 class _PoolBase(NodeSettings):
@@ -79,7 +79,7 @@ class _PoolBase(NodeSettings):
     @classmethod
     def _zones_once(cls, v: list[str] | None) -> list[str] | None:
         """Each zone once (GKE node locations are a set)."""
-        return None if v is None else _unique(v, "zones")
+        return None if v is None else unique(v, "zones")
 
     provisioning: Provisioning = Field(
         "on-demand",
@@ -118,7 +118,7 @@ class _PoolBase(NodeSettings):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _gke_name(v, "node pool name")
+        return gke_name(v, "node pool name")
 
     @model_validator(mode="after")
     def _reservation(self) -> _PoolBase:
@@ -174,10 +174,10 @@ class CpuPool(_PoolBase, NodeBounds):
     @field_validator("machine_type")
     @classmethod
     def _cpu_shape(cls, v: str) -> str:
-        return _cpu_machine_type(v)
+        return cpu_machine_type(v)
 
 
-class TpuSpec(_Model):
+class TpuSpec(StrictModel):
     """A TPU slice shape: ``{generation: v6e, topology: 4x4}``."""
 
     generation: str = Field(
@@ -252,7 +252,7 @@ class TpuPool(_PoolBase):
 
     @model_validator(mode="after")
     def _min_max(self) -> TpuPool:
-        return _min_le_max(self, "min_slices", "max_slices")
+        return min_le_max(self, "min_slices", "max_slices")
 
     @property
     def slice(self) -> catalog.TpuSlice:
@@ -289,7 +289,7 @@ class TpuPool(_PoolBase):
         return self.slice.machine_type
 
 
-class GpuSpec(_Model):
+class GpuSpec(StrictModel):
     """GPUs per node: ``{type: nvidia-l4, count: 1}``."""
 
     type: str = Field(

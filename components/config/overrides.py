@@ -10,7 +10,7 @@ from typing import Any
 
 from components import catalog
 from components.config.stack import StackConfig
-from components.kernel.base import PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.kernel.base import PROJECT_NAMESPACE, StackConfigError, StackFileError
 from components.kernel.problems import ENTRY_KEYS
 from components.kernel.stackyaml import read_stack_yaml
 
@@ -27,7 +27,7 @@ def stack_environments(text: str, source: str | None = None) -> tuple[str, ...]:
     or ``{imports: [...]}``); ``()`` when none.
 
     Raises:
-        StackFileError / ConfigError: as :func:`read_stack_yaml`, or ``environment:`` of another
+        StackFileError / StackConfigError: as :func:`read_stack_yaml`, or ``environment:`` of another
             shape.
     """
     doc = read_stack_yaml(text, source)
@@ -50,7 +50,7 @@ def required_keys() -> tuple[str, ...]:
     return tuple(n for n, f in StackConfig.model_fields.items() if f.is_required())
 
 
-class SetError(ConfigError):
+class SetError(StackConfigError):
     """A ``--set KEY=VALUE`` that cannot be applied (its key goes through a value of another
     shape, or names a list entry the file does not have): a usage error (``raygke`` exits 2)."""
 
@@ -81,7 +81,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     ``[name]`` (or ``[index]``, ``.index``) a list entry (:func:`apply_overrides`).
 
     Raises:
-        ConfigError: an item has no ``=``, a key not of that shape, or a value that is not YAML.
+        StackConfigError: an item has no ``=``, a key not of that shape, or a value that is not YAML.
     """
     out: dict[str, Any] = {}
     problems: list[str] = []
@@ -96,10 +96,10 @@ def parse_set(items: list[str]) -> dict[str, Any]:
             continue
         try:
             out[key] = read_stack_yaml(raw) if raw.strip() else ""
-        except (StackFileError, ConfigError) as e:
+        except (StackFileError, StackConfigError) as e:
             problems.append(f"--set {key}: {'; '.join(e.problems)}")
     if problems:
-        raise ConfigError(problems)
+        raise StackConfigError(problems)
     return out
 
 

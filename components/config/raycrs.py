@@ -16,9 +16,9 @@ from components.config.images import IMAGE_KINDS, RayImages
 from components.kernel.base import (
     INT32_MAX,
     RAYJOB_NAME_MAX,
-    _k8s_name,
-    _Model,
-    _quantity,
+    StrictModel,
+    k8s_name,
+    k8s_quantity,
     quantity_bytes,
 )
 
@@ -39,7 +39,7 @@ SPILL_DIR_RESERVED = ("/dev", "/proc", "/sys", "/etc", "/usr", "/bin", "/lib")
 PlacementStrategy = Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"]
 
 
-class RayConfig(_Model):
+class RayConfig(StrictModel):
     """Ray version and images; every image's tag must carry the same Ray version."""
 
     version: str = Field(
@@ -110,7 +110,7 @@ def _pod_resource(value: Any, what: str, *, head: bool = False) -> str:
     """
     from components.kernel.base import quantity_value
 
-    q = _quantity(str(value), what)
+    q = k8s_quantity(str(value), what)
     if quantity_value(q) > 0:
         return q
     kind = what.rsplit(".", 1)[-1].rsplit(" ", 1)[-1]
@@ -132,7 +132,7 @@ def _pod_resource(value: Any, what: str, *, head: bool = False) -> str:
     raise ValueError(f"{what} {value!r} is zero; allowed: {allowed}")
 
 
-class HeadConfig(_Model):
+class HeadConfig(StrictModel):
     """The Ray head pod; it runs on the system pool and is never exposed outside the cluster."""
 
     cpu: str = Field(
@@ -152,7 +152,7 @@ class HeadConfig(_Model):
         return _pod_resource(v, f"head.{info.field_name}", head=True)
 
 
-class WorkerGroupConfig(_Model):
+class WorkerGroupConfig(StrictModel):
     """A RayCluster worker group bound to one declared node pool.
 
     For TPU pools replicas count slices (each replica is ``numOfHosts`` pods); for GPU and CPU pools
@@ -209,7 +209,7 @@ class WorkerGroupConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _k8s_name(v, "worker group name")
+        return k8s_name(v, "worker group name")
 
     @field_validator("cpu", "memory", mode="before")
     @classmethod
@@ -226,7 +226,7 @@ class WorkerGroupConfig(_Model):
                 f"object_store_memory {v!r} is neither bytes (an integer) nor a Kubernetes "
                 "quantity (e.g. 4Gi)"
             )
-        q = _quantity(str(v), "worker group object_store_memory")
+        q = k8s_quantity(str(v), "worker group object_store_memory")
         if quantity_bytes(q) < OBJECT_STORE_MIN_BYTES:
             raise ValueError(
                 f"object_store_memory {v!r} is below Ray's minimum of 75 MiB "
@@ -249,7 +249,7 @@ class WorkerGroupConfig(_Model):
         return v.rstrip("/")
 
 
-class RayClusterConfig(_Model):
+class RayClusterConfig(StrictModel):
     """A long-lived RayCluster."""
 
     name: str = Field(
@@ -310,10 +310,10 @@ class RayClusterConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _k8s_name(v, "ray cluster name", dns1035=True)
+        return k8s_name(v, "ray cluster name", dns1035=True)
 
 
-class SliceRange(_Model):
+class SliceRange(StrictModel):
     """An elastic range of TPU slices: ``{min: 1, max: 2}``.
 
     Rendered as Ray Train's elastic ``ScalingConfig(num_workers=(min_workers, max_workers))``
@@ -354,7 +354,7 @@ class SliceRange(_Model):
         return self.min < self.max
 
 
-class JobConfig(_Model):
+class JobConfig(StrictModel):
     """A RayJob running one registered workload.
 
     A job either submits to a long-lived RayCluster (``cluster:``, rendered as ``clusterSelector``)
@@ -513,7 +513,7 @@ class JobConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _k8s_name(v, "job name", RAYJOB_NAME_MAX, dns1035=True)
+        return k8s_name(v, "job name", RAYJOB_NAME_MAX, dns1035=True)
 
     @model_validator(mode="after")
     def _target(self) -> JobConfig:

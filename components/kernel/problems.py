@@ -57,7 +57,7 @@ ENTRY_KEYS = ("name", "pool")
 def problem_of(item: Problem | str, path: str = "", rule: str = "") -> Problem:
     """``item`` as a :class:`Problem`: a Problem keeps its own path (its rule filled when unset);
     a plain line gets ``path`` and ``rule``. Checkers yield Problems (tests/test_checker_shape.py);
-    this is for what takes lines from outside them: :class:`components.kernel.base.ConfigError`
+    this is for what takes lines from outside them: :class:`components.kernel.base.StackConfigError`
     (a validator's message) and :func:`raygke.report.records`."""
     if isinstance(item, Problem):
         return item.with_path(path).with_rule(rule)

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from components.kernel.base import PROJECT_NAMESPACE, ConfigError, StackFileError
+from components.kernel.base import PROJECT_NAMESPACE, StackConfigError, StackFileError
 from components.kernel.problems import ENTRY_KEYS, Problem
 
 
@@ -26,7 +26,7 @@ def read_stack_yaml(text: str, source: str | None = None) -> Any:
     long strings aliased many times (:data:`MAX_EXPANDED_CHARS`).
 
     Raises:
-        ConfigError: a key is given twice (both places named).
+        StackConfigError: a key is given twice (both places named).
         StackFileError: the text is not YAML, or is too large, too deep or expands too far.
 
     One ``raygke check`` reads the same file in three places (the loader, the policy run, the
@@ -79,7 +79,7 @@ def _parse(text: str, source: str | None) -> Any:
         problem = problem.removeprefix("found ")
         path = _key_path(text, at.line, at.column) if at else ""
         head = f"{path}: " if path else ""
-        raise ConfigError(
+        raise StackConfigError(
             [
                 Problem(
                     path,

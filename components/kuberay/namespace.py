@@ -1,72 +1,19 @@
 """Pure builders of the Ray namespace's guard rails: the Namespace with Pod Security Admission
-labels, its NetworkPolicies, ResourceQuota and LimitRange. Config in, plain ``dict`` out (the
-Kubernetes objects as ``kubectl`` would read them); :class:`components.kuberay.component.KubeRay`
-creates exactly these, and ``raygke check`` (:mod:`components.security.rules`) checks them.
+labels, its NetworkPolicies, ResourceQuota and LimitRange. Config in, plain ``dict`` out;
+:class:`components.kuberay.component.KubeRay` creates exactly these, and ``raygke check``
+(:mod:`components.security.rules`) checks them.
 
-Network policy, the shape (https://kubernetes.io/docs/concepts/services-networking/network-policies/;
-GKE enforces NetworkPolicy with Dataplane V2, which the cluster runs):
+NetworkPolicies (``Ingress`` only; egress goes out through Cloud NAT): ``default-deny-ingress``;
+per Ray cluster ``<name>-ray`` (its pods to each other on every port, ``gke-gmp-system`` to the
+metrics port 8080, Serve's 8000 from ``kuberay.serve_from``, and, for a service with a
+``gateway``, the load balancers' ranges) and ``<name>-ray-head`` (6379, 8265, 10001 from the
+operator and the cluster's submitters; 8000 from the operator for a RayService). Plain
+``networking.k8s.io/v1`` objects, not KubeRay's ``spec.networkPolicy``. Pod Security: ``enforce:
+restricted`` (``kuberay.pod_security`` may lower it to ``baseline``), ``warn`` / ``audit:
+restricted``; the ``<namespace>-gpudirect`` namespace gets the same guard rails at
+``privileged`` for the RxDM sidecar (:mod:`components.gpunet.gpudirect` narrows it).
 
-* ``default-deny-ingress``: every pod of the namespace, no ingress rule — nothing reaches a pod
-  unless another policy below allows it (policies are additive).
-* per Ray cluster (a long-lived RayCluster, selected by KubeRay's own pod label
-  ``ray.io/cluster: <name>``; or the cluster a RayJob brings, whose RayCluster name KubeRay
-  generates, selected by our pod label ``ray-gke.io/job-cluster: <job>``), ``<name>-ray``:
-  its pods reach each other on every port (GCS, object manager, raylets, TPU runtime 8471,
-  Multislice 8081 and NCCL pick ports at run time); the ``gke-gmp-system`` namespace reaches
-  the Ray metrics port 8080 (:data:`GMP_NAMESPACE`: where GKE runs the collectors of Google
-  Cloud Managed Service for Prometheus' managed collection); Serve's HTTP port 8000 is
-  reachable from ``kuberay.serve_from`` only.
-* per Ray cluster, ``<name>-ray-head``: the head pod's GCS (6379), dashboard / Jobs API (8265) and
-  Ray client (10001) ports from the KubeRay operator and from that cluster's job submitters
-  (pods labelled ``ray-gke.io/submits-to: <name>``). The operator: with ``mode: helm`` the
-  chart's pods (``app.kubernetes.io/name: kuberay-operator``) in this namespace; with
-  ``mode: gke-addon`` GKE hosts the operator outside the cluster's nodes, so the control plane's
-  range ``network.master_ipv4_cidr``. For a RayService's cluster the operator also reaches the
-  head's Serve port 8000: it probes the Serve proxy there (``GET http://<head pod IP>:8000/-/healthz``,
-  ``CheckProxyActorHealth`` in ray-operator/controllers/ray/utils/httpproxy_httpclient.go, called
-  by ``updateHeadPodServeLabel`` in rayservice_controller.go) and labels the head
-  ``ray.io/serve: true`` only when it answers, so without this rule the head never serves traffic.
-* a service with ``gateway``: its ``<name>-ray`` policy also admits, to Serve's port 8000, the
-  Google Cloud load balancers' health-check ranges :data:`LB_HEALTH_CHECK_RANGES` (35.191.0.0/16,
-  130.211.0.0/22; also the source of the global external Application Load Balancer's GFE
-  proxies) and ``gateway.proxy_subnet_cidr`` when set (the region's proxy-only subnet, the source
-  of the Envoy-based regional classes ``gke-l7-rilb`` and ``gke-l7-regional-external-managed``)
-  (https://cloud.google.com/load-balancing/docs/firewall-rules, "minimum required ingress allow
-  firewall rules"; GKE's Gateway sends to the pods through container-native NEGs, so the pod
-  sees those sources).
-
-Egress is not restricted: every policy here is ``Ingress`` only, so pods reach the internet
-through the cluster's Cloud NAT (:mod:`components.network.component`) — a service with
-``hf_model`` downloads from huggingface.co and its CDN on TCP 443 with no further rule. An
-``Egress`` policy selecting a Ray pod would have to list DNS, the GKE metadata server, Google
-APIs (GCS FUSE, Secret Manager) and every Ray port between the cluster's own pods as well.
-
-Why plain ``networking.k8s.io/v1`` objects and not KubeRay's ``spec.networkPolicy``: in KubeRay
-v1.7.0 that field is refused unless the operator runs with the ``RayClusterNetworkPolicy``
-feature gate (validation.go ``ValidateRayClusterSpec``: "spec.networkPolicy requires the
-RayClusterNetworkPolicy feature gate"). The GKE add-on's operator flags are GKE's, not ours, so
-the gate cannot be relied on in ``gke-addon`` mode; plain objects work in both modes, cover a
-RayJob's own cluster and submitters the same way, and validate against the Kubernetes schemas.
-
-The ``gpudirect`` namespace (``<kuberay.namespace>-gpudirect``, only with a pool that sets
-``gpu_networking: gpudirect``) holds the Ray clusters with a worker group on such a pool
-(:attr:`components.plan.context.Context.ray_namespaces`) and gets the same guard rails: its own
-``default-deny-ingress`` and per-cluster policies (with ``mode: helm`` the operator's pods are
-matched in ``kuberay.namespace`` by a ``namespaceSelector``), the same ResourceQuota and
-LimitRange. Its Pod Security level is ``privileged`` (``warn`` / ``audit`` stay ``restricted``):
-the GPUDirect-TCPX(O) RxDM sidecar needs ``NET_ADMIN`` and hostPath, which ``baseline`` forbids,
-and the admission policy of :mod:`components.gpunet.gpudirect` narrows ``privileged`` to exactly
-that sidecar.
-
-Pod Security Admission (https://kubernetes.io/docs/concepts/security/pod-security-admission/):
-``enforce: restricted`` (``kuberay.pod_security`` may lower it to ``baseline`` if a container
-injected by something we do not render, e.g. a KubeRay init container or a GKE sidecar of a
-future version, lacks the restricted fields; unverified on a live cluster) — every pod template
-we render sets what ``restricted`` requires
-(:func:`components.raycrs.pod.container_security_context`, the autoscaler sidecar via
-``autoscalerOptions.securityContext``; volumes are emptyDir and CSI only), and ``warn`` /
-``audit: restricted``, each with ``-version:`` :data:`PSA_VERSION` (``latest``: the standard of
-the cluster's own Kubernetes minor version, which GKE's release channel moves).
+Sources: docs/sources.md#kuberay-namespace
 """
 
 from __future__ import annotations

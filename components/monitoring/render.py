@@ -1,45 +1,18 @@
 """Pure builders of the Google Cloud Managed Service for Prometheus ``PodMonitoring`` objects
-(``monitoring.googleapis.com/v1``) that scrape every Ray cluster and Serve service of a stack.
+(``monitoring.googleapis.com/v1``) that scrape every Ray cluster and Serve service of a stack,
+rendered only with ``cluster.managed_prometheus: true``. Schema:
+``components/monitoring/crds/monitoring.googleapis.com_podmonitorings.yaml``.
 
-Rendered only with ``cluster.managed_prometheus: true`` (GKE's managed collection installs the
-CRD and the collectors; https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed).
-Schema: ``components/monitoring/crds/monitoring.googleapis.com_podmonitorings.yaml``.
-
-What is scraped: every Ray pod's metrics agent on port 8080 — KubeRay's ``DefaultMetricsPort``
-(constant.go), which the operator passes to ``ray start`` as ``--metrics-export-port`` on head and
-workers when rayStartParams do not set it (``setMissingRayStartParams`` in
-ray-operator/controllers/ray/common/pod.go; KubeRay's rayStartParams guide; the head container
-also declares it as port ``metrics``, HEAD_PORTS in :mod:`components.kernel.ray`;
-https://docs.ray.io/en/latest/cluster/kubernetes/k8s-ecosystem/prometheus-grafana.html).
-Ray's system metrics and the metrics of
-Ray Serve (``ray_serve_*``: requests, latency, replicas; https://docs.ray.io/en/latest/serve/monitoring.html#built-in-ray-serve-metrics)
-are exported there, by the node a process runs on. Selectors: ``ray.io/cluster: <name>`` (the
-label KubeRay puts on a RayCluster's pods) for a long-lived RayCluster; ``ray-gke/service:
-<name>`` (:data:`components.kernel.ray.SERVICE_LABEL`, set by :mod:`components.raycrs.serve` on the pod templates) for a service, whose
-RayCluster name is generated and changes on every upgrade; ``ray-gke.io/job-cluster: <job>``
-(:data:`components.kernel.ray.JOB_CLUSTER_LABEL`, set on the head and worker templates
-of the job's ``rayClusterSpec``) for the RayCluster a RayJob with ``node_pool:`` brings.
-
-A RayJob's own cluster: KubeRay names it ``<job>-<5 random chars>``
-(``GenerateRayClusterName`` in ray-operator/controllers/ray/utils/util.go), so ``ray.io/cluster``
-cannot be known at render time. KubeRay labels that RayCluster *object*
-``ray.io/originated-from-crd: RayJob`` / ``ray.io/originated-from-cr-name: <job>``
-(``constructRayClusterForRayJob`` in ray-operator/controllers/ray/rayjob_controller.go; keys in
-utils/constant.go), but those labels do not reach its pods: a Ray pod's labels are its
-template's labels plus KubeRay's fixed ``ray.io/cluster`` / ``ray.io/node-type`` /
-``ray.io/group`` / ``ray.io/is-ray-node`` / ``ray.io/identifier`` / ``app.kubernetes.io/name`` /
-``app.kubernetes.io/created-by`` (``labelPod`` in ray-operator/controllers/ray/common/pod.go,
-called by ``DefaultHeadPodTemplate`` / ``DefaultWorkerPodTemplate`` with the template labels;
-KubeRay only passes the originated-from pair to the containers as ``OWNER_KIND`` /
-``OWNER_NAME`` env). So the selector is our own template label. One PodMonitoring per job, not
-one for all job clusters: the same shape as the per-cluster monitors and NetworkPolicies, each
-job's monitor comes and goes with the job's stack entry, and its series carry the job's name as
-``ray_job`` (``targetLabels.fromPod`` copies ``ray-gke.io/job-cluster``), so two jobs'
-metrics are told apart although their RayCluster names are random. The ``<name>-ray``
-NetworkPolicy of each Ray cluster, job clusters included
-(:func:`components.kuberay.namespace.network_policies`), opens 8080 to the ``gke-gmp-system``
-namespace, where GKE runs the managed collectors
+Each scrapes the Ray pods' metrics port 8080 (Ray's and Serve's metrics). Selectors:
+``ray.io/cluster: <name>`` for a long-lived RayCluster; ``ray-gke/service: <name>``
+(:data:`components.kernel.ray.SERVICE_LABEL`, set by :mod:`components.raycrs.serve`) for a
+service, whose RayCluster name changes on every upgrade; ``ray-gke.io/job-cluster: <job>``
+(:data:`components.kernel.ray.JOB_CLUSTER_LABEL`) for the RayCluster a RayJob brings, whose name
+is random: one PodMonitoring per job, its series labelled ``ray_job``. The ``<name>-ray``
+NetworkPolicies open 8080 to ``gke-gmp-system``
 (:data:`components.kuberay.namespace.GMP_NAMESPACE`).
+
+Sources (the port, the labels KubeRay puts on a job's pods): docs/sources.md#monitoring-render
 """
 
 from __future__ import annotations

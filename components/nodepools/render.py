@@ -42,7 +42,6 @@ __all__ = [
     "initial_node_count",
     "node_pool_specs",
     "pool_specs",
-    "specs_for_pool",
     "system_pool_spec",
     "tpu_host_capacity",
     "upgrade_settings",
@@ -54,12 +53,6 @@ def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
     """Every GKE node pool of the stack, the system pool first, in config order
     (:attr:`components.plan.plan.Plan.node_pool_specs`)."""
     return list(plan(cfg).node_pool_specs)
-
-
-def specs_for_pool(cfg: StackConfig, pool_name: str) -> list[NodePoolSpec]:
-    """The GKE node pools made from one config pool (several for multi-host TPU slices);
-    ``"system"`` gives the system pool, an unknown name ``[]``."""
-    return list(plan(cfg).pool_specs.get(pool_name, ()))
 
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"

@@ -272,8 +272,9 @@ class Plan:
         raise self._left_out(svc, "service")
 
     def runs_as(self, job: JobConfig) -> str | None:
-        """The workload identity ``job``'s Ray processes run as
-        (:func:`components.plan.resolve.job_runs_as`); None when its ``cluster`` is undeclared."""
+        """The workload identity ``job``'s Ray processes run as: the RayCluster's
+        ``service_account`` when the job is submitted to a long-lived cluster, else the job's own
+        (its own RayCluster's pods run as it); None when its ``cluster`` is undeclared."""
         if not job.cluster:
             return job.service_account
         rc = self.clusters.get(job.cluster)

@@ -278,19 +278,6 @@ def own_cluster_group(pool: Pool) -> WorkerGroupConfig:
     )
 
 
-def job_runs_as(cfg: StackConfig, job: JobConfig) -> str:
-    """The workload identity a job's Ray processes run as: the RayCluster's ``service_account``
-    when the job is submitted to a long-lived cluster, else the job's own ``service_account``
-    (its own RayCluster's pods run as it).
-
-    Raises:
-        ResolveError: ``jobs[j].cluster`` names no declared ray cluster.
-    """
-    if job.cluster:
-        return resolve_cluster(cfg, job.cluster, f"jobs[{job.name}].cluster").service_account
-    return job.service_account
-
-
 def resolve_job(cfg: StackConfig, job: JobConfig) -> JobTarget:
     """Resolve the node pool, worker group and replica count a job trains on.
 

@@ -92,7 +92,7 @@ def replica_plan(cfg: StackConfig, svc: ServiceConfig) -> ReplicaPlan | None:
     undeclared pool or arguments that do not parse (their rules report those)."""
     from components.plan.plan import plan
     from components.plan.resolve import ResolveError
-    from components.raycrs.serving import VLLM_APP, _pod_size, serve_devices, tensor_parallel_size
+    from components.raycrs.serving import VLLM_APP, pod_size, serve_devices, tensor_parallel_size
     from contract.args.base import ArgError
     from contract.registry import get_workload
 
@@ -113,7 +113,7 @@ def replica_plan(cfg: StackConfig, svc: ServiceConfig) -> ReplicaPlan | None:
         return None
     groups, kept = target.max_replicas, target.group.min_replicas
     if dev.kind == "cpu":
-        size = _pod_size(p, target.pool.name, target.group)
+        size = pod_size(p, target.pool.name, target.group)
         per_pod = 1 if size is None or args.num_cpus <= 0 else int(size[0] // args.num_cpus)
         per_replica, pods, fits = f"{args.num_cpus:g} CPUs", 1, groups * per_pod
     elif dev.hosts > 1:

@@ -207,7 +207,7 @@ def trained_shape(cfg: StackConfig, job_name: str) -> CausalLmShape | None:
         a = get_workload(job.workload).parse(dict(job.args))
     except (ArgError, KeyError, TypeError, ValueError):
         return None
-    context = a.context_length or _dataset_context(cfg)
+    context = a.context_length or dataset_context(cfg)
     return CausalLmShape(
         vocab_size=BYTE_VOCAB,
         n_positions=context,
@@ -218,7 +218,7 @@ def trained_shape(cfg: StackConfig, job_name: str) -> CausalLmShape | None:
     )
 
 
-def _pod_size(p: Any, pool: str, group: Any) -> tuple[float, float] | None:
+def pod_size(p: Any, pool: str, group: Any) -> tuple[float, float] | None:
     """CPUs and memory (GB) of one worker pod of the service
     (:func:`components.raycrs.pod.worker_pod_size` of the pool's first GKE node pool in the
     plan), None when unknown: also for a stack whose ``project`` or ``region`` did not
@@ -252,7 +252,7 @@ def engine_memory_gb(pod_memory_gb: float) -> float:
     return pod_memory_gb - default_object_store_gb(pod_memory_gb)
 
 
-def _dataset_context(cfg: StackConfig) -> int:
+def dataset_context(cfg: StackConfig) -> int:
     """The longest ``context_length`` of the stack's ``prepare`` jobs (the dataset's window a
     trainer without its own takes), else :data:`DEFAULT_CONTEXT`."""
     found = [
@@ -314,7 +314,7 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
                 continue
         tp = tensor_parallel_size(svc.args, dev)
         derived = "tensor_parallel_size" not in svc.args
-        size = _pod_size(p, pool.name, target.group)
+        size = pod_size(p, pool.name, target.group)
         if dev.kind == "cpu":
             yield from _cpu_fit(cfg, svc, target, size)
             continue

@@ -14,7 +14,7 @@ One source of truth per fact:
   (:func:`components.raycrs.pod.worker_pod_size`); a trainer's ``device_memory_gb`` instead
   when it sets one (at most the device's: :func:`device_memory_problems`);
 * the model: the trainer's ``d_model``, ``n_layers``, ``mlp_ratio`` and ``context_length`` (else
-  the stack's ``prepare`` job's, :func:`components.raycrs.serving._dataset_context`); the batch:
+  the stack's ``prepare`` job's, :func:`components.raycrs.serving.dataset_context`); the batch:
   ``batch_size`` rows per worker, split over a TPU host's chips by the JAX trainer;
 * the compute dtype: ``precision`` (``auto``: bf16 on GPUs and TPUs, fp32 on CPUs, where the
   trainer measures and fp32 is the larger estimate); the JAX trainer's ``compute_dtype``;
@@ -158,7 +158,7 @@ class JobFit:
 def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     """The fit of ``job``; None when it is not a trainer of :data:`FIT_TRAINERS`, its target or
     arguments do not resolve (their rules report them) or its devices are unknown."""
-    from components.raycrs.serving import _dataset_context
+    from components.raycrs.serving import dataset_context
     from contract.args.base import ArgError
     from contract.registry import get_workload
 
@@ -177,7 +177,7 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     memory, _ = assumed_memory(dev.memory, getattr(a, "device_memory_gb", None))
     if memory != dev.memory:  # the run's rule: device_memory_gb when at most the device's
         dev = replace(dev, memory=memory, what=f"{dev.what} taken as {memory / GB:g} GB")
-    shape = LmShape(a.d_model, a.n_layers, a.context_length or _dataset_context(cfg), a.mlp_ratio)
+    shape = LmShape(a.d_model, a.n_layers, a.context_length or dataset_context(cfg), a.mlp_ratio)
     compute = _compute_dtype(a, dev.kind)
     options: dict[str, Any] = {
         "optimizer": a.optimizer,

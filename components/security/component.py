@@ -1,41 +1,14 @@
 """Security: KMS keys, the nodes' service account, workload identities, Secret Manager secrets.
 
-Two ComponentResources, because of ordering:
+Two ComponentResources, because of ordering: :class:`Security` (before the cluster and the
+buckets: the KMS key rings and keys with rotation, the service agents' encrypter/decrypter grants
+on their key, the node service account with its one least-privilege project role, one GSA per
+workload identity, the Secret Manager secrets, replicated in the stack's region only, no
+versions) and :class:`WorkloadAccess` (after them: the Workload Identity bindings, the
+bucket-level roles, the secret accessor grants). No project-wide storage role is ever granted; no
+service-account key is ever created.
 
-* :class:`Security` (before the cluster and the buckets): the KMS key ring(s) and keys with
-  rotation (GKE secrets, buckets, Artifact Registry, Secret Manager, node boot disks), the GKE,
-  GCS, Artifact Registry, Secret Manager and Compute Engine service agents'
-  ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` grants on their key, the node service account
-  with its one least-privilege project role, one Google service account (GSA) per workload
-  identity, and the Secret Manager secrets, replicated only in the stack's region under the
-  Secret Manager key (no versions: values are set out of band).
-* :class:`WorkloadAccess` (after the cluster and the buckets): the Workload Identity bindings
-  (``roles/iam.workloadIdentityUser`` for ``serviceAccount:<project>.svc.id.goog[<ns>/<ksa>]``;
-  the identity pool exists only once a cluster with Workload Identity does), the bucket-level roles
-  and the secret accessor grants. No project-wide storage role is ever granted; no service-account
-  key is ever created.
-
-Sources:
-
-* GKE application-layer secrets encryption and its service agent
-  ``service-<number>@container-engine-robot.iam.gserviceaccount.com``:
-  https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
-* CMEK for Artifact Registry and its service agent
-  ``service-<number>@gcp-sa-artifactregistry.iam.gserviceaccount.com`` (the key in the
-  repository's location): https://cloud.google.com/artifact-registry/docs/cmek
-* CMEK for Cloud Storage and the GCS service agent:
-  https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys
-* Least-privilege node service account role (``roles/container.defaultNodeServiceAccount``):
-  https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts
-* Boot-disk CMEK and the Compute Engine service agent
-  ``service-<number>@compute-system.iam.gserviceaccount.com``:
-  https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
-* Secret Manager CMEK with user-managed replication, the key in the replica's location, and the
-  Secret Manager service agent ``service-<number>@gcp-sa-secretmanager.iam.gserviceaccount.com``
-  (created on request: ``gcp.projects.ServiceIdentity``): https://cloud.google.com/secret-manager/docs/cmek
-* Workload Identity: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
-* Cloud Storage IAM roles (objectViewer, objectUser): https://cloud.google.com/storage/docs/access-control/iam-roles
-* Secret Manager access: https://cloud.google.com/secret-manager/docs/access-control
+Sources: docs/sources.md#security-component
 """
 
 from __future__ import annotations

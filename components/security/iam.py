@@ -30,10 +30,8 @@ from components.kernel.problems import Problem
 from components.plan.naming import (
     BucketPurpose,
     gsa_email,
-    namespace_accounts,
     node_service_account_id,
     workload_accounts,
-    workload_identity_member,
 )
 
 BUCKET_ROLES = {"read": "roles/storage.objectViewer", "write": "roles/storage.objectUser"}
@@ -67,20 +65,6 @@ def project_bindings(cfg: StackConfig) -> list[tuple[str, str]]:
     """``(role, member)`` for every project-level grant: only the node service account's roles."""
     member = f"serviceAccount:{node_service_account_email(cfg)}"
     return [(role, member) for role in NODE_PROJECT_ROLES]
-
-
-def workload_identity_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
-    """``(gsa email, role, member)``: each KSA may impersonate its own GSA only (workers' and
-    heads' accounts in each namespace that has them:
-    :func:`components.plan.naming.namespace_accounts`)."""
-    return [
-        (
-            gsa_email(cfg.project, a.name),
-            WORKLOAD_IDENTITY_ROLE,
-            workload_identity_member(cfg.project, ns, a.name),
-        )
-        for ns, a in namespace_accounts(cfg)
-    ]
 
 
 def secret_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:

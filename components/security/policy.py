@@ -3,50 +3,14 @@ them at ``pulumi preview`` / ``pulumi up``, and ``raygke check`` runs them offli
 render (:func:`raygke.synth.run_program`). Pure functions over resources as
 ``(type, name, props)``; no Pulumi import.
 
-Props are the engine's view of a resource's inputs: camelCase property names (``nodeConfig``,
-``publicAccessPrevention``) for GCP resources, the Kubernetes object itself (``apiVersion``,
-``kind``, ``metadata``, ``spec``) for Kubernetes ones. Both sources give exactly that: synth's
-``resources.json`` records the inputs the engine receives, and a policy's ``args.props`` are the
-same inputs, wrapped in proxies that raise on values unknown during preview. :func:`plain_props`
-normalises either (proxies unwrapped, unknown values replaced by :data:`UNKNOWN`, any snake_case
-key turned camelCase) so a rule sees one shape. A value unknown at preview (a KMS key id the
-first ``pulumi up`` creates) counts as set: the program wired it; only a missing or empty value is
-a violation.
+Props are the engine's view of a resource's inputs (camelCase for GCP resources, the object
+itself for Kubernetes ones), from synth's ``resources.json`` or a policy's ``args.props``;
+:func:`plain_props` normalises either (proxies unwrapped, unknown values :data:`UNKNOWN`,
+snake_case keys camelCase). A value unknown at preview counts as set: only a missing or empty
+value is a violation. The rules: :data:`RULES` (the Kubernetes ones from
+:mod:`components.security.rules`).
 
-The rules (:data:`RULES`, names as the policy pack reports them):
-
-* ``bucket-public-access-prevention``, ``bucket-uniform-access``, ``bucket-cmek``: every Cloud
-  Storage bucket enforces public access prevention, uniform bucket-level access and a default
-  KMS key (https://cloud.google.com/storage/docs/public-access-prevention,
-  https://cloud.google.com/storage/docs/uniform-bucket-level-access,
-  https://cloud.google.com/storage/docs/encryption/customer-managed-keys).
-* ``secret-cmek``: every Secret Manager secret's replicas are encrypted with a customer-managed
-  key (https://cloud.google.com/secret-manager/docs/cmek).
-* ``boot-disk-cmek``: every node pool, the cluster's own node config and the Node Auto
-  Provisioning defaults encrypt boot disks with a KMS key
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek).
-* ``no-project-storage-or-basic-roles``: no project-level IAM grant of a ``roles/storage.*`` role
-  or a basic role (``roles/owner`` / ``editor`` / ``viewer``); workloads get bucket-level roles
-  only (https://cloud.google.com/iam/docs/roles-overview#basic).
-* ``no-service-account-keys``: no ``gcp:serviceaccount/key:Key``: workloads authenticate through
-  Workload Identity (https://cloud.google.com/iam/docs/best-practices-service-accounts#avoid-keys).
-* ``workload-identity``: the cluster has a Workload Identity pool and every node pool (and the
-  cluster's node config) runs the GKE metadata server (``GKE_METADATA``)
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity).
-* ``secure-boot``: Shielded nodes with secure boot on every node pool, the cluster's node config
-  and the NAP defaults (https://cloud.google.com/kubernetes-engine/docs/how-to/shielded-gke-nodes).
-* ``private-nodes``: the cluster's nodes have no external IPs, and no node pool opts out
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters).
-* ``subnet-flow-logs`` (stack-wide): when the stack's subnets record VPC Flow Logs
-  (``logConfig``; ``network.flow_logs``), every subnet does, the GPU NIC subnets included, but
-  those of a VPC with a network profile (the RDMA VPC) and those whose network is unknown at
-  preview (https://cloud.google.com/vpc/docs/flow-logs). A stack with flow logs off has none.
-* ``ray-auth``, ``pod-security``, ``network-policy`` (the last stack-wide): the Kubernetes rules
-  of :mod:`components.security.rules` (Ray token auth on every Ray cluster, the restricted pod
-  security context on every pod template and the autoscaler, Pod Security Admission on the
-  namespace, default-deny and per-head NetworkPolicies), fed the render's Kubernetes objects;
-  the pod-security rule names the one exception, the GPUDirect RxDM sidecar in the ``-gpudirect``
-  namespace (``gpu_networking: gpudirect``).
+Sources (one per rule): docs/sources.md#security-policy
 """
 
 from __future__ import annotations
@@ -577,11 +541,3 @@ def resources_from_records(records: Iterable[Mapping[str, Any]]) -> list[Resourc
 
 
 GCP_RULES: tuple[Rule, ...] = tuple(r for r in RULES if r.scope == "gcp")
-
-
-def check_records(
-    records: Iterable[Mapping[str, Any]], rules: Sequence[Rule] = RULES
-) -> list[Problem]:
-    """:func:`run_rules` over synth records, one Problem printed ``<rule>: ...`` per violation
-    (:meth:`Violation.as_problem`)."""
-    return [v.as_problem() for v in run_rules(resources_from_records(records), rules)]

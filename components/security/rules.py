@@ -5,45 +5,12 @@ synth render's Kubernetes resource inputs).
 Every function is pure: it takes a list of Kubernetes objects as plain dicts
 (``{"apiVersion", "kind", "metadata", "spec"}``; other kinds are ignored) and returns problem lines,
 each starting with the rule's name (:data:`RULES`): an empty list means the rule passes.
+``ray-auth`` (:func:`check_ray_auth`), ``pod-security`` (:func:`check_pod_security`: the
+restricted fields on every container, with the installer exemption :data:`INSTALLER_EXEMPT` and
+the GPUDirect RxDM exception :data:`GPUDIRECT_SUFFIX`, :data:`RXDM_SHAPES`) and
+``network-policy`` (:func:`check_network_policy`).
 
-* ``ray-auth`` (:func:`check_ray_auth`): every Ray cluster the objects create (RayCluster, a
-  RayJob's ``rayClusterSpec``, a RayService's ``rayClusterConfig``) has
-  ``authOptions.mode: token`` (KubeRay v1.7.0, https://docs.ray.io/en/latest/cluster/kubernetes/
-  user-guides/kuberay-auth.html): the dashboard / Jobs API otherwise runs any code it is sent
-  (CVE-2023-48022).
-* ``pod-security`` (:func:`check_pod_security`): every container of every pod template (Ray
-  heads, worker groups, submitters, the autoscaler sidecar through
-  ``autoscalerOptions.securityContext``, and Pods / Jobs / Deployments / StatefulSets /
-  DaemonSets) runs with ``allowPrivilegeEscalation: false``, ``capabilities.drop: [ALL]``,
-  ``runAsNonRoot: true`` and a ``RuntimeDefault`` / ``Localhost`` seccomp profile (pod or
-  container level), is not privileged, memory-backed ``emptyDir`` volumes have a ``sizeLimit``,
-  worker and submitter pods do not mount a service account token and run as another account
-  than their cluster's head; a Namespace in the objects carries a Pod Security Admission
-  ``enforce`` label of ``baseline`` or ``restricted``
-  (https://kubernetes.io/docs/concepts/security/pod-security-standards/). One exemption: the
-  NCCL plugin installer DaemonSets of GPU networking (:data:`INSTALLER_EXEMPT`, in
-  ``kube-system`` only, by name), which Google ships privileged with hostPath, ``hostNetwork``
-  and ``hostPID`` (GoogleCloudPlatform/container-engine-accelerators ``gpudirect-rdma/
-  nccl-rdma-installer.yaml``): they write the plugin to the host, outside the Ray namespace,
-  whose pods stay ``restricted`` (:mod:`components.gpunet.render`); with ``gpu_networking:
-  gpudirect`` also Google's TCPX / TCPXO installers and its NRI ``device-injector``
-  (container-engine-accelerators ``gpudirect-tcpx(o)/nccl-tcpx(o)-installer.yaml``,
-  ``nri_device_injector/nri-device-injector.yaml``).
-  And one exception, named here for the GPUDirect namespace only (:data:`GPUDIRECT_SUFFIX`,
-  :data:`RXDM_SHAPES`; docs/security.md, GPUDirect): a Namespace whose name ends in
-  ``-gpudirect`` and that carries the label ``ray-gke.io/gpudirect: rxdm`` may enforce
-  ``privileged`` if its ``warn`` and ``audit`` stay ``restricted``; in a Ray object of such a
-  namespace, a worker group's pod template may hold the GPUDirect-TCPX(O) RxDM sidecar of its
-  accelerator (``tcpx-daemon`` on ``nvidia-h100-80gb``, ``tcpxo-daemon`` on
-  ``nvidia-h100-mega-80gb``; Google's image repository), which may run as root and add its own
-  capabilities (``NET_ADMIN``, and ``NET_BIND_SERVICE`` for TCPXO), never privileged nor
-  escalating, and hostPath volumes at its paths only (``/sys`` and ``/proc/sys`` mounted by it
-  alone; the plugin directory and ``/dev/aperture_devices`` by the Ray container too). Anything
-  else there is held to ``restricted`` as everywhere.
-* ``network-policy`` (:func:`check_network_policy`): every namespace holding a Ray object has a
-  default-deny ingress NetworkPolicy (empty ``podSelector``, ``Ingress`` in ``policyTypes``, no
-  rule), every Ray cluster's head is selected by a NetworkPolicy of its own, and no policy opens
-  the head's GCS / dashboard / client ports (6379, 8265, 10001) to every source.
+Sources (what each rule requires, and why): docs/sources.md#security-rules
 """
 
 from __future__ import annotations

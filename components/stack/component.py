@@ -14,7 +14,7 @@ def load_pulumi_config() -> StackConfig:
     """Read and validate the current stack's config through ``pulumi.Config`` (inside a program).
 
     Raises:
-        ConfigError: the stack config is invalid.
+        StackConfigError: the stack config is invalid.
     """
     import pulumi
 

@@ -32,7 +32,7 @@ from components.config.stack import StackConfig
 from components.kernel.base import (
     OTHER_NAMESPACES,
     PROJECT_NAMESPACE,
-    ConfigError,
+    StackConfigError,
     StackFileError,
     one_line,
 )
@@ -286,14 +286,16 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
     :mod:`components.stack.rules` runs that reads no invalid key (``Rule.needs``): an unsupported
     ``cluster.min_master_version`` still lets a NAP limit below the node pools be reported. Field
     problems come first, then rule problems in :data:`components.stack.rules.RULES` order; the
-    rules that could not run are listed in ``ConfigError.notes``.
+    rules that could not run are listed in ``StackConfigError.notes``.
 
     Raises:
-        ConfigError: with every problem found (``items``: Problems with their stack paths;
+        StackConfigError: with every problem found (``items``: Problems with their stack paths;
             ``problems``: one line each).
     """
     if not isinstance(data, Mapping):
-        raise ConfigError([f"expected a mapping of config keys, got {type(data).__name__}"], source)
+        raise StackConfigError(
+            [f"expected a mapping of config keys, got {type(data).__name__}"], source
+        )
     epoch = read_epoch(data)  # from the file as written, before the rewrites below
     data, deprecated = modernized(data)
     data = dict(data)
@@ -309,15 +311,15 @@ def validate(data: Mapping[str, Any], source: str | None = None) -> StackConfig:
             hold_defaults(cfg, epoch)
             problems += [p for p in rule_problems(cfg, broken=broken) if p.severity != "warning"]
             notes = skipped_rules(broken=broken)
-        raise ConfigError(problems, source, notes) from None
+        raise StackConfigError(problems, source, notes) from None
     except catalog.CatalogError as e:  # pragma: no cover - validators wrap these already
-        raise ConfigError([str(e)], source) from None
+        raise StackConfigError([str(e)], source) from None
     cfg._epoch = epoch
     cfg._held = tuple(hold_defaults(cfg, epoch))
     problems = rule_problems(cfg)  # the rules run once, over the validated model
     errors = [p for p in problems if p.severity != "warning"]
     if errors:
-        raise ConfigError(errors, source)
+        raise StackConfigError(errors, source)
     cfg._notices = (*deprecated, *problems)  # warnings only: deprecations, newer refusals
     return cfg
 
@@ -426,7 +428,7 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
 
     Raises:
         StackFileError: not YAML, or not a ``config:`` mapping.
-        ConfigError: a key given twice (see :func:`read_stack_yaml`).
+        StackConfigError: a key given twice (see :func:`read_stack_yaml`).
     """
     doc = read_stack_yaml(text, source)
     if isinstance(doc, Mapping) and doc.get("config") is None and "environment" in doc:
@@ -456,11 +458,11 @@ def stack_data_from_yaml(text: str, source: str | None = None) -> dict[str, Any]
             )
         data.setdefault(k, v)
     if problems:
-        raise ConfigError(problems, source)
+        raise StackConfigError(problems, source)
     return data
 
 
-def _read_text(path: Path) -> str:
+def read_stack_text(path: Path) -> str:
     if path.exists() and not path.is_file():  # a FIFO or device: reading could block forever
         what = "a directory" if path.is_dir() else "not a regular file"
         raise StackFileError([f"{what}; a stack file is a regular file"], str(path))
@@ -477,10 +479,10 @@ def load_stack_file(path: str | Path, overrides: Mapping[str, Any] | None = None
     ``overrides`` (:func:`parse_set`) applied first.
 
     Raises:
-        ConfigError: the file is invalid; ``problems`` lists every problem.
+        StackConfigError: the file is invalid; ``problems`` lists every problem.
         StackFileError: the file is not UTF-8 text.
         OSError: the file cannot be read.
     """
     path = Path(path)
-    data = stack_data_from_yaml(_read_text(path), str(path))
+    data = stack_data_from_yaml(read_stack_text(path), str(path))
     return validate(apply_overrides(data, overrides or {}, str(path)), str(path))

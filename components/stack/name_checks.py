@@ -6,36 +6,7 @@ stack-file field to change. Two config entries that produce the same name are re
 Labels are checked where they are applied: GCP resource labels (stack ``labels`` and
 ``cluster.labels``) and Kubernetes node labels (``node_pools[].labels``).
 
-Sources (one per rule in :data:`NAME_RULES`):
-
-* GKE cluster and node pool names: lowercase letters, digits, hyphens, start with a letter, end
-  with a letter or digit, at most 40 characters
-  (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters,
-  ``.../projects.locations.clusters.nodePools``).
-* Compute Engine resource names (network, subnetwork, router, NAT): RFC 1035, 1-63 characters
-  (https://cloud.google.com/compute/docs/naming-resources#resource-name-format).
-* Service account ids: 6-30 characters, lowercase letters, digits, hyphens, start with a letter
-  (https://cloud.google.com/iam/docs/service-accounts-create#creating).
-* Bucket names: 3-63 characters of lowercase letters, digits, ``-``, ``_`` (``.`` not used here),
-  start and end with a letter or digit, not starting with ``goog``, not containing ``google``
-  (https://cloud.google.com/storage/docs/buckets#naming).
-* KMS key ring and key names: letters, digits, ``_`` and ``-``, 1-63 characters
-  (https://cloud.google.com/kms/docs/resource-hierarchy#key_rings, REST ``keyRings.create``).
-* Secret Manager secret ids: letters, digits, ``_`` and ``-``, 1-255 characters
-  (https://cloud.google.com/secret-manager/docs/reference/rest/v1/projects.secrets/create).
-* Kubernetes object names (namespace, service accounts, RayCluster, RayJob): RFC 1123 labels,
-  at most 63 characters
-  (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names).
-* GCP labels: keys 1-63 characters starting with a lowercase letter, values 0-63 characters of
-  lowercase letters, digits, ``_`` and ``-``; at most 64 labels per resource
-  (https://cloud.google.com/resource-manager/docs/labels-overview#requirements).
-* Kubernetes labels: an optional DNS-subdomain prefix (at most 253 characters) and ``/``, a name
-  of at most 63 characters ``[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?``, the same for values
-  (which may be empty)
-  (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
-  GKE sets ``cloud.google.com/``, ``kubernetes.io/`` and ``k8s.io/`` labels itself and refuses
-  or overrides them in ``node_config.labels``
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/creating-managing-labels).
+Sources (one per rule in :data:`NAME_RULES`): docs/sources.md#stack-name-checks
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from components.computeclass.rules import (
 from components.config.images import IMAGE_KINDS
 from components.config.nodepools import GpuPool, TpuPool
 from components.gcsft.rules import gcs_ft_rules
-from components.kernel.base import _ZONE, NODES_PER_POOL_ZONE_MAX, plural
+from components.kernel.base import NODES_PER_POOL_ZONE_MAX, ZONE_NAME, plural
 from components.kernel.problems import Problem, Rule, at
 from components.plan.plan import plan
 from components.plan.resolve import ResolveError, nap_needs, reference_problem
@@ -74,7 +74,7 @@ def zones_in_region(cfg: StackConfig) -> Iterable[Problem]:
     cluster's region (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters,
     https://cloud.google.com/compute/docs/regions-zones)."""
     for z in cfg.zones:
-        if not _ZONE.match(z) or not z.startswith(cfg.region + "-"):
+        if not ZONE_NAME.match(z) or not z.startswith(cfg.region + "-"):
             yield at(
                 "zones", f"zones: {z!r} is not a zone of region {cfg.region} (e.g. {cfg.region}-a)"
             )
@@ -97,7 +97,7 @@ def pool_zones_in_region(cfg: StackConfig) -> Iterable[Problem]:
                     f"node_pools[{pool.name}].zones",
                     f"node_pools[{pool.name}].zones: {z!r} is not in region {cfg.region}",
                 )
-            elif not _ZONE.match(z):
+            elif not ZONE_NAME.match(z):
                 yield (
                     at(
                         f"node_pools[{pool.name}].zones",
@@ -153,7 +153,7 @@ def accelerator_zones_offered(cfg: StackConfig) -> Iterable[Problem]:
         acc = pool.slice.generation if isinstance(pool, TpuPool) else pool.gpu.gpu
         label = f"TPU {acc.name}" if isinstance(pool, TpuPool) else acc.name
         for z in cfg.pool_zones(pool):
-            if z not in acc.zones and _ZONE.match(z):  # a malformed zone is reported as such
+            if z not in acc.zones and ZONE_NAME.match(z):  # a malformed zone is reported as such
                 yield (
                     at(
                         f"node_pools[{pool.name}]",

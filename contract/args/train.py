@@ -31,7 +31,7 @@ SCALING_KEYS = (
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
-def _scaling_problem(value: Mapping[str, Any]) -> str | None:
+def scaling_problem(value: Mapping[str, Any]) -> str | None:
     unknown = sorted(set(value) - set(SCALING_KEYS))
     if unknown:
         return (
@@ -80,7 +80,7 @@ def hf_source_problem(value: Any) -> str | None:
     return None
 
 
-def _heads_divide_width(values: Mapping[str, Any]) -> str | None:
+def heads_divide_width(values: Mapping[str, Any]) -> str | None:
     """Multi-head attention splits ``d_model`` evenly over the heads."""
     d, h = values.get("d_model"), values.get("n_heads")
     if isinstance(d, int) and isinstance(h, int) and h > 0 and d % h:
@@ -111,7 +111,7 @@ class TrainArgs(WorkloadArgs):
     :mod:`workloads.train_lm_tf`),
     read by the shared loop :mod:`workloads.train_loop`."""
 
-    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (_heads_divide_width,)
+    RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (heads_divide_width,)
 
     dataset: str = arg("/tmp/raygke/dataset", "dataset written by prepare", "path or URI")
     storage_path: str = arg(
@@ -124,7 +124,7 @@ class TrainArgs(WorkloadArgs):
         None,
         "ray.train.ScalingConfig kwargs derived from the node pool / TPU slice "
         "(components/raycrs/scaling.py); None = num_workers CPU workers",
-        check=_scaling_problem,
+        check=scaling_problem,
     )
     num_workers: int = arg(1, "Ray Train workers when scaling is None", "workers", minimum=1)
     cpus_per_worker: float = arg(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import arg
-from contract.args.train import TrainArgs, _heads_divide_width, device_memory_arg, hf_source_problem
+from contract.args.train import TrainArgs, device_memory_arg, heads_divide_width, hf_source_problem
 
 
 def _sharded_checkpoints_of_the_byte_model(values: Mapping[str, Any]) -> str | None:
@@ -34,7 +34,7 @@ class TrainLmArgs(TrainArgs):
 
     WORKLOAD: ClassVar[str] = "train_lm"
     RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (
-        _heads_divide_width,
+        heads_divide_width,
         _shard_degree_needs_fsdp,
         _sharded_checkpoints_of_the_byte_model,
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import arg
-from contract.args.train import N_HEADS, TrainArgs, _heads_divide_width, device_memory_arg
+from contract.args.train import N_HEADS, TrainArgs, device_memory_arg, heads_divide_width
 
 
 def _shard_degree_needs_fsdp(values: Mapping[str, Any]) -> str | None:
@@ -32,7 +32,7 @@ class TrainLmJaxArgs(TrainArgs):
 
     WORKLOAD: ClassVar[str] = "train_lm_jax"
     RULES: ClassVar[tuple[Callable[[Mapping[str, Any]], str | None], ...]] = (
-        _heads_divide_width,
+        heads_divide_width,
         _shard_degree_needs_fsdp,
         _tensor_divides_heads,
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contract.args.base import WorkloadArgs, arg
-from contract.args.train import OPTIMIZERS, _scaling_problem
+from contract.args.train import OPTIMIZERS, scaling_problem
 from contract.workload import WORKLOADS, tune_trainers
 
 
@@ -196,7 +196,7 @@ class TuneLmArgs(WorkloadArgs):
         None,
         "ScalingConfig kwargs of the pool (components/raycrs/scaling.py); each trial asks for "
         "ONE worker's resources (one GPU, or one TPU host's chips); None = cpus_per_trial CPUs",
-        check=_scaling_problem,
+        check=scaling_problem,
     )
     max_failures: int = arg(
         2, "retries of a failed trial from its checkpoint", "retries", minimum=0

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.errors import ConfigurationError
 from raygke.local import gcs_ft as gcs
 from raygke.local.procs import (
     LOCALHOST,
@@ -74,8 +75,10 @@ BUCKETS = ("datasets", "checkpoints", "artifacts")
 MAX_NODES = 16
 
 
-class LocalError(RuntimeError):
-    """A user-facing failure of the local environment; ``str(e)`` is the one-line message."""
+class LocalError(ConfigurationError):
+    """A user-facing failure of the local environment; ``str(e)`` is the one-line message. The
+    commands print it (``error: <message>``, exit 1, or 2 for a bad option); one no command
+    catches reaches :func:`raygke.cli.main` as any configuration error does (exit 1)."""
 
 
 # ----------------------------------------------------------------------------------- settings

@@ -468,6 +468,6 @@ def serve(
 
 # the run command lives in its own module (raygke/local/run.py) and registers itself on ``app``
 from raygke.local import run as local_run  # noqa: E402
-from raygke.local.run import _summary_table  # noqa: E402
+from raygke.local.run import summary_table  # noqa: E402
 
-__all__ = ["_summary_table", "app", "local_run", "resolve_target"]
+__all__ = ["app", "local_run", "resolve_target", "summary_table"]

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def _summary_table(summary: dict[str, Any]) -> Table:
+def summary_table(summary: dict[str, Any]) -> Table:
     def num(v: Any, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
 
@@ -339,7 +339,7 @@ def run(
         summary = local_summary.summarize(results)
         summary["seconds"] = time.monotonic() - t0
         local_resume.whole_run(summary, earlier, from_step)  # a resumed run: every segment
-        console.print(_summary_table(summary))
+        console.print(summary_table(summary))
         if summary_json is not None:
             payload = {
                 "ok": True,

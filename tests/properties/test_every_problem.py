@@ -13,13 +13,13 @@ from pydantic import BaseModel
 
 from components.config.network import INTERNAL_RANGES, is_internal
 from components.config.stack import StackConfig
-from components.kernel.base import INT32_MAX, INT64_MAX, POOL_NODES_MAX, ConfigError, one_line
+from components.kernel.base import INT32_MAX, INT64_MAX, POOL_NODES_MAX, StackConfigError, one_line
 from components.stack.loader import validate
 from tests.components.config.test_stack import base
 
 
-def _error(data: dict[str, Any]) -> ConfigError:
-    with pytest.raises(ConfigError) as e:
+def _error(data: dict[str, Any]) -> StackConfigError:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     return e.value
 

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.stack.loader import read_stack_yaml, stack_data_from_yaml, validate
 from raygke.cli import main
 
@@ -185,7 +185,7 @@ def _problems(mistakes: list[Mistake]) -> list[str]:
     data = copy.deepcopy(DEV)
     for m in mistakes:
         m.apply(data)
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     return e.value.problems
 

@@ -30,7 +30,7 @@ from components.computeclass.render import render_compute_classes
 from components.config.images import IMAGE_KINDS
 from components.config.stack import StackConfig
 from components.images.render import BASE_SUFFIX
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.namespace import namespace_manifests, namespace_objects
 from components.monitoring.render import render_monitoring
 from components.plan.plan import plan
@@ -629,22 +629,22 @@ def _get_dumped(data: dict[str, Any], path: Path) -> Any:
     return _get(dump, path)
 
 
-# canonical JSON of the data -> its validated model, or the ConfigError validating it raised: a
+# canonical JSON of the data -> its validated model, or the StackConfigError validating it raised: a
 # variant is validated by _valid, then by _pure_objects, the same data again by _get_dumped and
 # _full; validation is a pure function of the data. Models are read only, never mutated.
-_VALIDATED: dict[str, StackConfig | ConfigError] = {}
+_VALIDATED: dict[str, StackConfig | StackConfigError] = {}
 
 
 def _validated(data: dict[str, Any]) -> StackConfig:
-    """:func:`validate` of ``data``, once per data (raises its ConfigError again)."""
+    """:func:`validate` of ``data``, once per data (raises its StackConfigError again)."""
     key = json.dumps(data, sort_keys=True, default=repr)
     if key not in _VALIDATED:
         try:
             _VALIDATED[key] = validate(data)
-        except ConfigError as e:
+        except StackConfigError as e:
             _VALIDATED[key] = e
     out = _VALIDATED[key]
-    if isinstance(out, ConfigError):
+    if isinstance(out, StackConfigError):
         raise out.with_traceback(None)
     return out
 
@@ -652,7 +652,7 @@ def _validated(data: dict[str, Any]) -> StackConfig:
 def _valid(data: dict[str, Any]) -> bool:
     try:
         _validated(data)
-    except ConfigError:
+    except StackConfigError:
         return False
     return True
 

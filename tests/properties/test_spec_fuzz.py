@@ -1,4 +1,4 @@
-"""Fuzz: random and mutated configs give a valid model or a clean ConfigError — nothing else."""
+"""Fuzz: random and mutated configs give a valid model or a clean StackConfigError — nothing else."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.config.stack import StackConfig
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.stack.loader import stack_data_from_yaml, validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,8 +54,8 @@ def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
 def _assert_clean(data: Any) -> None:
     try:
         result = validate(data)
-    except ConfigError as e:
-        assert e.problems, "a ConfigError must carry at least one problem"
+    except StackConfigError as e:
+        assert e.problems, "a StackConfigError must carry at least one problem"
         assert all(isinstance(p, str) and p and "\n" not in p for p in e.problems)
     else:
         assert isinstance(result, StackConfig)
@@ -97,5 +97,5 @@ def test_non_mapping_top_level(value: Any) -> None:
         return _assert_clean(value)
     try:
         validate(value)  # type: ignore[arg-type]
-    except ConfigError as e:
+    except StackConfigError as e:
         assert "expected a mapping" in e.problems[0]

@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from components.config.reference import render_reference
-from components.kernel.base import ConfigError, StackFileError
+from components.kernel.base import StackConfigError, StackFileError
 from components.stack.loader import apply_overrides, esc_stand_ins, parse_set, stack_environments
 from raygke import synth as synth_module
 from raygke.cli import app, main
@@ -497,7 +497,7 @@ def test_loader_pieces():
         "cluster.name": "ray",
         "labels": {},
     }
-    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+    with pytest.raises(StackConfigError, match="expected KEY=VALUE"):
         parse_set(["=x"])
     data = {"cluster": {"name": "a"}, "project": "p"}
     assert apply_overrides(data, {"cluster.regional": True}) == {
@@ -505,7 +505,7 @@ def test_loader_pieces():
         "project": "p",
     }
     assert data == {"cluster": {"name": "a"}, "project": "p"}  # not mutated
-    with pytest.raises(ConfigError, match="project is not a mapping"):
+    with pytest.raises(StackConfigError, match="project is not a mapping"):
         apply_overrides(data, {"project.x": 1})
     assert stack_environments("environment: [a, b]\nconfig: {}\n") == ("a", "b")
     assert stack_environments("environment: {imports: [a]}\nconfig: {}\n") == ("a",)

@@ -213,7 +213,7 @@ def test_every_configuration_error_has_the_one_base() -> None:
     from components.capacity.preview import PodSetError
     from components.catalog.labels import CatalogError
     from components.config.overrides import SetError
-    from components.kernel.base import ConfigError, StackFileError
+    from components.kernel.base import StackConfigError, StackFileError
     from components.kernel.crdschema import CarriedFileError
     from components.plan.resolve import ResolveError
     from components.raycrs.pod import ManifestError
@@ -223,12 +223,21 @@ def test_every_configuration_error_has_the_one_base() -> None:
     from contract.quantity import QuantityError
     from raygke.diff.compare import DiffError
     from raygke.k8s_export import SkipListError
+    from raygke.local.cluster import LocalError
     from raygke.stacks import StackChoiceError
+    from raygke.submit import SubmitError
     from workloads.common import InputError
 
-    errors = (PodSetError, CatalogError, ConfigError, StackFileError, ManifestError, ScalingError)
+    errors = (
+        PodSetError,
+        CatalogError,
+        StackConfigError,
+        StackFileError,
+        ManifestError,
+        ScalingError,
+    )
     errors += (SetError, ResolveError, ArgError, QuantityError, DiffError, SkipListError)
-    errors += (StackChoiceError, InputError)
+    errors += (StackChoiceError, InputError, LocalError, SubmitError)
     assert [e for e in errors if not issubclass(e, ConfigurationError)] == []
     assert {e.__name__: e.exit_code for e in errors if e.exit_code != 1} == {
         "StackFileError": 2,
@@ -239,3 +248,45 @@ def test_every_configuration_error_has_the_one_base() -> None:
     assert DiffError("not a git work tree").exit_code == 2
     assert DiffError("the base does not render", 1).exit_code == 1
     assert not issubclass(CarriedFileError, ConfigurationError)
+
+
+def test_a_local_error_keeps_its_exit_code_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LocalError a command catches exits as before: a bad option 2, a failure 1, one line."""
+    from raygke.local import cluster as local_cluster
+
+    monkeypatch.setenv(local_cluster.ROOT_ENV, str(tmp_path))
+    rc, out = run("local", "up", "--config", DEV, "--workers", "17")
+    assert (rc, out) == (EXIT_USAGE, "error: --workers 17 is out of range; allowed: 0..16\n")
+
+    def broken(target: object) -> None:
+        raise local_cluster.LocalError("cannot read state.json: bad; remove it and retry")
+
+    monkeypatch.setattr(local_cluster, "read_state", broken)
+    rc, out = run("local", "status", "--config", DEV)
+    assert (rc, out) == (EXIT_FAILED, "error: cannot read state.json: bad; remove it and retry\n")
+
+
+def test_a_submit_error_keeps_its_exit_code_and_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from raygke import submit
+
+    def no_cluster(*args: object) -> None:
+        raise submit.SubmitError("stack 'dev' has no RayCluster 'x'")
+
+    monkeypatch.setattr(submit, "plan_for_stack", no_cluster)
+    rc, out = run("submit", "--config", DEV, "--cluster", "x", "--", "python", "-c", "1")
+    assert (rc, out) == (EXIT_FAILED, "error: stack 'dev' has no RayCluster 'x'\n")
+
+
+def test_a_local_error_no_command_caught_is_the_users_not_internal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One that reaches main is a configuration error (``error:``, exit 1), not a bug (3)."""
+    from raygke.local.cluster import LocalError
+
+    def boom(path: object) -> None:
+        raise LocalError("ray is not installed")
+
+    monkeypatch.setattr(components.stack.loader, "load_stack_file", boom)
+    assert run("check", "--config", DEV) == (EXIT_FAILED, "error: ray is not installed\n")

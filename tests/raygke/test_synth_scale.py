@@ -11,7 +11,6 @@ from collections import Counter
 
 import pytest
 
-from components.security.policy import check_records
 from components.stack import name_checks
 from components.stack.checks import check_stack
 from components.stack.loader import stack_data_from_yaml
@@ -19,7 +18,7 @@ from raygke.cost.estimate import stack_cost
 from raygke.cost.prices import price_list
 from raygke.diff.compare import compare
 from raygke.synth import config_entries, read_stack_config, run_program
-from tests.helpers import ROOT, stack
+from tests.helpers import ROOT, check_records, stack
 
 POOL = "gcp:container/nodePool:NodePool"
 

@@ -38,7 +38,6 @@ every kind; its optional features in :mod:`~components.raycrs.operator.features`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from components.kernel.problems import Problem, Rule
@@ -172,13 +171,3 @@ def operator_problems(manifest: dict[str, Any], version: str = DEFAULT_VERSION) 
         else:
             out += r.check(o)
     return [p.changed(message=f"{o.kind} {o.name}: {p}") for p in out]
-
-
-def operator_problems_all(
-    manifests: Iterable[dict[str, Any]], version: str = DEFAULT_VERSION
-) -> list[Problem]:
-    """:func:`operator_problems` over several objects, in order."""
-    out: list[Problem] = []
-    for m in manifests:
-        out += operator_problems(m, version)
-    return out

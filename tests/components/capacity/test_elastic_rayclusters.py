@@ -23,7 +23,7 @@ from components.capacity.render import (
     QUEUE_LABEL,
     helm_values,
 )
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
 from components.stack.loader import validate
@@ -54,7 +54,7 @@ def _stack(cluster: dict[str, Any] | None = None, **overrides: Any) -> dict[str,
 
 
 def _problems(stack: dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(stack)
     return str(e.value)
 

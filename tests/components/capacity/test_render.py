@@ -16,7 +16,7 @@ from components.capacity.render import (
     render_capacity,
     resource_flavor,
 )
-from components.nodepools.render import specs_for_pool
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from tests.components.capacity.common import cfg
 from tests.helpers import WORKING_DIR
@@ -57,7 +57,7 @@ def test_schema_check_catches_a_misspelled_field_and_a_bad_enum():
 def test_flavor_comes_from_the_node_pool_spec():
     c = cfg()
     on_demand = resource_flavor(c, "v6e")["spec"]
-    specs = specs_for_pool(c, "v6e")
+    specs = list(plan(c).pool_specs["v6e"])
     assert len(specs) == 2  # one GKE node pool per multi-host slice: labels shared by both
     assert on_demand["nodeLabels"] == {
         catalog.TPU_ACCELERATOR_LABEL: "tpu-v6e-slice",

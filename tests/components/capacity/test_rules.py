@@ -8,7 +8,7 @@ import pytest
 
 from components.capacity.checks import queued_ray_problems, rayjob_problems, render_problems
 from components.capacity.rules import flavor_quota_shape_problems, pool_problems
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
 from components.stack.loader import validate
@@ -17,7 +17,7 @@ from tests.helpers import WORKING_DIR
 
 
 def _problems(**overrides) -> str:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data(**overrides))
     return str(e.value)
 

@@ -12,7 +12,7 @@ from components.capacity import superslice
 from components.capacity.checks import kueue_schema_problems
 from components.capacity.render import render_capacity
 from components.capacity.topology import BLOCK, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.nodepools.render import node_pool_specs
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
@@ -146,7 +146,7 @@ def test_the_worker_pods_carry_the_slice_topology_and_one_cube_per_slice():
 )
 def test_super_slicing_is_refused_where_it_cannot_run(change, path, words):
     pool = change.pop("pool", None)
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(pool, **change))
     found = [p for p in e.value.problems if p.rule == "super-slicing"]
     assert [p.path for p in found] == [path]
@@ -180,7 +180,7 @@ def test_a_super_slice_gke_takes_but_the_catalog_does_not_list_renders():
 def test_an_unqueued_job_on_a_super_slicing_pool_is_refused():
     data = _data()
     data["jobs"][0].pop("queue")
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     found = [p for p in e.value.problems if p.rule == "super-slicing"]
     assert [p.path for p in found] == ["jobs[pretrain].queue"]
@@ -247,7 +247,7 @@ def test_a_super_slice_job_spans_both_cubes_as_one_slice_from_one_source():
 def test_a_super_slice_the_pool_cannot_form_is_refused_at_the_job(job, pool, words):
     data = _data(pool)
     data["jobs"][0].update(job)
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     found = [p for p in e.value.problems if p.path == "jobs[pretrain].super_slice"]
     assert len(found) == 1 and words in found[0], e.value.problems

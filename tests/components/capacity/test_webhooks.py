@@ -16,7 +16,7 @@ from components.capacity.webhooks import (
     validate_ray_object,
     validate_resource_flavor,
 )
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
 from tests.components.capacity.common import CAPACITY, cfg, data
@@ -24,7 +24,7 @@ from tests.helpers import WORKING_DIR
 
 
 def _items(**overrides) -> list:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data(**overrides))
     return e.value.items
 
@@ -219,7 +219,7 @@ def test_a_refused_gpu_lending_limit_names_nvidia_gpu_not_its_index():
     (queue,) = [q for q in prod["capacity"]["cluster_queues"] if q["name"] == "ml-batch"]
     (h100,) = [f for f in queue["flavors"] if f["pool"] == "h100"]
     h100["lending_limit"] = {"nvidia.com/gpu": 32}
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(prod)
     (p,) = [p for p in e.value.items if LENDING_LIMIT_MSG in p]
     field = "capacity.cluster_queues[ml-batch].flavors[h100].lending_limit[nvidia.com/gpu]"

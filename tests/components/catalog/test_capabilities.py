@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components import catalog
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.stack.loader import validate
 from tests.helpers import config
 
@@ -45,7 +45,7 @@ def test_capability_problem(machine, cap, multi, refused):
 
 
 def _problems(data) -> list:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     return e.value.items
 

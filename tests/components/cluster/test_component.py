@@ -7,7 +7,7 @@ import json
 import pytest
 
 from components.cluster.render import nap_resource_limits
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.render import KUBERAY_HELM_REPO, kubeconfig
 from components.plan.resolve import nap_needs
 from components.stack.loader import validate
@@ -107,7 +107,7 @@ def test_subnet_flow_logs_follow_config(rendered):
 
 
 def test_flow_sampling_out_of_range_is_one_clear_line():
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(config(network={"flow_logs": {"flow_sampling": 1.5}}))
     assert "network.flow_logs.flow_sampling" in str(e.value)
 
@@ -196,7 +196,7 @@ def test_pure_builders():
     assert kc["clusters"][0]["cluster"]["certificate-authority-data"] == "Q0E="
     assert "token" not in json.dumps(kc) and "password" not in json.dumps(kc)
     # memory is not given: NAP's default (1024 GB) is below what the pools scale to -> refused
-    with pytest.raises(ConfigError, match=r"nap.resource_limits\[memory\]: 1024"):
+    with pytest.raises(StackConfigError, match=r"nap.resource_limits\[memory\]: 1024"):
         validate(config(nap={"resource_limits": {"cpu": 2048}}))
     cfg = validate(config(nap={"resource_limits": {"cpu": 2048, "memory": 8192}}))
     limits = {

@@ -10,7 +10,7 @@ from components.cluster.maintenance import (
     maintenance_warnings,
     upgrade_free_seconds,
 )
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.stack.loader import validate
 from tests.helpers import config, of_type, render
 
@@ -101,7 +101,7 @@ def test_the_exclusion_renders_on_the_cluster_with_scope_and_end():
     ],
 )
 def test_an_exclusion_gke_would_refuse_is_one_line_at_its_field(entry, words):
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(config(cluster=_cluster(maintenance_exclusions=[entry])))
     (line,) = e.value.problems
     assert line.path.startswith("cluster.maintenance_exclusions")
@@ -112,9 +112,9 @@ def test_no_upgrades_may_last_thirty_days_and_a_cluster_holds_twenty():
     thirty = {**RUN, "scope": "NO_UPGRADES", "end_time": "2026-12-31T00:00:00Z"}
     validate(config(cluster=_cluster(maintenance_exclusions=[thirty])))
     many = [{**RUN, "name": f"x{i}"} for i in range(21)]
-    with pytest.raises(ConfigError, match="at most 20"):
+    with pytest.raises(StackConfigError, match="at most 20"):
         validate(config(cluster=_cluster(maintenance_exclusions=many)))
-    with pytest.raises(ConfigError, match="listed more than once"):
+    with pytest.raises(StackConfigError, match="listed more than once"):
         validate(config(cluster=_cluster(maintenance_exclusions=[RUN, RUN])))
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from components.config.epochs import NEW_DEFAULTS, NEW_REFUSALS, read_epoch
 from components.config.storage import hns_of
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kernel.release import RELEASE
 from components.stack.loader import validate
 from tests.helpers import config
@@ -111,7 +111,7 @@ def test_a_stack_without_defaults_is_dated_by_the_newest_feature_it_uses() -> No
     ],
 )
 def test_defaults_must_be_a_release_date_up_to_this_release(value: str, says: str) -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(config(defaults=value))
     (line,) = e.value.problems
     assert line.path == "defaults" and says in line
@@ -126,7 +126,7 @@ def test_a_refusal_newer_than_the_stack_is_a_warning_that_says_so() -> None:
         ],
         jobs=[{"name": "prep", "workload": "prepare", "node_pool": "cpu"}],
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     assert "runs as 'ray-train', which has read access" in e.value.problems[0]
     old = copy.deepcopy(data)

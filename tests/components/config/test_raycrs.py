@@ -10,7 +10,7 @@ import pytest
 from components.config.kuberay import KUBERAY_CHART_VERSIONS
 from components.config.raycrs import DEFAULT_JOB_TTL_SECONDS
 from components.config.stack import StackConfig
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.render import CARRIED_CRDS, carried_crds_dir
 from components.plan.plan import plan
 from components.raycrs.crd import crds_dir, validate_manifests
@@ -26,7 +26,7 @@ CLUSTERS = [
 
 
 def _problems(data: dict) -> list[str]:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     return exc.value.problems
 

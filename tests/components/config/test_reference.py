@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import components
 from components.config.reference import REGENERATE, render_reference, sections
-from components.kernel.base import ConfigError, _Model
+from components.kernel.base import StackConfigError, StrictModel
 from components.stack.loader import validate
 from raygke.cli import app
 from tests.helpers import ROOT
@@ -19,13 +19,13 @@ from tests.helpers import ROOT
 DOC = ROOT / "docs" / "stack-config.md"
 
 
-def _models() -> list[type[_Model]]:
+def _models() -> list[type[StrictModel]]:
     """Every model class defined in components/ (reachable from StackConfig or not): the pure
     modules of every concept folder (the component files hold no models)."""
     for mod in pkgutil.walk_packages(components.__path__, "components."):
         if not mod.ispkg and not mod.name.endswith(".component"):
             importlib.import_module(mod.name)
-    found, todo = [], list(_Model.__subclasses__())
+    found, todo = [], list(StrictModel.__subclasses__())
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
@@ -97,7 +97,7 @@ def test_removed_ray_addon_says_what_to_write_instead(value: bool) -> None:
         "zones": ["us-central1-a"],
         "cluster": {"name": "ray", "ray_addon": value},
     }
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     (line,) = exc.value.problems
     assert line.startswith("cluster: ray_addon was removed")

@@ -10,7 +10,7 @@ import pytest
 
 from components import catalog
 from components.config.nodepools import GpuPool, TpuPool
-from components.kernel.base import ConfigError, StackFileError
+from components.kernel.base import StackConfigError, StackFileError
 from components.kernel.release import RELEASE
 from components.plan.resolve import nap_needs
 from components.stack.loader import stack_data_from_yaml, validate
@@ -49,7 +49,7 @@ def base() -> dict[str, Any]:
 
 
 def problems(data: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     return exc.value.problems
 
@@ -339,7 +339,7 @@ def test_values_of_the_wrong_yaml_type_are_not_coerced(path, value, hint) -> Non
 
 def test_yaml_loader_rejects_duplicate_keys_naming_both_places() -> None:
     text = "config:\n  ray-gke:cluster:\n    regional: true\n    regional: false\n"
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         stack_data_from_yaml(text)
     assert not isinstance(exc.value, StackFileError), "a config mistake (exit 1), not unreadable"
     (msg,) = exc.value.problems
@@ -347,7 +347,7 @@ def test_yaml_loader_rejects_duplicate_keys_naming_both_places() -> None:
         "duplicate key 'regional' at line 4 column 5 (in the mapping that starts at line 3)" in msg
     )
     with pytest.raises(
-        ConfigError,
+        StackConfigError,
         match=r"1 problem:\nlabels.a: duplicate key 'a' at line 2 column 26 \(in the mapping that starts at line 2\)",
     ):
         stack_data_from_yaml("config:\n  ray-gke:labels: {a: x, a: y}\n")
@@ -411,9 +411,9 @@ config:
 
 
 def test_yaml_loader_rejects_non_stack_files() -> None:
-    with pytest.raises(ConfigError, match="expected a top-level 'config:' mapping"):
+    with pytest.raises(StackConfigError, match="expected a top-level 'config:' mapping"):
         stack_data_from_yaml("- a\n- b\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(StackConfigError, match="not valid YAML"):
         stack_data_from_yaml("config: [unclosed\n")
 
 
@@ -478,10 +478,10 @@ def test_job_must_be_allowed_to_write_what_its_workload_writes() -> None:
 
 
 def test_yaml_loader_rejects_unknown_namespaces_and_conflicting_gcp_keys() -> None:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         stack_data_from_yaml("config:\n  rya-gke:labels: {a: b}\n  ray-gke:zones: [x]\n")
     assert "rya-gke:labels: unknown config namespace 'rya-gke'" in exc.value.problems[0]
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         stack_data_from_yaml("config:\n  gcp:project: other-one\n  ray-gke:project: mine-123\n")
     assert (
         "gcp:project 'other-one' differs from ray-gke:project 'mine-123'" in exc.value.problems[0]
@@ -594,12 +594,12 @@ def test_authorized_network_count_limit() -> None:
 
 
 def _try(data: dict) -> list[str]:
-    from components.kernel.base import ConfigError
+    from components.kernel.base import StackConfigError
     from components.stack.loader import validate
 
     try:
         validate(data)
-    except ConfigError as e:
+    except StackConfigError as e:
         return e.problems
     return []
 

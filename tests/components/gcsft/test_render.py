@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.gcsft import render as gr
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.crd import validate_manifests
 from components.raycrs.operator import operator_problems
 from components.raycrs.serve import render_services
@@ -146,6 +146,6 @@ def test_the_auth_class_and_ca_config_map() -> None:
 
 def test_a_psa_range_smaller_than_a_slash_24_is_refused() -> None:
     with pytest.raises(
-        ConfigError, match=re.escape("psa_cidr '10.24.0.0/25' is smaller than a /24")
+        StackConfigError, match=re.escape("psa_cidr '10.24.0.0/25' is smaller than a /24")
     ):
         _cfg(network={"psa_cidr": "10.24.0.0/25"})

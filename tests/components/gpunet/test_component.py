@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.stack.loader import stack_data_from_yaml, validate
 from raygke.diff.compare import compare
 from tests.helpers import ROOT, render
@@ -57,10 +57,10 @@ def test_gpu_flow_sampling_is_the_stacks_and_off_means_off() -> None:
     assert (tcpxo["flowSampling"], tcpxo["aggregationInterval"]) == (1.0, "INTERVAL_1_MIN")
     off = _subnets(render(_data("scale", flow_logs={"enabled": False}), "scale")[0])
     assert all("logConfig" not in s for s in off.values())
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data("scale", flow_logs={"enabled": False, "gpu_flow_sampling": 0.5}))
     assert "gpu_flow_sampling set but enabled is false" in str(e.value)
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data("scale", flow_logs={"gpu_flow_sampling": 2}))
     assert "network.flow_logs.gpu_flow_sampling" in str(e.value)
 

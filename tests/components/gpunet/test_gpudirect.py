@@ -18,11 +18,11 @@ from components.catalog.gpudirect import RXDM
 from components.config.epochs import read_epoch
 from components.gpunet.gpudirect import admission_policy, gpudirect_grants
 from components.gpunet.render import gpunet_objects
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.namespace import namespace_manifests, namespace_objects
+from components.plan.naming import namespace_accounts, workload_identity_member
 from components.plan.plan import plan
 from components.raycrs.render import render_manifests
-from components.security.iam import workload_identity_bindings
 from components.security.rules import RXDM_SHAPES, check_pod_security, pod_templates
 from components.stack.checks import check_stack
 from components.stack.loader import validate
@@ -134,7 +134,7 @@ def test_gpudirect_on_a_family_without_tcpx_or_tcpxo_is_refused_at_its_field(
         node_pools=[{"name": "g", "gpu": gpu, "gpu_networking": "gpudirect", "zones": [zone]}],
         nap={"resource_limits": {"cpu": 512, "memory": 16384}},
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     (line,) = [p for p in e.value.problems if p.path == "node_pools[g].gpu_networking"]
     assert f"'gpudirect' does not fit machine type {machine}" in line
@@ -156,7 +156,7 @@ def test_a_file_using_gpudirect_is_dated_by_it_and_its_refusal_stays_an_error() 
         ]
     )
     del data["defaults"]
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     assert any(p.path == "node_pools[l4].gpu_networking" for p in e.value.problems)
 
@@ -333,7 +333,7 @@ def test_kueue_admits_from_both_namespaces_and_the_gpudirect_one_has_its_queue()
 def test_kueue_in_the_gpudirect_namespace_is_refused() -> None:
     data = _prod_data()
     data["capacity"]["kueue"]["namespace"] = "ray-gpudirect"
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     (line,) = [p for p in e.value.problems if p.path == "capacity.kueue.namespace"]
     assert line.rule == "gpudirect_kueue_namespace"
@@ -341,7 +341,12 @@ def test_kueue_in_the_gpudirect_namespace_is_refused() -> None:
 
 
 def test_the_moved_identity_gets_its_accounts_and_workload_identity_there() -> None:
-    members = {m for _, _, m in workload_identity_bindings(_prod_gpudirect())}
+    """The Workload Identity members the security component binds (one per namespace and KSA
+    of components.plan.naming.namespace_accounts)."""
+    cfg = _prod_gpudirect()
+    members = {
+        workload_identity_member(cfg.project, ns, a.name) for ns, a in namespace_accounts(cfg)
+    }
     pool = "ray-gke-prod.svc.id.goog"
     assert f"serviceAccount:{pool}[ray-gpudirect/ray-train]" in members
     assert f"serviceAccount:{pool}[ray-gpudirect/ray-train-head]" in members
@@ -633,8 +638,7 @@ def test_the_admission_policy_denies_anything_beyond_the_sidecar(change, says) -
 
 
 def test_the_program_renders_the_namespace_and_the_policy_pack_passes() -> None:
-    from components.security.policy import check_records
-    from tests.helpers import render
+    from tests.helpers import check_records, render
 
     records, _ = render(_prod_data())
     by = {(r["type"].rsplit(":", 1)[-1], r["name"]): r["inputs"] for r in records}

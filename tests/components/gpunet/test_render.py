@@ -23,7 +23,7 @@ from components.gpunet.render import (
     worker_pod_extras,
 )
 from components.gpunet.rules import multi_node_jobs_without_gpu_networking
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.render import render_manifests
 from components.security.rules import INSTALLER_EXEMPT, check_pod_security
 from components.stack.loader import validate
@@ -211,7 +211,7 @@ def test_tcpxo_on_a3_high_is_refused_at_its_field():
         ],
         nap={"resource_limits": {"cpu": 512, "memory": 16384}},
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     (line,) = [p for p in e.value.problems if "gpu_networking" in p]
     assert line.path == "node_pools[g].gpu_networking"
@@ -281,7 +281,7 @@ def test_off_on_a_family_without_gpu_networking_is_refused():
             {"name": "l4", "gpu": {"type": "nvidia-l4", "count": 1}, "gpu_networking": "off"}
         ]
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     (line,) = [p for p in e.value.problems if p.path == "node_pools[l4].gpu_networking"]
     assert "g2-standard-4, which has no GPU networking" in line

@@ -12,7 +12,7 @@ import yaml
 
 from components.images.checks import dependency_problems, image_warnings
 from components.images.render import kinds_to_build, kinds_used, planned_refs, runtime_env_pip
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.render import render_manifests
 from components.stack.checks import workload_problems
 from components.stack.loader import validate
@@ -90,7 +90,7 @@ def test_runtime_env_pip_provides_the_pins_and_renders_them() -> None:
 
 
 def test_protected_stack_refuses_tags_and_takes_digests() -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_prod(cpu="rayproject/ray:2.60.0-py311"))
     assert any(
         p.startswith(
@@ -111,7 +111,7 @@ def test_unprotected_stack_warns_on_tags() -> None:
 
 
 def test_malformed_digest_is_refused() -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_prod(cpu="rayproject/ray:2.60.0-py311@sha256:abc"))
     assert any("has a malformed digest" in p for p in e.value.problems), e.value.problems
 
@@ -339,7 +339,7 @@ def test_train_lm_tf_on_a_tpu_slice_is_refused_with_the_reason() -> None:
 
 
 def test_train_lm_tf_arguments_are_checked() -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_job(node_pool="cpu", args={"grad_clip": -1, "tf_threads": "4"}))
     assert e.value.problems == [
         "jobs[tf].args: argument 'grad_clip' of workload train_lm_tf is -1; must be >= 0",

@@ -14,7 +14,7 @@ from components.images.render import (
     ray_version_problem,
     requirements_path,
 )
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.stack.loader import validate
 from tests.helpers import ROOT, config
 
@@ -42,7 +42,7 @@ def test_a_version_without_locks_names_the_locked_versions() -> None:
 def test_validation_refuses_it_when_the_project_builds_images_only() -> None:
     try:
         validate(config(ray={"version": "2.99.0"}))
-    except ConfigError as e:
+    except StackConfigError as e:
         (line,) = [p for p in e.problems if p.startswith("ray.version")]
         assert "'2.99.0'" in line and "Versions with locks" in line
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.kernel.base import ConfigError, plural
+from components.kernel.base import StackConfigError, plural
 from tests.components.config.test_stack import base, one_problem
 
 
@@ -54,8 +54,8 @@ def test_plural_takes_the_number_of_its_count(args, kwargs, text) -> None:
 
 
 def test_a_config_error_counts_its_problems_in_the_right_number() -> None:
-    assert str(ConfigError(["a: x"], "f.yaml")).startswith("f.yaml: 1 problem:\n")
-    assert str(ConfigError(["a: x", "b: y"])).startswith("2 problems:\n")
+    assert str(StackConfigError(["a: x"], "f.yaml")).startswith("f.yaml: 1 problem:\n")
+    assert str(StackConfigError(["a: x", "b: y"])).startswith("2 problems:\n")
 
 
 @pytest.mark.parametrize(

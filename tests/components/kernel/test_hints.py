@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from components.config.reference import render_reference
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kernel.hints import KEY_HINTS
 from components.stack.loader import validate
 from tests.helpers import config
 
 
 def problems(data: dict) -> list[str]:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     return exc.value.problems
 

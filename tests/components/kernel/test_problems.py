@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.config.stack import StackConfig
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kernel.problems import Problem, Rule, path_colon, path_parts, problems_of
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
@@ -31,7 +31,7 @@ def _dev() -> dict:
 def _config_problems(mutate: Callable[[dict], None]) -> list[Problem]:
     data = _dev()
     mutate(data)
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     return exc.value.items
 

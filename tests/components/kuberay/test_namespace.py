@@ -6,7 +6,7 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.namespace import (
     limit_range,
     network_policies,
@@ -154,7 +154,7 @@ def test_quota_follows_nap_limits_unless_set():
     ],
 )
 def test_bad_guard_config_is_one_clear_line(kuberay, line):
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(config(kuberay=kuberay))
     assert any(line in p for p in e.value.problems), e.value.problems
     assert "Traceback" not in str(e.value)
@@ -189,7 +189,7 @@ def test_pod_security_enforce_level_from_config():
     labels = namespace_manifest(_cfg(pod_security="baseline").kuberay)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
     assert labels["pod-security.kubernetes.io/warn"] == "restricted"
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(config(kuberay={"pod_security": "privileged"}))
     assert any("kuberay.pod_security" in p for p in e.value.problems), e.value.problems
 

@@ -10,7 +10,7 @@ import pytest
 
 from components.cluster.render import gateway_api_channel
 from components.config.kuberay import KUBERAY_CHART_VERSIONS
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.render import CHART_FEATURE_GATES, feature_gates, helm_values
 from components.stack.loader import validate
 from tests.helpers import config
@@ -71,7 +71,7 @@ def test_the_cluster_gets_the_gateway_api_for_an_incremental_service() -> None:
 
 def test_gke_addon_refuses_the_incremental_strategy_in_one_line_where_its_gate_is_off() -> None:
     # the add-on's gates are taken as the chart defaults: off in 1.6.2 (alpha), on in 1.7.0
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(INCREMENTAL, mode="gke-addon", chart_version="1.6.2"))
     lines = [ln for ln in str(e.value).splitlines() if "upgrade_strategy" in ln]
     assert len(lines) == 1, str(e.value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from components.raycrs.operator.features import collector_backend_env
-from components.stack.loader import ConfigError, validate
+from components.stack.loader import StackConfigError, validate
 from tests.helpers import config
 
 
@@ -64,6 +64,6 @@ def test_the_stack_has_no_key_for_the_history_server(key: str) -> None:
             }
         ]
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     assert any(key in p and p.path.startswith("ray_clusters") for p in e.value.problems)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.cluster.render import gateway_api_channel, secret_manager_enabled
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kuberay.namespace import LB_HEALTH_CHECK_RANGES, network_policies
 from components.raycrs.ingress import (
     GKE_SECRETS_CSI_DRIVER,
@@ -129,7 +129,7 @@ def test_without_a_token_no_volume_no_env_no_class_and_no_add_on() -> None:
     ],
 )
 def test_model_refusals_name_the_field_and_value(service: dict[str, Any], words: str) -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         _cfg(**service)
     assert words in str(e.value)
 
@@ -140,19 +140,19 @@ def test_revision_and_token_need_a_hub_model() -> None:
             {"name": "lm", "checkpoint": "gs://x/y", "node_pool": "l4", "hf_revision": "main"}
         ]
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     assert "hf_revision is set but hf_model is not" in str(e.value)
 
 
 def test_check_refuses_an_undeclared_token_secret_and_one_the_service_cannot_read() -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         _cfg(secrets=[], hf_token_secret="hf-token")
     assert (
         "services[chat].hf_token_secret: 'hf-token' is not a declared secret (allowed: the name "
         "of a secrets: entry; declared: none)"
     ) in str(e.value)
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         _cfg(secrets=[{"name": "hf-token", "readers": ["ray-train"]}], hf_token_secret="hf-token")
     assert (
         "services[chat].hf_token_secret: 'hf-token': its readers (ray-train) lack the "
@@ -169,7 +169,7 @@ def test_a_hub_service_needs_no_checkpoints_bucket() -> None:
         services=[{"name": "lm", "checkpoint": "train", "node_pool": "l4"}],
         workload_identities=IDENTITIES,
     )
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     assert "cannot read the checkpoints bucket" in str(e.value)
 
@@ -220,7 +220,7 @@ def test_a_gateway_hostname_is_matched_by_listener_and_route() -> None:
 
 def test_check_refuses_a_public_class_unless_public_and_public_with_an_internal_class() -> None:
     for cls in ("gke-l7-global-external-managed", "gke-l7-regional-external-managed"):
-        with pytest.raises(ConfigError) as e:
+        with pytest.raises(StackConfigError) as e:
             _cfg(gateway={"gateway_class_name": cls})
         assert (
             f"services[chat].gateway.gateway_class_name: {cls!r} is a public (internet-facing) "
@@ -229,7 +229,7 @@ def test_check_refuses_a_public_class_unless_public_and_public_with_an_internal_
         public = {"gateway_class_name": cls, "public": True}
         (gw, _) = render_service_objects(_cfg(gateway=public, upgrade_strategy="NewCluster"))
         assert gw["spec"]["gatewayClassName"] == cls
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         _cfg(gateway={"public": True})
     assert "services[chat].gateway.public: true with the internal class 'gke-l7-rilb'" in str(
         e.value
@@ -301,7 +301,7 @@ def _checkpoints_bucket(data: dict[str, Any]) -> str:
 
 
 def _problems(data: dict[str, Any]) -> str:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     return str(e.value)
 

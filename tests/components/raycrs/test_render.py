@@ -13,8 +13,7 @@ from components import catalog
 from components.config.nodepools import GpuPool
 from components.config.raycrs import OBJECT_STORE_MAX_FRACTION, PlacementStrategy
 from components.images.render import planned_refs
-from components.kernel.base import ConfigError, quantity_bytes
-from components.nodepools.render import specs_for_pool
+from components.kernel.base import StackConfigError, quantity_bytes
 from components.plan.plan import plan
 from components.raycrs.placement import parse_quantity
 from components.raycrs.pod import shm_size
@@ -44,7 +43,7 @@ def test_v6e_4x4_worker_group_matches_its_node_pool() -> None:
     rc = _by_name(render_manifests(cfg, WORKING_DIR))[("RayCluster", "training")]
     g = _group(rc, "tpu-v6e")
     pod = g["template"]["spec"]
-    specs = specs_for_pool(cfg, "tpu-v6e-4x4")
+    specs = list(plan(cfg).pool_specs["tpu-v6e-4x4"])
     assert len(specs) == 2  # one GKE node pool per slice
     # training is queued: Kueue adds its flavor's tolerations on admission (the pool's
     # ComputeClass taint, components/capacity/render.py resource_flavor)
@@ -209,7 +208,6 @@ def test_gpu_groups_select_the_driver_gke_installs(driver: str, label: str | Non
     declared pool's nodes carry the same label when GKE installs their driver
     (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers),
     and the pool uses gVNIC (https://cloud.google.com/kubernetes-engine/docs/how-to/using-gvnic)."""
-    from components.nodepools.render import specs_for_pool
     from components.stack.checks import check_manifests
     from components.stack.loader import validate
 
@@ -219,7 +217,7 @@ def test_gpu_groups_select_the_driver_gke_installs(driver: str, label: str | Non
             p["driver_version"] = driver
     cfg = validate(data)
     pool = next(p for p in cfg.node_pools if isinstance(p, GpuPool))
-    spec = specs_for_pool(cfg, pool.name)[0]
+    spec = plan(cfg).pool_specs[pool.name][0]
     assert spec.gvnic
     assert spec.labels.get(catalog.GPU_DRIVER_LABEL) == label
     manifests = render_manifests(cfg, WORKING_DIR)
@@ -300,7 +298,7 @@ def test_object_store_above_the_share_of_pod_memory_is_refused_by_check() -> Non
     ],
 )
 def test_bad_memory_and_spill_values_get_one_line(group: dict, needle: str) -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(group))
     (line,) = e.value.problems
     assert needle in line
@@ -318,17 +316,17 @@ def test_placement_strategy_reaches_scaling_config(strategy: str) -> None:
 def test_placement_strategy_unset_leaves_ray_default_and_bad_values_are_refused() -> None:
     job = _manifests(_data())["RayJob"]
     assert "placement_strategy" not in _job_args(job)["scaling"]
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job={"placement_strategy": "pack"}))
     assert e.value.problems == [
         "jobs[tf].placement_strategy: Input should be 'PACK', 'SPREAD', 'STRICT_PACK' or "
         "'STRICT_SPREAD'; got 'pack'"
     ]
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job={"name": "ev", "workload": "evaluate", "placement_strategy": "SPREAD"}))
     (line,) = [p for p in e.value.problems if "placement_strategy" in p]
     assert "jobs[ev].placement_strategy: SPREAD" in line and "no scaling argument" in line
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job={"name": "sweep", "workload": "tune_lm", "placement_strategy": "PACK"}))
     (line,) = e.value.problems
     assert "jobs[sweep].placement_strategy: PACK: tune_lm runs each trial" in line

@@ -241,12 +241,12 @@ def test_slices_refused(slices: dict[str, int], pool: str, needle: str) -> None:
 
 
 def test_workload_args_take_the_elastic_pair() -> None:
-    from contract.args.train import _scaling_problem
+    from contract.args.train import scaling_problem
     from workloads.train_loop import max_workers
 
-    assert _scaling_problem({"num_workers": [4, 8]}) is None
-    assert "must be [min, max]" in (_scaling_problem({"num_workers": [8, 4]}) or "")
-    assert "must be [min, max]" in (_scaling_problem({"num_workers": [0, 4]}) or "")
+    assert scaling_problem({"num_workers": [4, 8]}) is None
+    assert "must be [min, max]" in (scaling_problem({"num_workers": [8, 4]}) or "")
+    assert "must be [min, max]" in (scaling_problem({"num_workers": [0, 4]}) or "")
     assert max_workers({"num_workers": (4, 8)}) == 8
     assert max_workers({"num_workers": 3}) == 3
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.monitoring.render import render_monitoring
 from components.plan.plan import plan
 from components.raycrs.crd import validate_manifest, validate_other
@@ -294,13 +294,13 @@ def test_incremental_upgrade_renders_its_options_and_the_operator_rule_guards_th
     ],
 )
 def test_bad_services_are_one_line_each(service: dict[str, Any], says: str) -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         _cfg(**service)
     assert says in str(e.value), str(e.value)
 
 
 def test_a_serve_workload_is_not_a_job() -> None:
-    with pytest.raises(ConfigError, match=r"jobs\[s\].workload: 'serve_llm' is a Ray Serve"):
+    with pytest.raises(StackConfigError, match=r"jobs\[s\].workload: 'serve_llm' is a Ray Serve"):
         validate(config(jobs=[{"name": "s", "workload": "serve_llm", "node_pool": "cpu"}]))
 
 

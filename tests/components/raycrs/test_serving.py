@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.config.stack import StackConfig
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.plan.plan import plan
 from components.raycrs.serving import (
     serve_devices,
@@ -48,7 +48,7 @@ def _data(job_args: dict[str, Any], **service: Any) -> dict[str, Any]:
 
 
 def _refused(job_args: dict[str, Any], **service: Any) -> list[str]:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_data(job_args, **service))
     return list(e.value.problems)
 
@@ -58,7 +58,7 @@ def _service_problems(job_args: dict[str, Any], **service: Any) -> list[str]:
     tests/components/raycrs/test_training_fit.py)."""
     try:
         validate(_data(job_args, **service))
-    except ConfigError as e:
+    except StackConfigError as e:
         return [p for p in e.problems if p.startswith("services[")]
     return []
 
@@ -77,7 +77,7 @@ def test_a_model_larger_than_the_accelerator_memory_is_refused() -> None:
     ), line
     # the same model in bfloat16 on a whole 8 x H100 node fits (77.7 GB <= 576 GB): only its
     # training on the CPU pool is refused
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(
             _data({"d_model": 8192, "n_layers": 48, "n_heads": 64}, args={"dtype": "bfloat16"})
         )
@@ -160,7 +160,7 @@ def _service_problems_with(top: dict[str, Any], **service: Any) -> list[str]:
     data = {**_data(WIDE, **service), **top}
     try:
         validate(data)
-    except ConfigError as e:
+    except StackConfigError as e:
         return [p for p in e.problems if p.startswith("services[")]
     return []
 
@@ -302,9 +302,9 @@ def test_a_replica_whose_bundles_exceed_a_worker_pods_cpus_is_refused(
     from components.raycrs import serving
 
     cfg = validate(_data({"n_heads": 8}))
-    cpus, memory_gb = serving._pod_size(plan(cfg), "h100", None)
+    cpus, memory_gb = serving.pod_size(plan(cfg), "h100", None)
     assert cpus == 194.5
-    monkeypatch.setattr(serving, "_pod_size", lambda p, pool, group: (4.0, memory_gb))
+    monkeypatch.setattr(serving, "pod_size", lambda p, pool, group: (4.0, memory_gb))
     (line,) = [str(x) for x in service_fit_problems(cfg)]
     assert line == (
         "services[lm].args.tensor_parallel_size: 8 needs 9 CPUs in one worker pod (8 bundles of "

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.training_fit import job_fit, training_fit_lines
 from components.stack.loader import stack_data_from_yaml, validate
 from tests.helpers import ROOT, stack
@@ -34,7 +34,7 @@ def _with_args(data: dict[str, Any], job: str, **args: Any) -> dict[str, Any]:
 
 
 def _fit_problems(data: dict[str, Any]) -> list[Any]:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     return [p for p in e.value.problems if p.rule == "job_memory_fits"]
 
@@ -155,7 +155,7 @@ def test_device_memory_gb_makes_auto_shard_for_a_smaller_device_and_is_at_most_t
     assert f is not None and (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
     assert f.estimate.fits
     assert "taken as 24 GB" in f.devices.what
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_with_args(prod_data, "train-lm-h100", device_memory_gb=100, **args))
     (p,) = [p for p in e.value.problems if p.path.endswith("device_memory_gb")]
     assert p.path == "jobs[train-lm-h100].args.device_memory_gb"

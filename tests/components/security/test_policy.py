@@ -16,14 +16,13 @@ from components.security.policy import (
     UNKNOWN,
     Resource,
     boot_disk_cmek,
-    check_records,
     normalise,
     plain_props,
     resources_from_records,
     run_rules,
 )
 from raygke.synth import read_stack_config, run_program
-from tests.helpers import ROOT, STACKS
+from tests.helpers import ROOT, STACKS, check_records
 
 Records = list[dict[str, Any]]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.plan.plan import plan
 from components.raycrs import placement
 from components.raycrs.render import render_manifests
@@ -404,7 +404,7 @@ def test_stack_field_of_other_kinds_is_none() -> None:
 
 
 def _problems(data: dict) -> list[str]:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     return exc.value.problems
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components.kernel.base import ConfigError, StackFileError
+from components.kernel.base import StackConfigError, StackFileError
 from components.raycrs import crd
 from components.stack.checks import OBJECT_BYTES_MAX, check_stack, object_size_problems
 from components.stack.loader import (
@@ -206,7 +206,7 @@ def test_a_duplicate_key_is_a_problem_of_its_stack_path_at_the_duplicate() -> No
         "      max_nodes: 1\n"
         "      max_nodes: 2\n"
     )
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         read_stack_yaml(text)
     (problem,) = exc.value.items
     assert problem.path == "node_pools[tpu].max_nodes"
@@ -216,7 +216,7 @@ def test_a_duplicate_key_is_a_problem_of_its_stack_path_at_the_duplicate() -> No
 
 
 def test_a_duplicate_key_outside_the_projects_keys_keeps_its_position_without_a_path() -> None:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         read_stack_yaml("config: {}\nconfig: {}\n")
     (problem,) = exc.value.items
     assert problem.path == "" and problem.position == (2, 1)
@@ -228,7 +228,7 @@ def test_a_number_too_large_for_a_float_is_shown_as_written(written: str) -> Non
     assert value == float(written) and math.isinf(value)  # YAML's value: what validation sees
     assert str(value) == repr(value) == written
     assert read_stack_yaml("a: .inf\n")["a"] == math.inf  # YAML's own infinity is one
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(
             {
                 "project": "my-project",
@@ -313,7 +313,7 @@ def test_a_set_that_does_not_fit_the_file_is_a_set_error(key: str, says: str) ->
 
 @pytest.mark.parametrize("item", ["node_pools[tpu.max_nodes=1", "a..b=1", "a b=1", "[0]=1"])
 def test_a_set_key_of_another_shape_is_refused(item: str) -> None:
-    with pytest.raises(ConfigError, match="expected KEY=VALUE, KEY a stack path"):
+    with pytest.raises(StackConfigError, match="expected KEY=VALUE, KEY a stack path"):
         parse_set([item])
 
 
@@ -335,7 +335,7 @@ def test_an_unknown_key_close_to_a_known_one_names_it(where, typo, meant) -> Non
     for part in where:
         node = node[part]
     node[typo] = 1
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     assert (
         f"unknown key {typo!r}; did you mean {meant!r}? (extra keys are rejected)"
@@ -348,7 +348,7 @@ def test_an_unknown_key_close_to_none_says_check_its_spelling() -> None:
 
     data = config()
     data["cluster"]["zzz_unrelated"] = 1
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(data)
     assert (
         "unknown key 'zzz_unrelated' (check its spelling; extra keys are rejected)"

@@ -96,11 +96,11 @@ def test_bucket_name_with_google_is_refused() -> None:
     model already (with the config's other problems), and the derived-name check still knows the
     rule for a name that reaches it."""
     from components.config.stack import StackConfig
-    from components.kernel.base import ConfigError
+    from components.kernel.base import StackConfigError
 
     data = base()
     data["buckets"] = {"prefix": "google-data"}
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     assert any(p.startswith("buckets.prefix:") and "google" in p for p in e.value.problems)
     cfg = validate(base())
@@ -114,11 +114,11 @@ def test_labels_where_applied() -> None:
     """GCP labels (https://cloud.google.com/resource-manager/docs/labels-overview#requirements)
     on cluster.labels; Kubernetes label syntax and GKE's own prefixes on node labels
     (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/)."""
-    from components.kernel.base import ConfigError
+    from components.kernel.base import StackConfigError
 
     data = base()
     data["cluster"] = {"labels": {"Team": "ML"}}
-    with pytest.raises(ConfigError) as e:  # refused by the model already, with the rest
+    with pytest.raises(StackConfigError) as e:  # refused by the model already, with the rest
         validate(data)
     assert any(p.startswith("cluster.labels: label 'Team'") for p in e.value.problems)
     cfg = validate(base())

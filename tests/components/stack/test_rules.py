@@ -12,7 +12,7 @@ import pytest
 from components import catalog
 from components.config.raycrs import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.config.stack import StackConfig
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.kernel.problems import Problem
 from components.nodepools.render import node_pool_specs
 from components.plan.plan import plan
@@ -474,7 +474,7 @@ def test_model_validation_runs_no_rule_the_loader_runs_them_once() -> None:
     d["jobs"][0]["cluster"] = "ghost"
     cfg = StackConfig.model_validate(d)  # field-valid: accepted by the model
     assert cfg.jobs[0].cluster == "ghost"
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(d)
     (item,) = [p for p in exc.value.items if p.rule == "job_targets_exist"]
     assert item.path == "jobs[prep].cluster"
@@ -573,7 +573,7 @@ def test_config_error_lists_field_then_rule_problems() -> None:
     d = base()
     d["project"] = "X"
     d["jobs"][0]["cluster"] = "ghost"
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(d, "Pulumi.test.yaml")
     assert exc.value.problems[0].startswith("project:")
     assert exc.value.problems[1].startswith("jobs[prep].cluster: 'ghost'")
@@ -593,7 +593,7 @@ def test_job_args_may_not_set_what_the_platform_binds(key: str, value, what: str
     """A trainer's args cannot replace the pool's ScalingConfig (it would train on CPU on a GPU
     pool), its checkpoint folder, its dataset or its restart budget."""
     job = {"name": "t", "workload": "train_lm", "node_pool": "l4", "args": {key: value}}
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(config(jobs=[job]))
     (line,) = [p for p in e.value.problems if p.startswith(f"jobs[t].args.{key}")]
     assert f"the platform sets it from {what}" in line and line.endswith("remove it")
@@ -607,7 +607,7 @@ def test_a_job_names_its_dataset_folder_in_the_datasets_bucket_only() -> None:
 
     for bad in ("gs://foo/bar", "/abs/path", "../up", "Llama Tokens"):
         job = {"name": "t", "workload": "train_lm", "node_pool": "l4", "args": {"dataset": bad}}
-        with pytest.raises(ConfigError) as e:
+        with pytest.raises(StackConfigError) as e:
             validate(config(jobs=[job]))
         (line,) = [p for p in e.value.problems if p.startswith("jobs[t].args.dataset")]
         assert f"{bad!r} is not a folder of the datasets bucket" in line
@@ -643,7 +643,7 @@ def test_a_reader_may_name_the_run_it_reads() -> None:
     ],
 )
 def test_keys_that_would_do_nothing_are_refused(extra: dict[str, Any], says: str) -> None:
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(config(**extra))
     assert says in e.value.problems
 
@@ -847,7 +847,7 @@ def test_an_unknown_key_alone_skips_no_rule() -> None:
     d["cluster"] = {"name": "ray", "regoinal": True}
     d["node_pools"][0]["max_node"] = 3
     d["ray_clusters"][0]["worker_groups"][0]["node_pool"] = "nope"
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(d)
     lines = exc.value.problems
     assert any(ln.startswith("cluster.regoinal: unknown key 'regoinal'") for ln in lines), lines
@@ -865,6 +865,6 @@ def test_capacity_counts_one_slice_in_the_singular() -> None:
     tpu["max_slices"] = 1
     group = next(g for g in d["ray_clusters"][0]["worker_groups"] if g["node_pool"] == tpu["name"])
     group["max_replicas"] = 2
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(StackConfigError) as exc:
         validate(d)
     assert any(ln.endswith("capacity of 1 slice") for ln in exc.value.problems), exc.value.problems

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.kernel.base import ConfigError
+from components.kernel.base import StackConfigError
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
 from components.storage.fuse import (
@@ -130,7 +130,7 @@ def test_defaults_by_purpose_and_pure_options():
 
 
 def test_hns_refuses_versioning_in_one_line():
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(
             config(buckets={"checkpoints": {"versioning": True, "hierarchical_namespace": True}})
         )
@@ -151,7 +151,7 @@ def test_versioning_without_hierarchical_namespace_means_a_flat_bucket():
 def test_caches_larger_than_half_the_boot_disk_are_refused():
     data = _stack(datasets={"file_cache_size": "40Gi"})
     data["node_pools"][3]["disk_size_gb"] = 100  # l4: 40 + 20 GiB = 64.4 GB > 50 GB
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(data)
     (line,) = e.value.problems
     assert line.rule == "fuse-cache-size" and line.path == "buckets"
@@ -163,7 +163,7 @@ def test_caches_larger_than_half_the_boot_disk_are_refused():
 def test_a_memory_cache_must_fit_beside_the_object_store_in_each_pod():
     """A RAM disk counts against the pod's memory (issue 49): the 20 GiB default caches do not
     fit the tests' 8 GiB head nor its 11.8 GiB L4 workers; each pod is named with its numbers."""
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(StackConfigError) as e:
         validate(_stack(file_cache_medium="memory"))
     head, worker = e.value.problems
     assert head.rule == worker.rule == "fuse-cache-memory" and head.path == "buckets"

@@ -219,7 +219,7 @@ def test_summary_names_the_hugging_face_folder_of_the_checkpoint(tmp_path: Path)
     from raygke.local import commands as local
 
     console = Console(width=300, record=True)
-    console.print(local._summary_table({**summary, "seconds": 1.0}))
+    console.print(local.summary_table({**summary, "seconds": 1.0}))
     row = next(ln for ln in console.export_text().splitlines() if "Hugging Face model" in ln)
     assert row.split("│")[2].strip() == str(ckpt / "hf")
     older = tmp_path / "checkpoint_00000020"

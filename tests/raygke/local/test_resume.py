@@ -13,7 +13,7 @@ from contract.registry import LOCAL_CHECKPOINTS
 from raygke.local import jobs as local_jobs
 from raygke.local import leases
 from raygke.local import resume as local_resume
-from raygke.local.run import _summary_table
+from raygke.local.run import summary_table
 from raygke.local.summary import summarize
 
 
@@ -58,7 +58,7 @@ def test_a_resumed_runs_summary_covers_every_segment() -> None:
         (300, 900, "finished"),
     ]
     console = Console(width=200, record=True)
-    console.print(_summary_table(summary))
+    console.print(summary_table(summary))
     text = console.export_text()
     assert "312.4 s (steps 0-300, interrupted), 401.2 s (steps 300-900)" in text
     assert "713.6 (all 2 segments)" in text and "tokens/s (last segment)" in text

@@ -1,5 +1,5 @@
 """``raygke local run``'s summary table shows the model's validation nats/byte beside xz -9e's on
-the same rows and their ratio (raygke/local/commands.py _summary_table)."""
+the same rows and their ratio (raygke/local/commands.py summary_table)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from raygke.local import summary as local_summary
 
 def _render(summary: dict) -> str:
     console = Console(width=120, record=True)
-    console.print(local._summary_table(summary))
+    console.print(local.summary_table(summary))
     return console.export_text()
 
 
