@@ -7,7 +7,7 @@ What it does (GKE), with the stack file as the only input besides the script:
    (``kuberay.namespace``), KubeRay's head Service ``<cluster>-head-svc``
    (:func:`components.raycrs.render.head_service_host`), the dashboard / Jobs API port 8265
    and the token Secret ``<cluster>-ray-auth``, key ``auth_token``
-   (:func:`components.raycrs.pod.auth_secret_name`, ``AUTH_TOKEN_KEY``);
+   (:func:`components.kernel.ray.auth_secret_name`, ``AUTH_TOKEN_KEY``);
 2. reads the token with ``kubectl get secret`` (the caller's own Kubernetes RBAC decides: reading
    that Secret is the permission to submit);
 3. opens ``kubectl port-forward svc/<cluster>-head-svc :8265 --address 127.0.0.1`` through the
@@ -132,9 +132,8 @@ def plan_for_stack(
         SubmitError: the stack has no RayCluster, ``cluster`` is not one of them, or it has
             several and none was named.
     """
-    from components.kernel.ray import DASHBOARD_PORT
+    from components.kernel.ray import AUTH_TOKEN_KEY, DASHBOARD_PORT, auth_secret_name
     from components.plan.plan import plan
-    from components.raycrs import pod
     from components.raycrs.render import head_service_host
 
     names = [rc.name for rc in cfg.ray_clusters]
@@ -168,8 +167,8 @@ def plan_for_stack(
         namespace=ctx.namespace_of(cluster),
         service=host.split(".", 1)[0],
         port=DASHBOARD_PORT,
-        secret=pod.auth_secret_name(cluster),
-        secret_key=pod.AUTH_TOKEN_KEY,
+        secret=auth_secret_name(cluster),
+        secret_key=AUTH_TOKEN_KEY,
         kubectl=tuple(kubectl),
     )
 

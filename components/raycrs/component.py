@@ -12,7 +12,7 @@ Children:
   ``runtimeEnvYAML`` ``working_dir`` points at exactly that object.
 * per Ray cluster (RayCluster, or RayJob with its own cluster) a ``random.RandomPassword`` and
   the ``v1`` Secret ``<name>-ray-auth`` (key ``auth_token``) its ``authOptions.secretName``
-  names (:func:`components.raycrs.pod.auth_options`); the Ray objects wait for it.
+  names (:func:`components.kernel.ray.auth_options`); the Ray objects wait for it.
 * one ``pulumi_kubernetes.apiextensions.CustomResource`` per GKE ComputeClass
   (:func:`components.computeclass.render.render_compute_classes`, cluster-scoped, first) and per
   object from :func:`components.raycrs.render.render_manifests` (RayClusters, then RayJobs),
@@ -58,11 +58,11 @@ import pulumi_random as random
 from components.computeclass.render import render_compute_classes
 from components.config.stack import StackConfig
 from components.gcsft.render import ca_config_map, ft_enabled, redis_namespaces
+from components.kernel.ray import AUTH_TOKEN_KEY
 from components.monitoring.render import render_monitoring
 from components.plan.plan import Plan, plan
 from components.raycrs.archive import archive_object_name, working_dir_uri, workloads_archive
 from components.raycrs.ingress import render_service_objects
-from components.raycrs.pod import AUTH_TOKEN_KEY
 from components.raycrs.render import cluster_endpoints, render_manifests
 from components.raycrs.serve import service_url
 

@@ -8,7 +8,7 @@ the RayJob submitter's (:func:`submitter_template`) and token authentication.
 Facts used (sources):
 
 * Security (issue 12): every Ray cluster spec gets ``authOptions`` token mode with a Secret the
-  stack creates (:func:`auth_options`); every container the Pod Security Standards'
+  stack creates (:func:`components.kernel.ray.auth_options`); every container the Pod Security Standards'
   ``restricted`` securityContext (:func:`container_security_context`, the Ray image's uid 1000 /
   gid 100); every Ray pod a size-limited memory ``/dev/shm`` (:func:`shm_size`); heads run as
   their identity's ``-head`` account (autoscaler RBAC), workers and submitters as the identity's
@@ -52,10 +52,6 @@ MOUNT_ROOT = "/mnt/gcs"
 RAY_UID = 1000
 RAY_GID = 100
 SHM_FRACTION = 0.5
-# Token authentication (see auth_options).
-AUTH_MODE = "token"
-AUTH_TOKEN_KEY = "auth_token"
-AUTH_MIN_RAY_VERSION = (2, 52, 0)
 DATASET_PATH = "lm-bytes"
 
 
@@ -218,48 +214,6 @@ def shm_volume(memory: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------- token authentication
-
-
-def auth_secret_name(cluster: str) -> str:
-    """The Kubernetes Secret holding the Ray auth token of one Ray cluster (a long-lived
-    RayCluster's name, or a RayJob's name for the cluster it brings): ``<name>-ray-auth``. The
-    stack creates it (``pulumi_random.RandomPassword``) with the key ``auth_token``
-    (:data:`AUTH_TOKEN_KEY`, KubeRay's ``RAY_AUTH_TOKEN_SECRET_KEY`` in
-    ``ray-operator/controllers/ray/utils/constant.go``)."""
-    return f"{cluster}-ray-auth"
-
-
-def auth_options(cluster: str) -> dict[str, Any]:
-    """``authOptions`` of a RayCluster spec: ``{mode: token, secretName: <auth_secret_name>}``.
-
-    KubeRay v1.7.0 then sets ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN`` (``secretKeyRef``
-    to that Secret's ``auth_token``) on every Ray container, and on the RayJob submitter
-    (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/kuberay-auth.html; the
-    submitter: ``rayjob_controller`` test "Auth env vars should be injected"), so the pod
-    templates do not repeat them. Without ``secretName`` KubeRay would generate a Secret named
-    after the RayCluster; we name it ourselves because a RayJob's own RayCluster gets a
-    generated name, and in-cluster clients (a Serve gateway, a notebook) need a name known at
-    preview time. Needs ``rayVersion`` >= 2.52.0 (validation.go ``ValidateRayClusterSpec``).
-    """
-    return {"mode": AUTH_MODE, "secretName": auth_secret_name(cluster)}
-
-
-def auth_client_env(cluster: str) -> list[dict[str, Any]]:
-    """Container ``env`` for an in-cluster client of Ray cluster ``cluster`` that KubeRay does not
-    inject into (a Serve gateway, a notebook, a CI pod): ``RAY_AUTH_MODE=token`` and
-    ``RAY_AUTH_TOKEN`` from the cluster's Secret (:func:`auth_secret_name`, key ``auth_token``);
-    Ray's clients read both (https://docs.ray.io/en/latest/ray-security/token-auth.html). The
-    client pod must also match the head's NetworkPolicy (label ``ray-gke.io/submits-to:
-    <cluster>``, :mod:`components.kuberay.namespace`)."""
-    return [
-        {"name": "RAY_AUTH_MODE", "value": AUTH_MODE},
-        {
-            "name": "RAY_AUTH_TOKEN",
-            "valueFrom": {
-                "secretKeyRef": {"name": auth_secret_name(cluster), "key": AUTH_TOKEN_KEY}
-            },
-        },
-    ]
 
 
 def pod_template(

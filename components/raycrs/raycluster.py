@@ -56,6 +56,7 @@ from components.kernel.ray import (
     PART_OF,
     TPU_METRICS_PORT,
     TPU_RUNTIME_PORT,
+    auth_options,
 )
 from components.nodepools.render import gpu_node_labels
 from components.plan.naming import head_account_id
@@ -64,7 +65,6 @@ from components.plan.resolve import GroupTarget
 from components.raycrs.pod import (
     API_VERSION,
     ManifestError,
-    auth_options,
     container_security_context,
     pod_images,
     pod_template,
@@ -302,7 +302,7 @@ def ray_cluster_spec(
 ) -> dict[str, Any]:
     """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec`` and, later, the RayService
     ``rayClusterConfig``): every Ray cluster the stack creates gets token authentication
-    (:func:`components.raycrs.pod.auth_options` with the Secret of ``auth_name``), the pod security of
+    (:func:`components.kernel.ray.auth_options` with the Secret of ``auth_name``), the pod security of
     :func:`~components.raycrs.pod.container_security_context` on every container, the autoscaler sidecar included
     (``autoscalerOptions.securityContext``; KubeRay injects that container into the head pod), and
     ``labels`` on the head's pod template (the worker groups carry their own)."""

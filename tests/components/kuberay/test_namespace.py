@@ -175,7 +175,7 @@ def test_psa_labels_and_head_accounts():
 
 
 def test_in_cluster_client_env_reads_the_cluster_secret():
-    from components.raycrs.pod import auth_client_env, auth_options
+    from components.kernel.ray import auth_client_env, auth_options
 
     env = auth_client_env("rc")
     assert env[0] == {"name": "RAY_AUTH_MODE", "value": "token"}

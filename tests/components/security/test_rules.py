@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.raycrs.pod import AUTH_TOKEN_KEY
+from components.kernel.ray import AUTH_TOKEN_KEY
 from components.security.rules import (
     RULES,
     check_network_policy,
