@@ -256,6 +256,7 @@ class WorkloadAccess(pulumi.ComponentResource):
         # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.
         after_gsas = pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas.values()))
+        accounts = naming.workload_accounts(cfg)
         self.bucket_grants = [
             gcp.storage.BucketIAMMember(
                 f"{name}-{member.split(':')[1].split('@')[0]}-{purpose}-{role.split('.')[-1]}",
@@ -264,7 +265,7 @@ class WorkloadAccess(pulumi.ComponentResource):
                 member=member,
                 opts=after_gsas,
             )
-            for purpose, role, member in iam.bucket_bindings(cfg)
+            for purpose, role, member in iam.bucket_bindings(cfg.project, accounts)
         ]
         self.secret_grants = [
             gcp.secretmanager.SecretIamMember(
@@ -275,7 +276,7 @@ class WorkloadAccess(pulumi.ComponentResource):
                 member=member,
                 opts=after_gsas,
             )
-            for secret, role, member in iam.secret_bindings(cfg)
+            for secret, role, member in iam.secret_bindings(cfg.project, cfg.secrets, accounts)
         ]
         self.register_outputs(
             {"workload_identity_members": {k: v.member for k, v in self.wi_bindings.items()}}

@@ -25,13 +25,15 @@
 
 from __future__ import annotations
 
-from components.config.stack import StackConfig
+from collections.abc import Sequence
+
+from components.config.storage import SecretConfig
 from components.kernel.problems import Problem
 from components.plan.naming import (
     BucketPurpose,
+    WorkloadAccount,
     gsa_email,
     node_service_account_id,
-    workload_accounts,
 )
 
 BUCKET_ROLES = {"read": "roles/storage.objectViewer", "write": "roles/storage.objectUser"}
@@ -42,56 +44,64 @@ REGISTRY_READER_ROLE = "roles/artifactregistry.reader"
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 
 
-def service_account_member(cfg: StackConfig, identity: str) -> str:
-    """``serviceAccount:<gsa email>`` of a workload class."""
-    return f"serviceAccount:{gsa_email(cfg.project, identity)}"
+def service_account_member(project: str, account: str) -> str:
+    """``serviceAccount:<gsa email>`` of a workload class's account in ``project``."""
+    return f"serviceAccount:{gsa_email(project, account)}"
 
 
-def node_service_account_email(cfg: StackConfig) -> str:
-    """Email of the nodes' service account."""
-    return gsa_email(cfg.project, node_service_account_id(cfg.cluster.name))
+def node_service_account_email(project: str, cluster: str) -> str:
+    """Email of the nodes' service account of ``cluster`` (``cluster.name``) in ``project``."""
+    return gsa_email(project, node_service_account_id(cluster))
 
 
-def bucket_bindings(cfg: StackConfig) -> list[tuple[BucketPurpose, str, str]]:
-    """``(bucket purpose, role, member)`` for every bucket-level grant, in config order."""
+def bucket_bindings(
+    project: str, accounts: Sequence[WorkloadAccount]
+) -> list[tuple[BucketPurpose, str, str]]:
+    """``(bucket purpose, role, member)`` for every bucket-level grant of ``accounts``
+    (:func:`components.plan.naming.workload_accounts`), in their order."""
     out: list[tuple[BucketPurpose, str, str]] = []
-    for acct in workload_accounts(cfg):
+    for acct in accounts:
         for purpose, access in acct.identity.buckets.items():
-            out.append((purpose, BUCKET_ROLES[access], service_account_member(cfg, acct.name)))
+            out.append((purpose, BUCKET_ROLES[access], service_account_member(project, acct.name)))
     return out
 
 
-def project_bindings(cfg: StackConfig) -> list[tuple[str, str]]:
+def project_bindings(project: str, cluster: str) -> list[tuple[str, str]]:
     """``(role, member)`` for every project-level grant: only the node service account's roles."""
-    member = f"serviceAccount:{node_service_account_email(cfg)}"
+    member = f"serviceAccount:{node_service_account_email(project, cluster)}"
     return [(role, member) for role in NODE_PROJECT_ROLES]
 
 
-def secret_bindings(cfg: StackConfig) -> list[tuple[str, str, str]]:
-    """``(secret name, role, member)``: each secret readable only by the workloads naming it."""
+def secret_bindings(
+    project: str, secrets: Sequence[SecretConfig], accounts: Sequence[WorkloadAccount]
+) -> list[tuple[str, str, str]]:
+    """``(secret name, role, member)``: each of ``secrets`` readable only by the ``accounts``
+    whose workload identity it names (``readers``)."""
     return [
-        (s.name, SECRET_ACCESSOR_ROLE, service_account_member(cfg, a.name))
-        for s in cfg.secrets
+        (s.name, SECRET_ACCESSOR_ROLE, service_account_member(project, a.name))
+        for s in secrets
         for r in s.readers
-        for a in workload_accounts(cfg)
+        for a in accounts
         if a.identity.name == r
     ]
 
 
 def iam_problems(
-    cfg: StackConfig,
+    project: str,
+    accounts: Sequence[WorkloadAccount],
     buckets: list[tuple[str, str, str]],
-    project: list[tuple[str, str]],
+    grants: list[tuple[str, str]],
 ) -> list[Problem]:
-    """Problems with a set of bindings (of ``workload_identities``, rule ``iam``), one each: a
-    public member on a bucket or the project,
-    or any project-level ``roles/storage.*`` / owner / editor grant to a workload identity."""
+    """Problems with a set of bindings (``buckets`` as :func:`bucket_bindings`, the project's
+    ``grants`` as :func:`project_bindings`) of ``accounts`` in ``project``, rule ``iam`` at
+    ``workload_identities``, one each: a public member on a bucket or the project, or any
+    project-level ``roles/storage.*`` / owner / editor grant to a workload identity."""
     problems: list[str] = []
-    workload_members = {service_account_member(cfg, a.name) for a in workload_accounts(cfg)}
+    workload_members = {service_account_member(project, a.name) for a in accounts}
     for purpose, role, member in buckets:
         if member in PUBLIC_MEMBERS:
             problems.append(f"bucket {purpose}: {role} granted to {member}: the bucket is public")
-    for role, member in project:
+    for role, member in grants:
         if member in PUBLIC_MEMBERS:
             problems.append(f"project: {role} granted to {member}: the project is public")
         if member in workload_members and (

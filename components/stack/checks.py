@@ -57,6 +57,7 @@ from components.kuberay.namespace import namespace_manifests, namespace_objects,
 from components.nodepools.render import (
     node_pool_specs,
 )
+from components.plan.naming import workload_accounts
 from components.plan.nodepools import nap_shapes
 from components.plan.plan import plan
 from components.plan.resolve import ResolveError
@@ -431,7 +432,13 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     )
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
-    problems += iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg))
+    accounts = workload_accounts(cfg)
+    problems += iam_problems(
+        cfg.project,
+        accounts,
+        bucket_bindings(cfg.project, accounts),
+        project_bindings(cfg.project, cfg.cluster.name),
+    )
     # GPU networking's objects too: the installers' exemption is narrow (security/rules.py).
     from components.gpunet.render import gpunet_objects
 

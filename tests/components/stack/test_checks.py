@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from components.kernel.base import StackConfigError
+from components.plan.naming import workload_accounts
 from components.plan.plan import plan
 from components.raycrs import placement
 from components.raycrs.render import render_manifests
@@ -117,12 +118,15 @@ def test_requests_above_allocatable() -> None:
 
 def test_iam_public_bucket_and_project_storage_role() -> None:
     cfg = stack("prod")
-    assert iam_problems(cfg, bucket_bindings(cfg), project_bindings(cfg)) == []
-    assert all(not role.startswith("roles/storage.") for role, _ in project_bindings(cfg))
-    bad_buckets = [*bucket_bindings(cfg), ("datasets", "roles/storage.objectViewer", "allUsers")]
+    accounts = workload_accounts(cfg)
+    buckets = bucket_bindings(cfg.project, accounts)
+    grants = project_bindings(cfg.project, cfg.cluster.name)
+    assert iam_problems(cfg.project, accounts, buckets, grants) == []
+    assert all(not role.startswith("roles/storage.") for role, _ in grants)
+    bad_buckets = [*buckets, ("datasets", "roles/storage.objectViewer", "allUsers")]
     member = "serviceAccount:ray-train@ray-gke-prod.iam.gserviceaccount.com"
-    bad_project = [*project_bindings(cfg), ("roles/storage.admin", member)]
-    problems = iam_problems(cfg, bad_buckets, bad_project)
+    bad_project = [*grants, ("roles/storage.admin", member)]
+    problems = iam_problems(cfg.project, accounts, bad_buckets, bad_project)
     assert any("bucket datasets" in p and "public" in p for p in problems)
     assert any("roles/storage.admin" in p and "ray-train" in p for p in problems)
 
