@@ -57,13 +57,11 @@ CA_DIR = "/etc/ray-gke/redis"
 CA_FILE = "ca.crt"
 
 
-def auth_class_name(cfg: StackConfig | None = None, namespace: str | None = None) -> str:
+def auth_class_name(namespace: str | None = None) -> str:
     """The ``SecretProviderClass`` of the AUTH string in ``namespace``: ``gcs-redis-auth`` in
-    ``kuberay.namespace`` (or unset), ``gcs-redis-auth-<namespace>`` elsewhere (one object per
-    name in the program)."""
-    if cfg is None or namespace in (None, cfg.kuberay.namespace):
-        return "gcs-redis-auth"
-    return f"gcs-redis-auth-{namespace}"
+    ``kuberay.namespace`` (``namespace`` None), ``gcs-redis-auth-<namespace>`` in another (one
+    object per name in the program)."""
+    return "gcs-redis-auth" if namespace is None else f"gcs-redis-auth-{namespace}"
 
 
 def ca_config_map_name() -> str:
@@ -178,7 +176,10 @@ def auth_provider_class(cfg: StackConfig, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": SECRETS_STORE_API,
         "kind": "SecretProviderClass",
-        "metadata": _meta(namespace, auth_class_name(cfg, namespace)),
+        "metadata": _meta(
+            namespace,
+            auth_class_name(None if namespace == cfg.kuberay.namespace else namespace),
+        ),
         "spec": {
             "provider": "gke",
             "parameters": {"secrets": f'- resourceName: "{resource}"\n  path: "{AUTH_FILE}"\n'},

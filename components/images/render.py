@@ -24,7 +24,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.config.images import IMAGE_KINDS
 from components.config.nodepools import GpuPool, TpuPool
@@ -411,6 +411,12 @@ def planned_refs(cfg: StackConfig) -> dict[str, str]:
         prebuilt = cfg.ray.images.get(kind)
         out[kind] = prebuilt.image if prebuilt is not None else image_tag_ref(ctx, kind)
     return out
+
+
+def pod_images(cfg: StackConfig, images: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """Kind -> image reference of the Ray pods: ``images`` (what the Pulumi program passes: the
+    pushed digests, ``pulumi.Output`` values), else :func:`planned_refs`."""
+    return planned_refs(cfg) if images is None else images
 
 
 def provides(cfg: StackConfig, kind: str, root: Path = ROOT) -> dict[str, str]:

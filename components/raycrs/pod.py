@@ -28,8 +28,6 @@ from typing import Any
 
 from components import catalog
 from components.config.raycrs import WorkerGroupConfig
-from components.config.stack import StackConfig
-from components.images.render import planned_refs
 from components.kernel.ray import PART_OF, SUBMITTER_LABEL
 from components.nodepools.render import NodePoolSpec
 from components.plan.naming import ksa_name
@@ -97,12 +95,6 @@ def worker_pod_size(
         cpu = group.cpu or cpu
         mem = group.memory or mem
     return cpu, mem
-
-
-def pod_images(cfg: StackConfig, images: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """Kind -> image reference of the pods: ``images`` (what the Pulumi program passes: the pushed
-    digests, ``pulumi.Output`` values), else :func:`components.images.render.planned_refs`."""
-    return planned_refs(cfg) if images is None else images
 
 
 def pod_resources(cpu: str, memory: str, extra: dict[str, str] | None = None) -> dict[str, Any]:

@@ -45,7 +45,6 @@ from components.catalog.gpudirect import RXDM_RESERVE
 from components.config.computeclass import class_label, class_taint
 from components.config.nodepools import CpuPool, GpuPool, TpuPool
 from components.config.raycrs import HeadConfig, RayClusterConfig, WorkerGroupConfig
-from components.config.stack import StackConfig
 from components.gpunet.gpudirect import worker_parts
 from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
@@ -60,13 +59,12 @@ from components.kernel.ray import (
 )
 from components.nodepools.render import gpu_node_labels
 from components.plan.naming import head_account_id
-from components.plan.plan import Context, Plan, plan
+from components.plan.plan import Context, Plan
 from components.plan.resolve import GroupTarget
 from components.raycrs.pod import (
     API_VERSION,
     ManifestError,
     container_security_context,
-    pod_images,
     pod_template,
 )
 
@@ -336,17 +334,16 @@ def object_metadata(ctx: Context, name: str) -> dict[str, Any]:
 
 
 def ray_cluster_manifest(
-    cfg: StackConfig, rc: RayClusterConfig, images: Mapping[str, Any] | None = None
+    p: Plan, rc: RayClusterConfig, images: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The ``ray.io/v1`` RayCluster for ``rc`` (namespace :meth:`Context.namespace_of`).
+    """The ``ray.io/v1`` RayCluster for ``rc`` (namespace :meth:`Context.namespace_of`), its pods
+    on ``images`` (kind -> reference, :func:`components.images.render.pod_images`).
 
     Its worker groups are the plan's records (:meth:`components.plan.plan.Plan.group`).
 
     Raises:
         ResolveError: a worker group references an undeclared node pool.
     """
-    p = plan(cfg)
-    images = pod_images(cfg, images)
     groups = [
         worker_group_spec(
             p,
@@ -385,7 +382,7 @@ def ray_cluster_manifest(
 
         annotate_worker_groups(
             p.pool_specs,
-            cfg.capacity.topology,
+            p.capacity_topology,
             manifest["spec"],
             {g.name: p.group(rc, g).pool for g in rc.worker_groups},
         )

@@ -17,13 +17,12 @@ import yaml
 
 from components.config.nodepools import TpuPool
 from components.config.raycrs import HeadConfig
-from components.config.stack import StackConfig
 from components.images.render import job_image_kind
 from components.images.render import runtime_env_pip as _runtime_env_pip
 from components.kernel.ray import JOB_CLUSTER_LABEL
-from components.plan.plan import Context, Plan, plan
+from components.plan.plan import Context, Plan
 from components.plan.resolve import JobTarget
-from components.raycrs.pod import API_VERSION, DATASET_PATH, pod_images, submitter_template
+from components.raycrs.pod import API_VERSION, DATASET_PATH, submitter_template
 from components.raycrs.raycluster import (
     ELASTIC_JOB,
     object_metadata,
@@ -171,14 +170,12 @@ def job_runtime_env(target: JobTarget, working_dir_uri: str) -> dict[str, Any]:
 
 
 def ray_job_manifest(
-    cfg: StackConfig,
-    target: JobTarget,
-    working_dir_uri: str,
-    images: Mapping[str, Any] | None = None,
+    p: Plan, target: JobTarget, working_dir_uri: str, images: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The ``ray.io/v1`` RayJob for the job of ``target`` (its record in ``plan(cfg)``,
-    :meth:`components.plan.plan.Plan.job`; ``cfg`` gives the images, node-pool shapes,
-    ComputeClasses and identity buckets its pods use).
+    """The ``ray.io/v1`` RayJob for the job of ``target`` (its record in the plan ``p``,
+    :meth:`components.plan.plan.Plan.job`; ``p`` gives the node-pool shapes, ComputeClasses and
+    identity buckets its pods use, ``images`` (kind -> reference,
+    :func:`components.images.render.pod_images`) their images).
 
     ``entrypoint`` from the workload registry with :func:`job_args`; ``runtimeEnvYAML`` sets
     ``working_dir`` to ``working_dir_uri`` (the content-addressed workloads archive);
@@ -193,9 +190,7 @@ def ray_job_manifest(
         KeyError: unknown workload.
     """
     job = target.job
-    p = plan(cfg)
     ctx = p.context
-    images = pod_images(cfg, images)
     workload = get_workload(job.workload)
     spec: dict[str, Any] = {
         "entrypoint": workload.entrypoint(job_args(ctx, target)),
@@ -229,7 +224,7 @@ def ray_job_manifest(
         if "rayClusterSpec" in spec:  # its pod sets ask for a topology level (TAS)
             annotate_worker_groups(
                 p.pool_specs,
-                cfg.capacity.topology,
+                p.capacity_topology,
                 spec["rayClusterSpec"],
                 {target.group.name: target.pool},
             )

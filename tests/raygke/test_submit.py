@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from components.images.render import planned_refs
 from components.plan.plan import plan as stack_plan
 from components.raycrs.raycluster import ray_cluster_manifest
 from components.raycrs.render import cluster_endpoints
@@ -38,7 +39,7 @@ def test_plan_names_what_the_stack_renders_for_its_raycluster(name: str) -> None
     cfg = stack(name)
     (rc,) = cfg.ray_clusters
     plan = submit.plan_for_stack(cfg, name)
-    manifest = ray_cluster_manifest(cfg, rc)
+    manifest = ray_cluster_manifest(stack_plan(cfg), rc, planned_refs(cfg))
     assert plan.cluster == rc.name == manifest["metadata"]["name"]
     assert plan.namespace == manifest["metadata"]["namespace"] == cfg.kuberay.namespace
     assert plan.secret == manifest["spec"]["authOptions"]["secretName"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from components.config.stack import StackConfig
+from components.images.render import planned_refs
 from components.plan.plan import plan
 from components.raycrs.batch_fit import batch_job_problems
 from components.raycrs.rayjob import ray_job_manifest
@@ -39,7 +40,7 @@ def _data(**job: Any) -> dict[str, Any]:
 def _job_args(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     cfg = validate(data)
     job = cfg.jobs[1]
-    manifest = ray_job_manifest(cfg, plan(cfg).job(job), WORKING_DIR)
+    manifest = ray_job_manifest(plan(cfg), plan(cfg).job(job), WORKING_DIR, planned_refs(cfg))
     parts = shlex.split(manifest["spec"]["entrypoint"])
     return json.loads(parts[parts.index("--config-json") + 1]), manifest
 

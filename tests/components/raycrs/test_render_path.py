@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
+from components.images.render import planned_refs
 from components.plan.plan import plan
 from components.raycrs.rayjob import ray_job_manifest
 from tests.helpers import stack
 
 # module -> the most entries one job's render may make into it (today's figures).
 CEILINGS = {
-    "components.raycrs.pod": 5,
+    "components.raycrs.pod": 4,
     "components.raycrs.raycluster": 3,
     "components.raycrs.rayjob": 1,
 }
@@ -29,6 +30,7 @@ def render_entries(stack_name: str, job_name: str) -> Counter[str]:
     the shipped stack ``stack_name`` (the plan built before, as every render finds it)."""
     cfg = stack(stack_name)
     target = plan(cfg).job(next(j for j in cfg.jobs if j.name == job_name))
+    images = planned_refs(cfg)
     entries: Counter[str] = Counter()
 
     def on_call(frame: FrameType, event: str, _arg: Any) -> None:
@@ -47,7 +49,7 @@ def render_entries(stack_name: str, job_name: str) -> Counter[str]:
 
     sys.setprofile(on_call)
     try:
-        ray_job_manifest(cfg, target, "gs://bucket/workloads.zip")
+        ray_job_manifest(plan(cfg), target, "gs://bucket/workloads.zip", images)
     finally:
         sys.setprofile(None)
     return entries

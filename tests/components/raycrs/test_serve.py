@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.images.render import planned_refs
 from components.kernel.base import StackConfigError
 from components.monitoring.render import render_monitoring
 from components.plan.plan import plan
@@ -307,7 +308,7 @@ def test_a_serve_workload_is_not_a_job() -> None:
 def test_a_checkpoint_outside_the_checkpoints_bucket_is_refused() -> None:
     cfg = _cfg(checkpoint="gs://somebody-else/ckpt")
     with pytest.raises(ManifestError, match="not in the checkpoints bucket"):
-        ray_service_manifest(cfg, cfg.services[0], WORKING_DIR)
+        ray_service_manifest(plan(cfg), cfg.services[0], WORKING_DIR, planned_refs(cfg))
     assert any("not in the checkpoints bucket" in p for p in check_stack(cfg))
 
 

@@ -118,13 +118,15 @@ def test_a_multi_host_tpu_slice_serves_one_replica_per_slice() -> None:
     whole slice per replica (TPUConfig topology), so the service renders one engine over its 16
     chips, the topology in its args, one replica per slice; a tensor-parallel size that is not
     the slice's chips, or a Helm-installed operator without the TPU webhook, is refused."""
+    from components.images.render import planned_refs
+    from components.plan.plan import plan
     from components.raycrs.serve import ray_service_manifest
 
     data = _data(WIDE, node_pool="v6e")
     cfg = validate({**data, "kuberay": {"mode": "gke-addon"}})
     assert list(service_fit_problems(cfg)) == []
     (svc,) = cfg.services
-    manifest = ray_service_manifest(cfg, svc, "gs://b/w.zip")
+    manifest = ray_service_manifest(plan(cfg), svc, "gs://b/w.zip", planned_refs(cfg))
     import yaml
 
     args = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]

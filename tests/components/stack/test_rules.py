@@ -12,6 +12,7 @@ import pytest
 from components import catalog
 from components.config.raycrs import JobConfig, RayClusterConfig, WorkerGroupConfig
 from components.config.stack import StackConfig
+from components.images.render import planned_refs
 from components.kernel.base import StackConfigError
 from components.kernel.problems import Problem
 from components.nodepools.render import node_pool_specs
@@ -549,7 +550,7 @@ def test_the_same_mistake_reads_the_same_at_every_layer() -> None:
     assert target.value.field == "jobs[prep].node_pool"
     assert workload_problems(broken) == [line]
     ok = plan(cfg).job(cfg.jobs[0])  # the declared job's record builds both
-    assert ray_job_manifest(cfg, ok, WORKING_DIR)["kind"] == "RayJob"
+    assert ray_job_manifest(plan(cfg), ok, WORKING_DIR, planned_refs(cfg))["kind"] == "RayJob"
     assert scaling_config_for_job(ok)["num_workers"] >= 1
 
 
@@ -566,7 +567,7 @@ def test_the_same_group_mistake_reads_the_same_in_rules_and_manifests() -> None:
         name="research", worker_groups=[WorkerGroupConfig(name="cpu", node_pool="x")]
     )
     with pytest.raises(ResolveError, match="^" + re.escape(line)):
-        ray_cluster_manifest(cfg.model_copy(update={"ray_clusters": [rc]}), rc)
+        ray_cluster_manifest(plan(cfg.model_copy(update={"ray_clusters": [rc]})), rc, {})
 
 
 def test_config_error_lists_field_then_rule_problems() -> None:
