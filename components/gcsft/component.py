@@ -190,7 +190,7 @@ class GcsFaultTolerance(pulumi.ComponentResource):
                 member=f"serviceAccount:{gsa_email(cfg.project, account)}",
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas)),
             )
-            for account in redis_head_readers(cfg)
+            for account in redis_head_readers(cfg.services)
         ]
         self.address: pulumi.Output[str] = pulumi.Output.all(
             self.instance.host, self.instance.port

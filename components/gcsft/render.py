@@ -34,10 +34,15 @@ ray-operator/controllers/ray/common/pod.go; Ray 2.60):
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from components.config.stack import StackConfig
 from components.plan.gcsft_names import auth_secret_id, ft_enabled, instance_name, psa_range_name
+
+if TYPE_CHECKING:
+    from components.config.serve import ServiceConfig
+    from components.plan.context import Context
 
 # GKE's Secret Manager add-on (as for the Hub token, components.raycrs.ingress)
 SECRETS_STORE_API = "secrets-store.csi.x-k8s.io/v1"
@@ -74,10 +79,11 @@ def redis_address(host: str, port: int | str = REDIS_TLS_PORT) -> str:
     return f"rediss://{host}:{port}"
 
 
-def planned_address(cfg: StackConfig) -> str:
+def planned_address(psa_cidr: str) -> str:
     """The address an offline render shows before the instance exists (``raygke check``): the
-    first host of ``network.psa_cidr``, where Memorystore takes its address from."""
-    host = next(ipaddress.ip_network(cfg.network.psa_cidr).hosts())
+    first host of ``psa_cidr`` (``network.psa_cidr``), where Memorystore takes its address
+    from."""
+    host = next(ipaddress.ip_network(psa_cidr).hosts())
     return redis_address(str(host))
 
 
@@ -169,16 +175,15 @@ def _meta(namespace: str, name: str) -> dict[str, Any]:
     }
 
 
-def auth_provider_class(cfg: StackConfig, namespace: str) -> dict[str, Any]:
+def auth_provider_class(ctx: Context, namespace: str) -> dict[str, Any]:
     """The ``SecretProviderClass`` (in ``namespace``) mounting the latest version of
-    :func:`auth_secret_id` as the file :data:`AUTH_FILE`."""
-    resource = f"projects/{cfg.project}/secrets/{auth_secret_id(cfg.cluster.name)}/versions/latest"
+    :func:`auth_secret_id` (of ``ctx``'s project and cluster) as the file :data:`AUTH_FILE`."""
+    resource = f"projects/{ctx.project}/secrets/{auth_secret_id(ctx.cluster)}/versions/latest"
     return {
         "apiVersion": SECRETS_STORE_API,
         "kind": "SecretProviderClass",
         "metadata": _meta(
-            namespace,
-            auth_class_name(None if namespace == cfg.kuberay.namespace else namespace),
+            namespace, auth_class_name(None if namespace == ctx.namespace else namespace)
         ),
         "spec": {
             "provider": "gke",
@@ -205,15 +210,18 @@ def redis_objects(cfg: StackConfig) -> list[dict[str, Any]]:
     output of the instance: the program renders it (:func:`ca_config_map`)."""
     if not ft_enabled(cfg):
         return []
-    return [auth_provider_class(cfg, ns) for ns in redis_namespaces(cfg)]
+    from components.plan.plan import plan
+
+    ctx = plan(cfg).context
+    return [auth_provider_class(ctx, ns) for ns in redis_namespaces(cfg)]
 
 
-def redis_head_readers(cfg: StackConfig) -> list[str]:
+def redis_head_readers(services: Iterable[ServiceConfig]) -> list[str]:
     """The head accounts (KSA name = GSA id, :func:`components.plan.naming.head_account_id`)
     that read the AUTH string: the head of every service's identity, sorted, each once."""
     from components.plan.naming import head_account_id
 
-    return sorted({head_account_id(s.service_account) for s in cfg.services})
+    return sorted({head_account_id(s.service_account) for s in services})
 
 
 __all__ = [

@@ -217,7 +217,7 @@ def render_services(
     if not ft_enabled(cfg):
         redis_address = None
     elif redis_address is None:
-        redis_address = planned_address(cfg)
+        redis_address = planned_address(cfg.network.psa_cidr)
     return [
         ray_service_manifest(p, s, working_dir_uri, refs, redis_address)
         for s in sorted(cfg.services, key=lambda s: s.name)

@@ -11,6 +11,7 @@ import pytest
 
 from components.gcsft import render as gr
 from components.kernel.base import StackConfigError
+from components.plan.plan import plan
 from components.raycrs.crd import validate_manifests
 from components.raycrs.operator import operator_problems
 from components.raycrs.serve import render_services
@@ -133,7 +134,7 @@ def test_names_fit_their_apis() -> None:
 
 def test_the_auth_class_and_ca_config_map() -> None:
     cfg = _cfg()
-    spc = gr.auth_provider_class(cfg, "ray")
+    spc = gr.auth_provider_class(plan(cfg).context, "ray")
     assert spc["metadata"]["namespace"] == "ray"
     assert (
         'resourceName: "projects/ray-gke-test/secrets/ray-test-redis-auth/versions/latest"'
@@ -141,7 +142,7 @@ def test_the_auth_class_and_ca_config_map() -> None:
     )
     assert gr.ca_config_map("ray", "PEM")["data"] == {"ca.crt": "PEM"}
     assert gr.redis_namespaces(cfg) == ["ray"]
-    assert gr.redis_head_readers(cfg) == ["ray-serve-head"]
+    assert gr.redis_head_readers(cfg.services) == ["ray-serve-head"]
 
 
 def test_a_psa_range_smaller_than_a_slash_24_is_refused() -> None:
