@@ -126,7 +126,10 @@ def check(
     from raygke.report import FORMATS
 
     # seconds of work over long-lived objects (raygke.console); as the process's own command,
-    # the collector stays off to the end (no walk over the providers' classes after the check)
+    # the collector stays off to the end and the heap is frozen at exit (no last collection over
+    # the providers' generated classes: about a second of CPU that frees nothing still needed)
+    if _one_shot:
+        atexit.register(gc.freeze)
     ctx.with_resource(gc_paused(resume=not _one_shot))
     format_or_exit(fmt, FORMATS)
     choice = choose_or_exit(stack, config, fmt=fmt)
@@ -505,10 +508,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _debug, _one_shot
     _debug = False
     _one_shot = argv is None  # the console script and `python -m raygke`, not a caller's argv
-    if _one_shot:
-        # at exit, no last collection over what the command leaves (after a render, the
-        # providers' generated classes: about a second of CPU that frees nothing still needed)
-        atexit.register(gc.freeze)
+    try:
+        return _run(argv)
+    finally:
+        _one_shot = False  # a later in-process command (a test's CliRunner) resumes the collector
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """:func:`main`'s body: the command, its exit code."""
     command = typer.main.get_command(app)
     tidy_help(command)
     try:

@@ -3,7 +3,7 @@
 
 It has no circle, and the infrastructure's side (``components``) and the shared contract
 (``contract``) import nothing from ``workloads`` (issue 20). Every import goes down the floors of
-``FLOORS`` (a module's floor is its role), and ``components/kernel/`` imports no concept (issue 35).
+``FLOORS`` (a module's floor is its folder), and ``components/kernel/`` imports no concept (issue 35).
 """
 
 from __future__ import annotations

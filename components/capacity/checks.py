@@ -297,7 +297,7 @@ def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     label: Kueue adds the flavor's labels to the pods (kueue v0.19.2 ``pkg/podset/podset.go``
     ``Merge``) but keeps theirs, so they wait forever for nodes that are both (a DWS flavor's
     nodes never carry a class label). The render leaves the class out of every queued object's
-    worker groups (:func:`components.raycrs.render.worker_group_spec` ``compute_class``); this
+    worker groups (:func:`components.raycrs.raycluster.worker_group_spec` ``compute_class``); this
     check catches a render where both apply to the same pods."""
     from components.config.computeclass import COMPUTE_CLASS_LABEL
     from components.plan.plan import plan

@@ -37,8 +37,9 @@ Sources:
   prefix), ``A4 Nvidia B200 (1 gpu slice)`` (the whole A4 VM / 8: no separate A4 core/RAM SKUs);
   TPU ones in resource group ``TPU``: ``TpuV5e``, ``TpuV5p``, ``TpuV6e``, ``TPU7x`` (``TPU7x
   running in Americas``, SKU 0F71-4391-B6CA). No GB200 / A4X SKU description was found in any
-  public source read, so GB200 has none (:attr:`Accelerator.price_skus` empty): a refresh leaves
-  it to ``not_priced``.
+  public source read, so GB200 has none (:attr:`Accelerator.price_skus` empty): a refresh from
+  the API leaves it unpriced, and tests/components/catalog/test_accelerators.py then names it
+  (the refresher excuses nothing; only the seed's placeholder prices it).
 """
 
 from __future__ import annotations

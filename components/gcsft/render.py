@@ -62,11 +62,13 @@ CA_DIR = "/etc/ray-gke/redis"
 CA_FILE = "ca.crt"
 
 
-def auth_class_name(namespace: str | None = None) -> str:
+def auth_class_name(namespace: str | None = None, home: str | None = None) -> str:
     """The ``SecretProviderClass`` of the AUTH string in ``namespace``: ``gcs-redis-auth`` in
-    ``kuberay.namespace`` (``namespace`` None), ``gcs-redis-auth-<namespace>`` in another (one
-    object per name in the program)."""
-    return "gcs-redis-auth" if namespace is None else f"gcs-redis-auth-{namespace}"
+    ``home`` (``kuberay.namespace``) or with ``namespace`` None, ``gcs-redis-auth-<namespace>``
+    in another (one object per name in the program)."""
+    if namespace is None or namespace == home:
+        return "gcs-redis-auth"
+    return f"gcs-redis-auth-{namespace}"
 
 
 def ca_config_map_name() -> str:
@@ -182,9 +184,7 @@ def auth_provider_class(ctx: Context, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": SECRETS_STORE_API,
         "kind": "SecretProviderClass",
-        "metadata": _meta(
-            namespace, auth_class_name(None if namespace == ctx.namespace else namespace)
-        ),
+        "metadata": _meta(namespace, auth_class_name(namespace, ctx.namespace)),
         "spec": {
             "provider": "gke",
             "parameters": {"secrets": f'- resourceName: "{resource}"\n  path: "{AUTH_FILE}"\n'},

@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from components import catalog
-from components.kernel.labels import is_gcp_label
+from components.kernel.labels import DNS1035_LABEL, DNS1123_LABEL, is_gcp_label
 from contract import quantity
 from contract.errors import ConfigurationError
 
@@ -28,8 +28,8 @@ OTHER_NAMESPACES = frozenset({"gcp", "kubernetes", "pulumi"})
 
 # GKE names: cluster and node pool names are lowercase letters, digits and hyphens, start with a
 # letter, end with a letter or digit, at most 40 characters
-# (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools).
-_GKE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+# (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools):
+# the RFC 1035 label rule (components.kernel.labels.DNS1035_LABEL).
 GKE_NAME_MAX = 40
 # Kubernetes integer fields of the CRs we render (durations, replicas, limits) are int32
 # (https://kubernetes.io/docs/reference/using-api/api-concepts/, KubeRay's CRD schemas:
@@ -50,8 +50,8 @@ POOL_NODES_MAX = NODES_PER_POOL_ZONE_MAX * 4
 # Largest Persistent Disk (boot disk) size, GB: 64 TiB
 # (https://cloud.google.com/compute/docs/disks/persistent-disks#disk_size_limits).
 DISK_SIZE_MAX_GB = 65536
-# Kubernetes object names (RFC 1123 labels) for RayClusters, RayJobs, worker groups.
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+# Kubernetes object names (RFC 1123 labels, components.kernel.labels.DNS1123_LABEL) for
+# RayClusters, RayJobs, worker groups.
 # KubeRay derives Service and Pod names from the RayCluster name; keep headroom under 63.
 K8S_NAME_MAX = 50
 # Google service account ids: 6-30 characters, lowercase letters, digits, hyphens
@@ -120,7 +120,7 @@ class StackFileError(StackConfigError):
 
 
 def gke_name(value: str, what: str, max_len: int = GKE_NAME_MAX) -> str:
-    if len(value) > max_len or not _GKE_NAME.match(value):
+    if len(value) > max_len or not DNS1035_LABEL.fullmatch(value):
         raise ValueError(
             f"{what} {value!r} is not a valid GKE name: use 1-{max_len} lowercase letters, digits "
             "and hyphens, starting with a letter and not ending with a hyphen"
@@ -139,7 +139,7 @@ RAYJOB_NAME_MAX = 47
 def k8s_name(value: str, what: str, max_len: int = K8S_NAME_MAX, dns1035: bool = False) -> str:
     """``value`` when it is a Kubernetes name (RFC 1123 label; with ``dns1035`` starting with a
     letter) of at most ``max_len`` characters, else ValueError saying what is allowed."""
-    ok = _GKE_NAME.match(value) if dns1035 else _K8S_NAME.match(value)
+    ok = (DNS1035_LABEL if dns1035 else DNS1123_LABEL).fullmatch(value)
     if len(value) > max_len or not ok:
         start = "a letter" if dns1035 else "a letter or digit"
         raise ValueError(

@@ -1,6 +1,6 @@
 """The pod template every Ray pod of the stack shares (:func:`pod_template`): labels, sizing of a
 worker pod on its node, GCS FUSE volumes, the Pod Security ``restricted`` settings, ``/dev/shm``;
-the RayJob submitter's (:func:`submitter_template`) and token authentication.
+and the RayJob submitter's (:func:`submitter_template`).
 :mod:`components.raycrs.raycluster` builds the head and worker groups each with one call of
 :func:`pod_template`, :mod:`components.raycrs.rayjob` the submitter with
 :func:`submitter_template`.
@@ -17,7 +17,8 @@ Facts used (sources):
   (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
   ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
 
-Ray's ports and the Ray pods' labels are :mod:`components.kernel.ray` (with their sources).
+Ray's ports, the Ray pods' labels and Ray's token authentication are :mod:`components.kernel.ray`
+(with their sources).
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ def shm_volume(memory: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return volume, {"name": "dshm", "mountPath": "/dev/shm"}
 
 
-# ------------------------------------------------------------------------- token authentication
+# ---------------------------------------------------------------------------- the pod template
 
 
 def pod_template(

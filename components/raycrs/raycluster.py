@@ -85,7 +85,7 @@ def head_group_spec(
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``headGroupSpec``: the head on the system pool, dashboard/client reachable in-cluster only.
-    Its image is the ``cpu`` image (``images``: kind -> reference, :func:`components.raycrs.pod.pod_images`).
+    Its image is the ``cpu`` image (``images``: kind -> reference, :func:`components.images.render.pod_images`).
     ``p``: the stack's plan (its identities' buckets are mounted).
 
     The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray

@@ -45,7 +45,7 @@ def render_manifests(
     jobs = [
         ray_job_manifest(p, p.job(j), working_dir_uri, refs) for j in sorted(cfg.jobs, key=_name)
     ]
-    return clusters + jobs + render_services(cfg, working_dir_uri, images, redis_address)
+    return clusters + jobs + render_services(cfg, working_dir_uri, refs, redis_address)
 
 
 def _name(x: Any) -> str:

@@ -177,7 +177,7 @@ def ray_service_manifest(
     if redis_address is not None:
         cluster["gcsFaultToleranceOptions"] = gcs_ft_options(redis_address)
         ns = p.context.namespace_of(svc.name)
-        add_gcs_ft(head["template"], auth_class_name(None if ns == p.context.namespace else ns))
+        add_gcs_ft(head["template"], auth_class_name(ns, p.context.namespace))
     strategy: dict[str, Any] = {"type": svc.strategy}
     inc = svc.upgrade_options
     if inc is not None:

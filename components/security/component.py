@@ -253,7 +253,7 @@ class WorkloadAccess(pulumi.ComponentResource):
             )
             for ns, acct in naming.namespace_accounts(cfg)
         }
-        # Exactly the pure plan that `raygke check` verifies (components/iam.py). Members are the
+        # Exactly the pure plan that `raygke check` verifies (components/security/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.
         after_gsas = pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas.values()))
         accounts = naming.workload_accounts(cfg)

@@ -1,6 +1,6 @@
 """Pure IAM bindings of the stack (no Pulumi): who gets which role on what.
 
-``components/security.py`` (the Pulumi side) creates exactly these bindings, and
+``components/security/component.py`` (the Pulumi side) creates exactly these bindings, and
 ``raygke check`` verifies them (no public bucket, no project-wide storage role for a workload).
 
 * Workload classes get bucket-level roles only: ``read`` = ``roles/storage.objectViewer``,

@@ -16,7 +16,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from components.config.stack import StackConfig
-from components.kernel.labels import is_gcp_label, is_label_value, is_qualified_name
+from components.kernel.labels import (
+    DNS1035_LABEL,
+    DNS1123_LABEL,
+    is_gcp_label,
+    is_label_value,
+    is_qualified_name,
+)
 from components.kernel.problems import Problem, at
 from components.nodepools.render import GKE_LABEL_PREFIXES
 from components.plan.gcsft_names import auth_secret_id, ft_enabled
@@ -43,26 +49,23 @@ class NameRule:
     allowed: str
 
 
-_RFC1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 NAME_RULES: dict[str, NameRule] = {
     "gke-cluster": NameRule(
-        _RFC1035, 1, 40, "lowercase letters, digits, hyphens; start with a letter"
+        DNS1035_LABEL, 1, 40, "lowercase letters, digits, hyphens; start with a letter"
     ),
     "gke-node-pool": NameRule(
-        _RFC1035, 1, 40, "lowercase letters, digits, hyphens; start with a letter"
+        DNS1035_LABEL, 1, 40, "lowercase letters, digits, hyphens; start with a letter"
     ),
-    "compute": NameRule(_RFC1035, 1, 63, "lowercase letters, digits, hyphens; start with a letter"),
-    "service-account": NameRule(
-        re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?"), 6, 30, "lowercase letters, digits, hyphens"
+    "compute": NameRule(
+        DNS1035_LABEL, 1, 63, "lowercase letters, digits, hyphens; start with a letter"
     ),
+    "service-account": NameRule(DNS1035_LABEL, 6, 30, "lowercase letters, digits, hyphens"),
     "bucket": NameRule(
         re.compile(r"[a-z0-9][-_a-z0-9]*[a-z0-9]"), 3, 63, "lowercase letters, digits, '-', '_'"
     ),
     "kms": NameRule(re.compile(r"[A-Za-z0-9_-]+"), 1, 63, "letters, digits, '_', '-'"),
     "secret": NameRule(re.compile(r"[A-Za-z0-9_-]+"), 1, 255, "letters, digits, '_', '-'"),
-    "k8s-label": NameRule(
-        re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"), 1, 63, "lowercase letters, digits, hyphens"
-    ),
+    "k8s-label": NameRule(DNS1123_LABEL, 1, 63, "lowercase letters, digits, hyphens"),
 }
 GCP_LABELS_MAX = 64
 

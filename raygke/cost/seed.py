@@ -245,7 +245,7 @@ def seed() -> dict[str, Any]:
             "PLACEHOLDER, not a list price: GKE cluster-autoscaler a4x-highgpu-4g 140.1 (Spot "
             "98.085) / 4 GPUs, host included (A4X host not priced apart); the source marks it "
             "'TODO(b/405041492): update pricing info when available'; no GB200 Billing SKU or "
-            "SKY row was found; a refresh from the API replaces it",
+            "SKY row was found; a refresh from the API leaves GB200 unpriced (no SKU mapped)",
         ),
     }
     gpu_out = {}

@@ -483,7 +483,12 @@ def start_cluster(
         for n in timed_out:
             on_progress(f"{n.name} timed out registering with Ray's GCS; starting it again")
             with interrupts_deferred():
-                stop_nodes([n])
+                left = stop_nodes([n])
+                if left:  # kept recorded: the cleanup below and `down` stop them
+                    raise LocalError(
+                        f"node {n.name} timed out during start and pids {left} of its session "
+                        "did not stop; `raygke local down` stops them"
+                    )
                 nodes.remove(n)
                 Path(n.log).replace(f"{n.log}.1")
                 record()

@@ -290,3 +290,36 @@ def test_a_local_error_no_command_caught_is_the_users_not_internal(
 
     monkeypatch.setattr(components.stack.loader, "load_stack_file", boom)
     assert run("check", "--config", DEV) == (EXIT_FAILED, "error: ray is not installed\n")
+
+
+def test_gc_paused_pauses_the_collector_and_resumes_it_unless_told() -> None:
+    import gc
+
+    from raygke.console import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    try:
+        with gc_paused(resume=False):
+            pass
+        assert not gc.isenabled()  # a process that ends with the block
+    finally:
+        gc.enable()
+
+
+def test_a_check_called_in_process_leaves_the_collector_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``raygke check`` pauses the collector for its render; called with an argv (a caller's
+    process, not the console script) it resumes it, also for a later in-process command."""
+    import gc
+
+    from typer.testing import CliRunner
+
+    from raygke.cli import app
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    assert main(["check", "--stack", "dev"]) == 0
+    assert gc.isenabled()
+    assert CliRunner().invoke(app, ["check", "--stack", "dev", "--no-render"]).exit_code == 0
+    assert gc.isenabled()

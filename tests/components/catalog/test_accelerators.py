@@ -44,7 +44,7 @@ def flavor_of(acc: Accelerator, machine_type: str) -> dict:
         node_taints=(),
         queued=False,
     )
-    return flavors.resource_flavor("pool", [spec], None, "on")
+    return flavors.resource_flavor("pool", [spec], None, "required")
 
 
 @pytest.mark.parametrize("name", list(catalog.ACCELERATORS))
@@ -77,20 +77,24 @@ def test_every_accelerator_has_a_price_a_flavor_rule_and_a_network_kind(name: st
 
 
 def test_the_catalog_tables_are_the_records() -> None:
-    """GPU_TYPES / TPU_GENERATIONS have exactly the records' names and machine types; the
-    refresher's SKU maps and the TAS machine types are the records'."""
-    gpus = {a.name: a for a in catalog.accelerators("gpu")}
-    tpus = {a.name: a for a in catalog.accelerators("tpu")}
-    assert set(gpus) == set(catalog.GPU_TYPES) and set(tpus) == set(catalog.TPU_GENERATIONS)
-    for name, a in gpus.items():
-        assert dict(catalog.GPU_TYPES[name].machine_types) == dict(a.machine_types)
-    for name, a in tpus.items():
-        assert dict(catalog.TPU_GENERATIONS[name].machine_types) == dict(a.machine_types)
-    assert dict(refresh.GPU_MODELS) == catalog.sku_names("gpu")
-    assert set(refresh.TPU_SKU_GENERATIONS.values()) == set(tpus)
-    assert catalog.topology_block_machine_types() == flavors.TAS_MACHINE_TYPES
+    """GPU_TYPES / TPU_GENERATIONS have exactly the records' names, and the tables derived from
+    the records hold the documented machine types, SKU descriptions and TAS machine types
+    (https://cloud.google.com/compute/docs/gpus, https://cloud.google.com/tpu/docs/v6e,
+    https://cloud.google.com/kubernetes-engine/docs/concepts/about-topology-aware-scheduling)."""
+    gpus = {a.name for a in catalog.accelerators("gpu")}
+    tpus = {a.name for a in catalog.accelerators("tpu")}
+    assert gpus == set(catalog.GPU_TYPES) and tpus == set(catalog.TPU_GENERATIONS)
+    assert catalog.GPU_TYPES["nvidia-l4"].machine_types[1] == "g2-standard-4"
+    assert catalog.GPU_TYPES["nvidia-h100-80gb"].machine_types[8] == "a3-highgpu-8g"
+    assert catalog.TPU_GENERATIONS["v6e"].machine_types[8] == "ct6e-standard-8t"
+    assert refresh.GPU_MODELS["Nvidia L4 GPU"] == "nvidia-l4"
+    assert refresh.GPU_MODELS["A4 Nvidia B200 (1 gpu slice)"] == "nvidia-b200"
+    assert refresh.TPU_SKU_GENERATIONS["TPU7x"] == "tpu7x"
+    assert {"a3-megagpu-8g", "a4-highgpu-8g"} <= set(flavors.TAS_MACHINE_TYPES)
+    assert "g2-standard-96" not in flavors.TAS_MACHINE_TYPES  # L4 nodes have no topology blocks
+    assert set(refresh.TPU_SKU_GENERATIONS.values()) == tpus
     # the SKU maps cover every record except GB200, whose SKU description no source gave
-    assert set(gpus) - set(refresh.GPU_MODELS.values()) == {"nvidia-gb200"}
+    assert gpus - set(refresh.GPU_MODELS.values()) == {"nvidia-gb200"}
 
 
 def test_the_derivations_take_a_new_record() -> None:
