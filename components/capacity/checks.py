@@ -336,11 +336,12 @@ def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     (taints keep CPU pods off them), or a ``min_replicas`` of at least 1."""
     from components.capacity.preview import borrowable, queue_quotas
     from components.capacity.render import cluster_queue
+    from components.plan.plan import plan
 
     out = []
     for v in verdicts:
         cq = cfg.capacity.cluster_queue(v.cluster_queue)
-        quotas = queue_quotas(cluster_queue(cfg, cq))
+        quotas = queue_quotas(cluster_queue(plan(cfg), cq))
         for a in v.assignments:
             if a.pod_set.count or not a.flavor:
                 continue

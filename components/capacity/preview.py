@@ -293,10 +293,10 @@ def borrowable(cfg: StackConfig, cq: ClusterQueueConfig, flavor: str, resource: 
     for other in cfg.capacity.cluster_queues:
         if other.name == cq.name or other.cohort != cq.cohort:
             continue
-        q = queue_quotas(cluster_queue(cfg, other)).get(flavor, {}).get(resource)
+        q = queue_quotas(cluster_queue(plan(cfg), other)).get(flavor, {}).get(resource)
         if q:
             lent += q["lending"] if q["lending"] is not None else float(q["nominal"] or 0)
-    mine = queue_quotas(cluster_queue(cfg, cq)).get(flavor, {}).get(resource) or {}
+    mine = queue_quotas(cluster_queue(plan(cfg), cq)).get(flavor, {}).get(resource) or {}
     limit = mine.get("borrowing")
     return lent if limit is None else min(lent, limit)
 
@@ -317,7 +317,7 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
     name = rayjob["metadata"]["name"]
     lq = cfg.capacity.local_queue(queue)
     cq = cfg.capacity.cluster_queue(lq.cluster_queue)
-    rendered = cluster_queue(cfg, cq)
+    rendered = cluster_queue(plan(cfg), cq)
     quotas = queue_quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
     stack_plan = plan(cfg)
@@ -438,7 +438,7 @@ def elastic_note(cfg: StackConfig, obj: dict[str, Any], verdict: Verdict) -> str
         return ""
     most = _group_max_pods(obj)
     cq = cfg.capacity.cluster_queue(verdict.cluster_queue)
-    quotas = queue_quotas(cluster_queue(cfg, cq))
+    quotas = queue_quotas(cluster_queue(plan(cfg), cq))
     parts = []
     for a in verdict.assignments:
         top = most.get(a.pod_set.name, 0)

@@ -59,7 +59,7 @@ from components.plan.flavors import PART_OF as PART_OF
 from components.plan.flavors import class_flavor_labels as class_flavor_labels
 from components.plan.flavors import flavor_labels as flavor_labels
 from components.plan.flavors import meta
-from components.plan.plan import plan
+from components.plan.plan import Plan, plan
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -136,11 +136,10 @@ def gpudirect_queues(cfg: StackConfig) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def cluster_queue(cfg: StackConfig, cq: ClusterQueueConfig) -> dict[str, Any]:
-    """The ClusterQueue of ``cq``: one resource group, flavors in order, quotas as declared (0
-    for a covered resource a flavor leaves out); admitted only from the Ray namespaces
-    (:func:`namespace_selector`)."""
-    p = plan(cfg)
+def cluster_queue(p: Plan, cq: ClusterQueueConfig) -> dict[str, Any]:
+    """The ClusterQueue of ``cq`` (a queue of the stack whose plan is ``p``): one resource group,
+    flavors in order, quotas as declared (0 for a covered resource a flavor leaves out); admitted
+    only from the Ray namespaces (:func:`namespace_selector`)."""
     covered = covered_resources(p.pool_specs, cq)
     flavors = []
     for f in cq.flavors:
@@ -279,7 +278,7 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
         out += dws_objects()
     if any(super_slicing_pool(stack_plan.pool_specs, f) for f in flavor_pools(cap.cluster_queues)):
         out.append(slice_check())
-    out += [cluster_queue(cfg, q) for q in cap.cluster_queues]
+    out += [cluster_queue(stack_plan, q) for q in cap.cluster_queues]
     out += [
         {
             "apiVersion": API_VERSION,

@@ -46,7 +46,7 @@ def test_every_rendered_kueue_object_validates_against_the_carried_crds():
 
 
 def test_schema_check_catches_a_misspelled_field_and_a_bad_enum():
-    cq = cluster_queue(cfg(), cfg().capacity.cluster_queues[0])
+    cq = cluster_queue(plan(cfg()), cfg().capacity.cluster_queues[0])
     cq["spec"]["cohort"] = "ml"  # v1beta1's name; v1beta2 calls it cohortName
     cq["spec"]["queueingStrategy"] = "LIFO"
     problems = kueue_schema_problems([cq], "0.19.2")
@@ -78,7 +78,7 @@ def test_flavor_comes_from_the_node_pool_spec():
 
 def test_cluster_queue_scopes_the_dws_check_to_queued_flavors():
     c = cfg()
-    spec = cluster_queue(c, c.capacity.cluster_queues[0])["spec"]
+    spec = cluster_queue(plan(c), c.capacity.cluster_queues[0])["spec"]
     assert spec["admissionChecksStrategy"] == {
         "admissionChecks": [{"name": "dws-provisioning", "onFlavors": ["v6e-dws"]}]
     }

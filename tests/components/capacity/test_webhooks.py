@@ -17,6 +17,7 @@ from components.capacity.webhooks import (
     validate_resource_flavor,
 )
 from components.kernel.base import StackConfigError
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
 from tests.components.capacity.common import CAPACITY, cfg, data
@@ -70,7 +71,7 @@ def test_lending_limit_on_a_resource_without_nominal_quota_is_refused():
 
 def _cq():
     c = cfg()
-    return cluster_queue(c, c.capacity.cluster_queues[0])
+    return cluster_queue(plan(c), c.capacity.cluster_queues[0])
 
 
 def test_cluster_queue_resource_order_duplicates_and_limits_without_cohort():
