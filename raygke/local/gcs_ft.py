@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contract.errors import ConfigurationError
 from raygke.local.procs import LOCALHOST, free_port, is_alive, proc_start_ticks, session_pids
 
 REDIS_SERVER = "redis-server"
@@ -47,8 +48,9 @@ WORKER_RECONNECT_ENV = {"RAY_gcs_rpc_server_reconnect_timeout_s": "600"}
 RESTART_DELAY_S = 1.0  # between a head's exit and its restart (the kubelet backs off from 10 s)
 
 
-class RedisError(RuntimeError):
-    """``redis-server`` is missing or did not start; ``str(e)`` is the one-line reason."""
+class RedisError(ConfigurationError):
+    """``redis-server`` is missing or did not start; ``str(e)`` is the one-line reason (under the
+    one configuration-error root, :mod:`contract.errors`)."""
 
 
 def redis_server() -> str:

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.errors import ConfigurationError
 from raygke.local.procs import is_alive, proc_start_ticks
 
 LEASES = "leases"
@@ -175,8 +176,9 @@ def _write(state_dir: Path, lease: Lease) -> Path:
     return path
 
 
-class Busy(RuntimeError):
-    """Another command holds a lease of the kind asked for; ``str(e)`` names it."""
+class Busy(ConfigurationError):
+    """Another command holds a lease of the kind asked for; ``str(e)`` names it (a user-facing
+    failure: under the one configuration-error root, :mod:`contract.errors`)."""
 
 
 @contextlib.contextmanager
