@@ -54,10 +54,10 @@ for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
 stack_plan = plan(cfg)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
-apis = Apis("apis", ApisArgs(cfg=cfg))
+apis = Apis("apis", ApisArgs(project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg)))
 apis.wait_for_apis()
 
-network = Network("network", NetworkArgs(cfg=cfg))
+network = Network("network", NetworkArgs(context=stack_plan.context, network=cfg.network))
 # The extra VPCs of the GPU pools' GPU-to-GPU networking (none without such a pool).
 gpu_networks = GpuNetworks("gpunet", GpuNetworksArgs(cfg=cfg))
 security = Security("security", SecurityArgs(cfg=cfg))
@@ -102,7 +102,11 @@ pools = [
 ]
 storage = Storage(
     "storage",
-    StorageArgs(cfg=cfg, kms_key_id=security.bucket_key.id, depends_on=[security.gcs_key_grant]),
+    StorageArgs(
+        context=stack_plan.context,
+        kms_key_id=security.bucket_key.id,
+        depends_on=[security.gcs_key_grant],
+    ),
 )
 access = WorkloadAccess(
     "access",

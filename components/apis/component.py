@@ -9,16 +9,21 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.apis.render import GCS_FT_APIS, REQUIRED_APIS, apis_for_type
-from components.config.stack import StackConfig
-from components.gcsft.render import ft_enabled
 
 
 @dataclass
 class ApisArgs:
-    """Inputs of :class:`Apis`. Attributes: ``cfg``: the validated stack config (its
-    ``project``)."""
+    """Inputs of :class:`Apis`.
 
-    cfg: StackConfig
+    Attributes:
+        project: the GCP project id.
+        gcs_fault_tolerance: whether the stack creates its Redis
+            (:func:`components.gcsft.render.ft_enabled`): the APIs of
+            :data:`~components.apis.render.GCS_FT_APIS` too.
+    """
+
+    project: str
+    gcs_fault_tolerance: bool = False
 
 
 class Apis(pulumi.ComponentResource):
@@ -35,17 +40,16 @@ class Apis(pulumi.ComponentResource):
         self, name: str, args: ApisArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:project:Apis", name, None, opts)
-        cfg = args.cfg
         self.services: dict[str, gcp.projects.Service] = {
             api: gcp.projects.Service(
                 f"{name}-{api.split('.', 1)[0]}",
-                project=cfg.project,
+                project=args.project,
                 service=api,
                 disable_on_destroy=False,
                 disable_dependent_services=False,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for api in [*REQUIRED_APIS, *(GCS_FT_APIS if ft_enabled(cfg) else ())]
+            for api in [*REQUIRED_APIS, *(GCS_FT_APIS if args.gcs_fault_tolerance else ())]
         }
         self.register_outputs({"services": list(self.services)})
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.stack import StackConfig
+from components.config.network import NetworkConfig
 from components.plan import naming
+from components.plan.context import Context
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
@@ -26,9 +27,15 @@ SERVICES_RANGE = "services"
 
 @dataclass
 class NetworkArgs:
-    """Inputs of :class:`Network`: the validated stack config (``network`` section used)."""
+    """Inputs of :class:`Network`.
 
-    cfg: StackConfig
+    Attributes:
+        context: the stack's context (its ``project`` and ``region``).
+        network: the ``network`` block.
+    """
+
+    context: Context
+    network: NetworkConfig
 
 
 class Network(pulumi.ComponentResource):
@@ -45,22 +52,21 @@ class Network(pulumi.ComponentResource):
         self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:network:Network", name, None, opts)
-        cfg = args.cfg
-        net = cfg.network
+        ctx, net = args.context, args.network
         child = pulumi.ResourceOptions(parent=self)
         self.vpc = gcp.compute.Network(
             f"{name}-vpc",
             name=net.name,
-            project=cfg.project,
+            project=ctx.project,
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
             opts=child,
         )
         self.subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
-            name=naming.subnet_name(cfg.network.name, cfg.region),
-            project=cfg.project,
-            region=cfg.region,
+            name=naming.subnet_name(net.name, ctx.region),
+            project=ctx.project,
+            region=ctx.region,
             network=self.vpc.id,
             ip_cidr_range=net.subnet_cidr,
             private_ip_google_access=True,
@@ -83,17 +89,17 @@ class Network(pulumi.ComponentResource):
         )
         self.router = gcp.compute.Router(
             f"{name}-router",
-            name=naming.router_name(cfg.network.name),
-            project=cfg.project,
-            region=cfg.region,
+            name=naming.router_name(net.name),
+            project=ctx.project,
+            region=ctx.region,
             network=self.vpc.id,
             opts=child,
         )
         self.nat = gcp.compute.RouterNat(
             f"{name}-nat",
-            name=naming.nat_name(cfg.network.name),
-            project=cfg.project,
-            region=cfg.region,
+            name=naming.nat_name(net.name),
+            project=ctx.project,
+            region=ctx.region,
             router=self.router.name,
             nat_ip_allocate_option="AUTO_ONLY",
             source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.stack import StackConfig
 from components.config.storage import BucketConfig
 from components.plan import naming
-from components.plan.plan import plan
+from components.plan.context import Context
 from components.storage.fuse import hns_of
 from components.storage.render import DAY_SECONDS, lifecycle_rules
 
@@ -34,12 +33,13 @@ class StorageArgs:
     """Inputs of :class:`Storage`.
 
     Attributes:
-        cfg: the validated stack config.
+        context: the stack's context (its project, region, labels, bucket names and
+            ``buckets`` block).
         kms_key_id: the buckets' CMEK key id (``projects/.../cryptoKeys/buckets``).
         depends_on: resources the buckets wait for (the GCS agent's key grant).
     """
 
-    cfg: StackConfig
+    context: Context
     kms_key_id: pulumi.Input[str]
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
@@ -51,15 +51,15 @@ class Storage(pulumi.ComponentResource):
         self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:storage:Storage", name, None, opts)
-        cfg = args.cfg
+        ctx = args.context
         self.buckets: dict[str, gcp.storage.Bucket] = {}
         for purpose in naming.BUCKET_PURPOSES:
-            bc: BucketConfig = getattr(cfg.buckets, purpose)
+            bc: BucketConfig = getattr(ctx.buckets_config, purpose)
             self.buckets[purpose] = gcp.storage.Bucket(
                 f"{name}-{purpose}",
-                name=plan(cfg).context.buckets[purpose],
-                project=cfg.project,
-                location=naming.bucket_location(cfg.buckets.location, cfg.region),
+                name=ctx.buckets[purpose],
+                project=ctx.project,
+                location=naming.bucket_location(ctx.buckets_config.location, ctx.region),
                 uniform_bucket_level_access=True,
                 public_access_prevention="enforced",
                 encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=args.kms_key_id),
@@ -79,8 +79,8 @@ class Storage(pulumi.ComponentResource):
                 soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
                     retention_duration_seconds=bc.soft_delete_days * DAY_SECONDS
                 ),
-                labels={**cfg.labels, "purpose": purpose},
-                force_destroy=cfg.buckets.force_destroy,
+                labels={**ctx.labels, "purpose": purpose},
+                force_destroy=ctx.buckets_config.force_destroy,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
             )
         self.register_outputs({k: b.url for k, b in self.buckets.items()})
