@@ -21,11 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.ast_source import parse_file
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse_file(path)
     mods: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -150,7 +152,7 @@ CATALOG_FILES = sorted((ROOT / "components" / "catalog").glob("*.py"))
 def test_catalog_imports_no_concept(path: Path) -> None:
     """A catalog module imports the standard library, ``contract`` and (relatively) its own
     package: no concept, no Pulumi, no workloads."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse_file(path)
     relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
     assert all(n.level == 1 for n in relative), f"{path.name} imports from above its package"
     bad = {

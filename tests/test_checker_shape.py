@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from tests.ast_source import parse
+
 ROOT = Path(__file__).resolve().parents[1]
 WALKED = ("components", "contract", "raygke", "policy", "workloads")
 CHECKER = re.compile(r"^check_|_problems$|_warnings$")
@@ -47,7 +49,7 @@ def _shape_ok(annotation: str | None) -> bool:
 
 def wrong_shapes(source: str, where: str) -> Iterator[str]:
     """What in ``source`` (the module ``where``) breaks the one checker shape, one line each."""
-    tree = ast.parse(source)
+    tree = parse(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name in GONE:
             yield f"{where}:{node.lineno}: class {node.name}"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.ast_source import parse_file
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "contract", "raygke", "workloads")
 
@@ -29,7 +31,7 @@ def modules() -> dict[str, Path]:
 def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
     """The project modules ``path`` (module ``name``) imports, anywhere in the file. ``from a
     import b`` counts ``a.b`` when that is a module, else ``a``; relative imports resolved."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse_file(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
@@ -349,7 +351,7 @@ def stack_config_functions(roots: tuple[str, ...] = ("components", "raygke")) ->
     out = []
     for pkg in roots:
         for path in sorted((ROOT / pkg).rglob("*.py")):
-            tree = ast.parse(path.read_text(), filename=str(path))
+            tree = parse_file(path)
             for node in ast.walk(tree):
                 if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     continue
@@ -390,7 +392,7 @@ def private_imports(path: Path, name: str) -> list[str]:
     """Each ``from <project module> import _name`` of ``path`` (module ``name``) where the module
     is another one: ``<line>: from <module> import <_name>``. Relative imports resolved; ``import
     x as _y`` of a public name is not one (the name imported is public)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parse_file(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
     for node in ast.walk(tree):

@@ -470,9 +470,8 @@ def start_cluster(
             record()
 
     def wait_all() -> None:
-        # Ray's ``ray start`` gives its raylet 30 s to register with the GCS and then exits
-        # (ray/_private/node.py, a constant); on a loaded 2-core machine that can pass. Such a
-        # node is started once more, the first try's log kept beside the new one as <name>.log.1.
+        # ``ray start`` exits when its raylet has not registered with the GCS in 30 s (a constant,
+        # ray/_private/node.py; a loaded machine): started once more, its first log <name>.log.1
         try:
             wait_ready(target, nodes)
             return

@@ -19,6 +19,7 @@ from components.stack import checks
 from components.stack.checks import check_manifests, check_stack, stack_field
 from components.stack.loader import validate
 from raygke.cli import app
+from tests.ast_source import parse
 from tests.helpers import ROOT, STACKS, WORKING_DIR, config, needs_crds, stack
 
 runner = CliRunner()
@@ -349,7 +350,7 @@ def test_render_checks_name_every_check_that_check_stack_runs() -> None:
 
     called: set[str] = set()
     for fn in (check_stack, check_manifests):
-        for node in ast.walk(ast.parse(inspect.getsource(fn))):
+        for node in ast.walk(parse(inspect.getsource(fn))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 called.add(node.func.id)
     sources = {n for n in called if "_problems" in n or n == "_validate_crds"}
