@@ -49,8 +49,8 @@ from components.kernel import crdcel
 from components.kernel.labels import (
     DNS1123_LABEL,
     DNS1123_SUBDOMAIN,
-    QUALIFIED_NAME,
     is_label_value,
+    qualified_name_problem,
 )
 from components.kernel.problems import Problem, in_object
 from components.kernel.yamlcache import load_yaml_cached
@@ -262,20 +262,6 @@ def list_type_problems(obj: Any, schema: Any, path: tuple = ()) -> list[tuple[tu
 ANNOTATIONS_BYTES_MAX = 256 * 1024  # objectmeta.go TotalAnnotationSizeLimitB
 
 
-def _qualified_name(key: str) -> str | None:
-    """Why ``key`` is not a qualified name (``[prefix/]name``), or None (validation.go
-    ``IsQualifiedName``)."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
-        return "the prefix must be a DNS subdomain of at most 253 characters"
-    if not name or len(name) > 63 or not QUALIFIED_NAME.fullmatch(name):
-        return (
-            "the name part must be 1-63 characters of alphanumerics, '-', '_' or '.', starting "
-            "and ending with an alphanumeric"
-        )
-    return None
-
-
 def metadata_problems(meta: Any, namespaced: bool) -> list[tuple[tuple, str]]:
     """``(path, why)`` for each ObjectMeta rule ``meta`` breaks (module docstring, step 4)."""
     if not isinstance(meta, dict):
@@ -299,7 +285,7 @@ def metadata_problems(meta: Any, namespaced: bool) -> list[tuple[tuple, str]]:
     elif ns and (len(ns) > 63 or not DNS1123_LABEL.fullmatch(str(ns))):
         out.append((("metadata", "namespace"), f"{ns!r}: must be a DNS label (RFC 1123)"))
     for key, value in (meta.get("labels") or {}).items():
-        if why := _qualified_name(str(key)):
+        if why := qualified_name_problem(str(key)):
             out.append((("metadata", "labels", key), f"label key {key!r}: {why}"))
         v = "" if value is None else str(value)
         if not is_label_value(v):
@@ -312,7 +298,7 @@ def metadata_problems(meta: Any, namespaced: bool) -> list[tuple[tuple, str]]:
             )
     annotations = meta.get("annotations") or {}
     for key in annotations:
-        if why := _qualified_name(str(key).lower()):
+        if why := qualified_name_problem(str(key).lower()):
             out.append((("metadata", "annotations", key), f"annotation key {key!r}: {why}"))
     size = sum(len(str(k)) + len(str(v or "")) for k, v in annotations.items())
     if size > ANNOTATIONS_BYTES_MAX:

@@ -23,13 +23,24 @@ def is_dns1035_label(value: str) -> bool:
     return len(value) <= 63 and DNS1035_LABEL.fullmatch(value) is not None
 
 
+def qualified_name_problem(key: str) -> str | None:
+    """Why ``key`` is not a qualified name, or None: ``IsQualifiedName``, an optional DNS-1123
+    subdomain prefix (<= 253 chars) and ``/``, then a name of at most 63 chars of alphanumerics,
+    ``-``, ``_``, ``.``, alphanumeric at both ends."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
+        return "the prefix must be a DNS subdomain of at most 253 characters"
+    if not name or len(name) > 63 or not QUALIFIED_NAME.fullmatch(name):
+        return (
+            "the name part must be 1-63 characters of alphanumerics, '-', '_' or '.', starting "
+            "and ending with an alphanumeric"
+        )
+    return None
+
+
 def is_qualified_name(key: str) -> bool:
-    """``IsQualifiedName``: optional DNS-1123 subdomain prefix (<= 253) + ``/`` + a name of at
-    most 63 chars of alphanumerics, ``-``, ``_``, ``.``, alphanumeric at both ends."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and QUALIFIED_NAME.fullmatch(name) is not None
+    """Whether ``key`` is a qualified name (:func:`qualified_name_problem` finds nothing)."""
+    return qualified_name_problem(key) is None
 
 
 def is_label_value(value: str) -> bool:
