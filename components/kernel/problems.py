@@ -81,8 +81,9 @@ class Rule:
     The one rule type of the project, for its three families of rules:
 
     * the stack's cross-field rules (:data:`components.stack.rules.RULES`): ``needs``, the stack
-      keys the check reads (it runs only when they validated); ``check(StackConfig)`` yields
-      Problems;
+      keys the check reads (it runs only when they validated); the check is handed its
+      parameters by name (:func:`components.plan.plan.rule_inputs`: ``p`` the Plan, any other
+      name that stack block) and yields Problems;
     * the KubeRay operator rules (:mod:`components.raycrs.operator`, built as
       ``Rule(check, kinds, since)``): ``kinds``, the custom-resource kinds it applies to;
       ``since``, the first carried KubeRay version with it; ``check(view)`` returns
@@ -140,9 +141,9 @@ class Rule:
                     return b
         return None
 
-    def problems(self, *args: Any) -> list[Problem]:
-        """Run the check on ``args``: its Problems, each carrying this rule's id where it has
-        none (and :attr:`path`, or the one of ``needs`` when there is one, where it has no
-        path)."""
+    def problems(self, *args: Any, **kwargs: Any) -> list[Problem]:
+        """Run the check on ``args`` and ``kwargs``: its Problems, each carrying this rule's id
+        where it has none (and :attr:`path`, or the one of ``needs`` when there is one, where it
+        has no path)."""
         default = self.path or (next(iter(self.needs)) if len(self.needs) == 1 else "")
-        return [p.with_path(default).with_rule(self.id) for p in self.check(*args) or ()]
+        return [p.with_path(default).with_rule(self.id) for p in self.check(*args, **kwargs) or ()]

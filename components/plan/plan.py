@@ -32,10 +32,11 @@ render of one ``synth`` / Pulumi program share it.
 
 from __future__ import annotations
 
+import inspect
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -359,3 +360,34 @@ def plan(cfg: StackConfig) -> Plan:
     result = _build(cfg)
     _PLANS[key] = (weakref.ref(cfg, lambda _ref, key=key: _PLANS.pop(key, None)), result)
     return result
+
+
+@cache
+def _rule_parameters(check: Callable[..., Any]) -> tuple[str, ...]:
+    return tuple(inspect.signature(check).parameters)
+
+
+def rule_inputs(check: Callable[..., Any], cfg: StackConfig) -> dict[str, Any]:
+    """The arguments a stack rule is handed, by its parameters' names: ``p`` is the stack's
+    :class:`Plan` (:func:`plan`), ``cfg`` the whole ``StackConfig`` (a rule over every block,
+    such as ``unique_names``), any other name the ``StackConfig`` block of that name (``zones``,
+    ``node_pools``, ``cluster``, ...). A rule is handed what it reads, not the stack.
+
+    Raises:
+        TypeError: a parameter is none of these (a programming error).
+    """
+    fields = type(cfg).model_fields
+    out: dict[str, Any] = {}
+    for name in _rule_parameters(check):
+        if name == "p":
+            out[name] = plan(cfg)
+        elif name == "cfg":
+            out[name] = cfg
+        elif name in fields:
+            out[name] = getattr(cfg, name, None)
+        else:
+            raise TypeError(
+                f"rule {getattr(check, '__name__', check)}: parameter {name!r} is not p (the Plan), "
+                f"cfg (the stack) or a stack block ({', '.join(fields)})"
+            )
+    return out

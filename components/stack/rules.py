@@ -1,8 +1,11 @@
 """Cross-field rules of a stack: rules that span several top-level blocks.
 
-Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
-:class:`~components.kernel.problems.Problem` per problem (the stack field it is about, and the
-readable line), with a docstring citing where its fact comes from. :data:`RULES` lists them in the order
+Each rule is a named function yielding one :class:`~components.kernel.problems.Problem` per
+problem (the stack field it is about, and the readable line), with a docstring citing where its
+fact comes from. A rule is handed what it reads, by its parameters' names
+(:func:`components.plan.plan.rule_inputs`): ``p``, the stack's Plan; a block's name (``zones``,
+``node_pools``), that block; ``cfg``, the whole stack (only for a rule over every block). Call
+one alone with :func:`run_rule`. :data:`RULES` lists them in the order
 they run, each with the top-level keys it reads (``needs``); :func:`rule_problems` runs every rule
 whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
 ``jobs[x].node_pool`` (:func:`components.stack.loader.validate`).
@@ -34,7 +37,7 @@ from components.config.nodepools import GpuPool, TpuPool
 from components.gcsft.rules import gcs_ft_rules
 from components.kernel.base import NODES_PER_POOL_ZONE_MAX, ZONE_NAME, plural
 from components.kernel.problems import Problem, Rule, at
-from components.plan.plan import plan
+from components.plan.plan import plan, rule_inputs
 from components.plan.resolve import ResolveError, nap_needs, reference_problem
 from components.raycrs.batch_fit import batch_job_problems
 from components.raycrs.gates import incremental_upgrade_needs_helm
@@ -68,17 +71,15 @@ def _duplicates(names: Iterable[str]) -> list[str]:
 # ------------------------------------------------------------------------------------- location
 
 
-def zones_in_region(cfg: StackConfig) -> Iterable[Problem]:
+def zones_in_region(region: str, zones: list[str]) -> Iterable[Problem]:
     """Every stack zone is a zone of the stack's region (``<region>-<letter>``, a letter the
     region has per :data:`components.catalog.GCP_REGIONS`): GKE node locations must be in the
     cluster's region (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters,
     https://cloud.google.com/compute/docs/regions-zones)."""
-    for z in cfg.zones:
-        if not ZONE_NAME.match(z) or not z.startswith(cfg.region + "-"):
-            yield at(
-                "zones", f"zones: {z!r} is not a zone of region {cfg.region} (e.g. {cfg.region}-a)"
-            )
-        elif problem := catalog.zone_problem(z, cfg.region):
+    for z in zones:
+        if not ZONE_NAME.match(z) or not z.startswith(region + "-"):
+            yield at("zones", f"zones: {z!r} is not a zone of region {region} (e.g. {region}-a)")
+        elif problem := catalog.zone_problem(z, region):
             yield at(
                 "zones",
                 f"zones: {problem} (catalog GCP_REGIONS, recorded {catalog.REGIONS_RECORDED})",
@@ -448,7 +449,7 @@ def gpu_networking(cfg: StackConfig) -> Iterable[Problem]:
 # ------------------------------------------------------------------------------------- running
 
 
-def _rule(check: Callable[[StackConfig], Iterable[Problem]], *needs: str) -> Rule:
+def _rule(check: Callable[..., Iterable[Problem]], *needs: str) -> Rule:
     return Rule(check, needs=frozenset(needs))
 
 
@@ -562,7 +563,7 @@ def rule_problems(
     problems: list[Problem] = []
     for r in RULES:
         if r.blocked_by(bad) is None:
-            problems.extend(r.problems(cfg))
+            problems.extend(r.problems(**rule_inputs(r.check, cfg)))
     return gate_refusals(cfg, problems)
 
 
@@ -580,3 +581,9 @@ def skipped_rules(
         f"not checked because {key} is invalid: {', '.join(rules)} (fix it first)"
         for key, rules in sorted(by_key.items())
     ]
+
+
+def run_rule(check: Callable[..., Iterable[Problem]], cfg: StackConfig) -> list[Problem]:
+    """The Problems of one rule's check over ``cfg``, handed its inputs as :func:`rule_problems`
+    hands them (:func:`components.plan.plan.rule_inputs`), without the rule's id or path."""
+    return list(check(**rule_inputs(check, cfg)) or ())

@@ -3,6 +3,7 @@ one resolver giving the same line at every layer (rules, ScalingConfig, manifest
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,7 @@ from components.raycrs.rules import job_checkpoint_references
 from components.raycrs.scaling import scaling_config_for_job
 from components.stack.checks import workload_problems
 from components.stack.loader import validate
-from components.stack.rules import RULES
+from components.stack.rules import RULES, run_rule
 from tests.components.config.test_stack import base, problems
 from tests.helpers import WORKING_DIR, config
 
@@ -405,6 +406,38 @@ def test_every_rule_has_a_case_a_docstring_and_a_source() -> None:
         assert "https://" in doc or ":mod:" in doc or ":data:" in doc, r.name
 
 
+def test_every_rule_reads_only_the_blocks_it_needs() -> None:
+    """A rule's parameters name what it is handed (components.plan.plan.rule_inputs): each block
+    parameter is one of its ``needs`` (so it is skipped when that block is invalid), and a rule
+    handed the Plan (``p``) or the whole stack (``cfg``) declares what it reads in ``needs``."""
+    for r in RULES:
+        params = set(inspect.signature(r.check).parameters)
+        tops = {n.split(".")[0] for n in r.needs}
+        assert params - {"p", "cfg"} <= tops, f"{r.name} reads {params - tops} not in its needs"
+        assert params, r.name
+
+
+def test_a_rule_parameter_that_is_no_block_is_a_type_error() -> None:
+    def reads_nothing_known(zonez: list[str]) -> list[Problem]:
+        """:mod:`nowhere`"""
+        return []
+
+    with pytest.raises(TypeError, match="parameter 'zonez' is not p"):
+        run_rule(reads_nothing_known, validate(base()))
+
+
+def test_a_rule_is_handed_its_blocks_by_name() -> None:
+    cfg = validate(base())
+    seen: dict[str, Any] = {}
+
+    def reads(zones: list[str], p: Any, cfg: StackConfig) -> list[Problem]:
+        seen.update(zones=zones, p=p, cfg=cfg)
+        return []
+
+    run_rule(reads, cfg)
+    assert seen == {"zones": cfg.zones, "p": plan(cfg), "cfg": cfg}
+
+
 # What GKE offered in late 2024 (1.28-1.31 in every channel), for rules about older pins.
 OFFERED_2024 = dict.fromkeys(("RAPID", "REGULAR", "STABLE", "EXTENDED"), ("1.28", "1.31"))
 
@@ -417,13 +450,13 @@ def test_rule(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
         catalog.gke, "GKE_OFFERED_MINORS", OFFERED_2024
     )  # where gke_version_problem reads it
     rule = next(r for r in RULES if r.name == name)
-    assert list(rule.check(validate(base()))) == [], "the base stack breaks no rule"
+    assert run_rule(rule.check, validate(base())) == [], "the base stack breaks no rule"
     mutate, line = CASES[name]
     d = base()
     mutate(d)
     # The named rule yields the line on the field-valid model ...
     cfg = StackConfig.model_validate(d)
-    own = list(rule.check(cfg))
+    own = run_rule(rule.check, cfg)
     assert any(line in p.message for p in own), own
     # ... each a Problem naming the stack field it is about ...
     assert all(isinstance(p, Problem) and p.path for p in own), own
