@@ -166,7 +166,12 @@ gpu_objects = GpuNetworkObjects(
 # Kueue and its queues before the Ray objects: a queued RayJob must meet Kueue's webhook.
 capacity = Kueue(
     "capacity",
-    KueueArgs(cfg=cfg, provider=kuberay.provider, depends_on=[*kuberay.ready, cluster]),
+    KueueArgs(
+        stack_plan=stack_plan,
+        capacity=cfg.capacity,
+        provider=kuberay.provider,
+        depends_on=[*kuberay.ready, cluster],
+    ),
 )
 
 ray = RayResources(

@@ -72,7 +72,9 @@ def queue(
         print_services(services)
         return
     _, sha = workloads_archive()
-    verdicts = preview(cfg, render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)))
+    stack_plan = plan(cfg)
+    manifests = render_manifests(cfg, working_dir_uri(stack_plan.context, sha))
+    verdicts = preview(stack_plan, cfg.capacity, manifests)
     never = [v for v in verdicts if v.state == "never"]
     if fmt == "json":
         doc = {"kueue": True, "jobs": [_verdict_json(v) for v in verdicts]}

@@ -27,7 +27,7 @@ checks):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,8 @@ from components.capacity.rules import KUEUE_RAYJOB_WEBHOOK
 from components.kernel.problems import Problem
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from components.config.capacity import CapacityConfig, ClusterQueueConfig
+    from components.plan.plan import Plan
 
 CRDS_ROOT = Path(__file__).resolve().parent / "crds"
 MAX_POD_SETS = 18  # kueue v0.19.2 pkg/controller/jobframework/constants.go MaxPodSets
@@ -214,14 +215,12 @@ def rayjob_problems(rayjob: dict[str, Any], elastic_gate: bool = True) -> list[P
     return out
 
 
-def flavor_problems(cfg: StackConfig) -> list[Problem]:
-    """Two flavors of one cluster queue that select the same nodes (the plan's flavors,
-    :attr:`components.plan.plan.Plan.resource_flavors`)."""
-    from components.plan.plan import plan
-
-    flavors = plan(cfg).resource_flavors
+def flavor_problems(p: Plan, cluster_queues: Sequence[ClusterQueueConfig]) -> list[Problem]:
+    """Two flavors of one cluster queue (``capacity.cluster_queues``) that select the same nodes
+    (the plan's flavors, :attr:`components.plan.plan.Plan.resource_flavors`)."""
+    flavors = p.resource_flavors
     out = []
-    for q in cfg.capacity.cluster_queues:
+    for q in cluster_queues:
         seen: dict[str, str] = {}
         for f in q.flavors:
             if f.pool not in flavors:  # an undeclared pool: the stack rules said so
@@ -241,13 +240,13 @@ def flavor_problems(cfg: StackConfig) -> list[Problem]:
     return out
 
 
-def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]]) -> list[Problem]:
+def dws_problems(p: Plan, verdicts: list[Any], cqs: list[dict[str, Any]]) -> list[Problem]:
     """One pod set per ProvisioningRequest (ray-project/ray#57839): per job at most one pod set on a
-    queued flavor and never the head or submitter; the DWS check scoped with ``onFlavors``."""
+    queued flavor and never the head or submitter; the DWS check scoped with ``onFlavors``
+    (queued pools: the plan's :attr:`~components.plan.plan.Plan.pool_specs`)."""
     from components.capacity.render import DWS_CHECK, queued_pool
-    from components.plan.plan import plan
 
-    pool_specs = plan(cfg).pool_specs
+    pool_specs = p.pool_specs
     out = []
     for v in verdicts:
         on_dws = [a for a in v.assignments if a.flavor and a.provisioning]
@@ -291,18 +290,18 @@ def dws_problems(cfg: StackConfig, verdicts: list[Any], cqs: list[dict[str, Any]
     return out
 
 
-def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Problem]:
+def class_selector_problems(p: Plan, verdicts: list[Any]) -> list[Problem]:
     """A queued pod set whose own template selects a ComputeClass
     (``cloud.google.com/compute-class``) and would be admitted on a flavor whose nodes lack that
     label: Kueue adds the flavor's labels to the pods (kueue v0.19.2 ``pkg/podset/podset.go``
     ``Merge``) but keeps theirs, so they wait forever for nodes that are both (a DWS flavor's
     nodes never carry a class label). The render leaves the class out of every queued object's
     worker groups (:func:`components.raycrs.raycluster.worker_group_spec` ``compute_class``); this
-    check catches a render where both apply to the same pods."""
+    check catches a render where both apply to the same pods (flavors: the plan's
+    :attr:`~components.plan.plan.Plan.resource_flavors`)."""
     from components.config.computeclass import COMPUTE_CLASS_LABEL
-    from components.plan.plan import plan
 
-    flavors = plan(cfg).resource_flavors
+    flavors = p.resource_flavors
     out = []
     for v in verdicts:
         for a in v.assignments:
@@ -323,7 +322,9 @@ def class_selector_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     return out
 
 
-def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Problem]:
+def elastic_flavor_problems(
+    p: Plan, capacity: CapacityConfig, verdicts: list[Any]
+) -> list[Problem]:
     """An elastic queued object's worker group that starts at 0 pods is admitted on the first
     flavor its pods match, since 0 pods fit any quota (kueue v0.19.2
     ``pkg/scheduler/flavorassigner/flavorassigner.go``: a zero request fits), and Kueue keeps
@@ -333,15 +334,15 @@ def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
     quota for its accelerator (e.g. the ``system`` flavor, whose nodes are untainted and whose
     only label is ``cloud.google.com/gke-nodepool``, a key accelerator pods do not select)
     could never scale up. Fix: list the accelerator flavors before the CPU ones in the queue
-    (taints keep CPU pods off them), or a ``min_replicas`` of at least 1."""
-    from components.capacity.preview import borrowable, queue_quotas
+    (taints keep CPU pods off them), or a ``min_replicas`` of at least 1. ``capacity``: the
+    ``capacity`` block of the stack whose plan is ``p``."""
+    from components.capacity.preview import cohort_borrowable, queue_quotas
     from components.capacity.render import cluster_queue
-    from components.plan.plan import plan
 
     out = []
     for v in verdicts:
-        cq = cfg.capacity.cluster_queue(v.cluster_queue)
-        quotas = queue_quotas(cluster_queue(plan(cfg), cq))
+        cq = capacity.cluster_queue(v.cluster_queue)
+        quotas = queue_quotas(cluster_queue(p, cq))
         for a in v.assignments:
             if a.pod_set.count or not a.flavor:
                 continue
@@ -349,7 +350,8 @@ def elastic_flavor_problems(cfg: StackConfig, verdicts: list[Any]) -> list[Probl
                 if not a.pod_set.per_pod.get(r):
                     continue
                 q = quotas.get(a.flavor, {}).get(r) or {}
-                if float(q.get("nominal") or 0) + borrowable(cfg, cq, a.flavor, r) <= 0:
+                lend = cohort_borrowable(p, capacity.cluster_queues, cq, a.flavor, r)
+                if float(q.get("nominal") or 0) + lend <= 0:
                     out.append(
                         Problem(
                             "",
@@ -388,27 +390,30 @@ def queued_ray_problems(obj: dict[str, Any], elastic_gate: bool = True) -> list[
     return raycluster_problems(obj, elastic_gate) + job_on_create(obj)
 
 
-def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Problem]:
-    """Every render-level capacity problem (see the module docstring); ``manifests`` are the
-    rendered Ray objects (:func:`components.raycrs.render.render_manifests`)."""
+def render_problems(
+    p: Plan, capacity: CapacityConfig, manifests: list[dict[str, Any]]
+) -> list[Problem]:
+    """Every render-level capacity problem (see the module docstring) of ``capacity`` (the
+    ``capacity`` block of the stack whose plan is ``p``); ``manifests`` are the rendered Ray
+    objects (:func:`components.raycrs.render.render_manifests`)."""
     from components.capacity.preview import preview
     from components.capacity.render import QUEUE_LABEL, render_capacity
 
-    if not cfg.capacity.enabled:
+    if not capacity.enabled:
         return []
     try:
-        objects = render_capacity(cfg)
+        objects = render_capacity(p, capacity)
     except KeyError as e:  # an undeclared flavor pool: the stack rules said so
         return [Problem("", f"rendering the Kueue objects failed: unknown pool {e}")]
-    out = kueue_schema_problems(objects, cfg.capacity.kueue.version)
-    out += flavor_problems(cfg)
+    out = kueue_schema_problems(objects, capacity.kueue.version)
+    out += flavor_problems(p, capacity.cluster_queues)
     queued = [
         m
         for m in manifests
         if m.get("kind") in ("RayJob", "RayCluster", "RayService")
         and QUEUE_LABEL in (m["metadata"].get("labels") or {})
     ]
-    gate = cfg.capacity.kueue.elastic_jobs
+    gate = capacity.kueue.elastic_jobs
     for m in queued:
         if m["kind"] in ("RayJob", "RayCluster"):
             out += queued_ray_problems(m, gate)
@@ -416,7 +421,7 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
             out += webhooks.ray_object_problems([m], gate)
     queued = [m for m in queued if m["kind"] != "RayService"]
     try:
-        verdicts = preview(cfg, queued)
+        verdicts = preview(p, capacity, queued)
     except KeyError:  # an undeclared queue: the stack rules said so
         return out
     for v in verdicts:
@@ -427,7 +432,7 @@ def render_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
                     "", f"{v.where}: can never be admitted by queue {v.queue}: {v.reason}{note}"
                 )
             )
-    out += class_selector_problems(cfg, verdicts)
-    out += elastic_flavor_problems(cfg, verdicts)
-    out += dws_problems(cfg, verdicts, [o for o in objects if o["kind"] == "ClusterQueue"])
+    out += class_selector_problems(p, verdicts)
+    out += elastic_flavor_problems(p, capacity, verdicts)
+    out += dws_problems(p, verdicts, [o for o in objects if o["kind"] == "ClusterQueue"])
     return out

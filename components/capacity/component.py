@@ -21,8 +21,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.capacity.render import helm_values, render_capacity
-from components.config.capacity import KUEUE_CHART
-from components.config.stack import StackConfig
+from components.config.capacity import KUEUE_CHART, CapacityConfig
+from components.plan.plan import Plan
 
 
 @dataclass
@@ -30,12 +30,14 @@ class KueueArgs:
     """Inputs of :class:`Kueue`.
 
     Attributes:
-        cfg: the validated stack config.
+        stack_plan: the stack's plan (:mod:`components.plan.plan`).
+        capacity: the ``capacity`` block.
         provider: the cluster's Kubernetes provider.
         depends_on: what the release waits for (the KubeRay operator, the cluster).
     """
 
-    cfg: StackConfig
+    stack_plan: Plan
+    capacity: CapacityConfig
     provider: pulumi.ProviderResource
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
@@ -48,14 +50,15 @@ class Kueue(pulumi.ComponentResource):
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:capacity:Kueue", name, None, opts)
-        cfg, provider, depends_on = args.cfg, args.provider, args.depends_on
+        stack_plan, capacity = args.stack_plan, args.capacity
+        provider, depends_on = args.provider, args.depends_on
         self.release: k8s.helm.v3.Release | None = None
         self.objects: dict[str, pulumi.CustomResource] = {}
         self.ready: list[pulumi.Resource] = []
-        if not cfg.capacity.enabled:
+        if not capacity.enabled:
             self.register_outputs({})
             return
-        kueue = cfg.capacity.kueue
+        kueue = capacity.kueue
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name="kueue",
@@ -67,8 +70,8 @@ class Kueue(pulumi.ComponentResource):
             atomic=True,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on),
         )
-        ray_ns = cfg.kuberay.namespace
-        for m in render_capacity(cfg):
+        ray_ns = stack_plan.context.namespace
+        for m in render_capacity(stack_plan, capacity):
             kind, mname = m["kind"], m["metadata"]["name"]
             obj_opts = pulumi.ResourceOptions(
                 parent=self, provider=provider, depends_on=[self.release]

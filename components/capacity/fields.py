@@ -7,10 +7,7 @@ node pool. Pure; reads the rendered objects only."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+from typing import Any
 
 # ``err`` below is a components.capacity.webhooks.FieldError (its ``path`` and ``str``); not
 # imported, since webhooks imports this module.
@@ -50,7 +47,7 @@ def named_resources(cq: dict[str, Any], err: FieldError) -> str:
     return head + str(err)[len(m.group(0)) :]
 
 
-def cluster_queue_field(cfg: StackConfig, cq: dict[str, Any], err: FieldError) -> str:
+def cluster_queue_field(cq: dict[str, Any], err: FieldError) -> str:
     """The stack field of an error on a rendered ClusterQueue: ``capacity.cluster_queues[<q>]``,
     then ``.flavors[<pool>]`` for an error inside a flavor and ``.nominal`` /
     ``.borrowing_limit`` / ``.lending_limit`` with the resource (``.lending_limit[nvidia.com/gpu]``,

@@ -37,16 +37,19 @@ the cluster's state, not previewed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.capacity.render import cluster_queue, queued_pool
-from components.config.capacity import ClusterQueueConfig
-from components.config.stack import StackConfig
+from components.config.capacity import CapacityConfig, ClusterQueueConfig
 from components.kernel.base import quantity_value
-from components.plan.plan import plan
+from components.plan.plan import Plan, plan
 from contract.errors import ConfigurationError
 from contract.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from components.config.stack import StackConfig
 
 BYTES_PER_GIB = 2**30
 
@@ -284,21 +287,34 @@ def queue_quotas(cq: dict[str, Any]) -> dict[str, dict[str, dict[str, float | No
     return out
 
 
-def borrowable(cfg: StackConfig, cq: ClusterQueueConfig, flavor: str, resource: str) -> float:
+def cohort_borrowable(
+    p: Plan,
+    cluster_queues: Sequence[ClusterQueueConfig],
+    cq: ClusterQueueConfig,
+    flavor: str,
+    resource: str,
+) -> float:
     """Most quota ``cq`` can borrow for ``flavor`` x ``resource``: what the other queues of its
-    cohort lend (lendingLimit, else nominal), capped by its own borrowingLimit; 0 without cohort."""
+    cohort (``cluster_queues``: ``capacity.cluster_queues`` of the stack whose plan is ``p``) lend
+    (lendingLimit, else nominal), capped by its own borrowingLimit; 0 without cohort."""
     if not cq.cohort:
         return 0.0
     lent = 0.0
-    for other in cfg.capacity.cluster_queues:
+    for other in cluster_queues:
         if other.name == cq.name or other.cohort != cq.cohort:
             continue
-        q = queue_quotas(cluster_queue(plan(cfg), other)).get(flavor, {}).get(resource)
+        q = queue_quotas(cluster_queue(p, other)).get(flavor, {}).get(resource)
         if q:
             lent += q["lending"] if q["lending"] is not None else float(q["nominal"] or 0)
-    mine = queue_quotas(cluster_queue(plan(cfg), cq)).get(flavor, {}).get(resource) or {}
+    mine = queue_quotas(cluster_queue(p, cq)).get(flavor, {}).get(resource) or {}
     limit = mine.get("borrowing")
     return lent if limit is None else min(lent, limit)
+
+
+def borrowable(cfg: StackConfig, cq: ClusterQueueConfig, flavor: str, resource: str) -> float:
+    """:func:`cohort_borrowable` of the stack ``cfg``; kept for
+    :func:`components.capacity.rules.flavor_quota_shape_problems` until that rule is narrowed."""
+    return cohort_borrowable(plan(cfg), cfg.capacity.cluster_queues, cq, flavor, resource)
 
 
 def fmt_amount(resource: str, value: float) -> str:
@@ -308,20 +324,20 @@ def fmt_amount(resource: str, value: float) -> str:
     return f"{value:g}"
 
 
-def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict:
-    """The verdict for one rendered RayJob (or RayCluster) waiting in LocalQueue ``queue``.
+def preview_job(p: Plan, capacity: CapacityConfig, rayjob: dict[str, Any], queue: str) -> Verdict:
+    """The verdict for one rendered RayJob (or RayCluster) waiting in LocalQueue ``queue`` of
+    ``capacity`` (the stack's ``capacity`` block; ``p`` its plan).
 
     Raises:
         KeyError: the queue or its cluster queue is not declared (the stack rules say so first).
     """
     name = rayjob["metadata"]["name"]
-    lq = cfg.capacity.local_queue(queue)
-    cq = cfg.capacity.cluster_queue(lq.cluster_queue)
-    rendered = cluster_queue(plan(cfg), cq)
+    lq = capacity.local_queue(queue)
+    cq = capacity.cluster_queue(lq.cluster_queue)
+    rendered = cluster_queue(p, cq)
     quotas = queue_quotas(rendered)
     covered = rendered["spec"]["resourceGroups"][0]["coveredResources"]
-    stack_plan = plan(cfg)
-    flavors = {f.pool: stack_plan.resource_flavors[f.pool] for f in cq.flavors}  # read only
+    flavors = {f.pool: p.resource_flavors[f.pool] for f in cq.flavors}  # read only
     tas_only = all("topologyName" in f["spec"] for f in flavors.values())
     verdict = Verdict(
         job=name,
@@ -365,21 +381,17 @@ def preview_job(cfg: StackConfig, rayjob: dict[str, Any], queue: str) -> Verdict
                     continue
                 total = used.get((f.pool, r), 0.0) + need
                 nominal = float(quotas[f.pool][r]["nominal"] or 0)
-                available = nominal + borrowable(cfg, cq, f.pool, r)
+                available = nominal + cohort_borrowable(p, capacity.cluster_queues, cq, f.pool, r)
                 if total > nominal:
                     fits_nominal = False
                 if total > available:
                     fits_borrow = False
                     failures.setdefault(f.pool, []).append((r, total, available))
             if fits_nominal:
-                chosen = Assignment(
-                    ps, f.pool, "nominal", queued_pool(stack_plan.pool_specs, f.pool)
-                )
+                chosen = Assignment(ps, f.pool, "nominal", queued_pool(p.pool_specs, f.pool))
                 break
             if fits_borrow and chosen is None:
-                chosen = Assignment(
-                    ps, f.pool, "borrow", queued_pool(stack_plan.pool_specs, f.pool)
-                )
+                chosen = Assignment(ps, f.pool, "borrow", queued_pool(p.pool_specs, f.pool))
         if chosen is None:
             why = "; ".join(reasons) if reasons and len(reasons) == len(cq.flavors) else ""
             verdict.assignments.append(Assignment(ps, None, "never", why=why or "quota"))
@@ -424,21 +436,22 @@ def _group_max_pods(obj: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def elastic_note(cfg: StackConfig, obj: dict[str, Any], verdict: Verdict) -> str:
+def elastic_note(p: Plan, capacity: CapacityConfig, obj: dict[str, Any], verdict: Verdict) -> str:
     """For an elastic object (``kueue.x-k8s.io/elastic-job: "true"``): the verdict is for its
     first workload, its worker groups at their minimum; each scale-up is a further workload
     slice on the flavor first assigned (kueue site/content/en/docs/concepts/
     elastic_workload.md, Limitations). Says per growing group ``<min> -> <max> pods`` and, when
     that flavor's nominal plus borrowable quota cannot hold the maximum (the group alone), how
-    many pods it can reach; ``""`` for a fixed-size object."""
+    many pods it can reach; ``""`` for a fixed-size object (``capacity``: the stack's
+    ``capacity`` block, ``p`` its plan)."""
     from components.capacity.render import ELASTIC_ANNOTATION
 
     ann = _dict(_dict(obj.get("metadata")).get("annotations"))
     if ann.get(ELASTIC_ANNOTATION) != "true":
         return ""
     most = _group_max_pods(obj)
-    cq = cfg.capacity.cluster_queue(verdict.cluster_queue)
-    quotas = queue_quotas(cluster_queue(plan(cfg), cq))
+    cq = capacity.cluster_queue(verdict.cluster_queue)
+    quotas = queue_quotas(cluster_queue(p, cq))
     parts = []
     for a in verdict.assignments:
         top = most.get(a.pod_set.name, 0)
@@ -450,7 +463,7 @@ def elastic_note(cfg: StackConfig, obj: dict[str, Any], verdict: Verdict) -> str
             for r, per in a.pod_set.per_pod.items():
                 if per > 0 and r in quotas.get(a.flavor, {}):
                     avail = float(quotas[a.flavor][r]["nominal"] or 0)
-                    avail += borrowable(cfg, cq, a.flavor, r)
+                    avail += cohort_borrowable(p, capacity.cluster_queues, cq, a.flavor, r)
                     reach = min(reach, int(avail // per))
             if reach < top:
                 part += f" (flavor {a.flavor!r} holds at most {reach})"
@@ -463,9 +476,9 @@ def elastic_note(cfg: StackConfig, obj: dict[str, Any], verdict: Verdict) -> str
     )
 
 
-def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
+def preview(p: Plan, capacity: CapacityConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
     """A verdict per queued RayJob and RayCluster among ``manifests`` (rendered objects with a
-    queue label); an elastic object (an autoscaling RayCluster, a job with a ``slices`` range)
+    queue label of ``capacity``, the ``capacity`` block of the stack whose plan is ``p``); an elastic object (an autoscaling RayCluster, a job with a ``slices`` range)
     is previewed at its minimum size, its first workload slice, with its maximum in
     :attr:`Verdict.note`."""
     from components.capacity.render import QUEUE_LABEL
@@ -476,7 +489,7 @@ def preview(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Verdict]:
             continue
         queue = (m["metadata"].get("labels") or {}).get(QUEUE_LABEL)
         if queue:
-            v = preview_job(cfg, m, queue)
-            v.note = elastic_note(cfg, m, v)
+            v = preview_job(p, capacity, m, queue)
+            v.note = elastic_note(p, capacity, m, v)
             out.append(v)
     return out

@@ -47,8 +47,7 @@ import yaml
 from components import catalog
 from components.capacity.superslice import SLICE_CHECK, SLICE_CONTROLLER
 from components.capacity.topology import topology_objects
-from components.config.capacity import ClusterQueueConfig
-from components.config.stack import StackConfig
+from components.config.capacity import CapacityConfig, ClusterQueueConfig
 from components.nodepools.render import NodePoolSpec
 
 # The flavor builder and its helpers live on the plan floor (the plan carries the flavors);
@@ -59,7 +58,7 @@ from components.plan.flavors import PART_OF as PART_OF
 from components.plan.flavors import class_flavor_labels as class_flavor_labels
 from components.plan.flavors import flavor_labels as flavor_labels
 from components.plan.flavors import meta
-from components.plan.plan import Plan, plan
+from components.plan.plan import Plan
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -85,15 +84,15 @@ def queue_labels(job: Any) -> dict[str, str]:
     return labels
 
 
-def resource_flavor(cfg: StackConfig, pool: str) -> dict[str, Any]:
-    """The ResourceFlavor of node pool ``pool`` (named after the pool), see the module docstring:
-    the plan's record (:attr:`components.plan.plan.Plan.resource_flavors`, built by
+def resource_flavor(p: Plan, pool: str) -> dict[str, Any]:
+    """The ResourceFlavor of node pool ``pool`` (named after the pool) of the stack whose plan is
+    ``p``, see the module docstring: the plan's record (:attr:`components.plan.plan.Plan.resource_flavors`, built by
     :func:`components.plan.flavors.resource_flavor`), a copy the caller may change.
 
     Raises:
         KeyError: ``pool`` is not a declared node pool nor ``system``.
     """
-    return copy.deepcopy(plan(cfg).resource_flavors[pool])
+    return copy.deepcopy(p.resource_flavors[pool])
 
 
 def queued_pool(pool_specs: Mapping[str, Sequence[NodePoolSpec]], pool: str) -> bool:
@@ -128,11 +127,14 @@ def namespace_selector(namespaces: Sequence[str]) -> dict[str, Any]:
     return {"matchExpressions": [{"key": key, "operator": "In", "values": list(namespaces)}]}
 
 
-def gpudirect_queues(cfg: StackConfig) -> list[str]:
+def gpudirect_queues(p: Plan) -> list[str]:
     """The LocalQueues the ``gpudirect`` namespace needs too: those its queued RayClusters and
-    RayJobs name (:attr:`components.plan.context.Context.ray_namespaces`), config order."""
-    moved = plan(cfg).context.ray_namespaces
-    names = [x.queue for x in [*cfg.ray_clusters, *cfg.jobs] if x.name in moved and x.queue]
+    RayJobs name (:attr:`components.plan.context.Context.ray_namespaces`; the plan's
+    :attr:`~components.plan.plan.Plan.clusters` and :attr:`~components.plan.plan.Plan.jobs`),
+    config order."""
+    moved = p.context.ray_namespaces
+    objects = [*p.clusters.values(), *(t.job for t in p.jobs)]
+    names = [x.queue for x in objects if x.name in moved and x.queue]
     return list(dict.fromkeys(names))
 
 
@@ -242,8 +244,9 @@ def flavor_pools(cluster_queues: Sequence[ClusterQueueConfig]) -> list[str]:
     return out
 
 
-def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
-    """Every Kueue object of the stack, in creation order: WorkloadPriorityClasses, the
+def render_capacity(p: Plan, capacity: CapacityConfig) -> list[dict[str, Any]]:
+    """Every Kueue object of ``capacity`` (the ``capacity`` block of the stack whose plan is
+    ``p``), in creation order: WorkloadPriorityClasses, the
     Topologies the flavors name (:mod:`components.capacity.topology`), ResourceFlavors,
     ProvisioningRequestConfig + AdmissionCheck (when a queue uses a queued pool), the slice
     AdmissionCheck (when one uses a super-slicing pool), ClusterQueues, LocalQueues (namespace ``kuberay.namespace``; those the ``gpudirect`` namespace's
@@ -254,31 +257,27 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
     Raises:
         KeyError: a flavor names an undeclared pool (the stack rules report it first).
     """
-    cap = cfg.capacity
-    if not cap.enabled:
+    if not capacity.enabled:
         return []
-    stack_plan = plan(cfg)
-    namespace = stack_plan.context.namespace
+    namespace = p.context.namespace
     out: list[dict[str, Any]] = [
         {
             "apiVersion": API_VERSION,
             "kind": "WorkloadPriorityClass",
-            "metadata": meta(p.name),
-            "value": p.value,
-            **({"description": p.description} if p.description else {}),
+            "metadata": meta(pc.name),
+            "value": pc.value,
+            **({"description": pc.description} if pc.description else {}),
         }
-        for p in cap.priority_classes
+        for pc in capacity.priority_classes
     ]
     # the plan's flavors (built once per stack), copied: the caller owns what is returned
-    flavors = [
-        copy.deepcopy(stack_plan.resource_flavors[f]) for f in flavor_pools(cap.cluster_queues)
-    ]
+    flavors = [copy.deepcopy(p.resource_flavors[f]) for f in flavor_pools(capacity.cluster_queues)]
     out += topology_objects(flavors) + flavors  # a flavor's Topology first
-    if uses_dws(stack_plan.pool_specs, cap.cluster_queues):
+    if uses_dws(p.pool_specs, capacity.cluster_queues):
         out += dws_objects()
-    if any(super_slicing_pool(stack_plan.pool_specs, f) for f in flavor_pools(cap.cluster_queues)):
+    if any(super_slicing_pool(p.pool_specs, f) for f in flavor_pools(capacity.cluster_queues)):
         out.append(slice_check())
-    out += [cluster_queue(stack_plan, q) for q in cap.cluster_queues]
+    out += [cluster_queue(p, q) for q in capacity.cluster_queues]
     out += [
         {
             "apiVersion": API_VERSION,
@@ -286,10 +285,10 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
             "metadata": meta(lq.name, namespace),
             "spec": {"clusterQueue": lq.cluster_queue},
         }
-        for lq in cap.local_queues
+        for lq in capacity.local_queues
     ]
-    gpudirect = stack_plan.context.gpudirect_namespace
-    wanted = gpudirect_queues(cfg)
+    gpudirect = p.context.gpudirect_namespace
+    wanted = gpudirect_queues(p)
     out += [
         {
             "apiVersion": API_VERSION,
@@ -297,7 +296,7 @@ def render_capacity(cfg: StackConfig) -> list[dict[str, Any]]:
             "metadata": meta(lq.name, gpudirect),
             "spec": {"clusterQueue": lq.cluster_queue},
         }
-        for lq in cap.local_queues
+        for lq in capacity.local_queues
         if gpudirect and lq.name in wanted
     ]
     return out

@@ -43,7 +43,9 @@ from components.kernel.problems import Problem, at
 from contract.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
+    from components.config.capacity import CapacityConfig
     from components.config.stack import StackConfig
+    from components.plan.plan import Plan
 
 KUEUE = "kueue v0.19.2"
 CQ_GO = "pkg/webhooks/clusterqueue_webhook.go"
@@ -532,7 +534,16 @@ def validate_ray_object(obj: dict[str, Any], gate: bool = True) -> list[FieldErr
 
 
 def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
-    """Kueue's webhooks on every rendered Kueue object of the stack (:func:`validate_cluster_queue`,
+    """:func:`kueue_webhook_problems` of the stack ``cfg``; kept for
+    :func:`components.capacity.rules.webhook_problems` until that rule is narrowed."""
+    from components.plan.plan import plan
+
+    return kueue_webhook_problems(plan(cfg), cfg.capacity)
+
+
+def kueue_webhook_problems(p: Plan, capacity: CapacityConfig) -> Iterable[Problem]:
+    """Kueue's webhooks on every rendered Kueue object of ``capacity`` (the ``capacity`` block of
+    the stack whose plan is ``p``) (:func:`validate_cluster_queue`,
     :func:`validate_cohort`, :func:`validate_resource_flavor`), each error at the stack field
     behind it with Kueue's reason and source, a quota's resource named (not its index), e.g.
     ``capacity.cluster_queues[a].flavors[v6e].lending_limit[google.com/tpu]: ...
@@ -540,10 +551,10 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
     the nominalQuota``. A render that fails (an undeclared pool) is reported by the reference rules."""
     from components.capacity.render import render_capacity
 
-    if not cfg.capacity.enabled:
+    if not capacity.enabled:
         return
     try:
-        objects = render_capacity(cfg)
+        objects = render_capacity(p, capacity)
     except KeyError:
         return
     for obj in objects:
@@ -551,13 +562,13 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
         if kind == "ClusterQueue":
             errors, where = validate_cluster_queue(obj), cluster_queue_field
         elif kind == "Cohort":
-            errors, where = validate_cohort(obj), lambda _c, o, e: "capacity.cluster_queues"
+            errors, where = validate_cohort(obj), lambda o, e: "capacity.cluster_queues"
         elif kind == "ResourceFlavor":
-            errors, where = validate_resource_flavor(obj), lambda _c, o, e: flavor_field(o, e)
+            errors, where = validate_resource_flavor(obj), flavor_field
         else:
             continue
         for e in errors:
-            path = where(cfg, obj, e)
+            path = where(obj, e)
             text = named_resources(obj, e) if kind == "ClusterQueue" else str(e)
             yield at(
                 path,

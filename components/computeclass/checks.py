@@ -8,17 +8,21 @@ and required fields, GKE's validation rules, one line each, at ``compute_classes
 
 from __future__ import annotations
 
-from components.config.stack import StackConfig
+from typing import TYPE_CHECKING
+
 from components.kernel.problems import Problem
 
+if TYPE_CHECKING:
+    from components.plan.plan import Plan
 
-def compute_class_problems(cfg: StackConfig) -> list[Problem]:
-    """Problems of the stack's rendered ComputeClasses, one line each (empty when none)."""
-    from components.plan.plan import plan
+
+def compute_class_problems(p: Plan) -> list[Problem]:
+    """Problems of the rendered ComputeClasses of the stack whose plan is ``p``, one line each
+    (empty when none)."""
     from components.raycrs.crd import validate_other
 
     out: list[Problem] = []
-    for m in plan(cfg).compute_class_manifests:
+    for m in p.compute_class_manifests:
         # the stack entry behind the object: compute_classes[<name>] (the class's name)
         where = f"compute_classes[{m['metadata']['name']}]"
         out += [p.with_path(where) for p in validate_other(m)]

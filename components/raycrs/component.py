@@ -123,7 +123,8 @@ class RayResources(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         cfg, provider, images, depends_on = args.cfg, args.provider, args.images, args.depends_on
         artifacts_bucket, stack_plan = args.artifacts_bucket, args.stack_plan
-        ctx = (stack_plan or plan(cfg)).context
+        stack_plan = stack_plan or plan(cfg)
+        ctx = stack_plan.context
         bucket = getattr(artifacts_bucket, "name", artifacts_bucket)
         data, sha = workloads_archive()
         self.archive_object_name = archive_object_name(sha)
@@ -138,7 +139,7 @@ class RayResources(pulumi.ComponentResource):
         )
         # ComputeClasses first: the Ray pods that select one are created after it.
         self.manifests = (
-            render_compute_classes(cfg)
+            render_compute_classes(stack_plan)
             + render_service_objects(cfg)
             + render_manifests(cfg, self.working_dir, images, args.redis_address)
             + render_monitoring(cfg)

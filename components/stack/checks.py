@@ -371,7 +371,9 @@ def capacity_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list
     admission preview (:func:`components.capacity.checks.render_problems`)."""
     from components.capacity.checks import render_problems
 
-    return problems_with_notes(render_problems(cfg, manifests), "capacity", "kueue")
+    return problems_with_notes(
+        render_problems(plan(cfg), cfg.capacity, manifests), "capacity", "kueue"
+    )
 
 
 # What :func:`check_stack` checks, in words -> the function that checks it, for ``raygke check
@@ -428,7 +430,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     problems += check_manifests(cfg, manifests)
     problems += monitoring_problems(cfg)
     problems += problems_with_notes(
-        compute_class_problems(cfg), "compute_classes", "computeclass-schema"
+        compute_class_problems(plan(cfg)), "compute_classes", "computeclass-schema"
     )
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)

@@ -75,5 +75,5 @@ MAX_ARGS_CARRYING_THE_STACK = 11
 
 def test_no_more_component_args_carry_the_whole_stack() -> None:
     found = args_carrying_the_stack()
-    assert "NetworkArgs" not in found and "KueueArgs" in found  # the scan sees both kinds
+    assert "NetworkArgs" not in found and "RayResourcesArgs" in found  # the scan sees both kinds
     assert len(found) <= MAX_ARGS_CARRYING_THE_STACK, found

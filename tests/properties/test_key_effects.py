@@ -714,8 +714,8 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
         objects = [
             *namespace_manifests(cfg),
             *namespace_objects(cfg),
-            *render_capacity(cfg),
-            *render_compute_classes(cfg),
+            *render_capacity(plan(cfg), cfg.capacity),
+            *render_compute_classes(plan(cfg)),
             *render_service_objects(cfg),
             *render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)),
             *render_monitoring(cfg),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.plan.plan import plan
 from components.stack.loader import load_stack_file
 from raygke.queue import local_queue_note
 from tests.raygke.test_cli import ROOT, raygke, write_stack
@@ -61,7 +62,7 @@ def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:
             for o in objects
         ]
 
-    base = render_capacity(cfg)
+    base = render_capacity(plan(cfg), cfg.capacity)
     head = copy.deepcopy(base)
     (cq,) = [o for o in head if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "ml-batch"]
     (flavor,) = [
@@ -70,8 +71,8 @@ def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:
     tpu = flavor["resources"][2]
     assert tpu["name"] == "google.com/tpu"
     tpu["nominalQuota"] = "16"
-    plan = compare(records(base), records(head), "prod")
-    (change,) = plan.changes
+    diff = compare(records(base), records(head), "prod")
+    (change,) = diff.changes
     assert (change.op, change.name) == ("update", "capacity-clusterqueue-ml-batch")
     (f,) = change.fields
     assert f.path.endswith("nominalQuota") and (f.old, f.new) == ("32", "16")

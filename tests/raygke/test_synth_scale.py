@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from components.plan.plan import plan
 from components.stack import name_checks
 from components.stack.checks import check_stack
 from components.stack.loader import stack_data_from_yaml
@@ -127,7 +128,9 @@ def test_scale_queue_names_the_topology_level_each_job_gets():
     from tests.helpers import WORKING_DIR
 
     cfg = stack("scale")
-    verdicts = {v.job: v for v in preview(cfg, render_manifests(cfg, WORKING_DIR))}
+    verdicts = {
+        v.job: v for v in preview(plan(cfg), cfg.capacity, render_manifests(cfg, WORKING_DIR))
+    }
     assert set(verdicts) == {"train-lm-a3-mega", "train-lm-a4", "train-lm-jax-ironwood"}
     workers = {}
     for job, v in verdicts.items():

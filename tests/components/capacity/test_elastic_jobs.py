@@ -10,6 +10,7 @@ from typing import Any
 
 from components.capacity.checks import render_problems
 from components.capacity.preview import preview
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.loader import stack_data_from_yaml, validate
 from tests.helpers import WORKING_DIR, stack
@@ -52,14 +53,22 @@ def _one_slice_prod() -> dict[str, Any]:
 
 def test_one_slice_of_quota_admits_it_at_its_minimum_with_the_maximum_noted():
     cfg = validate(_one_slice_prod())
-    (v,) = [v for v in preview(cfg, render_manifests(cfg, WORKING_DIR)) if v.job == JOB]
+    (v,) = [
+        v
+        for v in preview(plan(cfg), cfg.capacity, render_manifests(cfg, WORKING_DIR))
+        if v.job == JOB
+    ]
     assert v.state == "admitted"
     workers = next(a for a in v.assignments if a.pod_set.name == "tpu-v6e-4x4")
     assert (workers.pod_set.count, workers.flavor) == (4, "tpu-v6e-4x4")
     assert workers.pod_set.total["google.com/tpu"] == 16
     assert "judged at its minimum" in v.note
     assert "worker group 'tpu-v6e-4x4' 4 -> 8 pods (flavor 'tpu-v6e-4x4' holds at most 4)" in v.note
-    assert not [p for p in render_problems(cfg, render_manifests(cfg, WORKING_DIR)) if JOB in p]
+    assert not [
+        p
+        for p in render_problems(plan(cfg), cfg.capacity, render_manifests(cfg, WORKING_DIR))
+        if JOB in p
+    ]
 
 
 def test_a_fixed_job_needing_two_slices_is_still_never_admitted_on_one():
@@ -72,7 +81,9 @@ def test_a_fixed_job_needing_two_slices_is_still_never_admitted_on_one():
         "enableInTreeAutoscaling" not in rj["spec"]["rayClusterSpec"]
         or not rj["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"]
     )
-    lines = [p for p in render_problems(cfg, [rj]) if "can never be admitted" in p]
+    lines = [
+        p for p in render_problems(plan(cfg), cfg.capacity, [rj]) if "can never be admitted" in p
+    ]
     assert lines and lines[0].startswith(f"jobs[{JOB}]: can never be admitted by queue ml-batch")
 
 

@@ -24,6 +24,7 @@ from components.capacity.render import (
     helm_values,
 )
 from components.kernel.base import StackConfigError
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
 from components.stack.loader import validate
@@ -186,7 +187,7 @@ def test_preview_admits_a_raycluster_at_its_minimum_size() -> None:
             )
         )
     )
-    (v,) = [v for v in preview(cfg, [_raycluster(cfg)])]
+    (v,) = [v for v in preview(plan(cfg), cfg.capacity, [_raycluster(cfg)])]
     assert v.where == "ray_clusters[interactive]" and v.state == "admitted"
     counts = {a.pod_set.name: (a.pod_set.count, a.flavor) for a in v.assignments}
     # one v6e 4x4 slice = 4 hosts; no submitter pod set for a RayCluster
@@ -214,7 +215,7 @@ def test_a_queued_pod_set_selecting_a_class_on_a_classless_flavor_is_refused() -
     assert "cloud.google.com/compute-class" not in selector
     selector["cloud.google.com/compute-class"] = "v6e-fallback"
     rc["spec"]["workerGroupSpecs"][0]["minReplicas"] = 1
-    found = "\n".join(class_selector_problems(cfg, preview(cfg, [rc])))
+    found = "\n".join(class_selector_problems(plan(cfg), preview(plan(cfg), cfg.capacity, [rc])))
     assert "pod set 'tpu' selects ComputeClass 'v6e-fallback' but would be admitted on " in found
     assert "flavor 'v6e'" in found
-    assert render_problems(cfg, [_raycluster(cfg)]) == []
+    assert render_problems(plan(cfg), cfg.capacity, [_raycluster(cfg)]) == []

@@ -6,13 +6,14 @@ import copy
 
 from components.capacity.preview import flavor_match, pod_sets, preview
 from components.capacity.render import resource_flavor
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from tests.components.capacity.common import CAPACITY, JOB, cfg
 from tests.helpers import WORKING_DIR
 
 
 def _verdict(c):
-    (v,) = preview(c, render_manifests(c, WORKING_DIR))
+    (v,) = preview(plan(c), c.capacity, render_manifests(c, WORKING_DIR))
     return v
 
 
@@ -93,17 +94,17 @@ def test_flavor_match_on_taints_and_labels():
     c = cfg()
     (job,) = [m for m in render_manifests(c, WORKING_DIR) if m["kind"] == "RayJob"]
     head, workers, _ = pod_sets(job)
-    assert flavor_match(workers, resource_flavor(c, "v6e")) is None
+    assert flavor_match(workers, resource_flavor(plan(c), "v6e")) is None
     assert (
-        flavor_match(workers, resource_flavor(c, "v6e-dws")) is None
+        flavor_match(workers, resource_flavor(plan(c), "v6e-dws")) is None
     )  # flavor tolerates gke-queued
-    assert "untolerated taint google.com/tpu" in flavor_match(head, resource_flavor(c, "v6e"))
+    assert "untolerated taint google.com/tpu" in flavor_match(head, resource_flavor(plan(c), "v6e"))
     assert "nodeSelector cloud.google.com/gke-nodepool=system" in flavor_match(
-        head, resource_flavor(c, "cpu")
+        head, resource_flavor(plan(c), "cpu")
     )
 
 
 def test_unqueued_jobs_are_not_previewed():
     no_queue = {k: v for k, v in JOB.items() if k != "queue"}
     c = cfg(jobs=[no_queue])
-    assert preview(c, render_manifests(c, WORKING_DIR)) == []
+    assert preview(plan(c), c.capacity, render_manifests(c, WORKING_DIR)) == []

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from components.capacity.checks import render_problems
 from components.capacity.preview import pod_sets, preview
 from components.capacity.render import QUEUE_LABEL
+from components.plan.plan import plan
 from components.raycrs.crd import validate_manifest
 from tests.components.capacity.common import cfg
 
@@ -108,11 +109,11 @@ def queued_objects(draw: Any) -> dict[str, Any]:
 @given(queued_objects())
 def test_preview_and_checks_never_raise_on_what_the_schema_admits(obj: dict[str, Any]) -> None:
     assume(validate_manifest(obj) == [])
-    (verdict,) = preview(CFG, [obj])
+    (verdict,) = preview(plan(CFG), CFG.capacity, [obj])
     assert verdict.state in ("admitted", "waits", "never")
     if verdict.state == "never":
         assert verdict.reason or any(a.mode == "never" for a in verdict.assignments)
-    lines = render_problems(CFG, [obj])
+    lines = render_problems(plan(CFG), CFG.capacity, [obj])
     assert all(isinstance(line, str) and line for line in lines)
 
 
@@ -125,7 +126,7 @@ def test_worker_group_without_template_counts_as_an_empty_pod():
     }
     head, w = pod_sets(rc)
     assert (head.count, head.per_pod, w.name, w.count, w.per_pod) == (1, {}, "w", 2, {})
-    (v,) = preview(CFG, [rc])
+    (v,) = preview(plan(CFG), CFG.capacity, [rc])
     assert v.state == "admitted"
 
 
@@ -136,8 +137,10 @@ def test_a_negative_request_is_a_never_verdict_naming_the_field():
         "metadata": {"name": "rc", "labels": {QUEUE_LABEL: "team-a"}},
         "spec": {"headGroupSpec": {"template": {"spec": {"containers": [c]}}}},
     }
-    (v,) = preview(CFG, [rc])
+    (v,) = preview(plan(CFG), CFG.capacity, [rc])
     assert v.state == "never"
     assert "spec.headGroupSpec.template.spec.containers[0].resources cpu -1" in v.reason
-    (line,) = [p for p in render_problems(CFG, [rc]) if "can never be admitted" in p]
+    (line,) = [
+        p for p in render_problems(plan(CFG), CFG.capacity, [rc]) if "can never be admitted" in p
+    ]
     assert line.startswith("ray_clusters[rc]: can never be admitted by queue team-a")

@@ -32,7 +32,7 @@ def test_carried_crds_match_their_sha256sums():
 
 
 def test_every_rendered_kueue_object_validates_against_the_carried_crds():
-    objects = render_capacity(cfg())
+    objects = render_capacity(plan(cfg()), cfg().capacity)
     kinds = {o["kind"] for o in objects}
     assert kinds == {
         "WorkloadPriorityClass",
@@ -56,7 +56,7 @@ def test_schema_check_catches_a_misspelled_field_and_a_bad_enum():
 
 def test_flavor_comes_from_the_node_pool_spec():
     c = cfg()
-    on_demand = resource_flavor(c, "v6e")["spec"]
+    on_demand = resource_flavor(plan(c), "v6e")["spec"]
     specs = list(plan(c).pool_specs["v6e"])
     assert len(specs) == 2  # one GKE node pool per multi-host slice: labels shared by both
     assert on_demand["nodeLabels"] == {
@@ -67,13 +67,16 @@ def test_flavor_comes_from_the_node_pool_spec():
         {"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}
     ]
     assert "tolerations" not in on_demand
-    dws = resource_flavor(c, "v6e-dws")["spec"]
+    dws = resource_flavor(plan(c), "v6e-dws")["spec"]
     assert dws["nodeLabels"]["capacity"] == "dws"
     assert {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"} in dws[
         "nodeTaints"
     ]
     assert dws["tolerations"] == [catalog.QUEUED_TAINT.toleration()]
-    assert resource_flavor(c, "system")["spec"]["nodeLabels"][catalog.NODE_POOL_LABEL] == "system"
+    assert (
+        resource_flavor(plan(c), "system")["spec"]["nodeLabels"][catalog.NODE_POOL_LABEL]
+        == "system"
+    )
 
 
 def test_cluster_queue_scopes_the_dws_check_to_queued_flavors():
@@ -114,4 +117,5 @@ def test_no_queues_renders_nothing():
     from components.stack.loader import validate
     from tests.helpers import config
 
-    assert render_capacity(validate(config())) == []
+    c = validate(config())
+    assert render_capacity(plan(c), c.capacity) == []

@@ -9,6 +9,7 @@ import pytest
 from components.capacity.checks import queued_ray_problems, rayjob_problems, render_problems
 from components.capacity.rules import flavor_quota_shape_problems, pool_problems
 from components.kernel.base import StackConfigError
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
 from components.stack.loader import validate
@@ -148,7 +149,7 @@ def test_head_never_joins_the_provisioning_request():
     # the system flavor gone: the head and submitter would land on the DWS flavor
     cap["cluster_queues"][1]["flavors"] = [cap["cluster_queues"][1]["flavors"][1]]
     c = cfg(capacity=cap, jobs=[{**JOB, "node_pool": "v6e-dws", "queue": "team-b"}])
-    text = "\n".join(render_problems(c, render_manifests(c, WORKING_DIR)))
+    text = "\n".join(render_problems(plan(c), c.capacity, render_manifests(c, WORKING_DIR)))
     # the head does not tolerate the TPU taint: it can never join the DWS request; without a
     # non-DWS flavor for it the job is never admitted, and check says why
     assert (
@@ -162,7 +163,7 @@ def test_two_flavors_selecting_the_same_nodes_are_refused():
     pools = data()["node_pools"]
     pools[-1] = {**DWS_POOL, "labels": {}}
     c = cfg(node_pools=pools)
-    text = "\n".join(render_problems(c, render_manifests(c, WORKING_DIR)))
+    text = "\n".join(render_problems(plan(c), c.capacity, render_manifests(c, WORKING_DIR)))
     assert "flavors 'v6e' and 'v6e-dws' select the same nodes" in text
 
 

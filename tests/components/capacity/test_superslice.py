@@ -14,6 +14,7 @@ from components.capacity.render import render_capacity
 from components.capacity.topology import BLOCK, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
 from components.kernel.base import StackConfigError
 from components.nodepools.render import node_pool_specs
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
 from tests.helpers import WORKING_DIR, config, of_type, render
@@ -91,7 +92,7 @@ def test_the_cube_pools_provision_only_and_the_cluster_runs_the_slice_controller
 
 def test_kueue_gets_the_cube_topology_the_accelerator_flavor_and_the_slice_check():
     cfg = validate(_data())
-    objects = render_capacity(cfg)
+    objects = render_capacity(plan(cfg), cfg.capacity)
     assert kueue_schema_problems(objects, "0.19.2") == []
     (topo,) = [o for o in objects if o["kind"] == "Topology"]
     assert [lvl["nodeLabel"] for lvl in topo["spec"]["levels"]] == [

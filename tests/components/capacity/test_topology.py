@@ -19,6 +19,7 @@ from components.capacity.topology import (
     SUBBLOCK,
     tas_mismatch,
 )
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
 from tests.helpers import WORKING_DIR, config
@@ -94,15 +95,15 @@ def _worker_annotations(cfg) -> dict[str, str]:
 
 def test_a_gpu_block_pool_gets_the_topology_its_flavor_and_a_required_block_request():
     cfg = validate(_data(H100))
-    objects = render_capacity(cfg)
+    objects = render_capacity(plan(cfg), cfg.capacity)
     (topo,) = [o for o in objects if o["kind"] == "Topology"]
     assert [lvl["nodeLabel"] for lvl in topo["spec"]["levels"]] == list(GPU_LEVELS)
     # the Topology comes before the flavor that names it, and validates against the carried CRD
     kinds = [o["kind"] for o in objects]
     assert kinds.index("Topology") < kinds.index("ResourceFlavor")
     assert kueue_schema_problems(objects, "0.19.2") == []
-    assert resource_flavor(cfg, "h100")["spec"]["topologyName"] == topo["metadata"]["name"]
-    assert "topologyName" not in resource_flavor(cfg, "system")["spec"]
+    assert resource_flavor(plan(cfg), "h100")["spec"]["topologyName"] == topo["metadata"]["name"]
+    assert "topologyName" not in resource_flavor(plan(cfg), "system")["spec"]
     # 4 nodes on an A3 High pool: no published sub-block size, so the block
     assert _worker_annotations(cfg)[REQUIRED] == BLOCK
 
@@ -117,20 +118,20 @@ def test_the_request_is_the_tightest_level_and_follows_the_stack_field():
     assert pref[PREFERRED] == BLOCK and REQUIRED not in pref
     off = validate(_data(H100, topology="off"))
     assert REQUIRED not in _worker_annotations(off)
-    assert not [o for o in render_capacity(off) if o["kind"] == "Topology"]
+    assert not [o for o in render_capacity(plan(off), off.capacity) if o["kind"] == "Topology"]
 
 
 def test_pools_without_block_labels_get_no_topology():
     cfg = validate(
         _data({**H100, "gpu": {"type": "nvidia-l4", "count": 1}, "zones": ["us-east5-a"]})
     )
-    assert not [o for o in render_capacity(cfg) if o["kind"] == "Topology"]
+    assert not [o for o in render_capacity(plan(cfg), cfg.capacity) if o["kind"] == "Topology"]
     assert REQUIRED not in _worker_annotations(cfg)
 
 
 def test_the_preview_names_the_level_each_pod_set_gets():
     cfg = validate(_data(H100))
-    (v,) = preview(cfg, render_manifests(cfg, WORKING_DIR))
+    (v,) = preview(plan(cfg), cfg.capacity, render_manifests(cfg, WORKING_DIR))
     by_set = {a.pod_set.name: a for a in v.assignments}
     assert v.state == "admitted"
     assert by_set["h100"].flavor == "h100" and by_set["h100"].topology == "required block"
@@ -165,6 +166,6 @@ def test_a_pod_set_without_a_request_cannot_take_a_tas_flavor_in_the_preview():
     (job,) = [m for m in render_manifests(off, WORKING_DIR) if m["kind"] == "RayJob"]
     workers = next(ps for ps in pod_sets(job) if ps.name == "h100")
     assert workers.topology is None
-    tas_flavor = resource_flavor(validate(_data(H100)), "h100")
+    tas_flavor = resource_flavor(plan(validate(_data(H100))), "h100")
     assert "supports only TopologyAwareScheduling" in flavor_match(workers, tas_flavor)
     assert flavor_match(workers, tas_flavor, tas_only=True) is None  # Kueue's isTASImplied

@@ -31,7 +31,7 @@ def _items(**overrides) -> list:
 
 
 def test_every_rendered_kueue_object_of_the_test_stack_passes_the_webhooks():
-    objects = render_capacity(cfg())
+    objects = render_capacity(plan(cfg()), cfg().capacity)
     assert {o["kind"] for o in objects} >= {"ClusterQueue", "ResourceFlavor", "LocalQueue"}
     for o in objects:
         if o["kind"] == "ClusterQueue":
@@ -125,7 +125,7 @@ def test_cohort_allows_lending_above_nominal_but_wants_a_parent_for_limits():
 
 
 def test_resource_flavor_labels_taints_and_tolerations():
-    rf = resource_flavor(cfg(), "v6e")
+    rf = resource_flavor(plan(cfg()), "v6e")
     rf["spec"]["nodeLabels"]["bad key!"] = "x"
     rf["spec"]["nodeTaints"].append(dict(rf["spec"]["nodeTaints"][0], value="other"))
     rf["spec"]["tolerations"] = [{"key": "-no-", "operator": "Exists"}]
@@ -181,10 +181,10 @@ def test_queued_rayservice_gets_the_rayservice_webhook():
     svc["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
     assert validate_ray_object(svc) == []
     assert validate_ray_object(svc, gate=False) != []
-    lines = render_problems(cfg(), [svc])
+    lines = render_problems(plan(cfg()), cfg().capacity, [svc])
     assert lines == []
     svc["metadata"].pop("annotations")
-    (line,) = render_problems(cfg(), [svc])
+    (line,) = render_problems(plan(cfg()), cfg().capacity, [svc])
     assert line.startswith("RayService serve: spec.rayClusterConfig.enableInTreeAutoscaling")
     assert "raycluster/common.go" in line
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from components.computeclass.render import render_compute_classes
+from components.plan.plan import plan
 from components.raycrs.crd import validate_other
 from components.stack.loader import validate
 from tests.helpers import config
@@ -21,7 +22,7 @@ def _gpu_class() -> dict[str, Any]:
     data = config(
         compute_classes=[{"name": "l4-spot", "node_pool": "l4", "fallback": ["on-demand"]}]
     )
-    (cc,) = render_compute_classes(validate(data))
+    (cc,) = render_compute_classes(plan(validate(data)))
     return cc
 
 

@@ -388,11 +388,11 @@ def test_a_refused_rendered_class_names_its_stack_entry() -> None:
     cfg = validate(
         config(compute_classes=[{"name": "l4-spot", "node_pool": "l4", "fallback": ["on-demand"]}])
     )
-    assert compute_class_problems(cfg) == []
+    assert compute_class_problems(plan(cfg)) == []
     (cc,) = plan(cfg).compute_class_manifests
     cc["spec"]["priorities"][1]["machineFamily"] = "g2"  # with its machineType: GKE refuses
     try:
-        (p,) = compute_class_problems(cfg)
+        (p,) = compute_class_problems(plan(cfg))
     finally:
         del cc["spec"]["priorities"][1]["machineFamily"]
     assert p.path == "compute_classes[l4-spot]"

@@ -14,6 +14,7 @@ from components.computeclass.checks import compute_class_problems
 from components.computeclass.render import render_compute_classes
 from components.config.computeclass import ComputeClassConfig
 from components.nodepools.render import config_labels, node_pool_specs
+from components.plan.plan import plan
 from components.raycrs.crd import validate_other
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
@@ -174,7 +175,7 @@ def test_nap_off_skips_the_limit_rule() -> None:
 
 def test_render_follows_the_fallback_order_and_the_schema() -> None:
     cfg = validate(_stack(FULL))
-    (cc,) = render_compute_classes(cfg)
+    (cc,) = render_compute_classes(plan(cfg))
     assert cc["apiVersion"] == "cloud.google.com/v1" and cc["kind"] == "ComputeClass"
     spec = cc["spec"]
     prios = spec["priorities"]
@@ -194,12 +195,12 @@ def test_render_follows_the_fallback_order_and_the_schema() -> None:
         "ray-test-nodes@ray-gke-test.iam.gserviceaccount.com"
     )
     assert validate_other(cc) == []
-    assert compute_class_problems(cfg) == []
+    assert compute_class_problems(plan(cfg)) == []
 
 
 def test_flex_start_priority_renders_on_a_single_host_slice() -> None:
     cfg = validate(_stack(FLEX))
-    (cc,) = render_compute_classes(cfg)
+    (cc,) = render_compute_classes(plan(cfg))
     tpu = {"type": "tpu-v5-lite-podslice", "count": 4, "topology": "2x2"}
     assert cc["spec"]["priorities"][2] == {
         "tpu": tpu,
@@ -222,7 +223,7 @@ def test_flex_start_fallback_on_a_multi_host_slice_is_refused_as_the_pool_is() -
 
 def test_gpu_class_renders_machine_type_and_driver() -> None:
     cfg = validate(_stack({"name": "l4-spot", "node_pool": "l4", "fallback": ["on-demand"]}))
-    (cc,) = render_compute_classes(cfg)
+    (cc,) = render_compute_classes(plan(cfg))
     assert cc["spec"]["priorities"][1] == {
         "machineType": "g2-standard-4",
         "gpu": {"type": "nvidia-l4", "count": 1, "driverVersion": "latest"},
@@ -252,7 +253,7 @@ def test_gpu_class_renders_machine_type_and_driver() -> None:
     ],
 )
 def test_schema_catches_a_wrong_object(mutate: Any, needle: str) -> None:
-    (cc,) = render_compute_classes(validate(_stack(FULL)))
+    (cc,) = render_compute_classes(plan(validate(_stack(FULL))))
     mutate(cc["spec"])
     assert needle in "\n".join(validate_other(cc))
 
@@ -264,7 +265,7 @@ def test_tpu7x_multi_host_class_names_the_workload_policy() -> None:
     ]
     data["nap"] = {"enabled": False}
     data["compute_classes"] = [{"name": "iw", "node_pool": "iw", "fallback": ["spot"]}]
-    (cc,) = render_compute_classes(validate(data))
+    (cc,) = render_compute_classes(plan(validate(data)))
     assert cc["spec"]["priorities"][1]["placement"] == {"policyName": "ray-test-iw-0-wp"}
     assert cc["spec"]["priorities"][1]["tpu"] == {"type": "tpu7x", "count": 4, "topology": "2x2x2"}
     assert validate_other(cc) == []
@@ -342,7 +343,7 @@ def test_a_class_pool_that_is_a_kueue_flavor_gets_a_flavor_selecting_the_class()
             compute_classes=[{"name": "v6e-fallback", "node_pool": "v6e", "fallback": ["spot"]}],
         )
     )
-    flavor = resource_flavor(cfg, "v6e")["spec"]
+    flavor = resource_flavor(plan(cfg), "v6e")["spec"]
     assert flavor["nodeLabels"] == {
         "cloud.google.com/compute-class": "v6e-fallback",
         "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
@@ -356,25 +357,25 @@ def test_a_class_pool_that_is_a_kueue_flavor_gets_a_flavor_selecting_the_class()
     assert taint in flavor["nodeTaints"]
     assert flavor["tolerations"] == [{**taint, "operator": "Equal"}]
     # without the class the same pool's flavor neither selects nor tolerates a class
-    plain = resource_flavor(validate(queued()), "v6e")["spec"]
+    plain = resource_flavor(plan(validate(queued())), "v6e")["spec"]
     assert "tolerations" not in plain
     assert "cloud.google.com/compute-class" not in plain["nodeLabels"]
 
     manifests = render_manifests(cfg, WORKING_DIR)
     rayjob = next(m for m in manifests if m["kind"] == "RayJob")
     assert rayjob["metadata"]["labels"][QUEUE_LABEL] == "team-a"
-    (verdict,) = preview(cfg, [rayjob])
+    (verdict,) = preview(plan(cfg), cfg.capacity, [rayjob])
     assert verdict.state == "admitted", verdict.reason
     workers = next(a for a in verdict.assignments if a.pod_set.name not in ("head", "submitter"))
     assert workers.flavor == "v6e" and not workers.provisioning
     assert "cloud.google.com/compute-class" not in workers.pod_set.node_selector
     # the pods need the flavor's toleration: without it the class taint refuses them
-    bare = dict(resource_flavor(cfg, "v6e"))
+    bare = dict(resource_flavor(plan(cfg), "v6e"))
     bare["spec"] = {k: v for k, v in flavor.items() if k != "tolerations"}
     assert "untolerated taint cloud.google.com/compute-class=v6e-fallback" in (
         flavor_match(workers.pod_set, bare) or ""
     )
-    assert render_problems(cfg, manifests) == []
+    assert render_problems(plan(cfg), cfg.capacity, manifests) == []
 
 
 def test_a_class_on_a_queued_pool_is_refused() -> None:
@@ -423,7 +424,7 @@ def test_a_class_on_a_pool_no_queue_lists_is_fine_and_queued_jobs_skip_its_selec
     assert rayjob["metadata"]["labels"][QUEUE_LABEL] == "team-a"
     for g in rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]:
         assert "cloud.google.com/compute-class" not in g["template"]["spec"]["nodeSelector"]
-    (verdict,) = preview(cfg, [rayjob])
+    (verdict,) = preview(plan(cfg), cfg.capacity, [rayjob])
     assert verdict.state == "admitted"
     assert {a.pod_set.name: a.flavor for a in verdict.assignments}["l4"] == "l4-dws"
     cluster = next(m for m in manifests if m["kind"] == "RayCluster")
@@ -446,11 +447,11 @@ def test_a_class_flavor_keeps_only_the_shape_labels_of_its_pool() -> None:
     base = queued(capacity=capacity)
     l4 = next(p for p in base["node_pools"] if p["name"] == "l4")
     l4.update(provisioning="spot", labels={"team": "vision"})
-    plain = resource_flavor(validate(base), "l4")["spec"]["nodeLabels"]
+    plain = resource_flavor(plan(validate(base)), "l4")["spec"]["nodeLabels"]
     assert plain["cloud.google.com/gke-spot"] == "true" and plain["team"] == "vision"
     assert plain["cloud.google.com/gke-nodepool"] == "l4"
     with_class = {**base, "compute_classes": [{"name": "l4-cc", "node_pool": "l4"}]}
-    labels = resource_flavor(validate(with_class), "l4")["spec"]["nodeLabels"]
+    labels = resource_flavor(plan(validate(with_class)), "l4")["spec"]["nodeLabels"]
     assert labels == {
         "cloud.google.com/compute-class": "l4-cc",
         "cloud.google.com/gke-accelerator": "nvidia-l4",

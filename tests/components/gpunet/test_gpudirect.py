@@ -311,7 +311,8 @@ def test_the_gpudirect_namespace_allows_exactly_the_sidecar_and_has_its_guards()
 
 
 def test_kueue_admits_from_both_namespaces_and_the_gpudirect_one_has_its_queue() -> None:
-    objs = render_capacity(_prod_gpudirect())
+    cfg = _prod_gpudirect()
+    objs = render_capacity(plan(cfg), cfg.capacity)
     (cq,) = [o for o in objs if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "ml-batch"]
     assert cq["spec"]["namespaceSelector"] == {
         "matchExpressions": [

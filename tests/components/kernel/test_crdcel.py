@@ -15,6 +15,7 @@ from components.kernel import crdcel
 from components.kernel.crdcel import compile_rule, escape, is_url, parse_duration, schema_rules
 from components.kernel.crdschema import load_crd
 from components.monitoring.render import render_monitoring
+from components.plan.plan import plan
 from components.raycrs.crd import validate_manifest, validate_other
 from components.raycrs.render import render_manifests
 from tests.helpers import WORKING_DIR, stack
@@ -71,7 +72,9 @@ def test_the_carried_crds_with_rules_and_their_transition_rules() -> None:
 
 
 def _kueue(kind: str, name: str | None = None) -> dict:
-    objs = [o for o in render_capacity(stack("prod")) if o["kind"] == kind]
+    objs = [
+        o for o in render_capacity(plan(stack("prod")), stack("prod").capacity) if o["kind"] == kind
+    ]
     return copy.deepcopy(next(o for o in objs if name in (None, o["metadata"]["name"])))
 
 

@@ -240,10 +240,10 @@ def test_the_rendered_node_pools_are_the_plans_specs(name: str) -> None:
     # the entry point hands out the plan's own records
     assert all(a is b for a, b in zip(node_pool_specs(cfg), p.node_pool_specs, strict=True))
     class_pools = {c.name: c.node_pool for c in cfg.compute_classes}
-    for cc in render_compute_classes(cfg):
+    for cc in render_compute_classes(plan(cfg)):
         pool = class_pools[cc["metadata"]["name"]]
         assert cc["spec"]["priorities"][0] == {"nodepools": [s.name for s in p.pool_specs[pool]]}
-    flavors = [o for o in render_capacity(cfg) if o["kind"] == "ResourceFlavor"]
+    flavors = [o for o in render_capacity(plan(cfg), cfg.capacity) if o["kind"] == "ResourceFlavor"]
     for f in flavors:
         pool, labels = f["metadata"]["name"], f["spec"]["nodeLabels"]
         cc = p.compute_classes.get(pool)
@@ -278,8 +278,8 @@ def test_the_node_pool_records_are_built_once_per_stack(monkeypatch: pytest.Monk
     cfg = validate(base())
     render_manifests(cfg, WORKING_DIR)
     check_stack(cfg)
-    render_capacity(cfg)
-    render_compute_classes(cfg)
+    render_capacity(plan(cfg), cfg.capacity)
+    render_compute_classes(plan(cfg))
     accelerator_summary(cfg)
     node_pool_specs(cfg)
     assert sorted(calls) == sorted(pool.name for pool in cfg.node_pools)
@@ -303,11 +303,13 @@ def test_the_rendered_flavors_and_classes_are_the_plans_records(name: str) -> No
     assert list(p.resource_flavors) == list(p.pool_specs)  # every pool, system included
     for pool, flavor in p.resource_flavors.items():
         assert flavor["kind"] == "ResourceFlavor" and flavor["metadata"]["name"] == pool
-        assert resource_flavor(cfg, pool) == flavor
-    rendered = [o for o in render_capacity(cfg) if o["kind"] == "ResourceFlavor"]
+        assert resource_flavor(plan(cfg), pool) == flavor
+    rendered = [
+        o for o in render_capacity(plan(cfg), cfg.capacity) if o["kind"] == "ResourceFlavor"
+    ]
     listed = flavor_pools(cfg.capacity.cluster_queues) if cfg.capacity.enabled else []
     assert rendered == [p.resource_flavors[pool] for pool in listed]
-    classes = render_compute_classes(cfg)
+    classes = render_compute_classes(plan(cfg))
     assert classes == list(p.compute_class_manifests)
     assert [c["metadata"]["name"] for c in classes] == [cc.name for cc in cfg.compute_classes]
     records = copy.deepcopy((dict(p.resource_flavors), p.compute_class_manifests))
@@ -394,14 +396,14 @@ def test_the_flavor_and_class_records_are_built_once_per_stack(
     manifests = render_manifests(cfg, WORKING_DIR)
     for _ in range(2):
         check_stack(cfg)
-        render_capacity(cfg)
-        render_compute_classes(cfg)
-        compute_class_problems(cfg)
-        preview(cfg, manifests)
+        render_capacity(plan(cfg), cfg.capacity)
+        render_compute_classes(plan(cfg))
+        compute_class_problems(plan(cfg))
+        preview(plan(cfg), cfg.capacity, manifests)
         for pool in plan(cfg).pool_specs:
-            resource_flavor(cfg, pool)
+            resource_flavor(plan(cfg), pool)
     assert sorted(flavors) == sorted(plan(cfg).pool_specs)
     assert classes == [cc.name for cc in cfg.compute_classes]
     other = cfg.model_copy(update={"compute_classes": cfg.compute_classes[:1]})  # its own records
-    assert len(render_compute_classes(other)) == 1
+    assert len(render_compute_classes(plan(other))) == 1
     assert classes[len(cfg.compute_classes) :] == [cfg.compute_classes[0].name]

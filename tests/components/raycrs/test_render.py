@@ -51,7 +51,7 @@ def test_v6e_4x4_worker_group_matches_its_node_pool() -> None:
 
     tolerations = [
         *pod["tolerations"],
-        *resource_flavor(cfg, "tpu-v6e-4x4")["spec"].get("tolerations", []),
+        *resource_flavor(plan(cfg), "tpu-v6e-4x4")["spec"].get("tolerations", []),
     ]
     for spec in specs:
         assert pod["nodeSelector"].items() <= spec.labels.items()
