@@ -136,15 +136,14 @@ def problems(
                 "super-slicing",
             )
     yield from _unqueued(p, set(pools))
-    cc = cluster
-    if cc.release_channel != CHANNEL:
+    if cluster.release_channel != CHANNEL:
         yield Problem(
             "cluster.release_channel",
-            f"cluster.release_channel {cc.release_channel}: dynamic slicing (node_pools "
+            f"cluster.release_channel {cluster.release_channel}: dynamic slicing (node_pools "
             f"{', '.join(pools)} super_slicing) needs the {CHANNEL} channel ({DOC})",
             "super-slicing",
         )
-    version = cc.min_master_version
+    version = cluster.min_master_version
     if version is None or catalog.parse_gke_version(version) < catalog.parse_gke_version(
         MIN_GKE_VERSION
     ):
