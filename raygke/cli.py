@@ -223,9 +223,11 @@ def check(
     print_table(
         pools_table(accelerator_summary(cfg), f"node pools of {cfg.cluster.name} ({cfg.location})")
     )
+    from components.plan.plan import plan
     from components.raycrs.training_fit import training_fit_lines
 
-    for line in training_fit_lines(cfg):  # each training job's bytes per device (its fit check)
+    # each training job's bytes per device (its fit check)
+    for line in training_fit_lines(plan(cfg), cfg.jobs):
         console.print(escape(line), soft_wrap=True)
     note = ""
     if not render:

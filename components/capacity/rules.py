@@ -45,7 +45,13 @@ from components.kernel.problems import Problem, at
 from components.plan.plan import plan
 
 if TYPE_CHECKING:
+    from components.config.capacity import CapacityConfig
+    from components.config.cluster import ClusterConfig
+    from components.config.kuberay import KubeRayConfig
+    from components.config.nodepools import NodePool
+    from components.config.raycrs import JobConfig, RayClusterConfig
     from components.config.stack import StackConfig
+    from components.plan.plan import Plan
 
 KUEUE_RAYJOB_WEBHOOK = "kueue pkg/controller/jobs/rayjob/rayjob_webhook.go"
 
@@ -57,7 +63,7 @@ def _older(have: str | None, need: str) -> bool:
     return bool(have) and catalog.parse_gke_version(have) < catalog.parse_gke_version(need)  # type: ignore[arg-type]
 
 
-def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
+def pool_problems(node_pools: list[NodePool], cluster: ClusterConfig) -> Iterable[Problem | str]:
     """The ``queued`` / ``flex-start`` limits of each pool (sources in the module docstring), and
     whether its machine series is offered its ``provisioning`` at all: the per-series table
     :mod:`components.catalog.capabilities` (flex-start and queued provisioning exclude A4X and
@@ -65,8 +71,8 @@ def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
     fallbacks read too (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)."""
     from components.config.nodepools import GpuPool, TpuPool
 
-    have = cfg.cluster.min_master_version
-    for pool in cfg.node_pools:
+    have = cluster.min_master_version
+    for pool in node_pools:
         where = f"node_pools[{pool.name}]"
         need_cap = catalog.PROVISIONING_CAPABILITY.get(pool.provisioning)
         if need_cap and isinstance(pool, (TpuPool, GpuPool)):
@@ -112,10 +118,13 @@ def pool_problems(cfg: StackConfig) -> Iterable[Problem | str]:
             )
 
 
-def queue_reference_problems(cfg: StackConfig) -> Iterable[Problem | str]:
-    """Queues, cluster queues, priorities and flavor pools name declared things; names unique."""
-    cap = cfg.capacity
-    pools = {"system", *plan(cfg).pools}
+def queue_reference_problems(
+    capacity: CapacityConfig, node_pools: list[NodePool]
+) -> Iterable[Problem | str]:
+    """Queues, cluster queues, priorities and flavor pools (``node_pools``, and ``system``) name
+    declared things; names unique."""
+    cap = capacity
+    pools = {"system", *(n.name for n in node_pools)}
     cqs = [q.name for q in cap.cluster_queues]
     for kind, names in (
         ("cluster_queues", cqs),
@@ -174,13 +183,15 @@ def _queue_references(
         )
 
 
-def job_problems(cfg: StackConfig) -> Iterable[Problem | str]:
+def job_problems(
+    capacity: CapacityConfig, node_pools: list[NodePool], jobs: list[JobConfig]
+) -> Iterable[Problem | str]:
     """Kueue's rules for a queued RayJob and the queue a job on a queued pool needs."""
-    cap = cfg.capacity
+    cap = capacity
     local = {q.name for q in cap.local_queues}
     prios = {p.name for p in cap.priority_classes}
-    queued = {p.name for p in cfg.node_pools if p.provisioning == "queued"}
-    for job in cfg.jobs:
+    queued = {p.name for p in node_pools if p.provisioning == "queued"}
+    for job in jobs:
         where = f"jobs[{job.name}]"
         yield from _queue_references(where, job.queue, job.priority, local, prios)
         if not job.queue:
@@ -300,7 +311,9 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def elastic_problems(cfg: StackConfig) -> Iterable[Problem]:
+def elastic_problems(
+    capacity: CapacityConfig, jobs: list[JobConfig], ray_clusters: list[RayClusterConfig]
+) -> Iterable[Problem]:
     """Queued elastic workloads need Kueue's ``ElasticJobsViaWorkloadSlices`` gate
     (``capacity.kueue.elastic_jobs``): a queued job with a ``slices`` range carries the
     elastic-job annotation, and a queued autoscaling RayCluster must be an elastic job (kueue
@@ -314,9 +327,9 @@ def elastic_problems(cfg: StackConfig) -> Iterable[Problem]:
     ProvisioningRequest per workload, each slice included), and ``pkg/workloadslicing/
     workloadslicing.go`` ``FindLatestActiveWorkload`` handles a slice whose admission checks
     are still pending."""
-    if cfg.capacity.kueue.elastic_jobs:
+    if capacity.kueue.elastic_jobs:
         return
-    for job in cfg.jobs:
+    for job in jobs:
         if job.queue and job.slices is not None and job.slices.elastic:
             yield at(
                 f"jobs[{job.name}].slices",
@@ -325,7 +338,7 @@ def elastic_problems(cfg: StackConfig) -> Iterable[Problem]:
                 "capacity.kueue.elastic_jobs is false (Kueue's ElasticJobsViaWorkloadSlices "
                 "gate off): set it true, or fixed slices",
             )
-    for rc in cfg.ray_clusters:
+    for rc in ray_clusters:
         if rc.queue and rc.autoscaling:
             yield at(
                 f"ray_clusters[{rc.name}].queue",
@@ -336,15 +349,17 @@ def elastic_problems(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def ray_cluster_queue_problems(cfg: StackConfig) -> Iterable[Problem]:
+def ray_cluster_queue_problems(
+    capacity: CapacityConfig, node_pools: list[NodePool], ray_clusters: list[RayClusterConfig]
+) -> Iterable[Problem]:
     """A queued RayCluster names a declared LocalQueue; its ``priority`` a declared
     WorkloadPriorityClass, and only with a queue; a cluster with a group on a ``queued`` pool
     is queued (only Kueue's ProvisioningRequest gets nodes there, [GKE-DWS-QUEUED])."""
-    cap = cfg.capacity
+    cap = capacity
     local = {q.name for q in cap.local_queues}
     prios = {p.name for p in cap.priority_classes}
-    queued = {p.name for p in cfg.node_pools if p.provisioning == "queued"}
-    for rc in cfg.ray_clusters:
+    queued = {p.name for p in node_pools if p.provisioning == "queued"}
+    for rc in ray_clusters:
         where = f"ray_clusters[{rc.name}]"
         yield from _queue_references(where, rc.queue, rc.priority, local, prios)
         if not rc.queue:
@@ -367,7 +382,9 @@ def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
     yield from webhooks.webhook_problems(cfg)
 
 
-def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
+def kueue_namespace_problems(
+    p: Plan, capacity: CapacityConfig, kuberay: KubeRayConfig
+) -> Iterable[Problem]:
     """Kueue is not installed in the Ray namespace (``kuberay.namespace``): that namespace has a
     default-deny ingress NetworkPolicy (:func:`components.kuberay.namespace.network_policies`)
     and nothing admits the API server to Kueue's webhook Service (port 9443, v0.19.2
@@ -377,8 +394,8 @@ def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
     would be refused. Refused, as reserved namespaces are (:class:`components.config.capacity.
     KueueConfig`), rather than opened: the KubeRay add-on's model keeps the Ray namespace for Ray
     pods only."""
-    cap = cfg.capacity
-    if cap.enabled and cap.kueue.namespace == cfg.kuberay.namespace:
+    cap = capacity
+    if cap.enabled and cap.kueue.namespace == kuberay.namespace:
         yield at(
             "capacity.kueue.namespace",
             f"capacity.kueue.namespace {cap.kueue.namespace!r} is the Ray namespace "
@@ -386,7 +403,7 @@ def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
             "Kueue's webhook (failurePolicy Fail): every RayJob create would be refused; use a "
             "namespace of its own (the default kueue-system)",
         )
-    gpudirect = plan(cfg).context.gpudirect_namespace if cap.enabled else None
+    gpudirect = p.context.gpudirect_namespace if cap.enabled else None
     if gpudirect is not None and cap.kueue.namespace == gpudirect:
         yield at(
             "capacity.kueue.namespace",
@@ -401,11 +418,12 @@ def kueue_namespace_problems(cfg: StackConfig) -> Iterable[Problem]:
 
 def stack_rules(cfg: StackConfig) -> Iterable[Problem]:
     """Every capacity rule on the stack model (see the module docstring)."""
-    yield from pool_problems(cfg)
-    yield from kueue_namespace_problems(cfg)
-    yield from queue_reference_problems(cfg)
-    yield from job_problems(cfg)
-    yield from ray_cluster_queue_problems(cfg)
-    yield from elastic_problems(cfg)
+    p = plan(cfg)
+    yield from pool_problems(cfg.node_pools, cfg.cluster)
+    yield from kueue_namespace_problems(p, cfg.capacity, cfg.kuberay)
+    yield from queue_reference_problems(cfg.capacity, cfg.node_pools)
+    yield from job_problems(cfg.capacity, cfg.node_pools, cfg.jobs)
+    yield from ray_cluster_queue_problems(cfg.capacity, cfg.node_pools, cfg.ray_clusters)
+    yield from elastic_problems(cfg.capacity, cfg.jobs, cfg.ray_clusters)
     yield from flavor_quota_shape_problems(cfg)
     yield from webhook_problems(cfg)

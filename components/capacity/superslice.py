@@ -40,9 +40,13 @@ from typing import TYPE_CHECKING
 from components.plan.flavors import SUPERSLICE_TOPOLOGY as TOPOLOGY
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from components.config.capacity import CapacityConfig
+    from components.config.cluster import ClusterConfig
+    from components.config.nodepools import NodePool
+    from components.config.raycrs import JobConfig
     from components.kernel.problems import Problem
     from components.nodepools.render import NodePoolSpec
+    from components.plan.plan import Plan
 
 CUBE = "4x4x4"
 GENERATION = "tpu7x"
@@ -83,23 +87,30 @@ def valid_topology(topology: str) -> str | None:
     return super_slice_problem(topology)
 
 
-def super_slicing_pools(cfg: StackConfig) -> list[str]:
-    """Names of the node pools with ``super_slicing: true``."""
-    return [p.name for p in cfg.node_pools if getattr(p, "super_slicing", False)]
+def super_slicing_pools(node_pools: Iterable[NodePool]) -> list[str]:
+    """Names of the node pools of ``node_pools`` with ``super_slicing: true``."""
+    return [p.name for p in node_pools if getattr(p, "super_slicing", False)]
 
 
-def problems(cfg: StackConfig) -> Iterable[Problem]:
+def problems(
+    p: Plan,
+    node_pools: list[NodePool],
+    jobs: list[JobConfig],
+    cluster: ClusterConfig,
+    capacity: CapacityConfig,
+) -> Iterable[Problem]:
     """Where the catalog, the cluster or Kueue says a super-slicing pool cannot be, one problem
-    each at the pool's ``super_slicing`` (or the cluster field to change)."""
+    each at the pool's ``super_slicing`` (or the cluster field to change); ``p`` the stack's
+    Plan, the others its blocks."""
     from components import catalog
     from components.kernel.problems import Problem
 
-    yield from _super_slice_jobs(cfg)
-    pools = super_slicing_pools(cfg)
+    yield from _super_slice_jobs(node_pools, jobs)
+    pools = super_slicing_pools(node_pools)
     if not pools:
         return
     for name in pools:
-        pool = next(p for p in cfg.node_pools if p.name == name)
+        pool = next(n for n in node_pools if n.name == name)
         at = f"node_pools[{name}].super_slicing"
         gen, topo = pool.tpu.generation, pool.tpu.topology
         if gen != GENERATION or topo != CUBE:
@@ -117,23 +128,22 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
                 f"reservation: <name> ({DOC})",
                 "super-slicing",
             )
-        if not any(f.pool == name for q in cfg.capacity.cluster_queues for f in q.flavors):
+        if not any(f.pool == name for q in capacity.cluster_queues for f in q.flavors):
             yield Problem(
                 at,
                 f"{at}: super-slices are admitted by Kueue (TAS and the {SLICE_CONTROLLER} "
                 "admission check): list the pool as a flavor of a capacity.cluster_queues entry",
                 "super-slicing",
             )
-    yield from _unqueued(cfg, set(pools))
-    cc = cfg.cluster
-    if cc.release_channel != CHANNEL:
+    yield from _unqueued(p, set(pools))
+    if cluster.release_channel != CHANNEL:
         yield Problem(
             "cluster.release_channel",
-            f"cluster.release_channel {cc.release_channel}: dynamic slicing (node_pools "
+            f"cluster.release_channel {cluster.release_channel}: dynamic slicing (node_pools "
             f"{', '.join(pools)} super_slicing) needs the {CHANNEL} channel ({DOC})",
             "super-slicing",
         )
-    version = cc.min_master_version
+    version = cluster.min_master_version
     if version is None or catalog.parse_gke_version(version) < catalog.parse_gke_version(
         MIN_GKE_VERSION
     ):
@@ -143,15 +153,15 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
             f"{MIN_GKE_VERSION} or later; pin it ({DOC})",
             "super-slicing",
         )
-    kueue = tuple(int(x) for x in cfg.capacity.kueue.version.split(".")[:3])
+    kueue = tuple(int(x) for x in capacity.kueue.version.split(".")[:3])
     if kueue < MIN_KUEUE_VERSION:
         yield Problem(
             "capacity.kueue.version",
-            f"capacity.kueue.version {cfg.capacity.kueue.version}: super-slicing needs Kueue "
+            f"capacity.kueue.version {capacity.kueue.version}: super-slicing needs Kueue "
             "0.15.2 or later (xpk _SUPER_SLICING_MINIMUM_KUEUE_VERSION)",
             "super-slicing",
         )
-    if cfg.capacity.topology == "off":
+    if capacity.topology == "off":
         yield Problem(
             "capacity.topology",
             "capacity.topology off: super-slicing pools are admitted by Topology Aware "
@@ -160,14 +170,14 @@ def problems(cfg: StackConfig) -> Iterable[Problem]:
         )
 
 
-def _super_slice_jobs(cfg: StackConfig) -> Iterable[Problem]:
+def _super_slice_jobs(node_pools: list[NodePool], jobs: list[JobConfig]) -> Iterable[Problem]:
     """``jobs[].super_slice`` only where it can be formed: a job with its own RayCluster
     (``node_pool``) on a super-slicing pool, a super-slice topology (:func:`valid_topology`)
     of no more cubes than the pool has (``max_slices``)."""
     from components.kernel.problems import Problem
 
-    pools = {p.name: p for p in cfg.node_pools}
-    for job in cfg.jobs:
+    pools = {p.name: p for p in node_pools}
+    for job in jobs:
         if job.super_slice is None:
             continue
         at = f"jobs[{job.name}].super_slice"
@@ -198,14 +208,12 @@ def _super_slice_jobs(cfg: StackConfig) -> Iterable[Problem]:
             yield Problem(at, f"{at}: {why}", "super-slicing")
 
 
-def _unqueued(cfg: StackConfig, pools: set[str]) -> Iterable[Problem]:
+def _unqueued(p: Plan, pools: set[str]) -> Iterable[Problem]:
     """A job or long-lived RayCluster on a super-slicing pool that no Kueue queue admits: its
     pods would get no slice annotations and no ``tpu-slice`` admission check, and the cubes are
     provisioned only (``PROVISION_ONLY``), so no slice would ever be formed for them."""
     from components.kernel.problems import Problem
-    from components.plan.plan import plan
 
-    p = plan(cfg)
     for t in p.jobs:
         queue = t.job.queue if t.cluster is None else t.cluster.queue
         if t.pool.name in pools and not queue:

@@ -152,7 +152,7 @@ class Cluster(pulumi.ComponentResource):
             slice_controller_config=gcp.container.ClusterAddonsConfigSliceControllerConfigArgs(
                 enabled=True
             )
-            if super_slicing_pools(cfg)
+            if super_slicing_pools(cfg.node_pools)
             else None,
         )
         self.cluster = gcp.container.Cluster(

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from components.kernel.problems import Problem, at
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from components.config.raycrs import JobConfig
+    from components.plan.plan import Plan
     from components.plan.resolve import JobTarget
 
 INFERENCE = "inference"
@@ -82,15 +83,13 @@ def batch_platform_args(
     return out
 
 
-def batch_job_problems(cfg: StackConfig) -> Iterable[Problem]:
+def batch_job_problems(p: Plan, jobs: list[JobConfig]) -> Iterable[Problem]:
     """What of a batch-inference job cannot run (:mod:`components.raycrs.batch_fit`'s docstring;
     https://docs.ray.io/en/latest/data/working-with-llms.html), one Problem each."""
-    from components.plan.plan import plan
     from components.plan.resolve import ResolveError
     from components.raycrs.serving import serve_devices
 
-    p = plan(cfg)
-    for job in cfg.jobs:
+    for job in jobs:
         if not is_batch(job.workload):
             continue
         where = f"jobs[{job.name}]"

@@ -25,9 +25,8 @@ Gated rules (validation.go, v1.7.0):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from components.config.stack import StackConfig
 from components.kernel.problems import Problem, at, in_object
 from components.kuberay.render import (
     CHART_FEATURE_GATES,
@@ -36,19 +35,24 @@ from components.kuberay.render import (
     helm_values,
 )
 
+if TYPE_CHECKING:
+    from components.config.kuberay import KubeRayConfig
+    from components.config.serve import ServiceConfig
+
 Gates = dict[str, bool]
 
 
-def installed_gates(cfg: StackConfig) -> tuple[Gates, str]:
-    """``(gate -> enabled, where the values come from)`` for the operator the stack runs.
+def installed_gates(kuberay: KubeRayConfig, services: list[ServiceConfig]) -> tuple[Gates, str]:
+    """``(gate -> enabled, where the values come from)`` for the operator the stack runs
+    (``kuberay``; ``services``, whose upgrade strategies set the helm values' gates).
 
     Raises:
         KeyError: ``kuberay.chart_version`` has no entry in ``CHART_FEATURE_GATES``.
     """
-    version = cfg.kuberay.chart_version
+    version = kuberay.chart_version
     gates = dict(CHART_FEATURE_GATES[version])
-    if cfg.kuberay.mode == "helm":
-        for g in helm_values(version, cfg.services).get("featureGates") or []:
+    if kuberay.mode == "helm":
+        for g in helm_values(version, services).get("featureGates") or []:
             gates[g["name"]] = bool(g["enabled"])
         return gates, f"kuberay-operator chart {version} with the stack's values"
     return gates, (
@@ -122,7 +126,9 @@ def gate_problems(manifest: dict[str, Any], gates: Gates, source: str = "") -> l
     return out
 
 
-def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[Problem]:
+def incremental_upgrade_needs_helm(
+    kuberay: KubeRayConfig, services: list[ServiceConfig]
+) -> Iterable[Problem]:
     """``NewClusterWithIncrementalUpgrade`` (set, or the default of a service with a ``gateway``:
     :attr:`components.config.serve.ServiceConfig.strategy`) needs the KubeRay operator's
     ``RayServiceIncrementalUpgrade`` feature gate (``IsIncrementalUpgradeEnabled`` in
@@ -136,13 +142,13 @@ def incremental_upgrade_needs_helm(cfg: StackConfig) -> Iterable[Problem]:
     (:func:`installed_gates`): on (beta) in 1.7.0, off (alpha) in 1.6.2.
     Without the gate KubeRay silently treats the strategy as no zero-downtime upgrade
     (``isZeroDowntimeUpgradeEnabled`` in rayservice_controller.go)."""
-    if cfg.kuberay.mode != "gke-addon":
+    if kuberay.mode != "gke-addon":
         return
-    gates, _ = installed_gates(cfg)
+    gates, _ = installed_gates(kuberay, services)
     if gates.get(INCREMENTAL_UPGRADE_GATE):
         return
-    version = cfg.kuberay.chart_version
-    for svc in cfg.services:
+    version = kuberay.chart_version
+    for svc in services:
         if svc.strategy == "NewClusterWithIncrementalUpgrade":
             why = "" if svc.upgrade_strategy else " (the default of a service with a gateway)"
             yield (

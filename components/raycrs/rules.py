@@ -1,12 +1,13 @@
 """Cross-field rules of a stack about its Ray jobs and services (the Ray CRs concept): a job's
 or service's target, slices, workload and arguments, identity and checkpoints.
 
-Each rule is a named function ``rule(cfg) -> Iterable[Problem]`` yielding one
-:class:`~components.kernel.problems.Problem` per problem, with a docstring citing where its fact
-comes from; :data:`components.stack.rules.RULES` lists them with the other cross-field rules,
-each with the top-level keys it reads, and runs them. References are read from the stack's
-:func:`~components.plan.plan.plan` (resolved once by :mod:`components.plan.resolve`), so a wrong
-reference is reported once and reads the same at every layer.
+Each rule is a named function yielding one :class:`~components.kernel.problems.Problem` per
+problem, with a docstring citing where its fact comes from, handed what it reads by its
+parameters' names (``p`` the stack's Plan, ``jobs``, ``services``, ... those blocks:
+:func:`components.plan.plan.rule_inputs`); :data:`components.stack.rules.RULES` lists them with
+the other cross-field rules, each with the top-level keys it reads, and runs them. References are
+read from the Plan (resolved once by :mod:`components.plan.resolve`), so a wrong reference is
+reported once and reads the same at every layer.
 """
 
 from __future__ import annotations
@@ -18,39 +19,40 @@ from typing import TYPE_CHECKING, Any
 from components import catalog
 from components.config.nodepools import GpuPool, TpuPool
 from components.kernel.problems import Problem, at
-from components.plan.plan import plan
 from components.plan.resolve import ResolveError, reference_problem
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from components.config.cluster import ClusterConfig
+    from components.config.raycrs import JobConfig
+    from components.config.serve import ServiceConfig
+    from components.config.storage import BucketsConfig, SecretConfig
+    from components.plan.plan import Plan
 
 
 # ----------------------------------------------------------------------------------------- jobs
 
 
-def job_targets_exist(cfg: StackConfig) -> Iterable[Problem]:
+def job_targets_exist(p: Plan, jobs: list[JobConfig]) -> Iterable[Problem]:
     """A job names a declared ``cluster`` (and one of its worker groups, which may be left out
     when the cluster has exactly one) or a declared ``node_pool``: the RayJob either selects a
     RayCluster (``clusterSelector``) or carries its own ``rayClusterSpec``
     (https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
     A worker group's own undeclared pool is reported by
     :func:`components.stack.rules.worker_group_pools_exist_and_fit`, not again here."""
-    p = plan(cfg)
-    for job in cfg.jobs:
+    for job in jobs:
         for e in p.errors(job, "job"):
             if e.field.startswith(f"jobs[{job.name}]"):
                 yield reference_problem(e)
 
 
-def job_slices_fit(cfg: StackConfig) -> Iterable[Problem]:
+def job_slices_fit(p: Plan, jobs: list[JobConfig]) -> Iterable[Problem]:
     """A job's ``slices: {min, max}`` range targets a multi-host TPU pool (Ray Train's elastic
     TPU scaling counts workers in whole slices, ``ray/train/v2/_internal/execution/
     scaling_policy/elastic.py``; several slices of one job are a Multislice job, which GKE runs
     on multi-host slices only, https://cloud.google.com/kubernetes-engine/docs/how-to/
     tpu-multislice) and ``max`` is at most the replicas the job's worker group (or its own
     cluster's pool) has."""
-    p = plan(cfg)
-    for job in cfg.jobs:
+    for job in jobs:
         if job.slices is None:
             continue
         try:
@@ -88,11 +90,10 @@ def job_slices_fit(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def job_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
+def job_service_accounts_declared(p: Plan, jobs: list[JobConfig]) -> Iterable[Problem]:
     """A job's ``service_account`` (its submitter pod's, and its own RayCluster's) is a declared
     workload identity (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
-    p = plan(cfg)
-    for job in cfg.jobs:
+    for job in jobs:
         for e in p.errors(job, "identity"):
             yield reference_problem(e)
 
@@ -127,13 +128,13 @@ def _dataset_folder_problem(value: object) -> str | None:
     )
 
 
-def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
+def job_workloads_registered(jobs: list[JobConfig]) -> Iterable[Problem]:
     """A job's ``workload`` is in :data:`contract.registry.WORKLOADS` and its ``args`` are
     arguments of that workload with the types of its defaults (``Workload.arg_problems``), none of
     them one the platform binds (:data:`PLATFORM_BOUND_ARGS`); a ``placement_strategy`` only on a
     workload that takes ``scaling`` and places a group of Ray Train workers (a trainer, not
     ``tune_lm``, whose trials take one worker's resources each)."""
-    for job in cfg.jobs:
+    for job in jobs:
         problem = _workload_problem(job.workload)
         if problem:
             yield at(f"jobs[{job.name}].workload", f"jobs[{job.name}].workload {problem}")
@@ -177,15 +178,14 @@ def job_workloads_registered(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
+def job_identity_can_write_outputs(p: Plan, jobs: list[JobConfig]) -> Iterable[Problem]:
     """The identity a job's Ray processes run as (:meth:`components.plan.plan.Plan.runs_as`:
     the RayCluster's service account on a long-lived cluster, else the job's own) has ``write``
     on every bucket its workload writes (``Workload.writes``); the bucket-level roles are
     granted per :mod:`components.security.iam`
     (https://cloud.google.com/storage/docs/access-control/iam-roles). Jobs with an unknown
     workload, cluster or identity are left to the rules that report those."""
-    p = plan(cfg)
-    for job in cfg.jobs:
+    for job in jobs:
         if _workload_problem(job.workload):
             continue
         runs_as = p.runs_as(job)
@@ -205,14 +205,13 @@ def job_identity_can_write_outputs(cfg: StackConfig) -> Iterable[Problem]:
                 )
 
 
-def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
+def service_targets_fit(p: Plan, services: list[ServiceConfig]) -> Iterable[Problem]:
     """A service's ``node_pool`` is declared, of a kind its Serve application supports
     (``Workload.accelerators`` in :mod:`contract.registry`, with the recorded reason when not;
     ``serve_llm`` runs on all three kinds), ``min_workers`` <= the pool's
     capacity (:func:`components.plan.resolve.resolve_service`), and a replica's ``args.num_gpus``
     / ``args.num_cpus`` within one node of the pool (:func:`components.catalog.machine_shape`)."""
-    p = plan(cfg)
-    for svc in cfg.services:
+    for svc in services:
         where = f"services[{svc.name}]"
         try:
             t = p.service(svc)
@@ -269,12 +268,14 @@ def service_targets_fit(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
+def service_workloads_and_checkpoints(
+    services: list[ServiceConfig], jobs: list[JobConfig]
+) -> Iterable[Problem]:
     """A service's ``workload`` is a registered Serve application (:mod:`contract.registry`, ``serve_apps()``)
     and its ``args`` fit it; a ``checkpoint`` that is not a ``gs://`` path names a declared job
     whose workload writes checkpoints (its folder ``<checkpoints bucket>/<job name>`` is served)."""
-    jobs = {j.name: j for j in cfg.jobs}
-    for svc in cfg.services:
+    by_name = {j.name: j for j in jobs}
+    for svc in services:
         where = f"services[{svc.name}]"
         problem = _workload_problem(svc.workload, service=True)
         if problem:
@@ -285,9 +286,9 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
         name = svc.checkpoint_job
         if name is None:
             continue
-        job = jobs.get(name)
+        job = by_name.get(name)
         if job is None:
-            declared = ", ".join(jobs) or "none"
+            declared = ", ".join(by_name) or "none"
             yield (
                 at(
                     f"{where}.checkpoint",
@@ -307,7 +308,9 @@ def service_workloads_and_checkpoints(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
+def job_checkpoint_references(
+    jobs: list[JobConfig], project: str, cluster: ClusterConfig, buckets: BucketsConfig
+) -> Iterable[Problem]:
     """A job that reads a training run (a workload of :data:`contract.registry.WORKLOADS` with
     ``name`` and ``checkpoint`` arguments that writes no checkpoints: ``evaluate``) reads ``<checkpoints bucket>/<args.name>``
     (:func:`components.raycrs.rayjob.job_args`), so ``args.name`` (its default when unset)
@@ -316,15 +319,15 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
     value and the valid training jobs."""
     from components.kernel.names import bucket_name
 
-    jobs = {j.name: j for j in cfg.jobs}
+    by_name = {j.name: j for j in jobs}
     writers = [
         n
-        for n, j in jobs.items()
+        for n, j in by_name.items()
         if not _workload_problem(j.workload) and "checkpoints" in _workload(j.workload).writes
     ]
     valid = ", ".join(writers) or "none declared"
-    bucket = bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, "checkpoints")
-    for job in cfg.jobs:
+    bucket = bucket_name(project, cluster.name, buckets.prefix, "checkpoints")
+    for job in jobs:
         if _workload_problem(job.workload):
             continue
         workload = _workload(job.workload)
@@ -357,12 +360,11 @@ def job_checkpoint_references(cfg: StackConfig) -> Iterable[Problem]:
                 )
 
 
-def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
+def service_identity_can_read(p: Plan, services: list[ServiceConfig]) -> Iterable[Problem]:
     """A service's ``service_account`` is a declared workload identity that may read the
     checkpoints (the model, for a ``checkpoint`` service) and artifacts (the workloads archive, its ``working_dir``) buckets
     (bucket roles per :mod:`components.security.iam`; https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
-    p = plan(cfg)
-    for svc in cfg.services:
+    for svc in services:
         where = f"services[{svc.name}].service_account"
         errors = p.errors(svc, "identity")
         yield from (reference_problem(e) for e in errors)
@@ -382,7 +384,9 @@ def service_identity_can_read(cfg: StackConfig) -> Iterable[Problem]:
                 )
 
 
-def service_hf_token_readable(cfg: StackConfig) -> Iterable[Problem]:
+def service_hf_token_readable(
+    services: list[ServiceConfig], secrets: list[SecretConfig]
+) -> Iterable[Problem]:
     """A service's ``hf_token_secret`` names a declared ``secrets:`` entry whose ``readers``
     include the service's ``service_account``: GKE's Secret Manager add-on reads the secret as
     the pod's Kubernetes service account through Workload Identity, and only ``readers`` are
@@ -390,8 +394,8 @@ def service_hf_token_readable(cfg: StackConfig) -> Iterable[Problem]:
     (https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component;
     :mod:`components.security.component`), so without it the pod never starts (the volume
     mount fails)."""
-    secrets = {s.name: s for s in cfg.secrets}
-    for svc in cfg.services:
+    secrets = {s.name: s for s in secrets}
+    for svc in services:
         if svc.hf_token_secret is not None:
             where = f"services[{svc.name}].hf_token_secret"
             yield from _token_readable(
@@ -426,7 +430,14 @@ def _token_readable(
 HF_SOURCE_ARGS = ("init_model", "tokenizer")
 
 
-def job_hf_sources(cfg: StackConfig) -> Iterable[Problem]:
+def job_hf_sources(
+    p: Plan,
+    jobs: list[JobConfig],
+    secrets: list[SecretConfig],
+    project: str,
+    cluster: ClusterConfig,
+    buckets: BucketsConfig,
+) -> Iterable[Problem]:
     """A job's Hugging Face model (``args.init_model`` of train_lm, ``args.tokenizer`` of
     prepare: issue 47's fine-tuning, :mod:`workloads.hf_model`) is read by the job's pods, so it is a ``gs://`` folder in
     the checkpoints bucket (which the job's ``service_account`` reads) or a Hub repo id
@@ -437,14 +448,13 @@ def job_hf_sources(cfg: StackConfig) -> Iterable[Problem]:
     from components.kernel.names import bucket_name
     from contract.args.serve_llm import is_hub_repo_id
 
-    bucket = bucket_name(cfg.project, cfg.cluster.name, cfg.buckets.prefix, "checkpoints")
+    bucket = bucket_name(project, cluster.name, buckets.prefix, "checkpoints")
     allowed = (
         f"allowed: a folder gs://{bucket}/<path> in the checkpoints bucket or a Hugging Face "
         "Hub repo id owner/name"
     )
-    p = plan(cfg)
-    secrets = {s.name: s for s in cfg.secrets}
-    for job in cfg.jobs:
+    secrets = {s.name: s for s in secrets}
+    for job in jobs:
         names = set() if _workload_problem(job.workload) else _workload(job.workload).args.names()
         hub = False
         for key in HF_SOURCE_ARGS:
@@ -490,7 +500,7 @@ def job_hf_sources(cfg: StackConfig) -> Iterable[Problem]:
         yield from _token_readable(where, name, job.service_account, "job", secrets)
 
 
-def service_gateway_not_public(cfg: StackConfig) -> Iterable[Problem]:
+def service_gateway_not_public(services: list[ServiceConfig]) -> Iterable[Problem]:
     """A service's ``gateway`` is internal unless ``public: true`` (secure by default): Serve's
     HTTP port 8000 has no authentication (Ray's token covers the head's APIs, not Serve), so a
     public GatewayClass (``gke-l7-global-external-managed``,
@@ -498,7 +508,7 @@ def service_gateway_not_public(cfg: StackConfig) -> Iterable[Problem]:
     facing load balancer, https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api)
     would serve the model to anyone. ``public: true`` with an internal class changes nothing and
     is refused too."""
-    for svc in cfg.services:
+    for svc in services:
         gw = svc.gateway
         if gw is None:
             continue
@@ -520,7 +530,7 @@ def service_gateway_not_public(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def incremental_upgrade_gateway(cfg: StackConfig) -> Iterable[Problem]:
+def incremental_upgrade_gateway(services: list[ServiceConfig]) -> Iterable[Problem]:
     """With ``NewClusterWithIncrementalUpgrade`` KubeRay's own Gateway ``<name>-gateway`` (class
     ``clusterUpgradeOptions.gatewayClassName``, one HTTP listener on port 80, every host) and
     HTTPRoute ``<name>-httproute`` are the service's ingress in place of its ``gateway``'s
@@ -533,7 +543,7 @@ def incremental_upgrade_gateway(cfg: StackConfig) -> Iterable[Problem]:
     """
     from components.config.serve import GatewayConfig
 
-    for svc in cfg.services:
+    for svc in services:
         opts = svc.upgrade_options
         if opts is None:
             continue

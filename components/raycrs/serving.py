@@ -55,6 +55,7 @@ from components.raycrs.pod import MOUNT_ROOT
 from contract.serve_fit import CausalLmShape, fit_problems
 
 if TYPE_CHECKING:
+    from components.config.raycrs import JobConfig
     from components.config.serve import ServiceConfig
     from components.config.stack import StackConfig
     from components.plan.plan import Context
@@ -207,7 +208,7 @@ def trained_shape(cfg: StackConfig, job_name: str) -> CausalLmShape | None:
         a = get_workload(job.workload).parse(dict(job.args))
     except (ArgError, KeyError, TypeError, ValueError):
         return None
-    context = a.context_length or dataset_context(cfg)
+    context = a.context_length or dataset_context(cfg.jobs)
     return CausalLmShape(
         vocab_size=BYTE_VOCAB,
         n_positions=context,
@@ -252,12 +253,10 @@ def engine_memory_gb(pod_memory_gb: float) -> float:
     return pod_memory_gb - default_object_store_gb(pod_memory_gb)
 
 
-def dataset_context(cfg: StackConfig) -> int:
-    """The longest ``context_length`` of the stack's ``prepare`` jobs (the dataset's window a
-    trainer without its own takes), else :data:`DEFAULT_CONTEXT`."""
-    found = [
-        j.args.get("context_length", DEFAULT_CONTEXT) for j in cfg.jobs if j.workload == "prepare"
-    ]
+def dataset_context(jobs: Iterable[JobConfig]) -> int:
+    """The longest ``context_length`` of the ``prepare`` jobs of ``jobs`` (the stack's: the
+    dataset's window a trainer without its own takes), else :data:`DEFAULT_CONTEXT`."""
+    found = [j.args.get("context_length", DEFAULT_CONTEXT) for j in jobs if j.workload == "prepare"]
     found = [c for c in found if isinstance(c, int) and not isinstance(c, bool)]
     return max(found, default=DEFAULT_CONTEXT)
 

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 from components import catalog
 from components.config.nodepools import GpuPool, TpuPool
 from components.kernel.problems import Problem, at
-from components.plan.plan import plan
 from components.plan.resolve import ResolveError
 from contract.train_fit import (
     GB,
@@ -50,7 +49,8 @@ from contract.train_fit import (
 )
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from components.config.raycrs import JobConfig
+    from components.plan.plan import Plan
 
 # Trainers whose arguments give the model (contract/args/train.py) and their framework.
 FIT_TRAINERS = {"train_lm": "torch", "train_lm_jax": "jax", "train_lm_tf": "tensorflow"}
@@ -155,17 +155,17 @@ class JobFit:
     scope: str = "the job's {n} devices"
 
 
-def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
-    """The fit of ``job``; None when it is not a trainer of :data:`FIT_TRAINERS`, its target or
-    arguments do not resolve (their rules report them) or its devices are unknown."""
-    from components.raycrs.serving import dataset_context
+def job_fit(p: Plan, job: JobConfig, context: int) -> JobFit | None:
+    """The fit of ``job`` on its target in plan ``p`` (``context``: the dataset's context
+    length, for a trainer without its own: :func:`components.raycrs.serving.dataset_context`);
+    None when it is not a trainer of :data:`FIT_TRAINERS`, its target or arguments do not
+    resolve (their rules report them) or its devices are unknown."""
     from contract.args.base import ArgError
     from contract.registry import get_workload
 
     framework = FIT_TRAINERS.get(job.workload)
     if framework is None:
         return None
-    p = plan(cfg)
     try:
         target = p.job(job)
         a = get_workload(job.workload).parse(dict(job.args))
@@ -177,7 +177,7 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     memory, _ = assumed_memory(dev.memory, getattr(a, "device_memory_gb", None))
     if memory != dev.memory:  # the run's rule: device_memory_gb when at most the device's
         dev = replace(dev, memory=memory, what=f"{dev.what} taken as {memory / GB:g} GB")
-    shape = LmShape(a.d_model, a.n_layers, a.context_length or dataset_context(cfg), a.mlp_ratio)
+    shape = LmShape(a.d_model, a.n_layers, a.context_length or context, a.mlp_ratio)
     compute = _compute_dtype(a, dev.kind)
     options: dict[str, Any] = {
         "optimizer": a.optimizer,
@@ -297,15 +297,14 @@ def _memory_problem(assumed: float, dev: JobDevices) -> str | None:
     return None
 
 
-def device_memory_problems(cfg: StackConfig) -> Iterable[Problem]:
+def device_memory_problems(p: Plan, jobs: list[JobConfig]) -> Iterable[Problem]:
     """A trainer's ``device_memory_gb`` no larger than its devices' memory (the catalog's GPU
     memory or TPU HBM per chip, a CPU worker pod's memory): ``parallelism: auto`` may assume a
     smaller device, never a bigger one."""
     from contract.args.base import ArgError
     from contract.registry import get_workload
 
-    p = plan(cfg)
-    for job in cfg.jobs:
+    for job in jobs:
         assumed = job.args.get("device_memory_gb") if job.workload in FIT_TRAINERS else None
         if not isinstance(assumed, (int, float)) or isinstance(assumed, bool):
             continue
@@ -331,7 +330,7 @@ def _compute_dtype(a: Any, kind: str) -> str:
     return "fp32" if kind == "cpu" else "bf16"
 
 
-def job_memory_fits(cfg: StackConfig) -> Iterable[Problem]:
+def job_memory_fits(p: Plan, jobs: list[JobConfig]) -> Iterable[Problem]:
     """A training job (``train_lm``, ``train_lm_jax``, ``train_lm_tf``) fits the memory of each
     of its devices: parameters, gradients and optimizer state (divided by the sharding degree)
     plus activations at its batch and context, against the catalog's memory per chip or GPU (a
@@ -340,9 +339,12 @@ def job_memory_fits(cfg: StackConfig) -> Iterable[Problem]:
     order: fsdp, more chips, activation checkpointing, a smaller batch. Also: a ``shard_degree``
     that does not divide the job's workers, or a ``device_memory_gb`` above the device's
     (:func:`device_memory_problems`)."""
-    yield from device_memory_problems(cfg)
-    for job in cfg.jobs:
-        fit = job_fit(cfg, job)
+    from components.raycrs.serving import dataset_context
+
+    yield from device_memory_problems(p, jobs)
+    context = dataset_context(jobs)
+    for job in jobs:
+        fit = job_fit(p, job, context)
         if fit is None:
             continue
         where = f"jobs[{job.name}]"
@@ -374,11 +376,15 @@ def job_memory_fits(cfg: StackConfig) -> Iterable[Problem]:
         )
 
 
-def training_fit_lines(cfg: StackConfig) -> list[str]:
-    """One line per training job: its bytes per device (``raygke check`` prints them)."""
+def training_fit_lines(p: Plan, jobs: list[JobConfig]) -> list[str]:
+    """One line per training job of ``jobs`` (the stack's, planned in ``p``): its bytes per
+    device (``raygke check`` prints them)."""
+    from components.raycrs.serving import dataset_context
+
     out = []
-    for job in cfg.jobs:
-        fit = job_fit(cfg, job)
+    context = dataset_context(jobs)
+    for job in jobs:
+        fit = job_fit(p, job, context)
         source = job.args.get("init_model") if job.workload in FIT_TRAINERS else None
         if fit is None and isinstance(source, str):
             out.append(

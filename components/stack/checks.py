@@ -189,7 +189,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
         )
     # the operator's rules and its feature gates apply to what the cluster stores (CRD defaults)
     stored = _server_views(manifests, version)
-    gates, source = installed_gates(cfg)
+    gates, source = installed_gates(cfg.kuberay, cfg.services)
     candidates = node_pool_specs(cfg) + nap_shapes(cfg.nap)
     # in today's order: every object's schema problems, then operator rules, then feature gates,
     # then scheduling and object-store memory per group

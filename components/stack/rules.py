@@ -61,7 +61,12 @@ from components.raycrs.serving import service_fit_problems
 from components.raycrs.training_fit import job_memory_fits
 
 if TYPE_CHECKING:
+    from components.config.capacity import CapacityConfig
+    from components.config.cluster import ClusterConfig
+    from components.config.nodepools import NodePool
+    from components.config.raycrs import JobConfig
     from components.config.stack import StackConfig
+    from components.plan.plan import Plan
 
 
 def _duplicates(names: Iterable[str]) -> list[str]:
@@ -429,13 +434,19 @@ def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:
     yield from memory_cache_problems(cfg)
 
 
-def super_slicing_supported(cfg: StackConfig) -> Iterable[Problem]:
+def super_slicing_supported(
+    p: Plan,
+    node_pools: list[NodePool],
+    jobs: list[JobConfig],
+    cluster: ClusterConfig,
+    capacity: CapacityConfig,
+) -> Iterable[Problem]:
     """TPU7x super-slicing pools only where the catalog, the cluster's GKE version and channel and
     Kueue allow them (:func:`components.capacity.superslice.problems`, which cites xpk and
     https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices)."""
     from components.capacity.superslice import problems
 
-    yield from problems(cfg)
+    yield from problems(p, node_pools, jobs, cluster, capacity)
 
 
 def gpu_networking(cfg: StackConfig) -> Iterable[Problem]:

@@ -85,11 +85,11 @@ def test_queued_pool_scales_from_zero_and_needs_its_gke_version():
     old = c.model_copy(
         update={"cluster": c.cluster.model_copy(update={"min_master_version": "1.28.1-gke.100"})}
     )
-    (problem,) = pool_problems(old)
+    (problem,) = pool_problems(old.node_pools, old.cluster)
     line = str(problem)
     assert "needs GKE 1.33.0-gke.1712000" in line and "provisioningrequest" in line
     assert problem.path == "node_pools[v6e-dws].provisioning", problem
-    assert list(pool_problems(c)) == []
+    assert list(pool_problems(c.node_pools, c.cluster)) == []
 
 
 def test_flex_start_without_queueing_refuses_multi_host_tpu_and_cpu():

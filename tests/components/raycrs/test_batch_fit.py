@@ -16,6 +16,7 @@ from components.plan.plan import plan
 from components.raycrs.batch_fit import batch_job_problems
 from components.raycrs.rayjob import ray_job_manifest
 from components.stack.loader import validate
+from components.stack.rules import run_rule
 from tests.helpers import WORKING_DIR, config
 
 PROMPTS = "gs://ray-gke-test-ray-test-datasets/prompts/"
@@ -48,7 +49,7 @@ def _job_args(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def _refused(data: dict[str, Any]) -> list[str]:
     """The rule's lines on the field-valid stack (``raygke check`` runs it as
     ``batch_job_problems``)."""
-    return [str(p) for p in batch_job_problems(StackConfig.model_validate(data))]
+    return [str(p) for p in run_rule(batch_job_problems, StackConfig.model_validate(data))]
 
 
 @pytest.mark.parametrize(
@@ -120,4 +121,4 @@ def test_shipped_stacks_have_no_batch_problems() -> None:
     from tests.helpers import stack
 
     for name in ("dev", "prod", "scale"):
-        assert list(batch_job_problems(stack(name))) == []
+        assert run_rule(batch_job_problems, stack(name)) == []

@@ -64,14 +64,15 @@ def test_generate_name_gives_the_stored_name() -> None:
 
 def test_installed_gates_follow_the_chart_version_and_values() -> None:
     dev = stack("dev")  # helm, chart 1.7.0
-    gates, source = installed_gates(dev)
+    gates, source = installed_gates(dev.kuberay, dev.services)
     assert gates["RayJobDeletionPolicy"] is True and gates["RayClusterNetworkPolicy"] is False
     assert gates["RayServiceIncrementalUpgrade"] is True and "chart 1.7.0" in source
     old = dev.model_copy(
         update={"kuberay": dev.kuberay.model_copy(update={"chart_version": "1.6.2"})}
     )
-    assert installed_gates(old)[0]["RayServiceIncrementalUpgrade"] is False
-    _, source = installed_gates(stack("prod"))
+    assert installed_gates(old.kuberay, old.services)[0]["RayServiceIncrementalUpgrade"] is False
+    prod = stack("prod")
+    _, source = installed_gates(prod.kuberay, prod.services)
     assert "GKE Ray add-on" in source and "assumed" in source
 
 
@@ -80,7 +81,8 @@ def test_gated_fields_are_refused_when_the_gate_is_off() -> None:
     gated = copy.deepcopy(rc)
     gated["spec"]["networkPolicy"] = {"mode": "DenyAll"}
     gated["spec"]["workerGroupSpecs"][0]["suspend"] = True
-    gates, source = installed_gates(stack("dev"))
+    dev = stack("dev")
+    gates, source = installed_gates(dev.kuberay, dev.services)
     (line,) = gate_problems(gated, gates, source)
     assert line.startswith("RayCluster training: spec.networkPolicy needs the ")
     assert "RayClusterNetworkPolicy feature gate, off in kuberay-operator chart 1.7.0" in line

@@ -387,11 +387,13 @@ def test_a_jobs_token_is_a_declared_secret_it_reads_on_its_own_cluster() -> None
 
 
 def test_a_fine_tuning_job_is_not_estimated_and_says_so() -> None:
+    from components.plan.plan import plan
+    from components.raycrs.serving import dataset_context
     from components.raycrs.training_fit import job_fit, training_fit_lines
 
     cfg = validate(_job_data({"args": {"init_model": "owner/model"}}))
-    assert job_fit(cfg, cfg.jobs[0]) is None
-    assert training_fit_lines(cfg) == [
+    assert job_fit(plan(cfg), cfg.jobs[0], dataset_context(cfg.jobs)) is None
+    assert training_fit_lines(plan(cfg), cfg.jobs) == [
         "job tune: fit not checked: it fine-tunes owner/model, whose config.json raygke check "
         "does not read (the trainer's parallelism auto measures it)"
     ]

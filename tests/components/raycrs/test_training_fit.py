@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from components.config.stack import StackConfig
 from components.kernel.base import StackConfigError
-from components.raycrs.training_fit import job_fit, training_fit_lines
+from components.plan.plan import plan
+from components.raycrs.serving import dataset_context
+from components.raycrs.training_fit import JobFit, job_fit, training_fit_lines
 from components.stack.loader import stack_data_from_yaml, validate
 from tests.helpers import ROOT, stack
 
@@ -33,6 +36,12 @@ def _with_args(data: dict[str, Any], job: str, **args: Any) -> dict[str, Any]:
     return data
 
 
+def _fit(cfg: StackConfig, name: str) -> JobFit | None:
+    """The fit of job ``name`` of ``cfg``."""
+    job = next(j for j in cfg.jobs if j.name == name)
+    return job_fit(plan(cfg), job, dataset_context(cfg.jobs))
+
+
 def _fit_problems(data: dict[str, Any]) -> list[Any]:
     with pytest.raises(StackConfigError) as e:
         validate(data)
@@ -42,7 +51,7 @@ def _fit_problems(data: dict[str, Any]) -> list[Any]:
 @pytest.mark.parametrize("name", ["dev", "prod", "scale"])
 def test_the_shipped_jobs_fit_replicated_or_as_they_shard(name: str) -> None:
     cfg = stack(name)  # validates: every rule, job_memory_fits included
-    fits = {j.name: f for j in cfg.jobs if (f := job_fit(cfg, j)) is not None}
+    fits = {j.name: f for j in cfg.jobs if (f := _fit(cfg, j.name)) is not None}
     assert fits, name
     for job, f in fits.items():
         assert f.estimate.fits
@@ -52,7 +61,7 @@ def test_the_shipped_jobs_fit_replicated_or_as_they_shard(name: str) -> None:
         # auto picks DDP for the shipped small model (replicated for the other trainers)
         assert f.estimate.parallelism in ("ddp", "replicated")
         assert f.estimate.degree == 1
-    lines = [ln for ln in training_fit_lines(cfg) if "fit not checked" not in ln]
+    lines = [ln for ln in training_fit_lines(plan(cfg), cfg.jobs) if "fit not checked" not in ln]
     assert len(lines) == len(fits)  # prod's fine-tuning job: its model's size is not read
     assert all(" GB per device (" in line and " GB usable" in line for line in lines)
 
@@ -83,12 +92,12 @@ def test_a_jax_job_refused_data_only_fits_on_the_slices_fsdp_axis(
     assert "80.88 GB per device (replicated;" in text
     assert text.endswith("1) parallelism: fsdp over a slice's 16 chips: 9.95 GB per device (fits)")
     cfg = validate(_with_args(prod_data, "train-lm-jax-v6e", parallelism="fsdp", **JAX_6B))
-    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-jax-v6e"))
+    f = _fit(cfg, "train-lm-jax-v6e")
     assert f is not None and f.estimate.fits
     assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
     # auto: the smallest fsdp degree whose estimate fits with the margin, as the trainer picks
     cfg = validate(_with_args(prod_data, "train-lm-jax-v6e", parallelism="auto", **JAX_6B))
-    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-jax-v6e"))
+    f = _fit(cfg, "train-lm-jax-v6e")
     assert f is not None and f.estimate.fits
     assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 8)
 
@@ -117,7 +126,7 @@ def test_a_torch_job_refused_replicated_fits_sharded(prod_data: dict[str, Any]) 
         **BIG,
     )
     cfg = validate(sharded)
-    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    f = _fit(cfg, "train-lm-h100")
     assert f is not None and f.estimate.fits
     assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
 
@@ -127,7 +136,7 @@ def test_auto_shards_what_a_replica_cannot_hold(prod_data: dict[str, Any]) -> No
     # the H100's 71 GB usable; auto picks fsdp over the 16 GPUs, which fits
     args = {"d_model": 4096, "n_layers": 32, "n_heads": 32, "batch_size": 8}
     cfg = validate(_with_args(prod_data, "train-lm-h100", **args))
-    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    f = _fit(cfg, "train-lm-h100")
     assert f is not None and f.estimate.fits
     assert (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
     forced = _with_args(prod_data, "train-lm-h100", parallelism="ddp", **args)
@@ -148,10 +157,10 @@ def test_device_memory_gb_makes_auto_shard_for_a_smaller_device_and_is_at_most_t
     # auto keeps DDP; taken as a 24 GB device, the same job's auto estimate shards it
     args = {"d_model": 2048, "n_layers": 32, "n_heads": 16, "batch_size": 8}
     cfg = validate(_with_args(prod_data, "train-lm-h100", **args))
-    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    f = _fit(cfg, "train-lm-h100")
     assert f is not None and (f.estimate.parallelism, f.estimate.degree) == ("ddp", 1)
     cfg = validate(_with_args(prod_data, "train-lm-h100", device_memory_gb=24, **args))
-    f = job_fit(cfg, next(j for j in cfg.jobs if j.name == "train-lm-h100"))
+    f = _fit(cfg, "train-lm-h100")
     assert f is not None and (f.estimate.parallelism, f.estimate.degree) == ("fsdp", 16)
     assert f.estimate.fits
     assert "taken as 24 GB" in f.devices.what

@@ -837,9 +837,9 @@ def _eval(**args: Any) -> dict[str, Any]:
 
 def test_evaluate_naming_a_declared_training_job_passes() -> None:
     cfg = validate(_with_jobs(_eval(name="train-a")))
-    assert list(job_checkpoint_references(cfg)) == []
+    assert run_rule(job_checkpoint_references, cfg) == []
     ok = _with_jobs(_eval(name="train-a", checkpoint=f"gs://{BUCKET}/train-a/checkpoint_000010"))
-    assert list(job_checkpoint_references(validate(ok))) == []
+    assert run_rule(job_checkpoint_references, validate(ok)) == []
 
 
 def test_a_typo_in_the_training_job_name_names_field_value_and_valid_names() -> None:
