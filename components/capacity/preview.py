@@ -44,12 +44,12 @@ from typing import TYPE_CHECKING, Any
 from components.capacity.render import cluster_queue, queued_pool
 from components.config.capacity import CapacityConfig, ClusterQueueConfig
 from components.kernel.base import quantity_value
-from components.plan.plan import Plan, plan
+from components.plan.plan import Plan
 from contract.errors import ConfigurationError
 from contract.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    pass
 
 BYTES_PER_GIB = 2**30
 
@@ -309,12 +309,6 @@ def cohort_borrowable(
     mine = queue_quotas(cluster_queue(p, cq)).get(flavor, {}).get(resource) or {}
     limit = mine.get("borrowing")
     return lent if limit is None else min(lent, limit)
-
-
-def borrowable(cfg: StackConfig, cq: ClusterQueueConfig, flavor: str, resource: str) -> float:
-    """:func:`cohort_borrowable` of the stack ``cfg``; kept for
-    :func:`components.capacity.rules.flavor_quota_shape_problems` until that rule is narrowed."""
-    return cohort_borrowable(plan(cfg), cfg.capacity.cluster_queues, cq, flavor, resource)
 
 
 def fmt_amount(resource: str, value: float) -> str:

@@ -42,15 +42,14 @@ from typing import TYPE_CHECKING
 from components import catalog
 from components.kernel.base import repeated
 from components.kernel.problems import Problem, at
-from components.plan.plan import plan
 
 if TYPE_CHECKING:
     from components.config.capacity import CapacityConfig
     from components.config.cluster import ClusterConfig
+    from components.config.computeclass import ComputeClassConfig
     from components.config.kuberay import KubeRayConfig
     from components.config.nodepools import NodePool
     from components.config.raycrs import JobConfig, RayClusterConfig
-    from components.config.stack import StackConfig
     from components.plan.plan import Plan
 
 KUEUE_RAYJOB_WEBHOOK = "kueue pkg/controller/jobs/rayjob/rayjob_webhook.go"
@@ -234,7 +233,9 @@ def job_problems(
             )
 
 
-def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
+def flavor_quota_shape_problems(
+    p: Plan, capacity: CapacityConfig, compute_classes: list[ComputeClassConfig]
+) -> Iterable[Problem]:
     """Each accelerator flavor's quota against the shape and size of the pool behind it.
 
     Kueue admits on quota alone: it does not look at nodes (kueue v0.19.2
@@ -258,14 +259,14 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
     declared pool's ``max_*``, GKE creates nodes for the class's fallback priorities, bounded by
     Node Auto Provisioning's limits (:func:`components.computeclass.rules.
     compute_class_shapes_fit_nap`), not by the pool."""
-    from components.capacity.preview import borrowable
+    from components.capacity.preview import cohort_borrowable
     from components.config.nodepools import GpuPool, TpuPool
     from components.kernel.base import quantity_value
 
-    declared = plan(cfg).pools
+    declared = p.pools
     total: dict[tuple[str, str], float] = {}
     owners: dict[tuple[str, str], list[str]] = {}
-    for q in cfg.capacity.cluster_queues:
+    for q in capacity.cluster_queues:
         for f in q.flavors:
             pool = declared.get(f.pool)
             if isinstance(pool, TpuPool):
@@ -280,7 +281,7 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
             total[(f.pool, res)] = total.get((f.pool, res), 0.0) + nominal
             owners.setdefault((f.pool, res), []).append(f"{q.name} {nominal:g}")
             try:
-                available = nominal + borrowable(cfg, q, f.pool, res)
+                available = nominal + cohort_borrowable(p, capacity.cluster_queues, q, f.pool, res)
             except KeyError:  # an undeclared flavor pool elsewhere: queue_reference_problems
                 continue
             if 0 < available < unit:
@@ -291,7 +292,7 @@ def flavor_quota_shape_problems(cfg: StackConfig) -> Iterable[Problem]:
                     "never admits a worker pod set of this pool on it: give it at least "
                     f"{unit} or 0",
                 )
-    grows = {c.node_pool for c in cfg.compute_classes if c.fallback}
+    grows = {c.node_pool for c in compute_classes if c.fallback}
     for (pool_name, res), n in total.items():
         pool = declared[pool_name]
         if pool_name in grows:
@@ -374,12 +375,12 @@ def ray_cluster_queue_problems(
                     )
 
 
-def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
+def webhook_problems(p: Plan, capacity: CapacityConfig) -> Iterable[Problem]:
     """Kueue's webhooks on the rendered ClusterQueues, Cohorts and ResourceFlavors, each error at
-    the stack field behind it (:func:`components.capacity.webhooks.webhook_problems`)."""
+    the stack field behind it (:func:`components.capacity.webhooks.kueue_webhook_problems`)."""
     from components.capacity import webhooks
 
-    yield from webhooks.webhook_problems(cfg)
+    yield from webhooks.kueue_webhook_problems(p, capacity)
 
 
 def kueue_namespace_problems(
@@ -416,14 +417,23 @@ def kueue_namespace_problems(
         )
 
 
-def stack_rules(cfg: StackConfig) -> Iterable[Problem]:
-    """Every capacity rule on the stack model (see the module docstring)."""
-    p = plan(cfg)
-    yield from pool_problems(cfg.node_pools, cfg.cluster)
-    yield from kueue_namespace_problems(p, cfg.capacity, cfg.kuberay)
-    yield from queue_reference_problems(cfg.capacity, cfg.node_pools)
-    yield from job_problems(cfg.capacity, cfg.node_pools, cfg.jobs)
-    yield from ray_cluster_queue_problems(cfg.capacity, cfg.node_pools, cfg.ray_clusters)
-    yield from elastic_problems(cfg.capacity, cfg.jobs, cfg.ray_clusters)
-    yield from flavor_quota_shape_problems(cfg)
-    yield from webhook_problems(cfg)
+def stack_rules(
+    p: Plan,
+    capacity: CapacityConfig,
+    node_pools: list[NodePool],
+    jobs: list[JobConfig],
+    ray_clusters: list[RayClusterConfig],
+    compute_classes: list[ComputeClassConfig],
+    cluster: ClusterConfig,
+    kuberay: KubeRayConfig,
+) -> Iterable[Problem]:
+    """Every capacity rule on the stack model (see the module docstring): ``p`` the stack's
+    Plan, the others its blocks."""
+    yield from pool_problems(node_pools, cluster)
+    yield from kueue_namespace_problems(p, capacity, kuberay)
+    yield from queue_reference_problems(capacity, node_pools)
+    yield from job_problems(capacity, node_pools, jobs)
+    yield from ray_cluster_queue_problems(capacity, node_pools, ray_clusters)
+    yield from elastic_problems(capacity, jobs, ray_clusters)
+    yield from flavor_quota_shape_problems(p, capacity, compute_classes)
+    yield from webhook_problems(p, capacity)

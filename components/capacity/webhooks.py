@@ -44,7 +44,6 @@ from contract.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
     from components.config.capacity import CapacityConfig
-    from components.config.stack import StackConfig
     from components.plan.plan import Plan
 
 KUEUE = "kueue v0.19.2"
@@ -531,14 +530,6 @@ def validate_ray_object(obj: dict[str, Any], gate: bool = True) -> list[FieldErr
 
 # ------------------------------------------------------------------ the stack fields
 # Which stack field an error on a rendered object comes from: components/capacity/fields.py.
-
-
-def webhook_problems(cfg: StackConfig) -> Iterable[Problem]:
-    """:func:`kueue_webhook_problems` of the stack ``cfg``; kept for
-    :func:`components.capacity.rules.webhook_problems` until that rule is narrowed."""
-    from components.plan.plan import plan
-
-    return kueue_webhook_problems(plan(cfg), cfg.capacity)
 
 
 def kueue_webhook_problems(p: Plan, capacity: CapacityConfig) -> Iterable[Problem]:

@@ -63,8 +63,10 @@ from components.raycrs.training_fit import job_memory_fits
 if TYPE_CHECKING:
     from components.config.capacity import CapacityConfig
     from components.config.cluster import ClusterConfig
+    from components.config.computeclass import ComputeClassConfig
+    from components.config.kuberay import KubeRayConfig
     from components.config.nodepools import NodePool
-    from components.config.raycrs import JobConfig
+    from components.config.raycrs import JobConfig, RayClusterConfig
     from components.config.stack import StackConfig
     from components.plan.plan import Plan
 
@@ -413,13 +415,25 @@ def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def capacity_rules(cfg: StackConfig) -> Iterable[Problem]:
+def capacity_rules(
+    p: Plan,
+    capacity: CapacityConfig,
+    node_pools: list[NodePool],
+    jobs: list[JobConfig],
+    ray_clusters: list[RayClusterConfig],
+    compute_classes: list[ComputeClassConfig],
+    cluster: ClusterConfig,
+    kuberay: KubeRayConfig,
+) -> Iterable[Problem]:
     """Kueue queues and DWS / flex-start pools (:mod:`components.capacity.rules`, ``stack_rules``)
     (each rule cites its Kueue source file or GKE doc there)."""
     from components.capacity.rules import stack_rules
 
-    for p in stack_rules(cfg):
-        yield p.with_path("capacity")
+    found = stack_rules(
+        p, capacity, node_pools, jobs, ray_clusters, compute_classes, cluster, kuberay
+    )
+    for problem in found:
+        yield problem.with_path("capacity")
 
 
 def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:

@@ -13,6 +13,7 @@ from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.checks import check_stack
 from components.stack.loader import validate
+from components.stack.rules import run_rule
 from tests.components.capacity.common import CAPACITY, DWS_POOL, JOB, cfg, data
 from tests.helpers import WORKING_DIR
 
@@ -214,7 +215,7 @@ def test_a_class_flavor_with_fallbacks_may_hold_more_than_its_pool():
     refused = "flavor 'v6e' has google.com/tpu nominal quota 48 in all (team-a 48)"
     assert refused in _problems(capacity=capacity)
     spot = [{"name": "v6e-cc", "node_pool": "v6e", "fallback": ["spot"]}]
-    assert not list(flavor_quota_shape_problems(cfg(capacity=capacity, compute_classes=spot)))
+    assert not run_rule(flavor_quota_shape_problems, cfg(capacity=capacity, compute_classes=spot))
     only_pool = [{"name": "v6e-cc", "node_pool": "v6e", "fallback": []}]
     assert refused in _problems(capacity=capacity, compute_classes=only_pool)
 
