@@ -44,70 +44,33 @@ from components.gcsft.render import (
 from components.images.render import pod_images, service_image_kind
 from components.kernel.ray import SERVE_PORT, SERVICE_LABEL
 from components.plan.plan import Context, Plan, plan
-from components.plan.resolve import GroupTarget
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
-from components.raycrs.serving import (
-    model_path,
-    replicas_that_fit,
-    serve_devices,
-    slice_args,
-    tensor_parallel_size,
-)
+from components.raycrs.serving import ServiceSpec, service_spec
 from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
 APP_NAME = "lm"
 
 
-def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[str, Any]:
-    """The arguments of the vLLM application (:class:`contract.args.serve_llm.ServeLlmArgs`):
-    ``svc.args`` (autoscaling, limits, dtype, ...) plus what the platform sets
-    (:mod:`components.raycrs.serving`): ``model`` (the checkpoint through the GCS FUSE mount,
-    or the Hub repo id of ``hf_model``: :func:`~components.raycrs.serving.model_path`),
-    ``model_revision`` (``hf_revision``, when set), ``accelerator`` (``gpu`` | ``tpu`` |
-    ``cpu``, the pool's kind), ``accelerator_type`` (Ray's name for the pool's GPU / TPU
-    generation; none on a CPU pool), ``tensor_parallel_size`` (``args.tensor_parallel_size``,
-    else the devices of one worker pod; 1 on a CPU pool) and ``max_replicas`` unless given
-    (replicas that fit the worker group: pods x devices per pod // tensor_parallel_size; on a
-    CPU pool one per pod). ``target``: the service's worker group in the plan
-    (:meth:`components.plan.plan.Plan.service`).
+def serve_config(spec: ServiceSpec, working_dir_uri: str) -> dict[str, Any]:
+    """The Serve declarative config of ``spec``'s service: one application ``lm`` at ``/``,
+    builder ``Workload.serve_app``, ``runtime_env.working_dir`` = ``working_dir_uri``, args
+    :meth:`~components.raycrs.serving.ServiceSpec.app_args`.
 
     Raises:
         ManifestError: a checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
-    dev = serve_devices(target.pool)
-    args = dict(svc.args)
-    tp = tensor_parallel_size(args, dev)
-    args["model"] = model_path(ctx, svc)
-    if svc.hf_revision is not None:
-        args["model_revision"] = svc.hf_revision
-    args["accelerator"] = dev.kind
-    if dev.ray_accelerator_type is not None:
-        args["accelerator_type"] = dev.ray_accelerator_type
-    args["tensor_parallel_size"] = tp
-    args.update(slice_args(dev, target.pool))  # a multi-host TPU slice: its topology
-    args.setdefault("max_replicas", replicas_that_fit(target, dev, tp))
-    get_workload(svc.workload).parse(args)
-    return args
-
-
-def serve_config(
-    ctx: Context, svc: ServiceConfig, target: GroupTarget, working_dir_uri: str
-) -> dict[str, Any]:
-    """The Serve declarative config of ``svc``: one application ``lm`` at ``/``, builder
-    ``Workload.serve_app``, ``runtime_env.working_dir`` = ``working_dir_uri``, args from
-    :func:`service_args`."""
     return {
         "applications": [
             {
                 "name": APP_NAME,
                 "route_prefix": "/",
-                "import_path": get_workload(svc.workload).serve_app,
+                "import_path": get_workload(spec.service.workload).serve_app,
                 "runtime_env": {"working_dir": working_dir_uri},
-                "args": service_args(ctx, svc, target),
+                "args": spec.app_args(),
             }
         ]
     }
@@ -148,7 +111,8 @@ def ray_service_manifest(
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
-    target = p.service(svc)
+    spec = service_spec(p, svc)
+    target = spec.target
     kind = service_image_kind(target.pool, get_workload(svc.workload).needs)
     group = _with_serve_port_and_label(
         worker_group_spec(
@@ -189,7 +153,7 @@ def ray_service_manifest(
         }
     spec = {
         "serveConfigV2": yaml.safe_dump(
-            serve_config(p.context, svc, target, working_dir_uri), sort_keys=True, width=1000
+            serve_config(spec, working_dir_uri), sort_keys=True, width=1000
         ),
         "upgradeStrategy": strategy,
         "rayClusterConfig": cluster,
@@ -233,6 +197,5 @@ __all__ = [
     "ray_service_manifest",
     "render_services",
     "serve_config",
-    "service_args",
     "service_url",
 ]

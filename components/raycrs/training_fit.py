@@ -177,7 +177,9 @@ def job_fit(cfg: StackConfig, job: Any) -> JobFit | None:
     memory, _ = assumed_memory(dev.memory, getattr(a, "device_memory_gb", None))
     if memory != dev.memory:  # the run's rule: device_memory_gb when at most the device's
         dev = replace(dev, memory=memory, what=f"{dev.what} taken as {memory / GB:g} GB")
-    shape = LmShape(a.d_model, a.n_layers, a.context_length or dataset_context(cfg), a.mlp_ratio)
+    shape = LmShape(
+        a.d_model, a.n_layers, a.context_length or dataset_context(cfg.jobs), a.mlp_ratio
+    )
     compute = _compute_dtype(a, dev.kind)
     options: dict[str, Any] = {
         "optimizer": a.optimizer,
