@@ -33,17 +33,10 @@ from typing import Any
 import yaml
 
 from components.config.serve import ServiceConfig
-from components.config.stack import StackConfig
-from components.gcsft.render import (
-    add_gcs_ft,
-    auth_class_name,
-    ft_enabled,
-    gcs_ft_options,
-    planned_address,
-)
-from components.images.render import pod_images, service_image_kind
+from components.gcsft.render import add_gcs_ft, auth_class_name, gcs_ft_options
+from components.images.render import service_image_kind
 from components.kernel.ray import SERVE_PORT, SERVICE_LABEL
-from components.plan.plan import Context, Plan, plan
+from components.plan.plan import Context, Plan
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
@@ -103,7 +96,7 @@ def ray_service_manifest(
     With ``hf_token_secret`` the head and worker pods mount the token file read-only and set
     ``HF_TOKEN_PATH`` (:func:`components.raycrs.ingress.add_hf_token`).
     ``images``: kind -> reference (:func:`components.images.render.pod_images`). With a
-    ``redis_address`` (GCS fault tolerance, :func:`render_services`) the cluster gets
+    ``redis_address`` (GCS fault tolerance) the cluster gets
     ``gcsFaultToleranceOptions`` for the stack's Redis there and the head what reads it
     (:func:`components.gcsft.render.add_gcs_ft`).
 
@@ -167,24 +160,18 @@ def ray_service_manifest(
 
 
 def render_services(
-    cfg: StackConfig,
+    p: Plan,
+    services: list[ServiceConfig],
     working_dir_uri: str,
-    images: Mapping[str, Any] | None = None,
+    images: Mapping[str, Any],
     redis_address: Any = None,
 ) -> list[dict[str, Any]]:
-    """Every service's RayService, sorted by name (``images`` and ``redis_address`` as for
-    :func:`components.raycrs.render.render_manifests`): with GCS fault tolerance
-    (:func:`components.gcsft.render.ft_enabled`) each at ``redis_address`` (unset:
-    :func:`components.gcsft.render.planned_address`), else none."""
-    p = plan(cfg)
-    refs = pod_images(cfg, images)
-    if not ft_enabled(cfg):
-        redis_address = None
-    elif redis_address is None:
-        redis_address = planned_address(cfg.network.psa_cidr)
+    """The RayService of each of ``services`` (the stack's), sorted by name
+    (:func:`ray_service_manifest`, each with ``images`` and, under GCS fault tolerance, the
+    Redis at ``redis_address``; None: without)."""
     return [
-        ray_service_manifest(p, s, working_dir_uri, refs, redis_address)
-        for s in sorted(cfg.services, key=lambda s: s.name)
+        ray_service_manifest(p, s, working_dir_uri, images, redis_address)
+        for s in sorted(services, key=lambda s: s.name)
     ]
 
 
