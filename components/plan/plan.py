@@ -127,7 +127,7 @@ class Plan:
     admission preview read; :attr:`compute_class_manifests`, the stack's ComputeClasses
     (:mod:`components.plan.computeclasses`), which the Ray resources component and the
     ComputeClass check read. The manifests are plain dicts: the renders hand out copies, so
-    nothing changes a record.
+    nothing changes a record. A floor above keeps its own records here too (:meth:`record`).
     """
 
     partial_context: Context | None
