@@ -128,10 +128,12 @@ def queue(
 
 def service_plans(cfg: Any) -> list[Any]:
     """Every vLLM service's :class:`components.raycrs.serve_replicas.ReplicaPlan`, by name."""
+    from components.plan.plan import plan
     from components.raycrs.serve_replicas import replica_plan
 
-    found = (replica_plan(cfg, s) for s in sorted(cfg.services, key=lambda s: s.name))
-    return [p for p in found if p is not None]
+    p = plan(cfg)
+    found = (replica_plan(p, s) for s in sorted(cfg.services, key=lambda s: s.name))
+    return [r for r in found if r is not None]
 
 
 def _delay(value: float | None, default: float) -> str:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from types import MappingProxyType
@@ -127,7 +127,7 @@ class Plan:
     admission preview read; :attr:`compute_class_manifests`, the stack's ComputeClasses
     (:mod:`components.plan.computeclasses`), which the Ray resources component and the
     ComputeClass check read. The manifests are plain dicts: the renders hand out copies, so
-    nothing changes a record.
+    nothing changes a record. A floor above keeps its own records here too (:meth:`record`).
     """
 
     partial_context: Context | None
@@ -211,6 +211,19 @@ class Plan:
             gke_pools = [s.name for s in self.pool_specs.get(pool.name, ())]
             out.append(compute_class_manifest(ctx, cc, pool, gke_pools))
         return tuple(out)
+
+    @cached_property
+    def _records(self) -> dict[Hashable, Any]:
+        return {}
+
+    def record(self, key: Hashable, build: Callable[[Plan], Any]) -> Any:
+        """The record ``key`` a floor above derives from this plan (``build(self)``; a service's
+        :class:`components.raycrs.serving.ServiceSpec`), built on first use and kept with the
+        plan, as the derived records above are; an error ``build`` raises is not kept."""
+        records = self._records
+        if key not in records:
+            records[key] = build(self)
+        return records[key]
 
     @property
     def context(self) -> Context:

@@ -24,7 +24,8 @@ Children:
   (https://www.pulumi.com/registry/packages/kubernetes/api-docs/apiextensions/customresource/).
 * per service, before the Ray objects, its Hugging Face token's ``SecretProviderClass`` and its
   Gateway API ``Gateway`` and ``HTTPRoute``
-  (:func:`components.raycrs.ingress.render_service_objects`), as custom resources too.
+  (:func:`components.raycrs.ingress.render_service_objects`), then the GCS fault tolerance
+  Redis AUTH string's (:func:`components.gcsft.render.redis_objects`), as custom resources too.
 
 Outputs (``register_outputs`` and attributes):
 
@@ -57,7 +58,7 @@ import pulumi_random as random
 
 from components.computeclass.render import render_compute_classes
 from components.config.stack import StackConfig
-from components.gcsft.render import ca_config_map, ft_enabled, redis_namespaces
+from components.gcsft.render import ca_config_map, ft_enabled, redis_namespaces, redis_objects
 from components.kernel.ray import AUTH_TOKEN_KEY
 from components.monitoring.render import render_monitoring
 from components.plan.plan import Plan, plan
@@ -140,7 +141,8 @@ class RayResources(pulumi.ComponentResource):
         # ComputeClasses first: the Ray pods that select one are created after it.
         self.manifests = (
             render_compute_classes(stack_plan)
-            + render_service_objects(cfg)
+            + render_service_objects(ctx, cfg.services, cfg.jobs)
+            + redis_objects(cfg)
             + render_manifests(cfg, self.working_dir, images, args.redis_address)
             + render_monitoring(cfg)
         )

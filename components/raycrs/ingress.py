@@ -31,10 +31,8 @@ from typing import Any
 
 from components.config.raycrs import JobConfig
 from components.config.serve import INCREMENTAL, ServiceConfig
-from components.config.stack import StackConfig
-from components.gcsft.render import redis_objects
 from components.kernel.ray import PART_OF, SERVE_PORT
-from components.plan.plan import Context, plan
+from components.plan.plan import Context
 
 SECRETS_STORE_API = "secrets-store.csi.x-k8s.io/v1"
 GKE_SECRETS_CSI_DRIVER = "secrets-store-gke.csi.k8s.io"
@@ -154,21 +152,23 @@ def gateway_manifests(ctx: Context, svc: ServiceConfig) -> list[dict[str, Any]]:
     ]
 
 
-def render_service_objects(cfg: StackConfig) -> list[dict[str, Any]]:
-    """Per service (sorted by name): its Hub token's SecretProviderClass (with
+def render_service_objects(
+    ctx: Context, services: list[ServiceConfig], jobs: list[JobConfig]
+) -> list[dict[str, Any]]:
+    """Per service of ``services`` (sorted by name): its Hub token's SecretProviderClass (with
     ``hf_token_secret``), then its Gateway and HTTPRoute (with ``gateway``); then the Hub token
-    SecretProviderClass of each job with ``hf_token_secret`` and its own cluster (sorted); then
-    the GCS fault tolerance Redis AUTH string's (:func:`components.gcsft.render.redis_objects`)."""
-    ctx = plan(cfg).context
+    SecretProviderClass of each of ``jobs`` with ``hf_token_secret`` and its own cluster
+    (sorted). The GCS fault tolerance Redis AUTH string's follow them in the program
+    (:func:`components.gcsft.render.redis_objects`)."""
     out: list[dict[str, Any]] = []
-    for svc in sorted(cfg.services, key=lambda s: s.name):
+    for svc in sorted(services, key=lambda s: s.name):
         if svc.hf_token_secret is not None:
             out.append(secret_provider_class(ctx, svc))
         out += gateway_manifests(ctx, svc)
-    for job in sorted(cfg.jobs, key=lambda j: j.name):
+    for job in sorted(jobs, key=lambda j: j.name):
         if job.hf_token_secret is not None and not job.cluster:
             out.append(secret_provider_class(ctx, job))
-    return out + redis_objects(cfg)
+    return out
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.config.stack import StackConfig
+from components.gcsft.render import ft_enabled, planned_address
 from components.images.render import pod_images
 from components.kernel.ray import CLIENT_PORT, DASHBOARD_PORT
 from components.plan.plan import Context, plan
@@ -37,7 +38,8 @@ def render_manifests(
     :func:`components.images.render.planned_refs` (the offline render of ``raygke check``).
     ``redis_address``: the address of the stack's Redis the RayServices' GCS fault tolerance uses
     (the program passes the Memorystore instance's, :class:`components.gcsft.component.
-    GcsFaultTolerance`); unset: :func:`components.gcsft.render.planned_address`.
+    GcsFaultTolerance`); unset: :func:`components.gcsft.render.planned_address`; none without
+    GCS fault tolerance (:func:`components.gcsft.render.ft_enabled`).
     """
     p = plan(cfg)  # the records of every worker group, job and service, resolved once
     refs = pod_images(cfg, images)
@@ -45,7 +47,11 @@ def render_manifests(
     jobs = [
         ray_job_manifest(p, p.job(j), working_dir_uri, refs) for j in sorted(cfg.jobs, key=_name)
     ]
-    return clusters + jobs + render_services(cfg, working_dir_uri, refs, redis_address)
+    if not ft_enabled(cfg):
+        redis_address = None
+    elif redis_address is None:
+        redis_address = planned_address(cfg.network.psa_cidr)
+    return clusters + jobs + render_services(p, cfg.services, working_dir_uri, refs, redis_address)
 
 
 def _name(x: Any) -> str:

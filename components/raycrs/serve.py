@@ -33,81 +33,37 @@ from typing import Any
 import yaml
 
 from components.config.serve import ServiceConfig
-from components.config.stack import StackConfig
-from components.gcsft.render import (
-    add_gcs_ft,
-    auth_class_name,
-    ft_enabled,
-    gcs_ft_options,
-    planned_address,
-)
-from components.images.render import pod_images, service_image_kind
+from components.gcsft.render import add_gcs_ft, auth_class_name, gcs_ft_options
+from components.images.render import service_image_kind
 from components.kernel.ray import SERVE_PORT, SERVICE_LABEL
-from components.plan.plan import Context, Plan, plan
-from components.plan.resolve import GroupTarget
+from components.plan.plan import Context, Plan
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION
 from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
-from components.raycrs.serving import (
-    model_path,
-    replicas_that_fit,
-    serve_devices,
-    slice_args,
-    tensor_parallel_size,
-)
+from components.raycrs.serving import ServiceSpec, service_spec
 from contract.registry import get_workload
 
 SERVE_PORT_NAME = "serve"  # constant.go ServingPortName
 APP_NAME = "lm"
 
 
-def service_args(ctx: Context, svc: ServiceConfig, target: GroupTarget) -> dict[str, Any]:
-    """The arguments of the vLLM application (:class:`contract.args.serve_llm.ServeLlmArgs`):
-    ``svc.args`` (autoscaling, limits, dtype, ...) plus what the platform sets
-    (:mod:`components.raycrs.serving`): ``model`` (the checkpoint through the GCS FUSE mount,
-    or the Hub repo id of ``hf_model``: :func:`~components.raycrs.serving.model_path`),
-    ``model_revision`` (``hf_revision``, when set), ``accelerator`` (``gpu`` | ``tpu`` |
-    ``cpu``, the pool's kind), ``accelerator_type`` (Ray's name for the pool's GPU / TPU
-    generation; none on a CPU pool), ``tensor_parallel_size`` (``args.tensor_parallel_size``,
-    else the devices of one worker pod; 1 on a CPU pool) and ``max_replicas`` unless given
-    (replicas that fit the worker group: pods x devices per pod // tensor_parallel_size; on a
-    CPU pool one per pod). ``target``: the service's worker group in the plan
-    (:meth:`components.plan.plan.Plan.service`).
+def serve_config(spec: ServiceSpec, working_dir_uri: str) -> dict[str, Any]:
+    """The Serve declarative config of ``spec``'s service: one application ``lm`` at ``/``,
+    builder ``Workload.serve_app``, ``runtime_env.working_dir`` = ``working_dir_uri``, args
+    :meth:`~components.raycrs.serving.ServiceSpec.app_args`.
 
     Raises:
         ManifestError: a checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
-    dev = serve_devices(target.pool)
-    args = dict(svc.args)
-    tp = tensor_parallel_size(args, dev)
-    args["model"] = model_path(ctx, svc)
-    if svc.hf_revision is not None:
-        args["model_revision"] = svc.hf_revision
-    args["accelerator"] = dev.kind
-    if dev.ray_accelerator_type is not None:
-        args["accelerator_type"] = dev.ray_accelerator_type
-    args["tensor_parallel_size"] = tp
-    args.update(slice_args(dev, target.pool))  # a multi-host TPU slice: its topology
-    args.setdefault("max_replicas", replicas_that_fit(target, dev, tp))
-    get_workload(svc.workload).parse(args)
-    return args
-
-
-def serve_config(
-    ctx: Context, svc: ServiceConfig, target: GroupTarget, working_dir_uri: str
-) -> dict[str, Any]:
-    """The Serve declarative config of ``svc``: one application ``lm`` at ``/``, builder
-    ``Workload.serve_app``, ``runtime_env.working_dir`` = ``working_dir_uri``, args from
-    :func:`service_args`."""
     return {
         "applications": [
             {
                 "name": APP_NAME,
                 "route_prefix": "/",
-                "import_path": get_workload(svc.workload).serve_app,
+                "import_path": get_workload(spec.service.workload).serve_app,
                 "runtime_env": {"working_dir": working_dir_uri},
-                "args": service_args(ctx, svc, target),
+                "args": spec.app_args(),
             }
         ]
     }
@@ -140,7 +96,7 @@ def ray_service_manifest(
     With ``hf_token_secret`` the head and worker pods mount the token file read-only and set
     ``HF_TOKEN_PATH`` (:func:`components.raycrs.ingress.add_hf_token`).
     ``images``: kind -> reference (:func:`components.images.render.pod_images`). With a
-    ``redis_address`` (GCS fault tolerance, :func:`render_services`) the cluster gets
+    ``redis_address`` (GCS fault tolerance) the cluster gets
     ``gcsFaultToleranceOptions`` for the stack's Redis there and the head what reads it
     (:func:`components.gcsft.render.add_gcs_ft`).
 
@@ -148,7 +104,8 @@ def ray_service_manifest(
         ResolveError: undeclared node pool. ManifestError: checkpoint outside the bucket.
         contract.args.base.ArgError: args that do not fit the application.
     """
-    target = p.service(svc)
+    spec = service_spec(p, svc)
+    target = spec.target
     kind = service_image_kind(target.pool, get_workload(svc.workload).needs)
     group = _with_serve_port_and_label(
         worker_group_spec(
@@ -189,7 +146,7 @@ def ray_service_manifest(
         }
     spec = {
         "serveConfigV2": yaml.safe_dump(
-            serve_config(p.context, svc, target, working_dir_uri), sort_keys=True, width=1000
+            serve_config(spec, working_dir_uri), sort_keys=True, width=1000
         ),
         "upgradeStrategy": strategy,
         "rayClusterConfig": cluster,
@@ -203,24 +160,18 @@ def ray_service_manifest(
 
 
 def render_services(
-    cfg: StackConfig,
+    p: Plan,
+    services: list[ServiceConfig],
     working_dir_uri: str,
-    images: Mapping[str, Any] | None = None,
+    images: Mapping[str, Any],
     redis_address: Any = None,
 ) -> list[dict[str, Any]]:
-    """Every service's RayService, sorted by name (``images`` and ``redis_address`` as for
-    :func:`components.raycrs.render.render_manifests`): with GCS fault tolerance
-    (:func:`components.gcsft.render.ft_enabled`) each at ``redis_address`` (unset:
-    :func:`components.gcsft.render.planned_address`), else none."""
-    p = plan(cfg)
-    refs = pod_images(cfg, images)
-    if not ft_enabled(cfg):
-        redis_address = None
-    elif redis_address is None:
-        redis_address = planned_address(cfg.network.psa_cidr)
+    """The RayService of each of ``services`` (the stack's), sorted by name
+    (:func:`ray_service_manifest`, each with ``images`` and, under GCS fault tolerance, the
+    Redis at ``redis_address``; None: without)."""
     return [
-        ray_service_manifest(p, s, working_dir_uri, refs, redis_address)
-        for s in sorted(cfg.services, key=lambda s: s.name)
+        ray_service_manifest(p, s, working_dir_uri, images, redis_address)
+        for s in sorted(services, key=lambda s: s.name)
     ]
 
 
@@ -233,6 +184,5 @@ __all__ = [
     "ray_service_manifest",
     "render_services",
     "serve_config",
-    "service_args",
     "service_url",
 ]

@@ -39,7 +39,7 @@ from components.kernel.problems import Problem, at
 
 if TYPE_CHECKING:
     from components.config.serve import ServiceConfig
-    from components.config.stack import StackConfig
+    from components.plan.plan import Plan
 
 RULE = "serve-autoscaling-fit"
 
@@ -57,8 +57,8 @@ class ReplicaPlan:
         replicas_per_pod: replicas one worker pod holds (0 for a multi-host replica).
         min_pods: worker pods kept (``minReplicas``); max_pods: most worker pods (``maxReplicas``).
         fits: the most replicas the group holds.
-        min_replicas, max_replicas: Serve's autoscaling bounds (``max_replicas`` as rendered:
-            the stack's, else :attr:`fits`).
+        min_replicas, max_replicas: Serve's autoscaling bounds (``max_replicas``: the stack's,
+            else :attr:`fits`, at least 1).
         target_ongoing_requests, max_ongoing_requests: per replica.
         upscale_delay_s, downscale_delay_s: None = Ray's defaults (30 s, 600 s).
         routing: ``power_of_two`` | ``prefix_cache``.
@@ -87,33 +87,26 @@ class ReplicaPlan:
         return asdict(self)
 
 
-def replica_plan(cfg: StackConfig, svc: ServiceConfig) -> ReplicaPlan | None:
-    """``svc``'s :class:`ReplicaPlan`; None for a workload other than ``serve_llm``, an
-    undeclared pool or arguments that do not parse (their rules report those)."""
-    from components.plan.plan import plan
+def replica_plan(p: Plan, svc: ServiceConfig) -> ReplicaPlan | None:
+    """``svc``'s :class:`ReplicaPlan`, from its record in plan ``p``
+    (:func:`components.raycrs.serving.service_spec`); None for a workload other than
+    ``serve_llm``, an undeclared pool or arguments that do not parse (their rules report
+    those)."""
     from components.plan.resolve import ResolveError
-    from components.raycrs.serving import VLLM_APP, pod_size, serve_devices, tensor_parallel_size
-    from contract.args.base import ArgError
-    from contract.registry import get_workload
+    from components.raycrs.serving import VLLM_APP, service_spec
 
     if svc.workload != VLLM_APP:
         return None
-    p = plan(cfg)
     try:
-        target = p.service(svc)
+        spec = service_spec(p, svc)
     except ResolveError:
         return None
-    dev = serve_devices(target.pool)
-    tp = tensor_parallel_size(svc.args, dev) if dev.kind != "cpu" else 1
-    try:
-        args = get_workload(VLLM_APP).parse(
-            {**svc.args, "accelerator": dev.kind, "tensor_parallel_size": tp}
-        )
-    except (ArgError, KeyError, TypeError, ValueError):
+    args, dev, target = spec.parsed, spec.devices, spec.target
+    if args is None:
         return None
     groups, kept = target.max_replicas, target.group.min_replicas
     if dev.kind == "cpu":
-        size = pod_size(p, target.pool.name, target.group)
+        size = spec.pod_size
         per_pod = 1 if size is None or args.num_cpus <= 0 else int(size[0] // args.num_cpus)
         per_replica, pods, fits = f"{args.num_cpus:g} CPUs", 1, groups * per_pod
     elif dev.hosts > 1:
@@ -123,6 +116,7 @@ def replica_plan(cfg: StackConfig, svc: ServiceConfig) -> ReplicaPlan | None:
         )
         per_pod, pods, fits = 0, dev.hosts, groups
     else:
+        tp = spec.tensor_parallel_size
         name = dev.what.split(" (")[0].split(" x ", 1)[-1]
         per_replica = f"{tp} x {name}"
         per_pod, pods, fits = dev.per_pod // tp if tp else 0, 1, groups * (dev.per_pod // tp)
@@ -145,10 +139,11 @@ def replica_plan(cfg: StackConfig, svc: ServiceConfig) -> ReplicaPlan | None:
     )
 
 
-def autoscaling_problems(cfg: StackConfig, svc: ServiceConfig) -> Iterable[Problem]:
+def autoscaling_problems(p: Plan, svc: ServiceConfig) -> Iterable[Problem]:
     """What of ``svc``'s autoscaling arguments can never take effect (the module docstring's
-    rules), one Problem of the argument each, rule :data:`RULE`."""
-    rp = replica_plan(cfg, svc)
+    rules; its :func:`replica_plan` in plan ``p``), one Problem of the argument each, rule
+    :data:`RULE`."""
+    rp = replica_plan(p, svc)
     if rp is None or rp.fits < 1:  # a replica fits no pod: service_fit_problems says why
         return
     where = f"services[{svc.name}].args"
@@ -180,12 +175,12 @@ def autoscaling_problems(cfg: StackConfig, svc: ServiceConfig) -> Iterable[Probl
         )
 
 
-def service_autoscaling_problems(cfg: StackConfig) -> Iterable[Problem]:
+def service_autoscaling_problems(p: Plan, services: list[ServiceConfig]) -> Iterable[Problem]:
     """:func:`autoscaling_problems` of every service (the stack rule; the facts in
     :mod:`components.raycrs.serve_replicas`' docstring,
     https://docs.ray.io/en/latest/serve/advanced-guides/advanced-autoscaling.html)."""
-    for svc in cfg.services:
-        yield from autoscaling_problems(cfg, svc)
+    for svc in services:
+        yield from autoscaling_problems(p, svc)
 
 
 __all__ = [

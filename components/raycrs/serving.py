@@ -43,29 +43,30 @@ One source of truth per fact:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from components import catalog
 from components.config.nodepools import GpuPool, TpuPool
 from components.kernel.problems import Problem, at
-from components.plan.plan import plan
 from components.plan.resolve import ResolveError
 from components.raycrs.pod import MOUNT_ROOT
 from contract.serve_fit import CausalLmShape, fit_problems
 
 if TYPE_CHECKING:
+    from components.config.kuberay import KubeRayConfig
     from components.config.raycrs import JobConfig
     from components.config.serve import ServiceConfig
-    from components.config.stack import StackConfig
-    from components.plan.plan import Context
+    from components.plan.plan import Context, Plan
+    from components.plan.resolve import GroupTarget
 
 VLLM_APP = "serve_llm"
 # GPT-2 folder of our byte-level LM (workloads/hf_export.py VOCAB).
 BYTE_VOCAB = 256
 # prepare's default window (contract/args/prepare.py context_length), the trainers' default.
 DEFAULT_CONTEXT = 256
-# Arguments of serve_llm the platform sets (service_args): value -> what sets it.
+# Arguments of serve_llm the platform sets (ServiceSpec.app_args): value -> what sets it.
 PLATFORM_BOUND_SERVE_ARGS: Mapping[str, str] = {
     "model": "services[].checkpoint (read through the checkpoints bucket's GCS FUSE mount) "
     "or services[].hf_model",
@@ -149,22 +150,6 @@ def tensor_parallel_size(args: Mapping[str, Any], devices: ServeDevices) -> int:
     return devices.per_pod * devices.hosts
 
 
-def slice_args(devices: ServeDevices, pool: object) -> dict[str, Any]:
-    """``{"tpu_topology": <topology>}`` for a multi-host TPU slice pool (a replica spans the
-    slice: :func:`workloads.serve_llm.multi_host_tpu`), else empty."""
-    if devices.hosts > 1 and isinstance(pool, TpuPool):
-        return {"tpu_topology": pool.slice.topology}
-    return {}
-
-
-def replicas_that_fit(target: Any, devices: ServeDevices, tp: int) -> int:
-    """The default ``max_replicas``: what the worker group holds (its pods x devices per pod //
-    ``tp``; one per slice on a multi-host slice; at least 1)."""
-    if devices.hosts > 1:
-        return max(1, target.max_replicas)
-    return max(1, target.max_replicas * (devices.per_pod // tp))
-
-
 def model_path(ctx: Context, svc: ServiceConfig) -> str:
     """The ``model`` argument: ``svc.hf_model`` (a Hub repo id vLLM downloads) as is; else where
     the workers read the checkpoint, through the GCS FUSE mount
@@ -194,21 +179,23 @@ def model_path(ctx: Context, svc: ServiceConfig) -> str:
     return f"{mount}/{svc.checkpoint[len(root) + 1 :].rstrip('/')}"
 
 
-def trained_shape(cfg: StackConfig, job_name: str) -> CausalLmShape | None:
-    """The GPT-2 shape job ``job_name`` trains (see the module docstring); None when the job is
+def trained_shape(jobs: Iterable[JobConfig], job_name: str) -> CausalLmShape | None:
+    """The GPT-2 shape job ``job_name`` of ``jobs`` (the stack's) trains (see the module
+    docstring); None when the job is
     not declared or does not run one of :data:`SHAPED_TRAINERS` (``tune_lm`` picks its own
     widths), or its arguments do not parse (the job rules report that)."""
     from contract.args.base import ArgError
     from contract.registry import get_workload
 
-    job = next((j for j in cfg.jobs if j.name == job_name), None)
+    jobs = list(jobs)
+    job = next((j for j in jobs if j.name == job_name), None)
     if job is None or job.workload not in SHAPED_TRAINERS:
         return None
     try:
         a = get_workload(job.workload).parse(dict(job.args))
     except (ArgError, KeyError, TypeError, ValueError):
         return None
-    context = a.context_length or dataset_context(cfg.jobs)
+    context = a.context_length or dataset_context(jobs)
     return CausalLmShape(
         vocab_size=BYTE_VOCAB,
         n_positions=context,
@@ -253,6 +240,108 @@ def engine_memory_gb(pod_memory_gb: float) -> float:
     return pod_memory_gb - default_object_store_gb(pod_memory_gb)
 
 
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One service as its render and its checks read it, built once per plan
+    (:func:`service_spec`).
+
+    Attributes:
+        service: the ``services`` entry.
+        target: its worker group (:meth:`components.plan.plan.Plan.service`).
+        devices: one worker pod's (:func:`serve_devices`).
+        tensor_parallel_size: the application's (:func:`tensor_parallel_size`).
+        tp_derived: ``args.tensor_parallel_size`` is unset (the pool gave it).
+        tpu_topology: a multi-host TPU slice's topology (a replica spans it), else None.
+        default_max_replicas: ``max_replicas`` when ``args`` has none: what the worker group
+            holds (its pods x devices per pod // tensor_parallel_size; one per slice on a
+            multi-host slice; at least 1).
+        pod_size: CPUs and memory (GB) of one worker pod (:func:`pod_size`), None when unknown.
+        parsed: ``args`` with the pool's ``accelerator`` and :attr:`tensor_parallel_size`,
+            parsed (a ``serve_llm`` service only); None otherwise or when they do not parse
+            (their rules report that).
+        plan: the stack's plan (its context gives the model path).
+    """
+
+    service: ServiceConfig
+    target: GroupTarget
+    devices: ServeDevices
+    tensor_parallel_size: int
+    tp_derived: bool
+    tpu_topology: str | None
+    default_max_replicas: int
+    pod_size: tuple[float, float] | None
+    parsed: Any
+    plan: Plan = field(repr=False, compare=False)
+
+    def app_args(self) -> dict[str, Any]:
+        """The arguments the Serve application gets (:class:`contract.args.serve_llm.ServeLlmArgs`):
+        ``args`` plus what the platform sets: ``model`` (:func:`model_path`),
+        ``model_revision`` (``hf_revision``, when set), ``accelerator`` (the pool's kind),
+        ``accelerator_type`` (Ray's name for the pool's GPU / TPU generation; none on a CPU
+        pool), ``tensor_parallel_size``, ``tpu_topology`` (a multi-host slice) and
+        ``max_replicas`` unless given (:attr:`default_max_replicas`). A new dict each call.
+
+        Raises:
+            ManifestError: a checkpoint outside the bucket.
+            contract.args.base.ArgError: args that do not fit the application.
+        """
+        from contract.registry import get_workload
+
+        svc, dev = self.service, self.devices
+        args = dict(svc.args)
+        args["model"] = model_path(self.plan.context, svc)
+        if svc.hf_revision is not None:
+            args["model_revision"] = svc.hf_revision
+        args["accelerator"] = dev.kind
+        if dev.ray_accelerator_type is not None:
+            args["accelerator_type"] = dev.ray_accelerator_type
+        args["tensor_parallel_size"] = self.tensor_parallel_size
+        if self.tpu_topology is not None:
+            args["tpu_topology"] = self.tpu_topology
+        args.setdefault("max_replicas", self.default_max_replicas)
+        get_workload(svc.workload).parse(args)
+        return args
+
+
+def service_spec(p: Plan, svc: ServiceConfig) -> ServiceSpec:
+    """``svc``'s :class:`ServiceSpec` in plan ``p``, built on first use and kept with the plan
+    (:meth:`components.plan.plan.Plan.record`).
+
+    Raises:
+        ResolveError: its ``node_pool`` is undeclared (:meth:`components.plan.plan.Plan.service`).
+    """
+    return p.record(("service_spec", id(svc)), lambda p: _build_spec(p, svc))
+
+
+def _build_spec(p: Plan, svc: ServiceConfig) -> ServiceSpec:
+    from contract.args.base import ArgError
+    from contract.registry import get_workload
+
+    target = p.service(svc)
+    pool = target.pool
+    dev = serve_devices(pool)
+    tp = tensor_parallel_size(svc.args, dev)
+    per_pod = 1 if dev.hosts > 1 else (dev.per_pod // tp if tp > 0 else 0)
+    parsed = None
+    if svc.workload == VLLM_APP:
+        with suppress(ArgError, KeyError, TypeError, ValueError):
+            parsed = get_workload(VLLM_APP).parse(
+                {**svc.args, "accelerator": dev.kind, "tensor_parallel_size": tp}
+            )
+    return ServiceSpec(
+        service=svc,
+        target=target,
+        devices=dev,
+        tensor_parallel_size=tp,
+        tp_derived="tensor_parallel_size" not in svc.args,
+        tpu_topology=pool.slice.topology if dev.hosts > 1 and isinstance(pool, TpuPool) else None,
+        default_max_replicas=max(1, target.max_replicas * per_pod),
+        pod_size=pod_size(p, pool.name, target.group),
+        parsed=parsed,
+        plan=p,
+    )
+
+
 def dataset_context(jobs: Iterable[JobConfig]) -> int:
     """The longest ``context_length`` of the ``prepare`` jobs of ``jobs`` (the stack's: the
     dataset's window a trainer without its own takes), else :data:`DEFAULT_CONTEXT`."""
@@ -261,9 +350,12 @@ def dataset_context(jobs: Iterable[JobConfig]) -> int:
     return max(found, default=DEFAULT_CONTEXT)
 
 
-def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
+def service_fit_problems(
+    p: Plan, services: list[ServiceConfig], jobs: list[JobConfig], kuberay: KubeRayConfig
+) -> Iterable[Problem]:
     """Why a vLLM service (workload ``serve_llm``) would not start on its pool, one Problem of
-    the field each, ``<field>: <value> (allowed: ...)``:
+    the field each, ``<field>: <value> (allowed: ...)``, read from its :class:`ServiceSpec`
+    (``jobs``: the trained shapes; ``kuberay``: the TPU webhook):
 
     * an argument the platform sets (:data:`PLATFORM_BOUND_SERVE_ARGS`);
     * on a multi-host TPU slice (a replica spans it): a ``tensor_parallel_size`` other than its
@@ -286,11 +378,7 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
 
     Unresolved pools and bad arguments are left to their rules.
     """
-    from contract.args.base import ArgError
-    from contract.registry import get_workload
-
-    p = plan(cfg)
-    for svc in cfg.services:
+    for svc in services:
         if svc.workload != VLLM_APP:
             continue
         where = f"services[{svc.name}]"
@@ -301,23 +389,19 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
                 f"from {PLATFORM_BOUND_SERVE_ARGS[key]})",
             )
         try:
-            target = p.service(svc)
+            spec = service_spec(p, svc)
         except ResolveError:
             continue
-        pool = target.pool
-        dev = serve_devices(pool)
+        pool, dev, tp = spec.target.pool, spec.devices, spec.tensor_parallel_size
         if dev.hosts > 1:
-            found = list(_multi_host_problems(cfg, svc, dev, pool))
+            found = list(_multi_host_problems(svc, dev, pool, kuberay))
             yield from found
             if found:
                 continue
-        tp = tensor_parallel_size(svc.args, dev)
-        derived = "tensor_parallel_size" not in svc.args
-        size = pod_size(p, pool.name, target.group)
         if dev.kind == "cpu":
-            yield from _cpu_fit(cfg, svc, target, size)
+            yield from _cpu_fit(spec, jobs)
             continue
-        cpus = None if size is None else size[0]
+        cpus = None if spec.pod_size is None else spec.pod_size[0]
         # Ray Serve LLM's placement group: tp bundles of 1 CPU + 1 device, the replica actor's
         # 1 CPU merged into the first (workloads/serve_llm.py llm_config); PACK in one pod
         need = tp * 1 + 1
@@ -334,14 +418,11 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
             if dev.hosts == 1
             else f" (derived: the {tp} chips of the slice of pool {pool.name!r})"
         )
-        try:
-            args = get_workload(VLLM_APP).parse(
-                {**svc.args, "accelerator": dev.kind, "tensor_parallel_size": tp}
-            )
-        except (ArgError, KeyError, TypeError, ValueError):
+        args = spec.parsed
+        if args is None:
             continue  # service_workloads_and_checkpoints reports the arguments
         job = svc.checkpoint_job
-        shape = None if job is None else trained_shape(cfg, job)
+        shape = None if job is None else trained_shape(jobs, job)
         if shape is None:
             if tp > dev.per_pod and dev.hosts == 1:  # a slice's: _multi_host_problems
                 yield at(
@@ -360,11 +441,11 @@ def service_fit_problems(cfg: StackConfig) -> Iterable[Problem]:
             device_memory_gb=dev.memory_gb,
             device_kind=dev.kind,
         )
-        yield from _fit_lines(where, found, tp, derived, origin, job, shape, pool.name, dev)
+        yield from _fit_lines(where, found, tp, spec.tp_derived, origin, job, shape, pool.name, dev)
 
 
 def _multi_host_problems(
-    cfg: StackConfig, svc: ServiceConfig, dev: ServeDevices, pool: Any
+    svc: ServiceConfig, dev: ServeDevices, pool: Any, kuberay: KubeRayConfig
 ) -> Iterable[Problem]:
     """A service on a multi-host TPU slice: one replica spans the whole slice, so
     ``tensor_parallel_size`` is its chips (Ray Serve LLM's slice placement group has one bundle
@@ -382,7 +463,7 @@ def _multi_host_problems(
             "the whole slice, one engine over its hosts; a smaller model fits a single-host "
             "slice pool)",
         )
-    if cfg.kuberay.mode == "helm" and not cfg.kuberay.tpu_webhook:
+    if kuberay.mode == "helm" and not kuberay.tpu_webhook:
         yield at(
             f"{where}.node_pool",
             f"{where}.node_pool: {pool.name!r}, a multi-host {pool.slice.topology} slice "
@@ -421,17 +502,11 @@ def _fit_lines(
         yield at(f"{where}.{field}", f"{where}.{field}: {text}{about}")
 
 
-def _cpu_fit(
-    cfg: StackConfig, svc: ServiceConfig, target: Any, size: tuple[float, float] | None
-) -> Iterable[Problem]:
+def _cpu_fit(spec: ServiceSpec, jobs: list[JobConfig]) -> Iterable[Problem]:
     """The CPU pool part of :func:`service_fit_problems` (vLLM's CPU build: one engine process
     per replica, one placement bundle of ``num_cpus`` CPUs, a fixed KV cache space)."""
-    from contract.args.base import ArgError
-    from contract.registry import get_workload
-
+    svc, pool, dev, size = spec.service, spec.target.pool, spec.devices, spec.pod_size
     where = f"services[{svc.name}]"
-    pool = target.pool
-    dev = serve_devices(pool)
     tp = svc.args.get("tensor_parallel_size", 1)
     if tp != 1:
         yield at(
@@ -441,12 +516,9 @@ def _cpu_fit(
             "args.num_cpus CPUs; give it more CPUs with args.num_cpus)",
         )
         return
-    try:
-        args = get_workload(VLLM_APP).parse({**svc.args, "accelerator": "cpu"})
-    except (ArgError, KeyError, TypeError, ValueError):
+    args = spec.parsed  # tensor_parallel_size 1 here, as unset
+    if args is None or size is None:
         return  # service_workloads_and_checkpoints reports the arguments
-    if size is None:
-        return
     cpus, memory_gb = size
     try:
         vcpus = catalog.machine_shape(pool.machine_type).vcpus
@@ -461,12 +533,12 @@ def _cpu_fit(
                 "of num_cpus CPUs in one pod)",
             )
         return
-    replicas = svc.args.get("max_replicas", target.max_replicas)
+    replicas = svc.args.get("max_replicas", spec.default_max_replicas)
     per_pod = int(cpus // args.num_cpus) if args.num_cpus > 0 else replicas
     engines = max(1, min(per_pod, replicas))
     room = engine_memory_gb(memory_gb)
     job = svc.checkpoint_job
-    shape = None if job is None else trained_shape(cfg, job)
+    shape = None if job is None else trained_shape(jobs, job)
     if shape is None:
         # weights unknown offline (a gs:// checkpoint, a Hub model): the KV cache spaces alone
         space = args.cpu_kv_cache_gb * 2**30 / 1e9
@@ -498,11 +570,11 @@ def _cpu_fit(
 __all__ = [
     "PLATFORM_BOUND_SERVE_ARGS",
     "ServeDevices",
+    "ServiceSpec",
     "model_path",
-    "replicas_that_fit",
     "serve_devices",
     "service_fit_problems",
-    "slice_args",
+    "service_spec",
     "tensor_parallel_size",
     "trained_shape",
 ]

@@ -520,7 +520,14 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(service_targets_fit, "services", "node_pools"),
     _rule(service_workloads_and_checkpoints, "services", "jobs"),
-    _rule(service_fit_problems, "services", "node_pools", "jobs"),
+    _rule(
+        service_fit_problems,
+        "kuberay.mode",
+        "kuberay.tpu_webhook",
+        "services",
+        "node_pools",
+        "jobs",
+    ),
     # project and region too: a CPU pool's pod size (replicas per pod) comes from the plan
     _rule(service_autoscaling_problems, "services", "node_pools", "project", "region"),
     _rule(job_checkpoint_references, "jobs", "project", "cluster", "buckets"),

@@ -29,6 +29,7 @@ from components.capacity.render import render_capacity
 from components.computeclass.render import render_compute_classes
 from components.config.images import IMAGE_KINDS
 from components.config.stack import StackConfig
+from components.gcsft.render import redis_objects
 from components.images.render import BASE_SUFFIX
 from components.kernel.base import StackConfigError
 from components.kuberay.namespace import namespace_manifests, namespace_objects
@@ -716,7 +717,8 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
             *namespace_objects(cfg),
             *render_capacity(plan(cfg), cfg.capacity),
             *render_compute_classes(plan(cfg)),
-            *render_service_objects(cfg),
+            *render_service_objects(plan(cfg).context, cfg.services, cfg.jobs),
+            *redis_objects(cfg),
             *render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)),
             *render_monitoring(cfg),
         ]

@@ -14,7 +14,7 @@ from components.kernel.base import StackConfigError
 from components.plan.plan import plan
 from components.raycrs.crd import validate_manifests
 from components.raycrs.operator import operator_problems
-from components.raycrs.serve import render_services
+from components.raycrs.render import render_manifests
 from components.security.rules import check_pod_security
 from components.stack.loader import validate
 from tests.helpers import WORKING_DIR, config, needs_crds
@@ -32,7 +32,11 @@ def _cfg(**overrides: Any) -> Any:
 
 
 def _service(cfg: Any, address: str | None = None) -> dict[str, Any]:
-    (m,) = render_services(cfg, WORKING_DIR, redis_address=address)
+    (m,) = [
+        m
+        for m in render_manifests(cfg, WORKING_DIR, redis_address=address)
+        if m["kind"] == "RayService"
+    ]
     return m
 
 

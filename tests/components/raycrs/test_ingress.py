@@ -14,6 +14,7 @@ import yaml
 from components.cluster.render import gateway_api_channel, secret_manager_enabled
 from components.kernel.base import StackConfigError
 from components.kuberay.namespace import LB_HEALTH_CHECK_RANGES, network_policies
+from components.plan.plan import plan
 from components.raycrs.ingress import (
     GKE_SECRETS_CSI_DRIVER,
     HF_TOKEN_PATH,
@@ -29,6 +30,10 @@ IDENTITIES = [
     {"name": "ray-serve", "buckets": {"artifacts": "read"}},
 ]
 SECRETS = [{"name": "hf-token", "readers": ["ray-serve"]}]
+
+
+def _objects(cfg: Any) -> list[dict[str, Any]]:
+    return render_service_objects(plan(cfg).context, cfg.services, cfg.jobs)
 
 
 def _data(secrets: list[dict[str, Any]] | None = None, **service: Any) -> dict[str, Any]:
@@ -89,7 +94,7 @@ def test_the_token_is_a_read_only_csi_file_in_head_and_workers_and_never_in_the_
         assert {"name": "HF_TOKEN_PATH", "value": HF_TOKEN_PATH} in c["env"]
     assert HF_TOKEN_PATH == "/var/run/secrets/hf/hf-token"
     assert "hf-token" not in m["spec"]["serveConfigV2"]
-    (spc,) = render_service_objects(cfg)
+    (spc,) = _objects(cfg)
     assert spc["apiVersion"] == "secrets-store.csi.x-k8s.io/v1"
     assert spc["kind"] == "SecretProviderClass"
     assert spc["metadata"]["name"] == "chat-hf-token"
@@ -110,7 +115,7 @@ def test_without_a_token_no_volume_no_env_no_class_and_no_add_on() -> None:
         assert all(
             e["name"] != "HF_TOKEN_PATH" for e in pod["spec"]["containers"][0].get("env", [])
         )
-    assert render_service_objects(cfg) == []
+    assert _objects(cfg) == []
     assert secret_manager_enabled(cfg.services) is False
     assert secret_manager_enabled(_cfg(hf_token_secret="hf-token").services) is True
 
@@ -176,7 +181,7 @@ def test_a_hub_service_needs_no_checkpoints_bucket() -> None:
 
 def test_a_gateway_routes_to_the_serve_service_internally_by_default() -> None:
     cfg = _cfg(gateway={}, upgrade_strategy="NewCluster")
-    gw, route = render_service_objects(cfg)
+    gw, route = _objects(cfg)
     ns = cfg.kuberay.namespace
     assert gw["apiVersion"] == route["apiVersion"] == "gateway.networking.k8s.io/v1"
     assert (gw["kind"], gw["metadata"]["name"], gw["metadata"]["namespace"]) == (
@@ -198,7 +203,7 @@ def test_a_gateway_routes_to_the_serve_service_internally_by_default() -> None:
     # with a gateway a service upgrades incrementally (the default from 2026-12-08): KubeRay
     # creates <name>-gateway and <name>-httproute itself, on the gateway's class
     incremental = _cfg(gateway={})
-    assert render_service_objects(incremental) == []
+    assert _objects(incremental) == []
     strategy = _service(incremental)["spec"]["upgradeStrategy"]
     assert strategy["type"] == "NewClusterWithIncrementalUpgrade"
     assert strategy["clusterUpgradeOptions"] == {
@@ -211,7 +216,7 @@ def test_a_gateway_routes_to_the_serve_service_internally_by_default() -> None:
 
 
 def test_a_gateway_hostname_is_matched_by_listener_and_route() -> None:
-    gw, route = render_service_objects(
+    gw, route = _objects(
         _cfg(gateway={"hostname": "lm.internal.example.com"}, upgrade_strategy="NewCluster")
     )
     assert gw["spec"]["listeners"][0]["hostname"] == "lm.internal.example.com"
@@ -227,7 +232,7 @@ def test_check_refuses_a_public_class_unless_public_and_public_with_an_internal_
             "load balancer and Serve's port has no authentication (allowed: an internal class"
         ) in str(e.value)
         public = {"gateway_class_name": cls, "public": True}
-        (gw, _) = render_service_objects(_cfg(gateway=public, upgrade_strategy="NewCluster"))
+        (gw, _) = _objects(_cfg(gateway=public, upgrade_strategy="NewCluster"))
         assert gw["spec"]["gatewayClassName"] == cls
     with pytest.raises(StackConfigError) as e:
         _cfg(gateway={"public": True})
@@ -324,14 +329,14 @@ def test_a_job_fine_tunes_from_the_checkpoints_bucket_or_a_hub_id_with_its_token
         assert vol["csi"]["volumeAttributes"] == {"secretProviderClass": "tune-job-hf-token"}
         c = pod["spec"]["containers"][0]
         assert {"name": "HF_TOKEN_PATH", "value": HF_TOKEN_PATH} in c["env"]
-    (spc,) = render_service_objects(cfg)
+    (spc,) = _objects(cfg)
     assert spc["metadata"]["name"] == "tune-job-hf-token"
     assert spc["metadata"]["labels"]["ray-gke/job"] == "tune"
     assert "secrets/hf-token/versions/latest" in spc["spec"]["parameters"]["secrets"]
     assert secret_manager_enabled([*cfg.services, *cfg.jobs]) is True
     # no token: nothing mounted, no class, no add-on
     plain = validate(_job_data({"args": {"init_model": "owner/model"}}))
-    assert render_service_objects(plain) == []
+    assert _objects(plain) == []
     assert secret_manager_enabled([*plain.services, *plain.jobs]) is False
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from components.config.stack import StackConfig
+from components.plan.plan import plan
 from components.raycrs.serve_replicas import RULE, replica_plan, service_autoscaling_problems
 from components.stack.loader import validate
+from components.stack.rules import run_rule
 from tests.helpers import config, stack
 
 
@@ -21,7 +23,7 @@ def _data(pool: str, **args: Any) -> dict[str, Any]:
 def _refused(pool: str, **args: Any) -> list[Any]:
     """The rule's problems (an error for stacks written for 2026-12-08 or later; a warning for
     older ones: components/config/epochs.py NEW_REFUSALS)."""
-    found = list(service_autoscaling_problems(StackConfig.model_validate(_data(pool, **args))))
+    found = run_rule(service_autoscaling_problems, StackConfig.model_validate(_data(pool, **args)))
     assert all(p.rule == RULE for p in found)
     return found
 
@@ -29,14 +31,14 @@ def _refused(pool: str, **args: Any) -> list[Any]:
 def test_replicas_per_pool_kind() -> None:
     """l4: 2 nodes of 1 L4; v5e: 3 single-host 2x2 slices; v6e: 2 multi-host 4x4 slices, one
     replica each; cpu: 2 n2-standard-8 pods of 6.5 CPUs, 3 engines of 2 CPUs each."""
-    l4 = replica_plan(cfg := validate(_data("l4")), cfg.services[0])
+    l4 = replica_plan(plan(cfg := validate(_data("l4"))), cfg.services[0])
     assert l4 is not None and (l4.per_replica, l4.fits, l4.max_replicas) == ("1 x NVIDIA L4", 2, 2)
-    v5e = replica_plan(cfg := validate(_data("v5e", tensor_parallel_size=2)), cfg.services[0])
+    v5e = replica_plan(plan(cfg := validate(_data("v5e", tensor_parallel_size=2))), cfg.services[0])
     assert v5e is not None and (v5e.replicas_per_pod, v5e.fits) == (2, 6)
-    v6e = replica_plan(cfg := validate(_data("v6e")), cfg.services[0])
+    v6e = replica_plan(plan(cfg := validate(_data("v6e"))), cfg.services[0])
     assert v6e is not None and v6e.per_replica == "a v6e 4x4 slice (4 hosts x 4 chips)"
     assert (v6e.pods_per_replica, v6e.max_pods, v6e.fits) == (4, 8, 2)
-    cpu = replica_plan(cfg := validate(_data("cpu", num_cpus=2)), cfg.services[0])
+    cpu = replica_plan(plan(cfg := validate(_data("cpu", num_cpus=2))), cfg.services[0])
     assert cpu is not None and (cpu.per_replica, cpu.replicas_per_pod, cpu.fits) == ("2 CPUs", 3, 6)
 
 

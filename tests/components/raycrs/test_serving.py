@@ -18,6 +18,7 @@ from components.raycrs.serving import (
     trained_shape,
 )
 from components.stack.loader import validate
+from components.stack.rules import run_rule
 from contract.serve_fit import CausalLmShape
 from tests.helpers import config, stack
 
@@ -95,7 +96,7 @@ def test_a_derived_tensor_parallel_size_that_does_not_divide_the_heads_is_refuse
     ), line
     # a smaller divisor of both, set by the user, starts
     cfg = validate(_data({"d_model": 96, "n_heads": 6}, args={"tensor_parallel_size": 2}))
-    assert list(service_fit_problems(cfg)) == []
+    assert run_rule(service_fit_problems, cfg) == []
 
 
 def test_a_tensor_parallel_size_above_the_devices_of_a_pod_is_refused() -> None:
@@ -124,7 +125,7 @@ def test_a_multi_host_tpu_slice_serves_one_replica_per_slice() -> None:
 
     data = _data(WIDE, node_pool="v6e")
     cfg = validate({**data, "kuberay": {"mode": "gke-addon"}})
-    assert list(service_fit_problems(cfg)) == []
+    assert run_rule(service_fit_problems, cfg) == []
     (svc,) = cfg.services
     manifest = ray_service_manifest(plan(cfg), svc, "gs://b/w.zip", planned_refs(cfg))
     import yaml
@@ -171,7 +172,7 @@ def test_a_cpu_pool_serves_the_trained_model() -> None:
     """vLLM's CPU build (the cpu-serve image): the trainers' default shape (head size 32) on the
     helpers' n2-standard-8 pool passes every fit rule."""
     cfg = validate(_data({}, node_pool="cpu"))
-    assert list(service_fit_problems(cfg)) == []
+    assert run_rule(service_fit_problems, cfg) == []
 
 
 def test_on_a_cpu_pool_the_model_is_held_to_the_pods_memory_not_hbm() -> None:
@@ -253,16 +254,16 @@ def test_the_trained_shape_follows_the_hf_export_mapping() -> None:
     cfg = validate(
         _data({"d_model": 64, "n_layers": 3, "n_heads": 8, "mlp_ratio": 2, "context_length": 96})
     )
-    assert trained_shape(cfg, "train") == CausalLmShape(
+    assert trained_shape(cfg.jobs, "train") == CausalLmShape(
         vocab_size=256, n_positions=96, n_embd=64, n_layer=3, n_head=8, n_inner=128
     )
-    assert trained_shape(cfg, "nope") is None
+    assert trained_shape(cfg.jobs, "nope") is None
     # without its own context the trainer takes the stack's prepare window
     data = _data({"n_heads": 8})
     data["jobs"].append(
         {"name": "prep", "workload": "prepare", "node_pool": "cpu", "args": {"context_length": 512}}
     )
-    shape = trained_shape(validate(data), "train")
+    shape = trained_shape(validate(data).jobs, "train")
     assert shape is not None and shape.n_positions == 512
 
 
@@ -289,7 +290,7 @@ def test_devices_and_tensor_parallelism_come_from_the_pool() -> None:
 
 def test_prod_serves_from_an_l4_with_room_to_spare() -> None:
     cfg = stack("prod")
-    assert list(service_fit_problems(cfg)) == []
+    assert run_rule(service_fit_problems, cfg) == []
     dev = serve_devices(cfg.pool("l4-serve"))
     assert dev is not None and (dev.per_pod, dev.ray_accelerator_type) == (1, "L4")
 
@@ -303,13 +304,52 @@ def test_a_replica_whose_bundles_exceed_a_worker_pods_cpus_is_refused(
     4 CPUs here."""
     from components.raycrs import serving
 
-    cfg = validate(_data({"n_heads": 8}))
+    cfg = StackConfig.model_validate(_data({"n_heads": 8}))  # no rules yet: no record built
     cpus, memory_gb = serving.pod_size(plan(cfg), "h100", None)
     assert cpus == 194.5
     monkeypatch.setattr(serving, "pod_size", lambda p, pool, group: (4.0, memory_gb))
-    (line,) = [str(x) for x in service_fit_problems(cfg)]
+    (line,) = [str(x) for x in run_rule(service_fit_problems, cfg)]
     assert line == (
         "services[lm].args.tensor_parallel_size: 8 needs 9 CPUs in one worker pod (8 bundles of "
         "1 CPU + the replica's 1) (allowed: at most 4 CPUs, the worker pod of pool 'h100'; a "
         "larger machine_type or a smaller tensor_parallel_size)"
     )
+
+
+def test_the_render_and_the_checks_read_the_services_one_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The RayService's application args, the fit check and the replica plan all read the
+    service's record, built once per plan (serving.service_spec): a record whose
+    tensor_parallel_size is made 4 (the stack says 2) shows 4 in each, and is built once."""
+    from dataclasses import replace
+
+    import yaml
+
+    from components.images.render import planned_refs
+    from components.raycrs import serving
+    from components.raycrs.serve import ray_service_manifest
+    from components.raycrs.serve_replicas import replica_plan
+
+    built: list[str] = []
+    real = serving._build_spec
+
+    def build(p: Any, svc: Any) -> Any:
+        built.append(svc.name)
+        return replace(real(p, svc), tensor_parallel_size=4)
+
+    monkeypatch.setattr(serving, "_build_spec", build)
+    data = _data({"d_model": 96, "n_heads": 6}, args={"tensor_parallel_size": 2})
+    cfg = StackConfig.model_validate(data)
+    p, (svc,) = plan(cfg), cfg.services
+    manifest = ray_service_manifest(p, svc, "gs://b/w.zip", planned_refs(cfg))
+    (app,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"]
+    assert app["args"]["tensor_parallel_size"] == 4
+    (line,) = [str(x) for x in run_rule(service_fit_problems, cfg)]
+    assert line.startswith(
+        "services[lm].args.tensor_parallel_size: 4 (allowed: a divisor of the model's 6 "
+        "attention heads)"
+    ), line
+    rp = replica_plan(p, svc)
+    assert rp is not None and rp.per_replica == "4 x NVIDIA H100 80GB"
+    assert built == ["lm"]
