@@ -47,7 +47,7 @@ from components.plan.plan import Context, Plan, plan
 from components.plan.resolve import GroupTarget
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION
-from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
+from components.raycrs.raycluster import WorkerGroupInput, object_metadata, ray_cluster_spec
 from components.raycrs.serving import (
     model_path,
     replicas_that_fit,
@@ -150,22 +150,18 @@ def ray_service_manifest(
     """
     target = p.service(svc)
     kind = service_image_kind(target.pool, get_workload(svc.workload).needs)
-    group = _with_serve_port_and_label(
-        worker_group_spec(
-            p, target, svc.service_account, images=images, autoscaled=True, image_kind=kind
-        ),
-        svc.name,
-    )
     cluster = ray_cluster_spec(
         p,
         head=svc.head,
         service_account=svc.service_account,
-        worker_groups=[group],
+        worker_groups=[WorkerGroupInput(target, autoscaled=True, image_kind=kind)],
         autoscaling=True,
         idle_timeout_seconds=svc.idle_timeout_seconds,
         auth_name=svc.name,
         images=images,
     )
+    (group,) = cluster["workerGroupSpecs"]
+    _with_serve_port_and_label(group, svc.name)
     head = _with_serve_port_and_label(cluster["headGroupSpec"], svc.name)
     # The head runs the workers' image: Serve's controller builds the application there
     # (``import ray.serve.llm`` imports vLLM) and the OpenAI ingress may be placed there.
