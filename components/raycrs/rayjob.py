@@ -29,7 +29,7 @@ from components.raycrs.raycluster import (
     object_metadata,
     ray_cluster_spec,
 )
-from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
+from components.raycrs.scaling import job_workers
 from contract.args.base import JobContext
 from contract.registry import bind_job_args, get_workload
 
@@ -65,13 +65,14 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
     job = target.job
     workload = get_workload(job.workload)
     folder = job.args.get("dataset") or DATASET_PATH
+    scaling, peak_flops = job_workers(target)
     context = JobContext(
         dataset=f"{ctx.bucket_url('datasets')}/{folder}",
         storage_path=ctx.bucket_url("checkpoints"),
         name=job.name if "checkpoints" in workload.writes else None,
-        scaling=scaling_config_for_job_target(job, target.pool, target.replicas),
+        scaling=scaling,
         max_failures=job.max_failures,
-        peak_flops_per_device=peak_flops_per_device(target.pool),
+        peak_flops_per_device=peak_flops,
     )
     args = {k: v for k, v in job.args.items() if k != "dataset"}  # the folder, bound above
     if workload.role == "inference":

@@ -25,6 +25,9 @@ CEILINGS = {
     "components.raycrs.pod": 2,  # cluster_pods (from raycluster.py), submitter_template
     "components.raycrs.raycluster": 2,  # ray_cluster_spec, object_metadata
     "components.raycrs.rayjob": 1,
+    "components.raycrs.scaling": 1,  # job_workers
+    "components.images.render": 1,  # job_image_kind
+    "components.storage.fuse": 2,  # mounts, cache_pod_settings (once per cluster, from pod.py)
 }
 
 # module -> the most entries one service's render may make into it (today's figures).
