@@ -16,19 +16,15 @@ its pool, run by :func:`components.stack.checks.check_stack` (checks 2 and 3 the
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from components import catalog
 from components.config.raycrs import OBJECT_STORE_MAX_FRACTION
 from components.kernel.problems import Problem, at
 from components.nodepools.render import NodePoolSpec
-from components.plan.plan import Context, plan
-from components.plan.resolve import ResolveError
+from components.plan.plan import Context, Plan
 from components.raycrs.pod import GCSFUSE_ANNOTATION, GCSFUSE_SIDECAR
 from contract.quantity import quantity_float
-
-if TYPE_CHECKING:
-    from components.config.stack import StackConfig
 
 
 def parse_quantity(value: str | int | float) -> float:
@@ -236,9 +232,10 @@ def node_ray_resources(ctx: Context, pool: Any, group: Any) -> dict[str, float]:
     return out
 
 
-def placement_problems(cfg: StackConfig) -> list[Problem]:
-    """A job whose ``placement_strategy`` is a hard constraint its pool can never meet, so Ray
-    Train's placement group would wait forever (:data:`PLACEMENT_DOCS`):
+def placement_problems(p: Plan) -> list[Problem]:
+    """A job of the plan ``p`` (its records :attr:`Plan.jobs`) whose ``placement_strategy`` is a
+    hard constraint its pool can never meet, so Ray Train's placement group would wait forever
+    (:data:`PLACEMENT_DOCS`):
 
     * ``STRICT_PACK`` (all workers on one node): the workers' summed bundles
       (:func:`worker_bundle` x ``num_workers``) exceed one worker pod's Ray resources
@@ -248,22 +245,21 @@ def placement_problems(cfg: StackConfig) -> list[Problem]:
 
     The workers are those of the job's ``ScalingConfig``
     (:func:`components.raycrs.scaling.scaling_config_for_job_target`). Jobs whose target does
-    not resolve are left to the rules that report that (a strategy on ``tune_lm`` is refused by
-    :func:`components.raycrs.rules.job_workloads_registered`)."""
+    not resolve (not in :attr:`Plan.jobs`) are left to the rules that report that (a strategy
+    on ``tune_lm`` is refused by :func:`components.raycrs.rules.job_workloads_registered`)."""
     from components.raycrs.pod import ManifestError
     from components.raycrs.scaling import ScalingError, scaling_config_for_job_target
 
     problems: list[Problem] = []
-    p = plan(cfg)
-    for job in cfg.jobs:
+    for target in p.jobs:
+        job = target.job
         strategy = job.placement_strategy
         if strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
         try:
-            target = p.job(job)
             scaling = scaling_config_for_job_target(job, target.pool, target.replicas)
             node = node_ray_resources(p.context, target.pool, target.group)
-        except (ResolveError, ScalingError, ManifestError, IndexError):
+        except (ScalingError, ManifestError, IndexError):
             continue  # reported by the target and scheduling checks
         n = scaling["num_workers"]  # an elastic (min, max) is placed at its max
         workers = int(n[1]) if isinstance(n, tuple | list) else int(n)

@@ -1,9 +1,9 @@
-"""The pod template every Ray pod of the stack shares (:func:`pod_template`): labels, sizing of a
-worker pod on its node, GCS FUSE volumes, the Pod Security ``restricted`` settings, ``/dev/shm``;
-and the RayJob submitter's (:func:`submitter_template`).
-:mod:`components.raycrs.raycluster` builds the head and worker groups each with one call of
-:func:`pod_template`, :mod:`components.raycrs.rayjob` the submitter with
-:func:`submitter_template`.
+"""The pod template every Ray pod of the stack shares (:func:`cluster_pods`): labels, sizing of
+a worker pod on its node, GCS FUSE volumes, the Pod Security ``restricted`` settings,
+``/dev/shm``; and the RayJob submitter's (:func:`submitter_template`).
+:mod:`components.raycrs.raycluster` describes the head and each worker group's pod
+(:class:`RayPod`) and templates them all with one call of :func:`cluster_pods`,
+:mod:`components.raycrs.rayjob` the submitter with :func:`submitter_template`.
 
 Facts used (sources):
 
@@ -23,9 +23,11 @@ Ray's ports, the Ray pods' labels and Ray's token authentication are :mod:`compo
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from components import catalog
 from components.config.raycrs import WorkerGroupConfig
@@ -36,7 +38,7 @@ from components.plan.plan import Plan
 from components.storage.fuse import Mount, cache_pod_settings
 from components.storage.fuse import mounts as fuse_mounts
 from contract.errors import ConfigurationError
-from contract.quantity import cpu_quantity, memory_quantity
+from contract.quantity import cpu_quantity, memory_quantity, quantity_float
 
 API_VERSION = "ray.io/v1"
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
@@ -107,21 +109,19 @@ def pod_resources(cpu: str, memory: str, extra: dict[str, str] | None = None) ->
 
 
 def gcs_fuse_volumes(
-    p: Plan, service_account: str
+    buckets: Mapping[str, str], ms: Sequence[Mount]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """GCS FUSE CSI ephemeral volumes and mounts for the buckets ``service_account`` may use
-    (the workload identity of that name in the stack's plan, :attr:`Plan.identities`; none for an
-    undeclared one).
+    """GCS FUSE CSI ephemeral volumes and mounts for the bucket mounts ``ms`` of a workload
+    identity (:func:`components.storage.fuse.mounts`; ``buckets``: purpose -> bucket name).
 
-    One volume ``gcs-<purpose>`` per bucket the workload identity names, mounted at
-    ``/mnt/gcs/<purpose>``, read-only for ``read`` access, with the mount options of the bucket's
-    FUSE profile (:func:`components.storage.fuse.mounts`).
+    One volume ``gcs-<purpose>`` per mount, at ``/mnt/gcs/<purpose>``, read-only for ``read``
+    access, with the mount options of the bucket's FUSE profile.
 
     Returns:
-        ``(volumes, volumeMounts)``, sorted by purpose.
+        ``(volumes, volumeMounts)``, in the order of ``ms`` (sorted by purpose).
     """
     volumes, mounts = [], []
-    for m in _fuse_mounts(p, service_account):
+    for m in ms:
         volumes.append(
             {
                 "name": f"gcs-{m.purpose}",
@@ -129,7 +129,7 @@ def gcs_fuse_volumes(
                     "driver": GCSFUSE_DRIVER,
                     "readOnly": m.read_only,
                     "volumeAttributes": {
-                        "bucketName": p.context.buckets[m.purpose],
+                        "bucketName": buckets[m.purpose],
                         "mountOptions": m.options,
                     },
                 },
@@ -143,13 +143,6 @@ def gcs_fuse_volumes(
             }
         )
     return volumes, mounts
-
-
-def _fuse_mounts(p: Plan, service_account: str) -> list[Mount]:
-    identity = p.identities.get(service_account)
-    if identity is None:
-        return []
-    return fuse_mounts(p.context.buckets_config, identity.buckets)
 
 
 # ------------------------------------------------------------------------------- pod security
@@ -195,9 +188,7 @@ def shm_size(memory: str) -> str:
     does not fit there (``ray/_private/services.py`` ``determine_plasma_store_config``), so the
     limit leaves room above 30 %; memory-backed emptyDir pages count against the pod's memory
     limit (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir)."""
-    from components.kernel.base import quantity_value
-
-    mib = math.ceil(quantity_value(memory) * SHM_FRACTION / 2**20)
+    mib = math.ceil(quantity_float(str(memory)) * SHM_FRACTION / 2**20)
     return f"{mib}Mi"
 
 
@@ -209,80 +200,108 @@ def shm_volume(memory: str) -> tuple[dict[str, Any], dict[str, Any]]:
 # ---------------------------------------------------------------------------- the pod template
 
 
-def pod_template(
-    p: Plan,
-    service_account: str,
-    container: dict[str, Any],
-    *,
-    node_selector: dict[str, str],
-    size: tuple[str, str] | None = None,
-    node: NodePoolSpec | None = None,
-    group: WorkerGroupConfig | None = None,
-    reserve: Mapping[str, float] | None = None,
-    devices: Mapping[str, str] | None = None,
-    tolerations: list[dict[str, str]] | None = None,
-    extra_volumes: list[dict[str, Any]] | None = None,
-    extra_mounts: list[dict[str, Any]] | None = None,
-    account: str | None = None,
-    automount_token: bool = False,
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    sidecars: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """A Ray pod template: the one call that builds a head's or a worker group's pod.
+@dataclass(frozen=True)
+class RayPod:
+    """What one Ray pod (the head, or a worker group's) asks of :func:`cluster_pods`.
 
-    ``container`` is the Ray container without its resources; the template gives it its
-    ``resources`` (request = limit): ``size`` (``(cpu, memory)``, the head's) or, for a worker,
-    one node of ``node`` (:func:`worker_pod_size`: ``group``'s ``cpu`` / ``memory`` win where
-    set, ``reserve`` is what the pod's other containers take), plus ``devices`` (the
-    accelerator requests, ``google.com/tpu`` / ``nvidia.com/gpu``); the Pod Security
-    ``restricted`` settings; the GCS FUSE volumes of ``service_account`` (the workload
-    identity: its buckets are mounted), then ``extra_volumes`` / ``extra_mounts``, then the
-    memory-backed ``/dev/shm`` sized to the container's memory (:func:`shm_volume`; Ray's object
-    store, NCCL on GPU nodes). ``account`` is the Kubernetes service account the pod runs as
-    (default: the identity's workers' account). ``automount_token``: mount the KSA token (only
-    the head with the autoscaler calls the Kubernetes API). ``annotations``: extra pod
-    annotations (GPU networking's interfaces, :func:`components.gpunet.render.worker_pod_extras`).
-    ``sidecars``: containers after the Ray container, kept as given (the RxDM sidecar of a
-    ``gpudirect`` pool, :func:`components.gpunet.gpudirect.worker_parts`; KubeRay takes the
-    first container as the Ray container).
+    ``container``: the Ray container without its resources. Sized by ``size`` (``(cpu,
+    memory)``, the head's) or to one node of ``node`` (:func:`worker_pod_size`: ``group``'s
+    ``cpu`` / ``memory`` win where set, ``reserve`` is what the pod's other containers take);
+    ``devices``: the accelerator requests (``google.com/tpu`` / ``nvidia.com/gpu``).
+    ``extra_volumes`` / ``extra_mounts`` come after the GCS FUSE ones. ``account``: the
+    Kubernetes service account (default: the identity's workers' account); ``automount_token``:
+    mount its token (only the head with the autoscaler calls the Kubernetes API).
+    ``annotations``: extra pod annotations (GPU networking's interfaces,
+    :func:`components.gpunet.render.worker_pod_extras`). ``sidecars``: containers after the Ray
+    container, kept as given (the RxDM sidecar of a ``gpudirect`` pool,
+    :func:`components.gpunet.gpudirect.worker_parts`; KubeRay takes the first container as the
+    Ray container)."""
+
+    container: dict[str, Any]
+    node_selector: dict[str, str]
+    size: tuple[str, str] | None = None
+    node: NodePoolSpec | None = None
+    group: WorkerGroupConfig | None = None
+    reserve: Mapping[str, float] | None = None
+    devices: Mapping[str, str] | None = None
+    tolerations: list[dict[str, str]] | None = None
+    extra_volumes: list[dict[str, Any]] | None = None
+    extra_mounts: list[dict[str, Any]] | None = None
+    account: str | None = None
+    automount_token: bool = False
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    sidecars: list[dict[str, Any]] | None = None
+
+
+class ClusterPods(NamedTuple):
+    """:func:`cluster_pods`' answer: ``templates``, one per :class:`RayPod` in order, and
+    ``autoscaler_security``, the ``securityContext`` of the autoscaler container KubeRay
+    injects into the head pod (``autoscalerOptions.securityContext``)."""
+
+    templates: list[dict[str, Any]]
+    autoscaler_security: dict[str, Any]
+
+
+def cluster_pods(p: Plan, service_account: str, pods: Sequence[RayPod]) -> ClusterPods:
+    """The pod templates of one Ray cluster, all running as the workload identity
+    ``service_account`` (its record in the plan ``p``, :attr:`Plan.identities`): the one call
+    that builds its head's and worker groups' pods.
+
+    Each template gets its Ray container's ``resources`` (request = limit, see :class:`RayPod`),
+    the Pod Security ``restricted`` settings, the identity's GCS FUSE volumes (its buckets,
+    :func:`gcs_fuse_volumes`, and the file cache's settings,
+    :func:`components.storage.fuse.cache_pod_settings`; none for an undeclared identity), then
+    the pod's ``extra_volumes`` / ``extra_mounts``, then the memory-backed ``/dev/shm`` sized to
+    the container's memory (:func:`shm_volume`; Ray's object store, NCCL on GPU nodes).
 
     Raises:
-        ManifestError: ``node`` is too small for a Ray worker (:func:`worker_pod_size`).
+        ManifestError: a pod's ``node`` is too small for a Ray worker (:func:`worker_pod_size`).
     """
-    if node is not None:
-        cpu, memory = worker_pod_size(node, group, reserve)
-    elif size is not None:
-        cpu, memory = size
-    else:
-        raise TypeError("pod_template needs a size or a node")
-    shm, shm_mount = shm_volume(memory)
-    volumes, mounts = gcs_fuse_volumes(p, service_account)
-    cache_annotations, cache_volumes, fuse_env = cache_pod_settings(
-        p.context.buckets_config.file_cache_medium, _fuse_mounts(p, service_account), MOUNT_ROOT
+    identity = p.identities.get(service_account)
+    ms = [] if identity is None else fuse_mounts(p.context.buckets_config, identity.buckets)
+    fuse = (
+        gcs_fuse_volumes(p.context.buckets, ms),
+        cache_pod_settings(p.context.buckets_config.file_cache_medium, ms, MOUNT_ROOT),
     )
-    volumes = [*volumes, *cache_volumes, *(extra_volumes or []), shm]
-    mounts = [*mounts, *(extra_mounts or []), shm_mount]
+    account = ksa_name(service_account)
+    templates = [_pod_template(pod, copy.deepcopy(fuse), account) for pod in pods]
+    return ClusterPods(templates, container_security_context())
+
+
+def _pod_template(pod: RayPod, fuse: Any, workers_account: str) -> dict[str, Any]:
+    (volumes, mounts), (cache_annotations, cache_volumes, fuse_env) = fuse
+    if pod.node is not None:
+        cpu, memory = worker_pod_size(pod.node, pod.group, pod.reserve)
+    elif pod.size is not None:
+        cpu, memory = pod.size
+    else:
+        raise TypeError("a RayPod needs a size or a node")
+    shm, shm_mount = shm_volume(memory)
+    volumes = [*volumes, *cache_volumes, *(pod.extra_volumes or []), shm]
+    mounts = [*mounts, *(pod.extra_mounts or []), shm_mount]
+    devices = dict(pod.devices) if pod.devices else None
     container = {
-        **container,
-        "resources": pod_resources(cpu, memory, dict(devices) if devices else None),
+        **pod.container,
+        "resources": pod_resources(cpu, memory, devices),
         "securityContext": container_security_context(),
     }
     if fuse_env:
         container = {**container, "env": [*container.get("env", []), *fuse_env]}
     container = {**container, "volumeMounts": mounts}
     spec: dict[str, Any] = {
-        "serviceAccountName": account or ksa_name(service_account),
-        "automountServiceAccountToken": automount_token,
+        "serviceAccountName": pod.account or workers_account,
+        "automountServiceAccountToken": pod.automount_token,
         "securityContext": pod_security_context(),
-        "nodeSelector": dict(node_selector),
-        "containers": [container, *(sidecars or [])],
+        "nodeSelector": dict(pod.node_selector),
+        "containers": [container, *(pod.sidecars or [])],
     }
-    if tolerations:
-        spec["tolerations"] = tolerations
+    if pod.tolerations:
+        spec["tolerations"] = pod.tolerations
     spec["volumes"] = volumes
-    metadata: dict[str, Any] = {"labels": {"app.kubernetes.io/part-of": PART_OF, **(labels or {})}}
-    notes = dict(annotations or {})
+    labels = {"app.kubernetes.io/part-of": PART_OF, **(pod.labels or {})}
+    metadata: dict[str, Any] = {"labels": labels}
+    notes = dict(pod.annotations or {})
     if any("csi" in v for v in volumes):
         notes.update({GCSFUSE_ANNOTATION: "true", **cache_annotations})
     if notes:

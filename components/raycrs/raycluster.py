@@ -37,7 +37,8 @@ Facts used (sources):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from components import catalog
@@ -61,12 +62,7 @@ from components.nodepools.render import gpu_node_labels
 from components.plan.naming import head_account_id
 from components.plan.plan import Context, Plan
 from components.plan.resolve import GroupTarget
-from components.raycrs.pod import (
-    API_VERSION,
-    ManifestError,
-    container_security_context,
-    pod_template,
-)
+from components.raycrs.pod import API_VERSION, ManifestError, RayPod, cluster_pods
 
 # ------------------------------------------------------------------------------------ head group
 
@@ -76,17 +72,17 @@ ELASTIC_JOB = {"kueue.x-k8s.io/elastic-job": "true"}
 
 
 def head_group_spec(
-    p: Plan,
     head: HeadConfig,
     service_account: str,
     images: Mapping[str, Any],
     *,
     autoscaling: bool = True,
     labels: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """``headGroupSpec``: the head on the system pool, dashboard/client reachable in-cluster only.
-    Its image is the ``cpu`` image (``images``: kind -> reference, :func:`components.images.render.pod_images`).
-    ``p``: the stack's plan (its identities' buckets are mounted).
+) -> tuple[dict[str, Any], RayPod]:
+    """``headGroupSpec`` without its template, and the :class:`~components.raycrs.pod.RayPod`
+    its template is made from (:func:`ray_cluster_spec`): the head on the system pool,
+    dashboard/client reachable in-cluster only. Its image is the ``cpu`` image (``images``:
+    kind -> reference, :func:`components.images.render.pod_images`).
 
     The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
     tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it (the
@@ -99,20 +95,19 @@ def head_group_spec(
         "image": images["cpu"],
         "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS.items()],
     }
-    return {
+    group = {
         "serviceType": "ClusterIP",
         "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
-        "template": pod_template(
-            p,
-            service_account,
-            container,
-            node_selector={catalog.NODE_POOL_LABEL: "system"},
-            size=(head.cpu, head.memory),
-            account=head_account_id(service_account),
-            automount_token=autoscaling,
-            labels=labels,
-        ),
     }
+    pod = RayPod(
+        container,
+        node_selector={catalog.NODE_POOL_LABEL: "system"},
+        size=(head.cpu, head.memory),
+        account=head_account_id(service_account),
+        automount_token=autoscaling,
+        labels=labels,
+    )
+    return group, pod
 
 
 # --------------------------------------------------------------------------------- worker groups
@@ -140,25 +135,34 @@ def ray_start_params(group: WorkerGroupConfig) -> dict[str, str]:
     return params
 
 
+@dataclass(frozen=True)
+class WorkerGroupInput:
+    """One worker group for :func:`ray_cluster_spec` to render (:func:`worker_group_spec`):
+    ``target`` the group resolved to its node pool (a record of the stack's plan,
+    :meth:`components.plan.plan.Plan.group` / :meth:`~components.plan.plan.Plan.service`, or
+    :attr:`components.plan.resolve.JobTarget.group_target`); ``replicas``, ``labels``,
+    ``image_kind``, ``autoscaled`` and ``compute_class`` as :func:`worker_group_spec` reads
+    them."""
+
+    target: GroupTarget
+    replicas: int | None = None
+    labels: dict[str, str] | None = None
+    image_kind: str | None = None
+    autoscaled: bool = False
+    compute_class: bool = True
+
+
 def worker_group_spec(
-    p: Plan,
-    target: GroupTarget,
-    service_account: str,
-    *,
-    images: Mapping[str, Any],
-    replicas: int | None = None,
-    labels: dict[str, str] | None = None,
-    image_kind: str | None = None,
-    autoscaled: bool = False,
-    compute_class: bool = True,
-) -> dict[str, Any]:
-    """One ``workerGroupSpecs`` item for a worker group resolved to its node pool
-    (a record of the stack's plan, :meth:`components.plan.plan.Plan.group` /
-    :meth:`~components.plan.plan.Plan.service`, or :attr:`components.plan.resolve.JobTarget.group_target`).
+    p: Plan, w: WorkerGroupInput, images: Mapping[str, Any]
+) -> tuple[dict[str, Any], RayPod]:
+    """One ``workerGroupSpecs`` item without its template, and the
+    :class:`~components.raycrs.pod.RayPod` its template is made from (sized to one node of the
+    pool; :func:`ray_cluster_spec` makes the templates), for the worker group ``w.target``
+    (:class:`WorkerGroupInput`) of the plan ``p``.
 
     ``minReplicas``/``maxReplicas`` come from the group (max defaults to the pool's capacity); they
     count slices for TPU pools (each replica is ``numOfHosts`` pods) and pods (= nodes) otherwise.
-    ``replicas`` defaults to ``minReplicas``; with ``autoscaled`` (the cluster has
+    ``w.replicas`` defaults to ``minReplicas``; with ``w.autoscaled`` (the cluster has
     ``enableInTreeAutoscaling``) it is left out: the Ray autoscaler owns that field
     (kuberay#4149). Under server-side apply a field the stack does not send is not the stack's:
     the API server applies the CRD default (``replicas: 0``, KubeRay v1.7.0
@@ -171,25 +175,26 @@ def worker_group_spec(
     omitted or lower value to ``minReplicas`` (``GetWorkerGroupDesiredReplicas``,
     ray-operator/controllers/ray/utils/util.go), so the group still starts at its minimum.
     See the module docstring for the per-kind settings.
-    The container image is ``images[image_kind]``; ``image_kind`` defaults to the pool's kind
+    The container image is ``images[w.image_kind]``; ``image_kind`` defaults to the pool's kind
     (:func:`components.images.render.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``); a
     job's own cluster passes :func:`components.images.render.job_image_kind` (``gpu-tf`` for a
-    TensorFlow job on a GPU pool). ``compute_class`` False leaves out the pool's ComputeClass
+    TensorFlow job on a GPU pool). ``w.compute_class`` False leaves out the pool's ComputeClass
     selector and toleration (a queued job's own cluster: Kueue's flavor places it).
 
     Raises:
         ManifestError: the group's node pool has no GKE node pool.
     """
+    target, replicas, compute_class = w.target, w.replicas, w.compute_class
     group, pool = target.group, target.pool
     cc = p.compute_classes.get(pool.name)  # the pool's ComputeClass, if one names it
     specs = p.pool_specs.get(pool.name, ())  # with that class's node label and taint
     if not specs:
         raise ManifestError(f"node pool {pool.name!r} renders no GKE node pool")
     spec = specs[0]
-    parts = worker_parts(pool)  # a gpudirect pool: the RxDM sidecar takes its share of the node
+    parts = None  # a gpudirect pool's: the RxDM sidecar takes its share of the node
     max_replicas = target.max_replicas
     out: dict[str, Any] = {"groupName": group.name}
-    if not autoscaled:
+    if not w.autoscaled:
         out["replicas"] = group.min_replicas if replicas is None else replicas
     out.update(
         minReplicas=group.min_replicas,
@@ -199,7 +204,7 @@ def worker_group_spec(
     )
     container: dict[str, Any] = {
         "name": "ray-worker",
-        "image": images[image_kind or pool_image_kind(pool)],
+        "image": images[w.image_kind or pool_image_kind(pool)],
     }
     extra_volumes: list[dict[str, Any]] = []
     extra_mounts: list[dict[str, Any]] = []
@@ -246,6 +251,7 @@ def worker_group_spec(
         # mounts of them (components/gpunet/gpudirect.py).
         annotations, nccl = worker_pod_extras(pool)
         env.update(nccl)
+        parts = worker_parts(pool)
         if parts is not None:
             sidecars.append(parts.sidecar)
             extra_volumes += parts.volumes
@@ -267,9 +273,7 @@ def worker_group_spec(
     ):  # the pool's class: its nodes, then its fallbacks (computeclass/render.py)
         node_selector = {**node_selector, **class_label(cc)}
         tolerations = [*tolerations, class_taint(cc).toleration()]
-    out["template"] = pod_template(  # sized to one node; /dev/shm: the object store, NCCL
-        p,
-        service_account,
+    pod = RayPod(  # sized to one node; /dev/shm: the object store, NCCL
         container,
         node_selector=node_selector,
         node=spec,
@@ -279,11 +283,11 @@ def worker_group_spec(
         tolerations=tolerations,
         extra_volumes=extra_volumes,
         extra_mounts=extra_mounts,
-        labels=labels,
+        labels=w.labels,
         annotations=annotations,
         sidecars=sidecars,
     )
-    return out
+    return out, pod
 
 
 def ray_cluster_spec(
@@ -291,7 +295,7 @@ def ray_cluster_spec(
     *,
     head: HeadConfig,
     service_account: str,
-    worker_groups: list[dict[str, Any]],
+    worker_groups: Sequence[WorkerGroupInput],
     autoscaling: bool,
     idle_timeout_seconds: int,
     auth_name: str,
@@ -299,11 +303,26 @@ def ray_cluster_spec(
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A RayCluster ``spec`` (also the RayJob ``rayClusterSpec`` and, later, the RayService
-    ``rayClusterConfig``): every Ray cluster the stack creates gets token authentication
-    (:func:`components.kernel.ray.auth_options` with the Secret of ``auth_name``), the pod security of
-    :func:`~components.raycrs.pod.container_security_context` on every container, the autoscaler sidecar included
-    (``autoscalerOptions.securityContext``; KubeRay injects that container into the head pod), and
-    ``labels`` on the head's pod template (the worker groups carry their own)."""
+    ``rayClusterConfig``) with its head (:func:`head_group_spec`) and ``worker_groups``
+    (:func:`worker_group_spec`), their pods templated in one call
+    (:func:`components.raycrs.pod.cluster_pods`, as ``service_account``): every Ray cluster the
+    stack creates gets token authentication (:func:`components.kernel.ray.auth_options` with the
+    Secret of ``auth_name``), the pod security of
+    :func:`~components.raycrs.pod.container_security_context` on every container, the autoscaler
+    sidecar included (``autoscalerOptions.securityContext``; KubeRay injects that container into
+    the head pod), and ``labels`` on the head's pod template (the worker groups carry their own).
+
+    Raises:
+        ManifestError: a worker group's node pool has no GKE node pool, or too small a node.
+    """
+    workers = [worker_group_spec(p, w, images) for w in worker_groups]
+    head_group, head_pod = head_group_spec(
+        head, service_account, images, autoscaling=autoscaling, labels=labels
+    )
+    pods = cluster_pods(p, service_account, [head_pod, *(pod for _, pod in workers)])
+    head_group["template"] = pods.templates[0]
+    for (group, _), template in zip(workers, pods.templates[1:], strict=True):
+        group["template"] = template
     spec: dict[str, Any] = {
         "rayVersion": p.context.ray_version,
         "enableInTreeAutoscaling": autoscaling,
@@ -313,12 +332,10 @@ def ray_cluster_spec(
         spec["autoscalerOptions"] = {
             "idleTimeoutSeconds": idle_timeout_seconds,
             "upscalingMode": "Default",
-            "securityContext": container_security_context(),
+            "securityContext": pods.autoscaler_security,
         }
-    spec["headGroupSpec"] = head_group_spec(
-        p, head, service_account, images, autoscaling=autoscaling, labels=labels
-    )
-    spec["workerGroupSpecs"] = worker_groups
+    spec["headGroupSpec"] = head_group
+    spec["workerGroupSpecs"] = [group for group, _ in workers]
     return spec
 
 
@@ -345,11 +362,8 @@ def ray_cluster_manifest(
         ResolveError: a worker group references an undeclared node pool.
     """
     groups = [
-        worker_group_spec(
-            p,
+        WorkerGroupInput(
             p.group(rc, g),
-            rc.service_account,
-            images=images,
             autoscaled=rc.autoscaling,
             compute_class=not rc.queue,  # queued: Kueue's flavor places the pods
         )

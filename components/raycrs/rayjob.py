@@ -25,11 +25,11 @@ from components.plan.resolve import JobTarget
 from components.raycrs.pod import API_VERSION, DATASET_PATH, submitter_template
 from components.raycrs.raycluster import (
     ELASTIC_JOB,
+    WorkerGroupInput,
     object_metadata,
     ray_cluster_spec,
-    worker_group_spec,
 )
-from components.raycrs.scaling import peak_flops_per_device, scaling_config_for_job_target
+from components.raycrs.scaling import job_workers
 from contract.args.base import JobContext
 from contract.registry import bind_job_args, get_workload
 
@@ -65,13 +65,14 @@ def job_args(ctx: Context, target: JobTarget) -> dict[str, Any]:
     job = target.job
     workload = get_workload(job.workload)
     folder = job.args.get("dataset") or DATASET_PATH
+    scaling, peak_flops = job_workers(target)
     context = JobContext(
         dataset=f"{ctx.bucket_url('datasets')}/{folder}",
         storage_path=ctx.bucket_url("checkpoints"),
         name=job.name if "checkpoints" in workload.writes else None,
-        scaling=scaling_config_for_job_target(job, target.pool, target.replicas),
+        scaling=scaling,
         max_failures=job.max_failures,
-        peak_flops_per_device=peak_flops_per_device(target.pool),
+        peak_flops_per_device=peak_flops,
     )
     args = {k: v for k, v in job.args.items() if k != "dataset"}  # the folder, bound above
     if workload.role == "inference":
@@ -97,9 +98,16 @@ def elastic_slices(target: JobTarget) -> tuple[int, int] | None:
     return (job.slices.min, most) if job.slices.min < most else None
 
 
-def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> dict[str, Any]:
+# The head of a job's own cluster: the default head.
+OWN_CLUSTER_HEAD = HeadConfig()
+
+
+def _own_cluster_spec(
+    p: Plan, target: JobTarget, images: Mapping[str, Any], kind: str
+) -> dict[str, Any]:
     """The ``rayClusterSpec`` of a job bringing its own RayCluster: one worker group spanning
-    the whole node pool (:func:`components.plan.resolve.own_cluster_group`), fixed size.
+    the whole node pool (:func:`components.plan.resolve.own_cluster_group`), fixed size, its
+    workers on ``images[kind]`` (:func:`components.images.render.job_image_kind`).
 
     An elastic job (:func:`elastic_slices`, ``slices: {min, max}``) renders at its minimum:
     the group's ``replicas`` and ``minReplicas`` are ``min`` slices, ``maxReplicas`` is ``max``,
@@ -123,17 +131,14 @@ def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> 
         group_target, replicas = dataclasses.replace(group_target, group=group), low
     spec = ray_cluster_spec(
         p,
-        head=HeadConfig(),
+        head=OWN_CLUSTER_HEAD,
         service_account=job.service_account,
         worker_groups=[
-            worker_group_spec(
-                p,
+            WorkerGroupInput(
                 group_target,
-                job.service_account,
                 replicas=replicas,
-                images=images,
                 labels=labels,
-                image_kind=job_image_kind(target),
+                image_kind=kind,
                 compute_class=not job.queue,
             )
         ],
@@ -146,7 +151,6 @@ def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> 
     if "vllm" in get_workload(job.workload).needs:
         # batch inference: the driver on the head builds Ray Data LLM's processor (vLLM's
         # engine config, the model's tokenizer files), so the head runs the workers' vLLM image
-        kind = job_image_kind(target)
         spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = images[kind]
     if job.hf_token_secret is not None:  # the Hub token of a fine-tuning job's model
         from components.raycrs.ingress import add_hf_token
@@ -156,16 +160,16 @@ def _own_cluster_spec(p: Plan, target: JobTarget, images: Mapping[str, Any]) -> 
     return spec
 
 
-def job_runtime_env(target: JobTarget, working_dir_uri: str) -> dict[str, Any]:
+def job_runtime_env(target: JobTarget, working_dir_uri: str, kind: str) -> dict[str, Any]:
     """The RayJob's runtime environment: ``working_dir`` (the workloads archive) and, with
-    ``runtime_env_pip: true``, ``pip``: the requirement lines of the image kind of the job's
-    workers (:func:`components.images.render.job_image_kind`,
+    ``runtime_env_pip: true``, ``pip``: the requirement lines of ``kind``, the image kind of the
+    job's workers (:func:`components.images.render.job_image_kind`,
     :func:`components.images.render.runtime_env_pip`), installed by Ray for the
     driver and every worker (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html).
     """
     env: dict[str, Any] = {"working_dir": working_dir_uri}
     if target.job.runtime_env_pip:
-        env["pip"] = _runtime_env_pip(job_image_kind(target))
+        env["pip"] = _runtime_env_pip(kind)
     return env
 
 
@@ -192,9 +196,11 @@ def ray_job_manifest(
     job = target.job
     ctx = p.context
     workload = get_workload(job.workload)
+    kind = job_image_kind(target)  # the image kind of the job's workers
+    env = job_runtime_env(target, working_dir_uri, kind)
     spec: dict[str, Any] = {
         "entrypoint": workload.entrypoint(job_args(ctx, target)),
-        "runtimeEnvYAML": yaml.safe_dump(job_runtime_env(target, working_dir_uri), sort_keys=True),
+        "runtimeEnvYAML": yaml.safe_dump(env, sort_keys=True),
         "backoffLimit": job.backoff_limit,
         "shutdownAfterJobFinishes": job.shuts_down,
         "ttlSecondsAfterFinished": job.ttl_seconds,
@@ -202,7 +208,7 @@ def ray_job_manifest(
     if job.cluster:
         spec["clusterSelector"] = {"ray.io/cluster": job.cluster}
     else:
-        spec["rayClusterSpec"] = _own_cluster_spec(p, target, images)
+        spec["rayClusterSpec"] = _own_cluster_spec(p, target, images, kind)
     if job.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.active_deadline_seconds
     if job.suspend:

@@ -98,3 +98,14 @@ def scaling_config_for_job(target: JobTarget) -> dict[str, Any]:
         ScalingError: fewer than one replica.
     """
     return scaling_config_for_job_target(target.job, target.pool, target.replicas)
+
+
+def job_workers(target: JobTarget) -> tuple[dict[str, Any], float | None]:
+    """What a job's workload is told of its workers: the ``ScalingConfig`` kwargs of its target
+    (:func:`scaling_config_for_job`) and the peak FLOP/s of one of their accelerators
+    (:func:`peak_flops_per_device`, None on a CPU pool).
+
+    Raises:
+        ScalingError: fewer than one replica.
+    """
+    return scaling_config_for_job(target), peak_flops_per_device(target.pool)

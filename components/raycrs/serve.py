@@ -39,7 +39,7 @@ from components.kernel.ray import SERVE_PORT, SERVICE_LABEL
 from components.plan.plan import Context, Plan
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION
-from components.raycrs.raycluster import object_metadata, ray_cluster_spec, worker_group_spec
+from components.raycrs.raycluster import WorkerGroupInput, object_metadata, ray_cluster_spec
 from components.raycrs.serving import ServiceSpec, service_spec
 from contract.registry import get_workload
 
@@ -107,22 +107,18 @@ def ray_service_manifest(
     spec = service_spec(p, svc)
     target = spec.target
     kind = service_image_kind(target.pool, get_workload(svc.workload).needs)
-    group = _with_serve_port_and_label(
-        worker_group_spec(
-            p, target, svc.service_account, images=images, autoscaled=True, image_kind=kind
-        ),
-        svc.name,
-    )
     cluster = ray_cluster_spec(
         p,
         head=svc.head,
         service_account=svc.service_account,
-        worker_groups=[group],
+        worker_groups=[WorkerGroupInput(target, autoscaled=True, image_kind=kind)],
         autoscaling=True,
         idle_timeout_seconds=svc.idle_timeout_seconds,
         auth_name=svc.name,
         images=images,
     )
+    (group,) = cluster["workerGroupSpecs"]
+    _with_serve_port_and_label(group, svc.name)
     head = _with_serve_port_and_label(cluster["headGroupSpec"], svc.name)
     # The head runs the workers' image: Serve's controller builds the application there
     # (``import ray.serve.llm`` imports vLLM) and the OpenAI ingress may be placed there.
@@ -144,18 +140,17 @@ def ray_service_manifest(
             "intervalSeconds": inc.interval_seconds,
             "maxSurgePercent": inc.max_surge_percent,
         }
-    spec = {
-        "serveConfigV2": yaml.safe_dump(
-            serve_config(spec, working_dir_uri), sort_keys=True, width=1000
-        ),
-        "upgradeStrategy": strategy,
-        "rayClusterConfig": cluster,
-    }
     return {
         "apiVersion": API_VERSION,
         "kind": "RayService",
         "metadata": object_metadata(p.context, svc.name),
-        "spec": spec,
+        "spec": {
+            "serveConfigV2": yaml.safe_dump(
+                serve_config(spec, working_dir_uri), sort_keys=True, width=1000
+            ),
+            "upgradeStrategy": strategy,
+            "rayClusterConfig": cluster,
+        },
     }
 
 

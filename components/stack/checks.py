@@ -407,7 +407,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     from components.raycrs.archive import working_dir_uri, workloads_archive
     from contract.args.base import ArgError
 
-    problems = workload_problems(cfg) + placement_problems(cfg)
+    problems = workload_problems(cfg) + placement_problems(plan(cfg))
     problems += dependency_problems(cfg) + name_problems(cfg)
     try:
         _, sha = workloads_archive()

@@ -133,7 +133,7 @@ def test_prod_jobs_use_the_catalog() -> None:
 def test_peak_flops_per_device_comes_from_the_catalog() -> None:
     from components.catalog import gpu_type, tpu_slice
     from components.raycrs.rayjob import job_args
-    from components.raycrs.scaling import peak_flops_per_device
+    from components.raycrs.scaling import job_workers, peak_flops_per_device
 
     cfg = stack("prod")
     assert peak_flops_per_device(cfg.pool("tpu-v6e-4x4")) == 918e12
@@ -147,6 +147,8 @@ def test_peak_flops_per_device_comes_from_the_catalog() -> None:
     assert (
         args["peak_flops_per_device"] == tpu_slice("v6e", "4x4").generation.peak_bf16_tflops * 1e12
     )
+    target = resolve_job(cfg, jax_job)  # what job_args is handed in one call: both
+    assert job_workers(target) == (scaling_config_for_job(target), args["peak_flops_per_device"])
 
 
 def test_multislice_only_on_multi_host_groups() -> None:

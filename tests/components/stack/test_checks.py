@@ -308,7 +308,7 @@ def test_strict_placement_that_the_pool_cannot_hold_is_refused() -> None:
         groups={"cpu": {"max_replicas": 3, "cpu": "1500m"}},
     )  # fmt: skip
     docs = "(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html)"
-    assert placement.placement_problems(cfg) == [
+    assert placement.placement_problems(plan(cfg)) == [
         "jobs[pack-h100].placement_strategy: STRICT_PACK: Ray Train's 16 workers on one node need "
         "GPU 16 > 8, what one worker pod of pool 'h100' (a3-highgpu-8g) offers Ray; Ray never "
         f"places this group {docs}; use PACK (best effort), or a pool whose one node holds all the workers",
@@ -337,7 +337,7 @@ def test_strict_placement_that_fits_is_accepted() -> None:
         {"name": "pack-v5e", "workload": "train_lm_jax", "node_pool": "tpu-v5e-2x2",
          "placement_strategy": "STRICT_PACK"},
     )  # fmt: skip
-    assert placement.placement_problems(cfg) == []
+    assert placement.placement_problems(plan(cfg)) == []
     assert placement.worker_bundle({"use_gpu": True}) == {"GPU": 1.0}
     assert placement.worker_bundle({"resources_per_worker": {"CPU": 2, "GPU": 0}}) == {"CPU": 2.0}
 
