@@ -84,7 +84,8 @@ class ImageRegistry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("ray-gke:images:ImageRegistry", name, None, opts)
         cfg = args.cfg
-        ctx = plan(cfg).context  # the stack's plan (components.plan.plan), computed once
+        p = plan(cfg)  # the stack's plan (components.plan.plan), computed once
+        ctx = p.context
         self.url = images.repository_url(ctx)
         self.repository = gcp.artifactregistry.Repository(
             f"{name}-repository",
@@ -127,7 +128,7 @@ class ImageRegistry(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self)
         ).access_token
         self.images: dict[str, docker_build.Image] = {}
-        for kind in images.kinds_to_build(cfg):
+        for kind in images.kinds_to_build(p, cfg.ray.images):
             cache = images.cache_ref(ctx, kind)
             self.images[kind] = docker_build.Image(
                 f"{name}-{kind}",
@@ -164,9 +165,9 @@ class ImageRegistry(pulumi.ComponentResource):
                 ],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.repository]),
             )
-        planned = images.planned_refs(cfg)
+        planned = images.planned_refs(ctx, cfg.ray.images)
         self.refs: dict[str, Any] = {
             kind: self.images[kind].ref if kind in self.images else planned[kind]
-            for kind in images.kinds_used(cfg)
+            for kind in images.kinds_used(p)
         }
         self.register_outputs({"url": self.url, "refs": self.refs})

@@ -213,7 +213,7 @@ def render_services(
     (:func:`components.gcsft.render.ft_enabled`) each at ``redis_address`` (unset:
     :func:`components.gcsft.render.planned_address`), else none."""
     p = plan(cfg)
-    refs = pod_images(cfg, images)
+    refs = pod_images(p.context, cfg.ray.images, images)
     if not ft_enabled(cfg):
         redis_address = None
     elif redis_address is None:

@@ -406,7 +406,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     from contract.args.base import ArgError
 
     problems = workload_problems(cfg) + placement_problems(cfg)
-    problems += dependency_problems(cfg) + name_problems(cfg)
+    problems += dependency_problems(plan(cfg), cfg.ray.images) + name_problems(cfg)
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, sha))

@@ -30,7 +30,7 @@ def render_entries(stack_name: str, job_name: str) -> Counter[str]:
     the shipped stack ``stack_name`` (the plan built before, as every render finds it)."""
     cfg = stack(stack_name)
     target = plan(cfg).job(next(j for j in cfg.jobs if j.name == job_name))
-    images = planned_refs(cfg)
+    images = planned_refs(plan(cfg).context, cfg.ray.images)
     entries: Counter[str] = Counter()
 
     def on_call(frame: FrameType, event: str, _arg: Any) -> None:

@@ -126,7 +126,9 @@ def test_a_multi_host_tpu_slice_serves_one_replica_per_slice() -> None:
     cfg = validate({**data, "kuberay": {"mode": "gke-addon"}})
     assert list(service_fit_problems(cfg)) == []
     (svc,) = cfg.services
-    manifest = ray_service_manifest(plan(cfg), svc, "gs://b/w.zip", planned_refs(cfg))
+    manifest = ray_service_manifest(
+        plan(cfg), svc, "gs://b/w.zip", planned_refs(plan(cfg).context, cfg.ray.images)
+    )
     import yaml
 
     args = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]

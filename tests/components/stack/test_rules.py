@@ -583,7 +583,12 @@ def test_the_same_mistake_reads_the_same_at_every_layer() -> None:
     assert target.value.field == "jobs[prep].node_pool"
     assert workload_problems(broken) == [line]
     ok = plan(cfg).job(cfg.jobs[0])  # the declared job's record builds both
-    assert ray_job_manifest(plan(cfg), ok, WORKING_DIR, planned_refs(cfg))["kind"] == "RayJob"
+    assert (
+        ray_job_manifest(
+            plan(cfg), ok, WORKING_DIR, planned_refs(plan(cfg).context, cfg.ray.images)
+        )["kind"]
+        == "RayJob"
+    )
     assert scaling_config_for_job(ok)["num_workers"] >= 1
 
 
