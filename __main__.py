@@ -16,6 +16,7 @@ import pulumi
 from components.apis.component import Apis, ApisArgs
 from components.capacity.component import Kueue, KueueArgs
 from components.cluster.component import Cluster, ClusterArgs
+from components.cluster.render import nap_resource_limits
 from components.gcsft.component import GcsFaultTolerance, GcsFaultToleranceArgs
 from components.gcsft.render import ft_enabled
 from components.gpunet.component import (
@@ -33,6 +34,7 @@ from components.network.component import Network, NetworkArgs
 from components.nodepools.component import NodePool, NodePoolArgs
 from components.nodepools.render import node_pool_specs
 from components.plan.plan import plan
+from components.plan.resolve import nap_needs
 from components.raycrs.component import RayResources, RayResourcesArgs
 from components.security.component import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
 from components.stack.component import load_pulumi_config
@@ -145,7 +147,11 @@ registry = ImageRegistry(
 kuberay = KubeRay(
     "kuberay",
     KubeRayArgs(
-        cfg=cfg,
+        plan=stack_plan,
+        kuberay=cfg.kuberay,
+        cluster=cfg.cluster,
+        network=cfg.network,
+        nap_limits=nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg)),
         cluster_name=cluster.name,
         endpoint=cluster.endpoint,
         ca_certificate=cluster.ca_certificate,

@@ -21,6 +21,7 @@ import pulumi_gcp as gcp
 
 from components.config.stack import StackConfig
 from components.plan import naming
+from components.plan.plan import plan
 from components.security import iam
 from components.security.iam import (
     KEY_ROTATION_PERIOD,
@@ -161,7 +162,7 @@ class Security(pulumi.ComponentResource):
         # Two GSAs per workload identity: its workers' / submitters' (the entry's name) and its
         # heads' (<name>-head), so the head's Kubernetes RBAC and identity are its own.
         self.gsas: dict[str, gcp.serviceaccount.Account] = {}
-        for acct in naming.workload_accounts(cfg):
+        for acct in naming.workload_accounts(cfg.workload_identities):
             self.gsas[acct.name] = gcp.serviceaccount.Account(
                 f"{name}-gsa-{acct.name}",
                 account_id=acct.name,
@@ -251,12 +252,12 @@ class WorkloadAccess(pulumi.ComponentResource):
                     opts=child,
                 )
             )
-            for ns, acct in naming.namespace_accounts(cfg)
+            for ns, acct in naming.namespace_accounts(plan(cfg))
         }
         # Exactly the pure plan that `raygke check` verifies (components/security/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.
         after_gsas = pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas.values()))
-        accounts = naming.workload_accounts(cfg)
+        accounts = naming.workload_accounts(cfg.workload_identities)
         self.bucket_grants = [
             gcp.storage.BucketIAMMember(
                 f"{name}-{member.split(':')[1].split('@')[0]}-{purpose}-{role.split('.')[-1]}",

@@ -242,7 +242,7 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
                 field,
             )
         )
-    for acct in workload_accounts(cfg):
+    for acct in workload_accounts(cfg.workload_identities):
         field = f"workload_identities[{acct.identity.name}].name"
         out.append(DerivedName("service-account", "service account", acct.name, field))
         out.append(DerivedName("k8s-label", "Kubernetes service account", acct.name, field, "ksa"))

@@ -31,7 +31,6 @@ from components.config.images import IMAGE_KINDS
 from components.config.stack import StackConfig
 from components.images.render import BASE_SUFFIX
 from components.kernel.base import StackConfigError
-from components.kuberay.namespace import namespace_manifests, namespace_objects
 from components.monitoring.render import render_monitoring
 from components.plan.plan import plan
 from components.raycrs import component as raycrs_component
@@ -41,6 +40,7 @@ from components.raycrs.render import render_manifests
 from components.stack.loader import stack_data_from_yaml, validate
 from raygke.local.cluster import make_target
 from raygke.synth import config_entries, run_program
+from tests.components.kuberay.test_namespace import guards, namespaces
 from tests.helpers import ROOT, STACKS
 
 # Keys that only steer checks (nothing rendered may change), by schema path:
@@ -712,8 +712,8 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
         cfg = _validated(data)
         _, sha = workloads_archive()
         objects = [
-            *namespace_manifests(cfg),
-            *namespace_objects(cfg),
+            *namespaces(cfg),
+            *guards(cfg),
             *render_capacity(cfg),
             *render_compute_classes(cfg),
             *render_service_objects(cfg),

@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from components.kernel.ray import METRICS_PORT
-from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL, network_policies
+from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL
 from components.monitoring.render import render_monitoring
 from components.raycrs.crd import validate_other
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
+from tests.components.kuberay.test_namespace import policies as network_policies
 from tests.helpers import WORKING_DIR, config, stack
 
 
