@@ -100,7 +100,7 @@ pools = [
             ]
         ),
     )
-    for spec in node_pool_specs(cfg)
+    for spec in node_pool_specs(stack_plan)
 ]
 storage = Storage(
     "storage",
@@ -189,7 +189,7 @@ ray = RayResources(
     ),
 )
 # Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.
-dashboards = Dashboards("monitoring", DashboardsArgs(cfg=cfg))
+dashboards = Dashboards("monitoring", DashboardsArgs(plan=stack_plan, cluster=cfg.cluster))
 if dashboards.urls:
     pulumi.export("dashboards", dashboards.urls)
 pulumi.export("ray_jobs", ray.jobs)

@@ -141,7 +141,7 @@ class RayResources(pulumi.ComponentResource):
             render_compute_classes(cfg)
             + render_service_objects(cfg)
             + render_manifests(cfg, self.working_dir, images, args.redis_address)
-            + render_monitoring(cfg)
+            + render_monitoring(stack_plan or plan(cfg), cfg.cluster)
         )
         # One Ray auth token per Ray cluster (long-lived RayCluster, or a RayJob's own cluster),
         # random, in the Secret its authOptions.secretName names; never exported or printed

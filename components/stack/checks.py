@@ -192,7 +192,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     # the operator's rules and its feature gates apply to what the cluster stores (CRD defaults)
     stored = _server_views(manifests, version)
     gates, source = installed_gates(cfg)
-    candidates = node_pool_specs(cfg) + nap_shapes(cfg.nap)
+    candidates = node_pool_specs(plan(cfg)) + nap_shapes(cfg.nap)
     # in today's order: every object's schema problems, then operator rules, then feature gates,
     # then scheduling and object-store memory per group
     if with_crds:
@@ -328,7 +328,7 @@ def monitoring_problems(cfg: StackConfig) -> list[Problem]:
     from components.raycrs.crd import validate_other
 
     out: list[Problem] = []
-    for m in render_monitoring(cfg):
+    for m in render_monitoring(plan(cfg), cfg.cluster):
         out += problems_with_notes(validate_other(m), "monitoring", "podmonitoring-schema")
     return out
 

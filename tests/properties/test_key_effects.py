@@ -718,7 +718,7 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
             *render_compute_classes(cfg),
             *render_service_objects(cfg),
             *render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)),
-            *render_monitoring(cfg),
+            *render_monitoring(plan(cfg), cfg.cluster),
         ]
         assert {o["kind"] for o in objects} <= PURE_KINDS, "a kind PURE_KINDS does not list"
         _OBJECTS[key] = sorted(json.dumps(_masked(o), sort_keys=True) for o in objects)

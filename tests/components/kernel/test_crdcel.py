@@ -15,6 +15,7 @@ from components.kernel import crdcel
 from components.kernel.crdcel import compile_rule, escape, is_url, parse_duration, schema_rules
 from components.kernel.crdschema import load_crd
 from components.monitoring.render import render_monitoring
+from components.plan.plan import plan
 from components.raycrs.crd import validate_manifest, validate_other
 from components.raycrs.render import render_manifests
 from tests.helpers import WORKING_DIR, stack
@@ -178,7 +179,8 @@ def test_managed_by_must_be_kuberay_or_multikueue(kind: str, where: tuple[str, .
 
 
 def test_podmonitoring_rules_message_expression_duration_escaping_and_isurl() -> None:
-    pm = copy.deepcopy(render_monitoring(stack("prod"))[0])
+    prod = stack("prod")
+    pm = copy.deepcopy(render_monitoring(plan(prod), prod.cluster)[0])
     head = f"PodMonitoring {pm['metadata']['name']}"
     assert validate_other(pm) == []
     endpoint = pm["spec"]["endpoints"][0]

@@ -315,7 +315,8 @@ def test_a_checkpoint_outside_the_checkpoints_bucket_is_refused() -> None:
 
 
 def test_pod_monitorings_validate_against_the_gmp_crd() -> None:
-    monitors = render_monitoring(stack("prod"))
+    cfg = stack("prod")
+    monitors = render_monitoring(plan(cfg), cfg.cluster)
     assert [m["metadata"]["name"] for m in monitors] == [
         "training-ray-metrics",
         "lm-ray-metrics",
@@ -345,4 +346,5 @@ def test_pod_monitorings_validate_against_the_gmp_crd() -> None:
 def test_no_pod_monitorings_without_managed_prometheus() -> None:
     data = config(jobs=[JOB], services=[SERVICE], workload_identities=IDENTITIES)
     data["cluster"] = {**data["cluster"], "managed_prometheus": False}
-    assert render_monitoring(validate(data)) == []
+    cfg = validate(data)
+    assert render_monitoring(plan(cfg), cfg.cluster) == []
