@@ -123,8 +123,11 @@ gcs_ft = (
     GcsFaultTolerance(
         "gcsft",
         GcsFaultToleranceArgs(
-            cfg=cfg,
-            network=network.vpc.id,
+            plan=stack_plan,
+            gcs_fault_tolerance=cfg.gcs_fault_tolerance,
+            cluster=cfg.cluster,
+            network=cfg.network,
+            vpc=network.vpc.id,
             key_ring=security.secrets_key.key_ring,
             secrets_key=security.secrets_key.id,
             project_number=security.project_number,

@@ -171,7 +171,7 @@ class RayResources(pulumi.ComponentResource):
         # (components.gcsft.render; the AUTH string's SecretProviderClass is a manifest above).
         self.redis_objects: list[pulumi.Resource] = []
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
-        for ns in redis_namespaces(cfg) if ft_enabled(cfg) else []:
+        for ns in redis_namespaces(stack_plan or plan(cfg)) if ft_enabled(cfg) else []:
             suffix = "" if ns == cfg.kuberay.namespace else f"-{ns}"
             ca = ca_config_map(ns, args.redis_ca)
             self.redis_objects.append(

@@ -32,7 +32,7 @@ from typing import Any
 from components.config.raycrs import JobConfig
 from components.config.serve import INCREMENTAL, ServiceConfig
 from components.config.stack import StackConfig
-from components.gcsft.render import redis_objects
+from components.gcsft.render import ft_enabled, redis_objects
 from components.kernel.ray import PART_OF, SERVE_PORT
 from components.plan.plan import Context, plan
 
@@ -168,7 +168,7 @@ def render_service_objects(cfg: StackConfig) -> list[dict[str, Any]]:
     for job in sorted(cfg.jobs, key=lambda j: j.name):
         if job.hf_token_secret is not None and not job.cluster:
             out.append(secret_provider_class(ctx, job))
-    return out + redis_objects(cfg)
+    return out + redis_objects(plan(cfg), ft_enabled(cfg))
 
 
 __all__ = [
