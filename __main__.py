@@ -141,7 +141,9 @@ gcs_ft = (
 registry = ImageRegistry(
     "images",
     ImageRegistryArgs(
-        cfg=cfg,
+        plan=stack_plan,
+        ray=cfg.ray,
+        cluster=cfg.cluster,
         kms_key_id=security.registry_key.id,
         node_service_account=security.node_sa.email,
         depends_on=[security.registry_key_grant],
