@@ -62,7 +62,16 @@ apis.wait_for_apis()
 network = Network("network", NetworkArgs(context=stack_plan.context, network=cfg.network))
 # The extra VPCs of the GPU pools' GPU-to-GPU networking (none without such a pool).
 gpu_networks = GpuNetworks("gpunet", GpuNetworksArgs(cfg=cfg))
-security = Security("security", SecurityArgs(cfg=cfg))
+security = Security(
+    "security",
+    SecurityArgs(
+        context=stack_plan.context,
+        cluster=cfg.cluster,
+        kms=cfg.kms,
+        workload_identities=cfg.workload_identities,
+        secrets=cfg.secrets,
+    ),
+)
 cluster = Cluster(
     "cluster",
     ClusterArgs(
@@ -113,7 +122,11 @@ storage = Storage(
 access = WorkloadAccess(
     "access",
     WorkloadAccessArgs(
-        cfg=cfg, gsas=security.gsas, buckets=storage.buckets, secrets=security.secrets
+        plan=stack_plan,
+        declared_secrets=cfg.secrets,
+        gsas=security.gsas,
+        buckets=storage.buckets,
+        secrets=security.secrets,
     ),
     opts=pulumi.ResourceOptions(depends_on=[cluster]),
 )
