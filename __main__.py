@@ -15,6 +15,7 @@ import pulumi
 
 from components.apis.component import Apis, ApisArgs
 from components.capacity.component import Kueue, KueueArgs
+from components.capacity.superslice import super_slicing_pools
 from components.cluster.component import Cluster, ClusterArgs
 from components.cluster.render import nap_resource_limits
 from components.gcsft.component import GcsFaultTolerance, GcsFaultToleranceArgs
@@ -25,7 +26,7 @@ from components.gpunet.component import (
     GpuNetworks,
     GpuNetworksArgs,
 )
-from components.gpunet.render import pool_networks
+from components.gpunet.render import networked_pools, pool_networks
 from components.images.component import ImageRegistry, ImageRegistryArgs
 from components.kernel.base import StackConfigError
 from components.kuberay.component import KubeRay, KubeRayArgs
@@ -54,6 +55,8 @@ for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
     pulumi.log.warn(str(notice))
 # Every reference resolved once (components/plan/plan.py): the components read its records.
 stack_plan = plan(cfg)
+# The cluster's NAP resource limits: the cluster's autoscaling and the Ray namespaces' quota.
+nap_limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
 apis = Apis("apis", ApisArgs(project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg)))
@@ -75,8 +78,16 @@ security = Security(
 cluster = Cluster(
     "cluster",
     ClusterArgs(
-        cfg=cfg,
-        network=network.network_self_link,
+        plan=stack_plan,
+        cluster=cfg.cluster,
+        network=cfg.network,
+        nap=cfg.nap,
+        nap_limits=nap_limits,
+        kuberay=cfg.kuberay,
+        super_slicing=bool(super_slicing_pools(cfg)),
+        multi_networking=bool(networked_pools(cfg)),
+        gcs_fault_tolerance=ft_enabled(cfg),
+        vpc=network.network_self_link,
         subnetwork=network.subnetwork_self_link,
         pods_range_name=network.pods_range_name,
         services_range_name=network.services_range_name,
@@ -169,7 +180,7 @@ kuberay = KubeRay(
         kuberay=cfg.kuberay,
         cluster=cfg.cluster,
         network=cfg.network,
-        nap_limits=nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg)),
+        nap_limits=nap_limits,
         cluster_name=cluster.name,
         endpoint=cluster.endpoint,
         ca_certificate=cluster.ca_certificate,
