@@ -26,7 +26,7 @@ from components.gpunet.component import (
     GpuNetworks,
     GpuNetworksArgs,
 )
-from components.gpunet.render import networked_pools, pool_networks
+from components.gpunet.render import gpu_vpcs, gpunet_objects, networked_pools, pool_networks
 from components.images.component import ImageRegistry, ImageRegistryArgs
 from components.kernel.base import StackConfigError
 from components.kuberay.component import KubeRay, KubeRayArgs
@@ -64,7 +64,10 @@ apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(context=stack_plan.context, network=cfg.network))
 # The extra VPCs of the GPU pools' GPU-to-GPU networking (none without such a pool).
-gpu_networks = GpuNetworks("gpunet", GpuNetworksArgs(cfg=cfg))
+gpu_networks = GpuNetworks(
+    "gpunet",
+    GpuNetworksArgs(context=stack_plan.context, network=cfg.network, vpcs=gpu_vpcs(cfg)),
+)
 security = Security(
     "security",
     SecurityArgs(
@@ -194,7 +197,9 @@ kuberay = KubeRay(
 gpu_objects = GpuNetworkObjects(
     "gpunet-k8s",
     GpuNetworkObjectsArgs(
-        cfg=cfg, provider=kuberay.provider, depends_on=[cluster, *gpu_networks.resources]
+        objects=gpunet_objects(cfg),
+        provider=kuberay.provider,
+        depends_on=[cluster, *gpu_networks.resources],
     ),
 )
 
