@@ -15,7 +15,9 @@ import pulumi
 
 from components.apis.component import Apis, ApisArgs
 from components.capacity.component import Kueue, KueueArgs
+from components.capacity.superslice import super_slicing_pools
 from components.cluster.component import Cluster, ClusterArgs
+from components.cluster.render import nap_resource_limits
 from components.gcsft.component import GcsFaultTolerance, GcsFaultToleranceArgs
 from components.gcsft.render import ft_enabled
 from components.gpunet.component import (
@@ -24,7 +26,7 @@ from components.gpunet.component import (
     GpuNetworks,
     GpuNetworksArgs,
 )
-from components.gpunet.render import pool_networks
+from components.gpunet.render import gpu_vpcs, gpunet_objects, networked_pools, pool_networks
 from components.images.component import ImageRegistry, ImageRegistryArgs
 from components.kernel.base import StackConfigError
 from components.kuberay.component import KubeRay, KubeRayArgs
@@ -33,6 +35,7 @@ from components.network.component import Network, NetworkArgs
 from components.nodepools.component import NodePool, NodePoolArgs
 from components.nodepools.render import node_pool_specs
 from components.plan.plan import plan
+from components.plan.resolve import nap_needs
 from components.raycrs.component import RayResources, RayResourcesArgs
 from components.security.component import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
 from components.stack.component import load_pulumi_config
@@ -52,6 +55,8 @@ for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
     pulumi.log.warn(str(notice))
 # Every reference resolved once (components/plan/plan.py): the components read its records.
 stack_plan = plan(cfg)
+# The cluster's NAP resource limits: the cluster's autoscaling and the Ray namespaces' quota.
+nap_limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
 apis = Apis("apis", ApisArgs(project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg)))
@@ -59,13 +64,33 @@ apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(context=stack_plan.context, network=cfg.network))
 # The extra VPCs of the GPU pools' GPU-to-GPU networking (none without such a pool).
-gpu_networks = GpuNetworks("gpunet", GpuNetworksArgs(cfg=cfg))
-security = Security("security", SecurityArgs(cfg=cfg))
+gpu_networks = GpuNetworks(
+    "gpunet",
+    GpuNetworksArgs(context=stack_plan.context, network=cfg.network, vpcs=gpu_vpcs(cfg)),
+)
+security = Security(
+    "security",
+    SecurityArgs(
+        context=stack_plan.context,
+        cluster=cfg.cluster,
+        kms=cfg.kms,
+        workload_identities=cfg.workload_identities,
+        secrets=cfg.secrets,
+    ),
+)
 cluster = Cluster(
     "cluster",
     ClusterArgs(
-        cfg=cfg,
-        network=network.network_self_link,
+        plan=stack_plan,
+        cluster=cfg.cluster,
+        network=cfg.network,
+        nap=cfg.nap,
+        nap_limits=nap_limits,
+        kuberay=cfg.kuberay,
+        super_slicing=bool(super_slicing_pools(cfg.node_pools)),
+        multi_networking=bool(networked_pools(cfg)),
+        gcs_fault_tolerance=ft_enabled(cfg),
+        vpc=network.network_self_link,
         subnetwork=network.subnetwork_self_link,
         pods_range_name=network.pods_range_name,
         services_range_name=network.services_range_name,
@@ -98,7 +123,7 @@ pools = [
             ]
         ),
     )
-    for spec in node_pool_specs(cfg)
+    for spec in node_pool_specs(stack_plan)
 ]
 storage = Storage(
     "storage",
@@ -111,7 +136,11 @@ storage = Storage(
 access = WorkloadAccess(
     "access",
     WorkloadAccessArgs(
-        cfg=cfg, gsas=security.gsas, buckets=storage.buckets, secrets=security.secrets
+        plan=stack_plan,
+        declared_secrets=cfg.secrets,
+        gsas=security.gsas,
+        buckets=storage.buckets,
+        secrets=security.secrets,
     ),
     opts=pulumi.ResourceOptions(depends_on=[cluster]),
 )
@@ -121,8 +150,11 @@ gcs_ft = (
     GcsFaultTolerance(
         "gcsft",
         GcsFaultToleranceArgs(
-            cfg=cfg,
-            network=network.vpc.id,
+            plan=stack_plan,
+            gcs_fault_tolerance=cfg.gcs_fault_tolerance,
+            cluster=cfg.cluster,
+            network=cfg.network,
+            vpc=network.vpc.id,
             key_ring=security.secrets_key.key_ring,
             secrets_key=security.secrets_key.id,
             project_number=security.project_number,
@@ -136,7 +168,9 @@ gcs_ft = (
 registry = ImageRegistry(
     "images",
     ImageRegistryArgs(
-        cfg=cfg,
+        plan=stack_plan,
+        ray=cfg.ray,
+        cluster=cfg.cluster,
         kms_key_id=security.registry_key.id,
         node_service_account=security.node_sa.email,
         depends_on=[security.registry_key_grant],
@@ -145,7 +179,11 @@ registry = ImageRegistry(
 kuberay = KubeRay(
     "kuberay",
     KubeRayArgs(
-        cfg=cfg,
+        plan=stack_plan,
+        kuberay=cfg.kuberay,
+        cluster=cfg.cluster,
+        network=cfg.network,
+        nap_limits=nap_limits,
         cluster_name=cluster.name,
         endpoint=cluster.endpoint,
         ca_certificate=cluster.ca_certificate,
@@ -159,7 +197,9 @@ kuberay = KubeRay(
 gpu_objects = GpuNetworkObjects(
     "gpunet-k8s",
     GpuNetworkObjectsArgs(
-        cfg=cfg, provider=kuberay.provider, depends_on=[cluster, *gpu_networks.resources]
+        objects=gpunet_objects(cfg),
+        provider=kuberay.provider,
+        depends_on=[cluster, *gpu_networks.resources],
     ),
 )
 
@@ -188,7 +228,7 @@ ray = RayResources(
     ),
 )
 # Ray's dashboards in Cloud Monitoring (with cluster.managed_prometheus), URLs in the outputs.
-dashboards = Dashboards("monitoring", DashboardsArgs(cfg=cfg))
+dashboards = Dashboards("monitoring", DashboardsArgs(plan=stack_plan, cluster=cfg.cluster))
 if dashboards.urls:
     pulumi.export("dashboards", dashboards.urls)
 pulumi.export("ray_jobs", ray.jobs)

@@ -29,23 +29,23 @@ Sources (GKE docs):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
-from components.capacity.superslice import super_slicing_pools
 from components.cluster.maintenance import exclusion_inputs
 from components.cluster.render import (
     gateway_api_channel,
-    nap_resource_limits,
     secret_manager_enabled,
 )
-from components.config.stack import StackConfig
-from components.gcsft.render import ft_enabled
-from components.gpunet.render import networked_pools
+from components.config.cluster import ClusterConfig, NapConfig
+from components.config.kuberay import KubeRayConfig
+from components.config.network import NetworkConfig
 from components.plan.naming import workload_pool
-from components.plan.resolve import nap_needs
+from components.plan.plan import Plan
 from components.security.iam import CLOUD_PLATFORM_SCOPE
 
 
@@ -54,8 +54,20 @@ class ClusterArgs:
     """Inputs of :class:`Cluster`.
 
     Attributes:
-        cfg: the validated stack config.
-        network / subnetwork: VPC and subnet self links.
+        plan: the stack's plan (its context, services and jobs).
+        cluster: the ``cluster`` block.
+        network: the ``network`` block.
+        nap: the ``nap`` block.
+        nap_limits: its NAP resource limits
+            (:func:`components.cluster.render.nap_resource_limits` of the pools' needs).
+        kuberay: the ``kuberay`` block (its ``mode``).
+        super_slicing: a pool has ``super_slicing: true``
+            (:func:`components.capacity.superslice.super_slicing_pools`).
+        multi_networking: a GPU pool has GPU networking
+            (:func:`components.gpunet.render.networked_pools`).
+        gcs_fault_tolerance: the services' GCS fault tolerance is on
+            (:func:`components.gcsft.render.ft_enabled`).
+        vpc / subnetwork: VPC and subnet self links.
         pods_range_name / services_range_name: the subnet's secondary range names.
         kms_key_id: the GKE secrets key id.
         node_service_account: email of the nodes' service account (NAP defaults, default pool).
@@ -63,8 +75,16 @@ class ClusterArgs:
             pool; https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek).
     """
 
-    cfg: StackConfig
-    network: pulumi.Input[str]
+    plan: Plan
+    cluster: ClusterConfig
+    network: NetworkConfig
+    nap: NapConfig
+    nap_limits: Sequence[Mapping[str, Any]]
+    kuberay: KubeRayConfig
+    super_slicing: bool
+    multi_networking: bool
+    gcs_fault_tolerance: bool
+    vpc: pulumi.Input[str]
     subnetwork: pulumi.Input[str]
     pods_range_name: str
     services_range_name: str
@@ -85,10 +105,10 @@ class Cluster(pulumi.ComponentResource):
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:cluster:Cluster", name, None, opts)
-        cfg = args.cfg
-        cc = cfg.cluster
-        net = cfg.network
-        nap = cfg.nap
+        p = args.plan
+        ctx = p.context
+        cc, net, nap = args.cluster, args.network, args.nap
+        services = [s for s, _ in p.services]
         shielded = {"enable_secure_boot": True, "enable_integrity_monitoring": True}
         # Master authorized networks are always on: with none listed, no address outside the VPC
         # (Google Cloud's public ranges included) reaches the control plane
@@ -107,7 +127,7 @@ class Cluster(pulumi.ComponentResource):
             autoscaling_profile=nap.autoscaling_profile,
             resource_limits=[
                 gcp.container.ClusterClusterAutoscalingResourceLimitArgs(**lim)
-                for lim in nap_resource_limits(nap.effective_limits, nap_needs(cfg))
+                for lim in args.nap_limits
             ]
             if nap.enabled
             else None,
@@ -125,7 +145,7 @@ class Cluster(pulumi.ComponentResource):
             if nap.enabled
             else None,
         )
-        gateway_channel = gateway_api_channel(cfg.services)
+        gateway_channel = gateway_api_channel(services)
         addons = gcp.container.ClusterAddonsConfigArgs(
             gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                 enabled=cc.gcs_fuse_csi
@@ -145,22 +165,22 @@ class Cluster(pulumi.ComponentResource):
                     ),
                 )
             ]
-            if cfg.kuberay.mode == "gke-addon"
+            if args.kuberay.mode == "gke-addon"
             else None,
             # GKE's slice controller stitches TPU7x cubes into super-slices
             # (components.capacity.superslice); set only where a pool asks for it.
             slice_controller_config=gcp.container.ClusterAddonsConfigSliceControllerConfigArgs(
                 enabled=True
             )
-            if super_slicing_pools(cfg.node_pools)
+            if args.super_slicing
             else None,
         )
         self.cluster = gcp.container.Cluster(
             f"{name}-gke",
             name=cc.name,
-            project=cfg.project,
-            location=cfg.location,
-            node_locations=list(cfg.zones) if cc.regional else None,
+            project=ctx.project,
+            location=ctx.location,
+            node_locations=list(ctx.zones) if cc.regional else None,
             remove_default_node_pool=True,
             initial_node_count=1,
             # Only for the short-lived default pool, which is removed right away.
@@ -175,7 +195,7 @@ class Cluster(pulumi.ComponentResource):
                     **shielded
                 ),
             ),
-            network=args.network,
+            network=args.vpc,
             subnetwork=args.subnetwork,
             networking_mode="VPC_NATIVE",
             ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
@@ -196,12 +216,12 @@ class Cluster(pulumi.ComponentResource):
                 )
             ),
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=workload_pool(cfg.project)
+                workload_pool=workload_pool(ctx.project)
             ),
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cc.release_channel),
             min_master_version=cc.min_master_version,
             datapath_provider="ADVANCED_DATAPATH",
-            enable_multi_networking=True if networked_pools(cfg) else None,
+            enable_multi_networking=True if args.multi_networking else None,
             enable_shielded_nodes=True,
             database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(
                 state="ENCRYPTED", key_name=args.kms_key_id
@@ -221,7 +241,8 @@ class Cluster(pulumi.ComponentResource):
             # (secret_manager_enabled) and the GCS fault tolerance Redis AUTH string
             # (components.gcsft.render); left unset otherwise.
             secret_manager_config=gcp.container.ClusterSecretManagerConfigArgs(enabled=True)
-            if secret_manager_enabled([*cfg.services, *cfg.jobs]) or ft_enabled(cfg)
+            if secret_manager_enabled([*services, *(t.job for t in p.jobs)])
+            or args.gcs_fault_tolerance
             else None,
             cluster_autoscaling=autoscaling,
             maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
@@ -243,7 +264,7 @@ class Cluster(pulumi.ComponentResource):
                 or None,
             ),
             deletion_protection=cc.deletion_protection,
-            resource_labels={**cfg.labels, **cc.labels},
+            resource_labels={**ctx.labels, **cc.labels},
             # Fixed name: a replacement (network, location, IP ranges...) must delete first, or
             # the new cluster fails with "already exists"; deletion_protection still blocks it.
             opts=pulumi.ResourceOptions(

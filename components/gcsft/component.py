@@ -39,7 +39,9 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.stack import StackConfig
+from components.config.cluster import ClusterConfig
+from components.config.gcsft import GcsFaultToleranceConfig
+from components.config.network import NetworkConfig
 from components.gcsft.render import (
     auth_secret_id,
     instance_name,
@@ -48,6 +50,7 @@ from components.gcsft.render import (
     redis_head_readers,
 )
 from components.plan.naming import gsa_email
+from components.plan.plan import Plan
 from components.security.iam import KEY_ROTATION_PERIOD, KMS_ROLE, SECRET_ACCESSOR_ROLE
 
 REDIS_KEY_NAME = "memorystore"
@@ -64,8 +67,11 @@ class GcsFaultToleranceArgs:
     """Inputs of :class:`GcsFaultTolerance`.
 
     Attributes:
-        cfg: the validated stack config.
-        network: the VPC's id (``projects/<p>/global/networks/<name>``).
+        plan: the stack's plan (its context and services).
+        gcs_fault_tolerance: the ``gcs_fault_tolerance`` block.
+        cluster: the ``cluster`` block (its ``deletion_protection``).
+        network: the ``network`` block (its name and ``psa_cidr``).
+        vpc: the VPC's id (``projects/<p>/global/networks/<name>``).
         key_ring: the region's KMS key ring id (the ring of the stack's GKE and Secret Manager
             keys).
         secrets_key: the Secret Manager CMEK key id.
@@ -75,8 +81,11 @@ class GcsFaultToleranceArgs:
             Security.gsas`): the readers' grants wait for them.
     """
 
-    cfg: StackConfig
-    network: pulumi.Input[str]
+    plan: Plan
+    gcs_fault_tolerance: GcsFaultToleranceConfig
+    cluster: ClusterConfig
+    network: NetworkConfig
+    vpc: pulumi.Input[str]
     key_ring: pulumi.Input[str]
     secrets_key: pulumi.Input[str]
     project_number: pulumi.Input[str]
@@ -94,24 +103,24 @@ class GcsFaultTolerance(pulumi.ComponentResource):
         self, name: str, args: GcsFaultToleranceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:gcsft:GcsFaultTolerance", name, None, opts)
-        cfg = args.cfg
+        ctx = args.plan.context
         child = pulumi.ResourceOptions(parent=self)
-        protect = cfg.cluster.deletion_protection
-        psa = ipaddress.ip_network(cfg.network.psa_cidr)
+        protect = args.cluster.deletion_protection
+        psa = ipaddress.ip_network(args.network.psa_cidr)
         self.psa_range = gcp.compute.GlobalAddress(
             f"{name}-psa",
-            name=psa_range_name(cfg.network.name),
-            project=cfg.project,
+            name=psa_range_name(args.network.name),
+            project=ctx.project,
             purpose="VPC_PEERING",
             address_type="INTERNAL",
             address=str(psa.network_address),
             prefix_length=psa.prefixlen,
-            network=args.network,
+            network=args.vpc,
             opts=child,
         )
         self.psa_connection = gcp.servicenetworking.Connection(
             f"{name}-psa-connection",
-            network=args.network,
+            network=args.vpc,
             service="servicenetworking.googleapis.com",
             reserved_peering_ranges=[self.psa_range.name],
             opts=child,
@@ -122,11 +131,11 @@ class GcsFaultTolerance(pulumi.ComponentResource):
             key_ring=args.key_ring,
             purpose="ENCRYPT_DECRYPT",
             rotation_period=KEY_ROTATION_PERIOD,
-            labels=dict(cfg.labels),
+            labels=dict(ctx.labels),
             opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )
         agent = gcp.projects.ServiceIdentity(
-            f"{name}-redis-agent", project=cfg.project, service="redis.googleapis.com", opts=child
+            f"{name}-redis-agent", project=ctx.project, service="redis.googleapis.com", opts=child
         )
         self.key_grant = gcp.kms.CryptoKeyIAMMember(
             f"{name}-redis-agent-kms",
@@ -135,37 +144,37 @@ class GcsFaultTolerance(pulumi.ComponentResource):
             member=pulumi.Output.from_input(args.project_number).apply(redis_service_agent),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[agent]),
         )
-        ft = cfg.gcs_fault_tolerance
+        ft = args.gcs_fault_tolerance
         self.instance = gcp.redis.Instance(
             f"{name}-redis",
-            name=instance_name(cfg.cluster.name),
-            project=cfg.project,
-            region=cfg.region,
+            name=instance_name(ctx.cluster),
+            project=ctx.project,
+            region=ctx.region,
             tier=ft.tier,
             memory_size_gb=ft.memory_size_gb,
             redis_version=ft.redis_version,
-            authorized_network=args.network,
+            authorized_network=args.vpc,
             connect_mode="PRIVATE_SERVICE_ACCESS",
             reserved_ip_range=self.psa_range.name,
             auth_enabled=True,
             transit_encryption_mode="SERVER_AUTHENTICATION",
             customer_managed_key=self.key.id,
             deletion_protection=protect,
-            labels=dict(cfg.labels),
+            labels=dict(ctx.labels),
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[self.psa_connection, self.key_grant]
             ),
         )
         self.secret = gcp.secretmanager.Secret(
             f"{name}-auth",
-            secret_id=auth_secret_id(cfg.cluster.name),
-            project=cfg.project,
-            labels=dict(cfg.labels),
+            secret_id=auth_secret_id(ctx.cluster),
+            project=ctx.project,
+            labels=dict(ctx.labels),
             replication=gcp.secretmanager.SecretReplicationArgs(
                 user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
                     replicas=[
                         gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(
-                            location=cfg.region,
+                            location=ctx.region,
                             customer_managed_encryption=gcp.secretmanager.SecretReplicationUserManagedReplicaCustomerManagedEncryptionArgs(
                                 kms_key_name=args.secrets_key
                             ),
@@ -184,13 +193,13 @@ class GcsFaultTolerance(pulumi.ComponentResource):
         self.readers = [
             gcp.secretmanager.SecretIamMember(
                 f"{name}-auth-{account}",
-                project=cfg.project,
+                project=ctx.project,
                 secret_id=self.secret.secret_id,
                 role=SECRET_ACCESSOR_ROLE,
-                member=f"serviceAccount:{gsa_email(cfg.project, account)}",
+                member=f"serviceAccount:{gsa_email(ctx.project, account)}",
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas)),
             )
-            for account in redis_head_readers(cfg.services)
+            for account in redis_head_readers(s for s, _ in args.plan.services)
         ]
         self.address: pulumi.Output[str] = pulumi.Output.all(
             self.instance.host, self.instance.port

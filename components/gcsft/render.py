@@ -37,12 +37,12 @@ import ipaddress
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from components.config.stack import StackConfig
 from components.plan.gcsft_names import auth_secret_id, ft_enabled, instance_name, psa_range_name
 
 if TYPE_CHECKING:
     from components.config.serve import ServiceConfig
     from components.plan.context import Context
+    from components.plan.plan import Plan
 
 # GKE's Secret Manager add-on (as for the Hub token, components.raycrs.ingress)
 SECRETS_STORE_API = "secrets-store.csi.x-k8s.io/v1"
@@ -155,14 +155,11 @@ def add_gcs_ft(template: dict[str, Any], auth_class: str | None = None) -> dict[
     return template
 
 
-def redis_namespaces(cfg: StackConfig) -> list[str]:
-    """The namespaces of the stack's RayServices (``kuberay.namespace``, or the GPUDirect
+def redis_namespaces(p: Plan) -> list[str]:
+    """The namespaces of the RayServices of plan ``p`` (``kuberay.namespace``, or the GPUDirect
     namespace of a service on such a pool: :meth:`components.plan.context.Context.namespace_of`),
     sorted: each holds the two objects the heads there mount."""
-    from components.plan.plan import plan
-
-    ctx = plan(cfg).context
-    return sorted({ctx.namespace_of(s.name) for s in cfg.services})
+    return sorted({p.context.namespace_of(s.name) for s, _ in p.services})
 
 
 def _meta(namespace: str, name: str) -> dict[str, Any]:
@@ -204,16 +201,14 @@ def ca_config_map(namespace: str, ca_cert: Any) -> dict[str, Any]:
     }
 
 
-def redis_objects(cfg: StackConfig) -> list[dict[str, Any]]:
-    """The AUTH string's ``SecretProviderClass`` in each namespace of a RayService
-    (:func:`redis_namespaces`); ``[]`` without GCS fault tolerance. The CA ConfigMap holds an
-    output of the instance: the program renders it (:func:`ca_config_map`)."""
-    if not ft_enabled(cfg):
+def redis_objects(p: Plan, ft: bool) -> list[dict[str, Any]]:
+    """The AUTH string's ``SecretProviderClass`` in each namespace of a RayService of plan ``p``
+    (:func:`redis_namespaces`); ``[]`` without GCS fault tolerance (``ft``: :func:`ft_enabled`).
+    The CA ConfigMap holds an output of the instance: the program renders it
+    (:func:`ca_config_map`)."""
+    if not ft:
         return []
-    from components.plan.plan import plan
-
-    ctx = plan(cfg).context
-    return [auth_provider_class(ctx, ns) for ns in redis_namespaces(cfg)]
+    return [auth_provider_class(p.context, ns) for ns in redis_namespaces(p)]
 
 
 def redis_head_readers(services: Iterable[ServiceConfig]) -> list[str]:

@@ -19,17 +19,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.gpunet.render import gpu_vpcs, gpunet_objects, subnet_flow_logs
-
-if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+from components.config.network import NetworkConfig
+from components.gpunet.render import GpuVpc, subnet_flow_logs
+from components.plan.context import Context
 
 # The gpudirect namespace's admission policy (components/gpunet/gpudirect.py).
 _ADMISSION = {
@@ -40,9 +40,17 @@ _ADMISSION = {
 
 @dataclass
 class GpuNetworksArgs:
-    """Inputs of :class:`GpuNetworks`. Attributes: ``cfg``: the validated stack config."""
+    """Inputs of :class:`GpuNetworks`.
 
-    cfg: StackConfig
+    Attributes:
+        context: the stack's context (its ``project`` and ``region``).
+        network: the ``network`` block (its flow logs).
+        vpcs: the extra VPCs (:func:`components.gpunet.render.gpu_vpcs`).
+    """
+
+    context: Context
+    network: NetworkConfig
+    vpcs: Sequence[GpuVpc]
 
 
 @dataclass
@@ -50,12 +58,13 @@ class GpuNetworkObjectsArgs:
     """Inputs of :class:`GpuNetworkObjects`.
 
     Attributes:
-        cfg: the validated stack config.
+        objects: the Kubernetes objects of GPU networking
+            (:func:`components.gpunet.render.gpunet_objects`).
         provider: the cluster's Kubernetes provider.
         depends_on: what the objects wait for (the cluster, the extra VPCs).
     """
 
-    cfg: StackConfig
+    objects: Sequence[dict[str, Any]]
     provider: pulumi.ProviderResource
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
@@ -68,31 +77,31 @@ class GpuNetworks(pulumi.ComponentResource):
         self, name: str, args: GpuNetworksArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:gpunet:GpuNetworks", name, None, opts)
-        cfg = args.cfg
+        ctx = args.context
         child = pulumi.ResourceOptions(parent=self)
         self.networks: dict[str, gcp.compute.Network] = {}
         self.subnets: dict[str, gcp.compute.Subnetwork] = {}
         self.resources: list[pulumi.Resource] = []
-        for vpc in gpu_vpcs(cfg):
+        for vpc in args.vpcs:
             net = gcp.compute.Network(
                 f"{name}-{vpc.name}",
                 name=vpc.name,
-                project=cfg.project,
+                project=ctx.project,
                 auto_create_subnetworks=False,
                 routing_mode="REGIONAL",
                 mtu=vpc.mtu,
-                network_profile=vpc.network_profile(cfg.project),
+                network_profile=vpc.network_profile(ctx.project),
                 opts=child,
             )
             self.networks[vpc.name] = net
             self.resources.append(net)
-            logs = subnet_flow_logs(cfg, vpc)
+            logs = subnet_flow_logs(args.network, vpc)
             for s in vpc.subnets:
                 sub = gcp.compute.Subnetwork(
                     f"{name}-{s.name}",
                     name=s.name,
-                    project=cfg.project,
-                    region=cfg.region,
+                    project=ctx.project,
+                    region=ctx.region,
                     network=net.id,
                     ip_cidr_range=s.cidr,
                     private_ip_google_access=vpc.profile_zone is None,
@@ -108,7 +117,7 @@ class GpuNetworks(pulumi.ComponentResource):
                     gcp.compute.Firewall(
                         f"{name}-{vpc.firewall}",
                         name=vpc.firewall,
-                        project=cfg.project,
+                        project=ctx.project,
                         network=net.id,
                         direction="INGRESS",
                         source_ranges=[s.cidr for s in vpc.subnets],
@@ -131,10 +140,10 @@ class GpuNetworkObjects(pulumi.ComponentResource):
         self, name: str, args: GpuNetworkObjectsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:gpunet:GpuNetworkObjects", name, None, opts)
-        cfg, provider, depends_on = args.cfg, args.provider, args.depends_on
+        provider, depends_on = args.provider, args.depends_on
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
         self.objects: dict[str, pulumi.CustomResource] = {}
-        for doc in gpunet_objects(cfg):
+        for doc in args.objects:
             kind, oname = doc["kind"], doc["metadata"]["name"]
             rname = f"{name}-{kind.lower()}-{oname}"
             if kind == "DaemonSet":

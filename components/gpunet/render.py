@@ -33,7 +33,7 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.catalog.gpu_network import (
     GPU_VPC_MTU,
@@ -53,6 +53,9 @@ from components.gpunet.gpudirect import (
 )
 from components.kernel.names import gpudirect_namespace
 from components.kernel.problems import Problem
+
+if TYPE_CHECKING:
+    from components.config.network import NetworkConfig
 
 SUBNET_PREFIX = 22
 PARAMSET_API = "networking.gke.io/v1"
@@ -102,16 +105,16 @@ class GpuVpc:
         return f"projects/{project}/global/networkProfiles/{self.profile_zone}-vpc-roce"
 
 
-def subnet_flow_logs(cfg: Any, vpc: GpuVpc) -> dict[str, Any] | None:
+def subnet_flow_logs(network: NetworkConfig, vpc: GpuVpc) -> dict[str, Any] | None:
     """The ``log_config`` of ``vpc``'s subnets (Pulumi input names): VPC Flow Logs with
-    ``network.flow_logs``' aggregation interval and metadata and its ``gpu_flow_sampling``;
+    ``network.flow_logs``' (``network``: the ``network`` block) aggregation interval and metadata and its ``gpu_flow_sampling``;
     None when the stack's flow logs are off, and for the RDMA VPC: its traffic is RoCE v2
     between the CX-7 NICs, and an RDMA network profile takes only the features it lists (Google
     Cloud returns an error for any other: https://cloud.google.com/vpc/docs/create-vpc-network-rdma),
     which the stack does not assume flow logs to be, as it sets no firewall rule and no Private
     Google Access there. ``log_config`` is not ForceNew in the provider, so adding it to an
     existing subnet updates the subnet in place (:mod:`raygke.diff.replacement`)."""
-    logs = cfg.network.flow_logs
+    logs = network.flow_logs
     if not logs.enabled or vpc.profile_zone is not None:
         return None
     return {

@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from components.config.images import IMAGE_KINDS
-from components.config.stack import StackConfig
 from components.images.render import (
     TENSORFLOW,
     job_image_kind,
@@ -42,11 +41,10 @@ from components.images.render import (
     service_needs,
 )
 from components.kernel.problems import Problem, at
-from components.plan.plan import plan
-from components.plan.resolve import ResolveError
 
 if TYPE_CHECKING:
     from components.config.raycrs import RayImages
+    from components.plan.plan import Plan
 
 
 def _fix(images: RayImages, where: str, kind: str, name: str, version: str, pip: bool) -> str:
@@ -115,52 +113,46 @@ def _shortfall(
     return None
 
 
-def dependency_problems(cfg: StackConfig) -> list[Problem]:
-    """One line per job or service whose images lack a distribution its workload needs, or hold
-    it at another version than the project's pin, naming the entry, the workload, the
-    distribution, the image and the fix. Entries whose target or workload does not resolve are
-    left to the rules that report those."""
+def dependency_problems(p: Plan, images: RayImages) -> list[Problem]:
+    """One line per job or service of the stack's plan ``p`` whose images (``images``:
+    ``ray.images``) lack a distribution its workload needs, or hold it at another version than
+    the project's pin, naming the entry, the workload, the distribution, the image and the fix.
+    Entries whose target or workload does not resolve are left to the rules that report those."""
     from contract.registry import TF_GPU_CONFLICT, WORKLOADS
 
     problems: list[Problem] = []
-    p = plan(cfg)
-    images = cfg.ray.images
-    refs = planned_refs(cfg)
+    refs = planned_refs(p.context, images)
 
     @functools.cache
     def provided(kind: str) -> Mapping[str, str]:
-        return provides(cfg, kind)
+        return provides(images, kind)
 
     entries = [
         (
-            f"jobs[{j.name}]",
-            j.workload,
-            lambda j=j: p.job(j).pool,
-            lambda j=j: job_image_kind(p.job(j)),
-            j.runtime_env_pip,
-            job_needs(j),
+            f"jobs[{t.job.name}]",
+            t.job.workload,
+            t.pool,
+            job_image_kind(t),
+            t.job.runtime_env_pip,
+            job_needs(t.job),
             False,
         )
-        for j in cfg.jobs
+        for t in p.jobs
     ] + [
         (
             f"services[{s.name}]",
             s.workload,
-            lambda s=s: p.service(s).pool,
-            lambda s=s: service_image_kind(p.service(s).pool, service_needs(s.workload)),
+            t.pool,
+            service_image_kind(t.pool, service_needs(s.workload)),
             None,
             None,
             True,
         )
-        for s in cfg.services
+        for s, t in p.services
     ]
-    for where, name, pool, kind_of, pip, needs, service in entries:
+    for where, name, target_pool, kind, pip, needs, service in entries:
         workload = WORKLOADS.get(name)
         if workload is None:
-            continue
-        try:
-            target_pool = pool()
-        except ResolveError:
             continue
         if workload.refusal(target_pool.kind) and (service or target_pool.kind != "cpu"):
             continue  # refused on that accelerator with its reason (the stack rules)
@@ -175,7 +167,6 @@ def dependency_problems(cfg: StackConfig) -> list[Problem]:
                 )
             )
             continue
-        kind = kind_of()
         head = kind if service else "cpu"
         line = _shortfall(images, refs, provided, where, workload, kind, pip, needs, head)
         if line:

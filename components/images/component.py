@@ -6,7 +6,9 @@ Constructor (called by ``__main__.py``)::
     ImageRegistry(
         name: str,
         args: ImageRegistryArgs(
-            cfg: StackConfig,
+            plan: Plan,                               # the stack's plan (components.plan.plan)
+            ray: RayConfig,                           # the ray block (images, cleanup age)
+            cluster: ClusterConfig,                   # the cluster block (deletion_protection)
             kms_key_id: pulumi.Input[str],            # Security.registry_key.id (region's ring)
             node_service_account: pulumi.Input[str],  # node SA email: repository reader
             depends_on: list[pulumi.Resource],        # Security.registry_key_grant
@@ -51,9 +53,10 @@ import pulumi
 import pulumi_docker_build as docker_build
 import pulumi_gcp as gcp
 
-from components.config.stack import StackConfig
+from components.config.cluster import ClusterConfig
+from components.config.raycrs import RayConfig
 from components.images import render as images
-from components.plan.plan import plan
+from components.plan.plan import Plan
 from components.security.iam import REGISTRY_READER_ROLE
 
 DAY_SECONDS = 86400
@@ -63,7 +66,9 @@ DAY_SECONDS = 86400
 class ImageRegistryArgs:
     """Inputs of :class:`ImageRegistry` (see the module docstring)."""
 
-    cfg: StackConfig
+    plan: Plan
+    ray: RayConfig
+    cluster: ClusterConfig
     kms_key_id: pulumi.Input[str]
     node_service_account: pulumi.Input[str]
     depends_on: list[pulumi.Resource] = field(default_factory=list)
@@ -83,8 +88,8 @@ class ImageRegistry(pulumi.ComponentResource):
         self, name: str, args: ImageRegistryArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:images:ImageRegistry", name, None, opts)
-        cfg = args.cfg
-        ctx = plan(cfg).context  # the stack's plan (components.plan.plan), computed once
+        p, ray = args.plan, args.ray
+        ctx = p.context
         self.url = images.repository_url(ctx)
         self.repository = gcp.artifactregistry.Repository(
             f"{name}-repository",
@@ -102,14 +107,14 @@ class ImageRegistry(pulumi.ComponentResource):
                     action="DELETE",
                     condition=gcp.artifactregistry.RepositoryCleanupPolicyConditionArgs(
                         tag_state="UNTAGGED",
-                        older_than=f"{cfg.ray.delete_untagged_images_after_days * DAY_SECONDS}s",
+                        older_than=f"{ray.delete_untagged_images_after_days * DAY_SECONDS}s",
                     ),
                 )
             ],
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=list(args.depends_on),
-                protect=cfg.cluster.deletion_protection,
+                protect=args.cluster.deletion_protection,
             ),
         )
         self.reader = gcp.artifactregistry.RepositoryIamMember(
@@ -127,7 +132,7 @@ class ImageRegistry(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self)
         ).access_token
         self.images: dict[str, docker_build.Image] = {}
-        for kind in images.kinds_to_build(cfg):
+        for kind in images.kinds_to_build(p, ray.images):
             cache = images.cache_ref(ctx, kind)
             self.images[kind] = docker_build.Image(
                 f"{name}-{kind}",
@@ -164,9 +169,9 @@ class ImageRegistry(pulumi.ComponentResource):
                 ],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.repository]),
             )
-        planned = images.planned_refs(cfg)
+        planned = images.planned_refs(ctx, ray.images)
         self.refs: dict[str, Any] = {
             kind: self.images[kind].ref if kind in self.images else planned[kind]
-            for kind in images.kinds_used(cfg)
+            for kind in images.kinds_used(p)
         }
         self.register_outputs({"url": self.url, "refs": self.refs})

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 from components.config.images import IMAGE_KINDS
 from components.config.nodepools import GpuPool, TpuPool
 from components.config.raycrs import JobConfig
-from components.config.stack import StackConfig
 from components.plan.resolve import JobTarget
 
 if TYPE_CHECKING:
-    from components.plan.plan import Context
+    from components.config.raycrs import RayImages
+    from components.plan.plan import Context, Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_DIR = "images"
@@ -323,17 +323,13 @@ def job_image_kind(target: JobTarget) -> str:
     return kind if job.cluster else worker_image_kind(kind, job_needs(job))
 
 
-def kinds_used(cfg: StackConfig) -> list[str]:
+def kinds_used(p: Plan) -> list[str]:
     """Image kinds the stack's pods run: ``cpu`` (heads, submitters), the kind of every pool a
     worker group uses, every job's own-cluster worker kind (:func:`job_image_kind`) and every
     service's (:func:`service_image_kind`), in :data:`IMAGE_KINDS` order: ``gpu-tf`` only with
     a TensorFlow job on a GPU pool, ``tpu-serve`` / ``cpu-serve`` only with a vLLM service on
     a TPU / CPU pool. Read
-    from the stack's plan (:func:`components.plan.plan.plan`): unresolvable references add
-    nothing."""
-    from components.plan.plan import plan
-
-    p = plan(cfg)
+    from the stack's plan ``p``: unresolvable references add nothing."""
     used = {"cpu"}
     used.update(pool_image_kind(t.pool) for t in p.groups)
     used.update(job_image_kind(t) for t in p.jobs)
@@ -341,9 +337,10 @@ def kinds_used(cfg: StackConfig) -> list[str]:
     return [k for k in IMAGE_KINDS if k in used]
 
 
-def kinds_to_build(cfg: StackConfig) -> list[str]:
-    """Used kinds without a prebuilt image in ``ray.images``: the images this stack builds."""
-    return [k for k in kinds_used(cfg) if cfg.ray.images.get(k) is None]
+def kinds_to_build(p: Plan, prebuilt: RayImages) -> list[str]:
+    """Used kinds (:func:`kinds_used`) without a prebuilt image in ``prebuilt`` (``ray.images``):
+    the images this stack builds."""
+    return [k for k in kinds_used(p) if prebuilt.get(k) is None]
 
 
 def repository_id(ctx: Context) -> str:
@@ -399,30 +396,30 @@ def cache_ref(ctx: Context, kind: str) -> str:
     return f"{image_repository(ctx, kind)}:buildcache"
 
 
-def planned_refs(cfg: StackConfig) -> dict[str, str]:
-    """Kind -> the image reference pods use, as known offline: a prebuilt image's reference, or
-    the tag the project's build pushes (under Pulumi the pushed digest,
-    ``<repo>/ray-<kind>@sha256:...``, replaces it)."""
-    from components.plan.plan import plan
-
-    ctx = plan(cfg).context
+def planned_refs(ctx: Context, prebuilt: RayImages) -> dict[str, str]:
+    """Kind -> the image reference pods use, as known offline: a prebuilt image's reference
+    (``prebuilt``: ``ray.images``), or the tag the project's build pushes (under Pulumi the
+    pushed digest, ``<repo>/ray-<kind>@sha256:...``, replaces it)."""
     out = {}
     for kind in IMAGE_KINDS:
-        prebuilt = cfg.ray.images.get(kind)
-        out[kind] = prebuilt.image if prebuilt is not None else image_tag_ref(ctx, kind)
+        image = prebuilt.get(kind)
+        out[kind] = image.image if image is not None else image_tag_ref(ctx, kind)
     return out
 
 
-def pod_images(cfg: StackConfig, images: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def pod_images(
+    ctx: Context, prebuilt: RayImages, images: Mapping[str, Any] | None
+) -> Mapping[str, Any]:
     """Kind -> image reference of the Ray pods: ``images`` (what the Pulumi program passes: the
     pushed digests, ``pulumi.Output`` values), else :func:`planned_refs`."""
-    return planned_refs(cfg) if images is None else images
+    return planned_refs(ctx, prebuilt) if images is None else images
 
 
-def provides(cfg: StackConfig, kind: str, root: Path = ROOT) -> dict[str, str]:
+def provides(images: RayImages, kind: str, root: Path = ROOT) -> dict[str, str]:
     """Normalized name -> version of what the ``kind`` image contains beyond Ray: the project's
-    pins for a project image, the declared ``provides`` for a prebuilt one."""
-    prebuilt = cfg.ray.images.get(kind)
+    pins for a project image, the declared ``provides`` of ``images`` (``ray.images``) for a
+    prebuilt one."""
+    prebuilt = images.get(kind)
     if prebuilt is None:
         return pins(kind, root)
     return _with_aliases({normalize(k): v for k, v in prebuilt.provides.items()})

@@ -31,12 +31,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config.stack import StackConfig
+from components.config.cluster import ClusterConfig
+from components.config.kuberay import KubeRayConfig
+from components.config.network import NetworkConfig
 from components.kuberay.namespace import (
     gpudirect_namespace_manifest,
     namespace_manifest,
@@ -52,7 +56,7 @@ from components.kuberay.render import (
     program_crd_documents,
 )
 from components.plan import naming
-from components.plan.plan import plan
+from components.plan.plan import Plan
 
 
 @dataclass
@@ -60,7 +64,12 @@ class KubeRayArgs:
     """Inputs of :class:`KubeRay`.
 
     Attributes:
-        cfg: the validated stack config.
+        plan: the stack's plan (its context, Ray clusters, jobs, services, identities).
+        kuberay: the ``kuberay`` block.
+        cluster: the ``cluster`` block (its ``dns_endpoint``).
+        network: the ``network`` block (the provider's identifier, the control plane's range).
+        nap_limits: the cluster's NAP resource limits
+            (:func:`components.cluster.render.nap_resource_limits`), the quota's defaults.
         cluster_name / endpoint / ca_certificate: from the cluster (IP endpoint and its CA).
         dns_endpoint: the cluster's DNS-based endpoint host; the kubeconfig and the provider use
             it (without CA data) when ``cluster.dns_endpoint`` is on, else the IP endpoint.
@@ -68,7 +77,11 @@ class KubeRayArgs:
         depends_on: resources the Kubernetes objects wait for (node pools, WI bindings).
     """
 
-    cfg: StackConfig
+    plan: Plan
+    kuberay: KubeRayConfig
+    cluster: ClusterConfig
+    network: NetworkConfig
+    nap_limits: Sequence[Mapping[str, Any]]
     cluster_name: pulumi.Input[str]
     endpoint: pulumi.Input[str]
     ca_certificate: pulumi.Input[str]
@@ -92,8 +105,8 @@ class KubeRay(pulumi.ComponentResource):
         self, name: str, args: KubeRayArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:kuberay:KubeRay", name, None, opts)
-        cfg = args.cfg
-        if cfg.cluster.dns_endpoint and args.dns_endpoint is not None:
+        p, kuberay = args.plan, args.kuberay
+        if args.cluster.dns_endpoint and args.dns_endpoint is not None:
             config = pulumi.Output.all(args.cluster_name, args.dns_endpoint).apply(
                 lambda a: kubeconfig(a[0], a[1], None)
             )
@@ -104,7 +117,7 @@ class KubeRay(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(config)
         # A stable identity: a new CA, endpoint or credential updates the provider in place
         # instead of replacing it and every object it manages (builders.kuberay.cluster_identifier).
-        self.cluster_identifier = cluster_identifier(plan(cfg).context, cfg.network)
+        self.cluster_identifier = cluster_identifier(p.context, args.network)
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
@@ -112,8 +125,8 @@ class KubeRay(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on or [])),
         )
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)
-        ns = cfg.kuberay.namespace
-        ns_doc = namespace_manifest(cfg.kuberay)
+        ns = kuberay.namespace
+        ns_doc = namespace_manifest(kuberay)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-ns",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=ns_doc["metadata"]["labels"]),
@@ -121,7 +134,7 @@ class KubeRay(pulumi.ComponentResource):
         )
         # The gpudirect namespace (gpu_networking: gpudirect pools only): its own guards and
         # KSAs below; objects there get resource names with "gpudirect" in them.
-        gd_doc = gpudirect_namespace_manifest(plan(cfg).context)
+        gd_doc = gpudirect_namespace_manifest(p.context)
         self.gpudirect_namespace: k8s.core.v1.Namespace | None = None
         if gd_doc is not None:
             self.gpudirect_namespace = k8s.core.v1.Namespace(
@@ -148,7 +161,7 @@ class KubeRay(pulumi.ComponentResource):
             "ResourceQuota": k8s.core.v1.ResourceQuota,
             "LimitRange": k8s.core.v1.LimitRange,
         }
-        for doc in namespace_objects(cfg):
+        for doc in namespace_objects(p, kuberay, args.network.master_ipv4_cidr, args.nap_limits):
             kind, oname = doc["kind"], doc["metadata"]["name"]
             key, rname = _rname(kind, oname, doc["metadata"]["namespace"])
             self.guards[key] = kinds[kind](
@@ -158,7 +171,7 @@ class KubeRay(pulumi.ComponentResource):
                 opts=ns_opts,
             )
         self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
-        for acct_ns, acct in naming.namespace_accounts(cfg):
+        for acct_ns, acct in naming.namespace_accounts(p):
             key, rname = _rname("ksa", acct.name, acct_ns)
             self.service_accounts[acct.name if acct_ns == ns else key] = k8s.core.v1.ServiceAccount(
                 rname,
@@ -174,8 +187,8 @@ class KubeRay(pulumi.ComponentResource):
             )
         self.crds: dict[str, k8s.apiextensions.v1.CustomResourceDefinition] = {}
         self.operator: k8s.helm.v3.Release | None = None
-        if cfg.kuberay.mode == "helm":
-            for doc in program_crd_documents(cfg.kuberay.chart_version):
+        if kuberay.mode == "helm":
+            for doc in program_crd_documents(kuberay.chart_version):
                 meta = doc["metadata"]
                 self.crds[doc["spec"]["names"]["kind"]] = (
                     k8s.apiextensions.v1.CustomResourceDefinition(
@@ -196,10 +209,10 @@ class KubeRay(pulumi.ComponentResource):
                 f"{name}-operator",
                 name=KUBERAY_CHART,
                 chart=KUBERAY_CHART,
-                version=cfg.kuberay.chart_version,
+                version=kuberay.chart_version,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KUBERAY_HELM_REPO),
                 namespace=ns,
-                values=helm_values(cfg.kuberay.chart_version, cfg.services),
+                values=helm_values(kuberay.chart_version, [s for s, _ in p.services]),
                 atomic=True,
                 wait_for_jobs=True,
                 skip_crds=True,  # the CRDs above are the stack's (see the module docstring)

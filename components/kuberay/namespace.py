@@ -18,14 +18,12 @@ Sources: docs/sources.md#kuberay-namespace
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from components.catalog.gpu import GPU_TYPES
 from components.catalog.tpu import TPU_GENERATIONS
-from components.cluster.render import nap_resource_limits
 from components.config.kuberay import KubeRayConfig
-from components.config.stack import StackConfig
 from components.kernel.names import GPUDIRECT_LABEL, GPUDIRECT_LABEL_VALUE
 from components.kernel.ray import (
     CLUSTER_LABEL,
@@ -38,8 +36,9 @@ from components.kernel.ray import (
     SUBMITTER_LABEL,
 )
 from components.plan.context import Context
-from components.plan.plan import plan
-from components.plan.resolve import nap_needs
+
+if TYPE_CHECKING:
+    from components.plan.plan import Plan
 
 PSA_LEVEL = "restricted"
 PSA_VERSION = "latest"
@@ -109,11 +108,11 @@ def gpudirect_namespace_manifest(ctx: Context) -> dict[str, Any] | None:
     }
 
 
-def namespace_manifests(cfg: StackConfig) -> list[dict[str, Any]]:
+def namespace_manifests(ctx: Context, kuberay: KubeRayConfig) -> list[dict[str, Any]]:
     """The stack's Namespaces: ``kuberay.namespace`` (:func:`namespace_manifest`), then the
-    ``gpudirect`` one when there is one (:func:`gpudirect_namespace_manifest`)."""
-    gpudirect = gpudirect_namespace_manifest(plan(cfg).context)
-    return [namespace_manifest(cfg.kuberay), *([gpudirect] if gpudirect else [])]
+    ``gpudirect`` one when ``ctx`` has one (:func:`gpudirect_namespace_manifest`)."""
+    gpudirect = gpudirect_namespace_manifest(ctx)
+    return [namespace_manifest(kuberay), *([gpudirect] if gpudirect else [])]
 
 
 def namespace_manifest(kuberay: KubeRayConfig) -> dict[str, Any]:
@@ -132,16 +131,16 @@ def namespace_manifest(kuberay: KubeRayConfig) -> dict[str, Any]:
     }
 
 
-def ray_cluster_selectors(cfg: StackConfig) -> dict[str, dict[str, str]]:
+def ray_cluster_selectors(p: Plan) -> dict[str, dict[str, str]]:
     """Ray cluster name -> the pod labels selecting all of its pods: ``ray.io/cluster: <name>``
     for each long-lived RayCluster, ``ray-gke.io/job-cluster: <job>`` for each RayJob bringing its
     own cluster (named after the job), ``ray-gke/service: <name>`` for each RayService
-    (:data:`components.kernel.ray.SERVICE_LABEL`)."""
-    out = {rc.name: {CLUSTER_LABEL: rc.name} for rc in cfg.ray_clusters}
-    for job in cfg.jobs:
-        if not job.cluster:
-            out[job.name] = {JOB_CLUSTER_LABEL: job.name}
-    for svc in cfg.services:  # a RayService's cluster name is generated and changes on upgrade
+    (:data:`components.kernel.ray.SERVICE_LABEL`); read from the stack's plan ``p``."""
+    out = {name: {CLUSTER_LABEL: name} for name in p.clusters}
+    for t in p.jobs:
+        if not t.job.cluster:
+            out[t.job.name] = {JOB_CLUSTER_LABEL: t.job.name}
+    for svc, _ in p.services:  # a RayService's cluster name is generated and changes on upgrade
         out[svc.name] = {SERVICE_LABEL: svc.name}
     return out
 
@@ -173,21 +172,24 @@ def _policy(namespace: str, name: str, selector: dict[str, Any], ingress: list[d
     }
 
 
-def network_policies(cfg: StackConfig, namespace: str | None = None) -> list[dict[str, Any]]:
+def network_policies(
+    p: Plan, kuberay: KubeRayConfig, master_ipv4_cidr: str, namespace: str | None = None
+) -> list[dict[str, Any]]:
     """The NetworkPolicies of ``namespace`` (default ``kuberay.namespace``; the ``gpudirect``
     namespace has its own, module docstring): ``default-deny-ingress``, then per Ray cluster
-    in it (sorted by name) ``<name>-ray`` and ``<name>-ray-head``."""
-    ns = namespace or cfg.kuberay.namespace
-    ctx = plan(cfg).context
+    of the plan ``p`` in it (sorted by name) ``<name>-ray`` and ``<name>-ray-head``
+    (``master_ipv4_cidr``: ``network.master_ipv4_cidr``, the operator's peer with ``gke-addon``)."""
+    ns = namespace or kuberay.namespace
+    ctx = p.context
     out = [_policy(ns, "default-deny-ingress", {}, [])]
     out[0]["spec"].pop("ingress")
-    serve = cfg.kuberay.serve_from
-    services = {svc.name for svc in cfg.services}
-    gateways = {svc.name: svc.gateway for svc in cfg.services if svc.gateway is not None}
+    serve = kuberay.serve_from
+    services = {svc.name for svc, _ in p.services}
+    gateways = {svc.name: svc.gateway for svc, _ in p.services if svc.gateway is not None}
     serve_peers = [
         {"namespaceSelector": {"matchLabels": {NS_NAME_LABEL: ns}}} for ns in serve.namespaces
     ] + [{"ipBlock": {"cidr": c}} for c in serve.cidrs]
-    for name, labels in sorted(ray_cluster_selectors(cfg).items()):
+    for name, labels in sorted(ray_cluster_selectors(p).items()):
         if ctx.namespace_of(name) != ns:
             continue
         own = {"podSelector": {"matchLabels": dict(labels)}}
@@ -214,7 +216,7 @@ def network_policies(cfg: StackConfig, namespace: str | None = None) -> list[dic
         head_ingress: list[dict[str, Any]] = [
             {
                 "from": [
-                    *_operator_peers(cfg.kuberay, cfg.network.master_ipv4_cidr, ns),
+                    *_operator_peers(kuberay, master_ipv4_cidr, ns),
                     submitters,
                 ],
                 "ports": _ports(
@@ -225,7 +227,7 @@ def network_policies(cfg: StackConfig, namespace: str | None = None) -> list[dic
         if name in services:  # the operator's Serve proxy health probe (module docstring)
             head_ingress.append(
                 {
-                    "from": _operator_peers(cfg.kuberay, cfg.network.master_ipv4_cidr, ns),
+                    "from": _operator_peers(kuberay, master_ipv4_cidr, ns),
                     "ports": _ports(SERVE_PORT),
                 }
             )
@@ -243,20 +245,21 @@ def _limits_total(limits: Mapping[str, object], resource_types: Collection[str])
 _TPU_LIMIT_TYPES = frozenset(g.gke_accelerator for g in TPU_GENERATIONS.values())
 
 
-def resource_quota(cfg: StackConfig, namespace: str | None = None) -> dict[str, Any]:
+def resource_quota(
+    kuberay: KubeRayConfig,
+    nap_limits: Sequence[Mapping[str, Any]],
+    namespace: str | None = None,
+) -> dict[str, Any]:
     """The ``v1`` ResourceQuota ``ray-quota`` of the Ray namespace: ``requests.cpu``,
     ``requests.memory`` / ``limits.memory``, ``requests.nvidia.com/gpu``,
     ``requests.google.com/tpu`` (extended resources are quota'd by request,
     https://kubernetes.io/docs/concepts/policy/resource-quotas/#resource-quota-for-extended-resources)
-    and ``pods`` when set. Unset ``kuberay.quota`` keys take the NAP limits
-    (:func:`components.cluster.render.nap_resource_limits`: cpu in vCPUs, memory in GB read as
-    GiB, the sums of the catalog's GPU and TPU chip limits), which bound the whole
+    and ``pods`` when set. Unset ``kuberay.quota`` keys take the NAP limits ``nap_limits``
+    (the cluster's, :func:`components.cluster.render.nap_resource_limits`: cpu in vCPUs, memory
+    in GB read as GiB, the sums of the catalog's GPU and TPU chip limits), which bound the whole
     cluster anyway."""
-    q = cfg.kuberay.quota
-    limits = {
-        str(x["resource_type"]): x["maximum"]
-        for x in nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
-    }
+    q = kuberay.quota
+    limits = {str(x["resource_type"]): x["maximum"] for x in nap_limits}
     memory = q.memory or f"{limits['memory']}Gi"
     hard: dict[str, str] = {
         "requests.cpu": q.cpu or str(limits["cpu"]),
@@ -274,7 +277,7 @@ def resource_quota(cfg: StackConfig, namespace: str | None = None) -> dict[str, 
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": _meta(namespace or cfg.kuberay.namespace, "ray-quota"),
+        "metadata": _meta(namespace or kuberay.namespace, "ray-quota"),
         "spec": {"hard": hard},
     }
 
@@ -303,13 +306,24 @@ def limit_range(kuberay: KubeRayConfig, namespace: str | None = None) -> dict[st
     }
 
 
-def namespace_objects(cfg: StackConfig) -> list[dict[str, Any]]:
+def namespace_objects(
+    p: Plan, kuberay: KubeRayConfig, master_ipv4_cidr: str, nap_limits: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Everything of this module inside the namespaces: the Ray namespace's NetworkPolicies,
     ResourceQuota and LimitRange, then the ``gpudirect`` namespace's (its own policies, the same
     quota and defaults) when there is one (the Namespaces themselves are
-    :func:`namespace_manifests`)."""
-    out = [*network_policies(cfg), resource_quota(cfg), limit_range(cfg.kuberay)]
-    ns = plan(cfg).context.gpudirect_namespace
+    :func:`namespace_manifests`); the arguments as for :func:`network_policies` and
+    :func:`resource_quota`."""
+    out = [
+        *network_policies(p, kuberay, master_ipv4_cidr),
+        resource_quota(kuberay, nap_limits),
+        limit_range(kuberay),
+    ]
+    ns = p.context.gpudirect_namespace
     if ns is not None:
-        out += [*network_policies(cfg, ns), resource_quota(cfg, ns), limit_range(cfg.kuberay, ns)]
+        out += [
+            *network_policies(p, kuberay, master_ipv4_cidr, ns),
+            resource_quota(kuberay, nap_limits, ns),
+            limit_range(kuberay, ns),
+        ]
     return out

@@ -12,15 +12,22 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.stack import StackConfig
+from components.config.cluster import ClusterConfig
 from components.monitoring.dashboards import dashboard_json, dashboard_url, dashboards
+from components.plan.plan import Plan
 
 
 @dataclass
 class DashboardsArgs:
-    """Inputs of :class:`Dashboards`. Attributes: ``cfg``: the validated stack config."""
+    """Inputs of :class:`Dashboards`.
 
-    cfg: StackConfig
+    Attributes:
+        plan: the stack's plan (its context and services).
+        cluster: the ``cluster`` block (its name and ``managed_prometheus``).
+    """
+
+    plan: Plan
+    cluster: ClusterConfig
 
 
 class Dashboards(pulumi.ComponentResource):
@@ -34,16 +41,16 @@ class Dashboards(pulumi.ComponentResource):
         self, name: str, args: DashboardsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:monitoring:Dashboards", name, None, opts)
-        cfg = args.cfg
+        project = args.plan.context.project
         self.dashboards: dict[str, gcp.monitoring.Dashboard] = {}
         self.urls: dict[str, pulumi.Output[str]] = {}
-        for key, doc in dashboards(cfg).items():
+        for key, doc in dashboards(args.plan, args.cluster).items():
             d = gcp.monitoring.Dashboard(
                 f"{name}-{key}",
-                project=cfg.project,
+                project=project,
                 dashboard_json=dashboard_json(doc),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             self.dashboards[key] = d
-            self.urls[key] = d.id.apply(lambda i, p=cfg.project: dashboard_url(i, p))
+            self.urls[key] = d.id.apply(lambda i, p=project: dashboard_url(i, p))
         self.register_outputs({"urls": self.urls})

@@ -22,9 +22,11 @@ services, one "Ray Serve" dashboard. URLs: :func:`dashboard_url`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from components.config.stack import StackConfig
+if TYPE_CHECKING:
+    from components.config.cluster import ClusterConfig
+    from components.plan.plan import Plan
 
 CONSOLE = "https://console.cloud.google.com/monitoring/dashboards/builder"
 
@@ -132,25 +134,24 @@ def serve_panels(namespace: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def dashboards(cfg: StackConfig) -> dict[str, dict[str, Any]]:
-    """``{key: dashboard JSON object}`` for the stack: ``ray-cluster`` always and ``ray-serve``
-    with services, empty without ``cluster.managed_prometheus``. Display names carry the cluster
-    name, so two stacks in one project keep apart."""
-    if not cfg.cluster.managed_prometheus:
+def dashboards(p: Plan, cluster: ClusterConfig) -> dict[str, dict[str, Any]]:
+    """``{key: dashboard JSON object}`` for the stack of plan ``p``: ``ray-cluster`` always and
+    ``ray-serve`` with services, empty without ``cluster.managed_prometheus`` (``cluster``: the
+    ``cluster`` block). Display names carry the cluster name, so two stacks in one project keep
+    apart."""
+    if not cluster.managed_prometheus:
         return {}
-    from components.plan.plan import plan
-
-    ns = cfg.kuberay.namespace
-    matched = "|".join(plan(cfg).context.namespaces)  # with the gpudirect namespace, both
+    ns = p.context.namespace
+    matched = "|".join(p.context.namespaces)  # with the gpudirect namespace, both
     out = {
         "ray-cluster": {
-            "displayName": f"Ray cluster ({cfg.cluster.name}/{ns})",
+            "displayName": f"Ray cluster ({cluster.name}/{ns})",
             "mosaicLayout": {"columns": 12, "tiles": _grid(cluster_panels(matched))},
         }
     }
-    if cfg.services:
+    if p.services:
         out["ray-serve"] = {
-            "displayName": f"Ray Serve ({cfg.cluster.name}/{ns})",
+            "displayName": f"Ray Serve ({cluster.name}/{ns})",
             "mosaicLayout": {"columns": 12, "tiles": _grid(serve_panels(matched))},
         }
     return out

@@ -17,9 +17,8 @@ Sources (the port, the labels KubeRay puts on a job's pods): docs/sources.md#mon
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from components.config.stack import StackConfig
 from components.kernel.ray import (
     CLUSTER_LABEL,
     JOB_CLUSTER_LABEL,
@@ -27,7 +26,10 @@ from components.kernel.ray import (
     PART_OF,
     SERVICE_LABEL,
 )
-from components.plan.plan import plan
+
+if TYPE_CHECKING:
+    from components.config.cluster import ClusterConfig
+    from components.plan.plan import Plan
 
 API_VERSION = "monitoring.googleapis.com/v1"
 SCRAPE_INTERVAL = "30s"
@@ -73,21 +75,22 @@ def pod_monitoring(
     }
 
 
-def render_monitoring(cfg: StackConfig) -> list[dict[str, Any]]:
+def render_monitoring(p: Plan, cluster: ClusterConfig) -> list[dict[str, Any]]:
     """``<cluster>-ray-metrics`` per RayCluster, then ``<service>-ray-metrics`` per service, then
     ``<job>-ray-metrics`` per RayJob that brings its own cluster (``node_pool:``; each group
-    sorted by name); none without ``cluster.managed_prometheus``. Jobs on a long-lived cluster
-    (``cluster:``) are scraped by that cluster's monitor."""
-    if not cfg.cluster.managed_prometheus:
+    sorted by name) of plan ``p``; none without ``cluster.managed_prometheus`` (``cluster``: the
+    ``cluster`` block). Jobs on a long-lived cluster (``cluster:``) are scraped by that cluster's
+    monitor."""
+    if not cluster.managed_prometheus:
         return []
-    ns = plan(cfg).context.namespace_of  # a gpudirect pool's clusters are in their own namespace
+    ns = p.context.namespace_of  # a gpudirect pool's clusters are in their own namespace
     out = [
         pod_monitoring(ns(rc.name), f"{rc.name}-ray-metrics", {CLUSTER_LABEL: rc.name})
-        for rc in sorted(cfg.ray_clusters, key=lambda c: c.name)
+        for rc in sorted(p.clusters.values(), key=lambda c: c.name)
     ]
     out += [
         pod_monitoring(ns(s.name), f"{s.name}-ray-metrics", {SERVICE_LABEL: s.name})
-        for s in sorted(cfg.services, key=lambda s: s.name)
+        for s in sorted((s for s, _ in p.services), key=lambda s: s.name)
     ]
     out += [
         pod_monitoring(
@@ -96,7 +99,7 @@ def render_monitoring(cfg: StackConfig) -> list[dict[str, Any]]:
             {JOB_CLUSTER_LABEL: j.name},
             [JOB_TARGET_LABEL],
         )
-        for j in sorted(cfg.jobs, key=lambda j: j.name)
+        for j in sorted((t.job for t in p.jobs), key=lambda j: j.name)
         if not j.cluster
     ]
     return out

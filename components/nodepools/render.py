@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 from components.config.computeclass import COMPUTE_CLASS_LABEL
-from components.config.stack import StackConfig
 from components.plan.nodepools import (
     PROVISION_ONLY,
     RESOURCE_POLICY_NAME_MAX,
@@ -25,7 +24,7 @@ from components.plan.nodepools import (
     tpu_host_capacity,
     workload_policy_name,
 )
-from components.plan.plan import plan
+from components.plan.plan import Plan
 
 __all__ = [
     "GKE_LABEL_PREFIXES",
@@ -49,10 +48,10 @@ __all__ = [
 ]
 
 
-def node_pool_specs(cfg: StackConfig) -> list[NodePoolSpec]:
-    """Every GKE node pool of the stack, the system pool first, in config order
+def node_pool_specs(p: Plan) -> list[NodePoolSpec]:
+    """Every GKE node pool of the stack of plan ``p``, the system pool first, in config order
     (:attr:`components.plan.plan.Plan.node_pool_specs`)."""
-    return list(plan(cfg).node_pool_specs)
+    return list(p.node_pool_specs)
 
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"

@@ -7,10 +7,10 @@ the rendered Kubernetes objects can refer to buckets and service accounts as pla
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from components.config.stack import StackConfig
 from components.config.storage import WorkloadIdentityConfig
 
 # One definition, in the kernel (the spec's rules name buckets too, the plan's ComputeClasses the
@@ -18,6 +18,9 @@ from components.config.storage import WorkloadIdentityConfig
 from components.kernel.names import BucketPurpose as BucketPurpose
 from components.kernel.names import bucket_name as bucket_name
 from components.kernel.names import node_service_account_id as node_service_account_id
+
+if TYPE_CHECKING:
+    from components.plan.plan import Plan
 
 BUCKET_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
 
@@ -75,34 +78,33 @@ class WorkloadAccount:
     name: str
 
 
-def workload_accounts(cfg: StackConfig) -> list[WorkloadAccount]:
-    """Two accounts per workload identity, in config order: its workers' account (the entry's
-    name, unchanged from earlier versions) then its head's (:func:`head_account_id`). Both get
-    the identity's bucket roles and secret grants (a job's driver runs on the head)."""
+def workload_accounts(identities: Iterable[WorkloadIdentityConfig]) -> list[WorkloadAccount]:
+    """Two accounts per workload identity of ``identities`` (``workload_identities``), in their
+    order: its workers' account (the entry's name, unchanged from earlier versions) then its
+    head's (:func:`head_account_id`). Both get the identity's bucket roles and secret grants (a
+    job's driver runs on the head)."""
     out = []
-    for wi in cfg.workload_identities:
+    for wi in identities:
         out.append(WorkloadAccount(wi, "workers", ksa_name(wi)))
         out.append(WorkloadAccount(wi, "head", head_account_id(wi)))
     return out
 
 
-def namespace_accounts(cfg: StackConfig) -> list[tuple[str, WorkloadAccount]]:
-    """``(namespace, account)`` of every Kubernetes service account the stack creates: every
-    :func:`workload_accounts` entry in ``kuberay.namespace``, then, when there is a ``gpudirect``
-    namespace (:attr:`components.plan.context.Context.gpudirect_namespace`), the accounts of
-    the identities its Ray objects run as (a RayCluster's, a job's, a service's
+def namespace_accounts(p: Plan) -> list[tuple[str, WorkloadAccount]]:
+    """``(namespace, account)`` of every Kubernetes service account the stack of plan ``p``
+    creates: every :func:`workload_accounts` entry of its identities in ``kuberay.namespace``,
+    then, when there is a ``gpudirect`` namespace
+    (:attr:`components.plan.context.Context.gpudirect_namespace`), the accounts of the
+    identities its Ray objects run as (a RayCluster's, a job's, a service's
     ``service_account``), each bound to the same Google service account."""
-    accounts = workload_accounts(cfg)
-    out = [(cfg.kuberay.namespace, a) for a in accounts]
-    from components.plan.plan import plan
-
-    ctx = plan(cfg).context
+    accounts = workload_accounts(p.identities.values())
+    ctx = p.context
+    out = [(ctx.namespace, a) for a in accounts]
     if ctx.gpudirect_namespace is None:
         return out
     moved = set(ctx.ray_namespaces)
-    used = {
-        x.service_account for x in [*cfg.ray_clusters, *cfg.jobs, *cfg.services] if x.name in moved
-    }
+    runners = [*p.clusters.values(), *(t.job for t in p.jobs), *(s for s, _ in p.services)]
+    used = {x.service_account for x in runners if x.name in moved}
     out += [(ctx.gpudirect_namespace, a) for a in accounts if a.identity.name in used]
     return out
 

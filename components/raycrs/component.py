@@ -142,9 +142,9 @@ class RayResources(pulumi.ComponentResource):
         self.manifests = (
             render_compute_classes(stack_plan)
             + render_service_objects(ctx, cfg.services, cfg.jobs)
-            + redis_objects(cfg)
+            + redis_objects(stack_plan, ft_enabled(cfg))
             + render_manifests(cfg, self.working_dir, images, args.redis_address)
-            + render_monitoring(cfg)
+            + render_monitoring(stack_plan, cfg.cluster)
         )
         # One Ray auth token per Ray cluster (long-lived RayCluster, or a RayJob's own cluster),
         # random, in the Secret its authOptions.secretName names; never exported or printed
@@ -174,7 +174,7 @@ class RayResources(pulumi.ComponentResource):
         # (components.gcsft.render; the AUTH string's SecretProviderClass is a manifest above).
         self.redis_objects: list[pulumi.Resource] = []
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
-        for ns in redis_namespaces(cfg) if ft_enabled(cfg) else []:
+        for ns in redis_namespaces(stack_plan) if ft_enabled(cfg) else []:
             suffix = "" if ns == cfg.kuberay.namespace else f"-{ns}"
             ca = ca_config_map(ns, args.redis_ca)
             self.redis_objects.append(

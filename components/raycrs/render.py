@@ -42,7 +42,7 @@ def render_manifests(
     GCS fault tolerance (:func:`components.gcsft.render.ft_enabled`).
     """
     p = plan(cfg)  # the records of every worker group, job and service, resolved once
-    refs = pod_images(cfg, images)
+    refs = pod_images(p.context, cfg.ray.images, images)
     clusters = [ray_cluster_manifest(p, rc, refs) for rc in sorted(cfg.ray_clusters, key=_name)]
     jobs = [
         ray_job_manifest(p, p.job(j), working_dir_uri, refs) for j in sorted(cfg.jobs, key=_name)

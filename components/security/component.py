@@ -13,14 +13,18 @@ Sources: docs/sources.md#security-component
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config.stack import StackConfig
+from components.config.cluster import ClusterConfig
+from components.config.storage import KmsConfig, SecretConfig, WorkloadIdentityConfig
 from components.plan import naming
+from components.plan.context import Context
+from components.plan.plan import Plan
 from components.security import iam
 from components.security.iam import (
     KEY_ROTATION_PERIOD,
@@ -34,9 +38,21 @@ from components.security.iam import (
 
 @dataclass
 class SecurityArgs:
-    """Inputs of :class:`Security`: the validated stack config."""
+    """Inputs of :class:`Security`.
 
-    cfg: StackConfig
+    Attributes:
+        context: the stack's context (project, region, cluster name, labels, the buckets block).
+        cluster: the ``cluster`` block (its ``deletion_protection``).
+        kms: the ``kms`` block.
+        workload_identities: the ``workload_identities`` block.
+        secrets: the ``secrets`` block.
+    """
+
+    context: Context
+    cluster: ClusterConfig
+    kms: KmsConfig
+    workload_identities: Sequence[WorkloadIdentityConfig]
+    secrets: Sequence[SecretConfig]
 
 
 class Security(pulumi.ComponentResource):
@@ -56,25 +72,25 @@ class Security(pulumi.ComponentResource):
         self, name: str, args: SecurityArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:security:Security", name, None, opts)
-        cfg = args.cfg
+        ctx = args.context
         child = pulumi.ResourceOptions(parent=self)
         project = gcp.organizations.get_project_output(
-            project_id=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
+            project_id=ctx.project, opts=pulumi.InvokeOutputOptions(parent=self)
         )
         self.project_number = project.number
 
         # Key rings live where the data does: the cluster's region, and the buckets' location.
-        ring_locations = naming.key_ring_locations(cfg.region, cfg.buckets.location)
+        ring_locations = naming.key_ring_locations(ctx.region, ctx.buckets_config.location)
         rings: dict[str, gcp.kms.KeyRing] = {}
         for loc in dict.fromkeys(ring_locations.values()):
             rings[loc] = gcp.kms.KeyRing(
                 f"{name}-keyring-{loc}",
-                name=naming.key_ring_name(cfg.cluster.name, cfg.kms.key_ring_generation, loc),
-                project=cfg.project,
+                name=naming.key_ring_name(ctx.cluster, args.kms.key_ring_generation, loc),
+                project=ctx.project,
                 location=loc,
                 opts=child,
             )
-        protect = cfg.cluster.deletion_protection
+        protect = args.cluster.deletion_protection
 
         def key(suffix: str, key_name: str, ring: str) -> gcp.kms.CryptoKey:
             """A rotating CMEK key in the key ring of ``ring`` (a key of ``ring_locations``)."""
@@ -84,7 +100,7 @@ class Security(pulumi.ComponentResource):
                 key_ring=rings[ring_locations[ring]].id,
                 purpose="ENCRYPT_DECRYPT",
                 rotation_period=KEY_ROTATION_PERIOD,
-                labels=dict(cfg.labels),
+                labels=dict(ctx.labels),
                 opts=pulumi.ResourceOptions(parent=self, protect=protect),
             )
 
@@ -121,7 +137,7 @@ class Security(pulumi.ComponentResource):
         # documented address and waits for it.
         sm_identity = gcp.projects.ServiceIdentity(
             f"{name}-secretmanager-agent",
-            project=cfg.project,
+            project=ctx.project,
             service="secretmanager.googleapis.com",
             opts=child,
         )
@@ -132,7 +148,7 @@ class Security(pulumi.ComponentResource):
             depends_on=[sm_identity],
         )
         gcs_agent = gcp.storage.get_project_service_account_output(
-            project=cfg.project, opts=pulumi.InvokeOutputOptions(parent=self)
+            project=ctx.project, opts=pulumi.InvokeOutputOptions(parent=self)
         )
         self.gcs_key_grant = grant(
             "gcs-agent-kms",
@@ -142,15 +158,15 @@ class Security(pulumi.ComponentResource):
 
         self.node_sa = gcp.serviceaccount.Account(
             f"{name}-node-sa",
-            account_id=naming.node_service_account_id(cfg.cluster.name),
-            display_name=f"GKE nodes of {cfg.cluster.name}",
-            project=cfg.project,
+            account_id=naming.node_service_account_id(ctx.cluster),
+            display_name=f"GKE nodes of {ctx.cluster}",
+            project=ctx.project,
             opts=child,
         )
         self.node_sa_roles = [
             gcp.projects.IAMMember(
                 f"{name}-node-sa-{role.split('/')[1].replace('.', '-')}",
-                project=cfg.project,
+                project=ctx.project,
                 role=role,
                 member=self.node_sa.email.apply(lambda e: f"serviceAccount:{e}"),
                 opts=child,
@@ -161,28 +177,28 @@ class Security(pulumi.ComponentResource):
         # Two GSAs per workload identity: its workers' / submitters' (the entry's name) and its
         # heads' (<name>-head), so the head's Kubernetes RBAC and identity are its own.
         self.gsas: dict[str, gcp.serviceaccount.Account] = {}
-        for acct in naming.workload_accounts(cfg):
+        for acct in naming.workload_accounts(args.workload_identities):
             self.gsas[acct.name] = gcp.serviceaccount.Account(
                 f"{name}-gsa-{acct.name}",
                 account_id=acct.name,
-                display_name=f"Ray {acct.role} of {acct.identity.name} ({cfg.cluster.name})",
-                project=cfg.project,
+                display_name=f"Ray {acct.role} of {acct.identity.name} ({ctx.cluster})",
+                project=ctx.project,
                 opts=child,
             )
 
         self.secrets: dict[str, gcp.secretmanager.Secret] = {}
         after_key_grant = pulumi.ResourceOptions(parent=self, depends_on=[self.secrets_key_grant])
-        for secret in cfg.secrets:
+        for secret in args.secrets:
             self.secrets[secret.name] = gcp.secretmanager.Secret(
                 f"{name}-secret-{secret.name}",
                 secret_id=secret.name,
-                project=cfg.project,
-                labels=dict(cfg.labels),
+                project=ctx.project,
+                labels=dict(ctx.labels),
                 replication=gcp.secretmanager.SecretReplicationArgs(
                     user_managed=gcp.secretmanager.SecretReplicationUserManagedArgs(
                         replicas=[
                             gcp.secretmanager.SecretReplicationUserManagedReplicaArgs(
-                                location=cfg.region,
+                                location=ctx.region,
                                 customer_managed_encryption=gcp.secretmanager.SecretReplicationUserManagedReplicaCustomerManagedEncryptionArgs(
                                     kms_key_name=self.secrets_key.id
                                 ),
@@ -212,14 +228,16 @@ class WorkloadAccessArgs:
     """Inputs of :class:`WorkloadAccess`.
 
     Attributes:
-        cfg: the validated stack config.
+        plan: the stack's plan (its context, identities and the Ray objects' namespaces).
+        declared_secrets: the ``secrets`` block.
         gsas: account name (:func:`components.plan.naming.workload_accounts`) -> its Google
             service account (from :class:`Security`).
         buckets: purpose (``datasets`` | ``checkpoints`` | ``artifacts``) -> ``gcp.storage.Bucket``.
         secrets: secret name -> ``gcp.secretmanager.Secret``.
     """
 
-    cfg: StackConfig
+    plan: Plan
+    declared_secrets: Sequence[SecretConfig]
     gsas: dict[str, gcp.serviceaccount.Account]
     buckets: dict[str, gcp.storage.Bucket]
     secrets: dict[str, gcp.secretmanager.Secret] = field(default_factory=dict)
@@ -235,28 +253,28 @@ class WorkloadAccess(pulumi.ComponentResource):
         self, name: str, args: WorkloadAccessArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("ray-gke:security:WorkloadAccess", name, None, opts)
-        cfg = args.cfg
+        ctx = args.plan.context
         child = pulumi.ResourceOptions(parent=self)
         # One binding per (namespace, KSA): the Ray namespace's keep their names; a gpudirect
         # namespace's KSAs (components/plan/naming.py namespace_accounts) get their own.
         self.wi_bindings = {
-            (acct.name if ns == cfg.kuberay.namespace else f"{ns}/{acct.name}"): (
+            (acct.name if ns == ctx.namespace else f"{ns}/{acct.name}"): (
                 gcp.serviceaccount.IAMMember(
                     f"{name}-wi-{acct.name}"
-                    if ns == cfg.kuberay.namespace
+                    if ns == ctx.namespace
                     else f"{name}-wi-gpudirect-{acct.name}",
                     service_account_id=args.gsas[acct.name].name,
                     role=iam.WORKLOAD_IDENTITY_ROLE,
-                    member=naming.workload_identity_member(cfg.project, ns, acct.name),
+                    member=naming.workload_identity_member(ctx.project, ns, acct.name),
                     opts=child,
                 )
             )
-            for ns, acct in naming.namespace_accounts(cfg)
+            for ns, acct in naming.namespace_accounts(args.plan)
         }
         # Exactly the pure plan that `raygke check` verifies (components/security/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.
         after_gsas = pulumi.ResourceOptions(parent=self, depends_on=list(args.gsas.values()))
-        accounts = naming.workload_accounts(cfg)
+        accounts = naming.workload_accounts(args.plan.identities.values())
         self.bucket_grants = [
             gcp.storage.BucketIAMMember(
                 f"{name}-{member.split(':')[1].split('@')[0]}-{purpose}-{role.split('.')[-1]}",
@@ -265,18 +283,20 @@ class WorkloadAccess(pulumi.ComponentResource):
                 member=member,
                 opts=after_gsas,
             )
-            for purpose, role, member in iam.bucket_bindings(cfg.project, accounts)
+            for purpose, role, member in iam.bucket_bindings(ctx.project, accounts)
         ]
         self.secret_grants = [
             gcp.secretmanager.SecretIamMember(
                 f"{name}-secret-{secret}-{member.split(':')[1].split('@')[0]}",
-                project=cfg.project,
+                project=ctx.project,
                 secret_id=args.secrets[secret].secret_id,
                 role=role,
                 member=member,
                 opts=after_gsas,
             )
-            for secret, role, member in iam.secret_bindings(cfg.project, cfg.secrets, accounts)
+            for secret, role, member in iam.secret_bindings(
+                ctx.project, args.declared_secrets, accounts
+            )
         ]
         self.register_outputs(
             {"workload_identity_members": {k: v.member for k, v in self.wi_bindings.items()}}

@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from components.cluster.render import nap_resource_limits
 from components.computeclass.checks import compute_class_problems
 from components.config.stack import StackConfig
 from components.images.checks import dependency_problems
@@ -60,7 +61,7 @@ from components.nodepools.render import (
 from components.plan.naming import workload_accounts
 from components.plan.nodepools import nap_shapes
 from components.plan.plan import plan
-from components.plan.resolve import ResolveError
+from components.plan.resolve import ResolveError, nap_needs
 from components.raycrs.crd import (
     CrdsMissingError,
     crds_available,
@@ -133,9 +134,10 @@ def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Pr
     (``numOfHosts`` pods, which only run together). A quota refuses a pod whose requests would
     exceed it (https://kubernetes.io/docs/concepts/policy/resource-quotas/), so a quota below one
     group leaves that Ray cluster never running. One line per group and resource."""
+    nap_limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
     hard = {
         k.removeprefix("requests."): parse_quantity(v)
-        for k, v in resource_quota(cfg)["spec"]["hard"].items()
+        for k, v in resource_quota(cfg.kuberay, nap_limits)["spec"]["hard"].items()
         if k.startswith("requests.")
     }
     out: list[Problem] = []
@@ -190,7 +192,7 @@ def check_manifests(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[P
     # the operator's rules and its feature gates apply to what the cluster stores (CRD defaults)
     stored = _server_views(manifests, version)
     gates, source = installed_gates(cfg.kuberay, cfg.services)
-    candidates = node_pool_specs(cfg) + nap_shapes(cfg.nap)
+    candidates = node_pool_specs(plan(cfg)) + nap_shapes(cfg.nap)
     # in today's order: every object's schema problems, then operator rules, then feature gates,
     # then scheduling and object-store memory per group
     if with_crds:
@@ -326,7 +328,7 @@ def monitoring_problems(cfg: StackConfig) -> list[Problem]:
     from components.raycrs.crd import validate_other
 
     out: list[Problem] = []
-    for m in render_monitoring(cfg):
+    for m in render_monitoring(plan(cfg), cfg.cluster):
         out += problems_with_notes(validate_other(m), "monitoring", "podmonitoring-schema")
     return out
 
@@ -408,7 +410,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     from contract.args.base import ArgError
 
     problems = workload_problems(cfg) + placement_problems(plan(cfg))
-    problems += dependency_problems(cfg) + name_problems(cfg)
+    problems += dependency_problems(plan(cfg), cfg.ray.images) + name_problems(cfg)
     try:
         _, sha = workloads_archive()
         manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, sha))
@@ -423,7 +425,13 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
         ]
     except (ValueError, KeyError) as e:
         return [*problems, at("", f"rendering the KubeRay objects failed: {e}", "render")]
-    too_big = object_size_problems([*namespace_manifests(cfg), *namespace_objects(cfg), *manifests])
+    p = plan(cfg)
+    nap_limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    guards = [
+        *namespace_manifests(p.context, cfg.kuberay),
+        *namespace_objects(p, cfg.kuberay, cfg.network.master_ipv4_cidr, nap_limits),
+    ]
+    too_big = object_size_problems([*guards, *manifests])
     problems += too_big
     if too_big:  # schema and rule checks of a many-MiB object take long and add nothing
         return problems
@@ -434,7 +442,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     )
     problems += quota_problems(cfg, manifests)
     problems += capacity_problems(cfg, manifests)
-    accounts = workload_accounts(cfg)
+    accounts = workload_accounts(cfg.workload_identities)
     problems += iam_problems(
         cfg.project,
         accounts,
@@ -444,7 +452,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     # GPU networking's objects too: the installers' exemption is narrow (security/rules.py).
     from components.gpunet.render import gpunet_objects
 
-    objects = [*namespace_manifests(cfg), *namespace_objects(cfg), *manifests, *gpunet_objects(cfg)]
+    objects = [*guards, *manifests, *gpunet_objects(cfg)]
     problems += locate_security_lines(objects, security_problems(objects))
     return problems
 

@@ -37,6 +37,7 @@ from components.plan.naming import (
     subnet_name,
     workload_accounts,
 )
+from components.plan.plan import plan
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
     for loc in dict.fromkeys(key_ring_locations(cfg.region, cfg.buckets.location).values()):
         ring = key_ring_name(cfg.cluster.name, generation, loc)
         out.append(DerivedName("kms", "KMS key ring", ring, "cluster.name", f"keyring {loc}"))
-    for spec in node_pool_specs(cfg):
+    for spec in node_pool_specs(plan(cfg)):
         field = "cluster.system_pool" if spec.kind == "system" else f"node_pools[{spec.pool}].name"
         out.append(DerivedName("gke-node-pool", "node pool", spec.name, field))
     from components.gpunet.render import gpu_vpcs, networked_pools
@@ -242,7 +243,7 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
                 field,
             )
         )
-    for acct in workload_accounts(cfg):
+    for acct in workload_accounts(cfg.workload_identities):
         field = f"workload_identities[{acct.identity.name}].name"
         out.append(DerivedName("service-account", "service account", acct.name, field))
         out.append(DerivedName("k8s-label", "Kubernetes service account", acct.name, field, "ksa"))

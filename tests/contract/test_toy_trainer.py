@@ -161,11 +161,12 @@ def test_tune_lm_refuses_it_once_unregistered(toy: Workload) -> None:
 
 def test_raygke_check_asks_its_image_for_its_needs(toy: Workload) -> None:
     from components.images.checks import dependency_problems
+    from components.plan.plan import plan
     from components.stack.loader import validate
     from tests.helpers import config
 
     cfg = validate(config(jobs=[{"name": "toy", "workload": "toy_lm", "node_pool": "cpu"}]))
-    (line,) = dependency_problems(cfg)
+    (line,) = dependency_problems(plan(cfg), cfg.ray.images)
     assert line.startswith("jobs[toy]: workload toy_lm needs toy-dist-raygke"), line
 
 

@@ -131,11 +131,12 @@ def _k8s_objects(mocks: ConsumerMocks) -> list[dict]:
 def _platform_guard_rails(stack: str = "prod") -> list[dict]:
     """The Namespace (PSA labels) and NetworkPolicies (default-deny first) the platform renders
     for ``stack``'s Ray namespace: what the consumer's objects land in."""
-    from components.kuberay.namespace import namespace_manifest, network_policies
+    from components.kuberay.namespace import namespace_manifest
     from components.stack.loader import load_stack_file
+    from tests.components.kuberay.test_namespace import policies
 
     cfg = load_stack_file(ROOT / f"Pulumi.{stack}.yaml")
-    return [namespace_manifest(cfg.kuberay), *network_policies(cfg)]
+    return [namespace_manifest(cfg.kuberay), *policies(cfg)]
 
 
 def test_consumer_rayjob_passes_the_platforms_own_security_checks(platform_outputs):

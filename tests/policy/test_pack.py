@@ -104,15 +104,15 @@ def test_the_pod_security_policy_passes_the_gpudirect_namespace_only(stub):
     objects with the RxDM sidecar, and refuses the same RayCluster in the Ray namespace."""
     import copy
 
-    from components.kuberay.namespace import namespace_manifests
     from components.raycrs.render import render_manifests
     from components.stack.loader import validate
     from tests.components.gpunet.test_gpudirect import _prod_data
+    from tests.components.kuberay.test_namespace import namespaces
     from tests.helpers import WORKING_DIR
 
     policies = {p.name: p for p in runpy.run_path(str(PACK), run_name="t")["policies"]()}
     cfg = validate(_prod_data())
-    objects = [*namespace_manifests(cfg), *render_manifests(cfg, WORKING_DIR)]
+    objects = [*namespaces(cfg), *render_manifests(cfg, WORKING_DIR)]
 
     def reported(obj: dict[str, Any]) -> list[str]:
         out: list[str] = []

@@ -257,7 +257,7 @@ def assert_renders(path: Path) -> None:
     cfg = load_stack_file(path)
     manifests = render_manifests(cfg, working_dir_uri(plan(cfg).context, "0123456789abcdef"))
     json.dumps(manifests, allow_nan=False)
-    json.dumps([repr(s) for s in node_pool_specs(cfg)])
+    json.dumps([repr(s) for s in node_pool_specs(plan(cfg))])
     json.dumps(accelerator_summary(cfg), allow_nan=False)
 
 

@@ -29,10 +29,9 @@ from components.capacity.render import render_capacity
 from components.computeclass.render import render_compute_classes
 from components.config.images import IMAGE_KINDS
 from components.config.stack import StackConfig
-from components.gcsft.render import redis_objects
+from components.gcsft.render import ft_enabled, redis_objects
 from components.images.render import BASE_SUFFIX
 from components.kernel.base import StackConfigError
-from components.kuberay.namespace import namespace_manifests, namespace_objects
 from components.monitoring.render import render_monitoring
 from components.plan.plan import plan
 from components.raycrs import component as raycrs_component
@@ -42,6 +41,7 @@ from components.raycrs.render import render_manifests
 from components.stack.loader import stack_data_from_yaml, validate
 from raygke.local.cluster import make_target
 from raygke.synth import config_entries, run_program
+from tests.components.kuberay.test_namespace import guards, namespaces
 from tests.helpers import ROOT, STACKS
 
 # Keys that only steer checks (nothing rendered may change), by schema path:
@@ -713,14 +713,14 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
         cfg = _validated(data)
         _, sha = workloads_archive()
         objects = [
-            *namespace_manifests(cfg),
-            *namespace_objects(cfg),
+            *namespaces(cfg),
+            *guards(cfg),
             *render_capacity(plan(cfg), cfg.capacity),
             *render_compute_classes(plan(cfg)),
             *render_service_objects(plan(cfg).context, cfg.services, cfg.jobs),
-            *redis_objects(cfg),
+            *redis_objects(plan(cfg), ft_enabled(cfg)),
             *render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)),
-            *render_monitoring(cfg),
+            *render_monitoring(plan(cfg), cfg.cluster),
         ]
         assert {o["kind"] for o in objects} <= PURE_KINDS, "a kind PURE_KINDS does not list"
         _OBJECTS[key] = sorted(json.dumps(_masked(o), sort_keys=True) for o in objects)

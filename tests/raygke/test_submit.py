@@ -39,7 +39,9 @@ def test_plan_names_what_the_stack_renders_for_its_raycluster(name: str) -> None
     cfg = stack(name)
     (rc,) = cfg.ray_clusters
     plan = submit.plan_for_stack(cfg, name)
-    manifest = ray_cluster_manifest(stack_plan(cfg), rc, planned_refs(cfg))
+    manifest = ray_cluster_manifest(
+        stack_plan(cfg), rc, planned_refs(stack_plan(cfg).context, cfg.ray.images)
+    )
     assert plan.cluster == rc.name == manifest["metadata"]["name"]
     assert plan.namespace == manifest["metadata"]["namespace"] == cfg.kuberay.namespace
     assert plan.secret == manifest["spec"]["authOptions"]["secretName"]

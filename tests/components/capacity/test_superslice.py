@@ -74,7 +74,7 @@ def _data(pool: dict | None = None, **cluster) -> dict:
 
 def test_the_cube_pools_provision_only_and_the_cluster_runs_the_slice_controller():
     cfg = validate(_data())
-    specs = [s for s in node_pool_specs(cfg) if s.pool == "ironwood"]
+    specs = [s for s in node_pool_specs(plan(cfg)) if s.pool == "ironwood"]
     assert len(specs) == 2 and all(s.super_slicing for s in specs)
     assert specs[0].workload_policy == {
         "type": "HIGH_THROUGHPUT",

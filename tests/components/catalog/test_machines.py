@@ -8,6 +8,7 @@ import pytest
 from components import catalog
 from components.catalog import CatalogError, cpu_machine_problem, gpu_machine_problem, machine_shape
 from components.nodepools.render import node_pool_specs
+from components.plan.plan import plan
 from components.stack.loader import validate
 from tests.components.config.test_stack import base, one_problem
 
@@ -90,7 +91,7 @@ def test_gpu_pool_larger_host_of_same_gpu_is_accepted_and_sized_from_its_shape()
     data = base()
     data["node_pools"][2]["machine_type"] = "g2-standard-16"
     cfg = validate(data)
-    spec = next(s for s in node_pool_specs(cfg) if s.name == "l4")
+    spec = next(s for s in node_pool_specs(plan(cfg)) if s.name == "l4")
     assert spec.capacity["cpu"] > 14 and spec.capacity["memory"] > 50
 
 
@@ -121,7 +122,7 @@ def test_custom_and_predefined_shapes_are_accepted_with_their_size() -> None:
     data = base()
     data["node_pools"][0]["machine_type"] = "n2-custom-6-24576"
     cfg = validate(data)
-    spec = next(s for s in node_pool_specs(cfg) if s.name == "cpu")
+    spec = next(s for s in node_pool_specs(plan(cfg)) if s.name == "cpu")
     assert spec.capacity["cpu"] == pytest.approx(6 * 0.94)
     assert catalog.machine_shape("n1-standard-4").memory_gb == pytest.approx(15.0)
     assert catalog.machine_shape("e2-medium").vcpus == 2

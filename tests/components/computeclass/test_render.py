@@ -276,7 +276,7 @@ def test_tpu7x_multi_host_class_names_the_workload_policy() -> None:
 
 def test_declared_pools_join_the_class_and_worker_groups_select_it() -> None:
     cfg = validate(_stack(FULL))
-    specs = {s.name: s for s in node_pool_specs(cfg)}
+    specs = {s.name: s for s in node_pool_specs(plan(cfg))}
     for name in ("v6e-0", "v6e-1"):
         assert specs[name].labels["cloud.google.com/compute-class"] == "v6e-4x4"
         assert config_labels(specs[name])["cloud.google.com/compute-class"] == "v6e-4x4"

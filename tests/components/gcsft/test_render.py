@@ -145,7 +145,7 @@ def test_the_auth_class_and_ca_config_map() -> None:
         in spc["spec"]["parameters"]["secrets"]
     )
     assert gr.ca_config_map("ray", "PEM")["data"] == {"ca.crt": "PEM"}
-    assert gr.redis_namespaces(cfg) == ["ray"]
+    assert gr.redis_namespaces(plan(cfg)) == ["ray"]
     assert gr.redis_head_readers(cfg.services) == ["ray-serve-head"]
 
 

@@ -19,13 +19,13 @@ from components.config.epochs import read_epoch
 from components.gpunet.gpudirect import admission_policy, gpudirect_grants
 from components.gpunet.render import gpunet_objects
 from components.kernel.base import StackConfigError
-from components.kuberay.namespace import namespace_manifests, namespace_objects
 from components.plan.naming import namespace_accounts, workload_identity_member
 from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.security.rules import RXDM_SHAPES, check_pod_security, pod_templates
 from components.stack.checks import check_stack
 from components.stack.loader import validate
+from tests.components.kuberay.test_namespace import guards, namespaces
 from tests.helpers import ROOT, WORKING_DIR, config
 
 # Google's facts, written out from the sources (GoogleCloudPlatform/container-engine-accelerators
@@ -172,9 +172,9 @@ def test_the_default_stays_socket_transport_with_nothing_privileged() -> None:
     tmpl = _template(manifests, "RayCluster", "training", "h100")
     assert [c["name"] for c in tmpl["spec"]["containers"]] == ["ray-worker"]
     assert _env(tmpl["spec"]["containers"][0])["NCCL_NET"] == "Socket"
-    kinds = {o["kind"] for o in [*namespace_manifests(cfg), *gpunet_objects(cfg)]}
+    kinds = {o["kind"] for o in [*namespaces(cfg), *gpunet_objects(cfg)]}
     assert "ValidatingAdmissionPolicy" not in kinds
-    assert len(namespace_manifests(cfg)) == 1
+    assert len(namespaces(cfg)) == 1
     assert gpudirect_grants(cfg) == []
 
 
@@ -283,7 +283,7 @@ def test_the_nodes_get_googles_installer_and_device_injector_on_h100_only() -> N
 
 def test_the_gpudirect_namespace_allows_exactly_the_sidecar_and_has_its_guards() -> None:
     cfg = _prod_gpudirect()
-    ray_ns, gd = namespace_manifests(cfg)
+    ray_ns, gd = namespaces(cfg)
     assert ray_ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     labels = gd["metadata"]["labels"]
     assert gd["metadata"]["name"] == "ray-gpudirect"
@@ -291,7 +291,7 @@ def test_the_gpudirect_namespace_allows_exactly_the_sidecar_and_has_its_guards()
     assert labels["pod-security.kubernetes.io/warn"] == "restricted"
     assert labels["pod-security.kubernetes.io/audit"] == "restricted"
     assert labels["ray-gke.io/gpudirect"] == "rxdm"
-    objs = namespace_objects(cfg)
+    objs = guards(cfg)
     in_gd = sorted(
         (o["kind"], o["metadata"]["name"])
         for o in objs
@@ -346,7 +346,7 @@ def test_the_moved_identity_gets_its_accounts_and_workload_identity_there() -> N
     of components.plan.naming.namespace_accounts)."""
     cfg = _prod_gpudirect()
     members = {
-        workload_identity_member(cfg.project, ns, a.name) for ns, a in namespace_accounts(cfg)
+        workload_identity_member(cfg.project, ns, a.name) for ns, a in namespace_accounts(plan(cfg))
     }
     pool = "ray-gke-prod.svc.id.goog"
     assert f"serviceAccount:{pool}[ray-gpudirect/ray-train]" in members
@@ -501,14 +501,14 @@ def test_the_sidecar_in_a_head_pod_is_refused() -> None:
     ],
 )
 def test_only_the_gpudirect_namespace_may_enforce_privileged(labels, ok) -> None:
-    gd = copy.deepcopy(namespace_manifests(_prod_gpudirect())[1])
+    gd = copy.deepcopy(namespaces(_prod_gpudirect())[1])
     for k, v in labels.items():
         if v is None:
             gd["metadata"]["labels"].pop(k)
         else:
             gd["metadata"]["labels"][k] = v
     assert (check_pod_security([gd]) == []) is ok
-    renamed = copy.deepcopy(namespace_manifests(_prod_gpudirect())[1])
+    renamed = copy.deepcopy(namespaces(_prod_gpudirect())[1])
     renamed["metadata"]["name"] = "ray"
     (line,) = check_pod_security([renamed])
     assert "privileged only for the GPUDirect namespace" in line

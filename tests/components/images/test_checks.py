@@ -13,6 +13,8 @@ import yaml
 from components.images.checks import dependency_problems, image_warnings
 from components.images.render import kinds_to_build, kinds_used, planned_refs, runtime_env_pip
 from components.kernel.base import StackConfigError
+from components.kernel.problems import Problem
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.stack.checks import workload_problems
 from components.stack.loader import validate
@@ -20,6 +22,10 @@ from tests.helpers import ROOT, WORKING_DIR, config, stack
 from workloads.train_lm_tf import collective_implementation
 
 DIGEST = "@sha256:" + "ab" * 32
+
+
+def _deps(cfg) -> list[Problem]:
+    return dependency_problems(plan(cfg), cfg.ray.images)
 
 
 def _prod(**ray_images) -> dict:
@@ -35,13 +41,13 @@ def _prod(**ray_images) -> dict:
 def test_shipped_stacks_use_the_project_images(name: str) -> None:
     cfg = stack(name)
     assert cfg.ray.images.cpu is cfg.ray.images.gpu is cfg.ray.images.tpu is None
-    assert dependency_problems(cfg) == []
+    assert _deps(cfg) == []
     assert image_warnings(cfg.ray.images) == []
 
 
 def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -> None:
     cfg = validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"}))
-    (line,) = [p for p in dependency_problems(cfg) if p.startswith("jobs[train-lm-h100]")]
+    (line,) = [p for p in _deps(cfg) if p.startswith("jobs[train-lm-h100]")]
     assert line == (
         f"jobs[train-lm-h100]: workload train_lm needs torch, worker-group image "
         f"rayproject/ray:2.60.0-py311-gpu{DIGEST} does not provide it; use the project's images "
@@ -53,9 +59,9 @@ def test_foreign_gpu_image_without_torch_is_refused_naming_framework_and_fix() -
 def test_declared_provides_at_the_pinned_versions_pass_other_versions_do_not() -> None:
     good = {"torch": "2.13.0", "numpy": "2.3.5", "pyarrow": "26.0.1", "vllm": "0.29.0"}
     image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
-    assert dependency_problems(validate(_prod(gpu={"image": image, "provides": good}))) == []
+    assert _deps(validate(_prod(gpu={"image": image, "provides": good}))) == []
     old = {**good, "torch": "2.5.1"}
-    found = dependency_problems(validate(_prod(gpu={"image": image, "provides": old})))
+    found = _deps(validate(_prod(gpu={"image": image, "provides": old})))
     (line,) = [p for p in found if p.startswith("jobs[train-lm-h100]")]
     assert "needs torch==2.13.0 (the project's pin)" in line
     assert f"image {image} provides torch 2.5.1" in line
@@ -63,7 +69,7 @@ def test_declared_provides_at_the_pinned_versions_pass_other_versions_do_not() -
 
 def test_head_image_runs_the_driver_and_is_checked_too() -> None:
     cfg = validate(_prod(cpu={"image": f"rayproject/ray:2.60.0-py311{DIGEST}"}))
-    lines = dependency_problems(cfg)
+    lines = _deps(cfg)
     assert any(
         ln.startswith("jobs[train-lm-h100]: workload train_lm needs torch, head (driver) image")
         for ln in lines
@@ -80,7 +86,7 @@ def test_runtime_env_pip_provides_the_pins_and_renders_them() -> None:
             job["runtime_env_pip"] = True
     cfg = validate(data)
     # the service on the GPU pool has no runtime_env_pip: the foreign image's missing vLLM stays
-    assert [p.path for p in dependency_problems(cfg)] == ["services[lm]"]
+    assert [p.path for p in _deps(cfg)] == ["services[lm]"]
     m = {x["metadata"]["name"]: x for x in render_manifests(cfg, WORKING_DIR)}
     env = yaml.safe_load(m["train-lm-h100"]["spec"]["runtimeEnvYAML"])
     assert env == {"working_dir": WORKING_DIR, "pip": runtime_env_pip("gpu")}
@@ -122,13 +128,13 @@ def test_a_service_is_checked_against_its_images_too() -> None:
     its head runs the same image, so the cpu image is not asked for vLLM."""
     image = f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"
     cfg = validate(_prod(gpu={"image": image, "provides": {"torch": "2.13.0"}}))
-    lines = [p for p in dependency_problems(cfg) if p.startswith("services[")]
+    lines = [p for p in _deps(cfg) if p.startswith("services[")]
     assert lines == [
         f"services[lm]: workload serve_llm needs vllm, worker-group image {image} does not "
         "provide it; use the project's images (ray.images.gpu unset), declare "
         "ray.images.gpu.provides: {vllm: 0.29.0} if the image has it"
     ]
-    assert [p for p in dependency_problems(stack("prod")) if p.startswith("services[")] == []
+    assert [p for p in _deps(stack("prod")) if p.startswith("services[")] == []
 
 
 def _tpu_service(**ray_images: object) -> dict:
@@ -145,18 +151,20 @@ def test_a_tpu_service_runs_the_tpu_serve_image_at_vllm_tpus_version() -> None:
     """On a TPU pool the service's pods run the tpu-serve image (vllm-tpu 0.25.0, which is the
     vllm package): the project image passes; a prebuilt one must provide vllm at 0.25.0."""
     cfg = validate(_tpu_service())
-    assert "tpu-serve" in kinds_used(cfg) and "tpu-serve" in kinds_to_build(cfg)
-    assert dependency_problems(cfg) == []
+    assert "tpu-serve" in kinds_used(plan(cfg)) and "tpu-serve" in kinds_to_build(
+        plan(cfg), cfg.ray.images
+    )
+    assert _deps(cfg) == []
     image = f"example.com/vllm-tpu:2.60.0{DIGEST}"
     cfg = validate(_tpu_service(**{"tpu-serve": {"image": image, "provides": {"vllm": "0.29.0"}}}))
-    (line,) = dependency_problems(cfg)
+    (line,) = _deps(cfg)
     assert line == (
         f"services[lm]: workload serve_llm needs vllm==0.25.0 (the project's pin), "
         f"worker-group image {image} provides vllm 0.29.0; use the project's images "
         "(ray.images.tpu-serve unset), declare ray.images.tpu-serve.provides: {vllm: 0.25.0} if "
         "the image has it"
     )
-    assert "tpu-serve" not in kinds_to_build(cfg)
+    assert "tpu-serve" not in kinds_to_build(plan(cfg), cfg.ray.images)
 
 
 def test_a_cpu_service_runs_the_cpu_serve_image_with_vllm_cpu() -> None:
@@ -165,20 +173,22 @@ def test_a_cpu_service_runs_the_cpu_serve_image_with_vllm_cpu() -> None:
     data = _prod()
     data["services"][0].update(node_pool="cpu", args={})
     cfg = validate(data)
-    assert "cpu-serve" in kinds_used(cfg) and "cpu-serve" in kinds_to_build(cfg)
-    assert dependency_problems(cfg) == []
+    assert "cpu-serve" in kinds_used(plan(cfg)) and "cpu-serve" in kinds_to_build(
+        plan(cfg), cfg.ray.images
+    )
+    assert _deps(cfg) == []
     image = f"example.com/ray-cpu:2.60.0{DIGEST}"
     data["ray"]["images"] = {"cpu-serve": {"image": image, "provides": {"torch": "2.13.0"}}}
     cfg = validate(data)
-    (line,) = dependency_problems(cfg)
+    (line,) = _deps(cfg)
     assert line == (
         f"services[lm]: workload serve_llm needs vllm, worker-group image {image} does not "
         "provide it; use the project's images (ray.images.cpu-serve unset), declare "
         "ray.images.cpu-serve.provides: {vllm: 0.29.0} if the image has it"
     )
-    assert "cpu-serve" not in kinds_to_build(cfg)
+    assert "cpu-serve" not in kinds_to_build(plan(cfg), cfg.ray.images)
     # the stack's other CPU pods keep the cpu image (no vLLM, PyPI's torch)
-    assert "cpu" in kinds_used(cfg)
+    assert "cpu" in kinds_used(plan(cfg))
 
 
 def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
@@ -199,7 +209,7 @@ def test_a_tune_lm_job_needs_its_trainers_distributions_too() -> None:
         {**on_cpu, "name": "tune-tf", "args": {"trainer": "tf"}},
         {**on_cpu, "name": "tune-torch"},
     ]
-    lines = [ln for ln in dependency_problems(validate(data)) if "tune-" in ln]
+    lines = [ln for ln in _deps(validate(data)) if "tune-" in ln]
     assert len(lines) == 1, lines
     assert lines[0].startswith(
         f"jobs[tune-tf]: workload tune_lm needs {tf_needs[0]}, worker-group image"
@@ -218,7 +228,7 @@ def _job(ray: dict | None = None, **fields) -> dict:
 def test_train_lm_tf_runs_on_cpu_and_gpu_pools(pool: str, gpu: bool) -> None:
     cfg = validate(_job(node_pool=pool, args={"steps": 50}))
     assert workload_problems(cfg) == []
-    assert dependency_problems(cfg) == []
+    assert _deps(cfg) == []
     (job,) = [m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayJob"]
     parts = shlex.split(job["spec"]["entrypoint"])
     assert parts[:3] == ["python", "-m", "workloads.train_lm_tf"]
@@ -235,7 +245,7 @@ def test_train_lm_tf_on_a_gpu_pool_runs_in_the_gpu_tf_image_with_a_cpu_head() ->
     TF_GPU_CONFLICT): the job's GPU workers get the gpu-tf image, its head and submitter the cpu
     image, and the stack builds gpu-tf only because of this job."""
     cfg = validate(_job(node_pool="l4"))
-    refs = planned_refs(cfg)
+    refs = planned_refs(plan(cfg).context, cfg.ray.images)
     assert refs["gpu-tf"].endswith("/ray-gpu-tf:2.60.0") and refs["gpu-tf"] != refs["gpu"]
     (job,) = [m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayJob"]
     cluster = job["spec"]["rayClusterSpec"]
@@ -247,10 +257,10 @@ def test_train_lm_tf_on_a_gpu_pool_runs_in_the_gpu_tf_image_with_a_cpu_head() ->
     assert head["image"] == refs["cpu"]
     (submitter,) = job["spec"]["submitterPodTemplate"]["spec"]["containers"]
     assert submitter["image"] == refs["cpu"]
-    assert "gpu-tf" in kinds_to_build(cfg)
+    assert "gpu-tf" in kinds_to_build(plan(cfg), cfg.ray.images)
     # without the job the stack builds no gpu-tf image
-    assert "gpu-tf" not in kinds_used(validate(config()))
-    assert "gpu-tf" not in kinds_used(validate(_job(node_pool="cpu")))
+    assert "gpu-tf" not in kinds_used(plan(validate(config())))
+    assert "gpu-tf" not in kinds_used(plan(validate(_job(node_pool="cpu"))))
 
 
 def test_runtime_env_pip_of_a_gpu_tf_job_is_the_gpu_tf_requirements() -> None:
@@ -259,7 +269,7 @@ def test_runtime_env_pip_of_a_gpu_tf_job_is_the_gpu_tf_requirements() -> None:
     pip = yaml.safe_load(job["spec"]["runtimeEnvYAML"])["pip"]
     assert "tensorflow[and-cuda]==2.21.0" in pip
     assert not any(line.startswith("torch") for line in pip)
-    assert dependency_problems(cfg) == []
+    assert _deps(cfg) == []
 
 
 def test_a_prebuilt_gpu_tf_image_must_provide_tensorflow() -> None:
@@ -270,7 +280,7 @@ def test_a_prebuilt_gpu_tf_image_must_provide_tensorflow() -> None:
             ray={"images": {"gpu-tf": {"image": image, "provides": {"keras": "3.15.1"}}}},
         )
     )
-    (line,) = dependency_problems(lacking)
+    (line,) = _deps(lacking)
     assert line.startswith(
         f"jobs[tf]: workload train_lm_tf needs tensorflow, worker-group image {image} does not "
         "provide it; "
@@ -280,9 +290,9 @@ def test_a_prebuilt_gpu_tf_image_must_provide_tensorflow() -> None:
     full = validate(
         _job(node_pool="l4", ray={"images": {"gpu-tf": {"image": image, "provides": provides}}})
     )
-    assert dependency_problems(full) == []
-    assert planned_refs(full)["gpu-tf"] == image
-    assert "gpu-tf" not in kinds_to_build(full)
+    assert _deps(full) == []
+    assert planned_refs(plan(full).context, full.ray.images)["gpu-tf"] == image
+    assert "gpu-tf" not in kinds_to_build(plan(full), full.ray.images)
 
 
 def test_train_lm_tf_on_a_long_lived_clusters_gpu_group_is_sent_to_its_own_cluster() -> None:
@@ -295,7 +305,7 @@ def test_train_lm_tf_on_a_long_lived_clusters_gpu_group_is_sent_to_its_own_clust
         )
     )
     assert workload_problems(cfg) == []
-    (line,) = dependency_problems(cfg)
+    (line,) = _deps(cfg)
     assert line.startswith("jobs[tf]: workload train_lm_tf needs tensorflow, worker-group image ")
     assert line.endswith(
         "TensorFlow on GPUs runs in the gpu-tf image, which a job gets on its own RayCluster: "
@@ -313,7 +323,7 @@ def test_a_gpu_job_importing_tensorflow_and_torch_is_refused_with_the_clash() ->
             ]
         )
     )
-    (line,) = dependency_problems(cfg)
+    (line,) = _deps(cfg)
     assert line.startswith(
         "jobs[t]: workload tune_lm imports both tensorflow and torch on GPU pool 'l4'; "
         "TensorFlow's GPU build cannot share a GPU image with PyTorch: "
@@ -327,7 +337,7 @@ def test_a_gpu_job_importing_tensorflow_and_torch_is_refused_with_the_clash() ->
             ]
         )
     )
-    assert dependency_problems(cpu) == []
+    assert _deps(cpu) == []
 
 
 def test_train_lm_tf_on_a_tpu_slice_is_refused_with_the_reason() -> None:

@@ -246,9 +246,9 @@ def test_content_hash_follows_the_package_index(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_kinds_used_and_built_follow_pools_and_prebuilt_images() -> None:
-    assert kinds_used(stack("prod")) == ["cpu", "gpu", "tpu"]
+    assert kinds_used(plan(stack("prod"))) == ["cpu", "gpu", "tpu"]
     only_cpu = validate(config(node_pools=[config()["node_pools"][0]], nap={}))
-    assert kinds_used(only_cpu) == ["cpu"]
+    assert kinds_used(plan(only_cpu)) == ["cpu"]
     cfg = validate(
         config(
             ray={"images": {"gpu": "rayproject/ray:2.60.0-py311-gpu"}},
@@ -263,5 +263,5 @@ def test_kinds_used_and_built_follow_pools_and_prebuilt_images() -> None:
             ],
         )
     )
-    assert kinds_used(cfg) == ["cpu", "gpu", "tpu"]
-    assert kinds_to_build(cfg) == ["cpu", "tpu"]
+    assert kinds_used(plan(cfg)) == ["cpu", "gpu", "tpu"]
+    assert kinds_to_build(plan(cfg), cfg.ray.images) == ["cpu", "tpu"]

@@ -181,7 +181,8 @@ def test_managed_by_must_be_kuberay_or_multikueue(kind: str, where: tuple[str, .
 
 
 def test_podmonitoring_rules_message_expression_duration_escaping_and_isurl() -> None:
-    pm = copy.deepcopy(render_monitoring(stack("prod"))[0])
+    prod = stack("prod")
+    pm = copy.deepcopy(render_monitoring(plan(prod), prod.cluster)[0])
     head = f"PodMonitoring {pm['metadata']['name']}"
     assert validate_other(pm) == []
     endpoint = pm["spec"]["endpoints"][0]

@@ -181,12 +181,9 @@ def _names() -> list[Problem]:
 
 
 def _images() -> list[Problem]:
-    from components.images.checks import dependency_problems
-    from tests.components.images.test_checks import DIGEST, _prod
+    from tests.components.images.test_checks import DIGEST, _deps, _prod
 
-    return dependency_problems(
-        validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"}))
-    )
+    return _deps(validate(_prod(gpu={"image": f"rayproject/ray:2.60.0-py311-gpu{DIGEST}"})))
 
 
 def _workload_args() -> list[Problem]:

@@ -6,15 +6,20 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 
+from components.cluster.render import nap_resource_limits
 from components.kernel.base import StackConfigError
 from components.kuberay.namespace import (
     limit_range,
+    namespace_manifests,
+    namespace_objects,
     network_policies,
     psa_labels,
     ray_cluster_selectors,
     resource_quota,
 )
 from components.plan.naming import head_account_id, workload_accounts
+from components.plan.plan import plan
+from components.plan.resolve import nap_needs
 from components.stack.loader import validate
 from tests.helpers import config, stack
 
@@ -23,6 +28,28 @@ JOBS = [
     {"name": "on-rc", "workload": "train_lm", "cluster": "rc", "worker_group": "cpu"},
     {"name": "own", "workload": "train_lm", "node_pool": "cpu"},
 ]
+
+
+def policies(cfg, namespace=None):
+    """:func:`network_policies` of ``cfg``."""
+    return network_policies(plan(cfg), cfg.kuberay, cfg.network.master_ipv4_cidr, namespace)
+
+
+def quota(cfg, namespace=None):
+    """:func:`resource_quota` of ``cfg`` (its NAP limits)."""
+    limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    return resource_quota(cfg.kuberay, limits, namespace)
+
+
+def namespaces(cfg):
+    """:func:`namespace_manifests` of ``cfg``."""
+    return namespace_manifests(plan(cfg).context, cfg.kuberay)
+
+
+def guards(cfg):
+    """:func:`namespace_objects` of ``cfg``."""
+    limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    return namespace_objects(plan(cfg), cfg.kuberay, cfg.network.master_ipv4_cidr, limits)
 
 
 def _cfg(**kuberay):
@@ -34,7 +61,7 @@ def _pol(policies, name):
 
 
 def test_policies_per_cluster_and_default_deny():
-    pols = network_policies(_cfg())
+    pols = policies(_cfg())
     assert [p["metadata"]["name"] for p in pols] == [
         "default-deny-ingress",
         "own-ray",
@@ -44,7 +71,7 @@ def test_policies_per_cluster_and_default_deny():
     ]
     deny = pols[0]["spec"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress"]}
-    assert ray_cluster_selectors(_cfg()) == {
+    assert ray_cluster_selectors(plan(_cfg())) == {
         "rc": {"ray.io/cluster": "rc"},
         "own": {"ray-gke.io/job-cluster": "own"},
     }
@@ -61,7 +88,7 @@ def test_policies_per_cluster_and_default_deny():
 
 
 def test_head_ports_only_from_operator_and_own_submitters():
-    head = _pol(network_policies(_cfg()), "rc-ray-head")["spec"]
+    head = _pol(policies(_cfg()), "rc-ray-head")["spec"]
     assert head["podSelector"] == {
         "matchLabels": {"ray.io/cluster": "rc", "ray.io/node-type": "head"}
     }
@@ -73,17 +100,17 @@ def test_head_ports_only_from_operator_and_own_submitters():
     ]
     # the GKE add-on runs the operator off the cluster's nodes: the control plane's range
     addon = validate(config(ray_clusters=[RC], kuberay={"mode": "gke-addon"}))
-    (rule,) = _pol(network_policies(addon), "rc-ray-head")["spec"]["ingress"]
+    (rule,) = _pol(policies(addon), "rc-ray-head")["spec"]["ingress"]
     assert rule["from"][0] == {"ipBlock": {"cidr": addon.network.master_ipv4_cidr}}
 
 
 def test_serve_port_only_from_the_named_namespaces_and_cidrs():
     assert all(
         8000 not in [p["port"] for r in pol["spec"].get("ingress", []) for p in r.get("ports", [])]
-        for pol in network_policies(_cfg())
+        for pol in policies(_cfg())
     )
     cfg = _cfg(serve_from={"namespaces": ["gateway"], "cidrs": ["10.128.0.0/16"]})
-    rule = _pol(network_policies(cfg), "rc-ray")["spec"]["ingress"][-1]
+    rule = _pol(policies(cfg), "rc-ray")["spec"]["ingress"][-1]
     assert rule == {
         "from": [
             {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gateway"}}},
@@ -109,7 +136,7 @@ def test_submitter_and_own_cluster_pods_carry_the_selected_labels():
 
 def test_quota_follows_nap_limits_unless_set():
     cfg = stack("prod")
-    assert resource_quota(cfg)["spec"]["hard"] == {
+    assert quota(cfg)["spec"]["hard"] == {
         "requests.cpu": "4096",
         "requests.memory": "20480Gi",
         "limits.memory": "20480Gi",
@@ -117,10 +144,10 @@ def test_quota_follows_nap_limits_unless_set():
         "requests.google.com/tpu": "64",
     }
     # TPU7x's resource-limit type is ``tpu7x`` (no ``tpu-`` prefix): its chips count too
-    hard = resource_quota(stack("scale"))["spec"]["hard"]
+    hard = quota(stack("scale"))["spec"]["hard"]
     assert hard["requests.google.com/tpu"] == "128" and hard["requests.nvidia.com/gpu"] == "32"
     cfg = _cfg(quota={"cpu": "500", "memory": "2Ti", "gpus": 2, "tpus": 0, "pods": 300})
-    assert resource_quota(cfg)["spec"]["hard"] == {
+    assert quota(cfg)["spec"]["hard"] == {
         "requests.cpu": "500",
         "requests.memory": "2Ti",
         "limits.memory": "2Ti",
@@ -131,7 +158,7 @@ def test_quota_follows_nap_limits_unless_set():
     lr = limit_range(_cfg(limit_range={"default_cpu": "2", "default_request_cpu": "250m"}).kuberay)
     assert lr["spec"]["limits"][0]["default"] == {"cpu": "2", "memory": "1Gi"}
     assert lr["spec"]["limits"][0]["defaultRequest"] == {"cpu": "250m", "memory": "256Mi"}
-    kubernetes_validate.validate(resource_quota(cfg), "1.35", strict=True)
+    kubernetes_validate.validate(quota(cfg), "1.35", strict=True)
     kubernetes_validate.validate(lr, "1.35", strict=True)
 
 
@@ -167,7 +194,7 @@ def test_psa_labels_and_head_accounts():
     long = "a" * 28
     short = head_account_id(long)
     assert len(short) <= 30 and short.endswith("-head") and short != head_account_id("a" * 27)
-    accts = workload_accounts(stack("dev"))
+    accts = workload_accounts(stack("dev").workload_identities)
     assert [(a.name, a.role) for a in accts][:2] == [
         ("ray-train", "workers"),
         ("ray-train-head", "head"),
@@ -201,7 +228,7 @@ def test_operator_reaches_a_rayservice_heads_serve_port_for_its_health_probe(mod
     then labels the head to serve; the head policy admits the operator there, and only there."""
     svc = {"name": "lm", "checkpoint": "gs://x/y", "node_pool": "l4"}
     cfg = validate(config(ray_clusters=[RC], services=[svc], kuberay={"mode": mode}))
-    pols = network_policies(cfg)
+    pols = policies(cfg)
     operator = (
         {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}}}
         if mode == "helm"

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from components.kernel.ray import METRICS_PORT
-from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL, network_policies
+from components.kuberay.namespace import GMP_NAMESPACE, NS_NAME_LABEL
 from components.monitoring.render import render_monitoring
+from components.plan.plan import plan
 from components.raycrs.crd import validate_other
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
+from tests.components.kuberay.test_namespace import policies as network_policies
 from tests.helpers import WORKING_DIR, config, stack
 
 
@@ -71,7 +73,7 @@ def test_each_rayjob_cluster_is_scraped_by_its_own_pod_monitoring() -> None:
         "train-lm-h100",
         "train-lm-jax-v6e",
     ]  # prod queues every RayJob, each with its own cluster (Kueue needs that)
-    monitors = render_monitoring(cfg)
+    monitors = render_monitoring(plan(cfg), cfg.cluster)
     for job in jobs:
         name = job["metadata"]["name"]
         (monitor,) = [m for m in monitors if m["metadata"]["name"] == f"{name}-ray-metrics"]
@@ -101,7 +103,7 @@ def test_job_monitors_do_not_select_other_jobs_clusters() -> None:
         }
     ]
     cfg = validate(config(jobs=jobs, workload_identities=identities))
-    monitors = {m["metadata"]["name"]: m for m in render_monitoring(cfg)}
+    monitors = {m["metadata"]["name"]: m for m in render_monitoring(plan(cfg), cfg.cluster)}
     assert sorted(monitors) == ["train-a-ray-metrics", "train-b-ray-metrics"]
     for job in _own_cluster_jobs(cfg):
         name = job["metadata"]["name"]
@@ -111,7 +113,8 @@ def test_job_monitors_do_not_select_other_jobs_clusters() -> None:
 
 
 def test_jobs_on_a_long_lived_cluster_get_no_monitor_of_their_own() -> None:
-    names = [m["metadata"]["name"] for m in render_monitoring(stack("dev"))]
+    dev = stack("dev")
+    names = [m["metadata"]["name"] for m in render_monitoring(plan(dev), dev.cluster)]
     assert "prepare-stdlib-ray-metrics" not in names  # runs on `research`, scraped there
     assert "train-lm-jax-v5e-ray-metrics" not in names
     assert "research-ray-metrics" in names

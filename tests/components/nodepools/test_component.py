@@ -10,6 +10,7 @@ from components.nodepools.render import (
     initial_node_count,
     node_pool_specs,
 )
+from components.plan.plan import plan
 from components.stack.loader import validate
 from tests.helpers import BASE, by_name, config, of_type, render
 
@@ -104,7 +105,7 @@ def test_reservation_affinity():
 
 def test_pure_helpers_follow_the_spec():
     cfg = validate(config(zones=["us-east5-a", "us-east5-b"]))
-    specs = {s.name: s for s in node_pool_specs(cfg)}
+    specs = {s.name: s for s in node_pool_specs(plan(cfg))}
     cpu = specs["cpu"]
     assert autoscaling(cpu) == {"total_min_node_count": 0, "total_max_node_count": 2}
     system = specs["system"]
@@ -176,6 +177,8 @@ def test_a_shared_node_setting_takes_two_edits(monkeypatch):
     (:func:`components.nodepools.component.node_config_args`; here wrapped to read it). The
     program then renders it on every GKE node pool: nothing in between (the specs, the per-kind
     builders, the plan, ``__main__.py``) copies it."""
+    from dataclasses import replace
+
     import pulumi
     from pydantic import create_model
 
@@ -194,10 +197,10 @@ def test_a_shared_node_setting_takes_two_edits(monkeypatch):
 
     specs_of = render.node_pool_specs
 
-    def node_pool_specs(cfg):  # the stack as if the models had the field
-        system = cfg.cluster.model_copy(update={"system_pool": extended(cfg.cluster.system_pool)})
-        pools = [extended(p) for p in cfg.node_pools]
-        return specs_of(cfg.model_copy(update={"cluster": system, "node_pools": pools}))
+    def node_pool_specs(stack_plan):  # the stack's plan as if the models had the field
+        system = extended(stack_plan.system_pool)
+        pools = tuple(extended(p) for p in stack_plan.declared_pools)
+        return specs_of(replace(stack_plan, system_pool=system, declared_pools=pools))
 
     builder = component.node_config_args
 
@@ -213,7 +216,7 @@ def test_a_shared_node_setting_takes_two_edits(monkeypatch):
         config_entries(data, {"project": data["project"]}), "test", crd_specs="digest"
     )
     pools = by_name(records, NP)
-    specs = {s.name: s for s in specs_of(validate(data))}
+    specs = {s.name: s for s in specs_of(plan(validate(data)))}
     assert {s.kind for s in specs.values()} == {"system", "cpu", "tpu", "gpu"}
     assert set(pools) == set(specs)
     for name, p in pools.items():

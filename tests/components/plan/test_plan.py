@@ -238,7 +238,7 @@ def test_the_rendered_node_pools_are_the_plans_specs(name: str) -> None:
     for pool, specs in p.pool_specs.items():
         assert all(s.pool == pool for s in specs) and specs
     # the entry point hands out the plan's own records
-    assert all(a is b for a, b in zip(node_pool_specs(cfg), p.node_pool_specs, strict=True))
+    assert all(a is b for a, b in zip(node_pool_specs(plan(cfg)), p.node_pool_specs, strict=True))
     class_pools = {c.name: c.node_pool for c in cfg.compute_classes}
     for cc in render_compute_classes(plan(cfg)):
         pool = class_pools[cc["metadata"]["name"]]
@@ -281,7 +281,7 @@ def test_the_node_pool_records_are_built_once_per_stack(monkeypatch: pytest.Monk
     render_capacity(plan(cfg), cfg.capacity)
     render_compute_classes(plan(cfg))
     accelerator_summary(cfg)
-    node_pool_specs(cfg)
+    node_pool_specs(plan(cfg))
     assert sorted(calls) == sorted(pool.name for pool in cfg.node_pools)
     other = cfg.model_copy(update={"node_pools": cfg.node_pools[:1]})  # its own records
     assert [s.pool for s in plan(other).node_pool_specs][:2] == ["system", cfg.node_pools[0].name]

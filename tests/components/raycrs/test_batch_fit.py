@@ -41,7 +41,9 @@ def _data(**job: Any) -> dict[str, Any]:
 def _job_args(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     cfg = validate(data)
     job = cfg.jobs[1]
-    manifest = ray_job_manifest(plan(cfg), plan(cfg).job(job), WORKING_DIR, planned_refs(cfg))
+    manifest = ray_job_manifest(
+        plan(cfg), plan(cfg).job(job), WORKING_DIR, planned_refs(plan(cfg).context, cfg.ray.images)
+    )
     parts = shlex.split(manifest["spec"]["entrypoint"])
     return json.loads(parts[parts.index("--config-json") + 1]), manifest
 

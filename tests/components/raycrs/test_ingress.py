@@ -13,7 +13,7 @@ import yaml
 
 from components.cluster.render import gateway_api_channel, secret_manager_enabled
 from components.kernel.base import StackConfigError
-from components.kuberay.namespace import LB_HEALTH_CHECK_RANGES, network_policies
+from components.kuberay.namespace import LB_HEALTH_CHECK_RANGES
 from components.plan.plan import plan
 from components.raycrs.ingress import (
     GKE_SECRETS_CSI_DRIVER,
@@ -22,6 +22,7 @@ from components.raycrs.ingress import (
 )
 from components.raycrs.render import render_manifests
 from components.stack.loader import validate
+from tests.components.kuberay.test_namespace import policies
 from tests.helpers import WORKING_DIR, config, of_type, render
 
 HUB = {"name": "chat", "hf_model": "Qwen/Qwen2.5-0.5B-Instruct", "node_pool": "l4"}
@@ -242,7 +243,7 @@ def test_check_refuses_a_public_class_unless_public_and_public_with_an_internal_
 
 
 def _serve_rule(cfg: Any) -> list[dict[str, Any]]:
-    (pol,) = [p for p in network_policies(cfg) if p["metadata"]["name"] == "chat-ray"]
+    (pol,) = [p for p in policies(cfg) if p["metadata"]["name"] == "chat-ray"]
     return [
         r
         for r in pol["spec"]["ingress"]
@@ -264,7 +265,7 @@ def test_the_network_policy_admits_the_load_balancer_to_port_8000_of_the_service
 
 def test_egress_stays_unrestricted_so_a_hub_model_downloads_through_nat() -> None:
     # Every policy is Ingress only: nothing selects the serving pods for Egress.
-    for p in network_policies(_cfg(hf_token_secret="hf-token")):
+    for p in policies(_cfg(hf_token_secret="hf-token")):
         assert p["spec"]["policyTypes"] == ["Ingress"]
 
 

@@ -125,7 +125,7 @@ def test_gpu_and_cpu_groups_and_gcsfuse() -> None:
         "volumes"
     ]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in pod["containers"][0]["volumeMounts"]
-    assert pod["containers"][0]["image"] == planned_refs(cfg)["gpu"]
+    assert pod["containers"][0]["image"] == planned_refs(plan(cfg).context, cfg.ray.images)["gpu"]
     assert pod["serviceAccountName"] == "ray-train"
     # the sidecar's ephemeral storage above the datasets + checkpoints file caches (20 GiB each,
     # components/storage/fuse.py) plus 1 GiB

@@ -70,7 +70,7 @@ def render_entries(stack_name: str, job_name: str) -> Counter[str]:
     cfg = stack(stack_name)
     p = plan(cfg)
     target = p.job(next(j for j in cfg.jobs if j.name == job_name))
-    images = planned_refs(cfg)
+    images = planned_refs(p.context, cfg.ray.images)
     return entries_of(lambda: ray_job_manifest(p, target, "gs://bucket/workloads.zip", images))
 
 
@@ -100,7 +100,7 @@ def test_a_job_render_enters_the_pod_and_cluster_builders_at_most_the_ceilings(
 def test_a_service_render_enters_the_pod_and_cluster_builders_at_most_the_ceilings() -> None:
     cfg = stack("prod")
     p = plan(cfg)
-    images = planned_refs(cfg)
+    images = planned_refs(p.context, cfg.ray.images)
     assert cfg.services
     for svc in cfg.services:
         entries = entries_of(lambda svc=svc: ray_service_manifest(p, svc, "gs://b/w.zip", images))

@@ -215,14 +215,21 @@ def test_elastic_job_renders_range_and_kueue_annotation() -> None:
     job = cfg.jobs[0]
     assert scaling_config_for_job(plan(cfg).job(job))["num_workers"] == (4, 8)
     assert job_args(plan(cfg).context, plan(cfg).job(job))["scaling"]["num_workers"] == (4, 8)
-    rj = ray_job_manifest(plan(cfg), plan(cfg).job(job), WORKING_DIR, planned_refs(cfg))
+    rj = ray_job_manifest(
+        plan(cfg), plan(cfg).job(job), WORKING_DIR, planned_refs(plan(cfg).context, cfg.ray.images)
+    )
     assert rj["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] == "true"
 
 
 def test_fixed_range_has_no_annotation() -> None:
     cfg = validate(_stack({"min": 1, "max": 1}))
     assert scaling_config_for_job(plan(cfg).job(cfg.jobs[0]))["num_workers"] == 4
-    rj = ray_job_manifest(plan(cfg), plan(cfg).job(cfg.jobs[0]), WORKING_DIR, planned_refs(cfg))
+    rj = ray_job_manifest(
+        plan(cfg),
+        plan(cfg).job(cfg.jobs[0]),
+        WORKING_DIR,
+        planned_refs(plan(cfg).context, cfg.ray.images),
+    )
     assert "kueue.x-k8s.io/elastic-job" not in rj["metadata"].get("annotations", {})
     cfg = validate(_stack(None))
     assert scaling_config_for_job(plan(cfg).job(cfg.jobs[0]))["num_workers"] == 8  # the whole pool

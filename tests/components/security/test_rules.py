@@ -179,14 +179,15 @@ def test_rendered_guard_objects_validate_against_the_kubernetes_schemas(rendered
 
 @pytest.fixture(scope="module")
 def prod_objects() -> list[dict[str, Any]]:
-    from components.kuberay.namespace import namespace_manifest, namespace_objects
+    from components.kuberay.namespace import namespace_manifest
     from components.raycrs.render import render_manifests
+    from tests.components.kuberay.test_namespace import guards
     from tests.helpers import WORKING_DIR
 
     cfg = stack("prod")
     return [
         namespace_manifest(cfg.kuberay),
-        *namespace_objects(cfg),
+        *guards(cfg),
         *render_manifests(cfg, WORKING_DIR),
     ]
 

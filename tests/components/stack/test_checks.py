@@ -119,7 +119,7 @@ def test_requests_above_allocatable() -> None:
 
 def test_iam_public_bucket_and_project_storage_role() -> None:
     cfg = stack("prod")
-    accounts = workload_accounts(cfg)
+    accounts = workload_accounts(cfg.workload_identities)
     buckets = bucket_bindings(cfg.project, accounts)
     grants = project_bindings(cfg.project, cfg.cluster.name)
     assert iam_problems(cfg.project, accounts, buckets, grants) == []
@@ -436,8 +436,9 @@ def test_security_problems_are_problems_of_the_stack_entry_their_object_comes_fr
     """A secure-default rule broken by one rendered object is a problem of the stack entry that
     object comes from (so --format github annotates that entry's line), found from the objects;
     one the namespace's own objects break is kuberay.namespace's."""
-    from components.kuberay.namespace import namespace_manifest, namespace_objects
+    from components.kuberay.namespace import namespace_manifest
     from components.security.rules import security_problems
+    from tests.components.kuberay.test_namespace import guards
 
     cfg = stack("dev")
     manifests = copy.deepcopy(render_manifests(cfg, WORKING_DIR))
@@ -445,7 +446,7 @@ def test_security_problems_are_problems_of_the_stack_entry_their_object_comes_fr
     job["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "disabled"}
     namespace = namespace_manifest(cfg.kuberay)
     namespace["metadata"]["labels"] = {}  # no Pod Security Admission label
-    objects = [namespace, *namespace_objects(cfg), *manifests]
+    objects = [namespace, *guards(cfg), *manifests]
     lines = security_problems(objects)
     found = checks.locate_security_lines(objects, lines)
     assert found == lines and all(p.rule == "security" for p in found)

@@ -583,7 +583,12 @@ def test_the_same_mistake_reads_the_same_at_every_layer() -> None:
     assert target.value.field == "jobs[prep].node_pool"
     assert workload_problems(broken) == [line]
     ok = plan(cfg).job(cfg.jobs[0])  # the declared job's record builds both
-    assert ray_job_manifest(plan(cfg), ok, WORKING_DIR, planned_refs(cfg))["kind"] == "RayJob"
+    assert (
+        ray_job_manifest(
+            plan(cfg), ok, WORKING_DIR, planned_refs(plan(cfg).context, cfg.ray.images)
+        )["kind"]
+        == "RayJob"
+    )
     assert scaling_config_for_job(ok)["num_workers"] >= 1
 
 
@@ -721,7 +726,7 @@ def test_a4x_refused_with_an_amd64_image() -> None:
 def test_a4x_accepted_with_an_arm64_image_and_selects_arm_nodes() -> None:
     image = {"image": "example/ray-gpu:2.60.0-arm64", "architectures": ["arm64"]}
     cfg = validate(_gpu_stack("nvidia-gb200", 4, ray={"images": {"gpu": image}}))
-    spec = next(s for s in node_pool_specs(cfg) if s.name == "gb")
+    spec = next(s for s in node_pool_specs(plan(cfg)) if s.name == "gb")
     assert spec.machine_type == "a4x-highgpu-4g"
     assert spec.labels["kubernetes.io/arch"] == "arm64"
     rc = next(m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayCluster")
@@ -776,7 +781,7 @@ def test_amd64_gpu_pool_refused_with_an_arm64_only_image() -> None:
 
 def test_b200_pool_renders_a4() -> None:
     cfg = validate(_gpu_stack("nvidia-b200", 8))
-    spec = next(s for s in node_pool_specs(cfg) if s.name == "gb")
+    spec = next(s for s in node_pool_specs(plan(cfg)) if s.name == "gb")
     assert (spec.machine_type, spec.accelerator_type, spec.accelerator_count) == (
         "a4-highgpu-8g",
         "nvidia-b200",
@@ -807,7 +812,7 @@ def test_tpu_topology_must_be_the_generations() -> None:
     data["node_pools"][0]["tpu"] = {"generation": "v5p", "topology": "2x2x2"}
     data["zones"] = ["us-central1-a"]
     cfg = validate(data)
-    spec = node_pool_specs(cfg)[1]
+    spec = node_pool_specs(plan(cfg))[1]
     assert (spec.tpu_topology, spec.workload_policy) == ("2x2x2", None)  # v5p: COMPACT + topology
 
 
