@@ -596,7 +596,7 @@ def rule_problems(
     for r in RULES:
         if r.blocked_by(bad) is None:
             problems.extend(r.problems(**rule_inputs(r.check, cfg)))
-    return gate_refusals(cfg, problems)
+    return gate_refusals(cfg.epoch, problems)
 
 
 def skipped_rules(
