@@ -120,7 +120,7 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
         return
     from components.plan.resolve import nap_needs
 
-    limits = {**nap_needs(cfg), **cfg.nap.effective_limits}
+    limits = {**nap_needs(cfg.cluster.system_pool, cfg.node_pools), **cfg.nap.effective_limits}
     declared = plan(cfg).pools
     for c in cfg.compute_classes:
         shape = pool_shape(declared.get(c.node_pool))

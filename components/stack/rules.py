@@ -215,7 +215,7 @@ def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[Problem]:
     (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits)."""
     if not cfg.nap.enabled:
         return
-    needed = nap_needs(cfg)
+    needed = nap_needs(cfg.cluster.system_pool, cfg.node_pools)
     for key, have in cfg.nap.effective_limits.items():
         if key in needed and have < needed[key]:
             yield (
