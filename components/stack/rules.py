@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from components.config.nodepools import NodePool
     from components.config.raycrs import JobConfig, RayClusterConfig
     from components.config.stack import StackConfig
+    from components.config.storage import BucketsConfig
     from components.plan.plan import Plan
 
 
@@ -436,7 +437,9 @@ def capacity_rules(
         yield problem.with_path("capacity")
 
 
-def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:
+def fuse_caches_fit(
+    buckets: BucketsConfig, ray_clusters: list[RayClusterConfig], p: Plan
+) -> Iterable[Problem]:
     """GCS FUSE file caches fit where they live: on ephemeral storage the boot disks of the
     pools they run on, in memory each Ray pod beside its object store
     (:func:`components.storage.fuse.cache_problems`;
@@ -444,8 +447,8 @@ def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:
     from components.raycrs.cache_fit import memory_cache_problems
     from components.storage.fuse import cache_problems
 
-    yield from cache_problems(cfg)
-    yield from memory_cache_problems(cfg)
+    yield from cache_problems(buckets, p)
+    yield from memory_cache_problems(buckets, ray_clusters, p)
 
 
 def super_slicing_supported(
