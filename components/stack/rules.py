@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from components.config.cluster import ClusterConfig
     from components.config.computeclass import ComputeClassConfig
     from components.config.kuberay import KubeRayConfig
+    from components.config.network import NetworkConfig
     from components.config.nodepools import NodePool
     from components.config.raycrs import JobConfig, RayClusterConfig
     from components.config.stack import StackConfig
@@ -466,12 +467,14 @@ def super_slicing_supported(
     yield from problems(p, node_pools, jobs, cluster, capacity)
 
 
-def gpu_networking(cfg: StackConfig) -> Iterable[Problem]:
+def gpu_networking(
+    node_pools: list[NodePool], zones: list[str], network: NetworkConfig
+) -> Iterable[Problem]:
     """GPU-to-GPU networking (:mod:`components.gpunet.rules`; facts in
     :mod:`components.catalog.gpu_network`)."""
     from components.gpunet.rules import gpu_networking_rules
 
-    yield from gpu_networking_rules(cfg)
+    yield from gpu_networking_rules(node_pools, zones, network)
 
 
 # ------------------------------------------------------------------------------------- running
