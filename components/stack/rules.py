@@ -128,7 +128,8 @@ def unique_names(cfg: StackConfig) -> Iterable[Problem]:
     accounts of a project (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/).
 
     Reads every list block; in a partial validation an invalid list holds its default, which has
-    no duplicates, so ``needs`` is empty and the valid lists are still checked.
+    no duplicates, so ``needs`` is empty and the valid lists are still checked. Hence ``cfg``:
+    handed the lists by name, it would need them all and wait for any invalid one.
     """
     for what, names in (
         ("node_pools", [p.name for p in cfg.node_pools] + ["system"]),
