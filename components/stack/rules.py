@@ -108,12 +108,10 @@ def pool_zones_in_region(region: str, node_pools: list[NodePool]) -> Iterable[Pr
                     f"node_pools[{pool.name}].zones: {z!r} is not in region {region}",
                 )
             elif not ZONE_NAME.match(z):
-                yield (
-                    at(
-                        f"node_pools[{pool.name}].zones",
-                        f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {region} "
-                        f"(e.g. {region}-a)",
-                    )
+                yield at(
+                    f"node_pools[{pool.name}].zones",
+                    f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {region} "
+                    f"(e.g. {region}-a)",
                 )
             elif problem := catalog.zone_problem(z, region):
                 yield at(
@@ -127,9 +125,8 @@ def unique_names(cfg: StackConfig) -> Iterable[Problem]:
     worker groups of a RayCluster (KubeRay keys pods by ``groupName``), and Google service
     accounts of a project (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/).
 
-    Reads every list block; in a partial validation an invalid list holds its default, which has
-    no duplicates, so ``needs`` is empty and the valid lists are still checked. Hence ``cfg``:
-    handed the lists by name, it would need them all and wait for any invalid one.
+    Handed ``cfg``, not its six lists, with no ``needs``: in a partial validation an invalid list
+    holds its default, which has no duplicates, so the valid lists are still checked.
     """
     for what, names in (
         ("node_pools", [p.name for p in cfg.node_pools] + ["system"]),
@@ -165,13 +162,11 @@ def accelerator_zones_offered(zones: list[str], node_pools: list[NodePool]) -> I
         label = f"TPU {acc.name}" if isinstance(pool, TpuPool) else acc.name
         for z in pool.zones or zones:
             if z not in acc.zones and ZONE_NAME.match(z):  # a malformed zone is reported as such
-                yield (
-                    at(
-                        f"node_pools[{pool.name}]",
-                        f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
-                        f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
-                        "true if Google offers it there now)",
-                    )
+                yield at(
+                    f"node_pools[{pool.name}]",
+                    f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
+                    f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
+                    "true if Google offers it there now)",
                 )
 
 
@@ -201,13 +196,11 @@ def tpu_min_gke_version(cluster: ClusterConfig, node_pools: list[NodePool]) -> I
             continue
         need = pool.slice.generation.min_gke_version
         if catalog.parse_gke_version(have) < catalog.parse_gke_version(need):
-            yield (
-                at(
-                    "cluster.min_master_version",
-                    f"cluster.min_master_version {have} is older than {need}, the minimum GKE "
-                    f"version for TPU {pool.slice.generation.name} node pools "
-                    f"(node_pools[{pool.name}])",
-                )
+            yield at(
+                "cluster.min_master_version",
+                f"cluster.min_master_version {have} is older than {need}, the minimum GKE "
+                f"version for TPU {pool.slice.generation.name} node pools "
+                f"(node_pools[{pool.name}])",
             )
 
 
@@ -223,12 +216,10 @@ def nap_limits_cover_pools(
     needed = nap_needs(cluster.system_pool, node_pools)
     for key, have in nap.effective_limits.items():
         if key in needed and have < needed[key]:
-            yield (
-                at(
-                    f"nap.resource_limits.{key}",
-                    f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
-                    f"can scale to ({needed[key]}); raise it to at least {needed[key]}",
-                )
+            yield at(
+                f"nap.resource_limits.{key}",
+                f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
+                f"can scale to ({needed[key]}); raise it to at least {needed[key]}",
             )
 
 
@@ -245,12 +236,10 @@ def pool_node_counts_within_gke_limits(
             continue  # one GKE node pool per slice of at most 64 hosts (catalog topologies)
         limit = NODES_PER_POOL_ZONE_MAX * len(zones)
         if pool.max_nodes > limit:
-            yield (
-                at(
-                    f"{where}.max_nodes",
-                    f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
-                    f"per zone ({plural(len(zones), 'zone')}: at most {limit})",
-                )
+            yield at(
+                f"{where}.max_nodes",
+                f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
+                f"per zone ({plural(len(zones), 'zone')}: at most {limit})",
             )
 
 
@@ -288,12 +277,10 @@ def worker_group_pools_exist_and_fit(
                     f"{t.field}: min_replicas {g.min_replicas} > max_replicas {t.max_replicas}",
                 )
             if t.max_replicas > t.capacity:
-                yield (
-                    at(
-                        f"{t.field}.max_replicas",
-                        f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
-                        f"capacity of {plural(t.capacity, t.unit.removesuffix('s'))}",
-                    )
+                yield at(
+                    f"{t.field}.max_replicas",
+                    f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
+                    f"capacity of {plural(t.capacity, t.unit.removesuffix('s'))}",
                 )
 
 
@@ -308,32 +295,21 @@ def multi_host_tpu_needs_webhook(
     Unresolvable references are left to the rules that report them."""
     if kuberay.mode != "helm" or kuberay.tpu_webhook:
         return
-    pools = p.pools
-    users: list[tuple[str, str, str]] = [
-        (
-            f"ray_clusters[{rc.name}].worker_groups[{g.name}]",
-            g.node_pool,
-            f"ray_clusters[{rc.name}].worker_groups[{g.name}].node_pool",
-        )
+    users = [
+        (f"ray_clusters[{rc.name}].worker_groups[{g.name}]", ".node_pool", g.node_pool)
         for rc in ray_clusters
         for g in rc.worker_groups
     ]
-    users += [
-        (f"jobs[{j.name}].node_pool", j.node_pool, f"jobs[{j.name}].node_pool")
-        for j in jobs
-        if j.node_pool
-    ]
-    for where, pool_name, field in users:
-        pool = pools.get(pool_name)  # an undeclared pool is reported by the reference rules
+    users += [(f"jobs[{j.name}].node_pool", "", j.node_pool) for j in jobs if j.node_pool]
+    for where, suffix, pool_name in users:
+        pool = p.pools.get(pool_name)  # an undeclared pool is reported by the reference rules
         if isinstance(pool, TpuPool) and pool.slice.multi_host:
-            yield (
-                at(
-                    field,
-                    f"{where}: the multi-host TPU slice {pool.tpu.generation} "
-                    f"{pool.tpu.topology} needs the TPU initialization webhook, which "
-                    "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
-                    "kuberay.tpu_webhook: true once you have installed it",
-                )
+            yield at(
+                where + suffix,
+                f"{where}: the multi-host TPU slice {pool.tpu.generation} "
+                f"{pool.tpu.topology} needs the TPU initialization webhook, which "
+                "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
+                "kuberay.tpu_webhook: true once you have installed it",
             )
 
 
@@ -381,14 +357,12 @@ def prebuilt_images_pinned_when_protected(
     for kind in IMAGE_KINDS:
         prebuilt = ray.images.get(kind)
         if prebuilt is not None and not prebuilt.pinned:
-            yield (
-                at(
-                    f"ray.images.{kind}",
-                    f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "
-                    "cluster.deletion_protection: true references prebuilt images by digest: write "
-                    f"{prebuilt.image.split('@')[0]}@sha256:<digest>, or unset ray.images.{kind} to "
-                    "use the project's image",
-                )
+            yield at(
+                f"ray.images.{kind}",
+                f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "
+                "cluster.deletion_protection: true references prebuilt images by digest: write "
+                f"{prebuilt.image.split('@')[0]}@sha256:<digest>, or unset ray.images.{kind} to "
+                "use the project's image",
             )
 
 
@@ -406,24 +380,20 @@ def gpu_pool_arch_has_image(ray: RayConfig, node_pools: list[NodePool]) -> Itera
         arch = pool.gpu.gpu.arch
         image = ray.images.get("gpu")
         if image is None and arch != "amd64":
-            yield (
-                at(
-                    f"node_pools[{pool.name}]",
-                    f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
-                    f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
-                    f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
-                    f"architectures: [amd64, {arch}])",
-                )
+            yield at(
+                f"node_pools[{pool.name}]",
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
+                f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
+                f"architectures: [amd64, {arch}])",
             )
         elif image is not None and arch not in image.architectures:
-            yield (
-                at(
-                    f"node_pools[{pool.name}]",
-                    f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
-                    f"{arch}, but ray.images.gpu {image.image} is built for "
-                    f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
-                    "image is built for it",
-                )
+            yield at(
+                f"node_pools[{pool.name}]",
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, but ray.images.gpu {image.image} is built for "
+                f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
+                "image is built for it",
             )
 
 
