@@ -101,22 +101,16 @@ def pool_zones_in_region(region: str, node_pools: list[NodePool]) -> Iterable[Pr
     (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
     ``locations``)."""
     for pool in node_pools:
+        field = f"node_pools[{pool.name}].zones"
         for z in pool.zones or []:
             if not z.startswith(region + "-"):
-                yield at(
-                    f"node_pools[{pool.name}].zones",
-                    f"node_pools[{pool.name}].zones: {z!r} is not in region {region}",
-                )
+                yield at(field, f"{field}: {z!r} is not in region {region}")
             elif not ZONE_NAME.match(z):
                 yield at(
-                    f"node_pools[{pool.name}].zones",
-                    f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {region} "
-                    f"(e.g. {region}-a)",
+                    field, f"{field}: {z!r} is not a zone of region {region} (e.g. {region}-a)"
                 )
             elif problem := catalog.zone_problem(z, region):
-                yield at(
-                    f"node_pools[{pool.name}].zones", f"node_pools[{pool.name}].zones: {problem}"
-                )
+                yield at(field, f"{field}: {problem}")
 
 
 def unique_names(cfg: StackConfig) -> Iterable[Problem]:
@@ -330,8 +324,7 @@ def ray_version_locked(ray: RayConfig, node_pools: list[NodePool]) -> Iterable[P
         or (any(isinstance(p, GpuPool) for p in node_pools) and images.get("gpu") is None)
         or (any(isinstance(p, TpuPool) for p in node_pools) and images.get("tpu") is None)
     )
-    problem = ray_version_problem(ray.version) if builds else None
-    if problem:
+    if builds and (problem := ray_version_problem(ray.version)):
         yield at("ray.version", f"ray.version {problem}")
 
 
