@@ -56,7 +56,9 @@ for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
 # Every reference resolved once (components/plan/plan.py): the components read its records.
 stack_plan = plan(cfg)
 # The cluster's NAP resource limits: the cluster's autoscaling and the Ray namespaces' quota.
-nap_limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+nap_limits = nap_resource_limits(
+    cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
+)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
 apis = Apis("apis", ApisArgs(project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg)))

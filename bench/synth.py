@@ -92,7 +92,8 @@ def generated_stack(pools: int, jobs: int, base: Path = ROOT / "Pulumi.prod.yaml
     ]
     data = {k.removeprefix(prefix): v for k, v in cfg.items() if k.startswith(prefix)}
     data["nap"] = {**data["nap"], "enabled": False}
-    limits = nap_needs(validate(data, "generated stack (NAP off)"))
+    off = validate(data, "generated stack (NAP off)")
+    limits = nap_needs(off.cluster.system_pool, off.node_pools)
     limits["memory"] = 64 * limits["cpu"]
     cfg[prefix + "nap"]["resource_limits"] = limits
     validate({**data, "nap": cfg[prefix + "nap"]}, f"generated stack ({pools} pools)")

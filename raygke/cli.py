@@ -151,11 +151,12 @@ def check(
     from components.images.checks import image_warnings
     from components.kernel.problems import Problem
     from components.network.access import reachability_problems
+    from components.plan.plan import plan
 
     warnings = list(cfg.notices)  # deprecated spellings, refusals newer than the stack's epoch
     warnings += image_warnings(cfg.ray.images)
     warnings += maintenance_warnings(cfg)
-    warnings += list(multi_node_jobs_without_gpu_networking(cfg))
+    warnings += list(multi_node_jobs_without_gpu_networking(plan(cfg)))
     warnings += gpudirect_grants(cfg)  # what gpu_networking: gpudirect grants, said every run
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")

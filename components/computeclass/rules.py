@@ -1,8 +1,9 @@
 """Cross-field rules of ``compute_classes`` (run with the stack's other rules,
 :data:`components.stack.rules.RULES`), each yielding one readable line per problem.
 
-Pure: no Pulumi. The stack model is only a type here (``TYPE_CHECKING``), so
-:mod:`components.stack` can import this module.
+Each rule is handed what it reads, by its parameters' names
+(:func:`components.plan.plan.rule_inputs`): ``p`` the stack's Plan, any other name that stack
+block. Pure: no Pulumi.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from typing import TYPE_CHECKING
 
 from components import catalog
 from components.kernel.problems import Problem, at
-from components.plan.plan import plan
 
 if TYPE_CHECKING:
-    from components.config.stack import StackConfig
+    from components.config.cluster import ClusterConfig, NapConfig
+    from components.config.computeclass import ComputeClassConfig
+    from components.plan.plan import Plan
+    from components.plan.resolve import Pool
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ def pool_shape(pool: object) -> Shape | None:
     return None
 
 
-def compute_class_pools(cfg: StackConfig) -> Iterable[Problem]:
+def compute_class_pools(compute_classes: list[ComputeClassConfig], p: Plan) -> Iterable[Problem]:
     """Each class names a declared TPU or GPU pool (a class is per accelerator shape; a CPU
     pool's worker groups select it by ``cloud.google.com/gke-nodepool``, which no fallback node
     carries), class names are unique, and a pool has at most one class (a pod selects one
@@ -72,14 +75,14 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[Problem]:
     https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass)."""
     from components.config.nodepools import GpuPool, TpuPool
 
-    declared = plan(cfg).pools
-    for name, n in sorted(Counter(c.name for c in cfg.compute_classes).items()):
+    declared = p.pools
+    for name, n in sorted(Counter(c.name for c in compute_classes).items()):
         if n > 1:
             yield at(
                 "compute_classes",
                 f"compute_classes: name {name!r} is used {n} times; names are unique",
             )
-    for pool, n in sorted(Counter(c.node_pool for c in cfg.compute_classes).items()):
+    for pool, n in sorted(Counter(c.node_pool for c in compute_classes).items()):
         if n > 1:
             yield (
                 at(
@@ -88,7 +91,7 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[Problem]:
                     "one class, so give a pool at most one",
                 )
             )
-    for c in cfg.compute_classes:
+    for c in compute_classes:
         pool = declared.get(c.node_pool)
         if pool is None:
             yield (
@@ -108,7 +111,13 @@ def compute_class_pools(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
+def compute_class_shapes_fit_nap(
+    compute_classes: list[ComputeClassConfig],
+    nap: NapConfig,
+    cluster: ClusterConfig,
+    node_pools: list[Pool],
+    p: Plan,
+) -> Iterable[Problem]:
     """With Node Auto Provisioning on, every fallback priority's shape fits NAP's cluster-wide
     resource limits: GKE creates the class's fallback node pools within them, so a priority whose
     one slice (or node) needs more ``cpu``, ``memory`` or chips/GPUs than the limit is never
@@ -116,13 +125,13 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
     ``cpu``/``memory`` use the defaults when not given; an accelerator without a limit is set to
     what the declared pools need (:func:`components.plan.resolve.nap_needs`), which covers the pool's own
     shape."""
-    if not cfg.nap.enabled:
+    if not nap.enabled:
         return
     from components.plan.resolve import nap_needs
 
-    limits = {**nap_needs(cfg), **cfg.nap.effective_limits}
-    declared = plan(cfg).pools
-    for c in cfg.compute_classes:
+    limits = {**nap_needs(cluster.system_pool, node_pools), **nap.effective_limits}
+    declared = p.pools
+    for c in compute_classes:
         shape = pool_shape(declared.get(c.node_pool))
         if shape is None:
             continue
@@ -141,7 +150,9 @@ def compute_class_shapes_fit_nap(cfg: StackConfig) -> Iterable[Problem]:
                     )
 
 
-def compute_class_pools_not_queued(cfg: StackConfig) -> Iterable[Problem]:
+def compute_class_pools_not_queued(
+    compute_classes: list[ComputeClassConfig], p: Plan
+) -> Iterable[Problem]:
     """A ComputeClass's pool is not a ``provisioning: queued`` (DWS queued provisioning) pool.
 
     A queued pool's nodes come only from a ProvisioningRequest that Kueue creates for an
@@ -160,9 +171,8 @@ def compute_class_pools_not_queued(cfg: StackConfig) -> Iterable[Problem]:
     Queued provisioning for the same shape is a separate ``queued`` pool and flavor of the queue."""
     from components.config.nodepools import GpuPool, TpuPool
 
-    declared = plan(cfg).pools
-    for c in cfg.compute_classes:
-        pool = declared.get(c.node_pool)
+    for c in compute_classes:
+        pool = p.pools.get(c.node_pool)
         if not isinstance(pool, TpuPool | GpuPool):
             continue  # compute_class_pools reports it
         if pool.provisioning == "queued":
@@ -177,7 +187,9 @@ def compute_class_pools_not_queued(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def compute_class_flex_start_min_gke_version(cfg: StackConfig) -> Iterable[Problem]:
+def compute_class_flex_start_min_gke_version(
+    compute_classes: list[ComputeClassConfig], cluster: ClusterConfig, p: Plan
+) -> Iterable[Problem]:
     """A class with ``flex-start`` in ``fallback`` needs ``cluster.min_master_version`` at least
     GKE's flex-start minimum for its pool's accelerators (``FLEX_START_MIN_GKE_VERSION`` in
     :mod:`components.catalog`, [GKE-FLEX-START]: GPUs 1.32.2-gke.1652000, TPUs
@@ -195,14 +207,13 @@ def compute_class_flex_start_min_gke_version(cfg: StackConfig) -> Iterable[Probl
     ``min_master_version``: the release channel's default, not checked."""
     from components.config.nodepools import GpuPool, TpuPool
 
-    have = cfg.cluster.min_master_version
+    have = cluster.min_master_version
     if not have:
         return
-    declared = plan(cfg).pools
-    for c in cfg.compute_classes:
+    for c in compute_classes:
         if "flex-start" not in c.fallback:
             continue
-        pool = declared.get(c.node_pool)
+        pool = p.pools.get(c.node_pool)
         kind = "tpu" if isinstance(pool, TpuPool) else "gpu" if isinstance(pool, GpuPool) else None
         if kind is None:
             continue  # compute_class_pools reports it
@@ -224,7 +235,9 @@ FALLBACK_CAPABILITY = {
 }
 
 
-def compute_class_fallback_capabilities(cfg: StackConfig) -> Iterable[Problem]:
+def compute_class_fallback_capabilities(
+    compute_classes: list[ComputeClassConfig], p: Plan
+) -> Iterable[Problem]:
     """Each ``fallback`` priority of a class is offered for its pool's machine series, by the
     same table a node pool's ``provisioning`` is checked with
     (:func:`components.catalog.capability_problem`, :mod:`components.catalog.capabilities`): a
@@ -233,9 +246,8 @@ def compute_class_fallback_capabilities(cfg: StackConfig) -> Iterable[Problem]:
     queueing, single-host TPU slices only: the table's sources)."""
     from components.config.nodepools import GpuPool, TpuPool
 
-    pools = plan(cfg).pools
-    for c in cfg.compute_classes:
-        pool = pools.get(c.node_pool)
+    for c in compute_classes:
+        pool = p.pools.get(c.node_pool)
         if not isinstance(pool, (TpuPool, GpuPool)):
             continue
         multi = isinstance(pool, TpuPool) and pool.slice.multi_host

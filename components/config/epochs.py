@@ -26,7 +26,11 @@ from components.kernel.problems import Problem
 from components.kernel.release import Epoch
 
 if TYPE_CHECKING:
+    from components.config.gcsft import GcsFaultToleranceConfig
+    from components.config.nodepools import CpuPool, GpuPool, TpuPool
+    from components.config.serve import ServiceConfig
     from components.config.stack import StackConfig
+    from components.config.storage import BucketsConfig
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,10 @@ class NewDefault:
         new: what newer stacks get, in words.
         new_value: the value a stack writes to opt in.
         opt_in: what opting in does to a deployed stack (what ``raygke diff`` then shows).
+        reads: the stack blocks ``held`` is handed, in order; the first is the one it changes.
         held: the places of a stack (validated as written) that take the default where the
-            newer one differs from the older: ``(path, old value, apply)``, ``apply(cfg)``
-            returning the stack with the old value in place.
+            newer one differs from the older: ``(path, old value, apply)``, ``apply(block)``
+            returning that first block with the old value in place.
     """
 
     key: str
@@ -80,74 +85,72 @@ class NewDefault:
     new: str
     new_value: Any
     opt_in: str
-    held: Callable[[StackConfig], Iterable[tuple[str, Any, Callable[[StackConfig], None]]]]
+    reads: tuple[str, ...]
+    held: Callable[..., Iterable[tuple[str, Any, Callable[[Any], Any]]]]
 
 
-def _checkpoints_hns(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+def _checkpoints_hns(buckets: BucketsConfig) -> Iterable[tuple[str, Any, Callable]]:
     """The checkpoints bucket when its ``hierarchical_namespace`` is unset and nothing in it
     already makes it flat (:func:`components.config.storage.hns_of`)."""
     from components.config.storage import hns_of
 
-    bucket = cfg.buckets.checkpoints
+    bucket = buckets.checkpoints
     if bucket.hierarchical_namespace is None and hns_of("checkpoints", bucket):
 
-        def apply(c: StackConfig) -> None:
-            flat = c.buckets.checkpoints.model_copy(update={"hierarchical_namespace": False})
-            _set(c, "buckets", c.buckets.model_copy(update={"checkpoints": flat}))
+        def apply(b: BucketsConfig) -> BucketsConfig:
+            flat = b.checkpoints.model_copy(update={"hierarchical_namespace": False})
+            return b.model_copy(update={"checkpoints": flat})
 
         yield "buckets.checkpoints.hierarchical_namespace", False, apply
 
 
-def _gpu_networking(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+def _gpu_networking(
+    node_pools: list[CpuPool | TpuPool | GpuPool],
+) -> Iterable[tuple[str, Any, Callable]]:
     """GPU pools that leave ``gpu_networking`` unset on a machine type that has GPU networking
     (elsewhere ``auto`` and the old behaviour are the same: no extra NICs)."""
     from components.config.nodepools import GpuPool
 
-    for i, pool in enumerate(cfg.node_pools):
+    for i, pool in enumerate(node_pools):
         if (
             isinstance(pool, GpuPool)
             and "gpu_networking" not in pool.model_fields_set
             and pool.gpu_net is not None
         ):
 
-            def apply(c: StackConfig, i: int = i) -> None:
-                pools = list(c.node_pools)
+            def apply(pools: list[Any], i: int = i) -> list[Any]:
+                pools = list(pools)
                 pools[i] = pools[i].model_copy(update={"gpu_networking": "off"})
-                _set(c, "node_pools", pools)
+                return pools
 
             yield f"node_pools[{pool.name}].gpu_networking", "off", apply
 
 
-def _gcs_fault_tolerance(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+def _gcs_fault_tolerance(
+    gcs_fault_tolerance: GcsFaultToleranceConfig, services: list[ServiceConfig]
+) -> Iterable[tuple[str, Any, Callable]]:
     """``gcs_fault_tolerance.enabled`` left unset in a stack with services (without services
     nothing is created either way)."""
-    ft = cfg.gcs_fault_tolerance
-    if cfg.services and "enabled" not in ft.model_fields_set:
+    if services and "enabled" not in gcs_fault_tolerance.model_fields_set:
 
-        def apply(c: StackConfig) -> None:
-            off = c.gcs_fault_tolerance.model_copy(update={"enabled": False})
-            _set(c, "gcs_fault_tolerance", off)
+        def apply(ft: GcsFaultToleranceConfig) -> GcsFaultToleranceConfig:
+            return ft.model_copy(update={"enabled": False})
 
         yield "gcs_fault_tolerance.enabled", False, apply
 
 
-def _incremental_upgrades(cfg: StackConfig) -> Iterable[tuple[str, Any, Callable]]:
+def _incremental_upgrades(services: list[ServiceConfig]) -> Iterable[tuple[str, Any, Callable]]:
     """Services that leave ``upgrade_strategy`` unset where the newer default differs from
     ``NewCluster`` (those with a ``gateway``: :attr:`ServiceConfig.strategy`)."""
-    for i, svc in enumerate(cfg.services):
+    for i, svc in enumerate(services):
         if svc.upgrade_strategy is None and svc.strategy != "NewCluster":
 
-            def apply(c: StackConfig, i: int = i) -> None:
-                services = list(c.services)
-                services[i] = services[i].model_copy(update={"upgrade_strategy": "NewCluster"})
-                _set(c, "services", services)
+            def apply(svcs: list[ServiceConfig], i: int = i) -> list[ServiceConfig]:
+                svcs = list(svcs)
+                svcs[i] = svcs[i].model_copy(update={"upgrade_strategy": "NewCluster"})
+                return svcs
 
             yield f"services[{svc.name}].upgrade_strategy", "NewCluster", apply
-
-
-def _set(cfg: StackConfig, name: str, value: Any) -> None:
-    # The model is frozen; this runs inside its own validation, before anyone reads or hashes it.
-    object.__setattr__(cfg, name, value)
 
 
 NEW_DEFAULTS: tuple[NewDefault, ...] = (
@@ -160,6 +163,7 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         opt_in="hierarchical namespace is set at creation only, so this replaces the "
         "checkpoints bucket (copy the checkpoints first; with force_destroy the old ones are "
         "deleted)",
+        reads=("buckets",),
         held=_checkpoints_hns,
     ),
     NewDefault(
@@ -170,6 +174,7 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         new_value="auto",
         opt_in="extra NICs are set at creation only, so this replaces the node pool (its nodes "
         "drained, the Ray pods on them restarted)",
+        reads=("node_pools",),
         held=_gpu_networking,
     ),
     NewDefault(
@@ -181,6 +186,7 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         opt_in="creates the Memorystore instance, its private services access, KMS key and "
         "AUTH secret, and gives every RayService gcsFaultToleranceOptions: a rayClusterConfig "
         "change, so each service upgrades once by its upgrade strategy",
+        reads=("gcs_fault_tolerance", "services"),
         held=_gcs_fault_tolerance,
     ),
     NewDefault(
@@ -192,6 +198,7 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         opt_in="the RayService's upgradeStrategy changes in place (the running cluster is "
         "untouched; the next cluster change moves traffic in steps through a Gateway KubeRay "
         "creates, which replaces the service's own Gateway and HTTPRoute)",
+        reads=("services",),
         held=_incremental_upgrades,
     ),
 )
@@ -374,20 +381,24 @@ def epoch_note(path: Any, epoch: Epoch) -> str:
 
 def hold_defaults(cfg: StackConfig, epoch: Epoch) -> list[Held]:
     """Put the defaults of ``epoch`` in place of newer ones in ``cfg`` (just validated, not yet
-    handed to anyone: the loader's) and return them."""
+    handed to anyone: the loader's) and return them. It takes the stack because it replaces
+    its blocks (each change's first of :attr:`NewDefault.reads`); each change reads only its
+    ``reads``."""
     held: list[Held] = []
     for change in NEW_DEFAULTS:
         if epoch.date < change.since:
-            for path, value, apply in list(change.held(cfg)):
-                apply(cfg)
+            block = change.reads[0]
+            for path, value, apply in list(change.held(*(getattr(cfg, b) for b in change.reads))):
+                # The model is frozen; this runs inside its own validation, before anyone reads
+                # or hashes it.
+                object.__setattr__(cfg, block, apply(getattr(cfg, block)))
                 held.append(Held(path, value, change))
     return held
 
 
-def gate_refusals(cfg: StackConfig, problems: Iterable[Problem]) -> list[Problem]:
-    """``problems`` with those of a rule newer than the stack's epoch made warnings that say
+def gate_refusals(epoch: Epoch, problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` with those of a rule newer than the stack's ``epoch`` made warnings that say
     so (:data:`NEW_REFUSALS`)."""
-    epoch = cfg.epoch
     out: list[Problem] = []
     for p in problems:
         since = NEW_REFUSALS.get(p.rule)

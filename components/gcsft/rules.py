@@ -1,5 +1,6 @@
 """Stack rules of GCS fault tolerance (:mod:`components.config.gcsft`), run only when it is on
-(:func:`components.gcsft.render.ft_enabled`). KubeRay's own refusals of the rendered
+(enabled, with a service: :func:`components.gcsft.render.ft_enabled`), each handed the blocks it
+reads. KubeRay's own refusals of the rendered
 ``gcsFaultToleranceOptions`` (the ``ray.io/ft-enabled`` annotation beside it, ``RAY_REDIS_ADDRESS``
 / ``REDIS_PASSWORD`` / ``redis-password`` set by hand, the external-storage-namespace annotation,
 the address forms, a backend's fields) are the operator rules ``raygke check`` applies to every
@@ -9,11 +10,18 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from components.catalog.gke import GKE_OFFERED_MINORS, parse_gke_version
-from components.config.stack import StackConfig
-from components.gcsft.render import auth_secret_id, ft_enabled
+from components.gcsft.render import auth_secret_id
 from components.kernel.problems import Problem, at
+
+if TYPE_CHECKING:
+    from components.config.cluster import ClusterConfig
+    from components.config.gcsft import GcsFaultToleranceConfig
+    from components.config.network import NetworkConfig
+    from components.config.serve import ServiceConfig
+    from components.config.storage import SecretConfig
 
 # Kubernetes EnvFiles (``valueFrom.fileKeyRef``), which the head's Redis password is read
 # through: alpha (off) in 1.34, beta and on by default from 1.35
@@ -21,15 +29,13 @@ from components.kernel.problems import Problem, at
 ENV_FILES_MIN = (1, 35)
 
 
-def gcs_ft_kubernetes_version(cfg: StackConfig) -> Iterable[Problem]:
+def gcs_ft_kubernetes_version(cluster: ClusterConfig) -> Iterable[Problem]:
     """The cluster runs Kubernetes 1.35 or later (:data:`ENV_FILES_MIN`): a
     ``cluster.min_master_version`` pinned below is refused; unset, a warning when the release
     channel still offers an older minor for new clusters
     (:data:`components.catalog.gke.GKE_OFFERED_MINORS`; GKE picks the channel's default)."""
-    if not ft_enabled(cfg):
-        return
-    pinned = cfg.cluster.min_master_version
-    channel = cfg.cluster.release_channel
+    pinned = cluster.min_master_version
+    channel = cluster.release_channel
     oldest = pinned or GKE_OFFERED_MINORS[channel][0]
     if parse_gke_version(oldest)[:2] >= ENV_FILES_MIN:
         return
@@ -51,14 +57,12 @@ def gcs_ft_kubernetes_version(cfg: StackConfig) -> Iterable[Problem]:
     )
 
 
-def gcs_ft_psa_range(cfg: StackConfig) -> Iterable[Problem]:
+def gcs_ft_psa_range(network: NetworkConfig) -> Iterable[Problem]:
     """``network.psa_cidr`` (the private services access range the Memorystore instance takes
     its address from) is disjoint from the subnet, Pod, Service, control-plane and GPU ranges:
     VPC peering refuses overlapping ranges
     (https://cloud.google.com/vpc/docs/configure-private-services-access)."""
-    if not ft_enabled(cfg):
-        return
-    net = cfg.network
+    net = network
     psa = ipaddress.ip_network(net.psa_cidr)
     for key in ("subnet_cidr", "pods_cidr", "services_cidr", "master_ipv4_cidr", "gpu_cidr"):
         other = getattr(net, key)
@@ -70,13 +74,13 @@ def gcs_ft_psa_range(cfg: StackConfig) -> Iterable[Problem]:
             )
 
 
-def gcs_ft_secret_name_free(cfg: StackConfig) -> Iterable[Problem]:
+def gcs_ft_secret_name_free(
+    cluster: ClusterConfig, secrets: list[SecretConfig]
+) -> Iterable[Problem]:
     """No ``secrets:`` entry takes the name of the Secret Manager secret the stack creates for
     the instance's AUTH string (:func:`components.gcsft.render.auth_secret_id`)."""
-    if not ft_enabled(cfg):
-        return
-    name = auth_secret_id(cfg.cluster.name)
-    if any(s.name == name for s in cfg.secrets):
+    name = auth_secret_id(cluster.name)
+    if any(s.name == name for s in secrets):
         yield at(
             f"secrets[{name}].name",
             f"secrets[{name}]: the stack creates this secret for the GCS fault tolerance "
@@ -84,8 +88,18 @@ def gcs_ft_secret_name_free(cfg: StackConfig) -> Iterable[Problem]:
         )
 
 
-def gcs_ft_rules(cfg: StackConfig) -> Iterable[Problem]:
-    """Every rule of :mod:`components.gcsft.rules` (GCS fault tolerance), in order."""
-    yield from gcs_ft_kubernetes_version(cfg)
-    yield from gcs_ft_psa_range(cfg)
-    yield from gcs_ft_secret_name_free(cfg)
+def gcs_ft_rules(
+    gcs_fault_tolerance: GcsFaultToleranceConfig,
+    services: list[ServiceConfig],
+    cluster: ClusterConfig,
+    network: NetworkConfig,
+    secrets: list[SecretConfig],
+) -> Iterable[Problem]:
+    """Every rule of :mod:`components.gcsft.rules` (GCS fault tolerance), in order, when it is on:
+    ``gcs_fault_tolerance.enabled`` and a service (the condition of
+    :func:`components.gcsft.render.ft_enabled`)."""
+    if not (gcs_fault_tolerance.enabled and services):
+        return
+    yield from gcs_ft_kubernetes_version(cluster)
+    yield from gcs_ft_psa_range(network)
+    yield from gcs_ft_secret_name_free(cluster, secrets)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -126,30 +127,31 @@ def subnet_flow_logs(network: NetworkConfig, vpc: GpuVpc) -> dict[str, Any] | No
 
 def networked_pools(cfg: Any) -> list[tuple[Any, GpuNetFamily]]:
     """``(pool, family)`` of every GPU pool with GPU networking, in config order."""
+    return _networked(cfg.node_pools)
+
+
+def _networked(node_pools: Iterable[Any]) -> list[tuple[Any, GpuNetFamily]]:
     return [
         (p, fam)
-        for p in cfg.node_pools
+        for p in node_pools
         if getattr(p, "kind", "cpu") == "gpu" and (fam := p.gpu_net) is not None
     ]
 
 
-def _kinds(cfg: Any) -> dict[str, int]:
+def _kinds(node_pools: Iterable[Any]) -> dict[str, int]:
     """GPUDirect kind -> the most GPU NICs a pool of it has."""
     out: dict[str, int] = {}
-    for _, fam in networked_pools(cfg):
+    for _, fam in _networked(node_pools):
         out[fam.kind] = max(out.get(fam.kind, 0), fam.nics)
     return out
 
 
-def _pool_zones(cfg: Any, pool: Any) -> list[str]:
-    return list(pool.zones or cfg.zones)
-
-
-def rdma_zone(cfg: Any) -> str | None:
-    """The zone of the stack's RDMA network profile: the first zone of its first RDMA pool."""
-    for pool, fam in networked_pools(cfg):
+def rdma_zone(node_pools: Iterable[Any], zones: list[str]) -> str | None:
+    """The zone of the stack's RDMA network profile: the first zone of its first RDMA pool
+    (``node_pools``; a pool without zones of its own is in the stack's ``zones``)."""
+    for pool, fam in _networked(node_pools):
         if fam.kind == "rdma":
-            return _pool_zones(cfg, pool)[0]
+            return (pool.zones or zones)[0]
     return None
 
 
@@ -160,9 +162,13 @@ def gpu_vpcs(cfg: Any) -> list[GpuVpc]:
     Raises:
         ValueError: ``network.gpu_cidr`` holds fewer /22s than the subnets need.
     """
-    kinds = _kinds(cfg)
-    net = cfg.network.name
-    base = ipaddress.IPv4Network(cfg.network.gpu_cidr)
+    return _gpu_vpcs(cfg.node_pools, cfg.zones, cfg.network)
+
+
+def _gpu_vpcs(node_pools: list[Any], zones: list[str], network: NetworkConfig) -> list[GpuVpc]:
+    kinds = _kinds(node_pools)
+    net = network.name
+    base = ipaddress.IPv4Network(network.gpu_cidr)
     blocks = base.subnets(new_prefix=SUBNET_PREFIX) if base.prefixlen <= SUBNET_PREFIX else iter(())
     needed = sum(n for k, n in kinds.items() if k != "rdma") + (
         kinds["rdma"] + 1 if "rdma" in kinds else 0
@@ -170,7 +176,7 @@ def gpu_vpcs(cfg: Any) -> list[GpuVpc]:
     cidrs = [str(b) for _, b in zip(range(needed), blocks, strict=False)]
     if len(cidrs) < needed:
         raise ValueError(
-            f"network.gpu_cidr {cfg.network.gpu_cidr} holds {len(cidrs)} /{SUBNET_PREFIX} subnets; "
+            f"network.gpu_cidr {network.gpu_cidr} holds {len(cidrs)} /{SUBNET_PREFIX} subnets; "
             f"the GPU networks need {needed}: use a /{SUBNET_PREFIX - (needed - 1).bit_length()} "
             "or larger"
         )
@@ -188,7 +194,7 @@ def gpu_vpcs(cfg: Any) -> list[GpuVpc]:
             GpuSubnet(f"rdma-{j}", f"{net}-rdma-sub-{j}", next(take), "RDMA")
             for j in range(kinds["rdma"])
         )
-        vpcs.append(GpuVpc(f"{net}-rdma", rdma, profile_zone=rdma_zone(cfg)))
+        vpcs.append(GpuVpc(f"{net}-rdma", rdma, profile_zone=rdma_zone(node_pools, zones)))
     return vpcs
 
 
@@ -382,40 +388,42 @@ def worker_pod_extras(pool: Any) -> tuple[dict[str, str], dict[str, str]]:
     return annotations, ray_nccl_env(fam)
 
 
-def gpunet_problems(cfg: Any) -> list[Problem]:
+def gpunet_problems(
+    node_pools: list[Any], zones: list[str], network: NetworkConfig
+) -> list[Problem]:
     """Refusals of the stack's GPU networking: an RDMA pool in more than one zone or in another
     zone than the stack's RDMA network profile (it is zonal [RDMA-PROFILE]), an RDMA pool in a
     zone the catalog does not list for its GPU (the profile is offered where the machine type is,
     [RDMA-PROFILE]; ``allow_unlisted_zone`` accepts it), and too small a ``network.gpu_cidr``."""
     out: list[Problem] = []
-    zone = rdma_zone(cfg)
-    for pool, fam in networked_pools(cfg):
+    zone = rdma_zone(node_pools, zones)
+    for pool, fam in _networked(node_pools):
         if fam.kind != "rdma":
             continue
-        zones = _pool_zones(cfg, pool)
+        pool_zones = list(pool.zones or zones)
         field = f"node_pools[{pool.name}].zones"
-        if len(zones) != 1 or zones[0] != zone:
+        if len(pool_zones) != 1 or pool_zones[0] != zone:
             out.append(
                 Problem(
                     field,
-                    f"{field} {zones} for GPUDirect RDMA: the RDMA network profile is zonal, so every "
+                    f"{field} {pool_zones} for GPUDirect RDMA: the RDMA network profile is zonal, so every "
                     f"RDMA pool must be in the one zone {zone}; set zones: [{zone}] or "
                     "gpu_networking: off",
                     "gpu-networking",
                 )
             )
-        elif zones[0] not in pool.gpu.gpu.zones and not pool.allow_unlisted_zone:
+        elif pool_zones[0] not in pool.gpu.gpu.zones and not pool.allow_unlisted_zone:
             out.append(
                 Problem(
                     field,
-                    f"{field} {zones}: {zones[0]} has no {fam.family} ({pool.gpu.type}) in the catalog, so no "
-                    f"{zones[0]}-vpc-roce RDMA network profile; allowed: "
+                    f"{field} {pool_zones}: {pool_zones[0]} has no {fam.family} ({pool.gpu.type}) in the catalog, so no "
+                    f"{pool_zones[0]}-vpc-roce RDMA network profile; allowed: "
                     f"{', '.join(pool.gpu.gpu.zones)} (or allow_unlisted_zone: true)",
                     "gpu-networking",
                 )
             )
     try:
-        gpu_vpcs(cfg)
+        _gpu_vpcs(node_pools, zones, network)
     except ValueError as e:
         out.append(Problem("network.gpu_cidr", str(e), "gpu-networking"))
     return out

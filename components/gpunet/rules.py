@@ -12,21 +12,26 @@ without GPUDirect-TCPX / -TCPXO) is refused by the field itself
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from components.catalog.gpu_network import gpu_net_family
 from components.gpunet.gpudirect import gpudirect_grants as gpudirect_grants
 from components.gpunet.render import gpunet_problems
 from components.kernel.problems import Problem
-from components.plan.plan import plan
+
+if TYPE_CHECKING:
+    from components.config.network import NetworkConfig
+    from components.plan.plan import Plan
+    from components.plan.resolve import Pool
 
 
-def multi_node_jobs_without_gpu_networking(cfg: Any) -> Iterable[Problem]:
+def multi_node_jobs_without_gpu_networking(p: Plan) -> Iterable[Problem]:
     """Warn for each job whose Ray Train workers may span more than one node of a GPU pool
     whose family has GPU networking ([GCE-NET] in :mod:`components.catalog.gpu_network`) while
     the pool sets ``gpu_networking: off``: its NCCL all-reduce then crosses nodes over the
-    primary NIC only (200 Gbps on A3 against 1,000-3,600 Gbps with the family's NICs)."""
-    for t in plan(cfg).jobs:
+    primary NIC only (200 Gbps on A3 against 1,000-3,600 Gbps with the family's NICs). ``p``: the
+    stack's Plan (its jobs' targets)."""
+    for t in p.jobs:
         pool = t.pool
         if getattr(pool, "kind", "cpu") != "gpu" or t.replicas < 2:
             continue
@@ -44,7 +49,10 @@ def multi_node_jobs_without_gpu_networking(cfg: Any) -> Iterable[Problem]:
         )
 
 
-def gpu_networking_rules(cfg: Any) -> Iterable[Problem]:
-    """Every GPU networking refusal of the stack (module docstring); the warnings are
+def gpu_networking_rules(
+    node_pools: list[Pool], zones: list[str], network: NetworkConfig
+) -> Iterable[Problem]:
+    """Every GPU networking refusal of the stack (module docstring), from its ``node_pools``,
+    ``zones`` and ``network`` blocks; the warnings are
     :func:`multi_node_jobs_without_gpu_networking`, which ``raygke check`` prints beside them."""
-    yield from gpunet_problems(cfg)
+    yield from gpunet_problems(node_pools, zones, network)

@@ -33,6 +33,7 @@ from components.kernel.problems import Problem, at, path_colon
 from contract.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from components.config.cluster import SystemPool
     from components.config.stack import StackConfig
 
 Pool = CpuPool | TpuPool | GpuPool
@@ -89,18 +90,17 @@ def group_max_replicas(pool: Pool, group: WorkerGroupConfig) -> int:
     return group.max_replicas if group.max_replicas is not None else pool_capacity(pool)
 
 
-def nap_needs(cfg: StackConfig) -> dict[str, int]:
-    """Resources the declared pools can scale to, keyed by NAP resource type.
+def nap_needs(system_pool: SystemPool, node_pools: Iterable[Pool]) -> dict[str, int]:
+    """Resources the system pool and the declared ``node_pools`` can scale to, keyed by NAP
+    resource type.
 
     TPU and GPU types count chips / GPUs; ``cpu`` counts vCPUs and ``memory`` GB of every node
     the pools (the system pool included) can scale to, from the catalog's machine shapes
     (:func:`components.catalog.machine_shape`; rounded up).
     """
     needs: Counter[str] = Counter()
-    nodes: list[tuple[str, int]] = [
-        (cfg.cluster.system_pool.machine_type, cfg.cluster.system_pool.max_nodes)
-    ]
-    for pool in cfg.node_pools:
+    nodes: list[tuple[str, int]] = [(system_pool.machine_type, system_pool.max_nodes)]
+    for pool in node_pools:
         if isinstance(pool, TpuPool):
             s = pool.slice
             needs[s.generation.gke_accelerator] += s.chips * pool.max_slices

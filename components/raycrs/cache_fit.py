@@ -4,13 +4,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.kernel.problems import Problem
 from components.storage.fuse import CACHE_HEADROOM_MIB, DOC, mounts
 
+if TYPE_CHECKING:
+    from components.config.raycrs import RayClusterConfig
+    from components.config.storage import BucketsConfig
+    from components.plan.plan import Plan
 
-def _ray_pods(cfg: Any, p: Any) -> Iterable[tuple[str, str, str, str | None]]:
+
+def _ray_pods(
+    ray_clusters: list[RayClusterConfig], p: Plan
+) -> Iterable[tuple[str, str, str, str | None]]:
     """``(identity, where, memory, object_store_memory)`` of every Ray pod that mounts the
     buckets: the long-lived clusters' and services' heads and worker groups, the jobs' own
     clusters' heads and workers (a worker fills one node of its pool,
@@ -25,7 +32,7 @@ def _ray_pods(cfg: Any, p: Any) -> Iterable[tuple[str, str, str, str | None]]:
         except ManifestError:
             return None  # reported by the pod rules
 
-    for rc in cfg.ray_clusters:
+    for rc in ray_clusters:
         yield rc.service_account, f"ray_clusters[{rc.name}] head", rc.head.memory, None
     for g in p.groups:
         if g.cluster is not None and (memory := worker(g.pool, g.group)):
@@ -41,28 +48,29 @@ def _ray_pods(cfg: Any, p: Any) -> Iterable[tuple[str, str, str, str | None]]:
             yield svc.service_account, f"services[{svc.name}]", memory, g.group.object_store_memory
 
 
-def memory_cache_problems(cfg: Any) -> Iterable[Problem]:
+def memory_cache_problems(
+    buckets: BucketsConfig, ray_clusters: list[RayClusterConfig], p: Plan
+) -> Iterable[Problem]:
     """``file_cache_medium: memory``: each Ray pod's file caches are a RAM disk (a memory
     ``emptyDir``, whose pages count against the pod's memory limit,
     https://kubernetes.io/docs/concepts/storage/volumes/#emptydir) beside Ray's object store in
     ``/dev/shm`` (its ``object_store_memory``, else Ray's default 30 % of the pod, at most 200 GB:
     ``ray_constants.DEFAULT_OBJECT_STORE_MEMORY_PROPORTION``); both together may take at most
     :data:`components.config.raycrs.OBJECT_STORE_MAX_FRACTION` of the pod's memory, the rest being
-    the Ray processes'. One problem per pod that cannot hold them, at ``buckets``."""
+    the Ray processes'. One problem per pod that cannot hold them, at ``buckets``; read from the
+    stack's ``buckets`` and ``ray_clusters`` blocks and its Plan ``p``."""
     from components.config.raycrs import OBJECT_STORE_MAX_FRACTION
     from components.kernel.base import quantity_value
-    from components.plan.plan import plan
     from components.raycrs.serving import default_object_store_gb
 
-    if cfg.buckets.file_cache_medium != "memory":
+    if buckets.file_cache_medium != "memory":
         return
-    p = plan(cfg)
     gib = 2**30
-    for identity, where, memory, store in _ray_pods(cfg, p):
+    for identity, where, memory, store in _ray_pods(ray_clusters, p):
         ident = p.identities.get(identity)
         if ident is None:
             continue
-        ms = mounts(cfg.buckets, ident.buckets)
+        ms = mounts(buckets, ident.buckets)
         total = sum(m.cache for m in ms)
         if not total:
             continue

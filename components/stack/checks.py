@@ -134,7 +134,9 @@ def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Pr
     (``numOfHosts`` pods, which only run together). A quota refuses a pod whose requests would
     exceed it (https://kubernetes.io/docs/concepts/policy/resource-quotas/), so a quota below one
     group leaves that Ray cluster never running. One line per group and resource."""
-    nap_limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    nap_limits = nap_resource_limits(
+        cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
+    )
     hard = {
         k.removeprefix("requests."): parse_quantity(v)
         for k, v in resource_quota(cfg.kuberay, nap_limits)["spec"]["hard"].items()
@@ -426,7 +428,9 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     except (ValueError, KeyError) as e:
         return [*problems, at("", f"rendering the KubeRay objects failed: {e}", "render")]
     p = plan(cfg)
-    nap_limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    nap_limits = nap_resource_limits(
+        cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
+    )
     guards = [
         *namespace_manifests(p.context, cfg.kuberay),
         *namespace_objects(p, cfg.kuberay, cfg.network.master_ipv4_cidr, nap_limits),

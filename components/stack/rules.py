@@ -37,7 +37,7 @@ from components.config.nodepools import GpuPool, TpuPool
 from components.gcsft.rules import gcs_ft_rules
 from components.kernel.base import NODES_PER_POOL_ZONE_MAX, ZONE_NAME, plural
 from components.kernel.problems import Problem, Rule, at
-from components.plan.plan import plan, rule_inputs
+from components.plan.plan import rule_inputs
 from components.plan.resolve import ResolveError, nap_needs, reference_problem
 from components.raycrs.batch_fit import batch_job_problems
 from components.raycrs.gates import incremental_upgrade_needs_helm
@@ -62,12 +62,14 @@ from components.raycrs.training_fit import job_memory_fits
 
 if TYPE_CHECKING:
     from components.config.capacity import CapacityConfig
-    from components.config.cluster import ClusterConfig
+    from components.config.cluster import ClusterConfig, NapConfig
     from components.config.computeclass import ComputeClassConfig
     from components.config.kuberay import KubeRayConfig
+    from components.config.network import NetworkConfig
     from components.config.nodepools import NodePool
-    from components.config.raycrs import JobConfig, RayClusterConfig
+    from components.config.raycrs import JobConfig, RayClusterConfig, RayConfig
     from components.config.stack import StackConfig
+    from components.config.storage import BucketsConfig, SecretConfig
     from components.plan.plan import Plan
 
 
@@ -93,30 +95,22 @@ def zones_in_region(region: str, zones: list[str]) -> Iterable[Problem]:
             )
 
 
-def pool_zones_in_region(cfg: StackConfig) -> Iterable[Problem]:
+def pool_zones_in_region(region: str, node_pools: list[NodePool]) -> Iterable[Problem]:
     """A node pool's own ``zones`` are zones of the stack's region: a node pool's locations are
     zones of its cluster's region
     (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
     ``locations``)."""
-    for pool in cfg.node_pools:
+    for pool in node_pools:
+        field = f"node_pools[{pool.name}].zones"
         for z in pool.zones or []:
-            if not z.startswith(cfg.region + "-"):
-                yield at(
-                    f"node_pools[{pool.name}].zones",
-                    f"node_pools[{pool.name}].zones: {z!r} is not in region {cfg.region}",
-                )
+            if not z.startswith(region + "-"):
+                yield at(field, f"{field}: {z!r} is not in region {region}")
             elif not ZONE_NAME.match(z):
-                yield (
-                    at(
-                        f"node_pools[{pool.name}].zones",
-                        f"node_pools[{pool.name}].zones: {z!r} is not a zone of region {cfg.region} "
-                        f"(e.g. {cfg.region}-a)",
-                    )
-                )
-            elif problem := catalog.zone_problem(z, cfg.region):
                 yield at(
-                    f"node_pools[{pool.name}].zones", f"node_pools[{pool.name}].zones: {problem}"
+                    field, f"{field}: {z!r} is not a zone of region {region} (e.g. {region}-a)"
                 )
+            elif problem := catalog.zone_problem(z, region):
+                yield at(field, f"{field}: {problem}")
 
 
 def unique_names(cfg: StackConfig) -> Iterable[Problem]:
@@ -125,8 +119,8 @@ def unique_names(cfg: StackConfig) -> Iterable[Problem]:
     worker groups of a RayCluster (KubeRay keys pods by ``groupName``), and Google service
     accounts of a project (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/).
 
-    Reads every list block; in a partial validation an invalid list holds its default, which has
-    no duplicates, so ``needs`` is empty and the valid lists are still checked.
+    Handed ``cfg``, not its six lists, with no ``needs``: in a partial validation an invalid list
+    holds its default, which has no duplicates, so the valid lists are still checked.
     """
     for what, names in (
         ("node_pools", [p.name for p in cfg.node_pools] + ["system"]),
@@ -151,122 +145,120 @@ def unique_names(cfg: StackConfig) -> Iterable[Problem]:
 # ---------------------------------------------------------------------------------- accelerators
 
 
-def accelerator_zones_offered(cfg: StackConfig) -> Iterable[Problem]:
+def accelerator_zones_offered(zones: list[str], node_pools: list[NodePool]) -> Iterable[Problem]:
     """A TPU or GPU pool's zones offer its accelerator, per :mod:`components.catalog` (sources:
     https://cloud.google.com/tpu/docs/regions-zones, https://cloud.google.com/compute/docs/gpus/gpu-regions-zones);
     ``allow_unlisted_zone: true`` waives it when Google offers it there after the catalog's date."""
-    for pool in cfg.node_pools:
+    for pool in node_pools:
         if not isinstance(pool, TpuPool | GpuPool) or pool.allow_unlisted_zone:
             continue
         acc = pool.slice.generation if isinstance(pool, TpuPool) else pool.gpu.gpu
         label = f"TPU {acc.name}" if isinstance(pool, TpuPool) else acc.name
-        for z in cfg.pool_zones(pool):
+        for z in pool.zones or zones:
             if z not in acc.zones and ZONE_NAME.match(z):  # a malformed zone is reported as such
-                yield (
-                    at(
-                        f"node_pools[{pool.name}]",
-                        f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
-                        f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
-                        "true if Google offers it there now)",
-                    )
+                yield at(
+                    f"node_pools[{pool.name}]",
+                    f"node_pools[{pool.name}]: {label} is not offered in zone {z} per the "
+                    f"catalog; offered in: {', '.join(acc.zones)} (set allow_unlisted_zone: "
+                    "true if Google offers it there now)",
                 )
 
 
-def gke_version_offered(cfg: StackConfig) -> Iterable[Problem]:
+def gke_version_offered(cluster: ClusterConfig) -> Iterable[Problem]:
     """A pinned ``cluster.min_master_version`` is one GKE offers for new clusters in the
     cluster's release channel (:func:`components.catalog.gke_version_problem`, from the catalog's
     dated record of https://cloud.google.com/kubernetes-engine/docs/release-schedule)."""
-    have = cfg.cluster.min_master_version
-    if have and (problem := catalog.gke_version_problem(have, cfg.cluster.release_channel)):
+    have = cluster.min_master_version
+    if have and (problem := catalog.gke_version_problem(have, cluster.release_channel)):
         yield at(
             "cluster.min_master_version",
             f"cluster.min_master_version: min_master_version {problem}",
         )
 
 
-def tpu_min_gke_version(cfg: StackConfig) -> Iterable[Problem]:
+def tpu_min_gke_version(cluster: ClusterConfig, node_pools: list[NodePool]) -> Iterable[Problem]:
     """``cluster.min_master_version`` is at least the minimum GKE version for node pools of each
     declared TPU generation (``TpuGeneration.min_gke_version`` in :mod:`components.catalog`, from
     https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#availability; where no
     page states the oldest version, a sourced version that supports the generation, as the
     catalog entry says)."""
-    have = cfg.cluster.min_master_version
+    have = cluster.min_master_version
     if not have:
         return
-    for pool in cfg.node_pools:
+    for pool in node_pools:
         if not isinstance(pool, TpuPool):
             continue
         need = pool.slice.generation.min_gke_version
         if catalog.parse_gke_version(have) < catalog.parse_gke_version(need):
-            yield (
-                at(
-                    "cluster.min_master_version",
-                    f"cluster.min_master_version {have} is older than {need}, the minimum GKE "
-                    f"version for TPU {pool.slice.generation.name} node pools "
-                    f"(node_pools[{pool.name}])",
-                )
+            yield at(
+                "cluster.min_master_version",
+                f"cluster.min_master_version {have} is older than {need}, the minimum GKE "
+                f"version for TPU {pool.slice.generation.name} node pools "
+                f"(node_pools[{pool.name}])",
             )
 
 
-def nap_limits_cover_pools(cfg: StackConfig) -> Iterable[Problem]:
+def nap_limits_cover_pools(
+    nap: NapConfig, cluster: ClusterConfig, node_pools: list[NodePool]
+) -> Iterable[Problem]:
     """With Node Auto Provisioning on, each ``nap.resource_limits`` entry (cpu and memory
     included, defaulted when not given) is at least what the declared pools can scale to: the cluster-wide limits count every node, autoscaled pools
     included, and the autoscaler stops adding nodes at the limit
     (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning#resource_limits)."""
-    if not cfg.nap.enabled:
+    if not nap.enabled:
         return
-    needed = nap_needs(cfg)
-    for key, have in cfg.nap.effective_limits.items():
+    needed = nap_needs(cluster.system_pool, node_pools)
+    for key, have in nap.effective_limits.items():
         if key in needed and have < needed[key]:
-            yield (
-                at(
-                    f"nap.resource_limits.{key}",
-                    f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
-                    f"can scale to ({needed[key]}); raise it to at least {needed[key]}",
-                )
+            yield at(
+                f"nap.resource_limits.{key}",
+                f"nap.resource_limits[{key}] {have} is smaller than the declared node pools "
+                f"can scale to ({needed[key]}); raise it to at least {needed[key]}",
             )
 
 
-def pool_node_counts_within_gke_limits(cfg: StackConfig) -> Iterable[Problem]:
+def pool_node_counts_within_gke_limits(
+    cluster: ClusterConfig, zones: list[str], node_pools: list[NodePool]
+) -> Iterable[Problem]:
     """A CPU or GPU pool's ``max_nodes`` (a total over its zones) is at most 1,000 per zone:
     GKE allows 1,000 nodes per node pool per zone
     (https://cloud.google.com/kubernetes-engine/quotas#limits_per_cluster)."""
-    pools = [(f"node_pools[{p.name}]", p, cfg.pool_zones(p)) for p in cfg.node_pools]
-    pools.append(("cluster.system_pool", cfg.cluster.system_pool, list(cfg.zones)))
+    pools = [(f"node_pools[{p.name}]", p, list(p.zones or zones)) for p in node_pools]
+    pools.append(("cluster.system_pool", cluster.system_pool, list(zones)))
     for where, pool, zones in pools:
         if isinstance(pool, TpuPool):
             continue  # one GKE node pool per slice of at most 64 hosts (catalog topologies)
         limit = NODES_PER_POOL_ZONE_MAX * len(zones)
         if pool.max_nodes > limit:
-            yield (
-                at(
-                    f"{where}.max_nodes",
-                    f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
-                    f"per zone ({plural(len(zones), 'zone')}: at most {limit})",
-                )
+            yield at(
+                f"{where}.max_nodes",
+                f"{where}.max_nodes {pool.max_nodes} exceeds GKE's 1,000 nodes per node pool "
+                f"per zone ({plural(len(zones), 'zone')}: at most {limit})",
             )
 
 
 # ------------------------------------------------------------------------------ ray clusters
 
 
-def cluster_service_accounts_declared(cfg: StackConfig) -> Iterable[Problem]:
+def cluster_service_accounts_declared(
+    ray_clusters: list[RayClusterConfig], p: Plan
+) -> Iterable[Problem]:
     """A RayCluster's ``service_account`` is a declared workload identity: its pods run as that
     identity's Kubernetes service account, which only exists when declared
     (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."""
-    p = plan(cfg)
-    for rc in cfg.ray_clusters:
+    for rc in ray_clusters:
         for e in p.errors(rc, "identity"):
             yield reference_problem(e)
 
 
-def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[Problem]:
+def worker_group_pools_exist_and_fit(
+    ray_clusters: list[RayClusterConfig], p: Plan
+) -> Iterable[Problem]:
     """A worker group's ``node_pool`` is declared, ``min_replicas`` <= ``maxReplicas``, and
     ``maxReplicas`` fits the pool: a replica is one slice on TPU pools, one node otherwise
     (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html); more would stay
     Pending."""
-    p = plan(cfg)
-    for rc in cfg.ray_clusters:
+    for rc in ray_clusters:
         for g in rc.worker_groups:
             try:
                 t = p.group(rc, g)
@@ -279,57 +271,46 @@ def worker_group_pools_exist_and_fit(cfg: StackConfig) -> Iterable[Problem]:
                     f"{t.field}: min_replicas {g.min_replicas} > max_replicas {t.max_replicas}",
                 )
             if t.max_replicas > t.capacity:
-                yield (
-                    at(
-                        f"{t.field}.max_replicas",
-                        f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
-                        f"capacity of {plural(t.capacity, t.unit.removesuffix('s'))}",
-                    )
+                yield at(
+                    f"{t.field}.max_replicas",
+                    f"{t.field}.max_replicas {t.max_replicas} exceeds node pool {t.pool.name!r} "
+                    f"capacity of {plural(t.capacity, t.unit.removesuffix('s'))}",
                 )
 
 
-def multi_host_tpu_needs_webhook(cfg: StackConfig) -> Iterable[Problem]:
+def multi_host_tpu_needs_webhook(
+    kuberay: KubeRayConfig, ray_clusters: list[RayClusterConfig], jobs: list[JobConfig], p: Plan
+) -> Iterable[Problem]:
     """Multi-host TPU slices need the TPU initialization webhook, which injects each pod's
     ``TPU_WORKER_ID`` / ``TPU_WORKER_HOSTNAMES``
     (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html); the GKE Ray add-on
     installs it, the ``kuberay-operator`` Helm chart does not
     (https://github.com/GoogleCloudPlatform/ai-on-gke/tree/main/ray-on-gke/tpu/kuberay-tpu-webhook).
     Unresolvable references are left to the rules that report them."""
-    if cfg.kuberay.mode != "helm" or cfg.kuberay.tpu_webhook:
+    if kuberay.mode != "helm" or kuberay.tpu_webhook:
         return
-    pools = plan(cfg).pools
-    users: list[tuple[str, str, str]] = [
-        (
-            f"ray_clusters[{rc.name}].worker_groups[{g.name}]",
-            g.node_pool,
-            f"ray_clusters[{rc.name}].worker_groups[{g.name}].node_pool",
-        )
-        for rc in cfg.ray_clusters
+    users = [
+        (f"ray_clusters[{rc.name}].worker_groups[{g.name}]", ".node_pool", g.node_pool)
+        for rc in ray_clusters
         for g in rc.worker_groups
     ]
-    users += [
-        (f"jobs[{j.name}].node_pool", j.node_pool, f"jobs[{j.name}].node_pool")
-        for j in cfg.jobs
-        if j.node_pool
-    ]
-    for where, pool_name, field in users:
-        pool = pools.get(pool_name)  # an undeclared pool is reported by the reference rules
+    users += [(f"jobs[{j.name}].node_pool", "", j.node_pool) for j in jobs if j.node_pool]
+    for where, suffix, pool_name in users:
+        pool = p.pools.get(pool_name)  # an undeclared pool is reported by the reference rules
         if isinstance(pool, TpuPool) and pool.slice.multi_host:
-            yield (
-                at(
-                    field,
-                    f"{where}: the multi-host TPU slice {pool.tpu.generation} "
-                    f"{pool.tpu.topology} needs the TPU initialization webhook, which "
-                    "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
-                    "kuberay.tpu_webhook: true once you have installed it",
-                )
+            yield at(
+                where + suffix,
+                f"{where}: the multi-host TPU slice {pool.tpu.generation} "
+                f"{pool.tpu.topology} needs the TPU initialization webhook, which "
+                "kuberay.mode 'helm' does not install; set kuberay.mode: gke-addon, or "
+                "kuberay.tpu_webhook: true once you have installed it",
             )
 
 
 # --------------------------------------------------------------------------------------- images
 
 
-def ray_version_locked(cfg: StackConfig) -> Iterable[Problem]:
+def ray_version_locked(ray: RayConfig, node_pools: list[NodePool]) -> Iterable[Problem]:
     """``ray.version`` has a locked requirement set (:func:`components.images.locks.ray_version_problem`)
     when the stack builds any of the project's images: the base image follows ``ray.version`` and
     the pins follow the lock (:mod:`components.images.locks`), so the two must be the same Ray. The
@@ -337,50 +318,48 @@ def ray_version_locked(cfg: StackConfig) -> Iterable[Problem]:
     and TPU images when it has such pools and no prebuilt image for them."""
     from components.images.locks import ray_version_problem
 
-    images = cfg.ray.images
+    images = ray.images
     builds = (
         images.get("cpu") is None
-        or (any(isinstance(p, GpuPool) for p in cfg.node_pools) and images.get("gpu") is None)
-        or (any(isinstance(p, TpuPool) for p in cfg.node_pools) and images.get("tpu") is None)
+        or (any(isinstance(p, GpuPool) for p in node_pools) and images.get("gpu") is None)
+        or (any(isinstance(p, TpuPool) for p in node_pools) and images.get("tpu") is None)
     )
-    problem = ray_version_problem(cfg.ray.version) if builds else None
-    if problem:
+    if builds and (problem := ray_version_problem(ray.version)):
         yield at("ray.version", f"ray.version {problem}")
 
 
-def secret_readers_declared(cfg: StackConfig) -> Iterable[Problem]:
+def secret_readers_declared(secrets: list[SecretConfig], p: Plan) -> Iterable[Problem]:
     """A secret's ``readers`` are declared workload identities: each is granted
     ``roles/secretmanager.secretAccessor`` on the secret
     (https://cloud.google.com/secret-manager/docs/access-control)."""
-    p = plan(cfg)
-    for secret in cfg.secrets:
+    for secret in secrets:
         for e in p.errors(secret, "identity"):
             yield reference_problem(e)
 
 
-def prebuilt_images_pinned_when_protected(cfg: StackConfig) -> Iterable[Problem]:
+def prebuilt_images_pinned_when_protected(
+    cluster: ClusterConfig, ray: RayConfig
+) -> Iterable[Problem]:
     """With ``cluster.deletion_protection: true`` (production), a prebuilt image in
     ``ray.images`` is referenced by digest (``@sha256:``): a tag can be moved to other contents,
     a digest names exactly one image
     (https://cloud.google.com/kubernetes-engine/docs/concepts/about-container-images#image_digests).
     The project's own images are always referenced by their pushed digest."""
-    if not cfg.cluster.deletion_protection:
+    if not cluster.deletion_protection:
         return
     for kind in IMAGE_KINDS:
-        prebuilt = cfg.ray.images.get(kind)
+        prebuilt = ray.images.get(kind)
         if prebuilt is not None and not prebuilt.pinned:
-            yield (
-                at(
-                    f"ray.images.{kind}",
-                    f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "
-                    "cluster.deletion_protection: true references prebuilt images by digest: write "
-                    f"{prebuilt.image.split('@')[0]}@sha256:<digest>, or unset ray.images.{kind} to "
-                    "use the project's image",
-                )
+            yield at(
+                f"ray.images.{kind}",
+                f"ray.images.{kind}: {prebuilt.image} is a tag; a stack with "
+                "cluster.deletion_protection: true references prebuilt images by digest: write "
+                f"{prebuilt.image.split('@')[0]}@sha256:<digest>, or unset ray.images.{kind} to "
+                "use the project's image",
             )
 
 
-def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[Problem]:
+def gpu_pool_arch_has_image(ray: RayConfig, node_pools: list[NodePool]) -> Iterable[Problem]:
     """A GPU pool whose machine type is not amd64 (A4X ``a4x-highgpu-4g``, GB200 on NVIDIA
     Grace: ``GpuType.arch`` ``arm64`` in :mod:`components.catalog`) runs a ``gpu`` image built for
     that architecture: ``ray.images.gpu`` with it in ``architectures``. This project's own images
@@ -388,30 +367,26 @@ def gpu_pool_arch_has_image(cfg: StackConfig) -> Iterable[Problem]:
     Arm node only when its image is declared to run there
     (https://cloud.google.com/kubernetes-engine/docs/how-to/prepare-arm-workloads-for-deployment).
     An amd64 GPU pool likewise needs ``amd64`` among a prebuilt ``gpu`` image's architectures."""
-    for pool in cfg.node_pools:
+    for pool in node_pools:
         if not isinstance(pool, GpuPool):
             continue
         arch = pool.gpu.gpu.arch
-        image = cfg.ray.images.get("gpu")
+        image = ray.images.get("gpu")
         if image is None and arch != "amd64":
-            yield (
-                at(
-                    f"node_pools[{pool.name}]",
-                    f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
-                    f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
-                    f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
-                    f"architectures: [amd64, {arch}])",
-                )
+            yield at(
+                f"node_pools[{pool.name}]",
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, and this project's gpu image is amd64 only; set ray.images.gpu to an "
+                f"image built for {arch} with architectures: [{arch}] (or a multi-arch image with "
+                f"architectures: [amd64, {arch}])",
             )
         elif image is not None and arch not in image.architectures:
-            yield (
-                at(
-                    f"node_pools[{pool.name}]",
-                    f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
-                    f"{arch}, but ray.images.gpu {image.image} is built for "
-                    f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
-                    "image is built for it",
-                )
+            yield at(
+                f"node_pools[{pool.name}]",
+                f"node_pools[{pool.name}]: {pool.gpu.type} nodes ({pool.machine_type}) are "
+                f"{arch}, but ray.images.gpu {image.image} is built for "
+                f"{', '.join(image.architectures)}; add {arch} to its architectures only if the "
+                "image is built for it",
             )
 
 
@@ -436,7 +411,9 @@ def capacity_rules(
         yield problem.with_path("capacity")
 
 
-def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:
+def fuse_caches_fit(
+    buckets: BucketsConfig, ray_clusters: list[RayClusterConfig], p: Plan
+) -> Iterable[Problem]:
     """GCS FUSE file caches fit where they live: on ephemeral storage the boot disks of the
     pools they run on, in memory each Ray pod beside its object store
     (:func:`components.storage.fuse.cache_problems`;
@@ -444,8 +421,8 @@ def fuse_caches_fit(cfg: StackConfig) -> Iterable[Problem]:
     from components.raycrs.cache_fit import memory_cache_problems
     from components.storage.fuse import cache_problems
 
-    yield from cache_problems(cfg)
-    yield from memory_cache_problems(cfg)
+    yield from cache_problems(buckets, p)
+    yield from memory_cache_problems(buckets, ray_clusters, p)
 
 
 def super_slicing_supported(
@@ -463,12 +440,14 @@ def super_slicing_supported(
     yield from problems(p, node_pools, jobs, cluster, capacity)
 
 
-def gpu_networking(cfg: StackConfig) -> Iterable[Problem]:
+def gpu_networking(
+    node_pools: list[NodePool], zones: list[str], network: NetworkConfig
+) -> Iterable[Problem]:
     """GPU-to-GPU networking (:mod:`components.gpunet.rules`; facts in
     :mod:`components.catalog.gpu_network`)."""
     from components.gpunet.rules import gpu_networking_rules
 
-    yield from gpu_networking_rules(cfg)
+    yield from gpu_networking_rules(node_pools, zones, network)
 
 
 # ------------------------------------------------------------------------------------- running
@@ -596,7 +575,7 @@ def rule_problems(
     for r in RULES:
         if r.blocked_by(bad) is None:
             problems.extend(r.problems(**rule_inputs(r.check, cfg)))
-    return gate_refusals(cfg, problems)
+    return gate_refusals(cfg.epoch, problems)
 
 
 def skipped_rules(

@@ -49,6 +49,7 @@ from contract.storage import HNS_MOUNTS_ENV
 
 if TYPE_CHECKING:
     from components.kernel.problems import Problem
+    from components.plan.plan import Plan
 
 FuseProfile = Literal["dataset", "checkpoints", "model", "plain"]
 PURPOSE_PROFILE: dict[str, FuseProfile] = {
@@ -168,17 +169,14 @@ def cache_pod_settings(
     return annotations, volumes, env
 
 
-def cache_problems(cfg: Any) -> Iterable[Problem]:
-    """For the stack ``cfg`` (a validated :class:`components.config.stack.StackConfig`): caches on
-    ``ephemeral`` storage that take more than :data:`EPHEMERAL_SHARE` of the boot
+def cache_problems(buckets: BucketsConfig, p: Plan) -> Iterable[Problem]:
+    """For the stack's ``buckets`` block and its Plan ``p``: caches on ``ephemeral`` storage that take more than :data:`EPHEMERAL_SHARE` of the boot
     disk of a pool a worker group or job of the identity runs on, one problem per (identity,
     pool), at ``buckets`` (caches in ``memory``: :mod:`components.raycrs.cache_fit`)."""
     from components.kernel.problems import Problem
-    from components.plan.plan import plan
 
-    if cfg.buckets.file_cache_medium != "ephemeral":
+    if buckets.file_cache_medium != "ephemeral":
         return  # in memory: components.raycrs.cache_fit
-    p = plan(cfg)
     seen: set[tuple[str, str]] = set()
     targets = [(g.cluster.service_account if g.cluster else None, g.pool) for g in p.groups]
     targets += [(j.runs_as, j.pool) for j in p.jobs]
@@ -187,7 +185,7 @@ def cache_problems(cfg: Any) -> Iterable[Problem]:
         if ident is None or (identity, pool.name) in seen:
             continue
         seen.add((identity, pool.name))
-        ms = mounts(cfg.buckets, ident.buckets)
+        ms = mounts(buckets, ident.buckets)
         total_gb = sum(m.cache for m in ms) * 2**20 / 1e9
         allowed = pool.disk_size_gb * EPHEMERAL_SHARE
         if total_gb > allowed:

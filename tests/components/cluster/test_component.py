@@ -201,7 +201,9 @@ def test_pure_builders():
     cfg = validate(config(nap={"resource_limits": {"cpu": 2048, "memory": 8192}}))
     limits = {
         x["resource_type"]: x["maximum"]
-        for x in nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+        for x in nap_resource_limits(
+            cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
+        )
     }
     assert limits == {
         "cpu": 2048,

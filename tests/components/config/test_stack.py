@@ -164,7 +164,8 @@ def test_nap_unknown_resource_type() -> None:
 
 
 def test_nap_needs_counts_chips_and_gpus() -> None:
-    needs = nap_needs(validate(base()))
+    cfg = validate(base())
+    needs = nap_needs(cfg.cluster.system_pool, cfg.node_pools)
     assert needs["tpu-v5-lite-podslice"] == 8
     assert needs["nvidia-l4"] == 2
 

@@ -24,6 +24,7 @@ from components.gpunet.render import (
 )
 from components.gpunet.rules import multi_node_jobs_without_gpu_networking
 from components.kernel.base import StackConfigError
+from components.plan.plan import plan
 from components.raycrs.render import render_manifests
 from components.security.rules import INSTALLER_EXEMPT, check_pod_security
 from components.stack.loader import validate
@@ -252,13 +253,13 @@ def test_multi_node_job_on_a_family_with_networking_off_warns():
         jobs=[{"name": "t", "workload": "train_lm", "node_pool": "g"}],
     )
     cfg = validate(data)  # only a warning: the stack loads and renders
-    (w,) = multi_node_jobs_without_gpu_networking(cfg)
+    (w,) = multi_node_jobs_without_gpu_networking(plan(cfg))
     assert w.severity == "warning" and w.path == "node_pools[g].gpu_networking"
     assert "over the primary NIC alone" in w
     data["node_pools"][0]["gpu_networking"] = "auto"
-    assert list(multi_node_jobs_without_gpu_networking(validate(data))) == []
+    assert list(multi_node_jobs_without_gpu_networking(plan(validate(data)))) == []
     data["node_pools"][0].update(gpu_networking="off", max_nodes=1)  # one node: no warning
-    assert list(multi_node_jobs_without_gpu_networking(validate(data))) == []
+    assert list(multi_node_jobs_without_gpu_networking(plan(validate(data)))) == []
 
 
 def test_gpu_cidr_too_small_is_refused(scale):

@@ -37,7 +37,9 @@ def policies(cfg, namespace=None):
 
 def quota(cfg, namespace=None):
     """:func:`resource_quota` of ``cfg`` (its NAP limits)."""
-    limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    limits = nap_resource_limits(
+        cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
+    )
     return resource_quota(cfg.kuberay, limits, namespace)
 
 
@@ -48,7 +50,9 @@ def namespaces(cfg):
 
 def guards(cfg):
     """:func:`namespace_objects` of ``cfg``."""
-    limits = nap_resource_limits(cfg.nap.effective_limits, nap_needs(cfg))
+    limits = nap_resource_limits(
+        cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
+    )
     return namespace_objects(plan(cfg), cfg.kuberay, cfg.network.master_ipv4_cidr, limits)
 
 
