@@ -58,7 +58,9 @@ class ReplicaPlan:
         min_pods: worker pods kept (``minReplicas``); max_pods: most worker pods (``maxReplicas``).
         fits: the most replicas the group holds.
         min_replicas, max_replicas: Serve's autoscaling bounds (``max_replicas``: the stack's,
-            else :attr:`fits`, at least 1).
+            else the one the RayService's application gets,
+            :attr:`components.raycrs.serving.ServiceSpec.default_max_replicas`: on a CPU pool one
+            per worker pod, which may be fewer than :attr:`fits`).
         target_ongoing_requests, max_ongoing_requests: per replica.
         upscale_delay_s, downscale_delay_s: None = Ray's defaults (30 s, 600 s).
         routing: ``power_of_two`` | ``prefix_cache``.
@@ -130,7 +132,7 @@ def replica_plan(p: Plan, svc: ServiceConfig) -> ReplicaPlan | None:
         max_pods=groups * dev.hosts,
         fits=fits,
         min_replicas=args.min_replicas,
-        max_replicas=int(svc.args.get("max_replicas", max(1, fits))),
+        max_replicas=int(svc.args.get("max_replicas", spec.default_max_replicas)),
         target_ongoing_requests=args.target_ongoing_requests,
         max_ongoing_requests=args.max_ongoing_requests,
         upscale_delay_s=args.upscale_delay_s,

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+import yaml
+
 from components.config.stack import StackConfig
 from components.plan.plan import plan
+from components.raycrs.render import render_manifests
 from components.raycrs.serve_replicas import RULE, replica_plan, service_autoscaling_problems
 from components.stack.loader import validate
 from components.stack.rules import run_rule
-from tests.helpers import config, stack
+from tests.helpers import WORKING_DIR, config, stack
 
 
 def _data(pool: str, **args: Any) -> dict[str, Any]:
@@ -40,6 +44,19 @@ def test_replicas_per_pool_kind() -> None:
     assert (v6e.pods_per_replica, v6e.max_pods, v6e.fits) == (4, 8, 2)
     cpu = replica_plan(plan(cfg := validate(_data("cpu", num_cpus=2))), cfg.services[0])
     assert cpu is not None and (cpu.per_replica, cpu.replicas_per_pod, cpu.fits) == ("2 CPUs", 3, 6)
+
+
+@pytest.mark.parametrize("pool", ["l4", "cpu", "v6e"])
+def test_the_max_replicas_shown_is_the_one_the_application_gets(pool: str) -> None:
+    """raygke queue's max_replicas is the rendered Serve application's (on a CPU pool one
+    replica per worker pod: 2 here, while 6 engines of 2 CPUs would fit)."""
+    cfg = validate(_data(pool, num_cpus=2) if pool == "cpu" else _data(pool))
+    rp = replica_plan(plan(cfg), cfg.services[0])
+    (svc,) = [m for m in render_manifests(cfg, WORKING_DIR) if m["kind"] == "RayService"]
+    (app,) = yaml.safe_load(svc["spec"]["serveConfigV2"])["applications"]
+    assert rp is not None and rp.max_replicas == app["args"]["max_replicas"]
+    if pool == "cpu":
+        assert (rp.max_replicas, rp.fits) == (2, 6)
 
 
 def test_autoscaling_that_can_never_take_effect_is_refused() -> None:
