@@ -1,39 +1,8 @@
-"""Pure render of the capacity objects: Kueue's Helm values and its custom resources.
-
-Every object is ``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v0.19.2 CRDs,
-``components/capacity/crds/kueue-v0.19.2``). Sources:
-
-* ResourceFlavor ``nodeLabels`` / ``nodeTaints`` / ``tolerations``: Kueue admits a pod set on a
-  flavor when the pod's tolerations plus the flavor's tolerate the flavor's NoSchedule/NoExecute
-  taints and the pod's node selector, restricted to the flavor's label keys, matches the
-  flavor's labels (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go``
-  ``checkFlavorForPodSets``); on admission it adds the flavor's labels and tolerations to the pods.
-  The flavor of a node pool is derived from its :class:`components.plan.nodepools.NodePoolSpec`
-  (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
-  includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
-  (:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
-  which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes). The
-  flavor of a ComputeClass's pool selects the class instead
-  (:func:`resource_flavor`, :func:`class_flavor_labels`), so its pods reach the class's fallback
-  priorities as well as the pool. The builder is :mod:`components.plan.flavors` (on the plan
-  floor): the plan carries every pool's flavor
-  (:attr:`components.plan.plan.Plan.resource_flavors`, once per stack) and this module hands
-  out copies.
-* ClusterQueue: one resource group covering ``cpu``, ``memory`` and the accelerators of its
-  flavors (every flavor of a group lists every covered resource: the CRD's validation);
-  ``admissionChecksStrategy.admissionChecks[].onFlavors`` runs the DWS check only for pod sets
-  on queued flavors, so the Ray head and the submitter (on the ``system`` flavor) are never in
-  the ProvisioningRequest: GKE accepts one PodSet per request (ray-project/ray#57839), as GKE's
-  sample ``ai-ml/gke-ray/tpu/dws/dws-tpu-queue.yaml`` does.
-* AdmissionCheck ``controllerName: kueue.x-k8s.io/provisioning-request`` with a
-  ProvisioningRequestConfig of class ``queued-provisioning.gke.io``
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest,
-  https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/).
-* RayJob labels ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/priority-class``
-  (kueue ``pkg/constants/constants.go`` ``QueueLabel``, ``WorkloadPriorityClassLabel``).
-* Helm values: chart ``charts/kueue/values.yaml`` of v0.19.2; ``integrations.frameworks``
-  names from ``pkg/controller/jobs/ray*/`` (``ray.io/rayjob``, ``ray.io/raycluster``,
-  ``ray.io/rayservice``).
+"""Pure render of the capacity objects: Kueue's Helm values and its custom resources
+(ResourceFlavors, ClusterQueue, AdmissionCheck, RayJob queue labels), every object
+``kueue.x-k8s.io/v1beta2`` (the storage version of the carried v0.19.2 CRDs). Flavors are built
+on the plan floor (:mod:`components.plan.flavors`); this module hands out copies.
+Sources: docs/sources.md#capacity-render
 """
 
 from __future__ import annotations

@@ -1,43 +1,8 @@
-"""Topology-aware placement: Kueue ``Topology`` objects, the flavors that name them, and the
-topology request of each queued pod set.
-
-Kueue's Topology Aware Scheduling (TAS) admits a pod set onto the domains of a ``Topology``
-(a list of node label keys, widest first) so that the pods of one multi-node job land close
-together; it is on by default since Kueue 0.14 (v0.19.2 ``pkg/features/kube_features.go``
-``TopologyAwareScheduling``: beta, default true).
-
-GPU blocks: A4X, A4, A3 Ultra, A3 Mega and A3 High (8 GPUs) nodes carry
-``cloud.google.com/gce-topology-block``, ``-subblock`` and ``-host``; with
-``kubernetes.io/hostname`` they are the four levels of Google's TAS Topology ``gke-default``
-(https://cloud.google.com/ai-hypercomputer/docs/workloads/schedule-gke-workloads-tas, "View the
-topology of your GKE cluster" and "Configure Kueue"; Spot nodes show them only with compact
-placement, and TAS works best on densely placed capacity: reservations). The only sub-block size
-Google states is A4X's: one NVLink domain of 18 instances (72 GPUs)
-(https://cloud.google.com/ai-hypercomputer/docs/terminology, "Sub-block"). :data:`GPU_LEVELS`,
-:data:`TAS_MACHINE_TYPES`, :data:`SUBBLOCK_NODES`.
-
-Rules from Kueue v0.19.2 (each checked here or by the preview, :mod:`components.capacity.preview`):
-
-* a ResourceFlavor with ``topologyName`` needs at least one ``nodeLabels`` entry (the CRD's
-  ``x-kubernetes-validations``: ``!has(self.topologyName) || self.nodeLabels.size() >= 1``);
-* a Topology has 1 to 16 levels, each label once, ``kubernetes.io/hostname`` only last (the
-  Topology CRD, ``kueue.x-k8s.io_topologies.yaml``);
-* a pod set asks for a level with ``kueue.x-k8s.io/podset-required-topology`` or
-  ``kueue.x-k8s.io/podset-preferred-topology`` (one of them, or ``-unconstrained-topology``; the
-  value a label name: ``pkg/controller/jobframework/tas_validation.go``
-  ``ValidateTASPodSetRequest``, applied to the head and every worker group of a RayJob's /
-  RayCluster's spec by ``pkg/controller/jobs/raycluster/common.go`` ``ValidateTopologyRequest``);
-* a pod set that asks for TAS fits only a flavor with a topology holding that level, and a
-  flavor with a topology takes only pod sets that ask for TAS - unless every flavor of the
-  ClusterQueue has a topology, then an unannotated pod set is implied to
-  (``pkg/scheduler/flavorassigner/tas_flavorassigner.go`` ``checkPodSetAndFlavorMatchForTAS``,
-  ``isTASImplied``: "Flavor %q does not support TopologyAwareScheduling", "does not contain the
-  requested level", "supports only TopologyAwareScheduling").
-
-So every queued worker group on a pool whose flavor has a topology carries a request
-(:func:`podset_topology`): the tightest level known to hold its pods (one pod per node): the
-host for one, the sub-block where its size is known and enough, else the block; ``required`` or
-``preferred`` by ``capacity.topology``.
+"""Topology-aware placement: Kueue ``Topology`` objects (:data:`GPU_LEVELS`), the flavors that
+name them (:data:`TAS_MACHINE_TYPES`, :data:`SUBBLOCK_NODES`), and the topology request of each
+queued pod set (:func:`podset_topology`: the tightest level known to hold its pods, one pod per
+node; ``required`` or ``preferred`` by ``capacity.topology``). Kueue's rules it follows, and
+their sources: docs/sources.md#capacity-topology
 """
 
 from __future__ import annotations

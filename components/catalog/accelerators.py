@@ -1,45 +1,8 @@
 """One record per accelerator (GPU type, TPU generation): the facts the capability table, the
-Kueue flavors, the price list and its refresher derive from, so a new accelerator is one entry.
-
-Derived from :data:`ACCELERATORS`: :data:`components.catalog.gpu.GPU_TYPES` and
-:data:`components.catalog.tpu.TPU_GENERATIONS` (machine types),
-:data:`components.catalog.capabilities.FAMILY_CAPABILITIES` (:func:`capability_rows`: flex-start,
-queued provisioning, Spot, GPU networking per machine series), the GPUDirect kind of
-:data:`components.catalog.gpu_network.GPU_NET_FAMILIES`,
-:data:`components.plan.flavors.TAS_MACHINE_TYPES` (:func:`topology_block_machine_types`), the
-refresher's SKU maps (:func:`sku_names`, :mod:`raygke.cost.refresh`) and the accelerators the
-seeded price list must price (:mod:`raygke.cost.seed`). The workload-facing figures (memory, peak
-bf16, Ray accelerator type) stay in :mod:`contract.accelerators` (standard library, shared with
-the Ray image). ``tests/components/catalog/test_accelerators.py`` holds every record to a price,
-a flavor rule and a network kind.
-
-Sources:
-
-* [GCE-AO] machine types per GPU count: https://cloud.google.com/compute/docs/accelerator-optimized-machines
-  (details and the A3 Mega / A4 / A4X confirmations in :mod:`components.catalog.gpu`).
-* [TPU] machine types per chip count: https://cloud.google.com/tpu/docs/v5e, /v6e, /v5p, /tpu7x
-  (details in :mod:`components.catalog.tpu`).
-* [GCE-NET] GPUDirect kind per machine type:
-  https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth (A3 High TCPX, A3 Mega TCPXO,
-  A3 Ultra / A4 / A4X RDMA; G2 and A2 none); TPU slices use ICI
-  (https://cloud.google.com/kubernetes-engine/docs/concepts/tpus).
-* [GKE-TAS] machine types whose nodes carry the ``cloud.google.com/gce-topology-block`` labels
-  Kueue's Topology Aware Scheduling reads: :mod:`components.capacity.topology`'s docstring.
-* [GCE-FLEX] "Flex-start VMs support all accelerator-optimized machine types (except A4X and
-  G4)": https://cloud.google.com/compute/docs/instances/about-flex-start-vms; Spot for A4X is not
-  recorded (:mod:`components.catalog.capabilities`).
-* [SKU] Cloud Billing SKU descriptions (the part before `` running in <place>``) of the Compute
-  Engine service ``6F81-5844-456A``, https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list;
-  GPU ones as https://cloud.google.com/compute/gpus-pricing names them and as captured from the
-  Catalog API in public price crawlers: ``Nvidia L4 GPU``, ``Nvidia Tesla A100 GPU``, ``Nvidia
-  Tesla A100 80GB GPU``, ``Nvidia H100 80GB GPU``, ``Nvidia H100 80GB Mega GPU`` and ``Nvidia H100
-  80GB Plus GPU`` (A3 Mega, billing family ``a3plus``), ``H200 141GB GPU`` (no ``Nvidia``
-  prefix), ``A4 Nvidia B200 (1 gpu slice)`` (the whole A4 VM / 8: no separate A4 core/RAM SKUs);
-  TPU ones in resource group ``TPU``: ``TpuV5e``, ``TpuV5p``, ``TpuV6e``, ``TPU7x`` (``TPU7x
-  running in Americas``, SKU 0F71-4391-B6CA). No GB200 / A4X SKU description was found in any
-  public source read, so GB200 has none (:attr:`Accelerator.price_skus` empty): a refresh from
-  the API leaves it unpriced, and tests/components/catalog/test_accelerators.py then names it
-  (the refresher excuses nothing; only the seed's placeholder prices it).
+Kueue flavors, the price list and its refresher derive from, so a new accelerator is one entry
+of :data:`ACCELERATORS`. The workload-facing figures (memory, peak bf16, Ray accelerator type)
+stay in :mod:`contract.accelerators`. What derives from it, and the sources:
+docs/sources.md#catalog-accelerators
 """
 
 from __future__ import annotations

@@ -1,46 +1,7 @@
 """``ImageRegistry``: the stack's Artifact Registry Docker repository and the Ray images built
-into it during ``pulumi up``.
-
-Constructor (called by ``__main__.py``)::
-
-    ImageRegistry(
-        name: str,
-        args: ImageRegistryArgs(
-            plan: Plan,                               # the stack's plan (components.plan.plan)
-            ray: RayConfig,                           # the ray block (images, cleanup age)
-            cluster: ClusterConfig,                   # the cluster block (deletion_protection)
-            kms_key_id: pulumi.Input[str],            # Security.registry_key.id (region's ring)
-            node_service_account: pulumi.Input[str],  # node SA email: repository reader
-            depends_on: list[pulumi.Resource],        # Security.registry_key_grant
-        ),
-        opts: pulumi.ResourceOptions | None = None,
-    )
-
-Children:
-
-* ``gcp.artifactregistry.Repository`` ``<cluster name>`` (format ``DOCKER``) in the stack's
-  region, encrypted with the CMEK key, with a cleanup policy that deletes untagged images older
-  than ``ray.delete_untagged_images_after_days``
-  (https://cloud.google.com/artifact-registry/docs/repositories/cleanup-policy,
-  https://cloud.google.com/artifact-registry/docs/cmek).
-* ``gcp.artifactregistry.RepositoryIamMember``: the node service account may read this
-  repository only (``roles/artifactregistry.reader``; the kubelet pulls with the node's identity,
-  https://cloud.google.com/artifact-registry/docs/access-control).
-* one ``pulumi_docker_build.Image`` per image kind the stack uses without a prebuilt image in
-  ``ray.images`` (:func:`components.images.render.kinds_to_build`): ``images/<kind>/Dockerfile``,
-  the repository root as context, build argument ``RAY_VERSION``, platform ``linux/amd64``,
-  pushed as ``<repo>/ray-<kind>:<ray.version>``, build cache in the registry (``:buildcache``,
-  ``mode=max``, image manifest), label ``ray-gke/content`` (:func:`~components.images.render.
-  content_hash`). buildx authenticates to ``<region>-docker.pkg.dev`` with the access token of
-  the credentials running Pulumi (user ``oauth2accesstoken``,
-  https://cloud.google.com/artifact-registry/docs/docker/authentication#token), so no docker
-  credential helper is needed (https://www.pulumi.com/registry/packages/docker-build/api-docs/image/).
-
-Outputs (attributes and ``register_outputs``):
-
-* ``url``: ``<region>-docker.pkg.dev/<project>/<repository id>``;
-* ``refs``: image kind (those the stack uses) -> the reference pods use: ``Image.ref`` (``<repo>/ray-<kind>@sha256:...``,
-  the pushed digest) for built kinds, the prebuilt reference otherwise.
+into it during ``pulumi up``. Constructor (called by ``__main__.py``):
+``ImageRegistry(name, ImageRegistryArgs(...), opts)``; its children and outputs:
+:class:`ImageRegistry`. Sources: docs/sources.md#images-component
 """
 
 from __future__ import annotations
@@ -64,7 +25,10 @@ DAY_SECONDS = 86400
 
 @dataclass
 class ImageRegistryArgs:
-    """Inputs of :class:`ImageRegistry` (see the module docstring)."""
+    """Inputs of :class:`ImageRegistry`: ``plan`` (the stack's plan), ``ray`` (the ray block:
+    images, cleanup age), ``cluster`` (the cluster block: deletion_protection), ``kms_key_id``
+    (``Security.registry_key.id``, the region's ring), ``node_service_account`` (node SA email:
+    the repository's reader), ``depends_on`` (``Security.registry_key_grant``)."""
 
     plan: Plan
     ray: RayConfig
@@ -82,7 +46,32 @@ def _context_path(rel: str) -> str:
 
 
 class ImageRegistry(pulumi.ComponentResource):
-    """``ray-gke:images:ImageRegistry``: repository, its reader grant, the built images."""
+    """``ray-gke:images:ImageRegistry``: repository, its reader grant, the built images.
+
+    Children:
+
+    * ``gcp.artifactregistry.Repository`` ``<cluster name>`` (format ``DOCKER``) in the stack's
+      region, encrypted with the CMEK key, with a cleanup policy that deletes untagged images
+      older than ``ray.delete_untagged_images_after_days``.
+    * ``gcp.artifactregistry.RepositoryIamMember``: the node service account may read this
+      repository only (``roles/artifactregistry.reader``; the kubelet pulls with the node's
+      identity).
+    * one ``pulumi_docker_build.Image`` per image kind the stack uses without a prebuilt image in
+      ``ray.images`` (:func:`components.images.render.kinds_to_build`): ``images/<kind>/Dockerfile``,
+      the repository root as context, build argument ``RAY_VERSION``, platform ``linux/amd64``,
+      pushed as ``<repo>/ray-<kind>:<ray.version>``, build cache in the registry (``:buildcache``,
+      ``mode=max``, image manifest), label ``ray-gke/content``
+      (:func:`~components.images.render.content_hash`). buildx authenticates to
+      ``<region>-docker.pkg.dev`` with the access token of the credentials running Pulumi (user
+      ``oauth2accesstoken``), so no docker credential helper is needed.
+
+    Outputs (attributes and ``register_outputs``):
+
+    * ``url``: ``<region>-docker.pkg.dev/<project>/<repository id>``;
+    * ``refs``: image kind (those the stack uses) -> the reference pods use: ``Image.ref``
+      (``<repo>/ray-<kind>@sha256:...``, the pushed digest) for built kinds, the prebuilt
+      reference otherwise.
+    """
 
     def __init__(
         self, name: str, args: ImageRegistryArgs, opts: pulumi.ResourceOptions | None = None

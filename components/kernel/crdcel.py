@@ -1,41 +1,8 @@
-"""The CEL rules of a CRD (``x-kubernetes-validations``), evaluated as the API server does on create.
-
-Every ``x-kubernetes-validations`` rule of a CRD schema node is a CEL expression evaluated with
-``self`` bound to the object's value at that node; a rule that is not true refuses the object,
-with the rule's ``message`` (or the result of its ``messageExpression``; without either,
-``failed rule: <rule>``) at the node's path, or at the rule's ``fieldPath`` below it. Source:
-https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation-rules
-and its implementation ``k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go``
-(``validateExpressions``: a rule that cannot be evaluated - ``no such key``, an overload that does
-not match - refuses the object too, ``"<error> evaluating rule: <rule>"``).
-
-* Transition rules (rules that read ``oldSelf``) run on update only; on create the API server
-  skips them (same page, "Transition rules"), so they are skipped here: a stack renders objects
-  to create. :func:`transition` says which they are. A rule with ``optionalOldSelf: true`` runs on
-  create too (``oldSelf`` an absent optional); it is a note here (no carried CRD has one).
-* Values are typed from the schema as the API server types them
-  (``k8s.io/apiserver/pkg/cel/common/values.go`` ``UnstructuredToVal``): a ``format: duration``
-  string is a CEL duration (parsed like go-openapi ``strfmt.ParseDuration``), ``type: number`` a
-  double; property names that are not CEL identifiers or are CEL reserved words are escaped
-  (``namespace`` -> ``__namespace__``, ``a-b`` -> ``a__dash__b``;
-  ``k8s.io/apiserver/pkg/cel/escaping.go``); map keys (``additionalProperties``) are not.
-* The implementation is ``cel-expr-python`` (Google's CEL C++ runtime, https://github.com/cel-expr/cel-python)
-  with the cel-spec ``strings`` extension (``format``, ``lowerAscii``, ``split``, ...: the
-  Kubernetes CEL environment includes it, ``k8s.io/apiserver/pkg/cel/environment/base.go``).
-  The Kubernetes libraries the runtime lacks are registered here from
-  ``k8s.io/apiserver/pkg/cel/library``: ``isURL`` (``urls.go``), the list functions ``isSorted``,
-  ``sum``, ``min``, ``max`` (``lists.go``; its list ``indexOf`` / ``lastIndexOf`` are not: the
-  runtime does not take a second overload of the strings extension's functions, so a rule using
-  them on a list is a note) and the regex functions
-  ``find``, ``findAll`` (``regex.go``). The carried CRDs use ``isURL``, ``matches`` and
-  ``format`` besides the core language.
-* A rule the runtime cannot compile (a Kubernetes function not registered here, ``quantity()``,
-  ``ip()``, ``cidr()``, ``url()``, ...) is never passed silently: :func:`rule_problems` returns it
-  as a note naming the rule and the compiler's message.
-
-Rules are compiled once per process (:func:`compile_rule` is cached) and evaluated per object.
-The API server's cost limits (``maxLength`` / ``maxItems`` driven estimates) are not modelled:
-they bound CRD authors, not objects.
+"""The CEL rules of a CRD (``x-kubernetes-validations``), evaluated as the API server does on
+create (:func:`rule_problems`; rules compiled once per process by :func:`compile_rule`).
+Transition rules (:func:`transition`) are skipped; a rule the runtime cannot compile is a note,
+never passed silently. The API server's semantics this follows, and the runtime:
+docs/sources.md#kernel-crdcel
 """
 
 from __future__ import annotations

@@ -1,48 +1,8 @@
-"""``RayResources``: the stack's RayClusters and RayJobs on the cluster, plus the workloads
-archive they run.
-
-Constructor (called by ``__main__.py``): ``RayResources(name, RayResourcesArgs(...), opts)``,
-:class:`RayResourcesArgs` naming the inputs.
-
-Children:
-
-* ``gcp.storage.BucketObject`` ``workloads/<sha256[:16]>.zip`` in the artifacts bucket: the
-  deterministic zip of ``workloads/`` (:mod:`components.raycrs.archive`). The name carries the content
-  hash, so a changed workload is a replace in the preview diff, and every RayJob's
-  ``runtimeEnvYAML`` ``working_dir`` points at exactly that object.
-* per Ray cluster (RayCluster, or RayJob with its own cluster) a ``random.RandomPassword`` and
-  the ``v1`` Secret ``<name>-ray-auth`` (key ``auth_token``) its ``authOptions.secretName``
-  names (:func:`components.kernel.ray.auth_options`); the Ray objects wait for it.
-* one ``pulumi_kubernetes.apiextensions.CustomResource`` per GKE ComputeClass
-  (:func:`components.computeclass.render.render_compute_classes`, cluster-scoped, first) and per
-  object from :func:`components.raycrs.render.render_manifests` (RayClusters, then RayJobs),
-  depending on
-  ``depends_on`` and on the archive object; every head, worker group and submitter container
-  uses ``images[kind]`` (the pushed digests of :class:`components.images.component.
-  ImageRegistry`, so a rebuilt image updates the Ray resources that run it); a RayJob whose spec
-  changes is replaced (a re-run, :func:`rerun_options`)
-  (https://www.pulumi.com/registry/packages/kubernetes/api-docs/apiextensions/customresource/).
-* per service, before the Ray objects, its Hugging Face token's ``SecretProviderClass`` and its
-  Gateway API ``Gateway`` and ``HTTPRoute``
-  (:func:`components.raycrs.ingress.render_service_objects`), then the GCS fault tolerance
-  Redis AUTH string's (:func:`components.gcsft.render.redis_objects`), as custom resources too.
-
-Outputs (``register_outputs`` and attributes):
-
-* ``ray_clusters``: ``{name: {"dashboard": "http://<name>-head-svc.<ns>.svc.cluster.local:8265",
-  "client": "ray://<name>-head-svc.<ns>.svc.cluster.local:10001"}}`` (in-cluster addresses only;
-  KubeRay names the head Service ``<name>-head-svc``,
-  https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/raycluster-quick-start.html).
-* ``jobs``: the RayJob names.
-* ``services``: ``{name: "http://<name>-serve-svc.<ns>.svc.cluster.local:8000"}``, each
-  RayService's Serve endpoint in the cluster (:func:`components.raycrs.serve.service_url`).
-* ``compute_classes``: the ComputeClass names.
-* ``pod_monitorings``: the Managed Prometheus PodMonitoring names
-  (:func:`components.monitoring.render.render_monitoring`; created with the RayClusters and
-  RayServices they scrape).
-* ``archive_object``: the object name; ``working_dir``: its ``gs://`` URI.
-
-The component only calls the pure builders; everything it creates is in the rendered manifests.
+"""``RayResources``: the stack's RayClusters, RayJobs and RayServices on the cluster, plus the
+workloads archive they run. Constructor (called by ``__main__.py``):
+``RayResources(name, RayResourcesArgs(...), opts)``; its children and outputs:
+:class:`RayResources`. The component only calls the pure builders; everything it creates is in
+the rendered manifests. Sources: docs/sources.md#raycrs-component
 """
 
 from __future__ import annotations
@@ -116,7 +76,45 @@ class RayResourcesArgs:
 
 
 class RayResources(pulumi.ComponentResource):
-    """The RayClusters and RayJobs of a stack (see the module docstring for the signature)."""
+    """The RayClusters and RayJobs of a stack.
+
+    Children:
+
+    * ``gcp.storage.BucketObject`` ``workloads/<sha256[:16]>.zip`` in the artifacts bucket: the
+      deterministic zip of ``workloads/`` (:mod:`components.raycrs.archive`). The name carries the
+      content hash, so a changed workload is a replace in the preview diff, and every RayJob's
+      ``runtimeEnvYAML`` ``working_dir`` points at exactly that object.
+    * per Ray cluster (RayCluster, or RayJob with its own cluster) a ``random.RandomPassword`` and
+      the ``v1`` Secret ``<name>-ray-auth`` (key ``auth_token``) its ``authOptions.secretName``
+      names (:func:`components.kernel.ray.auth_options`); the Ray objects wait for it.
+    * one ``pulumi_kubernetes.apiextensions.CustomResource`` per GKE ComputeClass
+      (:func:`components.computeclass.render.render_compute_classes`, cluster-scoped, first) and
+      per object from :func:`components.raycrs.render.render_manifests` (RayClusters, then
+      RayJobs), depending on ``depends_on`` and on the archive object; every head, worker group
+      and submitter container uses ``images[kind]`` (the pushed digests of
+      :class:`components.images.component.ImageRegistry`, so a rebuilt image updates the Ray
+      resources that run it); a RayJob whose spec changes is replaced (a re-run,
+      :func:`rerun_options`).
+    * per service, before the Ray objects, its Hugging Face token's ``SecretProviderClass`` and
+      its Gateway API ``Gateway`` and ``HTTPRoute``
+      (:func:`components.raycrs.ingress.render_service_objects`), then the GCS fault tolerance
+      Redis AUTH string's (:func:`components.gcsft.render.redis_objects`), as custom resources
+      too.
+
+    Outputs (``register_outputs`` and attributes):
+
+    * ``ray_clusters``: ``{name: {"dashboard": "http://<name>-head-svc.<ns>.svc.cluster.local:8265",
+      "client": "ray://<name>-head-svc.<ns>.svc.cluster.local:10001"}}`` (in-cluster addresses
+      only; KubeRay names the head Service ``<name>-head-svc``).
+    * ``jobs``: the RayJob names.
+    * ``services``: ``{name: "http://<name>-serve-svc.<ns>.svc.cluster.local:8000"}``, each
+      RayService's Serve endpoint in the cluster (:func:`components.raycrs.serve.service_url`).
+    * ``compute_classes``: the ComputeClass names.
+    * ``pod_monitorings``: the Managed Prometheus PodMonitoring names
+      (:func:`components.monitoring.render.render_monitoring`; created with the RayClusters and
+      RayServices they scrape).
+    * ``archive_object``: the object name; ``working_dir``: its ``gs://`` URI.
+    """
 
     def __init__(
         self, name: str, args: RayResourcesArgs, opts: pulumi.ResourceOptions | None = None

@@ -1,43 +1,8 @@
 """What a vLLM service (the ``serve_llm`` Serve application, :mod:`workloads.serve_llm`) gets from
-its node pool, what it serves, and whether that can start (pure; no Pulumi).
-
-One source of truth per fact:
-
-* the devices of one worker pod: a GPU pool's GPUs per node (``gpu.count``), a single-host TPU
-  slice's chips (``TpuSlice.chips_per_host``, = the slice's chips), on a CPU pool one "device":
-  the pod's CPUs, where a replica is one engine process in one placement bundle of
-  ``args.num_cpus`` CPUs (vLLM's CPU build, ``tensor_parallel_size`` 1); the pool record of the
-  stack's plan (:meth:`components.plan.plan.Plan.service`). A replica's placement group
-  (``tensor_parallel_size`` bundles of one GPU or one TPU chip, ``PACK``:
-  :func:`workloads.serve_llm.llm_config`) lives in one worker pod. On a multi-host TPU slice a
-  replica is the whole slice instead (``tensor_parallel_size`` = its chips, ``tpu_topology`` =
-  its topology): Ray 2.60's Serve LLM reserves it as one ``SlicePlacementGroup`` and vLLM's TPU
-  build runs one engine over its hosts (:func:`workloads.serve_llm.multi_host_tpu`, the sources
-  cited there; ray-project/ray#57137 tracks TPU support in Ray Serve LLM). That needs the TPU
-  initialization webhook, as multi-host training does (``TPU_WORKER_ID``, the slice's labels).
-* memory per device: the catalog's GPU memory (:data:`components.catalog.GPU_TYPES`
-  ``memory_gb``) and TPU HBM (:func:`components.catalog.tpu_generation` ``hbm_gb``), each sourced
-  in :mod:`contract.accelerators`. On a CPU pool the engines of one worker pod share its memory
-  (:func:`components.raycrs.pod.worker_pod_size`) less Ray's object store (Ray's default: 30 %
-  of the memory, at most 200 GB: ``ray_constants.DEFAULT_OBJECT_STORE_MEMORY_PROPORTION``,
-  ``DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES``), each its weights plus its KV cache space
-  (``args.cpu_kv_cache_gb``, ``VLLM_CPU_KVCACHE_SPACE``).
-* Ray's accelerator type: ``TPU-V6E`` / ``TPU-V5LITEPOD`` (``TpuFacts.ray_accelerator_type``), ``L4``
-  / ``H100`` / ... (``GpuFacts.ray_accelerator_type``; Ray 2.60
-  ``ray/util/accelerators/accelerators.py`` and ``ray/_private/accelerators/nvidia_gpu.py``);
-  none on a CPU pool (no accelerator resource is asked for).
-* ``tensor_parallel_size``: the pod's devices unless ``args.tensor_parallel_size`` sets a
-  smaller one (:func:`tensor_parallel_size`).
-* the model the workers read: the checkpoint through the pod's GCS FUSE mount of the
-  checkpoints bucket, ``/mnt/gcs/checkpoints/<path in the bucket>``
-  (:data:`components.raycrs.pod.MOUNT_ROOT`; :func:`model_path`); for a job name its experiment
-  folder, whose newest verifying checkpoint's ``hf/`` ``resolve_model`` serves.
-* the model's shape, for a checkpoint that names a job: the trained job's ``d_model``,
-  ``n_layers``, ``n_heads``, ``mlp_ratio``, ``context_length`` (else the stack's ``prepare``
-  job's, else prepare's default 256), mapped to GPT-2's ``config.json`` as
-  :func:`workloads.hf_export.hf_config` does (``vocab_size`` 256, ``n_positions`` = context,
-  ``n_embd`` = d_model, ``n_layer``, ``n_head``, ``n_inner`` = mlp_ratio x d_model)
-  (:func:`trained_shape`); :func:`contract.serve_fit.fit_problems` decides.
+its node pool, what it serves, and whether that can start (pure; no Pulumi): one source of truth
+per fact (devices per pod, memory per device, Ray's accelerator type, :func:`tensor_parallel_size`,
+:func:`model_path`, :func:`trained_shape`); :func:`contract.serve_fit.fit_problems` decides.
+Where each fact comes from: docs/sources.md#raycrs-serving
 """
 
 from __future__ import annotations
@@ -180,8 +145,10 @@ def model_path(ctx: Context, svc: ServiceConfig) -> str:
 
 
 def trained_shape(jobs: Iterable[JobConfig], job_name: str) -> CausalLmShape | None:
-    """The GPT-2 shape job ``job_name`` of ``jobs`` (the stack's) trains (see the module
-    docstring); None when the job is
+    """The GPT-2 shape job ``job_name`` of ``jobs`` (the stack's) trains (its ``d_model``,
+    ``n_layers``, ``n_heads``, ``mlp_ratio``, ``context_length``, else the stack's ``prepare``
+    job's, else prepare's default 256, mapped to GPT-2's ``config.json`` as
+    :func:`workloads.hf_export.hf_config` does); None when the job is
     not declared or does not run one of :data:`SHAPED_TRAINERS` (``tune_lm`` picks its own
     widths), or its arguments do not parse (the job rules report that)."""
     from contract.args.base import ArgError

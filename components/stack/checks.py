@@ -1,46 +1,7 @@
 """Checks on the rendered stack (``raygke check``): what the API server, the scheduler and IAM
-would otherwise only tell you after ``pulumi up``.
-
-:func:`check_stack` renders the stack (:func:`components.raycrs.render.render_manifests` and
-:func:`components.nodepools.render.node_pool_specs`) and reports, one line each:
-
-1. every RayCluster / RayJob / RayService validates against the CRD of the stack's KubeRay version
-   (``kuberay.chart_version``) as the API server would on create - unknown (pruned) fields,
-   defaults, schema, ``metadata``, list types and the CRD's CEL rules
-   (:mod:`components.raycrs.crd` on the one checker :mod:`components.kernel.crdschema`; a CEL rule
-   not evaluated is a ``warning`` Problem, ``crd-cel-not-evaluated``),
-   and passes the rules the KubeRay operator of that version applies when it reconciles
-   (:mod:`components.raycrs.operator`); every Managed Prometheus PodMonitoring
-   (:mod:`components.monitoring.render`) validates against the carried PodMonitoring CRD
-   (:func:`components.raycrs.crd.validate_other`), and every GKE ComputeClass
-   (:mod:`components.computeclass.render`) against the schema carried in
-   ``components/computeclass/crds`` (:func:`components.computeclass.checks.compute_class_problems`);
-2. every head and worker group can schedule on a declared node pool or on a node shape Node Auto
-   Provisioning may create (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning:
-   NAP creates TPU and GPU nodes for the accelerator types named in ``resource_limits``):
-   nodeSelector labels are a subset of the node's labels, the tolerations cover the node's taints
-   (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/), the pod's
-   requests (plus the GCS FUSE sidecar when injected) fit the node's allocatable, and for TPU
-   groups ``numOfHosts`` equals the slice's hosts and the ``google.com/tpu`` request equals its
-   chips per host (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html);
-3. every job's workload supports the accelerator kind of the pool it runs on, and a
-   ``STRICT_PACK`` / ``STRICT_SPREAD`` placement strategy fits its pool
-   (:func:`components.raycrs.placement.placement_problems`);
-4. IAM (:mod:`components.security.iam`): no bucket is public and no workload identity holds a project-wide
-   storage role;
-5. every job's images (head and worker group, or its ``runtime_env_pip``) provide what its
-   workload needs at the project's pinned versions (:mod:`components.images.checks`);
-6. every GCP and Kubernetes name the stack declares, derived names included, follows that
-   system's rule, no two config entries produce the same name, and labels follow the rules of
-   where they are applied (:mod:`components.stack.name_checks`);
-6. the secure-default rules ``ray-auth``, ``pod-security`` and ``network-policy``
-   (:mod:`components.security.rules`) over the Ray objects, the Namespace and its
-   NetworkPolicies / ResourceQuota / LimitRange (:mod:`components.kuberay.namespace`).
-
-When the CRD folder is absent, check 1 cannot run; rather than pass silently (a misspelled field
-is exactly what it exists to catch), :func:`check_stack` reports one problem line saying where it
-looked and how to set ``RAYGKE_CRDS_DIR``, and still runs the other checks. ``raygke check
---no-render`` skips all rendered-stack checks.
+would otherwise only tell you after ``pulumi up``. Entry point :func:`check_stack` (its docstring
+lists the checks); ``raygke check --no-render`` skips them all.
+Sources: docs/sources.md#stack-checks
 """
 
 from __future__ import annotations
@@ -406,8 +367,42 @@ RENDER_CHECKS: dict[str, str] = {
 def check_stack(cfg: StackConfig) -> list[Problem]:
     """Problems found in the rendered stack (empty when none), each a
     :class:`~components.kernel.problems.Problem` with the stack field it is about (``""`` when none:
-    a render that fails) and the id of the check that found it. See the module docstring for
-    what is checked."""
+    a render that fails) and the id of the check that found it, one line each:
+
+    1. every RayCluster / RayJob / RayService validates against the CRD of the stack's KubeRay
+       version (``kuberay.chart_version``) as the API server would on create - unknown (pruned)
+       fields, defaults, schema, ``metadata``, list types and the CRD's CEL rules
+       (:mod:`components.raycrs.crd` on the one checker :mod:`components.kernel.crdschema`; a CEL
+       rule not evaluated is a ``warning`` Problem, ``crd-cel-not-evaluated``), and passes the
+       rules the KubeRay operator of that version applies when it reconciles
+       (:mod:`components.raycrs.operator`); every Managed Prometheus PodMonitoring
+       (:mod:`components.monitoring.render`) validates against the carried PodMonitoring CRD
+       (:func:`components.raycrs.crd.validate_other`), and every GKE ComputeClass
+       (:mod:`components.computeclass.render`) against the schema carried in
+       ``components/computeclass/crds`` (:func:`components.computeclass.checks.compute_class_problems`);
+    2. every head and worker group can schedule on a declared node pool or on a node shape Node
+       Auto Provisioning may create (NAP creates TPU and GPU nodes for the accelerator types named
+       in ``resource_limits``): nodeSelector labels are a subset of the node's labels, the
+       tolerations cover the node's taints, the pod's requests (plus the GCS FUSE sidecar when
+       injected) fit the node's allocatable, and for TPU groups ``numOfHosts`` equals the slice's
+       hosts and the ``google.com/tpu`` request equals its chips per host;
+    3. every job's workload supports the accelerator kind of the pool it runs on, and a
+       ``STRICT_PACK`` / ``STRICT_SPREAD`` placement strategy fits its pool
+       (:func:`components.raycrs.placement.placement_problems`);
+    4. IAM (:mod:`components.security.iam`): no bucket is public and no workload identity holds a
+       project-wide storage role;
+    5. every job's images (head and worker group, or its ``runtime_env_pip``) provide what its
+       workload needs at the project's pinned versions (:mod:`components.images.checks`);
+    6. every GCP and Kubernetes name the stack declares, derived names included, follows that
+       system's rule, no two config entries produce the same name, and labels follow the rules of
+       where they are applied (:mod:`components.stack.name_checks`);
+    7. the secure-default rules ``ray-auth``, ``pod-security`` and ``network-policy``
+       (:mod:`components.security.rules`) over the Ray objects, the Namespace and its
+       NetworkPolicies / ResourceQuota / LimitRange (:mod:`components.kuberay.namespace`).
+
+    When the CRD folder is absent, check 1 cannot run; rather than pass silently (a misspelled
+    field is exactly what it exists to catch), it reports one problem line saying where it looked
+    and how to set ``RAYGKE_CRDS_DIR``, and still runs the other checks."""
     from components.raycrs.archive import working_dir_uri, workloads_archive
     from contract.args.base import ArgError
 

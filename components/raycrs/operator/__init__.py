@@ -1,39 +1,10 @@
-"""The rules the KubeRay operator applies to a RayCluster, RayJob or RayService when it reconciles.
-
-The API server accepts any object its CRD schema allows (:mod:`components.raycrs.crd`); the
-operator then validates it again and, on a problem, records an event and never acts on the object:
-``pulumi up`` succeeds and the cluster or job never runs. This module repeats every rule of KubeRay
-v1.7.0 ``ray-operator/controllers/ray/utils/validation.go`` (constants from ``constant.go``) that
-can be decided from the manifest alone, one function per rule, each citing the Go function it
-comes from, and the one rule of KubeRay's validating webhook that validation.go lacks (unique
-worker group names, ``ray-operator/pkg/webhooks/v1/raycluster_webhook.go``). Every problem is one line::
-
-    RayJob train: spec.ttlSecondsAfterFinished 3600 needs spec.shutdownAfterJobFinishes true ...
-
-a :class:`~components.kernel.problems.Problem` carrying the object field it is about
-(:attr:`~components.kernel.problems.Problem.object_field`, ``spec.ttlSecondsAfterFinished``;
-:func:`~components.kernel.problems.in_object`), as the CRD and feature-gate checks give theirs:
-every rule returns ``list[Problem]``, so ``raygke check`` places a problem from that field, never
-from the line's words.
-
-Rules that depend on something a manifest does not show are not checked: the operator's feature
-gates (``RayJobDeletionPolicy``, ``RayClusterHistoryServer``, ``RayClusterNetworkPolicy``,
-``RayClusterMTLS``, ``GCSFaultToleranceEmbeddedStorage``, ``RayServiceIncrementalUpgrade``;
-:mod:`components.raycrs.gates` checks those with the installed operator's gates),
-``status`` (``ValidateRayClusterStatus``, ``ValidateRayJobStatus``) and RayCronJob (not rendered).
-
-Versions: the rules are read from v1.7.0. For v1.6.2 (the other carried version) the v1.6.2
-``validation.go`` was not available; the rules whose fields first appear in the v1.7.0 CRDs
-(``tlsOptions``, ``networkPolicy``, ``historyServerOptions``, ``workerGroupSpecs[].priority``,
-``gcsFaultToleranceOptions.backend`` / ``.storage``, ``autoscalerOptions.args``) are tagged
-``since="1.7.0"`` and skipped (the v1.6.2 CRD check already refuses those fields as unknown);
-every other rule is applied as in v1.7.0, which is unverified for v1.6.2.
-
-One module per kind: :mod:`~components.raycrs.operator.cluster` (RayCluster and the cluster spec of
-every kind; its optional features in :mod:`~components.raycrs.operator.features`),
-:mod:`~components.raycrs.operator.job` (RayJob),
-:mod:`~components.raycrs.operator.service` (RayService), on the views of
-:mod:`~components.raycrs.operator.common`; this module holds the rule tables and runs them.
+"""The rules the KubeRay operator applies to a RayCluster, RayJob or RayService when it reconciles
+(KubeRay v1.7.0 ``validation.go``, decided from the manifest alone), each returning
+``list[Problem]`` with the object field it is about. One module per kind:
+:mod:`~components.raycrs.operator.cluster` (and :mod:`~components.raycrs.operator.features`),
+:mod:`~components.raycrs.operator.job`, :mod:`~components.raycrs.operator.service`, on the views
+of :mod:`~components.raycrs.operator.common`; this module holds the rule tables and runs them.
+Scope, versions and sources: docs/sources.md#raycrs-operator
 """
 
 from __future__ import annotations
