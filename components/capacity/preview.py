@@ -1,38 +1,8 @@
 """Offline admission preview: for each queued job, its pod sets, the flavor each gets and the
-quota it needs against its queue's nominal plus borrowable quota.
-
-Pod sets of a RayJob as Kueue v0.19.2 builds them (``pkg/controller/jobs/raycluster/common.go``
-``BuildPodSets``, ``pkg/controller/jobs/rayjob/rayjob_controller.go`` ``PodSets``): ``head``
-(count 1, the head template; plus the autoscaler sidecar when in-tree autoscaling is on), one per
-worker group (count ``replicas x numOfHosts``), and ``submitter`` (count 1, the submitter pod
-template) in ``K8sJobMode``, KubeRay's default ``submissionMode``. A pod's request per resource is
-the sum of its containers' requests (limits where no request), as Kubernetes and Kueue count it.
-
-Flavor assignment follows Kueue's flavor assigner
-(``pkg/scheduler/flavorassigner/flavorassigner.go``): flavors in the ClusterQueue's order, a
-flavor matches when the pod tolerates its taints (with the flavor's tolerations) and the pod's
-node selector agrees with the flavor's labels on the flavor's keys; the first matching flavor
-whose nominal quota fits is taken, else the first where borrowing makes it fit (an
-approximation of ``flavorFungibility``, which decides whether Kueue looks further for a flavor
-that fits without borrowing). A pod set is never split over flavors. Borrowable quota is what
-the other queues of the cohort lend (their ``lendingLimit``, else their nominal quota), capped by the queue's
-``borrowingLimit`` (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#borrowingLimit).
-
-Verdicts, for the job alone (other workloads take quota too, so "admitted" can still queue):
-
-* ``admitted``: every pod set fits nominal quota at once;
-* ``waits``: it needs quota borrowed from the cohort, admitted when the cohort has it idle;
-* ``never``: some pod set fits no flavor's nominal plus borrowable quota, or matches no flavor.
-
-A pod set on a queued (DWS) flavor is admitted after the ``dws-provisioning`` AdmissionCheck:
-Dynamic Workload Scheduler provisions its nodes first (``provisioning: true``).
-
-Topology: a pod set whose template asks for a topology level (``kueue.x-k8s.io/podset-required-
-topology`` / ``-preferred-topology``) takes only a flavor whose Topology has that level, and a
-flavor with a topology takes only such pod sets (Kueue v0.19.2 ``tas_flavorassigner.go``
-``checkPodSetAndFlavorMatchForTAS``, :func:`components.capacity.topology.tas_mismatch`);
-:attr:`Assignment.topology` is the placement a pod set gets. Whether the domains have room is
-the cluster's state, not previewed.
+quota it needs against its queue's nominal plus borrowable quota; verdict ``admitted``,
+``waits`` or ``never`` (for the job alone). How Kueue builds pod sets and assigns flavors, with
+sources:
+docs/sources.md#capacity-preview
 """
 
 from __future__ import annotations

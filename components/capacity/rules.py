@@ -1,37 +1,8 @@
 """Capacity rules on the stack model: Kueue's rules for queued Ray jobs and the DWS / flex-start
-limits, each a one-line problem.
-
-:func:`stack_rules` - cross-field rules on the stack model (run by :mod:`components.stack.rules`
-with the other rules, so ``raygke check`` and ``pulumi up`` both refuse them):
-
-  - a job's ``queue`` is a declared LocalQueue, whose ``cluster_queue`` is declared; ``priority``
-    a declared WorkloadPriorityClass and only with a queue; a flavor's ``pool`` a declared pool;
-  - a queued RayJob brings its own cluster: Kueue refuses ``clusterSelector`` on a queued RayJob
-    and requires ``rayClusterSpec`` (kueue v0.19.2 ``pkg/controller/jobs/rayjob/rayjob_webhook.go``
-    ``validateCreate``: "a kueue managed job should not use an existing cluster");
-  - it shuts its cluster down (same function: "a kueue managed job should delete the cluster after
-    finishing", ``shutdownAfterJobFinishes``);
-  - Kueue owns ``suspend``: its webhook sets it on create and the job controller flips it on
-    admission (``pkg/controller/jobframework/defaults.go`` ``ApplyDefaultForSuspend``,
-    ``rayjob_controller.go`` ``Suspend``/``RunWithPodSetsInfo``), so ``suspend: true`` is refused
-    on the stack field. Kueue's webhooks themselves accept a RayJob created with ``suspend: true``
-    (the rendered-object check follows them, :func:`components.capacity.checks.rayjob_problems`);
-    the stack refuses it because the field would be the stack's to apply: Kueue's defaulting
-    webhook runs on create only (``rayjob_webhook.go``: ``mutating=true ... verbs=create``), so
-    every later ``pulumi up`` would re-apply the stack's ``suspend: true`` over the ``false`` Kueue
-    set on admission and stop an admitted job (KubeRay tears a suspended RayJob's cluster down,
-    which is why validation.go ``ValidateRayJobSpec`` allows ``suspend`` only with
-    ``shutdownAfterJobFinishes``);
-  - a job on a ``queued`` pool names a queue: only Kueue's ProvisioningRequest gets nodes there
-    ([GKE-DWS-QUEUED] in :mod:`components.catalog`);
-  - a ``queued`` / ``flex-start`` pool: minimum GKE versions, non-queued TPU flex-start single-host
-    only, a queued pool scales from 0 ([GKE-DWS-QUEUED], [GKE-FLEX-START]);
-  - Kueue's validating webhooks on the ClusterQueues, Cohorts and ResourceFlavors the stack
-    renders (:mod:`components.capacity.webhooks`: a ``lending_limit`` above ``nominal``, ...),
-    refused at the stack field.
-
-The rules on the rendered objects (Kueue's webhooks on RayJobs / RayClusters, the carried
-Kueue CRDs, the admission preview) are :mod:`components.capacity.checks`.
+limits, each a one-line problem. :func:`stack_rules` is run by :mod:`components.stack.rules`
+with the other rules; the rules on the rendered objects are :mod:`components.capacity.checks`.
+The rules and their sources:
+docs/sources.md#capacity-rules
 """
 
 from __future__ import annotations

@@ -1,34 +1,7 @@
-"""TPU7x super-slicing: 4x4x4 cubes stitched into larger slices by GKE's slice controller,
-admitted through Kueue.
-
-Facts, each with its source:
-
-* A sub-block (cube) is the unit of Ironwood (TPU7x) capacity: 16 TPU VMs with a 4x4x4
-  topology, and a node pool maps to one sub-block; dynamic slicing stitches sub-blocks into
-  larger slices. It needs a Standard cluster at 1.35.2-gke.1842000 or later in the Rapid channel,
-  TPU7x, Container-Optimized OS, and All Capacity mode reservations for incremental provisioning
-  (https://cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing,
-  https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices, "Requirements").
-  :data:`CUBE`, :data:`MIN_GKE_VERSION`, :data:`CHANNEL`.
-* The cluster runs GKE's slice controller (``gcloud container clusters ... --enable-slice-controller``
-  as xpk's ``--super-slicing`` does, ``src/xpk/commands/cluster.py``; pulumi-gcp 10.2.0
-  ``ClusterAddonsConfigSliceControllerConfigArgs``), the cube node pools' workload policy has
-  ``--accelerator-topology-mode=PROVISION_ONLY`` (xpk ``src/xpk/core/nodepool.py``
-  ``ensure_resource_policy_exists``; pulumi-gcp ``ResourcePolicyWorkloadPolicyArgs
-  .accelerator_topology_mode``).
-* Kueue: a Topology over ``cloud.google.com/gce-topology-block`` (only sub-blocks of one block
-  form a slice), ``cloud.google.com/gke-tpu-partition-4x4x4-id`` (the cube) and
-  ``kubernetes.io/hostname``; a ResourceFlavor selecting ``cloud.google.com/gke-tpu-accelerator:
-  tpu7x`` with that ``topologyName``; an AdmissionCheck with ``controllerName:
-  accelerator.gke.io/slice`` on the ClusterQueue; each pod carries
-  ``cloud.google.com/gke-tpu-slice-topology: <topology>`` and selects the accelerator only (no
-  per-pool or topology label) (GoogleCloudPlatform/kubernetes-engine-samples
-  ``ai-ml/gke-tpu-dynamic-slicing/dynamic-slice-topology.yaml``, ``big-super-slice.yaml``,
-  ``tpu-job-jax-v7x-64.yaml`` @b78511d9; xpk ``src/xpk/templates/kueue_super_slicing_topology.yaml.j2``,
-  ``kueue_config.yaml.j2``, ``core/scheduling.py`` ``create_tpu_slice_topology_annotation``
-  @367c838). xpk needs Kueue 0.15.2 or later (``_SUPER_SLICING_MINIMUM_KUEUE_VERSION``).
-* A super-slice topology is ``4i x 4j x 4k`` with ``i <= j <= k`` and at most 144 cubes (xpk
-  ``core/scheduling.py`` ``_check_super_slicing_topology``, ``_SUPER_SLICING_MAX_CUBES``).
+"""TPU7x super-slicing: 4x4x4 cubes (:data:`CUBE`) stitched into larger slices by GKE's slice
+controller, admitted through Kueue (:data:`MIN_GKE_VERSION`, :data:`CHANNEL`). The facts, each
+with its source:
+docs/sources.md#capacity-superslice
 """
 
 from __future__ import annotations

@@ -1,36 +1,8 @@
-"""The ``services`` block: Ray Serve applications, each rendered as a KubeRay RayService.
-
-A service runs one registered Serve application (``contract.registry``: ``serve_llm``, vLLM behind
-Ray Serve LLM's OpenAI API) on
-its own RayCluster (the RayService's ``rayClusterConfig``): a head on the system pool and one
-autoscaling worker group on ``node_pool``. Its pods run as ``service_account`` (default the
-read-only ``ray-serve`` identity: checkpoints and artifacts read).
-
-Upgrades (KubeRay v1.7.0, ``ray.io_rayservices.yaml`` ``spec.upgradeStrategy`` and
-``validation.go`` ``ValidateRayServiceSpec`` / ``ValidateClusterUpgradeOptions``):
-
-* ``NewCluster``: a change of the cluster spec brings up a whole new RayCluster, and
-  traffic moves to it once its Serve applications are ready; then the old one is deleted.
-  A change of ``serveConfigV2`` alone (args, checkpoint) is applied in place to the running
-  cluster (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice.html).
-* ``NewClusterWithIncrementalUpgrade``: traffic moves in steps through a Gateway API gateway
-  that KubeRay creates (``<name>-gateway`` and ``<name>-httproute``, rayservice_controller.go
-  ``createGateway`` / ``createHTTPRoute``), while the new cluster's Serve ``target_capacity``
-  rises by ``maxSurgePercent`` at a time and the old one's falls
-  (``reconcileServeTargetCapacity``). It needs the operator's ``RayServiceIncrementalUpgrade``
-  feature gate (on by default from KubeRay 1.7.0, features.go; ``kuberay.mode: helm`` sets it
-  in the chart values, :func:`components.kuberay.render.feature_gates`), the Gateway API CRDs
-  and a controller for the class (the stack enables GKE's Gateway API,
-  :func:`components.cluster.render.gateway_api_channel`), autoscaling on
-  (``enableInTreeAutoscaling``), and ``clusterUpgradeOptions``: ``maxSurgePercent`` 0..100
-  (default 100), ``stepSizePercent`` 0..100 and <= max surge, ``intervalSeconds`` > 0,
-  ``gatewayClassName`` set (``ValidateClusterUpgradeOptions``).
-* ``None``: no zero-downtime upgrade; the cluster is updated in place.
-
-Unset ``upgrade_strategy`` (:attr:`ServiceConfig.strategy`): ``NewClusterWithIncrementalUpgrade``
-for a service with a ``gateway`` (its clients come through the Gateway API, whose class the
-upgrade's gateway takes), ``NewCluster`` otherwise. Stacks written before 2026-12-08 keep
-``NewCluster`` (:mod:`components.config.epochs`).
+"""The ``services`` block: Ray Serve applications, each rendered as a KubeRay RayService on its own
+RayCluster (a head on the system pool, one autoscaling worker group on ``node_pool``).
+:attr:`ServiceConfig.strategy` is the upgrade strategy an unset ``upgrade_strategy`` means.
+The upgrade strategies and their sources:
+docs/sources.md#config-serve
 """
 
 from __future__ import annotations

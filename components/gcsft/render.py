@@ -1,34 +1,9 @@
 """Pure pieces of GCS fault tolerance (config in, ``dict`` out): the names of the stack's Redis
 objects, a RayService's ``gcsFaultToleranceOptions`` and what its head pod adds for them, and
 the two Kubernetes objects the head reads (the AUTH string's ``SecretProviderClass``, the
-instance's CA in a ``ConfigMap``).
-
-How the head reaches Redis (KubeRay v1.7.0 ``configureRedisFT``,
-ray-operator/controllers/ray/common/pod.go; Ray 2.60):
-
-* address: ``gcsFaultToleranceOptions.redisAddress`` ``rediss://<host>:6378`` - KubeRay puts it in
-  the head's ``RAY_REDIS_ADDRESS``; the ``rediss`` scheme turns on TLS
-  (``ray/_private/services.py`` ``get_address``: ``ip:port``, ``redis://ip:port`` or
-  ``rediss://ip:port``), and Memorystore serves TLS on port 6378
-  (https://cloud.google.com/memorystore/docs/redis/about-in-transit-encryption).
-* server authentication: the instance's CA certificate (``server_ca_certs``) in the ConfigMap
-  :func:`ca_config_map_name`, mounted on the head, named by ``RAY_REDIS_CA_CERT`` (Ray's
-  ``REDIS_CA_CERT`` config, read by the GCS and by KubeRay's Redis clean-up job, which runs the
-  head's container with its env and volumes, ``buildRedisCleanupJob`` in raycluster_controller.go).
-* AUTH: the instance's AUTH string lives in Secret Manager (:func:`auth_secret_id`, written by
-  the stack from the instance's ``auth_string``); the head reads it as its Kubernetes service
-  account through Workload Identity, mounted by GKE's Secret Manager add-on (the CSI driver
-  ``secrets-store-gke.csi.k8s.io``, as the Hugging Face token is:
-  :mod:`components.raycrs.ingress`). KubeRay passes the password to ``ray start`` as
-  ``--redis-password=$REDIS_PASSWORD``, the env var it sets from
-  ``gcsFaultToleranceOptions.redisPassword`` (a value or an env var source), and refuses
-  ``REDIS_PASSWORD`` or ``rayStartParams.redis-password`` of our own (validation.go
-  ``ValidateRayClusterSpec``). An env var source cannot read a CSI file, but it can read an env
-  file in an ``emptyDir`` (``valueFrom.fileKeyRef``, Kubernetes' EnvFiles, beta and on by
-  default from 1.35, https://kubernetes.io/docs/tasks/inject-data-application/
-  define-environment-variable-via-file/): an init container copies the secret into
-  ``REDIS_PASSWORD='<secret>'`` in a memory-backed ``emptyDir``, and ``redisPassword`` names it.
-  The password is never in the stack, the RayService or a Kubernetes Secret.
+instance's CA in a ``ConfigMap``). The password is never in the stack, the RayService or a
+Kubernetes Secret. How the head reaches Redis, with sources:
+docs/sources.md#gcsft-render
 """
 
 from __future__ import annotations

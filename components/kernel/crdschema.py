@@ -1,36 +1,9 @@
 """What the API server does with a custom resource, for every CRD the stack carries: the one
-checker that KubeRay's (:mod:`components.raycrs.crd`), Kueue's
-(:func:`components.capacity.checks.kueue_schema_problems`), the ComputeClass's
-(:mod:`components.computeclass.checks`) and Managed Prometheus' (:mod:`components.stack.checks`
-``monitoring_problems``) checks call.
-
-:func:`validate_object` follows the API server's create path for a custom resource
-(https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/,
-sections "Field pruning", "Defaulting", "Validation", "Validation rules"; the implementation is
-``k8s.io/apiextensions-apiserver/pkg/registry/customresource/strategy.go`` ``Validate``):
-
-1. pruning: a field the schema does not declare is dropped silently unless the enclosing object
-   has ``x-kubernetes-preserve-unknown-fields``; here it is an error, ``unknown field (the API
-   server would prune it)`` (:func:`unknown_fields`);
-2. defaulting: ``null`` in a non-nullable field pruned, omitted fields given their schema
-   ``default`` (:func:`apply_defaults`); everything after this step sees the stored object;
-3. the OpenAPI v3 schema (types, enums, required, bounds, patterns; ``x-kubernetes-int-or-string``
-   as integer | string) with jsonschema, Go's ``(?i)`` inline flag moved for Python's ``re``;
-4. ``metadata`` (ObjectMeta, ``k8s.io/apimachinery/pkg/api/validation/objectmeta.go``): the name
-   a DNS subdomain (at most 253 characters of ``[a-z0-9.-]``, starting and ending alphanumeric;
-   custom resources use ``NameIsDNSSubdomain``), ``metadata.namespace`` only on namespaced kinds,
-   label keys and values and annotation keys per
-   https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set,
-   annotations at most 256 KiB in all (:func:`metadata_problems`);
-5. ``x-kubernetes-list-type: set`` items unique and ``map`` items unique by their
-   ``x-kubernetes-list-map-keys`` (``structurallisttype.ValidateListSetsAndMaps``);
-6. the CEL rules (``x-kubernetes-validations``, :mod:`components.kernel.crdcel`), unless a type or
-   enum error blocked them, as the API server does (it then says :data:`crdcel.NOT_CHECKED`).
-
-Every result is a :class:`~components.kernel.problems.Problem`, ``<Kind> <name>: <path>: <why>``
-carrying the object path (its ``object_field``); a CEL rule this runtime cannot evaluate is a
-``warning`` of rule :data:`NOTE_RULE` (the rule was not checked) naming the rule. The CRD schemas are structural
-(:func:`structural_problems`, held for every carried CRD by a test).
+checker (:func:`validate_object`: pruning, defaulting, schema, ``metadata``, list types, CEL
+rules) that KubeRay's, Kueue's, the ComputeClass's and Managed Prometheus' checks call. Every
+result is a :class:`~components.kernel.problems.Problem` carrying the object path. The steps
+and their sources:
+docs/sources.md#kernel-crdschema
 """
 
 from __future__ import annotations
