@@ -1,33 +1,8 @@
 """``ray-gke:gcsft:GcsFaultTolerance``: the Memorystore for Redis of the RayServices' GCS fault
 tolerance, and what it needs (:mod:`components.config.gcsft`; created only when
-:func:`components.gcsft.render.ft_enabled`).
-
-Children:
-
-* private services access on the stack's VPC: a ``gcp.compute.GlobalAddress`` (purpose
-  ``VPC_PEERING``, ``network.psa_cidr``) and the ``gcp.servicenetworking.Connection`` that peers
-  it with Google's services network
-  (https://cloud.google.com/vpc/docs/configure-private-services-access);
-* a KMS key ``memorystore`` in the region's key ring and the Memorystore service agent's
-  ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` on it (the agent
-  ``service-<number>@cloud-redis.iam.gserviceaccount.com``, requested with
-  ``gcp.projects.ServiceIdentity``; https://cloud.google.com/memorystore/docs/redis/cmek);
-* the ``gcp.redis.Instance`` (``connect_mode: PRIVATE_SERVICE_ACCESS`` on that range,
-  ``auth_enabled``, ``transit_encryption_mode: SERVER_AUTHENTICATION``, ``customer_managed_key``;
-  https://cloud.google.com/memorystore/docs/redis/networking,
-  https://cloud.google.com/memorystore/docs/redis/about-redis-auth,
-  https://cloud.google.com/memorystore/docs/redis/about-in-transit-encryption), with
-  ``deletion_protection`` as the cluster's;
-* the Secret Manager secret :func:`components.gcsft.render.auth_secret_id` (replicated in the
-  region under the stack's Secret Manager key, as every secret of the stack) with one version,
-  the instance's ``auth_string``, and ``roles/secretmanager.secretAccessor`` on it for the head
-  account of every service's identity (Workload Identity; the head mounts it,
-  :func:`components.gcsft.render.add_gcs_ft`).
-
-Outputs: ``address`` (``rediss://<host>:<port>``) and ``ca_cert`` (PEMs of the instance's
-server CAs, :func:`ca_bundle`: two while Memorystore rotates its CA), which
-:class:`components.raycrs.component.RayResources` renders into the RayServices and the CA
-ConfigMap.
+:func:`components.gcsft.render.ft_enabled`). Outputs ``address`` and ``ca_cert``, which
+:class:`components.raycrs.component.RayResources` renders. Its children, with sources:
+docs/sources.md#gcsft-component
 """
 
 from __future__ import annotations

@@ -1,31 +1,8 @@
 """GPU-to-GPU networking, pure: the extra VPCs and subnets a stack's GPU pools need, each node
 pool's additional node networks, GKE's multi-networking objects, the NCCL plugin installer
-DaemonSets and what a Ray worker pod on such a pool gets. Facts and their sources:
-:mod:`components.catalog.gpu_network` ([GCE-NET], [GKE-TCPX], [RDMA-PROFILE], [CEA], [CT]).
-
-The layout, per GPUDirect kind the stack's pools use (``gpu_networking`` ``auto`` resolves to
-the machine family's own; ``off`` leaves a pool out):
-
-* TCPX / TCPXO: one VPC per GPU NIC (4 / 8), one subnet each, MTU 8244 [CT]
-  (``<network>-tcpx-1`` ...), GKE network names ``tcpx-1`` ... / ``tcpxo-1`` ....
-* RDMA: a regular VPC for the second gVNIC (``<network>-gvnic``, GKE name ``gvnic-1``) and one
-  VPC with the RDMA network profile ``<zone>-vpc-roce`` holding one subnet per CX-7 NIC
-  (``<network>-rdma-sub-0`` ..., GKE names ``rdma-0`` ...) [CT], [RDMA-PROFILE]: the profile is
-  zonal, so every RDMA pool of a stack must be in that one zone (:func:`gpunet_problems`).
-
-Subnets are /22 ranges taken in that order from ``network.gpu_cidr``. Each extra network gets
-one ``GKENetworkParamSet`` (``deviceMode`` ``NetDevice``, or ``RDMA`` for CX-7 NICs) and one
-``Network`` (``type: Device``) [CT] ``modules/scheduler/gke-cluster``, and the cluster
-``enable_multi_networking`` (with Dataplane V2, which the stack always runs).
-
-The Ray namespace stays Pod Security ``restricted``: the RDMA installers (privileged, hostPath,
-``hostNetwork``) run in ``kube-system`` as Google ships them, and a Ray worker gets only
-annotations and environment (:func:`worker_pod_extras`). TCPX / TCPXO's RxDM sidecar cannot run
-in ``restricted`` (:data:`components.catalog.gpu_network.RXDM_NEEDS`), so by default the stack
-does not install their plugin and runs NCCL's socket transport over the pod's GPU NICs instead
-(:func:`components.catalog.gpu_network.ray_nccl_env`). A pool that opts in
-(``gpu_networking: gpudirect``) gets the plugin installer, the NRI device injector and, in its
-Ray workers, the sidecar, in a namespace of their own (:mod:`components.gpunet.gpudirect`).
+DaemonSets and what a Ray worker pod on such a pool gets (:func:`worker_pod_extras`). Facts:
+:mod:`components.catalog.gpu_network`. The layout per GPUDirect kind:
+docs/sources.md#gpunet-render
 """
 
 from __future__ import annotations

@@ -1,32 +1,7 @@
-"""KubeRay side: the Kubernetes provider, namespace, workload KSAs and the KubeRay operator.
-
-* The namespace carries Pod Security Admission labels and holds the NetworkPolicies,
-  ResourceQuota and LimitRange of :mod:`components.kuberay.namespace`; two KSAs per workload
-  identity (workers/submitters and head, :func:`components.plan.naming.workload_accounts`),
-  none with an automounted token (the head's pod template opts in for the autoscaler). With a
-  ``gpu_networking: gpudirect`` pool also the ``<namespace>-gpudirect`` namespace, its own
-  guards and the KSAs of the identities its Ray objects run as
-  (:func:`components.plan.naming.namespace_accounts`).
-
-* Kubeconfig: cluster endpoint + CA, user authenticated by the ``gke-gcloud-auth-plugin`` exec
-  plugin (no static credentials) -
-  https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
-* KSA annotation ``iam.gke.io/gcp-service-account`` -
-  https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
-* ``kuberay-operator`` chart from https://ray-project.github.io/kuberay-helm/ (pinned version), via
-  ``helm.v3.Release`` (``helm.v4.Chart`` cannot render while the kubeconfig is unknown in a first
-  preview), only when ``kuberay.mode`` is ``helm``; with ``gke-addon`` GKE runs KubeRay.
-* In helm mode the KubeRay CRDs (RayCluster, RayJob, RayService of ``kuberay.chart_version``,
-  carried in ``components/kuberay/crds/v<version>``) are resources of the stack
-  (``apiextensions.v1.CustomResourceDefinition``) and the release has ``skip_crds=True``: Helm
-  installs a chart's ``crds/`` only on first install and never upgrades them
-  (https://helm.sh/docs/chart_best_practices/custom_resource_definitions/, kuberay#1552), so a
-  chart upgrade alone would run the new operator against old CRDs. The operator and the Ray
-  custom resources depend on them. The provider applies them server-side (the default of
-  pulumi-kubernetes v4), which upserts a CRD an earlier Helm install created; the annotation
-  ``pulumi.com/patchForce`` takes over the fields Helm's field manager owned
-  (https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/).
-  With ``gke-addon`` GKE manages the CRDs with its operator.
+"""KubeRay side: the Kubernetes provider, namespace, workload KSAs and the KubeRay operator (Helm
+release and its CRDs with ``kuberay.mode: helm``; GKE runs KubeRay with ``gke-addon``).
+What it creates, and why, with sources:
+docs/sources.md#kuberay-component
 """
 
 from __future__ import annotations

@@ -1,33 +1,7 @@
-"""The plan of a validated stack: every reference resolved once, into records.
-
-:func:`plan` walks a :class:`~components.config.stack.StackConfig` once with the one resolver
-(:mod:`components.plan.resolve`) and returns a :class:`Plan`: the stack's :class:`Context`
-(project, region, cluster, namespace, labels, bucket names), the declared node pools, ray
-clusters and workload identities by name, and one record per long-lived worker group
-(:class:`~components.plan.resolve.GroupTarget`), job
-(:class:`~components.plan.resolve.JobTarget`) and service (a ``GroupTarget``), and the records
-derived from them, each built on first use: the GKE node pools of the stack
-(:attr:`Plan.node_pool_specs`, :attr:`Plan.pool_specs`, by :mod:`components.plan.nodepools`), the
-Kueue ResourceFlavors of its pools (:attr:`Plan.resource_flavors`, by
-:mod:`components.plan.flavors`) and its ComputeClasses (:attr:`Plan.compute_class_manifests`,
-by :mod:`components.plan.computeclasses`). The cross-field rules (:mod:`components.stack.rules`,
-:mod:`components.raycrs.rules`), the renders (:mod:`components.raycrs`,
-:mod:`components.images.render`, the node pools, ComputeClasses and Kueue objects) and the
-rendered-stack checks read these records instead of resolving or building them again.
-
-A stack with a broken reference still has a plan: the record that cannot be resolved is left
-out and its :class:`~components.plan.resolve.ResolveError` is kept in :attr:`Plan.problems`
-(an :class:`Unresolved`), so each rule reports it once, with the resolver's message::
-
-    jobs[train].node_pool 'x' is not a declared node pool; declared: cpu, tpu-v6e
-
-Asking the plan for a left-out record (:meth:`Plan.job`, :meth:`Plan.service`,
-:meth:`Plan.group`) raises that same error, as the resolver did.
-
-Pure: no Pulumi, no I/O. :func:`plan` is computed once per ``StackConfig`` object (the models are
-frozen, so the plan of an object never changes): the result is cached by object identity, held
-only as long as the config lives (a weak reference), so every rule of one validation and every
-render of one ``synth`` / Pulumi program share it.
+"""The plan of a validated stack: every reference resolved once, into records. :func:`plan`
+returns the (cached) :class:`Plan` of a :class:`~components.config.stack.StackConfig`; the
+rules, renders and checks read its records instead of resolving or building them again. Pure:
+no Pulumi, no I/O.
 """
 
 from __future__ import annotations
@@ -94,7 +68,28 @@ def _first_by_name(items: Any) -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class Plan:
-    """A stack resolved once (see the module docstring).
+    """A stack resolved once: the stack's :class:`Context` (project, region, cluster,
+    namespace, labels, bucket names), the declared node pools, ray clusters and workload
+    identities by name, and one record per long-lived worker group
+    (:class:`~components.plan.resolve.GroupTarget`), job
+    (:class:`~components.plan.resolve.JobTarget`) and service (a ``GroupTarget``), and the
+    records derived from them, each built on first use: the GKE node pools of the stack
+    (:attr:`node_pool_specs`, :attr:`pool_specs`, by :mod:`components.plan.nodepools`), the Kueue
+    ResourceFlavors of its pools (:attr:`resource_flavors`, by :mod:`components.plan.flavors`)
+    and its ComputeClasses (:attr:`compute_class_manifests`, by
+    :mod:`components.plan.computeclasses`). The cross-field rules (:mod:`components.stack.rules`,
+    :mod:`components.raycrs.rules`), the renders (:mod:`components.raycrs`,
+    :mod:`components.images.render`, the node pools, ComputeClasses and Kueue objects) and the
+    rendered-stack checks read these records instead of resolving or building them again.
+
+    A stack with a broken reference still has a plan: the record that cannot be resolved is left
+    out and its :class:`~components.plan.resolve.ResolveError` is kept in :attr:`problems` (an
+    :class:`Unresolved`), so each rule reports it once, with the resolver's message::
+
+        jobs[train].node_pool 'x' is not a declared node pool; declared: cpu, tpu-v6e
+
+    Asking the plan for a left-out record (:meth:`job`, :meth:`service`, :meth:`group`) raises
+    that same error, as the resolver did.
 
     Attributes:
         partial_context: the :class:`Context`; None for a stack validated only in part (a
@@ -360,9 +355,11 @@ _PLANS: dict[int, tuple[weakref.ref[Any], Plan]] = {}
 
 
 def plan(cfg: StackConfig) -> Plan:
-    """The :class:`Plan` of ``cfg``, computed on the first call for this object and cached (by
-    object identity, for as long as ``cfg`` lives): a ``StackConfig`` is frozen, so one
-    validation's rules and one render's builders all share one resolution.
+    """The :class:`Plan` of ``cfg``, walking it once with the one resolver
+    (:mod:`components.plan.resolve`), computed on the first call for this object and cached (by
+    object identity, held only as long as ``cfg`` lives: a weak reference): a ``StackConfig`` is
+    frozen, so every rule of one validation and every render of one ``synth`` / Pulumi program
+    share one resolution.
 
     Never raises :class:`ResolveError`: broken references are in :attr:`Plan.problems`.
     """

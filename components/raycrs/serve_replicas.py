@@ -1,32 +1,8 @@
 """A vLLM service's replicas on its worker group: what one replica takes, how many the group
-holds, and the checks of the stack's autoscaling arguments against them (pure; no Pulumi).
-
-A replica of ``serve_llm`` (:mod:`workloads.serve_llm`) is one vLLM engine:
-
-* on a GPU pool or a single-host TPU slice, ``tensor_parallel_size`` devices of one worker pod
-  (its placement group is ``PACK``ed into one pod), so a pod holds ``devices // tp`` replicas;
-* on a multi-host TPU slice, the whole slice: Ray Serve LLM reserves it as one
-  ``SlicePlacementGroup`` (Ray 2.60 ``ray/llm/_internal/serve/core/configs/accelerators.py``
-  ``TPUAccelerator``), so a replica is ``hosts`` pods and the group holds one per slice;
-* on a CPU pool, one bundle of ``args.num_cpus`` CPUs, so a pod holds ``its CPUs // num_cpus``
-  (:func:`components.raycrs.pod.worker_pod_size`).
-
-The worker group holds ``maxReplicas`` pods (``services[].max_workers``, else the pool's
-``max_nodes`` / ``max_slices``): the most replicas that can ever run is that many pods' worth
-(:func:`replica_plan`). Serve's autoscaler asks for a replica more whenever the load is above
-``target_ongoing_requests`` per replica, up to ``max_replicas``; one the group cannot place stays
-pending forever (the Ray autoscaler cannot add a pod past ``maxReplicas``), so ``raygke check``
-refuses (:func:`autoscaling_problems`, rule ``serve-autoscaling-fit``):
-
-* ``max_replicas`` (given) or ``min_replicas`` above the replicas the group holds;
-* ``target_ongoing_requests`` above ``max_ongoing_requests``: a replica never holds more than
-  ``max_ongoing_requests`` (the rest wait in the proxy and are not counted per replica), so the
-  average never reaches the target and Serve never adds a replica
-  (https://docs.ray.io/en/latest/serve/advanced-guides/advanced-autoscaling.html,
-  "target_ongoing_requests" / "max_ongoing_requests").
-
-``raygke queue`` prints :func:`replica_plan` for every service (RayServices are not Kueue
-workloads: the Ray autoscaler scales them within the pool).
+holds (:func:`replica_plan`, printed by ``raygke queue``), and the checks of the stack's
+autoscaling arguments against them (:func:`autoscaling_problems`, rule
+``serve-autoscaling-fit``). Pure; no Pulumi. What a replica is, and why the checks refuse:
+docs/sources.md#raycrs-serve-replicas
 """
 
 from __future__ import annotations

@@ -1,30 +1,8 @@
 """Does a training job fit its devices? The stack side of :mod:`contract.train_fit` (pure; no
 Pulumi): the devices of a job's target and their memory, the job's model, batch and
 parallelism from its arguments, and the rule ``job_memory_fits`` that refuses a job whose
-estimate exceeds a device's usable memory.
-
-One source of truth per fact:
-
-* the devices: a GPU pool's GPUs (one Ray Train worker each, ``GpuType.scaling_config``), a TPU
-  slice's chips (a worker per host, ``chips_per_host`` chips each), a CPU pool's worker pods (one
-  worker each); how many from the job's ``ScalingConfig``
-  (:func:`components.raycrs.scaling.scaling_config_for_job`), an elastic job at its minimum;
-* memory per device: the catalog's GPU memory and TPU HBM per chip
-  (:mod:`contract.accelerators`), a CPU worker pod's memory
-  (:func:`components.raycrs.pod.worker_pod_size`); a trainer's ``device_memory_gb`` instead
-  when it sets one (at most the device's: :func:`device_memory_problems`);
-* the model: the trainer's ``d_model``, ``n_layers``, ``mlp_ratio`` and ``context_length`` (else
-  the stack's ``prepare`` job's, :func:`components.raycrs.serving.dataset_context`); the batch:
-  ``batch_size`` rows per worker, split over a TPU host's chips by the JAX trainer;
-* the compute dtype: ``precision`` (``auto``: bf16 on GPUs and TPUs, fp32 on CPUs, where the
-  trainer measures and fp32 is the larger estimate); the JAX trainer's ``compute_dtype``;
-* a fine-tuning job (``init_model``, a Hugging Face model) is not estimated: its config.json is
-  not read offline (as a service's ``hf_model``); its line says so;
-* parallelism: ``train_lm``'s ``parallelism`` (``auto`` decided by
-  :func:`contract.train_fit.choose_parallelism`, as the trainer decides it), ``shard_degree`` and
-  ``activation_checkpointing``; ``train_lm_jax``'s mesh (:func:`contract.mesh.mesh_shape`, the
-  sizing the trainer uses: ``parallelism``, ``shard_degree``, ``tensor_degree``, fsdp within one
-  slice, slices on the data axis); ``train_lm_tf`` replicates the model on every device.
+estimate exceeds a device's usable memory. Where each fact comes from:
+docs/sources.md#raycrs-training-fit
 """
 
 from __future__ import annotations
