@@ -1,28 +1,8 @@
-"""Capacity checks on the rendered objects: Kueue's rules for Ray objects, the DWS / flex-start
-limits, the carried Kueue CRDs (the rules on the stack model are :mod:`components.capacity.rules`).
-
-:func:`render_problems` - on the rendered objects (run by ``raygke check`` with the other render
-checks):
-
-  - every Kueue object validates against the carried CRD of ``capacity.kueue.version``
-    (:func:`kueue_schema_problems`, the one CRD checker :mod:`components.kernel.crdschema`: its
-    CEL rules included);
-  - a queued RayJob's cluster: no in-tree autoscaling (Kueue: "a kueue managed job should only
-    use autoscaling when workload slicing is enabled", ``pkg/controller/jobs/raycluster/common.go``
-    ``ValidateCreate``), at most ``MaxPodSets`` pod sets (18 in v0.19.2,
-    ``pkg/controller/jobframework/constants.go``), no worker group called ``head`` (same
-    function); ``spec.suspend`` is Kueue's to set, not refused on the object (the stack field is,
-    with a queue: :mod:`components.capacity.rules`);
-  - Kueue's ``ValidateJobOnCreate`` on every queued Ray object and its RayService webhook on a
-    queued RayService (:mod:`components.capacity.webhooks`);
-  - GKE accepts one PodSet per ProvisioningRequest (ray-project/ray#57839): at most one pod set of
-    a job lands on a queued flavor, the head and submitter never, and the ClusterQueue scopes the
-    DWS check with ``onFlavors``;
-  - every pod set fits some flavor (resources, node selector, tolerations) and the job's quota
-    fits the queue's nominal plus borrowable quota (:mod:`components.capacity.preview`): a job
-    that can never be admitted is an error naming the job, the resource and both numbers;
-  - two flavors of one queue that select the same nodes (same node labels) are refused:
-    Kueue could not tell them apart.
+"""Capacity checks on the rendered objects (:func:`render_problems`, run by ``raygke check`` with
+the other render checks): Kueue's rules for Ray objects, the DWS / flex-start limits, the
+carried Kueue CRDs (the rules on the stack model are :mod:`components.capacity.rules`). The
+checks and their sources:
+docs/sources.md#capacity-checks
 """
 
 from __future__ import annotations

@@ -1,30 +1,8 @@
-"""Kueue's validating webhooks, ported from the release the stack pins (v0.19.2, commit
-8eab68778fc1b52affe165fdf5af29d1e9b4f3cb of kubernetes-sigs/kueue), run on the rendered objects.
-
-Kueue's webhooks run with ``failurePolicy: Fail`` and refuse more than its CRDs do; the API
-server's schema and CEL rules are checked elsewhere (:mod:`components.capacity.checks`). Which
-kinds have a validator in v0.19.2 (``pkg/webhooks/webhooks.go`` ``Setup`` and the Ray
-integrations' ``Setup*Webhook``):
-
-* ClusterQueue - :func:`validate_cluster_queue` (``pkg/webhooks/clusterqueue_webhook.go``);
-* Cohort - :func:`validate_cohort` (``pkg/webhooks/cohort_webhook.go``; the stack renders no
-  Cohort object, only ``cohortName``, ported for completeness and for a stack that adds one);
-* ResourceFlavor - :func:`validate_resource_flavor` (``pkg/webhooks/resourceflavor_webhook.go``);
-* RayJob, RayCluster, RayService - :func:`validate_ray_object`
-  (``pkg/controller/jobs/{rayjob,raycluster,rayservice}/*_webhook.go``,
-  ``pkg/controller/jobs/raycluster/common.go`` ``ValidateCreate``,
-  ``pkg/controller/jobframework/validation.go`` ``ValidateJobOnCreate``).
-
-LocalQueue's webhook has no validator (``setupWebhookForLocalQueue`` registers none);
-AdmissionCheck, ProvisioningRequestConfig, Topology and WorkloadPriorityClass have no webhook:
-their CRD schemas and CEL rules are all that checks them.
-
-Each error is a :class:`FieldError` printed as Go's ``field.Error`` prints
-(``spec.resourceGroups[0].flavors[1].resources[2].lendingLimit: Invalid value: "32": must be less
-than or equal to the nominalQuota``); :func:`webhook_problems` maps every error on a rendered
-Kueue object back to the stack field that produced it (``capacity.cluster_queues[team-a].
-flavors[v6e].lending_limit[google.com/tpu]``, the resource named, not ``resources[2]``), so
-``raygke check`` and ``pulumi up`` refuse it at the field with Kueue's reason.
+"""Kueue's validating webhooks, ported from the release the stack pins (v0.19.2), run on the
+rendered objects (:func:`validate_cluster_queue`, :func:`validate_cohort`,
+:func:`validate_resource_flavor`, :func:`validate_ray_object`); :func:`webhook_problems` maps
+every error back to the stack field that produced it. Which kinds have a validator, from where:
+docs/sources.md#capacity-webhooks
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
 """Accelerator catalog: the facts about TPU slices, GPUs and machine types that everything else
-derives from.
-
-Pure data and functions (no Pulumi resources, no Ray import, no concept folder imported). One
-declared slice (``generation`` + ``topology``) or GPU shape (``type`` + ``count``) produces the node
-pool's machine type, node labels and taint, the KubeRay worker group's ``numOfHosts`` and resource
-requests, and the Ray Train ``ScalingConfig`` arguments, so the three can never disagree.
-
-One module per family, each citing its sources in its docstring:
-
-* :mod:`.accelerators`: one record per GPU type / TPU generation (machine types, GPUDirect kind,
-  topology blocks, capacity options, price SKUs) that the tables below derive from;
-* :mod:`.labels`: node labels, extended resources, taints, :class:`CatalogError`;
-* :mod:`.tpu`: TPU generations (v5e, v6e, v5p, TPU7x), topologies and slices;
-* :mod:`.gpu`: GPU types (L4, A100, H100, H200, B200, GB200) and driver versions;
-* :mod:`.machines`: Compute Engine machine shapes (CPU families, accelerator-optimized, custom);
-* :mod:`.gke`: GKE versions per release channel and the NAP resource types;
-* :mod:`.locations`: regions, zones and Cloud Storage locations;
-* :mod:`.capacity`: Dynamic Workload Scheduler and flex-start facts;
-* :mod:`.capabilities`: per machine series, what GKE offers (flex-start, queued provisioning,
-  Spot, reservations, compact placement, GPU networking), each cell sourced.
-
-The accelerator facts the workloads need too (Ray accelerator types, HBM, peak bf16) have their one
-copy in :mod:`contract.accelerators`; the list prices live with ``raygke cost`` in
-:mod:`raygke.cost.prices`. Callers import from the package: ``from components.catalog import tpu_slice``.
+derives from; pure data and functions (no Pulumi resources, no Ray import, no concept folder
+imported), one module per family. Callers import from the package:
+``from components.catalog import tpu_slice``. The modules:
+docs/sources.md#catalog
 """
 
 from __future__ import annotations

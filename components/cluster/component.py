@@ -1,30 +1,5 @@
 """The GKE Standard cluster (its node pools are :mod:`components.nodepools.component`).
-
-Sources (GKE docs):
-
-* Cluster API fields: https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters
-* Private nodes / authorized networks: https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters
-* DNS-based control-plane endpoint (``controlPlaneEndpointsConfig.dnsEndpointConfig``, IAM-gated,
-  ``<uid>.<location>.gke.goog``): https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation
-* Workload Identity pool ``<project>.svc.id.goog``: https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity
-* Dataplane V2 (``ADVANCED_DATAPATH``): https://cloud.google.com/kubernetes-engine/docs/concepts/dataplane-v2
-* Application-layer secrets encryption: https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets
-* Managed Prometheus: https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed
-* GCS FUSE CSI driver: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver
-* Ray Operator add-on: https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/how-to/enable-ray-on-gke
-* Boot-disk CMEK (node pools and NAP defaults): https://cloud.google.com/kubernetes-engine/docs/how-to/using-cmek
-* Node auto-provisioning (resource limits, defaults, profile):
-  https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
-* Multi-networking (``enable_multi_networking``, with Dataplane V2) when a GPU pool has GPU
-  networking (:func:`components.gpunet.render.networked_pools`; GoogleCloudPlatform/
-  cluster-toolkit ``modules/scheduler/gke-cluster/main.tf``: additional networks turn it on, and
-  it needs Dataplane V2): https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods
-* Gateway API (``gatewayApiConfig``, only for incremental RayService upgrades and services with
-  a ``gateway``, :func:`components.cluster.render.gateway_api_channel`):
-  https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways
-* Secret Manager add-on (``secretManagerConfig``, only when a service mounts a Hugging Face
-  token, :func:`components.cluster.render.secret_manager_enabled`):
-  https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component
+Sources (GKE docs): docs/sources.md#cluster-component
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
 """A batch-inference job (a workload of role ``inference``: ``batch_generate``, vLLM under Ray
 Data, :mod:`workloads.batch_generate`) on its node pool: what the platform sets in its
-arguments and what ``raygke check`` refuses (pure; no Pulumi).
-
-What the platform sets (:func:`batch_platform_args`; a job's own ``args`` win where it may set
-them, :data:`PLATFORM_BOUND_BATCH_ARGS` it may not):
-
-* ``accelerator`` (the pool's kind) and ``accelerator_type`` (Ray's name for its GPU or TPU
-  generation), as for a service (:func:`components.raycrs.serving.serve_devices`);
-* ``tensor_parallel_size``: the devices of one worker pod (a GPU node's GPUs, a single-host
-  slice's chips; 1 on a CPU pool) unless the job sets a smaller one;
-* ``concurrency``: the engines the job's worker group holds (its pods x devices per pod //
-  ``tensor_parallel_size``; one per pod on a CPU pool) unless the job sets fewer;
-* ``storage_path``: the checkpoints bucket through the pods' GCS FUSE mount
-  (``/mnt/gcs/checkpoints``, :data:`components.raycrs.pod.MOUNT_ROOT`): vLLM's engines load the
-  model folder from a path every pod of the job sees (the model default,
-  ``<storage_path>/<name>``: set ``args.name`` to the training job's name);
-* ``artifacts``: the artifacts bucket URL (the completions go under it).
-
-Refused (:func:`batch_job_problems`): a multi-host TPU slice (Ray 2.60's
-``vLLMEngineProcessorConfig`` has no ``accelerator_config``/topology: one engine cannot span the
-slice's hosts; multi-host TPU batch inference is ray-project/ray#65422, open), a job on a
-long-lived cluster's worker group (its pods run the pool's image, without vLLM: the job needs
-its own cluster, ``node_pool``), a ``tensor_parallel_size`` above a pod's devices (other than 1 on a CPU pool) and a
-``concurrency`` above the engines the group holds.
+arguments (:func:`batch_platform_args`) and what ``raygke check`` refuses
+(:func:`batch_job_problems`). Pure; no Pulumi. Each setting and refusal, and why:
+docs/sources.md#raycrs-batch-fit
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
-"""Pure builders of the KubeRay RayServices a stack's ``services:`` declare (config in, ``dict`` out).
-
-The RayService's ``rayClusterConfig`` is built by the same RayCluster-spec builder as every
-RayCluster and RayJob (:func:`components.raycrs.raycluster.ray_cluster_spec`, with
-:func:`~components.raycrs.raycluster.head_group_spec` /
-:func:`~components.raycrs.raycluster.worker_group_spec`), so the pod settings they share (GCS
-FUSE mounts of the identity's buckets, security settings, auth) apply to Serve too. Added here:
-the Serve port 8000 (named ``serve``) on the head and worker containers and the pod label
-``ray-gke/service: <name>`` (the PodMonitoring selector: the RayService's cluster name is
-generated and changes on upgrade).
-
-Facts used (sources):
-
-* RayService fields (``serveConfigV2``, ``rayClusterConfig``, ``upgradeStrategy.type`` /
-  ``clusterUpgradeOptions``): KubeRay v1.7.0 ``ray.io_rayservices.yaml``;
-  https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice.html.
-* ``serveConfigV2`` is the Serve declarative config (``ServeDeploySchema``) as a YAML string:
-  ``applications[].import_path`` / ``args`` / ``runtime_env`` / ``route_prefix``
-  (https://docs.ray.io/en/latest/serve/production-guide/config.html); an application builder
-  receives ``args`` (https://docs.ray.io/en/latest/serve/advanced-guides/app-builder-guide.html).
-  ``runtime_env.working_dir`` is the workloads archive in the artifacts bucket, as for the RayJobs.
-* The Serve Service: KubeRay names it ``<rayservice name>-serve-svc`` (constant.go
-  ``MaxRayClusterNameLength`` comment: "-serve-svc" is the longest service suffix; the RayService
-  quick start's ``rayservice-sample-serve-svc``) and serves ``DefaultServingPort`` 8000, port name
-  ``serve`` (constant.go ``ServingPortName``).
+"""Pure builders of the KubeRay RayServices a stack's ``services:`` declare (config in, ``dict``
+out), on the RayCluster-spec builder every Ray cluster shares
+(:func:`components.raycrs.raycluster.ray_cluster_spec`); added here: the Serve port 8000 and the
+pod label ``ray-gke/service: <name>``. Why, and the facts used with their sources:
+docs/sources.md#raycrs-serve
 """
 
 from __future__ import annotations
