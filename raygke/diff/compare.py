@@ -96,6 +96,8 @@ class FieldChange:
     old: Any
     new: Any
     forces_replacement: bool = False
+    added: bool = False  # the path is absent from the old inputs (``old`` is None)
+    removed: bool = False  # the path is absent from the new inputs (``new`` is None)
 
 
 @dataclass
@@ -259,16 +261,20 @@ def _structured(value: Any) -> Any:
     return out
 
 
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
+"""The side of :func:`changed_inputs` a path is missing from (a leaf added or removed)."""
+
+
 def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """``[(path, old, new)]`` of the leaves that differ between two input dicts (sorted). A long
-    string holding a document (:func:`_structured`) is compared leaf by leaf under its path, so
+    """``[(path, old, new)]`` of the leaves that differ between two input dicts (sorted), a side
+    without the path :data:`ABSENT`. A long string holding a document (:func:`_structured`) is
+    compared leaf by leaf under its path, so
     ``spec.serveConfigV2.applications[0].args.max_batch_size: 16 -> 32`` shows instead of two
     shortened strings."""
     a, b = _flatten(old), _flatten(new)
-    _missing = object()
     out = []
     for path in sorted(set(a) | set(b)):
-        va, vb = a.get(path, _missing), b.get(path, _missing)
+        va, vb = a.get(path, ABSENT), b.get(path, ABSENT)
         if va == vb:
             continue
         sa, sb = _structured(va), _structured(vb)
@@ -278,7 +284,7 @@ def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, 
                 for sub, x, y in changed_inputs({"": sa}, {"": sb})
             ]
             continue
-        out.append((path, None if va is _missing else va, None if vb is _missing else vb))
+        out.append((path, va, vb))
     return out
 
 
@@ -387,9 +393,17 @@ def _compare_one(urn: str, o: dict[str, Any], n: dict[str, Any]) -> Change | Non
     c = Change(urn, typ, n["name"], op)
     if op == "update" and typ == RAYCLUSTER and ray_pod_changes([p for p, _, _ in diffs]):
         c.notes.append(TEMPLATE_NOTE)
-    c.fields = [FieldChange(p, _masked(p, a), _masked(p, b), p in forcing) for p, a, b in diffs] + [
-        FieldChange(p, a, b) for p, a, b in opt_diffs
-    ]
+    c.fields = [
+        FieldChange(
+            p,
+            None if a is ABSENT else _masked(p, a),
+            None if b is ABSENT else _masked(p, b),
+            p in forcing,
+            added=a is ABSENT,
+            removed=b is ABSENT,
+        )
+        for p, a, b in diffs
+    ] + [FieldChange(p, a, b) for p, a, b in opt_diffs]
     if op == "replace":
         c.reasons = reasons
         c.delete_before_replace = bool(no.get("delete_before_replace"))

@@ -86,7 +86,9 @@ def refused_headline(plan: Plan) -> str:
 def _field_lines(fields: list[FieldChange], full: bool) -> list[str]:
     def line(f: FieldChange) -> str:
         mark = " (forces replacement)" if f.forces_replacement else ""
-        return f"        {f.path}: {_v(f.old)} => {_v(f.new)}{mark}"
+        old = "(absent)" if f.added else _v(f.old)
+        new = "(absent)" if f.removed else _v(f.new)
+        return f"        {f.path}: {old} => {new}{mark}"
 
     if full:
         return [line(f) for f in fields]
@@ -172,8 +174,10 @@ def render_markdown(plan: Plan) -> str:
                 lines.append(f"{SYMBOLS[c.op]} {c.type} {c.name}")
                 for f in c.fields:
                     mark = "  # forces replacement" if f.forces_replacement else ""
-                    lines.append(f"-     {f.path}: {_v(f.old)}")
-                    lines.append(f"+     {f.path}: {_v(f.new)}{mark}")
+                    if not f.added:
+                        lines.append(f"-     {f.path}: {_v(f.old)}")
+                    if not f.removed:
+                        lines.append(f"+     {f.path}: {_v(f.new)}{mark}")
             lines += ["```", "", "</details>"]
         lines.append("")
     lines.append(f"**{plan.summary()}**")

@@ -480,3 +480,33 @@ def test_a_firewall_moves_network_in_place_and_is_replaced_for_its_direction() -
     profiled = _edit(net, inputs__networkProfile="projects/p/global/networkProfiles/x-vpc-roce")
     (change,) = compare([net], [profiled], "scale").changes
     assert change.op == "replace"
+
+
+def test_a_field_added_or_removed_shows_as_absent_not_null(tmp_path) -> None:
+    """A field only one side has (a new argument rendered as null, a dropped label) reads
+    ``(absent) => null`` / ``"x" => (absent)``: not ``null => null``."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from raygke.diff.formats import render_text
+
+    old = _pool(labels={"team": "ml"})
+    new = _pool(resourceLabels=None)  # no labels
+    plan = compare([old], [new], "prod")
+    (c,) = plan.changes
+    fields = {f.path: (f.old, f.new, f.added, f.removed) for f in c.fields}
+    assert fields == {
+        "nodeConfig.labels.team": ("ml", None, False, True),
+        "nodeConfig.resourceLabels": (None, None, True, False),
+    }
+    buf = StringIO()
+    render_text(plan, Console(file=buf, width=300, no_color=True), full=True)
+    text = buf.getvalue()
+    assert "nodeConfig.resourceLabels: (absent) => null" in text
+    assert 'nodeConfig.labels.team: "ml" => (absent)' in text
+    md = render_markdown(plan)
+    assert "+     nodeConfig.resourceLabels: null" in md
+    assert "-     nodeConfig.resourceLabels" not in md
+    assert '-     nodeConfig.labels.team: "ml"' in md and "+     nodeConfig.labels.team" not in md
+    assert json.loads(render_json(plan))["changes"][0]["fields"]
