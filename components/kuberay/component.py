@@ -6,7 +6,7 @@
   none with an automounted token (the head's pod template opts in for the autoscaler). With a
   ``gpu_networking: gpudirect`` pool also the ``<namespace>-gpudirect`` namespace, its own
   guards and the KSAs of the identities its Ray objects run as
-  (:func:`components.plan.naming.namespace_accounts`).
+  (:func:`components.plan.plan.namespace_accounts`).
 
 * Kubeconfig: cluster endpoint + CA, user authenticated by the ``gke-gcloud-auth-plugin`` exec
   plugin (no static credentials) -
@@ -55,8 +55,7 @@ from components.kuberay.render import (
     kubeconfig,
     program_crd_documents,
 )
-from components.plan import naming
-from components.plan.plan import Plan
+from components.plan.plan import Plan, namespace_accounts
 
 
 @dataclass
@@ -171,7 +170,7 @@ class KubeRay(pulumi.ComponentResource):
                 opts=ns_opts,
             )
         self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
-        for acct_ns, acct in naming.namespace_accounts(p):
+        for acct_ns, acct in namespace_accounts(p):
             key, rname = _rname("ksa", acct.name, acct_ns)
             self.service_accounts[acct.name if acct_ns == ns else key] = k8s.core.v1.ServiceAccount(
                 rname,
