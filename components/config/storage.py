@@ -200,6 +200,12 @@ def hns_of(purpose: str, bucket: BucketConfig) -> bool:
     return PURPOSE_HNS[purpose]
 
 
+def hns_by_purpose(buckets: BucketsConfig) -> dict[str, bool]:
+    """Bucket purpose -> whether the ``buckets`` block's bucket of it has hierarchical
+    namespace (:func:`hns_of`), every purpose in one call."""
+    return {purpose: hns_of(purpose, getattr(buckets, purpose)) for purpose in PURPOSE_HNS}
+
+
 BucketRole = Literal["read", "write"]
 
 

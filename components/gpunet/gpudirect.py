@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog.gpu_network import GPU_NET_FAMILIES, nccl_env
+from components.catalog.gpu_network import GPU_NET_FAMILIES, GpuNetFamily, nccl_env
 from components.catalog.gpudirect import (
     DEVICE_INJECTOR_DIRS,
     DEVICE_INJECTOR_IMAGE,
@@ -117,10 +117,11 @@ def sidecar_security_context(r: Rxdm) -> dict[str, Any]:
     }
 
 
-def worker_parts(pool: Any) -> WorkerParts | None:
-    """The RxDM sidecar and the rest of :class:`WorkerParts` for a Ray worker on ``pool``; None
-    unless the pool sets ``gpu_networking: gpudirect``."""
-    r = rxdm_of(pool)
+def worker_parts(fam: GpuNetFamily) -> WorkerParts | None:
+    """The RxDM sidecar and the rest of :class:`WorkerParts` for a Ray worker on a
+    ``gpudirect`` pool of the GPU networking family ``fam``; None for a family without TCPX /
+    TCPXO (the model refuses ``gpudirect`` there)."""
+    r = RXDM.get(fam.kind)
     if r is None:
         return None
     sidecar: dict[str, Any] = {"name": r.container, "image": r.image, "command": list(r.command)}
@@ -139,7 +140,7 @@ def worker_parts(pool: Any) -> WorkerParts | None:
         for n, (p, ro) in r.worker_mounts.items()
     ]
     key, value = r.device_annotation()
-    return WorkerParts({key: value}, nccl_env(pool.gpu_net), sidecar, volumes, mounts)
+    return WorkerParts({key: value}, nccl_env(fam), sidecar, volumes, mounts)
 
 
 def gpudirect_accelerators(pools: Iterable[Any]) -> list[str]:

@@ -11,7 +11,7 @@ import ipaddress
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from components.catalog.gpu_network import (
     GPU_VPC_MTU,
@@ -19,10 +19,10 @@ from components.catalog.gpu_network import (
     INSTALLERS,
     PAUSE_IMAGE,
     GpuNetFamily,
-    nccl_env,
     ray_nccl_env,
 )
 from components.gpunet.gpudirect import (
+    WorkerParts,
     admission_policy,
     device_injector,
     gpudirect_accelerators,
@@ -342,27 +342,37 @@ def gpunet_objects(cfg: Any) -> list[dict[str, Any]]:
     return [*multi_network_objects(cfg), *installer_daemonsets(cfg), *gpudirect_objects(cfg)]
 
 
-def worker_pod_extras(pool: Any) -> tuple[dict[str, str], dict[str, str]]:
-    """``(annotations, env)`` of a Ray worker pod on ``pool``: the interface annotations
-    (``networking.gke.io/default-interface: eth0`` and ``networking.gke.io/interfaces``, the
-    JSON list of :meth:`~components.catalog.gpu_network.GpuNetFamily.pod_interfaces`) [CEA] and
-    the NCCL environment (:func:`components.catalog.gpu_network.ray_nccl_env`); ``({}, {})``
-    without GPU networking. A ``gpudirect`` pool's workers also get the RxDM sidecar's device
-    annotation and Google's NCCL environment for the plugin
-    (:func:`components.catalog.gpu_network.nccl_env`); the sidecar itself, its volumes and the
-    Ray container's mounts are :func:`components.gpunet.gpudirect.worker_parts`."""
-    fam = pool.gpu_net if getattr(pool, "kind", "cpu") == "gpu" else None
+class WorkerExtras(NamedTuple):
+    """:func:`worker_pod_extras`' answer: the pod's ``annotations``, the Ray container's NCCL
+    ``env``, and a ``gpudirect`` pool's RxDM ``parts`` (None otherwise)."""
+
+    annotations: dict[str, str]
+    env: dict[str, str]
+    parts: WorkerParts | None
+
+
+def worker_pod_extras(pool: Any, fam: GpuNetFamily | None) -> WorkerExtras:
+    """What GPU networking gives a Ray worker pod on ``pool``, whose GPU networking family is
+    ``fam`` (``pool.gpu_net``; None: without GPU networking, all empty): the interface
+    annotations (``networking.gke.io/default-interface: eth0`` and
+    ``networking.gke.io/interfaces``, the JSON list of
+    :meth:`~components.catalog.gpu_network.GpuNetFamily.pod_interfaces`) [CEA] and the NCCL
+    environment (:func:`components.catalog.gpu_network.ray_nccl_env`). A ``gpudirect`` pool's
+    workers get the RxDM sidecar, its volumes and the Ray container's mounts
+    (:func:`components.gpunet.gpudirect.worker_parts`), the sidecar's device annotation and
+    Google's NCCL environment for the plugin (:func:`components.catalog.gpu_network.nccl_env`)
+    instead."""
     if fam is None:
-        return {}, {}
+        return WorkerExtras({}, {}, None)
     interfaces = fam.pod_interfaces(pod_networks(fam))
     annotations = {
         DEFAULT_INTERFACE_ANNOTATION: "eth0",
         INTERFACES_ANNOTATION: json.dumps(interfaces, separators=(",", ":")),
     }
-    parts = worker_parts(pool)
+    parts = worker_parts(fam) if getattr(pool, "gpudirect", False) else None
     if parts is not None:
-        return {**annotations, **parts.annotations}, nccl_env(fam)
-    return annotations, ray_nccl_env(fam)
+        return WorkerExtras({**annotations, **parts.annotations}, parts.env, parts)
+    return WorkerExtras(annotations, ray_nccl_env(fam), None)
 
 
 def gpunet_problems(

@@ -30,8 +30,7 @@ from components.kuberay.render import (
     kubeconfig,
     program_crd_documents,
 )
-from components.plan import naming
-from components.plan.plan import Plan
+from components.plan.plan import Plan, namespace_accounts
 
 
 @dataclass
@@ -146,7 +145,7 @@ class KubeRay(pulumi.ComponentResource):
                 opts=ns_opts,
             )
         self.service_accounts: dict[str, k8s.core.v1.ServiceAccount] = {}
-        for acct_ns, acct in naming.namespace_accounts(p):
+        for acct_ns, acct in namespace_accounts(p):
             key, rname = _rname("ksa", acct.name, acct_ns)
             self.service_accounts[acct.name if acct_ns == ns else key] = k8s.core.v1.ServiceAccount(
                 rname,

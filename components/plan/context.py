@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.kernel.names import BucketPurpose, bucket_name, gpudirect_namespace
+from components.kernel.ray import PART_OF
 
 if TYPE_CHECKING:
     from components.config.stack import StackConfig
@@ -124,3 +125,14 @@ def context(cfg: StackConfig) -> Context:
         gpudirect_namespace=gpudirect,
         ray_namespaces=MappingProxyType(ray_namespaces),
     )
+
+
+def object_metadata(ctx: Context, name: str) -> dict[str, Any]:
+    """``metadata`` of the stack's Ray object (RayCluster, RayJob, RayService) ``name`` in its
+    namespace (:meth:`Context.namespace_of`: ``kuberay.namespace``, or its ``-gpudirect``
+    namespace for a Ray cluster on a ``gpudirect`` pool)."""
+    return {
+        "name": name,
+        "namespace": ctx.namespace_of(name),
+        "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
+    }

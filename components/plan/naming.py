@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from components.config.storage import WorkloadIdentityConfig
 
@@ -18,9 +18,6 @@ from components.config.storage import WorkloadIdentityConfig
 from components.kernel.names import BucketPurpose as BucketPurpose
 from components.kernel.names import bucket_name as bucket_name
 from components.kernel.names import node_service_account_id as node_service_account_id
-
-if TYPE_CHECKING:
-    from components.plan.plan import Plan
 
 BUCKET_PURPOSES: tuple[BucketPurpose, ...] = ("datasets", "checkpoints", "artifacts")
 
@@ -63,6 +60,21 @@ def head_account_id(identity: WorkloadIdentityConfig | str) -> str:
 
 
 @dataclass(frozen=True)
+class RunAs:
+    """The Kubernetes service accounts a Ray object's pods run as, all of one workload identity:
+    ``workers`` (its worker and submitter pods, :func:`ksa_name`) and ``head`` (its head pod,
+    :func:`head_account_id`)."""
+
+    workers: str
+    head: str
+
+
+def run_as(identity: str) -> RunAs:
+    """The :class:`RunAs` accounts of the workload identity named ``identity``."""
+    return RunAs(ksa_name(identity), head_account_id(identity))
+
+
+@dataclass(frozen=True)
 class WorkloadAccount:
     """One Kubernetes service account and the Google service account it is bound to.
 
@@ -87,25 +99,6 @@ def workload_accounts(identities: Iterable[WorkloadIdentityConfig]) -> list[Work
     for wi in identities:
         out.append(WorkloadAccount(wi, "workers", ksa_name(wi)))
         out.append(WorkloadAccount(wi, "head", head_account_id(wi)))
-    return out
-
-
-def namespace_accounts(p: Plan) -> list[tuple[str, WorkloadAccount]]:
-    """``(namespace, account)`` of every Kubernetes service account the stack of plan ``p``
-    creates: every :func:`workload_accounts` entry of its identities in ``kuberay.namespace``,
-    then, when there is a ``gpudirect`` namespace
-    (:attr:`components.plan.context.Context.gpudirect_namespace`), the accounts of the
-    identities its Ray objects run as (a RayCluster's, a job's, a service's
-    ``service_account``), each bound to the same Google service account."""
-    accounts = workload_accounts(p.identities.values())
-    ctx = p.context
-    out = [(ctx.namespace, a) for a in accounts]
-    if ctx.gpudirect_namespace is None:
-        return out
-    moved = set(ctx.ray_namespaces)
-    runners = [*p.clusters.values(), *(t.job for t in p.jobs), *(s for s, _ in p.services)]
-    used = {x.service_account for x in runners if x.name in moved}
-    out += [(ctx.gpudirect_namespace, a) for a in accounts if a.identity.name in used]
     return out
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from components.plan.computeclasses import compute_class_manifest
 from components.plan.context import Context, context
 from components.plan.flavors import resource_flavor
+from components.plan.naming import RunAs, WorkloadAccount, run_as, workload_accounts
 from components.plan.nodepools import NodePoolSpec, pool_specs, system_pool_spec
 from components.plan.resolve import (
     GroupTarget,
@@ -112,6 +113,9 @@ class Plan:
         declared_classes: ``compute_classes`` in config order, every entry.
         capacity_topology: ``capacity.topology`` (``required``, ``preferred``, ``off``): whether
             the Kueue flavors name a Topology; ``off`` for a stack validated only in part.
+        accounts: workload identity name -> the Kubernetes service accounts its pods run as
+            (:func:`components.plan.naming.run_as`), for every ``service_account`` a RayCluster,
+            job or service names (declared or not).
 
     The derived records, computed on first use and kept (the plan is cached per config, so once
     per stack): :attr:`node_pool_specs` and :attr:`pool_specs`, the GKE node pools
@@ -138,6 +142,7 @@ class Plan:
     declared_pools: tuple[Pool, ...] = ()
     declared_classes: tuple[ComputeClassConfig, ...] = ()
     capacity_topology: str = "off"
+    accounts: Mapping[str, RunAs] = field(default_factory=dict)
 
     @cached_property
     def node_pool_specs(self) -> tuple[NodePoolSpec, ...]:
@@ -325,6 +330,8 @@ def _build(cfg: StackConfig) -> Plan:
             resolve_identity(cfg, name, where)
         except ResolveError as e:
             problems.append(Unresolved("identity", owner, e))
+    runners = [*cfg.ray_clusters, *cfg.jobs, *cfg.services]
+    accounts = {x.service_account: run_as(x.service_account) for x in runners}
     classes: dict[str, str] = {}
     for cc in cfg.compute_classes:
         classes.setdefault(cc.node_pool, cc.name)
@@ -347,7 +354,27 @@ def _build(cfg: StackConfig) -> Plan:
         declared_pools=tuple(cfg.node_pools),
         declared_classes=tuple(cfg.compute_classes),
         capacity_topology=getattr(getattr(cfg, "capacity", None), "topology", "off"),
+        accounts=MappingProxyType(accounts),
     )
+
+
+def namespace_accounts(p: Plan) -> list[tuple[str, WorkloadAccount]]:
+    """``(namespace, account)`` of every Kubernetes service account the stack of plan ``p``
+    creates: every :func:`components.plan.naming.workload_accounts` entry of its identities in
+    ``kuberay.namespace``, then, when there is a ``gpudirect`` namespace
+    (:attr:`components.plan.context.Context.gpudirect_namespace`), the accounts of the
+    identities its Ray objects run as (a RayCluster's, a job's, a service's
+    ``service_account``), each bound to the same Google service account."""
+    accounts = workload_accounts(p.identities.values())
+    ctx = p.context
+    out = [(ctx.namespace, a) for a in accounts]
+    if ctx.gpudirect_namespace is None:
+        return out
+    moved = set(ctx.ray_namespaces)
+    runners = [*p.clusters.values(), *(t.job for t in p.jobs), *(s for s, _ in p.services)]
+    used = {x.service_account for x in runners if x.name in moved}
+    out += [(ctx.gpudirect_namespace, a) for a in accounts if a.identity.name in used]
+    return out
 
 
 # id(cfg) -> (weak reference to cfg, its plan); an entry goes when its config is collected.

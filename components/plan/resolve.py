@@ -33,6 +33,7 @@ from components.kernel.problems import Problem, at, path_colon
 from contract.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from components.catalog.gpu_network import GpuNetFamily
     from components.config.cluster import SystemPool
     from components.config.stack import StackConfig
 
@@ -155,15 +156,47 @@ def resolve_identity(cfg: StackConfig, name: str, field: str) -> WorkloadIdentit
 # ---------------------------------------------------------------------------------- the targets
 
 
+@dataclass(frozen=True)
+class PoolFacts:
+    """A node pool's catalog facts, looked up once for a target of the plan (the config models'
+    ``slice``, ``gpu.gpu`` and ``gpu_net`` look them up at every read): :func:`pool_facts`.
+
+    Attributes:
+        slice: the TPU slice of one replica; None off TPU.
+        gpu: the catalog's GPU type (:class:`components.catalog.GpuType`); None off GPU.
+        gpu_net: the pool's GPU networking
+            (:class:`components.catalog.gpu_network.GpuNetFamily`); None without.
+    """
+
+    slice: catalog.TpuSlice | None = None
+    gpu: catalog.GpuType | None = None
+    gpu_net: GpuNetFamily | None = None
+
+
+def pool_facts(pool: Pool) -> PoolFacts:
+    """The catalog facts of ``pool`` (:class:`PoolFacts`)."""
+    if isinstance(pool, TpuPool):
+        return PoolFacts(slice=pool.slice)
+    if isinstance(pool, GpuPool):
+        return PoolFacts(gpu=pool.gpu.gpu, gpu_net=pool.gpu_net)
+    return PoolFacts()
+
+
 class _OnPool:
-    """What a target knows from its node pool alone (``pool`` is set by the dataclass)."""
+    """What a target knows from its node pool alone (``pool`` and ``facts`` are set by the
+    dataclass; ``facts`` left out is looked up from ``pool``)."""
 
     pool: Pool
+    facts: PoolFacts
+
+    def __post_init__(self) -> None:
+        if self.facts is None:
+            object.__setattr__(self, "facts", pool_facts(self.pool))
 
     @property
     def slice(self) -> catalog.TpuSlice | None:
         """The TPU slice of one replica (catalog entry), None for GPU/CPU pools."""
-        return self.pool.slice if isinstance(self.pool, TpuPool) else None
+        return self.facts.slice
 
     @property
     def gpu(self) -> GpuSpec | None:
@@ -181,12 +214,14 @@ class GroupTarget(_OnPool):
         pool: the declared node pool it runs on.
         field: stack-file path of the group (``ray_clusters[rc].worker_groups[g]``, or
             ``jobs[j]`` for a job's own RayCluster).
+        facts: the pool's catalog facts (:func:`pool_facts`).
     """
 
     cluster: RayClusterConfig | None
     group: WorkerGroupConfig
     pool: Pool
     field: str
+    facts: PoolFacts = None  # type: ignore[assignment]  # None: looked up from pool
 
     @property
     def max_replicas(self) -> int:
@@ -222,6 +257,7 @@ class JobTarget(_OnPool):
         replicas: worker-group replicas the job may use (slices for TPU, nodes otherwise).
         runs_as: the workload identity the job's Ray processes run as: the RayCluster's
             ``service_account`` on a long-lived cluster, else the job's own.
+        facts: the pool's catalog facts (:func:`pool_facts`).
     """
 
     job: JobConfig
@@ -230,6 +266,7 @@ class JobTarget(_OnPool):
     pool: Pool
     replicas: int
     runs_as: str
+    facts: PoolFacts = None  # type: ignore[assignment]  # None: looked up from pool
 
     @property
     def group_target(self) -> GroupTarget:
@@ -239,7 +276,7 @@ class JobTarget(_OnPool):
             if self.cluster is None
             else group_field(self.cluster, self.group)
         )
-        return GroupTarget(cluster=self.cluster, group=self.group, pool=self.pool, field=field)
+        return GroupTarget(self.cluster, self.group, self.pool, field, self.facts)
 
     @property
     def own_cluster(self) -> bool:
@@ -320,7 +357,9 @@ def resolve_job(cfg: StackConfig, job: JobConfig) -> JobTarget:
             f"a worker group of {rc.name!r}",
         )
     target = resolve_group(cfg, rc, group)
-    return JobTarget(job, rc, group, target.pool, target.max_replicas, rc.service_account)
+    return JobTarget(
+        job, rc, group, target.pool, target.max_replicas, rc.service_account, target.facts
+    )
 
 
 def resolve_service(cfg: StackConfig, svc: ServiceConfig) -> GroupTarget:

@@ -27,6 +27,8 @@ Facts used (sources):
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterable
 from typing import Any
 
 from components.config.raycrs import JobConfig
@@ -80,30 +82,30 @@ def secret_provider_class(ctx: Context, svc: ServiceConfig | JobConfig) -> dict[
     }
 
 
-def add_hf_token(template: dict[str, Any], svc: ServiceConfig | JobConfig) -> dict[str, Any]:
-    """``template`` (a pod template) with ``svc``'s Hub token: a read-only ``csi`` volume of
-    :data:`GKE_SECRETS_CSI_DRIVER` naming :func:`hf_token_class_name`, mounted read-only at
-    :data:`HF_TOKEN_DIR` in the first (Ray) container, and ``HF_TOKEN_PATH`` set to the file.
-    Unchanged when ``svc.hf_token_secret`` is unset."""
+def add_hf_token(templates: Iterable[dict[str, Any]], svc: ServiceConfig | JobConfig) -> None:
+    """Give each of ``templates`` (pod templates, changed in place) ``svc``'s Hub token: a
+    read-only ``csi`` volume of :data:`GKE_SECRETS_CSI_DRIVER` naming
+    :func:`hf_token_class_name`, mounted read-only at :data:`HF_TOKEN_DIR` in the first (Ray)
+    container, and ``HF_TOKEN_PATH`` set to the file. None when ``svc.hf_token_secret`` is
+    unset."""
     if svc.hf_token_secret is None:
-        return template
-    spec = template["spec"]
-    spec.setdefault("volumes", []).append(
-        {
-            "name": HF_TOKEN_VOLUME,
-            "csi": {
-                "driver": GKE_SECRETS_CSI_DRIVER,
-                "readOnly": True,
-                "volumeAttributes": {"secretProviderClass": hf_token_class_name(svc)},
-            },
-        }
-    )
-    container = spec["containers"][0]
-    container.setdefault("volumeMounts", []).append(
-        {"name": HF_TOKEN_VOLUME, "mountPath": HF_TOKEN_DIR, "readOnly": True}
-    )
-    container.setdefault("env", []).append({"name": "HF_TOKEN_PATH", "value": HF_TOKEN_PATH})
-    return template
+        return
+    volume = {
+        "name": HF_TOKEN_VOLUME,
+        "csi": {
+            "driver": GKE_SECRETS_CSI_DRIVER,
+            "readOnly": True,
+            "volumeAttributes": {"secretProviderClass": hf_token_class_name(svc)},
+        },
+    }
+    for template in templates:
+        spec = template["spec"]
+        spec.setdefault("volumes", []).append(copy.deepcopy(volume))
+        container = spec["containers"][0]
+        container.setdefault("volumeMounts", []).append(
+            {"name": HF_TOKEN_VOLUME, "mountPath": HF_TOKEN_DIR, "readOnly": True}
+        )
+        container.setdefault("env", []).append({"name": "HF_TOKEN_PATH", "value": HF_TOKEN_PATH})
 
 
 def gateway_manifests(ctx: Context, svc: ServiceConfig) -> list[dict[str, Any]]:

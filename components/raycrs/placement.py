@@ -257,7 +257,7 @@ def placement_problems(p: Plan) -> list[Problem]:
         if strategy not in ("STRICT_PACK", "STRICT_SPREAD"):
             continue
         try:
-            scaling = scaling_config_for_job_target(job, target.pool, target.replicas)
+            scaling = scaling_config_for_job_target(target)
             node = node_ray_resources(p.context, target.pool, target.group)
         except (ScalingError, ManifestError, IndexError):
             continue  # reported by the target and scheduling checks

@@ -33,10 +33,8 @@ from components import catalog
 from components.config.raycrs import WorkerGroupConfig
 from components.kernel.ray import PART_OF, SUBMITTER_LABEL
 from components.nodepools.render import NodePoolSpec
-from components.plan.naming import ksa_name
 from components.plan.plan import Plan
-from components.storage.fuse import Mount, cache_pod_settings
-from components.storage.fuse import mounts as fuse_mounts
+from components.storage.fuse import Mount, pod_mounts
 from contract.errors import ConfigurationError
 from contract.quantity import cpu_quantity, memory_quantity, quantity_float
 
@@ -112,7 +110,7 @@ def gcs_fuse_volumes(
     buckets: Mapping[str, str], ms: Sequence[Mount]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """GCS FUSE CSI ephemeral volumes and mounts for the bucket mounts ``ms`` of a workload
-    identity (:func:`components.storage.fuse.mounts`; ``buckets``: purpose -> bucket name).
+    identity (:func:`components.storage.fuse.pod_mounts`; ``buckets``: purpose -> bucket name).
 
     One volume ``gcs-<purpose>`` per mount, at ``/mnt/gcs/<purpose>``, read-only for ``read``
     access, with the mount options of the bucket's FUSE profile.
@@ -245,13 +243,13 @@ class ClusterPods(NamedTuple):
 
 def cluster_pods(p: Plan, service_account: str, pods: Sequence[RayPod]) -> ClusterPods:
     """The pod templates of one Ray cluster, all running as the workload identity
-    ``service_account`` (its record in the plan ``p``, :attr:`Plan.identities`): the one call
-    that builds its head's and worker groups' pods.
+    ``service_account`` (its records in the plan ``p``: :attr:`Plan.identities`, its accounts
+    :attr:`Plan.accounts`): the one call that builds its head's and worker groups' pods.
 
     Each template gets its Ray container's ``resources`` (request = limit, see :class:`RayPod`),
     the Pod Security ``restricted`` settings, the identity's GCS FUSE volumes (its buckets,
     :func:`gcs_fuse_volumes`, and the file cache's settings,
-    :func:`components.storage.fuse.cache_pod_settings`; none for an undeclared identity), then
+    :func:`components.storage.fuse.pod_mounts`; none for an undeclared identity), then
     the pod's ``extra_volumes`` / ``extra_mounts``, then the memory-backed ``/dev/shm`` sized to
     the container's memory (:func:`shm_volume`; Ray's object store, NCCL on GPU nodes).
 
@@ -259,12 +257,10 @@ def cluster_pods(p: Plan, service_account: str, pods: Sequence[RayPod]) -> Clust
         ManifestError: a pod's ``node`` is too small for a Ray worker (:func:`worker_pod_size`).
     """
     identity = p.identities.get(service_account)
-    ms = [] if identity is None else fuse_mounts(p.context.buckets_config, identity.buckets)
-    fuse = (
-        gcs_fuse_volumes(p.context.buckets, ms),
-        cache_pod_settings(p.context.buckets_config.file_cache_medium, ms, MOUNT_ROOT),
-    )
-    account = ksa_name(service_account)
+    access = {} if identity is None else identity.buckets
+    ms, settings = pod_mounts(p.context.buckets_config, access, MOUNT_ROOT)
+    fuse = (gcs_fuse_volumes(p.context.buckets, ms), settings)
+    account = p.accounts[service_account].workers
     templates = [_pod_template(pod, copy.deepcopy(fuse), account) for pod in pods]
     return ClusterPods(templates, container_security_context())
 
@@ -309,16 +305,17 @@ def _pod_template(pod: RayPod, fuse: Any, workers_account: str) -> dict[str, Any
     return {"metadata": metadata, "spec": spec}
 
 
-def submitter_template(service_account: str, image: Any, submits_to: str) -> dict[str, Any]:
+def submitter_template(account: str, image: Any, submits_to: str) -> dict[str, Any]:
     """The pod template of a RayJob's submitter (``submitterPodTemplate``): one small container
-    (500m, 1Gi) on the system pool, as the identity's workers' account without a mounted token,
+    (500m, 1Gi) on the system pool, as ``account`` (its identity's workers' account,
+    :attr:`components.plan.naming.RunAs.workers`) without a mounted token,
     with the Pod Security ``restricted`` settings, never restarted (KubeRay's submitter Job
     retries), labelled :data:`components.kernel.ray.SUBMITTER_LABEL` ``submits_to`` (the cluster
     it submits to; the head's NetworkPolicy admits it, :mod:`components.kuberay.namespace`)."""
     return {
         "metadata": {"labels": {"app.kubernetes.io/part-of": PART_OF, SUBMITTER_LABEL: submits_to}},
         "spec": {
-            "serviceAccountName": ksa_name(service_account),
+            "serviceAccountName": account,
             "automountServiceAccountToken": False,
             "securityContext": pod_security_context(),
             "restartPolicy": "Never",

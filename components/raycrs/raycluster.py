@@ -46,21 +46,19 @@ from components.catalog.gpudirect import RXDM_RESERVE
 from components.config.computeclass import class_label, class_taint
 from components.config.nodepools import CpuPool, GpuPool, TpuPool
 from components.config.raycrs import HeadConfig, RayClusterConfig, WorkerGroupConfig
-from components.gpunet.gpudirect import worker_parts
 from components.gpunet.render import worker_pod_extras
 from components.images.render import pool_image_kind
 from components.kernel.base import quantity_bytes
 from components.kernel.ray import (
     HEAD_PORTS,
     MEGASCALE_PORT,
-    PART_OF,
     TPU_METRICS_PORT,
     TPU_RUNTIME_PORT,
     auth_options,
 )
 from components.nodepools.render import gpu_node_labels
-from components.plan.naming import head_account_id
-from components.plan.plan import Context, Plan
+from components.plan.context import object_metadata
+from components.plan.plan import Plan
 from components.plan.resolve import GroupTarget
 from components.raycrs.pod import API_VERSION, ManifestError, RayPod, cluster_pods
 
@@ -73,7 +71,7 @@ ELASTIC_JOB = {"kueue.x-k8s.io/elastic-job": "true"}
 
 def head_group_spec(
     head: HeadConfig,
-    service_account: str,
+    account: str,
     images: Mapping[str, Any],
     *,
     autoscaling: bool = True,
@@ -86,9 +84,10 @@ def head_group_spec(
 
     The head Service is ``ClusterIP`` (never LoadBalancer/NodePort); ``num-cpus: "0"`` keeps Ray
     tasks off the head; ``dashboard-host: 0.0.0.0`` lets the in-cluster Service reach it (the
-    NetworkPolicies of :mod:`components.kuberay.namespace` decide who). The head runs as the
-    identity's own head account (:func:`components.plan.naming.head_account_id`), to which
-    KubeRay binds the autoscaler's RBAC; its token is mounted only when ``autoscaling``.
+    NetworkPolicies of :mod:`components.kuberay.namespace` decide who). The head runs as
+    ``account``, its identity's own head account (:attr:`components.plan.naming.RunAs.head`),
+    to which KubeRay binds the autoscaler's RBAC; its token is mounted only when
+    ``autoscaling``.
     """
     container = {
         "name": "ray-head",
@@ -103,7 +102,7 @@ def head_group_spec(
         container,
         node_selector={catalog.NODE_POOL_LABEL: "system"},
         size=(head.cpu, head.memory),
-        account=head_account_id(service_account),
+        account=account,
         automount_token=autoscaling,
         labels=labels,
     )
@@ -216,7 +215,7 @@ def worker_group_spec(
     sidecars: list[dict[str, Any]] = []
     devices: dict[str, str] = {}
     if isinstance(pool, TpuPool):
-        s = pool.slice
+        s = target.slice
         out["numOfHosts"] = s.hosts
         env = {
             "JAX_PLATFORMS": "tpu,cpu",
@@ -249,9 +248,8 @@ def worker_group_spec(
         # (components/gpunet/render.py worker_pod_extras); nothing without it. A gpudirect pool
         # adds the RxDM sidecar after the Ray container, its volumes and the Ray container's
         # mounts of them (components/gpunet/gpudirect.py).
-        annotations, nccl = worker_pod_extras(pool)
+        annotations, nccl, parts = worker_pod_extras(pool, target.facts.gpu_net)
         env.update(nccl)
-        parts = worker_parts(pool)
         if parts is not None:
             sidecars.append(parts.sidecar)
             extra_volumes += parts.volumes
@@ -317,7 +315,7 @@ def ray_cluster_spec(
     """
     workers = [worker_group_spec(p, w, images) for w in worker_groups]
     head_group, head_pod = head_group_spec(
-        head, service_account, images, autoscaling=autoscaling, labels=labels
+        head, p.accounts[service_account].head, images, autoscaling=autoscaling, labels=labels
     )
     pods = cluster_pods(p, service_account, [head_pod, *(pod for _, pod in workers)])
     head_group["template"] = pods.templates[0]
@@ -337,17 +335,6 @@ def ray_cluster_spec(
     spec["headGroupSpec"] = head_group
     spec["workerGroupSpecs"] = [group for group, _ in workers]
     return spec
-
-
-def object_metadata(ctx: Context, name: str) -> dict[str, Any]:
-    """``metadata`` of a Ray object ``name`` in its namespace (:meth:`Context.namespace_of`:
-    ``kuberay.namespace``, or its ``-gpudirect`` namespace for a Ray cluster on a
-    ``gpudirect`` pool)."""
-    return {
-        "name": name,
-        "namespace": ctx.namespace_of(name),
-        "labels": {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "pulumi"},
-    }
 
 
 def ray_cluster_manifest(

@@ -20,13 +20,13 @@ from components.config.raycrs import HeadConfig
 from components.images.render import job_image_kind
 from components.images.render import runtime_env_pip as _runtime_env_pip
 from components.kernel.ray import JOB_CLUSTER_LABEL
+from components.plan.context import object_metadata
 from components.plan.plan import Context, Plan
 from components.plan.resolve import JobTarget
 from components.raycrs.pod import API_VERSION, DATASET_PATH, submitter_template
 from components.raycrs.raycluster import (
     ELASTIC_JOB,
     WorkerGroupInput,
-    object_metadata,
     ray_cluster_spec,
 )
 from components.raycrs.scaling import job_workers
@@ -155,8 +155,8 @@ def _own_cluster_spec(
     if job.hf_token_secret is not None:  # the Hub token of a fine-tuning job's model
         from components.raycrs.ingress import add_hf_token
 
-        for group in [spec["headGroupSpec"], *spec["workerGroupSpecs"]]:
-            add_hf_token(group["template"], job)
+        groups = [spec["headGroupSpec"], *spec["workerGroupSpecs"]]
+        add_hf_token([g["template"] for g in groups], job)
     return spec
 
 
@@ -214,7 +214,7 @@ def ray_job_manifest(
     if job.suspend:
         spec["suspend"] = True
     spec["submitterPodTemplate"] = submitter_template(
-        job.service_account, images["cpu"], job.cluster or job.name
+        p.accounts[job.service_account].workers, images["cpu"], job.cluster or job.name
     )
     metadata = object_metadata(ctx, job.name)
     if job.slices is not None and job.slices.elastic:

@@ -29,8 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.config.nodepools import CpuPool, GpuPool, TpuPool
-from components.config.raycrs import JobConfig
-from components.plan.resolve import JobTarget
+from components.plan.resolve import JobTarget, PoolFacts, pool_facts
 from contract.errors import ConfigurationError
 
 
@@ -39,47 +38,52 @@ class ScalingError(ConfigurationError):
     targets raise :class:`components.plan.resolve.ResolveError` (see :func:`components.plan.resolve.resolve_job`)."""
 
 
-def scaling_config_for_pool(pool: CpuPool | TpuPool | GpuPool, replicas: int) -> dict[str, Any]:
+def scaling_config_for_pool(
+    pool: CpuPool | TpuPool | GpuPool, replicas: int, facts: PoolFacts | None = None
+) -> dict[str, Any]:
     """``ray.train.ScalingConfig`` kwargs for ``replicas`` slices (TPU) or nodes (GPU/CPU) of
-    ``pool``.
+    ``pool``, whose catalog facts are ``facts`` (a target's, :attr:`JobTarget.facts`; looked up
+    when None).
 
     Raises:
         ScalingError: ``replicas`` < 1.
     """
     if replicas < 1:
         raise ScalingError(f"replicas {replicas} must be >= 1 (node pool {pool.name!r})")
-    if isinstance(pool, TpuPool):
-        return pool.slice.scaling_config(replicas)
-    if isinstance(pool, GpuPool):
-        return pool.gpu.gpu.scaling_config(pool.gpu.count, replicas)
+    facts = facts or pool_facts(pool)
+    if facts.slice is not None:
+        return facts.slice.scaling_config(replicas)
+    if facts.gpu is not None and isinstance(pool, GpuPool):
+        return facts.gpu.scaling_config(pool.gpu.count, replicas)
     return {"use_gpu": False, "num_workers": replicas}
 
 
-def peak_flops_per_device(pool: CpuPool | TpuPool | GpuPool) -> float | None:
-    """Peak dense bf16 FLOP/s of one accelerator of ``pool`` (a TPU chip or a GPU) from the
-    catalog, for model FLOPs utilisation; None for CPU pools (no catalog peak)."""
-    if isinstance(pool, TpuPool):
-        return pool.slice.generation.peak_bf16_tflops * 1e12
-    if isinstance(pool, GpuPool):
-        return pool.gpu.gpu.peak_bf16_tflops * 1e12
+def peak_flops_per_device(facts: PoolFacts) -> float | None:
+    """Peak dense bf16 FLOP/s of one accelerator (a TPU chip or a GPU) of a pool with the
+    catalog facts ``facts`` (:func:`components.plan.resolve.pool_facts`), for model FLOPs
+    utilisation; None for CPU pools (no catalog peak)."""
+    if facts.slice is not None:
+        return facts.slice.generation.peak_bf16_tflops * 1e12
+    if facts.gpu is not None:
+        return facts.gpu.peak_bf16_tflops * 1e12
     return None
 
 
-def scaling_config_for_job_target(
-    job: JobConfig, pool: CpuPool | TpuPool | GpuPool, replicas: int
-) -> dict[str, Any]:
-    """:func:`scaling_config_for_pool` plus the job's ``placement_strategy`` when set; a TPU
-    job's ``slices: {min, max}`` gives ``max`` slices, elastic down to ``min``
-    (``num_workers`` a ``(min, max)`` tuple, :meth:`components.catalog.TpuSlice.scaling_config`).
+def scaling_config_for_job_target(target: JobTarget) -> dict[str, Any]:
+    """:func:`scaling_config_for_pool` of ``target``'s pool and replicas plus the job's
+    ``placement_strategy`` when set; a TPU job's ``slices: {min, max}`` gives ``max`` slices,
+    elastic down to ``min`` (``num_workers`` a ``(min, max)`` tuple,
+    :meth:`components.catalog.TpuSlice.scaling_config`).
 
     Raises:
         ScalingError: ``replicas`` < 1.
     """
-    if job.slices is not None and isinstance(pool, TpuPool):
+    job, replicas, s = target.job, target.replicas, target.slice
+    if job.slices is not None and s is not None:
         # elastic slices: (hosts x min, hosts x max) workers, catalog.TpuSlice.scaling_config
-        out = pool.slice.scaling_config(min(job.slices.max, replicas), job.slices.min)
+        out = s.scaling_config(min(job.slices.max, replicas), job.slices.min)
     else:
-        out = scaling_config_for_pool(pool, replicas)
+        out = scaling_config_for_pool(target.pool, replicas, target.facts)
     if job.placement_strategy is not None:
         out["placement_strategy"] = job.placement_strategy
     return out
@@ -97,7 +101,7 @@ def scaling_config_for_job(target: JobTarget) -> dict[str, Any]:
     Raises:
         ScalingError: fewer than one replica.
     """
-    return scaling_config_for_job_target(target.job, target.pool, target.replicas)
+    return scaling_config_for_job_target(target)
 
 
 def job_workers(target: JobTarget) -> tuple[dict[str, Any], float | None]:
@@ -108,4 +112,4 @@ def job_workers(target: JobTarget) -> tuple[dict[str, Any], float | None]:
     Raises:
         ScalingError: fewer than one replica.
     """
-    return scaling_config_for_job(target), peak_flops_per_device(target.pool)
+    return scaling_config_for_job(target), peak_flops_per_device(target.facts)

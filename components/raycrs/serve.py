@@ -16,10 +16,11 @@ from components.config.serve import ServiceConfig
 from components.gcsft.render import add_gcs_ft, auth_class_name, gcs_ft_options
 from components.images.render import service_image_kind
 from components.kernel.ray import SERVE_PORT, SERVICE_LABEL
+from components.plan.context import object_metadata
 from components.plan.plan import Context, Plan
 from components.raycrs.ingress import add_hf_token
 from components.raycrs.pod import API_VERSION
-from components.raycrs.raycluster import WorkerGroupInput, object_metadata, ray_cluster_spec
+from components.raycrs.raycluster import WorkerGroupInput, ray_cluster_spec
 from components.raycrs.serving import ServiceSpec, service_spec
 from contract.registry import get_workload
 
@@ -105,8 +106,7 @@ def ray_service_manifest(
     head["template"]["spec"]["containers"][0]["image"] = images[kind]
     # The Hub token file (hf_token_secret): the workers' engines download the model, and the
     # head's Serve controller may read the model's config building the app.
-    for g in (head, group):
-        add_hf_token(g["template"], svc)
+    add_hf_token([head["template"], group["template"]], svc)
     if redis_address is not None:
         cluster["gcsFaultToleranceOptions"] = gcs_ft_options(redis_address)
         ns = p.context.namespace_of(svc.name)

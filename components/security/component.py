@@ -24,7 +24,7 @@ from components.config.cluster import ClusterConfig
 from components.config.storage import KmsConfig, SecretConfig, WorkloadIdentityConfig
 from components.plan import naming
 from components.plan.context import Context
-from components.plan.plan import Plan
+from components.plan.plan import Plan, namespace_accounts
 from components.security import iam
 from components.security.iam import (
     KEY_ROTATION_PERIOD,
@@ -256,7 +256,7 @@ class WorkloadAccess(pulumi.ComponentResource):
         ctx = args.plan.context
         child = pulumi.ResourceOptions(parent=self)
         # One binding per (namespace, KSA): the Ray namespace's keep their names; a gpudirect
-        # namespace's KSAs (components/plan/naming.py namespace_accounts) get their own.
+        # namespace's KSAs (components/plan/plan.py namespace_accounts) get their own.
         self.wi_bindings = {
             (acct.name if ns == ctx.namespace else f"{ns}/{acct.name}"): (
                 gcp.serviceaccount.IAMMember(
@@ -269,7 +269,7 @@ class WorkloadAccess(pulumi.ComponentResource):
                     opts=child,
                 )
             )
-            for ns, acct in naming.namespace_accounts(args.plan)
+            for ns, acct in namespace_accounts(args.plan)
         }
         # Exactly the pure plan that `raygke check` verifies (components/security/iam.py). Members are the
         # GSAs' deterministic emails, so the grants wait for the accounts explicitly.

@@ -43,7 +43,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from components.config.storage import BucketConfig, BucketsConfig, hns_of
+from components.config.storage import BucketConfig, BucketsConfig, hns_by_purpose
+from components.config.storage import hns_of as hns_of  # the storage component's import
 from contract.quantity import quantity_float
 from contract.storage import HNS_MOUNTS_ENV
 
@@ -136,9 +137,10 @@ def mounts(buckets: BucketsConfig, access: Mapping[str, str]) -> list[Mount]:
     """The mounts of an identity with bucket ``access`` (purpose -> ``read`` | ``write``), sorted
     by purpose."""
     out = []
+    hierarchical = hns_by_purpose(buckets)
     for purpose, role in sorted(access.items()):
         bc = getattr(buckets, purpose)
-        cache, hns, ro = cache_mib(purpose, bc), hns_of(purpose, bc), role == "read"
+        cache, hns, ro = cache_mib(purpose, bc), hierarchical[purpose], role == "read"
         opts = mount_options(profile_of(purpose, bc), read_only=ro, cache=cache, hns=hns)
         out.append(Mount(purpose, ro, opts, cache, hns))
     return out
@@ -167,6 +169,16 @@ def cache_pod_settings(
     hns = [f"{mount_root}/{m.purpose}" for m in ms if m.hns]
     env = [{"name": HNS_MOUNTS_ENV, "value": ":".join(hns)}] if hns else []
     return annotations, volumes, env
+
+
+def pod_mounts(
+    buckets: BucketsConfig, access: Mapping[str, str], mount_root: str
+) -> tuple[list[Mount], tuple[dict[str, str], list[dict[str, Any]], list[dict[str, str]]]]:
+    """What a pod of an identity with bucket ``access`` (purpose -> ``read`` | ``write``; the
+    ``buckets`` block's buckets, mounted under ``mount_root``) gets in one call: its
+    :func:`mounts` and their :func:`cache_pod_settings` on ``buckets.file_cache_medium``."""
+    ms = mounts(buckets, access)
+    return ms, cache_pod_settings(buckets.file_cache_medium, ms, mount_root)
 
 
 def cache_problems(buckets: BucketsConfig, p: Plan) -> Iterable[Problem]:

@@ -19,8 +19,8 @@ from components.config.epochs import read_epoch
 from components.gpunet.gpudirect import admission_policy, gpudirect_grants
 from components.gpunet.render import gpunet_objects
 from components.kernel.base import StackConfigError
-from components.plan.naming import namespace_accounts, workload_identity_member
-from components.plan.plan import plan
+from components.plan.naming import workload_identity_member
+from components.plan.plan import namespace_accounts, plan
 from components.raycrs.render import render_manifests
 from components.security.rules import RXDM_SHAPES, check_pod_security, pod_templates
 from components.stack.checks import check_stack
@@ -343,7 +343,7 @@ def test_kueue_in_the_gpudirect_namespace_is_refused() -> None:
 
 def test_the_moved_identity_gets_its_accounts_and_workload_identity_there() -> None:
     """The Workload Identity members the security component binds (one per namespace and KSA
-    of components.plan.naming.namespace_accounts)."""
+    of components.plan.plan.namespace_accounts)."""
     cfg = _prod_gpudirect()
     members = {
         workload_identity_member(cfg.project, ns, a.name) for ns, a in namespace_accounts(plan(cfg))

@@ -188,7 +188,8 @@ def test_prod_h100_pools_get_gpudirect_tcpx():
         assert [n for n, _ in pool_networks(prod, pool)] == [
             f"ray-prod-tcpx-{i}" for i in range(1, 5)
         ]
-    notes, env = worker_pod_extras(_pool(prod, "h100"))
+    pool = _pool(prod, "h100")
+    notes, env, _ = worker_pod_extras(pool, pool.gpu_net)
     interfaces = json.loads(notes["networking.gke.io/interfaces"])
     assert [i["interfaceName"] for i in interfaces] == ["eth0", "eth1", "eth2", "eth3", "eth4"]
     assert env["NCCL_SOCKET_IFNAME"] == "eth1,eth2,eth3,eth4"  # gpudirect-tcpx/nccl-config.yaml
@@ -299,7 +300,7 @@ def test_a4x_gets_four_rdma_nics_and_the_arm64_installer():
     assert [n for _, n in pool_networks(cfg, pool)] == ["ray-gvnic-sub"] + [
         f"ray-rdma-sub-{j}" for j in range(4)
     ]
-    notes, env = worker_pod_extras(pool)
+    notes, env, _ = worker_pod_extras(pool, pool.gpu_net)
     interfaces = json.loads(notes["networking.gke.io/interfaces"])
     assert [(i["interfaceName"], i["network"]) for i in interfaces[1:]] == [
         (f"eth{j + 2}", f"rdma-{j}") for j in range(4)

@@ -132,16 +132,17 @@ def test_prod_jobs_use_the_catalog() -> None:
 
 def test_peak_flops_per_device_comes_from_the_catalog() -> None:
     from components.catalog import gpu_type, tpu_slice
+    from components.plan.resolve import pool_facts
     from components.raycrs.rayjob import job_args
     from components.raycrs.scaling import job_workers, peak_flops_per_device
 
     cfg = stack("prod")
-    assert peak_flops_per_device(cfg.pool("tpu-v6e-4x4")) == 918e12
+    assert peak_flops_per_device(pool_facts(cfg.pool("tpu-v6e-4x4"))) == 918e12
     assert (
-        peak_flops_per_device(cfg.pool("h100"))
+        peak_flops_per_device(pool_facts(cfg.pool("h100")))
         == gpu_type("nvidia-h100-80gb").peak_bf16_tflops * 1e12
     )
-    assert peak_flops_per_device(cfg.pool("cpu")) is None
+    assert peak_flops_per_device(pool_facts(cfg.pool("cpu"))) is None
     jax_job = next(j for j in cfg.jobs if j.workload == "train_lm_jax")
     args = job_args(plan(cfg).context, resolve_job(cfg, jax_job))
     assert (
