@@ -398,8 +398,9 @@ def stack_rules(
     cluster: ClusterConfig,
     kuberay: KubeRayConfig,
 ) -> Iterable[Problem]:
-    """Every capacity rule on the stack model (see the module docstring): ``p`` the stack's
-    Plan, the others its blocks."""
+    """Every capacity rule on the stack model (Kueue queues, DWS / flex-start pools; each cites
+    its Kueue source file or GKE doc in :mod:`components.capacity.rules`): ``p`` the stack's
+    Plan, the others its blocks (the stack rule ``capacity_rules``)."""
     yield from pool_problems(node_pools, cluster)
     yield from kueue_namespace_problems(p, capacity, kuberay)
     yield from queue_reference_problems(capacity, node_pools)

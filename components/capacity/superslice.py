@@ -74,7 +74,8 @@ def problems(
 ) -> Iterable[Problem]:
     """Where the catalog, the cluster or Kueue says a super-slicing pool cannot be, one problem
     each at the pool's ``super_slicing`` (or the cluster field to change); ``p`` the stack's
-    Plan, the others its blocks."""
+    Plan, the others its blocks (the stack rule ``super_slicing_supported``; sources: xpk,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices)."""
     from components import catalog
     from components.kernel.problems import Problem
 

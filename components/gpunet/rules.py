@@ -54,5 +54,6 @@ def gpu_networking_rules(
 ) -> Iterable[Problem]:
     """Every GPU networking refusal of the stack (module docstring), from its ``node_pools``,
     ``zones`` and ``network`` blocks; the warnings are
-    :func:`multi_node_jobs_without_gpu_networking`, which ``raygke check`` prints beside them."""
+    :func:`multi_node_jobs_without_gpu_networking`, which ``raygke check`` prints beside them
+    (the stack rule ``gpu_networking``; facts in :mod:`components.catalog.gpu_network`)."""
     yield from gpunet_problems(node_pools, zones, network)

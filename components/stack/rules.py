@@ -25,6 +25,8 @@ from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
 
 from components import catalog
+from components.capacity.rules import stack_rules as capacity_stack_rules
+from components.capacity.superslice import problems as superslice_problems
 from components.computeclass.rules import (
     compute_class_fallback_capabilities,
     compute_class_flex_start_min_gke_version,
@@ -35,6 +37,7 @@ from components.computeclass.rules import (
 from components.config.images import IMAGE_KINDS
 from components.config.nodepools import GpuPool, TpuPool
 from components.gcsft.rules import gcs_ft_rules
+from components.gpunet.rules import gpu_networking_rules
 from components.kernel.base import NODES_PER_POOL_ZONE_MAX, ZONE_NAME, plural
 from components.kernel.problems import Problem, Rule, at
 from components.plan.plan import rule_inputs
@@ -61,11 +64,8 @@ from components.raycrs.serving import service_fit_problems
 from components.raycrs.training_fit import job_memory_fits
 
 if TYPE_CHECKING:
-    from components.config.capacity import CapacityConfig
     from components.config.cluster import ClusterConfig, NapConfig
-    from components.config.computeclass import ComputeClassConfig
     from components.config.kuberay import KubeRayConfig
-    from components.config.network import NetworkConfig
     from components.config.nodepools import NodePool
     from components.config.raycrs import JobConfig, RayClusterConfig, RayConfig
     from components.config.stack import StackConfig
@@ -390,27 +390,6 @@ def gpu_pool_arch_has_image(ray: RayConfig, node_pools: list[NodePool]) -> Itera
             )
 
 
-def capacity_rules(
-    p: Plan,
-    capacity: CapacityConfig,
-    node_pools: list[NodePool],
-    jobs: list[JobConfig],
-    ray_clusters: list[RayClusterConfig],
-    compute_classes: list[ComputeClassConfig],
-    cluster: ClusterConfig,
-    kuberay: KubeRayConfig,
-) -> Iterable[Problem]:
-    """Kueue queues and DWS / flex-start pools (:mod:`components.capacity.rules`, ``stack_rules``)
-    (each rule cites its Kueue source file or GKE doc there)."""
-    from components.capacity.rules import stack_rules
-
-    found = stack_rules(
-        p, capacity, node_pools, jobs, ray_clusters, compute_classes, cluster, kuberay
-    )
-    for problem in found:
-        yield problem.with_path("capacity")
-
-
 def fuse_caches_fit(
     buckets: BucketsConfig, ray_clusters: list[RayClusterConfig], p: Plan
 ) -> Iterable[Problem]:
@@ -425,36 +404,13 @@ def fuse_caches_fit(
     yield from memory_cache_problems(buckets, ray_clusters, p)
 
 
-def super_slicing_supported(
-    p: Plan,
-    node_pools: list[NodePool],
-    jobs: list[JobConfig],
-    cluster: ClusterConfig,
-    capacity: CapacityConfig,
-) -> Iterable[Problem]:
-    """TPU7x super-slicing pools only where the catalog, the cluster's GKE version and channel and
-    Kueue allow them (:func:`components.capacity.superslice.problems`, which cites xpk and
-    https://cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices)."""
-    from components.capacity.superslice import problems
-
-    yield from problems(p, node_pools, jobs, cluster, capacity)
-
-
-def gpu_networking(
-    node_pools: list[NodePool], zones: list[str], network: NetworkConfig
-) -> Iterable[Problem]:
-    """GPU-to-GPU networking (:mod:`components.gpunet.rules`; facts in
-    :mod:`components.catalog.gpu_network`)."""
-    from components.gpunet.rules import gpu_networking_rules
-
-    yield from gpu_networking_rules(node_pools, zones, network)
-
-
 # ------------------------------------------------------------------------------------- running
 
 
-def _rule(check: Callable[..., Iterable[Problem]], *needs: str) -> Rule:
-    return Rule(check, needs=frozenset(needs))
+def _rule(
+    check: Callable[..., Iterable[Problem]], *needs: str, name: str = "", path: str = ""
+) -> Rule:
+    return Rule(check, needs=frozenset(needs), rule_id=name, path=path)
 
 
 RULES: tuple[Rule, ...] = (
@@ -520,7 +476,14 @@ RULES: tuple[Rule, ...] = (
     _rule(incremental_upgrade_needs_helm, "kuberay.mode", "kuberay.chart_version", "services"),
     _rule(incremental_upgrade_gateway, "services"),
     _rule(gcs_ft_rules, "gcs_fault_tolerance", "services", "cluster", "network", "secrets"),
-    _rule(super_slicing_supported, "node_pools", "cluster", "capacity", "jobs"),
+    _rule(
+        superslice_problems,
+        "node_pools",
+        "cluster",
+        "capacity",
+        "jobs",
+        name="super_slicing_supported",
+    ),
     _rule(
         fuse_caches_fit,
         "buckets",
@@ -531,11 +494,19 @@ RULES: tuple[Rule, ...] = (
         "project",
         "cluster",
     ),
-    _rule(gpu_networking, "node_pools", "network", "zones", "jobs", "ray_clusters"),
+    _rule(
+        gpu_networking_rules,
+        "node_pools",
+        "network",
+        "zones",
+        "jobs",
+        "ray_clusters",
+        name="gpu_networking",
+    ),
     # project and region too: flavors and queues are built from the rendered node pools, which
     # need the stack's Context (components.plan.plan.context)
     _rule(
-        capacity_rules,
+        capacity_stack_rules,
         "capacity",
         "jobs",
         "ray_clusters",
@@ -546,6 +517,8 @@ RULES: tuple[Rule, ...] = (
         "zones",
         "project",
         "region",
+        name="capacity_rules",
+        path="capacity",
     ),
 )
 """Every cross-field rule, in the order they run."""
