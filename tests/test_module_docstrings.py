@@ -45,23 +45,14 @@ NOT_YET = frozenset(
         "components/monitoring/dashboards.py",
         "components/stack/rules.py",
         "components/kernel/problems.py",
-        "components/capacity/__init__.py",
         "components/plan/flavors.py",
         "components/gpunet/component.py",
         "components/config/capacity.py",
-        "components/kuberay/namespace.py",
-        "components/images/render.py",
         "components/network/access.py",
-        "components/monitoring/render.py",
         "components/config/epochs.py",
         "components/config/computeclass.py",
         "components/storage/component.py",
         "components/apis/render.py",
-        "components/stack/__init__.py",
-        "components/security/rules.py",
-        "components/security/policy.py",
-        "components/catalog/capabilities.py",
-        "components/capacity/component.py",
     }
 )
 POINTER = re.compile(r"docs/sources\.md#([A-Za-z0-9_-]+)")
