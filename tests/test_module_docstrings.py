@@ -45,14 +45,6 @@ NOT_YET = frozenset(
         "components/monitoring/dashboards.py",
         "components/stack/rules.py",
         "components/kernel/problems.py",
-        "components/plan/flavors.py",
-        "components/gpunet/component.py",
-        "components/config/capacity.py",
-        "components/network/access.py",
-        "components/config/epochs.py",
-        "components/config/computeclass.py",
-        "components/storage/component.py",
-        "components/apis/render.py",
     }
 )
 POINTER = re.compile(r"docs/sources\.md#([A-Za-z0-9_-]+)")
