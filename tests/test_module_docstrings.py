@@ -36,15 +36,11 @@ NOT_YET = frozenset(
     {
         "components/raycrs/crd.py",
         "components/security/iam.py",
-        "components/raycrs/gates.py",
-        "components/kernel/ray.py",
         "components/computeclass/render.py",
         "components/images/checks.py",
         "components/config/gcsft.py",
         "components/catalog/machines.py",
         "components/monitoring/dashboards.py",
-        "components/stack/rules.py",
-        "components/kernel/problems.py",
     }
 )
 POINTER = re.compile(r"docs/sources\.md#([A-Za-z0-9_-]+)")
