@@ -1,17 +1,6 @@
-"""The Google Cloud APIs the program needs, and which resource types wait for which API.
-
-A new project has most of them disabled; a resource created before its API is enabled fails
-(``SERVICE_DISABLED``). The program enables each API with ``gcp.projects.Service``
-(``disable_on_destroy: false``: destroying the stack leaves the APIs on, as other workloads of the
-project may use them) and every GCP resource of a listed type depends on the APIs it calls.
-
-Sources: enabling services, https://cloud.google.com/service-usage/docs/enable-disable; GKE's
-required APIs (container, compute; logging and monitoring for its system components),
-https://cloud.google.com/kubernetes-engine/docs/how-to/creating-a-zonal-cluster#before-you-begin
-and https://cloud.google.com/kubernetes-engine/docs/how-to/config-logging-monitoring; Workload
-Identity Federation for GKE needs the IAM Service Account Credentials API,
-https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity#before-you-begin;
-``gcp.projects.Service``, https://www.pulumi.com/registry/packages/gcp/api-docs/projects/service/.
+"""The Google Cloud APIs the program enables (:data:`REQUIRED_APIS`, :data:`GCS_FT_APIS`) and which
+resource types wait for which API (:func:`apis_for_type`): a resource created before its API is
+enabled fails (``SERVICE_DISABLED``). Sources: docs/sources.md#apis-render
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""``ray-gke:capacity:Kueue``: Kueue's Helm release and the stack's Kueue objects.
-
-* Kueue from its release chart ``oci://registry.k8s.io/kueue/charts/kueue`` at
-  ``capacity.kueue.version`` (kubernetes-sigs/kueue ``charts/kueue/README.md``) via
-  ``helm.v3.Release``, values from :func:`components.capacity.render.helm_values` (the Ray
-  integrations on, the controller on the system pool). The chart installs Kueue's CRDs as
-  templates (``charts/kueue/templates/crd``), so a chart upgrade upgrades them too; the carried
-  copies in ``components/capacity/crds/`` are what ``raygke check`` validates against.
-* Every object of :func:`components.capacity.render.render_capacity` as a
-  ``CustomResource`` depending on the release (its CRDs and webhooks must exist first).
-
-:attr:`Kueue.ready` lists what the Ray objects must wait for: a queued RayJob created before
-Kueue's webhook is up would run at once, outside its queue.
+"""``ray-gke:capacity:Kueue`` (:class:`Kueue`): Kueue's Helm release (values:
+:func:`components.capacity.render.helm_values`) and every object of
+:func:`components.capacity.render.render_capacity` as a ``CustomResource`` depending on the
+release (its CRDs and webhooks must exist first). Sources: docs/sources.md#capacity-component
 """
 
 from __future__ import annotations
@@ -44,7 +35,9 @@ class KueueArgs:
 
 class Kueue(pulumi.ComponentResource):
     """Kueue and its queues. Attributes: ``release`` (``helm.v3.Release`` or None without
-    queues), ``objects`` (``"<Kind>/<name>"`` -> the Kubernetes resource), ``ready``."""
+    queues), ``objects`` (``"<Kind>/<name>"`` -> the Kubernetes resource), ``ready`` (what the
+    Ray objects must wait for: a queued RayJob created before Kueue's webhook is up would run at
+    once, outside its queue)."""
 
     def __init__(
         self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None

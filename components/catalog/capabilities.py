@@ -1,16 +1,9 @@
-"""What GKE and Compute Engine offer per accelerator machine series: flex-start, queued
-provisioning, Spot, reservations, compact placement and GPU networking, each cell with its source.
-
-One table, read by every rule that asks "may this shape get capacity this way" (a node pool's
-``provisioning``, :func:`components.capacity.rules.pool_problems`; a ComputeClass's ``fallback``,
-:func:`components.computeclass.rules.compute_class_fallback_capabilities`; both through
-:func:`capability_problem`). The accelerator series' rows derive from the accelerator records
-(:func:`capability_rows`). A machine series is the machine type's first dash-separated part
-(``a4x-highgpu-4g`` -> ``a4x``). A cell is ``True`` (offered, maybe with a condition), ``False``
-(refused) or ``None`` (not recorded: never refused on that ground).
-
-Sources (the tags [GCE-FLEX], [GKE-FLEX-START], [GKE-DWS-QUEUED], [GKE-SPOT], [GKE-RESERVATIONS],
-[GKE-GPU-NET] cited below): docs/sources.md#catalog-capabilities
+"""What GKE and Compute Engine offer per accelerator machine series (flex-start, queued
+provisioning, Spot, reservations, compact placement, GPU networking), each :class:`Cell` with its
+source: :data:`FAMILY_CAPABILITIES` (the accelerator series' rows from the accelerator records,
+:func:`capability_rows`) and :func:`capability_problem`, which the node-pool and ComputeClass
+rules ask. Sources ([GCE-FLEX], [GKE-FLEX-START], [GKE-DWS-QUEUED], [GKE-SPOT],
+[GKE-RESERVATIONS], [GKE-GPU-NET]): docs/sources.md#catalog-capabilities
 """
 
 from __future__ import annotations
@@ -123,7 +116,7 @@ def capability_rows(records: Iterable[Accelerator]) -> dict[str, Mapping[str, Ce
     return rows
 
 
-# Machine series -> capability -> cell (module docstring for the sources).
+# Machine series -> capability -> cell (sources: docs/sources.md#catalog-capabilities).
 FAMILY_CAPABILITIES: Mapping[str, Mapping[str, Cell]] = {
     **capability_rows(ACCELERATORS.values()),
     **_SERIES_WITHOUT_RECORD,
@@ -157,7 +150,10 @@ def capability(machine_type: str, name: str) -> Cell:
 
 def capability_problem(machine_type: str, name: str, multi_host: bool = False) -> str | None:
     """Why ``machine_type`` (a multi-host TPU slice when ``multi_host``) cannot get capacity by
-    ``name``, citing the cell's source; None when the table offers it or does not record it."""
+    ``name``, citing the cell's source; None when the table offers it or does not record it.
+    Asked by every rule on how a shape gets capacity: a node pool's ``provisioning``
+    (:func:`components.capacity.rules.pool_problems`), a ComputeClass's ``fallback``
+    (:func:`components.computeclass.rules.compute_class_fallback_capabilities`)."""
     cell = capability(machine_type, name)
     series = machine_series(machine_type)
     if cell.offered is False:

@@ -1,15 +1,7 @@
-"""GKE versions offered per release channel, GKE version ordering, and the resource types Node
-Auto Provisioning limits.
-
-Sources (each fact below cites one of these):
-
-* [GKE-VERSIONS] GKE release schedule and version support:
-  https://cloud.google.com/kubernetes-engine/docs/release-schedule and
-  https://cloud.google.com/kubernetes-engine/versioning (a minor version is offered for about
-  14 months of standard support after it reaches the Regular channel, then up to 24 months in
-  total in the Extended channel). Live list: ``gcloud container get-server-config``.
-* [NAP]      Node auto-provisioning: https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning
-  (resource-limit types ``tpu-v5-lite-podslice``, ``tpu-v6e-slice``, ``nvidia-l4``, ...).
+"""GKE versions offered per release channel (:func:`gke_version_problem`), GKE version ordering
+(:func:`parse_gke_version`), and the resource types Node Auto Provisioning limits
+(:data:`NAP_RESOURCE_TYPES`). Sources (the tags [GKE-VERSIONS], [NAP] cited below):
+docs/sources.md#catalog-gke
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
 """Compute Engine machine shapes (CPU families, accelerator-optimized, custom, TPU hosts): what a
-node of a machine type has, and why a machine type cannot serve a pool.
-
-Sources (each fact below cites one of these):
-
-* [GCE-GP]   General-purpose machine family (E2, N1, N2, N2D, N4, C3, C3D, T2D shapes, memory per vCPU):
-  https://cloud.google.com/compute/docs/general-purpose-machines
-* [GCE-CO]   Compute-optimized machine family (C2, C2D, C4 shapes):
-  https://cloud.google.com/compute/docs/compute-optimized-machines
-* [GCE-AO]   Accelerator-optimized machine family (G2, A2, A3: vCPUs, memory, GPUs attached):
-  https://cloud.google.com/compute/docs/accelerator-optimized-machines
-* [GCE-CUSTOM] Custom machine types (``<series>-custom-<vCPUs>-<memory MB>``, N1: ``custom-...``):
-  https://cloud.google.com/compute/docs/instances/creating-instance-with-custom-machine-type
-* [GKE-TPU]  TPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/concepts/tpus and
-  https://cloud.google.com/kubernetes-engine/docs/how-to/tpus  (node labels
-  ``cloud.google.com/gke-tpu-accelerator`` / ``cloud.google.com/gke-tpu-topology``, taint
-  ``google.com/tpu=present:NoSchedule``, single-host vs multi-host slices, COMPACT placement,
-  minimum GKE versions: v5e 1.27.2-gke.2100, v6e 1.31.2-gke.1115000).
-* [GKE-GPU]  GPUs in GKE: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
-  (label ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu=present:NoSchedule``,
-  ``gpu_driver_version`` DEFAULT / LATEST / INSTALLATION_DISABLED).
+node of a machine type has (:func:`machine_shape`, :data:`MACHINE_SHAPES`) and why a machine type
+cannot serve a pool (:func:`cpu_machine_problem`, :func:`gpu_machine_problem`). Sources (the
+tags [GCE-GP], [GCE-CO], [GCE-AO], [GCE-CUSTOM], [GKE-TPU], [GKE-GPU] cited below):
+docs/sources.md#catalog-machines
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
-"""Render ``compute_classes`` as GKE ``cloud.google.com/v1`` ComputeClass objects (pure dicts).
-
-One object per class (https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass):
-
-* ``spec.priorities[0]``: ``nodepools``: the class's declared GKE node pools, which carry the
-  class's node label ``cloud.google.com/compute-class: <name>`` and taint
-  ``cloud.google.com/compute-class=<name>:NoSchedule``
-  (:func:`components.config.computeclass.class_label`, ``class_taint``; GKE puts both on the
-  nodes it creates for a class itself);
-* then one priority per ``fallback`` entry, each with the pool's shape: a TPU slice as
-  ``tpu: {type, count (chips per node), topology}`` (TPU7x multi-host slices also
-  ``placement.policyName``, the workload policy of the pool's first slice,
-  :func:`components.nodepools.render.workload_policy_name`), a GPU machine as ``machineType``
-  plus ``gpu: {type, count, driverVersion}`` — as accelerated-platforms writes them
-  (``platforms/gke/base/core/custom_compute_class/templates/manifests/{tpu,gpu}``, commit 9320f3b)
-  — and the capacity: ``reservations: {affinity: Specific, specific: [{name}]}``, ``spot: false``
-  (on-demand), ``flexStart: {enabled: true}`` (+ ``maxRunDurationSeconds``) or ``spot: true``;
-* ``priorityDefaults.location.zones``: the pool's zones (a TPU slice: its one zone);
-* ``nodePoolAutoCreation.enabled``, ``activeMigration.optimizeRulePriority``,
-  ``whenUnsatisfiable`` from the stack;
-* ``nodePoolConfig.serviceAccount``: the nodes' own least-privilege service account, so nodes GKE
-  creates for the class never run as the Compute Engine default service account.
+"""Render ``compute_classes`` as GKE ``cloud.google.com/v1`` ComputeClass objects (pure dicts):
+:func:`render_compute_classes`, copies of the plan's records (built by
+:func:`components.plan.computeclasses.compute_class_manifest`), one object per class.
+Sources (the object's fields, as accelerated-platforms writes them):
+docs/sources.md#computeclass-render
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""The ``capacity:`` block: Kueue (version, queues, quotas, cohorts, priorities).
-
-Kueue objects (API ``kueue.x-k8s.io/v1beta2``, the storage version of the carried CRDs in
-``components/capacity/crds/kueue-v<version>/``):
-
-* a ResourceFlavor per node pool a cluster queue lists (``flavors[].pool``), derived from the
-  pool's spec (:func:`components.capacity.render.resource_flavor`); ``system`` is the system pool,
-  where every Ray head and job submitter runs;
-* a ClusterQueue per ``cluster_queues`` entry: one resource group covering ``cpu``, ``memory``
-  and the accelerator resources its flavors name, each flavor with ``nominalQuota`` and, in a
-  cohort, ``borrowingLimit`` / ``lendingLimit``
-  (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/, apis/kueue/v1beta2/clusterqueue_types.go);
-* a LocalQueue per ``local_queues`` entry, in the Ray namespace (``kuberay.namespace``);
-* a WorkloadPriorityClass per ``priority_classes`` entry
-  (https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/).
-
-Jobs name their LocalQueue (``jobs[].queue``) and priority (``jobs[].priority``).
+"""The ``capacity:`` block (:class:`CapacityConfig`): Kueue's version, cluster queues (quotas per
+flavor, cohorts), local queues and priority classes, each model one Kueue object
+(``kueue.x-k8s.io/v1beta2``). Jobs name their LocalQueue (``jobs[].queue``) and priority
+(``jobs[].priority``). Sources: docs/sources.md#config-capacity
 """
 
 from __future__ import annotations

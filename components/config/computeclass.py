@@ -1,18 +1,7 @@
-"""The ``compute_classes`` stack key: one GKE custom ComputeClass per accelerator shape.
-
-A class names a declared TPU or GPU node pool (``node_pool``): the pool's shape (TPU slice or GPU
-machine) is the shape of every priority, the pool's own GKE node pools are the first priority
-(``nodepools``), and ``fallback`` lists the capacity GKE tries next, in order: a specific
-``reservation``, ``on-demand``, ``flex-start`` (Dynamic Workload Scheduler flex-start VMs) and
-``spot``, as GoogleCloudPlatform/accelerated-platforms writes one class per accelerator shape
-(``platforms/gke/base/core/custom_compute_class/templates/manifests``, commit 9320f3b). Fields of
-the rendered object: https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass;
-custom ComputeClasses need GKE Standard 1.30.3-gke.1451000 or later
-(https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes).
-
-Pure pydantic: no Pulumi, and no import of :mod:`components.stack` (which imports this module for
-:class:`components.config.stack.StackConfig`). The cross-field rules are in
-:mod:`components.computeclass.rules`, the render in :mod:`components.computeclass.render`.
+"""The ``compute_classes`` stack key (:class:`ComputeClassConfig`): one GKE custom ComputeClass per
+accelerator shape, naming a declared TPU or GPU node pool and the ``fallback`` capacity GKE tries
+after it. Pure pydantic; the rules are :mod:`components.computeclass.rules`, the render
+:mod:`components.computeclass.render`. Sources: docs/sources.md#config-computeclass
 """
 
 from __future__ import annotations

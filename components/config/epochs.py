@@ -1,18 +1,10 @@
-"""Defaults epochs: which defaults and refusals a stack file was written for.
-
-A stack file names the release whose defaults it was written for, ``ray-gke:defaults: <date>``
-(an ISO date; ``raygke new`` and ``raygke migrate`` write
-:data:`components.kernel.release.RELEASE`). A default that changes what gets created applies
-only to stacks at or after the release that introduced it (:data:`NEW_DEFAULTS`). A stack with no ``defaults`` is read as written for the oldest release
-that accepts it: the newest release among the features it uses (:data:`MARKERS`), else before
-every default change. Likewise a refusal added after the first release (:data:`NEW_REFUSALS`) is a
-warning for older stacks: they keep checking, as they did, while the warning says what to fix.
-That is the compatibility contract of docs/upgrading.md (AWS CDK's feature flags are the model:
-``cdk init`` writes the new behaviours into a new project, existing projects opt in one at a
-time, https://docs.aws.amazon.com/cdk/v2/guide/featureflags.html).
-
-Every later change of a default or new refusal adds its line here, with the release date it
-lands in, and a line to CHANGELOG.md.
+"""Defaults epochs: which defaults and refusals a stack file was written for (``ray-gke:defaults:
+<date>``, :func:`read_epoch`). A new default applies only to stacks at or after its release
+(:data:`NEW_DEFAULTS`, :func:`hold_defaults`), a new refusal is a warning for older stacks
+(:data:`NEW_REFUSALS`, :func:`gate_refusals`), and a stack with no date is dated by the features
+it uses (:data:`MARKERS`). The contract: docs/upgrading.md. Every later change of a default or
+new refusal adds its line here, with its release date, and a line to CHANGELOG.md.
+Sources: docs/sources.md#config-epochs
 """
 
 from __future__ import annotations

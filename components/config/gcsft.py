@@ -1,24 +1,8 @@
-"""The ``gcs_fault_tolerance`` block: GCS fault tolerance of the stack's RayServices and the
-external Redis the stack creates for it (Memorystore for Redis).
-
-Without it a RayService's Global Control Service (GCS, on the head pod) keeps the cluster's
-state in memory: when the head pod dies, the Serve applications' control plane (the Serve
-controller, its application and deployment state) goes with it, and the worker pods' raylets
-exit after 60 s without a GCS. With it KubeRay v1.7.0 starts the head against an external Redis
-(``rayClusterConfig.gcsFaultToleranceOptions``, ``configureRedisFT`` in
-ray-operator/controllers/ray/common/pod.go): a restarted head recovers the GCS from Redis, the
-workers wait up to 600 s for it (``RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S``, set by KubeRay on
-worker pods) and Serve's proxies on the workers keep answering meanwhile
-(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/kuberay-gcs-ft.html).
-
-The Redis is one Memorystore for Redis instance per stack (each RayCluster keeps its keys under
-its own storage namespace, KubeRay's default: the RayCluster's UID, so the two clusters of an
-upgrade never share state), reached through private services access, with AUTH and in-transit
-encryption (server authentication: TLS on port 6378, the instance's CA in the head pod), and
-encrypted at rest with the stack's own KMS key (:mod:`components.gcsft.render`).
-
-New default: on for stacks written for defaults 2026-12-08 or later; older stacks keep it off
-(:mod:`components.config.epochs`).
+"""The ``gcs_fault_tolerance`` block (:class:`GcsFaultToleranceConfig`): GCS fault tolerance of the
+stack's RayServices and the external Redis the stack creates for it (Memorystore for Redis,
+:mod:`components.gcsft.render`). New default: on for stacks written for defaults 2026-12-08 or
+later; older stacks keep it off (:mod:`components.config.epochs`).
+Sources (why, and how KubeRay does it): docs/sources.md#config-gcsft
 """
 
 from __future__ import annotations

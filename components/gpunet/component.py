@@ -1,20 +1,7 @@
-"""GPU networking resources (:mod:`components.gpunet.render` says what and why).
-
-* :class:`GpuNetworks` (``ray-gke:gpunet:GpuNetworks``): the extra VPCs (``gcp.compute.Network``,
-  MTU 8244, the RDMA VPC with its ``network_profile``), one ``gcp.compute.Subnetwork`` per GPU
-  NIC and, for the regular VPCs, a ``gcp.compute.Firewall`` letting the nodes of that subnet
-  reach each other (a VPC denies ingress by default, https://cloud.google.com/firewall/docs/
-  firewalls#default_firewall_rules; cluster-toolkit's blueprints add the same internal rule,
-  ``examples/gke-a4/gke-a4.yaml``). An RDMA VPC takes no firewall rules
-  (https://cloud.google.com/vpc/docs/rdma-network-profiles, supported features). The regular
-  VPCs' subnets record VPC Flow Logs (``log_config``: :func:`components.gpunet.render.
-  subnet_flow_logs`, sampled at ``network.flow_logs.gpu_flow_sampling``).
-* :class:`GpuNetworkObjects` (``ray-gke:gpunet:GpuNetworkObjects``): the ``GKENetworkParamSet``
-  and ``Network`` objects (``k8s.apiextensions.CustomResource``; GKE installs their CRDs with
-  multi-networking), the installer DaemonSets in ``kube-system`` (with ``gpu_networking:
-  gpudirect`` also the TCPX / TCPXO installer and the NRI device injector), and the ``gpudirect``
-  namespace's ``ValidatingAdmissionPolicy`` and binding (:mod:`components.gpunet.gpudirect`),
-  which the Ray objects wait for.
+"""GPU networking resources (:mod:`components.gpunet.render` says what and why):
+:class:`GpuNetworks` (the extra VPCs, subnets and firewall rules) and :class:`GpuNetworkObjects`
+(GKE's network objects, the installer DaemonSets, the ``gpudirect`` namespace's admission
+policy). Sources: docs/sources.md#gpunet-component
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
-"""Each job runs where its dependencies are: the images its driver and workers run provide what
-its workload needs (``raygke check``).
-
-A workload declares the Python distributions it imports beyond Ray (``Workload.needs`` in
-:mod:`contract.registry`, with a ``tune_lm`` trainer's: ``Workload.needs_for``); the version it
-needs is the project's pin in ``pyproject.toml``, the one the tests ran with
-(:func:`components.images.render.project_pins`). A job's workers run the image of their node
-pool's kind, ``gpu-tf`` for a TensorFlow job with its own cluster on a GPU pool
-(:func:`components.images.render.job_image_kind`), and its driver
-runs on the head, in the ``cpu`` image (KubeRay runs the entrypoint from the submitter against the
-head: https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html).
-A service's head and workers both run its workers' image
-(:func:`components.images.render.service_image_kind`: Serve builds the application and places
-the ingress wherever Ray schedules them, and both import vLLM).
-
-What an image provides (:func:`components.images.render.provides`): a project image its
-requirement pins; a prebuilt one what ``ray.images.<kind>.provides`` declares. A job with
-``runtime_env_pip: true`` gets the requirement lines of its workers' kind through
-``runtimeEnvYAML`` ``pip`` for the driver and the workers
-(https://docs.ray.io/en/latest/ray-core/handling-dependencies.html), so it is checked against
-those pins instead.
+"""Each job runs where its dependencies are (``raygke check``): the images its driver and workers
+run provide what its workload needs at the project's pins (:func:`dependency_problems`);
+:func:`image_warnings` warns of prebuilt images pinned by tag alone. Which image each part of a
+job or service runs, and why: docs/sources.md#images-checks
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The Ray images the jobs run in: one per accelerator kind, built from ``images/<kind>/Dockerfile``
-on the pinned Ray image, with the workloads' dependencies from ONE source of pins,
-``pyproject.toml``.
-
-Pure (no Pulumi): the requirement sets (the extras of :data:`IMAGE_EXTRAS` plus
-:data:`REQUIREMENT_EXTRAS`, less :data:`IMAGE_EXCLUDES`), the generated
-``images/requirements-<kind>.txt`` files (``python -m raygke images lock``; ``--check`` and a test
-fail when they differ), what each project image provides, which image kind a worker group
-(:func:`worker_image_kind`: ``gpu-tf`` for TensorFlow's GPU workers) or a service
-(:func:`service_image_kind`: vLLM in ``gpu``, ``tpu-serve``, ``cpu-serve``) gets, the kinds a
-stack builds (:func:`kinds_used`), and the references the rendered pods use. Base images:
-``rayproject/ray:<ray.version>-py311`` (``-py311-gpu``; ``-py312`` for ``tpu-serve``), user
-``ray`` (uid 1000, gid 100).
-
-Sources (the wheels, the base images, why no image holds both torch and TensorFlow):
-docs/sources.md#images-render
+"""The Ray images the jobs run in, one per accelerator kind, built from ``images/<kind>/Dockerfile``
+on the pinned Ray image with the workloads' pins from ``pyproject.toml``. Pure: the requirement
+sets (:func:`requirements`), the generated ``images/requirements-<kind>.txt``
+(``python -m raygke images lock``), what an image provides (:func:`provides`), which kind a
+worker group or service gets (:func:`worker_image_kind`, :func:`service_image_kind`), the kinds
+a stack builds (:func:`kinds_used`). Sources: docs/sources.md#images-render
 """
 
 from __future__ import annotations
@@ -144,7 +134,10 @@ def _parsed_extras(text: str) -> dict[str, list[str]]:
 
 def requirements(kind: str, root: Path = ROOT) -> list[str]:
     """The requirement lines of image ``kind`` from ``<root>/pyproject.toml``, in extras order,
-    less the distributions :data:`IMAGE_EXCLUDES` leaves out of the kind.
+    less the distributions :data:`IMAGE_EXCLUDES` leaves out of the kind (the extras of
+    :data:`IMAGE_EXTRAS`, with :data:`REQUIREMENT_EXTRAS`). Written to
+    ``images/requirements-<kind>.txt`` by ``python -m raygke images lock``; ``--check`` and a
+    test fail when they differ.
 
     Raises:
         KeyError: unknown kind, or an extra of :data:`IMAGE_EXTRAS` missing in pyproject.toml.

@@ -1,21 +1,8 @@
-"""One problem type for every validator, and one rule type.
-
-A :class:`Problem` is what any check of a stack finds: pydantic field errors (the loader), the
-cross-field rules (:mod:`components.stack.rules`, :mod:`components.raycrs.rules`,
-:mod:`components.capacity.rules`, :mod:`components.computeclass.rules`), the KubeRay operator rules and feature gates
-(:mod:`components.raycrs.operator`, :mod:`components.raycrs.gates`), CRD schemas, names, images,
-IAM, policy and workload arguments (:mod:`components.stack.checks`). The producer sets the
-``path`` it checked; nothing recovers a field from a message's words. ``raygke check`` prints
-``message`` (``--format text``), the problems as objects (``--format json``) or GitHub workflow
-annotations at the line of ``path`` in the stack file (``--format github``; docs/checking.md).
-
-:class:`Problem` itself (and :func:`at`, :func:`in_object`, :func:`path_colon`,
-:func:`path_parts`) lives in :mod:`contract.problems`, standard library only on the lowest floor,
-so the workloads' argument checks (:mod:`contract.args.base`) make Problems too; it is
-re-exported here.
-
-The model follows pulumi-eks (validation errors collected with their property path, thrown once:
-https://github.com/pulumi/pulumi-eks, ``nodejs/eks/nodes/``).
+"""One problem type for every validator and one rule type (:class:`Rule`). :class:`Problem` (and
+:func:`at`, :func:`in_object`, :func:`path_colon`, :func:`path_parts`) lives in
+:mod:`contract.problems`, standard library only, and is re-exported here. The producer sets the
+``path`` it checked; nothing recovers a field from a message's words.
+Sources: docs/sources.md#kernel-problems
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Parse a large, rarely changing YAML file (a carried CustomResourceDefinition) once per content.
-
-The KubeRay CRDs the checks read are 0.9-1.4 MB of YAML each; parsing the three of one version
-with libyaml (``yaml.CSafeLoader``) took 1.7 s of CPU in every ``raygke check --stack prod``
-(measured 2026-12-03 on a 2-core AMD EPYC, ``time.process_time`` around ``check_stack``: 1.85 s
-the first time in a process, 0.13 s the second). The parsed document is kept as JSON, which the
-standard library's C parser reads about 20x faster, in a cache folder keyed by the SHA-256 of the
-file's bytes: an edited or replaced file is a new key, so a stale entry is never read.
-
-The folder is ``$RAYGKE_CACHE_DIR``, else ``$XDG_CACHE_HOME/raygke``, else ``~/.cache/raygke``
-(the XDG Base Directory convention, https://specifications.freedesktop.org/basedir-spec/latest/).
-A folder that cannot be written, or an unreadable entry, costs only the YAML parse.
+"""Parse a large, rarely changing YAML file (a carried CustomResourceDefinition) once per content
+(:func:`load_yaml_cached`): the parsed document is kept as JSON in a cache folder
+(:func:`cache_dir`) keyed by the SHA-256 of the file's bytes, so an edited or replaced file is a
+new key. A folder that cannot be written, or an unreadable entry, costs only the YAML parse.
+Why (measured): docs/sources.md#kernel-yamlcache
 """
 
 from __future__ import annotations
@@ -27,7 +20,9 @@ CACHE_ENV = "RAYGKE_CACHE_DIR"
 
 
 def cache_dir() -> Path:
-    """The cache folder (see the module docstring); not created here."""
+    """The cache folder, ``$RAYGKE_CACHE_DIR``, else ``$XDG_CACHE_HOME/raygke``, else
+    ``~/.cache/raygke`` (the XDG Base Directory convention,
+    https://specifications.freedesktop.org/basedir-spec/latest/); not created here."""
     env = os.environ.get(CACHE_ENV)
     if env:
         return Path(env)

@@ -1,18 +1,7 @@
-"""Pure builders of the Ray namespace's guard rails: the Namespace with Pod Security Admission
-labels, its NetworkPolicies, ResourceQuota and LimitRange. Config in, plain ``dict`` out;
-:class:`components.kuberay.component.KubeRay` creates exactly these, and ``raygke check``
-(:mod:`components.security.rules`) checks them.
-
-NetworkPolicies (``Ingress`` only; egress goes out through Cloud NAT): ``default-deny-ingress``;
-per Ray cluster ``<name>-ray`` (its pods to each other on every port, ``gke-gmp-system`` to the
-metrics port 8080, Serve's 8000 from ``kuberay.serve_from``, and, for a service with a
-``gateway``, the load balancers' ranges) and ``<name>-ray-head`` (6379, 8265, 10001 from the
-operator and the cluster's submitters; 8000 from the operator for a RayService). Plain
-``networking.k8s.io/v1`` objects, not KubeRay's ``spec.networkPolicy``. Pod Security: ``enforce:
-restricted`` (``kuberay.pod_security`` may lower it to ``baseline``), ``warn`` / ``audit:
-restricted``; the ``<namespace>-gpudirect`` namespace gets the same guard rails at
-``privileged`` for the RxDM sidecar (:mod:`components.gpunet.gpudirect` narrows it).
-
+"""Pure builders of the Ray namespace's guard rails: the Namespace with Pod Security Admission labels
+(:func:`psa_labels`), its NetworkPolicies (:func:`network_policies`, ``Ingress`` only),
+ResourceQuota and LimitRange, and the ``<namespace>-gpudirect`` namespace's. Config in, plain
+``dict`` out; :class:`components.kuberay.component.KubeRay` creates exactly these.
 Sources: docs/sources.md#kuberay-namespace
 """
 
@@ -70,7 +59,7 @@ def _meta(namespace: str, name: str) -> dict[str, Any]:
 
 
 def psa_labels(enforce: str = PSA_LEVEL) -> dict[str, str]:
-    """Pod Security Admission labels of the Ray namespace (see the module docstring): ``enforce``
+    """Pod Security Admission labels of the Ray namespace (docs/sources.md#kuberay-namespace): ``enforce``
     (``kuberay.pod_security``, default ``restricted``), ``warn`` and ``audit`` ``restricted``."""
     out: dict[str, str] = {}
     for mode in ("enforce", "warn", "audit"):
@@ -80,7 +69,8 @@ def psa_labels(enforce: str = PSA_LEVEL) -> dict[str, str]:
 
 
 def gpudirect_psa_labels() -> dict[str, str]:
-    """Pod Security Admission labels of the ``gpudirect`` namespace (module docstring):
+    """Pod Security Admission labels of the ``gpudirect`` namespace, for the RxDM sidecar
+    (:mod:`components.gpunet.gpudirect` narrows it):
     ``enforce: privileged``, the only level the RxDM sidecar passes; ``warn`` and ``audit``
     stay ``restricted``, so the API server records each pod that goes beyond it."""
     return {**psa_labels(), "pod-security.kubernetes.io/enforce": "privileged"}
@@ -176,9 +166,15 @@ def network_policies(
     p: Plan, kuberay: KubeRayConfig, master_ipv4_cidr: str, namespace: str | None = None
 ) -> list[dict[str, Any]]:
     """The NetworkPolicies of ``namespace`` (default ``kuberay.namespace``; the ``gpudirect``
-    namespace has its own, module docstring): ``default-deny-ingress``, then per Ray cluster
-    of the plan ``p`` in it (sorted by name) ``<name>-ray`` and ``<name>-ray-head``
-    (``master_ipv4_cidr``: ``network.master_ipv4_cidr``, the operator's peer with ``gke-addon``)."""
+    namespace has its own, with the same guard rails): ``default-deny-ingress``, then per Ray
+    cluster of the plan ``p`` in it (sorted by name) ``<name>-ray`` (its pods to each other on
+    every port, ``gke-gmp-system`` to the metrics port 8080, Serve's 8000 from
+    ``kuberay.serve_from`` and, for a service with a ``gateway``, the load balancers' ranges) and
+    ``<name>-ray-head`` (6379, 8265, 10001 from the operator and the cluster's submitters; 8000
+    from the operator for a RayService) (``master_ipv4_cidr``: ``network.master_ipv4_cidr``, the
+    operator's peer with ``gke-addon``). Plain ``networking.k8s.io/v1`` objects, not KubeRay's
+    ``spec.networkPolicy``; ``raygke check`` checks them (:mod:`components.security.rules`).
+    Sources: docs/sources.md#kuberay-namespace."""
     ns = namespace or kuberay.namespace
     ctx = p.context
     out = [_policy(ns, "default-deny-ingress", {}, [])]
@@ -203,7 +199,9 @@ def network_policies(
         if serve_peers:
             ingress.append({"from": serve_peers, "ports": _ports(SERVE_PORT)})
         gw = gateways.get(name)
-        if gw is not None:  # the load balancer's health checks and proxies (module docstring)
+        if (
+            gw is not None
+        ):  # the load balancer's health checks and proxies (docs/sources.md#kuberay-namespace)
             cidrs = [*LB_HEALTH_CHECK_RANGES]
             if gw.proxy_subnet_cidr is not None:
                 cidrs.append(gw.proxy_subnet_cidr)
@@ -224,7 +222,9 @@ def network_policies(
                 ),
             }
         ]
-        if name in services:  # the operator's Serve proxy health probe (module docstring)
+        if (
+            name in services
+        ):  # the operator's Serve proxy health probe (docs/sources.md#kuberay-namespace)
             head_ingress.append(
                 {
                     "from": _operator_peers(kuberay, master_ipv4_cidr, ns),

@@ -1,22 +1,7 @@
 """Ray's dashboards in Cloud Monitoring: pure builders of the ``dashboard_json`` of the
-``gcp.monitoring.Dashboard`` resources a stack creates (no Pulumi).
-
-Ray ships its Grafana dashboards as panel lists (``ray/dashboard/modules/metrics/dashboards/
-default_dashboard_panels.py``, ``serve_dashboard_panels.py``; exported by ``ray metrics
-launch-prometheus`` / ``/tmp/ray/session_latest/metrics/grafana``:
-https://docs.ray.io/en/latest/cluster/metrics.html). The same panels are built here as Cloud
-Monitoring dashboards whose tiles run the panels' PromQL against Google Cloud Managed Service for
-Prometheus, where the stack's ``PodMonitoring`` objects send every Ray pod's metrics
-(:mod:`components.monitoring.render`): Cloud Monitoring dashboards take PromQL in
-``timeSeriesQuery.prometheusQuery``
-(https://cloud.google.com/monitoring/api/ref_v3/rest/v1/projects.dashboards,
-https://cloud.google.com/monitoring/promql/promql-in-dashboards). Metric names are Ray's
-(``ray_`` prefix, counters with ``_total``): https://docs.ray.io/en/latest/ray-observability/reference/system-metrics.html
-and https://docs.ray.io/en/latest/serve/monitoring.html#built-in-ray-serve-metrics.
-
-Rendered only with ``cluster.managed_prometheus: true`` (without it no metric reaches Cloud
-Monitoring): one "Ray cluster" dashboard for the stack's namespace and, when the stack has
-services, one "Ray Serve" dashboard. URLs: :func:`dashboard_url`.
+``gcp.monitoring.Dashboard`` resources a stack creates (:func:`dashboards`, :func:`dashboard_json`;
+URLs: :func:`dashboard_url`): Ray's Grafana panels as tiles running their PromQL against Managed
+Service for Prometheus. Sources: docs/sources.md#monitoring-dashboards
 """
 
 from __future__ import annotations

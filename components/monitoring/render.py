@@ -1,17 +1,7 @@
-"""Pure builders of the Google Cloud Managed Service for Prometheus ``PodMonitoring`` objects
-(``monitoring.googleapis.com/v1``) that scrape every Ray cluster and Serve service of a stack,
-rendered only with ``cluster.managed_prometheus: true``. Schema:
-``components/monitoring/crds/monitoring.googleapis.com_podmonitorings.yaml``.
-
-Each scrapes the Ray pods' metrics port 8080 (Ray's and Serve's metrics). Selectors:
-``ray.io/cluster: <name>`` for a long-lived RayCluster; ``ray-gke/service: <name>``
-(:data:`components.kernel.ray.SERVICE_LABEL`, set by :mod:`components.raycrs.serve`) for a
-service, whose RayCluster name changes on every upgrade; ``ray-gke.io/job-cluster: <job>``
-(:data:`components.kernel.ray.JOB_CLUSTER_LABEL`) for the RayCluster a RayJob brings, whose name
-is random: one PodMonitoring per job, its series labelled ``ray_job``. The ``<name>-ray``
-NetworkPolicies open 8080 to ``gke-gmp-system``
-(:data:`components.kuberay.namespace.GMP_NAMESPACE`).
-
+"""Pure builders of the Managed Service for Prometheus ``PodMonitoring`` objects
+(``monitoring.googleapis.com/v1``) scraping every Ray cluster, job and service of a stack on the
+metrics port 8080: :func:`render_monitoring` (only with ``cluster.managed_prometheus: true``).
+Schema: ``components/monitoring/crds/monitoring.googleapis.com_podmonitorings.yaml``.
 Sources (the port, the labels KubeRay puts on a job's pods): docs/sources.md#monitoring-render
 """
 
@@ -80,7 +70,14 @@ def render_monitoring(p: Plan, cluster: ClusterConfig) -> list[dict[str, Any]]:
     ``<job>-ray-metrics`` per RayJob that brings its own cluster (``node_pool:``; each group
     sorted by name) of plan ``p``; none without ``cluster.managed_prometheus`` (``cluster``: the
     ``cluster`` block). Jobs on a long-lived cluster (``cluster:``) are scraped by that cluster's
-    monitor."""
+    monitor.
+
+    Selectors: ``ray.io/cluster: <name>`` for a RayCluster; ``ray-gke/service: <name>``
+    (:data:`components.kernel.ray.SERVICE_LABEL`, set by :mod:`components.raycrs.serve`) for a
+    service, whose RayCluster name changes on every upgrade; ``ray-gke.io/job-cluster: <job>``
+    (:data:`components.kernel.ray.JOB_CLUSTER_LABEL`) for a job's own RayCluster, whose name is
+    random, its series labelled ``ray_job``. The ``<name>-ray`` NetworkPolicies open 8080 to
+    ``gke-gmp-system`` (:data:`components.kuberay.namespace.GMP_NAMESPACE`)."""
     if not cluster.managed_prometheus:
         return []
     ns = p.context.namespace_of  # a gpudirect pool's clusters are in their own namespace

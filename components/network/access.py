@@ -1,18 +1,7 @@
-"""Can anyone deploy this stack? The Kubernetes half of the program (namespace, service accounts,
-KubeRay, Ray resources) talks to the cluster's control plane, so ``pulumi up`` must reach it.
-
-GKE's control plane has two endpoints
-(https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation):
-
-* the DNS-based endpoint (``cluster.dns_endpoint``): reachable from any network that reaches
-  Google Cloud APIs, each request authorized by IAM (``container.clusters.connect``);
-* the IP endpoint: with authorized networks always on, only the VPC and
-  ``network.master_authorized_networks`` reach it
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks).
-
-Documentation ranges (RFC 5737 ``192.0.2.0/24``, ``198.51.100.0/24``, ``203.0.113.0/24``; RFC
-3849 ``2001:db8::/32``) are never a real client's address, so listing only those authorizes no
-one.
+"""Can anyone deploy this stack? ``pulumi up`` must reach the cluster's control plane for the
+Kubernetes half of the program: :func:`reachability_problems` refuses a stack with the DNS-based
+endpoint off and only documentation ranges (:data:`DOCUMENTATION_RANGES`) authorized.
+Sources: docs/sources.md#network-access
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""GKE node pools from the pure :class:`components.plan.nodepools.NodePoolSpec` (never re-derived).
-
-Sources: node pool API https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools,
-TPU pools (COMPACT placement + ``tpu_topology`` for multi-host slices only)
-https://cloud.google.com/kubernetes-engine/docs/how-to/tpus; a TPU7x multi-host slice's
-workload-policy ``gcp.compute.ResourcePolicy`` (``workload_policy`` {type HIGH_THROUGHPUT,
-accelerator_topology}, pulumi_gcp ``ResourcePolicyWorkloadPolicyArgs``) named by
-``placement_policy.policy_name`` instead of ``tpu_topology``
-https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood, GPU driver installation
-https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create-gpu-pool-auto-drivers, specific
-reservations https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations,
-``GKE_METADATA`` https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity.
+"""GKE node pools (:class:`NodePool`) from the pure :class:`components.plan.nodepools.NodePoolSpec`
+(never re-derived). Sources: docs/sources.md#nodepools-component
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
-"""The one ResourceFlavor builder: a config pool's GKE node pools -> its Kueue ResourceFlavor.
-
-The flavor of a node pool is derived from its :class:`components.plan.nodepools.NodePoolSpec`
-records (one source of truth): the labels all its GKE node pools share (for a single GKE pool that
-includes ``cloud.google.com/gke-nodepool``) and the taints of its nodes
-(:attr:`NodePoolSpec.node_taints`, ``cloud.google.com/gke-queued`` included for a queued pool,
-which the flavor also tolerates: only pods admitted on that flavor get onto DWS nodes). The flavor
-of a ComputeClass's pool selects the class instead (:func:`class_flavor_labels`), so its pods
-reach the class's fallback priorities as well as the pool. Kueue's side of it is in
-:mod:`components.capacity.render`'s docstring; the ``topologyName`` in
-:mod:`components.capacity.topology`'s.
-
-On the plan floor (``tests/test_imports.py`` ``FLOORS``): it stands on the node-pool records and
-the models only, so the plan carries the flavors
-(:attr:`components.plan.plan.Plan.resource_flavors`, built once per stack) and the renders and
-checks read them there.
-:mod:`components.capacity.render` and :mod:`components.capacity.topology` re-export its helpers.
+"""The one ResourceFlavor builder (:func:`resource_flavor`): a config pool's GKE node pools (their
+:class:`components.plan.nodepools.NodePoolSpec` records) -> its Kueue ResourceFlavor. On the plan
+floor, so the plan carries the flavors (:attr:`components.plan.plan.Plan.resource_flavors`, once
+per stack); :mod:`components.capacity.render` and :mod:`components.capacity.topology` re-export
+its helpers. Sources (Kueue's side): docs/sources.md#capacity-render
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Content-addressed archive of the ``workloads/`` and ``contract/`` folders (pure; no Pulumi
-resources): the workloads and the standard-library contract they share with the infrastructure.
-
-The archive is the RayJob's ``runtimeEnvYAML`` ``working_dir``: Ray downloads a ``.zip`` from a
-``gs://`` URI (https://docs.ray.io/en/latest/ray-core/handling-dependencies.html#remote-uris).
-Ray removes the single top-level directory of a zip and uses its contents as the working
-directory (same page: "the zip file must contain only a single top-level directory";
-``ray/_private/runtime_env/packaging.py`` ``remove_top_level_directory``), so the entries are
-``raygke/workloads/...`` and ``raygke/contract/...``: the working directory then contains both
-packages and ``python -m workloads.<name>`` resolves, its ``contract`` imports too. Its bytes are deterministic — sorted entries, fixed timestamps (1980-01-01)
-and modes (0644), no ``__pycache__`` or ``*.pyc`` — so the object name, which carries the sha256 of
-the bytes, changes exactly when a workload file changes and shows up in ``pulumi preview``.
+resources): the RayJob's ``runtimeEnvYAML`` ``working_dir`` (:func:`workloads_archive`,
+:func:`working_dir_uri`). Its bytes are deterministic, so its object name, which carries their
+sha256, changes exactly when a workload file changes. Sources: docs/sources.md#raycrs-archive
 """
 
 from __future__ import annotations

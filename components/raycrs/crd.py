@@ -1,27 +1,9 @@
-"""Validate rendered KubeRay custom resources against the CRD schemas of the stack's KubeRay version.
-
-The API server validates a custom resource against its CRD's ``openAPIV3Schema`` and then
-*silently prunes* every field the schema does not declare, unless the enclosing object has
-``x-kubernetes-preserve-unknown-fields: true``
-(https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#field-pruning).
-A misspelled field (``numOfHost``) is therefore not an error on the cluster, just a setting that
-never takes effect. Here it is an error, reported with its path::
-
-    RayCluster research: spec.workerGroupSpecs[0].numOfHost: unknown field (the API server would prune it)
-
-``x-kubernetes-int-or-string: true`` accepts an integer or a string (same page, "IntOrString").
-The checker is the one every carried CRD goes through, :func:`components.kernel.crdschema.validate_object`:
-pruning, defaulting, the schema, ``metadata`` (ObjectMeta), ``x-kubernetes-list-type`` and the
-CEL rules (``x-kubernetes-validations``, evaluated by :mod:`components.kernel.crdcel`; transition
-rules, those reading ``oldSelf``, are skipped as the API server skips them on create). A CEL
-rule that cannot be evaluated here is a note (a warning), never passed silently.
-
-The CRD folder is ``components/kuberay/crds/v<version>`` for the stack's
-``kuberay.chart_version`` (one of ``components.config.kuberay.KUBERAY_CHART_VERSIONS``: 1.7.0, 1.6.2;
-carried inside the repository, so a clone with nothing beside it can run the check) unless the
-environment variable ``RAYGKE_CRDS_DIR`` names another; it holds ``ray.io_rayclusters.yaml``,
-``ray.io_rayjobs.yaml``, ``ray.io_rayservices.yaml`` as published with that KubeRay version
-(https://github.com/ray-project/kuberay/tree/v1.7.0/helm-chart/kuberay-operator/crds).
+"""Validate rendered KubeRay custom resources against the CRD schemas of the stack's KubeRay version
+(:func:`validate_manifest`, :func:`validate_manifests`; the other carried CRDs:
+:func:`validate_other`), through the checker every carried CRD goes through,
+:func:`components.kernel.crdschema.validate_object`. A field the schema does not declare is an
+error with its path, where the API server would silently prune it. The CRD folder:
+:func:`crds_dir`. Sources: docs/sources.md#raycrs-crd
 """
 
 from __future__ import annotations
@@ -66,7 +48,10 @@ class CrdsMissingError(FileNotFoundError):
 
 def crds_dir(version: str = DEFAULT_VERSION) -> Path:
     """The CRD folder: ``$RAYGKE_CRDS_DIR`` if set, else the copy carried in
-    ``components/kuberay/crds/v<version>``.
+    ``components/kuberay/crds/v<version>`` for the stack's ``kuberay.chart_version`` (one of
+    ``components.config.kuberay.KUBERAY_CHART_VERSIONS``; carried inside the repository, so a
+    clone with nothing beside it can run the check). It holds ``ray.io_rayclusters.yaml``,
+    ``ray.io_rayjobs.yaml``, ``ray.io_rayservices.yaml`` as published with that KubeRay version.
 
     Raises:
         ValueError: ``version`` is not a carried KubeRay version.
@@ -145,7 +130,9 @@ def validate_manifest(
 ) -> list[Problem]:
     """Problems of one rendered custom resource, one line each: ``<Kind> <name>: <path>: <why>``,
     a :class:`~components.kernel.problems.Problem` whose ``object_field`` is ``<path>`` (``kind``,
-    ``apiVersion`` or the schema error's path in the object).
+    ``apiVersion`` or the schema error's path in the object), e.g.
+    ``RayCluster research: spec.workerGroupSpecs[0].numOfHost: unknown field (the API server
+    would prune it)``.
 
     Checks apiVersion/kind, then everything the API server checks on create
     (:func:`components.kernel.crdschema.validate_object`: unknown (pruned) fields, the schema of

@@ -1,25 +1,7 @@
-"""The KubeRay rules that depend on the operator's feature gates, checked with the gates the
-installed operator really has.
-
-KubeRay v1.7.0 refuses some fields unless a feature gate is on (``features.Enabled`` in
-``ray-operator/controllers/ray/utils/validation.go``); :mod:`components.raycrs.operator` leaves
-them out because a manifest does not show the gates. The stack does: :func:`installed_gates`
-reads them from the chart version and the chart values the stack installs (helm mode:
-:data:`components.kuberay.render.CHART_FEATURE_GATES` overlaid with the ``featureGates`` value
-of :func:`components.kuberay.render.helm_values`). With the GKE Ray add-on GKE runs the
-operator and does not publish its flags; the chart defaults of ``kuberay.chart_version`` are
-assumed and every problem says so.
-
-Gated rules (validation.go, v1.7.0):
-
-* ``ValidateRayClusterSpec``: a suspended worker group (``workerGroupSpecs[].suspend: true``)
-  needs ``RayJobDeletionPolicy``; ``historyServerOptions`` needs ``RayClusterHistoryServer``;
-  ``networkPolicy`` needs ``RayClusterNetworkPolicy``; ``tlsOptions`` needs ``RayClusterMTLS``;
-  ``gcsFaultToleranceOptions.backend: rocksdb`` needs ``GCSFaultToleranceEmbeddedStorage``.
-* ``validateDeletionConfiguration``: a RayJob ``deletionStrategy`` needs ``RayJobDeletionPolicy``.
-* ``IsIncrementalUpgradeEnabled`` (utils/util.go): a RayService ``upgradeStrategy.type``
-  ``NewClusterWithIncrementalUpgrade`` takes effect only with ``RayServiceIncrementalUpgrade``
-  (without it KubeRay brings up no new cluster on a change).
+"""The KubeRay rules that depend on the operator's feature gates (:func:`gate_problems`), checked
+with the gates the installed operator really has (:func:`installed_gates`).
+:mod:`components.raycrs.operator` leaves them out because a manifest does not show the gates.
+Sources (the gated rules, validation.go v1.7.0): docs/sources.md#raycrs-gates
 """
 
 from __future__ import annotations
@@ -44,7 +26,11 @@ Gates = dict[str, bool]
 
 def installed_gates(kuberay: KubeRayConfig, services: list[ServiceConfig]) -> tuple[Gates, str]:
     """``(gate -> enabled, where the values come from)`` for the operator the stack runs
-    (``kuberay``; ``services``, whose upgrade strategies set the helm values' gates).
+    (``kuberay``; ``services``, whose upgrade strategies set the helm values' gates): helm mode,
+    :data:`components.kuberay.render.CHART_FEATURE_GATES` of the chart version overlaid with the
+    ``featureGates`` value of :func:`components.kuberay.render.helm_values`. With the GKE Ray
+    add-on GKE runs the operator and does not publish its flags: the chart defaults of
+    ``kuberay.chart_version`` are assumed, and every problem says so.
 
     Raises:
         KeyError: ``kuberay.chart_version`` has no entry in ``CHART_FEATURE_GATES``.

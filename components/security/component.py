@@ -1,14 +1,7 @@
-"""Security: KMS keys, the nodes' service account, workload identities, Secret Manager secrets.
-
-Two ComponentResources, because of ordering: :class:`Security` (before the cluster and the
-buckets: the KMS key rings and keys with rotation, the service agents' encrypter/decrypter grants
-on their key, the node service account with its one least-privilege project role, one GSA per
-workload identity, the Secret Manager secrets, replicated in the stack's region only, no
-versions) and :class:`WorkloadAccess` (after them: the Workload Identity bindings, the
-bucket-level roles, the secret accessor grants). No project-wide storage role is ever granted; no
-service-account key is ever created.
-
-Sources: docs/sources.md#security-component
+"""Security: KMS keys, the nodes' service account, workload identities, Secret Manager secrets, in
+two ComponentResources because of ordering: :class:`Security` (before the cluster and the
+buckets) and :class:`WorkloadAccess` (after them). No project-wide storage role is ever granted;
+no service-account key is ever created. Sources: docs/sources.md#security-component
 """
 
 from __future__ import annotations
@@ -56,7 +49,11 @@ class SecurityArgs:
 
 
 class Security(pulumi.ComponentResource):
-    """``ray-gke:security:Security``: KMS, node SA, workload GSAs, secrets.
+    """``ray-gke:security:Security``: KMS, node SA, workload GSAs, secrets, before the cluster and
+    the buckets: the KMS key rings and keys with rotation, the service agents'
+    encrypter/decrypter grants on their key, the node service account with its one
+    least-privilege project role, one GSA per workload identity, the Secret Manager secrets
+    (replicated in the stack's region only, no versions).
 
     Attributes (for wiring): ``gke_key`` / ``bucket_key`` / ``registry_key`` / ``secrets_key`` /
     ``boot_disk_key`` (``gcp.kms.CryptoKey``), ``gcs_key_grant`` (the GCS agent's grant; buckets
@@ -244,7 +241,8 @@ class WorkloadAccessArgs:
 
 
 class WorkloadAccess(pulumi.ComponentResource):
-    """``ray-gke:security:WorkloadAccess``: WI bindings, bucket-level roles, secret accessors.
+    """``ray-gke:security:WorkloadAccess``: WI bindings, bucket-level roles, secret accessors,
+    after the cluster and the buckets.
 
     Create it with ``depends_on=[cluster]``: the ``<project>.svc.id.goog`` pool must exist.
     """

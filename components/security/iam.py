@@ -1,26 +1,7 @@
-"""Pure IAM bindings of the stack (no Pulumi): who gets which role on what.
-
-``components/security/component.py`` (the Pulumi side) creates exactly these bindings, and
-``raygke check`` verifies them (no public bucket, no project-wide storage role for a workload).
-
-* Workload classes get bucket-level roles only: ``read`` = ``roles/storage.objectViewer``,
-  ``write`` = ``roles/storage.objectUser``
-  (https://cloud.google.com/storage/docs/access-control/iam-roles).
-* The Kubernetes service account impersonates its Google service account through
-  ``roles/iam.workloadIdentityUser`` granted on that Google service account
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity).
-* The nodes' own service account gets the one project role GKE documents as the minimum for node
-  service accounts, ``roles/container.defaultNodeServiceAccount`` (logging, monitoring, metadata
-  and autoscaling-metrics writes; "Grant the minimum required role for GKE",
-  https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts, linked from
-  https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa;
-  CIS GKE Benchmark v2.0.0 5.2.1 says the same). It replaces the four separate roles
-  (logWriter, metricWriter, monitoring.viewer, resourceMetadata.writer) GKE listed before. Image
-  pulls need no project-wide ``roles/artifactregistry.reader``: the node service account reads
-  the stack's own repository only (:data:`REGISTRY_READER_ROLE`,
-  https://cloud.google.com/artifact-registry/docs/access-control).
-* Secret readers get ``roles/secretmanager.secretAccessor`` on the secret itself
-  (https://cloud.google.com/secret-manager/docs/access-control).
+"""Pure IAM bindings of the stack (no Pulumi): who gets which role on what (:func:`bucket_bindings`,
+:func:`project_bindings`, :func:`secret_bindings`). ``components/security/component.py`` creates
+exactly these, and ``raygke check`` verifies them (:func:`iam_problems`: no public bucket, no
+project-wide storage role for a workload). Sources: docs/sources.md#security-iam
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""The secure-default rules of the stack, written once: the Pulumi policy pack (``policy/``) runs
-them at ``pulumi preview`` / ``pulumi up``, and ``raygke check`` runs them offline over the synth
-render (:func:`raygke.synth.run_program`). Pure functions over resources as
-``(type, name, props)``; no Pulumi import.
-
-Props are the engine's view of a resource's inputs (camelCase for GCP resources, the object
-itself for Kubernetes ones), from synth's ``resources.json`` or a policy's ``args.props``;
-:func:`plain_props` normalises either (proxies unwrapped, unknown values :data:`UNKNOWN`,
-snake_case keys camelCase). A value unknown at preview counts as set: only a missing or empty
-value is a violation. The rules: :data:`RULES` (the Kubernetes ones from
-:mod:`components.security.rules`).
-
+"""The secure-default rules of the stack (:data:`RULES`), written once: the Pulumi policy pack
+(``policy/``) runs them at ``pulumi preview`` / ``pulumi up``, ``raygke check`` offline over the
+synth render (:func:`raygke.synth.run_program`). Pure functions over :class:`Resource`
+``(type, name, props)`` (props normalised by :func:`plain_props`); no Pulumi import.
 Sources (one per rule): docs/sources.md#security-policy
 """
 
@@ -100,7 +92,10 @@ class Resource:
     Attributes:
         type: the Pulumi type token (``gcp:storage/bucket:Bucket``).
         name: the Pulumi resource name (``storage-datasets``).
-        props: normalised props (:func:`normalise`).
+        props: normalised props (:func:`normalise`): the engine's view of the resource's
+            inputs (camelCase for GCP resources, the object itself for Kubernetes ones), from
+            synth's ``resources.json`` or a policy's ``args.props``. A value unknown at preview
+            (:data:`UNKNOWN`) counts as set: only a missing or empty value is a violation.
     """
 
     type: str
@@ -362,7 +357,7 @@ def private_nodes(r: Resource) -> list[Problem]:
 
 
 def subnet_flow_logs(resources: Sequence[Resource]) -> list[Violation]:
-    """Rule ``subnet-flow-logs`` (module docstring): each subnet without ``logConfig`` while
+    """Rule ``subnet-flow-logs`` (docs/sources.md#security-policy): each subnet without ``logConfig`` while
     another subnet of the stack has one, unless its VPC (``network``, matched by name) has a
     ``networkProfile`` or is unknown at preview."""
     subnets = [r for r in resources if r.type == SUBNETWORK]

@@ -1,15 +1,7 @@
 """Secure-default rules over rendered Kubernetes objects, one implementation for ``raygke check``
-(:func:`components.stack.checks.check_stack`) and the Pulumi policy pack (which feeds them the
-synth render's Kubernetes resource inputs).
-
-Every function is pure: it takes a list of Kubernetes objects as plain dicts
-(``{"apiVersion", "kind", "metadata", "spec"}``; other kinds are ignored) and returns problem lines,
-each starting with the rule's name (:data:`RULES`): an empty list means the rule passes.
-``ray-auth`` (:func:`check_ray_auth`), ``pod-security`` (:func:`check_pod_security`: the
-restricted fields on every container, with the installer exemption :data:`INSTALLER_EXEMPT` and
-the GPUDirect RxDM exception :data:`GPUDIRECT_SUFFIX`, :data:`RXDM_SHAPES`) and
-``network-policy`` (:func:`check_network_policy`).
-
+(:func:`components.stack.checks.check_stack`) and the Pulumi policy pack: ``ray-auth``
+(:func:`check_ray_auth`), ``pod-security`` (:func:`check_pod_security`) and ``network-policy``
+(:func:`check_network_policy`), listed in :data:`RULES`. Pure functions over plain dicts.
 Sources (what each rule requires, and why): docs/sources.md#security-rules
 """
 
@@ -26,7 +18,7 @@ RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 WORKLOAD_KINDS = ("Pod", "Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
 HEAD_API_PORTS = (6379, 8265, 10001)
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
-# (namespace, kind, name) of the objects the pod-security rule leaves alone (module docstring);
+# (namespace, kind, name) of the objects the pod-security rule leaves alone (docs/sources.md#security-rules);
 # the names are components.catalog.gpu_network.INSTALLERS' (written out: the policy pack runs
 # these rules without the catalog).
 INSTALLER_EXEMPT = frozenset(
@@ -41,7 +33,7 @@ INSTALLER_EXEMPT = frozenset(
 )
 
 
-# The GPUDirect namespace's exception (module docstring), written out as
+# The GPUDirect namespace's exception (docs/sources.md#security-rules), written out as
 # components.catalog.gpudirect.RXDM and components.kernel.names have it (a test compares them).
 GPUDIRECT_SUFFIX = "-gpudirect"
 GPUDIRECT_LABEL = ("ray-gke.io/gpudirect", "rxdm")
@@ -162,7 +154,7 @@ def ray_cluster_specs(o: Obj) -> Iterator[tuple[str, Obj]]:
 
 
 def check_ray_auth(objects: list[Obj]) -> list[Problem]:
-    """Rule ``ray-auth`` (module docstring)."""
+    """Rule ``ray-auth`` (docs/sources.md#security-rules)."""
     out = []
     for o in objects:
         if o.get("kind") not in RAY_KINDS:
@@ -304,7 +296,9 @@ def _template_problems(
 
 
 def check_pod_security(objects: list[Obj]) -> list[Problem]:
-    """Rule ``pod-security`` (module docstring)."""
+    """Rule ``pod-security`` (docs/sources.md#security-rules): the restricted fields on every
+    container, but the installers of :data:`INSTALLER_EXEMPT` and the GPUDirect RxDM exception
+    (:data:`GPUDIRECT_SUFFIX`, :data:`RXDM_SHAPES`)."""
     out = []
     for o in objects:
         name = _name(o)
@@ -313,7 +307,7 @@ def check_pod_security(objects: list[Obj]) -> list[Problem]:
         if o.get("kind") == "Namespace":
             level = ((o.get("metadata") or {}).get("labels") or {}).get(PSA_ENFORCE)
             if level == "privileged" and _gpudirect_namespace_ok(o):
-                continue  # the GPUDirect exception (module docstring)
+                continue  # the GPUDirect exception
             if level not in ("baseline", "restricted"):
                 why = (
                     " (privileged only for the GPUDirect namespace: a name ending "
@@ -396,7 +390,7 @@ def _covers_head_ports(rule: dict[str, Any]) -> bool:
 
 
 def check_network_policy(objects: list[Obj]) -> list[Problem]:
-    """Rule ``network-policy`` (module docstring)."""
+    """Rule ``network-policy`` (docs/sources.md#security-rules)."""
     policies: dict[str, list[Obj]] = {}
     for o in objects:
         if o.get("kind") == "NetworkPolicy":
@@ -448,6 +442,10 @@ def check_network_policy(objects: list[Obj]) -> list[Problem]:
     return out
 
 
+# Rule name -> rule. Each takes Kubernetes objects as plain dicts (``{"apiVersion", "kind",
+# "metadata", "spec"}``; other kinds are ignored; the policy pack feeds them the synth render's
+# Kubernetes resource inputs) and returns problem lines, each starting with the rule's name: an
+# empty list means the rule passes.
 RULES: dict[str, Callable[[list[Obj]], list[Problem]]] = {
     "ray-auth": check_ray_auth,
     "pod-security": check_pod_security,

@@ -1,21 +1,8 @@
-"""Cross-field rules of a stack: rules that span several top-level blocks.
-
-Each rule is a named function yielding one :class:`~components.kernel.problems.Problem` per
-problem (the stack field it is about, and the readable line), with a docstring citing where its
-fact comes from. A rule is handed what it reads, by its parameters' names
+"""Cross-field rules of a stack (rules that span several top-level blocks): :data:`RULES`, in the
+order they run, each with the top-level keys it reads (``needs``); :func:`rule_problems` runs
+them all, :func:`run_rule` one. A rule is handed what it reads by its parameters' names
 (:func:`components.plan.plan.rule_inputs`): ``p``, the stack's Plan; a block's name (``zones``,
-``node_pools``), that block; ``cfg``, the whole stack (only for a rule over every block). Call
-one alone with :func:`run_rule`. :data:`RULES` lists them in the order
-they run, each with the top-level keys it reads (``needs``); :func:`rule_problems` runs every rule
-whose blocks validated and collects every line, so a typo in ``labels`` does not hide a wrong
-``jobs[x].node_pool`` (:func:`components.stack.loader.validate`).
-
-References are read from the stack's :func:`~components.plan.plan.plan`, resolved once by
-:mod:`components.plan.resolve` (the one resolver), whose records the builders and checks use too,
-so a wrong reference is reported once and reads the same at every layer. The rules on jobs and
-services live with the Ray CRs (:mod:`components.raycrs.rules`), the compute-class rules in
-:mod:`components.computeclass.rules`, the capacity rules in :mod:`components.capacity`;
-:data:`RULES` lists them all.
+``node_pools``), that block; ``cfg``, the whole stack (only for a rule over every block).
 """
 
 from __future__ import annotations
@@ -413,6 +400,14 @@ def _rule(
     return Rule(check, needs=frozenset(needs), rule_id=name, path=path)
 
 
+# Every cross-field rule, in the order they run, each a named function yielding one Problem per
+# problem (the stack field it is about, and the readable line) with a docstring citing where its
+# fact comes from. References are read from the stack's plan (components.plan.plan.plan),
+# resolved once by components.plan.resolve (the one resolver), whose records the builders and
+# checks use too, so a wrong reference is reported once and reads the same at every layer. The
+# rules on jobs and services live with the Ray CRs (components.raycrs.rules), the compute-class
+# rules in components.computeclass.rules, the capacity rules in components.capacity; this table
+# lists them all.
 RULES: tuple[Rule, ...] = (
     _rule(zones_in_region, "region", "zones"),
     _rule(pool_zones_in_region, "region", "node_pools"),
@@ -540,7 +535,9 @@ def rule_problems(
     """Every problem of every rule that reads no invalid key (each a
     :class:`~components.kernel.problems.Problem` with its path and the rule's name), in
     :data:`RULES` order. ``valid``: the top-level keys that validated (None: all of them); ``broken``: dotted
-    paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``)."""
+    paths of invalid keys inside otherwise valid blocks (``cluster.min_master_version``). Every
+    line is collected, so a typo in ``labels`` does not hide a wrong ``jobs[x].node_pool``
+    (:func:`components.stack.loader.validate`)."""
     from components.config.epochs import gate_refusals
 
     bad = _blocked(valid, broken)

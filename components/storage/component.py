@@ -1,17 +1,6 @@
-"""Storage: the datasets, checkpoints and artifacts buckets.
-
-Every bucket has uniform bucket-level access, public access prevention ``enforced``, CMEK with the
-buckets key (created after the GCS service agent may use the key), versioning and lifecycle rules
-from config, a soft delete policy, and the stack's labels.
-
-Sources: https://cloud.google.com/storage/docs/uniform-bucket-level-access,
-https://cloud.google.com/storage/docs/public-access-prevention,
-https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys,
-https://cloud.google.com/storage/docs/lifecycle (``daysSinceNoncurrentTime``, ``age``),
-https://cloud.google.com/storage/docs/soft-delete (retention 0 or 7-90 days),
-https://cloud.google.com/storage/docs/hns-overview (hierarchical namespace; pulumi-gcp 10.2.0
-``Bucket.hierarchical_namespace``: "To use this configuration, uniform_bucket_level_access must be
-enabled on bucket").
+"""Storage (:class:`Storage`): the datasets, checkpoints and artifacts buckets, each with uniform
+bucket-level access, public access prevention, CMEK with the buckets key, versioning, lifecycle
+rules, a soft delete policy and the stack's labels. Sources: docs/sources.md#storage-component
 """
 
 from __future__ import annotations
