@@ -13,25 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "docs" / "sources.md"
 MAX_LINES = 10
 MAX_MEDIAN = 5
-# Being changed by another branch (issue 48); their docstrings are trimmed after it merges.
-OTHER_BRANCH = frozenset(
-    {
-        "components/raycrs/pod.py",
-        "components/raycrs/raycluster.py",
-        "components/raycrs/rayjob.py",
-        "components/raycrs/placement.py",
-        "components/raycrs/scaling.py",
-        "components/raycrs/ingress.py",
-        "components/storage/fuse.py",
-        "components/gpunet/gpudirect.py",
-        "components/plan/naming.py",
-        "components/plan/resolve.py",
-        "components/plan/nodepools.py",
-        "components/config/storage.py",
-    }
-)
 # Not trimmed yet: each to move its notes and sources into docs/sources.md as the others did,
-# then leave this list (empty: every module but OTHER_BRANCH's is trimmed).
+# then leave this list (empty: every module is trimmed).
 NOT_YET: frozenset[str] = frozenset()
 POINTER = re.compile(r"docs/sources\.md#([A-Za-z0-9_-]+)")
 
@@ -64,14 +47,9 @@ def lines(doc: str) -> int:
 
 
 def test_module_docstrings_are_a_few_lines() -> None:
-    """Every module docstring of ``components/`` (but those of :data:`OTHER_BRANCH` and
-    :data:`NOT_YET`) is at most :data:`MAX_LINES` lines, and their median at most
-    :data:`MAX_MEDIAN`."""
-    docs = {
-        path: doc
-        for path, doc in module_docstrings().items()
-        if path not in OTHER_BRANCH and path not in NOT_YET
-    }
+    """Every module docstring of ``components/`` (but those of :data:`NOT_YET`) is at most
+    :data:`MAX_LINES` lines, and their median at most :data:`MAX_MEDIAN`."""
+    docs = {path: doc for path, doc in module_docstrings().items() if path not in NOT_YET}
     long = {path: lines(doc) for path, doc in docs.items() if lines(doc) > MAX_LINES}
     assert not long, f"module docstrings over {MAX_LINES} lines (move notes to docs/sources.md)"
     assert statistics.median(lines(doc) for doc in docs.values()) <= MAX_MEDIAN

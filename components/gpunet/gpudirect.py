@@ -1,34 +1,7 @@
-"""GPUDirect-TCPX / -TCPXO itself (``gpu_networking: gpudirect``), pure: what a Ray worker pod on
-such a pool gets beside its NICs, the DaemonSets that prepare its nodes, and the admission policy
-that keeps the namespace those pods run in to exactly that. Facts and their sources:
-:mod:`components.catalog.gpudirect` ([CEA], [CT], [PSS]).
-
-* A Ray worker on a ``gpudirect`` pool (:func:`worker_parts`): the RxDM sidecar as its second
-  container (``tcpx-daemon`` / ``tcpxo-daemon``: root, ``NET_ADMIN`` [+ ``NET_BIND_SERVICE``],
-  hostPath ``/sys``, ``/proc/sys`` and the plugin directory), the device annotation the NRI
-  device injector reads, Google's NCCL environment for the plugin
-  (:func:`components.catalog.gpu_network.nccl_env`, ``LD_LIBRARY_PATH`` included) and the
-  GPU container's mounts (the plugin directory read-only; TCPX the ``tcpx-socket`` emptyDir at
-  ``/tmp``, TCPXO ``/dev/aperture_devices``). The Ray container itself stays ``restricted``.
-* The nodes: the kind's NCCL plugin installer (``nccl-tcpx-installer`` /
-  ``nccl-tcpxo-installer``) and the NRI ``device-injector``, DaemonSets in ``kube-system`` as
-  Google ships them (:func:`components.gpunet.render.installer_daemonsets`), on the stack's
-  ``gpudirect`` accelerators only.
-* The namespace ``<kuberay.namespace>-gpudirect`` (:func:`components.kernel.names.gpudirect_namespace`)
-  holds the Ray clusters with a worker group on such a pool (:attr:`components.plan.context.
-  Context.ray_namespaces`); it enforces Pod Security ``privileged`` (the only level the sidecar
-  passes), warns and audits at ``restricted``
-  (:func:`components.kuberay.namespace.gpudirect_namespace_manifest`). Pod Security cannot allow
-  one container more than another, so :func:`admission_policy` narrows ``privileged`` back: a
-  ``ValidatingAdmissionPolicy`` (``admissionregistration.k8s.io/v1``, GA in Kubernetes 1.30;
-  https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/) bound to
-  that namespace denies every pod that is not ``restricted`` but for the RxDM sidecar's shape:
-  a container of that name and image, on a node of its accelerator, adding its capabilities and
-  nothing else, as root, never privileged; hostPath volumes only at the kind's paths and only
-  in a pod with that sidecar, mounted only by it and (the plugin directory, the aperture
-  devices) by the GPU container. Without it, anyone who could create a RayCluster there (or a
-  head's autoscaler, which may patch its RayCluster) would get privileged pods through the
-  operator.
+"""GPUDirect-TCPX / -TCPXO (``gpu_networking: gpudirect``), pure: what a Ray worker pod on such
+a pool gets beside its NICs (:func:`worker_parts`), the NRI device injector
+(:func:`device_injector`), and the admission policy (:func:`admission_policy`) that keeps its
+namespace to exactly that. Sources: docs/sources.md#gpunet-gpudirect
 """
 
 from __future__ import annotations
@@ -106,8 +79,8 @@ class WorkerParts:
 
 
 def sidecar_security_context(r: Rxdm) -> dict[str, Any]:
-    """The RxDM container's ``securityContext`` (module docstring of
-    :mod:`components.catalog.gpudirect`): root, the kind's capabilities added, no escalation."""
+    """The RxDM container's ``securityContext`` (docs/sources.md#catalog-gpudirect): root, the
+    kind's capabilities added, no escalation."""
     return {
         "allowPrivilegeEscalation": False,
         "capabilities": {"add": list(r.capabilities)},
@@ -269,10 +242,15 @@ def _rxdm_caps(c: str, r: Rxdm) -> str:
 
 
 def admission_policy(namespace: str, kinds: Iterable[str]) -> list[dict[str, Any]]:
-    """The ``ValidatingAdmissionPolicy`` and its binding to ``namespace`` (module docstring):
-    every pod there is ``restricted`` but for the RxDM sidecar of ``kinds`` (``tcpx``,
-    ``tcpxo``: the stack's ``gpudirect`` pools'). Each rule of [PSS] ``restricted`` is one
-    validation, with the message the API server returns."""
+    """The ``ValidatingAdmissionPolicy`` and its binding to ``namespace``: every pod there is
+    ``restricted`` but for the RxDM sidecar of ``kinds`` (``tcpx``, ``tcpxo``: the stack's
+    ``gpudirect`` pools'). Each rule of [PSS] ``restricted`` is one validation, with the message
+    the API server returns.
+
+    The namespace enforces Pod Security ``privileged`` (the only level the sidecar passes), and
+    Pod Security cannot allow one container more than another: this narrows it back, so that
+    whoever may create a RayCluster there (or a head's autoscaler) gets no privileged pod through
+    the operator (docs/sources.md#gpunet-gpudirect)."""
     rx = [RXDM[k] for k in sorted(set(kinds))]
     any_rxdm = " || ".join(_is_rxdm("c", r) for r in rx)
     kind_expr = "''"

@@ -1,7 +1,6 @@
-"""Deterministic names shared by the Pulumi components and the pure manifest builders.
-
-Everything here is computed from the stack config alone, so a name is known at preview time and
-the rendered Kubernetes objects can refer to buckets and service accounts as plain strings.
+"""Deterministic names shared by the Pulumi components and the pure manifest builders, computed
+from the stack config alone: a name is known at preview time, so the rendered Kubernetes objects
+refer to buckets and service accounts as plain strings.
 """
 
 from __future__ import annotations

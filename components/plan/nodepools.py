@@ -1,24 +1,7 @@
-"""The one node-pool spec builder: a declared pool -> the GKE node pools it makes (no Pulumi).
-
-One :class:`NodePoolSpec` per GKE node pool. Multi-host TPU slices get one GKE node pool per
-slice (``<pool>-0``, ``<pool>-1``, ...) with ``node count = hosts``, COMPACT placement and
-``tpu_topology``, scaling atomically between 0 and ``hosts`` nodes; single-host TPU slices get one
-pool of 0..``max_slices`` nodes without ``tpu_topology``
-(https://cloud.google.com/kubernetes-engine/docs/how-to/tpus). TPU7x multi-host slices instead
-get a Compute Engine workload-policy resource policy (``HIGH_THROUGHPUT``, the slice topology as
-``accelerator_topology``) named by ``placement_policy.policy_name`` and no ``tpu_topology``
-(https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood: "This policy replaces the
---tpu-topology flag used by other TPU versions"; :attr:`components.catalog.TpuSlice.workload_policy`).
-The node labels listed are the ones GKE itself puts on the nodes, so the scheduling check can match
-worker groups against them.
-:func:`nap_shapes` builds the same records for the node shapes node auto-provisioning may create,
-which the scheduling check matches too.
-
-On the plan floor (``tests/test_imports.py`` ``FLOORS``): it stands on the models and the stack's
-:class:`~components.plan.context.Context` only, so the plan carries its records
-(:attr:`components.plan.plan.Plan.pool_specs`, computed once per stack) and every render reads
-them there instead of building them again. :mod:`components.nodepools.render` re-exports it with
-the node-pool render helpers (labels, autoscaling, upgrades).
+"""The one node-pool spec builder (no Pulumi): a declared pool -> its GKE node pools
+(:func:`pool_specs`, one :class:`NodePoolSpec` each), and the shapes NAP may create
+(:func:`nap_shapes`). On the plan floor: the plan carries the records
+(:attr:`components.plan.plan.Plan.pool_specs`). Sources: docs/sources.md#plan-nodepools
 """
 
 from __future__ import annotations
@@ -298,7 +281,13 @@ def pool_specs(
     :attr:`components.plan.plan.Plan.pools`; several for multi-host TPU slices) in the stack's
     ``ctx`` (zones, cluster name). The pools of the ``compute_classes`` entry named
     ``compute_class`` (the one whose ``node_pool`` is this pool) carry its node label and taint
-    (:mod:`components.computeclass.render`: they are the class's first priority)."""
+    (:mod:`components.computeclass.render`: they are the class's first priority).
+
+    This module stands on the models and the :class:`~components.plan.context.Context` only
+    (the plan floor, ``tests/test_imports.py`` ``FLOORS``), so the plan carries these records
+    (:attr:`components.plan.plan.Plan.pool_specs`, once per stack) and every render reads them
+    there; :mod:`components.nodepools.render` re-exports it with the node-pool render helpers
+    (labels, autoscaling, upgrades)."""
     if isinstance(pool, TpuPool):
         specs = _tpu(ctx, pool)
     elif isinstance(pool, GpuPool):

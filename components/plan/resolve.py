@@ -1,19 +1,7 @@
-"""The one resolver from a stack's references to what they land on: which node pool, which TPU
-slice or GPU shape, how many replicas.
-
-A stack is resolved once, by :func:`components.plan.plan.plan`, which calls this module for
-every pool, worker group, job, service and identity reference; every layer that follows a
-reference reads that plan's records — the cross-field rules (:mod:`components.stack.rules`), the
-``ScalingConfig`` (:mod:`components.raycrs.scaling`), the KubeRay manifests
-(:mod:`components.raycrs.render`) and the rendered-stack checks (:mod:`components.stack.checks`)
-— so the same mistake is reported once and reads the same everywhere: one :class:`ResolveError`
-whose message names the stack-file field, the value and what is declared::
-
-    jobs[train].node_pool 'x' is not a declared node pool; declared: cpu, tpu-v6e
-
-Replica counting follows KubeRay: a TPU worker group's replica is one slice of ``numOfHosts`` pods,
-any other group's replica is one pod on one node
-(https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html).
+"""The one resolver from a stack's references to what they land on (node pool, TPU slice or GPU
+shape, replicas): :func:`resolve_job`, :func:`resolve_group`, :func:`resolve_service`, called
+once per stack by :func:`components.plan.plan.plan`; a broken reference is one
+:class:`ResolveError`. Sources: docs/sources.md#plan-resolve
 """
 
 from __future__ import annotations
@@ -45,7 +33,16 @@ class ResolveError(ConfigurationError):
 
     ``field`` is the stack-file field (``jobs[train].node_pool``); ``str(error)`` is one line:
     ``<field>: <value> is not <what>; declared: <names>`` (or a sentence saying what to set), the
-    line its Problem prints (:func:`components.kernel.problems.path_colon`).
+    line its Problem prints (:func:`components.kernel.problems.path_colon`)::
+
+        jobs[train].node_pool 'x' is not a declared node pool; declared: cpu, tpu-v6e
+
+    A stack is resolved once (:func:`components.plan.plan.plan`) and every layer that follows a
+    reference reads the plan's records: the cross-field rules (:mod:`components.stack.rules`),
+    the ``ScalingConfig`` (:mod:`components.raycrs.scaling`), the KubeRay manifests
+    (:mod:`components.raycrs.render`) and the rendered-stack checks
+    (:mod:`components.stack.checks`); so the same mistake is reported once and reads the same
+    everywhere.
     """
 
     def __init__(self, field: str, message: str) -> None:

@@ -1,28 +1,7 @@
-"""Pure builders of the Kubernetes objects a service needs besides its RayService (config in,
-``dict`` out): the Hugging Face token's ``SecretProviderClass`` and pod volume, and the Gateway
-API ``Gateway`` + ``HTTPRoute`` of ``services[].gateway``.
-
-Facts used (sources):
-
-* GKE's Secret Manager add-on mounts Secret Manager versions as files through the CSI driver
-  ``secrets-store-gke.csi.k8s.io``: a ``SecretProviderClass`` (``secrets-store.csi.x-k8s.io/v1``,
-  ``provider: gke``, ``parameters.secrets``: a YAML list of ``resourceName``
-  ``projects/<project>/secrets/<name>/versions/<version>`` and ``path``) named by the pod's
-  ``csi`` volume (``volumeAttributes.secretProviderClass``); the pod reads it as its Kubernetes
-  service account through Workload Identity
-  (https://cloud.google.com/secret-manager/docs/secret-manager-managed-csi-component). The
-  cluster enables it (``secretManagerConfig.enabled``,
-  :func:`components.cluster.render.secret_manager_enabled`).
-* huggingface_hub reads the token from the file ``HF_TOKEN_PATH`` when ``HF_TOKEN`` is unset
-  (huggingface_hub ``constants.py`` ``HF_TOKEN_PATH``, ``utils/_auth.py`` ``_get_token_from_file``);
-  vLLM downloads Hub models with huggingface_hub, so the token never appears in Ray's config,
-  the Serve config or the stack.
-* Gateway API v1 ``Gateway`` (``spec.gatewayClassName``, ``listeners[]``) and ``HTTPRoute``
-  (``parentRefs``, ``hostnames``, ``rules[].backendRefs`` of a Service name and port)
-  (https://gateway-api.sigs.k8s.io/reference/spec/); GKE's GatewayClasses
-  (https://cloud.google.com/kubernetes-engine/docs/concepts/gateway-api). The backend is
-  KubeRay's Serve Service ``<name>-serve-svc`` port 8000
-  (:func:`components.raycrs.serve.service_url`).
+"""Pure builders of the Kubernetes objects a service needs besides its RayService
+(:func:`render_service_objects`): the Hugging Face token's ``SecretProviderClass`` and pod volume
+(:func:`add_hf_token`), the Gateway API ``Gateway`` + ``HTTPRoute`` of ``services[].gateway``.
+Sources: docs/sources.md#raycrs-ingress
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""Where Ray pods and Ray Train workers land: the scheduling checks of one rendered head or
-worker group against the node shapes it may run on, and of a job's placement strategy against
-its pool, run by :func:`components.stack.checks.check_stack` (checks 2 and 3 there).
-
-* :func:`schedule_problems` / :func:`unfit_reasons`: nodeSelector labels are a subset of a node
-  shape's labels (a declared pool's, :func:`components.nodepools.render.node_pool_specs`, or one
-  NAP may create, :func:`components.plan.nodepools.nap_shapes`), the tolerations cover its taints
-  (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/), the pod's
-  requests (plus the GCS FUSE sidecar when injected) fit its allocatable, and a TPU group's
-  ``numOfHosts`` / ``google.com/tpu`` match the slice
-  (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html);
-* :func:`object_store_problems`: the object store fits the pod's memory;
-* :func:`placement_problems`: a ``STRICT_PACK`` / ``STRICT_SPREAD`` job fits its pool.
+"""Where Ray pods and Ray Train workers land: a rendered head or worker group against the node
+shapes it may run on (:func:`schedule_problems`, :func:`object_store_problems`) and a job's
+placement strategy against its pool (:func:`placement_problems`), run by
+:func:`components.stack.checks.check_stack` (checks 2 and 3).
+Sources: docs/sources.md#raycrs-placement
 """
 
 from __future__ import annotations

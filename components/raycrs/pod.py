@@ -1,24 +1,8 @@
-"""The pod template every Ray pod of the stack shares (:func:`cluster_pods`): labels, sizing of
-a worker pod on its node, GCS FUSE volumes, the Pod Security ``restricted`` settings,
-``/dev/shm``; and the RayJob submitter's (:func:`submitter_template`).
-:mod:`components.raycrs.raycluster` describes the head and each worker group's pod
-(:class:`RayPod`) and templates them all with one call of :func:`cluster_pods`,
-:mod:`components.raycrs.rayjob` the submitter with :func:`submitter_template`.
-
-Facts used (sources):
-
-* Security (issue 12): every Ray cluster spec gets ``authOptions`` token mode with a Secret the
-  stack creates (:func:`components.kernel.ray.auth_options`); every container the Pod Security Standards'
-  ``restricted`` securityContext (:func:`container_security_context`, the Ray image's uid 1000 /
-  gid 100); every Ray pod a size-limited memory ``/dev/shm`` (:func:`shm_size`); heads run as
-  their identity's ``-head`` account (autoscaler RBAC), workers and submitters as the identity's
-  own account without a mounted token.
-* GCS FUSE: https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/cloud-storage-fuse-csi-driver-ephemeral
-  (pod annotation ``gke-gcsfuse/volumes: "true"``, CSI driver ``gcsfuse.csi.storage.gke.io``,
-  ``volumeAttributes.bucketName``; the injected sidecar requests 250m CPU and 256Mi memory by default).
-
-Ray's ports, the Ray pods' labels and Ray's token authentication are :mod:`components.kernel.ray`
-(with their sources).
+"""The pod template every Ray pod of the stack shares (:func:`cluster_pods`: labels, sizing,
+GCS FUSE volumes, Pod Security ``restricted``, ``/dev/shm``) and the RayJob submitter's
+(:func:`submitter_template`); :mod:`components.raycrs.raycluster` and
+:mod:`components.raycrs.rayjob` call them. Ray's ports and labels are :mod:`components.kernel.ray`.
+Sources: docs/sources.md#raycrs-pod
 """
 
 from __future__ import annotations
@@ -41,7 +25,7 @@ from contract.quantity import cpu_quantity, memory_quantity, quantity_float
 API_VERSION = "ray.io/v1"
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
-# Default resources of the GCS FUSE sidecar GKE injects (see module docstring).
+# Default resources of the GCS FUSE sidecar GKE injects (docs/sources.md#raycrs-pod).
 GCSFUSE_SIDECAR = {"cpu": 0.25, "memory": 0.25}  # cores, GiB
 # Headroom left on a node for GKE's daemonsets (logging, metrics, CSI, networking) and the GCS
 # FUSE sidecar, subtracted from NodePoolSpec.capacity when sizing a worker pod: cores, GiB.
@@ -244,7 +228,8 @@ class ClusterPods(NamedTuple):
 def cluster_pods(p: Plan, service_account: str, pods: Sequence[RayPod]) -> ClusterPods:
     """The pod templates of one Ray cluster, all running as the workload identity
     ``service_account`` (its records in the plan ``p``: :attr:`Plan.identities`, its accounts
-    :attr:`Plan.accounts`): the one call that builds its head's and worker groups' pods.
+    :attr:`Plan.accounts`): the one call that builds its head's and worker groups' pods
+    (:mod:`components.raycrs.raycluster` describes each as a :class:`RayPod`).
 
     Each template gets its Ray container's ``resources`` (request = limit, see :class:`RayPod`),
     the Pod Security ``restricted`` settings, the identity's GCS FUSE volumes (its buckets,

@@ -1,38 +1,8 @@
-"""The ``ray.io/v1`` RayCluster: its head group, worker groups and spec (also the RayJob's
-``rayClusterSpec`` and the RayService's ``rayClusterConfig``).
-
-Config in, plain ``dict`` out (:mod:`components.raycrs.render` puts every object in order); the
-pod template shared by every Ray pod is :mod:`components.raycrs.pod`.
-
-One source of truth (design.md): every worker group is generated from the node pool it references
-through :mod:`components.catalog` and :mod:`components.nodepools.render`; nothing about a slice or GPU
-shape is typed here.
-
-Facts used (sources):
-
-* RayCluster fields (``headGroupSpec``, ``workerGroupSpecs``, ``numOfHosts``,
-  ``enableInTreeAutoscaling``, ``autoscalerOptions.idleTimeoutSeconds``, ``serviceType``...):
-  the KubeRay v1.7.0 CRDs and https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/config.html.
-* TPU worker groups: https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html —
-  ``numOfHosts`` = hosts of the slice, ``google.com/tpu`` request = limit = chips per host,
-  nodeSelector ``cloud.google.com/gke-tpu-accelerator`` / ``cloud.google.com/gke-tpu-topology``,
-  replicas count slices. KubeRay turns the ``google.com/tpu`` limit into the Ray ``TPU`` resource,
-  and Ray adds ``TPU-<pod type>-head`` on worker 0 from ``TPU_WORKER_ID``/``TPU_NAME``, which the
-  GKE TPU webhook injects together with ``TPU_WORKER_HOSTNAMES``; so ``rayStartParams`` stay empty.
-  ``TPU_ACCELERATOR_TYPE`` (pod type, e.g. ``v6e-16``) and ``TPU_TOPOLOGY`` are set from the catalog
-  so Ray's detection (``ray/_private/accelerators/tpu.py``) never depends on the node's metadata.
-  Ports: 8471 TPU runtime between the hosts of a slice and 8431 TPU runtime metrics
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/tpus, multi-host workload example);
-  8081 the multi-slice (megascale) coordinator, ``DEFAULT_MEGASCALE_PORT`` in
-  ``ray/_private/accelerators/tpu.py``. With more than one multi-host slice (maxReplicas > 1;
-  GKE runs Multislice on multi-host slices only, :meth:`components.catalog.TpuSlice.job_slices`)
-  ``MEGASCALE_PORT``
-  is set; ``MEGASCALE_COORDINATOR_ADDRESS`` / ``MEGASCALE_NUM_SLICES`` / ``MEGASCALE_SLICE_ID`` differ
-  per slice and are set at run time by Ray Train's JaxTrainer (``ray/train/v2/jax/config.py`` via
-  ``ray.util.tpu.get_tpu_coordinator_env_vars``), which a pod template cannot do.
-* GPU worker groups: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (label
-  ``cloud.google.com/gke-accelerator``, taint ``nvidia.com/gpu``); a memory-backed ``/dev/shm``
-  for NCCL and PyTorch data loaders (https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/gpu.html).
+"""The ``ray.io/v1`` RayCluster (:func:`ray_cluster_manifest`, :func:`ray_cluster_spec`; also the
+RayJob's ``rayClusterSpec`` and the RayService's ``rayClusterConfig``): config in, ``dict`` out.
+Every worker group comes from its node pool through the catalog: no slice or GPU shape is
+typed here.
+Sources: docs/sources.md#raycrs-raycluster
 """
 
 from __future__ import annotations
@@ -173,7 +143,7 @@ def worker_group_spec(
     under server-side apply still sends the old value, so neither is used). KubeRay clamps an
     omitted or lower value to ``minReplicas`` (``GetWorkerGroupDesiredReplicas``,
     ray-operator/controllers/ray/utils/util.go), so the group still starts at its minimum.
-    See the module docstring for the per-kind settings.
+    The per-kind settings and their sources: docs/sources.md#raycrs-raycluster.
     The container image is ``images[w.image_kind]``; ``image_kind`` defaults to the pool's kind
     (:func:`components.images.render.pool_image_kind`: GPU pool -> ``gpu``, TPU -> ``tpu``); a
     job's own cluster passes :func:`components.images.render.job_image_kind` (``gpu-tf`` for a
@@ -343,7 +313,9 @@ def ray_cluster_manifest(
     """The ``ray.io/v1`` RayCluster for ``rc`` (namespace :meth:`Context.namespace_of`), its pods
     on ``images`` (kind -> reference, :func:`components.images.render.pod_images`).
 
-    Its worker groups are the plan's records (:meth:`components.plan.plan.Plan.group`).
+    Its worker groups are the plan's records (:meth:`components.plan.plan.Plan.group`); the pod
+    template every Ray pod shares is :mod:`components.raycrs.pod`'s, and
+    :mod:`components.raycrs.render` puts every object in order.
 
     Raises:
         ResolveError: a worker group references an undeclared node pool.

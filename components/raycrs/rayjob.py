@@ -1,10 +1,6 @@
-"""The ``ray.io/v1`` RayJob: its workload arguments, runtime environment, own cluster (a queued
-job brings its own RayCluster) and submitter pod.
-
-Facts used (sources): RayJob fields (``entrypoint``, ``runtimeEnvYAML``, ``rayClusterSpec``,
-``clusterSelector``, ``submitterPodTemplate``, ``shutdownAfterJobFinishes``,
-``ttlSecondsAfterFinished``...): the KubeRay v1.7.0 CRDs and
-https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/rayjob-quick-start.html.
+"""The ``ray.io/v1`` RayJob (:func:`ray_job_manifest`): its workload arguments, runtime
+environment, own cluster (a queued job brings its own RayCluster) and submitter pod.
+Sources: docs/sources.md#raycrs-rayjob
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
-"""Ray Train ``ScalingConfig`` arguments derived from a job's target capacity (pure, no Ray import).
-
-A job runs either on a worker group of a long-lived RayCluster (``cluster`` + ``worker_group``) or
-on its own RayCluster built from a node pool (``node_pool``); its
-:class:`~components.plan.resolve.JobTarget` (the stack's :func:`~components.plan.plan.plan`,
-resolved once by :func:`components.plan.resolve.resolve_job`) says which pool and how many replicas. Either way the node pool it lands on
-is a declared pool, and the ``ScalingConfig`` keyword arguments come from the catalog's entry for
-that pool's shape — never typed a second time:
-
-* TPU: :meth:`components.catalog.TpuSlice.scaling_config` with ``slices`` = the worker group's
-  ``max_replicas`` (each replica is one slice, KubeRay TPU guide
-  https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/tpu.html) -> ``use_tpu``,
-  ``topology``, ``accelerator_type``, ``num_workers`` = hosts x slices,
-  ``resources_per_worker = {"TPU": chips_per_host}``
-  (https://docs.ray.io/en/latest/train/getting-started-jax.html).
-* GPU: :meth:`components.catalog.GpuType.scaling_config` -> ``use_gpu``, ``num_workers`` = nodes x
-  GPUs per node, ``resources_per_worker = {"GPU": 1}``
-  (https://docs.ray.io/en/latest/train/api/doc/ray.train.ScalingConfig.html).
-* CPU: ``num_workers`` = nodes, ``use_gpu = False``.
-
-A job's ``placement_strategy`` (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD) is added as
-``ScalingConfig(placement_strategy=...)``: Ray Train reserves the workers' bundles as one
-placement group with that strategy
-(https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html#placement-strategy).
+"""Ray Train ``ScalingConfig`` arguments of a job (:func:`scaling_config_for_job`,
+:func:`job_workers`), from the catalog's entry for its pool's shape (pure, no Ray import; never
+typed a second time). Sources: docs/sources.md#raycrs-scaling
 """
 
 from __future__ import annotations
@@ -90,8 +69,15 @@ def scaling_config_for_job_target(target: JobTarget) -> dict[str, Any]:
 
 
 def scaling_config_for_job(target: JobTarget) -> dict[str, Any]:
-    """``ray.train.ScalingConfig`` keyword arguments for a job's target (see the module
-    docstring; ``plan(cfg).job(job)``, :meth:`components.plan.plan.Plan.job`).
+    """``ray.train.ScalingConfig`` keyword arguments for a job's target (``plan(cfg).job(job)``,
+    :meth:`components.plan.plan.Plan.job`).
+
+    A job runs either on a worker group of a long-lived RayCluster (``cluster`` +
+    ``worker_group``) or on its own RayCluster built from a node pool (``node_pool``); its
+    :class:`~components.plan.resolve.JobTarget` (resolved once by
+    :func:`components.plan.resolve.resolve_job`) says which pool and how many replicas. Either
+    way the pool is a declared one, and the arguments come from the catalog's entry for its
+    shape (per kind: docs/sources.md#raycrs-scaling).
 
     Returns e.g. for a v6e 4x4 worker group with ``max_replicas: 2``::
 

@@ -1,39 +1,7 @@
-"""Cloud Storage FUSE tuned for training: mount options by purpose, the file cache and its size.
-
-Every bucket a workload identity names is mounted into its Ray pods as a CSI ephemeral volume
-(:func:`components.raycrs.pod.gcs_fuse_volumes`); its ``volumeAttributes.mountOptions`` come from
-here, chosen by the bucket's ``fuse_profile`` (:data:`PROFILES`) and whether the mount is
-read-only. Source of every option: GKE's "Manually optimize Cloud Storage FUSE CSI driver for
-performance" (https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-perf):
-
-* **File cache** is off unless ``file-cache:max-size-mb`` is given; it lives in an ``emptyDir`` on
-  the node's ephemeral storage (the boot disk, or Local SSD where the node has ephemeral storage
-  on Local SSD), and the pod annotation ``gke-gcsfuse/ephemeral-storage-limit`` must be larger
-  than it; or in RAM through a pod volume named ``gke-gcsfuse-cache`` with ``emptyDir.medium:
-  Memory`` (recommended for TPU v6+ hosts, whose RAM is large; A3 GPU hosts cache on Local SSD).
-  :data:`CACHE_VOLUME`, :data:`EPHEMERAL_LIMIT_ANNOTATION`, :func:`cache_pod_settings`.
-* **Parallel downloads** (``file-cache:enable-parallel-downloads:true``) need the file cache
-  (refused at mount since GKE 1.32.0-gke.1795000); they help single-threaded reads of large
-  files: model serving and checkpoint restores.
-* **Metadata caches**: stat cache 32 MB and TTL 60 s by default; for training set the stat and
-  type caches unlimited (``metadata-cache:stat-cache-max-size-mb:-1``,
-  ``metadata-cache:type-cache-max-size-mb:-1``) and, on read-only volumes whose bucket is not
-  changed out of band, the TTL unlimited (``metadata-cache:ttl-secs:-1``) and the kernel list
-  cache (``file-system:kernel-list-cache-ttl-secs:-1``, "advisable ... with read-only mounts").
-  A writable mount keeps the default 60 s TTL (:data:`WRITABLE_TTL_SECONDS`): other pods write
-  the same bucket.
-* ``file-cache:cache-file-for-range-read:true`` for random or partial reads (shuffled dataset
-  shards); ``read_ahead_kb=1024`` for sequential reads of large files (serving and
-  checkpoint-restore; GKE 1.32.2-gke.1297001 or later).
-* **Checkpoints**: an HNS bucket renames a folder atomically; on a flat bucket set
-  ``file-system:rename-dir-limit`` high (200000, the value GKE's high-performance defaults use),
-  and the rename is neither atomic nor quick.
-
-Sizing: the caches of one pod's mounts share the node's ephemeral storage with the images, logs
-and Ray's spill; :func:`cache_problems` refuses caches (medium ``ephemeral``) that together take
-more than :data:`EPHEMERAL_SHARE` of the boot disk of a pool the identity's pods run on - this
-project's margin, not a GKE limit (GKE reserves part of the boot disk for the system:
-https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#local_ephemeral_storage_reservation).
+"""Cloud Storage FUSE tuned for training: a mount's options by the bucket's profile
+(:func:`mount_options`, :func:`pod_mounts`), the file cache's pod settings
+(:func:`cache_pod_settings`) and its size (:func:`cache_problems`).
+Sources: docs/sources.md#storage-fuse
 """
 
 from __future__ import annotations
@@ -96,7 +64,10 @@ def cache_mib(purpose: str, bucket: BucketConfig) -> int:
 def mount_options(profile: FuseProfile, *, read_only: bool, cache: int, hns: bool) -> str:
     """The ``mountOptions`` string of one mount (comma-separated, no spaces, as the CSI driver
     takes it) for ``profile``, a ``read_only`` mount, a file cache of ``cache`` MiB (0: none) on
-    an HNS bucket or not (``hns``); the choices are the module docstring's."""
+    an HNS bucket or not (``hns``); each choice and its source: docs/sources.md#storage-fuse.
+    Every bucket a workload identity names is mounted into its Ray pods as a CSI ephemeral
+    volume (:func:`components.raycrs.pod.gcs_fuse_volumes`) with these options as its
+    ``volumeAttributes.mountOptions``, the profile chosen by :func:`profile_of`."""
     opts = ["implicit-dirs"]
     if profile == "plain":
         return ",".join(opts)
