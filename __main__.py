@@ -17,7 +17,7 @@ from components.apis.component import Apis, ApisArgs
 from components.capacity.component import Kueue, KueueArgs
 from components.capacity.superslice import super_slicing_pools
 from components.cluster.component import Cluster, ClusterArgs
-from components.cluster.render import nap_resource_limits
+from components.cluster.render import stack_nap_limits
 from components.gcsft.component import GcsFaultTolerance, GcsFaultToleranceArgs
 from components.gcsft.render import ft_enabled
 from components.gpunet.component import (
@@ -35,7 +35,6 @@ from components.network.component import Network, NetworkArgs
 from components.nodepools.component import NodePool, NodePoolArgs
 from components.nodepools.render import node_pool_specs
 from components.plan.plan import plan
-from components.plan.resolve import nap_needs
 from components.raycrs.component import RayResources, RayResourcesArgs
 from components.security.component import Security, SecurityArgs, WorkloadAccess, WorkloadAccessArgs
 from components.stack.component import load_pulumi_config
@@ -56,9 +55,7 @@ for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
 # Every reference resolved once (components/plan/plan.py): the components read its records.
 stack_plan = plan(cfg)
 # The cluster's NAP resource limits: the cluster's autoscaling and the Ray namespaces' quota.
-nap_limits = nap_resource_limits(
-    cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
-)
+nap_limits = stack_nap_limits(cfg.nap, cfg.cluster.system_pool, cfg.node_pools)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
 apis = Apis("apis", ApisArgs(project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg)))

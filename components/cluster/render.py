@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from components import catalog
 
 if TYPE_CHECKING:
+    from components.config.cluster import NapConfig, SystemPool
+    from components.config.nodepools import NodePool
     from components.config.raycrs import JobConfig
     from components.config.serve import ServiceConfig
 
@@ -48,6 +50,17 @@ def nap_resource_limits(
 
 
 GATEWAY_API_CHANNEL = "CHANNEL_STANDARD"
+
+
+def stack_nap_limits(
+    nap: NapConfig, system_pool: SystemPool, node_pools: list[NodePool]
+) -> list[dict[str, object]]:
+    """:func:`nap_resource_limits` of a stack: its ``nap`` block's limits and what its system
+    pool and declared pools can scale to (:func:`components.plan.resolve.nap_needs`); the
+    cluster's autoscaling and the Ray namespaces' ResourceQuota read it."""
+    from components.plan.resolve import nap_needs
+
+    return nap_resource_limits(nap.effective_limits, nap_needs(system_pool, node_pools))
 
 
 def gateway_api_channel(services: Iterable[ServiceConfig]) -> str | None:

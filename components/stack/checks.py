@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from components.cluster.render import nap_resource_limits
+from components.cluster.render import stack_nap_limits
 from components.computeclass.checks import compute_class_problems
 from components.config.stack import StackConfig
 from components.images.checks import dependency_problems
@@ -22,7 +22,7 @@ from components.nodepools.render import (
 from components.plan.naming import workload_accounts
 from components.plan.nodepools import nap_shapes
 from components.plan.plan import plan
-from components.plan.resolve import ResolveError, nap_needs
+from components.plan.resolve import ResolveError
 from components.raycrs.crd import (
     CrdsMissingError,
     crds_available,
@@ -95,9 +95,7 @@ def quota_problems(cfg: StackConfig, manifests: list[dict[str, Any]]) -> list[Pr
     (``numOfHosts`` pods, which only run together). A quota refuses a pod whose requests would
     exceed it (https://kubernetes.io/docs/concepts/policy/resource-quotas/), so a quota below one
     group leaves that Ray cluster never running. One line per group and resource."""
-    nap_limits = nap_resource_limits(
-        cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
-    )
+    nap_limits = stack_nap_limits(cfg.nap, cfg.cluster.system_pool, cfg.node_pools)
     hard = {
         k.removeprefix("requests."): parse_quantity(v)
         for k, v in resource_quota(cfg.kuberay, nap_limits)["spec"]["hard"].items()
@@ -423,9 +421,7 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
     except (ValueError, KeyError) as e:
         return [*problems, at("", f"rendering the KubeRay objects failed: {e}", "render")]
     p = plan(cfg)
-    nap_limits = nap_resource_limits(
-        cfg.nap.effective_limits, nap_needs(cfg.cluster.system_pool, cfg.node_pools)
-    )
+    nap_limits = stack_nap_limits(cfg.nap, cfg.cluster.system_pool, cfg.node_pools)
     guards = [
         *namespace_manifests(p.context, cfg.kuberay),
         *namespace_objects(p, cfg.kuberay, cfg.network.master_ipv4_cidr, nap_limits),
