@@ -9,6 +9,7 @@ Sources: docs/sources.md#config-epochs
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -65,10 +66,9 @@ class NewDefault:
         new: what newer stacks get, in words.
         new_value: the value a stack writes to opt in.
         opt_in: what opting in does to a deployed stack (what ``raygke diff`` then shows).
-        reads: the stack blocks ``held`` is handed, in order; the first is the one it changes.
         held: the places of a stack (validated as written) that take the default where the
             newer one differs from the older: ``(path, old value, apply)``, ``apply(block)``
-            returning that first block with the old value in place.
+            returning its first block (:attr:`reads`) with the old value in place.
     """
 
     key: str
@@ -77,8 +77,13 @@ class NewDefault:
     new: str
     new_value: Any
     opt_in: str
-    reads: tuple[str, ...]
     held: Callable[..., Iterable[tuple[str, Any, Callable[[Any], Any]]]]
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The stack blocks :attr:`held` is handed, named by its parameters (``buckets``,
+        ``services``), in order; the first is the one it changes."""
+        return tuple(inspect.signature(self.held).parameters)
 
 
 def _checkpoints_hns(buckets: BucketsConfig) -> Iterable[tuple[str, Any, Callable]]:
@@ -155,7 +160,6 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         opt_in="hierarchical namespace is set at creation only, so this replaces the "
         "checkpoints bucket (copy the checkpoints first; with force_destroy the old ones are "
         "deleted)",
-        reads=("buckets",),
         held=_checkpoints_hns,
     ),
     NewDefault(
@@ -166,7 +170,6 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         new_value="auto",
         opt_in="extra NICs are set at creation only, so this replaces the node pool (its nodes "
         "drained, the Ray pods on them restarted)",
-        reads=("node_pools",),
         held=_gpu_networking,
     ),
     NewDefault(
@@ -178,7 +181,6 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         opt_in="creates the Memorystore instance, its private services access, KMS key and "
         "AUTH secret, and gives every RayService gcsFaultToleranceOptions: a rayClusterConfig "
         "change, so each service upgrades once by its upgrade strategy",
-        reads=("gcs_fault_tolerance", "services"),
         held=_gcs_fault_tolerance,
     ),
     NewDefault(
@@ -190,7 +192,6 @@ NEW_DEFAULTS: tuple[NewDefault, ...] = (
         opt_in="the RayService's upgradeStrategy changes in place (the running cluster is "
         "untouched; the next cluster change moves traffic in steps through a Gateway KubeRay "
         "creates, which replaces the service's own Gateway and HTTPRoute)",
-        reads=("services",),
         held=_incremental_upgrades,
     ),
 )

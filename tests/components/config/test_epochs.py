@@ -188,3 +188,17 @@ def test_serve_lm_is_read_as_serve_llm_with_a_warning_per_rewrite() -> None:
         in (warnings["services[lm].args.max_batch_size"])
     )
     assert all(n.severity == "warning" for n in warnings.values())
+
+
+def test_each_new_default_reads_stack_blocks_named_by_its_parameters() -> None:
+    """``NewDefault.reads`` is ``held``'s parameter names: stack blocks, the first the one its
+    ``apply`` changes (hold_defaults hands them by these names)."""
+    from components.config.stack import StackConfig
+
+    assert [d.reads for d in NEW_DEFAULTS] == [
+        ("buckets",),
+        ("node_pools",),
+        ("gcs_fault_tolerance", "services"),
+        ("services",),
+    ]
+    assert all(set(d.reads) <= set(StackConfig.model_fields) for d in NEW_DEFAULTS)
