@@ -58,7 +58,12 @@ stack_plan = plan(cfg)
 nap_limits = stack_nap_limits(cfg.nap, cfg.cluster.system_pool, cfg.node_pools)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
-apis = Apis("apis", ApisArgs(project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg)))
+apis = Apis(
+    "apis",
+    ApisArgs(
+        project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
+    ),
+)
 apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(context=stack_plan.context, network=cfg.network))
@@ -88,7 +93,7 @@ cluster = Cluster(
         kuberay=cfg.kuberay,
         super_slicing=bool(super_slicing_pools(cfg.node_pools)),
         multi_networking=bool(networked_pools(cfg)),
-        gcs_fault_tolerance=ft_enabled(cfg),
+        gcs_fault_tolerance=ft_enabled(cfg.gcs_fault_tolerance, cfg.services),
         vpc=network.network_self_link,
         subnetwork=network.subnetwork_self_link,
         pods_range_name=network.pods_range_name,
@@ -161,7 +166,7 @@ gcs_ft = (
             gsas=list(security.gsas.values()),
         ),
     )
-    if ft_enabled(cfg)
+    if ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
     else None
 )
 registry = ImageRegistry(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from components.catalog.gke import GKE_OFFERED_MINORS, parse_gke_version
-from components.gcsft.render import auth_secret_id
+from components.gcsft.render import auth_secret_id, ft_enabled
 from components.kernel.problems import Problem, at
 
 if TYPE_CHECKING:
@@ -95,10 +95,9 @@ def gcs_ft_rules(
     network: NetworkConfig,
     secrets: list[SecretConfig],
 ) -> Iterable[Problem]:
-    """Every rule of :mod:`components.gcsft.rules` (GCS fault tolerance), in order, when it is on:
-    ``gcs_fault_tolerance.enabled`` and a service (the condition of
-    :func:`components.gcsft.render.ft_enabled`)."""
-    if not (gcs_fault_tolerance.enabled and services):
+    """Every rule of :mod:`components.gcsft.rules` (GCS fault tolerance), in order, when it is on
+    (:func:`components.gcsft.render.ft_enabled`)."""
+    if not ft_enabled(gcs_fault_tolerance, services):
         return
     yield from gcs_ft_kubernetes_version(cluster)
     yield from gcs_ft_psa_range(network)

@@ -5,15 +5,18 @@ pieces of :mod:`components.gcsft.render`, which re-exports them; here so that
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 
-from components.config.stack import StackConfig
 from components.kernel.base import GKE_NAME_MAX
 
+if TYPE_CHECKING:
+    from components.config.gcsft import GcsFaultToleranceConfig
 
-def ft_enabled(cfg: StackConfig) -> bool:
+
+def ft_enabled(gcs_fault_tolerance: GcsFaultToleranceConfig, services: list[Any]) -> bool:
     """Whether the stack's RayServices get GCS fault tolerance: ``gcs_fault_tolerance.enabled``
-    and at least one service (nothing is created without one)."""
-    return cfg.gcs_fault_tolerance.enabled and bool(cfg.services)
+    and at least one of ``services`` (nothing is created without one)."""
+    return gcs_fault_tolerance.enabled and bool(services)
 
 
 def _bounded(name: str, limit: int) -> str:

@@ -140,7 +140,7 @@ class RayResources(pulumi.ComponentResource):
         self.manifests = (
             render_compute_classes(stack_plan)
             + render_service_objects(ctx, cfg.services, cfg.jobs)
-            + redis_objects(stack_plan, ft_enabled(cfg))
+            + redis_objects(stack_plan, ft_enabled(cfg.gcs_fault_tolerance, cfg.services))
             + render_manifests(cfg, self.working_dir, images, args.redis_address)
             + render_monitoring(stack_plan, cfg.cluster)
         )
@@ -172,7 +172,11 @@ class RayResources(pulumi.ComponentResource):
         # (components.gcsft.render; the AUTH string's SecretProviderClass is a manifest above).
         self.redis_objects: list[pulumi.Resource] = []
         after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
-        for ns in redis_namespaces(stack_plan) if ft_enabled(cfg) else []:
+        for ns in (
+            redis_namespaces(stack_plan)
+            if ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
+            else []
+        ):
             suffix = "" if ns == cfg.kuberay.namespace else f"-{ns}"
             ca = ca_config_map(ns, args.redis_ca)
             self.redis_objects.append(

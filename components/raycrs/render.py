@@ -47,7 +47,7 @@ def render_manifests(
     jobs = [
         ray_job_manifest(p, p.job(j), working_dir_uri, refs) for j in sorted(cfg.jobs, key=_name)
     ]
-    if not ft_enabled(cfg):
+    if not ft_enabled(cfg.gcs_fault_tolerance, cfg.services):
         redis_address = None
     elif redis_address is None:
         redis_address = planned_address(cfg.network.psa_cidr)

@@ -249,7 +249,9 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
         out.append(DerivedName("k8s-label", "Kubernetes service account", acct.name, field, "ksa"))
     for secret in cfg.secrets:
         out.append(DerivedName("secret", "secret", secret.name, f"secrets[{secret.name}].name"))
-    if ft_enabled(cfg):  # the GCS fault tolerance Redis's AUTH string (components/gcsft)
+    if ft_enabled(
+        cfg.gcs_fault_tolerance, cfg.services
+    ):  # the GCS fault tolerance Redis's AUTH string (components/gcsft)
         out.append(
             DerivedName("secret", "secret", auth_secret_id(cfg.cluster.name), "cluster.name")
         )

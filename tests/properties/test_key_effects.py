@@ -718,7 +718,7 @@ def _pure_objects(data: dict[str, Any]) -> list[str]:
             *render_capacity(plan(cfg), cfg.capacity),
             *render_compute_classes(plan(cfg)),
             *render_service_objects(plan(cfg).context, cfg.services, cfg.jobs),
-            *redis_objects(plan(cfg), ft_enabled(cfg)),
+            *redis_objects(plan(cfg), ft_enabled(cfg.gcs_fault_tolerance, cfg.services)),
             *render_manifests(cfg, working_dir_uri(plan(cfg).context, sha)),
             *render_monitoring(plan(cfg), cfg.cluster),
         ]

@@ -42,7 +42,7 @@ def _service(cfg: Any, address: str | None = None) -> dict[str, Any]:
 
 def test_a_new_stack_s_rayservice_gets_gcs_fault_tolerance_and_its_head_reads_the_redis() -> None:
     cfg = _cfg()
-    assert gr.ft_enabled(cfg)
+    assert gr.ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
     m = _service(cfg, "rediss://10.24.0.5:6378")
     rc = m["spec"]["rayClusterConfig"]
     assert rc["gcsFaultToleranceOptions"] == {
@@ -94,11 +94,12 @@ def test_offline_the_address_is_the_first_host_of_the_psa_range() -> None:
 
 def test_opted_out_or_without_services_nothing_is_rendered() -> None:
     cfg = _cfg(gcs_fault_tolerance={"enabled": False})
-    assert not gr.ft_enabled(cfg)
+    assert not gr.ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
     rc = _service(cfg)["spec"]["rayClusterConfig"]
     assert "gcsFaultToleranceOptions" not in rc
     assert "initContainers" not in rc["headGroupSpec"]["template"]["spec"]
-    assert not gr.ft_enabled(validate(config()))
+    plain = validate(config())
+    assert not gr.ft_enabled(plain.gcs_fault_tolerance, plain.services)
 
 
 def test_an_old_stack_keeps_no_fault_tolerance_and_new_cluster_upgrades() -> None:
