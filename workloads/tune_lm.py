@@ -52,7 +52,8 @@ Trainer ``jax`` runs on TPU slices and CPUs; ``tf`` where its workload ``train_l
 (``Workload.accelerators`` in :mod:`contract.registry`; TPU slices take trainer ``jax``).
 
 Result: ``best`` (trial id, config, ``val_loss``, steps, checkpoint), ``trials`` (one row per
-trial: id, config, steps run, ``val_loss`` last and best, status), ``val_loss`` and
+trial: id, config, steps run, ``val_loss`` last and best, status: finished, stopped early,
+interrupted, not started or error), ``val_loss`` and
 ``checkpoint`` of the best trial, ``budget_steps`` / ``steps_run``, and ``table`` (the rows as
 text, also printed).
 """
@@ -289,10 +290,17 @@ def _row(result: Any, steps: int) -> dict[str, Any]:
     vals = [] if df is None or "val_loss" not in df else [float(v) for v in df["val_loss"]]
     step = int(m.get("step", 0) or 0)
     config = result.config or {}  # None for a trial that never started (an interrupted sweep)
+    # Tune sets ``done`` when it ends a trial (its function returned, or the scheduler stopped
+    # it). A trial interrupted after its last report but before Tune processed that report's
+    # checkpoint has every step's metrics and no ``done``: a restore runs it again from its
+    # previous checkpoint (tune_controller.py ``_process_trial_result`` then
+    # ``_schedule_trial_save``), so it is not finished.
     if result.error is not None:
         status = "error"
     elif not m:
         status = "not started"
+    elif not m.get("done"):
+        status = "interrupted"
     elif step >= steps:
         status = "finished"
     else:
@@ -435,6 +443,7 @@ def summarize(grid: Any, args: TuneLmArgs) -> dict[str, Any]:
         "budget_steps": args.trials * args.steps,
         "steps_run": sum(r["steps"] for r in rows),
         "stopped_early": sum(r["status"] == "stopped early" for r in rows),
+        "interrupted": sum(r["status"] == "interrupted" for r in rows),
         "errors": sum(r["status"] == "error" for r in rows),
     }
 

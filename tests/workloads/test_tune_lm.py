@@ -6,7 +6,7 @@ import pytest
 
 from contract.args.base import ArgError
 from contract.args.tune_lm import TuneLmArgs
-from workloads.tune_lm import format_table, trial_id, trial_resources
+from workloads.tune_lm import _row, format_table, trial_id, trial_resources
 
 
 def test_rules_name_the_field_and_the_allowed_values() -> None:
@@ -111,3 +111,27 @@ def test_table_sorts_by_validation_loss_and_shows_unstarted_trials() -> None:
 def test_trial_id_from_folder_name() -> None:
     name = "trainable_e4ce1_00003_3_batch_size=16,d_model=192_2026-11-30_08-06-11"
     assert trial_id(f"/x/{name}") == "e4ce1_00003"
+
+
+def test_a_trial_tune_did_not_end_is_interrupted_even_with_every_step_reported() -> None:
+    """An interrupt between a trial's last report and Tune processing its checkpoint leaves the
+    step count complete but ``done`` unset: a restore runs the trial again, so it is not
+    "finished" (CI saw such a trial's checkpoint change across a resume)."""
+    from types import SimpleNamespace
+
+    def result(**metrics: object) -> SimpleNamespace:
+        path = "/runs/x/trainable_a292f_00001_1_lr=0.001_2026-12-07"
+        return SimpleNamespace(
+            metrics=metrics,
+            metrics_dataframe=None,
+            config={},
+            error=None,
+            path=path,
+            checkpoint=None,
+        )
+
+    assert _row(result(step=6, done=True), 6)["status"] == "finished"
+    assert _row(result(step=3, done=True), 6)["status"] == "stopped early"
+    assert _row(result(step=6, done=False), 6)["status"] == "interrupted"
+    assert _row(result(step=3), 6)["status"] == "interrupted"
+    assert _row(result(), 6)["status"] == "not started"
