@@ -96,6 +96,29 @@ def test_check_time_reports_check_over_the_bare_sdk_import() -> None:
     want = summary["check"]["cpu_s"] / summary["import-sdk"]["cpu_s"]
     assert float(ratio["value"]) == pytest.approx(want, rel=1e-2)
     assert re.search(r"^cache: check/check-cold cpu = [\d.]+$", proc.stdout, re.M), proc.stdout
+    floor = re.search(r"^floor: import-program/import-sdk cpu = ([\d.]+); ", proc.stdout, re.M)
+    assert floor is not None, proc.stdout
+    want = summary["import-program"]["cpu_s"] / summary["import-sdk"]["cpu_s"]
+    assert float(floor[1]) == pytest.approx(want, rel=1e-2)
+
+
+def test_check_time_records_the_provider_modules_the_program_loaded(tmp_path: Path) -> None:
+    """``import-program``'s list is what a policy-running check really loaded: the providers'
+    packages of the program's resources (``pulumi_gcp.compute``, ``pulumi_kubernetes.core.v1``),
+    not the lazy stubs every ``import pulumi_gcp`` makes (``pulumi_gcp.bigquery``)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import check_time
+    finally:
+        sys.path.remove(str(BENCH))
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-c", check_time.RECORD, str(out), "check", "--stack", "dev"]
+    proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    names = out.read_text().split()
+    assert {"pulumi_gcp.compute", "pulumi_kubernetes.core.v1"} <= set(names), names
+    assert "pulumi_gcp.bigquery" not in names
 
 
 @pytest.mark.parametrize("script", ["torch_step.py", "jax_step.py"])
