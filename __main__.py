@@ -68,9 +68,10 @@ apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(context=stack_plan.context, network=cfg.network))
 # The extra VPCs of the GPU pools' GPU-to-GPU networking (none without such a pool).
+gpu_vpc_list = gpu_vpcs(cfg.node_pools, cfg.zones, cfg.network)
 gpu_networks = GpuNetworks(
     "gpunet",
-    GpuNetworksArgs(context=stack_plan.context, network=cfg.network, vpcs=gpu_vpcs(cfg)),
+    GpuNetworksArgs(context=stack_plan.context, network=cfg.network, vpcs=gpu_vpc_list),
 )
 security = Security(
     "security",
@@ -92,7 +93,7 @@ cluster = Cluster(
         nap_limits=nap_limits,
         kuberay=cfg.kuberay,
         super_slicing=bool(super_slicing_pools(cfg.node_pools)),
-        multi_networking=bool(networked_pools(cfg)),
+        multi_networking=bool(networked_pools(cfg.node_pools)),
         gcs_fault_tolerance=ft_enabled(cfg.gcs_fault_tolerance, cfg.services),
         vpc=network.network_self_link,
         subnetwork=network.subnetwork_self_link,
@@ -115,7 +116,7 @@ pools = [
             cluster=cluster.cluster.id,
             node_service_account=security.node_sa.email,
             boot_disk_kms_key=security.boot_disk_key.id,
-            additional_networks=pool_networks(cfg, stack_plan.pools[spec.pool])
+            additional_networks=pool_networks(gpu_vpc_list, stack_plan.pools[spec.pool])
             if spec.gpu_networking
             else [],
         ),
@@ -201,7 +202,7 @@ kuberay = KubeRay(
 gpu_objects = GpuNetworkObjects(
     "gpunet-k8s",
     GpuNetworkObjectsArgs(
-        objects=gpunet_objects(cfg),
+        objects=gpunet_objects(gpu_vpc_list, cfg.node_pools, cfg.kuberay.namespace),
         provider=kuberay.provider,
         depends_on=[cluster, *gpu_networks.resources],
     ),

@@ -157,7 +157,7 @@ def check(
     warnings += image_warnings(cfg.ray.images)
     warnings += maintenance_warnings(cfg)
     warnings += list(multi_node_jobs_without_gpu_networking(plan(cfg)))
-    warnings += gpudirect_grants(cfg)  # what gpu_networking: gpudirect grants, said every run
+    warnings += gpudirect_grants(plan(cfg))  # what gpu_networking: gpudirect grants, said every run
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
     held = [Problem(h.path, h.note(), "newer-default", "warning") for h in cfg.held_defaults]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.catalog.gpu_network import GPU_NET_FAMILIES, GpuNetFamily, nccl_env
 from components.catalog.gpudirect import (
@@ -21,6 +21,9 @@ from components.catalog.gpudirect import (
     Rxdm,
 )
 from components.kernel.problems import Problem
+
+if TYPE_CHECKING:
+    from components.plan.plan import Plan
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -381,14 +384,13 @@ def admission_policy(namespace: str, kinds: Iterable[str]) -> list[dict[str, Any
 # ------------------------------------------------------------------------- what raygke check says
 
 
-def gpudirect_grants(cfg: Any) -> list[Problem]:
-    """One warning per ``gpudirect`` pool, which ``raygke check`` prints (never failing): what
-    the choice grants, where, and what stays as it was (docs/security.md, GPUDirect)."""
-    from components.plan.plan import plan
-
-    ctx = plan(cfg).context
+def gpudirect_grants(p: Plan) -> list[Problem]:
+    """One warning per ``gpudirect`` pool of plan ``p``, which ``raygke check`` prints (never
+    failing): what the choice grants, where, and what stays as it was (docs/security.md,
+    GPUDirect)."""
+    ctx = p.context
     out = []
-    for pool in cfg.node_pools:
+    for pool in p.declared_pools:
         r = rxdm_of(pool)
         if r is None:
             continue

@@ -102,12 +102,9 @@ def subnet_flow_logs(network: NetworkConfig, vpc: GpuVpc) -> dict[str, Any] | No
     }
 
 
-def networked_pools(cfg: Any) -> list[tuple[Any, GpuNetFamily]]:
-    """``(pool, family)`` of every GPU pool with GPU networking, in config order."""
-    return _networked(cfg.node_pools)
-
-
-def _networked(node_pools: Iterable[Any]) -> list[tuple[Any, GpuNetFamily]]:
+def networked_pools(node_pools: Iterable[Any]) -> list[tuple[Any, GpuNetFamily]]:
+    """``(pool, family)`` of every GPU pool of ``node_pools`` with GPU networking, in their
+    order."""
     return [
         (p, fam)
         for p in node_pools
@@ -118,7 +115,7 @@ def _networked(node_pools: Iterable[Any]) -> list[tuple[Any, GpuNetFamily]]:
 def _kinds(node_pools: Iterable[Any]) -> dict[str, int]:
     """GPUDirect kind -> the most GPU NICs a pool of it has."""
     out: dict[str, int] = {}
-    for _, fam in _networked(node_pools):
+    for _, fam in networked_pools(node_pools):
         out[fam.kind] = max(out.get(fam.kind, 0), fam.nics)
     return out
 
@@ -126,23 +123,21 @@ def _kinds(node_pools: Iterable[Any]) -> dict[str, int]:
 def rdma_zone(node_pools: Iterable[Any], zones: list[str]) -> str | None:
     """The zone of the stack's RDMA network profile: the first zone of its first RDMA pool
     (``node_pools``; a pool without zones of its own is in the stack's ``zones``)."""
-    for pool, fam in _networked(node_pools):
+    for pool, fam in networked_pools(node_pools):
         if fam.kind == "rdma":
             return (pool.zones or zones)[0]
     return None
 
 
-def gpu_vpcs(cfg: Any) -> list[GpuVpc]:
-    """The extra VPCs of the stack (module docstring), TCPX, TCPXO, then RDMA; [] without a
-    networked GPU pool. Subnet ranges are consecutive /22s of ``network.gpu_cidr``.
+def gpu_vpcs(node_pools: list[Any], zones: list[str], network: NetworkConfig) -> list[GpuVpc]:
+    """The extra VPCs of the stack's ``node_pools`` (module docstring), TCPX, TCPXO, then RDMA;
+    [] without a networked GPU pool. Subnet ranges are consecutive /22s of
+    ``network.gpu_cidr``; the RDMA profile's zone is :func:`rdma_zone`'s (``zones``: the
+    stack's).
 
     Raises:
         ValueError: ``network.gpu_cidr`` holds fewer /22s than the subnets need.
     """
-    return _gpu_vpcs(cfg.node_pools, cfg.zones, cfg.network)
-
-
-def _gpu_vpcs(node_pools: list[Any], zones: list[str], network: NetworkConfig) -> list[GpuVpc]:
     kinds = _kinds(node_pools)
     net = network.name
     base = ipaddress.IPv4Network(network.gpu_cidr)
@@ -175,15 +170,16 @@ def _gpu_vpcs(node_pools: list[Any], zones: list[str], network: NetworkConfig) -
     return vpcs
 
 
-def pool_networks(cfg: Any, pool: Any) -> list[tuple[str, str]]:
+def pool_networks(vpcs: list[GpuVpc], pool: Any) -> list[tuple[str, str]]:
     """``(VPC name, subnet name)`` per additional node NIC of ``pool``, in NIC order (the node
-    pool's ``network_config.additional_node_network_configs`` [CT] ``gke-node-pool``): the
-    family's GPU NICs, after the second gVNIC for RDMA; [] without GPU networking."""
+    pool's ``network_config.additional_node_network_configs`` [CT] ``gke-node-pool``), from the
+    stack's ``vpcs`` (:func:`gpu_vpcs`): the family's GPU NICs, after the second gVNIC for RDMA;
+    [] without GPU networking."""
     fam = pool.gpu_net if getattr(pool, "kind", "cpu") == "gpu" else None
     if fam is None:
         return []
     out = []
-    for vpc in gpu_vpcs(cfg):
+    for vpc in vpcs:
         for s in vpc.subnets:
             if _k8s_kind(s.k8s_name) == fam.kind or (fam.gvnic_extra and s.k8s_name == "gvnic-1"):
                 out.append((vpc.name, s.name))
@@ -205,10 +201,11 @@ def pod_networks(fam: GpuNetFamily) -> list[str]:
     return [f"{fam.kind}-{i}" for i in range(1, fam.nics + 1)]
 
 
-def multi_network_objects(cfg: Any) -> list[dict[str, Any]]:
-    """One ``GKENetworkParamSet`` and one ``Network`` per extra subnet [CT] (cluster-scoped)."""
+def multi_network_objects(vpcs: list[GpuVpc]) -> list[dict[str, Any]]:
+    """One ``GKENetworkParamSet`` and one ``Network`` per subnet of ``vpcs`` (:func:`gpu_vpcs`)
+    [CT] (cluster-scoped)."""
     out: list[dict[str, Any]] = []
-    for vpc in gpu_vpcs(cfg):
+    for vpc in vpcs:
         for s in vpc.subnets:
             out.append(
                 {
@@ -236,15 +233,16 @@ def multi_network_objects(cfg: Any) -> list[dict[str, Any]]:
     return out
 
 
-def installer_daemonsets(cfg: Any) -> list[dict[str, Any]]:
-    """The NCCL plugin installer DaemonSets the stack's RDMA pools and ``gpudirect`` pools need,
+def installer_daemonsets(node_pools: list[Any]) -> list[dict[str, Any]]:
+    """The NCCL plugin installer DaemonSets the RDMA pools and ``gpudirect`` pools of
+    ``node_pools`` (the stack's) need,
     as Google ships them (``kube-system``, privileged init container, ``hostNetwork``/``hostPID``,
     hostPath, ``system-node-critical``; TCPXO's ``pre-installation`` step first) [CEA]; the node
     affinity lists the accelerators of the stack's pools of that kind and architecture. TCPX /
     TCPXO pools without ``gpudirect`` get none (module docstring); with it, the NRI device
     injector comes last (:func:`components.gpunet.gpudirect.device_injector`)."""
     by_key: dict[tuple[str, str], set[str]] = {}
-    for pool, fam in networked_pools(cfg):
+    for pool, fam in networked_pools(node_pools):
         if fam.kind == "rdma" or rxdm_of(pool) is not None:
             by_key.setdefault((fam.kind, fam.arch), set()).add(pool.gpu.type)
     out = []
@@ -305,7 +303,7 @@ def installer_daemonsets(cfg: Any) -> list[dict[str, Any]]:
                 },
             }
         )
-    accels = gpudirect_accelerators(cfg.node_pools)
+    accels = gpudirect_accelerators(node_pools)
     if accels:
         out.append(device_injector(accels))
     return out
@@ -327,19 +325,28 @@ def _pre_install(inst: Any) -> list[dict[str, Any]]:
     ]
 
 
-def gpudirect_objects(cfg: Any) -> list[dict[str, Any]]:
-    """The admission policy of the ``gpudirect`` namespace and its binding
-    (:func:`components.gpunet.gpudirect.admission_policy`); [] without a ``gpudirect`` pool."""
-    kinds = [r.kind for pool in cfg.node_pools if (r := rxdm_of(pool)) is not None]
+def gpudirect_objects(node_pools: list[Any], namespace: str) -> list[dict[str, Any]]:
+    """The admission policy of the ``gpudirect`` namespace of the Ray ``namespace``
+    (``kuberay.namespace``) and its binding
+    (:func:`components.gpunet.gpudirect.admission_policy`); [] without a ``gpudirect`` pool in
+    ``node_pools``."""
+    kinds = [r.kind for pool in node_pools if (r := rxdm_of(pool)) is not None]
     if not kinds:
         return []
-    return admission_policy(gpudirect_namespace(cfg.kuberay.namespace), kinds)
+    return admission_policy(gpudirect_namespace(namespace), kinds)
 
 
-def gpunet_objects(cfg: Any) -> list[dict[str, Any]]:
-    """Every Kubernetes object of the stack's GPU networking: the multi-networking objects, the
-    installers, then the ``gpudirect`` namespace's admission policy."""
-    return [*multi_network_objects(cfg), *installer_daemonsets(cfg), *gpudirect_objects(cfg)]
+def gpunet_objects(
+    vpcs: list[GpuVpc], node_pools: list[Any], namespace: str
+) -> list[dict[str, Any]]:
+    """Every Kubernetes object of the stack's GPU networking: the multi-networking objects of
+    ``vpcs`` (:func:`gpu_vpcs`), the installers of ``node_pools``, then the ``gpudirect``
+    namespace's admission policy (``namespace``: ``kuberay.namespace``)."""
+    return [
+        *multi_network_objects(vpcs),
+        *installer_daemonsets(node_pools),
+        *gpudirect_objects(node_pools, namespace),
+    ]
 
 
 class WorkerExtras(NamedTuple):
@@ -384,7 +391,7 @@ def gpunet_problems(
     [RDMA-PROFILE]; ``allow_unlisted_zone`` accepts it), and too small a ``network.gpu_cidr``."""
     out: list[Problem] = []
     zone = rdma_zone(node_pools, zones)
-    for pool, fam in _networked(node_pools):
+    for pool, fam in networked_pools(node_pools):
         if fam.kind != "rdma":
             continue
         pool_zones = list(pool.zones or zones)
@@ -410,7 +417,7 @@ def gpunet_problems(
                 )
             )
     try:
-        _gpu_vpcs(node_pools, zones, network)
+        gpu_vpcs(node_pools, zones, network)
     except ValueError as e:
         out.append(Problem("network.gpu_cidr", str(e), "gpu-networking"))
     return out

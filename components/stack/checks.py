@@ -445,9 +445,10 @@ def check_stack(cfg: StackConfig) -> list[Problem]:
         project_bindings(cfg.project, cfg.cluster.name),
     )
     # GPU networking's objects too: the installers' exemption is narrow (security/rules.py).
-    from components.gpunet.render import gpunet_objects
+    from components.gpunet.render import gpu_vpcs, gpunet_objects
 
-    objects = [*guards, *manifests, *gpunet_objects(cfg)]
+    vpcs = gpu_vpcs(cfg.node_pools, cfg.zones, cfg.network)
+    objects = [*guards, *manifests, *gpunet_objects(vpcs, cfg.node_pools, cfg.kuberay.namespace)]
     problems += locate_security_lines(objects, security_problems(objects))
     return problems
 

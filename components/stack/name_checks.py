@@ -220,7 +220,7 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
     from components.gpunet.render import gpu_vpcs, networked_pools
 
     try:
-        vpcs = gpu_vpcs(cfg)
+        vpcs = gpu_vpcs(cfg.node_pools, cfg.zones, cfg.network)
     except ValueError:  # too small a network.gpu_cidr: the gpu-networking rule says so
         vpcs = []
     for vpc in vpcs:  # GPU networking's VPCs, subnets, firewalls, GKE Network objects
@@ -231,7 +231,7 @@ def derived_names(cfg: StackConfig) -> list[DerivedName]:
             )
         for sub in vpc.subnets:
             out.append(DerivedName("compute", "GPU subnetwork", sub.name, "network.name", "subnet"))
-            field = f"node_pools[{networked_pools(cfg)[0][0].name}].gpu_networking"
+            field = f"node_pools[{networked_pools(cfg.node_pools)[0][0].name}].gpu_networking"
             out.append(DerivedName("k8s-label", "GKE Network", sub.k8s_name, field, "gke-network"))
     for purpose in BUCKET_PURPOSES:
         field = "buckets.prefix" if cfg.buckets.prefix else "project / cluster.name"

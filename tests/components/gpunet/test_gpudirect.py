@@ -17,7 +17,7 @@ from components.capacity.render import render_capacity
 from components.catalog.gpudirect import RXDM
 from components.config.epochs import read_epoch
 from components.gpunet.gpudirect import admission_policy, gpudirect_grants
-from components.gpunet.render import gpunet_objects
+from components.gpunet.render import gpu_vpcs, gpunet_objects
 from components.kernel.base import StackConfigError
 from components.plan.naming import workload_identity_member
 from components.plan.plan import namespace_accounts, plan
@@ -67,6 +67,11 @@ def _prod_data(pool: str = "h100", value: str = "gpudirect") -> dict[str, Any]:
         if p["name"] == pool:
             p["gpu_networking"] = value
     return data
+
+
+def _objects(cfg: Any) -> list[dict[str, Any]]:
+    vpcs = gpu_vpcs(cfg.node_pools, cfg.zones, cfg.network)
+    return gpunet_objects(vpcs, cfg.node_pools, cfg.kuberay.namespace)
 
 
 @cache
@@ -172,10 +177,10 @@ def test_the_default_stays_socket_transport_with_nothing_privileged() -> None:
     tmpl = _template(manifests, "RayCluster", "training", "h100")
     assert [c["name"] for c in tmpl["spec"]["containers"]] == ["ray-worker"]
     assert _env(tmpl["spec"]["containers"][0])["NCCL_NET"] == "Socket"
-    kinds = {o["kind"] for o in [*namespaces(cfg), *gpunet_objects(cfg)]}
+    kinds = {o["kind"] for o in [*namespaces(cfg), *_objects(cfg)]}
     assert "ValidatingAdmissionPolicy" not in kinds
     assert len(namespaces(cfg)) == 1
-    assert gpudirect_grants(cfg) == []
+    assert gpudirect_grants(plan(cfg)) == []
 
 
 def test_prod_opted_in_moves_the_h100_clusters_to_their_own_namespace() -> None:
@@ -262,9 +267,7 @@ def test_the_h100_workers_run_the_tcpx_sidecar_as_google_documents() -> None:
 
 def test_the_nodes_get_googles_installer_and_device_injector_on_h100_only() -> None:
     objs = {
-        o["metadata"]["name"]: o
-        for o in gpunet_objects(_prod_gpudirect())
-        if o["kind"] == "DaemonSet"
+        o["metadata"]["name"]: o for o in _objects(_prod_gpudirect()) if o["kind"] == "DaemonSet"
     }
     assert sorted(objs) == ["device-injector", "nccl-tcpx-installer"]
     for ds in objs.values():
@@ -356,7 +359,7 @@ def test_the_moved_identity_gets_its_accounts_and_workload_identity_there() -> N
 
 
 def test_raygke_check_says_what_the_choice_grants() -> None:
-    (w,) = gpudirect_grants(_prod_gpudirect())
+    (w,) = gpudirect_grants(plan(_prod_gpudirect()))
     assert w.severity == "warning" and w.path == "node_pools[h100].gpu_networking"
     for words in (
         "tcpx-daemon sidecar",
@@ -391,7 +394,7 @@ def test_a3_mega_gets_tcpxo_its_pre_installation_and_aperture_devices() -> None:
         "/dev/aperture_devices",
         "/usr/local/nvidia/lib64",
     }
-    (ds,) = [o for o in gpunet_objects(cfg) if o["metadata"]["name"] == "nccl-tcpxo-installer"]
+    (ds,) = [o for o in _objects(cfg) if o["metadata"]["name"] == "nccl-tcpxo-installer"]
     pre, inst = ds["spec"]["template"]["spec"]["initContainers"]
     assert pre["name"] == "pre-installation" and pre["image"] == "ubuntu"
     assert pre["command"][:6] == ["nsenter", "-at", "1", "--", "sh", "-c"]
@@ -570,7 +573,7 @@ def test_the_admission_policy_is_bound_to_the_gpudirect_namespace_and_fails_clos
     assert binding["spec"]["matchResources"]["namespaceSelector"] == {
         "matchLabels": {"kubernetes.io/metadata.name": "ray-gpudirect"}
     }
-    kinds = {o["kind"] for o in gpunet_objects(_prod_gpudirect())}
+    kinds = {o["kind"] for o in _objects(_prod_gpudirect())}
     assert {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} <= kinds
 
 

@@ -61,6 +61,14 @@ def scale():
     return stack("scale")
 
 
+def _vpcs(cfg):
+    return gpu_vpcs(cfg.node_pools, cfg.zones, cfg.network)
+
+
+def _objects(cfg):
+    return gpunet_objects(_vpcs(cfg), cfg.node_pools, cfg.kuberay.namespace)
+
+
 def _pool(cfg, name):
     return next(p for p in cfg.node_pools if p.name == name)
 
@@ -122,7 +130,7 @@ def test_scale_a4_worker_interfaces_and_nccl(scale):
 
 
 def test_scale_vpcs_subnets_and_node_networks(scale):
-    vpcs = {v.name: v for v in gpu_vpcs(scale)}
+    vpcs = {v.name: v for v in _vpcs(scale)}
     tcpxo = [v for n, v in vpcs.items() if "-tcpxo-" in n]
     assert len(tcpxo) == 8 and all(len(v.subnets) == 1 and v.mtu == 8244 for v in tcpxo)
     rdma = vpcs["ray-scale-rdma"]
@@ -133,16 +141,16 @@ def test_scale_vpcs_subnets_and_node_networks(scale):
     assert len(cidrs) == 17  # 8 TCPXO + 1 gVNIC + 8 RDMA
     assert all(c.subnet_of(ipaddress.ip_network("192.168.0.0/16")) for c in cidrs)
     assert all(not a.overlaps(b) for i, a in enumerate(cidrs) for b in cidrs[i + 1 :])
-    mega = pool_networks(scale, _pool(scale, "a3-mega"))
+    mega = pool_networks(_vpcs(scale), _pool(scale, "a3-mega"))
     assert [n for n, _ in mega] == [f"ray-scale-tcpxo-{i}" for i in range(1, 9)]
-    a4 = pool_networks(scale, _pool(scale, "a4"))
+    a4 = pool_networks(_vpcs(scale), _pool(scale, "a4"))
     assert a4[0] == ("ray-scale-gvnic", "ray-scale-gvnic-sub")
     assert a4[1:] == [("ray-scale-rdma", f"ray-scale-rdma-sub-{j}") for j in range(8)]
-    assert pool_networks(scale, _pool(scale, "cpu")) == []
+    assert pool_networks(_vpcs(scale), _pool(scale, "cpu")) == []
 
 
 def test_scale_multi_network_objects_and_installer(scale):
-    objs = multi_network_objects(scale)
+    objs = multi_network_objects(_vpcs(scale))
     params = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "GKENetworkParamSet"}
     nets = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "Network"}
     assert (
@@ -157,7 +165,7 @@ def test_scale_multi_network_objects_and_installer(scale):
     }
     assert params["tcpxo-1"]["deviceMode"] == "NetDevice"
     assert nets["rdma-0"]["type"] == "Device"
-    (ds,) = installer_daemonsets(scale)
+    (ds,) = installer_daemonsets(scale.node_pools)
     assert ds["metadata"]["namespace"] == "kube-system"
     spec = ds["spec"]["template"]["spec"]
     (init,) = spec["initContainers"]
@@ -166,7 +174,7 @@ def test_scale_multi_network_objects_and_installer(scale):
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["nvidia-b200"]
     # the installer is exempt by its namespace and name only
-    assert check_pod_security(gpunet_objects(scale)) == []
+    assert check_pod_security(_objects(scale)) == []
     moved = {**ds, "metadata": {**ds["metadata"], "namespace": "ray"}}
     assert any("privileged: true" in line for line in check_pod_security([moved]))
 
@@ -185,7 +193,7 @@ def test_prod_h100_pools_get_gpudirect_tcpx():
     for name in ("h100", "h100-dws"):
         pool = _pool(prod, name)
         assert pool.gpu_net.kind == "tcpx"
-        assert [n for n, _ in pool_networks(prod, pool)] == [
+        assert [n for n, _ in pool_networks(_vpcs(prod), pool)] == [
             f"ray-prod-tcpx-{i}" for i in range(1, 5)
         ]
     pool = _pool(prod, "h100")
@@ -193,7 +201,7 @@ def test_prod_h100_pools_get_gpudirect_tcpx():
     interfaces = json.loads(notes["networking.gke.io/interfaces"])
     assert [i["interfaceName"] for i in interfaces] == ["eth0", "eth1", "eth2", "eth3", "eth4"]
     assert env["NCCL_SOCKET_IFNAME"] == "eth1,eth2,eth3,eth4"  # gpudirect-tcpx/nccl-config.yaml
-    assert installer_daemonsets(prod) == []  # TCPX's plugin needs the RxDM sidecar
+    assert installer_daemonsets(prod.node_pools) == []  # TCPX's plugin needs the RxDM sidecar
 
 
 def _gpu_pool(**kw):
@@ -297,7 +305,7 @@ def test_a4x_gets_four_rdma_nics_and_the_arm64_installer():
     )
     cfg = StackConfig.model_validate(data)
     pool = cfg.node_pools[0]
-    assert [n for _, n in pool_networks(cfg, pool)] == ["ray-gvnic-sub"] + [
+    assert [n for _, n in pool_networks(_vpcs(cfg), pool)] == ["ray-gvnic-sub"] + [
         f"ray-rdma-sub-{j}" for j in range(4)
     ]
     notes, env, _ = worker_pod_extras(pool, pool.gpu_net)
@@ -306,7 +314,7 @@ def test_a4x_gets_four_rdma_nics_and_the_arm64_installer():
         (f"eth{j + 2}", f"rdma-{j}") for j in range(4)
     ]  # container-engine-accelerators gpudirect-rdma/nccl-test-imex-a4x.yaml
     assert env["NCCL_NET"] == "gIB"
-    (ds,) = installer_daemonsets(cfg)
+    (ds,) = installer_daemonsets(cfg.node_pools)
     assert ds["metadata"]["name"] == "nccl-rdma-installer-arm64"
     (init,) = ds["spec"]["template"]["spec"]["initContainers"]
     assert init["image"].endswith("/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0")
