@@ -155,7 +155,7 @@ def check(
 
     warnings = list(cfg.notices)  # deprecated spellings, refusals newer than the stack's epoch
     warnings += image_warnings(cfg.ray.images)
-    warnings += maintenance_warnings(cfg)
+    warnings += maintenance_warnings(plan(cfg), cfg.cluster)
     warnings += list(multi_node_jobs_without_gpu_networking(plan(cfg)))
     warnings += gpudirect_grants(plan(cfg))  # what gpu_networking: gpudirect grants, said every run
     for line in warnings if fmt == "text" else ():

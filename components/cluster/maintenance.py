@@ -15,10 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.config.cluster import MAINTENANCE_DOC, parse_time
 from components.kernel.problems import Problem
+
+if TYPE_CHECKING:
+    from components.config.cluster import ClusterConfig
+    from components.plan.plan import Plan
 
 # The limits the model checks live with it (components.config.cluster): MAX_EXCLUSIONS,
 # NO_UPGRADES_MAX_SECONDS, parse_time, MAINTENANCE_DOC.
@@ -129,10 +133,10 @@ def _hours(seconds: float) -> str:
     return f"{h:g} h" if h < 48 else f"{h / 24:g} days ({h:g} h)"
 
 
-def maintenance_warnings(cfg: Any) -> list[Problem]:
-    """``raygke check``'s warnings for the stack ``cfg`` (a validated
-    :class:`components.config.stack.StackConfig`): a job that may run longer than GKE leaves
-    without a node upgrade (:func:`upgrade_free_seconds`), one :class:`Problem` (severity ``warning``, rule
+def maintenance_warnings(p: Plan, cluster: ClusterConfig) -> list[Problem]:
+    """``raygke check``'s warnings for the jobs of plan ``p`` under the ``cluster`` block's
+    maintenance policy: a job that may run longer than GKE leaves without a node upgrade
+    (:func:`upgrade_free_seconds`), one :class:`Problem` (severity ``warning``, rule
     ``maintenance-exclusion``) per job.
 
     A job's longest run is the shortest of what is set of its ``active_deadline_seconds`` (KubeRay
@@ -141,13 +145,12 @@ def maintenance_warnings(cfg: Any) -> list[Problem]:
     the field that sets the length.
     """
     from components.config.capacity import duration_seconds
-    from components.plan.plan import plan
 
-    stretch = upgrade_free_seconds(cfg.cluster)
+    stretch = upgrade_free_seconds(cluster)
     if stretch is None:
         return []
     out: list[Problem] = []
-    for target in plan(cfg).jobs:
+    for target in p.jobs:
         job, pool = target.job, target.pool
         limits: list[tuple[float, str, str]] = []
         if job.active_deadline_seconds is not None:
@@ -174,7 +177,7 @@ def maintenance_warnings(cfg: Any) -> list[Problem]:
             continue
         if stretch.start is None:
             where = (
-                f"GKE may upgrade nodes in the daily {cfg.cluster.maintenance_window.start_time} "
+                f"GKE may upgrade nodes in the daily {cluster.maintenance_window.start_time} "
                 f"UTC window (4 h), so at most {_hours(stretch.seconds)} pass without one"
             )
         else:

@@ -11,6 +11,7 @@ from components.cluster.maintenance import (
     upgrade_free_seconds,
 )
 from components.kernel.base import StackConfigError
+from components.plan.plan import plan
 from components.stack.loader import validate
 from tests.helpers import config, of_type, render
 
@@ -40,6 +41,10 @@ def _stack(exclusions=(), deadline=None, window="03:00"):
             jobs=[job],
         )
     )
+
+
+def _warnings(cfg):
+    return maintenance_warnings(plan(cfg), cfg.cluster)
 
 
 def test_the_exclusion_renders_on_the_cluster_with_scope_and_end():
@@ -167,21 +172,21 @@ def test_minor_only_exclusions_do_not_keep_nodes_and_end_of_support_has_no_end()
 
 
 def test_check_warns_a_job_longer_than_the_upgrade_free_stretch_at_its_deadline():
-    (w,) = maintenance_warnings(_stack(deadline=86400))
+    (w,) = _warnings(_stack(deadline=86400))
     assert w.severity == "warning" and w.rule == "maintenance-exclusion"
     assert w.path == "jobs[train].active_deadline_seconds"
     assert "may run 24 h (active_deadline_seconds 86400)" in w
     assert "daily 03:00 UTC window" in w and "at most 20 h" in w
     assert "NO_MINOR_OR_NODE_UPGRADES" in w
     # 20 h fits between two windows; a week-long exclusion covers a 3-day run
-    assert maintenance_warnings(_stack(deadline=20 * 3600)) == []
-    assert maintenance_warnings(_stack([RUN], deadline=3 * 86400)) == []
+    assert _warnings(_stack(deadline=20 * 3600)) == []
+    assert _warnings(_stack([RUN], deadline=3 * 86400)) == []
     # a job without a deadline on an on-demand pool has no known length
-    assert maintenance_warnings(_stack()) == []
+    assert _warnings(_stack()) == []
 
 
 def test_check_warns_when_the_job_outlasts_even_the_exclusion():
-    (w,) = maintenance_warnings(_stack([RUN], deadline=10 * 86400))
+    (w,) = _warnings(_stack([RUN], deadline=10 * 86400))
     assert "may run 10 days (240 h)" in w
     assert "2026-11-30T07:00Z to 2026-12-08T03:00Z" in w
 
@@ -214,6 +219,6 @@ def test_a_queued_pools_max_run_duration_bounds_the_job():
         },
         jobs=[{"name": "big", "workload": "train_lm", "node_pool": "h100", "queue": "train"}],
     )
-    (w,) = maintenance_warnings(validate(data))
+    (w,) = _warnings(validate(data))
     assert w.path == "node_pools[h100].max_run_duration"
     assert "pool h100 max_run_duration 2d" in w
