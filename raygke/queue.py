@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -27,6 +27,9 @@ from rich.markup import escape
 from raygke.console import EXIT_FAILED, console, err, print_table
 from raygke.console import table as make_table
 from raygke.stacks import SetOption, choose_or_exit, format_or_exit, load_for_check
+
+if TYPE_CHECKING:
+    from components.plan.plan import Plan
 
 FORMATS = ("text", "json")
 
@@ -61,7 +64,7 @@ def queue(
     assert choice.path is not None
     cfg = load_for_check(choice.path, sets, fmt).cfg
     unqueued = [j.name for j in cfg.jobs if not j.queue]
-    services = service_plans(cfg)
+    services = service_plans(plan(cfg), cfg.services)
     if not cfg.capacity.enabled:
         if fmt == "json":
             doc = {"kueue": False, "jobs": [], "not_queued": unqueued}
@@ -126,13 +129,12 @@ def queue(
         raise typer.Exit(EXIT_FAILED)
 
 
-def service_plans(cfg: Any) -> list[Any]:
-    """Every vLLM service's :class:`components.raycrs.serve_replicas.ReplicaPlan`, by name."""
-    from components.plan.plan import plan
+def service_plans(p: Plan, services: list[Any]) -> list[Any]:
+    """Every vLLM service's :class:`components.raycrs.serve_replicas.ReplicaPlan` from plan
+    ``p``, by name (``services``: the stack's ``services`` block)."""
     from components.raycrs.serve_replicas import replica_plan
 
-    p = plan(cfg)
-    found = (replica_plan(p, s) for s in sorted(cfg.services, key=lambda s: s.name))
+    found = (replica_plan(p, s) for s in sorted(services, key=lambda s: s.name))
     return [r for r in found if r is not None]
 
 
@@ -203,11 +205,12 @@ def _verdict_json(v: Any) -> dict[str, Any]:
     }
 
 
-def local_queue_note(cfg: Any, workloads: list[str]) -> str | None:
-    """The one line ``raygke local run`` prints when a stack job running one of ``workloads``
-    names a Kueue queue: locally there is no Kueue, jobs start at once (None: no such job)."""
+def local_queue_note(jobs: list[Any], workloads: list[str]) -> str | None:
+    """The one line ``raygke local run`` prints when a job of ``jobs`` (the stack's ``jobs``
+    block) running one of ``workloads`` names a Kueue queue: locally there is no Kueue, jobs
+    start at once (None: no such job)."""
     queued = sorted(
-        f"{j.name} (queue {j.queue})" for j in cfg.jobs if j.queue and j.workload in workloads
+        f"{j.name} (queue {j.queue})" for j in jobs if j.queue and j.workload in workloads
     )
     if not queued:
         return None

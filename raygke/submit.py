@@ -47,7 +47,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -55,6 +55,9 @@ from contract.errors import ConfigurationError
 from raygke.console import EXIT_FAILED, EXIT_USAGE, console, err
 from raygke.submit_log import JobLog, failure_detail
 from raygke.upload import DEFAULT_EXCLUDES, DEFAULT_MAX_UPLOAD_MIB
+
+if TYPE_CHECKING:
+    from components.plan.plan import Plan
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
 
@@ -119,24 +122,23 @@ class SubmitPlan:
 
 
 def plan_for_stack(
-    cfg: Any,
+    p: Plan,
     stack: str,
     cluster: str | None = None,
     kubeconfig: str | None = None,
     context: str | None = None,
 ) -> SubmitPlan:
-    """The :class:`SubmitPlan` for a ``StackConfig``'s long-lived RayCluster ``cluster`` (the
-    only one when None).
+    """The :class:`SubmitPlan` for the long-lived RayCluster ``cluster`` of the stack whose plan
+    is ``p`` (the only one when None).
 
     Raises:
         SubmitError: the stack has no RayCluster, ``cluster`` is not one of them, or it has
             several and none was named.
     """
     from components.kernel.ray import AUTH_TOKEN_KEY, DASHBOARD_PORT, auth_secret_name
-    from components.plan.plan import plan
     from components.raycrs.render import head_service_host
 
-    names = [rc.name for rc in cfg.ray_clusters]
+    names = list(p.clusters)
     if not names:
         raise SubmitError(
             f"stack {stack!r} has no long-lived RayCluster (ray_clusters:) to submit to; add "
@@ -154,7 +156,7 @@ def plan_for_stack(
             f"--cluster {cluster!r} is not a RayCluster of stack {stack!r}; it has: "
             f"{', '.join(names)}"
         )
-    ctx = plan(cfg).context
+    ctx = p.context
     host = head_service_host(ctx, cluster)
     kubectl = ["kubectl"]
     if kubeconfig:
@@ -484,12 +486,13 @@ def submit(
             with leases.hold(log_dir.parent):  # `down` names it while the job is followed
                 _run(url, token, sub, wait, {"raygke_stack": name}, log_dir)
             return
+        from components.plan.plan import plan as stack_plan
         from raygke.stacks import choose_or_exit, load_or_exit
 
         choice = choose_or_exit(stack, config)
         assert choice.path is not None
         cfg = load_or_exit(choice.path)
-        plan = plan_for_stack(cfg, choice.name, cluster, kubeconfig, context)
+        plan = plan_for_stack(stack_plan(cfg), choice.name, cluster, kubeconfig, context)
         console.print(
             f"submitting to RayCluster {plan.namespace}/{plan.cluster} of stack {plan.stack!r} "
             f"(svc/{plan.service}:{plan.port}, token from Secret {plan.secret})",

@@ -93,7 +93,7 @@ def queue_note(stack: str | None, config: Path | None, names: list[str]) -> None
     from raygke.queue import local_queue_note
 
     choice = choose_or_exit(stack, config, builtin=local_cluster.BUILTIN_STACK)
-    note = local_queue_note(load_or_exit(choice.path), names) if choice.path else None
+    note = local_queue_note(load_or_exit(choice.path).jobs, names) if choice.path else None
     if note:
         err.print(note, markup=False)
 

@@ -36,10 +36,10 @@ def test_a_job_that_can_never_be_admitted_fails_queue_and_check(tmp_path) -> Non
 
 def test_local_says_queues_do_not_apply_for_a_queued_job() -> None:
     cfg = load_stack_file(ROOT / "Pulumi.dev.yaml")
-    note = local_queue_note(cfg, ["prepare", "train_lm", "evaluate"])
+    note = local_queue_note(cfg.jobs, ["prepare", "train_lm", "evaluate"])
     assert note is not None and "train-lm-l4 (queue dev)" in note
     assert "queues do not apply locally" in note
-    assert local_queue_note(cfg, ["prepare", "evaluate"]) is None
+    assert local_queue_note(cfg.jobs, ["prepare", "evaluate"]) is None
 
 
 def test_diff_shows_a_quota_change_as_a_cluster_queue_update() -> None:

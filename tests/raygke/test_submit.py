@@ -38,7 +38,7 @@ def run(*args: str) -> tuple[int, str]:
 def test_plan_names_what_the_stack_renders_for_its_raycluster(name: str) -> None:
     cfg = stack(name)
     (rc,) = cfg.ray_clusters
-    plan = submit.plan_for_stack(cfg, name)
+    plan = submit.plan_for_stack(stack_plan(cfg), name)
     manifest = ray_cluster_manifest(
         stack_plan(cfg), rc, planned_refs(stack_plan(cfg).context, cfg.ray.images)
     )
@@ -54,7 +54,9 @@ def test_plan_names_what_the_stack_renders_for_its_raycluster(name: str) -> None
 
 
 def test_kubectl_commands_forward_to_loopback_and_read_only_the_token_key() -> None:
-    plan = submit.plan_for_stack(stack("dev"), "dev", kubeconfig="/k/cfg", context="gke_x")
+    plan = submit.plan_for_stack(
+        stack_plan(stack("dev")), "dev", kubeconfig="/k/cfg", context="gke_x"
+    )
     assert plan.port_forward_command() == [
         "kubectl", "--kubeconfig", "/k/cfg", "--context", "gke_x", "port-forward",
         "--namespace", "ray", "--address", "127.0.0.1", "svc/research-head-svc", ":8265",
@@ -70,14 +72,14 @@ def test_plan_refuses_a_stack_without_or_with_several_rayclusters() -> None:
     cfg = stack("dev")
     none = cfg.model_copy(update={"ray_clusters": []})
     with pytest.raises(submit.SubmitError, match=r"no long-lived RayCluster \(ray_clusters:\)"):
-        submit.plan_for_stack(none, "dev")
+        submit.plan_for_stack(stack_plan(none), "dev")
     (rc,) = cfg.ray_clusters
     two = cfg.model_copy(update={"ray_clusters": [rc, rc.model_copy(update={"name": "other"})]})
     with pytest.raises(submit.SubmitError, match=r"2 RayClusters; choose one with --cluster"):
-        submit.plan_for_stack(two, "dev")
-    assert submit.plan_for_stack(two, "dev", cluster="other").secret == "other-ray-auth"
+        submit.plan_for_stack(stack_plan(two), "dev")
+    assert submit.plan_for_stack(stack_plan(two), "dev", cluster="other").secret == "other-ray-auth"
     with pytest.raises(submit.SubmitError, match=r"--cluster 'nope' is not a RayCluster"):
-        submit.plan_for_stack(cfg, "dev", cluster="nope")
+        submit.plan_for_stack(stack_plan(cfg), "dev", cluster="nope")
 
 
 def test_a_script_becomes_python_file_in_its_folder(tmp_path: Path) -> None:
@@ -162,7 +164,7 @@ def test_token_is_decoded_and_a_failing_port_forward_is_named(tmp_path: Path, mo
         'echo "error: services \\"research-head-svc\\" not found" >&2\nexit 1\n',
     )
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    plan = submit.plan_for_stack(stack("dev"), "dev")
+    plan = submit.plan_for_stack(stack_plan(stack("dev")), "dev")
     assert submit.read_token(plan) == token
     with (
         pytest.raises(submit.SubmitError, match=r'exited: error: services "research-head-svc"'),
