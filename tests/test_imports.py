@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "contract", "raygke", "workloads")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, base: Path = ROOT) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -345,29 +345,53 @@ def test_folders_import_each_other_at_most_the_ceiling() -> None:
     )
 
 
-def stack_config_functions(roots: tuple[str, ...] = ("components", "raygke")) -> list[str]:
-    """Every function (``module:qualname``) of ``roots`` with a parameter annotated
-    ``StackConfig`` (alone or in a union): the functions handed the whole stack."""
+def stack_config_functions(
+    roots: tuple[str, ...] = ("components", "raygke"), base: Path = ROOT
+) -> list[str]:
+    """Every function (``module:qualname``) of ``roots`` (folders of ``base``) with a parameter
+    annotated ``StackConfig`` (alone or in a union) or named ``cfg`` whatever its annotation
+    (``cfg: Any`` or none): the functions handed the whole stack."""
     out = []
     for pkg in roots:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
+        for path in sorted((base / pkg).rglob("*.py")):
             tree = parse_file(path)
             for node in ast.walk(tree):
                 if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     continue
                 a = node.args
                 params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
-                if any(p.annotation and "StackConfig" in ast.unparse(p.annotation) for p in params):
-                    out.append(f"{module_name(path)}:{node.name}")
+                if any(
+                    p.arg == "cfg" or (p.annotation and "StackConfig" in ast.unparse(p.annotation))
+                    for p in params
+                ):
+                    out.append(f"{module_name(path, base)}:{node.name}")
     return out
 
 
-def test_stack_config_functions_are_found() -> None:
+def test_stack_config_functions_are_found(tmp_path: Path) -> None:
     found = stack_config_functions()
     assert "components.stack.rules:unique_names" in found  # cfg: StackConfig
     assert "components.plan.plan:plan" in found
     assert "components.plan.plan:_build" in found  # private ones count too
     assert not any(f.startswith("components.plan.naming:gsa_email") for f in found)  # narrow
+    # a parameter named cfg counts whatever its annotation; a local, a lambda's does not
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text(
+        "from typing import Any\n"
+        "def typed(cfg: Any) -> None: ...\n"
+        "def bare(x, *, cfg): ...\n"
+        "async def later(cfg=None): ...\n"
+        "def union(s: 'StackConfig | None') -> None: ...\n"
+        "def narrow(node_pools: list[Any]) -> None:\n"
+        "    cfg = node_pools\n"
+        "    f = lambda cfg: cfg\n"
+    )
+    assert stack_config_functions(("pkg",), tmp_path) == [
+        "pkg.mod:typed",
+        "pkg.mod:bare",
+        "pkg.mod:later",
+        "pkg.mod:union",
+    ]
 
 
 # Issue 48: the functions handed the whole StackConfig, each for a reason: the plan floor builds
