@@ -30,4 +30,4 @@ def parse(source: str, filename: str = "<unknown>", tries: int = 5) -> ast.Modul
 
 def parse_file(path: Path) -> ast.Module:
     """:func:`parse` of the file at ``path``."""
-    return parse(path.read_text(), filename=str(path))
+    return parse(path.read_text(encoding="utf-8"), filename=str(path))

@@ -137,3 +137,17 @@ def test_a_planted_wrong_checker_is_found() -> None:
     assert list(wrong_shapes("def f(): return FieldLine('a', 'b')\n", "used.py")) == [
         "used.py:1: uses FieldLine"
     ]
+
+
+def test_the_tests_parse_source_through_the_retrying_helper() -> None:
+    """Every test that parses the project's code goes through ``tests/ast_source.py``: a bare
+    ``ast.parse`` fails spuriously under CPython 3.11 when another thread builds an AST (it
+    failed ``test_every_sources_pointer_has_its_section`` once under xdist)."""
+    here = Path(__file__).resolve().parent
+    call = "ast." + "parse("  # split: this file's own text is scanned too
+    bare = [
+        str(p.relative_to(here))
+        for p in sorted(here.rglob("*.py"))
+        if p.name != "ast_source.py" and call in p.read_text(encoding="utf-8")
+    ]
+    assert not bare, f"use tests.ast_source.parse / parse_file instead of ast.parse in {bare}"

@@ -9,6 +9,8 @@ import re
 import statistics
 from pathlib import Path
 
+from tests.ast_source import parse_file
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "docs" / "sources.md"
 MAX_LINES = 10
@@ -23,7 +25,7 @@ def module_docstrings(root: Path = ROOT) -> dict[str, str]:
     """``{"components/<path>.py": module docstring}`` ("" for a module without one)."""
     out: dict[str, str] = {}
     for path in sorted((root / "components").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_file(path)
         out[path.relative_to(root).as_posix()] = ast.get_docstring(tree) or ""
     return out
 
