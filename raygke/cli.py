@@ -155,9 +155,12 @@ def check(
 
     warnings = list(cfg.notices)  # deprecated spellings, refusals newer than the stack's epoch
     warnings += image_warnings(cfg.ray.images)
-    warnings += maintenance_warnings(plan(cfg), cfg.cluster)
-    warnings += list(multi_node_jobs_without_gpu_networking(plan(cfg)))
-    warnings += gpudirect_grants(plan(cfg))  # what gpu_networking: gpudirect grants, said every run
+    stack_plan = plan(cfg)
+    warnings += maintenance_warnings(stack_plan, cfg.cluster)
+    warnings += list(multi_node_jobs_without_gpu_networking(stack_plan))
+    warnings += gpudirect_grants(
+        stack_plan
+    )  # what gpu_networking: gpudirect grants, said every run
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
     held = [Problem(h.path, h.note(), "newer-default", "warning") for h in cfg.held_defaults]

@@ -235,10 +235,10 @@ def multi_network_objects(vpcs: list[GpuVpc]) -> list[dict[str, Any]]:
 
 def installer_daemonsets(node_pools: list[Any]) -> list[dict[str, Any]]:
     """The NCCL plugin installer DaemonSets the RDMA pools and ``gpudirect`` pools of
-    ``node_pools`` (the stack's) need,
-    as Google ships them (``kube-system``, privileged init container, ``hostNetwork``/``hostPID``,
-    hostPath, ``system-node-critical``; TCPXO's ``pre-installation`` step first) [CEA]; the node
-    affinity lists the accelerators of the stack's pools of that kind and architecture. TCPX /
+    ``node_pools`` (the stack's) need, as Google ships them (``kube-system``, privileged init
+    container, ``hostNetwork``/``hostPID``, hostPath, ``system-node-critical``; TCPXO's
+    ``pre-installation`` step first) [CEA]; the node affinity lists the accelerators of the
+    stack's pools of that kind and architecture. TCPX /
     TCPXO pools without ``gpudirect`` get none (module docstring); with it, the NRI device
     injector comes last (:func:`components.gpunet.gpudirect.device_injector`)."""
     by_key: dict[tuple[str, str], set[str]] = {}
