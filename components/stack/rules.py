@@ -477,6 +477,7 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         "capacity",
         "jobs",
+        "ray_clusters",  # a job on a RayCluster is queued by the cluster's queue (_unqueued)
         name="super_slicing_supported",
     ),
     _rule(
@@ -494,8 +495,6 @@ RULES: tuple[Rule, ...] = (
         "node_pools",
         "network",
         "zones",
-        "jobs",
-        "ray_clusters",
         name="gpu_networking",
     ),
     # project and region too: flavors and queues are built from the rendered node pools, which

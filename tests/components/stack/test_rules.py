@@ -415,6 +415,8 @@ def test_every_rule_reads_only_the_blocks_it_needs() -> None:
         tops = {n.split(".")[0] for n in r.needs}
         assert params - {"p", "cfg"} <= tops, f"{r.name} reads {params - tops} not in its needs"
         assert params, r.name
+        if not params & {"p", "cfg"}:  # a need it is not handed would skip it for nothing
+            assert tops == params, f"{r.name} needs {tops - params} it does not read"
 
 
 def test_a_rule_parameter_that_is_no_block_is_a_type_error() -> None:
