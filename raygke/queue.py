@@ -64,7 +64,7 @@ def queue(
     assert choice.path is not None
     cfg = load_for_check(choice.path, sets, fmt).cfg
     unqueued = [j.name for j in cfg.jobs if not j.queue]
-    services = service_plans(plan(cfg), cfg.services)
+    services = service_plans(plan(cfg))
     if not cfg.capacity.enabled:
         if fmt == "json":
             doc = {"kueue": False, "jobs": [], "not_queued": unqueued}
@@ -129,12 +129,12 @@ def queue(
         raise typer.Exit(EXIT_FAILED)
 
 
-def service_plans(p: Plan, services: list[Any]) -> list[Any]:
+def service_plans(p: Plan) -> list[Any]:
     """Every vLLM service's :class:`components.raycrs.serve_replicas.ReplicaPlan` from plan
-    ``p``, by name (``services``: the stack's ``services`` block)."""
+    ``p`` (its resolved services), by name."""
     from components.raycrs.serve_replicas import replica_plan
 
-    found = (replica_plan(p, s) for s in sorted(services, key=lambda s: s.name))
+    found = (replica_plan(p, s) for s, _ in sorted(p.services, key=lambda st: st[0].name))
     return [r for r in found if r is not None]
 
 

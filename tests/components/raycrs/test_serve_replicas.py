@@ -89,6 +89,6 @@ def test_prod_service_replicas_as_queue_shows_them() -> None:
     from raygke.queue import service_plans
 
     prod = stack("prod")
-    (p,) = service_plans(plan(prod), prod.services)
+    (p,) = service_plans(plan(prod))
     assert (p.service, p.pool, p.per_replica) == ("lm", "l4-serve", "1 x NVIDIA L4")
     assert (p.min_replicas, p.max_replicas, p.fits, p.routing) == (1, 3, 3, "power_of_two")
