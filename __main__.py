@@ -56,14 +56,11 @@ for notice in (*cfg.notices, *(h.note() for h in cfg.held_defaults)):
 stack_plan = plan(cfg)
 # The cluster's NAP resource limits: the cluster's autoscaling and the Ray namespaces' quota.
 nap_limits = stack_nap_limits(cfg.nap, cfg.cluster.system_pool, cfg.node_pools)
+# Whether the RayServices get GCS fault tolerance: its API, the cluster's flag, the Redis instance.
+gcs_ft_enabled = ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
 
 # The APIs first; every GCP resource below waits for the APIs its type calls.
-apis = Apis(
-    "apis",
-    ApisArgs(
-        project=cfg.project, gcs_fault_tolerance=ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
-    ),
-)
+apis = Apis("apis", ApisArgs(project=cfg.project, gcs_fault_tolerance=gcs_ft_enabled))
 apis.wait_for_apis()
 
 network = Network("network", NetworkArgs(context=stack_plan.context, network=cfg.network))
@@ -94,7 +91,7 @@ cluster = Cluster(
         kuberay=cfg.kuberay,
         super_slicing=bool(super_slicing_pools(cfg.node_pools)),
         multi_networking=bool(networked_pools(cfg.node_pools)),
-        gcs_fault_tolerance=ft_enabled(cfg.gcs_fault_tolerance, cfg.services),
+        gcs_fault_tolerance=gcs_ft_enabled,
         vpc=network.network_self_link,
         subnetwork=network.subnetwork_self_link,
         pods_range_name=network.pods_range_name,
@@ -167,7 +164,7 @@ gcs_ft = (
             gsas=list(security.gsas.values()),
         ),
     )
-    if ft_enabled(cfg.gcs_fault_tolerance, cfg.services)
+    if gcs_ft_enabled
     else None
 )
 registry = ImageRegistry(

@@ -158,9 +158,8 @@ def check(
     stack_plan = plan(cfg)
     warnings += maintenance_warnings(stack_plan, cfg.cluster)
     warnings += list(multi_node_jobs_without_gpu_networking(stack_plan))
-    warnings += gpudirect_grants(
-        stack_plan
-    )  # what gpu_networking: gpudirect grants, said every run
+    # what gpu_networking: gpudirect grants, said every run
+    warnings += gpudirect_grants(stack_plan)
     for line in warnings if fmt == "text" else ():
         err.print(f"[yellow]warning:[/] {escape(line)}")
     held = [Problem(h.path, h.note(), "newer-default", "warning") for h in cfg.held_defaults]
